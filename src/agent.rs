@@ -1,0 +1,212 @@
+//! The AI agent: one model configuration, one service provider and the conversation history.
+//!
+//! `send_prompt` composes the stored history with the new prompt, calls the model, and commits
+//! the turn atomically (DESIGN §2): the prompt and the reply together on success, nothing on
+//! failure; a system message replaces the stored one. The agent must never talk to a client:
+//! it returns outcomes and hands stream deltas to the caller's callback.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{Message, Role};
+use crate::model::{ModelConfiguration, ModelReply};
+use crate::provider::ProviderResponse;
+use crate::registry::ProviderInstance;
+use crate::store::Store;
+
+/// Where an agent's turns are persisted.
+#[derive(Clone)]
+pub struct Persistence {
+    pub store: Arc<Store>,
+    pub conversation_id: String,
+}
+
+/// The history an agent keeps in memory (a mirror of what is committed).
+#[derive(Default)]
+struct History {
+    system: Option<Message>,
+    messages: Vec<Message>,
+}
+
+/// A successful prompt.
+#[derive(Debug, Clone)]
+pub struct PromptOutcome {
+    pub reply: ModelReply,
+    pub latency: Duration,
+}
+
+pub struct AIAgent {
+    pub id: String,
+    pub provider: ProviderInstance,
+    model: std::sync::Mutex<Box<dyn ModelConfiguration>>,
+    /// Held for the whole of a prompt, so prompts to one agent run one at a time.
+    turn: tokio::sync::Mutex<()>,
+    /// The committed history; locked only briefly, never across an await.
+    history: std::sync::Mutex<History>,
+    persistence: Option<Persistence>,
+    /// The longest a prompt may take, end to end.
+    pub timeout: Option<Duration>,
+}
+
+impl AIAgent {
+    pub fn new(
+        id: String,
+        provider: ProviderInstance,
+        model: Box<dyn ModelConfiguration>,
+        persistence: Option<Persistence>,
+        system: Option<Message>,
+        messages: Vec<Message>,
+    ) -> AIAgent {
+        AIAgent {
+            id,
+            provider,
+            model: std::sync::Mutex::new(model),
+            turn: tokio::sync::Mutex::new(()),
+            history: std::sync::Mutex::new(History { system, messages }),
+            persistence,
+            timeout: None,
+        }
+    }
+
+    fn model_copy(&self) -> Result<Box<dyn ModelConfiguration>> {
+        Ok(self
+            .model
+            .lock()
+            .map_err(|_| Error::internal("agent lock poisoned"))?
+            .clone_box())
+    }
+
+    /// The format and model id of this agent.
+    pub fn model_info(&self) -> Result<(&'static str, String, Map<String, Value>)> {
+        let m = self
+            .model
+            .lock()
+            .map_err(|_| Error::internal("agent lock poisoned"))?;
+        Ok((m.format(), m.model().to_string(), m.parameters().clone()))
+    }
+
+    /// Changes a parameter of this agent's model configuration (and remembers it in the store).
+    pub fn set_parameter(&self, name: &str, value: Value) -> Result<()> {
+        let params = {
+            let mut m = self
+                .model
+                .lock()
+                .map_err(|_| Error::internal("agent lock poisoned"))?;
+            m.set_parameter(name, value)?;
+            m.parameters().clone()
+        };
+        if let Some(p) = &self.persistence {
+            p.store.update_parameters(&p.conversation_id, &params)?;
+        }
+        Ok(())
+    }
+
+    /// The history, system message first.
+    pub fn history(&self) -> Result<Vec<Message>> {
+        let h = self
+            .history
+            .lock()
+            .map_err(|_| Error::internal("agent lock poisoned"))?;
+        Ok(h.system.iter().chain(h.messages.iter()).cloned().collect())
+    }
+
+    /// Sends a prompt: the stored history plus `prompt` go to the model; on success the prompt
+    /// and the reply are committed together. `on_delta` receives streamed text when given
+    /// (the request is then a streaming one).
+    pub async fn send_prompt(
+        &self,
+        prompt: Vec<Message>,
+        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        cancel: &CancellationToken,
+    ) -> Result<PromptOutcome> {
+        let _turn = tokio::select! {
+            t = self.turn.lock() => t,
+            _ = cancel.cancelled() => return Err(Error::cancelled()),
+        };
+        let mut system = None;
+        let mut new_messages = Vec::new();
+        for m in prompt {
+            if m.role == Role::System {
+                system = Some(m);
+            } else {
+                new_messages.push(m);
+            }
+        }
+        if new_messages.is_empty() {
+            return Err(Error::invalid_params("the prompt has no user message"));
+        }
+        let full = {
+            let history = self
+                .history
+                .lock()
+                .map_err(|_| Error::internal("agent lock poisoned"))?;
+            let mut full = Vec::with_capacity(history.messages.len() + new_messages.len() + 1);
+            full.extend(system.as_ref().or(history.system.as_ref()).cloned());
+            full.extend(history.messages.iter().cloned());
+            full.extend(new_messages.iter().cloned());
+            full
+        };
+
+        let model = self.model_copy()?;
+        let request = model.prepare_request(&full, on_delta.is_some())?;
+        let started = Instant::now();
+        let call = async {
+            match self.provider.provider.send_request(&request).await? {
+                ProviderResponse::Complete(body) => model.extract_result(&body),
+                ProviderResponse::Stream(stream) => {
+                    let mut decoder = model.stream_decoder();
+                    let mut events = stream.eventsource();
+                    while let Some(event) = events.next().await {
+                        let event = event.map_err(|e| match e {
+                            eventsource_stream::EventStreamError::Transport(e) => e,
+                            other => Error::provider(format!(
+                                "{}: the provider's stream is malformed: {other}",
+                                self.provider.name
+                            )),
+                        })?;
+                        for delta in decoder.feed(&event.data)? {
+                            if let Some(f) = on_delta {
+                                f(&delta);
+                            }
+                        }
+                    }
+                    decoder.finish().map_err(|e| {
+                        Error::new(e.kind, format!("{}: {}", self.provider.name, e.message))
+                    })
+                }
+            }
+        };
+        let timeout = self.timeout.unwrap_or(Duration::from_secs(24 * 3600));
+        let reply = tokio::select! {
+            r = tokio::time::timeout(timeout, call) => match r {
+                Ok(r) => r?,
+                Err(_) => return Err(Error::new(ErrorKind::Timeout, format!("{}: no complete answer within {:.0?}", self.provider.name, timeout))),
+            },
+            _ = cancel.cancelled() => return Err(Error::cancelled()),
+        };
+        let latency = started.elapsed();
+
+        if let Some(p) = &self.persistence {
+            let mut rows: Vec<_> = new_messages.iter().cloned().map(|m| (m, None)).collect();
+            rows.push((reply.message.clone(), reply.usage));
+            p.store
+                .commit_turn(&p.conversation_id, system.as_ref(), &rows)?;
+        }
+        let mut history = self
+            .history
+            .lock()
+            .map_err(|_| Error::internal("agent lock poisoned"))?;
+        if system.is_some() {
+            history.system = system;
+        }
+        history.messages.extend(new_messages);
+        history.messages.push(reply.message.clone());
+        Ok(PromptOutcome { reply, latency })
+    }
+}

@@ -1,0 +1,75 @@
+//! `genai components`: the registry as tables, or as the JSON of `ListComponents`.
+
+use genai::error::Error;
+
+pub fn run(json: bool) -> Result<(), Error> {
+    let (_, _, registry) = super::load()?;
+    let c = registry.components()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&c).unwrap_or_default());
+        return Ok(());
+    }
+    println!("SERVICE PROVIDERS");
+    println!(
+        "  {:<16} {:<14} {:<10} DEFAULT MODEL",
+        "NAME", "KIND", "ORIGIN"
+    );
+    for p in &c.service_providers {
+        println!(
+            "  {:<16} {:<14} {:<10} {}",
+            p.name,
+            p.kind,
+            p.origin,
+            p.default_model.as_deref().unwrap_or("-")
+        );
+    }
+    println!("\nMODEL CONFIGURATIONS");
+    if c.model_configurations.is_empty() {
+        println!("  (none; `provider:model` makes one on the fly)");
+    }
+    for m in &c.model_configurations {
+        println!("  {:<16} {:<16} {}", m.name, m.format, m.model);
+    }
+    println!("\nFEATURES");
+    for f in &c.features {
+        println!(
+            "  {:<16} {:<8} {}",
+            f["name"].as_str().unwrap_or(""),
+            f["origin"].as_str().unwrap_or(""),
+            f["description"].as_str().unwrap_or("")
+        );
+    }
+    println!("\nPROVIDER KINDS (formats they run)");
+    for k in c.kinds["serviceProviders"].as_array().into_iter().flatten() {
+        let formats: Vec<&str> = k["formats"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str())
+            .collect();
+        println!(
+            "  {:<16} {}",
+            k["name"].as_str().unwrap_or(""),
+            formats.join(", ")
+        );
+    }
+    println!("\nMODEL FORMATS (parameters)");
+    for k in c.kinds["modelConfigurations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let params: Vec<&str> = k["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        println!(
+            "  {:<16} {}",
+            k["name"].as_str().unwrap_or(""),
+            params.join(", ")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,20 @@
+//! `genai daemon`: the JSON-RPC server over stdin/stdout. Logs go to stderr only.
+
+use std::sync::Arc;
+
+use genai::error::{Error, ErrorKind};
+use genai::framework::Framework;
+use genai::store::Store;
+
+pub async fn run() -> Result<(), Error> {
+    let (paths, config, registry) = super::load()?;
+    let store = Arc::new(Store::open(&paths.history_db())?);
+    let (fw, events) = Framework::new(config, registry, store);
+    tracing::info!(
+        "genai daemon ready; history at {}",
+        paths.history_db().display()
+    );
+    genai::rpc::server::serve(fw, events, tokio::io::stdin(), tokio::io::stdout())
+        .await
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("stdio failed: {e}")))
+}

@@ -1,0 +1,129 @@
+//! The command line: argument definitions, shared start-up, and the mapping of errors to exit
+//! codes (0 success, 1 model or provider failure, 2 usage error, 3 missing configuration or
+//! credentials). Each subcommand lives in its own file and holds no logic the daemon lacks.
+
+mod ask;
+mod components;
+mod config;
+mod daemon;
+mod keys;
+mod schema;
+mod sessions;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use genai::config::{Config, Paths};
+use genai::error::{Error, ErrorKind};
+use genai::registry::Registry;
+
+#[derive(Parser)]
+#[command(
+    name = "genai",
+    version,
+    about = "Talk to generative-AI models from a shell, an editor or CI",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Ask a model; the reply streams to stdout. Piped stdin is added after the prompt.
+    Ask(ask::Args),
+    /// Serve JSON-RPC 2.0 over stdio (Content-Length or newline-delimited framing).
+    Daemon,
+    /// List, show or delete stored conversations.
+    #[command(subcommand)]
+    Sessions(sessions::Command),
+    /// Show registered kinds and named instances.
+    Components {
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Store or delete API keys in the OS keyring.
+    #[command(subcommand)]
+    Keys(keys::Command),
+    /// Print the JSON Schema of a protocol message or of the config (all names without NAME).
+    Schema { name: Option<String> },
+    /// Show where the config lives, or show it with secrets masked.
+    #[command(subcommand)]
+    Config(config::Command),
+    /// Print a shell completion script.
+    Completions { shell: clap_complete::Shell },
+}
+
+/// Exit code of an error kind.
+pub fn exit_code(kind: ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::MissingCredentials
+        | ErrorKind::Config
+        | ErrorKind::UnknownComponent
+        | ErrorKind::IncompatibleComponents => 3,
+        ErrorKind::InvalidParams | ErrorKind::InvalidParameter | ErrorKind::UnknownConversation => {
+            2
+        }
+        _ => 1,
+    }
+}
+
+/// Prints one line on stderr and returns the exit code.
+pub fn fail(e: &Error) -> i32 {
+    eprintln!("genai: {}", e.message);
+    exit_code(e.kind)
+}
+
+/// The paths, the config and the registry built from them.
+pub fn load() -> Result<(Paths, Config, Registry), Error> {
+    let paths = Paths::from_env()?;
+    let config = Config::load(&paths.config_file())?;
+    let registry = Registry::from_config(&config)?;
+    Ok((paths, config, registry))
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GENAI_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("cannot start the async runtime")
+}
+
+pub fn run() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    init_logging();
+    let result = match cli.command {
+        Command::Ask(args) => return runtime().block_on(ask::run(args)),
+        Command::Daemon => runtime().block_on(daemon::run()),
+        Command::Sessions(c) => sessions::run(c),
+        Command::Components { json } => components::run(json),
+        Command::Keys(c) => keys::run(c),
+        Command::Schema { name } => schema::run(name.as_deref()),
+        Command::Config(c) => config::run(c),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "genai", &mut std::io::stdout());
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => fail(&e),
+    }
+}

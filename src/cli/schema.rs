@@ -1,0 +1,29 @@
+//! `genai schema [NAME]`: prints generated JSON Schemas.
+
+use genai::error::{Error, ErrorKind};
+
+pub fn run(name: Option<&str>) -> Result<(), Error> {
+    let all = genai::schema::all();
+    match name {
+        None => {
+            for (n, _) in &all {
+                println!("{n}");
+            }
+            Ok(())
+        }
+        Some(name) => {
+            let name = name.trim_end_matches(".json");
+            let (_, v) = all
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidParams,
+                        format!("no schema named `{name}`; run `genai schema` for the list"),
+                    )
+                })?;
+            print!("{}", genai::schema::render(v));
+            Ok(())
+        }
+    }
+}

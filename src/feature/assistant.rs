@@ -1,0 +1,71 @@
+//! The built-in `assistant` feature: plain chat. It sends the user's message (with the
+//! conversation's system prompt) to the agent, streams the reply, and ends the turn with the
+//! reply as summary and provider, model, usage and latency as details.
+
+use async_trait::async_trait;
+
+use super::{Feature, Turn, TurnOutcome};
+use crate::message::Message;
+
+pub const NAME: &str = "assistant";
+pub const DESCRIPTION: &str = "Chat with the model: streams the reply, keeps the history.";
+
+pub struct Assistant;
+
+#[async_trait]
+impl Feature for Assistant {
+    async fn on_new_message(&self, turn: &Turn) -> TurnOutcome {
+        let mut prompt = Vec::with_capacity(2);
+        if let Some(system) = &turn.system_prompt {
+            prompt.push(Message::system(system.clone()));
+        }
+        prompt.push(turn.message.clone());
+        let stream_to = |delta: &str| turn.chunk(delta);
+        let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if turn.events.streaming() {
+            Some(&stream_to)
+        } else {
+            None
+        };
+        let provider = &turn.agent.provider;
+        let mut detailed = vec![format!("provider: {} ({})", provider.name, provider.kind)];
+        match turn.agent.send_prompt(prompt, on_delta, &turn.cancel).await {
+            Ok(outcome) => {
+                let r = outcome.reply;
+                let model = r
+                    .model
+                    .clone()
+                    .or_else(|| turn.agent.model_info().ok().map(|m| m.1));
+                detailed.push(format!("model: {}", model.as_deref().unwrap_or("unknown")));
+                if let Some(u) = r.usage {
+                    detailed.push(format!(
+                        "usage: {} input + {} output = {} tokens",
+                        u.input_tokens,
+                        u.output_tokens,
+                        u.total()
+                    ));
+                }
+                detailed.push(format!("latency: {} ms", outcome.latency.as_millis()));
+                if let Some(f) = &r.finish_reason {
+                    detailed.push(format!("finish reason: {f}"));
+                }
+                TurnOutcome {
+                    summary: r.message.text(),
+                    detailed,
+                    error: None,
+                    usage: r.usage,
+                    model,
+                    finish_reason: r.finish_reason,
+                }
+            }
+            Err(e) => {
+                detailed.push(format!("error: {e}"));
+                TurnOutcome {
+                    summary: e.message.clone(),
+                    detailed,
+                    error: Some(e),
+                    ..Default::default()
+                }
+            }
+        }
+    }
+}

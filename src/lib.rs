@@ -1,0 +1,18 @@
+//! genai: connects a chat user interface (an editor, a terminal, a CI script) to generative-AI
+//! models through pluggable features, model configurations and service providers.
+//!
+//! See `docs/ARCHITECTURE.md` for the code map.
+
+pub mod agent;
+pub mod config;
+pub mod error;
+pub mod feature;
+pub mod framework;
+pub mod message;
+pub mod model;
+pub mod provider;
+pub mod registry;
+pub mod rpc;
+pub mod schema;
+pub mod secrets;
+pub mod store;

@@ -1,0 +1,194 @@
+//! The message model shared by every layer: roles, content parts, messages and token usage.
+//!
+//! This module owns the wire shape of a message (DESIGN §3) and its JSON Schema. It must never
+//! know about a provider's wire format: model configurations translate to and from these types.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// Who speaks in a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// One part of a message's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Part {
+    /// Plain text.
+    Text { text: String },
+    /// An image, either by URL or inline as base64 data with its media type.
+    #[serde(rename_all = "camelCase")]
+    Image {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        media_type: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<String>,
+    },
+    /// A call of a tool by the model; several in one message are parallel calls.
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        id: String,
+        name: String,
+        #[serde(default)]
+        arguments: Value,
+    },
+    /// The result of a tool call.
+    #[serde(rename_all = "camelCase")]
+    ToolResult {
+        tool_call_id: String,
+        #[serde(default, deserialize_with = "content_parts")]
+        #[schemars(with = "Vec<PartInput>")]
+        content: Vec<Part>,
+        #[serde(default)]
+        is_error: bool,
+    },
+    /// Structured data.
+    Json { value: Value },
+}
+
+impl Part {
+    pub fn text(text: impl Into<String>) -> Part {
+        Part::Text { text: text.into() }
+    }
+}
+
+/// What a client may send as a content part: a part object, or a bare string taken as text
+/// (so the seed's `{"role":"user","content":["hello"]}` works unchanged).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PartInput {
+    Text(String),
+    Part(Part),
+}
+
+/// What a client may send as a message's content: one string, or a list of parts.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ContentInput {
+    Text(String),
+    Parts(Vec<PartInput>),
+}
+
+fn content_parts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Part>, D::Error> {
+    Ok(match ContentInput::deserialize(d)? {
+        ContentInput::Text(text) => vec![Part::Text { text }],
+        ContentInput::Parts(parts) => parts
+            .into_iter()
+            .map(|p| match p {
+                PartInput::Text(text) => Part::Text { text },
+                PartInput::Part(p) => p,
+            })
+            .collect(),
+    })
+}
+
+/// A message: a role and its content parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Message {
+    pub role: Role,
+    #[serde(default, deserialize_with = "content_parts")]
+    #[schemars(with = "ContentInput")]
+    pub content: Vec<Part>,
+    /// The agent or tool that produced the message, when it matters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+}
+
+impl Message {
+    pub fn new(role: Role, text: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: vec![Part::text(text)],
+            from: None,
+        }
+    }
+
+    pub fn user(text: impl Into<String>) -> Message {
+        Message::new(Role::User, text)
+    }
+
+    pub fn system(text: impl Into<String>) -> Message {
+        Message::new(Role::System, text)
+    }
+
+    pub fn assistant(text: impl Into<String>) -> Message {
+        Message::new(Role::Assistant, text)
+    }
+
+    /// The text parts joined together, the form a chat bubble shows.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for part in &self.content {
+            if let Part::Text { text } = part {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+/// Token counts reported by a provider for one request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_strings_are_text_parts() {
+        let m: Message = serde_json::from_str(r#"{"role":"user","content":["hello"]}"#).unwrap();
+        assert_eq!(m.content, vec![Part::text("hello")]);
+        let m: Message = serde_json::from_str(r#"{"role":"user","content":"hi"}"#).unwrap();
+        assert_eq!(m.text(), "hi");
+    }
+
+    #[test]
+    fn parts_round_trip() {
+        let json = r#"{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"image","mediaType":"image/png","data":"AA=="},{"type":"toolCall","id":"1","name":"f","arguments":{"x":1}},{"type":"toolResult","toolCallId":"1","content":["ok"],"isError":false}]}"#;
+        let m: Message = serde_json::from_str(json).unwrap();
+        let back = serde_json::to_value(&m).unwrap();
+        let again: Message = serde_json::from_value(back).unwrap();
+        assert_eq!(m, again);
+        assert!(
+            matches!(&m.content[3], Part::ToolResult { content, .. } if content == &vec![Part::text("ok")])
+        );
+    }
+
+    #[test]
+    fn unknown_role_is_refused() {
+        assert!(serde_json::from_str::<Message>(r#"{"role":"robot","content":"x"}"#).is_err());
+    }
+}

@@ -1,0 +1,232 @@
+//! Model configurations: one wire format plus its parameters (DESIGN §1).
+//!
+//! A model configuration turns messages into a request body (`prepare_request`), a response
+//! body into a message (`extract_result`), a stream into deltas (its [`StreamDecoder`]), and
+//! validates parameter changes. It must never do I/O: moving bytes is the provider's job.
+
+pub mod openai_chat;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{Message, Usage};
+
+/// A prepared request: the body and what the provider needs to route it.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    /// The format kind, so a provider serving several formats picks the endpoint.
+    pub format: &'static str,
+    pub model: String,
+    pub body: Value,
+    pub stream: bool,
+}
+
+/// What the model answered.
+#[derive(Debug, Clone)]
+pub struct ModelReply {
+    pub message: Message,
+    pub usage: Option<Usage>,
+    pub finish_reason: Option<String>,
+    /// The model that answered, as the provider reports it.
+    pub model: Option<String>,
+}
+
+/// Turns a streamed response, one event's data at a time, into text deltas and a final reply.
+pub trait StreamDecoder: Send {
+    /// Takes one event's data and returns the text deltas it carries.
+    fn feed(&mut self, data: &str) -> Result<Vec<String>>;
+    /// Ends the stream; an error when the stream stopped before the reply was complete.
+    fn finish(self: Box<Self>) -> Result<ModelReply>;
+}
+
+/// The type of a parameter, with its range.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ParameterType {
+    Number {
+        min: f64,
+        max: f64,
+    },
+    Integer {
+        min: i64,
+        max: i64,
+    },
+    String,
+    /// A string or a list of strings (stop sequences).
+    StringList,
+    Boolean,
+    Object,
+}
+
+/// One parameter a format accepts.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ParameterSpec {
+    pub name: &'static str,
+    #[serde(flatten)]
+    pub kind: ParameterType,
+    pub description: &'static str,
+}
+
+/// One wire format with its model id and parameter values.
+pub trait ModelConfiguration: Send + Sync {
+    /// The format kind name, such as `openai-chat`.
+    fn format(&self) -> &'static str;
+    /// The model id sent to the provider.
+    fn model(&self) -> &str;
+    /// The parameters this format accepts.
+    fn parameter_specs(&self) -> &'static [ParameterSpec];
+    /// The parameter values set so far.
+    fn parameters(&self) -> &Map<String, Value>;
+    fn parameters_mut(&mut self) -> &mut Map<String, Value>;
+    /// Builds the request body for these messages (system message first, if any).
+    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest>;
+    /// Turns a complete response body into a reply.
+    fn extract_result(&self, body: &[u8]) -> Result<ModelReply>;
+    /// A decoder for one streamed response.
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder>;
+    fn clone_box(&self) -> Box<dyn ModelConfiguration>;
+
+    /// Sets a parameter after checking its name (case-insensitively), type and range;
+    /// `null` removes it. The error names the accepted parameters.
+    fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
+        let (canonical, value) =
+            validate_parameter(self.format(), self.parameter_specs(), name, value)?;
+        if value.is_null() {
+            self.parameters_mut().remove(canonical);
+        } else {
+            self.parameters_mut().insert(canonical.to_string(), value);
+        }
+        Ok(())
+    }
+}
+
+/// Checks one parameter against a format's specs; strings are converted to the spec's type,
+/// so `-p temperature=0.2` works from a shell.
+pub fn validate_parameter(
+    format: &str,
+    specs: &'static [ParameterSpec],
+    name: &str,
+    value: Value,
+) -> Result<(&'static str, Value)> {
+    let Some(spec) = specs.iter().find(|s| s.name.eq_ignore_ascii_case(name)) else {
+        let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+        return Err(Error::new(
+            ErrorKind::InvalidParameter,
+            format!(
+                "`{name}` is not a parameter of {format}; accepted: {}",
+                names.join(", ")
+            ),
+        ));
+    };
+    if value.is_null() {
+        return Ok((spec.name, value));
+    }
+    let bad = |why: String| {
+        Error::new(
+            ErrorKind::InvalidParameter,
+            format!("{format} parameter `{}`: {why}", spec.name),
+        )
+    };
+    let text_value = value.as_str().map(|t| t.trim().to_string());
+    let as_text = text_value.as_deref();
+    let value = match spec.kind {
+        ParameterType::Number { min, max } => {
+            let n = match (&value, as_text) {
+                (Value::Number(n), _) => n.as_f64(),
+                (_, Some(t)) => t.parse::<f64>().ok(),
+                _ => None,
+            }
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| bad(format!("expected a number, got {value}")))?;
+            if n < min || n > max {
+                return Err(bad(format!("{n} is outside {min}..={max}")));
+            }
+            Value::from(n)
+        }
+        ParameterType::Integer { min, max } => {
+            let n = match (&value, as_text) {
+                (Value::Number(n), _) => n.as_i64(),
+                (_, Some(t)) => t.parse::<i64>().ok(),
+                _ => None,
+            }
+            .ok_or_else(|| bad(format!("expected an integer, got {value}")))?;
+            if n < min || n > max {
+                return Err(bad(format!("{n} is outside {min}..={max}")));
+            }
+            Value::from(n)
+        }
+        ParameterType::String => match value {
+            Value::String(_) => value,
+            other => return Err(bad(format!("expected a string, got {other}"))),
+        },
+        ParameterType::StringList => match value {
+            Value::String(s) => Value::from(vec![s]),
+            Value::Array(items) if items.iter().all(Value::is_string) => Value::Array(items),
+            other => {
+                return Err(bad(format!(
+                    "expected a string or a list of strings, got {other}"
+                )))
+            }
+        },
+        ParameterType::Boolean => match (&value, as_text) {
+            (Value::Bool(_), _) => value,
+            (_, Some("true")) => Value::Bool(true),
+            (_, Some("false")) => Value::Bool(false),
+            _ => return Err(bad(format!("expected true or false, got {value}"))),
+        },
+        ParameterType::Object => match (value, text_value) {
+            (Value::Object(o), _) => Value::Object(o),
+            (_, Some(t)) => match serde_json::from_str::<Value>(&t) {
+                Ok(Value::Object(o)) => Value::Object(o),
+                _ => return Err(bad("expected a JSON object".into())),
+            },
+            (other, None) => return Err(bad(format!("expected a JSON object, got {other}"))),
+        },
+    };
+    Ok((spec.name, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[ParameterSpec] = &[
+        ParameterSpec {
+            name: "temperature",
+            kind: ParameterType::Number { min: 0.0, max: 2.0 },
+            description: "",
+        },
+        ParameterSpec {
+            name: "max_tokens",
+            kind: ParameterType::Integer { min: 1, max: 1000 },
+            description: "",
+        },
+        ParameterSpec {
+            name: "stop",
+            kind: ParameterType::StringList,
+            description: "",
+        },
+    ];
+
+    #[test]
+    fn names_match_case_insensitively_and_values_keep_their_case() {
+        let (n, v) = validate_parameter("f", SPECS, "Temperature", Value::from("0.5")).unwrap();
+        assert_eq!((n, v), ("temperature", Value::from(0.5)));
+        let (_, v) = validate_parameter("f", SPECS, "STOP", Value::from("END")).unwrap();
+        assert_eq!(v, serde_json::json!(["END"]));
+    }
+
+    #[test]
+    fn refusals_name_the_accepted_parameters() {
+        let e = validate_parameter("f", SPECS, "temp", Value::from(1)).unwrap_err();
+        assert!(
+            e.message.contains("temperature, max_tokens, stop"),
+            "{}",
+            e.message
+        );
+        let e = validate_parameter("f", SPECS, "temperature", Value::from(3)).unwrap_err();
+        assert!(e.message.contains("outside"), "{}", e.message);
+        assert!(validate_parameter("f", SPECS, "max_tokens", Value::from(1.5)).is_err());
+    }
+}

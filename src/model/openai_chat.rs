@@ -1,0 +1,527 @@
+//! The `openai-chat` format: the OpenAI Chat Completions API, spoken by OpenAI and by every
+//! OpenAI-compatible server, with its SSE stream decoder beside it.
+//!
+//! It owns the JSON shape of requests and responses of that API and nothing else: no HTTP,
+//! no keys, no URLs.
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType, StreamDecoder,
+};
+use crate::error::{Error, Result};
+use crate::message::{Message, Part, Role, Usage};
+
+pub const FORMAT: &str = "openai-chat";
+
+pub const PARAMETERS: &[ParameterSpec] = &[
+    ParameterSpec {
+        name: "temperature",
+        kind: ParameterType::Number { min: 0.0, max: 2.0 },
+        description: "Sampling temperature; higher is more random.",
+    },
+    ParameterSpec {
+        name: "top_p",
+        kind: ParameterType::Number { min: 0.0, max: 1.0 },
+        description: "Nucleus sampling: the probability mass to sample from.",
+    },
+    ParameterSpec {
+        name: "max_tokens",
+        kind: ParameterType::Integer {
+            min: 1,
+            max: 1_000_000,
+        },
+        description: "The most tokens the reply may have.",
+    },
+    ParameterSpec {
+        name: "max_completion_tokens",
+        kind: ParameterType::Integer {
+            min: 1,
+            max: 1_000_000,
+        },
+        description:
+            "The most tokens the reply may have, reasoning included (newer OpenAI models).",
+    },
+    ParameterSpec {
+        name: "presence_penalty",
+        kind: ParameterType::Number {
+            min: -2.0,
+            max: 2.0,
+        },
+        description: "Penalty for tokens already present.",
+    },
+    ParameterSpec {
+        name: "frequency_penalty",
+        kind: ParameterType::Number {
+            min: -2.0,
+            max: 2.0,
+        },
+        description: "Penalty proportional to how often a token appeared.",
+    },
+    ParameterSpec {
+        name: "seed",
+        kind: ParameterType::Integer {
+            min: i64::MIN,
+            max: i64::MAX,
+        },
+        description: "Seed for best-effort deterministic sampling.",
+    },
+    ParameterSpec {
+        name: "stop",
+        kind: ParameterType::StringList,
+        description: "Sequences where generation stops (up to 4).",
+    },
+    ParameterSpec {
+        name: "response_format",
+        kind: ParameterType::Object,
+        description: "Such as {\"type\":\"json_object\"}.",
+    },
+    ParameterSpec {
+        name: "reasoning_effort",
+        kind: ParameterType::String,
+        description: "low, medium or high, for reasoning models.",
+    },
+    ParameterSpec {
+        name: "user",
+        kind: ParameterType::String,
+        description: "An end-user id passed to the provider.",
+    },
+];
+
+/// The `openai-chat` model configuration.
+#[derive(Debug, Clone)]
+pub struct OpenAiChat {
+    model: String,
+    parameters: Map<String, Value>,
+}
+
+impl OpenAiChat {
+    pub fn new(model: impl Into<String>) -> OpenAiChat {
+        OpenAiChat {
+            model: model.into(),
+            parameters: Map::new(),
+        }
+    }
+}
+
+impl ModelConfiguration for OpenAiChat {
+    fn format(&self) -> &'static str {
+        FORMAT
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn parameter_specs(&self) -> &'static [ParameterSpec] {
+        PARAMETERS
+    }
+
+    fn parameters(&self) -> &Map<String, Value> {
+        &self.parameters
+    }
+
+    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.parameters
+    }
+
+    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+        let mut wire = Vec::with_capacity(messages.len());
+        for m in messages {
+            wire.extend(to_wire(m)?);
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), Value::from(self.model.clone()));
+        body.insert("messages".into(), Value::Array(wire));
+        for (k, v) in &self.parameters {
+            body.insert(k.clone(), v.clone());
+        }
+        if stream {
+            body.insert("stream".into(), Value::Bool(true));
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        Ok(ModelRequest {
+            format: FORMAT,
+            model: self.model.clone(),
+            body: Value::Object(body),
+            stream,
+        })
+    }
+
+    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
+        let v: Value = serde_json::from_slice(body).map_err(|e| {
+            Error::provider(format!("the provider answered with invalid JSON: {e}"))
+        })?;
+        if let Some(err) = v.get("error") {
+            return Err(Error::provider(error_text(err)));
+        }
+        let choice = v
+            .get("choices")
+            .and_then(|c| c.get(0))
+            .ok_or_else(|| Error::provider("the provider's answer has no choices"))?;
+        let msg = choice.get("message").cloned().unwrap_or(Value::Null);
+        let mut content = Vec::new();
+        if let Some(text) = msg.get("content").and_then(Value::as_str) {
+            content.push(Part::text(text));
+        } else if let Some(refusal) = msg.get("refusal").and_then(Value::as_str) {
+            content.push(Part::text(refusal));
+        }
+        if let Some(calls) = msg.get("tool_calls").and_then(Value::as_array) {
+            for call in calls {
+                let f = call.get("function").cloned().unwrap_or(Value::Null);
+                content.push(Part::ToolCall {
+                    id: str_field(call, "id"),
+                    name: str_field(&f, "name"),
+                    arguments: parse_arguments(
+                        f.get("arguments").and_then(Value::as_str).unwrap_or(""),
+                    ),
+                });
+            }
+        }
+        Ok(ModelReply {
+            message: Message {
+                role: Role::Assistant,
+                content,
+                from: None,
+            },
+            usage: v.get("usage").and_then(usage_of),
+            finish_reason: choice
+                .get("finish_reason")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            model: v.get("model").and_then(Value::as_str).map(str::to_string),
+        })
+    }
+
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(Decoder::default())
+    }
+
+    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
+        Box::new(self.clone())
+    }
+}
+
+fn str_field(v: &Value, name: &str) -> String {
+    v.get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn parse_arguments(text: &str) -> Value {
+    if text.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+/// The text of an OpenAI error object: its message, with its code when there is one.
+pub fn error_text(err: &Value) -> String {
+    let message = err
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| err.to_string());
+    match err.get("code").and_then(|c| {
+        c.as_str()
+            .map(str::to_string)
+            .or_else(|| c.as_i64().map(|n| n.to_string()))
+    }) {
+        Some(code) => format!("{message} [{code}]"),
+        None => message,
+    }
+}
+
+fn usage_of(u: &Value) -> Option<Usage> {
+    if !u.is_object() {
+        return None;
+    }
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Some(Usage {
+        input_tokens: n("prompt_tokens"),
+        output_tokens: n("completion_tokens"),
+        cache_read_tokens: u
+            .get("prompt_tokens_details")
+            .and_then(|d| d.get("cached_tokens"))
+            .and_then(Value::as_u64),
+    })
+}
+
+/// One message in OpenAI's shape; a message with tool results becomes one `tool` message each.
+fn to_wire(m: &Message) -> Result<Vec<Value>> {
+    let role = m.role.as_str();
+    let mut parts = Vec::new();
+    let mut tool_calls = Vec::new();
+    let mut results = Vec::new();
+    for part in &m.content {
+        match part {
+            Part::Text { text } => parts.push(json!({"type": "text", "text": text})),
+            Part::Json { value } => parts.push(json!({"type": "text", "text": value.to_string()})),
+            Part::Image {
+                url,
+                media_type,
+                data,
+            } => {
+                let url = match (url, media_type, data) {
+                    (Some(url), _, _) => url.clone(),
+                    (None, Some(mt), Some(data)) => format!("data:{mt};base64,{data}"),
+                    _ => {
+                        return Err(Error::invalid_params(
+                            "an image part needs `url`, or `mediaType` and `data`",
+                        ))
+                    }
+                };
+                parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+            }
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+            } => tool_calls.push(json!({
+                "id": id, "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}
+            })),
+            Part::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                let text: String = content
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::Text { text } => Some(text.clone()),
+                        Part::Json { value } => Some(value.to_string()),
+                        _ => None,
+                    })
+                    .collect();
+                results
+                    .push(json!({"role": "tool", "tool_call_id": tool_call_id, "content": text}));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if !parts.is_empty() || !tool_calls.is_empty() {
+        // Plain text goes as a string: every OpenAI-compatible server accepts that form.
+        let content = if parts.iter().all(|p| p["type"] == "text") {
+            Value::String(
+                parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        } else {
+            Value::Array(parts)
+        };
+        let role = if role == "tool" { "user" } else { role };
+        let mut msg = json!({"role": role, "content": content});
+        if !tool_calls.is_empty() {
+            msg["tool_calls"] = Value::Array(tool_calls);
+        }
+        out.push(msg);
+    }
+    out.extend(results);
+    Ok(out)
+}
+
+/// Decodes the `chat.completion.chunk` events of a streamed answer.
+#[derive(Default)]
+struct Decoder {
+    text: String,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    model: Option<String>,
+    done: bool,
+    /// Tool calls by index: id, name, arguments so far.
+    tool_calls: Vec<(String, String, String)>,
+}
+
+impl StreamDecoder for Decoder {
+    fn feed(&mut self, data: &str) -> Result<Vec<String>> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(Vec::new());
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(Vec::new());
+        }
+        let v: Value = serde_json::from_str(data).map_err(|e| {
+            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
+        })?;
+        if let Some(err) = v.get("error") {
+            return Err(Error::provider(error_text(err)));
+        }
+        if let Some(model) = v.get("model").and_then(Value::as_str) {
+            self.model = Some(model.to_string());
+        }
+        if let Some(u) = v.get("usage").and_then(usage_of) {
+            self.usage = Some(u);
+        }
+        let mut deltas = Vec::new();
+        for choice in v
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+                continue;
+            }
+            let delta = choice.get("delta").cloned().unwrap_or(Value::Null);
+            if let Some(text) = delta.get("content").and_then(Value::as_str) {
+                if !text.is_empty() {
+                    self.text.push_str(text);
+                    deltas.push(text.to_string());
+                }
+            }
+            for call in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let i = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+                if i > 1024 {
+                    return Err(Error::provider(
+                        "the provider's stream has an absurd tool call index",
+                    ));
+                }
+                if self.tool_calls.len() <= i {
+                    self.tool_calls.resize(i + 1, Default::default());
+                }
+                let slot = &mut self.tool_calls[i];
+                if let Some(id) = call.get("id").and_then(Value::as_str) {
+                    slot.0 = id.to_string();
+                }
+                let f = call.get("function").cloned().unwrap_or(Value::Null);
+                if let Some(name) = f.get("name").and_then(Value::as_str) {
+                    slot.1.push_str(name);
+                }
+                if let Some(args) = f.get("arguments").and_then(Value::as_str) {
+                    slot.2.push_str(args);
+                }
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finish_reason = Some(reason.to_string());
+            }
+        }
+        Ok(deltas)
+    }
+
+    fn finish(self: Box<Self>) -> Result<ModelReply> {
+        if !self.done && self.finish_reason.is_none() {
+            return Err(Error::provider(
+                "the provider's stream ended before the reply was complete",
+            ));
+        }
+        let mut content = Vec::new();
+        if !self.text.is_empty() {
+            content.push(Part::text(self.text));
+        }
+        for (id, name, args) in self.tool_calls {
+            content.push(Part::ToolCall {
+                id,
+                name,
+                arguments: parse_arguments(&args),
+            });
+        }
+        Ok(ModelReply {
+            message: Message {
+                role: Role::Assistant,
+                content,
+                from: None,
+            },
+            usage: self.usage,
+            finish_reason: self.finish_reason,
+            model: self.model,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_has_text_as_string_and_images_as_parts() {
+        let mut m = OpenAiChat::new("gpt-4o-mini");
+        m.set_parameter("Temperature", json!("0.3")).unwrap();
+        let img = Message {
+            role: Role::User,
+            content: vec![
+                Part::text("what is it?"),
+                Part::Image {
+                    url: None,
+                    media_type: Some("image/png".into()),
+                    data: Some("AAAA".into()),
+                },
+            ],
+            from: None,
+        };
+        let req = m
+            .prepare_request(&[Message::system("be brief"), img], true)
+            .unwrap();
+        let b = &req.body;
+        assert_eq!(
+            b["messages"][0],
+            json!({"role": "system", "content": "be brief"})
+        );
+        assert_eq!(
+            b["messages"][1]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,AAAA"
+        );
+        assert_eq!(b["temperature"], 0.3);
+        assert_eq!(b["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn extracts_reply_usage_and_reason() {
+        let body = br#"{"id":"x","object":"chat.completion","model":"m1","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}"#;
+        let r = OpenAiChat::new("m").extract_result(body).unwrap();
+        assert_eq!(r.message.text(), "Hi");
+        assert_eq!(r.usage.unwrap().input_tokens, 5);
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(r.model.as_deref(), Some("m1"));
+    }
+
+    #[test]
+    fn stream_decodes_and_detects_a_cut() {
+        let m = OpenAiChat::new("m");
+        let mut d = m.stream_decoder();
+        assert_eq!(
+            d.feed(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#)
+                .unwrap(),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            d.feed(r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#)
+                .unwrap(),
+            vec!["Hel"]
+        );
+        d.feed(r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}"#)
+            .unwrap();
+        let mut cut = m.stream_decoder();
+        cut.feed(r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#)
+            .unwrap();
+        assert!(cut.finish().is_err());
+        d.feed(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#)
+            .unwrap();
+        d.feed(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#)
+            .unwrap();
+        d.feed("[DONE]").unwrap();
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.text(), "Hello");
+        assert_eq!(r.usage.unwrap().output_tokens, 2);
+    }
+
+    #[test]
+    fn stream_error_events_are_errors() {
+        let mut d = OpenAiChat::new("m").stream_decoder();
+        let e = d
+            .feed(r#"{"error":{"message":"overloaded","code":"server_error"}}"#)
+            .unwrap_err();
+        assert_eq!(e.message, "overloaded [server_error]");
+    }
+}

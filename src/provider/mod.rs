@@ -1,0 +1,110 @@
+//! Service providers: the transports that move a prepared request to an endpoint and bring the
+//! answer back (DESIGN §1, `SendRequest`).
+//!
+//! A provider owns its HTTP client, its endpoint and its credentials. It must never interpret a
+//! response body beyond its status and error text: that is the model configuration's job.
+
+pub mod openai;
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::Stream;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::ModelRequest;
+
+/// A streamed response body.
+pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>;
+
+/// What a provider brings back: a whole body, or a stream of bytes.
+pub enum ProviderResponse {
+    Complete(Bytes),
+    Stream(ByteStream),
+}
+
+/// A configured transport.
+#[async_trait]
+pub trait ServiceProvider: Send + Sync {
+    /// The provider kind, such as `openai`.
+    fn kind(&self) -> &'static str;
+    /// The instance name, such as `openai` or `work`.
+    fn name(&self) -> &str;
+    /// The model id used when a conversation names none.
+    fn default_model(&self) -> Option<&str>;
+    /// Sends the request. Dropping the returned future (or stream) drops the HTTP request.
+    async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse>;
+}
+
+/// Timeouts of an HTTP provider.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub read: Duration,
+    pub total: Duration,
+}
+
+impl Timeouts {
+    pub fn from_config(c: &crate::config::ProviderConfig) -> Timeouts {
+        let secs =
+            |v: Option<f64>, d: f64| Duration::from_secs_f64(v.filter(|s| *s > 0.0).unwrap_or(d));
+        Timeouts {
+            connect: secs(c.connect_timeout_secs, 10.0),
+            read: secs(c.read_timeout_secs, 120.0),
+            total: secs(c.timeout_secs, 600.0),
+        }
+    }
+
+    /// An HTTP client with these timeouts.
+    pub fn client(&self) -> Result<reqwest::Client> {
+        reqwest::Client::builder()
+            .connect_timeout(self.connect)
+            .read_timeout(self.read)
+            .timeout(self.total)
+            .user_agent(concat!("genai/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error::internal(format!("cannot build an HTTP client: {e}")))
+    }
+}
+
+/// A readable error for a failed HTTP exchange; never includes headers (keys live there).
+pub fn transport_error(provider: &str, e: reqwest::Error) -> Error {
+    let url = e
+        .url()
+        .map(|u| format!(" {}{}", u.origin().ascii_serialization(), u.path()))
+        .unwrap_or_default();
+    if e.is_timeout() {
+        return Error::new(
+            ErrorKind::Timeout,
+            format!(
+                "{provider}: no answer in time from{url} (raise timeout_secs or read_timeout_secs)"
+            ),
+        );
+    }
+    if e.is_connect() {
+        return Error::provider(format!(
+            "{provider}: cannot connect to{url}: {}",
+            root_cause(&e)
+        ));
+    }
+    if e.is_body() || e.is_decode() {
+        return Error::provider(format!(
+            "{provider}: the connection broke while reading the answer from{url}: {}",
+            root_cause(&e)
+        ));
+    }
+    Error::provider(format!(
+        "{provider}: request to{url} failed: {}",
+        root_cause(&e)
+    ))
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}

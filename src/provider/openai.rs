@@ -1,0 +1,189 @@
+//! The `openai` provider kind: OpenAI and every OpenAI-compatible server (vLLM, llama.cpp's
+//! server, LM Studio, OpenRouter, ...), reached at `{base_url}/chat/completions`.
+//!
+//! It owns the URL, the bearer key and the HTTP exchange; it must never build or read a
+//! request body (the `openai-chat` format does).
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+use super::{transport_error, ProviderResponse, ServiceProvider, Timeouts};
+use crate::config::ProviderConfig;
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::ModelRequest;
+use crate::secrets::{KeySource, Secret};
+
+pub const KIND: &str = "openai";
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const KEY_ENV: &str = "OPENAI_API_KEY";
+
+pub struct OpenAiProvider {
+    name: String,
+    base_url: String,
+    /// True when the base URL is OpenAI's own, which always needs a key.
+    needs_key: bool,
+    keys: KeySource,
+    key: OnceCell<Option<Secret>>,
+    headers: Vec<(String, String)>,
+    default_model: Option<String>,
+    client: reqwest::Client,
+}
+
+impl OpenAiProvider {
+    /// Builds an instance from its config; the built-in instance `openai` reads `OPENAI_BASE_URL`.
+    pub fn from_config(name: &str, c: &ProviderConfig) -> Result<OpenAiProvider> {
+        let base_url = c
+            .base_url
+            .clone()
+            .or_else(|| {
+                std::env::var("OPENAI_BASE_URL")
+                    .ok()
+                    .filter(|s| !s.trim().is_empty())
+            })
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        let base_url = base_url.trim().trim_end_matches('/').to_string();
+        reqwest::Url::parse(&base_url).map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                format!("service_providers.{name}.base_url `{base_url}` is not a URL: {e}"),
+            )
+        })?;
+        Ok(OpenAiProvider {
+            name: name.to_string(),
+            needs_key: base_url == DEFAULT_BASE_URL,
+            base_url,
+            keys: KeySource {
+                instance: name.to_string(),
+                env_var: Some(c.api_key_env.clone().unwrap_or_else(|| KEY_ENV.to_string())),
+                command: c.api_key_cmd.clone(),
+                inline: c.api_key.clone(),
+            },
+            key: OnceCell::new(),
+            headers: c
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            default_model: c
+                .default_model
+                .clone()
+                .or_else(|| Some("gpt-4o-mini".to_string())),
+            client: Timeouts::from_config(c).client()?,
+        })
+    }
+
+    async fn key(&self) -> Result<Option<&Secret>> {
+        let keys = self.keys.clone();
+        let key = self
+            .key
+            .get_or_try_init(|| async move {
+                tokio::task::spawn_blocking(move || keys.resolve())
+                    .await
+                    .map_err(|e| Error::internal(format!("key lookup failed: {e}")))?
+            })
+            .await?;
+        if key.is_none() && self.needs_key {
+            return Err(Error::new(
+                ErrorKind::MissingCredentials,
+                format!(
+                    "no API key for provider `{}`: set {}, or run `genai keys set {}`",
+                    self.name,
+                    self.keys.env_var.as_deref().unwrap_or(KEY_ENV),
+                    self.name
+                ),
+            ));
+        }
+        Ok(key.as_ref())
+    }
+}
+
+#[async_trait]
+impl ServiceProvider for OpenAiProvider {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn default_model(&self) -> Option<&str> {
+        self.default_model.as_deref()
+    }
+
+    async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
+        if request.format != crate::model::openai_chat::FORMAT {
+            return Err(Error::new(
+                ErrorKind::IncompatibleComponents,
+                format!(
+                    "provider kind openai cannot send the {} format",
+                    request.format
+                ),
+            ));
+        }
+        let url = format!("{}/chat/completions", self.base_url);
+        let mut req = self.client.post(&url).json(&request.body);
+        if let Some(key) = self.key().await? {
+            req = req.bearer_auth(key.expose());
+        }
+        if request.stream {
+            req = req.header(reqwest::header::ACCEPT, "text/event-stream");
+        }
+        for (k, v) in &self.headers {
+            req = req.header(k, v);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| transport_error(&self.name, e))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let body = resp.bytes().await.unwrap_or_default();
+            return Err(status_error(&self.name, status, &body));
+        }
+        if request.stream {
+            let name = self.name.clone();
+            let stream = resp
+                .bytes_stream()
+                .map(move |r| r.map_err(|e| transport_error(&name, e)));
+            Ok(ProviderResponse::Stream(Box::pin(stream)))
+        } else {
+            let body = resp
+                .bytes()
+                .await
+                .map_err(|e| transport_error(&self.name, e))?;
+            Ok(ProviderResponse::Complete(body))
+        }
+    }
+}
+
+/// A readable error from a non-2xx answer: the status and the provider's own message.
+pub fn status_error(provider: &str, status: reqwest::StatusCode, body: &[u8]) -> Error {
+    let detail = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").map(crate::model::openai_chat::error_text))
+        .unwrap_or_else(|| {
+            let text = String::from_utf8_lossy(body);
+            let text = text.trim();
+            if text.is_empty() {
+                "no details".to_string()
+            } else {
+                text.chars().take(300).collect()
+            }
+        });
+    let hint = match status.as_u16() {
+        401 | 403 => " (check the API key)",
+        404 => " (check the base URL and the model id)",
+        429 => " (rate limited: wait and try again)",
+        500..=599 => " (the provider failed: try again later)",
+        _ => "",
+    };
+    let kind = if matches!(status.as_u16(), 401 | 403) {
+        ErrorKind::MissingCredentials
+    } else {
+        ErrorKind::ProviderError
+    };
+    Error::new(kind, format!("{provider}: HTTP {status}: {detail}{hint}"))
+}

@@ -1,0 +1,496 @@
+//! The registration system (DESIGN §1): kinds of providers, model formats and features are
+//! registered in code under a name; named instances come from the config or are created at run
+//! time; and a compatibility table says which formats run on which provider kinds.
+//!
+//! The registry owns the kinds and the named instances. It must never hold a conversation or
+//! an agent (that is the framework's job).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::config::{Config, ModelConfigurationConfig, ProviderConfig};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{self, ModelConfiguration, ParameterSpec};
+use crate::provider::{self, ServiceProvider};
+
+/// Builds a provider instance from its name and settings.
+pub type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServiceProvider>>;
+/// Builds a model configuration for a model id.
+pub type FormatFactory = fn(&str) -> Box<dyn ModelConfiguration>;
+
+/// A registered provider kind.
+#[derive(Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderKind {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// The model formats this kind can send.
+    pub formats: &'static [&'static str],
+    /// The format of an ad-hoc model configuration (`provider:model`).
+    pub default_format: &'static str,
+    #[serde(skip)]
+    pub factory: ProviderFactory,
+}
+
+/// A registered model format kind.
+#[derive(Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FormatKind {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: &'static [ParameterSpec],
+    #[serde(skip)]
+    pub factory: FormatFactory,
+}
+
+/// A registered feature: built in, or hosted by a client (`RegisterFeature`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeatureInfo {
+    pub name: String,
+    pub description: String,
+    /// `builtin` or `client`.
+    pub origin: &'static str,
+}
+
+/// A named provider instance.
+#[derive(Clone)]
+pub struct ProviderInstance {
+    pub name: String,
+    pub kind: &'static str,
+    pub provider: Arc<dyn ServiceProvider>,
+    /// `config`, `builtin` or `runtime`.
+    pub origin: &'static str,
+}
+
+/// A named model configuration (a template; each agent gets its own copy).
+#[derive(Clone)]
+pub struct ModelInstance {
+    pub name: String,
+    pub format: &'static str,
+    pub model: String,
+    pub parameters: Map<String, Value>,
+    pub origin: &'static str,
+}
+
+/// The kinds and instances genai knows.
+pub struct Registry {
+    provider_kinds: Vec<ProviderKind>,
+    format_kinds: Vec<FormatKind>,
+    features: RwLock<BTreeMap<String, FeatureInfo>>,
+    providers: RwLock<BTreeMap<String, ProviderInstance>>,
+    models: RwLock<BTreeMap<String, ModelInstance>>,
+}
+
+/// What `ListComponents` reports.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Components {
+    pub service_providers: Vec<ProviderInfo>,
+    pub model_configurations: Vec<ModelInfo>,
+    pub features: Vec<Value>,
+    /// Registered kinds: `serviceProviders` (with the formats each runs) and `modelConfigurations` (with their parameters).
+    pub kinds: Value,
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderInfo {
+    pub name: String,
+    pub kind: String,
+    pub default_model: Option<String>,
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    pub name: String,
+    pub format: String,
+    pub model: String,
+    pub parameters: Map<String, Value>,
+    pub origin: String,
+}
+
+fn lock_err() -> Error {
+    Error::internal("registry lock poisoned")
+}
+
+impl Registry {
+    /// The registry with every built-in kind and no instance.
+    pub fn new() -> Registry {
+        let mut r = Registry {
+            provider_kinds: Vec::new(),
+            format_kinds: Vec::new(),
+            features: RwLock::new(BTreeMap::new()),
+            providers: RwLock::new(BTreeMap::new()),
+            models: RwLock::new(BTreeMap::new()),
+        };
+        r.register_format(FormatKind {
+            name: model::openai_chat::FORMAT,
+            description: "OpenAI Chat Completions API",
+            parameters: model::openai_chat::PARAMETERS,
+            factory: |m| Box::new(model::openai_chat::OpenAiChat::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::openai::KIND,
+            description: "OpenAI and any OpenAI-compatible server (base_url, OPENAI_BASE_URL, OPENAI_API_KEY)",
+            formats: &[model::openai_chat::FORMAT],
+            default_format: model::openai_chat::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::openai::OpenAiProvider::from_config(name, c)?)),
+        });
+        r.register_feature(
+            crate::feature::assistant::NAME,
+            crate::feature::assistant::DESCRIPTION,
+            "builtin",
+        );
+        r
+    }
+
+    /// The registry with the config's instances and the built-in instances made from the environment.
+    pub fn from_config(config: &Config) -> Result<Registry> {
+        let r = Registry::new();
+        for (name, c) in &config.service_providers {
+            r.create_provider(name, c, "config").map_err(|e| {
+                Error::new(
+                    ErrorKind::Config,
+                    format!("service_providers.{name}: {}", e.message),
+                )
+            })?;
+        }
+        for kind in [provider::openai::KIND] {
+            if !r
+                .providers
+                .read()
+                .map_err(|_| lock_err())?
+                .contains_key(kind)
+            {
+                let c = ProviderConfig {
+                    kind: kind.to_string(),
+                    ..Default::default()
+                };
+                r.create_provider(kind, &c, "builtin")?;
+            }
+        }
+        for (name, c) in &config.model_configurations {
+            r.create_model(name, c, "config").map_err(|e| {
+                Error::new(
+                    ErrorKind::Config,
+                    format!("model_configurations.{name}: {}", e.message),
+                )
+            })?;
+        }
+        Ok(r)
+    }
+
+    pub fn register_provider(&mut self, kind: ProviderKind) {
+        self.provider_kinds.push(kind);
+    }
+
+    pub fn register_format(&mut self, kind: FormatKind) {
+        self.format_kinds.push(kind);
+    }
+
+    /// Registers a feature by name (built in, or hosted by a client).
+    pub fn register_feature(&self, name: &str, description: &str, origin: &'static str) {
+        if let Ok(mut f) = self.features.write() {
+            f.insert(
+                name.to_string(),
+                FeatureInfo {
+                    name: name.into(),
+                    description: description.into(),
+                    origin,
+                },
+            );
+        }
+    }
+
+    pub fn feature(&self, name: &str) -> Result<FeatureInfo> {
+        let features = self.features.read().map_err(|_| lock_err())?;
+        features.get(name).cloned().ok_or_else(|| {
+            let names: Vec<&String> = features.keys().collect();
+            Error::new(
+                ErrorKind::UnknownComponent,
+                format!("no feature named `{name}`; known: {}", join(names)),
+            )
+        })
+    }
+
+    pub fn provider_kind(&self, name: &str) -> Result<&ProviderKind> {
+        self.provider_kinds
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::UnknownComponent,
+                    format!(
+                        "unknown provider kind `{name}`; known: {}",
+                        join(self.provider_kinds.iter().map(|k| k.name))
+                    ),
+                )
+            })
+    }
+
+    pub fn format_kind(&self, name: &str) -> Result<&FormatKind> {
+        self.format_kinds
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::UnknownComponent,
+                    format!(
+                        "unknown model format `{name}`; known: {}",
+                        join(self.format_kinds.iter().map(|k| k.name))
+                    ),
+                )
+            })
+    }
+
+    /// Creates (or replaces) a named provider instance.
+    pub fn create_provider(
+        &self,
+        name: &str,
+        c: &ProviderConfig,
+        origin: &'static str,
+    ) -> Result<()> {
+        check_name(name)?;
+        let kind = self.provider_kind(&c.kind)?;
+        let provider = (kind.factory)(name, c)?;
+        let inst = ProviderInstance {
+            name: name.to_string(),
+            kind: kind.name,
+            provider,
+            origin,
+        };
+        self.providers
+            .write()
+            .map_err(|_| lock_err())?
+            .insert(name.to_string(), inst);
+        Ok(())
+    }
+
+    /// Creates (or replaces) a named model configuration, validating every parameter.
+    pub fn create_model(
+        &self,
+        name: &str,
+        c: &ModelConfigurationConfig,
+        origin: &'static str,
+    ) -> Result<()> {
+        check_name(name)?;
+        let kind = self.format_kind(&c.format)?;
+        let mut probe = (kind.factory)(&c.model);
+        for (k, v) in &c.parameters {
+            probe.set_parameter(k, v.clone())?;
+        }
+        let inst = ModelInstance {
+            name: name.to_string(),
+            format: kind.name,
+            model: c.model.clone(),
+            parameters: probe.parameters().clone(),
+            origin,
+        };
+        self.models
+            .write()
+            .map_err(|_| lock_err())?
+            .insert(name.to_string(), inst);
+        Ok(())
+    }
+
+    /// Removes a named instance (provider or model configuration); false when none had that name.
+    pub fn remove(&self, name: &str) -> Result<bool> {
+        let a = self
+            .providers
+            .write()
+            .map_err(|_| lock_err())?
+            .remove(name)
+            .is_some();
+        let b = self
+            .models
+            .write()
+            .map_err(|_| lock_err())?
+            .remove(name)
+            .is_some();
+        Ok(a || b)
+    }
+
+    pub fn provider(&self, name: &str) -> Result<ProviderInstance> {
+        let providers = self.providers.read().map_err(|_| lock_err())?;
+        providers.get(name).cloned().ok_or_else(|| {
+            Error::new(
+                ErrorKind::UnknownComponent,
+                format!(
+                    "no service provider named `{name}`; known: {}",
+                    join(providers.keys())
+                ),
+            )
+        })
+    }
+
+    pub fn model_instance(&self, name: &str) -> Result<ModelInstance> {
+        let models = self.models.read().map_err(|_| lock_err())?;
+        models.get(name).cloned().ok_or_else(|| {
+            Error::new(
+                ErrorKind::UnknownComponent,
+                format!(
+                    "no model configuration named `{name}`; known: {}",
+                    join(models.keys())
+                ),
+            )
+        })
+    }
+
+    /// Fails with a message naming the valid pairs when `format` cannot run on `provider_kind`.
+    pub fn check_compatible(&self, provider_kind: &str, format: &str) -> Result<()> {
+        let kind = self.provider_kind(provider_kind)?;
+        if kind.formats.contains(&format) {
+            return Ok(());
+        }
+        let hosts: Vec<&str> = self
+            .provider_kinds
+            .iter()
+            .filter(|k| k.formats.contains(&format))
+            .map(|k| k.name)
+            .collect();
+        Err(Error::new(
+            ErrorKind::IncompatibleComponents,
+            format!(
+                "format {format} cannot run on provider kind {provider_kind}; {provider_kind} runs: {}; {format} runs on: {}",
+                kind.formats.join(", "),
+                if hosts.is_empty() { "no provider".to_string() } else { hosts.join(", ") }
+            ),
+        ))
+    }
+
+    /// Builds a model configuration for a provider: from a named instance, or from a model id with
+    /// the provider's default format (or its default model when neither is given). Checks compatibility.
+    pub fn build_model(
+        &self,
+        provider: &ProviderInstance,
+        model_configuration: Option<&str>,
+        model: Option<&str>,
+        parameters: Option<&Map<String, Value>>,
+    ) -> Result<Box<dyn ModelConfiguration>> {
+        let mut config = match model_configuration {
+            Some(name) => {
+                let inst = self.model_instance(name)?;
+                self.check_compatible(provider.kind, inst.format)?;
+                let mut m = (self.format_kind(inst.format)?.factory)(&inst.model);
+                *m.parameters_mut() = inst.parameters.clone();
+                m
+            }
+            None => {
+                let kind = self.provider_kind(provider.kind)?;
+                let model = model.or(provider.provider.default_model()).ok_or_else(|| {
+                    Error::invalid_params(format!(
+                        "provider `{}` has no default model: name one",
+                        provider.name
+                    ))
+                })?;
+                (self.format_kind(kind.default_format)?.factory)(model)
+            }
+        };
+        for (k, v) in parameters.into_iter().flatten() {
+            config.set_parameter(k, v.clone())?;
+        }
+        Ok(config)
+    }
+
+    /// The kinds and instances, for `ListComponents` and `genai components`.
+    pub fn components(&self) -> Result<Components> {
+        let providers = self.providers.read().map_err(|_| lock_err())?;
+        let models = self.models.read().map_err(|_| lock_err())?;
+        let features = self.features.read().map_err(|_| lock_err())?;
+        Ok(Components {
+            service_providers: providers
+                .values()
+                .map(|p| ProviderInfo {
+                    name: p.name.clone(),
+                    kind: p.kind.to_string(),
+                    default_model: p.provider.default_model().map(str::to_string),
+                    origin: p.origin.to_string(),
+                })
+                .collect(),
+            model_configurations: models
+                .values()
+                .map(|m| ModelInfo {
+                    name: m.name.clone(),
+                    format: m.format.to_string(),
+                    model: m.model.clone(),
+                    parameters: m.parameters.clone(),
+                    origin: m.origin.to_string(),
+                })
+                .collect(),
+            features: features
+                .values()
+                .map(|f| serde_json::to_value(f).unwrap_or(Value::Null))
+                .collect(),
+            kinds: serde_json::json!({
+                "serviceProviders": self.provider_kinds,
+                "modelConfigurations": self.format_kinds,
+            }),
+        })
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new()
+    }
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.contains(':') || name.chars().any(char::is_whitespace) {
+        return Err(Error::invalid_params(format!(
+            "`{name}` is not a valid instance name (no spaces or `:`)"
+        )));
+    }
+    Ok(())
+}
+
+fn join<I: IntoIterator<Item = S>, S: std::fmt::Display>(items: I) -> String {
+    let v: Vec<String> = items.into_iter().map(|s| s.to_string()).collect();
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_openai_and_compatibility() {
+        let r = Registry::from_config(&Config::default()).unwrap();
+        let p = r.provider("openai").unwrap();
+        assert_eq!(p.kind, "openai");
+        assert!(r.check_compatible("openai", "openai-chat").is_ok());
+        let e = r.check_compatible("openai", "claude-messages").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::IncompatibleComponents);
+        assert!(
+            e.message.contains("openai runs: openai-chat"),
+            "{}",
+            e.message
+        );
+        let m = r.build_model(&p, None, Some("gpt-x"), None).unwrap();
+        assert_eq!((m.format(), m.model()), ("openai-chat", "gpt-x"));
+    }
+
+    #[test]
+    fn bad_parameters_in_config_are_refused() {
+        let c = Config::parse(
+            "[model_configurations.m]\nformat='openai-chat'\nmodel='x'\nparameters={temperature=9}",
+        )
+        .unwrap();
+        let e = Registry::from_config(&c).err().unwrap();
+        assert!(
+            e.message.contains("model_configurations.m"),
+            "{}",
+            e.message
+        );
+    }
+}

@@ -1,0 +1,240 @@
+//! Both framings of JSON-RPC over a byte stream, detected from the first bytes: LSP's
+//! `Content-Length: N\r\n\r\n{json}` and newline-delimited JSON.
+//!
+//! This codec owns bytes and frames only; it must never parse JSON. Written on `tokio-util`'s
+//! codec traits because no maintained crate speaks both framings with detection (DESIGN §3).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use tokio_util::codec::{Decoder, Encoder};
+
+/// The largest frame accepted (a message with images can be large).
+pub const MAX_FRAME: usize = 64 * 1024 * 1024;
+const MAX_HEADER: usize = 8 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    ContentLength,
+    Lines,
+}
+
+/// The framing detected on input, shared with the writer so answers use the same one.
+#[derive(Debug, Clone, Default)]
+pub struct DetectedFraming(Arc<AtomicU8>);
+
+impl DetectedFraming {
+    pub fn get(&self) -> Option<Framing> {
+        match self.0.load(Ordering::Relaxed) {
+            1 => Some(Framing::ContentLength),
+            2 => Some(Framing::Lines),
+            _ => None,
+        }
+    }
+
+    fn set(&self, f: Framing) {
+        self.0.store(
+            if f == Framing::ContentLength { 1 } else { 2 },
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// One unit read from the input.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A frame's body (JSON not yet parsed).
+    Message(Bytes),
+    /// Bytes that could not be framed; the codec skipped them and goes on.
+    Malformed(String),
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct FrameCodec {
+    pub framing: DetectedFraming,
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+impl Decoder for FrameCodec {
+    type Item = Frame;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
+        loop {
+            let framing = match self.framing.get() {
+                Some(f) => f,
+                None => {
+                    let skip = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
+                    buf.advance(skip);
+                    let Some(&first) = buf.first() else {
+                        return Ok(None);
+                    };
+                    let f = if first == b'{' || first == b'[' {
+                        Framing::Lines
+                    } else {
+                        Framing::ContentLength
+                    };
+                    self.framing.set(f);
+                    f
+                }
+            };
+            match framing {
+                Framing::Lines => {
+                    let Some(pos) = buf.iter().position(|b| *b == b'\n') else {
+                        if buf.len() > MAX_FRAME {
+                            buf.clear();
+                            return Ok(Some(Frame::Malformed(format!(
+                                "a line longer than {MAX_FRAME} bytes"
+                            ))));
+                        }
+                        return Ok(None);
+                    };
+                    let line = buf.split_to(pos + 1);
+                    let text = line.trim_ascii();
+                    if text.is_empty() {
+                        continue;
+                    }
+                    return Ok(Some(Frame::Message(Bytes::copy_from_slice(text))));
+                }
+                Framing::ContentLength => {
+                    let skip = buf
+                        .iter()
+                        .take_while(|b| **b == b'\r' || **b == b'\n')
+                        .count();
+                    buf.advance(skip);
+                    let Some(end) = find(buf, b"\r\n\r\n") else {
+                        if buf.len() > MAX_HEADER {
+                            buf.clear();
+                            return Ok(Some(Frame::Malformed("a header block without an end (expected `Content-Length: N` and a blank line)".into())));
+                        }
+                        return Ok(None);
+                    };
+                    let header = String::from_utf8_lossy(&buf[..end]).into_owned();
+                    let mut length = None;
+                    for line in header.split("\r\n") {
+                        if let Some((name, value)) = line.split_once(':') {
+                            if name.trim().eq_ignore_ascii_case("content-length") {
+                                length = value.trim().parse::<usize>().ok();
+                            }
+                        }
+                    }
+                    let Some(length) = length else {
+                        buf.advance(end + 4);
+                        return Ok(Some(Frame::Malformed(
+                            "a frame without a valid Content-Length header".into(),
+                        )));
+                    };
+                    if length > MAX_FRAME {
+                        buf.advance(end + 4);
+                        return Ok(Some(Frame::Malformed(format!(
+                            "a frame of {length} bytes is over the {MAX_FRAME} byte limit"
+                        ))));
+                    }
+                    if buf.len() < end + 4 + length {
+                        buf.reserve(end + 4 + length - buf.len());
+                        return Ok(None);
+                    }
+                    buf.advance(end + 4);
+                    return Ok(Some(Frame::Message(buf.split_to(length).freeze())));
+                }
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
+        if let Some(f) = self.decode(buf)? {
+            return Ok(Some(f));
+        }
+        if buf.iter().all(|b| b.is_ascii_whitespace()) {
+            buf.clear();
+            return Ok(None);
+        }
+        let rest = buf.split();
+        Ok(Some(match self.framing.get() {
+            Some(Framing::Lines) | None => {
+                Frame::Message(Bytes::copy_from_slice(rest.trim_ascii()))
+            }
+            Some(Framing::ContentLength) => {
+                Frame::Malformed("the input ended inside a frame".into())
+            }
+        }))
+    }
+}
+
+impl Encoder<Bytes> for FrameCodec {
+    type Error = std::io::Error;
+
+    fn encode(&mut self, body: Bytes, dst: &mut BytesMut) -> Result<(), Self::Error> {
+        match self.framing.get().unwrap_or(Framing::Lines) {
+            Framing::ContentLength => {
+                dst.put_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+                dst.put_slice(&body);
+            }
+            Framing::Lines => {
+                dst.put_slice(&body);
+                dst.put_u8(b'\n');
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(input: &[u8]) -> (Vec<Frame>, Option<Framing>) {
+        let mut c = FrameCodec::default();
+        let mut buf = BytesMut::from(input);
+        let mut out = Vec::new();
+        while let Some(f) = c.decode(&mut buf).unwrap() {
+            out.push(f);
+        }
+        while let Some(f) = c.decode_eof(&mut buf).unwrap() {
+            out.push(f);
+        }
+        (out, c.framing.get())
+    }
+
+    #[test]
+    fn detects_lines() {
+        let (f, k) = frames(b"\n{\"a\":1}\n\n{\"b\":2}");
+        assert_eq!(k, Some(Framing::Lines));
+        assert_eq!(
+            f,
+            vec![
+                Frame::Message(Bytes::from_static(b"{\"a\":1}")),
+                Frame::Message(Bytes::from_static(b"{\"b\":2}"))
+            ]
+        );
+    }
+
+    #[test]
+    fn detects_content_length_and_recovers_from_bad_headers() {
+        let (f, k) = frames(b"Content-Length: 7\r\n\r\n{\"a\":1}X-Bad: 1\r\n\r\ncontent-length: 2\r\nContent-Type: x\r\n\r\n{}");
+        assert_eq!(k, Some(Framing::ContentLength));
+        assert_eq!(f.len(), 3);
+        assert_eq!(f[0], Frame::Message(Bytes::from_static(b"{\"a\":1}")));
+        assert!(matches!(f[1], Frame::Malformed(_)));
+        assert_eq!(f[2], Frame::Message(Bytes::from_static(b"{}")));
+    }
+
+    #[test]
+    fn partial_frames_wait_for_more() {
+        let mut c = FrameCodec::default();
+        let mut buf = BytesMut::from(&b"Content-Length: 4\r\n\r\n{}"[..]);
+        assert_eq!(c.decode(&mut buf).unwrap(), None);
+        buf.put_slice(b"  ");
+        assert_eq!(
+            c.decode(&mut buf).unwrap(),
+            Some(Frame::Message(Bytes::from_static(b"{}  ")))
+        );
+        let mut out = BytesMut::new();
+        c.encode(Bytes::from_static(b"{}"), &mut out).unwrap();
+        assert_eq!(&out[..], b"Content-Length: 2\r\n\r\n{}");
+    }
+}

@@ -1,0 +1,404 @@
+//! The typed params, results and notifications of the JSON-RPC protocol (DESIGN §3).
+//!
+//! Every type here derives `JsonSchema`; `schemas/` is generated from them. This module owns
+//! the wire names and must never hold behaviour: the server dispatches, the framework acts.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::message::{Message, Usage};
+use crate::store::{ConversationRecord, StoredMessage};
+
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// A message as a client may send it: a plain string (a user message) or a Message object.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum MessageInput {
+    Text(String),
+    Message(Message),
+}
+
+impl MessageInput {
+    pub fn into_message(self) -> Message {
+        match self {
+            MessageInput::Text(t) => Message::user(t),
+            MessageInput::Message(m) => m,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    #[serde(default)]
+    pub client_info: Option<Value>,
+    #[serde(default)]
+    pub capabilities: ClientCapabilities,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientCapabilities {
+    /// Whether the client wants `OnFeatureResponseChunk`/`OnPromptResponseChunk` (default true).
+    #[serde(default = "yes")]
+    pub streaming: bool,
+}
+
+impl Default for ClientCapabilities {
+    fn default() -> Self {
+        ClientCapabilities { streaming: true }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    pub server_info: ServerInfo,
+    pub protocol_version: String,
+    pub capabilities: Value,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateServiceProviderParams {
+    pub name: String,
+    pub kind: String,
+    /// The same keys as a `[service_providers.NAME]` table of the config file (`base_url`, ...).
+    #[serde(default)]
+    pub settings: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateModelConfigurationParams {
+    pub name: String,
+    pub format: String,
+    pub model: String,
+    #[serde(default)]
+    pub parameters: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemoveComponentParams {
+    pub name: String,
+}
+
+/// Names what a conversation runs on: an `agent` from the config, or a `serviceProvider` with a
+/// `modelConfiguration` instance or a `model` id (or neither: the provider's default model).
+/// With nothing, the config's `[defaults] model` is used.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateConversationParams {
+    #[serde(default)]
+    pub feature: Option<String>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub service_provider: Option<String>,
+    #[serde(default)]
+    pub model_configuration: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// A system prompt for this conversation (replaces the agent's and the feature's).
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Model parameters, checked like `SetModelParameter`.
+    #[serde(default)]
+    pub parameters: Option<Map<String, Value>>,
+    /// Keep the conversation out of the history store.
+    #[serde(default)]
+    pub ephemeral: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateConversationResult {
+    pub conversation_id: String,
+    pub agent_id: String,
+    pub feature: String,
+    pub service_provider: String,
+    pub format: String,
+    pub model: String,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateAIAgentParams {
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub service_provider: Option<String>,
+    #[serde(default)]
+    pub model_configuration: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub parameters: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentIdResult {
+    pub agent_id: String,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentIdParams {
+    pub agent_id: String,
+}
+
+/// A conversation id, or any unique prefix of one.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConversationIdParams {
+    pub conversation_id: String,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListConversationsParams {
+    #[serde(default = "default_page")]
+    pub page_size: usize,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+fn default_page() -> usize {
+    50
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListConversationsResult {
+    pub conversations: Vec<ConversationRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetConversationHistoryParams {
+    pub conversation_id: String,
+    #[serde(default = "default_page")]
+    pub page_size: usize,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GetConversationHistoryResult {
+    pub messages: Vec<StoredMessage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OnNewMessageParams {
+    pub conversation_id: String,
+    pub message: MessageInput,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnIdResult {
+    pub turn_id: String,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SendPromptParams {
+    pub agent_id: String,
+    /// The messages of the prompt; a plain string is one user message.
+    pub prompt: PromptInput,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PromptInput {
+    Text(String),
+    Messages(Vec<Message>),
+}
+
+impl PromptInput {
+    pub fn into_messages(self) -> Vec<Message> {
+        match self {
+            PromptInput::Text(t) => vec![Message::user(t)],
+            PromptInput::Messages(m) => m,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestIdResult {
+    pub request_id: String,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetModelParameterParams {
+    pub agent_id: String,
+    pub name: String,
+    /// The new value (a string is converted to the parameter's type); `null` removes it.
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RegisterFeatureParams {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+/// From a client-hosted feature: the answer of a turn (`final` defaults to true).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OnFeatureResponseParams {
+    pub conversation_id: String,
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    pub summary: String,
+    #[serde(default)]
+    pub detailed_response: Vec<String>,
+    #[serde(default = "yes", rename = "final")]
+    pub is_final: bool,
+}
+
+/// Stops a turn (by `conversationId` or `turnId`) or a prompt (by `requestId`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CancelParams {
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelResult {
+    /// False when nothing was running under that id.
+    pub cancelled: bool,
+}
+
+/// The error part of a failed turn or prompt.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorInfo {
+    pub kind: String,
+    pub message: String,
+}
+
+impl From<&crate::error::Error> for ErrorInfo {
+    fn from(e: &crate::error::Error) -> Self {
+        ErrorInfo {
+            kind: e.kind.as_str().to_string(),
+            message: e.message.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FeatureResponseChunk {
+    pub conversation_id: String,
+    pub turn_id: String,
+    pub delta: String,
+}
+
+/// The end (when `final`) or a step of a turn: the summary is the chat bubble.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FeatureResponse {
+    pub conversation_id: String,
+    pub turn_id: String,
+    pub summary: String,
+    pub detailed_response: Vec<String>,
+    #[serde(rename = "final")]
+    pub is_final: bool,
+    pub is_success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptResponseChunk {
+    pub agent_id: String,
+    pub request_id: String,
+    pub delta: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptResponse {
+    pub agent_id: String,
+    pub request_id: String,
+    pub is_success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
+/// Sent to the client that hosts the conversation's feature.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewMessageToFeature {
+    pub conversation_id: String,
+    pub agent_id: String,
+    pub turn_id: String,
+    pub feature: String,
+    pub message: Message,
+}
+
+/// A notification from the daemon to the client.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "method", content = "params")]
+pub enum Event {
+    OnFeatureResponseChunk(FeatureResponseChunk),
+    OnFeatureResponse(FeatureResponse),
+    OnPromptResponseChunk(PromptResponseChunk),
+    OnPromptResponse(PromptResponse),
+    OnNewMessage(NewMessageToFeature),
+}
+
+impl Event {
+    pub fn is_chunk(&self) -> bool {
+        matches!(
+            self,
+            Event::OnFeatureResponseChunk(_) | Event::OnPromptResponseChunk(_)
+        )
+    }
+}

@@ -1,0 +1,442 @@
+//! The per-connection loop of `genai daemon`: reads frames, dispatches requests to the
+//! framework, writes responses and notifications in the client's framing.
+//!
+//! Invariants (DESIGN §2): stdout carries protocol messages only; every request gets exactly one
+//! response; bad input gets the JSON-RPC error and the loop goes on. This module must never hold
+//! conversation state: the framework does.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use super::framing::{Frame, FrameCodec};
+use super::protocol::*;
+use crate::error::{Error, ErrorKind};
+use crate::framework::Framework;
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// A JSON-RPC error object.
+struct RpcError {
+    code: i64,
+    message: String,
+    kind: Option<&'static str>,
+}
+
+impl From<Error> for RpcError {
+    fn from(e: Error) -> Self {
+        RpcError {
+            code: e.kind.code(),
+            message: e.message,
+            kind: Some(e.kind.as_str()),
+        }
+    }
+}
+
+impl RpcError {
+    fn new(code: i64, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+            kind: None,
+        }
+    }
+
+    fn to_json(&self, id: Value) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(kind) = self.kind {
+            error["data"] = json!({"kind": kind});
+        }
+        json!({"jsonrpc": "2.0", "id": id, "error": error})
+    }
+}
+
+/// What the loop should do after a message.
+enum Flow {
+    Continue,
+    Shutdown,
+}
+
+struct Session {
+    fw: Arc<Framework>,
+    /// JSON-RPC ids of `OnNewMessage` requests and their turn ids, for `$/cancelRequest`.
+    turns_by_request: HashMap<String, String>,
+}
+
+fn params<T: DeserializeOwned>(p: Value) -> Result<T, RpcError> {
+    let p = if p.is_null() { json!({}) } else { p };
+    serde_json::from_value(p).map_err(|e| RpcError {
+        code: ErrorKind::InvalidParams.code(),
+        message: format!("invalid params: {e}"),
+        kind: Some(ErrorKind::InvalidParams.as_str()),
+    })
+}
+
+fn ok<T: serde::Serialize>(v: T) -> Result<Value, RpcError> {
+    serde_json::to_value(v)
+        .map_err(|e| RpcError::new(-32603, format!("cannot encode the result: {e}")))
+}
+
+impl Session {
+    /// Runs one request or notification; `None` for notifications.
+    fn handle(&mut self, msg: Value) -> (Option<Value>, Flow) {
+        let Value::Object(mut obj) = msg else {
+            return (
+                Some(
+                    RpcError::new(INVALID_REQUEST, "a request must be a JSON object")
+                        .to_json(Value::Null),
+                ),
+                Flow::Continue,
+            );
+        };
+        let id = obj.remove("id");
+        if let Some(id) = &id {
+            if !(id.is_string() || id.is_number() || id.is_null()) {
+                return (
+                    Some(
+                        RpcError::new(INVALID_REQUEST, "`id` must be a string or a number")
+                            .to_json(Value::Null),
+                    ),
+                    Flow::Continue,
+                );
+            }
+        }
+        let method = match obj.remove("method") {
+            Some(Value::String(m)) => m,
+            None if obj.contains_key("result") || obj.contains_key("error") => {
+                // A response to a request of ours; the daemon sends none yet, so nothing waits for it.
+                tracing::debug!("ignoring a response from the client");
+                return (None, Flow::Continue);
+            }
+            _ => {
+                return (
+                    id.map(|id| {
+                        RpcError::new(INVALID_REQUEST, "a request needs a `method` string")
+                            .to_json(id)
+                    }),
+                    Flow::Continue,
+                )
+            }
+        };
+        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return (
+                id.map(|id| {
+                    RpcError::new(INVALID_REQUEST, "`jsonrpc` must be \"2.0\"").to_json(id)
+                }),
+                Flow::Continue,
+            );
+        }
+        let p = obj.remove("params").unwrap_or(Value::Null);
+        let mut flow = Flow::Continue;
+        let result = self.dispatch(&method, p, id.as_ref(), &mut flow);
+        let response = id.map(|id| match result {
+            Ok(v) => json!({"jsonrpc": "2.0", "id": id, "result": v}),
+            Err(e) => e.to_json(id),
+        });
+        (response, flow)
+    }
+
+    fn dispatch(
+        &mut self,
+        method: &str,
+        p: Value,
+        id: Option<&Value>,
+        flow: &mut Flow,
+    ) -> Result<Value, RpcError> {
+        let fw = self.fw.clone();
+        match method {
+            "Initialize" => {
+                let p: InitializeParams = params(p)?;
+                fw.set_streaming(p.capabilities.streaming);
+                ok(InitializeResult {
+                    server_info: ServerInfo {
+                        name: "genai".into(),
+                        version: env!("CARGO_PKG_VERSION").into(),
+                    },
+                    protocol_version: PROTOCOL_VERSION.into(),
+                    capabilities: json!({"streaming": p.capabilities.streaming, "framings": ["content-length", "ndjson"], "batches": true}),
+                })
+            }
+            "ListComponents" => ok(fw.registry.components()?),
+            "CreateServiceProvider" => {
+                let p: CreateServiceProviderParams = params(p)?;
+                let mut settings = p.settings;
+                settings.insert("kind".into(), Value::String(p.kind));
+                let c: crate::config::ProviderConfig =
+                    serde_json::from_value(Value::Object(settings))
+                        .map_err(|e| Error::invalid_params(format!("invalid settings: {e}")))?;
+                fw.registry.create_provider(&p.name, &c, "runtime")?;
+                ok(json!({}))
+            }
+            "CreateModelConfiguration" => {
+                let p: CreateModelConfigurationParams = params(p)?;
+                let c = crate::config::ModelConfigurationConfig {
+                    format: p.format,
+                    model: p.model,
+                    parameters: p.parameters,
+                };
+                fw.registry.create_model(&p.name, &c, "runtime")?;
+                ok(json!({}))
+            }
+            "RemoveComponent" => {
+                let p: RemoveComponentParams = params(p)?;
+                if !fw.registry.remove(&p.name)? {
+                    return Err(Error::new(
+                        ErrorKind::UnknownComponent,
+                        format!("no component named `{}`", p.name),
+                    )
+                    .into());
+                }
+                ok(json!({}))
+            }
+            "CreateConversation" => ok(fw.create_conversation(params(p)?)?),
+            "ResumeConversation" => {
+                let p: ConversationIdParams = params(p)?;
+                ok(fw.resume_conversation(&p.conversation_id, None)?)
+            }
+            "RemoveConversation" => {
+                let p: ConversationIdParams = params(p)?;
+                if !fw.remove_conversation(&p.conversation_id)? {
+                    return Err(Error::new(
+                        ErrorKind::UnknownConversation,
+                        format!("no open conversation {}", p.conversation_id),
+                    )
+                    .into());
+                }
+                ok(json!({}))
+            }
+            "DeleteConversation" => {
+                let p: ConversationIdParams = params(p)?;
+                fw.delete_conversation(&p.conversation_id)?;
+                ok(json!({}))
+            }
+            "ListConversations" => {
+                let p: ListConversationsParams = params(p)?;
+                let (conversations, next_cursor) = fw
+                    .store()
+                    .list_conversations(p.page_size.clamp(1, 1000), p.cursor.as_deref())?;
+                ok(ListConversationsResult {
+                    conversations,
+                    next_cursor,
+                })
+            }
+            "GetConversationHistory" => {
+                let p: GetConversationHistoryParams = params(p)?;
+                let id = fw.resolve_conversation(&p.conversation_id)?;
+                let (messages, next_cursor) =
+                    fw.store()
+                        .history(&id, p.page_size.clamp(1, 1000), p.cursor.as_deref())?;
+                ok(GetConversationHistoryResult {
+                    messages,
+                    next_cursor,
+                })
+            }
+            "OnNewMessage" => {
+                let p: OnNewMessageParams = params(p)?;
+                let turn_id = fw.on_new_message(&p.conversation_id, p.message.into_message())?;
+                if let Some(id) = id {
+                    self.turns_by_request
+                        .insert(id.to_string(), turn_id.clone());
+                }
+                ok(TurnIdResult { turn_id })
+            }
+            "CreateAIAgent" => ok(AgentIdResult {
+                agent_id: fw.create_agent(params(p)?)?,
+            }),
+            "RemoveAIAgent" => {
+                let p: AgentIdParams = params(p)?;
+                if !fw.remove_agent(&p.agent_id)? {
+                    return Err(Error::new(
+                        ErrorKind::UnknownAgent,
+                        format!("no agent {}", p.agent_id),
+                    )
+                    .into());
+                }
+                ok(json!({}))
+            }
+            "SendPrompt" => {
+                let p: SendPromptParams = params(p)?;
+                ok(RequestIdResult {
+                    request_id: fw.send_prompt(&p.agent_id, p.prompt.into_messages())?,
+                })
+            }
+            "GetHistory" => {
+                let p: AgentIdParams = params(p)?;
+                ok(fw.agent(&p.agent_id)?.history()?)
+            }
+            "SetModelParameter" => {
+                let p: SetModelParameterParams = params(p)?;
+                fw.agent(&p.agent_id)?.set_parameter(&p.name, p.value)?;
+                ok(json!({}))
+            }
+            "RegisterFeature" => {
+                fw.register_feature(&params(p)?)?;
+                ok(json!({}))
+            }
+            "OnFeatureResponse" => {
+                fw.on_feature_response(params(p)?)?;
+                ok(json!({}))
+            }
+            "Cancel" => ok(CancelResult {
+                cancelled: fw.cancel(&params(p)?)?,
+            }),
+            "$/cancelRequest" => {
+                let id = p.get("id").map(Value::to_string).unwrap_or_default();
+                let cancelled = match self.turns_by_request.get(&id) {
+                    Some(turn) => fw.cancel(&CancelParams {
+                        turn_id: Some(turn.clone()),
+                        ..Default::default()
+                    })?,
+                    None => false,
+                };
+                ok(CancelResult { cancelled })
+            }
+            "Shutdown" => {
+                *flow = Flow::Shutdown;
+                ok(json!({}))
+            }
+            other => Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!("unknown method `{other}` (see docs/PROTOCOL.md)"),
+            )),
+        }
+    }
+}
+
+/// Serves one client until `Shutdown` or the end of its input, then waits for running turns to
+/// end (on `Shutdown` they are cancelled first) and flushes every notification.
+pub async fn serve<R, W>(
+    fw: Arc<Framework>,
+    mut events: mpsc::UnboundedReceiver<Event>,
+    input: R,
+    output: W,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let codec = FrameCodec::default();
+    let mut reader = FramedRead::new(input, codec.clone());
+    let mut writer = FramedWrite::new(output, codec);
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Bytes>();
+
+    let write_task = tokio::spawn(async move {
+        while let Some(frame) = out_rx.recv().await {
+            writer.feed(frame).await?;
+            // Write out what is queued, then flush once: a burst of chunks costs one flush.
+            while let Ok(more) = out_rx.try_recv() {
+                writer.feed(more).await?;
+            }
+            writer.flush().await?;
+        }
+        Ok::<_, std::io::Error>(())
+    });
+
+    let event_tx = out_tx.clone();
+    let (stop_events, mut stop) = tokio::sync::oneshot::channel::<()>();
+    let event_task = tokio::spawn(async move {
+        let forward = |event: Event| {
+            let mut v = serde_json::to_value(&event).unwrap_or_else(
+                |e| json!({"method": "$/error", "params": {"message": e.to_string()}}),
+            );
+            v["jsonrpc"] = json!("2.0");
+            event_tx.send(Bytes::from(v.to_string())).is_ok()
+        };
+        loop {
+            tokio::select! {
+                biased;
+                event = events.recv() => match event {
+                    Some(event) => if !forward(event) { break },
+                    None => break,
+                },
+                _ = &mut stop => {
+                    while let Ok(event) = events.try_recv() {
+                        forward(event);
+                    }
+                    break;
+                }
+            }
+        }
+    });
+
+    let mut session = Session {
+        fw: fw.clone(),
+        turns_by_request: HashMap::new(),
+    };
+    let mut shutdown = false;
+    while let Some(frame) = reader.next().await {
+        let body = match frame {
+            Ok(Frame::Message(b)) => b,
+            Ok(Frame::Malformed(why)) => {
+                let _ = out_tx.send(Bytes::from(
+                    RpcError::new(PARSE_ERROR, format!("parse error: {why}"))
+                        .to_json(Value::Null)
+                        .to_string(),
+                ));
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!("reading input failed: {e}");
+                break;
+            }
+        };
+        let msg: Value = match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = out_tx.send(Bytes::from(
+                    RpcError::new(PARSE_ERROR, format!("parse error: {e}"))
+                        .to_json(Value::Null)
+                        .to_string(),
+                ));
+                continue;
+            }
+        };
+        let mut flow = Flow::Continue;
+        let reply = match msg {
+            Value::Array(items) if items.is_empty() => {
+                Some(RpcError::new(INVALID_REQUEST, "an empty batch").to_json(Value::Null))
+            }
+            Value::Array(items) => {
+                let mut answers = Vec::new();
+                for item in items {
+                    let (answer, f) = session.handle(item);
+                    answers.extend(answer);
+                    if matches!(f, Flow::Shutdown) {
+                        flow = Flow::Shutdown;
+                    }
+                }
+                (!answers.is_empty()).then_some(Value::Array(answers))
+            }
+            single => {
+                let (answer, f) = session.handle(single);
+                flow = f;
+                answer
+            }
+        };
+        if let Some(reply) = reply {
+            let _ = out_tx.send(Bytes::from(reply.to_string()));
+        }
+        if matches!(flow, Flow::Shutdown) {
+            shutdown = true;
+            break;
+        }
+    }
+    if shutdown {
+        fw.cancel_all();
+    }
+    fw.idle().await;
+    // Every turn has queued its final event: forward what is left, then drain the writer.
+    let _ = stop_events.send(());
+    let _ = event_task.await;
+    drop(out_tx);
+    write_task.await.map_err(std::io::Error::other)?
+}

@@ -1,0 +1,81 @@
+//! The JSON Schemas of the protocol, the message model and the config file, generated from the
+//! Rust types. `schemas/` holds them committed; a test fails when they drift.
+//! This module only lists types; it must never hand-write a schema.
+
+use schemars::{schema_for, JsonSchema};
+use serde_json::Value;
+
+use crate::rpc::protocol::*;
+
+fn s<T: JsonSchema>() -> Value {
+    serde_json::to_value(schema_for!(T)).unwrap_or(Value::Null)
+}
+
+/// Every schema by file name (without `.json`), in a stable order.
+pub fn all() -> Vec<(&'static str, Value)> {
+    vec![
+        ("message", s::<crate::message::Message>()),
+        ("config", s::<crate::config::Config>()),
+        ("Initialize.params", s::<InitializeParams>()),
+        ("Initialize.result", s::<InitializeResult>()),
+        ("ListComponents.result", s::<crate::registry::Components>()),
+        (
+            "CreateServiceProvider.params",
+            s::<CreateServiceProviderParams>(),
+        ),
+        (
+            "CreateModelConfiguration.params",
+            s::<CreateModelConfigurationParams>(),
+        ),
+        ("RemoveComponent.params", s::<RemoveComponentParams>()),
+        ("CreateConversation.params", s::<CreateConversationParams>()),
+        ("CreateConversation.result", s::<CreateConversationResult>()),
+        ("ResumeConversation.params", s::<ConversationIdParams>()),
+        ("ResumeConversation.result", s::<CreateConversationResult>()),
+        ("RemoveConversation.params", s::<ConversationIdParams>()),
+        ("DeleteConversation.params", s::<ConversationIdParams>()),
+        ("ListConversations.params", s::<ListConversationsParams>()),
+        ("ListConversations.result", s::<ListConversationsResult>()),
+        (
+            "GetConversationHistory.params",
+            s::<GetConversationHistoryParams>(),
+        ),
+        (
+            "GetConversationHistory.result",
+            s::<GetConversationHistoryResult>(),
+        ),
+        ("OnNewMessage.params", s::<OnNewMessageParams>()),
+        ("OnNewMessage.result", s::<TurnIdResult>()),
+        ("CreateAIAgent.params", s::<CreateAIAgentParams>()),
+        ("CreateAIAgent.result", s::<AgentIdResult>()),
+        ("RemoveAIAgent.params", s::<AgentIdParams>()),
+        ("SendPrompt.params", s::<SendPromptParams>()),
+        ("SendPrompt.result", s::<RequestIdResult>()),
+        ("GetHistory.params", s::<AgentIdParams>()),
+        ("GetHistory.result", s::<Vec<crate::message::Message>>()),
+        ("SetModelParameter.params", s::<SetModelParameterParams>()),
+        ("RegisterFeature.params", s::<RegisterFeatureParams>()),
+        ("OnFeatureResponse.params", s::<OnFeatureResponseParams>()),
+        ("Cancel.params", s::<CancelParams>()),
+        ("Cancel.result", s::<CancelResult>()),
+        (
+            "notification.OnFeatureResponseChunk",
+            s::<FeatureResponseChunk>(),
+        ),
+        ("notification.OnFeatureResponse", s::<FeatureResponse>()),
+        (
+            "notification.OnPromptResponseChunk",
+            s::<PromptResponseChunk>(),
+        ),
+        ("notification.OnPromptResponse", s::<PromptResponse>()),
+        ("notification.OnNewMessage", s::<NewMessageToFeature>()),
+        ("notifications", s::<Event>()),
+    ]
+}
+
+/// The schema text as committed: pretty JSON with a final newline.
+pub fn render(v: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(v).unwrap_or_default();
+    text.push('\n');
+    text
+}

@@ -1,0 +1,531 @@
+//! The history store: conversations and their messages in SQLite (WAL mode, migrations).
+//!
+//! This module owns the database file and its schema. It must never call a provider or hold a
+//! conversation's live state; it stores what the agent commits, one whole turn at a time.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{Message, Usage};
+
+/// One conversation as stored.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationRecord {
+    pub id: String,
+    /// The first user message, shortened (or the title the client gave).
+    pub title: String,
+    pub feature: String,
+    /// The service provider instance name.
+    pub provider: String,
+    /// The model configuration instance name, when one was named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_configuration: Option<String>,
+    pub format: String,
+    pub model: String,
+    #[serde(default)]
+    pub parameters: Map<String, Value>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub updated_at: i64,
+    #[serde(default)]
+    pub message_count: u64,
+}
+
+/// One message as stored, with its place in the conversation.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredMessage {
+    pub seq: i64,
+    #[serde(flatten)]
+    pub message: Message,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    pub created_at: i64,
+}
+
+/// The SQLite history.
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+const MIGRATIONS: &[&str] = &[
+    // 1: conversations and messages.
+    "CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        feature TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model_configuration TEXT,
+        format TEXT NOT NULL,
+        model TEXT NOT NULL,
+        parameters TEXT NOT NULL DEFAULT '{}',
+        system TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+     );
+     CREATE INDEX conversations_updated ON conversations(updated_at DESC, id DESC);
+     CREATE TABLE messages (
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        usage TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (conversation_id, seq)
+     );",
+];
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A title from the first user message: one line, at most 80 characters.
+pub fn title_of(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= 80 {
+        return line;
+    }
+    let mut t: String = line.chars().take(79).collect();
+    t.push('…');
+    t
+}
+
+fn json_err(e: serde_json::Error) -> Error {
+    Error::new(
+        ErrorKind::Store,
+        format!("history store holds invalid JSON: {e}"),
+    )
+}
+
+impl Store {
+    /// Opens (creating when needed) the database file and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::new(
+                    ErrorKind::Store,
+                    format!("cannot create {}: {e}", dir.display()),
+                )
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| {
+            Error::new(
+                ErrorKind::Store,
+                format!("cannot open the history at {}: {e}", path.display()),
+            )
+        })?;
+        Store::setup(conn)
+    }
+
+    /// A store that lives in memory only (`--no-log`).
+    pub fn in_memory() -> Result<Store> {
+        Store::setup(Connection::open_in_memory()?)
+    }
+
+    fn setup(conn: Connection) -> Result<Store> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version as usize > MIGRATIONS.len() {
+            return Err(Error::new(
+                ErrorKind::Store,
+                format!(
+                    "the history was written by a newer genai (schema {version}); upgrade genai"
+                ),
+            ));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = conn.unchecked_transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+        }
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
+        self.conn
+            .lock()
+            .map_err(|_| Error::internal("history store lock poisoned"))
+    }
+
+    pub fn create_conversation(&self, c: &ConversationRecord) -> Result<()> {
+        let params_json = serde_json::to_string(&c.parameters).map_err(json_err)?;
+        self.conn()?.execute(
+            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at],
+        )?;
+        Ok(())
+    }
+
+    /// Commits one turn atomically: a replacing system message (if any) and the new messages.
+    /// Sets the title from the first user message when the conversation has none.
+    pub fn commit_turn(
+        &self,
+        id: &str,
+        system: Option<&Message>,
+        messages: &[(Message, Option<Usage>)],
+    ) -> Result<()> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        let now = now_ms();
+        let title: Option<String> = tx
+            .query_row("SELECT title FROM conversations WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let Some(title) = title else {
+            return Err(Error::new(
+                ErrorKind::UnknownConversation,
+                format!("no conversation {id} in the history"),
+            ));
+        };
+        if let Some(system) = system {
+            let json = serde_json::to_string(system).map_err(json_err)?;
+            tx.execute(
+                "UPDATE conversations SET system = ?2 WHERE id = ?1",
+                params![id, json],
+            )?;
+        }
+        let mut seq: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for (m, usage) in messages {
+                seq += 1;
+                let content = serde_json::to_string(&m).map_err(json_err)?;
+                let usage = usage
+                    .map(|u| serde_json::to_string(&u))
+                    .transpose()
+                    .map_err(json_err)?;
+                insert.execute(params![id, seq, m.role.as_str(), content, usage, now])?;
+            }
+        }
+        if title.is_empty() {
+            if let Some(first) = messages
+                .iter()
+                .find(|(m, _)| m.role == crate::message::Role::User)
+            {
+                tx.execute(
+                    "UPDATE conversations SET title = ?2 WHERE id = ?1",
+                    params![id, title_of(&first.0.text())],
+                )?;
+            }
+        }
+        tx.execute(
+            "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
+            params![id, now],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn update_parameters(&self, id: &str, parameters: &Map<String, Value>) -> Result<()> {
+        let json = serde_json::to_string(parameters).map_err(json_err)?;
+        self.conn()?.execute(
+            "UPDATE conversations SET parameters = ?2 WHERE id = ?1",
+            params![id, json],
+        )?;
+        Ok(())
+    }
+
+    fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<(ConversationRecord, String)> {
+        Ok((
+            ConversationRecord {
+                id: r.get(0)?,
+                title: r.get(1)?,
+                feature: r.get(2)?,
+                provider: r.get(3)?,
+                model_configuration: r.get(4)?,
+                format: r.get(5)?,
+                model: r.get(6)?,
+                parameters: Map::new(),
+                created_at: r.get(8)?,
+                updated_at: r.get(9)?,
+                message_count: r.get::<_, i64>(10)? as u64,
+            },
+            r.get::<_, String>(7)?,
+        ))
+    }
+
+    const SELECT: &'static str = "SELECT c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, c.parameters, c.created_at, c.updated_at,
+        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) FROM conversations c";
+
+    fn finish_record(
+        (mut rec, params): (ConversationRecord, String),
+    ) -> Result<ConversationRecord> {
+        rec.parameters = serde_json::from_str(&params).map_err(json_err)?;
+        Ok(rec)
+    }
+
+    pub fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>> {
+        let conn = self.conn()?;
+        let row = conn
+            .query_row(
+                &format!("{} WHERE c.id = ?1", Self::SELECT),
+                [id],
+                Self::row_to_record,
+            )
+            .optional()?;
+        row.map(Self::finish_record).transpose()
+    }
+
+    /// The most recently updated conversations first; the cursor is opaque to clients.
+    pub fn list_conversations(
+        &self,
+        page_size: usize,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
+        let (before_time, before_id) = match cursor {
+            None => (i64::MAX, String::new()),
+            Some(c) => {
+                let (t, id) = c
+                    .split_once('.')
+                    .ok_or_else(|| Error::invalid_params("invalid cursor"))?;
+                (
+                    t.parse()
+                        .map_err(|_| Error::invalid_params("invalid cursor"))?,
+                    id.to_string(),
+                )
+            }
+        };
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "{} WHERE (?2 = '' OR c.updated_at < ?1 OR (c.updated_at = ?1 AND c.id < ?2))
+             ORDER BY c.updated_at DESC, c.id DESC LIMIT ?3",
+            Self::SELECT
+        ))?;
+        let rows = stmt
+            .query_map(
+                params![before_time, before_id, (page_size + 1) as i64],
+                Self::row_to_record,
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut records = rows
+            .into_iter()
+            .map(Self::finish_record)
+            .collect::<Result<Vec<_>>>()?;
+        let next = if records.len() > page_size {
+            records.truncate(page_size);
+            records.last().map(|r| format!("{}.{}", r.updated_at, r.id))
+        } else {
+            None
+        };
+        Ok((records, next))
+    }
+
+    /// The messages of a conversation in order, from the cursor on.
+    pub fn history(
+        &self,
+        id: &str,
+        page_size: usize,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<StoredMessage>, Option<String>)> {
+        let after: i64 = match cursor {
+            None => 0,
+            Some(c) => c
+                .parse()
+                .map_err(|_| Error::invalid_params("invalid cursor"))?,
+        };
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, content, usage, created_at FROM messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+        )?;
+        let rows = stmt
+            .query_map(params![id, after, (page_size + 1) as i64], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (seq, content, usage, created_at) in rows {
+            out.push(StoredMessage {
+                seq,
+                message: serde_json::from_str(&content).map_err(json_err)?,
+                usage: usage
+                    .map(|u| serde_json::from_str(&u))
+                    .transpose()
+                    .map_err(json_err)?,
+                created_at,
+            });
+        }
+        let next = if out.len() > page_size {
+            out.truncate(page_size);
+            out.last().map(|m| m.seq.to_string())
+        } else {
+            None
+        };
+        Ok((out, next))
+    }
+
+    /// The stored system message and every message, for rebuilding an agent.
+    pub fn full_history(&self, id: &str) -> Result<(Option<Message>, Vec<Message>)> {
+        let system: Option<Option<String>> = self
+            .conn()?
+            .query_row(
+                "SELECT system FROM conversations WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(system) = system else {
+            return Err(Error::new(
+                ErrorKind::UnknownConversation,
+                format!("no conversation {id} in the history"),
+            ));
+        };
+        let system = system
+            .map(|s| serde_json::from_str(&s))
+            .transpose()
+            .map_err(json_err)?;
+        let (messages, _) = self.history(id, usize::MAX / 2, None)?;
+        Ok((system, messages.into_iter().map(|m| m.message).collect()))
+    }
+
+    /// The full id of the one conversation whose id starts with `prefix` (case-insensitive).
+    pub fn resolve_id(&self, prefix: &str) -> Result<String> {
+        let p = prefix.trim().to_ascii_uppercase();
+        if p.is_empty() || !p.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(Error::new(
+                ErrorKind::UnknownConversation,
+                format!("`{prefix}` is not a conversation id"),
+            ));
+        }
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT id FROM conversations WHERE id LIKE ?1 || '%' ORDER BY id LIMIT 2",
+        )?;
+        let ids = stmt
+            .query_map([&p], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        match ids.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(Error::new(
+                ErrorKind::UnknownConversation,
+                format!("no conversation id starts with `{prefix}` (see `genai sessions list`)"),
+            )),
+            _ => Err(Error::new(
+                ErrorKind::UnknownConversation,
+                format!("`{prefix}` matches several conversations; give more of the id"),
+            )),
+        }
+    }
+
+    /// The most recently updated conversation.
+    pub fn last_conversation(&self) -> Result<Option<String>> {
+        Ok(self
+            .conn()?
+            .query_row(
+                "SELECT id FROM conversations ORDER BY updated_at DESC, id DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    pub fn delete_conversation(&self, id: &str) -> Result<bool> {
+        Ok(self
+            .conn()?
+            .execute("DELETE FROM conversations WHERE id = ?1", [id])?
+            > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, t: i64) -> ConversationRecord {
+        ConversationRecord {
+            id: id.into(),
+            title: String::new(),
+            feature: "assistant".into(),
+            provider: "openai".into(),
+            model_configuration: None,
+            format: "openai-chat".into(),
+            model: "m".into(),
+            parameters: Map::new(),
+            created_at: t,
+            updated_at: t,
+            message_count: 0,
+        }
+    }
+
+    #[test]
+    fn turns_titles_pages_and_prefixes() {
+        let s = Store::in_memory().unwrap();
+        for i in 0..5 {
+            s.create_conversation(&record(&format!("01AAA{i}"), i))
+                .unwrap();
+        }
+        s.commit_turn(
+            "01AAA1",
+            Some(&Message::system("sys")),
+            &[
+                (Message::user("hello   there\nworld"), None),
+                (
+                    Message::assistant("hi"),
+                    Some(Usage {
+                        input_tokens: 3,
+                        output_tokens: 1,
+                        cache_read_tokens: None,
+                    }),
+                ),
+            ],
+        )
+        .unwrap();
+        let c = s.conversation("01AAA1").unwrap().unwrap();
+        assert_eq!(c.title, "hello there world");
+        assert_eq!(c.message_count, 2);
+        let (sys, msgs) = s.full_history("01AAA1").unwrap();
+        assert_eq!(sys.unwrap().text(), "sys");
+        assert_eq!(msgs.len(), 2);
+        let (page, next) = s.history("01AAA1", 1, None).unwrap();
+        assert_eq!(page[0].message.text(), "hello   there\nworld");
+        let (page, next2) = s.history("01AAA1", 1, next.as_deref()).unwrap();
+        assert_eq!(page[0].usage.unwrap().output_tokens, 1);
+        assert!(next2.is_none());
+
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let (page, next) = s.list_conversations(2, cursor.as_deref()).unwrap();
+            seen.extend(page.into_iter().map(|c| c.id));
+            match next {
+                Some(n) => cursor = Some(n),
+                None => break,
+            }
+        }
+        assert_eq!(seen.len(), 5);
+        assert_eq!(seen[0], "01AAA1", "the updated conversation comes first");
+        assert_eq!(s.resolve_id("01aaa3").unwrap(), "01AAA3");
+        assert!(s.resolve_id("01AAA").is_err());
+        assert!(s.commit_turn("nope", None, &[]).is_err());
+        assert!(s.delete_conversation("01AAA1").unwrap());
+        assert!(s.history("01AAA1", 10, None).unwrap().0.is_empty());
+    }
+}

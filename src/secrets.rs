@@ -116,7 +116,13 @@ pub fn keyring_get(instance: &str) -> Result<Option<Secret>> {
 pub fn keyring_set(instance: &str, key: &Secret) -> Result<()> {
     keyring_entry(instance)?
         .set_password(key.expose())
-        .map_err(keyring_error)
+        .map_err(|e| match e {
+            // keyutils answers "no entry" when the process has no session keyring to write to.
+            keyring::Error::NoEntry => keyring_error(keyring::Error::NoStorageAccess(
+                "no session keyring is attached to this login".into(),
+            )),
+            e => keyring_error(e),
+        })
 }
 
 /// Removes a key from the OS keyring; `Ok(false)` when there was none.

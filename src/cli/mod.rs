@@ -82,9 +82,11 @@ pub fn load() -> Result<(Paths, Config, Registry), Error> {
     Ok((paths, config, registry))
 }
 
-fn init_logging() {
+/// Logs go to stderr; `GENAI_LOG` sets the filter. The daemon warns by default; other commands
+/// print their own one-line errors, so they log only errors.
+fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("GENAI_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -108,7 +110,7 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    init_logging();
+    init_logging(if matches!(cli.command, Command::Daemon) { "warn" } else { "error" });
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
         Command::Daemon => runtime().block_on(daemon::run()),

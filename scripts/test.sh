@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Sets up and runs every check and test of genai: formatting, lints, unit and integration tests,
+# and a smoke run of the daemon benchmark. Needs only a Rust toolchain (cargo, rustfmt, clippy).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo is missing: install Rust from https://rustup.rs first" >&2
+  exit 1
+fi
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --all-targets --locked

@@ -101,16 +101,11 @@ impl Framework {
         let _ = rx.wait_for(|n| *n == 0).await;
     }
 
-    /// Cancels every running turn and prompt (each still ends with its final notification).
+    /// Cancels every queued and running turn and every prompt (each still ends with its final
+    /// notification); used by `Shutdown`.
     pub fn cancel_all(&self) {
         if let Ok(convs) = self.conversations.lock() {
-            for c in convs.values() {
-                if let Ok(r) = c.running.lock() {
-                    if let Some((_, t)) = r.as_ref() {
-                        t.cancel();
-                    }
-                }
-            }
+            convs.values().for_each(|c| c.closed.cancel());
         }
         if let Ok(p) = self.prompts.lock() {
             p.values().for_each(CancellationToken::cancel);
@@ -428,7 +423,21 @@ impl Framework {
                     system_prompt: system_prompt.clone(),
                     events: events.clone(),
                 };
-                let outcome = feature.on_new_message(&turn).await;
+                // The feature runs in its own task so that a panic in it still ends the turn.
+                let feature = feature.clone();
+                let outcome =
+                    match tokio::spawn(async move { feature.on_new_message(&turn).await }).await {
+                        Ok(outcome) => outcome,
+                        Err(e) => {
+                            let e = Error::internal(format!("the feature failed: {e}"));
+                            TurnOutcome {
+                                summary: e.message.clone(),
+                                detailed: vec![format!("error: {e}")],
+                                error: Some(e),
+                                ..Default::default()
+                            }
+                        }
+                    };
                 if let Ok(mut r) = running.lock() {
                     *r = None;
                 }

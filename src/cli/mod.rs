@@ -110,7 +110,11 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    init_logging(if matches!(cli.command, Command::Daemon) { "warn" } else { "error" });
+    init_logging(if matches!(cli.command, Command::Daemon) {
+        "warn"
+    } else {
+        "error"
+    });
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
         Command::Daemon => runtime().block_on(daemon::run()),

@@ -143,7 +143,13 @@ impl ServiceProvider for OpenAiProvider {
             let body = resp.bytes().await.unwrap_or_default();
             return Err(status_error(&self.name, status, &body));
         }
-        if request.stream {
+        let is_sse = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map_or(true, |v| v.starts_with("text/event-stream"));
+        // Some compatible servers ignore `stream: true` and answer with one JSON body.
+        if request.stream && is_sse {
             let name = self.name.clone();
             let stream = resp
                 .bytes_stream()

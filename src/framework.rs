@@ -88,7 +88,7 @@ impl Framework {
             conversations: Mutex::new(HashMap::new()),
             agents: Mutex::new(HashMap::new()),
             prompts: Arc::new(Mutex::new(HashMap::new())),
-            pending_external: Arc::new(Mutex::new(HashMap::new())),
+            pending_external: Arc::new(Mutex::new(Default::default())),
             prompt_timeout: None,
             inflight: Arc::new(tokio::sync::watch::channel(0).0),
         };
@@ -109,6 +109,15 @@ impl Framework {
         }
         if let Ok(p) = self.prompts.lock() {
             p.values().for_each(CancellationToken::cancel);
+        }
+    }
+
+    /// The client is gone: turns waiting on a client-hosted feature end with an error.
+    pub fn client_gone(&self) {
+        if let Ok(mut p) = self.pending_external.lock() {
+            // Dropping the senders wakes each waiting turn, which then reports the client gone.
+            p.client_gone = true;
+            p.turns.clear();
         }
     }
 
@@ -455,7 +464,11 @@ impl Framework {
 
     /// Queues a user message; the answer comes as notifications.
     pub fn on_new_message(&self, conversation_id: &str, message: Message) -> Result<String> {
-        if message.content.is_empty() {
+        let blank = message
+            .content
+            .iter()
+            .all(|p| matches!(p, crate::message::Part::Text { text } if text.trim().is_empty()));
+        if blank {
             return Err(Error::invalid_params("the message is empty"));
         }
         let convs = self.conversations.lock().map_err(|_| poisoned())?;
@@ -688,7 +701,7 @@ impl Framework {
     pub fn on_feature_response(&self, p: OnFeatureResponseParams) -> Result<()> {
         let cid = p.conversation_id.clone();
         let mut pending = self.pending_external.lock().map_err(|_| poisoned())?;
-        let Some(waiting) = pending.get(&cid) else {
+        let Some(waiting) = pending.turns.get(&cid) else {
             return Err(Error::new(
                 ErrorKind::UnknownConversation,
                 format!("conversation {cid} has no turn waiting for a feature response"),
@@ -716,7 +729,7 @@ impl Framework {
             }));
             return Ok(());
         }
-        if let Some(w) = pending.remove(&cid) {
+        if let Some(w) = pending.turns.remove(&cid) {
             let _ = w.done.send(TurnOutcome {
                 summary: p.summary,
                 detailed: p.detailed_response,

@@ -132,12 +132,15 @@ impl Store {
         Store::setup(Connection::open_in_memory()?)
     }
 
-    fn setup(conn: Connection) -> Result<Store> {
+    fn setup(mut conn: Connection) -> Result<Store> {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        // An immediate transaction takes the write lock before reading the version, so daemons
+        // started together on a new file migrate it once.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version as usize > MIGRATIONS.len() {
             return Err(Error::new(
                 ErrorKind::Store,
@@ -147,11 +150,10 @@ impl Store {
             ));
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let tx = conn.unchecked_transaction()?;
             tx.execute_batch(sql)?;
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-            tx.commit()?;
         }
+        tx.commit()?;
         Ok(Store {
             conn: Mutex::new(conn),
         })

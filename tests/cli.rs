@@ -39,7 +39,9 @@ impl Env {
     /// Runs with `stdin` piped in (an empty pipe when None).
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
         let mut c = self.cmd(args);
-        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = c.spawn().unwrap();
         let mut input = child.stdin.take().unwrap();
         if let Some(s) = stdin {
@@ -54,7 +56,12 @@ impl Env {
     }
 
     fn last_body(&self) -> Value {
-        self.fake.requests().last().expect("the provider got no request").body.clone()
+        self.fake
+            .requests()
+            .last()
+            .expect("the provider got no request")
+            .body
+            .clone()
     }
 }
 
@@ -69,8 +76,23 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn ask_streams_the_reply_and_stores_the_turn() {
     let env = Env::new();
-    env.fake.set_default(Behavior { reply: "Paris is the capital.".into(), chunks: 5, ..Default::default() });
-    let o = env.run(&["ask", "-m", "openai:gpt-4o-mini", "What", "is", "the", "capital?"], None);
+    env.fake.set_default(Behavior {
+        reply: "Paris is the capital.".into(),
+        chunks: 5,
+        ..Default::default()
+    });
+    let o = env.run(
+        &[
+            "ask",
+            "-m",
+            "openai:gpt-4o-mini",
+            "What",
+            "is",
+            "the",
+            "capital?",
+        ],
+        None,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "Paris is the capital.\n");
     let body = env.last_body();
@@ -86,9 +108,15 @@ fn ask_streams_the_reply_and_stores_the_turn() {
 #[test]
 fn piped_stdin_follows_the_prompt_after_a_blank_line_and_dash_reads_it_alone() {
     let env = Env::new();
-    let o = env.run(&["ask", "-m", "openai:m", "Summarize:"], Some("line one\nline two\n"));
+    let o = env.run(
+        &["ask", "-m", "openai:m", "Summarize:"],
+        Some("line one\nline two\n"),
+    );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(env.last_body()["messages"][0]["content"], "Summarize:\n\nline one\nline two\n");
+    assert_eq!(
+        env.last_body()["messages"][0]["content"],
+        "Summarize:\n\nline one\nline two\n"
+    );
     let o = env.run(&["ask", "-m", "openai:m", "-"], Some("only stdin"));
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(env.last_body()["messages"][0]["content"], "only stdin");
@@ -97,7 +125,10 @@ fn piped_stdin_follows_the_prompt_after_a_blank_line_and_dash_reads_it_alone() {
 #[test]
 fn json_output_has_ids_reply_model_usage_and_finish_reason() {
     let env = Env::new();
-    let o = env.run(&["ask", "-m", "openai:gpt-4o-mini", "--json", "hello there"], None);
+    let o = env.run(
+        &["ask", "-m", "openai:gpt-4o-mini", "--json", "hello there"],
+        None,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
     assert_eq!(v["reply"], "Hello from the fake provider.");
@@ -110,10 +141,27 @@ fn json_output_has_ids_reply_model_usage_and_finish_reason() {
 #[test]
 fn continue_and_cid_send_the_history_and_system_and_params_reach_the_request() {
     let env = Env::new();
-    let o = env.run(&["ask", "-m", "openai:m", "-s", "Be terse.", "-p", "temperature=0.25", "-p", "MAX_TOKENS=50", "first question"], None);
+    let o = env.run(
+        &[
+            "ask",
+            "-m",
+            "openai:m",
+            "-s",
+            "Be terse.",
+            "-p",
+            "temperature=0.25",
+            "-p",
+            "MAX_TOKENS=50",
+            "first question",
+        ],
+        None,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let body = env.last_body();
-    assert_eq!(body["messages"][0], serde_json::json!({"role": "system", "content": "Be terse."}));
+    assert_eq!(
+        body["messages"][0],
+        serde_json::json!({"role": "system", "content": "Be terse."})
+    );
     assert_eq!(body["temperature"], 0.25);
     assert_eq!(body["max_tokens"], 50);
 
@@ -121,11 +169,23 @@ fn continue_and_cid_send_the_history_and_system_and_params_reach_the_request() {
     assert!(o.status.success(), "{}", stderr(&o));
     let body = env.last_body();
     let msgs = body["messages"].as_array().unwrap();
-    let texts: Vec<&str> = msgs.iter().map(|m| m["content"].as_str().unwrap()).collect();
-    assert_eq!(texts, ["Be terse.", "first question", "Hello from the fake provider.", "second question"]);
+    let texts: Vec<&str> = msgs
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "Be terse.",
+            "first question",
+            "Hello from the fake provider.",
+            "second question"
+        ]
+    );
     assert_eq!(body["temperature"], 0.25, "parameters survive a resume");
 
-    let list: Value = serde_json::from_slice(&env.run(&["sessions", "list", "--json"], None).stdout).unwrap();
+    let list: Value =
+        serde_json::from_slice(&env.run(&["sessions", "list", "--json"], None).stdout).unwrap();
     let id = list[0]["id"].as_str().unwrap().to_string();
     let o = env.run(&["ask", "--cid", &id[..10].to_lowercase(), "third"], None);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -139,7 +199,8 @@ fn no_log_keeps_the_conversation_out_of_the_history() {
     let env = Env::new();
     let o = env.run(&["ask", "-m", "openai:m", "--no-log", "secret plans"], None);
     assert!(o.status.success(), "{}", stderr(&o));
-    let list: Value = serde_json::from_slice(&env.run(&["sessions", "list", "--json"], None).stdout).unwrap();
+    let list: Value =
+        serde_json::from_slice(&env.run(&["sessions", "list", "--json"], None).stdout).unwrap();
     assert_eq!(list, serde_json::json!([]));
     let db = std::fs::read(env.data.path().join("history.db")).unwrap_or_default();
     assert!(!String::from_utf8_lossy(&db).contains("secret plans"));
@@ -158,12 +219,22 @@ fn exit_codes_and_one_line_errors() {
     let o = env.run(&["ask", "--bogus-flag", "hi"], None);
     assert_eq!(o.status.code(), Some(2));
     // 1: the provider fails.
-    env.fake.push(Behavior { mode: Mode::Error { status: 500, message: "upstream exploded".into(), code: "server_error".into() }, ..Default::default() });
+    env.fake.push(Behavior {
+        mode: Mode::Error {
+            status: 500,
+            message: "upstream exploded".into(),
+            code: "server_error".into(),
+        },
+        ..Default::default()
+    });
     let o = env.run(&["ask", "-m", "openai:m", "hi"], None);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("500") && err.contains("upstream exploded"), "{err}");
+    assert!(
+        err.contains("500") && err.contains("upstream exploded"),
+        "{err}"
+    );
     // 3: no model configured, and no key for OpenAI's own endpoint.
     let mut c = env.cmd(&["ask", "hi"]);
     c.env_remove("OPENAI_BASE_URL");
@@ -180,17 +251,33 @@ fn exit_codes_and_one_line_errors() {
 #[test]
 fn timeout_and_cut_streams_fail_cleanly_and_store_nothing() {
     let env = Env::new();
-    env.fake.push(Behavior { mode: Mode::Stall, ..Default::default() });
+    env.fake.push(Behavior {
+        mode: Mode::Stall,
+        ..Default::default()
+    });
     let started = std::time::Instant::now();
     let o = env.run(&["ask", "-m", "openai:m", "--timeout", "1", "hi"], None);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no complete answer within"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no complete answer within"),
+        "{}",
+        stderr(&o)
+    );
     assert!(started.elapsed() < Duration::from_secs(20));
-    env.fake.push(Behavior { mode: Mode::CutAfter { after: 2 }, chunks: 6, ..Default::default() });
+    env.fake.push(Behavior {
+        mode: Mode::CutAfter { after: 2 },
+        chunks: 6,
+        ..Default::default()
+    });
     let o = env.run(&["ask", "-m", "openai:m", "hi"], None);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("ended before the reply was complete") || stderr(&o).contains("broke"), "{}", stderr(&o));
-    let list: Value = serde_json::from_slice(&env.run(&["sessions", "list", "--json"], None).stdout).unwrap();
+    assert!(
+        stderr(&o).contains("ended before the reply was complete") || stderr(&o).contains("broke"),
+        "{}",
+        stderr(&o)
+    );
+    let list: Value =
+        serde_json::from_slice(&env.run(&["sessions", "list", "--json"], None).stdout).unwrap();
     for c in list.as_array().unwrap() {
         assert_eq!(c["messageCount"], 0, "a failed turn left messages: {c}");
     }
@@ -224,11 +311,23 @@ fn config_agents_defaults_and_masked_show() {
     assert_eq!(req.body["model"], "tiny-1");
     assert_eq!(req.body["temperature"], 0.1);
     assert_eq!(req.body["messages"][0]["content"], "You work here.");
-    assert_eq!(req.header("authorization"), Some("Bearer sk-config-secret-999"));
+    assert_eq!(
+        req.header("authorization"),
+        Some("Bearer sk-config-secret-999")
+    );
     let shown = stdout(&env.run(&["config", "show"], None));
-    assert!(shown.contains("corp") && !shown.contains("sk-config-secret-999"), "{shown}");
-    let comps: Value = serde_json::from_slice(&env.run(&["components", "--json"], None).stdout).unwrap();
-    let names: Vec<&str> = comps["serviceProviders"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert!(
+        shown.contains("corp") && !shown.contains("sk-config-secret-999"),
+        "{shown}"
+    );
+    let comps: Value =
+        serde_json::from_slice(&env.run(&["components", "--json"], None).stdout).unwrap();
+    let names: Vec<&str> = comps["serviceProviders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["corp", "openai"]);
     let db = std::fs::read(env.data.path().join("history.db")).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains("sk-config-secret-999"));
@@ -240,24 +339,42 @@ fn bad_config_is_a_clear_configuration_error() {
     env.write_config("[service_providers.x]\nkind = \"nope\"\n");
     let o = env.run(&["ask", "-m", "x:m", "hi"], None);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("unknown provider kind `nope`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown provider kind `nope`"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn sessions_delete_schema_completions_and_paths() {
     let env = Env::new();
-    assert!(env.run(&["ask", "-m", "openai:m", "to delete"], None).status.success());
-    let list: Value = serde_json::from_slice(&env.run(&["sessions", "list", "--json"], None).stdout).unwrap();
+    assert!(env
+        .run(&["ask", "-m", "openai:m", "to delete"], None)
+        .status
+        .success());
+    let list: Value =
+        serde_json::from_slice(&env.run(&["sessions", "list", "--json"], None).stdout).unwrap();
     let id = list[0]["id"].as_str().unwrap();
-    assert!(env.run(&["sessions", "delete", &id[..12]], None).status.success());
+    assert!(env
+        .run(&["sessions", "delete", &id[..12]], None)
+        .status
+        .success());
     let o = env.run(&["sessions", "show", id], None);
     assert_eq!(o.status.code(), Some(2));
-    let schema: Value = serde_json::from_slice(&env.run(&["schema", "OnNewMessage.params"], None).stdout).unwrap();
-    assert!(schema["properties"]["conversationId"].is_object(), "{schema}");
+    let schema: Value =
+        serde_json::from_slice(&env.run(&["schema", "OnNewMessage.params"], None).stdout).unwrap();
+    assert!(
+        schema["properties"]["conversationId"].is_object(),
+        "{schema}"
+    );
     let o = env.run(&["completions", "bash"], None);
     assert!(stdout(&o).contains("genai"), "completions printed nothing");
     let paths = stdout(&env.run(&["config", "path"], None));
-    assert!(paths.contains(&env.data.path().join("history.db").display().to_string()), "{paths}");
+    assert!(
+        paths.contains(&env.data.path().join("history.db").display().to_string()),
+        "{paths}"
+    );
 }
 
 #[test]
@@ -267,14 +384,24 @@ fn keys_are_read_from_stdin_never_argv() {
     let o = env.run(&["keys", "set", &name], Some("sk-from-stdin-123\n"));
     if o.status.success() {
         // A keyring service exists here: the key is used by a provider of that name.
-        env.write_config(&format!("[service_providers.{name}]\nkind = \"openai\"\nbase_url = \"{}\"\n", env.fake.base_url()));
+        env.write_config(&format!(
+            "[service_providers.{name}]\nkind = \"openai\"\nbase_url = \"{}\"\n",
+            env.fake.base_url()
+        ));
         let o2 = env.run(&["ask", "-m", &format!("{name}:m"), "hi"], None);
         assert!(o2.status.success(), "{}", stderr(&o2));
-        assert_eq!(env.fake.requests().last().unwrap().header("authorization"), Some("Bearer sk-from-stdin-123"));
+        assert_eq!(
+            env.fake.requests().last().unwrap().header("authorization"),
+            Some("Bearer sk-from-stdin-123")
+        );
         assert!(env.run(&["keys", "delete", &name], None).status.success());
     } else {
         assert_eq!(o.status.code(), Some(3));
-        assert!(stderr(&o).contains("keyring") && stderr(&o).contains("OPENAI_API_KEY"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("keyring") && stderr(&o).contains("OPENAI_API_KEY"),
+            "{}",
+            stderr(&o)
+        );
     }
     assert!(!stderr(&o).contains("sk-from-stdin-123"));
     let o = env.run(&["keys", "set", &name, "sk-on-argv"], None);

@@ -33,7 +33,11 @@ fn committed_schemas_match_the_code() {
 
 #[test]
 fn message_schema_accepts_the_seed_shape() {
-    let schema = genai::schema::all().into_iter().find(|(n, _)| *n == "message").unwrap().1;
+    let schema = genai::schema::all()
+        .into_iter()
+        .find(|(n, _)| *n == "message")
+        .unwrap()
+        .1;
     let text = schema.to_string();
     for needle in ["toolCall", "toolResult", "image", "mediaType", "assistant"] {
         assert!(text.contains(needle), "message schema lacks {needle}");

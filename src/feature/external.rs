@@ -20,7 +20,14 @@ pub struct PendingTurn {
 }
 
 /// Turns waiting on clients, by conversation id.
-pub type PendingTurns = Arc<Mutex<HashMap<String, PendingTurn>>>;
+#[derive(Default)]
+pub struct Pending {
+    pub turns: HashMap<String, PendingTurn>,
+    /// Set once the client is gone: no turn may wait on it any more.
+    pub client_gone: bool,
+}
+
+pub type PendingTurns = Arc<Mutex<Pending>>;
 
 pub struct External {
     pub name: String,
@@ -32,13 +39,13 @@ impl Feature for External {
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome {
         let (tx, rx) = oneshot::channel();
         if let Ok(mut p) = self.pending.lock() {
-            p.insert(
-                turn.conversation_id.clone(),
-                PendingTurn {
+            if !p.client_gone {
+                let waiting = PendingTurn {
                     turn_id: turn.turn_id.clone(),
                     done: tx,
-                },
-            );
+                };
+                p.turns.insert(turn.conversation_id.clone(), waiting);
+            }
         }
         turn.events.send(Event::OnNewMessage(NewMessageToFeature {
             conversation_id: turn.conversation_id.clone(),
@@ -52,7 +59,7 @@ impl Feature for External {
             _ = turn.cancel.cancelled() => None,
         };
         if let Ok(mut p) = self.pending.lock() {
-            p.remove(&turn.conversation_id);
+            p.turns.remove(&turn.conversation_id);
         }
         result.unwrap_or_else(|| {
             let e = if turn.cancel.is_cancelled() {

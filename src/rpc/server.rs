@@ -433,6 +433,8 @@ where
     if shutdown {
         fw.cancel_all();
     }
+    // No client is left to answer a client-hosted feature's turn.
+    fw.client_gone();
     fw.idle().await;
     // Every turn has queued its final event: forward what is left, then drain the writer.
     let _ = stop_events.send(());

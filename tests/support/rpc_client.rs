@@ -177,11 +177,24 @@ impl Daemon {
         self.framing
     }
 
-    /// Writes bytes as they are, then flushes.
+    /// Writes bytes as they are, then flushes; panics when the daemon is gone.
     pub fn send_raw(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin is already closed");
-        stdin.write_all(bytes).expect("write to the daemon");
-        stdin.flush().expect("flush to the daemon");
+        if let Err(e) = self.try_send_raw(bytes) {
+            panic!(
+                "cannot write to the daemon: {e}\n--- daemon stderr (tail) ---\n{}",
+                tail(&self.stderr_text(), 4000)
+            );
+        }
+    }
+
+    /// Writes bytes as they are, then flushes.
+    pub fn try_send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("stdin is already closed"))?;
+        stdin.write_all(bytes)?;
+        stdin.flush()
     }
 
     /// Writes one message in this client's framing.
@@ -240,11 +253,7 @@ impl Daemon {
 
     /// Waits for a notification (a message with `method` and no `id`) that
     /// matches `pred`; earlier non-matching messages stay buffered.
-    pub fn wait_notification(
-        &mut self,
-        pred: impl Fn(&Value) -> bool,
-        timeout: Duration,
-    ) -> Value {
+    pub fn wait_notification(&mut self, pred: impl Fn(&Value) -> bool, timeout: Duration) -> Value {
         self.wait_for(
             |m| m.get("method").is_some() && m.get("id").is_none() && pred(m),
             timeout,
@@ -283,7 +292,11 @@ impl Daemon {
 
     /// Waits for a message matching `pred`; `None` at the deadline or when
     /// stdout ended first.
-    pub fn try_wait_for(&mut self, pred: impl Fn(&Value) -> bool, timeout: Duration) -> Option<Value> {
+    pub fn try_wait_for(
+        &mut self,
+        pred: impl Fn(&Value) -> bool,
+        timeout: Duration,
+    ) -> Option<Value> {
         if let Some(pos) = self.pending.iter().position(&pred) {
             return self.pending.remove(pos);
         }
@@ -439,10 +452,9 @@ fn read_frames(
                 Ok(Some(body)) => {
                     let incoming = match serde_json::from_slice::<Value>(&body) {
                         Ok(v) => Incoming::Message(v),
-                        Err(e) => Incoming::Garbage(format!(
-                            "{e}: {:?}",
-                            String::from_utf8_lossy(&body)
-                        )),
+                        Err(e) => {
+                            Incoming::Garbage(format!("{e}: {:?}", String::from_utf8_lossy(&body)))
+                        }
                     };
                     if tx.send(incoming).is_err() {
                         return;

@@ -25,6 +25,27 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    pub const ALL: [ErrorKind; 13] = [
+        ErrorKind::InvalidParams,
+        ErrorKind::UnknownConversation,
+        ErrorKind::UnknownAgent,
+        ErrorKind::UnknownComponent,
+        ErrorKind::IncompatibleComponents,
+        ErrorKind::InvalidParameter,
+        ErrorKind::MissingCredentials,
+        ErrorKind::Config,
+        ErrorKind::ProviderError,
+        ErrorKind::Timeout,
+        ErrorKind::Cancelled,
+        ErrorKind::Store,
+        ErrorKind::Internal,
+    ];
+
+    /// The kind of a wire name (`data.kind`).
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
     /// The name used on the wire (`data.kind`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -109,3 +130,19 @@ impl From<rusqlite::Error> for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_and_codes_are_distinct() {
+        let mut codes: Vec<i64> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
+        codes.sort();
+        codes.dedup();
+        assert_eq!(codes.len(), ErrorKind::ALL.len());
+        for k in ErrorKind::ALL {
+            assert_eq!(ErrorKind::from_name(k.as_str()), Some(k));
+        }
+    }
+}

@@ -189,7 +189,10 @@ async fn ask(args: Args) -> Result<i32, Error> {
         if !printed.is_empty() {
             let _ = writeln!(out);
         }
-        let e = Error::new(kind_of(&err.kind), err.message.clone());
+        let e = Error::new(
+            ErrorKind::from_name(&err.kind).unwrap_or(ErrorKind::Internal),
+            err.message.clone(),
+        );
         if args.json {
             let _ = writeln!(
                 out,
@@ -225,25 +228,4 @@ async fn ask(args: Args) -> Result<i32, Error> {
         let _ = out.flush();
     }
     Ok(0)
-}
-
-fn kind_of(kind: &str) -> ErrorKind {
-    use ErrorKind::*;
-    [
-        InvalidParams,
-        UnknownConversation,
-        UnknownAgent,
-        UnknownComponent,
-        IncompatibleComponents,
-        InvalidParameter,
-        MissingCredentials,
-        Config,
-        ProviderError,
-        Timeout,
-        Cancelled,
-        Store,
-    ]
-    .into_iter()
-    .find(|k| k.as_str() == kind)
-    .unwrap_or(Internal)
 }

@@ -134,7 +134,17 @@ impl Store {
 
     fn setup(mut conn: Connection) -> Result<Store> {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Switching a new file to WAL needs an exclusive lock and SQLite does not wait for it
+        // (no busy handler there), so a daemon starting beside another one retries for a while.
+        let mut tries = 0;
+        while let Err(e) = conn.pragma_update(None, "journal_mode", "WAL") {
+            let busy = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy);
+            tries += 1;
+            if !busy || tries > 250 {
+                return Err(e.into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // An immediate transaction takes the write lock before reading the version, so daemons
@@ -184,7 +194,9 @@ impl Store {
         messages: &[(Message, Option<Usage>)],
     ) -> Result<()> {
         let mut conn = self.conn()?;
-        let tx = conn.transaction()?;
+        // Immediate: take the write lock first, so a daemon sharing the file waits (busy_timeout)
+        // instead of failing when its read snapshot turns stale.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let now = now_ms();
         let title: Option<String> = tx
             .query_row("SELECT title FROM conversations WHERE id = ?1", [id], |r| {

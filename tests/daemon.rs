@@ -1341,7 +1341,6 @@ fn turns_of_one_conversation_run_in_order_and_see_each_other() {
 }
 
 #[test]
-
 fn empty_text_message_is_refused() {
     let fake = fake(reply("Should not be asked.", 2));
     let dir = tempfile::tempdir().unwrap();
@@ -1391,7 +1390,6 @@ fn shutdown_cancels_running_and_queued_turns_and_exits() {
 }
 
 #[test]
-
 fn end_of_input_ends_a_turn_waiting_on_a_client_feature() {
     let fake = fake(reply("unused", 2));
     let dir = tempfile::tempdir().unwrap();
@@ -1934,7 +1932,6 @@ fn two_daemons_share_a_data_dir() {
 }
 
 #[test]
-
 fn daemons_started_together_on_a_fresh_data_dir_all_start() {
     let fake = fake(reply("unused", 1));
     for _ in 0..5 {

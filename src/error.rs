@@ -20,12 +20,14 @@ pub enum ErrorKind {
     ProviderError,
     Timeout,
     Cancelled,
+    /// A client-hosted feature reported that its turn failed.
+    FeatureError,
     Store,
     Internal,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 14] = [
         ErrorKind::InvalidParams,
         ErrorKind::UnknownConversation,
         ErrorKind::UnknownAgent,
@@ -37,6 +39,7 @@ impl ErrorKind {
         ErrorKind::ProviderError,
         ErrorKind::Timeout,
         ErrorKind::Cancelled,
+        ErrorKind::FeatureError,
         ErrorKind::Store,
         ErrorKind::Internal,
     ];
@@ -60,6 +63,7 @@ impl ErrorKind {
             ErrorKind::ProviderError => "providerError",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Cancelled => "cancelled",
+            ErrorKind::FeatureError => "featureError",
             ErrorKind::Store => "store",
             ErrorKind::Internal => "internal",
         }
@@ -80,6 +84,7 @@ impl ErrorKind {
             ErrorKind::ProviderError => -32010,
             ErrorKind::Timeout => -32011,
             ErrorKind::Cancelled => -32012,
+            ErrorKind::FeatureError => -32013,
             ErrorKind::Store => -32020,
         }
     }

@@ -634,23 +634,31 @@ impl Framework {
         let prompts = self.prompts.clone();
         let rid = request_id.clone();
         let inflight = self.inflight.clone();
+        let chunk_events_streaming = self.events.streaming();
         inflight.send_modify(|n| *n += 1);
         tokio::spawn(async move {
             let chunk_events = events.clone();
             let (aid, rid2) = (agent.id.clone(), rid.clone());
-            let stream_to = move |delta: &str| {
-                chunk_events.send(Event::OnPromptResponseChunk(PromptResponseChunk {
-                    agent_id: aid.clone(),
-                    request_id: rid2.clone(),
-                    delta: delta.to_string(),
-                }))
-            };
-            let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if events.streaming() {
-                Some(&stream_to)
-            } else {
-                None
-            };
-            let result = agent.send_prompt(prompt, on_delta, &cancel).await;
+            let worker = agent.clone();
+            // The prompt runs in its own task so that a panic still ends with OnPromptResponse.
+            let work = tokio::spawn(async move {
+                let stream_to = move |delta: &str| {
+                    chunk_events.send(Event::OnPromptResponseChunk(PromptResponseChunk {
+                        agent_id: aid.clone(),
+                        request_id: rid2.clone(),
+                        delta: delta.to_string(),
+                    }))
+                };
+                let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if chunk_events_streaming {
+                    Some(&stream_to)
+                } else {
+                    None
+                };
+                worker.send_prompt(prompt, on_delta, &cancel).await
+            });
+            let result = work
+                .await
+                .unwrap_or_else(|e| Err(Error::internal(format!("the prompt failed: {e}"))));
             if let Ok(mut p) = prompts.lock() {
                 p.remove(&rid);
             }
@@ -730,9 +738,11 @@ impl Framework {
             return Ok(());
         }
         if let Some(w) = pending.turns.remove(&cid) {
+            let error = p.error.map(|e| Error::new(ErrorKind::FeatureError, e));
             let _ = w.done.send(TurnOutcome {
                 summary: p.summary,
                 detailed: p.detailed_response,
+                error,
                 ..Default::default()
             });
         }

@@ -1941,3 +1941,28 @@ fn daemons_started_together_on_a_fresh_data_dir_all_start() {
         drop(ds);
     }
 }
+
+#[test]
+fn client_feature_can_report_a_failed_turn() {
+    let fake = fake(reply("unused", 1));
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), Framing::Lines, &fake);
+    d.call("RegisterFeature", json!({"name": "strict"}));
+    let conv = d.call(
+        "CreateConversation",
+        json!({"feature": "strict", "serviceProvider": "openai", "model": "m"}),
+    );
+    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let turn_id = send_message(&mut d, &cid, "check this");
+    d.wait_notification(|m| m["method"] == "OnNewMessage", TURN);
+    d.call(
+        "OnFeatureResponse",
+        json!({"conversationId": cid, "summary": "could not check", "error": "the level is not loaded"}),
+    );
+    let fin = d.wait_final(&turn_id, TURN)["params"].clone();
+    assert_eq!(fin["isSuccess"], false, "{fin}");
+    assert_eq!(fin["error"]["kind"], "featureError", "{fin}");
+    assert_eq!(fin["error"]["message"], "the level is not loaded", "{fin}");
+    assert_eq!(fin["summary"], "could not check", "{fin}");
+    assert!(d.shutdown(EXIT).success());
+}

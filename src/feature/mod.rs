@@ -41,7 +41,8 @@ pub struct TurnOutcome {
     pub finish_reason: Option<String>,
 }
 
-/// The sink of notifications towards clients; chunks are dropped when the client asked for no streaming.
+/// The sink of notifications towards clients, with the client's streaming choice: features
+/// check `streaming()` and send chunks only when it is on.
 #[derive(Clone)]
 pub struct Events {
     pub tx: tokio::sync::mpsc::UnboundedSender<Event>,

@@ -70,11 +70,9 @@ impl Timeouts {
 }
 
 /// A readable error for a failed HTTP exchange; never includes headers (keys live there).
-pub fn transport_error(provider: &str, e: reqwest::Error) -> Error {
-    let url = e
-        .url()
-        .map(|u| format!(" {}{}", u.origin().ascii_serialization(), u.path()))
-        .unwrap_or_default();
+/// `url` is the endpoint (without credentials), shown so the user sees where it went.
+pub fn transport_error(provider: &str, url: &str, e: reqwest::Error) -> Error {
+    let url = format!(" {url}");
     if e.is_timeout() {
         return Error::new(
             ErrorKind::Timeout,

@@ -137,7 +137,7 @@ impl ServiceProvider for OpenAiProvider {
         let resp = req
             .send()
             .await
-            .map_err(|e| transport_error(&self.name, e))?;
+            .map_err(|e| transport_error(&self.name, &url, e))?;
         let status = resp.status();
         if !status.is_success() {
             let body = resp.bytes().await.unwrap_or_default();
@@ -150,16 +150,16 @@ impl ServiceProvider for OpenAiProvider {
             .map_or(true, |v| v.starts_with("text/event-stream"));
         // Some compatible servers ignore `stream: true` and answer with one JSON body.
         if request.stream && is_sse {
-            let name = self.name.clone();
+            let (name, url) = (self.name.clone(), url.clone());
             let stream = resp
                 .bytes_stream()
-                .map(move |r| r.map_err(|e| transport_error(&name, e)));
+                .map(move |r| r.map_err(|e| transport_error(&name, &url, e)));
             Ok(ProviderResponse::Stream(Box::pin(stream)))
         } else {
             let body = resp
                 .bytes()
                 .await
-                .map_err(|e| transport_error(&self.name, e))?;
+                .map_err(|e| transport_error(&self.name, &url, e))?;
             Ok(ProviderResponse::Complete(body))
         }
     }

@@ -53,6 +53,8 @@ pub enum Frame {
 #[derive(Debug, Default, Clone)]
 pub struct FrameCodec {
     pub framing: DetectedFraming,
+    /// Bytes still to skip of a frame refused for its size.
+    discard: usize,
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -101,6 +103,14 @@ impl Decoder for FrameCodec {
                     return Ok(Some(Frame::Message(Bytes::copy_from_slice(text))));
                 }
                 Framing::ContentLength => {
+                    if self.discard > 0 {
+                        let n = self.discard.min(buf.len());
+                        buf.advance(n);
+                        self.discard -= n;
+                        if self.discard > 0 {
+                            return Ok(None);
+                        }
+                    }
                     let skip = buf
                         .iter()
                         .take_while(|b| **b == b'\r' || **b == b'\n')
@@ -130,6 +140,7 @@ impl Decoder for FrameCodec {
                     };
                     if length > MAX_FRAME {
                         buf.advance(end + 4);
+                        self.discard = length;
                         return Ok(Some(Frame::Malformed(format!(
                             "a frame of {length} bytes is over the {MAX_FRAME} byte limit"
                         ))));
@@ -221,6 +232,31 @@ mod tests {
         assert_eq!(f[0], Frame::Message(Bytes::from_static(b"{\"a\":1}")));
         assert!(matches!(f[1], Frame::Malformed(_)));
         assert_eq!(f[2], Frame::Message(Bytes::from_static(b"{}")));
+    }
+
+    #[test]
+    fn an_oversized_frame_is_one_error_and_its_body_is_skipped() {
+        let mut c = FrameCodec::default();
+        let big = MAX_FRAME + 10;
+        let mut buf = BytesMut::from(format!("Content-Length: {big}\r\n\r\n").as_bytes());
+        assert!(matches!(
+            c.decode(&mut buf).unwrap(),
+            Some(Frame::Malformed(_))
+        ));
+        let mut left = big;
+        while left > 0 {
+            let n = left.min(1 << 20);
+            buf.put_slice(&vec![b'x'; n]);
+            left -= n;
+            assert_eq!(c.decode(&mut buf).unwrap(), None);
+        }
+        assert!(buf.is_empty());
+        buf.clear();
+        buf.put_slice(b"Content-Length: 2\r\n\r\n{}");
+        assert_eq!(
+            c.decode(&mut buf).unwrap(),
+            Some(Frame::Message(Bytes::from_static(b"{}")))
+        );
     }
 
     #[test]

@@ -281,6 +281,10 @@ pub struct OnFeatureResponseParams {
     pub detailed_response: Vec<String>,
     #[serde(default = "yes", rename = "final")]
     pub is_final: bool,
+    /// Set when the turn failed: the final `OnFeatureResponse` then has `isSuccess: false`
+    /// and an error of kind `featureError` with this text.
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// Stops a turn (by `conversationId` or `turnId`) or a prompt (by `requestId`).

@@ -68,8 +68,9 @@ enum Flow {
 
 struct Session {
     fw: Arc<Framework>,
-    /// JSON-RPC ids of `OnNewMessage` requests and their turn ids, for `$/cancelRequest`.
-    turns_by_request: HashMap<String, String>,
+    /// JSON-RPC ids of `OnNewMessage` requests and their turn ids, for `$/cancelRequest`;
+    /// an entry leaves when its turn's final response is forwarded.
+    turns_by_request: Arc<std::sync::Mutex<HashMap<String, String>>>,
 }
 
 fn params<T: DeserializeOwned>(p: Value) -> Result<T, RpcError> {
@@ -118,22 +119,13 @@ impl Session {
                 return (None, Flow::Continue);
             }
             _ => {
-                return (
-                    id.map(|id| {
-                        RpcError::new(INVALID_REQUEST, "a request needs a `method` string")
-                            .to_json(id)
-                    }),
-                    Flow::Continue,
-                )
+                let e = RpcError::new(INVALID_REQUEST, "a request needs a `method` string");
+                return (Some(e.to_json(id.unwrap_or(Value::Null))), Flow::Continue);
             }
         };
         if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return (
-                id.map(|id| {
-                    RpcError::new(INVALID_REQUEST, "`jsonrpc` must be \"2.0\"").to_json(id)
-                }),
-                Flow::Continue,
-            );
+            let e = RpcError::new(INVALID_REQUEST, "`jsonrpc` must be \"2.0\"");
+            return (Some(e.to_json(id.unwrap_or(Value::Null))), Flow::Continue);
         }
         let p = obj.remove("params").unwrap_or(Value::Null);
         let mut flow = Flow::Continue;
@@ -205,7 +197,8 @@ impl Session {
             }
             "RemoveConversation" => {
                 let p: ConversationIdParams = params(p)?;
-                if !fw.remove_conversation(&p.conversation_id)? {
+                let id = fw.resolve_conversation(&p.conversation_id)?;
+                if !fw.remove_conversation(&id)? {
                     return Err(Error::new(
                         ErrorKind::UnknownConversation,
                         format!("no open conversation {}", p.conversation_id),
@@ -243,9 +236,8 @@ impl Session {
             "OnNewMessage" => {
                 let p: OnNewMessageParams = params(p)?;
                 let turn_id = fw.on_new_message(&p.conversation_id, p.message.into_message())?;
-                if let Some(id) = id {
-                    self.turns_by_request
-                        .insert(id.to_string(), turn_id.clone());
+                if let (Some(id), Ok(mut map)) = (id, self.turns_by_request.lock()) {
+                    map.insert(id.to_string(), turn_id.clone());
                 }
                 ok(TurnIdResult { turn_id })
             }
@@ -291,7 +283,12 @@ impl Session {
             }),
             "$/cancelRequest" => {
                 let id = p.get("id").map(Value::to_string).unwrap_or_default();
-                let cancelled = match self.turns_by_request.get(&id) {
+                let turn = self
+                    .turns_by_request
+                    .lock()
+                    .ok()
+                    .and_then(|m| m.get(&id).cloned());
+                let cancelled = match turn {
                     Some(turn) => fw.cancel(&CancelParams {
                         turn_id: Some(turn.clone()),
                         ..Default::default()
@@ -342,9 +339,16 @@ where
     });
 
     let event_tx = out_tx.clone();
+    let turns_by_request: Arc<std::sync::Mutex<HashMap<String, String>>> = Arc::default();
+    let session_turns = turns_by_request.clone();
     let (stop_events, mut stop) = tokio::sync::oneshot::channel::<()>();
     let event_task = tokio::spawn(async move {
         let forward = |event: Event| {
+            if let Event::OnFeatureResponse(r) = &event {
+                if let (true, Ok(mut map)) = (r.is_final, turns_by_request.lock()) {
+                    map.retain(|_, turn| turn != &r.turn_id);
+                }
+            }
             let mut v = serde_json::to_value(&event).unwrap_or_else(
                 |e| json!({"method": "$/error", "params": {"message": e.to_string()}}),
             );
@@ -370,7 +374,7 @@ where
 
     let mut session = Session {
         fw: fw.clone(),
-        turns_by_request: HashMap::new(),
+        turns_by_request: session_turns,
     };
     let mut shutdown = false;
     while let Some(frame) = reader.next().await {

@@ -16,3 +16,6 @@ echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --all-targets --locked
+echo "== benchmark smoke run (release)"
+cargo build --release --locked --bin genai --example bench-daemon
+cargo run --release --locked --example bench-daemon -- --quick

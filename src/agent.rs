@@ -195,8 +195,11 @@ impl AIAgent {
         if let Some(p) = &self.persistence {
             let mut rows: Vec<_> = new_messages.iter().cloned().map(|m| (m, None)).collect();
             rows.push((reply.message.clone(), reply.usage));
-            p.store
-                .commit_turn(&p.conversation_id, system.as_ref(), &rows)?;
+            // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
+            let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
+            tokio::task::spawn_blocking(move || store.commit_turn(&id, sys.as_ref(), &rows))
+                .await
+                .map_err(|e| Error::internal(format!("committing the turn failed: {e}")))??;
         }
         let mut history = self
             .history

@@ -1,0 +1,968 @@
+//! Benchmarks `genai daemon` and `genai ask` against the in-process fake OpenAI server:
+//!
+//! ```text
+//! cargo build --release --example bench-daemon --example fake-provider --bin genai
+//! cargo run --release --example bench-daemon [-- --quick]
+//! ```
+//!
+//! It measures, each phase with its own daemon, data and config folders:
+//!
+//! 1. GetHistory throughput: N pipelined requests (ndjson) written by one thread while another
+//!    reads the answers; req/s over the wall time from the first write to the last answer.
+//! 2. Added latency per turn: K sequential turns through the daemon (OnNewMessage written → final
+//!    OnFeatureResponse read), each followed by the same streaming request sent straight to the
+//!    fake server with reqwest; the added latency is daemon minus direct, at p50 and at p99.
+//! 3. Memory: VmRSS and VmHWM of a daemon holding 1,000 open conversations of one turn each.
+//! 4. Cold start: `genai ask -m openai:gpt-4o-mini hello`, spawn → first stdout byte, and → exit.
+//!
+//! `--quick` divides every count by 10 (CI smoke runs). Everything talks to 127.0.0.1 only;
+//! each phase has a deadline and the bench exits non-zero with a message when one is missed.
+
+#[path = "../tests/support/fake_openai.rs"]
+mod fake_openai;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use fake_openai::{Behavior, FakeOpenAi};
+
+type Res<T> = Result<T, String>;
+
+/// How long one phase may take before the bench gives up.
+const PHASE_DEADLINE: Duration = Duration::from_secs(60);
+/// Most turns in flight at once while filling the daemon with conversations.
+const FILL_WINDOW: usize = 32;
+const MODEL: &str = "gpt-4o-mini";
+
+/// The counts of one run.
+struct Counts {
+    history_requests: usize,
+    turns: usize,
+    conversations: usize,
+    cold_runs: usize,
+}
+
+impl Counts {
+    fn new(quick: bool) -> Counts {
+        let d = if quick { 10 } else { 1 };
+        Counts {
+            history_requests: 20_000 / d,
+            turns: 500 / d,
+            conversations: 1_000 / d,
+            cold_runs: 30 / d,
+        }
+    }
+}
+
+/// A phase's time limit.
+struct Deadline {
+    phase: &'static str,
+    at: Instant,
+}
+
+impl Deadline {
+    fn new(phase: &'static str) -> Deadline {
+        Deadline {
+            phase,
+            at: Instant::now() + PHASE_DEADLINE,
+        }
+    }
+
+    fn remaining(&self) -> Res<Duration> {
+        let left = self.at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(self.expired())
+        } else {
+            Ok(left)
+        }
+    }
+
+    fn expired(&self) -> String {
+        format!(
+            "{}: not done within the {} s deadline",
+            self.phase,
+            PHASE_DEADLINE.as_secs()
+        )
+    }
+}
+
+/// Where the bench runs: the genai binary, the fake provider, a scratch folder.
+struct Env {
+    genai: PathBuf,
+    base_url: String,
+    root: PathBuf,
+}
+
+impl Env {
+    /// A command for `genai` with its own data and config folders under `root/name`, the fake
+    /// provider as `openai`, no proxies and no key from the caller's environment.
+    fn command(&self, name: &str) -> Res<(Command, PathBuf)> {
+        let dir = self.root.join(name);
+        let (data, config) = (dir.join("data"), dir.join("config"));
+        for d in [&data, &config] {
+            std::fs::create_dir_all(d)
+                .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+        }
+        let mut cmd = Command::new(&self.genai);
+        cmd.env("GENAI_DATA_DIR", &data)
+            .env("GENAI_CONFIG_DIR", &config)
+            .env("OPENAI_BASE_URL", &self.base_url)
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .env("no_proxy", "127.0.0.1,localhost");
+        for var in [
+            "HTTP_PROXY",
+            "http_proxy",
+            "HTTPS_PROXY",
+            "https_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+            "OPENAI_API_KEY",
+            "GENAI_LOG",
+        ] {
+            cmd.env_remove(var);
+        }
+        Ok((cmd, dir))
+    }
+}
+
+/// A running `genai daemon` spoken to in ndjson.
+struct Daemon {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// Lines of stdout with the moment the reader thread got them.
+    rx: Receiver<(Instant, String)>,
+    next_id: u64,
+    stderr_path: PathBuf,
+    exited: bool,
+}
+
+impl Daemon {
+    fn spawn(env: &Env, name: &str) -> Res<Daemon> {
+        let (mut cmd, dir) = env.command(name)?;
+        let stderr_path = dir.join("daemon.stderr");
+        let stderr = File::create(&stderr_path)
+            .map_err(|e| format!("cannot create {}: {e}", stderr_path.display()))?;
+        let mut child = cmd
+            .arg("daemon")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .map_err(|e| format!("cannot start {} daemon: {e}", env.genai.display()))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("the daemon has no stdout pipe")?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("daemon-stdout".into())
+            .spawn(move || {
+                let mut lines = BufReader::with_capacity(256 * 1024, stdout);
+                loop {
+                    let mut line = String::new();
+                    match lines.read_line(&mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            if tx.send((Instant::now(), line)).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the reader thread: {e}"))?;
+        Ok(Daemon {
+            child,
+            stdin,
+            rx,
+            next_id: 1,
+            stderr_path,
+            exited: false,
+        })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    fn stderr_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
+        let start = text.len().saturating_sub(2000);
+        let start = (start..text.len())
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(text.len());
+        text[start..].to_string()
+    }
+
+    fn fail(&self, what: String) -> String {
+        let tail = self.stderr_tail();
+        if tail.trim().is_empty() {
+            what
+        } else {
+            format!("{what}\n--- daemon stderr (tail) ---\n{tail}")
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Res<()> {
+        let stdin = self.stdin.as_mut().ok_or("the daemon's stdin is closed")?;
+        stdin
+            .write_all(bytes)
+            .and_then(|_| stdin.flush())
+            .map_err(|e| format!("cannot write to the daemon: {e}"))
+    }
+
+    /// Writes one request; returns its id.
+    fn send(&mut self, method: &str, params: Value) -> Res<u64> {
+        let id = self.id();
+        let mut line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+            .to_string()
+            .into_bytes();
+        line.push(b'\n');
+        self.write(&line)?;
+        Ok(id)
+    }
+
+    /// The next message and when it arrived.
+    fn recv(&mut self, dl: &Deadline) -> Res<(Instant, Value)> {
+        let left = dl.remaining().map_err(|e| self.fail(e))?;
+        match self.rx.recv_timeout(left) {
+            Ok((at, line)) => serde_json::from_str(&line).map(|v| (at, v)).map_err(|e| {
+                self.fail(format!(
+                    "the daemon wrote a line that is not JSON ({e}): {line}"
+                ))
+            }),
+            Err(RecvTimeoutError::Timeout) => Err(self.fail(dl.expired())),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(self.fail(format!("{}: the daemon closed its stdout", dl.phase)))
+            }
+        }
+    }
+
+    /// Sends a request and waits for its answer (notifications in between are dropped).
+    fn request(&mut self, method: &str, params: Value, dl: &Deadline) -> Res<Value> {
+        let id = self.send(method, params)?;
+        loop {
+            let (_, msg) = self.recv(dl)?;
+            if msg.get("id").and_then(Value::as_u64) == Some(id) {
+                return result_of(method, msg).map_err(|e| self.fail(e));
+            }
+        }
+    }
+
+    /// Creates a conversation on the fake provider; returns (conversationId, agentId).
+    fn create_conversation(&mut self, dl: &Deadline) -> Res<(String, String)> {
+        let r = self.request(
+            "CreateConversation",
+            json!({"serviceProvider": "openai", "model": MODEL}),
+            dl,
+        )?;
+        Ok((str_of(&r, "conversationId")?, str_of(&r, "agentId")?))
+    }
+
+    /// One turn: from writing OnNewMessage to reading its final OnFeatureResponse (only this
+    /// turn may be running). Returns the time and when the final answer arrived.
+    fn turn(&mut self, conversation: &str, text: &str, dl: &Deadline) -> Res<Duration> {
+        let started = Instant::now();
+        let id = self.send(
+            "OnNewMessage",
+            json!({"conversationId": conversation, "message": text}),
+        )?;
+        let (mut answered, mut ended) = (false, None);
+        while !(answered && ended.is_some()) {
+            let (at, msg) = self.recv(dl)?;
+            if msg.get("id").and_then(Value::as_u64) == Some(id) {
+                result_of("OnNewMessage", msg).map_err(|e| self.fail(e))?;
+                answered = true;
+            } else if let Some(p) = final_response(&msg) {
+                if p.get("conversationId").and_then(Value::as_str) == Some(conversation) {
+                    check_success(p).map_err(|e| self.fail(e))?;
+                    ended = Some(at);
+                }
+            }
+        }
+        Ok(ended.map_or(Duration::ZERO, |at| at - started))
+    }
+
+    /// VmRSS and VmHWM in KiB.
+    fn memory_kib(&self) -> Res<(u64, u64)> {
+        let path = format!("/proc/{}/status", self.pid());
+        let status =
+            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .ok_or_else(|| format!("no {name} in {path}"))
+        };
+        Ok((field("VmRSS:")?, field("VmHWM:")?))
+    }
+
+    /// Sends Shutdown and waits for the process to end.
+    fn shutdown(mut self, phase: &'static str) -> Res<()> {
+        let dl = Deadline {
+            phase,
+            at: Instant::now() + Duration::from_secs(10),
+        };
+        self.request("Shutdown", json!({}), &dl)?;
+        drop(self.stdin.take());
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => {
+                    self.exited = true;
+                    return if status.success() {
+                        Ok(())
+                    } else {
+                        Err(self.fail(format!("{phase}: the daemon exited with {status}")))
+                    };
+                }
+                Ok(None) if dl.remaining().is_ok() => std::thread::sleep(Duration::from_millis(2)),
+                Ok(None) => {
+                    return Err(
+                        self.fail(format!("{phase}: the daemon did not exit after Shutdown"))
+                    )
+                }
+                Err(e) => return Err(format!("cannot wait for the daemon: {e}")),
+            }
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if !self.exited {
+            // Only reached on an error path: this process started the child, end it.
+            drop(self.stdin.take());
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The `result` of an answer, or its error as text.
+fn result_of(method: &str, msg: Value) -> Res<Value> {
+    match msg {
+        Value::Object(mut o) => match (o.remove("result"), o.remove("error")) {
+            (Some(r), None) => Ok(r),
+            (_, Some(e)) => Err(format!("{method} failed: {e}")),
+            _ => Err(format!(
+                "{method}: an answer without result: {}",
+                Value::Object(o)
+            )),
+        },
+        other => Err(format!(
+            "{method}: an answer that is not an object: {other}"
+        )),
+    }
+}
+
+fn str_of(v: &Value, key: &str) -> Res<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| format!("no `{key}` in {v}"))
+}
+
+/// The params of a final OnFeatureResponse notification.
+fn final_response(msg: &Value) -> Option<&Value> {
+    if msg.get("method").and_then(Value::as_str) != Some("OnFeatureResponse") {
+        return None;
+    }
+    let p = msg.get("params")?;
+    (p.get("final").and_then(Value::as_bool) == Some(true)).then_some(p)
+}
+
+fn check_success(p: &Value) -> Res<()> {
+    if p.get("isSuccess").and_then(Value::as_bool) == Some(true) {
+        Ok(())
+    } else {
+        Err(format!("a turn failed: {p}"))
+    }
+}
+
+/// Nearest-rank percentile of sorted durations.
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// One figure line: the label in a column, then the value.
+fn figure(label: &str, value: String) {
+    println!("{label:<36}{value}");
+}
+
+// ---------------------------------------------------------------------------
+// 1. GetHistory throughput
+
+struct Throughput {
+    requests: usize,
+    messages: usize,
+    elapsed: Duration,
+}
+
+impl Throughput {
+    fn per_sec(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+fn bench_history(env: &Env, n: usize) -> Res<Throughput> {
+    let dl = Deadline::new("GetHistory throughput");
+    let mut d = Daemon::spawn(env, "history")?;
+    d.request(
+        "Initialize",
+        json!({"clientInfo": {"name": "bench-daemon"}}),
+        &dl,
+    )?;
+    let (conversation, agent) = d.create_conversation(&dl)?;
+    for text in ["hi", "and again"] {
+        d.turn(&conversation, text, &dl)?;
+    }
+    let history = d.request("GetHistory", json!({"agentId": agent}), &dl)?;
+    let messages = history.as_array().map_or(0, Vec::len);
+    if messages != 4 {
+        return Err(format!("GetHistory: expected 4 messages, got {history}"));
+    }
+
+    // A short warm-up, then the measured run; both pipelined from a writer thread.
+    let warmup = (n / 20).max(10);
+    let mut elapsed = Duration::ZERO;
+    for (count, measured) in [(warmup, false), (n, true)] {
+        let first = d.next_id;
+        let mut buf = Vec::with_capacity(count * 96);
+        for i in 0..count as u64 {
+            let line = json!({"jsonrpc": "2.0", "id": first + i, "method": "GetHistory", "params": {"agentId": agent}});
+            buf.extend_from_slice(line.to_string().as_bytes());
+            buf.push(b'\n');
+        }
+        d.next_id += count as u64;
+        let mut stdin = d.stdin.take().ok_or("the daemon's stdin is closed")?;
+        let started = Instant::now();
+        let writer = std::thread::Builder::new()
+            .name("history-writer".into())
+            .spawn(move || {
+                let r = stdin.write_all(&buf).and_then(|_| stdin.flush());
+                (stdin, r)
+            })
+            .map_err(|e| format!("cannot start the writer thread: {e}"))?;
+        let (mut answers, mut last) = (0, started);
+        while answers < count {
+            let (at, msg) = d.recv(&dl)?;
+            let Some(id) = msg.get("id").and_then(Value::as_u64) else {
+                continue;
+            };
+            if !(first..first + count as u64).contains(&id) {
+                continue;
+            }
+            let r = result_of("GetHistory", msg).map_err(|e| d.fail(e))?;
+            if r.as_array().map_or(0, Vec::len) != messages {
+                return Err(format!("GetHistory: a different history: {r}"));
+            }
+            answers += 1;
+            last = at;
+        }
+        let (stdin, written) = writer
+            .join()
+            .map_err(|_| "the writer thread panicked".to_string())?;
+        written.map_err(|e| d.fail(format!("cannot write to the daemon: {e}")))?;
+        d.stdin = Some(stdin);
+        if measured {
+            elapsed = last - started;
+        }
+    }
+    d.shutdown("GetHistory throughput")?;
+    Ok(Throughput {
+        requests: n,
+        messages,
+        elapsed,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// 2. Added latency per turn
+
+struct Latency {
+    turns: usize,
+    conversations: usize,
+    daemon: Vec<Duration>,
+    direct: Vec<Duration>,
+}
+
+/// One streaming chat request straight to the fake server, read to the end of the body.
+async fn direct_request(client: &reqwest::Client, url: &str, body: &[u8]) -> Res<Duration> {
+    let started = Instant::now();
+    let mut resp = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(reqwest::header::ACCEPT, "text/event-stream")
+        .body(body.to_vec())
+        .send()
+        .await
+        .map_err(|e| format!("direct request to {url}: {e}"))?;
+    if !resp.status().is_success() {
+        return Err(format!("direct request to {url}: HTTP {}", resp.status()));
+    }
+    let mut tail = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| format!("direct request to {url}: {e}"))?
+    {
+        tail.extend_from_slice(&chunk);
+        let keep = tail.len().saturating_sub(64);
+        tail.drain(..keep);
+    }
+    let took = started.elapsed();
+    if !String::from_utf8_lossy(&tail).contains("[DONE]") {
+        return Err(format!(
+            "direct request to {url}: the stream did not end with [DONE]"
+        ));
+    }
+    Ok(took)
+}
+
+fn bench_latency(env: &Env, fake: &FakeOpenAi, k: usize) -> Res<Latency> {
+    let dl = Deadline::new("turn latency");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+    let url = format!("{}/chat/completions", fake.base_url());
+
+    let mut d = Daemon::spawn(env, "latency")?;
+    d.request(
+        "Initialize",
+        json!({"clientInfo": {"name": "bench-daemon"}}),
+        &dl,
+    )?;
+    // Turns rotate over k/10 conversations (10 turns each), so no history grows long.
+    let conversations = (k / 10).max(1);
+    let mut convs = Vec::with_capacity(conversations);
+    for _ in 0..conversations {
+        convs.push(d.create_conversation(&dl)?.0);
+    }
+
+    // The direct request replays the body the daemon sent for a first turn ("hi", streaming).
+    let before = fake.requests().len();
+    let warm_conv = d.create_conversation(&dl)?.0;
+    d.turn(&warm_conv, "hi", &dl)?;
+    let body = fake
+        .requests()
+        .into_iter()
+        .skip(before)
+        .find(|r| r.path.ends_with("/chat/completions"))
+        .map(|r| r.body)
+        .ok_or("the daemon's request never reached the fake provider")?;
+    if body.get("stream").and_then(Value::as_bool) != Some(true) {
+        return Err(format!(
+            "the daemon's request is not a streaming one: {body}"
+        ));
+    }
+    let body = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+
+    let direct_once = |dl: &Deadline| -> Res<Duration> {
+        let left = dl.remaining()?;
+        rt.block_on(async {
+            tokio::time::timeout(left, direct_request(&client, &url, &body))
+                .await
+                .map_err(|_| dl.expired())?
+        })
+    };
+
+    // Warm-up, not counted: a few turns each way.
+    for _ in 0..(k / 25).max(2) {
+        d.turn(&warm_conv, "hi", &dl)?;
+        direct_once(&dl)?;
+    }
+    let mut daemon = Vec::with_capacity(k);
+    let mut direct = Vec::with_capacity(k);
+    for i in 0..k {
+        daemon.push(d.turn(&convs[i % conversations], "hi", &dl)?);
+        direct.push(direct_once(&dl)?);
+    }
+    d.shutdown("turn latency")?;
+    daemon.sort();
+    direct.sort();
+    Ok(Latency {
+        turns: k,
+        conversations,
+        daemon,
+        direct,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// 3. Memory with many open conversations
+
+struct Memory {
+    conversations: usize,
+    idle_rss: u64,
+    rss: u64,
+    hwm: u64,
+}
+
+fn bench_memory(env: &Env, n: usize) -> Res<Memory> {
+    let dl = Deadline::new("memory");
+    let mut d = Daemon::spawn(env, "memory")?;
+    d.request(
+        "Initialize",
+        json!({"clientInfo": {"name": "bench-daemon"}}),
+        &dl,
+    )?;
+    let (idle_rss, _) = d.memory_kib()?;
+
+    // Create every conversation (pipelined), then give each one turn, FILL_WINDOW at a time.
+    let mut create_ids = HashMap::with_capacity(n);
+    for i in 0..n {
+        let id = d.send(
+            "CreateConversation",
+            json!({"serviceProvider": "openai", "model": MODEL}),
+        )?;
+        create_ids.insert(id, i);
+    }
+    let mut convs = vec![String::new(); n];
+    let mut created = 0;
+    while created < n {
+        let (_, msg) = d.recv(&dl)?;
+        let Some(&i) = msg
+            .get("id")
+            .and_then(Value::as_u64)
+            .and_then(|id| create_ids.get(&id))
+        else {
+            continue;
+        };
+        let r = result_of("CreateConversation", msg).map_err(|e| d.fail(e))?;
+        convs[i] = str_of(&r, "conversationId")?;
+        created += 1;
+    }
+
+    let (mut sent, mut done, mut in_flight) = (0, 0, 0);
+    let mut turn_ids = std::collections::HashSet::with_capacity(n);
+    while done < n {
+        while in_flight < FILL_WINDOW && sent < n {
+            let id = d.send(
+                "OnNewMessage",
+                json!({"conversationId": convs[sent], "message": "hi"}),
+            )?;
+            turn_ids.insert(id);
+            sent += 1;
+            in_flight += 1;
+        }
+        let (_, msg) = d.recv(&dl)?;
+        if let Some(id) = msg.get("id").and_then(Value::as_u64) {
+            if turn_ids.remove(&id) {
+                result_of("OnNewMessage", msg).map_err(|e| d.fail(e))?;
+            }
+        } else if let Some(p) = final_response(&msg) {
+            check_success(p).map_err(|e| d.fail(e))?;
+            done += 1;
+            in_flight -= 1;
+        }
+    }
+    // Every conversation is open and holds one turn.
+    let (rss, hwm) = d.memory_kib()?;
+    d.shutdown("memory")?;
+    Ok(Memory {
+        conversations: n,
+        idle_rss,
+        rss,
+        hwm,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// 4. Cold start of `genai ask`
+
+struct ColdStart {
+    runs: usize,
+    first_byte: Vec<Duration>,
+    exit: Vec<Duration>,
+}
+
+enum AskEvent {
+    FirstByte(Instant),
+    Eof(Vec<u8>),
+}
+
+fn ask_once(env: &Env, dl: &Deadline) -> Res<(Duration, Duration)> {
+    let (mut cmd, dir) = env.command("ask")?;
+    let stderr_path = dir.join("ask.stderr");
+    let stderr = File::create(&stderr_path)
+        .map_err(|e| format!("cannot create {}: {e}", stderr_path.display()))?;
+    cmd.args(["ask", "-m", &format!("openai:{MODEL}"), "hello"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr));
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {} ask: {e}", env.genai.display()))?;
+    let mut stdout = child.stdout.take().ok_or("genai ask has no stdout pipe")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match stdout.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if out.is_empty() {
+                        let _ = tx.send(AskEvent::FirstByte(Instant::now()));
+                    }
+                    out.extend_from_slice(&buf[..n]);
+                }
+            }
+        }
+        let _ = tx.send(AskEvent::Eof(out));
+    });
+    let stderr_of = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let mut first = None;
+    let outcome = loop {
+        let left = match dl.remaining() {
+            Ok(left) => left,
+            Err(e) => break Err(e),
+        };
+        match rx.recv_timeout(left) {
+            Ok(AskEvent::FirstByte(at)) => first = Some(at),
+            Ok(AskEvent::Eof(out)) => break Ok(out),
+            Err(_) => break Err(dl.expired()),
+        }
+    };
+    let out = match outcome {
+        Ok(out) => out,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("genai ask: {e}\n{}", stderr_of()));
+        }
+    };
+    // Stdout is closed: the process is ending; wait for it with the same deadline.
+    let (status, exited) = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break (status, Instant::now()),
+            Ok(None) if dl.remaining().is_ok() => std::thread::sleep(Duration::from_micros(100)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("genai ask: {}", dl.expired()));
+            }
+            Err(e) => return Err(format!("cannot wait for genai ask: {e}")),
+        }
+    };
+    let text = String::from_utf8_lossy(&out);
+    if !status.success() || !text.contains("Hello from the fake provider") {
+        return Err(format!(
+            "genai ask failed ({status}); stdout: {text:?}; stderr: {}",
+            stderr_of()
+        ));
+    }
+    let first = first.ok_or("genai ask printed nothing")?;
+    Ok((first - started, exited - started))
+}
+
+fn bench_cold_start(env: &Env, runs: usize) -> Res<ColdStart> {
+    let dl = Deadline::new("cold start");
+    // One run first, not counted: it creates the history database.
+    ask_once(env, &dl)?;
+    let mut first_byte = Vec::with_capacity(runs);
+    let mut exit = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let (f, e) = ask_once(env, &dl)?;
+        first_byte.push(f);
+        exit.push(e);
+    }
+    first_byte.sort();
+    exit.sort();
+    Ok(ColdStart {
+        runs,
+        first_byte,
+        exit,
+    })
+}
+
+// ---------------------------------------------------------------------------
+
+fn genai_binary() -> Res<PathBuf> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| format!("{} has no grandparent folder", exe.display()))?;
+    let genai = dir.join(format!("genai{}", std::env::consts::EXE_SUFFIX));
+    if !genai.is_file() {
+        return Err(format!(
+            "{} is missing: build it first with `cargo build --release --bin genai` \
+             (or `cargo build --release --example bench-daemon --example fake-provider --bin genai`)",
+            genai.display()
+        ));
+    }
+    Ok(genai)
+}
+
+fn run(quick: bool) -> Res<()> {
+    let counts = Counts::new(quick);
+    let genai = genai_binary()?;
+    let fake = FakeOpenAi::start(
+        0,
+        Behavior {
+            delay: Duration::ZERO,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| format!("cannot start the fake provider: {e}"))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("bench-daemon")
+        .tempdir()
+        .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+    let env = Env {
+        genai,
+        base_url: fake.base_url(),
+        root: scratch.path().to_path_buf(),
+    };
+    println!(
+        "bench-daemon{}: {} against the fake provider at {}",
+        if quick { " --quick" } else { "" },
+        env.genai.display(),
+        env.base_url
+    );
+
+    let history = bench_history(&env, counts.history_requests)?;
+    figure(
+        "GetHistory throughput",
+        format!(
+            "{:.0} req/s  ({} pipelined requests, {} messages each, {:.3} s)",
+            history.per_sec(),
+            history.requests,
+            history.messages,
+            history.elapsed.as_secs_f64()
+        ),
+    );
+
+    let lat = bench_latency(&env, &fake, counts.turns)?;
+    let (dp50, dp99) = (percentile(&lat.daemon, 0.50), percentile(&lat.daemon, 0.99));
+    let (hp50, hp99) = (percentile(&lat.direct, 0.50), percentile(&lat.direct, 0.99));
+    let (added50, added99) = (ms(dp50) - ms(hp50), ms(dp99) - ms(hp99));
+    figure(
+        "Turn latency via daemon",
+        format!(
+            "p50 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ({} turns over {} conversations)",
+            ms(dp50),
+            ms(dp99),
+            ms(lat.daemon.last().copied().unwrap_or_default()),
+            lat.turns,
+            lat.conversations
+        ),
+    );
+    figure(
+        "Turn latency direct to provider",
+        format!(
+            "p50 {:.3} ms  p99 {:.3} ms  max {:.3} ms",
+            ms(hp50),
+            ms(hp99),
+            ms(lat.direct.last().copied().unwrap_or_default())
+        ),
+    );
+    figure(
+        "Added latency per turn",
+        format!("p50 {added50:+.3} ms  p99 {added99:+.3} ms"),
+    );
+
+    let mem = bench_memory(&env, counts.conversations)?;
+    figure(
+        &format!("Daemon memory, {} conversations", mem.conversations),
+        format!(
+            "VmRSS {:.1} MiB  VmHWM {:.1} MiB  (idle daemon {:.1} MiB, {:.1} KiB per conversation)",
+            mib(mem.rss),
+            mib(mem.hwm),
+            mib(mem.idle_rss),
+            mem.rss.saturating_sub(mem.idle_rss) as f64 / mem.conversations as f64
+        ),
+    );
+
+    let cold = bench_cold_start(&env, counts.cold_runs)?;
+    figure(
+        "genai ask cold start, first byte",
+        format!(
+            "p50 {:.2} ms  min {:.2} ms  ({} runs)",
+            ms(percentile(&cold.first_byte, 0.5)),
+            ms(cold.first_byte.first().copied().unwrap_or_default()),
+            cold.runs
+        ),
+    );
+    figure(
+        "genai ask total time to exit",
+        format!("p50 {:.2} ms", ms(percentile(&cold.exit, 0.5))),
+    );
+
+    println!();
+    println!("| metric | measured | aim |");
+    println!("|---|---|---|");
+    println!(
+        "| Added latency per turn (p50 / p99) | {added50:+.3} ms / {added99:+.3} ms | < 1 ms |"
+    );
+    println!(
+        "| GetHistory throughput | {:.0} req/s | > 20,000 req/s |",
+        history.per_sec()
+    );
+    println!(
+        "| Daemon RSS with {} conversations | {:.1} MiB (peak {:.1} MiB) | < 150 MB for 1,000 |",
+        mem.conversations,
+        mib(mem.rss),
+        mib(mem.hwm)
+    );
+    println!(
+        "| Cold start of `genai ask` to first byte (p50) | {:.2} ms | < 20 ms |",
+        ms(percentile(&cold.first_byte, 0.5))
+    );
+    drop(fake);
+    Ok(())
+}
+
+fn main() {
+    let mut quick = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "-h" | "--help" => {
+                println!("usage: bench-daemon [--quick]\n  --quick  divide every count by 10");
+                return;
+            }
+            other => {
+                eprintln!(
+                    "bench-daemon: unknown argument `{other}` (usage: bench-daemon [--quick])"
+                );
+                std::process::exit(2);
+            }
+        }
+    }
+    if let Err(e) = run(quick) {
+        eprintln!("bench-daemon: {e}");
+        std::process::exit(1);
+    }
+}

@@ -15,7 +15,12 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo test"
-cargo test --all-targets --locked
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --all-targets --locked 2>&1 | tee "$log"
 echo "== benchmark smoke run (release)"
 cargo build --release --locked --bin genai --example bench-daemon
 cargo run --release --locked --example bench-daemon -- --quick
+# One closing line for all test binaries together.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i; if ($(i+1) ~ /^ignored;?$/) s += $i } }
+     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"

@@ -1966,3 +1966,48 @@ fn client_feature_can_report_a_failed_turn() {
     assert_eq!(fin["summary"], "could not check", "{fin}");
     assert!(d.shutdown(EXIT).success());
 }
+
+#[test]
+fn image_parts_reach_the_provider_as_image_url() {
+    let fake = fake(reply("A red dot.", 2));
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), Framing::Lines, &fake);
+    let conv = create_conversation(&mut d);
+    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let message = json!({"role": "user", "content": [
+        "What is in these?",
+        {"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo="},
+        {"type": "image", "url": "https://example.invalid/cat.jpg"}
+    ]});
+    let r = d.call(
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": message}),
+    );
+    let turn_id = r["turnId"].as_str().unwrap().to_string();
+    let fin = d.wait_final(&turn_id, TURN)["params"].clone();
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let body = fake.requests().last().unwrap().body.clone();
+    let parts = body["messages"][0]["content"].as_array().unwrap().clone();
+    assert_eq!(
+        parts[0],
+        json!({"type": "text", "text": "What is in these?"})
+    );
+    assert_eq!(
+        parts[1]["image_url"]["url"],
+        "data:image/png;base64,iVBORw0KGgo="
+    );
+    assert_eq!(
+        parts[2]["image_url"]["url"],
+        "https://example.invalid/cat.jpg"
+    );
+    // The stored history keeps the parts as sent.
+    let h = d.call(
+        "GetConversationHistory",
+        json!({"conversationId": cid, "pageSize": 10}),
+    );
+    assert_eq!(
+        h["messages"][0]["content"][1]["mediaType"], "image/png",
+        "{h}"
+    );
+    assert!(d.shutdown(EXIT).success());
+}

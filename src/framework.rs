@@ -438,13 +438,7 @@ impl Framework {
                     match tokio::spawn(async move { feature.on_new_message(&turn).await }).await {
                         Ok(outcome) => outcome,
                         Err(e) => {
-                            let e = Error::internal(format!("the feature failed: {e}"));
-                            TurnOutcome {
-                                summary: e.message.clone(),
-                                detailed: vec![format!("error: {e}")],
-                                error: Some(e),
-                                ..Default::default()
-                            }
+                            TurnOutcome::failed(Error::internal(format!("the feature failed: {e}")))
                         }
                     };
                 if let Ok(mut r) = running.lock() {

@@ -58,13 +58,9 @@ impl Feature for Assistant {
                 }
             }
             Err(e) => {
-                detailed.push(format!("error: {e}"));
-                TurnOutcome {
-                    summary: e.message.clone(),
-                    detailed,
-                    error: Some(e),
-                    ..Default::default()
-                }
+                let mut failed = TurnOutcome::failed(e);
+                detailed.append(&mut failed.detailed);
+                TurnOutcome { detailed, ..failed }
             }
         }
     }

@@ -70,12 +70,7 @@ impl Feature for External {
                     format!("the client hosting feature `{}` went away", self.name),
                 )
             };
-            TurnOutcome {
-                summary: e.message.clone(),
-                detailed: vec![format!("error: {e}")],
-                error: Some(e),
-                ..Default::default()
-            }
+            TurnOutcome::failed(e)
         })
     }
 }

@@ -41,6 +41,18 @@ pub struct TurnOutcome {
     pub finish_reason: Option<String>,
 }
 
+impl TurnOutcome {
+    /// A turn that failed: the error is the chat bubble and the last detail.
+    pub fn failed(error: Error) -> TurnOutcome {
+        TurnOutcome {
+            summary: error.message.clone(),
+            detailed: vec![format!("error: {error}")],
+            error: Some(error),
+            ..Default::default()
+        }
+    }
+}
+
 /// The sink of notifications towards clients, with the client's streaming choice: features
 /// check `streaming()` and send chunks only when it is on.
 #[derive(Clone)]

@@ -290,7 +290,7 @@ impl Session {
                     .and_then(|m| m.get(&id).cloned());
                 let cancelled = match turn {
                     Some(turn) => fw.cancel(&CancelParams {
-                        turn_id: Some(turn.clone()),
+                        turn_id: Some(turn),
                         ..Default::default()
                     })?,
                     None => false,

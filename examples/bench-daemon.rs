@@ -114,20 +114,8 @@ impl Env {
         cmd.env("GENAI_DATA_DIR", &data)
             .env("GENAI_CONFIG_DIR", &config)
             .env("OPENAI_BASE_URL", &self.base_url)
-            .env("NO_PROXY", "127.0.0.1,localhost")
-            .env("no_proxy", "127.0.0.1,localhost");
-        for var in [
-            "HTTP_PROXY",
-            "http_proxy",
-            "HTTPS_PROXY",
-            "https_proxy",
-            "ALL_PROXY",
-            "all_proxy",
-            "OPENAI_API_KEY",
-            "GENAI_LOG",
-        ] {
-            cmd.env_remove(var);
-        }
+            .env_remove("GENAI_LOG");
+        fake_openai::loopback_only(&mut cmd);
         Ok((cmd, dir))
     }
 }

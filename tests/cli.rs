@@ -31,8 +31,8 @@ impl Env {
             .env("GENAI_DATA_DIR", self.data.path())
             .env("GENAI_CONFIG_DIR", self.config.path())
             .env("OPENAI_BASE_URL", self.fake.base_url())
-            .env_remove("OPENAI_API_KEY")
             .env_remove("GENAI_LOG");
+        fake_openai::loopback_only(&mut c);
         c
     }
 

@@ -1108,3 +1108,22 @@ async fn read_line<R: AsyncBufRead + Unpin>(rd: &mut R) -> Result<Option<String>
     }
     Ok(Some(String::from_utf8_lossy(&line).into_owned()))
 }
+
+/// Keeps a child process that talks to this server on loopback: no proxy of the caller's
+/// environment may carry its requests away, and the caller's own OpenAI key does not leak in.
+pub fn loopback_only(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    cmd.env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost");
+    for var in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "OPENAI_API_KEY",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}

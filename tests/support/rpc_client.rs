@@ -130,20 +130,8 @@ impl Daemon {
             .env("GENAI_DATA_DIR", &cfg.data_dir)
             .env("GENAI_CONFIG_DIR", &cfg.config_dir)
             .env("GENAI_LOG", "debug")
-            .env("NO_PROXY", "127.0.0.1,localhost")
-            .env("no_proxy", "127.0.0.1,localhost");
-        for var in [
-            "HTTP_PROXY",
-            "http_proxy",
-            "HTTPS_PROXY",
-            "https_proxy",
-            "ALL_PROXY",
-            "all_proxy",
-            "OPENAI_BASE_URL",
-            "OPENAI_API_KEY",
-        ] {
-            cmd.env_remove(var);
-        }
+            .env_remove("OPENAI_BASE_URL");
+        crate::fake_openai::loopback_only(&mut cmd);
         for (k, v) in &cfg.env {
             cmd.env(k, v);
         }

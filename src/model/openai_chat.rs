@@ -7,8 +7,8 @@
 use serde_json::{json, Map, Value};
 
 use super::{
-    ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType, StreamDecoder,
-    StreamEvent,
+    ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
+    StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -200,6 +200,10 @@ impl ModelConfiguration for OpenAiChat {
 
     fn clone_box(&self) -> Box<dyn ModelConfiguration> {
         Box::new(self.clone())
+    }
+
+    fn images(&self) -> ImageSupport {
+        ImageSupport::ALL
     }
 }
 

@@ -57,6 +57,10 @@ pub trait ServiceProvider: Send + Sync {
     fn name(&self) -> &str;
     /// The model id used when a conversation names none.
     fn default_model(&self) -> Option<&str>;
+    /// The largest inline image, in bytes, this provider accepts (`None`: no known limit).
+    fn max_image_bytes(&self) -> Option<usize> {
+        None
+    }
     /// Sends the request. Dropping the returned future (or stream) drops the HTTP request.
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse>;
 }

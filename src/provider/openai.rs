@@ -112,6 +112,11 @@ impl ServiceProvider for OpenAiProvider {
         self.default_model.as_deref()
     }
 
+    /// OpenAI takes images up to 20 MB; compatible servers may take more or less.
+    fn max_image_bytes(&self) -> Option<usize> {
+        self.needs_key.then_some(20_000_000)
+    }
+
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
         if request.format != crate::model::openai_chat::FORMAT {
             return Err(Error::new(

@@ -16,3 +16,4 @@ pub mod rpc;
 pub mod schema;
 pub mod secrets;
 pub mod store;
+pub mod tools;

@@ -10,6 +10,7 @@ pub mod feature;
 pub mod framework;
 pub mod message;
 pub mod model;
+pub mod models;
 pub mod provider;
 pub mod registry;
 pub mod rpc;

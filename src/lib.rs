@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod download;
 pub mod error;
 pub mod feature;
 pub mod framework;

@@ -237,6 +237,42 @@ fn the_final_name_never_shows_a_partial_file() {
     assert!(!part.exists());
 }
 
+#[cfg(unix)]
+#[test]
+fn ctrl_c_keeps_the_part_and_says_how_to_resume() {
+    let env = Env::new();
+    let body = model_bytes(60_000);
+    env.server.add("/m/int.gguf", &body);
+    let (release, rx) = std::sync::mpsc::channel();
+    env.server.plan(Plan::StallAfter(20_000, rx));
+    let url = env.server.url("/m/int.gguf");
+    let child = env.cmd(&["models", "pull", &url]).spawn().unwrap();
+    let part = env.models().join("int.gguf.part");
+    wait_until("20000 bytes in the part file", || len(&part) == 20_000);
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = wait(child);
+    drop(release);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("again to resume"), "{}", stderr(&o));
+    assert_eq!(len(&part), 20_000);
+    let o = env.run(&["models", "pull", &url]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        env.server
+            .gets("/m/int.gguf")
+            .last()
+            .unwrap()
+            .range
+            .as_deref(),
+        Some("bytes=20000-")
+    );
+    assert_eq!(std::fs::read(env.models().join("int.gguf")).unwrap(), body);
+}
+
 #[test]
 fn hf_sources_resolve_on_the_endpoint_and_the_published_sha256_is_checked() {
     let env = Env::new();

@@ -100,7 +100,20 @@ pub fn run(c: Command) -> Result<(), Error> {
                 attempts,
                 progress: true,
             };
-            let pulled = super::runtime().block_on(download::pull(&lib, &opts))?;
+            let pulled = super::runtime().block_on(async {
+                tokio::select! {
+                    r = download::pull(&lib, &opts) => Ok(r),
+                    _ = tokio::signal::ctrl_c() => Err(()),
+                }
+            });
+            let Ok(pulled) = pulled else {
+                eprintln!(
+                    "genai: interrupted; what was downloaded is kept in {}: run the same `genai models pull` again to resume",
+                    lib.dir().display()
+                );
+                std::process::exit(130);
+            };
+            let pulled = pulled?;
             if pulled.already_installed {
                 eprintln!("genai: `{}` is already installed", pulled.name);
             } else {
@@ -120,6 +133,7 @@ pub fn run(c: Command) -> Result<(), Error> {
         }
         Command::Default { name: Some(name) } => {
             lib.set_default(&name)?;
+            eprintln!("genai: `{name}` is the default model");
         }
         Command::Default { name: None } => match lib.default_name()? {
             Some(n) => println!("{n}"),

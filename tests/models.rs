@@ -177,6 +177,28 @@ fn an_interrupted_pull_says_how_to_resume_and_the_next_pull_resumes() {
 }
 
 #[test]
+fn a_part_from_another_url_is_not_resumed() {
+    let env = Env::new();
+    let (a, b) = (model_bytes(50_000), model_bytes(70_000));
+    env.server.add("/one/m.gguf", &a);
+    env.server.add("/two/m.gguf", &b[4..]);
+    env.server.plan(Plan::DropAfter(10_000));
+    let o = env.run(&[
+        "models",
+        "pull",
+        &env.server.url("/one/m.gguf"),
+        "--attempts",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(len(&env.models().join("m.gguf.part")), 10_000);
+    let o = env.run(&["models", "pull", &env.server.url("/two/m.gguf")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(env.server.gets("/two/m.gguf")[0].range, None);
+    assert_eq!(std::fs::read(env.models().join("m.gguf")).unwrap(), &b[4..]);
+}
+
+#[test]
 fn a_server_that_ignores_the_range_restarts_the_file() {
     let env = Env::new();
     let body = model_bytes(120_000);
@@ -287,8 +309,15 @@ fn hf_sources_resolve_on_the_endpoint_and_the_published_sha256_is_checked() {
         },
     );
     env.server.add("/cdn/good", &body);
+    env.server.plan(Plan::DropAfter(2_000));
     let o = env.run(&["models", "pull", "hf:org/repo/good.gguf", "--default"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    let resumed = env.server.gets("/cdn/good");
+    assert_eq!(
+        resumed.last().unwrap().range.as_deref(),
+        Some("bytes=2000-"),
+        "the range survives the redirect: {resumed:?}"
+    );
     assert!(stderr(&o).contains("X-Linked-Etag"), "{}", stderr(&o));
     let heads: Vec<_> = env
         .server

@@ -138,13 +138,22 @@ impl Framework {
         let name = match name.or(self.config.defaults.model.as_deref()) {
             Some(n) => n,
             // Zero config: an OpenAI key or base URL in the environment selects the built-in `openai`.
-            None if ["OPENAI_API_KEY", "OPENAI_BASE_URL"].iter().any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty())) => {
+            None if ["OPENAI_API_KEY", "OPENAI_BASE_URL"]
+                .iter()
+                .any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty())) =>
+            {
                 crate::provider::openai::KIND
             }
-            None => return Err(Error::new(
-                ErrorKind::Config,
-                "no model chosen: pass -m PROVIDER:MODEL (such as openai:gpt-4o-mini), or set `model` under [defaults] in the config",
-            )),
+            // Zero config, no OpenAI: the default local model, when nothing is configured.
+            None => {
+                let lib = crate::models::ModelLibrary::open(&crate::config::Paths::from_env()?);
+                let (provider, model) = self.registry.implicit_local(&self.config, &lib)?;
+                return Ok(Selection {
+                    provider,
+                    model: Some(model),
+                    ..Default::default()
+                });
+            }
         };
         if let Some(agent) = self.config.agents.get(name) {
             return Ok(Selection {

@@ -5,11 +5,13 @@
 
 pub mod agent;
 pub mod config;
+pub mod download;
 pub mod error;
 pub mod feature;
 pub mod framework;
 pub mod message;
 pub mod model;
+pub mod models;
 pub mod provider;
 pub mod registry;
 pub mod rpc;

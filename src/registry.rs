@@ -14,7 +14,11 @@ use serde_json::{Map, Value};
 use crate::config::{Config, ModelConfigurationConfig, ProviderConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{self, ModelConfiguration, ParameterSpec};
+use crate::models::ModelLibrary;
 use crate::provider::{self, ServiceProvider};
+
+/// The provider kind that runs GGUF models from the models folder (cargo feature `local`).
+pub const LOCAL_KIND: &str = "local";
 
 /// Builds a provider instance from its name and settings.
 pub type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServiceProvider>>;
@@ -184,6 +188,50 @@ impl Registry {
             })?;
         }
         Ok(r)
+    }
+
+    /// Zero config (DESIGN §5): with no `[service_providers]` and no `[defaults] model`, the
+    /// default model of the models folder runs on an implicit provider instance `local` (kind
+    /// `local`, `default_model` = the model's name), added here and only here. Returns the
+    /// instance name and the model name (which the `local` kind resolves with
+    /// [`ModelLibrary::resolve`]), or a `Config` error saying how to add a model or a provider.
+    pub fn implicit_local(&self, config: &Config, lib: &ModelLibrary) -> Result<(String, String)> {
+        let no_model = |msg: String| Err(Error::new(ErrorKind::Config, msg));
+        if !config.service_providers.is_empty() || config.defaults.model.is_some() {
+            return no_model(
+                "no model chosen: pass -m PROVIDER:MODEL (such as openai:gpt-4o-mini), or set `model` under [defaults] in the config".into(),
+            );
+        }
+        if self.provider_kind(LOCAL_KIND).is_err() {
+            return no_model(
+                "no model provider is configured, and this genai was built without the `local` feature so it cannot run local models: configure a provider (see `genai config path`), set OPENAI_API_KEY, or rebuild with `cargo build --features local`".into(),
+            );
+        }
+        let Some(name) = lib.default_name()? else {
+            let count = lib.list()?.len();
+            if count > 0 {
+                return no_model(format!(
+                    "no model provider is configured and {count} local models are installed but none is the default: choose one with `genai models default NAME`"
+                ));
+            }
+            return no_model(
+                "no model provider is configured and no local model is installed: run `scripts/install-demo-model.sh` or `genai models pull URL`, or configure a provider (see `genai config path`)".into(),
+            );
+        };
+        let exists = self
+            .providers
+            .read()
+            .map_err(|_| lock_err())?
+            .contains_key(LOCAL_KIND);
+        if !exists {
+            let c = ProviderConfig {
+                kind: LOCAL_KIND.to_string(),
+                default_model: Some(name.clone()),
+                ..Default::default()
+            };
+            self.create_provider(LOCAL_KIND, &c, "builtin")?;
+        }
+        Ok((LOCAL_KIND.to_string(), name))
     }
 
     pub fn register_provider(&mut self, kind: ProviderKind) {
@@ -478,6 +526,72 @@ mod tests {
         );
         let m = r.build_model(&p, None, Some("gpt-x"), None).unwrap();
         assert_eq!((m.format(), m.model()), ("openai-chat", "gpt-x"));
+    }
+
+    /// A stand-in for the `local` kind (built by the `local` feature), on the openai transport.
+    fn with_fake_local_kind() -> Registry {
+        let mut r = Registry::from_config(&Config::default()).unwrap();
+        r.register_provider(ProviderKind {
+            name: LOCAL_KIND,
+            description: "test stand-in",
+            formats: &[model::openai_chat::FORMAT],
+            default_format: model::openai_chat::FORMAT,
+            factory: |name, c| {
+                Ok(Arc::new(provider::openai::OpenAiProvider::from_config(
+                    name, c,
+                )?))
+            },
+        });
+        r
+    }
+
+    #[test]
+    fn implicit_local_needs_the_kind_and_a_default_model_and_no_configured_provider() {
+        let d = tempfile::tempdir().unwrap();
+        let lib = ModelLibrary::at(d.path());
+        let e = Registry::new()
+            .implicit_local(&Config::default(), &lib)
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Config);
+        assert!(
+            e.message.contains("without the `local` feature"),
+            "{}",
+            e.message
+        );
+
+        let r = with_fake_local_kind();
+        let e = r.implicit_local(&Config::default(), &lib).unwrap_err();
+        assert!(
+            e.message.contains("scripts/install-demo-model.sh"),
+            "{}",
+            e.message
+        );
+        assert!(
+            r.provider(LOCAL_KIND).is_err(),
+            "no instance without a model"
+        );
+
+        std::fs::write(lib.path_of("a"), b"x").unwrap();
+        std::fs::write(lib.path_of("b"), b"x").unwrap();
+        let e = r.implicit_local(&Config::default(), &lib).unwrap_err();
+        assert!(
+            e.message.contains("genai models default NAME"),
+            "{}",
+            e.message
+        );
+
+        lib.set_default("b").unwrap();
+        let (p, m) = r.implicit_local(&Config::default(), &lib).unwrap();
+        assert_eq!((p.as_str(), m.as_str()), ("local", "b"));
+        let inst = r.provider("local").unwrap();
+        assert_eq!((inst.kind, inst.origin), ("local", "builtin"));
+        assert_eq!(inst.provider.default_model(), Some("b"));
+
+        let configured = Config::parse("[service_providers.work]\nkind = 'openai'").unwrap();
+        let e = with_fake_local_kind()
+            .implicit_local(&configured, &lib)
+            .unwrap_err();
+        assert!(e.message.contains("no model chosen"), "{}", e.message);
     }
 
     #[test]

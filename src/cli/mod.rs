@@ -7,6 +7,7 @@ mod components;
 mod config;
 mod daemon;
 mod keys;
+mod models;
 mod schema;
 mod sessions;
 
@@ -45,6 +46,9 @@ enum Command {
     /// Store or delete API keys in the OS keyring.
     #[command(subcommand)]
     Keys(keys::Command),
+    /// List, download, remove or choose the local models (GGUF files for provider kind `local`).
+    #[command(subcommand)]
+    Models(models::Command),
     /// Print the JSON Schema of a protocol message or of the config (all names without NAME).
     Schema { name: Option<String> },
     /// Show where the config lives, or show it with secrets masked.
@@ -121,6 +125,7 @@ pub fn run() -> i32 {
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
         Command::Keys(c) => keys::run(c),
+        Command::Models(c) => models::run(c),
         Command::Schema { name } => schema::run(name.as_deref()),
         Command::Config(c) => config::run(c),
         Command::Completions { shell } => {

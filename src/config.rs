@@ -31,6 +31,30 @@ pub struct Config {
     /// Settings of features by name: `[features.NAME]`.
     #[serde(default)]
     pub features: BTreeMap<String, FeatureConfig>,
+    /// Plugin modules by name: `[plugins.NAME]` (tools are named `NAME.function`).
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PluginConfig>,
+}
+
+/// `[plugins.NAME]`: one plugin module, an HTTP service with a manifest at
+/// `/.well-known/ai-plugin.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PluginConfig {
+    /// The module's base URL or its manifest's URL.
+    pub url: String,
+    /// Whether conversations that name no tools get this module's tools (default false).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Seconds allowed for one call (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<f64>,
+    /// A `service_api_key` module's key. Prefer `genai keys set plugin:NAME` or `api_key_cmd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// A shell command that prints the module's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_cmd: Option<String>,
 }
 
 /// `[defaults]`: what `genai ask` uses when no `-m` is given.
@@ -210,6 +234,11 @@ impl Config {
                 if is_secret_header(name) {
                     *value = MASK.to_string();
                 }
+            }
+        }
+        for plugin in shown.plugins.values_mut() {
+            if plugin.api_key.is_some() {
+                plugin.api_key = Some(MASK.to_string());
             }
         }
         toml::to_string_pretty(&shown).unwrap_or_default()

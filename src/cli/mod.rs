@@ -8,6 +8,7 @@ mod config;
 mod daemon;
 mod keys;
 mod models;
+mod plugins;
 mod schema;
 mod sessions;
 
@@ -49,6 +50,9 @@ enum Command {
     /// List, download, remove or choose the local models (GGUF files for provider kind `local`).
     #[command(subcommand)]
     Models(models::Command),
+    /// Add, list, remove or call plugin modules (HTTP services whose functions become tools).
+    #[command(subcommand)]
+    Plugins(plugins::Command),
     /// Print the JSON Schema of a protocol message or of the config (all names without NAME).
     Schema { name: Option<String> },
     /// Show where the config lives, or show it with secrets masked.
@@ -126,6 +130,7 @@ pub fn run() -> i32 {
         Command::Components { json } => components::run(json),
         Command::Keys(c) => keys::run(c),
         Command::Models(c) => models::run(c),
+        Command::Plugins(c) => runtime().block_on(plugins::run(c)),
         Command::Schema { name } => schema::run(name.as_deref()),
         Command::Config(c) => config::run(c),
         Command::Completions { shell } => {

@@ -45,6 +45,27 @@ pub struct ModuleAnswer {
     pub collect_link: Option<String>,
 }
 
+/// The keyring name of a module's key.
+pub fn key_name(module: &str) -> String {
+    format!("plugin:{module}")
+}
+
+/// Loads the module `[plugins.NAME]` of the config, its key from the keyring, `api_key_cmd`
+/// or `api_key`.
+pub async fn from_config(name: &str, c: &crate::config::PluginConfig) -> Result<PluginModule> {
+    let keys = crate::secrets::KeySource {
+        instance: key_name(name),
+        env_var: None,
+        command: c.api_key_cmd.clone(),
+        inline: c.api_key.clone(),
+    };
+    let key = tokio::task::spawn_blocking(move || keys.resolve())
+        .await
+        .map_err(|e| Error::internal(format!("key lookup failed: {e}")))??;
+    let timeout = Duration::from_secs_f64(c.timeout_secs.filter(|s| *s > 0.0).unwrap_or(30.0));
+    PluginModule::load(name, manifest_url(&c.url)?, key, timeout).await
+}
+
 /// The manifest URL for what a user typed: a manifest URL, or a module's base URL.
 pub fn manifest_url(text: &str) -> Result<Url> {
     let mut url = Url::parse(text.trim())
@@ -115,14 +136,6 @@ impl PluginModule {
         let endpoint = manifest_url
             .join(&manifest.api.endpoint)
             .map_err(|e| module_error(name, format!("api.endpoint is not a URL: {e}")))?;
-        if manifest.auth == Auth::ServiceApiKey && key.is_none() {
-            return Err(Error::new(
-                ErrorKind::MissingCredentials,
-                format!(
-                    "plugin `{name}` needs a service API key: run `genai keys set plugin:{name}`"
-                ),
-            ));
-        }
         Ok(PluginModule {
             name: name.to_string(),
             manifest_url,
@@ -136,6 +149,21 @@ impl PluginModule {
     /// The module's tools, named `NAME.function`.
     pub fn tools(&self) -> Vec<Tool> {
         self.manifest.tools(&self.name)
+    }
+
+    /// Whether calls can go out: a `service_api_key` module needs its key.
+    pub fn check_key(&self) -> Result<()> {
+        if self.manifest.auth == Auth::ServiceApiKey && self.key.is_none() {
+            return Err(Error::new(
+                ErrorKind::MissingCredentials,
+                format!(
+                    "plugin `{}` needs a service API key: run `genai keys set {}`",
+                    self.name,
+                    key_name(&self.name)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// A POST to a URL of this module, with the key when the URL is on the module's origin.
@@ -170,6 +198,7 @@ impl PluginModule {
                 format!("no function `{function}`; it has: {}", names.join(", ")),
             ));
         }
+        self.check_key()?;
         let body = json!({"method": function, "params": arguments.to_string()});
         let resp = self.post(&self.endpoint, &body).send().await.map_err(|e| {
             let what = if e.is_timeout() {

@@ -135,6 +135,12 @@ impl Registry {
             parameters: model::openai_chat::PARAMETERS,
             factory: |m| Box::new(model::openai_chat::OpenAiChat::new(m)),
         });
+        r.register_format(FormatKind {
+            name: model::claude_messages::FORMAT,
+            description: "Anthropic Messages API (Claude on Anthropic and on Amazon Bedrock)",
+            parameters: model::claude_messages::PARAMETERS,
+            factory: |m| Box::new(model::claude_messages::ClaudeMessages::new(m)),
+        });
         r.register_provider(ProviderKind {
             name: provider::openai::KIND,
             description: "OpenAI and any OpenAI-compatible server (base_url, OPENAI_BASE_URL, OPENAI_API_KEY)",

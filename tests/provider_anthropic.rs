@@ -387,6 +387,18 @@ fn daemon_turn_streams_chunks_then_the_final_with_usage() {
     assert_eq!(stored.len(), 2);
     assert_eq!(stored[1]["usage"]["outputTokens"], 7, "{stored:?}");
     assert!(d.shutdown(EXIT).success());
+    // The key reached the provider and nothing else: not the debug log, stdout or the store.
+    assert_eq!(fake.last().header("x-api-key"), Some(KEY));
+    assert!(!d.stderr_text().contains(KEY), "the key is in the log");
+    assert!(!String::from_utf8_lossy(&d.raw_stdout()).contains(KEY));
+    assert!(dir.path().join("data/history.db").is_file());
+    for file in ["history.db", "history.db-wal"] {
+        let bytes = std::fs::read(dir.path().join("data").join(file)).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "the key is in {file}"
+        );
+    }
 }
 
 #[test]

@@ -198,6 +198,41 @@ fn ask_json_has_usage_with_cache_tokens_and_the_stop_reason() {
     let req = env.fake.last();
     assert!(req.body.get("stream").is_none(), "{}", req.body);
     assert!(req.header("accept") != Some("text/event-stream"));
+
+    // A non-streamed answer that is not JSON, and an overloaded API, fail in one line.
+    env.fake.push(Behavior {
+        mode: Mode::MalformedAfter { after: 0 },
+        ..Behavior::default()
+    });
+    let o = env.run(&["ask", "-m", "anthropic:claude-haiku-4-5", "--json", "again"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("invalid JSON"), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
+    assert_eq!(v["error"]["kind"], "providerError", "{v}");
+    // The configured `anthropic` instance replaces the built-in one; it does not retry.
+    std::fs::write(
+        env.config.path().join("config.toml"),
+        "[service_providers.anthropic]\nkind = \"anthropic\"\nmax_retries = 0\n",
+    )
+    .unwrap();
+    env.fake.push(error(529, "overloaded_error", "Overloaded"));
+    let o = env.run(&[
+        "ask",
+        "-m",
+        "anthropic:claude-haiku-4-5",
+        "--no-stream",
+        "again",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).trim(),
+        "genai: anthropic: HTTP 529 <unknown status code> overloaded_error: Overloaded \
+         [request req_fake00000000000000000003] (the provider failed: try again later)"
+    );
+    // The failed turns made conversations with nothing in them.
+    let mut counts = env.message_counts();
+    counts.sort();
+    assert_eq!(counts, [0, 0, 2]);
 }
 
 #[test]
@@ -270,6 +305,7 @@ fn a_config_instance_with_its_own_key_command_and_timeout() {
             "[service_providers.claude]\nkind = \"anthropic\"\nbase_url = \"{}/v1\"\n\
              api_key_env = \"NO_SUCH_VAR_FOR_GENAI\"\napi_key_cmd = \"echo {KEY}\"\n\
              read_timeout_secs = 1\ndefault_model = \"claude-opus-4-1\"\n\
+             headers = {{ \"anthropic-version\" = \"2023-01-01\", \"x-team\" = \"blue\" }}\n\
              [agents.c]\nprovider = \"claude\"\nmodel = \"claude-opus-4-1\"\n",
             env.fake.base_url()
         ),
@@ -288,6 +324,33 @@ fn a_config_instance_with_its_own_key_command_and_timeout() {
     let req = env.fake.last();
     assert_eq!(req.header("x-api-key"), Some(KEY));
     assert_eq!(req.body["model"], "claude-opus-4-1");
+    // A configured anthropic-version replaces the default, once; other headers pass through.
+    let versions: Vec<&str> = req
+        .headers
+        .iter()
+        .filter(|(n, _)| n == "anthropic-version")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(versions, ["2023-01-01"]);
+    assert_eq!(req.header("x-team"), Some("blue"));
+    // The parameter wins over the configured header.
+    let o = env.run(&[
+        "ask",
+        "-m",
+        "c",
+        "-p",
+        "anthropic_version=2023-06-01",
+        "again",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let req = env.fake.last();
+    let versions: Vec<&str> = req
+        .headers
+        .iter()
+        .filter(|(n, _)| n == "anthropic-version")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(versions, ["2023-06-01"]);
 }
 
 // ---------------------------------------------------------------------------

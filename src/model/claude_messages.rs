@@ -334,8 +334,10 @@ pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| Error::provider(format!("the provider answered with invalid JSON: {e}")))?;
     if v.get("type").and_then(Value::as_str) == Some("error") || v.get("error").is_some() {
-        return Err(Error::provider(error_text(
-            v.get("error").unwrap_or(&Value::Null),
+        return Err(Error::provider(format!(
+            "{}{}",
+            error_text(v.get("error").unwrap_or(&Value::Null)),
+            request_id(&v)
         )));
     }
     let blocks = v
@@ -393,6 +395,14 @@ pub fn error_text(err: &Value) -> String {
         (Some(t), None) => t.to_string(),
         (None, None) => format!("an error without details: {err}"),
     }
+}
+
+/// ` [request req_...]` when an error body names its request (as `status_error` shows it).
+fn request_id(v: &Value) -> String {
+    v.get("request_id")
+        .and_then(Value::as_str)
+        .map(|id| format!(" [request {id}]"))
+        .unwrap_or_default()
 }
 
 /// Reads the counts present in an API `usage` object into `usage` (fields absent are left as
@@ -532,8 +542,9 @@ impl StreamDecoder for Decoder {
             "message_stop" => self.done = true,
             "error" => {
                 return Err(Error::provider(format!(
-                    "the stream reported an error: {}",
-                    error_text(v.get("error").unwrap_or(&Value::Null))
+                    "the stream reported an error: {}{}",
+                    error_text(v.get("error").unwrap_or(&Value::Null)),
+                    request_id(&v)
                 )))
             }
             // ping, content_block_stop, and event types added later.
@@ -978,6 +989,16 @@ data: {"type":"message_stop"}
         assert_eq!(
             e.message,
             "the stream reported an error: overloaded_error: Overloaded"
+        );
+        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let e = d
+            .feed(&StreamEvent::data(
+                r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}"#,
+            ))
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "the stream reported an error: api_error: Internal server error [request req_011CSHoEeqs5C35K2UUqR7Fy]"
         );
         let mut d = ClaudeMessages::new("m").stream_decoder();
         let e = d

@@ -142,6 +142,19 @@ impl Registry {
             default_format: model::openai_chat::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::openai::OpenAiProvider::from_config(name, c)?)),
         });
+        r.register_format(FormatKind {
+            name: model::ollama_chat::FORMAT,
+            description: "Ollama's native chat API (/api/chat, NDJSON streaming)",
+            parameters: model::ollama_chat::PARAMETERS,
+            factory: |m| Box::new(model::ollama_chat::OllamaChat::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::ollama::KIND,
+            description: "An Ollama server (base_url or OLLAMA_HOST, default http://127.0.0.1:11434; no key needed, OLLAMA_API_KEY sent as a bearer token if set)",
+            formats: &[model::ollama_chat::FORMAT, model::openai_chat::FORMAT],
+            default_format: model::ollama_chat::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::ollama::OllamaProvider::from_config(name, c)?)),
+        });
         r.register_feature(
             crate::feature::assistant::NAME,
             crate::feature::assistant::DESCRIPTION,
@@ -161,7 +174,7 @@ impl Registry {
                 )
             })?;
         }
-        for kind in [provider::openai::KIND] {
+        for kind in [provider::openai::KIND, provider::ollama::KIND] {
             if !r
                 .providers
                 .read()
@@ -478,6 +491,17 @@ mod tests {
         );
         let m = r.build_model(&p, None, Some("gpt-x"), None).unwrap();
         assert_eq!((m.format(), m.model()), ("openai-chat", "gpt-x"));
+    }
+
+    #[test]
+    fn builtin_ollama_runs_both_of_its_formats() {
+        let r = Registry::from_config(&Config::default()).unwrap();
+        let p = r.provider("ollama").unwrap();
+        assert_eq!(p.kind, "ollama");
+        assert!(r.check_compatible("ollama", "openai-chat").is_ok());
+        let m = r.build_model(&p, None, Some("qwen3"), None).unwrap();
+        assert_eq!((m.format(), m.model()), ("ollama-chat", "qwen3"));
+        assert!(r.check_compatible("openai", "ollama-chat").is_err());
     }
 
     #[test]

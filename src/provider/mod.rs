@@ -5,6 +5,8 @@
 //! response body beyond its status and error text: that is the model configuration's job.
 
 pub mod http;
+pub mod lazy_key;
+pub mod ollama;
 pub mod openai;
 
 use std::pin::Pin;

@@ -155,6 +155,19 @@ impl Registry {
             default_format: model::ollama_chat::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::ollama::OllamaProvider::from_config(name, c)?)),
         });
+        r.register_format(FormatKind {
+            name: model::gemini::FORMAT,
+            description: "Google Gemini API generateContent / streamGenerateContent",
+            parameters: model::gemini::PARAMETERS,
+            factory: |m| Box::new(model::gemini::Gemini::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::gemini::KIND,
+            description: "Google's Gemini API (base_url or GEMINI_BASE_URL; GEMINI_API_KEY or GOOGLE_API_KEY, sent as x-goog-api-key)",
+            formats: &[model::gemini::FORMAT],
+            default_format: model::gemini::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::gemini::GeminiProvider::from_config(name, c)?)),
+        });
         r.register_feature(
             crate::feature::assistant::NAME,
             crate::feature::assistant::DESCRIPTION,
@@ -174,7 +187,11 @@ impl Registry {
                 )
             })?;
         }
-        for kind in [provider::openai::KIND, provider::ollama::KIND] {
+        for kind in [
+            provider::openai::KIND,
+            provider::ollama::KIND,
+            provider::gemini::KIND,
+        ] {
             if !r
                 .providers
                 .read()
@@ -502,6 +519,10 @@ mod tests {
         let m = r.build_model(&p, None, Some("qwen3"), None).unwrap();
         assert_eq!((m.format(), m.model()), ("ollama-chat", "qwen3"));
         assert!(r.check_compatible("openai", "ollama-chat").is_err());
+        let g = r.provider("gemini").unwrap();
+        let m = r.build_model(&g, None, None, None).unwrap();
+        assert_eq!((m.format(), m.model()), ("gemini", "gemini-2.5-flash"));
+        assert!(r.check_compatible("gemini", "openai-chat").is_err());
     }
 
     #[test]

@@ -103,6 +103,8 @@ pub enum Mode {
     Malformed { after: usize },
     /// Read the request, never answer (until the client goes away: a disconnect).
     Stall,
+    /// A 200 answer that refuses the prompt (a safety block), in the wire's own way.
+    Blocked { reason: String },
 }
 
 /// One request as the server received it.

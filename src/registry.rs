@@ -168,6 +168,13 @@ impl Registry {
             default_format: model::gemini::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::gemini::GeminiProvider::from_config(name, c)?)),
         });
+        r.register_provider(ProviderKind {
+            name: provider::azure_openai::KIND,
+            description: "Azure OpenAI deployments (base_url or AZURE_OPENAI_ENDPOINT, deployment, api_version or OPENAI_API_VERSION, AZURE_OPENAI_API_KEY)",
+            formats: &[model::openai_chat::FORMAT],
+            default_format: model::openai_chat::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::azure_openai::AzureOpenAiProvider::from_config(name, c)?)),
+        });
         r.register_feature(
             crate::feature::assistant::NAME,
             crate::feature::assistant::DESCRIPTION,
@@ -187,11 +194,18 @@ impl Registry {
                 )
             })?;
         }
+        // Azure has no endpoint to default to: built in only when the environment names one.
+        let azure = std::env::var(provider::azure_openai::ENDPOINT_ENV)
+            .is_ok_and(|e| !e.trim().is_empty())
+            .then_some(provider::azure_openai::KIND);
         for kind in [
             provider::openai::KIND,
             provider::ollama::KIND,
             provider::gemini::KIND,
-        ] {
+        ]
+        .into_iter()
+        .chain(azure)
+        {
             if !r
                 .providers
                 .read()

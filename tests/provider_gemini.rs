@@ -38,6 +38,7 @@ impl Env {
     /// the given key variables (no others from the caller's environment).
     fn run_with(&self, args: &[&str], keys: &[(&str, &str)]) -> Output {
         let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
+        fake_openai::loopback_only(&mut c);
         c.args(args)
             .env("GENAI_DATA_DIR", self.data.path())
             .env("GENAI_CONFIG_DIR", self.config.path())
@@ -46,7 +47,6 @@ impl Env {
             .env_remove("GOOGLE_API_KEY")
             .env_remove("GENAI_LOG")
             .stdin(Stdio::null());
-        fake_openai::loopback_only(&mut c);
         for (k, v) in keys {
             c.env(k, v);
         }

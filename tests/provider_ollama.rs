@@ -37,14 +37,13 @@ impl Env {
     /// `genai` with its own folders and `OLLAMA_HOST` in Ollama's bare `host:port` form.
     fn run(&self, args: &[&str]) -> Output {
         let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
+        fake_openai::loopback_only(&mut c);
         c.args(args)
             .env("GENAI_DATA_DIR", self.data.path())
             .env("GENAI_CONFIG_DIR", self.config.path())
             .env("OLLAMA_HOST", format!("127.0.0.1:{}", self.fake.port()))
-            .env_remove("OLLAMA_API_KEY")
             .env_remove("GENAI_LOG")
             .stdin(Stdio::null());
-        fake_openai::loopback_only(&mut c);
         c.output().unwrap()
     }
 
@@ -243,12 +242,12 @@ fn an_error_record_inside_the_stream_is_an_error() {
     let data = tempfile::tempdir().unwrap();
     let fake = FakeServer::start(fake_ollama::error_line_wire(), Behavior::default()).unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
+    fake_openai::loopback_only(&mut c);
     c.args(["ask", "-m", "ollama:m", "hi"])
         .env("GENAI_DATA_DIR", data.path())
         .env("GENAI_CONFIG_DIR", data.path())
         .env("OLLAMA_HOST", fake.url())
         .stdin(Stdio::null());
-    fake_openai::loopback_only(&mut c);
     let o = c.output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(

@@ -4,10 +4,10 @@
 //! ([`Wire`]) with the [`Behavior`] queued for it.
 //!
 //! It owns bytes on the socket, never a provider's JSON: `fake_ollama.rs` and `fake_gemini.rs`
-//! build their bodies and check their headers on top of it. Like `fake_openai.rs` (whose
-//! HTTP/1.1 reading and writing this module shares), it is hand-written so that tests control
-//! the wire byte by byte: each event its own chunk, streams cut without the final chunk,
-//! requests read and never answered.
+//! build their bodies and check their headers on top of [`FakeServer`], and `fake_openai.rs`
+//! uses its request reading and response writing. It is hand-written so that tests control the
+//! wire byte by byte: each event its own chunk, streams cut without the final chunk, requests
+//! read and never answered. It is loaded once per test binary, as `fake_openai::fake_http`.
 
 // Several test binaries include this file and each uses a different part of it.
 #![allow(dead_code)]

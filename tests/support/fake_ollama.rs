@@ -12,16 +12,15 @@
 
 #![allow(dead_code)]
 
-#[path = "fake_http.rs"]
-pub mod fake_http;
-
 use std::future::Future;
 use std::pin::Pin;
 
 use serde_json::{json, Value};
 
-use fake_http::{split_reply, Exchange, Wire};
-pub use fake_http::{Behavior, FakeServer, Mode, RecordedRequest};
+// The shared HTTP/1.1 server, loaded once per test binary through `fake_openai.rs` (which
+// every test binary with a fake includes: it also has `loopback_only`).
+use crate::fake_openai::fake_http::{split_reply, Exchange, Wire};
+pub use crate::fake_openai::fake_http::{Behavior, FakeServer, Mode, RecordedRequest};
 
 /// The `created_at` every record carries.
 const CREATED_AT: &str = "2023-08-04T19:22:45.499127Z";

@@ -721,6 +721,33 @@ mod tests {
     }
 
     #[test]
+    fn function_calls_and_thoughts_in_answers() {
+        // https://ai.google.dev/gemini-api/docs/function-calling (REST response shape).
+        let body = br#"{"candidates":[{"content":{"role":"model","parts":[
+            {"text":"thinking it over","thought":true},
+            {"functionCall":{"name":"schedule_meeting","args":{"attendees":["Bob","Alice"],"date":"2025-03-27"}}}
+          ]},"finishReason":"STOP","index":0}],
+          "usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":7}}"#;
+        let r = Gemini::new("m").extract_result(body).unwrap();
+        assert_eq!(
+            r.message.content,
+            vec![Part::ToolCall {
+                id: "call_0".into(),
+                name: "schedule_meeting".into(),
+                arguments: json!({"attendees": ["Bob", "Alice"], "date": "2025-03-27"}),
+            }]
+        );
+        assert_eq!(r.usage.unwrap().output_tokens, 12);
+        let mut d = Gemini::new("m").stream_decoder();
+        let event = std::str::from_utf8(body).unwrap().replace('\n', " ");
+        assert!(d.feed(&StreamEvent::data(event)).unwrap().is_empty());
+        let r = d.finish().unwrap();
+        assert!(
+            matches!(&r.message.content[..], [Part::ToolCall { name, .. }] if name == "schedule_meeting")
+        );
+    }
+
+    #[test]
     fn blocked_prompts_and_replies_are_clear_errors() {
         let blocked = br#"{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","probability":"HIGH"}]},"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.0-flash"}"#;
         let e = Gemini::new("m").extract_result(blocked).unwrap_err();

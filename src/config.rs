@@ -108,6 +108,14 @@ pub struct ProviderConfig {
     /// Seconds that attempts and waits between them may take together (default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_budget_secs: Option<f64>,
+    /// `azure-openai`: the `api-version` query parameter (default `OPENAI_API_VERSION`, else
+    /// 2024-10-21); `v1` uses the version-less `/openai/v1/` API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// `azure-openai`: the deployment that serves every model of this instance (default: the
+    /// model id is the deployment name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<String>,
 }
 
 /// `[model_configurations.NAME]`: one wire format with its model and parameters.

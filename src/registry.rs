@@ -163,6 +163,39 @@ impl Registry {
                 ))
             },
         });
+        r.register_format(FormatKind {
+            name: model::ollama_chat::FORMAT,
+            description: "Ollama's native chat API (/api/chat, NDJSON streaming)",
+            parameters: model::ollama_chat::PARAMETERS,
+            factory: |m| Box::new(model::ollama_chat::OllamaChat::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::ollama::KIND,
+            description: "An Ollama server (base_url or OLLAMA_HOST, default http://127.0.0.1:11434; no key needed, OLLAMA_API_KEY sent as a bearer token if set)",
+            formats: &[model::ollama_chat::FORMAT, model::openai_chat::FORMAT],
+            default_format: model::ollama_chat::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::ollama::OllamaProvider::from_config(name, c)?)),
+        });
+        r.register_format(FormatKind {
+            name: model::gemini::FORMAT,
+            description: "Google Gemini API generateContent / streamGenerateContent",
+            parameters: model::gemini::PARAMETERS,
+            factory: |m| Box::new(model::gemini::Gemini::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::gemini::KIND,
+            description: "Google's Gemini API (base_url or GEMINI_BASE_URL; GEMINI_API_KEY or GOOGLE_API_KEY, sent as x-goog-api-key)",
+            formats: &[model::gemini::FORMAT],
+            default_format: model::gemini::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::gemini::GeminiProvider::from_config(name, c)?)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::azure_openai::KIND,
+            description: "Azure OpenAI deployments (base_url or AZURE_OPENAI_ENDPOINT, deployment, api_version or OPENAI_API_VERSION, AZURE_OPENAI_API_KEY)",
+            formats: &[model::openai_chat::FORMAT],
+            default_format: model::openai_chat::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::azure_openai::AzureOpenAiProvider::from_config(name, c)?)),
+        });
         r.register_feature(
             crate::feature::assistant::NAME,
             crate::feature::assistant::DESCRIPTION,
@@ -182,7 +215,19 @@ impl Registry {
                 )
             })?;
         }
-        for kind in [provider::openai::KIND, provider::anthropic::KIND] {
+        // Azure has no endpoint to default to: built in only when the environment names one.
+        let azure = std::env::var(provider::azure_openai::ENDPOINT_ENV)
+            .is_ok_and(|e| !e.trim().is_empty())
+            .then_some(provider::azure_openai::KIND);
+        for kind in [
+            provider::openai::KIND,
+            provider::anthropic::KIND,
+            provider::ollama::KIND,
+            provider::gemini::KIND,
+        ]
+        .into_iter()
+        .chain(azure)
+        {
             if !r
                 .providers
                 .read()
@@ -628,6 +673,21 @@ mod tests {
             (m.format(), m.model()),
             ("claude-messages", "claude-sonnet-4-5")
         );
+    }
+
+    #[test]
+    fn builtin_ollama_runs_both_of_its_formats() {
+        let r = Registry::from_config(&Config::default()).unwrap();
+        let p = r.provider("ollama").unwrap();
+        assert_eq!(p.kind, "ollama");
+        assert!(r.check_compatible("ollama", "openai-chat").is_ok());
+        let m = r.build_model(&p, None, Some("qwen3"), None).unwrap();
+        assert_eq!((m.format(), m.model()), ("ollama-chat", "qwen3"));
+        assert!(r.check_compatible("openai", "ollama-chat").is_err());
+        let g = r.provider("gemini").unwrap();
+        let m = r.build_model(&g, None, None, None).unwrap();
+        assert_eq!((m.format(), m.model()), ("gemini", "gemini-2.5-flash"));
+        assert!(r.check_compatible("gemini", "openai-chat").is_err());
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! validates parameter changes. It must never do I/O: moving bytes is the provider's job.
 
 pub mod claude_messages;
+pub mod gemini;
+pub mod ollama_chat;
 pub mod openai_chat;
 
 use serde::Serialize;

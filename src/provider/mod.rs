@@ -5,7 +5,11 @@
 //! response body beyond its status and error text: that is the model configuration's job.
 
 pub mod anthropic;
+pub mod azure_openai;
+pub mod gemini;
 pub mod http;
+pub mod lazy_key;
+pub mod ollama;
 pub mod openai;
 
 use std::pin::Pin;

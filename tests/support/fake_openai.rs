@@ -29,9 +29,6 @@
 // Several test binaries include this file and each uses a different part of it.
 #![allow(dead_code)]
 
-#[path = "http1.rs"]
-mod http1;
-
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
@@ -48,7 +45,12 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 
-use http1::{
+// The HTTP/1.1 reading and writing, shared with the other fakes (which reach it as
+// `crate::fake_openai::fake_http`, the way `rpc_client.rs` reaches `loopback_only`: a file
+// loaded as a module twice in one test binary would make two sets of types).
+#[path = "fake_http.rs"]
+pub mod fake_http;
+use fake_http::{
     close_gracefully, count_words, pause, peer_closed, read_request, response_head, send_response,
     split_reply, status_line, ReadError,
 };
@@ -352,6 +354,8 @@ enum Route {
     Chat,
     Models,
     NotFound,
+    /// Azure's refusals: status and message.
+    Refused(u16, &'static str),
 }
 
 async fn handle_connection(stream: TcpStream, shared: Arc<Shared>) {
@@ -376,8 +380,21 @@ async fn handle_connection(stream: TcpStream, shared: Arc<Shared>) {
     tokio::pin!(closed);
 
     let route_path = request.target.split('?').next().unwrap_or_default();
+    // Azure OpenAI serves the same wire at its own paths, and wants its own `api-key` header
+    // (401 without it) and, outside `/openai/v1/`, an `api-version` (404 without it).
+    let azure_v1 = route_path == "/openai/v1/chat/completions";
+    let azure_deployment =
+        route_path.starts_with("/openai/deployments/") && route_path.ends_with("/chat/completions");
+    let has_header = |name: &str| request.headers.iter().any(|(n, _)| n == name);
     let route = match (request.method.as_str(), route_path) {
         ("POST", "/v1/chat/completions") => Route::Chat,
+        ("POST", _) if (azure_v1 || azure_deployment) && !has_header("api-key") => {
+            Route::Refused(401, "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.")
+        }
+        ("POST", _) if azure_deployment && !request.target.contains("api-version=") => {
+            Route::Refused(404, "Resource not found")
+        }
+        ("POST", _) if azure_v1 || azure_deployment => Route::Chat,
         ("GET", "/v1/models") => Route::Models,
         _ => Route::NotFound,
     };
@@ -419,6 +436,11 @@ async fn handle_connection(stream: TcpStream, shared: Arc<Shared>) {
                 }],
             });
             let _ = send_response(&mut wr, 200, "application/json", &[], &body).await;
+        }
+        (Route::Refused(status, message), _, _) => {
+            let code = status.to_string();
+            let body = to_json(&serde_json::json!({"error": {"code": code, "message": message}}));
+            let _ = send_response(&mut wr, status, "application/json", &[], &body).await;
         }
         (Route::NotFound, _, _) => {
             let message = format!("Invalid URL ({} {})", request.method, request.target);
@@ -833,7 +855,8 @@ fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
 }
 
 /// Keeps a child process that talks to this server on loopback: no proxy of the caller's
-/// environment may carry its requests away, and the caller's own OpenAI key does not leak in.
+/// environment may carry its requests away, and the caller's own keys and provider settings do
+/// not leak in.
 pub fn loopback_only(cmd: &mut std::process::Command) -> &mut std::process::Command {
     cmd.env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost");
@@ -845,6 +868,15 @@ pub fn loopback_only(cmd: &mut std::process::Command) -> &mut std::process::Comm
         "ALL_PROXY",
         "all_proxy",
         "OPENAI_API_KEY",
+        // Other providers' settings, so built-in instances do not reach out of the test.
+        "OLLAMA_HOST",
+        "OLLAMA_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GEMINI_BASE_URL",
+        "AZURE_OPENAI_ENDPOINT",
+        "AZURE_OPENAI_API_KEY",
+        "OPENAI_API_VERSION",
     ] {
         cmd.env_remove(var);
     }

@@ -84,6 +84,33 @@ pub struct ProviderConfig {
     /// Seconds that attempts and waits between them may take together (default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_budget_secs: Option<f64>,
+    /// `http` kind: the HTTP method of the request (default `POST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// `http` kind: named credentials for `${credential.NAME}` in the URL, headers and body
+    /// (`api_key`, `api_key_env` and `api_key_cmd` give the one named `api_key`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub credentials: BTreeMap<String, CredentialConfig>,
+    /// `http` kind: how a streamed answer is framed, `sse` or `ndjson` (default: from its
+    /// Content-Type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_framing: Option<String>,
+}
+
+/// `[service_providers.NAME.credentials.CRED]`: where one credential comes from, looked up like
+/// an API key: `env`, then the OS keyring (user `NAME.CRED`), then `cmd`, then `value`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialConfig {
+    /// The environment variable that holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
+    /// A shell command that prints it on stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmd: Option<String>,
+    /// The value itself. Prefer the keyring (`genai keys set NAME.CRED`) or `env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 /// `[model_configurations.NAME]`: one wire format with its model and parameters.
@@ -205,6 +232,11 @@ impl Config {
         for provider in shown.service_providers.values_mut() {
             if provider.api_key.is_some() {
                 provider.api_key = Some(MASK.to_string());
+            }
+            for credential in provider.credentials.values_mut() {
+                if credential.value.is_some() {
+                    credential.value = Some(MASK.to_string());
+                }
             }
             for (name, value) in provider.headers.iter_mut() {
                 if is_secret_header(name) {

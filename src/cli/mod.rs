@@ -3,6 +3,7 @@
 //! credentials). Each subcommand lives in its own file and holds no logic the daemon lacks.
 
 mod ask;
+mod attach;
 mod components;
 mod config;
 mod daemon;

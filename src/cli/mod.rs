@@ -8,6 +8,7 @@ mod components;
 mod config;
 mod daemon;
 mod keys;
+mod params;
 mod schema;
 mod sessions;
 
@@ -43,6 +44,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show the parameters each model format accepts, with types and ranges.
+    Params(params::Args),
     /// Store or delete API keys in the OS keyring.
     #[command(subcommand)]
     Keys(keys::Command),
@@ -121,6 +124,7 @@ pub fn run() -> i32 {
         Command::Daemon => runtime().block_on(daemon::run()),
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
+        Command::Params(args) => params::run(args),
         Command::Keys(c) => keys::run(c),
         Command::Schema { name } => schema::run(name.as_deref()),
         Command::Config(c) => config::run(c),

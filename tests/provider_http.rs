@@ -8,6 +8,8 @@
 mod fake_http;
 #[path = "support/fake_openai.rs"]
 mod fake_openai;
+#[path = "support/rpc_client.rs"]
+mod rpc_client;
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -408,4 +410,75 @@ fn a_missing_credential_is_named_without_sending() {
         "{err}"
     );
     assert!(env.fake.requests().is_empty());
+}
+
+#[test]
+fn a_daemon_turn_streams_and_a_failed_turn_leaves_the_history_as_it_was() {
+    let env = Env::new();
+    let mut cfg =
+        rpc_client::DaemonConfig::in_dir(env.data.path(), rpc_client::Framing::Lines, "daemon")
+            .env("FAKE_COHERE_KEY", KEY)
+            .env("FAKE_PROJECT", PROJECT);
+    cfg.config_dir = env.config.path().to_path_buf();
+    let mut d = rpc_client::Daemon::spawn(&cfg);
+    let wait = Duration::from_secs(20);
+    d.call(
+        "Initialize",
+        json!({"clientInfo": {"name": "provider-http", "version": "0"}, "capabilities": {"streaming": true}}),
+    );
+    let conv = d.call(
+        "CreateConversation",
+        json!({"serviceProvider": "cohere", "modelConfiguration": "command"}),
+    );
+    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let turn = |d: &mut rpc_client::Daemon, text: &str| {
+        let r = d.call(
+            "OnNewMessage",
+            json!({"conversationId": cid, "message": text}),
+        );
+        let turn_id = r["turnId"].as_str().unwrap().to_string();
+        (
+            turn_id.clone(),
+            d.wait_final(&turn_id, wait)["params"].clone(),
+        )
+    };
+    let (turn_id, fin) = turn(&mut d, "hello daemon");
+    assert_eq!(fin["summary"], "echo: hello daemon", "{fin}");
+    let chunks: Vec<String> = d
+        .log()
+        .iter()
+        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
+        .map(|m| m["params"]["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(chunks, ["echo: ", "hello ", "daemon"]);
+    // A 500 (twice: one retry) fails the turn and stores nothing; the next turn sees only the first.
+    for _ in 0..2 {
+        env.fake
+            .push(Reply::json(500, &json!({"message": "overloaded"})));
+    }
+    let (_, fin) = turn(&mut d, "this one fails");
+    assert!(
+        fin["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("overloaded"),
+        "{fin}"
+    );
+    let history = d.call(
+        "GetConversationHistory",
+        json!({"conversationId": cid, "pageSize": 10}),
+    );
+    assert_eq!(
+        history["messages"].as_array().unwrap().len(),
+        2,
+        "{history}"
+    );
+    let (_, fin) = turn(&mut d, "again");
+    assert_eq!(fin["summary"], "echo: again", "{fin}");
+    let sent = env.fake.requests().last().unwrap().json();
+    assert_eq!(sent["messages"].as_array().unwrap().len(), 3, "{sent}");
+    // The key reached the endpoint only.
+    assert!(!d.stderr_text().contains(KEY));
+    assert!(!String::from_utf8_lossy(&d.raw_stdout()).contains(KEY));
+    assert!(d.shutdown(wait).success());
 }

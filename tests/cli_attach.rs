@@ -246,6 +246,15 @@ response_filter = "$.text"
 [agents.plain]
 provider = "generic"
 model_configuration = "plain"
+[model_configurations.vision]
+format = "http-template"
+model = "m"
+[model_configurations.vision.parameters]
+request_body = '{{"prompt": "${{parameters.prompt}}", "images": ${{parameters.images}}}}'
+response_filter = "$.text"
+[agents.vision]
+provider = "generic"
+model_configuration = "vision"
 "#,
             endpoint.url("/generate")
         ),
@@ -264,4 +273,20 @@ model_configuration = "plain"
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "x\n");
     let _: Value = endpoint.requests()[0].json();
+    // A template that places `${parameters.images}` takes them, as base64.
+    let o = env.run(&[
+        "ask",
+        "-m",
+        "vision",
+        "--no-stream",
+        "-a",
+        &png,
+        "what is this?",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let body = endpoint.requests()[1].json();
+    assert_eq!(
+        body["images"][0].as_str().unwrap(),
+        base64::engine::general_purpose::STANDARD.encode(tiny_png())
+    );
 }

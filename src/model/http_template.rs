@@ -17,8 +17,8 @@ use serde_json::{json, Map, Value};
 use serde_json_path::JsonPath;
 
 use super::{
-    ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType, StreamDecoder,
-    StreamEvent,
+    ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
+    StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -36,7 +36,9 @@ pub const PARAMETERS: &[ParameterSpec] = &[
             ${parameters.NAME} takes a parameter (JSON-escaped inside a JSON string, raw JSON \
             elsewhere), ${parameters.NAME:-default} gives a default; built in: \
             ${parameters.messages} (OpenAI-style [{role, content}]), ${parameters.prompt} (the \
-            last user text), ${parameters.system}, ${parameters.model}, ${parameters.stream}; \
+            last user text), ${parameters.system}, ${parameters.model}, ${parameters.stream}, \
+            ${parameters.images} (the last user message's images as base64 strings) and \
+            ${parameters.image_urls} (as data: URLs), the only way images are sent; \
             ${credential.NAME} (inside a string) takes a credential of the http provider.",
     },
     ParameterSpec {
@@ -61,7 +63,15 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 ];
 
 /// Placeholders genai fills itself; they cannot be set as parameters.
-pub const BUILT_IN: &[&str] = &["messages", "prompt", "system", "model", "stream"];
+pub const BUILT_IN: &[&str] = &[
+    "messages",
+    "prompt",
+    "system",
+    "model",
+    "stream",
+    "images",
+    "image_urls",
+];
 
 /// The `http-template` model configuration. Template parameters (any other name) are kept
 /// beside the four above.
@@ -543,6 +553,9 @@ impl ModelConfiguration for HttpTemplate {
         values.insert("system".into(), Value::from(system));
         values.insert("model".into(), Value::from(self.model.clone()));
         values.insert("stream".into(), Value::Bool(stream));
+        let (images, image_urls) = last_images(messages);
+        values.insert("images".into(), Value::from(images));
+        values.insert("image_urls".into(), Value::from(image_urls));
         let body = parse_rendered(&render(template, &values)?)?;
         Ok(ModelRequest {
             format: FORMAT,
@@ -609,6 +622,41 @@ impl ModelConfiguration for HttpTemplate {
     fn clone_box(&self) -> Box<dyn ModelConfiguration> {
         Box::new(self.clone())
     }
+
+    /// Inline images, when the template places them (`${parameters.images}` or
+    /// `${parameters.image_urls}`); none otherwise.
+    fn images(&self) -> ImageSupport {
+        let uses = self.text("request_body").is_some_and(|t| {
+            placeholder_names(t)
+                .iter()
+                .any(|n| n == "images" || n == "image_urls")
+        });
+        if uses {
+            ImageSupport::INLINE
+        } else {
+            ImageSupport::NONE
+        }
+    }
+}
+
+/// The inline images of the last user message: base64 strings, and the same as data URLs.
+fn last_images(messages: &[Message]) -> (Vec<String>, Vec<String>) {
+    let mut images = Vec::new();
+    let mut urls = Vec::new();
+    if let Some(m) = messages.iter().rev().find(|m| m.role == Role::User) {
+        for part in &m.content {
+            if let Part::Image {
+                media_type: Some(mt),
+                data: Some(data),
+                ..
+            } = part
+            {
+                urls.push(format!("data:{mt};base64,{data}"));
+                images.push(data.clone());
+            }
+        }
+    }
+    (images, urls)
 }
 
 enum Done {
@@ -941,6 +989,27 @@ mod tests {
         assert!(r.unwrap_err().message.contains("not JSON"));
         let (_, r) = feed_all(&nd, &[r#"{"error":"model overloaded"}"#]);
         assert!(r.unwrap_err().message.contains("model overloaded"));
+    }
+
+    #[test]
+    fn images_go_only_where_the_template_places_them() {
+        let plain = model(json!({"request_body": r#"{"p": "${parameters.prompt}"}"#}));
+        assert_eq!(plain.images(), ImageSupport::NONE);
+        let m = model(json!({"request_body":
+            r#"{"prompt": "${parameters.prompt}", "images": ${parameters.images}, "urls": ${parameters.image_urls}}"#}));
+        assert_eq!(m.images(), ImageSupport::INLINE);
+        let mut msg = Message::user("what is it?");
+        msg.content.push(Part::Image {
+            url: None,
+            media_type: Some("image/png".into()),
+            data: Some("iVBORw0KGgo=".into()),
+        });
+        let r = m.prepare_request(&[msg], false).unwrap();
+        assert_eq!(
+            r.body,
+            json!({"prompt": "what is it?", "images": ["iVBORw0KGgo="],
+                   "urls": ["data:image/png;base64,iVBORw0KGgo="]})
+        );
     }
 
     #[test]

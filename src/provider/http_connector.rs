@@ -321,12 +321,22 @@ impl ServiceProvider for HttpConnector {
         let url = fill(&self.url, &request.model, &secrets);
         let mut body = request.body.clone();
         fill_body(&mut body, &secrets);
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| Error::internal(format!("cannot encode the request body: {e}")))?;
+        // A Content-Type among the configured headers wins over application/json.
+        let typed = self
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
         let resp = self
             .http
             .send(&shown_url, |client| {
                 let mut req = client.request(self.method.clone(), &url);
                 if self.method != reqwest::Method::GET {
-                    req = req.json(&body);
+                    req = req.body(body.clone());
+                    if !typed {
+                        req = req.header(reqwest::header::CONTENT_TYPE, "application/json");
+                    }
                 }
                 if request.stream {
                     req = req.header(

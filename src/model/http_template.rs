@@ -273,7 +273,9 @@ pub fn render(template: &str, values: &Map<String, Value>) -> Result<String> {
                 Some(value) => {
                     let mut value = value.clone();
                     scrub(&mut value);
-                    out.push_str(&insert(&value, in_string));
+                    // genai's own text (a prompt of `42`) is always text.
+                    let parse = !BUILT_IN.contains(&name.as_str());
+                    out.push_str(&insert(&value, in_string, parse));
                 }
                 None => match default {
                     // A default is template text, written as it must read at its place.
@@ -299,16 +301,15 @@ pub fn render(template: &str, values: &Map<String, Value>) -> Result<String> {
 }
 
 /// A value as template text: inside a string, its text escaped (a non-string value as its JSON
-/// text); elsewhere, raw JSON (a string that holds JSON, as `-p n=42` gives, is inserted as that
-/// JSON; any other string is quoted).
-fn insert(value: &Value, in_string: bool) -> String {
+/// text); elsewhere, raw JSON (with `parse`, a string that holds JSON, as `-p n=42` gives, is
+/// inserted as that JSON; any other string is quoted).
+fn insert(value: &Value, in_string: bool, parse: bool) -> String {
     match (value, in_string) {
         (Value::String(s), true) => escape_in_string(s),
         (other, true) => escape_in_string(&other.to_string()),
-        (Value::String(s), false) => match serde_json::from_str::<Value>(s) {
-            Ok(_) => s.trim().to_string(),
-            Err(_) => value.to_string(),
-        },
+        (Value::String(s), false) if parse && serde_json::from_str::<Value>(s).is_ok() => {
+            s.trim().to_string()
+        }
         (other, false) => other.to_string(),
     }
 }
@@ -883,6 +884,8 @@ mod tests {
             json!({"p": "hello"}),
             "a plain string outside quotes is quoted"
         );
+        let ok = m.prepare_request(&[Message::user("42")], false).unwrap();
+        assert_eq!(ok.body, json!({"p": "42"}), "a prompt stays text");
         let m = model(json!({"request_body": r#"{"p": "${parameters.prompt}" "x": 1}"#}));
         let e = m
             .prepare_request(&[Message::user("hello")], false)

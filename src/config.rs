@@ -292,6 +292,28 @@ mod tests {
     }
 
     #[test]
+    fn http_credentials_are_masked() {
+        let c = Config::parse(
+            r#"
+            [service_providers.h]
+            kind = "http"
+            base_url = "http://127.0.0.1:9/x"
+            method = "PUT"
+            [service_providers.h.credentials.token]
+            value = "cred-very-secret"
+            [service_providers.h.credentials.other]
+            env = "OTHER_TOKEN"
+            "#,
+        )
+        .unwrap();
+        let h = &c.service_providers["h"];
+        assert_eq!(h.credentials["other"].env.as_deref(), Some("OTHER_TOKEN"));
+        let shown = c.masked_toml();
+        assert!(!shown.contains("cred-very-secret"), "{shown}");
+        assert!(shown.contains("OTHER_TOKEN"), "{shown}");
+    }
+
+    #[test]
     fn unknown_fields_and_bad_agents_are_refused() {
         assert!(Config::parse("[defaults]\nmodle = 'x'").is_err());
         let e = Config::parse("[agents.a]\nprovider = 'p'").unwrap_err();

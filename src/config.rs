@@ -116,6 +116,33 @@ pub struct ProviderConfig {
     /// model id is the deployment name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment: Option<String>,
+    /// `http` kind: the HTTP method of the request (default `POST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// `http` kind: named credentials for `${credential.NAME}` in the URL, headers and body
+    /// (`api_key`, `api_key_env` and `api_key_cmd` give the one named `api_key`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub credentials: BTreeMap<String, CredentialConfig>,
+    /// `http` kind: how a streamed answer is framed, `sse` or `ndjson` (default: from its
+    /// Content-Type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_framing: Option<String>,
+}
+
+/// `[service_providers.NAME.credentials.CRED]`: where one credential comes from, looked up like
+/// an API key: `env`, then the OS keyring (user `NAME.CRED`), then `cmd`, then `value`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialConfig {
+    /// The environment variable that holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
+    /// A shell command that prints it on stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmd: Option<String>,
+    /// The value itself. Prefer the keyring (`genai keys set NAME.CRED`) or `env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 /// `[model_configurations.NAME]`: one wire format with its model and parameters.
@@ -238,6 +265,11 @@ impl Config {
             if provider.api_key.is_some() {
                 provider.api_key = Some(MASK.to_string());
             }
+            for credential in provider.credentials.values_mut() {
+                if credential.value.is_some() {
+                    credential.value = Some(MASK.to_string());
+                }
+            }
             for (name, value) in provider.headers.iter_mut() {
                 if is_secret_header(name) {
                     *value = MASK.to_string();
@@ -294,6 +326,28 @@ mod tests {
         assert!(!shown.contains("sk-very-secret"), "{shown}");
         assert!(!shown.contains("hdr-secret"), "{shown}");
         assert!(shown.contains("blue"));
+    }
+
+    #[test]
+    fn http_credentials_are_masked() {
+        let c = Config::parse(
+            r#"
+            [service_providers.h]
+            kind = "http"
+            base_url = "http://127.0.0.1:9/x"
+            method = "PUT"
+            [service_providers.h.credentials.token]
+            value = "cred-very-secret"
+            [service_providers.h.credentials.other]
+            env = "OTHER_TOKEN"
+            "#,
+        )
+        .unwrap();
+        let h = &c.service_providers["h"];
+        assert_eq!(h.credentials["other"].env.as_deref(), Some("OTHER_TOKEN"));
+        let shown = c.masked_toml();
+        assert!(!shown.contains("cred-very-secret"), "{shown}");
+        assert!(shown.contains("OTHER_TOKEN"), "{shown}");
     }
 
     #[test]

@@ -196,6 +196,19 @@ impl Registry {
             default_format: model::openai_chat::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::azure_openai::AzureOpenAiProvider::from_config(name, c)?)),
         });
+        r.register_format(FormatKind {
+            name: model::http_template::FORMAT,
+            description: "A JSON request body template with placeholders and JSONPath filters for the reply (OpenSearch-style connector)",
+            parameters: model::http_template::PARAMETERS,
+            factory: |m| Box::new(model::http_template::HttpTemplate::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::http_connector::KIND,
+            description: "Any HTTP endpoint: base_url, method, headers, credentials; the body comes from an http-template model configuration",
+            formats: &[model::http_template::FORMAT],
+            default_format: model::http_template::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::http_connector::HttpConnector::from_config(name, c)?)),
+        });
         r.register_feature(
             crate::feature::assistant::NAME,
             crate::feature::assistant::DESCRIPTION,

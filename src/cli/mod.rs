@@ -3,11 +3,13 @@
 //! credentials). Each subcommand lives in its own file and holds no logic the daemon lacks.
 
 mod ask;
+mod attach;
 mod components;
 mod config;
 mod daemon;
 mod keys;
 mod models;
+mod params;
 mod plugins;
 mod schema;
 mod sessions;
@@ -44,6 +46,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show the parameters each model format accepts, with types and ranges.
+    Params(params::Args),
     /// Store or delete API keys in the OS keyring.
     #[command(subcommand)]
     Keys(keys::Command),
@@ -128,6 +132,7 @@ pub fn run() -> i32 {
         Command::Daemon => runtime().block_on(daemon::run()),
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
+        Command::Params(args) => params::run(args),
         Command::Keys(c) => keys::run(c),
         Command::Models(c) => models::run(c),
         Command::Plugins(c) => runtime().block_on(plugins::run(c)),

@@ -6,6 +6,7 @@
 
 pub mod claude_messages;
 pub mod gemini;
+pub mod http_template;
 pub mod ollama_chat;
 pub mod openai_chat;
 

@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod azure_openai;
 pub mod gemini;
 pub mod http;
+pub mod http_connector;
 pub mod lazy_key;
 pub mod ollama;
 pub mod openai;

@@ -55,6 +55,9 @@ export class DaemonProcess {
   private restarts: number[] = [];
   private stderrTail = '';
   private readonly listeners: DaemonListener[] = [];
+  /** Settles when the current process exits. */
+  private exitSignal: Promise<DaemonExit> = new Promise(() => {});
+  private signalExit: (exit: DaemonExit) => void = () => {};
 
   constructor(private readonly options: DaemonOptions) {}
 
@@ -79,6 +82,17 @@ export class DaemonProcess {
 
   get pid(): number | undefined {
     return this.child?.pid;
+  }
+
+  /** How the current process ended, once it has; `undefined` if it is still running after `ms`. */
+  async exitWithin(ms: number): Promise<DaemonExit | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+    try {
+      return await Promise.race([this.exitSignal, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Spawns the daemon. Rejects when the executable cannot be started. */
@@ -109,6 +123,7 @@ export class DaemonProcess {
     const { command, args = ['daemon'], env, cwd } = this.options;
     return new Promise((resolve, reject) => {
       const child = spawn(command, args, { env: env ?? process.env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+      this.exitSignal = new Promise((resolve) => (this.signalExit = resolve));
       this.stderrTail = '';
       let lineBuffer = '';
       child.stderr!.setEncoding('utf8');
@@ -162,6 +177,7 @@ export class DaemonProcess {
         : `; not starting it again (${code === 3 ? 'fix the config file' : `${MAX_RESTARTS} restarts within ${RESTART_WINDOW_MS / 1000} s`}), run "genai: Restart Daemon" when fixed`;
     }
     const exit: DaemonExit = { code, signal, expected, willRestart: canRestart, message };
+    this.signalExit(exit);
     for (const l of this.listeners) l.exited?.(exit);
     if (canRestart) {
       this.restarts.push(now);

@@ -2,7 +2,7 @@
 // the daemon's notifications. It owns a DaemonProcess and survives its restarts: a conversation
 // opened before a restart is resumed in the new daemon before its next message. No `vscode`
 // import, so the Node tests drive exactly what the extension runs.
-import { ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
+import { ErrorCodes, ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
 import { DaemonProcess, type DaemonExit, type DaemonOptions } from './daemon';
 import type {
   ConversationRecord,
@@ -40,6 +40,14 @@ export interface ClientHooks {
   /** The daemon exited (and maybe is starting again), or came back. */
   daemon?: (event: { state: 'exited'; exit: DaemonExit } | { state: 'started'; generation: number }) => void;
 }
+
+/** vscode-jsonrpc's own codes for a broken connection (not errors the daemon sent). */
+const CONNECTION_ERRORS = new Set<number>([
+  ErrorCodes.MessageWriteError,
+  ErrorCodes.MessageReadError,
+  ErrorCodes.PendingResponseRejected,
+  ErrorCodes.ConnectionInactive,
+]);
 
 /** How long notifications of a turn whose `{turnId}` response has not come yet are kept. */
 const EARLY_NOTIFICATION_MS = 30_000;
@@ -89,12 +97,14 @@ export class GenaiClient {
     try {
       return (await conn.sendRequest(method, params)) as Requests[M]['result'];
     } catch (err) {
-      if (err instanceof ResponseError) {
+      if (err instanceof ResponseError && !CONNECTION_ERRORS.has(err.code)) {
         const kind = (err.data as { kind?: ErrorKind } | undefined)?.kind;
         throw new GenaiError(`${method}: ${err.message}`, kind, err.code);
       }
-      // vscode-jsonrpc rejects pending requests when the connection is disposed (the daemon exited).
-      throw new GenaiError(`${method}: the genai daemon went away (${(err as Error).message})`, 'daemonExited');
+      // The connection broke: the daemon exited. Say why, as its exit tells it.
+      const exit = await this.daemon.exitWithin(2_000);
+      const why = exit?.message ?? `the genai daemon went away (${(err as Error).message})`;
+      throw new GenaiError(`${method}: ${why}`, 'daemonExited');
     }
   }
 

@@ -1,0 +1,162 @@
+"""genai_bridge against the real `genai daemon` and the fake provider: the seed's Python
+feature hosted here, streaming, errors, and daemon restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+import genai_bridge
+from genai_bridge import bus, script_feature
+from genai_bridge.ai import (
+    AIAgentRequestBus,
+    BusError,
+    ConversationNotificationBus,
+    ConversationNotificationBusHandler,
+)
+from genai_bridge.daemon import Daemon, DaemonExited, RpcError
+
+from conftest import GENAI_BIN, REPLY
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def widget(address, events_cls):
+    """A widget-side handler at a conversation: final responses and chunks."""
+    responses, chunks = events_cls(), events_cls()
+    handler = ConversationNotificationBusHandler()
+    handler.connect(address)
+    handler.add_callback("OnFeatureResponse", responses)
+    handler.add_callback("OnFeatureResponseChunk", chunks)
+    return handler, responses, chunks
+
+
+def final(args):
+    return args[2].get("final")
+
+
+def test_seed_feature_runs_a_turn_and_the_agent_keeps_the_history(bridge, events):
+    bridge.register_feature("seed", script_feature(EXAMPLES / "seed_feature.py"), "The seed's Python feature")
+    components = bridge.daemon.request("ListComponents")
+    assert {"name": "seed", "origin": "client"}.items() <= next(f for f in components["features"] if f["name"] == "seed").items()
+
+    conversation = bridge.create_conversation(feature="seed", serviceProvider="fast")
+    _handler, responses, _chunks = widget(conversation, events)
+    ConversationNotificationBus(bus.Event, "OnNewMessage", conversation, "Hi from the widget")
+    summary, details, info = responses.wait(final)
+    assert info["isSuccess"] is True, info
+    assert summary == REPLY
+    assert details == ["prompt: the user message", f"reply: {len(REPLY)} characters"]
+
+    history = json.loads(AIAgentRequestBus(bus.Event, "GetHistory", conversation))
+    assert [(m["role"], m["content"][0]["text"]) for m in history] == [("user", "Hi from the widget"), ("assistant", REPLY)]
+
+    # A second conversation of the same feature gets its own instance (the script runs again).
+    other = bridge.create_conversation(feature="seed", serviceProvider="fast")
+    assert other != conversation
+    _h2, responses2, _c2 = widget(other, events)
+    ConversationNotificationBus(bus.Event, "OnNewMessage", other, "Second conversation")
+    assert responses2.wait(final)[0] == REPLY
+
+
+def test_streaming_chunks_add_up_to_the_summary(bridge, events):
+    conversation = bridge.create_conversation(feature="assistant", serviceProvider="fast")
+    _handler, responses, chunks = widget(conversation, events)
+    turn = ConversationNotificationBus(bus.Event, "OnNewMessage", conversation, "Stream please")
+    summary, _details, info = responses.wait(final)
+    assert info["turnId"] == turn and info["isSuccess"] is True
+    deltas = [delta for delta, chunk in chunks.items if chunk["turnId"] == turn]
+    assert len(deltas) == 4
+    assert "".join(deltas) == summary == REPLY
+
+
+def test_prompt_chunks_reach_the_agent_handler(bridge, events):
+    conversation = bridge.create_conversation(feature="assistant", serviceProvider="fast")
+    replies, chunks = events(), events()
+    handler = genai_bridge.ai.AIAgentNotificationBusHandler()
+    handler.connect(conversation)
+    handler.add_callback("OnPromptResponse", replies)
+    handler.add_callback("OnPromptResponseChunk", chunks)
+    AIAgentRequestBus(bus.Event, "SendPrompt", conversation, "Direct prompt")
+    text, info = replies.wait()
+    assert json.loads(text)["content"][0]["text"] == REPLY
+    assert info["isSuccess"] is True
+    assert "".join(delta for delta, _ in chunks.items) == REPLY
+
+
+def test_errors_are_reported_not_swallowed(bridge, events):
+    # A provider that is down: the turn ends with the provider's error.
+    down = bridge.create_conversation(feature="assistant", serviceProvider="down")
+    _h, responses, _c = widget(down, events)
+    ConversationNotificationBus(bus.Event, "OnNewMessage", down, "Anyone?")
+    summary, _details, info = responses.wait(final)
+    assert info["isSuccess"] is False and info["error"]["kind"] == "providerError"
+    assert "cannot connect" in summary
+
+    # A bad request: RpcError with the daemon's kind.
+    with pytest.raises(RpcError) as err:
+        bridge.create_conversation(feature="assistant", serviceProvider="nope")
+    assert err.value.kind == "unknownComponent" and "nope" in str(err.value)
+
+    # An address nobody opened.
+    with pytest.raises(BusError, match="no conversation at address 999"):
+        ConversationNotificationBus(bus.Event, "OnNewMessage", 999, "x")
+
+    # A hosted feature that raises: the turn ends with the feature's error instead of hanging.
+    def broken(agent, conversation):
+        raise RuntimeError("the feature could not load its context")
+
+    bridge.register_feature("broken", broken)
+    conversation = bridge.create_conversation(feature="broken", serviceProvider="fast")
+    _h2, responses2, _c2 = widget(conversation, events)
+    ConversationNotificationBus(bus.Event, "OnNewMessage", conversation, "Go")
+    summary, _details, info = responses2.wait(final)
+    assert info["isSuccess"] is False and info["error"]["kind"] == "featureError"
+    assert "the feature could not load its context" in summary
+
+
+def test_daemon_restart_fails_the_running_turn_and_features_come_back(bridge, events):
+    restarted, exits = events(), events()
+    bridge.daemon.on_start(restarted)
+    bridge.daemon.on_exit(exits)
+    bridge.register_feature("seed", script_feature(EXAMPLES / "seed_feature.py"))
+    slow = bridge.create_conversation(feature="assistant", serviceProvider="slow")
+    _h, responses, chunks = widget(slow, events)
+    ConversationNotificationBus(bus.Event, "OnNewMessage", slow, "Count slowly")
+    chunks.wait()
+    first_pid = bridge.daemon.pid
+    os.kill(first_pid, signal.SIGKILL)
+
+    summary, _details, info = responses.wait(final)
+    assert info["isSuccess"] is False and info["error"]["kind"] == "daemonExited"
+    assert "killed by signal 9; starting it again" in summary
+    assert exits.wait().will_restart is True
+    assert restarted.wait() == 2
+    assert bridge.daemon.pid != first_pid
+
+    # The feature is registered again in the new daemon and serves a new conversation.
+    conversation = bridge.create_conversation(feature="seed", serviceProvider="fast")
+    _h2, responses2, _c2 = widget(conversation, events)
+    ConversationNotificationBus(bus.Event, "OnNewMessage", conversation, "After the restart")
+    assert responses2.wait(final)[0] == REPLY
+
+
+def test_calls_waiting_when_the_daemon_exits_fail_with_its_reason(daemon_env):
+    daemon = Daemon(GENAI_BIN, env=daemon_env, restart=False).start()
+    try:
+        daemon.request("ListComponents")
+        os.kill(daemon.pid, signal.SIGKILL)
+        with pytest.raises(DaemonExited, match="killed by signal 9; not starting it again|not running"):
+            # Either the call was waiting when the process died, or it starts after that.
+            daemon.request("ListConversations", {}, timeout=10)
+    finally:
+        daemon.stop()
+
+
+def test_a_daemon_that_cannot_start_is_named():
+    with pytest.raises(OSError, match="cannot start the genai daemon `/nonexistent/genai`"):
+        Daemon("/nonexistent/genai").start()

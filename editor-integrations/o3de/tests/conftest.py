@@ -47,7 +47,7 @@ def start_fake_provider(reply: str, chunks: int, delay_ms: int):
 @pytest.fixture(scope="session")
 def providers():
     fast, fast_url = start_fake_provider(REPLY, 4, 5)
-    slow, slow_url = start_fake_provider("One two three four five six seven eight nine ten.", 40, 150)
+    slow, slow_url = start_fake_provider("One two three four five six seven eight nine ten.", 20, 100)
     yield {"fast": fast_url, "slow": slow_url, "down": DOWN_URL}
     for proc in (fast, slow):
         proc.kill()

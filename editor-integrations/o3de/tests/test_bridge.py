@@ -160,3 +160,23 @@ def test_calls_waiting_when_the_daemon_exits_fail_with_its_reason(daemon_env):
 def test_a_daemon_that_cannot_start_is_named():
     with pytest.raises(OSError, match="cannot start the genai daemon `/nonexistent/genai`"):
         Daemon("/nonexistent/genai").start()
+
+
+def test_chat_widget_example_chats_in_the_terminal(daemon_env):
+    """The PySide widget's example without PySide (--text): the same ChatSession, in a terminal."""
+    import subprocess
+    import sys
+
+    env = dict(daemon_env, GENAI_BIN=GENAI_BIN)
+    run = subprocess.run(
+        [sys.executable, str(EXAMPLES / "chat_widget.py"), "--text", "--provider", "fast"],
+        input="Hello there\n\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "> Hello there" in run.stdout
+    assert REPLY in run.stdout
+    assert "· provider: fast (openai)" in run.stdout

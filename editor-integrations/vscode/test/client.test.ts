@@ -17,7 +17,7 @@ let env: NodeJS.ProcessEnv;
 
 before(async () => {
   fast = await startFakeProvider({ reply: REPLY, chunks: 4, delayMs: 5 });
-  slow = await startFakeProvider({ reply: 'One two three four five six seven eight nine ten.', chunks: 40, delayMs: 150 });
+  slow = await startFakeProvider({ reply: 'One two three four five six seven eight nine ten.', chunks: 20, delayMs: 100 });
   env = daemonEnv({ fast: fast.url, slow: slow.url, down: DOWN_URL });
 });
 after(() => {

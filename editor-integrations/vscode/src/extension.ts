@@ -2,7 +2,7 @@
 // commands (New Chat, Ask About Selection, Open History, Restart Daemon), and turns the daemon's
 // requests and events into VS Code dialogs and notifications.
 import * as vscode from 'vscode';
-import { GenaiClient } from './client/genai-client';
+import { GenaiClient, type ClientHooks } from './client/genai-client';
 import { ChatController, describe } from './chat/controller';
 import { ChatViewProvider } from './chat-view';
 import { daemonOptions } from './settings';
@@ -11,53 +11,24 @@ let client: GenaiClient | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('genai daemon');
+  const log = (line: string) => output.appendLine(line);
   const view = new ChatViewProvider(context.extensionUri);
+  const genai = new GenaiClient(daemonOptions(log), hooks(view, log));
+  client = genai;
+  view.controller = new ChatController(genai, (m) => view.post(m), context.globalState);
 
-  const startClient = async (): Promise<GenaiClient> => {
-    const c = new GenaiClient(daemonOptions((line) => output.appendLine(line)), {
-      confirm: async ({ text, link }) => {
-        const detail = link ? `It will call ${link}.` : undefined;
-        const answer = await vscode.window.showWarningMessage(text, { modal: true, detail }, 'Confirm');
-        return answer === 'Confirm';
-      },
-      action: (action) => {
-        const text = typeof action.action === 'string' ? action.action : JSON.stringify(action.action);
-        void vscode.window.showInformationMessage(`genai action: ${text}`);
-      },
-      daemon: (event) => {
-        if (event.state === 'exited' && !event.exit.expected) {
-          output.appendLine(event.exit.message);
-          view.post({ type: 'status', level: event.exit.willRestart ? 'warning' : 'error', text: event.exit.message });
-          const show = event.exit.willRestart ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
-          void show(event.exit.message);
-        } else if (event.state === 'started') {
-          view.post({ type: 'status', level: 'info', text: 'The genai daemon is running again; open conversations continue.' });
-        }
-      },
-    });
-    await c.start();
-    return c;
-  };
-
-  const start = async () => {
+  /** (Re)starts the daemon; a failure is shown, and the chat keeps saying why nothing works. */
+  const start = async (): Promise<void> => {
     try {
-      client = await startClient();
-      view.controller = new ChatController(client, (m) => view.post(m), context.globalState);
+      await genai.start();
       await view.controller.refreshComponents();
     } catch (err) {
       const message = `genai: ${describe(err)}`;
-      output.appendLine(message);
+      log(message);
+      view.post({ type: 'status', level: 'error', text: message });
       void vscode.window.showErrorMessage(message);
     }
   };
-  await start();
-
-  // Until the daemon runs, the view still needs a controller to report why nothing works.
-  view.controller ??= new ChatController(
-    new GenaiClient({ command: 'genai-not-started', restart: false }),
-    (m) => view.post(m),
-    context.globalState,
-  );
 
   context.subscriptions.push(
     output,
@@ -66,12 +37,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await view.reveal();
       view.post({ type: 'show', panel: 'newChat' });
     }),
-    vscode.commands.registerCommand('genai.openHistory', () => openHistory(view)),
+    vscode.commands.registerCommand('genai.openHistory', () => openHistory(genai, view)),
     vscode.commands.registerCommand('genai.askAboutSelection', () => askAboutSelection(view)),
     vscode.commands.registerCommand('genai.restartDaemon', async () => {
-      await client?.dispose();
+      await genai.dispose();
+      genai.daemon.configure(daemonOptions(log));
       await start();
-      view.post({ type: 'status', level: 'info', text: 'The genai daemon was started again.' });
+      if (genai.daemon.running) view.post({ type: 'status', level: 'info', text: 'The genai daemon was started again.' });
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('genai.daemon')) {
@@ -81,16 +53,41 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
   );
+  await start();
 }
 
 export async function deactivate(): Promise<void> {
   await client?.dispose();
 }
 
-async function openHistory(view: ChatViewProvider): Promise<void> {
-  if (!client) return void vscode.window.showErrorMessage('genai: the daemon is not running (see the "genai daemon" output).');
+/** The daemon's requests and events, as VS Code dialogs, notifications and chat status. */
+function hooks(view: ChatViewProvider, log: (line: string) => void): ClientHooks {
+  return {
+    confirm: async ({ text, link }) => {
+      const detail = link ? `It will call ${link}.` : undefined;
+      const answer = await vscode.window.showWarningMessage(text, { modal: true, detail }, 'Confirm');
+      return answer === 'Confirm';
+    },
+    action: (action) => {
+      const text = typeof action.action === 'string' ? action.action : JSON.stringify(action.action);
+      void vscode.window.showInformationMessage(`genai action: ${text}`);
+    },
+    daemon: (event) => {
+      if (event.state === 'exited' && !event.exit.expected) {
+        log(event.exit.message);
+        view.post({ type: 'status', level: event.exit.willRestart ? 'warning' : 'error', text: event.exit.message });
+        if (event.exit.willRestart) void vscode.window.showWarningMessage(event.exit.message);
+        else void vscode.window.showErrorMessage(event.exit.message, 'Restart Daemon').then((pick) => pick && vscode.commands.executeCommand('genai.restartDaemon'));
+      } else if (event.state === 'started') {
+        view.post({ type: 'status', level: 'info', text: 'The genai daemon is running again; open conversations continue.' });
+      }
+    },
+  };
+}
+
+async function openHistory(genai: GenaiClient, view: ChatViewProvider): Promise<void> {
   try {
-    const page = await client.listConversations(100);
+    const page = await genai.listConversations(100);
     const pick = await vscode.window.showQuickPick(
       page.conversations.map((c) => ({
         label: c.title || '(untitled)',

@@ -59,7 +59,12 @@ export class DaemonProcess {
   private exitSignal: Promise<DaemonExit> = new Promise(() => {});
   private signalExit: (exit: DaemonExit) => void = () => {};
 
-  constructor(private readonly options: DaemonOptions) {}
+  constructor(private options: DaemonOptions) {}
+
+  /** New options (changed settings) for the next start. */
+  configure(options: DaemonOptions): void {
+    this.options = options;
+  }
 
   on(listener: DaemonListener): void {
     this.listeners.push(listener);

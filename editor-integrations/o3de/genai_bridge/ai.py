@@ -43,6 +43,9 @@ AGENT_BUS = "AIAgentNotificationBus"
 #: Callback names that mean the same event (the seed calls the agent's answer OnAIResponse).
 ALIASES = {"OnAIResponse": "OnPromptResponse"}
 
+#: How many early-ended turns are remembered (turns asked for by other means never claim theirs).
+EARLY_KEPT = 256
+
 #: Creates a feature's instance for one conversation: create(agent_address, conversation_address).
 FeatureFactory = Callable[[int, int], Any]
 
@@ -66,7 +69,12 @@ class Bridge:
         self._waiting_turn: dict[str, str] = {}
         #: Widget side: turns asked for and not ended, per conversation.
         self._running: dict[str, set[str]] = {}
+        #: Turns whose final notification came before the `{turnId}` answer (PROTOCOL.md, Guarantees).
+        self._ended_early: dict[str, None] = {}  # an ordered set, trimmed to EARLY_KEPT
+        #: The daemon generation each conversation is open in (a restarted daemon has none open).
+        self._opened_in: dict[str, int] = {}
         self._features: dict[str, tuple[FeatureFactory, str]] = {}
+        self._features_registered_in = daemon.generation
         self._feature_instances: set[tuple[str, int]] = set()
         for method, handler in [
             ("OnNewMessage", self._on_new_message),
@@ -91,6 +99,7 @@ class Bridge:
             if agent_id:
                 self._address_of[agent_id] = address
                 self._agent_at[address] = agent_id
+                self._opened_in[conversation_id] = self.daemon.generation
             return address
 
     def conversation_id(self, address: int) -> str:
@@ -115,6 +124,7 @@ class Bridge:
     def resume_conversation(self, conversation: int | str) -> int:
         """Reopens a stored conversation (by address, id or id prefix); returns its address."""
         conversation_id = self.conversation_id(conversation) if isinstance(conversation, int) else conversation
+        self._register_features_again()
         opened = self.daemon.request("ResumeConversation", {"conversationId": conversation_id})
         return self._address(opened["conversationId"], opened["agentId"])
 
@@ -157,9 +167,14 @@ class Bridge:
         conversation_id = self.conversation_id(address)
         if event == "OnNewMessage":
             (message,) = args
+            if self._opened_in.get(conversation_id) != self.daemon.generation:
+                self.resume_conversation(conversation_id)  # the daemon was started again
             turn = self.daemon.request("OnNewMessage", {"conversationId": conversation_id, "message": message})["turnId"]
             with self._lock:
-                self._running.setdefault(conversation_id, set()).add(turn)
+                if turn in self._ended_early:
+                    del self._ended_early[turn]
+                else:
+                    self._running.setdefault(conversation_id, set()).add(turn)
             return turn
         if event == "OnFeatureResponse":
             return self._feature_response(conversation_id, *args)
@@ -253,7 +268,13 @@ class Bridge:
         address = self._address(p["conversationId"])
         if p.get("final"):
             with self._lock:
-                self._running.get(p["conversationId"], set()).discard(p.get("turnId"))
+                running = self._running.get(p["conversationId"], set())
+                if p.get("turnId") in running:
+                    running.discard(p.get("turnId"))
+                else:
+                    self._ended_early[p.get("turnId")] = None
+                    while len(self._ended_early) > EARLY_KEPT:
+                        del self._ended_early[next(iter(self._ended_early))]
         self._emit(CONVERSATION_BUS, address, "OnFeatureResponse", [p.get("summary", ""), p.get("detailedResponse", []), p])
 
     def _end_turn_with_error(self, conversation_id: str, turn: str, message: str) -> None:
@@ -292,13 +313,21 @@ class Bridge:
 
     def _on_start(self, generation: int) -> None:
         """After a restart: host the same features again."""
+        try:
+            self._register_features_again()
+        except Exception:
+            log.exception("cannot register the hosted features again after the daemon restarted")
+
+    def _register_features_again(self) -> None:
+        """Registers the hosted features in a restarted daemon, once per daemon generation
+        (before a conversation of theirs can be resumed there)."""
         with self._lock:
+            if self._features_registered_in == self.daemon.generation:
+                return
+            self._features_registered_in = self.daemon.generation
             features = dict(self._features)
         for name, (_create, description) in features.items():
-            try:
-                self.daemon.request("RegisterFeature", {"name": name, "description": description})
-            except Exception:
-                log.exception("cannot register feature %s again after the daemon restarted", name)
+            self.daemon.request("RegisterFeature", {"name": name, "description": description})
 
 
 def _require_event(addressing: str, bus_name: str) -> None:

@@ -227,8 +227,9 @@ class Daemon:
         self._stderr_tail = ""
         self._proc = proc
         self._generation += 1
-        threading.Thread(target=self._read_stderr, args=(proc,), name="genai-stderr", daemon=True).start()
-        threading.Thread(target=self._read_stdout, args=(proc,), name="genai-stdout", daemon=True).start()
+        stderr = threading.Thread(target=self._read_stderr, args=(proc,), name="genai-stderr", daemon=True)
+        stderr.start()
+        threading.Thread(target=self._read_stdout, args=(proc, stderr), name="genai-stdout", daemon=True).start()
 
     def _read_stderr(self, proc: subprocess.Popen) -> None:
         for raw in proc.stderr:
@@ -236,7 +237,7 @@ class Daemon:
             self._stderr_tail = (self._stderr_tail + line + "\n")[-STDERR_TAIL:]
             self._on_log(line)
 
-    def _read_stdout(self, proc: subprocess.Popen) -> None:
+    def _read_stdout(self, proc: subprocess.Popen, stderr: threading.Thread) -> None:
         for raw in proc.stdout:
             text = raw.strip()
             if not text:
@@ -248,7 +249,7 @@ class Daemon:
                 continue
             for one in message if isinstance(message, list) else [message]:
                 self._receive(one)
-        self._exited(proc)
+        self._exited(proc, stderr)
 
     def _receive(self, message: dict) -> None:
         if "method" not in message:
@@ -262,10 +263,9 @@ class Daemon:
         else:
             self._events.put(("message", message))
 
-    def _exited(self, proc: subprocess.Popen) -> None:
+    def _exited(self, proc: subprocess.Popen, stderr: threading.Thread) -> None:
         code = proc.wait()
-        # Let stderr's last words arrive before quoting them.
-        time.sleep(0.05)
+        stderr.join(2.0)  # its last words explain the exit
         expected = self._stopping
         now = time.monotonic()
         self._restarts = [t for t in self._restarts if now - t < RESTART_WINDOW]

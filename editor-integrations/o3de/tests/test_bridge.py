@@ -124,6 +124,10 @@ def test_daemon_restart_fails_the_running_turn_and_features_come_back(bridge, ev
     bridge.daemon.on_start(restarted)
     bridge.daemon.on_exit(exits)
     bridge.register_feature("seed", script_feature(EXAMPLES / "seed_feature.py"))
+    before = bridge.create_conversation(feature="seed", serviceProvider="fast")
+    _h0, responses0, _c0 = widget(before, events)
+    ConversationNotificationBus(bus.Event, "OnNewMessage", before, "Before the restart")
+    assert responses0.wait(final)[0] == REPLY
     slow = bridge.create_conversation(feature="assistant", serviceProvider="slow")
     _h, responses, chunks = widget(slow, events)
     ConversationNotificationBus(bus.Event, "OnNewMessage", slow, "Count slowly")
@@ -143,6 +147,12 @@ def test_daemon_restart_fails_the_running_turn_and_features_come_back(bridge, ev
     _h2, responses2, _c2 = widget(conversation, events)
     ConversationNotificationBus(bus.Event, "OnNewMessage", conversation, "After the restart")
     assert responses2.wait(final)[0] == REPLY
+
+    # A conversation opened before the restart is resumed on its next message, with its history.
+    ConversationNotificationBus(bus.Event, "OnNewMessage", before, "Still there?")
+    assert responses0.wait(lambda a: final(a) and a[2]["turnId"] != responses0.items[0][2]["turnId"])[0] == REPLY
+    history = json.loads(AIAgentRequestBus(bus.Event, "GetHistory", before))
+    assert [m["content"][0]["text"] for m in history if m["role"] == "user"] == ["Before the restart", "Still there?"]
 
 
 def test_calls_waiting_when_the_daemon_exits_fail_with_its_reason(daemon_env):

@@ -104,14 +104,17 @@ export class ChatController {
       this.post({ type: 'status', level: 'info', text: 'Queued: the reply to the previous message comes first.' });
     }
     this.post({ type: 'userMessage', text });
+    // A turn goes on when the user switches to another conversation; its page messages stop.
+    const post = (m: ToView) => {
+      if (this.conversation === conversation) this.post(m);
+    };
     const turn = await conversation.send(text, {
-      chunk: (delta) => this.post({ type: 'chunk', turnId: turn.id, delta }),
-      progress: (step) =>
-        this.post({ type: 'progress', turnId: turn.id, summary: step.summary, detailedResponse: step.detailedResponse }),
+      chunk: (delta) => post({ type: 'chunk', turnId: turn.id, delta }),
+      progress: (step) => post({ type: 'progress', turnId: turn.id, summary: step.summary, detailedResponse: step.detailedResponse }),
     });
-    this.post({ type: 'turnStarted', turnId: turn.id });
+    post({ type: 'turnStarted', turnId: turn.id });
     const end = await turn.done;
-    this.post({
+    post({
       type: 'turnEnded',
       turnId: turn.id,
       summary: end.summary,

@@ -195,6 +195,35 @@ describe('tool messages (stand-in daemon)', () => {
   });
 });
 
+describe('notifications before their turn is announced (stand-in daemon)', () => {
+  test('chunks and the final response that come before {turnId} reach the turn and the page', async () => {
+    const client = new GenaiClient({ command: process.execPath, args: [join(__dirname, 'support', 'fake-tools-daemon.js')], restart: false });
+    await within(10_000, 'the stand-in daemon', client.start());
+    try {
+      const posted: ToView[] = [];
+      const memory = new Map<string, unknown>();
+      const controller = new ChatController(client, (m) => posted.push(m), {
+        get: <T>(k: string) => memory.get(k) as T | undefined,
+        update: async (k: string, v: unknown) => void memory.set(k, v),
+      });
+      await within(10_000, 'the turn', controller.handle({ type: 'newChat', choice: { feature: 'assistant', serviceProvider: 'fake' } }));
+      await within(10_000, 'the turn', controller.handle({ type: 'send', text: 'Who comes first?' }));
+      assert.deepEqual(
+        posted.filter((m) => m.type !== 'conversation'),
+        [
+          { type: 'userMessage', text: 'Who comes first?' },
+          { type: 'chunk', turnId: 'turn-early', delta: 'Early ' },
+          { type: 'chunk', turnId: 'turn-early', delta: 'bird.' },
+          { type: 'turnStarted', turnId: 'turn-early' },
+          { type: 'turnEnded', turnId: 'turn-early', summary: 'Early bird.', detailedResponse: ['came first'], isSuccess: true, error: undefined },
+        ],
+      );
+    } finally {
+      await client.dispose();
+    }
+  });
+});
+
 describe('chat controller', () => {
   test('remembers the new-chat choice, and a turn becomes page messages in order', async () => {
     const client = newClient();

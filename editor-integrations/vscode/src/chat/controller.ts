@@ -109,8 +109,8 @@ export class ChatController {
       if (this.conversation === conversation) this.post(m);
     };
     const turn = await conversation.send(text, {
-      chunk: (delta) => post({ type: 'chunk', turnId: turn.id, delta }),
-      progress: (step) => post({ type: 'progress', turnId: turn.id, summary: step.summary, detailedResponse: step.detailedResponse }),
+      chunk: (delta, t) => post({ type: 'chunk', turnId: t.id, delta }),
+      progress: (step, t) => post({ type: 'progress', turnId: t.id, summary: step.summary, detailedResponse: step.detailedResponse }),
     });
     post({ type: 'turnStarted', turnId: turn.id });
     const end = await turn.done;

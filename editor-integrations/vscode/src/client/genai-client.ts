@@ -248,9 +248,10 @@ export class Conversation {
   }
 }
 
+/** Called with the turn itself: early notifications are replayed before `send` returns. */
 export type TurnListener = {
-  chunk?: (delta: string, text: string) => void;
-  progress?: (step: OnFeatureResponseNotification) => void;
+  chunk?: (delta: string, turn: Turn) => void;
+  progress?: (step: OnFeatureResponseNotification, turn: Turn) => void;
 };
 
 /** One user message and the reply to it, as the notifications bring it in. */
@@ -290,12 +291,12 @@ export class Turn {
   chunk(delta: string): void {
     if (this.ended) return;
     this.text += delta;
-    for (const l of this.listeners) l.chunk?.(delta, this.text);
+    for (const l of this.listeners) l.chunk?.(delta, this);
   }
 
   /** @internal */
   progress(step: OnFeatureResponseNotification): void {
-    if (!this.ended) for (const l of this.listeners) l.progress?.(step);
+    if (!this.ended) for (const l of this.listeners) l.progress?.(step, this);
   }
 
   /** @internal */

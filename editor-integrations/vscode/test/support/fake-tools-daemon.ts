@@ -1,7 +1,9 @@
-// A stand-in daemon for the tool messages genai does not send yet (RequestConfirmation,
-// DoAction). It speaks Content-Length JSON-RPC on stdio: `Initialize` answers at once, and the
-// test-only request `TriggerTools` asks the client to confirm, sends one DoAction, and returns
-// the client's answer.
+// A stand-in daemon for what the real one does not do (yet, or not reliably enough to test):
+// the tool messages (RequestConfirmation, DoAction) and notifications that arrive before the
+// response announcing their turn. Content-Length JSON-RPC on stdio: `Initialize` answers at
+// once; the test-only `TriggerTools` asks the client to confirm, sends one DoAction, and returns
+// the answer; `CreateConversation` opens "c1"; `OnNewMessage` sends the whole turn (two chunks and
+// the final response) *before* its `{turnId}` answer.
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 
 const conn = createMessageConnection(new StreamMessageReader(process.stdin), new StreamMessageWriter(process.stdout));
@@ -14,6 +16,17 @@ conn.onRequest('TriggerTools', async (params: { conversationId: string }) => {
   })) as { confirmed: boolean };
   await conn.sendNotification('DoAction', { conversationId: params.conversationId, messageId: 'm1', sequence: 0, action: { code: 'SPAWN' } });
   return answer;
+});
+conn.onRequest('CreateConversation', () => ({ conversationId: 'c1', agentId: 'a1', feature: 'assistant', serviceProvider: 'fake', format: 'openai-chat', model: 'm' }));
+conn.onRequest('OnNewMessage', async () => {
+  const turnId = 'turn-early';
+  for (const delta of ['Early ', 'bird.']) {
+    await conn.sendNotification('OnFeatureResponseChunk', { conversationId: 'c1', turnId, delta });
+  }
+  await conn.sendNotification('OnFeatureResponse', {
+    conversationId: 'c1', turnId, summary: 'Early bird.', detailedResponse: ['came first'], final: true, isSuccess: true,
+  });
+  return { turnId };
 });
 conn.onRequest('Shutdown', () => {
   setImmediate(() => process.exit(0));

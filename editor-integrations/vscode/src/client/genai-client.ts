@@ -41,6 +41,9 @@ export interface ClientHooks {
   daemon?: (event: { state: 'exited'; exit: DaemonExit } | { state: 'started'; generation: number }) => void;
 }
 
+/** The notifications of a turn, typed from the schemas: a renamed field breaks the build. */
+type TurnNotification = Notifications['OnFeatureResponseChunk'] | Notifications['OnFeatureResponse'];
+
 /** vscode-jsonrpc's own codes for a broken connection (not errors the daemon sent). */
 const CONNECTION_ERRORS = new Set<number>([
   ErrorCodes.MessageWriteError,
@@ -56,7 +59,7 @@ export class GenaiClient {
   readonly daemon: DaemonProcess;
   private readonly turns = new Map<string, Turn>();
   /** Notifications that came before the response announcing their turn (PROTOCOL.md, Guarantees). */
-  private readonly early = new Map<string, { at: number; items: Array<[keyof Notifications, any]> }>();
+  private readonly early = new Map<string, { at: number; items: TurnNotification[] }>();
 
   constructor(options: DaemonOptions, private readonly hooks: ClientHooks = {}) {
     this.daemon = new DaemonProcess(options);
@@ -143,7 +146,7 @@ export class GenaiClient {
     this.turns.set(turn.id, turn);
     const early = this.early.get(turn.id);
     this.early.delete(turn.id);
-    for (const [method, params] of early?.items ?? []) this.route(method, params);
+    for (const params of early?.items ?? []) this.route(params);
   }
 
   /** @internal */
@@ -152,30 +155,28 @@ export class GenaiClient {
   }
 
   private attach(conn: MessageConnection): void {
-    const methods: Array<keyof Notifications> = ['OnFeatureResponseChunk', 'OnFeatureResponse'];
-    for (const method of methods) conn.onNotification(method, (params: any) => this.route(method, params));
+    conn.onNotification('OnFeatureResponseChunk', (params: TurnNotification) => this.route(params));
+    conn.onNotification('OnFeatureResponse', (params: TurnNotification) => this.route(params));
     conn.onRequest('RequestConfirmation', async (params: RequestConfirmationParams) => ({
       confirmed: this.hooks.confirm ? await this.hooks.confirm(params) : false,
     }));
     conn.onNotification('DoAction', (params: DoActionParams) => this.hooks.action?.(params));
   }
 
-  private route(method: keyof Notifications, params: { turnId: string }): void {
+  /** Hands a turn's notification to its Turn, or keeps it until the turn is announced. */
+  private route(params: TurnNotification): void {
     const turn = this.turns.get(params.turnId);
     if (!turn) {
       const now = Date.now();
       for (const [id, e] of this.early) if (now - e.at > EARLY_NOTIFICATION_MS) this.early.delete(id);
       const entry = this.early.get(params.turnId) ?? { at: now, items: [] };
-      entry.items.push([method, params]);
+      entry.items.push(params);
       this.early.set(params.turnId, entry);
       return;
     }
-    if (method === 'OnFeatureResponseChunk') turn.chunk((params as Notifications['OnFeatureResponseChunk']).delta);
-    else if (method === 'OnFeatureResponse') {
-      const response = params as OnFeatureResponseNotification;
-      if (response.final) turn.finish(response);
-      else turn.progress(response);
-    }
+    if ('delta' in params) turn.chunk(params.delta);
+    else if (params.final) turn.finish(params);
+    else turn.progress(params);
   }
 }
 

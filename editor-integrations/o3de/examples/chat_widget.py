@@ -106,7 +106,8 @@ def run_terminal(conversation: int) -> None:
             print("[error] no reply within 120 s", flush=True)
 
 
-def run_window(conversation: int, qt) -> None:
+def build_window(conversation: int, qt):
+    """The chat window (a QWidget) on one conversation."""
     QtCore, QtWidgets = qt
 
     class Bridge(QtCore.QObject):
@@ -162,16 +163,21 @@ def run_window(conversation: int, qt) -> None:
 
         def on_response(self, summary, details, ok):
             self.streaming = ""
-            self.transcript += summary if ok else f"**Error:** {summary}"
+            self.transcript += f"**genai:** {summary}" if ok else f"**Error:** {summary}"
             if self.details.isChecked() and details:
                 self.transcript += "\n\n" + "\n".join(f"- {line}" for line in details)
             self.stop_button.setEnabled(self.session.busy.is_set())
             self.render()
 
+    return ChatWidget()
+
+
+def run_window(conversation: int, qt) -> None:
+    _QtCore, QtWidgets = qt
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv)
-    widget = ChatWidget()
+    widget = build_window(conversation, qt)
     widget.show()
-    if not IN_O3DE:
+    if not IN_O3DE:  # the Editor runs its own event loop
         app.exec() if hasattr(app, "exec") else app.exec_()
 
 

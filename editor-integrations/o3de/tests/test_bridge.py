@@ -190,3 +190,37 @@ def test_chat_widget_example_chats_in_the_terminal(daemon_env):
     assert "> Hello there" in run.stdout
     assert REPLY in run.stdout
     assert "· provider: fast (openai)" in run.stdout
+
+
+def test_chat_widget_window_streams_a_reply(bridge, tmp_path):
+    """The PySide window itself, offscreen (skipped where PySide6/PySide2 is not installed)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("chat_widget", EXAMPLES / "chat_widget.py")
+    chat_widget = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(chat_widget)
+    qt = chat_widget.import_qt()
+    if qt is None:
+        pytest.skip("PySide6/PySide2 is not installed (the window is optional)")
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    QtCore, QtWidgets = qt
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv)
+    conversation = bridge.create_conversation(feature="assistant", serviceProvider="fast")
+    window = chat_widget.build_window(conversation, qt)
+    window.details.setChecked(True)
+    window.show()
+    loop = QtCore.QEventLoop()
+    window.signals.response.connect(lambda *_: loop.quit())
+    QtCore.QTimer.singleShot(10_000, loop.quit)  # the deadline
+    window.prompt.setText("Hello window")
+    window.send()
+    loop.exec() if hasattr(loop, "exec") else loop.exec_()
+    text = window.log.toPlainText()
+    assert "You: Hello window" in text
+    assert REPLY in text
+    assert "provider: fast (openai)" in text
+    shot = Path(__file__).resolve().parents[1] / "test-artifacts"
+    shot.mkdir(exist_ok=True)
+    window.grab().save(str(shot / "chat_widget.png"))
+    window.close()

@@ -8,15 +8,15 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
-use tokio::sync::OnceCell;
 
 use super::http::Http;
+use super::lazy_key::LazyKey;
 use super::{ProviderResponse, ServiceProvider};
 use crate::config::ProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::claude_messages::{BETA_PARAMETER, FORMAT, VERSION_PARAMETER};
 use crate::model::ModelRequest;
-use crate::secrets::{KeySource, Secret};
+use crate::secrets::KeySource;
 
 pub const KIND: &str = "anthropic";
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -34,8 +34,8 @@ pub struct AnthropicProvider {
     name: String,
     /// `{base_url}/v1/messages`.
     endpoint: String,
-    keys: KeySource,
-    key: OnceCell<Option<Secret>>,
+    /// Anthropic's API always needs one.
+    key: LazyKey,
     headers: Vec<(String, String)>,
     default_model: Option<String>,
     http: Http,
@@ -68,13 +68,12 @@ impl AnthropicProvider {
         Ok(AnthropicProvider {
             name: name.to_string(),
             endpoint,
-            keys: KeySource {
+            key: LazyKey::new(KeySource {
                 instance: name.to_string(),
                 env_var: Some(c.api_key_env.clone().unwrap_or_else(|| KEY_ENV.to_string())),
                 command: c.api_key_cmd.clone(),
                 inline: c.api_key.clone(),
-            },
-            key: OnceCell::new(),
+            }),
             headers: c
                 .headers
                 .iter()
@@ -85,30 +84,6 @@ impl AnthropicProvider {
                 .clone()
                 .or_else(|| Some(DEFAULT_MODEL.to_string())),
             http: Http::from_config(name, c)?,
-        })
-    }
-
-    /// The key, looked up once (off the async threads); Anthropic's API always needs one.
-    async fn key(&self) -> Result<&Secret> {
-        let keys = self.keys.clone();
-        let key = self
-            .key
-            .get_or_try_init(|| async move {
-                tokio::task::spawn_blocking(move || keys.resolve())
-                    .await
-                    .map_err(|e| Error::internal(format!("key lookup failed: {e}")))?
-            })
-            .await?;
-        key.as_ref().ok_or_else(|| {
-            Error::new(
-                ErrorKind::MissingCredentials,
-                format!(
-                    "no API key for provider `{}`: set {}, or run `genai keys set {}`",
-                    self.name,
-                    self.keys.env_var.as_deref().unwrap_or(KEY_ENV),
-                    self.name
-                ),
-            )
         })
     }
 
@@ -169,7 +144,7 @@ impl ServiceProvider for AnthropicProvider {
                 ),
             ));
         }
-        let key = self.key().await?;
+        let key = self.key.require(None).await?;
         let (body, version, beta) = split_headers(&request.body);
         // The parameter wins over a configured header, which wins over the default.
         let version = version.or_else(|| {

@@ -162,17 +162,7 @@ impl ServiceProvider for AzureOpenAiProvider {
             _ => None,
         };
         let body = v1_body.as_ref().unwrap_or(&request.body);
-        let key = self.key.get().await?.ok_or_else(|| {
-            Error::new(
-                ErrorKind::MissingCredentials,
-                format!(
-                    "no API key for provider `{}`: set {}, or run `genai keys set {}`",
-                    self.name,
-                    self.key.source().env_var.as_deref().unwrap_or(KEY_ENV),
-                    self.name
-                ),
-            )
-        })?;
+        let key = self.key.require(None).await?;
         let resp = self
             .http
             .send(&url, |client| {

@@ -136,18 +136,7 @@ impl ServiceProvider for GeminiProvider {
             ));
         }
         let url = self.url(&request.model, request.stream)?;
-        let key = self.key.get().await?.ok_or_else(|| {
-            Error::new(
-                ErrorKind::MissingCredentials,
-                format!(
-                    "no API key for provider `{}`: set {} (or {}), or run `genai keys set {}`",
-                    self.name,
-                    self.key.source().env_var.as_deref().unwrap_or(KEY_ENV),
-                    FALLBACK_KEY_ENV,
-                    self.name
-                ),
-            )
-        })?;
+        let key = self.key.require(Some(FALLBACK_KEY_ENV)).await?;
         let resp = self
             .http
             .send(&url, |client| {

@@ -39,7 +39,9 @@ describe('genai client against the daemon', () => {
 
   test('ListComponents names the configured providers and the assistant feature', async () => {
     const c = await client.listComponents();
-    assert.deepEqual(c.serviceProviders.map((p) => p.name).filter((n) => n !== 'openai').sort(), ['down', 'fast', 'slow']);
+    const configured = c.serviceProviders.filter((p) => p.origin === 'config').map((p) => p.name);
+    assert.deepEqual(configured.sort(), ['down', 'fast', 'slow']);
+    assert.ok(c.serviceProviders.some((p) => p.name === 'openai' && p.origin === 'builtin'));
     assert.ok((c.features as Array<{ name: string }>).some((f) => f.name === 'assistant'));
   });
 

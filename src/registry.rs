@@ -142,6 +142,19 @@ impl Registry {
             default_format: model::openai_chat::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::openai::OpenAiProvider::from_config(name, c)?)),
         });
+        r.register_format(FormatKind {
+            name: model::bedrock_converse::FORMAT,
+            description: "Amazon Bedrock Converse API (one shape for every Bedrock chat model)",
+            parameters: model::bedrock_converse::PARAMETERS,
+            factory: |m| Box::new(model::bedrock_converse::BedrockConverse::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::bedrock::KIND,
+            description: "Amazon Bedrock Runtime (region, profile; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
+            formats: &[model::bedrock_converse::FORMAT],
+            default_format: model::bedrock_converse::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::bedrock::BedrockProvider::from_config(name, c)?)),
+        });
         r.register_feature(
             crate::feature::assistant::NAME,
             crate::feature::assistant::DESCRIPTION,
@@ -161,7 +174,7 @@ impl Registry {
                 )
             })?;
         }
-        for kind in [provider::openai::KIND] {
+        for kind in [provider::openai::KIND, provider::bedrock::KIND] {
             if !r
                 .providers
                 .read()

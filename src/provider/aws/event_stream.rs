@@ -134,6 +134,13 @@ pub fn events(provider: &str, body: ByteStream) -> EventStream {
                 Some(Ok(chunk)) => s.buf.extend_from_slice(&chunk),
                 Some(Err(e)) => {
                     s.done = true;
+                    let e = Error::new(
+                        e.kind,
+                        format!(
+                            "{}; the stream ended before the reply was complete",
+                            e.message
+                        ),
+                    );
                     return Some((Err(e), s));
                 }
                 None => {

@@ -135,12 +135,29 @@ impl Registry {
             parameters: model::openai_chat::PARAMETERS,
             factory: |m| Box::new(model::openai_chat::OpenAiChat::new(m)),
         });
+        r.register_format(FormatKind {
+            name: model::claude_messages::FORMAT,
+            description: "Anthropic Messages API (Claude on Anthropic and on Amazon Bedrock)",
+            parameters: model::claude_messages::PARAMETERS,
+            factory: |m| Box::new(model::claude_messages::ClaudeMessages::new(m)),
+        });
         r.register_provider(ProviderKind {
             name: provider::openai::KIND,
             description: "OpenAI and any OpenAI-compatible server (base_url, OPENAI_BASE_URL, OPENAI_API_KEY)",
             formats: &[model::openai_chat::FORMAT],
             default_format: model::openai_chat::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::openai::OpenAiProvider::from_config(name, c)?)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::anthropic::KIND,
+            description: "Anthropic's API (base_url, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY)",
+            formats: &[model::claude_messages::FORMAT],
+            default_format: model::claude_messages::FORMAT,
+            factory: |name, c| {
+                Ok(Arc::new(
+                    provider::anthropic::AnthropicProvider::from_config(name, c)?,
+                ))
+            },
         });
         r.register_format(FormatKind {
             name: model::bedrock_converse::FORMAT,
@@ -151,7 +168,7 @@ impl Registry {
         r.register_provider(ProviderKind {
             name: provider::bedrock::KIND,
             description: "Amazon Bedrock Runtime (region, profile; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
-            formats: &[model::bedrock_converse::FORMAT],
+            formats: &[model::bedrock_converse::FORMAT, model::claude_messages::FORMAT],
             default_format: model::bedrock_converse::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::bedrock::BedrockProvider::from_config(name, c)?)),
         });
@@ -174,7 +191,11 @@ impl Registry {
                 )
             })?;
         }
-        for kind in [provider::openai::KIND, provider::bedrock::KIND] {
+        for kind in [
+            provider::openai::KIND,
+            provider::anthropic::KIND,
+            provider::bedrock::KIND,
+        ] {
             if !r
                 .providers
                 .read()
@@ -491,6 +512,25 @@ mod tests {
         );
         let m = r.build_model(&p, None, Some("gpt-x"), None).unwrap();
         assert_eq!((m.format(), m.model()), ("openai-chat", "gpt-x"));
+    }
+
+    #[test]
+    fn builtin_anthropic_runs_claude_messages_only() {
+        let r = Registry::from_config(&Config::default()).unwrap();
+        let p = r.provider("anthropic").unwrap();
+        assert_eq!(p.kind, "anthropic");
+        assert!(r.check_compatible("anthropic", "claude-messages").is_ok());
+        let e = r.check_compatible("anthropic", "openai-chat").unwrap_err();
+        assert!(
+            e.message.contains("anthropic runs: claude-messages"),
+            "{}",
+            e.message
+        );
+        let m = r.build_model(&p, None, None, None).unwrap();
+        assert_eq!(
+            (m.format(), m.model()),
+            ("claude-messages", "claude-sonnet-4-5")
+        );
     }
 
     #[test]

@@ -185,6 +185,70 @@ fn env_credentials_stream_a_converse_reply_signed_with_sigv4() {
 }
 
 #[test]
+fn claude_messages_go_through_invoke_model_with_the_bedrock_envelope() {
+    let env = Env::new(Accept {
+        session_token: None,
+    });
+    env.write_config(&format!(
+        "[model_configurations.claude]\nformat = \"claude-messages\"\nmodel = \"{MODEL}\"\nparameters = {{ max_tokens = 300 }}\n\n[agents.cb]\nprovider = \"bedrock\"\nmodel_configuration = \"claude\"\n"
+    ));
+    env.fake.set_default(Behavior {
+        reply: "Claude on Bedrock, streamed.".into(),
+        chunks: 4,
+        ..Default::default()
+    });
+    let o = env.run(
+        &["ask", "-m", "cb", "-s", "Be brief.", "hello", "Claude"],
+        &KEYS,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Claude on Bedrock, streamed.\n");
+    let req = env.fake.last();
+    assert_eq!(
+        req.path,
+        "/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke-with-response-stream"
+    );
+    assert_eq!(req.auth, sigv4("accept;content-type;host;x-amz-date"));
+    assert_eq!(req.body["anthropic_version"], "bedrock-2023-05-31");
+    assert_eq!(req.body["max_tokens"], 300);
+    assert_eq!(req.body["system"], "Be brief.");
+    assert!(
+        req.body.get("model").is_none() && req.body.get("stream").is_none(),
+        "{}",
+        req.body
+    );
+    assert_eq!(req.body["messages"][0]["role"], "user");
+
+    let o = env.run(
+        &["ask", "-m", "cb", "--no-stream", "--json", "again"],
+        &KEYS,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["reply"], "Claude on Bedrock, streamed.");
+    assert_eq!(v["finishReason"], "end_turn");
+    let req = env.fake.last();
+    assert_eq!(req.action, "invoke");
+    assert!(req.body.get("stream").is_none(), "{}", req.body);
+
+    // A Claude stream cut inside a chunk event fails and stores nothing more.
+    env.fake.push(Behavior {
+        mode: Mode::CutAfter { after: 2 },
+        chunks: 4,
+        ..Default::default()
+    });
+    let before = env.stored_messages();
+    let o = env.run(&["ask", "-m", "cb", "hi"], &KEYS);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ended before the reply was complete"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(env.stored_messages(), before);
+}
+
+#[test]
 fn a_configured_profile_with_a_session_token_and_an_arn_model_id() {
     let env = Env::new(Accept {
         session_token: Some("FQoGZXIvYXdzEXAMPLETOKEN/+=".into()),
@@ -439,7 +503,10 @@ fn daemon_streams_a_turn_and_a_failed_turn_leaves_the_history_alone() {
         .iter()
         .find(|k| k["name"] == "bedrock")
         .expect("bedrock kind");
-    assert_eq!(bedrock["formats"], json!(["bedrock-converse"]));
+    assert_eq!(
+        bedrock["formats"],
+        json!(["bedrock-converse", "claude-messages"])
+    );
     assert_eq!(bedrock["defaultFormat"], "bedrock-converse");
 
     let conv = d.call(

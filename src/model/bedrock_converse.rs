@@ -237,6 +237,7 @@ fn usage_of(u: &Value) -> Option<Usage> {
         input_tokens: n("inputTokens").unwrap_or(0),
         output_tokens: n("outputTokens").unwrap_or(0),
         cache_read_tokens: n("cacheReadInputTokens"),
+        cache_creation_tokens: n("cacheWriteInputTokens"),
     })
 }
 
@@ -583,7 +584,7 @@ mod tests {
                 {"text": "Why don't scientists trust atoms? Because they make up everything!"}
             ]}},
             "stopReason": "end_turn",
-            "usage": {"inputTokens": 22, "outputTokens": 16, "totalTokens": 38, "cacheReadInputTokens": 4, "cacheWriteInputTokens": 0},
+            "usage": {"inputTokens": 22, "outputTokens": 16, "totalTokens": 38, "cacheReadInputTokens": 4, "cacheWriteInputTokens": 9},
             "metrics": {"latencyMs": 740}
         }"#;
         let r = BedrockConverse::new("m").extract_result(body).unwrap();
@@ -596,7 +597,8 @@ mod tests {
             Some(Usage {
                 input_tokens: 22,
                 output_tokens: 16,
-                cache_read_tokens: Some(4)
+                cache_read_tokens: Some(4),
+                cache_creation_tokens: Some(9),
             })
         );
         assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));

@@ -5,6 +5,7 @@
 //! validates parameter changes. It must never do I/O: moving bytes is the provider's job.
 
 pub mod bedrock_converse;
+pub mod claude_messages;
 pub mod openai_chat;
 
 use serde::Serialize;

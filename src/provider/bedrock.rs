@@ -38,9 +38,9 @@ pub const DEFAULT_MODEL: &str = "anthropic.claude-3-haiku-20240307-v1:0";
 pub const MAX_IMAGE_BYTES: usize = 3_750_000;
 /// The `anthropic_version` Bedrock requires in a Claude InvokeModel body.
 pub const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
-/// The formats this kind sends (the Claude one by name until it is registered here).
+/// The formats this kind sends.
 pub const CONVERSE_FORMAT: &str = crate::model::bedrock_converse::FORMAT;
-pub const CLAUDE_FORMAT: &str = "claude-messages";
+pub const CLAUDE_FORMAT: &str = crate::model::claude_messages::FORMAT;
 
 /// Everything but RFC 3986's unreserved characters is escaped, so a model id or an ARN
 /// (`arn:aws:bedrock:us-east-1:123:inference-profile/us.anthropic...`) stays ONE path segment.
@@ -183,14 +183,16 @@ fn normalize_url(name: &str, url: &str) -> Result<String> {
     Ok(url)
 }
 
-/// The InvokeModel body for Claude: the Messages body with `anthropic_version`, without
-/// `model` and `stream` (the model is in the path, streaming in the action).
+/// The InvokeModel body for Claude: the Messages body without `model` and `stream` (the model
+/// is in the path, streaming in the action), with `anthropic_version` (Bedrock's
+/// `bedrock-2023-05-31` unless the parameter was set) and `anthropic_beta` kept in the body.
 pub fn claude_invoke_body(body: &Value) -> Value {
     let mut body = body.clone();
     if let Some(o) = body.as_object_mut() {
         o.remove("model");
         o.remove("stream");
-        o.insert("anthropic_version".into(), Value::from(ANTHROPIC_VERSION));
+        o.entry("anthropic_version")
+            .or_insert_with(|| Value::from(ANTHROPIC_VERSION));
     }
     body
 }
@@ -346,6 +348,13 @@ mod tests {
         assert_eq!(
             b,
             serde_json::json!({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 10, "messages": []})
+        );
+        let b = claude_invoke_body(&serde_json::json!({
+            "model": "m", "anthropic_version": "bedrock-2099-01-01", "anthropic_beta": ["x"]
+        }));
+        assert_eq!(
+            b,
+            serde_json::json!({"anthropic_version": "bedrock-2099-01-01", "anthropic_beta": ["x"]})
         );
     }
 

@@ -4,6 +4,7 @@
 //! A provider owns its HTTP client, its endpoint and its credentials. It must never interpret a
 //! response body beyond its status and error text: that is the model configuration's job.
 
+pub mod anthropic;
 pub mod aws;
 pub mod bedrock;
 pub mod http;

@@ -28,7 +28,9 @@
 
 // Several test binaries include this file and each uses a different part of it.
 #![allow(dead_code)]
-// The HTTP/1.1 reading and writing shared with the other fakes is in `http1.rs`.
+
+#[path = "http1.rs"]
+mod http1;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -46,11 +48,9 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 
-#[path = "http1.rs"]
-mod http1;
 use http1::{
-    close_gracefully, pause, peer_closed, read_request, response_head, send_response, status_line,
-    ReadError,
+    close_gracefully, count_words, pause, peer_closed, read_request, response_head, send_response,
+    split_reply, status_line, ReadError,
 };
 
 /// Model name used when neither the behaviour nor the request names one.
@@ -683,31 +683,6 @@ async fn send_event(wr: &mut OwnedWriteHalf, payload: &[u8]) -> bool {
     chunk.extend_from_slice(payload);
     chunk.extend_from_slice(b"\n\n\r\n");
     wr.write_all(&chunk).await.is_ok() && wr.flush().await.is_ok()
-}
-
-/// Splits `reply` into exactly `chunks` (at least 1) pieces on char
-/// boundaries, the first ones one char longer when it doesn't divide evenly.
-fn split_reply(reply: &str, chunks: usize) -> Vec<&str> {
-    let chunks = chunks.max(1);
-    let bounds: Vec<usize> = reply
-        .char_indices()
-        .map(|(i, _)| i)
-        .chain(std::iter::once(reply.len()))
-        .collect();
-    let chars = bounds.len() - 1;
-    let (base, extra) = (chars / chunks, chars % chunks);
-    let mut pieces = Vec::with_capacity(chunks);
-    let mut start = 0;
-    for i in 0..chunks {
-        let end = start + base + usize::from(i < extra);
-        pieces.push(&reply[bounds[start]..bounds[end]]);
-        start = end;
-    }
-    pieces
-}
-
-fn count_words(text: &str) -> u64 {
-    text.split_whitespace().count() as u64
 }
 
 /// Whitespace-separated words in the text of every message: string contents

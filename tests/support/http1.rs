@@ -1,11 +1,13 @@
-//! The HTTP/1.1 side of the loopback fake servers in `tests/support/`, for tests only: reading
-//! one request (Content-Length or chunked body), writing a response head, a whole response or
-//! one chunk of a chunked body, and noticing when the client goes away.
+//! Generic HTTP/1.1 server pieces shared by the fake providers in `tests/support/`: reading a
+//! request (Content-Length or chunked), writing heads, whole responses and single chunks of a
+//! chunked body, noticing the peer closing, and splitting a reply into stream pieces.
 //!
-//! Each fake server (`fake_openai.rs`, `fake_bedrock.rs`) includes it with
-//! `#[path = "http1.rs"] mod http1;` and keeps its own wire format. It must never know a
-//! provider's format. Why hand-written: see `fake_openai.rs`.
+//! It never knows a provider's wire format: each `fake_*.rs` builds its own bodies and events and
+//! uses these to put them on the socket byte for byte (see `fake_openai.rs` for why the fakes are
+//! hand-written rather than built on hyper/axum). Include it from a fake with
+//! `#[path = "http1.rs"] mod http1;`.
 
+// Several fakes include this file and each uses a different part of it.
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -26,7 +28,6 @@ pub const MAX_BODY: usize = 64 * 1024 * 1024;
 /// After a complete response, how long to wait for the client to close its
 /// side before the socket is dropped (closing with unread data would send RST).
 pub const LINGER: Duration = Duration::from_secs(2);
-
 /// Resolves once the peer has closed the connection (EOF or error on read).
 pub async fn peer_closed<R: AsyncRead + Unpin>(rd: &mut R) {
     let mut buf = [0u8; 1024];
@@ -61,6 +62,31 @@ pub async fn close_gracefully<F: Future<Output = ()>>(
     let _ = wr.flush().await;
     let _ = wr.shutdown().await;
     let _ = tokio::time::timeout(LINGER, closed).await;
+}
+
+/// Splits `reply` into exactly `chunks` (at least 1) pieces on char
+/// boundaries, the first ones one char longer when it doesn't divide evenly.
+pub fn split_reply(reply: &str, chunks: usize) -> Vec<&str> {
+    let chunks = chunks.max(1);
+    let bounds: Vec<usize> = reply
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(reply.len()))
+        .collect();
+    let chars = bounds.len() - 1;
+    let (base, extra) = (chars / chunks, chars % chunks);
+    let mut pieces = Vec::with_capacity(chunks);
+    let mut start = 0;
+    for i in 0..chunks {
+        let end = start + base + usize::from(i < extra);
+        pieces.push(&reply[bounds[start]..bounds[end]]);
+        start = end;
+    }
+    pieces
+}
+
+pub fn count_words(text: &str) -> u64 {
+    text.split_whitespace().count() as u64
 }
 
 pub fn status_line(status: u16) -> String {
@@ -125,9 +151,12 @@ pub async fn send_response(
     wr.flush().await
 }
 
+/// One request as read from the socket.
 pub struct Request {
     pub method: String,
+    /// The request target (path, plus query string if any).
     pub target: String,
+    /// Header names lower-cased, values trimmed, in arrival order.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
@@ -280,7 +309,7 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(rd: &mut R) -> Result<Option<Str
     Ok(Some(String::from_utf8_lossy(&line).into_owned()))
 }
 
-/// Writes `payload` as one chunk of a chunked body; false if the write failed.
+/// Writes `payload` as one chunk of a chunked body and flushes; false if the write failed.
 pub async fn write_chunk(wr: &mut OwnedWriteHalf, payload: &[u8]) -> bool {
     let mut chunk = Vec::with_capacity(payload.len() + 16);
     chunk.extend_from_slice(format!("{:x}\r\n", payload.len()).as_bytes());
@@ -289,7 +318,7 @@ pub async fn write_chunk(wr: &mut OwnedWriteHalf, payload: &[u8]) -> bool {
     wr.write_all(&chunk).await.is_ok() && wr.flush().await.is_ok()
 }
 
-/// Writes the last (empty) chunk of a chunked body; false if the write failed.
+/// Ends a chunked body with the 0-length chunk; false if the write failed.
 pub async fn end_chunks(wr: &mut OwnedWriteHalf) -> bool {
     wr.write_all(b"0\r\n\r\n").await.is_ok() && wr.flush().await.is_ok()
 }

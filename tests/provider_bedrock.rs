@@ -278,9 +278,16 @@ fn a_configured_profile_with_a_session_token_and_an_arn_model_id() {
         ("AWS_SECRET_ACCESS_KEY", "from-env"),
         ("AWS_REGION", "us-east-1"),
         ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "http://127.0.0.1:9"),
+        ("GENAI_LOG", "trace"),
     ];
     let o = env.run(&["ask", "-m", &model, "hello"], &vars);
     assert!(o.status.success(), "{}", stderr(&o));
+    // Even the most verbose log shows no secret part of the credentials.
+    let log = stderr(&o);
+    assert!(log.contains("TRACE") || log.contains("DEBUG"), "no log at all: {log}");
+    for secret in [fake_bedrock::SECRET_KEY, "FQoGZXIvYXdzEXAMPLETOKEN"] {
+        assert!(!log.contains(secret), "the log shows a secret");
+    }
     assert_eq!(stdout(&o), "Hello from the fake Bedrock.\n");
     let req = env.fake.last();
     assert_eq!(

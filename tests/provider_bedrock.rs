@@ -284,7 +284,10 @@ fn a_configured_profile_with_a_session_token_and_an_arn_model_id() {
     assert!(o.status.success(), "{}", stderr(&o));
     // Even the most verbose log shows no secret part of the credentials.
     let log = stderr(&o);
-    assert!(log.contains("TRACE") || log.contains("DEBUG"), "no log at all: {log}");
+    assert!(
+        log.contains("TRACE") || log.contains("DEBUG"),
+        "no log at all: {log}"
+    );
     for secret in [fake_bedrock::SECRET_KEY, "FQoGZXIvYXdzEXAMPLETOKEN"] {
         assert!(!log.contains(secret), "the log shows a secret");
     }
@@ -469,6 +472,25 @@ fn faults_fail_the_turn_in_one_line_and_store_nothing() {
         // A mode that failed at once leaves its retry's behaviour queued.
         env.fake.clear_queue();
     }
+
+    // A server that goes quiet in the middle of a stream, past `read_timeout_secs`.
+    env.fake.push(Behavior {
+        delay: Duration::from_secs(5),
+        ..Default::default()
+    });
+    let started = Instant::now();
+    let o = env.run(&["ask", "-m", &model, "hi"], &KEYS);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no answer in time") && err.contains("ended before the reply was complete"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the read timeout did not apply"
+    );
+    assert_eq!(env.stored_messages(), 0);
 }
 
 fn daemon(root: &Path, fake: &FakeBedrock) -> Daemon {
@@ -487,7 +509,7 @@ fn daemon(root: &Path, fake: &FakeBedrock) -> Daemon {
 }
 
 #[test]
-fn daemon_streams_a_turn_and_a_failed_turn_leaves_the_history_alone() {
+fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
     let root = tempfile::tempdir().unwrap();
     let fake = FakeBedrock::start(Accept {
         session_token: None,
@@ -576,5 +598,53 @@ fn daemon_streams_a_turn_and_a_failed_turn_leaves_the_history_alone() {
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["user", "assistant", "user"]);
+
+    // Images: inline ones become Converse image blocks; by URL, or over Converse's 3.75 MB
+    // per image, they are refused before anything is sent.
+    let image = |d: &mut Daemon, part: Value| {
+        let message = json!({"role": "user", "content": ["What is this?", part]});
+        let r = d.call(
+            "OnNewMessage",
+            json!({"conversationId": cid, "message": message}),
+        );
+        let turn_id = r["turnId"].as_str().unwrap().to_string();
+        d.wait_final(&turn_id, TURN)["params"].clone()
+    };
+    let fin = image(
+        &mut d,
+        json!({"type": "image", "mediaType": "image/jpeg", "data": "/9j/4AAQSkZJRg=="}),
+    );
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let body = fake.last().body;
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        last["content"],
+        json!([{"text": "What is this?"}, {"image": {"format": "jpeg", "source": {"bytes": "/9j/4AAQSkZJRg=="}}}])
+    );
+    let sent = fake.requests().len();
+    let fin = image(
+        &mut d,
+        json!({"type": "image", "url": "https://example.invalid/cat.png"}),
+    );
+    assert_eq!(fin["isSuccess"], false, "{fin}");
+    assert!(fin["summary"].as_str().unwrap().contains("by URL"), "{fin}");
+    let big = "A".repeat(5_100_000); // 3.8 MB once decoded
+    let fin = image(
+        &mut d,
+        json!({"type": "image", "mediaType": "image/png", "data": big}),
+    );
+    assert_eq!(fin["isSuccess"], false, "{fin}");
+    assert!(
+        fin["summary"]
+            .as_str()
+            .unwrap()
+            .contains("exceeds provider bedrock's limit of 3.6 MiB"),
+        "{fin}"
+    );
+    assert_eq!(
+        fake.requests().len(),
+        sent,
+        "a refused image reached the provider"
+    );
     d.shutdown(Duration::from_secs(10));
 }

@@ -335,6 +335,7 @@ fn a_bedrock_api_key_replaces_sigv4() {
         "{err}"
     );
     assert!(!err.contains("ABSKwrong-key-value-xyz"), "{err}");
+    assert!(err.contains("[used a Bedrock API key]"), "{err}");
 }
 
 #[test]
@@ -358,6 +359,10 @@ fn missing_or_wrong_credentials_are_clear_and_never_shown() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("InvalidSignatureException"), "{err}");
+    assert!(
+        err.contains("[used AWS credentials from the environment]"),
+        "{err}"
+    );
     assert!(!err.contains("not/the+right/secret0000"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 

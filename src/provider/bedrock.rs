@@ -298,7 +298,18 @@ impl ServiceProvider for BedrockProvider {
                 }
                 Ok(req.body(body.clone()))
             })
-            .await?;
+            .await
+            .map_err(|mut e| {
+                // A refusal names where the credentials came from (never what they are).
+                if e.kind == ErrorKind::MissingCredentials {
+                    let source = match &auth {
+                        Auth::Bearer(_) => "a Bedrock API key".to_string(),
+                        Auth::SigV4(c) => format!("AWS credentials from {}", c.source),
+                    };
+                    e.message.push_str(&format!(" [used {source}]"));
+                }
+                e
+            })?;
         let is_event_stream = resp
             .headers()
             .get(reqwest::header::CONTENT_TYPE)

@@ -108,6 +108,14 @@ pub struct ProviderConfig {
     /// Seconds that attempts and waits between them may take together (default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_budget_secs: Option<f64>,
+    /// The cloud region, such as `us-east-1` (bedrock; default: `AWS_REGION`,
+    /// `AWS_DEFAULT_REGION`, then the profile's region in `~/.aws/config`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// The profile of the shared AWS credentials and config files (bedrock; default:
+    /// `AWS_PROFILE`, then `default`). When set, it wins over `AWS_ACCESS_KEY_ID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// `azure-openai`: the `api-version` query parameter (default `OPENAI_API_VERSION`, else
     /// 2024-10-21); `v1` uses the version-less `/openai/v1/` API.
     #[serde(default, skip_serializing_if = "Option::is_none")]

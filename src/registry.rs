@@ -209,6 +209,19 @@ impl Registry {
             default_format: model::http_template::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::http_connector::HttpConnector::from_config(name, c)?)),
         });
+        r.register_format(FormatKind {
+            name: model::bedrock_converse::FORMAT,
+            description: "Amazon Bedrock Converse API (one shape for every Bedrock chat model)",
+            parameters: model::bedrock_converse::PARAMETERS,
+            factory: |m| Box::new(model::bedrock_converse::BedrockConverse::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::bedrock::KIND,
+            description: "Amazon Bedrock Runtime (region, profile; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
+            formats: &[model::bedrock_converse::FORMAT, model::claude_messages::FORMAT],
+            default_format: model::bedrock_converse::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::bedrock::BedrockProvider::from_config(name, c)?)),
+        });
         r.register_feature(
             crate::feature::assistant::NAME,
             crate::feature::assistant::DESCRIPTION,
@@ -235,6 +248,7 @@ impl Registry {
         for kind in [
             provider::openai::KIND,
             provider::anthropic::KIND,
+            provider::bedrock::KIND,
             provider::ollama::KIND,
             provider::gemini::KIND,
         ]

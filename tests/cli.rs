@@ -396,7 +396,10 @@ fn config_agents_defaults_and_masked_show() {
         .map(|p| p["name"].as_str().unwrap())
         .collect();
     // `corp` from the config; the built-in instances made from the environment.
-    assert_eq!(names, ["anthropic", "corp", "gemini", "ollama", "openai"]);
+    assert_eq!(
+        names,
+        ["anthropic", "bedrock", "corp", "gemini", "ollama", "openai"]
+    );
     let db = std::fs::read(env.data.path().join("history.db")).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains("sk-config-secret-999"));
 }

@@ -4,6 +4,7 @@
 //! body into a message (`extract_result`), a stream into deltas (its [`StreamDecoder`]), and
 //! validates parameter changes. It must never do I/O: moving bytes is the provider's job.
 
+pub mod bedrock_converse;
 pub mod claude_messages;
 pub mod gemini;
 pub mod http_template;

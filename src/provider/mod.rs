@@ -5,7 +5,9 @@
 //! response body beyond its status and error text: that is the model configuration's job.
 
 pub mod anthropic;
+pub mod aws;
 pub mod azure_openai;
+pub mod bedrock;
 pub mod gemini;
 pub mod http;
 pub mod http_connector;

@@ -508,7 +508,7 @@ impl Framework {
                     continue;
                 }
                 if let Some((turn, token)) = conv.running.lock().map_err(|_| poisoned())?.as_ref() {
-                    if p.turn_id.as_ref().map_or(true, |t| t == turn) {
+                    if p.turn_id.as_ref().is_none_or(|t| t == turn) {
                         token.cancel();
                         cancelled = true;
                     }

@@ -111,6 +111,18 @@ fn stderr(o: &Output) -> String {
 }
 
 #[test]
+fn an_anthropic_key_alone_selects_anthropic_with_no_config() {
+    let env = Env::new();
+    env.fake.set_default(reply("Chosen by the key.", 2));
+    let o = env.run(&["ask", "hello"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "Chosen by the key.");
+    let requests = env.fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["model"], "claude-sonnet-4-5");
+}
+
+#[test]
 fn ask_streams_the_reply_with_anthropic_headers_and_body() {
     let env = Env::new();
     env.fake

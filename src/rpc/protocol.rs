@@ -406,3 +406,50 @@ impl Event {
         )
     }
 }
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListToolsParams {
+    /// Sources (plugin names) or single tools (`SOURCE.function`); default: the enabled ones.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    pub tools: Vec<crate::tools::Tool>,
+    /// Sources that could not be loaded (a module down, a broken manifest).
+    pub errors: Vec<crate::tools::toolbox::SourceError>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallToolParams {
+    /// `SOURCE.function`.
+    pub name: String,
+    /// A JSON object (default `{}`).
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// What a tool answered: the text the model would see, and what the module asked for.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    pub text: String,
+    /// The module reported an error; `text` says what.
+    pub is_error: bool,
+    /// The module asks the user to confirm: POSTing this link confirms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation_link: Option<String>,
+    /// Actions the reply may trigger with `[[CODE]]`.
+    pub actions: Vec<Value>,
+    /// The module wants the user's next message POSTed to this link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collect_link: Option<String>,
+}

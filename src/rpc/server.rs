@@ -68,6 +68,10 @@ enum Flow {
 
 struct Session {
     fw: Arc<Framework>,
+    /// Where responses that are answered later (tool calls) are written.
+    out: mpsc::UnboundedSender<Bytes>,
+    /// Requests answered later, waited for before the daemon exits.
+    later: tokio_util::task::TaskTracker,
     /// JSON-RPC ids of `OnNewMessage` requests and their turn ids, for `$/cancelRequest`;
     /// an entry leaves when its turn's final response is forwarded.
     turns_by_request: Arc<std::sync::Mutex<HashMap<String, String>>>,
@@ -128,6 +132,10 @@ impl Session {
             return (Some(e.to_json(id.unwrap_or(Value::Null))), Flow::Continue);
         }
         let p = obj.remove("params").unwrap_or(Value::Null);
+        if matches!(method.as_str(), "ListTools" | "CallTool") {
+            self.answer_later(method, p, id);
+            return (None, Flow::Continue);
+        }
         let mut flow = Flow::Continue;
         let result = self.dispatch(&method, p, id.as_ref(), &mut flow);
         let response = id.map(|id| match result {
@@ -135,6 +143,44 @@ impl Session {
             Err(e) => e.to_json(id),
         });
         (response, flow)
+    }
+
+    /// Runs a request that waits on the network (a tool source) off the read loop, so other
+    /// requests go on; its response is written when it is ready (in a batch, on its own).
+    fn answer_later(&self, method: String, p: Value, id: Option<Value>) {
+        let fw = self.fw.clone();
+        let out = self.out.clone();
+        self.later.spawn(async move {
+            let result = match method.as_str() {
+                "ListTools" => match params::<ListToolsParams>(p) {
+                    Ok(p) => {
+                        let (tools, errors) = fw.toolbox.list(p.tools.as_deref()).await;
+                        ok(ListToolsResult { tools, errors })
+                    }
+                    Err(e) => Err(e),
+                },
+                _ => match params::<CallToolParams>(p) {
+                    Ok(p) => match fw.toolbox.call(&p.name, &p.arguments).await {
+                        Ok(a) => ok(CallToolResult {
+                            text: a.text,
+                            is_error: a.is_error,
+                            confirmation_link: a.confirmation_link,
+                            actions: a.actions,
+                            collect_link: a.collect_link,
+                        }),
+                        Err(e) => Err(e.into()),
+                    },
+                    Err(e) => Err(e),
+                },
+            };
+            if let Some(id) = id {
+                let response = match result {
+                    Ok(v) => json!({"jsonrpc": "2.0", "id": id, "result": v}),
+                    Err(e) => e.to_json(id),
+                };
+                let _ = out.send(Bytes::from(response.to_string()));
+            }
+        });
     }
 
     fn dispatch(
@@ -374,6 +420,8 @@ where
 
     let mut session = Session {
         fw: fw.clone(),
+        out: out_tx.clone(),
+        later: tokio_util::task::TaskTracker::new(),
         turns_by_request: session_turns,
     };
     let mut shutdown = false;
@@ -440,6 +488,10 @@ where
     // No client is left to answer a client-hosted feature's turn.
     fw.client_gone();
     fw.idle().await;
+    session.later.close();
+    session.later.wait().await;
+    // The session holds a sender of the writer's channel: the writer ends once all are gone.
+    drop(session);
     // Every turn has queued its final event: forward what is left, then drain the writer.
     let _ = stop_events.send(());
     let _ = event_task.await;

@@ -179,3 +179,116 @@ fn list_and_call_tools_of_plugin_modules() {
         "last"
     );
 }
+
+#[test]
+fn the_tools_feature_runs_parallel_tool_calls_and_commits_the_whole_turn() {
+    use fake_openai::{Behavior, FakeOpenAi};
+    let events = FakePlugin::start(None);
+    events.push(
+        "eventParticipation",
+        Answer::text("Participation of the user to event E1 has been validated."),
+    );
+    events.push(
+        "getEvents",
+        Answer::json(json!({"error": "calendar offline"})),
+    );
+    let fake = FakeOpenAi::start(0, Behavior::default()).unwrap();
+    // The model asks for two tools in one reply, then answers.
+    fake.push(Behavior {
+        reply: String::new(),
+        tool_calls: vec![
+            ("call_1".into(), "events__getEvents".into(), "{}".into()),
+            (
+                "call_2".into(),
+                "events__eventParticipation".into(),
+                r#"{"eventId":"E1","participation":"YES"}"#.into(),
+            ),
+        ],
+        ..Behavior::default()
+    });
+    fake.push(Behavior {
+        reply: "You are registered for E1; the calendar is offline.".into(),
+        chunks: 3,
+        ..Behavior::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
+        .env("OPENAI_BASE_URL", &fake.base_url())
+        .env("OPENAI_API_KEY", "sk-test-tools");
+    std::fs::create_dir_all(&cfg.config_dir).unwrap();
+    std::fs::write(
+        cfg.config_dir.join("config.toml"),
+        format!(
+            "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
+            events.base_url()
+        ),
+    )
+    .unwrap();
+    let mut d = Daemon::spawn(&cfg);
+    let conv = d.call(
+        "CreateConversation",
+        json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
+    );
+    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let r = d.call(
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": "Sign me up for E1"}),
+    );
+    let turn_id = r["turnId"].as_str().unwrap().to_string();
+    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    assert_eq!(
+        fin["summary"],
+        "You are registered for E1; the calendar is offline."
+    );
+    let details = fin["detailedResponse"].to_string();
+    assert!(
+        details.contains("tool events.eventParticipation")
+            && details.contains("has been validated")
+            && details.contains("tool events.getEvents({}) → error: calendar offline"),
+        "{details}"
+    );
+
+    // The first request offered both tools under wire names with their schemas.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let tools = &requests[0].body["tools"];
+    assert_eq!(
+        tools[1]["function"]["name"], "events__eventParticipation",
+        "{tools}"
+    );
+    assert_eq!(
+        tools[1]["function"]["parameters"]["required"],
+        json!(["eventId", "participation"])
+    );
+    // The second carried the calls and both results, the failed one marked as such.
+    let messages = requests[1].body["messages"].as_array().unwrap().clone();
+    assert_eq!(messages.len(), 4, "{messages:?}");
+    assert_eq!(messages[1]["tool_calls"].as_array().unwrap().len(), 2);
+    assert_eq!(messages[2]["role"], "tool");
+    assert_eq!(messages[2]["tool_call_id"], "call_1");
+    assert!(messages[2]["content"]
+        .to_string()
+        .contains("calendar offline"));
+    assert_eq!(messages[3]["tool_call_id"], "call_2");
+    assert!(messages[3]["content"]
+        .to_string()
+        .contains("has been validated"));
+    // The module got the arguments as a JSON string.
+    let call = events
+        .requests()
+        .into_iter()
+        .find(|r| r.body["method"] == "eventParticipation")
+        .unwrap();
+    assert_eq!(
+        call.body["params"],
+        "{\"eventId\":\"E1\",\"participation\":\"YES\"}"
+    );
+    // The whole turn is stored: prompt, calls, results, answer.
+    let h = d.call(
+        "GetConversationHistory",
+        json!({"conversationId": cid, "pageSize": 100}),
+    );
+    assert_eq!(h["messages"].as_array().unwrap().len(), 4, "{h}");
+    assert!(d.shutdown(WAIT).success());
+}

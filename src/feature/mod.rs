@@ -7,6 +7,7 @@
 
 pub mod assistant;
 pub mod external;
+pub mod tools;
 
 use std::sync::Arc;
 

@@ -4,6 +4,8 @@
 
 #![allow(clippy::duplicate_mod)]
 
+#[path = "support/fake_anthropic.rs"]
+mod fake_anthropic;
 #[path = "support/fake_openai.rs"]
 mod fake_openai;
 #[path = "support/fake_plugin.rs"]
@@ -290,5 +292,91 @@ fn the_tools_feature_runs_parallel_tool_calls_and_commits_the_whole_turn() {
         json!({"conversationId": cid, "pageSize": 100}),
     );
     assert_eq!(h["messages"].as_array().unwrap().len(), 4, "{h}");
+    assert!(d.shutdown(WAIT).success());
+}
+
+#[test]
+fn the_tools_feature_runs_parallel_tool_uses_on_claude() {
+    use fake_anthropic::{Behavior, FakeAnthropic};
+    let events = FakePlugin::start(None);
+    let fake = FakeAnthropic::start(Behavior::default()).unwrap();
+    fake.push(Behavior {
+        reply: "Let me check.".into(),
+        tool_uses: vec![
+            ("toolu_1".into(), "events__getEvents".into(), "{}".into()),
+            (
+                "toolu_2".into(),
+                "events__eventParticipation".into(),
+                r#"{"eventId":"E2","participation":"NO"}"#.into(),
+            ),
+        ],
+        ..Behavior::default()
+    });
+    fake.push(Behavior {
+        reply: "Done: you will not attend E2.".into(),
+        ..Behavior::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DaemonConfig::in_dir(dir.path(), Framing::ContentLength, "daemon")
+        .env("ANTHROPIC_BASE_URL", &fake.base_url())
+        .env("ANTHROPIC_API_KEY", fake_anthropic::KEY);
+    std::fs::create_dir_all(&cfg.config_dir).unwrap();
+    std::fs::write(
+        cfg.config_dir.join("config.toml"),
+        format!(
+            "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
+            events.base_url()
+        ),
+    )
+    .unwrap();
+    let mut d = Daemon::spawn(&cfg);
+    let conv = d.call(
+        "CreateConversation",
+        json!({"feature": "tools", "serviceProvider": "anthropic", "model": "claude-test"}),
+    );
+    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let r = d.call(
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": "I cannot make it to E2"}),
+    );
+    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    assert_eq!(fin["summary"], "Done: you will not attend E2.");
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].body["tools"][1],
+        json!({"name": "events__eventParticipation", "description": "Update the participation status to an event.",
+               "input_schema": {"type": "object", "additionalProperties": false, "required": ["eventId", "participation"],
+                                "properties": {"eventId": {"type": "string", "description": "ID of the event"},
+                                               "participation": {"type": "string", "description": "YES or NO"}}}})
+    );
+    // Claude gets its tool_use blocks back, then one user turn with both tool_result blocks.
+    let messages = requests[1].body["messages"].as_array().unwrap().clone();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    let uses: Vec<&str> = messages[1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(uses, ["toolu_1", "toolu_2"]);
+    assert_eq!(
+        messages[1]["content"][2]["input"],
+        json!({"eventId": "E2", "participation": "NO"})
+    );
+    assert_eq!(messages[2]["role"], "user");
+    let results: Vec<&str> = messages[2]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["tool_use_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["toolu_1", "toolu_2"]);
+    assert!(messages[2]["content"][1]["content"]
+        .to_string()
+        .contains("eventParticipation done"));
     assert!(d.shutdown(WAIT).success());
 }

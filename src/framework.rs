@@ -276,9 +276,7 @@ impl Framework {
         } else if name == assistant::NAME {
             Arc::new(assistant::Assistant)
         } else if name == crate::feature::tools::NAME {
-            Arc::new(crate::feature::tools::Tools {
-                toolbox: self.toolbox.clone(),
-            })
+            Arc::new(crate::feature::tools::Tools::new(self.toolbox.clone()))
         } else {
             return Err(Error::internal(format!(
                 "feature `{name}` has no implementation"

@@ -78,6 +78,15 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ),
         ("notification.OnPromptResponse", s::<PromptResponse>()),
         ("notification.OnNewMessage", s::<NewMessageToFeature>()),
+        ("notification.DoAction", s::<DoActionParams>()),
+        (
+            "RequestConfirmation.params",
+            s::<RequestConfirmationParams>(),
+        ),
+        (
+            "RequestConfirmation.result",
+            s::<RequestConfirmationResult>(),
+        ),
         ("notifications", s::<Event>()),
     ]
 }

@@ -68,6 +68,27 @@ impl Events {
         let _ = self.tx.send(e);
     }
 
+    /// Sends the client a request and waits for its answer (an error when the client answers
+    /// with one, or is gone).
+    pub async fn request(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, Error> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Event::ClientRequest(crate::rpc::protocol::ClientRequest {
+            method,
+            params,
+            reply: Arc::new(std::sync::Mutex::new(Some(tx))),
+        }));
+        rx.await.unwrap_or_else(|_| {
+            Err(Error::new(
+                crate::error::ErrorKind::FeatureError,
+                format!("{method} not answered: the client is gone"),
+            ))
+        })
+    }
+
     pub fn streaming(&self) -> bool {
         self.streaming.load(std::sync::atomic::Ordering::Relaxed)
     }

@@ -21,6 +21,7 @@ use super::{Feature, Turn, TurnOutcome};
 use crate::agent::ToolLoop;
 use crate::message::{Message, Part};
 use crate::model::ToolSpec;
+use crate::rpc::protocol::{DoActionParams, Event, RequestConfirmationParams};
 use crate::tools::toolbox::Toolbox;
 
 pub const NAME: &str = "tools";
@@ -32,6 +33,57 @@ pub const MAX_STEPS: usize = 8;
 
 pub struct Tools {
     pub toolbox: Arc<Toolbox>,
+    /// A tool asked for the user's next message (collect mode): the tool and its link.
+    pub collect: Mutex<Option<(String, String)>>,
+}
+
+impl Tools {
+    pub fn new(toolbox: Arc<Toolbox>) -> Tools {
+        Tools {
+            toolbox,
+            collect: Mutex::new(None),
+        }
+    }
+}
+
+/// What one call's answer asks of the turn besides its text.
+#[derive(Default)]
+struct Asks {
+    actions: Vec<Value>,
+    collect: Option<(String, String)>,
+}
+
+/// The marker of an action in a reply: its code, in `[[ ]]` unless it already is.
+fn marker(code: &str) -> String {
+    if code.starts_with("[[") && code.ends_with("]]") {
+        code.to_string()
+    } else {
+        format!("[[{code}]]")
+    }
+}
+
+/// The actions whose markers appear in `text`, in the order they appear, and the text without
+/// them.
+fn take_actions(text: &str, actions: &[Value]) -> (Vec<Value>, String) {
+    let mut found: Vec<(usize, Value)> = Vec::new();
+    let mut shown = text.to_string();
+    for action in actions {
+        let Some(code) = action.get("code").and_then(Value::as_str) else {
+            continue;
+        };
+        let m = marker(code);
+        let mut from = 0;
+        while let Some(at) = text[from..].find(&m) {
+            found.push((from + at, action.clone()));
+            from += at + m.len();
+        }
+        shown = shown.replace(&m, "");
+    }
+    found.sort_by_key(|(at, _)| *at);
+    (
+        found.into_iter().map(|(_, a)| a).collect(),
+        shown.trim().to_string(),
+    )
 }
 
 /// A wire name for a tool: `.` is not allowed in OpenAI's or Anthropic's tool names.
@@ -60,31 +112,36 @@ impl Feature for Tools {
             })
             .collect();
         let log: Arc<Mutex<Vec<String>>> = Arc::default();
+        let asks: Arc<Mutex<Asks>> = Arc::default();
         let toolbox = self.toolbox.clone();
         let run = |calls: Vec<(String, String, Value)>| -> BoxFuture<'_, Vec<Part>> {
-            let (toolbox, names, log) = (toolbox.clone(), &names, log.clone());
+            let (toolbox, names, log, asks) = (toolbox.clone(), &names, log.clone(), asks.clone());
             async move {
                 let runs = calls.into_iter().map(|(id, wire, args)| {
-                    let toolbox = toolbox.clone();
-                    let log = log.clone();
+                    let (toolbox, log, asks) = (toolbox.clone(), log.clone(), asks.clone());
                     let name = names.get(&wire).cloned().unwrap_or(wire);
                     async move {
-                        let (text, is_error, extra) = match toolbox.call(&name, &args).await {
+                        let (text, is_error) = match toolbox.call(&name, &args).await {
+                            Ok(a) if a.is_error => (a.text, true),
                             Ok(a) => {
-                                let mut extra = String::new();
-                                if let Some(l) = &a.confirmation_link {
-                                    extra.push_str(&format!(" (asks confirmation: {l})"));
+                                if let Ok(mut asks) = asks.lock() {
+                                    asks.actions.extend(a.actions.iter().cloned());
+                                    if let Some(link) = &a.collect_link {
+                                        asks.collect = Some((name.clone(), link.clone()));
+                                    }
                                 }
-                                if let Some(l) = &a.collect_link {
-                                    extra.push_str(&format!(" (collects the next message: {l})"));
+                                match &a.confirmation_link {
+                                    Some(link) => {
+                                        confirm(turn, &toolbox, &name, &a.text, link, &log).await
+                                    }
+                                    None => (a.text, false),
                                 }
-                                (a.text, a.is_error, extra)
                             }
-                            Err(e) => (e.message, true, String::new()),
+                            Err(e) => (e.message, true),
                         };
                         let mark = if is_error { "error" } else { "result" };
                         if let Ok(mut l) = log.lock() {
-                            l.push(format!("tool {name}({args}) → {mark}: {text}{extra}"));
+                            l.push(format!("tool {name}({args}) → {mark}: {text}"));
                         }
                         Part::ToolResult {
                             tool_call_id: id,
@@ -106,7 +163,29 @@ impl Feature for Tools {
         if let Some(system) = &turn.system_prompt {
             prompt.push(Message::system(system.clone()));
         }
-        prompt.push(turn.message.clone());
+        let mut message = turn.message.clone();
+        let collecting = self.collect.lock().ok().and_then(|mut c| c.take());
+        if let Some((tool, link)) = collecting {
+            let note = match self
+                .toolbox
+                .collect(&tool, &link, &turn.message.text())
+                .await
+            {
+                Ok(answer) => {
+                    detailed.push(format!("collected this message for {tool}: {answer}"));
+                    format!("(This message was collected by {tool}, as it asked. It answered: {answer})")
+                }
+                Err(e) => {
+                    detailed.push(format!(
+                        "collecting this message for {tool} failed: {}",
+                        e.message
+                    ));
+                    format!("(Collecting this message for {tool} failed: {})", e.message)
+                }
+            };
+            message.content.push(Part::text(note));
+        }
+        prompt.push(message);
         let stream_to = |delta: &str| turn.chunk(delta);
         let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if turn.events.streaming() {
             Some(&stream_to)
@@ -121,6 +200,24 @@ impl Feature for Tools {
         match result {
             Ok(outcome) => {
                 let r = outcome.reply;
+                let asks = std::mem::take(&mut *asks.lock().unwrap_or_else(|e| e.into_inner()));
+                if let Some(c) = asks.collect {
+                    detailed.push(format!("the next message will be collected for {}", c.0));
+                    if let Ok(mut slot) = self.collect.lock() {
+                        *slot = Some(c);
+                    }
+                }
+                let (actions, summary) = take_actions(&r.message.text(), &asks.actions);
+                for (sequence, action) in actions.into_iter().enumerate() {
+                    detailed.push(format!("action: {action}"));
+                    turn.events.send(Event::DoAction(DoActionParams {
+                        conversation_id: turn.conversation_id.clone(),
+                        turn_id: turn.turn_id.clone(),
+                        message_id: turn.turn_id.clone(),
+                        sequence: sequence as u32,
+                        action,
+                    }));
+                }
                 if let Some(u) = r.usage {
                     detailed.push(format!(
                         "usage: {} input + {} output = {} tokens",
@@ -130,7 +227,7 @@ impl Feature for Tools {
                     ));
                 }
                 TurnOutcome {
-                    summary: r.message.text(),
+                    summary,
                     detailed,
                     error: None,
                     usage: r.usage,
@@ -144,5 +241,87 @@ impl Feature for Tools {
                 TurnOutcome { detailed, ..failed }
             }
         }
+    }
+}
+
+/// Asks the user (through the client) to confirm what a tool asks; on yes, POSTs the link. The
+/// returned text tells the model the outcome.
+async fn confirm(
+    turn: &Turn,
+    toolbox: &Toolbox,
+    tool: &str,
+    text: &str,
+    link: &str,
+    log: &Mutex<Vec<String>>,
+) -> (String, bool) {
+    let params = RequestConfirmationParams {
+        conversation_id: turn.conversation_id.clone(),
+        turn_id: turn.turn_id.clone(),
+        text: text.to_string(),
+        link: link.to_string(),
+        tool: tool.to_string(),
+    };
+    let answer = turn
+        .events
+        .request(
+            "RequestConfirmation",
+            serde_json::to_value(params).unwrap_or_default(),
+        )
+        .await;
+    let confirmed = match &answer {
+        Ok(v) => v.get("confirmed").and_then(Value::as_bool) == Some(true),
+        Err(_) => false,
+    };
+    let note = match &answer {
+        Ok(_) if confirmed => "accepted".to_string(),
+        Ok(_) => "refused".to_string(),
+        Err(e) => format!("not answered ({}): taken as refused", e.message),
+    };
+    if let Ok(mut l) = log.lock() {
+        l.push(format!("confirmation for {tool}: {note}"));
+    }
+    if !confirmed {
+        return (
+            format!("{text}\nThe user did not confirm: the operation was not done."),
+            false,
+        );
+    }
+    match toolbox.confirm(tool, link).await {
+        Ok(done) => (
+            format!("{text}\nThe user confirmed. The tool answered: {done}"),
+            false,
+        ),
+        Err(e) => (
+            format!(
+                "{text}\nThe user confirmed, but confirming failed: {}",
+                e.message
+            ),
+            true,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn action_markers_are_found_in_order_and_removed() {
+        let actions = vec![
+            json!({"code": "[[ACTION.PLAY_ANIMATION.WAIT]]", "type": "PLAY_ANIMATION"}),
+            json!({"code": "WAVE", "type": "GESTURE"}),
+            json!({"code": "UNUSED", "type": "X"}),
+        ];
+        let (found, shown) = take_actions(
+            "Hello [[WAVE]] and now [[ACTION.PLAY_ANIMATION.WAIT]] then [[WAVE]]",
+            &actions,
+        );
+        let types: Vec<&str> = found.iter().map(|a| a["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["GESTURE", "PLAY_ANIMATION", "GESTURE"]);
+        assert_eq!(shown, "Hello  and now  then");
+        let (found, shown) = take_actions("no markers", &actions);
+        assert!(found.is_empty());
+        assert_eq!(shown, "no markers");
     }
 }

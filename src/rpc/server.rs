@@ -66,8 +66,12 @@ enum Flow {
     Shutdown,
 }
 
+/// Daemon→client requests sent and not yet answered, by the id the daemon gave them.
+type PendingReplies = Arc<std::sync::Mutex<HashMap<String, ClientRequest>>>;
+
 struct Session {
     fw: Arc<Framework>,
+    pending: PendingReplies,
     /// Where responses that are answered later (tool calls) are written.
     out: mpsc::UnboundedSender<Bytes>,
     /// Requests answered later, waited for before the daemon exits.
@@ -118,8 +122,30 @@ impl Session {
         let method = match obj.remove("method") {
             Some(Value::String(m)) => m,
             None if obj.contains_key("result") || obj.contains_key("error") => {
-                // A response to a request of ours; the daemon sends none yet, so nothing waits for it.
-                tracing::debug!("ignoring a response from the client");
+                // A response to a request of ours (`RequestConfirmation`).
+                let key = id.as_ref().map(Value::to_string).unwrap_or_default();
+                let waiting = self.pending.lock().ok().and_then(|mut p| p.remove(&key));
+                match waiting {
+                    Some(request) => {
+                        let answer = match obj.remove("error") {
+                            Some(e) => Err(Error::new(
+                                ErrorKind::FeatureError,
+                                format!(
+                                    "the client answered {} with an error: {}",
+                                    request.method,
+                                    e.get("message")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or("no message")
+                                ),
+                            )),
+                            None => Ok(obj.remove("result").unwrap_or(Value::Null)),
+                        };
+                        if let Some(tx) = request.reply.lock().ok().and_then(|mut r| r.take()) {
+                            let _ = tx.send(answer);
+                        }
+                    }
+                    None => tracing::debug!("ignoring a response to no request of ours: {key}"),
+                }
                 return (None, Flow::Continue);
             }
             _ => {
@@ -355,6 +381,16 @@ impl Session {
     }
 }
 
+/// Answers a daemon→client request on the client's behalf with an error.
+fn refuse(request: &ClientRequest, why: &str) {
+    if let Some(tx) = request.reply.lock().ok().and_then(|mut r| r.take()) {
+        let _ = tx.send(Err(Error::new(
+            ErrorKind::FeatureError,
+            format!("{} not answered: {why}", request.method),
+        )));
+    }
+}
+
 /// Serves one client until `Shutdown` or the end of its input, then waits for running turns to
 /// end (on `Shutdown` they are cancelled first) and flushes every notification.
 pub async fn serve<R, W>(
@@ -387,9 +423,32 @@ where
     let event_tx = out_tx.clone();
     let turns_by_request: Arc<std::sync::Mutex<HashMap<String, String>>> = Arc::default();
     let session_turns = turns_by_request.clone();
+    let pending: PendingReplies = Arc::default();
+    let event_pending = pending.clone();
+    // Set once the client's input has ended: nobody is left to answer a request.
+    let input_closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let event_input_closed = input_closed.clone();
     let (stop_events, mut stop) = tokio::sync::oneshot::channel::<()>();
     let event_task = tokio::spawn(async move {
-        let forward = |event: Event| {
+        let mut next_request = 0u64;
+        let mut forward = |event: Event| {
+            if let Event::ClientRequest(request) = event {
+                if event_input_closed.load(std::sync::atomic::Ordering::SeqCst) {
+                    refuse(&request, "the client is gone");
+                    return true;
+                }
+                next_request += 1;
+                let id = json!(format!("genai-{next_request}"));
+                let msg = json!({"jsonrpc": "2.0", "id": id, "method": request.method, "params": request.params});
+                if let Ok(mut p) = event_pending.lock() {
+                    p.insert(id.to_string(), request.clone());
+                }
+                // The input may have ended since the check above, after the pending drain.
+                if event_input_closed.load(std::sync::atomic::Ordering::SeqCst) {
+                    refuse(&request, "the client is gone");
+                }
+                return event_tx.send(Bytes::from(msg.to_string())).is_ok();
+            }
             if let Event::OnFeatureResponse(r) = &event {
                 if let (true, Ok(mut map)) = (r.is_final, turns_by_request.lock()) {
                     map.retain(|_, turn| turn != &r.turn_id);
@@ -420,6 +479,7 @@ where
 
     let mut session = Session {
         fw: fw.clone(),
+        pending: pending.clone(),
         out: out_tx.clone(),
         later: tokio_util::task::TaskTracker::new(),
         turns_by_request: session_turns,
@@ -480,6 +540,13 @@ where
         if matches!(flow, Flow::Shutdown) {
             shutdown = true;
             break;
+        }
+    }
+    // Requests the client will never answer now fail, so the turns waiting on them end.
+    input_closed.store(true, std::sync::atomic::Ordering::SeqCst);
+    if let Ok(mut p) = pending.lock() {
+        for (_, request) in p.drain() {
+            refuse(&request, "the client is gone");
         }
     }
     if shutdown {

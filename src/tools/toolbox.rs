@@ -99,6 +99,18 @@ impl Toolbox {
         (tools, errors)
     }
 
+    /// Confirms an operation of the module behind `tool` (POSTs the confirmation link).
+    pub async fn confirm(&self, tool: &str, link: &str) -> Result<String> {
+        let module = tool.split_once('.').map_or(tool, |(m, _)| m);
+        self.module(module).await?.confirm(link).await
+    }
+
+    /// Sends the user's message to the collect link of the module behind `tool`.
+    pub async fn collect(&self, tool: &str, link: &str, text: &str) -> Result<String> {
+        let module = tool.split_once('.').map_or(tool, |(m, _)| m);
+        self.module(module).await?.collect(link, text).await
+    }
+
     /// Calls the tool `MODULE.function` with a JSON object of arguments.
     pub async fn call(&self, tool: &str, arguments: &Value) -> Result<ModuleAnswer> {
         let Some((module, function)) = tool.split_once('.') else {

@@ -214,24 +214,7 @@ fn the_tools_feature_runs_parallel_tool_calls_and_commits_the_whole_turn() {
         ..Behavior::default()
     });
     let dir = tempfile::tempdir().unwrap();
-    let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
-        .env("OPENAI_BASE_URL", &fake.base_url())
-        .env("OPENAI_API_KEY", "sk-test-tools");
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
-    std::fs::write(
-        cfg.config_dir.join("config.toml"),
-        format!(
-            "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-            events.base_url()
-        ),
-    )
-    .unwrap();
-    let mut d = Daemon::spawn(&cfg);
-    let conv = d.call(
-        "CreateConversation",
-        json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
-    );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
     let r = d.call(
         "OnNewMessage",
         json!({"conversationId": cid, "message": "Sign me up for E1"}),

@@ -85,25 +85,7 @@ impl BedrockConverse {
 }
 
 impl ModelConfiguration for BedrockConverse {
-    fn format(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn parameter_specs(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
-    }
-
-    fn parameters(&self) -> &Map<String, Value> {
-        &self.parameters
-    }
-
-    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
-        &mut self.parameters
-    }
+    super::model_accessors!();
 
     fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
         let mut system = Vec::new();
@@ -214,10 +196,6 @@ impl ModelConfiguration for BedrockConverse {
 
     fn images(&self) -> ImageSupport {
         ImageSupport::INLINE
-    }
-
-    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
-        Box::new(self.clone())
     }
 }
 

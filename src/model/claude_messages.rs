@@ -119,25 +119,7 @@ impl ClaudeMessages {
 }
 
 impl ModelConfiguration for ClaudeMessages {
-    fn format(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn parameter_specs(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
-    }
-
-    fn parameters(&self) -> &Map<String, Value> {
-        &self.parameters
-    }
-
-    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
-        &mut self.parameters
-    }
+    super::model_accessors!();
 
     fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
         let mut body = request_body(&self.model, &self.parameters, messages, stream)?;
@@ -176,10 +158,6 @@ impl ModelConfiguration for ClaudeMessages {
 
     fn images(&self) -> ImageSupport {
         ImageSupport::ALL
-    }
-
-    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
-        Box::new(self.clone())
     }
 }
 

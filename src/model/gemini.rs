@@ -146,25 +146,7 @@ impl Gemini {
 }
 
 impl ModelConfiguration for Gemini {
-    fn format(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn parameter_specs(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
-    }
-
-    fn parameters(&self) -> &Map<String, Value> {
-        &self.parameters
-    }
-
-    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
-        &mut self.parameters
-    }
+    super::model_accessors!();
 
     /// `safety_settings` is a list in the API, which the spec table cannot say: a list, an
     /// object of category → threshold, or either as JSON text is taken here and stored as the
@@ -253,10 +235,6 @@ impl ModelConfiguration for Gemini {
     /// can fetch).
     fn images(&self) -> ImageSupport {
         ImageSupport::ALL
-    }
-
-    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
-        Box::new(self.clone())
     }
 }
 

@@ -425,25 +425,7 @@ fn error_in(v: &Value) -> Option<String> {
 }
 
 impl ModelConfiguration for HttpTemplate {
-    fn format(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn parameter_specs(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
-    }
-
-    fn parameters(&self) -> &Map<String, Value> {
-        &self.parameters
-    }
-
-    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
-        &mut self.parameters
-    }
+    super::model_accessors!();
 
     /// The four format parameters are checked as usual (a table given as `request_body` is kept
     /// as its JSON text; filters must parse as JSONPath). Any other name is a template parameter:
@@ -618,10 +600,6 @@ impl ModelConfiguration for HttpTemplate {
             usage: None,
             model: None,
         })
-    }
-
-    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
-        Box::new(self.clone())
     }
 
     /// Inline images, when the template places them (`${parameters.images}` or

@@ -18,6 +18,38 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Usage};
 pub use crate::provider::StreamEvent;
 
+/// The accessors every format implements the same way, for a struct with fields
+/// `model: String` and `parameters: Map<String, Value>` that is `Clone`, in a module with the
+/// consts `FORMAT` and `PARAMETERS`. Used inside `impl ModelConfiguration for ...`.
+macro_rules! model_accessors {
+    () => {
+        fn format(&self) -> &'static str {
+            FORMAT
+        }
+
+        fn model(&self) -> &str {
+            &self.model
+        }
+
+        fn parameter_specs(&self) -> &'static [ParameterSpec] {
+            PARAMETERS
+        }
+
+        fn parameters(&self) -> &Map<String, Value> {
+            &self.parameters
+        }
+
+        fn parameters_mut(&mut self) -> &mut Map<String, Value> {
+            &mut self.parameters
+        }
+
+        fn clone_box(&self) -> Box<dyn ModelConfiguration> {
+            Box::new(self.clone())
+        }
+    };
+}
+pub(crate) use model_accessors;
+
 /// A prepared request: the body and what the provider needs to route it.
 #[derive(Debug, Clone)]
 pub struct ModelRequest {

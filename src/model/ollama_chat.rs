@@ -190,25 +190,7 @@ impl OllamaChat {
 }
 
 impl ModelConfiguration for OllamaChat {
-    fn format(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn parameter_specs(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
-    }
-
-    fn parameters(&self) -> &Map<String, Value> {
-        &self.parameters
-    }
-
-    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
-        &mut self.parameters
-    }
+    super::model_accessors!();
 
     /// `format` and `keep_alive` take more than one JSON type, which the spec table cannot say:
     /// they are checked here; everything else goes through `validate_parameter`.
@@ -302,10 +284,6 @@ impl ModelConfiguration for OllamaChat {
 
     fn images(&self) -> ImageSupport {
         ImageSupport::INLINE
-    }
-
-    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
-        Box::new(self.clone())
     }
 }
 

@@ -135,25 +135,7 @@ impl OpenAiChat {
 }
 
 impl ModelConfiguration for OpenAiChat {
-    fn format(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn parameter_specs(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
-    }
-
-    fn parameters(&self) -> &Map<String, Value> {
-        &self.parameters
-    }
-
-    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
-        &mut self.parameters
-    }
+    super::model_accessors!();
 
     fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
         let mut wire = Vec::with_capacity(messages.len());
@@ -237,10 +219,6 @@ impl ModelConfiguration for OpenAiChat {
 
     fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
         Box::new(Decoder::default())
-    }
-
-    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
-        Box::new(self.clone())
     }
 
     fn images(&self) -> ImageSupport {

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -159,18 +158,10 @@ impl AIAgent {
         let call = async {
             match self.provider.provider.send_request(&request).await? {
                 ProviderResponse::Complete(body) => model.extract_result(&body),
-                ProviderResponse::Stream(stream) => {
+                ProviderResponse::Events(mut events) => {
                     let mut decoder = model.stream_decoder();
-                    let mut events = stream.eventsource();
                     while let Some(event) = events.next().await {
-                        let event = event.map_err(|e| match e {
-                            eventsource_stream::EventStreamError::Transport(e) => e,
-                            other => Error::provider(format!(
-                                "{}: the provider's stream is malformed: {other}",
-                                self.provider.name
-                            )),
-                        })?;
-                        for delta in decoder.feed(&event.data)? {
+                        for delta in decoder.feed(&event?)? {
                             if let Some(f) = on_delta {
                                 f(&delta);
                             }

@@ -78,6 +78,12 @@ pub struct ProviderConfig {
     /// Extra HTTP headers sent with every request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// Retries after a connect error, 429 or 5xx, before the answer starts (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// Seconds that attempts and waits between them may take together (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_budget_secs: Option<f64>,
 }
 
 /// `[model_configurations.NAME]`: one wire format with its model and parameters.

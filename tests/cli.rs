@@ -218,23 +218,27 @@ fn exit_codes_and_one_line_errors() {
     assert!(stderr(&o).contains("temperature"), "{}", stderr(&o));
     let o = env.run(&["ask", "--bogus-flag", "hi"], None);
     assert_eq!(o.status.code(), Some(2));
-    // 1: the provider fails.
-    env.fake.push(Behavior {
-        mode: Mode::Error {
-            status: 500,
-            message: "upstream exploded".into(),
-            code: "server_error".into(),
-        },
-        ..Default::default()
-    });
+    // 1: the provider fails, every try (the first and three retries).
+    let before = env.fake.requests().len();
+    for _ in 0..4 {
+        env.fake.push(Behavior {
+            mode: Mode::Error {
+                status: 500,
+                message: "upstream exploded".into(),
+                code: "server_error".into(),
+            },
+            ..Default::default()
+        });
+    }
     let o = env.run(&["ask", "-m", "openai:m", "hi"], None);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("500") && err.contains("upstream exploded"),
+        err.contains("500") && err.contains("upstream exploded") && err.contains("after 4 tries"),
         "{err}"
     );
+    assert_eq!(env.fake.requests().len() - before, 4);
     // 3: no model configured, and no key for OpenAI's own endpoint.
     let mut c = env.cmd(&["ask", "hi"]);
     c.env_remove("OPENAI_BASE_URL");

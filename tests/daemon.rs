@@ -468,43 +468,76 @@ fn content_length_garbage_is_reported_and_skipped() {
 // 4, 5: provider failures
 
 #[test]
-fn provider_http_errors_fail_the_turn_and_keep_the_history() {
+fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
     let fake = fake(reply("Recovered.", 3));
-    fake.push(error_behavior(500, "The server had an error"));
-    fake.push(error_behavior(429, "Rate limit reached"));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap();
 
-    for (status, text) in [
-        (500, "The server had an error"),
-        (429, "Rate limit reached"),
-    ] {
-        let (_, fin) = turn(&mut d, cid, "please answer");
-        assert_eq!(fin["isSuccess"], false, "{fin}");
-        assert_eq!(fin["final"], true, "{fin}");
-        assert_eq!(fin["error"]["kind"], "providerError", "{fin}");
-        let message = fin["error"]["message"].as_str().unwrap();
-        assert!(message.contains(&status.to_string()), "{message}");
-        assert!(message.contains(text), "{message}");
-        assert!(
-            history(&mut d, cid).is_empty(),
-            "a failed turn was committed"
-        );
-    }
+    // A 400 is the caller's fault: no retry, the turn fails, nothing is stored.
+    fake.push(error_behavior(400, "Invalid value for messages"));
+    let (_, fin) = turn(&mut d, cid, "please answer");
+    assert_eq!(fin["isSuccess"], false, "{fin}");
+    assert_eq!(fin["final"], true, "{fin}");
+    assert_eq!(fin["error"]["kind"], "providerError", "{fin}");
+    let message = fin["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("400") && message.contains("Invalid value for messages"),
+        "{message}"
+    );
+    assert_eq!(fake.requests().len(), 1);
+    assert!(
+        history(&mut d, cid).is_empty(),
+        "a failed turn was committed"
+    );
+
+    // 500 then 429 (with `retry-after: 1`) are retried; the third try answers.
+    fake.push(error_behavior(500, "The server had an error"));
+    fake.push(error_behavior(429, "Rate limit reached"));
     let (_, fin) = turn(&mut d, cid, "please answer");
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Recovered.");
-    let stored = history(&mut d, cid);
-    assert_eq!(stored.len(), 2, "{stored:?}");
-    // The failed prompts were not kept: the model saw the last message only.
-    assert_eq!(fake.requests().len(), 3);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(
+        requests[3].at - requests[2].at >= Duration::from_secs(1),
+        "Retry-After was not honoured"
+    );
     assert_eq!(
-        fake.requests()[2].body["messages"],
+        requests[1].body, requests[3].body,
+        "a retry changed the request"
+    );
+    // The failed prompt was not kept: the model saw the last message only.
+    assert_eq!(
+        requests[3].body["messages"],
         json!([{"role": "user", "content": "please answer"}])
     );
+    assert_eq!(history(&mut d, cid).len(), 2);
+
+    // Retries are bounded: a provider allowed one retry gives up after two tries.
+    d.call(
+        "CreateServiceProvider",
+        json!({"name": "flaky", "kind": "openai", "settings": {"base_url": fake.base_url(), "max_retries": 1}}),
+    );
+    let flaky = d.call(
+        "CreateConversation",
+        json!({"serviceProvider": "flaky", "model": MODEL}),
+    );
+    let flaky_id = flaky["conversationId"].as_str().unwrap().to_string();
+    for _ in 0..2 {
+        fake.push(error_behavior(503, "Service Unavailable"));
+    }
+    let (_, fin) = turn(&mut d, &flaky_id, "hello?");
+    assert_eq!(fin["isSuccess"], false, "{fin}");
+    let message = fin["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("503") && message.contains("after 2 tries"),
+        "{message}"
+    );
+    assert_eq!(fake.requests().len(), 6);
+    assert!(history(&mut d, &flaky_id).is_empty());
 
     // A provider nobody listens on.
     let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -527,6 +560,10 @@ fn provider_http_errors_fail_the_turn_and_keep_the_history() {
     let message = fin["error"]["message"].as_str().unwrap();
     assert!(message.contains("down"), "names the provider: {message}");
     assert!(message.contains("connect"), "{message}");
+    assert!(
+        message.contains("after 4 tries"),
+        "connect errors are retried: {message}"
+    );
     assert!(history(&mut d, &down_id).is_empty());
     assert!(d.shutdown(EXIT).success());
 }

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Usage};
+pub use crate::provider::StreamEvent;
 
 /// A prepared request: the body and what the provider needs to route it.
 #[derive(Debug, Clone)]
@@ -32,10 +33,10 @@ pub struct ModelReply {
     pub model: Option<String>,
 }
 
-/// Turns a streamed response, one event's data at a time, into text deltas and a final reply.
+/// Turns a streamed response, one event at a time, into text deltas and a final reply.
 pub trait StreamDecoder: Send {
-    /// Takes one event's data and returns the text deltas it carries.
-    fn feed(&mut self, data: &str) -> Result<Vec<String>>;
+    /// Takes one event (the provider removed the framing) and returns the text deltas it carries.
+    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>>;
     /// Ends the stream; an error when the stream stopped before the reply was complete.
     fn finish(self: Box<Self>) -> Result<ModelReply>;
 }

@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType, StreamDecoder,
+    StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -338,8 +339,8 @@ struct Decoder {
 }
 
 impl StreamDecoder for Decoder {
-    fn feed(&mut self, data: &str) -> Result<Vec<String>> {
-        let data = data.trim();
+    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
+        let data = event.data.trim();
         if data.is_empty() {
             return Ok(Vec::new());
         }
@@ -491,26 +492,38 @@ mod tests {
         let m = OpenAiChat::new("m");
         let mut d = m.stream_decoder();
         assert_eq!(
-            d.feed(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#)
-                .unwrap(),
+            d.feed(&StreamEvent::data(
+                r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#
+            ))
+            .unwrap(),
             Vec::<String>::new()
         );
         assert_eq!(
-            d.feed(r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#)
-                .unwrap(),
+            d.feed(&StreamEvent::data(
+                r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#
+            ))
+            .unwrap(),
             vec!["Hel"]
         );
-        d.feed(r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}"#)
-            .unwrap();
+        d.feed(&StreamEvent::data(
+            r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}"#,
+        ))
+        .unwrap();
         let mut cut = m.stream_decoder();
-        cut.feed(r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#)
-            .unwrap();
+        cut.feed(&StreamEvent::data(
+            r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#,
+        ))
+        .unwrap();
         assert!(cut.finish().is_err());
-        d.feed(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#)
-            .unwrap();
-        d.feed(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#)
-            .unwrap();
-        d.feed("[DONE]").unwrap();
+        d.feed(&StreamEvent::data(
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ))
+        .unwrap();
+        d.feed(&StreamEvent::data(
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#,
+        ))
+        .unwrap();
+        d.feed(&StreamEvent::data("[DONE]")).unwrap();
         let r = d.finish().unwrap();
         assert_eq!(r.message.text(), "Hello");
         assert_eq!(r.usage.unwrap().output_tokens, 2);
@@ -520,7 +533,9 @@ mod tests {
     fn stream_error_events_are_errors() {
         let mut d = OpenAiChat::new("m").stream_decoder();
         let e = d
-            .feed(r#"{"error":{"message":"overloaded","code":"server_error"}}"#)
+            .feed(&StreamEvent::data(
+                r#"{"error":{"message":"overloaded","code":"server_error"}}"#,
+            ))
             .unwrap_err();
         assert_eq!(e.message, "overloaded [server_error]");
     }

@@ -4,6 +4,7 @@
 //! A provider owns its HTTP client, its endpoint and its credentials. It must never interpret a
 //! response body beyond its status and error text: that is the model configuration's job.
 
+pub mod http;
 pub mod openai;
 
 use std::pin::Pin;
@@ -19,10 +20,32 @@ use crate::model::ModelRequest;
 /// A streamed response body.
 pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>;
 
-/// What a provider brings back: a whole body, or a stream of bytes.
+/// One event of a streamed answer, framing removed: an SSE event (its type, `None` for the
+/// default `message`, and its data), an NDJSON line, or a decoded AWS event-stream message
+/// (its `:event-type` and JSON payload).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEvent {
+    pub event: Option<String>,
+    pub data: String,
+}
+
+impl StreamEvent {
+    pub fn data(data: impl Into<String>) -> StreamEvent {
+        StreamEvent {
+            event: None,
+            data: data.into(),
+        }
+    }
+}
+
+/// A streamed answer as events.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent>> + Send>>;
+
+/// What a provider brings back: a whole body, or the events of a stream. Framing (SSE, NDJSON,
+/// AWS event stream) is the provider's job; reading each event is the format's.
 pub enum ProviderResponse {
     Complete(Bytes),
-    Stream(ByteStream),
+    Events(EventStream),
 }
 
 /// A configured transport.

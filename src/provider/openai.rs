@@ -5,11 +5,10 @@
 //! request body (the `openai-chat` format does).
 
 use async_trait::async_trait;
-use futures::StreamExt;
-use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use super::{transport_error, ProviderResponse, ServiceProvider, Timeouts};
+use super::http::Http;
+use super::{ProviderResponse, ServiceProvider};
 use crate::config::ProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::ModelRequest;
@@ -28,7 +27,7 @@ pub struct OpenAiProvider {
     key: OnceCell<Option<Secret>>,
     headers: Vec<(String, String)>,
     default_model: Option<String>,
-    client: reqwest::Client,
+    http: Http,
 }
 
 impl OpenAiProvider {
@@ -70,7 +69,7 @@ impl OpenAiProvider {
                 .default_model
                 .clone()
                 .or_else(|| Some("gpt-4o-mini".to_string())),
-            client: Timeouts::from_config(c).client()?,
+            http: Http::from_config(name, c)?,
         })
     }
 
@@ -124,72 +123,23 @@ impl ServiceProvider for OpenAiProvider {
             ));
         }
         let url = format!("{}/chat/completions", self.base_url);
-        let mut req = self.client.post(&url).json(&request.body);
-        if let Some(key) = self.key().await? {
-            req = req.bearer_auth(key.expose());
-        }
-        if request.stream {
-            req = req.header(reqwest::header::ACCEPT, "text/event-stream");
-        }
-        for (k, v) in &self.headers {
-            req = req.header(k, v);
-        }
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| transport_error(&self.name, &url, e))?;
-        let status = resp.status();
-        if !status.is_success() {
-            let body = resp.bytes().await.unwrap_or_default();
-            return Err(status_error(&self.name, status, &body));
-        }
-        let is_sse = resp
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map_or(true, |v| v.starts_with("text/event-stream"));
-        // Some compatible servers ignore `stream: true` and answer with one JSON body.
-        if request.stream && is_sse {
-            let (name, url) = (self.name.clone(), url.clone());
-            let stream = resp
-                .bytes_stream()
-                .map(move |r| r.map_err(|e| transport_error(&name, &url, e)));
-            Ok(ProviderResponse::Stream(Box::pin(stream)))
-        } else {
-            let body = resp
-                .bytes()
-                .await
-                .map_err(|e| transport_error(&self.name, &url, e))?;
-            Ok(ProviderResponse::Complete(body))
-        }
+        let key = self.key().await?;
+        let resp = self
+            .http
+            .send(&url, |client| {
+                let mut req = client.post(&url).json(&request.body);
+                if let Some(key) = key {
+                    req = req.bearer_auth(key.expose());
+                }
+                if request.stream {
+                    req = req.header(reqwest::header::ACCEPT, "text/event-stream");
+                }
+                for (k, v) in &self.headers {
+                    req = req.header(k, v);
+                }
+                Ok(req)
+            })
+            .await?;
+        self.http.response(resp, &url, request.stream).await
     }
-}
-
-/// A readable error from a non-2xx answer: the status and the provider's own message.
-pub fn status_error(provider: &str, status: reqwest::StatusCode, body: &[u8]) -> Error {
-    let detail = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("error").map(crate::model::openai_chat::error_text))
-        .unwrap_or_else(|| {
-            let text = String::from_utf8_lossy(body);
-            let text = text.trim();
-            if text.is_empty() {
-                "no details".to_string()
-            } else {
-                text.chars().take(300).collect()
-            }
-        });
-    let hint = match status.as_u16() {
-        401 | 403 => " (check the API key)",
-        404 => " (check the base URL and the model id)",
-        429 => " (rate limited: wait and try again)",
-        500..=599 => " (the provider failed: try again later)",
-        _ => "",
-    };
-    let kind = if matches!(status.as_u16(), 401 | 403) {
-        ErrorKind::MissingCredentials
-    } else {
-        ErrorKind::ProviderError
-    };
-    Error::new(kind, format!("{provider}: HTTP {status}: {detail}{hint}"))
 }

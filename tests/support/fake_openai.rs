@@ -125,6 +125,8 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON; `Null` if empty or not JSON.
     pub body: Value,
+    /// When the request was read.
+    pub at: std::time::Instant,
 }
 
 impl RecordedRequest {
@@ -387,6 +389,7 @@ async fn handle_connection(stream: TcpStream, shared: Arc<Shared>) {
         path: request.target.clone(),
         headers: request.headers,
         body: json.clone().unwrap_or(Value::Null),
+        at: std::time::Instant::now(),
     };
     let valid_chat = matches!(route, Route::Chat) && json.as_ref().is_some_and(Value::is_object);
     let behavior = shared.record(recorded, valid_chat);

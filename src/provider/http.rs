@@ -1,0 +1,442 @@
+//! The HTTP exchange every remote provider shares: retries with backoff before an answer has
+//! started, the framing of a streamed body into events, and one shape for provider errors.
+//!
+//! It owns the client, the retry policy and the error shape. It must never build a URL, a key
+//! or a body (each provider builds every attempt's request), and it must never retry once the
+//! answer's body has started to reach the caller.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use futures::StreamExt;
+use reqwest::header::HeaderMap;
+use reqwest::{RequestBuilder, Response, StatusCode};
+use serde_json::Value;
+use tokio_util::codec::{FramedRead, LinesCodec};
+use tokio_util::io::StreamReader;
+
+use super::{transport_error, EventStream, ProviderResponse, StreamEvent, Timeouts};
+use crate::config::ProviderConfig;
+use crate::error::{Error, ErrorKind, Result};
+
+/// How often and how long a request is tried again after a connect error, 429 or 5xx.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// The first backoff; each retry doubles it, with full jitter.
+    pub base_delay: Duration,
+    /// No single wait is longer, whatever `Retry-After` asks.
+    pub max_delay: Duration,
+    /// Attempts and waits together stop after this long.
+    pub budget: Duration,
+}
+
+impl RetryPolicy {
+    pub fn from_config(c: &ProviderConfig) -> RetryPolicy {
+        RetryPolicy {
+            max_retries: c.max_retries.unwrap_or(3),
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            budget: Duration::from_secs_f64(
+                c.retry_budget_secs.filter(|s| *s >= 0.0).unwrap_or(60.0),
+            ),
+        }
+    }
+
+    /// The wait before retry number `retry` (0-based): `Retry-After` when the server gave one,
+    /// else exponential backoff with full jitter, capped at `max_delay`.
+    fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        retry_after.unwrap_or_else(|| {
+            let cap = self.base_delay.saturating_mul(1u32 << retry.min(16));
+            cap.min(self.max_delay).mul_f64(fastrand::f64())
+        })
+    }
+}
+
+/// The HTTP side of one provider instance.
+pub struct Http {
+    provider: String,
+    client: reqwest::Client,
+    retry: RetryPolicy,
+}
+
+/// Why an attempt failed, and whether another one may help.
+struct Failure {
+    error: Error,
+    retryable: bool,
+    retry_after: Option<Duration>,
+}
+
+impl Http {
+    pub fn from_config(provider: &str, c: &ProviderConfig) -> Result<Http> {
+        Ok(Http {
+            provider: provider.to_string(),
+            client: Timeouts::from_config(c).client()?,
+            retry: RetryPolicy::from_config(c),
+        })
+    }
+
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Sends a request built by `build` (called again for every attempt, so a signature can
+    /// carry a fresh date) and returns the first 2xx answer, its body unread. Connect errors,
+    /// 429 and 5xx are retried within the policy; the last error is returned in one line.
+    /// `url` is shown in errors and must carry no credentials.
+    pub async fn send(
+        &self,
+        url: &str,
+        mut build: impl FnMut(&reqwest::Client) -> Result<RequestBuilder> + Send,
+    ) -> Result<Response> {
+        let started = Instant::now();
+        let mut retry = 0;
+        loop {
+            let failure = match build(&self.client)?.send().await {
+                Ok(resp) if resp.status().is_success() => return Ok(resp),
+                Ok(resp) => {
+                    let status = resp.status();
+                    let headers = resp.headers().clone();
+                    let body = resp.bytes().await.unwrap_or_default();
+                    Failure {
+                        error: status_error(&self.provider, status, &headers, &body),
+                        retryable: status == StatusCode::TOO_MANY_REQUESTS
+                            || status.is_server_error(),
+                        retry_after: retry_after(&headers),
+                    }
+                }
+                Err(e) => Failure {
+                    retryable: e.is_connect(),
+                    retry_after: None,
+                    error: transport_error(&self.provider, url, e),
+                },
+            };
+            let delay = self.retry.delay(retry, failure.retry_after);
+            // A `Retry-After` longer than one wait may be, or than the budget left, is honoured
+            // by not retrying at all.
+            let too_long =
+                delay > self.retry.max_delay || started.elapsed() + delay > self.retry.budget;
+            if !failure.retryable || retry >= self.retry.max_retries || too_long {
+                let mut error = failure.error;
+                if failure.retryable && too_long && failure.retry_after.is_some() {
+                    error.message.push_str(&format!(
+                        " (the provider asks to wait {:.0}s: more than genai waits)",
+                        delay.as_secs_f64()
+                    ));
+                }
+                if retry > 0 {
+                    error.message.push_str(&format!(
+                        " (after {} tries over {:.1}s)",
+                        retry + 1,
+                        started.elapsed().as_secs_f64()
+                    ));
+                }
+                return Err(error);
+            }
+            tracing::debug!(provider = %self.provider, retry, ?delay, error = %failure.error.message, "retrying");
+            tokio::time::sleep(delay).await;
+            retry += 1;
+        }
+    }
+
+    /// Turns a 2xx answer into the provider response: its events when the request asked for a
+    /// stream and the body is framed as one (SSE or NDJSON), else the whole body. Servers that
+    /// ignore `stream: true` and answer one JSON body are handled this way.
+    pub async fn response(
+        &self,
+        resp: Response,
+        url: &str,
+        stream: bool,
+    ) -> Result<ProviderResponse> {
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if stream && content_type.starts_with("text/event-stream") {
+            return Ok(ProviderResponse::Events(self.sse(resp, url)));
+        }
+        if stream
+            && [
+                "application/x-ndjson",
+                "application/jsonl",
+                "application/json-lines",
+            ]
+            .iter()
+            .any(|t| content_type.starts_with(t))
+        {
+            return Ok(ProviderResponse::Events(self.ndjson(resp, url)));
+        }
+        let body = resp
+            .bytes()
+            .await
+            .map_err(|e| transport_error(&self.provider, url, e))?;
+        Ok(ProviderResponse::Complete(body))
+    }
+
+    /// The body's bytes as they arrive, transport errors made readable.
+    pub fn bytes(&self, resp: Response, url: &str) -> super::ByteStream {
+        let (provider, url) = (self.provider.clone(), url.to_string());
+        Box::pin(
+            resp.bytes_stream()
+                .map(move |r| r.map_err(|e| transport_error(&provider, &url, e))),
+        )
+    }
+
+    /// Server-sent events; `message` (the default type) is reported as no type.
+    pub fn sse(&self, resp: Response, url: &str) -> EventStream {
+        use eventsource_stream::{EventStreamError, Eventsource};
+        let provider = self.provider.clone();
+        Box::pin(self.bytes(resp, url).eventsource().map(move |r| match r {
+            Ok(ev) => Ok(StreamEvent {
+                event: (!ev.event.is_empty() && ev.event != "message").then_some(ev.event),
+                data: ev.data,
+            }),
+            Err(EventStreamError::Transport(e)) => Err(e),
+            Err(other) => Err(Error::provider(format!(
+                "{provider}: the provider's stream is malformed: {other}"
+            ))),
+        }))
+    }
+
+    /// Newline-delimited JSON: one event per non-empty line.
+    pub fn ndjson(&self, resp: Response, url: &str) -> EventStream {
+        let provider = self.provider.clone();
+        let reader = StreamReader::new(
+            self.bytes(resp, url)
+                .map(|r| r.map_err(std::io::Error::other)),
+        );
+        let lines = FramedRead::new(reader, LinesCodec::new_with_max_length(16 << 20));
+        Box::pin(
+            lines
+                .filter(|r| futures::future::ready(!matches!(r, Ok(l) if l.trim().is_empty())))
+                .map(move |r| {
+                    r.map(|data| StreamEvent { event: None, data })
+                        .map_err(|e| {
+                            use tokio_util::codec::LinesCodecError;
+                            match e {
+                                LinesCodecError::Io(io) => match io.into_inner() {
+                                    Some(inner) => match inner.downcast::<Error>() {
+                                        Ok(e) => *e,
+                                        Err(other) => {
+                                            Error::provider(format!("{provider}: {other}"))
+                                        }
+                                    },
+                                    None => {
+                                        Error::provider(format!("{provider}: the stream broke"))
+                                    }
+                                },
+                                LinesCodecError::MaxLineLengthExceeded => Error::provider(format!(
+                                    "{provider}: the provider's stream has a line over 16 MiB"
+                                )),
+                            }
+                        })
+                }),
+        )
+    }
+}
+
+/// `Retry-After` (seconds or an HTTP date) or `retry-after-ms` (OpenAI, Azure).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+    }
+    let v = text("retry-after")?;
+    if let Ok(secs) = v.parse::<f64>() {
+        return Some(Duration::from_secs_f64(secs.max(0.0)));
+    }
+    let when = httpdate::parse_http_date(v).ok()?;
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// The request id headers providers send, most specific first.
+const REQUEST_ID_HEADERS: &[&str] = &[
+    "x-request-id",
+    "request-id",
+    "x-amzn-requestid",
+    "apim-request-id",
+    "x-goog-request-id",
+];
+
+/// One readable line from a non-2xx answer: the provider, the HTTP status, the provider's error
+/// type and message, the request id, and a hint. Reads the error bodies of OpenAI
+/// (`{"error":{"message","type"}}`), Anthropic (`{"type":"error","error":{...}}`), Gemini
+/// (`{"error":{"message","status"}}`), Bedrock (`{"message"}` + `x-amzn-ErrorType`) and Ollama
+/// (`{"error":"..."}`); other bodies are shown cut short. Headers are never shown (keys live
+/// there).
+pub fn status_error(provider: &str, status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Error {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let json = serde_json::from_slice::<Value>(body).ok();
+    let (mut error_type, message) = match json.as_ref().map(error_of) {
+        Some((t, Some(m))) => (t, m),
+        _ => {
+            let text = String::from_utf8_lossy(body);
+            let text = text.trim();
+            let text: String = text.chars().take(300).collect();
+            (
+                None,
+                if text.is_empty() {
+                    "no details".to_string()
+                } else {
+                    text
+                },
+            )
+        }
+    };
+    if error_type.is_none() {
+        // `x-amzn-ErrorType: ValidationException:http://internal.amazon.com/...`
+        error_type =
+            header("x-amzn-errortype").map(|t| t.split(':').next().unwrap_or(t).to_string());
+    }
+    let request_id = REQUEST_ID_HEADERS.iter().find_map(|h| header(h));
+    let hint = match status.as_u16() {
+        401 | 403 => " (check the API key)",
+        404 => " (check the base URL and the model id)",
+        429 => " (rate limited: wait and try again)",
+        500..=599 => " (the provider failed: try again later)",
+        _ => "",
+    };
+    let kind = if matches!(status.as_u16(), 401 | 403) {
+        ErrorKind::MissingCredentials
+    } else {
+        ErrorKind::ProviderError
+    };
+    let mut line = format!("{provider}: HTTP {status}");
+    if let Some(t) = error_type.filter(|t| !t.is_empty()) {
+        line.push_str(&format!(" {t}"));
+    }
+    line.push_str(&format!(": {message}"));
+    if let Some(id) = request_id {
+        line.push_str(&format!(" [request {id}]"));
+    }
+    line.push_str(hint);
+    Error::new(kind, line)
+}
+
+/// The error type and message of a JSON error body, in any of the shapes above.
+pub fn error_of(v: &Value) -> (Option<String>, Option<String>) {
+    let text = |v: Option<&Value>| match v {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    match v.get("error") {
+        Some(Value::String(m)) => (None, Some(m.clone())),
+        Some(e @ Value::Object(_)) => (
+            text(e.get("type"))
+                .or_else(|| text(e.get("status")))
+                .or_else(|| text(e.get("code"))),
+            text(e.get("message")),
+        ),
+        _ => (
+            text(v.get("__type")).or_else(|| text(v.get("type")).filter(|t| t != "error")),
+            text(v.get("message")).or_else(|| text(v.get("Message"))),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn error(status: u16, headers: &[(&'static str, &str)], body: &str) -> String {
+        let mut map = HeaderMap::new();
+        for (k, v) in headers {
+            map.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        status_error(
+            "p",
+            StatusCode::from_u16(status).unwrap(),
+            &map,
+            body.as_bytes(),
+        )
+        .message
+    }
+
+    #[test]
+    fn error_bodies_of_every_provider_become_one_line() {
+        assert_eq!(
+            error(429, &[("x-request-id", "req_1")], r#"{"error":{"message":"slow down","type":"rate_limit_exceeded"}}"#),
+            "p: HTTP 429 Too Many Requests rate_limit_exceeded: slow down [request req_1] (rate limited: wait and try again)"
+        );
+        assert_eq!(
+            error(529, &[("request-id", "req_2")], r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
+            "p: HTTP 529 <unknown status code> overloaded_error: Overloaded [request req_2] (the provider failed: try again later)"
+        );
+        assert_eq!(
+            error(
+                400,
+                &[],
+                r#"{"error":{"code":400,"message":"bad key","status":"INVALID_ARGUMENT"}}"#
+            ),
+            "p: HTTP 400 Bad Request INVALID_ARGUMENT: bad key"
+        );
+        assert_eq!(
+            error(
+                400,
+                &[
+                    ("x-amzn-errortype", "ValidationException:http://x/"),
+                    ("x-amzn-requestid", "r3")
+                ],
+                r#"{"message":"bad model"}"#
+            ),
+            "p: HTTP 400 Bad Request ValidationException: bad model [request r3]"
+        );
+        assert_eq!(
+            error(404, &[], r#"{"error":"model 'x' not found"}"#),
+            "p: HTTP 404 Not Found: model 'x' not found (check the base URL and the model id)"
+        );
+        assert_eq!(error(502, &[], "<html>bad gateway</html>"), "p: HTTP 502 Bad Gateway: <html>bad gateway</html> (the provider failed: try again later)");
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_dates_and_milliseconds() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", HeaderValue::from_static("150"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn backoff_grows_is_capped_and_follows_retry_after() {
+        let p = RetryPolicy {
+            max_retries: 5,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(1),
+            budget: Duration::from_secs(10),
+        };
+        for retry in 0..8 {
+            let d = p.delay(retry, None);
+            assert!(
+                d <= Duration::from_millis(100 << retry).min(Duration::from_secs(1)),
+                "{retry}: {d:?}"
+            );
+        }
+        assert_eq!(
+            p.delay(0, Some(Duration::from_millis(700))),
+            Duration::from_millis(700)
+        );
+        assert_eq!(
+            p.delay(0, Some(Duration::from_secs(90))),
+            Duration::from_secs(90)
+        );
+    }
+}

@@ -115,6 +115,12 @@ pub struct ModelInfo {
     pub origin: String,
 }
 
+/// The provider instances made from the environment, named after their kind.
+#[cfg(feature = "local")]
+const BUILTIN_INSTANCES: &[&str] = &[provider::openai::KIND, provider::local::KIND];
+#[cfg(not(feature = "local"))]
+const BUILTIN_INSTANCES: &[&str] = &[provider::openai::KIND];
+
 fn lock_err() -> Error {
     Error::internal("registry lock poisoned")
 }
@@ -142,6 +148,14 @@ impl Registry {
             default_format: model::openai_chat::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::openai::OpenAiProvider::from_config(name, c)?)),
         });
+        r.register_provider(ProviderKind {
+            name: provider::local::KIND,
+            description:
+                "A GGUF model run in-process by llama.cpp (model, threads, context_size, slots)",
+            formats: &[model::openai_chat::FORMAT],
+            default_format: model::openai_chat::FORMAT,
+            factory: provider::local::create,
+        });
         r.register_feature(
             crate::feature::assistant::NAME,
             crate::feature::assistant::DESCRIPTION,
@@ -161,7 +175,7 @@ impl Registry {
                 )
             })?;
         }
-        for kind in [provider::openai::KIND] {
+        for &kind in BUILTIN_INSTANCES {
             if !r
                 .providers
                 .read()

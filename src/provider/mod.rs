@@ -5,6 +5,7 @@
 //! response body beyond its status and error text: that is the model configuration's job.
 
 pub mod http;
+pub mod local;
 pub mod openai;
 
 use std::pin::Pin;

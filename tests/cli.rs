@@ -332,7 +332,13 @@ fn config_agents_defaults_and_masked_show() {
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["corp", "openai"]);
+    // The built-in instances are named after their kind.
+    let expected: &[&str] = if cfg!(feature = "local") {
+        &["corp", "local", "openai"]
+    } else {
+        &["corp", "openai"]
+    };
+    assert_eq!(names, expected);
     let db = std::fs::read(env.data.path().join("history.db")).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains("sk-config-secret-999"));
 }

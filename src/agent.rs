@@ -153,6 +153,13 @@ impl AIAgent {
         };
 
         let model = self.model_copy()?;
+        crate::model::check_images(
+            &new_messages,
+            model.format(),
+            model.images(),
+            &self.provider.name,
+            self.provider.provider.max_image_bytes(),
+        )?;
         let request = model.prepare_request(&full, on_delta.is_some())?;
         let started = Instant::now();
         let call = async {

@@ -31,6 +31,30 @@ pub struct Config {
     /// Settings of features by name: `[features.NAME]`.
     #[serde(default)]
     pub features: BTreeMap<String, FeatureConfig>,
+    /// Plugin modules by name: `[plugins.NAME]` (tools are named `NAME.function`).
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PluginConfig>,
+}
+
+/// `[plugins.NAME]`: one plugin module, an HTTP service with a manifest at
+/// `/.well-known/ai-plugin.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PluginConfig {
+    /// The module's base URL or its manifest's URL.
+    pub url: String,
+    /// Whether conversations that name no tools get this module's tools (default false).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Seconds allowed for one call (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<f64>,
+    /// A `service_api_key` module's key. Prefer `genai keys set plugin:NAME` or `api_key_cmd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// A shell command that prints the module's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_cmd: Option<String>,
 }
 
 /// `[defaults]`: what `genai ask` uses when no `-m` is given.
@@ -100,6 +124,49 @@ pub struct ProviderConfig {
     /// that many conversations continue without evaluating their history again (default 4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<u32>,
+    /// The cloud region, such as `us-east-1` (bedrock; default: `AWS_REGION`,
+    /// `AWS_DEFAULT_REGION`, then the profile's region in `~/.aws/config`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// The profile of the shared AWS credentials and config files (bedrock; default:
+    /// `AWS_PROFILE`, then `default`). When set, it wins over `AWS_ACCESS_KEY_ID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// `azure-openai`: the `api-version` query parameter (default `OPENAI_API_VERSION`, else
+    /// 2024-10-21); `v1` uses the version-less `/openai/v1/` API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// `azure-openai`: the deployment that serves every model of this instance (default: the
+    /// model id is the deployment name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<String>,
+    /// `http` kind: the HTTP method of the request (default `POST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// `http` kind: named credentials for `${credential.NAME}` in the URL, headers and body
+    /// (`api_key`, `api_key_env` and `api_key_cmd` give the one named `api_key`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub credentials: BTreeMap<String, CredentialConfig>,
+    /// `http` kind: how a streamed answer is framed, `sse` or `ndjson` (default: from its
+    /// Content-Type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_framing: Option<String>,
+}
+
+/// `[service_providers.NAME.credentials.CRED]`: where one credential comes from, looked up like
+/// an API key: `env`, then the OS keyring (user `NAME.CRED`), then `cmd`, then `value`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialConfig {
+    /// The environment variable that holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
+    /// A shell command that prints it on stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmd: Option<String>,
+    /// The value itself. Prefer the keyring (`genai keys set NAME.CRED`) or `env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 /// `[model_configurations.NAME]`: one wire format with its model and parameters.
@@ -222,10 +289,20 @@ impl Config {
             if provider.api_key.is_some() {
                 provider.api_key = Some(MASK.to_string());
             }
+            for credential in provider.credentials.values_mut() {
+                if credential.value.is_some() {
+                    credential.value = Some(MASK.to_string());
+                }
+            }
             for (name, value) in provider.headers.iter_mut() {
                 if is_secret_header(name) {
                     *value = MASK.to_string();
                 }
+            }
+        }
+        for plugin in shown.plugins.values_mut() {
+            if plugin.api_key.is_some() {
+                plugin.api_key = Some(MASK.to_string());
             }
         }
         toml::to_string_pretty(&shown).unwrap_or_default()
@@ -273,6 +350,28 @@ mod tests {
         assert!(!shown.contains("sk-very-secret"), "{shown}");
         assert!(!shown.contains("hdr-secret"), "{shown}");
         assert!(shown.contains("blue"));
+    }
+
+    #[test]
+    fn http_credentials_are_masked() {
+        let c = Config::parse(
+            r#"
+            [service_providers.h]
+            kind = "http"
+            base_url = "http://127.0.0.1:9/x"
+            method = "PUT"
+            [service_providers.h.credentials.token]
+            value = "cred-very-secret"
+            [service_providers.h.credentials.other]
+            env = "OTHER_TOKEN"
+            "#,
+        )
+        .unwrap();
+        let h = &c.service_providers["h"];
+        assert_eq!(h.credentials["other"].env.as_deref(), Some("OTHER_TOKEN"));
+        let shown = c.masked_toml();
+        assert!(!shown.contains("cred-very-secret"), "{shown}");
+        assert!(shown.contains("OTHER_TOKEN"), "{shown}");
     }
 
     #[test]

@@ -61,6 +61,24 @@ pub struct Framework {
     inflight: Arc<tokio::sync::watch::Sender<usize>>,
 }
 
+/// The environment variables that select a built-in provider when nothing else chooses one.
+const ZERO_CONFIG_ENV: &[(&str, &[&str])] = &[
+    (
+        crate::provider::openai::KIND,
+        &["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+    ),
+    (crate::provider::anthropic::KIND, &["ANTHROPIC_API_KEY"]),
+    (
+        crate::provider::gemini::KIND,
+        &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    ),
+];
+
+fn any_env(vars: &[&str]) -> bool {
+    vars.iter()
+        .any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty()))
+}
+
 fn new_id() -> String {
     ulid::Ulid::new().to_string()
 }
@@ -137,14 +155,23 @@ impl Framework {
     pub fn select(&self, name: Option<&str>) -> Result<Selection> {
         let name = match name.or(self.config.defaults.model.as_deref()) {
             Some(n) => n,
-            // Zero config: an OpenAI key or base URL in the environment selects the built-in `openai`.
-            None if ["OPENAI_API_KEY", "OPENAI_BASE_URL"].iter().any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty())) => {
-                crate::provider::openai::KIND
+            // Zero config: a provider's key (or endpoint) in the environment selects its
+            // built-in instance, in this order.
+            None if ZERO_CONFIG_ENV.iter().any(|(_, vars)| any_env(vars)) => ZERO_CONFIG_ENV
+                .iter()
+                .find(|(_, vars)| any_env(vars))
+                .map(|(kind, _)| *kind)
+                .unwrap_or(crate::provider::openai::KIND),
+            // Zero config, no key in the environment: the default local model.
+            None => {
+                let lib = crate::models::ModelLibrary::open(&crate::config::Paths::from_env()?);
+                let (provider, model) = self.registry.implicit_local(&self.config, &lib)?;
+                return Ok(Selection {
+                    provider,
+                    model: Some(model),
+                    ..Default::default()
+                });
             }
-            None => return Err(Error::new(
-                ErrorKind::Config,
-                "no model chosen: pass -m PROVIDER:MODEL (such as openai:gpt-4o-mini), or set `model` under [defaults] in the config",
-            )),
         };
         if let Some(agent) = self.config.agents.get(name) {
             return Ok(Selection {
@@ -499,7 +526,7 @@ impl Framework {
                     continue;
                 }
                 if let Some((turn, token)) = conv.running.lock().map_err(|_| poisoned())?.as_ref() {
-                    if p.turn_id.as_ref().map_or(true, |t| t == turn) {
+                    if p.turn_id.as_ref().is_none_or(|t| t == turn) {
                         token.cancel();
                         cancelled = true;
                     }

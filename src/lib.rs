@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod download;
 pub mod error;
 pub mod feature;
 pub mod framework;
@@ -17,3 +18,4 @@ pub mod rpc;
 pub mod schema;
 pub mod secrets;
 pub mod store;
+pub mod tools;

@@ -211,7 +211,11 @@ impl ModelLibrary {
         let was_default = self.recorded_default()?.as_deref() == Some(name.as_str());
         let path = self.path_of(&name);
         std::fs::remove_file(&path).map_err(|e| io_err("remove", &path, e))?;
-        let _ = std::fs::remove_file(part_path(&path));
+        let part = part_path(&path);
+        let _ = std::fs::remove_file(&part);
+        let mut marker = part.into_os_string();
+        marker.push(".source");
+        let _ = std::fs::remove_file(PathBuf::from(marker));
         if was_default {
             let file = self.dir.join(DEFAULT_FILE);
             std::fs::remove_file(&file).map_err(|e| io_err("remove", &file, e))?;

@@ -14,7 +14,11 @@ use serde_json::{Map, Value};
 use crate::config::{Config, ModelConfigurationConfig, ProviderConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{self, ModelConfiguration, ParameterSpec};
+use crate::models::ModelLibrary;
 use crate::provider::{self, ServiceProvider};
+
+/// The provider kind that runs GGUF models from the models folder (cargo feature `local`).
+pub const LOCAL_KIND: &str = "local";
 
 /// Builds a provider instance from its name and settings.
 pub type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServiceProvider>>;
@@ -115,12 +119,6 @@ pub struct ModelInfo {
     pub origin: String,
 }
 
-/// The provider instances made from the environment, named after their kind.
-#[cfg(feature = "local")]
-const BUILTIN_INSTANCES: &[&str] = &[provider::openai::KIND, provider::local::KIND];
-#[cfg(not(feature = "local"))]
-const BUILTIN_INSTANCES: &[&str] = &[provider::openai::KIND];
-
 fn lock_err() -> Error {
     Error::internal("registry lock poisoned")
 }
@@ -141,12 +139,88 @@ impl Registry {
             parameters: model::openai_chat::PARAMETERS,
             factory: |m| Box::new(model::openai_chat::OpenAiChat::new(m)),
         });
+        r.register_format(FormatKind {
+            name: model::claude_messages::FORMAT,
+            description: "Anthropic Messages API (Claude on Anthropic and on Amazon Bedrock)",
+            parameters: model::claude_messages::PARAMETERS,
+            factory: |m| Box::new(model::claude_messages::ClaudeMessages::new(m)),
+        });
         r.register_provider(ProviderKind {
             name: provider::openai::KIND,
             description: "OpenAI and any OpenAI-compatible server (base_url, OPENAI_BASE_URL, OPENAI_API_KEY)",
             formats: &[model::openai_chat::FORMAT],
             default_format: model::openai_chat::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::openai::OpenAiProvider::from_config(name, c)?)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::anthropic::KIND,
+            description: "Anthropic's API (base_url, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY)",
+            formats: &[model::claude_messages::FORMAT],
+            default_format: model::claude_messages::FORMAT,
+            factory: |name, c| {
+                Ok(Arc::new(
+                    provider::anthropic::AnthropicProvider::from_config(name, c)?,
+                ))
+            },
+        });
+        r.register_format(FormatKind {
+            name: model::ollama_chat::FORMAT,
+            description: "Ollama's native chat API (/api/chat, NDJSON streaming)",
+            parameters: model::ollama_chat::PARAMETERS,
+            factory: |m| Box::new(model::ollama_chat::OllamaChat::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::ollama::KIND,
+            description: "An Ollama server (base_url or OLLAMA_HOST, default http://127.0.0.1:11434; no key needed, OLLAMA_API_KEY sent as a bearer token if set)",
+            formats: &[model::ollama_chat::FORMAT, model::openai_chat::FORMAT],
+            default_format: model::ollama_chat::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::ollama::OllamaProvider::from_config(name, c)?)),
+        });
+        r.register_format(FormatKind {
+            name: model::gemini::FORMAT,
+            description: "Google Gemini API generateContent / streamGenerateContent",
+            parameters: model::gemini::PARAMETERS,
+            factory: |m| Box::new(model::gemini::Gemini::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::gemini::KIND,
+            description: "Google's Gemini API (base_url or GEMINI_BASE_URL; GEMINI_API_KEY or GOOGLE_API_KEY, sent as x-goog-api-key)",
+            formats: &[model::gemini::FORMAT],
+            default_format: model::gemini::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::gemini::GeminiProvider::from_config(name, c)?)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::azure_openai::KIND,
+            description: "Azure OpenAI deployments (base_url or AZURE_OPENAI_ENDPOINT, deployment, api_version or OPENAI_API_VERSION, AZURE_OPENAI_API_KEY)",
+            formats: &[model::openai_chat::FORMAT],
+            default_format: model::openai_chat::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::azure_openai::AzureOpenAiProvider::from_config(name, c)?)),
+        });
+        r.register_format(FormatKind {
+            name: model::http_template::FORMAT,
+            description: "A JSON request body template with placeholders and JSONPath filters for the reply (OpenSearch-style connector)",
+            parameters: model::http_template::PARAMETERS,
+            factory: |m| Box::new(model::http_template::HttpTemplate::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::http_connector::KIND,
+            description: "Any HTTP endpoint: base_url, method, headers, credentials; the body comes from an http-template model configuration",
+            formats: &[model::http_template::FORMAT],
+            default_format: model::http_template::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::http_connector::HttpConnector::from_config(name, c)?)),
+        });
+        r.register_format(FormatKind {
+            name: model::bedrock_converse::FORMAT,
+            description: "Amazon Bedrock Converse API (one shape for every Bedrock chat model)",
+            parameters: model::bedrock_converse::PARAMETERS,
+            factory: |m| Box::new(model::bedrock_converse::BedrockConverse::new(m)),
+        });
+        r.register_provider(ProviderKind {
+            name: provider::bedrock::KIND,
+            description: "Amazon Bedrock Runtime (region, profile; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
+            formats: &[model::bedrock_converse::FORMAT, model::claude_messages::FORMAT],
+            default_format: model::bedrock_converse::FORMAT,
+            factory: |name, c| Ok(Arc::new(provider::bedrock::BedrockProvider::from_config(name, c)?)),
         });
         r.register_provider(ProviderKind {
             name: provider::local::KIND,
@@ -175,7 +249,20 @@ impl Registry {
                 )
             })?;
         }
-        for &kind in BUILTIN_INSTANCES {
+        // Azure has no endpoint to default to: built in only when the environment names one.
+        let azure = std::env::var(provider::azure_openai::ENDPOINT_ENV)
+            .is_ok_and(|e| !e.trim().is_empty())
+            .then_some(provider::azure_openai::KIND);
+        for kind in [
+            provider::openai::KIND,
+            provider::anthropic::KIND,
+            provider::bedrock::KIND,
+            provider::ollama::KIND,
+            provider::gemini::KIND,
+        ]
+        .into_iter()
+        .chain(azure)
+        {
             if !r
                 .providers
                 .read()
@@ -198,6 +285,50 @@ impl Registry {
             })?;
         }
         Ok(r)
+    }
+
+    /// Zero config (DESIGN §5): with no `[service_providers]` and no `[defaults] model`, the
+    /// default model of the models folder runs on an implicit provider instance `local` (kind
+    /// `local`, `default_model` = the model's name), added here and only here. Returns the
+    /// instance name and the model name (which the `local` kind resolves with
+    /// [`ModelLibrary::resolve`]), or a `Config` error saying how to add a model or a provider.
+    pub fn implicit_local(&self, config: &Config, lib: &ModelLibrary) -> Result<(String, String)> {
+        let no_model = |msg: String| Err(Error::new(ErrorKind::Config, msg));
+        if !config.service_providers.is_empty() || config.defaults.model.is_some() {
+            return no_model(
+                "no model chosen: pass -m PROVIDER:MODEL (such as openai:gpt-4o-mini), or set `model` under [defaults] in the config".into(),
+            );
+        }
+        if self.provider_kind(LOCAL_KIND).is_err() {
+            return no_model(
+                "no model provider is configured, and this genai was built without the `local` feature so it cannot run local models: configure a provider (see `genai config path`), set OPENAI_API_KEY, or rebuild with `cargo build --features local`".into(),
+            );
+        }
+        let Some(name) = lib.default_name()? else {
+            let count = lib.list()?.len();
+            if count > 0 {
+                return no_model(format!(
+                    "no model provider is configured and {count} local models are installed but none is the default: choose one with `genai models default NAME`"
+                ));
+            }
+            return no_model(
+                "no model provider is configured and no local model is installed: run `scripts/install-demo-model.sh` or `genai models pull URL`, or configure a provider (see `genai config path`)".into(),
+            );
+        };
+        let exists = self
+            .providers
+            .read()
+            .map_err(|_| lock_err())?
+            .contains_key(LOCAL_KIND);
+        if !exists {
+            let c = ProviderConfig {
+                kind: LOCAL_KIND.to_string(),
+                default_model: Some(name.clone()),
+                ..Default::default()
+            };
+            self.create_provider(LOCAL_KIND, &c, "builtin")?;
+        }
+        Ok((LOCAL_KIND.to_string(), name))
     }
 
     pub fn register_provider(&mut self, kind: ProviderKind) {
@@ -492,6 +623,108 @@ mod tests {
         );
         let m = r.build_model(&p, None, Some("gpt-x"), None).unwrap();
         assert_eq!((m.format(), m.model()), ("openai-chat", "gpt-x"));
+    }
+
+    /// A stand-in for the `local` kind (built by the `local` feature), on the openai transport.
+    fn with_fake_local_kind() -> Registry {
+        let mut r = Registry::from_config(&Config::default()).unwrap();
+        r.register_provider(ProviderKind {
+            name: LOCAL_KIND,
+            description: "test stand-in",
+            formats: &[model::openai_chat::FORMAT],
+            default_format: model::openai_chat::FORMAT,
+            factory: |name, c| {
+                Ok(Arc::new(provider::openai::OpenAiProvider::from_config(
+                    name, c,
+                )?))
+            },
+        });
+        r
+    }
+
+    #[test]
+    fn implicit_local_needs_the_kind_and_a_default_model_and_no_configured_provider() {
+        let d = tempfile::tempdir().unwrap();
+        let lib = ModelLibrary::at(d.path());
+        if !cfg!(feature = "local") {
+            let e = Registry::new()
+                .implicit_local(&Config::default(), &lib)
+                .unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Config);
+            assert!(
+                e.message.contains("without the `local` feature"),
+                "{}",
+                e.message
+            );
+        }
+
+        let r = with_fake_local_kind();
+        let e = r.implicit_local(&Config::default(), &lib).unwrap_err();
+        assert!(
+            e.message.contains("scripts/install-demo-model.sh"),
+            "{}",
+            e.message
+        );
+        assert!(
+            r.provider(LOCAL_KIND).is_err(),
+            "no instance without a model"
+        );
+
+        std::fs::write(lib.path_of("a"), b"x").unwrap();
+        std::fs::write(lib.path_of("b"), b"x").unwrap();
+        let e = r.implicit_local(&Config::default(), &lib).unwrap_err();
+        assert!(
+            e.message.contains("genai models default NAME"),
+            "{}",
+            e.message
+        );
+
+        lib.set_default("b").unwrap();
+        let (p, m) = r.implicit_local(&Config::default(), &lib).unwrap();
+        assert_eq!((p.as_str(), m.as_str()), ("local", "b"));
+        let inst = r.provider("local").unwrap();
+        assert_eq!((inst.kind, inst.origin), ("local", "builtin"));
+        assert_eq!(inst.provider.default_model(), Some("b"));
+
+        let configured = Config::parse("[service_providers.work]\nkind = 'openai'").unwrap();
+        let e = with_fake_local_kind()
+            .implicit_local(&configured, &lib)
+            .unwrap_err();
+        assert!(e.message.contains("no model chosen"), "{}", e.message);
+    }
+
+    #[test]
+    fn builtin_anthropic_runs_claude_messages_only() {
+        let r = Registry::from_config(&Config::default()).unwrap();
+        let p = r.provider("anthropic").unwrap();
+        assert_eq!(p.kind, "anthropic");
+        assert!(r.check_compatible("anthropic", "claude-messages").is_ok());
+        let e = r.check_compatible("anthropic", "openai-chat").unwrap_err();
+        assert!(
+            e.message.contains("anthropic runs: claude-messages"),
+            "{}",
+            e.message
+        );
+        let m = r.build_model(&p, None, None, None).unwrap();
+        assert_eq!(
+            (m.format(), m.model()),
+            ("claude-messages", "claude-sonnet-4-5")
+        );
+    }
+
+    #[test]
+    fn builtin_ollama_runs_both_of_its_formats() {
+        let r = Registry::from_config(&Config::default()).unwrap();
+        let p = r.provider("ollama").unwrap();
+        assert_eq!(p.kind, "ollama");
+        assert!(r.check_compatible("ollama", "openai-chat").is_ok());
+        let m = r.build_model(&p, None, Some("qwen3"), None).unwrap();
+        assert_eq!((m.format(), m.model()), ("ollama-chat", "qwen3"));
+        assert!(r.check_compatible("openai", "ollama-chat").is_err());
+        let g = r.provider("gemini").unwrap();
+        let m = r.build_model(&g, None, None, None).unwrap();
+        assert_eq!((m.format(), m.model()), ("gemini", "gemini-2.5-flash"));
+        assert!(r.check_compatible("gemini", "openai-chat").is_err());
     }
 
     #[test]

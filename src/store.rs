@@ -507,6 +507,7 @@ mod tests {
                         input_tokens: 3,
                         output_tokens: 1,
                         cache_read_tokens: None,
+                        cache_creation_tokens: None,
                     }),
                 ),
             ],

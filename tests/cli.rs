@@ -244,12 +244,75 @@ fn exit_codes_and_one_line_errors() {
     c.env_remove("OPENAI_BASE_URL");
     let o = c.stdin(Stdio::null()).output().unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("-m"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("configure a provider"),
+        "{}",
+        stderr(&o)
+    );
     let mut c = env.cmd(&["ask", "-m", "openai:gpt-4o-mini", "hi"]);
     c.env_remove("OPENAI_BASE_URL");
     let o = c.stdin(Stdio::null()).output().unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("OPENAI_API_KEY"), "{}", stderr(&o));
+}
+
+/// Whether this binary registers provider kind `local` (cargo feature `local`).
+fn has_local_kind(env: &Env) -> bool {
+    let o = env.run(&["components", "--json"], None);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["kinds"]["serviceProviders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|k| k["name"] == "local")
+}
+
+#[test]
+fn zero_config_without_a_provider_or_a_local_model_says_how_to_add_either() {
+    let env = Env::new();
+    let local = has_local_kind(&env);
+    let ask = |env: &Env| {
+        let mut c = env.cmd(&["ask", "hi"]);
+        c.env_remove("OPENAI_BASE_URL").stdin(Stdio::null());
+        c.output().unwrap()
+    };
+    let o = ask(&env);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("configure a provider (see `genai config path`)"),
+        "{err}"
+    );
+    if local {
+        assert!(
+            err.contains("no local model is installed")
+                && err.contains("scripts/install-demo-model.sh")
+                && err.contains("genai models pull URL"),
+            "{err}"
+        );
+    } else {
+        assert!(err.contains("built without the `local` feature"), "{err}");
+    }
+    // Two models and no default: say how to choose one.
+    let models = env.data.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::write(models.join("a.gguf"), b"GGUF").unwrap();
+    std::fs::write(models.join("b.gguf"), b"GGUF").unwrap();
+    let o = ask(&env);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    if local {
+        assert!(
+            stderr(&o).contains("genai models default NAME"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // A configured provider is never overridden by the local model.
+    env.write_config("[service_providers.work]\nkind = \"openai\"\n");
+    let o = ask(&env);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no model chosen"), "{}", stderr(&o));
 }
 
 #[test]
@@ -332,13 +395,11 @@ fn config_agents_defaults_and_masked_show() {
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    // The built-in instances are named after their kind.
-    let expected: &[&str] = if cfg!(feature = "local") {
-        &["corp", "local", "openai"]
-    } else {
-        &["corp", "openai"]
-    };
-    assert_eq!(names, expected);
+    // `corp` from the config; the built-in instances made from the environment.
+    assert_eq!(
+        names,
+        ["anthropic", "bedrock", "corp", "gemini", "ollama", "openai"]
+    );
     let db = std::fs::read(env.data.path().join("history.db")).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains("sk-config-secret-999"));
 }
@@ -383,6 +444,10 @@ fn sessions_delete_schema_completions_and_paths() {
     let paths = stdout(&env.run(&["config", "path"], None));
     assert!(
         paths.contains(&env.data.path().join("history.db").display().to_string()),
+        "{paths}"
+    );
+    assert!(
+        paths.contains(&env.data.path().join("models").display().to_string()),
         "{paths}"
     );
 }

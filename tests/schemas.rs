@@ -21,7 +21,8 @@ fn committed_schemas_match_the_code() {
             stale.push(name.to_string());
         }
     }
-    let known: Vec<String> = all.iter().map(|(n, _)| format!("{n}.json")).collect();
+    let mut known: Vec<String> = all.iter().map(|(n, _)| format!("{n}.json")).collect();
+    known.extend(genai::schema::HAND_WRITTEN.iter().map(|n| n.to_string()));
     for entry in std::fs::read_dir(&dir).unwrap() {
         let file = entry.unwrap().file_name().to_string_lossy().into_owned();
         if file.ends_with(".json") && !known.contains(&file) {

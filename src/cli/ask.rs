@@ -23,6 +23,10 @@ pub struct Args {
     /// A system prompt for this conversation.
     #[arg(short, long)]
     pub system: Option<String>,
+    /// An image to send with the prompt: a file, a file:// URL, or an http(s) URL that genai
+    /// downloads (repeatable). PNG, JPEG, GIF or WebP, told from the bytes; 20 MiB at most.
+    #[arg(short = 'a', long = "attach", value_name = "FILE|URL")]
+    pub attach: Vec<String>,
     /// A model parameter, NAME=VALUE (repeatable), such as -p temperature=0.2.
     #[arg(short = 'p', long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
@@ -84,11 +88,13 @@ pub async fn run(args: Args) -> i32 {
 
 async fn ask(args: Args) -> Result<i32, Error> {
     let text = prompt_text(&args.prompt)?;
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && args.attach.is_empty() {
         return Err(usage(
             "nothing to ask: give a prompt, or pipe text into genai ask",
         ));
     }
+    // Attachments are read (and refused) before anything else is done.
+    let images = super::attach::load_all(&args.attach).await?;
     let timeout = match args.timeout {
         Some(t) if !(t.is_finite() && t > 0.0) => {
             return Err(usage("--timeout takes a positive number of seconds"))
@@ -147,7 +153,12 @@ async fn ask(args: Args) -> Result<i32, Error> {
     for (k, v) in params {
         agent.set_parameter(&k, v)?;
     }
-    let turn_id = fw.on_new_message(&conv.conversation_id, Message::user(text))?;
+    let mut message = Message::user(text.clone());
+    if text.trim().is_empty() {
+        message.content.clear();
+    }
+    message.content.extend(images);
+    let turn_id = fw.on_new_message(&conv.conversation_id, message)?;
 
     let mut out = std::io::stdout();
     let mut printed = String::new();

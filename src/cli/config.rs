@@ -6,7 +6,7 @@ use genai::error::Error;
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Print the config file, the history database and the data folder.
+    /// Print the config file, the history database, the data folder and the models folder.
     Path,
     /// Print the config with every secret masked.
     Show,
@@ -19,6 +19,10 @@ pub fn run(c: Command) -> Result<(), Error> {
             println!("config  {}", paths.config_file().display());
             println!("history {}", paths.history_db().display());
             println!("data    {}", paths.data_dir.display());
+            println!(
+                "models  {}",
+                genai::models::ModelLibrary::open(&paths).dir().display()
+            );
         }
         Command::Show => {
             let file = paths.config_file();

@@ -3,10 +3,14 @@
 //! credentials). Each subcommand lives in its own file and holds no logic the daemon lacks.
 
 mod ask;
+mod attach;
 mod components;
 mod config;
 mod daemon;
 mod keys;
+mod models;
+mod params;
+mod plugins;
 mod schema;
 mod sessions;
 
@@ -42,9 +46,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show the parameters each model format accepts, with types and ranges.
+    Params(params::Args),
     /// Store or delete API keys in the OS keyring.
     #[command(subcommand)]
     Keys(keys::Command),
+    /// List, download, remove or choose the local models (GGUF files for provider kind `local`).
+    #[command(subcommand)]
+    Models(models::Command),
+    /// Add, list, remove or call plugin modules (HTTP services whose functions become tools).
+    #[command(subcommand)]
+    Plugins(plugins::Command),
     /// Print the JSON Schema of a protocol message or of the config (all names without NAME).
     Schema { name: Option<String> },
     /// Show where the config lives, or show it with secrets masked.
@@ -120,7 +132,10 @@ pub fn run() -> i32 {
         Command::Daemon => runtime().block_on(daemon::run()),
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
+        Command::Params(args) => params::run(args),
         Command::Keys(c) => keys::run(c),
+        Command::Models(c) => models::run(c),
+        Command::Plugins(c) => runtime().block_on(plugins::run(c)),
         Command::Schema { name } => schema::run(name.as_deref()),
         Command::Config(c) => config::run(c),
         Command::Completions { shell } => {

@@ -39,6 +39,7 @@ impl Feature for Assistant {
                 if let Some(u) = r.usage {
                     let cached = u
                         .cache_read_tokens
+                        .filter(|c| *c > 0)
                         .map(|c| format!(" ({c} cached)"))
                         .unwrap_or_default();
                     detailed.push(format!(

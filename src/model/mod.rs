@@ -4,6 +4,11 @@
 //! body into a message (`extract_result`), a stream into deltas (its [`StreamDecoder`]), and
 //! validates parameter changes. It must never do I/O: moving bytes is the provider's job.
 
+pub mod bedrock_converse;
+pub mod claude_messages;
+pub mod gemini;
+pub mod http_template;
+pub mod ollama_chat;
 pub mod openai_chat;
 
 use serde::Serialize;
@@ -39,6 +44,81 @@ pub trait StreamDecoder: Send {
     fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>>;
     /// Ends the stream; an error when the stream stopped before the reply was complete.
     fn finish(self: Box<Self>) -> Result<ModelReply>;
+}
+
+/// Which image parts a format can carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ImageSupport {
+    /// Inline bytes (`mediaType` + base64 `data`).
+    pub inline: bool,
+    /// A URL the provider fetches itself.
+    pub url: bool,
+}
+
+impl ImageSupport {
+    pub const NONE: ImageSupport = ImageSupport {
+        inline: false,
+        url: false,
+    };
+    pub const INLINE: ImageSupport = ImageSupport {
+        inline: true,
+        url: false,
+    };
+    pub const ALL: ImageSupport = ImageSupport {
+        inline: true,
+        url: true,
+    };
+}
+
+/// Refuses, before any request is sent, image parts that `format` cannot carry or whose inline
+/// bytes exceed the provider's `max_bytes` per image.
+pub fn check_images(
+    messages: &[Message],
+    format: &str,
+    support: ImageSupport,
+    provider: &str,
+    max_bytes: Option<usize>,
+) -> Result<()> {
+    for part in messages.iter().flat_map(|m| &m.content) {
+        let crate::message::Part::Image { url, data, .. } = part else {
+            continue;
+        };
+        if url.is_some() && !support.url {
+            let how = if support.inline {
+                "send the image's bytes instead (`genai ask -a` downloads URLs)"
+            } else {
+                "choose a format that takes images"
+            };
+            return Err(Error::invalid_params(format!(
+                "the {format} format cannot take images by URL: {how}"
+            )));
+        }
+        if let Some(data) = data {
+            if !support.inline {
+                return Err(Error::invalid_params(format!(
+                    "the {format} format cannot take images"
+                )));
+            }
+            // base64: 4 characters carry 3 bytes.
+            let bytes = data.trim_end_matches('=').len() * 3 / 4;
+            if let Some(max) = max_bytes.filter(|max| bytes > *max) {
+                return Err(Error::invalid_params(format!(
+                    "an image of {} exceeds provider {provider}'s limit of {} per image",
+                    human_bytes(bytes),
+                    human_bytes(max)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn human_bytes(n: usize) -> String {
+    if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    }
 }
 
 /// The type of a parameter, with its range.
@@ -86,6 +166,10 @@ pub trait ModelConfiguration: Send + Sync {
     fn extract_result(&self, body: &[u8]) -> Result<ModelReply>;
     /// A decoder for one streamed response.
     fn stream_decoder(&self) -> Box<dyn StreamDecoder>;
+    /// Which image parts this format carries (none unless it says so).
+    fn images(&self) -> ImageSupport {
+        ImageSupport::NONE
+    }
     fn clone_box(&self) -> Box<dyn ModelConfiguration>;
 
     /// Sets a parameter after checking its name (case-insensitively), type and range;
@@ -229,5 +313,28 @@ mod tests {
         let e = validate_parameter("f", SPECS, "temperature", Value::from(3)).unwrap_err();
         assert!(e.message.contains("outside"), "{}", e.message);
         assert!(validate_parameter("f", SPECS, "max_tokens", Value::from(1.5)).is_err());
+    }
+
+    #[test]
+    fn images_are_checked_before_sending() {
+        let image = |url: Option<&str>, data: Option<String>| Message {
+            role: crate::message::Role::User,
+            content: vec![crate::message::Part::Image {
+                url: url.map(str::to_string),
+                media_type: data.as_ref().map(|_| "image/png".to_string()),
+                data,
+            }],
+            from: None,
+        };
+        let small = vec![image(None, Some("A".repeat(400)))];
+        assert!(check_images(&small, "f", ImageSupport::INLINE, "p", Some(300)).is_ok());
+        let e = check_images(&small, "f", ImageSupport::INLINE, "p", Some(200)).unwrap_err();
+        assert!(e.message.contains("limit of 0.2 KiB"), "{}", e.message);
+        let e = check_images(&small, "f", ImageSupport::NONE, "p", None).unwrap_err();
+        assert!(e.message.contains("cannot take images"), "{}", e.message);
+        let by_url = vec![image(Some("https://x/y.png"), None)];
+        assert!(check_images(&by_url, "f", ImageSupport::ALL, "p", None).is_ok());
+        let e = check_images(&by_url, "f", ImageSupport::INLINE, "p", None).unwrap_err();
+        assert!(e.message.contains("by URL"), "{}", e.message);
     }
 }

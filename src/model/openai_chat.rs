@@ -7,8 +7,8 @@
 use serde_json::{json, Map, Value};
 
 use super::{
-    ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType, StreamDecoder,
-    StreamEvent,
+    ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
+    StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -75,17 +75,43 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     ParameterSpec {
         name: "response_format",
         kind: ParameterType::Object,
-        description: "Such as {\"type\":\"json_object\"}.",
+        description: "The reply's shape, sent as a JSON object (text given with -p is parsed): \
+            {\"type\":\"json_object\"}, or {\"type\":\"json_schema\",\"json_schema\":{...}}.",
     },
     ParameterSpec {
         name: "reasoning_effort",
         kind: ParameterType::String,
-        description: "low, medium or high, for reasoning models.",
+        description: "minimal, low, medium or high, for reasoning models.",
     },
     ParameterSpec {
         name: "user",
         kind: ParameterType::String,
         description: "An end-user id passed to the provider.",
+    },
+    ParameterSpec {
+        name: "logit_bias",
+        kind: ParameterType::Object,
+        description: "A JSON object from token id to a bias from -100 to 100.",
+    },
+    ParameterSpec {
+        name: "parallel_tool_calls",
+        kind: ParameterType::Boolean,
+        description: "Whether the model may call several tools at once.",
+    },
+    ParameterSpec {
+        name: "service_tier",
+        kind: ParameterType::String,
+        description: "auto, default, flex or priority (OpenAI's processing tiers).",
+    },
+    ParameterSpec {
+        name: "store",
+        kind: ParameterType::Boolean,
+        description: "Whether OpenAI keeps the completion for its dashboard.",
+    },
+    ParameterSpec {
+        name: "metadata",
+        kind: ParameterType::Object,
+        description: "A JSON object of string tags stored with the completion.",
     },
     ParameterSpec {
         name: "top_k",
@@ -217,6 +243,10 @@ impl ModelConfiguration for OpenAiChat {
     fn clone_box(&self) -> Box<dyn ModelConfiguration> {
         Box::new(self.clone())
     }
+
+    fn images(&self) -> ImageSupport {
+        ImageSupport::ALL
+    }
 }
 
 fn str_field(v: &Value, name: &str) -> String {
@@ -262,6 +292,7 @@ fn usage_of(u: &Value) -> Option<Usage> {
             .get("prompt_tokens_details")
             .and_then(|d| d.get("cached_tokens"))
             .and_then(Value::as_u64),
+        cache_creation_tokens: None,
     })
 }
 

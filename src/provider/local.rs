@@ -4,10 +4,11 @@
 //! `chat.completion` body otherwise), so the openai-chat decoder reads it unchanged.
 //!
 //! Config: `[service_providers.NAME] kind = "local"` with `model` (a name in the models folder
-//! or a path to a `.gguf` file), `threads` (default: one per core), `context_size` (`n_ctx`
-//! of each slot, default 4096 capped by the model's training context) and `slots` (contexts
-//! kept with their KV cache, default 4). No GPU offload. The zero-config instance `local`
-//! runs the models folder's default model.
+//! or a path to a `.gguf` file), `threads` (default: one per core), `context_size` (`n_ctx` of
+//! each slot, default 4096 capped by the model's training context) and `slots` (contexts kept
+//! with their KV cache, default 4). No GPU offload. With nothing configured, the registry makes
+//! an implicit instance `local` for the models folder's default model (`default_model`, read
+//! like `model`).
 //!
 //! This file owns the provider: resolving the model, moving work onto blocking threads, and
 //! the channel between generation and the caller. It must never call llama.cpp itself
@@ -121,6 +122,7 @@ mod enabled {
             let default_model = c
                 .model
                 .clone()
+                .or_else(|| c.default_model.clone())
                 .filter(|m| !m.trim().is_empty())
                 .or_else(|| {
                     // Zero config: the models folder's default, if any (read once, at start).

@@ -4,8 +4,16 @@
 //! A provider owns its HTTP client, its endpoint and its credentials. It must never interpret a
 //! response body beyond its status and error text: that is the model configuration's job.
 
+pub mod anthropic;
+pub mod aws;
+pub mod azure_openai;
+pub mod bedrock;
+pub mod gemini;
 pub mod http;
+pub mod http_connector;
+pub mod lazy_key;
 pub mod local;
+pub mod ollama;
 pub mod openai;
 
 use std::pin::Pin;
@@ -58,6 +66,10 @@ pub trait ServiceProvider: Send + Sync {
     fn name(&self) -> &str;
     /// The model id used when a conversation names none.
     fn default_model(&self) -> Option<&str>;
+    /// The largest inline image, in bytes, this provider accepts (`None`: no known limit).
+    fn max_image_bytes(&self) -> Option<usize> {
+        None
+    }
     /// Sends the request. Dropping the returned future (or stream) drops the HTTP request.
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse>;
 }

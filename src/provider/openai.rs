@@ -5,9 +5,9 @@
 //! request body (the `openai-chat` format does).
 
 use async_trait::async_trait;
-use tokio::sync::OnceCell;
 
 use super::http::Http;
+use super::lazy_key::LazyKey;
 use super::{ProviderResponse, ServiceProvider};
 use crate::config::ProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
@@ -23,8 +23,7 @@ pub struct OpenAiProvider {
     base_url: String,
     /// True when the base URL is OpenAI's own, which always needs a key.
     needs_key: bool,
-    keys: KeySource,
-    key: OnceCell<Option<Secret>>,
+    key: LazyKey,
     headers: Vec<(String, String)>,
     default_model: Option<String>,
     http: Http,
@@ -53,13 +52,12 @@ impl OpenAiProvider {
             name: name.to_string(),
             needs_key: base_url == DEFAULT_BASE_URL,
             base_url,
-            keys: KeySource {
+            key: LazyKey::new(KeySource {
                 instance: name.to_string(),
                 env_var: Some(c.api_key_env.clone().unwrap_or_else(|| KEY_ENV.to_string())),
                 command: c.api_key_cmd.clone(),
                 inline: c.api_key.clone(),
-            },
-            key: OnceCell::new(),
+            }),
             headers: c
                 .headers
                 .iter()
@@ -73,28 +71,12 @@ impl OpenAiProvider {
         })
     }
 
+    /// The key; OpenAI's own endpoint needs one, a custom base URL may not.
     async fn key(&self) -> Result<Option<&Secret>> {
-        let keys = self.keys.clone();
-        let key = self
-            .key
-            .get_or_try_init(|| async move {
-                tokio::task::spawn_blocking(move || keys.resolve())
-                    .await
-                    .map_err(|e| Error::internal(format!("key lookup failed: {e}")))?
-            })
-            .await?;
-        if key.is_none() && self.needs_key {
-            return Err(Error::new(
-                ErrorKind::MissingCredentials,
-                format!(
-                    "no API key for provider `{}`: set {}, or run `genai keys set {}`",
-                    self.name,
-                    self.keys.env_var.as_deref().unwrap_or(KEY_ENV),
-                    self.name
-                ),
-            ));
+        if self.needs_key {
+            return Ok(Some(self.key.require(None).await?));
         }
-        Ok(key.as_ref())
+        self.key.get().await
     }
 }
 
@@ -110,6 +92,11 @@ impl ServiceProvider for OpenAiProvider {
 
     fn default_model(&self) -> Option<&str> {
         self.default_model.as_deref()
+    }
+
+    /// OpenAI takes images up to 20 MB; compatible servers may take more or less.
+    fn max_image_bytes(&self) -> Option<usize> {
+        self.needs_key.then_some(20_000_000)
     }
 
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {

@@ -36,25 +36,25 @@ use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::task::Poll;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 
-/// Longest request line or header line accepted.
-const MAX_LINE: usize = 64 * 1024;
-/// Most header lines accepted in one request.
-const MAX_HEADERS: usize = 200;
-/// Largest request body accepted (images may be inlined as base64).
-const MAX_BODY: usize = 64 * 1024 * 1024;
-/// After a complete response, how long to wait for the client to close its
-/// side before the socket is dropped (closing with unread data would send RST).
-const LINGER: Duration = Duration::from_secs(2);
+// The HTTP/1.1 reading and writing, shared with the other fakes (which reach it as
+// `crate::fake_openai::fake_http`, the way `rpc_client.rs` reaches `loopback_only`: a file
+// loaded as a module twice in one test binary would make two sets of types).
+#[path = "fake_http.rs"]
+pub mod fake_http;
+use fake_http::{
+    close_gracefully, count_words, pause, peer_closed, read_request, response_head, send_response,
+    split_reply, status_line, ReadError,
+};
+
 /// Model name used when neither the behaviour nor the request names one.
 const FALLBACK_MODEL: &str = "fake-model";
 /// `created` of the model in `GET /v1/models`.
@@ -354,6 +354,8 @@ enum Route {
     Chat,
     Models,
     NotFound,
+    /// Azure's refusals: status and message.
+    Refused(u16, &'static str),
 }
 
 async fn handle_connection(stream: TcpStream, shared: Arc<Shared>) {
@@ -378,8 +380,21 @@ async fn handle_connection(stream: TcpStream, shared: Arc<Shared>) {
     tokio::pin!(closed);
 
     let route_path = request.target.split('?').next().unwrap_or_default();
+    // Azure OpenAI serves the same wire at its own paths, and wants its own `api-key` header
+    // (401 without it) and, outside `/openai/v1/`, an `api-version` (404 without it).
+    let azure_v1 = route_path == "/openai/v1/chat/completions";
+    let azure_deployment =
+        route_path.starts_with("/openai/deployments/") && route_path.ends_with("/chat/completions");
+    let has_header = |name: &str| request.headers.iter().any(|(n, _)| n == name);
     let route = match (request.method.as_str(), route_path) {
         ("POST", "/v1/chat/completions") => Route::Chat,
+        ("POST", _) if (azure_v1 || azure_deployment) && !has_header("api-key") => {
+            Route::Refused(401, "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.")
+        }
+        ("POST", _) if azure_deployment && !request.target.contains("api-version=") => {
+            Route::Refused(404, "Resource not found")
+        }
+        ("POST", _) if azure_v1 || azure_deployment => Route::Chat,
         ("GET", "/v1/models") => Route::Models,
         _ => Route::NotFound,
     };
@@ -422,6 +437,11 @@ async fn handle_connection(stream: TcpStream, shared: Arc<Shared>) {
             });
             let _ = send_response(&mut wr, 200, "application/json", &[], &body).await;
         }
+        (Route::Refused(status, message), _, _) => {
+            let code = status.to_string();
+            let body = to_json(&serde_json::json!({"error": {"code": code, "message": message}}));
+            let _ = send_response(&mut wr, status, "application/json", &[], &body).await;
+        }
         (Route::NotFound, _, _) => {
             let message = format!("Invalid URL ({} {})", request.method, request.target);
             let body = error_body(&message, "invalid_request_error", None);
@@ -429,39 +449,6 @@ async fn handle_connection(stream: TcpStream, shared: Arc<Shared>) {
         }
     }
     close_gracefully(&mut wr, closed).await;
-}
-
-/// Resolves once the peer has closed the connection (EOF or error on read).
-async fn peer_closed<R: AsyncRead + Unpin>(rd: &mut R) {
-    let mut buf = [0u8; 1024];
-    loop {
-        match rd.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-    }
-}
-
-/// Waits `delay` unless the peer closes first; false if it did. With no
-/// delay it only checks, without waiting.
-async fn pause<F: Future<Output = ()>>(delay: Duration, mut closed: Pin<&mut F>) -> bool {
-    if delay.is_zero() {
-        std::future::poll_fn(|cx| Poll::Ready(closed.as_mut().poll(cx).is_pending())).await
-    } else {
-        tokio::select! {
-            biased;
-            _ = closed => false,
-            _ = tokio::time::sleep(delay) => true,
-        }
-    }
-}
-
-/// Ends a complete response: send FIN, then give the client a moment to
-/// close its side so that nothing unread makes the kernel send RST.
-async fn close_gracefully<F: Future<Output = ()>>(wr: &mut OwnedWriteHalf, closed: Pin<&mut F>) {
-    let _ = wr.flush().await;
-    let _ = wr.shutdown().await;
-    let _ = tokio::time::timeout(LINGER, closed).await;
 }
 
 // ---------------------------------------------------------------------------
@@ -720,31 +707,6 @@ async fn send_event(wr: &mut OwnedWriteHalf, payload: &[u8]) -> bool {
     wr.write_all(&chunk).await.is_ok() && wr.flush().await.is_ok()
 }
 
-/// Splits `reply` into exactly `chunks` (at least 1) pieces on char
-/// boundaries, the first ones one char longer when it doesn't divide evenly.
-fn split_reply(reply: &str, chunks: usize) -> Vec<&str> {
-    let chunks = chunks.max(1);
-    let bounds: Vec<usize> = reply
-        .char_indices()
-        .map(|(i, _)| i)
-        .chain(std::iter::once(reply.len()))
-        .collect();
-    let chars = bounds.len() - 1;
-    let (base, extra) = (chars / chunks, chars % chunks);
-    let mut pieces = Vec::with_capacity(chunks);
-    let mut start = 0;
-    for i in 0..chunks {
-        let end = start + base + usize::from(i < extra);
-        pieces.push(&reply[bounds[start]..bounds[end]]);
-        start = end;
-    }
-    pieces
-}
-
-fn count_words(text: &str) -> u64 {
-    text.split_whitespace().count() as u64
-}
-
 /// Whitespace-separated words in the text of every message: string contents
 /// and the `text` of text parts (image and other parts count nothing).
 fn prompt_words(body: &Value) -> u64 {
@@ -892,228 +854,9 @@ fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).expect("serializing a fake response cannot fail")
 }
 
-// ---------------------------------------------------------------------------
-// HTTP/1.1
-
-fn status_line(status: u16) -> String {
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        402 => "Payment Required",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        413 => "Payload Too Large",
-        415 => "Unsupported Media Type",
-        422 => "Unprocessable Entity",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "Status",
-    };
-    format!("HTTP/1.1 {status} {reason}")
-}
-
-/// Status line and headers, ending with the blank line. Every response
-/// carries `connection: close`; `content_length` is `None` for chunked ones.
-fn response_head(
-    status_line: String,
-    content_type: &str,
-    extra: &[(&str, &str)],
-    content_length: Option<usize>,
-) -> String {
-    let mut head = status_line;
-    head.push_str("\r\ncontent-type: ");
-    head.push_str(content_type);
-    head.push_str("\r\n");
-    if let Some(len) = content_length {
-        head.push_str(&format!("content-length: {len}\r\n"));
-    }
-    for (name, value) in extra {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("connection: close\r\n\r\n");
-    head
-}
-
-async fn send_response(
-    wr: &mut OwnedWriteHalf,
-    status: u16,
-    content_type: &str,
-    extra: &[(&str, &str)],
-    body: &[u8],
-) -> io::Result<()> {
-    let head = response_head(status_line(status), content_type, extra, Some(body.len()));
-    let mut bytes = Vec::with_capacity(head.len() + body.len());
-    bytes.extend_from_slice(head.as_bytes());
-    bytes.extend_from_slice(body);
-    wr.write_all(&bytes).await?;
-    wr.flush().await
-}
-
-struct Request {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-enum ReadError {
-    /// The client closed (or broke) the connection before a full request.
-    Gone,
-    /// Not a valid HTTP/1.1 request: answer 400.
-    Bad(String),
-}
-
-impl From<io::Error> for ReadError {
-    fn from(_: io::Error) -> Self {
-        ReadError::Gone
-    }
-}
-
-/// Reads one request: request line, headers, and a body framed by
-/// Content-Length or `Transfer-Encoding: chunked`.
-async fn read_request<R: AsyncBufRead + Unpin>(
-    rd: &mut R,
-    wr: &mut OwnedWriteHalf,
-) -> Result<Request, ReadError> {
-    // A few empty lines before the request line are tolerated (RFC 9112 2.2).
-    let mut request_line = String::new();
-    for _ in 0..4 {
-        request_line = read_line(rd).await?.ok_or(ReadError::Gone)?;
-        if !request_line.is_empty() {
-            break;
-        }
-    }
-    let mut parts = request_line.split(' ');
-    let (method, target, version) = match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(m), Some(t), Some(v), None) if !m.is_empty() && t.starts_with('/') => (m, t, v),
-        _ => {
-            return Err(ReadError::Bad(format!(
-                "Malformed request line: {request_line:?}"
-            )))
-        }
-    };
-    if !version.starts_with("HTTP/1.") {
-        return Err(ReadError::Bad(format!(
-            "Unsupported HTTP version: {version}"
-        )));
-    }
-
-    let mut headers = Vec::new();
-    loop {
-        let line = read_line(rd).await?.ok_or(ReadError::Gone)?;
-        if line.is_empty() {
-            break;
-        }
-        if headers.len() >= MAX_HEADERS {
-            return Err(ReadError::Bad("Too many headers".to_string()));
-        }
-        let Some((name, value)) = line.split_once(':') else {
-            return Err(ReadError::Bad(format!("Malformed header line: {line:?}")));
-        };
-        let name = name.trim();
-        if name.is_empty() || name.contains(char::is_whitespace) {
-            return Err(ReadError::Bad(format!("Malformed header line: {line:?}")));
-        }
-        headers.push((name.to_ascii_lowercase(), value.trim().to_string()));
-    }
-    let header = |wanted: &str| {
-        headers
-            .iter()
-            .find(|(name, _)| name == wanted)
-            .map(|(_, value)| value.as_str())
-    };
-
-    if header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
-        wr.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
-    }
-
-    let chunked = header("transfer-encoding").is_some_and(|te| {
-        te.rsplit(',')
-            .next()
-            .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"))
-    });
-    let body = if chunked {
-        read_chunked_body(rd).await?
-    } else if let Some(len) = header("content-length") {
-        let len: usize = len
-            .parse()
-            .map_err(|_| ReadError::Bad(format!("Invalid Content-Length: {len:?}")))?;
-        if len > MAX_BODY {
-            return Err(ReadError::Bad("Request body too large".to_string()));
-        }
-        let mut body = vec![0; len];
-        rd.read_exact(&mut body).await?;
-        body
-    } else {
-        Vec::new()
-    };
-
-    Ok(Request {
-        method: method.to_string(),
-        target: target.to_string(),
-        headers,
-        body,
-    })
-}
-
-async fn read_chunked_body<R: AsyncBufRead + Unpin>(rd: &mut R) -> Result<Vec<u8>, ReadError> {
-    let mut body = Vec::new();
-    loop {
-        let line = read_line(rd).await?.ok_or(ReadError::Gone)?;
-        let size = line.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size, 16)
-            .map_err(|_| ReadError::Bad(format!("Invalid chunk size: {line:?}")))?;
-        if size == 0 {
-            // Trailer fields, up to the blank line.
-            while !read_line(rd).await?.ok_or(ReadError::Gone)?.is_empty() {}
-            return Ok(body);
-        }
-        if body.len() + size > MAX_BODY {
-            return Err(ReadError::Bad("Request body too large".to_string()));
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        rd.read_exact(&mut body[start..]).await?;
-        if !read_line(rd).await?.ok_or(ReadError::Gone)?.is_empty() {
-            return Err(ReadError::Bad("Chunk not followed by CRLF".to_string()));
-        }
-    }
-}
-
-/// One line without its CRLF (or bare LF); `None` at end of input.
-async fn read_line<R: AsyncBufRead + Unpin>(rd: &mut R) -> Result<Option<String>, ReadError> {
-    let mut line = Vec::new();
-    let n = (&mut *rd)
-        .take(MAX_LINE as u64)
-        .read_until(b'\n', &mut line)
-        .await?;
-    if n == 0 {
-        return Ok(None);
-    }
-    if line.last() != Some(&b'\n') {
-        return Err(if n >= MAX_LINE {
-            ReadError::Bad("Line too long".to_string())
-        } else {
-            ReadError::Gone
-        });
-    }
-    line.pop();
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    Ok(Some(String::from_utf8_lossy(&line).into_owned()))
-}
-
 /// Keeps a child process that talks to this server on loopback: no proxy of the caller's
-/// environment may carry its requests away, and the caller's own OpenAI key does not leak in.
+/// environment may carry its requests away, and the caller's own keys and provider settings do
+/// not leak in.
 pub fn loopback_only(cmd: &mut std::process::Command) -> &mut std::process::Command {
     cmd.env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost");
@@ -1125,6 +868,15 @@ pub fn loopback_only(cmd: &mut std::process::Command) -> &mut std::process::Comm
         "ALL_PROXY",
         "all_proxy",
         "OPENAI_API_KEY",
+        // Other providers' settings, so built-in instances do not reach out of the test.
+        "OLLAMA_HOST",
+        "OLLAMA_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GEMINI_BASE_URL",
+        "AZURE_OPENAI_ENDPOINT",
+        "AZURE_OPENAI_API_KEY",
+        "OPENAI_API_VERSION",
     ] {
         cmd.env_remove(var);
     }

@@ -1,0 +1,28 @@
+"""genai_bridge: the genai daemon for O3DE-style Python editors, standard library only.
+
+    import genai_bridge
+    bridge = genai_bridge.connect()              # spawns `genai daemon` (GENAI_BIN or PATH)
+    from genai_bridge import bus
+    from genai_bridge.ai import ConversationNotificationBus, ConversationNotificationBusHandler
+
+`daemon` is the process and JSON-RPC, `ai` the `azlmbr.ai`-style buses, `bus` the addressing
+constants, `features` the script-per-conversation features.
+"""
+
+from __future__ import annotations
+
+from . import ai, bus
+from .ai import Bridge, BusError
+from .daemon import Daemon, DaemonExit, DaemonExited, RpcError
+from .features import script_feature
+
+__all__ = ["Bridge", "BusError", "Daemon", "DaemonExit", "DaemonExited", "RpcError", "ai", "bus", "connect", "script_feature"]
+
+
+def connect(command: str | None = None, **daemon_options) -> Bridge:
+    """Starts a daemon, wraps it in a Bridge and makes that the buses' bridge."""
+    daemon = Daemon(command, **daemon_options).start()
+    daemon.request("Initialize", {"clientInfo": {"name": "genai_bridge"}, "capabilities": {"streaming": True}})
+    bridge = Bridge(daemon)
+    ai.use(bridge)
+    return bridge

@@ -1,0 +1,25 @@
+// Fills the chat page template (media/chat.html) with the script and style addresses, the
+// webview's CSP source and a fresh nonce. Used by the extension and by the page's browser test.
+import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+
+export interface PageAddresses {
+  /** The extension's folder, where media/ is. */
+  extensionPath: string;
+  scriptUri: string;
+  styleUri: string;
+  /** The webview's `cspSource` (who may serve images and styles). */
+  cspSource: string;
+}
+
+export function chatPageHtml(a: PageAddresses): string {
+  const template = readFileSync(join(a.extensionPath, 'media', 'chat.html'), 'utf8');
+  const values: Record<string, string> = {
+    nonce: randomBytes(16).toString('base64url'),
+    scriptUri: a.scriptUri,
+    styleUri: a.styleUri,
+    cspSource: a.cspSource,
+  };
+  return template.replace(/\{\{(\w+)\}\}/g, (whole, name: string) => values[name] ?? whole);
+}

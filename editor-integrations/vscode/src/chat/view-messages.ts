@@ -1,0 +1,61 @@
+// The messages between the chat controller (extension side) and the chat page (webview side),
+// posted with `webview.postMessage` one way and `acquireVsCodeApi().postMessage` the other.
+
+/** What the new-chat form chose: a feature, a provider and its model. */
+export interface NewChatChoice {
+  feature: string;
+  serviceProvider: string;
+  /** A named model configuration, or none for the provider's default model. */
+  modelConfiguration?: string;
+}
+
+export interface ComponentChoices {
+  features: Array<{ name: string; description: string }>;
+  serviceProviders: Array<{ name: string; kind: string; defaultModel?: string | null; formats: string[] }>;
+  modelConfigurations: Array<{ name: string; format: string; model: string }>;
+  /** The last choice made, to preselect. */
+  last?: NewChatChoice;
+}
+
+export interface ConversationSummary {
+  id: string;
+  title: string;
+  feature: string;
+  provider: string;
+  model: string;
+  updatedAt: number;
+  messageCount: number;
+}
+
+export interface ShownMessage {
+  role: 'user' | 'assistant' | 'system' | 'tool';
+  text: string;
+}
+
+export type ToView =
+  | { type: 'components'; choices: ComponentChoices }
+  | { type: 'conversations'; items: ConversationSummary[]; nextCursor?: string }
+  | { type: 'conversation'; id: string; title: string; description: string; messages: ShownMessage[] }
+  | { type: 'userMessage'; text: string }
+  | { type: 'turnStarted'; turnId: string }
+  | { type: 'chunk'; turnId: string; delta: string }
+  | { type: 'progress'; turnId: string; summary: string; detailedResponse: string[] }
+  | {
+      type: 'turnEnded';
+      turnId: string;
+      summary: string;
+      detailedResponse: string[];
+      isSuccess: boolean;
+      error?: { kind: string; message: string };
+    }
+  | { type: 'error'; message: string }
+  | { type: 'status'; level: 'info' | 'warning' | 'error'; text: string }
+  | { type: 'show'; panel: 'chat' | 'newChat' | 'history' };
+
+export type FromView =
+  | { type: 'ready' }
+  | { type: 'newChat'; choice: NewChatChoice }
+  | { type: 'send'; text: string }
+  | { type: 'cancel' }
+  | { type: 'listConversations'; cursor?: string }
+  | { type: 'openConversation'; id: string };

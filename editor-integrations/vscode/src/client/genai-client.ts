@@ -1,0 +1,325 @@
+// The client side of the genai protocol: typed requests, conversations, and turns assembled from
+// the daemon's notifications. It owns a DaemonProcess and survives its restarts: a conversation
+// opened before a restart is resumed in the new daemon before its next message. No `vscode`
+// import, so the Node tests drive exactly what the extension runs.
+import { ErrorCodes, ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
+import { DaemonProcess, type DaemonExit, type DaemonOptions } from './daemon';
+import type {
+  ConversationRecord,
+  CreateConversationParams,
+  CreateConversationResult,
+  DoActionParams,
+  ErrorKind,
+  ListComponentsResult,
+  ListConversationsResult,
+  MessageInput,
+  Notifications,
+  OnFeatureResponseNotification,
+  RequestConfirmationParams,
+  Requests,
+  StoredMessage,
+} from '../protocol';
+
+/** A JSON-RPC error from the daemon, or a request that the daemon's exit cut short. */
+export class GenaiError extends Error {
+  constructor(
+    message: string,
+    readonly kind: ErrorKind | undefined,
+    readonly code?: number,
+  ) {
+    super(message);
+    this.name = 'GenaiError';
+  }
+}
+
+export interface ClientHooks {
+  /** Answers the daemon's `RequestConfirmation`; without it the answer is "no". */
+  confirm?: (request: RequestConfirmationParams) => Promise<boolean>;
+  /** Receives `DoAction` notifications. */
+  action?: (action: DoActionParams) => void;
+  /** The daemon exited (and maybe is starting again), or came back. */
+  daemon?: (event: { state: 'exited'; exit: DaemonExit } | { state: 'started'; generation: number }) => void;
+}
+
+/** The notifications of a turn, typed from the schemas: a renamed field breaks the build. */
+type TurnNotification = Notifications['OnFeatureResponseChunk'] | Notifications['OnFeatureResponse'];
+
+/** vscode-jsonrpc's own codes for a broken connection (not errors the daemon sent). */
+const CONNECTION_ERRORS = new Set<number>([
+  ErrorCodes.MessageWriteError,
+  ErrorCodes.MessageReadError,
+  ErrorCodes.PendingResponseRejected,
+  ErrorCodes.ConnectionInactive,
+]);
+
+/** How long notifications of a turn whose `{turnId}` response has not come yet are kept. */
+const EARLY_NOTIFICATION_MS = 30_000;
+
+export class GenaiClient {
+  readonly daemon: DaemonProcess;
+  private readonly turns = new Map<string, Turn>();
+  /** Notifications that came before the response announcing their turn (PROTOCOL.md, Guarantees). */
+  private readonly early = new Map<string, { at: number; items: TurnNotification[] }>();
+
+  constructor(options: DaemonOptions, private readonly hooks: ClientHooks = {}) {
+    this.daemon = new DaemonProcess(options);
+    this.daemon.on({
+      started: (conn, generation) => {
+        this.attach(conn);
+        if (generation > 1) this.hooks.daemon?.({ state: 'started', generation });
+      },
+      exited: (exit) => {
+        // Turns under way cannot end normally any more: end them here, with the reason.
+        for (const turn of [...this.turns.values()]) {
+          turn.finish(failedResponse(turn, 'daemonExited', exit.message));
+        }
+        this.early.clear();
+        this.hooks.daemon?.({ state: 'exited', exit });
+      },
+    });
+  }
+
+  /** Starts the daemon and says hello (streaming on). */
+  async start(): Promise<void> {
+    await this.daemon.start();
+    await this.request('Initialize', { clientInfo: { name: 'genai-vscode' }, capabilities: { streaming: true } });
+  }
+
+  async dispose(): Promise<void> {
+    await this.daemon.stop();
+  }
+
+  /** Sends one request; a JSON-RPC error becomes a GenaiError with its `data.kind`. */
+  async request<M extends keyof Requests>(method: M, params: Requests[M]['params']): Promise<Requests[M]['result']> {
+    let conn: MessageConnection;
+    try {
+      conn = this.daemon.connection;
+    } catch (err) {
+      throw new GenaiError((err as Error).message, 'daemonExited');
+    }
+    try {
+      return (await conn.sendRequest(method, params)) as Requests[M]['result'];
+    } catch (err) {
+      if (err instanceof ResponseError && !CONNECTION_ERRORS.has(err.code)) {
+        const kind = (err.data as { kind?: ErrorKind } | undefined)?.kind;
+        throw new GenaiError(`${method}: ${err.message}`, kind, err.code);
+      }
+      // The connection broke: the daemon exited. Say why, as its exit tells it.
+      const exit = await this.daemon.exitWithin(2_000);
+      const why = exit?.message ?? `the genai daemon went away (${(err as Error).message})`;
+      throw new GenaiError(`${method}: ${why}`, 'daemonExited');
+    }
+  }
+
+  listComponents(): Promise<ListComponentsResult> {
+    return this.request('ListComponents', undefined);
+  }
+
+  listConversations(pageSize = 50, cursor?: string): Promise<ListConversationsResult> {
+    return this.request('ListConversations', { pageSize, cursor });
+  }
+
+  async createConversation(params: CreateConversationParams): Promise<Conversation> {
+    const opened = await this.request('CreateConversation', params);
+    return new Conversation(this, opened, params.title ?? undefined);
+  }
+
+  async resumeConversation(conversationId: string, title?: string): Promise<Conversation> {
+    const opened = await this.request('ResumeConversation', { conversationId });
+    return new Conversation(this, opened, title);
+  }
+
+  /** Every stored message of a conversation, all pages. */
+  async conversationHistory(conversationId: string): Promise<StoredMessage[]> {
+    const messages: StoredMessage[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.request('GetConversationHistory', { conversationId, pageSize: 200, cursor });
+      messages.push(...page.messages);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return messages;
+  }
+
+  /** @internal Called by Conversation: registers the turn and replays what came early. */
+  adoptTurn(turn: Turn): void {
+    this.turns.set(turn.id, turn);
+    const early = this.early.get(turn.id);
+    this.early.delete(turn.id);
+    for (const params of early?.items ?? []) this.route(params);
+  }
+
+  /** @internal */
+  forgetTurn(turn: Turn): void {
+    this.turns.delete(turn.id);
+  }
+
+  private attach(conn: MessageConnection): void {
+    conn.onNotification('OnFeatureResponseChunk', (params: TurnNotification) => this.route(params));
+    conn.onNotification('OnFeatureResponse', (params: TurnNotification) => this.route(params));
+    conn.onRequest('RequestConfirmation', async (params: RequestConfirmationParams) => ({
+      confirmed: this.hooks.confirm ? await this.hooks.confirm(params) : false,
+    }));
+    conn.onNotification('DoAction', (params: DoActionParams) => this.hooks.action?.(params));
+  }
+
+  /** Hands a turn's notification to its Turn, or keeps it until the turn is announced. */
+  private route(params: TurnNotification): void {
+    const turn = this.turns.get(params.turnId);
+    if (!turn) {
+      const now = Date.now();
+      for (const [id, e] of this.early) if (now - e.at > EARLY_NOTIFICATION_MS) this.early.delete(id);
+      const entry = this.early.get(params.turnId) ?? { at: now, items: [] };
+      entry.items.push(params);
+      this.early.set(params.turnId, entry);
+      return;
+    }
+    if ('delta' in params) turn.chunk(params.delta);
+    else if (params.final) turn.finish(params);
+    else turn.progress(params);
+  }
+}
+
+/** An open conversation: a feature and an agent in the daemon. */
+export class Conversation {
+  readonly id: string;
+  agentId: string;
+  readonly feature: string;
+  readonly serviceProvider: string;
+  readonly model: string;
+  /** The daemon generation this conversation is open in. */
+  private generation: number;
+  private running: Turn | undefined;
+
+  constructor(
+    private readonly client: GenaiClient,
+    opened: CreateConversationResult,
+    readonly title?: string,
+  ) {
+    this.id = opened.conversationId;
+    this.agentId = opened.agentId;
+    this.feature = opened.feature;
+    this.serviceProvider = opened.serviceProvider;
+    this.model = opened.model;
+    this.generation = client.daemon.generation;
+  }
+
+  /** The turn that has not ended yet, if any. */
+  get currentTurn(): Turn | undefined {
+    return this.running;
+  }
+
+  /**
+   * Sends a user message; the turn streams its reply to `listener` and ends with `turn.done`.
+   * The listener is attached before any notification is delivered, early ones included.
+   */
+  async send(message: MessageInput, listener?: TurnListener): Promise<Turn> {
+    if (this.generation !== this.client.daemon.generation) {
+      // The daemon was started again: open this conversation in the new one first.
+      const reopened = await this.client.request('ResumeConversation', { conversationId: this.id });
+      this.agentId = reopened.agentId;
+      this.generation = this.client.daemon.generation;
+    }
+    const { turnId } = await this.client.request('OnNewMessage', { conversationId: this.id, message });
+    const turn = new Turn(turnId, this.id, this.client);
+    if (listener) turn.on(listener);
+    this.running = turn;
+    void turn.done.then(() => {
+      if (this.running === turn) this.running = undefined;
+    });
+    this.client.adoptTurn(turn);
+    return turn;
+  }
+
+  /** Stops the running turn; false when nothing was running. */
+  async cancel(): Promise<boolean> {
+    const turn = this.running;
+    if (!turn) return false;
+    return turn.cancel();
+  }
+
+  history(): Promise<StoredMessage[]> {
+    return this.client.conversationHistory(this.id);
+  }
+
+  /** Closes the conversation in the daemon (the stored history stays). */
+  async close(): Promise<void> {
+    if (this.generation !== this.client.daemon.generation) return;
+    await this.client.request('RemoveConversation', { conversationId: this.id });
+  }
+}
+
+/** Called with the turn itself: early notifications are replayed before `send` returns. */
+export type TurnListener = {
+  chunk?: (delta: string, turn: Turn) => void;
+  progress?: (step: OnFeatureResponseNotification, turn: Turn) => void;
+};
+
+/** One user message and the reply to it, as the notifications bring it in. */
+export class Turn {
+  /** The reply text streamed so far. */
+  text = '';
+  /** Resolves with the final `OnFeatureResponse` (success or failure); never rejects. */
+  readonly done: Promise<OnFeatureResponseNotification>;
+  private resolve!: (r: OnFeatureResponseNotification) => void;
+  private ended = false;
+  private readonly listeners: TurnListener[] = [];
+
+  constructor(
+    readonly id: string,
+    readonly conversationId: string,
+    private readonly client: GenaiClient,
+  ) {
+    this.done = new Promise((resolve) => (this.resolve = resolve));
+  }
+
+  on(listener: TurnListener): this {
+    this.listeners.push(listener);
+    return this;
+  }
+
+  get isDone(): boolean {
+    return this.ended;
+  }
+
+  async cancel(): Promise<boolean> {
+    if (this.ended) return false;
+    const { cancelled } = await this.client.request('Cancel', { turnId: this.id });
+    return cancelled;
+  }
+
+  /** @internal */
+  chunk(delta: string): void {
+    if (this.ended) return;
+    this.text += delta;
+    for (const l of this.listeners) l.chunk?.(delta, this);
+  }
+
+  /** @internal */
+  progress(step: OnFeatureResponseNotification): void {
+    if (!this.ended) for (const l of this.listeners) l.progress?.(step, this);
+  }
+
+  /** @internal */
+  finish(response: OnFeatureResponseNotification): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.client.forgetTurn(this);
+    this.resolve(response);
+  }
+}
+
+/** A final response for a turn the daemon can no longer end itself. */
+function failedResponse(turn: Turn, kind: ErrorKind, message: string): OnFeatureResponseNotification {
+  return {
+    conversationId: turn.conversationId,
+    turnId: turn.id,
+    summary: message,
+    detailedResponse: [`error: ${message}`],
+    final: true,
+    isSuccess: false,
+    error: { kind, message },
+  };
+}
+
+export type { ConversationRecord };

@@ -1,0 +1,294 @@
+// The chat page's script (runs in the webview, bundled with markdown-it by scripts/bundle.mjs).
+// It draws what the extension posts (ToView) and posts what the user does (FromView); it holds no
+// protocol logic. Replies are Markdown rendered with raw HTML disabled, re-rendered per chunk.
+import MarkdownIt from 'markdown-it';
+import type { ComponentChoices, ConversationSummary, FromView, ShownMessage, ToView } from '../chat/view-messages';
+
+declare function acquireVsCodeApi(): { postMessage(message: FromView): void };
+
+const vscode = acquireVsCodeApi();
+// html: false escapes any HTML in the model's text; markdown-it's validateLink refuses
+// javascript:, vbscript:, file: and non-image data: links.
+const markdown = new MarkdownIt({ html: false, linkify: true, breaks: false });
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const messages = $<HTMLElement>('messages');
+const prompt = $<HTMLTextAreaElement>('prompt');
+const stop = $<HTMLButtonElement>('stop');
+const status = $<HTMLElement>('status');
+const newChatForm = $<HTMLFormElement>('new-chat-form');
+const historyPanel = $<HTMLElement>('history-panel');
+const historyList = $<HTMLUListElement>('history-list');
+const historyMore = $<HTMLButtonElement>('history-more');
+const featureSelect = $<HTMLSelectElement>('feature');
+const providerSelect = $<HTMLSelectElement>('provider');
+const modelSelect = $<HTMLSelectElement>('model');
+
+let choices: ComponentChoices | undefined;
+let historyCursor: string | undefined;
+/** True while the next history page is asked for (it is added below the list). */
+let historyAppend = false;
+/** Turns that have not ended, by id: their bubble and text so far. */
+const turns = new Map<string, { bubble: HTMLElement; text: string }>();
+
+// ---- drawing -------------------------------------------------------------------------------
+
+function bubble(role: ShownMessage['role']): HTMLElement {
+  const el = document.createElement('div');
+  el.className = `message ${role === 'user' ? 'user' : 'assistant'}`;
+  const body = document.createElement('div');
+  body.className = 'body';
+  el.append(body);
+  messages.append(el);
+  messages.scrollTop = messages.scrollHeight;
+  return el;
+}
+
+function addUser(text: string): void {
+  bubble('user').querySelector('.body')!.textContent = text;
+}
+
+function addAssistant(text: string): HTMLElement {
+  const el = bubble('assistant');
+  el.querySelector('.body')!.innerHTML = markdown.render(text);
+  return el;
+}
+
+/** The details toggle and list under a reply. */
+function addDetails(el: HTMLElement, lines: string[]): void {
+  el.querySelector('.details-toggle')?.remove();
+  el.querySelector('.details')?.remove();
+  if (lines.length === 0) return;
+  const toggle = document.createElement('button');
+  toggle.type = 'button';
+  toggle.className = 'link details-toggle';
+  toggle.textContent = 'Show details';
+  const list = document.createElement('ul');
+  list.className = 'details';
+  list.hidden = true;
+  for (const line of lines) {
+    const li = document.createElement('li');
+    li.textContent = line;
+    list.append(li);
+  }
+  toggle.addEventListener('click', () => {
+    list.hidden = !list.hidden;
+    toggle.textContent = list.hidden ? 'Show details' : 'Hide details';
+  });
+  el.append(toggle, list);
+}
+
+function turnBubble(turnId: string): { bubble: HTMLElement; text: string } {
+  let turn = turns.get(turnId);
+  if (!turn) {
+    turn = { bubble: addAssistant(''), text: '' };
+    turn.bubble.classList.add('streaming');
+    turn.bubble.dataset.turnId = turnId;
+    turns.set(turnId, turn);
+    stop.hidden = false;
+  }
+  return turn;
+}
+
+function showStatus(level: 'info' | 'warning' | 'error', text: string): void {
+  status.hidden = false;
+  status.className = level;
+  status.textContent = text;
+}
+
+function showPanel(panel: 'chat' | 'newChat' | 'history'): void {
+  newChatForm.hidden = panel !== 'newChat';
+  historyPanel.hidden = panel !== 'history';
+  if (panel === 'chat') prompt.focus();
+}
+
+function option(select: HTMLSelectElement, value: string, label: string, selected = false): void {
+  const o = document.createElement('option');
+  o.value = value;
+  o.textContent = label;
+  o.selected = selected;
+  select.append(o);
+}
+
+/** Fills the new-chat form; the model list follows the chosen provider. */
+function fillChoices(c: ComponentChoices): void {
+  choices = c;
+  featureSelect.replaceChildren();
+  for (const f of c.features) option(featureSelect, f.name, f.name, f.name === c.last?.feature);
+  providerSelect.replaceChildren();
+  for (const p of c.serviceProviders) option(providerSelect, p.name, `${p.name} (${p.kind})`, p.name === c.last?.serviceProvider);
+  fillModels();
+  describeFeature();
+}
+
+function fillModels(): void {
+  if (!choices) return;
+  const provider = choices.serviceProviders.find((p) => p.name === providerSelect.value);
+  modelSelect.replaceChildren();
+  option(modelSelect, '', `default${provider?.defaultModel ? ` (${provider.defaultModel})` : ''}`);
+  for (const m of choices.modelConfigurations) {
+    if (provider && provider.formats.length > 0 && !provider.formats.includes(m.format)) continue;
+    option(modelSelect, m.name, `${m.name} (${m.model})`, m.name === choices.last?.modelConfiguration);
+  }
+}
+
+function describeFeature(): void {
+  const f = choices?.features.find((x) => x.name === featureSelect.value);
+  $<HTMLElement>('feature-description').textContent = f?.description ?? '';
+}
+
+function fillHistory(items: ConversationSummary[], more: boolean, append: boolean): void {
+  if (!append) historyList.replaceChildren();
+  if (!append && items.length === 0) {
+    const li = document.createElement('li');
+    li.textContent = 'No conversations yet.';
+    historyList.append(li);
+  }
+  for (const c of items) {
+    const li = document.createElement('li');
+    li.dataset.id = c.id;
+    const title = document.createElement('div');
+    title.textContent = c.title || '(untitled)';
+    const meta = document.createElement('div');
+    meta.className = 'meta';
+    meta.textContent = `${new Date(c.updatedAt).toLocaleString()} · ${c.feature} · ${c.provider} · ${c.model} · ${c.messageCount} messages`;
+    li.append(title, meta);
+    li.addEventListener('click', () => {
+      vscode.postMessage({ type: 'openConversation', id: c.id });
+      showPanel('chat');
+    });
+    historyList.append(li);
+  }
+  historyMore.hidden = !more;
+}
+
+// ---- what the extension says ---------------------------------------------------------------
+
+function receive(m: ToView): void {
+  switch (m.type) {
+    case 'components':
+      fillChoices(m.choices);
+      break;
+    case 'conversations':
+      fillHistory(m.items, m.nextCursor !== undefined, historyAppend);
+      historyCursor = m.nextCursor;
+      historyAppend = false;
+      break;
+    case 'conversation':
+      messages.replaceChildren();
+      turns.clear();
+      stop.hidden = true;
+      status.hidden = true;
+      $('conversation-title').textContent = m.title;
+      $('conversation-description').textContent = m.description;
+      for (const msg of m.messages) {
+        if (msg.role === 'user') addUser(msg.text);
+        else if (msg.role === 'assistant') addAssistant(msg.text);
+      }
+      showPanel('chat');
+      break;
+    case 'userMessage':
+      addUser(m.text);
+      break;
+    case 'turnStarted':
+      turnBubble(m.turnId);
+      break;
+    case 'chunk': {
+      const turn = turnBubble(m.turnId);
+      turn.text += m.delta;
+      turn.bubble.querySelector('.body')!.innerHTML = markdown.render(turn.text);
+      messages.scrollTop = messages.scrollHeight;
+      break;
+    }
+    case 'progress': {
+      const turn = turnBubble(m.turnId);
+      if (!turn.text) turn.bubble.querySelector('.body')!.innerHTML = markdown.render(m.summary);
+      addDetails(turn.bubble, m.detailedResponse);
+      break;
+    }
+    case 'turnEnded': {
+      const turn = turnBubble(m.turnId);
+      turns.delete(m.turnId);
+      turn.bubble.classList.remove('streaming');
+      const body = turn.bubble.querySelector('.body')!;
+      if (m.isSuccess) {
+        body.innerHTML = markdown.render(m.summary);
+      } else {
+        turn.bubble.classList.add('error');
+        const kind = m.error?.kind ? ` (${m.error.kind})` : '';
+        // Keep what streamed before the failure, then say what went wrong.
+        body.innerHTML = (turn.text ? markdown.render(turn.text) : '') + markdown.render(`**Error${kind}:** ${m.error?.message ?? m.summary}`);
+      }
+      addDetails(turn.bubble, m.detailedResponse);
+      stop.hidden = turns.size === 0;
+      break;
+    }
+    case 'error': {
+      const el = bubble('assistant');
+      el.classList.add('error');
+      el.querySelector('.body')!.textContent = m.message;
+      break;
+    }
+    case 'status':
+      showStatus(m.level, m.text);
+      break;
+    case 'show':
+      if (m.panel === 'history') requestHistory();
+      showPanel(m.panel);
+      break;
+  }
+}
+
+// ---- what the user does --------------------------------------------------------------------
+
+function requestHistory(): void {
+  historyAppend = false;
+  vscode.postMessage({ type: 'listConversations' });
+}
+
+function sendPrompt(): void {
+  const text = prompt.value.trim();
+  if (!text) return;
+  prompt.value = '';
+  status.hidden = true;
+  vscode.postMessage({ type: 'send', text });
+}
+
+$('new-chat').addEventListener('click', () => showPanel(newChatForm.hidden ? 'newChat' : 'chat'));
+$('close-new-chat').addEventListener('click', () => showPanel('chat'));
+$('show-history').addEventListener('click', () => {
+  if (historyPanel.hidden) requestHistory();
+  showPanel(historyPanel.hidden ? 'history' : 'chat');
+});
+$('close-history').addEventListener('click', () => showPanel('chat'));
+historyMore.addEventListener('click', () => {
+  historyAppend = true;
+  vscode.postMessage({ type: 'listConversations', cursor: historyCursor });
+});
+providerSelect.addEventListener('change', fillModels);
+featureSelect.addEventListener('change', describeFeature);
+newChatForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  vscode.postMessage({
+    type: 'newChat',
+    choice: {
+      feature: featureSelect.value,
+      serviceProvider: providerSelect.value,
+      modelConfiguration: modelSelect.value || undefined,
+    },
+  });
+});
+$('composer').addEventListener('submit', (e) => {
+  e.preventDefault();
+  sendPrompt();
+});
+prompt.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey) {
+    e.preventDefault();
+    sendPrompt();
+  }
+});
+stop.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
+window.addEventListener('message', (event: MessageEvent<ToView>) => receive(event.data));
+
+vscode.postMessage({ type: 'ready' });

@@ -1,0 +1,267 @@
+// The extension's client module (daemon process, JSON-RPC, conversations, the chat controller)
+// against the real `genai daemon` and examples/fake-provider: create, stream, details, history,
+// cancel, errors, daemon restart, and the tool messages through a stand-in daemon.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { GenaiClient, GenaiError } from '../src/client/genai-client';
+import { ChatController } from '../src/chat/controller';
+import type { ToView } from '../src/chat/view-messages';
+import type { DoActionParams, RequestConfirmationParams } from '../src/protocol';
+import { daemonEnv, DOWN_URL, genaiBin, startFakeProvider, within, type FakeProvider } from './support/env';
+
+const REPLY = 'Hello from the **fake** provider.';
+let fast: FakeProvider;
+let slow: FakeProvider;
+let env: NodeJS.ProcessEnv;
+
+before(async () => {
+  fast = await startFakeProvider({ reply: REPLY, chunks: 4, delayMs: 5 });
+  slow = await startFakeProvider({ reply: 'One two three four five six seven eight nine ten.', chunks: 20, delayMs: 100 });
+  env = daemonEnv({ fast: fast.url, slow: slow.url, down: DOWN_URL });
+});
+after(() => {
+  fast?.stop();
+  slow?.stop();
+});
+
+function newClient(events: Array<{ state: string }> = []): GenaiClient {
+  return new GenaiClient({ command: genaiBin, env, restart: true }, { daemon: (e) => events.push(e) });
+}
+
+describe('genai client against the daemon', () => {
+  let client: GenaiClient;
+  before(async () => {
+    client = newClient();
+    await within(10_000, 'the daemon to start', client.start());
+  });
+  after(() => client.dispose());
+
+  test('ListComponents names the configured providers and the assistant feature', async () => {
+    const c = await client.listComponents();
+    const configured = c.serviceProviders.filter((p) => p.origin === 'config').map((p) => p.name);
+    assert.deepEqual(configured.sort(), ['down', 'fast', 'slow']);
+    assert.ok(c.serviceProviders.some((p) => p.name === 'openai' && p.origin === 'builtin'));
+    assert.ok((c.features as Array<{ name: string }>).some((f) => f.name === 'assistant'));
+  });
+
+  test('a turn streams chunks that add up to the summary, with details', async () => {
+    const conversation = await client.createConversation({ feature: 'assistant', serviceProvider: 'fast' });
+    assert.equal(conversation.model, 'fast-model');
+    const chunks: string[] = [];
+    const turn = await conversation.send('Hello', { chunk: (delta) => chunks.push(delta) });
+    const end = await within(10_000, 'the final OnFeatureResponse', turn.done);
+    assert.equal(end.isSuccess, true, end.summary);
+    assert.equal(end.summary, REPLY);
+    assert.equal(chunks.length, 4, `chunks: ${JSON.stringify(chunks)}`);
+    assert.equal(chunks.join(''), REPLY);
+    assert.equal(turn.text, REPLY);
+    assert.ok(end.detailedResponse.some((line) => line.startsWith('provider: fast')), end.detailedResponse.join('\n'));
+    assert.ok(end.detailedResponse.some((line) => line.startsWith('usage:')), end.detailedResponse.join('\n'));
+  });
+
+  test('history: listed with its title, reopened with its messages', async () => {
+    const conversation = await client.createConversation({ feature: 'assistant', serviceProvider: 'fast' });
+    const turn = await conversation.send('What is in the history?');
+    assert.equal((await within(10_000, 'the turn', turn.done)).isSuccess, true);
+    const list = await client.listConversations(100);
+    const record = list.conversations.find((c) => c.id === conversation.id);
+    assert.ok(record, 'the conversation is listed');
+    assert.equal(record.title, 'What is in the history?');
+    assert.equal(record.messageCount, 2);
+    await conversation.close();
+    const resumed = await client.resumeConversation(conversation.id.slice(0, 20));
+    assert.equal(resumed.id, conversation.id);
+    const messages = await resumed.history();
+    assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant']);
+  });
+
+  test('cancel stops a streaming turn, which ends as cancelled and stores nothing', async () => {
+    const conversation = await client.createConversation({ feature: 'assistant', serviceProvider: 'slow' });
+    let firstChunk!: () => void;
+    const gotChunk = new Promise<void>((resolve) => (firstChunk = resolve));
+    const turn = await conversation.send('Count to ten', { chunk: () => firstChunk() });
+    await within(10_000, 'the first chunk', gotChunk);
+    assert.equal(await conversation.cancel(), true);
+    const end = await within(10_000, 'the cancelled turn to end', turn.done);
+    assert.equal(end.isSuccess, false);
+    assert.equal(end.error?.kind, 'cancelled');
+    assert.equal(await conversation.cancel(), false, 'nothing runs any more');
+    assert.deepEqual(await conversation.history(), []);
+  });
+
+  test('errors: a provider that is down fails the turn; bad requests reject with their kind', async () => {
+    const conversation = await client.createConversation({ feature: 'assistant', serviceProvider: 'down' });
+    const end = await within(10_000, 'the failed turn', (await conversation.send('Anyone there?')).done);
+    assert.equal(end.isSuccess, false);
+    assert.equal(end.error?.kind, 'providerError');
+    assert.match(end.summary, /cannot connect/);
+
+    await assert.rejects(client.createConversation({ feature: 'assistant', serviceProvider: 'nope' }), (err: unknown) => {
+      assert.ok(err instanceof GenaiError);
+      assert.equal(err.kind, 'unknownComponent');
+      assert.match(err.message, /nope/);
+      return true;
+    });
+    await assert.rejects(conversation.send('   '), (err: unknown) => err instanceof GenaiError && err.kind === 'invalidParams');
+  });
+});
+
+describe('daemon restart', () => {
+  test('a killed daemon ends the running turn with the reason, starts again, and the conversation goes on', async () => {
+    const events: Array<{ state: string; exit?: { message: string; willRestart: boolean } }> = [];
+    const client = newClient(events);
+    await within(10_000, 'the daemon to start', client.start());
+    try {
+      const conversation = await client.createConversation({ feature: 'assistant', serviceProvider: 'slow' });
+      let firstChunk!: () => void;
+      const gotChunk = new Promise<void>((resolve) => (firstChunk = resolve));
+      const turn = await conversation.send('Count slowly', { chunk: () => firstChunk() });
+      await within(10_000, 'the first chunk', gotChunk);
+      const restarted = new Promise<void>((resolve) => {
+        client.daemon.on({ started: () => resolve() });
+      });
+      const firstPid = client.daemon.pid!;
+      process.kill(firstPid, 'SIGKILL');
+
+      const end = await within(10_000, 'the interrupted turn to end', turn.done);
+      assert.equal(end.isSuccess, false);
+      assert.equal(end.error?.kind, 'daemonExited');
+      assert.match(end.summary, /killed by SIGKILL; starting it again/);
+      await within(10_000, 'the daemon to start again', restarted);
+      assert.notEqual(client.daemon.pid, firstPid);
+      assert.equal(client.daemon.generation, 2);
+      assert.ok(events.some((e) => e.state === 'exited' && e.exit?.willRestart));
+
+      // The same Conversation object is resumed in the new daemon on its next message.
+      const again = await conversation.send('Are you back?');
+      const second = await within(15_000, 'the turn after the restart', again.done);
+      assert.equal(second.isSuccess, true, second.summary);
+      assert.ok(events.some((e) => e.state === 'started'));
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  test('a daemon that cannot be started says which setting to fix', async () => {
+    const client = new GenaiClient({ command: '/nonexistent/genai', restart: true });
+    await assert.rejects(client.start(), /cannot start the genai daemon `\/nonexistent\/genai`.*genai\.daemon\.path/);
+  });
+
+  test('a daemon that keeps failing at start is not restarted forever', async () => {
+    const events: Array<{ state: string; exit?: { message: string; willRestart: boolean } }> = [];
+    // Exit code 3 is genai's config error: starting again would fail the same way.
+    const client = new GenaiClient(
+      { command: process.execPath, args: ['-e', 'console.error("config: bad file"); process.exit(3)'], restart: true },
+      { daemon: (e) => events.push(e) },
+    );
+    await assert.rejects(client.start(), (err: unknown) => err instanceof GenaiError && err.kind === "daemonExited" && /config: bad file/.test(err.message));
+    await within(5_000, 'the exit event', new Promise<void>((resolve) => {
+      const check = () => (events.length ? resolve() : setTimeout(check, 20));
+      check();
+    }));
+    assert.equal(events[0].exit?.willRestart, false);
+    assert.match(events[0].exit!.message, /exited with code 3: config: bad file; not starting it again \(fix the config file\)/);
+  });
+});
+
+describe('tool messages (stand-in daemon)', () => {
+  test('RequestConfirmation is answered by the confirm hook; DoAction reaches the action hook', async () => {
+    const asked: RequestConfirmationParams[] = [];
+    const actions: DoActionParams[] = [];
+    let gotAction!: () => void;
+    const actionSeen = new Promise<void>((resolve) => (gotAction = resolve));
+    const client = new GenaiClient(
+      { command: process.execPath, args: [join(__dirname, 'support', 'fake-tools-daemon.js')], restart: false },
+      {
+        confirm: async (request) => {
+          asked.push(request);
+          return true;
+        },
+        action: (action) => {
+          actions.push(action);
+          gotAction();
+        },
+      },
+    );
+    await within(10_000, 'the stand-in daemon', client.start());
+    try {
+      const answer = await within(5_000, 'TriggerTools', client.daemon.connection.sendRequest('TriggerTools', { conversationId: 'c1' }));
+      assert.deepEqual(answer, { confirmed: true });
+      assert.equal(asked[0].text, 'Delete 3 entities?');
+      await within(5_000, 'the DoAction notification', actionSeen);
+      assert.deepEqual(actions[0].action, { code: 'SPAWN' });
+    } finally {
+      await client.dispose();
+    }
+  });
+});
+
+describe('notifications before their turn is announced (stand-in daemon)', () => {
+  test('chunks and the final response that come before {turnId} reach the turn and the page', async () => {
+    const client = new GenaiClient({ command: process.execPath, args: [join(__dirname, 'support', 'fake-tools-daemon.js')], restart: false });
+    await within(10_000, 'the stand-in daemon', client.start());
+    try {
+      const posted: ToView[] = [];
+      const memory = new Map<string, unknown>();
+      const controller = new ChatController(client, (m) => posted.push(m), {
+        get: <T>(k: string) => memory.get(k) as T | undefined,
+        update: async (k: string, v: unknown) => void memory.set(k, v),
+      });
+      await within(10_000, 'the turn', controller.handle({ type: 'newChat', choice: { feature: 'assistant', serviceProvider: 'fake' } }));
+      await within(10_000, 'the turn', controller.handle({ type: 'send', text: 'Who comes first?' }));
+      assert.deepEqual(
+        posted.filter((m) => m.type !== 'conversation'),
+        [
+          { type: 'userMessage', text: 'Who comes first?' },
+          { type: 'chunk', turnId: 'turn-early', delta: 'Early ' },
+          { type: 'chunk', turnId: 'turn-early', delta: 'bird.' },
+          { type: 'turnStarted', turnId: 'turn-early' },
+          { type: 'turnEnded', turnId: 'turn-early', summary: 'Early bird.', detailedResponse: ['came first'], isSuccess: true, error: undefined },
+        ],
+      );
+    } finally {
+      await client.dispose();
+    }
+  });
+});
+
+describe('chat controller', () => {
+  test('remembers the new-chat choice, and a turn becomes page messages in order', async () => {
+    const client = newClient();
+    await within(10_000, 'the daemon to start', client.start());
+    const posted: ToView[] = [];
+    const memory = new Map<string, unknown>();
+    const store = { get: <T>(k: string) => memory.get(k) as T | undefined, update: async (k: string, v: unknown) => void memory.set(k, v) };
+    try {
+      const controller = new ChatController(client, (m) => posted.push(m), store);
+      await controller.handle({ type: 'newChat', choice: { feature: 'assistant', serviceProvider: 'fast' } });
+      assert.equal(posted.find((m) => m.type === 'error'), undefined, JSON.stringify(posted));
+      await controller.askAboutSelection({ question: 'What does it do?', fileName: 'src/a.ts', language: 'typescript', text: 'let a = `x`;', startLine: 3, endLine: 3 });
+      const kinds = posted.map((m) => m.type);
+      assert.deepEqual(kinds.filter((k) => k !== 'chunk'), ['conversation', 'userMessage', 'turnStarted', 'turnEnded']);
+      const user = posted.find((m) => m.type === 'userMessage') as Extract<ToView, { type: 'userMessage' }>;
+      assert.match(user.text, /^What does it do\?\n\nFrom `src\/a\.ts, lines 3-3` \(typescript\):\n\n```typescript\nlet a = `x`;\n```\n$/);
+      const end = posted.find((m) => m.type === 'turnEnded') as Extract<ToView, { type: 'turnEnded' }>;
+      assert.equal(end.isSuccess, true);
+      assert.equal(end.summary, REPLY);
+      assert.equal(posted.filter((m) => m.type === 'chunk').length, 4);
+
+      // A second controller (a new window) preselects the remembered choice.
+      const next: ToView[] = [];
+      await new ChatController(client, (m) => next.push(m), store).handle({ type: 'ready' });
+      const components = next.find((m) => m.type === 'components') as Extract<ToView, { type: 'components' }>;
+      assert.deepEqual(components.choices.last, { feature: 'assistant', serviceProvider: 'fast' });
+      const conversations = next.find((m) => m.type === 'conversations') as Extract<ToView, { type: 'conversations' }>;
+      assert.ok(conversations.items.some((c) => c.title.startsWith('What does it do?')));
+
+      // Errors are posted to the page, not dropped.
+      await controller.handle({ type: 'openConversation', id: 'no-such-conversation' });
+      const error = posted.at(-1) as Extract<ToView, { type: 'error' }>;
+      assert.equal(error.type, 'error');
+      assert.match(error.message, /unknownConversation/);
+    } finally {
+      await client.dispose();
+    }
+  });
+});

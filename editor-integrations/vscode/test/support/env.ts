@@ -1,0 +1,78 @@
+// Test support: the genai binary and the fake provider (examples/fake-provider.rs) as child
+// processes, a throwaway config + data folder per daemon, and deadline waits.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+/** The repository root (test files run from out/test/support). */
+export const repoRoot = resolve(__dirname, '..', '..', '..', '..', '..');
+export const genaiBin = process.env.GENAI_BIN ?? join(repoRoot, 'target', 'debug', 'genai');
+export const fakeProviderBin = process.env.FAKE_PROVIDER_BIN ?? join(repoRoot, 'target', 'debug', 'examples', 'fake-provider');
+
+/** Resolves with `promise`, or rejects naming `what` after `ms`. */
+export async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface FakeProvider {
+  url: string;
+  stop(): void;
+}
+
+/** Starts examples/fake-provider on a free loopback port. */
+export async function startFakeProvider(opts: { reply: string; chunks: number; delayMs: number }): Promise<FakeProvider> {
+  const child: ChildProcess = spawn(
+    fakeProviderBin,
+    ['--port', '0', '--reply', opts.reply, '--chunks', String(opts.chunks), '--delay-ms', String(opts.delayMs)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const lines = createInterface({ input: child.stdout! });
+  const url = await within(
+    10_000,
+    'the fake provider to listen',
+    new Promise<string>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`fake-provider exited with ${code} before listening`)));
+      lines.on('line', (line) => {
+        const m = /^listening on (\S+)/.exec(line);
+        if (m) resolve(m[1]);
+      });
+    }),
+  );
+  return { url, stop: () => child.kill() };
+}
+
+/**
+ * A config folder naming each provider instance after its key (kind openai, that base_url),
+ * an empty data folder, and the daemon environment for both: no proxies, no OpenAI variables,
+ * so the daemon reaches only loopback.
+ */
+export function daemonEnv(providers: Record<string, string>): NodeJS.ProcessEnv {
+  const root = mkdtempSync(join(tmpdir(), 'genai-vscode-test-'));
+  const config = join(root, 'config');
+  const data = join(root, 'data');
+  mkdirSync(config);
+  mkdirSync(data);
+  const toml = Object.entries(providers)
+    .map(([name, url]) => `[service_providers.${name}]\nkind = "openai"\nbase_url = "${url}"\ndefault_model = "${name}-model"\n`)
+    .join('\n');
+  writeFileSync(join(config, 'config.toml'), toml);
+  const env: NodeJS.ProcessEnv = { ...process.env, GENAI_CONFIG_DIR: config, GENAI_DATA_DIR: data, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+  for (const v of ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy', 'ALL_PROXY', 'all_proxy', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'GENAI_LOG']) {
+    delete env[v];
+  }
+  return env;
+}
+
+/** A port where nothing listens (the discard port), for provider errors. */
+export const DOWN_URL = 'http://127.0.0.1:9/v1';

@@ -1,0 +1,36 @@
+// A stand-in daemon for what the real one does not do (yet, or not reliably enough to test):
+// the tool messages (RequestConfirmation, DoAction) and notifications that arrive before the
+// response announcing their turn. Content-Length JSON-RPC on stdio: `Initialize` answers at
+// once; the test-only `TriggerTools` asks the client to confirm, sends one DoAction, and returns
+// the answer; `CreateConversation` opens "c1"; `OnNewMessage` sends the whole turn (two chunks and
+// the final response) *before* its `{turnId}` answer.
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+
+const conn = createMessageConnection(new StreamMessageReader(process.stdin), new StreamMessageWriter(process.stdout));
+conn.onRequest('Initialize', () => ({ serverInfo: { name: 'fake-tools', version: '0' }, protocolVersion: '1.0', capabilities: {} }));
+conn.onRequest('TriggerTools', async (params: { conversationId: string }) => {
+  const answer = (await conn.sendRequest('RequestConfirmation', {
+    conversationId: params.conversationId,
+    text: 'Delete 3 entities?',
+    link: 'http://127.0.0.1:1/confirm',
+  })) as { confirmed: boolean };
+  await conn.sendNotification('DoAction', { conversationId: params.conversationId, messageId: 'm1', sequence: 0, action: { code: 'SPAWN' } });
+  return answer;
+});
+conn.onRequest('CreateConversation', () => ({ conversationId: 'c1', agentId: 'a1', feature: 'assistant', serviceProvider: 'fake', format: 'openai-chat', model: 'm' }));
+conn.onRequest('OnNewMessage', async () => {
+  const turnId = 'turn-early';
+  for (const delta of ['Early ', 'bird.']) {
+    await conn.sendNotification('OnFeatureResponseChunk', { conversationId: 'c1', turnId, delta });
+  }
+  await conn.sendNotification('OnFeatureResponse', {
+    conversationId: 'c1', turnId, summary: 'Early bird.', detailedResponse: ['came first'], final: true, isSuccess: true,
+  });
+  return { turnId };
+});
+conn.onRequest('Shutdown', () => {
+  setImmediate(() => process.exit(0));
+  return {};
+});
+conn.onClose(() => process.exit(0));
+conn.listen();

@@ -1,0 +1,171 @@
+// The chat page (media/chat.html + dist/webview.js) in headless Chromium, with a stand-in for
+// acquireVsCodeApi that records what the page posts. Checks the new-chat form, Markdown chunks,
+// escaped HTML, the details toggle, errors, and the stop button; saves a screenshot under
+// test-artifacts/.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { chatPageHtml } from '../src/chat/page';
+import type { FromView, ToView } from '../src/chat/view-messages';
+
+const root = resolve(__dirname, '..', '..');
+const artifacts = join(root, 'test-artifacts');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+let browser: Browser;
+let page: Page;
+
+before(async () => {
+  assert.ok(existsSync(join(root, 'dist', 'webview.js')), 'build first: npm run build');
+  mkdirSync(artifacts, { recursive: true });
+  const html = chatPageHtml({
+    extensionPath: root,
+    scriptUri: pathToFileURL(join(root, 'dist', 'webview.js')).href,
+    styleUri: pathToFileURL(join(root, 'media', 'chat.css')).href,
+    cspSource: 'file:',
+  });
+  const file = join(artifacts, 'chat.html');
+  writeFileSync(file, html);
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  page = await browser.newPage({ viewport: { width: 420, height: 760 } });
+  const problems: string[] = [];
+  page.on('pageerror', (err) => problems.push(err.message));
+  page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+  await page.addInitScript(() => {
+    const w = window as unknown as { posted: unknown[]; acquireVsCodeApi: () => unknown };
+    w.posted = [];
+    w.acquireVsCodeApi = () => ({ postMessage: (m: unknown) => w.posted.push(m), getState: () => undefined, setState: () => {} });
+  });
+  await page.goto(pathToFileURL(file).href);
+  await waitPosted((m) => m.type === 'ready');
+  assert.deepEqual(problems, [], 'no script errors or CSP violations');
+});
+after(() => browser?.close());
+
+/** What the extension would post to the page. */
+async function send(message: ToView): Promise<void> {
+  await page.evaluate((m) => window.postMessage(m, '*'), message);
+}
+
+/** Waits until the page has posted a message matching `pred` (deadline: the test timeout). */
+async function waitPosted(pred: (m: FromView) => boolean): Promise<FromView> {
+  const source = pred.toString();
+  const handle = await page.waitForFunction(
+    (src) => {
+      const p = eval(`(${src})`) as (m: unknown) => boolean;
+      return (window as unknown as { posted: unknown[] }).posted.find(p);
+    },
+    source,
+    { timeout: 10_000 },
+  );
+  return (await handle.jsonValue()) as FromView;
+}
+
+test('the new-chat form offers the components and preselects the last choice', async () => {
+  await send({
+    type: 'components',
+    choices: {
+      features: [{ name: 'assistant', description: 'Chat with the model.' }, { name: 'reviewer', description: 'Reviews code.' }],
+      serviceProviders: [
+        { name: 'openai', kind: 'openai', defaultModel: 'gpt-4o-mini', formats: ['openai-chat'] },
+        { name: 'fast', kind: 'openai', defaultModel: 'fast-model', formats: ['openai-chat'] },
+      ],
+      modelConfigurations: [{ name: 'cool', format: 'openai-chat', model: 'gpt-4o-mini' }],
+      last: { feature: 'reviewer', serviceProvider: 'fast' },
+    },
+  });
+  await page.click('#new-chat');
+  assert.equal(await page.inputValue('#feature'), 'reviewer');
+  assert.equal(await page.inputValue('#provider'), 'fast');
+  assert.deepEqual(await page.$$eval('#model option', (os) => os.map((o) => o.textContent)), ['default (fast-model)', 'cool (gpt-4o-mini)']);
+  await page.selectOption('#model', 'cool');
+  await page.click('#start-chat');
+  const posted = await waitPosted((m) => m.type === 'newChat');
+  assert.deepEqual(posted, { type: 'newChat', choice: { feature: 'reviewer', serviceProvider: 'fast', modelConfiguration: 'cool' } });
+});
+
+test('streamed chunks render as Markdown, HTML stays text, details toggle, stop sends Cancel', async () => {
+  await send({ type: 'conversation', id: 'c1', title: 'Sorting in Rust', description: 'assistant · fast · fast-model', messages: [] });
+  await page.fill('#prompt', 'How do I sort a Vec?');
+  await page.press('#prompt', 'Enter');
+  assert.deepEqual(await waitPosted((m) => m.type === 'send'), { type: 'send', text: 'How do I sort a Vec?' });
+  await send({ type: 'userMessage', text: 'How do I sort a Vec?' });
+  await send({ type: 'turnStarted', turnId: 't1' });
+  assert.equal(await page.isVisible('#stop'), true, 'stop shows while a turn runs');
+  const reply = ['Use **`sort`**', ' on a mutable vector:\n\n', '```rust\nv.sort();\n```\n\n', 'Not <script>alert(1)</script> HTML.'];
+  for (const delta of reply) await send({ type: 'chunk', turnId: 't1', delta });
+  await page.waitForSelector('.message.assistant pre code');
+  assert.equal(await page.textContent('.message.assistant strong'), 'sort');
+  assert.equal(await page.textContent('.message.assistant pre code'), 'v.sort();\n');
+  assert.equal(await page.$$eval('#messages script', (s) => s.length), 0, 'no script element from the reply');
+  assert.match((await page.textContent('.message.assistant .body')) ?? '', /Not <script>alert\(1\)<\/script> HTML\./);
+
+  await page.click('#stop');
+  await waitPosted((m) => m.type === 'cancel');
+
+  await send({
+    type: 'turnEnded',
+    turnId: 't1',
+    summary: reply.join(''),
+    detailedResponse: ['provider: fast (openai)', 'model: fast-model', 'usage: 3 input + 5 output = 8 tokens'],
+    isSuccess: true,
+  });
+  assert.equal(await page.isVisible('#stop'), false, 'stop hides when the turn ends');
+  assert.equal(await page.isVisible('.message.assistant .details'), false);
+  await page.click('.message.assistant .details-toggle');
+  assert.equal(await page.isVisible('.message.assistant .details'), true);
+  assert.deepEqual(await page.$$eval('.message.assistant .details li', (li) => li.map((x) => x.textContent)), [
+    'provider: fast (openai)',
+    'model: fast-model',
+    'usage: 3 input + 5 output = 8 tokens',
+  ]);
+  assert.equal(await page.textContent('.message.assistant .details-toggle'), 'Hide details');
+});
+
+test('a failed turn and a failed request show as errors in the chat', async () => {
+  await send({ type: 'userMessage', text: 'Count to ten' });
+  await send({ type: 'chunk', turnId: 't2', delta: 'One, two' });
+  await send({
+    type: 'turnEnded',
+    turnId: 't2',
+    summary: 'down: cannot connect to http://127.0.0.1:9/v1/chat/completions',
+    detailedResponse: ['provider: down (openai)', 'error: down: cannot connect'],
+    isSuccess: false,
+    error: { kind: 'providerError', message: 'down: cannot connect to http://127.0.0.1:9/v1/chat/completions' },
+  });
+  const failed = page.locator('.message.assistant.error').last();
+  assert.match((await failed.textContent()) ?? '', /One, two.*Error \(providerError\): down: cannot connect/s);
+  await send({ type: 'error', message: 'ResumeConversation: no conversation id starts with `zz` (unknownConversation)' });
+  assert.match((await page.locator('.message.error').last().textContent()) ?? '', /unknownConversation/);
+  await send({ type: 'status', level: 'warning', text: 'the genai daemon was killed by SIGKILL; starting it again' });
+  assert.equal(await page.isVisible('#status.warning'), true);
+  await page.screenshot({ path: join(artifacts, 'chat.png'), fullPage: true });
+});
+
+test('history lists conversations and opening one posts its id', async () => {
+  await page.click('#show-history');
+  await waitPosted((m) => m.type === 'listConversations');
+  await send({
+    type: 'conversations',
+    items: [{ id: '01ABC', title: 'Sorting in Rust', feature: 'assistant', provider: 'fast', model: 'fast-model', updatedAt: 1795428553582, messageCount: 4 }],
+  });
+  await page.click('#history-list li[data-id="01ABC"]');
+  assert.deepEqual(await waitPosted((m) => m.type === 'openConversation'), { type: 'openConversation', id: '01ABC' });
+  await send({
+    type: 'conversation',
+    id: '01ABC',
+    title: 'Sorting in Rust',
+    description: 'assistant · fast · fast-model',
+    messages: [
+      { role: 'user', text: 'How do I sort?' },
+      { role: 'assistant', text: 'Use `sort`.' },
+    ],
+  });
+  assert.equal(await page.isVisible('#history-panel'), false);
+  assert.deepEqual(await page.$$eval('.message', (els) => els.map((e) => e.textContent?.trim())), ['How do I sort?', 'Use sort.']);
+});

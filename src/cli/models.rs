@@ -1,0 +1,158 @@
+//! `genai models list|pull|rm|default|path`: the local models folder (see `genai::models`) and
+//! downloads into it (see `genai::download`). Output for people goes to stdout; progress and
+//! notes go to stderr.
+
+use clap::Subcommand;
+use genai::config::Paths;
+use genai::download::{self, PullOptions};
+use genai::error::{Error, ErrorKind};
+use genai::models::ModelLibrary;
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// List the installed models (the default one is marked).
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download a model: an http(s) URL, hf:OWNER/REPO/FILE.gguf[@REVISION], or file:///PATH.
+    /// An interrupted download resumes when the same command runs again.
+    Pull {
+        source: String,
+        /// The model's name (default: the file name without .gguf).
+        #[arg(long)]
+        name: Option<String>,
+        /// The expected sha256; without it a published one is checked when there is one.
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// Make it the default model.
+        #[arg(long)]
+        default: bool,
+        /// Requests tried when the connection drops, before giving up.
+        #[arg(long, default_value_t = 5, value_name = "N")]
+        attempts: u32,
+    },
+    /// Delete an installed model.
+    Rm { name: String },
+    /// Print the default model's name, or make NAME the default.
+    Default { name: Option<String> },
+    /// Print the models folder.
+    Path,
+}
+
+fn human(size: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = size as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{size} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+pub fn run(c: Command) -> Result<(), Error> {
+    let lib = ModelLibrary::open(&Paths::from_env()?);
+    match c {
+        Command::List { json } => {
+            let list = lib.list()?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&list).unwrap_or_default()
+                );
+                return Ok(());
+            }
+            if list.is_empty() {
+                eprintln!(
+                    "no local models in {}: add one with `genai models pull URL` or scripts/install-demo-model.sh",
+                    lib.dir().display()
+                );
+            }
+            let width = list.iter().map(|m| m.name.len()).max().unwrap_or(0).max(4);
+            for m in list {
+                println!(
+                    "{} {:<width$}  {:>10}  {}",
+                    if m.is_default { "*" } else { " " },
+                    m.name,
+                    human(m.size),
+                    m.path.display()
+                );
+            }
+        }
+        Command::Pull {
+            source,
+            name,
+            sha256,
+            default,
+            attempts,
+        } => {
+            let opts = PullOptions {
+                source,
+                name,
+                sha256,
+                make_default: default,
+                attempts,
+                progress: true,
+            };
+            let pulled = super::runtime().block_on(async {
+                tokio::select! {
+                    r = download::pull(&lib, &opts) => Ok(r),
+                    _ = tokio::signal::ctrl_c() => Err(()),
+                }
+            });
+            let Ok(pulled) = pulled else {
+                eprintln!(
+                    "genai: interrupted; what was downloaded is kept in {}: run the same `genai models pull` again to resume",
+                    lib.dir().display()
+                );
+                std::process::exit(130);
+            };
+            let pulled = pulled?;
+            if pulled.already_installed {
+                eprintln!("genai: `{}` is already installed", pulled.name);
+            } else {
+                match &pulled.verified_by {
+                    Some(by) => eprintln!("genai: sha256 {} checked against {by}", pulled.sha256),
+                    None => eprintln!(
+                        "genai: no sha256 was given or published, so the file is unchecked (sha256 {}); pass --sha256 to check it",
+                        pulled.sha256
+                    ),
+                }
+            }
+            println!("{}", pulled.path.display());
+        }
+        Command::Rm { name } => {
+            lib.remove(&name)?;
+            eprintln!("genai: removed `{name}`");
+        }
+        Command::Default { name: Some(name) } => {
+            lib.set_default(&name)?;
+            eprintln!("genai: `{name}` is the default model");
+        }
+        Command::Default { name: None } => match lib.default_name()? {
+            Some(n) => println!("{n}"),
+            None => {
+                let count = lib.list()?.len();
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    if count == 0 {
+                        format!(
+                            "no local model is installed in {}: add one with `genai models pull URL`",
+                            lib.dir().display()
+                        )
+                    } else {
+                        format!("{count} local models are installed and none is the default: choose one with `genai models default NAME`")
+                    },
+                ));
+            }
+        },
+        Command::Path => println!("{}", lib.dir().display()),
+    }
+    Ok(())
+}

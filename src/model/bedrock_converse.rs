@@ -1,0 +1,694 @@
+//! The `bedrock-converse` format: Amazon Bedrock's Converse and ConverseStream API, one shape
+//! for every chat model on Bedrock, with its stream decoder beside it.
+//!
+//! Request (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html):
+//! `{messages: [{role, content: [{text} | {image: {format, source: {bytes}}} | {toolUse} |
+//! {toolResult}]}], system: [{text}], inferenceConfig: {maxTokens, temperature, topP,
+//! stopSequences}, additionalModelRequestFields}`; the model id travels in the URL path.
+//! Stream (API_runtime_ConverseStreamOutput.html): events named by the event stream's
+//! `:event-type`: `messageStart`, `contentBlockStart`, `contentBlockDelta`, `contentBlockStop`,
+//! `messageStop`, and `metadata` last (usage, metrics).
+//!
+//! It owns the JSON of that API and nothing else: no HTTP, no signing, no event-stream framing
+//! (the provider hands it decoded events).
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
+    StreamDecoder, StreamEvent,
+};
+use crate::error::{Error, Result};
+use crate::message::{Message, Part, Role, Usage};
+
+pub const FORMAT: &str = "bedrock-converse";
+
+/// The parameters that go into `inferenceConfig`.
+const INFERENCE: &[&str] = &["maxTokens", "temperature", "topP", "stopSequences"];
+
+pub const PARAMETERS: &[ParameterSpec] = &[
+    ParameterSpec {
+        name: "maxTokens",
+        kind: ParameterType::Integer {
+            min: 1,
+            max: 1_000_000,
+        },
+        description: "inferenceConfig.maxTokens: the most tokens the reply may have.",
+    },
+    ParameterSpec {
+        name: "temperature",
+        kind: ParameterType::Number { min: 0.0, max: 1.0 },
+        description: "inferenceConfig.temperature: sampling temperature; higher is more random.",
+    },
+    ParameterSpec {
+        name: "topP",
+        kind: ParameterType::Number { min: 0.0, max: 1.0 },
+        description: "inferenceConfig.topP: nucleus sampling, the probability mass to sample from.",
+    },
+    ParameterSpec {
+        name: "stopSequences",
+        kind: ParameterType::StringList,
+        description: "inferenceConfig.stopSequences: sequences where generation stops.",
+    },
+    ParameterSpec {
+        name: "additionalModelRequestFields",
+        kind: ParameterType::Object,
+        description: "Fields of the model's own API, such as {\"top_k\": 200} for Claude.",
+    },
+    ParameterSpec {
+        name: "guardrailConfig",
+        kind: ParameterType::Object,
+        description:
+            "A guardrail: {\"guardrailIdentifier\": ..., \"guardrailVersion\": ..., \"trace\": \"enabled\"}.",
+    },
+    ParameterSpec {
+        name: "performanceConfig",
+        kind: ParameterType::Object,
+        description: "Such as {\"latency\": \"optimized\"}.",
+    },
+];
+
+/// The `bedrock-converse` model configuration.
+#[derive(Debug, Clone)]
+pub struct BedrockConverse {
+    model: String,
+    parameters: Map<String, Value>,
+}
+
+impl BedrockConverse {
+    pub fn new(model: impl Into<String>) -> BedrockConverse {
+        BedrockConverse {
+            model: model.into(),
+            parameters: Map::new(),
+        }
+    }
+}
+
+impl ModelConfiguration for BedrockConverse {
+    fn format(&self) -> &'static str {
+        FORMAT
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn parameter_specs(&self) -> &'static [ParameterSpec] {
+        PARAMETERS
+    }
+
+    fn parameters(&self) -> &Map<String, Value> {
+        &self.parameters
+    }
+
+    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.parameters
+    }
+
+    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+        let mut system = Vec::new();
+        let mut wire: Vec<Value> = Vec::new();
+        for m in messages {
+            if m.role == Role::System {
+                let text = m.text();
+                if !text.is_empty() {
+                    system.push(json!({ "text": text }));
+                }
+                continue;
+            }
+            let role = if m.role == Role::Assistant {
+                "assistant"
+            } else {
+                "user"
+            };
+            let blocks = content_blocks(m)?;
+            if blocks.is_empty() {
+                continue;
+            }
+            // Converse wants user and assistant turns to alternate: consecutive messages of one
+            // role (a user message after tool results) become one message.
+            match wire.last_mut() {
+                Some(last) if last["role"] == role => {
+                    if let Some(content) = last["content"].as_array_mut() {
+                        content.extend(blocks);
+                    }
+                }
+                _ => wire.push(json!({ "role": role, "content": blocks })),
+            }
+        }
+        let mut body = Map::new();
+        body.insert("messages".into(), Value::Array(wire));
+        if !system.is_empty() {
+            body.insert("system".into(), Value::Array(system));
+        }
+        let mut inference = Map::new();
+        for (k, v) in &self.parameters {
+            if INFERENCE.contains(&k.as_str()) {
+                inference.insert(k.clone(), v.clone());
+            } else {
+                body.insert(k.clone(), v.clone());
+            }
+        }
+        if !inference.is_empty() {
+            body.insert("inferenceConfig".into(), Value::Object(inference));
+        }
+        Ok(ModelRequest {
+            format: FORMAT,
+            model: self.model.clone(),
+            body: Value::Object(body),
+            stream,
+        })
+    }
+
+    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
+        let v: Value = serde_json::from_slice(body).map_err(|e| {
+            Error::provider(format!("the provider answered with invalid JSON: {e}"))
+        })?;
+        let Some(message) = v.pointer("/output/message") else {
+            let why = v
+                .get("message")
+                .or_else(|| v.get("Message"))
+                .and_then(Value::as_str)
+                .unwrap_or("the answer has no output.message");
+            return Err(Error::provider(why.to_string()));
+        };
+        let mut content = Vec::new();
+        let mut text = String::new();
+        for block in message
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(t) = block.get("text").and_then(Value::as_str) {
+                text.push_str(t);
+            } else if let Some(u) = block.get("toolUse") {
+                content.push(Part::ToolCall {
+                    id: str_field(u, "toolUseId"),
+                    name: str_field(u, "name"),
+                    arguments: u.get("input").cloned().unwrap_or_else(|| json!({})),
+                });
+            }
+        }
+        if !text.is_empty() {
+            content.insert(0, Part::text(text));
+        }
+        Ok(ModelReply {
+            message: Message {
+                role: Role::Assistant,
+                content,
+                from: None,
+            },
+            usage: v.get("usage").and_then(usage_of),
+            finish_reason: v
+                .get("stopReason")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            model: None,
+        })
+    }
+
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(Decoder::default())
+    }
+
+    fn images(&self) -> ImageSupport {
+        ImageSupport::INLINE
+    }
+
+    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
+        Box::new(self.clone())
+    }
+}
+
+fn str_field(v: &Value, name: &str) -> String {
+    v.get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn usage_of(u: &Value) -> Option<Usage> {
+    if !u.is_object() {
+        return None;
+    }
+    let n = |k: &str| u.get(k).and_then(Value::as_u64);
+    Some(Usage {
+        input_tokens: n("inputTokens").unwrap_or(0),
+        output_tokens: n("outputTokens").unwrap_or(0),
+        cache_read_tokens: n("cacheReadInputTokens"),
+        cache_creation_tokens: n("cacheWriteInputTokens"),
+    })
+}
+
+/// The Converse image format of a media type.
+fn image_format(media_type: &str) -> Result<&'static str> {
+    match media_type.trim().to_ascii_lowercase().as_str() {
+        "image/png" => Ok("png"),
+        "image/jpeg" | "image/jpg" => Ok("jpeg"),
+        "image/gif" => Ok("gif"),
+        "image/webp" => Ok("webp"),
+        other => Err(Error::invalid_params(format!(
+            "the {FORMAT} format takes png, jpeg, gif and webp images, not {other}"
+        ))),
+    }
+}
+
+fn image_block(
+    url: &Option<String>,
+    media_type: &Option<String>,
+    data: &Option<String>,
+) -> Result<Value> {
+    match (url, media_type, data) {
+        (_, Some(mt), Some(data)) => Ok(json!({
+            "image": {"format": image_format(mt)?, "source": {"bytes": data}}
+        })),
+        (Some(_), _, _) => Err(Error::invalid_params(format!(
+            "the {FORMAT} format cannot take images by URL: send the image's bytes instead (`genai ask -a` downloads URLs)"
+        ))),
+        _ => Err(Error::invalid_params(
+            "an image part needs `mediaType` and `data`",
+        )),
+    }
+}
+
+/// The content blocks of one message.
+fn content_blocks(m: &Message) -> Result<Vec<Value>> {
+    let mut blocks = Vec::new();
+    for part in &m.content {
+        match part {
+            Part::Text { text } => {
+                if !text.is_empty() {
+                    blocks.push(json!({ "text": text }));
+                }
+            }
+            Part::Json { value } => blocks.push(json!({ "text": value.to_string() })),
+            Part::Image {
+                url,
+                media_type,
+                data,
+            } => blocks.push(image_block(url, media_type, data)?),
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                let input = if arguments.is_object() {
+                    arguments.clone()
+                } else {
+                    json!({})
+                };
+                blocks.push(json!({"toolUse": {"toolUseId": id, "name": name, "input": input}}));
+            }
+            Part::ToolResult {
+                tool_call_id,
+                content,
+                is_error,
+            } => {
+                let mut inner = Vec::new();
+                for p in content {
+                    match p {
+                        Part::Text { text } => inner.push(json!({ "text": text })),
+                        Part::Json { value } => inner.push(json!({ "json": value })),
+                        Part::Image {
+                            url,
+                            media_type,
+                            data,
+                        } => inner.push(image_block(url, media_type, data)?),
+                        _ => {}
+                    }
+                }
+                let mut result = json!({"toolUseId": tool_call_id, "content": inner});
+                if *is_error {
+                    result["status"] = Value::from("error");
+                }
+                blocks.push(json!({ "toolResult": result }));
+            }
+        }
+    }
+    Ok(blocks)
+}
+
+/// Decodes the events of a ConverseStream answer.
+#[derive(Default)]
+struct Decoder {
+    text: String,
+    /// Tool uses by content block index: id, name, input JSON so far.
+    tools: Vec<(usize, String, String, String)>,
+    stop_reason: Option<String>,
+    usage: Option<Usage>,
+    /// `metadata`, the last event, arrived.
+    done: bool,
+}
+
+impl Decoder {
+    fn tool(&mut self, index: usize) -> &mut (usize, String, String, String) {
+        if let Some(i) = self.tools.iter().position(|t| t.0 == index) {
+            return &mut self.tools[i];
+        }
+        self.tools
+            .push((index, String::new(), String::new(), String::new()));
+        self.tools.last_mut().expect("just pushed")
+    }
+}
+
+impl StreamDecoder for Decoder {
+    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
+        let kind = event.event.as_deref().unwrap_or("");
+        let data = event.data.trim();
+        let v: Value = if data.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(data).map_err(|e| {
+                Error::provider(format!(
+                    "the provider's stream carried invalid JSON in a {kind} event: {e}"
+                ))
+            })?
+        };
+        if kind.ends_with("Exception") {
+            let message = v
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("no details");
+            return Err(Error::provider(format!(
+                "the stream stopped with {kind}: {message}"
+            )));
+        }
+        let index = v
+            .get("contentBlockIndex")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as usize;
+        let mut deltas = Vec::new();
+        match kind {
+            "contentBlockStart" => {
+                if let Some(u) = v.pointer("/start/toolUse") {
+                    let (id, name) = (str_field(u, "toolUseId"), str_field(u, "name"));
+                    let slot = self.tool(index);
+                    slot.1 = id;
+                    slot.2 = name;
+                }
+            }
+            "contentBlockDelta" => {
+                if let Some(t) = v.pointer("/delta/text").and_then(Value::as_str) {
+                    if !t.is_empty() {
+                        self.text.push_str(t);
+                        deltas.push(t.to_string());
+                    }
+                }
+                if let Some(input) = v.pointer("/delta/toolUse/input").and_then(Value::as_str) {
+                    self.tool(index).3.push_str(input);
+                }
+            }
+            "messageStop" => {
+                self.stop_reason = v
+                    .get("stopReason")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            "metadata" => {
+                self.usage = v.get("usage").and_then(usage_of);
+                self.done = true;
+            }
+            // messageStart, contentBlockStop, and events added later carry nothing we keep.
+            _ => {}
+        }
+        Ok(deltas)
+    }
+
+    fn finish(self: Box<Self>) -> Result<ModelReply> {
+        if !self.done || self.stop_reason.is_none() {
+            return Err(Error::provider(
+                "the provider's stream ended before the reply was complete",
+            ));
+        }
+        let mut content = Vec::new();
+        if !self.text.is_empty() {
+            content.push(Part::text(self.text));
+        }
+        for (_, id, name, input) in self.tools {
+            let arguments = if input.trim().is_empty() {
+                json!({})
+            } else {
+                serde_json::from_str(&input).unwrap_or(Value::String(input))
+            };
+            content.push(Part::ToolCall {
+                id,
+                name,
+                arguments,
+            });
+        }
+        Ok(ModelReply {
+            message: Message {
+                role: Role::Assistant,
+                content,
+                from: None,
+            },
+            usage: self.usage,
+            finish_reason: self.stop_reason,
+            model: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: &str, data: &str) -> StreamEvent {
+        StreamEvent {
+            event: Some(kind.to_string()),
+            data: data.to_string(),
+        }
+    }
+
+    /// The request shape of the Converse API reference's Request Syntax
+    /// (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html) and of the
+    /// user guide's image example (docs.aws.amazon.com/bedrock/latest/userguide/
+    /// conversation-inference-examples.html).
+    #[test]
+    fn golden_request_body() {
+        let mut m = BedrockConverse::new("anthropic.claude-3-haiku-20240307-v1:0");
+        m.set_parameter("MAXTOKENS", json!("512")).unwrap();
+        m.set_parameter("temperature", json!(0.5)).unwrap();
+        m.set_parameter("topP", json!(0.9)).unwrap();
+        m.set_parameter("stopSequences", json!("END")).unwrap();
+        m.set_parameter("additionalModelRequestFields", json!("{\"top_k\": 200}"))
+            .unwrap();
+        let messages = vec![
+            Message::system("You are an app that creates playlists for a radio station."),
+            Message {
+                role: Role::User,
+                content: vec![
+                    Part::text("What's in this image?"),
+                    Part::Image {
+                        url: None,
+                        media_type: Some("image/png".into()),
+                        data: Some("iVBORw0KGgo=".into()),
+                    },
+                ],
+                from: None,
+            },
+            Message::assistant("A cat."),
+            Message::user("Create a list of 3 pop songs."),
+        ];
+        let req = m.prepare_request(&messages, false).unwrap();
+        assert_eq!(req.model, "anthropic.claude-3-haiku-20240307-v1:0");
+        assert_eq!(
+            req.body,
+            json!({
+                "messages": [
+                    {"role": "user", "content": [
+                        {"text": "What's in this image?"},
+                        {"image": {"format": "png", "source": {"bytes": "iVBORw0KGgo="}}}
+                    ]},
+                    {"role": "assistant", "content": [{"text": "A cat."}]},
+                    {"role": "user", "content": [{"text": "Create a list of 3 pop songs."}]}
+                ],
+                "system": [{"text": "You are an app that creates playlists for a radio station."}],
+                "inferenceConfig": {"maxTokens": 512, "temperature": 0.5, "topP": 0.9, "stopSequences": ["END"]},
+                "additionalModelRequestFields": {"top_k": 200}
+            })
+        );
+        assert!(req.body["additionalModelRequestFields"].is_object());
+    }
+
+    #[test]
+    fn tool_calls_and_results_become_tool_use_blocks_in_alternating_turns() {
+        let m = BedrockConverse::new("m");
+        let messages = vec![
+            Message::user("Weather in Paris?"),
+            Message {
+                role: Role::Assistant,
+                content: vec![Part::ToolCall {
+                    id: "tooluse_1".into(),
+                    name: "weather".into(),
+                    arguments: json!({"city": "Paris"}),
+                }],
+                from: None,
+            },
+            Message {
+                role: Role::Tool,
+                content: vec![Part::ToolResult {
+                    tool_call_id: "tooluse_1".into(),
+                    content: vec![Part::Json {
+                        value: json!({"c": 21}),
+                    }],
+                    is_error: false,
+                }],
+                from: None,
+            },
+            Message::user("Thanks"),
+        ];
+        let body = m.prepare_request(&messages, true).unwrap().body;
+        assert_eq!(
+            body["messages"][1]["content"][0],
+            json!({"toolUse": {"toolUseId": "tooluse_1", "name": "weather", "input": {"city": "Paris"}}})
+        );
+        assert_eq!(body["messages"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            body["messages"][2],
+            json!({"role": "user", "content": [
+                {"toolResult": {"toolUseId": "tooluse_1", "content": [{"json": {"c": 21}}]}},
+                {"text": "Thanks"}
+            ]})
+        );
+        let bad = vec![Message {
+            role: Role::User,
+            content: vec![Part::Image {
+                url: Some("https://x/y.png".into()),
+                media_type: None,
+                data: None,
+            }],
+            from: None,
+        }];
+        assert!(m.prepare_request(&bad, false).is_err());
+        let tiff = vec![Message {
+            role: Role::User,
+            content: vec![Part::Image {
+                url: None,
+                media_type: Some("image/tiff".into()),
+                data: Some("AA==".into()),
+            }],
+            from: None,
+        }];
+        let e = m.prepare_request(&tiff, false).unwrap_err();
+        assert!(e.message.contains("not image/tiff"), "{}", e.message);
+    }
+
+    /// The response shape of the Converse API reference (API_runtime_Converse.html, Response
+    /// Syntax) and of the user guide's example answer.
+    #[test]
+    fn golden_response() {
+        let body = br#"{
+            "output": {"message": {"role": "assistant", "content": [
+                {"text": "Why don't scientists trust atoms? Because they make up everything!"}
+            ]}},
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": 22, "outputTokens": 16, "totalTokens": 38, "cacheReadInputTokens": 4, "cacheWriteInputTokens": 9},
+            "metrics": {"latencyMs": 740}
+        }"#;
+        let r = BedrockConverse::new("m").extract_result(body).unwrap();
+        assert_eq!(
+            r.message.text(),
+            "Why don't scientists trust atoms? Because they make up everything!"
+        );
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input_tokens: 22,
+                output_tokens: 16,
+                cache_read_tokens: Some(4),
+                cache_creation_tokens: Some(9),
+            })
+        );
+        assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
+
+        let tool = br#"{"output":{"message":{"role":"assistant","content":[{"text":"Let me look."},{"toolUse":{"toolUseId":"tooluse_kZJMlvQmRJ6eAyJE5GIl7Q","name":"top_song","input":{"sign":"WZPZ"}}}]}},"stopReason":"tool_use","usage":{"inputTokens":375,"outputTokens":75,"totalTokens":450}}"#;
+        let r = BedrockConverse::new("m").extract_result(tool).unwrap();
+        assert_eq!(r.message.text(), "Let me look.");
+        assert!(
+            matches!(&r.message.content[1], Part::ToolCall { name, arguments, .. } if name == "top_song" && arguments["sign"] == "WZPZ")
+        );
+
+        let e = BedrockConverse::new("m")
+            .extract_result(br#"{"message":"The provided model identifier is invalid."}"#)
+            .unwrap_err();
+        assert_eq!(e.message, "The provided model identifier is invalid.");
+    }
+
+    /// A ConverseStream answer as its events (API_runtime_ConverseStreamOutput.html and the
+    /// event types it links: MessageStartEvent, ContentBlockDeltaEvent, MessageStopEvent,
+    /// ConverseStreamMetadataEvent).
+    #[test]
+    fn golden_stream_and_a_cut_one() {
+        let events = [
+            ev("messageStart", r#"{"role":"assistant"}"#),
+            ev(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"text":"Hello"}}"#,
+            ),
+            ev(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"text":" there"}}"#,
+            ),
+            ev("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+            ev(
+                "contentBlockStart",
+                r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"top_song"}}}"#,
+            ),
+            ev(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\":"}}}"#,
+            ),
+            ev(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"\"WZPZ\"}"}}}"#,
+            ),
+            ev("contentBlockStop", r#"{"contentBlockIndex":1}"#),
+            ev("messageStop", r#"{"stopReason":"tool_use"}"#),
+            ev(
+                "metadata",
+                r#"{"usage":{"inputTokens":12,"outputTokens":7,"totalTokens":19},"metrics":{"latencyMs":321}}"#,
+            ),
+        ];
+        let m = BedrockConverse::new("m");
+        let mut d = m.stream_decoder();
+        let mut deltas = Vec::new();
+        for e in &events {
+            deltas.extend(d.feed(e).unwrap());
+        }
+        assert_eq!(deltas, vec!["Hello", " there"]);
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.text(), "Hello there");
+        assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
+        assert_eq!(r.usage.unwrap().output_tokens, 7);
+        assert!(
+            matches!(&r.message.content[1], Part::ToolCall { id, arguments, .. } if id == "tooluse_1" && arguments["sign"] == "WZPZ")
+        );
+
+        // Cut before `metadata`, the terminal event.
+        let mut cut = m.stream_decoder();
+        for e in &events[..9] {
+            cut.feed(e).unwrap();
+        }
+        let e = cut.finish().unwrap_err();
+        assert!(
+            e.message.contains("ended before the reply was complete"),
+            "{}",
+            e.message
+        );
+
+        let mut bad = m.stream_decoder();
+        assert!(bad.feed(&ev("contentBlockDelta", "{\"delta\":")).is_err());
+        let e = bad
+            .feed(&ev(
+                "validationException",
+                r#"{"message":"Malformed input request"}"#,
+            ))
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "the stream stopped with validationException: Malformed input request"
+        );
+    }
+}

@@ -1,0 +1,1022 @@
+//! The `claude-messages` format: Anthropic's Messages API, spoken by the Anthropic API and by
+//! Amazon Bedrock's InvokeModel for Claude models, with its stream decoder beside it.
+//!
+//! It owns the JSON shape of that API's requests, responses and stream events, and nothing
+//! else: no HTTP, no keys, no URLs, no headers. [`request_body`] is the one place a body is
+//! built, so every provider sends the same shape and post-processes only what its transport
+//! needs (the `anthropic` provider moves `anthropic_version`/`anthropic_beta` into headers;
+//! Bedrock drops `model` and `stream` and keeps `anthropic_version` in the body).
+//!
+//! Wire shapes follow Anthropic's public documentation:
+//! <https://docs.anthropic.com/en/api/messages> (request, response),
+//! <https://docs.anthropic.com/en/docs/build-with-claude/streaming> (stream events),
+//! <https://docs.anthropic.com/en/docs/build-with-claude/vision> (image sources),
+//! <https://docs.anthropic.com/en/docs/build-with-claude/tool-use> (tool_use, tool_result),
+//! <https://docs.anthropic.com/en/api/errors> (error bodies and stream `error` events).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
+    StreamDecoder, StreamEvent,
+};
+use crate::error::{Error, Result};
+use crate::message::{Message, Part, Role, Usage};
+
+pub const FORMAT: &str = "claude-messages";
+
+/// `max_tokens` is required by the API; this is sent when the parameter is unset.
+pub const DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// The parameter naming the API version. It travels in the body built by [`request_body`]; a
+/// provider that sends it as a header (the `anthropic` provider) removes it from the body.
+pub const VERSION_PARAMETER: &str = "anthropic_version";
+
+/// The parameter naming beta features, a list. Same handling as [`VERSION_PARAMETER`]: the
+/// `anthropic` provider sends it as the `anthropic-beta` header, Bedrock keeps it in the body.
+pub const BETA_PARAMETER: &str = "anthropic_beta";
+
+pub const PARAMETERS: &[ParameterSpec] = &[
+    ParameterSpec {
+        name: "max_tokens",
+        kind: ParameterType::Integer {
+            min: 1,
+            max: 1_000_000,
+        },
+        description: "The most tokens the reply may have (required by the API; 4096 when unset).",
+    },
+    ParameterSpec {
+        name: "temperature",
+        kind: ParameterType::Number { min: 0.0, max: 1.0 },
+        description: "Sampling temperature; higher is more random.",
+    },
+    ParameterSpec {
+        name: "top_p",
+        kind: ParameterType::Number { min: 0.0, max: 1.0 },
+        description: "Nucleus sampling: the probability mass to sample from.",
+    },
+    ParameterSpec {
+        name: "top_k",
+        kind: ParameterType::Integer {
+            min: 0,
+            max: 1_000_000,
+        },
+        description: "Sample only from the K most likely tokens.",
+    },
+    ParameterSpec {
+        name: "stop_sequences",
+        kind: ParameterType::StringList,
+        description: "Sequences where generation stops (always sent as a list).",
+    },
+    ParameterSpec {
+        name: VERSION_PARAMETER,
+        kind: ParameterType::String,
+        description: "The API version: the anthropic-version header on the anthropic provider \
+                      (default 2023-06-01), in the body on Bedrock (default bedrock-2023-05-31).",
+    },
+    ParameterSpec {
+        name: BETA_PARAMETER,
+        kind: ParameterType::StringList,
+        description: "Beta features to enable: the anthropic-beta header on the anthropic \
+                      provider, in the body on Bedrock.",
+    },
+    ParameterSpec {
+        name: "metadata",
+        kind: ParameterType::Object,
+        description: "Such as {\"user_id\":\"...\"}: an opaque end-user id.",
+    },
+    ParameterSpec {
+        name: "thinking",
+        kind: ParameterType::Object,
+        description: "Extended thinking, such as {\"type\":\"enabled\",\"budget_tokens\":2048}.",
+    },
+    ParameterSpec {
+        name: "service_tier",
+        kind: ParameterType::String,
+        description: "auto or standard_only.",
+    },
+];
+
+/// The `claude-messages` model configuration.
+#[derive(Debug, Clone)]
+pub struct ClaudeMessages {
+    model: String,
+    parameters: Map<String, Value>,
+}
+
+impl ClaudeMessages {
+    pub fn new(model: impl Into<String>) -> ClaudeMessages {
+        ClaudeMessages {
+            model: model.into(),
+            parameters: Map::new(),
+        }
+    }
+}
+
+impl ModelConfiguration for ClaudeMessages {
+    fn format(&self) -> &'static str {
+        FORMAT
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn parameter_specs(&self) -> &'static [ParameterSpec] {
+        PARAMETERS
+    }
+
+    fn parameters(&self) -> &Map<String, Value> {
+        &self.parameters
+    }
+
+    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.parameters
+    }
+
+    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+        Ok(ModelRequest {
+            format: FORMAT,
+            model: self.model.clone(),
+            body: Value::Object(request_body(
+                &self.model,
+                &self.parameters,
+                messages,
+                stream,
+            )?),
+            stream,
+        })
+    }
+
+    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
+        extract_result(body)
+    }
+
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(Decoder::default())
+    }
+
+    fn images(&self) -> ImageSupport {
+        ImageSupport::ALL
+    }
+
+    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
+        Box::new(self.clone())
+    }
+}
+
+/// The Messages API body for these messages: `model`, `max_tokens` (default
+/// [`DEFAULT_MAX_TOKENS`]), top-level `system`, `messages` (consecutive same-role messages
+/// merged), every parameter set (`stop_sequences` always a list; `anthropic_version` and
+/// `anthropic_beta` included when set), and `stream: true` when streaming.
+pub fn request_body(
+    model: &str,
+    parameters: &Map<String, Value>,
+    messages: &[Message],
+    stream: bool,
+) -> Result<Map<String, Value>> {
+    let mut system = Vec::new();
+    let mut wire: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in messages {
+        if m.role == Role::System {
+            for part in &m.content {
+                match part {
+                    Part::Text { text } if !text.is_empty() => system.push(text.clone()),
+                    Part::Text { .. } => {}
+                    Part::Json { value } => system.push(value.to_string()),
+                    _ => {
+                        return Err(Error::invalid_params(
+                            "a system message of the claude-messages format takes only text",
+                        ))
+                    }
+                }
+            }
+            continue;
+        }
+        // Tool results go back to the model in a user turn.
+        let role = if m.role == Role::Assistant {
+            "assistant"
+        } else {
+            "user"
+        };
+        let blocks = blocks_of(&m.content)?;
+        if blocks.is_empty() {
+            continue;
+        }
+        // The API wants user and assistant turns to alternate: merge neighbours.
+        match wire.last_mut() {
+            Some((last, prev)) if *last == role => prev.extend(blocks),
+            _ => wire.push((role, blocks)),
+        }
+    }
+    let messages: Vec<Value> = wire
+        .into_iter()
+        .map(|(role, mut blocks)| {
+            // In a user turn, tool results must come before anything else.
+            blocks.sort_by_key(|b| b["type"] != "tool_result");
+            // A lone text block goes as a plain string, the API's documented short form.
+            let content = match blocks.as_slice() {
+                [only] if only["type"] == "text" => only["text"].clone(),
+                _ => Value::Array(blocks),
+            };
+            json!({"role": role, "content": content})
+        })
+        .collect();
+
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(model));
+    body.insert("max_tokens".into(), Value::from(DEFAULT_MAX_TOKENS));
+    if !system.is_empty() {
+        body.insert("system".into(), Value::from(system.join("\n\n")));
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    for (k, v) in parameters {
+        let v = match (k.as_str(), v) {
+            ("stop_sequences" | BETA_PARAMETER, Value::String(s)) => json!([s]),
+            _ => v.clone(),
+        };
+        body.insert(k.clone(), v);
+    }
+    if stream {
+        body.insert("stream".into(), Value::Bool(true));
+    }
+    Ok(body)
+}
+
+/// The content blocks of one message's parts.
+fn blocks_of(parts: &[Part]) -> Result<Vec<Value>> {
+    let mut blocks = Vec::new();
+    for part in parts {
+        match part {
+            // The API refuses empty text blocks.
+            Part::Text { text } if text.is_empty() => {}
+            Part::Text { text } => blocks.push(json!({"type": "text", "text": text})),
+            Part::Json { value } => blocks.push(json!({"type": "text", "text": value.to_string()})),
+            Part::Image {
+                url,
+                media_type,
+                data,
+            } => blocks.push(image_block(url, media_type, data)?),
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                // `input` must be an object.
+                let input = match arguments {
+                    Value::Object(_) => arguments.clone(),
+                    Value::Null => json!({}),
+                    other => json!({"value": other}),
+                };
+                blocks.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+            }
+            Part::ToolResult {
+                tool_call_id,
+                content,
+                is_error,
+            } => {
+                let inner: Vec<Value> = blocks_of(content)?
+                    .into_iter()
+                    .filter(|b| b["type"] == "text" || b["type"] == "image")
+                    .collect();
+                let mut block = json!({"type": "tool_result", "tool_use_id": tool_call_id});
+                if !inner.is_empty() {
+                    block["content"] = Value::Array(inner);
+                }
+                if *is_error {
+                    block["is_error"] = Value::Bool(true);
+                }
+                blocks.push(block);
+            }
+        }
+    }
+    Ok(blocks)
+}
+
+/// An image block: inline bytes as a `base64` source, a `data:` URL likewise, any other URL as a
+/// `url` source.
+fn image_block(
+    url: &Option<String>,
+    media_type: &Option<String>,
+    data: &Option<String>,
+) -> Result<Value> {
+    let source = match (url, media_type, data) {
+        (Some(url), _, _) => match parse_data_url(url) {
+            Some((media_type, data)) => {
+                json!({"type": "base64", "media_type": media_type, "data": data})
+            }
+            None => json!({"type": "url", "url": url}),
+        },
+        (None, Some(media_type), Some(data)) => {
+            json!({"type": "base64", "media_type": media_type, "data": data})
+        }
+        _ => {
+            return Err(Error::invalid_params(
+                "an image part needs `url`, or `mediaType` and `data`",
+            ))
+        }
+    };
+    Ok(json!({"type": "image", "source": source}))
+}
+
+/// `data:image/png;base64,AAAA` → (`image/png`, `AAAA`).
+fn parse_data_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    let media_type = meta.strip_suffix(";base64")?;
+    Some((media_type, data))
+}
+
+/// The reply of a complete (non-streamed) Messages API response body.
+pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::provider(format!("the provider answered with invalid JSON: {e}")))?;
+    if v.get("type").and_then(Value::as_str) == Some("error") || v.get("error").is_some() {
+        return Err(Error::provider(format!(
+            "{}{}",
+            error_text(v.get("error").unwrap_or(&Value::Null)),
+            request_id(&v)
+        )));
+    }
+    let blocks = v
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::provider("the provider's answer has no content"))?;
+    let mut content = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if let Some(text) = block.get("text").and_then(Value::as_str) {
+                    content.push(Part::text(text));
+                }
+            }
+            Some("tool_use") => content.push(Part::ToolCall {
+                id: str_field(block, "id"),
+                name: str_field(block, "name"),
+                arguments: block.get("input").cloned().unwrap_or_else(|| json!({})),
+            }),
+            // thinking, redacted_thinking, server tool blocks: not part of the chat reply.
+            _ => {}
+        }
+    }
+    Ok(ModelReply {
+        message: Message {
+            role: Role::Assistant,
+            content,
+            from: None,
+        },
+        usage: v.get("usage").and_then(|u| {
+            let mut usage = Usage::default();
+            update_usage(&mut usage, u).then_some(usage)
+        }),
+        finish_reason: v
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        model: v.get("model").and_then(Value::as_str).map(str::to_string),
+    })
+}
+
+fn str_field(v: &Value, name: &str) -> String {
+    v.get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `{"type":"overloaded_error","message":"Overloaded"}` → `overloaded_error: Overloaded`.
+pub fn error_text(err: &Value) -> String {
+    let message = err.get("message").and_then(Value::as_str);
+    match (err.get("type").and_then(Value::as_str), message) {
+        (Some(t), Some(m)) => format!("{t}: {m}"),
+        (None, Some(m)) => m.to_string(),
+        (Some(t), None) => t.to_string(),
+        (None, None) => format!("an error without details: {err}"),
+    }
+}
+
+/// ` [request req_...]` when an error body names its request (as `status_error` shows it).
+fn request_id(v: &Value) -> String {
+    v.get("request_id")
+        .and_then(Value::as_str)
+        .map(|id| format!(" [request {id}]"))
+        .unwrap_or_default()
+}
+
+/// Reads the counts present in an API `usage` object into `usage` (fields absent are left as
+/// they were, since `message_delta` may carry only `output_tokens`). False if `u` is no object.
+fn update_usage(usage: &mut Usage, u: &Value) -> bool {
+    if !u.is_object() {
+        return false;
+    }
+    let n = |k: &str| u.get(k).and_then(Value::as_u64);
+    if let Some(n) = n("input_tokens") {
+        usage.input_tokens = n;
+    }
+    if let Some(n) = n("output_tokens") {
+        usage.output_tokens = n;
+    }
+    if let Some(n) = n("cache_creation_input_tokens") {
+        usage.cache_creation_tokens = Some(n);
+    }
+    if let Some(n) = n("cache_read_input_tokens") {
+        usage.cache_read_tokens = Some(n);
+    }
+    true
+}
+
+/// One content block of a streamed reply.
+enum Block {
+    Text(String),
+    /// id, name, the `partial_json` so far (and the start's `input` if no delta came).
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+        start_input: Value,
+    },
+    /// thinking and other blocks that are not part of the chat reply.
+    Other,
+}
+
+/// Decodes the events of a streamed Messages API answer: `message_start`,
+/// `content_block_start/delta/stop`, `message_delta`, `message_stop` (the terminal event),
+/// `ping` (ignored) and `error`. Unknown event types are ignored, as Anthropic's versioning
+/// policy asks. The type is read from the event's JSON `type` (so Bedrock's event-stream
+/// payloads, which have no SSE `event:` line, decode the same way).
+#[derive(Default)]
+struct Decoder {
+    blocks: BTreeMap<u64, Block>,
+    usage: Option<Usage>,
+    stop_reason: Option<String>,
+    model: Option<String>,
+    done: bool,
+}
+
+impl StreamDecoder for Decoder {
+    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(Vec::new());
+        }
+        let v: Value = serde_json::from_str(data).map_err(|e| {
+            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
+        })?;
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .or(event.event.as_deref())
+            .unwrap_or_default();
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let mut deltas = Vec::new();
+        match kind {
+            "message_start" => {
+                let message = v.get("message").cloned().unwrap_or(Value::Null);
+                if let Some(model) = message.get("model").and_then(Value::as_str) {
+                    self.model = Some(model.to_string());
+                }
+                if let Some(u) = message.get("usage") {
+                    update_usage(self.usage.get_or_insert_with(Usage::default), u);
+                }
+            }
+            "content_block_start" => {
+                let block = v.get("content_block").cloned().unwrap_or(Value::Null);
+                let block = match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let text = str_field(&block, "text");
+                        if !text.is_empty() {
+                            deltas.push(text.clone());
+                        }
+                        Block::Text(text)
+                    }
+                    Some("tool_use") => Block::Tool {
+                        id: str_field(&block, "id"),
+                        name: str_field(&block, "name"),
+                        json: String::new(),
+                        start_input: block.get("input").cloned().unwrap_or(Value::Null),
+                    },
+                    _ => Block::Other,
+                };
+                self.blocks.insert(index, block);
+            }
+            "content_block_delta" => {
+                let delta = v.get("delta").cloned().unwrap_or(Value::Null);
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        let text = str_field(&delta, "text");
+                        let block = self
+                            .blocks
+                            .entry(index)
+                            .or_insert_with(|| Block::Text(String::new()));
+                        if let Block::Text(so_far) = block {
+                            if !text.is_empty() {
+                                so_far.push_str(&text);
+                                deltas.push(text);
+                            }
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        if let Some(Block::Tool { json, .. }) = self.blocks.get_mut(&index) {
+                            json.push_str(
+                                delta
+                                    .get("partial_json")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or(""),
+                            );
+                        }
+                    }
+                    // thinking_delta, signature_delta, citations_delta.
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                if let Some(u) = v.get("usage") {
+                    update_usage(self.usage.get_or_insert_with(Usage::default), u);
+                }
+            }
+            "message_stop" => self.done = true,
+            "error" => {
+                return Err(Error::provider(format!(
+                    "the stream reported an error: {}{}",
+                    error_text(v.get("error").unwrap_or(&Value::Null)),
+                    request_id(&v)
+                )))
+            }
+            // ping, content_block_stop, and event types added later.
+            _ => {}
+        }
+        Ok(deltas)
+    }
+
+    fn finish(self: Box<Self>) -> Result<ModelReply> {
+        if !self.done {
+            return Err(Error::provider(
+                "the provider's stream ended before the reply was complete",
+            ));
+        }
+        let mut content = Vec::new();
+        for block in self.blocks.into_values() {
+            match block {
+                Block::Text(text) if !text.is_empty() => content.push(Part::text(text)),
+                Block::Tool {
+                    id,
+                    name,
+                    json,
+                    start_input,
+                } => {
+                    let arguments = if json.trim().is_empty() {
+                        match start_input {
+                            Value::Object(_) => start_input,
+                            _ => json!({}),
+                        }
+                    } else {
+                        serde_json::from_str(&json).map_err(|e| {
+                            Error::provider(format!(
+                                "the arguments of tool call {name} are not JSON: {e}"
+                            ))
+                        })?
+                    };
+                    content.push(Part::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(ModelReply {
+            message: Message {
+                role: Role::Assistant,
+                content,
+                from: None,
+            },
+            usage: self.usage,
+            finish_reason: self.stop_reason,
+            model: self.model,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user_parts(parts: Vec<Part>) -> Message {
+        Message {
+            role: Role::User,
+            content: parts,
+            from: None,
+        }
+    }
+
+    /// Feeds SSE text (`event:` and `data:` lines, blank-line separated) to a decoder.
+    fn feed_sse(d: &mut Box<dyn StreamDecoder>, sse: &str) -> Result<Vec<String>> {
+        let mut deltas = Vec::new();
+        for block in sse.split("\n\n").filter(|b| !b.trim().is_empty()) {
+            let mut event = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(e) = line.strip_prefix("event: ") {
+                    event = Some(e.to_string());
+                } else if let Some(d) = line.strip_prefix("data: ") {
+                    data.push_str(d);
+                }
+            }
+            deltas.extend(d.feed(&StreamEvent { event, data })?);
+        }
+        Ok(deltas)
+    }
+
+    // https://docs.anthropic.com/en/api/messages: the documented minimal request.
+    #[test]
+    fn golden_basic_request() {
+        let mut m = ClaudeMessages::new("claude-sonnet-4-5");
+        m.set_parameter("max_tokens", json!(1024)).unwrap();
+        let req = m
+            .prepare_request(&[Message::user("Hello, world")], false)
+            .unwrap();
+        assert_eq!(
+            req.body,
+            json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 1024,
+                "messages": [{"role": "user", "content": "Hello, world"}]
+            })
+        );
+        assert!(!req.stream);
+        assert_eq!(req.format, FORMAT);
+    }
+
+    #[test]
+    fn defaults_system_parameters_and_stream() {
+        let mut m = ClaudeMessages::new("claude-sonnet-4-5");
+        m.set_parameter("Temperature", json!("0.5")).unwrap();
+        m.set_parameter("TOP_K", json!(40)).unwrap();
+        m.set_parameter("top_p", json!(0.9)).unwrap();
+        m.set_parameter("stop_sequences", json!("END")).unwrap();
+        m.set_parameter("anthropic_version", json!("2023-06-01"))
+            .unwrap();
+        m.set_parameter("metadata", json!("{\"user_id\":\"U-1\"}"))
+            .unwrap();
+        let req = m
+            .prepare_request(
+                &[
+                    Message::system("You are a pirate."),
+                    Message::user("Hi"),
+                    Message::user("Who are you?"),
+                    Message::assistant("Arr,"),
+                ],
+                true,
+            )
+            .unwrap();
+        assert_eq!(
+            req.body,
+            json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 4096,
+                "system": "You are a pirate.",
+                "messages": [
+                    {"role": "user", "content": [
+                        {"type": "text", "text": "Hi"},
+                        {"type": "text", "text": "Who are you?"}
+                    ]},
+                    {"role": "assistant", "content": "Arr,"}
+                ],
+                "temperature": 0.5,
+                "top_k": 40,
+                "top_p": 0.9,
+                "stop_sequences": ["END"],
+                "anthropic_version": "2023-06-01",
+                "metadata": {"user_id": "U-1"},
+                "stream": true
+            })
+        );
+        // Values keep their case; out-of-range values are refused with the accepted names.
+        let e = m.set_parameter("temperature", json!(1.5)).unwrap_err();
+        assert!(e.message.contains("outside"), "{}", e.message);
+        let e = m.set_parameter("stop", json!("x")).unwrap_err();
+        assert!(e.message.contains("stop_sequences"), "{}", e.message);
+    }
+
+    // https://docs.anthropic.com/en/docs/build-with-claude/vision: base64 and URL sources.
+    #[test]
+    fn golden_image_request() {
+        let m = ClaudeMessages::new("claude-sonnet-4-5");
+        let msg = user_parts(vec![
+            Part::Image {
+                url: None,
+                media_type: Some("image/jpeg".into()),
+                data: Some("/9j/4AAQSkZJRg==".into()),
+            },
+            Part::Image {
+                url: Some(
+                    "https://upload.wikimedia.org/wikipedia/commons/a/a7/Camponotus_flavomarginatus_ant.jpg"
+                        .into(),
+                ),
+                media_type: None,
+                data: None,
+            },
+            Part::Image {
+                url: Some("data:image/png;base64,iVBORw0KGgo=".into()),
+                media_type: None,
+                data: None,
+            },
+            Part::text("Describe this image."),
+        ]);
+        let body = m.prepare_request(&[msg], false).unwrap().body;
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4AAQSkZJRg=="}},
+                {"type": "image", "source": {"type": "url", "url": "https://upload.wikimedia.org/wikipedia/commons/a/a7/Camponotus_flavomarginatus_ant.jpg"}},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                {"type": "text", "text": "Describe this image."}
+            ]}])
+        );
+        assert_eq!(m.images(), ImageSupport::ALL);
+        let bad = user_parts(vec![Part::Image {
+            url: None,
+            media_type: None,
+            data: Some("AAAA".into()),
+        }]);
+        assert!(m.prepare_request(&[bad], false).is_err());
+    }
+
+    // https://docs.anthropic.com/en/docs/build-with-claude/tool-use: a tool_use turn and the
+    // tool_result that answers it.
+    #[test]
+    fn golden_tool_round_trip() {
+        let m = ClaudeMessages::new("claude-sonnet-4-5");
+        let messages = [
+            Message::user("What's the weather like in San Francisco?"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Part::text("I'll check the weather."),
+                    Part::ToolCall {
+                        id: "toolu_01A09q90qw90lq917835lq9".into(),
+                        name: "get_weather".into(),
+                        arguments: json!({"location": "San Francisco, CA", "unit": "celsius"}),
+                    },
+                ],
+                from: None,
+            },
+            Message {
+                role: Role::Tool,
+                content: vec![Part::ToolResult {
+                    tool_call_id: "toolu_01A09q90qw90lq917835lq9".into(),
+                    content: vec![Part::text("15 degrees")],
+                    is_error: false,
+                }],
+                from: Some("get_weather".into()),
+            },
+            Message::user("And tomorrow?"),
+        ];
+        let body = m.prepare_request(&messages, false).unwrap().body;
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": "What's the weather like in San Francisco?"},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "I'll check the weather."},
+                    {"type": "tool_use", "id": "toolu_01A09q90qw90lq917835lq9", "name": "get_weather",
+                     "input": {"location": "San Francisco, CA", "unit": "celsius"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_01A09q90qw90lq917835lq9",
+                     "content": [{"type": "text", "text": "15 degrees"}]},
+                    {"type": "text", "text": "And tomorrow?"}
+                ]}
+            ])
+        );
+    }
+
+    // https://docs.anthropic.com/en/api/messages: the documented response.
+    #[test]
+    fn extracts_the_documented_response() {
+        let body = br#"{
+          "content": [{"text": "Hi! My name is Claude.", "type": "text"}],
+          "id": "msg_013Zva2CMHLNnXjNJJKqJ2EF",
+          "model": "claude-sonnet-4-5-20250929",
+          "role": "assistant",
+          "stop_reason": "end_turn",
+          "stop_sequence": null,
+          "type": "message",
+          "usage": {"input_tokens": 2095, "output_tokens": 503,
+                    "cache_creation_input_tokens": 10, "cache_read_input_tokens": 2000}
+        }"#;
+        let r = ClaudeMessages::new("m").extract_result(body).unwrap();
+        assert_eq!(r.message.text(), "Hi! My name is Claude.");
+        assert_eq!(r.message.role, Role::Assistant);
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input_tokens: 2095,
+                output_tokens: 503,
+                cache_read_tokens: Some(2000),
+                cache_creation_tokens: Some(10),
+            })
+        );
+        assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
+        assert_eq!(r.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
+    }
+
+    #[test]
+    fn extracts_tool_use_and_errors() {
+        let body = br#"{"id":"msg_01Aq9w938a90dw8q","model":"claude-sonnet-4-5","stop_reason":"tool_use","role":"assistant","type":"message",
+          "content":[{"type":"text","text":"<thinking>I need to use get_weather.</thinking>"},
+                     {"type":"tool_use","id":"toolu_01A09q90qw90lq917835lq9","name":"get_weather","input":{"location":"San Francisco, CA","unit":"celsius"}}],
+          "usage":{"input_tokens":10,"output_tokens":20}}"#;
+        let r = ClaudeMessages::new("m").extract_result(body).unwrap();
+        assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
+        assert_eq!(
+            r.message.content[1],
+            Part::ToolCall {
+                id: "toolu_01A09q90qw90lq917835lq9".into(),
+                name: "get_weather".into(),
+                arguments: json!({"location": "San Francisco, CA", "unit": "celsius"}),
+            }
+        );
+        // https://docs.anthropic.com/en/api/errors
+        let e = ClaudeMessages::new("m")
+            .extract_result(br#"{"type":"error","error":{"type":"not_found_error","message":"The requested resource could not be found."}}"#)
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "not_found_error: The requested resource could not be found."
+        );
+        assert!(ClaudeMessages::new("m").extract_result(b"{oops").is_err());
+    }
+
+    // https://docs.anthropic.com/en/docs/build-with-claude/streaming: "Basic streaming request".
+    const DOC_STREAM: &str = r#"event: message_start
+data: {"type": "message_start", "message": {"id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message", "role": "assistant", "content": [], "model": "claude-opus-4-20250514", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 25, "output_tokens": 1}}}
+
+event: content_block_start
+data: {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+
+event: ping
+data: {"type": "ping"}
+
+event: content_block_delta
+data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello"}}
+
+event: content_block_delta
+data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "!"}}
+
+event: content_block_stop
+data: {"type": "content_block_stop", "index": 0}
+
+event: message_delta
+data: {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence":null}, "usage": {"output_tokens": 15}}
+
+event: message_stop
+data: {"type": "message_stop"}
+"#;
+
+    #[test]
+    fn decodes_the_documented_stream() {
+        let mut d = ClaudeMessages::new("m").stream_decoder();
+        assert_eq!(feed_sse(&mut d, DOC_STREAM).unwrap(), vec!["Hello", "!"]);
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.text(), "Hello!");
+        assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
+        assert_eq!(r.model.as_deref(), Some("claude-opus-4-20250514"));
+        let u = r.usage.unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens), (25, 15));
+    }
+
+    #[test]
+    fn a_stream_without_message_stop_is_cut() {
+        let cut = DOC_STREAM.split("event: message_delta").next().unwrap();
+        let mut d = ClaudeMessages::new("m").stream_decoder();
+        assert_eq!(feed_sse(&mut d, cut).unwrap(), vec!["Hello", "!"]);
+        let e = d.finish().unwrap_err();
+        assert!(e.message.contains("ended before the reply was complete"));
+        // Even with the stop reason, the terminal event is message_stop.
+        let almost = DOC_STREAM.split("event: message_stop").next().unwrap();
+        let mut d = ClaudeMessages::new("m").stream_decoder();
+        feed_sse(&mut d, almost).unwrap();
+        assert!(d.finish().is_err());
+    }
+
+    // https://docs.anthropic.com/en/docs/build-with-claude/streaming: "Streaming request with
+    // tool use" (abridged), with the cache counts of prompt caching in message_start.
+    #[test]
+    fn decodes_tool_use_streams_and_cache_usage() {
+        let sse = r#"event: message_start
+data: {"type":"message_start","message":{"id":"msg_014p7gG3wDgGV9EUtLvnow3U","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","stop_sequence":null,"usage":{"input_tokens":472,"output_tokens":2,"cache_creation_input_tokens":100,"cache_read_input_tokens":300},"content":[],"stop_reason":null}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Okay, let's check the weather."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"get_weather","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"location\":"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" \"San Francisco, CA\", \"unit\": \"fahrenheit\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}
+
+event: message_stop
+data: {"type":"message_stop"}
+"#;
+        let mut d = ClaudeMessages::new("m").stream_decoder();
+        assert_eq!(
+            feed_sse(&mut d, sse).unwrap(),
+            vec!["Okay, let's check the weather."]
+        );
+        let r = d.finish().unwrap();
+        assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
+        assert_eq!(
+            r.message.content[1],
+            Part::ToolCall {
+                id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
+                name: "get_weather".into(),
+                arguments: json!({"location": "San Francisco, CA", "unit": "fahrenheit"}),
+            }
+        );
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input_tokens: 472,
+                output_tokens: 89,
+                cache_read_tokens: Some(300),
+                cache_creation_tokens: Some(100),
+            })
+        );
+    }
+
+    // https://docs.anthropic.com/en/docs/build-with-claude/streaming: "Error events".
+    #[test]
+    fn error_events_and_bad_json_are_errors() {
+        let mut d = ClaudeMessages::new("m").stream_decoder();
+        feed_sse(
+            &mut d,
+            DOC_STREAM
+                .split("event: content_block_stop")
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        let e = feed_sse(
+            &mut d,
+            "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "the stream reported an error: overloaded_error: Overloaded"
+        );
+        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let e = d
+            .feed(&StreamEvent::data(
+                r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}"#,
+            ))
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "the stream reported an error: api_error: Internal server error [request req_011CSHoEeqs5C35K2UUqR7Fy]"
+        );
+        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let e = d
+            .feed(&StreamEvent {
+                event: Some("content_block_delta".into()),
+                data: "{\"type\": \"content_bl".into(),
+            })
+            .unwrap_err();
+        assert!(e.message.contains("invalid JSON"), "{}", e.message);
+    }
+
+    #[test]
+    fn events_without_sse_names_decode_by_their_type() {
+        // Bedrock's event stream carries the same JSON without `event:` lines.
+        let mut d = ClaudeMessages::new("m").stream_decoder();
+        for line in DOC_STREAM.lines().filter_map(|l| l.strip_prefix("data: ")) {
+            d.feed(&StreamEvent::data(line)).unwrap();
+        }
+        assert_eq!(d.finish().unwrap().message.text(), "Hello!");
+    }
+}

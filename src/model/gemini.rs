@@ -1,0 +1,803 @@
+//! The `gemini` format: Google's Gemini API `generateContent` and `streamGenerateContent`
+//! (https://ai.google.dev/api/generate-content), with its SSE stream decoder beside it.
+//!
+//! It owns the JSON shape of that API: `systemInstruction`, `contents` with roles `user` and
+//! `model` and their `parts` (`text`, `inlineData`, `fileData`, `functionCall`,
+//! `functionResponse`), `generationConfig`, `safetySettings`, and the `candidates`,
+//! `finishReason`, `usageMetadata`, `modelVersion` and `promptFeedback` of the answer. It must
+//! never do I/O, know a URL or a key (the `gemini` provider does; the model id goes in the URL,
+//! not the body).
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    validate_parameter, ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, StreamDecoder, StreamEvent,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{Message, Part, Role, Usage};
+
+pub const FORMAT: &str = "gemini";
+
+/// Parameter name → its `generationConfig` field.
+const GENERATION_CONFIG: &[(&str, &str)] = &[
+    ("temperature", "temperature"),
+    ("top_p", "topP"),
+    ("top_k", "topK"),
+    ("max_tokens", "maxOutputTokens"),
+    ("stop", "stopSequences"),
+    ("candidate_count", "candidateCount"),
+    ("seed", "seed"),
+    ("presence_penalty", "presencePenalty"),
+    ("frequency_penalty", "frequencyPenalty"),
+    ("response_mime_type", "responseMimeType"),
+    ("response_schema", "responseSchema"),
+];
+
+/// `generationConfig` fields from https://ai.google.dev/api/generate-content#generationconfig.
+pub const PARAMETERS: &[ParameterSpec] = &[
+    ParameterSpec {
+        name: "temperature",
+        kind: ParameterType::Number { min: 0.0, max: 2.0 },
+        description: "Sampling temperature (generationConfig.temperature).",
+    },
+    ParameterSpec {
+        name: "top_p",
+        kind: ParameterType::Number { min: 0.0, max: 1.0 },
+        description: "Nucleus sampling: the probability mass to sample from (generationConfig.topP).",
+    },
+    ParameterSpec {
+        name: "top_k",
+        kind: ParameterType::Integer { min: 1, max: 1_000_000 },
+        description: "Sample from the k most likely tokens (generationConfig.topK).",
+    },
+    ParameterSpec {
+        name: "max_tokens",
+        kind: ParameterType::Integer { min: 1, max: 10_000_000 },
+        description: "The most tokens the reply may have (generationConfig.maxOutputTokens).",
+    },
+    ParameterSpec {
+        name: "stop",
+        kind: ParameterType::StringList,
+        description: "Up to 5 sequences where generation stops (generationConfig.stopSequences).",
+    },
+    ParameterSpec {
+        name: "candidate_count",
+        kind: ParameterType::Integer { min: 1, max: 8 },
+        description: "Replies to generate (generationConfig.candidateCount); genai keeps the first.",
+    },
+    ParameterSpec {
+        name: "seed",
+        kind: ParameterType::Integer { min: i32::MIN as i64, max: i32::MAX as i64 },
+        description: "Seed for best-effort deterministic sampling (generationConfig.seed).",
+    },
+    ParameterSpec {
+        name: "presence_penalty",
+        kind: ParameterType::Number { min: -2.0, max: 2.0 },
+        description: "Penalty for tokens already present (generationConfig.presencePenalty).",
+    },
+    ParameterSpec {
+        name: "frequency_penalty",
+        kind: ParameterType::Number { min: -2.0, max: 2.0 },
+        description: "Penalty proportional to how often a token appeared (generationConfig.frequencyPenalty).",
+    },
+    ParameterSpec {
+        name: "response_mime_type",
+        kind: ParameterType::String,
+        description: "text/plain (default), application/json or text/x.enum (generationConfig.responseMimeType).",
+    },
+    ParameterSpec {
+        name: "response_schema",
+        kind: ParameterType::Object,
+        description: "The schema of a JSON reply, with response_mime_type application/json (generationConfig.responseSchema).",
+    },
+    ParameterSpec {
+        name: "thinking_budget",
+        kind: ParameterType::Integer { min: -1, max: 1_000_000 },
+        description: "Thinking tokens for thinking models; 0 off, -1 dynamic (generationConfig.thinkingConfig.thinkingBudget).",
+    },
+    ParameterSpec {
+        name: "generation_config",
+        kind: ParameterType::Object,
+        description: "Any other generationConfig fields as a JSON object; the parameters above override its keys.",
+    },
+    ParameterSpec {
+        name: "safety_settings",
+        kind: ParameterType::Object,
+        description: "safetySettings: a list of {category, threshold}, or an object such as {\"HARM_CATEGORY_HARASSMENT\":\"BLOCK_ONLY_HIGH\"}.",
+    },
+];
+
+/// The `gemini` model configuration.
+#[derive(Debug, Clone)]
+pub struct Gemini {
+    model: String,
+    parameters: Map<String, Value>,
+}
+
+impl Gemini {
+    pub fn new(model: impl Into<String>) -> Gemini {
+        Gemini {
+            model: model.into(),
+            parameters: Map::new(),
+        }
+    }
+
+    fn generation_config(&self) -> Map<String, Value> {
+        let mut config = match self.parameters.get("generation_config") {
+            Some(Value::Object(o)) => o.clone(),
+            _ => Map::new(),
+        };
+        for (name, field) in GENERATION_CONFIG {
+            if let Some(v) = self.parameters.get(*name) {
+                config.insert(field.to_string(), v.clone());
+            }
+        }
+        if let Some(budget) = self.parameters.get("thinking_budget") {
+            let thinking = config.entry("thinkingConfig").or_insert_with(|| json!({}));
+            if let Value::Object(t) = thinking {
+                t.insert("thinkingBudget".into(), budget.clone());
+            }
+        }
+        config
+    }
+}
+
+impl ModelConfiguration for Gemini {
+    fn format(&self) -> &'static str {
+        FORMAT
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn parameter_specs(&self) -> &'static [ParameterSpec] {
+        PARAMETERS
+    }
+
+    fn parameters(&self) -> &Map<String, Value> {
+        &self.parameters
+    }
+
+    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.parameters
+    }
+
+    /// `safety_settings` is a list in the API, which the spec table cannot say: a list, an
+    /// object of category → threshold, or either as JSON text is taken here and stored as the
+    /// list. Everything else goes through `validate_parameter`.
+    fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
+        if name.eq_ignore_ascii_case("safety_settings") && !value.is_null() {
+            let list = safety_settings(value)?;
+            self.parameters.insert("safety_settings".into(), list);
+            return Ok(());
+        }
+        let (canonical, value) = validate_parameter(FORMAT, PARAMETERS, name, value)?;
+        if value.is_null() {
+            self.parameters.remove(canonical);
+        } else {
+            self.parameters.insert(canonical.to_string(), value);
+        }
+        Ok(())
+    }
+
+    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+        let names: HashMap<&str, &str> = messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|p| match p {
+                Part::ToolCall { id, name, .. } => Some((id.as_str(), name.as_str())),
+                _ => None,
+            })
+            .collect();
+        let mut body = Map::new();
+        let mut contents = Vec::new();
+        for m in messages {
+            let parts = parts_of(m, &names)?;
+            if parts.is_empty() {
+                continue;
+            }
+            match m.role {
+                Role::System => {
+                    body.insert("systemInstruction".into(), json!({ "parts": parts }));
+                }
+                Role::Assistant => contents.push(json!({"role": "model", "parts": parts})),
+                Role::User | Role::Tool => contents.push(json!({"role": "user", "parts": parts})),
+            }
+        }
+        body.insert("contents".into(), Value::Array(contents));
+        let config = self.generation_config();
+        if !config.is_empty() {
+            body.insert("generationConfig".into(), Value::Object(config));
+        }
+        if let Some(s) = self.parameters.get("safety_settings") {
+            body.insert("safetySettings".into(), s.clone());
+        }
+        Ok(ModelRequest {
+            format: FORMAT,
+            model: self.model.clone(),
+            body: Value::Object(body),
+            stream,
+        })
+    }
+
+    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
+        let v: Value = serde_json::from_slice(body).map_err(|e| {
+            Error::provider(format!("the provider answered with invalid JSON: {e}"))
+        })?;
+        check_answer(&v)?;
+        let candidate = v
+            .pointer("/candidates/0")
+            .ok_or_else(|| Error::provider("the provider's answer has no candidates"))?;
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        read_parts(candidate, &mut text, &mut calls);
+        let finish_reason = str_at(candidate, "/finishReason");
+        reply(
+            text,
+            calls,
+            usage_of(&v),
+            finish_reason,
+            str_at(&v, "/modelVersion"),
+        )
+    }
+
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(Decoder::default())
+    }
+
+    /// Inline bytes as `inlineData`; a URL as `fileData` (a Files API URI, or a URL the model
+    /// can fetch).
+    fn images(&self) -> ImageSupport {
+        ImageSupport::ALL
+    }
+
+    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
+        Box::new(self.clone())
+    }
+}
+
+fn safety_settings(value: Value) -> Result<Value> {
+    let bad = || {
+        Error::new(
+            ErrorKind::InvalidParameter,
+            format!("{FORMAT} parameter `safety_settings`: expected a list of {{category, threshold}} or an object of category: threshold"),
+        )
+    };
+    let value = match value {
+        Value::String(s) => serde_json::from_str(s.trim()).map_err(|_| bad())?,
+        other => other,
+    };
+    match value {
+        Value::Array(items)
+            if items
+                .iter()
+                .all(|i| i.get("category").is_some_and(Value::is_string)) =>
+        {
+            Ok(Value::Array(items))
+        }
+        Value::Object(o) if o.values().all(Value::is_string) => Ok(Value::Array(
+            o.into_iter()
+                .map(|(category, threshold)| json!({"category": category, "threshold": threshold}))
+                .collect(),
+        )),
+        _ => Err(bad()),
+    }
+}
+
+fn str_at(v: &Value, pointer: &str) -> Option<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// The media type of an image URL, from its extension (`fileData` needs one).
+fn media_type_of(url: &str) -> &'static str {
+    let path = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or(url)
+        .to_ascii_lowercase();
+    match path.rsplit('.').next() {
+        Some("png") => "image/png",
+        Some("webp") => "image/webp",
+        Some("heic") => "image/heic",
+        Some("heif") => "image/heif",
+        Some("gif") => "image/gif",
+        _ => "image/jpeg",
+    }
+}
+
+fn text_of(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.clone()),
+            Part::Json { value } => Some(value.to_string()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The Gemini `parts` of one message.
+fn parts_of(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
+    let mut parts = Vec::new();
+    for part in &m.content {
+        parts.push(match part {
+            Part::Text { text } => json!({ "text": text }),
+            Part::Json { value } => json!({ "text": value.to_string() }),
+            Part::Image {
+                url: Some(url),
+                media_type,
+                ..
+            } => json!({"fileData": {
+                "mimeType": media_type.clone().unwrap_or_else(|| media_type_of(url).to_string()),
+                "fileUri": url
+            }}),
+            Part::Image {
+                media_type: Some(mt),
+                data: Some(data),
+                ..
+            } => json!({"inlineData": {"mimeType": mt, "data": data}}),
+            Part::Image { .. } => {
+                return Err(Error::invalid_params(
+                    "an image part needs `url`, or `mediaType` and `data`",
+                ))
+            }
+            Part::ToolCall {
+                name, arguments, ..
+            } => json!({"functionCall": {"name": name, "args": arguments}}),
+            Part::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                let name = names
+                    .get(tool_call_id.as_str())
+                    .copied()
+                    .unwrap_or(tool_call_id);
+                let response = match content.as_slice() {
+                    [Part::Json {
+                        value: v @ Value::Object(_),
+                    }] => v.clone(),
+                    _ => json!({ "content": text_of(content) }),
+                };
+                json!({"functionResponse": {"name": name, "response": response}})
+            }
+        });
+    }
+    Ok(parts)
+}
+
+/// An `error` object, or a prompt blocked by `promptFeedback.blockReason`.
+fn check_answer(v: &Value) -> Result<()> {
+    if let Some(err) = v.get("error") {
+        let message = err
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| err.to_string());
+        return Err(Error::provider(
+            match err.get("status").and_then(Value::as_str) {
+                Some(status) => format!("{status}: {message}"),
+                None => message,
+            },
+        ));
+    }
+    if let Some(reason) = str_at(v, "/promptFeedback/blockReason") {
+        return Err(Error::provider(format!(
+            "the provider blocked the prompt ({reason}); rephrase it, or loosen safety_settings"
+        )));
+    }
+    Ok(())
+}
+
+/// Appends a candidate's text (thoughts left out) and function calls.
+fn read_parts(candidate: &Value, text: &mut String, calls: &mut Vec<Part>) -> String {
+    let mut delta = String::new();
+    for part in candidate
+        .pointer("/content/parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if part.get("thought").and_then(Value::as_bool) == Some(true) {
+            continue;
+        }
+        if let Some(t) = part.get("text").and_then(Value::as_str) {
+            delta.push_str(t);
+        }
+        if let Some(call) = part.get("functionCall") {
+            calls.push(Part::ToolCall {
+                id: call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("call_{}", calls.len())),
+                name: call
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                arguments: call.get("args").cloned().unwrap_or_else(|| json!({})),
+            });
+        }
+    }
+    text.push_str(&delta);
+    delta
+}
+
+fn usage_of(v: &Value) -> Option<Usage> {
+    let u = v.get("usageMetadata")?;
+    let n = |k: &str| u.get(k).and_then(Value::as_u64);
+    let input = n("promptTokenCount");
+    let output = n("candidatesTokenCount");
+    if input.is_none() && output.is_none() {
+        return None;
+    }
+    Some(Usage {
+        input_tokens: input.unwrap_or(0),
+        // Thinking tokens are billed as output.
+        output_tokens: output.unwrap_or(0) + n("thoughtsTokenCount").unwrap_or(0),
+        cache_read_tokens: n("cachedContentTokenCount"),
+        cache_creation_tokens: None,
+    })
+}
+
+/// The reply, or an error when the candidate was stopped for safety and carries nothing.
+fn reply(
+    text: String,
+    calls: Vec<Part>,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    model: Option<String>,
+) -> Result<ModelReply> {
+    if text.is_empty() && calls.is_empty() {
+        if let Some(reason) = finish_reason.as_deref().filter(|r| {
+            matches!(
+                *r,
+                "SAFETY"
+                    | "RECITATION"
+                    | "BLOCKLIST"
+                    | "PROHIBITED_CONTENT"
+                    | "SPII"
+                    | "IMAGE_SAFETY"
+            )
+        }) {
+            return Err(Error::provider(format!(
+                "the provider blocked the reply (finishReason {reason})"
+            )));
+        }
+    }
+    let mut content = Vec::new();
+    if !text.is_empty() {
+        content.push(Part::text(text));
+    }
+    content.extend(calls);
+    Ok(ModelReply {
+        message: Message {
+            role: Role::Assistant,
+            content,
+            from: None,
+        },
+        usage,
+        finish_reason,
+        model,
+    })
+}
+
+/// Decodes the SSE events of `streamGenerateContent?alt=sse`: each one a partial
+/// `GenerateContentResponse`; the last one's candidate has a `finishReason` (there is no
+/// `[DONE]`).
+#[derive(Default)]
+struct Decoder {
+    text: String,
+    calls: Vec<Part>,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    model: Option<String>,
+}
+
+impl StreamDecoder for Decoder {
+    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(Vec::new());
+        }
+        let v: Value = serde_json::from_str(data).map_err(|e| {
+            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
+        })?;
+        check_answer(&v)?;
+        if let Some(model) = str_at(&v, "/modelVersion") {
+            self.model = Some(model);
+        }
+        if let Some(u) = usage_of(&v) {
+            self.usage = Some(u);
+        }
+        let mut deltas = Vec::new();
+        if let Some(candidate) = v.pointer("/candidates/0") {
+            let delta = read_parts(candidate, &mut self.text, &mut self.calls);
+            if !delta.is_empty() {
+                deltas.push(delta);
+            }
+            if let Some(reason) = str_at(candidate, "/finishReason") {
+                self.finish_reason = Some(reason);
+            }
+        }
+        Ok(deltas)
+    }
+
+    fn finish(self: Box<Self>) -> Result<ModelReply> {
+        if self.finish_reason.is_none() {
+            return Err(Error::provider(
+                "the provider's stream ended before the reply was complete (no finishReason)",
+            ));
+        }
+        reply(
+            self.text,
+            self.calls,
+            self.usage,
+            self.finish_reason,
+            self.model,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Shapes from https://ai.google.dev/api/generate-content and
+    //! https://ai.google.dev/gemini-api/docs/text-generation (REST examples).
+    use super::*;
+
+    fn user(text: &str) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![Part::text(text)],
+            from: None,
+        }
+    }
+
+    #[test]
+    fn request_matches_the_documented_shape() {
+        let mut m = Gemini::new("gemini-2.0-flash");
+        m.set_parameter("temperature", json!(1)).unwrap();
+        m.set_parameter("top_k", json!(40)).unwrap();
+        m.set_parameter("TOP_P", json!("0.95")).unwrap();
+        m.set_parameter("max_tokens", json!(8192)).unwrap();
+        m.set_parameter("response_mime_type", json!("text/plain"))
+            .unwrap();
+        let msgs = [
+            Message::system("You are a cat. Your name is Neko."),
+            user("Hello"),
+            Message {
+                role: Role::Assistant,
+                content: vec![Part::text(
+                    "Great to meet you. What would you like to know?",
+                )],
+                from: None,
+            },
+            user("I have two dogs in my house. How many paws are in my house?"),
+        ];
+        let req = m.prepare_request(&msgs, false).unwrap();
+        assert_eq!(
+            req.body,
+            json!({
+              "systemInstruction": {"parts": [{"text": "You are a cat. Your name is Neko."}]},
+              "contents": [
+                {"role": "user", "parts": [{"text": "Hello"}]},
+                {"role": "model", "parts": [{"text": "Great to meet you. What would you like to know?"}]},
+                {"role": "user", "parts": [{"text": "I have two dogs in my house. How many paws are in my house?"}]}
+              ],
+              "generationConfig": {
+                "temperature": 1.0, "topK": 40, "topP": 0.95,
+                "maxOutputTokens": 8192, "responseMimeType": "text/plain"
+              }
+            })
+        );
+    }
+
+    #[test]
+    fn images_tools_and_config_objects() {
+        let msgs = [
+            Message {
+                role: Role::User,
+                content: vec![
+                    Part::Image {
+                        url: None,
+                        media_type: Some("image/jpeg".into()),
+                        data: Some("/9j/4AAQ".into()),
+                    },
+                    Part::Image {
+                        url: Some(
+                            "https://generativelanguage.googleapis.com/v1beta/files/abc.png".into(),
+                        ),
+                        media_type: None,
+                        data: None,
+                    },
+                    Part::text("Caption this image."),
+                ],
+                from: None,
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![Part::ToolCall {
+                    id: "call_0".into(),
+                    name: "get_weather".into(),
+                    arguments: json!({"location": "Paris"}),
+                }],
+                from: None,
+            },
+            Message {
+                role: Role::Tool,
+                content: vec![Part::ToolResult {
+                    tool_call_id: "call_0".into(),
+                    content: vec![Part::text("22 C")],
+                    is_error: false,
+                }],
+                from: None,
+            },
+        ];
+        let mut m = Gemini::new("gemini-2.5-flash");
+        m.set_parameter(
+            "generation_config",
+            json!({"topK": 3, "responseModalities": ["TEXT"]}),
+        )
+        .unwrap();
+        m.set_parameter("top_k", json!(10)).unwrap();
+        m.set_parameter("thinking_budget", json!(0)).unwrap();
+        m.set_parameter("stop", json!("END")).unwrap();
+        m.set_parameter(
+            "safety_settings",
+            json!(r#"{"HARM_CATEGORY_HARASSMENT":"BLOCK_ONLY_HIGH"}"#),
+        )
+        .unwrap();
+        let b = m.prepare_request(&msgs, true).unwrap().body;
+        assert_eq!(
+            b["contents"][0]["parts"],
+            json!([
+                {"inlineData": {"mimeType": "image/jpeg", "data": "/9j/4AAQ"}},
+                {"fileData": {"mimeType": "image/png", "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/abc.png"}},
+                {"text": "Caption this image."}
+            ])
+        );
+        assert_eq!(
+            b["contents"][1],
+            json!({"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {"location": "Paris"}}}]})
+        );
+        assert_eq!(
+            b["contents"][2],
+            json!({"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"content": "22 C"}}}]})
+        );
+        assert_eq!(
+            b["generationConfig"],
+            json!({"topK": 10, "responseModalities": ["TEXT"], "stopSequences": ["END"], "thinkingConfig": {"thinkingBudget": 0}})
+        );
+        assert_eq!(
+            b["safetySettings"],
+            json!([{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_ONLY_HIGH"}])
+        );
+        assert!(m.set_parameter("safety_settings", json!(3)).is_err());
+        assert!(m.set_parameter("topP", json!(1)).is_err());
+    }
+
+    #[test]
+    fn extracts_the_documented_answer() {
+        let body = br#"{
+  "candidates": [
+    {
+      "content": {
+        "parts": [
+          {
+            "text": "Coca-Cola is a carbonated soft drink.\n"
+          }
+        ],
+        "role": "model"
+      },
+      "finishReason": "STOP",
+      "avgLogprobs": -0.08664150799022001
+    }
+  ],
+  "usageMetadata": {
+    "promptTokenCount": 26,
+    "candidatesTokenCount": 68,
+    "totalTokenCount": 94,
+    "cachedContentTokenCount": 4
+  },
+  "modelVersion": "gemini-1.5-flash"
+}"#;
+        let r = Gemini::new("m").extract_result(body).unwrap();
+        assert_eq!(r.message.text(), "Coca-Cola is a carbonated soft drink.\n");
+        let u = r.usage.unwrap();
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.cache_read_tokens),
+            (26, 68, Some(4))
+        );
+        assert_eq!(r.finish_reason.as_deref(), Some("STOP"));
+        assert_eq!(r.model.as_deref(), Some("gemini-1.5-flash"));
+    }
+
+    #[test]
+    fn function_calls_and_thoughts_in_answers() {
+        // https://ai.google.dev/gemini-api/docs/function-calling (REST response shape).
+        let body = br#"{"candidates":[{"content":{"role":"model","parts":[
+            {"text":"thinking it over","thought":true},
+            {"functionCall":{"name":"schedule_meeting","args":{"attendees":["Bob","Alice"],"date":"2025-03-27"}}}
+          ]},"finishReason":"STOP","index":0}],
+          "usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":7}}"#;
+        let r = Gemini::new("m").extract_result(body).unwrap();
+        assert_eq!(
+            r.message.content,
+            vec![Part::ToolCall {
+                id: "call_0".into(),
+                name: "schedule_meeting".into(),
+                arguments: json!({"attendees": ["Bob", "Alice"], "date": "2025-03-27"}),
+            }]
+        );
+        assert_eq!(r.usage.unwrap().output_tokens, 12);
+        let mut d = Gemini::new("m").stream_decoder();
+        let event = std::str::from_utf8(body).unwrap().replace('\n', " ");
+        assert!(d.feed(&StreamEvent::data(event)).unwrap().is_empty());
+        let r = d.finish().unwrap();
+        assert!(
+            matches!(&r.message.content[..], [Part::ToolCall { name, .. }] if name == "schedule_meeting")
+        );
+    }
+
+    #[test]
+    fn blocked_prompts_and_replies_are_clear_errors() {
+        let blocked = br#"{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","probability":"HIGH"}]},"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.0-flash"}"#;
+        let e = Gemini::new("m").extract_result(blocked).unwrap_err();
+        assert!(
+            e.message.contains("blocked the prompt (SAFETY)"),
+            "{}",
+            e.message
+        );
+        let reply = br#"{"candidates":[{"finishReason":"SAFETY","index":0}]}"#;
+        let e = Gemini::new("m").extract_result(reply).unwrap_err();
+        assert!(e.message.contains("finishReason SAFETY"), "{}", e.message);
+        let mut d = Gemini::new("m").stream_decoder();
+        let e = d
+            .feed(&StreamEvent::data(std::str::from_utf8(blocked).unwrap()))
+            .unwrap_err();
+        assert!(e.message.contains("blocked the prompt"), "{}", e.message);
+    }
+
+    #[test]
+    fn stream_decodes_partial_responses_and_detects_a_cut() {
+        let events = [
+            r#"{"candidates": [{"content": {"parts": [{"text": "Hello"}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 3,"totalTokenCount": 3},"modelVersion": "gemini-2.0-flash"}"#,
+            r#"{"candidates": [{"content": {"parts": [{"text": " there"}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 3,"totalTokenCount": 3},"modelVersion": "gemini-2.0-flash"}"#,
+            r#"{"candidates": [{"content": {"parts": [{"text": "!"}],"role": "model"},"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 3,"candidatesTokenCount": 3,"totalTokenCount": 6},"modelVersion": "gemini-2.0-flash"}"#,
+        ];
+        let m = Gemini::new("m");
+        let mut d = m.stream_decoder();
+        assert_eq!(
+            d.feed(&StreamEvent::data(events[0])).unwrap(),
+            vec!["Hello"]
+        );
+        assert_eq!(
+            d.feed(&StreamEvent::data(events[1])).unwrap(),
+            vec![" there"]
+        );
+        let mut cut = m.stream_decoder();
+        cut.feed(&StreamEvent::data(events[0])).unwrap();
+        let e = cut.finish().unwrap_err();
+        assert!(e.message.contains("ended before the reply was complete"));
+        assert_eq!(d.feed(&StreamEvent::data(events[2])).unwrap(), vec!["!"]);
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.text(), "Hello there!");
+        assert_eq!(r.usage.unwrap().output_tokens, 3);
+        assert_eq!(r.model.as_deref(), Some("gemini-2.0-flash"));
+        let mut bad = m.stream_decoder();
+        let e = bad
+            .feed(&StreamEvent::data(r#"{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#))
+            .unwrap_err();
+        assert_eq!(e.message, "UNAVAILABLE: The model is overloaded.");
+        assert!(bad.feed(&StreamEvent::data("{\"candidates\":")).is_err());
+    }
+}

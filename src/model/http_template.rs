@@ -1,0 +1,1028 @@
+//! The `http-template` format: a request body written as a JSON template with placeholders,
+//! and JSONPath filters that pick the reply out of the answer, after OpenSearch ML Commons'
+//! connector blueprints (`request_body` with `${parameters.NAME}`, docs.opensearch.org,
+//! ml-commons-plugin/remote-models/blueprints and connector-input-output).
+//!
+//! The template is the *format*, so it lives in the model configuration's parameters
+//! (`request_body`, `response_filter`, `stream_filter`, `stream_done`), beside the values its
+//! placeholders take; the endpoint, method, headers and credentials are the *transport* and live
+//! in the `http` provider's config (`provider/http_connector.rs`).
+//!
+//! This module owns rendering (placeholders, escaping, defaults) and reading answers with
+//! JSONPath. It must never see a credential: `${credential.NAME}` inside a JSON string is left
+//! as a marker that only the provider replaces, and inserted values are scrubbed of the
+//! marker's delimiter so a prompt cannot forge one.
+
+use serde_json::{json, Map, Value};
+use serde_json_path::JsonPath;
+
+use super::{
+    ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
+    StreamDecoder, StreamEvent,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{Message, Part, Role, Usage};
+
+pub const FORMAT: &str = "http-template";
+
+/// Delimits a credential marker in a rendered body (U+0001, scrubbed from every inserted value).
+pub const CREDENTIAL_MARK: char = '\u{1}';
+
+pub const PARAMETERS: &[ParameterSpec] = &[
+    ParameterSpec {
+        name: "request_body",
+        kind: ParameterType::String,
+        description: "The JSON request body as a template (text, or a TOML/JSON table). \
+            ${parameters.NAME} takes a parameter (JSON-escaped inside a JSON string, raw JSON \
+            elsewhere), ${parameters.NAME:-default} gives a default; built in: \
+            ${parameters.messages} (OpenAI-style [{role, content}]), ${parameters.prompt} (the \
+            last user text), ${parameters.system}, ${parameters.model}, ${parameters.stream}, \
+            ${parameters.images} (the last user message's images as base64 strings) and \
+            ${parameters.image_urls} (as data: URLs), the only way images are sent; \
+            ${credential.NAME} (inside a string) takes a credential of the http provider.",
+    },
+    ParameterSpec {
+        name: "response_filter",
+        kind: ParameterType::String,
+        description: "JSONPath (RFC 9535) of the reply text in a complete answer, such as \
+            $.choices[0].message.content (default $).",
+    },
+    ParameterSpec {
+        name: "stream_filter",
+        kind: ParameterType::String,
+        description: "JSONPath of the text delta in one stream event (SSE data or NDJSON line), \
+            such as $.choices[0].delta.content; without it, replies are never streamed.",
+    },
+    ParameterSpec {
+        name: "stream_done",
+        kind: ParameterType::String,
+        description: "The end of a stream: an event whose data is this text (such as [DONE]), or, \
+            when it starts with $, a JSONPath that finds a value other than false or null in \
+            the last event (such as $.done, or Cohere's $.delta.finish_reason). Without it, a stream ends when the connection closes.",
+    },
+];
+
+/// Placeholders genai fills itself; they cannot be set as parameters.
+pub const BUILT_IN: &[&str] = &[
+    "messages",
+    "prompt",
+    "system",
+    "model",
+    "stream",
+    "images",
+    "image_urls",
+];
+
+/// The `http-template` model configuration. Template parameters (any other name) are kept
+/// beside the four above.
+#[derive(Debug, Clone)]
+pub struct HttpTemplate {
+    model: String,
+    parameters: Map<String, Value>,
+}
+
+impl HttpTemplate {
+    pub fn new(model: impl Into<String>) -> HttpTemplate {
+        HttpTemplate {
+            model: model.into(),
+            parameters: Map::new(),
+        }
+    }
+
+    fn text(&self, name: &str) -> Option<&str> {
+        self.parameters.get(name).and_then(Value::as_str)
+    }
+
+    fn template(&self) -> Result<&str> {
+        self.text("request_body").ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidParameter,
+                "the http-template format needs a `request_body` parameter (the JSON body as a \
+                 template): set it in [model_configurations.NAME.parameters] (docs/PROVIDERS.md)",
+            )
+        })
+    }
+}
+
+/// One placeholder found in a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Placeholder {
+    Parameter {
+        name: String,
+        default: Option<String>,
+    },
+    Credential(String),
+}
+
+/// Splits `${...}` into a placeholder; `None` when it is neither kind.
+fn parse_placeholder(inner: &str) -> Option<Placeholder> {
+    if let Some(rest) = inner.strip_prefix("parameters.") {
+        let (name, default) = match rest.split_once(":-") {
+            Some((n, d)) => (n, Some(d.to_string())),
+            None => (rest, None),
+        };
+        let ok = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
+        return ok.then(|| Placeholder::Parameter {
+            name: name.to_string(),
+            default,
+        });
+    }
+    let name = inner.strip_prefix("credential.")?;
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    ok.then(|| Placeholder::Credential(name.to_string()))
+}
+
+/// A piece of a template: literal text or a placeholder, and whether it sits inside a JSON string.
+#[derive(Debug)]
+enum Piece<'a> {
+    Text(&'a str),
+    Slot {
+        placeholder: Placeholder,
+        in_string: bool,
+        raw: &'a str,
+    },
+}
+
+/// Cuts a template into pieces, tracking JSON strings (quotes and backslash escapes) so each
+/// placeholder knows whether its value must be escaped. An unclosed `${` or an unknown kind is
+/// an error naming it.
+fn pieces(template: &str) -> Result<Vec<Piece<'_>>> {
+    let mut out = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    let mut start = 0;
+    let mut i = 0;
+    let bytes = template.as_bytes();
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'$' && bytes.get(i + 1) == Some(&b'{') && !escaped {
+            let close = template[i..].find('}').map(|c| i + c).ok_or_else(|| {
+                template_error(format!(
+                    "request_body has an unclosed placeholder at `{}`",
+                    cut(&template[i..], 40)
+                ))
+            })?;
+            let raw = &template[i..=close];
+            let placeholder = parse_placeholder(&template[i + 2..close]).ok_or_else(|| {
+                template_error(format!(
+                    "request_body has an unknown placeholder `{raw}`: use ${{parameters.NAME}}, \
+                     ${{parameters.NAME:-default}} or ${{credential.NAME}}"
+                ))
+            })?;
+            if start < i {
+                out.push(Piece::Text(&template[start..i]));
+            }
+            out.push(Piece::Slot {
+                placeholder,
+                in_string,
+                raw,
+            });
+            i = close + 1;
+            start = i;
+            continue;
+        }
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+        }
+        i += 1;
+    }
+    if start < template.len() {
+        out.push(Piece::Text(&template[start..]));
+    }
+    Ok(out)
+}
+
+fn template_error(message: String) -> Error {
+    Error::new(ErrorKind::InvalidParameter, message)
+}
+
+/// The parameter names a template's placeholders use (built-in ones included).
+fn placeholder_names(template: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for p in pieces(template).unwrap_or_default() {
+        if let Piece::Slot {
+            placeholder: Placeholder::Parameter { name, .. },
+            ..
+        } = p
+        {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
+/// Removes the credential marker's delimiter from every string of a value.
+fn scrub(v: &mut Value) {
+    match v {
+        Value::String(s) if s.contains(CREDENTIAL_MARK) => s.retain(|c| c != CREDENTIAL_MARK),
+        Value::Array(items) => items.iter_mut().for_each(scrub),
+        Value::Object(map) => map.values_mut().for_each(scrub),
+        _ => {}
+    }
+}
+
+/// The JSON-escaped inside of a string literal holding `text` (no surrounding quotes).
+fn escape_in_string(text: &str) -> String {
+    let quoted = Value::from(text).to_string();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+/// Renders a template: `values` gives each parameter's value. Every missing parameter (no value,
+/// no default) is named in one error, before anything is sent. Credentials become markers
+/// (`\u0001credential:NAME\u0001` inside the JSON string) for the provider to fill.
+pub fn render(template: &str, values: &Map<String, Value>) -> Result<String> {
+    let mut out = String::with_capacity(template.len() + 256);
+    let mut missing: Vec<&str> = Vec::new();
+    for piece in pieces(template)? {
+        let (placeholder, in_string, raw) = match piece {
+            Piece::Text(t) => {
+                out.push_str(t);
+                continue;
+            }
+            Piece::Slot {
+                placeholder,
+                in_string,
+                raw,
+            } => (placeholder, in_string, raw),
+        };
+        match placeholder {
+            Placeholder::Credential(name) => {
+                if !in_string {
+                    return Err(template_error(format!(
+                        "request_body: {raw} must sit inside a JSON string, such as \"Bearer {raw}\""
+                    )));
+                }
+                out.push_str(&format!("\\u0001credential:{name}\\u0001"));
+            }
+            Placeholder::Parameter { name, default } => match values.get(&name) {
+                Some(value) => {
+                    let mut value = value.clone();
+                    scrub(&mut value);
+                    // genai's own text (a prompt of `42`) is always text.
+                    let parse = !BUILT_IN.contains(&name.as_str());
+                    out.push_str(&insert(&value, in_string, parse));
+                }
+                None => match default {
+                    // A default is template text, written as it must read at its place.
+                    Some(d) => out.push_str(&d),
+                    None => {
+                        if !missing.contains(&raw) {
+                            missing.push(raw);
+                        }
+                    }
+                },
+            },
+        }
+    }
+    if !missing.is_empty() {
+        return Err(template_error(format!(
+            "request_body uses {} with no value and no default: set {} with -p NAME=VALUE, in \
+             [model_configurations.NAME.parameters], or write ${{parameters.NAME:-default}}",
+            missing.join(", "),
+            if missing.len() == 1 { "it" } else { "them" }
+        )));
+    }
+    Ok(out)
+}
+
+/// A value as template text: inside a string, its text escaped (a non-string value as its JSON
+/// text); elsewhere, raw JSON (with `parse`, a string that holds JSON, as `-p n=42` gives, is
+/// inserted as that JSON; any other string is quoted).
+fn insert(value: &Value, in_string: bool, parse: bool) -> String {
+    match (value, in_string) {
+        (Value::String(s), true) => escape_in_string(s),
+        (other, true) => escape_in_string(&other.to_string()),
+        (Value::String(s), false) if parse && serde_json::from_str::<Value>(s).is_ok() => {
+            s.trim().to_string()
+        }
+        (other, false) => other.to_string(),
+    }
+}
+
+/// Parses rendered text as JSON; the error points at the place in the rendered text.
+fn parse_rendered(rendered: &str) -> Result<Value> {
+    serde_json::from_str(rendered).map_err(|e| {
+        let line = rendered.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+        let col = e.column().saturating_sub(1);
+        let from = line
+            .char_indices()
+            .map(|(i, _)| i)
+            .filter(|i| *i + 40 >= col)
+            .find(|_| true)
+            .unwrap_or(0)
+            .min(line.len());
+        let around: String = line[from..].chars().take(80).collect();
+        template_error(format!(
+            "request_body is not valid JSON once rendered ({e}), near `{around}`: quote string \
+             placeholders (\"${{parameters.NAME}}\") and leave numbers and ${{parameters.messages}} bare"
+        ))
+    })
+}
+
+/// The conversation in OpenAI's plain shape, `[{role, content}]`, content as text.
+fn messages_json(messages: &[Message]) -> Value {
+    Value::Array(
+        messages
+            .iter()
+            .filter_map(|m| {
+                let text = text_of(m);
+                let role = match m.role {
+                    Role::Tool => "user",
+                    other => other.as_str(),
+                };
+                (!text.is_empty()).then(|| json!({"role": role, "content": text}))
+            })
+            .collect(),
+    )
+}
+
+fn text_of(m: &Message) -> String {
+    let mut out = Vec::new();
+    for part in &m.content {
+        match part {
+            Part::Text { text } => out.push(text.clone()),
+            Part::Json { value } => out.push(value.to_string()),
+            Part::ToolResult { content, .. } => {
+                for p in content {
+                    if let Part::Text { text } = p {
+                        out.push(text.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out.join("\n")
+}
+
+fn compile(name: &str, path: &str) -> Result<JsonPath> {
+    JsonPath::parse(path).map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidParameter,
+            format!("http-template parameter `{name}`: `{path}` is not a JSONPath: {e}"),
+        )
+    })
+}
+
+/// The first text `path` finds in `v`: a string as is, another value as its JSON text.
+fn first_text(path: &JsonPath, v: &Value) -> Option<String> {
+    path.query(v).first().and_then(|found| match found {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    })
+}
+
+/// A body cut short for an error message.
+fn cut(text: &str, max: usize) -> String {
+    let t = text.trim();
+    let short: String = t.chars().take(max).collect();
+    if short.len() < t.len() {
+        format!("{short}…")
+    } else {
+        short
+    }
+}
+
+/// Usage in the common shapes (OpenAI's and Anthropic's names, Cohere's `meta.tokens`).
+fn usage_of(v: &Value) -> Option<Usage> {
+    let u = v
+        .get("usage")
+        .or_else(|| v.get("meta").and_then(|m| m.get("tokens")))
+        .filter(|u| u.is_object())?;
+    let n = |keys: &[&str]| keys.iter().find_map(|k| u.get(*k).and_then(Value::as_u64));
+    let input = n(&["prompt_tokens", "input_tokens"]);
+    let output = n(&["completion_tokens", "output_tokens"]);
+    (input.is_some() || output.is_some()).then(|| Usage {
+        input_tokens: input.unwrap_or(0),
+        output_tokens: output.unwrap_or(0),
+        ..Usage::default()
+    })
+}
+
+fn error_in(v: &Value) -> Option<String> {
+    let e = v.get("error")?;
+    Some(match e {
+        Value::String(s) => s.clone(),
+        Value::Object(_) => super::openai_chat::error_text(e),
+        other => other.to_string(),
+    })
+}
+
+impl ModelConfiguration for HttpTemplate {
+    fn format(&self) -> &'static str {
+        FORMAT
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn parameter_specs(&self) -> &'static [ParameterSpec] {
+        PARAMETERS
+    }
+
+    fn parameters(&self) -> &Map<String, Value> {
+        &self.parameters
+    }
+
+    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.parameters
+    }
+
+    /// The four format parameters are checked as usual (a table given as `request_body` is kept
+    /// as its JSON text; filters must parse as JSONPath). Any other name is a template parameter:
+    /// refused when it is built in, or when the template is known and does not use it.
+    fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
+        let name = name.trim();
+        if let Some(spec) = PARAMETERS
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
+        {
+            let value = match value {
+                Value::Object(_) | Value::Array(_) if spec.name == "request_body" => {
+                    Value::String(value.to_string())
+                }
+                other => other,
+            };
+            let (canonical, value) = super::validate_parameter(FORMAT, PARAMETERS, name, value)?;
+            match value.as_str() {
+                Some(t) if canonical == "request_body" => {
+                    pieces(t)?;
+                }
+                Some(t) if canonical != "stream_done" || t.starts_with('$') => {
+                    compile(canonical, t)?;
+                }
+                _ => {}
+            }
+            if value.is_null() {
+                self.parameters.remove(canonical);
+            } else {
+                self.parameters.insert(canonical.to_string(), value);
+            }
+            return Ok(());
+        }
+        if BUILT_IN.contains(&name) {
+            return Err(Error::new(
+                ErrorKind::InvalidParameter,
+                format!("`{name}` is filled by genai in an http-template and cannot be set"),
+            ));
+        }
+        if parse_placeholder(&format!("parameters.{name}")).is_none() {
+            return Err(Error::new(
+                ErrorKind::InvalidParameter,
+                format!("`{name}` is not a parameter name (letters, digits, _ - .)"),
+            ));
+        }
+        if let Some(template) = self.text("request_body") {
+            let used = placeholder_names(template);
+            if !used.iter().any(|u| u == name) {
+                let mut accepted: Vec<String> =
+                    PARAMETERS.iter().map(|s| s.name.to_string()).collect();
+                accepted.extend(used.into_iter().filter(|u| !BUILT_IN.contains(&u.as_str())));
+                return Err(Error::new(
+                    ErrorKind::InvalidParameter,
+                    format!(
+                        "`{name}` is not a parameter of this http-template (its request_body does \
+                         not use ${{parameters.{name}}}); accepted: {}",
+                        accepted.join(", ")
+                    ),
+                ));
+            }
+        }
+        if value.is_null() {
+            self.parameters.remove(name);
+        } else {
+            self.parameters.insert(name.to_string(), value);
+        }
+        Ok(())
+    }
+
+    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+        let template = self.template()?;
+        let used = placeholder_names(template);
+        let unused: Vec<&String> = self
+            .parameters
+            .keys()
+            .filter(|k| !PARAMETERS.iter().any(|s| s.name == k.as_str()) && !used.contains(k))
+            .collect();
+        if !unused.is_empty() {
+            return Err(template_error(format!(
+                "parameter {} is set but the request_body template does not use it; it uses: {}",
+                unused
+                    .iter()
+                    .map(|u| format!("`{u}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                used.join(", ")
+            )));
+        }
+        let stream = stream && self.text("stream_filter").is_some();
+        let mut values = self.parameters.clone();
+        for spec in PARAMETERS {
+            values.remove(spec.name);
+        }
+        let system = messages
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .map(text_of)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let prompt = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .map(text_of)
+            .unwrap_or_default();
+        values.insert("messages".into(), messages_json(messages));
+        values.insert("prompt".into(), Value::from(prompt));
+        values.insert("system".into(), Value::from(system));
+        values.insert("model".into(), Value::from(self.model.clone()));
+        values.insert("stream".into(), Value::Bool(stream));
+        let (images, image_urls) = last_images(messages);
+        values.insert("images".into(), Value::from(images));
+        values.insert("image_urls".into(), Value::from(image_urls));
+        let body = parse_rendered(&render(template, &values)?)?;
+        Ok(ModelRequest {
+            format: FORMAT,
+            model: self.model.clone(),
+            body,
+            stream,
+        })
+    }
+
+    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
+        let v: Value = serde_json::from_slice(body).map_err(|e| {
+            Error::provider(format!(
+                "the endpoint answered with invalid JSON ({e}): `{}`",
+                cut(&String::from_utf8_lossy(body), 200)
+            ))
+        })?;
+        let filter = self.text("response_filter").unwrap_or("$");
+        let path = compile("response_filter", filter)?;
+        let text = match first_text(&path, &v) {
+            Some(text) => text,
+            None => {
+                if let Some(e) = error_in(&v) {
+                    return Err(Error::provider(e));
+                }
+                return Err(Error::provider(format!(
+                    "response_filter `{filter}` matched nothing in the answer: `{}`",
+                    cut(&v.to_string(), 300)
+                )));
+            }
+        };
+        Ok(ModelReply {
+            message: Message {
+                role: Role::Assistant,
+                content: vec![Part::text(text)],
+                from: None,
+            },
+            usage: usage_of(&v),
+            finish_reason: ["finish_reason", "stop_reason", "done_reason"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(Value::as_str))
+                .map(str::to_string),
+            model: v.get("model").and_then(Value::as_str).map(str::to_string),
+        })
+    }
+
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        let path = |name: &str| self.text(name).and_then(|t| JsonPath::parse(t).ok());
+        let done = match self.text("stream_done") {
+            Some(t) if t.starts_with('$') => path("stream_done").map(Done::Path),
+            Some(t) => Some(Done::Marker(t.to_string())),
+            None => None,
+        };
+        Box::new(Decoder {
+            filter: path("stream_filter"),
+            done,
+            finished: false,
+            events: 0,
+            text: String::new(),
+            usage: None,
+            model: None,
+        })
+    }
+
+    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
+        Box::new(self.clone())
+    }
+
+    /// Inline images, when the template places them (`${parameters.images}` or
+    /// `${parameters.image_urls}`); none otherwise.
+    fn images(&self) -> ImageSupport {
+        let uses = self.text("request_body").is_some_and(|t| {
+            placeholder_names(t)
+                .iter()
+                .any(|n| n == "images" || n == "image_urls")
+        });
+        if uses {
+            ImageSupport::INLINE
+        } else {
+            ImageSupport::NONE
+        }
+    }
+}
+
+/// The inline images of the last user message: base64 strings, and the same as data URLs.
+fn last_images(messages: &[Message]) -> (Vec<String>, Vec<String>) {
+    let mut images = Vec::new();
+    let mut urls = Vec::new();
+    if let Some(m) = messages.iter().rev().find(|m| m.role == Role::User) {
+        for part in &m.content {
+            if let Part::Image {
+                media_type: Some(mt),
+                data: Some(data),
+                ..
+            } = part
+            {
+                urls.push(format!("data:{mt};base64,{data}"));
+                images.push(data.clone());
+            }
+        }
+    }
+    (images, urls)
+}
+
+enum Done {
+    Marker(String),
+    Path(JsonPath),
+}
+
+struct Decoder {
+    filter: Option<JsonPath>,
+    done: Option<Done>,
+    finished: bool,
+    events: usize,
+    text: String,
+    usage: Option<Usage>,
+    model: Option<String>,
+}
+
+impl StreamDecoder for Decoder {
+    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
+        if self.finished {
+            return Ok(Vec::new());
+        }
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Some(Done::Marker(m)) = &self.done {
+            if data == m.as_str() {
+                self.finished = true;
+                return Ok(Vec::new());
+            }
+        }
+        self.events += 1;
+        let v: Value = serde_json::from_str(data).map_err(|e| {
+            Error::provider(format!(
+                "the endpoint's stream sent an event that is not JSON ({e}): `{}`",
+                cut(data, 200)
+            ))
+        })?;
+        if event.event.as_deref() == Some("error") || v.get("error").is_some() {
+            return Err(Error::provider(format!(
+                "the endpoint's stream reported an error: {}",
+                error_in(&v).unwrap_or_else(|| cut(data, 300))
+            )));
+        }
+        if let Some(u) = usage_of(&v) {
+            self.usage = Some(u);
+        }
+        if let Some(m) = v.get("model").and_then(Value::as_str) {
+            self.model = Some(m.to_string());
+        }
+        let mut deltas = Vec::new();
+        if let Some(delta) = self.filter.as_ref().and_then(|p| first_text(p, &v)) {
+            if !delta.is_empty() {
+                self.text.push_str(&delta);
+                deltas.push(delta);
+            }
+        }
+        if let Some(Done::Path(p)) = &self.done {
+            if matches!(p.query(&v).first(), Some(found) if !matches!(found, Value::Null | Value::Bool(false)))
+            {
+                self.finished = true;
+            }
+        }
+        Ok(deltas)
+    }
+
+    fn finish(self: Box<Self>) -> Result<ModelReply> {
+        let complete = match self.done {
+            Some(_) => self.finished,
+            None => self.events > 0,
+        };
+        if !complete {
+            return Err(Error::provider(
+                "the stream ended before the reply was complete",
+            ));
+        }
+        Ok(ModelReply {
+            message: Message {
+                role: Role::Assistant,
+                content: vec![Part::text(self.text)],
+                from: None,
+            },
+            usage: self.usage,
+            finish_reason: None,
+            model: self.model,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(params: Value) -> HttpTemplate {
+        let mut m = HttpTemplate::new("command-r");
+        for (k, v) in params.as_object().unwrap() {
+            m.set_parameter(k, v.clone()).unwrap();
+        }
+        m
+    }
+
+    fn values(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn strings_are_escaped_inside_quotes_and_raw_elsewhere() {
+        let t = r#"{"q": "say ${parameters.q}", "n": ${parameters.n}, "obj": ${parameters.o}, "s": ${parameters.s}}"#;
+        let out = render(
+            t,
+            &values(json!({"q": "\"hi\"\n\\", "n": "42", "o": {"a": [1]}, "s": "plain"})),
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["q"], "say \"hi\"\n\\");
+        assert_eq!(v["n"], 42, "a string holding JSON goes in raw");
+        assert_eq!(v["obj"], json!({"a": [1]}));
+        assert_eq!(v["s"], "plain", "other strings are quoted");
+    }
+
+    #[test]
+    fn defaults_fill_missing_values_and_missing_ones_are_all_named() {
+        let t = r#"{"t": ${parameters.temperature:-0.3}, "u": "${parameters.user:-anon \"x\"}", "a": ${parameters.a}, "b": "${parameters.b}"}"#;
+        let e = render(t, &Map::new()).unwrap_err();
+        assert!(
+            e.message.contains("${parameters.a}, ${parameters.b}"),
+            "{}",
+            e.message
+        );
+        let out = render(t, &values(json!({"a": 1, "b": 2}))).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v, json!({"t": 0.3, "u": "anon \"x\"", "a": 1, "b": "2"}));
+    }
+
+    #[test]
+    fn unknown_and_unclosed_placeholders_are_refused() {
+        let e = render(r#"{"a": "${env.HOME}"}"#, &Map::new()).unwrap_err();
+        assert!(
+            e.message.contains("unknown placeholder `${env.HOME}`"),
+            "{}",
+            e.message
+        );
+        let e = render(r#"{"a": 1} ${parameters.x"#, &Map::new()).unwrap_err();
+        assert!(e.message.contains("unclosed"), "{}", e.message);
+        let e = render(r#"{"a": ${credential.key}}"#, &Map::new()).unwrap_err();
+        assert!(e.message.contains("inside a JSON string"), "{}", e.message);
+    }
+
+    #[test]
+    fn credentials_become_markers_that_a_prompt_cannot_forge() {
+        let out = render(
+            r#"{"auth": "Bearer ${credential.key}", "p": "${parameters.p}"}"#,
+            &values(json!({"p": "\u{1}credential:key\u{1}"})),
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["auth"], "Bearer \u{1}credential:key\u{1}");
+        assert_eq!(
+            v["p"], "credential:key",
+            "the delimiter is scrubbed from values"
+        );
+    }
+
+    #[test]
+    fn a_cohere_style_body_from_the_conversation() {
+        // After Cohere's v2 chat request (docs.cohere.com/reference/chat): model, messages,
+        // temperature, stream.
+        let m = model(json!({
+            "request_body": r#"{"model": "${parameters.model}", "messages": ${parameters.messages},
+                "temperature": ${parameters.temperature:-0.3}, "stream": ${parameters.stream}}"#,
+            "response_filter": "$.message.content[0].text",
+            "temperature": "0.7",
+        }));
+        let msgs = vec![Message::system("Be brief."), Message::user("Hi \"there\"")];
+        let r = m.prepare_request(&msgs, true).unwrap();
+        assert!(!r.stream, "no stream_filter: never streamed");
+        assert_eq!(
+            r.body,
+            json!({"model": "command-r", "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Hi \"there\""}],
+                "temperature": 0.7, "stream": false})
+        );
+    }
+
+    #[test]
+    fn parameters_the_template_does_not_use_are_refused_with_the_accepted_names() {
+        let mut m = model(
+            json!({"request_body": r#"{"p": "${parameters.prompt}", "k": ${parameters.top_k:-5}}"#}),
+        );
+        let e = m.set_parameter("temprature", json!(1)).unwrap_err();
+        assert!(
+            e.message.contains(
+                "accepted: request_body, response_filter, stream_filter, stream_done, top_k"
+            ),
+            "{}",
+            e.message
+        );
+        let e = m.set_parameter("messages", json!("x")).unwrap_err();
+        assert!(e.message.contains("filled by genai"), "{}", e.message);
+        m.set_parameter("TOP_K", json!(3)).unwrap_err(); // names of the template are exact
+        m.set_parameter("top_k", json!(3)).unwrap();
+        let e = m.set_parameter("response_filter", json!("$[")).unwrap_err();
+        assert!(e.message.contains("not a JSONPath"), "{}", e.message);
+        // A parameter set before the template (config order) is checked when sending.
+        let mut early = HttpTemplate::new("m");
+        early.set_parameter("extra", json!(1)).unwrap();
+        early
+            .set_parameter("request_body", json!({"p": "${parameters.prompt}"}))
+            .unwrap();
+        let e = early
+            .prepare_request(&[Message::user("x")], false)
+            .unwrap_err();
+        assert!(e.message.contains("`extra` is set"), "{}", e.message);
+    }
+
+    #[test]
+    fn invalid_rendered_json_points_at_the_place() {
+        let m = model(json!({"request_body": r#"{"p": ${parameters.prompt}}"#}));
+        let ok = m.prepare_request(&[Message::user("hello")], false).unwrap();
+        assert_eq!(
+            ok.body,
+            json!({"p": "hello"}),
+            "a plain string outside quotes is quoted"
+        );
+        let ok = m.prepare_request(&[Message::user("42")], false).unwrap();
+        assert_eq!(ok.body, json!({"p": "42"}), "a prompt stays text");
+        let m = model(json!({"request_body": r#"{"p": "${parameters.prompt}" "x": 1}"#}));
+        let e = m
+            .prepare_request(&[Message::user("hello")], false)
+            .unwrap_err();
+        assert!(
+            e.message.contains("not valid JSON once rendered"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("\"x\": 1"), "{}", e.message);
+        let e = HttpTemplate::new("m")
+            .prepare_request(&[Message::user("x")], false)
+            .unwrap_err();
+        assert!(
+            e.message.contains("needs a `request_body`"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn the_response_filter_picks_the_reply() {
+        // Cohere v2 chat response (docs.cohere.com/reference/chat).
+        let body = br#"{"id":"c14c80c3","finish_reason":"COMPLETE","message":{"role":"assistant",
+            "content":[{"type":"text","text":"LLMs are neural networks."}]},
+            "usage":{"billed_units":{"input_tokens":17,"output_tokens":5},"tokens":{"input_tokens":71,"output_tokens":5}}}"#;
+        let m =
+            model(json!({"request_body": "{}", "response_filter": "$.message.content[0].text"}));
+        let r = m.extract_result(body).unwrap();
+        assert_eq!(r.message.text(), "LLMs are neural networks.");
+        assert_eq!(r.finish_reason.as_deref(), Some("COMPLETE"));
+        // OpenSearch-style inference result with a non-string value.
+        let m = model(
+            json!({"request_body": "{}", "response_filter": "$.inference_results[0].output[0].dataAsMap.n"}),
+        );
+        let r = m
+            .extract_result(br#"{"inference_results":[{"output":[{"dataAsMap":{"n":3}}]}]}"#)
+            .unwrap();
+        assert_eq!(r.message.text(), "3");
+        let e = m.extract_result(br#"{"other": true}"#).unwrap_err();
+        assert!(e.message.contains("matched nothing"), "{}", e.message);
+        assert!(e.message.contains(r#"{"other":true}"#), "{}", e.message);
+        let e = m.extract_result(b"<html>oops").unwrap_err();
+        assert!(e.message.contains("invalid JSON"), "{}", e.message);
+        let e = m
+            .extract_result(br#"{"error":{"message":"quota","code":"q"}}"#)
+            .unwrap_err();
+        assert!(e.message.contains("quota [q]"), "{}", e.message);
+    }
+
+    fn feed_all(m: &HttpTemplate, events: &[&str]) -> (Vec<String>, Result<ModelReply>) {
+        let mut d = m.stream_decoder();
+        let mut deltas = Vec::new();
+        for e in events {
+            match d.feed(&StreamEvent::data(*e)) {
+                Ok(ds) => deltas.extend(ds),
+                Err(e) => return (deltas, Err(e)),
+            }
+        }
+        (deltas, d.finish())
+    }
+
+    #[test]
+    fn streams_with_a_done_marker_or_a_done_path() {
+        let sse = model(json!({"request_body": "{}",
+            "stream_filter": "$.choices[0].delta.content", "stream_done": "[DONE]"}));
+        let (deltas, r) = feed_all(
+            &sse,
+            &[
+                r#"{"choices":[{"delta":{"role":"assistant"}}]}"#,
+                r#"{"choices":[{"delta":{"content":"Hel"}}]}"#,
+                r#"{"choices":[{"delta":{"content":"lo"}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#,
+                "[DONE]",
+            ],
+        );
+        assert_eq!(deltas, ["Hel", "lo"]);
+        let r = r.unwrap();
+        assert_eq!(r.message.text(), "Hello");
+        assert_eq!(r.usage.unwrap().output_tokens, 2);
+        let (_, cut) = feed_all(&sse, &[r#"{"choices":[{"delta":{"content":"Hel"}}]}"#]);
+        assert!(cut
+            .unwrap_err()
+            .message
+            .contains("ended before the reply was complete"));
+
+        // Ollama-style NDJSON lines end with "done": true.
+        let nd = model(
+            json!({"request_body": "{}", "stream_filter": "$.message.content", "stream_done": "$.done"}),
+        );
+        let (deltas, r) = feed_all(
+            &nd,
+            &[
+                r#"{"message":{"content":"a"},"done":false}"#,
+                r#"{"message":{"content":"b"},"done":true}"#,
+            ],
+        );
+        assert_eq!(
+            (deltas.join(""), r.unwrap().message.text()),
+            ("ab".into(), "ab".into())
+        );
+        let (_, r) = feed_all(&nd, &[r#"{"message":{"content":"a"},"done":false}"#]);
+        assert!(r.is_err());
+        let (_, r) = feed_all(&nd, &["{not json"]);
+        assert!(r.unwrap_err().message.contains("not JSON"));
+        let (_, r) = feed_all(&nd, &[r#"{"error":"model overloaded"}"#]);
+        assert!(r.unwrap_err().message.contains("model overloaded"));
+    }
+
+    #[test]
+    fn images_go_only_where_the_template_places_them() {
+        let plain = model(json!({"request_body": r#"{"p": "${parameters.prompt}"}"#}));
+        assert_eq!(plain.images(), ImageSupport::NONE);
+        let m = model(json!({"request_body":
+            r#"{"prompt": "${parameters.prompt}", "images": ${parameters.images}, "urls": ${parameters.image_urls}}"#}));
+        assert_eq!(m.images(), ImageSupport::INLINE);
+        let mut msg = Message::user("what is it?");
+        msg.content.push(Part::Image {
+            url: None,
+            media_type: Some("image/png".into()),
+            data: Some("iVBORw0KGgo=".into()),
+        });
+        let r = m.prepare_request(&[msg], false).unwrap();
+        assert_eq!(
+            r.body,
+            json!({"prompt": "what is it?", "images": ["iVBORw0KGgo="],
+                   "urls": ["data:image/png;base64,iVBORw0KGgo="]})
+        );
+    }
+
+    #[test]
+    fn streaming_is_asked_only_with_a_stream_filter() {
+        let m = model(
+            json!({"request_body": r#"{"stream": ${parameters.stream}}"#,
+            "stream_filter": "$.text"}),
+        );
+        let r = m.prepare_request(&[Message::user("x")], true).unwrap();
+        assert!(r.stream);
+        assert_eq!(r.body, json!({"stream": true}));
+    }
+}

@@ -1,0 +1,834 @@
+//! The `ollama-chat` format: Ollama's native `/api/chat`, with its NDJSON stream decoder
+//! beside it (https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion).
+//!
+//! It owns the JSON shape of that API: `messages` with string `content` and base64 `images`,
+//! sampling parameters inside the `options` object, `format`, `keep_alive`, and the
+//! `done`/`done_reason`/`prompt_eval_count`/`eval_count` of the answer. It must never do I/O,
+//! know a URL or a key (the `ollama` provider does), nor send `options` as anything but an
+//! object.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    validate_parameter, ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, StreamDecoder, StreamEvent,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{Message, Part, Role, Usage};
+
+pub const FORMAT: &str = "ollama-chat";
+
+/// Parameters sent at the top level of the request; every other one goes into `options`.
+const TOP_LEVEL: &[&str] = &["format", "keep_alive", "think", "options"];
+
+const ANY_I64: ParameterType = ParameterType::Integer {
+    min: i64::MIN,
+    max: i64::MAX,
+};
+
+/// Options from Ollama's Modelfile reference ("valid parameters and values") and the API's
+/// "Generate request (With options)" example.
+pub const PARAMETERS: &[ParameterSpec] = &[
+    ParameterSpec {
+        name: "temperature",
+        kind: ParameterType::Number { min: 0.0, max: 2.0 },
+        description: "Sampling temperature; higher is more creative (options.temperature, default 0.8).",
+    },
+    ParameterSpec {
+        name: "top_p",
+        kind: ParameterType::Number { min: 0.0, max: 1.0 },
+        description: "Nucleus sampling: the probability mass to sample from (options.top_p, default 0.9).",
+    },
+    ParameterSpec {
+        name: "top_k",
+        kind: ParameterType::Integer { min: 0, max: 1_000_000 },
+        description: "Sample from the k most likely tokens (options.top_k, default 40).",
+    },
+    ParameterSpec {
+        name: "min_p",
+        kind: ParameterType::Number { min: 0.0, max: 1.0 },
+        description: "Least probability of a token, relative to the most likely one (options.min_p).",
+    },
+    ParameterSpec {
+        name: "typical_p",
+        kind: ParameterType::Number { min: 0.0, max: 1.0 },
+        description: "Locally typical sampling (options.typical_p).",
+    },
+    ParameterSpec {
+        name: "num_ctx",
+        kind: ParameterType::Integer { min: 1, max: 10_000_000 },
+        description: "Context window in tokens (options.num_ctx).",
+    },
+    ParameterSpec {
+        name: "num_predict",
+        kind: ParameterType::Integer { min: -2, max: 10_000_000 },
+        description: "The most tokens the reply may have; -1 unlimited (options.num_predict).",
+    },
+    ParameterSpec {
+        name: "max_tokens",
+        kind: ParameterType::Integer { min: 1, max: 10_000_000 },
+        description: "Same as num_predict (sent as options.num_predict), the name other formats use.",
+    },
+    ParameterSpec {
+        name: "seed",
+        kind: ANY_I64,
+        description: "Seed for reproducible outputs (options.seed).",
+    },
+    ParameterSpec {
+        name: "stop",
+        kind: ParameterType::StringList,
+        description: "Sequences where generation stops (options.stop).",
+    },
+    ParameterSpec {
+        name: "repeat_penalty",
+        kind: ParameterType::Number { min: 0.0, max: 10.0 },
+        description: "Penalty for repetitions (options.repeat_penalty, default 1.1).",
+    },
+    ParameterSpec {
+        name: "repeat_last_n",
+        kind: ParameterType::Integer { min: -1, max: 10_000_000 },
+        description: "How far back to look for repetitions; 0 off, -1 num_ctx (options.repeat_last_n).",
+    },
+    ParameterSpec {
+        name: "presence_penalty",
+        kind: ParameterType::Number { min: -2.0, max: 2.0 },
+        description: "Penalty for tokens already present (options.presence_penalty).",
+    },
+    ParameterSpec {
+        name: "frequency_penalty",
+        kind: ParameterType::Number { min: -2.0, max: 2.0 },
+        description: "Penalty proportional to how often a token appeared (options.frequency_penalty).",
+    },
+    ParameterSpec {
+        name: "mirostat",
+        kind: ParameterType::Integer { min: 0, max: 2 },
+        description: "Mirostat sampling: 0 off, 1 Mirostat, 2 Mirostat 2.0 (options.mirostat).",
+    },
+    ParameterSpec {
+        name: "mirostat_tau",
+        kind: ParameterType::Number { min: 0.0, max: 100.0 },
+        description: "Mirostat: balance between coherence and diversity (options.mirostat_tau).",
+    },
+    ParameterSpec {
+        name: "mirostat_eta",
+        kind: ParameterType::Number { min: 0.0, max: 10.0 },
+        description: "Mirostat learning rate (options.mirostat_eta).",
+    },
+    ParameterSpec {
+        name: "num_keep",
+        kind: ParameterType::Integer { min: -1, max: 10_000_000 },
+        description: "Tokens of the prompt kept when the context is full (options.num_keep).",
+    },
+    ParameterSpec {
+        name: "num_gpu",
+        kind: ParameterType::Integer { min: -1, max: 100_000 },
+        description: "Layers offloaded to the GPU (options.num_gpu).",
+    },
+    ParameterSpec {
+        name: "num_thread",
+        kind: ParameterType::Integer { min: 0, max: 100_000 },
+        description: "CPU threads (options.num_thread).",
+    },
+    ParameterSpec {
+        name: "options",
+        kind: ParameterType::Object,
+        description: "Any other Ollama options as a JSON object, such as {\"num_batch\":512}; the parameters above override its keys.",
+    },
+    ParameterSpec {
+        name: "format",
+        kind: ParameterType::String,
+        description: "\"json\" for JSON mode, or a JSON schema object for structured outputs.",
+    },
+    ParameterSpec {
+        name: "keep_alive",
+        kind: ParameterType::String,
+        description: "How long the model stays loaded after the request: a duration such as \"5m\" or \"1h\", or seconds as a number (0 unloads, negative keeps it loaded).",
+    },
+    ParameterSpec {
+        name: "think",
+        kind: ParameterType::Boolean,
+        description: "For thinking models: whether the model thinks before answering (the thinking is not part of the reply).",
+    },
+];
+
+/// The `ollama-chat` model configuration.
+#[derive(Debug, Clone)]
+pub struct OllamaChat {
+    model: String,
+    parameters: Map<String, Value>,
+}
+
+impl OllamaChat {
+    pub fn new(model: impl Into<String>) -> OllamaChat {
+        OllamaChat {
+            model: model.into(),
+            parameters: Map::new(),
+        }
+    }
+
+    /// The `options` object: the `options` parameter, then every sampling parameter over it.
+    fn options(&self) -> Map<String, Value> {
+        let mut options = match self.parameters.get("options") {
+            Some(Value::Object(o)) => o.clone(),
+            _ => Map::new(),
+        };
+        for (k, v) in &self.parameters {
+            if TOP_LEVEL.contains(&k.as_str()) {
+                continue;
+            }
+            let key = if k == "max_tokens" { "num_predict" } else { k };
+            // An explicit num_predict wins over its alias.
+            if k == "max_tokens" && self.parameters.contains_key("num_predict") {
+                continue;
+            }
+            options.insert(key.to_string(), v.clone());
+        }
+        options
+    }
+}
+
+impl ModelConfiguration for OllamaChat {
+    fn format(&self) -> &'static str {
+        FORMAT
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn parameter_specs(&self) -> &'static [ParameterSpec] {
+        PARAMETERS
+    }
+
+    fn parameters(&self) -> &Map<String, Value> {
+        &self.parameters
+    }
+
+    fn parameters_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.parameters
+    }
+
+    /// `format` and `keep_alive` take more than one JSON type, which the spec table cannot say:
+    /// they are checked here; everything else goes through `validate_parameter`.
+    fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
+        let special = ["format", "keep_alive"]
+            .into_iter()
+            .find(|n| n.eq_ignore_ascii_case(name));
+        let (canonical, value) = match special {
+            Some(n) if !value.is_null() => (n, special_value(n, value)?),
+            _ => validate_parameter(FORMAT, PARAMETERS, name, value)?,
+        };
+        if value.is_null() {
+            self.parameters.remove(canonical);
+        } else {
+            self.parameters.insert(canonical.to_string(), value);
+        }
+        Ok(())
+    }
+
+    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+        // Ollama's tool messages carry the tool's name, which our results know only by call id.
+        let names: HashMap<&str, &str> = messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|p| match p {
+                Part::ToolCall { id, name, .. } => Some((id.as_str(), name.as_str())),
+                _ => None,
+            })
+            .collect();
+        let mut wire = Vec::with_capacity(messages.len());
+        for m in messages {
+            wire.extend(to_wire(m, &names)?);
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), Value::from(self.model.clone()));
+        body.insert("messages".into(), Value::Array(wire));
+        // Ollama streams unless told not to.
+        body.insert("stream".into(), Value::Bool(stream));
+        for key in ["format", "keep_alive", "think"] {
+            if let Some(v) = self.parameters.get(key) {
+                body.insert(key.into(), v.clone());
+            }
+        }
+        let options = self.options();
+        if !options.is_empty() {
+            body.insert("options".into(), Value::Object(options));
+        }
+        Ok(ModelRequest {
+            format: FORMAT,
+            model: self.model.clone(),
+            body: Value::Object(body),
+            stream,
+        })
+    }
+
+    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
+        let v: Value = serde_json::from_slice(body).map_err(|e| {
+            Error::provider(format!("the provider answered with invalid JSON: {e}"))
+        })?;
+        if let Some(err) = error_of(&v) {
+            return Err(err);
+        }
+        if v.get("done").and_then(Value::as_bool) != Some(true) {
+            return Err(Error::provider(
+                "the provider's answer is not a finished chat response (no \"done\": true)",
+            ));
+        }
+        let msg = v.get("message").cloned().unwrap_or(Value::Null);
+        let mut content = Vec::new();
+        if let Some(text) = msg.get("content").and_then(Value::as_str) {
+            if !text.is_empty() {
+                content.push(Part::text(text));
+            }
+        }
+        content.extend(tool_calls_of(&msg, 0));
+        Ok(ModelReply {
+            message: Message {
+                role: Role::Assistant,
+                content,
+                from: None,
+            },
+            usage: usage_of(&v),
+            finish_reason: str_of(&v, "done_reason"),
+            model: str_of(&v, "model"),
+        })
+    }
+
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(Decoder::default())
+    }
+
+    fn images(&self) -> ImageSupport {
+        ImageSupport::INLINE
+    }
+
+    fn clone_box(&self) -> Box<dyn ModelConfiguration> {
+        Box::new(self.clone())
+    }
+}
+
+/// `format`: "json" or a JSON schema object (also as JSON text, from a shell);
+/// `keep_alive`: a duration string, or seconds as a number (also as numeric text).
+fn special_value(name: &'static str, value: Value) -> Result<Value> {
+    let bad = |why: &str| {
+        Error::new(
+            ErrorKind::InvalidParameter,
+            format!("{FORMAT} parameter `{name}`: {why}"),
+        )
+    };
+    match (name, value) {
+        ("format", Value::Object(o)) => Ok(Value::Object(o)),
+        ("format", Value::String(s)) => {
+            let t = s.trim();
+            if t.eq_ignore_ascii_case("json") {
+                return Ok(Value::from("json"));
+            }
+            match serde_json::from_str::<Value>(t) {
+                Ok(Value::Object(o)) => Ok(Value::Object(o)),
+                _ => Err(bad("expected \"json\" or a JSON schema object")),
+            }
+        }
+        ("format", _) => Err(bad("expected \"json\" or a JSON schema object")),
+        ("keep_alive", Value::Number(n)) => Ok(Value::Number(n)),
+        ("keep_alive", Value::String(s)) => {
+            let t = s.trim();
+            if let Ok(n) = t.parse::<i64>() {
+                return Ok(Value::from(n));
+            }
+            if let Ok(n) = t.parse::<f64>() {
+                return Ok(Value::from(n));
+            }
+            let valid = !t.is_empty()
+                && t.trim_start_matches('-')
+                    .starts_with(|c: char| c.is_ascii_digit())
+                && t.ends_with(['s', 'm', 'h']);
+            if valid {
+                Ok(Value::from(t))
+            } else {
+                Err(bad("expected a duration such as \"5m\", or seconds"))
+            }
+        }
+        _ => Err(bad("expected a duration such as \"5m\", or seconds")),
+    }
+}
+
+fn str_of(v: &Value, key: &str) -> Option<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// `{"error": "..."}`, Ollama's error shape (also used in a stream).
+fn error_of(v: &Value) -> Option<Error> {
+    let e = v.get("error")?;
+    let text = match e {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => o
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| e.to_string()),
+        Value::Null => return None,
+        other => other.to_string(),
+    };
+    Some(Error::provider(text))
+}
+
+/// Usage from the final record: `prompt_eval_count` in, `eval_count` out.
+fn usage_of(v: &Value) -> Option<Usage> {
+    let input = v.get("prompt_eval_count").and_then(Value::as_u64);
+    let output = v.get("eval_count").and_then(Value::as_u64);
+    if input.is_none() && output.is_none() {
+        return None;
+    }
+    Some(Usage {
+        input_tokens: input.unwrap_or(0),
+        output_tokens: output.unwrap_or(0),
+        ..Usage::default()
+    })
+}
+
+/// Tool calls of a message: `{"function": {"name", "arguments": {...}}}`, ids made up when
+/// Ollama gives none (numbered from `first`).
+fn tool_calls_of(msg: &Value, first: usize) -> Vec<Part> {
+    msg.get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, call)| {
+            let f = call.get("function").cloned().unwrap_or(Value::Null);
+            let arguments = match f.get("arguments") {
+                Some(Value::String(s)) => {
+                    serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+                }
+                Some(v) => v.clone(),
+                None => json!({}),
+            };
+            Part::ToolCall {
+                id: call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("call_{}", first + i)),
+                name: f
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                arguments,
+            }
+        })
+        .collect()
+}
+
+fn text_of(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.clone()),
+            Part::Json { value } => Some(value.to_string()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One message in Ollama's shape; tool results become one `tool` message each.
+fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
+    let mut texts = Vec::new();
+    let mut images = Vec::new();
+    let mut tool_calls = Vec::new();
+    let mut results = Vec::new();
+    for part in &m.content {
+        match part {
+            Part::Text { text } => texts.push(text.clone()),
+            Part::Json { value } => texts.push(value.to_string()),
+            Part::Image { data: Some(d), .. } => images.push(Value::from(d.clone())),
+            Part::Image { .. } => {
+                return Err(Error::invalid_params(
+                    "the ollama-chat format takes images as inline data only (mediaType and data)",
+                ))
+            }
+            Part::ToolCall {
+                name, arguments, ..
+            } => tool_calls.push(json!({"function": {"name": name, "arguments": arguments}})),
+            Part::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                let mut r = json!({"role": "tool", "content": text_of(content)});
+                if let Some(name) = names.get(tool_call_id.as_str()) {
+                    r["tool_name"] = Value::from(*name);
+                }
+                results.push(r);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if !texts.is_empty() || !images.is_empty() || !tool_calls.is_empty() {
+        let role = match m.role {
+            Role::Tool => "user",
+            other => other.as_str(),
+        };
+        let mut msg = json!({"role": role, "content": texts.join("\n")});
+        if !images.is_empty() {
+            msg["images"] = Value::Array(images);
+        }
+        if !tool_calls.is_empty() {
+            msg["tool_calls"] = Value::Array(tool_calls);
+        }
+        out.push(msg);
+    }
+    out.extend(results);
+    Ok(out)
+}
+
+/// Decodes the NDJSON records of a streamed `/api/chat` answer.
+#[derive(Default)]
+struct Decoder {
+    text: String,
+    tool_calls: Vec<Part>,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    model: Option<String>,
+    done: bool,
+}
+
+impl StreamDecoder for Decoder {
+    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(Vec::new());
+        }
+        let v: Value = serde_json::from_str(data).map_err(|e| {
+            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
+        })?;
+        if let Some(err) = error_of(&v) {
+            return Err(err);
+        }
+        if let Some(model) = str_of(&v, "model") {
+            self.model = Some(model);
+        }
+        let mut deltas = Vec::new();
+        if let Some(msg) = v.get("message") {
+            if let Some(text) = msg.get("content").and_then(Value::as_str) {
+                if !text.is_empty() {
+                    self.text.push_str(text);
+                    deltas.push(text.to_string());
+                }
+            }
+            let calls = tool_calls_of(msg, self.tool_calls.len());
+            self.tool_calls.extend(calls);
+        }
+        if v.get("done").and_then(Value::as_bool) == Some(true) {
+            self.done = true;
+            self.usage = usage_of(&v);
+            self.finish_reason = str_of(&v, "done_reason");
+        }
+        Ok(deltas)
+    }
+
+    fn finish(self: Box<Self>) -> Result<ModelReply> {
+        if !self.done {
+            return Err(Error::provider(
+                "the provider's stream ended before the reply was complete (no \"done\": true record)",
+            ));
+        }
+        let mut content = Vec::new();
+        if !self.text.is_empty() {
+            content.push(Part::text(self.text));
+        }
+        content.extend(self.tool_calls);
+        Ok(ModelReply {
+            message: Message {
+                role: Role::Assistant,
+                content,
+                from: None,
+            },
+            usage: self.usage,
+            finish_reason: self.finish_reason,
+            model: self.model,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Fixtures are the examples of https://github.com/ollama/ollama/blob/main/docs/api.md
+    //! ("Generate a chat completion"), images shortened.
+    use super::*;
+
+    fn user(text: &str) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![Part::text(text)],
+            from: None,
+        }
+    }
+
+    #[test]
+    fn request_matches_the_documented_chat_request() {
+        // "Chat request (Reproducible outputs)".
+        let mut m = OllamaChat::new("llama3.2");
+        m.set_parameter("seed", json!(101)).unwrap();
+        m.set_parameter("Temperature", json!("0")).unwrap();
+        let req = m.prepare_request(&[user("Hello!")], true).unwrap();
+        assert_eq!(
+            req.body,
+            json!({
+              "model": "llama3.2",
+              "messages": [{"role": "user", "content": "Hello!"}],
+              "stream": true,
+              "options": {"seed": 101, "temperature": 0.0}
+            })
+        );
+        // "Chat request (No streaming)": `stream: false` must be said.
+        let req = OllamaChat::new("llama3.2")
+            .prepare_request(&[user("why is the sky blue?")], false)
+            .unwrap();
+        assert_eq!(
+            req.body,
+            json!({"model": "llama3.2", "messages": [{"role": "user", "content": "why is the sky blue?"}], "stream": false})
+        );
+    }
+
+    #[test]
+    fn images_history_and_system_follow_the_documented_shapes() {
+        // "Chat request (with images)" and "Chat request (With History)".
+        let img = Message {
+            role: Role::User,
+            content: vec![
+                Part::text("what is in this image?"),
+                Part::Image {
+                    url: None,
+                    media_type: Some("image/png".into()),
+                    data: Some("iVBORw0KGgoAAAANSUhEUgAAAG0AAABmCAYAAADBPx+V".into()),
+                },
+            ],
+            from: None,
+        };
+        let msgs = [
+            Message::system("be brief"),
+            user("why is the sky blue?"),
+            Message {
+                role: Role::Assistant,
+                content: vec![Part::text("due to rayleigh scattering.")],
+                from: None,
+            },
+            img,
+        ];
+        let req = OllamaChat::new("llava")
+            .prepare_request(&msgs, true)
+            .unwrap();
+        assert_eq!(
+            req.body["messages"],
+            json!([
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "why is the sky blue?"},
+                {"role": "assistant", "content": "due to rayleigh scattering."},
+                {"role": "user", "content": "what is in this image?",
+                 "images": ["iVBORw0KGgoAAAANSUhEUgAAAG0AAABmCAYAAADBPx+V"]}
+            ])
+        );
+        let by_url = Message {
+            role: Role::User,
+            content: vec![Part::Image {
+                url: Some("https://x/y.png".into()),
+                media_type: None,
+                data: None,
+            }],
+            from: None,
+        };
+        assert!(OllamaChat::new("llava")
+            .prepare_request(&[by_url], false)
+            .is_err());
+    }
+
+    #[test]
+    fn tool_calls_and_results_use_ollama_shapes() {
+        let msgs = [
+            user("What is the weather today in Paris?"),
+            Message {
+                role: Role::Assistant,
+                content: vec![Part::ToolCall {
+                    id: "call_0".into(),
+                    name: "get_current_weather".into(),
+                    arguments: json!({"format": "celsius", "location": "Paris, FR"}),
+                }],
+                from: None,
+            },
+            Message {
+                role: Role::Tool,
+                content: vec![Part::ToolResult {
+                    tool_call_id: "call_0".into(),
+                    content: vec![Part::text("22 degrees")],
+                    is_error: false,
+                }],
+                from: None,
+            },
+        ];
+        let req = OllamaChat::new("llama3.2")
+            .prepare_request(&msgs, false)
+            .unwrap();
+        assert_eq!(
+            req.body["messages"][1],
+            json!({"role": "assistant", "content": "",
+                   "tool_calls": [{"function": {"name": "get_current_weather",
+                                                "arguments": {"format": "celsius", "location": "Paris, FR"}}}]})
+        );
+        assert_eq!(
+            req.body["messages"][2],
+            json!({"role": "tool", "content": "22 degrees", "tool_name": "get_current_weather"})
+        );
+        // "Chat request (with tools)" response.
+        let body = br#"{
+  "model": "llama3.2",
+  "created_at": "2024-07-22T20:33:28.123648Z",
+  "message": {
+    "role": "assistant",
+    "content": "",
+    "tool_calls": [
+      {
+        "function": {
+          "name": "get_current_weather",
+          "arguments": {
+            "format": "celsius",
+            "location": "Paris, FR"
+          }
+        }
+      }
+    ]
+  },
+  "done_reason": "stop",
+  "done": true,
+  "total_duration": 885095291,
+  "load_duration": 3753500,
+  "prompt_eval_count": 122,
+  "prompt_eval_duration": 328493000,
+  "eval_count": 33,
+  "eval_duration": 552222000
+}"#;
+        let r = OllamaChat::new("m").extract_result(body).unwrap();
+        assert_eq!(
+            r.message.content,
+            vec![Part::ToolCall {
+                id: "call_0".into(),
+                name: "get_current_weather".into(),
+                arguments: json!({"format": "celsius", "location": "Paris, FR"}),
+            }]
+        );
+        assert_eq!(r.usage.unwrap().input_tokens, 122);
+    }
+
+    #[test]
+    fn options_is_an_object_and_parameters_override_it() {
+        let mut m = OllamaChat::new("llama3.2");
+        m.set_parameter("options", json!("{\"num_batch\": 2, \"top_k\": 5}"))
+            .unwrap();
+        m.set_parameter("top_k", json!(20)).unwrap();
+        m.set_parameter("max_tokens", json!(100)).unwrap();
+        m.set_parameter("stop", json!(["\n", "user:"])).unwrap();
+        m.set_parameter("num_ctx", json!("1024")).unwrap();
+        m.set_parameter("format", json!("JSON")).unwrap();
+        m.set_parameter("keep_alive", json!("5m")).unwrap();
+        let b = m.prepare_request(&[user("hi")], false).unwrap().body;
+        assert_eq!(
+            b["options"],
+            json!({"num_batch": 2, "top_k": 20, "num_predict": 100, "stop": ["\n", "user:"], "num_ctx": 1024})
+        );
+        assert_eq!(b["format"], "json");
+        assert_eq!(b["keep_alive"], "5m");
+        // Structured outputs: a schema object, given as JSON text from a shell.
+        m.set_parameter(
+            "format",
+            json!(
+                r#"{"type":"object","properties":{"age":{"type":"integer"}},"required":["age"]}"#
+            ),
+        )
+        .unwrap();
+        m.set_parameter("keep_alive", json!("0")).unwrap();
+        let b = m.prepare_request(&[user("hi")], false).unwrap().body;
+        assert_eq!(b["format"]["properties"]["age"]["type"], "integer");
+        assert_eq!(b["keep_alive"], 0);
+        assert!(m.set_parameter("format", json!("yaml")).is_err());
+        assert!(m.set_parameter("keep_alive", json!("soon")).is_err());
+        assert!(m.set_parameter("options", json!("[1]")).is_err());
+        let e = m.set_parameter("temp", json!(1)).unwrap_err();
+        assert!(e.message.contains("num_ctx"), "{}", e.message);
+        m.set_parameter("format", Value::Null).unwrap();
+        assert!(!m.parameters().contains_key("format"));
+    }
+
+    #[test]
+    fn extracts_the_documented_non_streaming_answer() {
+        // "Chat request (Structured outputs)" response.
+        let body = br#"{
+  "model": "llama3.1",
+  "created_at": "2024-12-06T00:46:58.265747Z",
+  "message": { "role": "assistant", "content": "{\"age\": 22, \"available\": false}" },
+  "done_reason": "stop",
+  "done": true,
+  "total_duration": 2254970291,
+  "load_duration": 574751416,
+  "prompt_eval_count": 34,
+  "prompt_eval_duration": 1502000000,
+  "eval_count": 12,
+  "eval_duration": 175000000
+}"#;
+        let r = OllamaChat::new("m").extract_result(body).unwrap();
+        assert_eq!(r.message.text(), "{\"age\": 22, \"available\": false}");
+        let u = r.usage.unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens), (34, 12));
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(r.model.as_deref(), Some("llama3.1"));
+        let e = OllamaChat::new("m")
+            .extract_result(br#"{"error":"model \"x\" not found, try pulling it first"}"#)
+            .unwrap_err();
+        assert_eq!(e.message, "model \"x\" not found, try pulling it first");
+    }
+
+    #[test]
+    fn stream_decodes_the_documented_records_and_detects_a_cut() {
+        // "Chat Request (Streaming)": partial records, then the final one with the counts.
+        let lines = [
+            r#"{"model":"llama3.2","created_at":"2023-08-04T08:52:19.385406455-07:00","message":{"role":"assistant","content":"The","images":null},"done":false}"#,
+            r#"{"model":"llama3.2","created_at":"2023-08-04T08:52:19.385406455-07:00","message":{"role":"assistant","content":" sky"},"done":false}"#,
+            r#"{"model":"llama3.2","created_at":"2023-08-04T19:22:45.499127Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","total_duration":4883583458,"load_duration":1334875,"prompt_eval_count":26,"prompt_eval_duration":342546000,"eval_count":282,"eval_duration":4535599000}"#,
+        ];
+        let m = OllamaChat::new("m");
+        let mut d = m.stream_decoder();
+        assert_eq!(d.feed(&StreamEvent::data(lines[0])).unwrap(), vec!["The"]);
+        assert_eq!(d.feed(&StreamEvent::data(lines[1])).unwrap(), vec![" sky"]);
+        let mut cut = m.stream_decoder();
+        cut.feed(&StreamEvent::data(lines[0])).unwrap();
+        let e = cut.finish().unwrap_err();
+        assert!(e.message.contains("ended before the reply was complete"));
+        assert!(d.feed(&StreamEvent::data(lines[2])).unwrap().is_empty());
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.text(), "The sky");
+        let u = r.usage.unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens), (26, 282));
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn stream_errors_and_malformed_lines_are_errors() {
+        let mut d = OllamaChat::new("m").stream_decoder();
+        let e = d
+            .feed(&StreamEvent::data(
+                r#"{"error":"an error was encountered while running the model"}"#,
+            ))
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "an error was encountered while running the model"
+        );
+        let e = d.feed(&StreamEvent::data("{\"model\":")).unwrap_err();
+        assert!(e.message.contains("invalid JSON"), "{}", e.message);
+    }
+}

@@ -1,0 +1,26 @@
+//! Tools the model can call: plugin modules (HTTP services with a manifest) and, later, MCP
+//! servers. Each tool has a name (`SOURCE.function`), a description and a JSON input schema.
+//!
+//! This module owns what a tool is and how a source describes its tools. It must never run the
+//! model's tool loop (that is the `tools` feature's job) nor talk JSON-RPC to a client.
+
+pub mod manifest;
+pub mod plugin;
+pub mod signature;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+/// One tool as the model and the client see it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// `MODULE.function` or `SERVER.tool`.
+    pub name: String,
+    pub description: String,
+    /// A JSON Schema of the arguments object.
+    pub input_schema: Value,
+    /// `plugin:NAME` or `mcp:NAME`.
+    pub source: String,
+}

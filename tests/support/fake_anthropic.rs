@@ -1,0 +1,678 @@
+//! A fake Anthropic Messages API server on loopback, for tests only.
+//!
+//! It answers `POST /v1/messages` like the real API, byte for byte where it matters: JSON
+//! bodies, or server-sent events with `event:` and `data:` lines, each event in its own chunk
+//! of a chunked body (message_start, content_block_start, ping, content_block_delta ...,
+//! content_block_stop, message_delta, message_stop). Before answering it checks what the real
+//! API checks and answers with Anthropic's error shape
+//! (`{"type":"error","error":{"type","message"}}`): the `x-api-key` (401
+//! authentication_error), the `anthropic-version` header (400), the content type, a JSON body
+//! with `model`, `max_tokens` and `messages`, no unknown top-level field (the real API refuses
+//! `anthropic_version` in the body), and image sources.
+//!
+//! Fault modes ([`Mode`]): an HTTP error (429 with `retry-after`, 500, 529 overloaded), a
+//! stream cut in the middle of an event, an `error` event mid-stream, an event with malformed
+//! JSON, and a stall that never answers. Every request is recorded with its headers; clients
+//! that go away are counted. The generic HTTP/1.1 pieces are in `http1.rs`.
+//!
+//! Wire shapes: <https://docs.anthropic.com/en/api/messages>,
+//! <https://docs.anthropic.com/en/docs/build-with-claude/streaming>,
+//! <https://docs.anthropic.com/en/api/errors>.
+
+// Several test binaries include this file and each uses a different part of it.
+#![allow(dead_code)]
+
+#[path = "http1.rs"]
+mod http1;
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+
+use http1::{
+    close_gracefully, count_words, end_chunks, pause, peer_closed, read_request, response_head,
+    send_response, split_reply, status_line, write_chunk, ReadError,
+};
+
+/// The key the fake accepts unless told otherwise.
+pub const KEY: &str = "sk-ant-test-key";
+
+/// Top-level request fields the Messages API accepts; anything else is refused as the real
+/// API does ("Extra inputs are not permitted").
+const KNOWN_FIELDS: &[&str] = &[
+    "model",
+    "messages",
+    "max_tokens",
+    "system",
+    "metadata",
+    "stop_sequences",
+    "stream",
+    "temperature",
+    "top_k",
+    "top_p",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "service_tier",
+    "container",
+    "mcp_servers",
+    "context_management",
+];
+
+/// How the server answers one request.
+#[derive(Clone, Debug)]
+pub struct Behavior {
+    pub reply: String,
+    /// Text deltas the reply is split into when streaming (0 is taken as 1).
+    pub chunks: usize,
+    /// Delay before each text delta, and before a non-streamed body.
+    pub delay: Duration,
+    pub mode: Mode,
+    /// `cache_read_input_tokens` reported in the usage.
+    pub cache_read: u64,
+    /// `cache_creation_input_tokens` reported in the usage.
+    pub cache_creation: u64,
+}
+
+impl Default for Behavior {
+    fn default() -> Self {
+        Behavior {
+            reply: "Hello from the fake Claude.".to_string(),
+            chunks: 3,
+            delay: Duration::ZERO,
+            mode: Mode::Ok,
+            cache_read: 0,
+            cache_creation: 0,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Mode {
+    Ok,
+    /// This status with Anthropic's error body; 429 and 529 also send `retry-after: 1`.
+    Error {
+        status: u16,
+        error_type: String,
+        message: String,
+    },
+    /// Streaming: after `after` text deltas, send the first half of the next event's bytes
+    /// and close the connection (no terminating chunk).
+    CutAfter {
+        after: usize,
+    },
+    /// Streaming: after `after` text deltas, send an `error` event and end the body, as the
+    /// real API does when it fails mid-stream (HTTP status already 200).
+    ErrorEventAfter {
+        after: usize,
+        error_type: String,
+        message: String,
+    },
+    /// Streaming: after `after` text deltas, send a `content_block_delta` event whose data is
+    /// not JSON, then the rest of the stream. Non-streaming: a 200 body that is not JSON.
+    MalformedAfter {
+        after: usize,
+    },
+    /// Read the request, never answer.
+    Stall,
+}
+
+/// One request as the server received it.
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// Header names lower-cased, values trimmed, in arrival order.
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub at: std::time::Instant,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A running fake; dropping it stops the server and closes its connections.
+pub struct FakeAnthropic {
+    port: u16,
+    shared: Arc<Shared>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    arrived: Condvar,
+    disconnects: AtomicUsize,
+    next_id: AtomicU64,
+}
+
+struct State {
+    default: Behavior,
+    queue: VecDeque<Behavior>,
+    requests: Vec<RecordedRequest>,
+    key: String,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl FakeAnthropic {
+    /// Starts on 127.0.0.1 (any free port), accepting the key [`KEY`].
+    pub fn start(default: Behavior) -> io::Result<FakeAnthropic> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        listener.set_nonblocking(true)?;
+        let port = listener.local_addr()?.port();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                default,
+                queue: VecDeque::new(),
+                requests: Vec::new(),
+                key: KEY.to_string(),
+            }),
+            arrived: Condvar::new(),
+            disconnects: AtomicUsize::new(0),
+            next_id: AtomicU64::new(0),
+        });
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+        let thread_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name(format!("fake-anthropic-{port}"))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let Ok(listener) = TcpListener::from_std(listener) else {
+                        return;
+                    };
+                    serve(listener, thread_shared, stop_rx).await;
+                });
+                drop(runtime);
+            })?;
+        Ok(FakeAnthropic {
+            port,
+            shared,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT` (the API root; requests go to `/v1/messages`).
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Queues a behaviour for the next request; then requests fall back to the default.
+    pub fn push(&self, b: Behavior) {
+        self.shared.lock().queue.push_back(b);
+    }
+
+    pub fn set_default(&self, b: Behavior) {
+        self.shared.lock().default = b;
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    pub fn last(&self) -> RecordedRequest {
+        self.requests()
+            .last()
+            .cloned()
+            .expect("the fake Anthropic server got no request")
+    }
+
+    /// Blocks until `n` requests were recorded or `timeout` passed; true if they were.
+    pub fn wait_for_requests(&self, n: usize, timeout: Duration) -> bool {
+        let guard = self.shared.lock();
+        let (guard, _) = self
+            .shared
+            .arrived
+            .wait_timeout_while(guard, timeout, |s| s.requests.len() < n)
+            .unwrap_or_else(|p| p.into_inner());
+        guard.requests.len() >= n
+    }
+
+    /// Responses that ended because the client went away first.
+    pub fn disconnects(&self) -> usize {
+        self.shared.disconnects.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakeAnthropic {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => { tokio::spawn(handle_connection(stream, Arc::clone(&shared))); }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+        }
+    }
+}
+
+/// Anthropic's error body.
+fn error_body(error_type: &str, message: &str) -> Vec<u8> {
+    json!({"type": "error", "error": {"type": error_type, "message": message}})
+        .to_string()
+        .into_bytes()
+}
+
+async fn handle_connection(stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::new(rd);
+    let request = match read_request(&mut rd, &mut wr).await {
+        Ok(r) => r,
+        Err(ReadError::Gone) => return,
+        Err(ReadError::Bad(m)) => {
+            let body = error_body("invalid_request_error", &m);
+            let _ = send_response(&mut wr, 400, "application/json", &[], &body).await;
+            return;
+        }
+    };
+    let closed = peer_closed(&mut rd);
+    tokio::pin!(closed);
+
+    let json: Option<Value> = serde_json::from_slice(&request.body).ok();
+    let recorded = RecordedRequest {
+        method: request.method.clone(),
+        path: request.target.clone(),
+        headers: request.headers.clone(),
+        body: json.clone().unwrap_or(Value::Null),
+        at: std::time::Instant::now(),
+    };
+    let header = |name: &str| {
+        request
+            .headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let refusal = {
+        let key = shared.lock().key.clone();
+        if (request.method.as_str(), request.target.as_str()) != ("POST", "/v1/messages") {
+            Some((
+                404,
+                "not_found_error",
+                format!("Not found: {} {}", request.method, request.target),
+            ))
+        } else if header("x-api-key") != Some(key.as_str()) {
+            Some((401, "authentication_error", "invalid x-api-key".to_string()))
+        } else if header("anthropic-version").is_none() {
+            Some((
+                400,
+                "invalid_request_error",
+                "anthropic-version: header is required".to_string(),
+            ))
+        } else if !header("content-type").is_some_and(|t| t.starts_with("application/json")) {
+            Some((
+                400,
+                "invalid_request_error",
+                "content-type must be application/json".to_string(),
+            ))
+        } else {
+            match &json {
+                Some(body) => check_body(body).map(|m| (400, "invalid_request_error", m)),
+                None => Some((
+                    400,
+                    "invalid_request_error",
+                    "The request body is not valid JSON.".to_string(),
+                )),
+            }
+        }
+    };
+    let behavior = {
+        let mut state = shared.lock();
+        state.requests.push(recorded);
+        let state = &mut *state;
+        let b = refusal.is_none().then(|| {
+            state
+                .queue
+                .pop_front()
+                .unwrap_or_else(|| state.default.clone())
+        });
+        shared.arrived.notify_all();
+        b
+    };
+    let n = shared.next_id.fetch_add(1, Ordering::SeqCst) + 1;
+    let request_id = format!("req_fake{n:020}");
+    match (refusal, behavior, json) {
+        (Some((status, kind, message)), _, _) => {
+            let extra = [("request-id", request_id.as_str())];
+            let body = error_body(kind, &message);
+            let _ = send_response(&mut wr, status, "application/json", &extra, &body).await;
+            close_gracefully(&mut wr, closed).await;
+        }
+        (None, Some(behavior), Some(body)) => {
+            let ctx = Ctx {
+                shared: &shared,
+                request_id: &request_id,
+                message_id: format!("msg_fake{n:018}"),
+                model: body["model"].as_str().unwrap_or("claude-fake").to_string(),
+                input_tokens: prompt_words(&body),
+            };
+            let streaming = body["stream"].as_bool().unwrap_or(false);
+            answer(&mut wr, closed.as_mut(), &ctx, &behavior, streaming).await;
+        }
+        _ => unreachable!("a request is refused or gets a behaviour"),
+    }
+}
+
+/// What the real API would refuse in a body, or None.
+fn check_body(body: &Value) -> Option<String> {
+    let Some(map) = body.as_object() else {
+        return Some("The request body must be a JSON object.".into());
+    };
+    for key in map.keys() {
+        if !KNOWN_FIELDS.contains(&key.as_str()) {
+            return Some(format!("{key}: Extra inputs are not permitted"));
+        }
+    }
+    for required in ["model", "max_tokens", "messages"] {
+        if !map.contains_key(required) {
+            return Some(format!("{required}: Field required"));
+        }
+    }
+    if let Some(stop) = map.get("stop_sequences") {
+        if !stop.is_array() {
+            return Some("stop_sequences: Input should be a valid list".into());
+        }
+    }
+    let messages = map["messages"].as_array()?;
+    for (i, m) in messages.iter().enumerate() {
+        if !matches!(m["role"].as_str(), Some("user" | "assistant")) {
+            return Some(format!(
+                "messages.{i}.role: Input should be 'user' or 'assistant'"
+            ));
+        }
+        for (j, block) in m["content"].as_array().into_iter().flatten().enumerate() {
+            if block["type"] == "image" {
+                let source = &block["source"];
+                let ok = match source["type"].as_str() {
+                    Some("base64") => {
+                        matches!(
+                            source["media_type"].as_str(),
+                            Some("image/jpeg" | "image/png" | "image/gif" | "image/webp")
+                        ) && source["data"].is_string()
+                    }
+                    Some("url") => source["url"].is_string(),
+                    _ => false,
+                };
+                if !ok {
+                    return Some(format!(
+                        "messages.{i}.content.{j}.image.source: invalid image source"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Words of the system prompt and of every text in the messages (the fake's token count).
+fn prompt_words(body: &Value) -> u64 {
+    let text_words = |content: &Value| -> u64 {
+        match content {
+            Value::String(s) => count_words(s),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .map(count_words)
+                .sum(),
+            _ => 0,
+        }
+    };
+    text_words(&body["system"])
+        + body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| text_words(&m["content"]))
+            .sum::<u64>()
+}
+
+struct Ctx<'a> {
+    shared: &'a Shared,
+    request_id: &'a str,
+    message_id: String,
+    model: String,
+    input_tokens: u64,
+}
+
+async fn answer<F: Future<Output = ()>>(
+    wr: &mut OwnedWriteHalf,
+    mut closed: Pin<&mut F>,
+    ctx: &Ctx<'_>,
+    b: &Behavior,
+    streaming: bool,
+) {
+    let extra = [("request-id", ctx.request_id)];
+    match &b.mode {
+        Mode::Stall => {
+            closed.await;
+            ctx.shared.disconnects.fetch_add(1, Ordering::SeqCst);
+        }
+        Mode::Error {
+            status,
+            error_type,
+            message,
+        } => {
+            if !pause(b.delay, closed.as_mut()).await {
+                ctx.shared.disconnects.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+            let mut extra = extra.to_vec();
+            if matches!(status, 429 | 529) {
+                extra.push(("retry-after", "1"));
+            }
+            let body = error_body(error_type, message);
+            let _ = send_response(wr, *status, "application/json", &extra, &body).await;
+            close_gracefully(wr, closed).await;
+        }
+        _ if !streaming => {
+            if !pause(b.delay, closed.as_mut()).await {
+                ctx.shared.disconnects.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+            let body = if matches!(b.mode, Mode::MalformedAfter { .. }) {
+                b"{\"id\": \"msg_broken\", \"content\": [".to_vec()
+            } else {
+                json!({
+                    "id": ctx.message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": ctx.model,
+                    "content": [{"type": "text", "text": b.reply}],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": null,
+                    "usage": usage(ctx, b, count_words(&b.reply).max(1)),
+                })
+                .to_string()
+                .into_bytes()
+            };
+            let _ = send_response(wr, 200, "application/json", &extra, &body).await;
+            close_gracefully(wr, closed).await;
+        }
+        _ => {
+            if stream(wr, closed.as_mut(), ctx, b).await {
+                close_gracefully(wr, closed).await;
+            }
+        }
+    }
+}
+
+fn usage(ctx: &Ctx<'_>, b: &Behavior, output_tokens: u64) -> Value {
+    json!({
+        "input_tokens": ctx.input_tokens,
+        "cache_creation_input_tokens": b.cache_creation,
+        "cache_read_input_tokens": b.cache_read,
+        "output_tokens": output_tokens,
+        "service_tier": "standard"
+    })
+}
+
+/// `event: NAME\ndata: JSON\n\n`, as the real API frames each event.
+fn sse(name: &str, data: &str) -> Vec<u8> {
+    format!("event: {name}\ndata: {data}\n\n").into_bytes()
+}
+
+/// Streams the reply; true when the stream ended normally (false: cut, or the client left).
+async fn stream<F: Future<Output = ()>>(
+    wr: &mut OwnedWriteHalf,
+    mut closed: Pin<&mut F>,
+    ctx: &Ctx<'_>,
+    b: &Behavior,
+) -> bool {
+    let head = response_head(
+        status_line(200),
+        "text/event-stream; charset=utf-8",
+        &[
+            ("transfer-encoding", "chunked"),
+            ("cache-control", "no-cache"),
+            ("request-id", ctx.request_id),
+        ],
+        None,
+    );
+    let gone = |shared: &Shared| {
+        shared.disconnects.fetch_add(1, Ordering::SeqCst);
+        false
+    };
+    if wr.write_all(head.as_bytes()).await.is_err() {
+        return gone(ctx.shared);
+    }
+    let start = json!({"type": "message_start", "message": {
+        "id": ctx.message_id, "type": "message", "role": "assistant", "content": [],
+        "model": ctx.model, "stop_reason": null, "stop_sequence": null,
+        "usage": usage(ctx, b, 1)}});
+    let mut events = vec![
+        sse("message_start", &start.to_string()),
+        sse(
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        ),
+        sse("ping", r#"{"type": "ping"}"#),
+    ];
+    for e in events.drain(..) {
+        if !write_chunk(wr, &e).await {
+            return gone(ctx.shared);
+        }
+    }
+    for (i, piece) in split_reply(&b.reply, b.chunks).into_iter().enumerate() {
+        if !pause(b.delay, closed.as_mut()).await {
+            return gone(ctx.shared);
+        }
+        let delta = json!({"type": "content_block_delta", "index": 0,
+                           "delta": {"type": "text_delta", "text": piece}});
+        let event = sse("content_block_delta", &delta.to_string());
+        match &b.mode {
+            Mode::CutAfter { after } if *after == i => {
+                // Half an event, then the socket closes: no terminating chunk.
+                let _ = write_chunk(wr, &event[..event.len() / 2]).await;
+                return false;
+            }
+            Mode::ErrorEventAfter {
+                after,
+                error_type,
+                message,
+            } if *after == i => {
+                let err =
+                    json!({"type": "error", "error": {"type": error_type, "message": message}});
+                let ok =
+                    write_chunk(wr, &sse("error", &err.to_string())).await && end_chunks(wr).await;
+                return ok || gone(ctx.shared);
+            }
+            Mode::MalformedAfter { after } if *after == i => {
+                let bad = sse(
+                    "content_block_delta",
+                    r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_de"#,
+                );
+                if !write_chunk(wr, &bad).await {
+                    return gone(ctx.shared);
+                }
+            }
+            _ => {}
+        }
+        if !write_chunk(wr, &event).await {
+            return gone(ctx.shared);
+        }
+    }
+    let output = count_words(&b.reply).max(1);
+    let tail = [
+        sse(
+            "content_block_stop",
+            r#"{"type":"content_block_stop","index":0}"#,
+        ),
+        sse(
+            "message_delta",
+            &json!({"type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                    "usage": {"output_tokens": output}})
+            .to_string(),
+        ),
+        sse("message_stop", r#"{"type":"message_stop"}"#),
+    ];
+    for e in tail {
+        if !write_chunk(wr, &e).await {
+            return gone(ctx.shared);
+        }
+    }
+    end_chunks(wr).await || gone(ctx.shared)
+}
+
+/// Keeps a child process on loopback: no proxy, and none of the caller's own Anthropic or
+/// OpenAI settings leak in.
+pub fn loopback_only(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    cmd.env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost");
+    for var in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "GENAI_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}

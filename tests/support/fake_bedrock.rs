@@ -1,0 +1,787 @@
+//! A fake Amazon Bedrock Runtime on loopback, for tests only.
+//!
+//! It checks every request's authentication the way Bedrock does: a SigV4 `Authorization`
+//! header is parsed (credential scope with the expected region and service `bedrock`, signed
+//! headers, `x-amz-date` no older than five minutes, `x-amz-security-token` when the
+//! credentials have one) and its signature recomputed with `aws-sigv4` from the known test
+//! credentials; or a `Bearer` Bedrock API key is compared. A bad one gets Bedrock's 403.
+//!
+//! It answers `POST /model/{id}/converse` (JSON), `/converse-stream` (a binary AWS event
+//! stream, each frame one HTTP chunk, encoded with `aws-smithy-eventstream`), `/invoke` (a
+//! Claude Messages JSON body) and `/invoke-with-response-stream` (`chunk` events carrying
+//! base64 Claude SSE events), with fault modes ([`Mode`]). Every request is recorded.
+//! It is never part of the shipped binary.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use aws_credential_types::Credentials;
+use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::sign::v4;
+use aws_smithy_eventstream::frame::write_message_to;
+use aws_smithy_runtime_api::client::identity::Identity;
+use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+use base64::Engine;
+use bytes::Bytes;
+use serde_json::{json, Value};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+
+#[path = "http1.rs"]
+mod http1;
+use http1::{
+    close_gracefully, end_chunks, pause, peer_closed, read_request, response_head, send_response,
+    status_line, write_chunk, ReadError,
+};
+
+/// The test credentials the fake accepts for SigV4.
+pub const ACCESS_KEY: &str = "AKIDGENAITEST0000001";
+pub const SECRET_KEY: &str = "genai/Test+Secret/KEY0000000000000000001";
+/// The region requests must be signed for.
+pub const REGION: &str = "eu-central-1";
+/// The Bedrock API key the fake accepts as a bearer token.
+pub const API_KEY: &str = "ABSKgenaitestbedrockapikey0000001";
+const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
+
+/// How the fake answers one model request.
+#[derive(Clone, Debug)]
+pub struct Behavior {
+    pub reply: String,
+    /// Text deltas a streamed reply is split into.
+    pub chunks: usize,
+    /// Delay before each streamed event, and before a whole body.
+    pub delay: Duration,
+    pub mode: Mode,
+}
+
+impl Default for Behavior {
+    fn default() -> Self {
+        Behavior {
+            reply: "Hello from the fake Bedrock.".into(),
+            chunks: 3,
+            delay: Duration::ZERO,
+            mode: Mode::Ok,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Mode {
+    Ok,
+    /// An HTTP error with Bedrock's body `{"message"}` and `x-amzn-ErrorType`; 429 also
+    /// sends `retry-after: 1`.
+    Error {
+        status: u16,
+        error_type: String,
+        message: String,
+    },
+    /// Streaming: after `after` text deltas, an exception frame (`:message-type: exception`).
+    Exception {
+        after: usize,
+        exception_type: String,
+        message: String,
+    },
+    /// Streaming: after `after` text deltas, half of the next frame, then the connection
+    /// closes. Non-streaming: half the body.
+    CutAfter {
+        after: usize,
+    },
+    /// Streaming: a delta whose payload is not JSON. Non-streaming: a body that is not JSON.
+    MalformedJson,
+    /// Streaming: a frame whose message CRC is wrong.
+    BadChecksum,
+    /// Read the request and never answer.
+    Stall,
+}
+
+/// How a request authenticated itself, as the fake saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AuthSeen {
+    /// A SigV4 signature that verified, with its scope and signed headers.
+    SigV4 {
+        access_key: String,
+        region: String,
+        service: String,
+        signed_headers: String,
+    },
+    Bearer,
+    /// Missing or wrong: answered 403.
+    Refused(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    pub method: String,
+    /// The request target as received (percent-encoding kept).
+    pub path: String,
+    /// The model id, percent-decoded from its one path segment.
+    pub model: String,
+    /// `converse`, `converse-stream`, `invoke` or `invoke-with-response-stream`.
+    pub action: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub auth: AuthSeen,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the fake accepts.
+#[derive(Clone, Debug)]
+pub struct Accept {
+    /// The session token SigV4 requests must carry (and sign), if any.
+    pub session_token: Option<String>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    arrived: Condvar,
+    accept: Accept,
+}
+
+struct State {
+    default: Behavior,
+    queue: VecDeque<Behavior>,
+    requests: Vec<RecordedRequest>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A running fake; dropping it stops it.
+pub struct FakeBedrock {
+    port: u16,
+    shared: Arc<Shared>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeBedrock {
+    /// Starts on a free loopback port in its own thread and runtime.
+    pub fn start(accept: Accept) -> io::Result<FakeBedrock> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        listener.set_nonblocking(true)?;
+        let port = listener.local_addr()?.port();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                default: Behavior::default(),
+                queue: VecDeque::new(),
+                requests: Vec::new(),
+            }),
+            arrived: Condvar::new(),
+            accept,
+        });
+        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let in_thread = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name(format!("fake-bedrock-{port}"))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = TcpListener::from_std(listener).expect("listener");
+                    loop {
+                        tokio::select! {
+                            _ = &mut stop_rx => break,
+                            accepted = listener.accept() => if let Ok((s, _)) = accepted {
+                                tokio::spawn(handle(s, Arc::clone(&in_thread)));
+                            },
+                        }
+                    }
+                });
+                drop(runtime);
+            })?;
+        Ok(FakeBedrock {
+            port,
+            shared,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`, the endpoint to configure.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn set_default(&self, b: Behavior) {
+        self.shared.lock().default = b;
+    }
+
+    /// The next model request uses `b` (in order of arrival).
+    pub fn push(&self, b: Behavior) {
+        self.shared.lock().queue.push_back(b);
+    }
+
+    /// Drops the queued behaviours.
+    pub fn clear_queue(&self) {
+        self.shared.lock().queue.clear();
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    pub fn last(&self) -> RecordedRequest {
+        self.requests().pop().expect("the fake got no request")
+    }
+
+    /// Blocks until `n` requests arrived or `timeout` passed; true if they did.
+    pub fn wait_for_requests(&self, n: usize, timeout: Duration) -> bool {
+        let guard = self.shared.lock();
+        let (guard, _) = self
+            .shared
+            .arrived
+            .wait_timeout_while(guard, timeout, |s| s.requests.len() < n)
+            .unwrap_or_else(|p| p.into_inner());
+        guard.requests.len() >= n
+    }
+}
+
+impl Drop for FakeBedrock {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Authentication
+
+/// `Credential=AK/DATE/REGION/SERVICE/aws4_request, SignedHeaders=a;b, Signature=hex`.
+fn parse_authorization(v: &str) -> Option<(Vec<String>, String, String)> {
+    let rest = v.strip_prefix("AWS4-HMAC-SHA256 ")?;
+    let mut scope = None;
+    let mut signed = None;
+    let mut signature = None;
+    for part in rest.split(',') {
+        let (k, val) = part.trim().split_once('=')?;
+        match k {
+            "Credential" => scope = Some(val.split('/').map(str::to_string).collect::<Vec<_>>()),
+            "SignedHeaders" => signed = Some(val.to_string()),
+            "Signature" => signature = Some(val.to_string()),
+            _ => return None,
+        }
+    }
+    Some((scope?, signed?, signature?))
+}
+
+/// Checks a request's authentication; `Err` is why it is refused.
+fn verify(
+    accept: &Accept,
+    method: &str,
+    target: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Result<AuthSeen, String> {
+    let header = |n: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.as_str())
+    };
+    let auth = header("authorization").ok_or("no Authorization header")?;
+    if let Some(key) = auth.strip_prefix("Bearer ") {
+        if header("x-amz-date").is_some() {
+            return Err("a bearer request must not be signed too".into());
+        }
+        return if key == API_KEY {
+            Ok(AuthSeen::Bearer)
+        } else {
+            Err("wrong API key".into())
+        };
+    }
+    let (scope, signed, signature) =
+        parse_authorization(auth).ok_or("malformed SigV4 Authorization")?;
+    let [access_key, date, region, service, terminator] = scope.as_slice() else {
+        return Err(format!("bad credential scope {scope:?}"));
+    };
+    if access_key != ACCESS_KEY {
+        return Err("unknown access key".into());
+    }
+    if region != REGION || service != "bedrock" || terminator != "aws4_request" {
+        return Err(format!("wrong scope {region}/{service}/{terminator}"));
+    }
+    let amz_date = header("x-amz-date").ok_or("no x-amz-date")?;
+    if !amz_date.starts_with(date.as_str()) {
+        return Err("x-amz-date and the scope's date differ".into());
+    }
+    let time = genai::provider::aws::sigv4::parse_amz_date(amz_date).ok_or("bad x-amz-date")?;
+    let age = SystemTime::now()
+        .duration_since(time)
+        .unwrap_or_else(|e| e.duration());
+    if age > Duration::from_secs(300) {
+        return Err("the signature is older than five minutes".into());
+    }
+    let token = header("x-amz-security-token");
+    if token != accept.session_token.as_deref() {
+        return Err("missing or unexpected x-amz-security-token".into());
+    }
+    let names: Vec<&str> = signed.split(';').collect();
+    for needed in ["host", "x-amz-date"] {
+        if !names.contains(&needed) {
+            return Err(format!("{needed} is not signed"));
+        }
+    }
+    if token.is_some() && !names.contains(&"x-amz-security-token") {
+        return Err("x-amz-security-token is not signed".into());
+    }
+    // Recompute with the known secret: the headers the client signed, less those the signer
+    // adds itself (host from the URL, the date, the token).
+    let mut to_sign = Vec::new();
+    for n in &names {
+        if ["host", "x-amz-date", "x-amz-security-token"].contains(n) {
+            continue;
+        }
+        to_sign.push((
+            *n,
+            header(n).ok_or(format!("signed header {n} is missing"))?,
+        ));
+    }
+    let host = header("host").ok_or("no host")?;
+    let identity: Identity = Credentials::new(
+        ACCESS_KEY,
+        SECRET_KEY,
+        accept.session_token.clone(),
+        None,
+        "fake",
+    )
+    .into();
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(REGION)
+        .name("bedrock")
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| e.to_string())?
+        .into();
+    let uri = format!("http://{host}{target}");
+    let signable = SignableRequest::new(
+        method,
+        uri.as_str(),
+        to_sign.into_iter(),
+        SignableBody::Bytes(body),
+    )
+    .map_err(|e| e.to_string())?;
+    let (_, expected) = sign(signable, &params)
+        .map_err(|e| e.to_string())?
+        .into_parts();
+    if expected != signature {
+        return Err("signature mismatch".into());
+    }
+    Ok(AuthSeen::SigV4 {
+        access_key: access_key.clone(),
+        region: region.clone(),
+        service: service.clone(),
+        signed_headers: signed,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Connections
+
+fn decode_segment(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+async fn handle(stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::new(rd);
+    let request = match read_request(&mut rd, &mut wr).await {
+        Ok(r) => r,
+        Err(ReadError::Gone) => return,
+        Err(ReadError::Bad(m)) => {
+            let _ = send_error(&mut wr, 400, "ValidationException", &m).await;
+            return;
+        }
+    };
+    let closed = peer_closed(&mut rd);
+    tokio::pin!(closed);
+
+    let path = request
+        .target
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let segments: Vec<&str> = path.split('/').collect();
+    let (model, action) = match segments.as_slice() {
+        ["", "model", id, action] => (decode_segment(id), action.to_string()),
+        _ => (String::new(), String::new()),
+    };
+    let auth = verify(
+        &shared.accept,
+        &request.method,
+        &request.target,
+        &request.headers,
+        &request.body,
+    );
+    let body: Option<Value> = serde_json::from_slice(&request.body).ok();
+    let known = [
+        "converse",
+        "converse-stream",
+        "invoke",
+        "invoke-with-response-stream",
+    ]
+    .contains(&action.as_str());
+    let behavior = {
+        let mut st = shared.lock();
+        st.requests.push(RecordedRequest {
+            method: request.method.clone(),
+            path: request.target.clone(),
+            model: model.clone(),
+            action: action.clone(),
+            headers: request.headers.clone(),
+            body: body.clone().unwrap_or(Value::Null),
+            auth: auth.clone().unwrap_or_else(AuthSeen::Refused),
+        });
+        let b = (auth.is_ok() && known)
+            .then(|| st.queue.pop_front().unwrap_or_else(|| st.default.clone()));
+        drop(st);
+        shared.arrived.notify_all();
+        b
+    };
+    if let Err(why) = auth {
+        let (kind, message) = if why == "signature mismatch" {
+            ("InvalidSignatureException", "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.".to_string())
+        } else {
+            (
+                "UnrecognizedClientException",
+                format!("The security token included in the request is invalid. ({why})"),
+            )
+        };
+        let _ = send_error(&mut wr, 403, kind, &message).await;
+        close_gracefully(&mut wr, closed).await;
+        return;
+    }
+    let (Some(behavior), Some(body)) = (behavior, body) else {
+        let _ = send_error(
+            &mut wr,
+            400,
+            "ValidationException",
+            "Malformed input request, please reformat your input and try again.",
+        )
+        .await;
+        close_gracefully(&mut wr, closed).await;
+        return;
+    };
+    if let Mode::Stall = behavior.mode {
+        closed.await;
+        return;
+    }
+    if let Mode::Error {
+        status,
+        error_type,
+        message,
+    } = &behavior.mode
+    {
+        if pause(behavior.delay, closed.as_mut()).await {
+            let _ = send_error(&mut wr, *status, error_type, message).await;
+            close_gracefully(&mut wr, closed).await;
+        }
+        return;
+    }
+    let claude = action.starts_with("invoke");
+    if action.ends_with("stream") {
+        let frames = if claude {
+            claude_frames(&behavior, &model)
+        } else {
+            converse_frames(&behavior)
+        };
+        if send_stream(&mut wr, closed.as_mut(), &behavior, frames).await {
+            close_gracefully(&mut wr, closed).await;
+        }
+        return;
+    }
+    if !pause(behavior.delay, closed.as_mut()).await {
+        return;
+    }
+    let words = prompt_words(&body);
+    let out = behavior.reply.split_whitespace().count().max(1);
+    let answer = if claude {
+        json!({
+            "id": "msg_bdrk_01", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": behavior.reply}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": words, "output_tokens": out}
+        })
+    } else {
+        json!({
+            "output": {"message": {"role": "assistant", "content": [{"text": behavior.reply}]}},
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": words, "outputTokens": out, "totalTokens": words + out},
+            "metrics": {"latencyMs": 42}
+        })
+    };
+    let bytes = serde_json::to_vec(&answer).unwrap();
+    let extra = [("x-amzn-requestid", "fake-request-1")];
+    match behavior.mode {
+        Mode::CutAfter { .. } => {
+            let head = response_head(
+                status_line(200),
+                "application/json",
+                &extra,
+                Some(bytes.len()),
+            );
+            let _ = wr.write_all(head.as_bytes()).await;
+            let _ = wr.write_all(&bytes[..bytes.len() / 2]).await;
+            let _ = wr.flush().await;
+        }
+        Mode::MalformedJson => {
+            let bad = b"{\"output\": {\"message\": ";
+            let _ = send_response(&mut wr, 200, "application/json", &extra, bad).await;
+            close_gracefully(&mut wr, closed).await;
+        }
+        _ => {
+            let _ = send_response(&mut wr, 200, "application/json", &extra, &bytes).await;
+            close_gracefully(&mut wr, closed).await;
+        }
+    }
+}
+
+async fn send_error(
+    wr: &mut OwnedWriteHalf,
+    status: u16,
+    kind: &str,
+    message: &str,
+) -> io::Result<()> {
+    let body = serde_json::to_vec(&json!({ "message": message })).unwrap();
+    let error_type = format!("{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/");
+    let mut extra = vec![
+        ("x-amzn-errortype", error_type.as_str()),
+        ("x-amzn-requestid", "fake-request-err"),
+    ];
+    if status == 429 {
+        extra.push(("retry-after", "1"));
+    }
+    send_response(wr, status, "application/json", &extra, &body).await
+}
+
+fn prompt_words(body: &Value) -> usize {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter_map(|c| c["text"].as_str())
+        .map(|t| t.split_whitespace().count())
+        .sum()
+}
+
+// ---------------------------------------------------------------------------
+// Event streams
+
+/// One event-stream frame.
+pub fn frame(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
+    let mut m = Message::new(Bytes::copy_from_slice(payload));
+    for (k, v) in headers {
+        m = m.add_header(Header::new(
+            k.to_string(),
+            HeaderValue::String(v.to_string().into()),
+        ));
+    }
+    let mut out = Vec::new();
+    write_message_to(&m, &mut out).expect("encode a frame");
+    out
+}
+
+/// An `event` frame as Bedrock sends it.
+pub fn event(kind: &str, payload: &Value) -> Vec<u8> {
+    frame(
+        &[
+            (":event-type", kind),
+            (":content-type", "application/json"),
+            (":message-type", "event"),
+        ],
+        payload.to_string().as_bytes(),
+    )
+}
+
+fn exception(kind: &str, message: &str) -> Vec<u8> {
+    frame(
+        &[
+            (":exception-type", kind),
+            (":content-type", "application/json"),
+            (":message-type", "exception"),
+        ],
+        json!({ "message": message }).to_string().as_bytes(),
+    )
+}
+
+fn pieces(reply: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = reply.chars().collect();
+    let n = n.max(1);
+    let size = chars.len().div_ceil(n).max(1);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// What a stream sends: frames before the deltas, the deltas, and frames after.
+struct Frames {
+    head: Vec<Vec<u8>>,
+    deltas: Vec<Vec<u8>>,
+    tail: Vec<Vec<u8>>,
+    /// A delta frame with a payload that is not JSON.
+    malformed: Vec<u8>,
+}
+
+/// A ConverseStream answer (API_runtime_ConverseStreamOutput).
+fn converse_frames(b: &Behavior) -> Frames {
+    let parts = pieces(&b.reply, b.chunks);
+    let out = b.reply.split_whitespace().count().max(1);
+    Frames {
+        head: vec![event(
+            "messageStart",
+            &json!({"p": "abcd", "role": "assistant"}),
+        )],
+        deltas: parts
+            .iter()
+            .map(|t| {
+                event(
+                    "contentBlockDelta",
+                    &json!({"contentBlockIndex": 0, "delta": {"text": t}, "p": "abcdefgh"}),
+                )
+            })
+            .collect(),
+        tail: vec![
+            event(
+                "contentBlockStop",
+                &json!({"contentBlockIndex": 0, "p": "ab"}),
+            ),
+            event(
+                "messageStop",
+                &json!({"p": "abc", "stopReason": "end_turn"}),
+            ),
+            event(
+                "metadata",
+                &json!({"metrics": {"latencyMs": 321}, "p": "abcdef",
+                        "usage": {"inputTokens": 5, "outputTokens": out, "totalTokens": 5 + out}}),
+            ),
+        ],
+        malformed: frame(
+            &[
+                (":event-type", "contentBlockDelta"),
+                (":content-type", "application/json"),
+                (":message-type", "event"),
+            ],
+            b"{\"contentBlockIndex\":0,\"delta\":{\"text\":",
+        ),
+    }
+}
+
+/// A `chunk` event carrying one Claude SSE event.
+fn chunk(inner: &Value) -> Vec<u8> {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(inner.to_string());
+    event("chunk", &json!({ "bytes": b64, "p": "abcd" }))
+}
+
+/// An InvokeModelWithResponseStream answer of a Claude model: Anthropic's stream events, each
+/// in a `chunk` event, the last with Bedrock's `amazon-bedrock-invocationMetrics`.
+fn claude_frames(b: &Behavior, model: &str) -> Frames {
+    let parts = pieces(&b.reply, b.chunks);
+    let out = b.reply.split_whitespace().count().max(1);
+    Frames {
+        head: vec![
+            chunk(&json!({"type": "message_start", "message": {"id": "msg_bdrk_01", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 5, "output_tokens": 1}}})),
+            chunk(&json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
+        ],
+        deltas: parts
+            .iter()
+            .map(|t| chunk(&json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}})))
+            .collect(),
+        tail: vec![
+            chunk(&json!({"type": "content_block_stop", "index": 0})),
+            chunk(&json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": out}})),
+            chunk(&json!({"type": "message_stop", "amazon-bedrock-invocationMetrics": {"inputTokenCount": 5, "outputTokenCount": out, "invocationLatency": 321, "firstByteLatency": 100}})),
+        ],
+        malformed: event("chunk", &json!({"bytes": base64::engine::general_purpose::STANDARD.encode("{\"type\":\"content_block_delta\",")})),
+    }
+}
+
+/// Streams the frames as a chunked event-stream body, with the behaviour's fault; true when
+/// the response ended normally (so the connection closes gracefully).
+async fn send_stream<F: Future<Output = ()>>(
+    wr: &mut OwnedWriteHalf,
+    mut closed: Pin<&mut F>,
+    b: &Behavior,
+    frames: Frames,
+) -> bool {
+    let head = response_head(
+        status_line(200),
+        EVENT_STREAM,
+        &[
+            ("transfer-encoding", "chunked"),
+            ("x-amzn-requestid", "fake-request-2"),
+        ],
+        None,
+    );
+    if wr.write_all(head.as_bytes()).await.is_err() {
+        return false;
+    }
+    for f in &frames.head {
+        if !write_chunk(wr, f).await {
+            return false;
+        }
+    }
+    for (i, d) in frames.deltas.iter().enumerate() {
+        match &b.mode {
+            Mode::CutAfter { after } if *after == i => {
+                let _ = write_chunk(wr, &d[..d.len() / 2]).await;
+                return false; // dropping the socket cuts the body
+            }
+            Mode::Exception {
+                after,
+                exception_type,
+                message,
+            } if *after == i => {
+                let ok = write_chunk(wr, &exception(exception_type, message)).await
+                    && end_chunks(wr).await;
+                return ok;
+            }
+            Mode::MalformedJson if i == 1 => {
+                return write_chunk(wr, &frames.malformed).await && end_chunks(wr).await;
+            }
+            Mode::BadChecksum if i == 1 => {
+                let mut bad = d.clone();
+                let last = bad.len() - 1;
+                bad[last] ^= 0x5a;
+                return write_chunk(wr, &bad).await && end_chunks(wr).await;
+            }
+            _ => {}
+        }
+        if !pause(b.delay, closed.as_mut()).await || !write_chunk(wr, d).await {
+            return false;
+        }
+    }
+    for f in &frames.tail {
+        if !write_chunk(wr, f).await {
+            return false;
+        }
+    }
+    end_chunks(wr).await
+}

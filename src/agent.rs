@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{Message, Role};
+use crate::message::{Message, Part, Role, Usage};
 use crate::model::{ModelConfiguration, ModelReply};
 use crate::provider::ProviderResponse;
 use crate::registry::ProviderInstance;
@@ -124,6 +124,20 @@ impl AIAgent {
         on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
         cancel: &CancellationToken,
     ) -> Result<PromptOutcome> {
+        self.send_prompt_with_tools(prompt, on_delta, cancel, None)
+            .await
+    }
+
+    /// `send_prompt` with tools: while the model answers with tool calls (up to
+    /// `tools.max_steps` rounds), they are run and their results sent back; the prompt, every
+    /// call and result, and the final reply are committed together.
+    pub async fn send_prompt_with_tools(
+        &self,
+        prompt: Vec<Message>,
+        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        cancel: &CancellationToken,
+        tools: Option<&ToolLoop<'_>>,
+    ) -> Result<PromptOutcome> {
         let _turn = tokio::select! {
             t = self.turn.lock() => t,
             _ = cancel.cancelled() => return Err(Error::cancelled()),
@@ -152,7 +166,10 @@ impl AIAgent {
             full
         };
 
-        let model = self.model_copy()?;
+        let mut model = self.model_copy()?;
+        if let Some(t) = tools {
+            model.set_tools(&t.specs)?;
+        }
         crate::model::check_images(
             &new_messages,
             model.format(),
@@ -160,38 +177,49 @@ impl AIAgent {
             &self.provider.name,
             self.provider.provider.max_image_bytes(),
         )?;
-        let request = model.prepare_request(&full, on_delta.is_some())?;
         let started = Instant::now();
-        let call = async {
-            match self.provider.provider.send_request(&request).await? {
-                ProviderResponse::Complete(body) => model.extract_result(&body),
-                ProviderResponse::Events(mut events) => {
-                    let mut decoder = model.stream_decoder();
-                    while let Some(event) = events.next().await {
-                        for delta in decoder.feed(&event?)? {
-                            if let Some(f) = on_delta {
-                                f(&delta);
-                            }
-                        }
+        // The model's tool calls and their results, in order, until its final reply.
+        let mut steps: Vec<Message> = Vec::new();
+        let mut usage: Option<Usage> = None;
+        let turn = async {
+            loop {
+                let mut messages = full.clone();
+                messages.extend(steps.iter().cloned());
+                let reply = self.call_model(&*model, &messages, on_delta).await?;
+                usage = add_usage(usage, reply.usage);
+                let calls = reply.message.tool_calls();
+                match tools {
+                    Some(t) if !calls.is_empty() && steps.len() / 2 < t.max_steps => {
+                        let results = (t.run)(calls).await;
+                        steps.push(reply.message);
+                        steps.push(Message {
+                            role: Role::Tool,
+                            content: results,
+                            from: None,
+                        });
                     }
-                    decoder.finish().map_err(|e| {
-                        Error::new(e.kind, format!("{}: {}", self.provider.name, e.message))
-                    })
+                    _ => break Ok::<ModelReply, Error>(reply),
                 }
             }
         };
         let timeout = self.timeout.unwrap_or(Duration::from_secs(24 * 3600));
-        let reply = tokio::select! {
-            r = tokio::time::timeout(timeout, call) => match r {
+        let mut reply = tokio::select! {
+            r = tokio::time::timeout(timeout, turn) => match r {
                 Ok(r) => r?,
                 Err(_) => return Err(Error::new(ErrorKind::Timeout, format!("{}: no complete answer within {:.0?}", self.provider.name, timeout))),
             },
             _ = cancel.cancelled() => return Err(Error::cancelled()),
         };
+        reply.usage = usage;
         let latency = started.elapsed();
 
         if let Some(p) = &self.persistence {
-            let mut rows: Vec<_> = new_messages.iter().cloned().map(|m| (m, None)).collect();
+            let mut rows: Vec<_> = new_messages
+                .iter()
+                .chain(steps.iter())
+                .cloned()
+                .map(|m| (m, None))
+                .collect();
             rows.push((reply.message.clone(), reply.usage));
             // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
             let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
@@ -207,7 +235,64 @@ impl AIAgent {
             history.system = system;
         }
         history.messages.extend(new_messages);
+        history.messages.extend(steps);
         history.messages.push(reply.message.clone());
         Ok(PromptOutcome { reply, latency })
     }
+
+    /// One request to the model, streamed through `on_delta` when given.
+    async fn call_model(
+        &self,
+        model: &dyn ModelConfiguration,
+        messages: &[Message],
+        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+    ) -> Result<ModelReply> {
+        let request = model.prepare_request(messages, on_delta.is_some())?;
+        match self.provider.provider.send_request(&request).await? {
+            ProviderResponse::Complete(body) => model.extract_result(&body),
+            ProviderResponse::Events(mut events) => {
+                let mut decoder = model.stream_decoder();
+                while let Some(event) = events.next().await {
+                    for delta in decoder.feed(&event?)? {
+                        if let Some(f) = on_delta {
+                            f(&delta);
+                        }
+                    }
+                }
+                decoder.finish().map_err(|e| {
+                    Error::new(e.kind, format!("{}: {}", self.provider.name, e.message))
+                })
+            }
+        }
+    }
+}
+
+/// Token counts of several requests of one turn, added up.
+fn add_usage(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
+    let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    match (a, b) {
+        (Some(a), Some(b)) => Some(Usage {
+            input_tokens: a.input_tokens + b.input_tokens,
+            output_tokens: a.output_tokens + b.output_tokens,
+            cache_read_tokens: add(a.cache_read_tokens, b.cache_read_tokens),
+            cache_creation_tokens: add(a.cache_creation_tokens, b.cache_creation_tokens),
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Tools offered to the model for one prompt, and how their calls are run.
+pub struct ToolLoop<'a> {
+    pub specs: Vec<crate::model::ToolSpec>,
+    /// Most rounds of tool calls before the model's reply is taken as final.
+    pub max_steps: usize,
+    /// Runs one reply's calls (`id`, wire name, arguments), concurrently, and returns one
+    /// `Part::ToolResult` per call, in order.
+    #[allow(clippy::type_complexity)]
+    pub run: &'a (dyn Fn(Vec<(String, String, Value)>) -> futures::future::BoxFuture<'a, Vec<Part>>
+             + Send
+             + Sync),
 }

@@ -59,6 +59,8 @@ pub struct Framework {
     pub prompt_timeout: Option<Duration>,
     /// How many turns and prompts are queued or running.
     inflight: Arc<tokio::sync::watch::Sender<usize>>,
+    /// The plugin modules of the config (`ListTools`, `CallTool`).
+    pub toolbox: Arc<crate::tools::toolbox::Toolbox>,
 }
 
 /// The environment variables that select a built-in provider when nothing else chooses one.
@@ -96,6 +98,7 @@ impl Framework {
     ) -> (Arc<Framework>, mpsc::UnboundedReceiver<Event>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let fw = Framework {
+            toolbox: Arc::new(crate::tools::toolbox::Toolbox::new(config.plugins.clone())),
             registry,
             config,
             store,
@@ -272,6 +275,8 @@ impl Framework {
             })
         } else if name == assistant::NAME {
             Arc::new(assistant::Assistant)
+        } else if name == crate::feature::tools::NAME {
+            Arc::new(crate::feature::tools::Tools::new(self.toolbox.clone()))
         } else {
             return Err(Error::internal(format!(
                 "feature `{name}` has no implementation"

@@ -136,6 +136,21 @@ impl Message {
     }
 
     /// The text parts joined together, the form a chat bubble shows.
+    /// The tool calls in this message: id, name, arguments.
+    pub fn tool_calls(&self) -> Vec<(String, String, serde_json::Value)> {
+        self.content
+            .iter()
+            .filter_map(|p| match p {
+                Part::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => Some((id.clone(), name.clone(), arguments.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn text(&self) -> String {
         let mut out = String::new();
         for part in &self.content {

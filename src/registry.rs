@@ -235,6 +235,11 @@ impl Registry {
             crate::feature::assistant::DESCRIPTION,
             "builtin",
         );
+        r.register_feature(
+            crate::feature::tools::NAME,
+            crate::feature::tools::DESCRIPTION,
+            "builtin",
+        );
         r
     }
 

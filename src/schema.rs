@@ -62,6 +62,10 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("RegisterFeature.params", s::<RegisterFeatureParams>()),
         ("OnFeatureResponse.params", s::<OnFeatureResponseParams>()),
         ("Cancel.params", s::<CancelParams>()),
+        ("ListTools.params", s::<ListToolsParams>()),
+        ("ListTools.result", s::<ListToolsResult>()),
+        ("CallTool.params", s::<CallToolParams>()),
+        ("CallTool.result", s::<CallToolResult>()),
         ("Cancel.result", s::<CancelResult>()),
         (
             "notification.OnFeatureResponseChunk",
@@ -74,6 +78,15 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ),
         ("notification.OnPromptResponse", s::<PromptResponse>()),
         ("notification.OnNewMessage", s::<NewMessageToFeature>()),
+        ("notification.DoAction", s::<DoActionParams>()),
+        (
+            "RequestConfirmation.params",
+            s::<RequestConfirmationParams>(),
+        ),
+        (
+            "RequestConfirmation.result",
+            s::<RequestConfirmationResult>(),
+        ),
         ("notifications", s::<Event>()),
     ]
 }

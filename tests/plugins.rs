@@ -249,3 +249,58 @@ fn a_service_api_key_goes_to_the_module_and_nowhere_else() {
     let o = env.run(&["config", "show"]);
     assert!(!out(&o).contains("module-secret-123"));
 }
+
+#[test]
+fn ask_with_tools_calls_a_module_and_yes_confirms() {
+    use fake_openai::{Behavior, FakeOpenAi};
+    let module = FakePlugin::start(None);
+    module.push(
+        "eventParticipation",
+        Answer::json(json!({
+            "text": "Confirm E9?",
+            "askConfirmation": true,
+            "confirmationLink": format!("{}/confirmations/E9", module.base_url()),
+        })),
+    );
+    let fake = FakeOpenAi::start(0, Behavior::default()).unwrap();
+    fake.push(Behavior {
+        reply: String::new(),
+        tool_calls: vec![(
+            "c1".into(),
+            "events__eventParticipation".into(),
+            r#"{"eventId":"E9","participation":"YES"}"#.into(),
+        )],
+        ..Behavior::default()
+    });
+    fake.push(Behavior {
+        reply: "Registered for E9.".into(),
+        ..Behavior::default()
+    });
+    let env = Env::new();
+    env.write_config(&format!(
+        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
+        module.base_url()
+    ));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
+    fake_openai::loopback_only(&mut c);
+    c.args([
+        "ask",
+        "--tools",
+        "--yes",
+        "-m",
+        "openai:gpt-test",
+        "Register me to E9",
+    ])
+    .env("GENAI_DATA_DIR", env.data.path())
+    .env("GENAI_CONFIG_DIR", env.config.path())
+    .env("OPENAI_BASE_URL", fake.base_url())
+    .stdin(Stdio::null());
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(out(&o).trim(), "Registered for E9.");
+    assert!(err(&o).contains("confirmed by --yes"), "{}", err(&o));
+    assert!(module
+        .requests()
+        .iter()
+        .any(|r| r.path == "/confirmations/E9"));
+}

@@ -48,6 +48,36 @@ pub struct Args {
     /// Give up after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
+    /// Let the model call the tools of the enabled plugin modules (the `tools` feature).
+    #[arg(long)]
+    pub tools: bool,
+    /// Confirm what tools ask to confirm without asking (without it, genai asks on the
+    /// terminal, and refuses when there is none).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// Answers a tool's confirmation request: `--yes`, else a question on the terminal, else no.
+fn confirm_on_tty(params: &Value, yes: bool) -> bool {
+    let text = params["text"].as_str().unwrap_or("");
+    let tool = params["tool"].as_str().unwrap_or("a tool");
+    if yes {
+        eprintln!("genai: {tool} asks: {text} (confirmed by --yes)");
+        return true;
+    }
+    let Ok(mut tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        eprintln!("genai: {tool} asks: {text} (refused: no terminal to ask on; --yes confirms)");
+        return false;
+    };
+    let _ = write!(tty, "\n{tool} asks: {text}\nConfirm? [y/N] ");
+    let _ = tty.flush();
+    let mut line = String::new();
+    let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(tty), &mut line);
+    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
 fn usage(msg: impl Into<String>) -> Error {
@@ -140,7 +170,11 @@ async fn ask(args: Args) -> Result<i32, Error> {
     } else {
         let sel = fw.select(args.model.as_deref())?;
         fw.create_conversation(CreateConversationParams {
-            feature: sel.feature,
+            feature: if args.tools {
+                Some(genai::feature::tools::NAME.to_string())
+            } else {
+                sel.feature
+            },
             service_provider: Some(sel.provider),
             model_configuration: sel.model_configuration,
             model: sel.model,
@@ -188,6 +222,23 @@ async fn ask(args: Args) -> Result<i32, Error> {
                 }
             }
             Some(Event::OnFeatureResponse(r)) if r.turn_id == turn_id && r.is_final => break r,
+            Some(Event::ClientRequest(request)) => {
+                let answer = match request.method {
+                    "RequestConfirmation" => {
+                        let params = request.params.clone();
+                        let yes = args.yes;
+                        let confirmed =
+                            tokio::task::spawn_blocking(move || confirm_on_tty(&params, yes))
+                                .await
+                                .unwrap_or(false);
+                        Ok(json!({ "confirmed": confirmed }))
+                    }
+                    other => Err(Error::internal(format!("genai ask cannot answer {other}"))),
+                };
+                if let Some(tx) = request.reply.lock().ok().and_then(|mut r| r.take()) {
+                    let _ = tx.send(answer);
+                }
+            }
             Some(_) => {}
             None => {
                 return Err(Error::internal(

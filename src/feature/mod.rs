@@ -7,6 +7,7 @@
 
 pub mod assistant;
 pub mod external;
+pub mod tools;
 
 use std::sync::Arc;
 
@@ -65,6 +66,27 @@ impl Events {
     pub fn send(&self, e: Event) {
         // A closed channel means the client is gone; there is no one left to tell.
         let _ = self.tx.send(e);
+    }
+
+    /// Sends the client a request and waits for its answer (an error when the client answers
+    /// with one, or is gone).
+    pub async fn request(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, Error> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Event::ClientRequest(crate::rpc::protocol::ClientRequest {
+            method,
+            params,
+            reply: Arc::new(std::sync::Mutex::new(Some(tx))),
+        }));
+        rx.await.unwrap_or_else(|_| {
+            Err(Error::new(
+                crate::error::ErrorKind::FeatureError,
+                format!("{method} not answered: the client is gone"),
+            ))
+        })
     }
 
     pub fn streaming(&self) -> bool {

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    StreamDecoder, StreamEvent,
+    StreamDecoder, StreamEvent, ToolSpec,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -104,6 +104,8 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 pub struct ClaudeMessages {
     model: String,
     parameters: Map<String, Value>,
+    /// Sent as `tools` (`{name, description, input_schema}`) when not empty.
+    tools: Vec<ToolSpec>,
 }
 
 impl ClaudeMessages {
@@ -111,6 +113,7 @@ impl ClaudeMessages {
         ClaudeMessages {
             model: model.into(),
             parameters: Map::new(),
+            tools: Vec::new(),
         }
     }
 }
@@ -137,17 +140,30 @@ impl ModelConfiguration for ClaudeMessages {
     }
 
     fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+        let mut body = request_body(&self.model, &self.parameters, messages, stream)?;
+        if !self.tools.is_empty() {
+            let tools: Vec<Value> = self
+                .tools
+                .iter()
+                .map(|t| {
+                    serde_json::json!({
+                        "name": t.name, "description": t.description, "input_schema": t.input_schema
+                    })
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
         Ok(ModelRequest {
             format: FORMAT,
             model: self.model.clone(),
-            body: Value::Object(request_body(
-                &self.model,
-                &self.parameters,
-                messages,
-                stream,
-            )?),
+            body: Value::Object(body),
             stream,
         })
+    }
+
+    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
+        self.tools = tools.to_vec();
+        Ok(())
     }
 
     fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {

@@ -46,6 +46,15 @@ pub trait StreamDecoder: Send {
     fn finish(self: Box<Self>) -> Result<ModelReply>;
 }
 
+/// A tool as a format sends it to the model: a wire name (letters, digits, `_`, `-`: what
+/// every native tool API accepts), a description and the JSON Schema of its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
 /// Which image parts a format can carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ImageSupport {
@@ -166,6 +175,17 @@ pub trait ModelConfiguration: Send + Sync {
     fn extract_result(&self, body: &[u8]) -> Result<ModelReply>;
     /// A decoder for one streamed response.
     fn stream_decoder(&self) -> Box<dyn StreamDecoder>;
+    /// Offers tools to the model in every request from now on. A format without native tool
+    /// calls refuses a non-empty list (the caller then falls back to a text protocol).
+    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
+        if tools.is_empty() {
+            return Ok(());
+        }
+        Err(Error::invalid_params(format!(
+            "the {} format has no native tool calls in genai yet",
+            self.format()
+        )))
+    }
     /// Which image parts this format carries (none unless it says so).
     fn images(&self) -> ImageSupport {
         ImageSupport::NONE

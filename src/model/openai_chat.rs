@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    StreamDecoder, StreamEvent,
+    StreamDecoder, StreamEvent, ToolSpec,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -136,6 +136,8 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 pub struct OpenAiChat {
     model: String,
     parameters: Map<String, Value>,
+    /// Sent as `tools` (function tools) when not empty.
+    tools: Vec<ToolSpec>,
 }
 
 impl OpenAiChat {
@@ -143,6 +145,7 @@ impl OpenAiChat {
         OpenAiChat {
             model: model.into(),
             parameters: Map::new(),
+            tools: Vec::new(),
         }
     }
 }
@@ -178,6 +181,18 @@ impl ModelConfiguration for OpenAiChat {
         body.insert("messages".into(), Value::Array(wire));
         for (k, v) in &self.parameters {
             body.insert(k.clone(), v.clone());
+        }
+        if !self.tools.is_empty() {
+            let tools: Vec<Value> = self
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.input_schema
+                    }})
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
         }
         if stream {
             body.insert("stream".into(), Value::Bool(true));
@@ -246,6 +261,11 @@ impl ModelConfiguration for OpenAiChat {
 
     fn images(&self) -> ImageSupport {
         ImageSupport::ALL
+    }
+
+    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
+        self.tools = tools.to_vec();
+        Ok(())
     }
 }
 

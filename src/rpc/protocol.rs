@@ -387,7 +387,8 @@ pub struct NewMessageToFeature {
     pub message: Message,
 }
 
-/// A notification from the daemon to the client.
+/// A notification from the daemon to the client, or (`ClientRequest`) a request the client
+/// must answer.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "method", content = "params")]
 pub enum Event {
@@ -396,6 +397,62 @@ pub enum Event {
     OnPromptResponseChunk(PromptResponseChunk),
     OnPromptResponse(PromptResponse),
     OnNewMessage(NewMessageToFeature),
+    DoAction(DoActionParams),
+    /// Not a notification: the connection sends it as a request with an id of its own and
+    /// hands the client's answer to `reply`.
+    #[serde(skip)]
+    #[schemars(skip)]
+    ClientRequest(ClientRequest),
+}
+
+/// A daemon→client request waiting for its answer.
+#[derive(Debug, Clone)]
+pub struct ClientRequest {
+    pub method: &'static str,
+    pub params: Value,
+    /// Taken once, by whoever answers (the client's response, or the connection closing).
+    pub reply: ReplySlot,
+}
+
+/// Where the answer to a daemon→client request goes.
+pub type ReplySlot = std::sync::Arc<
+    std::sync::Mutex<Option<tokio::sync::oneshot::Sender<Result<Value, crate::error::Error>>>>,
+>;
+
+/// `RequestConfirmation` (daemon→client request): a tool asks the user to confirm an
+/// operation; the answer is `{confirmed}`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestConfirmationParams {
+    pub conversation_id: String,
+    pub turn_id: String,
+    /// What the tool says about the operation.
+    pub text: String,
+    /// The link the daemon POSTs when the user confirms.
+    pub link: String,
+    /// The tool that asks.
+    pub tool: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestConfirmationResult {
+    pub confirmed: bool,
+}
+
+/// `DoAction` (notification): the model's reply triggered an action a tool offered
+/// (`[[CODE]]` in the reply; the marker is removed from the summary).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DoActionParams {
+    pub conversation_id: String,
+    pub turn_id: String,
+    /// The id of the reply that triggered it.
+    pub message_id: String,
+    /// 0, 1, ... in the order the markers appear in the reply.
+    pub sequence: u32,
+    /// The tool's action object (`code`, `type`, and its own fields).
+    pub action: Value,
 }
 
 impl Event {
@@ -405,4 +462,51 @@ impl Event {
             Event::OnFeatureResponseChunk(_) | Event::OnPromptResponseChunk(_)
         )
     }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListToolsParams {
+    /// Sources (plugin names) or single tools (`SOURCE.function`); default: the enabled ones.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    pub tools: Vec<crate::tools::Tool>,
+    /// Sources that could not be loaded (a module down, a broken manifest).
+    pub errors: Vec<crate::tools::toolbox::SourceError>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallToolParams {
+    /// `SOURCE.function`.
+    pub name: String,
+    /// A JSON object (default `{}`).
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// What a tool answered: the text the model would see, and what the module asked for.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    pub text: String,
+    /// The module reported an error; `text` says what.
+    pub is_error: bool,
+    /// The module asks the user to confirm: POSTing this link confirms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation_link: Option<String>,
+    /// Actions the reply may trigger with `[[CODE]]`.
+    pub actions: Vec<Value>,
+    /// The module wants the user's next message POSTed to this link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collect_link: Option<String>,
 }

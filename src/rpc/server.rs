@@ -66,8 +66,16 @@ enum Flow {
     Shutdown,
 }
 
+/// Daemon→client requests sent and not yet answered, by the id the daemon gave them.
+type PendingReplies = Arc<std::sync::Mutex<HashMap<String, ClientRequest>>>;
+
 struct Session {
     fw: Arc<Framework>,
+    pending: PendingReplies,
+    /// Where responses that are answered later (tool calls) are written.
+    out: mpsc::UnboundedSender<Bytes>,
+    /// Requests answered later, waited for before the daemon exits.
+    later: tokio_util::task::TaskTracker,
     /// JSON-RPC ids of `OnNewMessage` requests and their turn ids, for `$/cancelRequest`;
     /// an entry leaves when its turn's final response is forwarded.
     turns_by_request: Arc<std::sync::Mutex<HashMap<String, String>>>,
@@ -114,8 +122,30 @@ impl Session {
         let method = match obj.remove("method") {
             Some(Value::String(m)) => m,
             None if obj.contains_key("result") || obj.contains_key("error") => {
-                // A response to a request of ours; the daemon sends none yet, so nothing waits for it.
-                tracing::debug!("ignoring a response from the client");
+                // A response to a request of ours (`RequestConfirmation`).
+                let key = id.as_ref().map(Value::to_string).unwrap_or_default();
+                let waiting = self.pending.lock().ok().and_then(|mut p| p.remove(&key));
+                match waiting {
+                    Some(request) => {
+                        let answer = match obj.remove("error") {
+                            Some(e) => Err(Error::new(
+                                ErrorKind::FeatureError,
+                                format!(
+                                    "the client answered {} with an error: {}",
+                                    request.method,
+                                    e.get("message")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or("no message")
+                                ),
+                            )),
+                            None => Ok(obj.remove("result").unwrap_or(Value::Null)),
+                        };
+                        if let Some(tx) = request.reply.lock().ok().and_then(|mut r| r.take()) {
+                            let _ = tx.send(answer);
+                        }
+                    }
+                    None => tracing::debug!("ignoring a response to no request of ours: {key}"),
+                }
                 return (None, Flow::Continue);
             }
             _ => {
@@ -128,6 +158,10 @@ impl Session {
             return (Some(e.to_json(id.unwrap_or(Value::Null))), Flow::Continue);
         }
         let p = obj.remove("params").unwrap_or(Value::Null);
+        if matches!(method.as_str(), "ListTools" | "CallTool") {
+            self.answer_later(method, p, id);
+            return (None, Flow::Continue);
+        }
         let mut flow = Flow::Continue;
         let result = self.dispatch(&method, p, id.as_ref(), &mut flow);
         let response = id.map(|id| match result {
@@ -135,6 +169,44 @@ impl Session {
             Err(e) => e.to_json(id),
         });
         (response, flow)
+    }
+
+    /// Runs a request that waits on the network (a tool source) off the read loop, so other
+    /// requests go on; its response is written when it is ready (in a batch, on its own).
+    fn answer_later(&self, method: String, p: Value, id: Option<Value>) {
+        let fw = self.fw.clone();
+        let out = self.out.clone();
+        self.later.spawn(async move {
+            let result = match method.as_str() {
+                "ListTools" => match params::<ListToolsParams>(p) {
+                    Ok(p) => {
+                        let (tools, errors) = fw.toolbox.list(p.tools.as_deref()).await;
+                        ok(ListToolsResult { tools, errors })
+                    }
+                    Err(e) => Err(e),
+                },
+                _ => match params::<CallToolParams>(p) {
+                    Ok(p) => match fw.toolbox.call(&p.name, &p.arguments).await {
+                        Ok(a) => ok(CallToolResult {
+                            text: a.text,
+                            is_error: a.is_error,
+                            confirmation_link: a.confirmation_link,
+                            actions: a.actions,
+                            collect_link: a.collect_link,
+                        }),
+                        Err(e) => Err(e.into()),
+                    },
+                    Err(e) => Err(e),
+                },
+            };
+            if let Some(id) = id {
+                let response = match result {
+                    Ok(v) => json!({"jsonrpc": "2.0", "id": id, "result": v}),
+                    Err(e) => e.to_json(id),
+                };
+                let _ = out.send(Bytes::from(response.to_string()));
+            }
+        });
     }
 
     fn dispatch(
@@ -309,6 +381,16 @@ impl Session {
     }
 }
 
+/// Answers a daemon→client request on the client's behalf with an error.
+fn refuse(request: &ClientRequest, why: &str) {
+    if let Some(tx) = request.reply.lock().ok().and_then(|mut r| r.take()) {
+        let _ = tx.send(Err(Error::new(
+            ErrorKind::FeatureError,
+            format!("{} not answered: {why}", request.method),
+        )));
+    }
+}
+
 /// Serves one client until `Shutdown` or the end of its input, then waits for running turns to
 /// end (on `Shutdown` they are cancelled first) and flushes every notification.
 pub async fn serve<R, W>(
@@ -341,9 +423,32 @@ where
     let event_tx = out_tx.clone();
     let turns_by_request: Arc<std::sync::Mutex<HashMap<String, String>>> = Arc::default();
     let session_turns = turns_by_request.clone();
+    let pending: PendingReplies = Arc::default();
+    let event_pending = pending.clone();
+    // Set once the client's input has ended: nobody is left to answer a request.
+    let input_closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let event_input_closed = input_closed.clone();
     let (stop_events, mut stop) = tokio::sync::oneshot::channel::<()>();
     let event_task = tokio::spawn(async move {
-        let forward = |event: Event| {
+        let mut next_request = 0u64;
+        let mut forward = |event: Event| {
+            if let Event::ClientRequest(request) = event {
+                if event_input_closed.load(std::sync::atomic::Ordering::SeqCst) {
+                    refuse(&request, "the client is gone");
+                    return true;
+                }
+                next_request += 1;
+                let id = json!(format!("genai-{next_request}"));
+                let msg = json!({"jsonrpc": "2.0", "id": id, "method": request.method, "params": request.params});
+                if let Ok(mut p) = event_pending.lock() {
+                    p.insert(id.to_string(), request.clone());
+                }
+                // The input may have ended since the check above, after the pending drain.
+                if event_input_closed.load(std::sync::atomic::Ordering::SeqCst) {
+                    refuse(&request, "the client is gone");
+                }
+                return event_tx.send(Bytes::from(msg.to_string())).is_ok();
+            }
             if let Event::OnFeatureResponse(r) = &event {
                 if let (true, Ok(mut map)) = (r.is_final, turns_by_request.lock()) {
                     map.retain(|_, turn| turn != &r.turn_id);
@@ -374,6 +479,9 @@ where
 
     let mut session = Session {
         fw: fw.clone(),
+        pending: pending.clone(),
+        out: out_tx.clone(),
+        later: tokio_util::task::TaskTracker::new(),
         turns_by_request: session_turns,
     };
     let mut shutdown = false;
@@ -434,12 +542,23 @@ where
             break;
         }
     }
+    // Requests the client will never answer now fail, so the turns waiting on them end.
+    input_closed.store(true, std::sync::atomic::Ordering::SeqCst);
+    if let Ok(mut p) = pending.lock() {
+        for (_, request) in p.drain() {
+            refuse(&request, "the client is gone");
+        }
+    }
     if shutdown {
         fw.cancel_all();
     }
     // No client is left to answer a client-hosted feature's turn.
     fw.client_gone();
     fw.idle().await;
+    session.later.close();
+    session.later.wait().await;
+    // The session holds a sender of the writer's channel: the writer ends once all are gone.
+    drop(session);
     // Every turn has queued its final event: forward what is left, then drain the writer.
     let _ = stop_events.send(());
     let _ = event_task.await;

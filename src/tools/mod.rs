@@ -7,6 +7,7 @@
 pub mod manifest;
 pub mod plugin;
 pub mod signature;
+pub mod toolbox;
 
 use schemars::JsonSchema;
 use serde::Serialize;

@@ -82,6 +82,9 @@ pub struct Behavior {
     pub cache_read: u64,
     /// `cache_creation_input_tokens` reported in the usage.
     pub cache_creation: u64,
+    /// `tool_use` blocks after the text: `(id, name, input as a JSON string)`, with
+    /// `stop_reason: "tool_use"`. Streamed as `content_block_start` + two `input_json_delta`s.
+    pub tool_uses: Vec<(String, String, String)>,
 }
 
 impl Default for Behavior {
@@ -93,6 +96,7 @@ impl Default for Behavior {
             mode: Mode::Ok,
             cache_read: 0,
             cache_creation: 0,
+            tool_uses: Vec::new(),
         }
     }
 }
@@ -517,8 +521,13 @@ async fn answer<F: Future<Output = ()>>(
                     "type": "message",
                     "role": "assistant",
                     "model": ctx.model,
-                    "content": [{"type": "text", "text": b.reply}],
-                    "stop_reason": "end_turn",
+                    "content": std::iter::once(json!({"type": "text", "text": b.reply}))
+                        .chain(b.tool_uses.iter().map(|(id, name, input)| {
+                            json!({"type": "tool_use", "id": id, "name": name,
+                                   "input": serde_json::from_str::<Value>(input).unwrap()})
+                        }))
+                        .collect::<Vec<_>>(),
+                    "stop_reason": if b.tool_uses.is_empty() { "end_turn" } else { "tool_use" },
                     "stop_sequence": null,
                     "usage": usage(ctx, b, count_words(&b.reply).max(1)),
                 })
@@ -632,20 +641,48 @@ async fn stream<F: Future<Output = ()>>(
         }
     }
     let output = count_words(&b.reply).max(1);
-    let tail = [
-        sse(
-            "content_block_stop",
-            r#"{"type":"content_block_stop","index":0}"#,
-        ),
-        sse(
-            "message_delta",
-            &json!({"type": "message_delta",
-                    "delta": {"stop_reason": "end_turn", "stop_sequence": null},
-                    "usage": {"output_tokens": output}})
+    let mut tail = vec![sse(
+        "content_block_stop",
+        r#"{"type":"content_block_stop","index":0}"#,
+    )];
+    for (i, (id, name, input)) in b.tool_uses.iter().enumerate() {
+        let index = i + 1;
+        let half = input
+            .char_indices()
+            .nth(input.chars().count() / 2)
+            .map_or(0, |(b, _)| b);
+        tail.push(sse(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index,
+                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})
             .to_string(),
-        ),
-        sse("message_stop", r#"{"type":"message_stop"}"#),
-    ];
+        ));
+        for piece in [&input[..half], &input[half..]] {
+            tail.push(sse(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece}})
+                .to_string(),
+            ));
+        }
+        tail.push(sse(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}).to_string(),
+        ));
+    }
+    let stop_reason = if b.tool_uses.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
+    tail.push(sse(
+        "message_delta",
+        &json!({"type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                "usage": {"output_tokens": output}})
+        .to_string(),
+    ));
+    tail.push(sse("message_stop", r#"{"type":"message_stop"}"#));
     for e in tail {
         if !write_chunk(wr, &e).await {
             return gone(ctx.shared);

@@ -76,6 +76,10 @@ pub struct Behavior {
     pub mode: Mode,
     /// Model name echoed in responses; when empty, the request's `"model"`.
     pub model: String,
+    /// Tool calls after the text: `(id, name, arguments as a JSON string)`. Streamed as
+    /// `tool_calls` deltas (the id and name first, the arguments in two pieces), with
+    /// `finish_reason: "tool_calls"`.
+    pub tool_calls: Vec<(String, String, String)>,
 }
 
 impl Default for Behavior {
@@ -86,6 +90,7 @@ impl Default for Behavior {
             delay: Duration::ZERO,
             mode: Mode::Ok,
             model: String::new(),
+            tool_calls: Vec::new(),
         }
     }
 }
@@ -528,11 +533,21 @@ async fn chat<F: Future<Output = ()>>(
                     index: 0,
                     message: Message {
                         role: "assistant",
-                        content: &behavior.reply,
+                        content: (!behavior.reply.is_empty() || behavior.tool_calls.is_empty())
+                            .then_some(behavior.reply.as_str()),
                         refusal: None,
+                        tool_calls: (!behavior.tool_calls.is_empty()).then(|| {
+                            behavior
+                                .tool_calls
+                                .iter()
+                                .map(|(id, name, args)| {
+                                    serde_json::json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+                                })
+                                .collect()
+                        }),
                     },
                     logprobs: None,
-                    finish_reason: "stop",
+                    finish_reason: if behavior.tool_calls.is_empty() { "stop" } else { "tool_calls" },
                 }],
                 usage,
                 system_fingerprint: "fp_fake",
@@ -635,6 +650,7 @@ async fn stream_reply<F: Future<Output = ()>>(
             role: Some("assistant"),
             content: Some(""),
             refusal: Some(None),
+            tool_calls: None,
         },
         None,
     );
@@ -669,7 +685,35 @@ async fn stream_reply<F: Future<Output = ()>>(
         return StreamEnd::ClientGone;
     }
 
-    let finish = stream.chunk(Delta::default(), Some("stop"));
+    for (i, (id, name, args)) in behavior.tool_calls.iter().enumerate() {
+        let half = args
+            .char_indices()
+            .nth(args.chars().count() / 2)
+            .map_or(0, |(b, _)| b);
+        let pieces = [
+            serde_json::json!([{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]),
+            serde_json::json!([{"index": i, "function": {"arguments": &args[..half]}}]),
+            serde_json::json!([{"index": i, "function": {"arguments": &args[half..]}}]),
+        ];
+        for piece in pieces {
+            let chunk = stream.chunk(
+                Delta {
+                    tool_calls: Some(piece),
+                    ..Delta::default()
+                },
+                None,
+            );
+            if !send_event(wr, &chunk).await {
+                return StreamEnd::ClientGone;
+            }
+        }
+    }
+    let reason = if behavior.tool_calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    let finish = stream.chunk(Delta::default(), Some(reason));
     if !send_event(wr, &finish).await {
         return StreamEnd::ClientGone;
     }
@@ -814,8 +858,10 @@ struct Choice<'a> {
 #[derive(Serialize)]
 struct Message<'a> {
     role: &'a str,
-    content: &'a str,
+    content: Option<&'a str>,
     refusal: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Vec<Value>>,
 }
 
 #[derive(Serialize)]
@@ -848,6 +894,8 @@ struct Delta<'a> {
     /// `Some(None)` serializes as `"refusal":null`.
     #[serde(skip_serializing_if = "Option::is_none")]
     refusal: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Value>,
 }
 
 fn to_json<T: Serialize>(value: &T) -> Vec<u8> {

@@ -1,0 +1,327 @@
+//! The built-in `tools` feature: chat where the model may call the tools of the plugin modules
+//! the config enables (`[plugins.NAME] enabled = true`). It offers them through the format's
+//! native tool calls, runs each reply's calls concurrently, sends the results back, and ends the
+//! turn with the final answer as summary and every call with its arguments and result as
+//! details.
+//!
+//! It owns the mapping between tool names (`MODULE.function`) and the wire names formats
+//! accept. Not yet here (issue 5): confirmations, actions and collect mode (a module's answer
+//! text reaches the model; the links are listed in the details), MCP servers, ReAct for
+//! formats without native tools.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use serde_json::Value;
+
+use super::{Feature, Turn, TurnOutcome};
+use crate::agent::ToolLoop;
+use crate::message::{Message, Part};
+use crate::model::ToolSpec;
+use crate::rpc::protocol::{DoActionParams, Event, RequestConfirmationParams};
+use crate::tools::toolbox::Toolbox;
+
+pub const NAME: &str = "tools";
+pub const DESCRIPTION: &str =
+    "Chat with tools: the model may call the enabled plugin modules' functions.";
+
+/// Rounds of tool calls in one turn before the model's reply is taken as final.
+pub const MAX_STEPS: usize = 8;
+
+pub struct Tools {
+    pub toolbox: Arc<Toolbox>,
+    /// A tool asked for the user's next message (collect mode): the tool and its link.
+    pub collect: Mutex<Option<(String, String)>>,
+}
+
+impl Tools {
+    pub fn new(toolbox: Arc<Toolbox>) -> Tools {
+        Tools {
+            toolbox,
+            collect: Mutex::new(None),
+        }
+    }
+}
+
+/// What one call's answer asks of the turn besides its text.
+#[derive(Default)]
+struct Asks {
+    actions: Vec<Value>,
+    collect: Option<(String, String)>,
+}
+
+/// The marker of an action in a reply: its code, in `[[ ]]` unless it already is.
+fn marker(code: &str) -> String {
+    if code.starts_with("[[") && code.ends_with("]]") {
+        code.to_string()
+    } else {
+        format!("[[{code}]]")
+    }
+}
+
+/// The actions whose markers appear in `text`, in the order they appear, and the text without
+/// them.
+fn take_actions(text: &str, actions: &[Value]) -> (Vec<Value>, String) {
+    let mut found: Vec<(usize, Value)> = Vec::new();
+    let mut shown = text.to_string();
+    for action in actions {
+        let Some(code) = action.get("code").and_then(Value::as_str) else {
+            continue;
+        };
+        let m = marker(code);
+        let mut from = 0;
+        while let Some(at) = text[from..].find(&m) {
+            found.push((from + at, action.clone()));
+            from += at + m.len();
+        }
+        shown = shown.replace(&m, "");
+    }
+    found.sort_by_key(|(at, _)| *at);
+    (
+        found.into_iter().map(|(_, a)| a).collect(),
+        shown.trim().to_string(),
+    )
+}
+
+/// A wire name for a tool: `.` is not allowed in OpenAI's or Anthropic's tool names.
+fn wire_name(name: &str) -> String {
+    name.replace('.', "__")
+}
+
+#[async_trait]
+impl Feature for Tools {
+    async fn on_new_message(&self, turn: &Turn) -> TurnOutcome {
+        let (tools, errors) = self.toolbox.list(None).await;
+        let mut detailed: Vec<String> = errors
+            .iter()
+            .map(|e| format!("tool source {} unavailable: {}", e.source, e.message))
+            .collect();
+        let names: HashMap<String, String> = tools
+            .iter()
+            .map(|t| (wire_name(&t.name), t.name.clone()))
+            .collect();
+        let specs: Vec<ToolSpec> = tools
+            .iter()
+            .map(|t| ToolSpec {
+                name: wire_name(&t.name),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+            })
+            .collect();
+        let log: Arc<Mutex<Vec<String>>> = Arc::default();
+        let asks: Arc<Mutex<Asks>> = Arc::default();
+        let toolbox = self.toolbox.clone();
+        let run = |calls: Vec<(String, String, Value)>| -> BoxFuture<'_, Vec<Part>> {
+            let (toolbox, names, log, asks) = (toolbox.clone(), &names, log.clone(), asks.clone());
+            async move {
+                let runs = calls.into_iter().map(|(id, wire, args)| {
+                    let (toolbox, log, asks) = (toolbox.clone(), log.clone(), asks.clone());
+                    let name = names.get(&wire).cloned().unwrap_or(wire);
+                    async move {
+                        let (text, is_error) = match toolbox.call(&name, &args).await {
+                            Ok(a) if a.is_error => (a.text, true),
+                            Ok(a) => {
+                                if let Ok(mut asks) = asks.lock() {
+                                    asks.actions.extend(a.actions.iter().cloned());
+                                    if let Some(link) = &a.collect_link {
+                                        asks.collect = Some((name.clone(), link.clone()));
+                                    }
+                                }
+                                match &a.confirmation_link {
+                                    Some(link) => {
+                                        confirm(turn, &toolbox, &name, &a.text, link, &log).await
+                                    }
+                                    None => (a.text, false),
+                                }
+                            }
+                            Err(e) => (e.message, true),
+                        };
+                        let mark = if is_error { "error" } else { "result" };
+                        if let Ok(mut l) = log.lock() {
+                            l.push(format!("tool {name}({args}) → {mark}: {text}"));
+                        }
+                        Part::ToolResult {
+                            tool_call_id: id,
+                            content: vec![Part::text(text)],
+                            is_error,
+                        }
+                    }
+                });
+                futures::future::join_all(runs).await
+            }
+            .boxed()
+        };
+        let tool_loop = ToolLoop {
+            specs,
+            max_steps: MAX_STEPS,
+            run: &run,
+        };
+        let mut prompt = Vec::with_capacity(2);
+        if let Some(system) = &turn.system_prompt {
+            prompt.push(Message::system(system.clone()));
+        }
+        let mut message = turn.message.clone();
+        let collecting = self.collect.lock().ok().and_then(|mut c| c.take());
+        if let Some((tool, link)) = collecting {
+            let note = match self
+                .toolbox
+                .collect(&tool, &link, &turn.message.text())
+                .await
+            {
+                Ok(answer) => {
+                    detailed.push(format!("collected this message for {tool}: {answer}"));
+                    format!("(This message was collected by {tool}, as it asked. It answered: {answer})")
+                }
+                Err(e) => {
+                    detailed.push(format!(
+                        "collecting this message for {tool} failed: {}",
+                        e.message
+                    ));
+                    format!("(Collecting this message for {tool} failed: {})", e.message)
+                }
+            };
+            message.content.push(Part::text(note));
+        }
+        prompt.push(message);
+        let stream_to = |delta: &str| turn.chunk(delta);
+        let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if turn.events.streaming() {
+            Some(&stream_to)
+        } else {
+            None
+        };
+        let result = turn
+            .agent
+            .send_prompt_with_tools(prompt, on_delta, &turn.cancel, Some(&tool_loop))
+            .await;
+        detailed.extend(log.lock().map(|l| l.clone()).unwrap_or_default());
+        match result {
+            Ok(outcome) => {
+                let r = outcome.reply;
+                let asks = std::mem::take(&mut *asks.lock().unwrap_or_else(|e| e.into_inner()));
+                if let Some(c) = asks.collect {
+                    detailed.push(format!("the next message will be collected for {}", c.0));
+                    if let Ok(mut slot) = self.collect.lock() {
+                        *slot = Some(c);
+                    }
+                }
+                let (actions, summary) = take_actions(&r.message.text(), &asks.actions);
+                for (sequence, action) in actions.into_iter().enumerate() {
+                    detailed.push(format!("action: {action}"));
+                    turn.events.send(Event::DoAction(DoActionParams {
+                        conversation_id: turn.conversation_id.clone(),
+                        turn_id: turn.turn_id.clone(),
+                        message_id: turn.turn_id.clone(),
+                        sequence: sequence as u32,
+                        action,
+                    }));
+                }
+                if let Some(u) = r.usage {
+                    detailed.push(format!(
+                        "usage: {} input + {} output = {} tokens",
+                        u.input_tokens,
+                        u.output_tokens,
+                        u.total()
+                    ));
+                }
+                TurnOutcome {
+                    summary,
+                    detailed,
+                    error: None,
+                    usage: r.usage,
+                    model: r.model,
+                    finish_reason: r.finish_reason,
+                }
+            }
+            Err(e) => {
+                let mut failed = TurnOutcome::failed(e);
+                detailed.append(&mut failed.detailed);
+                TurnOutcome { detailed, ..failed }
+            }
+        }
+    }
+}
+
+/// Asks the user (through the client) to confirm what a tool asks; on yes, POSTs the link. The
+/// returned text tells the model the outcome.
+async fn confirm(
+    turn: &Turn,
+    toolbox: &Toolbox,
+    tool: &str,
+    text: &str,
+    link: &str,
+    log: &Mutex<Vec<String>>,
+) -> (String, bool) {
+    let params = RequestConfirmationParams {
+        conversation_id: turn.conversation_id.clone(),
+        turn_id: turn.turn_id.clone(),
+        text: text.to_string(),
+        link: link.to_string(),
+        tool: tool.to_string(),
+    };
+    let answer = turn
+        .events
+        .request(
+            "RequestConfirmation",
+            serde_json::to_value(params).unwrap_or_default(),
+        )
+        .await;
+    let confirmed = match &answer {
+        Ok(v) => v.get("confirmed").and_then(Value::as_bool) == Some(true),
+        Err(_) => false,
+    };
+    let note = match &answer {
+        Ok(_) if confirmed => "accepted".to_string(),
+        Ok(_) => "refused".to_string(),
+        Err(e) => format!("not answered ({}): taken as refused", e.message),
+    };
+    if let Ok(mut l) = log.lock() {
+        l.push(format!("confirmation for {tool}: {note}"));
+    }
+    if !confirmed {
+        return (
+            format!("{text}\nThe user did not confirm: the operation was not done."),
+            false,
+        );
+    }
+    match toolbox.confirm(tool, link).await {
+        Ok(done) => (
+            format!("{text}\nThe user confirmed. The tool answered: {done}"),
+            false,
+        ),
+        Err(e) => (
+            format!(
+                "{text}\nThe user confirmed, but confirming failed: {}",
+                e.message
+            ),
+            true,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn action_markers_are_found_in_order_and_removed() {
+        let actions = vec![
+            json!({"code": "[[ACTION.PLAY_ANIMATION.WAIT]]", "type": "PLAY_ANIMATION"}),
+            json!({"code": "WAVE", "type": "GESTURE"}),
+            json!({"code": "UNUSED", "type": "X"}),
+        ];
+        let (found, shown) = take_actions(
+            "Hello [[WAVE]] and now [[ACTION.PLAY_ANIMATION.WAIT]] then [[WAVE]]",
+            &actions,
+        );
+        let types: Vec<&str> = found.iter().map(|a| a["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["GESTURE", "PLAY_ANIMATION", "GESTURE"]);
+        assert_eq!(shown, "Hello  and now  then");
+        let (found, shown) = take_actions("no markers", &actions);
+        assert!(found.is_empty());
+        assert_eq!(shown, "no markers");
+    }
+}

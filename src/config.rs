@@ -108,6 +108,22 @@ pub struct ProviderConfig {
     /// Seconds that attempts and waits between them may take together (default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_budget_secs: Option<f64>,
+    /// Kind `local`: the model, a name in the models folder or a path to a `.gguf` file
+    /// (default: the models folder's default model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Kind `local`: threads for prompt evaluation and generation (default: one per core;
+    /// more threads than cores makes generation much slower).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    /// Kind `local`: the context size in tokens of each slot, `n_ctx` (default 4096, capped
+    /// by what the model was trained for). A prompt that does not fit is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_size: Option<u32>,
+    /// Kind `local`: how many contexts (slots) keep their KV cache between requests, so that
+    /// that many conversations continue without evaluating their history again (default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u32>,
     /// The cloud region, such as `us-east-1` (bedrock; default: `AWS_REGION`,
     /// `AWS_DEFAULT_REGION`, then the profile's region in `~/.aws/config`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -243,7 +243,16 @@ impl Framework {
                 "give `modelConfiguration` or `model`, not both",
             ));
         }
-        let provider = self.registry.provider(&sel.provider)?;
+        let provider = match self.registry.provider(&sel.provider) {
+            // A conversation resumed on the implicit zero-config `local` instance (made on
+            // first use only): make it again.
+            Err(_) if sel.provider == crate::registry::LOCAL_KIND => {
+                let lib = crate::models::ModelLibrary::open(&crate::config::Paths::from_env()?);
+                self.registry.implicit_local(&self.config, &lib)?;
+                self.registry.provider(&sel.provider)?
+            }
+            other => other?,
+        };
         let model = self.registry.build_model(
             &provider,
             sel.model_configuration.as_deref(),

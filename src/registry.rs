@@ -222,6 +222,14 @@ impl Registry {
             default_format: model::bedrock_converse::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::bedrock::BedrockProvider::from_config(name, c)?)),
         });
+        r.register_provider(ProviderKind {
+            name: provider::local::KIND,
+            description:
+                "A GGUF model run in-process by llama.cpp (model, threads, context_size, slots)",
+            formats: &[model::openai_chat::FORMAT],
+            default_format: model::openai_chat::FORMAT,
+            factory: provider::local::create,
+        });
         r.register_feature(
             crate::feature::assistant::NAME,
             crate::feature::assistant::DESCRIPTION,
@@ -643,15 +651,17 @@ mod tests {
     fn implicit_local_needs_the_kind_and_a_default_model_and_no_configured_provider() {
         let d = tempfile::tempdir().unwrap();
         let lib = ModelLibrary::at(d.path());
-        let e = Registry::new()
-            .implicit_local(&Config::default(), &lib)
-            .unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Config);
-        assert!(
-            e.message.contains("without the `local` feature"),
-            "{}",
-            e.message
-        );
+        if !cfg!(feature = "local") {
+            let e = Registry::new()
+                .implicit_local(&Config::default(), &lib)
+                .unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Config);
+            assert!(
+                e.message.contains("without the `local` feature"),
+                "{}",
+                e.message
+            );
+        }
 
         let r = with_fake_local_kind();
         let e = r.implicit_local(&Config::default(), &lib).unwrap_err();

@@ -37,8 +37,13 @@ impl Feature for Assistant {
                     .or_else(|| turn.agent.model_info().ok().map(|m| m.1));
                 detailed.push(format!("model: {}", model.as_deref().unwrap_or("unknown")));
                 if let Some(u) = r.usage {
+                    let cached = u
+                        .cache_read_tokens
+                        .filter(|c| *c > 0)
+                        .map(|c| format!(" ({c} cached)"))
+                        .unwrap_or_default();
                     detailed.push(format!(
-                        "usage: {} input + {} output = {} tokens",
+                        "usage: {} input{cached} + {} output = {} tokens",
                         u.input_tokens,
                         u.output_tokens,
                         u.total()

@@ -113,6 +113,22 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         kind: ParameterType::Object,
         description: "A JSON object of string tags stored with the completion.",
     },
+    ParameterSpec {
+        name: "top_k",
+        kind: ParameterType::Integer {
+            min: 0,
+            max: 1_000_000,
+        },
+        description: "Sample from the k most likely tokens (0: all). Honoured by the local provider and compatible servers such as llama.cpp and vLLM; OpenAI refuses it.",
+    },
+    ParameterSpec {
+        name: "repeat_penalty",
+        kind: ParameterType::Number {
+            min: 0.0,
+            max: 10.0,
+        },
+        description: "Penalty for repeating recent tokens (1: none). Honoured by the local provider and compatible servers such as llama.cpp; OpenAI refuses it.",
+    },
 ];
 
 /// The `openai-chat` model configuration.

@@ -12,6 +12,7 @@ pub mod gemini;
 pub mod http;
 pub mod http_connector;
 pub mod lazy_key;
+pub mod local;
 pub mod ollama;
 pub mod openai;
 

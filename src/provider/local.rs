@@ -1,0 +1,245 @@
+//! The `local` provider kind: a GGUF model run in-process by llama.cpp (cargo feature `local`,
+//! on by default). Its interface is the `openai-chat` format: it reads an openai-chat request
+//! body and answers with openai-chat JSON (chunk events when streaming, one
+//! `chat.completion` body otherwise), so the openai-chat decoder reads it unchanged.
+//!
+//! Config: `[service_providers.NAME] kind = "local"` with `model` (a name in the models folder
+//! or a path to a `.gguf` file), `threads` (default: one per core), `context_size` (`n_ctx` of
+//! each slot, default 4096 capped by the model's training context) and `slots` (contexts kept
+//! with their KV cache, default 4). No GPU offload. With nothing configured, the registry makes
+//! an implicit instance `local` for the models folder's default model (`default_model`, read
+//! like `model`).
+//!
+//! This file owns the provider: resolving the model, moving work onto blocking threads, and
+//! the channel between generation and the caller. It must never call llama.cpp itself
+//! (`local/engine.rs` does) nor build JSON by hand (`local/wire.rs` does). The parts, one job
+//! each: `engine` (llama.cpp: model cache, slots, prompt evaluation, sampling), `slots` (which
+//! slot a request takes), `template` (chat template and its ChatML fallback), `output` (UTF-8
+//! across tokens, stop strings), `wire` (openai-chat in and out).
+
+pub const KIND: &str = "local";
+
+#[cfg(feature = "local")]
+mod engine;
+#[cfg(feature = "local")]
+mod output;
+#[cfg(feature = "local")]
+mod slots;
+#[cfg(feature = "local")]
+mod template;
+#[cfg(feature = "local")]
+mod wire;
+
+#[cfg(feature = "local")]
+pub use enabled::LocalProvider;
+
+use std::sync::Arc;
+
+use super::ServiceProvider;
+use crate::config::ProviderConfig;
+use crate::error::Result;
+
+/// Builds a `local` provider instance (the registry's factory).
+pub fn create(name: &str, c: &ProviderConfig) -> Result<Arc<dyn ServiceProvider>> {
+    #[cfg(feature = "local")]
+    {
+        Ok(Arc::new(LocalProvider::from_config(name, c)?))
+    }
+    #[cfg(not(feature = "local"))]
+    {
+        let _ = c;
+        Err(crate::error::Error::new(
+            crate::error::ErrorKind::Config,
+            format!(
+                "service_providers.{name}: this genai was built without the `local` feature: rebuild with default features (needs cmake and clang)"
+            ),
+        ))
+    }
+}
+
+#[cfg(feature = "local")]
+mod enabled {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use futures::channel::mpsc;
+    use futures::StreamExt;
+
+    use super::engine::{self, Engine, EngineSettings, Finished, Sink};
+    use super::wire::{self, Answer};
+    use super::KIND;
+    use crate::config::{Paths, ProviderConfig};
+    use crate::error::{Error, ErrorKind, Result};
+    use crate::model::ModelRequest;
+    use crate::models::ModelLibrary;
+    use crate::provider::{ProviderResponse, ServiceProvider, StreamEvent};
+
+    /// A configured local engine.
+    pub struct LocalProvider {
+        name: String,
+        /// The configured model (name or path), else the models folder's default at startup.
+        default_model: Option<String>,
+        settings: EngineSettings,
+    }
+
+    /// What the generation thread sends.
+    enum Event {
+        Text(String),
+        Done(Finished),
+    }
+
+    /// The generation thread's sink: a channel whose closing (the caller dropped the stream,
+    /// as `Cancel` does) stops generation at the next token.
+    struct ChannelSink(mpsc::UnboundedSender<Result<Event>>);
+
+    impl Sink for ChannelSink {
+        fn text(&mut self, text: &str) -> bool {
+            self.0
+                .unbounded_send(Ok(Event::Text(text.to_string())))
+                .is_ok()
+        }
+
+        fn cancelled(&self) -> bool {
+            self.0.is_closed()
+        }
+    }
+
+    impl LocalProvider {
+        pub fn from_config(name: &str, c: &ProviderConfig) -> Result<LocalProvider> {
+            let positive = |v: Option<u32>, what: &str| -> Result<Option<u32>> {
+                match v {
+                    Some(0) => Err(Error::new(
+                        ErrorKind::Config,
+                        format!("service_providers.{name}.{what} must be at least 1"),
+                    )),
+                    other => Ok(other),
+                }
+            };
+            let threads = positive(c.threads, "threads")?.unwrap_or_else(engine::default_threads);
+            let context_size = positive(c.context_size, "context_size")?.unwrap_or(0);
+            let slots = positive(c.slots, "slots")?.map_or(engine::DEFAULT_SLOTS, |n| n as usize);
+            let default_model = c
+                .model
+                .clone()
+                .or_else(|| c.default_model.clone())
+                .filter(|m| !m.trim().is_empty())
+                .or_else(|| {
+                    // Zero config: the models folder's default, if any (read once, at start).
+                    let paths = Paths::from_env().ok()?;
+                    ModelLibrary::open(&paths).default_name().ok().flatten()
+                });
+            Ok(LocalProvider {
+                name: name.to_string(),
+                default_model,
+                settings: EngineSettings {
+                    threads,
+                    context_size,
+                    slots,
+                },
+            })
+        }
+
+        fn model_path(&self, model: &str) -> Result<PathBuf> {
+            let model = match model.trim() {
+                "" => self.default_model.as_deref().ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Config,
+                        format!(
+                            "{}: no local model: set `model` in [service_providers.{}], name one, or install one (`genai models pull URL`, scripts/install-demo-model.sh)",
+                            self.name, self.name
+                        ),
+                    )
+                })?,
+                m => m,
+            };
+            let paths = Paths::from_env()?;
+            ModelLibrary::open(&paths)
+                .resolve(model)
+                .map_err(|e| Error::new(e.kind, format!("{}: {}", self.name, e.message)))
+        }
+
+        /// The engine of a model (loading it on first use) and the prepared prompt.
+        async fn prepare(&self, request: &ModelRequest) -> Result<(Arc<Engine>, engine::Prepared)> {
+            let chat = wire::parse_request(&request.body)?;
+            let path = self.model_path(&request.model)?;
+            let (settings, name) = (self.settings, self.name.clone());
+            tokio::task::spawn_blocking(move || {
+                let engine = engine::engine(&path, settings)?;
+                let prepared = engine.prepare(&chat.messages, chat.settings, &name)?;
+                Ok((engine, prepared))
+            })
+            .await
+            .map_err(|e| Error::internal(format!("the local engine failed: {e}")))?
+        }
+    }
+
+    #[async_trait]
+    impl ServiceProvider for LocalProvider {
+        fn kind(&self) -> &'static str {
+            KIND
+        }
+
+        fn name(&self) -> &str {
+            &self.name
+        }
+
+        fn default_model(&self) -> Option<&str> {
+            self.default_model.as_deref()
+        }
+
+        async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
+            if request.format != crate::model::openai_chat::FORMAT {
+                return Err(Error::new(
+                    ErrorKind::IncompatibleComponents,
+                    format!(
+                        "provider kind {KIND} cannot send the {} format",
+                        request.format
+                    ),
+                ));
+            }
+            let (engine, prepared) = self.prepare(request).await?;
+            let answer = Answer::new(engine.model_name());
+            let (tx, rx) = mpsc::unbounded();
+            let name = self.name.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut sink = ChannelSink(tx);
+                let result = engine
+                    .generate(prepared, &mut sink)
+                    .map_err(|e| Error::new(e.kind, format!("{name}: {}", e.message)));
+                let _ = sink.0.unbounded_send(result.map(Event::Done));
+            });
+            if request.stream {
+                let first = futures::stream::iter([Ok(StreamEvent::data(answer.role_chunk()))]);
+                let rest = rx.flat_map(move |event| {
+                    let items: Vec<Result<StreamEvent>> = match event {
+                        Ok(Event::Text(t)) => vec![Ok(StreamEvent::data(answer.text_chunk(&t)))],
+                        Ok(Event::Done(f)) => vec![
+                            Ok(StreamEvent::data(answer.finish_chunk(f.finish_reason))),
+                            Ok(StreamEvent::data(answer.usage_chunk(f.counts))),
+                            Ok(StreamEvent::data(wire::DONE.to_string())),
+                        ],
+                        Err(e) => vec![Err(e)],
+                    };
+                    futures::stream::iter(items)
+                });
+                return Ok(ProviderResponse::Events(Box::pin(first.chain(rest))));
+            }
+            let mut rx = rx;
+            let mut text = String::new();
+            while let Some(event) = rx.next().await {
+                match event? {
+                    Event::Text(t) => text.push_str(&t),
+                    Event::Done(f) => {
+                        let body = answer.completion(&text, f.finish_reason, f.counts);
+                        return Ok(ProviderResponse::Complete(body.to_string().into()));
+                    }
+                }
+            }
+            Err(Error::internal(format!(
+                "{}: the local engine stopped without an answer",
+                self.name
+            )))
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Turns chat messages into the prompt text the model was trained on. In order:
+//!
+//! 1. the model's own chat template from its GGUF metadata (`tokenizer.chat_template`),
+//!    applied by llama.cpp's `llama_chat_apply_template`, which recognises the common
+//!    template families;
+//! 2. when the model has none (many converted base models, such as Gemma 3 270M) or llama.cpp
+//!    cannot apply it: llama.cpp's built-in template of the model's architecture family
+//!    (`general.architecture`: `gemma*` → `gemma`, `phi3` → `phi3`, ...);
+//! 3. else ChatML, the documented last resort, because it is what most instruction-tuned GGUF
+//!    models without a template expect. With it, `<|im_end|>` and `<|im_start|>` become stop
+//!    strings so the model cannot run on into a new turn.
+//!
+//! This module owns that choice and the ChatML rendering; it must never tokenize or evaluate
+//! anything (that is the engine's job), so the fallbacks are tested without a model.
+
+/// One message as the template sees it: a role (`system`, `user`, `assistant`) and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn new(role: &str, content: &str) -> ChatMessage {
+        ChatMessage {
+            role: role.to_string(),
+            content: content.to_string(),
+        }
+    }
+}
+
+/// The stop strings the ChatML fallback adds.
+pub const CHATML_STOPS: [&str; 2] = ["<|im_end|>", "<|im_start|>"];
+
+/// A rendered prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub prompt: String,
+    /// Stop strings the template needs on top of the request's own.
+    pub extra_stops: Vec<String>,
+    /// Why the fallback was used, when it was.
+    pub fallback: Option<String>,
+}
+
+/// Which template llama.cpp should apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Template {
+    /// The one in the model's metadata.
+    Model,
+    /// One of llama.cpp's built-in templates, by name (`gemma`, `phi3`, ...).
+    Builtin(&'static str),
+}
+
+/// llama.cpp's built-in template for a model architecture (`general.architecture`), when the
+/// family has one chat format.
+pub fn builtin_for_architecture(architecture: &str) -> Option<&'static str> {
+    let a = architecture.to_ascii_lowercase();
+    Some(match a.as_str() {
+        a if a.starts_with("gemma") => "gemma",
+        "phi3" => "phi3",
+        "phi4" => "phi4",
+        "command-r" | "cohere2" => "command-r",
+        "exaone" => "exaone3",
+        "granite" => "granite",
+        a if a.starts_with("qwen") => "chatml",
+        _ => return None,
+    })
+}
+
+/// Renders `messages` for a model of `architecture`: `apply` applies a template through
+/// llama.cpp (it returns the prompt, or why it cannot). The prompt ends with the opening of an
+/// assistant turn.
+pub fn render(
+    messages: &[ChatMessage],
+    architecture: Option<&str>,
+    mut apply: impl FnMut(Template, &[ChatMessage]) -> std::result::Result<String, String>,
+) -> Rendered {
+    let why = match apply(Template::Model, messages) {
+        Ok(prompt) if !prompt.is_empty() => {
+            return Rendered {
+                prompt,
+                extra_stops: Vec::new(),
+                fallback: None,
+            }
+        }
+        Ok(_) => "the model's chat template produced nothing".to_string(),
+        Err(why) => why,
+    };
+    if let Some(name) = architecture.and_then(builtin_for_architecture) {
+        match apply(Template::Builtin(name), messages) {
+            Ok(prompt) if !prompt.is_empty() => {
+                return Rendered {
+                    prompt,
+                    extra_stops: Vec::new(),
+                    fallback: Some(format!("{why}; using llama.cpp's `{name}` template")),
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!("llama.cpp's `{name}` template failed: {e}"),
+        }
+    }
+    chatml_rendered(messages, format!("{why}; using ChatML"))
+}
+
+fn chatml_rendered(messages: &[ChatMessage], why: String) -> Rendered {
+    Rendered {
+        prompt: chatml(messages),
+        extra_stops: CHATML_STOPS.iter().map(|s| s.to_string()).collect(),
+        fallback: Some(why),
+    }
+}
+
+/// The ChatML rendering: `<|im_start|>ROLE\nTEXT<|im_end|>\n` per message, then
+/// `<|im_start|>assistant\n`.
+pub fn chatml(messages: &[ChatMessage]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        out.push_str("<|im_start|>");
+        out.push_str(&m.role);
+        out.push('\n');
+        out.push_str(&m.content);
+        out.push_str("<|im_end|>\n");
+    }
+    out.push_str("<|im_start|>assistant\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conversation() -> Vec<ChatMessage> {
+        vec![
+            ChatMessage::new("system", "Be brief."),
+            ChatMessage::new("user", "Hi"),
+            ChatMessage::new("assistant", "Hello!"),
+            ChatMessage::new("user", "Name a colour."),
+        ]
+    }
+
+    #[test]
+    fn the_model_template_is_used_when_it_applies() {
+        let r = render(&conversation(), Some("gemma3"), |t, m| {
+            assert_eq!(t, Template::Model);
+            Ok(format!("<{} messages>", m.len()))
+        });
+        assert_eq!(r.prompt, "<4 messages>");
+        assert!(r.extra_stops.is_empty());
+        assert_eq!(r.fallback, None);
+    }
+
+    #[test]
+    fn a_model_without_a_template_gets_its_family_s_builtin_one() {
+        let r = render(&conversation(), Some("gemma3"), |t, _| match t {
+            Template::Model => Err("the model has no chat template".into()),
+            Template::Builtin(name) => Ok(format!("<{name}>")),
+        });
+        assert_eq!(r.prompt, "<gemma>");
+        assert!(r.extra_stops.is_empty());
+        assert_eq!(
+            r.fallback.as_deref(),
+            Some("the model has no chat template; using llama.cpp's `gemma` template")
+        );
+        assert_eq!(builtin_for_architecture("Qwen2"), Some("chatml"));
+        assert_eq!(builtin_for_architecture("llama"), None);
+    }
+
+    #[test]
+    fn chatml_is_the_last_resort() {
+        let r = render(&conversation(), Some("llama"), |t, _| {
+            assert_eq!(t, Template::Model, "llama has no single family template");
+            Err("the model has no chat template".into())
+        });
+        assert_eq!(
+            r.prompt,
+            "<|im_start|>system\nBe brief.<|im_end|>\n\
+             <|im_start|>user\nHi<|im_end|>\n\
+             <|im_start|>assistant\nHello!<|im_end|>\n\
+             <|im_start|>user\nName a colour.<|im_end|>\n\
+             <|im_start|>assistant\n"
+        );
+        assert_eq!(r.extra_stops, vec!["<|im_end|>", "<|im_start|>"]);
+        assert_eq!(
+            r.fallback.as_deref(),
+            Some("the model has no chat template; using ChatML")
+        );
+    }
+
+    #[test]
+    fn empty_or_failed_renderings_fall_back_to_chatml() {
+        let r = render(&conversation(), None, |_, _| Ok(String::new()));
+        assert!(r.prompt.starts_with("<|im_start|>system\n"));
+        assert!(r.fallback.is_some());
+        let r = render(&conversation(), Some("gemma"), |_, _| Err("no".into()));
+        assert!(r.prompt.starts_with("<|im_start|>system\n"));
+        assert_eq!(r.extra_stops.len(), 2);
+    }
+}

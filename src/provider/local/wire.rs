@@ -1,0 +1,286 @@
+//! The local provider's interface is the `openai-chat` format: this module reads an
+//! openai-chat request body into messages and generation settings, and writes what the engine
+//! produced back as openai-chat JSON (`chat.completion.chunk` events for a stream, one
+//! `chat.completion` body otherwise), so the existing openai-chat decoder reads it unchanged.
+//!
+//! It owns that JSON and nothing else: it must never touch llama.cpp or a channel.
+
+use serde_json::{json, Value};
+
+use super::template::ChatMessage;
+use crate::error::{Error, Result};
+
+/// Sampling and length settings taken from the request body. `None` means the engine's default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GenerationSettings {
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub top_k: Option<i32>,
+    pub seed: Option<u32>,
+    pub repeat_penalty: Option<f32>,
+    pub presence_penalty: Option<f32>,
+    pub frequency_penalty: Option<f32>,
+    pub stop: Vec<String>,
+}
+
+/// An openai-chat request as the engine needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    pub settings: GenerationSettings,
+}
+
+/// Reads an openai-chat request body. Images are refused (the local engine is text only);
+/// tool results are given to the model as user text.
+pub fn parse_request(body: &Value) -> Result<ChatRequest> {
+    let list = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::invalid_params("the request has no `messages` list"))?;
+    let mut messages = Vec::with_capacity(list.len());
+    for m in list {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+        let role = match role {
+            "system" | "developer" => "system",
+            "assistant" => "assistant",
+            _ => "user",
+        };
+        let content = text_of(m.get("content").unwrap_or(&Value::Null))?;
+        // llama.cpp takes C strings: a NUL would cut the message.
+        let content = content.replace('\0', "");
+        messages.push(ChatMessage::new(role, &content));
+    }
+    if messages.is_empty() {
+        return Err(Error::invalid_params("the request has no messages"));
+    }
+    let f = |k: &str| body.get(k).and_then(Value::as_f64).map(|v| v as f32);
+    let int = |k: &str| body.get(k).and_then(Value::as_i64);
+    let stop = match body.get("stop") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let settings = GenerationSettings {
+        max_tokens: int("max_completion_tokens")
+            .or_else(|| int("max_tokens"))
+            .map(|n| n.clamp(1, u32::MAX as i64) as u32),
+        temperature: f("temperature"),
+        top_p: f("top_p"),
+        top_k: int("top_k").map(|n| n.clamp(0, i32::MAX as i64) as i32),
+        // A 64-bit seed is folded to the 32 bits llama.cpp takes.
+        seed: int("seed").map(|n| (n as u64 ^ ((n as u64) >> 32)) as u32),
+        repeat_penalty: f("repeat_penalty"),
+        presence_penalty: f("presence_penalty"),
+        frequency_penalty: f("frequency_penalty"),
+        stop,
+    };
+    Ok(ChatRequest { messages, settings })
+}
+
+fn text_of(content: &Value) -> Result<String> {
+    match content {
+        Value::Null => Ok(String::new()),
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(parts) => {
+            let mut texts = Vec::new();
+            for p in parts {
+                match p.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        texts.push(p.get("text").and_then(Value::as_str).unwrap_or_default())
+                    }
+                    Some("image_url") | Some("image") => {
+                        return Err(Error::invalid_params(
+                            "the local provider runs text-only models: remove the image",
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            Ok(texts.join("\n"))
+        }
+        other => Ok(other.to_string()),
+    }
+}
+
+/// Token counts of one generation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenCounts {
+    /// Tokens of the whole prompt.
+    pub prompt: u32,
+    /// Prompt tokens found in the KV cache (not evaluated again).
+    pub cached: u32,
+    /// Tokens generated.
+    pub completion: u32,
+}
+
+fn usage_json(c: TokenCounts) -> Value {
+    json!({
+        "prompt_tokens": c.prompt,
+        "completion_tokens": c.completion,
+        "total_tokens": c.prompt + c.completion,
+        "prompt_tokens_details": {"cached_tokens": c.cached},
+    })
+}
+
+/// Identifies one answer in its chunks.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub id: String,
+    pub created: u64,
+    pub model: String,
+}
+
+impl Answer {
+    pub fn new(model: &str) -> Answer {
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Answer {
+            id: format!("chatcmpl-local-{}", ulid::Ulid::new()),
+            created,
+            model: model.to_string(),
+        }
+    }
+
+    fn chunk(&self, choices: Value) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+        })
+    }
+
+    /// The first chunk: the assistant role with empty content.
+    pub fn role_chunk(&self) -> String {
+        self.chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]))
+            .to_string()
+    }
+
+    /// A chunk carrying text.
+    pub fn text_chunk(&self, text: &str) -> String {
+        self.chunk(json!([{"index": 0, "delta": {"content": text}, "finish_reason": null}]))
+            .to_string()
+    }
+
+    /// The chunk that ends the choice.
+    pub fn finish_chunk(&self, finish_reason: &str) -> String {
+        self.chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason}]))
+            .to_string()
+    }
+
+    /// The usage chunk sent after the last choice chunk (as with `include_usage`).
+    pub fn usage_chunk(&self, counts: TokenCounts) -> String {
+        let mut v = self.chunk(json!([]));
+        v["usage"] = usage_json(counts);
+        v.to_string()
+    }
+
+    /// A whole `chat.completion` body.
+    pub fn completion(&self, text: &str, finish_reason: &str, counts: TokenCounts) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish_reason,
+            }],
+            "usage": usage_json(counts),
+        })
+    }
+}
+
+/// The data of the event that ends a stream.
+pub const DONE: &str = "[DONE]";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::openai_chat::OpenAiChat;
+    use crate::model::{ModelConfiguration, StreamEvent};
+
+    #[test]
+    fn reads_messages_and_settings() {
+        let body = json!({
+            "model": "gemma",
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}]},
+                {"role": "tool", "tool_call_id": "1", "content": "42"},
+            ],
+            "max_tokens": 16, "temperature": 0.5, "top_k": 20, "top_p": 0.9,
+            "seed": 7, "repeat_penalty": 1.1, "stop": "END", "stream": true,
+        });
+        let r = parse_request(&body).unwrap();
+        assert_eq!(
+            r.messages,
+            vec![
+                ChatMessage::new("system", "Be brief."),
+                ChatMessage::new("user", "Hi\nthere"),
+                ChatMessage::new("user", "42"),
+            ]
+        );
+        let s = r.settings;
+        assert_eq!(s.max_tokens, Some(16));
+        assert_eq!(s.temperature, Some(0.5));
+        assert_eq!(s.top_k, Some(20));
+        assert_eq!(s.seed, Some(7));
+        assert_eq!(s.repeat_penalty, Some(1.1));
+        assert_eq!(s.stop, vec!["END"]);
+    }
+
+    #[test]
+    fn images_are_refused() {
+        let body = json!({"messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]});
+        let e = parse_request(&body).unwrap_err();
+        assert!(e.message.contains("text-only"), "{}", e.message);
+    }
+
+    /// What the local provider writes is read by the openai-chat decoder unchanged.
+    #[test]
+    fn chunks_and_bodies_decode_with_the_openai_chat_format() {
+        let a = Answer::new("gemma-3-270m");
+        let counts = TokenCounts {
+            prompt: 30,
+            cached: 20,
+            completion: 2,
+        };
+        let m = OpenAiChat::new("gemma-3-270m");
+        let mut d = m.stream_decoder();
+        let mut deltas = Vec::new();
+        for data in [
+            a.role_chunk(),
+            a.text_chunk("Hel"),
+            a.text_chunk("lo"),
+            a.finish_chunk("stop"),
+            a.usage_chunk(counts),
+            DONE.to_string(),
+        ] {
+            deltas.extend(d.feed(&StreamEvent::data(data)).unwrap());
+        }
+        assert_eq!(deltas, vec!["Hel", "lo"]);
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.text(), "Hello");
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+        let u = r.usage.unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens), (30, 2));
+        assert_eq!(u.cache_read_tokens, Some(20));
+
+        let body = a.completion("Hello", "length", counts).to_string();
+        let r = m.extract_result(body.as_bytes()).unwrap();
+        assert_eq!(r.message.text(), "Hello");
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+        assert_eq!(r.usage.unwrap().cache_read_tokens, Some(20));
+    }
+}

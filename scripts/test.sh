@@ -52,7 +52,7 @@ bash scripts/test-editors.sh 2>&1 | tee -a "$log"
 echo "== benchmark smoke runs (release)"
 cargo build --release --locked --bin genai --examples
 cargo run --release --locked --example bench-daemon -- --quick
-GENAI_TEST_MODEL="$GENAI_TEST_MODEL" cargo run --release --locked --example bench-local -- --quick
+cargo run --release --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 32
 
 # One closing line for every suite: cargo's `test result:` lines and `editors: ...`.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i; if ($(i+1) ~ /^ignored;?$/) s += $i } }

@@ -264,7 +264,7 @@ impl Engine {
             Template::Model => self
                 .model
                 .chat_template(None)
-                .map_err(|_| "the model has no chat template".to_string())?,
+                .map_err(|_| template::NO_TEMPLATE.to_string())?,
             Template::Builtin(name) => LlamaChatTemplate::new(name).map_err(|e| e.to_string())?,
         };
         let chat = messages

@@ -3,12 +3,17 @@
 //! 1. the model's own chat template from its GGUF metadata (`tokenizer.chat_template`),
 //!    applied by llama.cpp's `llama_chat_apply_template`, which recognises the common
 //!    template families;
-//! 2. when the model has none (many converted base models, such as Gemma 3 270M) or llama.cpp
-//!    cannot apply it: llama.cpp's built-in template of the model's architecture family
-//!    (`general.architecture`: `gemma*` → `gemma`, `phi3` → `phi3`, ...);
-//! 3. else ChatML, the documented last resort, because it is what most instruction-tuned GGUF
-//!    models without a template expect. With it, `<|im_end|>` and `<|im_start|>` become stop
-//!    strings so the model cannot run on into a new turn.
+//! 2. when the model has none: it is a base model (many converted ones are, such as the Gemma 3
+//!    270M of the demo), never trained on turn markers, so a plain transcript it can continue:
+//!    the system text, then `Question: ...` / `Answer: ...` lines, ending with `Answer:`, and
+//!    `\nQuestion:` as a stop string (with Gemma 3 270M this turns the chat template's echoes
+//!    into "Paris" for "What is the capital of France?");
+//! 3. when llama.cpp cannot apply the model's template: llama.cpp's built-in template of the
+//!    model's architecture family (`general.architecture`: `gemma*` → `gemma`, `phi3` → `phi3`,
+//!    ...);
+//! 4. else ChatML, the documented last resort, because it is what most instruction-tuned GGUF
+//!    models expect. With it, `<|im_end|>` and `<|im_start|>` become stop strings so the model
+//!    cannot run on into a new turn.
 //!
 //! This module owns that choice and the ChatML rendering; it must never tokenize or evaluate
 //! anything (that is the engine's job), so the fallbacks are tested without a model.
@@ -28,6 +33,12 @@ impl ChatMessage {
         }
     }
 }
+
+/// What `apply` answers for `Template::Model` when the GGUF has no chat template.
+pub const NO_TEMPLATE: &str = "the model has no chat template";
+
+/// The stop string of the plain transcript of base models.
+pub const TRANSCRIPT_STOP: &str = "\nQuestion:";
 
 /// The stop strings the ChatML fallback adds.
 pub const CHATML_STOPS: [&str; 2] = ["<|im_end|>", "<|im_start|>"];
@@ -84,6 +95,15 @@ pub fn render(
             }
         }
         Ok(_) => "the model's chat template produced nothing".to_string(),
+        Err(why) if why == NO_TEMPLATE => {
+            return Rendered {
+                prompt: transcript(messages),
+                extra_stops: vec![TRANSCRIPT_STOP.to_string()],
+                fallback: Some(format!(
+                    "{NO_TEMPLATE}; using a plain Question/Answer transcript"
+                )),
+            }
+        }
         Err(why) => why,
     };
     if let Some(name) = architecture.and_then(builtin_for_architecture) {
@@ -108,6 +128,32 @@ fn chatml_rendered(messages: &[ChatMessage], why: String) -> Rendered {
         extra_stops: CHATML_STOPS.iter().map(|s| s.to_string()).collect(),
         fallback: Some(why),
     }
+}
+
+/// The plain transcript for base models: system text, then `Question:`/`Answer:` lines,
+/// ending with `Answer:` for the model to complete.
+pub fn transcript(messages: &[ChatMessage]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        match m.role.as_str() {
+            "system" => {
+                out.push_str(m.content.trim());
+                out.push_str("\n\n");
+            }
+            "assistant" => {
+                out.push_str("Answer: ");
+                out.push_str(m.content.trim());
+                out.push('\n');
+            }
+            _ => {
+                out.push_str("Question: ");
+                out.push_str(m.content.trim());
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str("Answer:");
+    out
 }
 
 /// The ChatML rendering: `<|im_start|>ROLE\nTEXT<|im_end|>\n` per message, then
@@ -150,16 +196,30 @@ mod tests {
     }
 
     #[test]
-    fn a_model_without_a_template_gets_its_family_s_builtin_one() {
+    fn a_base_model_without_a_template_gets_a_plain_transcript() {
+        let r = render(&conversation(), Some("gemma3"), |t, _| {
+            assert_eq!(t, Template::Model);
+            Err(NO_TEMPLATE.into())
+        });
+        assert_eq!(
+            r.prompt,
+            "Be brief.\n\nQuestion: Hi\nAnswer: Hello!\nQuestion: Name a colour.\nAnswer:"
+        );
+        assert_eq!(r.extra_stops, vec!["\nQuestion:"]);
+        assert!(r.fallback.unwrap().contains("Question/Answer transcript"));
+    }
+
+    #[test]
+    fn a_template_llama_cpp_cannot_apply_gives_the_family_s_builtin_one() {
         let r = render(&conversation(), Some("gemma3"), |t, _| match t {
-            Template::Model => Err("the model has no chat template".into()),
+            Template::Model => Err("llama.cpp cannot apply this chat template".into()),
             Template::Builtin(name) => Ok(format!("<{name}>")),
         });
         assert_eq!(r.prompt, "<gemma>");
         assert!(r.extra_stops.is_empty());
         assert_eq!(
             r.fallback.as_deref(),
-            Some("the model has no chat template; using llama.cpp's `gemma` template")
+            Some("llama.cpp cannot apply this chat template; using llama.cpp's `gemma` template")
         );
         assert_eq!(builtin_for_architecture("Qwen2"), Some("chatml"));
         assert_eq!(builtin_for_architecture("llama"), None);
@@ -169,7 +229,7 @@ mod tests {
     fn chatml_is_the_last_resort() {
         let r = render(&conversation(), Some("llama"), |t, _| {
             assert_eq!(t, Template::Model, "llama has no single family template");
-            Err("the model has no chat template".into())
+            Err("llama.cpp cannot apply this chat template".into())
         });
         assert_eq!(
             r.prompt,
@@ -182,7 +242,7 @@ mod tests {
         assert_eq!(r.extra_stops, vec!["<|im_end|>", "<|im_start|>"]);
         assert_eq!(
             r.fallback.as_deref(),
-            Some("the model has no chat template; using ChatML")
+            Some("llama.cpp cannot apply this chat template; using ChatML")
         );
     }
 

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
-use crate::model::{ModelConfiguration, ModelReply};
+use crate::model::{ModelConfiguration, ModelReply, ToolCallDelta};
 use crate::provider::ProviderResponse;
 use crate::registry::ProviderInstance;
 use crate::store::Store;
@@ -185,7 +185,10 @@ impl AIAgent {
             loop {
                 let mut messages = full.clone();
                 messages.extend(steps.iter().cloned());
-                let reply = self.call_model(&*model, &messages, on_delta).await?;
+                let on_call = tools.and_then(|t| t.on_call_delta);
+                let reply = self
+                    .call_model(&*model, &messages, on_delta, on_call)
+                    .await?;
                 usage = add_usage(usage, reply.usage);
                 let calls = reply.message.tool_calls();
                 match tools {
@@ -240,12 +243,14 @@ impl AIAgent {
         Ok(PromptOutcome { reply, latency })
     }
 
-    /// One request to the model, streamed through `on_delta` when given.
+    /// One request to the model, streamed through `on_delta` when given; pieces of streamed
+    /// tool calls go to `on_call` when given.
     async fn call_model(
         &self,
         model: &dyn ModelConfiguration,
         messages: &[Message],
         on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     ) -> Result<ModelReply> {
         let request = model.prepare_request(messages, on_delta.is_some())?;
         match self.provider.provider.send_request(&request).await? {
@@ -257,6 +262,10 @@ impl AIAgent {
                         if let Some(f) = on_delta {
                             f(&delta);
                         }
+                    }
+                    let calls = decoder.take_tool_call_deltas();
+                    if let Some(f) = on_call {
+                        calls.iter().for_each(f);
                     }
                 }
                 decoder.finish().map_err(|e| {
@@ -295,4 +304,6 @@ pub struct ToolLoop<'a> {
     pub run: &'a (dyn Fn(Vec<(String, String, Value)>) -> futures::future::BoxFuture<'a, Vec<Part>>
              + Send
              + Sync),
+    /// Receives the pieces of tool calls as the model streams them (streaming requests only).
+    pub on_call_delta: Option<&'a (dyn Fn(&ToolCallDelta) + Send + Sync)>,
 }

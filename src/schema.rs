@@ -79,6 +79,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("notification.OnPromptResponse", s::<PromptResponse>()),
         ("notification.OnNewMessage", s::<NewMessageToFeature>()),
         ("notification.DoAction", s::<DoActionParams>()),
+        ("notification.OnToolCallChunk", s::<ToolCallChunk>()),
         (
             "RequestConfirmation.params",
             s::<RequestConfirmationParams>(),

@@ -20,8 +20,8 @@ use serde_json::Value;
 use super::{Feature, Turn, TurnOutcome};
 use crate::agent::ToolLoop;
 use crate::message::{Message, Part};
-use crate::model::ToolSpec;
-use crate::rpc::protocol::{DoActionParams, Event, RequestConfirmationParams};
+use crate::model::{ToolCallDelta, ToolSpec};
+use crate::rpc::protocol::{DoActionParams, Event, RequestConfirmationParams, ToolCallChunk};
 use crate::tools::toolbox::Toolbox;
 
 pub const NAME: &str = "tools";
@@ -154,10 +154,28 @@ impl Feature for Tools {
             }
             .boxed()
         };
+        let call_chunk = |d: &ToolCallDelta| {
+            turn.events.send(Event::OnToolCallChunk(ToolCallChunk {
+                conversation_id: turn.conversation_id.clone(),
+                turn_id: turn.turn_id.clone(),
+                index: d.index as u32,
+                id: d.id.clone(),
+                name: d
+                    .name
+                    .as_ref()
+                    .map(|w| names.get(w).cloned().unwrap_or_else(|| w.clone())),
+                arguments: d.arguments.clone(),
+            }))
+        };
         let tool_loop = ToolLoop {
             specs,
             max_steps: MAX_STEPS,
             run: &run,
+            on_call_delta: if turn.events.streaming() {
+                Some(&call_chunk)
+            } else {
+                None
+            },
         };
         let mut prompt = Vec::with_capacity(2);
         if let Some(system) = &turn.system_prompt {

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    StreamDecoder, StreamEvent, ToolSpec,
+    StreamDecoder, StreamEvent, ToolCallDelta, ToolSpec,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -447,6 +447,8 @@ struct Decoder {
     stop_reason: Option<String>,
     model: Option<String>,
     done: bool,
+    /// Pieces of tool calls not yet taken (keyed by content block index).
+    call_deltas: Vec<ToolCallDelta>,
 }
 
 impl StreamDecoder for Decoder {
@@ -485,12 +487,20 @@ impl StreamDecoder for Decoder {
                         }
                         Block::Text(text)
                     }
-                    Some("tool_use") => Block::Tool {
-                        id: str_field(&block, "id"),
-                        name: str_field(&block, "name"),
-                        json: String::new(),
-                        start_input: block.get("input").cloned().unwrap_or(Value::Null),
-                    },
+                    Some("tool_use") => {
+                        self.call_deltas.push(ToolCallDelta {
+                            index: index as usize,
+                            id: Some(str_field(&block, "id")),
+                            name: Some(str_field(&block, "name")),
+                            arguments: String::new(),
+                        });
+                        Block::Tool {
+                            id: str_field(&block, "id"),
+                            name: str_field(&block, "name"),
+                            json: String::new(),
+                            start_input: block.get("input").cloned().unwrap_or(Value::Null),
+                        }
+                    }
                     _ => Block::Other,
                 };
                 self.blocks.insert(index, block);
@@ -513,12 +523,15 @@ impl StreamDecoder for Decoder {
                     }
                     Some("input_json_delta") => {
                         if let Some(Block::Tool { json, .. }) = self.blocks.get_mut(&index) {
-                            json.push_str(
-                                delta
-                                    .get("partial_json")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or(""),
-                            );
+                            let piece = str_field(&delta, "partial_json");
+                            json.push_str(&piece);
+                            if !piece.is_empty() {
+                                self.call_deltas.push(ToolCallDelta {
+                                    index: index as usize,
+                                    arguments: piece,
+                                    ..Default::default()
+                                });
+                            }
                         }
                     }
                     // thinking_delta, signature_delta, citations_delta.
@@ -545,6 +558,10 @@ impl StreamDecoder for Decoder {
             _ => {}
         }
         Ok(deltas)
+    }
+
+    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
+        std::mem::take(&mut self.call_deltas)
     }
 
     fn finish(self: Box<Self>) -> Result<ModelReply> {

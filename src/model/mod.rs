@@ -76,6 +76,23 @@ pub trait StreamDecoder: Send {
     fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>>;
     /// Ends the stream; an error when the stream stopped before the reply was complete.
     fn finish(self: Box<Self>) -> Result<ModelReply>;
+    /// The pieces of tool calls read since the last call, in order (a format that does not
+    /// stream tool calls returns none; its calls are still in the final reply).
+    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
+        Vec::new()
+    }
+}
+
+/// A piece of a tool call as the model streams it: which call of the reply it belongs to (a key
+/// the same for every piece of one call, in the order of the calls), the call's id and wire
+/// name when they arrive (usually with the first piece), and the next characters of its JSON
+/// arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolCallDelta {
+    pub index: usize,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub arguments: String,
 }
 
 /// A tool as a format sends it to the model: a wire name (letters, digits, `_`, `-`: what

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    StreamDecoder, StreamEvent, ToolSpec,
+    StreamDecoder, StreamEvent, ToolCallDelta, ToolSpec,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -381,6 +381,8 @@ struct Decoder {
     done: bool,
     /// Tool calls by index: id, name, arguments so far.
     tool_calls: Vec<(String, String, String)>,
+    /// Pieces of tool calls not yet taken.
+    call_deltas: Vec<ToolCallDelta>,
 }
 
 impl StreamDecoder for Decoder {
@@ -438,22 +440,33 @@ impl StreamDecoder for Decoder {
                     self.tool_calls.resize(i + 1, Default::default());
                 }
                 let slot = &mut self.tool_calls[i];
-                if let Some(id) = call.get("id").and_then(Value::as_str) {
+                let id = call.get("id").and_then(Value::as_str);
+                if let Some(id) = id {
                     slot.0 = id.to_string();
                 }
                 let f = call.get("function").cloned().unwrap_or(Value::Null);
-                if let Some(name) = f.get("name").and_then(Value::as_str) {
+                let name = f.get("name").and_then(Value::as_str);
+                if let Some(name) = name {
                     slot.1.push_str(name);
                 }
-                if let Some(args) = f.get("arguments").and_then(Value::as_str) {
-                    slot.2.push_str(args);
-                }
+                let args = f.get("arguments").and_then(Value::as_str).unwrap_or("");
+                slot.2.push_str(args);
+                self.call_deltas.push(ToolCallDelta {
+                    index: i,
+                    id: id.map(str::to_string),
+                    name: name.map(str::to_string),
+                    arguments: args.to_string(),
+                });
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
                 self.finish_reason = Some(reason.to_string());
             }
         }
         Ok(deltas)
+    }
+
+    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
+        std::mem::take(&mut self.call_deltas)
     }
 
     fn finish(self: Box<Self>) -> Result<ModelReply> {

@@ -331,6 +331,23 @@ pub struct FeatureResponseChunk {
     pub delta: String,
 }
 
+/// A piece of a tool call as the model streams it (the `tools` feature, streaming on): the
+/// pieces of one call share `index`; `id` and `name` come with its first piece; `arguments`
+/// are the next characters of its JSON arguments.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallChunk {
+    pub conversation_id: String,
+    pub turn_id: String,
+    pub index: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The tool's name (`SOURCE.function`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub arguments: String,
+}
+
 /// The end (when `final`) or a step of a turn: the summary is the chat bubble.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -398,6 +415,7 @@ pub enum Event {
     OnPromptResponse(PromptResponse),
     OnNewMessage(NewMessageToFeature),
     DoAction(DoActionParams),
+    OnToolCallChunk(ToolCallChunk),
     /// Not a notification: the connection sends it as a request with an id of its own and
     /// hands the client's answer to `reply`.
     #[serde(skip)]

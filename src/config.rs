@@ -209,6 +209,10 @@ pub struct FeatureConfig {
     /// The system prompt the feature gives the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// Rounds of tool calls in one turn before the model's reply is taken as final (the
+    /// `tools` feature; default 8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<usize>,
 }
 
 /// Where genai keeps its configuration and its data.

@@ -269,14 +269,22 @@ impl Framework {
         Ok(agent)
     }
 
-    /// The feature instance for a name, with the system prompt its config gives.
-    fn feature(&self, name: &str) -> Result<(Arc<dyn Feature>, Option<String>)> {
+    /// The feature instance for a name, with the system prompt its config gives; `tools` is
+    /// the conversation's tool selection (the `tools` feature only).
+    fn feature(
+        &self,
+        name: &str,
+        tools: Option<&[String]>,
+    ) -> Result<(Arc<dyn Feature>, Option<String>)> {
         let info = self.registry.feature(name)?;
-        let system = self
-            .config
-            .features
-            .get(name)
-            .and_then(|f| f.system_prompt.clone());
+        let config = self.config.features.get(name);
+        let system = config.and_then(|f| f.system_prompt.clone());
+        if tools.is_some() && name != crate::feature::tools::NAME {
+            return Err(Error::invalid_params(format!(
+                "tools are given to the model by the `{}` feature, not `{name}`",
+                crate::feature::tools::NAME
+            )));
+        }
         let f: Arc<dyn Feature> = if info.origin == "client" {
             Arc::new(External {
                 name: name.to_string(),
@@ -285,7 +293,14 @@ impl Framework {
         } else if name == assistant::NAME {
             Arc::new(assistant::Assistant)
         } else if name == crate::feature::tools::NAME {
-            Arc::new(crate::feature::tools::Tools::new(self.toolbox.clone()))
+            if let Some(t) = tools {
+                self.toolbox.check_selection(t)?;
+            }
+            Arc::new(crate::feature::tools::Tools::new(
+                self.toolbox.clone(),
+                tools.map(<[String]>::to_vec),
+                config.and_then(|f| f.max_steps),
+            ))
         } else {
             return Err(Error::internal(format!(
                 "feature `{name}` has no implementation"
@@ -307,10 +322,15 @@ impl Framework {
         let feature_name = p
             .feature
             .clone()
+            .or_else(|| {
+                p.tools
+                    .is_some()
+                    .then(|| crate::feature::tools::NAME.to_string())
+            })
             .or(sel.feature.clone())
             .or(self.config.defaults.feature.clone())
             .unwrap_or_else(|| assistant::NAME.to_string());
-        let (feature, feature_system) = self.feature(&feature_name)?;
+        let (feature, feature_system) = self.feature(&feature_name, p.tools.as_deref())?;
         sel.system_prompt = p
             .system_prompt
             .clone()
@@ -341,6 +361,7 @@ impl Framework {
                 created_at: now,
                 updated_at: now,
                 message_count: 0,
+                tools: p.tools.clone(),
             };
             if let Err(e) = self.store.create_conversation(&rec) {
                 self.forget_agent(&agent.id);
@@ -389,7 +410,7 @@ impl Framework {
                 format!("no conversation {id}"),
             )
         })?;
-        let (feature, feature_system) = self.feature(&rec.feature)?;
+        let (feature, feature_system) = self.feature(&rec.feature, rec.tools.as_deref())?;
         let (system, history) = self.store.full_history(&id)?;
         let sel = Selection {
             provider: rec.provider.clone(),

@@ -304,7 +304,7 @@ impl Registry {
                 "no model chosen: pass -m PROVIDER:MODEL (such as openai:gpt-4o-mini), or set `model` under [defaults] in the config".into(),
             );
         }
-        if self.provider_kind(LOCAL_KIND).is_err() {
+        if !cfg!(feature = "local") || self.provider_kind(LOCAL_KIND).is_err() {
             return no_model(
                 "no model provider is configured, and this genai was built without the `local` feature so it cannot run local models: configure a provider (see `genai config path`), set OPENAI_API_KEY, or rebuild with `cargo build --features local`".into(),
             );
@@ -661,6 +661,7 @@ mod tests {
                 "{}",
                 e.message
             );
+            return;
         }
 
         let r = with_fake_local_kind();

@@ -36,6 +36,10 @@ pub struct ConversationRecord {
     pub updated_at: i64,
     #[serde(default)]
     pub message_count: u64,
+    /// The tool sources or tools the conversation may use (`tools` feature); none: the
+    /// enabled sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
 }
 
 /// One message as stored, with its place in the conversation.
@@ -80,6 +84,9 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL,
         PRIMARY KEY (conversation_id, seq)
      );",
+    // 2: the tools a conversation of the `tools` feature may use (a JSON array; NULL: the
+    // enabled sources).
+    "ALTER TABLE conversations ADD COLUMN tools TEXT;",
 ];
 
 pub fn now_ms() -> i64 {
@@ -177,10 +184,16 @@ impl Store {
 
     pub fn create_conversation(&self, c: &ConversationRecord) -> Result<()> {
         let params_json = serde_json::to_string(&c.parameters).map_err(json_err)?;
+        let tools_json = c
+            .tools
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(json_err)?;
         self.conn()?.execute(
-            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at],
+            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at, tools)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at, tools_json],
         )?;
         Ok(())
     }
@@ -263,7 +276,9 @@ impl Store {
         Ok(())
     }
 
-    fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<(ConversationRecord, String)> {
+    fn row_to_record(
+        r: &rusqlite::Row<'_>,
+    ) -> rusqlite::Result<(ConversationRecord, String, Option<String>)> {
         Ok((
             ConversationRecord {
                 id: r.get(0)?,
@@ -277,18 +292,24 @@ impl Store {
                 created_at: r.get(8)?,
                 updated_at: r.get(9)?,
                 message_count: r.get::<_, i64>(10)? as u64,
+                tools: None,
             },
             r.get::<_, String>(7)?,
+            r.get::<_, Option<String>>(11)?,
         ))
     }
 
     const SELECT: &'static str = "SELECT c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, c.parameters, c.created_at, c.updated_at,
-        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) FROM conversations c";
+        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools FROM conversations c";
 
     fn finish_record(
-        (mut rec, params): (ConversationRecord, String),
+        (mut rec, params, tools): (ConversationRecord, String, Option<String>),
     ) -> Result<ConversationRecord> {
         rec.parameters = serde_json::from_str(&params).map_err(json_err)?;
+        rec.tools = tools
+            .map(|t| serde_json::from_str(&t))
+            .transpose()
+            .map_err(json_err)?;
         Ok(rec)
     }
 
@@ -486,7 +507,22 @@ mod tests {
             created_at: t,
             updated_at: t,
             message_count: 0,
+            tools: None,
         }
+    }
+
+    #[test]
+    fn a_conversation_keeps_its_tool_selection() {
+        let s = Store::in_memory().unwrap();
+        s.create_conversation(&record("01A", 1)).unwrap();
+        let mut with_tools = record("01B", 2);
+        with_tools.tools = Some(vec!["calc".into(), "files.read".into()]);
+        s.create_conversation(&with_tools).unwrap();
+        assert_eq!(s.conversation("01A").unwrap().unwrap().tools, None);
+        assert_eq!(
+            s.conversation("01B").unwrap().unwrap().tools,
+            Some(vec!["calc".to_string(), "files.read".to_string()])
+        );
     }
 
     #[test]

@@ -133,7 +133,7 @@ fn list_and_call_tools_of_plugin_modules() {
         e["message"]
             .as_str()
             .unwrap()
-            .contains("configured plugins: down, events, spare"),
+            .contains("configured sources: down, events, spare"),
         "{e}"
     );
     let e = d.call_err(
@@ -234,6 +234,29 @@ fn the_tools_feature_runs_parallel_tool_calls_and_commits_the_whole_turn() {
         "{details}"
     );
 
+    // The calls streamed to the client as they came, under their tool names.
+    let pieces: Vec<Value> = d
+        .log()
+        .iter()
+        .filter(|m| m["method"] == "OnToolCallChunk" && m["params"]["turnId"] == turn_id)
+        .map(|m| m["params"].clone())
+        .collect();
+    let named: Vec<(u64, &str)> = pieces
+        .iter()
+        .filter_map(|p| Some((p["index"].as_u64()?, p["name"].as_str()?)))
+        .collect();
+    assert_eq!(
+        named,
+        [(0, "events.getEvents"), (1, "events.eventParticipation")],
+        "{pieces:?}"
+    );
+    let arguments: String = pieces
+        .iter()
+        .filter(|p| p["index"] == 1)
+        .map(|p| p["arguments"].as_str().unwrap())
+        .collect();
+    assert_eq!(arguments, r#"{"eventId":"E1","participation":"YES"}"#);
+
     // The first request offered both tools under wire names with their schemas.
     let requests = fake.requests();
     assert_eq!(requests.len(), 2);
@@ -325,6 +348,14 @@ fn the_tools_feature_runs_parallel_tool_uses_on_claude() {
     let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Done: you will not attend E2.");
+    // tool_use blocks and their input_json_delta pieces streamed to the client.
+    let named: Vec<String> = d
+        .log()
+        .iter()
+        .filter(|m| m["method"] == "OnToolCallChunk")
+        .filter_map(|m| m["params"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(named, ["events.getEvents", "events.eventParticipation"]);
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 2);
@@ -519,6 +550,17 @@ fn actions_become_do_action_notifications_and_collect_mode_posts_the_next_messag
         fin["summary"], "Here is a dance  for you. What did you think of E1?",
         "{fin}"
     );
+    // The streamed text carries no marker either.
+    let streamed: String = d
+        .log()
+        .iter()
+        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
+        .map(|m| m["params"]["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        streamed,
+        "Here is a dance  for you. What did you think of E1?"
+    );
     let action = d
         .log()
         .iter()
@@ -607,4 +649,97 @@ fn a_client_that_goes_away_during_a_confirmation_does_not_hang_the_daemon() {
         .requests()
         .iter()
         .any(|r| r.path == "/confirmations/X"));
+}
+
+#[test]
+fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
+    let events = FakePlugin::start(None);
+    let fake = fake_openai::FakeOpenAi::start(0, says("unused")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
+        .env("OPENAI_BASE_URL", &fake.base_url())
+        .env("OPENAI_API_KEY", "sk-test-tools");
+    std::fs::create_dir_all(&cfg.config_dir).unwrap();
+    std::fs::write(
+        cfg.config_dir.join("config.toml"),
+        format!(
+            "[plugins.events]\nurl = \"{0}\"\nenabled = true\n\n[plugins.spare]\nurl = \"{0}\"\n",
+            events.base_url()
+        ),
+    )
+    .unwrap();
+    let offered = |fake: &fake_openai::FakeOpenAi| -> Vec<String> {
+        let last = fake.requests().last().unwrap().body.clone();
+        last["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    let mut d = Daemon::spawn(&cfg);
+    // Names that are not sources, and tools for a feature that does not use them, are refused.
+    let e = d.call_err(
+        "CreateConversation",
+        json!({"tools": ["nope"], "serviceProvider": "openai", "model": "gpt-test"}),
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("no tool source `nope`; configured sources: events, spare"),
+        "{e}"
+    );
+    let e = d.call_err(
+        "CreateConversation",
+        json!({"feature": "assistant", "tools": ["events"], "serviceProvider": "openai", "model": "gpt-test"}),
+    );
+    assert!(
+        e["message"].as_str().unwrap().contains("`tools` feature"),
+        "{e}"
+    );
+    // One tool of a module that is not enabled; `tools` implies the feature.
+    let conv = d.call(
+        "CreateConversation",
+        json!({"tools": ["spare.getEvents"], "serviceProvider": "openai", "model": "gpt-test"}),
+    );
+    assert_eq!(conv["feature"], "tools");
+    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    fake.push(says("First."));
+    let r = d.call(
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": "hello"}),
+    );
+    d.wait_final(r["turnId"].as_str().unwrap(), WAIT);
+    assert_eq!(offered(&fake), ["spare__getEvents"]);
+    // A conversation that names no tools gets the enabled modules.
+    let other = d.call(
+        "CreateConversation",
+        json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
+    );
+    fake.push(says("Other."));
+    let r = d.call(
+        "OnNewMessage",
+        json!({"conversationId": other["conversationId"], "message": "hello"}),
+    );
+    d.wait_final(r["turnId"].as_str().unwrap(), WAIT);
+    assert_eq!(
+        offered(&fake),
+        ["events__getEvents", "events__eventParticipation"]
+    );
+    assert!(d.shutdown(WAIT).success());
+
+    // A new daemon resumes the conversation with the same selection.
+    let mut d = Daemon::spawn(&cfg);
+    d.call("ResumeConversation", json!({"conversationId": cid}));
+    fake.push(says("Second."));
+    let r = d.call(
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": "again"}),
+    );
+    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
+    assert_eq!(fin["summary"], "Second.", "{fin}");
+    assert_eq!(offered(&fake), ["spare__getEvents"]);
+    assert!(d.shutdown(WAIT).success());
 }

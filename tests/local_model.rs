@@ -6,6 +6,10 @@
 //! is set and are skipped, saying why, otherwise. Replies are kept short (`max_tokens`) and
 //! greedy (`temperature = 0`) so that the tests are quick and repeatable; every wait has a
 //! deadline.
+//!
+//! Built only with the `local` cargo feature (the default).
+
+#![cfg(feature = "local")]
 
 // The RPC client keeps its children on loopback with the fake server's helper.
 #[path = "support/fake_openai.rs"]

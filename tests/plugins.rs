@@ -304,3 +304,49 @@ fn ask_with_tools_calls_a_module_and_yes_confirms() {
         .iter()
         .any(|r| r.path == "/confirmations/E9"));
 }
+
+#[test]
+fn ask_with_named_tools_offers_only_those() {
+    use fake_openai::{Behavior, FakeOpenAi};
+    let module = FakePlugin::start(None);
+    let fake = FakeOpenAi::start(0, Behavior::default()).unwrap();
+    fake.push(Behavior {
+        reply: "No events today.".into(),
+        ..Behavior::default()
+    });
+    let env = Env::new();
+    // Not enabled: only named tools reach the model.
+    env.write_config(&format!(
+        "[plugins.events]\nurl = \"{}\"\n",
+        module.base_url()
+    ));
+    let ask = |tools: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
+        fake_openai::loopback_only(&mut c);
+        c.args(["ask", tools, "-m", "openai:gpt-test", "Any events?"])
+            .env("GENAI_DATA_DIR", env.data.path())
+            .env("GENAI_CONFIG_DIR", env.config.path())
+            .env("OPENAI_BASE_URL", fake.base_url())
+            .stdin(Stdio::null());
+        c.output().unwrap()
+    };
+    let o = ask("--tools=events.getEvents");
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(out(&o).trim(), "No events today.");
+    let offered: Vec<String> = fake.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(offered, ["events__getEvents"]);
+
+    let o = ask("--tools=calendar");
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("no tool source `calendar`; configured sources: events"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(fake.requests().len(), 1, "nothing sent for a bad selection");
+}

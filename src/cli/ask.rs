@@ -48,9 +48,16 @@ pub struct Args {
     /// Give up after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
-    /// Let the model call the tools of the enabled plugin modules (the `tools` feature).
-    #[arg(long)]
-    pub tools: bool,
+    /// Let the model call tools (the `tools` feature): `--tools` gives it the enabled plugin
+    /// modules and MCP servers, `--tools=calc,files.read` the named sources or single tools.
+    #[arg(
+        long,
+        value_name = "SOURCES",
+        num_args = 0..=1,
+        require_equals = true,
+        value_delimiter = ','
+    )]
+    pub tools: Option<Vec<String>>,
     /// Confirm what tools ask to confirm without asking (without it, genai asks on the
     /// terminal, and refuses when there is none).
     #[arg(long)]
@@ -169,12 +176,20 @@ async fn ask(args: Args) -> Result<i32, Error> {
         fw.resume_conversation(&id, args.system.clone())?
     } else {
         let sel = fw.select(args.model.as_deref())?;
+        let tools: Option<Vec<String>> = args.tools.as_ref().map(|names| {
+            names
+                .iter()
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+                .collect()
+        });
         fw.create_conversation(CreateConversationParams {
-            feature: if args.tools {
+            feature: if args.tools.is_some() {
                 Some(genai::feature::tools::NAME.to_string())
             } else {
                 sel.feature
             },
+            tools: tools.filter(|t| !t.is_empty()),
             service_provider: Some(sel.provider),
             model_configuration: sel.model_configuration,
             model: sel.model,
@@ -219,6 +234,12 @@ async fn ask(args: Args) -> Result<i32, Error> {
                         turn_id: Some(turn_id.clone()),
                         ..Default::default()
                     })?;
+                }
+            }
+            Some(Event::OnToolCallChunk(c)) if c.turn_id == turn_id => {
+                // Progress for a person watching; scripts read stdout only.
+                if let Some(name) = c.name.filter(|_| std::io::stderr().is_terminal()) {
+                    eprintln!("[calling {name}]");
                 }
             }
             Some(Event::OnFeatureResponse(r)) if r.turn_id == turn_id && r.is_final => break r,

@@ -28,19 +28,31 @@ pub const NAME: &str = "tools";
 pub const DESCRIPTION: &str =
     "Chat with tools: the model may call the enabled plugin modules' functions.";
 
-/// Rounds of tool calls in one turn before the model's reply is taken as final.
+/// Rounds of tool calls in one turn before the model's reply is taken as final, unless
+/// `[features.tools] max_steps` says otherwise.
 pub const MAX_STEPS: usize = 8;
 
+/// The `tools` feature of one conversation.
 pub struct Tools {
     pub toolbox: Arc<Toolbox>,
+    /// The sources or tools this conversation may use; `None`: the enabled sources.
+    pub selection: Option<Vec<String>>,
+    /// Rounds of tool calls per turn.
+    pub max_steps: usize,
     /// A tool asked for the user's next message (collect mode): the tool and its link.
     pub collect: Mutex<Option<(String, String)>>,
 }
 
 impl Tools {
-    pub fn new(toolbox: Arc<Toolbox>) -> Tools {
+    pub fn new(
+        toolbox: Arc<Toolbox>,
+        selection: Option<Vec<String>>,
+        max_steps: Option<usize>,
+    ) -> Tools {
         Tools {
             toolbox,
+            selection,
+            max_steps: max_steps.unwrap_or(MAX_STEPS),
             collect: Mutex::new(None),
         }
     }
@@ -86,6 +98,54 @@ fn take_actions(text: &str, actions: &[Value]) -> (Vec<Value>, String) {
     )
 }
 
+/// Holds back streamed text that may be an action marker until it is complete: a known marker
+/// is dropped, anything else passes (a `[[` not closed within a line, or within 256 bytes, is
+/// text).
+#[derive(Default)]
+struct MarkerFilter {
+    held: String,
+}
+
+impl MarkerFilter {
+    const LONGEST: usize = 256;
+
+    /// Takes the next piece of text and returns what can be shown now.
+    fn push(&mut self, delta: &str, is_marker: impl Fn(&str) -> bool) -> String {
+        self.held.push_str(delta);
+        let mut shown = String::new();
+        loop {
+            let Some(at) = self.held.find("[[") else {
+                // A last `[` may begin a marker.
+                let keep = usize::from(self.held.ends_with('['));
+                let cut = self.held.len() - keep;
+                shown.push_str(&self.held[..cut]);
+                self.held.drain(..cut);
+                return shown;
+            };
+            shown.push_str(&self.held[..at]);
+            self.held.drain(..at);
+            match self.held.find("]]") {
+                Some(end) => {
+                    let candidate: String = self.held.drain(..end + 2).collect();
+                    if !is_marker(&candidate) {
+                        shown.push_str(&candidate);
+                    }
+                }
+                None if self.held.len() > Self::LONGEST || self.held.contains('\n') => {
+                    shown.push_str("[[");
+                    self.held.drain(..2);
+                }
+                None => return shown,
+            }
+        }
+    }
+
+    /// What is still held at the end of the reply.
+    fn flush(&mut self) -> String {
+        std::mem::take(&mut self.held)
+    }
+}
+
 /// A wire name for a tool: `.` is not allowed in OpenAI's or Anthropic's tool names.
 fn wire_name(name: &str) -> String {
     name.replace('.', "__")
@@ -94,7 +154,7 @@ fn wire_name(name: &str) -> String {
 #[async_trait]
 impl Feature for Tools {
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome {
-        let (tools, errors) = self.toolbox.list(None).await;
+        let (tools, errors) = self.toolbox.list(self.selection.as_deref()).await;
         let mut detailed: Vec<String> = errors
             .iter()
             .map(|e| format!("tool source {} unavailable: {}", e.source, e.message))
@@ -169,7 +229,7 @@ impl Feature for Tools {
         };
         let tool_loop = ToolLoop {
             specs,
-            max_steps: MAX_STEPS,
+            max_steps: self.max_steps,
             run: &run,
             on_call_delta: if turn.events.streaming() {
                 Some(&call_chunk)
@@ -204,7 +264,23 @@ impl Feature for Tools {
             message.content.push(Part::text(note));
         }
         prompt.push(message);
-        let stream_to = |delta: &str| turn.chunk(delta);
+        let filter = Mutex::new(MarkerFilter::default());
+        let is_marker = |candidate: &str| {
+            asks.lock().is_ok_and(|a| {
+                a.actions.iter().any(|action| {
+                    action.get("code").and_then(Value::as_str).map(marker) == Some(candidate.into())
+                })
+            })
+        };
+        let stream_to = |delta: &str| {
+            let shown = filter
+                .lock()
+                .map(|mut f| f.push(delta, is_marker))
+                .unwrap_or_default();
+            if !shown.is_empty() {
+                turn.chunk(&shown);
+            }
+        };
         let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if turn.events.streaming() {
             Some(&stream_to)
         } else {
@@ -214,6 +290,10 @@ impl Feature for Tools {
             .agent
             .send_prompt_with_tools(prompt, on_delta, &turn.cancel, Some(&tool_loop))
             .await;
+        let rest = filter.lock().map(|mut f| f.flush()).unwrap_or_default();
+        if !rest.is_empty() {
+            turn.chunk(&rest);
+        }
         detailed.extend(log.lock().map(|l| l.clone()).unwrap_or_default());
         match result {
             Ok(outcome) => {
@@ -323,6 +403,30 @@ async fn confirm(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn streamed_markers_are_held_back_and_dropped_when_known() {
+        let known = |m: &str| m == "[[WAVE]]";
+        let mut f = MarkerFilter::default();
+        let pieces = [
+            "Hello [",
+            "[WA",
+            "VE]] and [[NOT",
+            "]] a [",
+            "b] ok [[",
+            "x\ny",
+        ];
+        let shown: Vec<String> = pieces.iter().map(|p| f.push(p, known)).collect();
+        assert_eq!(
+            shown,
+            ["Hello ", "", " and ", "[[NOT]] a ", "[b] ok ", "[[x\ny"]
+        );
+        assert_eq!(f.push("tail [[open", known), "tail ");
+        assert_eq!(f.flush(), "[[open");
+        let mut f = MarkerFilter::default();
+        let long = format!("[[{}", "a".repeat(300));
+        assert_eq!(f.push(&long, known), long);
+    }
 
     #[test]
     fn action_markers_are_found_in_order_and_removed() {

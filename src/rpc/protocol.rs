@@ -123,6 +123,10 @@ pub struct CreateConversationParams {
     /// Keep the conversation out of the history store.
     #[serde(default)]
     pub ephemeral: bool,
+    /// The tool sources (plugin or MCP server names) or single tools (`SOURCE.tool`) the
+    /// model may call; implies the `tools` feature. Default: the enabled sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

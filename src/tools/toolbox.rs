@@ -37,25 +37,42 @@ impl Toolbox {
         }
     }
 
+    /// Checks that every name of a selection (a source, or `SOURCE.tool`) names a configured
+    /// source; the error lists the configured ones.
+    pub fn check_selection(&self, names: &[String]) -> Result<()> {
+        for name in names {
+            let source = name.split_once('.').map_or(name.as_str(), |(s, _)| s);
+            if !self.plugins.contains_key(source) {
+                return Err(self.unknown_source(source));
+            }
+        }
+        Ok(())
+    }
+
+    fn unknown_source(&self, name: &str) -> Error {
+        let names: Vec<&str> = self.plugins.keys().map(String::as_str).collect();
+        Error::new(
+            ErrorKind::UnknownComponent,
+            format!(
+                "no tool source `{name}`; configured sources: {}",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ),
+        )
+    }
+
     /// The module `name`, loaded once.
     pub async fn module(&self, name: &str) -> Result<Arc<PluginModule>> {
         if let Some(m) = self.loaded.lock().await.get(name) {
             return Ok(m.clone());
         }
-        let config = self.plugins.get(name).ok_or_else(|| {
-            let names: Vec<&str> = self.plugins.keys().map(String::as_str).collect();
-            Error::new(
-                ErrorKind::UnknownComponent,
-                format!(
-                    "no tool source `{name}`; configured plugins: {}",
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                ),
-            )
-        })?;
+        let config = self
+            .plugins
+            .get(name)
+            .ok_or_else(|| self.unknown_source(name))?;
         let module = Arc::new(plugin::from_config(name, config).await?);
         self.loaded
             .lock()

@@ -1,6 +1,8 @@
 //! Turns the bytes of generated tokens into text deltas: UTF-8 that spans token boundaries is
 //! held until it is complete, and text that may be the start of a stop string is held until it
-//! is known not to be one. A stop string found ends the output; it is never emitted.
+//! is known not to be one. A stop string found ends the output; it is never emitted. Whitespace
+//! before the reply's first visible character is dropped (a template that ends with `Answer:`
+//! makes the model begin with a space).
 //!
 //! This module owns only that text bookkeeping. It must never touch llama.cpp (it sees bytes,
 //! not tokens), so it is tested without a model.
@@ -23,6 +25,8 @@ pub struct TextOutput {
     held: String,
     stops: Vec<String>,
     stopped: bool,
+    /// Whether visible text was emitted already (leading whitespace is dropped until then).
+    begun: bool,
 }
 
 impl TextOutput {
@@ -45,7 +49,19 @@ impl TextOutput {
         self.partial.extend_from_slice(bytes);
         let decoded = take_utf8(&mut self.partial);
         self.held.push_str(&decoded);
-        self.release()
+        let mut step = self.release();
+        step.text = self.visible(step.text);
+        step
+    }
+
+    /// `text` without the whitespace that would begin the reply.
+    fn visible(&mut self, text: String) -> String {
+        if self.begun {
+            return text;
+        }
+        let text = text.trim_start().to_string();
+        self.begun = !text.is_empty();
+        text
     }
 
     /// Ends the output (end of generation or length limit): everything held is emitted, an
@@ -61,11 +77,11 @@ impl TextOutput {
         // A stop string may still be completed by the lossy tail.
         let step = self.release();
         if step.stopped {
-            return step.text;
+            return self.visible(step.text);
         }
         let mut text = step.text;
         text.push_str(&std::mem::take(&mut self.held));
-        text
+        self.visible(text)
     }
 
     /// Emits what cannot be part of a stop string; detects a complete one.
@@ -162,6 +178,18 @@ mod tests {
         }
         let tail = out.finish();
         (deltas, stopped, tail)
+    }
+
+    #[test]
+    fn whitespace_before_the_first_visible_text_is_dropped() {
+        let (deltas, stopped, tail) =
+            run(&["\nQuestion:"], &[b" ", b"\n", b" The", b" end", b"\nQ"]);
+        assert_eq!(deltas, ["", "", "The", " end", ""]);
+        assert!(!stopped);
+        assert_eq!(tail, "\nQ");
+        // A stop string that begins with whitespace still stops a reply at its start.
+        let (deltas, stopped, _) = run(&["\nQuestion:"], &[b"\nQuestion:"]);
+        assert_eq!((deltas, stopped), (vec![String::new()], true));
     }
 
     #[test]

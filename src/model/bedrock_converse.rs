@@ -8,6 +8,10 @@
 //! Stream (API_runtime_ConverseStreamOutput.html): events named by the event stream's
 //! `:event-type`: `messageStart`, `contentBlockStart`, `contentBlockDelta`, `contentBlockStop`,
 //! `messageStop`, and `metadata` last (usage, metrics).
+//! Tools (userguide/tool-use-inference-call.html): `toolConfig: {tools: [{toolSpec: {name,
+//! description, inputSchema: {json}}}]}`, `toolUse` blocks from the model (streamed as a
+//! `contentBlockStart` with the id and name, then `contentBlockDelta`s with pieces of the input
+//! JSON), every `toolResult` of a reply in one user message.
 //!
 //! It owns the JSON of that API and nothing else: no HTTP, no signing, no event-stream framing
 //! (the provider hands it decoded events).
@@ -16,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    StreamDecoder, StreamEvent,
+    StreamDecoder, StreamEvent, ToolCallDelta, ToolSpec,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -73,6 +77,8 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 pub struct BedrockConverse {
     model: String,
     parameters: Map<String, Value>,
+    /// Sent as `toolConfig.tools` when not empty.
+    tools: Vec<ToolSpec>,
 }
 
 impl BedrockConverse {
@@ -80,6 +86,7 @@ impl BedrockConverse {
         BedrockConverse {
             model: model.into(),
             parameters: Map::new(),
+            tools: Vec::new(),
         }
     }
 }
@@ -133,6 +140,20 @@ impl ModelConfiguration for BedrockConverse {
         }
         if !inference.is_empty() {
             body.insert("inferenceConfig".into(), Value::Object(inference));
+        }
+        if !self.tools.is_empty() {
+            let tools: Vec<Value> = self
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"toolSpec": {
+                        "name": t.name,
+                        "description": t.description,
+                        "inputSchema": {"json": t.input_schema}
+                    }})
+                })
+                .collect();
+            body.insert("toolConfig".into(), json!({ "tools": tools }));
         }
         Ok(ModelRequest {
             format: FORMAT,
@@ -196,6 +217,11 @@ impl ModelConfiguration for BedrockConverse {
 
     fn images(&self) -> ImageSupport {
         ImageSupport::INLINE
+    }
+
+    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
+        self.tools = tools.to_vec();
+        Ok(())
     }
 }
 
@@ -297,6 +323,8 @@ fn content_blocks(m: &Message) -> Result<Vec<Value>> {
                     }
                 }
                 let mut result = json!({"toolUseId": tool_call_id, "content": inner});
+                // `status` is documented for Claude and Nova models only: it is sent when it
+                // matters, for a failed call, and left to its default (success) otherwise.
                 if *is_error {
                     result["status"] = Value::from("error");
                 }
@@ -311,22 +339,25 @@ fn content_blocks(m: &Message) -> Result<Vec<Value>> {
 #[derive(Default)]
 struct Decoder {
     text: String,
-    /// Tool uses by content block index: id, name, input JSON so far.
+    /// Tool uses in order, with their content block index: id, name, input JSON so far.
     tools: Vec<(usize, String, String, String)>,
     stop_reason: Option<String>,
     usage: Option<Usage>,
     /// `metadata`, the last event, arrived.
     done: bool,
+    /// Pieces of tool uses not yet taken, keyed by the use's place among the reply's uses.
+    call_deltas: Vec<ToolCallDelta>,
 }
 
 impl Decoder {
-    fn tool(&mut self, index: usize) -> &mut (usize, String, String, String) {
+    /// The place of the tool use of content block `index` among the reply's uses.
+    fn tool(&mut self, index: usize) -> usize {
         if let Some(i) = self.tools.iter().position(|t| t.0 == index) {
-            return &mut self.tools[i];
+            return i;
         }
         self.tools
             .push((index, String::new(), String::new(), String::new()));
-        self.tools.last_mut().expect("just pushed")
+        self.tools.len() - 1
     }
 }
 
@@ -361,9 +392,15 @@ impl StreamDecoder for Decoder {
             "contentBlockStart" => {
                 if let Some(u) = v.pointer("/start/toolUse") {
                     let (id, name) = (str_field(u, "toolUseId"), str_field(u, "name"));
-                    let slot = self.tool(index);
-                    slot.1 = id;
-                    slot.2 = name;
+                    let i = self.tool(index);
+                    self.tools[i].1 = id.clone();
+                    self.tools[i].2 = name.clone();
+                    self.call_deltas.push(ToolCallDelta {
+                        index: i,
+                        id: Some(id),
+                        name: Some(name),
+                        arguments: String::new(),
+                    });
                 }
             }
             "contentBlockDelta" => {
@@ -374,7 +411,15 @@ impl StreamDecoder for Decoder {
                     }
                 }
                 if let Some(input) = v.pointer("/delta/toolUse/input").and_then(Value::as_str) {
-                    self.tool(index).3.push_str(input);
+                    let i = self.tool(index);
+                    self.tools[i].3.push_str(input);
+                    if !input.is_empty() {
+                        self.call_deltas.push(ToolCallDelta {
+                            index: i,
+                            arguments: input.to_string(),
+                            ..Default::default()
+                        });
+                    }
                 }
             }
             "messageStop" => {
@@ -391,6 +436,10 @@ impl StreamDecoder for Decoder {
             _ => {}
         }
         Ok(deltas)
+    }
+
+    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
+        std::mem::take(&mut self.call_deltas)
     }
 
     fn finish(self: Box<Self>) -> Result<ModelReply> {
@@ -551,6 +600,191 @@ mod tests {
         }];
         let e = m.prepare_request(&tiff, false).unwrap_err();
         assert!(e.message.contains("not image/tiff"), "{}", e.message);
+    }
+
+    /// The user guide's tool example (docs.aws.amazon.com/bedrock/latest/userguide/
+    /// tool-use-inference-call.html): the `top_song` tool in `toolConfig`, the model's `toolUse`
+    /// (here two of them, as parallel calls), and both `toolResult`s in one user message, the
+    /// failed one with `status: "error"`.
+    #[test]
+    fn golden_tool_round_trip() {
+        let mut m = BedrockConverse::new("anthropic.claude-3-sonnet-20240229-v1:0");
+        let schema = json!({
+            "type": "object",
+            "properties": {"sign": {"type": "string", "description": "The call sign for the radio station for which you want the most popular song. Example calls signs are WZPZ and WKRP."}},
+            "required": ["sign"]
+        });
+        m.set_tools(&[ToolSpec {
+            name: "top_song".into(),
+            description: "Get the most popular song played on a radio station.".into(),
+            input_schema: schema.clone(),
+        }])
+        .unwrap();
+        let use_of = |id: &str, sign: &str| Part::ToolCall {
+            id: id.into(),
+            name: "top_song".into(),
+            arguments: json!({ "sign": sign }),
+        };
+        let messages = vec![
+            Message::user("What is the most popular song on WZPZ and on WKRP?"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    use_of("tooluse_kZJMlvQmRJ6eAyJE5GIl7Q", "WZPZ"),
+                    use_of("tooluse_2", "WKRP"),
+                ],
+                from: None,
+            },
+            Message {
+                role: Role::Tool,
+                content: vec![
+                    Part::ToolResult {
+                        tool_call_id: "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q".into(),
+                        content: vec![Part::Json {
+                            value: json!({"song": "Elemental Hotel", "artist": "8 Storey Hike"}),
+                        }],
+                        is_error: false,
+                    },
+                    Part::ToolResult {
+                        tool_call_id: "tooluse_2".into(),
+                        content: vec![Part::text("Station WKRP not found.")],
+                        is_error: true,
+                    },
+                ],
+                from: None,
+            },
+        ];
+        let body = m.prepare_request(&messages, false).unwrap().body;
+        assert_eq!(
+            body,
+            json!({
+                "messages": [
+                    {"role": "user", "content": [{"text": "What is the most popular song on WZPZ and on WKRP?"}]},
+                    {"role": "assistant", "content": [
+                        {"toolUse": {"toolUseId": "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q", "name": "top_song", "input": {"sign": "WZPZ"}}},
+                        {"toolUse": {"toolUseId": "tooluse_2", "name": "top_song", "input": {"sign": "WKRP"}}}
+                    ]},
+                    {"role": "user", "content": [
+                        {"toolResult": {"toolUseId": "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q",
+                                        "content": [{"json": {"song": "Elemental Hotel", "artist": "8 Storey Hike"}}]}},
+                        {"toolResult": {"toolUseId": "tooluse_2", "content": [{"text": "Station WKRP not found."}],
+                                        "status": "error"}}
+                    ]}
+                ],
+                "toolConfig": {"tools": [{"toolSpec": {
+                    "name": "top_song",
+                    "description": "Get the most popular song played on a radio station.",
+                    "inputSchema": {"json": schema}
+                }}]}
+            })
+        );
+        // The documented answer that asks for the tool.
+        let answer = br#"{"output": {"message": {"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q", "name": "top_song", "input": {"sign": "WZPZ"}}}
+          ]}}, "stopReason": "tool_use"}"#;
+        let r = m.extract_result(answer).unwrap();
+        assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
+        assert_eq!(
+            r.message.content,
+            vec![use_of("tooluse_kZJMlvQmRJ6eAyJE5GIl7Q", "WZPZ")]
+        );
+    }
+
+    /// ConverseStream tool uses (ContentBlockStartEvent with `start.toolUse`, then
+    /// ContentBlockDeltaEvents with `delta.toolUse.input` pieces): the id and name come as one
+    /// delta, the input pieces as the next ones, keyed by the use's place in the reply.
+    #[test]
+    fn streamed_tool_uses_become_deltas() {
+        let events = [
+            ev("messageStart", r#"{"role":"assistant"}"#),
+            ev(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"text":"Checking both."}}"#,
+            ),
+            ev("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+            ev(
+                "contentBlockStart",
+                r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_a","name":"top_song"}}}"#,
+            ),
+            ev(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\": "}}}"#,
+            ),
+            ev(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"\"WZPZ\"}"}}}"#,
+            ),
+            ev("contentBlockStop", r#"{"contentBlockIndex":1}"#),
+            ev(
+                "contentBlockStart",
+                r#"{"contentBlockIndex":2,"start":{"toolUse":{"toolUseId":"tooluse_b","name":"top_song"}}}"#,
+            ),
+            ev(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":2,"delta":{"toolUse":{"input":"{\"sign\": \"WKRP\"}"}}}"#,
+            ),
+            ev("contentBlockStop", r#"{"contentBlockIndex":2}"#),
+            ev("messageStop", r#"{"stopReason":"tool_use"}"#),
+            ev(
+                "metadata",
+                r#"{"usage":{"inputTokens":30,"outputTokens":20,"totalTokens":50},"metrics":{"latencyMs":100}}"#,
+            ),
+        ];
+        let mut d = BedrockConverse::new("m").stream_decoder();
+        let mut deltas = Vec::new();
+        for e in &events {
+            d.feed(e).unwrap();
+            deltas.extend(d.take_tool_call_deltas());
+        }
+        assert_eq!(
+            deltas,
+            vec![
+                ToolCallDelta {
+                    index: 0,
+                    id: Some("tooluse_a".into()),
+                    name: Some("top_song".into()),
+                    arguments: String::new()
+                },
+                ToolCallDelta {
+                    index: 0,
+                    arguments: "{\"sign\": ".into(),
+                    ..Default::default()
+                },
+                ToolCallDelta {
+                    index: 0,
+                    arguments: "\"WZPZ\"}".into(),
+                    ..Default::default()
+                },
+                ToolCallDelta {
+                    index: 1,
+                    id: Some("tooluse_b".into()),
+                    name: Some("top_song".into()),
+                    arguments: String::new()
+                },
+                ToolCallDelta {
+                    index: 1,
+                    arguments: "{\"sign\": \"WKRP\"}".into(),
+                    ..Default::default()
+                },
+            ]
+        );
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.text(), "Checking both.");
+        assert_eq!(
+            r.message.tool_calls(),
+            vec![
+                (
+                    "tooluse_a".into(),
+                    "top_song".into(),
+                    json!({"sign": "WZPZ"})
+                ),
+                (
+                    "tooluse_b".into(),
+                    "top_song".into(),
+                    json!({"sign": "WKRP"})
+                ),
+            ]
+        );
     }
 
     /// The response shape of the Converse API reference (API_runtime_Converse.html, Response

@@ -7,6 +7,12 @@
 //! `finishReason`, `usageMetadata`, `modelVersion` and `promptFeedback` of the answer. It must
 //! never do I/O, know a URL or a key (the `gemini` provider does; the model id goes in the URL,
 //! not the body).
+//!
+//! Tools follow https://ai.google.dev/gemini-api/docs/function-calling: `tools:
+//! [{functionDeclarations}]` whose `parameters` take a subset of OpenAPI's schema (other keys are
+//! dropped), `functionCall` parts from the model, `functionResponse` parts (named after the
+//! function) in a user turn. A call without an `id` (older models) gets `call_N`, unique in its
+//! reply; such made-up ids are never sent back to the API.
 
 use std::collections::HashMap;
 
@@ -14,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     validate_parameter, ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, StreamDecoder, StreamEvent,
+    ParameterType, StreamDecoder, StreamEvent, ToolCallDelta, ToolSpec,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -115,6 +121,8 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 pub struct Gemini {
     model: String,
     parameters: Map<String, Value>,
+    /// Sent as `tools: [{functionDeclarations}]` when not empty.
+    tools: Vec<ToolSpec>,
 }
 
 impl Gemini {
@@ -122,6 +130,7 @@ impl Gemini {
         Gemini {
             model: model.into(),
             parameters: Map::new(),
+            tools: Vec::new(),
         }
     }
 
@@ -167,17 +176,17 @@ impl ModelConfiguration for Gemini {
     }
 
     fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
-        let names: HashMap<&str, &str> = messages
-            .iter()
-            .flat_map(|m| &m.content)
-            .filter_map(|p| match p {
-                Part::ToolCall { id, name, .. } => Some((id.as_str(), name.as_str())),
-                _ => None,
-            })
-            .collect();
+        // A functionResponse names its function, which a result knows only by call id: the
+        // latest call with that id before it (made-up ids repeat from one reply to the next).
+        let mut names: HashMap<&str, &str> = HashMap::new();
         let mut body = Map::new();
         let mut contents = Vec::new();
         for m in messages {
+            for part in &m.content {
+                if let Part::ToolCall { id, name, .. } = part {
+                    names.insert(id, name);
+                }
+            }
             let parts = parts_of(m, &names)?;
             if parts.is_empty() {
                 continue;
@@ -191,6 +200,13 @@ impl ModelConfiguration for Gemini {
             }
         }
         body.insert("contents".into(), Value::Array(contents));
+        if !self.tools.is_empty() {
+            let declarations: Vec<Value> = self.tools.iter().map(function_declaration).collect();
+            body.insert(
+                "tools".into(),
+                json!([{ "functionDeclarations": declarations }]),
+            );
+        }
         let config = self.generation_config();
         if !config.is_empty() {
             body.insert("generationConfig".into(), Value::Object(config));
@@ -236,6 +252,98 @@ impl ModelConfiguration for Gemini {
     fn images(&self) -> ImageSupport {
         ImageSupport::ALL
     }
+
+    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
+        self.tools = tools.to_vec();
+        Ok(())
+    }
+}
+
+/// The keys of Gemini's `Schema` (https://ai.google.dev/api/caching#Schema); the API refuses
+/// others, such as `$schema` and `additionalProperties`, that JSON Schemas often carry.
+const SCHEMA_KEYS: &[&str] = &[
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "anyOf",
+    "propertyOrdering",
+    "default",
+    "minimum",
+    "maximum",
+];
+
+/// A JSON Schema cut down to Gemini's subset: unknown keys dropped at every level, and a type
+/// list such as `["string", "null"]` turned into one type with `nullable`.
+fn gemini_schema(schema: &Value) -> Value {
+    let Value::Object(o) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    for (k, v) in o {
+        if !SCHEMA_KEYS.contains(&k.as_str()) {
+            continue;
+        }
+        let v = match (k.as_str(), v) {
+            ("properties", Value::Object(props)) => Value::Object(
+                props
+                    .iter()
+                    .map(|(name, s)| (name.clone(), gemini_schema(s)))
+                    .collect(),
+            ),
+            ("items", s) => gemini_schema(s),
+            ("anyOf", Value::Array(list)) => list.iter().map(gemini_schema).collect(),
+            ("type", Value::Array(types)) => {
+                if types.iter().any(|t| t == "null") {
+                    out.insert("nullable".into(), Value::Bool(true));
+                }
+                match types.iter().find(|t| *t != "null") {
+                    Some(t) => t.clone(),
+                    None => continue,
+                }
+            }
+            _ => v.clone(),
+        };
+        out.insert(k.clone(), v);
+    }
+    Value::Object(out)
+}
+
+/// One `functionDeclaration`; `parameters` is left out for a function without any (the API
+/// refuses an object schema with no properties).
+fn function_declaration(t: &ToolSpec) -> Value {
+    let mut d = json!({"name": t.name, "description": t.description});
+    let has_parameters = t
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    if has_parameters {
+        d["parameters"] = gemini_schema(&t.input_schema);
+    }
+    d
+}
+
+/// A call id the API gave (sent back so it can match responses to calls), or `None` for one
+/// genai made up (`call_N`).
+fn api_id(id: &str) -> Option<&str> {
+    let made_up = id
+        .strip_prefix("call_")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    (!made_up && !id.is_empty()).then_some(id)
 }
 
 fn safety_settings(value: Value) -> Result<Value> {
@@ -328,24 +436,45 @@ fn parts_of(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
                 ))
             }
             Part::ToolCall {
-                name, arguments, ..
-            } => json!({"functionCall": {"name": name, "args": arguments}}),
+                id,
+                name,
+                arguments,
+            } => {
+                // `args` is a JSON object (a Struct).
+                let args = match arguments {
+                    Value::Object(_) => arguments.clone(),
+                    Value::Null => json!({}),
+                    other => json!({ "value": other }),
+                };
+                let mut call = json!({"name": name, "args": args});
+                if let Some(id) = api_id(id) {
+                    call["id"] = Value::from(id);
+                }
+                json!({ "functionCall": call })
+            }
             Part::ToolResult {
                 tool_call_id,
                 content,
-                ..
+                is_error,
             } => {
                 let name = names
                     .get(tool_call_id.as_str())
                     .copied()
                     .unwrap_or(tool_call_id);
+                // `output` and `error` are the keys the API documents; a lone JSON object is
+                // the whole response.
                 let response = match content.as_slice() {
                     [Part::Json {
                         value: v @ Value::Object(_),
-                    }] => v.clone(),
-                    _ => json!({ "content": text_of(content) }),
+                    }] if !is_error => v.clone(),
+                    _ if *is_error => json!({ "error": text_of(content) }),
+                    _ => json!({ "output": text_of(content) }),
                 };
-                json!({"functionResponse": {"name": name, "response": response}})
+                let mut result = json!({"name": name, "response": response});
+                if let Some(id) = api_id(tool_call_id) {
+                    result["id"] = Value::from(id);
+                }
+                json!({ "functionResponse": result })
             }
         });
     }
@@ -479,6 +608,8 @@ struct Decoder {
     usage: Option<Usage>,
     finish_reason: Option<String>,
     model: Option<String>,
+    /// Calls read and not yet taken, each whole (Gemini sends a call in one event).
+    call_deltas: Vec<ToolCallDelta>,
 }
 
 impl StreamDecoder for Decoder {
@@ -499,15 +630,35 @@ impl StreamDecoder for Decoder {
         }
         let mut deltas = Vec::new();
         if let Some(candidate) = v.pointer("/candidates/0") {
+            let before = self.calls.len();
             let delta = read_parts(candidate, &mut self.text, &mut self.calls);
             if !delta.is_empty() {
                 deltas.push(delta);
+            }
+            for (index, call) in self.calls.iter().enumerate().skip(before) {
+                if let Part::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } = call
+                {
+                    self.call_deltas.push(ToolCallDelta {
+                        index,
+                        id: Some(id.clone()),
+                        name: Some(name.clone()),
+                        arguments: arguments.to_string(),
+                    });
+                }
             }
             if let Some(reason) = str_at(candidate, "/finishReason") {
                 self.finish_reason = Some(reason);
             }
         }
         Ok(deltas)
+    }
+
+    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
+        std::mem::take(&mut self.call_deltas)
     }
 
     fn finish(self: Box<Self>) -> Result<ModelReply> {
@@ -649,7 +800,7 @@ mod tests {
         );
         assert_eq!(
             b["contents"][2],
-            json!({"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"content": "22 C"}}}]})
+            json!({"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"output": "22 C"}}}]})
         );
         assert_eq!(
             b["generationConfig"],
@@ -723,6 +874,230 @@ mod tests {
         let r = d.finish().unwrap();
         assert!(
             matches!(&r.message.content[..], [Part::ToolCall { name, .. }] if name == "schedule_meeting")
+        );
+    }
+
+    fn call(id: &str, name: &str, arguments: Value) -> Part {
+        Part::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    fn result(id: &str, content: Vec<Part>, is_error: bool) -> Part {
+        Part::ToolResult {
+            tool_call_id: id.into(),
+            content,
+            is_error,
+        }
+    }
+
+    fn said(role: Role, content: Vec<Part>) -> Message {
+        Message {
+            role,
+            content,
+            from: None,
+        }
+    }
+
+    // The Gemini cookbook's "Function calling with REST"
+    // (github.com/google-gemini/cookbook, quickstarts/rest/Function_calling_REST.ipynb) and
+    // https://ai.google.dev/gemini-api/docs/function-calling: declarations, the model's
+    // functionCall turn (two calls), the functionResponses in one user turn, then a second
+    // round whose made-up ids repeat the first one's.
+    #[test]
+    fn golden_tool_round_trip() {
+        let mut m = Gemini::new("gemini-2.0-flash");
+        m.set_tools(&[
+            ToolSpec {
+                name: "find_theaters".into(),
+                description: "find theaters based on location and optionally movie title which are is currently playing in theaters".into(),
+                input_schema: json!({
+                    "$schema": "http://json-schema.org/draft-07/schema#",
+                    "type": "object",
+                    "additionalProperties": false,
+                    "properties": {
+                        "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA or a zip code e.g. 95616"},
+                        "movie": {"type": ["string", "null"], "description": "Any movie title"}
+                    },
+                    "required": ["location"]
+                }),
+            },
+            ToolSpec {
+                name: "list_cities".into(),
+                description: "List the cities with theaters.".into(),
+                input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            },
+        ])
+        .unwrap();
+        let barbie = json!({"movie": "Barbie", "theaters": [
+            {"name": "AMC Mountain View 16", "address": "2000 W El Camino Real, Mountain View, CA 94040"},
+            {"name": "Regal Edwards 14", "address": "245 Castro St, Mountain View, CA 94040"}
+        ]});
+        let msgs = [
+            user("Which theaters in Mountain View show Barbie movie?"),
+            said(
+                Role::Assistant,
+                vec![
+                    call(
+                        "call_0",
+                        "find_theaters",
+                        json!({"location": "Mountain View, CA", "movie": "Barbie"}),
+                    ),
+                    call("call_1", "list_cities", json!({})),
+                ],
+            ),
+            said(
+                Role::Tool,
+                vec![
+                    result(
+                        "call_0",
+                        vec![Part::Json {
+                            value: barbie.clone(),
+                        }],
+                        false,
+                    ),
+                    result("call_1", vec![Part::text("the city list is offline")], true),
+                ],
+            ),
+            said(
+                Role::Assistant,
+                vec![call("call_0", "list_cities", json!({}))],
+            ),
+            said(
+                Role::Tool,
+                vec![result("call_0", vec![Part::text("Mountain View")], false)],
+            ),
+        ];
+        let b = m.prepare_request(&msgs, false).unwrap().body;
+        assert_eq!(
+            b["tools"],
+            json!([{"functionDeclarations": [
+                {"name": "find_theaters",
+                 "description": "find theaters based on location and optionally movie title which are is currently playing in theaters",
+                 "parameters": {"type": "object",
+                     "properties": {
+                         "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA or a zip code e.g. 95616"},
+                         "movie": {"type": "string", "nullable": true, "description": "Any movie title"}
+                     },
+                     "required": ["location"]}},
+                {"name": "list_cities", "description": "List the cities with theaters."}
+            ]}])
+        );
+        assert_eq!(
+            b["contents"],
+            json!([
+                {"role": "user", "parts": [{"text": "Which theaters in Mountain View show Barbie movie?"}]},
+                {"role": "model", "parts": [
+                    {"functionCall": {"name": "find_theaters", "args": {"location": "Mountain View, CA", "movie": "Barbie"}}},
+                    {"functionCall": {"name": "list_cities", "args": {}}}
+                ]},
+                {"role": "user", "parts": [
+                    {"functionResponse": {"name": "find_theaters", "response": barbie}},
+                    {"functionResponse": {"name": "list_cities", "response": {"error": "the city list is offline"}}}
+                ]},
+                {"role": "model", "parts": [{"functionCall": {"name": "list_cities", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "list_cities", "response": {"output": "Mountain View"}}}]}
+            ])
+        );
+    }
+
+    // https://ai.google.dev/api/caching#FunctionCall: newer models give each call an `id`, which
+    // goes back with the call and its response; made-up ids never do.
+    #[test]
+    fn call_ids_of_the_api_are_kept_and_sent_back() {
+        let body = br#"{"candidates":[{"content":{"role":"model","parts":[
+            {"functionCall":{"id":"fc-7f3a","name":"find_theaters","args":{"location":"Mountain View, CA","movie":"Barbie"}}},
+            {"functionCall":{"name":"list_cities","args":{}}}
+          ]},"finishReason":"STOP","index":0}]}"#;
+        let m = Gemini::new("m");
+        let r = m.extract_result(body).unwrap();
+        let ids: Vec<String> = r.message.tool_calls().into_iter().map(|c| c.0).collect();
+        assert_eq!(ids, ["fc-7f3a", "call_1"]);
+        let msgs = [
+            user("Barbie?"),
+            r.message.clone(),
+            said(
+                Role::Tool,
+                vec![
+                    result("fc-7f3a", vec![Part::text("AMC")], false),
+                    result("call_1", vec![Part::text("Mountain View")], false),
+                ],
+            ),
+        ];
+        let b = m.prepare_request(&msgs, false).unwrap().body;
+        assert_eq!(
+            b["contents"][1]["parts"][0]["functionCall"]["id"],
+            "fc-7f3a"
+        );
+        assert!(b["contents"][1]["parts"][1]["functionCall"]
+            .get("id")
+            .is_none());
+        assert_eq!(
+            b["contents"][2]["parts"][0]["functionResponse"],
+            json!({"id": "fc-7f3a", "name": "find_theaters", "response": {"output": "AMC"}})
+        );
+        assert!(b["contents"][2]["parts"][1]["functionResponse"]
+            .get("id")
+            .is_none());
+        assert!(b.get("tools").is_none(), "no tools were set");
+    }
+
+    // The cookbook's functionCall answer, streamed as SSE events (one call per event, as
+    // `streamGenerateContent?alt=sse` sends them): each call is one whole delta.
+    #[test]
+    fn streamed_calls_are_whole_deltas() {
+        let events = [
+            r#"{"candidates":[{"content":{"parts":[{"text":"Let me look."}],"role":"model"},"index":0}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"find_theaters","args":{"movie":"Barbie","location":"Mountain View, CA"}}}],"role":"model"},"index":0}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"find_movies","args":{"location":"Mountain View, CA","description":"comedy"}}}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":4}}"#,
+        ];
+        let mut d = Gemini::new("m").stream_decoder();
+        assert_eq!(
+            d.feed(&StreamEvent::data(events[0])).unwrap(),
+            vec!["Let me look."]
+        );
+        assert!(d.take_tool_call_deltas().is_empty());
+        assert!(d.feed(&StreamEvent::data(events[1])).unwrap().is_empty());
+        let first = d.take_tool_call_deltas();
+        assert_eq!(first.len(), 1);
+        assert_eq!(
+            (
+                first[0].index,
+                first[0].id.as_deref(),
+                first[0].name.as_deref()
+            ),
+            (0, Some("call_0"), Some("find_theaters"))
+        );
+        let args: Value = serde_json::from_str(&first[0].arguments).unwrap();
+        assert_eq!(
+            args,
+            json!({"movie": "Barbie", "location": "Mountain View, CA"})
+        );
+        d.feed(&StreamEvent::data(events[2])).unwrap();
+        let second = d.take_tool_call_deltas();
+        assert_eq!(
+            (second[0].index, second[0].name.as_deref()),
+            (1, Some("find_movies"))
+        );
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.text(), "Let me look.");
+        let calls = r.message.tool_calls();
+        assert_eq!(
+            calls,
+            vec![
+                (
+                    "call_0".into(),
+                    "find_theaters".into(),
+                    json!({"movie": "Barbie", "location": "Mountain View, CA"})
+                ),
+                (
+                    "call_1".into(),
+                    "find_movies".into(),
+                    json!({"location": "Mountain View, CA", "description": "comedy"})
+                ),
+            ]
         );
     }
 

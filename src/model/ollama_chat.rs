@@ -6,6 +6,11 @@
 //! `done`/`done_reason`/`prompt_eval_count`/`eval_count` of the answer. It must never do I/O,
 //! know a URL or a key (the `ollama` provider does), nor send `options` as anything but an
 //! object.
+//!
+//! Tools follow https://docs.ollama.com/capabilities/tool-calling: `tools` of `type: function`,
+//! `message.tool_calls` with arguments as an object (whole calls, also when streaming), and one
+//! `{role: "tool", tool_name, content}` message per result. Ollama gives calls no id: genai
+//! names them `call_N`, unique in their reply.
 
 use std::collections::HashMap;
 
@@ -13,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     validate_parameter, ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, StreamDecoder, StreamEvent,
+    ParameterType, StreamDecoder, StreamEvent, ToolCallDelta, ToolSpec,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -158,6 +163,8 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 pub struct OllamaChat {
     model: String,
     parameters: Map<String, Value>,
+    /// Sent as `tools` (function tools) when not empty.
+    tools: Vec<ToolSpec>,
 }
 
 impl OllamaChat {
@@ -165,6 +172,7 @@ impl OllamaChat {
         OllamaChat {
             model: model.into(),
             parameters: Map::new(),
+            tools: Vec::new(),
         }
     }
 
@@ -211,17 +219,16 @@ impl ModelConfiguration for OllamaChat {
     }
 
     fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
-        // Ollama's tool messages carry the tool's name, which our results know only by call id.
-        let names: HashMap<&str, &str> = messages
-            .iter()
-            .flat_map(|m| &m.content)
-            .filter_map(|p| match p {
-                Part::ToolCall { id, name, .. } => Some((id.as_str(), name.as_str())),
-                _ => None,
-            })
-            .collect();
+        // Ollama's tool messages carry the tool's name, which our results know only by call id:
+        // the latest call with that id before them (made-up ids repeat from reply to reply).
+        let mut names: HashMap<&str, &str> = HashMap::new();
         let mut wire = Vec::with_capacity(messages.len());
         for m in messages {
+            for part in &m.content {
+                if let Part::ToolCall { id, name, .. } = part {
+                    names.insert(id, name);
+                }
+            }
             wire.extend(to_wire(m, &names)?);
         }
         let mut body = Map::new();
@@ -237,6 +244,18 @@ impl ModelConfiguration for OllamaChat {
         let options = self.options();
         if !options.is_empty() {
             body.insert("options".into(), Value::Object(options));
+        }
+        if !self.tools.is_empty() {
+            let tools: Vec<Value> = self
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.input_schema
+                    }})
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
         }
         Ok(ModelRequest {
             format: FORMAT,
@@ -284,6 +303,11 @@ impl ModelConfiguration for OllamaChat {
 
     fn images(&self) -> ImageSupport {
         ImageSupport::INLINE
+    }
+
+    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
+        self.tools = tools.to_vec();
+        Ok(())
     }
 }
 
@@ -433,7 +457,18 @@ fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
             }
             Part::ToolCall {
                 name, arguments, ..
-            } => tool_calls.push(json!({"function": {"name": name, "arguments": arguments}})),
+            } => {
+                // `arguments` is an object in Ollama's API.
+                let arguments = match arguments {
+                    Value::Object(_) => arguments.clone(),
+                    Value::Null => json!({}),
+                    other => json!({ "value": other }),
+                };
+                let index = tool_calls.len();
+                tool_calls.push(json!({"type": "function", "function": {
+                    "index": index, "name": name, "arguments": arguments
+                }}));
+            }
             Part::ToolResult {
                 tool_call_id,
                 content,
@@ -475,6 +510,8 @@ struct Decoder {
     finish_reason: Option<String>,
     model: Option<String>,
     done: bool,
+    /// Calls read and not yet taken, each whole (Ollama sends a call in one record).
+    call_deltas: Vec<ToolCallDelta>,
 }
 
 impl StreamDecoder for Decoder {
@@ -500,8 +537,23 @@ impl StreamDecoder for Decoder {
                     deltas.push(text.to_string());
                 }
             }
-            let calls = tool_calls_of(msg, self.tool_calls.len());
-            self.tool_calls.extend(calls);
+            let first = self.tool_calls.len();
+            for (i, call) in tool_calls_of(msg, first).into_iter().enumerate() {
+                if let Part::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } = &call
+                {
+                    self.call_deltas.push(ToolCallDelta {
+                        index: first + i,
+                        id: Some(id.clone()),
+                        name: Some(name.clone()),
+                        arguments: arguments.to_string(),
+                    });
+                }
+                self.tool_calls.push(call);
+            }
         }
         if v.get("done").and_then(Value::as_bool) == Some(true) {
             self.done = true;
@@ -509,6 +561,10 @@ impl StreamDecoder for Decoder {
             self.finish_reason = str_of(&v, "done_reason");
         }
         Ok(deltas)
+    }
+
+    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
+        std::mem::take(&mut self.call_deltas)
     }
 
     fn finish(self: Box<Self>) -> Result<ModelReply> {
@@ -656,7 +712,7 @@ mod tests {
         assert_eq!(
             req.body["messages"][1],
             json!({"role": "assistant", "content": "",
-                   "tool_calls": [{"function": {"name": "get_current_weather",
+                   "tool_calls": [{"type": "function", "function": {"index": 0, "name": "get_current_weather",
                                                 "arguments": {"format": "celsius", "location": "Paris, FR"}}}]})
         );
         assert_eq!(
@@ -701,6 +757,174 @@ mod tests {
             }]
         );
         assert_eq!(r.usage.unwrap().input_tokens, 122);
+    }
+
+    fn city_tool(name: &str, description: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            input_schema: json!({
+                "type": "object",
+                "required": ["city"],
+                "properties": {"city": {"type": "string", "description": "The name of the city"}}
+            }),
+        }
+    }
+
+    fn call(id: &str, name: &str, city: &str) -> Part {
+        Part::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: json!({ "city": city }),
+        }
+    }
+
+    fn result(id: &str, text: &str) -> Part {
+        Part::ToolResult {
+            tool_call_id: id.into(),
+            content: vec![Part::text(text)],
+            is_error: false,
+        }
+    }
+
+    // https://docs.ollama.com/capabilities/tool-calling, "Parallel tool calling" (cURL): the
+    // tools, the assistant's calls, one `tool` message per result with the tool's name; then a
+    // second round whose made-up ids repeat the first one's.
+    #[test]
+    fn golden_parallel_tool_calls() {
+        let mut m = OllamaChat::new("qwen3");
+        m.set_tools(&[
+            city_tool("get_temperature", "Get the current temperature for a city"),
+            city_tool(
+                "get_conditions",
+                "Get the current weather conditions for a city",
+            ),
+        ])
+        .unwrap();
+        let msgs = [
+            user("What are the current weather conditions and temperature in New York and London?"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    call("call_0", "get_temperature", "New York"),
+                    call("call_1", "get_conditions", "New York"),
+                    call("call_2", "get_temperature", "London"),
+                    call("call_3", "get_conditions", "London"),
+                ],
+                from: None,
+            },
+            Message {
+                role: Role::Tool,
+                content: vec![
+                    result("call_0", "22°C"),
+                    result("call_1", "Partly cloudy"),
+                    result("call_2", "15°C"),
+                    result("call_3", "Rainy"),
+                ],
+                from: None,
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![call("call_0", "get_conditions", "Tokyo")],
+                from: None,
+            },
+            Message {
+                role: Role::Tool,
+                content: vec![result("call_0", "Sunny")],
+                from: None,
+            },
+        ];
+        let b = m.prepare_request(&msgs, false).unwrap().body;
+        let tool = |name: &str, description: &str| {
+            json!({"type": "function", "function": {
+                "name": name, "description": description,
+                "parameters": {"type": "object", "required": ["city"],
+                               "properties": {"city": {"type": "string", "description": "The name of the city"}}}
+            }})
+        };
+        assert_eq!(
+            b["tools"],
+            json!([
+                tool("get_temperature", "Get the current temperature for a city"),
+                tool(
+                    "get_conditions",
+                    "Get the current weather conditions for a city"
+                )
+            ])
+        );
+        let wire_call = |index: usize, name: &str, city: &str| json!({"type": "function", "function": {"index": index, "name": name, "arguments": {"city": city}}});
+        assert_eq!(
+            b["messages"],
+            json!([
+                {"role": "user", "content": "What are the current weather conditions and temperature in New York and London?"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    wire_call(0, "get_temperature", "New York"),
+                    wire_call(1, "get_conditions", "New York"),
+                    wire_call(2, "get_temperature", "London"),
+                    wire_call(3, "get_conditions", "London")
+                ]},
+                {"role": "tool", "tool_name": "get_temperature", "content": "22°C"},
+                {"role": "tool", "tool_name": "get_conditions", "content": "Partly cloudy"},
+                {"role": "tool", "tool_name": "get_temperature", "content": "15°C"},
+                {"role": "tool", "tool_name": "get_conditions", "content": "Rainy"},
+                {"role": "assistant", "content": "", "tool_calls": [wire_call(0, "get_conditions", "Tokyo")]},
+                {"role": "tool", "tool_name": "get_conditions", "content": "Sunny"}
+            ])
+        );
+        assert_eq!(b["stream"], false);
+    }
+
+    // "Tool calling with streaming": records carry whole calls in `message.tool_calls`; each is
+    // one delta, and ids stay unique over the records of one reply.
+    #[test]
+    fn streamed_tool_calls_are_whole_deltas() {
+        let lines = [
+            r#"{"model":"qwen3","created_at":"2025-09-23T18:01:01.1Z","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_temperature","arguments":{"city":"New York"}}}]},"done":false}"#,
+            r#"{"model":"qwen3","created_at":"2025-09-23T18:01:01.2Z","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_conditions","arguments":{"city":"New York"}}}]},"done":false}"#,
+            r#"{"model":"qwen3","created_at":"2025-09-23T18:01:01.3Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":40,"eval_count":30}"#,
+        ];
+        let mut d = OllamaChat::new("qwen3").stream_decoder();
+        let mut deltas = Vec::new();
+        for line in lines {
+            assert!(d.feed(&StreamEvent::data(line)).unwrap().is_empty());
+            deltas.extend(d.take_tool_call_deltas());
+        }
+        let seen: Vec<(usize, Option<&str>, Option<&str>, &str)> = deltas
+            .iter()
+            .map(|d| {
+                (
+                    d.index,
+                    d.id.as_deref(),
+                    d.name.as_deref(),
+                    d.arguments.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    0,
+                    Some("call_0"),
+                    Some("get_temperature"),
+                    r#"{"city":"New York"}"#
+                ),
+                (
+                    1,
+                    Some("call_1"),
+                    Some("get_conditions"),
+                    r#"{"city":"New York"}"#
+                )
+            ]
+        );
+        let r = d.finish().unwrap();
+        assert_eq!(
+            r.message.content,
+            vec![
+                call("call_0", "get_temperature", "New York"),
+                call("call_1", "get_conditions", "New York")
+            ]
+        );
     }
 
     #[test]

@@ -10,6 +10,10 @@
 //! stream, each frame one HTTP chunk, encoded with `aws-smithy-eventstream`), `/invoke` (a
 //! Claude Messages JSON body) and `/invoke-with-response-stream` (`chunk` events carrying
 //! base64 Claude SSE events), with fault modes ([`Mode`]). Every request is recorded.
+//! Converse answers may carry tool uses ([`Behavior::tool_uses`]): `toolUse` blocks, streamed as
+//! `contentBlockStart` with the id and name and the input JSON in two `contentBlockDelta`s, with
+//! `stopReason: "tool_use"`. As Bedrock, the fake refuses `toolUse`/`toolResult` blocks without
+//! a `toolConfig`, and a `toolResult` that answers no `toolUse` of the turn before.
 //! It is never part of the shipped binary.
 
 #![allow(dead_code)]
@@ -60,6 +64,8 @@ pub struct Behavior {
     /// Delay before each streamed event, and before a whole body.
     pub delay: Duration,
     pub mode: Mode,
+    /// Converse only: tool uses after the text, each (toolUseId, name, input JSON text).
+    pub tool_uses: Vec<(String, String, String)>,
 }
 
 impl Default for Behavior {
@@ -69,8 +75,48 @@ impl Default for Behavior {
             chunks: 3,
             delay: Duration::ZERO,
             mode: Mode::Ok,
+            tool_uses: Vec::new(),
         }
     }
+}
+
+/// What Bedrock's Converse refuses in tool use: blocks without `toolConfig`, results that
+/// answer no `toolUse` of the assistant turn just before.
+fn tool_problem(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    let blocks = |m: &Value, key: &str| -> Vec<String> {
+        m["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b.get(key))
+            .map(|b| b["toolUseId"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let mut previous_uses: Vec<String> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let (uses, results) = (blocks(m, "toolUse"), blocks(m, "toolResult"));
+        if (!uses.is_empty() || !results.is_empty()) && body.get("toolConfig").is_none() {
+            return Some("The toolConfig field must be defined when using toolUse and toolResult content blocks.".into());
+        }
+        if results.iter().any(|r| !previous_uses.contains(r)) {
+            return Some(format!(
+                "messages.{i}.content: a toolResult does not match a toolUse of the previous turn."
+            ));
+        }
+        previous_uses = uses;
+    }
+    None
+}
+
+fn tool_use_blocks(b: &Behavior) -> Vec<Value> {
+    b.tool_uses
+        .iter()
+        .map(|(id, name, input)| {
+            let input: Value = serde_json::from_str(input).unwrap_or_else(|_| json!({}));
+            json!({"toolUse": {"toolUseId": id, "name": name, "input": input}})
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug)]
@@ -443,6 +489,7 @@ async fn handle(stream: TcpStream, shared: Arc<Shared>) {
         &request.body,
     );
     let body: Option<Value> = serde_json::from_slice(&request.body).ok();
+    let claude = action.starts_with("invoke");
     let known = [
         "converse",
         "converse-stream",
@@ -480,6 +527,12 @@ async fn handle(stream: TcpStream, shared: Arc<Shared>) {
         close_gracefully(&mut wr, closed).await;
         return;
     }
+    let tool_refusal = body.as_ref().and_then(tool_problem);
+    if let (Some(why), false) = (&tool_refusal, claude) {
+        let _ = send_error(&mut wr, 400, "ValidationException", why).await;
+        close_gracefully(&mut wr, closed).await;
+        return;
+    }
     let (Some(behavior), Some(body)) = (behavior, body) else {
         let _ = send_error(
             &mut wr,
@@ -507,7 +560,6 @@ async fn handle(stream: TcpStream, shared: Arc<Shared>) {
         }
         return;
     }
-    let claude = action.starts_with("invoke");
     if action.ends_with("stream") {
         let frames = if claude {
             claude_frames(&behavior, &model)
@@ -532,9 +584,19 @@ async fn handle(stream: TcpStream, shared: Arc<Shared>) {
             "usage": {"input_tokens": words, "output_tokens": out}
         })
     } else {
+        let mut content = Vec::new();
+        if !behavior.reply.is_empty() || behavior.tool_uses.is_empty() {
+            content.push(json!({"text": behavior.reply}));
+        }
+        content.extend(tool_use_blocks(&behavior));
+        let stop = if behavior.tool_uses.is_empty() {
+            "end_turn"
+        } else {
+            "tool_use"
+        };
         json!({
-            "output": {"message": {"role": "assistant", "content": [{"text": behavior.reply}]}},
-            "stopReason": "end_turn",
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": stop,
             "usage": {"inputTokens": words, "outputTokens": out, "totalTokens": words + out},
             "metrics": {"latencyMs": 42}
         })
@@ -654,6 +716,51 @@ struct Frames {
 fn converse_frames(b: &Behavior) -> Frames {
     let parts = pieces(&b.reply, b.chunks);
     let out = b.reply.split_whitespace().count().max(1);
+    // The text is block 0 when there is any; tool uses follow, the input in two pieces.
+    let mut tail = Vec::new();
+    if !parts.is_empty() {
+        tail.push(event(
+            "contentBlockStop",
+            &json!({"contentBlockIndex": 0, "p": "ab"}),
+        ));
+    }
+    let first = usize::from(!parts.is_empty());
+    for (i, (id, name, input)) in b.tool_uses.iter().enumerate() {
+        let index = first + i;
+        tail.push(event(
+            "contentBlockStart",
+            &json!({"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": id, "name": name}}, "p": "abc"}),
+        ));
+        let cut = input.len() / 2;
+        let cut = (0..=cut)
+            .rev()
+            .find(|c| input.is_char_boundary(*c))
+            .unwrap_or(0);
+        for piece in [&input[..cut], &input[cut..]] {
+            tail.push(event(
+                "contentBlockDelta",
+                &json!({"contentBlockIndex": index, "delta": {"toolUse": {"input": piece}}, "p": "abcd"}),
+            ));
+        }
+        tail.push(event(
+            "contentBlockStop",
+            &json!({"contentBlockIndex": index, "p": "ab"}),
+        ));
+    }
+    let stop = if b.tool_uses.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
+    tail.push(event(
+        "messageStop",
+        &json!({"p": "abc", "stopReason": stop}),
+    ));
+    tail.push(event(
+        "metadata",
+        &json!({"metrics": {"latencyMs": 321}, "p": "abcdef",
+                "usage": {"inputTokens": 5, "outputTokens": out, "totalTokens": 5 + out}}),
+    ));
     Frames {
         head: vec![event(
             "messageStart",
@@ -668,21 +775,7 @@ fn converse_frames(b: &Behavior) -> Frames {
                 )
             })
             .collect(),
-        tail: vec![
-            event(
-                "contentBlockStop",
-                &json!({"contentBlockIndex": 0, "p": "ab"}),
-            ),
-            event(
-                "messageStop",
-                &json!({"p": "abc", "stopReason": "end_turn"}),
-            ),
-            event(
-                "metadata",
-                &json!({"metrics": {"latencyMs": 321}, "p": "abcdef",
-                        "usage": {"inputTokens": 5, "outputTokens": out, "totalTokens": 5 + out}}),
-            ),
-        ],
+        tail,
         malformed: frame(
             &[
                 (":event-type", "contentBlockDelta"),

@@ -11,6 +11,12 @@
 //! GenerateContentRequest (no `contents`, a role other than `user`/`model`, parts that are not a
 //! list, a `generationConfig` that is not an object). Tokens are counted as words. The
 //! HTTP/1.1 side is `fake_http.rs`.
+//!
+//! Tools: a behavior's `tool_calls` become `functionCall` parts (no `id`, as older models send
+//! them; streamed one call per event after the text). The fake refuses what the API refuses in
+//! function calling: schema keys outside Gemini's subset in a declaration's `parameters`, a
+//! `functionResponse` without a name or an object `response`, and a turn answering a
+//! function-call turn with another number of responses than there were calls.
 
 #![allow(dead_code)]
 
@@ -116,6 +122,112 @@ fn body_problem(body: &Value) -> Option<String> {
     if b.get("safetySettings").is_some_and(|v| !v.is_array()) {
         return Some("Invalid value at 'safety_settings', expected a list.".into());
     }
+    tools_problem(b.get("tools")).or_else(|| function_turns_problem(contents))
+}
+
+/// Gemini's `Schema` keys (https://ai.google.dev/api/caching#Schema).
+const SCHEMA_KEYS: &[&str] = &[
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "anyOf",
+    "propertyOrdering",
+    "default",
+    "minimum",
+    "maximum",
+];
+
+fn tools_problem(tools: Option<&Value>) -> Option<String> {
+    let tools = tools?;
+    let Some(list) = tools.as_array() else {
+        return Some("Invalid value at 'tools', expected a list.".into());
+    };
+    for (i, tool) in list.iter().enumerate() {
+        let declarations = tool["functionDeclarations"]
+            .as_array()
+            .into_iter()
+            .flatten();
+        for (j, d) in declarations.enumerate() {
+            if !d["name"].is_string() {
+                return Some(format!(
+                    "tools[{i}].function_declarations[{j}].name is required"
+                ));
+            }
+            if let Some(p) = d.get("parameters") {
+                let at = format!("tools[{i}].function_declarations[{j}].parameters");
+                if let Some(why) = schema_problem(p, &at) {
+                    return Some(why);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn schema_problem(schema: &Value, at: &str) -> Option<String> {
+    let o = schema.as_object()?;
+    for (k, v) in o {
+        if !SCHEMA_KEYS.contains(&k.as_str()) {
+            return Some(format!(
+                "Unknown name \"{k}\" at '{at}': Cannot find field."
+            ));
+        }
+        if k == "type" && !v.is_string() {
+            return Some(format!("Invalid value at '{at}.type', expected a string."));
+        }
+    }
+    if let Some(props) = o.get("properties").and_then(Value::as_object) {
+        for (name, p) in props {
+            if let Some(why) = schema_problem(p, &format!("{at}.properties[{name}].value")) {
+                return Some(why);
+            }
+        }
+    }
+    o.get("items")
+        .and_then(|i| schema_problem(i, &format!("{at}.items")))
+}
+
+/// A user turn right after a model turn with function calls answers them all, each response
+/// named and with an object `response`.
+fn function_turns_problem(contents: &[Value]) -> Option<String> {
+    let count = |c: &Value, key: &str| {
+        c["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get(key).is_some())
+            .count()
+    };
+    for pair in contents.windows(2) {
+        let calls = count(&pair[0], "functionCall");
+        let responses = count(&pair[1], "functionResponse");
+        if pair[0]["role"] == "model" && calls > 0 && calls != responses {
+            return Some("Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.".into());
+        }
+    }
+    for c in contents {
+        for p in c["parts"].as_array().into_iter().flatten() {
+            if let Some(r) = p.get("functionResponse") {
+                if !r["name"].is_string() || !r["response"].is_object() {
+                    return Some("function_response needs a name and a response object".into());
+                }
+            }
+        }
+    }
     None
 }
 
@@ -193,9 +305,16 @@ async fn answer(mut ex: Exchange) {
     let prompt = prompt_words(&ex.request.body);
     let output = words(&behavior.reply).max(1);
     let response_id = format!("fake-{}", ex.n);
-    let response = |text: &str, last: bool| {
-        let mut candidate =
-            json!({"content": {"parts": [{"text": text}], "role": "model"}, "index": 0});
+    let calls: Vec<Value> = behavior
+        .tool_calls
+        .iter()
+        .map(|(name, args)| {
+            let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
+            json!({"functionCall": {"name": name, "args": args}})
+        })
+        .collect();
+    let response_of = |parts: Vec<Value>, last: bool| {
+        let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
         let usage = if last {
             candidate["finishReason"] = Value::from("STOP");
             json!({"promptTokenCount": prompt, "candidatesTokenCount": output, "totalTokenCount": prompt + output})
@@ -204,6 +323,7 @@ async fn answer(mut ex: Exchange) {
         };
         json!({"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": response_id})
     };
+    let response = |text: &str, last: bool| response_of(vec![json!({ "text": text })], last);
     match behavior.mode {
         Mode::Stall => ex.stall().await,
         Mode::Error {
@@ -243,7 +363,12 @@ async fn answer(mut ex: Exchange) {
             if !ex.pause(behavior.delay).await {
                 return;
             }
-            let bytes = response(&behavior.reply, true).to_string().into_bytes();
+            let mut parts = Vec::new();
+            if !behavior.reply.is_empty() || calls.is_empty() {
+                parts.push(json!({"text": behavior.reply}));
+            }
+            parts.extend(calls.iter().cloned());
+            let bytes = response_of(parts, true).to_string().into_bytes();
             if matches!(behavior.mode, Mode::CutAfter { .. }) {
                 return ex.respond_cut(JSON, &bytes).await;
             }
@@ -253,8 +378,12 @@ async fn answer(mut ex: Exchange) {
             if !ex.start_chunked("text/event-stream", &[]).await {
                 return;
             }
-            let pieces = split_reply(&behavior.reply, behavior.chunks);
-            let n = pieces.len();
+            let pieces = if behavior.reply.is_empty() && !calls.is_empty() {
+                Vec::new()
+            } else {
+                split_reply(&behavior.reply, behavior.chunks)
+            };
+            let n = pieces.len() + calls.len();
             for (i, piece) in pieces.into_iter().enumerate() {
                 match behavior.mode {
                     Mode::CutAfter { after } if after == i => return,
@@ -273,6 +402,14 @@ async fn answer(mut ex: Exchange) {
                 }
                 let event = format!("data: {}\r\n\r\n", response(piece, i + 1 == n));
                 if !ex.chunk(event.as_bytes()).await {
+                    return;
+                }
+            }
+            // Each call whole in its own event, after the text.
+            for (i, call) in calls.iter().enumerate() {
+                let last = i + 1 == calls.len();
+                let event = format!("data: {}\r\n\r\n", response_of(vec![call.clone()], last));
+                if !ex.pause(behavior.delay).await || !ex.chunk(event.as_bytes()).await {
                     return;
                 }
             }

@@ -53,6 +53,9 @@ pub struct Behavior {
     pub mode: Mode,
     /// Model name echoed in answers; when empty, the one the request named.
     pub model: String,
+    /// Tool calls the model makes after its text: each a wire name and its arguments as JSON
+    /// text (the wire decides how they travel).
+    pub tool_calls: Vec<(String, String)>,
 }
 
 impl Default for Behavior {
@@ -63,6 +66,7 @@ impl Default for Behavior {
             delay: Duration::ZERO,
             mode: Mode::Ok,
             model: String::new(),
+            tool_calls: Vec::new(),
         }
     }
 }
@@ -82,6 +86,18 @@ impl Behavior {
                 status,
                 message: message.to_string(),
             },
+            ..Behavior::default()
+        }
+    }
+
+    /// A reply of `text` (may be empty) and these calls: (wire name, JSON arguments).
+    pub fn calls(text: &str, calls: &[(&str, &str)]) -> Behavior {
+        Behavior {
+            reply: text.to_string(),
+            tool_calls: calls
+                .iter()
+                .map(|(n, a)| (n.to_string(), a.to_string()))
+                .collect(),
             ..Behavior::default()
         }
     }

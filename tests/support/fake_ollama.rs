@@ -9,6 +9,10 @@
 //! that is not an object (Ollama answers those with 400 and the Go decoding error). With
 //! [`FakeServer::expect_key`] it also wants `Authorization: Bearer KEY` (a proxy in front of
 //! Ollama), else 401. Tokens are counted as words. The HTTP/1.1 side is `fake_http.rs`.
+//!
+//! Tools: a behavior's `tool_calls` become `message.tool_calls` (no ids, arguments as an object;
+//! streamed one call per record after the text). `tools` that is not a list and call arguments
+//! that are not an object are refused as Ollama's Go decoder refuses them.
 
 #![allow(dead_code)]
 
@@ -55,6 +59,15 @@ fn problem(r: &RecordedRequest) -> Option<(u16, String)> {
     if !body.get("model").is_some_and(Value::is_string) {
         return Some((400, "model is required".into()));
     }
+    if let Some(t) = body.get("tools").filter(|t| !t.is_array()) {
+        return Some((
+            400,
+            format!(
+                "json: cannot unmarshal {} into Go struct field ChatRequest.tools of type api.Tools",
+                go_type(t)
+            ),
+        ));
+    }
     if let Some(o) = body.get("options").filter(|o| !o.is_object()) {
         return Some((
             400,
@@ -78,6 +91,23 @@ fn problem(r: &RecordedRequest) -> Option<(u16, String)> {
                     go_type(c)
                 ),
             ));
+        }
+        for call in m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let args = &call["function"]["arguments"];
+            if !args.is_object() {
+                return Some((
+                    400,
+                    format!(
+                        "json: cannot unmarshal {} into Go struct field ToolCallFunction.messages.tool_calls.function.arguments of type api.ToolCallFunctionArguments",
+                        go_type(args)
+                    ),
+                ));
+            }
         }
         for image in m
             .get("images")
@@ -153,6 +183,14 @@ async fn answer(mut ex: Exchange) {
         behavior.model.clone()
     };
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(true);
+    let calls: Vec<Value> = behavior
+        .tool_calls
+        .iter()
+        .map(|(name, args)| {
+            let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
+            json!({"function": {"name": name, "arguments": args}})
+        })
+        .collect();
     let record = |content: &str| {
         json!({"model": model, "created_at": CREATED_AT,
                "message": {"role": "assistant", "content": content}, "done": false})
@@ -193,6 +231,9 @@ async fn answer(mut ex: Exchange) {
             }
             let mut whole = last.clone();
             whole["message"]["content"] = Value::from(behavior.reply.clone());
+            if !calls.is_empty() {
+                whole["message"]["tool_calls"] = Value::Array(calls.clone());
+            }
             let bytes = whole.to_string().into_bytes();
             if matches!(behavior.mode, Mode::CutAfter { .. }) {
                 return ex
@@ -230,6 +271,15 @@ async fn answer(mut ex: Exchange) {
             }
             if matches!(behavior.mode, Mode::CutAfter { .. }) {
                 return;
+            }
+            for call in &calls {
+                let mut record = record("");
+                record["message"]["tool_calls"] = json!([call]);
+                if !ex.pause(behavior.delay).await
+                    || !ex.chunk(format!("{record}\n").as_bytes()).await
+                {
+                    return;
+                }
             }
             let line = format!("{last}\n");
             if ex.chunk(line.as_bytes()).await {

@@ -367,3 +367,29 @@ fn the_daemon_leaves_no_mcp_server_behind() {
         .lines()
         .all(|l| l.trim().is_empty() || serde_json::from_str::<Value>(l).is_ok()));
 }
+
+#[test]
+fn a_program_that_does_not_speak_mcp_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // Prints a line that is not JSON-RPC, then keeps its stdin open.
+    let config = "[mcp_servers.chatty]\ncommand = \"sh\"\n\
+                  args = [\"-c\", \"echo hello, I am not MCP; echo oops >&2; cat >/dev/null\"]\n";
+    let mut d = daemon(dir.path(), config);
+    let started = Instant::now();
+    let e = d.call_err("CallTool", json!({"name": "chatty.add"}));
+    let m = message(&e);
+    eprintln!("answered in {:?}: {m}", started.elapsed());
+    assert!(
+        m.contains("MCP server `chatty`")
+            && m.contains("not an MCP server")
+            && m.contains("hello, I am not MCP"),
+        "{e}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!m.contains('\n'), "one line: {m}");
+    assert!(d.call("ListTools", json!({}))["tools"].is_array());
+}

@@ -144,9 +144,12 @@ impl McpServer {
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(Error::internal("a child process without piped stdio"));
         };
+        let (lines, relayed) = tokio::io::simplex(64 * 1024);
+        let (bad_tx, bad_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(relay_stdout(self.name.clone(), stdout, relayed, bad_tx));
         let started = async {
             let service = ()
-                .serve((stdout, stdin))
+                .serve((lines, stdin))
                 .await
                 .map_err(|e| format!("the MCP handshake failed (is it an MCP server?): {e}"))?;
             let tools = service
@@ -155,6 +158,15 @@ impl McpServer {
                 .await
                 .map_err(|e| format!("tools/list failed: {e}"))?;
             Ok::<_, String>((service, tools))
+        };
+        // A line that is not JSON-RPC while starting: not an MCP server, no need to wait.
+        let started = async {
+            tokio::select! {
+                outcome = started => outcome,
+                Ok(line) = bad_rx => Err(format!(
+                    "it is not an MCP server: it wrote a line that is not JSON-RPC on stdout: {line}"
+                )),
+            }
         };
         let outcome = tokio::time::timeout(START_TIMEOUT, started).await;
         let (service, listed) = match outcome {
@@ -337,6 +349,37 @@ async fn describe_exit(child: &mut Child, stderr_tail: &Mutex<String>, why: Stri
 /// A tool's name on its server (without the `NAME.` prefix).
 fn tool_name(tool: &Tool) -> &str {
     tool.name.split_once('.').map_or(&tool.name, |(_, t)| t)
+}
+
+/// Passes the server's stdout on to the MCP client line by line, keeping only JSON lines: the
+/// first other line goes to `bad` (a start fails on it), later ones are logged and dropped.
+/// The end of its stdout ends `to`, which the client sees as the transport closing.
+async fn relay_stdout(
+    name: String,
+    stdout: tokio::process::ChildStdout,
+    mut to: tokio::io::WriteHalf<tokio::io::SimplexStream>,
+    bad: tokio::sync::oneshot::Sender<String>,
+) {
+    use tokio::io::AsyncWriteExt;
+    let mut bad = Some(bad);
+    let mut lines = BufReader::new(stdout).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if serde_json::from_str::<Value>(&line).is_err() {
+            let shown: String = line.chars().take(200).collect();
+            tracing::warn!(server = %name, "MCP server wrote a line that is not JSON: {shown}");
+            if let Some(bad) = bad.take() {
+                let _ = bad.send(shown);
+            }
+            continue;
+        }
+        if to.write_all(line.as_bytes()).await.is_err() || to.write_all(b"\n").await.is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
 }
 
 /// Copies the server's stderr to the log, line by line, keeping the last line.

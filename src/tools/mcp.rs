@@ -85,13 +85,6 @@ impl McpServer {
         Ok(self.running().await?.tools.clone())
     }
 
-    /// The process id of the running child, if it runs.
-    pub async fn pid(&self) -> Option<u32> {
-        let running = self.state.lock().await.running.clone()?;
-        let pid = running.child.lock().await.id();
-        pid
-    }
-
     /// The running server, started now if it is not running and may be (again). A server
     /// found dead since its last use counts as a death.
     async fn running(&self) -> Result<Arc<Running>> {

@@ -34,6 +34,31 @@ pub struct Config {
     /// Plugin modules by name: `[plugins.NAME]` (tools are named `NAME.function`).
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginConfig>,
+    /// MCP servers by name, started as child processes speaking MCP over stdio:
+    /// `[mcp_servers.NAME]` (tools are named `NAME.tool`).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// `[mcp_servers.NAME]`: one MCP server, a program that speaks MCP on its stdin and stdout.
+/// It is started on first use and kept running for the daemon's life.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program, a path or a name looked up in `PATH`.
+    pub command: String,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Environment variables set for it (beside genai's own). Shown masked by `config show`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Whether conversations that name no tools get this server's tools (default false).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Seconds allowed for one tool call (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 /// `[plugins.NAME]`: one plugin module, an HTTP service with a manifest at
@@ -283,6 +308,29 @@ impl Config {
                 ));
             }
         }
+        if let Some(name) = config
+            .mcp_servers
+            .keys()
+            .find(|n| config.plugins.contains_key(*n))
+        {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "`{name}` is both a plugin and an MCP server: tool names `{name}.…` would be \
+                     ambiguous; rename one of `[plugins.{name}]` and `[mcp_servers.{name}]`"
+                ),
+            ));
+        }
+        if let Some(name) = config
+            .mcp_servers
+            .keys()
+            .find(|n| n.contains('.') || n.is_empty())
+        {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("mcp_servers.{name}: a server name is not empty and has no `.`"),
+            ));
+        }
         Ok(config)
     }
 
@@ -307,6 +355,11 @@ impl Config {
         for plugin in shown.plugins.values_mut() {
             if plugin.api_key.is_some() {
                 plugin.api_key = Some(MASK.to_string());
+            }
+        }
+        for server in shown.mcp_servers.values_mut() {
+            for value in server.env.values_mut() {
+                *value = MASK.to_string();
             }
         }
         toml::to_string_pretty(&shown).unwrap_or_default()
@@ -376,6 +429,39 @@ mod tests {
         let shown = c.masked_toml();
         assert!(!shown.contains("cred-very-secret"), "{shown}");
         assert!(shown.contains("OTHER_TOKEN"), "{shown}");
+    }
+
+    #[test]
+    fn mcp_servers_are_parsed_masked_and_kept_apart_from_plugins() {
+        let c = Config::parse(
+            r#"
+            [mcp_servers.files]
+            command = "mcp-files"
+            args = ["--root", "/tmp"]
+            env = { FILES_TOKEN = "tok-very-secret" }
+            timeout_secs = 5
+            "#,
+        )
+        .unwrap();
+        let files = &c.mcp_servers["files"];
+        assert_eq!(files.args, ["--root", "/tmp"]);
+        assert!(!files.enabled);
+        assert_eq!(files.timeout_secs, Some(5));
+        let shown = c.masked_toml();
+        assert!(!shown.contains("tok-very-secret"), "{shown}");
+        assert!(shown.contains("FILES_TOKEN"), "{shown}");
+
+        let e = Config::parse(
+            "[plugins.x]\nurl = 'http://127.0.0.1:9'\n[mcp_servers.x]\ncommand = 'x'",
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("both a plugin and an MCP server"),
+            "{}",
+            e.message
+        );
+        assert!(Config::parse("[mcp_servers.x]\ncommand = 'x'\nenv_vars = {}").is_err());
+        assert!(Config::parse("[mcp_servers.'a.b']\ncommand = 'x'").is_err());
     }
 
     #[test]

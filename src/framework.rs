@@ -59,7 +59,7 @@ pub struct Framework {
     pub prompt_timeout: Option<Duration>,
     /// How many turns and prompts are queued or running.
     inflight: Arc<tokio::sync::watch::Sender<usize>>,
-    /// The plugin modules of the config (`ListTools`, `CallTool`).
+    /// The plugin modules and MCP servers of the config (`ListTools`, `CallTool`).
     pub toolbox: Arc<crate::tools::toolbox::Toolbox>,
 }
 
@@ -98,7 +98,10 @@ impl Framework {
     ) -> (Arc<Framework>, mpsc::UnboundedReceiver<Event>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let fw = Framework {
-            toolbox: Arc::new(crate::tools::toolbox::Toolbox::new(config.plugins.clone())),
+            toolbox: Arc::new(crate::tools::toolbox::Toolbox::new(
+                config.plugins.clone(),
+                config.mcp_servers.clone(),
+            )),
             registry,
             config,
             store,

@@ -133,7 +133,7 @@ fn list_and_call_tools_of_plugin_modules() {
         e["message"]
             .as_str()
             .unwrap()
-            .contains("configured sources: down, events, spare"),
+            .contains("configured plugins: down, events, spare"),
         "{e}"
     );
     let e = d.call_err(
@@ -685,10 +685,9 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
         json!({"tools": ["nope"], "serviceProvider": "openai", "model": "gpt-test"}),
     );
     assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .contains("no tool source `nope`; configured sources: events, spare"),
+        e["message"].as_str().unwrap().contains(
+            "no tool source `nope`; configured plugins: events, spare; MCP servers: none"
+        ),
         "{e}"
     );
     let e = d.call_err(

@@ -344,7 +344,8 @@ fn ask_with_named_tools_offers_only_those() {
     let o = ask("--tools=calendar");
     assert!(!o.status.success());
     assert!(
-        err(&o).contains("no tool source `calendar`; configured sources: events"),
+        err(&o)
+            .contains("no tool source `calendar`; configured plugins: events; MCP servers: none"),
         "{}",
         err(&o)
     );

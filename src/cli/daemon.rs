@@ -14,7 +14,11 @@ pub async fn run() -> Result<(), Error> {
         "genai daemon ready; history at {}",
         paths.history_db().display()
     );
-    genai::rpc::server::serve(fw, events, tokio::io::stdin(), tokio::io::stdout())
-        .await
-        .map_err(|e| Error::new(ErrorKind::Internal, format!("stdio failed: {e}")))
+    let served =
+        genai::rpc::server::serve(fw.clone(), events, tokio::io::stdin(), tokio::io::stdout())
+            .await
+            .map_err(|e| Error::new(ErrorKind::Internal, format!("stdio failed: {e}")));
+    // MCP servers are our children: they end with the daemon.
+    fw.toolbox.shutdown().await;
+    served
 }

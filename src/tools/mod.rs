@@ -1,10 +1,11 @@
-//! Tools the model can call: plugin modules (HTTP services with a manifest) and, later, MCP
-//! servers. Each tool has a name (`SOURCE.function`), a description and a JSON input schema.
+//! Tools the model can call: plugin modules (HTTP services with a manifest) and MCP servers
+//! (child processes speaking MCP over stdio). Each tool has a name (`SOURCE.function`), a description and a JSON input schema.
 //!
 //! This module owns what a tool is and how a source describes its tools. It must never run the
 //! model's tool loop (that is the `tools` feature's job) nor talk JSON-RPC to a client.
 
 pub mod manifest;
+pub mod mcp;
 pub mod plugin;
 pub mod signature;
 pub mod toolbox;

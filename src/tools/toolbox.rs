@@ -1,9 +1,11 @@
-//! The tools a daemon or a conversation can reach: the plugin modules of the config, loaded on
-//! first use and kept (a module that fails to load is tried again next time), listed together
-//! and called by their tool name `MODULE.function`.
+//! The tools a daemon or a conversation can reach: the plugin modules and the MCP servers of the
+//! config, loaded or started on first use and kept (a module that fails to load, or a server that
+//! fails to start, is tried again next time), listed together and called by their tool name
+//! `SOURCE.tool`. Confirmation and collect links are plugin-only.
 //!
-//! It owns which sources are loaded. It must never decide when a tool is called (the model
-//! does, through the `tools` feature) nor talk to a client.
+//! It owns which sources are loaded, and shuts the MCP servers down with the daemon. It must
+//! never decide when a tool is called (the model does, through the `tools` feature) nor talk to
+//! a client.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -12,9 +14,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::mcp::McpServer;
 use super::plugin::{self, ModuleAnswer, PluginModule};
 use super::Tool;
-use crate::config::PluginConfig;
+use crate::config::{McpServerConfig, PluginConfig};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A source that could not be loaded, and why.
@@ -27,13 +30,61 @@ pub struct SourceError {
 pub struct Toolbox {
     plugins: BTreeMap<String, PluginConfig>,
     loaded: tokio::sync::Mutex<HashMap<String, Arc<PluginModule>>>,
+    mcp_servers: BTreeMap<String, McpServer>,
 }
 
 impl Toolbox {
-    pub fn new(plugins: BTreeMap<String, PluginConfig>) -> Toolbox {
+    pub fn new(
+        plugins: BTreeMap<String, PluginConfig>,
+        mcp_servers: BTreeMap<String, McpServerConfig>,
+    ) -> Toolbox {
         Toolbox {
             plugins,
             loaded: tokio::sync::Mutex::new(HashMap::new()),
+            mcp_servers: mcp_servers
+                .into_iter()
+                .map(|(name, c)| {
+                    let server = McpServer::new(&name, c);
+                    (name, server)
+                })
+                .collect(),
+        }
+    }
+
+    /// The MCP server `name` of the config.
+    pub fn mcp_server(&self, name: &str) -> Option<&McpServer> {
+        self.mcp_servers.get(name)
+    }
+
+    /// Stops the MCP servers that run (the daemon is exiting).
+    pub async fn shutdown(&self) {
+        futures::future::join_all(self.mcp_servers.values().map(McpServer::shutdown)).await;
+    }
+
+    /// An unknown source, with the names that are known.
+    fn unknown(&self, name: &str) -> Error {
+        let list = |names: Vec<&str>| {
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        };
+        Error::new(
+            ErrorKind::UnknownComponent,
+            format!(
+                "no tool source `{name}`; configured plugins: {}; MCP servers: {}",
+                list(self.plugins.keys().map(String::as_str).collect()),
+                list(self.mcp_servers.keys().map(String::as_str).collect()),
+            ),
+        )
+    }
+
+    /// The tools of the source `name`, a plugin module or an MCP server.
+    async fn source_tools(&self, name: &str) -> Result<Vec<Tool>> {
+        match self.mcp_servers.get(name) {
+            Some(server) => server.tools().await,
+            None => Ok(self.module(name).await?.tools()),
         }
     }
 
@@ -42,26 +93,11 @@ impl Toolbox {
     pub fn check_selection(&self, names: &[String]) -> Result<()> {
         for name in names {
             let source = name.split_once('.').map_or(name.as_str(), |(s, _)| s);
-            if !self.plugins.contains_key(source) {
-                return Err(self.unknown_source(source));
+            if !self.plugins.contains_key(source) && !self.mcp_servers.contains_key(source) {
+                return Err(self.unknown(source));
             }
         }
         Ok(())
-    }
-
-    fn unknown_source(&self, name: &str) -> Error {
-        let names: Vec<&str> = self.plugins.keys().map(String::as_str).collect();
-        Error::new(
-            ErrorKind::UnknownComponent,
-            format!(
-                "no tool source `{name}`; configured sources: {}",
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                }
-            ),
-        )
     }
 
     /// The module `name`, loaded once.
@@ -69,10 +105,12 @@ impl Toolbox {
         if let Some(m) = self.loaded.lock().await.get(name) {
             return Ok(m.clone());
         }
-        let config = self
-            .plugins
-            .get(name)
-            .ok_or_else(|| self.unknown_source(name))?;
+        if self.mcp_servers.contains_key(name) {
+            return Err(Error::invalid_params(format!(
+                "`{name}` is an MCP server, not a plugin module"
+            )));
+        }
+        let config = self.plugins.get(name).ok_or_else(|| self.unknown(name))?;
         let module = Arc::new(plugin::from_config(name, config).await?);
         self.loaded
             .lock()
@@ -81,8 +119,8 @@ impl Toolbox {
         Ok(module)
     }
 
-    /// The tools of `selection` (module names, or `MODULE.function` for one tool), or of the
-    /// enabled modules when `None`. Sources that fail to load are reported beside the tools.
+    /// The tools of `selection` (source names, or `SOURCE.tool` for one tool), or of the
+    /// enabled sources when `None`. Sources that fail to load are reported beside the tools.
     pub async fn list(&self, selection: Option<&[String]>) -> (Vec<Tool>, Vec<SourceError>) {
         let wanted: Vec<(String, Option<String>)> = match selection {
             Some(names) => names
@@ -97,13 +135,19 @@ impl Toolbox {
                 .iter()
                 .filter(|(_, c)| c.enabled)
                 .map(|(n, _)| (n.clone(), None))
+                .chain(
+                    self.mcp_servers
+                        .iter()
+                        .filter(|(_, s)| s.enabled())
+                        .map(|(n, _)| (n.clone(), None)),
+                )
                 .collect(),
         };
         let mut tools = Vec::new();
         let mut errors = Vec::new();
         for (module, function) in wanted {
-            match self.module(&module).await {
-                Ok(m) => tools.extend(m.tools().into_iter().filter(|t| match &function {
+            match self.source_tools(&module).await {
+                Ok(listed) => tools.extend(listed.into_iter().filter(|t| match &function {
                     Some(f) => t.name == format!("{module}.{f}"),
                     None => true,
                 })),
@@ -128,7 +172,7 @@ impl Toolbox {
         self.module(module).await?.collect(link, text).await
     }
 
-    /// Calls the tool `MODULE.function` with a JSON object of arguments.
+    /// Calls the tool `SOURCE.tool` with a JSON object of arguments.
     pub async fn call(&self, tool: &str, arguments: &Value) -> Result<ModuleAnswer> {
         let Some((module, function)) = tool.split_once('.') else {
             return Err(Error::invalid_params(format!(
@@ -140,6 +184,9 @@ impl Toolbox {
                 "the arguments of `{tool}` must be a JSON object, got {arguments}"
             )));
         }
-        self.module(module).await?.call(function, arguments).await
+        match self.mcp_servers.get(module) {
+            Some(server) => server.call(function, arguments).await,
+            None => self.module(module).await?.call(function, arguments).await,
+        }
     }
 }

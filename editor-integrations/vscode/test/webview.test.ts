@@ -140,6 +140,7 @@ test('a tool call shows as a line in its turn, its name as text, and stays when 
   await send({ type: 'turnEnded', turnId: 't3', summary: 'Two events today.', detailedResponse: ['tool events.getEvents({}) → result: []'], isSuccess: true });
   assert.equal(await bubble.locator('.body').textContent(), 'Two events today.\n');
   assert.equal(await bubble.locator('.tool-call').count(), 2, 'the lines stay after the reply');
+  assert.deepEqual(await bubble.evaluate((el) => Array.from(el.children, (c) => c.className)), ['tool-calls', 'body', 'link details-toggle', 'details']);
 });
 
 test('a failed turn and a failed request show as errors in the chat', async () => {

@@ -90,13 +90,13 @@ function turnBubble(turnId: string): { bubble: HTMLElement; text: string } {
   return turn;
 }
 
-/** A line under the reply text saying which tool the model calls (text only, never markup). */
+/** A line above the reply text saying which tool the model calls (text only, never markup). */
 function addToolCall(el: HTMLElement, name: string): void {
   let list = el.querySelector<HTMLElement>('.tool-calls');
   if (!list) {
     list = document.createElement('div');
     list.className = 'tool-calls';
-    el.querySelector('.body')!.after(list);
+    el.querySelector('.body')!.before(list);
   }
   const line = document.createElement('div');
   line.className = 'tool-call';

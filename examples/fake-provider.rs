@@ -6,6 +6,14 @@
 //! cargo run --release --example fake-provider -- --port 0 --reply "Hi there" --chunks 3
 //! ```
 //!
+//! With `--tool-call NAME:ARGS_JSON` (repeatable), the first request is answered
+//! with those tool calls instead (ids `call_1`, `call_2`, ...; NAME is the wire name,
+//! such as `events__getEvents`) and later requests with the reply:
+//!
+//! ```text
+//! cargo run --example fake-provider -- --tool-call 'events__getEvents:{"day":"today"}'
+//! ```
+//!
 //! It prints exactly one line, `listening on http://127.0.0.1:PORT/v1`, then
 //! serves until it is killed.
 
@@ -39,6 +47,23 @@ struct Args {
     /// Model name echoed in responses (default: the request's model).
     #[arg(long)]
     model: Option<String>,
+    /// A tool call for the first request to answer with, as `NAME:ARGS_JSON`
+    /// (NAME is the wire name; repeatable: several calls in one answer).
+    #[arg(long = "tool-call", value_name = "NAME:ARGS_JSON", value_parser = parse_tool_call)]
+    tool_calls: Vec<(String, String)>,
+}
+
+/// `NAME:ARGS_JSON`, split at the first `:`; the arguments must be JSON.
+fn parse_tool_call(s: &str) -> Result<(String, String), String> {
+    let (name, args) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}` is not NAME:ARGS_JSON"))?;
+    if name.is_empty() {
+        return Err(format!("`{s}` has no tool name before the `:`"));
+    }
+    serde_json::from_str::<serde_json::Value>(args)
+        .map_err(|e| format!("the arguments of `{name}` are not JSON: {e}"))?;
+    Ok((name.to_string(), args.to_string()))
 }
 
 fn main() -> std::io::Result<()> {
@@ -51,7 +76,22 @@ fn main() -> std::io::Result<()> {
         model: args.model.unwrap_or_default(),
         ..defaults
     };
+    let tool_calls: Vec<(String, String, String)> = args
+        .tool_calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, arguments))| (format!("call_{}", i + 1), name, arguments))
+        .collect();
+    let first = (!tool_calls.is_empty()).then(|| Behavior {
+        reply: String::new(),
+        chunks: 1,
+        tool_calls,
+        ..behavior.clone()
+    });
     let server = FakeOpenAi::start(args.port, behavior)?;
+    if let Some(first) = first {
+        server.push(first);
+    }
 
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on {}", server.base_url())?;

@@ -17,7 +17,10 @@ Events a handler can receive (each callback gets one list, as O3DE's Python hand
 
 * ConversationNotificationBus: `OnNewMessage` [text, message] (feature side, a turn started),
   `OnFeatureResponseChunk` [delta, info], `OnFeatureResponse` [summary, detailedResponse, info]
-  (widget side; `info` is the whole notification: isSuccess, final, error, turnId, usage...).
+  (widget side; `info` is the whole notification: isSuccess, final, error, turnId, usage...),
+  `OnToolCallChunk` [name, arguments, info] (widget side, a `tools` conversation: a piece of a
+  tool call the model writes; `name` comes with a call's first piece and is None after it,
+  `arguments` is the next piece of its JSON arguments, `info` has index, id, turnId).
 * AIAgentNotificationBus: `OnAIResponse` / `OnPromptResponse` [json_text, info] where json_text
   is the reply message, or `{"error": {"kind", "message"}}` when the prompt failed;
   `OnPromptResponseChunk` [delta, info].
@@ -80,6 +83,7 @@ class Bridge:
             ("OnNewMessage", self._on_new_message),
             ("OnFeatureResponse", self._on_feature_response),
             ("OnFeatureResponseChunk", self._on_feature_chunk),
+            ("OnToolCallChunk", self._on_tool_call_chunk),
             ("OnPromptResponse", self._on_prompt_response),
             ("OnPromptResponseChunk", self._on_prompt_chunk),
         ]:
@@ -263,6 +267,11 @@ class Bridge:
         address = self._address_of.get(p["conversationId"])
         if address is not None:
             self._emit(CONVERSATION_BUS, address, "OnFeatureResponseChunk", [p.get("delta", ""), p])
+
+    def _on_tool_call_chunk(self, p: dict) -> None:
+        address = self._address_of.get(p["conversationId"])
+        if address is not None:
+            self._emit(CONVERSATION_BUS, address, "OnToolCallChunk", [p.get("name"), p.get("arguments", ""), p])
 
     def _on_feature_response(self, p: dict) -> None:
         address = self._address(p["conversationId"])

@@ -26,9 +26,12 @@ REPLY = "Hello from the fake provider."
 DOWN_URL = "http://127.0.0.1:9/v1"
 
 
-def start_fake_provider(reply: str, chunks: int, delay_ms: int):
+def start_fake_provider(reply: str, chunks: int, delay_ms: int, tool_calls: tuple = ()):
+    """The fake provider; `tool_calls` (`WIRE_NAME:ARGS_JSON` each) make its first answer those
+    tool calls, later ones the reply."""
     proc = subprocess.Popen(
-        [FAKE_PROVIDER_BIN, "--port", "0", "--reply", reply, "--chunks", str(chunks), "--delay-ms", str(delay_ms)],
+        [FAKE_PROVIDER_BIN, "--port", "0", "--reply", reply, "--chunks", str(chunks), "--delay-ms", str(delay_ms)]
+        + [arg for call in tool_calls for arg in ("--tool-call", call)],
         stdout=subprocess.PIPE,
         text=True,
     )

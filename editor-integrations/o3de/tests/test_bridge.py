@@ -1,5 +1,5 @@
 """genai_bridge against the real `genai daemon` and the fake provider: the seed's Python
-feature hosted here, streaming, errors, and daemon restart."""
+feature hosted here, streaming, tool-call pieces, errors, and daemon restart."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from genai_bridge.ai import (
 )
 from genai_bridge.daemon import Daemon, DaemonExited, RpcError
 
-from conftest import GENAI_BIN, REPLY
+from conftest import GENAI_BIN, REPLY, start_fake_provider
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -72,6 +72,38 @@ def test_streaming_chunks_add_up_to_the_summary(bridge, events):
     deltas = [delta for delta, chunk in chunks.items if chunk["turnId"] == turn]
     assert len(deltas) == 4
     assert "".join(deltas) == summary == REPLY
+
+
+def test_tool_call_chunks_reach_the_conversation_handler(daemon_env, events):
+    """A `tools` conversation whose model first calls a tool no plugin serves: the widget sees
+    the call's pieces, the error goes back to the model, and its next answer ends the turn."""
+    args = '{"day":"today","limit":3}'
+    proc, url = start_fake_provider(REPLY, 2, 5, tool_calls=(f"events__getEvents:{args}",))
+    config = Path(daemon_env["GENAI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(config.read_text() + f'\n[service_providers.caller]\nkind = "openai"\nbase_url = "{url}"\ndefault_model = "caller-model"\n')
+    bridge = genai_bridge.connect(GENAI_BIN, env=daemon_env)
+    try:
+        conversation = bridge.create_conversation(feature="tools", serviceProvider="caller")
+        _handler, responses, _chunks = widget(conversation, events)
+        pieces = events()
+        _handler.add_callback("OnToolCallChunk", pieces)
+        turn = ConversationNotificationBus(bus.Event, "OnNewMessage", conversation, "What is on today?")
+        summary, details, info = responses.wait(final)
+        assert info["turnId"] == turn and info["isSuccess"] is True, info
+        assert summary == REPLY
+        mine = [p for p in pieces.items if p[2]["turnId"] == turn]
+        assert len(mine) >= 2, mine
+        name, _arguments, first = mine[0]
+        assert name == "events__getEvents"  # no plugin knows it: the model's wire name
+        assert first["id"] == "call_1" and first["index"] == 0
+        assert all(p[0] is None for p in mine[1:]), "the name comes with the first piece only"
+        assert "".join(p[1] for p in mine) == args
+        assert any(line.startswith(f"tool events__getEvents({args}) → error:") for line in details), details
+    finally:
+        genai_bridge.ai.use(None)
+        bridge.daemon.stop()
+        proc.kill()
+        proc.wait()
 
 
 def test_prompt_chunks_reach_the_agent_handler(bridge, events):

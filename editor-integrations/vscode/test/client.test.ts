@@ -11,18 +11,23 @@ import type { DoActionParams, RequestConfirmationParams } from '../src/protocol'
 import { daemonEnv, DOWN_URL, genaiBin, startFakeProvider, within, type FakeProvider } from './support/env';
 
 const REPLY = 'Hello from the **fake** provider.';
+const TOOL_ARGS = '{"day":"today","limit":3}';
 let fast: FakeProvider;
 let slow: FakeProvider;
+/** Answers its first request with a tool call, later ones with REPLY. */
+let caller: FakeProvider;
 let env: NodeJS.ProcessEnv;
 
 before(async () => {
   fast = await startFakeProvider({ reply: REPLY, chunks: 4, delayMs: 5 });
   slow = await startFakeProvider({ reply: 'One two three four five six seven eight nine ten.', chunks: 20, delayMs: 100 });
-  env = daemonEnv({ fast: fast.url, slow: slow.url, down: DOWN_URL });
+  caller = await startFakeProvider({ reply: REPLY, chunks: 2, delayMs: 5, toolCalls: [`events__getEvents:${TOOL_ARGS}`] });
+  env = daemonEnv({ fast: fast.url, slow: slow.url, caller: caller.url, down: DOWN_URL });
 });
 after(() => {
   fast?.stop();
   slow?.stop();
+  caller?.stop();
 });
 
 function newClient(events: Array<{ state: string }> = []): GenaiClient {
@@ -40,7 +45,7 @@ describe('genai client against the daemon', () => {
   test('ListComponents names the configured providers and the assistant feature', async () => {
     const c = await client.listComponents();
     const configured = c.serviceProviders.filter((p) => p.origin === 'config').map((p) => p.name);
-    assert.deepEqual(configured.sort(), ['down', 'fast', 'slow']);
+    assert.deepEqual(configured.sort(), ['caller', 'down', 'fast', 'slow']);
     assert.ok(c.serviceProviders.some((p) => p.name === 'openai' && p.origin === 'builtin'));
     assert.ok((c.features as Array<{ name: string }>).some((f) => f.name === 'assistant'));
   });
@@ -88,6 +93,27 @@ describe('genai client against the daemon', () => {
     assert.equal(end.error?.kind, 'cancelled');
     assert.equal(await conversation.cancel(), false, 'nothing runs any more');
     assert.deepEqual(await conversation.history(), []);
+  });
+
+  test('tools: the turn sees the streamed tool call, whose error goes to the model, which then answers', async () => {
+    const conversation = await client.createConversation({ feature: 'tools', serviceProvider: 'caller' });
+    assert.equal(conversation.feature, 'tools');
+    const seen: Array<{ name?: string; arguments: string }> = [];
+    const turn = await conversation.send('What is on today?', { toolCall: (call) => seen.push({ name: call.name, arguments: call.arguments }) });
+    const end = await within(10_000, 'the final OnFeatureResponse', turn.done);
+    // No plugin is configured: the daemon does not know the tool and names it by its wire name.
+    assert.deepEqual([...turn.toolCalls.values()], [{ index: 0, id: 'call_1', name: 'events__getEvents', arguments: TOOL_ARGS }]);
+    assert.ok(seen.length >= 2, `pieces: ${JSON.stringify(seen)}`);
+    assert.equal(seen[0].name, 'events__getEvents', 'the name comes with the first piece');
+    assert.equal(seen.at(-1)!.arguments, TOOL_ARGS);
+    // The failed call goes back to the model, whose next answer is the reply.
+    assert.equal(end.isSuccess, true, end.summary);
+    assert.equal(end.summary, REPLY);
+    assert.equal(turn.text, REPLY);
+    assert.ok(
+      end.detailedResponse.some((line) => line.startsWith(`tool events__getEvents(${TOOL_ARGS}) → error:`)),
+      end.detailedResponse.join('\n'),
+    );
   });
 
   test('errors: a provider that is down fails the turn; bad requests reject with their kind', async () => {
@@ -198,7 +224,7 @@ describe('tool messages (stand-in daemon)', () => {
 });
 
 describe('notifications before their turn is announced (stand-in daemon)', () => {
-  test('chunks and the final response that come before {turnId} reach the turn and the page', async () => {
+  test('tool-call pieces, chunks and the final response that come before {turnId} reach the turn and the page', async () => {
     const client = new GenaiClient({ command: process.execPath, args: [join(__dirname, 'support', 'fake-tools-daemon.js')], restart: false });
     await within(10_000, 'the stand-in daemon', client.start());
     try {
@@ -214,6 +240,7 @@ describe('notifications before their turn is announced (stand-in daemon)', () =>
         posted.filter((m) => m.type !== 'conversation'),
         [
           { type: 'userMessage', text: 'Who comes first?' },
+          { type: 'toolCall', turnId: 'turn-early', index: 0, name: 'events.getEvents' },
           { type: 'chunk', turnId: 'turn-early', delta: 'Early ' },
           { type: 'chunk', turnId: 'turn-early', delta: 'bird.' },
           { type: 'turnStarted', turnId: 'turn-early' },

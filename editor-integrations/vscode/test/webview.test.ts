@@ -1,6 +1,6 @@
 // The chat page (media/chat.html + dist/webview.js) in headless Chromium, with a stand-in for
 // acquireVsCodeApi that records what the page posts. Checks the new-chat form, Markdown chunks,
-// escaped HTML, the details toggle, errors, and the stop button; saves a screenshot under
+// escaped HTML, tool-call lines, the details toggle, errors, and the stop button; saves a screenshot under
 // test-artifacts/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -125,6 +125,22 @@ test('streamed chunks render as Markdown, HTML stays text, details toggle, stop 
     'usage: 3 input + 5 output = 8 tokens',
   ]);
   assert.equal(await page.textContent('.message.assistant .details-toggle'), 'Hide details');
+});
+
+test('a tool call shows as a line in its turn, its name as text, and stays when the reply comes', async () => {
+  await send({ type: 'userMessage', text: 'What is on today?' });
+  await send({ type: 'turnStarted', turnId: 't3' });
+  await send({ type: 'toolCall', turnId: 't3', index: 0, name: 'events.getEvents' });
+  await send({ type: 'toolCall', turnId: 't3', index: 1, name: '<b>bold</b>_tool' });
+  const bubble = page.locator('.message.assistant[data-turn-id="t3"]');
+  await bubble.locator('.tool-call').nth(1).waitFor({ timeout: 10_000 });
+  assert.deepEqual(await bubble.locator('.tool-call').allTextContents(), ['calling events.getEvents…', 'calling <b>bold</b>_tool…']);
+  assert.equal(await bubble.locator('.tool-calls b').count(), 0, 'no element from the tool name');
+  await send({ type: 'chunk', turnId: 't3', delta: 'Two events today.' });
+  await send({ type: 'turnEnded', turnId: 't3', summary: 'Two events today.', detailedResponse: ['tool events.getEvents({}) → result: []'], isSuccess: true });
+  assert.equal(await bubble.locator('.body').textContent(), 'Two events today.\n');
+  assert.equal(await bubble.locator('.tool-call').count(), 2, 'the lines stay after the reply');
+  assert.deepEqual(await bubble.evaluate((el) => Array.from(el.children, (c) => c.className)), ['tool-calls', 'body', 'link details-toggle', 'details']);
 });
 
 test('a failed turn and a failed request show as errors in the chat', async () => {

@@ -1,7 +1,7 @@
 // The chat widget's logic, between the chat page and the genai client: the new-chat choices, the
 // open conversation, its turns, history. It speaks ToView/FromView messages and has no `vscode`
 // import; chat-view.ts plugs it into a webview, the tests into a recorder.
-import { GenaiClient, GenaiError, type Conversation } from '../client/genai-client';
+import { GenaiClient, GenaiError, type Conversation, type ToolCall } from '../client/genai-client';
 import { messageText, selectionPrompt, type Selection } from './text';
 import type { ComponentChoices, FromView, NewChatChoice, ShownMessage, ToView } from './view-messages';
 import type { ListComponentsResult } from '../protocol';
@@ -108,9 +108,16 @@ export class ChatController {
     const post = (m: ToView) => {
       if (this.conversation === conversation) this.post(m);
     };
+    // Each tool call is shown once, when its name arrives (its arguments are in the details).
+    const shownCalls = new WeakSet<ToolCall>();
     const turn = await conversation.send(text, {
       chunk: (delta, t) => post({ type: 'chunk', turnId: t.id, delta }),
       progress: (step, t) => post({ type: 'progress', turnId: t.id, summary: step.summary, detailedResponse: step.detailedResponse }),
+      toolCall: (call, t) => {
+        if (!call.name || shownCalls.has(call)) return;
+        shownCalls.add(call);
+        post({ type: 'toolCall', turnId: t.id, index: call.index, name: call.name });
+      },
     });
     post({ type: 'turnStarted', turnId: turn.id });
     const end = await turn.done;

@@ -40,6 +40,8 @@ export type ToView =
   | { type: 'turnStarted'; turnId: string }
   | { type: 'chunk'; turnId: string; delta: string }
   | { type: 'progress'; turnId: string; summary: string; detailedResponse: string[] }
+  /** The model calls a tool (its name came in `OnToolCallChunk`): a line in the turn's bubble. */
+  | { type: 'toolCall'; turnId: string; index: number; name: string }
   | {
       type: 'turnEnded';
       turnId: string;

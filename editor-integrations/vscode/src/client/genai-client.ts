@@ -15,6 +15,7 @@ import type {
   MessageInput,
   Notifications,
   OnFeatureResponseNotification,
+  OnToolCallChunkNotification,
   RequestConfirmationParams,
   Requests,
   StoredMessage,
@@ -42,7 +43,10 @@ export interface ClientHooks {
 }
 
 /** The notifications of a turn, typed from the schemas: a renamed field breaks the build. */
-type TurnNotification = Notifications['OnFeatureResponseChunk'] | Notifications['OnFeatureResponse'];
+type TurnNotification =
+  | Notifications['OnFeatureResponseChunk']
+  | Notifications['OnFeatureResponse']
+  | Notifications['OnToolCallChunk'];
 
 /** vscode-jsonrpc's own codes for a broken connection (not errors the daemon sent). */
 const CONNECTION_ERRORS = new Set<number>([
@@ -157,6 +161,7 @@ export class GenaiClient {
   private attach(conn: MessageConnection): void {
     conn.onNotification('OnFeatureResponseChunk', (params: TurnNotification) => this.route(params));
     conn.onNotification('OnFeatureResponse', (params: TurnNotification) => this.route(params));
+    conn.onNotification('OnToolCallChunk', (params: TurnNotification) => this.route(params));
     conn.onRequest('RequestConfirmation', async (params: RequestConfirmationParams) => ({
       confirmed: this.hooks.confirm ? await this.hooks.confirm(params) : false,
     }));
@@ -175,6 +180,7 @@ export class GenaiClient {
       return;
     }
     if ('delta' in params) turn.chunk(params.delta);
+    else if ('index' in params) turn.toolCallChunk(params);
     else if (params.final) turn.finish(params);
     else turn.progress(params);
   }
@@ -253,12 +259,29 @@ export class Conversation {
 export type TurnListener = {
   chunk?: (delta: string, turn: Turn) => void;
   progress?: (step: OnFeatureResponseNotification, turn: Turn) => void;
+  /** A piece of a tool call arrived (`OnToolCallChunk`); `call` holds the call so far. */
+  toolCall?: (call: ToolCall, turn: Turn) => void;
 };
+
+/** A tool call the model is writing, assembled from its `OnToolCallChunk` pieces. */
+export interface ToolCall {
+  index: number;
+  id?: string;
+  /** The tool's name (`SOURCE.function`), or the model's wire name for a tool the daemon does not know. */
+  name?: string;
+  /** The JSON arguments so far (complete once the call runs). */
+  arguments: string;
+}
 
 /** One user message and the reply to it, as the notifications bring it in. */
 export class Turn {
   /** The reply text streamed so far. */
   text = '';
+  /**
+   * The tool calls the model streamed, by index. A later round of calls in the same turn reuses
+   * the indexes: its first piece (a new id, or a name) replaces the earlier call at its index.
+   */
+  readonly toolCalls = new Map<number, ToolCall>();
   /** Resolves with the final `OnFeatureResponse` (success or failure); never rejects. */
   readonly done: Promise<OnFeatureResponseNotification>;
   private resolve!: (r: OnFeatureResponseNotification) => void;
@@ -293,6 +316,21 @@ export class Turn {
     if (this.ended) return;
     this.text += delta;
     for (const l of this.listeners) l.chunk?.(delta, this);
+  }
+
+  /** @internal */
+  toolCallChunk(piece: OnToolCallChunkNotification): void {
+    if (this.ended) return;
+    let call = this.toolCalls.get(piece.index);
+    const newCall = (piece.id && call?.id && piece.id !== call.id) || (piece.name && call?.name);
+    if (!call || newCall) {
+      call = { index: piece.index, arguments: '' };
+      this.toolCalls.set(piece.index, call);
+    }
+    if (piece.id && !call.id) call.id = piece.id;
+    if (piece.name && !call.name) call.name = piece.name;
+    call.arguments += piece.arguments;
+    for (const l of this.listeners) l.toolCall?.(call, this);
   }
 
   /** @internal */

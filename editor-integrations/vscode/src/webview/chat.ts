@@ -90,6 +90,21 @@ function turnBubble(turnId: string): { bubble: HTMLElement; text: string } {
   return turn;
 }
 
+/** A line above the reply text saying which tool the model calls (text only, never markup). */
+function addToolCall(el: HTMLElement, name: string): void {
+  let list = el.querySelector<HTMLElement>('.tool-calls');
+  if (!list) {
+    list = document.createElement('div');
+    list.className = 'tool-calls';
+    el.querySelector('.body')!.before(list);
+  }
+  const line = document.createElement('div');
+  line.className = 'tool-call';
+  line.textContent = `calling ${name}…`;
+  list.append(line);
+  messages.scrollTop = messages.scrollHeight;
+}
+
 function showStatus(level: 'info' | 'warning' | 'error', text: string): void {
   status.hidden = false;
   status.className = level;
@@ -206,6 +221,9 @@ function receive(m: ToView): void {
       addDetails(turn.bubble, m.detailedResponse);
       break;
     }
+    case 'toolCall':
+      addToolCall(turnBubble(m.turnId).bubble, m.name);
+      break;
     case 'turnEnded': {
       const turn = turnBubble(m.turnId);
       turns.delete(m.turnId);

@@ -29,11 +29,17 @@ export interface FakeProvider {
   stop(): void;
 }
 
-/** Starts examples/fake-provider on a free loopback port. */
-export async function startFakeProvider(opts: { reply: string; chunks: number; delayMs: number }): Promise<FakeProvider> {
+/**
+ * Starts examples/fake-provider on a free loopback port. `toolCalls` (`WIRE_NAME:ARGS_JSON`
+ * each) make its first answer those tool calls; later requests get the reply.
+ */
+export async function startFakeProvider(opts: { reply: string; chunks: number; delayMs: number; toolCalls?: string[] }): Promise<FakeProvider> {
   const child: ChildProcess = spawn(
     fakeProviderBin,
-    ['--port', '0', '--reply', opts.reply, '--chunks', String(opts.chunks), '--delay-ms', String(opts.delayMs)],
+    [
+      '--port', '0', '--reply', opts.reply, '--chunks', String(opts.chunks), '--delay-ms', String(opts.delayMs),
+      ...(opts.toolCalls ?? []).flatMap((call) => ['--tool-call', call]),
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const lines = createInterface({ input: child.stdout! });

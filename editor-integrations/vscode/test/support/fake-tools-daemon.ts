@@ -2,8 +2,8 @@
 // the tool messages (RequestConfirmation, DoAction) and notifications that arrive before the
 // response announcing their turn. Content-Length JSON-RPC on stdio: `Initialize` answers at
 // once; the test-only `TriggerTools` asks the client to confirm, sends one DoAction, and returns
-// the answer; `CreateConversation` opens "c1"; `OnNewMessage` sends the whole turn (two chunks and
-// the final response) *before* its `{turnId}` answer.
+// the answer; `CreateConversation` opens "c1"; `OnNewMessage` sends the whole turn (a tool call in
+// two pieces, two chunks and the final response) *before* its `{turnId}` answer.
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 
 const conn = createMessageConnection(new StreamMessageReader(process.stdin), new StreamMessageWriter(process.stdout));
@@ -20,6 +20,8 @@ conn.onRequest('TriggerTools', async (params: { conversationId: string }) => {
 conn.onRequest('CreateConversation', () => ({ conversationId: 'c1', agentId: 'a1', feature: 'assistant', serviceProvider: 'fake', format: 'openai-chat', model: 'm' }));
 conn.onRequest('OnNewMessage', async () => {
   const turnId = 'turn-early';
+  await conn.sendNotification('OnToolCallChunk', { conversationId: 'c1', turnId, index: 0, id: 'call_1', name: 'events.getEvents', arguments: '' });
+  await conn.sendNotification('OnToolCallChunk', { conversationId: 'c1', turnId, index: 0, arguments: '{}' });
   for (const delta of ['Early ', 'bird.']) {
     await conn.sendNotification('OnFeatureResponseChunk', { conversationId: 'c1', turnId, delta });
   }

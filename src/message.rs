@@ -51,6 +51,10 @@ pub enum Part {
         name: String,
         #[serde(default)]
         arguments: Value,
+        /// Opaque data the provider gave with the call and wants back with it (Gemini's
+        /// `thoughtSignature`, which thinking models require on the next request).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
     },
     /// The result of a tool call.
     #[serde(rename_all = "camelCase")]
@@ -145,6 +149,7 @@ impl Message {
                     id,
                     name,
                     arguments,
+                    ..
                 } => Some((id.clone(), name.clone(), arguments.clone())),
                 _ => None,
             })

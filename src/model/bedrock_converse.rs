@@ -190,6 +190,7 @@ impl ModelConfiguration for BedrockConverse {
                     id: str_field(u, "toolUseId"),
                     name: str_field(u, "name"),
                     arguments: u.get("input").cloned().unwrap_or_else(|| json!({})),
+                    signature: None,
                 });
             }
         }
@@ -296,6 +297,7 @@ fn content_blocks(m: &Message) -> Result<Vec<Value>> {
                 id,
                 name,
                 arguments,
+                ..
             } => {
                 let input = if arguments.is_object() {
                     arguments.clone()
@@ -462,6 +464,7 @@ impl StreamDecoder for Decoder {
                 id,
                 name,
                 arguments,
+                signature: None,
             });
         }
         Ok(ModelReply {
@@ -550,6 +553,7 @@ mod tests {
                     id: "tooluse_1".into(),
                     name: "weather".into(),
                     arguments: json!({"city": "Paris"}),
+                    signature: None,
                 }],
                 from: None,
             },
@@ -624,6 +628,7 @@ mod tests {
             id: id.into(),
             name: "top_song".into(),
             arguments: json!({ "sign": sign }),
+            signature: None,
         };
         let messages = vec![
             Message::user("What is the most popular song on WZPZ and on WKRP?"),

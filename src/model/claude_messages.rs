@@ -257,6 +257,7 @@ fn blocks_of(parts: &[Part]) -> Result<Vec<Value>> {
                 id,
                 name,
                 arguments,
+                ..
             } => {
                 // `input` must be an object.
                 let input = match arguments {
@@ -350,6 +351,7 @@ pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
                 id: str_field(block, "id"),
                 name: str_field(block, "name"),
                 arguments: block.get("input").cloned().unwrap_or_else(|| json!({})),
+                signature: None,
             }),
             // thinking, redacted_thinking, server tool blocks: not part of the chat reply.
             _ => {}
@@ -596,6 +598,7 @@ impl StreamDecoder for Decoder {
                         id,
                         name,
                         arguments,
+                        signature: None,
                     });
                 }
                 _ => {}
@@ -774,6 +777,7 @@ mod tests {
                         id: "toolu_01A09q90qw90lq917835lq9".into(),
                         name: "get_weather".into(),
                         arguments: json!({"location": "San Francisco, CA", "unit": "celsius"}),
+                        signature: None,
                     },
                 ],
                 from: None,
@@ -852,6 +856,7 @@ mod tests {
                 id: "toolu_01A09q90qw90lq917835lq9".into(),
                 name: "get_weather".into(),
                 arguments: json!({"location": "San Francisco, CA", "unit": "celsius"}),
+                signature: None,
             }
         );
         // https://docs.anthropic.com/en/api/errors
@@ -967,6 +972,7 @@ data: {"type":"message_stop"}
                 id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
                 name: "get_weather".into(),
                 arguments: json!({"location": "San Francisco, CA", "unit": "fahrenheit"}),
+                signature: None,
             }
         );
         assert_eq!(

@@ -439,6 +439,7 @@ fn parts_of(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
                 id,
                 name,
                 arguments,
+                signature,
             } => {
                 // `args` is a JSON object (a Struct).
                 let args = match arguments {
@@ -450,7 +451,11 @@ fn parts_of(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
                 if let Some(id) = api_id(id) {
                     call["id"] = Value::from(id);
                 }
-                json!({ "functionCall": call })
+                let mut part = json!({ "functionCall": call });
+                if let Some(signature) = signature {
+                    part["thoughtSignature"] = Value::from(signature.as_str());
+                }
+                part
             }
             Part::ToolResult {
                 tool_call_id,
@@ -532,6 +537,12 @@ fn read_parts(candidate: &Value, text: &mut String, calls: &mut Vec<Part>) -> St
                     .unwrap_or_default()
                     .to_string(),
                 arguments: call.get("args").cloned().unwrap_or_else(|| json!({})),
+                // Thinking models sign their calls beside `functionCall`; the signature must
+                // come back with the call on the next request.
+                signature: part
+                    .get("thoughtSignature")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
             });
         }
     }
@@ -640,6 +651,7 @@ impl StreamDecoder for Decoder {
                     id,
                     name,
                     arguments,
+                    ..
                 } = call
                 {
                     self.call_deltas.push(ToolCallDelta {
@@ -758,6 +770,7 @@ mod tests {
                     id: "call_0".into(),
                     name: "get_weather".into(),
                     arguments: json!({"location": "Paris"}),
+                    signature: None,
                 }],
                 from: None,
             },
@@ -865,6 +878,7 @@ mod tests {
                 id: "call_0".into(),
                 name: "schedule_meeting".into(),
                 arguments: json!({"attendees": ["Bob", "Alice"], "date": "2025-03-27"}),
+                signature: None,
             }]
         );
         assert_eq!(r.usage.unwrap().output_tokens, 12);
@@ -877,11 +891,41 @@ mod tests {
         );
     }
 
+    #[test]
+    fn thought_signatures_of_calls_go_back_with_them() {
+        // A thinking model's reply: the signature sits beside `functionCall` in its part.
+        let body = br#"{"candidates":[{"content":{"role":"model","parts":[
+            {"functionCall":{"name":"get_weather","args":{"location":"Paris"}},"thoughtSignature":"CiQBVKhc7oK3"}]},
+            "finishReason":"STOP"}]}"#;
+        let m = Gemini::new("gemini-3-pro-preview");
+        let reply = m.extract_result(body).unwrap();
+        let Part::ToolCall { signature, .. } = &reply.message.content[0] else {
+            panic!("{:?}", reply.message);
+        };
+        assert_eq!(signature.as_deref(), Some("CiQBVKhc7oK3"));
+        let mut messages = vec![Message::user("Weather in Paris?"), reply.message.clone()];
+        messages.push(Message {
+            role: Role::Tool,
+            content: vec![Part::ToolResult {
+                tool_call_id: "call_0".into(),
+                content: vec![Part::text("18°C")],
+                is_error: false,
+            }],
+            from: None,
+        });
+        let body = m.prepare_request(&messages, false).unwrap().body;
+        assert_eq!(
+            body["contents"][1]["parts"][0],
+            json!({"functionCall": {"name": "get_weather", "args": {"location": "Paris"}}, "thoughtSignature": "CiQBVKhc7oK3"})
+        );
+    }
+
     fn call(id: &str, name: &str, arguments: Value) -> Part {
         Part::ToolCall {
             id: id.into(),
             name: name.into(),
             arguments,
+            signature: None,
         }
     }
 

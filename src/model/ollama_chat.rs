@@ -422,6 +422,7 @@ fn tool_calls_of(msg: &Value, first: usize) -> Vec<Part> {
                     .unwrap_or_default()
                     .to_string(),
                 arguments,
+                signature: None,
             }
         })
         .collect()
@@ -543,6 +544,7 @@ impl StreamDecoder for Decoder {
                     id,
                     name,
                     arguments,
+                    ..
                 } = &call
                 {
                     self.call_deltas.push(ToolCallDelta {
@@ -693,6 +695,7 @@ mod tests {
                     id: "call_0".into(),
                     name: "get_current_weather".into(),
                     arguments: json!({"format": "celsius", "location": "Paris, FR"}),
+                    signature: None,
                 }],
                 from: None,
             },
@@ -754,6 +757,7 @@ mod tests {
                 id: "call_0".into(),
                 name: "get_current_weather".into(),
                 arguments: json!({"format": "celsius", "location": "Paris, FR"}),
+                signature: None,
             }]
         );
         assert_eq!(r.usage.unwrap().input_tokens, 122);
@@ -776,6 +780,7 @@ mod tests {
             id: id.into(),
             name: name.into(),
             arguments: json!({ "city": city }),
+            signature: None,
         }
     }
 

@@ -215,6 +215,7 @@ impl ModelConfiguration for OpenAiChat {
                     arguments: parse_arguments(
                         f.get("arguments").and_then(Value::as_str).unwrap_or(""),
                     ),
+                    signature: None,
                 });
             }
         }
@@ -324,6 +325,7 @@ fn to_wire(m: &Message) -> Result<Vec<Value>> {
                 id,
                 name,
                 arguments,
+                ..
             } => tool_calls.push(json!({
                 "id": id, "type": "function",
                 "function": {"name": name, "arguments": arguments.to_string()}
@@ -484,6 +486,7 @@ impl StreamDecoder for Decoder {
                 id,
                 name,
                 arguments: parse_arguments(&args),
+                signature: None,
             });
         }
         Ok(ModelReply {

@@ -6,6 +6,7 @@
 
 pub mod manifest;
 pub mod plugin;
+pub mod react;
 pub mod signature;
 pub mod toolbox;
 

@@ -285,7 +285,11 @@ impl Framework {
         } else if name == assistant::NAME {
             Arc::new(assistant::Assistant)
         } else if name == crate::feature::tools::NAME {
-            Arc::new(crate::feature::tools::Tools::new(self.toolbox.clone()))
+            let mut tools = crate::feature::tools::Tools::new(self.toolbox.clone());
+            if let Some(mode) = self.config.features.get(name).and_then(|f| f.mode) {
+                tools.mode = mode;
+            }
+            Arc::new(tools)
         } else {
             return Err(Error::internal(format!(
                 "feature `{name}` has no implementation"

@@ -6,8 +6,9 @@
 //!
 //! It owns the mapping between tool names (`MODULE.function`) and the wire names formats
 //! accept. Not yet here (issue 5): confirmations, actions and collect mode (a module's answer
-//! text reaches the model; the links are listed in the details), MCP servers, ReAct for
-//! formats without native tools.
+//! text reaches the model; the links are listed in the details), MCP servers. Where the format
+//! or the provider has no native tool calls, the agent runs a ReAct text loop instead
+//! (`tools/react.rs`, `[features.tools] mode`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,7 @@ use serde_json::Value;
 
 use super::{Feature, Turn, TurnOutcome};
 use crate::agent::ToolLoop;
+use crate::config::ToolMode;
 use crate::message::{Message, Part};
 use crate::model::{ToolCallDelta, ToolSpec};
 use crate::rpc::protocol::{DoActionParams, Event, RequestConfirmationParams, ToolCallChunk};
@@ -33,6 +35,8 @@ pub const MAX_STEPS: usize = 8;
 
 pub struct Tools {
     pub toolbox: Arc<Toolbox>,
+    /// Native tool calls, ReAct, or the choice by format and provider (`[features.tools] mode`).
+    pub mode: ToolMode,
     /// A tool asked for the user's next message (collect mode): the tool and its link.
     pub collect: Mutex<Option<(String, String)>>,
 }
@@ -41,6 +45,7 @@ impl Tools {
     pub fn new(toolbox: Arc<Toolbox>) -> Tools {
         Tools {
             toolbox,
+            mode: ToolMode::Auto,
             collect: Mutex::new(None),
         }
     }
@@ -176,6 +181,7 @@ impl Feature for Tools {
             } else {
                 None
             },
+            mode: self.mode,
         };
         let mut prompt = Vec::with_capacity(2);
         if let Some(system) = &turn.system_prompt {
@@ -217,6 +223,12 @@ impl Feature for Tools {
         detailed.extend(log.lock().map(|l| l.clone()).unwrap_or_default());
         match result {
             Ok(outcome) => {
+                if let Some(why) = &outcome.react {
+                    detailed.push(format!(
+                        "tool mode: ReAct ({why}); {} requests to the model",
+                        outcome.rounds
+                    ));
+                }
                 let r = outcome.reply;
                 let asks = std::mem::take(&mut *asks.lock().unwrap_or_else(|e| e.into_inner()));
                 if let Some(c) = asks.collect {

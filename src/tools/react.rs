@@ -232,7 +232,7 @@ fn label_at(line: &str) -> Option<(Label, usize)> {
             continue;
         };
         // Closing markdown before the colon (`**Action**:`), blanks, the colon.
-        let trimmed = after.trim_start_matches(|c: char| c == ' ' || c == '*' || c == '_');
+        let trimmed = after.trim_start_matches([' ', '*', '_']);
         let Some(after_colon) = trimmed.strip_prefix(':') else {
             continue;
         };

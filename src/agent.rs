@@ -12,12 +12,14 @@ use futures::StreamExt;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::ToolMode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
 use crate::model::{ModelConfiguration, ModelReply, ToolCallDelta};
 use crate::provider::ProviderResponse;
 use crate::registry::ProviderInstance;
 use crate::store::Store;
+use crate::tools::react;
 
 /// Where an agent's turns are persisted.
 #[derive(Clone)]
@@ -38,6 +40,19 @@ struct History {
 pub struct PromptOutcome {
     pub reply: ModelReply,
     pub latency: Duration,
+    /// Why tools went through the ReAct text loop, when they did.
+    pub react: Option<String>,
+    /// Requests made to the model in this turn (one per round of tool calls, plus the last).
+    pub rounds: usize,
+}
+
+/// What the rounds of one turn produced: the final reply, the steps before it (each round's
+/// calls and results), the usage of all requests, and how many requests there were.
+struct TurnSteps {
+    reply: ModelReply,
+    steps: Vec<Message>,
+    usage: Option<Usage>,
+    rounds: usize,
 }
 
 pub struct AIAgent {
@@ -130,7 +145,9 @@ impl AIAgent {
 
     /// `send_prompt` with tools: while the model answers with tool calls (up to
     /// `tools.max_steps` rounds), they are run and their results sent back; the prompt, every
-    /// call and result, and the final reply are committed together.
+    /// call and result, and the final reply are committed together. The calls are the format's
+    /// native ones, or ReAct text where the format or the provider has none (or the mode says
+    /// so); the outcome says which.
     pub async fn send_prompt_with_tools(
         &self,
         prompt: Vec<Message>,
@@ -167,8 +184,12 @@ impl AIAgent {
         };
 
         let mut model = self.model_copy()?;
-        if let Some(t) = tools {
-            model.set_tools(&t.specs)?;
+        let react = match tools {
+            Some(t) if !t.specs.is_empty() => self.choose_react(&mut *model, t)?,
+            _ => None,
+        };
+        if react.is_some() {
+            react::add_stop(&mut *model);
         }
         crate::model::check_images(
             &new_messages,
@@ -178,35 +199,19 @@ impl AIAgent {
             self.provider.provider.max_image_bytes(),
         )?;
         let started = Instant::now();
-        // The model's tool calls and their results, in order, until its final reply.
-        let mut steps: Vec<Message> = Vec::new();
-        let mut usage: Option<Usage> = None;
         let turn = async {
-            loop {
-                let mut messages = full.clone();
-                messages.extend(steps.iter().cloned());
-                let on_call = tools.and_then(|t| t.on_call_delta);
-                let reply = self
-                    .call_model(&*model, &messages, on_delta, on_call)
-                    .await?;
-                usage = add_usage(usage, reply.usage);
-                let calls = reply.message.tool_calls();
-                match tools {
-                    Some(t) if !calls.is_empty() && steps.len() / 2 < t.max_steps => {
-                        let results = (t.run)(calls).await;
-                        steps.push(reply.message);
-                        steps.push(Message {
-                            role: Role::Tool,
-                            content: results,
-                            from: None,
-                        });
-                    }
-                    _ => break Ok::<ModelReply, Error>(reply),
-                }
+            match tools {
+                Some(t) if react.is_some() => self.react_turn(&*model, &full, on_delta, t).await,
+                _ => self.native_turn(&*model, &full, on_delta, tools).await,
             }
         };
         let timeout = self.timeout.unwrap_or(Duration::from_secs(24 * 3600));
-        let mut reply = tokio::select! {
+        let TurnSteps {
+            mut reply,
+            steps,
+            usage,
+            rounds,
+        } = tokio::select! {
             r = tokio::time::timeout(timeout, turn) => match r {
                 Ok(r) => r?,
                 Err(_) => return Err(Error::new(ErrorKind::Timeout, format!("{}: no complete answer within {:.0?}", self.provider.name, timeout))),
@@ -240,7 +245,180 @@ impl AIAgent {
         history.messages.extend(new_messages);
         history.messages.extend(steps);
         history.messages.push(reply.message.clone());
-        Ok(PromptOutcome { reply, latency })
+        Ok(PromptOutcome {
+            reply,
+            latency,
+            react,
+            rounds,
+        })
+    }
+
+    /// Whether this turn's tools go through ReAct, and why (`None`: native tool calls, offered
+    /// to `model` here). Auto mode uses native calls when the provider honours them and the
+    /// format accepts them.
+    fn choose_react(
+        &self,
+        model: &mut dyn ModelConfiguration,
+        tools: &ToolLoop<'_>,
+    ) -> Result<Option<String>> {
+        let provider = &self.provider.name;
+        match tools.mode {
+            ToolMode::React => Ok(Some("[features.tools] mode = \"react\"".to_string())),
+            ToolMode::Native => model.set_tools(&tools.specs).map(|()| None),
+            ToolMode::Auto if !self.provider.provider.native_tools() => Ok(Some(format!(
+                "provider {provider} ({}) does not run native tool calls",
+                self.provider.provider.kind()
+            ))),
+            ToolMode::Auto => Ok(model.set_tools(&tools.specs).err().map(|e| e.message)),
+        }
+    }
+
+    /// The native tool loop: while the model answers with tool calls (up to `max_steps`
+    /// rounds), they are run and their results sent back.
+    async fn native_turn(
+        &self,
+        model: &dyn ModelConfiguration,
+        full: &[Message],
+        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        tools: Option<&ToolLoop<'_>>,
+    ) -> Result<TurnSteps> {
+        let mut steps: Vec<Message> = Vec::new();
+        let mut usage: Option<Usage> = None;
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            let mut messages = full.to_vec();
+            messages.extend(steps.iter().cloned());
+            let on_call = tools.and_then(|t| t.on_call_delta);
+            let reply = self.call_model(model, &messages, on_delta, on_call).await?;
+            usage = add_usage(usage, reply.usage);
+            let calls = reply.message.tool_calls();
+            match tools {
+                Some(t) if !calls.is_empty() && steps.len() / 2 < t.max_steps => {
+                    let results = (t.run)(calls).await;
+                    steps.push(reply.message);
+                    steps.push(Message {
+                        role: Role::Tool,
+                        content: results,
+                        from: None,
+                    });
+                }
+                _ => {
+                    return Ok(TurnSteps {
+                        reply,
+                        steps,
+                        usage,
+                        rounds,
+                    })
+                }
+            }
+        }
+    }
+
+    /// The ReAct loop: the tools are described in the system message, the model's text is
+    /// parsed, its actions run and their results sent back as an `Observation:` message, until
+    /// a final answer (or `max_steps` rounds). Steps are kept as tool calls and results (ids
+    /// `react_ROUND_INDEX`), so the history has one shape whatever the mode; only the final
+    /// answer reaches `on_delta` and the reply.
+    async fn react_turn(
+        &self,
+        model: &dyn ModelConfiguration,
+        full: &[Message],
+        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        tools: &ToolLoop<'_>,
+    ) -> Result<TurnSteps> {
+        let mut steps: Vec<Message> = Vec::new();
+        let mut usage: Option<Usage> = None;
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            let mut messages = full.to_vec();
+            messages.extend(steps.iter().cloned());
+            let messages = react::prompt(&messages, &tools.specs);
+            let filter = std::sync::Mutex::new(react::StreamFilter::new());
+            let filtered = |delta: &str| {
+                let shown = filter.lock().map(|mut f| f.push(delta)).unwrap_or_default();
+                if let (Some(f), false) = (on_delta, shown.is_empty()) {
+                    f(&shown);
+                }
+            };
+            let stream_to: Option<&(dyn Fn(&str) + Send + Sync)> = match on_delta {
+                Some(_) => Some(&filtered),
+                None => None,
+            };
+            let mut reply = self.call_model(model, &messages, stream_to, None).await?;
+            usage = add_usage(usage, reply.usage);
+            let parsed = react::parse(&reply.message.text(), &tools.specs);
+            let answer = match parsed.step {
+                react::Step::Act { actions, .. } if steps.len() / 2 < tools.max_steps => {
+                    let ids: Vec<String> = (0..actions.len())
+                        .map(|i| format!("react_{rounds}_{i}"))
+                        .collect();
+                    let runnable: Vec<(String, String, Value)> = actions
+                        .iter()
+                        .zip(&ids)
+                        .filter(|(a, _)| a.error.is_none())
+                        .map(|(a, id)| (id.clone(), a.tool.clone(), a.arguments.clone()))
+                        .collect();
+                    let mut ran = (tools.run)(runnable).await.into_iter();
+                    let mut calls = vec![Part::text(parsed.text)];
+                    let mut results = Vec::with_capacity(actions.len());
+                    for (a, id) in actions.into_iter().zip(ids) {
+                        let result = match a.error {
+                            Some(why) => Part::ToolResult {
+                                tool_call_id: id.clone(),
+                                content: vec![Part::text(why)],
+                                is_error: true,
+                            },
+                            None => ran.next().unwrap_or_else(|| Part::ToolResult {
+                                tool_call_id: id.clone(),
+                                content: vec![Part::text("the tool gave no result")],
+                                is_error: true,
+                            }),
+                        };
+                        calls.push(Part::ToolCall {
+                            id,
+                            name: a.tool,
+                            arguments: a.arguments,
+                            signature: None,
+                        });
+                        results.push(result);
+                    }
+                    steps.push(Message {
+                        role: Role::Assistant,
+                        content: calls,
+                        from: reply.message.from.clone(),
+                    });
+                    steps.push(Message {
+                        role: Role::Tool,
+                        content: results,
+                        from: None,
+                    });
+                    continue;
+                }
+                react::Step::Act { thought, .. } => thought.unwrap_or_else(|| {
+                    format!(
+                        "(no final answer after {} rounds of tool calls)",
+                        tools.max_steps
+                    )
+                }),
+                react::Step::Final(answer) => answer,
+            };
+            let rest = filter
+                .lock()
+                .map(|mut f| f.finish(&answer))
+                .unwrap_or_default();
+            if let (Some(f), false) = (on_delta, rest.is_empty()) {
+                f(&rest);
+            }
+            reply.message.content = vec![Part::text(answer)];
+            return Ok(TurnSteps {
+                reply,
+                steps,
+                usage,
+                rounds,
+            });
+        }
     }
 
     /// One request to the model, streamed through `on_delta` when given; pieces of streamed
@@ -306,4 +484,6 @@ pub struct ToolLoop<'a> {
              + Sync),
     /// Receives the pieces of tool calls as the model streams them (streaming requests only).
     pub on_call_delta: Option<&'a (dyn Fn(&ToolCallDelta) + Send + Sync)>,
+    /// Native tool calls, the ReAct text loop, or the choice by format and provider.
+    pub mode: ToolMode,
 }

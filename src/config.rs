@@ -238,6 +238,23 @@ pub struct FeatureConfig {
     /// `tools` feature; default 8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<usize>,
+    /// The `tools` feature: how tools are offered to the model (default `auto`: native tool
+    /// calls when the format and the provider have them, a ReAct text loop otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ToolMode>,
+}
+
+/// How tools are offered to the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolMode {
+    /// Native tool calls when the format and the provider have them, ReAct otherwise.
+    #[default]
+    Auto,
+    /// The format's native tool calls (an error where there are none).
+    Native,
+    /// The ReAct text loop (`Thought:`, `Action:`, `Action Input:`, `Final Answer:`).
+    React,
 }
 
 /// Where genai keeps its configuration and its data.

@@ -303,6 +303,7 @@ impl Framework {
                 self.toolbox.clone(),
                 tools.map(<[String]>::to_vec),
                 config.and_then(|f| f.max_steps),
+                config.and_then(|f| f.mode),
             ))
         } else {
             return Err(Error::internal(format!(

@@ -10,10 +10,13 @@
 //! Built only with the `local` cargo feature (the default).
 
 #![cfg(feature = "local")]
+#![allow(clippy::duplicate_mod)]
 
 // The RPC client keeps its children on loopback with the fake server's helper.
 #[path = "support/fake_openai.rs"]
 mod fake_openai;
+#[path = "support/fake_plugin.rs"]
+mod fake_plugin;
 #[path = "support/rpc_client.rs"]
 mod rpc_client;
 
@@ -309,5 +312,100 @@ fn a_prompt_larger_than_the_context_is_refused_with_the_counts() {
         "{message}"
     );
     assert_eq!(history_len(&mut d, &cid), 0);
+    assert!(d.shutdown(EXIT).success());
+}
+
+#[test]
+fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
+    let Some(model) = test_model() else { return };
+    let events = fake_plugin::FakePlugin::start(None);
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = format!(
+        "\n[plugins.events]\nurl = {}\nenabled = true\n",
+        toml_string(&events.base_url())
+    );
+    let mut d = start(dir.path(), &model, &plugins);
+    initialize(&mut d, true);
+    let parameters = json!({"max_tokens": 48, "temperature": 0});
+    let question = "Which events are coming up? Use the events__getEvents tool.";
+
+    // The same question without tools: the prompt the ReAct instructions are added to.
+    let plain = conversation(&mut d, parameters.clone());
+    let t = send(&mut d, &plain, question);
+    let fin = d.wait_final(&t, TURN)["params"].clone();
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let (plain_prompt, _, _) = usage(&fin);
+
+    let r = d.call(
+        "CreateConversation",
+        json!({"feature": "tools", "serviceProvider": "gemma", "parameters": parameters}),
+    );
+    let cid = r["conversationId"].as_str().unwrap().to_string();
+    let t = send(&mut d, &cid, question);
+    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let history = d.call(
+        "GetConversationHistory",
+        json!({"conversationId": cid, "pageSize": 100}),
+    )["messages"]
+        .clone();
+    eprintln!(
+        "summary: {}\ndetails: {}\nhistory: {}",
+        fin["summary"],
+        serde_json::to_string_pretty(&fin["detailedResponse"]).unwrap(),
+        serde_json::to_string_pretty(&history).unwrap()
+    );
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+
+    // ReAct was chosen (the engine ignores native tools), within the round limit.
+    let details = fin["detailedResponse"].to_string();
+    let marker = "tool mode: ReAct (provider gemma (local) does not run native tool calls); ";
+    let at = details.find(marker).unwrap_or_else(|| panic!("{details}")) + marker.len();
+    let rounds: usize = details[at..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no round count in {details}"));
+    assert!((1..=9).contains(&rounds), "{rounds} rounds: {details}");
+
+    // Every request carried the instructions with the tool list: the first alone is far longer
+    // than the same question without tools.
+    let (prompt, _, _) = usage(&fin);
+    assert!(
+        prompt > plain_prompt + 100,
+        "{prompt} prompt tokens with ReAct, {plain_prompt} without"
+    );
+
+    // The history: the prompt, one call and one result message per round but the last, the
+    // answer; each call that could run reached the module.
+    let h = history.as_array().unwrap();
+    assert_eq!(h.len(), 2 * rounds, "{history}");
+    assert_eq!(h[0]["role"], "user");
+    assert_eq!(h[h.len() - 1]["role"], "assistant");
+    for step in h[1..h.len() - 1].chunks(2) {
+        assert_eq!(
+            (&step[0]["role"], &step[1]["role"]),
+            (&json!("assistant"), &json!("tool"))
+        );
+    }
+    let ran = h
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|p| p["type"] == "toolResult" && p["isError"] == false)
+        .count();
+    let called = events
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/ai-functions")
+        .count();
+    assert_eq!(ran, called, "tool results vs module calls");
+    let answer = h[h.len() - 1]["content"][0]["text"].as_str().unwrap_or("");
+    assert_eq!(fin["summary"].as_str().unwrap().trim(), answer.trim());
+    assert!(!answer.contains("Action:"), "{answer}");
+
+    // Only the final answer was streamed.
+    let (chunks, _) = turn_log(&d, &t);
+    let streamed: String = chunks.iter().map(|(_, c)| c.as_str()).collect();
+    assert!(!streamed.contains("Action:"), "{streamed}");
+    assert_eq!(streamed, answer, "the chunks are the final answer");
     assert!(d.shutdown(EXIT).success());
 }

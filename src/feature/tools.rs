@@ -6,8 +6,9 @@
 //!
 //! It owns the mapping between tool names (`MODULE.function`) and the wire names formats
 //! accept. Not yet here (issue 5): confirmations, actions and collect mode (a module's answer
-//! text reaches the model; the links are listed in the details), MCP servers, ReAct for
-//! formats without native tools.
+//! text reaches the model; the links are listed in the details), MCP servers. Where the format
+//! or the provider has no native tool calls, the agent runs a ReAct text loop instead
+//! (`tools/react.rs`, `[features.tools] mode`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,7 @@ use serde_json::Value;
 
 use super::{Feature, Turn, TurnOutcome};
 use crate::agent::ToolLoop;
+use crate::config::ToolMode;
 use crate::message::{Message, Part};
 use crate::model::{ToolCallDelta, ToolSpec};
 use crate::rpc::protocol::{DoActionParams, Event, RequestConfirmationParams, ToolCallChunk};
@@ -39,6 +41,8 @@ pub struct Tools {
     pub selection: Option<Vec<String>>,
     /// Rounds of tool calls per turn.
     pub max_steps: usize,
+    /// Native tool calls, ReAct, or the choice by format and provider (`[features.tools] mode`).
+    pub mode: ToolMode,
     /// A tool asked for the user's next message (collect mode): the tool and its link.
     pub collect: Mutex<Option<(String, String)>>,
 }
@@ -48,11 +52,13 @@ impl Tools {
         toolbox: Arc<Toolbox>,
         selection: Option<Vec<String>>,
         max_steps: Option<usize>,
+        mode: Option<ToolMode>,
     ) -> Tools {
         Tools {
             toolbox,
             selection,
             max_steps: max_steps.unwrap_or(MAX_STEPS),
+            mode: mode.unwrap_or_default(),
             collect: Mutex::new(None),
         }
     }
@@ -236,6 +242,7 @@ impl Feature for Tools {
             } else {
                 None
             },
+            mode: self.mode,
         };
         let mut prompt = Vec::with_capacity(2);
         if let Some(system) = &turn.system_prompt {
@@ -297,6 +304,12 @@ impl Feature for Tools {
         detailed.extend(log.lock().map(|l| l.clone()).unwrap_or_default());
         match result {
             Ok(outcome) => {
+                if let Some(why) = &outcome.react {
+                    detailed.push(format!(
+                        "tool mode: ReAct ({why}); {} requests to the model",
+                        outcome.rounds
+                    ));
+                }
                 let r = outcome.reply;
                 let asks = std::mem::take(&mut *asks.lock().unwrap_or_else(|e| e.into_inner()));
                 if let Some(c) = asks.collect {

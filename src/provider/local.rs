@@ -188,6 +188,11 @@ mod enabled {
             self.default_model.as_deref()
         }
 
+        /// The engine ignores `tools` in the request: tool use goes through ReAct.
+        fn native_tools(&self) -> bool {
+            false
+        }
+
         async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
             if request.format != crate::model::openai_chat::FORMAT {
                 return Err(Error::new(

@@ -70,6 +70,11 @@ pub trait ServiceProvider: Send + Sync {
     fn max_image_bytes(&self) -> Option<usize> {
         None
     }
+    /// Whether the endpoint honours the format's native tool calls. A provider that reads the
+    /// format but ignores its tools (the local engine) says no, and the agent uses ReAct.
+    fn native_tools(&self) -> bool {
+        true
+    }
     /// Sends the request. Dropping the returned future (or stream) drops the HTTP request.
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse>;
 }

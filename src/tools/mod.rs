@@ -7,6 +7,7 @@
 pub mod manifest;
 pub mod mcp;
 pub mod plugin;
+pub mod react;
 pub mod signature;
 pub mod toolbox;
 

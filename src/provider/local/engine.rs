@@ -248,6 +248,8 @@ impl Engine {
         }
         let mut stops = settings.stop.clone();
         stops.extend(rendered.extra_stops);
+        let mut settings = settings;
+        settings.max_tokens = settings.max_tokens.or(rendered.max_tokens);
         Ok(Prepared {
             tokens,
             stops,

@@ -37,8 +37,13 @@ impl ChatMessage {
 /// What `apply` answers for `Template::Model` when the GGUF has no chat template.
 pub const NO_TEMPLATE: &str = "the model has no chat template";
 
-/// The stop string of the plain transcript of base models.
-pub const TRANSCRIPT_STOP: &str = "\nQuestion:";
+/// The stop strings of the plain transcript of base models: a new question, or the model
+/// answering again (a base model loops that way).
+pub const TRANSCRIPT_STOPS: [&str; 2] = ["\nQuestion:", "\nAnswer:"];
+
+/// The longest reply of the plain transcript when the request sets no `max_tokens`: a base
+/// model may ramble until the context is full, which takes minutes on a small machine.
+pub const TRANSCRIPT_MAX_TOKENS: u32 = 512;
 
 /// The stop strings the ChatML fallback adds.
 pub const CHATML_STOPS: [&str; 2] = ["<|im_end|>", "<|im_start|>"];
@@ -51,6 +56,8 @@ pub struct Rendered {
     pub extra_stops: Vec<String>,
     /// Why the fallback was used, when it was.
     pub fallback: Option<String>,
+    /// The reply's length limit when the request sets none.
+    pub max_tokens: Option<u32>,
 }
 
 /// Which template llama.cpp should apply.
@@ -92,16 +99,18 @@ pub fn render(
                 prompt,
                 extra_stops: Vec::new(),
                 fallback: None,
+                max_tokens: None,
             }
         }
         Ok(_) => "the model's chat template produced nothing".to_string(),
         Err(why) if why == NO_TEMPLATE => {
             return Rendered {
                 prompt: transcript(messages),
-                extra_stops: vec![TRANSCRIPT_STOP.to_string()],
+                extra_stops: TRANSCRIPT_STOPS.iter().map(|s| s.to_string()).collect(),
                 fallback: Some(format!(
                     "{NO_TEMPLATE}; using a plain Question/Answer transcript"
                 )),
+                max_tokens: Some(TRANSCRIPT_MAX_TOKENS),
             }
         }
         Err(why) => why,
@@ -113,6 +122,7 @@ pub fn render(
                     prompt,
                     extra_stops: Vec::new(),
                     fallback: Some(format!("{why}; using llama.cpp's `{name}` template")),
+                    max_tokens: None,
                 }
             }
             Ok(_) => {}
@@ -127,6 +137,7 @@ fn chatml_rendered(messages: &[ChatMessage], why: String) -> Rendered {
         prompt: chatml(messages),
         extra_stops: CHATML_STOPS.iter().map(|s| s.to_string()).collect(),
         fallback: Some(why),
+        max_tokens: None,
     }
 }
 
@@ -205,7 +216,8 @@ mod tests {
             r.prompt,
             "Be brief.\n\nQuestion: Hi\nAnswer: Hello!\nQuestion: Name a colour.\nAnswer:"
         );
-        assert_eq!(r.extra_stops, vec!["\nQuestion:"]);
+        assert_eq!(r.extra_stops, vec!["\nQuestion:", "\nAnswer:"]);
+        assert_eq!(r.max_tokens, Some(TRANSCRIPT_MAX_TOKENS));
         assert!(r.fallback.unwrap().contains("Question/Answer transcript"));
     }
 

@@ -29,6 +29,7 @@ cargo build --release --locked --bin genai
 GENAI_BIN=$PWD/target/release/genai bash scripts/install-demo-model.sh >/dev/null
 
 question="${*:-What is the capital of France? Answer in one sentence.}"
-echo "demo: genai ask \"$question\"" >&2
-# No -m and no config: genai picks the default local model.
-exec env -u OPENAI_API_KEY -u OPENAI_BASE_URL target/release/genai ask "$question"
+echo "demo: genai ask -p temperature=0 \"$question\"" >&2
+# No -m and no config: genai picks the default local model. Greedy decoding, so the small demo
+# model gives its best answer every time instead of a sampled one.
+exec env -u OPENAI_API_KEY -u OPENAI_BASE_URL target/release/genai ask -p temperature=0 "$question"

@@ -1080,21 +1080,16 @@ fn api_key_reaches_the_provider_and_nothing_else() {
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
         .env("OPENAI_API_KEY", SECRET);
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
-    std::fs::write(
-        cfg.config_dir.join("config.toml"),
-        format!(
-            r#"[service_providers.work]
+    cfg.write_config(&format!(
+        r#"[service_providers.work]
 kind = "openai"
 base_url = "{}"
 api_key = "{CONFIG_KEY}"
 api_key_env = "GENAI_TEST_UNSET_KEY_VAR"
 headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
 "#,
-            fake.base_url()
-        ),
-    )
-    .unwrap();
+        fake.base_url()
+    ));
     let mut d = Daemon::spawn(&cfg);
     initialize(&mut d, true);
     let conv = create_conversation(&mut d);

@@ -55,8 +55,7 @@ fn daemon(root: &std::path::Path, config: &str, fake: &FakeOpenAi) -> Daemon {
         .env("OPENAI_BASE_URL", &fake.base_url())
         .env("OPENAI_API_KEY", "sk-test-react")
         .env("FAKE_KEY", "k-test-react");
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
-    std::fs::write(cfg.config_dir.join("config.toml"), config).unwrap();
+    cfg.write_config(config);
     Daemon::spawn(&cfg)
 }
 

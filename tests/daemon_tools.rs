@@ -23,8 +23,7 @@ const WAIT: Duration = Duration::from_secs(20);
 
 fn daemon(root: &std::path::Path, config: &str) -> Daemon {
     let cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon");
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
-    std::fs::write(cfg.config_dir.join("config.toml"), config).unwrap();
+    cfg.write_config(config);
     Daemon::spawn(&cfg)
 }
 
@@ -326,15 +325,10 @@ fn the_tools_feature_runs_parallel_tool_uses_on_claude() {
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::ContentLength, "daemon")
         .env("ANTHROPIC_BASE_URL", &fake.base_url())
         .env("ANTHROPIC_API_KEY", fake_anthropic::KEY);
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
-    std::fs::write(
-        cfg.config_dir.join("config.toml"),
-        format!(
-            "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-            events.base_url()
-        ),
-    )
-    .unwrap();
+    cfg.write_config(&format!(
+        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
+        events.base_url()
+    ));
     let mut d = Daemon::spawn(&cfg);
     let conv = d.call(
         "CreateConversation",
@@ -404,15 +398,10 @@ fn tools_daemon(
     let cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
         .env("OPENAI_API_KEY", "sk-test-tools");
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
-    std::fs::write(
-        cfg.config_dir.join("config.toml"),
-        format!(
-            "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-            events.base_url()
-        ),
-    )
-    .unwrap();
+    cfg.write_config(&format!(
+        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
+        events.base_url()
+    ));
     let mut d = Daemon::spawn(&cfg);
     let conv = d.call(
         "CreateConversation",
@@ -659,15 +648,10 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
         .env("OPENAI_API_KEY", "sk-test-tools");
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
-    std::fs::write(
-        cfg.config_dir.join("config.toml"),
-        format!(
-            "[plugins.events]\nurl = \"{0}\"\nenabled = true\n\n[plugins.spare]\nurl = \"{0}\"\n",
-            events.base_url()
-        ),
-    )
-    .unwrap();
+    cfg.write_config(&format!(
+        "[plugins.events]\nurl = \"{0}\"\nenabled = true\n\n[plugins.spare]\nurl = \"{0}\"\n",
+        events.base_url()
+    ));
     let offered = |fake: &fake_openai::FakeOpenAi| -> Vec<String> {
         let last = fake.requests().last().unwrap().body.clone();
         last["tools"]

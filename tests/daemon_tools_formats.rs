@@ -43,15 +43,10 @@ fn events_module() -> FakePlugin {
 
 /// A daemon with the `events` module enabled, after `Initialize` with `streaming`.
 fn daemon(root: &Path, mut cfg: DaemonConfig, events: &FakePlugin, streaming: bool) -> Daemon {
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
-    std::fs::write(
-        cfg.config_dir.join("config.toml"),
-        format!(
-            "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-            events.base_url()
-        ),
-    )
-    .unwrap();
+    cfg.write_config(&format!(
+        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
+        events.base_url()
+    ));
     cfg = cfg.env("HOME", root.to_str().unwrap());
     let mut d = Daemon::spawn(&cfg);
     d.call(

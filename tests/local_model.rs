@@ -66,12 +66,11 @@ fn test_model() -> Option<PathBuf> {
 /// A daemon whose config has a `gemma` provider running `model` (with extra TOML settings).
 fn start(root: &Path, model: &Path, extra: &str) -> Daemon {
     let cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon");
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
     let toml = format!(
         "[service_providers.gemma]\nkind = \"local\"\nmodel = {}\n{extra}\n",
         toml_string(&model.display().to_string())
     );
-    std::fs::write(cfg.config_dir.join("config.toml"), toml).unwrap();
+    cfg.write_config(&toml);
     Daemon::spawn(&cfg)
 }
 

@@ -52,8 +52,7 @@ fn daemon_with(root: &Path, config: &str, env: &[(&str, &str)]) -> Daemon {
     for (k, v) in env {
         cfg = cfg.env(k, v);
     }
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
-    std::fs::write(cfg.config_dir.join("config.toml"), config).unwrap();
+    cfg.write_config(config);
     Daemon::spawn(&cfg)
 }
 

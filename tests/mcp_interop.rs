@@ -61,15 +61,10 @@ fn the_reference_filesystem_server_lists_reads_refuses_and_serves_a_model() {
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
         .env("OPENAI_API_KEY", "sk-test-interop");
-    std::fs::create_dir_all(&cfg.config_dir).unwrap();
-    std::fs::write(
-        cfg.config_dir.join("config.toml"),
-        format!(
-            "[mcp_servers.fs]\ncommand = {program:?}\nargs = [{:?}]\nenabled = true\n",
-            notes.display().to_string()
-        ),
-    )
-    .unwrap();
+    cfg.write_config(&format!(
+        "[mcp_servers.fs]\ncommand = {program:?}\nargs = [{:?}]\nenabled = true\n",
+        notes.display().to_string()
+    ));
     let mut d = Daemon::spawn(&cfg);
 
     let r = d.call("ListTools", json!({}));

@@ -94,6 +94,12 @@ impl DaemonConfig {
         self.env.push((name.into(), value.into()));
         self
     }
+
+    /// Writes `toml` as the daemon's `config.toml`.
+    pub fn write_config(&self, toml: &str) {
+        std::fs::create_dir_all(&self.config_dir).unwrap();
+        std::fs::write(self.config_dir.join("config.toml"), toml).unwrap();
+    }
 }
 
 /// A running `genai daemon` and the client end of its stdio.

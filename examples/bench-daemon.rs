@@ -18,13 +18,15 @@
 //! `--quick` divides every count by 10 (CI smoke runs). Everything talks to 127.0.0.1 only;
 //! each phase has a deadline and the bench exits non-zero with a message when one is missed.
 
+#[path = "support/bench.rs"]
+mod bench;
 #[path = "../tests/support/fake_openai.rs"]
 mod fake_openai;
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -284,17 +286,7 @@ impl Daemon {
 
     /// VmRSS and VmHWM in KiB.
     fn memory_kib(&self) -> Res<(u64, u64)> {
-        let path = format!("/proc/{}/status", self.pid());
-        let status =
-            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-                .ok_or_else(|| format!("no {name} in {path}"))
-        };
-        Ok((field("VmRSS:")?, field("VmHWM:")?))
+        bench::memory_kib(self.pid())
     }
 
     /// Sends Shutdown and waits for the process to end.
@@ -796,26 +788,12 @@ fn bench_cold_start(env: &Env, runs: usize) -> Res<ColdStart> {
 
 // ---------------------------------------------------------------------------
 
-fn genai_binary() -> Res<PathBuf> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or_else(|| format!("{} has no grandparent folder", exe.display()))?;
-    let genai = dir.join(format!("genai{}", std::env::consts::EXE_SUFFIX));
-    if !genai.is_file() {
-        return Err(format!(
-            "{} is missing: build it first with `cargo build --release --bin genai` \
-             (or `cargo build --release --example bench-daemon --example fake-provider --bin genai`)",
-            genai.display()
-        ));
-    }
-    Ok(genai)
-}
-
 fn run(quick: bool) -> Res<()> {
     let counts = Counts::new(quick);
-    let genai = genai_binary()?;
+    let genai = bench::genai_binary(
+        "`cargo build --release --bin genai` (or `cargo build --release --example bench-daemon \
+         --example fake-provider --bin genai`)",
+    )?;
     let fake = FakeOpenAi::start(
         0,
         Behavior {

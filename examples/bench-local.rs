@@ -20,6 +20,9 @@
 //! Engine figures come from the engine's debug log line (`GENAI_LOG=genai::provider::local=debug`).
 //! Every wait has a deadline; the bench exits non-zero with a message when one is missed.
 
+#[path = "support/bench.rs"]
+mod bench;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -50,7 +53,7 @@ fn main() {
 
 fn run() -> Res<()> {
     let opts = options()?;
-    let genai = genai_binary()?;
+    let genai = bench::genai_binary("`cargo build --release --example bench-local --bin genai`")?;
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp folder: {e}"))?;
     let config_dir = dir.path().join("config");
     let data_dir = dir.path().join("data");
@@ -182,34 +185,6 @@ fn options() -> Res<Options> {
     })
 }
 
-fn genai_binary() -> Res<PathBuf> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or_else(|| format!("{} has no grandparent folder", exe.display()))?;
-    let genai = dir.join(format!("genai{}", std::env::consts::EXE_SUFFIX));
-    if !genai.is_file() {
-        return Err(format!(
-            "{} is missing: build it first with `cargo build --release --example bench-local --bin genai`",
-            genai.display()
-        ));
-    }
-    Ok(genai)
-}
-
-/// VmRSS and VmHWM of a process, in KiB.
-fn memory_kib(pid: u32) -> Option<(u64, u64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-    };
-    Some((field("VmRSS:")?, field("VmHWM:")?))
-}
-
 /// `text` without ANSI colour sequences (`ESC [ ... m`).
 fn strip_ansi(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -289,7 +264,7 @@ fn ask(genai: &Path, env: &dyn Fn(&mut Command), args: &[&str], opts: &Options) 
     });
     let mut peak = 0;
     let status = loop {
-        if let Some((_, hwm)) = memory_kib(pid) {
+        if let Ok((_, hwm)) = bench::memory_kib(pid) {
             peak = peak.max(hwm);
         }
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -454,7 +429,7 @@ impl Daemon {
     }
 
     fn memory_kib(&self) -> Res<(u64, u64)> {
-        memory_kib(self.child.id()).ok_or_else(|| "cannot read the daemon's memory".to_string())
+        bench::memory_kib(self.child.id())
     }
 
     fn shutdown(mut self) -> Res<()> {

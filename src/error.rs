@@ -1,8 +1,9 @@
 //! The error type of the framework and its stable kinds.
 //!
-//! Every failure that reaches a user or a client is an [`Error`] with a [`ErrorKind`]; the kind
-//! becomes the JSON-RPC `data.kind` and the exit code of `genai ask`. Messages must be readable
-//! and must never carry a secret (keys are never formatted into an error).
+//! Every failure that reaches a user or a client is an [`Error`] with a [`ErrorKind`]; each
+//! front-end maps the kind to what it speaks (the daemon's error codes and `data.kind`, the
+//! exit codes of `genai ask`). Messages must be readable and must never carry a secret (keys
+//! are never formatted into an error). This module knows no protocol's codes.
 
 use std::fmt;
 
@@ -68,26 +69,6 @@ impl ErrorKind {
             ErrorKind::Internal => "internal",
         }
     }
-
-    /// The JSON-RPC error code of this kind (application codes live in -32000..-32099).
-    pub fn code(self) -> i64 {
-        match self {
-            ErrorKind::InvalidParams => -32602,
-            ErrorKind::Internal => -32603,
-            ErrorKind::UnknownConversation => -32001,
-            ErrorKind::UnknownAgent => -32002,
-            ErrorKind::UnknownComponent => -32003,
-            ErrorKind::IncompatibleComponents => -32004,
-            ErrorKind::InvalidParameter => -32005,
-            ErrorKind::MissingCredentials => -32006,
-            ErrorKind::Config => -32007,
-            ErrorKind::ProviderError => -32010,
-            ErrorKind::Timeout => -32011,
-            ErrorKind::Cancelled => -32012,
-            ErrorKind::FeatureError => -32013,
-            ErrorKind::Store => -32020,
-        }
-    }
 }
 
 /// A failure with its kind and a message meant for people.
@@ -135,19 +116,3 @@ impl From<rusqlite::Error> for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kinds_round_trip_and_codes_are_distinct() {
-        let mut codes: Vec<i64> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
-        codes.sort();
-        codes.dedup();
-        assert_eq!(codes.len(), ErrorKind::ALL.len());
-        for k in ErrorKind::ALL {
-            assert_eq!(ErrorKind::from_name(k.as_str()), Some(k));
-        }
-    }
-}

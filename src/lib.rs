@@ -8,14 +8,17 @@ pub mod config;
 pub mod download;
 pub mod error;
 pub mod feature;
-pub mod framework;
 pub mod message;
 pub mod model;
 pub mod models;
 pub mod provider;
 pub mod registry;
 pub mod rpc;
-pub mod schema;
 pub mod secrets;
+pub mod select;
+pub mod session;
 pub mod store;
 pub mod tools;
+
+#[cfg(test)]
+mod boundaries;

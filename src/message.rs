@@ -1,6 +1,6 @@
 //! The message model shared by every layer: roles, content parts, messages and token usage.
 //!
-//! This module owns the wire shape of a message (DESIGN §3) and its JSON Schema. It must never
+//! This module owns the wire shape of a message and its JSON Schema. It must never
 //! know about a provider's wire format: model configurations translate to and from these types.
 
 use schemars::JsonSchema;

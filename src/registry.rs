@@ -1,20 +1,20 @@
-//! The registration system (DESIGN §1): kinds of providers, model formats and features are
-//! registered in code under a name; named instances come from the config or are created at run
-//! time; and a compatibility table says which formats run on which provider kinds.
+//! The registration system, after the seed framework's: kinds of providers, model formats and
+//! features are registered in code under a name; named instances come from the config or are
+//! created at run time; and a compatibility table says which formats run on which provider
+//! kinds.
 //!
 //! The registry owns the kinds and the named instances. It must never hold a conversation or
-//! an agent (that is the framework's job).
+//! an agent (the session does), decide which provider a conversation gets (`select` does), nor
+//! know a wire format's shape of its listings (front-ends render [`Components`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::{Config, ModelConfigurationConfig, ProviderConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{self, ModelConfiguration, ParameterSpec};
-use crate::models::ModelLibrary;
 use crate::provider::{self, ServiceProvider};
 
 /// The provider kind that runs GGUF models from the models folder (cargo feature `local`).
@@ -26,8 +26,7 @@ pub type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServicePr
 pub type FormatFactory = fn(&str) -> Box<dyn ModelConfiguration>;
 
 /// A registered provider kind.
-#[derive(Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone)]
 pub struct ProviderKind {
     pub name: &'static str,
     pub description: &'static str,
@@ -35,29 +34,49 @@ pub struct ProviderKind {
     pub formats: &'static [&'static str],
     /// The format of an ad-hoc model configuration (`provider:model`).
     pub default_format: &'static str,
-    #[serde(skip)]
     pub factory: ProviderFactory,
 }
 
 /// A registered model format kind.
-#[derive(Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone)]
 pub struct FormatKind {
     pub name: &'static str,
     pub description: &'static str,
     pub parameters: &'static [ParameterSpec],
-    #[serde(skip)]
     pub factory: FormatFactory,
 }
 
-/// A registered feature: built in, or hosted by a client (`RegisterFeature`).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// Where a named component comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Made by genai itself (a built-in feature, a provider instance named after its kind).
+    Builtin,
+    /// A section of the config file.
+    Config,
+    /// Created by a client while genai runs.
+    Runtime,
+    /// A feature hosted by a client.
+    Client,
+}
+
+impl Origin {
+    /// The name shown to people and clients.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Builtin => "builtin",
+            Origin::Config => "config",
+            Origin::Runtime => "runtime",
+            Origin::Client => "client",
+        }
+    }
+}
+
+/// A registered feature: built in, or hosted by a client.
+#[derive(Debug, Clone)]
 pub struct FeatureInfo {
     pub name: String,
     pub description: String,
-    /// `builtin` or `client`.
-    pub origin: &'static str,
+    pub origin: Origin,
 }
 
 /// A named provider instance.
@@ -66,8 +85,7 @@ pub struct ProviderInstance {
     pub name: String,
     pub kind: &'static str,
     pub provider: Arc<dyn ServiceProvider>,
-    /// `config`, `builtin` or `runtime`.
-    pub origin: &'static str,
+    pub origin: Origin,
 }
 
 /// A named model configuration (a template; each agent gets its own copy).
@@ -77,7 +95,7 @@ pub struct ModelInstance {
     pub format: &'static str,
     pub model: String,
     pub parameters: Map<String, Value>,
-    pub origin: &'static str,
+    pub origin: Origin,
 }
 
 /// The kinds and instances genai knows.
@@ -89,34 +107,13 @@ pub struct Registry {
     models: RwLock<BTreeMap<String, ModelInstance>>,
 }
 
-/// What `ListComponents` reports.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
+/// Every kind and named instance, as `ListComponents` and `genai components` list them.
 pub struct Components {
-    pub service_providers: Vec<ProviderInfo>,
-    pub model_configurations: Vec<ModelInfo>,
-    pub features: Vec<Value>,
-    /// Registered kinds: `serviceProviders` (with the formats each runs) and `modelConfigurations` (with their parameters).
-    pub kinds: Value,
-}
-
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProviderInfo {
-    pub name: String,
-    pub kind: String,
-    pub default_model: Option<String>,
-    pub origin: String,
-}
-
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ModelInfo {
-    pub name: String,
-    pub format: String,
-    pub model: String,
-    pub parameters: Map<String, Value>,
-    pub origin: String,
+    pub service_providers: Vec<ProviderInstance>,
+    pub model_configurations: Vec<ModelInstance>,
+    pub features: Vec<FeatureInfo>,
+    pub provider_kinds: Vec<ProviderKind>,
+    pub format_kinds: Vec<FormatKind>,
 }
 
 fn lock_err() -> Error {
@@ -230,16 +227,6 @@ impl Registry {
             default_format: model::openai_chat::FORMAT,
             factory: provider::local::create,
         });
-        r.register_feature(
-            crate::feature::assistant::NAME,
-            crate::feature::assistant::DESCRIPTION,
-            "builtin",
-        );
-        r.register_feature(
-            crate::feature::tools::NAME,
-            crate::feature::tools::DESCRIPTION,
-            "builtin",
-        );
         r
     }
 
@@ -247,7 +234,7 @@ impl Registry {
     pub fn from_config(config: &Config) -> Result<Registry> {
         let r = Registry::new();
         for (name, c) in &config.service_providers {
-            r.create_provider(name, c, "config").map_err(|e| {
+            r.create_provider(name, c, Origin::Config).map_err(|e| {
                 Error::new(
                     ErrorKind::Config,
                     format!("service_providers.{name}: {}", e.message),
@@ -278,11 +265,11 @@ impl Registry {
                     kind: kind.to_string(),
                     ..Default::default()
                 };
-                r.create_provider(kind, &c, "builtin")?;
+                r.create_provider(kind, &c, Origin::Builtin)?;
             }
         }
         for (name, c) in &config.model_configurations {
-            r.create_model(name, c, "config").map_err(|e| {
+            r.create_model(name, c, Origin::Config).map_err(|e| {
                 Error::new(
                     ErrorKind::Config,
                     format!("model_configurations.{name}: {}", e.message),
@@ -292,48 +279,38 @@ impl Registry {
         Ok(r)
     }
 
-    /// Zero config (DESIGN §5): with no `[service_providers]` and no `[defaults] model`, the
-    /// default model of the models folder runs on an implicit provider instance `local` (kind
-    /// `local`, `default_model` = the model's name), added here and only here. Returns the
-    /// instance name and the model name (which the `local` kind resolves with
-    /// [`ModelLibrary::resolve`]), or a `Config` error saying how to add a model or a provider.
-    pub fn implicit_local(&self, config: &Config, lib: &ModelLibrary) -> Result<(String, String)> {
-        let no_model = |msg: String| Err(Error::new(ErrorKind::Config, msg));
-        if !config.service_providers.is_empty() || config.defaults.model.is_some() {
-            return no_model(
-                "no model chosen: pass -m PROVIDER:MODEL (such as openai:gpt-4o-mini), or set `model` under [defaults] in the config".into(),
-            );
+    /// Adds the implicit zero-config instance `local` (kind `local`) running `model`, unless an
+    /// instance of that name exists. Only the selection policy (`select`) decides to call it.
+    pub fn add_implicit_local(&self, model: &str) -> Result<()> {
+        if self.provider(LOCAL_KIND).is_ok() {
+            return Ok(());
         }
-        if !cfg!(feature = "local") || self.provider_kind(LOCAL_KIND).is_err() {
-            return no_model(
-                "no model provider is configured, and this genai was built without the `local` feature so it cannot run local models: configure a provider (see `genai config path`), set OPENAI_API_KEY, or rebuild with `cargo build --features local`".into(),
-            );
-        }
-        let Some(name) = lib.default_name()? else {
-            let count = lib.list()?.len();
-            if count > 0 {
-                return no_model(format!(
-                    "no model provider is configured and {count} local models are installed but none is the default: choose one with `genai models default NAME`"
-                ));
-            }
-            return no_model(
-                "no model provider is configured and no local model is installed: run `scripts/install-demo-model.sh` or `genai models pull URL`, or configure a provider (see `genai config path`)".into(),
-            );
+        let c = ProviderConfig {
+            kind: LOCAL_KIND.to_string(),
+            default_model: Some(model.to_string()),
+            ..Default::default()
         };
-        let exists = self
-            .providers
-            .read()
-            .map_err(|_| lock_err())?
-            .contains_key(LOCAL_KIND);
-        if !exists {
-            let c = ProviderConfig {
-                kind: LOCAL_KIND.to_string(),
-                default_model: Some(name.clone()),
-                ..Default::default()
-            };
-            self.create_provider(LOCAL_KIND, &c, "builtin")?;
-        }
-        Ok((LOCAL_KIND.to_string(), name))
+        self.create_provider(LOCAL_KIND, &c, Origin::Builtin)
+    }
+
+    /// Adds a provider instance made elsewhere (tests' in-process providers).
+    #[cfg(test)]
+    pub(crate) fn insert_provider(
+        &self,
+        name: &str,
+        kind: &'static str,
+        provider: Arc<dyn ServiceProvider>,
+    ) {
+        let inst = ProviderInstance {
+            name: name.to_string(),
+            kind,
+            provider,
+            origin: Origin::Runtime,
+        };
+        self.providers
+            .write()
+            .unwrap()
+            .insert(name.to_string(), inst);
     }
 
     pub fn register_provider(&mut self, kind: ProviderKind) {
@@ -345,7 +322,7 @@ impl Registry {
     }
 
     /// Registers a feature by name (built in, or hosted by a client).
-    pub fn register_feature(&self, name: &str, description: &str, origin: &'static str) {
+    pub fn register_feature(&self, name: &str, description: &str, origin: Origin) {
         if let Ok(mut f) = self.features.write() {
             f.insert(
                 name.to_string(),
@@ -400,12 +377,7 @@ impl Registry {
     }
 
     /// Creates (or replaces) a named provider instance.
-    pub fn create_provider(
-        &self,
-        name: &str,
-        c: &ProviderConfig,
-        origin: &'static str,
-    ) -> Result<()> {
+    pub fn create_provider(&self, name: &str, c: &ProviderConfig, origin: Origin) -> Result<()> {
         check_name(name)?;
         let kind = self.provider_kind(&c.kind)?;
         let provider = (kind.factory)(name, c)?;
@@ -427,7 +399,7 @@ impl Registry {
         &self,
         name: &str,
         c: &ModelConfigurationConfig,
-        origin: &'static str,
+        origin: Origin,
     ) -> Result<()> {
         check_name(name)?;
         let kind = self.format_kind(&c.format)?;
@@ -554,33 +526,11 @@ impl Registry {
         let models = self.models.read().map_err(|_| lock_err())?;
         let features = self.features.read().map_err(|_| lock_err())?;
         Ok(Components {
-            service_providers: providers
-                .values()
-                .map(|p| ProviderInfo {
-                    name: p.name.clone(),
-                    kind: p.kind.to_string(),
-                    default_model: p.provider.default_model().map(str::to_string),
-                    origin: p.origin.to_string(),
-                })
-                .collect(),
-            model_configurations: models
-                .values()
-                .map(|m| ModelInfo {
-                    name: m.name.clone(),
-                    format: m.format.to_string(),
-                    model: m.model.clone(),
-                    parameters: m.parameters.clone(),
-                    origin: m.origin.to_string(),
-                })
-                .collect(),
-            features: features
-                .values()
-                .map(|f| serde_json::to_value(f).unwrap_or(Value::Null))
-                .collect(),
-            kinds: serde_json::json!({
-                "serviceProviders": self.provider_kinds,
-                "modelConfigurations": self.format_kinds,
-            }),
+            service_providers: providers.values().cloned().collect(),
+            model_configurations: models.values().cloned().collect(),
+            features: features.values().cloned().collect(),
+            provider_kinds: self.provider_kinds.clone(),
+            format_kinds: self.format_kinds.clone(),
         })
     }
 }
@@ -628,75 +578,6 @@ mod tests {
         );
         let m = r.build_model(&p, None, Some("gpt-x"), None).unwrap();
         assert_eq!((m.format(), m.model()), ("openai-chat", "gpt-x"));
-    }
-
-    /// A stand-in for the `local` kind (built by the `local` feature), on the openai transport.
-    fn with_fake_local_kind() -> Registry {
-        let mut r = Registry::from_config(&Config::default()).unwrap();
-        r.register_provider(ProviderKind {
-            name: LOCAL_KIND,
-            description: "test stand-in",
-            formats: &[model::openai_chat::FORMAT],
-            default_format: model::openai_chat::FORMAT,
-            factory: |name, c| {
-                Ok(Arc::new(provider::openai::OpenAiProvider::from_config(
-                    name, c,
-                )?))
-            },
-        });
-        r
-    }
-
-    #[test]
-    fn implicit_local_needs_the_kind_and_a_default_model_and_no_configured_provider() {
-        let d = tempfile::tempdir().unwrap();
-        let lib = ModelLibrary::at(d.path());
-        if !cfg!(feature = "local") {
-            let e = Registry::new()
-                .implicit_local(&Config::default(), &lib)
-                .unwrap_err();
-            assert_eq!(e.kind, ErrorKind::Config);
-            assert!(
-                e.message.contains("without the `local` feature"),
-                "{}",
-                e.message
-            );
-            return;
-        }
-
-        let r = with_fake_local_kind();
-        let e = r.implicit_local(&Config::default(), &lib).unwrap_err();
-        assert!(
-            e.message.contains("scripts/install-demo-model.sh"),
-            "{}",
-            e.message
-        );
-        assert!(
-            r.provider(LOCAL_KIND).is_err(),
-            "no instance without a model"
-        );
-
-        std::fs::write(lib.path_of("a"), b"x").unwrap();
-        std::fs::write(lib.path_of("b"), b"x").unwrap();
-        let e = r.implicit_local(&Config::default(), &lib).unwrap_err();
-        assert!(
-            e.message.contains("genai models default NAME"),
-            "{}",
-            e.message
-        );
-
-        lib.set_default("b").unwrap();
-        let (p, m) = r.implicit_local(&Config::default(), &lib).unwrap();
-        assert_eq!((p.as_str(), m.as_str()), ("local", "b"));
-        let inst = r.provider("local").unwrap();
-        assert_eq!((inst.kind, inst.origin), ("local", "builtin"));
-        assert_eq!(inst.provider.default_model(), Some("b"));
-
-        let configured = Config::parse("[service_providers.work]\nkind = 'openai'").unwrap();
-        let e = with_fake_local_kind()
-            .implicit_local(&configured, &lib)
-            .unwrap_err();
-        assert!(e.message.contains("no model chosen"), "{}", e.message);
     }
 
     #[test]

@@ -1,22 +1,20 @@
 //! The history store: conversations and their messages in SQLite (WAL mode, migrations).
 //!
 //! This module owns the database file and its schema. It must never call a provider or hold a
-//! conversation's live state; it stores what the agent commits, one whole turn at a time.
+//! conversation's live state; it stores what the agent commits, one whole turn at a time. Its
+//! rows are its own types: front-ends render them as they speak.
 
 use std::path::Path;
 use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Usage};
 
 /// One conversation as stored.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct ConversationRecord {
     pub id: String,
     /// The first user message, shortened (or the title the client gave).
@@ -25,31 +23,24 @@ pub struct ConversationRecord {
     /// The service provider instance name.
     pub provider: String,
     /// The model configuration instance name, when one was named.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_configuration: Option<String>,
     pub format: String,
     pub model: String,
-    #[serde(default)]
     pub parameters: Map<String, Value>,
     /// Milliseconds since the Unix epoch.
     pub created_at: i64,
     pub updated_at: i64,
-    #[serde(default)]
     pub message_count: u64,
     /// The tool sources or tools the conversation may use (`tools` feature); none: the
     /// enabled sources.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
 }
 
 /// One message as stored, with its place in the conversation.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct StoredMessage {
     pub seq: i64,
-    #[serde(flatten)]
     pub message: Message,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     pub created_at: i64,
 }

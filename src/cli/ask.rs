@@ -1,17 +1,23 @@
-//! `genai ask`: one turn in the same framework the daemon runs, printed as a widget would show
-//! it. The prompt words come first; piped stdin follows after a blank line (`-` alone reads
-//! stdin only). This file must hold no logic the daemon lacks: it only drives the framework.
+//! `genai ask`: one turn in the same core the daemon runs, printed as a widget would show it.
+//! The prompt words come first; piped stdin follows after a blank line (`-` alone reads stdin
+//! only). This file is a front-end: it implements the core's client port itself (no JSON in
+//! between) and must hold no logic the daemon lacks.
 
 use std::io::{IsTerminal, Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use genai::error::{Error, ErrorKind};
-use genai::framework::Framework;
+use genai::feature::port::{
+    ClientPort, Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef,
+};
 use genai::message::Message;
-use genai::rpc::protocol::{CancelParams, CreateConversationParams, Event};
+use genai::select::ModelChoice;
+use genai::session::{CancelTarget, ConversationSpec, Framework};
 use genai::store::Store;
 use serde_json::{json, Value};
+use tokio::sync::mpsc;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -64,10 +70,39 @@ pub struct Args {
     pub yes: bool,
 }
 
+/// The terminal as the core's client: the turn's events go to `ask`'s loop, confirmations are
+/// asked on the terminal.
+struct Terminal {
+    streaming: bool,
+    yes: bool,
+    events: mpsc::UnboundedSender<(TurnRef, TurnEvent)>,
+}
+
+#[async_trait]
+impl ClientPort for Terminal {
+    fn streaming(&self) -> bool {
+        self.streaming
+    }
+
+    fn turn_event(&self, turn: &TurnRef, event: TurnEvent) {
+        let _ = self.events.send((turn.clone(), event));
+    }
+
+    // `genai ask` sends no prompts to agents and hosts no feature.
+    fn prompt_event(&self, _: &PromptRef, _: PromptEvent) {}
+
+    fn hosted_turn(&self, _: HostedTurn) {}
+
+    async fn confirm(&self, c: Confirmation) -> Result<bool, Error> {
+        let yes = self.yes;
+        tokio::task::spawn_blocking(move || confirm_on_tty(&c.tool, &c.text, yes))
+            .await
+            .map_err(|e| Error::internal(format!("asking on the terminal failed: {e}")))
+    }
+}
+
 /// Answers a tool's confirmation request: `--yes`, else a question on the terminal, else no.
-fn confirm_on_tty(params: &Value, yes: bool) -> bool {
-    let text = params["text"].as_str().unwrap_or("");
-    let tool = params["tool"].as_str().unwrap_or("a tool");
+fn confirm_on_tty(tool: &str, text: &str, yes: bool) -> bool {
     if yes {
         eprintln!("genai: {tool} asks: {text} (confirmed by --yes)");
         return true;
@@ -151,14 +186,14 @@ async fn ask(args: Args) -> Result<i32, Error> {
     } else {
         Store::open(&paths.history_db())?
     };
-    let (fw, mut events) = Framework::new(config, registry, Arc::new(store));
-    let fw = {
-        let mut fw =
-            Arc::try_unwrap(fw).map_err(|_| Error::internal("framework shared too early"))?;
-        fw.prompt_timeout = timeout;
-        Arc::new(fw)
-    };
-    fw.set_streaming(!args.no_stream && !args.json);
+    let fw =
+        Arc::new(Framework::new(config, registry, Arc::new(store)).with_prompt_timeout(timeout));
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let terminal: Arc<dyn ClientPort> = Arc::new(Terminal {
+        streaming: !args.no_stream && !args.json,
+        yes: args.yes,
+        events: tx,
+    });
 
     let conv = if args.r#continue || args.cid.is_some() {
         if args.model.is_some() {
@@ -173,9 +208,8 @@ async fn ask(args: Args) -> Result<i32, Error> {
                 .last_conversation()?
                 .ok_or_else(|| usage("there is no conversation to continue yet"))?,
         };
-        fw.resume_conversation(&id, args.system.clone())?
+        fw.resume_conversation(&id, args.system.clone(), terminal)?
     } else {
-        let sel = fw.select(args.model.as_deref())?;
         let tools: Option<Vec<String>> = args.tools.as_ref().map(|names| {
             names
                 .iter()
@@ -183,20 +217,21 @@ async fn ask(args: Args) -> Result<i32, Error> {
                 .filter(|n| !n.is_empty())
                 .collect()
         });
-        fw.create_conversation(CreateConversationParams {
-            feature: if args.tools.is_some() {
-                Some(genai::feature::tools::NAME.to_string())
-            } else {
-                sel.feature
-            },
+        let spec = ConversationSpec {
+            feature: args
+                .tools
+                .is_some()
+                .then(|| genai::feature::tools::NAME.to_string()),
             tools: tools.filter(|t| !t.is_empty()),
-            service_provider: Some(sel.provider),
-            model_configuration: sel.model_configuration,
-            model: sel.model,
-            system_prompt: args.system.clone().or(sel.system_prompt),
+            model: args
+                .model
+                .clone()
+                .map_or(ModelChoice::Default, ModelChoice::Named),
+            system_prompt: args.system.clone(),
             ephemeral: args.no_log,
             ..Default::default()
-        })?
+        };
+        fw.create_conversation(spec, terminal)?
     };
     let agent = fw.agent(&conv.agent_id)?;
     for (k, v) in params {
@@ -208,6 +243,10 @@ async fn ask(args: Args) -> Result<i32, Error> {
     }
     message.content.extend(images);
     let turn_id = fw.on_new_message(&conv.conversation_id, message)?;
+    let this_turn = CancelTarget {
+        turn_id: Some(turn_id.clone()),
+        ..Default::default()
+    };
 
     let mut out = std::io::stdout();
     let mut printed = String::new();
@@ -217,77 +256,55 @@ async fn ask(args: Args) -> Result<i32, Error> {
             e = events.recv() => e,
             _ = tokio::signal::ctrl_c(), if !interrupted => {
                 interrupted = true;
-                fw.cancel(&CancelParams { turn_id: Some(turn_id.clone()), ..Default::default() })?;
+                fw.cancel(&this_turn)?;
                 continue;
             }
         };
+        let Some((turn, event)) = event else {
+            return Err(Error::internal("the core stopped before the turn ended"));
+        };
+        if turn.turn_id != turn_id {
+            continue;
+        }
         match event {
-            Some(Event::OnFeatureResponseChunk(c)) if c.turn_id == turn_id => {
-                printed.push_str(&c.delta);
+            TurnEvent::Chunk(delta) => {
+                printed.push_str(&delta);
                 if out
-                    .write_all(c.delta.as_bytes())
+                    .write_all(delta.as_bytes())
                     .and_then(|_| out.flush())
                     .is_err()
                 {
                     // stdout closed (such as `| head`): stop quietly.
-                    fw.cancel(&CancelParams {
-                        turn_id: Some(turn_id.clone()),
-                        ..Default::default()
-                    })?;
+                    fw.cancel(&this_turn)?;
                 }
             }
-            Some(Event::OnToolCallChunk(c)) if c.turn_id == turn_id => {
+            TurnEvent::ToolCall(c) => {
                 // Progress for a person watching; scripts read stdout only.
                 if let Some(name) = c.name.filter(|_| std::io::stderr().is_terminal()) {
                     eprintln!("[calling {name}]");
                 }
             }
-            Some(Event::OnFeatureResponse(r)) if r.turn_id == turn_id && r.is_final => break r,
-            Some(Event::ClientRequest(request)) => {
-                let answer = match request.method {
-                    "RequestConfirmation" => {
-                        let params = request.params.clone();
-                        let yes = args.yes;
-                        let confirmed =
-                            tokio::task::spawn_blocking(move || confirm_on_tty(&params, yes))
-                                .await
-                                .unwrap_or(false);
-                        Ok(json!({ "confirmed": confirmed }))
-                    }
-                    other => Err(Error::internal(format!("genai ask cannot answer {other}"))),
-                };
-                if let Some(tx) = request.reply.lock().ok().and_then(|mut r| r.take()) {
-                    let _ = tx.send(answer);
-                }
-            }
-            Some(_) => {}
-            None => {
-                return Err(Error::internal(
-                    "the framework stopped before the turn ended",
-                ))
-            }
+            TurnEvent::Done(outcome) => break outcome,
+            _ => {}
         }
     };
-    if let Some(err) = &last.error {
+    if let Some(e) = &last.error {
         if !printed.is_empty() {
             let _ = writeln!(out);
         }
-        let e = Error::new(
-            ErrorKind::from_name(&err.kind).unwrap_or(ErrorKind::Internal),
-            err.message.clone(),
-        );
         if args.json {
+            let error = json!({"kind": e.kind.as_str(), "message": e.message});
             let _ = writeln!(
                 out,
                 "{}",
-                json!({"conversationId": conv.conversation_id, "turnId": turn_id, "error": err})
+                json!({"conversationId": conv.conversation_id, "turnId": turn_id, "error": error})
             );
         }
         if interrupted {
             eprintln!("genai: cancelled");
             return Ok(130);
         }
-        return Ok(super::fail(&e));
+        return Ok(super::fail(e));
     }
     if args.json {
         let v = json!({

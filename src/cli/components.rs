@@ -4,7 +4,7 @@ use genai::error::Error;
 
 pub fn run(json: bool) -> Result<(), Error> {
     let (_, _, registry) = super::load()?;
-    let c = registry.components()?;
+    let c = genai::rpc::listings::Components::from(registry.components()?);
     if json {
         println!("{}", serde_json::to_string_pretty(&c).unwrap_or_default());
         return Ok(());

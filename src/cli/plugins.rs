@@ -153,7 +153,9 @@ pub async fn run(c: Command) -> Result<(), Error> {
                 if tools {
                     match plugin::from_config(name, c).await {
                         Ok(m) => {
-                            row["tools"] = serde_json::to_value(m.tools()).unwrap_or(Value::Null)
+                            let tools: Vec<genai::rpc::listings::Tool> =
+                                m.tools().into_iter().map(Into::into).collect();
+                            row["tools"] = serde_json::to_value(tools).unwrap_or(Value::Null)
                         }
                         Err(e) => row["error"] = json!(e.message),
                     }

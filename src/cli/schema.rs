@@ -3,7 +3,7 @@
 use genai::error::{Error, ErrorKind};
 
 pub fn run(name: Option<&str>) -> Result<(), Error> {
-    let all = genai::schema::all();
+    let all = genai::rpc::schema::all();
     match name {
         None => {
             for (n, _) in &all {
@@ -22,7 +22,7 @@ pub fn run(name: Option<&str>) -> Result<(), Error> {
                         format!("no schema named `{name}`; run `genai schema` for the list"),
                     )
                 })?;
-            print!("{}", genai::schema::render(v));
+            print!("{}", genai::rpc::schema::render(v));
             Ok(())
         }
     }

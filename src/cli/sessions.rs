@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 use genai::error::Error;
+use genai::rpc::listings::{ConversationRecord, StoredMessage};
 use genai::store::Store;
 
 #[derive(Subcommand)]
@@ -55,6 +56,7 @@ pub fn run(c: Command) -> Result<(), Error> {
         Command::List { limit, json } => {
             let (list, _) = store.list_conversations(limit.max(1), None)?;
             if json {
+                let list: Vec<ConversationRecord> = list.into_iter().map(Into::into).collect();
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&list).unwrap_or_default()
@@ -80,6 +82,8 @@ pub fn run(c: Command) -> Result<(), Error> {
             let rec = store.conversation(&id)?;
             let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
             if json {
+                let rec = rec.map(ConversationRecord::from);
+                let messages: Vec<StoredMessage> = messages.into_iter().map(Into::into).collect();
                 println!(
                     "{}",
                     serde_json::to_string_pretty(

@@ -2,26 +2,30 @@
 //! conversation's system prompt) to the agent, streams the reply, and ends the turn with the
 //! reply as summary and provider, model, usage and latency as details.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
-use super::{Feature, Turn, TurnOutcome};
-use crate::message::Message;
+use super::{BuiltinFeature, Feature, Turn, TurnOutcome};
 
 pub const NAME: &str = "assistant";
-pub const DESCRIPTION: &str = "Chat with the model: streams the reply, keeps the history.";
+
+/// The feature table's row.
+pub const FEATURE: BuiltinFeature = BuiltinFeature {
+    name: NAME,
+    description: "Chat with the model: streams the reply, keeps the history.",
+    takes_tools: false,
+    build: |_| Ok(Arc::new(Assistant)),
+};
 
 pub struct Assistant;
 
 #[async_trait]
 impl Feature for Assistant {
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome {
-        let mut prompt = Vec::with_capacity(2);
-        if let Some(system) = &turn.system_prompt {
-            prompt.push(Message::system(system.clone()));
-        }
-        prompt.push(turn.message.clone());
+        let prompt = turn.prompt_with(turn.message.clone());
         let stream_to = |delta: &str| turn.chunk(delta);
-        let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if turn.events.streaming() {
+        let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if turn.streaming() {
             Some(&stream_to)
         } else {
             None
@@ -62,11 +66,7 @@ impl Feature for Assistant {
                     finish_reason: r.finish_reason,
                 }
             }
-            Err(e) => {
-                let mut failed = TurnOutcome::failed(e);
-                detailed.append(&mut failed.detailed);
-                TurnOutcome { detailed, ..failed }
-            }
+            Err(e) => TurnOutcome::failed_after(detailed, e),
         }
     }
 }

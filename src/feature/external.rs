@@ -1,7 +1,7 @@
-//! Client-hosted features (`RegisterFeature`): the daemon forwards the turn to the client as an
-//! `OnNewMessage` notification and waits for the client's final `OnFeatureResponse`, as the
-//! seed's Python features do on the buses. It must never answer a turn on the client's behalf,
-//! except to end it when it is cancelled or the client is gone.
+//! Client-hosted features: the turn goes to the client that registered the feature, as the
+//! seed framework's Python features receive bus events, and waits for that client's final
+//! answer. It must never answer a turn on the client's behalf, except to end it when it is
+//! cancelled or the client is gone.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use tokio::sync::oneshot;
 
+use super::port::{ClientPort, HostedTurn};
 use super::{Feature, Turn, TurnOutcome};
 use crate::error::{Error, ErrorKind};
-use crate::rpc::protocol::{Event, NewMessageToFeature};
 
 /// A turn waiting for the hosting client's final answer.
 pub struct PendingTurn {
@@ -32,6 +32,8 @@ pub type PendingTurns = Arc<Mutex<Pending>>;
 pub struct External {
     pub name: String,
     pub pending: PendingTurns,
+    /// The client that hosts the feature.
+    pub host: Arc<dyn ClientPort>,
 }
 
 #[async_trait]
@@ -41,25 +43,24 @@ impl Feature for External {
         if let Ok(mut p) = self.pending.lock() {
             if !p.client_gone {
                 let waiting = PendingTurn {
-                    turn_id: turn.turn_id.clone(),
+                    turn_id: turn.id.turn_id.clone(),
                     done: tx,
                 };
-                p.turns.insert(turn.conversation_id.clone(), waiting);
+                p.turns.insert(turn.id.conversation_id.clone(), waiting);
             }
         }
-        turn.events.send(Event::OnNewMessage(NewMessageToFeature {
-            conversation_id: turn.conversation_id.clone(),
+        self.host.hosted_turn(HostedTurn {
+            turn: turn.id.clone(),
             agent_id: turn.agent.id.clone(),
-            turn_id: turn.turn_id.clone(),
             feature: self.name.clone(),
             message: turn.message.clone(),
-        }));
+        });
         let result = tokio::select! {
             r = rx => r.ok(),
             _ = turn.cancel.cancelled() => None,
         };
         if let Ok(mut p) = self.pending.lock() {
-            p.turns.remove(&turn.conversation_id);
+            p.turns.remove(&turn.id.conversation_id);
         }
         result.unwrap_or_else(|| {
             let e = if turn.cancel.is_cancelled() {

@@ -1,12 +1,15 @@
-//! Features: the logic between the chat widget and the agent (DESIGN §1).
+//! Features: the logic between the chat widget and the agent.
 //!
-//! A feature receives a turn (`OnNewMessage`), talks to its agent, and returns what ends the
-//! turn (summary and detailed response). The conversation task, not the feature, sends the
-//! final `OnFeatureResponse`, so every turn ends exactly once. A feature must never touch the
-//! store directly: history goes through the agent.
+//! A feature receives a turn (a user's message), talks to its agent, and returns what ends the
+//! turn (summary and detailed response); on the way it may stream pieces to the client through
+//! the turn's [`ClientPort`]. The conversation task, not the feature, ends the turn, so every
+//! turn ends exactly once. Built-in features are rows of [`BUILTIN`]; client-hosted ones are
+//! made by the session. A feature must never touch the store directly (history goes through
+//! the agent) nor build a wire message (the port's owner does).
 
 pub mod assistant;
 pub mod external;
+pub mod port;
 pub mod tools;
 
 use std::sync::Arc;
@@ -15,20 +18,48 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::AIAgent;
-use crate::error::Error;
+use crate::config::FeatureConfig;
+use crate::error::{Error, Result};
 use crate::message::{Message, Usage};
-use crate::rpc::protocol::{Event, FeatureResponseChunk};
+use crate::tools::toolbox::Toolbox;
+pub use port::{ClientPort, TurnEvent, TurnRef};
 
 /// One turn handed to a feature.
 pub struct Turn {
-    pub conversation_id: String,
-    pub turn_id: String,
+    pub id: TurnRef,
     pub agent: Arc<AIAgent>,
     pub message: Message,
     pub cancel: CancellationToken,
     /// The conversation's system prompt, if any.
     pub system_prompt: Option<String>,
-    pub events: Events,
+    /// The client that drives the conversation.
+    pub port: Arc<dyn ClientPort>,
+}
+
+impl Turn {
+    /// Whether the client wants streamed pieces.
+    pub fn streaming(&self) -> bool {
+        self.port.streaming()
+    }
+
+    /// Tells the client something about this turn.
+    pub fn emit(&self, event: TurnEvent) {
+        self.port.turn_event(&self.id, event);
+    }
+
+    /// Streams a piece of the reply to the client.
+    pub fn chunk(&self, delta: &str) {
+        self.emit(TurnEvent::Chunk(delta.to_string()));
+    }
+
+    /// The prompt of a plain turn: the conversation's system prompt, then `message`.
+    pub fn prompt_with(&self, message: Message) -> Vec<Message> {
+        self.system_prompt
+            .iter()
+            .map(|s| Message::system(s.clone()))
+            .chain(std::iter::once(message))
+            .collect()
+    }
 }
 
 /// What ends a turn.
@@ -52,57 +83,12 @@ impl TurnOutcome {
             ..Default::default()
         }
     }
-}
 
-/// The sink of notifications towards clients, with the client's streaming choice: features
-/// check `streaming()` and send chunks only when it is on.
-#[derive(Clone)]
-pub struct Events {
-    pub tx: tokio::sync::mpsc::UnboundedSender<Event>,
-    pub streaming: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Events {
-    pub fn send(&self, e: Event) {
-        // A closed channel means the client is gone; there is no one left to tell.
-        let _ = self.tx.send(e);
-    }
-
-    /// Sends the client a request and waits for its answer (an error when the client answers
-    /// with one, or is gone).
-    pub async fn request(
-        &self,
-        method: &'static str,
-        params: serde_json::Value,
-    ) -> Result<serde_json::Value, Error> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.send(Event::ClientRequest(crate::rpc::protocol::ClientRequest {
-            method,
-            params,
-            reply: Arc::new(std::sync::Mutex::new(Some(tx))),
-        }));
-        rx.await.unwrap_or_else(|_| {
-            Err(Error::new(
-                crate::error::ErrorKind::FeatureError,
-                format!("{method} not answered: the client is gone"),
-            ))
-        })
-    }
-
-    pub fn streaming(&self) -> bool {
-        self.streaming.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-impl Turn {
-    /// Streams a piece of the reply to the widget.
-    pub fn chunk(&self, delta: &str) {
-        self.events
-            .send(Event::OnFeatureResponseChunk(FeatureResponseChunk {
-                conversation_id: self.conversation_id.clone(),
-                turn_id: self.turn_id.clone(),
-                delta: delta.to_string(),
-            }));
+    /// A failed turn whose details start with what the feature had noted before it failed.
+    pub fn failed_after(mut detailed: Vec<String>, error: Error) -> TurnOutcome {
+        let mut failed = TurnOutcome::failed(error);
+        detailed.append(&mut failed.detailed);
+        TurnOutcome { detailed, ..failed }
     }
 }
 
@@ -110,4 +96,38 @@ impl Turn {
 pub trait Feature: Send + Sync {
     /// Handles one user message and returns what ends the turn.
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome;
+}
+
+/// What a built-in feature is made from, for one conversation.
+pub struct FeatureContext<'a> {
+    /// `[features.NAME]` of the config.
+    pub config: Option<&'a FeatureConfig>,
+    /// The plugin modules and MCP servers of the config.
+    pub toolbox: &'a Arc<Toolbox>,
+    /// The conversation's tool selection, when it names one.
+    pub tools: Option<&'a [String]>,
+}
+
+/// A built-in feature: a row of the feature table.
+pub struct BuiltinFeature {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// Whether a conversation may give it a tool selection.
+    pub takes_tools: bool,
+    pub build: fn(&FeatureContext<'_>) -> Result<Arc<dyn Feature>>,
+}
+
+/// Every built-in feature.
+pub const BUILTIN: &[BuiltinFeature] = &[assistant::FEATURE, tools::FEATURE];
+
+/// The built-in feature of that name.
+pub fn builtin(name: &str) -> Option<&'static BuiltinFeature> {
+    BUILTIN.iter().find(|f| f.name == name)
+}
+
+/// Registers every built-in feature in the registry.
+pub fn register_builtin(registry: &crate::registry::Registry) {
+    for f in BUILTIN {
+        registry.register_feature(f.name, f.description, crate::registry::Origin::Builtin);
+    }
 }

@@ -18,17 +18,35 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::{Feature, Turn, TurnOutcome};
+use super::port::Confirmation;
+use super::{BuiltinFeature, Feature, FeatureContext, Turn, TurnEvent, TurnOutcome};
 use crate::agent::ToolLoop;
 use crate::config::ToolMode;
-use crate::message::{Message, Part};
+use crate::message::Part;
 use crate::model::{ToolCallDelta, ToolSpec};
-use crate::rpc::protocol::{DoActionParams, Event, RequestConfirmationParams, ToolCallChunk};
 use crate::tools::toolbox::Toolbox;
 
 pub const NAME: &str = "tools";
-pub const DESCRIPTION: &str =
-    "Chat with tools: the model may call the enabled plugin modules' functions.";
+
+/// The feature table's row.
+pub const FEATURE: BuiltinFeature = BuiltinFeature {
+    name: NAME,
+    description: "Chat with tools: the model may call the enabled plugin modules' functions.",
+    takes_tools: true,
+    build,
+};
+
+fn build(c: &FeatureContext<'_>) -> crate::error::Result<Arc<dyn Feature>> {
+    if let Some(t) = c.tools {
+        c.toolbox.check_selection(t)?;
+    }
+    Ok(Arc::new(Tools::new(
+        c.toolbox.clone(),
+        c.tools.map(<[String]>::to_vec),
+        c.config.and_then(|f| f.max_steps),
+        c.config.and_then(|f| f.mode),
+    )))
+}
 
 /// Rounds of tool calls in one turn before the model's reply is taken as final, unless
 /// `[features.tools] max_steps` says otherwise.
@@ -221,33 +239,25 @@ impl Feature for Tools {
             .boxed()
         };
         let call_chunk = |d: &ToolCallDelta| {
-            turn.events.send(Event::OnToolCallChunk(ToolCallChunk {
-                conversation_id: turn.conversation_id.clone(),
-                turn_id: turn.turn_id.clone(),
-                index: d.index as u32,
-                id: d.id.clone(),
+            turn.emit(TurnEvent::ToolCall(ToolCallDelta {
                 name: d
                     .name
                     .as_ref()
                     .map(|w| names.get(w).cloned().unwrap_or_else(|| w.clone())),
-                arguments: d.arguments.clone(),
+                ..d.clone()
             }))
         };
         let tool_loop = ToolLoop {
             specs,
             max_steps: self.max_steps,
             run: &run,
-            on_call_delta: if turn.events.streaming() {
+            on_call_delta: if turn.streaming() {
                 Some(&call_chunk)
             } else {
                 None
             },
             mode: self.mode,
         };
-        let mut prompt = Vec::with_capacity(2);
-        if let Some(system) = &turn.system_prompt {
-            prompt.push(Message::system(system.clone()));
-        }
         let mut message = turn.message.clone();
         let collecting = self.collect.lock().ok().and_then(|mut c| c.take());
         if let Some((tool, link)) = collecting {
@@ -270,7 +280,7 @@ impl Feature for Tools {
             };
             message.content.push(Part::text(note));
         }
-        prompt.push(message);
+        let prompt = turn.prompt_with(message);
         let filter = Mutex::new(MarkerFilter::default());
         let is_marker = |candidate: &str| {
             asks.lock().is_ok_and(|a| {
@@ -288,7 +298,7 @@ impl Feature for Tools {
                 turn.chunk(&shown);
             }
         };
-        let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if turn.events.streaming() {
+        let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if turn.streaming() {
             Some(&stream_to)
         } else {
             None
@@ -321,13 +331,11 @@ impl Feature for Tools {
                 let (actions, summary) = take_actions(&r.message.text(), &asks.actions);
                 for (sequence, action) in actions.into_iter().enumerate() {
                     detailed.push(format!("action: {action}"));
-                    turn.events.send(Event::DoAction(DoActionParams {
-                        conversation_id: turn.conversation_id.clone(),
-                        turn_id: turn.turn_id.clone(),
-                        message_id: turn.turn_id.clone(),
+                    turn.emit(TurnEvent::Action {
+                        message_id: turn.id.turn_id.clone(),
                         sequence: sequence as u32,
                         action,
-                    }));
+                    });
                 }
                 if let Some(u) = r.usage {
                     detailed.push(format!(
@@ -346,11 +354,7 @@ impl Feature for Tools {
                     finish_reason: r.finish_reason,
                 }
             }
-            Err(e) => {
-                let mut failed = TurnOutcome::failed(e);
-                detailed.append(&mut failed.detailed);
-                TurnOutcome { detailed, ..failed }
-            }
+            Err(e) => TurnOutcome::failed_after(detailed, e),
         }
     }
 }
@@ -365,27 +369,17 @@ async fn confirm(
     link: &str,
     log: &Mutex<Vec<String>>,
 ) -> (String, bool) {
-    let params = RequestConfirmationParams {
-        conversation_id: turn.conversation_id.clone(),
-        turn_id: turn.turn_id.clone(),
+    let request = Confirmation {
+        turn: turn.id.clone(),
         text: text.to_string(),
         link: link.to_string(),
         tool: tool.to_string(),
     };
-    let answer = turn
-        .events
-        .request(
-            "RequestConfirmation",
-            serde_json::to_value(params).unwrap_or_default(),
-        )
-        .await;
-    let confirmed = match &answer {
-        Ok(v) => v.get("confirmed").and_then(Value::as_bool) == Some(true),
-        Err(_) => false,
-    };
+    let answer = turn.port.confirm(request).await;
+    let confirmed = matches!(answer, Ok(true));
     let note = match &answer {
-        Ok(_) if confirmed => "accepted".to_string(),
-        Ok(_) => "refused".to_string(),
+        Ok(true) => "accepted".to_string(),
+        Ok(false) => "refused".to_string(),
         Err(e) => format!("not answered ({}): taken as refused", e.message),
     };
     if let Ok(mut l) = log.lock() {

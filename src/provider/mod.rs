@@ -15,6 +15,8 @@ pub mod lazy_key;
 pub mod local;
 pub mod ollama;
 pub mod openai;
+#[cfg(test)]
+pub mod scripted;
 
 use std::pin::Pin;
 use std::time::Duration;

@@ -2,7 +2,8 @@
 //! `Content-Length: N\r\n\r\n{json}` and newline-delimited JSON.
 //!
 //! This codec owns bytes and frames only; it must never parse JSON. Written on `tokio-util`'s
-//! codec traits because no maintained crate speaks both framings with detection (DESIGN §3).
+//! codec traits because no maintained crate speaks both framings with detection; the daemon
+//! answers in the framing the client chose.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;

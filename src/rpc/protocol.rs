@@ -1,14 +1,14 @@
-//! The typed params, results and notifications of the JSON-RPC protocol (DESIGN §3).
+//! The typed params, results and notifications of the JSON-RPC protocol (see docs/PROTOCOL.md).
 //!
 //! Every type here derives `JsonSchema`; `schemas/` is generated from them. This module owns
-//! the wire names and must never hold behaviour: the server dispatches, the framework acts.
+//! the wire names and must never hold behaviour: `dispatch` translates, the core acts.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::listings::{ConversationRecord, SourceError, StoredMessage, Tool};
 use crate::message::{Message, Usage};
-use crate::store::{ConversationRecord, StoredMessage};
 
 pub const PROTOCOL_VERSION: &str = "1.0";
 
@@ -408,8 +408,7 @@ pub struct NewMessageToFeature {
     pub message: Message,
 }
 
-/// A notification from the daemon to the client, or (`ClientRequest`) a request the client
-/// must answer.
+/// A notification from the daemon to the client.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "method", content = "params")]
 pub enum Event {
@@ -420,26 +419,7 @@ pub enum Event {
     OnNewMessage(NewMessageToFeature),
     DoAction(DoActionParams),
     OnToolCallChunk(ToolCallChunk),
-    /// Not a notification: the connection sends it as a request with an id of its own and
-    /// hands the client's answer to `reply`.
-    #[serde(skip)]
-    #[schemars(skip)]
-    ClientRequest(ClientRequest),
 }
-
-/// A daemon→client request waiting for its answer.
-#[derive(Debug, Clone)]
-pub struct ClientRequest {
-    pub method: &'static str,
-    pub params: Value,
-    /// Taken once, by whoever answers (the client's response, or the connection closing).
-    pub reply: ReplySlot,
-}
-
-/// Where the answer to a daemon→client request goes.
-pub type ReplySlot = std::sync::Arc<
-    std::sync::Mutex<Option<tokio::sync::oneshot::Sender<Result<Value, crate::error::Error>>>>,
->;
 
 /// `RequestConfirmation` (daemon→client request): a tool asks the user to confirm an
 /// operation; the answer is `{confirmed}`.
@@ -477,15 +457,6 @@ pub struct DoActionParams {
     pub action: Value,
 }
 
-impl Event {
-    pub fn is_chunk(&self) -> bool {
-        matches!(
-            self,
-            Event::OnFeatureResponseChunk(_) | Event::OnPromptResponseChunk(_)
-        )
-    }
-}
-
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListToolsParams {
@@ -497,9 +468,9 @@ pub struct ListToolsParams {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
-    pub tools: Vec<crate::tools::Tool>,
+    pub tools: Vec<Tool>,
     /// Sources that could not be loaded (a module down, a broken manifest).
-    pub errors: Vec<crate::tools::toolbox::SourceError>,
+    pub errors: Vec<SourceError>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -157,7 +157,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The manifest of the module documentation (seed 002), as JSON.
+    /// The example manifest of the plugin module documentation, as JSON.
     pub fn documented() -> Value {
         json!({
             "schema_version": "v1",

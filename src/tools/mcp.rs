@@ -1,4 +1,4 @@
-//! An MCP server as a tool source (DESIGN §6): a configured program started as a child process
+//! An MCP server as a tool source: a configured program started as a child process
 //! that speaks MCP (newline-delimited JSON-RPC) on its stdin and stdout, through the `rmcp`
 //! client. Its tools are listed once when it starts and named `NAME.tool`; a call's text parts
 //! are joined into the answer, and `isError` makes it a tool error the model sees.

@@ -11,13 +11,10 @@ pub mod react;
 pub mod signature;
 pub mod toolbox;
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::Value;
 
 /// One tool as the model and the client see it.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
     /// `MODULE.function` or `SERVER.tool`.
     pub name: String,

@@ -1,4 +1,4 @@
-//! A plugin module as a client sees it (DESIGN §6, seed 002): its manifest fetched from
+//! A plugin module as a client sees it: its manifest fetched from
 //! `/.well-known/ai-plugin.json`, calls as `POST endpoint {"method", "params": "<JSON string>"}`,
 //! and the answer's fields (text, error, confirmation, actions, collect mode).
 //!

@@ -10,8 +10,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::mcp::McpServer;
@@ -21,7 +19,7 @@ use crate::config::{McpServerConfig, PluginConfig};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A source that could not be loaded, and why.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone)]
 pub struct SourceError {
     pub source: String,
     pub message: String,

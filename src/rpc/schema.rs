@@ -7,7 +7,8 @@
 use schemars::{schema_for, JsonSchema};
 use serde_json::Value;
 
-use crate::rpc::protocol::*;
+use super::listings::Components;
+use super::protocol::*;
 
 fn s<T: JsonSchema>() -> Value {
     serde_json::to_value(schema_for!(T)).unwrap_or(Value::Null)
@@ -23,7 +24,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("config", s::<crate::config::Config>()),
         ("Initialize.params", s::<InitializeParams>()),
         ("Initialize.result", s::<InitializeResult>()),
-        ("ListComponents.result", s::<crate::registry::Components>()),
+        ("ListComponents.result", s::<Components>()),
         (
             "CreateServiceProvider.params",
             s::<CreateServiceProviderParams>(),

@@ -1,0 +1,102 @@
+//! The client port: how the core reaches whoever drives a conversation or a prompt.
+//!
+//! A front-end (the JSON-RPC daemon, `genai ask`, and later ACP, LSP or WebSocket) implements
+//! [`ClientPort`] and hands it to the core with each conversation, prompt or client-hosted
+//! feature it opens. The core speaks only these types; it must never build a wire message, and
+//! a port must never reach back into a turn's logic: it shows, forwards or answers.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::TurnOutcome;
+use crate::error::{Error, Result};
+use crate::message::Message;
+use crate::model::{ModelReply, ToolCallDelta};
+
+/// Which turn an event belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnRef {
+    pub conversation_id: String,
+    pub turn_id: String,
+}
+
+/// What happens in a turn, in order; every accepted turn ends with exactly one `Done`.
+#[derive(Debug, Clone)]
+pub enum TurnEvent {
+    /// The next piece of the reply's text.
+    Chunk(String),
+    /// The next piece of the model's reasoning, streamed apart from the answer. No feature
+    /// emits it yet and the JSON-RPC protocol has no method for it; ports may ignore it.
+    Reasoning(String),
+    /// A piece of a tool call as the model streams it; `name` is the tool's own name
+    /// (`SOURCE.function`), not its wire name.
+    ToolCall(ToolCallDelta),
+    /// The reply triggered an action a tool offered (`[[CODE]]` in the reply).
+    Action {
+        /// The id of the reply that triggered it.
+        message_id: String,
+        /// 0, 1, ... in the order the markers appear in the reply.
+        sequence: u32,
+        /// The tool's action object.
+        action: Value,
+    },
+    /// A step a client-hosted feature reported before its final answer.
+    Step {
+        summary: String,
+        detailed: Vec<String>,
+    },
+    /// The end of the turn.
+    Done(TurnOutcome),
+}
+
+/// Which prompt (`Framework::send_prompt`) an event belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptRef {
+    pub agent_id: String,
+    pub request_id: String,
+}
+
+/// What happens to a prompt: text pieces, then exactly one `Done`.
+#[derive(Debug, Clone)]
+pub enum PromptEvent {
+    Chunk(String),
+    Done(Result<ModelReply, Error>),
+}
+
+/// A turn handed to the client that hosts its feature; the client answers with
+/// `Framework::on_feature_response`.
+#[derive(Debug, Clone)]
+pub struct HostedTurn {
+    pub turn: TurnRef,
+    pub agent_id: String,
+    pub feature: String,
+    pub message: Message,
+}
+
+/// A tool asks the user to confirm an operation.
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    pub turn: TurnRef,
+    /// What the tool says about the operation.
+    pub text: String,
+    /// The link genai POSTs when the user confirms.
+    pub link: String,
+    /// The tool that asks.
+    pub tool: String,
+}
+
+/// The core's way out to a front-end. Calls that only tell (`turn_event`, `prompt_event`,
+/// `hosted_turn`) must not block: a port queues or prints and returns.
+#[async_trait]
+pub trait ClientPort: Send + Sync {
+    /// Whether the client wants streamed pieces (chunks, tool-call pieces, reasoning).
+    fn streaming(&self) -> bool;
+    /// Something happened in a turn this client drives.
+    fn turn_event(&self, turn: &TurnRef, event: TurnEvent);
+    /// Something happened to a prompt this client sent.
+    fn prompt_event(&self, prompt: &PromptRef, event: PromptEvent);
+    /// A turn of a feature this client hosts.
+    fn hosted_turn(&self, turn: HostedTurn);
+    /// Asks the user to confirm; an error when nobody can answer (taken as a refusal).
+    async fn confirm(&self, request: Confirmation) -> Result<bool>;
+}

@@ -1,0 +1,197 @@
+//! The wire shapes of what the core lists — stored conversations and messages, registered
+//! components, tools — and their conversions from the core's own types. Field names, order and
+//! doc comments here are the protocol (the schemas are generated from them); the core's types
+//! may change without changing these.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::message::{Message, Usage};
+use crate::{registry, store, tools};
+
+/// One conversation as stored.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationRecord {
+    pub id: String,
+    /// The first user message, shortened (or the title the client gave).
+    pub title: String,
+    pub feature: String,
+    /// The service provider instance name.
+    pub provider: String,
+    /// The model configuration instance name, when one was named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_configuration: Option<String>,
+    pub format: String,
+    pub model: String,
+    #[serde(default)]
+    pub parameters: Map<String, Value>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub updated_at: i64,
+    #[serde(default)]
+    pub message_count: u64,
+    /// The tool sources or tools the conversation may use (`tools` feature); none: the
+    /// enabled sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+}
+
+impl From<store::ConversationRecord> for ConversationRecord {
+    fn from(r: store::ConversationRecord) -> Self {
+        ConversationRecord {
+            id: r.id,
+            title: r.title,
+            feature: r.feature,
+            provider: r.provider,
+            model_configuration: r.model_configuration,
+            format: r.format,
+            model: r.model,
+            parameters: r.parameters,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            message_count: r.message_count,
+            tools: r.tools,
+        }
+    }
+}
+
+/// One message as stored, with its place in the conversation.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredMessage {
+    pub seq: i64,
+    #[serde(flatten)]
+    pub message: Message,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    pub created_at: i64,
+}
+
+impl From<store::StoredMessage> for StoredMessage {
+    fn from(m: store::StoredMessage) -> Self {
+        StoredMessage {
+            seq: m.seq,
+            message: m.message,
+            usage: m.usage,
+            created_at: m.created_at,
+        }
+    }
+}
+
+/// What `ListComponents` reports.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Components {
+    pub service_providers: Vec<ProviderInfo>,
+    pub model_configurations: Vec<ModelInfo>,
+    pub features: Vec<Value>,
+    /// Registered kinds: `serviceProviders` (with the formats each runs) and `modelConfigurations` (with their parameters).
+    pub kinds: Value,
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderInfo {
+    pub name: String,
+    pub kind: String,
+    pub default_model: Option<String>,
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    pub name: String,
+    pub format: String,
+    pub model: String,
+    pub parameters: Map<String, Value>,
+    pub origin: String,
+}
+
+impl From<registry::Components> for Components {
+    fn from(c: registry::Components) -> Self {
+        Components {
+            service_providers: c
+                .service_providers
+                .iter()
+                .map(|p| ProviderInfo {
+                    name: p.name.clone(),
+                    kind: p.kind.to_string(),
+                    default_model: p.provider.default_model().map(str::to_string),
+                    origin: p.origin.as_str().to_string(),
+                })
+                .collect(),
+            model_configurations: c
+                .model_configurations
+                .into_iter()
+                .map(|m| ModelInfo {
+                    name: m.name,
+                    format: m.format.to_string(),
+                    model: m.model,
+                    parameters: m.parameters,
+                    origin: m.origin.as_str().to_string(),
+                })
+                .collect(),
+            features: c
+                .features
+                .iter()
+                .map(|f| json!({"name": f.name, "description": f.description, "origin": f.origin.as_str()}))
+                .collect(),
+            kinds: json!({
+                "serviceProviders": c.provider_kinds.iter().map(|k| json!({
+                    "name": k.name,
+                    "description": k.description,
+                    "formats": k.formats,
+                    "defaultFormat": k.default_format,
+                })).collect::<Vec<_>>(),
+                "modelConfigurations": c.format_kinds.iter().map(|k| json!({
+                    "name": k.name,
+                    "description": k.description,
+                    "parameters": k.parameters,
+                })).collect::<Vec<_>>(),
+            }),
+        }
+    }
+}
+
+/// One tool as the model and the client see it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// `MODULE.function` or `SERVER.tool`.
+    pub name: String,
+    pub description: String,
+    /// A JSON Schema of the arguments object.
+    pub input_schema: Value,
+    /// `plugin:NAME` or `mcp:NAME`.
+    pub source: String,
+}
+
+impl From<tools::Tool> for Tool {
+    fn from(t: tools::Tool) -> Self {
+        Tool {
+            name: t.name,
+            description: t.description,
+            input_schema: t.input_schema,
+            source: t.source,
+        }
+    }
+}
+
+/// A source that could not be loaded, and why.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SourceError {
+    pub source: String,
+    pub message: String,
+}
+
+impl From<tools::toolbox::SourceError> for SourceError {
+    fn from(e: tools::toolbox::SourceError) -> Self {
+        SourceError {
+            source: e.source,
+            message: e.message,
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Fast tests of the daemon's dispatch and client port over the in-process scripted provider:
+//! request validation and error codes, a turn's notifications, `$/cancelRequest`, and a
+//! daemon→client request answered by the client.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::dispatch::Session;
+use super::port::RpcPort;
+use crate::config::Config;
+use crate::feature::port::{ClientPort, Confirmation, TurnRef};
+use crate::provider::scripted::{Scripted, Step};
+use crate::registry::Registry;
+use crate::session::Framework;
+use crate::store::Store;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+struct Client {
+    session: Session,
+    out: mpsc::UnboundedReceiver<Bytes>,
+    provider: Arc<Scripted>,
+}
+
+impl Client {
+    fn new(steps: Vec<Step>) -> Client {
+        let registry = Registry::new();
+        let provider = Scripted::new(steps);
+        registry.insert_provider("scripted", "openai", provider.clone());
+        let store = Arc::new(Store::in_memory().unwrap());
+        let fw = Arc::new(Framework::new(Config::default(), registry, store));
+        let (tx, out) = mpsc::unbounded_channel();
+        let session = Session {
+            fw,
+            port: Arc::new(RpcPort::new(tx.clone())),
+            out: tx,
+            later: tokio_util::task::TaskTracker::new(),
+        };
+        Client {
+            session,
+            out,
+            provider,
+        }
+    }
+
+    /// Sends one request and returns its response.
+    fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.session
+            .handle(msg)
+            .0
+            .expect("a request gets a response")
+    }
+
+    /// The next frame the daemon writes by itself.
+    async fn next(&mut self) -> Value {
+        let frame = tokio::time::timeout(DEADLINE, self.out.recv())
+            .await
+            .expect("a frame in time")
+            .expect("the port is open");
+        serde_json::from_slice(&frame).unwrap()
+    }
+
+    /// Frames until the final `OnFeatureResponse`, by method.
+    async fn until_final(&mut self) -> Vec<Value> {
+        let mut frames = Vec::new();
+        loop {
+            let f = self.next().await;
+            let last = f["method"] == "OnFeatureResponse" && f["params"]["final"] == true;
+            frames.push(f);
+            if last {
+                return frames;
+            }
+        }
+    }
+}
+
+fn error_of(response: &Value) -> (i64, Option<&str>) {
+    let e = &response["error"];
+    (e["code"].as_i64().unwrap(), e["data"]["kind"].as_str())
+}
+
+#[test]
+fn bad_requests_get_their_codes_and_the_session_goes_on() {
+    let mut c = Client::new(vec![]);
+    let (r, _) = c.session.handle(json!([1, 2]));
+    assert_eq!(error_of(&r.unwrap()).0, -32600);
+    let (r, _) = c
+        .session
+        .handle(json!({"jsonrpc": "2.0", "id": {}, "method": "X"}));
+    assert_eq!(error_of(&r.unwrap()).0, -32600);
+    let (r, _) = c
+        .session
+        .handle(json!({"jsonrpc": "1.0", "id": 1, "method": "X"}));
+    assert_eq!(r.unwrap()["id"], 1);
+    let r = c.call(2, "NoSuchMethod", json!({}));
+    assert_eq!(error_of(&r), (-32601, None));
+    let r = c.call(3, "CreateConversation", json!({"serviceProvider": 7}));
+    assert_eq!(error_of(&r), (-32602, Some("invalidParams")));
+    let r = c.call(
+        4,
+        "OnNewMessage",
+        json!({"conversationId": "x", "message": "hi"}),
+    );
+    assert_eq!(error_of(&r), (-32001, Some("unknownConversation")));
+    let r = c.call(5, "GetHistory", json!({"agentId": "x"}));
+    assert_eq!(error_of(&r), (-32002, Some("unknownAgent")));
+    // A notification gets no response.
+    let (r, _) = c
+        .session
+        .handle(json!({"jsonrpc": "2.0", "method": "Cancel", "params": {"turnId": "t"}}));
+    assert!(r.is_none());
+    let r = c.call(6, "ListComponents", json!(null));
+    assert!(r["result"]["serviceProviders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["name"] == "scripted" && p["origin"] == "runtime"));
+}
+
+#[tokio::test]
+async fn a_turn_streams_chunks_then_one_final_response() {
+    let mut c = Client::new(vec![Step::Reply(vec!["He", "llo"])]);
+    let r = c.call(
+        1,
+        "CreateConversation",
+        json!({"serviceProvider": "scripted"}),
+    );
+    let cid = r["result"]["conversationId"].as_str().unwrap().to_string();
+    assert_eq!(r["result"]["feature"], "assistant");
+    let r = c.call(
+        2,
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": "hi"}),
+    );
+    let turn = r["result"]["turnId"].as_str().unwrap().to_string();
+    let frames = c.until_final().await;
+    let chunks: Vec<&str> = frames
+        .iter()
+        .filter(|f| f["method"] == "OnFeatureResponseChunk")
+        .map(|f| f["params"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(chunks, ["He", "llo"]);
+    let last = frames.last().unwrap();
+    assert_eq!(last["jsonrpc"], "2.0");
+    assert_eq!(last["params"]["turnId"], turn.as_str());
+    assert_eq!(last["params"]["summary"], "Hello");
+    assert_eq!(last["params"]["isSuccess"], true);
+    let r = c.call(3, "GetConversationHistory", json!({"conversationId": cid}));
+    assert_eq!(r["result"]["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(r["result"]["messages"][1]["role"], "assistant");
+}
+
+#[tokio::test]
+async fn cancel_request_stops_the_turn_its_request_started() {
+    let mut c = Client::new(vec![Step::Hang]);
+    let r = c.call(
+        1,
+        "CreateConversation",
+        json!({"serviceProvider": "scripted"}),
+    );
+    let cid = r["result"]["conversationId"].as_str().unwrap().to_string();
+    let provider = c.provider.clone();
+    let asked = provider.asked.notified();
+    c.call(
+        7,
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": "hi"}),
+    );
+    tokio::time::timeout(DEADLINE, asked).await.expect("asked");
+    let r = c.call(8, "$/cancelRequest", json!({"id": 7}));
+    assert_eq!(r["result"]["cancelled"], true);
+    let last = c.until_final().await.pop().unwrap();
+    assert_eq!(last["params"]["isSuccess"], false);
+    assert_eq!(last["params"]["error"]["kind"], "cancelled");
+    // The turn is over: its request id no longer names it.
+    let r = c.call(9, "$/cancelRequest", json!({"id": 7}));
+    assert_eq!(r["result"]["cancelled"], false);
+}
+
+#[tokio::test]
+async fn a_confirmation_is_a_request_to_the_client_and_its_answer_comes_back() {
+    let mut c = Client::new(vec![]);
+    let port = c.session.port.clone();
+    let turn = TurnRef {
+        conversation_id: "c".into(),
+        turn_id: "t".into(),
+    };
+    let ask = |tool: &str| Confirmation {
+        turn: turn.clone(),
+        text: "delete it?".into(),
+        link: "http://127.0.0.1:1/confirm".into(),
+        tool: tool.into(),
+    };
+    let asking = tokio::spawn({
+        let (port, request) = (port.clone(), ask("files.delete"));
+        async move { port.confirm(request).await }
+    });
+    let request = c.next().await;
+    assert_eq!(request["method"], "RequestConfirmation");
+    assert_eq!(request["params"]["turnId"], "t");
+    assert_eq!(request["params"]["tool"], "files.delete");
+    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": {"confirmed": true}});
+    assert!(c.session.handle(answer).0.is_none());
+    assert!(asking.await.unwrap().unwrap());
+
+    // An error answer and a closed input both end the wait with an error.
+    let asking = tokio::spawn({
+        let (port, request) = (port.clone(), ask("x"));
+        async move { port.confirm(request).await }
+    });
+    let request = c.next().await;
+    let answer =
+        json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": 1, "message": "no"}});
+    c.session.handle(answer);
+    let e = asking.await.unwrap().unwrap_err();
+    assert!(
+        e.message
+            .contains("answered RequestConfirmation with an error: no"),
+        "{}",
+        e.message
+    );
+    port.input_closed();
+    let e = port.confirm(ask("y")).await.unwrap_err();
+    assert!(
+        e.message.contains("not answered: the client is gone"),
+        "{}",
+        e.message
+    );
+}

@@ -1,0 +1,362 @@
+//! Which provider and model a conversation or an agent runs on: every selection rule in one
+//! place — `-m` names, agents of the config, `[defaults] model`, and zero config (a provider
+//! key in the environment, else the default local model).
+//!
+//! This module decides; it must never build an agent or a provider (the registry and the
+//! session do) nor read a wire message.
+
+use crate::config::{Config, Paths};
+use crate::error::{Error, ErrorKind, Result};
+use crate::models::ModelLibrary;
+use crate::registry::{ProviderInstance, Registry, LOCAL_KIND};
+
+/// What a client names a model by.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// `[defaults] model`, else zero config.
+    #[default]
+    Default,
+    /// A `-m` name: an agent of the config, `PROVIDER:MODEL`, or a provider instance's name.
+    Named(String),
+    /// An agent of the config, and nothing else.
+    Agent(String),
+    /// A provider instance with a model configuration instance, or a model id, or neither
+    /// (the provider's default model).
+    Provider {
+        provider: String,
+        model_configuration: Option<String>,
+        model: Option<String>,
+    },
+}
+
+impl ModelChoice {
+    /// The choice a request's separate fields make; refuses fields that do not go together.
+    pub fn from_fields(
+        agent: Option<String>,
+        provider: Option<String>,
+        model_configuration: Option<String>,
+        model: Option<String>,
+    ) -> Result<ModelChoice> {
+        match (agent, provider) {
+            (Some(_), Some(_)) => Err(Error::invalid_params(
+                "give `agent` or `serviceProvider`, not both",
+            )),
+            (Some(a), None) => Ok(ModelChoice::Agent(a)),
+            (None, Some(provider)) => Ok(ModelChoice::Provider {
+                provider,
+                model_configuration,
+                model,
+            }),
+            (None, None) if model_configuration.is_some() || model.is_some() => Err(
+                Error::invalid_params("`modelConfiguration` and `model` need a `serviceProvider`"),
+            ),
+            (None, None) => Ok(ModelChoice::Default),
+        }
+    }
+}
+
+/// What a conversation runs on, before it is built.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub provider: String,
+    pub model_configuration: Option<String>,
+    pub model: Option<String>,
+    pub feature: Option<String>,
+    pub system_prompt: Option<String>,
+}
+
+/// The environment variables that select a built-in provider when nothing else chooses one,
+/// in this order.
+const ZERO_CONFIG_ENV: &[(&str, &[&str])] = &[
+    (
+        crate::provider::openai::KIND,
+        &["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+    ),
+    (crate::provider::anthropic::KIND, &["ANTHROPIC_API_KEY"]),
+    (
+        crate::provider::gemini::KIND,
+        &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    ),
+];
+
+fn any_env(vars: &[&str]) -> bool {
+    vars.iter()
+        .any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty()))
+}
+
+/// Selection over one config and registry.
+pub struct Selector<'a> {
+    pub config: &'a Config,
+    pub registry: &'a Registry,
+}
+
+impl Selector<'_> {
+    /// Turns a choice into a selection.
+    pub fn select(&self, choice: &ModelChoice) -> Result<Selection> {
+        match choice {
+            ModelChoice::Default => self.named(None),
+            ModelChoice::Named(name) => self.named(Some(name)),
+            ModelChoice::Agent(a) if !self.config.agents.contains_key(a) => Err(Error::new(
+                ErrorKind::UnknownComponent,
+                format!("no agent named `{a}` in the config"),
+            )),
+            ModelChoice::Agent(a) => self.named(Some(a)),
+            ModelChoice::Provider {
+                provider,
+                model_configuration,
+                model,
+            } => Ok(Selection {
+                provider: provider.clone(),
+                model_configuration: model_configuration.clone(),
+                model: model.clone(),
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// An agent from the config, or `provider:model`, or a bare provider instance name; `None`
+    /// uses `[defaults] model`, else zero config.
+    fn named(&self, name: Option<&str>) -> Result<Selection> {
+        let name = match name.or(self.config.defaults.model.as_deref()) {
+            Some(n) => n,
+            None => match ZERO_CONFIG_ENV.iter().find(|(_, vars)| any_env(vars)) {
+                Some((kind, _)) => kind,
+                None => {
+                    let model = self.implicit_local(&library()?)?;
+                    return Ok(Selection {
+                        provider: LOCAL_KIND.to_string(),
+                        model: Some(model),
+                        ..Default::default()
+                    });
+                }
+            },
+        };
+        if let Some(agent) = self.config.agents.get(name) {
+            return Ok(Selection {
+                provider: agent.provider.clone(),
+                model_configuration: agent.model_configuration.clone(),
+                model: agent.model.clone(),
+                feature: agent.feature.clone(),
+                system_prompt: agent.system_prompt.clone(),
+            });
+        }
+        match name.split_once(':') {
+            Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok(Selection {
+                provider: p.to_string(),
+                model: Some(m.to_string()),
+                ..Default::default()
+            }),
+            _ if self.registry.provider(name).is_ok() => Ok(Selection {
+                provider: name.to_string(),
+                ..Default::default()
+            }),
+            _ => Err(Error::new(
+                ErrorKind::UnknownComponent,
+                format!("`{name}` is neither an agent in the config nor PROVIDER:MODEL (such as openai:gpt-4o-mini)"),
+            )),
+        }
+    }
+
+    /// The provider instance of a selection. A conversation resumed on the implicit zero-config
+    /// `local` instance (made on first use only) makes it again.
+    pub fn provider(&self, sel: &Selection) -> Result<ProviderInstance> {
+        match self.registry.provider(&sel.provider) {
+            Err(_) if sel.provider == LOCAL_KIND => {
+                self.implicit_local(&library()?)?;
+                self.registry.provider(&sel.provider)
+            }
+            other => other,
+        }
+    }
+
+    /// Zero config: with no `[service_providers]` and no `[defaults] model`, the default model
+    /// of the models folder runs on an implicit provider instance `local` (kind `local`,
+    /// `default_model` = the model's name), added here and only here. Returns the model name
+    /// (which the `local` kind resolves with [`ModelLibrary::resolve`]), or a `Config` error
+    /// saying how to add a model or a provider.
+    fn implicit_local(&self, lib: &ModelLibrary) -> Result<String> {
+        let no_model = |msg: String| Err(Error::new(ErrorKind::Config, msg));
+        if !self.config.service_providers.is_empty() || self.config.defaults.model.is_some() {
+            return no_model(
+                "no model chosen: pass -m PROVIDER:MODEL (such as openai:gpt-4o-mini), or set `model` under [defaults] in the config".into(),
+            );
+        }
+        if !cfg!(feature = "local") || self.registry.provider_kind(LOCAL_KIND).is_err() {
+            return no_model(
+                "no model provider is configured, and this genai was built without the `local` feature so it cannot run local models: configure a provider (see `genai config path`), set OPENAI_API_KEY, or rebuild with `cargo build --features local`".into(),
+            );
+        }
+        let Some(name) = lib.default_name()? else {
+            let count = lib.list()?.len();
+            if count > 0 {
+                return no_model(format!(
+                    "no model provider is configured and {count} local models are installed but none is the default: choose one with `genai models default NAME`"
+                ));
+            }
+            return no_model(
+                "no model provider is configured and no local model is installed: run `scripts/install-demo-model.sh` or `genai models pull URL`, or configure a provider (see `genai config path`)".into(),
+            );
+        };
+        self.registry.add_implicit_local(&name)?;
+        Ok(name)
+    }
+}
+
+/// The models folder of this user.
+fn library() -> Result<ModelLibrary> {
+    Ok(ModelLibrary::open(&Paths::from_env()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::registry::{Origin, ProviderKind};
+
+    /// A stand-in for the `local` kind (built by the `local` feature), on the openai transport.
+    fn with_fake_local_kind() -> Registry {
+        let mut r = Registry::from_config(&Config::default()).unwrap();
+        r.register_provider(ProviderKind {
+            name: LOCAL_KIND,
+            description: "test stand-in",
+            formats: &[crate::model::openai_chat::FORMAT],
+            default_format: crate::model::openai_chat::FORMAT,
+            factory: |name, c| {
+                Ok(Arc::new(
+                    crate::provider::openai::OpenAiProvider::from_config(name, c)?,
+                ))
+            },
+        });
+        r
+    }
+
+    #[test]
+    fn implicit_local_needs_the_kind_and_a_default_model_and_no_configured_provider() {
+        let d = tempfile::tempdir().unwrap();
+        let lib = ModelLibrary::at(d.path());
+        let config = Config::default();
+        if !cfg!(feature = "local") {
+            let registry = Registry::new();
+            let e = Selector {
+                config: &config,
+                registry: &registry,
+            }
+            .implicit_local(&lib)
+            .unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Config);
+            assert!(
+                e.message.contains("without the `local` feature"),
+                "{}",
+                e.message
+            );
+            return;
+        }
+
+        let r = with_fake_local_kind();
+        let s = Selector {
+            config: &config,
+            registry: &r,
+        };
+        let e = s.implicit_local(&lib).unwrap_err();
+        assert!(
+            e.message.contains("scripts/install-demo-model.sh"),
+            "{}",
+            e.message
+        );
+        assert!(
+            r.provider(LOCAL_KIND).is_err(),
+            "no instance without a model"
+        );
+
+        std::fs::write(lib.path_of("a"), b"x").unwrap();
+        std::fs::write(lib.path_of("b"), b"x").unwrap();
+        let e = s.implicit_local(&lib).unwrap_err();
+        assert!(
+            e.message.contains("genai models default NAME"),
+            "{}",
+            e.message
+        );
+
+        lib.set_default("b").unwrap();
+        assert_eq!(s.implicit_local(&lib).unwrap(), "b");
+        let inst = r.provider("local").unwrap();
+        assert_eq!((inst.kind, inst.origin), ("local", Origin::Builtin));
+        assert_eq!(inst.provider.default_model(), Some("b"));
+
+        let configured = Config::parse("[service_providers.work]\nkind = 'openai'").unwrap();
+        let r = with_fake_local_kind();
+        let e = Selector {
+            config: &configured,
+            registry: &r,
+        }
+        .implicit_local(&lib)
+        .unwrap_err();
+        assert!(e.message.contains("no model chosen"), "{}", e.message);
+    }
+
+    #[test]
+    fn fields_that_do_not_go_together_are_refused() {
+        let f = |a: Option<&str>, p: Option<&str>, m: Option<&str>| {
+            ModelChoice::from_fields(
+                a.map(Into::into),
+                p.map(Into::into),
+                None,
+                m.map(Into::into),
+            )
+        };
+        assert!(f(Some("a"), Some("p"), None)
+            .unwrap_err()
+            .message
+            .contains("not both"));
+        assert!(f(None, None, Some("m"))
+            .unwrap_err()
+            .message
+            .contains("need a `serviceProvider`"));
+        assert_eq!(f(None, None, None).unwrap(), ModelChoice::Default);
+        assert_eq!(
+            f(Some("a"), None, None).unwrap(),
+            ModelChoice::Agent("a".into())
+        );
+    }
+
+    #[test]
+    fn names_select_agents_provider_model_pairs_and_instances() {
+        let config = Config::parse(
+            "[agents.fast]\nprovider = 'openai'\nmodel = 'gpt-x'\nfeature = 'tools'\nsystem_prompt = 'be brief'",
+        )
+        .unwrap();
+        let registry = Registry::from_config(&config).unwrap();
+        let s = Selector {
+            config: &config,
+            registry: &registry,
+        };
+        let sel = s.select(&ModelChoice::Named("fast".into())).unwrap();
+        assert_eq!(
+            (
+                sel.provider.as_str(),
+                sel.model.as_deref(),
+                sel.feature.as_deref(),
+                sel.system_prompt.as_deref()
+            ),
+            ("openai", Some("gpt-x"), Some("tools"), Some("be brief"))
+        );
+        let sel = s
+            .select(&ModelChoice::Named("anthropic:claude-x".into()))
+            .unwrap();
+        assert_eq!(
+            (sel.provider.as_str(), sel.model.as_deref()),
+            ("anthropic", Some("claude-x"))
+        );
+        let sel = s.select(&ModelChoice::Named("ollama".into())).unwrap();
+        assert_eq!((sel.provider.as_str(), sel.model), ("ollama", None));
+        let e = s.select(&ModelChoice::Named("nothing".into())).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::UnknownComponent);
+        let e = s.select(&ModelChoice::Agent("openai".into())).unwrap_err();
+        assert!(
+            e.message.contains("no agent named `openai`"),
+            "{}",
+            e.message
+        );
+    }
+}

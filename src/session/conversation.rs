@@ -1,0 +1,162 @@
+//! The conversation task: one task per open conversation, fed by a channel, so its turns run in
+//! order, one at a time, while conversations run concurrently. `cancel` acts at once through
+//! the running turn's token, not through the queue.
+//!
+//! Every accepted message ends with exactly one final [`TurnEvent::Done`], sent here and
+//! nowhere else, even when the feature panics. This module must never look inside a turn's
+//! work: the feature does it.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{poisoned, unknown_conversation, CancelTarget, Framework};
+use crate::agent::AIAgent;
+use crate::error::{Error, Result};
+use crate::feature::port::{ClientPort, TurnEvent, TurnRef};
+use crate::feature::{Feature, Turn, TurnOutcome};
+use crate::message::{Message, Part};
+
+/// A live conversation.
+pub(super) struct Conversation {
+    pub agent: Arc<AIAgent>,
+    pub feature: String,
+    queue: mpsc::UnboundedSender<(String, Message)>,
+    /// The running turn and its cancellation token.
+    pub running: Arc<Mutex<Option<(String, CancellationToken)>>>,
+    /// Cancelled when the conversation is closed: ends its task.
+    pub closed: CancellationToken,
+    /// The client that drives the conversation.
+    pub port: Arc<dyn ClientPort>,
+}
+
+impl Framework {
+    /// Starts the conversation's task.
+    pub(super) fn open(
+        self: &Arc<Self>,
+        id: String,
+        agent: Arc<AIAgent>,
+        feature_name: String,
+        feature: Arc<dyn Feature>,
+        system_prompt: Option<String>,
+        port: Arc<dyn ClientPort>,
+    ) -> Result<()> {
+        let (queue, mut rx) = mpsc::unbounded_channel::<(String, Message)>();
+        let running: Arc<Mutex<Option<(String, CancellationToken)>>> = Arc::new(Mutex::new(None));
+        let closed = CancellationToken::new();
+        let conv = Conversation {
+            agent: agent.clone(),
+            feature: feature_name,
+            queue,
+            running: running.clone(),
+            closed: closed.clone(),
+            port: port.clone(),
+        };
+        self.conversations
+            .lock()
+            .map_err(|_| poisoned())?
+            .insert(id.clone(), conv);
+        let inflight = self.inflight.clone();
+        tokio::spawn(async move {
+            while let Some((turn_id, message)) = rx.recv().await {
+                let cancel = closed.child_token();
+                if let Ok(mut r) = running.lock() {
+                    *r = Some((turn_id.clone(), cancel.clone()));
+                }
+                let turn = Turn {
+                    id: TurnRef {
+                        conversation_id: id.clone(),
+                        turn_id: turn_id.clone(),
+                    },
+                    agent: agent.clone(),
+                    message,
+                    cancel,
+                    system_prompt: system_prompt.clone(),
+                    port: port.clone(),
+                };
+                let turn_ref = turn.id.clone();
+                // The feature runs in its own task so that a panic in it still ends the turn.
+                let feature = feature.clone();
+                let outcome =
+                    match tokio::spawn(async move { feature.on_new_message(&turn).await }).await {
+                        Ok(outcome) => outcome,
+                        Err(e) => {
+                            TurnOutcome::failed(Error::internal(format!("the feature failed: {e}")))
+                        }
+                    };
+                if let Ok(mut r) = running.lock() {
+                    *r = None;
+                }
+                if let Some(e) = &outcome.error {
+                    tracing::warn!(conversation = %id, turn = %turn_id, kind = e.kind.as_str(), "turn failed: {}", e.message);
+                }
+                port.turn_event(&turn_ref, TurnEvent::Done(outcome));
+                inflight.send_modify(|n| *n = n.saturating_sub(1));
+            }
+        });
+        Ok(())
+    }
+
+    /// Queues a user message; returns the turn id at once, and the turn's events reach the
+    /// conversation's port.
+    pub fn on_new_message(&self, conversation_id: &str, message: Message) -> Result<String> {
+        let blank = message
+            .content
+            .iter()
+            .all(|p| matches!(p, Part::Text { text } if text.trim().is_empty()));
+        if blank {
+            return Err(Error::invalid_params("the message is empty"));
+        }
+        let convs = self.conversations.lock().map_err(|_| poisoned())?;
+        let conv = convs
+            .get(conversation_id)
+            .ok_or_else(|| unknown_conversation(conversation_id))?;
+        let turn_id = super::new_id();
+        self.inflight.send_modify(|n| *n += 1);
+        if conv.queue.send((turn_id.clone(), message)).is_err() {
+            self.inflight.send_modify(|n| *n = n.saturating_sub(1));
+            return Err(unknown_conversation(conversation_id));
+        }
+        Ok(turn_id)
+    }
+
+    /// Cancels a running turn or prompt; false when nothing ran under that id.
+    pub fn cancel(&self, target: &CancelTarget) -> Result<bool> {
+        if target.request_id.is_none()
+            && target.conversation_id.is_none()
+            && target.turn_id.is_none()
+        {
+            return Err(Error::invalid_params(
+                "Cancel needs `conversationId`, `turnId` or `requestId`",
+            ));
+        }
+        let mut cancelled = false;
+        if let Some(req) = &target.request_id {
+            if let Some(t) = self.prompts.lock().map_err(|_| poisoned())?.get(req) {
+                t.cancel();
+                cancelled = true;
+            }
+        }
+        if target.conversation_id.is_some() || target.turn_id.is_some() {
+            let convs = self.conversations.lock().map_err(|_| poisoned())?;
+            if let Some(cid) = &target.conversation_id {
+                if !convs.contains_key(cid) {
+                    return Err(unknown_conversation(cid));
+                }
+            }
+            for (cid, conv) in convs.iter() {
+                if target.conversation_id.as_ref().is_some_and(|c| c != cid) {
+                    continue;
+                }
+                if let Some((turn, token)) = conv.running.lock().map_err(|_| poisoned())?.as_ref() {
+                    if target.turn_id.as_ref().is_none_or(|t| t == turn) {
+                        token.cancel();
+                        cancelled = true;
+                    }
+                }
+            }
+        }
+        Ok(cancelled)
+    }
+}

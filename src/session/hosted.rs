@@ -1,0 +1,133 @@
+//! Client-hosted features: a client registers a feature by name and hosts its turns; the turn
+//! waits in `feature::external` until the client's final answer arrives here. This module
+//! must never run a turn itself.
+
+use std::sync::Arc;
+
+use super::{poisoned, Framework};
+use crate::error::{Error, ErrorKind, Result};
+use crate::feature::external::External;
+use crate::feature::port::{ClientPort, TurnEvent, TurnRef};
+use crate::feature::{Feature, TurnOutcome};
+use crate::registry::Origin;
+
+/// A hosting client's answer for a turn: a step (not final), or the end of the turn.
+#[derive(Debug, Clone, Default)]
+pub struct FeatureReply {
+    pub conversation_id: String,
+    /// The running turn, when the client names it (checked).
+    pub turn_id: Option<String>,
+    pub summary: String,
+    pub detailed: Vec<String>,
+    pub is_final: bool,
+    /// Set when the turn failed: it then ends with a `featureError` of this text.
+    pub error: Option<String>,
+}
+
+impl Framework {
+    /// From now on `host` hosts the feature `name`.
+    pub fn register_feature(
+        &self,
+        name: &str,
+        description: &str,
+        host: Arc<dyn ClientPort>,
+    ) -> Result<()> {
+        if name.trim().is_empty() {
+            return Err(Error::invalid_params("a feature needs a name"));
+        }
+        if let Ok(f) = self.registry.feature(name) {
+            if f.origin == Origin::Builtin {
+                return Err(Error::invalid_params(format!(
+                    "`{name}` is a built-in feature"
+                )));
+            }
+        }
+        self.hosts
+            .lock()
+            .map_err(|_| poisoned())?
+            .insert(name.to_string(), host);
+        self.registry
+            .register_feature(name, description, Origin::Client);
+        Ok(())
+    }
+
+    /// The feature of a conversation whose feature a client hosts.
+    pub(super) fn hosted_feature(&self, name: &str) -> Result<Arc<dyn Feature>> {
+        let host = self
+            .hosts
+            .lock()
+            .map_err(|_| poisoned())?
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::internal(format!("feature `{name}` has no implementation")))?;
+        Ok(Arc::new(External {
+            name: name.to_string(),
+            pending: self.hosted.clone(),
+            host,
+        }))
+    }
+
+    /// The client is gone: turns waiting on a client-hosted feature end with an error.
+    pub fn client_gone(&self) {
+        if let Ok(mut p) = self.hosted.lock() {
+            // Dropping the senders wakes each waiting turn, which then reports the client gone.
+            p.client_gone = true;
+            p.turns.clear();
+        }
+    }
+
+    /// A hosting client's answer: a step goes at once to the conversation's client; the final
+    /// answer ends the turn.
+    pub fn on_feature_response(&self, reply: FeatureReply) -> Result<()> {
+        let cid = reply.conversation_id.clone();
+        let mut pending = self.hosted.lock().map_err(|_| poisoned())?;
+        let Some(waiting) = pending.turns.get(&cid) else {
+            return Err(Error::new(
+                ErrorKind::UnknownConversation,
+                format!("conversation {cid} has no turn waiting for a feature response"),
+            ));
+        };
+        if reply
+            .turn_id
+            .as_ref()
+            .is_some_and(|t| t != &waiting.turn_id)
+        {
+            return Err(Error::invalid_params(format!(
+                "turn {} is not the running turn of {cid}",
+                reply.turn_id.unwrap_or_default()
+            )));
+        }
+        if !reply.is_final {
+            let turn = TurnRef {
+                conversation_id: cid.clone(),
+                turn_id: waiting.turn_id.clone(),
+            };
+            let port = self
+                .conversations
+                .lock()
+                .map_err(|_| poisoned())?
+                .get(&cid)
+                .map(|c| c.port.clone());
+            if let Some(port) = port {
+                port.turn_event(
+                    &turn,
+                    TurnEvent::Step {
+                        summary: reply.summary,
+                        detailed: reply.detailed,
+                    },
+                );
+            }
+            return Ok(());
+        }
+        if let Some(w) = pending.turns.remove(&cid) {
+            let error = reply.error.map(|e| Error::new(ErrorKind::FeatureError, e));
+            let _ = w.done.send(TurnOutcome {
+                summary: reply.summary,
+                detailed: reply.detailed,
+                error,
+                ..Default::default()
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,460 @@
+//! The core's entry point: the running conversations, agents and prompts of one genai process,
+//! reached by every front-end through the same calls and answered through each caller's
+//! [`ClientPort`].
+//!
+//! This module opens, resumes, closes and deletes conversations and builds their agents; the
+//! conversation task (queue, order, cancel) is in `conversation`, prompts to agents in
+//! `prompts`, client-hosted features in `hosted`, and every rule of which model runs in
+//! `crate::select`. It must never speak a wire format: front-ends translate for it.
+
+mod conversation;
+mod hosted;
+mod prompts;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{AIAgent, Persistence};
+use crate::config::Config;
+use crate::error::{Error, ErrorKind, Result};
+use crate::feature::external::PendingTurns;
+use crate::feature::port::ClientPort;
+use crate::feature::{self, Feature, FeatureContext};
+use crate::message::Message;
+use crate::registry::{Origin, Registry};
+use crate::select::{ModelChoice, Selection, Selector};
+use crate::store::{now_ms, ConversationRecord, Store};
+use crate::tools::toolbox::Toolbox;
+use conversation::Conversation;
+pub use hosted::FeatureReply;
+
+/// What a client asks for when it opens a conversation.
+#[derive(Debug, Clone, Default)]
+pub struct ConversationSpec {
+    /// The feature; default: `tools` when tools are named, else the agent's, else
+    /// `[defaults] feature`, else `assistant`.
+    pub feature: Option<String>,
+    pub model: ModelChoice,
+    pub title: Option<String>,
+    /// Replaces the agent's and the feature's system prompt.
+    pub system_prompt: Option<String>,
+    /// Model parameters, checked like `set_parameter`.
+    pub parameters: Option<Map<String, Value>>,
+    /// Keep the conversation out of the history store.
+    pub ephemeral: bool,
+    /// The tool sources or single tools the model may call.
+    pub tools: Option<Vec<String>>,
+}
+
+/// An open conversation as its client sees it.
+#[derive(Debug, Clone)]
+pub struct OpenConversation {
+    pub conversation_id: String,
+    pub agent_id: String,
+    pub feature: String,
+    pub service_provider: String,
+    pub format: String,
+    pub model: String,
+}
+
+/// What `cancel` stops: a turn (by conversation, turn, or both) or a prompt (by request id).
+#[derive(Debug, Clone, Default)]
+pub struct CancelTarget {
+    pub conversation_id: Option<String>,
+    pub turn_id: Option<String>,
+    pub request_id: Option<String>,
+}
+
+pub struct Framework {
+    pub registry: Registry,
+    pub config: Config,
+    store: Arc<Store>,
+    conversations: Mutex<HashMap<String, Conversation>>,
+    agents: Mutex<HashMap<String, Arc<AIAgent>>>,
+    /// Running prompts by request id.
+    prompts: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    /// Turns waiting on the clients that host their features.
+    hosted: PendingTurns,
+    /// The clients hosting features, by feature name.
+    hosts: Mutex<HashMap<String, Arc<dyn ClientPort>>>,
+    /// The longest one prompt may take (`genai ask --timeout`).
+    prompt_timeout: Option<Duration>,
+    /// How many turns and prompts are queued or running.
+    inflight: Arc<tokio::sync::watch::Sender<usize>>,
+    /// The plugin modules and MCP servers of the config.
+    pub toolbox: Arc<Toolbox>,
+}
+
+fn new_id() -> String {
+    ulid::Ulid::new().to_string()
+}
+
+fn poisoned() -> Error {
+    Error::internal("framework lock poisoned")
+}
+
+fn unknown_conversation(id: &str) -> Error {
+    Error::new(
+        ErrorKind::UnknownConversation,
+        format!("no open conversation {id} (create it, or ResumeConversation)"),
+    )
+}
+
+impl Framework {
+    /// The core over a config, its registry and a store; the built-in features join the
+    /// registry here.
+    pub fn new(config: Config, registry: Registry, store: Arc<Store>) -> Framework {
+        feature::register_builtin(&registry);
+        Framework {
+            toolbox: Arc::new(Toolbox::new(
+                config.plugins.clone(),
+                config.mcp_servers.clone(),
+            )),
+            registry,
+            config,
+            store,
+            conversations: Mutex::new(HashMap::new()),
+            agents: Mutex::new(HashMap::new()),
+            prompts: Arc::new(Mutex::new(HashMap::new())),
+            hosted: Arc::new(Mutex::new(Default::default())),
+            hosts: Mutex::new(HashMap::new()),
+            prompt_timeout: None,
+            inflight: Arc::new(tokio::sync::watch::channel(0).0),
+        }
+    }
+
+    /// Sets the longest one prompt may take, end to end.
+    pub fn with_prompt_timeout(mut self, timeout: Option<Duration>) -> Framework {
+        self.prompt_timeout = timeout;
+        self
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The selection rules over this config and registry.
+    pub fn selector(&self) -> Selector<'_> {
+        Selector {
+            config: &self.config,
+            registry: &self.registry,
+        }
+    }
+
+    /// Waits until no turn or prompt is queued or running.
+    pub async fn idle(&self) {
+        let mut rx = self.inflight.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    /// Cancels every queued and running turn and every prompt (each still ends with its final
+    /// event); used at shutdown.
+    pub fn cancel_all(&self) {
+        if let Ok(convs) = self.conversations.lock() {
+            convs.values().for_each(|c| c.closed.cancel());
+        }
+        if let Ok(p) = self.prompts.lock() {
+            p.values().for_each(CancellationToken::cancel);
+        }
+    }
+
+    fn build_agent(
+        &self,
+        sel: &Selection,
+        params: Option<&Map<String, Value>>,
+        persistence: Option<Persistence>,
+        system: Option<Message>,
+        history: Vec<Message>,
+    ) -> Result<Arc<AIAgent>> {
+        if sel.model_configuration.is_some() && sel.model.is_some() {
+            return Err(Error::invalid_params(
+                "give `modelConfiguration` or `model`, not both",
+            ));
+        }
+        let provider = self.selector().provider(sel)?;
+        let model = self.registry.build_model(
+            &provider,
+            sel.model_configuration.as_deref(),
+            sel.model.as_deref(),
+            params,
+        )?;
+        let mut agent = AIAgent::new(new_id(), provider, model, persistence, system, history);
+        agent.timeout = self.prompt_timeout;
+        let agent = Arc::new(agent);
+        self.agents
+            .lock()
+            .map_err(|_| poisoned())?
+            .insert(agent.id.clone(), agent.clone());
+        Ok(agent)
+    }
+
+    /// The feature of a conversation, with the system prompt its config gives; `tools` is the
+    /// conversation's tool selection (only a feature that takes tools accepts one).
+    fn feature(
+        &self,
+        name: &str,
+        tools: Option<&[String]>,
+    ) -> Result<(Arc<dyn Feature>, Option<String>)> {
+        let info = self.registry.feature(name)?;
+        let config = self.config.features.get(name);
+        let system = config.and_then(|f| f.system_prompt.clone());
+        let builtin = feature::builtin(name).filter(|_| info.origin == Origin::Builtin);
+        if tools.is_some() && !builtin.is_some_and(|b| b.takes_tools) {
+            return Err(Error::invalid_params(format!(
+                "tools are given to the model by the `{}` feature, not `{name}`",
+                feature::tools::NAME
+            )));
+        }
+        let f = match builtin {
+            Some(b) => (b.build)(&FeatureContext {
+                config,
+                toolbox: &self.toolbox,
+                tools,
+            })?,
+            None => self.hosted_feature(name)?,
+        };
+        Ok((f, system))
+    }
+
+    /// Opens a new conversation driven by `port`.
+    pub fn create_conversation(
+        self: &Arc<Self>,
+        spec: ConversationSpec,
+        port: Arc<dyn ClientPort>,
+    ) -> Result<OpenConversation> {
+        let mut sel = self.selector().select(&spec.model)?;
+        let feature_name = spec
+            .feature
+            .clone()
+            .or_else(|| {
+                spec.tools
+                    .is_some()
+                    .then(|| feature::tools::NAME.to_string())
+            })
+            .or(sel.feature.clone())
+            .or(self.config.defaults.feature.clone())
+            .unwrap_or_else(|| feature::assistant::NAME.to_string());
+        let (feature, feature_system) = self.feature(&feature_name, spec.tools.as_deref())?;
+        sel.system_prompt = spec
+            .system_prompt
+            .clone()
+            .or(sel.system_prompt.take())
+            .or(feature_system);
+        let id = new_id();
+        let persistence = (!spec.ephemeral).then(|| Persistence {
+            store: self.store.clone(),
+            conversation_id: id.clone(),
+        });
+        let agent = self.build_agent(
+            &sel,
+            spec.parameters.as_ref(),
+            persistence,
+            None,
+            Vec::new(),
+        )?;
+        let (format, model, parameters) = agent.model_info()?;
+        if !spec.ephemeral {
+            let now = now_ms();
+            let rec = ConversationRecord {
+                id: id.clone(),
+                title: spec
+                    .title
+                    .as_deref()
+                    .map(crate::store::title_of)
+                    .unwrap_or_default(),
+                feature: feature_name.clone(),
+                provider: sel.provider.clone(),
+                model_configuration: sel.model_configuration.clone(),
+                format: format.to_string(),
+                model: model.clone(),
+                parameters,
+                created_at: now,
+                updated_at: now,
+                message_count: 0,
+                tools: spec.tools.clone(),
+            };
+            if let Err(e) = self.store.create_conversation(&rec) {
+                self.forget_agent(&agent.id);
+                return Err(e);
+            }
+        }
+        self.open(
+            id.clone(),
+            agent.clone(),
+            feature_name.clone(),
+            feature,
+            sel.system_prompt.clone(),
+            port,
+        )?;
+        Ok(OpenConversation {
+            conversation_id: id,
+            agent_id: agent.id.clone(),
+            feature: feature_name,
+            service_provider: sel.provider,
+            format: format.to_string(),
+            model,
+        })
+    }
+
+    /// Reopens a stored conversation (by id or unique prefix) with its history, driven by
+    /// `port`; returns the ids at once when it is already open.
+    pub fn resume_conversation(
+        self: &Arc<Self>,
+        id_or_prefix: &str,
+        system_prompt: Option<String>,
+        port: Arc<dyn ClientPort>,
+    ) -> Result<OpenConversation> {
+        let id = self.resolve_conversation(id_or_prefix)?;
+        if let Some(c) = self.conversations.lock().map_err(|_| poisoned())?.get(&id) {
+            let (format, model, _) = c.agent.model_info()?;
+            return Ok(OpenConversation {
+                conversation_id: id,
+                agent_id: c.agent.id.clone(),
+                feature: c.feature.clone(),
+                service_provider: c.agent.provider.name.clone(),
+                format: format.to_string(),
+                model,
+            });
+        }
+        let rec = self.store.conversation(&id)?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::UnknownConversation,
+                format!("no conversation {id}"),
+            )
+        })?;
+        let (feature, feature_system) = self.feature(&rec.feature, rec.tools.as_deref())?;
+        let (system, history) = self.store.full_history(&id)?;
+        let sel = Selection {
+            provider: rec.provider.clone(),
+            model_configuration: rec.model_configuration.clone(),
+            model: rec.model_configuration.is_none().then(|| rec.model.clone()),
+            ..Default::default()
+        };
+        let persistence = Some(Persistence {
+            store: self.store.clone(),
+            conversation_id: id.clone(),
+        });
+        let agent = self.build_agent(&sel, Some(&rec.parameters), persistence, system, history)?;
+        let (format, model, _) = agent.model_info()?;
+        self.open(
+            id.clone(),
+            agent.clone(),
+            rec.feature.clone(),
+            feature,
+            system_prompt.or(feature_system),
+            port,
+        )?;
+        Ok(OpenConversation {
+            conversation_id: id,
+            agent_id: agent.id.clone(),
+            feature: rec.feature,
+            service_provider: rec.provider,
+            format: format.to_string(),
+            model,
+        })
+    }
+
+    /// An open conversation's id, or a stored one's from its id or unique prefix.
+    pub fn resolve_conversation(&self, id_or_prefix: &str) -> Result<String> {
+        if self
+            .conversations
+            .lock()
+            .map_err(|_| poisoned())?
+            .contains_key(id_or_prefix)
+        {
+            return Ok(id_or_prefix.to_string());
+        }
+        self.store.resolve_id(id_or_prefix)
+    }
+
+    /// Closes a conversation: its running turn is cancelled and its task ends.
+    pub fn remove_conversation(&self, id: &str) -> Result<bool> {
+        let conv = self
+            .conversations
+            .lock()
+            .map_err(|_| poisoned())?
+            .remove(id);
+        Ok(match conv {
+            Some(c) => {
+                c.closed.cancel();
+                self.forget_agent(&c.agent.id);
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Closes a conversation and deletes it from the history.
+    pub fn delete_conversation(&self, id_or_prefix: &str) -> Result<()> {
+        let id = self.resolve_conversation(id_or_prefix)?;
+        self.remove_conversation(&id)?;
+        if !self.store.delete_conversation(&id)? {
+            return Err(unknown_conversation(&id));
+        }
+        Ok(())
+    }
+
+    pub fn open_conversations(&self) -> usize {
+        self.conversations.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    pub fn agent(&self, id: &str) -> Result<Arc<AIAgent>> {
+        self.agents
+            .lock()
+            .map_err(|_| poisoned())?
+            .get(id)
+            .cloned()
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::UnknownAgent,
+                    format!("no agent {id} (agents live while their conversation is open)"),
+                )
+            })
+    }
+
+    fn forget_agent(&self, id: &str) {
+        if let Ok(mut a) = self.agents.lock() {
+            a.remove(id);
+        }
+    }
+
+    /// An agent outside any conversation (its history lives in memory only).
+    pub fn create_agent(
+        &self,
+        choice: &ModelChoice,
+        parameters: Option<&Map<String, Value>>,
+    ) -> Result<String> {
+        let sel = self.selector().select(choice)?;
+        Ok(self
+            .build_agent(&sel, parameters, None, None, Vec::new())?
+            .id
+            .clone())
+    }
+
+    pub fn remove_agent(&self, id: &str) -> Result<bool> {
+        let owned = self
+            .conversations
+            .lock()
+            .map_err(|_| poisoned())?
+            .values()
+            .any(|c| c.agent.id == id);
+        if owned {
+            return Err(Error::invalid_params(
+                "this agent belongs to an open conversation: use RemoveConversation",
+            ));
+        }
+        Ok(self
+            .agents
+            .lock()
+            .map_err(|_| poisoned())?
+            .remove(id)
+            .is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests;

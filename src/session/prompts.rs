@@ -1,0 +1,75 @@
+//! Prompts sent straight to an agent (the seed framework's `SendPrompt`), for client-hosted
+//! features and scripts: each runs in the background and ends with exactly one
+//! [`PromptEvent::Done`] on the sender's port. A running turn of the agent's conversation
+//! cancels its prompts too. This module must never touch a conversation's queue.
+
+use std::sync::Arc;
+
+use super::{poisoned, Framework};
+use crate::error::{Error, Result};
+use crate::feature::port::{ClientPort, PromptEvent, PromptRef};
+use crate::message::Message;
+
+impl Framework {
+    /// Runs a prompt on an agent in the background; returns its request id at once.
+    pub fn send_prompt(
+        &self,
+        agent_id: &str,
+        prompt: Vec<Message>,
+        port: Arc<dyn ClientPort>,
+    ) -> Result<String> {
+        let agent = self.agent(agent_id)?;
+        if prompt.is_empty() {
+            return Err(Error::invalid_params("the prompt is empty"));
+        }
+        let request_id = super::new_id();
+        let turn_token = self
+            .conversations
+            .lock()
+            .map_err(|_| poisoned())?
+            .values()
+            .find(|c| c.agent.id == agent_id)
+            .and_then(|c| {
+                c.running
+                    .lock()
+                    .ok()
+                    .and_then(|r| r.as_ref().map(|(_, t)| t.clone()))
+            });
+        let cancel = turn_token.map(|t| t.child_token()).unwrap_or_default();
+        self.prompts
+            .lock()
+            .map_err(|_| poisoned())?
+            .insert(request_id.clone(), cancel.clone());
+        let prompts = self.prompts.clone();
+        let inflight = self.inflight.clone();
+        let id = PromptRef {
+            agent_id: agent.id.clone(),
+            request_id: request_id.clone(),
+        };
+        inflight.send_modify(|n| *n += 1);
+        tokio::spawn(async move {
+            let (worker_port, worker_id) = (port.clone(), id.clone());
+            // The prompt runs in its own task so that a panic still ends it with `Done`.
+            let work = tokio::spawn(async move {
+                let stream_to = |delta: &str| {
+                    worker_port.prompt_event(&worker_id, PromptEvent::Chunk(delta.to_string()))
+                };
+                let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if worker_port.streaming() {
+                    Some(&stream_to)
+                } else {
+                    None
+                };
+                agent.send_prompt(prompt, on_delta, &cancel).await
+            });
+            let result = work
+                .await
+                .unwrap_or_else(|e| Err(Error::internal(format!("the prompt failed: {e}"))));
+            if let Ok(mut p) = prompts.lock() {
+                p.remove(&id.request_id);
+            }
+            port.prompt_event(&id, PromptEvent::Done(result.map(|o| o.reply)));
+            inflight.send_modify(|n| *n = n.saturating_sub(1));
+        });
+        Ok(request_id)
+    }
+}

@@ -1,0 +1,304 @@
+//! Fast tests of the session over the in-process scripted provider: the conversation queue,
+//! cancellation, commit on success and nothing on failure, and one `Done` per turn.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::error::ErrorKind;
+use crate::feature::port::{Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef};
+use crate::feature::TurnOutcome;
+use crate::provider::scripted::{Scripted, Step};
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// A client that records what the core tells it.
+struct Recorder {
+    turns: mpsc::UnboundedSender<(TurnRef, TurnEvent)>,
+    prompts: Mutex<Vec<(PromptRef, PromptEvent)>>,
+}
+
+#[async_trait::async_trait]
+impl ClientPort for Recorder {
+    fn streaming(&self) -> bool {
+        true
+    }
+    fn turn_event(&self, turn: &TurnRef, event: TurnEvent) {
+        let _ = self.turns.send((turn.clone(), event));
+    }
+    fn prompt_event(&self, prompt: &PromptRef, event: PromptEvent) {
+        self.prompts.lock().unwrap().push((prompt.clone(), event));
+    }
+    fn hosted_turn(&self, _: HostedTurn) {}
+    async fn confirm(&self, _: Confirmation) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+struct Fixture {
+    fw: Arc<Framework>,
+    provider: Arc<Scripted>,
+    port: Arc<Recorder>,
+    events: mpsc::UnboundedReceiver<(TurnRef, TurnEvent)>,
+}
+
+impl Fixture {
+    fn new(steps: Vec<Step>) -> Fixture {
+        let registry = Registry::new();
+        let provider = Scripted::new(steps);
+        registry.insert_provider("scripted", "openai", provider.clone());
+        let store = Arc::new(Store::in_memory().unwrap());
+        let fw = Arc::new(Framework::new(Config::default(), registry, store));
+        let (tx, events) = mpsc::unbounded_channel();
+        let port = Arc::new(Recorder {
+            turns: tx,
+            prompts: Mutex::default(),
+        });
+        Fixture {
+            fw,
+            provider,
+            port,
+            events,
+        }
+    }
+
+    fn open(&self) -> OpenConversation {
+        let spec = ConversationSpec {
+            model: ModelChoice::Named("scripted".into()),
+            ..Default::default()
+        };
+        self.fw
+            .create_conversation(spec, self.port.clone())
+            .unwrap()
+    }
+
+    /// The events of turns until `n` of them are done: (turn id, chunks, outcome) in order.
+    async fn done(&mut self, n: usize) -> Vec<(String, String, TurnOutcome)> {
+        let mut chunks: HashMap<String, String> = HashMap::new();
+        let mut done = Vec::new();
+        while done.len() < n {
+            let (turn, event) = tokio::time::timeout(DEADLINE, self.events.recv())
+                .await
+                .expect("a turn did not end in time")
+                .expect("the core dropped the port");
+            match event {
+                TurnEvent::Chunk(c) => chunks.entry(turn.turn_id).or_default().push_str(&c),
+                TurnEvent::Done(o) => {
+                    let text = chunks.remove(&turn.turn_id).unwrap_or_default();
+                    done.push((turn.turn_id, text, o));
+                }
+                _ => {}
+            }
+        }
+        done
+    }
+
+    fn history(&self, c: &OpenConversation) -> Vec<String> {
+        let (messages, _) = self
+            .fw
+            .store()
+            .history(&c.conversation_id, 100, None)
+            .unwrap();
+        messages
+            .iter()
+            .map(|m| format!("{}: {}", m.message.role.as_str(), m.message.text()))
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn turns_of_one_conversation_run_in_order_and_each_sees_the_last() {
+    let mut f = Fixture::new(vec![
+        Step::Reply(vec!["Par", "is"]),
+        Step::Reply(vec!["Rome"]),
+    ]);
+    let c = f.open();
+    let t1 =
+        f.fw.on_new_message(&c.conversation_id, Message::user("France?"))
+            .unwrap();
+    let t2 =
+        f.fw.on_new_message(&c.conversation_id, Message::user("Italy?"))
+            .unwrap();
+    let done = f.done(2).await;
+    assert_eq!(done[0].0, t1);
+    assert_eq!(done[1].0, t2);
+    assert_eq!(
+        (done[0].1.as_str(), done[0].2.summary.as_str()),
+        ("Paris", "Paris")
+    );
+    assert_eq!(done[1].2.summary, "Rome");
+    assert!(done.iter().all(|d| d.2.error.is_none()));
+    assert_eq!(
+        f.provider.messages_of(1),
+        ["user: France?", "assistant: Paris", "user: Italy?"]
+    );
+    assert_eq!(
+        f.history(&c),
+        [
+            "user: France?",
+            "assistant: Paris",
+            "user: Italy?",
+            "assistant: Rome"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_failed_turn_commits_nothing_and_the_next_one_goes_on() {
+    let mut f = Fixture::new(vec![
+        Step::Fail(Error::provider("scripted: 500 Internal Server Error")),
+        Step::Reply(vec!["fine"]),
+    ]);
+    let c = f.open();
+    f.fw.on_new_message(&c.conversation_id, Message::user("one"))
+        .unwrap();
+    let failed = f.done(1).await.remove(0).2;
+    let e = failed.error.expect("the turn failed");
+    assert_eq!(e.kind, ErrorKind::ProviderError);
+    assert!(failed.summary.contains("500"), "{}", failed.summary);
+    assert!(f.history(&c).is_empty(), "nothing is committed on failure");
+    f.fw.on_new_message(&c.conversation_id, Message::user("two"))
+        .unwrap();
+    assert!(f.done(1).await[0].2.error.is_none());
+    assert_eq!(f.history(&c), ["user: two", "assistant: fine"]);
+    assert_eq!(
+        f.provider.messages_of(1),
+        ["user: two"],
+        "the failed prompt is not resent"
+    );
+}
+
+#[tokio::test]
+async fn cancel_stops_the_running_turn_only_and_commits_nothing() {
+    let mut f = Fixture::new(vec![Step::Hang, Step::Reply(vec!["after"])]);
+    let c = f.open();
+    let asked = f.provider.asked.notified();
+    let t1 =
+        f.fw.on_new_message(&c.conversation_id, Message::user("slow"))
+            .unwrap();
+    tokio::time::timeout(DEADLINE, asked)
+        .await
+        .expect("the provider was asked");
+    let t2 =
+        f.fw.on_new_message(&c.conversation_id, Message::user("next"))
+            .unwrap();
+    let target = CancelTarget {
+        turn_id: Some(t1.clone()),
+        ..Default::default()
+    };
+    assert!(f.fw.cancel(&target).unwrap());
+    let done = f.done(2).await;
+    assert_eq!(
+        (done[0].0.as_str(), done[1].0.as_str()),
+        (t1.as_str(), t2.as_str())
+    );
+    assert_eq!(
+        done[0].2.error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::Cancelled)
+    );
+    assert!(done[1].2.error.is_none(), "the queued turn still runs");
+    assert_eq!(f.history(&c), ["user: next", "assistant: after"]);
+    // Nothing runs now: a cancel finds nothing, and one without a target is refused.
+    assert!(!f.fw.cancel(&target).unwrap());
+    let e = f.fw.cancel(&CancelTarget::default()).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidParams);
+}
+
+#[tokio::test]
+async fn closing_a_conversation_ends_every_queued_turn_once() {
+    let mut f = Fixture::new(vec![Step::Hang, Step::Hang]);
+    let c = f.open();
+    let asked = f.provider.asked.notified();
+    f.fw.on_new_message(&c.conversation_id, Message::user("a"))
+        .unwrap();
+    tokio::time::timeout(DEADLINE, asked)
+        .await
+        .expect("the provider was asked");
+    f.fw.on_new_message(&c.conversation_id, Message::user("b"))
+        .unwrap();
+    assert!(f.fw.remove_conversation(&c.conversation_id).unwrap());
+    let done = f.done(2).await;
+    assert!(done
+        .iter()
+        .all(|d| d.2.error.as_ref().map(|e| e.kind) == Some(ErrorKind::Cancelled)));
+    tokio::time::timeout(DEADLINE, f.fw.idle())
+        .await
+        .expect("idle");
+    assert!(f.events.try_recv().is_err(), "no turn ends twice");
+    let e =
+        f.fw.on_new_message(&c.conversation_id, Message::user("c"))
+            .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnknownConversation);
+    assert!(
+        f.fw.agent(&c.agent_id).is_err(),
+        "its agent is gone with it"
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_streams_to_its_sender_and_ends_once() {
+    let f = Fixture::new(vec![Step::Reply(vec!["a", "b"])]);
+    let agent =
+        f.fw.create_agent(&ModelChoice::Named("scripted".into()), None)
+            .unwrap();
+    let id =
+        f.fw.send_prompt(&agent, vec![Message::user("hi")], f.port.clone())
+            .unwrap();
+    tokio::time::timeout(DEADLINE, f.fw.idle())
+        .await
+        .expect("idle");
+    let events = f.port.prompts.lock().unwrap();
+    assert!(events
+        .iter()
+        .all(|(p, _)| p.request_id == id && p.agent_id == agent));
+    let chunks: Vec<String> = events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            PromptEvent::Chunk(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(chunks, ["a", "b"]);
+    let done: Vec<_> = events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            PromptEvent::Done(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].as_ref().unwrap().message.text(), "ab");
+    let history = f.fw.agent(&agent).unwrap().history().unwrap();
+    assert_eq!(
+        history.len(),
+        2,
+        "the prompt and its reply are in the agent's history"
+    );
+}
+
+#[tokio::test]
+async fn empty_messages_and_unknown_features_are_refused() {
+    let f = Fixture::new(vec![]);
+    let c = f.open();
+    let e =
+        f.fw.on_new_message(&c.conversation_id, Message::user("  "))
+            .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidParams);
+    let spec = ConversationSpec {
+        model: ModelChoice::Named("scripted".into()),
+        feature: Some("nope".into()),
+        ..Default::default()
+    };
+    let e = f.fw.create_conversation(spec, f.port.clone()).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnknownComponent);
+    let spec = ConversationSpec {
+        model: ModelChoice::Named("scripted".into()),
+        feature: Some("assistant".into()),
+        tools: Some(vec!["x".into()]),
+        ..Default::default()
+    };
+    let e = f.fw.create_conversation(spec, f.port.clone()).unwrap_err();
+    assert!(e.message.contains("`tools` feature"), "{}", e.message);
+}

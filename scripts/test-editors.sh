@@ -2,8 +2,9 @@
 # Builds and tests the editor integrations against the real daemon: the VS Code extension
 # (protocol types from schemas/, bundle, .vsix, Node tests of its client, the chat page in
 # headless Chromium) and the O3DE Python bridge (pytest). Installs what it needs from the
-# package registries (Debian's chromium, npm ci, pytest). The daemon is $GENAI_BIN (default
-# target/debug/genai, built if missing), the model behind it examples/fake-provider on loopback.
+# package registries (Debian's chromium, npm ci, pytest, PySide6 for the chat widget's window).
+# The daemon is $GENAI_BIN (default target/debug/genai, built if missing), the model behind it
+# examples/fake-provider on loopback.
 # Ends with one line: `editors: N passed, N failed, N skipped`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,12 @@ fi
 [ -x /usr/bin/chromium ] || apt_install chromium
 if ! python3 -c 'import pytest' 2>/dev/null; then
   python3 -m pip install -q pytest 2>/dev/null || apt_install python3-pytest
+fi
+# PySide for the O3DE chat widget's window test (offscreen); where neither the wheel nor Debian's
+# package installs, that one test is skipped.
+if ! python3 -c 'import PySide6' 2>/dev/null && ! python3 -c 'import PySide2' 2>/dev/null; then
+  python3 -m pip install -q PySide6-Essentials 2>/dev/null || apt_install python3-pyside2.qtwidgets \
+    || echo "PySide could not be installed: the O3DE chat window test will be skipped" >&2
 fi
 
 step "genai binaries"

@@ -63,8 +63,8 @@ export async function deactivate(): Promise<void> {
 /** The daemon's requests and events, as VS Code dialogs, notifications and chat status. */
 function hooks(view: ChatViewProvider, log: (line: string) => void): ClientHooks {
   return {
-    confirm: async ({ text, link }) => {
-      const detail = link ? `It will call ${link}.` : undefined;
+    confirm: async ({ text, link, tool }) => {
+      const detail = `Asked by the tool ${tool}. Confirming lets the daemon call ${link}.`;
       const answer = await vscode.window.showWarningMessage(text, { modal: true, detail }, 'Confirm');
       return answer === 'Confirm';
     },

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { GenaiClient, GenaiError } from '../src/client/genai-client';
 import { ChatController } from '../src/chat/controller';
 import type { ToView } from '../src/chat/view-messages';
-import type { DoActionParams, RequestConfirmationParams } from '../src/protocol';
+import type { DoActionNotification, RequestConfirmationParams } from '../src/protocol';
 import { daemonEnv, DOWN_URL, genaiBin, startFakeProvider, within, type FakeProvider } from './support/env';
 
 const REPLY = 'Hello from the **fake** provider.';
@@ -194,7 +194,7 @@ describe('daemon restart', () => {
 describe('tool messages (stand-in daemon)', () => {
   test('RequestConfirmation is answered by the confirm hook; DoAction reaches the action hook', async () => {
     const asked: RequestConfirmationParams[] = [];
-    const actions: DoActionParams[] = [];
+    const actions: DoActionNotification[] = [];
     let gotAction!: () => void;
     const actionSeen = new Promise<void>((resolve) => (gotAction = resolve));
     const client = new GenaiClient(
@@ -215,8 +215,12 @@ describe('tool messages (stand-in daemon)', () => {
       const answer = await within(5_000, 'TriggerTools', client.daemon.connection.sendRequest('TriggerTools', { conversationId: 'c1' }));
       assert.deepEqual(answer, { confirmed: true });
       assert.equal(asked[0].text, 'Delete 3 entities?');
+      assert.equal(asked[0].turnId, 'turn-tools');
+      assert.equal(asked[0].link, 'http://127.0.0.1:1/confirm');
+      assert.equal(asked[0].tool, 'entities.delete');
       await within(5_000, 'the DoAction notification', actionSeen);
       assert.deepEqual(actions[0].action, { code: 'SPAWN' });
+      assert.equal(actions[0].turnId, 'turn-tools');
     } finally {
       await client.dispose();
     }

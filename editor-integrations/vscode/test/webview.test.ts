@@ -47,9 +47,28 @@ before(async () => {
 });
 after(() => browser?.close());
 
-/** What the extension would post to the page. */
+/**
+ * What the extension would post to the page; resolves once the page has handled it. A window
+ * "message" event is dispatched in a later task than `postMessage`, so without this a check
+ * right after `send` could read the page as it was before (after a click, Chromium often runs
+ * the next DevTools command first). Listeners run in the order they were added, so the one added
+ * here runs after the page's own handler for the same message.
+ */
 async function send(message: ToView): Promise<void> {
-  await page.evaluate((m) => window.postMessage(m, '*'), message);
+  await page.evaluate(
+    ([m, deadlineMs]) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the page did not handle ${JSON.stringify(m)} within ${deadlineMs} ms`)), deadlineMs);
+        const handled = () => {
+          window.removeEventListener('message', handled);
+          clearTimeout(timer);
+          resolve();
+        };
+        window.addEventListener('message', handled);
+        window.postMessage(m, '*');
+      }),
+    [message, 10_000] as const,
+  );
 }
 
 /** Waits until the page has posted a message matching `pred` (deadline: the test timeout). */

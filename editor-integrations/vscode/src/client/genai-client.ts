@@ -8,7 +8,7 @@ import type {
   ConversationRecord,
   CreateConversationParams,
   CreateConversationResult,
-  DoActionParams,
+  DaemonRequests,
   ErrorKind,
   ListComponentsResult,
   ListConversationsResult,
@@ -16,16 +16,21 @@ import type {
   Notifications,
   OnFeatureResponseNotification,
   OnToolCallChunkNotification,
-  RequestConfirmationParams,
   Requests,
   StoredMessage,
 } from '../protocol';
+
+/**
+ * The kind of a GenaiError or of a failed turn: the daemon's `data.kind`, or `daemonExited`, which
+ * the client gives when the daemon process ended while the request or turn was under way.
+ */
+export type ClientErrorKind = ErrorKind | 'daemonExited';
 
 /** A JSON-RPC error from the daemon, or a request that the daemon's exit cut short. */
 export class GenaiError extends Error {
   constructor(
     message: string,
-    readonly kind: ErrorKind | undefined,
+    readonly kind: ClientErrorKind | undefined,
     readonly code?: number,
   ) {
     super(message);
@@ -33,11 +38,13 @@ export class GenaiError extends Error {
   }
 }
 
+type ConfirmationRequest = DaemonRequests['RequestConfirmation'];
+
 export interface ClientHooks {
   /** Answers the daemon's `RequestConfirmation`; without it the answer is "no". */
-  confirm?: (request: RequestConfirmationParams) => Promise<boolean>;
+  confirm?: (request: ConfirmationRequest['params']) => Promise<boolean>;
   /** Receives `DoAction` notifications. */
-  action?: (action: DoActionParams) => void;
+  action?: (action: Notifications['DoAction']) => void;
   /** The daemon exited (and maybe is starting again), or came back. */
   daemon?: (event: { state: 'exited'; exit: DaemonExit } | { state: 'started'; generation: number }) => void;
 }
@@ -162,10 +169,10 @@ export class GenaiClient {
     conn.onNotification('OnFeatureResponseChunk', (params: TurnNotification) => this.route(params));
     conn.onNotification('OnFeatureResponse', (params: TurnNotification) => this.route(params));
     conn.onNotification('OnToolCallChunk', (params: TurnNotification) => this.route(params));
-    conn.onRequest('RequestConfirmation', async (params: RequestConfirmationParams) => ({
+    conn.onRequest('RequestConfirmation', async (params: ConfirmationRequest['params']): Promise<ConfirmationRequest['result']> => ({
       confirmed: this.hooks.confirm ? await this.hooks.confirm(params) : false,
     }));
-    conn.onNotification('DoAction', (params: DoActionParams) => this.hooks.action?.(params));
+    conn.onNotification('DoAction', (params: Notifications['DoAction']) => this.hooks.action?.(params));
   }
 
   /** Hands a turn's notification to its Turn, or keeps it until the turn is announced. */
@@ -348,7 +355,7 @@ export class Turn {
 }
 
 /** A final response for a turn the daemon can no longer end itself. */
-function failedResponse(turn: Turn, kind: ErrorKind, message: string): OnFeatureResponseNotification {
+function failedResponse(turn: Turn, kind: ClientErrorKind, message: string): OnFeatureResponseNotification {
   return {
     conversationId: turn.conversationId,
     turnId: turn.id,

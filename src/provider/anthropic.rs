@@ -10,12 +10,11 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::kinds::{Route, ANTHROPIC};
-use super::remote::{Endpoint, Hooks, HttpProvider, Prepared};
+use super::kinds::ANTHROPIC;
+use super::remote::{Call, Hooks, HttpProvider, Prepared};
 use crate::config::HttpSettings;
 use crate::error::Result;
 use crate::model::claude_messages::{BETA_PARAMETER, VERSION_PARAMETER};
-use crate::model::ModelRequest;
 
 pub const KIND: &str = ANTHROPIC.name;
 /// The `anthropic-version` header sent when the model configuration sets none.
@@ -31,22 +30,18 @@ pub fn create(name: &str, s: &HttpSettings) -> Result<HttpProvider> {
 struct VersionHeaders;
 
 impl Hooks for VersionHeaders {
-    fn prepare<'a>(
-        &self,
-        e: &Endpoint,
-        route: &Route,
-        request: &'a ModelRequest,
-    ) -> Result<Prepared<'a>> {
-        let (body, version, beta) = split_headers(&request.body);
+    fn prepare<'a>(&self, call: &Call<'a>) -> Result<Prepared<'a>> {
+        let (body, version, beta) = split_headers(&call.request.body);
         // The parameter wins over a configured header, which wins over the default.
-        let version = version
-            .or_else(|| (!e.has_header("anthropic-version")).then(|| DEFAULT_VERSION.to_string()));
+        let version = version.or_else(|| {
+            (!call.endpoint.has_header("anthropic-version")).then(|| DEFAULT_VERSION.to_string())
+        });
         let headers = [("anthropic-version", version), ("anthropic-beta", beta)]
             .into_iter()
             .filter_map(|(k, v)| Some((k, v?)))
             .collect();
         Ok(Prepared {
-            url: e.url(&e.base_url, route, request)?,
+            url: call.url(&call.endpoint.base_url)?,
             body: Cow::Owned(body),
             headers,
         })

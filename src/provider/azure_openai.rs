@@ -12,11 +12,10 @@
 
 use std::borrow::Cow;
 
-use super::kinds::{Route, AZURE_OPENAI};
-use super::remote::{self, Endpoint, Hooks, HttpProvider, Prepared};
+use super::kinds::AZURE_OPENAI;
+use super::remote::{self, Call, Endpoint, Hooks, HttpProvider, Prepared};
 use crate::config::AzureSettings;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::ModelRequest;
 
 pub const KIND: &str = AZURE_OPENAI.name;
 pub const ENDPOINT_ENV: &str = "AZURE_OPENAI_ENDPOINT";
@@ -81,20 +80,17 @@ impl Deployment {
 }
 
 impl Hooks for Deployment {
-    fn prepare<'a>(
-        &self,
-        e: &Endpoint,
-        route: &Route,
-        request: &'a ModelRequest,
-    ) -> Result<Prepared<'a>> {
+    fn prepare<'a>(&self, call: &Call<'a>) -> Result<Prepared<'a>> {
+        let (base, request) = (&call.endpoint.base_url, call.request);
         let url = if self.api_version == V1 {
-            format!("{}/openai/v1/chat/completions", e.base_url)
+            format!("{base}/openai/v1/chat/completions")
         } else {
-            let path = route
+            let path = call
+                .route
                 .path
                 .replace("{deployment}", self.deployment(&request.model)?)
                 .replace("{api_version}", &self.api_version);
-            format!("{}{path}", e.base_url)
+            format!("{base}{path}")
         };
         // The v1 API routes by the body's `model`, which must name the deployment.
         let body = match &self.deployment {

@@ -18,12 +18,11 @@ use serde_json::Value;
 
 use super::aws::credentials::{self, AwsCredentials, AwsEnv};
 use super::aws::{event_stream, sigv4};
-use super::kinds::{Route, BEDROCK};
-use super::remote::{self, Endpoint, Hooks, HttpProvider};
+use super::kinds::BEDROCK;
+use super::remote::{self, Call, Endpoint, Hooks, HttpProvider};
 use super::{ProviderResponse, StreamEvent};
 use crate::config::BedrockSettings;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::ModelRequest;
 use crate::secrets::Secret;
 
 pub const KIND: &str = BEDROCK.name;
@@ -157,12 +156,8 @@ pub fn claude_chunk(provider: &str, ev: StreamEvent) -> Result<StreamEvent> {
 #[async_trait]
 impl Hooks for Signing {
     /// Signs every attempt afresh (SigV4 dates it), and unwraps event streams.
-    async fn send(
-        &self,
-        e: &Endpoint,
-        route: &Route,
-        request: &ModelRequest,
-    ) -> Result<ProviderResponse> {
+    async fn send(&self, call: &Call<'_>) -> Result<ProviderResponse> {
+        let (e, route, request) = (call.endpoint, call.route, call.request);
         let claude = route.format == CLAUDE_FORMAT;
         let body = if claude {
             serde_json::to_vec(&claude_invoke_body(&request.body))
@@ -171,7 +166,7 @@ impl Hooks for Signing {
         }
         .map_err(|e| Error::internal(format!("cannot encode the request: {e}")))?;
         let (auth, base, region) = self.auth(e).await?;
-        let url = e.url(&base, route, request)?;
+        let url = call.url(&base)?;
         let accept = if request.stream {
             route.stream_accept
         } else {
@@ -243,6 +238,7 @@ impl Hooks for Signing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ModelRequest;
     use crate::provider::ServiceProvider;
 
     /// The path of a request, with the model id in it.

@@ -15,13 +15,12 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::kinds::{Route, HTTP};
-use super::remote::{Endpoint, Hooks, HttpProvider};
+use super::kinds::HTTP;
+use super::remote::{Call, Endpoint, Hooks, HttpProvider};
 use super::ProviderResponse;
 use crate::config::{ConnectorSettings, MASK};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::http_template::CREDENTIAL_MARK;
-use crate::model::ModelRequest;
 use crate::secrets::{KeySource, Secret};
 
 pub const KIND: &str = HTTP.name;
@@ -266,12 +265,8 @@ fn fill_body(v: &mut Value, secrets: &BTreeMap<String, Secret>) {
 #[async_trait]
 impl Hooks for Template {
     /// Fills the templates, sends with the configured method, and frames a stream as told.
-    async fn send(
-        &self,
-        e: &Endpoint,
-        route: &Route,
-        request: &ModelRequest,
-    ) -> Result<ProviderResponse> {
+    async fn send(&self, call: &Call<'_>) -> Result<ProviderResponse> {
+        let (e, request) = (call.endpoint, call.request);
         let mut names: Vec<String> = Vec::new();
         for text in
             std::iter::once(e.base_url.as_str()).chain(e.headers.iter().map(|h| h.1.as_str()))
@@ -308,7 +303,7 @@ impl Hooks for Template {
                     }
                 }
                 if request.stream {
-                    req = req.header(reqwest::header::ACCEPT, route.stream_accept);
+                    req = req.header(reqwest::header::ACCEPT, call.route.stream_accept);
                 }
                 for (k, v) in &e.headers {
                     req = req.header(k, fill(v, &request.model, &secrets));

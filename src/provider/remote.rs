@@ -35,6 +35,13 @@ pub struct Endpoint {
     pub http: Http,
 }
 
+/// One request on its way: the instance's endpoint, the route of its format, the request.
+pub struct Call<'a> {
+    pub endpoint: &'a Endpoint,
+    pub route: &'static Route,
+    pub request: &'a ModelRequest,
+}
+
 /// One request, ready to send.
 pub struct Prepared<'a> {
     /// Without credentials: it is shown in errors.
@@ -49,28 +56,17 @@ pub struct Prepared<'a> {
 #[async_trait]
 pub trait Hooks: Send + Sync {
     /// The URL, body and headers of a request.
-    fn prepare<'a>(
-        &self,
-        e: &Endpoint,
-        route: &Route,
-        request: &'a ModelRequest,
-    ) -> Result<Prepared<'a>> {
+    fn prepare<'a>(&self, call: &Call<'a>) -> Result<Prepared<'a>> {
         Ok(Prepared {
-            url: e.url(&e.base_url, route, request)?,
-            body: Cow::Borrowed(&request.body),
+            url: call.url(&call.endpoint.base_url)?,
+            body: Cow::Borrowed(&call.request.body),
             headers: Vec::new(),
         })
     }
 
     /// Sends a request and brings the answer back.
-    async fn send(
-        &self,
-        e: &Endpoint,
-        route: &Route,
-        request: &ModelRequest,
-    ) -> Result<ProviderResponse> {
-        let prepared = self.prepare(e, route, request)?;
-        e.send(route, request, prepared).await
+    async fn send(&self, call: &Call<'_>) -> Result<ProviderResponse> {
+        call.send(self.prepare(call)?).await
     }
 }
 
@@ -146,8 +142,12 @@ impl ServiceProvider for HttpProvider {
     }
 
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
-        let route = self.endpoint.kind.route(request.format)?;
-        self.hooks.send(&self.endpoint, route, request).await
+        let call = Call {
+            endpoint: &self.endpoint,
+            route: self.endpoint.kind.route(request.format)?,
+            request,
+        };
+        self.hooks.send(&call).await
     }
 }
 
@@ -298,23 +298,26 @@ impl Endpoint {
         }
         req
     }
+}
+
+impl Call<'_> {
+    /// The URL on `base` ([`Endpoint::url`]).
+    pub fn url(&self, base: &str) -> Result<String> {
+        self.endpoint.url(base, self.route, self.request)
+    }
 
     /// Sends a prepared request (with retries) and frames the answer.
-    pub async fn send(
-        &self,
-        route: &Route,
-        request: &ModelRequest,
-        prepared: Prepared<'_>,
-    ) -> Result<ProviderResponse> {
-        let key = self.key().await?;
+    pub async fn send(&self, prepared: Prepared<'_>) -> Result<ProviderResponse> {
+        let (e, stream) = (self.endpoint, self.request.stream);
+        let key = e.key().await?;
         let url = &prepared.url;
-        let resp = self
+        let resp = e
             .http
             .send(url, |client| {
-                Ok(self.request(client, route, request.stream, &prepared, key))
+                Ok(e.request(client, self.route, stream, &prepared, key))
             })
             .await?;
-        self.http.response(resp, url, request.stream).await
+        e.http.response(resp, url, stream).await
     }
 }
 
@@ -339,7 +342,12 @@ pub mod testing {
             stream,
         };
         let route = e.kind.route(format)?;
-        let prepared = p.hooks().prepare(e, route, &request)?;
+        let call = Call {
+            endpoint: e,
+            route,
+            request: &request,
+        };
+        let prepared = p.hooks().prepare(&call)?;
         let key = Secret::new("test-key");
         let client = reqwest::Client::new();
         let built = e

@@ -66,17 +66,18 @@ fn placeholders(text: &str) -> Vec<&str> {
 pub fn create(name: &str, c: &ConnectorSettings) -> Result<HttpProvider> {
     let config_error = |msg: String| Error::new(ErrorKind::Config, msg);
     let url = c
-            .http
-            .base_url
-            .as_deref()
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .ok_or_else(|| {
-                config_error(format!(
-                    "service_providers.{name}: the http kind needs `base_url`, the endpoint's whole URL"
-                ))
-            })?
-            .to_string();
+        .http
+        .base_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty());
+    let url = url
+        .ok_or_else(|| {
+            config_error(format!(
+                "service_providers.{name}: the http kind needs `base_url`, the endpoint's whole URL"
+            ))
+        })?
+        .to_string();
     let method_text = c.method.as_deref().unwrap_or("POST").trim().to_uppercase();
     let method = match method_text.as_str() {
         "POST" | "PUT" | "PATCH" | "GET" => reqwest::Method::from_bytes(method_text.as_bytes())
@@ -124,7 +125,7 @@ pub fn create(name: &str, c: &ConnectorSettings) -> Result<HttpProvider> {
             if !known {
                 return Err(config_error(format!(
                     "service_providers.{name}.{place}: unknown placeholder `${{{p}}}`; \
-                         use ${{parameters.model}} or ${{credential.NAME}} with NAME one of: {}",
+                     use ${{parameters.model}} or ${{credential.NAME}} with NAME one of: {}",
                     credentials.keys().cloned().collect::<Vec<_>>().join(", ")
                 )));
             }

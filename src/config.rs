@@ -13,6 +13,13 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 
+pub mod provider;
+
+pub use provider::{
+    AzureSettings, BedrockSettings, ConnectorSettings, CredentialConfig, HttpSettings,
+    LocalSettings, ProviderConfig,
+};
+
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -20,7 +27,7 @@ pub struct Config {
     #[serde(default)]
     pub defaults: Defaults,
     /// Named service provider instances: `[service_providers.NAME]`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "provider::deserialize_providers")]
     pub service_providers: BTreeMap<String, ProviderConfig>,
     /// Named model configurations: `[model_configurations.NAME]`.
     #[serde(default)]
@@ -92,106 +99,6 @@ pub struct Defaults {
     /// The feature of new conversations (default `assistant`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feature: Option<String>,
-}
-
-/// `[service_providers.NAME]`: one configured transport.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderConfig {
-    /// The provider kind, such as `openai`.
-    pub kind: String,
-    /// The endpoint's base URL, such as `https://api.openai.com/v1`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
-    /// The key itself. Prefer the keyring (`genai keys set NAME`) or `api_key_env`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key: Option<String>,
-    /// The environment variable that holds the key (default: the kind's usual one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key_env: Option<String>,
-    /// A shell command that prints the key on stdout, such as `pass show openai`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key_cmd: Option<String>,
-    /// The model id used when a conversation names only this provider.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_model: Option<String>,
-    /// Seconds allowed to open the connection (default 10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connect_timeout_secs: Option<f64>,
-    /// Seconds allowed for a whole request, streaming included (default 600).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_secs: Option<f64>,
-    /// Seconds allowed between two reads of the response (default 120).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_timeout_secs: Option<f64>,
-    /// Extra HTTP headers sent with every request.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, String>,
-    /// Retries after a connect error, 429 or 5xx, before the answer starts (default 3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_retries: Option<u32>,
-    /// Seconds that attempts and waits between them may take together (default 60).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_budget_secs: Option<f64>,
-    /// Kind `local`: the model, a name in the models folder or a path to a `.gguf` file
-    /// (default: the models folder's default model).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// Kind `local`: threads for prompt evaluation and generation (default: one per core;
-    /// more threads than cores makes generation much slower).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threads: Option<u32>,
-    /// Kind `local`: the context size in tokens of each slot, `n_ctx` (default 4096, capped
-    /// by what the model was trained for). A prompt that does not fit is refused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_size: Option<u32>,
-    /// Kind `local`: how many contexts (slots) keep their KV cache between requests, so that
-    /// that many conversations continue without evaluating their history again (default 4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slots: Option<u32>,
-    /// The cloud region, such as `us-east-1` (bedrock; default: `AWS_REGION`,
-    /// `AWS_DEFAULT_REGION`, then the profile's region in `~/.aws/config`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// The profile of the shared AWS credentials and config files (bedrock; default:
-    /// `AWS_PROFILE`, then `default`). When set, it wins over `AWS_ACCESS_KEY_ID`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<String>,
-    /// `azure-openai`: the `api-version` query parameter (default `OPENAI_API_VERSION`, else
-    /// 2024-10-21); `v1` uses the version-less `/openai/v1/` API.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_version: Option<String>,
-    /// `azure-openai`: the deployment that serves every model of this instance (default: the
-    /// model id is the deployment name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deployment: Option<String>,
-    /// `http` kind: the HTTP method of the request (default `POST`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// `http` kind: named credentials for `${credential.NAME}` in the URL, headers and body
-    /// (`api_key`, `api_key_env` and `api_key_cmd` give the one named `api_key`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub credentials: BTreeMap<String, CredentialConfig>,
-    /// `http` kind: how a streamed answer is framed, `sse` or `ndjson` (default: from its
-    /// Content-Type).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stream_framing: Option<String>,
-}
-
-/// `[service_providers.NAME.credentials.CRED]`: where one credential comes from, looked up like
-/// an API key: `env`, then the OS keyring (user `NAME.CRED`), then `cmd`, then `value`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CredentialConfig {
-    /// The environment variable that holds it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub env: Option<String>,
-    /// A shell command that prints it on stdout.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cmd: Option<String>,
-    /// The value itself. Prefer the keyring (`genai keys set NAME.CRED`) or `env`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
 }
 
 /// `[model_configurations.NAME]`: one wire format with its model and parameters.
@@ -355,19 +262,7 @@ impl Config {
     pub fn masked_toml(&self) -> String {
         let mut shown = self.clone();
         for provider in shown.service_providers.values_mut() {
-            if provider.api_key.is_some() {
-                provider.api_key = Some(MASK.to_string());
-            }
-            for credential in provider.credentials.values_mut() {
-                if credential.value.is_some() {
-                    credential.value = Some(MASK.to_string());
-                }
-            }
-            for (name, value) in provider.headers.iter_mut() {
-                if is_secret_header(name) {
-                    *value = MASK.to_string();
-                }
-            }
+            provider.mask_secrets();
         }
         for plugin in shown.plugins.values_mut() {
             if plugin.api_key.is_some() {
@@ -441,7 +336,9 @@ mod tests {
             "#,
         )
         .unwrap();
-        let h = &c.service_providers["h"];
+        let ProviderConfig::Http(h) = &c.service_providers["h"] else {
+            panic!("kind http")
+        };
         assert_eq!(h.credentials["other"].env.as_deref(), Some("OTHER_TOKEN"));
         let shown = c.masked_toml();
         assert!(!shown.contains("cred-very-secret"), "{shown}");

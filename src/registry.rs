@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::{Map, Value};
 
-use crate::config::{Config, ModelConfigurationConfig, ProviderConfig};
+use crate::config::{Config, LocalSettings, ModelConfigurationConfig, ProviderConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{self, ModelConfiguration, ParameterSpec};
 use crate::provider::{self, ServiceProvider};
@@ -20,22 +20,10 @@ use crate::provider::{self, ServiceProvider};
 /// The provider kind that runs GGUF models from the models folder (cargo feature `local`).
 pub const LOCAL_KIND: &str = "local";
 
-/// Builds a provider instance from its name and settings.
-pub type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServiceProvider>>;
+pub use crate::provider::kinds::{ProviderFactory, ProviderKind};
+
 /// Builds a model configuration for a model id.
 pub type FormatFactory = fn(&str) -> Box<dyn ModelConfiguration>;
-
-/// A registered provider kind.
-#[derive(Clone)]
-pub struct ProviderKind {
-    pub name: &'static str,
-    pub description: &'static str,
-    /// The model formats this kind can send.
-    pub formats: &'static [&'static str],
-    /// The format of an ad-hoc model configuration (`provider:model`).
-    pub default_format: &'static str,
-    pub factory: ProviderFactory,
-}
 
 /// A registered model format kind.
 #[derive(Clone)]
@@ -142,36 +130,14 @@ impl Registry {
             parameters: model::claude_messages::PARAMETERS,
             factory: |m| Box::new(model::claude_messages::ClaudeMessages::new(m)),
         });
-        r.register_provider(ProviderKind {
-            name: provider::openai::KIND,
-            description: "OpenAI and any OpenAI-compatible server (base_url, OPENAI_BASE_URL, OPENAI_API_KEY)",
-            formats: &[model::openai_chat::FORMAT],
-            default_format: model::openai_chat::FORMAT,
-            factory: |name, c| Ok(Arc::new(provider::openai::OpenAiProvider::from_config(name, c)?)),
-        });
-        r.register_provider(ProviderKind {
-            name: provider::anthropic::KIND,
-            description: "Anthropic's API (base_url, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY)",
-            formats: &[model::claude_messages::FORMAT],
-            default_format: model::claude_messages::FORMAT,
-            factory: |name, c| {
-                Ok(Arc::new(
-                    provider::anthropic::AnthropicProvider::from_config(name, c)?,
-                ))
-            },
-        });
+        for kind in provider::kinds::registrations() {
+            r.register_provider(kind);
+        }
         r.register_format(FormatKind {
             name: model::ollama_chat::FORMAT,
             description: "Ollama's native chat API (/api/chat, NDJSON streaming)",
             parameters: model::ollama_chat::PARAMETERS,
             factory: |m| Box::new(model::ollama_chat::OllamaChat::new(m)),
-        });
-        r.register_provider(ProviderKind {
-            name: provider::ollama::KIND,
-            description: "An Ollama server (base_url or OLLAMA_HOST, default http://127.0.0.1:11434; no key needed, OLLAMA_API_KEY sent as a bearer token if set)",
-            formats: &[model::ollama_chat::FORMAT, model::openai_chat::FORMAT],
-            default_format: model::ollama_chat::FORMAT,
-            factory: |name, c| Ok(Arc::new(provider::ollama::OllamaProvider::from_config(name, c)?)),
         });
         r.register_format(FormatKind {
             name: model::gemini::FORMAT,
@@ -179,53 +145,17 @@ impl Registry {
             parameters: model::gemini::PARAMETERS,
             factory: |m| Box::new(model::gemini::Gemini::new(m)),
         });
-        r.register_provider(ProviderKind {
-            name: provider::gemini::KIND,
-            description: "Google's Gemini API (base_url or GEMINI_BASE_URL; GEMINI_API_KEY or GOOGLE_API_KEY, sent as x-goog-api-key)",
-            formats: &[model::gemini::FORMAT],
-            default_format: model::gemini::FORMAT,
-            factory: |name, c| Ok(Arc::new(provider::gemini::GeminiProvider::from_config(name, c)?)),
-        });
-        r.register_provider(ProviderKind {
-            name: provider::azure_openai::KIND,
-            description: "Azure OpenAI deployments (base_url or AZURE_OPENAI_ENDPOINT, deployment, api_version or OPENAI_API_VERSION, AZURE_OPENAI_API_KEY)",
-            formats: &[model::openai_chat::FORMAT],
-            default_format: model::openai_chat::FORMAT,
-            factory: |name, c| Ok(Arc::new(provider::azure_openai::AzureOpenAiProvider::from_config(name, c)?)),
-        });
         r.register_format(FormatKind {
             name: model::http_template::FORMAT,
             description: "A JSON request body template with placeholders and JSONPath filters for the reply (OpenSearch-style connector)",
             parameters: model::http_template::PARAMETERS,
             factory: |m| Box::new(model::http_template::HttpTemplate::new(m)),
         });
-        r.register_provider(ProviderKind {
-            name: provider::http_connector::KIND,
-            description: "Any HTTP endpoint: base_url, method, headers, credentials; the body comes from an http-template model configuration",
-            formats: &[model::http_template::FORMAT],
-            default_format: model::http_template::FORMAT,
-            factory: |name, c| Ok(Arc::new(provider::http_connector::HttpConnector::from_config(name, c)?)),
-        });
         r.register_format(FormatKind {
             name: model::bedrock_converse::FORMAT,
             description: "Amazon Bedrock Converse API (one shape for every Bedrock chat model)",
             parameters: model::bedrock_converse::PARAMETERS,
             factory: |m| Box::new(model::bedrock_converse::BedrockConverse::new(m)),
-        });
-        r.register_provider(ProviderKind {
-            name: provider::bedrock::KIND,
-            description: "Amazon Bedrock Runtime (region, profile; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
-            formats: &[model::bedrock_converse::FORMAT, model::claude_messages::FORMAT],
-            default_format: model::bedrock_converse::FORMAT,
-            factory: |name, c| Ok(Arc::new(provider::bedrock::BedrockProvider::from_config(name, c)?)),
-        });
-        r.register_provider(ProviderKind {
-            name: provider::local::KIND,
-            description:
-                "A GGUF model run in-process by llama.cpp (model, threads, context_size, slots)",
-            formats: &[model::openai_chat::FORMAT],
-            default_format: model::openai_chat::FORMAT,
-            factory: provider::local::create,
         });
         r
     }
@@ -261,10 +191,7 @@ impl Registry {
                 .map_err(|_| lock_err())?
                 .contains_key(kind)
             {
-                let c = ProviderConfig {
-                    kind: kind.to_string(),
-                    ..Default::default()
-                };
+                let c = ProviderConfig::from_settings(kind, Map::new())?;
                 r.create_provider(kind, &c, Origin::Builtin)?;
             }
         }
@@ -285,11 +212,10 @@ impl Registry {
         if self.provider(LOCAL_KIND).is_ok() {
             return Ok(());
         }
-        let c = ProviderConfig {
-            kind: LOCAL_KIND.to_string(),
+        let c = ProviderConfig::Local(LocalSettings {
             default_model: Some(model.to_string()),
             ..Default::default()
-        };
+        });
         self.create_provider(LOCAL_KIND, &c, Origin::Builtin)
     }
 
@@ -379,7 +305,7 @@ impl Registry {
     /// Creates (or replaces) a named provider instance.
     pub fn create_provider(&self, name: &str, c: &ProviderConfig, origin: Origin) -> Result<()> {
         check_name(name)?;
-        let kind = self.provider_kind(&c.kind)?;
+        let kind = self.provider_kind(c.kind())?;
         let provider = (kind.factory)(name, c)?;
         let inst = ProviderInstance {
             name: name.to_string(),

@@ -209,8 +209,6 @@ fn library() -> Result<ModelLibrary> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::registry::{Origin, ProviderKind};
 
@@ -220,12 +218,17 @@ mod tests {
         r.register_provider(ProviderKind {
             name: LOCAL_KIND,
             description: "test stand-in",
-            formats: &[crate::model::openai_chat::FORMAT],
+            formats: vec![crate::model::openai_chat::FORMAT],
             default_format: crate::model::openai_chat::FORMAT,
             factory: |name, c| {
-                Ok(Arc::new(
-                    crate::provider::openai::OpenAiProvider::from_config(name, c)?,
-                ))
+                let crate::config::ProviderConfig::Local(local) = c else {
+                    panic!("the stand-in builds kind local")
+                };
+                let openai = crate::config::HttpSettings {
+                    default_model: local.default_model.clone(),
+                    ..Default::default()
+                };
+                crate::provider::kinds::create(name, &crate::config::ProviderConfig::OpenAi(openai))
             },
         });
         r

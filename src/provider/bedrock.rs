@@ -1,8 +1,9 @@
-//! The `bedrock` provider kind: Amazon Bedrock Runtime at
+//! The hooks of the `bedrock` provider kind: Amazon Bedrock Runtime at
 //! `https://bedrock-runtime.{region}.amazonaws.com`, carrying `bedrock-converse` (Converse,
 //! ConverseStream) and `claude-messages` (InvokeModel, InvokeModelWithResponseStream).
 //!
-//! It owns the endpoint, the model id in the path, the authentication (a Bedrock API key as a
+//! Its row in the kinds table gives the paths and defaults. It owns the endpoint, the
+//! authentication (a Bedrock API key as a
 //! bearer token, else SigV4 signed afresh for every attempt) and the event-stream framing of
 //! streamed answers. It must never build or read the body of a format, except the Claude
 //! envelope Bedrock requires (`anthropic_version` in, `model` and `stream` out, the `chunk`
@@ -13,47 +14,24 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use base64::Engine;
 use futures::StreamExt;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
-use tokio::sync::OnceCell;
 
 use super::aws::credentials::{self, AwsCredentials, AwsEnv};
 use super::aws::{event_stream, sigv4};
-use super::http::Http;
-use super::{ProviderResponse, ServiceProvider, StreamEvent};
-use crate::config::ProviderConfig;
+use super::kinds::BEDROCK;
+use super::remote::{self, Call, Endpoint, Hooks, HttpProvider};
+use super::{ProviderResponse, StreamEvent};
+use crate::config::BedrockSettings;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::ModelRequest;
-use crate::secrets::{KeySource, Secret};
+use crate::secrets::Secret;
 
-pub const KIND: &str = "bedrock";
+pub const KIND: &str = BEDROCK.name;
 /// The SigV4 service name of Bedrock Runtime.
 pub const SIGNING_SERVICE: &str = "bedrock";
-/// The environment variable of a Bedrock API key (a bearer token that replaces SigV4).
-pub const KEY_ENV: &str = "AWS_BEARER_TOKEN_BEDROCK";
-/// The model used when a conversation names none.
-pub const DEFAULT_MODEL: &str = "anthropic.claude-3-haiku-20240307-v1:0";
-/// Converse takes images of at most 3.75 MB each (Converse `Message.content`: "Each image's
-/// size, height, and width must be no more than 3.75 MB, 8000 px, and 8000 px").
-pub const MAX_IMAGE_BYTES: usize = 3_750_000;
 /// The `anthropic_version` Bedrock requires in a Claude InvokeModel body.
 pub const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
-/// The formats this kind sends.
-pub const CONVERSE_FORMAT: &str = crate::model::bedrock_converse::FORMAT;
+/// The format sent with InvokeModel; the other, `bedrock-converse`, goes to Converse.
 pub const CLAUDE_FORMAT: &str = crate::model::claude_messages::FORMAT;
-
-/// Everything but RFC 3986's unreserved characters is escaped, so a model id or an ARN
-/// (`arn:aws:bedrock:us-east-1:123:inference-profile/us.anthropic...`) stays ONE path segment.
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
-/// `/model/{model id as one segment}/{action}`.
-pub fn model_path(model: &str, action: &str) -> String {
-    format!("/model/{}/{action}", utf8_percent_encode(model, SEGMENT))
-}
 
 /// How a request is authenticated.
 enum Auth {
@@ -61,95 +39,60 @@ enum Auth {
     SigV4(AwsCredentials),
 }
 
-pub struct BedrockProvider {
-    name: String,
-    /// `base_url` from the config, if any (the environment is read per request).
-    base_url: Option<String>,
+/// The region and profile of an instance; its endpoint, key and headers are the shared ones.
+struct Signing {
     region: Option<String>,
     profile: Option<String>,
-    keys: KeySource,
-    bearer: OnceCell<Option<Secret>>,
-    headers: Vec<(String, String)>,
-    default_model: Option<String>,
-    http: Http,
 }
 
-impl BedrockProvider {
-    /// Builds an instance; nothing is looked up yet (no region or credentials needed to start).
-    pub fn from_config(name: &str, c: &ProviderConfig) -> Result<BedrockProvider> {
-        let base_url = c
-            .base_url
-            .as_deref()
-            .map(|u| normalize_url(name, u))
-            .transpose()?;
-        Ok(BedrockProvider {
-            name: name.to_string(),
-            base_url,
-            region: c.region.clone(),
-            profile: c.profile.clone(),
-            keys: KeySource {
-                instance: name.to_string(),
-                env_var: Some(c.api_key_env.clone().unwrap_or_else(|| KEY_ENV.to_string())),
-                command: c.api_key_cmd.clone(),
-                inline: c.api_key.clone(),
-            },
-            bearer: OnceCell::new(),
-            headers: c
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            default_model: Some(
-                c.default_model
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
-            ),
-            http: Http::from_config(name, c)?,
-        })
-    }
+/// An instance; nothing is looked up yet (no region or credentials needed to start).
+pub fn create(name: &str, s: &BedrockSettings) -> Result<HttpProvider> {
+    // Only a configured base URL is known now; the environment is read per request.
+    let base_url = remote::base_url(&BEDROCK, name, &s.http)?.unwrap_or_default();
+    let hooks = Signing {
+        region: s.region.clone(),
+        profile: s.profile.clone(),
+    };
+    Ok(HttpProvider::new(
+        Endpoint::new(&BEDROCK, name, &s.http, base_url)?,
+        hooks,
+    ))
+}
 
+impl Signing {
     fn region(&self, env: &AwsEnv) -> Result<Option<String>> {
         credentials::region(env, self.region.as_deref(), self.profile.as_deref())
     }
 
-    fn no_region(&self) -> Error {
+    fn no_region(&self, e: &Endpoint) -> Error {
         Error::new(
             ErrorKind::Config,
             format!(
                 "no AWS region for provider `{}`: set `region` in its config, or AWS_REGION",
-                self.name
+                e.name
             ),
         )
     }
 
     /// The base URL: the config's, else `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, else
     /// `AWS_ENDPOINT_URL`, else the region's public endpoint.
-    fn base_url(&self, env: &AwsEnv, region: Option<&str>) -> Result<String> {
-        if let Some(u) = &self.base_url {
-            return Ok(u.clone());
+    fn base_url(&self, e: &Endpoint, env: &AwsEnv, region: Option<&str>) -> Result<String> {
+        if !e.base_url.is_empty() {
+            return Ok(e.base_url.clone());
         }
         if let Some(u) = env
             .var("AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
             .or_else(|| env.var("AWS_ENDPOINT_URL"))
         {
-            return normalize_url(&self.name, &u);
+            return remote::checked_url(&e.name, &u);
         }
-        let region = region.ok_or_else(|| self.no_region())?;
+        let region = region.ok_or_else(|| self.no_region(e))?;
         Ok(format!("https://bedrock-runtime.{region}.amazonaws.com"))
     }
 
     /// The Bedrock API key, else SigV4 credentials; with the endpoint and the signing region.
-    async fn auth(&self) -> Result<(Auth, String, Option<String>)> {
-        let keys = self.keys.clone();
-        let bearer = self
-            .bearer
-            .get_or_try_init(|| async move {
-                tokio::task::spawn_blocking(move || keys.resolve())
-                    .await
-                    .map_err(|e| Error::internal(format!("key lookup failed: {e}")))?
-            })
-            .await?
-            .clone();
+    async fn auth(&self, e: &Endpoint) -> Result<(Auth, String, Option<String>)> {
+        let bearer = e.key.get().await?.cloned();
         let profile = self.profile.clone();
         let (env, creds) = tokio::task::spawn_blocking(move || {
             let env = AwsEnv::process();
@@ -161,26 +104,16 @@ impl BedrockProvider {
         })
         .await
         .map_err(|e| Error::internal(format!("credential lookup failed: {e}")))?;
-        let auth = creds
-            .map_err(|e| Error::new(e.kind, format!("provider `{}`: {}", self.name, e.message)))?;
+        let auth = creds.map_err(|err| {
+            Error::new(err.kind, format!("provider `{}`: {}", e.name, err.message))
+        })?;
         let region = self.region(&env)?;
-        let base = self.base_url(&env, region.as_deref())?;
+        let base = self.base_url(e, &env, region.as_deref())?;
         if matches!(auth, Auth::SigV4(_)) && region.is_none() {
-            return Err(self.no_region());
+            return Err(self.no_region(e));
         }
         Ok((auth, base, region))
     }
-}
-
-fn normalize_url(name: &str, url: &str) -> Result<String> {
-    let url = url.trim().trim_end_matches('/').to_string();
-    reqwest::Url::parse(&url).map_err(|e| {
-        Error::new(
-            ErrorKind::Config,
-            format!("service_providers.{name}.base_url `{url}` is not a URL: {e}"),
-        )
-    })?;
-    Ok(url)
 }
 
 /// The InvokeModel body for Claude: the Messages body without `model` and `stream` (the model
@@ -221,56 +154,26 @@ pub fn claude_chunk(provider: &str, ev: StreamEvent) -> Result<StreamEvent> {
 }
 
 #[async_trait]
-impl ServiceProvider for BedrockProvider {
-    fn kind(&self) -> &'static str {
-        KIND
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn default_model(&self) -> Option<&str> {
-        self.default_model.as_deref()
-    }
-
-    fn max_image_bytes(&self) -> Option<usize> {
-        Some(MAX_IMAGE_BYTES)
-    }
-
-    async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
-        let claude = match request.format {
-            CONVERSE_FORMAT => false,
-            CLAUDE_FORMAT => true,
-            other => {
-                return Err(Error::new(
-                    ErrorKind::IncompatibleComponents,
-                    format!("provider kind bedrock cannot send the {other} format"),
-                ))
-            }
-        };
-        let action = match (claude, request.stream) {
-            (false, false) => "converse",
-            (false, true) => "converse-stream",
-            (true, false) => "invoke",
-            (true, true) => "invoke-with-response-stream",
-        };
+impl Hooks for Signing {
+    /// Signs every attempt afresh (SigV4 dates it), and unwraps event streams.
+    async fn send(&self, call: &Call<'_>) -> Result<ProviderResponse> {
+        let (e, route, request) = (call.endpoint, call.route, call.request);
+        let claude = route.format == CLAUDE_FORMAT;
         let body = if claude {
-            claude_invoke_body(&request.body)
+            serde_json::to_vec(&claude_invoke_body(&request.body))
         } else {
-            request.body.clone()
-        };
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| Error::internal(format!("cannot encode the request: {e}")))?;
-        let (auth, base, region) = self.auth().await?;
-        let url = format!("{base}{}", model_path(&request.model, action));
+            serde_json::to_vec(&request.body)
+        }
+        .map_err(|e| Error::internal(format!("cannot encode the request: {e}")))?;
+        let (auth, base, region) = self.auth(e).await?;
+        let url = call.url(&base)?;
         let accept = if request.stream {
-            event_stream::CONTENT_TYPE
+            route.stream_accept
         } else {
             "application/json"
         };
         let signed: [(&str, &str); 2] = [("content-type", "application/json"), ("accept", accept)];
-        let resp = self
+        let resp = e
             .http
             .send(&url, |client| {
                 let mut req = client.post(&url);
@@ -293,22 +196,22 @@ impl ServiceProvider for BedrockProvider {
                         }
                     }
                 }
-                for (k, v) in &self.headers {
+                for (k, v) in &e.headers {
                     req = req.header(k, v);
                 }
                 Ok(req.body(body.clone()))
             })
             .await
-            .map_err(|mut e| {
+            .map_err(|mut err| {
                 // A refusal names where the credentials came from (never what they are).
-                if e.kind == ErrorKind::MissingCredentials {
+                if err.kind == ErrorKind::MissingCredentials {
                     let source = match &auth {
                         Auth::Bearer(_) => "a Bedrock API key".to_string(),
                         Auth::SigV4(c) => format!("AWS credentials from {}", c.source),
                     };
-                    e.message.push_str(&format!(" [used {source}]"));
+                    err.message.push_str(&format!(" [used {source}]"));
                 }
-                e
+                err
             })?;
         let is_event_stream = resp
             .headers()
@@ -319,13 +222,13 @@ impl ServiceProvider for BedrockProvider {
                     .starts_with(event_stream::CONTENT_TYPE)
             });
         if !(request.stream && is_event_stream) {
-            return self.http.response(resp, &url, request.stream).await;
+            return e.http.response(resp, &url, request.stream).await;
         }
-        let events = event_stream::events(&self.name, self.http.bytes(resp, &url));
+        let events = event_stream::events(&e.name, e.http.bytes(resp, &url));
         if !claude {
             return Ok(ProviderResponse::Events(events));
         }
-        let name = self.name.clone();
+        let name = e.name.clone();
         Ok(ProviderResponse::Events(Box::pin(
             events.map(move |r| r.and_then(|ev| claude_chunk(&name, ev))),
         )))
@@ -335,17 +238,33 @@ impl ServiceProvider for BedrockProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ModelRequest;
+    use crate::provider::ServiceProvider;
+
+    /// The path of a request, with the model id in it.
+    fn model_path(model: &str, stream: bool) -> String {
+        let p = create("b", &BedrockSettings::default()).unwrap();
+        let format = crate::model::bedrock_converse::FORMAT;
+        let request = ModelRequest {
+            format,
+            model: model.into(),
+            body: Value::Null,
+            stream,
+        };
+        let route = BEDROCK.route(format).unwrap();
+        p.endpoint().url("", route, &request).unwrap()
+    }
 
     #[test]
     fn model_ids_and_arns_are_one_path_segment() {
         assert_eq!(
-            model_path("anthropic.claude-3-haiku-20240307-v1:0", "converse"),
+            model_path("anthropic.claude-3-haiku-20240307-v1:0", false),
             "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse"
         );
         assert_eq!(
             model_path(
                 "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0",
-                "converse-stream"
+                true
             ),
             "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.anthropic.claude-3-5-haiku-20241022-v1%3A0/converse-stream"
         );
@@ -393,14 +312,7 @@ mod tests {
 
     #[tokio::test]
     async fn other_formats_are_refused() {
-        let p = BedrockProvider::from_config(
-            "b",
-            &ProviderConfig {
-                kind: KIND.into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let p = create("b", &BedrockSettings::default()).unwrap();
         let e = p
             .send_request(&ModelRequest {
                 format: "openai-chat",

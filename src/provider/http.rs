@@ -15,7 +15,7 @@ use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::io::StreamReader;
 
 use super::{transport_error, EventStream, ProviderResponse, StreamEvent, Timeouts};
-use crate::config::ProviderConfig;
+use crate::config::HttpSettings;
 use crate::error::{Error, ErrorKind, Result};
 
 /// How often and how long a request is tried again after a connect error, 429 or 5xx.
@@ -32,7 +32,7 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
-    pub fn from_config(c: &ProviderConfig) -> RetryPolicy {
+    pub fn from_config(c: &HttpSettings) -> RetryPolicy {
         RetryPolicy {
             max_retries: c.max_retries.unwrap_or(3),
             base_delay: Duration::from_millis(500),
@@ -68,7 +68,7 @@ struct Failure {
 }
 
 impl Http {
-    pub fn from_config(provider: &str, c: &ProviderConfig) -> Result<Http> {
+    pub fn from_config(provider: &str, c: &HttpSettings) -> Result<Http> {
         Ok(Http {
             provider: provider.to_string(),
             client: Timeouts::from_config(c).client()?,

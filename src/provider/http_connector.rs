@@ -1,4 +1,4 @@
-//! The `http` provider kind: a generic connector to any HTTP model endpoint, after OpenSearch
+//! The hooks of the `http` provider kind: a generic connector to any HTTP model endpoint, after OpenSearch
 //! ML Commons' connector blueprints (an action's `method`, `url`, `headers` and `credential`).
 //! It sends what the `http-template` format rendered.
 //!
@@ -15,15 +15,15 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::http::Http;
-use super::{ProviderResponse, ServiceProvider};
-use crate::config::{ProviderConfig, MASK};
+use super::kinds::HTTP;
+use super::remote::{Call, Endpoint, Hooks, HttpProvider};
+use super::ProviderResponse;
+use crate::config::{ConnectorSettings, MASK};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::http_template::{self, CREDENTIAL_MARK};
-use crate::model::ModelRequest;
+use crate::model::http_template::CREDENTIAL_MARK;
 use crate::secrets::{KeySource, Secret};
 
-pub const KIND: &str = "http";
+pub const KIND: &str = HTTP.name;
 
 /// How a streamed answer is cut into events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,17 +34,13 @@ enum Framing {
     Ndjson,
 }
 
-pub struct HttpConnector {
-    name: String,
-    /// The URL with its placeholders; shown in errors as is.
-    url: String,
+/// What the connector adds to an endpoint, whose base URL is the whole URL with its
+/// placeholders (shown in errors as is).
+struct Template {
     method: reqwest::Method,
-    headers: Vec<(String, String)>,
     credentials: BTreeMap<String, KeySource>,
     resolved: Mutex<BTreeMap<String, Secret>>,
     framing: Framing,
-    default_model: Option<String>,
-    http: Http,
 }
 
 /// The `${...}` placeholders of a URL or header value.
@@ -66,105 +62,94 @@ fn placeholders(text: &str) -> Vec<&str> {
     out
 }
 
-impl HttpConnector {
-    pub fn from_config(name: &str, c: &ProviderConfig) -> Result<HttpConnector> {
-        let config_error = |msg: String| Error::new(ErrorKind::Config, msg);
-        let url = c
-            .base_url
-            .as_deref()
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .ok_or_else(|| {
-                config_error(format!(
-                    "service_providers.{name}: the http kind needs `base_url`, the endpoint's whole URL"
-                ))
-            })?
-            .to_string();
-        let method_text = c.method.as_deref().unwrap_or("POST").trim().to_uppercase();
-        let method = match method_text.as_str() {
-            "POST" | "PUT" | "PATCH" | "GET" => reqwest::Method::from_bytes(method_text.as_bytes())
-                .map_err(|e| config_error(format!("service_providers.{name}.method: {e}")))?,
-            other => {
-                return Err(config_error(format!(
-                    "service_providers.{name}.method `{other}`: use POST, PUT, PATCH or GET"
-                )))
-            }
-        };
-        let framing = match c.stream_framing.as_deref().map(str::trim) {
-            None | Some("") | Some("auto") => Framing::Auto,
-            Some("sse") => Framing::Sse,
-            Some("ndjson") => Framing::Ndjson,
-            Some(other) => {
-                return Err(config_error(format!(
-                    "service_providers.{name}.stream_framing `{other}`: use sse or ndjson"
-                )))
-            }
-        };
-        let mut credentials = BTreeMap::new();
+/// An instance; its URL, headers and credentials are checked now.
+pub fn create(name: &str, c: &ConnectorSettings) -> Result<HttpProvider> {
+    let config_error = |msg: String| Error::new(ErrorKind::Config, msg);
+    let url = c
+        .http
+        .base_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty());
+    let url = url
+        .ok_or_else(|| {
+            config_error(format!(
+                "service_providers.{name}: the http kind needs `base_url`, the endpoint's whole URL"
+            ))
+        })?
+        .to_string();
+    let method_text = c.method.as_deref().unwrap_or("POST").trim().to_uppercase();
+    let method = match method_text.as_str() {
+        "POST" | "PUT" | "PATCH" | "GET" => reqwest::Method::from_bytes(method_text.as_bytes())
+            .map_err(|e| config_error(format!("service_providers.{name}.method: {e}")))?,
+        other => {
+            return Err(config_error(format!(
+                "service_providers.{name}.method `{other}`: use POST, PUT, PATCH or GET"
+            )))
+        }
+    };
+    let framing = match c.stream_framing.as_deref().map(str::trim) {
+        None | Some("") | Some("auto") => Framing::Auto,
+        Some("sse") => Framing::Sse,
+        Some("ndjson") => Framing::Ndjson,
+        Some(other) => {
+            return Err(config_error(format!(
+                "service_providers.{name}.stream_framing `{other}`: use sse or ndjson"
+            )))
+        }
+    };
+    let e = Endpoint::new(&HTTP, name, &c.http, url)?;
+    let mut credentials = BTreeMap::new();
+    credentials.insert("api_key".to_string(), e.key.source().clone());
+    for (cred, source) in &c.credentials {
         credentials.insert(
-            "api_key".to_string(),
+            cred.clone(),
             KeySource {
-                instance: name.to_string(),
-                env_var: c.api_key_env.clone(),
-                command: c.api_key_cmd.clone(),
-                inline: c.api_key.clone(),
+                instance: format!("{name}.{cred}"),
+                env_var: source.env.clone(),
+                command: source.cmd.clone(),
+                inline: source.value.clone(),
             },
         );
-        for (cred, source) in &c.credentials {
-            credentials.insert(
-                cred.clone(),
-                KeySource {
-                    instance: format!("{name}.{cred}"),
-                    env_var: source.env.clone(),
-                    command: source.cmd.clone(),
-                    inline: source.value.clone(),
-                },
-            );
-        }
-        let headers: Vec<(String, String)> = c
-            .headers
+    }
+    let url = &e.base_url;
+    for (place, text) in std::iter::once(("base_url".to_string(), url.as_str())).chain(
+        e.headers
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for (place, text) in std::iter::once(("base_url".to_string(), url.as_str())).chain(
-            headers
-                .iter()
-                .map(|(k, v)| (format!("headers.{k}"), v.as_str())),
-        ) {
-            for p in placeholders(text) {
-                let known = p == "parameters.model"
-                    || p.strip_prefix("credential.")
-                        .is_some_and(|n| credentials.contains_key(n));
-                if !known {
-                    return Err(config_error(format!(
-                        "service_providers.{name}.{place}: unknown placeholder `${{{p}}}`; \
-                         use ${{parameters.model}} or ${{credential.NAME}} with NAME one of: {}",
-                        credentials.keys().cloned().collect::<Vec<_>>().join(", ")
-                    )));
-                }
+            .map(|(k, v)| (format!("headers.{k}"), v.as_str())),
+    ) {
+        for p in placeholders(text) {
+            let known = p == "parameters.model"
+                || p.strip_prefix("credential.")
+                    .is_some_and(|n| credentials.contains_key(n));
+            if !known {
+                return Err(config_error(format!(
+                    "service_providers.{name}.{place}: unknown placeholder `${{{p}}}`; \
+                     use ${{parameters.model}} or ${{credential.NAME}} with NAME one of: {}",
+                    credentials.keys().cloned().collect::<Vec<_>>().join(", ")
+                )));
             }
         }
-        let probe = url.replace("${", "x").replace('}', "x");
-        reqwest::Url::parse(&probe).map_err(|e| {
-            config_error(format!(
-                "service_providers.{name}.base_url `{url}` is not a URL: {e}"
-            ))
-        })?;
-        Ok(HttpConnector {
-            name: name.to_string(),
-            url,
-            method,
-            headers,
-            credentials,
-            resolved: Mutex::new(BTreeMap::new()),
-            framing,
-            default_model: c.default_model.clone(),
-            http: Http::from_config(name, c)?,
-        })
     }
+    let probe = url.replace("${", "x").replace('}', "x");
+    reqwest::Url::parse(&probe).map_err(|e| {
+        config_error(format!(
+            "service_providers.{name}.base_url `{url}` is not a URL: {e}"
+        ))
+    })?;
+    let hooks = Template {
+        method,
+        credentials,
+        resolved: Mutex::new(BTreeMap::new()),
+        framing,
+    };
+    Ok(HttpProvider::new(e, hooks))
+}
 
-    /// Looks up the named credentials (off the async threads, once each).
-    async fn resolve(&self, names: &[String]) -> Result<BTreeMap<String, Secret>> {
+impl Template {
+    /// Looks up the named credentials of instance `provider` (off the async threads, once
+    /// each).
+    async fn resolve(&self, provider: &str, names: &[String]) -> Result<BTreeMap<String, Secret>> {
         let mut out = BTreeMap::new();
         for name in names {
             let cached = self
@@ -180,7 +165,7 @@ impl HttpConnector {
                         Error::invalid_params(format!(
                             "${{credential.{name}}}: provider `{}` has no credential `{name}`; \
                              configured: {}",
-                            self.name,
+                            provider,
                             self.credentials
                                 .keys()
                                 .cloned()
@@ -198,12 +183,12 @@ impl HttpConnector {
                             format!(
                                 "no value for credential `{name}` of provider `{}`: {}run \
                                  `genai keys set {}`",
-                                self.name,
+                                provider,
                                 env.map(|e| format!("set {e}, or ")).unwrap_or_default(),
                                 if name == "api_key" {
-                                    self.name.clone()
+                                    provider.to_string()
                                 } else {
-                                    format!("{}.{name}", self.name)
+                                    format!("{}.{name}", provider)
                                 }
                             ),
                         )
@@ -279,33 +264,13 @@ fn fill_body(v: &mut Value, secrets: &BTreeMap<String, Secret>) {
 }
 
 #[async_trait]
-impl ServiceProvider for HttpConnector {
-    fn kind(&self) -> &'static str {
-        KIND
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn default_model(&self) -> Option<&str> {
-        self.default_model.as_deref()
-    }
-
-    async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
-        if request.format != http_template::FORMAT {
-            return Err(Error::new(
-                ErrorKind::IncompatibleComponents,
-                format!(
-                    "provider kind http cannot send the {} format (only {})",
-                    request.format,
-                    http_template::FORMAT
-                ),
-            ));
-        }
+impl Hooks for Template {
+    /// Fills the templates, sends with the configured method, and frames a stream as told.
+    async fn send(&self, call: &Call<'_>) -> Result<ProviderResponse> {
+        let (e, request) = (call.endpoint, call.request);
         let mut names: Vec<String> = Vec::new();
         for text in
-            std::iter::once(self.url.as_str()).chain(self.headers.iter().map(|h| h.1.as_str()))
+            std::iter::once(e.base_url.as_str()).chain(e.headers.iter().map(|h| h.1.as_str()))
         {
             for p in placeholders(text) {
                 if let Some(n) = p.strip_prefix("credential.") {
@@ -316,19 +281,19 @@ impl ServiceProvider for HttpConnector {
             }
         }
         body_credentials(&request.body, &mut names);
-        let secrets = self.resolve(&names).await?;
-        let shown_url = self.url.replace("${parameters.model}", &request.model);
-        let url = fill(&self.url, &request.model, &secrets);
+        let secrets = self.resolve(&e.name, &names).await?;
+        let shown_url = e.base_url.replace("${parameters.model}", &request.model);
+        let url = fill(&e.base_url, &request.model, &secrets);
         let mut body = request.body.clone();
         fill_body(&mut body, &secrets);
         let body = serde_json::to_vec(&body)
             .map_err(|e| Error::internal(format!("cannot encode the request body: {e}")))?;
         // A Content-Type among the configured headers wins over application/json.
-        let typed = self
+        let typed = e
             .headers
             .iter()
             .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
-        let resp = self
+        let resp = e
             .http
             .send(&shown_url, |client| {
                 let mut req = client.request(self.method.clone(), &url);
@@ -339,25 +304,22 @@ impl ServiceProvider for HttpConnector {
                     }
                 }
                 if request.stream {
-                    req = req.header(
-                        reqwest::header::ACCEPT,
-                        "text/event-stream, application/x-ndjson",
-                    );
+                    req = req.header(reqwest::header::ACCEPT, call.route.stream_accept);
                 }
-                for (k, v) in &self.headers {
+                for (k, v) in &e.headers {
                     req = req.header(k, fill(v, &request.model, &secrets));
                 }
                 Ok(req)
             })
             .await
-            .map_err(|e| self.mask(e))?;
+            .map_err(|err| self.mask(err))?;
         if !request.stream {
-            return self.http.response(resp, &shown_url, false).await;
+            return e.http.response(resp, &shown_url, false).await;
         }
         match self.framing {
-            Framing::Auto => self.http.response(resp, &shown_url, true).await,
-            Framing::Sse => Ok(ProviderResponse::Events(self.http.sse(resp, &shown_url))),
-            Framing::Ndjson => Ok(ProviderResponse::Events(self.http.ndjson(resp, &shown_url))),
+            Framing::Auto => e.http.response(resp, &shown_url, true).await,
+            Framing::Sse => Ok(ProviderResponse::Events(e.http.sse(resp, &shown_url))),
+            Framing::Ndjson => Ok(ProviderResponse::Events(e.http.ndjson(resp, &shown_url))),
         }
     }
 }
@@ -367,34 +329,30 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn config(url: &str) -> ProviderConfig {
-        ProviderConfig {
-            kind: KIND.into(),
-            base_url: Some(url.into()),
-            ..Default::default()
-        }
+    fn config(url: &str) -> ConnectorSettings {
+        let mut c = ConnectorSettings::default();
+        c.http.base_url = Some(url.into());
+        c
     }
 
     #[test]
     fn config_is_checked_when_the_instance_is_made() {
-        let e = HttpConnector::from_config("h", &ProviderConfig::default())
-            .err()
-            .unwrap();
+        let e = create("h", &ConnectorSettings::default()).err().unwrap();
         assert!(e.message.contains("needs `base_url`"), "{}", e.message);
         let mut c = config("http://x/${credential.nope}");
-        let e = HttpConnector::from_config("h", &c).err().unwrap();
+        let e = create("h", &c).err().unwrap();
         assert!(
             e.message
                 .contains("unknown placeholder `${credential.nope}`"),
             "{}",
             e.message
         );
-        c.base_url = Some("http://x/m/${parameters.model}?k=${credential.api_key}".into());
+        c.http.base_url = Some("http://x/m/${parameters.model}?k=${credential.api_key}".into());
         c.method = Some("DELETE".into());
-        let e = HttpConnector::from_config("h", &c).err().unwrap();
+        let e = create("h", &c).err().unwrap();
         assert!(e.message.contains("use POST"), "{}", e.message);
         c.method = Some("put".into());
-        assert!(HttpConnector::from_config("h", &c).is_ok());
+        assert!(create("h", &c).is_ok());
     }
 
     #[test]

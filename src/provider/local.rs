@@ -36,11 +36,11 @@ pub use enabled::LocalProvider;
 use std::sync::Arc;
 
 use super::ServiceProvider;
-use crate::config::ProviderConfig;
+use crate::config::LocalSettings;
 use crate::error::Result;
 
 /// Builds a `local` provider instance (the registry's factory).
-pub fn create(name: &str, c: &ProviderConfig) -> Result<Arc<dyn ServiceProvider>> {
+pub fn create(name: &str, c: &LocalSettings) -> Result<Arc<dyn ServiceProvider>> {
     #[cfg(feature = "local")]
     {
         Ok(Arc::new(LocalProvider::from_config(name, c)?))
@@ -69,7 +69,7 @@ mod enabled {
     use super::engine::{self, Engine, EngineSettings, Finished, Sink};
     use super::wire::{self, Answer};
     use super::KIND;
-    use crate::config::{Paths, ProviderConfig};
+    use crate::config::{LocalSettings, Paths};
     use crate::error::{Error, ErrorKind, Result};
     use crate::model::ModelRequest;
     use crate::models::ModelLibrary;
@@ -106,7 +106,7 @@ mod enabled {
     }
 
     impl LocalProvider {
-        pub fn from_config(name: &str, c: &ProviderConfig) -> Result<LocalProvider> {
+        pub fn from_config(name: &str, c: &LocalSettings) -> Result<LocalProvider> {
             let positive = |v: Option<u32>, what: &str| -> Result<Option<u32>> {
                 match v {
                     Some(0) => Err(Error::new(
@@ -194,15 +194,6 @@ mod enabled {
         }
 
         async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
-            if request.format != crate::model::openai_chat::FORMAT {
-                return Err(Error::new(
-                    ErrorKind::IncompatibleComponents,
-                    format!(
-                        "provider kind {KIND} cannot send the {} format",
-                        request.format
-                    ),
-                ));
-            }
             let (engine, prepared) = self.prepare(request).await?;
             let answer = Answer::new(engine.model_name());
             let (tx, rx) = mpsc::unbounded();

@@ -1,22 +1,39 @@
 //! Service providers: the transports that move a prepared request to an endpoint and bring the
-//! answer back (DESIGN §1, `SendRequest`).
+//! answer back.
 //!
 //! A provider owns its HTTP client, its endpoint and its credentials. It must never interpret a
-//! response body beyond its status and error text: that is the model configuration's job.
+//! response body beyond its status and error text: that is the model configuration's job. The
+//! HTTP kinds are rows of one table (`kinds`) sent by one provider (`remote`) through one
+//! transport (`http`); a kind that differs keeps its hooks in its own file.
 
 pub mod anthropic;
 pub mod aws;
 pub mod azure_openai;
 pub mod bedrock;
-pub mod gemini;
 pub mod http;
 pub mod http_connector;
+pub mod kinds;
 pub mod lazy_key;
 pub mod local;
 pub mod ollama;
-pub mod openai;
+pub mod remote;
 #[cfg(test)]
 pub mod scripted;
+
+/// The `openai` provider kind: OpenAI and every OpenAI-compatible server (vLLM, llama.cpp's
+/// server, LM Studio, OpenRouter, ...), reached at `{base_url}/chat/completions`. Its row in
+/// the kinds table says everything about it.
+pub mod openai {
+    pub const KIND: &str = super::kinds::OPENAI.name;
+}
+
+/// The `gemini` provider kind: Google's Gemini API, reached at
+/// `{base_url}/v1beta/models/{model}:generateContent` (`:streamGenerateContent?alt=sse` for a
+/// stream) with the key in `x-goog-api-key`, never in the URL. Its row in the kinds table says
+/// everything about it.
+pub mod gemini {
+    pub const KIND: &str = super::kinds::GEMINI.name;
+}
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -90,7 +107,7 @@ pub struct Timeouts {
 }
 
 impl Timeouts {
-    pub fn from_config(c: &crate::config::ProviderConfig) -> Timeouts {
+    pub fn from_config(c: &crate::config::HttpSettings) -> Timeouts {
         let secs =
             |v: Option<f64>, d: f64| Duration::from_secs_f64(v.filter(|s| *s > 0.0).unwrap_or(d));
         Timeouts {

@@ -1,37 +1,18 @@
-//! The `ollama` provider kind: a local or remote Ollama server, reached at `{host}/api/chat`
-//! (the `ollama-chat` format) or at its OpenAI-compatible `{host}/v1/chat/completions`
-//! (the `openai-chat` format).
+//! The hooks of the `ollama` provider kind: a local or remote Ollama server, reached at
+//! `{host}/api/chat` (the `ollama-chat` format, NDJSON streams) or at its OpenAI-compatible
+//! `{host}/v1/chat/completions` (the `openai-chat` format), as its row in the kinds table says.
 //!
-//! It owns the host (config `base_url`, else `OLLAMA_HOST` in any form Ollama itself accepts,
-//! else http://127.0.0.1:11434), the optional bearer key (for servers behind an authenticating
-//! proxy, or ollama.com), and the HTTP exchange. Ollama streams NDJSON (`application/x-ndjson`),
-//! which `Http::response` frames. It must never build or read a request body.
+//! It owns the host: config `base_url`, else `OLLAMA_HOST`, in any form Ollama itself accepts,
+//! else http://127.0.0.1:11434. The key is optional (for servers behind an authenticating
+//! proxy, or ollama.com). It must never build or read a request body.
 
-use async_trait::async_trait;
-
-use super::http::Http;
-use super::lazy_key::LazyKey;
-use super::{ProviderResponse, ServiceProvider};
-use crate::config::ProviderConfig;
+use super::kinds::OLLAMA;
+use super::remote::{self, Endpoint, HttpProvider, Plain};
+use crate::config::HttpSettings;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{ollama_chat, openai_chat, ModelRequest};
-use crate::secrets::KeySource;
 
-pub const KIND: &str = "ollama";
-pub const DEFAULT_HOST: &str = "http://127.0.0.1:11434";
+pub const KIND: &str = OLLAMA.name;
 pub const HOST_ENV: &str = "OLLAMA_HOST";
-/// An optional key, sent as a bearer token when set.
-pub const KEY_ENV: &str = "OLLAMA_API_KEY";
-pub const DEFAULT_MODEL: &str = "llama3.2";
-
-pub struct OllamaProvider {
-    name: String,
-    base_url: String,
-    key: LazyKey,
-    headers: Vec<(String, String)>,
-    default_model: Option<String>,
-    http: Http,
-}
 
 /// The base URL of an Ollama host written as Ollama accepts it in `OLLAMA_HOST`: `host`,
 /// `host:port`, `:port`, `scheme://host[:port][/path]`, IPv6 in brackets. Without a scheme the
@@ -76,99 +57,25 @@ pub fn host_url(text: &str) -> std::result::Result<String, String> {
     Ok(url)
 }
 
-impl OllamaProvider {
-    pub fn from_config(name: &str, c: &ProviderConfig) -> Result<OllamaProvider> {
-        let (text, origin) = match &c.base_url {
-            Some(url) => (url.clone(), format!("service_providers.{name}.base_url")),
-            None => match std::env::var(HOST_ENV)
-                .ok()
-                .filter(|s| !s.trim().is_empty())
-            {
-                Some(h) => (h, HOST_ENV.to_string()),
-                None => (DEFAULT_HOST.to_string(), "the default host".to_string()),
-            },
-        };
-        let base_url = host_url(&text)
-            .map_err(|why| Error::new(ErrorKind::Config, format!("{origin}: {why}")))?;
-        Ok(OllamaProvider {
-            name: name.to_string(),
-            base_url,
-            key: LazyKey::new(KeySource {
-                instance: name.to_string(),
-                env_var: Some(c.api_key_env.clone().unwrap_or_else(|| KEY_ENV.to_string())),
-                command: c.api_key_cmd.clone(),
-                inline: c.api_key.clone(),
-            }),
-            headers: c
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            default_model: c
-                .default_model
-                .clone()
-                .or_else(|| Some(DEFAULT_MODEL.to_string())),
-            http: Http::from_config(name, c)?,
-        })
-    }
-
-    /// The endpoint of a format, or an error for a format Ollama cannot take.
-    fn url(&self, format: &str) -> Result<String> {
-        let path = match format {
-            f if f == ollama_chat::FORMAT => "/api/chat",
-            f if f == openai_chat::FORMAT => "/v1/chat/completions",
-            other => {
-                return Err(Error::new(
-                    ErrorKind::IncompatibleComponents,
-                    format!("provider kind ollama cannot send the {other} format; it sends ollama-chat and openai-chat"),
-                ))
-            }
-        };
-        Ok(format!("{}{path}", self.base_url))
-    }
-}
-
-#[async_trait]
-impl ServiceProvider for OllamaProvider {
-    fn kind(&self) -> &'static str {
-        KIND
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn default_model(&self) -> Option<&str> {
-        self.default_model.as_deref()
-    }
-
-    async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
-        let url = self.url(request.format)?;
-        let key = self.key.get().await?;
-        let sse = request.format == openai_chat::FORMAT;
-        let resp = self
-            .http
-            .send(&url, |client| {
-                let mut req = client.post(&url).json(&request.body);
-                if let Some(key) = key {
-                    req = req.bearer_auth(key.expose());
-                }
-                if request.stream {
-                    let accept = if sse {
-                        "text/event-stream"
-                    } else {
-                        "application/x-ndjson"
-                    };
-                    req = req.header(reqwest::header::ACCEPT, accept);
-                }
-                for (k, v) in &self.headers {
-                    req = req.header(k, v);
-                }
-                Ok(req)
-            })
-            .await?;
-        self.http.response(resp, &url, request.stream).await
-    }
+/// An instance; its host as [`host_url`] reads it, from `base_url`, else `OLLAMA_HOST`, else
+/// the default host.
+pub fn create(name: &str, s: &HttpSettings) -> Result<HttpProvider> {
+    let (text, origin) = match &s.base_url {
+        Some(url) => (url.clone(), format!("service_providers.{name}.base_url")),
+        None => match remote::env(HOST_ENV) {
+            Some(h) => (h, HOST_ENV.to_string()),
+            None => (
+                OLLAMA.default_base_url.unwrap_or_default().to_string(),
+                "the default host".to_string(),
+            ),
+        },
+    };
+    let base_url =
+        host_url(&text).map_err(|why| Error::new(ErrorKind::Config, format!("{origin}: {why}")))?;
+    Ok(HttpProvider::new(
+        Endpoint::new(&OLLAMA, name, s, base_url)?,
+        Plain,
+    ))
 }
 
 #[cfg(test)]
@@ -199,24 +106,27 @@ mod tests {
 
     #[test]
     fn formats_choose_the_endpoint() {
-        let c = ProviderConfig {
-            kind: KIND.into(),
+        use crate::provider::remote::testing::first_request;
+        let s = HttpSettings {
             base_url: Some("localhost:1".into()),
             ..Default::default()
         };
-        let p = OllamaProvider::from_config("o", &c).unwrap();
-        assert_eq!(p.url("ollama-chat").unwrap(), "http://localhost:1/api/chat");
-        assert_eq!(
-            p.url("openai-chat").unwrap(),
-            "http://localhost:1/v1/chat/completions"
-        );
-        let e = p.url("gemini").unwrap_err();
+        let p = create("o", &s).unwrap();
+        let send = |format, stream| first_request(&p, format, "m", stream, serde_json::json!({}));
+        let r = send("ollama-chat", true).unwrap();
+        assert_eq!(r.url().as_str(), "http://localhost:1/api/chat");
+        assert_eq!(r.headers()["accept"], "application/x-ndjson");
+        assert_eq!(r.headers()["authorization"], "Bearer test-key");
+        let r = send("openai-chat", true).unwrap();
+        assert_eq!(r.url().as_str(), "http://localhost:1/v1/chat/completions");
+        assert_eq!(r.headers()["accept"], "text/event-stream");
+        let e = send("gemini", false).unwrap_err();
         assert_eq!(e.kind, ErrorKind::IncompatibleComponents);
-        let bad = ProviderConfig {
+        let bad = HttpSettings {
             base_url: Some("http://h:x".into()),
-            ..c
+            ..s
         };
-        let e = OllamaProvider::from_config("o", &bad).err().unwrap();
+        let e = create("o", &bad).err().unwrap();
         assert!(
             e.message.contains("service_providers.o.base_url"),
             "{}",

@@ -174,10 +174,16 @@ impl Session {
             "CreateServiceProvider" => {
                 let p: CreateServiceProviderParams = params(p)?;
                 let mut settings = p.settings;
-                settings.insert("kind".into(), Value::String(p.kind));
-                let c: crate::config::ProviderConfig =
-                    serde_json::from_value(Value::Object(settings))
-                        .map_err(|e| Error::invalid_params(format!("invalid settings: {e}")))?;
+                // The kind is the parameter's, whatever the settings say.
+                settings.remove("kind");
+                let c = crate::config::ProviderConfig::from_settings(&p.kind, settings).map_err(
+                    |e| match e.kind {
+                        ErrorKind::InvalidParams => {
+                            Error::invalid_params(format!("invalid settings: {}", e.message))
+                        }
+                        _ => e,
+                    },
+                )?;
                 fw.registry
                     .create_provider(&p.name, &c, crate::registry::Origin::Runtime)?;
                 ok(json!({}))

@@ -1,0 +1,443 @@
+//! `[service_providers.NAME]`: the settings of one provider instance, a struct per kind, told
+//! apart by `kind`.
+//!
+//! This module owns those shapes and the check that refuses a setting the kind does not take,
+//! naming the kind and the settings it does take. It must never look a key up (that is
+//! `secrets`) nor build a provider (that is `provider::kinds`).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{is_secret_header, MASK};
+use crate::error::{Error, ErrorKind, Result};
+
+/// One configured transport: its `kind` and that kind's settings.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "kind")]
+#[schemars(transform = no_other_settings)]
+pub enum ProviderConfig {
+    /// OpenAI and every OpenAI-compatible server.
+    #[serde(rename = "openai")]
+    OpenAi(HttpSettings),
+    /// Anthropic's API.
+    #[serde(rename = "anthropic")]
+    Anthropic(HttpSettings),
+    /// An Ollama server.
+    #[serde(rename = "ollama")]
+    Ollama(HttpSettings),
+    /// Google's Gemini API.
+    #[serde(rename = "gemini")]
+    Gemini(HttpSettings),
+    /// Azure OpenAI deployments.
+    #[serde(rename = "azure-openai")]
+    AzureOpenAi(AzureSettings),
+    /// Any HTTP endpoint; the body comes from an `http-template` model configuration.
+    #[serde(rename = "http")]
+    Http(ConnectorSettings),
+    /// Amazon Bedrock Runtime.
+    #[serde(rename = "bedrock")]
+    Bedrock(BedrockSettings),
+    /// A GGUF model run in-process by llama.cpp.
+    #[serde(rename = "local")]
+    Local(LocalSettings),
+}
+
+/// The settings every HTTP kind takes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct HttpSettings {
+    /// The endpoint's base URL, such as `https://api.openai.com/v1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The key itself. Prefer the keyring (`genai keys set NAME`) or `api_key_env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// The environment variable that holds the key (default: the kind's usual one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// A shell command that prints the key on stdout, such as `pass show openai`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_cmd: Option<String>,
+    /// The model id used when a conversation names only this provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+    /// Seconds allowed to open the connection (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_timeout_secs: Option<f64>,
+    /// Seconds allowed for a whole request, streaming included (default 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<f64>,
+    /// Seconds allowed between two reads of the response (default 120).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_timeout_secs: Option<f64>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Retries after a connect error, 429 or 5xx, before the answer starts (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// Seconds that attempts and waits between them may take together (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_budget_secs: Option<f64>,
+}
+
+/// Kind `azure-openai`: the HTTP settings, the API version and the deployment.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct AzureSettings {
+    #[serde(flatten)]
+    pub http: HttpSettings,
+    /// The `api-version` query parameter (default `OPENAI_API_VERSION`, else 2024-10-21); `v1`
+    /// uses the version-less `/openai/v1/` API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// The deployment that serves every model of this instance (default: the model id is the
+    /// deployment name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<String>,
+}
+
+/// Kind `bedrock`: the HTTP settings (`api_key`: a Bedrock API key), the region and the AWS
+/// profile.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct BedrockSettings {
+    #[serde(flatten)]
+    pub http: HttpSettings,
+    /// The cloud region, such as `us-east-1` (default: `AWS_REGION`, `AWS_DEFAULT_REGION`, then
+    /// the profile's region in `~/.aws/config`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// The profile of the shared AWS credentials and config files (default: `AWS_PROFILE`,
+    /// then `default`). When set, it wins over `AWS_ACCESS_KEY_ID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+/// Kind `http`: the HTTP settings (`base_url`: the whole URL, with placeholders), the method,
+/// named credentials and the framing of a stream.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ConnectorSettings {
+    #[serde(flatten)]
+    pub http: HttpSettings,
+    /// The HTTP method of the request (default `POST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Named credentials for `${credential.NAME}` in the URL, headers and body (`api_key`,
+    /// `api_key_env` and `api_key_cmd` give the one named `api_key`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub credentials: BTreeMap<String, CredentialConfig>,
+    /// How a streamed answer is framed, `sse` or `ndjson` (default: from its Content-Type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_framing: Option<String>,
+}
+
+/// `[service_providers.NAME.credentials.CRED]`: where one credential comes from, looked up like
+/// an API key: `env`, then the OS keyring (user `NAME.CRED`), then `cmd`, then `value`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialConfig {
+    /// The environment variable that holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
+    /// A shell command that prints it on stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmd: Option<String>,
+    /// The value itself. Prefer the keyring (`genai keys set NAME.CRED`) or `env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+/// Kind `local`: the model and how the engine runs it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct LocalSettings {
+    /// The model used when a conversation names none, read like `model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+    /// The model, a name in the models folder or a path to a `.gguf` file (default: the
+    /// models folder's default model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Threads for prompt evaluation and generation (default: one per core; more threads than
+    /// cores makes generation much slower).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    /// The context size in tokens of each slot, `n_ctx` (default 4096, capped by what the model
+    /// was trained for). A prompt that does not fit is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_size: Option<u32>,
+    /// How many contexts (slots) keep their KV cache between requests, so that that many
+    /// conversations continue without evaluating their history again (default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u32>,
+}
+
+impl ProviderConfig {
+    /// Every kind, in the order they are listed to people.
+    pub const KINDS: [&'static str; 8] = [
+        "openai",
+        "anthropic",
+        "ollama",
+        "gemini",
+        "azure-openai",
+        "http",
+        "bedrock",
+        "local",
+    ];
+
+    /// The kind's name, as written in `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderConfig::OpenAi(_) => "openai",
+            ProviderConfig::Anthropic(_) => "anthropic",
+            ProviderConfig::Ollama(_) => "ollama",
+            ProviderConfig::Gemini(_) => "gemini",
+            ProviderConfig::AzureOpenAi(_) => "azure-openai",
+            ProviderConfig::Http(_) => "http",
+            ProviderConfig::Bedrock(_) => "bedrock",
+            ProviderConfig::Local(_) => "local",
+        }
+    }
+
+    /// The settings of a kind, checked: an unknown kind is an `UnknownComponent` error naming
+    /// the known kinds; a setting the kind does not take, or a value of the wrong type, is an
+    /// `InvalidParams` error (`` `model` is not a setting of kind openai; accepted: ... ``).
+    pub fn from_settings(kind: &str, settings: Map<String, Value>) -> Result<ProviderConfig> {
+        let s = settings;
+        match kind {
+            "openai" => settings_of(kind, s).map(ProviderConfig::OpenAi),
+            "anthropic" => settings_of(kind, s).map(ProviderConfig::Anthropic),
+            "ollama" => settings_of(kind, s).map(ProviderConfig::Ollama),
+            "gemini" => settings_of(kind, s).map(ProviderConfig::Gemini),
+            "azure-openai" => settings_of(kind, s).map(ProviderConfig::AzureOpenAi),
+            "http" => settings_of(kind, s).map(ProviderConfig::Http),
+            "bedrock" => settings_of(kind, s).map(ProviderConfig::Bedrock),
+            "local" => settings_of(kind, s).map(ProviderConfig::Local),
+            other => Err(Error::new(
+                ErrorKind::UnknownComponent,
+                format!(
+                    "unknown provider kind `{other}`; known: {}",
+                    Self::KINDS.join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// A table as written in the config file: `kind` and the kind's settings.
+    pub fn from_table(mut table: Map<String, Value>) -> Result<ProviderConfig> {
+        let kind = match table.remove("kind") {
+            Some(Value::String(kind)) => kind,
+            Some(_) => return Err(Error::invalid_params("`kind` is not a string")),
+            None => return Err(Error::invalid_params("missing field `kind`")),
+        };
+        ProviderConfig::from_settings(&kind, table)
+    }
+
+    /// Replaces every secret (the key, a credential's value, a secret header) by [`MASK`].
+    pub fn mask_secrets(&mut self) {
+        let http = match self {
+            ProviderConfig::OpenAi(s)
+            | ProviderConfig::Anthropic(s)
+            | ProviderConfig::Ollama(s)
+            | ProviderConfig::Gemini(s) => s,
+            ProviderConfig::AzureOpenAi(s) => &mut s.http,
+            ProviderConfig::Bedrock(s) => &mut s.http,
+            ProviderConfig::Http(s) => {
+                for credential in s.credentials.values_mut() {
+                    if credential.value.is_some() {
+                        credential.value = Some(MASK.to_string());
+                    }
+                }
+                &mut s.http
+            }
+            ProviderConfig::Local(_) => return,
+        };
+        if http.api_key.is_some() {
+            http.api_key = Some(MASK.to_string());
+        }
+        for (name, value) in http.headers.iter_mut() {
+            if is_secret_header(name) {
+                *value = MASK.to_string();
+            }
+        }
+    }
+}
+
+/// In the JSON Schema too, a kind takes its own settings and no other.
+fn no_other_settings(schema: &mut schemars::Schema) {
+    if let Some(Value::Array(kinds)) = schema.get_mut("oneOf") {
+        for kind in kinds.iter_mut().filter_map(Value::as_object_mut) {
+            kind.insert("unevaluatedProperties".into(), Value::Bool(false));
+        }
+    }
+}
+
+/// The settings of one kind, after refusing any the kind does not take.
+fn settings_of<T: DeserializeOwned + JsonSchema>(
+    kind: &str,
+    settings: Map<String, Value>,
+) -> Result<T> {
+    let accepted = setting_names::<T>();
+    if let Some(unknown) = settings.keys().find(|k| !accepted.contains(k)) {
+        return Err(Error::invalid_params(format!(
+            "`{unknown}` is not a setting of kind {kind}; accepted: {}",
+            accepted.join(", ")
+        )));
+    }
+    serde_json::from_value(Value::Object(settings))
+        .map_err(|e| Error::invalid_params(e.to_string()))
+}
+
+/// The settings a struct takes, flattened ones included: the properties of its JSON Schema,
+/// the one description of the config file's shape.
+fn setting_names<T: JsonSchema>() -> Vec<String> {
+    let schema = schemars::schema_for!(T);
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// `[service_providers]`: every table checked by [`ProviderConfig::from_table`], its errors
+/// prefixed with `service_providers.NAME`.
+pub(super) fn deserialize_providers<'de, D>(
+    d: D,
+) -> std::result::Result<BTreeMap<String, ProviderConfig>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let tables = BTreeMap::<String, Map<String, Value>>::deserialize(d)?;
+    tables
+        .into_iter()
+        .map(|(name, table)| match ProviderConfig::from_table(table) {
+            Ok(c) => Ok((name, c)),
+            Err(e) => Err(serde::de::Error::custom(format!(
+                "service_providers.{name}: {}",
+                e.message
+            ))),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::Config;
+
+    fn refusal(toml: &str) -> String {
+        Config::parse(toml).unwrap_err().message
+    }
+
+    #[test]
+    fn a_setting_of_another_kind_is_refused_naming_the_kind_and_its_settings() {
+        let m = refusal("[service_providers.x]\nkind = 'openai'\nmodel = 'gpt-4o'");
+        assert_eq!(
+            m,
+            "service_providers.x: `model` is not a setting of kind openai; accepted: api_key, \
+             api_key_cmd, api_key_env, base_url, connect_timeout_secs, default_model, headers, \
+             max_retries, read_timeout_secs, retry_budget_secs, timeout_secs"
+        );
+        let m = refusal("[service_providers.b]\nkind = 'bedrock'\nthreads = 2");
+        assert!(
+            m.starts_with(
+                "service_providers.b: `threads` is not a setting of kind bedrock; accepted: "
+            ),
+            "{m}"
+        );
+        assert!(m.contains("profile") && m.contains("region"), "{m}");
+        let m = refusal("[service_providers.l]\nkind = 'local'\nbase_url = 'http://x'");
+        assert_eq!(
+            m,
+            "service_providers.l: `base_url` is not a setting of kind local; accepted: \
+             context_size, default_model, model, slots, threads"
+        );
+        let m = refusal("[service_providers.a]\nkind = 'azure-openai'\nregion = 'eu'");
+        assert!(m.contains("accepted: api_key"), "{m}");
+        assert!(m.contains("api_version") && m.contains("deployment"), "{m}");
+        let m = refusal("[service_providers.o]\nkind = 'openai'\nmax_retries = 'x'");
+        assert!(m.starts_with("service_providers.o: invalid type"), "{m}");
+        let m = refusal(
+            "[service_providers.h]\nkind = 'http'\n[service_providers.h.credentials.t]\nvalu = 'x'",
+        );
+        assert!(m.contains("unknown field `valu`"), "{m}");
+    }
+
+    #[test]
+    fn an_unknown_kind_names_the_known_kinds() {
+        let m = refusal("[service_providers.x]\nkind = 'nope'");
+        assert_eq!(
+            m,
+            "service_providers.x: unknown provider kind `nope`; known: openai, anthropic, \
+             ollama, gemini, azure-openai, http, bedrock, local"
+        );
+        let e = ProviderConfig::from_settings("nope", Map::new()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::UnknownComponent);
+        let settings = json!({"model": "x"}).as_object().unwrap().clone();
+        let e = ProviderConfig::from_settings("openai", settings).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidParams);
+        assert!(refusal("[service_providers.x]\nbase_url = 'http://x'").contains("`kind`"));
+    }
+
+    #[test]
+    fn the_schema_refuses_a_setting_of_another_kind_too() {
+        let schema = serde_json::to_value(schemars::schema_for!(Config)).unwrap();
+        let validator = jsonschema::draft202012::new(&schema).unwrap();
+        let config = |provider: Value| json!({"service_providers": {"x": provider}});
+        let ok = json!({"kind": "azure-openai", "base_url": "https://r", "deployment": "d"});
+        assert!(validator.is_valid(&config(ok)));
+        let local = json!({"kind": "local", "model": "m", "threads": 2});
+        assert!(validator.is_valid(&config(local)));
+        assert!(!validator.is_valid(&config(json!({"kind": "openai", "model": "m"}))));
+        assert!(!validator.is_valid(&config(json!({"kind": "nope"}))));
+    }
+
+    #[test]
+    fn every_kind_is_written_as_its_name() {
+        for kind in ProviderConfig::KINDS {
+            let c = ProviderConfig::from_settings(kind, Map::new()).unwrap();
+            assert_eq!(c.kind(), kind);
+            assert_eq!(serde_json::to_value(&c).unwrap(), json!({"kind": kind}));
+        }
+    }
+
+    #[test]
+    fn settings_keep_their_meaning_and_show_masked() {
+        let c = Config::parse(
+            r#"
+            [service_providers.az]
+            kind = "azure-openai"
+            base_url = "https://r.openai.azure.com"
+            api_key = "az-very-secret"
+            deployment = "prod"
+            timeout_secs = 5
+            headers = { Authorization = "Bearer hdr-secret" }
+            [service_providers.l]
+            kind = "local"
+            model = "gemma"
+            threads = 2
+            "#,
+        )
+        .unwrap();
+        let ProviderConfig::AzureOpenAi(az) = &c.service_providers["az"] else {
+            panic!("kind azure-openai")
+        };
+        assert_eq!(az.deployment.as_deref(), Some("prod"));
+        assert_eq!(az.http.timeout_secs, Some(5.0));
+        let ProviderConfig::Local(l) = &c.service_providers["l"] else {
+            panic!("kind local")
+        };
+        assert_eq!((l.model.as_deref(), l.threads), (Some("gemma"), Some(2)));
+        let shown = c.masked_toml();
+        assert!(
+            !shown.contains("az-very-secret") && !shown.contains("hdr-secret"),
+            "{shown}"
+        );
+        assert!(shown.contains("kind = \"azure-openai\""), "{shown}");
+        let again = Config::parse(&shown).unwrap();
+        assert_eq!(again.service_providers["l"].kind(), "local");
+    }
+}

@@ -1,0 +1,380 @@
+//! The provider kinds: a row per HTTP kind saying, as data, what sets it apart (the formats it
+//! sends and the path of each, how it authenticates, where its key and base URL come from, its
+//! default model and image limit), and the registration of every kind (the HTTP ones and
+//! `local`) with the factory that builds an instance from its settings.
+//!
+//! It owns that table. It must never send a request (`remote` does, with the hooks of the few
+//! kinds that differ) nor keep named instances (the registry does).
+
+use std::sync::Arc;
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use serde::Serialize;
+
+use super::remote::{HttpProvider, Plain};
+use super::{anthropic, azure_openai, bedrock, http_connector, local, ollama, ServiceProvider};
+use crate::config::ProviderConfig;
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{bedrock_converse, claude_messages, gemini, http_template};
+use crate::model::{ollama_chat, openai_chat};
+
+/// Builds a provider instance from its name and settings.
+pub type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServiceProvider>>;
+
+/// A registered provider kind, as `ListComponents` shows it.
+#[derive(Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderKind {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// The model formats this kind can send.
+    pub formats: Vec<&'static str>,
+    /// The format of an ad-hoc model configuration (`provider:model`).
+    pub default_format: &'static str,
+    #[serde(skip)]
+    pub factory: ProviderFactory,
+}
+
+/// What sets one HTTP kind apart from the others.
+pub struct HttpKind {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// The formats it sends, each with its path; the first is the default format.
+    pub routes: &'static [Route],
+    pub auth: Auth,
+    /// The variable that holds the key when `api_key_env` is not set.
+    pub key_env: Option<&'static str>,
+    /// Read instead when `key_env` is empty and this one is not, as the vendor's SDKs do.
+    pub fallback_key_env: Option<&'static str>,
+    /// The variable that gives the base URL when `base_url` is not set.
+    pub base_url_env: Option<&'static str>,
+    /// The base URL when neither gives one (`None`: it must be configured).
+    pub default_base_url: Option<&'static str>,
+    /// Whether the paths start with the API version (`/v1`, `/v1beta`) that a base URL ending
+    /// in a version of its own replaces.
+    pub versioned_base: bool,
+    /// How the model id is written where a path says `{model}`.
+    pub model_in_path: ModelInPath,
+    pub default_model: Option<&'static str>,
+    /// The largest inline image, in bytes, the vendor's endpoint takes.
+    pub max_image_bytes: Option<usize>,
+    /// Whether another base URL than the default reaches other servers that merely speak the
+    /// API: there the key is optional and no image limit is known.
+    pub compatible_servers: bool,
+}
+
+/// One format a kind sends, and where.
+#[derive(Debug)]
+pub struct Route {
+    pub format: &'static str,
+    /// Appended to the base URL; `{model}` stands for the model id.
+    pub path: &'static str,
+    /// The path of a streamed request, where it differs.
+    pub stream_path: Option<&'static str>,
+    /// The `Accept` of a streamed request.
+    pub stream_accept: &'static str,
+}
+
+/// How a kind sends its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer KEY`; without a key nothing is sent, unless `required`.
+    Bearer { required: bool },
+    /// The key in a header of its own; always required.
+    Header(&'static str),
+    /// A Bedrock API key as a bearer token, else AWS Signature V4 (the `bedrock` hooks).
+    SigV4,
+    /// Named credentials placed by the URL, header and body templates (the `http` hooks).
+    Template,
+}
+
+/// How a model id is written into a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelInPath {
+    /// Percent-encoded into one segment, so that an ARN with `/` and `:` stays one.
+    Escaped,
+    /// As given, without a leading `models/`; an id with `/`, `?`, `#`, `:` or a space is
+    /// refused as not an id of the vendor named here.
+    Checked(&'static str),
+}
+
+const SSE: &str = "text/event-stream";
+const NDJSON: &str = "application/x-ndjson";
+
+pub const OPENAI: HttpKind = HttpKind {
+    name: "openai",
+    description:
+        "OpenAI and any OpenAI-compatible server (base_url, OPENAI_BASE_URL, OPENAI_API_KEY)",
+    routes: &[Route {
+        format: openai_chat::FORMAT,
+        path: "/chat/completions",
+        stream_path: None,
+        stream_accept: SSE,
+    }],
+    auth: Auth::Bearer { required: true },
+    key_env: Some("OPENAI_API_KEY"),
+    fallback_key_env: None,
+    base_url_env: Some("OPENAI_BASE_URL"),
+    default_base_url: Some("https://api.openai.com/v1"),
+    versioned_base: false,
+    model_in_path: ModelInPath::Escaped,
+    default_model: Some("gpt-4o-mini"),
+    max_image_bytes: Some(20_000_000),
+    compatible_servers: true,
+};
+
+pub const ANTHROPIC: HttpKind = HttpKind {
+    name: "anthropic",
+    description: "Anthropic's API (base_url, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY)",
+    routes: &[Route {
+        format: claude_messages::FORMAT,
+        path: "/v1/messages",
+        stream_path: None,
+        stream_accept: SSE,
+    }],
+    auth: Auth::Header("x-api-key"),
+    key_env: Some("ANTHROPIC_API_KEY"),
+    fallback_key_env: None,
+    base_url_env: Some("ANTHROPIC_BASE_URL"),
+    default_base_url: Some("https://api.anthropic.com"),
+    versioned_base: true,
+    model_in_path: ModelInPath::Escaped,
+    default_model: Some("claude-sonnet-4-5"),
+    // Anthropic refuses an image whose base64 data exceeds 5 MB (5,242,880 characters,
+    // https://docs.anthropic.com/en/docs/build-with-claude/vision); images are counted in
+    // decoded bytes, so the limit is the bytes that encode to 5 MB.
+    max_image_bytes: Some(5 * 1024 * 1024 / 4 * 3),
+    compatible_servers: false,
+};
+
+pub const OLLAMA: HttpKind = HttpKind {
+    name: "ollama",
+    description: "An Ollama server (base_url or OLLAMA_HOST, default http://127.0.0.1:11434; no key needed, OLLAMA_API_KEY sent as a bearer token if set)",
+    routes: &[
+        Route {
+            format: ollama_chat::FORMAT,
+            path: "/api/chat",
+            stream_path: None,
+            stream_accept: NDJSON,
+        },
+        Route {
+            format: openai_chat::FORMAT,
+            path: "/v1/chat/completions",
+            stream_path: None,
+            stream_accept: SSE,
+        },
+    ],
+    auth: Auth::Bearer { required: false },
+    key_env: Some("OLLAMA_API_KEY"),
+    fallback_key_env: None,
+    base_url_env: Some(ollama::HOST_ENV),
+    default_base_url: Some("http://127.0.0.1:11434"),
+    versioned_base: false,
+    model_in_path: ModelInPath::Escaped,
+    default_model: Some("llama3.2"),
+    max_image_bytes: None,
+    compatible_servers: false,
+};
+
+pub const GEMINI: HttpKind = HttpKind {
+    name: "gemini",
+    description: "Google's Gemini API (base_url or GEMINI_BASE_URL; GEMINI_API_KEY or GOOGLE_API_KEY, sent as x-goog-api-key)",
+    routes: &[Route {
+        format: gemini::FORMAT,
+        path: "/v1beta/models/{model}:generateContent",
+        stream_path: Some("/v1beta/models/{model}:streamGenerateContent?alt=sse"),
+        stream_accept: SSE,
+    }],
+    // In a header, never in the URL (where proxies and logs would keep it).
+    auth: Auth::Header("x-goog-api-key"),
+    key_env: Some("GEMINI_API_KEY"),
+    fallback_key_env: Some("GOOGLE_API_KEY"),
+    base_url_env: Some("GEMINI_BASE_URL"),
+    default_base_url: Some("https://generativelanguage.googleapis.com"),
+    versioned_base: true,
+    model_in_path: ModelInPath::Checked("Gemini"),
+    default_model: Some("gemini-2.5-flash"),
+    // A request with inline data may be 20 MB in all
+    // (https://ai.google.dev/gemini-api/docs/image-understanding); base64 makes 15 MB of
+    // image about 20 MB of request.
+    max_image_bytes: Some(15_000_000),
+    compatible_servers: false,
+};
+
+pub const AZURE_OPENAI: HttpKind = HttpKind {
+    name: "azure-openai",
+    description: "Azure OpenAI deployments (base_url or AZURE_OPENAI_ENDPOINT, deployment, api_version or OPENAI_API_VERSION, AZURE_OPENAI_API_KEY)",
+    routes: &[Route {
+        format: openai_chat::FORMAT,
+        // `/openai/v1/chat/completions` when `api_version = "v1"` (the `azure-openai` hooks).
+        path: "/openai/deployments/{deployment}/chat/completions?api-version={api_version}",
+        stream_path: None,
+        stream_accept: SSE,
+    }],
+    auth: Auth::Header("api-key"),
+    key_env: Some("AZURE_OPENAI_API_KEY"),
+    fallback_key_env: None,
+    base_url_env: Some(azure_openai::ENDPOINT_ENV),
+    default_base_url: None,
+    versioned_base: false,
+    model_in_path: ModelInPath::Escaped,
+    default_model: None,
+    // As OpenAI.
+    max_image_bytes: Some(20_000_000),
+    compatible_servers: false,
+};
+
+pub const HTTP: HttpKind = HttpKind {
+    name: "http",
+    description: "Any HTTP endpoint: base_url, method, headers, credentials; the body comes from an http-template model configuration",
+    routes: &[Route {
+        format: http_template::FORMAT,
+        // `base_url` is the whole URL.
+        path: "",
+        stream_path: None,
+        stream_accept: "text/event-stream, application/x-ndjson",
+    }],
+    auth: Auth::Template,
+    key_env: None,
+    fallback_key_env: None,
+    base_url_env: None,
+    default_base_url: None,
+    versioned_base: false,
+    model_in_path: ModelInPath::Escaped,
+    default_model: None,
+    max_image_bytes: None,
+    compatible_servers: false,
+};
+
+pub const BEDROCK: HttpKind = HttpKind {
+    name: "bedrock",
+    description:
+        "Amazon Bedrock Runtime (region, profile; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
+    routes: &[
+        Route {
+            format: bedrock_converse::FORMAT,
+            path: "/model/{model}/converse",
+            stream_path: Some("/model/{model}/converse-stream"),
+            stream_accept: super::aws::event_stream::CONTENT_TYPE,
+        },
+        Route {
+            format: claude_messages::FORMAT,
+            path: "/model/{model}/invoke",
+            stream_path: Some("/model/{model}/invoke-with-response-stream"),
+            stream_accept: super::aws::event_stream::CONTENT_TYPE,
+        },
+    ],
+    auth: Auth::SigV4,
+    // A Bedrock API key, a bearer token that replaces SigV4.
+    key_env: Some("AWS_BEARER_TOKEN_BEDROCK"),
+    fallback_key_env: None,
+    // Without `base_url`: AWS_ENDPOINT_URL_BEDROCK_RUNTIME, AWS_ENDPOINT_URL, else the
+    // region's endpoint, found per request (the `bedrock` hooks).
+    base_url_env: None,
+    default_base_url: None,
+    versioned_base: false,
+    model_in_path: ModelInPath::Escaped,
+    default_model: Some("anthropic.claude-3-haiku-20240307-v1:0"),
+    // Converse `Message.content`: "Each image's size, height, and width must be no more than
+    // 3.75 MB, 8000 px, and 8000 px".
+    max_image_bytes: Some(3_750_000),
+    compatible_servers: false,
+};
+
+/// Every HTTP kind, in the order `ListComponents` lists them.
+pub const HTTP_KINDS: [&HttpKind; 7] = [
+    &OPENAI,
+    &ANTHROPIC,
+    &OLLAMA,
+    &GEMINI,
+    &AZURE_OPENAI,
+    &HTTP,
+    &BEDROCK,
+];
+
+/// Everything but RFC 3986's unreserved characters.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+impl HttpKind {
+    /// The formats it sends, the default first.
+    pub fn formats(&self) -> Vec<&'static str> {
+        self.routes.iter().map(|r| r.format).collect()
+    }
+
+    /// The route of a format. The registry lets only a kind's formats reach its instances, so
+    /// this is the one place that refuses another, for every kind.
+    pub fn route(&self, format: &str) -> Result<&'static Route> {
+        self.routes
+            .iter()
+            .find(|r| r.format == format)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::IncompatibleComponents,
+                    format!(
+                        "provider kind {} cannot send the {format} format; it sends {}",
+                        self.name,
+                        self.formats().join(", ")
+                    ),
+                )
+            })
+    }
+
+    /// The model id as written where a path says `{model}`.
+    pub fn model_in_path(&self, model: &str) -> Result<String> {
+        match self.model_in_path {
+            ModelInPath::Escaped => Ok(utf8_percent_encode(model, SEGMENT).to_string()),
+            ModelInPath::Checked(vendor) => {
+                let model = model.trim().trim_start_matches("models/");
+                if model.is_empty() || model.contains(['/', '?', '#', ' ', ':']) {
+                    return Err(Error::invalid_params(format!(
+                        "`{model}` is not a {vendor} model id (such as {})",
+                        self.default_model.unwrap_or("its default model")
+                    )));
+                }
+                Ok(model.to_string())
+            }
+        }
+    }
+}
+
+/// Every kind, as the registry registers them: the HTTP kinds, then `local`.
+pub fn registrations() -> Vec<ProviderKind> {
+    let http = HTTP_KINDS.iter().map(|k| ProviderKind {
+        name: k.name,
+        description: k.description,
+        formats: k.formats(),
+        default_format: k.routes[0].format,
+        factory: create,
+    });
+    let local = ProviderKind {
+        name: local::KIND,
+        description:
+            "A GGUF model run in-process by llama.cpp (model, threads, context_size, slots)",
+        formats: vec![openai_chat::FORMAT],
+        default_format: openai_chat::FORMAT,
+        factory: create,
+    };
+    http.chain([local]).collect()
+}
+
+/// Builds an instance of the kind its settings are of.
+pub fn create(name: &str, c: &ProviderConfig) -> Result<Arc<dyn ServiceProvider>> {
+    Ok(match c {
+        ProviderConfig::OpenAi(s) => {
+            Arc::new(HttpProvider::from_settings(&OPENAI, name, s, Plain)?)
+        }
+        ProviderConfig::Anthropic(s) => Arc::new(anthropic::create(name, s)?),
+        ProviderConfig::Ollama(s) => Arc::new(ollama::create(name, s)?),
+        ProviderConfig::Gemini(s) => {
+            Arc::new(HttpProvider::from_settings(&GEMINI, name, s, Plain)?)
+        }
+        ProviderConfig::AzureOpenAi(s) => Arc::new(azure_openai::create(name, s)?),
+        ProviderConfig::Http(s) => Arc::new(http_connector::create(name, s)?),
+        ProviderConfig::Bedrock(s) => Arc::new(bedrock::create(name, s)?),
+        ProviderConfig::Local(s) => local::create(name, s)?,
+    })
+}

@@ -1,0 +1,485 @@
+//! An instance of an HTTP kind: what every one has (its row of the kinds table, its name, base
+//! URL, key, configured headers and transport) and the plain exchange: POST the format's body
+//! to the route's URL with the kind's key, and hand the answer to the transport to frame. A
+//! kind that differs says how in its [`Hooks`], in its own file.
+//!
+//! It owns building and sending that request. It must never read a body (formats do), retry
+//! or frame an answer itself (`http` does), nor put a key in a URL, a log line or an error.
+
+use std::borrow::Cow;
+
+use async_trait::async_trait;
+use reqwest::RequestBuilder;
+use serde_json::Value;
+
+use super::http::Http;
+use super::kinds::{Auth, HttpKind, Route};
+use super::lazy_key::LazyKey;
+use super::{ProviderResponse, ServiceProvider};
+use crate::config::HttpSettings;
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::ModelRequest;
+use crate::secrets::{KeySource, Secret};
+
+/// What every instance of an HTTP kind has.
+pub struct Endpoint {
+    pub kind: &'static HttpKind,
+    pub name: String,
+    /// Trimmed, without a trailing `/`. Empty for a Bedrock instance without `base_url`, whose
+    /// endpoint is found per request.
+    pub base_url: String,
+    pub key: LazyKey,
+    /// The configured headers, sent with every request.
+    pub headers: Vec<(String, String)>,
+    pub default_model: Option<String>,
+    pub http: Http,
+}
+
+/// One request on its way: the instance's endpoint, the route of its format, the request.
+pub struct Call<'a> {
+    pub endpoint: &'a Endpoint,
+    pub route: &'static Route,
+    pub request: &'a ModelRequest,
+}
+
+/// One request, ready to send.
+pub struct Prepared<'a> {
+    /// Without credentials: it is shown in errors.
+    pub url: String,
+    pub body: Cow<'a, Value>,
+    /// The kind's own headers; each replaces a configured header of the same name.
+    pub headers: Vec<(&'static str, String)>,
+}
+
+/// Where a kind's exchange differs from the plain one. Each method's default is the plain
+/// behaviour.
+#[async_trait]
+pub trait Hooks: Send + Sync {
+    /// The URL, body and headers of a request.
+    fn prepare<'a>(&self, call: &Call<'a>) -> Result<Prepared<'a>> {
+        Ok(Prepared {
+            url: call.url(&call.endpoint.base_url)?,
+            body: Cow::Borrowed(&call.request.body),
+            headers: Vec::new(),
+        })
+    }
+
+    /// Sends a request and brings the answer back.
+    async fn send(&self, call: &Call<'_>) -> Result<ProviderResponse> {
+        call.send(self.prepare(call)?).await
+    }
+}
+
+/// The plain exchange, for a kind its table row says everything about.
+pub struct Plain;
+
+impl Hooks for Plain {}
+
+/// A configured HTTP transport: its endpoint and its kind's hooks.
+pub struct HttpProvider {
+    endpoint: Endpoint,
+    hooks: Box<dyn Hooks>,
+}
+
+impl HttpProvider {
+    pub fn new(endpoint: Endpoint, hooks: impl Hooks + 'static) -> HttpProvider {
+        HttpProvider {
+            endpoint,
+            hooks: Box::new(hooks),
+        }
+    }
+
+    /// An instance whose base URL is found the usual way ([`base_url`]).
+    pub fn from_settings(
+        kind: &'static HttpKind,
+        name: &str,
+        s: &HttpSettings,
+        hooks: impl Hooks + 'static,
+    ) -> Result<HttpProvider> {
+        let base = base_url(kind, name, s)?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Config,
+                format!(
+                    "service_providers.{name}: the {} kind needs `base_url`",
+                    kind.name
+                ),
+            )
+        })?;
+        Ok(HttpProvider::new(
+            Endpoint::new(kind, name, s, base)?,
+            hooks,
+        ))
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    pub fn hooks(&self) -> &dyn Hooks {
+        self.hooks.as_ref()
+    }
+}
+
+#[async_trait]
+impl ServiceProvider for HttpProvider {
+    fn kind(&self) -> &'static str {
+        self.endpoint.kind.name
+    }
+
+    fn name(&self) -> &str {
+        &self.endpoint.name
+    }
+
+    fn default_model(&self) -> Option<&str> {
+        self.endpoint.default_model.as_deref()
+    }
+
+    fn max_image_bytes(&self) -> Option<usize> {
+        if self.endpoint.other_server() {
+            return None;
+        }
+        self.endpoint.kind.max_image_bytes
+    }
+
+    async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
+        let call = Call {
+            endpoint: &self.endpoint,
+            route: self.endpoint.kind.route(request.format)?,
+            request,
+        };
+        self.hooks.send(&call).await
+    }
+}
+
+/// The base URL from `base_url`, else the kind's variable, else its default, checked; `None`
+/// when none of them gives one.
+pub fn base_url(kind: &HttpKind, name: &str, s: &HttpSettings) -> Result<Option<String>> {
+    s.base_url
+        .clone()
+        .or_else(|| kind.base_url_env.and_then(env))
+        .or_else(|| kind.default_base_url.map(str::to_string))
+        .map(|url| checked_url(name, &url))
+        .transpose()
+}
+
+/// A base URL trimmed, without a trailing `/`, and parsed.
+pub fn checked_url(name: &str, url: &str) -> Result<String> {
+    let url = url.trim().trim_end_matches('/').to_string();
+    reqwest::Url::parse(&url).map_err(|e| {
+        Error::new(
+            ErrorKind::Config,
+            format!("service_providers.{name}.base_url `{url}` is not a URL: {e}"),
+        )
+    })?;
+    Ok(url)
+}
+
+/// An environment variable's value, unless unset or blank.
+pub fn env(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Whether a URL's last segment names an API version (`v1`, `v1beta`, ...).
+fn names_version(url: &str) -> bool {
+    let last = url.rsplit('/').next().unwrap_or_default();
+    last.starts_with("v1") && last[2..].chars().all(|c| c.is_ascii_alphanumeric())
+}
+
+impl Endpoint {
+    /// What every instance of `kind` has, from its settings and the base URL the kind found.
+    pub fn new(
+        kind: &'static HttpKind,
+        name: &str,
+        s: &HttpSettings,
+        base_url: String,
+    ) -> Result<Endpoint> {
+        let key_env = s.api_key_env.clone().or_else(|| {
+            let fallback = kind
+                .fallback_key_env
+                .filter(|f| kind.key_env.and_then(env).is_none() && env(f).is_some());
+            fallback.or(kind.key_env).map(str::to_string)
+        });
+        Ok(Endpoint {
+            kind,
+            name: name.to_string(),
+            base_url,
+            key: LazyKey::new(KeySource {
+                instance: name.to_string(),
+                env_var: key_env,
+                command: s.api_key_cmd.clone(),
+                inline: s.api_key.clone(),
+            }),
+            headers: s
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            default_model: s
+                .default_model
+                .clone()
+                .or(kind.default_model.map(str::to_string)),
+            http: Http::from_config(name, s)?,
+        })
+    }
+
+    /// Whether the base URL is not the kind's own but another server speaking its API.
+    pub fn other_server(&self) -> bool {
+        self.kind.compatible_servers && Some(self.base_url.as_str()) != self.kind.default_base_url
+    }
+
+    pub fn has_header(&self, name: &str) -> bool {
+        self.headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(name))
+    }
+
+    /// The URL of a route: `base` and the route's path (its stream path for a stream), the
+    /// model id where the path says `{model}`. A base URL that names an API version keeps it
+    /// for a kind whose paths start with theirs.
+    pub fn url(&self, base: &str, route: &Route, request: &ModelRequest) -> Result<String> {
+        let mut path = match route.stream_path {
+            Some(p) if request.stream => p,
+            _ => route.path,
+        };
+        if self.kind.versioned_base && names_version(base) {
+            path = path[1..].find('/').map_or(path, |i| &path[i + 1..]);
+        }
+        if path.contains("{model}") {
+            let model = self.kind.model_in_path(&request.model)?;
+            return Ok(format!("{base}{}", path.replace("{model}", &model)));
+        }
+        Ok(format!("{base}{path}"))
+    }
+
+    /// The key the kind sends: an error that says where to put one when the endpoint always
+    /// needs one, else `None` when no source has one.
+    pub async fn key(&self) -> Result<Option<&Secret>> {
+        let required = match self.kind.auth {
+            Auth::Bearer { required } => required && !self.other_server(),
+            Auth::Header(_) => true,
+            Auth::SigV4 | Auth::Template => false,
+        };
+        if required {
+            return Ok(Some(self.key.require(self.kind.fallback_key_env).await?));
+        }
+        self.key.get().await
+    }
+
+    /// One attempt of a prepared request.
+    pub fn request(
+        &self,
+        client: &reqwest::Client,
+        route: &Route,
+        stream: bool,
+        prepared: &Prepared,
+        key: Option<&Secret>,
+    ) -> RequestBuilder {
+        let mut req = client.post(&prepared.url).json(&*prepared.body);
+        match (self.kind.auth, key) {
+            (Auth::Bearer { .. }, Some(key)) => req = req.bearer_auth(key.expose()),
+            (Auth::Header(name), Some(key)) => req = req.header(name, key.expose()),
+            // No key, or one the kind's hooks place themselves.
+            _ => {}
+        }
+        if stream {
+            req = req.header(reqwest::header::ACCEPT, route.stream_accept);
+        }
+        for (k, v) in &self.headers {
+            if !prepared
+                .headers
+                .iter()
+                .any(|(own, _)| k.eq_ignore_ascii_case(own))
+            {
+                req = req.header(k, v);
+            }
+        }
+        for (k, v) in &prepared.headers {
+            req = req.header(*k, v);
+        }
+        req
+    }
+}
+
+impl Call<'_> {
+    /// The URL on `base` ([`Endpoint::url`]).
+    pub fn url(&self, base: &str) -> Result<String> {
+        self.endpoint.url(base, self.route, self.request)
+    }
+
+    /// Sends a prepared request (with retries) and frames the answer.
+    pub async fn send(&self, prepared: Prepared<'_>) -> Result<ProviderResponse> {
+        let (e, stream) = (self.endpoint, self.request.stream);
+        let key = e.key().await?;
+        let url = &prepared.url;
+        let resp = e
+            .http
+            .send(url, |client| {
+                Ok(e.request(client, self.route, stream, &prepared, key))
+            })
+            .await?;
+        e.http.response(resp, url, stream).await
+    }
+}
+
+#[cfg(test)]
+pub mod testing {
+    use super::*;
+
+    /// The first attempt of a request as an instance would send it with the key `test-key`,
+    /// built but not sent.
+    pub fn first_request(
+        p: &HttpProvider,
+        format: &'static str,
+        model: &str,
+        stream: bool,
+        body: Value,
+    ) -> Result<reqwest::Request> {
+        let e = p.endpoint();
+        let request = ModelRequest {
+            format,
+            model: model.into(),
+            body,
+            stream,
+        };
+        let route = e.kind.route(format)?;
+        let call = Call {
+            endpoint: e,
+            route,
+            request: &request,
+        };
+        let prepared = p.hooks().prepare(&call)?;
+        let key = Secret::new("test-key");
+        let client = reqwest::Client::new();
+        let built = e
+            .request(&client, route, stream, &prepared, Some(&key))
+            .build();
+        Ok(built.expect("a request that builds"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::testing::first_request;
+    use super::*;
+    use crate::provider::kinds::{self, GEMINI, OPENAI};
+
+    fn plain(kind: &'static HttpKind, base_url: Option<&str>) -> HttpProvider {
+        let s = HttpSettings {
+            base_url: base_url.map(str::to_string),
+            api_key_env: Some("GENAI_TEST_NO_SUCH_VAR".into()),
+            ..Default::default()
+        };
+        HttpProvider::from_settings(kind, "p", &s, Plain).unwrap()
+    }
+
+    fn url(p: &HttpProvider, format: &'static str, model: &str, stream: bool) -> Result<String> {
+        Ok(first_request(p, format, model, stream, json!({}))?
+            .url()
+            .to_string())
+    }
+
+    #[test]
+    fn openai_sends_a_bearer_key_to_chat_completions() {
+        let p = plain(&OPENAI, Some("https://api.openai.com/v1/"));
+        let r = first_request(&p, "openai-chat", "m", true, json!({"model": "m"})).unwrap();
+        assert_eq!(
+            r.url().as_str(),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(r.headers()["authorization"], "Bearer test-key");
+        assert_eq!(r.headers()["accept"], "text/event-stream");
+        assert_eq!(r.headers()["content-type"], "application/json");
+        assert_eq!(p.default_model(), Some("gpt-4o-mini"));
+        assert_eq!(p.max_image_bytes(), Some(20_000_000));
+        assert!(!p.endpoint().other_server());
+
+        // Another server speaking the API: no key needed, no image limit known.
+        let p = plain(&OPENAI, Some("http://127.0.0.1:9/v1"));
+        assert!(p.endpoint().other_server());
+        assert_eq!(p.max_image_bytes(), None);
+        let r = first_request(&p, "openai-chat", "m", false, json!({})).unwrap();
+        assert_eq!(r.url().as_str(), "http://127.0.0.1:9/v1/chat/completions");
+        assert!(r.headers().get("accept").is_none());
+    }
+
+    #[test]
+    fn configured_headers_are_sent_and_the_kinds_own_win() {
+        let s = HttpSettings {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            headers: [("X-Team".to_string(), "blue".to_string())].into(),
+            ..Default::default()
+        };
+        let p = HttpProvider::from_settings(&OPENAI, "p", &s, Plain).unwrap();
+        let r = first_request(&p, "openai-chat", "m", false, json!({})).unwrap();
+        assert_eq!(r.headers()["x-team"], "blue");
+    }
+
+    #[test]
+    fn gemini_urls_name_the_model_and_never_the_key() {
+        let p = plain(&GEMINI, Some("https://generativelanguage.googleapis.com/"));
+        assert_eq!(
+            url(&p, "gemini", "gemini-2.0-flash", false).unwrap(),
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent"
+        );
+        assert_eq!(
+            url(&p, "gemini", "models/gemini-2.0-flash", true).unwrap(),
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse"
+        );
+        let v1 = plain(&GEMINI, Some("http://127.0.0.1:9/v1"));
+        assert_eq!(
+            url(&v1, "gemini", "m", false).unwrap(),
+            "http://127.0.0.1:9/v1/models/m:generateContent"
+        );
+        assert!(url(&p, "gemini", "a/b", false).is_err());
+        assert!(url(&p, "gemini", "m?key=x", false).is_err());
+        let r = first_request(&p, "gemini", "m", false, json!({})).unwrap();
+        assert_eq!(r.headers()["x-goog-api-key"], "test-key");
+        assert!(r.headers().get("authorization").is_none());
+        assert!(!r.url().as_str().contains("test-key"));
+        assert_eq!(p.default_model(), Some("gemini-2.5-flash"));
+        assert_eq!(p.max_image_bytes(), Some(15_000_000));
+    }
+
+    #[test]
+    fn a_format_the_kind_does_not_send_is_refused_once_for_every_kind() {
+        let e = OPENAI.route("claude-messages").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::IncompatibleComponents);
+        assert_eq!(
+            e.message,
+            "provider kind openai cannot send the claude-messages format; it sends openai-chat"
+        );
+    }
+
+    #[test]
+    fn every_kind_is_registered_in_order_with_its_formats() {
+        let kinds = kinds::registrations();
+        let names: Vec<&str> = kinds.iter().map(|k| k.name).collect();
+        assert_eq!(names, crate::config::ProviderConfig::KINDS);
+        let ollama = &kinds[2];
+        assert_eq!(ollama.formats, ["ollama-chat", "openai-chat"]);
+        assert_eq!(ollama.default_format, "ollama-chat");
+        let bedrock = &kinds[6];
+        assert_eq!(bedrock.formats, ["bedrock-converse", "claude-messages"]);
+        assert_eq!(kinds[7].formats, ["openai-chat"]);
+    }
+
+    #[test]
+    fn bad_base_urls_are_config_errors() {
+        let s = HttpSettings {
+            base_url: Some("not a url".into()),
+            ..Default::default()
+        };
+        let e = HttpProvider::from_settings(&OPENAI, "w", &s, Plain)
+            .err()
+            .unwrap();
+        assert_eq!(e.kind, ErrorKind::Config);
+        assert!(
+            e.message
+                .contains("service_providers.w.base_url `not a url` is not a URL"),
+            "{}",
+            e.message
+        );
+    }
+}

@@ -21,7 +21,7 @@
 use serde_json::{json, Value};
 
 pub use super::behavior::{Behavior, Mode};
-use super::http1::split_reply;
+use super::http1::{count_words, split_reply};
 use super::server::{Exchange, RecordedRequest, Wire};
 
 /// A running fake Gemini API.
@@ -257,10 +257,6 @@ fn status_name(code: u16) -> &'static str {
     }
 }
 
-fn words(text: &str) -> u64 {
-    text.split_whitespace().count() as u64
-}
-
 fn prompt_words(body: &Value) -> u64 {
     body["contents"]
         .as_array()
@@ -268,7 +264,7 @@ fn prompt_words(body: &Value) -> u64 {
         .flatten()
         .flat_map(|c| c["parts"].as_array().into_iter().flatten())
         .filter_map(|p| p["text"].as_str())
-        .map(words)
+        .map(count_words)
         .sum()
 }
 
@@ -311,7 +307,7 @@ async fn answer(mut ex: Exchange<Gemini>) {
         behavior.model.clone()
     };
     let prompt = prompt_words(&ex.request.body);
-    let output = words(&behavior.reply).max(1);
+    let output = count_words(&behavior.reply).max(1);
     let response_id = format!("fake-{}", ex.n);
     let calls: Vec<Value> = behavior
         .tool_calls

@@ -19,7 +19,7 @@ use std::io;
 use serde_json::{json, Value};
 
 pub use super::behavior::{Behavior, Mode};
-use super::http1::split_reply;
+use super::http1::{count_words, split_reply};
 use super::server::{Exchange, RecordedRequest, Wire};
 
 /// A running fake Ollama server.
@@ -160,17 +160,13 @@ fn go_type(v: &Value) -> &'static str {
     }
 }
 
-fn words(text: &str) -> u64 {
-    text.split_whitespace().count() as u64
-}
-
 fn prompt_words(body: &Value) -> u64 {
     body["messages"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|m| m["content"].as_str())
-        .map(words)
+        .map(count_words)
         .sum()
 }
 
@@ -227,7 +223,7 @@ async fn answer(mut ex: Exchange<Ollama>) {
         "done_reason": "stop", "done": true,
         "total_duration": 4883583458u64, "load_duration": 1334875,
         "prompt_eval_count": prompt_words(&body), "prompt_eval_duration": 342546000,
-        "eval_count": words(&behavior.reply).max(1), "eval_duration": 4535599000u64
+        "eval_count": count_words(&behavior.reply).max(1), "eval_duration": 4535599000u64
     });
     match behavior.mode {
         Mode::Stall => ex.stall().await,

@@ -30,8 +30,13 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
 use serde_json::Value;
+
+mod json;
+use json::{
+    error_body, to_json, Choice, Chunk, ChunkChoice, Completion, Delta, Message, ModelEntry,
+    ModelList, Usage,
+};
 
 use super::http1::{count_words, split_reply};
 pub use super::server::RecordedRequest;
@@ -507,121 +512,6 @@ fn error_type(status: u16, code: &str) -> &'static str {
         500..=599 => "server_error",
         _ => "invalid_request_error",
     }
-}
-
-// ---------------------------------------------------------------------------
-// JSON bodies (structs rather than json! so fields keep the API's order)
-
-#[derive(Serialize)]
-struct ErrorBody<'a> {
-    error: ErrorDetail<'a>,
-}
-
-#[derive(Serialize)]
-struct ErrorDetail<'a> {
-    message: &'a str,
-    #[serde(rename = "type")]
-    kind: &'a str,
-    param: Option<&'a str>,
-    code: Option<&'a str>,
-}
-
-fn error_body(message: &str, kind: &str, code: Option<&str>) -> Vec<u8> {
-    to_json(&ErrorBody {
-        error: ErrorDetail {
-            message,
-            kind,
-            param: None,
-            code,
-        },
-    })
-}
-
-#[derive(Serialize)]
-struct ModelList<'a> {
-    object: &'a str,
-    data: [ModelEntry<'a>; 1],
-}
-
-#[derive(Serialize)]
-struct ModelEntry<'a> {
-    id: &'a str,
-    object: &'a str,
-    created: u64,
-    owned_by: &'a str,
-}
-
-#[derive(Serialize, Clone, Copy, Debug)]
-struct Usage {
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    total_tokens: u64,
-}
-
-#[derive(Serialize)]
-struct Completion<'a> {
-    id: &'a str,
-    object: &'a str,
-    created: u64,
-    model: &'a str,
-    choices: [Choice<'a>; 1],
-    usage: Usage,
-    system_fingerprint: &'a str,
-}
-
-#[derive(Serialize)]
-struct Choice<'a> {
-    index: u32,
-    message: Message<'a>,
-    logprobs: Option<()>,
-    finish_reason: &'a str,
-}
-
-#[derive(Serialize)]
-struct Message<'a> {
-    role: &'a str,
-    content: Option<&'a str>,
-    refusal: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_calls: Option<Vec<Value>>,
-}
-
-#[derive(Serialize)]
-struct Chunk<'a> {
-    id: &'a str,
-    object: &'a str,
-    created: u64,
-    model: &'a str,
-    system_fingerprint: &'a str,
-    choices: Vec<ChunkChoice<'a>>,
-    /// Absent without `include_usage`; `null` on ordinary chunks with it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<Option<Usage>>,
-}
-
-#[derive(Serialize)]
-struct ChunkChoice<'a> {
-    index: u32,
-    delta: Delta<'a>,
-    logprobs: Option<()>,
-    finish_reason: Option<&'a str>,
-}
-
-#[derive(Serialize, Default)]
-struct Delta<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    role: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    content: Option<&'a str>,
-    /// `Some(None)` serializes as `"refusal":null`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    refusal: Option<Option<&'a str>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_calls: Option<Value>,
-}
-
-fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
-    serde_json::to_vec(value).expect("serializing a fake response cannot fail")
 }
 
 /// Keeps a child process that talks to this server on loopback: no proxy of the caller's

@@ -38,24 +38,6 @@ impl Answer {
     }
 }
 
-/// One request as received.
-#[derive(Clone, Debug)]
-pub struct Recorded {
-    pub method: String,
-    pub path: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Value,
-}
-
-impl Recorded {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
 /// A running fake plugin module; dropping it stops it. The server's own methods (requests,
 /// port) are reached through it.
 pub struct FakePlugin {
@@ -154,17 +136,11 @@ impl FakePlugin {
 
 impl Wire for Plugin {
     type Behavior = ();
-    type Record = Recorded;
+    type Record = RecordedRequest;
     const NAME: &'static str = "plugin";
 
-    fn inspect(&self, r: &RecordedRequest, _: Option<&str>) -> (Recorded, bool) {
-        let record = Recorded {
-            method: r.method.clone(),
-            path: r.path.clone(),
-            headers: r.headers.clone(),
-            body: r.body.clone(),
-        };
-        (record, false)
+    fn inspect(&self, r: &RecordedRequest, _: Option<&str>) -> (RecordedRequest, bool) {
+        (r.clone(), false)
     }
 
     async fn answer(ex: Exchange<Self>) {

@@ -81,6 +81,14 @@ pub fn split_reply(reply: &str, chunks: usize) -> Vec<&str> {
     pieces
 }
 
+/// The value of the first header with this name (case-insensitive).
+pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
 pub fn count_words(text: &str) -> u64 {
     text.split_whitespace().count() as u64
 }

@@ -3,6 +3,7 @@
 //! client for `genai daemon` (`rpc_client.rs`). Test support only: nothing here is shipped, and
 //! nothing here reaches past 127.0.0.1.
 
+pub mod bedrock_auth;
 pub mod behavior;
 pub mod fake_anthropic;
 pub mod fake_bedrock;

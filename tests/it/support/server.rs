@@ -23,8 +23,8 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::http1::{
-    close_gracefully, end_chunks, pause, peer_closed, read_request, response_head, send_response,
-    status_line, write_chunk, ReadError,
+    close_gracefully, end_chunks, header, pause, peer_closed, read_request, response_head,
+    send_response, status_line, write_chunk, ReadError,
 };
 
 /// One wire format spoken on top of the server.
@@ -73,10 +73,7 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// The value of the first header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        header(&self.headers, name)
     }
 
     /// The path without the query string.

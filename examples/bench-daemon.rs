@@ -25,6 +25,7 @@ mod bench;
 #[allow(dead_code)]
 #[path = "../tests/it/support"]
 mod support {
+    pub mod behavior;
     pub mod fake_openai;
     pub mod http1;
     pub mod server;

@@ -298,7 +298,7 @@ fn the_tools_feature_runs_parallel_tool_uses_on_claude() {
     let fake = FakeAnthropic::start(Behavior::default()).unwrap();
     fake.push(Behavior {
         reply: "Let me check.".into(),
-        tool_uses: vec![
+        tool_calls: vec![
             ("toolu_1".into(), "events__getEvents".into(), "{}".into()),
             (
                 "toolu_2".into(),

@@ -229,7 +229,7 @@ fn bedrock_converse_streams_tool_uses_and_sends_both_results_in_one_message() {
     fake.push(Behavior {
         reply: "Let me check.".into(),
         chunks: 2,
-        tool_uses: vec![
+        tool_calls: vec![
             ("tooluse_1".into(), "events__getEvents".into(), "{}".into()),
             (
                 "tooluse_2".into(),

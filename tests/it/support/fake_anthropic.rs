@@ -20,10 +20,10 @@
 //! <https://docs.anthropic.com/en/api/errors>.
 
 use std::io;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::behavior::Faults;
 use super::http1::{count_words, split_reply};
 pub use super::server::RecordedRequest;
 use super::server::{Exchange, FakeServer, Wire};
@@ -53,40 +53,20 @@ const KNOWN_FIELDS: &[&str] = &[
     "context_management",
 ];
 
-/// How the server answers one request.
-#[derive(Clone, Debug)]
-pub struct Behavior {
-    pub reply: String,
-    /// Text deltas the reply is split into when streaming (0 is taken as 1).
-    pub chunks: usize,
-    /// Delay before each text delta, and before a non-streamed body.
-    pub delay: Duration,
-    pub mode: Mode,
-    /// `cache_read_input_tokens` reported in the usage.
-    pub cache_read: u64,
-    /// `cache_creation_input_tokens` reported in the usage.
-    pub cache_creation: u64,
-    /// `tool_use` blocks after the text: `(id, name, input as a JSON string)`, with
-    /// `stop_reason: "tool_use"`. Streamed as `content_block_start` + two `input_json_delta`s.
-    pub tool_uses: Vec<(String, String, String)>,
+/// How the server answers one request: `cache_read` and `cache_creation` are the usage's
+/// `cache_read_input_tokens` and `cache_creation_input_tokens`; tool calls become `tool_use`
+/// blocks after the text, with `stop_reason: "tool_use"` (streamed as `content_block_start` +
+/// two `input_json_delta`s). The model is the request's.
+pub type Behavior = super::behavior::Behavior<Mode>;
+
+impl Faults for Mode {
+    const REPLY: &'static str = "Hello from the fake Claude.";
+    const CHUNKS: usize = 3;
 }
 
-impl Default for Behavior {
-    fn default() -> Self {
-        Behavior {
-            reply: "Hello from the fake Claude.".to_string(),
-            chunks: 3,
-            delay: Duration::ZERO,
-            mode: Mode::Ok,
-            cache_read: 0,
-            cache_creation: 0,
-            tool_uses: Vec::new(),
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub enum Mode {
+    #[default]
     Ok,
     /// This status with Anthropic's error body; 429 and 529 also send `retry-after: 1`.
     Error {
@@ -96,9 +76,7 @@ pub enum Mode {
     },
     /// Streaming: after `after` text deltas, send the first half of the next event's bytes
     /// and close the connection (no terminating chunk).
-    CutAfter {
-        after: usize,
-    },
+    CutAfter { after: usize },
     /// Streaming: after `after` text deltas, send an `error` event and end the body, as the
     /// real API does when it fails mid-stream (HTTP status already 200).
     ErrorEventAfter {
@@ -108,9 +86,7 @@ pub enum Mode {
     },
     /// Streaming: after `after` text deltas, send a `content_block_delta` event whose data is
     /// not JSON, then the rest of the stream. Non-streaming: a 200 body that is not JSON.
-    MalformedAfter {
-        after: usize,
-    },
+    MalformedAfter { after: usize },
     /// Read the request, never answer.
     Stall,
 }
@@ -328,12 +304,12 @@ async fn answer(mut ex: Exchange<Anthropic>, ctx: &Ctx, b: &Behavior, streaming:
                     "role": "assistant",
                     "model": ctx.model,
                     "content": std::iter::once(json!({"type": "text", "text": b.reply}))
-                        .chain(b.tool_uses.iter().map(|(id, name, input)| {
+                        .chain(b.tool_calls.iter().map(|(id, name, input)| {
                             json!({"type": "tool_use", "id": id, "name": name,
                                    "input": serde_json::from_str::<Value>(input).unwrap()})
                         }))
                         .collect::<Vec<_>>(),
-                    "stop_reason": if b.tool_uses.is_empty() { "end_turn" } else { "tool_use" },
+                    "stop_reason": if b.tool_calls.is_empty() { "end_turn" } else { "tool_use" },
                     "stop_sequence": null,
                     "usage": usage(ctx, b, count_words(&b.reply).max(1)),
                 })
@@ -438,7 +414,7 @@ async fn stream(ex: &mut Exchange<Anthropic>, ctx: &Ctx, b: &Behavior) -> bool {
         "content_block_stop",
         r#"{"type":"content_block_stop","index":0}"#,
     )];
-    for (i, (id, name, input)) in b.tool_uses.iter().enumerate() {
+    for (i, (id, name, input)) in b.tool_calls.iter().enumerate() {
         let index = i + 1;
         let half = input
             .char_indices()
@@ -463,7 +439,7 @@ async fn stream(ex: &mut Exchange<Anthropic>, ctx: &Ctx, b: &Behavior) -> bool {
             &json!({"type": "content_block_stop", "index": index}).to_string(),
         ));
     }
-    let stop_reason = if b.tool_uses.is_empty() {
+    let stop_reason = if b.tool_calls.is_empty() {
         "end_turn"
     } else {
         "tool_use"

@@ -8,14 +8,13 @@
 //! stream, each frame one HTTP chunk, encoded with `aws-smithy-eventstream`), `/invoke` (a
 //! Claude Messages JSON body) and `/invoke-with-response-stream` (`chunk` events carrying
 //! base64 Claude SSE events), with fault modes ([`Mode`]). Every request is recorded.
-//! Converse answers may carry tool uses ([`Behavior::tool_uses`]): `toolUse` blocks, streamed as
+//! Converse answers may carry tool uses (a behaviour's `tool_calls`): `toolUse` blocks, streamed as
 //! `contentBlockStart` with the id and name and the input JSON in two `contentBlockDelta`s, with
 //! `stopReason: "tool_use"`. As Bedrock, the fake refuses `toolUse`/`toolResult` blocks without
 //! a `toolConfig`, and a `toolResult` that answers no `toolUse` of the turn before.
 //! It is never part of the shipped binary.
 
 use std::io;
-use std::time::Duration;
 
 use aws_smithy_eventstream::frame::write_message_to;
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
@@ -25,33 +24,18 @@ use serde_json::{json, Value};
 
 use super::bedrock_auth::verify;
 pub use super::bedrock_auth::{Accept, AuthSeen, ACCESS_KEY, API_KEY, REGION, SECRET_KEY};
+use super::behavior::Faults;
 use super::server::{self, Exchange, FakeServer, Wire};
 
 const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
 
-/// How the fake answers one model request.
-#[derive(Clone, Debug)]
-pub struct Behavior {
-    pub reply: String,
-    /// Text deltas a streamed reply is split into.
-    pub chunks: usize,
-    /// Delay before each streamed event, and before a whole body.
-    pub delay: Duration,
-    pub mode: Mode,
-    /// Converse only: tool uses after the text, each (toolUseId, name, input JSON text).
-    pub tool_uses: Vec<(String, String, String)>,
-}
+/// How the fake answers one model request. Converse answers carry the tool calls as tool
+/// uses; the model is the request's.
+pub type Behavior = super::behavior::Behavior<Mode>;
 
-impl Default for Behavior {
-    fn default() -> Self {
-        Behavior {
-            reply: "Hello from the fake Bedrock.".into(),
-            chunks: 3,
-            delay: Duration::ZERO,
-            mode: Mode::Ok,
-            tool_uses: Vec::new(),
-        }
-    }
+impl Faults for Mode {
+    const REPLY: &'static str = "Hello from the fake Bedrock.";
+    const CHUNKS: usize = 3;
 }
 
 /// What Bedrock's Converse refuses in tool use: blocks without `toolConfig`, results that
@@ -84,7 +68,7 @@ fn tool_problem(body: &Value) -> Option<String> {
 }
 
 fn tool_use_blocks(b: &Behavior) -> Vec<Value> {
-    b.tool_uses
+    b.tool_calls
         .iter()
         .map(|(id, name, input)| {
             let input: Value = serde_json::from_str(input).unwrap_or_else(|_| json!({}));
@@ -93,8 +77,9 @@ fn tool_use_blocks(b: &Behavior) -> Vec<Value> {
         .collect()
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub enum Mode {
+    #[default]
     Ok,
     /// An HTTP error with Bedrock's body `{"message"}` and `x-amzn-ErrorType`; 429 also
     /// sends `retry-after: 1`.
@@ -111,9 +96,7 @@ pub enum Mode {
     },
     /// Streaming: after `after` text deltas, half of the next frame, then the connection
     /// closes. Non-streaming: half the body.
-    CutAfter {
-        after: usize,
-    },
+    CutAfter { after: usize },
     /// Streaming: a delta whose payload is not JSON. Non-streaming: a body that is not JSON.
     MalformedJson,
     /// Streaming: a frame whose message CRC is wrong.
@@ -279,11 +262,11 @@ async fn answer(mut ex: Exchange<Bedrock>) {
         })
     } else {
         let mut content = Vec::new();
-        if !behavior.reply.is_empty() || behavior.tool_uses.is_empty() {
+        if !behavior.reply.is_empty() || behavior.tool_calls.is_empty() {
             content.push(json!({"text": behavior.reply}));
         }
         content.extend(tool_use_blocks(&behavior));
-        let stop = if behavior.tool_uses.is_empty() {
+        let stop = if behavior.tool_calls.is_empty() {
             "end_turn"
         } else {
             "tool_use"
@@ -406,7 +389,7 @@ fn converse_frames(b: &Behavior) -> Frames {
         ));
     }
     let first = usize::from(!parts.is_empty());
-    for (i, (id, name, input)) in b.tool_uses.iter().enumerate() {
+    for (i, (id, name, input)) in b.tool_calls.iter().enumerate() {
         let index = first + i;
         tail.push(event(
             "contentBlockStart",
@@ -428,7 +411,7 @@ fn converse_frames(b: &Behavior) -> Frames {
             &json!({"contentBlockIndex": index, "p": "ab"}),
         ));
     }
-    let stop = if b.tool_uses.is_empty() {
+    let stop = if b.tool_calls.is_empty() {
         "end_turn"
     } else {
         "tool_use"

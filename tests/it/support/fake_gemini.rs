@@ -20,7 +20,10 @@
 
 use serde_json::{json, Value};
 
-pub use super::behavior::{Behavior, Mode};
+pub use super::behavior::Mode;
+
+/// How the fake answers one model call.
+pub type Behavior = super::behavior::Behavior<Mode>;
 use super::http1::{count_words, split_reply};
 use super::server::{Exchange, RecordedRequest, Wire};
 
@@ -48,8 +51,8 @@ impl Wire for Gemini {
         (r.clone(), matches!(call(r), Ok(Some(_))))
     }
 
-    fn answer(ex: Exchange<Self>) -> impl std::future::Future<Output = ()> + Send {
-        answer(ex)
+    async fn answer(ex: Exchange<Self>) {
+        answer(ex).await
     }
 }
 
@@ -312,7 +315,7 @@ async fn answer(mut ex: Exchange<Gemini>) {
     let calls: Vec<Value> = behavior
         .tool_calls
         .iter()
-        .map(|(name, args)| {
+        .map(|(_, name, args)| {
             let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
             json!({"functionCall": {"name": name, "args": args}})
         })

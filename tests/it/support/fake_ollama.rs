@@ -18,7 +18,10 @@ use std::io;
 
 use serde_json::{json, Value};
 
-pub use super::behavior::{Behavior, Mode};
+pub use super::behavior::Mode;
+
+/// How the fake answers one model call.
+pub type Behavior = super::behavior::Behavior<Mode>;
 use super::http1::{count_words, split_reply};
 use super::server::{Exchange, RecordedRequest, Wire};
 
@@ -208,7 +211,7 @@ async fn answer(mut ex: Exchange<Ollama>) {
     let calls: Vec<Value> = behavior
         .tool_calls
         .iter()
-        .map(|(name, args)| {
+        .map(|(_, name, args)| {
             let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
             json!({"function": {"name": name, "arguments": args}})
         })

@@ -38,6 +38,7 @@ use json::{
     ModelList, Usage,
 };
 
+use super::behavior::Faults;
 use super::http1::{count_words, split_reply};
 pub use super::server::RecordedRequest;
 use super::server::{Exchange, FakeServer, Wire};
@@ -47,44 +48,21 @@ const FALLBACK_MODEL: &str = "fake-model";
 /// `created` of the model in `GET /v1/models`.
 const MODEL_CREATED: u64 = 1_700_000_000;
 
-/// How the server answers a chat-completions request.
-#[derive(Clone, Debug)]
-pub struct Behavior {
-    /// The assistant text.
-    pub reply: String,
-    /// Number of content chunks the reply is split into when streaming
-    /// (0 is treated as 1). The split is on char boundaries, as even as
-    /// possible; there are always exactly this many content chunks, so a
-    /// reply shorter than `chunks` chars yields some empty ones.
-    pub chunks: usize,
-    /// Delay before each streamed content chunk, and before a non-streaming
-    /// body (including an error body).
-    pub delay: Duration,
-    pub mode: Mode,
-    /// Model name echoed in responses; when empty, the request's `"model"`.
-    pub model: String,
-    /// Tool calls after the text: `(id, name, arguments as a JSON string)`. Streamed as
-    /// `tool_calls` deltas (the id and name first, the arguments in two pieces), with
-    /// `finish_reason: "tool_calls"`.
-    pub tool_calls: Vec<(String, String, String)>,
+/// How the server answers a chat-completions request. Tool calls are streamed as
+/// `tool_calls` deltas (the id and name first, the arguments in two pieces), with
+/// `finish_reason: "tool_calls"`; when streaming there are always exactly `chunks` content
+/// chunks, so a reply shorter than that yields some empty ones.
+pub type Behavior = super::behavior::Behavior<Mode>;
+
+impl Faults for Mode {
+    const REPLY: &'static str = "Hello from the fake provider.";
+    const CHUNKS: usize = 4;
 }
 
-impl Default for Behavior {
-    fn default() -> Self {
-        Behavior {
-            reply: "Hello from the fake provider.".to_string(),
-            chunks: 4,
-            delay: Duration::ZERO,
-            mode: Mode::Ok,
-            model: String::new(),
-            tool_calls: Vec::new(),
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub enum Mode {
     /// A normal, complete answer.
+    #[default]
     Ok,
     /// Answer with this HTTP status and an OpenAI error body
     /// `{"error":{"message":..,"type":..,"param":null,"code":..}}` (`code` is

@@ -20,8 +20,16 @@
 
 #[path = "support/bench.rs"]
 mod bench;
-#[path = "../tests/support/fake_openai.rs"]
-mod fake_openai;
+// The fake and the server under it, from the integration tests' support (the other wire
+// formats are not needed here, and parts of these go unused).
+#[allow(dead_code)]
+#[path = "../tests/it/support"]
+mod support {
+    pub mod behavior;
+    pub mod fake_openai;
+    pub mod http1;
+    pub mod server;
+}
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -33,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use fake_openai::{Behavior, FakeOpenAi};
+use support::fake_openai::{Behavior, FakeOpenAi};
 
 type Res<T> = Result<T, String>;
 
@@ -117,7 +125,7 @@ impl Env {
             .env("GENAI_CONFIG_DIR", &config)
             .env("OPENAI_BASE_URL", &self.base_url)
             .env_remove("GENAI_LOG");
-        fake_openai::loopback_only(&mut cmd);
+        support::fake_openai::loopback_only(&mut cmd);
         Ok((cmd, dir))
     }
 }

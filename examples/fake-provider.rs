@@ -1,5 +1,5 @@
 //! Runs the test-only fake OpenAI-compatible server from
-//! `tests/support/fake_openai.rs` as a standalone process, for manual and
+//! `tests/it/support/fake_openai.rs` as a standalone process, for manual and
 //! end-to-end runs of the CLI and the daemon against a predictable provider:
 //!
 //! ```text
@@ -17,15 +17,23 @@
 //! It prints exactly one line, `listening on http://127.0.0.1:PORT/v1`, then
 //! serves until it is killed.
 
-#[path = "../tests/support/fake_openai.rs"]
-mod fake_openai;
+// The fake and the server under it, from the integration tests' support (the other wire
+// formats are not needed here, and parts of these go unused).
+#[allow(dead_code)]
+#[path = "../tests/it/support"]
+mod support {
+    pub mod behavior;
+    pub mod fake_openai;
+    pub mod http1;
+    pub mod server;
+}
 
 use std::io::Write;
 use std::time::Duration;
 
 use clap::Parser;
 
-use fake_openai::{Behavior, FakeOpenAi};
+use support::fake_openai::{Behavior, FakeOpenAi};
 
 /// A fake OpenAI-compatible chat-completions server on 127.0.0.1 (test use only).
 #[derive(Parser, Debug)]

@@ -1,0 +1,401 @@
+//! End-to-end tests of the `local` provider on a real model (Gemma 3 270M, Q4_K_M GGUF):
+//! `genai daemon` over stdio, with a `[service_providers.gemma] kind = "local"` instance.
+//!
+//! The model is `GENAI_TEST_MODEL` if set, else `gemma-3-270m-q4_k_m` in the default models
+//! folder (where `scripts/install-demo-model.sh` puts it). Without it the tests fail when `CI`
+//! is set and are skipped, saying why, otherwise. Replies are kept short (`max_tokens`) and
+//! greedy (`temperature = 0`) so that the tests are quick and repeatable; every wait has a
+//! deadline.
+//!
+//! Built only with the `local` cargo feature (the default).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use rpc_client::{Daemon, DaemonConfig, Framing};
+
+use crate::support::{fake_plugin, rpc_client};
+
+/// The longest a turn may take (model load included) on a busy CI machine.
+const TURN: Duration = Duration::from_secs(180);
+/// The longest a cancelled turn may take to end.
+const CANCELLED: Duration = Duration::from_secs(5);
+const EXIT: Duration = Duration::from_secs(30);
+const MODEL_NAME: &str = "gemma-3-270m-q4_k_m";
+
+/// The test model, or `None` (after saying why) when it is absent and `CI` is not set.
+fn test_model() -> Option<PathBuf> {
+    let path = match std::env::var_os("GENAI_TEST_MODEL") {
+        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ => genai::config::Paths::from_env().ok().and_then(|paths| {
+            genai::models::ModelLibrary::open(&paths)
+                .resolve(MODEL_NAME)
+                .ok()
+        }),
+    };
+    match path {
+        Some(p) if p.is_file() => Some(p),
+        other => {
+            let why = format!(
+                "the local test model is absent ({}): run scripts/install-demo-model.sh or set GENAI_TEST_MODEL to a GGUF file",
+                other.map_or_else(
+                    || format!("no {MODEL_NAME} in the models folder"),
+                    |p| format!("{} is not a file", p.display())
+                )
+            );
+            if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+                panic!("{why}");
+            }
+            eprintln!("skipping: {why}");
+            None
+        }
+    }
+}
+
+/// A daemon whose config has a `gemma` provider running `model` (with extra TOML settings).
+fn start(root: &Path, model: &Path, extra: &str) -> Daemon {
+    let cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon");
+    let toml = format!(
+        "[service_providers.gemma]\nkind = \"local\"\nmodel = {}\n{extra}\n",
+        toml_string(&model.display().to_string())
+    );
+    cfg.write_config(&toml);
+    Daemon::spawn(&cfg)
+}
+
+fn toml_string(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
+fn initialize(d: &mut Daemon, streaming: bool) {
+    d.call(
+        "Initialize",
+        json!({"clientInfo": {"name": "local-model-tests", "version": "0"}, "capabilities": {"streaming": streaming}}),
+    );
+}
+
+fn conversation(d: &mut Daemon, parameters: Value) -> String {
+    let r = d.call(
+        "CreateConversation",
+        json!({"serviceProvider": "gemma", "parameters": parameters}),
+    );
+    r["conversationId"].as_str().unwrap().to_string()
+}
+
+fn send(d: &mut Daemon, cid: &str, text: &str) -> String {
+    let r = d.call(
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": text}),
+    );
+    r["turnId"].as_str().unwrap().to_string()
+}
+
+fn history_len(d: &mut Daemon, cid: &str) -> usize {
+    let r = d.call(
+        "GetConversationHistory",
+        json!({"conversationId": cid, "pageSize": 100}),
+    );
+    r["messages"].as_array().unwrap().len()
+}
+
+/// The chunk deltas of a turn and the log index of each, and the index of its final response.
+fn turn_log(d: &Daemon, turn_id: &str) -> (Vec<(usize, String)>, Option<usize>) {
+    let mut chunks = Vec::new();
+    let mut fin = None;
+    for (i, m) in d.log().iter().enumerate() {
+        if m["params"]["turnId"] != turn_id {
+            continue;
+        }
+        match m["method"].as_str() {
+            Some("OnFeatureResponseChunk") => {
+                chunks.push((i, m["params"]["delta"].as_str().unwrap_or("").to_string()))
+            }
+            Some("OnFeatureResponse") if m["params"]["final"] == true => fin = Some(i),
+            _ => {}
+        }
+    }
+    (chunks, fin)
+}
+
+/// Waits until a line of the daemon's stderr matches (polling the file, with a deadline).
+fn wait_stderr(d: &Daemon, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if d.stderr_text().lines().any(&pred) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting until {what}; stderr:\n{}",
+            d.stderr_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn usage(fin: &Value) -> (u64, u64, u64) {
+    let u = &fin["usage"];
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    (n("inputTokens"), n("cacheReadTokens"), n("outputTokens"))
+}
+
+#[test]
+fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
+    let Some(model) = test_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), &model, "");
+    initialize(&mut d, true);
+    let cid = conversation(&mut d, json!({"max_tokens": 24, "temperature": 0}));
+
+    let t1 = send(&mut d, &cid, "What is the capital of France?");
+    let fin1 = d.wait_final(&t1, TURN)["params"].clone();
+    assert_eq!(fin1["isSuccess"], true, "{fin1}");
+    let summary = fin1["summary"].as_str().unwrap();
+    assert!(!summary.trim().is_empty(), "empty reply: {fin1}");
+    let (chunks, fin_at) = turn_log(&d, &t1);
+    assert!(!chunks.is_empty(), "no streamed chunk");
+    assert!(
+        chunks.iter().all(|(i, _)| Some(*i) < fin_at),
+        "chunks after the final response"
+    );
+    let streamed: String = chunks.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(streamed, summary, "the chunks are the reply");
+    let (prompt1, cached1, out1) = usage(&fin1);
+    assert!(prompt1 > 0 && out1 > 0 && out1 <= 24, "{fin1}");
+    assert_eq!(cached1, 0, "a fresh engine has nothing cached: {fin1}");
+    assert_eq!(history_len(&mut d, &cid), 2);
+
+    let t2 = send(&mut d, &cid, "What is the capital of Italy?");
+    let fin2 = d.wait_final(&t2, TURN)["params"].clone();
+    assert_eq!(fin2["isSuccess"], true, "{fin2}");
+    assert!(!fin2["summary"].as_str().unwrap().trim().is_empty());
+    let (prompt2, cached2, _) = usage(&fin2);
+    assert!(prompt2 > prompt1, "turn 2's prompt holds turn 1: {fin2}");
+    assert!(
+        cached2 > 0 && cached2 < prompt2,
+        "turn 2 evaluates only what is new ({cached2} of {prompt2} prompt tokens cached)"
+    );
+    assert!(
+        cached2 >= prompt1 / 2,
+        "most of turn 1 is reused ({cached2} cached, turn 1 prompt {prompt1})"
+    );
+    assert_eq!(history_len(&mut d, &cid), 4);
+    assert!(d.shutdown(EXIT).success());
+}
+
+#[test]
+fn answers_without_streaming_and_honours_stop_strings() {
+    let Some(model) = test_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), &model, "threads = 2\ncontext_size = 1024");
+    initialize(&mut d, false);
+    let cid = conversation(&mut d, json!({"max_tokens": 16, "temperature": 0}));
+    let t = send(&mut d, &cid, "Count from 1 to 10, separated by commas.");
+    let fin = d.wait_final(&t, TURN)["params"].clone();
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let reply = fin["summary"].as_str().unwrap().to_string();
+    assert!(!reply.trim().is_empty(), "{fin}");
+    assert!(turn_log(&d, &t).0.is_empty(), "no chunks without streaming");
+
+    // The same question again, with a word of that reply as a stop string: the reply ends
+    // just before it (greedy, so the same text up to there) and the stop string is not shown.
+    let (stop, at) = reply
+        .match_indices(|c: char| c.is_alphanumeric())
+        .map(|(i, _)| i)
+        .filter(|&i| i > 0)
+        .find_map(|i| {
+            let word: String = reply[i..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric())
+                .collect();
+            let starts_word = !reply[..i].ends_with(|c: char| c.is_alphanumeric());
+            // A word after the first one, so the reply before it is not empty.
+            let after_a_word = reply[..i].contains(|c: char| c.is_alphanumeric());
+            (starts_word && after_a_word).then_some((word, i))
+        })
+        .unwrap_or_else(|| panic!("no second word to stop at in {reply:?}"));
+    let at = reply.find(stop.as_str()).unwrap_or(at);
+    let cid2 = conversation(
+        &mut d,
+        json!({"max_tokens": 16, "temperature": 0, "stop": [stop]}),
+    );
+    let t = send(&mut d, &cid2, "Count from 1 to 10, separated by commas.");
+    let fin = d.wait_final(&t, TURN)["params"].clone();
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let stopped = fin["summary"].as_str().unwrap();
+    // Not always byte-equal to `reply[..at]`: the prompt's KV cache is reused from the first
+    // conversation, and llama.cpp's logits differ slightly between batch shapes, so greedy
+    // decoding may pick another token early. What must hold: it stopped, before the stop
+    // string, which is not shown.
+    let _ = at;
+    assert!(
+        !stopped.contains(stop.as_str()),
+        "stop {stop:?} shown in {stopped:?}: {fin}"
+    );
+    assert!(
+        stopped.len() < reply.len(),
+        "{stopped:?} vs {reply:?}: {fin}"
+    );
+    assert_eq!(fin["finishReason"], "stop", "{fin}");
+    assert!(d.shutdown(EXIT).success());
+}
+
+#[test]
+fn cancel_ends_a_local_generation_promptly() {
+    let Some(model) = test_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), &model, "");
+    initialize(&mut d, true);
+    let cid = conversation(&mut d, json!({"max_tokens": 1000, "temperature": 0}));
+    let t = send(
+        &mut d,
+        &cid,
+        "Count from 1 to 1000, writing every number in words, one per line.",
+    );
+    d.wait_notification(
+        |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == t.as_str(),
+        TURN,
+    );
+    let asked = Instant::now();
+    let r = d.call("Cancel", json!({"conversationId": cid}));
+    assert_eq!(r["cancelled"], true, "{r}");
+    let fin = d.wait_final(&t, CANCELLED)["params"].clone();
+    let took = asked.elapsed();
+    assert_eq!(fin["isSuccess"], false, "{fin}");
+    assert_eq!(fin["error"]["kind"], "cancelled", "{fin}");
+    assert!(took < Duration::from_secs(2), "cancel took {took:?}");
+    assert_eq!(
+        history_len(&mut d, &cid),
+        0,
+        "a cancelled turn was committed"
+    );
+    // The generation itself stopped (the engine logs how it ended, at debug level).
+    wait_stderr(&d, "generation stops", CANCELLED, |line| {
+        line.contains("local generation done") && line.contains("cancelled")
+    });
+
+    // The engine is free again: the next turn runs (and gets the slot back).
+    let cid = conversation(&mut d, json!({"max_tokens": 8, "temperature": 0}));
+    let t = send(&mut d, &cid, "Say hello.");
+    let fin = d.wait_final(&t, TURN)["params"].clone();
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    assert!(d.shutdown(EXIT).success());
+}
+
+#[test]
+fn a_prompt_larger_than_the_context_is_refused_with_the_counts() {
+    let Some(model) = test_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), &model, "context_size = 256");
+    initialize(&mut d, true);
+    let cid = conversation(&mut d, json!({"max_tokens": 8}));
+    let long = "All work and no play makes Jack a dull boy. ".repeat(60);
+    let t = send(&mut d, &cid, &long);
+    let fin = d.wait_final(&t, TURN)["params"].clone();
+    assert_eq!(fin["isSuccess"], false, "{fin}");
+    assert_eq!(fin["error"]["kind"], "invalidParams", "{fin}");
+    let message = fin["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("tokens but the context holds 256") && message.contains("context_size"),
+        "{message}"
+    );
+    assert_eq!(history_len(&mut d, &cid), 0);
+    assert!(d.shutdown(EXIT).success());
+}
+
+#[test]
+fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
+    let Some(model) = test_model() else { return };
+    let events = fake_plugin::FakePlugin::start(None);
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = format!(
+        "\n[plugins.events]\nurl = {}\nenabled = true\n",
+        toml_string(&events.base_url())
+    );
+    let mut d = start(dir.path(), &model, &plugins);
+    initialize(&mut d, true);
+    let parameters = json!({"max_tokens": 48, "temperature": 0});
+    let question = "Which events are coming up? Use the events__getEvents tool.";
+
+    // The same question without tools: the prompt the ReAct instructions are added to.
+    let plain = conversation(&mut d, parameters.clone());
+    let t = send(&mut d, &plain, question);
+    let fin = d.wait_final(&t, TURN)["params"].clone();
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let (plain_prompt, _, _) = usage(&fin);
+
+    let r = d.call(
+        "CreateConversation",
+        json!({"feature": "tools", "serviceProvider": "gemma", "parameters": parameters}),
+    );
+    let cid = r["conversationId"].as_str().unwrap().to_string();
+    let t = send(&mut d, &cid, question);
+    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let history = d.call(
+        "GetConversationHistory",
+        json!({"conversationId": cid, "pageSize": 100}),
+    )["messages"]
+        .clone();
+    eprintln!(
+        "summary: {}\ndetails: {}\nhistory: {}",
+        fin["summary"],
+        serde_json::to_string_pretty(&fin["detailedResponse"]).unwrap(),
+        serde_json::to_string_pretty(&history).unwrap()
+    );
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+
+    // ReAct was chosen (the engine ignores native tools), within the round limit.
+    let details = fin["detailedResponse"].to_string();
+    let marker = "tool mode: ReAct (provider gemma (local) does not run native tool calls); ";
+    let at = details.find(marker).unwrap_or_else(|| panic!("{details}")) + marker.len();
+    let rounds: usize = details[at..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no round count in {details}"));
+    assert!((1..=9).contains(&rounds), "{rounds} rounds: {details}");
+
+    // Every request carried the instructions with the tool list: the first alone is far longer
+    // than the same question without tools.
+    let (prompt, _, _) = usage(&fin);
+    assert!(
+        prompt > plain_prompt + 100,
+        "{prompt} prompt tokens with ReAct, {plain_prompt} without"
+    );
+
+    // The history: the prompt, one call and one result message per round but the last, the
+    // answer; each call that could run reached the module.
+    let h = history.as_array().unwrap();
+    assert_eq!(h.len(), 2 * rounds, "{history}");
+    assert_eq!(h[0]["role"], "user");
+    assert_eq!(h[h.len() - 1]["role"], "assistant");
+    for step in h[1..h.len() - 1].chunks(2) {
+        assert_eq!(
+            (&step[0]["role"], &step[1]["role"]),
+            (&json!("assistant"), &json!("tool"))
+        );
+    }
+    let ran = h
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|p| p["type"] == "toolResult" && p["isError"] == false)
+        .count();
+    let called = events
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/ai-functions")
+        .count();
+    assert_eq!(ran, called, "tool results vs module calls");
+    let answer = h[h.len() - 1]["content"][0]["text"].as_str().unwrap_or("");
+    assert_eq!(fin["summary"].as_str().unwrap().trim(), answer.trim());
+    assert!(!answer.contains("Action:"), "{answer}");
+
+    // Only the final answer was streamed.
+    let (chunks, _) = turn_log(&d, &t);
+    let streamed: String = chunks.iter().map(|(_, c)| c.as_str()).collect();
+    assert!(!streamed.contains("Action:"), "{streamed}");
+    assert_eq!(streamed, answer, "the chunks are the final answer");
+    assert!(d.shutdown(EXIT).success());
+}

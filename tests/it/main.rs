@@ -1,0 +1,28 @@
+//! The integration tests, one crate: each module drives the built `genai` binary (the CLI or
+//! `genai daemon` over stdio) against the loopback fakes of [`support`], or checks what the
+//! library generates (`schemas`). One crate links once, and the fakes are compiled once for all.
+//!
+//! Tests never reach a network beyond 127.0.0.1 and never read the caller's provider settings.
+
+mod support;
+
+mod cli;
+mod cli_attach;
+mod cli_params;
+mod daemon;
+mod daemon_react;
+mod daemon_tools;
+mod daemon_tools_formats;
+#[cfg(feature = "local")]
+mod local_model;
+mod mcp;
+mod mcp_interop;
+mod models;
+mod plugins;
+mod provider_anthropic;
+mod provider_azure;
+mod provider_bedrock;
+mod provider_gemini;
+mod provider_http;
+mod provider_ollama;
+mod schemas;

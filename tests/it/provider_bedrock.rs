@@ -1,0 +1,647 @@
+//! The `bedrock` provider kind end to end: `genai ask` and the daemon against the fake Bedrock
+//! Runtime, which verifies every SigV4 signature (or the bearer API key) and answers in
+//! Bedrock's wire format, binary event streams included.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_bedrock::{Accept, AuthSeen, Behavior, FakeBedrock, Mode};
+use rpc_client::{Daemon, DaemonConfig, Framing};
+use serde_json::{json, Value};
+
+use crate::support::{fake_bedrock, fake_openai, rpc_client};
+
+const MODEL: &str = "anthropic.claude-3-haiku-20240307-v1:0";
+const TURN: Duration = Duration::from_secs(30);
+
+struct Env {
+    data: tempfile::TempDir,
+    config: tempfile::TempDir,
+    /// HOME, so that no real `~/.aws` is read.
+    home: tempfile::TempDir,
+    fake: FakeBedrock,
+}
+
+impl Env {
+    fn new(accept: Accept) -> Env {
+        Env {
+            data: tempfile::tempdir().unwrap(),
+            config: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+            fake: FakeBedrock::start(accept).unwrap(),
+        }
+    }
+
+    /// `genai` with no AWS variable of the caller's, the fake as the endpoint and its region.
+    fn cmd(&self, args: &[&str], vars: &[(&str, &str)]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
+        c.args(args)
+            .env("GENAI_DATA_DIR", self.data.path())
+            .env("GENAI_CONFIG_DIR", self.config.path())
+            .env("HOME", self.home.path())
+            .env_remove("GENAI_LOG");
+        fake_openai::loopback_only(&mut c);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("AWS_") {
+                c.env_remove(k);
+            }
+        }
+        c.env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", self.fake.url())
+            .env("AWS_REGION", fake_bedrock::REGION);
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        c
+    }
+
+    fn run(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
+        let mut child = self
+            .cmd(args, vars)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdin.take());
+        child.wait_with_output().unwrap()
+    }
+
+    fn write_config(&self, text: &str) {
+        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+    }
+
+    /// How many messages the history holds, over every conversation.
+    fn stored_messages(&self) -> u64 {
+        let o = self.run(&["sessions", "list", "--json"], &[]);
+        let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["messageCount"].as_u64().unwrap())
+            .sum()
+    }
+}
+
+const KEYS: [(&str, &str); 2] = [
+    ("AWS_ACCESS_KEY_ID", fake_bedrock::ACCESS_KEY),
+    ("AWS_SECRET_ACCESS_KEY", fake_bedrock::SECRET_KEY),
+];
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn sigv4(signed_headers: &str) -> AuthSeen {
+    AuthSeen::SigV4 {
+        access_key: fake_bedrock::ACCESS_KEY.into(),
+        region: fake_bedrock::REGION.into(),
+        service: "bedrock".into(),
+        signed_headers: signed_headers.into(),
+    }
+}
+
+#[test]
+fn env_credentials_stream_a_converse_reply_signed_with_sigv4() {
+    let env = Env::new(Accept {
+        session_token: None,
+    });
+    env.fake.set_default(Behavior {
+        reply: "Bonjour, café ☕ and more.".into(),
+        chunks: 4,
+        ..Default::default()
+    });
+    let model = format!("bedrock:{MODEL}");
+    let o = env.run(
+        &[
+            "ask",
+            "-m",
+            &model,
+            "-s",
+            "Be brief.",
+            "-p",
+            "maxTokens=64",
+            "Say",
+            "hello",
+        ],
+        &KEYS,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Bonjour, café ☕ and more.\n");
+    let req = env.fake.last();
+    assert_eq!(req.auth, sigv4("accept;content-type;host;x-amz-date"));
+    assert_eq!(
+        req.path,
+        "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse-stream"
+    );
+    assert_eq!(req.model, MODEL);
+    assert_eq!(
+        req.header("accept"),
+        Some("application/vnd.amazon.eventstream")
+    );
+    assert_eq!(
+        req.body,
+        json!({
+            "messages": [{"role": "user", "content": [{"text": "Say hello"}]}],
+            "system": [{"text": "Be brief."}],
+            "inferenceConfig": {"maxTokens": 64}
+        })
+    );
+    assert_eq!(env.stored_messages(), 2);
+
+    // Whole replies go through Converse; usage and stop reason come back.
+    let o = env.run(
+        &[
+            "ask",
+            "-m",
+            &model,
+            "--no-stream",
+            "--json",
+            "one two three",
+        ],
+        &KEYS,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["reply"], "Bonjour, café ☕ and more.");
+    assert_eq!(v["finishReason"], "end_turn");
+    assert_eq!(v["usage"]["inputTokens"], 3);
+    let req = env.fake.last();
+    assert_eq!(req.action, "converse");
+    assert_eq!(req.header("accept"), Some("application/json"));
+    assert!(matches!(req.auth, AuthSeen::SigV4 { .. }), "{:?}", req.auth);
+}
+
+#[test]
+fn claude_messages_go_through_invoke_model_with_the_bedrock_envelope() {
+    let env = Env::new(Accept {
+        session_token: None,
+    });
+    env.write_config(&format!(
+        "[model_configurations.claude]\nformat = \"claude-messages\"\nmodel = \"{MODEL}\"\nparameters = {{ max_tokens = 300 }}\n\n[agents.cb]\nprovider = \"bedrock\"\nmodel_configuration = \"claude\"\n"
+    ));
+    env.fake.set_default(Behavior {
+        reply: "Claude on Bedrock, streamed.".into(),
+        chunks: 4,
+        ..Default::default()
+    });
+    let o = env.run(
+        &["ask", "-m", "cb", "-s", "Be brief.", "hello", "Claude"],
+        &KEYS,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Claude on Bedrock, streamed.\n");
+    let req = env.fake.last();
+    assert_eq!(
+        req.path,
+        "/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke-with-response-stream"
+    );
+    assert_eq!(req.auth, sigv4("accept;content-type;host;x-amz-date"));
+    assert_eq!(req.body["anthropic_version"], "bedrock-2023-05-31");
+    assert_eq!(req.body["max_tokens"], 300);
+    assert_eq!(req.body["system"], "Be brief.");
+    assert!(
+        req.body.get("model").is_none() && req.body.get("stream").is_none(),
+        "{}",
+        req.body
+    );
+    assert_eq!(req.body["messages"][0]["role"], "user");
+
+    let o = env.run(
+        &["ask", "-m", "cb", "--no-stream", "--json", "again"],
+        &KEYS,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["reply"], "Claude on Bedrock, streamed.");
+    assert_eq!(v["finishReason"], "end_turn");
+    let req = env.fake.last();
+    assert_eq!(req.action, "invoke");
+    assert!(req.body.get("stream").is_none(), "{}", req.body);
+
+    // A Claude stream cut inside a chunk event fails and stores nothing more.
+    env.fake.push(Behavior {
+        mode: Mode::CutAfter { after: 2 },
+        chunks: 4,
+        ..Default::default()
+    });
+    let before = env.stored_messages();
+    let o = env.run(&["ask", "-m", "cb", "hi"], &KEYS);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ended before the reply was complete"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(env.stored_messages(), before);
+}
+
+#[test]
+fn a_configured_profile_with_a_session_token_and_an_arn_model_id() {
+    let env = Env::new(Accept {
+        session_token: Some("FQoGZXIvYXdzEXAMPLETOKEN/+=".into()),
+    });
+    let creds = env.home.path().join("creds");
+    std::fs::write(
+        &creds,
+        format!(
+            "[default]\naws_access_key_id = AKIDWRONG\naws_secret_access_key = wrong\n\n[work]\naws_access_key_id = {}\naws_secret_access_key = {}\naws_session_token = FQoGZXIvYXdzEXAMPLETOKEN/+=\n",
+            fake_bedrock::ACCESS_KEY,
+            fake_bedrock::SECRET_KEY
+        ),
+    )
+    .unwrap();
+    env.write_config(&format!(
+        "[service_providers.aws]\nkind = \"bedrock\"\nprofile = \"work\"\nregion = \"{}\"\nbase_url = \"{}\"\n",
+        fake_bedrock::REGION,
+        env.fake.url()
+    ));
+    let arn = "arn:aws:bedrock:eu-central-1:123456789012:inference-profile/eu.anthropic.claude-3-haiku-20240307-v1:0";
+    let model = format!("aws:{arn}");
+    // The environment's keys are wrong: the configured profile must win over them, and the
+    // region and endpoint of the config over the environment's.
+    let vars = [
+        ("AWS_SHARED_CREDENTIALS_FILE", creds.to_str().unwrap()),
+        ("AWS_ACCESS_KEY_ID", "AKIDFROMENV"),
+        ("AWS_SECRET_ACCESS_KEY", "from-env"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "http://127.0.0.1:9"),
+        ("GENAI_LOG", "trace"),
+    ];
+    let o = env.run(&["ask", "-m", &model, "hello"], &vars);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Even the most verbose log shows no secret part of the credentials.
+    let log = stderr(&o);
+    assert!(
+        log.contains("TRACE") || log.contains("DEBUG"),
+        "no log at all: {log}"
+    );
+    for secret in [fake_bedrock::SECRET_KEY, "FQoGZXIvYXdzEXAMPLETOKEN"] {
+        assert!(!log.contains(secret), "the log shows a secret");
+    }
+    assert_eq!(stdout(&o), "Hello from the fake Bedrock.\n");
+    let req = env.fake.last();
+    assert_eq!(
+        req.auth,
+        sigv4("accept;content-type;host;x-amz-date;x-amz-security-token")
+    );
+    assert_eq!(
+        req.header("x-amz-security-token"),
+        Some("FQoGZXIvYXdzEXAMPLETOKEN/+=")
+    );
+    assert_eq!(
+        req.path,
+        "/model/arn%3Aaws%3Abedrock%3Aeu-central-1%3A123456789012%3Ainference-profile%2Feu.anthropic.claude-3-haiku-20240307-v1%3A0/converse-stream"
+    );
+    assert_eq!(req.model, arn);
+}
+
+#[test]
+fn a_bedrock_api_key_replaces_sigv4() {
+    let env = Env::new(Accept {
+        session_token: None,
+    });
+    let model = format!("bedrock:{MODEL}");
+    let o = env.run(
+        &["ask", "-m", &model, "hi"],
+        &[("AWS_BEARER_TOKEN_BEDROCK", fake_bedrock::API_KEY)],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Hello from the fake Bedrock.\n");
+    let req = env.fake.last();
+    assert_eq!(req.auth, AuthSeen::Bearer);
+    assert_eq!(req.header("x-amz-date"), None);
+
+    let o = env.run(
+        &["ask", "-m", &model, "hi"],
+        &[("AWS_BEARER_TOKEN_BEDROCK", "ABSKwrong-key-value-xyz")],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("HTTP 403") && err.contains("UnrecognizedClientException"),
+        "{err}"
+    );
+    assert!(!err.contains("ABSKwrong-key-value-xyz"), "{err}");
+    assert!(err.contains("[used a Bedrock API key]"), "{err}");
+}
+
+#[test]
+fn missing_or_wrong_credentials_are_clear_and_never_shown() {
+    let env = Env::new(Accept {
+        session_token: None,
+    });
+    let model = format!("bedrock:{MODEL}");
+    let o = env.run(&["ask", "-m", &model, "hi"], &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("AWS_ACCESS_KEY_ID"), "{}", stderr(&o));
+    assert!(env.fake.requests().is_empty(), "nothing may be sent");
+
+    let o = env.run(
+        &["ask", "-m", &model, "hi"],
+        &[
+            ("AWS_ACCESS_KEY_ID", fake_bedrock::ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", "not/the+right/secret0000"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("InvalidSignatureException"), "{err}");
+    assert!(
+        err.contains("[used AWS credentials from the environment]"),
+        "{err}"
+    );
+    assert!(!err.contains("not/the+right/secret0000"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let o = env.run(
+        &["ask", "-m", &model, "hi"],
+        &[("AWS_REGION", ""), KEYS[0], KEYS[1]],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no AWS region"), "{}", stderr(&o));
+    assert_eq!(env.stored_messages(), 0);
+}
+
+#[test]
+fn throttling_is_retried_and_every_attempt_is_signed() {
+    let env = Env::new(Accept {
+        session_token: None,
+    });
+    env.fake.push(Behavior {
+        mode: Mode::Error {
+            status: 429,
+            error_type: "ThrottlingException".into(),
+            message: "Too many requests, please wait before trying again.".into(),
+        },
+        ..Default::default()
+    });
+    let started = Instant::now();
+    let o = env.run(&["ask", "-m", &format!("bedrock:{MODEL}"), "hi"], &KEYS);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "Retry-After: 1 was not honoured"
+    );
+    let reqs = env.fake.requests();
+    assert_eq!(reqs.len(), 2);
+    for r in &reqs {
+        assert!(matches!(r.auth, AuthSeen::SigV4 { .. }), "{:?}", r.auth);
+    }
+}
+
+#[test]
+fn faults_fail_the_turn_in_one_line_and_store_nothing() {
+    let env = Env::new(Accept {
+        session_token: None,
+    });
+    env.write_config(
+        "[service_providers.bedrock]\nkind = \"bedrock\"\nmax_retries = 1\nread_timeout_secs = 1\n",
+    );
+    let model = format!("bedrock:{MODEL}");
+    let cases: Vec<(Mode, &[&str], &str)> = vec![
+        (
+            Mode::Error {
+                status: 500,
+                error_type: "InternalServerException".into(),
+                message: "upstream exploded".into(),
+            },
+            &[],
+            "HTTP 500 Internal Server Error InternalServerException: upstream exploded",
+        ),
+        (
+            Mode::CutAfter { after: 1 },
+            &[],
+            "ended before the reply was complete",
+        ),
+        (Mode::MalformedJson, &[], "invalid JSON"),
+        (Mode::MalformedJson, &["--no-stream"], "invalid JSON"),
+        (Mode::BadChecksum, &[], "event stream is corrupt"),
+        (
+            Mode::Exception {
+                after: 1,
+                exception_type: "modelStreamErrorException".into(),
+                message: "The model stream failed.".into(),
+            },
+            &[],
+            "modelStreamErrorException: The model stream failed.",
+        ),
+        (
+            Mode::Exception {
+                after: 0,
+                exception_type: "validationException".into(),
+                message: "Malformed input request".into(),
+            },
+            &[],
+            "validationException: Malformed input request",
+        ),
+        (Mode::Stall, &[], "no answer in time"),
+    ];
+    for (mode, flags, expected) in cases {
+        let label = format!("{mode:?}");
+        for _ in 0..2 {
+            env.fake.push(Behavior {
+                mode: mode.clone(),
+                chunks: 4,
+                ..Default::default()
+            });
+        }
+        let mut args = vec!["ask", "-m", model.as_str()];
+        args.extend_from_slice(flags);
+        args.push("hi");
+        let started = Instant::now();
+        let o = env.run(&args, &KEYS);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{label}: {err}");
+        assert!(err.contains(expected), "{label}: {err}");
+        assert_eq!(err.lines().count(), 1, "{label}: {err}");
+        assert!(!err.contains(fake_bedrock::SECRET_KEY), "{label}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(20), "{label}");
+        assert_eq!(
+            env.stored_messages(),
+            0,
+            "{label}: a failed turn was stored"
+        );
+        // A mode that failed at once leaves its retry's behaviour queued.
+        env.fake.clear_queue();
+    }
+
+    // A server that goes quiet in the middle of a stream, past `read_timeout_secs`.
+    env.fake.push(Behavior {
+        delay: Duration::from_secs(5),
+        ..Default::default()
+    });
+    let started = Instant::now();
+    let o = env.run(&["ask", "-m", &model, "hi"], &KEYS);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no answer in time") && err.contains("ended before the reply was complete"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the read timeout did not apply"
+    );
+    assert_eq!(env.stored_messages(), 0);
+}
+
+fn daemon(root: &Path, fake: &FakeBedrock) -> Daemon {
+    let mut cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon")
+        .env("HOME", root.to_str().unwrap())
+        .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &fake.url())
+        .env("AWS_REGION", fake_bedrock::REGION)
+        .env(KEYS[0].0, KEYS[0].1)
+        .env(KEYS[1].0, KEYS[1].1);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") && !cfg.env.iter().any(|(n, _)| n == k.as_str()) {
+            cfg = cfg.env(&k, "");
+        }
+    }
+    Daemon::spawn(&cfg)
+}
+
+#[test]
+fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
+    let root = tempfile::tempdir().unwrap();
+    let fake = FakeBedrock::start(Accept {
+        session_token: None,
+    })
+    .unwrap();
+    let reply = "Streamed from Bedrock in pieces: 🚀 done.";
+    fake.set_default(Behavior {
+        reply: reply.into(),
+        chunks: 5,
+        ..Default::default()
+    });
+    let mut d = daemon(root.path(), &fake);
+    d.call(
+        "Initialize",
+        json!({"clientInfo": {"name": "bedrock-tests", "version": "0"}, "capabilities": {"streaming": true}}),
+    );
+    let comps = d.call("ListComponents", json!({}));
+    let kinds = comps["kinds"]["serviceProviders"].as_array().unwrap();
+    let bedrock = kinds
+        .iter()
+        .find(|k| k["name"] == "bedrock")
+        .expect("bedrock kind");
+    assert_eq!(
+        bedrock["formats"],
+        json!(["bedrock-converse", "claude-messages"])
+    );
+    assert_eq!(bedrock["defaultFormat"], "bedrock-converse");
+
+    let conv = d.call(
+        "CreateConversation",
+        json!({"serviceProvider": "bedrock", "model": MODEL}),
+    );
+    assert_eq!(conv["format"], "bedrock-converse", "{conv}");
+    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let turn = |d: &mut Daemon, text: &str| {
+        let r = d.call(
+            "OnNewMessage",
+            json!({"conversationId": cid, "message": text}),
+        );
+        let turn_id = r["turnId"].as_str().unwrap().to_string();
+        let fin = d.wait_final(&turn_id, TURN);
+        (turn_id, fin["params"].clone())
+    };
+    let (turn_id, fin) = turn(&mut d, "Hello over the daemon");
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    assert_eq!(fin["summary"], reply, "{fin}");
+    assert_eq!(fin["finishReason"], "end_turn", "{fin}");
+    let chunks: String = d
+        .log()
+        .iter()
+        .filter(|m| {
+            m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id.as_str()
+        })
+        .filter_map(|m| m["params"]["delta"].as_str())
+        .collect();
+    assert_eq!(chunks, reply);
+    assert_eq!(fake.last().action, "converse-stream");
+
+    fake.push(Behavior {
+        mode: Mode::CutAfter { after: 2 },
+        chunks: 5,
+        ..Default::default()
+    });
+    let (_, fin) = turn(&mut d, "This one breaks");
+    assert_eq!(fin["isSuccess"], false, "{fin}");
+    assert!(
+        fin["summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ended before the reply was complete"),
+        "{fin}"
+    );
+    let h = d.call(
+        "GetConversationHistory",
+        json!({"conversationId": cid, "pageSize": 100}),
+    );
+    assert_eq!(h["messages"].as_array().unwrap().len(), 2, "{h}");
+    // The next turn sees the stored history only: user, assistant, and the new prompt.
+    let (_, fin) = turn(&mut d, "Again");
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let body = fake.last().body;
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+
+    // Images: inline ones become Converse image blocks; by URL, or over Converse's 3.75 MB
+    // per image, they are refused before anything is sent.
+    let image = |d: &mut Daemon, part: Value| {
+        let message = json!({"role": "user", "content": ["What is this?", part]});
+        let r = d.call(
+            "OnNewMessage",
+            json!({"conversationId": cid, "message": message}),
+        );
+        let turn_id = r["turnId"].as_str().unwrap().to_string();
+        d.wait_final(&turn_id, TURN)["params"].clone()
+    };
+    let fin = image(
+        &mut d,
+        json!({"type": "image", "mediaType": "image/jpeg", "data": "/9j/4AAQSkZJRg=="}),
+    );
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let body = fake.last().body;
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        last["content"],
+        json!([{"text": "What is this?"}, {"image": {"format": "jpeg", "source": {"bytes": "/9j/4AAQSkZJRg=="}}}])
+    );
+    let sent = fake.requests().len();
+    let fin = image(
+        &mut d,
+        json!({"type": "image", "url": "https://example.invalid/cat.png"}),
+    );
+    assert_eq!(fin["isSuccess"], false, "{fin}");
+    assert!(fin["summary"].as_str().unwrap().contains("by URL"), "{fin}");
+    let big = "A".repeat(5_100_000); // 3.8 MB once decoded
+    let fin = image(
+        &mut d,
+        json!({"type": "image", "mediaType": "image/png", "data": big}),
+    );
+    assert_eq!(fin["isSuccess"], false, "{fin}");
+    assert!(
+        fin["summary"]
+            .as_str()
+            .unwrap()
+            .contains("exceeds provider bedrock's limit of 3.6 MiB"),
+        "{fin}"
+    );
+    assert_eq!(
+        fake.requests().len(),
+        sent,
+        "a refused image reached the provider"
+    );
+    d.shutdown(Duration::from_secs(10));
+}

@@ -54,6 +54,47 @@ fn file_of(path: &[&str], modules: &BTreeMap<String, String>) -> Option<String> 
         .find_map(|n| modules.get(&path[..n].join("::")).cloned())
 }
 
+/// The paths written at the start of `text`: one, or one per item of a `{...}` group
+/// (`super::{a, b::{c, d}}` gives `super::a`, `super::b::c`, `super::b::d`).
+fn paths_at(text: &str) -> Vec<String> {
+    let head: String = text
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+        .collect();
+    let rest = &text[head.len()..];
+    if !(head.ends_with("::") && rest.starts_with('{')) {
+        return vec![head];
+    }
+    let mut depth = 0;
+    let mut items = Vec::new();
+    let mut item_start = 1;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' | ',' if depth == 1 => {
+                items.push(&rest[item_start..i]);
+                item_start = i + 1;
+                if c == '}' {
+                    break;
+                }
+            }
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    items
+        .into_iter()
+        .map(str::trim)
+        .filter(|i| !i.is_empty() && *i != "self")
+        .flat_map(|i| {
+            paths_at(i)
+                .into_iter()
+                .map(|p| format!("{head}{p}"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// For each file, the files its `crate::` and `super::` paths name.
 fn imports(files: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
     let modules: BTreeMap<String, String> = files
@@ -78,26 +119,22 @@ fn imports(files: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String
             if code[..at].ends_with("::") {
                 continue;
             }
-            let rest = &code[at..];
-            let path: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            let mut parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
-            let base: Vec<String> = if parts.first() == Some(&"crate") {
-                parts.remove(0);
-                Vec::new()
-            } else {
-                let mut base = own.clone();
-                while parts.first() == Some(&"super") {
+            for path in paths_at(&code[at..]) {
+                let mut parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+                let mut base = Vec::new();
+                if parts.first() == Some(&"crate") {
                     parts.remove(0);
-                    base.pop();
+                } else {
+                    base = own.clone();
+                    while parts.first() == Some(&"super") {
+                        parts.remove(0);
+                        base.pop();
+                    }
                 }
-                base
-            };
-            let full: Vec<&str> = base.iter().map(String::as_str).chain(parts).collect();
-            if let Some(target) = file_of(&full, &modules).filter(|t| t != file) {
-                to.insert(target);
+                let full: Vec<&str> = base.iter().map(String::as_str).chain(parts).collect();
+                if let Some(target) = file_of(&full, &modules).filter(|t| t != file) {
+                    to.insert(target);
+                }
             }
         }
         graph.insert(file.clone(), to);
@@ -146,6 +183,7 @@ fn the_import_reader_sees_a_loop_when_there_is_one() {
         ("b.rs", "use crate::c::Y;\n// use crate::a::Z;"),
         ("c/mod.rs", "pub mod d;"),
         ("c/d.rs", "use super::super::a::W;"),
+        ("e.rs", "use crate::{b::X, c::{d::Y, self}};"),
     ]
     .into_iter()
     .map(|(f, t)| (f.to_string(), t.to_string()))
@@ -154,4 +192,10 @@ fn the_import_reader_sees_a_loop_when_there_is_one() {
     assert_eq!(g["a.rs"], BTreeSet::from(["b.rs".to_string()]));
     assert_eq!(g["b.rs"], BTreeSet::from(["c/mod.rs".to_string()]));
     assert_eq!(g["c/d.rs"], BTreeSet::from(["a.rs".to_string()]));
+    let e: Vec<&str> = g["e.rs"].iter().map(String::as_str).collect();
+    assert_eq!(e, ["b.rs", "c/d.rs"]);
+    assert_eq!(
+        paths_at("super::{a, b::{c, d}}; x"),
+        ["super::a", "super::b::c", "super::b::d"]
+    );
 }

@@ -20,7 +20,7 @@ use crate::provider::{self, ServiceProvider};
 /// The provider kind that runs GGUF models from the models folder (cargo feature `local`).
 pub const LOCAL_KIND: &str = "local";
 
-pub use crate::provider::kinds::{ProviderFactory, ProviderKind};
+pub use crate::provider::build::{ProviderFactory, ProviderKind};
 
 /// Builds a model configuration for a model id.
 pub type FormatFactory = fn(&str) -> Box<dyn ModelConfiguration>;
@@ -130,7 +130,7 @@ impl Registry {
             parameters: model::claude_messages::PARAMETERS,
             factory: |m| Box::new(model::claude_messages::ClaudeMessages::new(m)),
         });
-        for kind in provider::kinds::registrations() {
+        for kind in provider::build::registrations() {
             r.register_provider(kind);
         }
         r.register_format(FormatKind {

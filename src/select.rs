@@ -228,7 +228,7 @@ mod tests {
                     default_model: local.default_model.clone(),
                     ..Default::default()
                 };
-                crate::provider::kinds::create(name, &crate::config::ProviderConfig::OpenAi(openai))
+                crate::provider::build::create(name, &crate::config::ProviderConfig::OpenAi(openai))
             },
         });
         r

@@ -18,7 +18,7 @@ use crate::config::AzureSettings;
 use crate::error::{Error, ErrorKind, Result};
 
 pub const KIND: &str = AZURE_OPENAI.name;
-pub const ENDPOINT_ENV: &str = "AZURE_OPENAI_ENDPOINT";
+pub use super::kinds::AZURE_ENDPOINT_ENV as ENDPOINT_ENV;
 pub const VERSION_ENV: &str = "OPENAI_API_VERSION";
 /// The latest GA dated version of the data-plane inference API.
 pub const DEFAULT_API_VERSION: &str = "2024-10-21";

@@ -1,39 +1,20 @@
-//! The provider kinds: a row per HTTP kind saying, as data, what sets it apart (the formats it
+//! The HTTP provider kinds: a row per kind saying, as data, what sets it apart (the formats it
 //! sends and the path of each, how it authenticates, where its key and base URL come from, its
-//! default model and image limit), and the registration of every kind (the HTTP ones and
-//! `local`) with the factory that builds an instance from its settings.
+//! default model and image limit).
 //!
-//! It owns that table. It must never send a request (`remote` does, with the hooks of the few
-//! kinds that differ) nor keep named instances (the registry does).
+//! It owns that table and nothing else. It must never send a request (`remote` does, with the
+//! hooks of the few kinds that differ), build an instance (`build` does) nor keep named
+//! instances (the registry does).
 
-use std::sync::Arc;
-
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use serde::Serialize;
-
-use super::remote::{HttpProvider, Plain};
-use super::{anthropic, azure_openai, bedrock, http_connector, local, ollama, ServiceProvider};
-use crate::config::ProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{bedrock_converse, claude_messages, gemini, http_template};
 use crate::model::{ollama_chat, openai_chat};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-/// Builds a provider instance from its name and settings.
-pub type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServiceProvider>>;
-
-/// A registered provider kind, as `ListComponents` shows it.
-#[derive(Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProviderKind {
-    pub name: &'static str,
-    pub description: &'static str,
-    /// The model formats this kind can send.
-    pub formats: Vec<&'static str>,
-    /// The format of an ad-hoc model configuration (`provider:model`).
-    pub default_format: &'static str,
-    #[serde(skip)]
-    pub factory: ProviderFactory,
-}
+/// Where Ollama's host comes from when the config names none.
+pub const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
+/// Where an Azure OpenAI resource's endpoint comes from when the config names none.
+pub const AZURE_ENDPOINT_ENV: &str = "AZURE_OPENAI_ENDPOINT";
 
 /// What sets one HTTP kind apart from the others.
 pub struct HttpKind {
@@ -167,7 +148,7 @@ pub const OLLAMA: HttpKind = HttpKind {
     auth: Auth::Bearer { required: false },
     key_env: Some("OLLAMA_API_KEY"),
     fallback_key_env: None,
-    base_url_env: Some(ollama::HOST_ENV),
+    base_url_env: Some(OLLAMA_HOST_ENV),
     default_base_url: Some("http://127.0.0.1:11434"),
     versioned_base: false,
     model_in_path: ModelInPath::Escaped,
@@ -214,7 +195,7 @@ pub const AZURE_OPENAI: HttpKind = HttpKind {
     auth: Auth::Header("api-key"),
     key_env: Some("AZURE_OPENAI_API_KEY"),
     fallback_key_env: None,
-    base_url_env: Some(azure_openai::ENDPOINT_ENV),
+    base_url_env: Some(AZURE_ENDPOINT_ENV),
     default_base_url: None,
     versioned_base: false,
     model_in_path: ModelInPath::Escaped,
@@ -339,42 +320,4 @@ impl HttpKind {
             }
         }
     }
-}
-
-/// Every kind, as the registry registers them: the HTTP kinds, then `local`.
-pub fn registrations() -> Vec<ProviderKind> {
-    let http = HTTP_KINDS.iter().map(|k| ProviderKind {
-        name: k.name,
-        description: k.description,
-        formats: k.formats(),
-        default_format: k.routes[0].format,
-        factory: create,
-    });
-    let local = ProviderKind {
-        name: local::KIND,
-        description:
-            "A GGUF model run in-process by llama.cpp (model, threads, context_size, slots)",
-        formats: vec![openai_chat::FORMAT],
-        default_format: openai_chat::FORMAT,
-        factory: create,
-    };
-    http.chain([local]).collect()
-}
-
-/// Builds an instance of the kind its settings are of.
-pub fn create(name: &str, c: &ProviderConfig) -> Result<Arc<dyn ServiceProvider>> {
-    Ok(match c {
-        ProviderConfig::OpenAi(s) => {
-            Arc::new(HttpProvider::from_settings(&OPENAI, name, s, Plain)?)
-        }
-        ProviderConfig::Anthropic(s) => Arc::new(anthropic::create(name, s)?),
-        ProviderConfig::Ollama(s) => Arc::new(ollama::create(name, s)?),
-        ProviderConfig::Gemini(s) => {
-            Arc::new(HttpProvider::from_settings(&GEMINI, name, s, Plain)?)
-        }
-        ProviderConfig::AzureOpenAi(s) => Arc::new(azure_openai::create(name, s)?),
-        ProviderConfig::Http(s) => Arc::new(http_connector::create(name, s)?),
-        ProviderConfig::Bedrock(s) => Arc::new(bedrock::create(name, s)?),
-        ProviderConfig::Local(s) => local::create(name, s)?,
-    })
 }

@@ -10,6 +10,7 @@ pub mod anthropic;
 pub mod aws;
 pub mod azure_openai;
 pub mod bedrock;
+pub mod build;
 pub mod http;
 pub mod http_connector;
 pub mod kinds;

@@ -12,7 +12,7 @@ use crate::config::HttpSettings;
 use crate::error::{Error, ErrorKind, Result};
 
 pub const KIND: &str = OLLAMA.name;
-pub const HOST_ENV: &str = "OLLAMA_HOST";
+pub use super::kinds::OLLAMA_HOST_ENV as HOST_ENV;
 
 /// The base URL of an Ollama host written as Ollama accepts it in `OLLAMA_HOST`: `host`,
 /// `host:port`, `:port`, `scheme://host[:port][/path]`, IPv6 in brackets. Without a scheme the

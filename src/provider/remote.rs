@@ -363,7 +363,7 @@ mod tests {
 
     use super::testing::first_request;
     use super::*;
-    use crate::provider::kinds::{self, GEMINI, OPENAI};
+    use crate::provider::kinds::{GEMINI, OPENAI};
 
     fn plain(kind: &'static HttpKind, base_url: Option<&str>) -> HttpProvider {
         let s = HttpSettings {
@@ -454,7 +454,7 @@ mod tests {
 
     #[test]
     fn every_kind_is_registered_in_order_with_its_formats() {
-        let kinds = kinds::registrations();
+        let kinds = crate::provider::build::registrations();
         let names: Vec<&str> = kinds.iter().map(|k| k.name).collect();
         assert_eq!(names, crate::config::ProviderConfig::KINDS);
         let ollama = &kinds[2];

@@ -17,19 +17,22 @@
 //! must never write outside the models folder.
 
 use std::fs::{File, OpenOptions};
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, CONTENT_RANGE, ETAG, RANGE};
 use reqwest::StatusCode;
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::models::{check_name, part_path, ModelLibrary, EXTENSION};
 
-/// The default Hugging Face endpoint.
-pub const HF_DEFAULT_ENDPOINT: &str = "https://huggingface.co";
+mod source;
+mod verify;
+
+pub use source::{default_name, hf_endpoint, hf_url, parse_source, Source, HF_DEFAULT_ENDPOINT};
+use verify::{disk, sha256_in_etag, sidecar_sha};
+pub use verify::{parse_sha256, sha256_file};
 
 /// What `genai models pull` asks for.
 #[derive(Debug, Clone)]
@@ -59,141 +62,6 @@ pub struct Pulled {
     pub verified_by: Option<String>,
     /// True when the same file was already installed and nothing was downloaded.
     pub already_installed: bool,
-}
-
-/// Where the bytes come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    Http {
-        url: String,
-        /// True for `hf:` sources (the published sha256 may be in `ETag`, and `HF_TOKEN` applies).
-        hugging_face: bool,
-    },
-    File(PathBuf),
-}
-
-/// The Hugging Face endpoint: `$GENAI_HF_ENDPOINT`, else `$HF_ENDPOINT`, else huggingface.co.
-pub fn hf_endpoint() -> String {
-    ["GENAI_HF_ENDPOINT", "HF_ENDPOINT"]
-        .iter()
-        .filter_map(|v| std::env::var(v).ok())
-        .find(|v| !v.trim().is_empty())
-        .unwrap_or_else(|| HF_DEFAULT_ENDPOINT.to_string())
-        .trim_end_matches('/')
-        .to_string()
-}
-
-/// `OWNER/REPO/PATH[@REVISION]` as `ENDPOINT/OWNER/REPO/resolve/REVISION/PATH`.
-pub fn hf_url(endpoint: &str, spec: &str) -> Result<String> {
-    let bad = || {
-        Error::invalid_params(format!(
-            "`hf:{spec}` is not hf:OWNER/REPO/FILE.gguf (optionally @REVISION)"
-        ))
-    };
-    let (path, revision) = match spec.rsplit_once('@') {
-        Some((p, r)) if !r.is_empty() && !r.contains('/') => (p, r),
-        Some(_) => return Err(bad()),
-        None => (spec, "main"),
-    };
-    let mut parts = path.splitn(3, '/');
-    let (owner, repo, file) = match (parts.next(), parts.next(), parts.next()) {
-        (Some(o), Some(r), Some(f)) if !o.is_empty() && !r.is_empty() && !f.is_empty() => (o, r, f),
-        _ => return Err(bad()),
-    };
-    if file.split('/').any(|s| s.is_empty() || s == "..") {
-        return Err(bad());
-    }
-    Ok(format!(
-        "{endpoint}/{owner}/{repo}/resolve/{revision}/{file}"
-    ))
-}
-
-/// Reads a source string.
-pub fn parse_source(source: &str) -> Result<Source> {
-    if let Some(spec) = source.strip_prefix("hf:") {
-        return Ok(Source::Http {
-            url: hf_url(&hf_endpoint(), spec)?,
-            hugging_face: true,
-        });
-    }
-    if let Some(path) = source.strip_prefix("file://") {
-        return Ok(Source::File(PathBuf::from(path)));
-    }
-    if source.starts_with("http://") || source.starts_with("https://") {
-        return Ok(Source::Http {
-            url: source.to_string(),
-            hugging_face: false,
-        });
-    }
-    Err(Error::invalid_params(format!(
-        "`{source}` is not a source: give an http(s):// URL, hf:OWNER/REPO/FILE.gguf or file:///PATH"
-    )))
-}
-
-/// The model name a source gives by default: its file name without `.gguf`.
-pub fn default_name(source: &Source) -> Option<String> {
-    let last = match source {
-        Source::Http { url, .. } => {
-            let path = url.split(['?', '#']).next().unwrap_or(url);
-            let path = path.split_once("://").map_or(path, |(_, p)| p);
-            path.split_once('/')?.1.rsplit('/').next()?.to_string()
-        }
-        Source::File(p) => p.file_name()?.to_str()?.to_string(),
-    };
-    let name = last
-        .strip_suffix(&format!(".{EXTENSION}"))
-        .unwrap_or(&last)
-        .to_string();
-    check_name(&name).ok().map(|_| name)
-}
-
-/// Lower-case hex of a sha256, or an error naming the bad value.
-pub fn parse_sha256(s: &str) -> Result<String> {
-    let s = s.trim().to_ascii_lowercase();
-    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(s)
-    } else {
-        Err(Error::invalid_params(format!(
-            "`{s}` is not a sha256 (64 hex digits)"
-        )))
-    }
-}
-
-/// The sha256 of a file, in lower-case hex.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = File::open(path).map_err(|e| disk("read", path, e))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf).map_err(|e| disk("read", path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex(&h.finalize()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn disk(what: &str, path: &Path, e: std::io::Error) -> Error {
-    let hint = if e.raw_os_error() == Some(28) {
-        " (the disk is full)"
-    } else {
-        ""
-    };
-    Error::new(
-        ErrorKind::Store,
-        format!("cannot {what} {}: {e}{hint}", path.display()),
-    )
-}
-
-/// A sha256 in an ETag-like header value (`"abc…"`, `W/"abc…"`), if it is one.
-fn sha256_in_etag(v: &str) -> Option<String> {
-    let v = v.trim().trim_start_matches("W/").trim_matches('"');
-    parse_sha256(v).ok()
 }
 
 /// How one request ended.
@@ -452,11 +320,6 @@ pub fn source_marker(part: &Path) -> PathBuf {
 
 fn part_len(part: &Path) -> u64 {
     std::fs::metadata(part).map(|m| m.len()).unwrap_or(0)
-}
-
-/// The first word of a `.sha256` file (`HASH  FILE` or just `HASH`), if it is a sha256.
-fn sidecar_sha(text: &str) -> Option<String> {
-    parse_sha256(text.split_whitespace().next()?).ok()
 }
 
 fn client(follow_redirects: bool) -> Result<reqwest::Client> {

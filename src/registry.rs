@@ -262,14 +262,7 @@ impl Registry {
     }
 
     pub fn feature(&self, name: &str) -> Result<FeatureInfo> {
-        let features = self.features.read().map_err(|_| lock_err())?;
-        features.get(name).cloned().ok_or_else(|| {
-            let names: Vec<&String> = features.keys().collect();
-            Error::new(
-                ErrorKind::UnknownComponent,
-                format!("no feature named `{name}`; known: {}", join(names)),
-            )
-        })
+        named(&self.features, name, "feature")
     }
 
     pub fn provider_kind(&self, name: &str) -> Result<&ProviderKind> {
@@ -365,29 +358,11 @@ impl Registry {
     }
 
     pub fn provider(&self, name: &str) -> Result<ProviderInstance> {
-        let providers = self.providers.read().map_err(|_| lock_err())?;
-        providers.get(name).cloned().ok_or_else(|| {
-            Error::new(
-                ErrorKind::UnknownComponent,
-                format!(
-                    "no service provider named `{name}`; known: {}",
-                    join(providers.keys())
-                ),
-            )
-        })
+        named(&self.providers, name, "service provider")
     }
 
     pub fn model_instance(&self, name: &str) -> Result<ModelInstance> {
-        let models = self.models.read().map_err(|_| lock_err())?;
-        models.get(name).cloned().ok_or_else(|| {
-            Error::new(
-                ErrorKind::UnknownComponent,
-                format!(
-                    "no model configuration named `{name}`; known: {}",
-                    join(models.keys())
-                ),
-            )
-        })
+        named(&self.models, name, "model configuration")
     }
 
     /// Fails with a message naming the valid pairs when `format` cannot run on `provider_kind`.
@@ -474,6 +449,17 @@ fn check_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The entry `name` of one of the registry's maps, or an error naming the known ones.
+fn named<T: Clone>(map: &RwLock<BTreeMap<String, T>>, name: &str, what: &str) -> Result<T> {
+    let map = map.read().map_err(|_| lock_err())?;
+    map.get(name).cloned().ok_or_else(|| {
+        Error::new(
+            ErrorKind::UnknownComponent,
+            format!("no {what} named `{name}`; known: {}", join(map.keys())),
+        )
+    })
 }
 
 fn join<I: IntoIterator<Item = S>, S: std::fmt::Display>(items: I) -> String {

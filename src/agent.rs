@@ -1,8 +1,8 @@
 //! The AI agent: one model configuration, one service provider and the conversation history.
 //!
 //! `send_prompt` composes the stored history with the new prompt, calls the model, and commits
-//! the turn atomically (DESIGN §2): the prompt and the reply together on success, nothing on
-//! failure; a system message replaces the stored one. The agent must never talk to a client:
+//! the turn atomically: the prompt and the reply together on success, nothing on failure; a
+//! system message replaces the stored one. The agent must never talk to a client:
 //! it returns outcomes and hands stream deltas to the caller's callback.
 
 use std::sync::Arc;
@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ToolMode;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
 use crate::message::{Message, Part, Role, Usage};
-use crate::model::{ModelConfiguration, ModelReply, ToolCallDelta};
 use crate::provider::ProviderResponse;
 use crate::registry::ProviderInstance;
 use crate::store::Store;
@@ -58,7 +58,8 @@ struct TurnSteps {
 pub struct AIAgent {
     pub id: String,
     pub provider: ProviderInstance,
-    model: std::sync::Mutex<Box<dyn ModelConfiguration>>,
+    /// Shared with running turns; `set_parameter` replaces it, never changes it under them.
+    model: std::sync::Mutex<Arc<ModelConfiguration>>,
     /// Held for the whole of a prompt, so prompts to one agent run one at a time.
     turn: tokio::sync::Mutex<()>,
     /// The committed history; locked only briefly, never across an await.
@@ -72,7 +73,7 @@ impl AIAgent {
     pub fn new(
         id: String,
         provider: ProviderInstance,
-        model: Box<dyn ModelConfiguration>,
+        model: ModelConfiguration,
         persistence: Option<Persistence>,
         system: Option<Message>,
         messages: Vec<Message>,
@@ -80,7 +81,7 @@ impl AIAgent {
         AIAgent {
             id,
             provider,
-            model: std::sync::Mutex::new(model),
+            model: std::sync::Mutex::new(Arc::new(model)),
             turn: tokio::sync::Mutex::new(()),
             history: std::sync::Mutex::new(History { system, messages }),
             persistence,
@@ -88,21 +89,18 @@ impl AIAgent {
         }
     }
 
-    fn model_copy(&self) -> Result<Box<dyn ModelConfiguration>> {
+    fn model(&self) -> Result<Arc<ModelConfiguration>> {
         Ok(self
             .model
             .lock()
             .map_err(|_| Error::internal("agent lock poisoned"))?
-            .clone_box())
+            .clone())
     }
 
     /// The format and model id of this agent.
     pub fn model_info(&self) -> Result<(&'static str, String, Map<String, Value>)> {
-        let m = self
-            .model
-            .lock()
-            .map_err(|_| Error::internal("agent lock poisoned"))?;
-        Ok((m.format(), m.model().to_string(), m.parameters().clone()))
+        let m = self.model()?;
+        Ok((m.format.name(), m.model.clone(), m.parameters.clone()))
     }
 
     /// Changes a parameter of this agent's model configuration (and remembers it in the store).
@@ -112,8 +110,8 @@ impl AIAgent {
                 .model
                 .lock()
                 .map_err(|_| Error::internal("agent lock poisoned"))?;
-            m.set_parameter(name, value)?;
-            m.parameters().clone()
+            Arc::make_mut(&mut *m).set_parameter(name, value)?;
+            m.parameters.clone()
         };
         if let Some(p) = &self.persistence {
             p.store.update_parameters(&p.conversation_id, &params)?;
@@ -183,17 +181,14 @@ impl AIAgent {
             full
         };
 
-        let mut model = self.model_copy()?;
+        let model = self.model()?;
         let react = match tools {
-            Some(t) if !t.specs.is_empty() => self.choose_react(&mut *model, t)?,
+            Some(t) if !t.specs.is_empty() => self.choose_react(&model, t)?,
             _ => None,
         };
-        if react.is_some() {
-            react::add_stop(&mut *model);
-        }
-        crate::model::check_images(
+        format::check_images(
             &new_messages,
-            model.format(),
+            model.format.name(),
             model.images(),
             &self.provider.name,
             self.provider.provider.max_image_bytes(),
@@ -201,8 +196,8 @@ impl AIAgent {
         let started = Instant::now();
         let turn = async {
             match tools {
-                Some(t) if react.is_some() => self.react_turn(&*model, &full, on_delta, t).await,
-                _ => self.native_turn(&*model, &full, on_delta, tools).await,
+                Some(t) if react.is_some() => self.react_turn(&model, &full, on_delta, t).await,
+                _ => self.native_turn(&model, &full, on_delta, tools).await,
             }
         };
         let timeout = self.timeout.unwrap_or(Duration::from_secs(24 * 3600));
@@ -253,23 +248,25 @@ impl AIAgent {
         })
     }
 
-    /// Whether this turn's tools go through ReAct, and why (`None`: native tool calls, offered
-    /// to `model` here). Auto mode uses native calls when the provider honours them and the
-    /// format accepts them.
+    /// Whether this turn's tools go through ReAct, and why (`None`: native tool calls). Auto
+    /// mode uses native calls when the provider honours them and the format has them.
     fn choose_react(
         &self,
-        model: &mut dyn ModelConfiguration,
+        model: &ModelConfiguration,
         tools: &ToolLoop<'_>,
     ) -> Result<Option<String>> {
         let provider = &self.provider.name;
+        let native = model.format.native_tools();
         match tools.mode {
             ToolMode::React => Ok(Some("[features.tools] mode = \"react\"".to_string())),
-            ToolMode::Native => model.set_tools(&tools.specs).map(|()| None),
+            ToolMode::Native if native => Ok(None),
+            ToolMode::Native => Err(format::no_native_tools(model.format.name())),
             ToolMode::Auto if !self.provider.provider.native_tools() => Ok(Some(format!(
                 "provider {provider} ({}) does not run native tool calls",
                 self.provider.provider.kind()
             ))),
-            ToolMode::Auto => Ok(model.set_tools(&tools.specs).err().map(|e| e.message)),
+            ToolMode::Auto if native => Ok(None),
+            ToolMode::Auto => Ok(Some(format::no_native_tools(model.format.name()).message)),
         }
     }
 
@@ -277,7 +274,7 @@ impl AIAgent {
     /// rounds), they are run and their results sent back.
     async fn native_turn(
         &self,
-        model: &dyn ModelConfiguration,
+        model: &ModelConfiguration,
         full: &[Message],
         on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
         tools: Option<&ToolLoop<'_>>,
@@ -290,7 +287,14 @@ impl AIAgent {
             let mut messages = full.to_vec();
             messages.extend(steps.iter().cloned());
             let on_call = tools.and_then(|t| t.on_call_delta);
-            let reply = self.call_model(model, &messages, on_delta, on_call).await?;
+            let options = RequestOptions {
+                stream: on_delta.is_some(),
+                tools: tools.map_or(&[], |t| &t.specs),
+                stop: &[],
+            };
+            let reply = self
+                .call_model(model, &messages, &options, on_delta, on_call)
+                .await?;
             usage = add_usage(usage, reply.usage);
             let calls = reply.message.tool_calls();
             match tools {
@@ -322,7 +326,7 @@ impl AIAgent {
     /// answer reaches `on_delta` and the reply.
     async fn react_turn(
         &self,
-        model: &dyn ModelConfiguration,
+        model: &ModelConfiguration,
         full: &[Message],
         on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
         tools: &ToolLoop<'_>,
@@ -346,7 +350,14 @@ impl AIAgent {
                 Some(_) => Some(&filtered),
                 None => None,
             };
-            let mut reply = self.call_model(model, &messages, stream_to, None).await?;
+            let options = RequestOptions {
+                stream: stream_to.is_some(),
+                tools: &[],
+                stop: &[react::OBSERVATION],
+            };
+            let mut reply = self
+                .call_model(model, &messages, &options, stream_to, None)
+                .await?;
             usage = add_usage(usage, reply.usage);
             let parsed = react::parse(&reply.message.text(), &tools.specs);
             let answer = match parsed.step {
@@ -425,16 +436,17 @@ impl AIAgent {
     /// tool calls go to `on_call` when given.
     async fn call_model(
         &self,
-        model: &dyn ModelConfiguration,
+        model: &ModelConfiguration,
         messages: &[Message],
+        options: &RequestOptions<'_>,
         on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     ) -> Result<ModelReply> {
-        let request = model.prepare_request(messages, on_delta.is_some())?;
+        let request = model.prepare(messages, options)?;
         match self.provider.provider.send_request(&request).await? {
-            ProviderResponse::Complete(body) => model.extract_result(&body),
+            ProviderResponse::Complete(body) => model.extract(&body),
             ProviderResponse::Events(mut events) => {
-                let mut decoder = model.stream_decoder();
+                let mut decoder = model.decoder();
                 while let Some(event) = events.next().await {
                     for delta in decoder.feed(&event?)? {
                         if let Some(f) = on_delta {
@@ -473,7 +485,7 @@ fn add_usage(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
 
 /// Tools offered to the model for one prompt, and how their calls are run.
 pub struct ToolLoop<'a> {
-    pub specs: Vec<crate::model::ToolSpec>,
+    pub specs: Vec<format::ToolSpec>,
     /// Most rounds of tool calls before the model's reply is taken as final.
     pub max_steps: usize,
     /// Runs one reply's calls (`id`, wire name, arguments), concurrently, and returns one

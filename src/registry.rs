@@ -1,4 +1,4 @@
-//! The registration system (DESIGN §1): kinds of providers, model formats and features are
+//! The registration system: kinds of providers, model formats and features are
 //! registered in code under a name; named instances come from the config or are created at run
 //! time; and a compatibility table says which formats run on which provider kinds.
 //!
@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{Config, ModelConfigurationConfig, ProviderConfig};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{self, ModelConfiguration, ParameterSpec};
+use crate::format::{self, Format, ModelConfiguration, ParameterSpec};
 use crate::models::ModelLibrary;
 use crate::provider::{self, ServiceProvider};
 
@@ -22,8 +22,6 @@ pub const LOCAL_KIND: &str = "local";
 
 /// Builds a provider instance from its name and settings.
 pub type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServiceProvider>>;
-/// Builds a model configuration for a model id.
-pub type FormatFactory = fn(&str) -> Box<dyn ModelConfiguration>;
 
 /// A registered provider kind.
 #[derive(Clone, Serialize)]
@@ -47,7 +45,19 @@ pub struct FormatKind {
     pub description: &'static str,
     pub parameters: &'static [ParameterSpec],
     #[serde(skip)]
-    pub factory: FormatFactory,
+    pub format: &'static dyn Format,
+}
+
+impl FormatKind {
+    /// The kind of a format, as listed.
+    pub fn of(format: &'static dyn Format) -> FormatKind {
+        FormatKind {
+            name: format.name(),
+            description: format.description(),
+            parameters: format.parameters(),
+            format,
+        }
+    }
 }
 
 /// A registered feature: built in, or hosted by a client (`RegisterFeature`).
@@ -133,101 +143,68 @@ impl Registry {
             providers: RwLock::new(BTreeMap::new()),
             models: RwLock::new(BTreeMap::new()),
         };
-        r.register_format(FormatKind {
-            name: model::openai_chat::FORMAT,
-            description: "OpenAI Chat Completions API",
-            parameters: model::openai_chat::PARAMETERS,
-            factory: |m| Box::new(model::openai_chat::OpenAiChat::new(m)),
-        });
-        r.register_format(FormatKind {
-            name: model::claude_messages::FORMAT,
-            description: "Anthropic Messages API (Claude on Anthropic and on Amazon Bedrock)",
-            parameters: model::claude_messages::PARAMETERS,
-            factory: |m| Box::new(model::claude_messages::ClaudeMessages::new(m)),
-        });
+        for f in format::ALL {
+            r.register_format(FormatKind::of(*f));
+        }
         r.register_provider(ProviderKind {
             name: provider::openai::KIND,
             description: "OpenAI and any OpenAI-compatible server (base_url, OPENAI_BASE_URL, OPENAI_API_KEY)",
-            formats: &[model::openai_chat::FORMAT],
-            default_format: model::openai_chat::FORMAT,
+            formats: &[format::openai_chat::FORMAT],
+            default_format: format::openai_chat::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::openai::OpenAiProvider::from_config(name, c)?)),
         });
         r.register_provider(ProviderKind {
             name: provider::anthropic::KIND,
             description: "Anthropic's API (base_url, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY)",
-            formats: &[model::claude_messages::FORMAT],
-            default_format: model::claude_messages::FORMAT,
+            formats: &[format::claude_messages::FORMAT],
+            default_format: format::claude_messages::FORMAT,
             factory: |name, c| {
                 Ok(Arc::new(
                     provider::anthropic::AnthropicProvider::from_config(name, c)?,
                 ))
             },
         });
-        r.register_format(FormatKind {
-            name: model::ollama_chat::FORMAT,
-            description: "Ollama's native chat API (/api/chat, NDJSON streaming)",
-            parameters: model::ollama_chat::PARAMETERS,
-            factory: |m| Box::new(model::ollama_chat::OllamaChat::new(m)),
-        });
         r.register_provider(ProviderKind {
             name: provider::ollama::KIND,
             description: "An Ollama server (base_url or OLLAMA_HOST, default http://127.0.0.1:11434; no key needed, OLLAMA_API_KEY sent as a bearer token if set)",
-            formats: &[model::ollama_chat::FORMAT, model::openai_chat::FORMAT],
-            default_format: model::ollama_chat::FORMAT,
+            formats: &[format::ollama_chat::FORMAT, format::openai_chat::FORMAT],
+            default_format: format::ollama_chat::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::ollama::OllamaProvider::from_config(name, c)?)),
-        });
-        r.register_format(FormatKind {
-            name: model::gemini::FORMAT,
-            description: "Google Gemini API generateContent / streamGenerateContent",
-            parameters: model::gemini::PARAMETERS,
-            factory: |m| Box::new(model::gemini::Gemini::new(m)),
         });
         r.register_provider(ProviderKind {
             name: provider::gemini::KIND,
             description: "Google's Gemini API (base_url or GEMINI_BASE_URL; GEMINI_API_KEY or GOOGLE_API_KEY, sent as x-goog-api-key)",
-            formats: &[model::gemini::FORMAT],
-            default_format: model::gemini::FORMAT,
+            formats: &[format::gemini::FORMAT],
+            default_format: format::gemini::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::gemini::GeminiProvider::from_config(name, c)?)),
         });
         r.register_provider(ProviderKind {
             name: provider::azure_openai::KIND,
             description: "Azure OpenAI deployments (base_url or AZURE_OPENAI_ENDPOINT, deployment, api_version or OPENAI_API_VERSION, AZURE_OPENAI_API_KEY)",
-            formats: &[model::openai_chat::FORMAT],
-            default_format: model::openai_chat::FORMAT,
+            formats: &[format::openai_chat::FORMAT],
+            default_format: format::openai_chat::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::azure_openai::AzureOpenAiProvider::from_config(name, c)?)),
-        });
-        r.register_format(FormatKind {
-            name: model::http_template::FORMAT,
-            description: "A JSON request body template with placeholders and JSONPath filters for the reply (OpenSearch-style connector)",
-            parameters: model::http_template::PARAMETERS,
-            factory: |m| Box::new(model::http_template::HttpTemplate::new(m)),
         });
         r.register_provider(ProviderKind {
             name: provider::http_connector::KIND,
             description: "Any HTTP endpoint: base_url, method, headers, credentials; the body comes from an http-template model configuration",
-            formats: &[model::http_template::FORMAT],
-            default_format: model::http_template::FORMAT,
+            formats: &[format::http_template::FORMAT],
+            default_format: format::http_template::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::http_connector::HttpConnector::from_config(name, c)?)),
-        });
-        r.register_format(FormatKind {
-            name: model::bedrock_converse::FORMAT,
-            description: "Amazon Bedrock Converse API (one shape for every Bedrock chat model)",
-            parameters: model::bedrock_converse::PARAMETERS,
-            factory: |m| Box::new(model::bedrock_converse::BedrockConverse::new(m)),
         });
         r.register_provider(ProviderKind {
             name: provider::bedrock::KIND,
             description: "Amazon Bedrock Runtime (region, profile; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
-            formats: &[model::bedrock_converse::FORMAT, model::claude_messages::FORMAT],
-            default_format: model::bedrock_converse::FORMAT,
+            formats: &[format::bedrock_converse::FORMAT, format::claude_messages::FORMAT],
+            default_format: format::bedrock_converse::FORMAT,
             factory: |name, c| Ok(Arc::new(provider::bedrock::BedrockProvider::from_config(name, c)?)),
         });
         r.register_provider(ProviderKind {
             name: provider::local::KIND,
             description:
                 "A GGUF model run in-process by llama.cpp (model, threads, context_size, slots)",
-            formats: &[model::openai_chat::FORMAT],
-            default_format: model::openai_chat::FORMAT,
+            formats: &[format::openai_chat::FORMAT],
+            default_format: format::openai_chat::FORMAT,
             factory: provider::local::create,
         });
         r.register_feature(
@@ -292,7 +269,7 @@ impl Registry {
         Ok(r)
     }
 
-    /// Zero config (DESIGN §5): with no `[service_providers]` and no `[defaults] model`, the
+    /// Zero config: with no `[service_providers]` and no `[defaults] model`, the
     /// default model of the models folder runs on an implicit provider instance `local` (kind
     /// `local`, `default_model` = the model's name), added here and only here. Returns the
     /// instance name and the model name (which the `local` kind resolves with
@@ -431,7 +408,7 @@ impl Registry {
     ) -> Result<()> {
         check_name(name)?;
         let kind = self.format_kind(&c.format)?;
-        let mut probe = (kind.factory)(&c.model);
+        let mut probe = ModelConfiguration::new(kind.format, c.model.clone());
         for (k, v) in &c.parameters {
             probe.set_parameter(k, v.clone())?;
         }
@@ -439,7 +416,7 @@ impl Registry {
             name: name.to_string(),
             format: kind.name,
             model: c.model.clone(),
-            parameters: probe.parameters().clone(),
+            parameters: probe.parameters,
             origin,
         };
         self.models
@@ -522,14 +499,16 @@ impl Registry {
         model_configuration: Option<&str>,
         model: Option<&str>,
         parameters: Option<&Map<String, Value>>,
-    ) -> Result<Box<dyn ModelConfiguration>> {
+    ) -> Result<ModelConfiguration> {
         let mut config = match model_configuration {
             Some(name) => {
                 let inst = self.model_instance(name)?;
                 self.check_compatible(provider.kind, inst.format)?;
-                let mut m = (self.format_kind(inst.format)?.factory)(&inst.model);
-                *m.parameters_mut() = inst.parameters.clone();
-                m
+                ModelConfiguration {
+                    format: self.format_kind(inst.format)?.format,
+                    model: inst.model,
+                    parameters: inst.parameters,
+                }
             }
             None => {
                 let kind = self.provider_kind(provider.kind)?;
@@ -539,7 +518,7 @@ impl Registry {
                         provider.name
                     ))
                 })?;
-                (self.format_kind(kind.default_format)?.factory)(model)
+                ModelConfiguration::new(self.format_kind(kind.default_format)?.format, model)
             }
         };
         for (k, v) in parameters.into_iter().flatten() {
@@ -627,7 +606,10 @@ mod tests {
             e.message
         );
         let m = r.build_model(&p, None, Some("gpt-x"), None).unwrap();
-        assert_eq!((m.format(), m.model()), ("openai-chat", "gpt-x"));
+        assert_eq!(
+            (m.format.name(), m.model.as_str()),
+            ("openai-chat", "gpt-x")
+        );
     }
 
     /// A stand-in for the `local` kind (built by the `local` feature), on the openai transport.
@@ -636,8 +618,8 @@ mod tests {
         r.register_provider(ProviderKind {
             name: LOCAL_KIND,
             description: "test stand-in",
-            formats: &[model::openai_chat::FORMAT],
-            default_format: model::openai_chat::FORMAT,
+            formats: &[format::openai_chat::FORMAT],
+            default_format: format::openai_chat::FORMAT,
             factory: |name, c| {
                 Ok(Arc::new(provider::openai::OpenAiProvider::from_config(
                     name, c,
@@ -713,7 +695,7 @@ mod tests {
         );
         let m = r.build_model(&p, None, None, None).unwrap();
         assert_eq!(
-            (m.format(), m.model()),
+            (m.format.name(), m.model.as_str()),
             ("claude-messages", "claude-sonnet-4-5")
         );
     }
@@ -725,11 +707,17 @@ mod tests {
         assert_eq!(p.kind, "ollama");
         assert!(r.check_compatible("ollama", "openai-chat").is_ok());
         let m = r.build_model(&p, None, Some("qwen3"), None).unwrap();
-        assert_eq!((m.format(), m.model()), ("ollama-chat", "qwen3"));
+        assert_eq!(
+            (m.format.name(), m.model.as_str()),
+            ("ollama-chat", "qwen3")
+        );
         assert!(r.check_compatible("openai", "ollama-chat").is_err());
         let g = r.provider("gemini").unwrap();
         let m = r.build_model(&g, None, None, None).unwrap();
-        assert_eq!((m.format(), m.model()), ("gemini", "gemini-2.5-flash"));
+        assert_eq!(
+            (m.format.name(), m.model.as_str()),
+            ("gemini", "gemini-2.5-flash")
+        );
         assert!(r.check_compatible("gemini", "openai-chat").is_err());
     }
 

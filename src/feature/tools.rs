@@ -21,8 +21,8 @@ use serde_json::Value;
 use super::{Feature, Turn, TurnOutcome};
 use crate::agent::ToolLoop;
 use crate::config::ToolMode;
+use crate::format::{ToolCallDelta, ToolSpec};
 use crate::message::{Message, Part};
-use crate::model::{ToolCallDelta, ToolSpec};
 use crate::rpc::protocol::{DoActionParams, Event, RequestConfirmationParams, ToolCallChunk};
 use crate::tools::toolbox::Toolbox;
 

@@ -14,8 +14,8 @@ use super::lazy_key::LazyKey;
 use super::{ProviderResponse, ServiceProvider};
 use crate::config::ProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::claude_messages::{BETA_PARAMETER, FORMAT, VERSION_PARAMETER};
-use crate::model::ModelRequest;
+use crate::format::claude_messages::{BETA_PARAMETER, FORMAT, VERSION_PARAMETER};
+use crate::format::ModelRequest;
 use crate::secrets::KeySource;
 
 pub const KIND: &str = "anthropic";

@@ -18,7 +18,7 @@ use super::lazy_key::LazyKey;
 use super::{ProviderResponse, ServiceProvider};
 use crate::config::ProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{openai_chat, ModelRequest};
+use crate::format::{openai_chat, ModelRequest};
 use crate::secrets::KeySource;
 
 pub const KIND: &str = "azure-openai";

@@ -23,7 +23,7 @@ use super::http::Http;
 use super::{ProviderResponse, ServiceProvider, StreamEvent};
 use crate::config::ProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::ModelRequest;
+use crate::format::ModelRequest;
 use crate::secrets::{KeySource, Secret};
 
 pub const KIND: &str = "bedrock";
@@ -39,8 +39,8 @@ pub const MAX_IMAGE_BYTES: usize = 3_750_000;
 /// The `anthropic_version` Bedrock requires in a Claude InvokeModel body.
 pub const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
 /// The formats this kind sends.
-pub const CONVERSE_FORMAT: &str = crate::model::bedrock_converse::FORMAT;
-pub const CLAUDE_FORMAT: &str = crate::model::claude_messages::FORMAT;
+pub const CONVERSE_FORMAT: &str = crate::format::bedrock_converse::FORMAT;
+pub const CLAUDE_FORMAT: &str = crate::format::claude_messages::FORMAT;
 
 /// Everything but RFC 3986's unreserved characters is escaped, so a model id or an ARN
 /// (`arn:aws:bedrock:us-east-1:123:inference-profile/us.anthropic...`) stays ONE path segment.

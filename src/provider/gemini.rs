@@ -15,7 +15,7 @@ use super::lazy_key::LazyKey;
 use super::{ProviderResponse, ServiceProvider};
 use crate::config::ProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{gemini, ModelRequest};
+use crate::format::{gemini, ModelRequest};
 use crate::secrets::KeySource;
 
 pub const KIND: &str = "gemini";

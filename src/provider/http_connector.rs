@@ -19,8 +19,8 @@ use super::http::Http;
 use super::{ProviderResponse, ServiceProvider};
 use crate::config::{ProviderConfig, MASK};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::http_template::{self, CREDENTIAL_MARK};
-use crate::model::ModelRequest;
+use crate::format::http_template::{self, CREDENTIAL_MARK};
+use crate::format::ModelRequest;
 use crate::secrets::{KeySource, Secret};
 
 pub const KIND: &str = "http";

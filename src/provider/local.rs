@@ -71,7 +71,7 @@ mod enabled {
     use super::KIND;
     use crate::config::{Paths, ProviderConfig};
     use crate::error::{Error, ErrorKind, Result};
-    use crate::model::ModelRequest;
+    use crate::format::ModelRequest;
     use crate::models::ModelLibrary;
     use crate::provider::{ProviderResponse, ServiceProvider, StreamEvent};
 
@@ -194,7 +194,7 @@ mod enabled {
         }
 
         async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
-            if request.format != crate::model::openai_chat::FORMAT {
+            if request.format != crate::format::openai_chat::FORMAT {
                 return Err(Error::new(
                     ErrorKind::IncompatibleComponents,
                     format!(

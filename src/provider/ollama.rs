@@ -14,7 +14,7 @@ use super::lazy_key::LazyKey;
 use super::{ProviderResponse, ServiceProvider};
 use crate::config::ProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{ollama_chat, openai_chat, ModelRequest};
+use crate::format::{ollama_chat, openai_chat, ModelRequest};
 use crate::secrets::KeySource;
 
 pub const KIND: &str = "ollama";

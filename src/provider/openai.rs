@@ -11,7 +11,7 @@ use super::lazy_key::LazyKey;
 use super::{ProviderResponse, ServiceProvider};
 use crate::config::ProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::ModelRequest;
+use crate::format::ModelRequest;
 use crate::secrets::{KeySource, Secret};
 
 pub const KIND: &str = "openai";
@@ -100,7 +100,7 @@ impl ServiceProvider for OpenAiProvider {
     }
 
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
-        if request.format != crate::model::openai_chat::FORMAT {
+        if request.format != crate::format::openai_chat::FORMAT {
             return Err(Error::new(
                 ErrorKind::IncompatibleComponents,
                 format!(

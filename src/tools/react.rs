@@ -9,10 +9,12 @@
 
 use serde_json::{Map, Value};
 
+use crate::format::ToolSpec;
 use crate::message::{Message, Part, Role};
-use crate::model::{ModelConfiguration, ParameterType, ToolSpec};
 
-/// What the model must not write itself: genai writes the observations.
+/// What the model must not write itself: genai writes the observations. A ReAct request adds
+/// it to the format's stop sequences (when the format has a stop parameter; else the parser
+/// cuts the text at it).
 pub const OBSERVATION: &str = "Observation:";
 
 /// The instructions added to the system message: each tool with its name, description and
@@ -135,29 +137,6 @@ pub fn observation(results: &[(String, String, bool)]) -> String {
             out
         }
     }
-}
-
-/// Makes the model stop before writing an observation: adds `Observation:` to the format's stop
-/// sequences (a parameter named `stop` or `stop_sequences`, keeping the ones set). False when
-/// the format has none (the parser then cuts the text at `Observation:`).
-pub fn add_stop(model: &mut dyn ModelConfiguration) -> bool {
-    let Some(spec) = model.parameter_specs().iter().find(|s| {
-        matches!(s.kind, ParameterType::StringList) && matches!(s.name, "stop" | "stop_sequences")
-    }) else {
-        return false;
-    };
-    let mut stops: Vec<Value> = match model.parameters().get(spec.name) {
-        Some(Value::Array(items)) => items.clone(),
-        Some(Value::String(s)) => vec![Value::from(s.clone())],
-        _ => Vec::new(),
-    };
-    if stops.iter().any(|s| s.as_str() == Some(OBSERVATION)) {
-        return true;
-    }
-    // OpenAI takes at most 4: ours replaces the last one set.
-    stops.truncate(3);
-    stops.push(Value::from(OBSERVATION));
-    model.set_parameter(spec.name, Value::Array(stops)).is_ok()
 }
 
 /// One action the model asked for.
@@ -757,15 +736,18 @@ mod tests {
 
     #[test]
     fn the_stop_parameter_gets_observation() {
-        let mut m: Box<dyn ModelConfiguration> =
-            Box::new(crate::model::openai_chat::OpenAiChat::new("m"));
+        use crate::format::{self, Format, ModelConfiguration, RequestOptions};
+        let mut m = ModelConfiguration::new(&format::openai_chat::OpenAiChat, "m");
         m.set_parameter("stop", json!(["A", "B", "C", "D"]))
             .unwrap();
-        assert!(add_stop(&mut *m));
-        assert_eq!(m.parameters()["stop"], json!(["A", "B", "C", OBSERVATION]));
-        let mut t: Box<dyn ModelConfiguration> =
-            Box::new(crate::model::http_template::HttpTemplate::new("m"));
-        assert!(!add_stop(&mut *t));
+        let options = RequestOptions {
+            stop: &[OBSERVATION],
+            ..RequestOptions::default()
+        };
+        let body = m.prepare(&[Message::user("hi")], &options).unwrap().body;
+        assert_eq!(body["stop"], json!(["A", "B", "C", OBSERVATION]));
+        let t = format::http_template::HttpTemplate;
+        assert_eq!(format::parameters::stop_parameter(t.parameters()), None);
     }
 
     fn stream(pieces: &[&str], answer_of_parser: bool) -> (String, String) {

@@ -8,7 +8,7 @@
 //! accept. Not yet here (issue 5): confirmations, actions and collect mode (a module's answer
 //! text reaches the model; the links are listed in the details), MCP servers. Where the format
 //! or the provider has no native tool calls, the agent runs a ReAct text loop instead
-//! (`tools/react.rs`, `[features.tools] mode`).
+//! (`agent/react`, `[features.tools] mode`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

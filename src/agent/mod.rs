@@ -2,8 +2,17 @@
 //!
 //! `send_prompt` composes the stored history with the new prompt, calls the model, and commits
 //! the turn atomically: the prompt and the reply together on success, nothing on failure; a
-//! system message replaces the stored one. The agent must never talk to a client:
-//! it returns outcomes and hands stream deltas to the caller's callback.
+//! system message replaces the stored one. With tools, the turn runs the native tool loop
+//! ([`tool_loop`]) or the ReAct text loop ([`react`]) and commits every step with the reply. The
+//! agent must never talk to a client: it returns outcomes and hands stream deltas to the
+//! caller's callbacks.
+
+pub mod react;
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
+pub mod tool_loop;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,11 +24,12 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ToolMode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
-use crate::message::{Message, Part, Role, Usage};
+use crate::message::{Message, Role, Usage};
 use crate::provider::ProviderResponse;
 use crate::registry::ProviderInstance;
 use crate::store::Store;
-use crate::tools::react;
+
+pub use tool_loop::ToolLoop;
 
 /// Where an agent's turns are persisted.
 #[derive(Clone)]
@@ -270,168 +280,6 @@ impl AIAgent {
         }
     }
 
-    /// The native tool loop: while the model answers with tool calls (up to `max_steps`
-    /// rounds), they are run and their results sent back.
-    async fn native_turn(
-        &self,
-        model: &ModelConfiguration,
-        full: &[Message],
-        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
-        tools: Option<&ToolLoop<'_>>,
-    ) -> Result<TurnSteps> {
-        let mut steps: Vec<Message> = Vec::new();
-        let mut usage: Option<Usage> = None;
-        let mut rounds = 0;
-        loop {
-            rounds += 1;
-            let mut messages = full.to_vec();
-            messages.extend(steps.iter().cloned());
-            let on_call = tools.and_then(|t| t.on_call_delta);
-            let options = RequestOptions {
-                stream: on_delta.is_some(),
-                tools: tools.map_or(&[], |t| &t.specs),
-                stop: &[],
-            };
-            let reply = self
-                .call_model(model, &messages, &options, on_delta, on_call)
-                .await?;
-            usage = add_usage(usage, reply.usage);
-            let calls = reply.message.tool_calls();
-            match tools {
-                Some(t) if !calls.is_empty() && steps.len() / 2 < t.max_steps => {
-                    let results = (t.run)(calls).await;
-                    steps.push(reply.message);
-                    steps.push(Message {
-                        role: Role::Tool,
-                        content: results,
-                        from: None,
-                    });
-                }
-                _ => {
-                    return Ok(TurnSteps {
-                        reply,
-                        steps,
-                        usage,
-                        rounds,
-                    })
-                }
-            }
-        }
-    }
-
-    /// The ReAct loop: the tools are described in the system message, the model's text is
-    /// parsed, its actions run and their results sent back as an `Observation:` message, until
-    /// a final answer (or `max_steps` rounds). Steps are kept as tool calls and results (ids
-    /// `react_ROUND_INDEX`), so the history has one shape whatever the mode; only the final
-    /// answer reaches `on_delta` and the reply.
-    async fn react_turn(
-        &self,
-        model: &ModelConfiguration,
-        full: &[Message],
-        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
-        tools: &ToolLoop<'_>,
-    ) -> Result<TurnSteps> {
-        let mut steps: Vec<Message> = Vec::new();
-        let mut usage: Option<Usage> = None;
-        let mut rounds = 0;
-        loop {
-            rounds += 1;
-            let mut messages = full.to_vec();
-            messages.extend(steps.iter().cloned());
-            let messages = react::prompt(&messages, &tools.specs);
-            let filter = std::sync::Mutex::new(react::StreamFilter::new());
-            let filtered = |delta: &str| {
-                let shown = filter.lock().map(|mut f| f.push(delta)).unwrap_or_default();
-                if let (Some(f), false) = (on_delta, shown.is_empty()) {
-                    f(&shown);
-                }
-            };
-            let stream_to: Option<&(dyn Fn(&str) + Send + Sync)> = match on_delta {
-                Some(_) => Some(&filtered),
-                None => None,
-            };
-            let options = RequestOptions {
-                stream: stream_to.is_some(),
-                tools: &[],
-                stop: &[react::OBSERVATION],
-            };
-            let mut reply = self
-                .call_model(model, &messages, &options, stream_to, None)
-                .await?;
-            usage = add_usage(usage, reply.usage);
-            let parsed = react::parse(&reply.message.text(), &tools.specs);
-            let answer = match parsed.step {
-                react::Step::Act { actions, .. } if steps.len() / 2 < tools.max_steps => {
-                    let ids: Vec<String> = (0..actions.len())
-                        .map(|i| format!("react_{rounds}_{i}"))
-                        .collect();
-                    let runnable: Vec<(String, String, Value)> = actions
-                        .iter()
-                        .zip(&ids)
-                        .filter(|(a, _)| a.error.is_none())
-                        .map(|(a, id)| (id.clone(), a.tool.clone(), a.arguments.clone()))
-                        .collect();
-                    let mut ran = (tools.run)(runnable).await.into_iter();
-                    let mut calls = vec![Part::text(parsed.text)];
-                    let mut results = Vec::with_capacity(actions.len());
-                    for (a, id) in actions.into_iter().zip(ids) {
-                        let result = match a.error {
-                            Some(why) => Part::ToolResult {
-                                tool_call_id: id.clone(),
-                                content: vec![Part::text(why)],
-                                is_error: true,
-                            },
-                            None => ran.next().unwrap_or_else(|| Part::ToolResult {
-                                tool_call_id: id.clone(),
-                                content: vec![Part::text("the tool gave no result")],
-                                is_error: true,
-                            }),
-                        };
-                        calls.push(Part::ToolCall {
-                            id,
-                            name: a.tool,
-                            arguments: a.arguments,
-                            signature: None,
-                        });
-                        results.push(result);
-                    }
-                    steps.push(Message {
-                        role: Role::Assistant,
-                        content: calls,
-                        from: reply.message.from.clone(),
-                    });
-                    steps.push(Message {
-                        role: Role::Tool,
-                        content: results,
-                        from: None,
-                    });
-                    continue;
-                }
-                react::Step::Act { thought, .. } => thought.unwrap_or_else(|| {
-                    format!(
-                        "(no final answer after {} rounds of tool calls)",
-                        tools.max_steps
-                    )
-                }),
-                react::Step::Final(answer) => answer,
-            };
-            let rest = filter
-                .lock()
-                .map(|mut f| f.finish(&answer))
-                .unwrap_or_default();
-            if let (Some(f), false) = (on_delta, rest.is_empty()) {
-                f(&rest);
-            }
-            reply.message.content = vec![Part::text(answer)];
-            return Ok(TurnSteps {
-                reply,
-                steps,
-                usage,
-                rounds,
-            });
-        }
-    }
-
     /// One request to the model, streamed through `on_delta` when given; pieces of streamed
     /// tool calls go to `on_call` when given.
     async fn call_model(
@@ -464,38 +312,4 @@ impl AIAgent {
             }
         }
     }
-}
-
-/// Token counts of several requests of one turn, added up.
-fn add_usage(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
-    let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
-        (None, None) => None,
-        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
-    };
-    match (a, b) {
-        (Some(a), Some(b)) => Some(Usage {
-            input_tokens: a.input_tokens + b.input_tokens,
-            output_tokens: a.output_tokens + b.output_tokens,
-            cache_read_tokens: add(a.cache_read_tokens, b.cache_read_tokens),
-            cache_creation_tokens: add(a.cache_creation_tokens, b.cache_creation_tokens),
-        }),
-        (a, b) => a.or(b),
-    }
-}
-
-/// Tools offered to the model for one prompt, and how their calls are run.
-pub struct ToolLoop<'a> {
-    pub specs: Vec<format::ToolSpec>,
-    /// Most rounds of tool calls before the model's reply is taken as final.
-    pub max_steps: usize,
-    /// Runs one reply's calls (`id`, wire name, arguments), concurrently, and returns one
-    /// `Part::ToolResult` per call, in order.
-    #[allow(clippy::type_complexity)]
-    pub run: &'a (dyn Fn(Vec<(String, String, Value)>) -> futures::future::BoxFuture<'a, Vec<Part>>
-             + Send
-             + Sync),
-    /// Receives the pieces of tool calls as the model streams them (streaming requests only).
-    pub on_call_delta: Option<&'a (dyn Fn(&ToolCallDelta) + Send + Sync)>,
-    /// Native tool calls, the ReAct text loop, or the choice by format and provider.
-    pub mode: ToolMode,
 }

@@ -1,0 +1,199 @@
+//! A test-only service provider that answers from a script, so the agent's turns run in
+//! process with a real format (`openai-chat`) and no HTTP: canned complete bodies, canned
+//! stream events, failures, and an answer that never comes after cancelling the turn.
+//!
+//! It owns the script and the requests it saw. It must never be compiled outside tests.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::{AIAgent, Persistence};
+use crate::error::{Error, Result};
+use crate::format::{openai_chat::OpenAiChat, ModelConfiguration, ModelRequest, StreamEvent};
+use crate::message::Message;
+use crate::provider::{ProviderResponse, ServiceProvider};
+use crate::registry::ProviderInstance;
+use crate::store::{ConversationRecord, Store};
+
+/// One answer of the script.
+pub enum Answer {
+    /// A complete response body.
+    Body(Value),
+    /// The events of a streamed response.
+    Events(Vec<StreamEvent>),
+    /// The provider fails with this message.
+    Fail(&'static str),
+    /// The turn's token is cancelled, and the answer never comes.
+    CancelAndHang(CancellationToken),
+}
+
+/// A provider that answers each request with the next answer of its script.
+pub struct ScriptedProvider {
+    script: Mutex<VecDeque<Answer>>,
+    requests: Mutex<Vec<ModelRequest>>,
+    native_tools: bool,
+}
+
+impl ScriptedProvider {
+    pub fn new(script: Vec<Answer>) -> Arc<ScriptedProvider> {
+        Arc::new(ScriptedProvider {
+            script: Mutex::new(script.into()),
+            requests: Mutex::new(Vec::new()),
+            native_tools: true,
+        })
+    }
+
+    /// A provider that, like the local engine, ignores the format's native tools.
+    pub fn without_native_tools(script: Vec<Answer>) -> Arc<ScriptedProvider> {
+        Arc::new(ScriptedProvider {
+            script: Mutex::new(script.into()),
+            requests: Mutex::new(Vec::new()),
+            native_tools: false,
+        })
+    }
+
+    /// The bodies of the requests sent so far.
+    pub fn bodies(&self) -> Vec<Value> {
+        let requests = self.requests.lock().expect("requests lock");
+        requests.iter().map(|r| r.body.clone()).collect()
+    }
+}
+
+#[async_trait]
+impl ServiceProvider for ScriptedProvider {
+    fn kind(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn default_model(&self) -> Option<&str> {
+        Some("m")
+    }
+
+    fn native_tools(&self) -> bool {
+        self.native_tools
+    }
+
+    async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
+        self.requests
+            .lock()
+            .expect("requests lock")
+            .push(request.clone());
+        let next = self.script.lock().expect("script lock").pop_front();
+        match next {
+            Some(Answer::Body(body)) => {
+                Ok(ProviderResponse::Complete(Bytes::from(body.to_string())))
+            }
+            Some(Answer::Events(events)) => Ok(ProviderResponse::Events(Box::pin(
+                futures::stream::iter(events.into_iter().map(Ok)),
+            ))),
+            Some(Answer::Fail(why)) => Err(Error::provider(why)),
+            Some(Answer::CancelAndHang(token)) => {
+                token.cancel();
+                futures::future::pending().await
+            }
+            None => Err(Error::provider("the script has no answer left")),
+        }
+    }
+}
+
+/// An `openai-chat` completion with this text.
+pub fn text_body(text: &str) -> Answer {
+    Answer::Body(json!({
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1}
+    }))
+}
+
+/// An `openai-chat` completion with these tool calls (id, name, arguments).
+pub fn calls_body(calls: &[(&str, &str, Value)]) -> Answer {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
+        })
+        .collect();
+    Answer::Body(json!({
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1}
+    }))
+}
+
+/// An `openai-chat` stream of these text pieces, complete unless `cut`.
+pub fn text_stream(pieces: &[&str], cut: bool) -> Answer {
+    let mut events: Vec<StreamEvent> = pieces
+        .iter()
+        .map(|p| {
+            StreamEvent::data(
+                json!({"model": "m", "choices": [{"index": 0, "delta": {"content": p}}]})
+                    .to_string(),
+            )
+        })
+        .collect();
+    if !cut {
+        events.push(StreamEvent::data(
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
+        ));
+        events.push(StreamEvent::data("[DONE]"));
+    }
+    Answer::Events(events)
+}
+
+/// The conversation id the test agents persist to.
+pub const CONVERSATION: &str = "c1";
+
+/// An agent on `provider` with the `openai-chat` format, persisted to `store` when given (a
+/// conversation is created there), with this history.
+pub fn agent(
+    provider: Arc<ScriptedProvider>,
+    store: Option<Arc<Store>>,
+    system: Option<Message>,
+    messages: Vec<Message>,
+) -> AIAgent {
+    let persistence = store.map(|store| {
+        store
+            .create_conversation(&ConversationRecord {
+                id: CONVERSATION.into(),
+                title: String::new(),
+                feature: "assistant".into(),
+                provider: "scripted".into(),
+                model_configuration: None,
+                format: "openai-chat".into(),
+                model: "m".into(),
+                parameters: Map::new(),
+                created_at: 0,
+                updated_at: 0,
+                message_count: 0,
+                tools: None,
+            })
+            .expect("a conversation");
+        Persistence {
+            store,
+            conversation_id: CONVERSATION.into(),
+        }
+    });
+    let provider = ProviderInstance {
+        name: "scripted".into(),
+        kind: "scripted",
+        provider,
+        origin: "runtime",
+    };
+    AIAgent::new(
+        "a1".into(),
+        provider,
+        ModelConfiguration::new(&OpenAiChat, "m"),
+        persistence,
+        system,
+        messages,
+    )
+}

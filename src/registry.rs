@@ -51,10 +51,11 @@ pub struct FormatKind {
 impl FormatKind {
     /// The kind of a format, as listed.
     pub fn of(format: &'static dyn Format) -> FormatKind {
+        let spec = format.spec();
         FormatKind {
-            name: format.name(),
-            description: format.description(),
-            parameters: format.parameters(),
+            name: spec.name,
+            description: spec.description,
+            parameters: spec.parameters,
             format,
         }
     }

@@ -266,7 +266,7 @@ impl AIAgent {
         tools: &ToolLoop<'_>,
     ) -> Result<Option<String>> {
         let provider = &self.provider.name;
-        let native = model.format.native_tools();
+        let native = model.format.spec().native_tools;
         match tools.mode {
             ToolMode::React => Ok(Some("[features.tools] mode = \"react\"".to_string())),
             ToolMode::Native if native => Ok(None),

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::testing::{
     agent, calls_body, text_body, text_stream, Answer, ScriptedProvider, CONVERSATION,
 };
-use super::ToolLoop;
+use super::{AIAgent, PromptOutcome, ToolLoop};
 use crate::config::ToolMode;
 use crate::error::ErrorKind;
 use crate::format::ToolSpec;
@@ -33,6 +33,21 @@ fn add_tool() -> Vec<ToolSpec> {
         input_schema: json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}),
     }]
 }
+
+/// The `add` tool, run by `run`, for up to `max_steps` rounds.
+fn tool_loop<'a>(run: &'a RunCalls<'a>, max_steps: usize, mode: ToolMode) -> ToolLoop<'a> {
+    ToolLoop {
+        specs: add_tool(),
+        max_steps,
+        run,
+        on_call_delta: None,
+        mode,
+    }
+}
+
+/// What runs one reply's calls.
+type RunCalls<'a> =
+    dyn Fn(Vec<(String, String, Value)>) -> BoxFuture<'a, Vec<Part>> + Send + Sync + 'a;
 
 /// A tool runner that answers every call with `NAME ran` and remembers the calls; it cancels
 /// `cancel` when given (a turn cancelled while its tools run).
@@ -66,6 +81,18 @@ impl Runner {
         }
         .boxed()
     }
+}
+
+/// Asks `a` for 1+2 with `tools`, not streamed.
+async fn ask_sum(a: &AIAgent, tools: &ToolLoop<'_>) -> PromptOutcome {
+    a.send_prompt_with_tools(
+        vec![Message::user("1+2?")],
+        None,
+        &CancellationToken::new(),
+        Some(tools),
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
@@ -157,22 +184,8 @@ async fn the_native_loop_runs_calls_and_sends_the_results_back() {
     let a = agent(provider.clone(), Some(store.clone()), None, vec![]);
     let runner = Runner::new(None);
     let run = |calls| runner.run(calls);
-    let tools = ToolLoop {
-        specs: add_tool(),
-        max_steps: 4,
-        run: &run,
-        on_call_delta: None,
-        mode: ToolMode::Auto,
-    };
-    let outcome = a
-        .send_prompt_with_tools(
-            vec![Message::user("1+2?")],
-            None,
-            &CancellationToken::new(),
-            Some(&tools),
-        )
-        .await
-        .unwrap();
+    let tools = tool_loop(&run, 4, ToolMode::Auto);
+    let outcome = ask_sum(&a, &tools).await;
     assert_eq!(outcome.reply.message.text(), "3");
     assert_eq!((outcome.rounds, outcome.react), (2, None));
     assert_eq!(
@@ -201,22 +214,8 @@ async fn the_native_loop_stops_after_max_steps_rounds() {
     let a = agent(provider.clone(), None, None, vec![]);
     let runner = Runner::new(None);
     let run = |calls| runner.run(calls);
-    let tools = ToolLoop {
-        specs: add_tool(),
-        max_steps: 1,
-        run: &run,
-        on_call_delta: None,
-        mode: ToolMode::Native,
-    };
-    let outcome = a
-        .send_prompt_with_tools(
-            vec![Message::user("1+2?")],
-            None,
-            &CancellationToken::new(),
-            Some(&tools),
-        )
-        .await
-        .unwrap();
+    let tools = tool_loop(&run, 1, ToolMode::Native);
+    let outcome = ask_sum(&a, &tools).await;
     assert_eq!(outcome.rounds, 2);
     assert_eq!(runner.calls.lock().unwrap().len(), 1);
     assert_eq!(provider.bodies().len(), 2);
@@ -243,13 +242,7 @@ async fn the_react_loop_observes_and_streams_only_the_final_answer() {
     let a = agent(provider.clone(), Some(store.clone()), None, vec![]);
     let runner = Runner::new(None);
     let run = |calls| runner.run(calls);
-    let tools = ToolLoop {
-        specs: add_tool(),
-        max_steps: 4,
-        run: &run,
-        on_call_delta: None,
-        mode: ToolMode::Auto,
-    };
+    let tools = tool_loop(&run, 4, ToolMode::Auto);
     let shown = Mutex::new(String::new());
     let on_delta = |d: &str| shown.lock().unwrap().push_str(d);
     let outcome = a
@@ -320,13 +313,7 @@ async fn a_cancelled_turn_fails_and_commits_nothing() {
     let a = agent(provider, Some(store.clone()), None, vec![]);
     let runner = Runner::new(Some(cancel.clone()));
     let run = |calls| runner.run(calls);
-    let tools = ToolLoop {
-        specs: add_tool(),
-        max_steps: 4,
-        run: &run,
-        on_call_delta: None,
-        mode: ToolMode::Native,
-    };
+    let tools = tool_loop(&run, 4, ToolMode::Native);
     let e = a
         .send_prompt_with_tools(vec![Message::user("1+2?")], None, &cancel, Some(&tools))
         .await

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{AIAgent, TurnSteps};
 use crate::config::ToolMode;
 use crate::error::Result;
-use crate::format::{self, ModelConfiguration, RequestOptions, ToolCallDelta};
+use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
 use crate::message::{Message, Part, Role, Usage};
 
 impl AIAgent {
@@ -23,13 +23,9 @@ impl AIAgent {
         on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
         tools: Option<&ToolLoop<'_>>,
     ) -> Result<TurnSteps> {
-        let mut steps: Vec<Message> = Vec::new();
-        let mut usage: Option<Usage> = None;
-        let mut rounds = 0;
+        let mut rounds = Rounds::default();
         loop {
-            rounds += 1;
-            let mut messages = full.to_vec();
-            messages.extend(steps.iter().cloned());
+            let messages = rounds.start(full);
             let on_call = tools.and_then(|t| t.on_call_delta);
             let options = RequestOptions {
                 stream: on_delta.is_some(),
@@ -39,33 +35,73 @@ impl AIAgent {
             let reply = self
                 .call_model(model, &messages, &options, on_delta, on_call)
                 .await?;
-            usage = add_usage(usage, reply.usage);
+            rounds.count_usage(reply.usage);
             let calls = reply.message.tool_calls();
             match tools {
-                Some(t) if !calls.is_empty() && steps.len() / 2 < t.max_steps => {
+                Some(t) if !calls.is_empty() && rounds.may_call(t.max_steps) => {
                     let results = (t.run)(calls).await;
-                    steps.push(reply.message);
-                    steps.push(Message {
-                        role: Role::Tool,
-                        content: results,
-                        from: None,
-                    });
+                    rounds.step(reply.message, results);
                 }
-                _ => {
-                    return Ok(TurnSteps {
-                        reply,
-                        steps,
-                        usage,
-                        rounds,
-                    })
-                }
+                _ => return Ok(rounds.end(reply)),
             }
         }
     }
 }
 
+/// The rounds of one turn so far: the steps (each round's calls, then their results), the
+/// usage of every request, and how many requests there were.
+#[derive(Default)]
+pub(super) struct Rounds {
+    steps: Vec<Message>,
+    usage: Option<Usage>,
+    count: usize,
+}
+
+impl Rounds {
+    /// Starts the next round: the messages its request sends (the turn's, then the steps).
+    pub(super) fn start(&mut self, full: &[Message]) -> Vec<Message> {
+        self.count += 1;
+        full.iter().chain(&self.steps).cloned().collect()
+    }
+
+    /// The number of the running round (1 for the first).
+    pub(super) fn number(&self) -> usize {
+        self.count
+    }
+
+    /// Whether another round of calls may run within `max_steps`.
+    pub(super) fn may_call(&self, max_steps: usize) -> bool {
+        self.steps.len() / 2 < max_steps
+    }
+
+    /// Adds a request's token counts.
+    pub(super) fn count_usage(&mut self, usage: Option<Usage>) {
+        self.usage = add_usage(self.usage, usage);
+    }
+
+    /// Records one round: the message with its calls, and their results.
+    pub(super) fn step(&mut self, calls: Message, results: Vec<Part>) {
+        self.steps.push(calls);
+        self.steps.push(Message {
+            role: Role::Tool,
+            content: results,
+            from: None,
+        });
+    }
+
+    /// What the turn produced, ending with `reply`.
+    pub(super) fn end(self, reply: ModelReply) -> TurnSteps {
+        TurnSteps {
+            reply,
+            steps: self.steps,
+            usage: self.usage,
+            rounds: self.count,
+        }
+    }
+}
+
 /// Token counts of several requests of one turn, added up.
-pub(super) fn add_usage(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
+fn add_usage(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
     let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
         (None, None) => None,
         (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),

@@ -19,9 +19,10 @@
 use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
+use super::str_field;
 use super::{
-    EventReader, Format, ImageSupport, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -77,25 +78,18 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 #[derive(Debug, Clone, Copy)]
 pub struct BedrockConverse;
 
+/// What the `bedrock-converse` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "Amazon Bedrock Converse API (one shape for every Bedrock chat model)",
+    parameters: PARAMETERS,
+    images: ImageSupport::INLINE,
+    native_tools: true,
+};
+
 impl Format for BedrockConverse {
-    fn name(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn description(&self) -> &'static str {
-        "Amazon Bedrock Converse API (one shape for every Bedrock chat model)"
-    }
-
-    fn parameters(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
-    }
-
-    fn images(&self, _: &Map<String, Value>) -> ImageSupport {
-        ImageSupport::INLINE
-    }
-
-    fn native_tools(&self) -> bool {
-        true
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
     }
 
     fn prepare(
@@ -165,12 +159,12 @@ impl Format for BedrockConverse {
                 .collect();
             body.insert("toolConfig".into(), json!({ "tools": tools }));
         }
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: model.to_string(),
-            body: Value::Object(body),
-            stream: options.stream,
-        })
+        Ok(ModelRequest::new(
+            FORMAT,
+            model,
+            Value::Object(body),
+            options.stream,
+        ))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
@@ -220,13 +214,6 @@ impl Format for BedrockConverse {
     fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
         StreamDecoder::new(Events::default(), ReplyBuilder::new())
     }
-}
-
-fn str_field(v: &Value, name: &str) -> String {
-    v.get(name)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
 }
 
 fn usage_of(u: &Value) -> Option<Usage> {

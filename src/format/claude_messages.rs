@@ -17,9 +17,11 @@
 use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
+use super::reply::event_json;
+use super::str_field;
 use super::{
-    EventReader, Format, ImageSupport, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -102,25 +104,18 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 #[derive(Debug, Clone, Copy)]
 pub struct ClaudeMessages;
 
+/// What the `claude-messages` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "Anthropic Messages API (Claude on Anthropic and on Amazon Bedrock)",
+    parameters: PARAMETERS,
+    images: ImageSupport::ALL,
+    native_tools: true,
+};
+
 impl Format for ClaudeMessages {
-    fn name(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn description(&self) -> &'static str {
-        "Anthropic Messages API (Claude on Anthropic and on Amazon Bedrock)"
-    }
-
-    fn parameters(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
-    }
-
-    fn images(&self, _: &Map<String, Value>) -> ImageSupport {
-        ImageSupport::ALL
-    }
-
-    fn native_tools(&self) -> bool {
-        true
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
     }
 
     fn prepare(
@@ -144,12 +139,12 @@ impl Format for ClaudeMessages {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: model.to_string(),
-            body: Value::Object(body),
-            stream: options.stream,
-        })
+        Ok(ModelRequest::new(
+            FORMAT,
+            model,
+            Value::Object(body),
+            options.stream,
+        ))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
@@ -370,13 +365,6 @@ pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
     ))
 }
 
-fn str_field(v: &Value, name: &str) -> String {
-    v.get(name)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// `{"type":"overloaded_error","message":"Overloaded"}` → `overloaded_error: Overloaded`.
 pub fn error_text(err: &Value) -> String {
     let message = err.get("message").and_then(Value::as_str);
@@ -428,13 +416,9 @@ struct Events;
 
 impl EventReader for Events {
     fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
-        let data = event.data.trim();
-        if data.is_empty() {
+        let Some(v) = event_json(event)? else {
             return Ok(());
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
-        })?;
+        };
         let kind = v
             .get("type")
             .and_then(Value::as_str)

@@ -19,9 +19,11 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
+use super::reply::event_json;
+use super::text_of;
 use super::{
-    EventReader, Format, ImageSupport, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent, ToolSpec,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent, ToolSpec,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -142,17 +144,20 @@ fn generation_config(parameters: &Map<String, Value>) -> Map<String, Value> {
     config
 }
 
+/// What the `gemini` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "Google Gemini API generateContent / streamGenerateContent",
+    parameters: PARAMETERS,
+    // Inline bytes as `inlineData`; a URL as `fileData` (a Files API URI, or a URL the model
+    // can fetch).
+    images: ImageSupport::ALL,
+    native_tools: true,
+};
+
 impl Format for Gemini {
-    fn name(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn description(&self) -> &'static str {
-        "Google Gemini API generateContent / streamGenerateContent"
-    }
-
-    fn parameters(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
     }
 
     /// `safety_settings` is a list in the API, which the spec table cannot say: a list, an
@@ -170,16 +175,6 @@ impl Format for Gemini {
             return Ok(());
         }
         parameters::set_checked(FORMAT, PARAMETERS, parameters, name, value)
-    }
-
-    /// Inline bytes as `inlineData`; a URL as `fileData` (a Files API URI, or a URL the model
-    /// can fetch).
-    fn images(&self, _: &Map<String, Value>) -> ImageSupport {
-        ImageSupport::ALL
-    }
-
-    fn native_tools(&self) -> bool {
-        true
     }
 
     fn prepare(
@@ -228,12 +223,12 @@ impl Format for Gemini {
         if let Some(s) = parameters.get("safety_settings") {
             body.insert("safetySettings".into(), s.clone());
         }
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: model.to_string(),
-            body: Value::Object(body),
-            stream: options.stream,
-        })
+        Ok(ModelRequest::new(
+            FORMAT,
+            model,
+            Value::Object(body),
+            options.stream,
+        ))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
@@ -397,18 +392,6 @@ fn media_type_of(url: &str) -> &'static str {
     }
 }
 
-fn text_of(parts: &[Part]) -> String {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text { text } => Some(text.clone()),
-            Part::Json { value } => Some(value.to_string()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// The Gemini `parts` of one message.
 fn parts_of(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
     let mut parts = Vec::new();
@@ -564,20 +547,20 @@ fn usage_of(v: &Value) -> Option<Usage> {
     })
 }
 
+/// The finish reasons of a candidate stopped for safety.
+const BLOCKED: &[&str] = &[
+    "SAFETY",
+    "RECITATION",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "IMAGE_SAFETY",
+];
+
 /// The reply, or an error when the candidate was stopped for safety and carries nothing.
 fn unblocked(reply: ReplyBuilder) -> Result<ModelReply> {
     if reply.is_empty() {
-        if let Some(reason) = reply.finish_reason.as_deref().filter(|r| {
-            matches!(
-                *r,
-                "SAFETY"
-                    | "RECITATION"
-                    | "BLOCKLIST"
-                    | "PROHIBITED_CONTENT"
-                    | "SPII"
-                    | "IMAGE_SAFETY"
-            )
-        }) {
+        if let Some(reason) = (reply.finish_reason.as_deref()).filter(|r| BLOCKED.contains(r)) {
             return Err(Error::provider(format!(
                 "the provider blocked the reply (finishReason {reason})"
             )));
@@ -593,13 +576,9 @@ struct Events;
 
 impl EventReader for Events {
     fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
-        let data = event.data.trim();
-        if data.is_empty() {
+        let Some(v) = event_json(event)? else {
             return Ok(());
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
-        })?;
+        };
         check_answer(&v)?;
         if let Some(model) = str_at(&v, "/modelVersion") {
             reply.model = Some(model);

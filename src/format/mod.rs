@@ -16,11 +16,12 @@ pub mod ollama_chat;
 pub mod openai_chat;
 pub mod parameters;
 pub mod reply;
+mod template;
 
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::message::{Message, Usage};
+use crate::message::{Message, Part, Role, Usage};
 pub use parameters::{validate_parameter, ParameterSpec, ParameterType};
 pub use reply::{EventReader, ReplyBuilder, StreamDecoder};
 
@@ -62,6 +63,17 @@ pub struct ModelRequest {
     pub stream: bool,
 }
 
+impl ModelRequest {
+    pub fn new(format: &'static str, model: &str, body: Value, stream: bool) -> ModelRequest {
+        ModelRequest {
+            format,
+            model: model.to_string(),
+            body,
+            stream,
+        }
+    }
+}
+
 /// What the model answered.
 #[derive(Debug, Clone)]
 pub struct ModelReply {
@@ -75,14 +87,14 @@ pub struct ModelReply {
 impl ModelReply {
     /// An assistant reply with these parts.
     pub fn assistant(
-        content: Vec<crate::message::Part>,
+        content: Vec<Part>,
         usage: Option<Usage>,
         finish_reason: Option<String>,
         model: Option<String>,
     ) -> ModelReply {
         ModelReply {
             message: Message {
-                role: crate::message::Role::Assistant,
+                role: Role::Assistant,
                 content,
                 from: None,
             },
@@ -133,15 +145,30 @@ impl RequestOptions<'_> {
     }
 }
 
+/// What a format is: its name, a line describing it, its parameters, the images it carries
+/// (unless its parameters decide), and whether it has native tool calls.
+#[derive(Debug, Clone, Copy)]
+pub struct FormatSpec {
+    /// The format kind name, such as `openai-chat`.
+    pub name: &'static str,
+    /// One line for `genai params` and `ListComponents`.
+    pub description: &'static str,
+    pub parameters: &'static [ParameterSpec],
+    pub images: ImageSupport,
+    /// Whether the format sends tools and reads tool calls natively (else the caller uses a
+    /// text protocol, and `prepare` refuses tools).
+    pub native_tools: bool,
+}
+
 /// One wire format. Implementations are unit structs: everything a request needs comes in as
 /// arguments.
 pub trait Format: Send + Sync {
+    /// What this format is.
+    fn spec(&self) -> &'static FormatSpec;
     /// The format kind name, such as `openai-chat`.
-    fn name(&self) -> &'static str;
-    /// One line for `genai params` and `ListComponents`.
-    fn description(&self) -> &'static str;
-    /// The parameters this format accepts.
-    fn parameters(&self) -> &'static [ParameterSpec];
+    fn name(&self) -> &'static str {
+        self.spec().name
+    }
     /// Sets `name` in `parameters` after checking its name (case-insensitively), type and
     /// range; `null` removes it. The error names the accepted parameters.
     fn set_parameter(
@@ -150,16 +177,12 @@ pub trait Format: Send + Sync {
         name: &str,
         value: Value,
     ) -> Result<()> {
-        parameters::set_checked(self.name(), self.parameters(), parameters, name, value)
+        let spec = self.spec();
+        parameters::set_checked(spec.name, spec.parameters, parameters, name, value)
     }
-    /// Which image parts this format carries with these parameters (none unless it says so).
+    /// Which image parts this format carries with these parameters.
     fn images(&self, _parameters: &Map<String, Value>) -> ImageSupport {
-        ImageSupport::NONE
-    }
-    /// Whether this format sends tools and reads tool calls natively (else the caller uses a
-    /// text protocol, and `prepare` refuses tools).
-    fn native_tools(&self) -> bool {
-        false
+        self.spec().images
     }
     /// Builds the request body for these messages (system message first, if any).
     fn prepare(
@@ -173,6 +196,28 @@ pub trait Format: Send + Sync {
     fn extract(&self, parameters: &Map<String, Value>, body: &[u8]) -> Result<ModelReply>;
     /// A decoder for one streamed response.
     fn decoder(&self, parameters: &Map<String, Value>) -> StreamDecoder;
+}
+
+/// The text and JSON parts of a message's content, one per line (what a format sends where
+/// its API takes a plain string).
+pub(crate) fn text_of(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.clone()),
+            Part::Json { value } => Some(value.to_string()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The string field `name` of a JSON object (empty when absent).
+pub(crate) fn str_field(v: &Value, name: &str) -> String {
+    v.get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The refusal of tools by a format without native tool calls.
@@ -281,7 +326,7 @@ pub fn check_images(
     max_bytes: Option<usize>,
 ) -> Result<()> {
     for part in messages.iter().flat_map(|m| &m.content) {
-        let crate::message::Part::Image { url, data, .. } = part else {
+        let Part::Image { url, data, .. } = part else {
             continue;
         };
         if url.is_some() && !support.url {
@@ -330,7 +375,7 @@ mod tests {
     fn images_are_checked_before_sending() {
         let image = |url: Option<&str>, data: Option<String>| Message {
             role: crate::message::Role::User,
-            content: vec![crate::message::Part::Image {
+            content: vec![Part::Image {
                 url: url.map(str::to_string),
                 media_type: data.as_ref().map(|_| "image/png".to_string()),
                 data,

@@ -17,9 +17,11 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
+use super::reply::event_json;
+use super::text_of;
 use super::{
-    EventReader, Format, ImageSupport, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -183,17 +185,18 @@ fn options_of(parameters: &Map<String, Value>) -> Map<String, Value> {
     options
 }
 
+/// What the `ollama-chat` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "Ollama's native chat API (/api/chat, NDJSON streaming)",
+    parameters: PARAMETERS,
+    images: ImageSupport::INLINE,
+    native_tools: true,
+};
+
 impl Format for OllamaChat {
-    fn name(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn description(&self) -> &'static str {
-        "Ollama's native chat API (/api/chat, NDJSON streaming)"
-    }
-
-    fn parameters(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
     }
 
     /// `format` and `keep_alive` take more than one JSON type, which the spec table cannot say:
@@ -214,14 +217,6 @@ impl Format for OllamaChat {
             }
             _ => parameters::set_checked(FORMAT, PARAMETERS, parameters, name, value),
         }
-    }
-
-    fn images(&self, _: &Map<String, Value>) -> ImageSupport {
-        ImageSupport::INLINE
-    }
-
-    fn native_tools(&self) -> bool {
-        true
     }
 
     fn prepare(
@@ -270,12 +265,12 @@ impl Format for OllamaChat {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: model.to_string(),
-            body: Value::Object(body),
-            stream: options.stream,
-        })
+        Ok(ModelRequest::new(
+            FORMAT,
+            model,
+            Value::Object(body),
+            options.stream,
+        ))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
@@ -434,18 +429,6 @@ fn tool_calls_of(msg: &Value, first: usize) -> Vec<(String, String, Value)> {
         .collect()
 }
 
-fn text_of(parts: &[Part]) -> String {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text { text } => Some(text.clone()),
-            Part::Json { value } => Some(value.to_string()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// One message in Ollama's shape; tool results become one `tool` message each.
 fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
     let mut texts = Vec::new();
@@ -514,13 +497,9 @@ struct Events;
 
 impl EventReader for Events {
     fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
-        let data = event.data.trim();
-        if data.is_empty() {
+        let Some(v) = event_json(event)? else {
             return Ok(());
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
-        })?;
+        };
         if let Some(err) = error_of(&v) {
             return Err(err);
         }

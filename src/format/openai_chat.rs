@@ -7,10 +7,11 @@
 use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
-use super::reply::parse_arguments;
+use super::reply::{event_json, parse_arguments};
+use super::str_field;
 use super::{
-    EventReader, Format, ImageSupport, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Usage};
@@ -137,25 +138,18 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 #[derive(Debug, Clone, Copy)]
 pub struct OpenAiChat;
 
+/// What the `openai-chat` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "OpenAI Chat Completions API",
+    parameters: PARAMETERS,
+    images: ImageSupport::ALL,
+    native_tools: true,
+};
+
 impl Format for OpenAiChat {
-    fn name(&self) -> &'static str {
-        FORMAT
-    }
-
-    fn description(&self) -> &'static str {
-        "OpenAI Chat Completions API"
-    }
-
-    fn parameters(&self) -> &'static [ParameterSpec] {
-        PARAMETERS
-    }
-
-    fn images(&self, _: &Map<String, Value>) -> ImageSupport {
-        ImageSupport::ALL
-    }
-
-    fn native_tools(&self) -> bool {
-        true
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
     }
 
     fn prepare(
@@ -191,12 +185,12 @@ impl Format for OpenAiChat {
             body.insert("stream".into(), Value::Bool(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: model.to_string(),
-            body: Value::Object(body),
-            stream: options.stream,
-        })
+        Ok(ModelRequest::new(
+            FORMAT,
+            model,
+            Value::Object(body),
+            options.stream,
+        ))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
@@ -244,13 +238,6 @@ impl Format for OpenAiChat {
     fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
         StreamDecoder::new(Events, ReplyBuilder::new())
     }
-}
-
-fn str_field(v: &Value, name: &str) -> String {
-    v.get(name)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// The text of an OpenAI error object: its message, with its code when there is one.
@@ -370,17 +357,13 @@ struct Events;
 
 impl EventReader for Events {
     fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
-        let data = event.data.trim();
-        if data.is_empty() {
-            return Ok(());
-        }
-        if data == "[DONE]" {
+        if event.data.trim() == "[DONE]" {
             reply.complete();
             return Ok(());
         }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
-        })?;
+        let Some(v) = event_json(event)? else {
+            return Ok(());
+        };
         if let Some(err) = v.get("error") {
             return Err(Error::provider(error_text(err)));
         }

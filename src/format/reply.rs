@@ -23,6 +23,17 @@ pub fn ended_early(detail: &str) -> Error {
     ))
 }
 
+/// The JSON an event carries, `None` when its data is blank.
+pub fn event_json(event: &StreamEvent) -> Result<Option<Value>> {
+    let data = event.data.trim();
+    if data.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(data)
+        .map(Some)
+        .map_err(|e| Error::provider(format!("the provider's stream carried invalid JSON: {e}")))
+}
+
 /// One keyed piece of a reply after its text.
 enum Block {
     Text(String),

@@ -14,11 +14,11 @@ use serde_json::Value;
 use parse::{labels, Label};
 pub use parse::{parse, Action, Parsed, Step, StreamFilter};
 
-use super::tool_loop::{add_usage, ToolLoop};
+use super::tool_loop::{Rounds, ToolLoop};
 use super::{AIAgent, TurnSteps};
 use crate::error::Result;
 use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
-use crate::message::{Message, Part, Role, Usage};
+use crate::message::{Message, Part, Role};
 
 /// What the model must not write itself: genai writes the observations. A ReAct request adds
 /// it to the format's stop sequences (when the format has a stop parameter; else the parser
@@ -160,14 +160,9 @@ impl AIAgent {
         on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
         tools: &ToolLoop<'_>,
     ) -> Result<TurnSteps> {
-        let mut steps: Vec<Message> = Vec::new();
-        let mut usage: Option<Usage> = None;
-        let mut rounds = 0;
+        let mut rounds = Rounds::default();
         loop {
-            rounds += 1;
-            let mut messages = full.to_vec();
-            messages.extend(steps.iter().cloned());
-            let messages = prompt(&messages, &tools.specs);
+            let messages = prompt(&rounds.start(full), &tools.specs);
             let filter = std::sync::Mutex::new(StreamFilter::new());
             let filtered = |delta: &str| {
                 let shown = filter.lock().map(|mut f| f.push(delta)).unwrap_or_default();
@@ -187,12 +182,12 @@ impl AIAgent {
             let mut reply = self
                 .call_model(model, &messages, &options, stream_to, None)
                 .await?;
-            usage = add_usage(usage, reply.usage);
+            rounds.count_usage(reply.usage);
             let parsed = parse(&reply.message.text(), &tools.specs);
             let answer = match parsed.step {
-                Step::Act { actions, .. } if steps.len() / 2 < tools.max_steps => {
+                Step::Act { actions, .. } if rounds.may_call(tools.max_steps) => {
                     let ids: Vec<String> = (0..actions.len())
-                        .map(|i| format!("react_{rounds}_{i}"))
+                        .map(|i| format!("react_{}_{i}", rounds.number()))
                         .collect();
                     let runnable: Vec<(String, String, Value)> = actions
                         .iter()
@@ -224,16 +219,12 @@ impl AIAgent {
                         });
                         results.push(result);
                     }
-                    steps.push(Message {
+                    let calls = Message {
                         role: Role::Assistant,
                         content: calls,
                         from: reply.message.from.clone(),
-                    });
-                    steps.push(Message {
-                        role: Role::Tool,
-                        content: results,
-                        from: None,
-                    });
+                    };
+                    rounds.step(calls, results);
                     continue;
                 }
                 Step::Act { thought, .. } => thought.unwrap_or_else(|| {
@@ -252,12 +243,7 @@ impl AIAgent {
                 f(&rest);
             }
             reply.message.content = vec![Part::text(answer)];
-            return Ok(TurnSteps {
-                reply,
-                steps,
-                usage,
-                rounds,
-            });
+            return Ok(rounds.end(reply));
         }
     }
 }
@@ -335,6 +321,9 @@ mod tests {
         let body = m.prepare(&[Message::user("hi")], &options).unwrap().body;
         assert_eq!(body["stop"], json!(["A", "B", "C", OBSERVATION]));
         let t = format::http_template::HttpTemplate;
-        assert_eq!(format::parameters::stop_parameter(t.parameters()), None);
+        assert_eq!(
+            format::parameters::stop_parameter(t.spec().parameters),
+            None
+        );
     }
 }

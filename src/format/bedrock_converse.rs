@@ -19,6 +19,7 @@
 use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
+use super::reply::body_json;
 use super::str_field;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
@@ -162,15 +163,13 @@ impl Format for BedrockConverse {
         Ok(ModelRequest::new(
             FORMAT,
             model,
-            Value::Object(body),
+            body.into(),
             options.stream,
         ))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| {
-            Error::provider(format!("the provider answered with invalid JSON: {e}"))
-        })?;
+        let v = body_json(body)?;
         let Some(message) = v.pointer("/output/message") else {
             let why = v
                 .get("message")

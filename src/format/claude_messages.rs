@@ -17,7 +17,7 @@
 use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
-use super::reply::event_json;
+use super::reply::{body_json, event_json};
 use super::str_field;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
@@ -142,7 +142,7 @@ impl Format for ClaudeMessages {
         Ok(ModelRequest::new(
             FORMAT,
             model,
-            Value::Object(body),
+            body.into(),
             options.stream,
         ))
     }
@@ -321,8 +321,7 @@ fn parse_data_url(url: &str) -> Option<(&str, &str)> {
 
 /// The reply of a complete (non-streamed) Messages API response body.
 pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| Error::provider(format!("the provider answered with invalid JSON: {e}")))?;
+    let v = body_json(body)?;
     if v.get("type").and_then(Value::as_str) == Some("error") || v.get("error").is_some() {
         return Err(Error::provider(format!(
             "{}{}",

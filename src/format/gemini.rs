@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
-use super::reply::event_json;
+use super::reply::{body_json, event_json};
 use super::text_of;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
@@ -226,15 +226,13 @@ impl Format for Gemini {
         Ok(ModelRequest::new(
             FORMAT,
             model,
-            Value::Object(body),
+            body.into(),
             options.stream,
         ))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| {
-            Error::provider(format!("the provider answered with invalid JSON: {e}"))
-        })?;
+        let v = body_json(body)?;
         check_answer(&v)?;
         let candidate = v
             .pointer("/candidates/0")

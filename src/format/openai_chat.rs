@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
-use super::reply::{event_json, parse_arguments};
+use super::reply::{body_json, event_json, parse_arguments};
 use super::str_field;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
@@ -188,15 +188,13 @@ impl Format for OpenAiChat {
         Ok(ModelRequest::new(
             FORMAT,
             model,
-            Value::Object(body),
+            body.into(),
             options.stream,
         ))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| {
-            Error::provider(format!("the provider answered with invalid JSON: {e}"))
-        })?;
+        let v = body_json(body)?;
         if let Some(err) = v.get("error") {
             return Err(Error::provider(error_text(err)));
         }

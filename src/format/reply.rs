@@ -23,6 +23,12 @@ pub fn ended_early(detail: &str) -> Error {
     ))
 }
 
+/// The JSON of a complete answer.
+pub fn body_json(body: &[u8]) -> Result<Value> {
+    serde_json::from_slice(body)
+        .map_err(|e| Error::provider(format!("the provider answered with invalid JSON: {e}")))
+}
+
 /// The JSON an event carries, `None` when its data is blank.
 pub fn event_json(event: &StreamEvent) -> Result<Option<Value>> {
     let data = event.data.trim();

@@ -17,7 +17,7 @@ pub use parse::{parse, Action, Parsed, Step, StreamFilter};
 use super::tool_loop::{Rounds, ToolLoop};
 use super::{AIAgent, TurnSteps};
 use crate::error::Result;
-use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
+use crate::format::{text_of, ModelConfiguration, RequestOptions, ToolSpec};
 use crate::message::{Message, Part, Role};
 
 /// What the model must not write itself: genai writes the observations. A ReAct request adds
@@ -104,16 +104,7 @@ pub fn prompt(messages: &[Message], tools: &[ToolSpec]) -> Vec<Message> {
                                 .iter()
                                 .find(|(id, _)| id == tool_call_id)
                                 .map_or_else(|| tool_call_id.clone(), |(_, n)| n.clone());
-                            let text = content
-                                .iter()
-                                .filter_map(|p| match p {
-                                    Part::Text { text } => Some(text.clone()),
-                                    Part::Json { value } => Some(value.to_string()),
-                                    _ => None,
-                                })
-                                .collect::<Vec<_>>()
-                                .join("\n");
-                            Some((name, text, *is_error))
+                            Some((name, text_of(content), *is_error))
                         }
                         _ => None,
                     })

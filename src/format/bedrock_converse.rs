@@ -23,7 +23,7 @@ use super::reply::body_json;
 use super::str_field;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -93,13 +93,8 @@ impl Format for BedrockConverse {
         &SPEC
     }
 
-    fn prepare(
-        &self,
-        model: &str,
-        parameters: &Map<String, Value>,
-        messages: &[Message],
-        options: &RequestOptions<'_>,
-    ) -> Result<ModelRequest> {
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (_, parameters, messages, options) = request.parts();
         let mut system = Vec::new();
         let mut wire: Vec<Value> = Vec::new();
         for m in messages {
@@ -160,12 +155,7 @@ impl Format for BedrockConverse {
                 .collect();
             body.insert("toolConfig".into(), json!({ "tools": tools }));
         }
-        Ok(ModelRequest::new(
-            FORMAT,
-            model,
-            body.into(),
-            options.stream,
-        ))
+        Ok(request.prepared(FORMAT, body))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
@@ -410,7 +400,7 @@ impl EventReader for Events {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{ModelConfiguration, ToolCallDelta, ToolSpec};
+    use crate::format::{ModelConfiguration, RequestOptions, ToolCallDelta, ToolSpec};
 
     fn ev(kind: &str, data: &str) -> StreamEvent {
         StreamEvent {

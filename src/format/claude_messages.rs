@@ -21,7 +21,7 @@ use super::reply::{body_json, event_json};
 use super::str_field;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -118,13 +118,8 @@ impl Format for ClaudeMessages {
         &SPEC
     }
 
-    fn prepare(
-        &self,
-        model: &str,
-        parameters: &Map<String, Value>,
-        messages: &[Message],
-        options: &RequestOptions<'_>,
-    ) -> Result<ModelRequest> {
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (model, parameters, messages, options) = request.parts();
         let parameters = with_stops(PARAMETERS, parameters, options.stop);
         let mut body = request_body(model, &parameters, messages, options.stream)?;
         if !options.tools.is_empty() {
@@ -139,12 +134,7 @@ impl Format for ClaudeMessages {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        Ok(ModelRequest::new(
-            FORMAT,
-            model,
-            body.into(),
-            options.stream,
-        ))
+        Ok(request.prepared(FORMAT, body))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {

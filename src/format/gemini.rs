@@ -21,9 +21,10 @@ use serde_json::{json, Map, Value};
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
 use super::text_of;
+use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent, ToolSpec,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -163,12 +164,7 @@ impl Format for Gemini {
     /// `safety_settings` is a list in the API, which the spec table cannot say: a list, an
     /// object of category → threshold, or either as JSON text is taken here and stored as the
     /// list. Everything else is checked against the table.
-    fn set_parameter(
-        &self,
-        parameters: &mut Map<String, Value>,
-        name: &str,
-        value: Value,
-    ) -> Result<()> {
+    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
         if name.eq_ignore_ascii_case("safety_settings") && !value.is_null() {
             let list = safety_settings(value)?;
             parameters.insert("safety_settings".into(), list);
@@ -177,13 +173,8 @@ impl Format for Gemini {
         parameters::set_checked(FORMAT, PARAMETERS, parameters, name, value)
     }
 
-    fn prepare(
-        &self,
-        model: &str,
-        parameters: &Map<String, Value>,
-        messages: &[Message],
-        options: &RequestOptions<'_>,
-    ) -> Result<ModelRequest> {
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (_, parameters, messages, options) = request.parts();
         let parameters = with_stops(PARAMETERS, parameters, options.stop);
         // A functionResponse names its function, which a result knows only by call id: the
         // latest call with that id before it (made-up ids repeat from one reply to the next).
@@ -223,12 +214,7 @@ impl Format for Gemini {
         if let Some(s) = parameters.get("safety_settings") {
             body.insert("safetySettings".into(), s.clone());
         }
-        Ok(ModelRequest::new(
-            FORMAT,
-            model,
-            body.into(),
-            options.stream,
-        ))
+        Ok(request.prepared(FORMAT, body))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
@@ -608,7 +594,7 @@ mod tests {
     //! Shapes from https://ai.google.dev/api/generate-content and
     //! https://ai.google.dev/gemini-api/docs/text-generation (REST examples).
     use super::*;
-    use crate::format::ModelConfiguration;
+    use crate::format::{ModelConfiguration, RequestOptions};
 
     fn user(text: &str) -> Message {
         Message {

@@ -21,9 +21,10 @@ use super::template::{
     cut, parse_placeholder, parse_rendered, pieces, placeholder_names, render, template_error,
 };
 pub use super::template::{BUILT_IN, CREDENTIAL_MARK};
+use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -180,12 +181,7 @@ impl Format for HttpTemplate {
     /// The four format parameters are checked as usual (a table given as `request_body` is kept
     /// as its JSON text; filters must parse as JSONPath). Any other name is a template parameter:
     /// refused when it is built in, or when the template is known and does not use it.
-    fn set_parameter(
-        &self,
-        parameters: &mut Map<String, Value>,
-        name: &str,
-        value: Value,
-    ) -> Result<()> {
+    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
         let name = name.trim();
         if let Some(spec) = PARAMETERS
             .iter()
@@ -244,13 +240,8 @@ impl Format for HttpTemplate {
 
     /// No stop parameter and no native tools: `options` only says whether to stream (when
     /// the template can).
-    fn prepare(
-        &self,
-        model: &str,
-        parameters: &Map<String, Value>,
-        messages: &[Message],
-        options: &RequestOptions<'_>,
-    ) -> Result<ModelRequest> {
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (model, parameters, messages, options) = request.parts();
         if !options.tools.is_empty() {
             return Err(super::no_native_tools(FORMAT));
         }

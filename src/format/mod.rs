@@ -2,8 +2,8 @@
 //! per format (`openai-chat`, `claude-messages`, `gemini`, `ollama-chat`, `bedrock-converse`,
 //! `http-template`).
 //!
-//! A [`Format`] is stateless: it takes the model id, the parameter values and the options of
-//! one request as arguments, so a [`ModelConfiguration`] is plain data (a format, a model id,
+//! A [`Format`] is stateless: it takes the model id, the parameter values, the messages and the
+//! options of one [`Request`] as arguments, so a [`ModelConfiguration`] is plain data (a format, a model id,
 //! parameters) that nobody clones and mutates per turn. Every stream decoder feeds the one
 //! [`ReplyBuilder`]; a format's decoder keeps only what reads its own events. This module must
 //! never do I/O nor import the providers: moving bytes is their job, and they import this.
@@ -126,6 +126,31 @@ pub struct ToolSpec {
     pub input_schema: Value,
 }
 
+/// Parameter values by name.
+pub type Parameters = Map<String, Value>;
+
+/// One request to prepare: the model id, the parameter values, the messages (system message
+/// first, if any) and the options.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub model: &'a str,
+    pub parameters: &'a Parameters,
+    pub messages: &'a [Message],
+    pub options: RequestOptions<'a>,
+}
+
+impl<'a> Request<'a> {
+    /// The model id, parameters, messages and options.
+    pub fn parts(&self) -> (&'a str, &'a Parameters, &'a [Message], RequestOptions<'a>) {
+        (self.model, self.parameters, self.messages, self.options)
+    }
+
+    /// The prepared request with this body.
+    pub fn prepared(&self, format: &'static str, body: Map<String, Value>) -> ModelRequest {
+        ModelRequest::new(format, self.model, Value::Object(body), self.options.stream)
+    }
+}
+
 /// What one request asks beyond the messages: streaming, the tools offered (native tool calls
 /// only), and stop sequences added to the ones the parameters set (ReAct's `Observation:`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -171,27 +196,16 @@ pub trait Format: Send + Sync {
     }
     /// Sets `name` in `parameters` after checking its name (case-insensitively), type and
     /// range; `null` removes it. The error names the accepted parameters.
-    fn set_parameter(
-        &self,
-        parameters: &mut Map<String, Value>,
-        name: &str,
-        value: Value,
-    ) -> Result<()> {
+    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
         let spec = self.spec();
         parameters::set_checked(spec.name, spec.parameters, parameters, name, value)
     }
     /// Which image parts this format carries with these parameters.
-    fn images(&self, _parameters: &Map<String, Value>) -> ImageSupport {
+    fn images(&self, _parameters: &Parameters) -> ImageSupport {
         self.spec().images
     }
     /// Builds the request body for these messages (system message first, if any).
-    fn prepare(
-        &self,
-        model: &str,
-        parameters: &Map<String, Value>,
-        messages: &[Message],
-        options: &RequestOptions<'_>,
-    ) -> Result<ModelRequest>;
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest>;
     /// Turns a complete response body into a reply.
     fn extract(&self, parameters: &Map<String, Value>, body: &[u8]) -> Result<ModelReply>;
     /// A decoder for one streamed response.
@@ -271,8 +285,12 @@ impl ModelConfiguration {
         messages: &[Message],
         options: &RequestOptions<'_>,
     ) -> Result<ModelRequest> {
-        self.format
-            .prepare(&self.model, &self.parameters, messages, options)
+        self.format.prepare(&Request {
+            model: &self.model,
+            parameters: &self.parameters,
+            messages,
+            options: *options,
+        })
     }
 
     /// The reply of a complete response body.

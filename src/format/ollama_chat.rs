@@ -19,9 +19,10 @@ use serde_json::{json, Map, Value};
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
 use super::text_of;
+use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -201,12 +202,7 @@ impl Format for OllamaChat {
 
     /// `format` and `keep_alive` take more than one JSON type, which the spec table cannot say:
     /// they are checked here; everything else against the table.
-    fn set_parameter(
-        &self,
-        parameters: &mut Map<String, Value>,
-        name: &str,
-        value: Value,
-    ) -> Result<()> {
+    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
         let special = ["format", "keep_alive"]
             .into_iter()
             .find(|n| n.eq_ignore_ascii_case(name));
@@ -219,13 +215,8 @@ impl Format for OllamaChat {
         }
     }
 
-    fn prepare(
-        &self,
-        model: &str,
-        parameters: &Map<String, Value>,
-        messages: &[Message],
-        options: &RequestOptions<'_>,
-    ) -> Result<ModelRequest> {
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (model, parameters, messages, options) = request.parts();
         let parameters = with_stops(PARAMETERS, parameters, options.stop);
         // Ollama's tool messages carry the tool's name, which our results know only by call id:
         // the latest call with that id before them (made-up ids repeat from reply to reply).
@@ -265,12 +256,7 @@ impl Format for OllamaChat {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        Ok(ModelRequest::new(
-            FORMAT,
-            model,
-            body.into(),
-            options.stream,
-        ))
+        Ok(request.prepared(FORMAT, body))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
@@ -533,7 +519,7 @@ mod tests {
     //! Fixtures are the examples of https://github.com/ollama/ollama/blob/main/docs/api.md
     //! ("Generate a chat completion"), images shortened.
     use super::*;
-    use crate::format::{ModelConfiguration, ToolSpec};
+    use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
 
     fn user(text: &str) -> Message {
         Message {

@@ -11,7 +11,7 @@ use super::reply::{body_json, event_json, parse_arguments};
 use super::str_field;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, RequestOptions, StreamDecoder, StreamEvent,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Usage};
@@ -152,13 +152,8 @@ impl Format for OpenAiChat {
         &SPEC
     }
 
-    fn prepare(
-        &self,
-        model: &str,
-        parameters: &Map<String, Value>,
-        messages: &[Message],
-        options: &RequestOptions<'_>,
-    ) -> Result<ModelRequest> {
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (model, parameters, messages, options) = request.parts();
         let mut wire = Vec::with_capacity(messages.len());
         for m in messages {
             wire.extend(to_wire(m)?);
@@ -185,12 +180,7 @@ impl Format for OpenAiChat {
             body.insert("stream".into(), Value::Bool(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
-        Ok(ModelRequest::new(
-            FORMAT,
-            model,
-            body.into(),
-            options.stream,
-        ))
+        Ok(request.prepared(FORMAT, body))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {

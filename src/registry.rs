@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{Config, LocalSettings, ModelConfigurationConfig, ProviderConfig};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{self, ModelConfiguration, ParameterSpec};
+use crate::format::{self, Format, ModelConfiguration, ParameterSpec};
 use crate::provider::{self, ServiceProvider};
 
 /// The provider kind that runs GGUF models from the models folder (cargo feature `local`).
@@ -22,16 +22,26 @@ pub const LOCAL_KIND: &str = "local";
 
 pub use crate::provider::build::{ProviderFactory, ProviderKind};
 
-/// Builds a model configuration for a model id.
-pub type FormatFactory = fn(&str) -> Box<dyn ModelConfiguration>;
-
 /// A registered model format kind.
 #[derive(Clone)]
 pub struct FormatKind {
     pub name: &'static str,
     pub description: &'static str,
     pub parameters: &'static [ParameterSpec],
-    pub factory: FormatFactory,
+    pub format: &'static dyn Format,
+}
+
+impl FormatKind {
+    /// The kind of a format, as listed.
+    pub fn of(format: &'static dyn Format) -> FormatKind {
+        let spec = format.spec();
+        FormatKind {
+            name: spec.name,
+            description: spec.description,
+            parameters: spec.parameters,
+            format,
+        }
+    }
 }
 
 /// Where a named component comes from.
@@ -118,45 +128,12 @@ impl Registry {
             providers: RwLock::new(BTreeMap::new()),
             models: RwLock::new(BTreeMap::new()),
         };
-        r.register_format(FormatKind {
-            name: model::openai_chat::FORMAT,
-            description: "OpenAI Chat Completions API",
-            parameters: model::openai_chat::PARAMETERS,
-            factory: |m| Box::new(model::openai_chat::OpenAiChat::new(m)),
-        });
-        r.register_format(FormatKind {
-            name: model::claude_messages::FORMAT,
-            description: "Anthropic Messages API (Claude on Anthropic and on Amazon Bedrock)",
-            parameters: model::claude_messages::PARAMETERS,
-            factory: |m| Box::new(model::claude_messages::ClaudeMessages::new(m)),
-        });
+        for f in format::ALL {
+            r.register_format(FormatKind::of(*f));
+        }
         for kind in provider::build::registrations() {
             r.register_provider(kind);
         }
-        r.register_format(FormatKind {
-            name: model::ollama_chat::FORMAT,
-            description: "Ollama's native chat API (/api/chat, NDJSON streaming)",
-            parameters: model::ollama_chat::PARAMETERS,
-            factory: |m| Box::new(model::ollama_chat::OllamaChat::new(m)),
-        });
-        r.register_format(FormatKind {
-            name: model::gemini::FORMAT,
-            description: "Google Gemini API generateContent / streamGenerateContent",
-            parameters: model::gemini::PARAMETERS,
-            factory: |m| Box::new(model::gemini::Gemini::new(m)),
-        });
-        r.register_format(FormatKind {
-            name: model::http_template::FORMAT,
-            description: "A JSON request body template with placeholders and JSONPath filters for the reply (OpenSearch-style connector)",
-            parameters: model::http_template::PARAMETERS,
-            factory: |m| Box::new(model::http_template::HttpTemplate::new(m)),
-        });
-        r.register_format(FormatKind {
-            name: model::bedrock_converse::FORMAT,
-            description: "Amazon Bedrock Converse API (one shape for every Bedrock chat model)",
-            parameters: model::bedrock_converse::PARAMETERS,
-            factory: |m| Box::new(model::bedrock_converse::BedrockConverse::new(m)),
-        });
         r
     }
 
@@ -322,7 +299,7 @@ impl Registry {
     ) -> Result<()> {
         check_name(name)?;
         let kind = self.format_kind(&c.format)?;
-        let mut probe = (kind.factory)(&c.model);
+        let mut probe = ModelConfiguration::new(kind.format, c.model.clone());
         for (k, v) in &c.parameters {
             probe.set_parameter(k, v.clone())?;
         }
@@ -330,7 +307,7 @@ impl Registry {
             name: name.to_string(),
             format: kind.name,
             model: c.model.clone(),
-            parameters: probe.parameters().clone(),
+            parameters: probe.parameters,
             origin,
         };
         self.models
@@ -395,14 +372,16 @@ impl Registry {
         model_configuration: Option<&str>,
         model: Option<&str>,
         parameters: Option<&Map<String, Value>>,
-    ) -> Result<Box<dyn ModelConfiguration>> {
+    ) -> Result<ModelConfiguration> {
         let mut config = match model_configuration {
             Some(name) => {
                 let inst = self.model_instance(name)?;
                 self.check_compatible(provider.kind, inst.format)?;
-                let mut m = (self.format_kind(inst.format)?.factory)(&inst.model);
-                *m.parameters_mut() = inst.parameters.clone();
-                m
+                ModelConfiguration {
+                    format: self.format_kind(inst.format)?.format,
+                    model: inst.model,
+                    parameters: inst.parameters,
+                }
             }
             None => {
                 let kind = self.provider_kind(provider.kind)?;
@@ -412,7 +391,7 @@ impl Registry {
                         provider.name
                     ))
                 })?;
-                (self.format_kind(kind.default_format)?.factory)(model)
+                ModelConfiguration::new(self.format_kind(kind.default_format)?.format, model)
             }
         };
         for (k, v) in parameters.into_iter().flatten() {
@@ -489,7 +468,10 @@ mod tests {
             e.message
         );
         let m = r.build_model(&p, None, Some("gpt-x"), None).unwrap();
-        assert_eq!((m.format(), m.model()), ("openai-chat", "gpt-x"));
+        assert_eq!(
+            (m.format.name(), m.model.as_str()),
+            ("openai-chat", "gpt-x")
+        );
     }
 
     #[test]
@@ -506,7 +488,7 @@ mod tests {
         );
         let m = r.build_model(&p, None, None, None).unwrap();
         assert_eq!(
-            (m.format(), m.model()),
+            (m.format.name(), m.model.as_str()),
             ("claude-messages", "claude-sonnet-4-5")
         );
     }
@@ -518,11 +500,17 @@ mod tests {
         assert_eq!(p.kind, "ollama");
         assert!(r.check_compatible("ollama", "openai-chat").is_ok());
         let m = r.build_model(&p, None, Some("qwen3"), None).unwrap();
-        assert_eq!((m.format(), m.model()), ("ollama-chat", "qwen3"));
+        assert_eq!(
+            (m.format.name(), m.model.as_str()),
+            ("ollama-chat", "qwen3")
+        );
         assert!(r.check_compatible("openai", "ollama-chat").is_err());
         let g = r.provider("gemini").unwrap();
         let m = r.build_model(&g, None, None, None).unwrap();
-        assert_eq!((m.format(), m.model()), ("gemini", "gemini-2.5-flash"));
+        assert_eq!(
+            (m.format.name(), m.model.as_str()),
+            ("gemini", "gemini-2.5-flash")
+        );
         assert!(r.check_compatible("gemini", "openai-chat").is_err());
     }
 

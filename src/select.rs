@@ -218,8 +218,8 @@ mod tests {
         r.register_provider(ProviderKind {
             name: LOCAL_KIND,
             description: "test stand-in",
-            formats: vec![crate::model::openai_chat::FORMAT],
-            default_format: crate::model::openai_chat::FORMAT,
+            formats: vec![crate::format::openai_chat::FORMAT],
+            default_format: crate::format::openai_chat::FORMAT,
             factory: |name, c| {
                 let crate::config::ProviderConfig::Local(local) = c else {
                     panic!("the stand-in builds kind local")

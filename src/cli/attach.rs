@@ -4,7 +4,7 @@
 //! and a timeout, and sniffing the media type from the bytes (the name and the server's
 //! Content-Type are not trusted). It must never send a prompt: refusals happen here, before
 //! the framework is asked anything; per-provider limits are checked later by the agent
-//! (`model::check_images`).
+//! (`format::check_images`).
 
 use std::io::Read;
 use std::time::Duration;

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::TurnOutcome;
 use crate::error::{Error, Result};
+use crate::format::{ModelReply, ToolCallDelta};
 use crate::message::Message;
-use crate::model::{ModelReply, ToolCallDelta};
 
 /// Which turn an event belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]

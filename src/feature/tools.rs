@@ -8,7 +8,7 @@
 //! accept. Not yet here (issue 5): confirmations, actions and collect mode (a module's answer
 //! text reaches the model; the links are listed in the details), MCP servers. Where the format
 //! or the provider has no native tool calls, the agent runs a ReAct text loop instead
-//! (`tools/react.rs`, `[features.tools] mode`).
+//! (`agent/react`, `[features.tools] mode`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,8 +22,8 @@ use super::port::Confirmation;
 use super::{BuiltinFeature, Feature, FeatureContext, Turn, TurnEvent, TurnOutcome};
 use crate::agent::ToolLoop;
 use crate::config::ToolMode;
+use crate::format::{ToolCallDelta, ToolSpec};
 use crate::message::Part;
-use crate::model::{ToolCallDelta, ToolSpec};
 use crate::tools::toolbox::Toolbox;
 
 pub const NAME: &str = "tools";

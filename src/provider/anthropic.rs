@@ -14,7 +14,7 @@ use super::kinds::ANTHROPIC;
 use super::remote::{Call, Hooks, HttpProvider, Prepared};
 use crate::config::HttpSettings;
 use crate::error::Result;
-use crate::model::claude_messages::{BETA_PARAMETER, VERSION_PARAMETER};
+use crate::format::claude_messages::{BETA_PARAMETER, VERSION_PARAMETER};
 
 pub const KIND: &str = ANTHROPIC.name;
 /// The `anthropic-version` header sent when the model configuration sets none.
@@ -87,7 +87,7 @@ mod tests {
     }
 
     fn endpoint(p: &HttpProvider) -> String {
-        let format = crate::model::claude_messages::FORMAT;
+        let format = crate::format::claude_messages::FORMAT;
         first_request(p, format, "m", false, json!({}))
             .unwrap()
             .url()
@@ -118,7 +118,7 @@ mod tests {
     #[test]
     fn the_key_and_version_travel_as_headers() {
         let p = provider(Some("http://127.0.0.1:9"));
-        let format = crate::model::claude_messages::FORMAT;
+        let format = crate::format::claude_messages::FORMAT;
         let body = json!({"model": "m", "anthropic_beta": ["a-1"], "stream": true});
         let r = first_request(&p, format, "m", true, body).unwrap();
         let h = r.headers();

@@ -141,7 +141,7 @@ mod tests {
 
     /// The URL of a request for `model`, and the request.
     fn url(p: &HttpProvider, model: &str) -> Result<String> {
-        let format = crate::model::openai_chat::FORMAT;
+        let format = crate::format::openai_chat::FORMAT;
         let body = serde_json::json!({"model": model});
         Ok(first_request(p, format, model, false, body)?
             .url()
@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn the_key_travels_as_api_key() {
         let p = provider("https://res.openai.azure.com", None, None);
-        let format = crate::model::openai_chat::FORMAT;
+        let format = crate::format::openai_chat::FORMAT;
         let body = serde_json::json!({"model": "m"});
         let r = first_request(&p, format, "m", true, body).unwrap();
         assert_eq!(r.headers()["api-key"], "test-key");

@@ -31,7 +31,7 @@ pub const SIGNING_SERVICE: &str = "bedrock";
 /// The `anthropic_version` Bedrock requires in a Claude InvokeModel body.
 pub const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
 /// The format sent with InvokeModel; the other, `bedrock-converse`, goes to Converse.
-pub const CLAUDE_FORMAT: &str = crate::model::claude_messages::FORMAT;
+pub const CLAUDE_FORMAT: &str = crate::format::claude_messages::FORMAT;
 
 /// How a request is authenticated.
 enum Auth {
@@ -238,13 +238,13 @@ impl Hooks for Signing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ModelRequest;
+    use crate::format::ModelRequest;
     use crate::provider::ServiceProvider;
 
     /// The path of a request, with the model id in it.
     fn model_path(model: &str, stream: bool) -> String {
         let p = create("b", &BedrockSettings::default()).unwrap();
-        let format = crate::model::bedrock_converse::FORMAT;
+        let format = crate::format::bedrock_converse::FORMAT;
         let request = ModelRequest {
             format,
             model: model.into(),

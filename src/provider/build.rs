@@ -13,7 +13,7 @@ use super::remote::{HttpProvider, Plain};
 use super::{anthropic, azure_openai, bedrock, http_connector, local, ollama, ServiceProvider};
 use crate::config::ProviderConfig;
 use crate::error::Result;
-use crate::model::openai_chat;
+use crate::format::openai_chat;
 
 /// Builds a provider instance from its name and settings.
 pub type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServiceProvider>>;

@@ -20,7 +20,7 @@ use super::remote::{Call, Endpoint, Hooks, HttpProvider};
 use super::ProviderResponse;
 use crate::config::{ConnectorSettings, MASK};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::http_template::CREDENTIAL_MARK;
+use crate::format::http_template::CREDENTIAL_MARK;
 use crate::secrets::{KeySource, Secret};
 
 pub const KIND: &str = HTTP.name;

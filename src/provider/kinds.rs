@@ -7,8 +7,8 @@
 //! instances (the registry does).
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{bedrock_converse, claude_messages, gemini, http_template};
-use crate::model::{ollama_chat, openai_chat};
+use crate::format::{bedrock_converse, claude_messages, gemini, http_template};
+use crate::format::{ollama_chat, openai_chat};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 /// Where Ollama's host comes from when the config names none.

@@ -71,7 +71,7 @@ mod enabled {
     use super::KIND;
     use crate::config::{LocalSettings, Paths};
     use crate::error::{Error, ErrorKind, Result};
-    use crate::model::ModelRequest;
+    use crate::format::ModelRequest;
     use crate::models::ModelLibrary;
     use crate::provider::{ProviderResponse, ServiceProvider, StreamEvent};
 

@@ -44,28 +44,11 @@ use bytes::Bytes;
 use futures::Stream;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::ModelRequest;
+use crate::format::ModelRequest;
+pub use crate::format::StreamEvent;
 
 /// A streamed response body.
 pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>;
-
-/// One event of a streamed answer, framing removed: an SSE event (its type, `None` for the
-/// default `message`, and its data), an NDJSON line, or a decoded AWS event-stream message
-/// (its `:event-type` and JSON payload).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamEvent {
-    pub event: Option<String>,
-    pub data: String,
-}
-
-impl StreamEvent {
-    pub fn data(data: impl Into<String>) -> StreamEvent {
-        StreamEvent {
-            event: None,
-            data: data.into(),
-        }
-    }
-}
 
 /// A streamed answer as events.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent>> + Send>>;

@@ -18,7 +18,7 @@ use super::lazy_key::LazyKey;
 use super::{ProviderResponse, ServiceProvider};
 use crate::config::HttpSettings;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::ModelRequest;
+use crate::format::ModelRequest;
 use crate::secrets::{KeySource, Secret};
 
 /// What every instance of an HTTP kind has.

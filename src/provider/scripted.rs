@@ -1,53 +1,75 @@
 //! A test-only service provider that answers from a script, in-process, in the `openai-chat`
-//! wire format (the events a real server streams), so the agent, the session and the
-//! front-ends can be tested fast without a socket. It records every request it gets. Never
-//! built into the product.
+//! wire format (complete bodies, stream events, failures, answers that never come), so the
+//! agent, the session and the front-ends run real turns with no socket. It records every
+//! request. It must never be compiled outside tests.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use futures::StreamExt;
+use bytes::Bytes;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
-use super::{ProviderResponse, ServiceProvider, StreamEvent};
+use super::{ProviderResponse, ServiceProvider};
 use crate::error::{Error, Result};
-use crate::model::ModelRequest;
+use crate::format::{ModelRequest, StreamEvent};
 
 /// One answer of the script.
-pub enum Step {
-    /// A reply streamed in these pieces.
-    Reply(Vec<&'static str>),
-    /// The provider fails with this error.
-    Fail(Error),
-    /// The provider never answers (until the request is dropped).
+pub enum Answer {
+    /// A complete response body.
+    Body(Value),
+    /// The events of a streamed response.
+    Events(Vec<StreamEvent>),
+    /// The provider fails with this message.
+    Fail(&'static str),
+    /// The turn's token is cancelled, and the answer never comes.
+    CancelAndHang(CancellationToken),
+    /// The answer never comes (until the request is dropped).
     Hang,
 }
 
-/// The scripted provider; `requests` has the body of every request, in order.
-#[derive(Default)]
-pub struct Scripted {
-    script: Mutex<VecDeque<Step>>,
-    pub requests: Mutex<Vec<Value>>,
+/// A provider that answers each request with the next answer of its script.
+pub struct ScriptedProvider {
+    script: Mutex<VecDeque<Answer>>,
+    requests: Mutex<Vec<ModelRequest>>,
+    native_tools: bool,
     /// Notified at every request.
     pub asked: Notify,
 }
 
-impl Scripted {
-    pub fn new(steps: Vec<Step>) -> Arc<Scripted> {
-        Arc::new(Scripted {
-            script: Mutex::new(steps.into()),
-            ..Default::default()
+impl ScriptedProvider {
+    pub fn new(script: Vec<Answer>) -> Arc<ScriptedProvider> {
+        Arc::new(ScriptedProvider {
+            script: Mutex::new(script.into()),
+            requests: Mutex::new(Vec::new()),
+            native_tools: true,
+            asked: Notify::new(),
         })
+    }
+
+    /// A provider that, like the local engine, ignores the format's native tools.
+    pub fn without_native_tools(script: Vec<Answer>) -> Arc<ScriptedProvider> {
+        Arc::new(ScriptedProvider {
+            script: Mutex::new(script.into()),
+            requests: Mutex::new(Vec::new()),
+            native_tools: false,
+            asked: Notify::new(),
+        })
+    }
+
+    /// The bodies of the requests sent so far.
+    pub fn bodies(&self) -> Vec<Value> {
+        let requests = self.requests.lock().expect("requests lock");
+        requests.iter().map(|r| r.body.clone()).collect()
     }
 
     /// The messages of the `n`th request, as `role: text` lines.
     pub fn messages_of(&self, n: usize) -> Vec<String> {
-        let requests = self.requests.lock().unwrap();
-        requests[n]["messages"]
+        self.bodies()[n]["messages"]
             .as_array()
-            .unwrap()
+            .expect("an openai-chat body")
             .iter()
             .map(|m| {
                 let text = match &m["content"] {
@@ -60,26 +82,10 @@ impl Scripted {
     }
 }
 
-/// The streamed events of a reply in these pieces, as an OpenAI-compatible server sends them.
-fn events(pieces: &[&str]) -> Vec<Result<StreamEvent>> {
-    let chunk = |delta: Value, finish: Value| {
-        Ok(StreamEvent::data(
-            json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string(),
-        ))
-    };
-    let mut out: Vec<_> = pieces
-        .iter()
-        .map(|p| chunk(json!({"content": p}), Value::Null))
-        .collect();
-    out.push(chunk(json!({}), json!("stop")));
-    out.push(Ok(StreamEvent::data("[DONE]")));
-    out
-}
-
 #[async_trait]
-impl ServiceProvider for Scripted {
+impl ServiceProvider for ScriptedProvider {
     fn kind(&self) -> &'static str {
-        "openai"
+        "scripted"
     }
 
     fn name(&self) -> &str {
@@ -87,24 +93,78 @@ impl ServiceProvider for Scripted {
     }
 
     fn default_model(&self) -> Option<&str> {
-        Some("scripted-model")
+        Some("m")
+    }
+
+    fn native_tools(&self) -> bool {
+        self.native_tools
     }
 
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
-        self.requests.lock().unwrap().push(request.body.clone());
+        self.requests
+            .lock()
+            .expect("requests lock")
+            .push(request.clone());
         self.asked.notify_waiters();
-        let step = self.script.lock().unwrap().pop_front();
-        match step {
-            Some(Step::Reply(pieces)) if request.stream => Ok(ProviderResponse::Events(
-                futures::stream::iter(events(&pieces)).boxed(),
-            )),
-            Some(Step::Reply(pieces)) => {
-                let body = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": pieces.concat()}, "finish_reason": "stop"}]});
-                Ok(ProviderResponse::Complete(body.to_string().into()))
+        let next = self.script.lock().expect("script lock").pop_front();
+        match next {
+            Some(Answer::Body(body)) => {
+                Ok(ProviderResponse::Complete(Bytes::from(body.to_string())))
             }
-            Some(Step::Fail(e)) => Err(e),
-            Some(Step::Hang) => futures::future::pending().await,
-            None => Err(Error::provider("the script has no more answers")),
+            Some(Answer::Events(events)) => Ok(ProviderResponse::Events(Box::pin(
+                futures::stream::iter(events.into_iter().map(Ok)),
+            ))),
+            Some(Answer::Fail(why)) => Err(Error::provider(why)),
+            Some(Answer::CancelAndHang(token)) => {
+                token.cancel();
+                futures::future::pending().await
+            }
+            Some(Answer::Hang) => futures::future::pending().await,
+            None => Err(Error::provider("the script has no answer left")),
         }
     }
+}
+
+/// An `openai-chat` completion with this text.
+pub fn text_body(text: &str) -> Answer {
+    Answer::Body(json!({
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1}
+    }))
+}
+
+/// An `openai-chat` completion with these tool calls (id, name, arguments).
+pub fn calls_body(calls: &[(&str, &str, Value)]) -> Answer {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
+        })
+        .collect();
+    Answer::Body(json!({
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1}
+    }))
+}
+
+/// An `openai-chat` stream of these text pieces, complete unless `cut`.
+pub fn text_stream(pieces: &[&str], cut: bool) -> Answer {
+    let mut events: Vec<StreamEvent> = pieces
+        .iter()
+        .map(|p| {
+            StreamEvent::data(
+                json!({"model": "m", "choices": [{"index": 0, "delta": {"content": p}}]})
+                    .to_string(),
+            )
+        })
+        .collect();
+    if !cut {
+        events.push(StreamEvent::data(
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
+        ));
+        events.push(StreamEvent::data("[DONE]"));
+    }
+    Answer::Events(events)
 }

@@ -13,7 +13,7 @@ use super::dispatch::Session;
 use super::port::RpcPort;
 use crate::config::Config;
 use crate::feature::port::{ClientPort, Confirmation, TurnRef};
-use crate::provider::scripted::{Scripted, Step};
+use crate::provider::scripted::{text_stream, Answer, ScriptedProvider};
 use crate::registry::Registry;
 use crate::session::Framework;
 use crate::store::Store;
@@ -23,13 +23,13 @@ const DEADLINE: Duration = Duration::from_secs(10);
 struct Client {
     session: Session,
     out: mpsc::UnboundedReceiver<Bytes>,
-    provider: Arc<Scripted>,
+    provider: Arc<ScriptedProvider>,
 }
 
 impl Client {
-    fn new(steps: Vec<Step>) -> Client {
+    fn new(steps: Vec<Answer>) -> Client {
         let registry = Registry::new();
-        let provider = Scripted::new(steps);
+        let provider = ScriptedProvider::new(steps);
         registry.insert_provider("scripted", "openai", provider.clone());
         let store = Arc::new(Store::in_memory().unwrap());
         let fw = Arc::new(Framework::new(Config::default(), registry, store));
@@ -124,7 +124,7 @@ fn bad_requests_get_their_codes_and_the_session_goes_on() {
 
 #[tokio::test]
 async fn a_turn_streams_chunks_then_one_final_response() {
-    let mut c = Client::new(vec![Step::Reply(vec!["He", "llo"])]);
+    let mut c = Client::new(vec![text_stream(&["He", "llo"], false)]);
     let r = c.call(
         1,
         "CreateConversation",
@@ -157,7 +157,7 @@ async fn a_turn_streams_chunks_then_one_final_response() {
 
 #[tokio::test]
 async fn cancel_request_stops_the_turn_its_request_started() {
-    let mut c = Client::new(vec![Step::Hang]);
+    let mut c = Client::new(vec![Answer::Hang]);
     let r = c.call(
         1,
         "CreateConversation",

@@ -10,7 +10,7 @@ use super::*;
 use crate::error::ErrorKind;
 use crate::feature::port::{Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef};
 use crate::feature::TurnOutcome;
-use crate::provider::scripted::{Scripted, Step};
+use crate::provider::scripted::{text_stream, Answer, ScriptedProvider};
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -39,15 +39,15 @@ impl ClientPort for Recorder {
 
 struct Fixture {
     fw: Arc<Framework>,
-    provider: Arc<Scripted>,
+    provider: Arc<ScriptedProvider>,
     port: Arc<Recorder>,
     events: mpsc::UnboundedReceiver<(TurnRef, TurnEvent)>,
 }
 
 impl Fixture {
-    fn new(steps: Vec<Step>) -> Fixture {
+    fn new(steps: Vec<Answer>) -> Fixture {
         let registry = Registry::new();
-        let provider = Scripted::new(steps);
+        let provider = ScriptedProvider::new(steps);
         registry.insert_provider("scripted", "openai", provider.clone());
         let store = Arc::new(Store::in_memory().unwrap());
         let fw = Arc::new(Framework::new(Config::default(), registry, store));
@@ -111,8 +111,8 @@ impl Fixture {
 #[tokio::test]
 async fn turns_of_one_conversation_run_in_order_and_each_sees_the_last() {
     let mut f = Fixture::new(vec![
-        Step::Reply(vec!["Par", "is"]),
-        Step::Reply(vec!["Rome"]),
+        text_stream(&["Par", "is"], false),
+        text_stream(&["Rome"], false),
     ]);
     let c = f.open();
     let t1 =
@@ -148,8 +148,8 @@ async fn turns_of_one_conversation_run_in_order_and_each_sees_the_last() {
 #[tokio::test]
 async fn a_failed_turn_commits_nothing_and_the_next_one_goes_on() {
     let mut f = Fixture::new(vec![
-        Step::Fail(Error::provider("scripted: 500 Internal Server Error")),
-        Step::Reply(vec!["fine"]),
+        Answer::Fail("scripted: 500 Internal Server Error"),
+        text_stream(&["fine"], false),
     ]);
     let c = f.open();
     f.fw.on_new_message(&c.conversation_id, Message::user("one"))
@@ -172,7 +172,7 @@ async fn a_failed_turn_commits_nothing_and_the_next_one_goes_on() {
 
 #[tokio::test]
 async fn cancel_stops_the_running_turn_only_and_commits_nothing() {
-    let mut f = Fixture::new(vec![Step::Hang, Step::Reply(vec!["after"])]);
+    let mut f = Fixture::new(vec![Answer::Hang, text_stream(&["after"], false)]);
     let c = f.open();
     let asked = f.provider.asked.notified();
     let t1 =
@@ -208,7 +208,7 @@ async fn cancel_stops_the_running_turn_only_and_commits_nothing() {
 
 #[tokio::test]
 async fn closing_a_conversation_ends_every_queued_turn_once() {
-    let mut f = Fixture::new(vec![Step::Hang, Step::Hang]);
+    let mut f = Fixture::new(vec![Answer::Hang, Answer::Hang]);
     let c = f.open();
     let asked = f.provider.asked.notified();
     f.fw.on_new_message(&c.conversation_id, Message::user("a"))
@@ -239,7 +239,7 @@ async fn closing_a_conversation_ends_every_queued_turn_once() {
 
 #[tokio::test]
 async fn a_prompt_streams_to_its_sender_and_ends_once() {
-    let f = Fixture::new(vec![Step::Reply(vec!["a", "b"])]);
+    let f = Fixture::new(vec![text_stream(&["a", "b"], false)]);
     let agent =
         f.fw.create_agent(&ModelChoice::Named("scripted".into()), None)
             .unwrap();

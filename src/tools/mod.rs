@@ -1,13 +1,13 @@
 //! Tools the model can call: plugin modules (HTTP services with a manifest) and MCP servers
 //! (child processes speaking MCP over stdio). Each tool has a name (`SOURCE.function`), a description and a JSON input schema.
 //!
-//! This module owns what a tool is and how a source describes its tools. It must never run the
-//! model's tool loop (that is the `tools` feature's job) nor talk JSON-RPC to a client.
+//! This module owns what a tool is and how a source describes its tools (plugin modules, MCP
+//! servers, the toolbox that gathers them). It must never run the model's tool loops (native
+//! or ReAct: the agent runs them) nor talk JSON-RPC to a client.
 
 pub mod manifest;
 pub mod mcp;
 pub mod plugin;
-pub mod react;
 pub mod signature;
 pub mod toolbox;
 

@@ -206,8 +206,8 @@ pub const DONE: &str = "[DONE]";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::openai_chat::OpenAiChat;
-    use crate::model::{ModelConfiguration, StreamEvent};
+    use crate::format::openai_chat::OpenAiChat;
+    use crate::format::{ModelConfiguration, StreamEvent};
 
     #[test]
     fn reads_messages_and_settings() {
@@ -256,8 +256,8 @@ mod tests {
             cached: 20,
             completion: 2,
         };
-        let m = OpenAiChat::new("gemma-3-270m");
-        let mut d = m.stream_decoder();
+        let m = ModelConfiguration::new(&OpenAiChat, "gemma-3-270m");
+        let mut d = m.decoder();
         let mut deltas = Vec::new();
         for data in [
             a.role_chunk(),
@@ -278,7 +278,7 @@ mod tests {
         assert_eq!(u.cache_read_tokens, Some(20));
 
         let body = a.completion("Hello", "length", counts).to_string();
-        let r = m.extract_result(body.as_bytes()).unwrap();
+        let r = m.extract(body.as_bytes()).unwrap();
         assert_eq!(r.message.text(), "Hello");
         assert_eq!(r.finish_reason.as_deref(), Some("length"));
         assert_eq!(r.usage.unwrap().cache_read_tokens, Some(20));

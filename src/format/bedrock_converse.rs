@@ -18,9 +18,12 @@
 
 use serde_json::{json, Map, Value};
 
+use super::parameters::with_stops;
+use super::reply::body_json;
+use super::str_field;
 use super::{
-    ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    StreamDecoder, StreamEvent, ToolCallDelta, ToolSpec,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -72,29 +75,26 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     },
 ];
 
-/// The `bedrock-converse` model configuration.
-#[derive(Debug, Clone)]
-pub struct BedrockConverse {
-    model: String,
-    parameters: Map<String, Value>,
-    /// Sent as `toolConfig.tools` when not empty.
-    tools: Vec<ToolSpec>,
-}
+/// The `bedrock-converse` format.
+#[derive(Debug, Clone, Copy)]
+pub struct BedrockConverse;
 
-impl BedrockConverse {
-    pub fn new(model: impl Into<String>) -> BedrockConverse {
-        BedrockConverse {
-            model: model.into(),
-            parameters: Map::new(),
-            tools: Vec::new(),
-        }
+/// What the `bedrock-converse` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "Amazon Bedrock Converse API (one shape for every Bedrock chat model)",
+    parameters: PARAMETERS,
+    images: ImageSupport::INLINE,
+    native_tools: true,
+};
+
+impl Format for BedrockConverse {
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
     }
-}
 
-impl ModelConfiguration for BedrockConverse {
-    super::model_accessors!();
-
-    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (_, parameters, messages, options) = request.parts();
         let mut system = Vec::new();
         let mut wire: Vec<Value> = Vec::new();
         for m in messages {
@@ -131,7 +131,7 @@ impl ModelConfiguration for BedrockConverse {
             body.insert("system".into(), Value::Array(system));
         }
         let mut inference = Map::new();
-        for (k, v) in &self.parameters {
+        for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
             if INFERENCE.contains(&k.as_str()) {
                 inference.insert(k.clone(), v.clone());
             } else {
@@ -141,8 +141,8 @@ impl ModelConfiguration for BedrockConverse {
         if !inference.is_empty() {
             body.insert("inferenceConfig".into(), Value::Object(inference));
         }
-        if !self.tools.is_empty() {
-            let tools: Vec<Value> = self
+        if !options.tools.is_empty() {
+            let tools: Vec<Value> = options
                 .tools
                 .iter()
                 .map(|t| {
@@ -155,18 +155,11 @@ impl ModelConfiguration for BedrockConverse {
                 .collect();
             body.insert("toolConfig".into(), json!({ "tools": tools }));
         }
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: self.model.clone(),
-            body: Value::Object(body),
-            stream,
-        })
+        Ok(request.prepared(FORMAT, body))
     }
 
-    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| {
-            Error::provider(format!("the provider answered with invalid JSON: {e}"))
-        })?;
+    fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
+        let v = body_json(body)?;
         let Some(message) = v.pointer("/output/message") else {
             let why = v
                 .get("message")
@@ -197,40 +190,19 @@ impl ModelConfiguration for BedrockConverse {
         if !text.is_empty() {
             content.insert(0, Part::text(text));
         }
-        Ok(ModelReply {
-            message: Message {
-                role: Role::Assistant,
-                content,
-                from: None,
-            },
-            usage: v.get("usage").and_then(usage_of),
-            finish_reason: v
-                .get("stopReason")
+        Ok(ModelReply::assistant(
+            content,
+            v.get("usage").and_then(usage_of),
+            v.get("stopReason")
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            model: None,
-        })
+            None,
+        ))
     }
 
-    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(Decoder::default())
+    fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
+        StreamDecoder::new(Events::default(), ReplyBuilder::new())
     }
-
-    fn images(&self) -> ImageSupport {
-        ImageSupport::INLINE
-    }
-
-    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
-        self.tools = tools.to_vec();
-        Ok(())
-    }
-}
-
-fn str_field(v: &Value, name: &str) -> String {
-    v.get(name)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
 }
 
 fn usage_of(u: &Value) -> Option<Usage> {
@@ -337,34 +309,29 @@ fn content_blocks(m: &Message) -> Result<Vec<Value>> {
     Ok(blocks)
 }
 
-/// Decodes the events of a ConverseStream answer.
+/// Reads the events of a ConverseStream answer. The stream is complete once both
+/// `messageStop` (the stop reason) and `metadata` (the last event) arrived.
 #[derive(Default)]
-struct Decoder {
-    text: String,
-    /// Tool uses in order, with their content block index: id, name, input JSON so far.
-    tools: Vec<(usize, String, String, String)>,
-    stop_reason: Option<String>,
-    usage: Option<Usage>,
+struct Events {
+    /// The content block index of each tool use, in order: a use's key is its place here.
+    uses: Vec<usize>,
     /// `metadata`, the last event, arrived.
-    done: bool,
-    /// Pieces of tool uses not yet taken, keyed by the use's place among the reply's uses.
-    call_deltas: Vec<ToolCallDelta>,
+    metadata: bool,
 }
 
-impl Decoder {
+impl Events {
     /// The place of the tool use of content block `index` among the reply's uses.
-    fn tool(&mut self, index: usize) -> usize {
-        if let Some(i) = self.tools.iter().position(|t| t.0 == index) {
+    fn place(&mut self, index: usize) -> usize {
+        if let Some(i) = self.uses.iter().position(|u| *u == index) {
             return i;
         }
-        self.tools
-            .push((index, String::new(), String::new(), String::new()));
-        self.tools.len() - 1
+        self.uses.push(index);
+        self.uses.len() - 1
     }
 }
 
-impl StreamDecoder for Decoder {
-    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
+impl EventReader for Events {
+    fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
         let kind = event.event.as_deref().unwrap_or("");
         let data = event.data.trim();
         let v: Value = if data.is_empty() {
@@ -389,100 +356,51 @@ impl StreamDecoder for Decoder {
             .get("contentBlockIndex")
             .and_then(Value::as_u64)
             .unwrap_or(0) as usize;
-        let mut deltas = Vec::new();
         match kind {
             "contentBlockStart" => {
                 if let Some(u) = v.pointer("/start/toolUse") {
                     let (id, name) = (str_field(u, "toolUseId"), str_field(u, "name"));
-                    let i = self.tool(index);
-                    self.tools[i].1 = id.clone();
-                    self.tools[i].2 = name.clone();
-                    self.call_deltas.push(ToolCallDelta {
-                        index: i,
-                        id: Some(id),
-                        name: Some(name),
-                        arguments: String::new(),
-                    });
+                    let i = self.place(index);
+                    reply.call_piece(i, Some(&id), Some(&name), "");
                 }
             }
             "contentBlockDelta" => {
                 if let Some(t) = v.pointer("/delta/text").and_then(Value::as_str) {
-                    if !t.is_empty() {
-                        self.text.push_str(t);
-                        deltas.push(t.to_string());
-                    }
+                    reply.text(t);
                 }
                 if let Some(input) = v.pointer("/delta/toolUse/input").and_then(Value::as_str) {
-                    let i = self.tool(index);
-                    self.tools[i].3.push_str(input);
-                    if !input.is_empty() {
-                        self.call_deltas.push(ToolCallDelta {
-                            index: i,
-                            arguments: input.to_string(),
-                            ..Default::default()
-                        });
+                    let i = self.place(index);
+                    if input.is_empty() {
+                        reply.open_call(i);
+                    } else {
+                        reply.call_piece(i, None, None, input);
                     }
                 }
             }
             "messageStop" => {
-                self.stop_reason = v
+                reply.finish_reason = v
                     .get("stopReason")
                     .and_then(Value::as_str)
                     .map(str::to_string);
             }
             "metadata" => {
-                self.usage = v.get("usage").and_then(usage_of);
-                self.done = true;
+                reply.usage = v.get("usage").and_then(usage_of);
+                self.metadata = true;
             }
             // messageStart, contentBlockStop, and events added later carry nothing we keep.
             _ => {}
         }
-        Ok(deltas)
-    }
-
-    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
-        std::mem::take(&mut self.call_deltas)
-    }
-
-    fn finish(self: Box<Self>) -> Result<ModelReply> {
-        if !self.done || self.stop_reason.is_none() {
-            return Err(Error::provider(
-                "the provider's stream ended before the reply was complete",
-            ));
+        if self.metadata && reply.finish_reason.is_some() {
+            reply.complete();
         }
-        let mut content = Vec::new();
-        if !self.text.is_empty() {
-            content.push(Part::text(self.text));
-        }
-        for (_, id, name, input) in self.tools {
-            let arguments = if input.trim().is_empty() {
-                json!({})
-            } else {
-                serde_json::from_str(&input).unwrap_or(Value::String(input))
-            };
-            content.push(Part::ToolCall {
-                id,
-                name,
-                arguments,
-                signature: None,
-            });
-        }
-        Ok(ModelReply {
-            message: Message {
-                role: Role::Assistant,
-                content,
-                from: None,
-            },
-            usage: self.usage,
-            finish_reason: self.stop_reason,
-            model: None,
-        })
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::{ModelConfiguration, RequestOptions, ToolCallDelta, ToolSpec};
 
     fn ev(kind: &str, data: &str) -> StreamEvent {
         StreamEvent {
@@ -497,7 +415,8 @@ mod tests {
     /// conversation-inference-examples.html).
     #[test]
     fn golden_request_body() {
-        let mut m = BedrockConverse::new("anthropic.claude-3-haiku-20240307-v1:0");
+        let mut m =
+            ModelConfiguration::new(&BedrockConverse, "anthropic.claude-3-haiku-20240307-v1:0");
         m.set_parameter("MAXTOKENS", json!("512")).unwrap();
         m.set_parameter("temperature", json!(0.5)).unwrap();
         m.set_parameter("topP", json!(0.9)).unwrap();
@@ -544,7 +463,7 @@ mod tests {
 
     #[test]
     fn tool_calls_and_results_become_tool_use_blocks_in_alternating_turns() {
-        let m = BedrockConverse::new("m");
+        let m = ModelConfiguration::new(&BedrockConverse, "m");
         let messages = vec![
             Message::user("Weather in Paris?"),
             Message {
@@ -612,18 +531,18 @@ mod tests {
     /// failed one with `status: "error"`.
     #[test]
     fn golden_tool_round_trip() {
-        let mut m = BedrockConverse::new("anthropic.claude-3-sonnet-20240229-v1:0");
+        let m =
+            ModelConfiguration::new(&BedrockConverse, "anthropic.claude-3-sonnet-20240229-v1:0");
         let schema = json!({
             "type": "object",
             "properties": {"sign": {"type": "string", "description": "The call sign for the radio station for which you want the most popular song. Example calls signs are WZPZ and WKRP."}},
             "required": ["sign"]
         });
-        m.set_tools(&[ToolSpec {
+        let tools = [ToolSpec {
             name: "top_song".into(),
             description: "Get the most popular song played on a radio station.".into(),
             input_schema: schema.clone(),
-        }])
-        .unwrap();
+        }];
         let use_of = |id: &str, sign: &str| Part::ToolCall {
             id: id.into(),
             name: "top_song".into(),
@@ -659,7 +578,16 @@ mod tests {
                 from: None,
             },
         ];
-        let body = m.prepare_request(&messages, false).unwrap().body;
+        let body = m
+            .prepare(
+                &messages,
+                &RequestOptions {
+                    tools: &tools,
+                    ..RequestOptions::plain(false)
+                },
+            )
+            .unwrap()
+            .body;
         assert_eq!(
             body,
             json!({
@@ -687,7 +615,7 @@ mod tests {
         let answer = br#"{"output": {"message": {"role": "assistant", "content": [
             {"toolUse": {"toolUseId": "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q", "name": "top_song", "input": {"sign": "WZPZ"}}}
           ]}}, "stopReason": "tool_use"}"#;
-        let r = m.extract_result(answer).unwrap();
+        let r = m.extract(answer).unwrap();
         assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
         assert_eq!(
             r.message.content,
@@ -735,7 +663,7 @@ mod tests {
                 r#"{"usage":{"inputTokens":30,"outputTokens":20,"totalTokens":50},"metrics":{"latencyMs":100}}"#,
             ),
         ];
-        let mut d = BedrockConverse::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&BedrockConverse, "m").decoder();
         let mut deltas = Vec::new();
         for e in &events {
             d.feed(e).unwrap();
@@ -804,7 +732,9 @@ mod tests {
             "usage": {"inputTokens": 22, "outputTokens": 16, "totalTokens": 38, "cacheReadInputTokens": 4, "cacheWriteInputTokens": 9},
             "metrics": {"latencyMs": 740}
         }"#;
-        let r = BedrockConverse::new("m").extract_result(body).unwrap();
+        let r = ModelConfiguration::new(&BedrockConverse, "m")
+            .extract(body)
+            .unwrap();
         assert_eq!(
             r.message.text(),
             "Why don't scientists trust atoms? Because they make up everything!"
@@ -821,14 +751,16 @@ mod tests {
         assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
 
         let tool = br#"{"output":{"message":{"role":"assistant","content":[{"text":"Let me look."},{"toolUse":{"toolUseId":"tooluse_kZJMlvQmRJ6eAyJE5GIl7Q","name":"top_song","input":{"sign":"WZPZ"}}}]}},"stopReason":"tool_use","usage":{"inputTokens":375,"outputTokens":75,"totalTokens":450}}"#;
-        let r = BedrockConverse::new("m").extract_result(tool).unwrap();
+        let r = ModelConfiguration::new(&BedrockConverse, "m")
+            .extract(tool)
+            .unwrap();
         assert_eq!(r.message.text(), "Let me look.");
         assert!(
             matches!(&r.message.content[1], Part::ToolCall { name, arguments, .. } if name == "top_song" && arguments["sign"] == "WZPZ")
         );
 
-        let e = BedrockConverse::new("m")
-            .extract_result(br#"{"message":"The provided model identifier is invalid."}"#)
+        let e = ModelConfiguration::new(&BedrockConverse, "m")
+            .extract(br#"{"message":"The provided model identifier is invalid."}"#)
             .unwrap_err();
         assert_eq!(e.message, "The provided model identifier is invalid.");
     }
@@ -868,8 +800,8 @@ mod tests {
                 r#"{"usage":{"inputTokens":12,"outputTokens":7,"totalTokens":19},"metrics":{"latencyMs":321}}"#,
             ),
         ];
-        let m = BedrockConverse::new("m");
-        let mut d = m.stream_decoder();
+        let m = ModelConfiguration::new(&BedrockConverse, "m");
+        let mut d = m.decoder();
         let mut deltas = Vec::new();
         for e in &events {
             deltas.extend(d.feed(e).unwrap());
@@ -884,7 +816,7 @@ mod tests {
         );
 
         // Cut before `metadata`, the terminal event.
-        let mut cut = m.stream_decoder();
+        let mut cut = m.decoder();
         for e in &events[..9] {
             cut.feed(e).unwrap();
         }
@@ -895,7 +827,7 @@ mod tests {
             e.message
         );
 
-        let mut bad = m.stream_decoder();
+        let mut bad = m.decoder();
         assert!(bad.feed(&ev("contentBlockDelta", "{\"delta\":")).is_err());
         let e = bad
             .feed(&ev(

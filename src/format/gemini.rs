@@ -18,9 +18,13 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
+use super::parameters::{self, with_stops};
+use super::reply::{body_json, event_json};
+use super::text_of;
+use super::Parameters;
 use super::{
-    validate_parameter, ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, StreamDecoder, StreamEvent, ToolCallDelta, ToolSpec,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -116,66 +120,62 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     },
 ];
 
-/// The `gemini` model configuration.
-#[derive(Debug, Clone)]
-pub struct Gemini {
-    model: String,
-    parameters: Map<String, Value>,
-    /// Sent as `tools: [{functionDeclarations}]` when not empty.
-    tools: Vec<ToolSpec>,
-}
+/// The `gemini` format.
+#[derive(Debug, Clone, Copy)]
+pub struct Gemini;
 
-impl Gemini {
-    pub fn new(model: impl Into<String>) -> Gemini {
-        Gemini {
-            model: model.into(),
-            parameters: Map::new(),
-            tools: Vec::new(),
+/// The `generationConfig` object of these parameters: the `generation_config` parameter, then
+/// every sampling parameter over it.
+fn generation_config(parameters: &Map<String, Value>) -> Map<String, Value> {
+    let mut config = match parameters.get("generation_config") {
+        Some(Value::Object(o)) => o.clone(),
+        _ => Map::new(),
+    };
+    for (name, field) in GENERATION_CONFIG {
+        if let Some(v) = parameters.get(*name) {
+            config.insert(field.to_string(), v.clone());
         }
     }
-
-    fn generation_config(&self) -> Map<String, Value> {
-        let mut config = match self.parameters.get("generation_config") {
-            Some(Value::Object(o)) => o.clone(),
-            _ => Map::new(),
-        };
-        for (name, field) in GENERATION_CONFIG {
-            if let Some(v) = self.parameters.get(*name) {
-                config.insert(field.to_string(), v.clone());
-            }
+    if let Some(budget) = parameters.get("thinking_budget") {
+        let thinking = config.entry("thinkingConfig").or_insert_with(|| json!({}));
+        if let Value::Object(t) = thinking {
+            t.insert("thinkingBudget".into(), budget.clone());
         }
-        if let Some(budget) = self.parameters.get("thinking_budget") {
-            let thinking = config.entry("thinkingConfig").or_insert_with(|| json!({}));
-            if let Value::Object(t) = thinking {
-                t.insert("thinkingBudget".into(), budget.clone());
-            }
-        }
-        config
     }
+    config
 }
 
-impl ModelConfiguration for Gemini {
-    super::model_accessors!();
+/// What the `gemini` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "Google Gemini API generateContent / streamGenerateContent",
+    parameters: PARAMETERS,
+    // Inline bytes as `inlineData`; a URL as `fileData` (a Files API URI, or a URL the model
+    // can fetch).
+    images: ImageSupport::ALL,
+    native_tools: true,
+};
+
+impl Format for Gemini {
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
+    }
 
     /// `safety_settings` is a list in the API, which the spec table cannot say: a list, an
     /// object of category → threshold, or either as JSON text is taken here and stored as the
-    /// list. Everything else goes through `validate_parameter`.
-    fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
+    /// list. Everything else is checked against the table.
+    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
         if name.eq_ignore_ascii_case("safety_settings") && !value.is_null() {
             let list = safety_settings(value)?;
-            self.parameters.insert("safety_settings".into(), list);
+            parameters.insert("safety_settings".into(), list);
             return Ok(());
         }
-        let (canonical, value) = validate_parameter(FORMAT, PARAMETERS, name, value)?;
-        if value.is_null() {
-            self.parameters.remove(canonical);
-        } else {
-            self.parameters.insert(canonical.to_string(), value);
-        }
-        Ok(())
+        parameters::set_checked(FORMAT, PARAMETERS, parameters, name, value)
     }
 
-    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (_, parameters, messages, options) = request.parts();
+        let parameters = with_stops(PARAMETERS, parameters, options.stop);
         // A functionResponse names its function, which a result knows only by call id: the
         // latest call with that id before it (made-up ids repeat from one reply to the next).
         let mut names: HashMap<&str, &str> = HashMap::new();
@@ -200,62 +200,40 @@ impl ModelConfiguration for Gemini {
             }
         }
         body.insert("contents".into(), Value::Array(contents));
-        if !self.tools.is_empty() {
-            let declarations: Vec<Value> = self.tools.iter().map(function_declaration).collect();
+        if !options.tools.is_empty() {
+            let declarations: Vec<Value> = options.tools.iter().map(function_declaration).collect();
             body.insert(
                 "tools".into(),
                 json!([{ "functionDeclarations": declarations }]),
             );
         }
-        let config = self.generation_config();
+        let config = generation_config(&parameters);
         if !config.is_empty() {
             body.insert("generationConfig".into(), Value::Object(config));
         }
-        if let Some(s) = self.parameters.get("safety_settings") {
+        if let Some(s) = parameters.get("safety_settings") {
             body.insert("safetySettings".into(), s.clone());
         }
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: self.model.clone(),
-            body: Value::Object(body),
-            stream,
-        })
+        Ok(request.prepared(FORMAT, body))
     }
 
-    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| {
-            Error::provider(format!("the provider answered with invalid JSON: {e}"))
-        })?;
+    fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
+        let v = body_json(body)?;
         check_answer(&v)?;
         let candidate = v
             .pointer("/candidates/0")
             .ok_or_else(|| Error::provider("the provider's answer has no candidates"))?;
-        let mut text = String::new();
-        let mut calls = Vec::new();
-        read_parts(candidate, &mut text, &mut calls);
-        let finish_reason = str_at(candidate, "/finishReason");
-        reply(
-            text,
-            calls,
-            usage_of(&v),
-            finish_reason,
-            str_at(&v, "/modelVersion"),
-        )
+        let mut reply = ReplyBuilder::new();
+        let text = read_parts(candidate, &mut reply);
+        reply.text(&text);
+        reply.usage = usage_of(&v);
+        reply.finish_reason = str_at(candidate, "/finishReason");
+        reply.model = str_at(&v, "/modelVersion");
+        unblocked(reply)
     }
 
-    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(Decoder::default())
-    }
-
-    /// Inline bytes as `inlineData`; a URL as `fileData` (a Files API URI, or a URL the model
-    /// can fetch).
-    fn images(&self) -> ImageSupport {
-        ImageSupport::ALL
-    }
-
-    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
-        self.tools = tools.to_vec();
-        Ok(())
+    fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
+        StreamDecoder::new(Events, ReplyBuilder::new())
     }
 }
 
@@ -398,18 +376,6 @@ fn media_type_of(url: &str) -> &'static str {
     }
 }
 
-fn text_of(parts: &[Part]) -> String {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text { text } => Some(text.clone()),
-            Part::Json { value } => Some(value.to_string()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// The Gemini `parts` of one message.
 fn parts_of(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
     let mut parts = Vec::new();
@@ -509,9 +475,9 @@ fn check_answer(v: &Value) -> Result<()> {
     Ok(())
 }
 
-/// Appends a candidate's text (thoughts left out) and function calls.
-fn read_parts(candidate: &Value, text: &mut String, calls: &mut Vec<Part>) -> String {
-    let mut delta = String::new();
+/// Adds a candidate's function calls to `reply` and returns its text (thoughts left out).
+fn read_parts(candidate: &Value, reply: &mut ReplyBuilder) -> String {
+    let mut text = String::new();
     for part in candidate
         .pointer("/content/parts")
         .and_then(Value::as_array)
@@ -522,32 +488,30 @@ fn read_parts(candidate: &Value, text: &mut String, calls: &mut Vec<Part>) -> St
             continue;
         }
         if let Some(t) = part.get("text").and_then(Value::as_str) {
-            delta.push_str(t);
+            text.push_str(t);
         }
         if let Some(call) = part.get("functionCall") {
-            calls.push(Part::ToolCall {
-                id: call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .unwrap_or_else(|| format!("call_{}", calls.len())),
-                name: call
-                    .get("name")
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("call_{}", reply.calls()));
+            reply.whole_call(
+                id,
+                call.get("name")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_string(),
-                arguments: call.get("args").cloned().unwrap_or_else(|| json!({})),
+                call.get("args").cloned().unwrap_or_else(|| json!({})),
                 // Thinking models sign their calls beside `functionCall`; the signature must
                 // come back with the call on the next request.
-                signature: part
-                    .get("thoughtSignature")
+                part.get("thoughtSignature")
                     .and_then(Value::as_str)
                     .map(str::to_string),
-            });
+            );
         }
     }
-    text.push_str(&delta);
-    delta
+    text
 }
 
 fn usage_of(v: &Value) -> Option<Usage> {
@@ -567,125 +531,61 @@ fn usage_of(v: &Value) -> Option<Usage> {
     })
 }
 
+/// The finish reasons of a candidate stopped for safety.
+const BLOCKED: &[&str] = &[
+    "SAFETY",
+    "RECITATION",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "IMAGE_SAFETY",
+];
+
 /// The reply, or an error when the candidate was stopped for safety and carries nothing.
-fn reply(
-    text: String,
-    calls: Vec<Part>,
-    usage: Option<Usage>,
-    finish_reason: Option<String>,
-    model: Option<String>,
-) -> Result<ModelReply> {
-    if text.is_empty() && calls.is_empty() {
-        if let Some(reason) = finish_reason.as_deref().filter(|r| {
-            matches!(
-                *r,
-                "SAFETY"
-                    | "RECITATION"
-                    | "BLOCKLIST"
-                    | "PROHIBITED_CONTENT"
-                    | "SPII"
-                    | "IMAGE_SAFETY"
-            )
-        }) {
+fn unblocked(reply: ReplyBuilder) -> Result<ModelReply> {
+    if reply.is_empty() {
+        if let Some(reason) = (reply.finish_reason.as_deref()).filter(|r| BLOCKED.contains(r)) {
             return Err(Error::provider(format!(
                 "the provider blocked the reply (finishReason {reason})"
             )));
         }
     }
-    let mut content = Vec::new();
-    if !text.is_empty() {
-        content.push(Part::text(text));
-    }
-    content.extend(calls);
-    Ok(ModelReply {
-        message: Message {
-            role: Role::Assistant,
-            content,
-            from: None,
-        },
-        usage,
-        finish_reason,
-        model,
-    })
+    reply.into_reply()
 }
 
-/// Decodes the SSE events of `streamGenerateContent?alt=sse`: each one a partial
+/// Reads the SSE events of `streamGenerateContent?alt=sse`: each one a partial
 /// `GenerateContentResponse`; the last one's candidate has a `finishReason` (there is no
-/// `[DONE]`).
-#[derive(Default)]
-struct Decoder {
-    text: String,
-    calls: Vec<Part>,
-    usage: Option<Usage>,
-    finish_reason: Option<String>,
-    model: Option<String>,
-    /// Calls read and not yet taken, each whole (Gemini sends a call in one event).
-    call_deltas: Vec<ToolCallDelta>,
-}
+/// `[DONE]`). Gemini sends each call whole, in one event.
+struct Events;
 
-impl StreamDecoder for Decoder {
-    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
-        let data = event.data.trim();
-        if data.is_empty() {
-            return Ok(Vec::new());
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
-        })?;
+impl EventReader for Events {
+    fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
+        let Some(v) = event_json(event)? else {
+            return Ok(());
+        };
         check_answer(&v)?;
         if let Some(model) = str_at(&v, "/modelVersion") {
-            self.model = Some(model);
+            reply.model = Some(model);
         }
         if let Some(u) = usage_of(&v) {
-            self.usage = Some(u);
+            reply.usage = Some(u);
         }
-        let mut deltas = Vec::new();
         if let Some(candidate) = v.pointer("/candidates/0") {
-            let before = self.calls.len();
-            let delta = read_parts(candidate, &mut self.text, &mut self.calls);
-            if !delta.is_empty() {
-                deltas.push(delta);
-            }
-            for (index, call) in self.calls.iter().enumerate().skip(before) {
-                if let Part::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                    ..
-                } = call
-                {
-                    self.call_deltas.push(ToolCallDelta {
-                        index,
-                        id: Some(id.clone()),
-                        name: Some(name.clone()),
-                        arguments: arguments.to_string(),
-                    });
-                }
-            }
+            let text = read_parts(candidate, reply);
+            reply.text(&text);
             if let Some(reason) = str_at(candidate, "/finishReason") {
-                self.finish_reason = Some(reason);
+                reply.finish_reason = Some(reason);
+                reply.complete();
             }
         }
-        Ok(deltas)
+        Ok(())
     }
 
-    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
-        std::mem::take(&mut self.call_deltas)
-    }
-
-    fn finish(self: Box<Self>) -> Result<ModelReply> {
-        if self.finish_reason.is_none() {
-            return Err(Error::provider(
-                "the provider's stream ended before the reply was complete (no finishReason)",
-            ));
+    fn finish(self: Box<Self>, reply: ReplyBuilder) -> Result<ModelReply> {
+        if !reply.is_complete() {
+            return Err(super::reply::ended_early(" (no finishReason)"));
         }
-        reply(
-            self.text,
-            self.calls,
-            self.usage,
-            self.finish_reason,
-            self.model,
-        )
+        unblocked(reply)
     }
 }
 
@@ -694,6 +594,7 @@ mod tests {
     //! Shapes from https://ai.google.dev/api/generate-content and
     //! https://ai.google.dev/gemini-api/docs/text-generation (REST examples).
     use super::*;
+    use crate::format::{ModelConfiguration, RequestOptions};
 
     fn user(text: &str) -> Message {
         Message {
@@ -705,7 +606,7 @@ mod tests {
 
     #[test]
     fn request_matches_the_documented_shape() {
-        let mut m = Gemini::new("gemini-2.0-flash");
+        let mut m = ModelConfiguration::new(&Gemini, "gemini-2.0-flash");
         m.set_parameter("temperature", json!(1)).unwrap();
         m.set_parameter("top_k", json!(40)).unwrap();
         m.set_parameter("TOP_P", json!("0.95")).unwrap();
@@ -784,7 +685,7 @@ mod tests {
                 from: None,
             },
         ];
-        let mut m = Gemini::new("gemini-2.5-flash");
+        let mut m = ModelConfiguration::new(&Gemini, "gemini-2.5-flash");
         m.set_parameter(
             "generation_config",
             json!({"topK": 3, "responseModalities": ["TEXT"]}),
@@ -852,7 +753,7 @@ mod tests {
   },
   "modelVersion": "gemini-1.5-flash"
 }"#;
-        let r = Gemini::new("m").extract_result(body).unwrap();
+        let r = ModelConfiguration::new(&Gemini, "m").extract(body).unwrap();
         assert_eq!(r.message.text(), "Coca-Cola is a carbonated soft drink.\n");
         let u = r.usage.unwrap();
         assert_eq!(
@@ -871,7 +772,7 @@ mod tests {
             {"functionCall":{"name":"schedule_meeting","args":{"attendees":["Bob","Alice"],"date":"2025-03-27"}}}
           ]},"finishReason":"STOP","index":0}],
           "usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":7}}"#;
-        let r = Gemini::new("m").extract_result(body).unwrap();
+        let r = ModelConfiguration::new(&Gemini, "m").extract(body).unwrap();
         assert_eq!(
             r.message.content,
             vec![Part::ToolCall {
@@ -882,7 +783,7 @@ mod tests {
             }]
         );
         assert_eq!(r.usage.unwrap().output_tokens, 12);
-        let mut d = Gemini::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&Gemini, "m").decoder();
         let event = std::str::from_utf8(body).unwrap().replace('\n', " ");
         assert!(d.feed(&StreamEvent::data(event)).unwrap().is_empty());
         let r = d.finish().unwrap();
@@ -897,8 +798,8 @@ mod tests {
         let body = br#"{"candidates":[{"content":{"role":"model","parts":[
             {"functionCall":{"name":"get_weather","args":{"location":"Paris"}},"thoughtSignature":"CiQBVKhc7oK3"}]},
             "finishReason":"STOP"}]}"#;
-        let m = Gemini::new("gemini-3-pro-preview");
-        let reply = m.extract_result(body).unwrap();
+        let m = ModelConfiguration::new(&Gemini, "gemini-3-pro-preview");
+        let reply = m.extract(body).unwrap();
         let Part::ToolCall { signature, .. } = &reply.message.content[0] else {
             panic!("{:?}", reply.message);
         };
@@ -952,8 +853,8 @@ mod tests {
     // round whose made-up ids repeat the first one's.
     #[test]
     fn golden_tool_round_trip() {
-        let mut m = Gemini::new("gemini-2.0-flash");
-        m.set_tools(&[
+        let m = ModelConfiguration::new(&Gemini, "gemini-2.0-flash");
+        let tools = [
             ToolSpec {
                 name: "find_theaters".into(),
                 description: "find theaters based on location and optionally movie title which are is currently playing in theaters".into(),
@@ -973,8 +874,7 @@ mod tests {
                 description: "List the cities with theaters.".into(),
                 input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
             },
-        ])
-        .unwrap();
+        ];
         let barbie = json!({"movie": "Barbie", "theaters": [
             {"name": "AMC Mountain View 16", "address": "2000 W El Camino Real, Mountain View, CA 94040"},
             {"name": "Regal Edwards 14", "address": "245 Castro St, Mountain View, CA 94040"}
@@ -1014,7 +914,16 @@ mod tests {
                 vec![result("call_0", vec![Part::text("Mountain View")], false)],
             ),
         ];
-        let b = m.prepare_request(&msgs, false).unwrap().body;
+        let b = m
+            .prepare(
+                &msgs,
+                &RequestOptions {
+                    tools: &tools,
+                    ..RequestOptions::plain(false)
+                },
+            )
+            .unwrap()
+            .body;
         assert_eq!(
             b["tools"],
             json!([{"functionDeclarations": [
@@ -1055,8 +964,8 @@ mod tests {
             {"functionCall":{"id":"fc-7f3a","name":"find_theaters","args":{"location":"Mountain View, CA","movie":"Barbie"}}},
             {"functionCall":{"name":"list_cities","args":{}}}
           ]},"finishReason":"STOP","index":0}]}"#;
-        let m = Gemini::new("m");
-        let r = m.extract_result(body).unwrap();
+        let m = ModelConfiguration::new(&Gemini, "m");
+        let r = m.extract(body).unwrap();
         let ids: Vec<String> = r.message.tool_calls().into_iter().map(|c| c.0).collect();
         assert_eq!(ids, ["fc-7f3a", "call_1"]);
         let msgs = [
@@ -1097,7 +1006,7 @@ mod tests {
             r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"find_theaters","args":{"movie":"Barbie","location":"Mountain View, CA"}}}],"role":"model"},"index":0}]}"#,
             r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"find_movies","args":{"location":"Mountain View, CA","description":"comedy"}}}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":4}}"#,
         ];
-        let mut d = Gemini::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&Gemini, "m").decoder();
         assert_eq!(
             d.feed(&StreamEvent::data(events[0])).unwrap(),
             vec!["Let me look."]
@@ -1148,16 +1057,20 @@ mod tests {
     #[test]
     fn blocked_prompts_and_replies_are_clear_errors() {
         let blocked = br#"{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","probability":"HIGH"}]},"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.0-flash"}"#;
-        let e = Gemini::new("m").extract_result(blocked).unwrap_err();
+        let e = ModelConfiguration::new(&Gemini, "m")
+            .extract(blocked)
+            .unwrap_err();
         assert!(
             e.message.contains("blocked the prompt (SAFETY)"),
             "{}",
             e.message
         );
         let reply = br#"{"candidates":[{"finishReason":"SAFETY","index":0}]}"#;
-        let e = Gemini::new("m").extract_result(reply).unwrap_err();
+        let e = ModelConfiguration::new(&Gemini, "m")
+            .extract(reply)
+            .unwrap_err();
         assert!(e.message.contains("finishReason SAFETY"), "{}", e.message);
-        let mut d = Gemini::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&Gemini, "m").decoder();
         let e = d
             .feed(&StreamEvent::data(std::str::from_utf8(blocked).unwrap()))
             .unwrap_err();
@@ -1171,8 +1084,8 @@ mod tests {
             r#"{"candidates": [{"content": {"parts": [{"text": " there"}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 3,"totalTokenCount": 3},"modelVersion": "gemini-2.0-flash"}"#,
             r#"{"candidates": [{"content": {"parts": [{"text": "!"}],"role": "model"},"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 3,"candidatesTokenCount": 3,"totalTokenCount": 6},"modelVersion": "gemini-2.0-flash"}"#,
         ];
-        let m = Gemini::new("m");
-        let mut d = m.stream_decoder();
+        let m = ModelConfiguration::new(&Gemini, "m");
+        let mut d = m.decoder();
         assert_eq!(
             d.feed(&StreamEvent::data(events[0])).unwrap(),
             vec!["Hello"]
@@ -1181,7 +1094,7 @@ mod tests {
             d.feed(&StreamEvent::data(events[1])).unwrap(),
             vec![" there"]
         );
-        let mut cut = m.stream_decoder();
+        let mut cut = m.decoder();
         cut.feed(&StreamEvent::data(events[0])).unwrap();
         let e = cut.finish().unwrap_err();
         assert!(e.message.contains("ended before the reply was complete"));
@@ -1190,7 +1103,7 @@ mod tests {
         assert_eq!(r.message.text(), "Hello there!");
         assert_eq!(r.usage.unwrap().output_tokens, 3);
         assert_eq!(r.model.as_deref(), Some("gemini-2.0-flash"));
-        let mut bad = m.stream_decoder();
+        let mut bad = m.decoder();
         let e = bad
             .feed(&StreamEvent::data(r#"{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#))
             .unwrap_err();

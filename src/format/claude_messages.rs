@@ -14,13 +14,14 @@
 //! <https://docs.anthropic.com/en/docs/build-with-claude/tool-use> (tool_use, tool_result),
 //! <https://docs.anthropic.com/en/api/errors> (error bodies and stream `error` events).
 
-use std::collections::BTreeMap;
-
 use serde_json::{json, Map, Value};
 
+use super::parameters::with_stops;
+use super::reply::{body_json, event_json};
+use super::str_field;
 use super::{
-    ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    StreamDecoder, StreamEvent, ToolCallDelta, ToolSpec,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -99,32 +100,30 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     },
 ];
 
-/// The `claude-messages` model configuration.
-#[derive(Debug, Clone)]
-pub struct ClaudeMessages {
-    model: String,
-    parameters: Map<String, Value>,
-    /// Sent as `tools` (`{name, description, input_schema}`) when not empty.
-    tools: Vec<ToolSpec>,
-}
+/// The `claude-messages` format.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaudeMessages;
 
-impl ClaudeMessages {
-    pub fn new(model: impl Into<String>) -> ClaudeMessages {
-        ClaudeMessages {
-            model: model.into(),
-            parameters: Map::new(),
-            tools: Vec::new(),
-        }
+/// What the `claude-messages` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "Anthropic Messages API (Claude on Anthropic and on Amazon Bedrock)",
+    parameters: PARAMETERS,
+    images: ImageSupport::ALL,
+    native_tools: true,
+};
+
+impl Format for ClaudeMessages {
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
     }
-}
 
-impl ModelConfiguration for ClaudeMessages {
-    super::model_accessors!();
-
-    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
-        let mut body = request_body(&self.model, &self.parameters, messages, stream)?;
-        if !self.tools.is_empty() {
-            let tools: Vec<Value> = self
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (model, parameters, messages, options) = request.parts();
+        let parameters = with_stops(PARAMETERS, parameters, options.stop);
+        let mut body = request_body(model, &parameters, messages, options.stream)?;
+        if !options.tools.is_empty() {
+            let tools: Vec<Value> = options
                 .tools
                 .iter()
                 .map(|t| {
@@ -135,29 +134,15 @@ impl ModelConfiguration for ClaudeMessages {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: self.model.clone(),
-            body: Value::Object(body),
-            stream,
-        })
+        Ok(request.prepared(FORMAT, body))
     }
 
-    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
-        self.tools = tools.to_vec();
-        Ok(())
-    }
-
-    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
+    fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
         extract_result(body)
     }
 
-    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(Decoder::default())
-    }
-
-    fn images(&self) -> ImageSupport {
-        ImageSupport::ALL
+    fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
+        StreamDecoder::new(Events, ReplyBuilder::with_strict_arguments())
     }
 }
 
@@ -326,8 +311,7 @@ fn parse_data_url(url: &str) -> Option<(&str, &str)> {
 
 /// The reply of a complete (non-streamed) Messages API response body.
 pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| Error::provider(format!("the provider answered with invalid JSON: {e}")))?;
+    let v = body_json(body)?;
     if v.get("type").and_then(Value::as_str) == Some("error") || v.get("error").is_some() {
         return Err(Error::provider(format!(
             "{}{}",
@@ -357,29 +341,17 @@ pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
             _ => {}
         }
     }
-    Ok(ModelReply {
-        message: Message {
-            role: Role::Assistant,
-            content,
-            from: None,
-        },
-        usage: v.get("usage").and_then(|u| {
+    Ok(ModelReply::assistant(
+        content,
+        v.get("usage").and_then(|u| {
             let mut usage = Usage::default();
             update_usage(&mut usage, u).then_some(usage)
         }),
-        finish_reason: v
-            .get("stop_reason")
+        v.get("stop_reason")
             .and_then(Value::as_str)
             .map(str::to_string),
-        model: v.get("model").and_then(Value::as_str).map(str::to_string),
-    })
-}
-
-fn str_field(v: &Value, name: &str) -> String {
-    v.get(name)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+        v.get("model").and_then(Value::as_str).map(str::to_string),
+    ))
 }
 
 /// `{"type":"overloaded_error","message":"Overloaded"}` → `overloaded_error: Overloaded`.
@@ -423,117 +395,56 @@ fn update_usage(usage: &mut Usage, u: &Value) -> bool {
     true
 }
 
-/// One content block of a streamed reply.
-enum Block {
-    Text(String),
-    /// id, name, the `partial_json` so far (and the start's `input` if no delta came).
-    Tool {
-        id: String,
-        name: String,
-        json: String,
-        start_input: Value,
-    },
-    /// thinking and other blocks that are not part of the chat reply.
-    Other,
-}
-
-/// Decodes the events of a streamed Messages API answer: `message_start`,
+/// Reads the events of a streamed Messages API answer: `message_start`,
 /// `content_block_start/delta/stop`, `message_delta`, `message_stop` (the terminal event),
 /// `ping` (ignored) and `error`. Unknown event types are ignored, as Anthropic's versioning
 /// policy asks. The type is read from the event's JSON `type` (so Bedrock's event-stream
-/// payloads, which have no SSE `event:` line, decode the same way).
-#[derive(Default)]
-struct Decoder {
-    blocks: BTreeMap<u64, Block>,
-    usage: Option<Usage>,
-    stop_reason: Option<String>,
-    model: Option<String>,
-    done: bool,
-    /// Pieces of tool calls not yet taken (keyed by content block index).
-    call_deltas: Vec<ToolCallDelta>,
-}
+/// payloads, which have no SSE `event:` line, decode the same way). Content blocks keep their
+/// index as their key: text and tool calls stay in the order the model wrote them.
+struct Events;
 
-impl StreamDecoder for Decoder {
-    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
-        let data = event.data.trim();
-        if data.is_empty() {
-            return Ok(Vec::new());
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
-        })?;
+impl EventReader for Events {
+    fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
+        let Some(v) = event_json(event)? else {
+            return Ok(());
+        };
         let kind = v
             .get("type")
             .and_then(Value::as_str)
             .or(event.event.as_deref())
             .unwrap_or_default();
-        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
-        let mut deltas = Vec::new();
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
         match kind {
             "message_start" => {
                 let message = v.get("message").cloned().unwrap_or(Value::Null);
                 if let Some(model) = message.get("model").and_then(Value::as_str) {
-                    self.model = Some(model.to_string());
+                    reply.model = Some(model.to_string());
                 }
                 if let Some(u) = message.get("usage") {
-                    update_usage(self.usage.get_or_insert_with(Usage::default), u);
+                    update_usage(reply.usage.get_or_insert_with(Usage::default), u);
                 }
             }
             "content_block_start" => {
                 let block = v.get("content_block").cloned().unwrap_or(Value::Null);
-                let block = match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let text = str_field(&block, "text");
-                        if !text.is_empty() {
-                            deltas.push(text.clone());
-                        }
-                        Block::Text(text)
-                    }
-                    Some("tool_use") => {
-                        self.call_deltas.push(ToolCallDelta {
-                            index: index as usize,
-                            id: Some(str_field(&block, "id")),
-                            name: Some(str_field(&block, "name")),
-                            arguments: String::new(),
-                        });
-                        Block::Tool {
-                            id: str_field(&block, "id"),
-                            name: str_field(&block, "name"),
-                            json: String::new(),
-                            start_input: block.get("input").cloned().unwrap_or(Value::Null),
-                        }
-                    }
-                    _ => Block::Other,
-                };
-                self.blocks.insert(index, block);
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => reply.start_text(index, &str_field(&block, "text")),
+                    Some("tool_use") => reply.start_call(
+                        index,
+                        &str_field(&block, "id"),
+                        &str_field(&block, "name"),
+                        block.get("input").filter(|i| i.is_object()).cloned(),
+                    ),
+                    _ => reply.skip_block(index),
+                }
             }
             "content_block_delta" => {
                 let delta = v.get("delta").cloned().unwrap_or(Value::Null);
                 match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        let text = str_field(&delta, "text");
-                        let block = self
-                            .blocks
-                            .entry(index)
-                            .or_insert_with(|| Block::Text(String::new()));
-                        if let Block::Text(so_far) = block {
-                            if !text.is_empty() {
-                                so_far.push_str(&text);
-                                deltas.push(text);
-                            }
-                        }
-                    }
-                    Some("input_json_delta") => {
-                        if let Some(Block::Tool { json, .. }) = self.blocks.get_mut(&index) {
-                            let piece = str_field(&delta, "partial_json");
-                            json.push_str(&piece);
-                            if !piece.is_empty() {
-                                self.call_deltas.push(ToolCallDelta {
-                                    index: index as usize,
-                                    arguments: piece,
-                                    ..Default::default()
-                                });
-                            }
+                    Some("text_delta") => reply.block_text(index, &str_field(&delta, "text")),
+                    Some("input_json_delta") if reply.has_call(index) => {
+                        let piece = str_field(&delta, "partial_json");
+                        if !piece.is_empty() {
+                            reply.call_piece(index, None, None, &piece);
                         }
                     }
                     // thinking_delta, signature_delta, citations_delta.
@@ -542,13 +453,13 @@ impl StreamDecoder for Decoder {
             }
             "message_delta" => {
                 if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.stop_reason = Some(reason.to_string());
+                    reply.finish_reason = Some(reason.to_string());
                 }
                 if let Some(u) = v.get("usage") {
-                    update_usage(self.usage.get_or_insert_with(Usage::default), u);
+                    update_usage(reply.usage.get_or_insert_with(Usage::default), u);
                 }
             }
-            "message_stop" => self.done = true,
+            "message_stop" => reply.complete(),
             "error" => {
                 return Err(Error::provider(format!(
                     "the stream reported an error: {}{}",
@@ -559,67 +470,14 @@ impl StreamDecoder for Decoder {
             // ping, content_block_stop, and event types added later.
             _ => {}
         }
-        Ok(deltas)
-    }
-
-    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
-        std::mem::take(&mut self.call_deltas)
-    }
-
-    fn finish(self: Box<Self>) -> Result<ModelReply> {
-        if !self.done {
-            return Err(Error::provider(
-                "the provider's stream ended before the reply was complete",
-            ));
-        }
-        let mut content = Vec::new();
-        for block in self.blocks.into_values() {
-            match block {
-                Block::Text(text) if !text.is_empty() => content.push(Part::text(text)),
-                Block::Tool {
-                    id,
-                    name,
-                    json,
-                    start_input,
-                } => {
-                    let arguments = if json.trim().is_empty() {
-                        match start_input {
-                            Value::Object(_) => start_input,
-                            _ => json!({}),
-                        }
-                    } else {
-                        serde_json::from_str(&json).map_err(|e| {
-                            Error::provider(format!(
-                                "the arguments of tool call {name} are not JSON: {e}"
-                            ))
-                        })?
-                    };
-                    content.push(Part::ToolCall {
-                        id,
-                        name,
-                        arguments,
-                        signature: None,
-                    });
-                }
-                _ => {}
-            }
-        }
-        Ok(ModelReply {
-            message: Message {
-                role: Role::Assistant,
-                content,
-                from: None,
-            },
-            usage: self.usage,
-            finish_reason: self.stop_reason,
-            model: self.model,
-        })
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::ModelConfiguration;
 
     fn user_parts(parts: Vec<Part>) -> Message {
         Message {
@@ -630,7 +488,7 @@ mod tests {
     }
 
     /// Feeds SSE text (`event:` and `data:` lines, blank-line separated) to a decoder.
-    fn feed_sse(d: &mut Box<dyn StreamDecoder>, sse: &str) -> Result<Vec<String>> {
+    fn feed_sse(d: &mut StreamDecoder, sse: &str) -> Result<Vec<String>> {
         let mut deltas = Vec::new();
         for block in sse.split("\n\n").filter(|b| !b.trim().is_empty()) {
             let mut event = None;
@@ -650,7 +508,7 @@ mod tests {
     // https://docs.anthropic.com/en/api/messages: the documented minimal request.
     #[test]
     fn golden_basic_request() {
-        let mut m = ClaudeMessages::new("claude-sonnet-4-5");
+        let mut m = ModelConfiguration::new(&ClaudeMessages, "claude-sonnet-4-5");
         m.set_parameter("max_tokens", json!(1024)).unwrap();
         let req = m
             .prepare_request(&[Message::user("Hello, world")], false)
@@ -669,7 +527,7 @@ mod tests {
 
     #[test]
     fn defaults_system_parameters_and_stream() {
-        let mut m = ClaudeMessages::new("claude-sonnet-4-5");
+        let mut m = ModelConfiguration::new(&ClaudeMessages, "claude-sonnet-4-5");
         m.set_parameter("Temperature", json!("0.5")).unwrap();
         m.set_parameter("TOP_K", json!(40)).unwrap();
         m.set_parameter("top_p", json!(0.9)).unwrap();
@@ -721,7 +579,7 @@ mod tests {
     // https://docs.anthropic.com/en/docs/build-with-claude/vision: base64 and URL sources.
     #[test]
     fn golden_image_request() {
-        let m = ClaudeMessages::new("claude-sonnet-4-5");
+        let m = ModelConfiguration::new(&ClaudeMessages, "claude-sonnet-4-5");
         let msg = user_parts(vec![
             Part::Image {
                 url: None,
@@ -766,7 +624,7 @@ mod tests {
     // tool_result that answers it.
     #[test]
     fn golden_tool_round_trip() {
-        let m = ClaudeMessages::new("claude-sonnet-4-5");
+        let m = ModelConfiguration::new(&ClaudeMessages, "claude-sonnet-4-5");
         let messages = [
             Message::user("What's the weather like in San Francisco?"),
             Message {
@@ -826,7 +684,9 @@ mod tests {
           "usage": {"input_tokens": 2095, "output_tokens": 503,
                     "cache_creation_input_tokens": 10, "cache_read_input_tokens": 2000}
         }"#;
-        let r = ClaudeMessages::new("m").extract_result(body).unwrap();
+        let r = ModelConfiguration::new(&ClaudeMessages, "m")
+            .extract(body)
+            .unwrap();
         assert_eq!(r.message.text(), "Hi! My name is Claude.");
         assert_eq!(r.message.role, Role::Assistant);
         assert_eq!(
@@ -848,7 +708,9 @@ mod tests {
           "content":[{"type":"text","text":"<thinking>I need to use get_weather.</thinking>"},
                      {"type":"tool_use","id":"toolu_01A09q90qw90lq917835lq9","name":"get_weather","input":{"location":"San Francisco, CA","unit":"celsius"}}],
           "usage":{"input_tokens":10,"output_tokens":20}}"#;
-        let r = ClaudeMessages::new("m").extract_result(body).unwrap();
+        let r = ModelConfiguration::new(&ClaudeMessages, "m")
+            .extract(body)
+            .unwrap();
         assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
         assert_eq!(
             r.message.content[1],
@@ -860,14 +722,16 @@ mod tests {
             }
         );
         // https://docs.anthropic.com/en/api/errors
-        let e = ClaudeMessages::new("m")
-            .extract_result(br#"{"type":"error","error":{"type":"not_found_error","message":"The requested resource could not be found."}}"#)
+        let e = ModelConfiguration::new(&ClaudeMessages, "m")
+            .extract(br#"{"type":"error","error":{"type":"not_found_error","message":"The requested resource could not be found."}}"#)
             .unwrap_err();
         assert_eq!(
             e.message,
             "not_found_error: The requested resource could not be found."
         );
-        assert!(ClaudeMessages::new("m").extract_result(b"{oops").is_err());
+        assert!(ModelConfiguration::new(&ClaudeMessages, "m")
+            .extract(b"{oops")
+            .is_err());
     }
 
     // https://docs.anthropic.com/en/docs/build-with-claude/streaming: "Basic streaming request".
@@ -898,7 +762,7 @@ data: {"type": "message_stop"}
 
     #[test]
     fn decodes_the_documented_stream() {
-        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         assert_eq!(feed_sse(&mut d, DOC_STREAM).unwrap(), vec!["Hello", "!"]);
         let r = d.finish().unwrap();
         assert_eq!(r.message.text(), "Hello!");
@@ -911,13 +775,13 @@ data: {"type": "message_stop"}
     #[test]
     fn a_stream_without_message_stop_is_cut() {
         let cut = DOC_STREAM.split("event: message_delta").next().unwrap();
-        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         assert_eq!(feed_sse(&mut d, cut).unwrap(), vec!["Hello", "!"]);
         let e = d.finish().unwrap_err();
         assert!(e.message.contains("ended before the reply was complete"));
         // Even with the stop reason, the terminal event is message_stop.
         let almost = DOC_STREAM.split("event: message_stop").next().unwrap();
-        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         feed_sse(&mut d, almost).unwrap();
         assert!(d.finish().is_err());
     }
@@ -959,7 +823,7 @@ data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":
 event: message_stop
 data: {"type":"message_stop"}
 "#;
-        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         assert_eq!(
             feed_sse(&mut d, sse).unwrap(),
             vec!["Okay, let's check the weather."]
@@ -989,7 +853,7 @@ data: {"type":"message_stop"}
     // https://docs.anthropic.com/en/docs/build-with-claude/streaming: "Error events".
     #[test]
     fn error_events_and_bad_json_are_errors() {
-        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         feed_sse(
             &mut d,
             DOC_STREAM
@@ -1007,7 +871,7 @@ data: {"type":"message_stop"}
             e.message,
             "the stream reported an error: overloaded_error: Overloaded"
         );
-        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         let e = d
             .feed(&StreamEvent::data(
                 r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}"#,
@@ -1017,7 +881,7 @@ data: {"type":"message_stop"}
             e.message,
             "the stream reported an error: api_error: Internal server error [request req_011CSHoEeqs5C35K2UUqR7Fy]"
         );
-        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         let e = d
             .feed(&StreamEvent {
                 event: Some("content_block_delta".into()),
@@ -1030,7 +894,7 @@ data: {"type":"message_stop"}
     #[test]
     fn events_without_sse_names_decode_by_their_type() {
         // Bedrock's event stream carries the same JSON without `event:` lines.
-        let mut d = ClaudeMessages::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         for line in DOC_STREAM.lines().filter_map(|l| l.strip_prefix("data: ")) {
             d.feed(&StreamEvent::data(line)).unwrap();
         }

@@ -16,17 +16,20 @@
 use serde_json::{json, Map, Value};
 use serde_json_path::JsonPath;
 
+use super::parameters::{self, validate_parameter};
+use super::template::{
+    cut, parse_placeholder, parse_rendered, pieces, placeholder_names, render, template_error,
+};
+pub use super::template::{BUILT_IN, CREDENTIAL_MARK};
+use super::Parameters;
 use super::{
-    ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    StreamDecoder, StreamEvent,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
 
 pub const FORMAT: &str = "http-template";
-
-/// Delimits a credential marker in a rendered body (U+0001, scrubbed from every inserted value).
-pub const CREDENTIAL_MARK: char = '\u{1}';
 
 pub const PARAMETERS: &[ParameterSpec] = &[
     ParameterSpec {
@@ -62,275 +65,23 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     },
 ];
 
-/// Placeholders genai fills itself; they cannot be set as parameters.
-pub const BUILT_IN: &[&str] = &[
-    "messages",
-    "prompt",
-    "system",
-    "model",
-    "stream",
-    "images",
-    "image_urls",
-];
+/// The `http-template` format. Template parameters (any other name) are kept beside the four
+/// above.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpTemplate;
 
-/// The `http-template` model configuration. Template parameters (any other name) are kept
-/// beside the four above.
-#[derive(Debug, Clone)]
-pub struct HttpTemplate {
-    model: String,
-    parameters: Map<String, Value>,
+/// The text parameter `name`, if set.
+fn text<'p>(parameters: &'p Map<String, Value>, name: &str) -> Option<&'p str> {
+    parameters.get(name).and_then(Value::as_str)
 }
 
-impl HttpTemplate {
-    pub fn new(model: impl Into<String>) -> HttpTemplate {
-        HttpTemplate {
-            model: model.into(),
-            parameters: Map::new(),
-        }
-    }
-
-    fn text(&self, name: &str) -> Option<&str> {
-        self.parameters.get(name).and_then(Value::as_str)
-    }
-
-    fn template(&self) -> Result<&str> {
-        self.text("request_body").ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidParameter,
-                "the http-template format needs a `request_body` parameter (the JSON body as a \
-                 template): set it in [model_configurations.NAME.parameters] (docs/PROVIDERS.md)",
-            )
-        })
-    }
-}
-
-/// One placeholder found in a template.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Placeholder {
-    Parameter {
-        name: String,
-        default: Option<String>,
-    },
-    Credential(String),
-}
-
-/// Splits `${...}` into a placeholder; `None` when it is neither kind.
-fn parse_placeholder(inner: &str) -> Option<Placeholder> {
-    if let Some(rest) = inner.strip_prefix("parameters.") {
-        let (name, default) = match rest.split_once(":-") {
-            Some((n, d)) => (n, Some(d.to_string())),
-            None => (rest, None),
-        };
-        let ok = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
-        return ok.then(|| Placeholder::Parameter {
-            name: name.to_string(),
-            default,
-        });
-    }
-    let name = inner.strip_prefix("credential.")?;
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    ok.then(|| Placeholder::Credential(name.to_string()))
-}
-
-/// A piece of a template: literal text or a placeholder, and whether it sits inside a JSON string.
-#[derive(Debug)]
-enum Piece<'a> {
-    Text(&'a str),
-    Slot {
-        placeholder: Placeholder,
-        in_string: bool,
-        raw: &'a str,
-    },
-}
-
-/// Cuts a template into pieces, tracking JSON strings (quotes and backslash escapes) so each
-/// placeholder knows whether its value must be escaped. An unclosed `${` or an unknown kind is
-/// an error naming it.
-fn pieces(template: &str) -> Result<Vec<Piece<'_>>> {
-    let mut out = Vec::new();
-    let (mut in_string, mut escaped) = (false, false);
-    let mut start = 0;
-    let mut i = 0;
-    let bytes = template.as_bytes();
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'$' && bytes.get(i + 1) == Some(&b'{') && !escaped {
-            let close = template[i..].find('}').map(|c| i + c).ok_or_else(|| {
-                template_error(format!(
-                    "request_body has an unclosed placeholder at `{}`",
-                    cut(&template[i..], 40)
-                ))
-            })?;
-            let raw = &template[i..=close];
-            let placeholder = parse_placeholder(&template[i + 2..close]).ok_or_else(|| {
-                template_error(format!(
-                    "request_body has an unknown placeholder `{raw}`: use ${{parameters.NAME}}, \
-                     ${{parameters.NAME:-default}} or ${{credential.NAME}}"
-                ))
-            })?;
-            if start < i {
-                out.push(Piece::Text(&template[start..i]));
-            }
-            out.push(Piece::Slot {
-                placeholder,
-                in_string,
-                raw,
-            });
-            i = close + 1;
-            start = i;
-            continue;
-        }
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-        } else if b == b'"' {
-            in_string = true;
-        }
-        i += 1;
-    }
-    if start < template.len() {
-        out.push(Piece::Text(&template[start..]));
-    }
-    Ok(out)
-}
-
-fn template_error(message: String) -> Error {
-    Error::new(ErrorKind::InvalidParameter, message)
-}
-
-/// The parameter names a template's placeholders use (built-in ones included).
-fn placeholder_names(template: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    for p in pieces(template).unwrap_or_default() {
-        if let Piece::Slot {
-            placeholder: Placeholder::Parameter { name, .. },
-            ..
-        } = p
-        {
-            if !names.contains(&name) {
-                names.push(name);
-            }
-        }
-    }
-    names
-}
-
-/// Removes the credential marker's delimiter from every string of a value.
-fn scrub(v: &mut Value) {
-    match v {
-        Value::String(s) if s.contains(CREDENTIAL_MARK) => s.retain(|c| c != CREDENTIAL_MARK),
-        Value::Array(items) => items.iter_mut().for_each(scrub),
-        Value::Object(map) => map.values_mut().for_each(scrub),
-        _ => {}
-    }
-}
-
-/// The JSON-escaped inside of a string literal holding `text` (no surrounding quotes).
-fn escape_in_string(text: &str) -> String {
-    let quoted = Value::from(text).to_string();
-    quoted[1..quoted.len() - 1].to_string()
-}
-
-/// Renders a template: `values` gives each parameter's value. Every missing parameter (no value,
-/// no default) is named in one error, before anything is sent. Credentials become markers
-/// (`\u0001credential:NAME\u0001` inside the JSON string) for the provider to fill.
-pub fn render(template: &str, values: &Map<String, Value>) -> Result<String> {
-    let mut out = String::with_capacity(template.len() + 256);
-    let mut missing: Vec<&str> = Vec::new();
-    for piece in pieces(template)? {
-        let (placeholder, in_string, raw) = match piece {
-            Piece::Text(t) => {
-                out.push_str(t);
-                continue;
-            }
-            Piece::Slot {
-                placeholder,
-                in_string,
-                raw,
-            } => (placeholder, in_string, raw),
-        };
-        match placeholder {
-            Placeholder::Credential(name) => {
-                if !in_string {
-                    return Err(template_error(format!(
-                        "request_body: {raw} must sit inside a JSON string, such as \"Bearer {raw}\""
-                    )));
-                }
-                out.push_str(&format!("\\u0001credential:{name}\\u0001"));
-            }
-            Placeholder::Parameter { name, default } => match values.get(&name) {
-                Some(value) => {
-                    let mut value = value.clone();
-                    scrub(&mut value);
-                    // genai's own text (a prompt of `42`) is always text.
-                    let parse = !BUILT_IN.contains(&name.as_str());
-                    out.push_str(&insert(&value, in_string, parse));
-                }
-                None => match default {
-                    // A default is template text, written as it must read at its place.
-                    Some(d) => out.push_str(&d),
-                    None => {
-                        if !missing.contains(&raw) {
-                            missing.push(raw);
-                        }
-                    }
-                },
-            },
-        }
-    }
-    if !missing.is_empty() {
-        return Err(template_error(format!(
-            "request_body uses {} with no value and no default: set {} with -p NAME=VALUE, in \
-             [model_configurations.NAME.parameters], or write ${{parameters.NAME:-default}}",
-            missing.join(", "),
-            if missing.len() == 1 { "it" } else { "them" }
-        )));
-    }
-    Ok(out)
-}
-
-/// A value as template text: inside a string, its text escaped (a non-string value as its JSON
-/// text); elsewhere, raw JSON (with `parse`, a string that holds JSON, as `-p n=42` gives, is
-/// inserted as that JSON; any other string is quoted).
-fn insert(value: &Value, in_string: bool, parse: bool) -> String {
-    match (value, in_string) {
-        (Value::String(s), true) => escape_in_string(s),
-        (other, true) => escape_in_string(&other.to_string()),
-        (Value::String(s), false) if parse && serde_json::from_str::<Value>(s).is_ok() => {
-            s.trim().to_string()
-        }
-        (other, false) => other.to_string(),
-    }
-}
-
-/// Parses rendered text as JSON; the error points at the place in the rendered text.
-fn parse_rendered(rendered: &str) -> Result<Value> {
-    serde_json::from_str(rendered).map_err(|e| {
-        let line = rendered.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
-        let col = e.column().saturating_sub(1);
-        let from = line
-            .char_indices()
-            .map(|(i, _)| i)
-            .filter(|i| *i + 40 >= col)
-            .find(|_| true)
-            .unwrap_or(0)
-            .min(line.len());
-        let around: String = line[from..].chars().take(80).collect();
-        template_error(format!(
-            "request_body is not valid JSON once rendered ({e}), near `{around}`: quote string \
-             placeholders (\"${{parameters.NAME}}\") and leave numbers and ${{parameters.messages}} bare"
-        ))
+fn template(parameters: &Map<String, Value>) -> Result<&str> {
+    text(parameters, "request_body").ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidParameter,
+            "the http-template format needs a `request_body` parameter (the JSON body as a \
+             template): set it in [model_configurations.NAME.parameters] (docs/PROVIDERS.md)",
+        )
     })
 }
 
@@ -388,17 +139,6 @@ fn first_text(path: &JsonPath, v: &Value) -> Option<String> {
     })
 }
 
-/// A body cut short for an error message.
-fn cut(text: &str, max: usize) -> String {
-    let t = text.trim();
-    let short: String = t.chars().take(max).collect();
-    if short.len() < t.len() {
-        format!("{short}…")
-    } else {
-        short
-    }
-}
-
 /// Usage in the common shapes (OpenAI's and Anthropic's names, Cohere's `meta.tokens`).
 fn usage_of(v: &Value) -> Option<Usage> {
     let u = v
@@ -424,13 +164,24 @@ fn error_in(v: &Value) -> Option<String> {
     })
 }
 
-impl ModelConfiguration for HttpTemplate {
-    super::model_accessors!();
+/// What the `http-template` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "A JSON request body template with placeholders and JSONPath filters for the reply (OpenSearch-style connector)",
+    parameters: PARAMETERS,
+    images: ImageSupport::NONE,
+    native_tools: false,
+};
+
+impl Format for HttpTemplate {
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
+    }
 
     /// The four format parameters are checked as usual (a table given as `request_body` is kept
     /// as its JSON text; filters must parse as JSONPath). Any other name is a template parameter:
     /// refused when it is built in, or when the template is known and does not use it.
-    fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
+    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
         let name = name.trim();
         if let Some(spec) = PARAMETERS
             .iter()
@@ -442,7 +193,7 @@ impl ModelConfiguration for HttpTemplate {
                 }
                 other => other,
             };
-            let (canonical, value) = super::validate_parameter(FORMAT, PARAMETERS, name, value)?;
+            let (canonical, value) = validate_parameter(FORMAT, PARAMETERS, name, value)?;
             match value.as_str() {
                 Some(t) if canonical == "request_body" => {
                     pieces(t)?;
@@ -452,11 +203,7 @@ impl ModelConfiguration for HttpTemplate {
                 }
                 _ => {}
             }
-            if value.is_null() {
-                self.parameters.remove(canonical);
-            } else {
-                self.parameters.insert(canonical.to_string(), value);
-            }
+            parameters::store(parameters, canonical, value);
             return Ok(());
         }
         if BUILT_IN.contains(&name) {
@@ -471,7 +218,7 @@ impl ModelConfiguration for HttpTemplate {
                 format!("`{name}` is not a parameter name (letters, digits, _ - .)"),
             ));
         }
-        if let Some(template) = self.text("request_body") {
+        if let Some(template) = text(parameters, "request_body") {
             let used = placeholder_names(template);
             if !used.iter().any(|u| u == name) {
                 let mut accepted: Vec<String> =
@@ -487,19 +234,20 @@ impl ModelConfiguration for HttpTemplate {
                 ));
             }
         }
-        if value.is_null() {
-            self.parameters.remove(name);
-        } else {
-            self.parameters.insert(name.to_string(), value);
-        }
+        parameters::store(parameters, name, value);
         Ok(())
     }
 
-    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
-        let template = self.template()?;
+    /// No stop parameter and no native tools: `options` only says whether to stream (when
+    /// the template can).
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (model, parameters, messages, options) = request.parts();
+        if !options.tools.is_empty() {
+            return Err(super::no_native_tools(FORMAT));
+        }
+        let template = template(parameters)?;
         let used = placeholder_names(template);
-        let unused: Vec<&String> = self
-            .parameters
+        let unused: Vec<&String> = parameters
             .keys()
             .filter(|k| !PARAMETERS.iter().any(|s| s.name == k.as_str()) && !used.contains(k))
             .collect();
@@ -514,8 +262,8 @@ impl ModelConfiguration for HttpTemplate {
                 used.join(", ")
             )));
         }
-        let stream = stream && self.text("stream_filter").is_some();
-        let mut values = self.parameters.clone();
+        let stream = options.stream && text(parameters, "stream_filter").is_some();
+        let mut values = parameters.clone();
         for spec in PARAMETERS {
             values.remove(spec.name);
         }
@@ -534,28 +282,23 @@ impl ModelConfiguration for HttpTemplate {
         values.insert("messages".into(), messages_json(messages));
         values.insert("prompt".into(), Value::from(prompt));
         values.insert("system".into(), Value::from(system));
-        values.insert("model".into(), Value::from(self.model.clone()));
+        values.insert("model".into(), Value::from(model));
         values.insert("stream".into(), Value::Bool(stream));
         let (images, image_urls) = last_images(messages);
         values.insert("images".into(), Value::from(images));
         values.insert("image_urls".into(), Value::from(image_urls));
         let body = parse_rendered(&render(template, &values)?)?;
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: self.model.clone(),
-            body,
-            stream,
-        })
+        Ok(ModelRequest::new(FORMAT, model, body, stream))
     }
 
-    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
+    fn extract(&self, parameters: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
         let v: Value = serde_json::from_slice(body).map_err(|e| {
             Error::provider(format!(
                 "the endpoint answered with invalid JSON ({e}): `{}`",
                 cut(&String::from_utf8_lossy(body), 200)
             ))
         })?;
-        let filter = self.text("response_filter").unwrap_or("$");
+        let filter = text(parameters, "response_filter").unwrap_or("$");
         let path = compile("response_filter", filter)?;
         let text = match first_text(&path, &v) {
             Some(text) => text,
@@ -569,43 +312,37 @@ impl ModelConfiguration for HttpTemplate {
                 )));
             }
         };
-        Ok(ModelReply {
-            message: Message {
-                role: Role::Assistant,
-                content: vec![Part::text(text)],
-                from: None,
-            },
-            usage: usage_of(&v),
-            finish_reason: ["finish_reason", "stop_reason", "done_reason"]
+        Ok(ModelReply::assistant(
+            vec![Part::text(text)],
+            usage_of(&v),
+            ["finish_reason", "stop_reason", "done_reason"]
                 .iter()
                 .find_map(|k| v.get(*k).and_then(Value::as_str))
                 .map(str::to_string),
-            model: v.get("model").and_then(Value::as_str).map(str::to_string),
-        })
+            v.get("model").and_then(Value::as_str).map(str::to_string),
+        ))
     }
 
-    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
-        let path = |name: &str| self.text(name).and_then(|t| JsonPath::parse(t).ok());
-        let done = match self.text("stream_done") {
+    fn decoder(&self, parameters: &Map<String, Value>) -> StreamDecoder {
+        let path = |name: &str| text(parameters, name).and_then(|t| JsonPath::parse(t).ok());
+        let done = match text(parameters, "stream_done") {
             Some(t) if t.starts_with('$') => path("stream_done").map(Done::Path),
             Some(t) => Some(Done::Marker(t.to_string())),
             None => None,
         };
-        Box::new(Decoder {
+        let events = Events {
             filter: path("stream_filter"),
             done,
             finished: false,
             events: 0,
-            text: String::new(),
-            usage: None,
-            model: None,
-        })
+        };
+        StreamDecoder::new(events, ReplyBuilder::new())
     }
 
     /// Inline images, when the template places them (`${parameters.images}` or
     /// `${parameters.image_urls}`); none otherwise.
-    fn images(&self) -> ImageSupport {
-        let uses = self.text("request_body").is_some_and(|t| {
+    fn images(&self, parameters: &Map<String, Value>) -> ImageSupport {
+        let uses = text(parameters, "request_body").is_some_and(|t| {
             placeholder_names(t)
                 .iter()
                 .any(|n| n == "images" || n == "image_urls")
@@ -643,29 +380,28 @@ enum Done {
     Path(JsonPath),
 }
 
-struct Decoder {
+/// Reads a stream with the configuration's filters: the text delta of each event, and its end
+/// (a marker event or a JSONPath that finds a true value; without one, any event).
+struct Events {
     filter: Option<JsonPath>,
     done: Option<Done>,
     finished: bool,
     events: usize,
-    text: String,
-    usage: Option<Usage>,
-    model: Option<String>,
 }
 
-impl StreamDecoder for Decoder {
-    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
+impl EventReader for Events {
+    fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
         if self.finished {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let data = event.data.trim();
         if data.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         if let Some(Done::Marker(m)) = &self.done {
             if data == m.as_str() {
                 self.finished = true;
-                return Ok(Vec::new());
+                return Ok(());
             }
         }
         self.events += 1;
@@ -682,17 +418,13 @@ impl StreamDecoder for Decoder {
             )));
         }
         if let Some(u) = usage_of(&v) {
-            self.usage = Some(u);
+            reply.usage = Some(u);
         }
         if let Some(m) = v.get("model").and_then(Value::as_str) {
-            self.model = Some(m.to_string());
+            reply.model = Some(m.to_string());
         }
-        let mut deltas = Vec::new();
         if let Some(delta) = self.filter.as_ref().and_then(|p| first_text(p, &v)) {
-            if !delta.is_empty() {
-                self.text.push_str(&delta);
-                deltas.push(delta);
-            }
+            reply.text(&delta);
         }
         if let Some(Done::Path(p)) = &self.done {
             if matches!(p.query(&v).first(), Some(found) if !matches!(found, Value::Null | Value::Bool(false)))
@@ -700,10 +432,12 @@ impl StreamDecoder for Decoder {
                 self.finished = true;
             }
         }
-        Ok(deltas)
+        Ok(())
     }
 
-    fn finish(self: Box<Self>) -> Result<ModelReply> {
+    /// The reply has one text part, empty when nothing came; a stream without an end rule is
+    /// complete after one event.
+    fn finish(self: Box<Self>, reply: ReplyBuilder) -> Result<ModelReply> {
         let complete = match self.done {
             Some(_) => self.finished,
             None => self.events > 0,
@@ -713,25 +447,21 @@ impl StreamDecoder for Decoder {
                 "the stream ended before the reply was complete",
             ));
         }
-        Ok(ModelReply {
-            message: Message {
-                role: Role::Assistant,
-                content: vec![Part::text(self.text)],
-                from: None,
-            },
-            usage: self.usage,
-            finish_reason: None,
-            model: self.model,
-        })
+        let mut reply = reply.into_reply()?;
+        if reply.message.content.is_empty() {
+            reply.message.content.push(Part::text(""));
+        }
+        Ok(reply)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::ModelConfiguration;
 
-    fn model(params: Value) -> HttpTemplate {
-        let mut m = HttpTemplate::new("command-r");
+    fn model(params: Value) -> ModelConfiguration {
+        let mut m = ModelConfiguration::new(&HttpTemplate, "command-r");
         for (k, v) in params.as_object().unwrap() {
             m.set_parameter(k, v.clone()).unwrap();
         }
@@ -842,7 +572,7 @@ mod tests {
         let e = m.set_parameter("response_filter", json!("$[")).unwrap_err();
         assert!(e.message.contains("not a JSONPath"), "{}", e.message);
         // A parameter set before the template (config order) is checked when sending.
-        let mut early = HttpTemplate::new("m");
+        let mut early = ModelConfiguration::new(&HttpTemplate, "m");
         early.set_parameter("extra", json!(1)).unwrap();
         early
             .set_parameter("request_body", json!({"p": "${parameters.prompt}"}))
@@ -874,7 +604,7 @@ mod tests {
             e.message
         );
         assert!(e.message.contains("\"x\": 1"), "{}", e.message);
-        let e = HttpTemplate::new("m")
+        let e = ModelConfiguration::new(&HttpTemplate, "m")
             .prepare_request(&[Message::user("x")], false)
             .unwrap_err();
         assert!(
@@ -892,7 +622,7 @@ mod tests {
             "usage":{"billed_units":{"input_tokens":17,"output_tokens":5},"tokens":{"input_tokens":71,"output_tokens":5}}}"#;
         let m =
             model(json!({"request_body": "{}", "response_filter": "$.message.content[0].text"}));
-        let r = m.extract_result(body).unwrap();
+        let r = m.extract(body).unwrap();
         assert_eq!(r.message.text(), "LLMs are neural networks.");
         assert_eq!(r.finish_reason.as_deref(), Some("COMPLETE"));
         // OpenSearch-style inference result with a non-string value.
@@ -900,22 +630,22 @@ mod tests {
             json!({"request_body": "{}", "response_filter": "$.inference_results[0].output[0].dataAsMap.n"}),
         );
         let r = m
-            .extract_result(br#"{"inference_results":[{"output":[{"dataAsMap":{"n":3}}]}]}"#)
+            .extract(br#"{"inference_results":[{"output":[{"dataAsMap":{"n":3}}]}]}"#)
             .unwrap();
         assert_eq!(r.message.text(), "3");
-        let e = m.extract_result(br#"{"other": true}"#).unwrap_err();
+        let e = m.extract(br#"{"other": true}"#).unwrap_err();
         assert!(e.message.contains("matched nothing"), "{}", e.message);
         assert!(e.message.contains(r#"{"other":true}"#), "{}", e.message);
-        let e = m.extract_result(b"<html>oops").unwrap_err();
+        let e = m.extract(b"<html>oops").unwrap_err();
         assert!(e.message.contains("invalid JSON"), "{}", e.message);
         let e = m
-            .extract_result(br#"{"error":{"message":"quota","code":"q"}}"#)
+            .extract(br#"{"error":{"message":"quota","code":"q"}}"#)
             .unwrap_err();
         assert!(e.message.contains("quota [q]"), "{}", e.message);
     }
 
-    fn feed_all(m: &HttpTemplate, events: &[&str]) -> (Vec<String>, Result<ModelReply>) {
-        let mut d = m.stream_decoder();
+    fn feed_all(m: &ModelConfiguration, events: &[&str]) -> (Vec<String>, Result<ModelReply>) {
+        let mut d = m.decoder();
         let mut deltas = Vec::new();
         for e in events {
             match d.feed(&StreamEvent::data(*e)) {

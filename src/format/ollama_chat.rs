@@ -16,9 +16,13 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
+use super::parameters::{self, with_stops};
+use super::reply::{body_json, event_json};
+use super::text_of;
+use super::Parameters;
 use super::{
-    validate_parameter, ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, StreamDecoder, StreamEvent, ToolCallDelta, ToolSpec,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -158,67 +162,62 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     },
 ];
 
-/// The `ollama-chat` model configuration.
-#[derive(Debug, Clone)]
-pub struct OllamaChat {
-    model: String,
-    parameters: Map<String, Value>,
-    /// Sent as `tools` (function tools) when not empty.
-    tools: Vec<ToolSpec>,
+/// The `ollama-chat` format.
+#[derive(Debug, Clone, Copy)]
+pub struct OllamaChat;
+
+/// The `options` object: the `options` parameter, then every sampling parameter over it.
+fn options_of(parameters: &Map<String, Value>) -> Map<String, Value> {
+    let mut options = match parameters.get("options") {
+        Some(Value::Object(o)) => o.clone(),
+        _ => Map::new(),
+    };
+    for (k, v) in parameters {
+        if TOP_LEVEL.contains(&k.as_str()) {
+            continue;
+        }
+        let key = if k == "max_tokens" { "num_predict" } else { k };
+        // An explicit num_predict wins over its alias.
+        if k == "max_tokens" && parameters.contains_key("num_predict") {
+            continue;
+        }
+        options.insert(key.to_string(), v.clone());
+    }
+    options
 }
 
-impl OllamaChat {
-    pub fn new(model: impl Into<String>) -> OllamaChat {
-        OllamaChat {
-            model: model.into(),
-            parameters: Map::new(),
-            tools: Vec::new(),
-        }
-    }
+/// What the `ollama-chat` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "Ollama's native chat API (/api/chat, NDJSON streaming)",
+    parameters: PARAMETERS,
+    images: ImageSupport::INLINE,
+    native_tools: true,
+};
 
-    /// The `options` object: the `options` parameter, then every sampling parameter over it.
-    fn options(&self) -> Map<String, Value> {
-        let mut options = match self.parameters.get("options") {
-            Some(Value::Object(o)) => o.clone(),
-            _ => Map::new(),
-        };
-        for (k, v) in &self.parameters {
-            if TOP_LEVEL.contains(&k.as_str()) {
-                continue;
-            }
-            let key = if k == "max_tokens" { "num_predict" } else { k };
-            // An explicit num_predict wins over its alias.
-            if k == "max_tokens" && self.parameters.contains_key("num_predict") {
-                continue;
-            }
-            options.insert(key.to_string(), v.clone());
-        }
-        options
+impl Format for OllamaChat {
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
     }
-}
-
-impl ModelConfiguration for OllamaChat {
-    super::model_accessors!();
 
     /// `format` and `keep_alive` take more than one JSON type, which the spec table cannot say:
-    /// they are checked here; everything else goes through `validate_parameter`.
-    fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
+    /// they are checked here; everything else against the table.
+    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
         let special = ["format", "keep_alive"]
             .into_iter()
             .find(|n| n.eq_ignore_ascii_case(name));
-        let (canonical, value) = match special {
-            Some(n) if !value.is_null() => (n, special_value(n, value)?),
-            _ => validate_parameter(FORMAT, PARAMETERS, name, value)?,
-        };
-        if value.is_null() {
-            self.parameters.remove(canonical);
-        } else {
-            self.parameters.insert(canonical.to_string(), value);
+        match special {
+            Some(n) if !value.is_null() => {
+                parameters::store(parameters, n, special_value(n, value)?);
+                Ok(())
+            }
+            _ => parameters::set_checked(FORMAT, PARAMETERS, parameters, name, value),
         }
-        Ok(())
     }
 
-    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (model, parameters, messages, options) = request.parts();
+        let parameters = with_stops(PARAMETERS, parameters, options.stop);
         // Ollama's tool messages carry the tool's name, which our results know only by call id:
         // the latest call with that id before them (made-up ids repeat from reply to reply).
         let mut names: HashMap<&str, &str> = HashMap::new();
@@ -232,21 +231,21 @@ impl ModelConfiguration for OllamaChat {
             wire.extend(to_wire(m, &names)?);
         }
         let mut body = Map::new();
-        body.insert("model".into(), Value::from(self.model.clone()));
+        body.insert("model".into(), Value::from(model));
         body.insert("messages".into(), Value::Array(wire));
         // Ollama streams unless told not to.
-        body.insert("stream".into(), Value::Bool(stream));
+        body.insert("stream".into(), Value::Bool(options.stream));
         for key in ["format", "keep_alive", "think"] {
-            if let Some(v) = self.parameters.get(key) {
+            if let Some(v) = parameters.get(key) {
                 body.insert(key.into(), v.clone());
             }
         }
-        let options = self.options();
-        if !options.is_empty() {
-            body.insert("options".into(), Value::Object(options));
+        let sampling = options_of(&parameters);
+        if !sampling.is_empty() {
+            body.insert("options".into(), Value::Object(sampling));
         }
-        if !self.tools.is_empty() {
-            let tools: Vec<Value> = self
+        if !options.tools.is_empty() {
+            let tools: Vec<Value> = options
                 .tools
                 .iter()
                 .map(|t| {
@@ -257,18 +256,11 @@ impl ModelConfiguration for OllamaChat {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: self.model.clone(),
-            body: Value::Object(body),
-            stream,
-        })
+        Ok(request.prepared(FORMAT, body))
     }
 
-    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| {
-            Error::provider(format!("the provider answered with invalid JSON: {e}"))
-        })?;
+    fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
+        let v = body_json(body)?;
         if let Some(err) = error_of(&v) {
             return Err(err);
         }
@@ -284,30 +276,26 @@ impl ModelConfiguration for OllamaChat {
                 content.push(Part::text(text));
             }
         }
-        content.extend(tool_calls_of(&msg, 0));
-        Ok(ModelReply {
-            message: Message {
-                role: Role::Assistant,
-                content,
-                from: None,
-            },
-            usage: usage_of(&v),
-            finish_reason: str_of(&v, "done_reason"),
-            model: str_of(&v, "model"),
-        })
+        content.extend(
+            tool_calls_of(&msg, 0)
+                .into_iter()
+                .map(|(id, name, arguments)| Part::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                    signature: None,
+                }),
+        );
+        Ok(ModelReply::assistant(
+            content,
+            usage_of(&v),
+            str_of(&v, "done_reason"),
+            str_of(&v, "model"),
+        ))
     }
 
-    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(Decoder::default())
-    }
-
-    fn images(&self) -> ImageSupport {
-        ImageSupport::INLINE
-    }
-
-    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
-        self.tools = tools.to_vec();
-        Ok(())
+    fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
+        StreamDecoder::new(Events, ReplyBuilder::new())
     }
 }
 
@@ -393,9 +381,9 @@ fn usage_of(v: &Value) -> Option<Usage> {
     })
 }
 
-/// Tool calls of a message: `{"function": {"name", "arguments": {...}}}`, ids made up when
-/// Ollama gives none (numbered from `first`).
-fn tool_calls_of(msg: &Value, first: usize) -> Vec<Part> {
+/// Tool calls of a message (id, name, arguments) from `{"function": {"name", "arguments":
+/// {...}}}`, ids made up when Ollama gives none (numbered from `first`).
+fn tool_calls_of(msg: &Value, first: usize) -> Vec<(String, String, Value)> {
     msg.get("tool_calls")
         .and_then(Value::as_array)
         .into_iter()
@@ -410,34 +398,19 @@ fn tool_calls_of(msg: &Value, first: usize) -> Vec<Part> {
                 Some(v) => v.clone(),
                 None => json!({}),
             };
-            Part::ToolCall {
-                id: call
-                    .get("id")
+            (
+                call.get("id")
                     .and_then(Value::as_str)
                     .map(str::to_string)
                     .unwrap_or_else(|| format!("call_{}", first + i)),
-                name: f
-                    .get("name")
+                f.get("name")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_string(),
                 arguments,
-                signature: None,
-            }
+            )
         })
         .collect()
-}
-
-fn text_of(parts: &[Part]) -> String {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text { text } => Some(text.clone()),
-            Part::Json { value } => Some(value.to_string()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// One message in Ollama's shape; tool results become one `tool` message each.
@@ -502,94 +475,42 @@ fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
     Ok(out)
 }
 
-/// Decodes the NDJSON records of a streamed `/api/chat` answer.
-#[derive(Default)]
-struct Decoder {
-    text: String,
-    tool_calls: Vec<Part>,
-    usage: Option<Usage>,
-    finish_reason: Option<String>,
-    model: Option<String>,
-    done: bool,
-    /// Calls read and not yet taken, each whole (Ollama sends a call in one record).
-    call_deltas: Vec<ToolCallDelta>,
-}
+/// Reads the NDJSON records of a streamed `/api/chat` answer; the last one says
+/// `"done": true`. Ollama sends each call whole, in one record.
+struct Events;
 
-impl StreamDecoder for Decoder {
-    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
-        let data = event.data.trim();
-        if data.is_empty() {
-            return Ok(Vec::new());
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
-        })?;
+impl EventReader for Events {
+    fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
+        let Some(v) = event_json(event)? else {
+            return Ok(());
+        };
         if let Some(err) = error_of(&v) {
             return Err(err);
         }
         if let Some(model) = str_of(&v, "model") {
-            self.model = Some(model);
+            reply.model = Some(model);
         }
-        let mut deltas = Vec::new();
         if let Some(msg) = v.get("message") {
             if let Some(text) = msg.get("content").and_then(Value::as_str) {
-                if !text.is_empty() {
-                    self.text.push_str(text);
-                    deltas.push(text.to_string());
-                }
+                reply.text(text);
             }
-            let first = self.tool_calls.len();
-            for (i, call) in tool_calls_of(msg, first).into_iter().enumerate() {
-                if let Part::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                    ..
-                } = &call
-                {
-                    self.call_deltas.push(ToolCallDelta {
-                        index: first + i,
-                        id: Some(id.clone()),
-                        name: Some(name.clone()),
-                        arguments: arguments.to_string(),
-                    });
-                }
-                self.tool_calls.push(call);
+            for (id, name, arguments) in tool_calls_of(msg, reply.calls()) {
+                reply.whole_call(id, name, arguments, None);
             }
         }
         if v.get("done").and_then(Value::as_bool) == Some(true) {
-            self.done = true;
-            self.usage = usage_of(&v);
-            self.finish_reason = str_of(&v, "done_reason");
+            reply.complete();
+            reply.usage = usage_of(&v);
+            reply.finish_reason = str_of(&v, "done_reason");
         }
-        Ok(deltas)
+        Ok(())
     }
 
-    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
-        std::mem::take(&mut self.call_deltas)
-    }
-
-    fn finish(self: Box<Self>) -> Result<ModelReply> {
-        if !self.done {
-            return Err(Error::provider(
-                "the provider's stream ended before the reply was complete (no \"done\": true record)",
-            ));
+    fn finish(self: Box<Self>, reply: ReplyBuilder) -> Result<ModelReply> {
+        if !reply.is_complete() {
+            return Err(super::reply::ended_early(" (no \"done\": true record)"));
         }
-        let mut content = Vec::new();
-        if !self.text.is_empty() {
-            content.push(Part::text(self.text));
-        }
-        content.extend(self.tool_calls);
-        Ok(ModelReply {
-            message: Message {
-                role: Role::Assistant,
-                content,
-                from: None,
-            },
-            usage: self.usage,
-            finish_reason: self.finish_reason,
-            model: self.model,
-        })
+        reply.into_reply()
     }
 }
 
@@ -598,6 +519,7 @@ mod tests {
     //! Fixtures are the examples of https://github.com/ollama/ollama/blob/main/docs/api.md
     //! ("Generate a chat completion"), images shortened.
     use super::*;
+    use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
 
     fn user(text: &str) -> Message {
         Message {
@@ -610,7 +532,7 @@ mod tests {
     #[test]
     fn request_matches_the_documented_chat_request() {
         // "Chat request (Reproducible outputs)".
-        let mut m = OllamaChat::new("llama3.2");
+        let mut m = ModelConfiguration::new(&OllamaChat, "llama3.2");
         m.set_parameter("seed", json!(101)).unwrap();
         m.set_parameter("Temperature", json!("0")).unwrap();
         let req = m.prepare_request(&[user("Hello!")], true).unwrap();
@@ -624,7 +546,7 @@ mod tests {
             })
         );
         // "Chat request (No streaming)": `stream: false` must be said.
-        let req = OllamaChat::new("llama3.2")
+        let req = ModelConfiguration::new(&OllamaChat, "llama3.2")
             .prepare_request(&[user("why is the sky blue?")], false)
             .unwrap();
         assert_eq!(
@@ -658,7 +580,7 @@ mod tests {
             },
             img,
         ];
-        let req = OllamaChat::new("llava")
+        let req = ModelConfiguration::new(&OllamaChat, "llava")
             .prepare_request(&msgs, true)
             .unwrap();
         assert_eq!(
@@ -680,7 +602,7 @@ mod tests {
             }],
             from: None,
         };
-        assert!(OllamaChat::new("llava")
+        assert!(ModelConfiguration::new(&OllamaChat, "llava")
             .prepare_request(&[by_url], false)
             .is_err());
     }
@@ -709,7 +631,7 @@ mod tests {
                 from: None,
             },
         ];
-        let req = OllamaChat::new("llama3.2")
+        let req = ModelConfiguration::new(&OllamaChat, "llama3.2")
             .prepare_request(&msgs, false)
             .unwrap();
         assert_eq!(
@@ -750,7 +672,9 @@ mod tests {
   "eval_count": 33,
   "eval_duration": 552222000
 }"#;
-        let r = OllamaChat::new("m").extract_result(body).unwrap();
+        let r = ModelConfiguration::new(&OllamaChat, "m")
+            .extract(body)
+            .unwrap();
         assert_eq!(
             r.message.content,
             vec![Part::ToolCall {
@@ -797,15 +721,14 @@ mod tests {
     // second round whose made-up ids repeat the first one's.
     #[test]
     fn golden_parallel_tool_calls() {
-        let mut m = OllamaChat::new("qwen3");
-        m.set_tools(&[
+        let m = ModelConfiguration::new(&OllamaChat, "qwen3");
+        let tools = [
             city_tool("get_temperature", "Get the current temperature for a city"),
             city_tool(
                 "get_conditions",
                 "Get the current weather conditions for a city",
             ),
-        ])
-        .unwrap();
+        ];
         let msgs = [
             user("What are the current weather conditions and temperature in New York and London?"),
             Message {
@@ -839,7 +762,16 @@ mod tests {
                 from: None,
             },
         ];
-        let b = m.prepare_request(&msgs, false).unwrap().body;
+        let b = m
+            .prepare(
+                &msgs,
+                &RequestOptions {
+                    tools: &tools,
+                    ..RequestOptions::plain(false)
+                },
+            )
+            .unwrap()
+            .body;
         let tool = |name: &str, description: &str| {
             json!({"type": "function", "function": {
                 "name": name, "description": description,
@@ -888,7 +820,7 @@ mod tests {
             r#"{"model":"qwen3","created_at":"2025-09-23T18:01:01.2Z","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_conditions","arguments":{"city":"New York"}}}]},"done":false}"#,
             r#"{"model":"qwen3","created_at":"2025-09-23T18:01:01.3Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":40,"eval_count":30}"#,
         ];
-        let mut d = OllamaChat::new("qwen3").stream_decoder();
+        let mut d = ModelConfiguration::new(&OllamaChat, "qwen3").decoder();
         let mut deltas = Vec::new();
         for line in lines {
             assert!(d.feed(&StreamEvent::data(line)).unwrap().is_empty());
@@ -934,7 +866,7 @@ mod tests {
 
     #[test]
     fn options_is_an_object_and_parameters_override_it() {
-        let mut m = OllamaChat::new("llama3.2");
+        let mut m = ModelConfiguration::new(&OllamaChat, "llama3.2");
         m.set_parameter("options", json!("{\"num_batch\": 2, \"top_k\": 5}"))
             .unwrap();
         m.set_parameter("top_k", json!(20)).unwrap();
@@ -968,7 +900,7 @@ mod tests {
         let e = m.set_parameter("temp", json!(1)).unwrap_err();
         assert!(e.message.contains("num_ctx"), "{}", e.message);
         m.set_parameter("format", Value::Null).unwrap();
-        assert!(!m.parameters().contains_key("format"));
+        assert!(!m.parameters.contains_key("format"));
     }
 
     #[test]
@@ -987,14 +919,16 @@ mod tests {
   "eval_count": 12,
   "eval_duration": 175000000
 }"#;
-        let r = OllamaChat::new("m").extract_result(body).unwrap();
+        let r = ModelConfiguration::new(&OllamaChat, "m")
+            .extract(body)
+            .unwrap();
         assert_eq!(r.message.text(), "{\"age\": 22, \"available\": false}");
         let u = r.usage.unwrap();
         assert_eq!((u.input_tokens, u.output_tokens), (34, 12));
         assert_eq!(r.finish_reason.as_deref(), Some("stop"));
         assert_eq!(r.model.as_deref(), Some("llama3.1"));
-        let e = OllamaChat::new("m")
-            .extract_result(br#"{"error":"model \"x\" not found, try pulling it first"}"#)
+        let e = ModelConfiguration::new(&OllamaChat, "m")
+            .extract(br#"{"error":"model \"x\" not found, try pulling it first"}"#)
             .unwrap_err();
         assert_eq!(e.message, "model \"x\" not found, try pulling it first");
     }
@@ -1007,11 +941,11 @@ mod tests {
             r#"{"model":"llama3.2","created_at":"2023-08-04T08:52:19.385406455-07:00","message":{"role":"assistant","content":" sky"},"done":false}"#,
             r#"{"model":"llama3.2","created_at":"2023-08-04T19:22:45.499127Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","total_duration":4883583458,"load_duration":1334875,"prompt_eval_count":26,"prompt_eval_duration":342546000,"eval_count":282,"eval_duration":4535599000}"#,
         ];
-        let m = OllamaChat::new("m");
-        let mut d = m.stream_decoder();
+        let m = ModelConfiguration::new(&OllamaChat, "m");
+        let mut d = m.decoder();
         assert_eq!(d.feed(&StreamEvent::data(lines[0])).unwrap(), vec!["The"]);
         assert_eq!(d.feed(&StreamEvent::data(lines[1])).unwrap(), vec![" sky"]);
-        let mut cut = m.stream_decoder();
+        let mut cut = m.decoder();
         cut.feed(&StreamEvent::data(lines[0])).unwrap();
         let e = cut.finish().unwrap_err();
         assert!(e.message.contains("ended before the reply was complete"));
@@ -1025,7 +959,7 @@ mod tests {
 
     #[test]
     fn stream_errors_and_malformed_lines_are_errors() {
-        let mut d = OllamaChat::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&OllamaChat, "m").decoder();
         let e = d
             .feed(&StreamEvent::data(
                 r#"{"error":"an error was encountered while running the model"}"#,

@@ -6,12 +6,15 @@
 
 use serde_json::{json, Map, Value};
 
+use super::parameters::with_stops;
+use super::reply::{body_json, event_json, parse_arguments};
+use super::str_field;
 use super::{
-    ImageSupport, ModelConfiguration, ModelReply, ModelRequest, ParameterSpec, ParameterType,
-    StreamDecoder, StreamEvent, ToolCallDelta, ToolSpec,
+    EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
-use crate::message::{Message, Part, Role, Usage};
+use crate::message::{Message, Part, Usage};
 
 pub const FORMAT: &str = "openai-chat";
 
@@ -131,41 +134,38 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     },
 ];
 
-/// The `openai-chat` model configuration.
-#[derive(Debug, Clone)]
-pub struct OpenAiChat {
-    model: String,
-    parameters: Map<String, Value>,
-    /// Sent as `tools` (function tools) when not empty.
-    tools: Vec<ToolSpec>,
-}
+/// The `openai-chat` format.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenAiChat;
 
-impl OpenAiChat {
-    pub fn new(model: impl Into<String>) -> OpenAiChat {
-        OpenAiChat {
-            model: model.into(),
-            parameters: Map::new(),
-            tools: Vec::new(),
-        }
+/// What the `openai-chat` format is.
+pub const SPEC: FormatSpec = FormatSpec {
+    name: FORMAT,
+    description: "OpenAI Chat Completions API",
+    parameters: PARAMETERS,
+    images: ImageSupport::ALL,
+    native_tools: true,
+};
+
+impl Format for OpenAiChat {
+    fn spec(&self) -> &'static FormatSpec {
+        &SPEC
     }
-}
 
-impl ModelConfiguration for OpenAiChat {
-    super::model_accessors!();
-
-    fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
+    fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
+        let (model, parameters, messages, options) = request.parts();
         let mut wire = Vec::with_capacity(messages.len());
         for m in messages {
             wire.extend(to_wire(m)?);
         }
         let mut body = Map::new();
-        body.insert("model".into(), Value::from(self.model.clone()));
+        body.insert("model".into(), Value::from(model));
         body.insert("messages".into(), Value::Array(wire));
-        for (k, v) in &self.parameters {
+        for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
             body.insert(k.clone(), v.clone());
         }
-        if !self.tools.is_empty() {
-            let tools: Vec<Value> = self
+        if !options.tools.is_empty() {
+            let tools: Vec<Value> = options
                 .tools
                 .iter()
                 .map(|t| {
@@ -176,22 +176,15 @@ impl ModelConfiguration for OpenAiChat {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        if stream {
+        if options.stream {
             body.insert("stream".into(), Value::Bool(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
-        Ok(ModelRequest {
-            format: FORMAT,
-            model: self.model.clone(),
-            body: Value::Object(body),
-            stream,
-        })
+        Ok(request.prepared(FORMAT, body))
     }
 
-    fn extract_result(&self, body: &[u8]) -> Result<ModelReply> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| {
-            Error::provider(format!("the provider answered with invalid JSON: {e}"))
-        })?;
+    fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
+        let v = body_json(body)?;
         if let Some(err) = v.get("error") {
             return Err(Error::provider(error_text(err)));
         }
@@ -219,47 +212,20 @@ impl ModelConfiguration for OpenAiChat {
                 });
             }
         }
-        Ok(ModelReply {
-            message: Message {
-                role: Role::Assistant,
-                content,
-                from: None,
-            },
-            usage: v.get("usage").and_then(usage_of),
-            finish_reason: choice
+        Ok(ModelReply::assistant(
+            content,
+            v.get("usage").and_then(usage_of),
+            choice
                 .get("finish_reason")
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            model: v.get("model").and_then(Value::as_str).map(str::to_string),
-        })
+            v.get("model").and_then(Value::as_str).map(str::to_string),
+        ))
     }
 
-    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(Decoder::default())
+    fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
+        StreamDecoder::new(Events, ReplyBuilder::new())
     }
-
-    fn images(&self) -> ImageSupport {
-        ImageSupport::ALL
-    }
-
-    fn set_tools(&mut self, tools: &[ToolSpec]) -> Result<()> {
-        self.tools = tools.to_vec();
-        Ok(())
-    }
-}
-
-fn str_field(v: &Value, name: &str) -> String {
-    v.get(name)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn parse_arguments(text: &str) -> Value {
-    if text.trim().is_empty() {
-        return json!({});
-    }
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
 /// The text of an OpenAI error object: its message, with its code when there is one.
@@ -373,43 +339,28 @@ fn to_wire(m: &Message) -> Result<Vec<Value>> {
     Ok(out)
 }
 
-/// Decodes the `chat.completion.chunk` events of a streamed answer.
-#[derive(Default)]
-struct Decoder {
-    text: String,
-    usage: Option<Usage>,
-    finish_reason: Option<String>,
-    model: Option<String>,
-    done: bool,
-    /// Tool calls by index: id, name, arguments so far.
-    tool_calls: Vec<(String, String, String)>,
-    /// Pieces of tool calls not yet taken.
-    call_deltas: Vec<ToolCallDelta>,
-}
+/// Reads the `chat.completion.chunk` events of a streamed answer; the stream is complete at
+/// `[DONE]` or at a finish reason.
+struct Events;
 
-impl StreamDecoder for Decoder {
-    fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
-        let data = event.data.trim();
-        if data.is_empty() {
-            return Ok(Vec::new());
+impl EventReader for Events {
+    fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
+        if event.data.trim() == "[DONE]" {
+            reply.complete();
+            return Ok(());
         }
-        if data == "[DONE]" {
-            self.done = true;
-            return Ok(Vec::new());
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
-        })?;
+        let Some(v) = event_json(event)? else {
+            return Ok(());
+        };
         if let Some(err) = v.get("error") {
             return Err(Error::provider(error_text(err)));
         }
         if let Some(model) = v.get("model").and_then(Value::as_str) {
-            self.model = Some(model.to_string());
+            reply.model = Some(model.to_string());
         }
         if let Some(u) = v.get("usage").and_then(usage_of) {
-            self.usage = Some(u);
+            reply.usage = Some(u);
         }
-        let mut deltas = Vec::new();
         for choice in v
             .get("choices")
             .and_then(Value::as_array)
@@ -421,10 +372,7 @@ impl StreamDecoder for Decoder {
             }
             let delta = choice.get("delta").cloned().unwrap_or(Value::Null);
             if let Some(text) = delta.get("content").and_then(Value::as_str) {
-                if !text.is_empty() {
-                    self.text.push_str(text);
-                    deltas.push(text.to_string());
-                }
+                reply.text(text);
             }
             for call in delta
                 .get("tool_calls")
@@ -438,77 +386,32 @@ impl StreamDecoder for Decoder {
                         "the provider's stream has an absurd tool call index",
                     ));
                 }
-                if self.tool_calls.len() <= i {
-                    self.tool_calls.resize(i + 1, Default::default());
-                }
-                let slot = &mut self.tool_calls[i];
-                let id = call.get("id").and_then(Value::as_str);
-                if let Some(id) = id {
-                    slot.0 = id.to_string();
-                }
                 let f = call.get("function").cloned().unwrap_or(Value::Null);
-                let name = f.get("name").and_then(Value::as_str);
-                if let Some(name) = name {
-                    slot.1.push_str(name);
-                }
-                let args = f.get("arguments").and_then(Value::as_str).unwrap_or("");
-                slot.2.push_str(args);
-                self.call_deltas.push(ToolCallDelta {
-                    index: i,
-                    id: id.map(str::to_string),
-                    name: name.map(str::to_string),
-                    arguments: args.to_string(),
-                });
+                reply.call_piece(
+                    i,
+                    call.get("id").and_then(Value::as_str),
+                    f.get("name").and_then(Value::as_str),
+                    f.get("arguments").and_then(Value::as_str).unwrap_or(""),
+                );
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finish_reason = Some(reason.to_string());
+                reply.finish_reason = Some(reason.to_string());
+                reply.complete();
             }
         }
-        Ok(deltas)
-    }
-
-    fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
-        std::mem::take(&mut self.call_deltas)
-    }
-
-    fn finish(self: Box<Self>) -> Result<ModelReply> {
-        if !self.done && self.finish_reason.is_none() {
-            return Err(Error::provider(
-                "the provider's stream ended before the reply was complete",
-            ));
-        }
-        let mut content = Vec::new();
-        if !self.text.is_empty() {
-            content.push(Part::text(self.text));
-        }
-        for (id, name, args) in self.tool_calls {
-            content.push(Part::ToolCall {
-                id,
-                name,
-                arguments: parse_arguments(&args),
-                signature: None,
-            });
-        }
-        Ok(ModelReply {
-            message: Message {
-                role: Role::Assistant,
-                content,
-                from: None,
-            },
-            usage: self.usage,
-            finish_reason: self.finish_reason,
-            model: self.model,
-        })
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::ModelConfiguration;
+    use crate::message::Role;
 
     #[test]
     fn request_has_text_as_string_and_images_as_parts() {
-        let mut m = OpenAiChat::new("gpt-4o-mini");
+        let mut m = ModelConfiguration::new(&OpenAiChat, "gpt-4o-mini");
         m.set_parameter("Temperature", json!("0.3")).unwrap();
         let img = Message {
             role: Role::User,
@@ -541,7 +444,9 @@ mod tests {
     #[test]
     fn extracts_reply_usage_and_reason() {
         let body = br#"{"id":"x","object":"chat.completion","model":"m1","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}"#;
-        let r = OpenAiChat::new("m").extract_result(body).unwrap();
+        let r = ModelConfiguration::new(&OpenAiChat, "m")
+            .extract(body)
+            .unwrap();
         assert_eq!(r.message.text(), "Hi");
         assert_eq!(r.usage.unwrap().input_tokens, 5);
         assert_eq!(r.finish_reason.as_deref(), Some("stop"));
@@ -550,8 +455,8 @@ mod tests {
 
     #[test]
     fn stream_decodes_and_detects_a_cut() {
-        let m = OpenAiChat::new("m");
-        let mut d = m.stream_decoder();
+        let m = ModelConfiguration::new(&OpenAiChat, "m");
+        let mut d = m.decoder();
         assert_eq!(
             d.feed(&StreamEvent::data(
                 r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#
@@ -570,7 +475,7 @@ mod tests {
             r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}"#,
         ))
         .unwrap();
-        let mut cut = m.stream_decoder();
+        let mut cut = m.decoder();
         cut.feed(&StreamEvent::data(
             r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#,
         ))
@@ -592,7 +497,7 @@ mod tests {
 
     #[test]
     fn stream_error_events_are_errors() {
-        let mut d = OpenAiChat::new("m").stream_decoder();
+        let mut d = ModelConfiguration::new(&OpenAiChat, "m").decoder();
         let e = d
             .feed(&StreamEvent::data(
                 r#"{"error":{"message":"overloaded","code":"server_error"}}"#,

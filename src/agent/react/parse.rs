@@ -1,164 +1,13 @@
-//! ReAct: tool use as text, for models without native tool calls (the small local model, the
-//! generic http-template connector). The model is told the tools and a format (`Thought:`,
-//! `Action:`, `Action Input:` then stop, or `Final Answer:`); genai reads its text, runs the
-//! actions and answers with an `Observation:` message.
+//! The reading side of ReAct: the parser of the model's text (thoughts, actions with their
+//! inputs, the final answer, an observation the model invented) and the streaming filter that
+//! lets only the final answer through.
 //!
-//! This module owns the ReAct prompt (the instructions, the transcript of earlier steps as
-//! text), the parser of the model's text and the streaming filter that lets only the final
-//! answer through. It must never run tools or talk to a client: the agent's loop does that.
+//! It owns the labels and their tolerant reading (case, markdown, inline answers). It must
+//! never run tools, build requests or talk to a client.
 
 use serde_json::{Map, Value};
 
-use crate::message::{Message, Part, Role};
-use crate::model::{ModelConfiguration, ParameterType, ToolSpec};
-
-/// What the model must not write itself: genai writes the observations.
-pub const OBSERVATION: &str = "Observation:";
-
-/// The instructions added to the system message: each tool with its name, description and
-/// argument schema, and the exact format of a step.
-pub fn instructions(tools: &[ToolSpec]) -> String {
-    let mut out = String::from("You can use tools to answer. The tools are:\n\n");
-    for t in tools {
-        out.push_str(&format!(
-            "- {}: {}\n  Arguments (JSON Schema): {}\n",
-            t.name,
-            t.description.trim(),
-            t.input_schema
-        ));
-    }
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    out.push_str(&format!(
-        "\nTo use a tool, write exactly these three lines, then stop:\n\n\
-         Thought: what you need to find out\n\
-         Action: the tool's name, one of [{}]\n\
-         Action Input: the arguments as one JSON object\n\n\
-         The tool's result comes back in a message that starts with \"{OBSERVATION}\". You may \
-         use several tools at once (one Action and Action Input per tool) and use tools again \
-         after an observation. Never write an Observation yourself. When you know the answer, \
-         write:\n\n\
-         Thought: I know the answer.\n\
-         Final Answer: the answer to the user\n",
-        names.join(", ")
-    ));
-    out
-}
-
-/// The messages a ReAct request sends: the instructions appended to the system message (one is
-/// made when there is none), and every tool call and result of earlier steps as text (an
-/// assistant message with the model's own text, a user message `Observation: ...`), so a format
-/// without tool calls carries them.
-pub fn prompt(messages: &[Message], tools: &[ToolSpec]) -> Vec<Message> {
-    let instructions = instructions(tools);
-    let mut out = Vec::with_capacity(messages.len() + 1);
-    let mut names: Vec<(String, String)> = Vec::new();
-    match messages.first() {
-        Some(m) if m.role == Role::System => {
-            let text = m.text();
-            let text = if text.trim().is_empty() {
-                instructions
-            } else {
-                format!("{}\n\n{instructions}", text.trim_end())
-            };
-            out.push(Message::system(text));
-        }
-        _ => out.push(Message::system(instructions)),
-    }
-    for m in messages.iter().skip_while(|m| m.role == Role::System) {
-        match m.role {
-            Role::System => {}
-            Role::Assistant if !m.tool_calls().is_empty() => {
-                let calls = m.tool_calls();
-                names.extend(calls.iter().map(|(id, name, _)| (id.clone(), name.clone())));
-                // The model's own ReAct text; calls made natively are written out as actions.
-                let mut text = m.text();
-                if !labels(&text).iter().any(|f| f.label == Label::Action) {
-                    for (_, name, args) in &calls {
-                        text = format!("{text}\nAction: {name}\nAction Input: {args}");
-                    }
-                    text = text.trim().to_string();
-                }
-                out.push(Message::assistant(text));
-            }
-            Role::Tool => {
-                let results: Vec<(String, String, bool)> = m
-                    .content
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::ToolResult {
-                            tool_call_id,
-                            content,
-                            is_error,
-                        } => {
-                            let name = names
-                                .iter()
-                                .find(|(id, _)| id == tool_call_id)
-                                .map_or_else(|| tool_call_id.clone(), |(_, n)| n.clone());
-                            let text = content
-                                .iter()
-                                .filter_map(|p| match p {
-                                    Part::Text { text } => Some(text.clone()),
-                                    Part::Json { value } => Some(value.to_string()),
-                                    _ => None,
-                                })
-                                .collect::<Vec<_>>()
-                                .join("\n");
-                            Some((name, text, *is_error))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                out.push(Message::user(observation(&results)));
-            }
-            _ => out.push(m.clone()),
-        }
-    }
-    out
-}
-
-/// The observation message for one step's results (tool name, text, whether it failed).
-pub fn observation(results: &[(String, String, bool)]) -> String {
-    let one = |(name, text, is_error): &(String, String, bool)| {
-        if *is_error {
-            format!("error from {name}: {text}")
-        } else {
-            text.clone()
-        }
-    };
-    match results {
-        [r] => format!("{OBSERVATION} {}", one(r)),
-        _ => {
-            let mut out = OBSERVATION.to_string();
-            for r in results {
-                out.push_str(&format!("\n- {}: {}", r.0, one(r)));
-            }
-            out
-        }
-    }
-}
-
-/// Makes the model stop before writing an observation: adds `Observation:` to the format's stop
-/// sequences (a parameter named `stop` or `stop_sequences`, keeping the ones set). False when
-/// the format has none (the parser then cuts the text at `Observation:`).
-pub fn add_stop(model: &mut dyn ModelConfiguration) -> bool {
-    let Some(spec) = model.parameter_specs().iter().find(|s| {
-        matches!(s.kind, ParameterType::StringList) && matches!(s.name, "stop" | "stop_sequences")
-    }) else {
-        return false;
-    };
-    let mut stops: Vec<Value> = match model.parameters().get(spec.name) {
-        Some(Value::Array(items)) => items.clone(),
-        Some(Value::String(s)) => vec![Value::from(s.clone())],
-        _ => Vec::new(),
-    };
-    if stops.iter().any(|s| s.as_str() == Some(OBSERVATION)) {
-        return true;
-    }
-    // OpenAI takes at most 4: ours replaces the last one set.
-    stops.truncate(3);
-    stops.push(Value::from(OBSERVATION));
-    model.set_parameter(spec.name, Value::Array(stops)).is_ok()
-}
+use crate::format::ToolSpec;
 
 /// One action the model asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -190,7 +39,7 @@ pub struct Parsed {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Label {
+pub(super) enum Label {
     Thought,
     Action,
     ActionInput,
@@ -200,8 +49,8 @@ enum Label {
 
 /// A label found in the text: which, where it starts, where the text after it starts.
 #[derive(Debug, Clone, Copy)]
-struct Found {
-    label: Label,
+pub(super) struct Found {
+    pub(super) label: Label,
     start: usize,
     rest: usize,
 }
@@ -244,7 +93,7 @@ fn label_at(line: &str) -> Option<(Label, usize)> {
 }
 
 /// Every label in `text`: at the start of a line, and `Final Answer:` anywhere.
-fn labels(text: &str) -> Vec<Found> {
+pub(super) fn labels(text: &str) -> Vec<Found> {
     let mut found = Vec::new();
     let mut start = 0;
     for line in text.split_inclusive('\n') {
@@ -534,11 +383,11 @@ impl StreamFilter {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn tools() -> Vec<ToolSpec> {
+    pub(in crate::agent) fn tools() -> Vec<ToolSpec> {
         vec![
             ToolSpec {
                 name: "calc__add".into(),
@@ -699,73 +548,6 @@ mod tests {
             one("Action: calc__add({\"a\": \"1\", \"b\": \"2\"})").arguments,
             json!({"a": "1", "b": "2"})
         );
-    }
-
-    #[test]
-    fn the_prompt_carries_the_instructions_and_earlier_steps_as_text() {
-        let steps = vec![
-            Message::system("Be brief."),
-            Message::user("2+3?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![
-                    Part::text("Action: calc__add\nAction Input: {\"a\":\"2\",\"b\":\"3\"}"),
-                    Part::ToolCall {
-                        id: "react_1_0".into(),
-                        name: "calc__add".into(),
-                        arguments: json!({"a": "2", "b": "3"}),
-                        signature: None,
-                    },
-                ],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![Part::ToolResult {
-                    tool_call_id: "react_1_0".into(),
-                    content: vec![Part::text("5")],
-                    is_error: false,
-                }],
-                from: None,
-            },
-        ];
-        let p = prompt(&steps, &tools());
-        assert_eq!(p.len(), 4);
-        let system = p[0].text();
-        assert!(
-            system.starts_with("Be brief.\n\nYou can use tools"),
-            "{system}"
-        );
-        assert!(
-            system.contains("- calc__add: Adds two numbers.")
-                && system.contains("\"required\":[\"a\",\"b\"]"),
-            "{system}"
-        );
-        assert!(system.contains("Final Answer:") && system.contains("one of [calc__add, search]"));
-        assert_eq!(p[2].role, Role::Assistant);
-        assert!(p[2].tool_calls().is_empty(), "no native call is sent");
-        assert_eq!(
-            (p[3].role, p[3].text().as_str()),
-            (Role::User, "Observation: 5")
-        );
-        let two = observation(&[
-            ("a".into(), "1".into(), false),
-            ("b".into(), "down".into(), true),
-        ]);
-        assert_eq!(two, "Observation:\n- a: 1\n- b: error from b: down");
-    }
-
-    #[test]
-    fn the_stop_parameter_gets_observation() {
-        let mut m: Box<dyn ModelConfiguration> =
-            Box::new(crate::model::openai_chat::OpenAiChat::new("m"));
-        m.set_parameter("stop", json!(["A", "B", "C", "D"]))
-            .unwrap();
-        assert!(add_stop(&mut *m));
-        assert_eq!(m.parameters()["stop"], json!(["A", "B", "C", OBSERVATION]));
-        let mut t: Box<dyn ModelConfiguration> =
-            Box::new(crate::model::http_template::HttpTemplate::new("m"));
-        assert!(!add_stop(&mut *t));
     }
 
     fn stream(pieces: &[&str], answer_of_parser: bool) -> (String, String) {

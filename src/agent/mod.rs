@@ -1,0 +1,315 @@
+//! The AI agent: one model configuration, one service provider and the conversation history.
+//!
+//! `send_prompt` composes the stored history with the new prompt, calls the model, and commits
+//! the turn atomically: the prompt and the reply together on success, nothing on failure; a
+//! system message replaces the stored one. With tools, the turn runs the native tool loop
+//! ([`tool_loop`]) or the ReAct text loop ([`react`]) and commits every step with the reply. The
+//! agent must never talk to a client: it returns outcomes and hands stream deltas to the
+//! caller's callbacks.
+
+pub mod react;
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
+pub mod tool_loop;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ToolMode;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
+use crate::message::{Message, Role, Usage};
+use crate::provider::ProviderResponse;
+use crate::registry::ProviderInstance;
+use crate::store::Store;
+
+pub use tool_loop::ToolLoop;
+
+/// Where an agent's turns are persisted.
+#[derive(Clone)]
+pub struct Persistence {
+    pub store: Arc<Store>,
+    pub conversation_id: String,
+}
+
+/// The history an agent keeps in memory (a mirror of what is committed).
+#[derive(Default)]
+struct History {
+    system: Option<Message>,
+    messages: Vec<Message>,
+}
+
+/// A successful prompt.
+#[derive(Debug, Clone)]
+pub struct PromptOutcome {
+    pub reply: ModelReply,
+    pub latency: Duration,
+    /// Why tools went through the ReAct text loop, when they did.
+    pub react: Option<String>,
+    /// Requests made to the model in this turn (one per round of tool calls, plus the last).
+    pub rounds: usize,
+}
+
+/// What the rounds of one turn produced: the final reply, the steps before it (each round's
+/// calls and results), the usage of all requests, and how many requests there were.
+struct TurnSteps {
+    reply: ModelReply,
+    steps: Vec<Message>,
+    usage: Option<Usage>,
+    rounds: usize,
+}
+
+pub struct AIAgent {
+    pub id: String,
+    pub provider: ProviderInstance,
+    /// Shared with running turns; `set_parameter` replaces it, never changes it under them.
+    model: std::sync::Mutex<Arc<ModelConfiguration>>,
+    /// Held for the whole of a prompt, so prompts to one agent run one at a time.
+    turn: tokio::sync::Mutex<()>,
+    /// The committed history; locked only briefly, never across an await.
+    history: std::sync::Mutex<History>,
+    persistence: Option<Persistence>,
+    /// The longest a prompt may take, end to end.
+    pub timeout: Option<Duration>,
+}
+
+impl AIAgent {
+    pub fn new(
+        id: String,
+        provider: ProviderInstance,
+        model: ModelConfiguration,
+        persistence: Option<Persistence>,
+        system: Option<Message>,
+        messages: Vec<Message>,
+    ) -> AIAgent {
+        AIAgent {
+            id,
+            provider,
+            model: std::sync::Mutex::new(Arc::new(model)),
+            turn: tokio::sync::Mutex::new(()),
+            history: std::sync::Mutex::new(History { system, messages }),
+            persistence,
+            timeout: None,
+        }
+    }
+
+    fn model(&self) -> Result<Arc<ModelConfiguration>> {
+        Ok(self
+            .model
+            .lock()
+            .map_err(|_| Error::internal("agent lock poisoned"))?
+            .clone())
+    }
+
+    /// The format and model id of this agent.
+    pub fn model_info(&self) -> Result<(&'static str, String, Map<String, Value>)> {
+        let m = self.model()?;
+        Ok((m.format.name(), m.model.clone(), m.parameters.clone()))
+    }
+
+    /// Changes a parameter of this agent's model configuration (and remembers it in the store).
+    pub fn set_parameter(&self, name: &str, value: Value) -> Result<()> {
+        let params = {
+            let mut m = self
+                .model
+                .lock()
+                .map_err(|_| Error::internal("agent lock poisoned"))?;
+            Arc::make_mut(&mut *m).set_parameter(name, value)?;
+            m.parameters.clone()
+        };
+        if let Some(p) = &self.persistence {
+            p.store.update_parameters(&p.conversation_id, &params)?;
+        }
+        Ok(())
+    }
+
+    /// The history, system message first.
+    pub fn history(&self) -> Result<Vec<Message>> {
+        let h = self
+            .history
+            .lock()
+            .map_err(|_| Error::internal("agent lock poisoned"))?;
+        Ok(h.system.iter().chain(h.messages.iter()).cloned().collect())
+    }
+
+    /// Sends a prompt: the stored history plus `prompt` go to the model; on success the prompt
+    /// and the reply are committed together. `on_delta` receives streamed text when given
+    /// (the request is then a streaming one).
+    pub async fn send_prompt(
+        &self,
+        prompt: Vec<Message>,
+        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        cancel: &CancellationToken,
+    ) -> Result<PromptOutcome> {
+        self.send_prompt_with_tools(prompt, on_delta, cancel, None)
+            .await
+    }
+
+    /// `send_prompt` with tools: while the model answers with tool calls (up to
+    /// `tools.max_steps` rounds), they are run and their results sent back; the prompt, every
+    /// call and result, and the final reply are committed together. The calls are the format's
+    /// native ones, or ReAct text where the format or the provider has none (or the mode says
+    /// so); the outcome says which.
+    pub async fn send_prompt_with_tools(
+        &self,
+        prompt: Vec<Message>,
+        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        cancel: &CancellationToken,
+        tools: Option<&ToolLoop<'_>>,
+    ) -> Result<PromptOutcome> {
+        let _turn = tokio::select! {
+            t = self.turn.lock() => t,
+            _ = cancel.cancelled() => return Err(Error::cancelled()),
+        };
+        let mut system = None;
+        let mut new_messages = Vec::new();
+        for m in prompt {
+            if m.role == Role::System {
+                system = Some(m);
+            } else {
+                new_messages.push(m);
+            }
+        }
+        if new_messages.is_empty() {
+            return Err(Error::invalid_params("the prompt has no user message"));
+        }
+        let full = {
+            let history = self
+                .history
+                .lock()
+                .map_err(|_| Error::internal("agent lock poisoned"))?;
+            let mut full = Vec::with_capacity(history.messages.len() + new_messages.len() + 1);
+            full.extend(system.as_ref().or(history.system.as_ref()).cloned());
+            full.extend(history.messages.iter().cloned());
+            full.extend(new_messages.iter().cloned());
+            full
+        };
+
+        let model = self.model()?;
+        let react = match tools {
+            Some(t) if !t.specs.is_empty() => self.choose_react(&model, t)?,
+            _ => None,
+        };
+        format::check_images(
+            &new_messages,
+            model.format.name(),
+            model.images(),
+            &self.provider.name,
+            self.provider.provider.max_image_bytes(),
+        )?;
+        let started = Instant::now();
+        let turn = async {
+            match tools {
+                Some(t) if react.is_some() => self.react_turn(&model, &full, on_delta, t).await,
+                _ => self.native_turn(&model, &full, on_delta, tools).await,
+            }
+        };
+        let timeout = self.timeout.unwrap_or(Duration::from_secs(24 * 3600));
+        let TurnSteps {
+            mut reply,
+            steps,
+            usage,
+            rounds,
+        } = tokio::select! {
+            r = tokio::time::timeout(timeout, turn) => match r {
+                Ok(r) => r?,
+                Err(_) => return Err(Error::new(ErrorKind::Timeout, format!("{}: no complete answer within {:.0?}", self.provider.name, timeout))),
+            },
+            _ = cancel.cancelled() => return Err(Error::cancelled()),
+        };
+        reply.usage = usage;
+        let latency = started.elapsed();
+
+        if let Some(p) = &self.persistence {
+            let mut rows: Vec<_> = new_messages
+                .iter()
+                .chain(steps.iter())
+                .cloned()
+                .map(|m| (m, None))
+                .collect();
+            rows.push((reply.message.clone(), reply.usage));
+            // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
+            let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
+            tokio::task::spawn_blocking(move || store.commit_turn(&id, sys.as_ref(), &rows))
+                .await
+                .map_err(|e| Error::internal(format!("committing the turn failed: {e}")))??;
+        }
+        let mut history = self
+            .history
+            .lock()
+            .map_err(|_| Error::internal("agent lock poisoned"))?;
+        if system.is_some() {
+            history.system = system;
+        }
+        history.messages.extend(new_messages);
+        history.messages.extend(steps);
+        history.messages.push(reply.message.clone());
+        Ok(PromptOutcome {
+            reply,
+            latency,
+            react,
+            rounds,
+        })
+    }
+
+    /// Whether this turn's tools go through ReAct, and why (`None`: native tool calls). Auto
+    /// mode uses native calls when the provider honours them and the format has them.
+    fn choose_react(
+        &self,
+        model: &ModelConfiguration,
+        tools: &ToolLoop<'_>,
+    ) -> Result<Option<String>> {
+        let provider = &self.provider.name;
+        let native = model.format.spec().native_tools;
+        match tools.mode {
+            ToolMode::React => Ok(Some("[features.tools] mode = \"react\"".to_string())),
+            ToolMode::Native if native => Ok(None),
+            ToolMode::Native => Err(format::no_native_tools(model.format.name())),
+            ToolMode::Auto if !self.provider.provider.native_tools() => Ok(Some(format!(
+                "provider {provider} ({}) does not run native tool calls",
+                self.provider.provider.kind()
+            ))),
+            ToolMode::Auto if native => Ok(None),
+            ToolMode::Auto => Ok(Some(format::no_native_tools(model.format.name()).message)),
+        }
+    }
+
+    /// One request to the model, streamed through `on_delta` when given; pieces of streamed
+    /// tool calls go to `on_call` when given.
+    async fn call_model(
+        &self,
+        model: &ModelConfiguration,
+        messages: &[Message],
+        options: &RequestOptions<'_>,
+        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
+    ) -> Result<ModelReply> {
+        let request = model.prepare(messages, options)?;
+        match self.provider.provider.send_request(&request).await? {
+            ProviderResponse::Complete(body) => model.extract(&body),
+            ProviderResponse::Events(mut events) => {
+                let mut decoder = model.decoder();
+                while let Some(event) = events.next().await {
+                    for delta in decoder.feed(&event?)? {
+                        if let Some(f) = on_delta {
+                            f(&delta);
+                        }
+                    }
+                    let calls = decoder.take_tool_call_deltas();
+                    if let Some(f) = on_call {
+                        calls.iter().for_each(f);
+                    }
+                }
+                decoder.finish().map_err(|e| {
+                    Error::new(e.kind, format!("{}: {}", self.provider.name, e.message))
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! Test-only agents on the scripted provider (`provider::scripted`), with the `openai-chat`
+//! format and an in-memory store when asked. It must never be compiled outside tests.
+
+use std::sync::Arc;
+
+use serde_json::Map;
+
+use super::{AIAgent, Persistence};
+use crate::format::{openai_chat::OpenAiChat, ModelConfiguration};
+use crate::message::Message;
+pub use crate::provider::scripted::*;
+use crate::registry::{Origin, ProviderInstance};
+use crate::store::{ConversationRecord, Store};
+
+/// The conversation id the test agents persist to.
+pub const CONVERSATION: &str = "c1";
+
+/// An agent on `provider` with the `openai-chat` format, persisted to `store` when given (a
+/// conversation is created there), with this history.
+pub fn agent(
+    provider: Arc<ScriptedProvider>,
+    store: Option<Arc<Store>>,
+    system: Option<Message>,
+    messages: Vec<Message>,
+) -> AIAgent {
+    let persistence = store.map(|store| {
+        store
+            .create_conversation(&ConversationRecord {
+                id: CONVERSATION.into(),
+                title: String::new(),
+                feature: "assistant".into(),
+                provider: "scripted".into(),
+                model_configuration: None,
+                format: "openai-chat".into(),
+                model: "m".into(),
+                parameters: Map::new(),
+                created_at: 0,
+                updated_at: 0,
+                message_count: 0,
+                tools: None,
+            })
+            .expect("a conversation");
+        Persistence {
+            store,
+            conversation_id: CONVERSATION.into(),
+        }
+    });
+    let provider = ProviderInstance {
+        name: "scripted".into(),
+        kind: "scripted",
+        provider,
+        origin: Origin::Runtime,
+    };
+    AIAgent::new(
+        "a1".into(),
+        provider,
+        ModelConfiguration::new(&OpenAiChat, "m"),
+        persistence,
+        system,
+        messages,
+    )
+}

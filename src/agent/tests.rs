@@ -1,0 +1,325 @@
+//! The agent's turns against the scripted provider: the atomic commit, the system message, the
+//! native tool loop and its bound, the ReAct loop and what it streams, and cancellation.
+
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::testing::{
+    agent, calls_body, text_body, text_stream, Answer, ScriptedProvider, CONVERSATION,
+};
+use super::{AIAgent, PromptOutcome, ToolLoop};
+use crate::config::ToolMode;
+use crate::error::ErrorKind;
+use crate::format::ToolSpec;
+use crate::message::{Message, Part, Role};
+use crate::store::Store;
+
+fn store() -> Arc<Store> {
+    Arc::new(Store::in_memory().expect("an in-memory store"))
+}
+
+fn stored(store: &Store) -> (Option<Message>, Vec<Message>) {
+    store.full_history(CONVERSATION).expect("the history")
+}
+
+fn add_tool() -> Vec<ToolSpec> {
+    vec![ToolSpec {
+        name: "add".into(),
+        description: "Adds two numbers.".into(),
+        input_schema: json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}),
+    }]
+}
+
+/// The `add` tool, run by `run`, for up to `max_steps` rounds.
+fn tool_loop<'a>(run: &'a RunCalls<'a>, max_steps: usize, mode: ToolMode) -> ToolLoop<'a> {
+    ToolLoop {
+        specs: add_tool(),
+        max_steps,
+        run,
+        on_call_delta: None,
+        mode,
+    }
+}
+
+/// What runs one reply's calls.
+type RunCalls<'a> =
+    dyn Fn(Vec<(String, String, Value)>) -> BoxFuture<'a, Vec<Part>> + Send + Sync + 'a;
+
+/// A tool runner that answers every call with `NAME ran` and remembers the calls; it cancels
+/// `cancel` when given (a turn cancelled while its tools run).
+struct Runner {
+    calls: Mutex<Vec<(String, String, Value)>>,
+    cancel: Option<CancellationToken>,
+}
+
+impl Runner {
+    fn new(cancel: Option<CancellationToken>) -> Runner {
+        Runner {
+            calls: Mutex::new(Vec::new()),
+            cancel,
+        }
+    }
+
+    fn run(&self, calls: Vec<(String, String, Value)>) -> BoxFuture<'_, Vec<Part>> {
+        self.calls.lock().unwrap().extend(calls.iter().cloned());
+        if let Some(token) = &self.cancel {
+            token.cancel();
+        }
+        async move {
+            calls
+                .into_iter()
+                .map(|(id, name, _)| Part::ToolResult {
+                    tool_call_id: id,
+                    content: vec![Part::text(format!("{name} ran"))],
+                    is_error: false,
+                })
+                .collect()
+        }
+        .boxed()
+    }
+}
+
+/// Asks `a` for 1+2 with `tools`, not streamed.
+async fn ask_sum(a: &AIAgent, tools: &ToolLoop<'_>) -> PromptOutcome {
+    a.send_prompt_with_tools(
+        vec![Message::user("1+2?")],
+        None,
+        &CancellationToken::new(),
+        Some(tools),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_successful_turn_commits_the_prompt_and_the_reply_together() {
+    let provider = ScriptedProvider::new(vec![text_body("Hello")]);
+    let store = store();
+    let a = agent(provider.clone(), Some(store.clone()), None, vec![]);
+    let outcome = a
+        .send_prompt(vec![Message::user("hi")], None, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.reply.message.text(), "Hello");
+    assert_eq!(outcome.rounds, 1);
+    let (system, messages) = stored(&store);
+    assert!(system.is_none());
+    assert_eq!(messages, vec![Message::user("hi"), outcome.reply.message]);
+    assert_eq!(a.history().unwrap(), messages);
+    assert_eq!(provider.bodies()[0]["messages"][0]["content"], "hi");
+}
+
+#[tokio::test]
+async fn a_failed_turn_commits_nothing() {
+    let provider = ScriptedProvider::new(vec![
+        Answer::Fail("overloaded"),
+        text_stream(&["Hel", "lo"], true),
+    ]);
+    let store = store();
+    let a = agent(provider, Some(store.clone()), None, vec![]);
+    let cancel = CancellationToken::new();
+    let e = a
+        .send_prompt(vec![Message::user("hi")], None, &cancel)
+        .await
+        .unwrap_err();
+    assert_eq!(e.message, "overloaded");
+    let shown = Mutex::new(String::new());
+    let on_delta = |d: &str| shown.lock().unwrap().push_str(d);
+    let e = a
+        .send_prompt(vec![Message::user("hi")], Some(&on_delta), &cancel)
+        .await
+        .unwrap_err();
+    assert!(
+        e.message.contains("ended before the reply was complete"),
+        "{}",
+        e.message
+    );
+    assert_eq!(*shown.lock().unwrap(), "Hello", "the deltas did stream");
+    assert_eq!(stored(&store), (None, vec![]));
+    assert!(a.history().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_system_message_replaces_the_stored_one() {
+    let provider = ScriptedProvider::new(vec![text_body("Arr")]);
+    let store = store();
+    let a = agent(
+        provider.clone(),
+        Some(store.clone()),
+        Some(Message::system("Be brief.")),
+        vec![],
+    );
+    a.send_prompt(
+        vec![Message::system("You are a pirate."), Message::user("hi")],
+        None,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let sent = &provider.bodies()[0]["messages"];
+    assert_eq!(sent.as_array().unwrap().len(), 2, "{sent}");
+    assert_eq!(
+        sent[0],
+        json!({"role": "system", "content": "You are a pirate."})
+    );
+    let history = a.history().unwrap();
+    assert_eq!(history[0], Message::system("You are a pirate."));
+    assert_eq!(history.iter().filter(|m| m.role == Role::System).count(), 1);
+    let (system, messages) = stored(&store);
+    assert_eq!(system, Some(Message::system("You are a pirate.")));
+    assert_eq!(messages.len(), 2);
+}
+
+#[tokio::test]
+async fn the_native_loop_runs_calls_and_sends_the_results_back() {
+    let provider = ScriptedProvider::new(vec![
+        calls_body(&[("c1", "add", json!({"a": 1, "b": 2}))]),
+        text_body("3"),
+    ]);
+    let store = store();
+    let a = agent(provider.clone(), Some(store.clone()), None, vec![]);
+    let runner = Runner::new(None);
+    let run = |calls| runner.run(calls);
+    let tools = tool_loop(&run, 4, ToolMode::Auto);
+    let outcome = ask_sum(&a, &tools).await;
+    assert_eq!(outcome.reply.message.text(), "3");
+    assert_eq!((outcome.rounds, outcome.react), (2, None));
+    assert_eq!(
+        *runner.calls.lock().unwrap(),
+        vec![("c1".to_string(), "add".to_string(), json!({"a": 1, "b": 2}))]
+    );
+    let bodies = provider.bodies();
+    assert_eq!(bodies[0]["tools"][0]["function"]["name"], "add");
+    assert_eq!(
+        bodies[1]["messages"][2],
+        json!({"role": "tool", "tool_call_id": "c1", "content": "add ran"})
+    );
+    let (_, messages) = stored(&store);
+    let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert_eq!(messages[1].tool_calls()[0].0, "c1");
+}
+
+#[tokio::test]
+async fn the_native_loop_stops_after_max_steps_rounds() {
+    let call = || calls_body(&[("c1", "add", json!({"a": 1, "b": 2}))]);
+    let provider = ScriptedProvider::new(vec![call(), call(), call()]);
+    let a = agent(provider.clone(), None, None, vec![]);
+    let runner = Runner::new(None);
+    let run = |calls| runner.run(calls);
+    let tools = tool_loop(&run, 1, ToolMode::Native);
+    let outcome = ask_sum(&a, &tools).await;
+    assert_eq!(outcome.rounds, 2);
+    assert_eq!(runner.calls.lock().unwrap().len(), 1);
+    assert_eq!(provider.bodies().len(), 2);
+    assert_eq!(
+        outcome.reply.message.tool_calls().len(),
+        1,
+        "taken as final"
+    );
+}
+
+#[tokio::test]
+async fn the_react_loop_observes_and_streams_only_the_final_answer() {
+    let provider = ScriptedProvider::without_native_tools(vec![
+        text_stream(
+            &[
+                "Thought: I must add.\nAction: add\n",
+                "Action Input: {\"a\": 1, \"b\": 2}",
+            ],
+            false,
+        ),
+        text_stream(&["Thought: I know the answer.\nFinal ", "Answer: 3"], false),
+    ]);
+    let store = store();
+    let a = agent(provider.clone(), Some(store.clone()), None, vec![]);
+    let runner = Runner::new(None);
+    let run = |calls| runner.run(calls);
+    let tools = tool_loop(&run, 4, ToolMode::Auto);
+    let shown = Mutex::new(String::new());
+    let on_delta = |d: &str| shown.lock().unwrap().push_str(d);
+    let outcome = a
+        .send_prompt_with_tools(
+            vec![Message::user("1+2?")],
+            Some(&on_delta),
+            &CancellationToken::new(),
+            Some(&tools),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.reply.message.text(), "3");
+    assert_eq!(*shown.lock().unwrap(), "3");
+    assert!(
+        outcome
+            .react
+            .as_deref()
+            .unwrap()
+            .contains("does not run native tool calls"),
+        "{:?}",
+        outcome.react
+    );
+    assert_eq!(
+        *runner.calls.lock().unwrap(),
+        vec![(
+            "react_1_0".to_string(),
+            "add".to_string(),
+            json!({"a": 1, "b": 2})
+        )]
+    );
+    let bodies = provider.bodies();
+    assert!(bodies[0].get("tools").is_none(), "no native tools are sent");
+    assert_eq!(bodies[0]["stop"], json!(["Observation:"]));
+    let sent = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        sent.last().unwrap(),
+        &json!({"role": "user", "content": "Observation: add ran"})
+    );
+    let (_, messages) = stored(&store);
+    let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert_eq!(messages[3], Message::assistant("3"));
+}
+
+#[tokio::test]
+async fn a_cancelled_turn_fails_and_commits_nothing() {
+    let cancel = CancellationToken::new();
+    let provider = ScriptedProvider::new(vec![Answer::CancelAndHang(cancel.clone())]);
+    let store = store();
+    let a = agent(provider, Some(store.clone()), None, vec![]);
+    let e = a
+        .send_prompt(vec![Message::user("hi")], None, &cancel)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Cancelled);
+    assert_eq!(stored(&store), (None, vec![]));
+
+    // Cancelled while its tools run, after a round of calls: still nothing.
+    let cancel = CancellationToken::new();
+    let provider = ScriptedProvider::new(vec![
+        calls_body(&[("c1", "add", json!({"a": 1, "b": 2}))]),
+        Answer::CancelAndHang(cancel.clone()),
+    ]);
+    let store = self::store();
+    let a = agent(provider, Some(store.clone()), None, vec![]);
+    let runner = Runner::new(Some(cancel.clone()));
+    let run = |calls| runner.run(calls);
+    let tools = tool_loop(&run, 4, ToolMode::Native);
+    let e = a
+        .send_prompt_with_tools(vec![Message::user("1+2?")], None, &cancel, Some(&tools))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Cancelled);
+    assert_eq!(runner.calls.lock().unwrap().len(), 1);
+    assert_eq!(stored(&store), (None, vec![]));
+    assert!(a.history().unwrap().is_empty());
+}

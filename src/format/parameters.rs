@@ -1,0 +1,259 @@
+//! Model parameters: what each format accepts (name, type, range), how a value given by a
+//! user (often as shell text) is checked and converted, and the stop sequences a caller adds to
+//! one request.
+//!
+//! It owns validation and its messages. It must never know a format's wire shape: formats list
+//! their specs and place the values in their bodies themselves.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The type of a parameter, with its range.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ParameterType {
+    Number {
+        min: f64,
+        max: f64,
+    },
+    Integer {
+        min: i64,
+        max: i64,
+    },
+    String,
+    /// A string or a list of strings (stop sequences).
+    StringList,
+    Boolean,
+    Object,
+}
+
+/// One parameter a format accepts.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ParameterSpec {
+    pub name: &'static str,
+    #[serde(flatten)]
+    pub kind: ParameterType,
+    pub description: &'static str,
+}
+
+/// Checks one parameter against a format's specs; strings are converted to the spec's type,
+/// so `-p temperature=0.2` works from a shell.
+pub fn validate_parameter(
+    format: &str,
+    specs: &'static [ParameterSpec],
+    name: &str,
+    value: Value,
+) -> Result<(&'static str, Value)> {
+    let Some(spec) = specs.iter().find(|s| s.name.eq_ignore_ascii_case(name)) else {
+        let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+        return Err(Error::new(
+            ErrorKind::InvalidParameter,
+            format!(
+                "`{name}` is not a parameter of {format}; accepted: {}",
+                names.join(", ")
+            ),
+        ));
+    };
+    if value.is_null() {
+        return Ok((spec.name, value));
+    }
+    let bad = |why: String| {
+        Error::new(
+            ErrorKind::InvalidParameter,
+            format!("{format} parameter `{}`: {why}", spec.name),
+        )
+    };
+    let text_value = value.as_str().map(|t| t.trim().to_string());
+    let as_text = text_value.as_deref();
+    let value = match spec.kind {
+        ParameterType::Number { min, max } => {
+            let n = match (&value, as_text) {
+                (Value::Number(n), _) => n.as_f64(),
+                (_, Some(t)) => t.parse::<f64>().ok(),
+                _ => None,
+            }
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| bad(format!("expected a number, got {value}")))?;
+            if n < min || n > max {
+                return Err(bad(format!("{n} is outside {min}..={max}")));
+            }
+            Value::from(n)
+        }
+        ParameterType::Integer { min, max } => {
+            let n = match (&value, as_text) {
+                (Value::Number(n), _) => n.as_i64(),
+                (_, Some(t)) => t.parse::<i64>().ok(),
+                _ => None,
+            }
+            .ok_or_else(|| bad(format!("expected an integer, got {value}")))?;
+            if n < min || n > max {
+                return Err(bad(format!("{n} is outside {min}..={max}")));
+            }
+            Value::from(n)
+        }
+        ParameterType::String => match value {
+            Value::String(_) => value,
+            other => return Err(bad(format!("expected a string, got {other}"))),
+        },
+        ParameterType::StringList => match value {
+            Value::String(s) => Value::from(vec![s]),
+            Value::Array(items) if items.iter().all(Value::is_string) => Value::Array(items),
+            other => {
+                return Err(bad(format!(
+                    "expected a string or a list of strings, got {other}"
+                )))
+            }
+        },
+        ParameterType::Boolean => match (&value, as_text) {
+            (Value::Bool(_), _) => value,
+            (_, Some("true")) => Value::Bool(true),
+            (_, Some("false")) => Value::Bool(false),
+            _ => return Err(bad(format!("expected true or false, got {value}"))),
+        },
+        ParameterType::Object => match (value, text_value) {
+            (Value::Object(o), _) => Value::Object(o),
+            (_, Some(t)) => match serde_json::from_str::<Value>(&t) {
+                Ok(Value::Object(o)) => Value::Object(o),
+                _ => return Err(bad("expected a JSON object".into())),
+            },
+            (other, None) => return Err(bad(format!("expected a JSON object, got {other}"))),
+        },
+    };
+    Ok((spec.name, value))
+}
+
+/// Checks `value` for `name` against `specs` and stores it in `parameters` under its canonical
+/// name (`null` removes it): what a format does unless it takes types the table cannot say.
+pub fn set_checked(
+    format: &str,
+    specs: &'static [ParameterSpec],
+    parameters: &mut Map<String, Value>,
+    name: &str,
+    value: Value,
+) -> Result<()> {
+    let (canonical, value) = validate_parameter(format, specs, name, value)?;
+    store(parameters, canonical, value);
+    Ok(())
+}
+
+/// Stores a checked value (`null` removes the parameter).
+pub fn store(parameters: &mut Map<String, Value>, name: &str, value: Value) {
+    if value.is_null() {
+        parameters.remove(name);
+    } else {
+        parameters.insert(name.to_string(), value);
+    }
+}
+
+/// The most stop sequences a request carries (OpenAI's limit): a caller's extra ones replace the
+/// last ones set.
+const MAX_STOPS: usize = 4;
+
+/// The parameter of `specs` that holds stop sequences (a list named `stop` or
+/// `stop_sequences`), if the format has one.
+pub fn stop_parameter(specs: &[ParameterSpec]) -> Option<&'static str> {
+    specs
+        .iter()
+        .find(|s| {
+            matches!(s.kind, ParameterType::StringList)
+                && matches!(s.name, "stop" | "stop_sequences")
+        })
+        .map(|s| s.name)
+}
+
+/// `parameters` with `extra` stop sequences added to the format's stop parameter (the ones set
+/// kept, up to [`MAX_STOPS`] in all); unchanged when there are none to add or the format has no
+/// stop parameter.
+pub fn with_stops<'p>(
+    specs: &[ParameterSpec],
+    parameters: &'p Map<String, Value>,
+    extra: &[&str],
+) -> Cow<'p, Map<String, Value>> {
+    let Some(name) = stop_parameter(specs).filter(|_| !extra.is_empty()) else {
+        return Cow::Borrowed(parameters);
+    };
+    let mut stops: Vec<Value> = match parameters.get(name) {
+        Some(Value::Array(items)) => items.clone(),
+        Some(Value::String(s)) => vec![Value::from(s.clone())],
+        _ => Vec::new(),
+    };
+    let missing: Vec<&str> = extra
+        .iter()
+        .copied()
+        .filter(|e| !stops.iter().any(|s| s.as_str() == Some(e)))
+        .collect();
+    if missing.is_empty() {
+        return Cow::Borrowed(parameters);
+    }
+    stops.truncate(MAX_STOPS.saturating_sub(missing.len()));
+    stops.extend(missing.into_iter().map(Value::from));
+    let mut out = parameters.clone();
+    out.insert(name.to_string(), Value::Array(stops));
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[ParameterSpec] = &[
+        ParameterSpec {
+            name: "temperature",
+            kind: ParameterType::Number { min: 0.0, max: 2.0 },
+            description: "",
+        },
+        ParameterSpec {
+            name: "max_tokens",
+            kind: ParameterType::Integer { min: 1, max: 1000 },
+            description: "",
+        },
+        ParameterSpec {
+            name: "stop",
+            kind: ParameterType::StringList,
+            description: "",
+        },
+    ];
+
+    #[test]
+    fn names_match_case_insensitively_and_values_keep_their_case() {
+        let (n, v) = validate_parameter("f", SPECS, "Temperature", Value::from("0.5")).unwrap();
+        assert_eq!((n, v), ("temperature", Value::from(0.5)));
+        let (_, v) = validate_parameter("f", SPECS, "STOP", Value::from("END")).unwrap();
+        assert_eq!(v, serde_json::json!(["END"]));
+    }
+
+    #[test]
+    fn refusals_name_the_accepted_parameters() {
+        let e = validate_parameter("f", SPECS, "temp", Value::from(1)).unwrap_err();
+        assert!(
+            e.message.contains("temperature, max_tokens, stop"),
+            "{}",
+            e.message
+        );
+        let e = validate_parameter("f", SPECS, "temperature", Value::from(3)).unwrap_err();
+        assert!(e.message.contains("outside"), "{}", e.message);
+        assert!(validate_parameter("f", SPECS, "max_tokens", Value::from(1.5)).is_err());
+    }
+
+    #[test]
+    fn extra_stops_replace_the_last_ones_set() {
+        let specs: &[ParameterSpec] = &SPECS[2..];
+        let mut set = Map::new();
+        set.insert("stop".into(), serde_json::json!(["A", "B", "C", "D"]));
+        let merged = with_stops(specs, &set, &["Observation:"]);
+        assert_eq!(
+            merged["stop"],
+            serde_json::json!(["A", "B", "C", "Observation:"])
+        );
+        assert!(matches!(
+            with_stops(specs, &merged, &["Observation:"]),
+            Cow::Borrowed(_)
+        ));
+        assert!(with_stops(&SPECS[..2], &set, &["Observation:"]).get("stop") == set.get("stop"));
+        assert_eq!(stop_parameter(&SPECS[..2]), None);
+    }
+}

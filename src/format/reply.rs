@@ -1,0 +1,426 @@
+//! The reply of a streamed answer, built up as a format's decoder reads its events: text,
+//! tool calls put together from their pieces, usage, finish reason, model id, signatures, and
+//! the pieces not yet handed to the caller.
+//!
+//! Every format's stream decoder is an [`EventReader`] that feeds one [`ReplyBuilder`];
+//! [`StreamDecoder`] runs the two. The builder owns what every stream has in common (putting
+//! calls together by key, the check that the stream was complete, reading the arguments'
+//! JSON); it must never parse an event itself.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::{ModelReply, StreamEvent, ToolCallDelta};
+use crate::error::{Error, Result};
+use crate::message::{Part, Usage};
+
+/// The error of a stream that stopped before its terminal event; `detail` names what was
+/// missing (may be empty).
+pub fn ended_early(detail: &str) -> Error {
+    Error::provider(format!(
+        "the provider's stream ended before the reply was complete{detail}"
+    ))
+}
+
+/// The JSON of a complete answer.
+pub fn body_json(body: &[u8]) -> Result<Value> {
+    serde_json::from_slice(body)
+        .map_err(|e| Error::provider(format!("the provider answered with invalid JSON: {e}")))
+}
+
+/// The JSON an event carries, `None` when its data is blank.
+pub fn event_json(event: &StreamEvent) -> Result<Option<Value>> {
+    let data = event.data.trim();
+    if data.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(data)
+        .map(Some)
+        .map_err(|e| Error::provider(format!("the provider's stream carried invalid JSON: {e}")))
+}
+
+/// One keyed piece of a reply after its text.
+enum Block {
+    Text(String),
+    Call(Call),
+    /// A block that is not part of the chat reply (thinking and the like).
+    Other,
+}
+
+/// A tool call as it is put together.
+#[derive(Default)]
+struct Call {
+    id: String,
+    name: String,
+    /// The JSON text of the arguments so far.
+    arguments: String,
+    /// Arguments given whole (or the value to use when no text came).
+    whole: Option<Value>,
+    signature: Option<String>,
+}
+
+/// A reply as a stream builds it. The text pieces and tool-call pieces read since the caller
+/// last took them wait in the builder.
+#[derive(Default)]
+pub struct ReplyBuilder {
+    /// The reply's text, placed before the blocks.
+    text: String,
+    /// Calls (and, for formats with content blocks, text blocks) by key, in key order.
+    blocks: BTreeMap<usize, Block>,
+    text_deltas: Vec<String>,
+    call_deltas: Vec<ToolCallDelta>,
+    pub usage: Option<Usage>,
+    pub finish_reason: Option<String>,
+    pub model: Option<String>,
+    /// The stream's terminal event arrived.
+    complete: bool,
+    /// Arguments that are not JSON are an error (else they are kept as a string).
+    strict_arguments: bool,
+}
+
+impl ReplyBuilder {
+    pub fn new() -> ReplyBuilder {
+        ReplyBuilder::default()
+    }
+
+    /// A builder for which tool-call arguments that are not JSON make the reply an error.
+    pub fn with_strict_arguments() -> ReplyBuilder {
+        ReplyBuilder {
+            strict_arguments: true,
+            ..ReplyBuilder::default()
+        }
+    }
+
+    /// Appends a piece of the reply's text.
+    pub fn text(&mut self, piece: &str) {
+        if !piece.is_empty() {
+            self.text.push_str(piece);
+            self.text_deltas.push(piece.to_string());
+        }
+    }
+
+    /// Starts text block `key` with `text`.
+    pub fn start_text(&mut self, key: usize, text: &str) {
+        if !text.is_empty() {
+            self.text_deltas.push(text.to_string());
+        }
+        self.blocks.insert(key, Block::Text(text.to_string()));
+    }
+
+    /// Appends to text block `key` (started if new); ignored when block `key` is no text.
+    pub fn block_text(&mut self, key: usize, piece: &str) {
+        let block = self
+            .blocks
+            .entry(key)
+            .or_insert_with(|| Block::Text(String::new()));
+        if let Block::Text(so_far) = block {
+            if !piece.is_empty() {
+                so_far.push_str(piece);
+                self.text_deltas.push(piece.to_string());
+            }
+        }
+    }
+
+    /// Marks block `key` as not part of the reply.
+    pub fn skip_block(&mut self, key: usize) {
+        self.blocks.insert(key, Block::Other);
+    }
+
+    /// Starts tool call `key` with its id and name; `arguments` is the value used when no
+    /// argument text follows.
+    pub fn start_call(&mut self, key: usize, id: &str, name: &str, arguments: Option<Value>) {
+        self.call_deltas.push(ToolCallDelta {
+            index: key,
+            id: Some(id.to_string()),
+            name: Some(name.to_string()),
+            arguments: String::new(),
+        });
+        let call = Call {
+            id: id.to_string(),
+            name: name.to_string(),
+            whole: arguments,
+            ..Call::default()
+        };
+        self.blocks.insert(key, Block::Call(call));
+    }
+
+    /// Whether block `key` is a tool call.
+    pub fn has_call(&self, key: usize) -> bool {
+        matches!(self.blocks.get(&key), Some(Block::Call(_)))
+    }
+
+    /// Opens tool call `key` if it is new, with nothing in it yet.
+    pub fn open_call(&mut self, key: usize) {
+        self.call(key);
+    }
+
+    fn call(&mut self, key: usize) -> &mut Call {
+        let block = self
+            .blocks
+            .entry(key)
+            .or_insert_with(|| Block::Call(Call::default()));
+        if !matches!(block, Block::Call(_)) {
+            *block = Block::Call(Call::default());
+        }
+        match block {
+            Block::Call(call) => call,
+            _ => unreachable!("the block was just made a call"),
+        }
+    }
+
+    /// A piece of tool call `key` (opened if new): its id when given (replacing), the next
+    /// characters of its name and of its JSON arguments.
+    pub fn call_piece(&mut self, key: usize, id: Option<&str>, name: Option<&str>, args: &str) {
+        let call = self.call(key);
+        if let Some(id) = id {
+            call.id = id.to_string();
+        }
+        if let Some(name) = name {
+            call.name.push_str(name);
+        }
+        call.arguments.push_str(args);
+        self.call_deltas.push(ToolCallDelta {
+            index: key,
+            id: id.map(str::to_string),
+            name: name.map(str::to_string),
+            arguments: args.to_string(),
+        });
+    }
+
+    /// A tool call that arrived whole, after the calls so far.
+    pub fn whole_call(
+        &mut self,
+        id: String,
+        name: String,
+        arguments: Value,
+        signature: Option<String>,
+    ) {
+        let key = self.blocks.keys().next_back().map_or(0, |k| k + 1);
+        self.call_deltas.push(ToolCallDelta {
+            index: key,
+            id: Some(id.clone()),
+            name: Some(name.clone()),
+            arguments: arguments.to_string(),
+        });
+        let call = Call {
+            id,
+            name,
+            whole: Some(arguments),
+            signature,
+            ..Call::default()
+        };
+        self.blocks.insert(key, Block::Call(call));
+    }
+
+    /// How many tool calls the reply has so far.
+    pub fn calls(&self) -> usize {
+        self.blocks
+            .values()
+            .filter(|b| matches!(b, Block::Call(_)))
+            .count()
+    }
+
+    /// Whether the reply has neither text nor tool calls.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+            && self.blocks.values().all(|b| match b {
+                Block::Text(t) => t.is_empty(),
+                Block::Call(_) => false,
+                Block::Other => true,
+            })
+    }
+
+    /// The stream's terminal event arrived.
+    pub fn complete(&mut self) {
+        self.complete = true;
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// The text pieces read since the last call.
+    pub fn take_text_deltas(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.text_deltas)
+    }
+
+    /// The tool-call pieces read since the last call, in order.
+    pub fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
+        std::mem::take(&mut self.call_deltas)
+    }
+
+    /// The reply, or an error when the stream stopped before its terminal event.
+    pub fn finish(self) -> Result<ModelReply> {
+        if !self.complete {
+            return Err(ended_early(""));
+        }
+        self.into_reply()
+    }
+
+    /// The reply as it stands: the text first, then the blocks in key order (empty text left
+    /// out); arguments are parsed as JSON (blank: the start value, else `{}`).
+    pub fn into_reply(self) -> Result<ModelReply> {
+        let mut content = Vec::new();
+        if !self.text.is_empty() {
+            content.push(Part::text(self.text));
+        }
+        for block in self.blocks.into_values() {
+            match block {
+                Block::Text(text) if !text.is_empty() => content.push(Part::text(text)),
+                Block::Call(call) => content.push(Part::ToolCall {
+                    arguments: arguments(&call, self.strict_arguments)?,
+                    id: call.id,
+                    name: call.name,
+                    signature: call.signature,
+                }),
+                _ => {}
+            }
+        }
+        Ok(ModelReply::assistant(
+            content,
+            self.usage,
+            self.finish_reason,
+            self.model,
+        ))
+    }
+}
+
+/// The arguments of a call put together: its JSON text parsed, or the value it came with.
+fn arguments(call: &Call, strict: bool) -> Result<Value> {
+    if call.arguments.trim().is_empty() {
+        return Ok(call.whole.clone().unwrap_or_else(|| json!({})));
+    }
+    if !strict {
+        return Ok(parse_arguments(&call.arguments));
+    }
+    serde_json::from_str(&call.arguments).map_err(|e| {
+        Error::provider(format!(
+            "the arguments of tool call {} are not JSON: {e}",
+            call.name
+        ))
+    })
+}
+
+/// Arguments as JSON text read leniently: blank is `{}`, text that is not JSON is kept as a
+/// string (the tool then reports it).
+pub fn parse_arguments(text: &str) -> Value {
+    if text.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+/// What a format reads from the events of its stream.
+pub trait EventReader: Send {
+    /// Reads one event (the provider removed the framing) into `reply`.
+    fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()>;
+    /// The reply once the stream ended (by default: an error unless it was complete).
+    fn finish(self: Box<Self>, reply: ReplyBuilder) -> Result<ModelReply> {
+        reply.finish()
+    }
+}
+
+/// Turns a streamed response, one event at a time, into text deltas, tool-call pieces and a
+/// final reply.
+pub struct StreamDecoder {
+    reader: Box<dyn EventReader>,
+    reply: ReplyBuilder,
+}
+
+impl StreamDecoder {
+    pub fn new(reader: impl EventReader + 'static, reply: ReplyBuilder) -> StreamDecoder {
+        StreamDecoder {
+            reader: Box::new(reader),
+            reply,
+        }
+    }
+
+    /// Takes one event and returns the text deltas it carries.
+    pub fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
+        self.reader.read(event, &mut self.reply)?;
+        Ok(self.reply.take_text_deltas())
+    }
+
+    /// The pieces of tool calls read since the last call, in order (a format that delivers
+    /// calls whole gives one piece per call).
+    pub fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
+        self.reply.take_tool_call_deltas()
+    }
+
+    /// Ends the stream; an error when the stream stopped before the reply was complete.
+    pub fn finish(self) -> Result<ModelReply> {
+        self.reader.finish(self.reply)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_come_together_by_key_after_the_text() {
+        let mut r = ReplyBuilder::new();
+        r.text("Hel");
+        r.call_piece(1, Some("b"), Some("two"), "{\"x\":");
+        r.call_piece(0, Some("a"), Some("one"), "");
+        r.text("lo");
+        r.call_piece(1, None, None, "1}");
+        assert_eq!(r.take_text_deltas(), vec!["Hel", "lo"]);
+        assert_eq!(r.take_tool_call_deltas().len(), 3);
+        assert!(r.take_tool_call_deltas().is_empty());
+        let e = r.finish().unwrap_err();
+        assert!(e.message.contains("ended before the reply was complete"));
+    }
+
+    #[test]
+    fn a_complete_reply_keeps_its_order_and_parses_arguments() {
+        let mut r = ReplyBuilder::new();
+        r.text("Hi");
+        r.call_piece(1, Some("b"), Some("two"), "{\"x\":1}");
+        r.call_piece(0, Some("a"), Some("one"), "not json");
+        r.complete();
+        let reply = r.finish().unwrap();
+        let calls = reply.message.tool_calls();
+        assert_eq!(reply.message.text(), "Hi");
+        assert_eq!(calls[0].2, Value::from("not json"));
+        assert_eq!(calls[1].2, json!({"x": 1}));
+
+        let mut strict = ReplyBuilder::with_strict_arguments();
+        strict.start_call(0, "a", "one", None);
+        strict.call_piece(0, None, None, "{oops");
+        strict.complete();
+        let e = strict.finish().unwrap_err();
+        assert!(
+            e.message.contains("tool call one are not JSON"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn blocks_interleave_text_and_calls_and_skip_others() {
+        let mut r = ReplyBuilder::new();
+        r.start_text(0, "A");
+        r.skip_block(1);
+        r.block_text(1, "hidden");
+        r.start_call(2, "id", "f", Some(json!({"k": 1})));
+        r.block_text(3, "B");
+        r.whole_call("w".into(), "g".into(), json!([1]), Some("sig".into()));
+        assert_eq!(r.calls(), 2);
+        assert_eq!(r.take_text_deltas(), vec!["A", "B"]);
+        let content = r.into_reply().unwrap().message.content;
+        assert_eq!(content.len(), 4);
+        assert_eq!(
+            content[1],
+            Part::ToolCall {
+                id: "id".into(),
+                name: "f".into(),
+                arguments: json!({"k": 1}),
+                signature: None,
+            }
+        );
+        assert_eq!(content[2], Part::text("B"));
+        assert!(matches!(&content[3], Part::ToolCall { signature: Some(s), .. } if s == "sig"));
+    }
+}

@@ -116,3 +116,13 @@ impl From<rusqlite::Error> for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The names an error lists as the known ones: `a, b, c`, or `none`.
+pub fn known<I: IntoIterator<Item = S>, S: std::fmt::Display>(names: I) -> String {
+    let v: Vec<String> = names.into_iter().map(|s| s.to_string()).collect();
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
+    }
+}

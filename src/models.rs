@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::config::Paths;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{known, Error, ErrorKind, Result};
 
 /// The file extension of a model.
 pub const EXTENSION: &str = "gguf";
@@ -142,7 +142,7 @@ impl ModelLibrary {
                 format!(
                     "the default local model `{name}` is not in {}: choose another with `genai models default NAME` (installed: {})",
                     self.dir.display(),
-                    join(names.iter().map(|(n, _, _)| n.as_str()))
+                    known(names.iter().map(|(n, _, _)| n.as_str()))
                 ),
             ));
         }
@@ -186,7 +186,7 @@ impl ModelLibrary {
             format!(
                 "no local model `{name_or_path}`: it is not a file, nor a model in {} (installed: {}); add one with `genai models pull URL`",
                 self.dir.display(),
-                join(names.iter().map(|(n, _, _)| n.as_str()))
+                known(names.iter().map(|(n, _, _)| n.as_str()))
             ),
         ))
     }
@@ -236,7 +236,7 @@ impl ModelLibrary {
             format!(
                 "no model named `{name}` in {} (installed: {})",
                 self.dir.display(),
-                join(names.iter().map(|(n, _, _)| n.as_str()))
+                known(names.iter().map(|(n, _, _)| n.as_str()))
             ),
         ))
     }
@@ -247,15 +247,6 @@ pub fn part_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_os_string();
     s.push(".part");
     PathBuf::from(s)
-}
-
-fn join<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    let v: Vec<&str> = names.collect();
-    if v.is_empty() {
-        "none".to_string()
-    } else {
-        v.join(", ")
-    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::{Map, Value};
 
 use crate::config::{Config, LocalSettings, ModelConfigurationConfig, ProviderConfig};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{known, Error, ErrorKind, Result};
 use crate::format::{self, Format, ModelConfiguration, ParameterSpec};
 use crate::provider::{self, ServiceProvider};
 
@@ -251,7 +251,7 @@ impl Registry {
                     ErrorKind::UnknownComponent,
                     format!(
                         "unknown provider kind `{name}`; known: {}",
-                        join(self.provider_kinds.iter().map(|k| k.name))
+                        known(self.provider_kinds.iter().map(|k| k.name))
                     ),
                 )
             })
@@ -266,7 +266,7 @@ impl Registry {
                     ErrorKind::UnknownComponent,
                     format!(
                         "unknown model format `{name}`; known: {}",
-                        join(self.format_kinds.iter().map(|k| k.name))
+                        known(self.format_kinds.iter().map(|k| k.name))
                     ),
                 )
             })
@@ -436,18 +436,9 @@ fn named<T: Clone>(map: &RwLock<BTreeMap<String, T>>, name: &str, what: &str) ->
     map.get(name).cloned().ok_or_else(|| {
         Error::new(
             ErrorKind::UnknownComponent,
-            format!("no {what} named `{name}`; known: {}", join(map.keys())),
+            format!("no {what} named `{name}`; known: {}", known(map.keys())),
         )
     })
-}
-
-fn join<I: IntoIterator<Item = S>, S: std::fmt::Display>(items: I) -> String {
-    let v: Vec<String> = items.into_iter().map(|s| s.to_string()).collect();
-    if v.is_empty() {
-        "none".to_string()
-    } else {
-        v.join(", ")
-    }
 }
 
 #[cfg(test)]

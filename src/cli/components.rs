@@ -6,7 +6,7 @@ pub fn run(json: bool) -> Result<(), Error> {
     let (_, _, registry) = super::load()?;
     let c = genai::rpc::listings::Components::from(registry.components()?);
     if json {
-        println!("{}", serde_json::to_string_pretty(&c).unwrap_or_default());
+        super::print_json(&c);
         return Ok(());
     }
     println!("SERVICE PROVIDERS");

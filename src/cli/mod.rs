@@ -80,6 +80,11 @@ pub fn exit_code(kind: ErrorKind) -> i32 {
     }
 }
 
+/// Prints a value as pretty JSON on stdout (the `--json` of every subcommand).
+pub fn print_json(v: &impl serde::Serialize) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
 /// Prints one line on stderr and returns the exit code.
 pub fn fail(e: &Error) -> i32 {
     eprintln!("genai: {}", e.message);

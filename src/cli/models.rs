@@ -62,10 +62,7 @@ pub fn run(c: Command) -> Result<(), Error> {
         Command::List { json } => {
             let list = lib.list()?;
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&list).unwrap_or_default()
-                );
+                super::print_json(&list);
                 return Ok(());
             }
             if list.is_empty() {

@@ -108,10 +108,7 @@ pub fn run(args: Args) -> Result<(), Error> {
                 k["parameters"].clone(),
             );
         }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&Value::Object(map)).unwrap_or_default()
-        );
+        super::print_json(&Value::Object(map));
         return Ok(());
     }
     if args.markdown {

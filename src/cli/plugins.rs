@@ -163,10 +163,7 @@ pub async fn run(c: Command) -> Result<(), Error> {
                 rows.push(row);
             }
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rows).unwrap_or_default()
-                );
+                super::print_json(&rows);
                 return Ok(());
             }
             if rows.is_empty() {
@@ -230,7 +227,7 @@ pub async fn run(c: Command) -> Result<(), Error> {
                 "actions": answer.actions,
                 "collectLink": answer.collect_link,
             });
-            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+            super::print_json(&out);
             if answer.is_error {
                 return Err(Error::new(
                     ErrorKind::FeatureError,

@@ -57,10 +57,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             let (list, _) = store.list_conversations(limit.max(1), None)?;
             if json {
                 let list: Vec<ConversationRecord> = list.into_iter().map(Into::into).collect();
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&list).unwrap_or_default()
-                );
+                super::print_json(&list);
                 return Ok(());
             }
             if list.is_empty() {
@@ -84,13 +81,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             if json {
                 let rec = rec.map(ConversationRecord::from);
                 let messages: Vec<StoredMessage> = messages.into_iter().map(Into::into).collect();
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(
-                        &serde_json::json!({"conversation": rec, "messages": messages})
-                    )
-                    .unwrap_or_default()
-                );
+                super::print_json(&serde_json::json!({"conversation": rec, "messages": messages}));
                 return Ok(());
             }
             if let Some(r) = rec {

@@ -164,19 +164,18 @@ pub async fn pull(lib: &ModelLibrary, opts: &PullOptions) -> Result<Pulled> {
             None => None,
         };
         return match (&given, have) {
-            (Some(want), Some(have)) if *want == have => {
-                if opts.make_default {
-                    lib.set_default(&name)?;
-                }
-                Ok(Pulled {
-                    size: std::fs::metadata(&dest).map(|m| m.len()).unwrap_or(0),
+            (Some(want), Some(have)) if *want == have => installed(
+                lib,
+                opts,
+                Pulled {
+                    size: 0,
                     name,
                     path: dest,
                     sha256: have,
                     verified_by: Some("--sha256".into()),
                     already_installed: true,
-                })
-            }
+                },
+            ),
             (Some(want), Some(have)) => Err(Error::invalid_params(format!(
                 "a different model named `{name}` is already installed at {} (sha256 {have}, not {want}): remove it with `genai models rm {name}`, or pick another --name",
                 dest.display()
@@ -298,17 +297,29 @@ pub async fn pull(lib: &ModelLibrary, opts: &PullOptions) -> Result<Pulled> {
     if let Ok(d) = File::open(lib.dir()) {
         let _ = d.sync_all();
     }
+    installed(
+        lib,
+        opts,
+        Pulled {
+            size: 0,
+            name,
+            path: dest,
+            sha256: got,
+            verified_by: expected.and(verified_by),
+            already_installed: false,
+        },
+    )
+}
+
+/// A model is in place: it becomes the default when asked, and its size is read.
+fn installed(lib: &ModelLibrary, opts: &PullOptions, mut pulled: Pulled) -> Result<Pulled> {
     if opts.make_default {
-        lib.set_default(&name)?;
+        lib.set_default(&pulled.name)?;
     }
-    Ok(Pulled {
-        size: std::fs::metadata(&dest).map(|m| m.len()).unwrap_or(0),
-        name,
-        path: dest,
-        sha256: got,
-        verified_by: expected.and(verified_by),
-        already_installed: false,
-    })
+    pulled.size = std::fs::metadata(&pulled.path)
+        .map(|m| m.len())
+        .unwrap_or(0);
+    Ok(pulled)
 }
 
 /// The file beside a part that names the URL its bytes come from.

@@ -44,6 +44,15 @@ fn ok<T: serde::Serialize>(v: T) -> Result<Value, RpcError> {
         .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("cannot encode the result: {e}")))
 }
 
+/// `{}` when something was removed, else the error saying nothing had that name or id.
+fn removed(done: bool, kind: ErrorKind, nothing: String) -> Result<Value, RpcError> {
+    if done {
+        ok(json!({}))
+    } else {
+        Err(Error::new(kind, nothing).into())
+    }
+}
+
 fn response(id: Value, result: Result<Value, RpcError>) -> Value {
     match result {
         Ok(v) => json!({"jsonrpc": "2.0", "id": id, "result": v}),
@@ -201,14 +210,11 @@ impl Session {
             }
             "RemoveComponent" => {
                 let p: RemoveComponentParams = params(p)?;
-                if !fw.registry.remove(&p.name)? {
-                    return Err(Error::new(
-                        ErrorKind::UnknownComponent,
-                        format!("no component named `{}`", p.name),
-                    )
-                    .into());
-                }
-                ok(json!({}))
+                removed(
+                    fw.registry.remove(&p.name)?,
+                    ErrorKind::UnknownComponent,
+                    format!("no component named `{}`", p.name),
+                )
             }
             "CreateConversation" => {
                 let p: CreateConversationParams = params(p)?;
@@ -241,14 +247,11 @@ impl Session {
             "RemoveConversation" => {
                 let p: ConversationIdParams = params(p)?;
                 let id = fw.resolve_conversation(&p.conversation_id)?;
-                if !fw.remove_conversation(&id)? {
-                    return Err(Error::new(
-                        ErrorKind::UnknownConversation,
-                        format!("no open conversation {}", p.conversation_id),
-                    )
-                    .into());
-                }
-                ok(json!({}))
+                removed(
+                    fw.remove_conversation(&id)?,
+                    ErrorKind::UnknownConversation,
+                    format!("no open conversation {}", p.conversation_id),
+                )
             }
             "DeleteConversation" => {
                 let p: ConversationIdParams = params(p)?;
@@ -298,14 +301,11 @@ impl Session {
             }
             "RemoveAIAgent" => {
                 let p: AgentIdParams = params(p)?;
-                if !fw.remove_agent(&p.agent_id)? {
-                    return Err(Error::new(
-                        ErrorKind::UnknownAgent,
-                        format!("no agent {}", p.agent_id),
-                    )
-                    .into());
-                }
-                ok(json!({}))
+                removed(
+                    fw.remove_agent(&p.agent_id)?,
+                    ErrorKind::UnknownAgent,
+                    format!("no agent {}", p.agent_id),
+                )
             }
             "SendPrompt" => {
                 let p: SendPromptParams = params(p)?;

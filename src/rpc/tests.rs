@@ -11,12 +11,8 @@ use tokio::sync::mpsc;
 
 use super::dispatch::Session;
 use super::port::RpcPort;
-use crate::config::Config;
 use crate::feature::port::{ClientPort, Confirmation, TurnRef};
 use crate::provider::scripted::{text_stream, Answer, ScriptedProvider};
-use crate::registry::Registry;
-use crate::session::Framework;
-use crate::store::Store;
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -28,11 +24,7 @@ struct Client {
 
 impl Client {
     fn new(steps: Vec<Answer>) -> Client {
-        let registry = Registry::new();
-        let provider = ScriptedProvider::new(steps);
-        registry.insert_provider("scripted", "openai", provider.clone());
-        let store = Arc::new(Store::in_memory().unwrap());
-        let fw = Arc::new(Framework::new(Config::default(), registry, store));
+        let (fw, provider) = crate::session::scripted(steps);
         let (tx, out) = mpsc::unbounded_channel();
         let session = Session {
             fw,

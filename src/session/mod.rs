@@ -456,5 +456,22 @@ impl Framework {
     }
 }
 
+/// A core with the in-memory store and one provider instance, `scripted`, answering from
+/// `answers` (test-only).
+#[cfg(test)]
+pub(crate) fn scripted(
+    answers: Vec<crate::provider::scripted::Answer>,
+) -> (
+    Arc<Framework>,
+    Arc<crate::provider::scripted::ScriptedProvider>,
+) {
+    let registry = Registry::new();
+    let provider = crate::provider::scripted::ScriptedProvider::new(answers);
+    registry.insert_provider("scripted", "openai", provider.clone());
+    let store = Arc::new(Store::in_memory().expect("an in-memory store"));
+    let fw = Framework::new(Config::default(), registry, store);
+    (Arc::new(fw), provider)
+}
+
 #[cfg(test)]
 mod tests;

@@ -46,11 +46,7 @@ struct Fixture {
 
 impl Fixture {
     fn new(steps: Vec<Answer>) -> Fixture {
-        let registry = Registry::new();
-        let provider = ScriptedProvider::new(steps);
-        registry.insert_provider("scripted", "openai", provider.clone());
-        let store = Arc::new(Store::in_memory().unwrap());
-        let fw = Arc::new(Framework::new(Config::default(), registry, store));
+        let (fw, provider) = scripted(steps);
         let (tx, events) = mpsc::unbounded_channel();
         let port = Arc::new(Recorder {
             turns: tx,

@@ -1,4 +1,4 @@
-# The Python feature example of the GenAIFramework documentation (shared/seeds/001), run on
+# The Python feature example of the GenAIFramework documentation (its "Python feature" page), run on
 # genai_bridge. Changed from the seed, each marked `# genai_bridge:`:
 #   * the imports (azlmbr.bus / azlmbr.ai -> genai_bridge.bus / genai_bridge.ai);
 #   * three lines the seed leaves as pseudo-code, which cannot run as written: it never sets

@@ -594,15 +594,8 @@ mod tests {
     //! Shapes from https://ai.google.dev/api/generate-content and
     //! https://ai.google.dev/gemini-api/docs/text-generation (REST examples).
     use super::*;
+    use crate::format::testing::*;
     use crate::format::{ModelConfiguration, RequestOptions};
-
-    fn user(text: &str) -> Message {
-        Message {
-            role: Role::User,
-            content: vec![Part::text(text)],
-            from: None,
-        }
-    }
 
     #[test]
     fn request_matches_the_documented_shape() {
@@ -615,15 +608,14 @@ mod tests {
             .unwrap();
         let msgs = [
             Message::system("You are a cat. Your name is Neko."),
-            user("Hello"),
-            Message {
-                role: Role::Assistant,
-                content: vec![Part::text(
+            Message::user("Hello"),
+            said(
+                Role::Assistant,
+                vec![Part::text(
                     "Great to meet you. What would you like to know?",
                 )],
-                from: None,
-            },
-            user("I have two dogs in my house. How many paws are in my house?"),
+            ),
+            Message::user("I have two dogs in my house. How many paws are in my house?"),
         ];
         let req = m.prepare_request(&msgs, false).unwrap();
         assert_eq!(
@@ -646,44 +638,16 @@ mod tests {
     #[test]
     fn images_tools_and_config_objects() {
         let msgs = [
-            Message {
-                role: Role::User,
-                content: vec![
-                    Part::Image {
-                        url: None,
-                        media_type: Some("image/jpeg".into()),
-                        data: Some("/9j/4AAQ".into()),
-                    },
-                    Part::Image {
-                        url: Some(
-                            "https://generativelanguage.googleapis.com/v1beta/files/abc.png".into(),
-                        ),
-                        media_type: None,
-                        data: None,
-                    },
+            said(
+                Role::User,
+                vec![
+                    image("image/jpeg", "/9j/4AAQ"),
+                    image_url("https://generativelanguage.googleapis.com/v1beta/files/abc.png"),
                     Part::text("Caption this image."),
                 ],
-                from: None,
-            },
-            Message {
-                role: Role::Assistant,
-                content: vec![Part::ToolCall {
-                    id: "call_0".into(),
-                    name: "get_weather".into(),
-                    arguments: json!({"location": "Paris"}),
-                    signature: None,
-                }],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![Part::ToolResult {
-                    tool_call_id: "call_0".into(),
-                    content: vec![Part::text("22 C")],
-                    is_error: false,
-                }],
-                from: None,
-            },
+            ),
+            calling("call_0", "get_weather", json!({"location": "Paris"})),
+            answered("call_0", "22 C"),
         ];
         let mut m = ModelConfiguration::new(&Gemini, "gemini-2.5-flash");
         m.set_parameter(
@@ -775,12 +739,11 @@ mod tests {
         let r = ModelConfiguration::new(&Gemini, "m").extract(body).unwrap();
         assert_eq!(
             r.message.content,
-            vec![Part::ToolCall {
-                id: "call_0".into(),
-                name: "schedule_meeting".into(),
-                arguments: json!({"attendees": ["Bob", "Alice"], "date": "2025-03-27"}),
-                signature: None,
-            }]
+            vec![call(
+                "call_0",
+                "schedule_meeting",
+                json!({"attendees": ["Bob", "Alice"], "date": "2025-03-27"})
+            )]
         );
         assert_eq!(r.usage.unwrap().output_tokens, 12);
         let mut d = ModelConfiguration::new(&Gemini, "m").decoder();
@@ -805,45 +768,12 @@ mod tests {
         };
         assert_eq!(signature.as_deref(), Some("CiQBVKhc7oK3"));
         let mut messages = vec![Message::user("Weather in Paris?"), reply.message.clone()];
-        messages.push(Message {
-            role: Role::Tool,
-            content: vec![Part::ToolResult {
-                tool_call_id: "call_0".into(),
-                content: vec![Part::text("18°C")],
-                is_error: false,
-            }],
-            from: None,
-        });
+        messages.push(answered("call_0", "18°C"));
         let body = m.prepare_request(&messages, false).unwrap().body;
         assert_eq!(
             body["contents"][1]["parts"][0],
             json!({"functionCall": {"name": "get_weather", "args": {"location": "Paris"}}, "thoughtSignature": "CiQBVKhc7oK3"})
         );
-    }
-
-    fn call(id: &str, name: &str, arguments: Value) -> Part {
-        Part::ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments,
-            signature: None,
-        }
-    }
-
-    fn result(id: &str, content: Vec<Part>, is_error: bool) -> Part {
-        Part::ToolResult {
-            tool_call_id: id.into(),
-            content,
-            is_error,
-        }
-    }
-
-    fn said(role: Role, content: Vec<Part>) -> Message {
-        Message {
-            role,
-            content,
-            from: None,
-        }
     }
 
     // The Gemini cookbook's "Function calling with REST"
@@ -880,7 +810,7 @@ mod tests {
             {"name": "Regal Edwards 14", "address": "245 Castro St, Mountain View, CA 94040"}
         ]});
         let msgs = [
-            user("Which theaters in Mountain View show Barbie movie?"),
+            Message::user("Which theaters in Mountain View show Barbie movie?"),
             said(
                 Role::Assistant,
                 vec![
@@ -969,7 +899,7 @@ mod tests {
         let ids: Vec<String> = r.message.tool_calls().into_iter().map(|c| c.0).collect();
         assert_eq!(ids, ["fc-7f3a", "call_1"]);
         let msgs = [
-            user("Barbie?"),
+            Message::user("Barbie?"),
             r.message.clone(),
             said(
                 Role::Tool,

@@ -458,6 +458,7 @@ impl EventReader for Events {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::testing::*;
     use crate::format::ModelConfiguration;
 
     fn model(params: Value) -> ModelConfiguration {
@@ -710,11 +711,7 @@ mod tests {
             r#"{"prompt": "${parameters.prompt}", "images": ${parameters.images}, "urls": ${parameters.image_urls}}"#}));
         assert_eq!(m.images(), ImageSupport::INLINE);
         let mut msg = Message::user("what is it?");
-        msg.content.push(Part::Image {
-            url: None,
-            media_type: Some("image/png".into()),
-            data: Some("iVBORw0KGgo=".into()),
-        });
+        msg.content.push(image("image/png", "iVBORw0KGgo="));
         let r = m.prepare_request(&[msg], false).unwrap();
         assert_eq!(
             r.body,

@@ -17,6 +17,8 @@ pub mod openai_chat;
 pub mod parameters;
 pub mod reply;
 mod template;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use serde_json::{Map, Value};
 

@@ -519,15 +519,9 @@ mod tests {
     //! Fixtures are the examples of https://github.com/ollama/ollama/blob/main/docs/api.md
     //! ("Generate a chat completion"), images shortened.
     use super::*;
+    use crate::format::testing::*;
     use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
-
-    fn user(text: &str) -> Message {
-        Message {
-            role: Role::User,
-            content: vec![Part::text(text)],
-            from: None,
-        }
-    }
+    use crate::message::Role;
 
     #[test]
     fn request_matches_the_documented_chat_request() {
@@ -535,7 +529,7 @@ mod tests {
         let mut m = ModelConfiguration::new(&OllamaChat, "llama3.2");
         m.set_parameter("seed", json!(101)).unwrap();
         m.set_parameter("Temperature", json!("0")).unwrap();
-        let req = m.prepare_request(&[user("Hello!")], true).unwrap();
+        let req = m.prepare_request(&[Message::user("Hello!")], true).unwrap();
         assert_eq!(
             req.body,
             json!({
@@ -547,7 +541,7 @@ mod tests {
         );
         // "Chat request (No streaming)": `stream: false` must be said.
         let req = ModelConfiguration::new(&OllamaChat, "llama3.2")
-            .prepare_request(&[user("why is the sky blue?")], false)
+            .prepare_request(&[Message::user("why is the sky blue?")], false)
             .unwrap();
         assert_eq!(
             req.body,
@@ -558,26 +552,20 @@ mod tests {
     #[test]
     fn images_history_and_system_follow_the_documented_shapes() {
         // "Chat request (with images)" and "Chat request (With History)".
-        let img = Message {
-            role: Role::User,
-            content: vec![
+        let img = said(
+            Role::User,
+            vec![
                 Part::text("what is in this image?"),
-                Part::Image {
-                    url: None,
-                    media_type: Some("image/png".into()),
-                    data: Some("iVBORw0KGgoAAAANSUhEUgAAAG0AAABmCAYAAADBPx+V".into()),
-                },
+                image("image/png", "iVBORw0KGgoAAAANSUhEUgAAAG0AAABmCAYAAADBPx+V"),
             ],
-            from: None,
-        };
+        );
         let msgs = [
             Message::system("be brief"),
-            user("why is the sky blue?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![Part::text("due to rayleigh scattering.")],
-                from: None,
-            },
+            Message::user("why is the sky blue?"),
+            said(
+                Role::Assistant,
+                vec![Part::text("due to rayleigh scattering.")],
+            ),
             img,
         ];
         let req = ModelConfiguration::new(&OllamaChat, "llava")
@@ -593,15 +581,7 @@ mod tests {
                  "images": ["iVBORw0KGgoAAAANSUhEUgAAAG0AAABmCAYAAADBPx+V"]}
             ])
         );
-        let by_url = Message {
-            role: Role::User,
-            content: vec![Part::Image {
-                url: Some("https://x/y.png".into()),
-                media_type: None,
-                data: None,
-            }],
-            from: None,
-        };
+        let by_url = said(Role::User, vec![image_url("https://x/y.png")]);
         assert!(ModelConfiguration::new(&OllamaChat, "llava")
             .prepare_request(&[by_url], false)
             .is_err());
@@ -610,26 +590,13 @@ mod tests {
     #[test]
     fn tool_calls_and_results_use_ollama_shapes() {
         let msgs = [
-            user("What is the weather today in Paris?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![Part::ToolCall {
-                    id: "call_0".into(),
-                    name: "get_current_weather".into(),
-                    arguments: json!({"format": "celsius", "location": "Paris, FR"}),
-                    signature: None,
-                }],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![Part::ToolResult {
-                    tool_call_id: "call_0".into(),
-                    content: vec![Part::text("22 degrees")],
-                    is_error: false,
-                }],
-                from: None,
-            },
+            Message::user("What is the weather today in Paris?"),
+            calling(
+                "call_0",
+                "get_current_weather",
+                json!({"format": "celsius", "location": "Paris, FR"}),
+            ),
+            answered("call_0", "22 degrees"),
         ];
         let req = ModelConfiguration::new(&OllamaChat, "llama3.2")
             .prepare_request(&msgs, false)
@@ -677,12 +644,11 @@ mod tests {
             .unwrap();
         assert_eq!(
             r.message.content,
-            vec![Part::ToolCall {
-                id: "call_0".into(),
-                name: "get_current_weather".into(),
-                arguments: json!({"format": "celsius", "location": "Paris, FR"}),
-                signature: None,
-            }]
+            vec![call(
+                "call_0",
+                "get_current_weather",
+                json!({"format": "celsius", "location": "Paris, FR"})
+            )]
         );
         assert_eq!(r.usage.unwrap().input_tokens, 122);
     }
@@ -699,21 +665,12 @@ mod tests {
         }
     }
 
-    fn call(id: &str, name: &str, city: &str) -> Part {
-        Part::ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: json!({ "city": city }),
-            signature: None,
-        }
+    fn city_call(id: &str, name: &str, city: &str) -> Part {
+        call(id, name, json!({ "city": city }))
     }
 
-    fn result(id: &str, text: &str) -> Part {
-        Part::ToolResult {
-            tool_call_id: id.into(),
-            content: vec![Part::text(text)],
-            is_error: false,
-        }
+    fn text_result(id: &str, text: &str) -> Part {
+        result(id, vec![Part::text(text)], false)
     }
 
     // https://docs.ollama.com/capabilities/tool-calling, "Parallel tool calling" (cURL): the
@@ -730,37 +687,32 @@ mod tests {
             ),
         ];
         let msgs = [
-            user("What are the current weather conditions and temperature in New York and London?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![
-                    call("call_0", "get_temperature", "New York"),
-                    call("call_1", "get_conditions", "New York"),
-                    call("call_2", "get_temperature", "London"),
-                    call("call_3", "get_conditions", "London"),
+            Message::user(
+                "What are the current weather conditions and temperature in New York and London?",
+            ),
+            said(
+                Role::Assistant,
+                vec![
+                    city_call("call_0", "get_temperature", "New York"),
+                    city_call("call_1", "get_conditions", "New York"),
+                    city_call("call_2", "get_temperature", "London"),
+                    city_call("call_3", "get_conditions", "London"),
                 ],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![
-                    result("call_0", "22°C"),
-                    result("call_1", "Partly cloudy"),
-                    result("call_2", "15°C"),
-                    result("call_3", "Rainy"),
+            ),
+            said(
+                Role::Tool,
+                vec![
+                    text_result("call_0", "22°C"),
+                    text_result("call_1", "Partly cloudy"),
+                    text_result("call_2", "15°C"),
+                    text_result("call_3", "Rainy"),
                 ],
-                from: None,
-            },
-            Message {
-                role: Role::Assistant,
-                content: vec![call("call_0", "get_conditions", "Tokyo")],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![result("call_0", "Sunny")],
-                from: None,
-            },
+            ),
+            said(
+                Role::Assistant,
+                vec![city_call("call_0", "get_conditions", "Tokyo")],
+            ),
+            answered("call_0", "Sunny"),
         ];
         let b = m
             .prepare(
@@ -858,8 +810,8 @@ mod tests {
         assert_eq!(
             r.message.content,
             vec![
-                call("call_0", "get_temperature", "New York"),
-                call("call_1", "get_conditions", "New York")
+                city_call("call_0", "get_temperature", "New York"),
+                city_call("call_1", "get_conditions", "New York")
             ]
         );
     }
@@ -875,7 +827,10 @@ mod tests {
         m.set_parameter("num_ctx", json!("1024")).unwrap();
         m.set_parameter("format", json!("JSON")).unwrap();
         m.set_parameter("keep_alive", json!("5m")).unwrap();
-        let b = m.prepare_request(&[user("hi")], false).unwrap().body;
+        let b = m
+            .prepare_request(&[Message::user("hi")], false)
+            .unwrap()
+            .body;
         assert_eq!(
             b["options"],
             json!({"num_batch": 2, "top_k": 20, "num_predict": 100, "stop": ["\n", "user:"], "num_ctx": 1024})
@@ -891,7 +846,10 @@ mod tests {
         )
         .unwrap();
         m.set_parameter("keep_alive", json!("0")).unwrap();
-        let b = m.prepare_request(&[user("hi")], false).unwrap().body;
+        let b = m
+            .prepare_request(&[Message::user("hi")], false)
+            .unwrap()
+            .body;
         assert_eq!(b["format"]["properties"]["age"]["type"], "integer");
         assert_eq!(b["keep_alive"], 0);
         assert!(m.set_parameter("format", json!("yaml")).is_err());

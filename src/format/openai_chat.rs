@@ -406,6 +406,7 @@ impl EventReader for Events {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::testing::*;
     use crate::format::ModelConfiguration;
     use crate::message::Role;
 
@@ -413,18 +414,10 @@ mod tests {
     fn request_has_text_as_string_and_images_as_parts() {
         let mut m = ModelConfiguration::new(&OpenAiChat, "gpt-4o-mini");
         m.set_parameter("Temperature", json!("0.3")).unwrap();
-        let img = Message {
-            role: Role::User,
-            content: vec![
-                Part::text("what is it?"),
-                Part::Image {
-                    url: None,
-                    media_type: Some("image/png".into()),
-                    data: Some("AAAA".into()),
-                },
-            ],
-            from: None,
-        };
+        let img = said(
+            Role::User,
+            vec![Part::text("what is it?"), image("image/png", "AAAA")],
+        );
         let req = m
             .prepare_request(&[Message::system("be brief"), img], true)
             .unwrap();

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json};
-use super::str_field;
+use super::{arguments_object, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -245,11 +245,7 @@ fn blocks_of(parts: &[Part]) -> Result<Vec<Value>> {
                 ..
             } => {
                 // `input` must be an object.
-                let input = match arguments {
-                    Value::Object(_) => arguments.clone(),
-                    Value::Null => json!({}),
-                    other => json!({"value": other}),
-                };
+                let input = arguments_object(arguments);
                 blocks.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
             }
             Part::ToolResult {

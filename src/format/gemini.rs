@@ -14,14 +14,12 @@
 //! function) in a user turn. A call without an `id` (older models) gets `call_N`, unique in its
 //! reply; such made-up ids are never sent back to the API.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
-use super::text_of;
 use super::Parameters;
+use super::{object_parameter, text_of, CallNames};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
@@ -127,10 +125,7 @@ pub struct Gemini;
 /// The `generationConfig` object of these parameters: the `generation_config` parameter, then
 /// every sampling parameter over it.
 fn generation_config(parameters: &Map<String, Value>) -> Map<String, Value> {
-    let mut config = match parameters.get("generation_config") {
-        Some(Value::Object(o)) => o.clone(),
-        _ => Map::new(),
-    };
+    let mut config = object_parameter(parameters, "generation_config");
     for (name, field) in GENERATION_CONFIG {
         if let Some(v) = parameters.get(*name) {
             config.insert(field.to_string(), v.clone());
@@ -177,16 +172,12 @@ impl Format for Gemini {
         let (_, parameters, messages, options) = request.parts();
         let parameters = with_stops(PARAMETERS, parameters, options.stop);
         // A functionResponse names its function, which a result knows only by call id: the
-        // latest call with that id before it (made-up ids repeat from one reply to the next).
-        let mut names: HashMap<&str, &str> = HashMap::new();
+        // latest call with that id before it.
+        let mut names = CallNames::default();
         let mut body = Map::new();
         let mut contents = Vec::new();
         for m in messages {
-            for part in &m.content {
-                if let Part::ToolCall { id, name, .. } = part {
-                    names.insert(id, name);
-                }
-            }
+            names.learn(m);
             let parts = parts_of(m, &names)?;
             if parts.is_empty() {
                 continue;
@@ -377,7 +368,7 @@ fn media_type_of(url: &str) -> &'static str {
 }
 
 /// The Gemini `parts` of one message.
-fn parts_of(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
+fn parts_of(m: &Message, names: &CallNames<'_>) -> Result<Vec<Value>> {
     let mut parts = Vec::new();
     for part in &m.content {
         parts.push(match part {
@@ -428,10 +419,7 @@ fn parts_of(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
                 content,
                 is_error,
             } => {
-                let name = names
-                    .get(tool_call_id.as_str())
-                    .copied()
-                    .unwrap_or(tool_call_id);
+                let name = names.get(tool_call_id).unwrap_or(tool_call_id);
                 // `output` and `error` are the keys the API documents; a lone JSON object is
                 // the whole response.
                 let response = match content.as_slice() {

@@ -12,20 +12,18 @@
 //! `{role: "tool", tool_name, content}` message per result. Ollama gives calls no id: genai
 //! names them `call_N`, unique in their reply.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
-use super::text_of;
 use super::Parameters;
+use super::{arguments_object, chat_message, function_tools, object_parameter, text_of, CallNames};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{Message, Part, Role, Usage};
+use crate::message::{Message, Part, Usage};
 
 pub const FORMAT: &str = "ollama-chat";
 
@@ -168,10 +166,7 @@ pub struct OllamaChat;
 
 /// The `options` object: the `options` parameter, then every sampling parameter over it.
 fn options_of(parameters: &Map<String, Value>) -> Map<String, Value> {
-    let mut options = match parameters.get("options") {
-        Some(Value::Object(o)) => o.clone(),
-        _ => Map::new(),
-    };
+    let mut options = object_parameter(parameters, "options");
     for (k, v) in parameters {
         if TOP_LEVEL.contains(&k.as_str()) {
             continue;
@@ -218,16 +213,11 @@ impl Format for OllamaChat {
     fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
         let (model, parameters, messages, options) = request.parts();
         let parameters = with_stops(PARAMETERS, parameters, options.stop);
-        // Ollama's tool messages carry the tool's name, which our results know only by call id:
-        // the latest call with that id before them (made-up ids repeat from reply to reply).
-        let mut names: HashMap<&str, &str> = HashMap::new();
+        // Ollama's tool messages carry the tool's name, which our results know only by call id.
+        let mut names = CallNames::default();
         let mut wire = Vec::with_capacity(messages.len());
         for m in messages {
-            for part in &m.content {
-                if let Part::ToolCall { id, name, .. } = part {
-                    names.insert(id, name);
-                }
-            }
+            names.learn(m);
             wire.extend(to_wire(m, &names)?);
         }
         let mut body = Map::new();
@@ -245,16 +235,7 @@ impl Format for OllamaChat {
             body.insert("options".into(), Value::Object(sampling));
         }
         if !options.tools.is_empty() {
-            let tools: Vec<Value> = options
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.input_schema
-                    }})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
+            body.insert("tools".into(), function_tools(options.tools));
         }
         Ok(request.prepared(FORMAT, body))
     }
@@ -414,7 +395,7 @@ fn tool_calls_of(msg: &Value, first: usize) -> Vec<(String, String, Value)> {
 }
 
 /// One message in Ollama's shape; tool results become one `tool` message each.
-fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
+fn to_wire(m: &Message, names: &CallNames<'_>) -> Result<Vec<Value>> {
     let mut texts = Vec::new();
     let mut images = Vec::new();
     let mut tool_calls = Vec::new();
@@ -433,11 +414,7 @@ fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
                 name, arguments, ..
             } => {
                 // `arguments` is an object in Ollama's API.
-                let arguments = match arguments {
-                    Value::Object(_) => arguments.clone(),
-                    Value::Null => json!({}),
-                    other => json!({ "value": other }),
-                };
+                let arguments = arguments_object(arguments);
                 let index = tool_calls.len();
                 tool_calls.push(json!({"type": "function", "function": {
                     "index": index, "name": name, "arguments": arguments
@@ -449,8 +426,8 @@ fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
                 ..
             } => {
                 let mut r = json!({"role": "tool", "content": text_of(content)});
-                if let Some(name) = names.get(tool_call_id.as_str()) {
-                    r["tool_name"] = Value::from(*name);
+                if let Some(name) = names.get(tool_call_id) {
+                    r["tool_name"] = Value::from(name);
                 }
                 results.push(r);
             }
@@ -458,16 +435,9 @@ fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
     }
     let mut out = Vec::new();
     if !texts.is_empty() || !images.is_empty() || !tool_calls.is_empty() {
-        let role = match m.role {
-            Role::Tool => "user",
-            other => other.as_str(),
-        };
-        let mut msg = json!({"role": role, "content": texts.join("\n")});
+        let mut msg = chat_message(m.role, Value::from(texts.join("\n")), tool_calls);
         if !images.is_empty() {
             msg["images"] = Value::Array(images);
-        }
-        if !tool_calls.is_empty() {
-            msg["tool_calls"] = Value::Array(tool_calls);
         }
         out.push(msg);
     }

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json, parse_arguments};
-use super::str_field;
+use super::{chat_message, function_tools, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -165,16 +165,7 @@ impl Format for OpenAiChat {
             body.insert(k.clone(), v.clone());
         }
         if !options.tools.is_empty() {
-            let tools: Vec<Value> = options
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.input_schema
-                    }})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
+            body.insert("tools".into(), function_tools(options.tools));
         }
         if options.stream {
             body.insert("stream".into(), Value::Bool(true));
@@ -263,7 +254,6 @@ fn usage_of(u: &Value) -> Option<Usage> {
 
 /// One message in OpenAI's shape; a message with tool results becomes one `tool` message each.
 fn to_wire(m: &Message) -> Result<Vec<Value>> {
-    let role = m.role.as_str();
     let mut parts = Vec::new();
     let mut tool_calls = Vec::new();
     let mut results = Vec::new();
@@ -328,12 +318,7 @@ fn to_wire(m: &Message) -> Result<Vec<Value>> {
         } else {
             Value::Array(parts)
         };
-        let role = if role == "tool" { "user" } else { role };
-        let mut msg = json!({"role": role, "content": content});
-        if !tool_calls.is_empty() {
-            msg["tool_calls"] = Value::Array(tool_calls);
-        }
-        out.push(msg);
+        out.push(chat_message(m.role, content, tool_calls));
     }
     out.extend(results);
     Ok(out)

@@ -401,7 +401,7 @@ impl EventReader for Events {
 mod tests {
     use super::*;
     use crate::format::testing::*;
-    use crate::format::{ModelConfiguration, RequestOptions, ToolCallDelta, ToolSpec};
+    use crate::format::{ModelConfiguration, ToolCallDelta, ToolSpec};
 
     /// The request shape of the Converse API reference's Request Syntax
     /// (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html) and of the
@@ -539,16 +539,7 @@ mod tests {
                 ],
             ),
         ];
-        let body = m
-            .prepare(
-                &messages,
-                &RequestOptions {
-                    tools: &tools,
-                    ..RequestOptions::plain(false)
-                },
-            )
-            .unwrap()
-            .body;
+        let body = m.prepare_with_tools(&messages, &tools).unwrap().body;
         assert_eq!(
             body,
             json!({

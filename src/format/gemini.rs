@@ -583,7 +583,7 @@ mod tests {
     //! https://ai.google.dev/gemini-api/docs/text-generation (REST examples).
     use super::*;
     use crate::format::testing::*;
-    use crate::format::{ModelConfiguration, RequestOptions};
+    use crate::format::ModelConfiguration;
 
     #[test]
     fn request_matches_the_documented_shape() {
@@ -832,16 +832,7 @@ mod tests {
                 vec![result("call_0", vec![Part::text("Mountain View")], false)],
             ),
         ];
-        let b = m
-            .prepare(
-                &msgs,
-                &RequestOptions {
-                    tools: &tools,
-                    ..RequestOptions::plain(false)
-                },
-            )
-            .unwrap()
-            .body;
+        let b = m.prepare_with_tools(&msgs, &tools).unwrap().body;
         assert_eq!(
             b["tools"],
             json!([{"functionDeclarations": [

@@ -380,6 +380,22 @@ impl ModelConfiguration {
     pub fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
         self.prepare(messages, &RequestOptions::plain(stream))
     }
+
+    /// `prepare`, not streamed, offering these tools (what the tool tests need).
+    #[cfg(test)]
+    pub fn prepare_with_tools(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<ModelRequest> {
+        self.prepare(
+            messages,
+            &RequestOptions {
+                tools,
+                ..RequestOptions::plain(false)
+            },
+        )
+    }
 }
 
 /// Which image parts a format can carry.

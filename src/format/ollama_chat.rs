@@ -490,7 +490,7 @@ mod tests {
     //! ("Generate a chat completion"), images shortened.
     use super::*;
     use crate::format::testing::*;
-    use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
+    use crate::format::{ModelConfiguration, ToolSpec};
     use crate::message::Role;
 
     #[test]
@@ -684,16 +684,7 @@ mod tests {
             ),
             answered("call_0", "Sunny"),
         ];
-        let b = m
-            .prepare(
-                &msgs,
-                &RequestOptions {
-                    tools: &tools,
-                    ..RequestOptions::plain(false)
-                },
-            )
-            .unwrap()
-            .body;
+        let b = m.prepare_with_tools(&msgs, &tools).unwrap().body;
         let tool = |name: &str, description: &str| {
             json!({"type": "function", "function": {
                 "name": name, "description": description,

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::body_json;
-use super::str_field;
+use super::{items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -170,12 +170,7 @@ impl Format for BedrockConverse {
         };
         let mut content = Vec::new();
         let mut text = String::new();
-        for block in message
-            .get("content")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for block in items(message, "/content") {
             if let Some(t) = block.get("text").and_then(Value::as_str) {
                 text.push_str(t);
             } else if let Some(u) = block.get("toolUse") {

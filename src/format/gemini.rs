@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
 use super::Parameters;
-use super::{object_parameter, text_of, CallNames};
+use super::{items, object_parameter, text_of, CallNames};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
@@ -466,12 +466,7 @@ fn check_answer(v: &Value) -> Result<()> {
 /// Adds a candidate's function calls to `reply` and returns its text (thoughts left out).
 fn read_parts(candidate: &Value, reply: &mut ReplyBuilder) -> String {
     let mut text = String::new();
-    for part in candidate
-        .pointer("/content/parts")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for part in items(candidate, "/content/parts") {
         if part.get("thought").and_then(Value::as_bool) == Some(true) {
             continue;
         }

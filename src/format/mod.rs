@@ -306,6 +306,15 @@ pub(crate) fn chat_message(role: Role, content: Value, tool_calls: Vec<Value>) -
     msg
 }
 
+/// The elements of the array at JSON pointer `at` in `v` (none when it is absent or no
+/// array).
+pub(crate) fn items<'a>(v: &'a Value, at: &str) -> impl Iterator<Item = &'a Value> {
+    v.pointer(at)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
 /// The refusal of tools by a format without native tool calls.
 pub fn no_native_tools(format: &str) -> Error {
     Error::invalid_params(format!(

@@ -17,7 +17,9 @@ use serde_json::{json, Map, Value};
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
 use super::Parameters;
-use super::{arguments_object, chat_message, function_tools, object_parameter, text_of, CallNames};
+use super::{
+    arguments_object, chat_message, function_tools, items, object_parameter, text_of, CallNames,
+};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -365,10 +367,7 @@ fn usage_of(v: &Value) -> Option<Usage> {
 /// Tool calls of a message (id, name, arguments) from `{"function": {"name", "arguments":
 /// {...}}}`, ids made up when Ollama gives none (numbered from `first`).
 fn tool_calls_of(msg: &Value, first: usize) -> Vec<(String, String, Value)> {
-    msg.get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    items(msg, "/tool_calls")
         .enumerate()
         .map(|(i, call)| {
             let f = call.get("function").cloned().unwrap_or(Value::Null);

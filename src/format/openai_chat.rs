@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json, parse_arguments};
-use super::{chat_message, function_tools, str_field};
+use super::{chat_message, function_tools, items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -346,12 +346,7 @@ impl EventReader for Events {
         if let Some(u) = v.get("usage").and_then(usage_of) {
             reply.usage = Some(u);
         }
-        for choice in v
-            .get("choices")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for choice in items(&v, "/choices") {
             if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
                 continue;
             }
@@ -359,12 +354,7 @@ impl EventReader for Events {
             if let Some(text) = delta.get("content").and_then(Value::as_str) {
                 reply.text(text);
             }
-            for call in delta
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+            for call in items(&delta, "/tool_calls") {
                 let i = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
                 if i > 1024 {
                     return Err(Error::provider(

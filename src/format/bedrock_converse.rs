@@ -480,7 +480,7 @@ mod tests {
         assert!(m.prepare_request(&bad, false).is_err());
         let tiff = vec![said(Role::User, vec![image("image/tiff", "AA==")])];
         let e = m.prepare_request(&tiff, false).unwrap_err();
-        assert!(e.message.contains("not image/tiff"), "{}", e.message);
+        assert_mentions(&e, "not image/tiff");
     }
 
     /// The user guide's tool example (docs.aws.amazon.com/bedrock/latest/userguide/
@@ -768,11 +768,7 @@ mod tests {
             cut.feed(e).unwrap();
         }
         let e = cut.finish().unwrap_err();
-        assert!(
-            e.message.contains("ended before the reply was complete"),
-            "{}",
-            e.message
-        );
+        assert_mentions(&e, "ended before the reply was complete");
 
         let mut bad = m.decoder();
         assert!(bad

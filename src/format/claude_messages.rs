@@ -542,9 +542,9 @@ mod tests {
         );
         // Values keep their case; out-of-range values are refused with the accepted names.
         let e = m.set_parameter("temperature", json!(1.5)).unwrap_err();
-        assert!(e.message.contains("outside"), "{}", e.message);
+        assert_mentions(&e, "outside");
         let e = m.set_parameter("stop", json!("x")).unwrap_err();
-        assert!(e.message.contains("stop_sequences"), "{}", e.message);
+        assert_mentions(&e, "stop_sequences");
     }
 
     // https://docs.anthropic.com/en/docs/build-with-claude/vision: base64 and URL sources.
@@ -843,7 +843,7 @@ data: {"type":"message_stop"}
                 data: "{\"type\": \"content_bl".into(),
             })
             .unwrap_err();
-        assert!(e.message.contains("invalid JSON"), "{}", e.message);
+        assert_mentions(&e, "invalid JSON");
     }
 
     #[test]

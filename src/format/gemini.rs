@@ -964,21 +964,17 @@ mod tests {
         let e = ModelConfiguration::new(&Gemini, "m")
             .extract(blocked)
             .unwrap_err();
-        assert!(
-            e.message.contains("blocked the prompt (SAFETY)"),
-            "{}",
-            e.message
-        );
+        assert_mentions(&e, "blocked the prompt (SAFETY)");
         let reply = br#"{"candidates":[{"finishReason":"SAFETY","index":0}]}"#;
         let e = ModelConfiguration::new(&Gemini, "m")
             .extract(reply)
             .unwrap_err();
-        assert!(e.message.contains("finishReason SAFETY"), "{}", e.message);
+        assert_mentions(&e, "finishReason SAFETY");
         let mut d = ModelConfiguration::new(&Gemini, "m").decoder();
         let e = d
             .feed(&StreamEvent::data(std::str::from_utf8(blocked).unwrap()))
             .unwrap_err();
-        assert!(e.message.contains("blocked the prompt"), "{}", e.message);
+        assert_mentions(&e, "blocked the prompt");
     }
 
     #[test]

@@ -816,7 +816,7 @@ mod tests {
         assert!(m.set_parameter("keep_alive", json!("soon")).is_err());
         assert!(m.set_parameter("options", json!("[1]")).is_err());
         let e = m.set_parameter("temp", json!(1)).unwrap_err();
-        assert!(e.message.contains("num_ctx"), "{}", e.message);
+        assert_mentions(&e, "num_ctx");
         m.set_parameter("format", Value::Null).unwrap();
         assert!(!m.parameters.contains_key("format"));
     }
@@ -888,6 +888,6 @@ mod tests {
             "an error was encountered while running the model"
         );
         let e = d.feed(&StreamEvent::data("{\"model\":")).unwrap_err();
-        assert!(e.message.contains("invalid JSON"), "{}", e.message);
+        assert_mentions(&e, "invalid JSON");
     }
 }

@@ -392,11 +392,7 @@ mod tests {
         strict.call_piece(0, None, None, "{oops");
         strict.complete();
         let e = strict.finish().unwrap_err();
-        assert!(
-            e.message.contains("tool call one are not JSON"),
-            "{}",
-            e.message
-        );
+        assert_mentions(&e, "tool call one are not JSON");
     }
 
     #[test]

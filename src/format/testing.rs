@@ -1,12 +1,13 @@
 //! Test-only builders of what the formats' tests feed in: messages of given parts, tool calls
 //! and results, image parts, named stream events, and SSE text run through a decoder. Every
 //! format's tests (and the agent's) build their fixtures with these, so a fixture's shape is
-//! written once. It must never be compiled outside tests nor hold an assertion.
+//! written once; `assert_mentions` is the check of an error's words they all make. It must
+//! never be compiled outside tests.
 
 use serde_json::Value;
 
 use super::{StreamDecoder, StreamEvent};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role};
 
 /// A message of `role` with these parts.
@@ -90,4 +91,10 @@ pub fn feed_sse(d: &mut StreamDecoder, sse: &str) -> Result<Vec<String>> {
         deltas.extend(d.feed(&StreamEvent { event, data })?);
     }
     Ok(deltas)
+}
+
+/// Asserts that error `e` says `words`, showing its message when it does not.
+#[track_caller]
+pub fn assert_mentions(e: &Error, words: &str) {
+    assert!(e.message.contains(words), "{}", e.message);
 }

@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
 use super::Parameters;
-use super::{items, object_parameter, text_of, CallNames};
+use super::{items, object_parameter, str_at, text_of, CallNames};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
@@ -341,13 +341,6 @@ fn safety_settings(value: Value) -> Result<Value> {
         )),
         _ => Err(bad()),
     }
-}
-
-fn str_at(v: &Value, pointer: &str) -> Option<String> {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
 }
 
 /// The media type of an image URL, from its extension (`fileData` needs one).

@@ -315,6 +315,14 @@ pub(crate) fn items<'a>(v: &'a Value, at: &str) -> impl Iterator<Item = &'a Valu
         .flatten()
 }
 
+/// The string at JSON pointer `at` in `v`, `None` when it is absent or empty.
+pub(crate) fn str_at(v: &Value, at: &str) -> Option<String> {
+    v.pointer(at)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
 /// The refusal of tools by a format without native tool calls.
 pub fn no_native_tools(format: &str) -> Error {
     Error::invalid_params(format!(

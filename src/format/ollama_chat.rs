@@ -18,7 +18,8 @@ use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
 use super::Parameters;
 use super::{
-    arguments_object, chat_message, function_tools, items, object_parameter, text_of, CallNames,
+    arguments_object, chat_message, function_tools, items, object_parameter, str_at, text_of,
+    CallNames,
 };
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
@@ -272,8 +273,8 @@ impl Format for OllamaChat {
         Ok(ModelReply::assistant(
             content,
             usage_of(&v),
-            str_of(&v, "done_reason"),
-            str_of(&v, "model"),
+            str_at(&v, "/done_reason"),
+            str_at(&v, "/model"),
         ))
     }
 
@@ -325,13 +326,6 @@ fn special_value(name: &'static str, value: Value) -> Result<Value> {
         }
         _ => Err(bad("expected a duration such as \"5m\", or seconds")),
     }
-}
-
-fn str_of(v: &Value, key: &str) -> Option<String> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
 }
 
 /// `{"error": "..."}`, Ollama's error shape (also used in a stream).
@@ -456,7 +450,7 @@ impl EventReader for Events {
         if let Some(err) = error_of(&v) {
             return Err(err);
         }
-        if let Some(model) = str_of(&v, "model") {
+        if let Some(model) = str_at(&v, "/model") {
             reply.model = Some(model);
         }
         if let Some(msg) = v.get("message") {
@@ -470,7 +464,7 @@ impl EventReader for Events {
         if v.get("done").and_then(Value::as_bool) == Some(true) {
             reply.complete();
             reply.usage = usage_of(&v);
-            reply.finish_reason = str_of(&v, "done_reason");
+            reply.finish_reason = str_at(&v, "/done_reason");
         }
         Ok(())
     }

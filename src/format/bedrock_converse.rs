@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::body_json;
-use super::{items, str_field};
+use super::wire::{items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,

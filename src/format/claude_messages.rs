@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json};
-use super::{arguments_object, str_field};
+use super::wire::{arguments_object, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,

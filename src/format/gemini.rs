@@ -18,8 +18,8 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
+use super::wire::{items, object_parameter, str_at, text_of, CallNames};
 use super::Parameters;
-use super::{items, object_parameter, str_at, text_of, CallNames};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json, parse_arguments};
-use super::{chat_message, function_tools, items, str_field};
+use super::wire::{chat_message, function_tools, items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,

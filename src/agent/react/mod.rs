@@ -17,7 +17,8 @@ pub use parse::{parse, Action, Parsed, Step, StreamFilter};
 use super::tool_loop::{Rounds, ToolLoop};
 use super::{AIAgent, TurnSteps};
 use crate::error::Result;
-use crate::format::{text_of, ModelConfiguration, RequestOptions, ToolSpec};
+use crate::format::wire::text_of;
+use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
 use crate::message::{Message, Part, Role};
 
 /// What the model must not write itself: genai writes the observations. A ReAct request adds

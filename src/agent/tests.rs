@@ -14,6 +14,7 @@ use super::testing::{
 use super::{AIAgent, PromptOutcome, ToolLoop};
 use crate::config::ToolMode;
 use crate::error::ErrorKind;
+use crate::format::testing::assert_mentions;
 use crate::format::ToolSpec;
 use crate::message::{Message, Part, Role};
 use crate::store::Store;
@@ -133,11 +134,7 @@ async fn a_failed_turn_commits_nothing() {
         .send_prompt(vec![Message::user("hi")], Some(&on_delta), &cancel)
         .await
         .unwrap_err();
-    assert!(
-        e.message.contains("ended before the reply was complete"),
-        "{}",
-        e.message
-    );
+    assert_mentions(&e, "ended before the reply was complete");
     assert_eq!(*shown.lock().unwrap(), "Hello", "the deltas did stream");
     assert_eq!(stored(&store), (None, vec![]));
     assert!(a.history().unwrap().is_empty());

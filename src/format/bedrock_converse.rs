@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::body_json;
-use super::str_field;
+use super::wire::{items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -170,12 +170,7 @@ impl Format for BedrockConverse {
         };
         let mut content = Vec::new();
         let mut text = String::new();
-        for block in message
-            .get("content")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for block in items(message, "/content") {
             if let Some(t) = block.get("text").and_then(Value::as_str) {
                 text.push_str(t);
             } else if let Some(u) = block.get("toolUse") {
@@ -400,14 +395,8 @@ impl EventReader for Events {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{ModelConfiguration, RequestOptions, ToolCallDelta, ToolSpec};
-
-    fn ev(kind: &str, data: &str) -> StreamEvent {
-        StreamEvent {
-            event: Some(kind.to_string()),
-            data: data.to_string(),
-        }
-    }
+    use crate::format::testing::*;
+    use crate::format::{ModelConfiguration, ToolCallDelta, ToolSpec};
 
     /// The request shape of the Converse API reference's Request Syntax
     /// (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html) and of the
@@ -425,18 +414,13 @@ mod tests {
             .unwrap();
         let messages = vec![
             Message::system("You are an app that creates playlists for a radio station."),
-            Message {
-                role: Role::User,
-                content: vec![
+            said(
+                Role::User,
+                vec![
                     Part::text("What's in this image?"),
-                    Part::Image {
-                        url: None,
-                        media_type: Some("image/png".into()),
-                        data: Some("iVBORw0KGgo=".into()),
-                    },
+                    image("image/png", "iVBORw0KGgo="),
                 ],
-                from: None,
-            },
+            ),
             Message::assistant("A cat."),
             Message::user("Create a list of 3 pop songs."),
         ];
@@ -466,27 +450,17 @@ mod tests {
         let m = ModelConfiguration::new(&BedrockConverse, "m");
         let messages = vec![
             Message::user("Weather in Paris?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![Part::ToolCall {
-                    id: "tooluse_1".into(),
-                    name: "weather".into(),
-                    arguments: json!({"city": "Paris"}),
-                    signature: None,
-                }],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![Part::ToolResult {
-                    tool_call_id: "tooluse_1".into(),
-                    content: vec![Part::Json {
+            calling("tooluse_1", "weather", json!({"city": "Paris"})),
+            said(
+                Role::Tool,
+                vec![result(
+                    "tooluse_1",
+                    vec![Part::Json {
                         value: json!({"c": 21}),
                     }],
-                    is_error: false,
-                }],
-                from: None,
-            },
+                    false,
+                )],
+            ),
             Message::user("Thanks"),
         ];
         let body = m.prepare_request(&messages, true).unwrap().body;
@@ -502,27 +476,11 @@ mod tests {
                 {"text": "Thanks"}
             ]})
         );
-        let bad = vec![Message {
-            role: Role::User,
-            content: vec![Part::Image {
-                url: Some("https://x/y.png".into()),
-                media_type: None,
-                data: None,
-            }],
-            from: None,
-        }];
+        let bad = vec![said(Role::User, vec![image_url("https://x/y.png")])];
         assert!(m.prepare_request(&bad, false).is_err());
-        let tiff = vec![Message {
-            role: Role::User,
-            content: vec![Part::Image {
-                url: None,
-                media_type: Some("image/tiff".into()),
-                data: Some("AA==".into()),
-            }],
-            from: None,
-        }];
+        let tiff = vec![said(Role::User, vec![image("image/tiff", "AA==")])];
         let e = m.prepare_request(&tiff, false).unwrap_err();
-        assert!(e.message.contains("not image/tiff"), "{}", e.message);
+        assert_mentions(&e, "not image/tiff");
     }
 
     /// The user guide's tool example (docs.aws.amazon.com/bedrock/latest/userguide/
@@ -551,43 +509,32 @@ mod tests {
         };
         let messages = vec![
             Message::user("What is the most popular song on WZPZ and on WKRP?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![
+            said(
+                Role::Assistant,
+                vec![
                     use_of("tooluse_kZJMlvQmRJ6eAyJE5GIl7Q", "WZPZ"),
                     use_of("tooluse_2", "WKRP"),
                 ],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![
-                    Part::ToolResult {
-                        tool_call_id: "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q".into(),
-                        content: vec![Part::Json {
+            ),
+            said(
+                Role::Tool,
+                vec![
+                    result(
+                        "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q",
+                        vec![Part::Json {
                             value: json!({"song": "Elemental Hotel", "artist": "8 Storey Hike"}),
                         }],
-                        is_error: false,
-                    },
-                    Part::ToolResult {
-                        tool_call_id: "tooluse_2".into(),
-                        content: vec![Part::text("Station WKRP not found.")],
-                        is_error: true,
-                    },
+                        false,
+                    ),
+                    result(
+                        "tooluse_2",
+                        vec![Part::text("Station WKRP not found.")],
+                        true,
+                    ),
                 ],
-                from: None,
-            },
+            ),
         ];
-        let body = m
-            .prepare(
-                &messages,
-                &RequestOptions {
-                    tools: &tools,
-                    ..RequestOptions::plain(false)
-                },
-            )
-            .unwrap()
-            .body;
+        let body = m.prepare_with_tools(&messages, &tools).unwrap().body;
         assert_eq!(
             body,
             json!({
@@ -629,36 +576,36 @@ mod tests {
     #[test]
     fn streamed_tool_uses_become_deltas() {
         let events = [
-            ev("messageStart", r#"{"role":"assistant"}"#),
-            ev(
+            event("messageStart", r#"{"role":"assistant"}"#),
+            event(
                 "contentBlockDelta",
                 r#"{"contentBlockIndex":0,"delta":{"text":"Checking both."}}"#,
             ),
-            ev("contentBlockStop", r#"{"contentBlockIndex":0}"#),
-            ev(
+            event("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+            event(
                 "contentBlockStart",
                 r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_a","name":"top_song"}}}"#,
             ),
-            ev(
+            event(
                 "contentBlockDelta",
                 r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\": "}}}"#,
             ),
-            ev(
+            event(
                 "contentBlockDelta",
                 r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"\"WZPZ\"}"}}}"#,
             ),
-            ev("contentBlockStop", r#"{"contentBlockIndex":1}"#),
-            ev(
+            event("contentBlockStop", r#"{"contentBlockIndex":1}"#),
+            event(
                 "contentBlockStart",
                 r#"{"contentBlockIndex":2,"start":{"toolUse":{"toolUseId":"tooluse_b","name":"top_song"}}}"#,
             ),
-            ev(
+            event(
                 "contentBlockDelta",
                 r#"{"contentBlockIndex":2,"delta":{"toolUse":{"input":"{\"sign\": \"WKRP\"}"}}}"#,
             ),
-            ev("contentBlockStop", r#"{"contentBlockIndex":2}"#),
-            ev("messageStop", r#"{"stopReason":"tool_use"}"#),
-            ev(
+            event("contentBlockStop", r#"{"contentBlockIndex":2}"#),
+            event("messageStop", r#"{"stopReason":"tool_use"}"#),
+            event(
                 "metadata",
                 r#"{"usage":{"inputTokens":30,"outputTokens":20,"totalTokens":50},"metrics":{"latencyMs":100}}"#,
             ),
@@ -771,31 +718,31 @@ mod tests {
     #[test]
     fn golden_stream_and_a_cut_one() {
         let events = [
-            ev("messageStart", r#"{"role":"assistant"}"#),
-            ev(
+            event("messageStart", r#"{"role":"assistant"}"#),
+            event(
                 "contentBlockDelta",
                 r#"{"contentBlockIndex":0,"delta":{"text":"Hello"}}"#,
             ),
-            ev(
+            event(
                 "contentBlockDelta",
                 r#"{"contentBlockIndex":0,"delta":{"text":" there"}}"#,
             ),
-            ev("contentBlockStop", r#"{"contentBlockIndex":0}"#),
-            ev(
+            event("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+            event(
                 "contentBlockStart",
                 r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"top_song"}}}"#,
             ),
-            ev(
+            event(
                 "contentBlockDelta",
                 r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\":"}}}"#,
             ),
-            ev(
+            event(
                 "contentBlockDelta",
                 r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"\"WZPZ\"}"}}}"#,
             ),
-            ev("contentBlockStop", r#"{"contentBlockIndex":1}"#),
-            ev("messageStop", r#"{"stopReason":"tool_use"}"#),
-            ev(
+            event("contentBlockStop", r#"{"contentBlockIndex":1}"#),
+            event("messageStop", r#"{"stopReason":"tool_use"}"#),
+            event(
                 "metadata",
                 r#"{"usage":{"inputTokens":12,"outputTokens":7,"totalTokens":19},"metrics":{"latencyMs":321}}"#,
             ),
@@ -821,16 +768,14 @@ mod tests {
             cut.feed(e).unwrap();
         }
         let e = cut.finish().unwrap_err();
-        assert!(
-            e.message.contains("ended before the reply was complete"),
-            "{}",
-            e.message
-        );
+        assert_mentions(&e, "ended before the reply was complete");
 
         let mut bad = m.decoder();
-        assert!(bad.feed(&ev("contentBlockDelta", "{\"delta\":")).is_err());
+        assert!(bad
+            .feed(&event("contentBlockDelta", "{\"delta\":"))
+            .is_err());
         let e = bad
-            .feed(&ev(
+            .feed(&event(
                 "validationException",
                 r#"{"message":"Malformed input request"}"#,
             ))

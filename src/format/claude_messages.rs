@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json};
-use super::str_field;
+use super::wire::{arguments_object, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -245,11 +245,7 @@ fn blocks_of(parts: &[Part]) -> Result<Vec<Value>> {
                 ..
             } => {
                 // `input` must be an object.
-                let input = match arguments {
-                    Value::Object(_) => arguments.clone(),
-                    Value::Null => json!({}),
-                    other => json!({"value": other}),
-                };
+                let input = arguments_object(arguments);
                 blocks.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
             }
             Part::ToolResult {
@@ -477,33 +473,8 @@ impl EventReader for Events {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::testing::*;
     use crate::format::ModelConfiguration;
-
-    fn user_parts(parts: Vec<Part>) -> Message {
-        Message {
-            role: Role::User,
-            content: parts,
-            from: None,
-        }
-    }
-
-    /// Feeds SSE text (`event:` and `data:` lines, blank-line separated) to a decoder.
-    fn feed_sse(d: &mut StreamDecoder, sse: &str) -> Result<Vec<String>> {
-        let mut deltas = Vec::new();
-        for block in sse.split("\n\n").filter(|b| !b.trim().is_empty()) {
-            let mut event = None;
-            let mut data = String::new();
-            for line in block.lines() {
-                if let Some(e) = line.strip_prefix("event: ") {
-                    event = Some(e.to_string());
-                } else if let Some(d) = line.strip_prefix("data: ") {
-                    data.push_str(d);
-                }
-            }
-            deltas.extend(d.feed(&StreamEvent { event, data })?);
-        }
-        Ok(deltas)
-    }
 
     // https://docs.anthropic.com/en/api/messages: the documented minimal request.
     #[test]
@@ -571,34 +542,19 @@ mod tests {
         );
         // Values keep their case; out-of-range values are refused with the accepted names.
         let e = m.set_parameter("temperature", json!(1.5)).unwrap_err();
-        assert!(e.message.contains("outside"), "{}", e.message);
+        assert_mentions(&e, "outside");
         let e = m.set_parameter("stop", json!("x")).unwrap_err();
-        assert!(e.message.contains("stop_sequences"), "{}", e.message);
+        assert_mentions(&e, "stop_sequences");
     }
 
     // https://docs.anthropic.com/en/docs/build-with-claude/vision: base64 and URL sources.
     #[test]
     fn golden_image_request() {
         let m = ModelConfiguration::new(&ClaudeMessages, "claude-sonnet-4-5");
-        let msg = user_parts(vec![
-            Part::Image {
-                url: None,
-                media_type: Some("image/jpeg".into()),
-                data: Some("/9j/4AAQSkZJRg==".into()),
-            },
-            Part::Image {
-                url: Some(
-                    "https://upload.wikimedia.org/wikipedia/commons/a/a7/Camponotus_flavomarginatus_ant.jpg"
-                        .into(),
-                ),
-                media_type: None,
-                data: None,
-            },
-            Part::Image {
-                url: Some("data:image/png;base64,iVBORw0KGgo=".into()),
-                media_type: None,
-                data: None,
-            },
+        let msg = said(Role::User, vec![
+            image("image/jpeg", "/9j/4AAQSkZJRg=="),
+            image_url("https://upload.wikimedia.org/wikipedia/commons/a/a7/Camponotus_flavomarginatus_ant.jpg"),
+            image_url("data:image/png;base64,iVBORw0KGgo="),
             Part::text("Describe this image."),
         ]);
         let body = m.prepare_request(&[msg], false).unwrap().body;
@@ -612,11 +568,14 @@ mod tests {
             ]}])
         );
         assert_eq!(m.images(), ImageSupport::ALL);
-        let bad = user_parts(vec![Part::Image {
-            url: None,
-            media_type: None,
-            data: Some("AAAA".into()),
-        }]);
+        let bad = said(
+            Role::User,
+            vec![Part::Image {
+                url: None,
+                media_type: None,
+                data: Some("AAAA".into()),
+            }],
+        );
         assert!(m.prepare_request(&[bad], false).is_err());
     }
 
@@ -627,26 +586,24 @@ mod tests {
         let m = ModelConfiguration::new(&ClaudeMessages, "claude-sonnet-4-5");
         let messages = [
             Message::user("What's the weather like in San Francisco?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![
+            said(
+                Role::Assistant,
+                vec![
                     Part::text("I'll check the weather."),
-                    Part::ToolCall {
-                        id: "toolu_01A09q90qw90lq917835lq9".into(),
-                        name: "get_weather".into(),
-                        arguments: json!({"location": "San Francisco, CA", "unit": "celsius"}),
-                        signature: None,
-                    },
+                    call(
+                        "toolu_01A09q90qw90lq917835lq9",
+                        "get_weather",
+                        json!({"location": "San Francisco, CA", "unit": "celsius"}),
+                    ),
                 ],
-                from: None,
-            },
+            ),
             Message {
                 role: Role::Tool,
-                content: vec![Part::ToolResult {
-                    tool_call_id: "toolu_01A09q90qw90lq917835lq9".into(),
-                    content: vec![Part::text("15 degrees")],
-                    is_error: false,
-                }],
+                content: vec![result(
+                    "toolu_01A09q90qw90lq917835lq9",
+                    vec![Part::text("15 degrees")],
+                    false,
+                )],
                 from: Some("get_weather".into()),
             },
             Message::user("And tomorrow?"),
@@ -714,12 +671,11 @@ mod tests {
         assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
         assert_eq!(
             r.message.content[1],
-            Part::ToolCall {
-                id: "toolu_01A09q90qw90lq917835lq9".into(),
-                name: "get_weather".into(),
-                arguments: json!({"location": "San Francisco, CA", "unit": "celsius"}),
-                signature: None,
-            }
+            call(
+                "toolu_01A09q90qw90lq917835lq9",
+                "get_weather",
+                json!({"location": "San Francisco, CA", "unit": "celsius"})
+            )
         );
         // https://docs.anthropic.com/en/api/errors
         let e = ModelConfiguration::new(&ClaudeMessages, "m")
@@ -832,12 +788,11 @@ data: {"type":"message_stop"}
         assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
         assert_eq!(
             r.message.content[1],
-            Part::ToolCall {
-                id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
-                name: "get_weather".into(),
-                arguments: json!({"location": "San Francisco, CA", "unit": "fahrenheit"}),
-                signature: None,
-            }
+            call(
+                "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+                "get_weather",
+                json!({"location": "San Francisco, CA", "unit": "fahrenheit"})
+            )
         );
         assert_eq!(
             r.usage,
@@ -888,7 +843,7 @@ data: {"type":"message_stop"}
                 data: "{\"type\": \"content_bl".into(),
             })
             .unwrap_err();
-        assert!(e.message.contains("invalid JSON"), "{}", e.message);
+        assert_mentions(&e, "invalid JSON");
     }
 
     #[test]

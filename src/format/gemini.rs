@@ -14,13 +14,11 @@
 //! function) in a user turn. A call without an `id` (older models) gets `call_N`, unique in its
 //! reply; such made-up ids are never sent back to the API.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
-use super::text_of;
+use super::wire::{items, object_parameter, str_at, text_of, CallNames};
 use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
@@ -127,10 +125,7 @@ pub struct Gemini;
 /// The `generationConfig` object of these parameters: the `generation_config` parameter, then
 /// every sampling parameter over it.
 fn generation_config(parameters: &Map<String, Value>) -> Map<String, Value> {
-    let mut config = match parameters.get("generation_config") {
-        Some(Value::Object(o)) => o.clone(),
-        _ => Map::new(),
-    };
+    let mut config = object_parameter(parameters, "generation_config");
     for (name, field) in GENERATION_CONFIG {
         if let Some(v) = parameters.get(*name) {
             config.insert(field.to_string(), v.clone());
@@ -177,16 +172,12 @@ impl Format for Gemini {
         let (_, parameters, messages, options) = request.parts();
         let parameters = with_stops(PARAMETERS, parameters, options.stop);
         // A functionResponse names its function, which a result knows only by call id: the
-        // latest call with that id before it (made-up ids repeat from one reply to the next).
-        let mut names: HashMap<&str, &str> = HashMap::new();
+        // latest call with that id before it.
+        let mut names = CallNames::default();
         let mut body = Map::new();
         let mut contents = Vec::new();
         for m in messages {
-            for part in &m.content {
-                if let Part::ToolCall { id, name, .. } = part {
-                    names.insert(id, name);
-                }
-            }
+            names.learn(m);
             let parts = parts_of(m, &names)?;
             if parts.is_empty() {
                 continue;
@@ -352,13 +343,6 @@ fn safety_settings(value: Value) -> Result<Value> {
     }
 }
 
-fn str_at(v: &Value, pointer: &str) -> Option<String> {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-}
-
 /// The media type of an image URL, from its extension (`fileData` needs one).
 fn media_type_of(url: &str) -> &'static str {
     let path = url
@@ -377,7 +361,7 @@ fn media_type_of(url: &str) -> &'static str {
 }
 
 /// The Gemini `parts` of one message.
-fn parts_of(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
+fn parts_of(m: &Message, names: &CallNames<'_>) -> Result<Vec<Value>> {
     let mut parts = Vec::new();
     for part in &m.content {
         parts.push(match part {
@@ -428,10 +412,7 @@ fn parts_of(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
                 content,
                 is_error,
             } => {
-                let name = names
-                    .get(tool_call_id.as_str())
-                    .copied()
-                    .unwrap_or(tool_call_id);
+                let name = names.get(tool_call_id).unwrap_or(tool_call_id);
                 // `output` and `error` are the keys the API documents; a lone JSON object is
                 // the whole response.
                 let response = match content.as_slice() {
@@ -478,12 +459,7 @@ fn check_answer(v: &Value) -> Result<()> {
 /// Adds a candidate's function calls to `reply` and returns its text (thoughts left out).
 fn read_parts(candidate: &Value, reply: &mut ReplyBuilder) -> String {
     let mut text = String::new();
-    for part in candidate
-        .pointer("/content/parts")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for part in items(candidate, "/content/parts") {
         if part.get("thought").and_then(Value::as_bool) == Some(true) {
             continue;
         }
@@ -594,15 +570,8 @@ mod tests {
     //! Shapes from https://ai.google.dev/api/generate-content and
     //! https://ai.google.dev/gemini-api/docs/text-generation (REST examples).
     use super::*;
-    use crate::format::{ModelConfiguration, RequestOptions};
-
-    fn user(text: &str) -> Message {
-        Message {
-            role: Role::User,
-            content: vec![Part::text(text)],
-            from: None,
-        }
-    }
+    use crate::format::testing::*;
+    use crate::format::ModelConfiguration;
 
     #[test]
     fn request_matches_the_documented_shape() {
@@ -615,15 +584,14 @@ mod tests {
             .unwrap();
         let msgs = [
             Message::system("You are a cat. Your name is Neko."),
-            user("Hello"),
-            Message {
-                role: Role::Assistant,
-                content: vec![Part::text(
+            Message::user("Hello"),
+            said(
+                Role::Assistant,
+                vec![Part::text(
                     "Great to meet you. What would you like to know?",
                 )],
-                from: None,
-            },
-            user("I have two dogs in my house. How many paws are in my house?"),
+            ),
+            Message::user("I have two dogs in my house. How many paws are in my house?"),
         ];
         let req = m.prepare_request(&msgs, false).unwrap();
         assert_eq!(
@@ -646,44 +614,16 @@ mod tests {
     #[test]
     fn images_tools_and_config_objects() {
         let msgs = [
-            Message {
-                role: Role::User,
-                content: vec![
-                    Part::Image {
-                        url: None,
-                        media_type: Some("image/jpeg".into()),
-                        data: Some("/9j/4AAQ".into()),
-                    },
-                    Part::Image {
-                        url: Some(
-                            "https://generativelanguage.googleapis.com/v1beta/files/abc.png".into(),
-                        ),
-                        media_type: None,
-                        data: None,
-                    },
+            said(
+                Role::User,
+                vec![
+                    image("image/jpeg", "/9j/4AAQ"),
+                    image_url("https://generativelanguage.googleapis.com/v1beta/files/abc.png"),
                     Part::text("Caption this image."),
                 ],
-                from: None,
-            },
-            Message {
-                role: Role::Assistant,
-                content: vec![Part::ToolCall {
-                    id: "call_0".into(),
-                    name: "get_weather".into(),
-                    arguments: json!({"location": "Paris"}),
-                    signature: None,
-                }],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![Part::ToolResult {
-                    tool_call_id: "call_0".into(),
-                    content: vec![Part::text("22 C")],
-                    is_error: false,
-                }],
-                from: None,
-            },
+            ),
+            calling("call_0", "get_weather", json!({"location": "Paris"})),
+            answered("call_0", "22 C"),
         ];
         let mut m = ModelConfiguration::new(&Gemini, "gemini-2.5-flash");
         m.set_parameter(
@@ -775,12 +715,11 @@ mod tests {
         let r = ModelConfiguration::new(&Gemini, "m").extract(body).unwrap();
         assert_eq!(
             r.message.content,
-            vec![Part::ToolCall {
-                id: "call_0".into(),
-                name: "schedule_meeting".into(),
-                arguments: json!({"attendees": ["Bob", "Alice"], "date": "2025-03-27"}),
-                signature: None,
-            }]
+            vec![call(
+                "call_0",
+                "schedule_meeting",
+                json!({"attendees": ["Bob", "Alice"], "date": "2025-03-27"})
+            )]
         );
         assert_eq!(r.usage.unwrap().output_tokens, 12);
         let mut d = ModelConfiguration::new(&Gemini, "m").decoder();
@@ -805,45 +744,12 @@ mod tests {
         };
         assert_eq!(signature.as_deref(), Some("CiQBVKhc7oK3"));
         let mut messages = vec![Message::user("Weather in Paris?"), reply.message.clone()];
-        messages.push(Message {
-            role: Role::Tool,
-            content: vec![Part::ToolResult {
-                tool_call_id: "call_0".into(),
-                content: vec![Part::text("18°C")],
-                is_error: false,
-            }],
-            from: None,
-        });
+        messages.push(answered("call_0", "18°C"));
         let body = m.prepare_request(&messages, false).unwrap().body;
         assert_eq!(
             body["contents"][1]["parts"][0],
             json!({"functionCall": {"name": "get_weather", "args": {"location": "Paris"}}, "thoughtSignature": "CiQBVKhc7oK3"})
         );
-    }
-
-    fn call(id: &str, name: &str, arguments: Value) -> Part {
-        Part::ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments,
-            signature: None,
-        }
-    }
-
-    fn result(id: &str, content: Vec<Part>, is_error: bool) -> Part {
-        Part::ToolResult {
-            tool_call_id: id.into(),
-            content,
-            is_error,
-        }
-    }
-
-    fn said(role: Role, content: Vec<Part>) -> Message {
-        Message {
-            role,
-            content,
-            from: None,
-        }
     }
 
     // The Gemini cookbook's "Function calling with REST"
@@ -880,7 +786,7 @@ mod tests {
             {"name": "Regal Edwards 14", "address": "245 Castro St, Mountain View, CA 94040"}
         ]});
         let msgs = [
-            user("Which theaters in Mountain View show Barbie movie?"),
+            Message::user("Which theaters in Mountain View show Barbie movie?"),
             said(
                 Role::Assistant,
                 vec![
@@ -914,16 +820,7 @@ mod tests {
                 vec![result("call_0", vec![Part::text("Mountain View")], false)],
             ),
         ];
-        let b = m
-            .prepare(
-                &msgs,
-                &RequestOptions {
-                    tools: &tools,
-                    ..RequestOptions::plain(false)
-                },
-            )
-            .unwrap()
-            .body;
+        let b = m.prepare_with_tools(&msgs, &tools).unwrap().body;
         assert_eq!(
             b["tools"],
             json!([{"functionDeclarations": [
@@ -969,7 +866,7 @@ mod tests {
         let ids: Vec<String> = r.message.tool_calls().into_iter().map(|c| c.0).collect();
         assert_eq!(ids, ["fc-7f3a", "call_1"]);
         let msgs = [
-            user("Barbie?"),
+            Message::user("Barbie?"),
             r.message.clone(),
             said(
                 Role::Tool,
@@ -1060,21 +957,17 @@ mod tests {
         let e = ModelConfiguration::new(&Gemini, "m")
             .extract(blocked)
             .unwrap_err();
-        assert!(
-            e.message.contains("blocked the prompt (SAFETY)"),
-            "{}",
-            e.message
-        );
+        assert_mentions(&e, "blocked the prompt (SAFETY)");
         let reply = br#"{"candidates":[{"finishReason":"SAFETY","index":0}]}"#;
         let e = ModelConfiguration::new(&Gemini, "m")
             .extract(reply)
             .unwrap_err();
-        assert!(e.message.contains("finishReason SAFETY"), "{}", e.message);
+        assert_mentions(&e, "finishReason SAFETY");
         let mut d = ModelConfiguration::new(&Gemini, "m").decoder();
         let e = d
             .feed(&StreamEvent::data(std::str::from_utf8(blocked).unwrap()))
             .unwrap_err();
-        assert!(e.message.contains("blocked the prompt"), "{}", e.message);
+        assert_mentions(&e, "blocked the prompt");
     }
 
     #[test]

@@ -458,6 +458,7 @@ impl EventReader for Events {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::testing::*;
     use crate::format::ModelConfiguration;
 
     fn model(params: Value) -> ModelConfiguration {
@@ -491,11 +492,7 @@ mod tests {
     fn defaults_fill_missing_values_and_missing_ones_are_all_named() {
         let t = r#"{"t": ${parameters.temperature:-0.3}, "u": "${parameters.user:-anon \"x\"}", "a": ${parameters.a}, "b": "${parameters.b}"}"#;
         let e = render(t, &Map::new()).unwrap_err();
-        assert!(
-            e.message.contains("${parameters.a}, ${parameters.b}"),
-            "{}",
-            e.message
-        );
+        assert_mentions(&e, "${parameters.a}, ${parameters.b}");
         let out = render(t, &values(json!({"a": 1, "b": 2}))).unwrap();
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v, json!({"t": 0.3, "u": "anon \"x\"", "a": 1, "b": "2"}));
@@ -504,15 +501,11 @@ mod tests {
     #[test]
     fn unknown_and_unclosed_placeholders_are_refused() {
         let e = render(r#"{"a": "${env.HOME}"}"#, &Map::new()).unwrap_err();
-        assert!(
-            e.message.contains("unknown placeholder `${env.HOME}`"),
-            "{}",
-            e.message
-        );
+        assert_mentions(&e, "unknown placeholder `${env.HOME}`");
         let e = render(r#"{"a": 1} ${parameters.x"#, &Map::new()).unwrap_err();
-        assert!(e.message.contains("unclosed"), "{}", e.message);
+        assert_mentions(&e, "unclosed");
         let e = render(r#"{"a": ${credential.key}}"#, &Map::new()).unwrap_err();
-        assert!(e.message.contains("inside a JSON string"), "{}", e.message);
+        assert_mentions(&e, "inside a JSON string");
     }
 
     #[test]
@@ -558,19 +551,16 @@ mod tests {
             json!({"request_body": r#"{"p": "${parameters.prompt}", "k": ${parameters.top_k:-5}}"#}),
         );
         let e = m.set_parameter("temprature", json!(1)).unwrap_err();
-        assert!(
-            e.message.contains(
-                "accepted: request_body, response_filter, stream_filter, stream_done, top_k"
-            ),
-            "{}",
-            e.message
+        assert_mentions(
+            &e,
+            "accepted: request_body, response_filter, stream_filter, stream_done, top_k",
         );
         let e = m.set_parameter("messages", json!("x")).unwrap_err();
-        assert!(e.message.contains("filled by genai"), "{}", e.message);
+        assert_mentions(&e, "filled by genai");
         m.set_parameter("TOP_K", json!(3)).unwrap_err(); // names of the template are exact
         m.set_parameter("top_k", json!(3)).unwrap();
         let e = m.set_parameter("response_filter", json!("$[")).unwrap_err();
-        assert!(e.message.contains("not a JSONPath"), "{}", e.message);
+        assert_mentions(&e, "not a JSONPath");
         // A parameter set before the template (config order) is checked when sending.
         let mut early = ModelConfiguration::new(&HttpTemplate, "m");
         early.set_parameter("extra", json!(1)).unwrap();
@@ -580,7 +570,7 @@ mod tests {
         let e = early
             .prepare_request(&[Message::user("x")], false)
             .unwrap_err();
-        assert!(e.message.contains("`extra` is set"), "{}", e.message);
+        assert_mentions(&e, "`extra` is set");
     }
 
     #[test]
@@ -598,20 +588,12 @@ mod tests {
         let e = m
             .prepare_request(&[Message::user("hello")], false)
             .unwrap_err();
-        assert!(
-            e.message.contains("not valid JSON once rendered"),
-            "{}",
-            e.message
-        );
-        assert!(e.message.contains("\"x\": 1"), "{}", e.message);
+        assert_mentions(&e, "not valid JSON once rendered");
+        assert_mentions(&e, "\"x\": 1");
         let e = ModelConfiguration::new(&HttpTemplate, "m")
             .prepare_request(&[Message::user("x")], false)
             .unwrap_err();
-        assert!(
-            e.message.contains("needs a `request_body`"),
-            "{}",
-            e.message
-        );
+        assert_mentions(&e, "needs a `request_body`");
     }
 
     #[test]
@@ -634,14 +616,14 @@ mod tests {
             .unwrap();
         assert_eq!(r.message.text(), "3");
         let e = m.extract(br#"{"other": true}"#).unwrap_err();
-        assert!(e.message.contains("matched nothing"), "{}", e.message);
-        assert!(e.message.contains(r#"{"other":true}"#), "{}", e.message);
+        assert_mentions(&e, "matched nothing");
+        assert_mentions(&e, r#"{"other":true}"#);
         let e = m.extract(b"<html>oops").unwrap_err();
-        assert!(e.message.contains("invalid JSON"), "{}", e.message);
+        assert_mentions(&e, "invalid JSON");
         let e = m
             .extract(br#"{"error":{"message":"quota","code":"q"}}"#)
             .unwrap_err();
-        assert!(e.message.contains("quota [q]"), "{}", e.message);
+        assert_mentions(&e, "quota [q]");
     }
 
     fn feed_all(m: &ModelConfiguration, events: &[&str]) -> (Vec<String>, Result<ModelReply>) {
@@ -710,11 +692,7 @@ mod tests {
             r#"{"prompt": "${parameters.prompt}", "images": ${parameters.images}, "urls": ${parameters.image_urls}}"#}));
         assert_eq!(m.images(), ImageSupport::INLINE);
         let mut msg = Message::user("what is it?");
-        msg.content.push(Part::Image {
-            url: None,
-            media_type: Some("image/png".into()),
-            data: Some("iVBORw0KGgo=".into()),
-        });
+        msg.content.push(image("image/png", "iVBORw0KGgo="));
         let r = m.prepare_request(&[msg], false).unwrap();
         assert_eq!(
             r.body,

@@ -17,6 +17,9 @@ pub mod openai_chat;
 pub mod parameters;
 pub mod reply;
 mod template;
+#[cfg(test)]
+pub(crate) mod testing;
+pub(crate) mod wire;
 
 use serde_json::{Map, Value};
 
@@ -212,28 +215,6 @@ pub trait Format: Send + Sync {
     fn decoder(&self, parameters: &Map<String, Value>) -> StreamDecoder;
 }
 
-/// The text and JSON parts of a message's content, one per line (what a format sends where
-/// its API takes a plain string).
-pub(crate) fn text_of(parts: &[Part]) -> String {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text { text } => Some(text.clone()),
-            Part::Json { value } => Some(value.to_string()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The string field `name` of a JSON object (empty when absent).
-pub(crate) fn str_field(v: &Value, name: &str) -> String {
-    v.get(name)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// The refusal of tools by a format without native tool calls.
 pub fn no_native_tools(format: &str) -> Error {
     Error::invalid_params(format!(
@@ -307,6 +288,22 @@ impl ModelConfiguration {
     #[cfg(test)]
     pub fn prepare_request(&self, messages: &[Message], stream: bool) -> Result<ModelRequest> {
         self.prepare(messages, &RequestOptions::plain(stream))
+    }
+
+    /// `prepare`, not streamed, offering these tools (what the tool tests need).
+    #[cfg(test)]
+    pub fn prepare_with_tools(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<ModelRequest> {
+        self.prepare(
+            messages,
+            &RequestOptions {
+                tools,
+                ..RequestOptions::plain(false)
+            },
+        )
     }
 }
 
@@ -387,6 +384,7 @@ fn human_bytes(n: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::testing::assert_mentions;
     use super::*;
 
     #[test]
@@ -403,12 +401,12 @@ mod tests {
         let small = vec![image(None, Some("A".repeat(400)))];
         assert!(check_images(&small, "f", ImageSupport::INLINE, "p", Some(300)).is_ok());
         let e = check_images(&small, "f", ImageSupport::INLINE, "p", Some(200)).unwrap_err();
-        assert!(e.message.contains("limit of 0.2 KiB"), "{}", e.message);
+        assert_mentions(&e, "limit of 0.2 KiB");
         let e = check_images(&small, "f", ImageSupport::NONE, "p", None).unwrap_err();
-        assert!(e.message.contains("cannot take images"), "{}", e.message);
+        assert_mentions(&e, "cannot take images");
         let by_url = vec![image(Some("https://x/y.png"), None)];
         assert!(check_images(&by_url, "f", ImageSupport::ALL, "p", None).is_ok());
         let e = check_images(&by_url, "f", ImageSupport::INLINE, "p", None).unwrap_err();
-        assert!(e.message.contains("by URL"), "{}", e.message);
+        assert_mentions(&e, "by URL");
     }
 }

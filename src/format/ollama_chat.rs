@@ -12,20 +12,21 @@
 //! `{role: "tool", tool_name, content}` message per result. Ollama gives calls no id: genai
 //! names them `call_N`, unique in their reply.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
-use super::text_of;
+use super::wire::{
+    arguments_object, chat_message, function_tools, items, object_parameter, str_at, text_of,
+    CallNames,
+};
 use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{Message, Part, Role, Usage};
+use crate::message::{Message, Part, Usage};
 
 pub const FORMAT: &str = "ollama-chat";
 
@@ -168,10 +169,7 @@ pub struct OllamaChat;
 
 /// The `options` object: the `options` parameter, then every sampling parameter over it.
 fn options_of(parameters: &Map<String, Value>) -> Map<String, Value> {
-    let mut options = match parameters.get("options") {
-        Some(Value::Object(o)) => o.clone(),
-        _ => Map::new(),
-    };
+    let mut options = object_parameter(parameters, "options");
     for (k, v) in parameters {
         if TOP_LEVEL.contains(&k.as_str()) {
             continue;
@@ -218,16 +216,11 @@ impl Format for OllamaChat {
     fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
         let (model, parameters, messages, options) = request.parts();
         let parameters = with_stops(PARAMETERS, parameters, options.stop);
-        // Ollama's tool messages carry the tool's name, which our results know only by call id:
-        // the latest call with that id before them (made-up ids repeat from reply to reply).
-        let mut names: HashMap<&str, &str> = HashMap::new();
+        // Ollama's tool messages carry the tool's name, which our results know only by call id.
+        let mut names = CallNames::default();
         let mut wire = Vec::with_capacity(messages.len());
         for m in messages {
-            for part in &m.content {
-                if let Part::ToolCall { id, name, .. } = part {
-                    names.insert(id, name);
-                }
-            }
+            names.learn(m);
             wire.extend(to_wire(m, &names)?);
         }
         let mut body = Map::new();
@@ -245,16 +238,7 @@ impl Format for OllamaChat {
             body.insert("options".into(), Value::Object(sampling));
         }
         if !options.tools.is_empty() {
-            let tools: Vec<Value> = options
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.input_schema
-                    }})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
+            body.insert("tools".into(), function_tools(options.tools));
         }
         Ok(request.prepared(FORMAT, body))
     }
@@ -289,8 +273,8 @@ impl Format for OllamaChat {
         Ok(ModelReply::assistant(
             content,
             usage_of(&v),
-            str_of(&v, "done_reason"),
-            str_of(&v, "model"),
+            str_at(&v, "/done_reason"),
+            str_at(&v, "/model"),
         ))
     }
 
@@ -344,13 +328,6 @@ fn special_value(name: &'static str, value: Value) -> Result<Value> {
     }
 }
 
-fn str_of(v: &Value, key: &str) -> Option<String> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-}
-
 /// `{"error": "..."}`, Ollama's error shape (also used in a stream).
 fn error_of(v: &Value) -> Option<Error> {
     let e = v.get("error")?;
@@ -384,10 +361,7 @@ fn usage_of(v: &Value) -> Option<Usage> {
 /// Tool calls of a message (id, name, arguments) from `{"function": {"name", "arguments":
 /// {...}}}`, ids made up when Ollama gives none (numbered from `first`).
 fn tool_calls_of(msg: &Value, first: usize) -> Vec<(String, String, Value)> {
-    msg.get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    items(msg, "/tool_calls")
         .enumerate()
         .map(|(i, call)| {
             let f = call.get("function").cloned().unwrap_or(Value::Null);
@@ -414,7 +388,7 @@ fn tool_calls_of(msg: &Value, first: usize) -> Vec<(String, String, Value)> {
 }
 
 /// One message in Ollama's shape; tool results become one `tool` message each.
-fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
+fn to_wire(m: &Message, names: &CallNames<'_>) -> Result<Vec<Value>> {
     let mut texts = Vec::new();
     let mut images = Vec::new();
     let mut tool_calls = Vec::new();
@@ -433,11 +407,7 @@ fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
                 name, arguments, ..
             } => {
                 // `arguments` is an object in Ollama's API.
-                let arguments = match arguments {
-                    Value::Object(_) => arguments.clone(),
-                    Value::Null => json!({}),
-                    other => json!({ "value": other }),
-                };
+                let arguments = arguments_object(arguments);
                 let index = tool_calls.len();
                 tool_calls.push(json!({"type": "function", "function": {
                     "index": index, "name": name, "arguments": arguments
@@ -449,8 +419,8 @@ fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
                 ..
             } => {
                 let mut r = json!({"role": "tool", "content": text_of(content)});
-                if let Some(name) = names.get(tool_call_id.as_str()) {
-                    r["tool_name"] = Value::from(*name);
+                if let Some(name) = names.get(tool_call_id) {
+                    r["tool_name"] = Value::from(name);
                 }
                 results.push(r);
             }
@@ -458,16 +428,9 @@ fn to_wire(m: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>> {
     }
     let mut out = Vec::new();
     if !texts.is_empty() || !images.is_empty() || !tool_calls.is_empty() {
-        let role = match m.role {
-            Role::Tool => "user",
-            other => other.as_str(),
-        };
-        let mut msg = json!({"role": role, "content": texts.join("\n")});
+        let mut msg = chat_message(m.role, Value::from(texts.join("\n")), tool_calls);
         if !images.is_empty() {
             msg["images"] = Value::Array(images);
-        }
-        if !tool_calls.is_empty() {
-            msg["tool_calls"] = Value::Array(tool_calls);
         }
         out.push(msg);
     }
@@ -487,7 +450,7 @@ impl EventReader for Events {
         if let Some(err) = error_of(&v) {
             return Err(err);
         }
-        if let Some(model) = str_of(&v, "model") {
+        if let Some(model) = str_at(&v, "/model") {
             reply.model = Some(model);
         }
         if let Some(msg) = v.get("message") {
@@ -501,7 +464,7 @@ impl EventReader for Events {
         if v.get("done").and_then(Value::as_bool) == Some(true) {
             reply.complete();
             reply.usage = usage_of(&v);
-            reply.finish_reason = str_of(&v, "done_reason");
+            reply.finish_reason = str_at(&v, "/done_reason");
         }
         Ok(())
     }
@@ -519,15 +482,9 @@ mod tests {
     //! Fixtures are the examples of https://github.com/ollama/ollama/blob/main/docs/api.md
     //! ("Generate a chat completion"), images shortened.
     use super::*;
-    use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
-
-    fn user(text: &str) -> Message {
-        Message {
-            role: Role::User,
-            content: vec![Part::text(text)],
-            from: None,
-        }
-    }
+    use crate::format::testing::*;
+    use crate::format::{ModelConfiguration, ToolSpec};
+    use crate::message::Role;
 
     #[test]
     fn request_matches_the_documented_chat_request() {
@@ -535,7 +492,7 @@ mod tests {
         let mut m = ModelConfiguration::new(&OllamaChat, "llama3.2");
         m.set_parameter("seed", json!(101)).unwrap();
         m.set_parameter("Temperature", json!("0")).unwrap();
-        let req = m.prepare_request(&[user("Hello!")], true).unwrap();
+        let req = m.prepare_request(&[Message::user("Hello!")], true).unwrap();
         assert_eq!(
             req.body,
             json!({
@@ -547,7 +504,7 @@ mod tests {
         );
         // "Chat request (No streaming)": `stream: false` must be said.
         let req = ModelConfiguration::new(&OllamaChat, "llama3.2")
-            .prepare_request(&[user("why is the sky blue?")], false)
+            .prepare_request(&[Message::user("why is the sky blue?")], false)
             .unwrap();
         assert_eq!(
             req.body,
@@ -558,26 +515,20 @@ mod tests {
     #[test]
     fn images_history_and_system_follow_the_documented_shapes() {
         // "Chat request (with images)" and "Chat request (With History)".
-        let img = Message {
-            role: Role::User,
-            content: vec![
+        let img = said(
+            Role::User,
+            vec![
                 Part::text("what is in this image?"),
-                Part::Image {
-                    url: None,
-                    media_type: Some("image/png".into()),
-                    data: Some("iVBORw0KGgoAAAANSUhEUgAAAG0AAABmCAYAAADBPx+V".into()),
-                },
+                image("image/png", "iVBORw0KGgoAAAANSUhEUgAAAG0AAABmCAYAAADBPx+V"),
             ],
-            from: None,
-        };
+        );
         let msgs = [
             Message::system("be brief"),
-            user("why is the sky blue?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![Part::text("due to rayleigh scattering.")],
-                from: None,
-            },
+            Message::user("why is the sky blue?"),
+            said(
+                Role::Assistant,
+                vec![Part::text("due to rayleigh scattering.")],
+            ),
             img,
         ];
         let req = ModelConfiguration::new(&OllamaChat, "llava")
@@ -593,15 +544,7 @@ mod tests {
                  "images": ["iVBORw0KGgoAAAANSUhEUgAAAG0AAABmCAYAAADBPx+V"]}
             ])
         );
-        let by_url = Message {
-            role: Role::User,
-            content: vec![Part::Image {
-                url: Some("https://x/y.png".into()),
-                media_type: None,
-                data: None,
-            }],
-            from: None,
-        };
+        let by_url = said(Role::User, vec![image_url("https://x/y.png")]);
         assert!(ModelConfiguration::new(&OllamaChat, "llava")
             .prepare_request(&[by_url], false)
             .is_err());
@@ -610,26 +553,13 @@ mod tests {
     #[test]
     fn tool_calls_and_results_use_ollama_shapes() {
         let msgs = [
-            user("What is the weather today in Paris?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![Part::ToolCall {
-                    id: "call_0".into(),
-                    name: "get_current_weather".into(),
-                    arguments: json!({"format": "celsius", "location": "Paris, FR"}),
-                    signature: None,
-                }],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![Part::ToolResult {
-                    tool_call_id: "call_0".into(),
-                    content: vec![Part::text("22 degrees")],
-                    is_error: false,
-                }],
-                from: None,
-            },
+            Message::user("What is the weather today in Paris?"),
+            calling(
+                "call_0",
+                "get_current_weather",
+                json!({"format": "celsius", "location": "Paris, FR"}),
+            ),
+            answered("call_0", "22 degrees"),
         ];
         let req = ModelConfiguration::new(&OllamaChat, "llama3.2")
             .prepare_request(&msgs, false)
@@ -677,12 +607,11 @@ mod tests {
             .unwrap();
         assert_eq!(
             r.message.content,
-            vec![Part::ToolCall {
-                id: "call_0".into(),
-                name: "get_current_weather".into(),
-                arguments: json!({"format": "celsius", "location": "Paris, FR"}),
-                signature: None,
-            }]
+            vec![call(
+                "call_0",
+                "get_current_weather",
+                json!({"format": "celsius", "location": "Paris, FR"})
+            )]
         );
         assert_eq!(r.usage.unwrap().input_tokens, 122);
     }
@@ -699,21 +628,12 @@ mod tests {
         }
     }
 
-    fn call(id: &str, name: &str, city: &str) -> Part {
-        Part::ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: json!({ "city": city }),
-            signature: None,
-        }
+    fn city_call(id: &str, name: &str, city: &str) -> Part {
+        call(id, name, json!({ "city": city }))
     }
 
-    fn result(id: &str, text: &str) -> Part {
-        Part::ToolResult {
-            tool_call_id: id.into(),
-            content: vec![Part::text(text)],
-            is_error: false,
-        }
+    fn text_result(id: &str, text: &str) -> Part {
+        result(id, vec![Part::text(text)], false)
     }
 
     // https://docs.ollama.com/capabilities/tool-calling, "Parallel tool calling" (cURL): the
@@ -730,48 +650,34 @@ mod tests {
             ),
         ];
         let msgs = [
-            user("What are the current weather conditions and temperature in New York and London?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![
-                    call("call_0", "get_temperature", "New York"),
-                    call("call_1", "get_conditions", "New York"),
-                    call("call_2", "get_temperature", "London"),
-                    call("call_3", "get_conditions", "London"),
+            Message::user(
+                "What are the current weather conditions and temperature in New York and London?",
+            ),
+            said(
+                Role::Assistant,
+                vec![
+                    city_call("call_0", "get_temperature", "New York"),
+                    city_call("call_1", "get_conditions", "New York"),
+                    city_call("call_2", "get_temperature", "London"),
+                    city_call("call_3", "get_conditions", "London"),
                 ],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![
-                    result("call_0", "22°C"),
-                    result("call_1", "Partly cloudy"),
-                    result("call_2", "15°C"),
-                    result("call_3", "Rainy"),
+            ),
+            said(
+                Role::Tool,
+                vec![
+                    text_result("call_0", "22°C"),
+                    text_result("call_1", "Partly cloudy"),
+                    text_result("call_2", "15°C"),
+                    text_result("call_3", "Rainy"),
                 ],
-                from: None,
-            },
-            Message {
-                role: Role::Assistant,
-                content: vec![call("call_0", "get_conditions", "Tokyo")],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![result("call_0", "Sunny")],
-                from: None,
-            },
+            ),
+            said(
+                Role::Assistant,
+                vec![city_call("call_0", "get_conditions", "Tokyo")],
+            ),
+            answered("call_0", "Sunny"),
         ];
-        let b = m
-            .prepare(
-                &msgs,
-                &RequestOptions {
-                    tools: &tools,
-                    ..RequestOptions::plain(false)
-                },
-            )
-            .unwrap()
-            .body;
+        let b = m.prepare_with_tools(&msgs, &tools).unwrap().body;
         let tool = |name: &str, description: &str| {
             json!({"type": "function", "function": {
                 "name": name, "description": description,
@@ -858,8 +764,8 @@ mod tests {
         assert_eq!(
             r.message.content,
             vec![
-                call("call_0", "get_temperature", "New York"),
-                call("call_1", "get_conditions", "New York")
+                city_call("call_0", "get_temperature", "New York"),
+                city_call("call_1", "get_conditions", "New York")
             ]
         );
     }
@@ -875,7 +781,10 @@ mod tests {
         m.set_parameter("num_ctx", json!("1024")).unwrap();
         m.set_parameter("format", json!("JSON")).unwrap();
         m.set_parameter("keep_alive", json!("5m")).unwrap();
-        let b = m.prepare_request(&[user("hi")], false).unwrap().body;
+        let b = m
+            .prepare_request(&[Message::user("hi")], false)
+            .unwrap()
+            .body;
         assert_eq!(
             b["options"],
             json!({"num_batch": 2, "top_k": 20, "num_predict": 100, "stop": ["\n", "user:"], "num_ctx": 1024})
@@ -891,14 +800,17 @@ mod tests {
         )
         .unwrap();
         m.set_parameter("keep_alive", json!("0")).unwrap();
-        let b = m.prepare_request(&[user("hi")], false).unwrap().body;
+        let b = m
+            .prepare_request(&[Message::user("hi")], false)
+            .unwrap()
+            .body;
         assert_eq!(b["format"]["properties"]["age"]["type"], "integer");
         assert_eq!(b["keep_alive"], 0);
         assert!(m.set_parameter("format", json!("yaml")).is_err());
         assert!(m.set_parameter("keep_alive", json!("soon")).is_err());
         assert!(m.set_parameter("options", json!("[1]")).is_err());
         let e = m.set_parameter("temp", json!(1)).unwrap_err();
-        assert!(e.message.contains("num_ctx"), "{}", e.message);
+        assert_mentions(&e, "num_ctx");
         m.set_parameter("format", Value::Null).unwrap();
         assert!(!m.parameters.contains_key("format"));
     }
@@ -970,6 +882,6 @@ mod tests {
             "an error was encountered while running the model"
         );
         let e = d.feed(&StreamEvent::data("{\"model\":")).unwrap_err();
-        assert!(e.message.contains("invalid JSON"), "{}", e.message);
+        assert_mentions(&e, "invalid JSON");
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json, parse_arguments};
-use super::str_field;
+use super::wire::{chat_message, function_tools, items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -165,16 +165,7 @@ impl Format for OpenAiChat {
             body.insert(k.clone(), v.clone());
         }
         if !options.tools.is_empty() {
-            let tools: Vec<Value> = options
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.input_schema
-                    }})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
+            body.insert("tools".into(), function_tools(options.tools));
         }
         if options.stream {
             body.insert("stream".into(), Value::Bool(true));
@@ -263,7 +254,6 @@ fn usage_of(u: &Value) -> Option<Usage> {
 
 /// One message in OpenAI's shape; a message with tool results becomes one `tool` message each.
 fn to_wire(m: &Message) -> Result<Vec<Value>> {
-    let role = m.role.as_str();
     let mut parts = Vec::new();
     let mut tool_calls = Vec::new();
     let mut results = Vec::new();
@@ -328,12 +318,7 @@ fn to_wire(m: &Message) -> Result<Vec<Value>> {
         } else {
             Value::Array(parts)
         };
-        let role = if role == "tool" { "user" } else { role };
-        let mut msg = json!({"role": role, "content": content});
-        if !tool_calls.is_empty() {
-            msg["tool_calls"] = Value::Array(tool_calls);
-        }
-        out.push(msg);
+        out.push(chat_message(m.role, content, tool_calls));
     }
     out.extend(results);
     Ok(out)
@@ -361,12 +346,7 @@ impl EventReader for Events {
         if let Some(u) = v.get("usage").and_then(usage_of) {
             reply.usage = Some(u);
         }
-        for choice in v
-            .get("choices")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for choice in items(&v, "/choices") {
             if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
                 continue;
             }
@@ -374,12 +354,7 @@ impl EventReader for Events {
             if let Some(text) = delta.get("content").and_then(Value::as_str) {
                 reply.text(text);
             }
-            for call in delta
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+            for call in items(&delta, "/tool_calls") {
                 let i = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
                 if i > 1024 {
                     return Err(Error::provider(
@@ -406,6 +381,7 @@ impl EventReader for Events {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::testing::*;
     use crate::format::ModelConfiguration;
     use crate::message::Role;
 
@@ -413,18 +389,10 @@ mod tests {
     fn request_has_text_as_string_and_images_as_parts() {
         let mut m = ModelConfiguration::new(&OpenAiChat, "gpt-4o-mini");
         m.set_parameter("Temperature", json!("0.3")).unwrap();
-        let img = Message {
-            role: Role::User,
-            content: vec![
-                Part::text("what is it?"),
-                Part::Image {
-                    url: None,
-                    media_type: Some("image/png".into()),
-                    data: Some("AAAA".into()),
-                },
-            ],
-            from: None,
-        };
+        let img = said(
+            Role::User,
+            vec![Part::text("what is it?"), image("image/png", "AAAA")],
+        );
         let req = m
             .prepare_request(&[Message::system("be brief"), img], true)
             .unwrap();

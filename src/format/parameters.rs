@@ -199,6 +199,7 @@ pub fn with_stops<'p>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::testing::assert_mentions;
 
     const SPECS: &[ParameterSpec] = &[
         ParameterSpec {
@@ -229,13 +230,9 @@ mod tests {
     #[test]
     fn refusals_name_the_accepted_parameters() {
         let e = validate_parameter("f", SPECS, "temp", Value::from(1)).unwrap_err();
-        assert!(
-            e.message.contains("temperature, max_tokens, stop"),
-            "{}",
-            e.message
-        );
+        assert_mentions(&e, "temperature, max_tokens, stop");
         let e = validate_parameter("f", SPECS, "temperature", Value::from(3)).unwrap_err();
-        assert!(e.message.contains("outside"), "{}", e.message);
+        assert_mentions(&e, "outside");
         assert!(validate_parameter("f", SPECS, "max_tokens", Value::from(1.5)).is_err());
     }
 

@@ -357,6 +357,7 @@ impl StreamDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::testing::*;
 
     #[test]
     fn calls_come_together_by_key_after_the_text() {
@@ -391,11 +392,7 @@ mod tests {
         strict.call_piece(0, None, None, "{oops");
         strict.complete();
         let e = strict.finish().unwrap_err();
-        assert!(
-            e.message.contains("tool call one are not JSON"),
-            "{}",
-            e.message
-        );
+        assert_mentions(&e, "tool call one are not JSON");
     }
 
     #[test]
@@ -411,15 +408,7 @@ mod tests {
         assert_eq!(r.take_text_deltas(), vec!["A", "B"]);
         let content = r.into_reply().unwrap().message.content;
         assert_eq!(content.len(), 4);
-        assert_eq!(
-            content[1],
-            Part::ToolCall {
-                id: "id".into(),
-                name: "f".into(),
-                arguments: json!({"k": 1}),
-                signature: None,
-            }
-        );
+        assert_eq!(content[1], call("id", "f", json!({"k": 1})));
         assert_eq!(content[2], Part::text("B"));
         assert!(matches!(&content[3], Part::ToolCall { signature: Some(s), .. } if s == "sig"));
     }

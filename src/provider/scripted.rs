@@ -41,20 +41,19 @@ pub struct ScriptedProvider {
 
 impl ScriptedProvider {
     pub fn new(script: Vec<Answer>) -> Arc<ScriptedProvider> {
-        Arc::new(ScriptedProvider {
-            script: Mutex::new(script.into()),
-            requests: Mutex::new(Vec::new()),
-            native_tools: true,
-            asked: Notify::new(),
-        })
+        ScriptedProvider::with(script, true)
     }
 
     /// A provider that, like the local engine, ignores the format's native tools.
     pub fn without_native_tools(script: Vec<Answer>) -> Arc<ScriptedProvider> {
+        ScriptedProvider::with(script, false)
+    }
+
+    fn with(script: Vec<Answer>, native_tools: bool) -> Arc<ScriptedProvider> {
         Arc::new(ScriptedProvider {
             script: Mutex::new(script.into()),
             requests: Mutex::new(Vec::new()),
-            native_tools: false,
+            native_tools,
             asked: Notify::new(),
         })
     }

@@ -17,7 +17,8 @@ pub use parse::{parse, Action, Parsed, Step, StreamFilter};
 use super::tool_loop::{Rounds, ToolLoop};
 use super::{AIAgent, TurnSteps};
 use crate::error::Result;
-use crate::format::{text_of, ModelConfiguration, RequestOptions, ToolSpec};
+use crate::format::wire::text_of;
+use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
 use crate::message::{Message, Part, Role};
 
 /// What the model must not write itself: genai writes the observations. A ReAct request adds
@@ -243,6 +244,7 @@ impl AIAgent {
 mod tests {
     use super::parse::tests::tools;
     use super::*;
+    use crate::format::testing::*;
     use serde_json::json;
 
     #[test]
@@ -250,28 +252,14 @@ mod tests {
         let steps = vec![
             Message::system("Be brief."),
             Message::user("2+3?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![
+            said(
+                Role::Assistant,
+                vec![
                     Part::text("Action: calc__add\nAction Input: {\"a\":\"2\",\"b\":\"3\"}"),
-                    Part::ToolCall {
-                        id: "react_1_0".into(),
-                        name: "calc__add".into(),
-                        arguments: json!({"a": "2", "b": "3"}),
-                        signature: None,
-                    },
+                    call("react_1_0", "calc__add", json!({"a": "2", "b": "3"})),
                 ],
-                from: None,
-            },
-            Message {
-                role: Role::Tool,
-                content: vec![Part::ToolResult {
-                    tool_call_id: "react_1_0".into(),
-                    content: vec![Part::text("5")],
-                    is_error: false,
-                }],
-                from: None,
-            },
+            ),
+            answered("react_1_0", "5"),
         ];
         let p = prompt(&steps, &tools());
         assert_eq!(p.len(), 4);

@@ -516,21 +516,22 @@ pub(super) mod tests {
 
     #[test]
     fn final_answers_and_text_without_labels() {
-        assert_eq!(final_of("Thought: easy.\nFinal Answer: 5"), "5");
-        assert_eq!(
-            final_of("**Final Answer:** five\nand more"),
-            "five\nand more"
-        );
-        assert_eq!(final_of("I think so. Final Answer: yes"), "yes");
-        assert_eq!(final_of("Thought: easy. final answer: 5"), "5");
-        assert_eq!(final_of("Just a reply."), "Just a reply.");
-        assert_eq!(
-            final_of("Thought: no tools needed, hello!"),
-            "no tools needed, hello!"
-        );
-        assert_eq!(final_of(""), "");
-        // A final answer before an action wins.
-        assert_eq!(final_of("Final Answer: 5\nAction: search"), "5");
+        for (text, answer) in [
+            ("Thought: easy.\nFinal Answer: 5", "5"),
+            ("**Final Answer:** five\nand more", "five\nand more"),
+            ("I think so. Final Answer: yes", "yes"),
+            ("Thought: easy. final answer: 5", "5"),
+            ("Just a reply.", "Just a reply."),
+            (
+                "Thought: no tools needed, hello!",
+                "no tools needed, hello!",
+            ),
+            ("", ""),
+            // A final answer before an action wins.
+            ("Final Answer: 5\nAction: search", "5"),
+        ] {
+            assert_eq!(final_of(text), answer, "{text:?}");
+        }
     }
 
     #[test]

@@ -1,0 +1,120 @@
+//! Pieces of wire JSON that several formats share: a message's text, fields and arrays read
+//! from an answer, tool-call names by id, arguments as an object, the object parameter the
+//! sampling parameters override, and the OpenAI-style tools list and chat message (which
+//! Ollama's chat API takes too). Each is the one place for logic two formats or more had
+//! written alike; a piece only one format needs stays in that format's file. It must never
+//! know a format by name nor do I/O.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use super::{Parameters, ToolSpec};
+use crate::message::{Message, Part, Role};
+
+/// The text and JSON parts of a message's content, one per line (what a format sends where
+/// its API takes a plain string).
+pub(crate) fn text_of(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.clone()),
+            Part::Json { value } => Some(value.to_string()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The string field `name` of a JSON object (empty when absent).
+pub(crate) fn str_field(v: &Value, name: &str) -> String {
+    v.get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The function name of each tool call by call id, learnt message by message: a tool result
+/// knows its call only by id, and the latest call with that id before it names it (made-up ids
+/// repeat from one reply to the next).
+#[derive(Default)]
+pub(crate) struct CallNames<'a>(HashMap<&'a str, &'a str>);
+
+impl<'a> CallNames<'a> {
+    /// Learns the calls of `message`.
+    pub(crate) fn learn(&mut self, message: &'a Message) {
+        for part in &message.content {
+            if let Part::ToolCall { id, name, .. } = part {
+                self.0.insert(id, name);
+            }
+        }
+    }
+
+    /// The name of call `id`, if a message learnt so far made it.
+    pub(crate) fn get(&self, id: &str) -> Option<&'a str> {
+        self.0.get(id).copied()
+    }
+}
+
+/// A tool call's arguments as the JSON object the Claude and Ollama APIs require: an object
+/// as it is, `null` as `{}`, anything else wrapped as `{"value": ...}`.
+pub(crate) fn arguments_object(arguments: &Value) -> Value {
+    match arguments {
+        Value::Object(_) => arguments.clone(),
+        Value::Null => json!({}),
+        other => json!({ "value": other }),
+    }
+}
+
+/// The object parameter `name` (empty when unset), the base the sampling parameters then
+/// override (Gemini's `generation_config`, Ollama's `options`).
+pub(crate) fn object_parameter(parameters: &Parameters, name: &str) -> Map<String, Value> {
+    match parameters.get(name) {
+        Some(Value::Object(o)) => o.clone(),
+        _ => Map::new(),
+    }
+}
+
+/// The `tools` list of the OpenAI Chat Completions API, which Ollama's chat API takes too:
+/// `{"type": "function", "function": {name, description, parameters}}` per tool.
+pub(crate) fn function_tools(tools: &[ToolSpec]) -> Value {
+    tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.input_schema
+            }})
+        })
+        .collect()
+}
+
+/// A chat message of the OpenAI-style APIs: its role (a tool message's other parts go as a
+/// user turn, its results travel apart), its content, and its `tool_calls` when it has any.
+pub(crate) fn chat_message(role: Role, content: Value, tool_calls: Vec<Value>) -> Value {
+    let role = match role {
+        Role::Tool => "user",
+        other => other.as_str(),
+    };
+    let mut msg = json!({"role": role, "content": content});
+    if !tool_calls.is_empty() {
+        msg["tool_calls"] = Value::Array(tool_calls);
+    }
+    msg
+}
+
+/// The elements of the array at JSON pointer `at` in `v` (none when it is absent or no
+/// array).
+pub(crate) fn items<'a>(v: &'a Value, at: &str) -> impl Iterator<Item = &'a Value> {
+    v.pointer(at)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// The string at JSON pointer `at` in `v`, `None` when it is absent or empty.
+pub(crate) fn str_at(v: &Value, at: &str) -> Option<String> {
+    v.pointer(at)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}

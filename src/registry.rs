@@ -445,64 +445,62 @@ fn named<T: Clone>(map: &RwLock<BTreeMap<String, T>>, name: &str, what: &str) ->
 mod tests {
     use super::*;
 
+    /// The format and model id of an ad-hoc model configuration on a built-in provider.
+    fn model_of(r: &Registry, provider: &str, model: Option<&str>) -> (&'static str, String) {
+        let p = r.provider(provider).unwrap();
+        assert_eq!(
+            p.kind, provider,
+            "built-in instances are named after their kind"
+        );
+        let m = r.build_model(&p, None, model, None).unwrap();
+        (m.format.name(), m.model)
+    }
+
+    /// The message refusing `format` on `kind`.
+    fn refusal(r: &Registry, kind: &str, format: &str) -> String {
+        let e = r.check_compatible(kind, format).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::IncompatibleComponents);
+        e.message
+    }
+
     #[test]
     fn builtin_openai_and_compatibility() {
         let r = Registry::from_config(&Config::default()).unwrap();
-        let p = r.provider("openai").unwrap();
-        assert_eq!(p.kind, "openai");
         assert!(r.check_compatible("openai", "openai-chat").is_ok());
-        let e = r.check_compatible("openai", "claude-messages").unwrap_err();
-        assert_eq!(e.kind, ErrorKind::IncompatibleComponents);
-        assert!(
-            e.message.contains("openai runs: openai-chat"),
-            "{}",
-            e.message
-        );
-        let m = r.build_model(&p, None, Some("gpt-x"), None).unwrap();
+        let e = refusal(&r, "openai", "claude-messages");
+        assert!(e.contains("openai runs: openai-chat"), "{e}");
         assert_eq!(
-            (m.format.name(), m.model.as_str()),
-            ("openai-chat", "gpt-x")
+            model_of(&r, "openai", Some("gpt-x")),
+            ("openai-chat", "gpt-x".into())
         );
     }
 
     #[test]
     fn builtin_anthropic_runs_claude_messages_only() {
         let r = Registry::from_config(&Config::default()).unwrap();
-        let p = r.provider("anthropic").unwrap();
-        assert_eq!(p.kind, "anthropic");
         assert!(r.check_compatible("anthropic", "claude-messages").is_ok());
-        let e = r.check_compatible("anthropic", "openai-chat").unwrap_err();
-        assert!(
-            e.message.contains("anthropic runs: claude-messages"),
-            "{}",
-            e.message
-        );
-        let m = r.build_model(&p, None, None, None).unwrap();
+        let e = refusal(&r, "anthropic", "openai-chat");
+        assert!(e.contains("anthropic runs: claude-messages"), "{e}");
         assert_eq!(
-            (m.format.name(), m.model.as_str()),
-            ("claude-messages", "claude-sonnet-4-5")
+            model_of(&r, "anthropic", None),
+            ("claude-messages", "claude-sonnet-4-5".into())
         );
     }
 
     #[test]
     fn builtin_ollama_runs_both_of_its_formats() {
         let r = Registry::from_config(&Config::default()).unwrap();
-        let p = r.provider("ollama").unwrap();
-        assert_eq!(p.kind, "ollama");
         assert!(r.check_compatible("ollama", "openai-chat").is_ok());
-        let m = r.build_model(&p, None, Some("qwen3"), None).unwrap();
         assert_eq!(
-            (m.format.name(), m.model.as_str()),
-            ("ollama-chat", "qwen3")
+            model_of(&r, "ollama", Some("qwen3")),
+            ("ollama-chat", "qwen3".into())
         );
-        assert!(r.check_compatible("openai", "ollama-chat").is_err());
-        let g = r.provider("gemini").unwrap();
-        let m = r.build_model(&g, None, None, None).unwrap();
+        refusal(&r, "openai", "ollama-chat");
         assert_eq!(
-            (m.format.name(), m.model.as_str()),
-            ("gemini", "gemini-2.5-flash")
+            model_of(&r, "gemini", None),
+            ("gemini", "gemini-2.5-flash".into())
         );
-        assert!(r.check_compatible("gemini", "openai-chat").is_err());
+        refusal(&r, "gemini", "openai-chat");
     }
 
     #[test]

@@ -140,13 +140,14 @@ impl Registry {
     /// The registry with the config's instances and the built-in instances made from the environment.
     pub fn from_config(config: &Config) -> Result<Registry> {
         let r = Registry::new();
+        // A config section's error names the section.
+        let section = |table: &str, name: &str| {
+            let at = format!("{table}.{name}");
+            move |e: Error| Error::new(ErrorKind::Config, format!("{at}: {}", e.message))
+        };
         for (name, c) in &config.service_providers {
-            r.create_provider(name, c, Origin::Config).map_err(|e| {
-                Error::new(
-                    ErrorKind::Config,
-                    format!("service_providers.{name}: {}", e.message),
-                )
-            })?;
+            r.create_provider(name, c, Origin::Config)
+                .map_err(section("service_providers", name))?;
         }
         // Azure has no endpoint to default to: built in only when the environment names one.
         let azure = std::env::var(provider::azure_openai::ENDPOINT_ENV)
@@ -173,12 +174,8 @@ impl Registry {
             }
         }
         for (name, c) in &config.model_configurations {
-            r.create_model(name, c, Origin::Config).map_err(|e| {
-                Error::new(
-                    ErrorKind::Config,
-                    format!("model_configurations.{name}: {}", e.message),
-                )
-            })?;
+            r.create_model(name, c, Origin::Config)
+                .map_err(section("model_configurations", name))?;
         }
         Ok(r)
     }
@@ -283,11 +280,7 @@ impl Registry {
             provider,
             origin,
         };
-        self.providers
-            .write()
-            .map_err(|_| lock_err())?
-            .insert(name.to_string(), inst);
-        Ok(())
+        put(&self.providers, name, inst)
     }
 
     /// Creates (or replaces) a named model configuration, validating every parameter.
@@ -310,27 +303,13 @@ impl Registry {
             parameters: probe.parameters,
             origin,
         };
-        self.models
-            .write()
-            .map_err(|_| lock_err())?
-            .insert(name.to_string(), inst);
-        Ok(())
+        put(&self.models, name, inst)
     }
 
     /// Removes a named instance (provider or model configuration); false when none had that name.
     pub fn remove(&self, name: &str) -> Result<bool> {
-        let a = self
-            .providers
-            .write()
-            .map_err(|_| lock_err())?
-            .remove(name)
-            .is_some();
-        let b = self
-            .models
-            .write()
-            .map_err(|_| lock_err())?
-            .remove(name)
-            .is_some();
+        let a = take(&self.providers, name)?;
+        let b = take(&self.models, name)?;
         Ok(a || b)
     }
 
@@ -428,6 +407,19 @@ fn check_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Sets the entry `name` of one of the registry's maps.
+fn put<T>(map: &RwLock<BTreeMap<String, T>>, name: &str, value: T) -> Result<()> {
+    map.write()
+        .map_err(|_| lock_err())?
+        .insert(name.to_string(), value);
+    Ok(())
+}
+
+/// Removes the entry `name` of one of the registry's maps; false when there was none.
+fn take<T>(map: &RwLock<BTreeMap<String, T>>, name: &str) -> Result<bool> {
+    Ok(map.write().map_err(|_| lock_err())?.remove(name).is_some())
 }
 
 /// The entry `name` of one of the registry's maps, or an error naming the known ones.

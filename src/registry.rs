@@ -456,27 +456,29 @@ mod tests {
     }
 
     #[test]
-    fn builtin_openai_and_compatibility() {
+    fn builtin_openai_and_anthropic_run_their_own_format_only() {
         let r = Registry::from_config(&Config::default()).unwrap();
-        assert!(r.check_compatible("openai", "openai-chat").is_ok());
-        let e = refusal(&r, "openai", "claude-messages");
-        assert!(e.contains("openai runs: openai-chat"), "{e}");
-        assert_eq!(
-            model_of(&r, "openai", Some("gpt-x")),
-            ("openai-chat", "gpt-x".into())
-        );
-    }
-
-    #[test]
-    fn builtin_anthropic_runs_claude_messages_only() {
-        let r = Registry::from_config(&Config::default()).unwrap();
-        assert!(r.check_compatible("anthropic", "claude-messages").is_ok());
-        let e = refusal(&r, "anthropic", "openai-chat");
-        assert!(e.contains("anthropic runs: claude-messages"), "{e}");
-        assert_eq!(
-            model_of(&r, "anthropic", None),
-            ("claude-messages", "claude-sonnet-4-5".into())
-        );
+        for (kind, own, other, model, want) in [
+            (
+                "openai",
+                "openai-chat",
+                "claude-messages",
+                Some("gpt-x"),
+                "gpt-x",
+            ),
+            (
+                "anthropic",
+                "claude-messages",
+                "openai-chat",
+                None,
+                "claude-sonnet-4-5",
+            ),
+        ] {
+            assert!(r.check_compatible(kind, own).is_ok());
+            let e = refusal(&r, kind, other);
+            assert!(e.contains(&format!("{kind} runs: {own}")), "{e}");
+            assert_eq!(model_of(&r, kind, model), (own, want.to_string()));
+        }
     }
 
     #[test]

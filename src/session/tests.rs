@@ -18,6 +18,7 @@ const DEADLINE: Duration = Duration::from_secs(10);
 struct Recorder {
     turns: mpsc::UnboundedSender<(TurnRef, TurnEvent)>,
     prompts: Mutex<Vec<(PromptRef, PromptEvent)>>,
+    hosted: Mutex<Vec<HostedTurn>>,
 }
 
 #[async_trait::async_trait]
@@ -31,7 +32,9 @@ impl ClientPort for Recorder {
     fn prompt_event(&self, prompt: &PromptRef, event: PromptEvent) {
         self.prompts.lock().unwrap().push((prompt.clone(), event));
     }
-    fn hosted_turn(&self, _: HostedTurn) {}
+    fn hosted_turn(&self, turn: HostedTurn) {
+        self.hosted.lock().unwrap().push(turn);
+    }
     async fn confirm(&self, _: Confirmation) -> Result<bool> {
         Ok(false)
     }
@@ -51,6 +54,7 @@ impl Fixture {
         let port = Arc::new(Recorder {
             turns: tx,
             prompts: Mutex::default(),
+            hosted: Mutex::default(),
         });
         Fixture {
             fw,
@@ -297,4 +301,73 @@ async fn empty_messages_and_unknown_features_are_refused() {
     };
     let e = f.fw.create_conversation(spec, f.port.clone()).unwrap_err();
     assert!(e.message.contains("`tools` feature"), "{}", e.message);
+}
+
+#[tokio::test]
+async fn a_hosted_feature_gets_the_turn_and_its_answer_ends_it() {
+    let mut f = Fixture::new(vec![]);
+    f.fw.register_feature("echo", "a client's feature", f.port.clone())
+        .unwrap();
+    let e =
+        f.fw.register_feature("assistant", "", f.port.clone())
+            .unwrap_err();
+    assert!(e.message.contains("built-in"), "{}", e.message);
+    let spec = ConversationSpec {
+        model: ModelChoice::Named("scripted".into()),
+        feature: Some("echo".into()),
+        ..Default::default()
+    };
+    let c = f.fw.create_conversation(spec, f.port.clone()).unwrap();
+    let turn =
+        f.fw.on_new_message(&c.conversation_id, Message::user("hi"))
+            .unwrap();
+    // The hosting client gets the turn once it runs.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while f.port.hosted.lock().unwrap().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn reached the host"
+        );
+        tokio::task::yield_now().await;
+    }
+    let hosted = f.port.hosted.lock().unwrap()[0].clone();
+    assert_eq!(
+        (hosted.turn.turn_id.as_str(), hosted.feature.as_str()),
+        (turn.as_str(), "echo")
+    );
+    assert_eq!(hosted.message.text(), "hi");
+    let reply = |turn_id: Option<String>, is_final: bool, summary: &str| FeatureReply {
+        conversation_id: c.conversation_id.clone(),
+        turn_id,
+        summary: summary.into(),
+        detailed: vec!["step".into()],
+        is_final,
+        error: None,
+    };
+    let e =
+        f.fw.on_feature_response(reply(Some("another".into()), true, "x"))
+            .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidParams);
+    f.fw.on_feature_response(reply(Some(turn.clone()), false, "thinking"))
+        .unwrap();
+    f.fw.on_feature_response(reply(None, true, "hello back"))
+        .unwrap();
+    let (id, event) = tokio::time::timeout(DEADLINE, f.events.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(id.turn_id, turn);
+    assert!(matches!(event, TurnEvent::Step { ref summary, .. } if summary == "thinking"));
+    let done = f.done(1).await;
+    assert_eq!(done[0].2.summary, "hello back");
+    assert!(done[0].2.error.is_none());
+    // Nothing waits any more: another answer has no turn to go to.
+    let e =
+        f.fw.on_feature_response(reply(None, true, "late"))
+            .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnknownConversation);
+    assert!(
+        f.provider.bodies().is_empty(),
+        "a hosted feature calls no model by itself"
+    );
 }

@@ -96,7 +96,6 @@ pub fn load() -> Result<(Paths, Config, Registry), Error> {
     let paths = Paths::from_env()?;
     let config = Config::load(&paths.config_file())?;
     let registry = Registry::from_config(&config)?;
-    genai::feature::register_builtin(&registry);
     Ok((paths, config, registry))
 }
 

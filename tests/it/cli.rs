@@ -1,57 +1,40 @@
 //! `genai ask` and the other subcommands, run as a user would, against the fake OpenAI server.
 
-use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use fake_openai::{Behavior, FakeOpenAi, Mode};
 use serde_json::Value;
 
+use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::fake_openai;
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeOpenAi,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             fake: FakeOpenAi::start(0, Behavior::default()).unwrap(),
         }
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("OPENAI_BASE_URL", self.fake.base_url())
-            .env_remove("GENAI_LOG");
-        fake_openai::loopback_only(&mut c);
+        let mut c = self.dirs.genai(args);
+        c.env("OPENAI_BASE_URL", self.fake.base_url());
         c
     }
 
     /// Runs with `stdin` piped in (an empty pipe when None).
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut c = self.cmd(args);
-        c.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        let mut input = child.stdin.take().unwrap();
-        if let Some(s) = stdin {
-            input.write_all(s.as_bytes()).unwrap();
-        }
-        drop(input);
-        child.wait_with_output().unwrap()
+        cli::output_with_stdin(self.cmd(args), stdin)
     }
 
     fn write_config(&self, text: &str) {
-        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+        self.dirs.write_config(text);
     }
 
     fn last_body(&self) -> Value {
@@ -62,14 +45,6 @@ impl Env {
             .body
             .clone()
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -201,7 +176,7 @@ fn no_log_keeps_the_conversation_out_of_the_history() {
     let list: Value =
         serde_json::from_slice(&env.run(&["sessions", "list", "--json"], None).stdout).unwrap();
     assert_eq!(list, serde_json::json!([]));
-    let db = std::fs::read(env.data.path().join("history.db")).unwrap_or_default();
+    let db = std::fs::read(env.dirs.data.path().join("history.db")).unwrap_or_default();
     assert!(!String::from_utf8_lossy(&db).contains("secret plans"));
 }
 
@@ -295,7 +270,7 @@ fn zero_config_without_a_provider_or_a_local_model_says_how_to_add_either() {
         assert!(err.contains("built without the `local` feature"), "{err}");
     }
     // Two models and no default: say how to choose one.
-    let models = env.data.path().join("models");
+    let models = env.dirs.data.path().join("models");
     std::fs::create_dir_all(&models).unwrap();
     std::fs::write(models.join("a.gguf"), b"GGUF").unwrap();
     std::fs::write(models.join("b.gguf"), b"GGUF").unwrap();
@@ -400,7 +375,7 @@ fn config_agents_defaults_and_masked_show() {
         names,
         ["anthropic", "bedrock", "corp", "gemini", "ollama", "openai"]
     );
-    let db = std::fs::read(env.data.path().join("history.db")).unwrap();
+    let db = std::fs::read(env.dirs.data.path().join("history.db")).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains("sk-config-secret-999"));
 }
 
@@ -443,11 +418,18 @@ fn sessions_delete_schema_completions_and_paths() {
     assert!(stdout(&o).contains("genai"), "completions printed nothing");
     let paths = stdout(&env.run(&["config", "path"], None));
     assert!(
-        paths.contains(&env.data.path().join("history.db").display().to_string()),
+        paths.contains(
+            &env.dirs
+                .data
+                .path()
+                .join("history.db")
+                .display()
+                .to_string()
+        ),
         "{paths}"
     );
     assert!(
-        paths.contains(&env.data.path().join("models").display().to_string()),
+        paths.contains(&env.dirs.data.path().join("models").display().to_string()),
         "{paths}"
     );
 }

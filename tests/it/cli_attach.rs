@@ -1,18 +1,18 @@
 //! `genai ask -a FILE|URL`: images read from files and URLs, typed from their bytes, sent
 //! inline to the fake OpenAI server, and every refusal made before any request.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use base64::Engine;
 use fake_openai::{Behavior, FakeOpenAi};
 use fake_scripted::{FakeHttp, Reply};
 use serde_json::Value;
 
+use crate::support::cli::{self, stderr, Folders};
 use crate::support::{fake_openai, fake_scripted};
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     files: tempfile::TempDir,
     fake: FakeOpenAi,
 }
@@ -20,23 +20,16 @@ struct Env {
 impl Env {
     fn new() -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             files: tempfile::tempdir().unwrap(),
             fake: FakeOpenAi::start(0, Behavior::default()).unwrap(),
         }
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("OPENAI_BASE_URL", self.fake.base_url())
-            .env_remove("GENAI_LOG")
-            .stdin(Stdio::null());
-        fake_openai::loopback_only(&mut c);
-        c.output().unwrap()
+        let mut c = self.dirs.genai(args);
+        c.env("OPENAI_BASE_URL", self.fake.base_url());
+        cli::output(c)
     }
 
     fn file(&self, name: &str, bytes: &[u8]) -> String {
@@ -44,10 +37,6 @@ impl Env {
         std::fs::write(&p, bytes).unwrap();
         p.display().to_string()
     }
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn crc32(bytes: &[u8]) -> u32 {
@@ -227,10 +216,8 @@ fn files_that_are_not_images_or_too_big_are_refused_before_sending() {
 fn a_format_without_images_refuses_them_before_sending() {
     let env = Env::new();
     let endpoint = FakeHttp::start(|_| Reply::raw(200, "application/json", r#"{"text":"x"}"#));
-    std::fs::write(
-        env.config.path().join("config.toml"),
-        format!(
-            r#"
+    env.dirs.write_config(&format!(
+        r#"
 [service_providers.generic]
 kind = "http"
 base_url = "{}"
@@ -253,10 +240,8 @@ response_filter = "$.text"
 provider = "generic"
 model_configuration = "vision"
 "#,
-            endpoint.url("/generate")
-        ),
-    )
-    .unwrap();
+        endpoint.url("/generate")
+    ));
     let png = env.file("a.png", &tiny_png());
     let o = env.run(&["ask", "-m", "plain", "-a", &png, "what is this?"]);
     assert!(!o.status.success());

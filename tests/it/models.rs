@@ -9,37 +9,31 @@ use file_server::{Entry, FileServer, Plan};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::support::{fake_openai, file_server};
+use crate::support::cli::{stderr, stdout, Folders};
+use crate::support::file_server;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     server: FileServer,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             server: FileServer::start(),
         }
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("GENAI_HF_ENDPOINT", self.server.base_url())
+        let mut c = self.dirs.genai(args);
+        c.env("GENAI_HF_ENDPOINT", self.server.base_url())
             .env_remove("HF_TOKEN")
-            .env_remove("GENAI_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        fake_openai::loopback_only(&mut c);
         c
     }
 
@@ -48,7 +42,7 @@ impl Env {
     }
 
     fn models(&self) -> PathBuf {
-        self.data.path().join("models")
+        self.dirs.data.path().join("models")
     }
 
     fn list(&self) -> Value {
@@ -80,14 +74,6 @@ fn wait_until(what: &str, cond: impl Fn() -> bool) {
         assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn sha(bytes: &[u8]) -> String {

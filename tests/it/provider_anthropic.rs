@@ -3,7 +3,7 @@
 //! checks the key, the version header and the body as the real API does and answers in its
 //! wire format (SSE with `event:` lines). Every test waits with deadlines, never sleeps.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use fake_anthropic::{Behavior, FakeAnthropic, Mode, KEY};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 
+use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::{fake_anthropic, rpc_client};
 
 const TURN: Duration = Duration::from_secs(20);
@@ -44,61 +45,32 @@ fn error(status: u16, error_type: &str, message: &str) -> Behavior {
 // genai ask
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeAnthropic,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             fake: fake(Behavior::default()),
         }
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        fake_anthropic::loopback_only(&mut c);
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("ANTHROPIC_BASE_URL", self.fake.base_url())
+        let mut c = self.dirs.genai(args);
+        c.env("ANTHROPIC_BASE_URL", self.fake.base_url())
             .env("ANTHROPIC_API_KEY", KEY);
         c
     }
 
-    fn output(mut c: Command) -> Output {
-        c.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        drop(child.stdin.take());
-        child.wait_with_output().unwrap()
-    }
-
     fn run(&self, args: &[&str]) -> Output {
-        Env::output(self.cmd(args))
+        cli::output_with_stdin(self.cmd(args), None)
     }
 
     fn message_counts(&self) -> Vec<i64> {
-        let o = self.run(&["sessions", "list", "--json"]);
-        let list: Value = serde_json::from_slice(&o.stdout).unwrap();
-        list.as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["messageCount"].as_i64().unwrap())
-            .collect()
+        cli::message_counts(&self.run(&["sessions", "list", "--json"]))
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -214,7 +186,7 @@ fn ask_json_has_usage_with_cache_tokens_and_the_stop_reason() {
     assert_eq!(v["error"]["kind"], "providerError", "{v}");
     // The configured `anthropic` instance replaces the built-in one; it does not retry.
     std::fs::write(
-        env.config.path().join("config.toml"),
+        env.dirs.config.path().join("config.toml"),
         "[service_providers.anthropic]\nkind = \"anthropic\"\nmax_retries = 0\n",
     )
     .unwrap();
@@ -270,7 +242,7 @@ fn missing_or_wrong_key_is_a_credentials_error() {
     let env = Env::new();
     let mut c = env.cmd(&["ask", "-m", "anthropic:claude-sonnet-4-5", "hi"]);
     c.env_remove("ANTHROPIC_API_KEY");
-    let o = Env::output(c);
+    let o = cli::output_with_stdin(c, None);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -284,7 +256,7 @@ fn missing_or_wrong_key_is_a_credentials_error() {
 
     let mut c = env.cmd(&["ask", "-m", "anthropic:claude-sonnet-4-5", "hi"]);
     c.env("ANTHROPIC_API_KEY", "sk-ant-wrong-key");
-    let o = Env::output(c);
+    let o = cli::output_with_stdin(c, None);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -303,7 +275,7 @@ fn a_config_instance_with_its_own_key_command_and_timeout() {
         ..Behavior::default()
     });
     std::fs::write(
-        env.config.path().join("config.toml"),
+        env.dirs.config.path().join("config.toml"),
         format!(
             "[service_providers.claude]\nkind = \"anthropic\"\nbase_url = \"{}/v1\"\n\
              api_key_env = \"NO_SUCH_VAR_FOR_GENAI\"\napi_key_cmd = \"echo {KEY}\"\n\

@@ -3,13 +3,14 @@
 //! completions?api-version=...` and `/openai/v1/chat/completions`), with the `api-key` header,
 //! faults included, the history checked after each.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use fake_openai::{Behavior, FakeOpenAi, Mode};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
+use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::{fake_openai, rpc_client};
 
 const KEY: &str = "azure-test-key-0123456789";
@@ -17,16 +18,14 @@ const TURN: Duration = Duration::from_secs(15);
 const EXIT: Duration = Duration::from_secs(10);
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeOpenAi,
 }
 
 impl Env {
     fn new(reply: &str) -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             fake: FakeOpenAi::start(0, behavior(reply)).unwrap(),
         }
     }
@@ -37,20 +36,9 @@ impl Env {
     }
 
     fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env_remove("AZURE_OPENAI_ENDPOINT")
-            .env_remove("AZURE_OPENAI_API_KEY")
-            .env_remove("OPENAI_API_VERSION")
-            .env_remove("GENAI_LOG")
-            .stdin(Stdio::null());
-        fake_openai::loopback_only(&mut c);
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        c.output().unwrap()
+        let mut c = self.dirs.genai(args);
+        c.envs(env.iter().copied());
+        cli::output(c)
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -58,18 +46,12 @@ impl Env {
     }
 
     fn write_config(&self, text: &str) {
-        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+        self.dirs.write_config(text);
     }
 
     fn stored_messages(&self) -> i64 {
-        let o = self.run(&["sessions", "list", "--json"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        serde_json::from_slice::<Value>(&o.stdout)
-            .unwrap()
-            .as_array()
-            .unwrap()
+        cli::message_counts(&self.run(&["sessions", "list", "--json"]))
             .iter()
-            .map(|c| c["messageCount"].as_i64().unwrap())
             .sum()
     }
 }
@@ -80,14 +62,6 @@ fn behavior(reply: &str) -> Behavior {
         chunks: 3,
         ..Behavior::default()
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

@@ -3,21 +3,21 @@
 //! Bedrock's wire format, binary event streams included.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use fake_bedrock::{Accept, AuthSeen, Behavior, FakeBedrock, Mode};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
-use crate::support::{fake_bedrock, fake_openai, rpc_client};
+use crate::support::cli::{self, stderr, stdout, Folders};
+use crate::support::{fake_bedrock, rpc_client};
 
 const MODEL: &str = "anthropic.claude-3-haiku-20240307-v1:0";
 const TURN: Duration = Duration::from_secs(30);
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     /// HOME, so that no real `~/.aws` is read.
     home: tempfile::TempDir,
     fake: FakeBedrock,
@@ -26,8 +26,7 @@ struct Env {
 impl Env {
     fn new(accept: Accept) -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             home: tempfile::tempdir().unwrap(),
             fake: FakeBedrock::start(accept).unwrap(),
         }
@@ -35,50 +34,31 @@ impl Env {
 
     /// `genai` with no AWS variable of the caller's, the fake as the endpoint and its region.
     fn cmd(&self, args: &[&str], vars: &[(&str, &str)]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("HOME", self.home.path())
-            .env_remove("GENAI_LOG");
-        fake_openai::loopback_only(&mut c);
+        let mut c = self.dirs.genai(args);
+        c.env("HOME", self.home.path());
         for (k, _) in std::env::vars() {
             if k.starts_with("AWS_") {
                 c.env_remove(k);
             }
         }
         c.env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", self.fake.url())
-            .env("AWS_REGION", fake_bedrock::REGION);
-        for (k, v) in vars {
-            c.env(k, v);
-        }
+            .env("AWS_REGION", fake_bedrock::REGION)
+            .envs(vars.iter().copied());
         c
     }
 
     fn run(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
-        let mut child = self
-            .cmd(args, vars)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdin.take());
-        child.wait_with_output().unwrap()
+        cli::output_with_stdin(self.cmd(args, vars), None)
     }
 
     fn write_config(&self, text: &str) {
-        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+        self.dirs.write_config(text);
     }
 
     /// How many messages the history holds, over every conversation.
-    fn stored_messages(&self) -> u64 {
-        let o = self.run(&["sessions", "list", "--json"], &[]);
-        let list: Value = serde_json::from_slice(&o.stdout).unwrap();
-        list.as_array()
-            .unwrap()
+    fn stored_messages(&self) -> i64 {
+        cli::message_counts(&self.run(&["sessions", "list", "--json"], &[]))
             .iter()
-            .map(|c| c["messageCount"].as_u64().unwrap())
             .sum()
     }
 }
@@ -87,14 +67,6 @@ const KEYS: [(&str, &str); 2] = [
     ("AWS_ACCESS_KEY_ID", fake_bedrock::ACCESS_KEY),
     ("AWS_SECRET_ACCESS_KEY", fake_bedrock::SECRET_KEY),
 ];
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn sigv4(signed_headers: &str) -> AuthSeen {
     AuthSeen::SigV4 {

@@ -2,29 +2,28 @@
 //! against the fake Gemini API in `tests/it/support/fake_gemini.rs` (the key in `x-goog-api-key`,
 //! never in the URL; SSE streams), faults included, the history checked after each.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use fake_gemini::{Behavior, FakeServer, Mode, KEY};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
-use crate::support::{fake_gemini, fake_openai, rpc_client};
+use crate::support::cli::{self, stderr, stdout, Folders};
+use crate::support::{fake_gemini, rpc_client};
 
 const TURN: Duration = Duration::from_secs(15);
 const EXIT: Duration = Duration::from_secs(10);
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeServer,
 }
 
 impl Env {
     fn new(default: Behavior) -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             fake: fake_gemini::start(default),
         }
     }
@@ -32,20 +31,10 @@ impl Env {
     /// `genai` with its own folders, the built-in `gemini` instance pointed at the fake, and
     /// the given key variables (no others from the caller's environment).
     fn run_with(&self, args: &[&str], keys: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        fake_openai::loopback_only(&mut c);
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("GEMINI_BASE_URL", self.fake.url())
-            .env_remove("GEMINI_API_KEY")
-            .env_remove("GOOGLE_API_KEY")
-            .env_remove("GENAI_LOG")
-            .stdin(Stdio::null());
-        for (k, v) in keys {
-            c.env(k, v);
-        }
-        c.output().unwrap()
+        let mut c = self.dirs.genai(args);
+        c.env("GEMINI_BASE_URL", self.fake.url())
+            .envs(keys.iter().copied());
+        cli::output(c)
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -53,24 +42,10 @@ impl Env {
     }
 
     fn stored_messages(&self) -> i64 {
-        let o = self.run(&["sessions", "list", "--json"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        serde_json::from_slice::<Value>(&o.stdout)
-            .unwrap()
-            .as_array()
-            .unwrap()
+        cli::message_counts(&self.run(&["sessions", "list", "--json"]))
             .iter()
-            .map(|c| c["messageCount"].as_i64().unwrap())
             .sum()
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -209,7 +184,7 @@ fn faults_and_blocks_fail_the_turn_cleanly_and_store_nothing() {
     assert!(stderr(&o).contains("invalid JSON"), "{}", stderr(&o));
 
     std::fs::write(
-        env.config.path().join("config.toml"),
+        env.dirs.config.path().join("config.toml"),
         format!(
             "[service_providers.slow]\nkind = \"gemini\"\nbase_url = \"{}\"\nread_timeout_secs = 1\n",
             env.fake.url()

@@ -2,48 +2,41 @@
 //! OpenAI-compatible endpoint), end to end: `genai ask` and the daemon against the fake Ollama
 //! server in `tests/it/support/fake_ollama.rs`, faults included, the history checked after each.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use fake_ollama::{Behavior, FakeServer, Mode};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
+use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::{fake_ollama, fake_openai, rpc_client};
 
 const TURN: Duration = Duration::from_secs(15);
 const EXIT: Duration = Duration::from_secs(10);
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeServer,
 }
 
 impl Env {
     fn new(default: Behavior) -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             fake: fake_ollama::start(default),
         }
     }
 
     /// `genai` with its own folders and `OLLAMA_HOST` in Ollama's bare `host:port` form.
     fn run(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        fake_openai::loopback_only(&mut c);
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("OLLAMA_HOST", format!("127.0.0.1:{}", self.fake.port()))
-            .env_remove("GENAI_LOG")
-            .stdin(Stdio::null());
-        c.output().unwrap()
+        let mut c = self.dirs.genai(args);
+        c.env("OLLAMA_HOST", format!("127.0.0.1:{}", self.fake.port()));
+        cli::output(c)
     }
 
     fn write_config(&self, text: &str) {
-        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+        self.dirs.write_config(text);
     }
 
     fn stored_conversations(&self) -> Vec<Value> {
@@ -55,14 +48,6 @@ impl Env {
             .unwrap()
             .clone()
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -236,14 +221,9 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
 fn an_error_record_inside_the_stream_is_an_error() {
     let data = tempfile::tempdir().unwrap();
     let fake = FakeServer::start(fake_ollama::error_line_wire(), Behavior::default()).unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-    fake_openai::loopback_only(&mut c);
-    c.args(["ask", "-m", "ollama:m", "hi"])
-        .env("GENAI_DATA_DIR", data.path())
-        .env("GENAI_CONFIG_DIR", data.path())
-        .env("OLLAMA_HOST", fake.url())
-        .stdin(Stdio::null());
-    let o = c.output().unwrap();
+    let mut c = cli::genai_in(data.path(), data.path(), &["ask", "-m", "ollama:m", "hi"]);
+    c.env("OLLAMA_HOST", fake.url());
+    let o = cli::output(c);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("an error was encountered while running the model"),
@@ -260,14 +240,9 @@ fn an_optional_key_is_sent_as_a_bearer_token() {
         "[service_providers.remote]\nkind = \"ollama\"\nbase_url = \"{}\"\napi_key_env = \"REMOTE_OLLAMA_KEY\"\n",
         env.fake.url()
     ));
-    let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-    c.args(["ask", "-m", "remote:llama3.2", "hi"])
-        .env("GENAI_DATA_DIR", env.data.path())
-        .env("GENAI_CONFIG_DIR", env.config.path())
-        .env("REMOTE_OLLAMA_KEY", "proxy-secret")
-        .stdin(Stdio::null());
-    fake_openai::loopback_only(&mut c);
-    let o = c.output().unwrap();
+    let mut c = env.dirs.genai(&["ask", "-m", "remote:llama3.2", "hi"]);
+    c.env("REMOTE_OLLAMA_KEY", "proxy-secret");
+    let o = cli::output(c);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "Behind the proxy.\n");
     // Without the key the proxy refuses: a credentials failure (exit 3) that never shows a key.

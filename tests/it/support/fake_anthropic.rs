@@ -459,26 +459,3 @@ async fn stream(ex: &mut Exchange<Anthropic>, ctx: &Ctx, b: &Behavior) -> bool {
     }
     true
 }
-
-/// Keeps a child process on loopback: no proxy, and none of the caller's own Anthropic or
-/// OpenAI settings leak in.
-pub fn loopback_only(cmd: &mut std::process::Command) -> &mut std::process::Command {
-    cmd.env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost");
-    for var in [
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "GENAI_LOG",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}

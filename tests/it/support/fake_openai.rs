@@ -491,32 +491,3 @@ fn error_type(status: u16, code: &str) -> &'static str {
         _ => "invalid_request_error",
     }
 }
-
-/// Keeps a child process that talks to this server on loopback: no proxy of the caller's
-/// environment may carry its requests away, and the caller's own keys and provider settings do
-/// not leak in.
-pub fn loopback_only(cmd: &mut std::process::Command) -> &mut std::process::Command {
-    cmd.env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost");
-    for var in [
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "OPENAI_API_KEY",
-        // Other providers' settings, so built-in instances do not reach out of the test.
-        "OLLAMA_HOST",
-        "OLLAMA_API_KEY",
-        "GEMINI_API_KEY",
-        "GOOGLE_API_KEY",
-        "GEMINI_BASE_URL",
-        "AZURE_OPENAI_ENDPOINT",
-        "AZURE_OPENAI_API_KEY",
-        "OPENAI_API_VERSION",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}

@@ -1,10 +1,12 @@
 //! What the integration tests run the product against: one loopback HTTP/1.1 server
 //! (`server.rs`, over the bytes of `http1.rs`) with one wire format per fake, and a JSON-RPC
 //! client for `genai daemon` (`rpc_client.rs`). Test support only: nothing here is shipped, and
-//! nothing here reaches past 127.0.0.1.
+//! nothing here reaches past 127.0.0.1. `cli.rs` runs the `genai` binary with folders of its
+//! own, and `loopback.rs` keeps every child process out of the caller's proxies and keys.
 
 pub mod bedrock_auth;
 pub mod behavior;
+pub mod cli;
 pub mod fake_anthropic;
 pub mod fake_bedrock;
 pub mod fake_gemini;
@@ -14,5 +16,6 @@ pub mod fake_plugin;
 pub mod fake_scripted;
 pub mod file_server;
 pub mod http1;
+pub mod loopback;
 pub mod rpc_client;
 pub mod server;

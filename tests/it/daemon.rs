@@ -73,24 +73,6 @@ fn create_conversation(d: &mut Daemon) -> Value {
     )
 }
 
-fn send_message(d: &mut Daemon, cid: &str, text: &str) -> String {
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": text}),
-    );
-    r["turnId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no turnId in {r}"))
-        .to_string()
-}
-
-/// Sends a message and waits for the turn's final `OnFeatureResponse`; returns its params.
-fn turn(d: &mut Daemon, cid: &str, text: &str) -> (String, Value) {
-    let turn_id = send_message(d, cid, text);
-    let fin = d.wait_final(&turn_id, TURN);
-    (turn_id, fin["params"].clone())
-}
-
 fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
     let r = d.call(
         "GetConversationHistory",
@@ -212,7 +194,7 @@ fn chat_flow(framing: Framing) -> (FakeOpenAi, tempfile::TempDir, Daemon, String
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let agent_id = conv["agentId"].as_str().unwrap().to_string();
 
-    let (turn_id, fin) = turn(&mut d, &cid, "Hello there, daemon");
+    let (turn_id, fin) = d.turn(&cid, "Hello there, daemon", TURN);
     assert_eq!(fin["conversationId"], cid.as_str(), "{fin}");
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], reply_text, "{fin}");
@@ -392,7 +374,7 @@ fn malformed_input_keeps_the_daemon_alive() {
     // Still alive: a whole turn works.
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap();
-    let (_, fin) = turn(&mut d, cid, "are you alive");
+    let (_, fin) = d.turn(cid, "are you alive", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Still here.");
     // Nothing was answered that was not asked: every response was claimed.
@@ -452,7 +434,7 @@ fn content_length_garbage_is_reported_and_skipped() {
 
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap();
-    let (_, fin) = turn(&mut d, cid, "framing works");
+    let (_, fin) = d.turn(cid, "framing works", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Framed fine.");
 
@@ -475,7 +457,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
 
     // A 400 is the caller's fault: no retry, the turn fails, nothing is stored.
     fake.push(error_behavior(400, "Invalid value for messages"));
-    let (_, fin) = turn(&mut d, cid, "please answer");
+    let (_, fin) = d.turn(cid, "please answer", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["final"], true, "{fin}");
     assert_eq!(fin["error"]["kind"], "providerError", "{fin}");
@@ -493,7 +475,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
     // 500 then 429 (with `retry-after: 1`) are retried; the third try answers.
     fake.push(error_behavior(500, "The server had an error"));
     fake.push(error_behavior(429, "Rate limit reached"));
-    let (_, fin) = turn(&mut d, cid, "please answer");
+    let (_, fin) = d.turn(cid, "please answer", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Recovered.");
     let requests = fake.requests();
@@ -526,7 +508,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
     for _ in 0..2 {
         fake.push(error_behavior(503, "Service Unavailable"));
     }
-    let (_, fin) = turn(&mut d, &flaky_id, "hello?");
+    let (_, fin) = d.turn(&flaky_id, "hello?", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let message = fin["error"]["message"].as_str().unwrap();
     assert!(
@@ -551,7 +533,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         json!({"serviceProvider": "down", "model": MODEL}),
     );
     let down_id = down["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &down_id, "hello?");
+    let (_, fin) = d.turn(&down_id, "hello?", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "providerError", "{fin}");
     let message = fin["error"]["message"].as_str().unwrap();
@@ -578,7 +560,7 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
-    let (_, fin) = turn(&mut d, &cid, "tell me a story");
+    let (_, fin) = d.turn(&cid, "tell me a story", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "providerError", "{fin}");
     assert!(
@@ -612,7 +594,7 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
         ..Behavior::default()
     });
     let started = Instant::now();
-    let (_, fin) = turn(&mut d, &slow_id, "anyone there?");
+    let (_, fin) = d.turn(&slow_id, "anyone there?", TURN);
     let took = started.elapsed();
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let kind = fin["error"]["kind"].as_str().unwrap();
@@ -641,7 +623,7 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
     let capped_id = capped["conversationId"].as_str().unwrap().to_string();
     fake.push(slow_stream());
     let started = Instant::now();
-    let (capped_turn, fin) = turn(&mut d, &capped_id, "count slowly");
+    let (capped_turn, fin) = d.turn(&capped_id, "count slowly", TURN);
     let took = started.elapsed();
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let kind = fin["error"]["kind"].as_str().unwrap();
@@ -654,7 +636,7 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
     assert!(history(&mut d, &capped_id).is_empty());
 
     // The first conversation still works.
-    let (_, fin) = turn(&mut d, &cid, "tell me a story");
+    let (_, fin) = d.turn(&cid, "tell me a story", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert!(d.shutdown(EXIT).success());
 }
@@ -680,7 +662,7 @@ fn cancel_stops_a_streaming_turn() {
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
-    let turn_id = send_message(&mut d, &cid, "count to twenty slowly");
+    let turn_id = d.send_message(&cid, "count to twenty slowly");
     d.wait_notification(
         |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id.as_str(),
         TURN,
@@ -716,7 +698,7 @@ fn cancel_stops_a_streaming_turn() {
 
     // The conversation goes on.
     fake.set_default(reply("Done.", 2));
-    let (_, fin) = turn(&mut d, &cid, "just say done");
+    let (_, fin) = d.turn(&cid, "just say done", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(history(&mut d, &cid).len(), 2);
     assert!(d.shutdown(EXIT).success());
@@ -825,7 +807,7 @@ fn restart_and_resume_a_conversation() {
         json!({"serviceProvider": "openai", "model": MODEL, "systemPrompt": system, "parameters": {"temperature": 0.25}}),
     );
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &cid, first_question);
+    let (_, fin) = d.turn(&cid, first_question, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let first = fake.requests().last().cloned().unwrap();
     assert_eq!(first.body["temperature"], 0.25, "{}", first.body);
@@ -873,7 +855,7 @@ fn restart_and_resume_a_conversation() {
     let again = d.call("ResumeConversation", json!({"conversationId": cid}));
     assert_eq!(again["agentId"], agent_id.as_str(), "{again}");
 
-    let (_, fin) = turn(&mut d, &cid, "And of Italy?");
+    let (_, fin) = d.turn(&cid, "And of Italy?", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Rome is the capital of Italy.");
     let last = fake.requests().last().cloned().unwrap();
@@ -907,7 +889,7 @@ fn end_of_input_finishes_running_turns_before_exit() {
     initialize(&mut d, true);
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let turn_id = send_message(&mut d, &cid, "answer after I hang up");
+    let turn_id = d.send_message(&cid, "answer after I hang up");
     d.close_stdin();
     let status = d.wait_exit(EXIT);
     assert_eq!(status.code(), Some(0), "{status:?}");
@@ -957,7 +939,7 @@ fn client_registered_feature_drives_the_turn() {
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let agent_id = conv["agentId"].as_str().unwrap().to_string();
 
-    let turn_id = send_message(&mut d, &cid, "please echo this");
+    let turn_id = d.send_message(&cid, "please echo this");
     let note = d.wait_notification(
         |m| m["method"] == "OnNewMessage" && m["params"]["conversationId"] == cid.as_str(),
         TURN,
@@ -1092,7 +1074,7 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
-    let (_, fin) = turn(&mut d, &cid, "who am I");
+    let (_, fin) = d.turn(&cid, "who am I", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let kind = fin["error"]["kind"].as_str().unwrap();
     assert!(
@@ -1103,7 +1085,7 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
         fin["error"]["message"].as_str().unwrap().contains("401"),
         "{fin}"
     );
-    let (_, fin) = turn(&mut d, &cid, "who am I");
+    let (_, fin) = d.turn(&cid, "who am I", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
 
     let requests = fake.requests();
@@ -1123,9 +1105,9 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
         json!({"serviceProvider": "work", "model": "m"}),
     );
     let work_id = work["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &work_id, "and now?");
+    let (_, fin) = d.turn(&work_id, "and now?", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
-    let (_, fin) = turn(&mut d, &work_id, "and now?");
+    let (_, fin) = d.turn(&work_id, "and now?", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let last = fake.requests().last().cloned().unwrap();
     assert_eq!(
@@ -1146,7 +1128,7 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
         json!({"serviceProvider": "rt", "model": "m"}),
     );
     let rt_id = rt["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &rt_id, "runtime key?");
+    let (_, fin) = d.turn(&rt_id, "runtime key?", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let last = fake.requests().last().cloned().unwrap();
     assert_eq!(
@@ -1204,7 +1186,7 @@ fn set_model_parameter_checks_names_and_ranges() {
         json!({"agentId": agent_id, "name": "Temperature", "value": "0.5"}),
     );
     assert_eq!(r, json!({}));
-    let (_, fin) = turn(&mut d, &cid, "be a bit creative");
+    let (_, fin) = d.turn(&cid, "be a bit creative", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     assert_eq!(body["temperature"], 0.5, "{body}");
@@ -1235,7 +1217,7 @@ fn set_model_parameter_checks_names_and_ranges() {
     assert_eq!(e["data"]["kind"], "unknownAgent", "{e}");
 
     // The refused values changed nothing.
-    let (_, fin) = turn(&mut d, &cid, "again");
+    let (_, fin) = d.turn(&cid, "again", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     assert_eq!(body["temperature"], 0.5, "{body}");
@@ -1246,7 +1228,7 @@ fn set_model_parameter_checks_names_and_ranges() {
         "SetModelParameter",
         json!({"agentId": agent_id, "name": "temperature", "value": null}),
     );
-    let (_, fin) = turn(&mut d, &cid, "once more");
+    let (_, fin) = d.turn(&cid, "once more", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     assert!(body.get("temperature").is_none(), "{body}");
@@ -1265,7 +1247,7 @@ fn streaming_off_sends_no_chunks() {
     assert_eq!(init["capabilities"]["streaming"], false, "{init}");
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let (turn_id, fin) = turn(&mut d, &cid, "no streaming please");
+    let (turn_id, fin) = d.turn(&cid, "no streaming please", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Whole reply at once.");
     assert!(fin["usage"].is_object(), "{fin}");
@@ -1394,8 +1376,8 @@ fn shutdown_cancels_running_and_queued_turns_and_exits() {
     initialize(&mut d, true);
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let running = send_message(&mut d, &cid, "count slowly");
-    let queued = send_message(&mut d, &cid, "and again");
+    let running = d.send_message(&cid, "count slowly");
+    let queued = d.send_message(&cid, "and again");
     d.wait_notification(
         |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == running.as_str(),
         TURN,
@@ -1433,7 +1415,7 @@ fn end_of_input_ends_a_turn_waiting_on_a_client_feature() {
         json!({"feature": "client-side", "serviceProvider": "openai", "model": "m"}),
     );
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let turn_id = send_message(&mut d, &cid, "hello feature");
+    let turn_id = d.send_message(&cid, "hello feature");
     d.wait_notification(|m| m["method"] == "OnNewMessage", TURN);
     // The client that hosts the feature goes away without answering.
     d.close_stdin();
@@ -1459,7 +1441,7 @@ fn client_feature_progress_and_cancel() {
     );
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
-    let turn_id = send_message(&mut d, &cid, "do it in steps");
+    let turn_id = d.send_message(&cid, "do it in steps");
     d.wait_notification(|m| m["method"] == "OnNewMessage", TURN);
     // A step (final: false) is forwarded and does not end the turn.
     d.call(
@@ -1491,7 +1473,7 @@ fn client_feature_progress_and_cancel() {
     assert_eq!(e["data"]["kind"], "unknownConversation", "{e}");
 
     // The next turn is forwarded again.
-    let next = send_message(&mut d, &cid, "again");
+    let next = d.send_message(&cid, "again");
     let note = d.wait_notification(
         |m| m["method"] == "OnNewMessage" && m["params"]["turnId"] == next.as_str(),
         TURN,
@@ -1623,7 +1605,7 @@ fn runtime_components() {
     );
     assert_eq!(conv["model"], "precise-model", "{conv}");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &cid, "be precise");
+    let (_, fin) = d.turn(&cid, "be precise", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     assert_eq!(body["model"], "precise-model");
@@ -1684,7 +1666,7 @@ fn runtime_components() {
     );
     assert_eq!(e["data"]["kind"], "unknownComponent", "{e}");
     // The open conversation keeps its own copy.
-    let (_, fin) = turn(&mut d, &cid, "still precise?");
+    let (_, fin) = d.turn(&cid, "still precise?", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert!(d.shutdown(EXIT).success());
 }
@@ -1700,14 +1682,14 @@ fn list_page_remove_and_delete_conversations() {
     for i in 0..N {
         let conv = create_conversation(&mut d);
         let cid = conv["conversationId"].as_str().unwrap().to_string();
-        let (_, fin) = turn(&mut d, &cid, &format!("conversation {i}"));
+        let (_, fin) = d.turn(&cid, format!("conversation {i}"), TURN);
         assert_eq!(fin["isSuccess"], true, "{fin}");
         cids.push(cid);
     }
     let long = format!("{} end", "word ".repeat(30));
     let long_conv = create_conversation(&mut d);
     let long_id = long_conv["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &long_id, &long);
+    let (_, fin) = d.turn(&long_id, &long, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let newest = d.call("ListConversations", json!({"pageSize": 1}));
     let rec = &newest["conversations"][0];
@@ -1733,7 +1715,7 @@ fn list_page_remove_and_delete_conversations() {
         json!({"serviceProvider": "openai", "model": MODEL, "ephemeral": true}),
     );
     let eph_id = ephemeral["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &eph_id, "forget me");
+    let (_, fin) = d.turn(&eph_id, "forget me", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
 
     // Pages of 3 cover every stored conversation once, newest first.
@@ -1872,7 +1854,7 @@ fn large_messages_pass_through_both_framings() {
         initialize(&mut d, true);
         let conv = create_conversation(&mut d);
         let cid = conv["conversationId"].as_str().unwrap().to_string();
-        let (_, fin) = turn(&mut d, &cid, &big);
+        let (_, fin) = d.turn(&cid, &big, TURN);
         assert_eq!(fin["isSuccess"], true, "{fin}");
         let body = fake.requests().last().unwrap().body.clone();
         assert!(
@@ -1932,7 +1914,7 @@ fn two_daemons_share_a_data_dir() {
         for _ in 0..3 {
             let conv = create_conversation(d);
             let cid = conv["conversationId"].as_str().unwrap().to_string();
-            let turn_id = send_message(d, &cid, "shared history");
+            let turn_id = d.send_message(&cid, "shared history");
             mine.push((cid, turn_id));
         }
         turns.push(mine);
@@ -1982,7 +1964,7 @@ fn client_feature_can_report_a_failed_turn() {
         json!({"feature": "strict", "serviceProvider": "openai", "model": "m"}),
     );
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let turn_id = send_message(&mut d, &cid, "check this");
+    let turn_id = d.send_message(&cid, "check this");
     d.wait_notification(|m| m["method"] == "OnNewMessage", TURN);
     d.call(
         "OnFeatureResponse",
@@ -2008,12 +1990,7 @@ fn image_parts_reach_the_provider_as_image_url() {
         {"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo="},
         {"type": "image", "url": "https://example.invalid/cat.jpg"}
     ]});
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": message}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, TURN)["params"].clone();
+    let (_, fin) = d.turn(&cid, message, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     let parts = body["messages"][0]["content"].as_array().unwrap().clone();

@@ -117,12 +117,7 @@ feature = "tools"
     let conv = d.call("CreateConversation", json!({"agent": "generic"}));
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let agent_id = conv["agentId"].as_str().unwrap().to_string();
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "What is 2 + 3?"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    let (turn_id, fin) = d.turn(&cid, "What is 2 + 3?", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "5", "{fin}");
     let details = fin["detailedResponse"].to_string();
@@ -222,11 +217,7 @@ fn openai_forced_to_react_gets_a_stop_sequence_and_corrections_for_wrong_actions
         json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
     );
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "What is 2 * 3?"}),
-    );
-    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
+    let (_, fin) = d.turn(&cid, "What is 2 * 3?", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "I cannot compute that.");
     assert!(

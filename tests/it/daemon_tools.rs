@@ -205,12 +205,7 @@ fn the_tools_feature_runs_parallel_tool_calls_and_commits_the_whole_turn() {
     });
     let dir = tempfile::tempdir().unwrap();
     let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "Sign me up for E1"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    let (turn_id, fin) = d.turn(&cid, "Sign me up for E1", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(
         fin["summary"],
@@ -326,11 +321,7 @@ fn the_tools_feature_runs_parallel_tool_uses_on_claude() {
         json!({"feature": "tools", "serviceProvider": "anthropic", "model": "claude-test"}),
     );
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "I cannot make it to E2"}),
-    );
-    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
+    let (_, fin) = d.turn(&cid, "I cannot make it to E2", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Done: you will not attend E2.");
     // tool_use blocks and their input_json_delta pieces streamed to the client.
@@ -444,11 +435,7 @@ fn confirmations_are_asked_of_the_client_and_their_outcome_told_to_the_model() {
         (true, "You are registered."),
         (false, "Nothing was changed."),
     ] {
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": "Register me to E1"}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
+        let turn_id = d.send_message(&cid, "Register me to E1");
         let ask = d.wait_for(
             |m| m["method"] == "RequestConfirmation" && m["params"]["turnId"] == turn_id,
             WAIT,
@@ -520,12 +507,7 @@ fn actions_become_do_action_notifications_and_collect_mode_posts_the_next_messag
     let dir = tempfile::tempdir().unwrap();
     let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
 
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "Dance!"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    let (turn_id, fin) = d.turn(&cid, "Dance!", WAIT);
     assert_eq!(
         fin["summary"], "Here is a dance  for you. What did you think of E1?",
         "{fin}"
@@ -553,11 +535,7 @@ fn actions_become_do_action_notifications_and_collect_mode_posts_the_next_messag
     assert!(action.get("id").is_none(), "DoAction is a notification");
 
     // The next message goes to the collect link, and the model is told.
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "It was great fun."}),
-    );
-    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
+    let (_, fin) = d.turn(&cid, "It was great fun.", WAIT);
     assert_eq!(fin["summary"], "Thank you for your opinion.");
     let collected: Vec<_> = events
         .requests()
@@ -574,11 +552,7 @@ fn actions_become_do_action_notifications_and_collect_mode_posts_the_next_messag
     );
     // A third message is not collected again.
     fake.push(says("Anything else?"));
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "Bye"}),
-    );
-    d.wait_final(r["turnId"].as_str().unwrap(), WAIT);
+    d.turn(&cid, "Bye", WAIT);
     assert_eq!(
         events
             .requests()
@@ -608,11 +582,7 @@ fn a_client_that_goes_away_during_a_confirmation_does_not_hang_the_daemon() {
     ));
     let dir = tempfile::tempdir().unwrap();
     let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "Register me"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
+    let turn_id = d.send_message(&cid, "Register me");
     d.wait_for(
         |m| m["method"] == "RequestConfirmation",
         WAIT,
@@ -681,11 +651,7 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
     assert_eq!(conv["feature"], "tools");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     fake.push(says("First."));
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "hello"}),
-    );
-    d.wait_final(r["turnId"].as_str().unwrap(), WAIT);
+    d.turn(&cid, "hello", WAIT);
     assert_eq!(offered(&fake), ["spare__getEvents"]);
     // A conversation that names no tools gets the enabled modules.
     let other = d.call(
@@ -693,11 +659,7 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
         json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
     );
     fake.push(says("Other."));
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": other["conversationId"], "message": "hello"}),
-    );
-    d.wait_final(r["turnId"].as_str().unwrap(), WAIT);
+    d.turn(other["conversationId"].as_str().unwrap(), "hello", WAIT);
     assert_eq!(
         offered(&fake),
         ["events__getEvents", "events__eventParticipation"]
@@ -708,11 +670,7 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
     let mut d = Daemon::spawn(&cfg);
     d.call("ResumeConversation", json!({"conversationId": cid}));
     fake.push(says("Second."));
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "again"}),
-    );
-    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
+    let (_, fin) = d.turn(&cid, "again", WAIT);
     assert_eq!(fin["summary"], "Second.", "{fin}");
     assert_eq!(offered(&fake), ["spare__getEvents"]);
     assert!(d.shutdown(WAIT).success());

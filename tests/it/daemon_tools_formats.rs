@@ -57,12 +57,7 @@ fn tools_turn(
     );
     assert_eq!(conv["format"], format, "{conv}");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "Sign me up for E1"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    let (turn_id, fin) = d.turn(&cid, "Sign me up for E1", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let details = fin["detailedResponse"].to_string();
     assert!(

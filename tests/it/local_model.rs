@@ -84,14 +84,6 @@ fn conversation(d: &mut Daemon, parameters: Value) -> String {
     r["conversationId"].as_str().unwrap().to_string()
 }
 
-fn send(d: &mut Daemon, cid: &str, text: &str) -> String {
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": text}),
-    );
-    r["turnId"].as_str().unwrap().to_string()
-}
-
 fn history_len(d: &mut Daemon, cid: &str) -> usize {
     let r = d.call(
         "GetConversationHistory",
@@ -149,7 +141,7 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
     initialize(&mut d, true);
     let cid = conversation(&mut d, json!({"max_tokens": 24, "temperature": 0}));
 
-    let t1 = send(&mut d, &cid, "What is the capital of France?");
+    let t1 = d.send_message(&cid, "What is the capital of France?");
     let fin1 = d.wait_final(&t1, TURN)["params"].clone();
     assert_eq!(fin1["isSuccess"], true, "{fin1}");
     let summary = fin1["summary"].as_str().unwrap();
@@ -167,7 +159,7 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
     assert_eq!(cached1, 0, "a fresh engine has nothing cached: {fin1}");
     assert_eq!(history_len(&mut d, &cid), 2);
 
-    let t2 = send(&mut d, &cid, "What is the capital of Italy?");
+    let t2 = d.send_message(&cid, "What is the capital of Italy?");
     let fin2 = d.wait_final(&t2, TURN)["params"].clone();
     assert_eq!(fin2["isSuccess"], true, "{fin2}");
     assert!(!fin2["summary"].as_str().unwrap().trim().is_empty());
@@ -192,7 +184,7 @@ fn answers_without_streaming_and_honours_stop_strings() {
     let mut d = start(dir.path(), &model, "threads = 2\ncontext_size = 1024");
     initialize(&mut d, false);
     let cid = conversation(&mut d, json!({"max_tokens": 16, "temperature": 0}));
-    let t = send(&mut d, &cid, "Count from 1 to 10, separated by commas.");
+    let t = d.send_message(&cid, "Count from 1 to 10, separated by commas.");
     let fin = d.wait_final(&t, TURN)["params"].clone();
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let reply = fin["summary"].as_str().unwrap().to_string();
@@ -221,7 +213,7 @@ fn answers_without_streaming_and_honours_stop_strings() {
         &mut d,
         json!({"max_tokens": 16, "temperature": 0, "stop": [stop]}),
     );
-    let t = send(&mut d, &cid2, "Count from 1 to 10, separated by commas.");
+    let t = d.send_message(&cid2, "Count from 1 to 10, separated by commas.");
     let fin = d.wait_final(&t, TURN)["params"].clone();
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let stopped = fin["summary"].as_str().unwrap();
@@ -249,8 +241,7 @@ fn cancel_ends_a_local_generation_promptly() {
     let mut d = start(dir.path(), &model, "");
     initialize(&mut d, true);
     let cid = conversation(&mut d, json!({"max_tokens": 1000, "temperature": 0}));
-    let t = send(
-        &mut d,
+    let t = d.send_message(
         &cid,
         "Count from 1 to 1000, writing every number in words, one per line.",
     );
@@ -278,7 +269,7 @@ fn cancel_ends_a_local_generation_promptly() {
 
     // The engine is free again: the next turn runs (and gets the slot back).
     let cid = conversation(&mut d, json!({"max_tokens": 8, "temperature": 0}));
-    let t = send(&mut d, &cid, "Say hello.");
+    let t = d.send_message(&cid, "Say hello.");
     let fin = d.wait_final(&t, TURN)["params"].clone();
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert!(d.shutdown(EXIT).success());
@@ -292,7 +283,7 @@ fn a_prompt_larger_than_the_context_is_refused_with_the_counts() {
     initialize(&mut d, true);
     let cid = conversation(&mut d, json!({"max_tokens": 8}));
     let long = "All work and no play makes Jack a dull boy. ".repeat(60);
-    let t = send(&mut d, &cid, &long);
+    let t = d.send_message(&cid, &long);
     let fin = d.wait_final(&t, TURN)["params"].clone();
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "invalidParams", "{fin}");
@@ -321,7 +312,7 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
 
     // The same question without tools: the prompt the ReAct instructions are added to.
     let plain = conversation(&mut d, parameters.clone());
-    let t = send(&mut d, &plain, question);
+    let t = d.send_message(&plain, question);
     let fin = d.wait_final(&t, TURN)["params"].clone();
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let (plain_prompt, _, _) = usage(&fin);
@@ -331,7 +322,7 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
         json!({"feature": "tools", "serviceProvider": "gemma", "parameters": parameters}),
     );
     let cid = r["conversationId"].as_str().unwrap().to_string();
-    let t = send(&mut d, &cid, question);
+    let t = d.send_message(&cid, question);
     let fin = d.wait_final(&t, TURN)["params"].clone();
     let history = d.call(
         "GetConversationHistory",

@@ -311,12 +311,7 @@ fn the_model_calls_an_mcp_tool_and_gets_its_result() {
         json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
     );
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "What is 20 + 22?"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    let (_, fin) = d.turn(&cid, "What is 20 + 22?", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "It is 42.");
 

@@ -353,16 +353,6 @@ fn conversation(d: &mut Daemon) -> String {
     conv["conversationId"].as_str().unwrap().to_string()
 }
 
-fn turn(d: &mut Daemon, cid: &str, message: Value) -> (String, Value) {
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": message}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, TURN)["params"].clone();
-    (turn_id, fin)
-}
-
 fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
     let r = d.call(
         "GetConversationHistory",
@@ -384,7 +374,7 @@ fn daemon_turn_streams_chunks_then_the_final_with_usage() {
     assert_eq!(anthropic["defaultFormat"], "claude-messages");
 
     let cid = conversation(&mut d);
-    let (turn_id, fin) = turn(&mut d, &cid, json!("Say hello in pieces"));
+    let (turn_id, fin) = d.turn(&cid, json!("Say hello in pieces"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], text);
     assert_eq!(fin["usage"]["inputTokens"], 4, "{fin}");
@@ -450,7 +440,7 @@ fn image_parts_reach_the_body_as_base64_and_url_sources() {
         {"type": "image", "url": "https://example.invalid/cat.jpg"},
         "What is in these?"
     ]});
-    let (_, fin) = turn(&mut d, &cid, message);
+    let (_, fin) = d.turn(&cid, message, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(
         fake.last().body["messages"],
@@ -466,7 +456,7 @@ fn image_parts_reach_the_body_as_base64_and_url_sources() {
     let message = json!({"role": "user", "content": [
         {"type": "image", "mediaType": "image/png", "data": big}, "and this?"
     ]});
-    let (_, fin) = turn(&mut d, &cid, message);
+    let (_, fin) = d.turn(&cid, message, TURN);
     assert_eq!(fin["isSuccess"], false, "{}", fin["error"]);
     let msg = fin["error"]["message"].as_str().unwrap();
     assert!(msg.contains("limit"), "{msg}");
@@ -481,7 +471,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let mut d = start_daemon(dir.path(), &fake);
     let cid = conversation(&mut d);
-    let (_, fin) = turn(&mut d, &cid, json!("first"));
+    let (_, fin) = d.turn(&cid, json!("first"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
 
     // 429 (retry-after: 1) and 529 overloaded are retried; the third try answers.
@@ -492,7 +482,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
     ));
     fake.push(error(529, "overloaded_error", "Overloaded"));
     let before = fake.requests().len();
-    let (_, fin) = turn(&mut d, &cid, json!("second"));
+    let (_, fin) = d.turn(&cid, json!("second"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let requests = fake.requests();
     assert_eq!(requests.len() - before, 3);
@@ -555,7 +545,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
         for b in behaviors {
             fake.push(b);
         }
-        let (turn_id, fin) = turn(&mut d, &cid, json!(format!("fault: {what}")));
+        let (turn_id, fin) = d.turn(&cid, json!(format!("fault: {what}")), TURN);
         assert_eq!(fin["isSuccess"], false, "{what}: {fin}");
         assert_eq!(fin["error"]["kind"], "providerError", "{what}: {fin}");
         let message = fin["error"]["message"].as_str().unwrap();
@@ -595,7 +585,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
         ..reply(long, 8)
     });
     let started = Instant::now();
-    let (_, fin) = turn(&mut d, &slow_id, json!("count slowly"));
+    let (_, fin) = d.turn(&slow_id, json!("count slowly"), TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let kind = fin["error"]["kind"].as_str().unwrap();
     assert!(kind == "timeout" || kind == "providerError", "{fin}");
@@ -603,7 +593,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
     assert!(history(&mut d, &slow_id).is_empty());
 
     // The conversation still works, and the model sees only the committed turns.
-    let (_, fin) = turn(&mut d, &cid, json!("last"));
+    let (_, fin) = d.turn(&cid, json!("last"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let texts: Vec<Value> = fake.last().body["messages"]
         .as_array()
@@ -657,7 +647,7 @@ fn set_model_parameter_checks_claude_parameters() {
         e["message"].as_str().unwrap().contains("stop_sequences"),
         "{e}"
     );
-    let (_, fin) = turn(&mut d, &cid, json!("think"));
+    let (_, fin) = d.turn(&cid, json!("think"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.last().body;
     assert_eq!(body["top_k"], 5);

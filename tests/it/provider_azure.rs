@@ -274,12 +274,7 @@ fn daemon_streams_a_turn_on_azure_and_keeps_history_through_a_cut() {
     assert_eq!(conv["format"], "openai-chat", "{conv}");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let send = |d: &mut Daemon, text: &str| {
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": text}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
-        let fin = d.wait_final(&turn_id, TURN)["params"].clone();
+        let (turn_id, fin) = d.turn(&cid, text, TURN);
         let h = d.call(
             "GetConversationHistory",
             json!({"conversationId": cid, "pageSize": 100}),

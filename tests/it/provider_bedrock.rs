@@ -513,15 +513,7 @@ fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
     );
     assert_eq!(conv["format"], "bedrock-converse", "{conv}");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let turn = |d: &mut Daemon, text: &str| {
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": text}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
-        let fin = d.wait_final(&turn_id, TURN);
-        (turn_id, fin["params"].clone())
-    };
+    let turn = |d: &mut Daemon, text: &str| d.turn(&cid, text, TURN);
     let (turn_id, fin) = turn(&mut d, "Hello over the daemon");
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], reply, "{fin}");
@@ -572,12 +564,7 @@ fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
     // per image, they are refused before anything is sent.
     let image = |d: &mut Daemon, part: Value| {
         let message = json!({"role": "user", "content": ["What is this?", part]});
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": message}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
-        d.wait_final(&turn_id, TURN)["params"].clone()
+        d.turn(&cid, message, TURN).1
     };
     let fin = image(
         &mut d,

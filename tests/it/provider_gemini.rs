@@ -220,15 +220,7 @@ fn daemon_streams_a_turn_with_an_image_and_the_key_goes_nowhere_else() {
     );
     assert_eq!(conv["format"], "gemini", "{conv}");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let send = |d: &mut Daemon, message: Value| {
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": message}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
-        let fin = d.wait_final(&turn_id, TURN)["params"].clone();
-        (turn_id, fin)
-    };
+    let send = |d: &mut Daemon, message: Value| d.turn(&cid, message, TURN);
     let history_len = |d: &mut Daemon| {
         d.call(
             "GetConversationHistory",

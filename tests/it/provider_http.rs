@@ -412,11 +412,7 @@ fn a_daemon_turn_streams_and_a_failed_turn_leaves_the_history_as_it_was() {
     );
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let turn = |d: &mut rpc_client::Daemon, text: &str| {
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": text}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
+        let turn_id = d.send_message(&cid, text);
         (
             turn_id.clone(),
             d.wait_final(&turn_id, wait)["params"].clone(),

@@ -301,12 +301,7 @@ fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
 }
 
 fn turn(d: &mut Daemon, cid: &str, message: Value) -> (String, Value) {
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": message}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, TURN)["params"].clone();
+    let (turn_id, fin) = d.turn(cid, message, TURN);
     (turn_id, fin)
 }
 

@@ -243,6 +243,36 @@ impl Daemon {
         )
     }
 
+    /// Sends `message` (a text or a message object) to a conversation with `OnNewMessage`; the
+    /// turn id of the answer.
+    pub fn send_message(
+        &mut self,
+        conversation_id: &str,
+        message: impl serde::Serialize,
+    ) -> String {
+        let r = self.call(
+            "OnNewMessage",
+            json!({"conversationId": conversation_id, "message": message}),
+        );
+        r["turnId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no turnId in {r}"))
+            .to_string()
+    }
+
+    /// Sends `message` and waits for the end of its turn: the turn id and the params of the
+    /// final `OnFeatureResponse`.
+    pub fn turn(
+        &mut self,
+        conversation_id: &str,
+        message: impl serde::Serialize,
+        timeout: Duration,
+    ) -> (String, Value) {
+        let turn_id = self.send_message(conversation_id, message);
+        let fin = self.wait_final(&turn_id, timeout)["params"].clone();
+        (turn_id, fin)
+    }
+
     /// Waits for the final `OnFeatureResponse` of a turn.
     pub fn wait_final(&mut self, turn_id: &str, timeout: Duration) -> Value {
         self.wait_notification(

@@ -284,12 +284,10 @@ async fn answer(mut ex: Exchange<Anthropic>, ctx: &Ctx, b: &Behavior, streaming:
             if !ex.pause(b.delay).await {
                 return;
             }
-            let mut extra = extra.to_vec();
-            if matches!(status, 429 | 529) {
-                extra.push(("retry-after", "1"));
-            }
+            let retry_later = matches!(status, 429 | 529);
             let body = error_body(error_type, message);
-            ex.respond(*status, "application/json", &extra, &body).await
+            ex.respond_error(*status, "application/json", &extra, retry_later, &body)
+                .await
         }
         _ if !streaming => {
             if !ex.pause(b.delay).await {

@@ -340,14 +340,15 @@ async fn answer(mut ex: Exchange<Gemini>) {
             if !ex.pause(behavior.delay).await {
                 return;
             }
-            let extra: &[(&str, &str)] = if status == 429 {
-                &[("retry-after", "1")]
-            } else {
-                &[]
-            };
             let (_, body) = error(status, message, status_name(status));
-            ex.respond(status, JSON, extra, body.to_string().as_bytes())
-                .await
+            ex.respond_error(
+                status,
+                JSON,
+                &[],
+                status == 429,
+                body.to_string().as_bytes(),
+            )
+            .await
         }
         Mode::Blocked { ref reason } => {
             let body = json!({

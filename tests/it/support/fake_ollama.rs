@@ -237,15 +237,11 @@ async fn answer(mut ex: Exchange<Ollama>) {
             if !ex.pause(behavior.delay).await {
                 return;
             }
-            let extra: &[(&str, &str)] = if status == 429 {
-                &[("retry-after", "1")]
-            } else {
-                &[]
-            };
-            ex.respond(
+            ex.respond_error(
                 status,
                 "application/json; charset=utf-8",
-                extra,
+                &[],
+                status == 429,
                 &error_body(message),
             )
             .await

@@ -252,11 +252,9 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
             let kind = error_type(status, code);
             let code = (!code.is_empty()).then_some(code.as_str());
             let body = error_body(message, kind, code);
-            let mut extra = vec![("x-request-id", request_id.as_str())];
-            if status == 429 {
-                extra.push(("retry-after", "1"));
-            }
-            ex.respond(status, "application/json", &extra, &body).await
+            let extra = [("x-request-id", request_id.as_str())];
+            ex.respond_error(status, "application/json", &extra, status == 429, &body)
+                .await
         }
         Mode::Ok | Mode::CutAfter { .. } if !streaming => {
             if !ex.pause(behavior.delay).await {

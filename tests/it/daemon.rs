@@ -663,15 +663,8 @@ fn cancel_stops_a_streaming_turn() {
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
     let turn_id = d.send_message(&cid, "count to twenty slowly");
-    d.wait_notification(
-        |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id.as_str(),
-        TURN,
-    );
-    let asked = Instant::now();
-    let r = d.call("Cancel", json!({"conversationId": cid}));
-    assert_eq!(r["cancelled"], true, "{r}");
-    let fin = d.wait_final(&turn_id, TURN)["params"].clone();
-    let took = asked.elapsed();
+    d.wait_first_chunk(&turn_id, TURN);
+    let (fin, took) = d.cancel_turn(&cid, &turn_id, TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "cancelled", "{fin}");
     assert!(took < Duration::from_secs(2), "cancel took {took:?}");
@@ -719,10 +712,7 @@ fn cancel_request_notification_stops_the_turn_of_that_request() {
     );
     let r = d.wait_response(&json!(id), TURN);
     let turn_id = r["result"]["turnId"].as_str().unwrap().to_string();
-    d.wait_notification(
-        |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id.as_str(),
-        TURN,
-    );
+    d.wait_first_chunk(&turn_id, TURN);
     d.notify("$/cancelRequest", json!({"id": id}));
     let fin = d.wait_final(&turn_id, Duration::from_secs(3))["params"].clone();
     assert_eq!(fin["error"]["kind"], "cancelled", "{fin}");
@@ -1378,10 +1368,7 @@ fn shutdown_cancels_running_and_queued_turns_and_exits() {
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let running = d.send_message(&cid, "count slowly");
     let queued = d.send_message(&cid, "and again");
-    d.wait_notification(
-        |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == running.as_str(),
-        TURN,
-    );
+    d.wait_first_chunk(&running, TURN);
     let asked = Instant::now();
     let status = d.shutdown(EXIT);
     let took = asked.elapsed();

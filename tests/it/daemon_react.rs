@@ -161,12 +161,7 @@ feature = "tools"
     );
 
     // Only the final answer was streamed.
-    let streamed: Vec<String> = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .map(|m| m["params"]["delta"].as_str().unwrap().to_string())
-        .collect();
+    let streamed = d.streamed(&turn_id);
     assert!(!streamed.is_empty(), "nothing streamed");
     assert!(
         streamed

@@ -513,12 +513,7 @@ fn actions_become_do_action_notifications_and_collect_mode_posts_the_next_messag
         "{fin}"
     );
     // The streamed text carries no marker either.
-    let streamed: String = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .map(|m| m["params"]["delta"].as_str().unwrap().to_string())
-        .collect();
+    let streamed = d.streamed(&turn_id).concat();
     assert_eq!(
         streamed,
         "Here is a dance  for you. What did you think of E1?"

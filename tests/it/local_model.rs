@@ -245,15 +245,8 @@ fn cancel_ends_a_local_generation_promptly() {
         &cid,
         "Count from 1 to 1000, writing every number in words, one per line.",
     );
-    d.wait_notification(
-        |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == t.as_str(),
-        TURN,
-    );
-    let asked = Instant::now();
-    let r = d.call("Cancel", json!({"conversationId": cid}));
-    assert_eq!(r["cancelled"], true, "{r}");
-    let fin = d.wait_final(&t, CANCELLED)["params"].clone();
-    let took = asked.elapsed();
+    d.wait_first_chunk(&t, TURN);
+    let (fin, took) = d.cancel_turn(&cid, &t, CANCELLED);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "cancelled", "{fin}");
     assert!(took < Duration::from_secs(2), "cancel took {took:?}");

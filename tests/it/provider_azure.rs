@@ -285,11 +285,7 @@ fn daemon_streams_a_turn_on_azure_and_keeps_history_through_a_cut() {
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Streamed from Azure.");
     assert_eq!(stored, 2);
-    let chunks = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .count();
+    let chunks = d.streamed(&turn_id).len();
     assert_eq!(chunks, 3);
     let req = fake.requests().pop().unwrap();
     assert_eq!(req.header("api-key"), Some(KEY));

@@ -518,14 +518,7 @@ fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], reply, "{fin}");
     assert_eq!(fin["finishReason"], "end_turn", "{fin}");
-    let chunks: String = d
-        .log()
-        .iter()
-        .filter(|m| {
-            m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id.as_str()
-        })
-        .filter_map(|m| m["params"]["delta"].as_str())
-        .collect();
+    let chunks = d.streamed(&turn_id).concat();
     assert_eq!(chunks, reply);
     assert_eq!(fake.last().action, "converse-stream");
 

@@ -241,12 +241,7 @@ fn daemon_streams_a_turn_with_an_image_and_the_key_goes_nowhere_else() {
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "A red dot on white.");
     assert_eq!(fin["finishReason"], "STOP");
-    let chunks: Vec<String> = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .filter_map(|m| m["params"]["delta"].as_str().map(str::to_string))
-        .collect();
+    let chunks = d.streamed(&turn_id);
     assert_eq!(chunks.len(), 4, "{chunks:?}");
     assert_eq!(chunks.concat(), "A red dot on white.");
     let req = fake.requests().pop().unwrap();

@@ -420,12 +420,7 @@ fn a_daemon_turn_streams_and_a_failed_turn_leaves_the_history_as_it_was() {
     };
     let (turn_id, fin) = turn(&mut d, "hello daemon");
     assert_eq!(fin["summary"], "echo: hello daemon", "{fin}");
-    let chunks: Vec<String> = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .map(|m| m["params"]["delta"].as_str().unwrap().to_string())
-        .collect();
+    let chunks = d.streamed(&turn_id);
     assert_eq!(chunks, ["echo: ", "hello ", "daemon"]);
     // A 500 (twice: one retry) fails the turn and stores nothing; the next turn sees only the first.
     for _ in 0..2 {

@@ -338,12 +338,7 @@ fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
     assert_eq!(fin["summary"], "A red dot on white.");
     assert_eq!(fin["finishReason"], "stop");
     assert_eq!(fin["usage"]["inputTokens"], 5, "{fin}");
-    let chunks: String = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .filter_map(|m| m["params"]["delta"].as_str().map(str::to_string))
-        .collect();
+    let chunks = d.streamed(&turn_id).concat();
     assert_eq!(chunks, "A red dot on white.");
     let req = fake.requests().pop().unwrap();
     assert_eq!(

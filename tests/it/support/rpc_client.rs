@@ -273,6 +273,44 @@ impl Daemon {
         (turn_id, fin)
     }
 
+    /// Waits for the first `OnFeatureResponseChunk` of a turn.
+    pub fn wait_first_chunk(&mut self, turn_id: &str, timeout: Duration) -> Value {
+        self.wait_notification(
+            |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id,
+            timeout,
+        )
+    }
+
+    /// The `delta` of every `OnFeatureResponseChunk` of a turn received so far, in order; each
+    /// chunk must carry one.
+    pub fn streamed(&self, turn_id: &str) -> Vec<String> {
+        self.log()
+            .iter()
+            .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
+            .map(|m| {
+                m["params"]["delta"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("a chunk without a delta: {m}"))
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// `Cancel` of a conversation's running turn, which must say it cancelled one; its final
+    /// `OnFeatureResponse` params and how long they took to come after the request.
+    pub fn cancel_turn(
+        &mut self,
+        conversation_id: &str,
+        turn_id: &str,
+        timeout: Duration,
+    ) -> (Value, Duration) {
+        let asked = Instant::now();
+        let r = self.call("Cancel", json!({"conversationId": conversation_id}));
+        assert_eq!(r["cancelled"], true, "{r}");
+        let fin = self.wait_final(turn_id, timeout)["params"].clone();
+        (fin, asked.elapsed())
+    }
+
     /// Waits for the final `OnFeatureResponse` of a turn.
     pub fn wait_final(&mut self, turn_id: &str, timeout: Duration) -> Value {
         self.wait_notification(

@@ -28,14 +28,6 @@ fn fake(behavior: Behavior) -> FakeOpenAi {
     FakeOpenAi::start(0, behavior).expect("start the fake OpenAI server")
 }
 
-fn reply(text: &str, chunks: usize) -> Behavior {
-    Behavior {
-        reply: text.to_string(),
-        chunks,
-        ..Behavior::default()
-    }
-}
-
 fn error_behavior(status: u16, message: &str) -> Behavior {
     Behavior {
         mode: Mode::Error {
@@ -96,29 +88,10 @@ fn text_of(message: &Value) -> String {
     }
 }
 
-/// Indices in the client's log of the chunk notifications of a turn and of its final response.
-fn turn_events(d: &Daemon, turn_id: &str) -> (Vec<(usize, String)>, Vec<usize>) {
-    let mut chunks = Vec::new();
-    let mut finals = Vec::new();
-    for (i, m) in d.log().iter().enumerate() {
-        if m["params"]["turnId"] != turn_id {
-            continue;
-        }
-        match m["method"].as_str() {
-            Some("OnFeatureResponseChunk") => {
-                chunks.push((i, m["params"]["delta"].as_str().unwrap_or("").to_string()))
-            }
-            Some("OnFeatureResponse") if m["params"]["final"] == true => finals.push(i),
-            _ => {}
-        }
-    }
-    (chunks, finals)
-}
-
 /// The turn streamed at least one chunk, every chunk came before its one
 /// final response, and the chunks make up `text`.
 fn assert_streamed(d: &Daemon, turn_id: &str, text: &str) {
-    let (chunks, finals) = turn_events(d, turn_id);
+    let (chunks, finals) = d.turn_events(turn_id);
     assert_eq!(finals.len(), 1, "exactly one final response");
     assert!(!chunks.is_empty(), "no OnFeatureResponseChunk");
     assert!(
@@ -153,7 +126,7 @@ const REPLY: &str = "Hello from the fake provider, streamed in pieces: café ☕
 /// Returns the daemon last, so that it is dropped (killed) before its folder.
 fn chat_flow(framing: Framing) -> (FakeOpenAi, tempfile::TempDir, Daemon, String) {
     let reply_text = REPLY;
-    let fake = fake(reply(reply_text, 5));
+    let fake = fake(Behavior::reply(reply_text, 5));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), framing, &fake);
 
@@ -285,7 +258,7 @@ fn content_length_chat_flow() {
 
 #[test]
 fn malformed_input_keeps_the_daemon_alive() {
-    let fake = fake(reply("Still here.", 2));
+    let fake = fake(Behavior::reply("Still here.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -389,7 +362,7 @@ fn malformed_input_keeps_the_daemon_alive() {
 
 #[test]
 fn content_length_garbage_is_reported_and_skipped() {
-    let fake = fake(reply("Framed fine.", 2));
+    let fake = fake(Behavior::reply("Framed fine.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::ContentLength, &fake);
     initialize(&mut d, true);
@@ -448,7 +421,7 @@ fn content_length_garbage_is_reported_and_skipped() {
 
 #[test]
 fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
-    let fake = fake(reply("Recovered.", 3));
+    let fake = fake(Behavior::reply("Recovered.", 3));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -549,10 +522,10 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
 
 #[test]
 fn cut_stream_and_stalled_provider_fail_promptly() {
-    let fake = fake(reply("This reply is cut short by the server.", 4));
+    let fake = fake(Behavior::reply("This reply is cut short by the server.", 4));
     fake.push(Behavior {
         mode: Mode::CutAfter { after: 2 },
-        ..reply("This reply is cut short by the server.", 4)
+        ..Behavior::reply("This reply is cut short by the server.", 4)
     });
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
@@ -630,7 +603,7 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
     assert!(kind == "timeout" || kind == "providerError", "{fin}");
     assert!(took < Duration::from_secs(4), "a 1 s timeout took {took:?}");
     assert!(
-        !turn_events(&d, &capped_turn).0.is_empty(),
+        !d.turn_events(&capped_turn).0.is_empty(),
         "the stream had started"
     );
     assert!(history(&mut d, &capped_id).is_empty());
@@ -677,7 +650,7 @@ fn cancel_stops_a_streaming_turn() {
         history(&mut d, &cid).is_empty(),
         "a cancelled turn was committed"
     );
-    let (_, finals) = turn_events(&d, &turn_id);
+    let (_, finals) = d.turn_events(&turn_id);
     assert_eq!(finals.len(), 1);
 
     // Nothing runs any more: cancelling again cancels nothing.
@@ -690,7 +663,7 @@ fn cancel_stops_a_streaming_turn() {
     assert_eq!(e["data"]["kind"], "unknownConversation", "{e}");
 
     // The conversation goes on.
-    fake.set_default(reply("Done.", 2));
+    fake.set_default(Behavior::reply("Done.", 2));
     let (_, fin) = d.turn(&cid, "just say done", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(history(&mut d, &cid).len(), 2);
@@ -726,7 +699,7 @@ fn cancel_request_notification_stops_the_turn_of_that_request() {
 #[test]
 fn fifty_concurrent_conversations() {
     const N: usize = 50;
-    let fake = fake(reply("Concurrent hello.", 2));
+    let fake = fake(Behavior::reply("Concurrent hello.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -772,7 +745,7 @@ fn fifty_concurrent_conversations() {
     }
     // Exactly one final per turn.
     for turn_id in &turn_ids {
-        assert_eq!(turn_events(&d, turn_id).1.len(), 1);
+        assert_eq!(d.turn_events(turn_id).1.len(), 1);
     }
     let listed = d.call("ListConversations", json!({"pageSize": 1000}));
     assert_eq!(listed["conversations"].as_array().unwrap().len(), N);
@@ -784,7 +757,7 @@ fn fifty_concurrent_conversations() {
 
 #[test]
 fn restart_and_resume_a_conversation() {
-    let fake = fake(reply("Paris is the capital of France.", 3));
+    let fake = fake(Behavior::reply("Paris is the capital of France.", 3));
     let dir = tempfile::tempdir().unwrap();
     let first_question = "What is the capital of France?";
 
@@ -813,7 +786,7 @@ fn restart_and_resume_a_conversation() {
     let status = d.shutdown(EXIT);
     assert_eq!(status.code(), Some(0), "{status:?}");
 
-    fake.set_default(reply("Rome is the capital of Italy.", 3));
+    fake.set_default(Behavior::reply("Rome is the capital of Italy.", 3));
     let mut d = Daemon::spawn(&config(dir.path(), Framing::ContentLength, "second", &fake));
     initialize(&mut d, true);
     let listed = d.call("ListConversations", json!({"pageSize": 10}));
@@ -899,7 +872,7 @@ fn end_of_input_finishes_running_turns_before_exit() {
 
 #[test]
 fn client_registered_feature_drives_the_turn() {
-    let fake = fake(reply("Echo from the model.", 3));
+    let fake = fake(Behavior::reply("Echo from the model.", 3));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -975,7 +948,7 @@ fn client_registered_feature_drives_the_turn() {
 
     // No final response before the feature answers.
     assert!(
-        turn_events(&d, &turn_id).1.is_empty(),
+        d.turn_events(&turn_id).1.is_empty(),
         "the turn ended before the feature answered"
     );
     let summary = format!("done: {model_reply}");
@@ -1043,7 +1016,7 @@ fn api_key_reaches_the_provider_and_nothing_else() {
     const RUNTIME_KEY: &str = "sk-rt-SECRET-999999";
     let secrets = [SECRET, CONFIG_KEY, HEADER_SECRET, RUNTIME_KEY];
 
-    let fake = fake(reply("Authorized reply.", 2));
+    let fake = fake(Behavior::reply("Authorized reply.", 2));
     fake.push(error_behavior(401, "Incorrect API key provided"));
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
@@ -1163,7 +1136,7 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
 
 #[test]
 fn set_model_parameter_checks_names_and_ranges() {
-    let fake = fake(reply("Tempered.", 2));
+    let fake = fake(Behavior::reply("Tempered.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -1230,7 +1203,7 @@ fn set_model_parameter_checks_names_and_ranges() {
 
 #[test]
 fn streaming_off_sends_no_chunks() {
-    let fake = fake(reply("Whole reply at once.", 4));
+    let fake = fake(Behavior::reply("Whole reply at once.", 4));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     let init = initialize(&mut d, false);
@@ -1262,7 +1235,7 @@ fn streaming_off_sends_no_chunks() {
     assert_eq!(resp["params"]["isSuccess"], true, "{resp}");
     assert!(d.shutdown(EXIT).success());
     // With every output read.
-    let (chunks, finals) = turn_events(&d, &turn_id);
+    let (chunks, finals) = d.turn_events(&turn_id);
     assert!(chunks.is_empty(), "chunks were sent: {chunks:?}");
     assert_eq!(finals.len(), 1);
     let chunk_methods = ["OnFeatureResponseChunk", "OnPromptResponseChunk"];
@@ -1279,7 +1252,7 @@ fn streaming_off_sends_no_chunks() {
 
 #[test]
 fn turns_of_one_conversation_run_in_order_and_see_each_other() {
-    let fake = fake(reply("Noted.", 2));
+    let fake = fake(Behavior::reply("Noted.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -1309,7 +1282,7 @@ fn turns_of_one_conversation_run_in_order_and_see_each_other() {
     for t in &turn_ids {
         assert_eq!(d.wait_final(t, TURN)["params"]["isSuccess"], true);
     }
-    let finals: Vec<usize> = turn_ids.iter().map(|t| turn_events(&d, t).1[0]).collect();
+    let finals: Vec<usize> = turn_ids.iter().map(|t| d.turn_events(t).1[0]).collect();
     assert!(
         finals.windows(2).all(|w| w[0] < w[1]),
         "turns ended out of order"
@@ -1343,7 +1316,7 @@ fn turns_of_one_conversation_run_in_order_and_see_each_other() {
 
 #[test]
 fn empty_text_message_is_refused() {
-    let fake = fake(reply("Should not be asked.", 2));
+    let fake = fake(Behavior::reply("Should not be asked.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -1389,7 +1362,7 @@ fn shutdown_cancels_running_and_queued_turns_and_exits() {
 
 #[test]
 fn end_of_input_ends_a_turn_waiting_on_a_client_feature() {
-    let fake = fake(reply("unused", 2));
+    let fake = fake(Behavior::reply("unused", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -1414,7 +1387,7 @@ fn end_of_input_ends_a_turn_waiting_on_a_client_feature() {
 
 #[test]
 fn client_feature_progress_and_cancel() {
-    let fake = fake(reply("unused", 2));
+    let fake = fake(Behavior::reply("unused", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::ContentLength, &fake);
     initialize(&mut d, true);
@@ -1478,7 +1451,7 @@ fn client_feature_progress_and_cancel() {
 
 #[test]
 fn standalone_agents_prompt_cancel_and_remove() {
-    let fake = fake(reply("Agent reply.", 3));
+    let fake = fake(Behavior::reply("Agent reply.", 3));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -1565,7 +1538,7 @@ fn standalone_agents_prompt_cancel_and_remove() {
 
 #[test]
 fn runtime_components() {
-    let fake = fake(reply("Configured.", 2));
+    let fake = fake(Behavior::reply("Configured.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -1661,7 +1634,7 @@ fn runtime_components() {
 #[test]
 fn list_page_remove_and_delete_conversations() {
     const N: usize = 7;
-    let fake = fake(reply("Listed.", 1));
+    let fake = fake(Behavior::reply("Listed.", 1));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     initialize(&mut d, true);
@@ -1808,7 +1781,7 @@ fn list_page_remove_and_delete_conversations() {
 
 #[test]
 fn end_of_input_inside_a_frame() {
-    let fake = fake(reply("unused", 1));
+    let fake = fake(Behavior::reply("unused", 1));
     let dir = tempfile::tempdir().unwrap();
 
     // Lines: a last request without its newline is still answered.
@@ -1832,7 +1805,7 @@ fn end_of_input_inside_a_frame() {
 
 #[test]
 fn large_messages_pass_through_both_framings() {
-    let fake = fake(reply("Got it.", 1));
+    let fake = fake(Behavior::reply("Got it.", 1));
     let dir = tempfile::tempdir().unwrap();
     // About 1 MB of text with multi-byte characters and JSON-escaped ones.
     let big: String = "ünïcødé \"quoted\" \\ line\n ".repeat(40_000);
@@ -1885,7 +1858,7 @@ fn start_together(root: &Path, fake: &FakeOpenAi, n: usize) -> (Vec<Daemon>, Vec
 
 #[test]
 fn two_daemons_share_a_data_dir() {
-    let fake = fake(reply("Shared.", 2));
+    let fake = fake(Behavior::reply("Shared.", 2));
     let dir = tempfile::tempdir().unwrap();
     // Create the history first (see the next test for a fresh folder).
     let mut d = Daemon::spawn(&config(dir.path(), Framing::Lines, "init", &fake));
@@ -1931,7 +1904,7 @@ fn two_daemons_share_a_data_dir() {
 
 #[test]
 fn daemons_started_together_on_a_fresh_data_dir_all_start() {
-    let fake = fake(reply("unused", 1));
+    let fake = fake(Behavior::reply("unused", 1));
     for _ in 0..5 {
         let dir = tempfile::tempdir().unwrap();
         let (ds, failures) = start_together(dir.path(), &fake, 3);
@@ -1942,7 +1915,7 @@ fn daemons_started_together_on_a_fresh_data_dir_all_start() {
 
 #[test]
 fn client_feature_can_report_a_failed_turn() {
-    let fake = fake(reply("unused", 1));
+    let fake = fake(Behavior::reply("unused", 1));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     d.call("RegisterFeature", json!({"name": "strict"}));
@@ -1967,7 +1940,7 @@ fn client_feature_can_report_a_failed_turn() {
 
 #[test]
 fn image_parts_reach_the_provider_as_image_url() {
-    let fake = fake(reply("A red dot.", 2));
+    let fake = fake(Behavior::reply("A red dot.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     let conv = create_conversation(&mut d);

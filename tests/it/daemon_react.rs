@@ -35,14 +35,6 @@ fn calc() -> FakePlugin {
     calc
 }
 
-fn says(text: &str, chunks: usize) -> Behavior {
-    Behavior {
-        reply: text.into(),
-        chunks,
-        ..Behavior::default()
-    }
-}
-
 fn daemon(root: &std::path::Path, config: &str, fake: &FakeOpenAi) -> Daemon {
     let cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
@@ -72,12 +64,15 @@ fn texts(messages: &Value) -> Vec<(String, String)> {
 fn the_http_template_connector_uses_react_and_streams_only_the_final_answer() {
     let calc = calc();
     calc.push("add", Answer::text("The sum is 5."));
-    let fake = FakeOpenAi::start(0, says("unused", 1)).unwrap();
-    fake.push(says(
+    let fake = FakeOpenAi::start(0, Behavior::reply("unused", 1)).unwrap();
+    fake.push(Behavior::reply(
         "Thought: I should add the numbers.\nAction: calc.add\nAction Input: {\"a\": \"2\", \"b\": \"3\"}",
         7,
     ));
-    fake.push(says("Thought: I know it now.\nFinal Answer: 5", 6));
+    fake.push(Behavior::reply(
+        "Thought: I know it now.\nFinal Answer: 5",
+        6,
+    ));
     let dir = tempfile::tempdir().unwrap();
     let config = format!(
         r#"
@@ -194,13 +189,13 @@ feature = "tools"
 #[test]
 fn openai_forced_to_react_gets_a_stop_sequence_and_corrections_for_wrong_actions() {
     let calc = calc();
-    let fake = FakeOpenAi::start(0, says("unused", 1)).unwrap();
+    let fake = FakeOpenAi::start(0, Behavior::reply("unused", 1)).unwrap();
     // An unknown tool and malformed JSON, in parallel; then a final answer.
-    fake.push(says(
+    fake.push(Behavior::reply(
         "Action: calc.multiply\nAction Input: {\"a\": 2}\n\nAction: calc__add\nAction Input: {\"a\": 2,",
         1,
     ));
-    fake.push(says("I cannot compute that.", 1));
+    fake.push(Behavior::reply("I cannot compute that.", 1));
     let dir = tempfile::tempdir().unwrap();
     let config = format!(
         "[plugins.calc]\nurl = \"{}\"\nenabled = true\n\n[features.tools]\nmode = \"react\"\n",

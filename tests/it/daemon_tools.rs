@@ -198,11 +198,10 @@ fn the_tools_feature_runs_parallel_tool_calls_and_commits_the_whole_turn() {
         ],
         ..Behavior::default()
     });
-    fake.push(Behavior {
-        reply: "You are registered for E1; the calendar is offline.".into(),
-        chunks: 3,
-        ..Behavior::default()
-    });
+    fake.push(Behavior::reply(
+        "You are registered for E1; the calendar is offline.",
+        3,
+    ));
     let dir = tempfile::tempdir().unwrap();
     let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
     let (turn_id, fin) = d.turn(&cid, "Sign me up for E1", WAIT);
@@ -303,10 +302,7 @@ fn the_tools_feature_runs_parallel_tool_uses_on_claude() {
         ],
         ..Behavior::default()
     });
-    fake.push(Behavior {
-        reply: "Done: you will not attend E2.".into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text("Done: you will not attend E2."));
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::ContentLength, "daemon")
         .env("ANTHROPIC_BASE_URL", &fake.base_url())
@@ -401,13 +397,6 @@ fn calls(tool: &str, args: &str) -> fake_openai::Behavior {
     }
 }
 
-fn says(text: &str) -> fake_openai::Behavior {
-    fake_openai::Behavior {
-        reply: text.into(),
-        ..fake_openai::Behavior::default()
-    }
-}
-
 #[test]
 fn confirmations_are_asked_of_the_client_and_their_outcome_told_to_the_model() {
     let events = FakePlugin::start(None);
@@ -422,12 +411,12 @@ fn confirmations_are_asked_of_the_client_and_their_outcome_told_to_the_model() {
             })),
         );
     }
-    let fake = fake_openai::FakeOpenAi::start(0, says("unused")).unwrap();
+    let fake = fake_openai::FakeOpenAi::start(0, fake_openai::Behavior::text("unused")).unwrap();
     let args = r#"{"eventId":"E1","participation":"YES"}"#;
     fake.push(calls("events__eventParticipation", args));
-    fake.push(says("You are registered."));
+    fake.push(fake_openai::Behavior::text("You are registered."));
     fake.push(calls("events__eventParticipation", args));
-    fake.push(says("Nothing was changed."));
+    fake.push(fake_openai::Behavior::text("Nothing was changed."));
     let dir = tempfile::tempdir().unwrap();
     let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
 
@@ -498,12 +487,12 @@ fn actions_become_do_action_notifications_and_collect_mode_posts_the_next_messag
             "collectResponseLink": format!("{}/collection/E1", events.base_url()),
         })),
     );
-    let fake = fake_openai::FakeOpenAi::start(0, says("unused")).unwrap();
+    let fake = fake_openai::FakeOpenAi::start(0, fake_openai::Behavior::text("unused")).unwrap();
     fake.push(calls("events__getEvents", "{}"));
-    fake.push(says(
+    fake.push(fake_openai::Behavior::text(
         "Here is a dance [[ACTION.PLAY_ANIMATION.WAIT]] for you. What did you think of E1?",
     ));
-    fake.push(says("Thank you for your opinion."));
+    fake.push(fake_openai::Behavior::text("Thank you for your opinion."));
     let dir = tempfile::tempdir().unwrap();
     let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
 
@@ -546,7 +535,7 @@ fn actions_become_do_action_notifications_and_collect_mode_posts_the_next_messag
         "{last}"
     );
     // A third message is not collected again.
-    fake.push(says("Anything else?"));
+    fake.push(fake_openai::Behavior::text("Anything else?"));
     d.turn(&cid, "Bye", WAIT);
     assert_eq!(
         events
@@ -570,7 +559,11 @@ fn a_client_that_goes_away_during_a_confirmation_does_not_hang_the_daemon() {
             "confirmationLink": format!("{}/confirmations/X", events.base_url()),
         })),
     );
-    let fake = fake_openai::FakeOpenAi::start(0, says("Not confirmed, nothing done.")).unwrap();
+    let fake = fake_openai::FakeOpenAi::start(
+        0,
+        fake_openai::Behavior::text("Not confirmed, nothing done."),
+    )
+    .unwrap();
     fake.push(calls(
         "events__eventParticipation",
         r#"{"eventId":"E1","participation":"YES"}"#,
@@ -599,7 +592,7 @@ fn a_client_that_goes_away_during_a_confirmation_does_not_hang_the_daemon() {
 #[test]
 fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
     let events = FakePlugin::start(None);
-    let fake = fake_openai::FakeOpenAi::start(0, says("unused")).unwrap();
+    let fake = fake_openai::FakeOpenAi::start(0, fake_openai::Behavior::text("unused")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
@@ -645,7 +638,7 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
     );
     assert_eq!(conv["feature"], "tools");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    fake.push(says("First."));
+    fake.push(fake_openai::Behavior::text("First."));
     d.turn(&cid, "hello", WAIT);
     assert_eq!(offered(&fake), ["spare__getEvents"]);
     // A conversation that names no tools gets the enabled modules.
@@ -653,7 +646,7 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
         "CreateConversation",
         json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
     );
-    fake.push(says("Other."));
+    fake.push(fake_openai::Behavior::text("Other."));
     d.turn(other["conversationId"].as_str().unwrap(), "hello", WAIT);
     assert_eq!(
         offered(&fake),
@@ -664,7 +657,7 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
     // A new daemon resumes the conversation with the same selection.
     let mut d = Daemon::spawn(&cfg);
     d.call("ResumeConversation", json!({"conversationId": cid}));
-    fake.push(says("Second."));
+    fake.push(fake_openai::Behavior::text("Second."));
     let (_, fin) = d.turn(&cid, "again", WAIT);
     assert_eq!(fin["summary"], "Second.", "{fin}");
     assert_eq!(offered(&fake), ["spare__getEvents"]);

@@ -235,10 +235,7 @@ fn bedrock_converse_streams_tool_uses_and_sends_both_results_in_one_message() {
         ..Behavior::default()
     });
     let summary = "Done: you are registered for E1.";
-    fake.push(Behavior {
-        reply: summary.into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text(summary));
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &fake.url())

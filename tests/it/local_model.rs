@@ -92,25 +92,6 @@ fn history_len(d: &mut Daemon, cid: &str) -> usize {
     r["messages"].as_array().unwrap().len()
 }
 
-/// The chunk deltas of a turn and the log index of each, and the index of its final response.
-fn turn_log(d: &Daemon, turn_id: &str) -> (Vec<(usize, String)>, Option<usize>) {
-    let mut chunks = Vec::new();
-    let mut fin = None;
-    for (i, m) in d.log().iter().enumerate() {
-        if m["params"]["turnId"] != turn_id {
-            continue;
-        }
-        match m["method"].as_str() {
-            Some("OnFeatureResponseChunk") => {
-                chunks.push((i, m["params"]["delta"].as_str().unwrap_or("").to_string()))
-            }
-            Some("OnFeatureResponse") if m["params"]["final"] == true => fin = Some(i),
-            _ => {}
-        }
-    }
-    (chunks, fin)
-}
-
 /// Waits until a line of the daemon's stderr matches (polling the file, with a deadline).
 fn wait_stderr(d: &Daemon, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) {
     let deadline = Instant::now() + timeout;
@@ -146,7 +127,8 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
     assert_eq!(fin1["isSuccess"], true, "{fin1}");
     let summary = fin1["summary"].as_str().unwrap();
     assert!(!summary.trim().is_empty(), "empty reply: {fin1}");
-    let (chunks, fin_at) = turn_log(&d, &t1);
+    let (chunks, finals) = d.turn_events(&t1);
+    let fin_at = finals.last().copied();
     assert!(!chunks.is_empty(), "no streamed chunk");
     assert!(
         chunks.iter().all(|(i, _)| Some(*i) < fin_at),
@@ -189,7 +171,10 @@ fn answers_without_streaming_and_honours_stop_strings() {
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let reply = fin["summary"].as_str().unwrap().to_string();
     assert!(!reply.trim().is_empty(), "{fin}");
-    assert!(turn_log(&d, &t).0.is_empty(), "no chunks without streaming");
+    assert!(
+        d.turn_events(&t).0.is_empty(),
+        "no chunks without streaming"
+    );
 
     // The same question again, with a word of that reply as a stop string: the reply ends
     // just before it (greedy, so the same text up to there) and the stop string is not shown.
@@ -377,7 +362,7 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
     assert!(!answer.contains("Action:"), "{answer}");
 
     // Only the final answer was streamed.
-    let (chunks, _) = turn_log(&d, &t);
+    let (chunks, _) = d.turn_events(&t);
     let streamed: String = chunks.iter().map(|(_, c)| c.as_str()).collect();
     assert!(!streamed.contains("Action:"), "{streamed}");
     assert_eq!(streamed, answer, "the chunks are the final answer");

@@ -292,10 +292,7 @@ fn the_model_calls_an_mcp_tool_and_gets_its_result() {
         )],
         ..Behavior::default()
     });
-    fake.push(Behavior {
-        reply: "It is 42.".into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text("It is 42."));
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("srv.pids");
     let mut d = daemon_with(

@@ -49,10 +49,7 @@ fn the_reference_filesystem_server_lists_reads_refuses_and_serves_a_model() {
         )],
         ..Behavior::default()
     });
-    fake.push(Behavior {
-        reply: "Your list says: remember the milk.".into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text("Your list says: remember the milk."));
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
         .env("OPENAI_API_KEY", "sk-test-interop");

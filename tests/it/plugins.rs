@@ -251,10 +251,7 @@ fn ask_with_tools_calls_a_module_and_yes_confirms() {
         )],
         ..Behavior::default()
     });
-    fake.push(Behavior {
-        reply: "Registered for E9.".into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text("Registered for E9."));
     let env = Env::new();
     env.write_config(&format!(
         "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
@@ -284,10 +281,7 @@ fn ask_with_named_tools_offers_only_those() {
     use fake_openai::{Behavior, FakeOpenAi};
     let module = FakePlugin::start(None);
     let fake = FakeOpenAi::start(0, Behavior::default()).unwrap();
-    fake.push(Behavior {
-        reply: "No events today.".into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text("No events today."));
     let env = Env::new();
     // Not enabled: only named tools reach the model.
     env.write_config(&format!(

@@ -22,14 +22,6 @@ fn fake(b: Behavior) -> FakeAnthropic {
     FakeAnthropic::start(b).expect("start the fake Anthropic server")
 }
 
-fn reply(text: &str, chunks: usize) -> Behavior {
-    Behavior {
-        reply: text.to_string(),
-        chunks,
-        ..Behavior::default()
-    }
-}
-
 fn error(status: u16, error_type: &str, message: &str) -> Behavior {
     Behavior {
         mode: Mode::Error {
@@ -76,7 +68,8 @@ impl Env {
 #[test]
 fn an_anthropic_key_alone_selects_anthropic_with_no_config() {
     let env = Env::new();
-    env.fake.set_default(reply("Chosen by the key.", 2));
+    env.fake
+        .set_default(Behavior::reply("Chosen by the key.", 2));
     let o = env.run(&["ask", "hello"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "Chosen by the key.");
@@ -89,7 +82,7 @@ fn an_anthropic_key_alone_selects_anthropic_with_no_config() {
 fn ask_streams_the_reply_with_anthropic_headers_and_body() {
     let env = Env::new();
     env.fake
-        .set_default(reply("Rust is a systems language.", 4));
+        .set_default(Behavior::reply("Rust is a systems language.", 4));
     let o = env.run(&[
         "ask",
         "-m",
@@ -364,7 +357,7 @@ fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
 #[test]
 fn daemon_turn_streams_chunks_then_the_final_with_usage() {
     let text = "Streaming from Claude: café ☕, in pieces.";
-    let fake = fake(reply(text, 5));
+    let fake = fake(Behavior::reply(text, 5));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start_daemon(dir.path(), &fake);
     let comps = d.call("ListComponents", json!({}));
@@ -431,7 +424,7 @@ fn daemon_turn_streams_chunks_then_the_final_with_usage() {
 
 #[test]
 fn image_parts_reach_the_body_as_base64_and_url_sources() {
-    let fake = fake(reply("A red dot.", 2));
+    let fake = fake(Behavior::reply("A red dot.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start_daemon(dir.path(), &fake);
     let cid = conversation(&mut d);
@@ -467,7 +460,7 @@ fn image_parts_reach_the_body_as_base64_and_url_sources() {
 
 #[test]
 fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
-    let fake = fake(reply("All good.", 2));
+    let fake = fake(Behavior::reply("All good.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start_daemon(dir.path(), &fake);
     let cid = conversation(&mut d);
@@ -514,7 +507,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
             "stream cut mid-event",
             vec![Behavior {
                 mode: Mode::CutAfter { after: 2 },
-                ..reply(long, 4)
+                ..Behavior::reply(long, 4)
             }],
             &["anthropic"],
         ),
@@ -526,7 +519,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
                     error_type: "overloaded_error".into(),
                     message: "Overloaded".into(),
                 },
-                ..reply(long, 4)
+                ..Behavior::reply(long, 4)
             }],
             &["overloaded_error", "Overloaded"],
         ),
@@ -534,7 +527,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
             "malformed JSON in the stream",
             vec![Behavior {
                 mode: Mode::MalformedAfter { after: 1 },
-                ..reply(long, 4)
+                ..Behavior::reply(long, 4)
             }],
             &["invalid JSON"],
         ),
@@ -582,7 +575,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
     let slow_id = slow["conversationId"].as_str().unwrap().to_string();
     fake.push(Behavior {
         delay: Duration::from_millis(400),
-        ..reply(long, 8)
+        ..Behavior::reply(long, 8)
     });
     let started = Instant::now();
     let (_, fin) = d.turn(&slow_id, json!("count slowly"), TURN);
@@ -617,7 +610,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
 
 #[test]
 fn set_model_parameter_checks_claude_parameters() {
-    let fake = fake(reply("ok", 1));
+    let fake = fake(Behavior::reply("ok", 1));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start_daemon(dir.path(), &fake);
     let conv = d.call(

@@ -26,7 +26,7 @@ impl Env {
     fn new(reply: &str) -> Env {
         Env {
             dirs: Folders::new(),
-            fake: FakeOpenAi::start(0, behavior(reply)).unwrap(),
+            fake: FakeOpenAi::start(0, Behavior::reply(reply, 3)).unwrap(),
         }
     }
 
@@ -53,14 +53,6 @@ impl Env {
         cli::message_counts(&self.run(&["sessions", "list", "--json"]))
             .iter()
             .sum()
-    }
-}
-
-fn behavior(reply: &str) -> Behavior {
-    Behavior {
-        reply: reply.to_string(),
-        chunks: 3,
-        ..Behavior::default()
     }
 }
 
@@ -228,7 +220,7 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
 
     env.fake.push(Behavior {
         mode: Mode::CutAfter { after: 1 },
-        ..behavior("one two three")
+        ..Behavior::reply("one two three", 3)
     });
     let o = ask_on("az:gpt-4o");
     assert_eq!(o.status.code(), Some(1));
@@ -253,7 +245,7 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
 
 #[test]
 fn daemon_streams_a_turn_on_azure_and_keeps_history_through_a_cut() {
-    let fake = FakeOpenAi::start(0, behavior("Streamed from Azure.")).unwrap();
+    let fake = FakeOpenAi::start(0, Behavior::reply("Streamed from Azure.", 3)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env(
@@ -297,7 +289,7 @@ fn daemon_streams_a_turn_on_azure_and_keeps_history_through_a_cut() {
 
     fake.push(Behavior {
         mode: Mode::CutAfter { after: 1 },
-        ..behavior("cut short here")
+        ..Behavior::reply("cut short here", 3)
     });
     let (_, fin, stored) = send(&mut d, "again");
     assert_eq!(fin["isSuccess"], false, "{fin}");

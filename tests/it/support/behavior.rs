@@ -59,6 +59,14 @@ impl<M: Faults> Behavior<M> {
         }
     }
 
+    /// A reply of `text` in the wire's default number of pieces.
+    pub fn text(text: &str) -> Self {
+        Behavior {
+            reply: text.to_string(),
+            ..Behavior::default()
+        }
+    }
+
     /// A reply of `text` (may be empty) and these calls: (wire name, JSON arguments), with ids
     /// `call_1`, `call_2`, ...
     pub fn calls(text: &str, calls: &[(&str, &str)]) -> Self {

@@ -296,6 +296,26 @@ impl Daemon {
             .collect()
     }
 
+    /// Indices in [`Daemon::log`] of the chunk notifications of a turn (with their deltas, ""
+    /// when one has none) and of its final responses.
+    pub fn turn_events(&self, turn_id: &str) -> (Vec<(usize, String)>, Vec<usize>) {
+        let mut chunks = Vec::new();
+        let mut finals = Vec::new();
+        for (i, m) in self.log().iter().enumerate() {
+            if m["params"]["turnId"] != turn_id {
+                continue;
+            }
+            match m["method"].as_str() {
+                Some("OnFeatureResponseChunk") => {
+                    chunks.push((i, m["params"]["delta"].as_str().unwrap_or("").to_string()))
+                }
+                Some("OnFeatureResponse") if m["params"]["final"] == true => finals.push(i),
+                _ => {}
+            }
+        }
+        (chunks, finals)
+    }
+
     /// `Cancel` of a conversation's running turn, which must say it cancelled one; its final
     /// `OnFeatureResponse` params and how long they took to come after the request.
     pub fn cancel_turn(

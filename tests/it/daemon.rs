@@ -51,10 +51,17 @@ fn start(root: &Path, framing: Framing, fake: &FakeOpenAi) -> Daemon {
 }
 
 fn initialize(d: &mut Daemon, streaming: bool) -> Value {
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "daemon-tests", "version": "0"}, "capabilities": {"streaming": streaming}}),
-    )
+    d.initialize("daemon-tests", streaming)
+}
+
+/// A fake with `behavior`, and a daemon on it in a folder of its own, initialized by a
+/// streaming client.
+fn streaming_daemon(behavior: Behavior) -> (FakeOpenAi, tempfile::TempDir, Daemon) {
+    let fake = fake(behavior);
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), Framing::Lines, &fake);
+    initialize(&mut d, true);
+    (fake, dir, d)
 }
 
 /// A conversation on the built-in `openai` provider; returns its `CreateConversation` result.
@@ -258,10 +265,7 @@ fn content_length_chat_flow() {
 
 #[test]
 fn malformed_input_keeps_the_daemon_alive() {
-    let fake = fake(Behavior::reply("Still here.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (_fake, _dir, mut d) = streaming_daemon(Behavior::reply("Still here.", 2));
 
     // Invalid JSON.
     d.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \n");
@@ -421,10 +425,7 @@ fn content_length_garbage_is_reported_and_skipped() {
 
 #[test]
 fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
-    let fake = fake(Behavior::reply("Recovered.", 3));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Recovered.", 3));
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap();
 
@@ -628,10 +629,7 @@ fn slow_stream() -> Behavior {
 
 #[test]
 fn cancel_stops_a_streaming_turn() {
-    let fake = fake(slow_stream());
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(slow_stream());
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
@@ -699,10 +697,7 @@ fn cancel_request_notification_stops_the_turn_of_that_request() {
 #[test]
 fn fifty_concurrent_conversations() {
     const N: usize = 50;
-    let fake = fake(Behavior::reply("Concurrent hello.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (_fake, _dir, mut d) = streaming_daemon(Behavior::reply("Concurrent hello.", 2));
 
     let cids: Vec<String> = (0..N)
         .map(|_| {
@@ -872,10 +867,7 @@ fn end_of_input_finishes_running_turns_before_exit() {
 
 #[test]
 fn client_registered_feature_drives_the_turn() {
-    let fake = fake(Behavior::reply("Echo from the model.", 3));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Echo from the model.", 3));
 
     let r = d.call(
         "RegisterFeature",
@@ -1136,10 +1128,7 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
 
 #[test]
 fn set_model_parameter_checks_names_and_ranges() {
-    let fake = fake(Behavior::reply("Tempered.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Tempered.", 2));
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let agent_id = conv["agentId"].as_str().unwrap().to_string();
@@ -1252,10 +1241,7 @@ fn streaming_off_sends_no_chunks() {
 
 #[test]
 fn turns_of_one_conversation_run_in_order_and_see_each_other() {
-    let fake = fake(Behavior::reply("Noted.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Noted.", 2));
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
@@ -1316,10 +1302,7 @@ fn turns_of_one_conversation_run_in_order_and_see_each_other() {
 
 #[test]
 fn empty_text_message_is_refused() {
-    let fake = fake(Behavior::reply("Should not be asked.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Should not be asked.", 2));
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let e = d.call_err(
@@ -1362,10 +1345,7 @@ fn shutdown_cancels_running_and_queued_turns_and_exits() {
 
 #[test]
 fn end_of_input_ends_a_turn_waiting_on_a_client_feature() {
-    let fake = fake(Behavior::reply("unused", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (_fake, _dir, mut d) = streaming_daemon(Behavior::reply("unused", 2));
     d.call(
         "RegisterFeature",
         json!({"name": "client-side", "description": ""}),
@@ -1451,10 +1431,7 @@ fn client_feature_progress_and_cancel() {
 
 #[test]
 fn standalone_agents_prompt_cancel_and_remove() {
-    let fake = fake(Behavior::reply("Agent reply.", 3));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Agent reply.", 3));
 
     let agent = d.call(
         "CreateAIAgent",
@@ -1538,10 +1515,7 @@ fn standalone_agents_prompt_cancel_and_remove() {
 
 #[test]
 fn runtime_components() {
-    let fake = fake(Behavior::reply("Configured.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Configured.", 2));
 
     let r = d.call(
         "CreateModelConfiguration",
@@ -1634,10 +1608,7 @@ fn runtime_components() {
 #[test]
 fn list_page_remove_and_delete_conversations() {
     const N: usize = 7;
-    let fake = fake(Behavior::reply("Listed.", 1));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (_fake, _dir, mut d) = streaming_daemon(Behavior::reply("Listed.", 1));
     let mut cids = Vec::new();
     for i in 0..N {
         let conv = create_conversation(&mut d);

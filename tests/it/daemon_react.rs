@@ -105,10 +105,7 @@ feature = "tools"
         base = fake.base_url()
     );
     let mut d = daemon(dir.path(), &config, &fake);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "react-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("react-tests", true);
     let conv = d.call("CreateConversation", json!({"agent": "generic"}));
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let agent_id = conv["agentId"].as_str().unwrap().to_string();

@@ -36,10 +36,7 @@ fn daemon(root: &Path, mut cfg: DaemonConfig, events: &FakePlugin, streaming: bo
     ));
     cfg = cfg.env("HOME", root.to_str().unwrap());
     let mut d = Daemon::spawn(&cfg);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "tools-formats", "version": "0"}, "capabilities": {"streaming": streaming}}),
-    );
+    d.initialize("tools-formats", streaming);
     d
 }
 

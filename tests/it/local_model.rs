@@ -70,10 +70,7 @@ fn toml_string(s: &str) -> String {
 }
 
 fn initialize(d: &mut Daemon, streaming: bool) {
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "local-model-tests", "version": "0"}, "capabilities": {"streaming": streaming}}),
-    );
+    d.initialize("local-model-tests", streaming);
 }
 
 fn conversation(d: &mut Daemon, parameters: Value) -> String {

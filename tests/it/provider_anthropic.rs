@@ -330,10 +330,7 @@ fn start_daemon(root: &std::path::Path, fake: &FakeAnthropic) -> Daemon {
             .env("ANTHROPIC_BASE_URL", &fake.base_url())
             .env("ANTHROPIC_API_KEY", KEY),
     );
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "anthropic-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("anthropic-tests", true);
     d
 }
 

@@ -255,10 +255,7 @@ fn daemon_streams_a_turn_on_azure_and_keeps_history_through_a_cut() {
         .env("AZURE_OPENAI_API_KEY", KEY)
         .env("OPENAI_API_VERSION", "");
     let mut d = Daemon::spawn(&cfg);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "azure-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("azure-tests", true);
     let conv = d.call(
         "CreateConversation",
         json!({"serviceProvider": "azure-openai", "model": "gpt-4o"}),

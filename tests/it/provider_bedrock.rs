@@ -491,10 +491,7 @@ fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
         ..Default::default()
     });
     let mut d = daemon(root.path(), &fake);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "bedrock-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("bedrock-tests", true);
     let comps = d.call("ListComponents", json!({}));
     let kinds = comps["kinds"]["serviceProviders"].as_array().unwrap();
     let bedrock = kinds

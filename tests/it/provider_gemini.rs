@@ -210,10 +210,7 @@ fn daemon_streams_a_turn_with_an_image_and_the_key_goes_nowhere_else() {
         .env("GEMINI_API_KEY", KEY)
         .env("GOOGLE_API_KEY", "");
     let mut d = Daemon::spawn(&cfg);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "gemini-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("gemini-tests", true);
     let conv = d.call(
         "CreateConversation",
         json!({"serviceProvider": "gemini", "model": "gemini-2.0-flash"}),

@@ -402,10 +402,7 @@ fn a_daemon_turn_streams_and_a_failed_turn_leaves_the_history_as_it_was() {
     cfg.config_dir = env.dirs.config.path().to_path_buf();
     let mut d = rpc_client::Daemon::spawn(&cfg);
     let wait = Duration::from_secs(20);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "provider-http", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("provider-http", true);
     let conv = d.call(
         "CreateConversation",
         json!({"serviceProvider": "cohere", "modelConfiguration": "command"}),

@@ -285,10 +285,7 @@ fn daemon(root: &std::path::Path, fake: &FakeServer) -> Daemon {
         .env("OLLAMA_HOST", &fake.url())
         .env("OLLAMA_API_KEY", "");
     let mut d = Daemon::spawn(&cfg);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "ollama-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("ollama-tests", true);
     d
 }
 

@@ -243,6 +243,14 @@ impl Daemon {
         )
     }
 
+    /// `Initialize` as the client `client_name`, streaming or not; the daemon's answer.
+    pub fn initialize(&mut self, client_name: &str, streaming: bool) -> Value {
+        self.call(
+            "Initialize",
+            json!({"clientInfo": {"name": client_name, "version": "0"}, "capabilities": {"streaming": streaming}}),
+        )
+    }
+
     /// Sends `message` (a text or a message object) to a conversation with `OnNewMessage`; the
     /// turn id of the answer.
     pub fn send_message(

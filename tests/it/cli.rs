@@ -188,8 +188,7 @@ fn exit_codes_and_one_line_errors() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("nothing to ask"));
     let o = env.run(&["ask", "-m", "openai:m", "-p", "temp=1", "hi"], None);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("temperature"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 2, "temperature");
     let o = env.run(&["ask", "--bogus-flag", "hi"], None);
     assert_eq!(o.status.code(), Some(2));
     // 1: the provider fails, every try (the first and three retries).
@@ -217,17 +216,11 @@ fn exit_codes_and_one_line_errors() {
     let mut c = env.cmd(&["ask", "hi"]);
     c.env_remove("OPENAI_BASE_URL");
     let o = c.stdin(Stdio::null()).output().unwrap();
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("configure a provider"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "configure a provider");
     let mut c = env.cmd(&["ask", "-m", "openai:gpt-4o-mini", "hi"]);
     c.env_remove("OPENAI_BASE_URL");
     let o = c.stdin(Stdio::null()).output().unwrap();
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("OPENAI_API_KEY"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "OPENAI_API_KEY");
 }
 
 /// Whether this binary registers provider kind `local` (cargo feature `local`).
@@ -286,8 +279,7 @@ fn zero_config_without_a_provider_or_a_local_model_says_how_to_add_either() {
     // A configured provider is never overridden by the local model.
     env.write_config("[service_providers.work]\nkind = \"openai\"\n");
     let o = ask(&env);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no model chosen"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "no model chosen");
 }
 
 #[test]
@@ -299,12 +291,7 @@ fn timeout_and_cut_streams_fail_cleanly_and_store_nothing() {
     });
     let started = std::time::Instant::now();
     let o = env.run(&["ask", "-m", "openai:m", "--timeout", "1", "hi"], None);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("no complete answer within"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "no complete answer within");
     assert!(started.elapsed() < Duration::from_secs(20));
     env.fake.push(Behavior {
         mode: Mode::CutAfter { after: 2 },
@@ -384,12 +371,7 @@ fn bad_config_is_a_clear_configuration_error() {
     let env = Env::new();
     env.write_config("[service_providers.x]\nkind = \"nope\"\n");
     let o = env.run(&["ask", "-m", "x:m", "hi"], None);
-    assert_eq!(o.status.code(), Some(3));
-    assert!(
-        stderr(&o).contains("unknown provider kind `nope`"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "unknown provider kind `nope`");
 }
 
 #[test]

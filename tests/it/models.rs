@@ -9,7 +9,7 @@ use file_server::{Entry, FileServer, Plan};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::support::cli::{stderr, stdout, Folders};
+use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::file_server;
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -261,8 +261,7 @@ fn ctrl_c_keeps_the_part_and_says_how_to_resume() {
     assert!(killed.success());
     let o = wait(child);
     drop(release);
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
-    assert!(stderr(&o).contains("again to resume"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 130, "again to resume");
     assert_eq!(len(&part), 20_000);
     let o = env.run(&["models", "pull", &url]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -327,8 +326,7 @@ fn hf_sources_resolve_on_the_endpoint_and_the_published_sha256_is_checked() {
     );
     env.server.add("/cdn/bad", &body);
     let o = env.run(&["models", "pull", "hf:org/repo/bad.gguf@v2"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains(&"f".repeat(64)), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 1, &"f".repeat(64));
     assert!(!env.models().join("bad.gguf").exists());
 }
 
@@ -346,24 +344,14 @@ fn a_sha256_sidecar_is_used_and_a_404_is_clear() {
     assert!(stderr(&o).contains(&sha(b"other")), "{}", stderr(&o));
 
     let o = env.run(&["models", "pull", &env.server.url("/m/missing.gguf")]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("not found (HTTP 404)"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "not found (HTTP 404)");
 }
 
 #[test]
 fn list_default_and_rm_through_the_cli() {
     let env = Env::new();
     let o = env.run(&["models", "default"]);
-    assert_eq!(o.status.code(), Some(3));
-    assert!(
-        stderr(&o).contains("no local model is installed"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "no local model is installed");
 
     let src = tempfile::tempdir().unwrap();
     for (n, bytes) in [("a", &b"GGUF-a"[..]), ("b", &b"GGUF-bb"[..])] {
@@ -377,12 +365,7 @@ fn list_default_and_rm_through_the_cli() {
     assert_eq!(list[1]["size"], 7);
     assert_eq!(list[0]["isDefault"], false, "two models and no choice");
     let o = env.run(&["models", "default"]);
-    assert_eq!(o.status.code(), Some(3));
-    assert!(
-        stderr(&o).contains("genai models default NAME"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "genai models default NAME");
 
     assert!(env.run(&["models", "default", "b"]).status.success());
     assert_eq!(stdout(&env.run(&["models", "default"])).trim(), "b");
@@ -401,8 +384,7 @@ fn list_default_and_rm_through_the_cli() {
     assert!(env.run(&["models", "rm", "b"]).status.success());
     assert_eq!(stdout(&env.run(&["models", "default"])).trim(), "a");
     let o = env.run(&["models", "rm", "zzz"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("installed: a"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 2, "installed: a");
     assert_eq!(
         stdout(&env.run(&["models", "path"])).trim(),
         env.models().to_str().unwrap()

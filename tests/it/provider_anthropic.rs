@@ -173,8 +173,7 @@ fn ask_json_has_usage_with_cache_tokens_and_the_stop_reason() {
         ..Behavior::default()
     });
     let o = env.run(&["ask", "-m", "anthropic:claude-haiku-4-5", "--json", "again"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("invalid JSON"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 1, "invalid JSON");
     let v: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
     assert_eq!(v["error"]["kind"], "providerError", "{v}");
     // The configured `anthropic` instance replaces the built-in one; it does not retry.
@@ -282,8 +281,7 @@ fn a_config_instance_with_its_own_key_command_and_timeout() {
     // A slow server past the read timeout fails the turn promptly and stores nothing.
     let started = Instant::now();
     let o = env.run(&["ask", "-m", "c", "anyone there?"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no answer in time"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 1, "no answer in time");
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(env.message_counts().iter().all(|n| *n == 0));
     // The next request answers; the key came from api_key_cmd.

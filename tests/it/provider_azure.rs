@@ -145,12 +145,7 @@ fn the_environment_makes_a_builtin_instance_and_a_missing_key_says_what_to_do() 
         &["ask", "-m", "azure-openai:gpt-4o-mini", "hi"],
         &[("AZURE_OPENAI_ENDPOINT", &endpoint)],
     );
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("AZURE_OPENAI_API_KEY"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "AZURE_OPENAI_API_KEY");
     assert_eq!(env.fake.requests().len(), 1, "nothing sent without a key");
 
     // Without AZURE_OPENAI_ENDPOINT there is no built-in instance.
@@ -164,12 +159,7 @@ fn the_environment_makes_a_builtin_instance_and_a_missing_key_says_what_to_do() 
         endpoint
     ));
     let o = env.run(&["ask", "-m", "bad", "hi"]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("azure-openai runs: openai-chat"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "azure-openai runs: openai-chat");
     assert_eq!(env.fake.requests().len(), 1);
 }
 
@@ -211,12 +201,7 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
 
     env.fake.push(error(400, "The response was filtered due to the prompt triggering Azure OpenAI's content management policy."));
     let o = ask_on("az:gpt-4o");
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("content management policy"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "content management policy");
 
     env.fake.push(Behavior {
         mode: Mode::CutAfter { after: 1 },

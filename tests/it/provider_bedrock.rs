@@ -203,12 +203,7 @@ fn claude_messages_go_through_invoke_model_with_the_bedrock_envelope() {
     });
     let before = env.stored_messages();
     let o = env.run(&["ask", "-m", "cb", "hi"], &KEYS);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("ended before the reply was complete"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "ended before the reply was complete");
     assert_eq!(env.stored_messages(), before);
 }
 
@@ -309,8 +304,7 @@ fn missing_or_wrong_credentials_are_clear_and_never_shown() {
     });
     let model = format!("bedrock:{MODEL}");
     let o = env.run(&["ask", "-m", &model, "hi"], &[]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("AWS_ACCESS_KEY_ID"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "AWS_ACCESS_KEY_ID");
     assert!(env.fake.requests().is_empty(), "nothing may be sent");
 
     let o = env.run(
@@ -334,8 +328,7 @@ fn missing_or_wrong_credentials_are_clear_and_never_shown() {
         &["ask", "-m", &model, "hi"],
         &[("AWS_REGION", ""), KEYS[0], KEYS[1]],
     );
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no AWS region"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "no AWS region");
     assert_eq!(env.stored_messages(), 0);
 }
 

@@ -110,8 +110,7 @@ fn keys_come_from_gemini_or_google_variables_and_a_missing_key_says_what_to_do()
     );
 
     let o = env.run_with(&["ask", "-m", "gemini:gemini-2.0-flash", "hi"], &[]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("GEMINI_API_KEY"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "GEMINI_API_KEY");
     assert_eq!(env.fake.requests().len(), 1, "nothing sent without a key");
 
     let o = env.run_with(
@@ -156,12 +155,7 @@ fn faults_and_blocks_fail_the_turn_cleanly_and_store_nothing() {
         reason: "SAFETY".into(),
     }));
     let o = ask();
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("blocked the prompt (SAFETY)"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "blocked the prompt (SAFETY)");
 
     env.fake.push(Behavior {
         mode: Mode::CutAfter { after: 2 },
@@ -180,8 +174,7 @@ fn faults_and_blocks_fail_the_turn_cleanly_and_store_nothing() {
         ..Behavior::reply("one two three", 3)
     });
     let o = ask();
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("invalid JSON"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 1, "invalid JSON");
 
     std::fs::write(
         env.dirs.config.path().join("config.toml"),

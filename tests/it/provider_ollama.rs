@@ -123,8 +123,7 @@ fn ask_streams_ndjson_with_options_as_an_object_and_stores_the_turn() {
 fn a_bad_parameter_is_refused_before_sending() {
     let env = Env::new(Behavior::default());
     let o = env.run(&["ask", "-m", "ollama:llama3.2", "-p", "format=yaml", "hi"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("format"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 2, "format");
     assert!(env.fake.requests().is_empty());
 }
 
@@ -188,8 +187,7 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
         ..Behavior::reply("one two three", 3)
     });
     let o = ask();
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("invalid JSON"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 1, "invalid JSON");
 
     // A server slower than the read timeout.
     env.write_config(&format!(
@@ -224,12 +222,7 @@ fn an_error_record_inside_the_stream_is_an_error() {
     let mut c = cli::genai_in(data.path(), data.path(), &["ask", "-m", "ollama:m", "hi"]);
     c.env("OLLAMA_HOST", fake.url());
     let o = cli::output(c);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("an error was encountered while running the model"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "an error was encountered while running the model");
 }
 
 #[test]
@@ -247,8 +240,7 @@ fn an_optional_key_is_sent_as_a_bearer_token() {
     assert_eq!(stdout(&o), "Behind the proxy.\n");
     // Without the key the proxy refuses: a credentials failure (exit 3) that never shows a key.
     let o = env.run(&["ask", "-m", "remote:llama3.2", "hi"]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("401"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "401");
 }
 
 #[test]

@@ -72,6 +72,14 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Asserts that the run exited with `code` and said `needle` on stderr.
+#[track_caller]
+pub fn assert_fails_with(o: &Output, code: i32, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "{err}");
+    assert!(err.contains(needle), "{err}");
+}
+
 /// The `messageCount` of every conversation in the output of `genai sessions list --json`,
 /// which must have succeeded.
 pub fn message_counts(sessions_list: &Output) -> Vec<i64> {

@@ -68,12 +68,10 @@ fn tool_problem(body: &Value) -> Option<String> {
 }
 
 fn tool_use_blocks(b: &Behavior) -> Vec<Value> {
-    b.tool_calls
-        .iter()
-        .map(|(id, name, input)| {
-            let input: Value = serde_json::from_str(input).unwrap_or_else(|_| json!({}));
-            json!({"toolUse": {"toolUseId": id, "name": name, "input": input}})
-        })
+    b.calls_with_json_arguments()
+        .map(
+            |(id, name, input)| json!({"toolUse": {"toolUseId": id, "name": name, "input": input}}),
+        )
         .collect()
 }
 

@@ -304,21 +304,13 @@ async fn answer(mut ex: Exchange<Gemini>) {
         }
     }
     let behavior = ex.behavior.clone().unwrap_or_default();
-    let model = if behavior.model.is_empty() {
-        model
-    } else {
-        behavior.model.clone()
-    };
+    let model = behavior.model_or(&model);
     let prompt = prompt_words(&ex.request.body);
     let output = count_words(&behavior.reply).max(1);
     let response_id = format!("fake-{}", ex.n);
     let calls: Vec<Value> = behavior
-        .tool_calls
-        .iter()
-        .map(|(_, name, args)| {
-            let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
-            json!({"functionCall": {"name": name, "args": args}})
-        })
+        .calls_with_json_arguments()
+        .map(|(_, name, args)| json!({"functionCall": {"name": name, "args": args}}))
         .collect();
     let response_of = |parts: Vec<Value>, last: bool| {
         let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});

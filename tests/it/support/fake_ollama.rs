@@ -202,19 +202,11 @@ async fn answer(mut ex: Exchange<Ollama>) {
     }
     let behavior = ex.behavior.clone().unwrap_or_default();
     let body = ex.request.body.clone();
-    let model = if behavior.model.is_empty() {
-        body["model"].as_str().unwrap_or("llama3.2").to_string()
-    } else {
-        behavior.model.clone()
-    };
+    let model = behavior.model_or(body["model"].as_str().unwrap_or("llama3.2"));
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(true);
     let calls: Vec<Value> = behavior
-        .tool_calls
-        .iter()
-        .map(|(_, name, args)| {
-            let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
-            json!({"function": {"name": name, "arguments": args}})
-        })
+        .calls_with_json_arguments()
+        .map(|(_, name, args)| json!({"function": {"name": name, "arguments": args}}))
         .collect();
     let record = |content: &str| {
         json!({"model": model, "created_at": CREATED_AT,

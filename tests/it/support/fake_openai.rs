@@ -175,12 +175,7 @@ async fn answer(mut ex: Exchange<OpenAi>) {
             }
         },
         Route::Models => {
-            let model = ex.default_behavior().model;
-            let model = if model.is_empty() {
-                FALLBACK_MODEL.to_string()
-            } else {
-                model
-            };
+            let model = ex.default_behavior().model_or(FALLBACK_MODEL);
             let body = to_json(&ModelList {
                 object: "list",
                 data: [ModelEntry {
@@ -217,15 +212,12 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let body = &ex.request.body;
-    let model = if !behavior.model.is_empty() {
-        behavior.model.clone()
-    } else {
+    let model = behavior.model_or(
         body.get("model")
             .and_then(Value::as_str)
             .filter(|m| !m.is_empty())
-            .unwrap_or(FALLBACK_MODEL)
-            .to_string()
-    };
+            .unwrap_or(FALLBACK_MODEL),
+    );
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let include_usage = body
         .pointer("/stream_options/include_usage")

@@ -307,16 +307,7 @@ fn the_tools_feature_runs_parallel_tool_uses_on_claude() {
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::ContentLength, "daemon")
         .env("ANTHROPIC_BASE_URL", &fake.base_url())
         .env("ANTHROPIC_API_KEY", fake_anthropic::KEY);
-    cfg.write_config(&format!(
-        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-        events.base_url()
-    ));
-    let mut d = Daemon::spawn(&cfg);
-    let conv = d.call(
-        "CreateConversation",
-        json!({"feature": "tools", "serviceProvider": "anthropic", "model": "claude-test"}),
-    );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let (mut d, cid) = tools_conversation(cfg, &events, "anthropic", "claude-test");
     let (_, fin) = d.turn(&cid, "I cannot make it to E2", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Done: you will not attend E2.");
@@ -367,7 +358,8 @@ fn the_tools_feature_runs_parallel_tool_uses_on_claude() {
     assert!(d.shutdown(WAIT).success());
 }
 
-/// A daemon with the `events` module enabled and the built-in `openai` on `fake`.
+/// A daemon with the `events` module enabled and the built-in `openai` on `fake`, and a
+/// `tools` conversation on it.
 fn tools_daemon(
     root: &std::path::Path,
     fake: &fake_openai::FakeOpenAi,
@@ -376,14 +368,22 @@ fn tools_daemon(
     let cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
         .env("OPENAI_API_KEY", "sk-test-tools");
-    cfg.write_config(&format!(
-        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-        events.base_url()
-    ));
+    tools_conversation(cfg, events, "openai", "gpt-test")
+}
+
+/// A daemon of `cfg` with the `events` module enabled, and a `tools` conversation on `provider`
+/// and `model`; the daemon and the conversation id.
+fn tools_conversation(
+    cfg: DaemonConfig,
+    events: &FakePlugin,
+    provider: &str,
+    model: &str,
+) -> (Daemon, String) {
+    cfg.write_config(&events.enabled_as("events"));
     let mut d = Daemon::spawn(&cfg);
     let conv = d.call(
         "CreateConversation",
-        json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
+        json!({"feature": "tools", "serviceProvider": provider, "model": model}),
     );
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     (d, cid)

@@ -30,10 +30,7 @@ fn events_module() -> FakePlugin {
 
 /// A daemon with the `events` module enabled, after `Initialize` with `streaming`.
 fn daemon(root: &Path, mut cfg: DaemonConfig, events: &FakePlugin, streaming: bool) -> Daemon {
-    cfg.write_config(&format!(
-        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-        events.base_url()
-    ));
+    cfg.write_config(&events.enabled_as("events"));
     cfg = cfg.env("HOME", root.to_str().unwrap());
     let mut d = Daemon::spawn(&cfg);
     d.initialize("tools-formats", streaming);

@@ -253,10 +253,7 @@ fn ask_with_tools_calls_a_module_and_yes_confirms() {
     });
     fake.push(Behavior::text("Registered for E9."));
     let env = Env::new();
-    env.write_config(&format!(
-        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-        module.base_url()
-    ));
+    env.write_config(&module.enabled_as("events"));
     let mut c = env.dirs.genai(&[
         "ask",
         "--tools",

@@ -322,14 +322,18 @@ fn a_config_instance_with_its_own_key_command_and_timeout() {
 // ---------------------------------------------------------------------------
 // genai daemon
 
-fn start_daemon(root: &std::path::Path, fake: &FakeAnthropic) -> Daemon {
+/// A fake with `behavior`, and a daemon on it in a folder of its own, initialized by a
+/// streaming client.
+fn start_daemon(behavior: Behavior) -> (FakeAnthropic, tempfile::TempDir, Daemon) {
+    let fake = fake(behavior);
+    let dir = tempfile::tempdir().unwrap();
     let mut d = Daemon::spawn(
-        &DaemonConfig::in_dir(root, Framing::Lines, "daemon")
+        &DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
             .env("ANTHROPIC_BASE_URL", &fake.base_url())
             .env("ANTHROPIC_API_KEY", KEY),
     );
     d.initialize("anthropic-tests", true);
-    d
+    (fake, dir, d)
 }
 
 fn conversation(d: &mut Daemon) -> String {
@@ -352,9 +356,7 @@ fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
 #[test]
 fn daemon_turn_streams_chunks_then_the_final_with_usage() {
     let text = "Streaming from Claude: café ☕, in pieces.";
-    let fake = fake(Behavior::reply(text, 5));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start_daemon(dir.path(), &fake);
+    let (fake, dir, mut d) = start_daemon(Behavior::reply(text, 5));
     let comps = d.call("ListComponents", json!({}));
     let kinds = comps["kinds"]["serviceProviders"].as_array().unwrap();
     let anthropic = kinds.iter().find(|k| k["name"] == "anthropic").unwrap();
@@ -419,9 +421,7 @@ fn daemon_turn_streams_chunks_then_the_final_with_usage() {
 
 #[test]
 fn image_parts_reach_the_body_as_base64_and_url_sources() {
-    let fake = fake(Behavior::reply("A red dot.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start_daemon(dir.path(), &fake);
+    let (fake, _dir, mut d) = start_daemon(Behavior::reply("A red dot.", 2));
     let cid = conversation(&mut d);
     let message = json!({"role": "user", "content": [
         {"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo="},
@@ -455,9 +455,7 @@ fn image_parts_reach_the_body_as_base64_and_url_sources() {
 
 #[test]
 fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
-    let fake = fake(Behavior::reply("All good.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start_daemon(dir.path(), &fake);
+    let (fake, _dir, mut d) = start_daemon(Behavior::reply("All good.", 2));
     let cid = conversation(&mut d);
     let (_, fin) = d.turn(&cid, json!("first"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
@@ -605,9 +603,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
 
 #[test]
 fn set_model_parameter_checks_claude_parameters() {
-    let fake = fake(Behavior::reply("ok", 1));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start_daemon(dir.path(), &fake);
+    let (fake, _dir, mut d) = start_daemon(Behavior::reply("ok", 1));
     let conv = d.call(
         "CreateConversation",
         json!({"serviceProvider": "anthropic", "model": MODEL}),

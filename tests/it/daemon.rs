@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use fake_openai::{Behavior, FakeOpenAi, Mode};
 use rpc_client::{strict_content_length_frames, Daemon, DaemonConfig, Framing};
 
+use crate::support::poll::wait_until;
 use crate::support::{fake_openai, rpc_client};
 
 /// The longest a turn against the local fake may take before the test fails.
@@ -72,17 +73,6 @@ fn create_conversation(d: &mut Daemon) -> Value {
     )
 }
 
-fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
-    let r = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    r["messages"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no messages in {r}"))
-        .clone()
-}
-
 /// The text of a message's content (a string, or text parts).
 fn text_of(message: &Value) -> String {
     match &message["content"] {
@@ -109,14 +99,6 @@ fn assert_streamed(d: &Daemon, turn_id: &str, text: &str) {
     );
     let joined: String = chunks.iter().map(|(_, t)| t.as_str()).collect();
     assert_eq!(joined, text, "the chunks make up the summary");
-}
-
-fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn assert_error_kind(error: &Value, code: i64, kind: &str) {
@@ -202,7 +184,7 @@ fn chat_flow(framing: Framing) -> (FakeOpenAi, tempfile::TempDir, Daemon, String
         json!([{"role": "user", "content": "Hello there, daemon"}])
     );
 
-    let stored = history(&mut d, &cid);
+    let stored = d.history(&cid);
     assert_eq!(stored.len(), 2, "{stored:?}");
     assert_eq!(stored[0]["role"], "user");
     assert_eq!(text_of(&stored[0]), "Hello there, daemon");
@@ -441,10 +423,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         "{message}"
     );
     assert_eq!(fake.requests().len(), 1);
-    assert!(
-        history(&mut d, cid).is_empty(),
-        "a failed turn was committed"
-    );
+    assert!(d.history(cid).is_empty(), "a failed turn was committed");
 
     // 500 then 429 (with `retry-after: 1`) are retried; the third try answers.
     fake.push(error_behavior(500, "The server had an error"));
@@ -467,7 +446,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         requests[3].body["messages"],
         json!([{"role": "user", "content": "please answer"}])
     );
-    assert_eq!(history(&mut d, cid).len(), 2);
+    assert_eq!(d.history(cid).len(), 2);
 
     // Retries are bounded: a provider allowed one retry gives up after two tries.
     d.call(
@@ -490,7 +469,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         "{message}"
     );
     assert_eq!(fake.requests().len(), 6);
-    assert!(history(&mut d, &flaky_id).is_empty());
+    assert!(d.history(&flaky_id).is_empty());
 
     // A provider nobody listens on.
     let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -517,7 +496,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         message.contains("after 4 tries"),
         "connect errors are retried: {message}"
     );
-    assert!(history(&mut d, &down_id).is_empty());
+    assert!(d.history(&down_id).is_empty());
     assert!(d.shutdown(EXIT).success());
 }
 
@@ -537,10 +516,7 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
     let (_, fin) = d.turn(&cid, "tell me a story", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "providerError", "{fin}");
-    assert!(
-        history(&mut d, &cid).is_empty(),
-        "a cut reply was committed"
-    );
+    assert!(d.history(&cid).is_empty(), "a cut reply was committed");
 
     // A provider created at run time, with a short read timeout, that never answers.
     let r = d.call(
@@ -577,7 +553,7 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
         took < Duration::from_secs(6),
         "a 1 s read timeout took {took:?}"
     );
-    assert!(history(&mut d, &slow_id).is_empty());
+    assert!(d.history(&slow_id).is_empty());
     // The stalled request was dropped by the daemon.
     wait_until(
         "the fake sees the disconnect",
@@ -607,7 +583,7 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
         !d.turn_events(&capped_turn).0.is_empty(),
         "the stream had started"
     );
-    assert!(history(&mut d, &capped_id).is_empty());
+    assert!(d.history(&capped_id).is_empty());
 
     // The first conversation still works.
     let (_, fin) = d.turn(&cid, "tell me a story", TURN);
@@ -644,10 +620,7 @@ fn cancel_stops_a_streaming_turn() {
         Duration::from_secs(5),
         || fake.disconnects() >= 1,
     );
-    assert!(
-        history(&mut d, &cid).is_empty(),
-        "a cancelled turn was committed"
-    );
+    assert!(d.history(&cid).is_empty(), "a cancelled turn was committed");
     let (_, finals) = d.turn_events(&turn_id);
     assert_eq!(finals.len(), 1);
 
@@ -664,7 +637,7 @@ fn cancel_stops_a_streaming_turn() {
     fake.set_default(Behavior::reply("Done.", 2));
     let (_, fin) = d.turn(&cid, "just say done", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
-    assert_eq!(history(&mut d, &cid).len(), 2);
+    assert_eq!(d.history(&cid).len(), 2);
     assert!(d.shutdown(EXIT).success());
 }
 
@@ -687,7 +660,7 @@ fn cancel_request_notification_stops_the_turn_of_that_request() {
     d.notify("$/cancelRequest", json!({"id": id}));
     let fin = d.wait_final(&turn_id, Duration::from_secs(3))["params"].clone();
     assert_eq!(fin["error"]["kind"], "cancelled", "{fin}");
-    assert!(history(&mut d, &cid).is_empty());
+    assert!(d.history(&cid).is_empty());
     assert!(d.shutdown(EXIT).success());
 }
 
@@ -734,7 +707,7 @@ fn fifty_concurrent_conversations() {
         assert_eq!(fin["summary"], "Concurrent hello.", "{fin}");
     }
     for (i, cid) in cids.iter().enumerate() {
-        let stored = history(&mut d, cid);
+        let stored = d.history(cid);
         assert_eq!(stored.len(), 2, "{cid}: {stored:?}");
         assert_eq!(text_of(&stored[0]), format!("message number {i}"));
     }
@@ -829,7 +802,7 @@ fn restart_and_resume_a_conversation() {
         ]),
         "the model did not see the history"
     );
-    assert_eq!(history(&mut d, &cid).len(), 4);
+    assert_eq!(d.history(&cid).len(), 4);
     let status = d.shutdown(EXIT);
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
@@ -857,7 +830,7 @@ fn end_of_input_finishes_running_turns_before_exit() {
 
     // And it was committed.
     let mut d = Daemon::spawn(&config(dir.path(), Framing::Lines, "second", &fake));
-    assert_eq!(history(&mut d, &cid).len(), 2);
+    assert_eq!(d.history(&cid).len(), 2);
     d.close_stdin();
     assert!(d.wait_exit(EXIT).success());
 }
@@ -962,7 +935,7 @@ fn client_registered_feature_drives_the_turn() {
     );
     assert_eq!(e["data"]["kind"], "unknownConversation", "{e}");
 
-    let stored = history(&mut d, &cid);
+    let stored = d.history(&cid);
     assert_eq!(stored.len(), 2, "{stored:?}");
     assert_eq!(text_of(&stored[0]), "Say something");
     assert_eq!(text_of(&stored[1]), "Echo from the model.");
@@ -1205,7 +1178,7 @@ fn streaming_off_sends_no_chunks() {
     assert!(fin["usage"].is_object(), "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     assert_ne!(body.get("stream"), Some(&json!(true)), "{body}");
-    assert_eq!(history(&mut d, &cid).len(), 2);
+    assert_eq!(d.history(&cid).len(), 2);
 
     // Prompts of agents do not stream either.
     let agent = d.call(
@@ -1285,7 +1258,7 @@ fn turns_of_one_conversation_run_in_order_and_see_each_other() {
             {"role": "user", "content": "third"},
         ])
     );
-    let texts: Vec<String> = history(&mut d, &cid).iter().map(text_of).collect();
+    let texts: Vec<String> = d.history(&cid).iter().map(text_of).collect();
     assert_eq!(
         texts,
         ["first", "Noted.", "second", "Noted.", "third", "Noted."]
@@ -1722,7 +1695,7 @@ fn list_page_remove_and_delete_conversations() {
     assert_eq!(e["data"]["kind"], "unknownConversation", "{e}");
     let e = d.call_err("RemoveConversation", json!({"conversationId": cids[1]}));
     assert_eq!(e["data"]["kind"], "unknownConversation", "{e}");
-    assert_eq!(history(&mut d, &cids[1]).len(), 2);
+    assert_eq!(d.history(&cids[1]).len(), 2);
     let resumed = d.call("ResumeConversation", json!({"conversationId": cids[1]}));
     assert_eq!(resumed["conversationId"], cids[1].as_str());
 
@@ -1792,7 +1765,7 @@ fn large_messages_pass_through_both_framings() {
             body["messages"][0]["content"] == big.as_str(),
             "the message was altered on the way ({name})"
         );
-        let stored = history(&mut d, &cid);
+        let stored = d.history(&cid);
         assert_eq!(
             text_of(&stored[0]),
             big,
@@ -1865,7 +1838,7 @@ fn two_daemons_share_a_data_dir() {
             "{listed}"
         );
         for (cid, _) in turns.iter().flatten() {
-            assert_eq!(history(d, cid).len(), 2);
+            assert_eq!(d.history(cid).len(), 2);
         }
     }
     for mut d in ds {

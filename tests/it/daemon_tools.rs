@@ -277,11 +277,8 @@ fn the_tools_feature_runs_parallel_tool_calls_and_commits_the_whole_turn() {
         "{\"eventId\":\"E1\",\"participation\":\"YES\"}"
     );
     // The whole turn is stored: prompt, calls, results, answer.
-    let h = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    assert_eq!(h["messages"].as_array().unwrap().len(), 4, "{h}");
+    let h = d.history(&cid);
+    assert_eq!(h.len(), 4, "{h:?}");
     assert!(d.shutdown(WAIT).success());
 }
 

@@ -81,14 +81,6 @@ fn conversation(d: &mut Daemon, parameters: Value) -> String {
     r["conversationId"].as_str().unwrap().to_string()
 }
 
-fn history_len(d: &mut Daemon, cid: &str) -> usize {
-    let r = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    r["messages"].as_array().unwrap().len()
-}
-
 /// Waits until a line of the daemon's stderr matches (polling the file, with a deadline).
 fn wait_stderr(d: &Daemon, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) {
     let deadline = Instant::now() + timeout;
@@ -136,7 +128,7 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
     let (prompt1, cached1, out1) = usage(&fin1);
     assert!(prompt1 > 0 && out1 > 0 && out1 <= 24, "{fin1}");
     assert_eq!(cached1, 0, "a fresh engine has nothing cached: {fin1}");
-    assert_eq!(history_len(&mut d, &cid), 2);
+    assert_eq!(d.history(&cid).len(), 2);
 
     let t2 = d.send_message(&cid, "What is the capital of Italy?");
     let fin2 = d.wait_final(&t2, TURN)["params"].clone();
@@ -152,7 +144,7 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
         cached2 >= prompt1 / 2,
         "most of turn 1 is reused ({cached2} cached, turn 1 prompt {prompt1})"
     );
-    assert_eq!(history_len(&mut d, &cid), 4);
+    assert_eq!(d.history(&cid).len(), 4);
     assert!(d.shutdown(EXIT).success());
 }
 
@@ -232,11 +224,7 @@ fn cancel_ends_a_local_generation_promptly() {
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "cancelled", "{fin}");
     assert!(took < Duration::from_secs(2), "cancel took {took:?}");
-    assert_eq!(
-        history_len(&mut d, &cid),
-        0,
-        "a cancelled turn was committed"
-    );
+    assert_eq!(d.history(&cid).len(), 0, "a cancelled turn was committed");
     // The generation itself stopped (the engine logs how it ended, at debug level).
     wait_stderr(&d, "generation stops", CANCELLED, |line| {
         line.contains("local generation done") && line.contains("cancelled")
@@ -267,7 +255,7 @@ fn a_prompt_larger_than_the_context_is_refused_with_the_counts() {
         message.contains("tokens but the context holds 256") && message.contains("context_size"),
         "{message}"
     );
-    assert_eq!(history_len(&mut d, &cid), 0);
+    assert_eq!(d.history(&cid).len(), 0);
     assert!(d.shutdown(EXIT).success());
 }
 

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::file_server;
+use crate::support::poll::wait_until;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -64,15 +65,6 @@ fn wait(mut child: Child) -> Output {
             panic!("genai did not finish within {DEADLINE:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Polls `cond` until it holds, failing past the deadline.
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -232,7 +224,9 @@ fn the_final_name_never_shows_a_partial_file() {
         .spawn()
         .unwrap();
     let part = env.models().join("slow.gguf.part");
-    wait_until("30000 bytes in the part file", || len(&part) == 30_000);
+    wait_until("30000 bytes are in the part file", DEADLINE, || {
+        len(&part) == 30_000
+    });
     assert!(!env.models().join("slow.gguf").exists());
     assert_eq!(env.list(), serde_json::json!([]));
     release.send(()).unwrap();
@@ -253,7 +247,9 @@ fn ctrl_c_keeps_the_part_and_says_how_to_resume() {
     let url = env.server.url("/m/int.gguf");
     let child = env.cmd(&["models", "pull", &url]).spawn().unwrap();
     let part = env.models().join("int.gguf.part");
-    wait_until("20000 bytes in the part file", || len(&part) == 20_000);
+    wait_until("20000 bytes are in the part file", DEADLINE, || {
+        len(&part) == 20_000
+    });
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

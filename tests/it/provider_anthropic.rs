@@ -345,14 +345,6 @@ fn conversation(d: &mut Daemon) -> String {
     conv["conversationId"].as_str().unwrap().to_string()
 }
 
-fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
-    let r = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    r["messages"].as_array().unwrap().clone()
-}
-
 #[test]
 fn daemon_turn_streams_chunks_then_the_final_with_usage() {
     let text = "Streaming from Claude: café ☕, in pieces.";
@@ -401,7 +393,7 @@ fn daemon_turn_streams_chunks_then_the_final_with_usage() {
         }
     }
     assert_eq!(chunks, text);
-    let stored = history(&mut d, &cid);
+    let stored = d.history(&cid);
     assert_eq!(stored.len(), 2);
     assert_eq!(stored[1]["usage"]["outputTokens"], 7, "{stored:?}");
     assert!(d.shutdown(EXIT).success());
@@ -449,7 +441,7 @@ fn image_parts_reach_the_body_as_base64_and_url_sources() {
     let msg = fin["error"]["message"].as_str().unwrap();
     assert!(msg.contains("limit"), "{msg}");
     assert_eq!(fake.requests().len(), sent);
-    assert_eq!(history(&mut d, &cid).len(), 2);
+    assert_eq!(d.history(&cid).len(), 2);
     assert!(d.shutdown(EXIT).success());
 }
 
@@ -476,7 +468,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
         requests[before + 1].at - requests[before].at >= Duration::from_secs(1),
         "retry-after was not honoured"
     );
-    assert_eq!(history(&mut d, &cid).len(), 4);
+    assert_eq!(d.history(&cid).len(), 4);
 
     let long = "one two three four five six seven eight";
     let faults: Vec<(&str, Vec<Behavior>, &[&str])> = vec![
@@ -547,7 +539,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
         }
         assert!(!message.contains('\n'), "{what}: one line: {message}");
         assert_eq!(fake.requests().len() - before, tries, "{what}");
-        assert_eq!(history(&mut d, &cid).len(), 4, "{what} changed the history");
+        assert_eq!(d.history(&cid).len(), 4, "{what} changed the history");
         let finals = d
             .log()
             .iter()
@@ -576,7 +568,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
     let kind = fin["error"]["kind"].as_str().unwrap();
     assert!(kind == "timeout" || kind == "providerError", "{fin}");
     assert!(started.elapsed() < Duration::from_secs(6));
-    assert!(history(&mut d, &slow_id).is_empty());
+    assert!(d.history(&slow_id).is_empty());
 
     // The conversation still works, and the model sees only the committed turns.
     let (_, fin) = d.turn(&cid, json!("last"), TURN);
@@ -597,7 +589,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
             json!("last")
         ]
     );
-    assert_eq!(history(&mut d, &cid).len(), 6);
+    assert_eq!(d.history(&cid).len(), 6);
     assert!(d.shutdown(EXIT).success());
 }
 

@@ -249,11 +249,7 @@ fn daemon_streams_a_turn_on_azure_and_keeps_history_through_a_cut() {
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let send = |d: &mut Daemon, text: &str| {
         let (turn_id, fin) = d.turn(&cid, text, TURN);
-        let h = d.call(
-            "GetConversationHistory",
-            json!({"conversationId": cid, "pageSize": 100}),
-        );
-        (turn_id, fin, h["messages"].as_array().unwrap().len())
+        (turn_id, fin, d.history(&cid).len())
     };
     let (turn_id, fin, stored) = send(&mut d, "hello");
     assert_eq!(fin["isSuccess"], true, "{fin}");

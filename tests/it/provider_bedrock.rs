@@ -526,11 +526,8 @@ fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
             .contains("ended before the reply was complete"),
         "{fin}"
     );
-    let h = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    assert_eq!(h["messages"].as_array().unwrap().len(), 2, "{h}");
+    let h = d.history(&cid);
+    assert_eq!(h.len(), 2, "{h:?}");
     // The next turn sees the stored history only: user, assistant, and the new prompt.
     let (_, fin) = turn(&mut d, "Again");
     assert_eq!(fin["isSuccess"], true, "{fin}");

@@ -281,19 +281,6 @@ fn daemon(root: &std::path::Path, fake: &FakeServer) -> Daemon {
     d
 }
 
-fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
-    let r = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    r["messages"].as_array().unwrap().clone()
-}
-
-fn turn(d: &mut Daemon, cid: &str, message: Value) -> (String, Value) {
-    let (turn_id, fin) = d.turn(cid, message, TURN);
-    (turn_id, fin)
-}
-
 #[test]
 fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
     let fake = fake_ollama::start(Behavior::reply("A red dot on white.", 4));
@@ -322,7 +309,7 @@ fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
         "what is in this image?",
         {"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo="}
     ]});
-    let (turn_id, fin) = turn(&mut d, &cid, message);
+    let (turn_id, fin) = d.turn(&cid, message, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "A red dot on white.");
     assert_eq!(fin["finishReason"], "stop");
@@ -336,7 +323,7 @@ fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
     );
     // An image by URL cannot go to Ollama: refused before sending.
     let by_url = json!({"role": "user", "content": [{"type": "image", "url": "https://example.invalid/cat.jpg"}]});
-    let (_, fin) = turn(&mut d, &cid, by_url);
+    let (_, fin) = d.turn(&cid, by_url, TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fake.requests().len(), 1);
 
@@ -358,18 +345,18 @@ fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
         &["500", "after 4 tries"],
     ];
     for words in expected {
-        let (_, fin) = turn(&mut d, &cid, json!("and now?"));
+        let (_, fin) = d.turn(&cid, json!("and now?"), TURN);
         assert_eq!(fin["isSuccess"], false, "{fin}");
         let message = fin["error"]["message"].as_str().unwrap();
         assert!(
             words.iter().any(|w| message.contains(w)),
             "{words:?}: {message}"
         );
-        assert_eq!(history(&mut d, &cid).len(), 2, "a failed turn was stored");
+        assert_eq!(d.history(&cid).len(), 2, "a failed turn was stored");
     }
 
     // The conversation goes on, and the model sees the stored history.
-    let (_, fin) = turn(&mut d, &cid, json!("thanks"));
+    let (_, fin) = d.turn(&cid, json!("thanks"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let req = fake.requests().pop().unwrap();
     let roles: Vec<&str> = req.body["messages"]
@@ -379,6 +366,6 @@ fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["user", "assistant", "user"]);
-    assert_eq!(history(&mut d, &cid).len(), 4);
+    assert_eq!(d.history(&cid).len(), 4);
     assert!(d.shutdown(EXIT).success());
 }

@@ -2,7 +2,8 @@
 //! (`server.rs`, over the bytes of `http1.rs`) with one wire format per fake, and a JSON-RPC
 //! client for `genai daemon` (`rpc_client.rs`). Test support only: nothing here is shipped, and
 //! nothing here reaches past 127.0.0.1. `cli.rs` runs the `genai` binary with folders of its
-//! own, and `loopback.rs` keeps every child process out of the caller's proxies and keys.
+//! own, `loopback.rs` keeps every child process out of the caller's proxies and keys, and
+//! `poll.rs` waits with a deadline for what no message announces.
 
 pub mod bedrock_auth;
 pub mod behavior;
@@ -17,5 +18,6 @@ pub mod fake_scripted;
 pub mod file_server;
 pub mod http1;
 pub mod loopback;
+pub mod poll;
 pub mod rpc_client;
 pub mod server;

@@ -281,6 +281,18 @@ impl Daemon {
         (turn_id, fin)
     }
 
+    /// The stored messages of a conversation (`GetConversationHistory`, one page of 100).
+    pub fn history(&mut self, conversation_id: &str) -> Vec<Value> {
+        let r = self.call(
+            "GetConversationHistory",
+            json!({"conversationId": conversation_id, "pageSize": 100}),
+        );
+        r["messages"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no messages in {r}"))
+            .clone()
+    }
+
     /// Waits for the first `OnFeatureResponseChunk` of a turn.
     pub fn wait_first_chunk(&mut self, turn_id: &str, timeout: Duration) -> Value {
         self.wait_notification(

@@ -10,6 +10,7 @@ use fake_plugin::{Answer, FakePlugin};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
+use crate::support::messages::roles;
 use crate::support::{fake_openai, fake_plugin, rpc_client};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -165,8 +166,8 @@ feature = "tools"
 
     // The history holds the prompt, the step (call and result) and the answer.
     let h = d.call("GetHistory", json!({"agentId": agent_id}));
+    let roles = roles(&h);
     let h = h.as_array().unwrap();
-    let roles: Vec<&str> = h.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"], "{h:?}");
     let call = h[1]["content"]
         .as_array()

@@ -11,6 +11,7 @@ use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
 use crate::support::cli::{self, stderr, stdout, Folders};
+use crate::support::messages::roles;
 use crate::support::{fake_bedrock, rpc_client};
 
 const MODEL: &str = "anthropic.claude-3-haiku-20240307-v1:0";
@@ -532,13 +533,7 @@ fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
     let (_, fin) = turn(&mut d, "Again");
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.last().body;
-    let roles: Vec<&str> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
-    assert_eq!(roles, ["user", "assistant", "user"]);
+    assert_eq!(roles(&body["messages"]), ["user", "assistant", "user"]);
 
     // Images: inline ones become Converse image blocks; by URL, or over Converse's 3.75 MB
     // per image, they are refused before anything is sent.

@@ -10,6 +10,7 @@ use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
 use crate::support::cli::{self, stderr, stdout, Folders};
+use crate::support::messages::roles;
 use crate::support::{fake_ollama, fake_openai, rpc_client};
 
 const TURN: Duration = Duration::from_secs(15);
@@ -359,13 +360,7 @@ fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
     let (_, fin) = d.turn(&cid, json!("thanks"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let req = fake.requests().pop().unwrap();
-    let roles: Vec<&str> = req.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
-    assert_eq!(roles, ["user", "assistant", "user"]);
+    assert_eq!(roles(&req.body["messages"]), ["user", "assistant", "user"]);
     assert_eq!(d.history(&cid).len(), 4);
     assert!(d.shutdown(EXIT).success());
 }

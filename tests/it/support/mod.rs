@@ -3,7 +3,8 @@
 //! client for `genai daemon` (`rpc_client.rs`). Test support only: nothing here is shipped, and
 //! nothing here reaches past 127.0.0.1. `cli.rs` runs the `genai` binary with folders of its
 //! own, `loopback.rs` keeps every child process out of the caller's proxies and keys, and
-//! `poll.rs` waits with a deadline for what no message announces.
+//! `poll.rs` waits with a deadline for what no message announces; `messages.rs` reads message
+//! lists.
 
 pub mod bedrock_auth;
 pub mod behavior;
@@ -18,6 +19,7 @@ pub mod fake_scripted;
 pub mod file_server;
 pub mod http1;
 pub mod loopback;
+pub mod messages;
 pub mod poll;
 pub mod rpc_client;
 pub mod server;

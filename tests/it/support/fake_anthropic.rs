@@ -24,7 +24,7 @@ use std::io;
 use serde_json::{json, Value};
 
 use super::behavior::Faults;
-use super::http1::{count_words, split_reply};
+use super::http1::{count_words, halves, split_reply};
 pub use super::server::RecordedRequest;
 use super::server::{Exchange, FakeServer, Wire};
 
@@ -414,17 +414,14 @@ async fn stream(ex: &mut Exchange<Anthropic>, ctx: &Ctx, b: &Behavior) -> bool {
     )];
     for (i, (id, name, input)) in b.tool_calls.iter().enumerate() {
         let index = i + 1;
-        let half = input
-            .char_indices()
-            .nth(input.chars().count() / 2)
-            .map_or(0, |(b, _)| b);
+        let (first, second) = halves(input);
         tail.push(sse(
             "content_block_start",
             &json!({"type": "content_block_start", "index": index,
                     "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})
             .to_string(),
         ));
-        for piece in [&input[..half], &input[half..]] {
+        for piece in [first, second] {
             tail.push(sse(
                 "content_block_delta",
                 &json!({"type": "content_block_delta", "index": index,

@@ -39,7 +39,7 @@ use json::{
 };
 
 use super::behavior::Faults;
-use super::http1::{count_words, split_reply};
+use super::http1::{count_words, halves, split_reply};
 pub use super::server::RecordedRequest;
 use super::server::{Exchange, FakeServer, Wire};
 
@@ -389,14 +389,11 @@ async fn stream_reply(
     }
 
     for (i, (id, name, args)) in behavior.tool_calls.iter().enumerate() {
-        let half = args
-            .char_indices()
-            .nth(args.chars().count() / 2)
-            .map_or(0, |(b, _)| b);
+        let (first, second) = halves(args);
         let pieces = [
             serde_json::json!([{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]),
-            serde_json::json!([{"index": i, "function": {"arguments": &args[..half]}}]),
-            serde_json::json!([{"index": i, "function": {"arguments": &args[half..]}}]),
+            serde_json::json!([{"index": i, "function": {"arguments": first}}]),
+            serde_json::json!([{"index": i, "function": {"arguments": second}}]),
         ];
         for piece in pieces {
             let chunk = stream.chunk(

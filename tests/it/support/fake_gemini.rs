@@ -271,36 +271,35 @@ fn prompt_words(body: &Value) -> u64 {
         .sum()
 }
 
+const JSON: &str = "application/json; charset=UTF-8";
+
+/// A refusal made before any answer: its status and Google's error body.
+async fn refuse(ex: Exchange<Gemini>, (code, body): (u16, Value)) {
+    ex.respond(code, JSON, &[], body.to_string().as_bytes())
+        .await
+}
+
 async fn answer(mut ex: Exchange<Gemini>) {
-    const JSON: &str = "application/json; charset=UTF-8";
     let (model, streaming) = match call(&ex.request) {
         Ok(Some(c)) => c,
         Ok(None) => {
-            let (code, body) = error(
+            let refusal = error(
                 403,
                 "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
                 "PERMISSION_DENIED",
             );
-            return ex
-                .respond(code, JSON, &[], body.to_string().as_bytes())
-                .await;
+            return refuse(ex, refusal).await;
         }
-        Err((code, body)) => {
-            return ex
-                .respond(code, JSON, &[], body.to_string().as_bytes())
-                .await
-        }
+        Err(refusal) => return refuse(ex, refusal).await,
     };
     if let Some(key) = ex.expected_key.clone() {
         if ex.request.header("x-goog-api-key") != Some(key.as_str()) {
-            let (code, body) = error(
+            let refusal = error(
                 400,
                 "API key not valid. Please pass a valid API key.",
                 "INVALID_ARGUMENT",
             );
-            return ex
-                .respond(code, JSON, &[], body.to_string().as_bytes())
-                .await;
+            return refuse(ex, refusal).await;
         }
     }
     let behavior = ex.behavior.clone().unwrap_or_default();

@@ -11,11 +11,23 @@ use fake_plugin::{Answer, FakePlugin};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
+use crate::support::behavior::{self, Faults};
 use crate::support::{fake_bedrock, fake_gemini, fake_ollama, fake_plugin, rpc_client};
 
 const WAIT: Duration = Duration::from_secs(30);
 const PARTICIPATION: &str = r#"{"eventId":"E1","participation":"YES"}"#;
 const VALIDATED: &str = "Participation of the user to event E1 has been validated.";
+
+/// A reply of `text` that calls both tools of the `events` module at once.
+fn both_calls<M: Faults>(text: &str) -> behavior::Behavior<M> {
+    behavior::Behavior::calls(
+        text,
+        &[
+            ("events__getEvents", "{}"),
+            ("events__eventParticipation", PARTICIPATION),
+        ],
+    )
+}
 
 /// The `events` module, with `getEvents` failing and `eventParticipation` succeeding.
 fn events_module() -> FakePlugin {
@@ -147,13 +159,7 @@ fn gemini_runs_parallel_function_calls_and_answers_them_in_one_turn() {
     use fake_gemini::Behavior;
     let events = events_module();
     let fake = fake_gemini::start(Behavior::reply("unused", 1));
-    fake.push(Behavior::calls(
-        "",
-        &[
-            ("events__getEvents", "{}"),
-            ("events__eventParticipation", PARTICIPATION),
-        ],
-    ));
+    fake.push(both_calls(""));
     let summary = "You are registered for E1; the calendar is offline.";
     fake.push(Behavior::reply(summary, 3));
     let dir = tempfile::tempdir().unwrap();
@@ -292,13 +298,7 @@ fn ollama_chat_runs_tool_calls_without_ids_and_names_each_result() {
     use fake_ollama::Behavior;
     let events = events_module();
     let fake = fake_ollama::start(Behavior::reply("unused", 1));
-    fake.push(Behavior::calls(
-        "",
-        &[
-            ("events__getEvents", "{}"),
-            ("events__eventParticipation", PARTICIPATION),
-        ],
-    ));
+    fake.push(both_calls(""));
     let summary = "You are in for E1; I could not read the calendar.";
     fake.push(Behavior::reply(summary, 2));
     let dir = tempfile::tempdir().unwrap();
@@ -346,13 +346,7 @@ fn ollama_chat_streams_whole_calls_as_chunks() {
     use fake_ollama::Behavior;
     let events = events_module();
     let fake = fake_ollama::start(Behavior::reply("unused", 1));
-    fake.push(Behavior::calls(
-        "Checking.",
-        &[
-            ("events__getEvents", "{}"),
-            ("events__eventParticipation", PARTICIPATION),
-        ],
-    ));
+    fake.push(both_calls("Checking."));
     fake.push(Behavior::reply("Registered.", 2));
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")

@@ -111,8 +111,7 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
     initialize(&mut d, true);
     let cid = conversation(&mut d, json!({"max_tokens": 24, "temperature": 0}));
 
-    let t1 = d.send_message(&cid, "What is the capital of France?");
-    let fin1 = d.wait_final(&t1, TURN)["params"].clone();
+    let (t1, fin1) = d.turn(&cid, "What is the capital of France?", TURN);
     assert_eq!(fin1["isSuccess"], true, "{fin1}");
     let summary = fin1["summary"].as_str().unwrap();
     assert!(!summary.trim().is_empty(), "empty reply: {fin1}");
@@ -130,8 +129,7 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
     assert_eq!(cached1, 0, "a fresh engine has nothing cached: {fin1}");
     assert_eq!(d.history(&cid).len(), 2);
 
-    let t2 = d.send_message(&cid, "What is the capital of Italy?");
-    let fin2 = d.wait_final(&t2, TURN)["params"].clone();
+    let (_, fin2) = d.turn(&cid, "What is the capital of Italy?", TURN);
     assert_eq!(fin2["isSuccess"], true, "{fin2}");
     assert!(!fin2["summary"].as_str().unwrap().trim().is_empty());
     let (prompt2, cached2, _) = usage(&fin2);
@@ -155,8 +153,7 @@ fn answers_without_streaming_and_honours_stop_strings() {
     let mut d = start(dir.path(), &model, "threads = 2\ncontext_size = 1024");
     initialize(&mut d, false);
     let cid = conversation(&mut d, json!({"max_tokens": 16, "temperature": 0}));
-    let t = d.send_message(&cid, "Count from 1 to 10, separated by commas.");
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (t, fin) = d.turn(&cid, "Count from 1 to 10, separated by commas.", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let reply = fin["summary"].as_str().unwrap().to_string();
     assert!(!reply.trim().is_empty(), "{fin}");
@@ -187,8 +184,7 @@ fn answers_without_streaming_and_honours_stop_strings() {
         &mut d,
         json!({"max_tokens": 16, "temperature": 0, "stop": [stop]}),
     );
-    let t = d.send_message(&cid2, "Count from 1 to 10, separated by commas.");
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (_, fin) = d.turn(&cid2, "Count from 1 to 10, separated by commas.", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let stopped = fin["summary"].as_str().unwrap();
     // Not always byte-equal to `reply[..at]`: the prompt's KV cache is reused from the first
@@ -232,8 +228,7 @@ fn cancel_ends_a_local_generation_promptly() {
 
     // The engine is free again: the next turn runs (and gets the slot back).
     let cid = conversation(&mut d, json!({"max_tokens": 8, "temperature": 0}));
-    let t = d.send_message(&cid, "Say hello.");
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (_, fin) = d.turn(&cid, "Say hello.", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert!(d.shutdown(EXIT).success());
 }
@@ -246,8 +241,7 @@ fn a_prompt_larger_than_the_context_is_refused_with_the_counts() {
     initialize(&mut d, true);
     let cid = conversation(&mut d, json!({"max_tokens": 8}));
     let long = "All work and no play makes Jack a dull boy. ".repeat(60);
-    let t = d.send_message(&cid, &long);
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (_, fin) = d.turn(&cid, &long, TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "invalidParams", "{fin}");
     let message = fin["error"]["message"].as_str().unwrap();
@@ -275,8 +269,7 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
 
     // The same question without tools: the prompt the ReAct instructions are added to.
     let plain = conversation(&mut d, parameters.clone());
-    let t = d.send_message(&plain, question);
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (_, fin) = d.turn(&plain, question, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let (plain_prompt, _, _) = usage(&fin);
 
@@ -285,8 +278,7 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
         json!({"feature": "tools", "serviceProvider": "gemma", "parameters": parameters}),
     );
     let cid = r["conversationId"].as_str().unwrap().to_string();
-    let t = d.send_message(&cid, question);
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (t, fin) = d.turn(&cid, question, TURN);
     let history = d.call(
         "GetConversationHistory",
         json!({"conversationId": cid, "pageSize": 100}),

@@ -270,11 +270,7 @@ fn zero_config_without_a_provider_or_a_local_model_says_how_to_add_either() {
     let o = ask(&env);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     if local {
-        assert!(
-            stderr(&o).contains("genai models default NAME"),
-            "{}",
-            stderr(&o)
-        );
+        cli::assert_stderr_says(&o, "genai models default NAME");
     }
     // A configured provider is never overridden by the local model.
     env.write_config("[service_providers.work]\nkind = \"openai\"\n");

@@ -162,7 +162,7 @@ fn a_downloaded_image_is_typed_from_its_bytes() {
         "what is this?",
     ]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("HTTP 404"), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, "HTTP 404");
     assert_eq!(
         env.fake.requests().len(),
         1,
@@ -176,18 +176,10 @@ fn files_that_are_not_images_or_too_big_are_refused_before_sending() {
     let text = env.file("notes.png", b"just some text\n");
     let o = env.run(&["ask", "-m", "openai:m", "-a", &text, "what is this?"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("is not an image genai recognises"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "is not an image genai recognises");
     let pdf = env.file("scan.png", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n");
     let o = env.run(&["ask", "-m", "openai:m", "-a", &pdf, "what is this?"]);
-    assert!(
-        stderr(&o).contains("is application/pdf (pdf)"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "is application/pdf (pdf)");
     // 21 MiB with a PNG signature: refused from its size, before it is read.
     let big = env.files.path().join("huge.png");
     let f = std::fs::File::create(&big).unwrap();
@@ -195,17 +187,9 @@ fn files_that_are_not_images_or_too_big_are_refused_before_sending() {
     f.set_len(21 << 20).unwrap();
     let o = env.run(&["ask", "-m", "openai:m", "-a", big.to_str().unwrap(), "hi"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("larger than genai's limit of 20 MiB (21.0 MiB)"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "larger than genai's limit of 20 MiB (21.0 MiB)");
     let o = env.run(&["ask", "-m", "openai:m", "-a", "/no/such/file.png", "hi"]);
-    assert!(
-        stderr(&o).contains("cannot read attachment /no/such/file.png"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "cannot read attachment /no/such/file.png");
     assert!(
         env.fake.requests().is_empty(),
         "a refused attachment reached the provider"
@@ -245,11 +229,7 @@ model_configuration = "vision"
     let png = env.file("a.png", &tiny_png());
     let o = env.run(&["ask", "-m", "plain", "-a", &png, "what is this?"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("the http-template format cannot take images"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "the http-template format cannot take images");
     assert!(endpoint.requests().is_empty());
     let o = env.run(&["ask", "-m", "plain", "--no-stream", "what is this?"]);
     assert!(o.status.success(), "{}", stderr(&o));

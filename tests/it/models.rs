@@ -144,11 +144,7 @@ fn an_interrupted_pull_says_how_to_resume_and_the_next_pull_resumes() {
         Some("bytes=50000-")
     );
     assert_eq!(std::fs::read(env.models().join("a.gguf")).unwrap(), body);
-    assert!(
-        stderr(&o).contains("checked against --sha256"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "checked against --sha256");
 }
 
 #[test]
@@ -296,7 +292,7 @@ fn hf_sources_resolve_on_the_endpoint_and_the_published_sha256_is_checked() {
         Some("bytes=2000-"),
         "the range survives the redirect: {resumed:?}"
     );
-    assert!(stderr(&o).contains("X-Linked-Etag"), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, "X-Linked-Etag");
     let heads: Vec<_> = env
         .server
         .seen()
@@ -337,7 +333,7 @@ fn a_sha256_sidecar_is_used_and_a_404_is_clear() {
     );
     let o = env.run(&["models", "pull", &env.server.url("/m/s.gguf")]);
     assert_eq!(o.status.code(), Some(1), "the sidecar must be checked");
-    assert!(stderr(&o).contains(&sha(b"other")), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, &sha(b"other"));
 
     let o = env.run(&["models", "pull", &env.server.url("/m/missing.gguf")]);
     cli::assert_fails_with(&o, 1, "not found (HTTP 404)");
@@ -375,7 +371,7 @@ fn list_default_and_rm_through_the_cli() {
         &format!("file://{}/a.gguf", src.path().display()),
     ]);
     assert_eq!(o.status.code(), Some(2), "a second `a` is refused");
-    assert!(stderr(&o).contains("genai models rm a"), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, "genai models rm a");
 
     assert!(env.run(&["models", "rm", "b"]).status.success());
     assert_eq!(stdout(&env.run(&["models", "default"])).trim(), "a");

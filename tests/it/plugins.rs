@@ -121,14 +121,10 @@ fn add_list_call_and_remove_a_module() {
     );
     let o = env.run(&["plugins", "call", "actintech", "getEvents"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("Unknown method"), "{}", err(&o));
+    cli::assert_stderr_says(&o, "Unknown method");
     let o = env.run(&["plugins", "call", "actintech", "dance"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        err(&o).contains("getEvents, eventParticipation"),
-        "{}",
-        err(&o)
-    );
+    cli::assert_stderr_says(&o, "getEvents, eventParticipation");
     let o = env.run(&["plugins", "call", "actintech", "getEvents", "[1]"]);
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
 
@@ -160,7 +156,7 @@ fn a_broken_manifest_is_refused_with_every_problem_and_nothing_written() {
     // Not JSON at all, and a module that is not there.
     module.set_manifest(json!("<html>"));
     let o = env.run(&["plugins", "add", &module.base_url()]);
-    assert!(err(&o).contains("invalid"), "{}", err(&o));
+    cli::assert_stderr_says(&o, "invalid");
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -168,7 +164,7 @@ fn a_broken_manifest_is_refused_with_every_problem_and_nothing_written() {
         .port();
     let o = env.run(&["plugins", "add", &format!("http://127.0.0.1:{closed}")]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("cannot fetch"), "{}", err(&o));
+    cli::assert_stderr_says(&o, "cannot fetch");
 }
 
 #[test]
@@ -177,17 +173,13 @@ fn a_service_api_key_goes_to_the_module_and_nowhere_else() {
     let env = Env::new();
     let o = env.run(&["plugins", "add", &module.base_url(), "--enable"]);
     assert!(o.status.success(), "{}", err(&o));
-    assert!(
-        err(&o).contains("genai keys set plugin:actintech"),
-        "{}",
-        err(&o)
-    );
+    cli::assert_stderr_says(&o, "genai keys set plugin:actintech");
 
     // No key: the call is refused before anything is sent.
     let before = module.requests().len();
     let o = env.run(&["plugins", "call", "actintech", "getEvents"]);
     assert_eq!(o.status.code(), Some(3), "{}", err(&o));
-    assert!(err(&o).contains("service API key"), "{}", err(&o));
+    cli::assert_stderr_says(&o, "service API key");
     assert_eq!(
         module.requests().len(),
         before + 1,
@@ -266,7 +258,7 @@ fn ask_with_tools_calls_a_module_and_yes_confirms() {
     let o = cli::output(c);
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(out(&o).trim(), "Registered for E9.");
-    assert!(err(&o).contains("confirmed by --yes"), "{}", err(&o));
+    cli::assert_stderr_says(&o, "confirmed by --yes");
     assert!(module
         .requests()
         .iter()

@@ -204,7 +204,7 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
         "took {:?}",
         started.elapsed()
     );
-    assert!(stderr(&o).contains("no answer in time"), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, "no answer in time");
 
     // Only the first turn was ever stored (`ask` opens a conversation before the turn; the
     // failed ones stay empty).

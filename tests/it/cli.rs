@@ -67,8 +67,7 @@ fn ask_streams_the_reply_and_stores_the_turn() {
         ],
         None,
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Paris is the capital.\n");
+    cli::assert_prints(&o, "Paris is the capital.\n");
     let body = env.last_body();
     assert_eq!(body["stream"], true);
     assert_eq!(body["model"], "gpt-4o-mini");

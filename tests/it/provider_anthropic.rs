@@ -97,8 +97,7 @@ fn ask_streams_the_reply_with_anthropic_headers_and_body() {
         "is",
         "Rust?",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Rust is a systems language.\n");
+    cli::assert_prints(&o, "Rust is a systems language.\n");
     let req = env.fake.last();
     assert_eq!(
         (req.method.as_str(), req.path.as_str()),

@@ -71,8 +71,7 @@ fn ask_reaches_the_deployment_with_the_api_key_header_and_api_version() {
         "temperature=0.1",
         "hi there",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Hello from Azure.\n");
+    cli::assert_prints(&o, "Hello from Azure.\n");
     let req = env.fake.requests().pop().unwrap();
     assert_eq!(
         req.path,
@@ -137,8 +136,7 @@ fn the_environment_makes_a_builtin_instance_and_a_missing_key_says_what_to_do() 
             ("AZURE_OPENAI_API_KEY", KEY),
         ],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Built in.\n");
+    cli::assert_prints(&o, "Built in.\n");
     assert_eq!(env.fake.requests().len(), 1);
 
     let o = env.run_with(

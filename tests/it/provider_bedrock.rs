@@ -103,8 +103,7 @@ fn env_credentials_stream_a_converse_reply_signed_with_sigv4() {
         ],
         &KEYS,
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Bonjour, café ☕ and more.\n");
+    cli::assert_prints(&o, "Bonjour, café ☕ and more.\n");
     let req = env.fake.last();
     assert_eq!(req.auth, sigv4("accept;content-type;host;x-amz-date"));
     assert_eq!(
@@ -166,8 +165,7 @@ fn claude_messages_go_through_invoke_model_with_the_bedrock_envelope() {
         &["ask", "-m", "cb", "-s", "Be brief.", "hello", "Claude"],
         &KEYS,
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Claude on Bedrock, streamed.\n");
+    cli::assert_prints(&o, "Claude on Bedrock, streamed.\n");
     let req = env.fake.last();
     assert_eq!(
         req.path,
@@ -278,8 +276,7 @@ fn a_bedrock_api_key_replaces_sigv4() {
         &["ask", "-m", &model, "hi"],
         &[("AWS_BEARER_TOKEN_BEDROCK", fake_bedrock::API_KEY)],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Hello from the fake Bedrock.\n");
+    cli::assert_prints(&o, "Hello from the fake Bedrock.\n");
     let req = env.fake.last();
     assert_eq!(req.auth, AuthSeen::Bearer);
     assert_eq!(req.header("x-amz-date"), None);

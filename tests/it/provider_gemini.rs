@@ -63,8 +63,7 @@ fn ask_streams_sse_with_the_key_in_a_header_and_stores_the_turn() {
         "max_tokens=100",
         "How many paws?",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Four dogs have sixteen paws.\n");
+    cli::assert_prints(&o, "Four dogs have sixteen paws.\n");
     let req = env.fake.requests().pop().unwrap();
     assert_eq!(
         req.path,
@@ -140,8 +139,7 @@ fn faults_and_blocks_fail_the_turn_cleanly_and_store_nothing() {
     env.fake
         .push(Behavior::error(500, "An internal error has occurred."));
     let o = ask();
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Recovered after the fault.\n");
+    cli::assert_prints(&o, "Recovered after the fault.\n");
     let r = env.fake.requests();
     assert_eq!(r.len(), 3);
     assert!(

@@ -139,8 +139,7 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
     env.fake
         .push(Behavior::error(500, "llama runner process has terminated"));
     let o = ask();
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Recovered after the fault.\n");
+    cli::assert_prints(&o, "Recovered after the fault.\n");
     let r = env.fake.requests();
     assert_eq!(r.len(), 3);
     assert!(
@@ -237,8 +236,7 @@ fn an_optional_key_is_sent_as_a_bearer_token() {
     let mut c = env.dirs.genai(&["ask", "-m", "remote:llama3.2", "hi"]);
     c.env("REMOTE_OLLAMA_KEY", "proxy-secret");
     let o = cli::output(c);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Behind the proxy.\n");
+    cli::assert_prints(&o, "Behind the proxy.\n");
     // Without the key the proxy refuses: a credentials failure (exit 3) that never shows a key.
     let o = env.run(&["ask", "-m", "remote:llama3.2", "hi"]);
     cli::assert_fails_with(&o, 3, "401");
@@ -262,8 +260,7 @@ fn openai_chat_runs_on_ollamas_compatible_endpoint() {
         fake.port()
     ));
     let o = env.run(&["ask", "-m", "compat", "hi"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Compatible.\n");
+    cli::assert_prints(&o, "Compatible.\n");
     let req = fake.requests().pop().unwrap();
     assert_eq!(req.path, "/v1/chat/completions");
     assert_eq!(req.body["messages"][0]["content"], "hi");

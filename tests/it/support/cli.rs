@@ -72,6 +72,13 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Asserts that the run succeeded and printed exactly `expected` on stdout.
+#[track_caller]
+pub fn assert_prints(o: &Output, expected: &str) {
+    assert!(o.status.success(), "{}", stderr(o));
+    assert_eq!(stdout(o), expected);
+}
+
 /// Asserts that the run exited with `code` and said `needle` on stderr.
 #[track_caller]
 pub fn assert_fails_with(o: &Output, code: i32, needle: &str) {

@@ -453,11 +453,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         "CreateServiceProvider",
         json!({"name": "flaky", "kind": "openai", "settings": {"base_url": fake.base_url(), "max_retries": 1}}),
     );
-    let flaky = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "flaky", "model": MODEL}),
-    );
-    let flaky_id = flaky["conversationId"].as_str().unwrap().to_string();
+    let (flaky_id, _) = d.create_conversation(json!({"serviceProvider": "flaky", "model": MODEL}));
     for _ in 0..2 {
         fake.push(error_behavior(503, "Service Unavailable"));
     }
@@ -481,11 +477,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         "CreateServiceProvider",
         json!({"name": "down", "kind": "openai", "settings": {"base_url": format!("http://127.0.0.1:{closed_port}/v1"), "connect_timeout_secs": 2}}),
     );
-    let down = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "down", "model": MODEL}),
-    );
-    let down_id = down["conversationId"].as_str().unwrap().to_string();
+    let (down_id, _) = d.create_conversation(json!({"serviceProvider": "down", "model": MODEL}));
     let (_, fin) = d.turn(&down_id, "hello?", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "providerError", "{fin}");
@@ -566,11 +558,8 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
         "CreateServiceProvider",
         json!({"name": "capped", "kind": "openai", "settings": {"base_url": fake.base_url(), "timeout_secs": 1}}),
     );
-    let capped = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "capped", "model": MODEL}),
-    );
-    let capped_id = capped["conversationId"].as_str().unwrap().to_string();
+    let (capped_id, _) =
+        d.create_conversation(json!({"serviceProvider": "capped", "model": MODEL}));
     fake.push(slow_stream());
     let started = Instant::now();
     let (capped_turn, fin) = d.turn(&capped_id, "count slowly", TURN);
@@ -733,11 +722,7 @@ fn restart_and_resume_a_conversation() {
 
     let mut d = Daemon::spawn(&config(dir.path(), Framing::Lines, "first", &fake));
     initialize(&mut d, true);
-    let conv = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "openai", "model": MODEL, "systemPrompt": system, "parameters": {"temperature": 0.25}}),
-    );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let (cid, conv) = d.create_conversation(json!({"serviceProvider": "openai", "model": MODEL, "systemPrompt": system, "parameters": {"temperature": 0.25}}));
     let (_, fin) = d.turn(&cid, first_question, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let first = fake.requests().last().cloned().unwrap();
@@ -1028,11 +1013,7 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
 
     // The provider from the config file: its own key and headers.
     fake.push(error_behavior(403, "Forbidden for this key"));
-    let work = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "work", "model": "m"}),
-    );
-    let work_id = work["conversationId"].as_str().unwrap().to_string();
+    let (work_id, _) = d.create_conversation(json!({"serviceProvider": "work", "model": "m"}));
     let (_, fin) = d.turn(&work_id, "and now?", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let (_, fin) = d.turn(&work_id, "and now?", TURN);
@@ -1051,11 +1032,7 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
         json!({"name": "rt", "kind": "openai", "settings": {
             "base_url": fake.base_url(), "api_key": RUNTIME_KEY, "api_key_env": "GENAI_TEST_UNSET_KEY_VAR"}}),
     );
-    let rt = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "rt", "model": "m"}),
-    );
-    let rt_id = rt["conversationId"].as_str().unwrap().to_string();
+    let (rt_id, _) = d.create_conversation(json!({"serviceProvider": "rt", "model": "m"}));
     let (_, fin) = d.turn(&rt_id, "runtime key?", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let last = fake.requests().last().cloned().unwrap();
@@ -1323,11 +1300,9 @@ fn end_of_input_ends_a_turn_waiting_on_a_client_feature() {
         "RegisterFeature",
         json!({"name": "client-side", "description": ""}),
     );
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "client-side", "serviceProvider": "openai", "model": "m"}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
     let turn_id = d.send_message(&cid, "hello feature");
     d.wait_notification(|m| m["method"] == "OnNewMessage", TURN);
     // The client that hosts the feature goes away without answering.
@@ -1348,11 +1323,9 @@ fn client_feature_progress_and_cancel() {
         "RegisterFeature",
         json!({"name": "stepper", "description": "steps"}),
     );
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "stepper", "serviceProvider": "openai", "model": "m"}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
 
     let turn_id = d.send_message(&cid, "do it in steps");
     d.wait_notification(|m| m["method"] == "OnNewMessage", TURN);
@@ -1609,16 +1582,12 @@ fn list_page_remove_and_delete_conversations() {
         d.call("DeleteConversation", json!({"conversationId": long_id})),
         json!({})
     );
-    let titled = d.call(
-        "CreateConversation",
+    let (titled_id, _) = d.create_conversation(
         json!({"serviceProvider": "openai", "model": MODEL, "title": "  My   titled\nchat  "}),
     );
-    let titled_id = titled["conversationId"].as_str().unwrap().to_string();
-    let ephemeral = d.call(
-        "CreateConversation",
+    let (eph_id, _) = d.create_conversation(
         json!({"serviceProvider": "openai", "model": MODEL, "ephemeral": true}),
     );
-    let eph_id = ephemeral["conversationId"].as_str().unwrap().to_string();
     let (_, fin) = d.turn(&eph_id, "forget me", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
 
@@ -1863,11 +1832,9 @@ fn client_feature_can_report_a_failed_turn() {
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     d.call("RegisterFeature", json!({"name": "strict"}));
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "strict", "serviceProvider": "openai", "model": "m"}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
     let turn_id = d.send_message(&cid, "check this");
     d.wait_notification(|m| m["method"] == "OnNewMessage", TURN);
     d.call(

@@ -107,8 +107,7 @@ feature = "tools"
     );
     let mut d = daemon(dir.path(), &config, &fake);
     d.initialize("react-tests", true);
-    let conv = d.call("CreateConversation", json!({"agent": "generic"}));
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let (cid, conv) = d.create_conversation(json!({"agent": "generic"}));
     let agent_id = conv["agentId"].as_str().unwrap().to_string();
     let (turn_id, fin) = d.turn(&cid, "What is 2 + 3?", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
@@ -200,11 +199,9 @@ fn openai_forced_to_react_gets_a_stop_sequence_and_corrections_for_wrong_actions
         calc.base_url()
     );
     let mut d = daemon(dir.path(), &config, &fake);
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
     let (_, fin) = d.turn(&cid, "What is 2 * 3?", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "I cannot compute that.");

@@ -378,11 +378,9 @@ fn tools_conversation(
 ) -> (Daemon, String) {
     cfg.write_config(&events.enabled_as("events"));
     let mut d = Daemon::spawn(&cfg);
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "tools", "serviceProvider": provider, "model": model}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
     (d, cid)
 }
 

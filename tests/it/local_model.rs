@@ -273,11 +273,9 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let (plain_prompt, _, _) = usage(&fin);
 
-    let r = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "tools", "serviceProvider": "gemma", "parameters": parameters}),
     );
-    let cid = r["conversationId"].as_str().unwrap().to_string();
     let (t, fin) = d.turn(&cid, question, TURN);
     let history = d.call(
         "GetConversationHistory",

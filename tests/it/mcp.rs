@@ -296,11 +296,9 @@ fn the_model_calls_an_mcp_tool_and_gets_its_result() {
             ("OPENAI_API_KEY", "sk-test-mcp"),
         ],
     );
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
     let (_, fin) = d.turn(&cid, "What is 20 + 22?", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "It is 42.");

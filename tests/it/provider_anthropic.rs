@@ -552,11 +552,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
         "CreateServiceProvider",
         json!({"name": "slow", "kind": "anthropic", "settings": {"base_url": fake.base_url(), "timeout_secs": 1}}),
     );
-    let slow = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "slow", "model": MODEL}),
-    );
-    let slow_id = slow["conversationId"].as_str().unwrap().to_string();
+    let (slow_id, _) = d.create_conversation(json!({"serviceProvider": "slow", "model": MODEL}));
     fake.push(Behavior {
         delay: Duration::from_millis(400),
         ..Behavior::reply(long, 8)

@@ -403,11 +403,8 @@ fn a_daemon_turn_streams_and_a_failed_turn_leaves_the_history_as_it_was() {
     let mut d = rpc_client::Daemon::spawn(&cfg);
     let wait = Duration::from_secs(20);
     d.initialize("provider-http", true);
-    let conv = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "cohere", "modelConfiguration": "command"}),
-    );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let (cid, _) = d
+        .create_conversation(json!({"serviceProvider": "cohere", "modelConfiguration": "command"}));
     let turn = |d: &mut rpc_client::Daemon, text: &str| {
         let turn_id = d.send_message(&cid, text);
         (

@@ -251,6 +251,16 @@ impl Daemon {
         )
     }
 
+    /// `CreateConversation` with `params`: the new conversation's id and the whole answer.
+    pub fn create_conversation(&mut self, params: Value) -> (String, Value) {
+        let conv = self.call("CreateConversation", params);
+        let id = conv["conversationId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no conversationId in {conv}"))
+            .to_string();
+        (id, conv)
+    }
+
     /// Sends `message` (a text or a message object) to a conversation with `OnNewMessage`; the
     /// turn id of the answer.
     pub fn send_message(

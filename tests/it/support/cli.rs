@@ -1,7 +1,7 @@
 //! Running the built `genai` binary as a user would, kept apart from the caller: its own data
-//! and config folders, no proxy, none of the caller's provider keys or endpoints, no
-//! `GENAI_LOG`. Each test adds the variables it means after these. Test support only: this
-//! never checks what the product prints, it only hands the output back.
+//! and config folders, on loopback only (see `loopback.rs`). Each test adds the variables it
+//! means after these. The output comes back whole; the `assert_*` helpers check only what their
+//! caller names (an exit code, text on stderr, the exact stdout).
 
 use std::io::Write;
 use std::path::Path;

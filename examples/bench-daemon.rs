@@ -28,6 +28,7 @@ mod support {
     pub mod behavior;
     pub mod fake_openai;
     pub mod http1;
+    pub mod loopback;
     pub mod server;
 }
 
@@ -121,11 +122,10 @@ impl Env {
                 .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
         }
         let mut cmd = Command::new(&self.genai);
+        support::loopback::loopback_only(&mut cmd);
         cmd.env("GENAI_DATA_DIR", &data)
             .env("GENAI_CONFIG_DIR", &config)
-            .env("OPENAI_BASE_URL", &self.base_url)
-            .env_remove("GENAI_LOG");
-        support::fake_openai::loopback_only(&mut cmd);
+            .env("OPENAI_BASE_URL", &self.base_url);
         Ok((cmd, dir))
     }
 }

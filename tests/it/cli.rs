@@ -1,57 +1,40 @@
 //! `genai ask` and the other subcommands, run as a user would, against the fake OpenAI server.
 
-use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use fake_openai::{Behavior, FakeOpenAi, Mode};
 use serde_json::Value;
 
+use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::fake_openai;
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeOpenAi,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             fake: FakeOpenAi::start(0, Behavior::default()).unwrap(),
         }
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("OPENAI_BASE_URL", self.fake.base_url())
-            .env_remove("GENAI_LOG");
-        fake_openai::loopback_only(&mut c);
+        let mut c = self.dirs.genai(args);
+        c.env("OPENAI_BASE_URL", self.fake.base_url());
         c
     }
 
     /// Runs with `stdin` piped in (an empty pipe when None).
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut c = self.cmd(args);
-        c.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        let mut input = child.stdin.take().unwrap();
-        if let Some(s) = stdin {
-            input.write_all(s.as_bytes()).unwrap();
-        }
-        drop(input);
-        child.wait_with_output().unwrap()
+        cli::output_with_stdin(self.cmd(args), stdin)
     }
 
     fn write_config(&self, text: &str) {
-        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+        self.dirs.write_config(text);
     }
 
     fn last_body(&self) -> Value {
@@ -62,14 +45,6 @@ impl Env {
             .body
             .clone()
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -92,8 +67,7 @@ fn ask_streams_the_reply_and_stores_the_turn() {
         ],
         None,
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Paris is the capital.\n");
+    cli::assert_prints(&o, "Paris is the capital.\n");
     let body = env.last_body();
     assert_eq!(body["stream"], true);
     assert_eq!(body["model"], "gpt-4o-mini");
@@ -201,7 +175,7 @@ fn no_log_keeps_the_conversation_out_of_the_history() {
     let list: Value =
         serde_json::from_slice(&env.run(&["sessions", "list", "--json"], None).stdout).unwrap();
     assert_eq!(list, serde_json::json!([]));
-    let db = std::fs::read(env.data.path().join("history.db")).unwrap_or_default();
+    let db = std::fs::read(env.dirs.data.path().join("history.db")).unwrap_or_default();
     assert!(!String::from_utf8_lossy(&db).contains("secret plans"));
 }
 
@@ -213,8 +187,7 @@ fn exit_codes_and_one_line_errors() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("nothing to ask"));
     let o = env.run(&["ask", "-m", "openai:m", "-p", "temp=1", "hi"], None);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("temperature"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 2, "temperature");
     let o = env.run(&["ask", "--bogus-flag", "hi"], None);
     assert_eq!(o.status.code(), Some(2));
     // 1: the provider fails, every try (the first and three retries).
@@ -242,17 +215,11 @@ fn exit_codes_and_one_line_errors() {
     let mut c = env.cmd(&["ask", "hi"]);
     c.env_remove("OPENAI_BASE_URL");
     let o = c.stdin(Stdio::null()).output().unwrap();
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("configure a provider"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "configure a provider");
     let mut c = env.cmd(&["ask", "-m", "openai:gpt-4o-mini", "hi"]);
     c.env_remove("OPENAI_BASE_URL");
     let o = c.stdin(Stdio::null()).output().unwrap();
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("OPENAI_API_KEY"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "OPENAI_API_KEY");
 }
 
 /// Whether this binary registers provider kind `local` (cargo feature `local`).
@@ -295,24 +262,19 @@ fn zero_config_without_a_provider_or_a_local_model_says_how_to_add_either() {
         assert!(err.contains("built without the `local` feature"), "{err}");
     }
     // Two models and no default: say how to choose one.
-    let models = env.data.path().join("models");
+    let models = env.dirs.data.path().join("models");
     std::fs::create_dir_all(&models).unwrap();
     std::fs::write(models.join("a.gguf"), b"GGUF").unwrap();
     std::fs::write(models.join("b.gguf"), b"GGUF").unwrap();
     let o = ask(&env);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     if local {
-        assert!(
-            stderr(&o).contains("genai models default NAME"),
-            "{}",
-            stderr(&o)
-        );
+        cli::assert_stderr_says(&o, "genai models default NAME");
     }
     // A configured provider is never overridden by the local model.
     env.write_config("[service_providers.work]\nkind = \"openai\"\n");
     let o = ask(&env);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no model chosen"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "no model chosen");
 }
 
 #[test]
@@ -324,12 +286,7 @@ fn timeout_and_cut_streams_fail_cleanly_and_store_nothing() {
     });
     let started = std::time::Instant::now();
     let o = env.run(&["ask", "-m", "openai:m", "--timeout", "1", "hi"], None);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("no complete answer within"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "no complete answer within");
     assert!(started.elapsed() < Duration::from_secs(20));
     env.fake.push(Behavior {
         mode: Mode::CutAfter { after: 2 },
@@ -400,7 +357,7 @@ fn config_agents_defaults_and_masked_show() {
         names,
         ["anthropic", "bedrock", "corp", "gemini", "ollama", "openai"]
     );
-    let db = std::fs::read(env.data.path().join("history.db")).unwrap();
+    let db = std::fs::read(env.dirs.data.path().join("history.db")).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains("sk-config-secret-999"));
 }
 
@@ -409,12 +366,7 @@ fn bad_config_is_a_clear_configuration_error() {
     let env = Env::new();
     env.write_config("[service_providers.x]\nkind = \"nope\"\n");
     let o = env.run(&["ask", "-m", "x:m", "hi"], None);
-    assert_eq!(o.status.code(), Some(3));
-    assert!(
-        stderr(&o).contains("unknown provider kind `nope`"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "unknown provider kind `nope`");
 }
 
 #[test]
@@ -443,11 +395,18 @@ fn sessions_delete_schema_completions_and_paths() {
     assert!(stdout(&o).contains("genai"), "completions printed nothing");
     let paths = stdout(&env.run(&["config", "path"], None));
     assert!(
-        paths.contains(&env.data.path().join("history.db").display().to_string()),
+        paths.contains(
+            &env.dirs
+                .data
+                .path()
+                .join("history.db")
+                .display()
+                .to_string()
+        ),
         "{paths}"
     );
     assert!(
-        paths.contains(&env.data.path().join("models").display().to_string()),
+        paths.contains(&env.dirs.data.path().join("models").display().to_string()),
         "{paths}"
     );
 }

@@ -1,18 +1,18 @@
 //! `genai ask -a FILE|URL`: images read from files and URLs, typed from their bytes, sent
 //! inline to the fake OpenAI server, and every refusal made before any request.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use base64::Engine;
 use fake_openai::{Behavior, FakeOpenAi};
 use fake_scripted::{FakeHttp, Reply};
 use serde_json::Value;
 
+use crate::support::cli::{self, stderr, Folders};
 use crate::support::{fake_openai, fake_scripted};
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     files: tempfile::TempDir,
     fake: FakeOpenAi,
 }
@@ -20,23 +20,16 @@ struct Env {
 impl Env {
     fn new() -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             files: tempfile::tempdir().unwrap(),
             fake: FakeOpenAi::start(0, Behavior::default()).unwrap(),
         }
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("OPENAI_BASE_URL", self.fake.base_url())
-            .env_remove("GENAI_LOG")
-            .stdin(Stdio::null());
-        fake_openai::loopback_only(&mut c);
-        c.output().unwrap()
+        let mut c = self.dirs.genai(args);
+        c.env("OPENAI_BASE_URL", self.fake.base_url());
+        cli::output(c)
     }
 
     fn file(&self, name: &str, bytes: &[u8]) -> String {
@@ -44,10 +37,6 @@ impl Env {
         std::fs::write(&p, bytes).unwrap();
         p.display().to_string()
     }
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn crc32(bytes: &[u8]) -> u32 {
@@ -173,7 +162,7 @@ fn a_downloaded_image_is_typed_from_its_bytes() {
         "what is this?",
     ]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("HTTP 404"), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, "HTTP 404");
     assert_eq!(
         env.fake.requests().len(),
         1,
@@ -187,18 +176,10 @@ fn files_that_are_not_images_or_too_big_are_refused_before_sending() {
     let text = env.file("notes.png", b"just some text\n");
     let o = env.run(&["ask", "-m", "openai:m", "-a", &text, "what is this?"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("is not an image genai recognises"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "is not an image genai recognises");
     let pdf = env.file("scan.png", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n");
     let o = env.run(&["ask", "-m", "openai:m", "-a", &pdf, "what is this?"]);
-    assert!(
-        stderr(&o).contains("is application/pdf (pdf)"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "is application/pdf (pdf)");
     // 21 MiB with a PNG signature: refused from its size, before it is read.
     let big = env.files.path().join("huge.png");
     let f = std::fs::File::create(&big).unwrap();
@@ -206,17 +187,9 @@ fn files_that_are_not_images_or_too_big_are_refused_before_sending() {
     f.set_len(21 << 20).unwrap();
     let o = env.run(&["ask", "-m", "openai:m", "-a", big.to_str().unwrap(), "hi"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("larger than genai's limit of 20 MiB (21.0 MiB)"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "larger than genai's limit of 20 MiB (21.0 MiB)");
     let o = env.run(&["ask", "-m", "openai:m", "-a", "/no/such/file.png", "hi"]);
-    assert!(
-        stderr(&o).contains("cannot read attachment /no/such/file.png"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "cannot read attachment /no/such/file.png");
     assert!(
         env.fake.requests().is_empty(),
         "a refused attachment reached the provider"
@@ -227,10 +200,8 @@ fn files_that_are_not_images_or_too_big_are_refused_before_sending() {
 fn a_format_without_images_refuses_them_before_sending() {
     let env = Env::new();
     let endpoint = FakeHttp::start(|_| Reply::raw(200, "application/json", r#"{"text":"x"}"#));
-    std::fs::write(
-        env.config.path().join("config.toml"),
-        format!(
-            r#"
+    env.dirs.write_config(&format!(
+        r#"
 [service_providers.generic]
 kind = "http"
 base_url = "{}"
@@ -253,18 +224,12 @@ response_filter = "$.text"
 provider = "generic"
 model_configuration = "vision"
 "#,
-            endpoint.url("/generate")
-        ),
-    )
-    .unwrap();
+        endpoint.url("/generate")
+    ));
     let png = env.file("a.png", &tiny_png());
     let o = env.run(&["ask", "-m", "plain", "-a", &png, "what is this?"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("the http-template format cannot take images"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "the http-template format cannot take images");
     assert!(endpoint.requests().is_empty());
     let o = env.run(&["ask", "-m", "plain", "--no-stream", "what is this?"]);
     assert!(o.status.success(), "{}", stderr(&o));

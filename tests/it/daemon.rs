@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use fake_openai::{Behavior, FakeOpenAi, Mode};
 use rpc_client::{strict_content_length_frames, Daemon, DaemonConfig, Framing};
 
+use crate::support::poll::wait_until;
 use crate::support::{fake_openai, rpc_client};
 
 /// The longest a turn against the local fake may take before the test fails.
@@ -26,14 +27,6 @@ const MODEL: &str = "gpt-4o-mini";
 
 fn fake(behavior: Behavior) -> FakeOpenAi {
     FakeOpenAi::start(0, behavior).expect("start the fake OpenAI server")
-}
-
-fn reply(text: &str, chunks: usize) -> Behavior {
-    Behavior {
-        reply: text.to_string(),
-        chunks,
-        ..Behavior::default()
-    }
 }
 
 fn error_behavior(status: u16, message: &str) -> Behavior {
@@ -59,10 +52,17 @@ fn start(root: &Path, framing: Framing, fake: &FakeOpenAi) -> Daemon {
 }
 
 fn initialize(d: &mut Daemon, streaming: bool) -> Value {
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "daemon-tests", "version": "0"}, "capabilities": {"streaming": streaming}}),
-    )
+    d.initialize("daemon-tests", streaming)
+}
+
+/// A fake with `behavior`, and a daemon on it in a folder of its own, initialized by a
+/// streaming client.
+fn streaming_daemon(behavior: Behavior) -> (FakeOpenAi, tempfile::TempDir, Daemon) {
+    let fake = fake(behavior);
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), Framing::Lines, &fake);
+    initialize(&mut d, true);
+    (fake, dir, d)
 }
 
 /// A conversation on the built-in `openai` provider; returns its `CreateConversation` result.
@@ -71,35 +71,6 @@ fn create_conversation(d: &mut Daemon) -> Value {
         "CreateConversation",
         json!({"serviceProvider": "openai", "model": MODEL}),
     )
-}
-
-fn send_message(d: &mut Daemon, cid: &str, text: &str) -> String {
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": text}),
-    );
-    r["turnId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no turnId in {r}"))
-        .to_string()
-}
-
-/// Sends a message and waits for the turn's final `OnFeatureResponse`; returns its params.
-fn turn(d: &mut Daemon, cid: &str, text: &str) -> (String, Value) {
-    let turn_id = send_message(d, cid, text);
-    let fin = d.wait_final(&turn_id, TURN);
-    (turn_id, fin["params"].clone())
-}
-
-fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
-    let r = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    r["messages"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no messages in {r}"))
-        .clone()
 }
 
 /// The text of a message's content (a string, or text parts).
@@ -114,29 +85,10 @@ fn text_of(message: &Value) -> String {
     }
 }
 
-/// Indices in the client's log of the chunk notifications of a turn and of its final response.
-fn turn_events(d: &Daemon, turn_id: &str) -> (Vec<(usize, String)>, Vec<usize>) {
-    let mut chunks = Vec::new();
-    let mut finals = Vec::new();
-    for (i, m) in d.log().iter().enumerate() {
-        if m["params"]["turnId"] != turn_id {
-            continue;
-        }
-        match m["method"].as_str() {
-            Some("OnFeatureResponseChunk") => {
-                chunks.push((i, m["params"]["delta"].as_str().unwrap_or("").to_string()))
-            }
-            Some("OnFeatureResponse") if m["params"]["final"] == true => finals.push(i),
-            _ => {}
-        }
-    }
-    (chunks, finals)
-}
-
 /// The turn streamed at least one chunk, every chunk came before its one
 /// final response, and the chunks make up `text`.
 fn assert_streamed(d: &Daemon, turn_id: &str, text: &str) {
-    let (chunks, finals) = turn_events(d, turn_id);
+    let (chunks, finals) = d.turn_events(turn_id);
     assert_eq!(finals.len(), 1, "exactly one final response");
     assert!(!chunks.is_empty(), "no OnFeatureResponseChunk");
     assert!(
@@ -147,14 +99,6 @@ fn assert_streamed(d: &Daemon, turn_id: &str, text: &str) {
     );
     let joined: String = chunks.iter().map(|(_, t)| t.as_str()).collect();
     assert_eq!(joined, text, "the chunks make up the summary");
-}
-
-fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn assert_error_kind(error: &Value, code: i64, kind: &str) {
@@ -171,7 +115,7 @@ const REPLY: &str = "Hello from the fake provider, streamed in pieces: café ☕
 /// Returns the daemon last, so that it is dropped (killed) before its folder.
 fn chat_flow(framing: Framing) -> (FakeOpenAi, tempfile::TempDir, Daemon, String) {
     let reply_text = REPLY;
-    let fake = fake(reply(reply_text, 5));
+    let fake = fake(Behavior::reply(reply_text, 5));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), framing, &fake);
 
@@ -212,7 +156,7 @@ fn chat_flow(framing: Framing) -> (FakeOpenAi, tempfile::TempDir, Daemon, String
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let agent_id = conv["agentId"].as_str().unwrap().to_string();
 
-    let (turn_id, fin) = turn(&mut d, &cid, "Hello there, daemon");
+    let (turn_id, fin) = d.turn(&cid, "Hello there, daemon", TURN);
     assert_eq!(fin["conversationId"], cid.as_str(), "{fin}");
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], reply_text, "{fin}");
@@ -240,7 +184,7 @@ fn chat_flow(framing: Framing) -> (FakeOpenAi, tempfile::TempDir, Daemon, String
         json!([{"role": "user", "content": "Hello there, daemon"}])
     );
 
-    let stored = history(&mut d, &cid);
+    let stored = d.history(&cid);
     assert_eq!(stored.len(), 2, "{stored:?}");
     assert_eq!(stored[0]["role"], "user");
     assert_eq!(text_of(&stored[0]), "Hello there, daemon");
@@ -303,10 +247,7 @@ fn content_length_chat_flow() {
 
 #[test]
 fn malformed_input_keeps_the_daemon_alive() {
-    let fake = fake(reply("Still here.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (_fake, _dir, mut d) = streaming_daemon(Behavior::reply("Still here.", 2));
 
     // Invalid JSON.
     d.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \n");
@@ -392,7 +333,7 @@ fn malformed_input_keeps_the_daemon_alive() {
     // Still alive: a whole turn works.
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap();
-    let (_, fin) = turn(&mut d, cid, "are you alive");
+    let (_, fin) = d.turn(cid, "are you alive", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Still here.");
     // Nothing was answered that was not asked: every response was claimed.
@@ -407,7 +348,7 @@ fn malformed_input_keeps_the_daemon_alive() {
 
 #[test]
 fn content_length_garbage_is_reported_and_skipped() {
-    let fake = fake(reply("Framed fine.", 2));
+    let fake = fake(Behavior::reply("Framed fine.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::ContentLength, &fake);
     initialize(&mut d, true);
@@ -452,7 +393,7 @@ fn content_length_garbage_is_reported_and_skipped() {
 
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap();
-    let (_, fin) = turn(&mut d, cid, "framing works");
+    let (_, fin) = d.turn(cid, "framing works", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Framed fine.");
 
@@ -466,16 +407,13 @@ fn content_length_garbage_is_reported_and_skipped() {
 
 #[test]
 fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
-    let fake = fake(reply("Recovered.", 3));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Recovered.", 3));
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap();
 
     // A 400 is the caller's fault: no retry, the turn fails, nothing is stored.
     fake.push(error_behavior(400, "Invalid value for messages"));
-    let (_, fin) = turn(&mut d, cid, "please answer");
+    let (_, fin) = d.turn(cid, "please answer", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["final"], true, "{fin}");
     assert_eq!(fin["error"]["kind"], "providerError", "{fin}");
@@ -485,15 +423,12 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         "{message}"
     );
     assert_eq!(fake.requests().len(), 1);
-    assert!(
-        history(&mut d, cid).is_empty(),
-        "a failed turn was committed"
-    );
+    assert!(d.history(cid).is_empty(), "a failed turn was committed");
 
     // 500 then 429 (with `retry-after: 1`) are retried; the third try answers.
     fake.push(error_behavior(500, "The server had an error"));
     fake.push(error_behavior(429, "Rate limit reached"));
-    let (_, fin) = turn(&mut d, cid, "please answer");
+    let (_, fin) = d.turn(cid, "please answer", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Recovered.");
     let requests = fake.requests();
@@ -511,22 +446,18 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         requests[3].body["messages"],
         json!([{"role": "user", "content": "please answer"}])
     );
-    assert_eq!(history(&mut d, cid).len(), 2);
+    assert_eq!(d.history(cid).len(), 2);
 
     // Retries are bounded: a provider allowed one retry gives up after two tries.
     d.call(
         "CreateServiceProvider",
         json!({"name": "flaky", "kind": "openai", "settings": {"base_url": fake.base_url(), "max_retries": 1}}),
     );
-    let flaky = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "flaky", "model": MODEL}),
-    );
-    let flaky_id = flaky["conversationId"].as_str().unwrap().to_string();
+    let (flaky_id, _) = d.create_conversation(json!({"serviceProvider": "flaky", "model": MODEL}));
     for _ in 0..2 {
         fake.push(error_behavior(503, "Service Unavailable"));
     }
-    let (_, fin) = turn(&mut d, &flaky_id, "hello?");
+    let (_, fin) = d.turn(&flaky_id, "hello?", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let message = fin["error"]["message"].as_str().unwrap();
     assert!(
@@ -534,7 +465,7 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         "{message}"
     );
     assert_eq!(fake.requests().len(), 6);
-    assert!(history(&mut d, &flaky_id).is_empty());
+    assert!(d.history(&flaky_id).is_empty());
 
     // A provider nobody listens on.
     let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -546,12 +477,8 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         "CreateServiceProvider",
         json!({"name": "down", "kind": "openai", "settings": {"base_url": format!("http://127.0.0.1:{closed_port}/v1"), "connect_timeout_secs": 2}}),
     );
-    let down = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "down", "model": MODEL}),
-    );
-    let down_id = down["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &down_id, "hello?");
+    let (down_id, _) = d.create_conversation(json!({"serviceProvider": "down", "model": MODEL}));
+    let (_, fin) = d.turn(&down_id, "hello?", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "providerError", "{fin}");
     let message = fin["error"]["message"].as_str().unwrap();
@@ -561,16 +488,16 @@ fn provider_http_errors_are_retried_or_fail_the_turn_and_keep_the_history() {
         message.contains("after 4 tries"),
         "connect errors are retried: {message}"
     );
-    assert!(history(&mut d, &down_id).is_empty());
+    assert!(d.history(&down_id).is_empty());
     assert!(d.shutdown(EXIT).success());
 }
 
 #[test]
 fn cut_stream_and_stalled_provider_fail_promptly() {
-    let fake = fake(reply("This reply is cut short by the server.", 4));
+    let fake = fake(Behavior::reply("This reply is cut short by the server.", 4));
     fake.push(Behavior {
         mode: Mode::CutAfter { after: 2 },
-        ..reply("This reply is cut short by the server.", 4)
+        ..Behavior::reply("This reply is cut short by the server.", 4)
     });
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
@@ -578,13 +505,10 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
-    let (_, fin) = turn(&mut d, &cid, "tell me a story");
+    let (_, fin) = d.turn(&cid, "tell me a story", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "providerError", "{fin}");
-    assert!(
-        history(&mut d, &cid).is_empty(),
-        "a cut reply was committed"
-    );
+    assert!(d.history(&cid).is_empty(), "a cut reply was committed");
 
     // A provider created at run time, with a short read timeout, that never answers.
     let r = d.call(
@@ -612,7 +536,7 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
         ..Behavior::default()
     });
     let started = Instant::now();
-    let (_, fin) = turn(&mut d, &slow_id, "anyone there?");
+    let (_, fin) = d.turn(&slow_id, "anyone there?", TURN);
     let took = started.elapsed();
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let kind = fin["error"]["kind"].as_str().unwrap();
@@ -621,7 +545,7 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
         took < Duration::from_secs(6),
         "a 1 s read timeout took {took:?}"
     );
-    assert!(history(&mut d, &slow_id).is_empty());
+    assert!(d.history(&slow_id).is_empty());
     // The stalled request was dropped by the daemon.
     wait_until(
         "the fake sees the disconnect",
@@ -634,27 +558,24 @@ fn cut_stream_and_stalled_provider_fail_promptly() {
         "CreateServiceProvider",
         json!({"name": "capped", "kind": "openai", "settings": {"base_url": fake.base_url(), "timeout_secs": 1}}),
     );
-    let capped = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "capped", "model": MODEL}),
-    );
-    let capped_id = capped["conversationId"].as_str().unwrap().to_string();
+    let (capped_id, _) =
+        d.create_conversation(json!({"serviceProvider": "capped", "model": MODEL}));
     fake.push(slow_stream());
     let started = Instant::now();
-    let (capped_turn, fin) = turn(&mut d, &capped_id, "count slowly");
+    let (capped_turn, fin) = d.turn(&capped_id, "count slowly", TURN);
     let took = started.elapsed();
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let kind = fin["error"]["kind"].as_str().unwrap();
     assert!(kind == "timeout" || kind == "providerError", "{fin}");
     assert!(took < Duration::from_secs(4), "a 1 s timeout took {took:?}");
     assert!(
-        !turn_events(&d, &capped_turn).0.is_empty(),
+        !d.turn_events(&capped_turn).0.is_empty(),
         "the stream had started"
     );
-    assert!(history(&mut d, &capped_id).is_empty());
+    assert!(d.history(&capped_id).is_empty());
 
     // The first conversation still works.
-    let (_, fin) = turn(&mut d, &cid, "tell me a story");
+    let (_, fin) = d.turn(&cid, "tell me a story", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert!(d.shutdown(EXIT).success());
 }
@@ -673,23 +594,13 @@ fn slow_stream() -> Behavior {
 
 #[test]
 fn cancel_stops_a_streaming_turn() {
-    let fake = fake(slow_stream());
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(slow_stream());
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
-    let turn_id = send_message(&mut d, &cid, "count to twenty slowly");
-    d.wait_notification(
-        |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id.as_str(),
-        TURN,
-    );
-    let asked = Instant::now();
-    let r = d.call("Cancel", json!({"conversationId": cid}));
-    assert_eq!(r["cancelled"], true, "{r}");
-    let fin = d.wait_final(&turn_id, TURN)["params"].clone();
-    let took = asked.elapsed();
+    let turn_id = d.send_message(&cid, "count to twenty slowly");
+    d.wait_first_chunk(&turn_id, TURN);
+    let (fin, took) = d.cancel_turn(&cid, &turn_id, TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "cancelled", "{fin}");
     assert!(took < Duration::from_secs(2), "cancel took {took:?}");
@@ -698,11 +609,8 @@ fn cancel_stops_a_streaming_turn() {
         Duration::from_secs(5),
         || fake.disconnects() >= 1,
     );
-    assert!(
-        history(&mut d, &cid).is_empty(),
-        "a cancelled turn was committed"
-    );
-    let (_, finals) = turn_events(&d, &turn_id);
+    assert!(d.history(&cid).is_empty(), "a cancelled turn was committed");
+    let (_, finals) = d.turn_events(&turn_id);
     assert_eq!(finals.len(), 1);
 
     // Nothing runs any more: cancelling again cancels nothing.
@@ -715,10 +623,10 @@ fn cancel_stops_a_streaming_turn() {
     assert_eq!(e["data"]["kind"], "unknownConversation", "{e}");
 
     // The conversation goes on.
-    fake.set_default(reply("Done.", 2));
-    let (_, fin) = turn(&mut d, &cid, "just say done");
+    fake.set_default(Behavior::reply("Done.", 2));
+    let (_, fin) = d.turn(&cid, "just say done", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
-    assert_eq!(history(&mut d, &cid).len(), 2);
+    assert_eq!(d.history(&cid).len(), 2);
     assert!(d.shutdown(EXIT).success());
 }
 
@@ -737,14 +645,11 @@ fn cancel_request_notification_stops_the_turn_of_that_request() {
     );
     let r = d.wait_response(&json!(id), TURN);
     let turn_id = r["result"]["turnId"].as_str().unwrap().to_string();
-    d.wait_notification(
-        |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id.as_str(),
-        TURN,
-    );
+    d.wait_first_chunk(&turn_id, TURN);
     d.notify("$/cancelRequest", json!({"id": id}));
     let fin = d.wait_final(&turn_id, Duration::from_secs(3))["params"].clone();
     assert_eq!(fin["error"]["kind"], "cancelled", "{fin}");
-    assert!(history(&mut d, &cid).is_empty());
+    assert!(d.history(&cid).is_empty());
     assert!(d.shutdown(EXIT).success());
 }
 
@@ -754,10 +659,7 @@ fn cancel_request_notification_stops_the_turn_of_that_request() {
 #[test]
 fn fifty_concurrent_conversations() {
     const N: usize = 50;
-    let fake = fake(reply("Concurrent hello.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (_fake, _dir, mut d) = streaming_daemon(Behavior::reply("Concurrent hello.", 2));
 
     let cids: Vec<String> = (0..N)
         .map(|_| {
@@ -794,13 +696,13 @@ fn fifty_concurrent_conversations() {
         assert_eq!(fin["summary"], "Concurrent hello.", "{fin}");
     }
     for (i, cid) in cids.iter().enumerate() {
-        let stored = history(&mut d, cid);
+        let stored = d.history(cid);
         assert_eq!(stored.len(), 2, "{cid}: {stored:?}");
         assert_eq!(text_of(&stored[0]), format!("message number {i}"));
     }
     // Exactly one final per turn.
     for turn_id in &turn_ids {
-        assert_eq!(turn_events(&d, turn_id).1.len(), 1);
+        assert_eq!(d.turn_events(turn_id).1.len(), 1);
     }
     let listed = d.call("ListConversations", json!({"pageSize": 1000}));
     assert_eq!(listed["conversations"].as_array().unwrap().len(), N);
@@ -812,7 +714,7 @@ fn fifty_concurrent_conversations() {
 
 #[test]
 fn restart_and_resume_a_conversation() {
-    let fake = fake(reply("Paris is the capital of France.", 3));
+    let fake = fake(Behavior::reply("Paris is the capital of France.", 3));
     let dir = tempfile::tempdir().unwrap();
     let first_question = "What is the capital of France?";
 
@@ -820,12 +722,8 @@ fn restart_and_resume_a_conversation() {
 
     let mut d = Daemon::spawn(&config(dir.path(), Framing::Lines, "first", &fake));
     initialize(&mut d, true);
-    let conv = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "openai", "model": MODEL, "systemPrompt": system, "parameters": {"temperature": 0.25}}),
-    );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &cid, first_question);
+    let (cid, conv) = d.create_conversation(json!({"serviceProvider": "openai", "model": MODEL, "systemPrompt": system, "parameters": {"temperature": 0.25}}));
+    let (_, fin) = d.turn(&cid, first_question, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let first = fake.requests().last().cloned().unwrap();
     assert_eq!(first.body["temperature"], 0.25, "{}", first.body);
@@ -841,7 +739,7 @@ fn restart_and_resume_a_conversation() {
     let status = d.shutdown(EXIT);
     assert_eq!(status.code(), Some(0), "{status:?}");
 
-    fake.set_default(reply("Rome is the capital of Italy.", 3));
+    fake.set_default(Behavior::reply("Rome is the capital of Italy.", 3));
     let mut d = Daemon::spawn(&config(dir.path(), Framing::ContentLength, "second", &fake));
     initialize(&mut d, true);
     let listed = d.call("ListConversations", json!({"pageSize": 10}));
@@ -873,7 +771,7 @@ fn restart_and_resume_a_conversation() {
     let again = d.call("ResumeConversation", json!({"conversationId": cid}));
     assert_eq!(again["agentId"], agent_id.as_str(), "{again}");
 
-    let (_, fin) = turn(&mut d, &cid, "And of Italy?");
+    let (_, fin) = d.turn(&cid, "And of Italy?", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Rome is the capital of Italy.");
     let last = fake.requests().last().cloned().unwrap();
@@ -889,7 +787,7 @@ fn restart_and_resume_a_conversation() {
         ]),
         "the model did not see the history"
     );
-    assert_eq!(history(&mut d, &cid).len(), 4);
+    assert_eq!(d.history(&cid).len(), 4);
     let status = d.shutdown(EXIT);
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
@@ -907,7 +805,7 @@ fn end_of_input_finishes_running_turns_before_exit() {
     initialize(&mut d, true);
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let turn_id = send_message(&mut d, &cid, "answer after I hang up");
+    let turn_id = d.send_message(&cid, "answer after I hang up");
     d.close_stdin();
     let status = d.wait_exit(EXIT);
     assert_eq!(status.code(), Some(0), "{status:?}");
@@ -917,7 +815,7 @@ fn end_of_input_finishes_running_turns_before_exit() {
 
     // And it was committed.
     let mut d = Daemon::spawn(&config(dir.path(), Framing::Lines, "second", &fake));
-    assert_eq!(history(&mut d, &cid).len(), 2);
+    assert_eq!(d.history(&cid).len(), 2);
     d.close_stdin();
     assert!(d.wait_exit(EXIT).success());
 }
@@ -927,10 +825,7 @@ fn end_of_input_finishes_running_turns_before_exit() {
 
 #[test]
 fn client_registered_feature_drives_the_turn() {
-    let fake = fake(reply("Echo from the model.", 3));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Echo from the model.", 3));
 
     let r = d.call(
         "RegisterFeature",
@@ -957,7 +852,7 @@ fn client_registered_feature_drives_the_turn() {
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let agent_id = conv["agentId"].as_str().unwrap().to_string();
 
-    let turn_id = send_message(&mut d, &cid, "please echo this");
+    let turn_id = d.send_message(&cid, "please echo this");
     let note = d.wait_notification(
         |m| m["method"] == "OnNewMessage" && m["params"]["conversationId"] == cid.as_str(),
         TURN,
@@ -1003,7 +898,7 @@ fn client_registered_feature_drives_the_turn() {
 
     // No final response before the feature answers.
     assert!(
-        turn_events(&d, &turn_id).1.is_empty(),
+        d.turn_events(&turn_id).1.is_empty(),
         "the turn ended before the feature answered"
     );
     let summary = format!("done: {model_reply}");
@@ -1025,7 +920,7 @@ fn client_registered_feature_drives_the_turn() {
     );
     assert_eq!(e["data"]["kind"], "unknownConversation", "{e}");
 
-    let stored = history(&mut d, &cid);
+    let stored = d.history(&cid);
     assert_eq!(stored.len(), 2, "{stored:?}");
     assert_eq!(text_of(&stored[0]), "Say something");
     assert_eq!(text_of(&stored[1]), "Echo from the model.");
@@ -1071,7 +966,7 @@ fn api_key_reaches_the_provider_and_nothing_else() {
     const RUNTIME_KEY: &str = "sk-rt-SECRET-999999";
     let secrets = [SECRET, CONFIG_KEY, HEADER_SECRET, RUNTIME_KEY];
 
-    let fake = fake(reply("Authorized reply.", 2));
+    let fake = fake(Behavior::reply("Authorized reply.", 2));
     fake.push(error_behavior(401, "Incorrect API key provided"));
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
@@ -1092,7 +987,7 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
-    let (_, fin) = turn(&mut d, &cid, "who am I");
+    let (_, fin) = d.turn(&cid, "who am I", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let kind = fin["error"]["kind"].as_str().unwrap();
     assert!(
@@ -1103,7 +998,7 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
         fin["error"]["message"].as_str().unwrap().contains("401"),
         "{fin}"
     );
-    let (_, fin) = turn(&mut d, &cid, "who am I");
+    let (_, fin) = d.turn(&cid, "who am I", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
 
     let requests = fake.requests();
@@ -1118,14 +1013,10 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
 
     // The provider from the config file: its own key and headers.
     fake.push(error_behavior(403, "Forbidden for this key"));
-    let work = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "work", "model": "m"}),
-    );
-    let work_id = work["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &work_id, "and now?");
+    let (work_id, _) = d.create_conversation(json!({"serviceProvider": "work", "model": "m"}));
+    let (_, fin) = d.turn(&work_id, "and now?", TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
-    let (_, fin) = turn(&mut d, &work_id, "and now?");
+    let (_, fin) = d.turn(&work_id, "and now?", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let last = fake.requests().last().cloned().unwrap();
     assert_eq!(
@@ -1141,12 +1032,8 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
         json!({"name": "rt", "kind": "openai", "settings": {
             "base_url": fake.base_url(), "api_key": RUNTIME_KEY, "api_key_env": "GENAI_TEST_UNSET_KEY_VAR"}}),
     );
-    let rt = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "rt", "model": "m"}),
-    );
-    let rt_id = rt["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &rt_id, "runtime key?");
+    let (rt_id, _) = d.create_conversation(json!({"serviceProvider": "rt", "model": "m"}));
+    let (_, fin) = d.turn(&rt_id, "runtime key?", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let last = fake.requests().last().cloned().unwrap();
     assert_eq!(
@@ -1191,10 +1078,7 @@ headers = {{ "X-Api-Key" = "{HEADER_SECRET}", "X-Team" = "blue" }}
 
 #[test]
 fn set_model_parameter_checks_names_and_ranges() {
-    let fake = fake(reply("Tempered.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Tempered.", 2));
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let agent_id = conv["agentId"].as_str().unwrap().to_string();
@@ -1204,7 +1088,7 @@ fn set_model_parameter_checks_names_and_ranges() {
         json!({"agentId": agent_id, "name": "Temperature", "value": "0.5"}),
     );
     assert_eq!(r, json!({}));
-    let (_, fin) = turn(&mut d, &cid, "be a bit creative");
+    let (_, fin) = d.turn(&cid, "be a bit creative", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     assert_eq!(body["temperature"], 0.5, "{body}");
@@ -1235,7 +1119,7 @@ fn set_model_parameter_checks_names_and_ranges() {
     assert_eq!(e["data"]["kind"], "unknownAgent", "{e}");
 
     // The refused values changed nothing.
-    let (_, fin) = turn(&mut d, &cid, "again");
+    let (_, fin) = d.turn(&cid, "again", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     assert_eq!(body["temperature"], 0.5, "{body}");
@@ -1246,7 +1130,7 @@ fn set_model_parameter_checks_names_and_ranges() {
         "SetModelParameter",
         json!({"agentId": agent_id, "name": "temperature", "value": null}),
     );
-    let (_, fin) = turn(&mut d, &cid, "once more");
+    let (_, fin) = d.turn(&cid, "once more", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     assert!(body.get("temperature").is_none(), "{body}");
@@ -1258,20 +1142,20 @@ fn set_model_parameter_checks_names_and_ranges() {
 
 #[test]
 fn streaming_off_sends_no_chunks() {
-    let fake = fake(reply("Whole reply at once.", 4));
+    let fake = fake(Behavior::reply("Whole reply at once.", 4));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     let init = initialize(&mut d, false);
     assert_eq!(init["capabilities"]["streaming"], false, "{init}");
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let (turn_id, fin) = turn(&mut d, &cid, "no streaming please");
+    let (turn_id, fin) = d.turn(&cid, "no streaming please", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Whole reply at once.");
     assert!(fin["usage"].is_object(), "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     assert_ne!(body.get("stream"), Some(&json!(true)), "{body}");
-    assert_eq!(history(&mut d, &cid).len(), 2);
+    assert_eq!(d.history(&cid).len(), 2);
 
     // Prompts of agents do not stream either.
     let agent = d.call(
@@ -1290,7 +1174,7 @@ fn streaming_off_sends_no_chunks() {
     assert_eq!(resp["params"]["isSuccess"], true, "{resp}");
     assert!(d.shutdown(EXIT).success());
     // With every output read.
-    let (chunks, finals) = turn_events(&d, &turn_id);
+    let (chunks, finals) = d.turn_events(&turn_id);
     assert!(chunks.is_empty(), "chunks were sent: {chunks:?}");
     assert_eq!(finals.len(), 1);
     let chunk_methods = ["OnFeatureResponseChunk", "OnPromptResponseChunk"];
@@ -1307,10 +1191,7 @@ fn streaming_off_sends_no_chunks() {
 
 #[test]
 fn turns_of_one_conversation_run_in_order_and_see_each_other() {
-    let fake = fake(reply("Noted.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Noted.", 2));
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
 
@@ -1337,7 +1218,7 @@ fn turns_of_one_conversation_run_in_order_and_see_each_other() {
     for t in &turn_ids {
         assert_eq!(d.wait_final(t, TURN)["params"]["isSuccess"], true);
     }
-    let finals: Vec<usize> = turn_ids.iter().map(|t| turn_events(&d, t).1[0]).collect();
+    let finals: Vec<usize> = turn_ids.iter().map(|t| d.turn_events(t).1[0]).collect();
     assert!(
         finals.windows(2).all(|w| w[0] < w[1]),
         "turns ended out of order"
@@ -1354,7 +1235,7 @@ fn turns_of_one_conversation_run_in_order_and_see_each_other() {
             {"role": "user", "content": "third"},
         ])
     );
-    let texts: Vec<String> = history(&mut d, &cid).iter().map(text_of).collect();
+    let texts: Vec<String> = d.history(&cid).iter().map(text_of).collect();
     assert_eq!(
         texts,
         ["first", "Noted.", "second", "Noted.", "third", "Noted."]
@@ -1371,10 +1252,7 @@ fn turns_of_one_conversation_run_in_order_and_see_each_other() {
 
 #[test]
 fn empty_text_message_is_refused() {
-    let fake = fake(reply("Should not be asked.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Should not be asked.", 2));
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let e = d.call_err(
@@ -1394,12 +1272,9 @@ fn shutdown_cancels_running_and_queued_turns_and_exits() {
     initialize(&mut d, true);
     let conv = create_conversation(&mut d);
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let running = send_message(&mut d, &cid, "count slowly");
-    let queued = send_message(&mut d, &cid, "and again");
-    d.wait_notification(
-        |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == running.as_str(),
-        TURN,
-    );
+    let running = d.send_message(&cid, "count slowly");
+    let queued = d.send_message(&cid, "and again");
+    d.wait_first_chunk(&running, TURN);
     let asked = Instant::now();
     let status = d.shutdown(EXIT);
     let took = asked.elapsed();
@@ -1420,20 +1295,15 @@ fn shutdown_cancels_running_and_queued_turns_and_exits() {
 
 #[test]
 fn end_of_input_ends_a_turn_waiting_on_a_client_feature() {
-    let fake = fake(reply("unused", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (_fake, _dir, mut d) = streaming_daemon(Behavior::reply("unused", 2));
     d.call(
         "RegisterFeature",
         json!({"name": "client-side", "description": ""}),
     );
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "client-side", "serviceProvider": "openai", "model": "m"}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let turn_id = send_message(&mut d, &cid, "hello feature");
+    let turn_id = d.send_message(&cid, "hello feature");
     d.wait_notification(|m| m["method"] == "OnNewMessage", TURN);
     // The client that hosts the feature goes away without answering.
     d.close_stdin();
@@ -1445,7 +1315,7 @@ fn end_of_input_ends_a_turn_waiting_on_a_client_feature() {
 
 #[test]
 fn client_feature_progress_and_cancel() {
-    let fake = fake(reply("unused", 2));
+    let fake = fake(Behavior::reply("unused", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::ContentLength, &fake);
     initialize(&mut d, true);
@@ -1453,13 +1323,11 @@ fn client_feature_progress_and_cancel() {
         "RegisterFeature",
         json!({"name": "stepper", "description": "steps"}),
     );
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "stepper", "serviceProvider": "openai", "model": "m"}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
 
-    let turn_id = send_message(&mut d, &cid, "do it in steps");
+    let turn_id = d.send_message(&cid, "do it in steps");
     d.wait_notification(|m| m["method"] == "OnNewMessage", TURN);
     // A step (final: false) is forwarded and does not end the turn.
     d.call(
@@ -1491,7 +1359,7 @@ fn client_feature_progress_and_cancel() {
     assert_eq!(e["data"]["kind"], "unknownConversation", "{e}");
 
     // The next turn is forwarded again.
-    let next = send_message(&mut d, &cid, "again");
+    let next = d.send_message(&cid, "again");
     let note = d.wait_notification(
         |m| m["method"] == "OnNewMessage" && m["params"]["turnId"] == next.as_str(),
         TURN,
@@ -1509,10 +1377,7 @@ fn client_feature_progress_and_cancel() {
 
 #[test]
 fn standalone_agents_prompt_cancel_and_remove() {
-    let fake = fake(reply("Agent reply.", 3));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Agent reply.", 3));
 
     let agent = d.call(
         "CreateAIAgent",
@@ -1596,10 +1461,7 @@ fn standalone_agents_prompt_cancel_and_remove() {
 
 #[test]
 fn runtime_components() {
-    let fake = fake(reply("Configured.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (fake, _dir, mut d) = streaming_daemon(Behavior::reply("Configured.", 2));
 
     let r = d.call(
         "CreateModelConfiguration",
@@ -1623,7 +1485,7 @@ fn runtime_components() {
     );
     assert_eq!(conv["model"], "precise-model", "{conv}");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &cid, "be precise");
+    let (_, fin) = d.turn(&cid, "be precise", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     assert_eq!(body["model"], "precise-model");
@@ -1684,7 +1546,7 @@ fn runtime_components() {
     );
     assert_eq!(e["data"]["kind"], "unknownComponent", "{e}");
     // The open conversation keeps its own copy.
-    let (_, fin) = turn(&mut d, &cid, "still precise?");
+    let (_, fin) = d.turn(&cid, "still precise?", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert!(d.shutdown(EXIT).success());
 }
@@ -1692,22 +1554,19 @@ fn runtime_components() {
 #[test]
 fn list_page_remove_and_delete_conversations() {
     const N: usize = 7;
-    let fake = fake(reply("Listed.", 1));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), Framing::Lines, &fake);
-    initialize(&mut d, true);
+    let (_fake, _dir, mut d) = streaming_daemon(Behavior::reply("Listed.", 1));
     let mut cids = Vec::new();
     for i in 0..N {
         let conv = create_conversation(&mut d);
         let cid = conv["conversationId"].as_str().unwrap().to_string();
-        let (_, fin) = turn(&mut d, &cid, &format!("conversation {i}"));
+        let (_, fin) = d.turn(&cid, format!("conversation {i}"), TURN);
         assert_eq!(fin["isSuccess"], true, "{fin}");
         cids.push(cid);
     }
     let long = format!("{} end", "word ".repeat(30));
     let long_conv = create_conversation(&mut d);
     let long_id = long_conv["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &long_id, &long);
+    let (_, fin) = d.turn(&long_id, &long, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let newest = d.call("ListConversations", json!({"pageSize": 1}));
     let rec = &newest["conversations"][0];
@@ -1723,17 +1582,13 @@ fn list_page_remove_and_delete_conversations() {
         d.call("DeleteConversation", json!({"conversationId": long_id})),
         json!({})
     );
-    let titled = d.call(
-        "CreateConversation",
+    let (titled_id, _) = d.create_conversation(
         json!({"serviceProvider": "openai", "model": MODEL, "title": "  My   titled\nchat  "}),
     );
-    let titled_id = titled["conversationId"].as_str().unwrap().to_string();
-    let ephemeral = d.call(
-        "CreateConversation",
+    let (eph_id, _) = d.create_conversation(
         json!({"serviceProvider": "openai", "model": MODEL, "ephemeral": true}),
     );
-    let eph_id = ephemeral["conversationId"].as_str().unwrap().to_string();
-    let (_, fin) = turn(&mut d, &eph_id, "forget me");
+    let (_, fin) = d.turn(&eph_id, "forget me", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
 
     // Pages of 3 cover every stored conversation once, newest first.
@@ -1809,7 +1664,7 @@ fn list_page_remove_and_delete_conversations() {
     assert_eq!(e["data"]["kind"], "unknownConversation", "{e}");
     let e = d.call_err("RemoveConversation", json!({"conversationId": cids[1]}));
     assert_eq!(e["data"]["kind"], "unknownConversation", "{e}");
-    assert_eq!(history(&mut d, &cids[1]).len(), 2);
+    assert_eq!(d.history(&cids[1]).len(), 2);
     let resumed = d.call("ResumeConversation", json!({"conversationId": cids[1]}));
     assert_eq!(resumed["conversationId"], cids[1].as_str());
 
@@ -1839,7 +1694,7 @@ fn list_page_remove_and_delete_conversations() {
 
 #[test]
 fn end_of_input_inside_a_frame() {
-    let fake = fake(reply("unused", 1));
+    let fake = fake(Behavior::reply("unused", 1));
     let dir = tempfile::tempdir().unwrap();
 
     // Lines: a last request without its newline is still answered.
@@ -1863,7 +1718,7 @@ fn end_of_input_inside_a_frame() {
 
 #[test]
 fn large_messages_pass_through_both_framings() {
-    let fake = fake(reply("Got it.", 1));
+    let fake = fake(Behavior::reply("Got it.", 1));
     let dir = tempfile::tempdir().unwrap();
     // About 1 MB of text with multi-byte characters and JSON-escaped ones.
     let big: String = "ünïcødé \"quoted\" \\ line\n ".repeat(40_000);
@@ -1872,14 +1727,14 @@ fn large_messages_pass_through_both_framings() {
         initialize(&mut d, true);
         let conv = create_conversation(&mut d);
         let cid = conv["conversationId"].as_str().unwrap().to_string();
-        let (_, fin) = turn(&mut d, &cid, &big);
+        let (_, fin) = d.turn(&cid, &big, TURN);
         assert_eq!(fin["isSuccess"], true, "{fin}");
         let body = fake.requests().last().unwrap().body.clone();
         assert!(
             body["messages"][0]["content"] == big.as_str(),
             "the message was altered on the way ({name})"
         );
-        let stored = history(&mut d, &cid);
+        let stored = d.history(&cid);
         assert_eq!(
             text_of(&stored[0]),
             big,
@@ -1916,7 +1771,7 @@ fn start_together(root: &Path, fake: &FakeOpenAi, n: usize) -> (Vec<Daemon>, Vec
 
 #[test]
 fn two_daemons_share_a_data_dir() {
-    let fake = fake(reply("Shared.", 2));
+    let fake = fake(Behavior::reply("Shared.", 2));
     let dir = tempfile::tempdir().unwrap();
     // Create the history first (see the next test for a fresh folder).
     let mut d = Daemon::spawn(&config(dir.path(), Framing::Lines, "init", &fake));
@@ -1932,7 +1787,7 @@ fn two_daemons_share_a_data_dir() {
         for _ in 0..3 {
             let conv = create_conversation(d);
             let cid = conv["conversationId"].as_str().unwrap().to_string();
-            let turn_id = send_message(d, &cid, "shared history");
+            let turn_id = d.send_message(&cid, "shared history");
             mine.push((cid, turn_id));
         }
         turns.push(mine);
@@ -1952,7 +1807,7 @@ fn two_daemons_share_a_data_dir() {
             "{listed}"
         );
         for (cid, _) in turns.iter().flatten() {
-            assert_eq!(history(d, cid).len(), 2);
+            assert_eq!(d.history(cid).len(), 2);
         }
     }
     for mut d in ds {
@@ -1962,7 +1817,7 @@ fn two_daemons_share_a_data_dir() {
 
 #[test]
 fn daemons_started_together_on_a_fresh_data_dir_all_start() {
-    let fake = fake(reply("unused", 1));
+    let fake = fake(Behavior::reply("unused", 1));
     for _ in 0..5 {
         let dir = tempfile::tempdir().unwrap();
         let (ds, failures) = start_together(dir.path(), &fake, 3);
@@ -1973,16 +1828,14 @@ fn daemons_started_together_on_a_fresh_data_dir_all_start() {
 
 #[test]
 fn client_feature_can_report_a_failed_turn() {
-    let fake = fake(reply("unused", 1));
+    let fake = fake(Behavior::reply("unused", 1));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     d.call("RegisterFeature", json!({"name": "strict"}));
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "strict", "serviceProvider": "openai", "model": "m"}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let turn_id = send_message(&mut d, &cid, "check this");
+    let turn_id = d.send_message(&cid, "check this");
     d.wait_notification(|m| m["method"] == "OnNewMessage", TURN);
     d.call(
         "OnFeatureResponse",
@@ -1998,7 +1851,7 @@ fn client_feature_can_report_a_failed_turn() {
 
 #[test]
 fn image_parts_reach_the_provider_as_image_url() {
-    let fake = fake(reply("A red dot.", 2));
+    let fake = fake(Behavior::reply("A red dot.", 2));
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), Framing::Lines, &fake);
     let conv = create_conversation(&mut d);
@@ -2008,12 +1861,7 @@ fn image_parts_reach_the_provider_as_image_url() {
         {"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo="},
         {"type": "image", "url": "https://example.invalid/cat.jpg"}
     ]});
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": message}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, TURN)["params"].clone();
+    let (_, fin) = d.turn(&cid, message, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.requests().last().unwrap().body.clone();
     let parts = body["messages"][0]["content"].as_array().unwrap().clone();

@@ -10,6 +10,7 @@ use fake_plugin::{Answer, FakePlugin};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
+use crate::support::messages::roles;
 use crate::support::{fake_openai, fake_plugin, rpc_client};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -33,14 +34,6 @@ fn calc() -> FakePlugin {
         }
     }));
     calc
-}
-
-fn says(text: &str, chunks: usize) -> Behavior {
-    Behavior {
-        reply: text.into(),
-        chunks,
-        ..Behavior::default()
-    }
 }
 
 fn daemon(root: &std::path::Path, config: &str, fake: &FakeOpenAi) -> Daemon {
@@ -72,12 +65,15 @@ fn texts(messages: &Value) -> Vec<(String, String)> {
 fn the_http_template_connector_uses_react_and_streams_only_the_final_answer() {
     let calc = calc();
     calc.push("add", Answer::text("The sum is 5."));
-    let fake = FakeOpenAi::start(0, says("unused", 1)).unwrap();
-    fake.push(says(
+    let fake = FakeOpenAi::start(0, Behavior::reply("unused", 1)).unwrap();
+    fake.push(Behavior::reply(
         "Thought: I should add the numbers.\nAction: calc.add\nAction Input: {\"a\": \"2\", \"b\": \"3\"}",
         7,
     ));
-    fake.push(says("Thought: I know it now.\nFinal Answer: 5", 6));
+    fake.push(Behavior::reply(
+        "Thought: I know it now.\nFinal Answer: 5",
+        6,
+    ));
     let dir = tempfile::tempdir().unwrap();
     let config = format!(
         r#"
@@ -110,19 +106,10 @@ feature = "tools"
         base = fake.base_url()
     );
     let mut d = daemon(dir.path(), &config, &fake);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "react-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
-    let conv = d.call("CreateConversation", json!({"agent": "generic"}));
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    d.initialize("react-tests", true);
+    let (cid, conv) = d.create_conversation(json!({"agent": "generic"}));
     let agent_id = conv["agentId"].as_str().unwrap().to_string();
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "What is 2 + 3?"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    let (turn_id, fin) = d.turn(&cid, "What is 2 + 3?", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "5", "{fin}");
     let details = fin["detailedResponse"].to_string();
@@ -166,12 +153,7 @@ feature = "tools"
     );
 
     // Only the final answer was streamed.
-    let streamed: Vec<String> = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .map(|m| m["params"]["delta"].as_str().unwrap().to_string())
-        .collect();
+    let streamed = d.streamed(&turn_id);
     assert!(!streamed.is_empty(), "nothing streamed");
     assert!(
         streamed
@@ -183,8 +165,8 @@ feature = "tools"
 
     // The history holds the prompt, the step (call and result) and the answer.
     let h = d.call("GetHistory", json!({"agentId": agent_id}));
+    let roles = roles(&h);
     let h = h.as_array().unwrap();
-    let roles: Vec<&str> = h.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"], "{h:?}");
     let call = h[1]["content"]
         .as_array()
@@ -204,29 +186,23 @@ feature = "tools"
 #[test]
 fn openai_forced_to_react_gets_a_stop_sequence_and_corrections_for_wrong_actions() {
     let calc = calc();
-    let fake = FakeOpenAi::start(0, says("unused", 1)).unwrap();
+    let fake = FakeOpenAi::start(0, Behavior::reply("unused", 1)).unwrap();
     // An unknown tool and malformed JSON, in parallel; then a final answer.
-    fake.push(says(
+    fake.push(Behavior::reply(
         "Action: calc.multiply\nAction Input: {\"a\": 2}\n\nAction: calc__add\nAction Input: {\"a\": 2,",
         1,
     ));
-    fake.push(says("I cannot compute that.", 1));
+    fake.push(Behavior::reply("I cannot compute that.", 1));
     let dir = tempfile::tempdir().unwrap();
     let config = format!(
         "[plugins.calc]\nurl = \"{}\"\nenabled = true\n\n[features.tools]\nmode = \"react\"\n",
         calc.base_url()
     );
     let mut d = daemon(dir.path(), &config, &fake);
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "What is 2 * 3?"}),
-    );
-    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
+    let (_, fin) = d.turn(&cid, "What is 2 * 3?", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "I cannot compute that.");
     assert!(

@@ -198,19 +198,13 @@ fn the_tools_feature_runs_parallel_tool_calls_and_commits_the_whole_turn() {
         ],
         ..Behavior::default()
     });
-    fake.push(Behavior {
-        reply: "You are registered for E1; the calendar is offline.".into(),
-        chunks: 3,
-        ..Behavior::default()
-    });
+    fake.push(Behavior::reply(
+        "You are registered for E1; the calendar is offline.",
+        3,
+    ));
     let dir = tempfile::tempdir().unwrap();
     let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "Sign me up for E1"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    let (turn_id, fin) = d.turn(&cid, "Sign me up for E1", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(
         fin["summary"],
@@ -283,11 +277,8 @@ fn the_tools_feature_runs_parallel_tool_calls_and_commits_the_whole_turn() {
         "{\"eventId\":\"E1\",\"participation\":\"YES\"}"
     );
     // The whole turn is stored: prompt, calls, results, answer.
-    let h = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    assert_eq!(h["messages"].as_array().unwrap().len(), 4, "{h}");
+    let h = d.history(&cid);
+    assert_eq!(h.len(), 4, "{h:?}");
     assert!(d.shutdown(WAIT).success());
 }
 
@@ -308,29 +299,13 @@ fn the_tools_feature_runs_parallel_tool_uses_on_claude() {
         ],
         ..Behavior::default()
     });
-    fake.push(Behavior {
-        reply: "Done: you will not attend E2.".into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text("Done: you will not attend E2."));
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::ContentLength, "daemon")
         .env("ANTHROPIC_BASE_URL", &fake.base_url())
         .env("ANTHROPIC_API_KEY", fake_anthropic::KEY);
-    cfg.write_config(&format!(
-        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-        events.base_url()
-    ));
-    let mut d = Daemon::spawn(&cfg);
-    let conv = d.call(
-        "CreateConversation",
-        json!({"feature": "tools", "serviceProvider": "anthropic", "model": "claude-test"}),
-    );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "I cannot make it to E2"}),
-    );
-    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
+    let (mut d, cid) = tools_conversation(cfg, &events, "anthropic", "claude-test");
+    let (_, fin) = d.turn(&cid, "I cannot make it to E2", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Done: you will not attend E2.");
     // tool_use blocks and their input_json_delta pieces streamed to the client.
@@ -380,7 +355,8 @@ fn the_tools_feature_runs_parallel_tool_uses_on_claude() {
     assert!(d.shutdown(WAIT).success());
 }
 
-/// A daemon with the `events` module enabled and the built-in `openai` on `fake`.
+/// A daemon with the `events` module enabled and the built-in `openai` on `fake`, and a
+/// `tools` conversation on it.
 fn tools_daemon(
     root: &std::path::Path,
     fake: &fake_openai::FakeOpenAi,
@@ -389,16 +365,22 @@ fn tools_daemon(
     let cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
         .env("OPENAI_API_KEY", "sk-test-tools");
-    cfg.write_config(&format!(
-        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-        events.base_url()
-    ));
+    tools_conversation(cfg, events, "openai", "gpt-test")
+}
+
+/// A daemon of `cfg` with the `events` module enabled, and a `tools` conversation on `provider`
+/// and `model`; the daemon and the conversation id.
+fn tools_conversation(
+    cfg: DaemonConfig,
+    events: &FakePlugin,
+    provider: &str,
+    model: &str,
+) -> (Daemon, String) {
+    cfg.write_config(&events.enabled_as("events"));
     let mut d = Daemon::spawn(&cfg);
-    let conv = d.call(
-        "CreateConversation",
-        json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
+    let (cid, _) = d.create_conversation(
+        json!({"feature": "tools", "serviceProvider": provider, "model": model}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
     (d, cid)
 }
 
@@ -406,13 +388,6 @@ fn calls(tool: &str, args: &str) -> fake_openai::Behavior {
     fake_openai::Behavior {
         reply: String::new(),
         tool_calls: vec![("call_1".into(), tool.into(), args.into())],
-        ..fake_openai::Behavior::default()
-    }
-}
-
-fn says(text: &str) -> fake_openai::Behavior {
-    fake_openai::Behavior {
-        reply: text.into(),
         ..fake_openai::Behavior::default()
     }
 }
@@ -431,12 +406,12 @@ fn confirmations_are_asked_of_the_client_and_their_outcome_told_to_the_model() {
             })),
         );
     }
-    let fake = fake_openai::FakeOpenAi::start(0, says("unused")).unwrap();
+    let fake = fake_openai::FakeOpenAi::start(0, fake_openai::Behavior::text("unused")).unwrap();
     let args = r#"{"eventId":"E1","participation":"YES"}"#;
     fake.push(calls("events__eventParticipation", args));
-    fake.push(says("You are registered."));
+    fake.push(fake_openai::Behavior::text("You are registered."));
     fake.push(calls("events__eventParticipation", args));
-    fake.push(says("Nothing was changed."));
+    fake.push(fake_openai::Behavior::text("Nothing was changed."));
     let dir = tempfile::tempdir().unwrap();
     let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
 
@@ -444,11 +419,7 @@ fn confirmations_are_asked_of_the_client_and_their_outcome_told_to_the_model() {
         (true, "You are registered."),
         (false, "Nothing was changed."),
     ] {
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": "Register me to E1"}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
+        let turn_id = d.send_message(&cid, "Register me to E1");
         let ask = d.wait_for(
             |m| m["method"] == "RequestConfirmation" && m["params"]["turnId"] == turn_id,
             WAIT,
@@ -511,32 +482,22 @@ fn actions_become_do_action_notifications_and_collect_mode_posts_the_next_messag
             "collectResponseLink": format!("{}/collection/E1", events.base_url()),
         })),
     );
-    let fake = fake_openai::FakeOpenAi::start(0, says("unused")).unwrap();
+    let fake = fake_openai::FakeOpenAi::start(0, fake_openai::Behavior::text("unused")).unwrap();
     fake.push(calls("events__getEvents", "{}"));
-    fake.push(says(
+    fake.push(fake_openai::Behavior::text(
         "Here is a dance [[ACTION.PLAY_ANIMATION.WAIT]] for you. What did you think of E1?",
     ));
-    fake.push(says("Thank you for your opinion."));
+    fake.push(fake_openai::Behavior::text("Thank you for your opinion."));
     let dir = tempfile::tempdir().unwrap();
     let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
 
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "Dance!"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    let (turn_id, fin) = d.turn(&cid, "Dance!", WAIT);
     assert_eq!(
         fin["summary"], "Here is a dance  for you. What did you think of E1?",
         "{fin}"
     );
     // The streamed text carries no marker either.
-    let streamed: String = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .map(|m| m["params"]["delta"].as_str().unwrap().to_string())
-        .collect();
+    let streamed = d.streamed(&turn_id).concat();
     assert_eq!(
         streamed,
         "Here is a dance  for you. What did you think of E1?"
@@ -553,11 +514,7 @@ fn actions_become_do_action_notifications_and_collect_mode_posts_the_next_messag
     assert!(action.get("id").is_none(), "DoAction is a notification");
 
     // The next message goes to the collect link, and the model is told.
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "It was great fun."}),
-    );
-    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
+    let (_, fin) = d.turn(&cid, "It was great fun.", WAIT);
     assert_eq!(fin["summary"], "Thank you for your opinion.");
     let collected: Vec<_> = events
         .requests()
@@ -573,12 +530,8 @@ fn actions_become_do_action_notifications_and_collect_mode_posts_the_next_messag
         "{last}"
     );
     // A third message is not collected again.
-    fake.push(says("Anything else?"));
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "Bye"}),
-    );
-    d.wait_final(r["turnId"].as_str().unwrap(), WAIT);
+    fake.push(fake_openai::Behavior::text("Anything else?"));
+    d.turn(&cid, "Bye", WAIT);
     assert_eq!(
         events
             .requests()
@@ -601,18 +554,18 @@ fn a_client_that_goes_away_during_a_confirmation_does_not_hang_the_daemon() {
             "confirmationLink": format!("{}/confirmations/X", events.base_url()),
         })),
     );
-    let fake = fake_openai::FakeOpenAi::start(0, says("Not confirmed, nothing done.")).unwrap();
+    let fake = fake_openai::FakeOpenAi::start(
+        0,
+        fake_openai::Behavior::text("Not confirmed, nothing done."),
+    )
+    .unwrap();
     fake.push(calls(
         "events__eventParticipation",
         r#"{"eventId":"E1","participation":"YES"}"#,
     ));
     let dir = tempfile::tempdir().unwrap();
     let (mut d, cid) = tools_daemon(dir.path(), &fake, &events);
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "Register me"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
+    let turn_id = d.send_message(&cid, "Register me");
     d.wait_for(
         |m| m["method"] == "RequestConfirmation",
         WAIT,
@@ -634,7 +587,7 @@ fn a_client_that_goes_away_during_a_confirmation_does_not_hang_the_daemon() {
 #[test]
 fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
     let events = FakePlugin::start(None);
-    let fake = fake_openai::FakeOpenAi::start(0, says("unused")).unwrap();
+    let fake = fake_openai::FakeOpenAi::start(0, fake_openai::Behavior::text("unused")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
@@ -680,24 +633,16 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
     );
     assert_eq!(conv["feature"], "tools");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    fake.push(says("First."));
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "hello"}),
-    );
-    d.wait_final(r["turnId"].as_str().unwrap(), WAIT);
+    fake.push(fake_openai::Behavior::text("First."));
+    d.turn(&cid, "hello", WAIT);
     assert_eq!(offered(&fake), ["spare__getEvents"]);
     // A conversation that names no tools gets the enabled modules.
     let other = d.call(
         "CreateConversation",
         json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
     );
-    fake.push(says("Other."));
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": other["conversationId"], "message": "hello"}),
-    );
-    d.wait_final(r["turnId"].as_str().unwrap(), WAIT);
+    fake.push(fake_openai::Behavior::text("Other."));
+    d.turn(other["conversationId"].as_str().unwrap(), "hello", WAIT);
     assert_eq!(
         offered(&fake),
         ["events__getEvents", "events__eventParticipation"]
@@ -707,12 +652,8 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
     // A new daemon resumes the conversation with the same selection.
     let mut d = Daemon::spawn(&cfg);
     d.call("ResumeConversation", json!({"conversationId": cid}));
-    fake.push(says("Second."));
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "again"}),
-    );
-    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
+    fake.push(fake_openai::Behavior::text("Second."));
+    let (_, fin) = d.turn(&cid, "again", WAIT);
     assert_eq!(fin["summary"], "Second.", "{fin}");
     assert_eq!(offered(&fake), ["spare__getEvents"]);
     assert!(d.shutdown(WAIT).success());

@@ -11,11 +11,23 @@ use fake_plugin::{Answer, FakePlugin};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
+use crate::support::behavior::{self, Faults};
 use crate::support::{fake_bedrock, fake_gemini, fake_ollama, fake_plugin, rpc_client};
 
 const WAIT: Duration = Duration::from_secs(30);
 const PARTICIPATION: &str = r#"{"eventId":"E1","participation":"YES"}"#;
 const VALIDATED: &str = "Participation of the user to event E1 has been validated.";
+
+/// A reply of `text` that calls both tools of the `events` module at once.
+fn both_calls<M: Faults>(text: &str) -> behavior::Behavior<M> {
+    behavior::Behavior::calls(
+        text,
+        &[
+            ("events__getEvents", "{}"),
+            ("events__eventParticipation", PARTICIPATION),
+        ],
+    )
+}
 
 /// The `events` module, with `getEvents` failing and `eventParticipation` succeeding.
 fn events_module() -> FakePlugin {
@@ -30,16 +42,10 @@ fn events_module() -> FakePlugin {
 
 /// A daemon with the `events` module enabled, after `Initialize` with `streaming`.
 fn daemon(root: &Path, mut cfg: DaemonConfig, events: &FakePlugin, streaming: bool) -> Daemon {
-    cfg.write_config(&format!(
-        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-        events.base_url()
-    ));
+    cfg.write_config(&events.enabled_as("events"));
     cfg = cfg.env("HOME", root.to_str().unwrap());
     let mut d = Daemon::spawn(&cfg);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "tools-formats", "version": "0"}, "capabilities": {"streaming": streaming}}),
-    );
+    d.initialize("tools-formats", streaming);
     d
 }
 
@@ -57,12 +63,7 @@ fn tools_turn(
     );
     assert_eq!(conv["format"], format, "{conv}");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "Sign me up for E1"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    let (turn_id, fin) = d.turn(&cid, "Sign me up for E1", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let details = fin["detailedResponse"].to_string();
     assert!(
@@ -158,13 +159,7 @@ fn gemini_runs_parallel_function_calls_and_answers_them_in_one_turn() {
     use fake_gemini::Behavior;
     let events = events_module();
     let fake = fake_gemini::start(Behavior::reply("unused", 1));
-    fake.push(Behavior::calls(
-        "",
-        &[
-            ("events__getEvents", "{}"),
-            ("events__eventParticipation", PARTICIPATION),
-        ],
-    ));
+    fake.push(both_calls(""));
     let summary = "You are registered for E1; the calendar is offline.";
     fake.push(Behavior::reply(summary, 3));
     let dir = tempfile::tempdir().unwrap();
@@ -240,10 +235,7 @@ fn bedrock_converse_streams_tool_uses_and_sends_both_results_in_one_message() {
         ..Behavior::default()
     });
     let summary = "Done: you are registered for E1.";
-    fake.push(Behavior {
-        reply: summary.into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text(summary));
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &fake.url())
@@ -306,13 +298,7 @@ fn ollama_chat_runs_tool_calls_without_ids_and_names_each_result() {
     use fake_ollama::Behavior;
     let events = events_module();
     let fake = fake_ollama::start(Behavior::reply("unused", 1));
-    fake.push(Behavior::calls(
-        "",
-        &[
-            ("events__getEvents", "{}"),
-            ("events__eventParticipation", PARTICIPATION),
-        ],
-    ));
+    fake.push(both_calls(""));
     let summary = "You are in for E1; I could not read the calendar.";
     fake.push(Behavior::reply(summary, 2));
     let dir = tempfile::tempdir().unwrap();
@@ -360,13 +346,7 @@ fn ollama_chat_streams_whole_calls_as_chunks() {
     use fake_ollama::Behavior;
     let events = events_module();
     let fake = fake_ollama::start(Behavior::reply("unused", 1));
-    fake.push(Behavior::calls(
-        "Checking.",
-        &[
-            ("events__getEvents", "{}"),
-            ("events__eventParticipation", PARTICIPATION),
-        ],
-    ));
+    fake.push(both_calls("Checking."));
     fake.push(Behavior::reply("Registered.", 2));
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")

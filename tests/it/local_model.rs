@@ -70,10 +70,7 @@ fn toml_string(s: &str) -> String {
 }
 
 fn initialize(d: &mut Daemon, streaming: bool) {
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "local-model-tests", "version": "0"}, "capabilities": {"streaming": streaming}}),
-    );
+    d.initialize("local-model-tests", streaming);
 }
 
 fn conversation(d: &mut Daemon, parameters: Value) -> String {
@@ -82,41 +79,6 @@ fn conversation(d: &mut Daemon, parameters: Value) -> String {
         json!({"serviceProvider": "gemma", "parameters": parameters}),
     );
     r["conversationId"].as_str().unwrap().to_string()
-}
-
-fn send(d: &mut Daemon, cid: &str, text: &str) -> String {
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": text}),
-    );
-    r["turnId"].as_str().unwrap().to_string()
-}
-
-fn history_len(d: &mut Daemon, cid: &str) -> usize {
-    let r = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    r["messages"].as_array().unwrap().len()
-}
-
-/// The chunk deltas of a turn and the log index of each, and the index of its final response.
-fn turn_log(d: &Daemon, turn_id: &str) -> (Vec<(usize, String)>, Option<usize>) {
-    let mut chunks = Vec::new();
-    let mut fin = None;
-    for (i, m) in d.log().iter().enumerate() {
-        if m["params"]["turnId"] != turn_id {
-            continue;
-        }
-        match m["method"].as_str() {
-            Some("OnFeatureResponseChunk") => {
-                chunks.push((i, m["params"]["delta"].as_str().unwrap_or("").to_string()))
-            }
-            Some("OnFeatureResponse") if m["params"]["final"] == true => fin = Some(i),
-            _ => {}
-        }
-    }
-    (chunks, fin)
 }
 
 /// Waits until a line of the daemon's stderr matches (polling the file, with a deadline).
@@ -149,12 +111,12 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
     initialize(&mut d, true);
     let cid = conversation(&mut d, json!({"max_tokens": 24, "temperature": 0}));
 
-    let t1 = send(&mut d, &cid, "What is the capital of France?");
-    let fin1 = d.wait_final(&t1, TURN)["params"].clone();
+    let (t1, fin1) = d.turn(&cid, "What is the capital of France?", TURN);
     assert_eq!(fin1["isSuccess"], true, "{fin1}");
     let summary = fin1["summary"].as_str().unwrap();
     assert!(!summary.trim().is_empty(), "empty reply: {fin1}");
-    let (chunks, fin_at) = turn_log(&d, &t1);
+    let (chunks, finals) = d.turn_events(&t1);
+    let fin_at = finals.last().copied();
     assert!(!chunks.is_empty(), "no streamed chunk");
     assert!(
         chunks.iter().all(|(i, _)| Some(*i) < fin_at),
@@ -165,10 +127,9 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
     let (prompt1, cached1, out1) = usage(&fin1);
     assert!(prompt1 > 0 && out1 > 0 && out1 <= 24, "{fin1}");
     assert_eq!(cached1, 0, "a fresh engine has nothing cached: {fin1}");
-    assert_eq!(history_len(&mut d, &cid), 2);
+    assert_eq!(d.history(&cid).len(), 2);
 
-    let t2 = send(&mut d, &cid, "What is the capital of Italy?");
-    let fin2 = d.wait_final(&t2, TURN)["params"].clone();
+    let (_, fin2) = d.turn(&cid, "What is the capital of Italy?", TURN);
     assert_eq!(fin2["isSuccess"], true, "{fin2}");
     assert!(!fin2["summary"].as_str().unwrap().trim().is_empty());
     let (prompt2, cached2, _) = usage(&fin2);
@@ -181,7 +142,7 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
         cached2 >= prompt1 / 2,
         "most of turn 1 is reused ({cached2} cached, turn 1 prompt {prompt1})"
     );
-    assert_eq!(history_len(&mut d, &cid), 4);
+    assert_eq!(d.history(&cid).len(), 4);
     assert!(d.shutdown(EXIT).success());
 }
 
@@ -192,12 +153,14 @@ fn answers_without_streaming_and_honours_stop_strings() {
     let mut d = start(dir.path(), &model, "threads = 2\ncontext_size = 1024");
     initialize(&mut d, false);
     let cid = conversation(&mut d, json!({"max_tokens": 16, "temperature": 0}));
-    let t = send(&mut d, &cid, "Count from 1 to 10, separated by commas.");
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (t, fin) = d.turn(&cid, "Count from 1 to 10, separated by commas.", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let reply = fin["summary"].as_str().unwrap().to_string();
     assert!(!reply.trim().is_empty(), "{fin}");
-    assert!(turn_log(&d, &t).0.is_empty(), "no chunks without streaming");
+    assert!(
+        d.turn_events(&t).0.is_empty(),
+        "no chunks without streaming"
+    );
 
     // The same question again, with a word of that reply as a stop string: the reply ends
     // just before it (greedy, so the same text up to there) and the stop string is not shown.
@@ -221,8 +184,7 @@ fn answers_without_streaming_and_honours_stop_strings() {
         &mut d,
         json!({"max_tokens": 16, "temperature": 0, "stop": [stop]}),
     );
-    let t = send(&mut d, &cid2, "Count from 1 to 10, separated by commas.");
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (_, fin) = d.turn(&cid2, "Count from 1 to 10, separated by commas.", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let stopped = fin["summary"].as_str().unwrap();
     // Not always byte-equal to `reply[..at]`: the prompt's KV cache is reused from the first
@@ -249,28 +211,16 @@ fn cancel_ends_a_local_generation_promptly() {
     let mut d = start(dir.path(), &model, "");
     initialize(&mut d, true);
     let cid = conversation(&mut d, json!({"max_tokens": 1000, "temperature": 0}));
-    let t = send(
-        &mut d,
+    let t = d.send_message(
         &cid,
         "Count from 1 to 1000, writing every number in words, one per line.",
     );
-    d.wait_notification(
-        |m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == t.as_str(),
-        TURN,
-    );
-    let asked = Instant::now();
-    let r = d.call("Cancel", json!({"conversationId": cid}));
-    assert_eq!(r["cancelled"], true, "{r}");
-    let fin = d.wait_final(&t, CANCELLED)["params"].clone();
-    let took = asked.elapsed();
+    d.wait_first_chunk(&t, TURN);
+    let (fin, took) = d.cancel_turn(&cid, &t, CANCELLED);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "cancelled", "{fin}");
     assert!(took < Duration::from_secs(2), "cancel took {took:?}");
-    assert_eq!(
-        history_len(&mut d, &cid),
-        0,
-        "a cancelled turn was committed"
-    );
+    assert_eq!(d.history(&cid).len(), 0, "a cancelled turn was committed");
     // The generation itself stopped (the engine logs how it ended, at debug level).
     wait_stderr(&d, "generation stops", CANCELLED, |line| {
         line.contains("local generation done") && line.contains("cancelled")
@@ -278,8 +228,7 @@ fn cancel_ends_a_local_generation_promptly() {
 
     // The engine is free again: the next turn runs (and gets the slot back).
     let cid = conversation(&mut d, json!({"max_tokens": 8, "temperature": 0}));
-    let t = send(&mut d, &cid, "Say hello.");
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (_, fin) = d.turn(&cid, "Say hello.", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert!(d.shutdown(EXIT).success());
 }
@@ -292,8 +241,7 @@ fn a_prompt_larger_than_the_context_is_refused_with_the_counts() {
     initialize(&mut d, true);
     let cid = conversation(&mut d, json!({"max_tokens": 8}));
     let long = "All work and no play makes Jack a dull boy. ".repeat(60);
-    let t = send(&mut d, &cid, &long);
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (_, fin) = d.turn(&cid, &long, TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fin["error"]["kind"], "invalidParams", "{fin}");
     let message = fin["error"]["message"].as_str().unwrap();
@@ -301,7 +249,7 @@ fn a_prompt_larger_than_the_context_is_refused_with_the_counts() {
         message.contains("tokens but the context holds 256") && message.contains("context_size"),
         "{message}"
     );
-    assert_eq!(history_len(&mut d, &cid), 0);
+    assert_eq!(d.history(&cid).len(), 0);
     assert!(d.shutdown(EXIT).success());
 }
 
@@ -321,18 +269,14 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
 
     // The same question without tools: the prompt the ReAct instructions are added to.
     let plain = conversation(&mut d, parameters.clone());
-    let t = send(&mut d, &plain, question);
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (_, fin) = d.turn(&plain, question, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let (plain_prompt, _, _) = usage(&fin);
 
-    let r = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "tools", "serviceProvider": "gemma", "parameters": parameters}),
     );
-    let cid = r["conversationId"].as_str().unwrap().to_string();
-    let t = send(&mut d, &cid, question);
-    let fin = d.wait_final(&t, TURN)["params"].clone();
+    let (t, fin) = d.turn(&cid, question, TURN);
     let history = d.call(
         "GetConversationHistory",
         json!({"conversationId": cid, "pageSize": 100}),
@@ -393,7 +337,7 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
     assert!(!answer.contains("Action:"), "{answer}");
 
     // Only the final answer was streamed.
-    let (chunks, _) = turn_log(&d, &t);
+    let (chunks, _) = d.turn_events(&t);
     let streamed: String = chunks.iter().map(|(_, c)| c.as_str()).collect();
     assert!(!streamed.contains("Action:"), "{streamed}");
     assert_eq!(streamed, answer, "the chunks are the final answer");

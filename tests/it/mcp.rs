@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
+use crate::support::poll::wait_until;
 use crate::support::{fake_openai, rpc_client};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -72,14 +73,6 @@ fn alive(pid: u32) -> bool {
             !matches!(state.and_then(|s| s.chars().next()), Some('Z') | Some('X'))
         }
         Err(_) => false,
-    }
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -171,7 +164,7 @@ fn a_server_that_dies_is_restarted_once_then_reported() {
     assert!(m.contains("restarted on its next use"), "{e}");
     let first = pids(&pid_file);
     assert_eq!(first.len(), 1);
-    wait_until("the crashed server is gone", || !alive(first[0]));
+    wait_until("the crashed server is gone", WAIT, || !alive(first[0]));
 
     // Restarted on the next use, which works.
     let r = d.call(
@@ -292,10 +285,7 @@ fn the_model_calls_an_mcp_tool_and_gets_its_result() {
         )],
         ..Behavior::default()
     });
-    fake.push(Behavior {
-        reply: "It is 42.".into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text("It is 42."));
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("srv.pids");
     let mut d = daemon_with(
@@ -306,17 +296,10 @@ fn the_model_calls_an_mcp_tool_and_gets_its_result() {
             ("OPENAI_API_KEY", "sk-test-mcp"),
         ],
     );
-    let conv = d.call(
-        "CreateConversation",
+    let (cid, _) = d.create_conversation(
         json!({"feature": "tools", "serviceProvider": "openai", "model": "gpt-test"}),
     );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": "What is 20 + 22?"}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, WAIT)["params"].clone();
+    let (_, fin) = d.turn(&cid, "What is 20 + 22?", WAIT);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "It is 42.");
 
@@ -355,7 +338,7 @@ fn the_daemon_leaves_no_mcp_server_behind() {
 
     d.close_stdin();
     assert!(d.wait_exit(WAIT).success());
-    wait_until("the MCP server is gone", || !alive(pid));
+    wait_until("the MCP server is gone", WAIT, || !alive(pid));
     // Its stdout is not ours: nothing but JSON-RPC reached the client.
     assert!(String::from_utf8_lossy(&d.raw_stdout())
         .lines()

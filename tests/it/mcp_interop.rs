@@ -49,10 +49,7 @@ fn the_reference_filesystem_server_lists_reads_refuses_and_serves_a_model() {
         )],
         ..Behavior::default()
     });
-    fake.push(Behavior {
-        reply: "Your list says: remember the milk.".into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text("Your list says: remember the milk."));
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env("OPENAI_BASE_URL", &fake.base_url())
         .env("OPENAI_API_KEY", "sk-test-interop");
@@ -94,11 +91,11 @@ fn the_reference_filesystem_server_lists_reads_refuses_and_serves_a_model() {
         "CreateConversation",
         json!({"tools": ["fs.read_text_file"], "serviceProvider": "openai", "model": "gpt-test"}),
     );
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": conv["conversationId"], "message": "What is on my list?"}),
+    let (_, fin) = d.turn(
+        conv["conversationId"].as_str().unwrap(),
+        "What is on my list?",
+        WAIT,
     );
-    let fin = d.wait_final(r["turnId"].as_str().unwrap(), WAIT)["params"].clone();
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Your list says: remember the milk.");
     let requests = fake.requests();

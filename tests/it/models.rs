@@ -9,37 +9,32 @@ use file_server::{Entry, FileServer, Plan};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::support::{fake_openai, file_server};
+use crate::support::cli::{self, stderr, stdout, Folders};
+use crate::support::file_server;
+use crate::support::poll::wait_until;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     server: FileServer,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             server: FileServer::start(),
         }
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("GENAI_HF_ENDPOINT", self.server.base_url())
+        let mut c = self.dirs.genai(args);
+        c.env("GENAI_HF_ENDPOINT", self.server.base_url())
             .env_remove("HF_TOKEN")
-            .env_remove("GENAI_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        fake_openai::loopback_only(&mut c);
         c
     }
 
@@ -48,7 +43,7 @@ impl Env {
     }
 
     fn models(&self) -> PathBuf {
-        self.data.path().join("models")
+        self.dirs.data.path().join("models")
     }
 
     fn list(&self) -> Value {
@@ -71,23 +66,6 @@ fn wait(mut child: Child) -> Output {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Polls `cond` until it holds, failing past the deadline.
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn sha(bytes: &[u8]) -> String {
@@ -166,11 +144,7 @@ fn an_interrupted_pull_says_how_to_resume_and_the_next_pull_resumes() {
         Some("bytes=50000-")
     );
     assert_eq!(std::fs::read(env.models().join("a.gguf")).unwrap(), body);
-    assert!(
-        stderr(&o).contains("checked against --sha256"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_stderr_says(&o, "checked against --sha256");
 }
 
 #[test]
@@ -246,7 +220,9 @@ fn the_final_name_never_shows_a_partial_file() {
         .spawn()
         .unwrap();
     let part = env.models().join("slow.gguf.part");
-    wait_until("30000 bytes in the part file", || len(&part) == 30_000);
+    wait_until("30000 bytes are in the part file", DEADLINE, || {
+        len(&part) == 30_000
+    });
     assert!(!env.models().join("slow.gguf").exists());
     assert_eq!(env.list(), serde_json::json!([]));
     release.send(()).unwrap();
@@ -267,7 +243,9 @@ fn ctrl_c_keeps_the_part_and_says_how_to_resume() {
     let url = env.server.url("/m/int.gguf");
     let child = env.cmd(&["models", "pull", &url]).spawn().unwrap();
     let part = env.models().join("int.gguf.part");
-    wait_until("20000 bytes in the part file", || len(&part) == 20_000);
+    wait_until("20000 bytes are in the part file", DEADLINE, || {
+        len(&part) == 20_000
+    });
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -275,8 +253,7 @@ fn ctrl_c_keeps_the_part_and_says_how_to_resume() {
     assert!(killed.success());
     let o = wait(child);
     drop(release);
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
-    assert!(stderr(&o).contains("again to resume"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 130, "again to resume");
     assert_eq!(len(&part), 20_000);
     let o = env.run(&["models", "pull", &url]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -315,7 +292,7 @@ fn hf_sources_resolve_on_the_endpoint_and_the_published_sha256_is_checked() {
         Some("bytes=2000-"),
         "the range survives the redirect: {resumed:?}"
     );
-    assert!(stderr(&o).contains("X-Linked-Etag"), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, "X-Linked-Etag");
     let heads: Vec<_> = env
         .server
         .seen()
@@ -341,8 +318,7 @@ fn hf_sources_resolve_on_the_endpoint_and_the_published_sha256_is_checked() {
     );
     env.server.add("/cdn/bad", &body);
     let o = env.run(&["models", "pull", "hf:org/repo/bad.gguf@v2"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains(&"f".repeat(64)), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 1, &"f".repeat(64));
     assert!(!env.models().join("bad.gguf").exists());
 }
 
@@ -357,27 +333,17 @@ fn a_sha256_sidecar_is_used_and_a_404_is_clear() {
     );
     let o = env.run(&["models", "pull", &env.server.url("/m/s.gguf")]);
     assert_eq!(o.status.code(), Some(1), "the sidecar must be checked");
-    assert!(stderr(&o).contains(&sha(b"other")), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, &sha(b"other"));
 
     let o = env.run(&["models", "pull", &env.server.url("/m/missing.gguf")]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("not found (HTTP 404)"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "not found (HTTP 404)");
 }
 
 #[test]
 fn list_default_and_rm_through_the_cli() {
     let env = Env::new();
     let o = env.run(&["models", "default"]);
-    assert_eq!(o.status.code(), Some(3));
-    assert!(
-        stderr(&o).contains("no local model is installed"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "no local model is installed");
 
     let src = tempfile::tempdir().unwrap();
     for (n, bytes) in [("a", &b"GGUF-a"[..]), ("b", &b"GGUF-bb"[..])] {
@@ -391,12 +357,7 @@ fn list_default_and_rm_through_the_cli() {
     assert_eq!(list[1]["size"], 7);
     assert_eq!(list[0]["isDefault"], false, "two models and no choice");
     let o = env.run(&["models", "default"]);
-    assert_eq!(o.status.code(), Some(3));
-    assert!(
-        stderr(&o).contains("genai models default NAME"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "genai models default NAME");
 
     assert!(env.run(&["models", "default", "b"]).status.success());
     assert_eq!(stdout(&env.run(&["models", "default"])).trim(), "b");
@@ -410,13 +371,12 @@ fn list_default_and_rm_through_the_cli() {
         &format!("file://{}/a.gguf", src.path().display()),
     ]);
     assert_eq!(o.status.code(), Some(2), "a second `a` is refused");
-    assert!(stderr(&o).contains("genai models rm a"), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, "genai models rm a");
 
     assert!(env.run(&["models", "rm", "b"]).status.success());
     assert_eq!(stdout(&env.run(&["models", "default"])).trim(), "a");
     let o = env.run(&["models", "rm", "zzz"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("installed: a"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 2, "installed: a");
     assert_eq!(
         stdout(&env.run(&["models", "path"])).trim(),
         env.models().to_str().unwrap()

@@ -1,51 +1,35 @@
 //! `genai plugins add|list|remove|call` against a fake plugin module, run as a user would.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use fake_plugin::{Answer, FakePlugin};
 use serde_json::{json, Value};
 
+use crate::support::cli::{self, stderr as err, stdout as out, Folders};
 use crate::support::{fake_openai, fake_plugin};
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
         }
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env_remove("GENAI_LOG")
-            .stdin(Stdio::null());
-        fake_openai::loopback_only(&mut c);
-        c.output().unwrap()
+        cli::output(self.dirs.genai(args))
     }
 
     fn config_text(&self) -> String {
-        std::fs::read_to_string(self.config.path().join("config.toml")).unwrap_or_default()
+        std::fs::read_to_string(self.dirs.config.path().join("config.toml")).unwrap_or_default()
     }
 
     fn write_config(&self, text: &str) {
-        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+        self.dirs.write_config(text);
     }
-}
-
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -137,14 +121,10 @@ fn add_list_call_and_remove_a_module() {
     );
     let o = env.run(&["plugins", "call", "actintech", "getEvents"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("Unknown method"), "{}", err(&o));
+    cli::assert_stderr_says(&o, "Unknown method");
     let o = env.run(&["plugins", "call", "actintech", "dance"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        err(&o).contains("getEvents, eventParticipation"),
-        "{}",
-        err(&o)
-    );
+    cli::assert_stderr_says(&o, "getEvents, eventParticipation");
     let o = env.run(&["plugins", "call", "actintech", "getEvents", "[1]"]);
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
 
@@ -176,7 +156,7 @@ fn a_broken_manifest_is_refused_with_every_problem_and_nothing_written() {
     // Not JSON at all, and a module that is not there.
     module.set_manifest(json!("<html>"));
     let o = env.run(&["plugins", "add", &module.base_url()]);
-    assert!(err(&o).contains("invalid"), "{}", err(&o));
+    cli::assert_stderr_says(&o, "invalid");
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -184,7 +164,7 @@ fn a_broken_manifest_is_refused_with_every_problem_and_nothing_written() {
         .port();
     let o = env.run(&["plugins", "add", &format!("http://127.0.0.1:{closed}")]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("cannot fetch"), "{}", err(&o));
+    cli::assert_stderr_says(&o, "cannot fetch");
 }
 
 #[test]
@@ -193,17 +173,13 @@ fn a_service_api_key_goes_to_the_module_and_nowhere_else() {
     let env = Env::new();
     let o = env.run(&["plugins", "add", &module.base_url(), "--enable"]);
     assert!(o.status.success(), "{}", err(&o));
-    assert!(
-        err(&o).contains("genai keys set plugin:actintech"),
-        "{}",
-        err(&o)
-    );
+    cli::assert_stderr_says(&o, "genai keys set plugin:actintech");
 
     // No key: the call is refused before anything is sent.
     let before = module.requests().len();
     let o = env.run(&["plugins", "call", "actintech", "getEvents"]);
     assert_eq!(o.status.code(), Some(3), "{}", err(&o));
-    assert!(err(&o).contains("service API key"), "{}", err(&o));
+    cli::assert_stderr_says(&o, "service API key");
     assert_eq!(
         module.requests().len(),
         before + 1,
@@ -211,7 +187,7 @@ fn a_service_api_key_goes_to_the_module_and_nowhere_else() {
     );
 
     // With the key from a command, it reaches the module's endpoint in X-API-KEY.
-    let key_file = env.data.path().join("key");
+    let key_file = env.dirs.data.path().join("key");
     std::fs::write(&key_file, "module-secret-123\n").unwrap();
     let config = env.config_text().replace(
         "enabled = true",
@@ -267,33 +243,22 @@ fn ask_with_tools_calls_a_module_and_yes_confirms() {
         )],
         ..Behavior::default()
     });
-    fake.push(Behavior {
-        reply: "Registered for E9.".into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text("Registered for E9."));
     let env = Env::new();
-    env.write_config(&format!(
-        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
-        module.base_url()
-    ));
-    let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-    fake_openai::loopback_only(&mut c);
-    c.args([
+    env.write_config(&module.enabled_as("events"));
+    let mut c = env.dirs.genai(&[
         "ask",
         "--tools",
         "--yes",
         "-m",
         "openai:gpt-test",
         "Register me to E9",
-    ])
-    .env("GENAI_DATA_DIR", env.data.path())
-    .env("GENAI_CONFIG_DIR", env.config.path())
-    .env("OPENAI_BASE_URL", fake.base_url())
-    .stdin(Stdio::null());
-    let o = c.output().unwrap();
+    ]);
+    c.env("OPENAI_BASE_URL", fake.base_url());
+    let o = cli::output(c);
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(out(&o).trim(), "Registered for E9.");
-    assert!(err(&o).contains("confirmed by --yes"), "{}", err(&o));
+    cli::assert_stderr_says(&o, "confirmed by --yes");
     assert!(module
         .requests()
         .iter()
@@ -305,10 +270,7 @@ fn ask_with_named_tools_offers_only_those() {
     use fake_openai::{Behavior, FakeOpenAi};
     let module = FakePlugin::start(None);
     let fake = FakeOpenAi::start(0, Behavior::default()).unwrap();
-    fake.push(Behavior {
-        reply: "No events today.".into(),
-        ..Behavior::default()
-    });
+    fake.push(Behavior::text("No events today."));
     let env = Env::new();
     // Not enabled: only named tools reach the model.
     env.write_config(&format!(
@@ -316,14 +278,11 @@ fn ask_with_named_tools_offers_only_those() {
         module.base_url()
     ));
     let ask = |tools: &str| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        fake_openai::loopback_only(&mut c);
-        c.args(["ask", tools, "-m", "openai:gpt-test", "Any events?"])
-            .env("GENAI_DATA_DIR", env.data.path())
-            .env("GENAI_CONFIG_DIR", env.config.path())
-            .env("OPENAI_BASE_URL", fake.base_url())
-            .stdin(Stdio::null());
-        c.output().unwrap()
+        let mut c = env
+            .dirs
+            .genai(&["ask", tools, "-m", "openai:gpt-test", "Any events?"]);
+        c.env("OPENAI_BASE_URL", fake.base_url());
+        cli::output(c)
     };
     let o = ask("--tools=events.getEvents");
     assert!(o.status.success(), "{}", err(&o));

@@ -3,7 +3,7 @@
 //! checks the key, the version header and the body as the real API does and answers in its
 //! wire format (SSE with `event:` lines). Every test waits with deadlines, never sleeps.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use fake_anthropic::{Behavior, FakeAnthropic, Mode, KEY};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 
+use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::{fake_anthropic, rpc_client};
 
 const TURN: Duration = Duration::from_secs(20);
@@ -19,14 +20,6 @@ const MODEL: &str = "claude-sonnet-4-5";
 
 fn fake(b: Behavior) -> FakeAnthropic {
     FakeAnthropic::start(b).expect("start the fake Anthropic server")
-}
-
-fn reply(text: &str, chunks: usize) -> Behavior {
-    Behavior {
-        reply: text.to_string(),
-        chunks,
-        ..Behavior::default()
-    }
 }
 
 fn error(status: u16, error_type: &str, message: &str) -> Behavior {
@@ -44,67 +37,39 @@ fn error(status: u16, error_type: &str, message: &str) -> Behavior {
 // genai ask
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeAnthropic,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             fake: fake(Behavior::default()),
         }
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        fake_anthropic::loopback_only(&mut c);
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("ANTHROPIC_BASE_URL", self.fake.base_url())
+        let mut c = self.dirs.genai(args);
+        c.env("ANTHROPIC_BASE_URL", self.fake.base_url())
             .env("ANTHROPIC_API_KEY", KEY);
         c
     }
 
-    fn output(mut c: Command) -> Output {
-        c.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        drop(child.stdin.take());
-        child.wait_with_output().unwrap()
-    }
-
     fn run(&self, args: &[&str]) -> Output {
-        Env::output(self.cmd(args))
+        cli::output_with_stdin(self.cmd(args), None)
     }
 
     fn message_counts(&self) -> Vec<i64> {
-        let o = self.run(&["sessions", "list", "--json"]);
-        let list: Value = serde_json::from_slice(&o.stdout).unwrap();
-        list.as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["messageCount"].as_i64().unwrap())
-            .collect()
+        cli::message_counts(&self.run(&["sessions", "list", "--json"]))
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
 fn an_anthropic_key_alone_selects_anthropic_with_no_config() {
     let env = Env::new();
-    env.fake.set_default(reply("Chosen by the key.", 2));
+    env.fake
+        .set_default(Behavior::reply("Chosen by the key.", 2));
     let o = env.run(&["ask", "hello"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "Chosen by the key.");
@@ -117,7 +82,7 @@ fn an_anthropic_key_alone_selects_anthropic_with_no_config() {
 fn ask_streams_the_reply_with_anthropic_headers_and_body() {
     let env = Env::new();
     env.fake
-        .set_default(reply("Rust is a systems language.", 4));
+        .set_default(Behavior::reply("Rust is a systems language.", 4));
     let o = env.run(&[
         "ask",
         "-m",
@@ -132,8 +97,7 @@ fn ask_streams_the_reply_with_anthropic_headers_and_body() {
         "is",
         "Rust?",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Rust is a systems language.\n");
+    cli::assert_prints(&o, "Rust is a systems language.\n");
     let req = env.fake.last();
     assert_eq!(
         (req.method.as_str(), req.path.as_str()),
@@ -208,13 +172,12 @@ fn ask_json_has_usage_with_cache_tokens_and_the_stop_reason() {
         ..Behavior::default()
     });
     let o = env.run(&["ask", "-m", "anthropic:claude-haiku-4-5", "--json", "again"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("invalid JSON"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 1, "invalid JSON");
     let v: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
     assert_eq!(v["error"]["kind"], "providerError", "{v}");
     // The configured `anthropic` instance replaces the built-in one; it does not retry.
     std::fs::write(
-        env.config.path().join("config.toml"),
+        env.dirs.config.path().join("config.toml"),
         "[service_providers.anthropic]\nkind = \"anthropic\"\nmax_retries = 0\n",
     )
     .unwrap();
@@ -270,7 +233,7 @@ fn missing_or_wrong_key_is_a_credentials_error() {
     let env = Env::new();
     let mut c = env.cmd(&["ask", "-m", "anthropic:claude-sonnet-4-5", "hi"]);
     c.env_remove("ANTHROPIC_API_KEY");
-    let o = Env::output(c);
+    let o = cli::output_with_stdin(c, None);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -284,7 +247,7 @@ fn missing_or_wrong_key_is_a_credentials_error() {
 
     let mut c = env.cmd(&["ask", "-m", "anthropic:claude-sonnet-4-5", "hi"]);
     c.env("ANTHROPIC_API_KEY", "sk-ant-wrong-key");
-    let o = Env::output(c);
+    let o = cli::output_with_stdin(c, None);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -303,7 +266,7 @@ fn a_config_instance_with_its_own_key_command_and_timeout() {
         ..Behavior::default()
     });
     std::fs::write(
-        env.config.path().join("config.toml"),
+        env.dirs.config.path().join("config.toml"),
         format!(
             "[service_providers.claude]\nkind = \"anthropic\"\nbase_url = \"{}/v1\"\n\
              api_key_env = \"NO_SUCH_VAR_FOR_GENAI\"\napi_key_cmd = \"echo {KEY}\"\n\
@@ -317,8 +280,7 @@ fn a_config_instance_with_its_own_key_command_and_timeout() {
     // A slow server past the read timeout fails the turn promptly and stores nothing.
     let started = Instant::now();
     let o = env.run(&["ask", "-m", "c", "anyone there?"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no answer in time"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 1, "no answer in time");
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(env.message_counts().iter().all(|n| *n == 0));
     // The next request answers; the key came from api_key_cmd.
@@ -359,17 +321,18 @@ fn a_config_instance_with_its_own_key_command_and_timeout() {
 // ---------------------------------------------------------------------------
 // genai daemon
 
-fn start_daemon(root: &std::path::Path, fake: &FakeAnthropic) -> Daemon {
+/// A fake with `behavior`, and a daemon on it in a folder of its own, initialized by a
+/// streaming client.
+fn start_daemon(behavior: Behavior) -> (FakeAnthropic, tempfile::TempDir, Daemon) {
+    let fake = fake(behavior);
+    let dir = tempfile::tempdir().unwrap();
     let mut d = Daemon::spawn(
-        &DaemonConfig::in_dir(root, Framing::Lines, "daemon")
+        &DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
             .env("ANTHROPIC_BASE_URL", &fake.base_url())
             .env("ANTHROPIC_API_KEY", KEY),
     );
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "anthropic-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
-    d
+    d.initialize("anthropic-tests", true);
+    (fake, dir, d)
 }
 
 fn conversation(d: &mut Daemon) -> String {
@@ -381,30 +344,10 @@ fn conversation(d: &mut Daemon) -> String {
     conv["conversationId"].as_str().unwrap().to_string()
 }
 
-fn turn(d: &mut Daemon, cid: &str, message: Value) -> (String, Value) {
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": message}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, TURN)["params"].clone();
-    (turn_id, fin)
-}
-
-fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
-    let r = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    r["messages"].as_array().unwrap().clone()
-}
-
 #[test]
 fn daemon_turn_streams_chunks_then_the_final_with_usage() {
     let text = "Streaming from Claude: café ☕, in pieces.";
-    let fake = fake(reply(text, 5));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start_daemon(dir.path(), &fake);
+    let (fake, dir, mut d) = start_daemon(Behavior::reply(text, 5));
     let comps = d.call("ListComponents", json!({}));
     let kinds = comps["kinds"]["serviceProviders"].as_array().unwrap();
     let anthropic = kinds.iter().find(|k| k["name"] == "anthropic").unwrap();
@@ -412,7 +355,7 @@ fn daemon_turn_streams_chunks_then_the_final_with_usage() {
     assert_eq!(anthropic["defaultFormat"], "claude-messages");
 
     let cid = conversation(&mut d);
-    let (turn_id, fin) = turn(&mut d, &cid, json!("Say hello in pieces"));
+    let (turn_id, fin) = d.turn(&cid, json!("Say hello in pieces"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], text);
     assert_eq!(fin["usage"]["inputTokens"], 4, "{fin}");
@@ -449,7 +392,7 @@ fn daemon_turn_streams_chunks_then_the_final_with_usage() {
         }
     }
     assert_eq!(chunks, text);
-    let stored = history(&mut d, &cid);
+    let stored = d.history(&cid);
     assert_eq!(stored.len(), 2);
     assert_eq!(stored[1]["usage"]["outputTokens"], 7, "{stored:?}");
     assert!(d.shutdown(EXIT).success());
@@ -469,16 +412,14 @@ fn daemon_turn_streams_chunks_then_the_final_with_usage() {
 
 #[test]
 fn image_parts_reach_the_body_as_base64_and_url_sources() {
-    let fake = fake(reply("A red dot.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start_daemon(dir.path(), &fake);
+    let (fake, _dir, mut d) = start_daemon(Behavior::reply("A red dot.", 2));
     let cid = conversation(&mut d);
     let message = json!({"role": "user", "content": [
         {"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo="},
         {"type": "image", "url": "https://example.invalid/cat.jpg"},
         "What is in these?"
     ]});
-    let (_, fin) = turn(&mut d, &cid, message);
+    let (_, fin) = d.turn(&cid, message, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(
         fake.last().body["messages"],
@@ -494,22 +435,20 @@ fn image_parts_reach_the_body_as_base64_and_url_sources() {
     let message = json!({"role": "user", "content": [
         {"type": "image", "mediaType": "image/png", "data": big}, "and this?"
     ]});
-    let (_, fin) = turn(&mut d, &cid, message);
+    let (_, fin) = d.turn(&cid, message, TURN);
     assert_eq!(fin["isSuccess"], false, "{}", fin["error"]);
     let msg = fin["error"]["message"].as_str().unwrap();
     assert!(msg.contains("limit"), "{msg}");
     assert_eq!(fake.requests().len(), sent);
-    assert_eq!(history(&mut d, &cid).len(), 2);
+    assert_eq!(d.history(&cid).len(), 2);
     assert!(d.shutdown(EXIT).success());
 }
 
 #[test]
 fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
-    let fake = fake(reply("All good.", 2));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start_daemon(dir.path(), &fake);
+    let (fake, _dir, mut d) = start_daemon(Behavior::reply("All good.", 2));
     let cid = conversation(&mut d);
-    let (_, fin) = turn(&mut d, &cid, json!("first"));
+    let (_, fin) = d.turn(&cid, json!("first"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
 
     // 429 (retry-after: 1) and 529 overloaded are retried; the third try answers.
@@ -520,7 +459,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
     ));
     fake.push(error(529, "overloaded_error", "Overloaded"));
     let before = fake.requests().len();
-    let (_, fin) = turn(&mut d, &cid, json!("second"));
+    let (_, fin) = d.turn(&cid, json!("second"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let requests = fake.requests();
     assert_eq!(requests.len() - before, 3);
@@ -528,7 +467,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
         requests[before + 1].at - requests[before].at >= Duration::from_secs(1),
         "retry-after was not honoured"
     );
-    assert_eq!(history(&mut d, &cid).len(), 4);
+    assert_eq!(d.history(&cid).len(), 4);
 
     let long = "one two three four five six seven eight";
     let faults: Vec<(&str, Vec<Behavior>, &[&str])> = vec![
@@ -552,7 +491,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
             "stream cut mid-event",
             vec![Behavior {
                 mode: Mode::CutAfter { after: 2 },
-                ..reply(long, 4)
+                ..Behavior::reply(long, 4)
             }],
             &["anthropic"],
         ),
@@ -564,7 +503,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
                     error_type: "overloaded_error".into(),
                     message: "Overloaded".into(),
                 },
-                ..reply(long, 4)
+                ..Behavior::reply(long, 4)
             }],
             &["overloaded_error", "Overloaded"],
         ),
@@ -572,7 +511,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
             "malformed JSON in the stream",
             vec![Behavior {
                 mode: Mode::MalformedAfter { after: 1 },
-                ..reply(long, 4)
+                ..Behavior::reply(long, 4)
             }],
             &["invalid JSON"],
         ),
@@ -583,7 +522,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
         for b in behaviors {
             fake.push(b);
         }
-        let (turn_id, fin) = turn(&mut d, &cid, json!(format!("fault: {what}")));
+        let (turn_id, fin) = d.turn(&cid, json!(format!("fault: {what}")), TURN);
         assert_eq!(fin["isSuccess"], false, "{what}: {fin}");
         assert_eq!(fin["error"]["kind"], "providerError", "{what}: {fin}");
         let message = fin["error"]["message"].as_str().unwrap();
@@ -599,7 +538,7 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
         }
         assert!(!message.contains('\n'), "{what}: one line: {message}");
         assert_eq!(fake.requests().len() - before, tries, "{what}");
-        assert_eq!(history(&mut d, &cid).len(), 4, "{what} changed the history");
+        assert_eq!(d.history(&cid).len(), 4, "{what} changed the history");
         let finals = d
             .log()
             .iter()
@@ -613,25 +552,21 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
         "CreateServiceProvider",
         json!({"name": "slow", "kind": "anthropic", "settings": {"base_url": fake.base_url(), "timeout_secs": 1}}),
     );
-    let slow = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "slow", "model": MODEL}),
-    );
-    let slow_id = slow["conversationId"].as_str().unwrap().to_string();
+    let (slow_id, _) = d.create_conversation(json!({"serviceProvider": "slow", "model": MODEL}));
     fake.push(Behavior {
         delay: Duration::from_millis(400),
-        ..reply(long, 8)
+        ..Behavior::reply(long, 8)
     });
     let started = Instant::now();
-    let (_, fin) = turn(&mut d, &slow_id, json!("count slowly"));
+    let (_, fin) = d.turn(&slow_id, json!("count slowly"), TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     let kind = fin["error"]["kind"].as_str().unwrap();
     assert!(kind == "timeout" || kind == "providerError", "{fin}");
     assert!(started.elapsed() < Duration::from_secs(6));
-    assert!(history(&mut d, &slow_id).is_empty());
+    assert!(d.history(&slow_id).is_empty());
 
     // The conversation still works, and the model sees only the committed turns.
-    let (_, fin) = turn(&mut d, &cid, json!("last"));
+    let (_, fin) = d.turn(&cid, json!("last"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let texts: Vec<Value> = fake.last().body["messages"]
         .as_array()
@@ -649,15 +584,13 @@ fn every_fault_fails_its_turn_and_leaves_the_history_as_it_was() {
             json!("last")
         ]
     );
-    assert_eq!(history(&mut d, &cid).len(), 6);
+    assert_eq!(d.history(&cid).len(), 6);
     assert!(d.shutdown(EXIT).success());
 }
 
 #[test]
 fn set_model_parameter_checks_claude_parameters() {
-    let fake = fake(reply("ok", 1));
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start_daemon(dir.path(), &fake);
+    let (fake, _dir, mut d) = start_daemon(Behavior::reply("ok", 1));
     let conv = d.call(
         "CreateConversation",
         json!({"serviceProvider": "anthropic", "model": MODEL}),
@@ -685,7 +618,7 @@ fn set_model_parameter_checks_claude_parameters() {
         e["message"].as_str().unwrap().contains("stop_sequences"),
         "{e}"
     );
-    let (_, fin) = turn(&mut d, &cid, json!("think"));
+    let (_, fin) = d.turn(&cid, json!("think"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.last().body;
     assert_eq!(body["top_k"], 5);

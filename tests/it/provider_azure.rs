@@ -3,13 +3,14 @@
 //! completions?api-version=...` and `/openai/v1/chat/completions`), with the `api-key` header,
 //! faults included, the history checked after each.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use fake_openai::{Behavior, FakeOpenAi, Mode};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
+use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::{fake_openai, rpc_client};
 
 const KEY: &str = "azure-test-key-0123456789";
@@ -17,17 +18,15 @@ const TURN: Duration = Duration::from_secs(15);
 const EXIT: Duration = Duration::from_secs(10);
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeOpenAi,
 }
 
 impl Env {
     fn new(reply: &str) -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
-            fake: FakeOpenAi::start(0, behavior(reply)).unwrap(),
+            dirs: Folders::new(),
+            fake: FakeOpenAi::start(0, Behavior::reply(reply, 3)).unwrap(),
         }
     }
 
@@ -37,20 +36,9 @@ impl Env {
     }
 
     fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env_remove("AZURE_OPENAI_ENDPOINT")
-            .env_remove("AZURE_OPENAI_API_KEY")
-            .env_remove("OPENAI_API_VERSION")
-            .env_remove("GENAI_LOG")
-            .stdin(Stdio::null());
-        fake_openai::loopback_only(&mut c);
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        c.output().unwrap()
+        let mut c = self.dirs.genai(args);
+        c.envs(env.iter().copied());
+        cli::output(c)
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -58,36 +46,14 @@ impl Env {
     }
 
     fn write_config(&self, text: &str) {
-        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+        self.dirs.write_config(text);
     }
 
     fn stored_messages(&self) -> i64 {
-        let o = self.run(&["sessions", "list", "--json"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        serde_json::from_slice::<Value>(&o.stdout)
-            .unwrap()
-            .as_array()
-            .unwrap()
+        cli::message_counts(&self.run(&["sessions", "list", "--json"]))
             .iter()
-            .map(|c| c["messageCount"].as_i64().unwrap())
             .sum()
     }
-}
-
-fn behavior(reply: &str) -> Behavior {
-    Behavior {
-        reply: reply.to_string(),
-        chunks: 3,
-        ..Behavior::default()
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -105,8 +71,7 @@ fn ask_reaches_the_deployment_with_the_api_key_header_and_api_version() {
         "temperature=0.1",
         "hi there",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Hello from Azure.\n");
+    cli::assert_prints(&o, "Hello from Azure.\n");
     let req = env.fake.requests().pop().unwrap();
     assert_eq!(
         req.path,
@@ -171,20 +136,14 @@ fn the_environment_makes_a_builtin_instance_and_a_missing_key_says_what_to_do() 
             ("AZURE_OPENAI_API_KEY", KEY),
         ],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Built in.\n");
+    cli::assert_prints(&o, "Built in.\n");
     assert_eq!(env.fake.requests().len(), 1);
 
     let o = env.run_with(
         &["ask", "-m", "azure-openai:gpt-4o-mini", "hi"],
         &[("AZURE_OPENAI_ENDPOINT", &endpoint)],
     );
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("AZURE_OPENAI_API_KEY"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "AZURE_OPENAI_API_KEY");
     assert_eq!(env.fake.requests().len(), 1, "nothing sent without a key");
 
     // Without AZURE_OPENAI_ENDPOINT there is no built-in instance.
@@ -198,12 +157,7 @@ fn the_environment_makes_a_builtin_instance_and_a_missing_key_says_what_to_do() 
         endpoint
     ));
     let o = env.run(&["ask", "-m", "bad", "hi"]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("azure-openai runs: openai-chat"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 3, "azure-openai runs: openai-chat");
     assert_eq!(env.fake.requests().len(), 1);
 }
 
@@ -245,16 +199,11 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
 
     env.fake.push(error(400, "The response was filtered due to the prompt triggering Azure OpenAI's content management policy."));
     let o = ask_on("az:gpt-4o");
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("content management policy"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "content management policy");
 
     env.fake.push(Behavior {
         mode: Mode::CutAfter { after: 1 },
-        ..behavior("one two three")
+        ..Behavior::reply("one two three", 3)
     });
     let o = ask_on("az:gpt-4o");
     assert_eq!(o.status.code(), Some(1));
@@ -272,14 +221,14 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
     let o = ask_on("slow:gpt-4o");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(started.elapsed() < Duration::from_secs(8));
-    assert!(stderr(&o).contains("no answer in time"), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, "no answer in time");
 
     assert_eq!(env.stored_messages(), 2, "a failed turn was stored");
 }
 
 #[test]
 fn daemon_streams_a_turn_on_azure_and_keeps_history_through_a_cut() {
-    let fake = FakeOpenAi::start(0, behavior("Streamed from Azure.")).unwrap();
+    let fake = FakeOpenAi::start(0, Behavior::reply("Streamed from Azure.", 3)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
         .env(
@@ -289,10 +238,7 @@ fn daemon_streams_a_turn_on_azure_and_keeps_history_through_a_cut() {
         .env("AZURE_OPENAI_API_KEY", KEY)
         .env("OPENAI_API_VERSION", "");
     let mut d = Daemon::spawn(&cfg);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "azure-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("azure-tests", true);
     let conv = d.call(
         "CreateConversation",
         json!({"serviceProvider": "azure-openai", "model": "gpt-4o"}),
@@ -300,27 +246,14 @@ fn daemon_streams_a_turn_on_azure_and_keeps_history_through_a_cut() {
     assert_eq!(conv["format"], "openai-chat", "{conv}");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
     let send = |d: &mut Daemon, text: &str| {
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": text}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
-        let fin = d.wait_final(&turn_id, TURN)["params"].clone();
-        let h = d.call(
-            "GetConversationHistory",
-            json!({"conversationId": cid, "pageSize": 100}),
-        );
-        (turn_id, fin, h["messages"].as_array().unwrap().len())
+        let (turn_id, fin) = d.turn(&cid, text, TURN);
+        (turn_id, fin, d.history(&cid).len())
     };
     let (turn_id, fin, stored) = send(&mut d, "hello");
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "Streamed from Azure.");
     assert_eq!(stored, 2);
-    let chunks = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .count();
+    let chunks = d.streamed(&turn_id).len();
     assert_eq!(chunks, 3);
     let req = fake.requests().pop().unwrap();
     assert_eq!(req.header("api-key"), Some(KEY));
@@ -332,7 +265,7 @@ fn daemon_streams_a_turn_on_azure_and_keeps_history_through_a_cut() {
 
     fake.push(Behavior {
         mode: Mode::CutAfter { after: 1 },
-        ..behavior("cut short here")
+        ..Behavior::reply("cut short here", 3)
     });
     let (_, fin, stored) = send(&mut d, "again");
     assert_eq!(fin["isSuccess"], false, "{fin}");

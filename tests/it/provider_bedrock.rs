@@ -3,21 +3,22 @@
 //! Bedrock's wire format, binary event streams included.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use fake_bedrock::{Accept, AuthSeen, Behavior, FakeBedrock, Mode};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
-use crate::support::{fake_bedrock, fake_openai, rpc_client};
+use crate::support::cli::{self, stderr, stdout, Folders};
+use crate::support::messages::roles;
+use crate::support::{fake_bedrock, rpc_client};
 
 const MODEL: &str = "anthropic.claude-3-haiku-20240307-v1:0";
 const TURN: Duration = Duration::from_secs(30);
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     /// HOME, so that no real `~/.aws` is read.
     home: tempfile::TempDir,
     fake: FakeBedrock,
@@ -26,8 +27,7 @@ struct Env {
 impl Env {
     fn new(accept: Accept) -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             home: tempfile::tempdir().unwrap(),
             fake: FakeBedrock::start(accept).unwrap(),
         }
@@ -35,50 +35,31 @@ impl Env {
 
     /// `genai` with no AWS variable of the caller's, the fake as the endpoint and its region.
     fn cmd(&self, args: &[&str], vars: &[(&str, &str)]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("HOME", self.home.path())
-            .env_remove("GENAI_LOG");
-        fake_openai::loopback_only(&mut c);
+        let mut c = self.dirs.genai(args);
+        c.env("HOME", self.home.path());
         for (k, _) in std::env::vars() {
             if k.starts_with("AWS_") {
                 c.env_remove(k);
             }
         }
         c.env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", self.fake.url())
-            .env("AWS_REGION", fake_bedrock::REGION);
-        for (k, v) in vars {
-            c.env(k, v);
-        }
+            .env("AWS_REGION", fake_bedrock::REGION)
+            .envs(vars.iter().copied());
         c
     }
 
     fn run(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
-        let mut child = self
-            .cmd(args, vars)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdin.take());
-        child.wait_with_output().unwrap()
+        cli::output_with_stdin(self.cmd(args, vars), None)
     }
 
     fn write_config(&self, text: &str) {
-        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+        self.dirs.write_config(text);
     }
 
     /// How many messages the history holds, over every conversation.
-    fn stored_messages(&self) -> u64 {
-        let o = self.run(&["sessions", "list", "--json"], &[]);
-        let list: Value = serde_json::from_slice(&o.stdout).unwrap();
-        list.as_array()
-            .unwrap()
+    fn stored_messages(&self) -> i64 {
+        cli::message_counts(&self.run(&["sessions", "list", "--json"], &[]))
             .iter()
-            .map(|c| c["messageCount"].as_u64().unwrap())
             .sum()
     }
 }
@@ -87,14 +68,6 @@ const KEYS: [(&str, &str); 2] = [
     ("AWS_ACCESS_KEY_ID", fake_bedrock::ACCESS_KEY),
     ("AWS_SECRET_ACCESS_KEY", fake_bedrock::SECRET_KEY),
 ];
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn sigv4(signed_headers: &str) -> AuthSeen {
     AuthSeen::SigV4 {
@@ -130,8 +103,7 @@ fn env_credentials_stream_a_converse_reply_signed_with_sigv4() {
         ],
         &KEYS,
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Bonjour, café ☕ and more.\n");
+    cli::assert_prints(&o, "Bonjour, café ☕ and more.\n");
     let req = env.fake.last();
     assert_eq!(req.auth, sigv4("accept;content-type;host;x-amz-date"));
     assert_eq!(
@@ -193,8 +165,7 @@ fn claude_messages_go_through_invoke_model_with_the_bedrock_envelope() {
         &["ask", "-m", "cb", "-s", "Be brief.", "hello", "Claude"],
         &KEYS,
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Claude on Bedrock, streamed.\n");
+    cli::assert_prints(&o, "Claude on Bedrock, streamed.\n");
     let req = env.fake.last();
     assert_eq!(
         req.path,
@@ -231,12 +202,7 @@ fn claude_messages_go_through_invoke_model_with_the_bedrock_envelope() {
     });
     let before = env.stored_messages();
     let o = env.run(&["ask", "-m", "cb", "hi"], &KEYS);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("ended before the reply was complete"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "ended before the reply was complete");
     assert_eq!(env.stored_messages(), before);
 }
 
@@ -310,8 +276,7 @@ fn a_bedrock_api_key_replaces_sigv4() {
         &["ask", "-m", &model, "hi"],
         &[("AWS_BEARER_TOKEN_BEDROCK", fake_bedrock::API_KEY)],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Hello from the fake Bedrock.\n");
+    cli::assert_prints(&o, "Hello from the fake Bedrock.\n");
     let req = env.fake.last();
     assert_eq!(req.auth, AuthSeen::Bearer);
     assert_eq!(req.header("x-amz-date"), None);
@@ -337,8 +302,7 @@ fn missing_or_wrong_credentials_are_clear_and_never_shown() {
     });
     let model = format!("bedrock:{MODEL}");
     let o = env.run(&["ask", "-m", &model, "hi"], &[]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("AWS_ACCESS_KEY_ID"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "AWS_ACCESS_KEY_ID");
     assert!(env.fake.requests().is_empty(), "nothing may be sent");
 
     let o = env.run(
@@ -362,8 +326,7 @@ fn missing_or_wrong_credentials_are_clear_and_never_shown() {
         &["ask", "-m", &model, "hi"],
         &[("AWS_REGION", ""), KEYS[0], KEYS[1]],
     );
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no AWS region"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "no AWS region");
     assert_eq!(env.stored_messages(), 0);
 }
 
@@ -519,10 +482,7 @@ fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
         ..Default::default()
     });
     let mut d = daemon(root.path(), &fake);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "bedrock-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("bedrock-tests", true);
     let comps = d.call("ListComponents", json!({}));
     let kinds = comps["kinds"]["serviceProviders"].as_array().unwrap();
     let bedrock = kinds
@@ -541,27 +501,12 @@ fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
     );
     assert_eq!(conv["format"], "bedrock-converse", "{conv}");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let turn = |d: &mut Daemon, text: &str| {
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": text}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
-        let fin = d.wait_final(&turn_id, TURN);
-        (turn_id, fin["params"].clone())
-    };
+    let turn = |d: &mut Daemon, text: &str| d.turn(&cid, text, TURN);
     let (turn_id, fin) = turn(&mut d, "Hello over the daemon");
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], reply, "{fin}");
     assert_eq!(fin["finishReason"], "end_turn", "{fin}");
-    let chunks: String = d
-        .log()
-        .iter()
-        .filter(|m| {
-            m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id.as_str()
-        })
-        .filter_map(|m| m["params"]["delta"].as_str())
-        .collect();
+    let chunks = d.streamed(&turn_id).concat();
     assert_eq!(chunks, reply);
     assert_eq!(fake.last().action, "converse-stream");
 
@@ -579,33 +524,19 @@ fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
             .contains("ended before the reply was complete"),
         "{fin}"
     );
-    let h = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    assert_eq!(h["messages"].as_array().unwrap().len(), 2, "{h}");
+    let h = d.history(&cid);
+    assert_eq!(h.len(), 2, "{h:?}");
     // The next turn sees the stored history only: user, assistant, and the new prompt.
     let (_, fin) = turn(&mut d, "Again");
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let body = fake.last().body;
-    let roles: Vec<&str> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
-    assert_eq!(roles, ["user", "assistant", "user"]);
+    assert_eq!(roles(&body["messages"]), ["user", "assistant", "user"]);
 
     // Images: inline ones become Converse image blocks; by URL, or over Converse's 3.75 MB
     // per image, they are refused before anything is sent.
     let image = |d: &mut Daemon, part: Value| {
         let message = json!({"role": "user", "content": ["What is this?", part]});
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": message}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
-        d.wait_final(&turn_id, TURN)["params"].clone()
+        d.turn(&cid, message, TURN).1
     };
     let fin = image(
         &mut d,

@@ -2,29 +2,28 @@
 //! against the fake Gemini API in `tests/it/support/fake_gemini.rs` (the key in `x-goog-api-key`,
 //! never in the URL; SSE streams), faults included, the history checked after each.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use fake_gemini::{Behavior, FakeServer, Mode, KEY};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
-use crate::support::{fake_gemini, fake_openai, rpc_client};
+use crate::support::cli::{self, stderr, stdout, Folders};
+use crate::support::{fake_gemini, rpc_client};
 
 const TURN: Duration = Duration::from_secs(15);
 const EXIT: Duration = Duration::from_secs(10);
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeServer,
 }
 
 impl Env {
     fn new(default: Behavior) -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             fake: fake_gemini::start(default),
         }
     }
@@ -32,20 +31,10 @@ impl Env {
     /// `genai` with its own folders, the built-in `gemini` instance pointed at the fake, and
     /// the given key variables (no others from the caller's environment).
     fn run_with(&self, args: &[&str], keys: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        fake_openai::loopback_only(&mut c);
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("GEMINI_BASE_URL", self.fake.url())
-            .env_remove("GEMINI_API_KEY")
-            .env_remove("GOOGLE_API_KEY")
-            .env_remove("GENAI_LOG")
-            .stdin(Stdio::null());
-        for (k, v) in keys {
-            c.env(k, v);
-        }
-        c.output().unwrap()
+        let mut c = self.dirs.genai(args);
+        c.env("GEMINI_BASE_URL", self.fake.url())
+            .envs(keys.iter().copied());
+        cli::output(c)
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -53,24 +42,10 @@ impl Env {
     }
 
     fn stored_messages(&self) -> i64 {
-        let o = self.run(&["sessions", "list", "--json"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        serde_json::from_slice::<Value>(&o.stdout)
-            .unwrap()
-            .as_array()
-            .unwrap()
+        cli::message_counts(&self.run(&["sessions", "list", "--json"]))
             .iter()
-            .map(|c| c["messageCount"].as_i64().unwrap())
             .sum()
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -88,8 +63,7 @@ fn ask_streams_sse_with_the_key_in_a_header_and_stores_the_turn() {
         "max_tokens=100",
         "How many paws?",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Four dogs have sixteen paws.\n");
+    cli::assert_prints(&o, "Four dogs have sixteen paws.\n");
     let req = env.fake.requests().pop().unwrap();
     assert_eq!(
         req.path,
@@ -135,8 +109,7 @@ fn keys_come_from_gemini_or_google_variables_and_a_missing_key_says_what_to_do()
     );
 
     let o = env.run_with(&["ask", "-m", "gemini:gemini-2.0-flash", "hi"], &[]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("GEMINI_API_KEY"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "GEMINI_API_KEY");
     assert_eq!(env.fake.requests().len(), 1, "nothing sent without a key");
 
     let o = env.run_with(
@@ -166,8 +139,7 @@ fn faults_and_blocks_fail_the_turn_cleanly_and_store_nothing() {
     env.fake
         .push(Behavior::error(500, "An internal error has occurred."));
     let o = ask();
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Recovered after the fault.\n");
+    cli::assert_prints(&o, "Recovered after the fault.\n");
     let r = env.fake.requests();
     assert_eq!(r.len(), 3);
     assert!(
@@ -181,12 +153,7 @@ fn faults_and_blocks_fail_the_turn_cleanly_and_store_nothing() {
         reason: "SAFETY".into(),
     }));
     let o = ask();
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("blocked the prompt (SAFETY)"),
-        "{}",
-        stderr(&o)
-    );
+    cli::assert_fails_with(&o, 1, "blocked the prompt (SAFETY)");
 
     env.fake.push(Behavior {
         mode: Mode::CutAfter { after: 2 },
@@ -205,11 +172,10 @@ fn faults_and_blocks_fail_the_turn_cleanly_and_store_nothing() {
         ..Behavior::reply("one two three", 3)
     });
     let o = ask();
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("invalid JSON"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 1, "invalid JSON");
 
     std::fs::write(
-        env.config.path().join("config.toml"),
+        env.dirs.config.path().join("config.toml"),
         format!(
             "[service_providers.slow]\nkind = \"gemini\"\nbase_url = \"{}\"\nread_timeout_secs = 1\n",
             env.fake.url()
@@ -221,7 +187,7 @@ fn faults_and_blocks_fail_the_turn_cleanly_and_store_nothing() {
     let o = ask_on("slow:gemini-2.0-flash");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(started.elapsed() < Duration::from_secs(8));
-    assert!(stderr(&o).contains("no answer in time"), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, "no answer in time");
 
     assert_eq!(env.stored_messages(), 2, "a failed turn was stored");
 }
@@ -235,25 +201,14 @@ fn daemon_streams_a_turn_with_an_image_and_the_key_goes_nowhere_else() {
         .env("GEMINI_API_KEY", KEY)
         .env("GOOGLE_API_KEY", "");
     let mut d = Daemon::spawn(&cfg);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "gemini-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("gemini-tests", true);
     let conv = d.call(
         "CreateConversation",
         json!({"serviceProvider": "gemini", "model": "gemini-2.0-flash"}),
     );
     assert_eq!(conv["format"], "gemini", "{conv}");
     let cid = conv["conversationId"].as_str().unwrap().to_string();
-    let send = |d: &mut Daemon, message: Value| {
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": message}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
-        let fin = d.wait_final(&turn_id, TURN)["params"].clone();
-        (turn_id, fin)
-    };
+    let send = |d: &mut Daemon, message: Value| d.turn(&cid, message, TURN);
     let history_len = |d: &mut Daemon| {
         d.call(
             "GetConversationHistory",
@@ -274,12 +229,7 @@ fn daemon_streams_a_turn_with_an_image_and_the_key_goes_nowhere_else() {
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "A red dot on white.");
     assert_eq!(fin["finishReason"], "STOP");
-    let chunks: Vec<String> = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .filter_map(|m| m["params"]["delta"].as_str().map(str::to_string))
-        .collect();
+    let chunks = d.streamed(&turn_id);
     assert_eq!(chunks.len(), 4, "{chunks:?}");
     assert_eq!(chunks.concat(), "A red dot on white.");
     let req = fake.requests().pop().unwrap();

@@ -4,13 +4,14 @@
 //! `message-end`) and an OpenSearch/Ollama-like NDJSON stream, checking the bearer key, with
 //! faults: 429 + Retry-After, 500, a cut stream, malformed JSON, a stall.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use fake_scripted::{Body, FakeHttp, Recorded, Reply};
 use serde_json::{json, Value};
 
-use crate::support::{fake_openai, fake_scripted, rpc_client};
+use crate::support::cli::{self, Folders};
+use crate::support::{fake_scripted, rpc_client};
 
 const KEY: &str = "test-key-123456";
 const PROJECT: &str = "proj-secret-789";
@@ -66,23 +67,19 @@ fn cohere(req: &Recorded) -> Reply {
 }
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeHttp,
 }
 
 impl Env {
     fn new() -> Env {
         let env = Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             fake: FakeHttp::start(cohere),
         };
         let chat = env.fake.url("/v2/chat?project=${credential.project}");
         let ndjson = env.fake.url("/ndjson/${parameters.model}");
-        std::fs::write(
-            env.config.path().join("config.toml"),
-            format!(
+        env.dirs.write_config(&format!(
                 r#"
 [service_providers.cohere]
 kind = "http"
@@ -141,23 +138,14 @@ model_configuration = "strict"
 provider = "lines"
 model_configuration = "generate"
 "#
-            ),
-        )
-        .unwrap();
+        ));
         env
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("FAKE_COHERE_KEY", KEY)
-            .env("FAKE_PROJECT", PROJECT)
-            .env_remove("GENAI_LOG")
-            .stdin(Stdio::null());
-        fake_openai::loopback_only(&mut c);
-        c.output().unwrap()
+        let mut c = self.dirs.genai(args);
+        c.env("FAKE_COHERE_KEY", KEY).env("FAKE_PROJECT", PROJECT);
+        cli::output(c)
     }
 
     fn message_counts(&self) -> Vec<u64> {
@@ -389,15 +377,9 @@ fn a_placeholder_without_value_is_refused_before_any_request() {
 #[test]
 fn a_missing_credential_is_named_without_sending() {
     let env = Env::new();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-    c.args(["ask", "-m", "cohere", "hi"])
-        .env("GENAI_DATA_DIR", env.data.path())
-        .env("GENAI_CONFIG_DIR", env.config.path())
-        .env("FAKE_COHERE_KEY", KEY)
-        .env_remove("FAKE_PROJECT")
-        .stdin(Stdio::null());
-    fake_openai::loopback_only(&mut c);
-    let o = c.output().unwrap();
+    let mut c = env.dirs.genai(&["ask", "-m", "cohere", "hi"]);
+    c.env("FAKE_COHERE_KEY", KEY).env_remove("FAKE_PROJECT");
+    let o = cli::output(c);
     assert!(!o.status.success());
     let err = text(&o.stderr);
     assert!(
@@ -410,28 +392,21 @@ fn a_missing_credential_is_named_without_sending() {
 #[test]
 fn a_daemon_turn_streams_and_a_failed_turn_leaves_the_history_as_it_was() {
     let env = Env::new();
-    let mut cfg =
-        rpc_client::DaemonConfig::in_dir(env.data.path(), rpc_client::Framing::Lines, "daemon")
-            .env("FAKE_COHERE_KEY", KEY)
-            .env("FAKE_PROJECT", PROJECT);
-    cfg.config_dir = env.config.path().to_path_buf();
+    let mut cfg = rpc_client::DaemonConfig::in_dir(
+        env.dirs.data.path(),
+        rpc_client::Framing::Lines,
+        "daemon",
+    )
+    .env("FAKE_COHERE_KEY", KEY)
+    .env("FAKE_PROJECT", PROJECT);
+    cfg.config_dir = env.dirs.config.path().to_path_buf();
     let mut d = rpc_client::Daemon::spawn(&cfg);
     let wait = Duration::from_secs(20);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "provider-http", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
-    let conv = d.call(
-        "CreateConversation",
-        json!({"serviceProvider": "cohere", "modelConfiguration": "command"}),
-    );
-    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    d.initialize("provider-http", true);
+    let (cid, _) = d
+        .create_conversation(json!({"serviceProvider": "cohere", "modelConfiguration": "command"}));
     let turn = |d: &mut rpc_client::Daemon, text: &str| {
-        let r = d.call(
-            "OnNewMessage",
-            json!({"conversationId": cid, "message": text}),
-        );
-        let turn_id = r["turnId"].as_str().unwrap().to_string();
+        let turn_id = d.send_message(&cid, text);
         (
             turn_id.clone(),
             d.wait_final(&turn_id, wait)["params"].clone(),
@@ -439,12 +414,7 @@ fn a_daemon_turn_streams_and_a_failed_turn_leaves_the_history_as_it_was() {
     };
     let (turn_id, fin) = turn(&mut d, "hello daemon");
     assert_eq!(fin["summary"], "echo: hello daemon", "{fin}");
-    let chunks: Vec<String> = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .map(|m| m["params"]["delta"].as_str().unwrap().to_string())
-        .collect();
+    let chunks = d.streamed(&turn_id);
     assert_eq!(chunks, ["echo: ", "hello ", "daemon"]);
     // A 500 (twice: one retry) fails the turn and stores nothing; the next turn sees only the first.
     for _ in 0..2 {

@@ -2,48 +2,42 @@
 //! OpenAI-compatible endpoint), end to end: `genai ask` and the daemon against the fake Ollama
 //! server in `tests/it/support/fake_ollama.rs`, faults included, the history checked after each.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use fake_ollama::{Behavior, FakeServer, Mode};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
+use crate::support::cli::{self, stderr, stdout, Folders};
+use crate::support::messages::roles;
 use crate::support::{fake_ollama, fake_openai, rpc_client};
 
 const TURN: Duration = Duration::from_secs(15);
 const EXIT: Duration = Duration::from_secs(10);
 
 struct Env {
-    data: tempfile::TempDir,
-    config: tempfile::TempDir,
+    dirs: Folders,
     fake: FakeServer,
 }
 
 impl Env {
     fn new(default: Behavior) -> Env {
         Env {
-            data: tempfile::tempdir().unwrap(),
-            config: tempfile::tempdir().unwrap(),
+            dirs: Folders::new(),
             fake: fake_ollama::start(default),
         }
     }
 
     /// `genai` with its own folders and `OLLAMA_HOST` in Ollama's bare `host:port` form.
     fn run(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-        fake_openai::loopback_only(&mut c);
-        c.args(args)
-            .env("GENAI_DATA_DIR", self.data.path())
-            .env("GENAI_CONFIG_DIR", self.config.path())
-            .env("OLLAMA_HOST", format!("127.0.0.1:{}", self.fake.port()))
-            .env_remove("GENAI_LOG")
-            .stdin(Stdio::null());
-        c.output().unwrap()
+        let mut c = self.dirs.genai(args);
+        c.env("OLLAMA_HOST", format!("127.0.0.1:{}", self.fake.port()));
+        cli::output(c)
     }
 
     fn write_config(&self, text: &str) {
-        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+        self.dirs.write_config(text);
     }
 
     fn stored_conversations(&self) -> Vec<Value> {
@@ -55,14 +49,6 @@ impl Env {
             .unwrap()
             .clone()
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -138,8 +124,7 @@ fn ask_streams_ndjson_with_options_as_an_object_and_stores_the_turn() {
 fn a_bad_parameter_is_refused_before_sending() {
     let env = Env::new(Behavior::default());
     let o = env.run(&["ask", "-m", "ollama:llama3.2", "-p", "format=yaml", "hi"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("format"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 2, "format");
     assert!(env.fake.requests().is_empty());
 }
 
@@ -154,8 +139,7 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
     env.fake
         .push(Behavior::error(500, "llama runner process has terminated"));
     let o = ask();
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Recovered after the fault.\n");
+    cli::assert_prints(&o, "Recovered after the fault.\n");
     let r = env.fake.requests();
     assert_eq!(r.len(), 3);
     assert!(
@@ -203,8 +187,7 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
         ..Behavior::reply("one two three", 3)
     });
     let o = ask();
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("invalid JSON"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 1, "invalid JSON");
 
     // A server slower than the read timeout.
     env.write_config(&format!(
@@ -220,7 +203,7 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
         "took {:?}",
         started.elapsed()
     );
-    assert!(stderr(&o).contains("no answer in time"), "{}", stderr(&o));
+    cli::assert_stderr_says(&o, "no answer in time");
 
     // Only the first turn was ever stored (`ask` opens a conversation before the turn; the
     // failed ones stay empty).
@@ -236,20 +219,10 @@ fn faults_fail_the_turn_cleanly_and_store_nothing() {
 fn an_error_record_inside_the_stream_is_an_error() {
     let data = tempfile::tempdir().unwrap();
     let fake = FakeServer::start(fake_ollama::error_line_wire(), Behavior::default()).unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-    fake_openai::loopback_only(&mut c);
-    c.args(["ask", "-m", "ollama:m", "hi"])
-        .env("GENAI_DATA_DIR", data.path())
-        .env("GENAI_CONFIG_DIR", data.path())
-        .env("OLLAMA_HOST", fake.url())
-        .stdin(Stdio::null());
-    let o = c.output().unwrap();
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("an error was encountered while running the model"),
-        "{}",
-        stderr(&o)
-    );
+    let mut c = cli::genai_in(data.path(), data.path(), &["ask", "-m", "ollama:m", "hi"]);
+    c.env("OLLAMA_HOST", fake.url());
+    let o = cli::output(c);
+    cli::assert_fails_with(&o, 1, "an error was encountered while running the model");
 }
 
 #[test]
@@ -260,20 +233,13 @@ fn an_optional_key_is_sent_as_a_bearer_token() {
         "[service_providers.remote]\nkind = \"ollama\"\nbase_url = \"{}\"\napi_key_env = \"REMOTE_OLLAMA_KEY\"\n",
         env.fake.url()
     ));
-    let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
-    c.args(["ask", "-m", "remote:llama3.2", "hi"])
-        .env("GENAI_DATA_DIR", env.data.path())
-        .env("GENAI_CONFIG_DIR", env.config.path())
-        .env("REMOTE_OLLAMA_KEY", "proxy-secret")
-        .stdin(Stdio::null());
-    fake_openai::loopback_only(&mut c);
-    let o = c.output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Behind the proxy.\n");
+    let mut c = env.dirs.genai(&["ask", "-m", "remote:llama3.2", "hi"]);
+    c.env("REMOTE_OLLAMA_KEY", "proxy-secret");
+    let o = cli::output(c);
+    cli::assert_prints(&o, "Behind the proxy.\n");
     // Without the key the proxy refuses: a credentials failure (exit 3) that never shows a key.
     let o = env.run(&["ask", "-m", "remote:llama3.2", "hi"]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("401"), "{}", stderr(&o));
+    cli::assert_fails_with(&o, 3, "401");
 }
 
 #[test]
@@ -294,8 +260,7 @@ fn openai_chat_runs_on_ollamas_compatible_endpoint() {
         fake.port()
     ));
     let o = env.run(&["ask", "-m", "compat", "hi"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "Compatible.\n");
+    cli::assert_prints(&o, "Compatible.\n");
     let req = fake.requests().pop().unwrap();
     assert_eq!(req.path, "/v1/chat/completions");
     assert_eq!(req.body["messages"][0]["content"], "hi");
@@ -310,29 +275,8 @@ fn daemon(root: &std::path::Path, fake: &FakeServer) -> Daemon {
         .env("OLLAMA_HOST", &fake.url())
         .env("OLLAMA_API_KEY", "");
     let mut d = Daemon::spawn(&cfg);
-    d.call(
-        "Initialize",
-        json!({"clientInfo": {"name": "ollama-tests", "version": "0"}, "capabilities": {"streaming": true}}),
-    );
+    d.initialize("ollama-tests", true);
     d
-}
-
-fn history(d: &mut Daemon, cid: &str) -> Vec<Value> {
-    let r = d.call(
-        "GetConversationHistory",
-        json!({"conversationId": cid, "pageSize": 100}),
-    );
-    r["messages"].as_array().unwrap().clone()
-}
-
-fn turn(d: &mut Daemon, cid: &str, message: Value) -> (String, Value) {
-    let r = d.call(
-        "OnNewMessage",
-        json!({"conversationId": cid, "message": message}),
-    );
-    let turn_id = r["turnId"].as_str().unwrap().to_string();
-    let fin = d.wait_final(&turn_id, TURN)["params"].clone();
-    (turn_id, fin)
 }
 
 #[test]
@@ -363,17 +307,12 @@ fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
         "what is in this image?",
         {"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo="}
     ]});
-    let (turn_id, fin) = turn(&mut d, &cid, message);
+    let (turn_id, fin) = d.turn(&cid, message, TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     assert_eq!(fin["summary"], "A red dot on white.");
     assert_eq!(fin["finishReason"], "stop");
     assert_eq!(fin["usage"]["inputTokens"], 5, "{fin}");
-    let chunks: String = d
-        .log()
-        .iter()
-        .filter(|m| m["method"] == "OnFeatureResponseChunk" && m["params"]["turnId"] == turn_id)
-        .filter_map(|m| m["params"]["delta"].as_str().map(str::to_string))
-        .collect();
+    let chunks = d.streamed(&turn_id).concat();
     assert_eq!(chunks, "A red dot on white.");
     let req = fake.requests().pop().unwrap();
     assert_eq!(
@@ -382,7 +321,7 @@ fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
     );
     // An image by URL cannot go to Ollama: refused before sending.
     let by_url = json!({"role": "user", "content": [{"type": "image", "url": "https://example.invalid/cat.jpg"}]});
-    let (_, fin) = turn(&mut d, &cid, by_url);
+    let (_, fin) = d.turn(&cid, by_url, TURN);
     assert_eq!(fin["isSuccess"], false, "{fin}");
     assert_eq!(fake.requests().len(), 1);
 
@@ -404,27 +343,21 @@ fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
         &["500", "after 4 tries"],
     ];
     for words in expected {
-        let (_, fin) = turn(&mut d, &cid, json!("and now?"));
+        let (_, fin) = d.turn(&cid, json!("and now?"), TURN);
         assert_eq!(fin["isSuccess"], false, "{fin}");
         let message = fin["error"]["message"].as_str().unwrap();
         assert!(
             words.iter().any(|w| message.contains(w)),
             "{words:?}: {message}"
         );
-        assert_eq!(history(&mut d, &cid).len(), 2, "a failed turn was stored");
+        assert_eq!(d.history(&cid).len(), 2, "a failed turn was stored");
     }
 
     // The conversation goes on, and the model sees the stored history.
-    let (_, fin) = turn(&mut d, &cid, json!("thanks"));
+    let (_, fin) = d.turn(&cid, json!("thanks"), TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let req = fake.requests().pop().unwrap();
-    let roles: Vec<&str> = req.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
-    assert_eq!(roles, ["user", "assistant", "user"]);
-    assert_eq!(history(&mut d, &cid).len(), 4);
+    assert_eq!(roles(&req.body["messages"]), ["user", "assistant", "user"]);
+    assert_eq!(d.history(&cid).len(), 4);
     assert!(d.shutdown(EXIT).success());
 }

@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use serde_json::{json, Value};
+
 /// A wire's faults, with the answer its fake gives when a test names none.
 pub trait Faults: Clone + Default {
     /// The default reply.
@@ -59,6 +61,14 @@ impl<M: Faults> Behavior<M> {
         }
     }
 
+    /// A reply of `text` in the wire's default number of pieces.
+    pub fn text(text: &str) -> Self {
+        Behavior {
+            reply: text.to_string(),
+            ..Behavior::default()
+        }
+    }
+
     /// A reply of `text` (may be empty) and these calls: (wire name, JSON arguments), with ids
     /// `call_1`, `call_2`, ...
     pub fn calls(text: &str, calls: &[(&str, &str)]) -> Self {
@@ -78,6 +88,26 @@ impl<M: Faults> Behavior<M> {
             mode,
             ..Behavior::default()
         }
+    }
+}
+
+impl<M> Behavior<M> {
+    /// The model named in answers: this behaviour's, or `requested` when it names none.
+    pub fn model_or(&self, requested: &str) -> String {
+        if self.model.is_empty() {
+            requested.to_string()
+        } else {
+            self.model.clone()
+        }
+    }
+
+    /// The tool calls with their arguments parsed (an empty object where they are not JSON):
+    /// (id, wire name, arguments).
+    pub fn calls_with_json_arguments(&self) -> impl Iterator<Item = (&str, &str, Value)> {
+        self.tool_calls.iter().map(|(id, name, args)| {
+            let args = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
+            (id.as_str(), name.as_str(), args)
+        })
     }
 }
 

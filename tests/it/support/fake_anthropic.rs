@@ -24,7 +24,7 @@ use std::io;
 use serde_json::{json, Value};
 
 use super::behavior::Faults;
-use super::http1::{count_words, split_reply};
+use super::http1::{count_words, halves, split_reply};
 pub use super::server::RecordedRequest;
 use super::server::{Exchange, FakeServer, Wire};
 
@@ -284,12 +284,10 @@ async fn answer(mut ex: Exchange<Anthropic>, ctx: &Ctx, b: &Behavior, streaming:
             if !ex.pause(b.delay).await {
                 return;
             }
-            let mut extra = extra.to_vec();
-            if matches!(status, 429 | 529) {
-                extra.push(("retry-after", "1"));
-            }
+            let retry_later = matches!(status, 429 | 529);
             let body = error_body(error_type, message);
-            ex.respond(*status, "application/json", &extra, &body).await
+            ex.respond_error(*status, "application/json", &extra, retry_later, &body)
+                .await
         }
         _ if !streaming => {
             if !ex.pause(b.delay).await {
@@ -416,17 +414,14 @@ async fn stream(ex: &mut Exchange<Anthropic>, ctx: &Ctx, b: &Behavior) -> bool {
     )];
     for (i, (id, name, input)) in b.tool_calls.iter().enumerate() {
         let index = i + 1;
-        let half = input
-            .char_indices()
-            .nth(input.chars().count() / 2)
-            .map_or(0, |(b, _)| b);
+        let (first, second) = halves(input);
         tail.push(sse(
             "content_block_start",
             &json!({"type": "content_block_start", "index": index,
                     "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})
             .to_string(),
         ));
-        for piece in [&input[..half], &input[half..]] {
+        for piece in [first, second] {
             tail.push(sse(
                 "content_block_delta",
                 &json!({"type": "content_block_delta", "index": index,
@@ -458,27 +453,4 @@ async fn stream(ex: &mut Exchange<Anthropic>, ctx: &Ctx, b: &Behavior) -> bool {
         }
     }
     true
-}
-
-/// Keeps a child process on loopback: no proxy, and none of the caller's own Anthropic or
-/// OpenAI settings leak in.
-pub fn loopback_only(cmd: &mut std::process::Command) -> &mut std::process::Command {
-    cmd.env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost");
-    for var in [
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "GENAI_LOG",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
 }

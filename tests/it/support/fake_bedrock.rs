@@ -68,12 +68,10 @@ fn tool_problem(body: &Value) -> Option<String> {
 }
 
 fn tool_use_blocks(b: &Behavior) -> Vec<Value> {
-    b.tool_calls
-        .iter()
-        .map(|(id, name, input)| {
-            let input: Value = serde_json::from_str(input).unwrap_or_else(|_| json!({}));
-            json!({"toolUse": {"toolUseId": id, "name": name, "input": input}})
-        })
+    b.calls_with_json_arguments()
+        .map(
+            |(id, name, input)| json!({"toolUse": {"toolUseId": id, "name": name, "input": input}}),
+        )
         .collect()
 }
 
@@ -298,14 +296,12 @@ fn error_body(message: &str) -> Vec<u8> {
 /// An error as Bedrock answers it (`x-amzn-ErrorType`), then a graceful close.
 async fn send_error(ex: Exchange<Bedrock>, status: u16, kind: &str, message: &str) {
     let error_type = format!("{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/");
-    let mut extra = vec![
+    let extra = [
         ("x-amzn-errortype", error_type.as_str()),
         ("x-amzn-requestid", "fake-request-err"),
     ];
-    if status == 429 {
-        extra.push(("retry-after", "1"));
-    }
-    ex.respond(status, "application/json", &extra, &error_body(message))
+    let body = error_body(message);
+    ex.respond_error(status, "application/json", &extra, status == 429, &body)
         .await
 }
 

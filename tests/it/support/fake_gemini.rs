@@ -271,54 +271,45 @@ fn prompt_words(body: &Value) -> u64 {
         .sum()
 }
 
+const JSON: &str = "application/json; charset=UTF-8";
+
+/// A refusal made before any answer: its status and Google's error body.
+async fn refuse(ex: Exchange<Gemini>, (code, body): (u16, Value)) {
+    ex.respond(code, JSON, &[], body.to_string().as_bytes())
+        .await
+}
+
 async fn answer(mut ex: Exchange<Gemini>) {
-    const JSON: &str = "application/json; charset=UTF-8";
     let (model, streaming) = match call(&ex.request) {
         Ok(Some(c)) => c,
         Ok(None) => {
-            let (code, body) = error(
+            let refusal = error(
                 403,
                 "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
                 "PERMISSION_DENIED",
             );
-            return ex
-                .respond(code, JSON, &[], body.to_string().as_bytes())
-                .await;
+            return refuse(ex, refusal).await;
         }
-        Err((code, body)) => {
-            return ex
-                .respond(code, JSON, &[], body.to_string().as_bytes())
-                .await
-        }
+        Err(refusal) => return refuse(ex, refusal).await,
     };
     if let Some(key) = ex.expected_key.clone() {
         if ex.request.header("x-goog-api-key") != Some(key.as_str()) {
-            let (code, body) = error(
+            let refusal = error(
                 400,
                 "API key not valid. Please pass a valid API key.",
                 "INVALID_ARGUMENT",
             );
-            return ex
-                .respond(code, JSON, &[], body.to_string().as_bytes())
-                .await;
+            return refuse(ex, refusal).await;
         }
     }
     let behavior = ex.behavior.clone().unwrap_or_default();
-    let model = if behavior.model.is_empty() {
-        model
-    } else {
-        behavior.model.clone()
-    };
+    let model = behavior.model_or(&model);
     let prompt = prompt_words(&ex.request.body);
     let output = count_words(&behavior.reply).max(1);
     let response_id = format!("fake-{}", ex.n);
     let calls: Vec<Value> = behavior
-        .tool_calls
-        .iter()
-        .map(|(_, name, args)| {
-            let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
-            json!({"functionCall": {"name": name, "args": args}})
-        })
+        .calls_with_json_arguments()
+        .map(|(_, name, args)| json!({"functionCall": {"name": name, "args": args}}))
         .collect();
     let response_of = |parts: Vec<Value>, last: bool| {
         let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
@@ -340,14 +331,15 @@ async fn answer(mut ex: Exchange<Gemini>) {
             if !ex.pause(behavior.delay).await {
                 return;
             }
-            let extra: &[(&str, &str)] = if status == 429 {
-                &[("retry-after", "1")]
-            } else {
-                &[]
-            };
             let (_, body) = error(status, message, status_name(status));
-            ex.respond(status, JSON, extra, body.to_string().as_bytes())
-                .await
+            ex.respond_error(
+                status,
+                JSON,
+                &[],
+                status == 429,
+                body.to_string().as_bytes(),
+            )
+            .await
         }
         Mode::Blocked { ref reason } => {
             let body = json!({

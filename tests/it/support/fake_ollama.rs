@@ -89,21 +89,13 @@ fn problem(r: &RecordedRequest) -> Option<(u16, String)> {
         return Some((400, "model is required".into()));
     }
     if let Some(t) = body.get("tools").filter(|t| !t.is_array()) {
-        return Some((
-            400,
-            format!(
-                "json: cannot unmarshal {} into Go struct field ChatRequest.tools of type api.Tools",
-                go_type(t)
-            ),
-        ));
+        return Some(cannot_unmarshal(t, "ChatRequest.tools", "api.Tools"));
     }
     if let Some(o) = body.get("options").filter(|o| !o.is_object()) {
-        return Some((
-            400,
-            format!(
-                "json: cannot unmarshal {} into Go struct field ChatRequest.options of type map[string]interface {{}}",
-                go_type(o)
-            ),
+        return Some(cannot_unmarshal(
+            o,
+            "ChatRequest.options",
+            "map[string]interface {}",
         ));
     }
     for m in body
@@ -113,13 +105,7 @@ fn problem(r: &RecordedRequest) -> Option<(u16, String)> {
         .flatten()
     {
         if let Some(c) = m.get("content").filter(|c| !c.is_string()) {
-            return Some((
-                400,
-                format!(
-                    "json: cannot unmarshal {} into Go struct field Message.messages.content of type string",
-                    go_type(c)
-                ),
-            ));
+            return Some(cannot_unmarshal(c, "Message.messages.content", "string"));
         }
         for call in m
             .get("tool_calls")
@@ -129,12 +115,10 @@ fn problem(r: &RecordedRequest) -> Option<(u16, String)> {
         {
             let args = &call["function"]["arguments"];
             if !args.is_object() {
-                return Some((
-                    400,
-                    format!(
-                        "json: cannot unmarshal {} into Go struct field ToolCallFunction.messages.tool_calls.function.arguments of type api.ToolCallFunctionArguments",
-                        go_type(args)
-                    ),
+                return Some(cannot_unmarshal(
+                    args,
+                    "ToolCallFunction.messages.tool_calls.function.arguments",
+                    "api.ToolCallFunctionArguments",
                 ));
             }
         }
@@ -151,6 +135,17 @@ fn problem(r: &RecordedRequest) -> Option<(u16, String)> {
         }
     }
     None
+}
+
+/// Ollama's 400 for a field of the wrong JSON type, in the words of Go's decoder.
+fn cannot_unmarshal(value: &Value, field: &str, type_name: &str) -> (u16, String) {
+    (
+        400,
+        format!(
+            "json: cannot unmarshal {} into Go struct field {field} of type {type_name}",
+            go_type(value)
+        ),
+    )
 }
 
 fn go_type(v: &Value) -> &'static str {
@@ -202,19 +197,11 @@ async fn answer(mut ex: Exchange<Ollama>) {
     }
     let behavior = ex.behavior.clone().unwrap_or_default();
     let body = ex.request.body.clone();
-    let model = if behavior.model.is_empty() {
-        body["model"].as_str().unwrap_or("llama3.2").to_string()
-    } else {
-        behavior.model.clone()
-    };
+    let model = behavior.model_or(body["model"].as_str().unwrap_or("llama3.2"));
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(true);
     let calls: Vec<Value> = behavior
-        .tool_calls
-        .iter()
-        .map(|(_, name, args)| {
-            let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
-            json!({"function": {"name": name, "arguments": args}})
-        })
+        .calls_with_json_arguments()
+        .map(|(_, name, args)| json!({"function": {"name": name, "arguments": args}}))
         .collect();
     let record = |content: &str| {
         json!({"model": model, "created_at": CREATED_AT,
@@ -237,15 +224,11 @@ async fn answer(mut ex: Exchange<Ollama>) {
             if !ex.pause(behavior.delay).await {
                 return;
             }
-            let extra: &[(&str, &str)] = if status == 429 {
-                &[("retry-after", "1")]
-            } else {
-                &[]
-            };
-            ex.respond(
+            ex.respond_error(
                 status,
                 "application/json; charset=utf-8",
-                extra,
+                &[],
+                status == 429,
                 &error_body(message),
             )
             .await

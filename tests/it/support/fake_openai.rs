@@ -39,7 +39,7 @@ use json::{
 };
 
 use super::behavior::Faults;
-use super::http1::{count_words, split_reply};
+use super::http1::{count_words, halves, split_reply};
 pub use super::server::RecordedRequest;
 use super::server::{Exchange, FakeServer, Wire};
 
@@ -175,12 +175,7 @@ async fn answer(mut ex: Exchange<OpenAi>) {
             }
         },
         Route::Models => {
-            let model = ex.default_behavior().model;
-            let model = if model.is_empty() {
-                FALLBACK_MODEL.to_string()
-            } else {
-                model
-            };
+            let model = ex.default_behavior().model_or(FALLBACK_MODEL);
             let body = to_json(&ModelList {
                 object: "list",
                 data: [ModelEntry {
@@ -217,15 +212,12 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let body = &ex.request.body;
-    let model = if !behavior.model.is_empty() {
-        behavior.model.clone()
-    } else {
+    let model = behavior.model_or(
         body.get("model")
             .and_then(Value::as_str)
             .filter(|m| !m.is_empty())
-            .unwrap_or(FALLBACK_MODEL)
-            .to_string()
-    };
+            .unwrap_or(FALLBACK_MODEL),
+    );
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let include_usage = body
         .pointer("/stream_options/include_usage")
@@ -252,11 +244,9 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
             let kind = error_type(status, code);
             let code = (!code.is_empty()).then_some(code.as_str());
             let body = error_body(message, kind, code);
-            let mut extra = vec![("x-request-id", request_id.as_str())];
-            if status == 429 {
-                extra.push(("retry-after", "1"));
-            }
-            ex.respond(status, "application/json", &extra, &body).await
+            let extra = [("x-request-id", request_id.as_str())];
+            ex.respond_error(status, "application/json", &extra, status == 429, &body)
+                .await
         }
         Mode::Ok | Mode::CutAfter { .. } if !streaming => {
             if !ex.pause(behavior.delay).await {
@@ -399,14 +389,11 @@ async fn stream_reply(
     }
 
     for (i, (id, name, args)) in behavior.tool_calls.iter().enumerate() {
-        let half = args
-            .char_indices()
-            .nth(args.chars().count() / 2)
-            .map_or(0, |(b, _)| b);
+        let (first, second) = halves(args);
         let pieces = [
             serde_json::json!([{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]),
-            serde_json::json!([{"index": i, "function": {"arguments": &args[..half]}}]),
-            serde_json::json!([{"index": i, "function": {"arguments": &args[half..]}}]),
+            serde_json::json!([{"index": i, "function": {"arguments": first}}]),
+            serde_json::json!([{"index": i, "function": {"arguments": second}}]),
         ];
         for piece in pieces {
             let chunk = stream.chunk(
@@ -490,33 +477,4 @@ fn error_type(status: u16, code: &str) -> &'static str {
         500..=599 => "server_error",
         _ => "invalid_request_error",
     }
-}
-
-/// Keeps a child process that talks to this server on loopback: no proxy of the caller's
-/// environment may carry its requests away, and the caller's own keys and provider settings do
-/// not leak in.
-pub fn loopback_only(cmd: &mut std::process::Command) -> &mut std::process::Command {
-    cmd.env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost");
-    for var in [
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "OPENAI_API_KEY",
-        // Other providers' settings, so built-in instances do not reach out of the test.
-        "OLLAMA_HOST",
-        "OLLAMA_API_KEY",
-        "GEMINI_API_KEY",
-        "GOOGLE_API_KEY",
-        "GEMINI_BASE_URL",
-        "AZURE_OPENAI_ENDPOINT",
-        "AZURE_OPENAI_API_KEY",
-        "OPENAI_API_VERSION",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
 }

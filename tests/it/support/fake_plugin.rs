@@ -118,6 +118,14 @@ impl FakePlugin {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The `[plugins.NAME]` section of a genai config that enables this module as `name`.
+    pub fn enabled_as(&self, name: &str) -> String {
+        format!(
+            "[plugins.{name}]\nurl = \"{}\"\nenabled = true\n",
+            self.base_url()
+        )
+    }
+
     pub fn set_manifest(&self, manifest: Value) {
         self.wire().lock().manifest = manifest;
     }

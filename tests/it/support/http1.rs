@@ -60,6 +60,16 @@ pub async fn close_gracefully<F: Future<Output = ()>>(
     let _ = tokio::time::timeout(LINGER, closed).await;
 }
 
+/// Splits `text` in two on a char boundary, the second half one char longer when the count is
+/// odd (how the fakes stream tool arguments in two pieces).
+pub fn halves(text: &str) -> (&str, &str) {
+    let half = text
+        .char_indices()
+        .nth(text.chars().count() / 2)
+        .map_or(0, |(b, _)| b);
+    text.split_at(half)
+}
+
 /// Splits `reply` into exactly `chunks` (at least 1) pieces on char
 /// boundaries, the first ones one char longer when it doesn't divide evenly.
 pub fn split_reply(reply: &str, chunks: usize) -> Vec<&str> {

@@ -1,10 +1,15 @@
 //! What the integration tests run the product against: one loopback HTTP/1.1 server
 //! (`server.rs`, over the bytes of `http1.rs`) with one wire format per fake, and a JSON-RPC
-//! client for `genai daemon` (`rpc_client.rs`). Test support only: nothing here is shipped, and
-//! nothing here reaches past 127.0.0.1.
+//! client for `genai daemon` (`rpc_client.rs`, with the conversation steps of
+//! `conversation.rs`). `cli.rs` runs the `genai` binary with folders of its own, `loopback.rs`
+//! keeps every child process out of the caller's proxies and keys, `poll.rs` waits with a
+//! deadline for what no message announces, and `messages.rs` reads message lists. Test support
+//! only: nothing here is shipped, and nothing here reaches past 127.0.0.1.
 
 pub mod bedrock_auth;
 pub mod behavior;
+pub mod cli;
+pub mod conversation;
 pub mod fake_anthropic;
 pub mod fake_bedrock;
 pub mod fake_gemini;
@@ -14,5 +19,8 @@ pub mod fake_plugin;
 pub mod fake_scripted;
 pub mod file_server;
 pub mod http1;
+pub mod loopback;
+pub mod messages;
+pub mod poll;
 pub mod rpc_client;
 pub mod server;

@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -125,16 +125,11 @@ impl Daemon {
         std::fs::create_dir_all(&cfg.data_dir).expect("create the data dir");
         std::fs::create_dir_all(&cfg.config_dir).expect("create the config dir");
         let stderr = File::create(&cfg.stderr_path).expect("create the stderr file");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_genai"));
-        cmd.arg("daemon")
-            .stdin(Stdio::piped())
+        let mut cmd = super::cli::genai_in(&cfg.data_dir, &cfg.config_dir, &["daemon"]);
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
-            .env("GENAI_DATA_DIR", &cfg.data_dir)
-            .env("GENAI_CONFIG_DIR", &cfg.config_dir)
-            .env("GENAI_LOG", "debug")
-            .env_remove("OPENAI_BASE_URL");
-        super::fake_openai::loopback_only(&mut cmd);
+            .env("GENAI_LOG", "debug");
         for (k, v) in &cfg.env {
             cmd.env(k, v);
         }

@@ -141,6 +141,23 @@ impl<W: Wire> Exchange<W> {
         self.close().await;
     }
 
+    /// An error response, then a graceful close: the `extra` headers, and `retry-after: 1`
+    /// after them when `retry_later` (as the real APIs send with a 429).
+    pub async fn respond_error(
+        self,
+        status: u16,
+        content_type: &str,
+        extra: &[(&str, &str)],
+        retry_later: bool,
+        body: &[u8],
+    ) {
+        let mut headers = extra.to_vec();
+        if retry_later {
+            headers.push(("retry-after", "1"));
+        }
+        self.respond(status, content_type, &headers, body).await
+    }
+
     /// A 200 head with the full Content-Length and half the body; then the socket drops.
     pub async fn respond_cut(mut self, content_type: &str, extra: &[(&str, &str)], body: &[u8]) {
         let head = response_head(status_line(200), content_type, extra, Some(body.len()));

@@ -1,0 +1,107 @@
+//! Running the built `genai` binary as a user would, kept apart from the caller: its own data
+//! and config folders, on loopback only (see `loopback.rs`). Each test adds the variables it
+//! means after these. The output comes back whole; the `assert_*` helpers check only what their
+//! caller names (an exit code, text on stderr, the exact stdout).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use super::loopback::loopback_only;
+
+/// `genai args` on loopback with the given data and config folders.
+pub fn genai_in(data: &Path, config: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_genai"));
+    loopback_only(&mut c);
+    c.args(args)
+        .env("GENAI_DATA_DIR", data)
+        .env("GENAI_CONFIG_DIR", config);
+    c
+}
+
+/// A data folder and a config folder of one test's own, removed when it ends.
+pub struct Folders {
+    pub data: tempfile::TempDir,
+    pub config: tempfile::TempDir,
+}
+
+impl Folders {
+    pub fn new() -> Folders {
+        Folders {
+            data: tempfile::tempdir().unwrap(),
+            config: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `genai args` on loopback with these folders.
+    pub fn genai(&self, args: &[&str]) -> Command {
+        genai_in(self.data.path(), self.config.path(), args)
+    }
+
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+    }
+}
+
+/// Runs to the end with no stdin.
+pub fn output(mut c: Command) -> Output {
+    c.stdin(Stdio::null()).output().unwrap()
+}
+
+/// Runs to the end with `stdin` written to a pipe that is then closed (an empty pipe when None).
+pub fn output_with_stdin(mut c: Command, stdin: Option<&str>) -> Output {
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        input.write_all(s.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts that the run succeeded and printed exactly `expected` on stdout.
+#[track_caller]
+pub fn assert_prints(o: &Output, expected: &str) {
+    assert!(o.status.success(), "{}", stderr(o));
+    assert_eq!(stdout(o), expected);
+}
+
+/// Asserts that the run exited with `code` and said `needle` on stderr.
+#[track_caller]
+pub fn assert_fails_with(o: &Output, code: i32, needle: &str) {
+    assert_eq!(o.status.code(), Some(code), "{}", stderr(o));
+    assert_stderr_says(o, needle);
+}
+
+/// Asserts that the run said `needle` on stderr.
+#[track_caller]
+pub fn assert_stderr_says(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert!(err.contains(needle), "{err}");
+}
+
+/// The `messageCount` of every conversation in the output of `genai sessions list --json`,
+/// which must have succeeded.
+pub fn message_counts(sessions_list: &Output) -> Vec<i64> {
+    assert!(sessions_list.status.success(), "{}", stderr(sessions_list));
+    serde_json::from_slice::<Value>(&sessions_list.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["messageCount"].as_i64().unwrap())
+        .collect()
+}

@@ -147,10 +147,14 @@ fn only_front_ends_use_the_json_rpc_module() {
     let offenders: Vec<String> = sources()
         .into_iter()
         .filter(|(f, _)| !f.starts_with("rpc/") && !f.starts_with("cli/") && f != "boundaries.rs")
-        .filter(|(_, text)| code(text).contains("crate::rpc"))
+        // Spelled in two pieces so that a plain text search for it finds no false positive here.
+        .filter(|(_, text)| code(text).contains(concat!("crate::", "rpc")))
         .map(|(f, _)| f)
         .collect();
-    assert!(offenders.is_empty(), "crate::rpc used in {offenders:?}");
+    assert!(
+        offenders.is_empty(),
+        "the rpc module is used in {offenders:?}"
+    );
 }
 
 #[test]

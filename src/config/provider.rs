@@ -278,12 +278,16 @@ fn settings_of<T: DeserializeOwned + JsonSchema>(
     kind: &str,
     settings: Map<String, Value>,
 ) -> Result<T> {
-    let accepted = setting_names::<T>();
-    if let Some(unknown) = settings.keys().find(|k| !accepted.contains(k)) {
-        return Err(Error::invalid_params(format!(
-            "`{unknown}` is not a setting of kind {kind}; accepted: {}",
-            accepted.join(", ")
-        )));
+    // The names come from the JSON Schema, built only when there is a setting to check (the
+    // built-in instances made at every start have none).
+    if !settings.is_empty() {
+        let accepted = setting_names::<T>();
+        if let Some(unknown) = settings.keys().find(|k| !accepted.contains(k)) {
+            return Err(Error::invalid_params(format!(
+                "`{unknown}` is not a setting of kind {kind}; accepted: {}",
+                accepted.join(", ")
+            )));
+        }
     }
     serde_json::from_value(Value::Object(settings))
         .map_err(|e| Error::invalid_params(e.to_string()))

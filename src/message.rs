@@ -68,11 +68,37 @@ pub enum Part {
     },
     /// Structured data.
     Json { value: Value },
+    /// What the model thought before it answered, kept apart from the answer. `signature` is
+    /// the opaque proof some providers give with it and want back with a tool call (Claude's
+    /// thinking signature, Gemini's thought signature); a `redacted` part has no readable text
+    /// and carries the provider's encrypted thinking in `signature`.
+    Reasoning {
+        #[serde(default)]
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        redacted: bool,
+    },
 }
 
 impl Part {
     pub fn text(text: impl Into<String>) -> Part {
         Part::Text { text: text.into() }
+    }
+
+    /// Readable reasoning with its signature, if any.
+    pub fn reasoning(text: impl Into<String>, signature: Option<String>) -> Part {
+        Part::Reasoning {
+            text: text.into(),
+            signature,
+            redacted: false,
+        }
+    }
+
+    /// Whether this part is the model's reasoning.
+    pub fn is_reasoning(&self) -> bool {
+        matches!(self, Part::Reasoning { .. })
     }
 }
 
@@ -139,7 +165,6 @@ impl Message {
         Message::new(Role::Assistant, text)
     }
 
-    /// The text parts joined together, the form a chat bubble shows.
     /// The tool calls in this message: id, name, arguments.
     pub fn tool_calls(&self) -> Vec<(String, String, serde_json::Value)> {
         self.content
@@ -156,6 +181,7 @@ impl Message {
             .collect()
     }
 
+    /// The text parts joined together, the form a chat bubble shows (reasoning left out).
     pub fn text(&self) -> String {
         let mut out = String::new();
         for part in &self.content {
@@ -164,6 +190,24 @@ impl Message {
             }
         }
         out
+    }
+
+    /// The readable reasoning parts joined together (empty when there is none).
+    pub fn reasoning(&self) -> String {
+        let mut out = String::new();
+        for part in &self.content {
+            if let Part::Reasoning { text, .. } = part {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+
+    /// Whether this message calls a tool.
+    pub fn has_tool_calls(&self) -> bool {
+        self.content
+            .iter()
+            .any(|p| matches!(p, Part::ToolCall { .. }))
     }
 }
 
@@ -209,6 +253,23 @@ mod tests {
         assert!(
             matches!(&m.content[3], Part::ToolResult { content, .. } if content == &vec![Part::text("ok")])
         );
+    }
+
+    #[test]
+    fn reasoning_parts_round_trip_and_stay_out_of_the_text() {
+        let json = r#"{"role":"assistant","content":[{"type":"reasoning","text":"Let me think.","signature":"EqQB"},{"type":"reasoning","text":"","signature":"enc","redacted":true},{"type":"text","text":"4"}]}"#;
+        let m: Message = serde_json::from_str(json).unwrap();
+        assert_eq!(m.text(), "4");
+        assert_eq!(m.reasoning(), "Let me think.");
+        assert_eq!(
+            m.content[0],
+            Part::reasoning("Let me think.", Some("EqQB".into()))
+        );
+        assert!(matches!(
+            &m.content[1],
+            Part::Reasoning { redacted: true, .. }
+        ));
+        assert_eq!(serde_json::to_string(&m).unwrap(), json);
     }
 
     #[test]

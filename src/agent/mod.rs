@@ -31,6 +31,16 @@ use crate::store::Store;
 
 pub use tool_loop::ToolLoop;
 
+/// A streamed piece of a reply: the answer's text, or the model's reasoning before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delta<'a> {
+    Text(&'a str),
+    Reasoning(&'a str),
+}
+
+/// Receives the streamed pieces of a reply.
+pub type OnDelta<'a> = &'a (dyn Fn(Delta<'_>) + Send + Sync);
+
 /// Where an agent's turns are persisted.
 #[derive(Clone)]
 pub struct Persistence {
@@ -144,7 +154,7 @@ impl AIAgent {
     pub async fn send_prompt(
         &self,
         prompt: Vec<Message>,
-        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        on_delta: Option<OnDelta<'_>>,
         cancel: &CancellationToken,
     ) -> Result<PromptOutcome> {
         self.send_prompt_with_tools(prompt, on_delta, cancel, None)
@@ -159,7 +169,7 @@ impl AIAgent {
     pub async fn send_prompt_with_tools(
         &self,
         prompt: Vec<Message>,
-        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        on_delta: Option<OnDelta<'_>>,
         cancel: &CancellationToken,
         tools: Option<&ToolLoop<'_>>,
     ) -> Result<PromptOutcome> {
@@ -280,14 +290,14 @@ impl AIAgent {
         }
     }
 
-    /// One request to the model, streamed through `on_delta` when given; pieces of streamed
-    /// tool calls go to `on_call` when given.
+    /// One request to the model, streamed through `on_delta` when given (an event's reasoning
+    /// before its text); pieces of streamed tool calls go to `on_call` when given.
     async fn call_model(
         &self,
         model: &ModelConfiguration,
         messages: &[Message],
         options: &RequestOptions<'_>,
-        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        on_delta: Option<OnDelta<'_>>,
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     ) -> Result<ModelReply> {
         let request = model.prepare(messages, options)?;
@@ -296,10 +306,11 @@ impl AIAgent {
             ProviderResponse::Events(mut events) => {
                 let mut decoder = model.decoder();
                 while let Some(event) = events.next().await {
-                    for delta in decoder.feed(&event?)? {
-                        if let Some(f) = on_delta {
-                            f(&delta);
-                        }
+                    let text = decoder.feed(&event?)?;
+                    let reasoning = decoder.take_reasoning_deltas();
+                    if let Some(f) = on_delta {
+                        reasoning.iter().for_each(|r| f(Delta::Reasoning(r)));
+                        text.iter().for_each(|t| f(Delta::Text(t)));
                     }
                     let calls = decoder.take_tool_call_deltas();
                     if let Some(f) = on_call {

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::testing::{
     agent, calls_body, text_body, text_stream, Answer, ScriptedProvider, CONVERSATION,
 };
-use super::{AIAgent, PromptOutcome, ToolLoop};
+use super::{AIAgent, Delta, PromptOutcome, ToolLoop};
 use crate::config::ToolMode;
 use crate::error::ErrorKind;
 use crate::format::testing::assert_mentions;
@@ -129,7 +129,11 @@ async fn a_failed_turn_commits_nothing() {
         .unwrap_err();
     assert_eq!(e.message, "overloaded");
     let shown = Mutex::new(String::new());
-    let on_delta = |d: &str| shown.lock().unwrap().push_str(d);
+    let on_delta = |d: Delta<'_>| {
+        if let Delta::Text(d) = d {
+            shown.lock().unwrap().push_str(d)
+        }
+    };
     let e = a
         .send_prompt(vec![Message::user("hi")], Some(&on_delta), &cancel)
         .await
@@ -241,7 +245,11 @@ async fn the_react_loop_observes_and_streams_only_the_final_answer() {
     let run = |calls| runner.run(calls);
     let tools = tool_loop(&run, 4, ToolMode::Auto);
     let shown = Mutex::new(String::new());
-    let on_delta = |d: &str| shown.lock().unwrap().push_str(d);
+    let on_delta = |d: Delta<'_>| {
+        if let Delta::Text(d) = d {
+            shown.lock().unwrap().push_str(d)
+        }
+    };
     let outcome = a
         .send_prompt_with_tools(
             vec![Message::user("1+2?")],
@@ -319,4 +327,62 @@ async fn a_cancelled_turn_fails_and_commits_nothing() {
     assert_eq!(runner.calls.lock().unwrap().len(), 1);
     assert_eq!(stored(&store), (None, vec![]));
     assert!(a.history().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn reasoning_streams_apart_is_stored_once_and_not_sent_back() {
+    let event = |delta: Value| {
+        crate::format::StreamEvent::data(
+            json!({"model": "m", "choices": [{"index": 0, "delta": delta}]}).to_string(),
+        )
+    };
+    let stream = Answer::Events(vec![
+        event(json!({"role": "assistant", "reasoning_content": "Two and "})),
+        event(json!({"reasoning_content": "two."})),
+        event(json!({"content": "4"})),
+        crate::format::StreamEvent::data(
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
+        ),
+    ]);
+    let provider = ScriptedProvider::new(vec![stream, text_body("8")]);
+    let store = store();
+    let a = agent(provider.clone(), Some(store.clone()), None, vec![]);
+    let seen = Mutex::new(Vec::new());
+    let on_delta = |d: Delta<'_>| seen.lock().unwrap().push(format!("{d:?}"));
+    let outcome = a
+        .send_prompt(
+            vec![Message::user("2+2?")],
+            Some(&on_delta),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "Reasoning(\"Two and \")",
+            "Reasoning(\"two.\")",
+            "Text(\"4\")"
+        ]
+    );
+    assert_eq!(outcome.reply.message.text(), "4");
+    assert_eq!(
+        outcome.reply.message.content,
+        vec![Part::reasoning("Two and two.", None), Part::text("4")]
+    );
+    let (_, messages) = stored(&store);
+    assert_eq!(messages.len(), 2);
+    let stored_reasoning: Vec<_> = messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter(|p| p.is_reasoning())
+        .collect();
+    assert_eq!(stored_reasoning.len(), 1, "stored once: {messages:?}");
+    // The next request carries the answer, not the reasoning.
+    a.send_prompt(vec![Message::user("2*4?")], None, &CancellationToken::new())
+        .await
+        .unwrap();
+    let sent = provider.bodies()[1].to_string();
+    assert!(!sent.contains("Two and two"), "{sent}");
+    assert_eq!(provider.messages_of(1)[1], "assistant: 4");
 }

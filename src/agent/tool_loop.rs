@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::{AIAgent, TurnSteps};
+use super::{AIAgent, OnDelta, TurnSteps};
 use crate::config::ToolMode;
 use crate::error::Result;
 use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
@@ -20,7 +20,7 @@ impl AIAgent {
         &self,
         model: &ModelConfiguration,
         full: &[Message],
-        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        on_delta: Option<OnDelta<'_>>,
         tools: Option<&ToolLoop<'_>>,
     ) -> Result<TurnSteps> {
         let mut rounds = Rounds::default();

@@ -1,12 +1,14 @@
 //! The built-in `assistant` feature: plain chat. It sends the user's message (with the
 //! conversation's system prompt) to the agent, streams the reply, and ends the turn with the
-//! reply as summary and provider, model, usage and latency as details.
+//! reply as summary (its reasoning left out: that streams apart and stays in the history) and
+//! provider, model, usage and latency as details.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::{BuiltinFeature, Feature, Turn, TurnOutcome};
+use crate::agent::{Delta, OnDelta};
 
 pub const NAME: &str = "assistant";
 
@@ -24,8 +26,8 @@ pub struct Assistant;
 impl Feature for Assistant {
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome {
         let prompt = turn.prompt_with(turn.message.clone());
-        let stream_to = |delta: &str| turn.chunk(delta);
-        let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if turn.streaming() {
+        let stream_to = |delta: Delta<'_>| turn.stream(delta);
+        let on_delta: Option<OnDelta<'_>> = if turn.streaming() {
             Some(&stream_to)
         } else {
             None

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::AIAgent;
+use crate::agent::{AIAgent, Delta};
 use crate::config::FeatureConfig;
 use crate::error::{Error, Result};
 use crate::message::{Message, Usage};
@@ -50,6 +50,14 @@ impl Turn {
     /// Streams a piece of the reply to the client.
     pub fn chunk(&self, delta: &str) {
         self.emit(TurnEvent::Chunk(delta.to_string()));
+    }
+
+    /// Streams a piece of the reply or of its reasoning to the client.
+    pub fn stream(&self, delta: Delta<'_>) {
+        match delta {
+            Delta::Text(text) => self.chunk(text),
+            Delta::Reasoning(text) => self.emit(TurnEvent::Reasoning(text.to_string())),
+        }
     }
 
     /// The prompt of a plain turn: the conversation's system prompt, then `message`.

@@ -25,8 +25,9 @@ pub struct TurnRef {
 pub enum TurnEvent {
     /// The next piece of the reply's text.
     Chunk(String),
-    /// The next piece of the model's reasoning, streamed apart from the answer. No feature
-    /// emits it yet and the JSON-RPC protocol has no method for it; ports may ignore it.
+    /// The next piece of the model's reasoning, streamed apart from the answer (the built-in
+    /// features emit it; the daemon sends it as `OnReasoningChunk`). The whole reasoning is
+    /// also in the stored reply; ports may ignore the pieces.
     Reasoning(String),
     /// A piece of a tool call as the model streams it; `name` is the tool's own name
     /// (`SOURCE.function`), not its wire name.

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::port::Confirmation;
 use super::{BuiltinFeature, Feature, FeatureContext, Turn, TurnEvent, TurnOutcome};
-use crate::agent::ToolLoop;
+use crate::agent::{Delta, OnDelta, ToolLoop};
 use crate::config::ToolMode;
 use crate::format::{ToolCallDelta, ToolSpec};
 use crate::message::Part;
@@ -289,7 +289,10 @@ impl Feature for Tools {
                 })
             })
         };
-        let stream_to = |delta: &str| {
+        let stream_to = |delta: Delta<'_>| {
+            let Delta::Text(delta) = delta else {
+                return turn.stream(delta);
+            };
             let shown = filter
                 .lock()
                 .map(|mut f| f.push(delta, is_marker))
@@ -298,7 +301,7 @@ impl Feature for Tools {
                 turn.chunk(&shown);
             }
         };
-        let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if turn.streaming() {
+        let on_delta: Option<OnDelta<'_>> = if turn.streaming() {
             Some(&stream_to)
         } else {
             None

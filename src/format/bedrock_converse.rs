@@ -170,9 +170,12 @@ impl Format for BedrockConverse {
         };
         let mut content = Vec::new();
         let mut text = String::new();
+        let mut reasoning = Vec::new();
         for block in items(message, "/content") {
             if let Some(t) = block.get("text").and_then(Value::as_str) {
                 text.push_str(t);
+            } else if let Some(r) = block.get("reasoningContent") {
+                reasoning.extend(reasoning_part(r));
             } else if let Some(u) = block.get("toolUse") {
                 content.push(Part::ToolCall {
                     id: str_field(u, "toolUseId"),
@@ -185,6 +188,8 @@ impl Format for BedrockConverse {
         if !text.is_empty() {
             content.insert(0, Part::text(text));
         }
+        reasoning.append(&mut content);
+        let content = reasoning;
         Ok(ModelReply::assistant(
             content,
             v.get("usage").and_then(usage_of),
@@ -244,11 +249,42 @@ fn image_block(
     }
 }
 
-/// The content blocks of one message.
+/// The reasoning of a `reasoningContent` block: `reasoningText` (text and signature) or
+/// `redactedContent` (encrypted, base64).
+fn reasoning_part(r: &Value) -> Option<Part> {
+    if let Some(t) = r.get("reasoningText") {
+        return Some(Part::reasoning(
+            str_field(t, "text"),
+            t.get("signature")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        ));
+    }
+    let data = r.get("redactedContent").and_then(Value::as_str)?;
+    Some(Part::Reasoning {
+        text: String::new(),
+        signature: Some(data.to_string()),
+        redacted: true,
+    })
+}
+
+/// The content blocks of one message. Signed reasoning goes back only in a message that uses
+/// tools, where Claude's extended thinking requires it before the `toolUse`.
 fn content_blocks(m: &Message) -> Result<Vec<Value>> {
     let mut blocks = Vec::new();
+    let with_reasoning = m.has_tool_calls();
     for part in &m.content {
         match part {
+            Part::Reasoning {
+                text,
+                signature: Some(signature),
+                redacted,
+            } if with_reasoning => blocks.push(if *redacted {
+                json!({"reasoningContent": {"redactedContent": signature}})
+            } else {
+                json!({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}})
+            }),
+            Part::Reasoning { .. } => {}
             Part::Text { text } => {
                 if !text.is_empty() {
                     blocks.push(json!({ "text": text }));
@@ -362,6 +398,17 @@ impl EventReader for Events {
             "contentBlockDelta" => {
                 if let Some(t) = v.pointer("/delta/text").and_then(Value::as_str) {
                     reply.text(t);
+                }
+                if let Some(r) = v.pointer("/delta/reasoningContent") {
+                    if let Some(t) = r.get("text").and_then(Value::as_str) {
+                        reply.reasoning(t);
+                    }
+                    if let Some(s) = r.get("signature").and_then(Value::as_str) {
+                        reply.reasoning_signature(s);
+                    }
+                    if let Some(data) = r.get("redactedContent").and_then(Value::as_str) {
+                        reply.redacted_leading(data);
+                    }
                 }
                 if let Some(input) = v.pointer("/delta/toolUse/input").and_then(Value::as_str) {
                     let i = self.place(index);
@@ -784,5 +831,85 @@ mod tests {
             e.message,
             "the stream stopped with validationException: Malformed input request"
         );
+    }
+
+    // https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ReasoningContentBlock.html
+    // and ReasoningContentBlockDelta: reasoning text and its signature stream in deltas; the
+    // signed reasoning goes back before the toolUse of the same turn, nowhere else.
+    #[test]
+    fn reasoning_content_streams_and_goes_back_with_tool_use() {
+        let events = [
+            event("messageStart", r#"{"role":"assistant"}"#),
+            event(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"The user wants "}}}"#,
+            ),
+            event(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"a song."}}}"#,
+            ),
+            event(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"ErcBCkgIAhABGAIiQ"}}}"#,
+            ),
+            event("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+            event(
+                "contentBlockStart",
+                r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"top_song"}}}"#,
+            ),
+            event(
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\":\"WZPZ\"}"}}}"#,
+            ),
+            event("messageStop", r#"{"stopReason":"tool_use"}"#),
+            event(
+                "metadata",
+                r#"{"usage":{"inputTokens":12,"outputTokens":7}}"#,
+            ),
+        ];
+        let m = ModelConfiguration::new(&BedrockConverse, "m");
+        let mut d = m.decoder();
+        let mut reasoning = Vec::new();
+        for e in &events {
+            assert!(d.feed(e).unwrap().is_empty());
+            reasoning.extend(d.take_reasoning_deltas());
+        }
+        assert_eq!(reasoning, vec!["The user wants ", "a song."]);
+        let r = d.finish().unwrap();
+        assert_eq!(
+            r.message.content[0],
+            Part::reasoning("The user wants a song.", Some("ErcBCkgIAhABGAIiQ".into()))
+        );
+        let messages = [
+            Message::user("Top song?"),
+            r.message,
+            answered("tooluse_1", "Elemental Hotel"),
+        ];
+        let body = m.prepare_request(&messages, false).unwrap().body;
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([
+                {"reasoningContent": {"reasoningText": {"text": "The user wants a song.", "signature": "ErcBCkgIAhABGAIiQ"}}},
+                {"toolUse": {"toolUseId": "tooluse_1", "name": "top_song", "input": {"sign": "WZPZ"}}}
+            ])
+        );
+        // A whole answer: reasoning text and redacted content; without a tool use, none of it
+        // goes back.
+        let body = br#"{"output":{"message":{"role":"assistant","content":[
+            {"reasoningContent":{"reasoningText":{"text":"Easy.","signature":"sig"}}},
+            {"reasoningContent":{"redactedContent":"ZW5j"}},
+            {"text":"4"}]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1}}"#;
+        let r = m.extract(body).unwrap();
+        assert_eq!(r.message.reasoning(), "Easy.");
+        assert!(matches!(
+            &r.message.content[1],
+            Part::Reasoning { redacted: true, .. }
+        ));
+        assert_eq!(r.message.content[2], Part::text("4"));
+        let body = m
+            .prepare_request(&[Message::user("2+2"), r.message], false)
+            .unwrap()
+            .body;
+        assert_eq!(body["messages"][1]["content"], json!([{"text": "4"}]));
     }
 }

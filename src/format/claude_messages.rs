@@ -180,7 +180,7 @@ pub fn request_body(
         } else {
             "user"
         };
-        let blocks = blocks_of(&m.content)?;
+        let blocks = blocks_of(&m.content, m.has_tool_calls())?;
         if blocks.is_empty() {
             continue;
         }
@@ -224,11 +224,23 @@ pub fn request_body(
     Ok(body)
 }
 
-/// The content blocks of one message's parts.
-fn blocks_of(parts: &[Part]) -> Result<Vec<Value>> {
+/// The content blocks of one message's parts. Signed reasoning goes back only in a message that
+/// calls tools (`with_reasoning`): the API requires the thinking blocks before a `tool_use`
+/// whose result follows, and ignores them elsewhere.
+fn blocks_of(parts: &[Part], with_reasoning: bool) -> Result<Vec<Value>> {
     let mut blocks = Vec::new();
     for part in parts {
         match part {
+            Part::Reasoning {
+                text,
+                signature: Some(signature),
+                redacted,
+            } if with_reasoning => blocks.push(if *redacted {
+                json!({"type": "redacted_thinking", "data": signature})
+            } else {
+                json!({"type": "thinking", "thinking": text, "signature": signature})
+            }),
+            Part::Reasoning { .. } => {}
             // The API refuses empty text blocks.
             Part::Text { text } if text.is_empty() => {}
             Part::Text { text } => blocks.push(json!({"type": "text", "text": text})),
@@ -253,7 +265,7 @@ fn blocks_of(parts: &[Part]) -> Result<Vec<Value>> {
                 content,
                 is_error,
             } => {
-                let inner: Vec<Value> = blocks_of(content)?
+                let inner: Vec<Value> = blocks_of(content, false)?
                     .into_iter()
                     .filter(|b| b["type"] == "text" || b["type"] == "image")
                     .collect();
@@ -333,7 +345,19 @@ pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
                 arguments: block.get("input").cloned().unwrap_or_else(|| json!({})),
                 signature: None,
             }),
-            // thinking, redacted_thinking, server tool blocks: not part of the chat reply.
+            Some("thinking") => content.push(Part::reasoning(
+                str_field(block, "thinking"),
+                block
+                    .get("signature")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            )),
+            Some("redacted_thinking") => content.push(Part::Reasoning {
+                text: String::new(),
+                signature: Some(str_field(block, "data")),
+                redacted: true,
+            }),
+            // Server tool blocks: not part of the chat reply.
             _ => {}
         }
     }
@@ -430,6 +454,14 @@ impl EventReader for Events {
                         &str_field(&block, "name"),
                         block.get("input").filter(|i| i.is_object()).cloned(),
                     ),
+                    Some("thinking") => reply.start_reasoning(
+                        index,
+                        &str_field(&block, "thinking"),
+                        block.get("signature").and_then(Value::as_str),
+                    ),
+                    Some("redacted_thinking") => {
+                        reply.redacted_reasoning(index, &str_field(&block, "data"))
+                    }
                     _ => reply.skip_block(index),
                 }
             }
@@ -443,7 +475,13 @@ impl EventReader for Events {
                             reply.call_piece(index, None, None, &piece);
                         }
                     }
-                    // thinking_delta, signature_delta, citations_delta.
+                    Some("thinking_delta") => {
+                        reply.block_reasoning(index, &str_field(&delta, "thinking"))
+                    }
+                    Some("signature_delta") => {
+                        reply.block_signature(index, &str_field(&delta, "signature"))
+                    }
+                    // citations_delta and delta types added later.
                     _ => {}
                 }
             }
@@ -844,6 +882,149 @@ data: {"type":"message_stop"}
             })
             .unwrap_err();
         assert_mentions(&e, "invalid JSON");
+    }
+
+    // https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking: "Streaming
+    // thinking" (abridged): a thinking block, its signature_delta, then the text.
+    const THINKING_STREAM: &str = r#"event: message_start
+data: {"type": "message_start", "message": {"id": "msg_01", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5", "stop_reason": null, "usage": {"input_tokens": 20, "output_tokens": 1}}}
+
+event: content_block_start
+data: {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}
+
+event: content_block_delta
+data: {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me solve this step by step:\n\n1. First break down 27 * 453"}}
+
+event: content_block_delta
+data: {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "\n2. 453 = 400 + 50 + 3"}}
+
+event: content_block_delta
+data: {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}}
+
+event: content_block_stop
+data: {"type": "content_block_stop", "index": 0}
+
+event: content_block_start
+data: {"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}}
+
+event: content_block_stop
+data: {"type": "content_block_stop", "index": 1}
+
+event: content_block_start
+data: {"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}}
+
+event: content_block_delta
+data: {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "27 * 453 = 12,231"}}
+
+event: content_block_stop
+data: {"type": "content_block_stop", "index": 2}
+
+event: message_delta
+data: {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 100}}
+
+event: message_stop
+data: {"type": "message_stop"}
+"#;
+
+    #[test]
+    fn thinking_streams_apart_with_its_signature_and_redacted_blocks() {
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
+        let mut reasoning = Vec::new();
+        let mut text = Vec::new();
+        for chunk in THINKING_STREAM.split("\n\n") {
+            text.extend(feed_sse(&mut d, &format!("{chunk}\n\n")).unwrap());
+            reasoning.extend(d.take_reasoning_deltas());
+        }
+        assert_eq!(text, vec!["27 * 453 = 12,231"]);
+        assert_eq!(reasoning.len(), 2);
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.text(), "27 * 453 = 12,231");
+        assert_eq!(
+            r.message.content[0],
+            Part::reasoning(
+                "Let me solve this step by step:\n\n1. First break down 27 * 453\n2. 453 = 400 + 50 + 3",
+                Some("EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds".into())
+            )
+        );
+        assert_eq!(
+            r.message.content[1],
+            Part::Reasoning {
+                text: String::new(),
+                signature: Some("EmwKAhgBEgy3va3pzix".into()),
+                redacted: true
+            }
+        );
+    }
+
+    #[test]
+    fn extracts_thinking_and_redacted_thinking() {
+        let body = br#"{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","stop_reason":"tool_use",
+          "content":[{"type":"thinking","thinking":"I should look it up.","signature":"WaUjzkypQ2mUEVM36O2T"},
+                     {"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix"},
+                     {"type":"tool_use","id":"toolu_01","name":"get_weather","input":{"location":"Paris"}}],
+          "usage":{"input_tokens":10,"output_tokens":20}}"#;
+        let r = ModelConfiguration::new(&ClaudeMessages, "m")
+            .extract(body)
+            .unwrap();
+        assert_eq!(r.message.reasoning(), "I should look it up.");
+        assert!(
+            matches!(&r.message.content[1], Part::Reasoning { redacted: true, signature: Some(s), .. } if s == "EmwKAhgBEgy3va3pzix")
+        );
+        assert_eq!(r.message.text(), "");
+    }
+
+    // https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking: "Extended thinking
+    // with tool use": the thinking blocks go back, unchanged and first, in the assistant turn
+    // whose tool_use the next user turn answers; elsewhere they are left out.
+    #[test]
+    fn signed_thinking_goes_back_before_tool_use_and_nowhere_else() {
+        let m = ModelConfiguration::new(&ClaudeMessages, "claude-sonnet-4-5");
+        let messages = [
+            Message::user("Hi"),
+            said(
+                Role::Assistant,
+                vec![
+                    Part::reasoning("Greet.", Some("sig0".into())),
+                    Part::text("Hello!"),
+                ],
+            ),
+            Message::user("Weather in Paris?"),
+            said(
+                Role::Assistant,
+                vec![
+                    Part::reasoning("I should look it up.", Some("sig1".into())),
+                    Part::Reasoning {
+                        text: String::new(),
+                        signature: Some("enc".into()),
+                        redacted: true,
+                    },
+                    Part::reasoning("unsigned, from another model", None),
+                    call("toolu_01", "get_weather", json!({"location": "Paris"})),
+                ],
+            ),
+            Message {
+                role: Role::Tool,
+                content: vec![result("toolu_01", vec![Part::text("18°C")], false)],
+                from: None,
+            },
+        ];
+        let body = m.prepare_request(&messages, false).unwrap().body;
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello!"},
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "I should look it up.", "signature": "sig1"},
+                    {"type": "redacted_thinking", "data": "enc"},
+                    {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"location": "Paris"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_01", "content": [{"type": "text", "text": "18°C"}]}
+                ]}
+            ])
+        );
     }
 
     #[test]

@@ -107,6 +107,11 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         description: "Thinking tokens for thinking models; 0 off, -1 dynamic (generationConfig.thinkingConfig.thinkingBudget).",
     },
     ParameterSpec {
+        name: "include_thoughts",
+        kind: ParameterType::Boolean,
+        description: "Whether a thinking model sends summaries of its thoughts, which come back as reasoning (generationConfig.thinkingConfig.includeThoughts).",
+    },
+    ParameterSpec {
         name: "generation_config",
         kind: ParameterType::Object,
         description: "Any other generationConfig fields as a JSON object; the parameters above override its keys.",
@@ -131,10 +136,15 @@ fn generation_config(parameters: &Map<String, Value>) -> Map<String, Value> {
             config.insert(field.to_string(), v.clone());
         }
     }
-    if let Some(budget) = parameters.get("thinking_budget") {
-        let thinking = config.entry("thinkingConfig").or_insert_with(|| json!({}));
-        if let Value::Object(t) = thinking {
-            t.insert("thinkingBudget".into(), budget.clone());
+    for (name, field) in [
+        ("thinking_budget", "thinkingBudget"),
+        ("include_thoughts", "includeThoughts"),
+    ] {
+        if let Some(v) = parameters.get(name) {
+            let thinking = config.entry("thinkingConfig").or_insert_with(|| json!({}));
+            if let Value::Object(t) = thinking {
+                t.insert(field.into(), v.clone());
+            }
         }
     }
     config
@@ -360,11 +370,13 @@ fn media_type_of(url: &str) -> &'static str {
     }
 }
 
-/// The Gemini `parts` of one message.
+/// The Gemini `parts` of one message. Reasoning is not sent back: the signatures the API
+/// requires travel with the function calls.
 fn parts_of(m: &Message, names: &CallNames<'_>) -> Result<Vec<Value>> {
     let mut parts = Vec::new();
     for part in &m.content {
         parts.push(match part {
+            Part::Reasoning { .. } => continue,
             Part::Text { text } => json!({ "text": text }),
             Part::Json { value } => json!({ "text": value.to_string() }),
             Part::Image {
@@ -456,11 +468,16 @@ fn check_answer(v: &Value) -> Result<()> {
     Ok(())
 }
 
-/// Adds a candidate's function calls to `reply` and returns its text (thoughts left out).
+/// Adds a candidate's thoughts (as reasoning, with their signature) and function calls to
+/// `reply` and returns its text.
 fn read_parts(candidate: &Value, reply: &mut ReplyBuilder) -> String {
     let mut text = String::new();
     for part in items(candidate, "/content/parts") {
         if part.get("thought").and_then(Value::as_bool) == Some(true) {
+            reply.reasoning(part.get("text").and_then(Value::as_str).unwrap_or_default());
+            if let Some(signature) = part.get("thoughtSignature").and_then(Value::as_str) {
+                reply.reasoning_signature(signature);
+            }
             continue;
         }
         if let Some(t) = part.get("text").and_then(Value::as_str) {
@@ -633,6 +650,7 @@ mod tests {
         .unwrap();
         m.set_parameter("top_k", json!(10)).unwrap();
         m.set_parameter("thinking_budget", json!(0)).unwrap();
+        m.set_parameter("include_thoughts", json!("true")).unwrap();
         m.set_parameter("stop", json!("END")).unwrap();
         m.set_parameter(
             "safety_settings",
@@ -658,7 +676,7 @@ mod tests {
         );
         assert_eq!(
             b["generationConfig"],
-            json!({"topK": 10, "responseModalities": ["TEXT"], "stopSequences": ["END"], "thinkingConfig": {"thinkingBudget": 0}})
+            json!({"topK": 10, "responseModalities": ["TEXT"], "stopSequences": ["END"], "thinkingConfig": {"thinkingBudget": 0, "includeThoughts": true}})
         );
         assert_eq!(
             b["safetySettings"],
@@ -715,20 +733,31 @@ mod tests {
         let r = ModelConfiguration::new(&Gemini, "m").extract(body).unwrap();
         assert_eq!(
             r.message.content,
-            vec![call(
-                "call_0",
-                "schedule_meeting",
-                json!({"attendees": ["Bob", "Alice"], "date": "2025-03-27"})
-            )]
+            vec![
+                Part::reasoning("thinking it over", None),
+                call(
+                    "call_0",
+                    "schedule_meeting",
+                    json!({"attendees": ["Bob", "Alice"], "date": "2025-03-27"})
+                )
+            ]
         );
         assert_eq!(r.usage.unwrap().output_tokens, 12);
         let mut d = ModelConfiguration::new(&Gemini, "m").decoder();
         let event = std::str::from_utf8(body).unwrap().replace('\n', " ");
         assert!(d.feed(&StreamEvent::data(event)).unwrap().is_empty());
+        assert_eq!(d.take_reasoning_deltas(), vec!["thinking it over"]);
         let r = d.finish().unwrap();
         assert!(
-            matches!(&r.message.content[..], [Part::ToolCall { name, .. }] if name == "schedule_meeting")
+            matches!(&r.message.content[..], [Part::Reasoning { .. }, Part::ToolCall { name, .. }] if name == "schedule_meeting")
         );
+        // The thoughts are not sent back.
+        let m = ModelConfiguration::new(&Gemini, "m");
+        let body = m
+            .prepare_request(&[Message::user("x"), r.message], false)
+            .unwrap()
+            .body;
+        assert_eq!(body["contents"][1]["parts"].as_array().unwrap().len(), 1);
     }
 
     #[test]

@@ -159,7 +159,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     ParameterSpec {
         name: "think",
         kind: ParameterType::Boolean,
-        description: "For thinking models: whether the model thinks before answering (the thinking is not part of the reply).",
+        description: "For thinking models: whether the model thinks before answering; its thinking comes back as reasoning, apart from the answer.",
     },
 ];
 
@@ -255,6 +255,11 @@ impl Format for OllamaChat {
         }
         let msg = v.get("message").cloned().unwrap_or(Value::Null);
         let mut content = Vec::new();
+        if let Some(thinking) = msg.get("thinking").and_then(Value::as_str) {
+            if !thinking.is_empty() {
+                content.push(Part::reasoning(thinking, None));
+            }
+        }
         if let Some(text) = msg.get("content").and_then(Value::as_str) {
             if !text.is_empty() {
                 content.push(Part::text(text));
@@ -387,7 +392,8 @@ fn tool_calls_of(msg: &Value, first: usize) -> Vec<(String, String, Value)> {
         .collect()
 }
 
-/// One message in Ollama's shape; tool results become one `tool` message each.
+/// One message in Ollama's shape; tool results become one `tool` message each. Reasoning is
+/// not sent back: Ollama does not need it.
 fn to_wire(m: &Message, names: &CallNames<'_>) -> Result<Vec<Value>> {
     let mut texts = Vec::new();
     let mut images = Vec::new();
@@ -395,6 +401,7 @@ fn to_wire(m: &Message, names: &CallNames<'_>) -> Result<Vec<Value>> {
     let mut results = Vec::new();
     for part in &m.content {
         match part {
+            Part::Reasoning { .. } => {}
             Part::Text { text } => texts.push(text.clone()),
             Part::Json { value } => texts.push(value.to_string()),
             Part::Image { data: Some(d), .. } => images.push(Value::from(d.clone())),
@@ -454,6 +461,9 @@ impl EventReader for Events {
             reply.model = Some(model);
         }
         if let Some(msg) = v.get("message") {
+            if let Some(thinking) = msg.get("thinking").and_then(Value::as_str) {
+                reply.reasoning(thinking);
+            }
             if let Some(text) = msg.get("content").and_then(Value::as_str) {
                 reply.text(text);
             }
@@ -883,5 +893,47 @@ mod tests {
         );
         let e = d.feed(&StreamEvent::data("{\"model\":")).unwrap_err();
         assert_mentions(&e, "invalid JSON");
+    }
+
+    // https://github.com/ollama/ollama/blob/main/docs/api.md (thinking): with `think`, the
+    // message carries `thinking` apart from `content`, streamed record by record.
+    #[test]
+    fn thinking_is_reasoning_and_think_is_sent() {
+        let mut m = ModelConfiguration::new(&OllamaChat, "qwen3");
+        m.set_parameter("think", json!(true)).unwrap();
+        let req = m.prepare_request(&[Message::user("2+2?")], true).unwrap();
+        assert_eq!(req.body["think"], json!(true));
+        let lines = [
+            r#"{"model":"qwen3","message":{"role":"assistant","content":"","thinking":"Two plus "},"done":false}"#,
+            r#"{"model":"qwen3","message":{"role":"assistant","content":"","thinking":"two."},"done":false}"#,
+            r#"{"model":"qwen3","message":{"role":"assistant","content":"4"},"done":false}"#,
+            r#"{"model":"qwen3","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}"#,
+        ];
+        let mut d = m.decoder();
+        let mut reasoning = Vec::new();
+        let mut text = Vec::new();
+        for line in lines {
+            text.extend(d.feed(&StreamEvent::data(line)).unwrap());
+            reasoning.extend(d.take_reasoning_deltas());
+        }
+        assert_eq!(
+            (reasoning, text),
+            (
+                vec!["Two plus ".to_string(), "two.".into()],
+                vec!["4".to_string()]
+            )
+        );
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.content[0], Part::reasoning("Two plus two.", None));
+        let body = m
+            .prepare_request(&[Message::user("2+2?"), r.message], false)
+            .unwrap()
+            .body;
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "assistant", "content": "4"})
+        );
+        let whole = br#"{"model":"qwen3","message":{"role":"assistant","content":"4","thinking":"Easy."},"done":true}"#;
+        assert_eq!(m.extract(whole).unwrap().message.reasoning(), "Easy.");
     }
 }

@@ -185,6 +185,9 @@ impl Format for OpenAiChat {
             .ok_or_else(|| Error::provider("the provider's answer has no choices"))?;
         let msg = choice.get("message").cloned().unwrap_or(Value::Null);
         let mut content = Vec::new();
+        if let Some(reasoning) = reasoning_of(&msg) {
+            content.push(Part::reasoning(reasoning, None));
+        }
         if let Some(text) = msg.get("content").and_then(Value::as_str) {
             content.push(Part::text(text));
         } else if let Some(refusal) = msg.get("refusal").and_then(Value::as_str) {
@@ -252,13 +255,24 @@ fn usage_of(u: &Value) -> Option<Usage> {
     })
 }
 
-/// One message in OpenAI's shape; a message with tool results becomes one `tool` message each.
+/// The reasoning a message or delta carries: `reasoning_content` (DeepSeek, Qwen, vLLM,
+/// llama-server) or `reasoning` (OpenRouter, newer vLLM and Ollama's OpenAI endpoint).
+fn reasoning_of(v: &Value) -> Option<&str> {
+    ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
+        .filter(|r| !r.is_empty())
+}
+
+/// One message in OpenAI's shape (reasoning is never sent back: servers that give it refuse
+/// or ignore it in requests); a message with tool results becomes one `tool` message each.
 fn to_wire(m: &Message) -> Result<Vec<Value>> {
     let mut parts = Vec::new();
     let mut tool_calls = Vec::new();
     let mut results = Vec::new();
     for part in &m.content {
         match part {
+            Part::Reasoning { .. } => {}
             Part::Text { text } => parts.push(json!({"type": "text", "text": text})),
             Part::Json { value } => parts.push(json!({"type": "text", "text": value.to_string()})),
             Part::Image {
@@ -351,6 +365,9 @@ impl EventReader for Events {
                 continue;
             }
             let delta = choice.get("delta").cloned().unwrap_or(Value::Null);
+            if let Some(reasoning) = reasoning_of(&delta) {
+                reply.reasoning(reasoning);
+            }
             if let Some(text) = delta.get("content").and_then(Value::as_str) {
                 reply.text(text);
             }
@@ -472,5 +489,57 @@ mod tests {
             ))
             .unwrap_err();
         assert_eq!(e.message, "overloaded [server_error]");
+    }
+
+    // DeepSeek's reasoning model (api-docs.deepseek.com/guides/reasoning_model) streams
+    // `reasoning_content` before `content`; OpenRouter and newer vLLM call it `reasoning`. It
+    // is never sent back.
+    #[test]
+    fn reasoning_content_and_reasoning_deltas_are_reasoning() {
+        let m = ModelConfiguration::new(&OpenAiChat, "deepseek-reasoner");
+        let mut d = m.decoder();
+        let chunk = |delta: Value| {
+            StreamEvent::data(json!({"choices": [{"index": 0, "delta": delta}]}).to_string())
+        };
+        assert!(d
+            .feed(&chunk(
+                json!({"role": "assistant", "content": null, "reasoning_content": "9.11 vs 9.8"})
+            ))
+            .unwrap()
+            .is_empty());
+        d.feed(&chunk(json!({"reasoning": ": 9.8 is larger."})))
+            .unwrap();
+        assert_eq!(
+            d.take_reasoning_deltas(),
+            vec!["9.11 vs 9.8", ": 9.8 is larger."]
+        );
+        assert_eq!(
+            d.feed(&chunk(json!({"content": "9.8", "reasoning_content": null})))
+                .unwrap(),
+            vec!["9.8"]
+        );
+        d.feed(&StreamEvent::data("[DONE]")).unwrap();
+        let r = d.finish().unwrap();
+        assert_eq!(
+            r.message.content,
+            vec![
+                Part::reasoning("9.11 vs 9.8: 9.8 is larger.", None),
+                Part::text("9.8")
+            ]
+        );
+        let body = m
+            .prepare_request(&[Message::user("9.11 or 9.8?"), r.message], false)
+            .unwrap()
+            .body;
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "assistant", "content": "9.8"})
+        );
+        let whole = br#"{"model":"deepseek-reasoner","choices":[{"index":0,"message":{"role":"assistant","content":"9.8","reasoning_content":"Compare."},"finish_reason":"stop"}]}"#;
+        let r = m.extract(whole).unwrap();
+        assert_eq!(
+            (r.message.reasoning().as_str(), r.message.text().as_str()),
+            ("Compare.", "9.8")
+        );
     }
 }

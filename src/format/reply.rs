@@ -1,6 +1,6 @@
 //! The reply of a streamed answer, built up as a format's decoder reads its events: text,
-//! tool calls put together from their pieces, usage, finish reason, model id, signatures, and
-//! the pieces not yet handed to the caller.
+//! reasoning, tool calls put together from their pieces, usage, finish reason, model id,
+//! signatures, and the pieces not yet handed to the caller.
 //!
 //! Every format's stream decoder is an [`EventReader`] that feeds one [`ReplyBuilder`];
 //! [`StreamDecoder`] runs the two. The builder owns what every stream has in common (putting
@@ -44,8 +44,30 @@ pub fn event_json(event: &StreamEvent) -> Result<Option<Value>> {
 enum Block {
     Text(String),
     Call(Call),
-    /// A block that is not part of the chat reply (thinking and the like).
+    Reasoning(Reasoning),
+    /// A block that is not part of the chat reply (server tools and the like).
     Other,
+}
+
+/// Reasoning as it is put together.
+#[derive(Default)]
+struct Reasoning {
+    text: String,
+    signature: Option<String>,
+    redacted: bool,
+}
+
+impl Reasoning {
+    fn into_part(self) -> Option<Part> {
+        if self.text.is_empty() && self.signature.is_none() {
+            return None;
+        }
+        Some(Part::Reasoning {
+            text: self.text,
+            signature: self.signature,
+            redacted: self.redacted,
+        })
+    }
 }
 
 /// A tool call as it is put together.
@@ -64,11 +86,14 @@ struct Call {
 /// last took them wait in the builder.
 #[derive(Default)]
 pub struct ReplyBuilder {
-    /// The reply's text, placed before the blocks.
+    /// Reasoning that came outside blocks, placed first (a redacted one starts another).
+    reasoning: Vec<Reasoning>,
+    /// The reply's text, placed after that reasoning and before the blocks.
     text: String,
     /// Calls (and, for formats with content blocks, text blocks) by key, in key order.
     blocks: BTreeMap<usize, Block>,
     text_deltas: Vec<String>,
+    reasoning_deltas: Vec<String>,
     call_deltas: Vec<ToolCallDelta>,
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
@@ -98,6 +123,96 @@ impl ReplyBuilder {
             self.text.push_str(piece);
             self.text_deltas.push(piece.to_string());
         }
+    }
+
+    /// Appends a piece of the reasoning that comes before the reply's text.
+    pub fn reasoning(&mut self, piece: &str) {
+        if !piece.is_empty() {
+            self.leading().text.push_str(piece);
+            self.reasoning_deltas.push(piece.to_string());
+        }
+    }
+
+    /// The readable reasoning outside blocks being written.
+    fn leading(&mut self) -> &mut Reasoning {
+        if self.reasoning.last().is_none_or(|r| r.redacted) {
+            self.reasoning.push(Reasoning::default());
+        }
+        let last = self.reasoning.len() - 1;
+        &mut self.reasoning[last]
+    }
+
+    /// Redacted reasoning outside blocks: no text to show, `data` to send back.
+    pub fn redacted_leading(&mut self, data: &str) {
+        self.reasoning.push(Reasoning {
+            signature: Some(data.to_string()),
+            redacted: true,
+            ..Reasoning::default()
+        });
+    }
+
+    /// Sets the signature of the reasoning that comes before the reply's text (signatures
+    /// outside blocks come whole).
+    pub fn reasoning_signature(&mut self, signature: &str) {
+        if !signature.is_empty() {
+            self.leading().signature = Some(signature.to_string());
+        }
+    }
+
+    /// Starts reasoning block `key` with `text` and its signature so far.
+    pub fn start_reasoning(&mut self, key: usize, text: &str, signature: Option<&str>) {
+        if !text.is_empty() {
+            self.reasoning_deltas.push(text.to_string());
+        }
+        let reasoning = Reasoning {
+            text: text.to_string(),
+            signature: signature.filter(|s| !s.is_empty()).map(str::to_string),
+            redacted: false,
+        };
+        self.blocks.insert(key, Block::Reasoning(reasoning));
+    }
+
+    /// A block of redacted (encrypted) reasoning: no text to show, `data` to send back.
+    pub fn redacted_reasoning(&mut self, key: usize, data: &str) {
+        let reasoning = Reasoning {
+            signature: Some(data.to_string()),
+            redacted: true,
+            ..Reasoning::default()
+        };
+        self.blocks.insert(key, Block::Reasoning(reasoning));
+    }
+
+    /// Reasoning that arrived whole, after the blocks so far.
+    pub fn whole_reasoning(&mut self, text: &str, signature: Option<&str>) {
+        let key = self.blocks.keys().next_back().map_or(0, |k| k + 1);
+        self.start_reasoning(key, text, signature);
+    }
+
+    fn reasoning_block(&mut self, key: usize) -> &mut Reasoning {
+        let block = self
+            .blocks
+            .entry(key)
+            .or_insert_with(|| Block::Reasoning(Reasoning::default()));
+        if !matches!(block, Block::Reasoning(_)) {
+            *block = Block::Reasoning(Reasoning::default());
+        }
+        match block {
+            Block::Reasoning(r) => r,
+            _ => unreachable!("the block was just made reasoning"),
+        }
+    }
+
+    /// Appends to reasoning block `key` (started if new).
+    pub fn block_reasoning(&mut self, key: usize, piece: &str) {
+        if !piece.is_empty() {
+            self.reasoning_block(key).text.push_str(piece);
+            self.reasoning_deltas.push(piece.to_string());
+        }
+    }
+
+    /// Appends to the signature of reasoning block `key` (started if new).
+    pub fn block_signature(&mut self, key: usize, piece: &str) {
+        push_signature(&mut self.reasoning_block(key).signature, piece);
     }
 
     /// Starts text block `key` with `text`.
@@ -227,7 +342,7 @@ impl ReplyBuilder {
             && self.blocks.values().all(|b| match b {
                 Block::Text(t) => t.is_empty(),
                 Block::Call(_) => false,
-                Block::Other => true,
+                Block::Reasoning(_) | Block::Other => true,
             })
     }
 
@@ -245,6 +360,11 @@ impl ReplyBuilder {
         std::mem::take(&mut self.text_deltas)
     }
 
+    /// The reasoning pieces read since the last call.
+    pub fn take_reasoning_deltas(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.reasoning_deltas)
+    }
+
     /// The tool-call pieces read since the last call, in order.
     pub fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
         std::mem::take(&mut self.call_deltas)
@@ -258,10 +378,12 @@ impl ReplyBuilder {
         self.into_reply()
     }
 
-    /// The reply as it stands: the text first, then the blocks in key order (empty text left
-    /// out); arguments are parsed as JSON (blank: the start value, else `{}`).
+    /// The reply as it stands: the reasoning outside blocks, the text, then the blocks in key
+    /// order (empty text left out); arguments are parsed as JSON (blank: the start value, else
+    /// `{}`).
     pub fn into_reply(self) -> Result<ModelReply> {
         let mut content = Vec::new();
+        content.extend(self.reasoning.into_iter().filter_map(Reasoning::into_part));
         if !self.text.is_empty() {
             content.push(Part::text(self.text));
         }
@@ -274,6 +396,7 @@ impl ReplyBuilder {
                     name: call.name,
                     signature: call.signature,
                 }),
+                Block::Reasoning(r) => content.extend(r.into_part()),
                 _ => {}
             }
         }
@@ -283,6 +406,13 @@ impl ReplyBuilder {
             self.finish_reason,
             self.model,
         ))
+    }
+}
+
+/// Adds a piece to a signature (streams may send it in pieces).
+fn push_signature(signature: &mut Option<String>, piece: &str) {
+    if !piece.is_empty() {
+        signature.get_or_insert_with(String::new).push_str(piece);
     }
 }
 
@@ -340,6 +470,11 @@ impl StreamDecoder {
     pub fn feed(&mut self, event: &StreamEvent) -> Result<Vec<String>> {
         self.reader.read(event, &mut self.reply)?;
         Ok(self.reply.take_text_deltas())
+    }
+
+    /// The pieces of reasoning read since the last call, in order.
+    pub fn take_reasoning_deltas(&mut self) -> Vec<String> {
+        self.reply.take_reasoning_deltas()
     }
 
     /// The pieces of tool calls read since the last call, in order (a format that delivers
@@ -411,5 +546,44 @@ mod tests {
         assert_eq!(content[1], call("id", "f", json!({"k": 1})));
         assert_eq!(content[2], Part::text("B"));
         assert!(matches!(&content[3], Part::ToolCall { signature: Some(s), .. } if s == "sig"));
+    }
+
+    #[test]
+    fn reasoning_keeps_its_place_its_signature_and_its_own_deltas() {
+        let mut r = ReplyBuilder::new();
+        r.start_reasoning(0, "Let", None);
+        r.block_reasoning(0, " me think.");
+        r.block_signature(0, "Eq");
+        r.block_signature(0, "QB");
+        r.redacted_reasoning(1, "enc");
+        r.start_text(2, "4");
+        assert_eq!(r.take_reasoning_deltas(), vec!["Let", " me think."]);
+        assert_eq!(r.take_text_deltas(), vec!["4"]);
+        assert!(!r.is_empty());
+        let content = r.into_reply().unwrap().message.content;
+        assert_eq!(
+            content[0],
+            Part::reasoning("Let me think.", Some("EqQB".into()))
+        );
+        assert!(
+            matches!(&content[1], Part::Reasoning { redacted: true, signature: Some(s), .. } if s == "enc")
+        );
+        assert_eq!(content[2], Part::text("4"));
+
+        // Reasoning outside blocks comes before the text.
+        let mut r = ReplyBuilder::new();
+        r.text("answer");
+        r.reasoning("thought");
+        assert!(!r.is_empty());
+        let content = r.into_reply().unwrap().message.content;
+        assert_eq!(
+            content,
+            vec![Part::reasoning("thought", None), Part::text("answer")]
+        );
+
+        // Reasoning alone is no answer.
+        let mut r = ReplyBuilder::new();
+        r.reasoning("thought");
+        assert!(r.is_empty());
     }
 }

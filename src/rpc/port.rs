@@ -1,5 +1,5 @@
 //! The daemon's client port: turns the core's events into this connection's notifications
-//! (`OnFeatureResponseChunk`, `OnFeatureResponse`, `OnToolCallChunk`, `DoAction`,
+//! (`OnFeatureResponseChunk`, `OnReasoningChunk`, `OnFeatureResponse`, `OnToolCallChunk`, `DoAction`,
 //! `OnPromptResponse*`, `OnNewMessage` to a hosting client) and the core's questions into
 //! daemon→client requests (`RequestConfirmation`) whose answers it matches by id.
 //!
@@ -193,8 +193,11 @@ impl ClientPort for RpcPort {
                 turn_id: turn.turn_id.clone(),
                 delta,
             }),
-            // The protocol has no method for reasoning yet.
-            TurnEvent::Reasoning(_) => return,
+            TurnEvent::Reasoning(delta) => Event::OnReasoningChunk(FeatureResponseChunk {
+                conversation_id: turn.conversation_id.clone(),
+                turn_id: turn.turn_id.clone(),
+                delta,
+            }),
             TurnEvent::ToolCall(d) => Event::OnToolCallChunk(ToolCallChunk {
                 conversation_id: turn.conversation_id.clone(),
                 turn_id: turn.turn_id.clone(),

@@ -413,6 +413,8 @@ pub struct NewMessageToFeature {
 #[serde(tag = "method", content = "params")]
 pub enum Event {
     OnFeatureResponseChunk(FeatureResponseChunk),
+    /// A piece of the model's reasoning, apart from the answer's chunks (same params).
+    OnReasoningChunk(FeatureResponseChunk),
     OnFeatureResponse(FeatureResponse),
     OnPromptResponseChunk(PromptResponseChunk),
     OnPromptResponse(PromptResponse),

@@ -72,6 +72,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
             "notification.OnFeatureResponseChunk",
             s::<FeatureResponseChunk>(),
         ),
+        ("notification.OnReasoningChunk", s::<FeatureResponseChunk>()),
         ("notification.OnFeatureResponse", s::<FeatureResponse>()),
         (
             "notification.OnPromptResponseChunk",

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::{poisoned, Framework};
+use crate::agent::{Delta, OnDelta};
 use crate::error::{Error, Result};
 use crate::feature::port::{ClientPort, PromptEvent, PromptRef};
 use crate::message::Message;
@@ -51,10 +52,13 @@ impl Framework {
             let (worker_port, worker_id) = (port.clone(), id.clone());
             // The prompt runs in its own task so that a panic still ends it with `Done`.
             let work = tokio::spawn(async move {
-                let stream_to = |delta: &str| {
-                    worker_port.prompt_event(&worker_id, PromptEvent::Chunk(delta.to_string()))
+                // A prompt streams the answer's text only; its reasoning is in the reply.
+                let stream_to = |delta: Delta<'_>| {
+                    if let Delta::Text(delta) = delta {
+                        worker_port.prompt_event(&worker_id, PromptEvent::Chunk(delta.to_string()))
+                    }
                 };
-                let on_delta: Option<&(dyn Fn(&str) + Send + Sync)> = if worker_port.streaming() {
+                let on_delta: Option<OnDelta<'_>> = if worker_port.streaming() {
                     Some(&stream_to)
                 } else {
                     None

@@ -15,7 +15,7 @@ use parse::{labels, Label};
 pub use parse::{parse, Action, Parsed, Step, StreamFilter};
 
 use super::tool_loop::{Rounds, ToolLoop};
-use super::{AIAgent, TurnSteps};
+use super::{AIAgent, Delta, OnDelta, TurnSteps};
 use crate::error::Result;
 use crate::format::wire::text_of;
 use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
@@ -149,20 +149,27 @@ impl AIAgent {
         &self,
         model: &ModelConfiguration,
         full: &[Message],
-        on_delta: Option<&(dyn Fn(&str) + Send + Sync)>,
+        on_delta: Option<OnDelta<'_>>,
         tools: &ToolLoop<'_>,
     ) -> Result<TurnSteps> {
         let mut rounds = Rounds::default();
         loop {
             let messages = prompt(&rounds.start(full), &tools.specs);
             let filter = std::sync::Mutex::new(StreamFilter::new());
-            let filtered = |delta: &str| {
+            let filtered = |delta: Delta<'_>| {
+                let Delta::Text(delta) = delta else {
+                    // Reasoning is the model's own and never holds an action: shown as is.
+                    if let Some(f) = on_delta {
+                        f(delta);
+                    }
+                    return;
+                };
                 let shown = filter.lock().map(|mut f| f.push(delta)).unwrap_or_default();
                 if let (Some(f), false) = (on_delta, shown.is_empty()) {
-                    f(&shown);
+                    f(Delta::Text(&shown));
                 }
             };
-            let stream_to: Option<&(dyn Fn(&str) + Send + Sync)> = match on_delta {
+            let stream_to: Option<OnDelta<'_>> = match on_delta {
                 Some(_) => Some(&filtered),
                 None => None,
             };
@@ -232,9 +239,11 @@ impl AIAgent {
                 .map(|mut f| f.finish(&answer))
                 .unwrap_or_default();
             if let (Some(f), false) = (on_delta, rest.is_empty()) {
-                f(&rest);
+                f(Delta::Text(&rest));
             }
-            reply.message.content = vec![Part::text(answer)];
+            // The answer replaces the text; the reasoning before it is kept.
+            reply.message.content.retain(Part::is_reasoning);
+            reply.message.content.push(Part::text(answer));
             return Ok(rounds.end(reply));
         }
     }

@@ -61,10 +61,17 @@ fn type_and_range(p: &Value) -> (String, String) {
             };
             format!("{}..={}", show(min), show(max))
         }
-        _ => String::new(),
+        _ => p["values"]
+            .as_array()
+            .map(|v| {
+                let words: Vec<&str> = v.iter().filter_map(Value::as_str).collect();
+                words.join(", ")
+            })
+            .unwrap_or_default(),
     };
     let t = match t.as_str() {
         "stringList" => "string or list".to_string(),
+        "oneOf" => "one of".to_string(),
         _ => t,
     };
     (t, range)

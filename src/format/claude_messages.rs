@@ -16,14 +16,14 @@
 
 use serde_json::{json, Map, Value};
 
-use super::parameters::with_stops;
+use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
 use super::wire::{arguments_object, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
+    ParameterType, Parameters, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
 
 pub const FORMAT: &str = "claude-messages";
@@ -91,7 +91,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     ParameterSpec {
         name: "thinking",
         kind: ParameterType::Object,
-        description: "Extended thinking, such as {\"type\":\"enabled\",\"budget_tokens\":2048}.",
+        description: "Extended thinking: a budget of thinking tokens (1024 or more, the same as {\"type\":\"enabled\",\"budget_tokens\":N}), false to turn it off, or the API's object. The thinking comes back as reasoning; max_tokens, when unset, becomes the budget plus 4096.",
     },
     ParameterSpec {
         name: "service_tier",
@@ -116,6 +116,16 @@ pub const SPEC: FormatSpec = FormatSpec {
 impl Format for ClaudeMessages {
     fn spec(&self) -> &'static FormatSpec {
         &SPEC
+    }
+
+    /// `thinking` also takes a budget or `false`, which the spec table cannot say: it is
+    /// checked here; everything else against the table.
+    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
+        if name.eq_ignore_ascii_case("thinking") && !value.is_null() {
+            parameters::store(parameters, "thinking", thinking_value(value)?);
+            return Ok(());
+        }
+        parameters::set_checked(FORMAT, PARAMETERS, parameters, name, value)
     }
 
     fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
@@ -144,6 +154,64 @@ impl Format for ClaudeMessages {
     fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
         StreamDecoder::new(Events, ReplyBuilder::with_strict_arguments())
     }
+}
+
+/// The fewest thinking tokens the API accepts.
+pub const MIN_THINKING_BUDGET: u64 = 1024;
+
+/// `thinking` as the API takes it: a budget (a number, or numeric text) becomes
+/// `{"type":"enabled","budget_tokens":N}`, `false` (or "off", "disabled") `{"type":"disabled"}`;
+/// an object (or its JSON text) needs a `type`, and an enabled one a budget of at least
+/// [`MIN_THINKING_BUDGET`].
+fn thinking_value(value: Value) -> Result<Value> {
+    let bad = |why: String| {
+        Error::new(
+            ErrorKind::InvalidParameter,
+            format!("{FORMAT} parameter `thinking`: {why}"),
+        )
+    };
+    let text = value.as_str().map(|t| t.trim().to_string());
+    let object = match (value, text.as_deref()) {
+        (Value::Bool(false), _) | (_, Some("false" | "off" | "disabled")) => {
+            return Ok(json!({"type": "disabled"}))
+        }
+        (Value::Number(n), _) => json!({"type": "enabled", "budget_tokens": n}),
+        (_, Some(t)) if t.parse::<u64>().is_ok() => {
+            json!({"type": "enabled", "budget_tokens": t.parse::<u64>().unwrap_or_default()})
+        }
+        (Value::Object(o), _) => Value::Object(o),
+        (_, Some(t)) => match serde_json::from_str::<Value>(t) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => {
+                return Err(bad(format!(
+                    "expected a budget of thinking tokens, false, or a JSON object, got {t:?}"
+                )))
+            }
+        },
+        (other, None) => {
+            return Err(bad(format!(
+                "expected a budget of thinking tokens, false, or a JSON object, got {other}"
+            )))
+        }
+    };
+    match object["type"].as_str() {
+        Some("enabled") => match object["budget_tokens"].as_u64() {
+            Some(n) if n >= MIN_THINKING_BUDGET => Ok(object),
+            _ => Err(bad(format!(
+                "the budget_tokens of enabled thinking must be an integer of at least {MIN_THINKING_BUDGET}"
+            ))),
+        },
+        Some(_) => Ok(object),
+        None => Err(bad("the object needs a `type`, such as \"enabled\"".into())),
+    }
+}
+
+/// The thinking budget of enabled thinking, if any.
+fn thinking_budget(parameters: &Map<String, Value>) -> Option<u64> {
+    let thinking = parameters.get("thinking")?;
+    (thinking["type"] == "enabled")
+        .then(|| thinking["budget_tokens"].as_u64())
+        .flatten()
 }
 
 /// The Messages API body for these messages: `model`, `max_tokens` (default
@@ -206,7 +274,22 @@ pub fn request_body(
 
     let mut body = Map::new();
     body.insert("model".into(), Value::from(model));
-    body.insert("max_tokens".into(), Value::from(DEFAULT_MAX_TOKENS));
+    // The reply's tokens include the thinking: with a budget, the default leaves room for it.
+    let budget = thinking_budget(parameters);
+    body.insert(
+        "max_tokens".into(),
+        Value::from(DEFAULT_MAX_TOKENS + budget.unwrap_or(0)),
+    );
+    if let (Some(budget), Some(max)) =
+        (budget, parameters.get("max_tokens").and_then(Value::as_u64))
+    {
+        if max <= budget {
+            return Err(Error::new(
+                ErrorKind::InvalidParameter,
+                format!("{FORMAT}: max_tokens ({max}) must be more than the thinking budget ({budget}), which it includes"),
+            ));
+        }
+    }
     if !system.is_empty() {
         body.insert("system".into(), Value::from(system.join("\n\n")));
     }
@@ -583,6 +666,52 @@ mod tests {
         assert_mentions(&e, "outside");
         let e = m.set_parameter("stop", json!("x")).unwrap_err();
         assert_mentions(&e, "stop_sequences");
+    }
+
+    #[test]
+    fn thinking_takes_a_budget_false_or_the_object_and_leaves_room_for_the_reply() {
+        let mut m = ModelConfiguration::new(&ClaudeMessages, "claude-sonnet-4-5");
+        m.set_parameter("thinking", json!("2048")).unwrap();
+        let body = m
+            .prepare_request(&[Message::user("Hi")], false)
+            .unwrap()
+            .body;
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 2048})
+        );
+        assert_eq!(body["max_tokens"], 2048 + DEFAULT_MAX_TOKENS);
+        m.set_parameter("max_tokens", json!(2000)).unwrap();
+        let e = m
+            .prepare_request(&[Message::user("Hi")], false)
+            .unwrap_err();
+        assert_mentions(&e, "must be more than the thinking budget (2048)");
+        m.set_parameter("max_tokens", json!(8000)).unwrap();
+        assert_eq!(
+            m.prepare_request(&[Message::user("Hi")], false)
+                .unwrap()
+                .body["max_tokens"],
+            8000
+        );
+        m.set_parameter("Thinking", json!(false)).unwrap();
+        assert_eq!(m.parameters["thinking"], json!({"type": "disabled"}));
+        m.set_parameter(
+            "thinking",
+            json!("{\"type\":\"enabled\",\"budget_tokens\":4000}"),
+        )
+        .unwrap();
+        assert_eq!(m.parameters["thinking"]["budget_tokens"], 4000);
+        for bad in [
+            json!(100),
+            json!({"budget_tokens": 2048}),
+            json!("lots"),
+            json!([1]),
+        ] {
+            let e = m.set_parameter("thinking", bad.clone()).unwrap_err();
+            assert_mentions(&e, "parameter `thinking`");
+        }
+        m.set_parameter("thinking", Value::Null).unwrap();
+        assert!(!m.parameters.contains_key("thinking"));
     }
 
     // https://docs.anthropic.com/en/docs/build-with-claude/vision: base64 and URL sources.

@@ -159,7 +159,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     ParameterSpec {
         name: "think",
         kind: ParameterType::Boolean,
-        description: "For thinking models: whether the model thinks before answering; its thinking comes back as reasoning, apart from the answer.",
+        description: "For thinking models: whether the model thinks before answering (true or false; low, medium or high for models with levels, such as gpt-oss); its thinking comes back as reasoning, apart from the answer.",
     },
 ];
 
@@ -198,10 +198,10 @@ impl Format for OllamaChat {
         &SPEC
     }
 
-    /// `format` and `keep_alive` take more than one JSON type, which the spec table cannot say:
-    /// they are checked here; everything else against the table.
+    /// `format`, `keep_alive` and `think` take more than one JSON type, which the spec table
+    /// cannot say: they are checked here; everything else against the table.
     fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
-        let special = ["format", "keep_alive"]
+        let special = ["format", "keep_alive", "think"]
             .into_iter()
             .find(|n| n.eq_ignore_ascii_case(name));
         match special {
@@ -289,7 +289,8 @@ impl Format for OllamaChat {
 }
 
 /// `format`: "json" or a JSON schema object (also as JSON text, from a shell);
-/// `keep_alive`: a duration string, or seconds as a number (also as numeric text).
+/// `keep_alive`: a duration string, or seconds as a number (also as numeric text);
+/// `think`: a boolean (also as text) or a level.
 fn special_value(name: &'static str, value: Value) -> Result<Value> {
     let bad = |why: &str| {
         Error::new(
@@ -327,6 +328,16 @@ fn special_value(name: &'static str, value: Value) -> Result<Value> {
                 Ok(Value::from(t))
             } else {
                 Err(bad("expected a duration such as \"5m\", or seconds"))
+            }
+        }
+        ("think", value) => {
+            let text = value.as_str().map(|t| t.trim().to_ascii_lowercase());
+            match (value, text.as_deref()) {
+                (Value::Bool(b), _) => Ok(Value::Bool(b)),
+                (_, Some("true")) => Ok(Value::Bool(true)),
+                (_, Some("false")) => Ok(Value::Bool(false)),
+                (_, Some(level @ ("low" | "medium" | "high"))) => Ok(Value::from(level)),
+                _ => Err(bad("expected true, false, low, medium or high")),
             }
         }
         _ => Err(bad("expected a duration such as \"5m\", or seconds")),
@@ -900,7 +911,11 @@ mod tests {
     #[test]
     fn thinking_is_reasoning_and_think_is_sent() {
         let mut m = ModelConfiguration::new(&OllamaChat, "qwen3");
-        m.set_parameter("think", json!(true)).unwrap();
+        m.set_parameter("think", json!("High")).unwrap();
+        assert_eq!(m.parameters["think"], json!("high"));
+        let e = m.set_parameter("think", json!("very")).unwrap_err();
+        assert_mentions(&e, "low, medium or high");
+        m.set_parameter("think", json!("true")).unwrap();
         let req = m.prepare_request(&[Message::user("2+2?")], true).unwrap();
         assert_eq!(req.body["think"], json!(true));
         let lines = [

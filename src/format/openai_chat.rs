@@ -83,8 +83,10 @@ pub const PARAMETERS: &[ParameterSpec] = &[
     },
     ParameterSpec {
         name: "reasoning_effort",
-        kind: ParameterType::String,
-        description: "minimal, low, medium or high, for reasoning models.",
+        kind: ParameterType::OneOf {
+            values: &["none", "minimal", "low", "medium", "high", "xhigh"],
+        },
+        description: "How hard a reasoning model thinks before answering (OpenAI's o-series and GPT-5, and servers that take it, such as vLLM and OpenRouter); what it thinks comes back as reasoning where the server sends it (reasoning_content).",
     },
     ParameterSpec {
         name: "user",

@@ -29,6 +29,10 @@ pub enum ParameterType {
     StringList,
     Boolean,
     Object,
+    /// One of these words (matched case-insensitively, stored as written here).
+    OneOf {
+        values: &'static [&'static str],
+    },
 }
 
 /// One parameter a format accepts.
@@ -114,6 +118,15 @@ pub fn validate_parameter(
             (_, Some("false")) => Value::Bool(false),
             _ => return Err(bad(format!("expected true or false, got {value}"))),
         },
+        ParameterType::OneOf { values } => as_text
+            .and_then(|t| values.iter().find(|v| v.eq_ignore_ascii_case(t)))
+            .map(|v| Value::from(*v))
+            .ok_or_else(|| {
+                bad(format!(
+                    "expected one of {}, got {value}",
+                    values.join(", ")
+                ))
+            })?,
         ParameterType::Object => match (value, text_value) {
             (Value::Object(o), _) => Value::Object(o),
             (_, Some(t)) => match serde_json::from_str::<Value>(&t) {

@@ -25,4 +25,5 @@ mod provider_bedrock;
 mod provider_gemini;
 mod provider_http;
 mod provider_ollama;
+mod reasoning;
 mod schemas;

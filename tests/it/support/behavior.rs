@@ -35,6 +35,9 @@ pub struct Behavior<M> {
     pub cache_read: u64,
     /// Usage reported as written to the prompt cache (wires that report it).
     pub cache_creation: u64,
+    /// What the model thinks before its text, in the wire's reasoning shape (wires that have
+    /// one); empty: none. The Anthropic fake thinks whenever the request enables `thinking`.
+    pub reasoning: String,
 }
 
 impl<M: Faults> Default for Behavior<M> {
@@ -48,6 +51,7 @@ impl<M: Faults> Default for Behavior<M> {
             tool_calls: Vec::new(),
             cache_read: 0,
             cache_creation: 0,
+            reasoning: String::new(),
         }
     }
 }
@@ -80,6 +84,14 @@ impl<M: Faults> Behavior<M> {
                 .map(|(i, (n, a))| (format!("call_{}", i + 1), n.to_string(), a.to_string()))
                 .collect(),
             ..Behavior::default()
+        }
+    }
+
+    /// This behaviour, thinking `reasoning` first.
+    pub fn thinking(self, reasoning: &str) -> Self {
+        Behavior {
+            reasoning: reasoning.to_string(),
+            ..self
         }
     }
 

@@ -8,7 +8,11 @@
 //! (`{"type":"error","error":{"type","message"}}`): the `x-api-key` (401
 //! authentication_error), the `anthropic-version` header (400), the content type, a JSON body
 //! with `model`, `max_tokens` and `messages`, no unknown top-level field (the real API refuses
-//! `anthropic_version` in the body), and image sources.
+//! `anthropic_version` in the body), and image sources. With `thinking` enabled it checks
+//! what extended thinking requires (a budget of at least 1024 tokens and below `max_tokens`;
+//! the assistant turn whose `tool_use` the last user turn answers starts with its thinking
+//! block, signed by this fake) and thinks before answering: a `thinking` block with a
+//! signature (streamed as `thinking_delta` + `signature_delta`) before the text.
 //!
 //! Fault modes ([`Mode`]): an HTTP error (429 with `retry-after`, 500, 529 overloaded), a
 //! stream cut in the middle of an event, an `error` event mid-stream, an event with malformed
@@ -17,7 +21,8 @@
 //!
 //! Wire shapes: <https://docs.anthropic.com/en/api/messages>,
 //! <https://docs.anthropic.com/en/docs/build-with-claude/streaming>,
-//! <https://docs.anthropic.com/en/api/errors>.
+//! <https://docs.anthropic.com/en/api/errors>,
+//! <https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking>.
 
 use std::io;
 
@@ -142,6 +147,13 @@ impl Wire for Anthropic {
                     message_id: format!("msg_fake{n:018}"),
                     model: body["model"].as_str().unwrap_or("claude-fake").to_string(),
                     input_tokens: prompt_words(body),
+                    thinking: thinking_enabled(body).then(|| {
+                        if behavior.reasoning.is_empty() {
+                            "Let me think this through.".to_string()
+                        } else {
+                            behavior.reasoning.clone()
+                        }
+                    }),
                 };
                 let streaming = body["stream"].as_bool().unwrap_or(false);
                 answer(ex, &ctx, &behavior, streaming).await
@@ -193,7 +205,7 @@ fn refusal(request: &RecordedRequest, key: Option<&str>) -> Option<(u16, &'stati
 }
 
 /// What the real API would refuse in a body, or None.
-fn check_body(body: &Value) -> Option<String> {
+pub fn check_body(body: &Value) -> Option<String> {
     let Some(map) = body.as_object() else {
         return Some("The request body must be a JSON object.".into());
     };
@@ -213,6 +225,9 @@ fn check_body(body: &Value) -> Option<String> {
         }
     }
     let messages = map["messages"].as_array()?;
+    if let Some(refused) = check_thinking(map, messages) {
+        return Some(refused);
+    }
     for (i, m) in messages.iter().enumerate() {
         if !matches!(m["role"].as_str(), Some("user" | "assistant")) {
             return Some(format!(
@@ -270,6 +285,67 @@ struct Ctx {
     message_id: String,
     model: String,
     input_tokens: u64,
+    /// What the model thinks first, when the request enables thinking.
+    thinking: Option<String>,
+}
+
+/// Whether the request enables extended thinking.
+fn thinking_enabled(body: &Value) -> bool {
+    body["thinking"]["type"] == "enabled"
+}
+
+/// The signature this fake gives a thinking text, and checks when it comes back.
+pub fn signature_of(thinking: &str) -> String {
+    // FNV-1a: stable across runs, and any change to the text changes it.
+    let hash = thinking.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("EqFake{hash:016x}")
+}
+
+/// What extended thinking refuses: a budget out of range, a thinking block whose signature is
+/// not the one given, and (thinking on) an assistant turn with the `tool_use` that the last
+/// user turn answers which does not start with its thinking.
+fn check_thinking(map: &serde_json::Map<String, Value>, messages: &[Value]) -> Option<String> {
+    for (i, m) in messages.iter().enumerate() {
+        for (j, block) in m["content"].as_array().into_iter().flatten().enumerate() {
+            if block["type"] == "thinking"
+                && block["signature"].as_str()
+                    != Some(signature_of(block["thinking"].as_str().unwrap_or_default()).as_str())
+            {
+                return Some(format!(
+                    "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+                ));
+            }
+        }
+    }
+    let thinking = map.get("thinking")?;
+    if thinking["type"] != "enabled" {
+        return None;
+    }
+    let budget = thinking["budget_tokens"].as_u64().unwrap_or(0);
+    if budget < 1024 {
+        return Some(
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024".into(),
+        );
+    }
+    if map["max_tokens"].as_u64().is_some_and(|max| max <= budget) {
+        return Some("`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size".into());
+    }
+    let answers_tools = messages.last().is_some_and(|m| {
+        m["role"] == "user"
+            && m["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+    });
+    let i = messages.len().checked_sub(2)?;
+    let first = messages[i]["content"][0]["type"].as_str().unwrap_or("text");
+    if answers_tools && !matches!(first, "thinking" | "redacted_thinking") {
+        return Some(format!(
+            "messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+        ));
+    }
+    None
 }
 
 async fn answer(mut ex: Exchange<Anthropic>, ctx: &Ctx, b: &Behavior, streaming: bool) {
@@ -301,7 +377,9 @@ async fn answer(mut ex: Exchange<Anthropic>, ctx: &Ctx, b: &Behavior, streaming:
                     "type": "message",
                     "role": "assistant",
                     "model": ctx.model,
-                    "content": std::iter::once(json!({"type": "text", "text": b.reply}))
+                    "content": ctx.thinking.iter()
+                        .map(|t| json!({"type": "thinking", "thinking": t, "signature": signature_of(t)}))
+                        .chain(std::iter::once(json!({"type": "text", "text": b.reply})))
                         .chain(b.tool_calls.iter().map(|(id, name, input)| {
                             json!({"type": "tool_use", "id": id, "name": name,
                                    "input": serde_json::from_str::<Value>(input).unwrap()})
@@ -356,14 +434,32 @@ async fn stream(ex: &mut Exchange<Anthropic>, ctx: &Ctx, b: &Behavior) -> bool {
         "id": ctx.message_id, "type": "message", "role": "assistant", "content": [],
         "model": ctx.model, "stop_reason": null, "stop_sequence": null,
         "usage": usage(ctx, b, 1)}});
-    let mut events = vec![
-        sse("message_start", &start.to_string()),
-        sse(
+    let mut events = vec![sse("message_start", &start.to_string())];
+    // The thinking block, when thinking is on, is block 0 and the text comes after it.
+    let text_index = usize::from(ctx.thinking.is_some());
+    if let Some(thinking) = &ctx.thinking {
+        let (first, second) = halves(thinking);
+        events.push(sse(
             "content_block_start",
-            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
-        ),
-        sse("ping", r#"{"type": "ping"}"#),
-    ];
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+        ));
+        for piece in [first, second] {
+            let delta = json!({"type": "content_block_delta", "index": 0,
+                               "delta": {"type": "thinking_delta", "thinking": piece}});
+            events.push(sse("content_block_delta", &delta.to_string()));
+        }
+        let signature = json!({"type": "content_block_delta", "index": 0,
+                               "delta": {"type": "signature_delta", "signature": signature_of(thinking)}});
+        events.push(sse("content_block_delta", &signature.to_string()));
+        events.push(sse(
+            "content_block_stop",
+            r#"{"type":"content_block_stop","index":0}"#,
+        ));
+    }
+    let start_text = json!({"type": "content_block_start", "index": text_index,
+                            "content_block": {"type": "text", "text": ""}});
+    events.push(sse("content_block_start", &start_text.to_string()));
+    events.push(sse("ping", r#"{"type": "ping"}"#));
     for e in events.drain(..) {
         if !ex.chunk(&e).await {
             return false;
@@ -373,7 +469,7 @@ async fn stream(ex: &mut Exchange<Anthropic>, ctx: &Ctx, b: &Behavior) -> bool {
         if !ex.pause(b.delay).await {
             return false;
         }
-        let delta = json!({"type": "content_block_delta", "index": 0,
+        let delta = json!({"type": "content_block_delta", "index": text_index,
                            "delta": {"type": "text_delta", "text": piece}});
         let event = sse("content_block_delta", &delta.to_string());
         match &b.mode {
@@ -410,10 +506,10 @@ async fn stream(ex: &mut Exchange<Anthropic>, ctx: &Ctx, b: &Behavior) -> bool {
     let output = count_words(&b.reply).max(1);
     let mut tail = vec![sse(
         "content_block_stop",
-        r#"{"type":"content_block_stop","index":0}"#,
+        &json!({"type": "content_block_stop", "index": text_index}).to_string(),
     )];
     for (i, (id, name, input)) in b.tool_calls.iter().enumerate() {
-        let index = i + 1;
+        let index = text_index + i + 1;
         let (first, second) = halves(input);
         tail.push(sse(
             "content_block_start",

@@ -223,6 +223,21 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
         .pointer("/stream_options/include_usage")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    // DeepSeek's rule: reasoning is for display only, and a request that sends it back is
+    // refused.
+    let sent_reasoning = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|m| m.get("reasoning_content").is_some());
+    if sent_reasoning {
+        let body = error_body(
+            "The reasoning_content is an intermediate result for display purposes only and will not be included in the context for inference. Please remove the reasoning_content from your input.",
+            "invalid_request_error",
+            None,
+        );
+        return ex.respond(400, "application/json", &[], &body).await;
+    }
     let prompt_tokens = prompt_words(body);
     let completion_tokens = count_words(&behavior.reply).max(1);
     let usage = Usage {
@@ -263,6 +278,8 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
                         role: "assistant",
                         content: (!behavior.reply.is_empty() || behavior.tool_calls.is_empty())
                             .then_some(behavior.reply.as_str()),
+                        reasoning_content: (!behavior.reasoning.is_empty())
+                            .then_some(behavior.reasoning.as_str()),
                         refusal: None,
                         tool_calls: (!behavior.tool_calls.is_empty()).then(|| {
                             behavior
@@ -358,6 +375,7 @@ async fn stream_reply(
         Delta {
             role: Some("assistant"),
             content: Some(""),
+            reasoning_content: None,
             refusal: Some(None),
             tool_calls: None,
         },
@@ -365,6 +383,22 @@ async fn stream_reply(
     );
     if !send_event(ex, &role).await {
         return false;
+    }
+    // Reasoning first, in two pieces, as DeepSeek and vLLM stream `reasoning_content`.
+    if !behavior.reasoning.is_empty() {
+        let (first, second) = halves(&behavior.reasoning);
+        for piece in [first, second] {
+            let chunk = stream.chunk(
+                Delta {
+                    reasoning_content: Some(piece),
+                    ..Delta::default()
+                },
+                None,
+            );
+            if !send_event(ex, &chunk).await {
+                return false;
+            }
+        }
     }
     for (i, piece) in split_reply(&behavior.reply, behavior.chunks)
         .into_iter()

@@ -74,6 +74,9 @@ pub struct Choice<'a> {
 pub struct Message<'a> {
     pub role: &'a str,
     pub content: Option<&'a str>,
+    /// DeepSeek's and vLLM's reasoning, when the model reasons.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<&'a str>,
     pub refusal: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<Value>>,
@@ -106,6 +109,8 @@ pub struct Delta<'a> {
     pub role: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<&'a str>,
     /// `Some(None)` serializes as `"refusal":null`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refusal: Option<Option<&'a str>>,

@@ -14,6 +14,9 @@
 //! cargo run --example fake-provider -- --tool-call 'events__getEvents:{"day":"today"}'
 //! ```
 //!
+//! With `--reasoning TEXT`, every answer streams `reasoning_content` (as DeepSeek and vLLM
+//! do) before its reply.
+//!
 //! It prints exactly one line, `listening on http://127.0.0.1:PORT/v1`, then
 //! serves until it is killed.
 
@@ -59,6 +62,9 @@ struct Args {
     /// (NAME is the wire name; repeatable: several calls in one answer).
     #[arg(long = "tool-call", value_name = "NAME:ARGS_JSON", value_parser = parse_tool_call)]
     tool_calls: Vec<(String, String)>,
+    /// What the model thinks before each answer, sent as `reasoning_content`.
+    #[arg(long)]
+    reasoning: Option<String>,
 }
 
 /// `NAME:ARGS_JSON`, split at the first `:`; the arguments must be JSON.
@@ -82,6 +88,7 @@ fn main() -> std::io::Result<()> {
         chunks: usize::try_from(args.chunks).unwrap_or(usize::MAX),
         delay: Duration::from_millis(args.delay_ms),
         model: args.model.unwrap_or_default(),
+        reasoning: args.reasoning.unwrap_or_default(),
         ..defaults
     };
     let tool_calls: Vec<(String, String, String)> = args

@@ -1,7 +1,8 @@
 //! `genai ask`: one turn in the same core the daemon runs, printed as a widget would show it.
 //! The prompt words come first; piped stdin follows after a blank line (`-` alone reads stdin
 //! only). This file is a front-end: it implements the core's client port itself (no JSON in
-//! between) and must hold no logic the daemon lacks.
+//! between) and must hold no logic the daemon lacks. The model's reasoning goes dimmed to
+//! stderr when that is a terminal (never to stdout, which scripts read), and into `--json`.
 
 use std::io::{IsTerminal, Read, Write};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use genai::error::{Error, ErrorKind};
 use genai::feature::port::{
     ClientPort, Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef,
 };
-use genai::message::Message;
+use genai::message::{Message, Role};
 use genai::select::ModelChoice;
 use genai::session::{CancelTarget, ConversationSpec, Framework};
 use genai::store::Store;
@@ -42,12 +43,16 @@ pub struct Args {
     /// Continue the conversation with this id (any unique prefix).
     #[arg(long, value_name = "ID")]
     pub cid: Option<String>,
-    /// Print one JSON object (conversation id, reply, model, usage, finish reason) at the end.
+    /// Print one JSON object (conversation id, reply, reasoning, model, usage, finish reason) at
+    /// the end.
     #[arg(long)]
     pub json: bool,
     /// Wait for the whole reply instead of streaming it.
     #[arg(long)]
     pub no_stream: bool,
+    /// Do not show the model's reasoning (shown dimmed on stderr when that is a terminal).
+    #[arg(long)]
+    pub no_reasoning: bool,
     /// Keep this conversation out of the history.
     #[arg(long)]
     pub no_log: bool,
@@ -68,6 +73,39 @@ pub struct Args {
     /// terminal, and refuses when there is none).
     #[arg(long)]
     pub yes: bool,
+}
+
+/// The model's reasoning, dimmed on stderr, ended by a line break before the answer.
+#[derive(Default)]
+struct ReasoningPane {
+    open: bool,
+}
+
+impl ReasoningPane {
+    fn show(&mut self, piece: &str) {
+        if piece.is_empty() {
+            return;
+        }
+        self.open = true;
+        let mut err = std::io::stderr();
+        let _ = write!(err, "\x1b[2m{piece}\x1b[0m");
+        let _ = err.flush();
+    }
+
+    fn close(&mut self) {
+        if std::mem::take(&mut self.open) {
+            eprintln!();
+        }
+    }
+}
+
+/// The reasoning of the last turn in `history`: every reasoning part after its prompt.
+fn last_turn_reasoning(history: &[Message]) -> String {
+    let prompt = history
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .unwrap_or(0);
+    history[prompt..].iter().map(Message::reasoning).collect()
 }
 
 /// The terminal as the core's client: the turn's events go to `ask`'s loop, confirmations are
@@ -250,6 +288,9 @@ async fn ask(args: Args) -> Result<i32, Error> {
 
     let mut out = std::io::stdout();
     let mut printed = String::new();
+    let show_reasoning = !args.no_reasoning && !args.json && std::io::stderr().is_terminal();
+    let mut pane = ReasoningPane::default();
+    let mut reasoning_shown = false;
     let mut interrupted = false;
     let last = loop {
         let event = tokio::select! {
@@ -267,7 +308,12 @@ async fn ask(args: Args) -> Result<i32, Error> {
             continue;
         }
         match event {
+            TurnEvent::Reasoning(delta) if show_reasoning => {
+                reasoning_shown = true;
+                pane.show(&delta);
+            }
             TurnEvent::Chunk(delta) => {
+                pane.close();
                 printed.push_str(&delta);
                 if out
                     .write_all(delta.as_bytes())
@@ -279,6 +325,7 @@ async fn ask(args: Args) -> Result<i32, Error> {
                 }
             }
             TurnEvent::ToolCall(c) => {
+                pane.close();
                 // Progress for a person watching; scripts read stdout only.
                 if let Some(name) = c.name.filter(|_| std::io::stderr().is_terminal()) {
                     eprintln!("[calling {name}]");
@@ -288,6 +335,7 @@ async fn ask(args: Args) -> Result<i32, Error> {
             _ => {}
         }
     };
+    pane.close();
     if let Some(e) = &last.error {
         if !printed.is_empty() {
             let _ = writeln!(out);
@@ -306,11 +354,17 @@ async fn ask(args: Args) -> Result<i32, Error> {
         }
         return Ok(super::fail(e));
     }
+    let reasoning = if args.json || (show_reasoning && !reasoning_shown) {
+        last_turn_reasoning(&agent.history()?)
+    } else {
+        String::new()
+    };
     if args.json {
         let v = json!({
             "conversationId": conv.conversation_id,
             "turnId": turn_id,
             "reply": last.summary,
+            "reasoning": reasoning,
             "provider": conv.service_provider,
             "model": last.model.clone().unwrap_or(conv.model.clone()),
             "usage": last.usage,
@@ -318,6 +372,9 @@ async fn ask(args: Args) -> Result<i32, Error> {
         });
         let _ = writeln!(out, "{v}");
     } else {
+        // Not streamed: the reasoning comes whole, before the answer.
+        pane.show(&reasoning);
+        pane.close();
         if printed.is_empty() {
             let _ = out.write_all(last.summary.as_bytes());
             printed = last.summary.clone();

@@ -2,12 +2,14 @@
 //! of tool calls against a fake that refuses what the real API refuses, and an
 //! OpenAI-compatible server streaming `reasoning_content`. Reasoning streams as
 //! `OnReasoningChunk` (never in the answer's chunks or summary), is stored once with its
-//! reply, and goes back only where the API requires it.
+//! reply, and goes back only where the API requires it. `genai ask` shows it dimmed on a
+//! terminal's stderr (run under `script`, which gives it a pseudo-terminal), never on stdout.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::fake_plugin::FakePlugin;
 use crate::support::rpc_client::{Daemon, DaemonConfig, Framing};
 use crate::support::{fake_anthropic, fake_openai};
@@ -195,4 +197,76 @@ fn an_openai_compatible_server_streams_reasoning_content_apart_from_the_answer()
     let second = fake.requests()[1].body.to_string();
     assert!(!second.contains("tenths"), "{second}");
     assert!(d.shutdown(WAIT).success());
+}
+
+/// `genai ARGS` on a pseudo-terminal (stdin, stdout and stderr all on it), through `script`:
+/// everything it printed, terminal line ends and all.
+fn on_a_terminal(dirs: &Folders, base_url: &str, args: &[&str]) -> String {
+    let command = std::iter::once(env!("CARGO_BIN_EXE_genai"))
+        .chain(args.iter().copied())
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut c = std::process::Command::new("script");
+    crate::support::loopback::loopback_only(&mut c);
+    c.args(["-qefc", &command, "/dev/null"])
+        .env("GENAI_DATA_DIR", dirs.data.path())
+        .env("GENAI_CONFIG_DIR", dirs.config.path())
+        .env("OPENAI_BASE_URL", base_url)
+        .env("OPENAI_API_KEY", "sk-test-reasoning");
+    let o = cli::output(c);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn ask_shows_reasoning_dimmed_on_a_terminal_hides_it_when_asked_and_puts_it_in_json() {
+    use fake_openai::{Behavior, FakeOpenAi};
+    let fake = FakeOpenAi::start(0, Behavior::text("9.8").thinking("Tenths first.")).unwrap();
+    let dirs = Folders::new();
+    let ask = |extra: &[&str]| {
+        let mut args = vec!["ask", "-m", "openai:gpt-test"];
+        args.extend_from_slice(extra);
+        args.push("9.11 or 9.8?");
+        args.into_iter().map(str::to_string).collect::<Vec<_>>()
+    };
+    let piped = |extra: &[&str]| {
+        let args = ask(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut c = dirs.genai(&args);
+        c.env("OPENAI_BASE_URL", fake.base_url())
+            .env("OPENAI_API_KEY", "sk-test-reasoning");
+        cli::output(c)
+    };
+
+    // Piped: stdout is the answer alone, and stderr (no terminal) has no reasoning.
+    let o = piped(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "9.8\n");
+    assert!(!stderr(&o).contains("Tenths"), "{}", stderr(&o));
+    // --json carries it in its own field.
+    let o = piped(&["--json"]);
+    let v: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
+    assert_eq!(
+        (v["reply"].as_str(), v["reasoning"].as_str()),
+        (Some("9.8"), Some("Tenths first."))
+    );
+
+    // On a terminal: dimmed, before the answer, streamed or not; hidden with --no-reasoning.
+    for extra in [&[][..], &["--no-stream"][..]] {
+        let args = ask(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let shown = on_a_terminal(&dirs, &fake.base_url(), &args);
+        let dim = shown
+            .find("\x1b[2mTenths")
+            .unwrap_or_else(|| panic!("{shown:?}"));
+        assert!(dim < shown.find("9.8").unwrap(), "{shown:?}");
+    }
+    let args = ask(&["--no-reasoning"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let hidden = on_a_terminal(&dirs, &fake.base_url(), &args);
+    assert!(
+        hidden.contains("9.8") && !hidden.contains("Tenths"),
+        "{hidden:?}"
+    );
 }

@@ -576,3 +576,30 @@ fn daemon_streams_a_turn_a_failed_turn_stores_nothing_and_images_are_checked() {
     );
     d.shutdown(Duration::from_secs(10));
 }
+
+#[test]
+fn converse_reasoning_content_streams_apart_and_comes_whole_in_json() {
+    let env = Env::new(Accept {
+        session_token: None,
+    });
+    env.fake.set_default(Behavior {
+        reply: "Four.".into(),
+        chunks: 2,
+        reasoning: "Two and two.".into(),
+        ..Default::default()
+    });
+    let model = format!("bedrock:{MODEL}");
+    let shown = cli::on_a_terminal(&env.cmd(&["ask", "-m", &model, "2+2?"], &KEYS));
+    cli::assert_dimmed_before(&shown, "Two and two.", "Four.");
+    let o = env.run(&["ask", "-m", &model, "--json", "2+2?"], &KEYS);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        (v["reasoning"].as_str(), v["reply"].as_str()),
+        (Some("Two and two."), Some("Four."))
+    );
+    // Reasoning of an answer without a tool use is not sent back.
+    let o = env.run(&["ask", "-c", "and 3+3?"], &KEYS);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!env.fake.last().body.to_string().contains("Two and two"));
+}

@@ -281,3 +281,34 @@ fn daemon_streams_a_turn_with_an_image_and_the_key_goes_nowhere_else() {
     }
     assert!(fake.requests().iter().all(|r| !r.path.contains(KEY)));
 }
+
+#[test]
+fn thought_summaries_asked_for_are_reasoning_streamed_apart_and_whole_in_json() {
+    let env = Env::new(
+        Behavior::reply("Because of Rayleigh scattering.", 2).thinking("Short waves scatter."),
+    );
+    let ask = |extra: &[&str]| {
+        let mut args = vec!["ask", "-m", "gemini:gemini-2.5-flash"];
+        args.extend_from_slice(extra);
+        args.push("Why is the sky blue?");
+        let mut c = env.dirs.genai(&args);
+        c.env("GEMINI_BASE_URL", env.fake.url())
+            .env("GEMINI_API_KEY", KEY);
+        c
+    };
+    let shown = cli::on_a_terminal(&ask(&["-p", "include_thoughts=true"]));
+    cli::assert_dimmed_before(&shown, "Short waves scatter.", "Because of Rayleigh");
+    let body = env.fake.requests().pop().unwrap().body;
+    assert_eq!(
+        body["generationConfig"]["thinkingConfig"],
+        json!({"includeThoughts": true})
+    );
+    let o = cli::output(ask(&["-p", "include_thoughts=true", "--json"]));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["reasoning"], "Short waves scatter.");
+    assert_eq!(v["reply"], "Because of Rayleigh scattering.");
+    // Not asked for: none sent.
+    let o = cli::output(ask(&["--json"]));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["reasoning"], "");
+}

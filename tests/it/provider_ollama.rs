@@ -361,3 +361,26 @@ fn daemon_streams_a_turn_with_an_image_and_keeps_history_through_faults() {
     assert_eq!(d.history(&cid).len(), 4);
     assert!(d.shutdown(EXIT).success());
 }
+
+#[test]
+fn thinking_with_think_on_is_reasoning_streamed_apart_and_whole_in_json() {
+    let env = Env::new(Behavior::reply("Four.", 2).thinking("Two and two."));
+    let ask = |extra: &[&str]| {
+        let mut args = vec!["ask", "-m", "ollama:qwen3"];
+        args.extend_from_slice(extra);
+        args.push("2+2?");
+        let mut c = env.dirs.genai(&args);
+        c.env("OLLAMA_HOST", format!("127.0.0.1:{}", env.fake.port()));
+        c
+    };
+    let shown = cli::on_a_terminal(&ask(&["-p", "think=true"]));
+    cli::assert_dimmed_before(&shown, "Two and two.", "Four.");
+    assert_eq!(env.fake.requests().pop().unwrap().body["think"], true);
+    let o = cli::output(ask(&["-p", "think=medium", "--json"]));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        (v["reasoning"].as_str(), v["reply"].as_str()),
+        (Some("Two and two."), Some("Four."))
+    );
+    assert_eq!(env.fake.requests().pop().unwrap().body["think"], "medium");
+}

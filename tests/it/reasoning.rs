@@ -199,26 +199,6 @@ fn an_openai_compatible_server_streams_reasoning_content_apart_from_the_answer()
     assert!(d.shutdown(WAIT).success());
 }
 
-/// `genai ARGS` on a pseudo-terminal (stdin, stdout and stderr all on it), through `script`:
-/// everything it printed, terminal line ends and all.
-fn on_a_terminal(dirs: &Folders, base_url: &str, args: &[&str]) -> String {
-    let command = std::iter::once(env!("CARGO_BIN_EXE_genai"))
-        .chain(args.iter().copied())
-        .map(|a| format!("'{a}'"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut c = std::process::Command::new("script");
-    crate::support::loopback::loopback_only(&mut c);
-    c.args(["-qefc", &command, "/dev/null"])
-        .env("GENAI_DATA_DIR", dirs.data.path())
-        .env("GENAI_CONFIG_DIR", dirs.config.path())
-        .env("OPENAI_BASE_URL", base_url)
-        .env("OPENAI_API_KEY", "sk-test-reasoning");
-    let o = cli::output(c);
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    stdout(&o)
-}
-
 #[test]
 fn ask_shows_reasoning_dimmed_on_a_terminal_hides_it_when_asked_and_puts_it_in_json() {
     use fake_openai::{Behavior, FakeOpenAi};
@@ -230,14 +210,15 @@ fn ask_shows_reasoning_dimmed_on_a_terminal_hides_it_when_asked_and_puts_it_in_j
         args.push("9.11 or 9.8?");
         args.into_iter().map(str::to_string).collect::<Vec<_>>()
     };
-    let piped = |extra: &[&str]| {
+    let genai = |extra: &[&str]| {
         let args = ask(extra);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut c = dirs.genai(&args);
         c.env("OPENAI_BASE_URL", fake.base_url())
             .env("OPENAI_API_KEY", "sk-test-reasoning");
-        cli::output(c)
+        c
     };
+    let piped = |extra: &[&str]| cli::output(genai(extra));
 
     // Piped: stdout is the answer alone, and stderr (no terminal) has no reasoning.
     let o = piped(&[]);
@@ -253,18 +234,10 @@ fn ask_shows_reasoning_dimmed_on_a_terminal_hides_it_when_asked_and_puts_it_in_j
     );
 
     // On a terminal: dimmed, before the answer, streamed or not; hidden with --no-reasoning.
-    for extra in [&[][..], &["--no-stream"][..]] {
-        let args = ask(extra);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let shown = on_a_terminal(&dirs, &fake.base_url(), &args);
-        let dim = shown
-            .find("\x1b[2mTenths")
-            .unwrap_or_else(|| panic!("{shown:?}"));
-        assert!(dim < shown.find("9.8").unwrap(), "{shown:?}");
-    }
-    let args = ask(&["--no-reasoning"]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let hidden = on_a_terminal(&dirs, &fake.base_url(), &args);
+    let terminal = |extra: &[&str]| cli::on_a_terminal(&genai(extra));
+    cli::assert_dimmed_before(&terminal(&[]), "Tenths", "9.8");
+    cli::assert_dimmed_before(&terminal(&["--no-stream"]), "Tenths first.", "9.8");
+    let hidden = terminal(&["--no-reasoning"]);
     assert!(
         hidden.contains("9.8") && !hidden.contains("Tenths"),
         "{hidden:?}"

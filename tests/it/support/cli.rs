@@ -105,3 +105,37 @@ pub fn message_counts(sessions_list: &Output) -> Vec<i64> {
         .map(|c| c["messageCount"].as_i64().unwrap())
         .collect()
 }
+
+/// Runs `c` to the end on a pseudo-terminal (its stdin, stdout and stderr all on it) through
+/// `script`, with `c`'s variables: everything it printed, terminal line ends and all. The run
+/// must succeed.
+pub fn on_a_terminal(c: &Command) -> String {
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
+    let command = std::iter::once(quote(c.get_program()))
+        .chain(c.get_args().map(quote))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut script = Command::new("script");
+    script.args(["-qefc", &command, "/dev/null"]);
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    let o = output(script);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    stdout(&o)
+}
+
+/// Asserts that `shown` (what a terminal got) has `reasoning` dimmed before `answer`.
+#[track_caller]
+pub fn assert_dimmed_before(shown: &str, reasoning: &str, answer: &str) {
+    let dim = shown
+        .find(&format!("\x1b[2m{reasoning}"))
+        .unwrap_or_else(|| panic!("no dimmed {reasoning:?} in {shown:?}"));
+    let at = shown
+        .rfind(answer)
+        .unwrap_or_else(|| panic!("no {answer:?} in {shown:?}"));
+    assert!(dim < at, "{shown:?}");
+}

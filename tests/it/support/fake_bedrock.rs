@@ -260,6 +260,10 @@ async fn answer(mut ex: Exchange<Bedrock>) {
         })
     } else {
         let mut content = Vec::new();
+        if !behavior.reasoning.is_empty() {
+            content.push(json!({"reasoningContent": {"reasoningText": {
+                "text": behavior.reasoning, "signature": REASONING_SIGNATURE}}}));
+        }
         if !behavior.reply.is_empty() || behavior.tool_calls.is_empty() {
             content.push(json!({"text": behavior.reply}));
         }
@@ -372,19 +376,43 @@ struct Frames {
     malformed: Vec<u8>,
 }
 
+/// The signature the fake gives its reasoning.
+pub const REASONING_SIGNATURE: &str = "ErcBCkgIAhABGAIiQFake";
+
 /// A ConverseStream answer (API_runtime_ConverseStreamOutput).
 fn converse_frames(b: &Behavior) -> Frames {
     let parts = pieces(&b.reply, b.chunks);
     let out = b.reply.split_whitespace().count().max(1);
-    // The text is block 0 when there is any; tool uses follow, the input in two pieces.
-    let mut tail = Vec::new();
-    if !parts.is_empty() {
-        tail.push(event(
+    // Reasoning is block 0 when there is any (its text, then its signature), then the text;
+    // tool uses follow, the input in two pieces.
+    let mut head = vec![event(
+        "messageStart",
+        &json!({"p": "abcd", "role": "assistant"}),
+    )];
+    let text_index = usize::from(!b.reasoning.is_empty());
+    if !b.reasoning.is_empty() {
+        for delta in [
+            json!({"reasoningContent": {"text": b.reasoning}}),
+            json!({"reasoningContent": {"signature": REASONING_SIGNATURE}}),
+        ] {
+            head.push(event(
+                "contentBlockDelta",
+                &json!({"contentBlockIndex": 0, "delta": delta, "p": "abcdefgh"}),
+            ));
+        }
+        head.push(event(
             "contentBlockStop",
             &json!({"contentBlockIndex": 0, "p": "ab"}),
         ));
     }
-    let first = usize::from(!parts.is_empty());
+    let mut tail = Vec::new();
+    if !parts.is_empty() {
+        tail.push(event(
+            "contentBlockStop",
+            &json!({"contentBlockIndex": text_index, "p": "ab"}),
+        ));
+    }
+    let first = text_index + usize::from(!parts.is_empty());
     for (i, (id, name, input)) in b.tool_calls.iter().enumerate() {
         let index = first + i;
         tail.push(event(
@@ -422,16 +450,13 @@ fn converse_frames(b: &Behavior) -> Frames {
                 "usage": {"inputTokens": 5, "outputTokens": out, "totalTokens": 5 + out}}),
     ));
     Frames {
-        head: vec![event(
-            "messageStart",
-            &json!({"p": "abcd", "role": "assistant"}),
-        )],
+        head,
         deltas: parts
             .iter()
             .map(|t| {
                 event(
                     "contentBlockDelta",
-                    &json!({"contentBlockIndex": 0, "delta": {"text": t}, "p": "abcdefgh"}),
+                    &json!({"contentBlockIndex": text_index, "delta": {"text": t}, "p": "abcdefgh"}),
                 )
             })
             .collect(),

@@ -12,6 +12,9 @@
 //! list, a `generationConfig` that is not an object). Tokens are counted as words. The
 //! HTTP/1.1 server is `server.rs`.
 //!
+//! Thoughts: a behavior's `reasoning` becomes a `thought: true` part before the answer when the
+//! request sets `generationConfig.thinkingConfig.includeThoughts`.
+//!
 //! Tools: a behavior's `tool_calls` become `functionCall` parts (no `id`, as older models send
 //! them; streamed one call per event after the text). The fake refuses what the API refuses in
 //! function calling: schema keys outside Gemini's subset in a declaration's `parameters`, a
@@ -322,6 +325,11 @@ async fn answer(mut ex: Exchange<Gemini>) {
         json!({"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": response_id})
     };
     let response = |text: &str, last: bool| response_of(vec![json!({ "text": text })], last);
+    // Thought summaries come only when the request asks for them, as the real API does.
+    let include_thoughts =
+        ex.request.body["generationConfig"]["thinkingConfig"]["includeThoughts"] == true;
+    let thought = (include_thoughts && !behavior.reasoning.is_empty())
+        .then(|| json!({"text": behavior.reasoning, "thought": true}));
     match behavior.mode {
         Mode::Stall => ex.stall().await,
         Mode::Error {
@@ -362,7 +370,7 @@ async fn answer(mut ex: Exchange<Gemini>) {
             if !ex.pause(behavior.delay).await {
                 return;
             }
-            let mut parts = Vec::new();
+            let mut parts: Vec<Value> = thought.iter().cloned().collect();
             if !behavior.reply.is_empty() || calls.is_empty() {
                 parts.push(json!({"text": behavior.reply}));
             }
@@ -383,6 +391,15 @@ async fn answer(mut ex: Exchange<Gemini>) {
                 split_reply(&behavior.reply, behavior.chunks)
             };
             let n = pieces.len() + calls.len();
+            if let Some(thought) = &thought {
+                let event = format!(
+                    "data: {}\r\n\r\n",
+                    response_of(vec![thought.clone()], false)
+                );
+                if !ex.chunk(event.as_bytes()).await {
+                    return;
+                }
+            }
             for (i, piece) in pieces.into_iter().enumerate() {
                 match behavior.mode {
                     Mode::CutAfter { after } if after == i => return,

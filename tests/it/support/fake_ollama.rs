@@ -207,6 +207,9 @@ async fn answer(mut ex: Exchange<Ollama>) {
         json!({"model": model, "created_at": CREATED_AT,
                "message": {"role": "assistant", "content": content}, "done": false})
     };
+    // A thinking model thinks when `think` is on (true or a level), in `message.thinking`.
+    let think_on = !matches!(body.get("think"), None | Some(Value::Bool(false)));
+    let thinking = (think_on && !behavior.reasoning.is_empty()).then_some(&behavior.reasoning);
     let last = json!({
         "model": model, "created_at": CREATED_AT,
         "message": {"role": "assistant", "content": ""},
@@ -239,6 +242,9 @@ async fn answer(mut ex: Exchange<Ollama>) {
             }
             let mut whole = last.clone();
             whole["message"]["content"] = Value::from(behavior.reply.clone());
+            if let Some(thinking) = thinking {
+                whole["message"]["thinking"] = Value::from(thinking.clone());
+            }
             if !calls.is_empty() {
                 whole["message"]["tool_calls"] = Value::Array(calls.clone());
             }
@@ -254,6 +260,13 @@ async fn answer(mut ex: Exchange<Ollama>) {
         _ => {
             if !ex.start_chunked("application/x-ndjson", &[]).await {
                 return;
+            }
+            if let Some(thinking) = thinking {
+                let mut record = record("");
+                record["message"]["thinking"] = Value::from(thinking.clone());
+                if !ex.chunk(format!("{record}\n").as_bytes()).await {
+                    return;
+                }
             }
             for (i, piece) in split_reply(&behavior.reply, behavior.chunks)
                 .into_iter()

@@ -16,7 +16,8 @@ it expects. Bus calls and handlers then read as in O3DE:
 Events a handler can receive (each callback gets one list, as O3DE's Python handlers do):
 
 * ConversationNotificationBus: `OnNewMessage` [text, message] (feature side, a turn started),
-  `OnFeatureResponseChunk` [delta, info], `OnFeatureResponse` [summary, detailedResponse, info]
+  `OnFeatureResponseChunk` [delta, info], `OnReasoningChunk` [delta, info] (a piece of the
+  model's reasoning, apart from the reply's chunks), `OnFeatureResponse` [summary, detailedResponse, info]
   (widget side; `info` is the whole notification: isSuccess, final, error, turnId, usage...),
   `OnToolCallChunk` [name, arguments, info] (widget side, a `tools` conversation: a piece of a
   tool call the model writes; `name` comes with a call's first piece and is None after it,
@@ -83,6 +84,7 @@ class Bridge:
             ("OnNewMessage", self._on_new_message),
             ("OnFeatureResponse", self._on_feature_response),
             ("OnFeatureResponseChunk", self._on_feature_chunk),
+            ("OnReasoningChunk", self._on_reasoning_chunk),
             ("OnToolCallChunk", self._on_tool_call_chunk),
             ("OnPromptResponse", self._on_prompt_response),
             ("OnPromptResponseChunk", self._on_prompt_chunk),
@@ -267,6 +269,11 @@ class Bridge:
         address = self._address_of.get(p["conversationId"])
         if address is not None:
             self._emit(CONVERSATION_BUS, address, "OnFeatureResponseChunk", [p.get("delta", ""), p])
+
+    def _on_reasoning_chunk(self, p: dict) -> None:
+        address = self._address_of.get(p["conversationId"])
+        if address is not None:
+            self._emit(CONVERSATION_BUS, address, "OnReasoningChunk", [p.get("delta", ""), p])
 
     def _on_tool_call_chunk(self, p: dict) -> None:
         address = self._address_of.get(p["conversationId"])

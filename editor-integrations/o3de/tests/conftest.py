@@ -26,12 +26,13 @@ REPLY = "Hello from the fake provider."
 DOWN_URL = "http://127.0.0.1:9/v1"
 
 
-def start_fake_provider(reply: str, chunks: int, delay_ms: int, tool_calls: tuple = ()):
+def start_fake_provider(reply: str, chunks: int, delay_ms: int, tool_calls: tuple = (), reasoning: str = ""):
     """The fake provider; `tool_calls` (`WIRE_NAME:ARGS_JSON` each) make its first answer those
-    tool calls, later ones the reply."""
+    tool calls, later ones the reply; `reasoning` is streamed before every answer."""
     proc = subprocess.Popen(
         [FAKE_PROVIDER_BIN, "--port", "0", "--reply", reply, "--chunks", str(chunks), "--delay-ms", str(delay_ms)]
-        + [arg for call in tool_calls for arg in ("--tool-call", call)],
+        + [arg for call in tool_calls for arg in ("--tool-call", call)]
+        + (["--reasoning", reasoning] if reasoning else []),
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -106,6 +106,37 @@ def test_tool_call_chunks_reach_the_conversation_handler(daemon_env, events):
         proc.wait()
 
 
+def test_reasoning_reaches_the_on_reasoning_chunk_handler_apart_from_the_reply(daemon_env, events):
+    """A model that reasons first: its reasoning comes to `OnReasoningChunk`, never to the
+    reply's chunks or summary, and the history keeps it with the reply."""
+    proc, url = start_fake_provider("9.8 is larger.", 2, 5, reasoning="Compare the tenths: 8 > 1.")
+    config = Path(daemon_env["GENAI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(config.read_text() + f'\n[service_providers.thinker]\nkind = "openai"\nbase_url = "{url}"\ndefault_model = "thinker-model"\n')
+    bridge = genai_bridge.connect(GENAI_BIN, env=daemon_env)
+    try:
+        conversation = bridge.create_conversation(serviceProvider="thinker")
+        handler, responses, chunks = widget(conversation, events)
+        reasoning = events()
+        handler.add_callback("OnReasoningChunk", reasoning)
+        turn = ConversationNotificationBus(bus.Event, "OnNewMessage", conversation, "9.11 or 9.8?")
+        summary, _details, info = responses.wait(final)
+        assert info["turnId"] == turn and info["isSuccess"] is True, info
+        assert summary == "9.8 is larger."
+        thought = [r for r in reasoning.items if r[1]["turnId"] == turn]
+        assert "".join(r[0] for r in thought) == "Compare the tenths: 8 > 1."
+        assert "".join(c[0] for c in chunks.items if c[1]["turnId"] == turn) == "9.8 is larger."
+        history = json.loads(AIAgentRequestBus(bus.Event, "GetHistory", conversation))
+        assert history[-1]["content"] == [
+            {"type": "reasoning", "text": "Compare the tenths: 8 > 1."},
+            {"type": "text", "text": "9.8 is larger."},
+        ]
+    finally:
+        genai_bridge.ai.use(None)
+        bridge.daemon.stop()
+        proc.kill()
+        proc.wait()
+
+
 def test_prompt_chunks_reach_the_agent_handler(bridge, events):
     conversation = bridge.create_conversation(feature="assistant", serviceProvider="fast")
     replies, chunks = events(), events()

@@ -16,18 +16,22 @@ let fast: FakeProvider;
 let slow: FakeProvider;
 /** Answers its first request with a tool call, later ones with REPLY. */
 let caller: FakeProvider;
+/** Reasons before each answer. */
+let thinker: FakeProvider;
 let env: NodeJS.ProcessEnv;
 
 before(async () => {
   fast = await startFakeProvider({ reply: REPLY, chunks: 4, delayMs: 5 });
   slow = await startFakeProvider({ reply: 'One two three four five six seven eight nine ten.', chunks: 20, delayMs: 100 });
   caller = await startFakeProvider({ reply: REPLY, chunks: 2, delayMs: 5, toolCalls: [`events__getEvents:${TOOL_ARGS}`] });
-  env = daemonEnv({ fast: fast.url, slow: slow.url, caller: caller.url, down: DOWN_URL });
+  thinker = await startFakeProvider({ reply: '9.8 is larger.', chunks: 2, delayMs: 5, reasoning: 'Compare the tenths: 8 > 1.' });
+  env = daemonEnv({ fast: fast.url, slow: slow.url, caller: caller.url, thinker: thinker.url, down: DOWN_URL });
 });
 after(() => {
   fast?.stop();
   slow?.stop();
   caller?.stop();
+  thinker?.stop();
 });
 
 function newClient(events: Array<{ state: string }> = []): GenaiClient {
@@ -45,7 +49,7 @@ describe('genai client against the daemon', () => {
   test('ListComponents names the configured providers and the assistant feature', async () => {
     const c = await client.listComponents();
     const configured = c.serviceProviders.filter((p) => p.origin === 'config').map((p) => p.name);
-    assert.deepEqual(configured.sort(), ['caller', 'down', 'fast', 'slow']);
+    assert.deepEqual(configured.sort(), ['caller', 'down', 'fast', 'slow', 'thinker']);
     assert.ok(c.serviceProviders.some((p) => p.name === 'openai' && p.origin === 'builtin'));
     assert.ok((c.features as Array<{ name: string }>).some((f) => f.name === 'assistant'));
   });
@@ -63,6 +67,33 @@ describe('genai client against the daemon', () => {
     assert.equal(turn.text, REPLY);
     assert.ok(end.detailedResponse.some((line) => line.startsWith('provider: fast')), end.detailedResponse.join('\n'));
     assert.ok(end.detailedResponse.some((line) => line.startsWith('usage:')), end.detailedResponse.join('\n'));
+  });
+
+  test('reasoning streams apart from the reply, the chat page gets it collapsed, history keeps it', async () => {
+    const posted: ToView[] = [];
+    const memory = new Map<string, unknown>();
+    const controller = new ChatController(client, (m) => posted.push(m), {
+      get: <T>(k: string) => memory.get(k) as T | undefined,
+      update: async (k: string, v: unknown) => void memory.set(k, v),
+    });
+    await controller.newChat({ feature: 'assistant', serviceProvider: 'thinker' });
+    await within(10_000, 'the turn', controller.send('9.11 or 9.8?'));
+    const reasoning = posted.flatMap((m) => (m.type === 'reasoning' ? [m.delta] : []));
+    const chunks = posted.flatMap((m) => (m.type === 'chunk' ? [m.delta] : []));
+    assert.equal(reasoning.join(''), 'Compare the tenths: 8 > 1.');
+    assert.equal(chunks.join(''), '9.8 is larger.');
+    const ended = posted.find((m) => m.type === 'turnEnded');
+    assert.ok(ended && ended.type === 'turnEnded' && ended.summary === '9.8 is larger.', JSON.stringify(ended));
+    const firstChunk = posted.findIndex((m) => m.type === 'chunk' && m.delta !== '');
+    const lastReasoning = posted.map((m) => m.type).lastIndexOf('reasoning');
+    assert.ok(lastReasoning < firstChunk, 'the reasoning comes before the answer');
+
+    const id = controller.current!.id;
+    posted.length = 0;
+    await controller.openConversation(id, 'again');
+    const shown = posted.find((m) => m.type === 'conversation');
+    assert.ok(shown && shown.type === 'conversation');
+    assert.deepEqual(shown.messages[1], { role: 'assistant', text: '9.8 is larger.', reasoning: 'Compare the tenths: 8 > 1.' });
   });
 
   test('history: listed with its title, reopened with its messages', async () => {

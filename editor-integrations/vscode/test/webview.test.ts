@@ -1,6 +1,6 @@
 // The chat page (media/chat.html + dist/webview.js) in headless Chromium, with a stand-in for
 // acquireVsCodeApi that records what the page posts. Checks the new-chat form, Markdown chunks,
-// escaped HTML, tool-call lines, the details toggle, errors, and the stop button; saves a screenshot under
+// escaped HTML, tool-call lines, collapsed reasoning, the details toggle, errors, and the stop button; saves a screenshot under
 // test-artifacts/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -162,6 +162,24 @@ test('a tool call shows as a line in its turn, its name as text, and stays when 
   assert.deepEqual(await bubble.evaluate((el) => Array.from(el.children, (c) => c.className)), ['tool-calls', 'body', 'link details-toggle', 'details']);
 });
 
+test('reasoning streams into a collapsed box above the reply, as text, and history shows it too', async () => {
+  await send({ type: 'userMessage', text: '9.11 or 9.8?' });
+  await send({ type: 'turnStarted', turnId: 't4' });
+  await send({ type: 'reasoning', turnId: 't4', delta: 'Compare the tenths: ' });
+  await send({ type: 'reasoning', turnId: 't4', delta: '<b>8</b> > 1.' });
+  await send({ type: 'chunk', turnId: 't4', delta: '9.8 is larger.' });
+  await send({ type: 'turnEnded', turnId: 't4', summary: '9.8 is larger.', detailedResponse: [], isSuccess: true });
+  const bubble = page.locator('.message.assistant[data-turn-id="t4"]');
+  assert.deepEqual(await bubble.evaluate((el) => Array.from(el.children, (c) => c.className)), ['reasoning', 'body']);
+  assert.equal(await bubble.locator('details.reasoning').getAttribute('open'), null, 'collapsed');
+  assert.equal(await bubble.locator('.reasoning-text').isVisible(), false);
+  assert.equal(await bubble.locator('.reasoning-text').textContent(), 'Compare the tenths: <b>8</b> > 1.');
+  assert.equal(await bubble.locator('.reasoning-text b').count(), 0, 'no element from the reasoning');
+  assert.equal(await bubble.locator('.body').textContent(), '9.8 is larger.\n');
+  await bubble.locator('details.reasoning summary').click();
+  assert.equal(await bubble.locator('.reasoning-text').isVisible(), true);
+});
+
 test('a failed turn and a failed request show as errors in the chat', async () => {
   await send({ type: 'userMessage', text: 'Count to ten' });
   await send({ type: 'chunk', turnId: 't2', delta: 'One, two' });
@@ -198,9 +216,10 @@ test('history lists conversations and opening one posts its id', async () => {
     description: 'assistant · fast · fast-model',
     messages: [
       { role: 'user', text: 'How do I sort?' },
-      { role: 'assistant', text: 'Use `sort`.' },
+      { role: 'assistant', text: 'Use `sort`.', reasoning: 'A Vec has sort.' },
     ],
   });
   assert.equal(await page.isVisible('#history-panel'), false);
-  assert.deepEqual(await page.$$eval('.message', (els) => els.map((e) => e.textContent?.trim())), ['How do I sort?', 'Use sort.']);
+  assert.deepEqual(await page.$$eval('.message .body', (els) => els.map((e) => e.textContent?.trim())), ['How do I sort?', 'Use sort.']);
+  assert.equal(await page.textContent('.message.assistant details.reasoning .reasoning-text'), 'A Vec has sort.');
 });

@@ -2,7 +2,7 @@
 // open conversation, its turns, history. It speaks ToView/FromView messages and has no `vscode`
 // import; chat-view.ts plugs it into a webview, the tests into a recorder.
 import { GenaiClient, GenaiError, type Conversation, type ToolCall } from '../client/genai-client';
-import { messageText, selectionPrompt, type Selection } from './text';
+import { messageReasoning, messageText, selectionPrompt, type Selection } from './text';
 import type { ComponentChoices, FromView, NewChatChoice, ShownMessage, ToView } from './view-messages';
 import type { ListComponentsResult } from '../protocol';
 
@@ -92,7 +92,10 @@ export class ChatController {
   async openConversation(id: string, title?: string): Promise<void> {
     const conversation = await this.client.resumeConversation(id, title);
     const messages = await conversation.history();
-    const shown: ShownMessage[] = messages.map((m) => ({ role: m.role, text: messageText(m) }));
+    const shown: ShownMessage[] = messages.map((m) => {
+      const reasoning = messageReasoning(m);
+      return { role: m.role, text: messageText(m), ...(reasoning ? { reasoning } : {}) };
+    });
     this.switchTo(conversation, title ?? shown.find((m) => m.role === 'user')?.text.slice(0, 80) ?? id, shown);
   }
 
@@ -112,6 +115,7 @@ export class ChatController {
     const shownCalls = new WeakSet<ToolCall>();
     const turn = await conversation.send(text, {
       chunk: (delta, t) => post({ type: 'chunk', turnId: t.id, delta }),
+      reasoning: (delta, t) => post({ type: 'reasoning', turnId: t.id, delta }),
       progress: (step, t) => post({ type: 'progress', turnId: t.id, summary: step.summary, detailedResponse: step.detailedResponse }),
       toolCall: (call, t) => {
         if (!call.name || shownCalls.has(call)) return;

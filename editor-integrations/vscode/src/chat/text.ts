@@ -2,17 +2,25 @@
 // "Ask About Selection" sends.
 import type { Message, StoredMessage } from '../protocol';
 
-/** The text parts of a message joined; other parts are named in brackets. */
+/** The text parts of a message joined; other parts are named in brackets, reasoning left out. */
 export function messageText(message: Message | StoredMessage): string {
   const content = message.content ?? [];
   if (typeof content === 'string') return content;
   return content
+    .filter((part) => typeof part === 'string' || part.type !== 'reasoning')
     .map((part) => {
       if (typeof part === 'string') return part;
       if (part.type === 'text') return part.text;
       return `[${part.type}]`;
     })
     .join('\n');
+}
+
+/** The readable reasoning of a message (empty when it has none). */
+export function messageReasoning(message: Message | StoredMessage): string {
+  const content = message.content ?? [];
+  if (typeof content === 'string') return '';
+  return content.map((part) => (typeof part !== 'string' && part.type === 'reasoning' ? part.text ?? '' : '')).join('');
 }
 
 /** A piece of an editor's document. */

@@ -30,6 +30,8 @@ export interface ConversationSummary {
 export interface ShownMessage {
   role: 'user' | 'assistant' | 'system' | 'tool';
   text: string;
+  /** The model's reasoning before this reply, shown collapsed above it. */
+  reasoning?: string;
 }
 
 export type ToView =
@@ -39,6 +41,8 @@ export type ToView =
   | { type: 'userMessage'; text: string }
   | { type: 'turnStarted'; turnId: string }
   | { type: 'chunk'; turnId: string; delta: string }
+  /** A piece of the model's reasoning: collapsed above the turn's reply. */
+  | { type: 'reasoning'; turnId: string; delta: string }
   | { type: 'progress'; turnId: string; summary: string; detailedResponse: string[] }
   /** The model calls a tool (its name came in `OnToolCallChunk`): a line in the turn's bubble. */
   | { type: 'toolCall'; turnId: string; index: number; name: string }

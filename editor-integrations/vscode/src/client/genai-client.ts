@@ -49,11 +49,12 @@ export interface ClientHooks {
   daemon?: (event: { state: 'exited'; exit: DaemonExit } | { state: 'started'; generation: number }) => void;
 }
 
-/** The notifications of a turn, typed from the schemas: a renamed field breaks the build. */
+/** The notifications of a turn, by method, typed from the schemas: a renamed field breaks the build. */
 type TurnNotification =
-  | Notifications['OnFeatureResponseChunk']
-  | Notifications['OnFeatureResponse']
-  | Notifications['OnToolCallChunk'];
+  | { method: 'OnFeatureResponseChunk'; params: Notifications['OnFeatureResponseChunk'] }
+  | { method: 'OnReasoningChunk'; params: Notifications['OnReasoningChunk'] }
+  | { method: 'OnFeatureResponse'; params: Notifications['OnFeatureResponse'] }
+  | { method: 'OnToolCallChunk'; params: Notifications['OnToolCallChunk'] };
 
 /** vscode-jsonrpc's own codes for a broken connection (not errors the daemon sent). */
 const CONNECTION_ERRORS = new Set<number>([
@@ -166,9 +167,18 @@ export class GenaiClient {
   }
 
   private attach(conn: MessageConnection): void {
-    conn.onNotification('OnFeatureResponseChunk', (params: TurnNotification) => this.route(params));
-    conn.onNotification('OnFeatureResponse', (params: TurnNotification) => this.route(params));
-    conn.onNotification('OnToolCallChunk', (params: TurnNotification) => this.route(params));
+    conn.onNotification('OnFeatureResponseChunk', (params: Notifications['OnFeatureResponseChunk']) =>
+      this.route({ method: 'OnFeatureResponseChunk', params }),
+    );
+    conn.onNotification('OnReasoningChunk', (params: Notifications['OnReasoningChunk']) =>
+      this.route({ method: 'OnReasoningChunk', params }),
+    );
+    conn.onNotification('OnFeatureResponse', (params: Notifications['OnFeatureResponse']) =>
+      this.route({ method: 'OnFeatureResponse', params }),
+    );
+    conn.onNotification('OnToolCallChunk', (params: Notifications['OnToolCallChunk']) =>
+      this.route({ method: 'OnToolCallChunk', params }),
+    );
     conn.onRequest('RequestConfirmation', async (params: ConfirmationRequest['params']): Promise<ConfirmationRequest['result']> => ({
       confirmed: this.hooks.confirm ? await this.hooks.confirm(params) : false,
     }));
@@ -176,20 +186,32 @@ export class GenaiClient {
   }
 
   /** Hands a turn's notification to its Turn, or keeps it until the turn is announced. */
-  private route(params: TurnNotification): void {
-    const turn = this.turns.get(params.turnId);
+  private route(n: TurnNotification): void {
+    const turnId = n.params.turnId;
+    const turn = this.turns.get(turnId);
     if (!turn) {
       const now = Date.now();
       for (const [id, e] of this.early) if (now - e.at > EARLY_NOTIFICATION_MS) this.early.delete(id);
-      const entry = this.early.get(params.turnId) ?? { at: now, items: [] };
-      entry.items.push(params);
-      this.early.set(params.turnId, entry);
+      const entry = this.early.get(turnId) ?? { at: now, items: [] };
+      entry.items.push(n);
+      this.early.set(turnId, entry);
       return;
     }
-    if ('delta' in params) turn.chunk(params.delta);
-    else if ('index' in params) turn.toolCallChunk(params);
-    else if (params.final) turn.finish(params);
-    else turn.progress(params);
+    switch (n.method) {
+      case 'OnFeatureResponseChunk':
+        turn.chunk(n.params.delta);
+        break;
+      case 'OnReasoningChunk':
+        turn.reasoningChunk(n.params.delta);
+        break;
+      case 'OnToolCallChunk':
+        turn.toolCallChunk(n.params);
+        break;
+      case 'OnFeatureResponse':
+        if (n.params.final) turn.finish(n.params);
+        else turn.progress(n.params);
+        break;
+    }
   }
 }
 
@@ -265,6 +287,8 @@ export class Conversation {
 /** Called with the turn itself: early notifications are replayed before `send` returns. */
 export type TurnListener = {
   chunk?: (delta: string, turn: Turn) => void;
+  /** A piece of the model's reasoning (`OnReasoningChunk`), apart from the reply's text. */
+  reasoning?: (delta: string, turn: Turn) => void;
   progress?: (step: OnFeatureResponseNotification, turn: Turn) => void;
   /** A piece of a tool call arrived (`OnToolCallChunk`); `call` holds the call so far. */
   toolCall?: (call: ToolCall, turn: Turn) => void;
@@ -284,6 +308,8 @@ export interface ToolCall {
 export class Turn {
   /** The reply text streamed so far. */
   text = '';
+  /** The model's reasoning streamed so far (never part of `text`). */
+  reasoning = '';
   /**
    * The tool calls the model streamed, by index. A later round of calls in the same turn reuses
    * the indexes: its first piece (a new id, or a name) replaces the earlier call at its index.
@@ -323,6 +349,13 @@ export class Turn {
     if (this.ended) return;
     this.text += delta;
     for (const l of this.listeners) l.chunk?.(delta, this);
+  }
+
+  /** @internal */
+  reasoningChunk(delta: string): void {
+    if (this.ended) return;
+    this.reasoning += delta;
+    for (const l of this.listeners) l.reasoning?.(delta, this);
   }
 
   /** @internal */

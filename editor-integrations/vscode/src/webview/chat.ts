@@ -90,6 +90,25 @@ function turnBubble(turnId: string): { bubble: HTMLElement; text: string } {
   return turn;
 }
 
+/**
+ * The model's reasoning, collapsed above the reply (text only, never markup): a `<details>`
+ * the user opens to read it; `append` adds a streamed piece.
+ */
+function reasoningBox(el: HTMLElement): HTMLElement {
+  let box = el.querySelector<HTMLElement>('details.reasoning .reasoning-text');
+  if (!box) {
+    const details = document.createElement('details');
+    details.className = 'reasoning';
+    const summary = document.createElement('summary');
+    summary.textContent = 'Reasoning';
+    box = document.createElement('div');
+    box.className = 'reasoning-text';
+    details.append(summary, box);
+    el.prepend(details);
+  }
+  return box;
+}
+
 /** A line above the reply text saying which tool the model calls (text only, never markup). */
 function addToolCall(el: HTMLElement, name: string): void {
   let list = el.querySelector<HTMLElement>('.tool-calls');
@@ -198,7 +217,10 @@ function receive(m: ToView): void {
       $('conversation-description').textContent = m.description;
       for (const msg of m.messages) {
         if (msg.role === 'user') addUser(msg.text);
-        else if (msg.role === 'assistant') addAssistant(msg.text);
+        else if (msg.role === 'assistant') {
+          const el = addAssistant(msg.text);
+          if (msg.reasoning) reasoningBox(el).textContent = msg.reasoning;
+        }
       }
       showPanel('chat');
       break;
@@ -219,6 +241,11 @@ function receive(m: ToView): void {
       const turn = turnBubble(m.turnId);
       if (!turn.text) turn.bubble.querySelector('.body')!.innerHTML = markdown.render(m.summary);
       addDetails(turn.bubble, m.detailedResponse);
+      break;
+    }
+    case 'reasoning': {
+      const box = reasoningBox(turnBubble(m.turnId).bubble);
+      box.textContent = (box.textContent ?? '') + m.delta;
       break;
     }
     case 'toolCall':

@@ -31,14 +31,23 @@ export interface FakeProvider {
 
 /**
  * Starts examples/fake-provider on a free loopback port. `toolCalls` (`WIRE_NAME:ARGS_JSON`
- * each) make its first answer those tool calls; later requests get the reply.
+ * each) make its first answer those tool calls; later requests get the reply. `reasoning` is
+ * streamed before every answer.
  */
-export async function startFakeProvider(opts: { reply: string; chunks: number; delayMs: number; toolCalls?: string[] }): Promise<FakeProvider> {
+export async function startFakeProvider(opts: {
+  reply: string;
+  chunks: number;
+  delayMs: number;
+  toolCalls?: string[];
+  /** What the model thinks before each answer (streamed as `reasoning_content`). */
+  reasoning?: string;
+}): Promise<FakeProvider> {
   const child: ChildProcess = spawn(
     fakeProviderBin,
     [
       '--port', '0', '--reply', opts.reply, '--chunks', String(opts.chunks), '--delay-ms', String(opts.delayMs),
       ...(opts.toolCalls ?? []).flatMap((call) => ['--tool-call', call]),
+      ...(opts.reasoning ? ['--reasoning', opts.reasoning] : []),
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );

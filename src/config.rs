@@ -45,6 +45,21 @@ pub struct Config {
     /// `[mcp_servers.NAME]` (tools are named `NAME.tool`).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Middleware by name, run on the messages of every request of the agents that list it:
+    /// `[middleware.NAME]`.
+    #[serde(default)]
+    pub middleware: BTreeMap<String, MiddlewareConfig>,
+}
+
+/// `[middleware.NAME]`: a kind (`describe-images`, `redact`, `fit-context`) and its settings,
+/// checked by the kind when an agent that lists it is built.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct MiddlewareConfig {
+    /// The middleware kind.
+    pub kind: String,
+    /// The kind's settings (see the README's Middleware section).
+    #[serde(flatten)]
+    pub settings: serde_json::Map<String, Value>,
 }
 
 /// `[mcp_servers.NAME]`: one MCP server, a program that speaks MCP on its stdin and stdout.
@@ -99,6 +114,9 @@ pub struct Defaults {
     /// The feature of new conversations (default `assistant`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feature: Option<String>,
+    /// Middleware of agents and model configurations that list none, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub middleware: Option<Vec<String>>,
 }
 
 /// `[model_configurations.NAME]`: one wire format with its model and parameters.
@@ -112,6 +130,9 @@ pub struct ModelConfigurationConfig {
     /// Parameters of the format, such as `temperature = 0.2`.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub parameters: serde_json::Map<String, Value>,
+    /// Middleware of agents on this configuration that list none, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub middleware: Option<Vec<String>>,
 }
 
 /// `[agents.NAME]`: a provider and a model, the unit a user names with `-m`.
@@ -132,6 +153,10 @@ pub struct AgentConfig {
     /// A system prompt for conversations with this agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// Middleware run in order on every request of this agent (`[middleware.NAME]`, or a
+    /// client-hosted one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub middleware: Option<Vec<String>>,
 }
 
 /// `[features.NAME]`: settings of a feature.

@@ -10,6 +10,7 @@ pub mod error;
 pub mod feature;
 pub mod format;
 pub mod message;
+pub mod middleware;
 pub mod models;
 pub mod provider;
 pub mod registry;

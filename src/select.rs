@@ -63,6 +63,8 @@ pub struct Selection {
     pub model: Option<String>,
     pub feature: Option<String>,
     pub system_prompt: Option<String>,
+    /// The agent's middleware list, when an agent of the config was chosen and lists one.
+    pub middleware: Option<Vec<String>>,
 }
 
 /// The environment variables that select a built-in provider when nothing else chooses one,
@@ -138,6 +140,7 @@ impl Selector<'_> {
                 model: agent.model.clone(),
                 feature: agent.feature.clone(),
                 system_prompt: agent.system_prompt.clone(),
+                middleware: agent.middleware.clone(),
             });
         }
         match name.split_once(':') {
@@ -155,6 +158,21 @@ impl Selector<'_> {
                 format!("`{name}` is neither an agent in the config nor PROVIDER:MODEL (such as openai:gpt-4o-mini)"),
             )),
         }
+    }
+
+    /// The middleware of a selection, in order: the agent's list, else its model
+    /// configuration's, else `[defaults] middleware`, else none.
+    pub fn middleware(&self, sel: &Selection) -> Vec<String> {
+        sel.middleware
+            .clone()
+            .or_else(|| {
+                sel.model_configuration
+                    .as_ref()
+                    .and_then(|m| self.config.model_configurations.get(m))
+                    .and_then(|m| m.middleware.clone())
+            })
+            .or_else(|| self.config.defaults.middleware.clone())
+            .unwrap_or_default()
     }
 
     /// The provider instance of a selection. A conversation resumed on the implicit zero-config

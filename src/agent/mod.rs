@@ -25,6 +25,7 @@ use crate::config::ToolMode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
 use crate::message::{Message, Role, Usage};
+use crate::middleware::{self, Capabilities, Chain};
 use crate::provider::ProviderResponse;
 use crate::registry::ProviderInstance;
 use crate::store::Store;
@@ -64,6 +65,8 @@ pub struct PromptOutcome {
     pub react: Option<String>,
     /// Requests made to the model in this turn (one per round of tool calls, plus the last).
     pub rounds: usize,
+    /// What the middleware did, one line each (for the turn's details).
+    pub notes: Vec<String>,
 }
 
 /// What the rounds of one turn produced: the final reply, the steps before it (each round's
@@ -87,6 +90,10 @@ pub struct AIAgent {
     persistence: Option<Persistence>,
     /// The longest a prompt may take, end to end.
     pub timeout: Option<Duration>,
+    /// Run on the messages of every request (and on each reply); never on the history.
+    pub middleware: Chain,
+    /// What the middleware noted in the running prompt (prompts run one at a time).
+    notes: std::sync::Mutex<Vec<String>>,
 }
 
 impl AIAgent {
@@ -106,6 +113,8 @@ impl AIAgent {
             history: std::sync::Mutex::new(History { system, messages }),
             persistence,
             timeout: None,
+            middleware: Chain::default(),
+            notes: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -206,13 +215,11 @@ impl AIAgent {
             Some(t) if !t.specs.is_empty() => self.choose_react(&model, t)?,
             _ => None,
         };
-        format::check_images(
-            &new_messages,
-            model.format.name(),
-            model.images(),
-            &self.provider.name,
-            self.provider.provider.max_image_bytes(),
-        )?;
+        if self.middleware.is_empty() {
+            // Refused before anything is sent; with middleware, after it ran (`call_model`).
+            self.check_images(&model, &new_messages)?;
+        }
+        self.take_notes();
         let started = Instant::now();
         let turn = async {
             match tools {
@@ -265,7 +272,73 @@ impl AIAgent {
             latency,
             react,
             rounds,
+            notes: self.take_notes(),
         })
+    }
+
+    /// The notes of the middleware so far, taken.
+    fn take_notes(&self) -> Vec<String> {
+        self.notes
+            .lock()
+            .map(|mut n| std::mem::take(&mut *n))
+            .unwrap_or_default()
+    }
+
+    /// Refuses images the model cannot take, saying which middleware would turn them to text.
+    fn check_images(&self, model: &ModelConfiguration, messages: &[Message]) -> Result<()> {
+        format::check_images(
+            messages,
+            model.format.name(),
+            model.images(),
+            &self.provider.name,
+            self.provider.provider.max_image_bytes(),
+        )
+        .map_err(|e| match e.message.contains("cannot take images") {
+            true => Error::new(e.kind, format!("{}{}", e.message, middleware::image_hint())),
+            false => e,
+        })
+    }
+
+    /// What the middleware knows of this model.
+    fn capabilities(&self, model: &ModelConfiguration) -> Capabilities {
+        Capabilities {
+            format: model.format.name(),
+            model: model.model.clone(),
+            images: model.images(),
+            max_image_bytes: self.provider.provider.max_image_bytes(),
+            parameters: model.parameters.clone(),
+        }
+    }
+
+    /// The messages one request sends: `messages` through the middleware, its notes kept.
+    async fn through_middleware<'m>(
+        &self,
+        model: &ModelConfiguration,
+        messages: &'m [Message],
+    ) -> Result<std::borrow::Cow<'m, [Message]>> {
+        if self.middleware.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(messages));
+        }
+        let mut notes = Vec::new();
+        let sent = self
+            .middleware
+            .on_request(messages.to_vec(), &self.capabilities(model), &mut notes)
+            .await;
+        self.note(notes);
+        let sent = sent?;
+        self.check_images(model, &sent)?;
+        Ok(std::borrow::Cow::Owned(sent))
+    }
+
+    /// Keeps middleware notes for the prompt's outcome (each line once).
+    fn note(&self, lines: Vec<String>) {
+        if let Ok(mut n) = self.notes.lock() {
+            for line in lines {
+                if !n.contains(&line) {
+                    n.push(line);
+                }
+            }
+        }
     }
 
     /// Whether this turn's tools go through ReAct, and why (`None`: native tool calls). Auto
@@ -293,6 +366,28 @@ impl AIAgent {
     /// One request to the model, streamed through `on_delta` when given (an event's reasoning
     /// before its text); pieces of streamed tool calls go to `on_call` when given.
     async fn call_model(
+        &self,
+        model: &ModelConfiguration,
+        messages: &[Message],
+        options: &RequestOptions<'_>,
+        on_delta: Option<OnDelta<'_>>,
+        on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
+    ) -> Result<ModelReply> {
+        let messages = self.through_middleware(model, messages).await?;
+        let mut reply = self
+            .request_model(model, &messages, options, on_delta, on_call)
+            .await?;
+        if !self.middleware.is_empty() {
+            let mut notes = Vec::new();
+            let done = self.middleware.on_reply(&mut reply, &mut notes).await;
+            self.note(notes);
+            done?;
+        }
+        Ok(reply)
+    }
+
+    /// One request as it is sent and its reply as it comes.
+    async fn request_model(
         &self,
         model: &ModelConfiguration,
         messages: &[Message],

@@ -56,6 +56,7 @@ impl Feature for Assistant {
                     ));
                 }
                 detailed.push(format!("latency: {} ms", outcome.latency.as_millis()));
+                detailed.extend(outcome.notes);
                 if let Some(f) = &r.finish_reason {
                     detailed.push(format!("finish reason: {f}"));
                 }

@@ -86,6 +86,18 @@ pub struct Confirmation {
     pub tool: String,
 }
 
+/// A request of a request's messages to a middleware a client hosts; the answer is the
+/// messages to send.
+#[derive(Debug, Clone)]
+pub struct MiddlewareCall {
+    /// The name the client registered it under.
+    pub name: String,
+    pub messages: Vec<Message>,
+    /// The format and model the messages go to.
+    pub format: String,
+    pub model: String,
+}
+
 /// The core's way out to a front-end. Calls that only tell (`turn_event`, `prompt_event`,
 /// `hosted_turn`) must not block: a port queues or prints and returns.
 #[async_trait]
@@ -100,4 +112,12 @@ pub trait ClientPort: Send + Sync {
     fn hosted_turn(&self, turn: HostedTurn);
     /// Asks the user to confirm; an error when nobody can answer (taken as a refusal).
     async fn confirm(&self, request: Confirmation) -> Result<bool>;
+    /// Runs a middleware this client registered on a request's messages and returns the
+    /// messages to send; an error fails the request. By default the client hosts none.
+    async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>> {
+        Err(Error::new(
+            crate::error::ErrorKind::FeatureError,
+            format!("this client hosts no middleware {}", call.name),
+        ))
+    }
 }

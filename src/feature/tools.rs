@@ -317,6 +317,7 @@ impl Feature for Tools {
         detailed.extend(log.lock().map(|l| l.clone()).unwrap_or_default());
         match result {
             Ok(outcome) => {
+                detailed.extend(outcome.notes.iter().cloned());
                 if let Some(why) = &outcome.react {
                     detailed.push(format!(
                         "tool mode: ReAct ({why}); {} requests to the model",

@@ -203,6 +203,7 @@ impl Session {
                     format: p.format,
                     model: p.model,
                     parameters: p.parameters,
+                    middleware: None,
                 };
                 fw.registry
                     .create_model(&p.name, &c, crate::registry::Origin::Runtime)?;
@@ -325,6 +326,12 @@ impl Session {
             "RegisterFeature" => {
                 let p: RegisterFeatureParams = params(p)?;
                 fw.register_feature(&p.name, &p.description, port)?;
+                ok(json!({}))
+            }
+            "RegisterMiddleware" => {
+                let p: RegisterMiddlewareParams = params(p)?;
+                let timeout = p.timeout_ms.map(std::time::Duration::from_millis);
+                fw.register_middleware(&p.name, timeout, port)?;
                 ok(json!({}))
             }
             "OnFeatureResponse" => {

@@ -1,7 +1,8 @@
 //! The daemon's client port: turns the core's events into this connection's notifications
 //! (`OnFeatureResponseChunk`, `OnReasoningChunk`, `OnFeatureResponse`, `OnToolCallChunk`, `DoAction`,
 //! `OnPromptResponse*`, `OnNewMessage` to a hosting client) and the core's questions into
-//! daemon→client requests (`RequestConfirmation`) whose answers it matches by id.
+//! daemon→client requests (`RequestConfirmation`, `OnMiddleware`) whose answers it matches by
+//! id.
 //!
 //! It owns what the connection must remember about those: the client's streaming choice, the
 //! requests it sent and waits on, and which `OnNewMessage` request started which turn (for
@@ -19,9 +20,11 @@ use tokio::sync::{mpsc, oneshot};
 use super::protocol::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::{
-    ClientPort, Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef,
+    ClientPort, Confirmation, HostedTurn, MiddlewareCall, PromptEvent, PromptRef, TurnEvent,
+    TurnRef,
 };
 use crate::feature::TurnOutcome;
+use crate::message::Message;
 
 /// A daemon→client request waiting for its answer.
 struct Waiting {
@@ -286,5 +289,28 @@ impl ClientPort for RpcPort {
             )
             .await?;
         Ok(answer.get("confirmed").and_then(Value::as_bool) == Some(true))
+    }
+
+    async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>> {
+        let params = OnMiddlewareParams {
+            name: call.name,
+            format: call.format,
+            model: call.model,
+            messages: call.messages,
+        };
+        let answer = self
+            .request(
+                "OnMiddleware",
+                serde_json::to_value(params).unwrap_or_default(),
+            )
+            .await?;
+        serde_json::from_value::<OnMiddlewareResult>(answer)
+            .map(|r| r.messages)
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::FeatureError,
+                    format!("the client's OnMiddleware answer is not {{messages}}: {e}"),
+                )
+            })
     }
 }

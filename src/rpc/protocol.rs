@@ -273,6 +273,34 @@ pub struct RegisterFeatureParams {
     pub description: String,
 }
 
+/// A client hosts the middleware `name` from now on; it answers each `OnMiddleware` within
+/// `timeoutMs` (default 30000).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RegisterMiddlewareParams {
+    pub name: String,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `OnMiddleware` (daemon→client request): the messages a request is about to send (history
+/// included) through the middleware `name` the client hosts; the answer is the messages to send.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OnMiddlewareParams {
+    pub name: String,
+    /// The format and model the messages go to.
+    pub format: String,
+    pub model: String,
+    pub messages: Vec<Message>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OnMiddlewareResult {
+    pub messages: Vec<Message>,
+}
+
 /// From a client-hosted feature: the answer of a turn (`final` defaults to true).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

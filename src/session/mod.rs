@@ -9,6 +9,7 @@
 
 mod conversation;
 mod hosted;
+mod middleware;
 mod prompts;
 
 use std::collections::HashMap;
@@ -87,6 +88,10 @@ pub struct Framework {
     inflight: Arc<tokio::sync::watch::Sender<usize>>,
     /// The plugin modules and MCP servers of the config.
     pub toolbox: Arc<Toolbox>,
+    /// The clients hosting middleware, by name, with their time limit.
+    middleware_hosts: Mutex<HashMap<String, middleware::MiddlewareHost>>,
+    /// What helper agents wrote for middleware (image descriptions, summaries).
+    texts: Arc<crate::middleware::TextCache>,
 }
 
 fn new_id() -> String {
@@ -124,6 +129,8 @@ impl Framework {
             hosts: Mutex::new(HashMap::new()),
             prompt_timeout: None,
             inflight: Arc::new(tokio::sync::watch::channel(0).0),
+            middleware_hosts: Mutex::new(HashMap::new()),
+            texts: Arc::new(Default::default()),
         }
     }
 
@@ -163,7 +170,7 @@ impl Framework {
     }
 
     fn build_agent(
-        &self,
+        self: &Arc<Self>,
         sel: &Selection,
         params: Option<&Map<String, Value>>,
         persistence: Option<Persistence>,
@@ -184,6 +191,7 @@ impl Framework {
         )?;
         let mut agent = AIAgent::new(new_id(), provider, model, persistence, system, history);
         agent.timeout = self.prompt_timeout;
+        agent.middleware = self.middleware_chain(sel)?;
         let agent = Arc::new(agent);
         self.agents
             .lock()
@@ -424,7 +432,7 @@ impl Framework {
 
     /// An agent outside any conversation (its history lives in memory only).
     pub fn create_agent(
-        &self,
+        self: &Arc<Self>,
         choice: &ModelChoice,
         parameters: Option<&Map<String, Value>>,
     ) -> Result<String> {

@@ -1,0 +1,374 @@
+//! The `fit-context` middleware: when the messages of a request would not fit the model's
+//! context with the reply's tokens reserved, the oldest turns are dropped, or summarised by
+//! another agent (`strategy = "summarize"`, `agent = "NAME"`), keeping the system message and
+//! the last turns (`keep_turns`, default 1). The context size is the `context_tokens` setting,
+//! else the model's declared one (its `num_ctx` parameter); the reply's share is the model's
+//! `max_tokens` (or its format's name for it), else `reserve_tokens` (default 1024).
+//!
+//! It owns the token estimate (about four characters a token, a flat count per image) and
+//! which turns go; its notes say what it did.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::{
+    bad_setting, check_settings, integer_setting, string_setting, BuildContext, Capabilities,
+    Helpers, Kind, Middleware, TextCache,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{Message, Part, Role};
+
+pub const KIND: Kind = Kind {
+    name: "fit-context",
+    description:
+        "Drops or summarises the oldest turns when a request would not fit the model's context",
+    build,
+};
+
+/// The parameters that name a reply's most tokens, by format.
+const REPLY_LIMITS: &[&str] = &[
+    "max_tokens",
+    "max_completion_tokens",
+    "num_predict",
+    "maxTokens",
+    "max_output_tokens",
+];
+/// The parameters that declare the model's context.
+const CONTEXT_SIZES: &[&str] = &["num_ctx"];
+/// Tokens counted for an image.
+const IMAGE_TOKENS: usize = 800;
+
+const SUMMARY_PROMPT: &str = "Summarise this earlier part of a conversation in a few sentences, keeping names, numbers, decisions and open questions. Answer with the summary only.";
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Strategy {
+    Drop,
+    Summarize,
+}
+
+struct FitContext {
+    name: String,
+    context_tokens: Option<u64>,
+    reserve_tokens: u64,
+    keep_turns: usize,
+    strategy: Strategy,
+    agent: Option<String>,
+    helpers: Arc<dyn Helpers>,
+    cache: Arc<TextCache>,
+}
+
+fn build(ctx: &BuildContext<'_>) -> Result<Arc<dyn Middleware>> {
+    check_settings(
+        ctx.name,
+        ctx.settings,
+        &[
+            "kind",
+            "context_tokens",
+            "reserve_tokens",
+            "keep_turns",
+            "strategy",
+            "agent",
+        ],
+    )?;
+    let strategy = match string_setting(ctx.name, ctx.settings, "strategy")?.as_deref() {
+        None | Some("drop") => Strategy::Drop,
+        Some("summarize" | "summarise") => Strategy::Summarize,
+        Some(other) => {
+            return Err(bad_setting(
+                ctx.name,
+                format!("`strategy` is \"drop\" or \"summarize\", not {other:?}"),
+            ))
+        }
+    };
+    let agent = string_setting(ctx.name, ctx.settings, "agent")?;
+    if strategy == Strategy::Summarize && agent.is_none() {
+        return Err(bad_setting(
+            ctx.name,
+            "strategy \"summarize\" needs `agent`, the agent of the config that writes the summary",
+        ));
+    }
+    let keep_turns = integer_setting(ctx.name, ctx.settings, "keep_turns")?
+        .unwrap_or(1)
+        .max(1) as usize;
+    Ok(Arc::new(FitContext {
+        name: ctx.name.to_string(),
+        context_tokens: integer_setting(ctx.name, ctx.settings, "context_tokens")?,
+        reserve_tokens: integer_setting(ctx.name, ctx.settings, "reserve_tokens")?.unwrap_or(1024),
+        keep_turns,
+        strategy,
+        agent,
+        helpers: ctx.helpers.clone(),
+        cache: ctx.cache.clone(),
+    }))
+}
+
+/// About how many tokens a message takes.
+pub fn estimate(m: &Message) -> usize {
+    fn parts(of: &[Part]) -> usize {
+        of.iter()
+            .map(|p| match p {
+                Part::Text { text } => text.chars().count().div_ceil(4),
+                Part::Reasoning { text, .. } => text.chars().count().div_ceil(4),
+                Part::Json { value } => value.to_string().len().div_ceil(4),
+                Part::ToolCall {
+                    name, arguments, ..
+                } => (name.len() + arguments.to_string().len()).div_ceil(4),
+                Part::ToolResult { content, .. } => parts(content),
+                Part::Image { .. } => IMAGE_TOKENS,
+            })
+            .sum()
+    }
+    4 + parts(&m.content)
+}
+
+fn first_u64(parameters: &Map<String, Value>, names: &[&str]) -> Option<u64> {
+    names
+        .iter()
+        .find_map(|n| parameters.get(*n).and_then(Value::as_u64))
+}
+
+/// The text of some messages, one `role: text` line each (what the summariser reads).
+fn transcript(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .map(|m| {
+            let mut text = m.text();
+            for (_, name, args) in m.tool_calls() {
+                text.push_str(&format!(" [calls {name}({args})]"));
+            }
+            for p in &m.content {
+                if let Part::ToolResult { content, .. } = p {
+                    text.push_str(&crate::format::wire::text_of(content));
+                }
+            }
+            format!("{}: {}", m.role.as_str(), text.trim())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl FitContext {
+    /// The tokens the messages may take, and how that was worked out.
+    fn budget(&self, model: &Capabilities) -> Result<(usize, String)> {
+        let context = self
+            .context_tokens
+            .or_else(|| first_u64(&model.parameters, CONTEXT_SIZES))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Config,
+                    format!("the context size of {} is not known: set context_tokens in [middleware.{}]", model.model, self.name),
+                )
+            })?;
+        let reserve = first_u64(&model.parameters, REPLY_LIMITS).unwrap_or(self.reserve_tokens);
+        let budget = context.saturating_sub(reserve) as usize;
+        Ok((
+            budget,
+            format!("{context} tokens of context − {reserve} for the reply"),
+        ))
+    }
+
+    async fn summary(&self, dropped: &[Message]) -> Result<String> {
+        let agent = self.agent.as_deref().unwrap_or_default();
+        let text = transcript(dropped);
+        let key = TextCache::key("summary", text.as_bytes());
+        if let Some(s) = self.cache.get(&key) {
+            return Ok(s);
+        }
+        let prompt = vec![Message::system(SUMMARY_PROMPT), Message::user(text)];
+        let summary = self
+            .helpers
+            .ask_agent(agent, prompt)
+            .await?
+            .trim()
+            .to_string();
+        self.cache.put(key, summary.clone());
+        Ok(summary)
+    }
+}
+
+#[async_trait]
+impl Middleware for FitContext {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> &str {
+        KIND.name
+    }
+
+    async fn on_request(
+        &self,
+        messages: Vec<Message>,
+        model: &Capabilities,
+        notes: &mut Vec<String>,
+    ) -> Result<Vec<Message>> {
+        let (budget, how) = self.budget(model)?;
+        let total: usize = messages.iter().map(estimate).sum();
+        if total <= budget {
+            return Ok(messages);
+        }
+        // The system message stays; turns start at each user message.
+        let (system, rest): (Vec<Message>, Vec<Message>) =
+            messages.into_iter().partition(|m| m.role == Role::System);
+        let starts: Vec<usize> = rest
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == Role::User)
+            .map(|(i, _)| i)
+            .collect();
+        let fixed: usize = system.iter().map(estimate).sum();
+        let mut cut = 0; // rest[..cut] goes
+        let mut turns_dropped = 0;
+        for (n, start) in starts.iter().enumerate().skip(1) {
+            let left: usize = rest[cut..].iter().map(estimate).sum();
+            if fixed + left <= budget || starts.len() - n < self.keep_turns {
+                break;
+            }
+            cut = *start;
+            turns_dropped = n;
+        }
+        let kept: usize = fixed + rest[cut..].iter().map(estimate).sum::<usize>();
+        if kept > budget {
+            return Err(Error::invalid_params(format!(
+                "the last {} turn(s) alone need about {kept} tokens, more than the {budget} the model has ({how})",
+                starts.len() - turns_dropped
+            )));
+        }
+        let dropped: Vec<Message> = rest[..cut].to_vec();
+        let mut out = system;
+        let action = match self.strategy {
+            Strategy::Drop => "dropped",
+            Strategy::Summarize => {
+                let summary = self.summary(&dropped).await?;
+                let note = format!("Earlier in this conversation (summarised): {summary}");
+                match out.first_mut() {
+                    Some(sys) => sys.content.push(Part::text(format!("\n\n{note}"))),
+                    None => out.push(Message::system(note)),
+                }
+                "summarised"
+            }
+        };
+        out.extend(rest.into_iter().skip(cut));
+        notes.push(format!(
+            "middleware {}: {action} the {turns_dropped} oldest turn(s) ({} messages, about {} tokens) to fit {budget} tokens ({how})",
+            self.name,
+            dropped.len(),
+            total - kept
+        ));
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::middleware::testing::{build_with, caps, run, FakeHelpers};
+    use serde_json::json;
+
+    fn conversation(turns: usize) -> Vec<Message> {
+        let mut m = vec![Message::system("Be brief.")];
+        for i in 0..turns {
+            m.push(Message::user(format!(
+                "question {i} {}",
+                "word ".repeat(100)
+            )));
+            m.push(Message::assistant(format!(
+                "answer {i} {}",
+                "word ".repeat(100)
+            )));
+        }
+        m.push(Message::user("last question"));
+        m
+    }
+
+    #[tokio::test]
+    async fn the_oldest_turns_go_and_the_system_message_and_last_turns_stay() {
+        let m = build_with(
+            "fit",
+            json!({"kind": "fit-context", "context_tokens": 1000, "keep_turns": 2}),
+            FakeHelpers::answering(""),
+        );
+        let messages = conversation(6);
+        let total: usize = messages.iter().map(estimate).sum();
+        assert!(total > 800, "the test conversation is too short: {total}");
+        let mut params = Map::new();
+        params.insert("max_tokens".into(), json!(200));
+        let model = Capabilities {
+            parameters: params,
+            ..caps()
+        };
+        let (sent, notes) = run(&m, messages.clone(), &model).await.unwrap();
+        let sent_total: usize = sent.iter().map(estimate).sum();
+        assert!(sent_total <= 800, "{sent_total}");
+        assert_eq!(sent[0], Message::system("Be brief."));
+        assert_eq!(sent.last().unwrap().text(), "last question");
+        assert_eq!(
+            sent[1].role,
+            Role::User,
+            "a turn starts with its user message"
+        );
+        assert!(
+            notes[0].starts_with("middleware fit: dropped the "),
+            "{notes:?}"
+        );
+        assert!(
+            notes[0].contains("1000 tokens of context − 200 for the reply"),
+            "{notes:?}"
+        );
+        // Short enough: unchanged, nothing noted.
+        let (same, notes) = run(&m, conversation(1), &model).await.unwrap();
+        assert_eq!(same, conversation(1));
+        assert!(notes.is_empty());
+        // The last turn alone too long: a clear error.
+        let huge = vec![Message::user("word ".repeat(5000))];
+        let e = run(&m, huge, &model).await.unwrap_err();
+        assert!(e.message.contains("alone need about"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn summarize_puts_the_agents_summary_in_the_system_message() {
+        let helpers = FakeHelpers::answering("They asked six questions about words.");
+        let m = build_with(
+            "fit",
+            json!({"kind": "fit-context", "context_tokens": 1900, "strategy": "summarize", "agent": "scribe"}),
+            helpers.clone(),
+        );
+        let (sent, notes) = run(&m, conversation(6), &caps()).await.unwrap();
+        assert!(sent[0].text().contains(
+            "Earlier in this conversation (summarised): They asked six questions about words."
+        ));
+        assert!(notes[0].contains("summarised the "), "{notes:?}");
+        let asked = helpers.asked();
+        assert_eq!(asked[0].0, "scribe");
+        assert!(asked[0].1[1].text().contains("user: question 0"));
+        // The same history again: the summary comes from the cache.
+        run(&m, conversation(6), &caps()).await.unwrap();
+        assert_eq!(helpers.asked().len(), 1);
+    }
+
+    #[test]
+    fn summarize_needs_an_agent_and_no_size_is_an_error() {
+        let e = crate::middleware::testing::try_build(
+            "fit",
+            json!({"kind": "fit-context", "strategy": "summarize"}),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("needs `agent`"));
+    }
+
+    #[tokio::test]
+    async fn an_unknown_context_size_is_a_clear_error() {
+        let m = build_with(
+            "fit",
+            json!({"kind": "fit-context"}),
+            FakeHelpers::answering(""),
+        );
+        let e = run(&m, conversation(1), &caps()).await.unwrap_err();
+        assert!(
+            e.message.contains("set context_tokens in [middleware.fit]"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,109 @@
+//! The middleware of the session's agents: each agent's chain built from the config's lists
+//! (`crate::select` says which), middleware that clients host (`RegisterMiddleware`), and the
+//! helper agents a middleware may ask (a fresh agent of the config per question, with no
+//! history and nothing stored). This module must never run a middleware itself.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::{new_id, poisoned, Framework};
+use crate::agent::AIAgent;
+use crate::error::{Error, ErrorKind, Result};
+use crate::feature::port::ClientPort;
+use crate::message::Message;
+use crate::middleware::{self, hosted::Hosted, Chain, Helpers, Middleware};
+use crate::select::{ModelChoice, Selection};
+
+/// A client hosting a middleware, and the time it has to answer.
+pub(super) type MiddlewareHost = (Arc<dyn ClientPort>, Duration);
+
+/// The agents of the config as helpers of middleware.
+struct ConfigAgents(Weak<Framework>);
+
+#[async_trait]
+impl Helpers for ConfigAgents {
+    async fn ask_agent(&self, agent: &str, prompt: Vec<Message>) -> Result<String> {
+        let fw = self
+            .0
+            .upgrade()
+            .ok_or_else(|| Error::internal("the core is shutting down"))?;
+        let helper = fw.helper_agent(agent)?;
+        let outcome = helper
+            .send_prompt(prompt, None, &CancellationToken::new())
+            .await
+            .map_err(|e| Error::new(e.kind, format!("agent {agent}: {}", e.message)))?;
+        Ok(outcome.reply.message.text())
+    }
+}
+
+impl Framework {
+    /// From now on `host` runs the middleware `name`, answering within `timeout` (default
+    /// [`middleware::hosted::DEFAULT_TIMEOUT`]). A name of the config cannot be taken.
+    pub fn register_middleware(
+        &self,
+        name: &str,
+        timeout: Option<Duration>,
+        host: Arc<dyn ClientPort>,
+    ) -> Result<()> {
+        if name.trim().is_empty() {
+            return Err(Error::invalid_params("a middleware needs a name"));
+        }
+        if self.config.middleware.contains_key(name) {
+            return Err(Error::invalid_params(format!(
+                "`{name}` is a middleware of the config ([middleware.{name}])"
+            )));
+        }
+        let timeout = timeout.unwrap_or(middleware::hosted::DEFAULT_TIMEOUT);
+        self.middleware_hosts
+            .lock()
+            .map_err(|_| poisoned())?
+            .insert(name.to_string(), (host, timeout));
+        Ok(())
+    }
+
+    /// The chain of an agent of this selection.
+    pub(super) fn middleware_chain(self: &Arc<Self>, sel: &Selection) -> Result<Chain> {
+        let names = self.selector().middleware(sel);
+        if names.is_empty() {
+            return Ok(Chain::default());
+        }
+        let hosts = self
+            .middleware_hosts
+            .lock()
+            .map_err(|_| poisoned())?
+            .clone();
+        let hosted = |name: &str| -> Option<Arc<dyn Middleware>> {
+            hosts
+                .get(name)
+                .map(|(port, timeout)| Arc::new(Hosted::new(name, port.clone(), *timeout)) as _)
+        };
+        middleware::build_chain(
+            &names,
+            &self.config.middleware,
+            &hosted,
+            Arc::new(ConfigAgents(Arc::downgrade(self))),
+            self.texts.clone(),
+        )
+    }
+
+    /// A fresh agent of the config named `name`, not listed among the session's agents.
+    fn helper_agent(&self, name: &str) -> Result<AIAgent> {
+        let sel = self
+            .selector()
+            .select(&ModelChoice::Agent(name.to_string()))
+            .map_err(|e| Error::new(ErrorKind::Config, e.message))?;
+        let provider = self.selector().provider(&sel)?;
+        let model = self.registry.build_model(
+            &provider,
+            sel.model_configuration.as_deref(),
+            sel.model.as_deref(),
+            None,
+        )?;
+        let mut agent = AIAgent::new(new_id(), provider, model, None, None, Vec::new());
+        agent.timeout = self.prompt_timeout;
+        Ok(agent)
+    }
+}

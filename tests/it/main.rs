@@ -17,6 +17,7 @@ mod daemon_tools_formats;
 mod local_model;
 mod mcp;
 mod mcp_interop;
+mod middleware;
 mod models;
 mod plugins;
 mod provider_anthropic;

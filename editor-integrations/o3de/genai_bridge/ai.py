@@ -27,6 +27,11 @@ Events a handler can receive (each callback gets one list, as O3DE's Python hand
   `OnPromptResponseChunk` [delta, info].
 
 Callbacks run on the daemon's dispatcher thread, one at a time, in arrival order.
+
+Middleware: `bridge.register_middleware(name, transform)` hosts a middleware the config's
+agents may list (`middleware = ["name"]`): before each request of such an agent the daemon calls
+`transform(messages, info)` with the messages about to be sent (dicts as in docs/PROTOCOL.md;
+`info` has `format` and `model`) and sends the messages it returns. An exception fails the turn.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ EARLY_KEPT = 256
 
 #: Creates a feature's instance for one conversation: create(agent_address, conversation_address).
 FeatureFactory = Callable[[int, int], Any]
+#: A hosted middleware: (messages, info) -> the messages to send.
+Middleware = Callable[[list, dict], list]
 
 
 class BusError(Exception):
@@ -80,6 +87,8 @@ class Bridge:
         self._features: dict[str, tuple[FeatureFactory, str]] = {}
         self._features_registered_in = daemon.generation
         self._feature_instances: set[tuple[str, int]] = set()
+        self._middleware: dict[str, tuple[Middleware, int | None]] = {}
+        daemon.on_request("OnMiddleware", self._on_middleware)
         for method, handler in [
             ("OnNewMessage", self._on_new_message),
             ("OnFeatureResponse", self._on_feature_response),
@@ -141,6 +150,25 @@ class Bridge:
         self.daemon.request("RegisterFeature", {"name": name, "description": description})
         with self._lock:
             self._features[name] = (create, description)
+
+    def register_middleware(self, name: str, transform: "Middleware", timeout_ms: int | None = None) -> None:
+        """Hosts middleware `name` here: `transform(messages, info)` returns the messages each
+        request of an agent that lists it sends, within `timeout_ms` (the daemon's default
+        otherwise). Registered again after a daemon restart."""
+        params: dict[str, Any] = {"name": name}
+        if timeout_ms is not None:
+            params["timeoutMs"] = timeout_ms
+        self.daemon.request("RegisterMiddleware", params)
+        with self._lock:
+            self._middleware[name] = (transform, timeout_ms)
+
+    def _on_middleware(self, p: dict) -> dict:
+        with self._lock:
+            entry = self._middleware.get(p.get("name", ""))
+        if entry is None:
+            raise BusError(f"no middleware {p.get('name')!r} is hosted here")
+        messages = entry[0](p.get("messages", []), {"format": p.get("format"), "model": p.get("model"), "name": p.get("name")})
+        return {"messages": list(messages)}
 
     # ---- handlers -----------------------------------------------------------------------
 
@@ -342,8 +370,14 @@ class Bridge:
                 return
             self._features_registered_in = self.daemon.generation
             features = dict(self._features)
+            middleware = dict(self._middleware)
         for name, (_create, description) in features.items():
             self.daemon.request("RegisterFeature", {"name": name, "description": description})
+        for name, (_transform, timeout_ms) in middleware.items():
+            params: dict[str, Any] = {"name": name}
+            if timeout_ms is not None:
+                params["timeoutMs"] = timeout_ms
+            self.daemon.request("RegisterMiddleware", params)
 
 
 def _require_event(addressing: str, bus_name: str) -> None:

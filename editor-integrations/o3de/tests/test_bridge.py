@@ -137,6 +137,44 @@ def test_reasoning_reaches_the_on_reasoning_chunk_handler_apart_from_the_reply(d
         proc.wait()
 
 
+def test_a_hosted_middleware_sees_each_request_and_its_failure_fails_the_turn(daemon_env, events):
+    """`register_middleware`: an agent of the config that lists it sends what the transform
+    returns; an exception in the transform fails the turn, naming the middleware."""
+    config = Path(daemon_env["GENAI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(config.read_text() + '\n[agents.loud]\nprovider = "fast"\nmodel = "fast-model"\nmiddleware = ["shout"]\n')
+    bridge = genai_bridge.connect(GENAI_BIN, env=daemon_env)
+    seen = []
+
+    def shout(messages, info):
+        seen.append((messages, info))
+        if any("fail" in part.get("text", "") for m in messages for part in m["content"]):
+            raise ValueError("no shouting today")
+        return [{"role": m["role"], "content": [{"type": "text", "text": p.get("text", "").upper()} for p in m["content"]]} for m in messages]
+
+    try:
+        bridge.register_middleware("shout", shout, timeout_ms=5000)
+        conversation = bridge.create_conversation(agent="loud")
+        _handler, responses, _chunks = widget(conversation, events)
+        turn = ConversationNotificationBus(bus.Event, "OnNewMessage", conversation, "hello there")
+        summary, details, info = responses.wait(lambda a: final(a) and a[2]["turnId"] == turn)
+        assert info["isSuccess"] is True, info
+        assert summary == REPLY
+        assert "middleware shout (client): 1 messages in, 1 out" in details, details
+        messages, about = seen[0]
+        assert messages[-1]["content"][0]["text"] == "hello there"
+        assert about["model"] == "fast-model" and about["format"] == "openai-chat"
+
+        turn = ConversationNotificationBus(bus.Event, "OnNewMessage", conversation, "please fail")
+        summary, _details, info = responses.wait(lambda a: final(a) and a[2]["turnId"] == turn)
+        assert info["isSuccess"] is False
+        assert "middleware shout (client)" in summary and "no shouting today" in summary, summary
+        history = json.loads(AIAgentRequestBus(bus.Event, "GetHistory", conversation))
+        assert [m["content"][0]["text"] for m in history] == ["hello there", REPLY], "the history is what was said"
+    finally:
+        genai_bridge.ai.use(None)
+        bridge.daemon.stop()
+
+
 def test_prompt_chunks_reach_the_agent_handler(bridge, events):
     conversation = bridge.create_conversation(feature="assistant", serviceProvider="fast")
     replies, chunks = events(), events()

@@ -3,6 +3,7 @@
 // cancel, errors, daemon restart, and the tool messages through a stand-in daemon.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GenaiClient, GenaiError } from '../src/client/genai-client';
 import { ChatController } from '../src/chat/controller';
@@ -26,6 +27,8 @@ before(async () => {
   caller = await startFakeProvider({ reply: REPLY, chunks: 2, delayMs: 5, toolCalls: [`events__getEvents:${TOOL_ARGS}`] });
   thinker = await startFakeProvider({ reply: '9.8 is larger.', chunks: 2, delayMs: 5, reasoning: 'Compare the tenths: 8 > 1.' });
   env = daemonEnv({ fast: fast.url, slow: slow.url, caller: caller.url, thinker: thinker.url, down: DOWN_URL });
+  // An agent whose requests go through a middleware the client hosts.
+  appendFileSync(join(env.GENAI_CONFIG_DIR!, 'config.toml'), '\n[agents.loud]\nprovider = "fast"\nmodel = "fast-model"\nmiddleware = ["shout"]\n');
 });
 after(() => {
   fast?.stop();
@@ -94,6 +97,31 @@ describe('genai client against the daemon', () => {
     const shown = posted.find((m) => m.type === 'conversation');
     assert.ok(shown && shown.type === 'conversation');
     assert.deepEqual(shown.messages[1], { role: 'assistant', text: '9.8 is larger.', reasoning: 'Compare the tenths: 8 > 1.' });
+  });
+
+  test('a hosted middleware sees each request and sends what it returns; its failure fails the turn', async () => {
+    const seen: Array<{ texts: string[]; model: string }> = [];
+    await client.registerMiddleware(
+      'shout',
+      (messages, call) => {
+        const texts = messages.map((m) => (Array.isArray(m.content) ? m.content.map((p) => (typeof p === 'string' ? p : p.type === 'text' ? p.text : '')).join('') : String(m.content)));
+        seen.push({ texts, model: call.model });
+        if (texts.some((t) => t.includes('fail'))) throw new Error('no shouting today');
+        return messages.map((m, i) => ({ role: m.role, content: texts[i].toUpperCase() }));
+      },
+      { timeoutMs: 5_000 },
+    );
+    const conversation = await client.createConversation({ agent: 'loud' });
+    const ok = await within(10_000, 'the turn', (await conversation.send('hello there')).done);
+    assert.equal(ok.isSuccess, true, ok.summary);
+    assert.equal(ok.summary, REPLY);
+    assert.ok(ok.detailedResponse.includes('middleware shout (client): 1 messages in, 1 out'), ok.detailedResponse.join('\n'));
+    assert.deepEqual(seen[0], { texts: ['hello there'], model: 'fast-model' });
+    const failed = await within(10_000, 'the failing turn', (await conversation.send('please fail')).done);
+    assert.equal(failed.isSuccess, false);
+    assert.match(failed.summary, /middleware shout \(client\).*no shouting today/);
+    const history = await conversation.history();
+    assert.equal(history.length, 2, 'the failed turn stored nothing');
   });
 
   test('history: listed with its title, reopened with its messages', async () => {

@@ -39,6 +39,16 @@ export class GenaiError extends Error {
 }
 
 type ConfirmationRequest = DaemonRequests['RequestConfirmation'];
+type MiddlewareRequest = DaemonRequests['OnMiddleware'];
+
+/**
+ * A middleware this client hosts: given the messages a request is about to send (and the
+ * format and model they go to), the messages to send instead. A throw fails the turn.
+ */
+export type MiddlewareTransform = (
+  messages: MiddlewareRequest['params']['messages'],
+  call: MiddlewareRequest['params'],
+) => Promise<MiddlewareRequest['result']['messages']> | MiddlewareRequest['result']['messages'];
 
 export interface ClientHooks {
   /** Answers the daemon's `RequestConfirmation`; without it the answer is "no". */
@@ -72,13 +82,20 @@ export class GenaiClient {
   private readonly turns = new Map<string, Turn>();
   /** Notifications that came before the response announcing their turn (PROTOCOL.md, Guarantees). */
   private readonly early = new Map<string, { at: number; items: TurnNotification[] }>();
+  /** The middleware this client hosts, registered again in a restarted daemon. */
+  private readonly middleware = new Map<string, { transform: MiddlewareTransform; timeoutMs?: number }>();
 
   constructor(options: DaemonOptions, private readonly hooks: ClientHooks = {}) {
     this.daemon = new DaemonProcess(options);
     this.daemon.on({
       started: (conn, generation) => {
         this.attach(conn);
-        if (generation > 1) this.hooks.daemon?.({ state: 'started', generation });
+        if (generation > 1) {
+          for (const [name, m] of this.middleware) {
+            this.request('RegisterMiddleware', { name, timeoutMs: m.timeoutMs }).catch(() => undefined);
+          }
+          this.hooks.daemon?.({ state: 'started', generation });
+        }
       },
       exited: (exit) => {
         // Turns under way cannot end normally any more: end them here, with the reason.
@@ -121,6 +138,16 @@ export class GenaiClient {
       const why = exit?.message ?? `the genai daemon went away (${(err as Error).message})`;
       throw new GenaiError(`${method}: ${why}`, 'daemonExited');
     }
+  }
+
+  /**
+   * Hosts the middleware `name` here (`RegisterMiddleware`): agents of the config that list it
+   * send, on every request, the messages `transform` returns; it must answer within
+   * `timeoutMs` (the daemon's default otherwise).
+   */
+  async registerMiddleware(name: string, transform: MiddlewareTransform, options: { timeoutMs?: number } = {}): Promise<void> {
+    await this.request('RegisterMiddleware', { name, timeoutMs: options.timeoutMs });
+    this.middleware.set(name, { transform, timeoutMs: options.timeoutMs });
   }
 
   listComponents(): Promise<ListComponentsResult> {
@@ -183,6 +210,11 @@ export class GenaiClient {
       confirmed: this.hooks.confirm ? await this.hooks.confirm(params) : false,
     }));
     conn.onNotification('DoAction', (params: Notifications['DoAction']) => this.hooks.action?.(params));
+    conn.onRequest('OnMiddleware', async (params: MiddlewareRequest['params']): Promise<MiddlewareRequest['result']> => {
+      const m = this.middleware.get(params.name);
+      if (!m) throw new ResponseError(ErrorCodes.MethodNotFound, `no middleware ${params.name} is hosted here`);
+      return { messages: await m.transform(params.messages, params) };
+    });
   }
 
   /** Hands a turn's notification to its Turn, or keeps it until the turn is announced. */

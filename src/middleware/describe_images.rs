@@ -27,7 +27,6 @@ pub const KIND: Kind = Kind {
 const DEFAULT_PROMPT: &str = "Describe this image for someone who cannot see it: what it shows, any text in it, and anything notable. Answer with the description only.";
 
 struct DescribeImages {
-    name: String,
     agent: String,
     prompt: String,
     always: bool,
@@ -58,7 +57,6 @@ fn build(ctx: &BuildContext<'_>) -> Result<Arc<dyn Middleware>> {
         }
     };
     Ok(Arc::new(DescribeImages {
-        name: ctx.name.to_string(),
         agent,
         prompt: string_setting(ctx.name, ctx.settings, "prompt")?
             .unwrap_or_else(|| DEFAULT_PROMPT.to_string()),
@@ -140,14 +138,6 @@ impl DescribeImages {
 
 #[async_trait]
 impl Middleware for DescribeImages {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn kind(&self) -> &str {
-        KIND.name
-    }
-
     async fn on_request(
         &self,
         messages: Vec<Message>,
@@ -164,8 +154,8 @@ impl Middleware for DescribeImages {
         }
         if count.described > 0 {
             notes.push(format!(
-                "middleware {}: {} image(s) described by agent {} ({} from the cache)",
-                self.name, count.described, self.agent, count.cached
+                "{} image(s) described by agent {} ({} from the cache)",
+                count.described, self.agent, count.cached
             ));
         }
         Ok(out)
@@ -214,7 +204,7 @@ mod tests {
         );
         assert_eq!(
             notes,
-            ["middleware see: 1 image(s) described by agent vision (0 from the cache)"]
+            ["1 image(s) described by agent vision (0 from the cache)"]
         );
         let asked = helpers.asked();
         assert_eq!(asked.len(), 1);

@@ -49,6 +49,7 @@ enum Strategy {
 }
 
 struct FitContext {
+    /// Named in the error that asks for `context_tokens`.
     name: String,
     context_tokens: Option<u64>,
     reserve_tokens: u64,
@@ -190,14 +191,6 @@ impl FitContext {
 
 #[async_trait]
 impl Middleware for FitContext {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn kind(&self) -> &str {
-        KIND.name
-    }
-
     async fn on_request(
         &self,
         messages: Vec<Message>,
@@ -252,8 +245,7 @@ impl Middleware for FitContext {
         };
         out.extend(rest.into_iter().skip(cut));
         notes.push(format!(
-            "middleware {}: {action} the {turns_dropped} oldest turn(s) ({} messages, about {} tokens) to fit {budget} tokens ({how})",
-            self.name,
+            "{action} the {turns_dropped} oldest turn(s) ({} messages, about {} tokens) to fit {budget} tokens ({how})",
             dropped.len(),
             total - kept
         ));
@@ -310,7 +302,7 @@ mod tests {
             "a turn starts with its user message"
         );
         assert!(
-            notes[0].starts_with("middleware fit: dropped the "),
+            notes[0].starts_with("dropped the "),
             "{notes:?}"
         );
         assert!(
@@ -339,7 +331,7 @@ mod tests {
         assert!(sent[0].text().contains(
             "Earlier in this conversation (summarised): They asked six questions about words."
         ));
-        assert!(notes[0].contains("summarised the "), "{notes:?}");
+        assert!(notes[0].starts_with("summarised the "), "{notes:?}");
         let asked = helpers.asked();
         assert_eq!(asked[0].0, "scribe");
         assert!(asked[0].1[1].text().contains("user: question 0"));

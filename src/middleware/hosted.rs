@@ -37,14 +37,6 @@ impl Hosted {
 
 #[async_trait]
 impl Middleware for Hosted {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn kind(&self) -> &str {
-        "client"
-    }
-
     async fn on_request(
         &self,
         messages: Vec<Message>,
@@ -72,11 +64,7 @@ impl Middleware for Hosted {
                 "the client answered with no message to send",
             ));
         }
-        notes.push(format!(
-            "middleware {} (client): {sent} messages in, {} out",
-            self.name,
-            answer.len()
-        ));
+        notes.push(format!("{sent} messages in, {} out", answer.len()));
         Ok(answer)
     }
 }

@@ -49,12 +49,8 @@ pub trait Helpers: Send + Sync {
 /// One middleware of a chain.
 #[async_trait]
 pub trait Middleware: Send + Sync {
-    /// Its name in the config (`[middleware.NAME]`) or as a client registered it.
-    fn name(&self) -> &str;
-    /// Its kind (`redact`, ...; `client` for a client-hosted one).
-    fn kind(&self) -> &str;
-    /// The messages to send instead of `messages`; what it did goes in `notes` (counts and
-    /// actions, never the content it removed).
+    /// The messages to send instead of `messages`; what it did goes in `notes`, one line each
+    /// (counts and actions, never the content it removed; the chain names the middleware).
     async fn on_request(
         &self,
         messages: Vec<Message>,
@@ -67,60 +63,64 @@ pub trait Middleware: Send + Sync {
     }
 }
 
+/// A middleware of a chain with its name (`[middleware.NAME]`, or as a client registered it)
+/// and kind (`redact`, ...; `client` for a client-hosted one).
+#[derive(Clone)]
+pub struct Link {
+    pub name: String,
+    pub kind: String,
+    pub middleware: Arc<dyn Middleware>,
+}
+
+impl Link {
+    /// `middleware NAME (KIND): TEXT`, how its notes and errors read.
+    fn say(&self, text: &str) -> String {
+        format!("middleware {} ({}): {text}", self.name, self.kind)
+    }
+}
+
 /// The middleware of one agent, in order.
 #[derive(Clone, Default)]
 pub struct Chain {
-    items: Vec<Arc<dyn Middleware>>,
+    links: Vec<Link>,
 }
 
 impl Chain {
-    pub fn new(items: Vec<Arc<dyn Middleware>>) -> Chain {
-        Chain { items }
+    pub fn new(links: Vec<Link>) -> Chain {
+        Chain { links }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.links.is_empty()
     }
 
-    /// The names in order.
-    pub fn names(&self) -> Vec<String> {
-        self.items.iter().map(|m| m.name().to_string()).collect()
-    }
-
-    /// Runs every middleware in order on the messages of one request. A failure names the
-    /// middleware and stops the request.
+    /// Runs every middleware in order on the messages of one request. Notes and a failure
+    /// name the middleware; a failure stops the request.
     pub async fn on_request(
         &self,
         mut messages: Vec<Message>,
         model: &Capabilities,
         notes: &mut Vec<String>,
     ) -> Result<Vec<Message>> {
-        for m in &self.items {
-            messages = m
-                .on_request(messages, model, notes)
-                .await
-                .map_err(|e| failed(m.as_ref(), e))?;
+        for link in &self.links {
+            let mut own = Vec::new();
+            let done = link.middleware.on_request(messages, model, &mut own).await;
+            notes.extend(own.iter().map(|n| link.say(n)));
+            messages = done.map_err(|e| Error::new(e.kind, link.say(&e.message)))?;
         }
         Ok(messages)
     }
 
     /// Runs every middleware in order on a reply.
     pub async fn on_reply(&self, reply: &mut ModelReply, notes: &mut Vec<String>) -> Result<()> {
-        for m in &self.items {
-            m.on_reply(reply, notes)
-                .await
-                .map_err(|e| failed(m.as_ref(), e))?;
+        for link in &self.links {
+            let mut own = Vec::new();
+            let done = link.middleware.on_reply(reply, &mut own).await;
+            notes.extend(own.iter().map(|n| link.say(&format!("(reply) {n}"))));
+            done.map_err(|e| Error::new(e.kind, link.say(&e.message)))?;
         }
         Ok(())
     }
-}
-
-/// A middleware's error, naming it.
-fn failed(m: &dyn Middleware, e: Error) -> Error {
-    Error::new(
-        e.kind,
-        format!("middleware {} ({}): {}", m.name(), m.kind(), e.message),
-    )
 }
 
 /// What building a built-in middleware gets: its name, settings, and the helpers and caches
@@ -174,7 +174,7 @@ pub const KINDS: &[Kind] = &[describe_images::KIND, redact::KIND, fit_context::K
 pub fn build_chain(
     names: &[String],
     config: &BTreeMap<String, MiddlewareConfig>,
-    hosted: &dyn Fn(&str) -> Option<Arc<dyn Middleware>>,
+    hosted: &dyn Fn(&str) -> Option<Link>,
     helpers: Arc<dyn Helpers>,
     cache: Arc<TextCache>,
 ) -> Result<Chain> {
@@ -198,9 +198,13 @@ pub fn build_chain(
                 helpers: helpers.clone(),
                 cache: cache.clone(),
             };
-            items.push((kind.build)(&ctx)?);
-        } else if let Some(m) = hosted(name) {
-            items.push(m);
+            items.push(Link {
+                name: name.clone(),
+                kind: kind.name.to_string(),
+                middleware: (kind.build)(&ctx)?,
+            });
+        } else if let Some(link) = hosted(name) {
+            items.push(link);
         } else {
             let known: Vec<&str> = config.keys().map(String::as_str).collect();
             return Err(Error::new(

@@ -45,7 +45,6 @@ const DETECTORS: &[(&str, &str)] = &[
 ];
 
 struct Redact {
-    name: String,
     /// (label, pattern) in the order they are applied.
     patterns: Vec<(String, Regex)>,
     replies: bool,
@@ -94,7 +93,6 @@ fn build(ctx: &BuildContext<'_>) -> Result<Arc<dyn Middleware>> {
         patterns.push(("pattern".to_string(), re));
     }
     Ok(Arc::new(Redact {
-        name: ctx.name.to_string(),
         patterns,
         replies: flag("replies", false)?,
     }))
@@ -146,14 +144,6 @@ fn summary(counts: &Counts) -> String {
 
 #[async_trait]
 impl Middleware for Redact {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn kind(&self) -> &str {
-        KIND.name
-    }
-
     async fn on_request(
         &self,
         mut messages: Vec<Message>,
@@ -165,7 +155,7 @@ impl Middleware for Redact {
             self.parts(&mut m.content, &mut counts);
         }
         if !counts.is_empty() {
-            notes.push(format!("middleware {}: {}", self.name, summary(&counts)));
+            notes.push(summary(&counts));
         }
         Ok(messages)
     }
@@ -177,11 +167,7 @@ impl Middleware for Redact {
         let mut counts = Counts::new();
         self.parts(&mut reply.message.content, &mut counts);
         if !counts.is_empty() {
-            notes.push(format!(
-                "middleware {} (reply): {}",
-                self.name,
-                summary(&counts)
-            ));
+            notes.push(summary(&counts));
         }
         Ok(())
     }
@@ -233,7 +219,7 @@ mod tests {
         assert!(all.contains("[REDACTED API key]") && all.contains("[REDACTED private key]"));
         assert_eq!(
             notes,
-            ["middleware redact: 6 replaced (2 API key, 1 AWS key, 1 bearer token, 1 pattern, 1 private key)"]
+            ["6 replaced (2 API key, 1 AWS key, 1 bearer token, 1 pattern, 1 private key)"]
         );
         assert!(!notes[0].contains("sk-"));
         // Nothing to find: nothing noted, nothing changed.

@@ -14,7 +14,7 @@ use crate::agent::AIAgent;
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::ClientPort;
 use crate::message::Message;
-use crate::middleware::{self, hosted::Hosted, Chain, Helpers, Middleware};
+use crate::middleware::{self, hosted::Hosted, Chain, Helpers, Link};
 use crate::select::{ModelChoice, Selection};
 
 /// A client hosting a middleware, and the time it has to answer.
@@ -75,10 +75,12 @@ impl Framework {
             .lock()
             .map_err(|_| poisoned())?
             .clone();
-        let hosted = |name: &str| -> Option<Arc<dyn Middleware>> {
-            hosts
-                .get(name)
-                .map(|(port, timeout)| Arc::new(Hosted::new(name, port.clone(), *timeout)) as _)
+        let hosted = |name: &str| -> Option<Link> {
+            hosts.get(name).map(|(port, timeout)| Link {
+                name: name.to_string(),
+                kind: "client".to_string(),
+                middleware: Arc::new(Hosted::new(name, port.clone(), *timeout)),
+            })
         };
         middleware::build_chain(
             &names,

@@ -106,11 +106,11 @@ kind = "redact"
     assert_eq!(fin["summary"], "It is a red dot.");
     assert!(
         details(&fin)
-            .contains("middleware see: 1 image(s) described by agent vision (0 from the cache)"),
+            .contains("middleware see (describe-images): 1 image(s) described by agent vision (0 from the cache)"),
         "{fin}"
     );
     assert!(
-        details(&fin).contains("middleware hide: 1 replaced (1 API key)"),
+        details(&fin).contains("middleware hide (redact): 1 replaced (1 API key)"),
         "{fin}"
     );
     let sent = text.requests()[0].body.to_string();
@@ -162,7 +162,7 @@ reserve_tokens = 100
         assert_eq!(fin["isSuccess"], true, "turn {i}: {fin}");
         if i >= 3 {
             assert!(
-                details(&fin).contains("middleware fit: dropped the "),
+                details(&fin).contains("middleware fit (fit-context): dropped the "),
                 "turn {i}: {fin}"
             );
         }

@@ -301,10 +301,7 @@ mod tests {
             Role::User,
             "a turn starts with its user message"
         );
-        assert!(
-            notes[0].starts_with("dropped the "),
-            "{notes:?}"
-        );
+        assert!(notes[0].starts_with("dropped the "), "{notes:?}");
         assert!(
             notes[0].contains("1000 tokens of context − 200 for the reply"),
             "{notes:?}"

@@ -34,6 +34,19 @@ pub struct ConversationRecord {
     /// The tool sources or tools the conversation may use (`tools` feature); none: the
     /// enabled sources.
     pub tools: Option<Vec<String>>,
+    /// The middleware the conversation's agent listed (`[agents.X] middleware`), kept so that
+    /// a resumed conversation runs them too; none: its model configuration's or the defaults.
+    pub middleware: Option<Vec<String>>,
+}
+
+/// A conversation row as read: the record, its parameters, tools and middleware as JSON text.
+type RawRecord = (ConversationRecord, String, Option<String>, Option<String>);
+
+/// A JSON list of names as stored, read back.
+fn names_of(json: Option<String>) -> Result<Option<Vec<String>>> {
+    json.map(|t| serde_json::from_str(&t))
+        .transpose()
+        .map_err(json_err)
 }
 
 /// One message as stored, with its place in the conversation.
@@ -78,6 +91,8 @@ const MIGRATIONS: &[&str] = &[
     // 2: the tools a conversation of the `tools` feature may use (a JSON array; NULL: the
     // enabled sources).
     "ALTER TABLE conversations ADD COLUMN tools TEXT;",
+    // 3: the middleware the conversation's agent listed (a JSON array; NULL: none listed).
+    "ALTER TABLE conversations ADD COLUMN middleware TEXT;",
 ];
 
 pub fn now_ms() -> i64 {
@@ -175,16 +190,18 @@ impl Store {
 
     pub fn create_conversation(&self, c: &ConversationRecord) -> Result<()> {
         let params_json = serde_json::to_string(&c.parameters).map_err(json_err)?;
-        let tools_json = c
-            .tools
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(json_err)?;
+        let list = |names: &Option<Vec<String>>| {
+            names
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(json_err)
+        };
+        let (tools_json, middleware_json) = (list(&c.tools)?, list(&c.middleware)?);
         self.conn()?.execute(
-            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at, tools)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at, tools_json],
+            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at, tools, middleware)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at, tools_json, middleware_json],
         )?;
         Ok(())
     }
@@ -267,9 +284,7 @@ impl Store {
         Ok(())
     }
 
-    fn row_to_record(
-        r: &rusqlite::Row<'_>,
-    ) -> rusqlite::Result<(ConversationRecord, String, Option<String>)> {
+    fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRecord> {
         Ok((
             ConversationRecord {
                 id: r.get(0)?,
@@ -284,23 +299,23 @@ impl Store {
                 updated_at: r.get(9)?,
                 message_count: r.get::<_, i64>(10)? as u64,
                 tools: None,
+                middleware: None,
             },
             r.get::<_, String>(7)?,
             r.get::<_, Option<String>>(11)?,
+            r.get::<_, Option<String>>(12)?,
         ))
     }
 
     const SELECT: &'static str = "SELECT c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, c.parameters, c.created_at, c.updated_at,
-        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools FROM conversations c";
+        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools, c.middleware FROM conversations c";
 
     fn finish_record(
-        (mut rec, params, tools): (ConversationRecord, String, Option<String>),
+        (mut rec, params, tools, middleware): RawRecord,
     ) -> Result<ConversationRecord> {
         rec.parameters = serde_json::from_str(&params).map_err(json_err)?;
-        rec.tools = tools
-            .map(|t| serde_json::from_str(&t))
-            .transpose()
-            .map_err(json_err)?;
+        rec.tools = names_of(tools)?;
+        rec.middleware = names_of(middleware)?;
         Ok(rec)
     }
 
@@ -499,20 +514,27 @@ mod tests {
             updated_at: t,
             message_count: 0,
             tools: None,
+            middleware: None,
         }
     }
 
     #[test]
-    fn a_conversation_keeps_its_tool_selection() {
+    fn a_conversation_keeps_its_tool_selection_and_middleware() {
         let s = Store::in_memory().unwrap();
         s.create_conversation(&record("01A", 1)).unwrap();
         let mut with_tools = record("01B", 2);
         with_tools.tools = Some(vec!["calc".into(), "files.read".into()]);
+        with_tools.middleware = Some(vec!["hide".into()]);
         s.create_conversation(&with_tools).unwrap();
         assert_eq!(s.conversation("01A").unwrap().unwrap().tools, None);
         assert_eq!(
             s.conversation("01B").unwrap().unwrap().tools,
             Some(vec!["calc".to_string(), "files.read".to_string()])
+        );
+        assert_eq!(s.conversation("01A").unwrap().unwrap().middleware, None);
+        assert_eq!(
+            s.conversation("01B").unwrap().unwrap().middleware,
+            Some(vec!["hide".to_string()])
         );
     }
 

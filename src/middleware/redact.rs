@@ -230,6 +230,26 @@ mod tests {
         assert!(notes.is_empty());
     }
 
+    #[tokio::test]
+    async fn replies_are_redacted_only_when_asked() {
+        let reply = || {
+            ModelReply::assistant(
+                vec![Part::text("use Bearer abcdefghijklmnopqrstuvwxyz123456")],
+                None,
+                None,
+                None,
+            )
+        };
+        for (replies, expected) in [(false, 0), (true, 1)] {
+            let m = build("r", json!({"kind": "redact", "replies": replies}));
+            let mut r = reply();
+            let mut notes = Vec::new();
+            m.on_reply(&mut r, &mut notes).await.unwrap();
+            assert_eq!(notes.len(), expected);
+            assert_eq!(r.message.text().contains("abcdefghij"), !replies);
+        }
+    }
+
     #[test]
     fn bad_settings_are_refused_by_name() {
         let ctx = |settings: Value| crate::middleware::testing::try_build("r", settings);

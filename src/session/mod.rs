@@ -284,6 +284,7 @@ impl Framework {
                 updated_at: now,
                 message_count: 0,
                 tools: spec.tools.clone(),
+                middleware: sel.middleware.clone(),
             };
             if let Err(e) = self.store.create_conversation(&rec) {
                 self.forget_agent(&agent.id);
@@ -340,6 +341,7 @@ impl Framework {
             provider: rec.provider.clone(),
             model_configuration: rec.model_configuration.clone(),
             model: rec.model_configuration.is_none().then(|| rec.model.clone()),
+            middleware: rec.middleware.clone(),
             ..Default::default()
         };
         let persistence = Some(Persistence {

@@ -267,3 +267,39 @@ fn a_client_hosted_middleware_rewrites_the_prompt_and_its_failure_fails_the_turn
     d.close_stdin();
     assert!(d.wait_exit(WAIT).success());
 }
+
+#[test]
+fn a_continued_conversation_keeps_its_agents_middleware() {
+    let fake = FakeOpenAi::start(0, Behavior::text("Noted.")).unwrap();
+    let dirs = crate::support::cli::Folders::new();
+    dirs.write_config(&format!(
+        r#"
+[service_providers.corp]
+kind = "openai"
+base_url = "{}"
+
+[agents.careful]
+provider = "corp"
+model = "corp-model"
+middleware = ["hide"]
+
+[middleware.hide]
+kind = "redact"
+"#,
+        fake.base_url()
+    ));
+    let ask = |args: &[&str]| {
+        let mut c = dirs.genai(args);
+        c.env("OPENAI_API_KEY", "sk-test-unused");
+        let o = crate::support::cli::output(c);
+        assert!(o.status.success(), "{}", crate::support::cli::stderr(&o));
+    };
+    ask(&["ask", "-m", "careful", &format!("my key is {KEY}")]);
+    ask(&["ask", "-c", &format!("and again {KEY}")]);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert!(!r.body.to_string().contains(KEY), "{}", r.body);
+    }
+    assert!(requests[1].body.to_string().contains("[REDACTED API key]"));
+}

@@ -34,6 +34,8 @@ pub struct ConversationRecord {
     /// The tool sources or tools the conversation may use (`tools` feature); none: the
     /// enabled sources.
     pub tools: Option<Vec<String>>,
+    /// The working directory the client opened it in (an ACP session's `cwd`), when it gave one.
+    pub cwd: Option<String>,
 }
 
 /// One message as stored, with its place in the conversation.
@@ -78,6 +80,10 @@ const MIGRATIONS: &[&str] = &[
     // 2: the tools a conversation of the `tools` feature may use (a JSON array; NULL: the
     // enabled sources).
     "ALTER TABLE conversations ADD COLUMN tools TEXT;",
+    // 3: the working directory a client opened the conversation in (ACP's `cwd`), for listing
+    // a project's conversations.
+    "ALTER TABLE conversations ADD COLUMN cwd TEXT;
+     CREATE INDEX conversations_cwd ON conversations(cwd, updated_at DESC, id DESC);",
 ];
 
 pub fn now_ms() -> i64 {
@@ -182,9 +188,9 @@ impl Store {
             .transpose()
             .map_err(json_err)?;
         self.conn()?.execute(
-            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at, tools)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at, tools_json],
+            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at, tools, cwd)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at, tools_json, c.cwd],
         )?;
         Ok(())
     }
@@ -284,6 +290,7 @@ impl Store {
                 updated_at: r.get(9)?,
                 message_count: r.get::<_, i64>(10)? as u64,
                 tools: None,
+                cwd: r.get(12)?,
             },
             r.get::<_, String>(7)?,
             r.get::<_, Option<String>>(11)?,
@@ -291,7 +298,7 @@ impl Store {
     }
 
     const SELECT: &'static str = "SELECT c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, c.parameters, c.created_at, c.updated_at,
-        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools FROM conversations c";
+        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools, c.cwd FROM conversations c";
 
     fn finish_record(
         (mut rec, params, tools): (ConversationRecord, String, Option<String>),
@@ -322,6 +329,16 @@ impl Store {
         page_size: usize,
         cursor: Option<&str>,
     ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
+        self.list_conversations_in(None, page_size, cursor)
+    }
+
+    /// As `list_conversations`, only those opened in the working directory `cwd` when given.
+    pub fn list_conversations_in(
+        &self,
+        cwd: Option<&str>,
+        page_size: usize,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
         let (before_time, before_id) = match cursor {
             None => (i64::MAX, String::new()),
             Some(c) => {
@@ -338,12 +355,13 @@ impl Store {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(&format!(
             "{} WHERE (?2 = '' OR c.updated_at < ?1 OR (c.updated_at = ?1 AND c.id < ?2))
+             AND (?4 IS NULL OR c.cwd = ?4)
              ORDER BY c.updated_at DESC, c.id DESC LIMIT ?3",
             Self::SELECT
         ))?;
         let rows = stmt
             .query_map(
-                params![before_time, before_id, (page_size + 1) as i64],
+                params![before_time, before_id, (page_size + 1) as i64, cwd],
                 Self::row_to_record,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -406,6 +424,16 @@ impl Store {
             None
         };
         Ok((out, next))
+    }
+
+    /// Records another feature or model for a conversation (the client changed its choice).
+    pub fn update_choice(&self, c: &ConversationRecord) -> Result<()> {
+        let params_json = serde_json::to_string(&c.parameters).map_err(json_err)?;
+        self.conn()?.execute(
+            "UPDATE conversations SET feature = ?2, provider = ?3, model_configuration = ?4, format = ?5, model = ?6, parameters = ?7 WHERE id = ?1",
+            params![c.id, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json],
+        )?;
+        Ok(())
     }
 
     /// The stored system message and every message, for rebuilding an agent.
@@ -499,7 +527,35 @@ mod tests {
             updated_at: t,
             message_count: 0,
             tools: None,
+            cwd: None,
         }
+    }
+
+    #[test]
+    fn conversations_are_listed_by_working_directory() {
+        let s = Store::in_memory().unwrap();
+        for (i, cwd) in [Some("/a"), Some("/b"), None, Some("/a")]
+            .iter()
+            .enumerate()
+        {
+            let mut r = record(&format!("01C{i}"), i as i64);
+            r.cwd = cwd.map(str::to_string);
+            s.create_conversation(&r).unwrap();
+        }
+        let (page, next) = s.list_conversations_in(Some("/a"), 1, None).unwrap();
+        assert_eq!(page[0].id, "01C3");
+        assert_eq!(page[0].cwd.as_deref(), Some("/a"));
+        let (page, last) = s
+            .list_conversations_in(Some("/a"), 1, next.as_deref())
+            .unwrap();
+        assert_eq!(page[0].id, "01C0");
+        assert!(last.is_none());
+        assert_eq!(s.list_conversations_in(None, 10, None).unwrap().0.len(), 4);
+        assert!(s
+            .list_conversations_in(Some("/c"), 10, None)
+            .unwrap()
+            .0
+            .is_empty());
     }
 
     #[test]

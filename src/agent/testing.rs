@@ -38,6 +38,7 @@ pub fn agent(
                 updated_at: 0,
                 message_count: 0,
                 tools: None,
+                cwd: None,
             })
             .expect("a conversation");
         Persistence {

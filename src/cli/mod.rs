@@ -2,6 +2,7 @@
 //! codes (0 success, 1 model or provider failure, 2 usage error, 3 missing configuration or
 //! credentials). Each subcommand lives in its own file and holds no logic the daemon lacks.
 
+mod acp;
 mod ask;
 mod attach;
 mod components;
@@ -37,6 +38,8 @@ enum Command {
     Ask(ask::Args),
     /// Serve JSON-RPC 2.0 over stdio (Content-Length or newline-delimited framing).
     Daemon,
+    /// Be an Agent Client Protocol (ACP v1) agent over stdio, for Zed, JetBrains, Neovim...
+    Acp,
     /// List, show or delete stored conversations.
     #[command(subcommand)]
     Sessions(sessions::Command),
@@ -127,7 +130,7 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    init_logging(if matches!(cli.command, Command::Daemon) {
+    init_logging(if matches!(cli.command, Command::Daemon | Command::Acp) {
         "warn"
     } else {
         "error"
@@ -135,6 +138,7 @@ pub fn run() -> i32 {
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
         Command::Daemon => runtime().block_on(daemon::run()),
+        Command::Acp => runtime().block_on(acp::run()),
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
         Command::Params(args) => params::run(args),

@@ -231,6 +231,7 @@ impl Session {
                     parameters: p.parameters,
                     ephemeral: p.ephemeral,
                     tools: p.tools,
+                    ..Default::default()
                 };
                 ok(CreateConversationResult::from(
                     fw.create_conversation(spec, port)?,

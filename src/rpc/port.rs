@@ -193,8 +193,11 @@ impl ClientPort for RpcPort {
                 turn_id: turn.turn_id.clone(),
                 delta,
             }),
-            // The protocol has no method for reasoning yet.
-            TurnEvent::Reasoning(_) => return,
+            // The protocol has no method for reasoning yet, and tells a tool run through
+            // `detailedResponse`, not as it happens.
+            TurnEvent::Reasoning(_)
+            | TurnEvent::ToolStarted { .. }
+            | TurnEvent::ToolFinished { .. } => return,
             TurnEvent::ToolCall(d) => Event::OnToolCallChunk(ToolCallChunk {
                 conversation_id: turn.conversation_id.clone(),
                 turn_id: turn.turn_id.clone(),

@@ -34,6 +34,7 @@ use crate::config::McpServerConfig;
 use crate::error::ErrorKind;
 use crate::feature::TurnOutcome;
 use crate::session::{CancelTarget, ConversationSpec, Framework};
+use crate::store::UtcTime;
 
 /// Sessions per `session/list` page.
 const PAGE_SIZE: usize = 50;
@@ -67,28 +68,6 @@ fn answer(v: impl Serialize) -> Result<Value, AcpError> {
             e.to_string(),
         )
     })
-}
-
-/// Milliseconds since the epoch as an RFC 3339 UTC time (`2026-01-02T03:04:05.678Z`).
-pub fn rfc3339(ms: i64) -> String {
-    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let (h, min, s, milli) = (
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000,
-    );
-    format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z")
 }
 
 /// The stop reason of a finished turn.
@@ -300,7 +279,7 @@ impl AcpAgent {
             .map(|c| {
                 SessionInfo::new(c.id, c.cwd.unwrap_or_else(|| here.clone()))
                     .title((!c.title.is_empty()).then_some(c.title))
-                    .updated_at(rfc3339(c.updated_at))
+                    .updated_at(UtcTime::of(c.updated_at).rfc3339())
             })
             .collect();
         answer(ListSessionsResponse::new(sessions).next_cursor(next))
@@ -363,8 +342,10 @@ mod tests {
 
     #[test]
     fn times_are_rfc3339_in_utc() {
+        let rfc3339 = |ms| UtcTime::of(ms).rfc3339();
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(951_782_400_123), "2000-02-29T00:00:00.123Z");
         assert_eq!(rfc3339(1_767_323_045_678), "2026-01-02T03:04:05.678Z");
+        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
     }
 }

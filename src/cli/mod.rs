@@ -102,6 +102,24 @@ pub fn load() -> Result<(Paths, Config, Registry), Error> {
     Ok((paths, config, registry))
 }
 
+/// Runs a stdio front-end (`serve`) on the core over the config and the history, then stops
+/// the MCP servers (our children) with it. `what` names it in the log.
+async fn serve_stdio<F, Fut>(what: &str, serve: F) -> Result<(), Error>
+where
+    F: FnOnce(std::sync::Arc<genai::session::Framework>) -> Fut,
+    Fut: std::future::Future<Output = std::io::Result<()>>,
+{
+    let (paths, config, registry) = load()?;
+    let store = std::sync::Arc::new(genai::store::Store::open(&paths.history_db())?);
+    let fw = std::sync::Arc::new(genai::session::Framework::new(config, registry, store));
+    tracing::info!("{what} ready; history at {}", paths.history_db().display());
+    let served = serve(fw.clone())
+        .await
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("stdio failed: {e}")));
+    fw.toolbox.shutdown().await;
+    served
+}
+
 /// Logs go to stderr; `GENAI_LOG` sets the filter. The daemon warns by default; other commands
 /// print their own one-line errors, so they log only errors.
 fn init_logging(default: &str) {

@@ -10,12 +10,23 @@
 //! Environment: `FAKE_MCP_PID_FILE` gets one line with the process id per start (appended);
 //! `FAKE_MCP_DIE_ON_START=1` makes it write a line on stderr and exit with status 2 before it
 //! reads anything; `FAKE_MCP_IGNORE_EOF=1` makes it stay after its stdin closes (only a kill ends it);
-//! `FAKE_MCP_TOKEN`, when set, is what `echo` prefixes (to check `env`).
+//! `FAKE_MCP_TOKEN`, when set, is what `echo` prefixes (to check `env`);
+//! `FAKE_MCP_MORE_TOOLS=1` adds `shape {n}`, whose `outputSchema` wants `{double: number}` (it
+//! answers `structuredContent` `{double: 2n}`, or a string for a negative `n`), and `grow`,
+//! which adds the tool `grown` and sends `notifications/tools/list_changed`.
 
 use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+/// Set once `grow` was called: `grown` is listed.
+static GROWN: AtomicBool = AtomicBool::new(false);
+
+fn more_tools() -> bool {
+    std::env::var("FAKE_MCP_MORE_TOOLS").is_ok_and(|v| v == "1")
+}
 
 fn main() {
     if let Some(path) = std::env::var_os("FAKE_MCP_PID_FILE") {
@@ -67,6 +78,13 @@ fn main() {
         if !answer(&id, result) {
             break;
         }
+        if msg["method"] == "tools/call" && params["name"] == "grow" {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+            let mut out = std::io::stdout().lock();
+            if writeln!(out, "{note}").and_then(|_| out.flush()).is_err() {
+                break;
+            }
+        }
     }
     if std::env::var("FAKE_MCP_IGNORE_EOF").is_ok_and(|v| v == "1") {
         // A stubborn server that outlives its stdin: only a kill ends it.
@@ -93,7 +111,7 @@ fn answer(id: &Value, result: Result<Value, (i64, String)>) -> bool {
 
 fn tools() -> Value {
     let object = |props: Value, required: Value| json!({"type": "object", "properties": props, "required": required});
-    json!([
+    let mut tools = json!([
         {"name": "add", "description": "Adds two numbers.",
          "inputSchema": object(json!({"a": {"type": "number"}, "b": {"type": "number"}}), json!(["a", "b"]))},
         {"name": "echo", "description": "Says the text back.",
@@ -102,7 +120,26 @@ fn tools() -> Value {
         {"name": "slow", "description": "Answers after `ms` milliseconds.",
          "inputSchema": object(json!({"ms": {"type": "integer"}}), json!(["ms"]))},
         {"name": "crash", "description": "Exits.", "inputSchema": object(json!({}), json!([]))}
-    ])
+    ]);
+    let list = tools.as_array_mut().expect("a list");
+    if more_tools() {
+        list.push(
+            json!({"name": "shape", "description": "Doubles n, as structured content.",
+            "inputSchema": object(json!({"n": {"type": "number"}}), json!(["n"])),
+            "outputSchema": object(json!({"double": {"type": "number"}}), json!(["double"]))}),
+        );
+        list.push(
+            json!({"name": "grow", "description": "Adds the tool `grown`.",
+            "inputSchema": object(json!({}), json!([]))}),
+        );
+    }
+    if GROWN.load(Ordering::SeqCst) {
+        list.push(
+            json!({"name": "grown", "description": "Listed after `grow`.",
+            "inputSchema": object(json!({}), json!([]))}),
+        );
+    }
+    tools
 }
 
 fn text(t: String, is_error: bool) -> Value {
@@ -124,6 +161,23 @@ fn call(params: &Value) -> Result<Value, (i64, String)> {
             ))
         }
         "fail" => Ok(text("the fail tool failed, as it does".to_string(), true)),
+        "shape" if more_tools() => {
+            let n = args["n"].as_f64().unwrap_or(0.0);
+            let structured = if n < 0.0 {
+                json!({"double": "not a number"})
+            } else {
+                json!({"double": n * 2.0})
+            };
+            Ok(
+                json!({"content": [{"type": "text", "text": structured.to_string()}],
+                      "structuredContent": structured, "isError": false}),
+            )
+        }
+        "grow" if more_tools() => {
+            GROWN.store(true, Ordering::SeqCst);
+            Ok(text("grown".to_string(), false))
+        }
+        "grown" if GROWN.load(Ordering::SeqCst) => Ok(text("I am new".to_string(), false)),
         "crash" => {
             eprintln!("fake-mcp-server: crashing as asked");
             std::process::exit(3);

@@ -1,7 +1,10 @@
 //! An MCP server as a tool source: a configured program started as a child process
 //! that speaks MCP (newline-delimited JSON-RPC) on its stdin and stdout, through the `rmcp`
-//! client. Its tools are listed once when it starts and named `NAME.tool`; a call's text parts
-//! are joined into the answer, and `isError` makes it a tool error the model sees.
+//! client. Its tools are listed when it starts and again after it sends
+//! `notifications/tools/list_changed`, and named `NAME.tool`; a call's text parts are joined
+//! into the answer, and `isError` makes it a tool error the model sees. A tool that declares an
+//! `outputSchema` must answer `structuredContent` that the schema accepts, else the call is a
+//! tool error naming what is wrong.
 //!
 //! It owns the child process: its stdin and stdout are the MCP channel, its stderr goes to the
 //! tracing log (its last line is kept for error messages), and it is killed when the server is
@@ -10,13 +13,15 @@
 //! JSON-RPC channel to the client), never show the values of `env` (they may be secrets), and
 //! never decide when a tool is called.
 
+use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ContentBlock};
-use rmcp::service::{RunningService, ServiceError};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -54,10 +59,56 @@ struct State {
 /// A started server: the MCP session, the child and what it said on stderr.
 struct Running {
     generation: u64,
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, Listener>,
     child: tokio::sync::Mutex<Child>,
-    tools: Vec<Tool>,
+    listed: Mutex<Listed>,
+    /// Set when the server said its tool list changed: it is listed again before next use.
+    stale: Arc<AtomicBool>,
     stderr_tail: Arc<Mutex<String>>,
+}
+
+/// The server's tools as last listed.
+#[derive(Default, Clone)]
+struct Listed {
+    tools: Vec<Tool>,
+    /// The `outputSchema` of the tools that declare one, by their name on the server.
+    output_schemas: HashMap<String, Value>,
+}
+
+/// What genai hears from a server besides answers: that its tool list changed.
+struct Listener {
+    stale: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.stale.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Listed {
+    fn of(server: &str, listed: Vec<rmcp::model::Tool>) -> Listed {
+        let output_schemas = listed
+            .iter()
+            .filter_map(|t| {
+                let schema = t.output_schema.as_ref()?;
+                Some((t.name.to_string(), Value::Object((**schema).clone())))
+            })
+            .collect();
+        let tools = listed
+            .into_iter()
+            .map(|t| Tool {
+                name: format!("{server}.{}", t.name),
+                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+                input_schema: Value::Object((*t.input_schema).clone()),
+                source: format!("mcp:{server}"),
+            })
+            .collect();
+        Listed {
+            tools,
+            output_schemas,
+        }
+    }
 }
 
 fn server_error(name: &str, message: impl std::fmt::Display) -> Error {
@@ -82,7 +133,29 @@ impl McpServer {
 
     /// The server's tools, starting it if needed.
     pub async fn tools(&self) -> Result<Vec<Tool>> {
-        Ok(self.running().await?.tools.clone())
+        let running = self.running().await?;
+        Ok(self.listed(&running).await.tools)
+    }
+
+    /// The tools of `running`, listed again first when the server said they changed (a failed
+    /// listing keeps the last list and tries again next time).
+    async fn listed(&self, running: &Running) -> Listed {
+        if running.stale.swap(false, Ordering::SeqCst) {
+            match running.service.peer().list_all_tools().await {
+                Ok(tools) => {
+                    let fresh = Listed::of(&self.name, tools);
+                    tracing::info!(server = %self.name, tools = fresh.tools.len(), "MCP server's tools listed again");
+                    if let Ok(mut l) = running.listed.lock() {
+                        *l = fresh;
+                    }
+                }
+                Err(e) => {
+                    running.stale.store(true, Ordering::SeqCst);
+                    tracing::warn!(server = %self.name, "listing the changed tools failed: {e}");
+                }
+            }
+        }
+        running.listed.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     /// The running server, started now if it is not running and may be (again). A server
@@ -140,8 +213,12 @@ impl McpServer {
         let (lines, relayed) = tokio::io::simplex(64 * 1024);
         let (bad_tx, bad_rx) = tokio::sync::oneshot::channel();
         tokio::spawn(relay_stdout(self.name.clone(), stdout, relayed, bad_tx));
+        let stale = Arc::new(AtomicBool::new(false));
+        let listener = Listener {
+            stale: stale.clone(),
+        };
         let started = async {
-            let service = ()
+            let service = listener
                 .serve((lines, stdin))
                 .await
                 .map_err(|e| format!("the MCP handshake failed (is it an MCP server?): {e}"))?;
@@ -179,21 +256,13 @@ impl McpServer {
                 ));
             }
         };
-        let tools = listed
-            .into_iter()
-            .map(|t| Tool {
-                name: format!("{}.{}", self.name, t.name),
-                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
-                input_schema: Value::Object((*t.input_schema).clone()),
-                source: format!("mcp:{}", self.name),
-            })
-            .collect();
         tracing::info!(server = %self.name, pid = ?child.id(), "MCP server started");
         Ok(Running {
             generation,
             service,
             child: tokio::sync::Mutex::new(child),
-            tools,
+            listed: Mutex::new(Listed::of(&self.name, listed)),
+            stale,
             stderr_tail,
         })
     }
@@ -201,8 +270,9 @@ impl McpServer {
     /// Calls `tool` (its name on the server) with a JSON object of arguments.
     pub async fn call(&self, tool: &str, arguments: &Value) -> Result<ModuleAnswer> {
         let running = self.running().await?;
-        if !running.tools.iter().any(|t| tool_name(t) == tool) {
-            let names: Vec<&str> = running.tools.iter().map(tool_name).collect();
+        let listed = self.listed(&running).await;
+        if !listed.tools.iter().any(|t| tool_name(t) == tool) {
+            let names: Vec<&str> = listed.tools.iter().map(tool_name).collect();
             return Err(server_error(
                 &self.name,
                 format!("no tool `{tool}`; it has: {}", names.join(", ")),
@@ -229,27 +299,7 @@ impl McpServer {
             }
         };
         match result {
-            Ok(result) => {
-                let text: Vec<String> = result
-                    .content
-                    .iter()
-                    .filter_map(|part| match part {
-                        ContentBlock::Text(t) => Some(t.text.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                let mut text = text.join("\n");
-                if text.is_empty() {
-                    if let Some(structured) = &result.structured_content {
-                        text = structured.to_string();
-                    }
-                }
-                Ok(ModuleAnswer {
-                    text,
-                    is_error: result.is_error.unwrap_or(false),
-                    ..ModuleAnswer::default()
-                })
-            }
+            Ok(result) => Ok(answer_of(tool, &result, listed.output_schemas.get(tool))),
             Err(ServiceError::McpError(e)) => Err(server_error(
                 &self.name,
                 format!("`{tool}` failed: {} (code {})", e.message, e.code.0),
@@ -388,4 +438,61 @@ async fn log_stderr(name: String, stderr: tokio::process::ChildStderr, tail: Arc
             *t = line.chars().take(300).collect();
         }
     }
+}
+
+/// A call's result as the model's answer: the text parts joined (the structured content when
+/// there is no text). With an output schema the structured content must be there and valid,
+/// else the answer is a tool error saying so.
+fn answer_of(tool: &str, result: &CallToolResult, output_schema: Option<&Value>) -> ModuleAnswer {
+    let is_error = result.is_error.unwrap_or(false);
+    let text: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|part| match part {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut text = text.join("\n");
+    if text.is_empty() {
+        if let Some(structured) = &result.structured_content {
+            text = structured.to_string();
+        }
+    }
+    let invalid = match (output_schema, &result.structured_content) {
+        (Some(_), None) if !is_error => Some(format!(
+            "`{tool}` declares an outputSchema but answered no structuredContent"
+        )),
+        (Some(schema), Some(structured)) if !is_error => check_output(tool, schema, structured),
+        _ => None,
+    };
+    match invalid {
+        Some(why) => ModuleAnswer {
+            text: format!("{why}; its answer was: {text}"),
+            is_error: true,
+            ..ModuleAnswer::default()
+        },
+        None => ModuleAnswer {
+            text,
+            is_error,
+            ..ModuleAnswer::default()
+        },
+    }
+}
+
+/// Why `structured` does not fit the tool's output schema, if it does not.
+fn check_output(tool: &str, schema: &Value, structured: &Value) -> Option<String> {
+    let validator = match jsonschema::validator_for(schema) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(format!(
+                "`{tool}` declares an outputSchema that is not a JSON Schema: {e}"
+            ))
+        }
+    };
+    let first = validator.iter_errors(structured).next()?;
+    Some(format!(
+        "the structuredContent of `{tool}` does not match its outputSchema: {first} (at `{}`)",
+        first.instance_path()
+    ))
 }

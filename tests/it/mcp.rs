@@ -370,3 +370,47 @@ fn a_program_that_does_not_speak_mcp_is_a_clear_error() {
     assert!(!m.contains('\n'), "one line: {m}");
     assert!(d.call("ListTools", json!({}))["tools"].is_array());
 }
+
+#[test]
+fn structured_results_are_checked_and_a_changed_tool_list_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("srv.pids");
+    let mut d = daemon_with(
+        dir.path(),
+        &server("srv", &pid_file, "enabled = true"),
+        &[("FAKE_MCP_MORE_TOOLS", "1")],
+    );
+    // Structured content that fits the tool's outputSchema reaches the caller.
+    let r = d.call(
+        "CallTool",
+        json!({"name": "srv.shape", "arguments": {"n": 4}}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(
+        serde_json::from_str::<Value>(r["text"].as_str().unwrap()).unwrap(),
+        json!({"double": 8.0})
+    );
+    // Content that does not fit is a tool error naming the mismatch.
+    let r = d.call(
+        "CallTool",
+        json!({"name": "srv.shape", "arguments": {"n": -1}}),
+    );
+    let text = r["text"].as_str().unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        text.contains("does not match its outputSchema") && text.contains("/double"),
+        "{text}"
+    );
+
+    // The server adds a tool and says so: the next listing has it, and it can be called.
+    let before = names(&d.call("ListTools", json!({})));
+    assert!(!before.contains(&"srv.grown".to_string()), "{before:?}");
+    let r = d.call("CallTool", json!({"name": "srv.grow"}));
+    assert_eq!(r["text"], "grown", "{r}");
+    wait_until("the changed tool list is followed", WAIT, || {
+        names(&d.call("ListTools", json!({}))).contains(&"srv.grown".to_string())
+    });
+    let r = d.call("CallTool", json!({"name": "srv.grown"}));
+    assert_eq!(r["text"], "I am new", "{r}");
+    assert_eq!(pids(&pid_file).len(), 1, "listed again, not restarted");
+}

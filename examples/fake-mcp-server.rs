@@ -14,6 +14,11 @@
 //! `FAKE_MCP_MORE_TOOLS=1` adds `shape {n}`, whose `outputSchema` wants `{double: number}` (it
 //! answers `structuredContent` `{double: 2n}`, or a string for a negative `n`), and `grow`,
 //! which adds the tool `grown` and sends `notifications/tools/list_changed`.
+//!
+//! With `--http` it is a streamable-HTTP MCP server instead: it prints
+//! `listening on http://127.0.0.1:PORT/mcp` and answers each JSON-RPC `POST /mcp` with a JSON
+//! body (202 for notifications; a `GET` for a server stream gets 405, as the transport allows).
+//! With `FAKE_MCP_HTTP_KEY` set, a request without that `X-Test-Key` header gets 401.
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +46,9 @@ fn main() {
         eprintln!("fake-mcp-server: told to die on start");
         std::process::exit(2);
     }
+    if std::env::args().any(|a| a == "--http") {
+        return serve_http();
+    }
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
@@ -64,18 +72,7 @@ fn main() {
             });
             continue;
         }
-        let result = match msg["method"].as_str().unwrap_or("") {
-            "initialize" => Ok(json!({
-                "protocolVersion": params["protocolVersion"].as_str().unwrap_or("2025-06-18"),
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "fake-mcp-server", "version": "0.1.0"}
-            })),
-            "ping" => Ok(json!({})),
-            "tools/list" => Ok(json!({"tools": tools()})),
-            "tools/call" => call(&params),
-            other => Err((-32601, format!("no method {other}"))),
-        };
-        if !answer(&id, result) {
+        if !answer(&id, result_of(&msg, &params)) {
             break;
         }
         if msg["method"] == "tools/call" && params["name"] == "grow" {
@@ -94,14 +91,111 @@ fn main() {
     }
 }
 
-/// Writes one response line; false once stdout is gone.
-fn answer(id: &Value, result: Result<Value, (i64, String)>) -> bool {
-    let response = match result {
+/// The result of one request.
+fn result_of(msg: &Value, params: &Value) -> Result<Value, (i64, String)> {
+    match msg["method"].as_str().unwrap_or("") {
+        "initialize" => Ok(json!({
+            "protocolVersion": params["protocolVersion"].as_str().unwrap_or("2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake-mcp-server", "version": "0.1.0"}
+        })),
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({"tools": tools()})),
+        "tools/call" => call(params),
+        other => Err((-32601, format!("no method {other}"))),
+    }
+}
+
+/// The JSON-RPC response to `id`.
+fn response(id: &Value, result: Result<Value, (i64, String)>) -> Value {
+    match result {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
         Err((code, message)) => {
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
         }
-    };
+    }
+}
+
+/// Serves MCP's streamable-HTTP transport on loopback, one thread per connection, until killed.
+fn serve_http() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("an address").port();
+    println!("listening on http://127.0.0.1:{port}/mcp");
+    let _ = std::io::stdout().flush();
+    for stream in listener.incoming().flatten() {
+        std::thread::spawn(move || {
+            let _ = http_connection(stream);
+        });
+    }
+}
+
+/// Answers the requests of one HTTP/1.1 connection.
+fn http_connection(stream: std::net::TcpStream) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut reader = std::io::BufReader::new(stream.try_clone()?);
+    let mut out = stream;
+    let key = std::env::var("FAKE_MCP_HTTP_KEY").ok();
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line)? == 0 {
+            return Ok(());
+        }
+        let (mut length, mut key_ok) = (0usize, key.is_none());
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header)?;
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
+                if name == "content-length" {
+                    length = value.parse().unwrap_or(0);
+                }
+                if name == "x-test-key" && key.as_deref() == Some(value) {
+                    key_ok = true;
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        let (status, body) = if !key_ok {
+            ("401 Unauthorized", String::new())
+        } else if !request_line.starts_with("POST ") {
+            ("405 Method Not Allowed", String::new())
+        } else {
+            match serde_json::from_slice::<Value>(&body) {
+                Err(_) => ("400 Bad Request", String::new()),
+                Ok(msg) => match msg.get("id").cloned() {
+                    None => ("202 Accepted", String::new()),
+                    Some(id) => {
+                        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+                        (
+                            "200 OK",
+                            response(&id, result_of(&msg, &params)).to_string(),
+                        )
+                    }
+                },
+            }
+        };
+        let kind = if body.is_empty() {
+            ""
+        } else {
+            "Content-Type: application/json\r\n"
+        };
+        write!(
+            out,
+            "HTTP/1.1 {status}\r\n{kind}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )?;
+        out.flush()?;
+    }
+}
+
+/// Writes one response line; false once stdout is gone.
+fn answer(id: &Value, result: Result<Value, (i64, String)>) -> bool {
+    let response = response(id, result);
     // `Stdout::lock` keeps the lines of concurrent answers whole.
     let mut out = std::io::stdout().lock();
     writeln!(out, "{response}")

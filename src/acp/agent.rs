@@ -88,32 +88,45 @@ pub fn stop_reason(outcome: &TurnOutcome) -> StopReason {
     }
 }
 
-/// The client's MCP servers as genai's; only stdio ones (`mcpCapabilities` says so).
+/// The client's MCP servers as genai's: stdio and streamable-HTTP ones (`mcpCapabilities`
+/// says so).
 fn mcp_servers(list: Vec<McpServer>) -> Result<BTreeMap<String, McpServerConfig>, AcpError> {
     let mut out = BTreeMap::new();
     for server in list {
-        let McpServer::Stdio(s) = server else {
-            return Err(AcpError::invalid_params(
-                "genai runs MCP servers over stdio only (mcpCapabilities.http and .sse are false)",
-            ));
+        let (name, config) = match server {
+            McpServer::Stdio(s) => (
+                s.name,
+                McpServerConfig {
+                    command: s.command.to_string_lossy().into_owned(),
+                    args: s.args,
+                    env: s.env.into_iter().map(|e| (e.name, e.value)).collect(),
+                    enabled: true,
+                    ..Default::default()
+                },
+            ),
+            McpServer::Http(h) => (
+                h.name,
+                McpServerConfig {
+                    url: Some(h.url),
+                    headers: h.headers.into_iter().map(|h| (h.name, h.value)).collect(),
+                    enabled: true,
+                    ..Default::default()
+                },
+            ),
+            _ => {
+                return Err(AcpError::invalid_params(
+                    "genai runs MCP servers over stdio and streamable HTTP, not SSE (mcpCapabilities.sse is false)",
+                ))
+            }
         };
-        if s.name.is_empty() || s.name.contains('.') {
+        if name.is_empty() || name.contains('.') {
             return Err(AcpError::invalid_params(format!(
-                "the MCP server name `{}` must be non-empty and without `.`",
-                s.name
+                "the MCP server name `{name}` must be non-empty and without `.`"
             )));
         }
-        let config = McpServerConfig {
-            command: s.command.to_string_lossy().into_owned(),
-            args: s.args,
-            env: s.env.into_iter().map(|e| (e.name, e.value)).collect(),
-            enabled: true,
-            timeout_secs: None,
-        };
-        if out.insert(s.name.clone(), config).is_some() {
+        if out.insert(name.clone(), config).is_some() {
             return Err(AcpError::invalid_params(format!(
-                "two MCP servers are named `{}`",
-                s.name
+                "two MCP servers are named `{name}`"
             )));
         }
     }
@@ -183,7 +196,7 @@ impl AcpAgent {
         let capabilities = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
-            .mcp_capabilities(McpCapabilities::new())
+            .mcp_capabilities(McpCapabilities::new().http(true))
             .session_capabilities(
                 SessionCapabilities::new()
                     .list(SessionListCapabilities::new())

@@ -144,7 +144,8 @@ async fn the_handshake_claims_what_genai_does() {
     assert_eq!(caps["promptCapabilities"]["image"], true);
     assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
     assert_eq!(caps["promptCapabilities"]["audio"], false);
-    assert_eq!(caps["mcpCapabilities"]["http"], false);
+    assert_eq!(caps["mcpCapabilities"]["http"], true);
+    assert_eq!(caps["mcpCapabilities"]["sse"], false);
     for cap in ["list", "resume", "close"] {
         assert!(
             caps["sessionCapabilities"][cap].is_object(),

@@ -1,6 +1,7 @@
-//! An MCP server as a tool source: a configured program started as a child process
-//! that speaks MCP (newline-delimited JSON-RPC) on its stdin and stdout, through the `rmcp`
-//! client. Its tools are listed when it starts and again after it sends
+//! An MCP server as a tool source: a configured program started as a child process that
+//! speaks MCP (newline-delimited JSON-RPC) on its stdin and stdout, or a streamable-HTTP
+//! server at a URL (its headers sent with every request), through the `rmcp` client. Its
+//! tools are listed when it starts and again after it sends
 //! `notifications/tools/list_changed`, and named `NAME.tool`; a call's text parts are joined
 //! into the answer, and `isError` makes it a tool error the model sees. A tool that declares an
 //! `outputSchema` must answer `structuredContent` that the schema accepts, else the call is a
@@ -8,10 +9,10 @@
 //!
 //! It owns the child process: its stdin and stdout are the MCP channel, its stderr goes to the
 //! tracing log (its last line is kept for error messages), and it is killed when the server is
-//! dropped or shut down. A server that dies is started again once, on its next use; after a
-//! second death it is reported and left alone. It must never write to the daemon's stdout (the
-//! JSON-RPC channel to the client), never show the values of `env` (they may be secrets), and
-//! never decide when a tool is called.
+//! dropped or shut down. A server that dies (or an HTTP session that closes) is started again
+//! once, on its next use; after a second death it is reported and left alone. It must never
+//! write to the daemon's stdout (the JSON-RPC channel to the client), never show the values of
+//! `env` or `headers` (they may be secrets), and never decide when a tool is called.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -19,8 +20,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -60,7 +64,8 @@ struct State {
 struct Running {
     generation: u64,
     service: RunningService<RoleClient, Listener>,
-    child: tokio::sync::Mutex<Child>,
+    /// The process of a stdio server (an HTTP server has none).
+    child: Option<tokio::sync::Mutex<Child>>,
     listed: Mutex<Listed>,
     /// Set when the server said its tool list changed: it is listed again before next use.
     stale: Arc<AtomicBool>,
@@ -163,8 +168,11 @@ impl McpServer {
     async fn running(&self) -> Result<Arc<Running>> {
         let mut state = self.state.lock().await;
         if let Some(running) = state.running.clone() {
-            let exited = running.child.lock().await.try_wait().ok().flatten();
-            if exited.is_none() && !running.service.peer().is_transport_closed() {
+            let exited = match &running.child {
+                Some(child) => child.lock().await.try_wait().ok().flatten().is_some(),
+                None => false,
+            };
+            if !exited && !running.service.peer().is_transport_closed() {
                 return Ok(running);
             }
             let why = self
@@ -184,8 +192,74 @@ impl McpServer {
         Ok(running)
     }
 
-    /// Spawns the program, initializes the session and lists the tools.
+    /// Connects to a streamable-HTTP server, initializes the session and lists the tools.
+    async fn start_http(&self, generation: u64, url: &str) -> Result<Running> {
+        // The HTTP client takes rustls's process-wide crypto provider; ring is genai's (set
+        // once, so a second call does nothing).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+        let mut headers = HashMap::new();
+        for (name, value) in &self.config.headers {
+            if name.eq_ignore_ascii_case("authorization") {
+                let token = value.strip_prefix("Bearer ").unwrap_or(value);
+                config = config.auth_header(token.to_string());
+                continue;
+            }
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| server_error(&self.name, format!("`{name}` is not a header name")))?;
+            // The value may be a secret: the error names the header only.
+            let value = HeaderValue::from_str(value).map_err(|_| {
+                server_error(
+                    &self.name,
+                    format!("the value of header `{name}` is not valid"),
+                )
+            })?;
+            headers.insert(name, value);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config.custom_headers(headers));
+        let stale = Arc::new(AtomicBool::new(false));
+        let listener = Listener {
+            stale: stale.clone(),
+        };
+        let started = async {
+            let service = listener
+                .serve(transport)
+                .await
+                .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
+            let tools = service
+                .peer()
+                .list_all_tools()
+                .await
+                .map_err(|e| format!("tools/list failed: {e}"))?;
+            Ok::<_, String>((service, tools))
+        };
+        let (service, listed) = match tokio::time::timeout(START_TIMEOUT, started).await {
+            Ok(Ok(started)) => started,
+            Ok(Err(why)) => return Err(server_error(&self.name, why)),
+            Err(_) => {
+                return Err(server_error(
+                    &self.name,
+                    format!("{url} did not answer within {} s", START_TIMEOUT.as_secs()),
+                ))
+            }
+        };
+        tracing::info!(server = %self.name, %url, "MCP server connected");
+        Ok(Running {
+            generation,
+            service,
+            child: None,
+            listed: Mutex::new(Listed::of(&self.name, listed)),
+            stale,
+            stderr_tail: Arc::default(),
+        })
+    }
+
+    /// Spawns the program (or connects to the URL), initializes the session and lists the
+    /// tools.
     async fn start(&self, generation: u64) -> Result<Running> {
+        if let Some(url) = &self.config.url {
+            return self.start_http(generation, url).await;
+        }
         let c = &self.config;
         let mut command = Command::new(&c.command);
         command
@@ -260,7 +334,7 @@ impl McpServer {
         Ok(Running {
             generation,
             service,
-            child: tokio::sync::Mutex::new(child),
+            child: Some(tokio::sync::Mutex::new(child)),
             listed: Mutex::new(Listed::of(&self.name, listed)),
             stale,
             stderr_tail,
@@ -345,8 +419,10 @@ impl McpServer {
 
     /// `why`, with the child's exit status and its last stderr line when there are any.
     async fn why_dead(&self, running: &Running, why: String) -> String {
-        let mut child = running.child.lock().await;
-        describe_exit(&mut child, &running.stderr_tail, why).await
+        match &running.child {
+            Some(child) => describe_exit(&mut *child.lock().await, &running.stderr_tail, why).await,
+            None => why,
+        }
     }
 
     /// Ends the session and the child: stdin is closed, then the child is killed if it is
@@ -356,7 +432,10 @@ impl McpServer {
             return;
         };
         running.service.cancellation_token().cancel();
-        let mut child = running.child.lock().await;
+        let Some(child) = &running.child else {
+            return;
+        };
+        let mut child = child.lock().await;
         if tokio::time::timeout(Duration::from_secs(2), child.wait())
             .await
             .is_err()

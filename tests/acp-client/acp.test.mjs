@@ -170,6 +170,8 @@ test("initialize claims what genai does", async () => {
     assert.equal(caps.promptCapabilities.image, true);
     assert.equal(caps.promptCapabilities.embeddedContext, true);
     assert.ok(caps.sessionCapabilities.list && caps.sessionCapabilities.resume && caps.sessionCapabilities.close);
+    assert.equal(caps.mcpCapabilities.http, true);
+    assert.equal(caps.mcpCapabilities.sse, false);
   });
 });
 
@@ -356,6 +358,34 @@ test("stdio MCP servers from session/new join the session's tools", async () => 
     assert.equal(done.status, "completed");
     assert.equal(done.content[0].content.text, "5");
   });
+});
+
+test("streamable-HTTP MCP servers from session/new join the session's tools with their headers", async () => {
+  const server = spawn(FAKE_MCP_BIN, ["--http"], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, FAKE_MCP_HTTP_KEY: "key-42" },
+  });
+  try {
+    const first = (await createInterface({ input: server.stdout })[Symbol.asyncIterator]().next()).value;
+    const url = first.replace("listening on ", "");
+    const ed = editor();
+    await withAgent(ed, async (cx) => {
+      const { sessionId } = await cx.request("session/new", {
+        cwd: dir,
+        mcpServers: [{ type: "http", name: "web", url, headers: [{ name: "X-Test-Key", value: "key-42" }] }],
+      });
+      await fake.send({ push: { reply: "", toolCalls: [["web__add", '{"a":20,"b":22}']] } });
+      await fake.send({ push: { reply: "It is 42." } });
+      const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "20+22?" }] });
+      assert.equal(r.stopReason, "end_turn");
+      const mine = ed.updates.filter((u) => u.sessionId === sessionId).map((u) => u.update);
+      const done = mine.filter((u) => u.sessionUpdate === "tool_call_update").at(-1);
+      assert.equal(done.status, "completed");
+      assert.equal(done.content[0].content.text, "42");
+    });
+  } finally {
+    server.kill();
+  }
 });
 
 test("the model is a config option", async () => {

@@ -13,7 +13,8 @@
 //! `FAKE_MCP_TOKEN`, when set, is what `echo` prefixes (to check `env`);
 //! `FAKE_MCP_MORE_TOOLS=1` adds `shape {n}`, whose `outputSchema` wants `{double: number}` (it
 //! answers `structuredContent` `{double: 2n}`, or a string for a negative `n`), and `grow`,
-//! which adds the tool `grown` and sends `notifications/tools/list_changed`.
+//! which adds the tool `grown` and sends `notifications/tools/list_changed`, and `picture`,
+//! which answers a text and a 1x1 PNG image.
 //!
 //! With `--http` it is a streamable-HTTP MCP server instead: it prints
 //! `listening on http://127.0.0.1:PORT/mcp` and answers each JSON-RPC `POST /mcp` with a JSON
@@ -25,6 +26,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+/// The image `picture` answers: a 1x1 PNG.
+const PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 /// Set once `grow` was called: `grown` is listed.
 static GROWN: AtomicBool = AtomicBool::new(false);
@@ -226,6 +231,10 @@ fn tools() -> Value {
             json!({"name": "grow", "description": "Adds the tool `grown`.",
             "inputSchema": object(json!({}), json!([]))}),
         );
+        list.push(
+            json!({"name": "picture", "description": "Answers an image.",
+            "inputSchema": object(json!({}), json!([]))}),
+        );
     }
     if GROWN.load(Ordering::SeqCst) {
         list.push(
@@ -271,6 +280,10 @@ fn call(params: &Value) -> Result<Value, (i64, String)> {
             GROWN.store(true, Ordering::SeqCst);
             Ok(text("grown".to_string(), false))
         }
+        "picture" if more_tools() => Ok(json!({"content": [
+            {"type": "text", "text": "a red dot"},
+            {"type": "image", "mimeType": "image/png", "data": PNG}
+        ], "isError": false})),
         "grown" if GROWN.load(Ordering::SeqCst) => Ok(text("I am new".to_string(), false)),
         "crash" => {
             eprintln!("fake-mcp-server: crashing as asked");

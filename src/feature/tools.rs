@@ -210,7 +210,12 @@ impl Feature for Tools {
                             name: name.clone(),
                             arguments: args.clone(),
                         });
-                        let (text, is_error) = match toolbox.call(&name, &args).await {
+                        let answer = toolbox.call(&name, &args).await;
+                        let images = match &answer {
+                            Ok(a) if !a.is_error => a.images.clone(),
+                            _ => Vec::new(),
+                        };
+                        let (text, is_error) = match answer {
                             Ok(a) if a.is_error => (a.text, true),
                             Ok(a) => {
                                 if let Ok(mut asks) = asks.lock() {
@@ -246,7 +251,7 @@ impl Feature for Tools {
                         }
                         Part::ToolResult {
                             tool_call_id: id,
-                            content: vec![Part::text(text)],
+                            content: std::iter::once(Part::text(text)).chain(images).collect(),
                             is_error,
                         }
                     }

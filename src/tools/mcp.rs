@@ -3,7 +3,9 @@
 //! server at a URL (its headers sent with every request), through the `rmcp` client. Its
 //! tools are listed when it starts and again after it sends
 //! `notifications/tools/list_changed`, and named `NAME.tool`; a call's text parts are joined
-//! into the answer, and `isError` makes it a tool error the model sees. A tool that declares an
+//! into the answer, images become image parts of the tool result (formats whose tool results
+//! take images pass them on), and `isError` makes it a tool error the model sees. A tool that
+//! declares an
 //! `outputSchema` must answer `structuredContent` that the schema accepts, else the call is a
 //! tool error naming what is wrong.
 //!
@@ -34,6 +36,7 @@ use super::plugin::ModuleAnswer;
 use super::Tool;
 use crate::config::McpServerConfig;
 use crate::error::{Error, ErrorKind, Result};
+use crate::message::Part;
 
 /// Seconds allowed for one tool call when the config says nothing.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -554,6 +557,18 @@ fn answer_of(tool: &str, result: &CallToolResult, output_schema: Option<&Value>)
         None => ModuleAnswer {
             text,
             is_error,
+            images: result
+                .content
+                .iter()
+                .filter_map(|part| match part {
+                    ContentBlock::Image(i) => Some(Part::Image {
+                        url: None,
+                        media_type: Some(i.mime_type.clone()),
+                        data: Some(i.data.clone()),
+                    }),
+                    _ => None,
+                })
+                .collect(),
             ..ModuleAnswer::default()
         },
     }

@@ -493,3 +493,44 @@ fn an_mcp_server_has_a_command_or_a_url() {
         "{err}"
     );
 }
+
+#[test]
+fn an_image_an_mcp_tool_answers_reaches_a_model_that_takes_images() {
+    use crate::support::fake_anthropic::{Behavior, FakeAnthropic, KEY};
+    let fake = FakeAnthropic::start(Behavior::default()).unwrap();
+    fake.push(Behavior::calls("", &[("srv__picture", "{}")]));
+    fake.push(Behavior::text("A red dot."));
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("srv.pids");
+    let mut d = daemon_with(
+        dir.path(),
+        &server("srv", &pid_file, "enabled = true"),
+        &[
+            ("ANTHROPIC_BASE_URL", &fake.base_url()),
+            ("ANTHROPIC_API_KEY", KEY),
+            ("FAKE_MCP_MORE_TOOLS", "1"),
+        ],
+    );
+    let (cid, _) = d.create_conversation(
+        json!({"feature": "tools", "serviceProvider": "anthropic", "model": "claude-test", "tools": ["srv.picture"]}),
+    );
+    let (_, fin) = d.turn(&cid, "Show me the picture", WAIT);
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let result = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_result")
+        .expect("a tool result");
+    let kinds: Vec<&str> = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["text", "image"], "{result}");
+    assert_eq!(result["content"][1]["source"]["media_type"], "image/png");
+}

@@ -14,7 +14,8 @@
 //! `FAKE_MCP_MORE_TOOLS=1` adds `shape {n}`, whose `outputSchema` wants `{double: number}` (it
 //! answers `structuredContent` `{double: 2n}`, or a string for a negative `n`), and `grow`,
 //! which adds the tool `grown` and sends `notifications/tools/list_changed`, and `picture`,
-//! which answers a text and a 1x1 PNG image.
+//! which answers a text and a 1x1 PNG image; it then also offers the resource
+//! `memo://greeting` and the prompt `review {code}`.
 //!
 //! With `--http` it is a streamable-HTTP MCP server instead: it prints
 //! `listening on http://127.0.0.1:PORT/mcp` and answers each JSON-RPC `POST /mcp` with a JSON
@@ -101,12 +102,31 @@ fn result_of(msg: &Value, params: &Value) -> Result<Value, (i64, String)> {
     match msg["method"].as_str().unwrap_or("") {
         "initialize" => Ok(json!({
             "protocolVersion": params["protocolVersion"].as_str().unwrap_or("2025-06-18"),
-            "capabilities": {"tools": {}},
+            "capabilities": if more_tools() {
+                json!({"tools": {"listChanged": true}, "resources": {}, "prompts": {}})
+            } else {
+                json!({"tools": {}})
+            },
             "serverInfo": {"name": "fake-mcp-server", "version": "0.1.0"}
         })),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": tools()})),
         "tools/call" => call(params),
+        "resources/list" if more_tools() => Ok(json!({"resources": [
+            {"uri": "memo://greeting", "name": "greeting", "description": "A greeting.", "mimeType": "text/plain"}
+        ]})),
+        "resources/read" if more_tools() && params["uri"] == "memo://greeting" => Ok(json!({
+            "contents": [{"uri": "memo://greeting", "mimeType": "text/plain", "text": "Hello from a resource"}]
+        })),
+        "resources/read" => Err((-32002, format!("no resource {}", params["uri"]))),
+        "prompts/list" if more_tools() => Ok(json!({"prompts": [
+            {"name": "review", "description": "Asks for a code review.",
+             "arguments": [{"name": "code", "description": "The code.", "required": true}]}
+        ]})),
+        "prompts/get" if more_tools() && params["name"] == "review" => Ok(json!({
+            "messages": [{"role": "user", "content": {"type": "text",
+                "text": format!("Review this code: {}", params["arguments"]["code"].as_str().unwrap_or(""))}}]
+        })),
         other => Err((-32601, format!("no method {other}"))),
     }
 }

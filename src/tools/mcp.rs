@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::model::CallToolRequestParams;
 use rmcp::service::{NotificationContext, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -32,11 +32,11 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use super::mcp_answer::answer_of;
 use super::plugin::ModuleAnswer;
 use super::Tool;
 use crate::config::McpServerConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::Part;
 
 /// Seconds allowed for one tool call when the config says nothing.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -137,6 +137,16 @@ impl McpServer {
 
     pub fn enabled(&self) -> bool {
         self.config.enabled
+    }
+
+    /// The server's name in the config.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The MCP session with the running server, starting it if needed.
+    pub(super) async fn peer(&self) -> Result<rmcp::Peer<RoleClient>> {
+        Ok(self.running().await?.service.peer().clone())
     }
 
     /// The server's tools, starting it if needed.
@@ -520,73 +530,4 @@ async fn log_stderr(name: String, stderr: tokio::process::ChildStderr, tail: Arc
             *t = line.chars().take(300).collect();
         }
     }
-}
-
-/// A call's result as the model's answer: the text parts joined (the structured content when
-/// there is no text). With an output schema the structured content must be there and valid,
-/// else the answer is a tool error saying so.
-fn answer_of(tool: &str, result: &CallToolResult, output_schema: Option<&Value>) -> ModuleAnswer {
-    let is_error = result.is_error.unwrap_or(false);
-    let text: Vec<String> = result
-        .content
-        .iter()
-        .filter_map(|part| match part {
-            ContentBlock::Text(t) => Some(t.text.clone()),
-            _ => None,
-        })
-        .collect();
-    let mut text = text.join("\n");
-    if text.is_empty() {
-        if let Some(structured) = &result.structured_content {
-            text = structured.to_string();
-        }
-    }
-    let invalid = match (output_schema, &result.structured_content) {
-        (Some(_), None) if !is_error => Some(format!(
-            "`{tool}` declares an outputSchema but answered no structuredContent"
-        )),
-        (Some(schema), Some(structured)) if !is_error => check_output(tool, schema, structured),
-        _ => None,
-    };
-    match invalid {
-        Some(why) => ModuleAnswer {
-            text: format!("{why}; its answer was: {text}"),
-            is_error: true,
-            ..ModuleAnswer::default()
-        },
-        None => ModuleAnswer {
-            text,
-            is_error,
-            images: result
-                .content
-                .iter()
-                .filter_map(|part| match part {
-                    ContentBlock::Image(i) => Some(Part::Image {
-                        url: None,
-                        media_type: Some(i.mime_type.clone()),
-                        data: Some(i.data.clone()),
-                    }),
-                    _ => None,
-                })
-                .collect(),
-            ..ModuleAnswer::default()
-        },
-    }
-}
-
-/// Why `structured` does not fit the tool's output schema, if it does not.
-fn check_output(tool: &str, schema: &Value, structured: &Value) -> Option<String> {
-    let validator = match jsonschema::validator_for(schema) {
-        Ok(v) => v,
-        Err(e) => {
-            return Some(format!(
-                "`{tool}` declares an outputSchema that is not a JSON Schema: {e}"
-            ))
-        }
-    };
-    let first = validator.iter_errors(structured).next()?;
-    Some(format!(
-        "the structuredContent of `{tool}` does not match its outputSchema: {first} (at `{}`)",
-        first.instance_path()
-    ))
 }

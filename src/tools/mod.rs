@@ -8,6 +8,8 @@
 
 pub mod manifest;
 pub mod mcp;
+mod mcp_answer;
+pub mod mcp_context;
 pub mod plugin;
 pub mod signature;
 pub mod toolbox;

@@ -534,3 +534,56 @@ fn an_image_an_mcp_tool_answers_reaches_a_model_that_takes_images() {
     assert_eq!(kinds, ["text", "image"], "{result}");
     assert_eq!(result["content"][1]["source"]["media_type"], "image/png");
 }
+
+#[test]
+fn resources_and_prompts_of_an_mcp_server_are_listed_read_and_fetched() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("srv.pids");
+    let config = format!(
+        "{}{}",
+        server("srv", &pid_file, "enabled = true"),
+        server("plain", &dir.path().join("plain.pids"), "enabled = true")
+    );
+    let mut d = daemon_with(dir.path(), &config, &[("FAKE_MCP_MORE_TOOLS", "1")]);
+    let r = d.call("ListResources", json!({"sources": ["srv"]}));
+    assert_eq!(
+        r["resources"],
+        json!([{"source": "srv", "uri": "memo://greeting", "name": "greeting",
+                "description": "A greeting.", "mimeType": "text/plain"}]),
+        "{r}"
+    );
+    let r = d.call(
+        "ReadResource",
+        json!({"source": "srv", "uri": "memo://greeting"}),
+    );
+    assert_eq!(
+        r["contents"],
+        json!([{"type": "text", "text": "Content of memo://greeting:\nHello from a resource"}]),
+        "{r}"
+    );
+    let e = d.call_err(
+        "ReadResource",
+        json!({"source": "srv", "uri": "memo://nothing"}),
+    );
+    assert!(message(&e).contains("memo://nothing"), "{e}");
+    let e = d.call_err(
+        "ReadResource",
+        json!({"source": "nope", "uri": "memo://greeting"}),
+    );
+    assert!(message(&e).contains("no tool source `nope`"), "{e}");
+
+    let r = d.call("ListPrompts", json!({}));
+    let prompts = r["prompts"].as_array().unwrap();
+    assert_eq!(prompts.len(), 2, "both enabled servers list `review`: {r}");
+    assert_eq!(prompts[0]["name"], "review");
+    assert_eq!(prompts[0]["arguments"][0]["required"], true);
+    let r = d.call(
+        "GetPrompt",
+        json!({"source": "srv", "name": "review", "arguments": {"code": "fn f() {}"}}),
+    );
+    assert_eq!(r["messages"][0]["role"], "user", "{r}");
+    assert_eq!(
+        r["messages"][0]["content"][0]["text"],
+        "Review this code: fn f() {}"
+    );
+}

@@ -231,21 +231,8 @@ impl McpServer {
         }
         let transport = StreamableHttpClientTransport::from_config(config.custom_headers(headers));
         let stale = Arc::new(AtomicBool::new(false));
-        let listener = Listener {
-            stale: stale.clone(),
-        };
-        let started = async {
-            let service = listener
-                .serve(transport)
-                .await
-                .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
-            let tools = service
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("tools/list failed: {e}"))?;
-            Ok::<_, String>((service, tools))
-        };
+        let failure = format!("the MCP handshake with {url} failed");
+        let started = Self::handshake(transport, stale.clone(), &failure);
         let (service, listed) = match tokio::time::timeout(START_TIMEOUT, started).await {
             Ok(Ok(started)) => started,
             Ok(Err(why)) => return Err(server_error(&self.name, why)),
@@ -301,21 +288,8 @@ impl McpServer {
         let (bad_tx, bad_rx) = tokio::sync::oneshot::channel();
         tokio::spawn(relay_stdout(self.name.clone(), stdout, relayed, bad_tx));
         let stale = Arc::new(AtomicBool::new(false));
-        let listener = Listener {
-            stale: stale.clone(),
-        };
-        let started = async {
-            let service = listener
-                .serve((lines, stdin))
-                .await
-                .map_err(|e| format!("the MCP handshake failed (is it an MCP server?): {e}"))?;
-            let tools = service
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("tools/list failed: {e}"))?;
-            Ok::<_, String>((service, tools))
-        };
+        let failure = "the MCP handshake failed (is it an MCP server?)";
+        let started = Self::handshake((lines, stdin), stale.clone(), failure);
         // A line that is not JSON-RPC while starting: not an MCP server, no need to wait.
         let started = async {
             tokio::select! {
@@ -428,6 +402,29 @@ impl McpServer {
         } else {
             state.gave_up = Some(why.to_string());
         }
+    }
+
+    /// Starts the MCP session over `transport` (`initialize`, then `tools/list`); a failed
+    /// handshake is `failure` and the reason.
+    async fn handshake<T, E, A>(
+        transport: T,
+        stale: Arc<AtomicBool>,
+        failure: &str,
+    ) -> std::result::Result<(RunningService<RoleClient, Listener>, Vec<rmcp::model::Tool>), String>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let service = Listener { stale }
+            .serve(transport)
+            .await
+            .map_err(|e| format!("{failure}: {e}"))?;
+        let tools = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        Ok((service, tools))
     }
 
     /// `why`, with the child's exit status and its last stderr line when there are any.

@@ -320,6 +320,7 @@ impl AcpAgent {
             conn: &self.conn,
             session_id: &id,
             through_client: self.client_reads_files.load(Ordering::Relaxed),
+            toolbox: self.fw.toolbox_of(&id).ok(),
         };
         let message = prompt_message(r.prompt, &files).await?;
         let turn_id = self.fw.on_new_message(&id, message)?;

@@ -1,12 +1,14 @@
 //! ACP content and genai messages, both ways: a `session/prompt`'s blocks become the user's
 //! message (text; images as image parts; `resource_link`s to files read through the client's
-//! `fs/read_text_file` when it offers it, else from disk; embedded resources as context text
-//! with their URI), and a stored conversation becomes the `session/update`s that replay it on
+//! `fs/read_text_file` when it offers it, else from disk; a link to a resource an MCP server of
+//! the session lists as that resource's contents; embedded resources as context text with
+//! their URI), and a stored conversation becomes the `session/update`s that replay it on
 //! `session/load`.
 //!
 //! It must never run a turn nor write the history.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, EmbeddedResourceResource, ImageContent, ReadTextFileRequest,
@@ -18,6 +20,7 @@ use serde_json::Value;
 use super::connection::{AcpError, Connection};
 use super::port::{text_chunk, tool_call, tool_result};
 use crate::message::{Message, Part, Role};
+use crate::tools::toolbox::Toolbox;
 
 /// The largest file a `resource_link` may bring into a prompt.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -28,6 +31,8 @@ pub struct FileReader<'a> {
     pub session_id: &'a str,
     /// The client offered `fs.readTextFile`: its buffers (unsaved edits included) win.
     pub through_client: bool,
+    /// The session's tool sources, whose MCP resources links may name.
+    pub toolbox: Option<Arc<Toolbox>>,
 }
 
 /// The path of a `file:` URI (or of a plain absolute path), percent-decoded.
@@ -86,10 +91,16 @@ impl FileReader<'_> {
             .map_err(|_| AcpError::invalid_params(format!("{} is not UTF-8 text", path.display())))
     }
 
-    /// A `resource_link` as a part: a file's text (or an image file's bytes), else the link.
-    async fn link(&self, link: &ResourceLink) -> Result<Part, AcpError> {
+    /// A `resource_link` as parts: a file's text (or an image file's bytes), an MCP
+    /// resource's contents, else the link.
+    async fn link(&self, link: &ResourceLink) -> Result<Vec<Part>, AcpError> {
         let Some(path) = file_path(&link.uri) else {
-            return Ok(Part::text(format!("[{}]({})", link.name, link.uri)));
+            if let Some(toolbox) = &self.toolbox {
+                if let Some(read) = toolbox.read_listed_resource(&link.uri).await {
+                    return Ok(read?);
+                }
+            }
+            return Ok(vec![Part::text(format!("[{}]({})", link.name, link.uri))]);
         };
         let image = link
             .mime_type
@@ -99,14 +110,14 @@ impl FileReader<'_> {
             let bytes = tokio::fs::read(&path)
                 .await
                 .map_err(|e| AcpError::not_found(format!("cannot read {}: {e}", path.display())))?;
-            return Ok(Part::Image {
+            return Ok(vec![Part::Image {
                 url: None,
                 media_type: Some(mime.to_string()),
                 data: Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
-            });
+            }]);
         }
         let text = self.read(&path).await?;
-        Ok(Part::text(context_text(&link.uri, &text)))
+        Ok(vec![Part::text(context_text(&link.uri, &text))])
     }
 }
 
@@ -141,7 +152,10 @@ pub async fn prompt_message(
         content.push(match block {
             ContentBlock::Text(t) => Part::text(t.text),
             ContentBlock::Image(i) => image_part(&i)?,
-            ContentBlock::ResourceLink(link) => files.link(&link).await?,
+            ContentBlock::ResourceLink(link) => {
+                content.extend(files.link(&link).await?);
+                continue;
+            }
             ContentBlock::Resource(r) => match r.resource {
                 EmbeddedResourceResource::TextResourceContents(t) => {
                     Part::text(context_text(&t.uri, &t.text))

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::feature::port::{ClientPort, TurnEvent, TurnRef};
 use crate::feature::{Feature, Turn, TurnOutcome};
 use crate::message::{Message, Part};
+use crate::tools::toolbox::Toolbox;
 
 /// A live conversation.
 pub(super) struct Conversation {
@@ -29,6 +30,8 @@ pub(super) struct Conversation {
     pub closed: CancellationToken,
     /// The client that drives the conversation.
     pub port: Arc<dyn ClientPort>,
+    /// Its tool sources (the config's, with the MCP servers its client brought).
+    pub toolbox: Arc<Toolbox>,
 }
 
 impl Framework {
@@ -40,6 +43,7 @@ impl Framework {
         feature_name: String,
         feature: Arc<dyn Feature>,
         system_prompt: Option<String>,
+        toolbox: Arc<Toolbox>,
         port: Arc<dyn ClientPort>,
     ) -> Result<()> {
         let (queue, mut rx) = mpsc::unbounded_channel::<(String, Message)>();
@@ -52,6 +56,7 @@ impl Framework {
             running: running.clone(),
             closed: closed.clone(),
             port: port.clone(),
+            toolbox,
         };
         self.conversations
             .lock()

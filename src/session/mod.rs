@@ -326,6 +326,7 @@ impl Framework {
             feature_name.clone(),
             feature,
             sel.system_prompt.clone(),
+            toolbox,
             port,
         )?;
         Ok(OpenConversation {
@@ -398,6 +399,7 @@ impl Framework {
             rec.feature.clone(),
             feature,
             system_prompt.or(feature_system),
+            toolbox,
             port,
         )?;
         Ok(OpenConversation {
@@ -448,6 +450,17 @@ impl Framework {
             return Err(unknown_conversation(&id));
         }
         Ok(())
+    }
+
+    /// The tool sources of an open conversation (the config's, with the MCP servers its
+    /// client brought).
+    pub fn toolbox_of(&self, id: &str) -> Result<Arc<Toolbox>> {
+        self.conversations
+            .lock()
+            .map_err(|_| poisoned())?
+            .get(id)
+            .map(|c| c.toolbox.clone())
+            .ok_or_else(|| unknown_conversation(id))
     }
 
     pub fn open_conversations(&self) -> usize {

@@ -21,6 +21,7 @@ use super::plugin::{self, ModuleAnswer, PluginModule};
 use super::Tool;
 use crate::config::{McpServerConfig, PluginConfig};
 use crate::error::{Error, ErrorKind, Result};
+use crate::message::Part;
 
 /// A source that could not be loaded, and why.
 #[derive(Debug, Clone)]
@@ -211,6 +212,16 @@ impl Toolbox {
             }
         }
         (found, errors)
+    }
+
+    /// The contents of the resource `uri` if an enabled MCP server lists it.
+    pub async fn read_listed_resource(&self, uri: &str) -> Option<Result<Vec<Part>>> {
+        let (resources, _) = self.resources(None).await;
+        let found = resources.into_iter().find(|r| r.uri == uri)?;
+        Some(match self.mcp(&found.source) {
+            Ok(server) => server.read_resource(uri).await,
+            Err(e) => Err(e),
+        })
     }
 
     /// The MCP server `name`, or an error listing the known ones.

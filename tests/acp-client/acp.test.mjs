@@ -388,6 +388,28 @@ test("streamable-HTTP MCP servers from session/new join the session's tools with
   }
 });
 
+test("a resource_link to an MCP server's resource brings its contents", async () => {
+  const ed = editor();
+  await withAgent(ed, async (cx) => {
+    const { sessionId } = await cx.request("session/new", {
+      cwd: dir,
+      mcpServers: [{ name: "notes", command: FAKE_MCP_BIN, args: [], env: [{ name: "FAKE_MCP_MORE_TOOLS", value: "1" }] }],
+    });
+    const r = await cx.request("session/prompt", {
+      sessionId,
+      prompt: [
+        { type: "text", text: "Use the greeting" },
+        { type: "resource_link", name: "greeting", uri: "memo://greeting" },
+        { type: "resource_link", name: "elsewhere", uri: "https://example.com/page" },
+      ],
+    });
+    assert.equal(r.stopReason, "end_turn");
+    const sent = requestText(await lastRequest());
+    assert.ok(sent.includes("Hello from a resource"), sent);
+    assert.ok(sent.includes("[elsewhere](https://example.com/page)"), sent);
+  });
+});
+
 test("the model is a config option", async () => {
   const ed = editor();
   await withAgent(ed, async (cx) => {

@@ -35,13 +35,12 @@ pub(super) struct Conversation {
 }
 
 impl Framework {
-    /// Starts the conversation's task.
+    /// Starts the conversation's task; `feature` is the feature's name and the feature.
     pub(super) fn open(
         self: &Arc<Self>,
         id: String,
         agent: Arc<AIAgent>,
-        feature_name: String,
-        feature: Arc<dyn Feature>,
+        (feature_name, feature): (String, Arc<dyn Feature>),
         system_prompt: Option<String>,
         toolbox: Arc<Toolbox>,
         port: Arc<dyn ClientPort>,

@@ -323,8 +323,7 @@ impl Framework {
         self.open(
             id.clone(),
             agent.clone(),
-            feature_name.clone(),
-            feature,
+            (feature_name.clone(), feature),
             sel.system_prompt.clone(),
             toolbox,
             port,
@@ -396,8 +395,7 @@ impl Framework {
         self.open(
             id.clone(),
             agent.clone(),
-            rec.feature.clone(),
-            feature,
+            (rec.feature.clone(), feature),
             system_prompt.or(feature_system),
             toolbox,
             port,

@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::choices;
+use super::commands;
 use super::connection::{AcpError, Connection};
 use super::content::{prompt_message, replay, FileReader};
 use super::port::SessionPort;
@@ -169,6 +170,14 @@ impl AcpAgent {
                 agent_client_protocol_schema::v1::ErrorCode::MethodNotFound,
                 format!("genai has no method `{method}`"),
             )),
+        }
+    }
+
+    /// What follows a request's answer: a session just opened gets its slash commands.
+    pub async fn after(&self, method: &str, session_id: Option<&str>) {
+        if let ("session/new" | "session/load" | "session/resume", Some(id)) = (method, session_id)
+        {
+            commands::announce(&self.fw, &self.conn, id).await;
         }
     }
 
@@ -322,7 +331,10 @@ impl AcpAgent {
             through_client: self.client_reads_files.load(Ordering::Relaxed),
             toolbox: self.fw.toolbox_of(&id).ok(),
         };
-        let message = prompt_message(r.prompt, &files).await?;
+        let mut message = prompt_message(r.prompt, &files).await?;
+        if let Some(toolbox) = &files.toolbox {
+            commands::expand(toolbox, &mut message).await?;
+        }
         let turn_id = self.fw.on_new_message(&id, message)?;
         let outcome = self.port.wait(&turn_id).await;
         answer(PromptResponse::new(stop_reason(&outcome)))

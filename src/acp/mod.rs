@@ -6,10 +6,11 @@
 //! `server` owns the transport (newline-delimited JSON-RPC 2.0: protocol only on stdout),
 //! `connection` the envelope, errors and agent→client requests, `agent` the methods, `port`
 //! the core's events as `session/update`s, `content` prompts and replays, `choices` the config
-//! options. The message types are the official SDK's (`agent-client-protocol-schema`).
+//! options, `commands` MCP prompts as slash commands. The message types are the official SDK's (`agent-client-protocol-schema`).
 
 mod agent;
 mod choices;
+mod commands;
 mod connection;
 mod content;
 mod port;

@@ -140,11 +140,17 @@ where
             Ok(Incoming::Request { id, method, params }) => {
                 let agent = agent.clone();
                 requests.spawn(async move {
+                    let asked = params["sessionId"].as_str().map(str::to_string);
                     let result = agent.request(&method, params).await;
-                    if let Err(e) = &result {
-                        tracing::debug!(method, code = e.code, "{}", e.message);
-                    }
+                    let opened = match &result {
+                        Ok(r) => r["sessionId"].as_str().map(str::to_string).or(asked),
+                        Err(e) => {
+                            tracing::debug!(method, code = e.code, "{}", e.message);
+                            None
+                        }
+                    };
                     agent.conn.respond(id, result);
+                    agent.after(&method, opened.as_deref()).await;
                 });
             }
             Ok(Incoming::Notification { method, params }) => agent.notification(&method, params),

@@ -388,7 +388,7 @@ test("streamable-HTTP MCP servers from session/new join the session's tools with
   }
 });
 
-test("a resource_link to an MCP server's resource brings its contents", async () => {
+test("an MCP server's resources are context for resource_links, its prompts slash commands", async () => {
   const ed = editor();
   await withAgent(ed, async (cx) => {
     const { sessionId } = await cx.request("session/new", {
@@ -407,6 +407,14 @@ test("a resource_link to an MCP server's resource brings its contents", async ()
     const sent = requestText(await lastRequest());
     assert.ok(sent.includes("Hello from a resource"), sent);
     assert.ok(sent.includes("[elsewhere](https://example.com/page)"), sent);
+
+    // Its prompts are slash commands.
+    await ed.until((u) => u.sessionId === sessionId && u.update.sessionUpdate === "available_commands_update");
+    const announced = ed.updates.find((u) => u.update.sessionUpdate === "available_commands_update").update;
+    assert.deepEqual(announced.availableCommands.map((c) => c.name), ["notes.review"]);
+    await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/notes.review fn f() {}" }] });
+    const expanded = requestText(await lastRequest());
+    assert.ok(expanded.includes("Review this code: fn f() {}"), expanded);
   });
 });
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds and tests the editor integrations against the real daemon: the VS Code extension
 # (protocol types from schemas/, bundle, .vsix, Node tests of its client, the chat page in
-# headless Chromium) and the O3DE Python bridge (pytest). Installs what it needs from the
-# package registries (Debian's chromium, npm ci, pytest, PySide6 for the chat widget's window).
+# headless Chromium), the O3DE Python bridge (pytest), and `genai acp` driven by the official
+# ACP TypeScript SDK's client as ACP editors drive it (tests/acp-client, npm ci). Installs what
+# it needs from the package registries (Debian's chromium, npm ci, pytest, PySide6 for the chat widget's window).
 # The daemon is $GENAI_BIN (default target/debug/genai, built if missing), the model behind it
 # examples/fake-provider on loopback.
 # Ends with one line: `editors: N passed, N failed, N skipped`.
@@ -39,8 +40,9 @@ fi
 step "genai binaries"
 export GENAI_BIN="${GENAI_BIN:-$root/target/debug/genai}"
 export FAKE_PROVIDER_BIN="${FAKE_PROVIDER_BIN:-$root/target/debug/examples/fake-provider}"
-if [ ! -x "$GENAI_BIN" ] || [ ! -x "$FAKE_PROVIDER_BIN" ]; then
-  cargo build --locked --bin genai --example fake-provider
+export FAKE_MCP_BIN="${FAKE_MCP_BIN:-$root/target/debug/examples/fake-mcp-server}"
+if [ ! -x "$GENAI_BIN" ] || [ ! -x "$FAKE_PROVIDER_BIN" ] || [ ! -x "$FAKE_MCP_BIN" ]; then
+  cargo build --locked --bin genai --example fake-provider --example fake-mcp-server
 fi
 echo "daemon: $GENAI_BIN"
 
@@ -52,7 +54,7 @@ npm run --silent package
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-touch "$logs/node.tap"  # counted as empty if node crashes before writing it
+touch "$logs/node.tap" "$logs/acp.tap"  # counted as empty if node crashes before writing them
 
 step "vscode: node --test (client against the daemon, chat page in Chromium)"
 node_status=0
@@ -60,6 +62,15 @@ node --test --test-timeout=60000 \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$logs/node.tap" \
   out/test/*.test.js || node_status=$?
+
+step "acp: npm ci, node --test (the official ACP SDK's client against genai acp)"
+cd "$root/tests/acp-client"
+npm ci --no-audit --no-fund --loglevel=error
+acp_status=0
+node --test --test-timeout=60000 \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$logs/acp.tap" \
+  acp.test.mjs || acp_status=$?
 
 step "o3de: pytest (genai_bridge against the daemon)"
 cd "$root/editor-integrations/o3de"
@@ -69,6 +80,8 @@ python3 -m pytest -q -p no:cacheprovider --junitxml="$logs/pytest.xml" tests || 
 cd "$root"
 read -r np nf ns < <(awk '/^# pass /{p=$3} /^# fail /{f+=$3} /^# cancelled /{f+=$3} /^# skipped /{s+=$3} /^# todo /{s+=$3}
   END { printf "%d %d %d\n", p, f, s }' "$logs/node.tap")
+read -r ap af as < <(awk '/^# pass /{p=$3} /^# fail /{f+=$3} /^# cancelled /{f+=$3} /^# skipped /{s+=$3} /^# todo /{s+=$3}
+  END { printf "%d %d %d\n", p, f, s }' "$logs/acp.tap")
 read -r pp pf ps < <(python3 - "$logs/pytest.xml" <<'EOF'
 import sys, xml.etree.ElementTree as ET
 try:
@@ -81,8 +94,8 @@ n = lambda k: sum(int(s.get(k, 0)) for s in suites)
 print(n("tests") - n("failures") - n("errors") - n("skipped"), n("failures") + n("errors"), n("skipped"))
 EOF
 )
-passed=$((np + pp)); failed=$((nf + pf)); skipped=$((ns + ps))
+passed=$((np + pp + ap)); failed=$((nf + pf + af)); skipped=$((ns + ps + as))
 # A runner that failed without counting a failed test (a crash, a collection error) still fails.
-if [ "$failed" = 0 ] && { [ "$node_status" != 0 ] || [ "$py_status" != 0 ]; }; then failed=1; fi
+if [ "$failed" = 0 ] && { [ "$node_status" != 0 ] || [ "$py_status" != 0 ] || [ "$acp_status" != 0 ]; }; then failed=1; fi
 echo "editors: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

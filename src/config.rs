@@ -62,13 +62,22 @@ pub struct MiddlewareConfig {
     pub settings: serde_json::Map<String, Value>,
 }
 
-/// `[mcp_servers.NAME]`: one MCP server, a program that speaks MCP on its stdin and stdout.
-/// It is started on first use and kept running for the daemon's life.
+/// `[mcp_servers.NAME]`: one MCP server, a program that speaks MCP on its stdin and stdout
+/// (`command`), or a streamable-HTTP server (`url`). It is started (or connected) on first use
+/// and kept for the daemon's life.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
-    /// The program, a path or a name looked up in `PATH`.
+    /// The program, a path or a name looked up in `PATH` (a stdio server).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub command: String,
+    /// The endpoint of a streamable-HTTP server, instead of `command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP headers sent to a `url` server (`Authorization = "Bearer ..."` included). Shown
+    /// masked by `config show`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
     /// Its arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
@@ -270,6 +279,16 @@ impl Config {
                 ),
             ));
         }
+        if let Some((name, _)) = config
+            .mcp_servers
+            .iter()
+            .find(|(_, s)| s.command.is_empty() == s.url.is_none())
+        {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("mcp_servers.{name}: set exactly one of `command` (stdio) or `url` (HTTP)"),
+            ));
+        }
         if let Some(name) = config
             .mcp_servers
             .keys()
@@ -295,7 +314,7 @@ impl Config {
             }
         }
         for server in shown.mcp_servers.values_mut() {
-            for value in server.env.values_mut() {
+            for value in server.env.values_mut().chain(server.headers.values_mut()) {
                 *value = MASK.to_string();
             }
         }

@@ -3,6 +3,7 @@
 //!
 //! See `docs/ARCHITECTURE.md` for the code map.
 
+pub mod acp;
 pub mod agent;
 pub mod config;
 pub mod download;

@@ -37,6 +37,8 @@ pub struct ConversationRecord {
     /// The middleware the conversation's agent listed (`[agents.X] middleware`), kept so that
     /// a resumed conversation runs them too; none: its model configuration's or the defaults.
     pub middleware: Option<Vec<String>>,
+    /// The working directory the client opened it in (an ACP session's `cwd`), when it gave one.
+    pub cwd: Option<String>,
 }
 
 /// A conversation row as read: the record, its parameters, tools and middleware as JSON text.
@@ -93,6 +95,10 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE conversations ADD COLUMN tools TEXT;",
     // 3: the middleware the conversation's agent listed (a JSON array; NULL: none listed).
     "ALTER TABLE conversations ADD COLUMN middleware TEXT;",
+    // 4: the working directory a client opened the conversation in (ACP's `cwd`), for listing
+    // a project's conversations.
+    "ALTER TABLE conversations ADD COLUMN cwd TEXT;
+     CREATE INDEX conversations_cwd ON conversations(cwd, updated_at DESC, id DESC);",
 ];
 
 pub fn now_ms() -> i64 {
@@ -100,6 +106,55 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// A stored time (milliseconds since the Unix epoch) as UTC calendar fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UtcTime {
+    pub year: i64,
+    pub month: i64,
+    pub day: i64,
+    pub hour: i64,
+    pub minute: i64,
+    pub second: i64,
+    pub millis: i64,
+}
+
+impl UtcTime {
+    /// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm); avoids a date crate.
+    pub fn of(ms: i64) -> UtcTime {
+        let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        UtcTime {
+            year: yoe + era * 400 + i64::from(month <= 2),
+            month,
+            day: doy - (153 * mp + 2) / 5 + 1,
+            hour: rem / 3_600_000,
+            minute: rem / 60_000 % 60,
+            second: rem / 1000 % 60,
+            millis: rem % 1000,
+        }
+    }
+
+    /// RFC 3339 in UTC: `2026-01-02T03:04:05.678Z`.
+    pub fn rfc3339(&self) -> String {
+        let UtcTime {
+            year,
+            month,
+            day,
+            hour,
+            minute,
+            second,
+            millis,
+        } = self;
+        format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+    }
 }
 
 /// A title from the first user message: one line, at most 80 characters.
@@ -199,9 +254,9 @@ impl Store {
         };
         let (tools_json, middleware_json) = (list(&c.tools)?, list(&c.middleware)?);
         self.conn()?.execute(
-            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at, tools, middleware)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at, tools_json, middleware_json],
+            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at, tools, middleware, cwd)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at, tools_json, middleware_json, c.cwd],
         )?;
         Ok(())
     }
@@ -300,6 +355,7 @@ impl Store {
                 message_count: r.get::<_, i64>(10)? as u64,
                 tools: None,
                 middleware: None,
+                cwd: r.get(13)?,
             },
             r.get::<_, String>(7)?,
             r.get::<_, Option<String>>(11)?,
@@ -308,7 +364,7 @@ impl Store {
     }
 
     const SELECT: &'static str = "SELECT c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, c.parameters, c.created_at, c.updated_at,
-        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools, c.middleware FROM conversations c";
+        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools, c.middleware, c.cwd FROM conversations c";
 
     fn finish_record(
         (mut rec, params, tools, middleware): RawRecord,
@@ -337,6 +393,16 @@ impl Store {
         page_size: usize,
         cursor: Option<&str>,
     ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
+        self.list_conversations_in(None, page_size, cursor)
+    }
+
+    /// As `list_conversations`, only those opened in the working directory `cwd` when given.
+    pub fn list_conversations_in(
+        &self,
+        cwd: Option<&str>,
+        page_size: usize,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
         let (before_time, before_id) = match cursor {
             None => (i64::MAX, String::new()),
             Some(c) => {
@@ -353,12 +419,13 @@ impl Store {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(&format!(
             "{} WHERE (?2 = '' OR c.updated_at < ?1 OR (c.updated_at = ?1 AND c.id < ?2))
+             AND (?4 IS NULL OR c.cwd = ?4)
              ORDER BY c.updated_at DESC, c.id DESC LIMIT ?3",
             Self::SELECT
         ))?;
         let rows = stmt
             .query_map(
-                params![before_time, before_id, (page_size + 1) as i64],
+                params![before_time, before_id, (page_size + 1) as i64, cwd],
                 Self::row_to_record,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -421,6 +488,16 @@ impl Store {
             None
         };
         Ok((out, next))
+    }
+
+    /// Records another feature or model for a conversation (the client changed its choice).
+    pub fn update_choice(&self, c: &ConversationRecord) -> Result<()> {
+        let params_json = serde_json::to_string(&c.parameters).map_err(json_err)?;
+        self.conn()?.execute(
+            "UPDATE conversations SET feature = ?2, provider = ?3, model_configuration = ?4, format = ?5, model = ?6, parameters = ?7 WHERE id = ?1",
+            params![c.id, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json],
+        )?;
+        Ok(())
     }
 
     /// The stored system message and every message, for rebuilding an agent.
@@ -515,7 +592,35 @@ mod tests {
             message_count: 0,
             tools: None,
             middleware: None,
+            cwd: None,
         }
+    }
+
+    #[test]
+    fn conversations_are_listed_by_working_directory() {
+        let s = Store::in_memory().unwrap();
+        for (i, cwd) in [Some("/a"), Some("/b"), None, Some("/a")]
+            .iter()
+            .enumerate()
+        {
+            let mut r = record(&format!("01C{i}"), i as i64);
+            r.cwd = cwd.map(str::to_string);
+            s.create_conversation(&r).unwrap();
+        }
+        let (page, next) = s.list_conversations_in(Some("/a"), 1, None).unwrap();
+        assert_eq!(page[0].id, "01C3");
+        assert_eq!(page[0].cwd.as_deref(), Some("/a"));
+        let (page, last) = s
+            .list_conversations_in(Some("/a"), 1, next.as_deref())
+            .unwrap();
+        assert_eq!(page[0].id, "01C0");
+        assert!(last.is_none());
+        assert_eq!(s.list_conversations_in(None, 10, None).unwrap().0.len(), 4);
+        assert!(s
+            .list_conversations_in(Some("/c"), 10, None)
+            .unwrap()
+            .0
+            .is_empty());
     }
 
     #[test]

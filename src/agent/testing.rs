@@ -39,6 +39,7 @@ pub fn agent(
                 message_count: 0,
                 tools: None,
                 middleware: None,
+                cwd: None,
             })
             .expect("a conversation");
         Persistence {

@@ -1,23 +1,10 @@
 //! `genai daemon`: the JSON-RPC server over stdin/stdout. Logs go to stderr only.
 
-use std::sync::Arc;
-
-use genai::error::{Error, ErrorKind};
-use genai::session::Framework;
-use genai::store::Store;
+use genai::error::Error;
 
 pub async fn run() -> Result<(), Error> {
-    let (paths, config, registry) = super::load()?;
-    let store = Arc::new(Store::open(&paths.history_db())?);
-    let fw = Arc::new(Framework::new(config, registry, store));
-    tracing::info!(
-        "genai daemon ready; history at {}",
-        paths.history_db().display()
-    );
-    let served = genai::rpc::server::serve(fw.clone(), tokio::io::stdin(), tokio::io::stdout())
-        .await
-        .map_err(|e| Error::new(ErrorKind::Internal, format!("stdio failed: {e}")));
-    // MCP servers are our children: they end with the daemon.
-    fw.toolbox.shutdown().await;
-    served
+    super::serve_stdio("genai daemon", |fw| {
+        genai::rpc::server::serve(fw, tokio::io::stdin(), tokio::io::stdout())
+    })
+    .await
 }

@@ -2,6 +2,7 @@
 //! codes (0 success, 1 model or provider failure, 2 usage error, 3 missing configuration or
 //! credentials). Each subcommand lives in its own file and holds no logic the daemon lacks.
 
+mod acp;
 mod ask;
 mod attach;
 mod components;
@@ -37,6 +38,8 @@ enum Command {
     Ask(ask::Args),
     /// Serve JSON-RPC 2.0 over stdio (Content-Length or newline-delimited framing).
     Daemon,
+    /// Be an Agent Client Protocol (ACP v1) agent over stdio, for Zed, JetBrains, Neovim...
+    Acp,
     /// List, show or delete stored conversations.
     #[command(subcommand)]
     Sessions(sessions::Command),
@@ -99,6 +102,24 @@ pub fn load() -> Result<(Paths, Config, Registry), Error> {
     Ok((paths, config, registry))
 }
 
+/// Runs a stdio front-end (`serve`) on the core over the config and the history, then stops
+/// the MCP servers (our children) with it. `what` names it in the log.
+async fn serve_stdio<F, Fut>(what: &str, serve: F) -> Result<(), Error>
+where
+    F: FnOnce(std::sync::Arc<genai::session::Framework>) -> Fut,
+    Fut: std::future::Future<Output = std::io::Result<()>>,
+{
+    let (paths, config, registry) = load()?;
+    let store = std::sync::Arc::new(genai::store::Store::open(&paths.history_db())?);
+    let fw = std::sync::Arc::new(genai::session::Framework::new(config, registry, store));
+    tracing::info!("{what} ready; history at {}", paths.history_db().display());
+    let served = serve(fw.clone())
+        .await
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("stdio failed: {e}")));
+    fw.toolbox.shutdown().await;
+    served
+}
+
 /// Logs go to stderr; `GENAI_LOG` sets the filter. The daemon warns by default; other commands
 /// print their own one-line errors, so they log only errors.
 fn init_logging(default: &str) {
@@ -127,7 +148,7 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    init_logging(if matches!(cli.command, Command::Daemon) {
+    init_logging(if matches!(cli.command, Command::Daemon | Command::Acp) {
         "warn"
     } else {
         "error"
@@ -135,6 +156,7 @@ pub fn run() -> i32 {
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
         Command::Daemon => runtime().block_on(daemon::run()),
+        Command::Acp => runtime().block_on(acp::run()),
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
         Command::Params(args) => params::run(args),

@@ -297,11 +297,13 @@ fn settings_of<T: DeserializeOwned + JsonSchema>(
 /// the one description of the config file's shape.
 fn setting_names<T: JsonSchema>() -> Vec<String> {
     let schema = schemars::schema_for!(T);
-    schema
+    let mut names: Vec<String> = schema
         .get("properties")
         .and_then(Value::as_object)
         .map(|p| p.keys().cloned().collect())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    names.sort();
+    names
 }
 
 /// `[service_providers]`: every table checked by [`ProviderConfig::from_table`], its errors

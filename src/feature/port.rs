@@ -32,6 +32,21 @@ pub enum TurnEvent {
     /// A piece of a tool call as the model streams it; `name` is the tool's own name
     /// (`SOURCE.function`), not its wire name.
     ToolCall(ToolCallDelta),
+    /// A tool call starts running (native, parallel or ReAct alike), with its whole arguments.
+    ToolStarted {
+        /// The call's id, as the model gave it (ReAct calls get one from genai).
+        id: String,
+        /// The tool's own name (`SOURCE.function`).
+        name: String,
+        arguments: Value,
+    },
+    /// A tool call ended: its output as the model will see it.
+    ToolFinished {
+        id: String,
+        name: String,
+        output: String,
+        is_error: bool,
+    },
     /// The reply triggered an action a tool offered (`[[CODE]]` in the reply).
     Action {
         /// The id of the reply that triggered it.
@@ -84,6 +99,8 @@ pub struct Confirmation {
     pub link: String,
     /// The tool that asks.
     pub tool: String,
+    /// The id of the tool call whose answer asks (as in `TurnEvent::ToolStarted`).
+    pub tool_call_id: Option<String>,
 }
 
 /// A request of a request's messages to a middleware a client hosts; the answer is the

@@ -205,7 +205,17 @@ impl Feature for Tools {
                     let (toolbox, log, asks) = (toolbox.clone(), log.clone(), asks.clone());
                     let name = names.get(&wire).cloned().unwrap_or(wire);
                     async move {
-                        let (text, is_error) = match toolbox.call(&name, &args).await {
+                        turn.emit(TurnEvent::ToolStarted {
+                            id: id.clone(),
+                            name: name.clone(),
+                            arguments: args.clone(),
+                        });
+                        let answer = toolbox.call(&name, &args).await;
+                        let images = match &answer {
+                            Ok(a) if !a.is_error => a.images.clone(),
+                            _ => Vec::new(),
+                        };
+                        let (text, is_error) = match answer {
                             Ok(a) if a.is_error => (a.text, true),
                             Ok(a) => {
                                 if let Ok(mut asks) = asks.lock() {
@@ -216,20 +226,32 @@ impl Feature for Tools {
                                 }
                                 match &a.confirmation_link {
                                     Some(link) => {
-                                        confirm(turn, &toolbox, &name, &a.text, link, &log).await
+                                        let asked = Asked {
+                                            tool: &name,
+                                            call_id: &id,
+                                            text: &a.text,
+                                            link,
+                                        };
+                                        confirm(turn, &toolbox, asked, &log).await
                                     }
                                     None => (a.text, false),
                                 }
                             }
                             Err(e) => (e.message, true),
                         };
+                        turn.emit(TurnEvent::ToolFinished {
+                            id: id.clone(),
+                            name: name.clone(),
+                            output: text.clone(),
+                            is_error,
+                        });
                         let mark = if is_error { "error" } else { "result" };
                         if let Ok(mut l) = log.lock() {
                             l.push(format!("tool {name}({args}) → {mark}: {text}"));
                         }
                         Part::ToolResult {
                             tool_call_id: id,
-                            content: vec![Part::text(text)],
+                            content: std::iter::once(Part::text(text)).chain(images).collect(),
                             is_error,
                         }
                     }
@@ -363,21 +385,34 @@ impl Feature for Tools {
     }
 }
 
+/// What a tool's answer asks the user to confirm.
+struct Asked<'a> {
+    tool: &'a str,
+    call_id: &'a str,
+    text: &'a str,
+    link: &'a str,
+}
+
 /// Asks the user (through the client) to confirm what a tool asks; on yes, POSTs the link. The
 /// returned text tells the model the outcome.
 async fn confirm(
     turn: &Turn,
     toolbox: &Toolbox,
-    tool: &str,
-    text: &str,
-    link: &str,
+    asked: Asked<'_>,
     log: &Mutex<Vec<String>>,
 ) -> (String, bool) {
+    let Asked {
+        tool,
+        call_id,
+        text,
+        link,
+    } = asked;
     let request = Confirmation {
         turn: turn.id.clone(),
         text: text.to_string(),
         link: link.to_string(),
         tool: tool.to_string(),
+        tool_call_id: Some(call_id.to_string()),
     };
     let answer = turn.port.confirm(request).await;
     let confirmed = matches!(answer, Ok(true));

@@ -111,7 +111,15 @@ impl Session {
             return invalid("`jsonrpc` must be \"2.0\"", id);
         }
         let p = obj.remove("params").unwrap_or(Value::Null);
-        if matches!(method.as_str(), "ListTools" | "CallTool") {
+        if matches!(
+            method.as_str(),
+            "ListTools"
+                | "CallTool"
+                | "ListResources"
+                | "ReadResource"
+                | "ListPrompts"
+                | "GetPrompt"
+        ) {
             self.answer_later(method, p, id);
             return (None, Flow::Continue);
         }
@@ -135,6 +143,46 @@ impl Session {
                             errors: errors.into_iter().map(Into::into).collect(),
                         })
                     }
+                    Err(e) => Err(e),
+                },
+                "ListResources" => match params::<ListMcpParams>(p) {
+                    Ok(p) => {
+                        let (found, errors) = fw.toolbox.resources(p.sources.as_deref()).await;
+                        ok(ListResourcesResult {
+                            resources: found.into_iter().map(Into::into).collect(),
+                            errors: errors.into_iter().map(Into::into).collect(),
+                        })
+                    }
+                    Err(e) => Err(e),
+                },
+                "ReadResource" => match params::<ReadResourceParams>(p) {
+                    Ok(p) => match fw.toolbox.mcp(&p.source) {
+                        Ok(server) => match server.read_resource(&p.uri).await {
+                            Ok(contents) => ok(ReadResourceResult { contents }),
+                            Err(e) => Err(e.into()),
+                        },
+                        Err(e) => Err(e.into()),
+                    },
+                    Err(e) => Err(e),
+                },
+                "ListPrompts" => match params::<ListMcpParams>(p) {
+                    Ok(p) => {
+                        let (found, errors) = fw.toolbox.prompts(p.sources.as_deref()).await;
+                        ok(ListPromptsResult {
+                            prompts: found.into_iter().map(Into::into).collect(),
+                            errors: errors.into_iter().map(Into::into).collect(),
+                        })
+                    }
+                    Err(e) => Err(e),
+                },
+                "GetPrompt" => match params::<GetPromptParams>(p) {
+                    Ok(p) => match fw.toolbox.mcp(&p.source) {
+                        Ok(server) => match server.prompt(&p.name, p.arguments).await {
+                            Ok(messages) => ok(GetPromptResult { messages }),
+                            Err(e) => Err(e.into()),
+                        },
+                        Err(e) => Err(e.into()),
+                    },
                     Err(e) => Err(e),
                 },
                 _ => match params::<CallToolParams>(p) {
@@ -232,6 +280,7 @@ impl Session {
                     parameters: p.parameters,
                     ephemeral: p.ephemeral,
                     tools: p.tools,
+                    ..Default::default()
                 };
                 ok(CreateConversationResult::from(
                     fw.create_conversation(spec, port)?,

@@ -195,3 +195,68 @@ impl From<tools::toolbox::SourceError> for SourceError {
         }
     }
 }
+
+/// A resource an MCP server lists (`ListResources`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResource {
+    /// The MCP server's name in the config.
+    pub source: String,
+    pub uri: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+impl From<tools::mcp_context::McpResource> for McpResource {
+    fn from(r: tools::mcp_context::McpResource) -> Self {
+        McpResource {
+            source: r.source,
+            uri: r.uri,
+            name: r.name,
+            description: r.description,
+            mime_type: r.mime_type,
+        }
+    }
+}
+
+/// An argument of an MCP prompt.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct McpPromptArgument {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub required: bool,
+}
+
+/// A prompt an MCP server lists (`ListPrompts`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct McpPrompt {
+    /// The MCP server's name in the config.
+    pub source: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub arguments: Vec<McpPromptArgument>,
+}
+
+impl From<tools::mcp_context::McpPrompt> for McpPrompt {
+    fn from(p: tools::mcp_context::McpPrompt) -> Self {
+        McpPrompt {
+            source: p.source,
+            name: p.name,
+            description: p.description,
+            arguments: p
+                .arguments
+                .into_iter()
+                .map(|a| McpPromptArgument {
+                    name: a.name,
+                    description: a.description,
+                    required: a.required,
+                })
+                .collect(),
+        }
+    }
+}

@@ -201,6 +201,8 @@ impl ClientPort for RpcPort {
                 turn_id: turn.turn_id.clone(),
                 delta,
             }),
+            // The protocol tells a tool run through `detailedResponse`, not as it happens.
+            TurnEvent::ToolStarted { .. } | TurnEvent::ToolFinished { .. } => return,
             TurnEvent::ToolCall(d) => Event::OnToolCallChunk(ToolCallChunk {
                 conversation_id: turn.conversation_id.clone(),
                 turn_id: turn.turn_id.clone(),

@@ -70,6 +70,14 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("ListTools.result", s::<ListToolsResult>()),
         ("CallTool.params", s::<CallToolParams>()),
         ("CallTool.result", s::<CallToolResult>()),
+        ("ListResources.params", s::<ListMcpParams>()),
+        ("ListResources.result", s::<ListResourcesResult>()),
+        ("ReadResource.params", s::<ReadResourceParams>()),
+        ("ReadResource.result", s::<ReadResourceResult>()),
+        ("ListPrompts.params", s::<ListMcpParams>()),
+        ("ListPrompts.result", s::<ListPromptsResult>()),
+        ("GetPrompt.params", s::<GetPromptParams>()),
+        ("GetPrompt.result", s::<GetPromptResult>()),
         ("Cancel.result", s::<CancelResult>()),
         (
             "notification.OnFeatureResponseChunk",
@@ -97,9 +105,27 @@ pub fn all() -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// The schema text as committed: pretty JSON with a final newline.
+/// The schema text as committed: pretty JSON with its keys sorted (whatever order the maps keep)
+/// and a final newline.
 pub fn render(v: &Value) -> String {
-    let mut text = serde_json::to_string_pretty(v).unwrap_or_default();
+    let mut text = serde_json::to_string_pretty(&sorted(v)).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// `v` with every object's keys in alphabetical order.
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }

@@ -187,6 +187,7 @@ async fn a_confirmation_is_a_request_to_the_client_and_its_answer_comes_back() {
         text: "delete it?".into(),
         link: "http://127.0.0.1:1/confirm".into(),
         tool: tool.into(),
+        tool_call_id: None,
     };
     let asking = tokio::spawn({
         let (port, request) = (port.clone(), ask("files.delete"));

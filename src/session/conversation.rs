@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::feature::port::{ClientPort, TurnEvent, TurnRef};
 use crate::feature::{Feature, Turn, TurnOutcome};
 use crate::message::{Message, Part};
+use crate::tools::toolbox::Toolbox;
 
 /// A live conversation.
 pub(super) struct Conversation {
@@ -29,17 +30,19 @@ pub(super) struct Conversation {
     pub closed: CancellationToken,
     /// The client that drives the conversation.
     pub port: Arc<dyn ClientPort>,
+    /// Its tool sources (the config's, with the MCP servers its client brought).
+    pub toolbox: Arc<Toolbox>,
 }
 
 impl Framework {
-    /// Starts the conversation's task.
+    /// Starts the conversation's task; `feature` is the feature's name and the feature.
     pub(super) fn open(
         self: &Arc<Self>,
         id: String,
         agent: Arc<AIAgent>,
-        feature_name: String,
-        feature: Arc<dyn Feature>,
+        (feature_name, feature): (String, Arc<dyn Feature>),
         system_prompt: Option<String>,
+        toolbox: Arc<Toolbox>,
         port: Arc<dyn ClientPort>,
     ) -> Result<()> {
         let (queue, mut rx) = mpsc::unbounded_channel::<(String, Message)>();
@@ -52,6 +55,7 @@ impl Framework {
             running: running.clone(),
             closed: closed.clone(),
             port: port.clone(),
+            toolbox,
         };
         self.conversations
             .lock()

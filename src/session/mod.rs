@@ -3,16 +3,18 @@
 //! [`ClientPort`].
 //!
 //! This module opens, resumes, closes and deletes conversations and builds their agents; the
-//! conversation task (queue, order, cancel) is in `conversation`, prompts to agents in
+//! conversation task (queue, order, cancel) is in `conversation`, changing an open one's
+//! feature or model in `choice`, prompts to agents in
 //! `prompts`, client-hosted features in `hosted`, and every rule of which model runs in
 //! `crate::select`. It must never speak a wire format: front-ends translate for it.
 
+mod choice;
 mod conversation;
 mod hosted;
 mod middleware;
 mod prompts;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,7 +22,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AIAgent, Persistence};
-use crate::config::Config;
+use crate::config::{Config, McpServerConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::external::PendingTurns;
 use crate::feature::port::ClientPort;
@@ -30,6 +32,7 @@ use crate::registry::{Origin, Registry};
 use crate::select::{ModelChoice, Selection, Selector};
 use crate::store::{now_ms, ConversationRecord, Store};
 use crate::tools::toolbox::Toolbox;
+pub use choice::Choice;
 use conversation::Conversation;
 pub use hosted::FeatureReply;
 
@@ -49,6 +52,11 @@ pub struct ConversationSpec {
     pub ephemeral: bool,
     /// The tool sources or single tools the model may call.
     pub tools: Option<Vec<String>>,
+    /// The working directory the client works in (stored, for listing by directory).
+    pub cwd: Option<String>,
+    /// MCP servers the client brings for this conversation only: they join the config's tool
+    /// sources, enabled, and make `tools` the default feature.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 /// An open conversation as its client sees it.
@@ -200,12 +208,38 @@ impl Framework {
         Ok(agent)
     }
 
+    /// The tool sources of a conversation: the config's, and beside them (enabled) the MCP
+    /// servers its client brings. A client's server may not take a configured one's name.
+    fn toolbox_for(
+        &self,
+        client_servers: &BTreeMap<String, McpServerConfig>,
+    ) -> Result<Arc<Toolbox>> {
+        if client_servers.is_empty() {
+            return Ok(self.toolbox.clone());
+        }
+        let mut servers = self.config.mcp_servers.clone();
+        for (name, c) in client_servers {
+            if servers.contains_key(name) || self.config.plugins.contains_key(name) {
+                return Err(Error::invalid_params(format!(
+                    "the MCP server name `{name}` is already a tool source of the config; give it another name"
+                )));
+            }
+            let server = McpServerConfig {
+                enabled: true,
+                ..c.clone()
+            };
+            servers.insert(name.clone(), server);
+        }
+        Ok(Arc::new(Toolbox::new(self.config.plugins.clone(), servers)))
+    }
+
     /// The feature of a conversation, with the system prompt its config gives; `tools` is the
     /// conversation's tool selection (only a feature that takes tools accepts one).
     fn feature(
         &self,
         name: &str,
         tools: Option<&[String]>,
+        toolbox: &Arc<Toolbox>,
     ) -> Result<(Arc<dyn Feature>, Option<String>)> {
         let info = self.registry.feature(name)?;
         let config = self.config.features.get(name);
@@ -220,7 +254,7 @@ impl Framework {
         let f = match builtin {
             Some(b) => (b.build)(&FeatureContext {
                 config,
-                toolbox: &self.toolbox,
+                toolbox,
                 tools,
             })?,
             None => self.hosted_feature(name)?,
@@ -245,8 +279,11 @@ impl Framework {
             })
             .or(sel.feature.clone())
             .or(self.config.defaults.feature.clone())
+            .or_else(|| (!spec.mcp_servers.is_empty()).then(|| feature::tools::NAME.to_string()))
             .unwrap_or_else(|| feature::assistant::NAME.to_string());
-        let (feature, feature_system) = self.feature(&feature_name, spec.tools.as_deref())?;
+        let toolbox = self.toolbox_for(&spec.mcp_servers)?;
+        let (feature, feature_system) =
+            self.feature(&feature_name, spec.tools.as_deref(), &toolbox)?;
         sel.system_prompt = spec
             .system_prompt
             .clone()
@@ -285,6 +322,7 @@ impl Framework {
                 message_count: 0,
                 tools: spec.tools.clone(),
                 middleware: sel.middleware.clone(),
+                cwd: spec.cwd.clone(),
             };
             if let Err(e) = self.store.create_conversation(&rec) {
                 self.forget_agent(&agent.id);
@@ -294,9 +332,9 @@ impl Framework {
         self.open(
             id.clone(),
             agent.clone(),
-            feature_name.clone(),
-            feature,
+            (feature_name.clone(), feature),
             sel.system_prompt.clone(),
+            toolbox,
             port,
         )?;
         Ok(OpenConversation {
@@ -317,6 +355,18 @@ impl Framework {
         system_prompt: Option<String>,
         port: Arc<dyn ClientPort>,
     ) -> Result<OpenConversation> {
+        self.resume_conversation_with(id_or_prefix, system_prompt, &BTreeMap::new(), port)
+    }
+
+    /// As `resume_conversation`, with MCP servers the client brings (as in
+    /// [`ConversationSpec::mcp_servers`]); they count only when the conversation is not open.
+    pub fn resume_conversation_with(
+        self: &Arc<Self>,
+        id_or_prefix: &str,
+        system_prompt: Option<String>,
+        mcp_servers: &BTreeMap<String, McpServerConfig>,
+        port: Arc<dyn ClientPort>,
+    ) -> Result<OpenConversation> {
         let id = self.resolve_conversation(id_or_prefix)?;
         if let Some(c) = self.conversations.lock().map_err(|_| poisoned())?.get(&id) {
             let (format, model, _) = c.agent.model_info()?;
@@ -335,7 +385,9 @@ impl Framework {
                 format!("no conversation {id}"),
             )
         })?;
-        let (feature, feature_system) = self.feature(&rec.feature, rec.tools.as_deref())?;
+        let toolbox = self.toolbox_for(mcp_servers)?;
+        let (feature, feature_system) =
+            self.feature(&rec.feature, rec.tools.as_deref(), &toolbox)?;
         let (system, history) = self.store.full_history(&id)?;
         let sel = Selection {
             provider: rec.provider.clone(),
@@ -353,9 +405,9 @@ impl Framework {
         self.open(
             id.clone(),
             agent.clone(),
-            rec.feature.clone(),
-            feature,
+            (rec.feature.clone(), feature),
             system_prompt.or(feature_system),
+            toolbox,
             port,
         )?;
         Ok(OpenConversation {
@@ -406,6 +458,17 @@ impl Framework {
             return Err(unknown_conversation(&id));
         }
         Ok(())
+    }
+
+    /// The tool sources of an open conversation (the config's, with the MCP servers its
+    /// client brought).
+    pub fn toolbox_of(&self, id: &str) -> Result<Arc<Toolbox>> {
+        self.conversations
+            .lock()
+            .map_err(|_| poisoned())?
+            .get(id)
+            .map(|c| c.toolbox.clone())
+            .ok_or_else(|| unknown_conversation(id))
     }
 
     pub fn open_conversations(&self) -> usize {

@@ -1,26 +1,38 @@
-//! An MCP server as a tool source: a configured program started as a child process
-//! that speaks MCP (newline-delimited JSON-RPC) on its stdin and stdout, through the `rmcp`
-//! client. Its tools are listed once when it starts and named `NAME.tool`; a call's text parts
-//! are joined into the answer, and `isError` makes it a tool error the model sees.
+//! An MCP server as a tool source: a configured program started as a child process that
+//! speaks MCP (newline-delimited JSON-RPC) on its stdin and stdout, or a streamable-HTTP
+//! server at a URL (its headers sent with every request), through the `rmcp` client. Its
+//! tools are listed when it starts and again after it sends
+//! `notifications/tools/list_changed`, and named `NAME.tool`; a call's text parts are joined
+//! into the answer, images become image parts of the tool result (formats whose tool results
+//! take images pass them on), and `isError` makes it a tool error the model sees. A tool that
+//! declares an
+//! `outputSchema` must answer `structuredContent` that the schema accepts, else the call is a
+//! tool error naming what is wrong.
 //!
 //! It owns the child process: its stdin and stdout are the MCP channel, its stderr goes to the
 //! tracing log (its last line is kept for error messages), and it is killed when the server is
-//! dropped or shut down. A server that dies is started again once, on its next use; after a
-//! second death it is reported and left alone. It must never write to the daemon's stdout (the
-//! JSON-RPC channel to the client), never show the values of `env` (they may be secrets), and
-//! never decide when a tool is called.
+//! dropped or shut down. A server that dies (or an HTTP session that closes) is started again
+//! once, on its next use; after a second death it is reported and left alone. It must never
+//! write to the daemon's stdout (the JSON-RPC channel to the client), never show the values of
+//! `env` or `headers` (they may be secrets), and never decide when a tool is called.
 
+use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ContentBlock};
-use rmcp::service::{RunningService, ServiceError};
-use rmcp::{RoleClient, ServiceExt};
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use super::mcp_answer::answer_of;
 use super::plugin::ModuleAnswer;
 use super::Tool;
 use crate::config::McpServerConfig;
@@ -54,10 +66,57 @@ struct State {
 /// A started server: the MCP session, the child and what it said on stderr.
 struct Running {
     generation: u64,
-    service: RunningService<RoleClient, ()>,
-    child: tokio::sync::Mutex<Child>,
-    tools: Vec<Tool>,
+    service: RunningService<RoleClient, Listener>,
+    /// The process of a stdio server (an HTTP server has none).
+    child: Option<tokio::sync::Mutex<Child>>,
+    listed: Mutex<Listed>,
+    /// Set when the server said its tool list changed: it is listed again before next use.
+    stale: Arc<AtomicBool>,
     stderr_tail: Arc<Mutex<String>>,
+}
+
+/// The server's tools as last listed.
+#[derive(Default, Clone)]
+struct Listed {
+    tools: Vec<Tool>,
+    /// The `outputSchema` of the tools that declare one, by their name on the server.
+    output_schemas: HashMap<String, Value>,
+}
+
+/// What genai hears from a server besides answers: that its tool list changed.
+struct Listener {
+    stale: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.stale.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Listed {
+    fn of(server: &str, listed: Vec<rmcp::model::Tool>) -> Listed {
+        let output_schemas = listed
+            .iter()
+            .filter_map(|t| {
+                let schema = t.output_schema.as_ref()?;
+                Some((t.name.to_string(), Value::Object((**schema).clone())))
+            })
+            .collect();
+        let tools = listed
+            .into_iter()
+            .map(|t| Tool {
+                name: format!("{server}.{}", t.name),
+                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+                input_schema: Value::Object((*t.input_schema).clone()),
+                source: format!("mcp:{server}"),
+            })
+            .collect();
+        Listed {
+            tools,
+            output_schemas,
+        }
+    }
 }
 
 fn server_error(name: &str, message: impl std::fmt::Display) -> Error {
@@ -80,9 +139,41 @@ impl McpServer {
         self.config.enabled
     }
 
+    /// The server's name in the config.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The MCP session with the running server, starting it if needed.
+    pub(super) async fn peer(&self) -> Result<rmcp::Peer<RoleClient>> {
+        Ok(self.running().await?.service.peer().clone())
+    }
+
     /// The server's tools, starting it if needed.
     pub async fn tools(&self) -> Result<Vec<Tool>> {
-        Ok(self.running().await?.tools.clone())
+        let running = self.running().await?;
+        Ok(self.listed(&running).await.tools)
+    }
+
+    /// The tools of `running`, listed again first when the server said they changed (a failed
+    /// listing keeps the last list and tries again next time).
+    async fn listed(&self, running: &Running) -> Listed {
+        if running.stale.swap(false, Ordering::SeqCst) {
+            match running.service.peer().list_all_tools().await {
+                Ok(tools) => {
+                    let fresh = Listed::of(&self.name, tools);
+                    tracing::info!(server = %self.name, tools = fresh.tools.len(), "MCP server's tools listed again");
+                    if let Ok(mut l) = running.listed.lock() {
+                        *l = fresh;
+                    }
+                }
+                Err(e) => {
+                    running.stale.store(true, Ordering::SeqCst);
+                    tracing::warn!(server = %self.name, "listing the changed tools failed: {e}");
+                }
+            }
+        }
+        running.listed.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     /// The running server, started now if it is not running and may be (again). A server
@@ -90,8 +181,11 @@ impl McpServer {
     async fn running(&self) -> Result<Arc<Running>> {
         let mut state = self.state.lock().await;
         if let Some(running) = state.running.clone() {
-            let exited = running.child.lock().await.try_wait().ok().flatten();
-            if exited.is_none() && !running.service.peer().is_transport_closed() {
+            let exited = match &running.child {
+                Some(child) => child.lock().await.try_wait().ok().flatten().is_some(),
+                None => false,
+            };
+            if !exited && !running.service.peer().is_transport_closed() {
                 return Ok(running);
             }
             let why = self
@@ -111,8 +205,61 @@ impl McpServer {
         Ok(running)
     }
 
-    /// Spawns the program, initializes the session and lists the tools.
+    /// Connects to a streamable-HTTP server, initializes the session and lists the tools.
+    async fn start_http(&self, generation: u64, url: &str) -> Result<Running> {
+        // The HTTP client takes rustls's process-wide crypto provider; ring is genai's (set
+        // once, so a second call does nothing).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+        let mut headers = HashMap::new();
+        for (name, value) in &self.config.headers {
+            if name.eq_ignore_ascii_case("authorization") {
+                let token = value.strip_prefix("Bearer ").unwrap_or(value);
+                config = config.auth_header(token.to_string());
+                continue;
+            }
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| server_error(&self.name, format!("`{name}` is not a header name")))?;
+            // The value may be a secret: the error names the header only.
+            let value = HeaderValue::from_str(value).map_err(|_| {
+                server_error(
+                    &self.name,
+                    format!("the value of header `{name}` is not valid"),
+                )
+            })?;
+            headers.insert(name, value);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config.custom_headers(headers));
+        let stale = Arc::new(AtomicBool::new(false));
+        let failure = format!("the MCP handshake with {url} failed");
+        let started = Self::handshake(transport, stale.clone(), &failure);
+        let (service, listed) = match tokio::time::timeout(START_TIMEOUT, started).await {
+            Ok(Ok(started)) => started,
+            Ok(Err(why)) => return Err(server_error(&self.name, why)),
+            Err(_) => {
+                return Err(server_error(
+                    &self.name,
+                    format!("{url} did not answer within {} s", START_TIMEOUT.as_secs()),
+                ))
+            }
+        };
+        tracing::info!(server = %self.name, %url, "MCP server connected");
+        Ok(Running {
+            generation,
+            service,
+            child: None,
+            listed: Mutex::new(Listed::of(&self.name, listed)),
+            stale,
+            stderr_tail: Arc::default(),
+        })
+    }
+
+    /// Spawns the program (or connects to the URL), initializes the session and lists the
+    /// tools.
     async fn start(&self, generation: u64) -> Result<Running> {
+        if let Some(url) = &self.config.url {
+            return self.start_http(generation, url).await;
+        }
         let c = &self.config;
         let mut command = Command::new(&c.command);
         command
@@ -140,18 +287,9 @@ impl McpServer {
         let (lines, relayed) = tokio::io::simplex(64 * 1024);
         let (bad_tx, bad_rx) = tokio::sync::oneshot::channel();
         tokio::spawn(relay_stdout(self.name.clone(), stdout, relayed, bad_tx));
-        let started = async {
-            let service = ()
-                .serve((lines, stdin))
-                .await
-                .map_err(|e| format!("the MCP handshake failed (is it an MCP server?): {e}"))?;
-            let tools = service
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("tools/list failed: {e}"))?;
-            Ok::<_, String>((service, tools))
-        };
+        let stale = Arc::new(AtomicBool::new(false));
+        let failure = "the MCP handshake failed (is it an MCP server?)";
+        let started = Self::handshake((lines, stdin), stale.clone(), failure);
         // A line that is not JSON-RPC while starting: not an MCP server, no need to wait.
         let started = async {
             tokio::select! {
@@ -179,21 +317,13 @@ impl McpServer {
                 ));
             }
         };
-        let tools = listed
-            .into_iter()
-            .map(|t| Tool {
-                name: format!("{}.{}", self.name, t.name),
-                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
-                input_schema: Value::Object((*t.input_schema).clone()),
-                source: format!("mcp:{}", self.name),
-            })
-            .collect();
         tracing::info!(server = %self.name, pid = ?child.id(), "MCP server started");
         Ok(Running {
             generation,
             service,
-            child: tokio::sync::Mutex::new(child),
-            tools,
+            child: Some(tokio::sync::Mutex::new(child)),
+            listed: Mutex::new(Listed::of(&self.name, listed)),
+            stale,
             stderr_tail,
         })
     }
@@ -201,8 +331,9 @@ impl McpServer {
     /// Calls `tool` (its name on the server) with a JSON object of arguments.
     pub async fn call(&self, tool: &str, arguments: &Value) -> Result<ModuleAnswer> {
         let running = self.running().await?;
-        if !running.tools.iter().any(|t| tool_name(t) == tool) {
-            let names: Vec<&str> = running.tools.iter().map(tool_name).collect();
+        let listed = self.listed(&running).await;
+        if !listed.tools.iter().any(|t| tool_name(t) == tool) {
+            let names: Vec<&str> = listed.tools.iter().map(tool_name).collect();
             return Err(server_error(
                 &self.name,
                 format!("no tool `{tool}`; it has: {}", names.join(", ")),
@@ -229,27 +360,7 @@ impl McpServer {
             }
         };
         match result {
-            Ok(result) => {
-                let text: Vec<String> = result
-                    .content
-                    .iter()
-                    .filter_map(|part| match part {
-                        ContentBlock::Text(t) => Some(t.text.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                let mut text = text.join("\n");
-                if text.is_empty() {
-                    if let Some(structured) = &result.structured_content {
-                        text = structured.to_string();
-                    }
-                }
-                Ok(ModuleAnswer {
-                    text,
-                    is_error: result.is_error.unwrap_or(false),
-                    ..ModuleAnswer::default()
-                })
-            }
+            Ok(result) => Ok(answer_of(tool, &result, listed.output_schemas.get(tool))),
             Err(ServiceError::McpError(e)) => Err(server_error(
                 &self.name,
                 format!("`{tool}` failed: {} (code {})", e.message, e.code.0),
@@ -293,10 +404,35 @@ impl McpServer {
         }
     }
 
+    /// Starts the MCP session over `transport` (`initialize`, then `tools/list`); a failed
+    /// handshake is `failure` and the reason.
+    async fn handshake<T, E, A>(
+        transport: T,
+        stale: Arc<AtomicBool>,
+        failure: &str,
+    ) -> std::result::Result<(RunningService<RoleClient, Listener>, Vec<rmcp::model::Tool>), String>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let service = Listener { stale }
+            .serve(transport)
+            .await
+            .map_err(|e| format!("{failure}: {e}"))?;
+        let tools = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        Ok((service, tools))
+    }
+
     /// `why`, with the child's exit status and its last stderr line when there are any.
     async fn why_dead(&self, running: &Running, why: String) -> String {
-        let mut child = running.child.lock().await;
-        describe_exit(&mut child, &running.stderr_tail, why).await
+        match &running.child {
+            Some(child) => describe_exit(&mut *child.lock().await, &running.stderr_tail, why).await,
+            None => why,
+        }
     }
 
     /// Ends the session and the child: stdin is closed, then the child is killed if it is
@@ -306,7 +442,10 @@ impl McpServer {
             return;
         };
         running.service.cancellation_token().cancel();
-        let mut child = running.child.lock().await;
+        let Some(child) = &running.child else {
+            return;
+        };
+        let mut child = child.lock().await;
         if tokio::time::timeout(Duration::from_secs(2), child.wait())
             .await
             .is_err()

@@ -1,5 +1,6 @@
 //! Tools the model can call: plugin modules (HTTP services with a manifest) and MCP servers
-//! (child processes speaking MCP over stdio). Each tool has a name (`SOURCE.function`), a description and a JSON input schema.
+//! (child processes speaking MCP over stdio, or streamable-HTTP servers). Each tool has a name
+//! (`SOURCE.function`), a description and a JSON input schema.
 //!
 //! This module owns what a tool is and how a source describes its tools (plugin modules, MCP
 //! servers, the toolbox that gathers them). It must never run the model's tool loops (native
@@ -7,6 +8,8 @@
 
 pub mod manifest;
 pub mod mcp;
+mod mcp_answer;
+pub mod mcp_context;
 pub mod plugin;
 pub mod signature;
 pub mod toolbox;

@@ -43,6 +43,8 @@ pub struct ModuleAnswer {
     pub actions: Vec<Value>,
     /// `collectResponse` with its `collectResponseLink`.
     pub collect_link: Option<String>,
+    /// Images the tool answered (MCP image content), as image parts for the model.
+    pub images: Vec<crate::message::Part>,
 }
 
 /// The keyring name of a module's key.
@@ -336,6 +338,7 @@ pub fn answer_of(status: reqwest::StatusCode, body: &[u8]) -> ModuleAnswer {
         collect_link: flag("collectResponse")
             .then(|| link("collectResponseLink"))
             .flatten(),
+        images: Vec::new(),
     }
 }
 

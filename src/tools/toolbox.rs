@@ -12,11 +12,16 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use futures::future::BoxFuture;
+use futures::FutureExt;
+
 use super::mcp::McpServer;
+use super::mcp_context::{McpPrompt, McpResource};
 use super::plugin::{self, ModuleAnswer, PluginModule};
 use super::Tool;
 use crate::config::{McpServerConfig, PluginConfig};
 use crate::error::{Error, ErrorKind, Result};
+use crate::message::Part;
 
 /// A source that could not be loaded, and why.
 #[derive(Debug, Clone)]
@@ -117,10 +122,10 @@ impl Toolbox {
         Ok(module)
     }
 
-    /// The tools of `selection` (source names, or `SOURCE.tool` for one tool), or of the
-    /// enabled sources when `None`. Sources that fail to load are reported beside the tools.
-    pub async fn list(&self, selection: Option<&[String]>) -> (Vec<Tool>, Vec<SourceError>) {
-        let wanted: Vec<(String, Option<String>)> = match selection {
+    /// The sources of `selection` (with the one tool a `SOURCE.tool` names), or the enabled
+    /// sources when `None`.
+    fn wanted(&self, selection: Option<&[String]>) -> Vec<(String, Option<String>)> {
+        match selection {
             Some(names) => names
                 .iter()
                 .map(|n| match n.split_once('.') {
@@ -140,7 +145,13 @@ impl Toolbox {
                         .map(|(n, _)| (n.clone(), None)),
                 )
                 .collect(),
-        };
+        }
+    }
+
+    /// The tools of `selection` (source names, or `SOURCE.tool` for one tool), or of the
+    /// enabled sources when `None`. Sources that fail to load are reported beside the tools.
+    pub async fn list(&self, selection: Option<&[String]>) -> (Vec<Tool>, Vec<SourceError>) {
+        let wanted = self.wanted(selection);
         let mut tools = Vec::new();
         let mut errors = Vec::new();
         for (module, function) in wanted {
@@ -156,6 +167,66 @@ impl Toolbox {
             }
         }
         (tools, errors)
+    }
+
+    /// The resources of the MCP servers of `selection` (or of the enabled ones); servers that
+    /// fail are reported beside.
+    pub async fn resources(
+        &self,
+        selection: Option<&[String]>,
+    ) -> (Vec<McpResource>, Vec<SourceError>) {
+        self.gather(selection, |s| s.resources().boxed()).await
+    }
+
+    /// The prompts of the MCP servers of `selection` (or of the enabled ones).
+    pub async fn prompts(
+        &self,
+        selection: Option<&[String]>,
+    ) -> (Vec<McpPrompt>, Vec<SourceError>) {
+        self.gather(selection, |s| s.prompts().boxed()).await
+    }
+
+    /// What the MCP servers of `selection` offer beside tools, gathered by `get`; plugin
+    /// modules offer none.
+    async fn gather<T>(
+        &self,
+        selection: Option<&[String]>,
+        get: impl for<'a> Fn(&'a McpServer) -> BoxFuture<'a, Result<Vec<T>>>,
+    ) -> (Vec<T>, Vec<SourceError>) {
+        let mut found = Vec::new();
+        let mut errors = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for (source, _) in self.wanted(selection) {
+            let Some(server) = self.mcp_servers.get(&source) else {
+                continue;
+            };
+            if !seen.insert(source.clone()) {
+                continue;
+            }
+            match get(server).await {
+                Ok(items) => found.extend(items),
+                Err(e) => errors.push(SourceError {
+                    source,
+                    message: e.message,
+                }),
+            }
+        }
+        (found, errors)
+    }
+
+    /// The contents of the resource `uri` if an enabled MCP server lists it.
+    pub async fn read_listed_resource(&self, uri: &str) -> Option<Result<Vec<Part>>> {
+        let (resources, _) = self.resources(None).await;
+        let found = resources.into_iter().find(|r| r.uri == uri)?;
+        Some(match self.mcp(&found.source) {
+            Ok(server) => server.read_resource(uri).await,
+            Err(e) => Err(e),
+        })
+    }
+
+    /// The MCP server `name`, or an error listing the known ones.
+    pub fn mcp(&self, name: &str) -> Result<&McpServer> {
+        self.mcp_server(name).ok_or_else(|| self.unknown(name))
     }
 
     /// Confirms an operation of the module behind `tool` (POSTs the confirmation link).

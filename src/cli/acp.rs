@@ -1,0 +1,11 @@
+//! `genai acp`: the Agent Client Protocol agent over stdin/stdout, for ACP editors (Zed,
+//! JetBrains, Neovim, Emacs). Logs go to stderr only.
+
+use genai::error::Error;
+
+pub async fn run() -> Result<(), Error> {
+    super::serve_stdio("genai acp", |fw| {
+        genai::acp::serve(fw, tokio::io::stdin(), tokio::io::stdout())
+    })
+    .await
+}

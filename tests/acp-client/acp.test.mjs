@@ -1,0 +1,481 @@
+// Drives `genai acp` with the official ACP TypeScript SDK (@agentclientprotocol/sdk), as Zed or
+// Neovim would, against the loopback fake provider and fake plugin module of
+// examples/fake-provider.rs and the MCP server of examples/fake-mcp-server.rs.
+//
+// GENAI_BIN, FAKE_PROVIDER_BIN and FAKE_MCP_BIN name the binaries (scripts/test-acp.sh sets
+// them). Every wait has a deadline (node --test --test-timeout).
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { Readable, Writable } from "node:stream";
+import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { client, ndJsonStream, RequestError } from "@agentclientprotocol/sdk";
+
+const GENAI_BIN = process.env.GENAI_BIN;
+const FAKE_PROVIDER_BIN = process.env.FAKE_PROVIDER_BIN;
+const FAKE_MCP_BIN = process.env.FAKE_MCP_BIN;
+const REPLY = "Hello from the fake model.";
+// A 1x1 PNG.
+const PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+let fake; // { url, pluginUrl, send(cmd) }
+let dir; // a temp dir: config, data, project files
+
+/** Starts the fake provider (and plugin module) under our control. */
+async function startFake() {
+  const child = spawn(FAKE_PROVIDER_BIN, ["--control", "--plugin", "--reply", REPLY, "--chunks", "3"], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const next = async () => (await lines.next()).value;
+  const url = (await next()).replace("listening on ", "");
+  const pluginUrl = (await next()).replace("plugin on ", "");
+  let queue = Promise.resolve();
+  const send = (cmd) => {
+    const p = queue.then(async () => {
+      child.stdin.write(JSON.stringify(cmd) + "\n");
+      return JSON.parse(await next());
+    });
+    queue = p.catch(() => {});
+    return p;
+  };
+  return { child, url, pluginUrl, send };
+}
+
+/** Starts `genai acp` over the shared config and history; `client(...)` handlers given. */
+function startAgent() {
+  const child = spawn(GENAI_BIN, ["acp"], {
+    stdio: ["pipe", "pipe", "inherit"],
+    env: {
+      ...process.env,
+      GENAI_CONFIG_DIR: join(dir, "config"),
+      GENAI_DATA_DIR: join(dir, "data"),
+      OPENAI_API_KEY: "",
+      RUST_LOG: "warn",
+    },
+  });
+  const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, stream, exited };
+}
+
+/** A client app that records updates and answers fs reads and permissions as told. */
+function editor({ buffers = null, permission = "allow" } = {}) {
+  const updates = [];
+  const asked = [];
+  const watchers = [];
+  // Resolves once an update satisfies `pred` (the test's timeout is the deadline).
+  const until = (pred) =>
+    new Promise((resolve) => {
+      if (updates.some(pred)) resolve();
+      else watchers.push({ pred, resolve });
+    });
+  let app = client()
+    .onNotification("session/update", (ctx) => {
+      updates.push(ctx.params);
+      for (const w of watchers.filter((w) => w.pred(ctx.params))) {
+        watchers.splice(watchers.indexOf(w), 1);
+        w.resolve();
+      }
+    })
+    .onRequest("session/request_permission", (ctx) => {
+      asked.push(ctx.params);
+      return { outcome: { outcome: "selected", optionId: permission } };
+    });
+  if (buffers) {
+    app = app.onRequest("fs/read_text_file", (ctx) => {
+      const text = buffers[ctx.params.path];
+      if (text === undefined) throw RequestError.resourceNotFound(ctx.params.path);
+      return { content: text };
+    });
+  }
+  return { app, updates, asked, until, fs: Boolean(buffers) };
+}
+
+/** Runs `op(agent)` on a fresh `genai acp` process, initialized, and waits for it to exit. */
+async function withAgent(ed, op) {
+  const agent = startAgent();
+  try {
+    return await ed.app.connectWith(agent.stream, async (cx) => {
+      const init = await cx.request("initialize", {
+        protocolVersion: 1,
+        clientCapabilities: { fs: { readTextFile: ed.fs, writeTextFile: false }, terminal: false },
+        clientInfo: { name: "acp-test", version: "1.0.0" },
+      });
+      return op(cx, init);
+    });
+  } finally {
+    agent.child.stdin.end();
+    assert.equal(await agent.exited, 0, "genai acp exits cleanly at the end of its input");
+  }
+}
+
+const kinds = (updates, sessionId) =>
+  updates.filter((u) => u.sessionId === sessionId).map((u) => u.update.sessionUpdate);
+const textOf = (updates, sessionId, kind) =>
+  updates
+    .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === kind)
+    .map((u) => u.update.content?.text ?? "")
+    .join("");
+const lastRequest = async () => (await fake.send({ requests: true })).requests.at(-1);
+const requestText = (body) => JSON.stringify(body.messages);
+
+before(async () => {
+  for (const [name, v] of Object.entries({ GENAI_BIN, FAKE_PROVIDER_BIN, FAKE_MCP_BIN })) {
+    assert.ok(v, `${name} must name the binary`);
+  }
+  fake = await startFake();
+  dir = mkdtempSync(join(tmpdir(), "genai-acp-"));
+  writeFileSync(join(dir, "notes.md"), "notes as saved on disk\n");
+  const config = `
+[service_providers.fake]
+kind = "openai"
+base_url = "${fake.url}"
+api_key = "sk-acp-test"
+
+[defaults]
+model = "fake:fake-model"
+
+[agents.other]
+provider = "fake"
+model = "other-model"
+
+[plugins.events]
+url = "${fake.pluginUrl}"
+enabled = true
+`;
+  const { mkdirSync } = await import("node:fs");
+  mkdirSync(join(dir, "config"), { recursive: true });
+  writeFileSync(join(dir, "config", "config.toml"), config);
+});
+
+after(() => {
+  fake?.child.kill();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test("initialize claims what genai does", async () => {
+  await withAgent(editor(), async (_cx, init) => {
+    assert.equal(init.protocolVersion, 1);
+    assert.equal(init.agentInfo.name, "genai");
+    assert.deepEqual(init.authMethods, []);
+    const caps = init.agentCapabilities;
+    assert.equal(caps.loadSession, true);
+    assert.equal(caps.promptCapabilities.image, true);
+    assert.equal(caps.promptCapabilities.embeddedContext, true);
+    assert.ok(caps.sessionCapabilities.list && caps.sessionCapabilities.resume && caps.sessionCapabilities.close);
+    assert.equal(caps.mcpCapabilities.http, true);
+    assert.equal(caps.mcpCapabilities.sse, false);
+  });
+});
+
+test("a reply streams as agent_message_chunk, a linked file is read through the client's buffer", async () => {
+  const path = join(dir, "notes.md");
+  const ed = editor({ buffers: { [path]: "UNSAVED buffer text" } });
+  await withAgent(ed, async (cx) => {
+    const { sessionId, configOptions } = await cx.request("session/new", { cwd: dir, mcpServers: [] });
+    assert.ok(configOptions.some((o) => o.id === "model" && o.category === "model"));
+    assert.ok(configOptions.some((o) => o.id === "mode" && o.category === "mode"));
+    const r = await cx.request("session/prompt", {
+      sessionId,
+      prompt: [
+        { type: "text", text: "Summarize my notes" },
+        { type: "resource_link", name: "notes.md", uri: pathToFileURL(path).href },
+      ],
+    });
+    assert.equal(r.stopReason, "end_turn");
+    assert.equal(textOf(ed.updates, sessionId, "agent_message_chunk"), REPLY);
+    const chunks = kinds(ed.updates, sessionId).filter((k) => k === "agent_message_chunk");
+    assert.ok(chunks.length >= 3, `streamed in pieces: ${chunks.length}`);
+    assert.ok(kinds(ed.updates, sessionId).includes("usage_update"));
+    const sent = requestText(await lastRequest());
+    assert.ok(sent.includes("UNSAVED buffer text"), sent);
+    assert.ok(!sent.includes("as saved on disk"), sent);
+  });
+});
+
+test("without fs/read_text_file a linked file is read from disk", async () => {
+  const ed = editor();
+  await withAgent(ed, async (cx) => {
+    const { sessionId } = await cx.request("session/new", { cwd: dir, mcpServers: [] });
+    await cx.request("session/prompt", {
+      sessionId,
+      prompt: [
+        { type: "text", text: "Read it" },
+        { type: "resource_link", name: "notes.md", uri: pathToFileURL(join(dir, "notes.md")).href },
+      ],
+    });
+    assert.ok(requestText(await lastRequest()).includes("notes as saved on disk"));
+  });
+});
+
+test("embedded resources become context with their URI, images become image parts", async () => {
+  const ed = editor();
+  await withAgent(ed, async (cx) => {
+    const { sessionId } = await cx.request("session/new", { cwd: dir, mcpServers: [] });
+    const r = await cx.request("session/prompt", {
+      sessionId,
+      prompt: [
+        { type: "text", text: "What is this?" },
+        { type: "resource", resource: { uri: "file:///src/lib.rs", text: "fn embedded() {}", mimeType: "text/x-rust" } },
+        { type: "image", mimeType: "image/png", data: PNG },
+      ],
+    });
+    assert.equal(r.stopReason, "end_turn");
+    const body = await lastRequest();
+    const sent = requestText(body);
+    assert.ok(sent.includes("file:///src/lib.rs") && sent.includes("fn embedded() {}"), sent);
+    assert.ok(sent.includes(`data:image/png;base64,${PNG}`), sent);
+  });
+});
+
+test("sessions are listed by cwd and loaded with their history after a restart", async () => {
+  const project = join(dir, "project-a");
+  let sessionId;
+  await withAgent(editor(), async (cx) => {
+    ({ sessionId } = await cx.request("session/new", { cwd: project, mcpServers: [] }));
+    await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Remember the word pelican" }] });
+  });
+  const ed = editor();
+  await withAgent(ed, async (cx) => {
+    const list = await cx.request("session/list", { cwd: project });
+    assert.equal(list.sessions.length, 1);
+    assert.equal(list.sessions[0].sessionId, sessionId);
+    assert.equal(list.sessions[0].cwd, project);
+    assert.equal(list.sessions[0].title, "Remember the word pelican");
+    assert.ok(!Number.isNaN(Date.parse(list.sessions[0].updatedAt)));
+    const elsewhere = await cx.request("session/list", { cwd: join(dir, "project-b") });
+    assert.deepEqual(elsewhere.sessions, []);
+
+    await cx.request("session/load", { sessionId, cwd: project, mcpServers: [] });
+    // The replay is sent before the answer.
+    assert.equal(textOf(ed.updates, sessionId, "user_message_chunk"), "Remember the word pelican");
+    assert.equal(textOf(ed.updates, sessionId, "agent_message_chunk"), REPLY);
+    await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Which word?" }] });
+    const sent = requestText(await lastRequest());
+    assert.ok(sent.includes("pelican") && sent.includes("Which word?"), sent);
+    await cx.request("session/close", { sessionId });
+  });
+});
+
+test("session/cancel ends the prompt as cancelled and commits nothing", async () => {
+  const ed = editor();
+  await withAgent(ed, async (cx) => {
+    const { sessionId } = await cx.request("session/new", { cwd: dir, mcpServers: [] });
+    await fake.send({ push: { reply: "one two three four five six seven eight", chunks: 8, delayMs: 300 } });
+    const prompt = cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Count slowly" }] });
+    await ed.until((u) => u.sessionId === sessionId && u.update.sessionUpdate === "agent_message_chunk");
+    await cx.notify("session/cancel", { sessionId });
+    assert.equal((await prompt).stopReason, "cancelled");
+    const before = ed.updates.length;
+    await cx.request("session/load", { sessionId, cwd: dir, mcpServers: [] });
+    const replayed = ed.updates.slice(before).filter((u) => u.sessionId === sessionId);
+    assert.deepEqual(replayed, [], "the cancelled turn left nothing in the history");
+  });
+});
+
+test("a plugin tool call shows as tool_call updates and its confirmation as a permission request", async () => {
+  const ed = editor({ permission: "allow" });
+  await withAgent(ed, async (cx) => {
+    const { sessionId } = await cx.request("session/new", { cwd: dir, mcpServers: [] });
+    const set = await cx.request("session/set_config_option", { sessionId, configId: "mode", value: "tools" });
+    assert.equal(set.configOptions.find((o) => o.id === "mode").currentValue, "tools");
+    await fake.send({
+      plugin: {
+        method: "eventParticipation",
+        answer: {
+          text: "Confirm your participation to E1?",
+          askConfirmation: true,
+          confirmationLink: `${fake.pluginUrl}/confirmations/C1`,
+        },
+      },
+    });
+    await fake.send({ push: { reply: "", toolCalls: [["events__eventParticipation", '{"eventId":"E1","participation":"YES"}']] } });
+    await fake.send({ push: { reply: "You are registered." } });
+    const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Register me to E1" }] });
+    assert.equal(r.stopReason, "end_turn");
+    const mine = ed.updates.filter((u) => u.sessionId === sessionId).map((u) => u.update);
+    const call = mine.find((u) => u.sessionUpdate === "tool_call");
+    assert.equal(call.toolCallId, "call_1");
+    assert.equal(call.title, "events.eventParticipation");
+    assert.deepEqual(call.rawInput, { eventId: "E1", participation: "YES" });
+    const statuses = mine.filter((u) => u.sessionUpdate === "tool_call_update").map((u) => u.status);
+    assert.deepEqual(statuses, ["in_progress", "completed"]);
+    const done = mine.filter((u) => u.sessionUpdate === "tool_call_update").at(-1);
+    assert.ok(JSON.stringify(done.content).includes("confirmed C1"), JSON.stringify(done));
+    assert.equal(ed.asked.length, 1);
+    assert.equal(ed.asked[0].toolCall.toolCallId, "call_1");
+    assert.deepEqual(ed.asked[0].options.map((o) => o.kind), ["allow_once", "reject_once"]);
+    const posts = (await fake.send({ pluginRequests: true })).requests.map((q) => q.path);
+    assert.ok(posts.includes("/confirmations/C1"), posts.join(" "));
+    assert.equal(textOf(ed.updates, sessionId, "agent_message_chunk"), "You are registered.");
+  });
+});
+
+test("a refused permission leaves the confirmation link alone", async () => {
+  const ed = editor({ permission: "reject" });
+  await withAgent(ed, async (cx) => {
+    const { sessionId } = await cx.request("session/new", { cwd: dir, mcpServers: [] });
+    await cx.request("session/set_config_option", { sessionId, configId: "mode", value: "tools" });
+    await fake.send({
+      plugin: {
+        method: "eventParticipation",
+        answer: { text: "Confirm?", askConfirmation: true, confirmationLink: `${fake.pluginUrl}/confirmations/C2` },
+      },
+    });
+    await fake.send({ push: { reply: "", toolCalls: [["events__eventParticipation", '{"eventId":"E2","participation":"NO"}']] } });
+    await fake.send({ push: { reply: "Not done." } });
+    await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Unregister me" }] });
+    assert.equal(ed.asked.length, 1);
+    const posts = (await fake.send({ pluginRequests: true })).requests.map((q) => q.path);
+    assert.ok(!posts.includes("/confirmations/C2"), posts.join(" "));
+  });
+});
+
+test("stdio MCP servers from session/new join the session's tools", async () => {
+  const ed = editor();
+  await withAgent(ed, async (cx) => {
+    const { sessionId, configOptions } = await cx.request("session/new", {
+      cwd: dir,
+      mcpServers: [{ name: "calc", command: FAKE_MCP_BIN, args: [], env: [] }],
+    });
+    assert.equal(configOptions.find((o) => o.id === "mode").currentValue, "tools");
+    await fake.send({ push: { reply: "", toolCalls: [["calc__add", '{"a":2,"b":3}']] } });
+    await fake.send({ push: { reply: "It is 5." } });
+    const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "2+3?" }] });
+    assert.equal(r.stopReason, "end_turn");
+    const requests = (await fake.send({ requests: true })).requests;
+    const offered = requests.at(-2).tools.map((t) => t.function.name);
+    assert.ok(offered.includes("calc__add") && offered.includes("events__getEvents"), offered.join(" "));
+    const mine = ed.updates.filter((u) => u.sessionId === sessionId).map((u) => u.update);
+    const done = mine.filter((u) => u.sessionUpdate === "tool_call_update").at(-1);
+    assert.equal(done.status, "completed");
+    assert.equal(done.content[0].content.text, "5");
+  });
+});
+
+test("streamable-HTTP MCP servers from session/new join the session's tools with their headers", async () => {
+  const server = spawn(FAKE_MCP_BIN, ["--http"], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, FAKE_MCP_HTTP_KEY: "key-42" },
+  });
+  try {
+    const first = (await createInterface({ input: server.stdout })[Symbol.asyncIterator]().next()).value;
+    const url = first.replace("listening on ", "");
+    const ed = editor();
+    await withAgent(ed, async (cx) => {
+      const { sessionId } = await cx.request("session/new", {
+        cwd: dir,
+        mcpServers: [{ type: "http", name: "web", url, headers: [{ name: "X-Test-Key", value: "key-42" }] }],
+      });
+      await fake.send({ push: { reply: "", toolCalls: [["web__add", '{"a":20,"b":22}']] } });
+      await fake.send({ push: { reply: "It is 42." } });
+      const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "20+22?" }] });
+      assert.equal(r.stopReason, "end_turn");
+      const mine = ed.updates.filter((u) => u.sessionId === sessionId).map((u) => u.update);
+      const done = mine.filter((u) => u.sessionUpdate === "tool_call_update").at(-1);
+      assert.equal(done.status, "completed");
+      assert.equal(done.content[0].content.text, "42");
+    });
+  } finally {
+    server.kill();
+  }
+});
+
+test("an MCP server's resources are context for resource_links, its prompts slash commands", async () => {
+  const ed = editor();
+  await withAgent(ed, async (cx) => {
+    const { sessionId } = await cx.request("session/new", {
+      cwd: dir,
+      mcpServers: [{ name: "notes", command: FAKE_MCP_BIN, args: [], env: [{ name: "FAKE_MCP_MORE_TOOLS", value: "1" }] }],
+    });
+    const r = await cx.request("session/prompt", {
+      sessionId,
+      prompt: [
+        { type: "text", text: "Use the greeting" },
+        { type: "resource_link", name: "greeting", uri: "memo://greeting" },
+        { type: "resource_link", name: "elsewhere", uri: "https://example.com/page" },
+      ],
+    });
+    assert.equal(r.stopReason, "end_turn");
+    const sent = requestText(await lastRequest());
+    assert.ok(sent.includes("Hello from a resource"), sent);
+    assert.ok(sent.includes("[elsewhere](https://example.com/page)"), sent);
+
+    // Its prompts are slash commands.
+    await ed.until((u) => u.sessionId === sessionId && u.update.sessionUpdate === "available_commands_update");
+    const announced = ed.updates.find((u) => u.update.sessionUpdate === "available_commands_update").update;
+    assert.deepEqual(announced.availableCommands.map((c) => c.name), ["notes.review"]);
+    await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/notes.review fn f() {}" }] });
+    const expanded = requestText(await lastRequest());
+    assert.ok(expanded.includes("Review this code: fn f() {}"), expanded);
+  });
+});
+
+test("the model is a config option", async () => {
+  const ed = editor();
+  await withAgent(ed, async (cx) => {
+    const { sessionId, configOptions } = await cx.request("session/new", { cwd: dir, mcpServers: [] });
+    const model = configOptions.find((o) => o.id === "model");
+    assert.equal(model.currentValue, "fake:fake-model");
+    assert.ok(model.options.some((o) => o.value === "other"));
+    const set = await cx.request("session/set_config_option", { sessionId, configId: "model", value: "other" });
+    assert.equal(set.configOptions.find((o) => o.id === "model").currentValue, "other");
+    await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Who are you?" }] });
+    assert.equal((await lastRequest()).model, "other-model");
+    await assert.rejects(
+      cx.request("session/set_config_option", { sessionId, configId: "mode", value: "nope" }),
+      (e) => e.code === -32602,
+    );
+  });
+});
+
+test("errors: unknown sessions, bad params, a failing provider", async () => {
+  const ed = editor();
+  await withAgent(ed, async (cx) => {
+    await assert.rejects(
+      cx.request("session/prompt", { sessionId: "01NOSUCHSESSION", prompt: [{ type: "text", text: "hi" }] }),
+      (e) => e.code === -32002,
+    );
+    await assert.rejects(
+      cx.request("session/load", { sessionId: "01NOSUCHSESSION", cwd: dir, mcpServers: [] }),
+      (e) => e.code === -32002,
+    );
+    await assert.rejects(cx.request("session/new", { cwd: "not/absolute", mcpServers: [] }), (e) => e.code === -32602);
+    const { sessionId } = await cx.request("session/new", { cwd: dir, mcpServers: [] });
+    await fake.send({ push: { error: { status: 400, message: "the fake refuses this" } } });
+    const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "hi" }] });
+    assert.equal(r.stopReason, "end_turn");
+    assert.ok(textOf(ed.updates, sessionId, "agent_message_chunk").includes("the fake refuses this"));
+  });
+});
+
+test("malformed lines get JSON-RPC errors and the agent goes on", async () => {
+  const agent = spawn(GENAI_BIN, ["acp"], {
+    stdio: ["pipe", "pipe", "inherit"],
+    env: { ...process.env, GENAI_CONFIG_DIR: join(dir, "config"), GENAI_DATA_DIR: join(dir, "data") },
+  });
+  const lines = createInterface({ input: agent.stdout })[Symbol.asyncIterator]();
+  const next = async () => JSON.parse((await lines.next()).value);
+  agent.stdin.write("{this is not json\n");
+  assert.equal((await next()).error.code, -32700);
+  agent.stdin.write('[{"jsonrpc":"2.0","id":1,"method":"initialize"}]\n');
+  assert.equal((await next()).error.code, -32600);
+  agent.stdin.write('{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":7}}\n');
+  const bad = await next();
+  assert.equal(bad.id, 2);
+  assert.equal(bad.error.code, -32602);
+  agent.stdin.write('{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1}}\n');
+  const ok = await next();
+  assert.equal(ok.id, 3);
+  assert.equal(ok.result.protocolVersion, 1);
+  agent.stdin.end();
+  const code = await new Promise((resolve) => agent.on("exit", resolve));
+  assert.equal(code, 0);
+});

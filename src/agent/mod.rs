@@ -217,12 +217,17 @@ impl AIAgent {
             usage,
             rounds,
         } = tokio::select! {
+            // Cancel first: a turn whose answer completes as Cancel arrives is still cancelled.
+            biased;
+            _ = cancel.cancelled() => return Err(Error::cancelled()),
             r = tokio::time::timeout(timeout, turn) => match r {
                 Ok(r) => r?,
                 Err(_) => return Err(Error::new(ErrorKind::Timeout, format!("{}: no complete answer within {:.0?}", self.provider.name, timeout))),
             },
-            _ = cancel.cancelled() => return Err(Error::cancelled()),
         };
+        if cancel.is_cancelled() {
+            return Err(Error::cancelled());
+        }
         reply.usage = usage;
         let latency = started.elapsed();
 

@@ -99,14 +99,14 @@ pub fn load() -> Result<(Paths, Config, Registry), Error> {
     Ok((paths, config, registry))
 }
 
-/// Logs go to stderr; `GENAI_LOG` sets the filter. The daemon warns by default; other commands
+/// Logs go to stderr through the redactor; `GENAI_LOG` sets the filter. The daemon warns by default; other commands
 /// print their own one-line errors, so they log only errors.
 fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("GENAI_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| genai::redact::RedactingWriter(std::io::stderr()))
         .with_target(false)
         .try_init();
 }

@@ -1,9 +1,9 @@
 //! The per-connection loop of `genai daemon`: reads frames, hands each message to the
 //! session's dispatcher, writes responses and notifications in the client's framing.
 //!
-//! Invariants: stdout carries protocol messages only; every request gets exactly one response;
-//! bad input gets the JSON-RPC error and the loop goes on. This module must never hold
-//! conversation state: the core does.
+//! Invariants: stdout carries protocol messages only, every frame through the redactor; every
+//! request gets exactly one response; bad input gets the JSON-RPC error and the loop goes on.
+//! This module must never hold conversation state: the core does.
 
 use std::sync::Arc;
 
@@ -19,6 +19,15 @@ use super::errors::{RpcError, INVALID_REQUEST, PARSE_ERROR};
 use super::framing::{Frame, FrameCodec};
 use super::port::RpcPort;
 use crate::session::Framework;
+
+/// A frame with every known secret masked: whatever reached a message (a model repeating a
+/// key, a client-hosted feature's error), no key goes out on stdout.
+fn redacted(frame: Bytes) -> Bytes {
+    match std::str::from_utf8(&frame).map(crate::redact::redact_known) {
+        Ok(std::borrow::Cow::Owned(masked)) => Bytes::from(masked),
+        _ => frame,
+    }
+}
 
 /// Serves one client until `Shutdown` or the end of its input, then waits for running turns to
 /// end (on `Shutdown` they are cancelled first) and flushes every notification.
@@ -49,10 +58,10 @@ where
                 }
             };
             let Some(frame) = frame else { break };
-            writer.feed(frame).await?;
+            writer.feed(redacted(frame)).await?;
             // Write out what is queued, then flush once: a burst of chunks costs one flush.
             while let Ok(more) = out_rx.try_recv() {
-                writer.feed(more).await?;
+                writer.feed(redacted(more)).await?;
             }
             writer.flush().await?;
         }

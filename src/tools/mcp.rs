@@ -3,9 +3,10 @@
 //! client. Its tools are listed once when it starts and named `NAME.tool`; a call's text parts
 //! are joined into the answer, and `isError` makes it a tool error the model sees.
 //!
-//! It owns the child process: its stdin and stdout are the MCP channel, its stderr goes to the
-//! tracing log (its last line is kept for error messages), and it is killed when the server is
-//! dropped or shut down. A server that dies is started again once, on its next use; after a
+//! It owns the child process, started with a minimal environment (`process`) plus the
+//! config's `inherit_env` and `env`: its stdin and stdout are the MCP channel, its stderr goes
+//! to the tracing log (its last line is kept for error messages), and it is killed when the
+//! server is dropped or shut down. A server that dies is started again once, on its next use; after a
 //! second death it is reported and left alone. It must never write to the daemon's stdout (the
 //! JSON-RPC channel to the client), never show the values of `env` (they may be secrets), and
 //! never decide when a tool is called.
@@ -117,6 +118,8 @@ impl McpServer {
         let mut command = Command::new(&c.command);
         command
             .args(&c.args)
+            .env_clear()
+            .envs(crate::process::minimal_env(&c.inherit_env))
             .envs(&c.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -370,3 +370,31 @@ fn a_program_that_does_not_speak_mcp_is_a_clear_error() {
     assert!(!m.contains('\n'), "one line: {m}");
     assert!(d.call("ListTools", json!({}))["tools"].is_array());
 }
+
+#[test]
+fn a_server_gets_a_minimal_environment_plus_what_its_config_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("srv.pids");
+    // FAKE_MCP_TOKEN stands for a provider's key in genai's environment.
+    let echo = |d: &mut Daemon, tool: &str| {
+        d.call(
+            "CallTool",
+            json!({"name": format!("{tool}.echo"), "arguments": {"text": "|"}}),
+        )["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let config = format!(
+        "{}{}",
+        server("plain", &pid_file, ""),
+        server("named", &pid_file, "inherit_env = ['FAKE_MCP_TOKEN']")
+    );
+    let env = [("FAKE_MCP_TOKEN", "daemon-env-token-123")];
+    let mut d = daemon_with(dir.path(), &config, &env);
+    assert_eq!(echo(&mut d, "plain"), "|", "genai's environment leaked");
+    // Passed on purpose, and still never shown in a daemon message.
+    let named = echo(&mut d, "named");
+    assert_eq!(named, "********|");
+    assert!(d.shutdown(WAIT).success());
+}

@@ -296,19 +296,41 @@ impl AIAgent {
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     ) -> Result<ModelReply> {
         let request = model.prepare(messages, options)?;
+        let max_tokens = self.provider.provider.max_reply_tokens();
+        let over = |tokens: u64| {
+            max_tokens.filter(|max| tokens > *max).map(|max| {
+                Error::provider(format!(
+                    "{}: the answer is over {max} tokens (max_reply_tokens): the turn is ended",
+                    self.provider.name
+                ))
+            })
+        };
         match self.provider.provider.send_request(&request).await? {
-            ProviderResponse::Complete(body) => model.extract(&body),
+            ProviderResponse::Complete(body) => {
+                let reply = model.extract(&body)?;
+                match over(reply.usage.map_or(0, |u| u.output_tokens)) {
+                    Some(e) => Err(e),
+                    None => Ok(reply),
+                }
+            }
             ProviderResponse::Events(mut events) => {
                 let mut decoder = model.decoder();
+                // Each streamed piece counts as a token; dropping `events` ends the request.
+                let mut pieces = 0u64;
                 while let Some(event) = events.next().await {
                     for delta in decoder.feed(&event?)? {
+                        pieces += 1;
                         if let Some(f) = on_delta {
                             f(&delta);
                         }
                     }
                     let calls = decoder.take_tool_call_deltas();
+                    pieces += calls.len() as u64;
                     if let Some(f) = on_call {
                         calls.iter().for_each(f);
+                    }
+                    if let Some(e) = over(pieces) {
+                        return Err(e);
                     }
                 }
                 decoder.finish().map_err(|e| {

@@ -86,6 +86,11 @@ pub struct HttpSettings {
     /// (default 32 MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_reply_bytes: Option<u64>,
+    /// The most tokens one answer may have, counted as the streamed pieces (one token each
+    /// from the providers genai knows) or the usage a whole answer reports; past it the turn
+    /// ends with an error (default 262144).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reply_tokens: Option<u64>,
     /// The most bytes of an error answer's body that are read (default 64 KiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_error_bytes: Option<u64>,
@@ -359,8 +364,8 @@ mod tests {
             m,
             "service_providers.x: `model` is not a setting of kind openai; accepted: api_key, \
              api_key_cmd, api_key_env, base_url, connect_timeout_secs, default_model, headers, \
-             max_error_bytes, max_event_bytes, max_reply_bytes, max_retries, read_timeout_secs, \
-             retry_budget_secs, timeout_secs"
+             max_error_bytes, max_event_bytes, max_reply_bytes, max_reply_tokens, max_retries, \
+             read_timeout_secs, retry_budget_secs, timeout_secs"
         );
         let m = refusal("[service_providers.b]\nkind = 'bedrock'\nthreads = 2");
         assert!(

@@ -59,9 +59,11 @@ impl RetryPolicy {
 
 /// How much of an answer is read: past `reply_bytes` the turn fails, past `event_bytes` one
 /// streamed event is refused, and an error body is read up to `error_bytes` only.
+/// `reply_tokens` is enforced by the agent, which sees the decoded pieces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub reply_bytes: u64,
+    pub reply_tokens: u64,
     pub event_bytes: u64,
     pub error_bytes: u64,
 }
@@ -70,6 +72,7 @@ impl Limits {
     pub fn from_config(c: &HttpSettings) -> Limits {
         Limits {
             reply_bytes: c.max_reply_bytes.unwrap_or(32 << 20),
+            reply_tokens: c.max_reply_tokens.unwrap_or(1 << 18),
             event_bytes: c.max_event_bytes.unwrap_or(16 << 20),
             error_bytes: c.max_error_bytes.unwrap_or(64 << 10),
         }

@@ -79,6 +79,10 @@ pub trait ServiceProvider: Send + Sync {
     fn native_tools(&self) -> bool {
         true
     }
+    /// The most tokens one answer may have (`None`: no limit).
+    fn max_reply_tokens(&self) -> Option<u64> {
+        None
+    }
     /// Sends the request. Dropping the returned future (or stream) drops the HTTP request.
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse>;
 }

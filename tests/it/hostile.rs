@@ -121,7 +121,7 @@ fn a_key_echoed_by_the_provider_reaches_no_daemon_message_nor_its_log() {
 }
 
 #[test]
-fn an_endless_stream_ends_the_turn_at_max_reply_bytes() {
+fn an_endless_stream_ends_the_turn_at_max_reply_bytes_or_tokens() {
     let h = Hostile::start(|conn: &mut TcpStream, _: &str| {
         if !start_stream(conn, "text/event-stream") {
             return;
@@ -139,6 +139,15 @@ fn an_endless_stream_ends_the_turn_at_max_reply_bytes() {
     let o = ask(&h, &dirs, &[]);
     assert!(!o.status.success());
     cli::assert_stderr_says(&o, "over 2000000 bytes (max_reply_bytes)");
+    dirs.write_config("[service_providers.openai]\nkind = \"openai\"\nmax_reply_tokens = 100\n");
+    let o = ask(&h, &dirs, &[]);
+    assert!(!o.status.success());
+    cli::assert_stderr_says(&o, "over 100 tokens (max_reply_tokens)");
+    assert!(
+        stdout(&o).len() <= 102 * 4000,
+        "{} bytes printed",
+        stdout(&o).len()
+    );
 }
 
 #[test]

@@ -134,7 +134,13 @@ pub fn run() -> i32 {
     });
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
-        Command::Daemon => runtime().block_on(daemon::run()),
+        Command::Daemon => {
+            // A stdio read or write blocked on a client that went quiet must not hold the exit.
+            let rt = runtime();
+            let served = rt.block_on(daemon::run());
+            rt.shutdown_timeout(std::time::Duration::from_secs(1));
+            served
+        }
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
         Command::Params(args) => params::run(args),

@@ -240,3 +240,40 @@ fn an_api_key_cmd_gets_a_minimal_environment() {
     assert!(!env.contains(KEY), "{env}");
     assert!(!env.contains("GENAI_DATA_DIR"), "{env}");
 }
+
+#[test]
+fn a_daemon_whose_client_stops_reading_disconnects_it_and_exits() {
+    use std::process::Stdio;
+    let dirs = Folders::new();
+    let mut c = dirs.genai(&["daemon"]);
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // stdout is kept open and never read.
+    let _stdout = child.stdout.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let request = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ListComponents\"}\n";
+        for _ in 0..2_000_000 {
+            if stdin.write_all(request).is_err() {
+                return;
+            }
+        }
+    });
+    let mut status = None;
+    wait_until(
+        "the daemon disconnects its client",
+        Duration::from_secs(60),
+        || {
+            status = child.try_wait().unwrap();
+            status.is_some()
+        },
+    );
+    let status = status.unwrap();
+    assert_eq!(status.code(), Some(1));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("stopped reading"), "{err}");
+    writer.join().unwrap();
+}

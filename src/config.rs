@@ -185,14 +185,25 @@ impl Paths {
                 _ => base.map(|b| b.join("genai")).ok_or_else(|| {
                     Error::new(
                         ErrorKind::Config,
-                        format!("cannot find a home folder: set {var}"),
+                        format!("cannot find a home folder (HOME is not set): set HOME or {var}"),
                     )
                 }),
             }
         };
+        // Without HOME, `dirs` would fall back to the account's home of the password database
+        // (root's data in /root for a service started without one): ask instead, unless the
+        // XDG variable names the folder.
+        let home_set = cfg!(not(unix)) || std::env::var_os("HOME").is_some_and(|h| !h.is_empty());
+        let xdg = |var: &str, dir: Option<PathBuf>| {
+            let named = std::env::var_os(var).is_some_and(|v| !v.is_empty());
+            dir.filter(|_| home_set || named)
+        };
         Ok(Paths {
-            config_dir: pick("GENAI_CONFIG_DIR", dirs::config_dir())?,
-            data_dir: pick("GENAI_DATA_DIR", dirs::data_dir())?,
+            config_dir: pick(
+                "GENAI_CONFIG_DIR",
+                xdg("XDG_CONFIG_HOME", dirs::config_dir()),
+            )?,
+            data_dir: pick("GENAI_DATA_DIR", xdg("XDG_DATA_HOME", dirs::data_dir()))?,
         })
     }
 

@@ -91,6 +91,10 @@ pub struct HttpSettings {
     /// ends with an error (default 262144).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_reply_tokens: Option<u64>,
+    /// The most requests of this instance in flight at once (default 32); more wait their
+    /// turn. A streamed answer holds its place until it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_requests: Option<u32>,
     /// The most bytes of an error answer's body that are read (default 64 KiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_error_bytes: Option<u64>,
@@ -364,7 +368,7 @@ mod tests {
             m,
             "service_providers.x: `model` is not a setting of kind openai; accepted: api_key, \
              api_key_cmd, api_key_env, base_url, connect_timeout_secs, default_model, headers, \
-             max_error_bytes, max_event_bytes, max_reply_bytes, max_reply_tokens, max_retries, \
+             max_concurrent_requests, max_error_bytes, max_event_bytes, max_reply_bytes, max_reply_tokens, max_retries, \
              read_timeout_secs, retry_budget_secs, timeout_secs"
         );
         let m = refusal("[service_providers.b]\nkind = 'bedrock'\nthreads = 2");

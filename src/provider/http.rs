@@ -3,11 +3,13 @@
 //! bring (its bytes, one event's bytes, an error body's bytes), and one shape for provider
 //! errors.
 //!
-//! It owns the client, the retry policy, the limits and the error shape. It must never build a
+//! It owns the client, the retry policy, the limits, the places for requests in flight (a
+//! request waits for one, and its answer holds it until its body is read) and the error shape. It must never build a
 //! URL, a key or a body (each provider builds every attempt's request), never retry once the
 //! answer's body has started to reach the caller, and never hold more of an answer than its
 //! limits allow.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
@@ -15,6 +17,7 @@ use futures::StreamExt;
 use reqwest::header::HeaderMap;
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::io::StreamReader;
 
@@ -88,7 +91,16 @@ pub struct Http {
     client: reqwest::Client,
     retry: RetryPolicy,
     limits: Limits,
+    /// Places for requests in flight; a request waits for one before it is sent.
+    in_flight: Arc<Semaphore>,
 }
+
+/// A request's place in flight, carried by its answer until the body is read or dropped.
+#[derive(Clone)]
+struct InFlight(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
+
+/// Requests in flight per instance when the config says nothing.
+const DEFAULT_CONCURRENT_REQUESTS: u32 = 32;
 
 /// Why an attempt failed, and whether another one may help.
 struct Failure {
@@ -104,6 +116,11 @@ impl Http {
             client: Timeouts::checked(provider, c)?.client()?,
             retry: RetryPolicy::from_config(c),
             limits: Limits::from_config(c),
+            in_flight: Arc::new(Semaphore::new(
+                c.max_concurrent_requests
+                    .unwrap_or(DEFAULT_CONCURRENT_REQUESTS)
+                    .max(1) as usize,
+            )),
         })
     }
 
@@ -125,11 +142,20 @@ impl Http {
         url: &str,
         mut build: impl FnMut(&reqwest::Client) -> Result<RequestBuilder> + Send,
     ) -> Result<Response> {
+        let place = self
+            .in_flight
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::internal("the provider is closed"))?;
         let started = Instant::now();
         let mut retry = 0;
         loop {
             let failure = match build(&self.client)?.send().await {
-                Ok(resp) if resp.status().is_success() => return Ok(resp),
+                Ok(mut resp) if resp.status().is_success() => {
+                    resp.extensions_mut().insert(InFlight(Arc::new(place)));
+                    return Ok(resp);
+                }
                 Ok(resp) => {
                     let status = resp.status();
                     let headers = resp.headers().clone();
@@ -214,11 +240,14 @@ impl Http {
 
     /// The body's bytes as they arrive, transport errors made readable; past `reply_bytes` the
     /// stream ends with an error (and the connection is dropped).
-    pub fn bytes(&self, resp: Response, url: &str) -> super::ByteStream {
+    pub fn bytes(&self, mut resp: Response, url: &str) -> super::ByteStream {
         let (provider, url) = (self.provider.clone(), url.to_string());
+        // The request keeps its place in flight until its body is read or dropped.
+        let place = resp.extensions_mut().remove::<InFlight>();
         let max = self.limits.reply_bytes;
         let mut seen = 0u64;
         Box::pin(resp.bytes_stream().scan(false, move |ended, r| {
+            let _place = &place;
             if *ended {
                 return futures::future::ready(None);
             }

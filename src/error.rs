@@ -2,8 +2,9 @@
 //!
 //! Every failure that reaches a user or a client is an [`Error`] with a [`ErrorKind`]; each
 //! front-end maps the kind to what it speaks (the daemon's error codes and `data.kind`, the
-//! exit codes of `genai ask`). Messages must be readable and must never carry a secret (keys
-//! are never formatted into an error). This module knows no protocol's codes.
+//! exit codes of `genai ask`). Messages must be readable and must never carry a secret: keys
+//! are never formatted into an error, and `Error::new` masks any that came in a provider's or
+//! a child's text. This module knows no protocol's codes.
 
 use std::fmt;
 
@@ -85,11 +86,15 @@ impl fmt::Display for Error {
 }
 
 impl Error {
+    /// An error with this message, every secret in it masked ([`crate::redact`]): whatever a
+    /// provider, a child process or a file put in the text, no key leaves through an error.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
-        Error {
-            kind,
-            message: message.into(),
-        }
+        let message = message.into();
+        let message = match crate::redact::redact(&message) {
+            std::borrow::Cow::Borrowed(_) => message,
+            std::borrow::Cow::Owned(masked) => masked,
+        };
+        Error { kind, message }
     }
 
     pub fn invalid_params(message: impl Into<String>) -> Error {

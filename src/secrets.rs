@@ -19,7 +19,10 @@ impl Secret {
         Secret(value.into())
     }
 
+    /// The key itself. Whatever uses it is remembered by the redactor first, so a provider
+    /// that echoes it back never gets it printed.
     pub fn expose(&self) -> &str {
+        crate::redact::remember(&self.0);
         &self.0
     }
 }
@@ -69,6 +72,8 @@ fn run_key_command(instance: &str, cmd: &str) -> Result<Secret> {
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(cmd)
+        .env_clear()
+        .envs(crate::process::minimal_env(&[]))
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| {

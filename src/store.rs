@@ -192,7 +192,14 @@ impl Store {
                 format!("cannot open the history at {}: {e}", path.display()),
             )
         })?;
-        Store::setup(conn)
+        Store::setup(conn).map_err(|e| {
+            // One line: a SQLite message may carry the statement it failed on.
+            let first = e.message.lines().next().unwrap_or_default();
+            Error::new(
+                e.kind,
+                format!("the history at {}: {first}", path.display()),
+            )
+        })
     }
 
     /// A store that lives in memory only (`--no-log`).
@@ -226,6 +233,22 @@ impl Store {
                     "the history was written by a newer genai (schema {version}); upgrade genai"
                 ),
             ));
+        }
+        if version == 0 {
+            let tables: Vec<String> = tx
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            if !tables.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::Store,
+                    format!(
+                        "it is not genai's history: it holds other tables ({}); move the file \
+                         away or set GENAI_DATA_DIR",
+                        crate::error::known(tables.iter().take(5))
+                    ),
+                ));
+            }
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             tx.execute_batch(sql)?;
@@ -594,6 +617,37 @@ mod tests {
             middleware: None,
             cwd: None,
         }
+    }
+
+    #[test]
+    fn a_foreign_database_or_file_is_one_short_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.db");
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch("CREATE TABLE conversations (x); CREATE TABLE notes (y);")
+            .unwrap();
+        drop(other);
+        let e = Store::open(&path)
+            .err()
+            .expect("a foreign database was opened");
+        assert_eq!(e.kind, ErrorKind::Store);
+        assert!(!e.message.contains('\n'), "{}", e.message);
+        assert!(
+            e.message
+                .contains("not genai's history: it holds other tables (conversations, notes)"),
+            "{}",
+            e.message
+        );
+        let text = dir.path().join("text.db");
+        std::fs::write(
+            &text,
+            "not a database at all, just text that is long enough",
+        )
+        .unwrap();
+        let e = Store::open(&text).err().expect("a text file was opened");
+        assert!(!e.message.contains('\n'), "{}", e.message);
+        assert!(e.message.contains("text.db"), "{}", e.message);
     }
 
     #[test]

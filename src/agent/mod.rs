@@ -234,12 +234,17 @@ impl AIAgent {
             usage,
             rounds,
         } = tokio::select! {
+            // Cancel first: a turn whose answer completes as Cancel arrives is still cancelled.
+            biased;
+            _ = cancel.cancelled() => return Err(Error::cancelled()),
             r = tokio::time::timeout(timeout, turn) => match r {
                 Ok(r) => r?,
                 Err(_) => return Err(Error::new(ErrorKind::Timeout, format!("{}: no complete answer within {:.0?}", self.provider.name, timeout))),
             },
-            _ = cancel.cancelled() => return Err(Error::cancelled()),
         };
+        if cancel.is_cancelled() {
+            return Err(Error::cancelled());
+        }
         reply.usage = usage;
         let latency = started.elapsed();
 
@@ -396,20 +401,42 @@ impl AIAgent {
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     ) -> Result<ModelReply> {
         let request = model.prepare(messages, options)?;
+        let max_tokens = self.provider.provider.max_reply_tokens();
+        let over = |tokens: u64| {
+            max_tokens.filter(|max| tokens > *max).map(|max| {
+                Error::provider(format!(
+                    "{}: the answer is over {max} tokens (max_reply_tokens): the turn is ended",
+                    self.provider.name
+                ))
+            })
+        };
         match self.provider.provider.send_request(&request).await? {
-            ProviderResponse::Complete(body) => model.extract(&body),
+            ProviderResponse::Complete(body) => {
+                let reply = model.extract(&body)?;
+                match over(reply.usage.map_or(0, |u| u.output_tokens)) {
+                    Some(e) => Err(e),
+                    None => Ok(reply),
+                }
+            }
             ProviderResponse::Events(mut events) => {
                 let mut decoder = model.decoder();
+                // Each streamed piece counts as a token; dropping `events` ends the request.
+                let mut pieces = 0u64;
                 while let Some(event) = events.next().await {
                     let text = decoder.feed(&event?)?;
                     let reasoning = decoder.take_reasoning_deltas();
+                    pieces += (text.len() + reasoning.len()) as u64;
                     if let Some(f) = on_delta {
                         reasoning.iter().for_each(|r| f(Delta::Reasoning(r)));
                         text.iter().for_each(|t| f(Delta::Text(t)));
                     }
                     let calls = decoder.take_tool_call_deltas();
+                    pieces += calls.len() as u64;
                     if let Some(f) = on_call {
                         calls.iter().for_each(f);
+                    }
+                    if let Some(e) = over(pieces) {
+                        return Err(e);
                     }
                 }
                 decoder.finish().map_err(|e| {

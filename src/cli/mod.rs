@@ -120,14 +120,25 @@ where
     served
 }
 
-/// Logs go to stderr; `GENAI_LOG` sets the filter. The daemon warns by default; other commands
-/// print their own one-line errors, so they log only errors.
+/// Runs a stdio front-end to its end. A stdio read or write blocked on a client that went quiet
+/// must not hold the exit, so the runtime gets one second to wind down.
+fn serve_blocking(
+    front_end: impl std::future::Future<Output = Result<(), Error>>,
+) -> Result<(), Error> {
+    let rt = runtime();
+    let served = rt.block_on(front_end);
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    served
+}
+
+/// Logs go to stderr through the redactor; `GENAI_LOG` sets the filter. The daemon warns by
+/// default; other commands print their own one-line errors, so they log only errors.
 fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("GENAI_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| genai::redact::RedactingWriter(std::io::stderr()))
         .with_target(false)
         .try_init();
 }
@@ -155,8 +166,8 @@ pub fn run() -> i32 {
     });
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
-        Command::Daemon => runtime().block_on(daemon::run()),
-        Command::Acp => runtime().block_on(acp::run()),
+        Command::Daemon => serve_blocking(daemon::run()),
+        Command::Acp => serve_blocking(acp::run()),
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
         Command::Params(args) => params::run(args),

@@ -82,6 +82,25 @@ pub struct HttpSettings {
     /// Seconds that attempts and waits between them may take together (default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_budget_secs: Option<f64>,
+    /// The most bytes one answer's body may have; past it the turn ends with an error
+    /// (default 32 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reply_bytes: Option<u64>,
+    /// The most tokens one answer may have, counted as the streamed pieces (one token each
+    /// from the providers genai knows) or the usage a whole answer reports; past it the turn
+    /// ends with an error (default 262144).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reply_tokens: Option<u64>,
+    /// The most requests of this instance in flight at once (default 32); more wait their
+    /// turn. A streamed answer holds its place until it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_requests: Option<u32>,
+    /// The most bytes of an error answer's body that are read (default 64 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_error_bytes: Option<u64>,
+    /// The most bytes of one streamed event (an SSE event or an NDJSON line) (default 16 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_event_bytes: Option<u64>,
 }
 
 /// Kind `azure-openai`: the HTTP settings, the API version and the deployment.
@@ -236,6 +255,12 @@ impl ProviderConfig {
 
     /// Replaces every secret (the key, a credential's value, a secret header) by [`MASK`].
     pub fn mask_secrets(&mut self) {
+        self.each_secret(|value| *value = MASK.to_string());
+    }
+
+    /// Calls `f` on every secret of these settings: the key, a credential's value, a secret
+    /// header.
+    pub fn each_secret(&mut self, mut f: impl FnMut(&mut String)) {
         let http = match self {
             ProviderConfig::OpenAi(s)
             | ProviderConfig::Anthropic(s)
@@ -244,21 +269,18 @@ impl ProviderConfig {
             ProviderConfig::AzureOpenAi(s) => &mut s.http,
             ProviderConfig::Bedrock(s) => &mut s.http,
             ProviderConfig::Http(s) => {
-                for credential in s.credentials.values_mut() {
-                    if credential.value.is_some() {
-                        credential.value = Some(MASK.to_string());
-                    }
-                }
+                s.credentials
+                    .values_mut()
+                    .filter_map(|c| c.value.as_mut())
+                    .for_each(&mut f);
                 &mut s.http
             }
             ProviderConfig::Local(_) => return,
         };
-        if http.api_key.is_some() {
-            http.api_key = Some(MASK.to_string());
-        }
+        http.api_key.iter_mut().for_each(&mut f);
         for (name, value) in http.headers.iter_mut() {
             if is_secret_header(name) {
-                *value = MASK.to_string();
+                f(value);
             }
         }
     }
@@ -334,8 +356,11 @@ mod tests {
     use super::*;
     use crate::config::Config;
 
+    /// The refusal's text after the `line L, column C: ` where the file has it.
     fn refusal(toml: &str) -> String {
-        Config::parse(toml).unwrap_err().message
+        let m = Config::parse(toml).unwrap_err().message;
+        assert!(m.starts_with("line "), "no place in {m}");
+        m.split_once(": ").unwrap().1.to_string()
     }
 
     #[test]
@@ -345,7 +370,8 @@ mod tests {
             m,
             "service_providers.x: `model` is not a setting of kind openai; accepted: api_key, \
              api_key_cmd, api_key_env, base_url, connect_timeout_secs, default_model, headers, \
-             max_retries, read_timeout_secs, retry_budget_secs, timeout_secs"
+             max_concurrent_requests, max_error_bytes, max_event_bytes, max_reply_bytes, max_reply_tokens, max_retries, \
+             read_timeout_secs, retry_budget_secs, timeout_secs"
         );
         let m = refusal("[service_providers.b]\nkind = 'bedrock'\nthreads = 2");
         assert!(

@@ -16,7 +16,7 @@ pub mod ollama_chat;
 pub mod openai_chat;
 pub mod parameters;
 pub mod reply;
-mod template;
+pub mod template;
 #[cfg(test)]
 pub(crate) mod testing;
 pub(crate) mod wire;

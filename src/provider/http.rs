@@ -1,20 +1,25 @@
 //! The HTTP exchange every remote provider shares: retries with backoff before an answer has
-//! started, the framing of a streamed body into events, and one shape for provider errors.
+//! started, the framing of a streamed body into events, the limits on what an answer may
+//! bring (its bytes, one event's bytes, an error body's bytes), and one shape for provider
+//! errors.
 //!
-//! It owns the client, the retry policy and the error shape. It must never build a URL, a key
-//! or a body (each provider builds every attempt's request), and it must never retry once the
-//! answer's body has started to reach the caller.
+//! It owns the client, the retry policy, the limits, the places for requests in flight (a
+//! request waits for one, and its answer holds it until its body is read) and the error shape. It must never build a
+//! URL, a key or a body (each provider builds every attempt's request), never retry once the
+//! answer's body has started to reach the caller, and never hold more of an answer than its
+//! limits allow.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use reqwest::header::HeaderMap;
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
-use tokio_util::codec::{FramedRead, LinesCodec};
-use tokio_util::io::StreamReader;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::{transport_error, EventStream, ProviderResponse, StreamEvent, Timeouts};
+use super::{transport_error, EventStream, ProviderResponse, Timeouts};
 use crate::config::HttpSettings;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -53,12 +58,47 @@ impl RetryPolicy {
     }
 }
 
+/// How much of an answer is read: past `reply_bytes` the turn fails, past `event_bytes` one
+/// streamed event is refused, and an error body is read up to `error_bytes` only.
+/// `reply_tokens` is enforced by the agent, which sees the decoded pieces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub reply_bytes: u64,
+    pub reply_tokens: u64,
+    pub event_bytes: u64,
+    pub error_bytes: u64,
+}
+
+impl Limits {
+    pub fn from_config(c: &HttpSettings) -> Limits {
+        Limits {
+            reply_bytes: c.max_reply_bytes.unwrap_or(32 << 20),
+            reply_tokens: c.max_reply_tokens.unwrap_or(1 << 18),
+            event_bytes: c.max_event_bytes.unwrap_or(16 << 20),
+            error_bytes: c.max_error_bytes.unwrap_or(64 << 10),
+        }
+    }
+}
+
+/// The longest provider message an error shows (a provider may send megabytes of it).
+const MAX_ERROR_TEXT: usize = 1000;
+
 /// The HTTP side of one provider instance.
 pub struct Http {
     provider: String,
     client: reqwest::Client,
     retry: RetryPolicy,
+    limits: Limits,
+    /// Places for requests in flight; a request waits for one before it is sent.
+    in_flight: Arc<Semaphore>,
 }
+
+/// A request's place in flight, carried by its answer until the body is read or dropped.
+#[derive(Clone)]
+struct InFlight(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
+
+/// Requests in flight per instance when the config says nothing.
+const DEFAULT_CONCURRENT_REQUESTS: u32 = 32;
 
 /// Why an attempt failed, and whether another one may help.
 struct Failure {
@@ -71,9 +111,20 @@ impl Http {
     pub fn from_config(provider: &str, c: &HttpSettings) -> Result<Http> {
         Ok(Http {
             provider: provider.to_string(),
-            client: Timeouts::from_config(c).client()?,
+            client: Timeouts::checked(provider, c)?.client()?,
             retry: RetryPolicy::from_config(c),
+            limits: Limits::from_config(c),
+            in_flight: Arc::new(Semaphore::new(
+                c.max_concurrent_requests
+                    .unwrap_or(DEFAULT_CONCURRENT_REQUESTS)
+                    .max(1) as usize,
+            )),
         })
+    }
+
+    /// The limits on what an answer may bring.
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     pub fn client(&self) -> &reqwest::Client {
@@ -89,15 +140,24 @@ impl Http {
         url: &str,
         mut build: impl FnMut(&reqwest::Client) -> Result<RequestBuilder> + Send,
     ) -> Result<Response> {
+        let place = self
+            .in_flight
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::internal("the provider is closed"))?;
         let started = Instant::now();
         let mut retry = 0;
         loop {
             let failure = match build(&self.client)?.send().await {
-                Ok(resp) if resp.status().is_success() => return Ok(resp),
+                Ok(mut resp) if resp.status().is_success() => {
+                    resp.extensions_mut().insert(InFlight(Arc::new(place)));
+                    return Ok(resp);
+                }
                 Ok(resp) => {
                     let status = resp.status();
                     let headers = resp.headers().clone();
-                    let body = resp.bytes().await.unwrap_or_default();
+                    let body = self.error_body(resp).await;
                     Failure {
                         error: status_error(&self.provider, status, &headers, &body),
                         retryable: status == StatusCode::TOO_MANY_REQUESTS
@@ -168,71 +228,76 @@ impl Http {
         {
             return Ok(ProviderResponse::Events(self.ndjson(resp, url)));
         }
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| transport_error(&self.provider, url, e))?;
-        Ok(ProviderResponse::Complete(body))
+        let mut body = BytesMut::new();
+        let mut pieces = self.bytes(resp, url);
+        while let Some(piece) = pieces.next().await {
+            body.extend_from_slice(&piece?);
+        }
+        Ok(ProviderResponse::Complete(body.freeze()))
     }
 
-    /// The body's bytes as they arrive, transport errors made readable.
-    pub fn bytes(&self, resp: Response, url: &str) -> super::ByteStream {
+    /// The body's bytes as they arrive, transport errors made readable; past `reply_bytes` the
+    /// stream ends with an error (and the connection is dropped).
+    pub fn bytes(&self, mut resp: Response, url: &str) -> super::ByteStream {
         let (provider, url) = (self.provider.clone(), url.to_string());
-        Box::pin(
-            resp.bytes_stream()
-                .map(move |r| r.map_err(|e| transport_error(&provider, &url, e))),
-        )
+        // The request keeps its place in flight until its body is read or dropped.
+        let place = resp.extensions_mut().remove::<InFlight>();
+        let max = self.limits.reply_bytes;
+        let mut seen = 0u64;
+        Box::pin(resp.bytes_stream().scan(false, move |ended, r| {
+            let _place = &place;
+            if *ended {
+                return futures::future::ready(None);
+            }
+            let item = match r {
+                Err(e) => Err(transport_error(&provider, &url, e)),
+                Ok(piece) => {
+                    seen += piece.len() as u64;
+                    if seen > max {
+                        *ended = true;
+                        Err(Error::provider(format!(
+                            "{provider}: the answer is over {max} bytes (max_reply_bytes): \
+                             the turn is ended"
+                        )))
+                    } else {
+                        Ok(piece)
+                    }
+                }
+            };
+            futures::future::ready(Some(item))
+        }))
+    }
+
+    /// Reads at most `error_bytes` of an error answer's body; the rest is never read.
+    async fn error_body(&self, resp: Response) -> Bytes {
+        let max = self.limits.error_bytes as usize;
+        let mut body = BytesMut::new();
+        let mut pieces = resp.bytes_stream();
+        while let Some(Ok(piece)) = pieces.next().await {
+            let room = max.saturating_sub(body.len());
+            body.extend_from_slice(&piece[..piece.len().min(room)]);
+            if body.len() >= max {
+                break;
+            }
+        }
+        body.freeze()
     }
 
     /// Server-sent events; `message` (the default type) is reported as no type.
     pub fn sse(&self, resp: Response, url: &str) -> EventStream {
-        use eventsource_stream::{EventStreamError, Eventsource};
-        let provider = self.provider.clone();
-        Box::pin(self.bytes(resp, url).eventsource().map(move |r| match r {
-            Ok(ev) => Ok(StreamEvent {
-                event: (!ev.event.is_empty() && ev.event != "message").then_some(ev.event),
-                data: ev.data,
-            }),
-            Err(EventStreamError::Transport(e)) => Err(e),
-            Err(other) => Err(Error::provider(format!(
-                "{provider}: the provider's stream is malformed: {other}"
-            ))),
-        }))
+        super::sse::events(
+            self.bytes(resp, url),
+            &self.provider,
+            self.limits.event_bytes as usize,
+        )
     }
 
     /// Newline-delimited JSON: one event per non-empty line.
     pub fn ndjson(&self, resp: Response, url: &str) -> EventStream {
-        let provider = self.provider.clone();
-        let reader = StreamReader::new(
-            self.bytes(resp, url)
-                .map(|r| r.map_err(std::io::Error::other)),
-        );
-        let lines = FramedRead::new(reader, LinesCodec::new_with_max_length(16 << 20));
-        Box::pin(
-            lines
-                .filter(|r| futures::future::ready(!matches!(r, Ok(l) if l.trim().is_empty())))
-                .map(move |r| {
-                    r.map(|data| StreamEvent { event: None, data })
-                        .map_err(|e| {
-                            use tokio_util::codec::LinesCodecError;
-                            match e {
-                                LinesCodecError::Io(io) => match io.into_inner() {
-                                    Some(inner) => match inner.downcast::<Error>() {
-                                        Ok(e) => *e,
-                                        Err(other) => {
-                                            Error::provider(format!("{provider}: {other}"))
-                                        }
-                                    },
-                                    None => {
-                                        Error::provider(format!("{provider}: the stream broke"))
-                                    }
-                                },
-                                LinesCodecError::MaxLineLengthExceeded => Error::provider(format!(
-                                    "{provider}: the provider's stream has a line over 16 MiB"
-                                )),
-                            }
-                        })
-                }),
+        super::ndjson::events(
+            self.bytes(resp, url),
+            &self.provider,
+            self.limits.event_bytes as usize,
         )
     }
 }
@@ -278,7 +343,7 @@ pub fn status_error(provider: &str, status: StatusCode, headers: &HeaderMap, bod
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let json = serde_json::from_slice::<Value>(body).ok();
     let (mut error_type, message) = match json.as_ref().map(error_of) {
-        Some((t, Some(m))) => (t, m),
+        Some((t, Some(m))) => (t, cut(&m, MAX_ERROR_TEXT)),
         _ => {
             let text = String::from_utf8_lossy(body);
             let text = text.trim();
@@ -321,6 +386,14 @@ pub fn status_error(provider: &str, status: StatusCode, headers: &HeaderMap, bod
     }
     line.push_str(hint);
     Error::new(kind, line)
+}
+
+/// `text`, cut to `max` characters with an ellipsis.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 /// The error type and message of a JSON error body, in any of the shapes above.
@@ -398,6 +471,36 @@ mod tests {
             "p: HTTP 404 Not Found: model 'x' not found (check the base URL and the model id)"
         );
         assert_eq!(error(502, &[], "<html>bad gateway</html>"), "p: HTTP 502 Bad Gateway: <html>bad gateway</html> (the provider failed: try again later)");
+    }
+
+    #[test]
+    fn a_negative_or_zero_timeout_is_a_config_error_not_the_default() {
+        for bad in [-5.0, 0.0, f64::NAN] {
+            let c = HttpSettings {
+                timeout_secs: Some(bad),
+                ..HttpSettings::default()
+            };
+            let e = Http::from_config("p", &c).err().expect("accepted");
+            assert_eq!(e.kind, ErrorKind::Config);
+            assert!(
+                e.message.starts_with("service_providers.p.timeout_secs = "),
+                "{}",
+                e.message
+            );
+        }
+        let c = HttpSettings {
+            timeout_secs: Some(2.5),
+            ..HttpSettings::default()
+        };
+        assert!(Http::from_config("p", &c).is_ok());
+    }
+
+    #[test]
+    fn an_error_message_of_megabytes_is_cut() {
+        let body = format!(r#"{{"error":{{"message":"{}"}}}}"#, "m".repeat(1 << 20));
+        let line = error(400, &[], &body);
+        assert!(line.len() < MAX_ERROR_TEXT + 100, "{}", line.len());
+        assert!(line.contains("m…"), "{line}");
     }
 
     #[test]

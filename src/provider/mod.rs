@@ -16,10 +16,12 @@ pub mod http_connector;
 pub mod kinds;
 pub mod lazy_key;
 pub mod local;
+pub mod ndjson;
 pub mod ollama;
 pub mod remote;
 #[cfg(test)]
 pub mod scripted;
+pub mod sse;
 
 /// The `openai` provider kind: OpenAI and every OpenAI-compatible server (vLLM, llama.cpp's
 /// server, LM Studio, OpenRouter, ...), reached at `{base_url}/chat/completions`. Its row in
@@ -78,6 +80,10 @@ pub trait ServiceProvider: Send + Sync {
     fn native_tools(&self) -> bool {
         true
     }
+    /// The most tokens one answer may have (`None`: no limit).
+    fn max_reply_tokens(&self) -> Option<u64> {
+        None
+    }
     /// Sends the request. Dropping the returned future (or stream) drops the HTTP request.
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse>;
 }
@@ -91,6 +97,27 @@ pub struct Timeouts {
 }
 
 impl Timeouts {
+    /// The timeouts of these settings, refusing a negative, zero or non-number one (a typo
+    /// must not silently become the default).
+    pub fn checked(provider: &str, c: &crate::config::HttpSettings) -> Result<Timeouts> {
+        for (name, value) in [
+            ("connect_timeout_secs", c.connect_timeout_secs),
+            ("timeout_secs", c.timeout_secs),
+            ("read_timeout_secs", c.read_timeout_secs),
+            ("retry_budget_secs", c.retry_budget_secs),
+        ] {
+            if let Some(v) = value.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "service_providers.{provider}.{name} = {v}: give a number of seconds above 0"
+                    ),
+                ));
+            }
+        }
+        Ok(Timeouts::from_config(c))
+    }
+
     pub fn from_config(c: &crate::config::HttpSettings) -> Timeouts {
         let secs =
             |v: Option<f64>, d: f64| Duration::from_secs_f64(v.filter(|s| *s > 0.0).unwrap_or(d));

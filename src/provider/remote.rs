@@ -134,6 +134,10 @@ impl ServiceProvider for HttpProvider {
         self.endpoint.default_model.as_deref()
     }
 
+    fn max_reply_tokens(&self) -> Option<u64> {
+        Some(self.endpoint.http.limits().reply_tokens)
+    }
+
     fn max_image_bytes(&self) -> Option<usize> {
         if self.endpoint.other_server() {
             return None;

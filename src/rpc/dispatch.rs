@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
+use super::outbox::Outbox;
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use super::errors::{RpcError, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND};
 use super::listings::Components;
@@ -28,7 +28,7 @@ pub struct Session {
     pub fw: Arc<Framework>,
     pub port: Arc<RpcPort>,
     /// Where responses that are answered later (tool calls) are written.
-    pub out: mpsc::UnboundedSender<Bytes>,
+    pub out: Outbox,
     /// Requests answered later, waited for before the daemon exits.
     pub later: tokio_util::task::TaskTracker,
 }

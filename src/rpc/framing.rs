@@ -56,10 +56,212 @@ pub struct FrameCodec {
     pub framing: DetectedFraming,
     /// Bytes still to skip of a frame refused for its size.
     discard: usize,
+    /// How much of the pending frame's body was searched for the next header.
+    body_scanned: usize,
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// `content-length:` in any case.
+const CONTENT_LENGTH: &[u8] = b"content-length:";
+
+/// The first `content-length:` (any case) in `haystack`.
+fn find_content_length(haystack: &[u8]) -> Option<usize> {
+    haystack
+        .windows(CONTENT_LENGTH.len())
+        .position(|w| w.eq_ignore_ascii_case(CONTENT_LENGTH))
+}
+
+/// Whether `line` reads `Name: value` with an HTTP token as the name.
+fn is_header_line(line: &[u8]) -> bool {
+    let Some(colon) = line.iter().position(|b| *b == b':') else {
+        return false;
+    };
+    colon > 0
+        && line[..colon]
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b))
+}
+
+/// The longest `Content-Length: N` line looked for across a body's end.
+const HEADER_LINE: usize = 48;
+
+/// Whether `tail` ends with the start of a `Content-Length: N` line: a piece of
+/// `content-length:` (any case), or all of it followed by spaces, digits and maybe a `\r`.
+fn ends_like_a_header(tail: &[u8]) -> bool {
+    (0..tail.len()).any(|p| {
+        let s = &tail[p..];
+        if s.len() <= CONTENT_LENGTH.len() {
+            return s.eq_ignore_ascii_case(&CONTENT_LENGTH[..s.len()]);
+        }
+        let rest = &s[CONTENT_LENGTH.len()..];
+        let rest = rest.strip_suffix(b"\r").unwrap_or(rest);
+        s[..CONTENT_LENGTH.len()].eq_ignore_ascii_case(CONTENT_LENGTH)
+            && rest
+                .iter()
+                .all(|b| b.is_ascii_digit() || *b == b' ' || *b == b'\t')
+    })
+}
+
+/// Where a `Content-Length: N` header line starts in `body`, if one does: bytes no JSON text
+/// can hold (a raw line end never appears inside a JSON string, and the name outside one is
+/// not JSON), so a body that holds one was given a length longer than it is.
+fn next_header_in(body: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = find_content_length(&body[from..]) {
+        let start = from + at;
+        let rest = &body[start + CONTENT_LENGTH.len()..];
+        let spaces = rest
+            .iter()
+            .take_while(|b| **b == b' ' || **b == b'\t')
+            .count();
+        let digits = rest[spaces..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if digits > 0 && rest[spaces + digits..].starts_with(b"\r\n") {
+            return Some(start);
+        }
+        from = start + 1;
+    }
+    None
+}
+
+impl FrameCodec {
+    /// One `Content-Length` frame. A wrong length loses only its own frame: bytes before the
+    /// next header (the rest of a body whose length was too short, say one that counted
+    /// characters instead of UTF-8 bytes) are skipped as one malformed unit, and a body that
+    /// holds the next frame's header (its length was too long) is cut there.
+    fn decode_content_length(
+        &mut self,
+        buf: &mut BytesMut,
+    ) -> Result<Option<Frame>, std::io::Error> {
+        if self.discard > 0 {
+            let n = self.discard.min(buf.len());
+            buf.advance(n);
+            self.discard -= n;
+            if self.discard > 0 {
+                return Ok(None);
+            }
+        }
+        let skip = buf
+            .iter()
+            .take_while(|b| **b == b'\r' || **b == b'\n')
+            .count();
+        buf.advance(skip);
+        let Some(end) = find(buf, b"\r\n\r\n") else {
+            if buf.len() > MAX_HEADER {
+                buf.clear();
+                return Ok(Some(Frame::Malformed(
+                    "a header block without an end (expected `Content-Length: N` and a blank line)"
+                        .into(),
+                )));
+            }
+            return Ok(None);
+        };
+        if let Some(garbage) = garbage_before_header(&buf[..end]) {
+            buf.advance(garbage);
+            self.body_scanned = 0;
+            return Ok(Some(Frame::Malformed(format!(
+                "{garbage} bytes before a header were skipped (was the last frame's Content-Length too short?)"
+            ))));
+        }
+        let header = String::from_utf8_lossy(&buf[..end]).into_owned();
+        let mut length = None;
+        for line in header.split("\r\n") {
+            if let Some((name, value)) = line.split_once(':') {
+                if name.trim().eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse::<usize>().ok();
+                }
+            }
+        }
+        let Some(length) = length else {
+            buf.advance(end + 4);
+            return Ok(Some(Frame::Malformed(
+                "a frame without a valid Content-Length header".into(),
+            )));
+        };
+        if length > MAX_FRAME {
+            buf.advance(end + 4);
+            self.discard = length;
+            return Ok(Some(Frame::Malformed(format!(
+                "a frame of {length} bytes is over the {MAX_FRAME} byte limit"
+            ))));
+        }
+        let body_start = end + 4;
+        let available = (buf.len() - body_start).min(length);
+        // Look only at what was not looked at yet (less a header's length, which may straddle).
+        let from = self.body_scanned.saturating_sub(64);
+        if let Some(at) = next_header_in(&buf[body_start + from..body_start + available]) {
+            let cut = from + at;
+            buf.advance(body_start + cut);
+            self.body_scanned = 0;
+            return Ok(Some(Frame::Malformed(format!(
+                "a frame of {cut} bytes, not the {length} its Content-Length says (the next header came early)"
+            ))));
+        }
+        self.body_scanned = available;
+        if available < length {
+            buf.reserve(body_start + length - buf.len());
+            return Ok(None);
+        }
+        // The next header may also start inside the body and run past its end (a length a few
+        // bytes too long): no JSON text ends with a piece of a `Content-Length: N` line, so when
+        // the body does, the bytes after it decide.
+        let body_end = body_start + length;
+        let tail = body_end.saturating_sub(HEADER_LINE).max(body_start);
+        if ends_like_a_header(&buf[tail..body_end]) {
+            let seen = buf.len().min(body_end + HEADER_LINE);
+            let line_ended = buf[body_end - 1..seen].windows(2).any(|w| w == b"\r\n");
+            if !line_ended && seen < body_end + HEADER_LINE {
+                return Ok(None);
+            }
+            if let Some(at) = next_header_in(&buf[tail..seen]).filter(|at| tail + at < body_end) {
+                let cut = tail + at - body_start;
+                buf.advance(body_start + cut);
+                self.body_scanned = 0;
+                return Ok(Some(Frame::Malformed(format!(
+                    "a frame of {cut} bytes, not the {length} its Content-Length says (the next header came early)"
+                ))));
+            }
+        }
+        self.body_scanned = 0;
+        buf.advance(body_start);
+        Ok(Some(Frame::Message(buf.split_to(length).freeze())))
+    }
+}
+
+/// How many bytes of a header block come before its real headers: a `Content-Length` glued to
+/// the end of something else, or lines that are not `Name: value` before one.
+fn garbage_before_header(block: &[u8]) -> Option<usize> {
+    let at = find_content_length(block)?;
+    let line_start = block[..at]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |p| p + 1);
+    if line_start != at {
+        return Some(at);
+    }
+    // Header lines just before it belong to it; anything earlier that is not one is garbage.
+    let mut start = at;
+    while start > 0 {
+        let newline = start - 1;
+        let line_end = match newline.checked_sub(1) {
+            Some(cr) if block[cr] == b'\r' => cr,
+            _ => newline,
+        };
+        let prev_start = block[..newline]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |p| p + 1);
+        if !is_header_line(&block[prev_start..line_end]) {
+            return Some(start);
+        }
+        start = prev_start;
+    }
+    None
 }
 
 impl Decoder for FrameCodec {
@@ -103,56 +305,7 @@ impl Decoder for FrameCodec {
                     }
                     return Ok(Some(Frame::Message(Bytes::copy_from_slice(text))));
                 }
-                Framing::ContentLength => {
-                    if self.discard > 0 {
-                        let n = self.discard.min(buf.len());
-                        buf.advance(n);
-                        self.discard -= n;
-                        if self.discard > 0 {
-                            return Ok(None);
-                        }
-                    }
-                    let skip = buf
-                        .iter()
-                        .take_while(|b| **b == b'\r' || **b == b'\n')
-                        .count();
-                    buf.advance(skip);
-                    let Some(end) = find(buf, b"\r\n\r\n") else {
-                        if buf.len() > MAX_HEADER {
-                            buf.clear();
-                            return Ok(Some(Frame::Malformed("a header block without an end (expected `Content-Length: N` and a blank line)".into())));
-                        }
-                        return Ok(None);
-                    };
-                    let header = String::from_utf8_lossy(&buf[..end]).into_owned();
-                    let mut length = None;
-                    for line in header.split("\r\n") {
-                        if let Some((name, value)) = line.split_once(':') {
-                            if name.trim().eq_ignore_ascii_case("content-length") {
-                                length = value.trim().parse::<usize>().ok();
-                            }
-                        }
-                    }
-                    let Some(length) = length else {
-                        buf.advance(end + 4);
-                        return Ok(Some(Frame::Malformed(
-                            "a frame without a valid Content-Length header".into(),
-                        )));
-                    };
-                    if length > MAX_FRAME {
-                        buf.advance(end + 4);
-                        self.discard = length;
-                        return Ok(Some(Frame::Malformed(format!(
-                            "a frame of {length} bytes is over the {MAX_FRAME} byte limit"
-                        ))));
-                    }
-                    if buf.len() < end + 4 + length {
-                        buf.reserve(end + 4 + length - buf.len());
-                        return Ok(None);
-                    }
-                    buf.advance(end + 4);
-                    return Ok(Some(Frame::Message(buf.split_to(length).freeze())));
-                }
+                Framing::ContentLength => return self.decode_content_length(buf),
             }
         }
     }
@@ -258,6 +411,73 @@ mod tests {
             c.decode(&mut buf).unwrap(),
             Some(Frame::Message(Bytes::from_static(b"{}")))
         );
+    }
+
+    fn framed(length: usize, body: &str) -> String {
+        format!("Content-Length: {length}\r\n\r\n{body}")
+    }
+
+    fn messages(frames: &[Frame]) -> Vec<&[u8]> {
+        frames
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Message(b) => Some(&b[..]),
+                Frame::Malformed(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_length_too_short_loses_only_its_own_frame() {
+        // Characters counted instead of UTF-8 bytes: `é` is two bytes.
+        let bad = r#"{"id":1,"text":"café"}"#;
+        let good = r#"{"id":2}"#;
+        let input = framed(bad.chars().count(), bad)
+            + &framed(good.len(), good)
+            + &framed(good.len(), good);
+        let (f, _) = frames(input.as_bytes());
+        assert_eq!(
+            messages(&f)[1..],
+            [good.as_bytes(), good.as_bytes()],
+            "{f:?}"
+        );
+        // One byte short, with LSP's Content-Type before the next length.
+        let next = format!(
+            "Content-Type: application/vscode-jsonrpc\r\n{}",
+            framed(good.len(), good)
+        );
+        let (f, _) = frames((framed(bad.len() - 1, bad) + &next).as_bytes());
+        assert_eq!(messages(&f).last(), Some(&good.as_bytes()), "{f:?}");
+        assert!(matches!(f[1], Frame::Malformed(_)), "{f:?}");
+    }
+
+    #[test]
+    fn a_length_too_long_is_cut_at_the_next_header() {
+        let good = r#"{"id":2}"#;
+        let input = framed(40, r#"{"id":1}"#) + &framed(good.len(), good);
+        let mut c = FrameCodec::default();
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        // Byte by byte, as a slow pipe would bring it.
+        for b in input.as_bytes() {
+            buf.put_u8(*b);
+            while let Some(f) = c.decode(&mut buf).unwrap() {
+                out.push(f);
+            }
+        }
+        assert!(matches!(out[0], Frame::Malformed(_)), "{out:?}");
+        assert_eq!(messages(&out), [good.as_bytes()], "{out:?}");
+        // A few bytes too long: the next header starts inside the body and runs past it.
+        for over in 1..30 {
+            let first = r#"{"id":1}"#;
+            let input = framed(first.len() + over, first) + &framed(good.len(), good);
+            let (f, _) = frames(input.as_bytes());
+            assert_eq!(messages(&f), [good.as_bytes()], "{over} too long: {f:?}");
+        }
+        // A body that mentions the header in a string is not cut.
+        let text = r#"{"text":"Content-Length: 5"}"#;
+        let (f, _) = frames(framed(text.len(), text).as_bytes());
+        assert_eq!(messages(&f), [text.as_bytes()]);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 pub mod dispatch;
 pub mod errors;
 pub mod framing;
+pub mod ids;
 pub mod listings;
+pub mod outbox;
 pub mod port;
 pub mod protocol;
 pub mod schema;

@@ -15,7 +15,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use bytes::Bytes;
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
+
+use super::outbox::Outbox;
 
 use super::protocol::*;
 use crate::error::{Error, ErrorKind, Result};
@@ -33,7 +35,7 @@ struct Waiting {
 }
 
 pub struct RpcPort {
-    out: mpsc::UnboundedSender<Bytes>,
+    out: Outbox,
     streaming: AtomicBool,
     /// Requests sent to the client and not answered yet, by the id genai gave them.
     waiting: Mutex<HashMap<String, Waiting>>,
@@ -47,7 +49,7 @@ pub struct RpcPort {
 
 impl RpcPort {
     /// A port writing its frames (JSON texts) to `out`.
-    pub fn new(out: mpsc::UnboundedSender<Bytes>) -> RpcPort {
+    pub fn new(out: Outbox) -> RpcPort {
         RpcPort {
             out,
             streaming: AtomicBool::new(true),

@@ -1,28 +1,55 @@
 //! The per-connection loop of `genai daemon`: reads frames, hands each message to the
 //! session's dispatcher, writes responses and notifications in the client's framing.
 //!
-//! Invariants: stdout carries protocol messages only; every request gets exactly one response;
-//! bad input gets the JSON-RPC error and the loop goes on. This module must never hold
-//! conversation state: the core does.
+//! Invariants: stdout carries protocol messages only, every frame through the redactor; every
+//! request gets exactly one response; bad input gets the JSON-RPC error and the loop goes on.
+//! This module must never hold conversation state: the core does.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use super::dispatch::{Flow, Session};
 use super::errors::{RpcError, INVALID_REQUEST, PARSE_ERROR};
 use super::framing::{Frame, FrameCodec};
+use super::ids::RawIds;
+use super::outbox::{self, Outbox};
 use super::port::RpcPort;
 use crate::session::Framework;
 
+/// A frame with every known secret masked: whatever reached a message (a model repeating a
+/// key, a client-hosted feature's error), no key goes out on stdout.
+fn redacted(frame: Bytes) -> Bytes {
+    match std::str::from_utf8(&frame).map(crate::redact::redact_known) {
+        Ok(std::borrow::Cow::Owned(masked)) => Bytes::from(masked),
+        _ => frame,
+    }
+}
+
 /// Serves one client until `Shutdown` or the end of its input, then waits for running turns to
-/// end (on `Shutdown` they are cancelled first) and flushes every notification.
+/// end (on `Shutdown` they are cancelled first) and flushes every notification. A client that
+/// stops reading its answers (more than [`outbox::DEFAULT_LIMIT`] bytes waiting) is
+/// disconnected: its turns are cancelled and the function returns without flushing.
 pub async fn serve<R, W>(fw: Arc<Framework>, input: R, output: W) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_with_limit(fw, input, output, outbox::DEFAULT_LIMIT).await
+}
+
+/// [`serve`] with this many bytes allowed to wait for the client.
+pub async fn serve_with_limit<R, W>(
+    fw: Arc<Framework>,
+    input: R,
+    output: W,
+    limit: usize,
+) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -30,18 +57,22 @@ where
     let codec = FrameCodec::default();
     let mut reader = FramedRead::new(input, codec.clone());
     let mut writer = FramedWrite::new(output, codec);
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Bytes>();
+    let (out, mut queue) = Outbox::new(limit);
+    let overflowed = out.overflowed();
+    let ids = Arc::new(RawIds::default());
+    let ids_out = ids.clone();
     // Open conversations keep the port (and so a sender) alive: the writer stops when told.
     let (stop_writer, mut stop) = tokio::sync::oneshot::channel::<()>();
     let write_task = tokio::spawn(async move {
         let mut stopping = false;
+        let outgoing = |frame: Bytes| ids_out.restore(redacted(frame));
         loop {
             let frame = if stopping {
-                out_rx.try_recv().ok()
+                queue.try_recv()
             } else {
                 tokio::select! {
                     biased;
-                    frame = out_rx.recv() => frame,
+                    frame = queue.recv() => frame,
                     _ = &mut stop => {
                         stopping = true;
                         continue;
@@ -49,10 +80,10 @@ where
                 }
             };
             let Some(frame) = frame else { break };
-            writer.feed(frame).await?;
+            writer.feed(outgoing(frame)).await?;
             // Write out what is queued, then flush once: a burst of chunks costs one flush.
-            while let Ok(more) = out_rx.try_recv() {
-                writer.feed(more).await?;
+            while let Some(more) = queue.try_recv() {
+                writer.feed(outgoing(more)).await?;
             }
             writer.flush().await?;
         }
@@ -60,18 +91,23 @@ where
         Ok::<_, std::io::Error>(())
     });
 
-    let port = Arc::new(RpcPort::new(out_tx.clone()));
+    let port = Arc::new(RpcPort::new(out.clone()));
     let mut session = Session {
         fw: fw.clone(),
         port: port.clone(),
-        out: out_tx.clone(),
+        out: out.clone(),
         later: tokio_util::task::TaskTracker::new(),
     };
     let send = |v: Value| {
-        let _ = out_tx.send(Bytes::from(v.to_string()));
+        out.send(Bytes::from(v.to_string()));
     };
     let mut shutdown = false;
-    while let Some(frame) = reader.next().await {
+    loop {
+        let frame = tokio::select! {
+            frame = reader.next() => frame,
+            _ = overflowed.cancelled() => break,
+        };
+        let Some(frame) = frame else { break };
         let body = match frame {
             Ok(Frame::Message(b)) => b,
             Ok(Frame::Malformed(why)) => {
@@ -85,38 +121,27 @@ where
                 break;
             }
         };
-        let msg: Value = match serde_json::from_slice(&body) {
-            Ok(v) => v,
-            Err(e) => {
-                send(RpcError::new(PARSE_ERROR, format!("parse error: {e}")).to_json(Value::Null));
-                continue;
-            }
-        };
-        let mut flow = Flow::Continue;
-        let reply = match msg {
-            Value::Array(items) if items.is_empty() => {
-                Some(RpcError::new(INVALID_REQUEST, "an empty batch").to_json(Value::Null))
-            }
-            Value::Array(items) => {
-                let mut answers = Vec::new();
-                for item in items {
-                    let (answer, f) = session.handle(item);
-                    answers.extend(answer);
-                    if matches!(f, Flow::Shutdown) {
-                        flow = Flow::Shutdown;
+        let flow = if body.first() == Some(&b'[') {
+            handle_batch(&mut session, &ids, &body, &send)
+        } else {
+            match serde_json::from_slice::<Value>(&body) {
+                Ok(mut msg) => {
+                    ids.protect(&body, &mut msg);
+                    let (answer, flow) = session.handle(msg);
+                    if let Some(answer) = answer {
+                        send(answer);
                     }
+                    flow
                 }
-                (!answers.is_empty()).then_some(Value::Array(answers))
-            }
-            single => {
-                let (answer, f) = session.handle(single);
-                flow = f;
-                answer
+                Err(e) => {
+                    send(
+                        RpcError::new(PARSE_ERROR, format!("parse error: {e}"))
+                            .to_json(Value::Null),
+                    );
+                    Flow::Continue
+                }
             }
         };
-        if let Some(reply) = reply {
-            send(reply);
-        }
         if matches!(flow, Flow::Shutdown) {
             shutdown = true;
             break;
@@ -124,6 +149,16 @@ where
     }
     // Requests the client will never answer now fail, so the turns waiting on them end.
     port.input_closed();
+    if overflowed.is_cancelled() {
+        // Nobody reads: nothing queued can be written, and waiting on turns would only queue
+        // more. Their tasks end with the runtime.
+        fw.cancel_all();
+        fw.client_gone();
+        write_task.abort();
+        return Err(std::io::Error::other(
+            "the client stopped reading its answers: disconnected",
+        ));
+    }
     if shutdown {
         fw.cancel_all();
     }
@@ -135,4 +170,133 @@ where
     // Every turn has queued its final event: the writer drains what is queued, then ends.
     let _ = stop_writer.send(());
     write_task.await.map_err(std::io::Error::other)?
+}
+
+/// One batch: its members are read one at a time from the frame (never as one tree) and each
+/// answer is written into the one answer array as soon as it is made, so a batch of many small
+/// requests costs its answer's bytes, not a JSON tree per member and per answer.
+fn handle_batch(session: &mut Session, ids: &RawIds, body: &[u8], send: &impl Fn(Value)) -> Flow {
+    let members = match serde_json::from_slice::<Vec<&RawValue>>(body) {
+        Ok(m) => m,
+        Err(e) => {
+            send(RpcError::new(PARSE_ERROR, format!("parse error: {e}")).to_json(Value::Null));
+            return Flow::Continue;
+        }
+    };
+    if members.is_empty() {
+        send(RpcError::new(INVALID_REQUEST, "an empty batch").to_json(Value::Null));
+        return Flow::Continue;
+    }
+    let mut flow = Flow::Continue;
+    let mut answers = String::from("[");
+    for raw in members {
+        let Ok(mut msg) = serde_json::from_str::<Value>(raw.get()) else {
+            continue;
+        };
+        ids.protect(raw.get().as_bytes(), &mut msg);
+        let (answer, f) = session.handle(msg);
+        if let Some(answer) = answer {
+            if answers.len() > 1 {
+                answers.push(',');
+            }
+            answers.push_str(&answer.to_string());
+        }
+        if matches!(f, Flow::Shutdown) {
+            flow = Flow::Shutdown;
+        }
+    }
+    if answers.len() > 1 {
+        answers.push(']');
+        session.out.send(Bytes::from(answers));
+    }
+    flow
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    const DEADLINE: Duration = Duration::from_secs(20);
+
+    /// The daemon's whole output for `input`, read to its end.
+    async fn exchange(input: &[u8]) -> String {
+        let (fw, _) = crate::session::scripted(vec![]);
+        let (mut client, daemon_in) = tokio::io::duplex(1 << 16);
+        let (daemon_out, mut output) = tokio::io::duplex(1 << 16);
+        let serving = tokio::spawn(serve(fw, daemon_in, daemon_out));
+        client.write_all(input).await.unwrap();
+        drop(client);
+        let mut text = String::new();
+        tokio::time::timeout(DEADLINE, output.read_to_string(&mut text))
+            .await
+            .unwrap()
+            .unwrap();
+        serving.await.unwrap().unwrap();
+        text
+    }
+
+    #[tokio::test]
+    async fn ids_come_back_byte_for_byte() {
+        let out = exchange(
+            b"{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"ListProviders\"}\n\
+              [{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890123,\"method\":\"Nope\"},\
+               {\"jsonrpc\":\"2.0\",\"id\":2.50,\"method\":\"Nope\"}]\n",
+        )
+        .await;
+        assert!(out.contains("\"id\":18446744073709551616,"), "{out}");
+        assert!(out.contains("\"id\":12345678901234567890123,"), "{out}");
+        assert!(out.contains("\"id\":2.50,"), "{out}");
+    }
+
+    #[tokio::test]
+    async fn a_message_with_only_jsonrpc_gets_an_invalid_request_error() {
+        let out = exchange(b"{\"jsonrpc\":\"2.0\"}\n").await;
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["error"]["code"], INVALID_REQUEST, "{v}");
+        assert_eq!(v["id"], Value::Null, "{v}");
+    }
+
+    #[tokio::test]
+    async fn initialize_ignores_fields_it_does_not_know() {
+        let out = exchange(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"Initialize\",\"params\":{\"processId\":7,\
+              \"rootUri\":null,\"capabilities\":{\"streaming\":false,\"workspace\":{}}}}\n",
+        )
+        .await;
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["result"]["capabilities"]["streaming"], false, "{v}");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_disconnected() {
+        let (fw, _) = crate::session::scripted(vec![]);
+        let (mut client, daemon_in) = tokio::io::duplex(1 << 16);
+        // The daemon's output goes to a pipe nobody reads.
+        let (daemon_out, _unread) = tokio::io::duplex(4096);
+        let mut serving = tokio::spawn(serve_with_limit(fw, daemon_in, daemon_out, 1 << 20));
+        let request = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ListComponents\"}\n";
+        let writing = async {
+            // Bounded: far more answers than the limit holds.
+            for _ in 0..1_000_000 {
+                if client.write_all(request).await.is_err() {
+                    break;
+                }
+            }
+            std::future::pending::<()>().await
+        };
+        let ended = tokio::time::timeout(DEADLINE, async {
+            tokio::select! {
+                r = &mut serving => r,
+                _ = writing => unreachable!(),
+            }
+        })
+        .await
+        .expect("the daemon kept a client that does not read");
+        let e = ended.unwrap().unwrap_err();
+        assert!(e.to_string().contains("stopped reading"), "{e}");
+    }
 }

@@ -5,9 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use super::dispatch::Session;
 use super::port::RpcPort;
@@ -18,14 +16,14 @@ const DEADLINE: Duration = Duration::from_secs(10);
 
 struct Client {
     session: Session,
-    out: mpsc::UnboundedReceiver<Bytes>,
+    out: crate::rpc::outbox::Queue,
     provider: Arc<ScriptedProvider>,
 }
 
 impl Client {
     fn new(steps: Vec<Answer>) -> Client {
         let (fw, provider) = crate::session::scripted(steps);
-        let (tx, out) = mpsc::unbounded_channel();
+        let (tx, out) = crate::rpc::outbox::Outbox::new(crate::rpc::outbox::DEFAULT_LIMIT);
         let session = Session {
             fw,
             port: Arc::new(RpcPort::new(tx.clone())),

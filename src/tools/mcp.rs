@@ -9,7 +9,8 @@
 //! `outputSchema` must answer `structuredContent` that the schema accepts, else the call is a
 //! tool error naming what is wrong.
 //!
-//! It owns the child process: its stdin and stdout are the MCP channel, its stderr goes to the
+//! It owns the child process, started with a minimal environment (`process`) plus the
+//! config's `inherit_env` and `env`: its stdin and stdout are the MCP channel, its stderr goes to the
 //! tracing log (its last line is kept for error messages), and it is killed when the server is
 //! dropped or shut down. A server that dies (or an HTTP session that closes) is started again
 //! once, on its next use; after a second death it is reported and left alone. It must never
@@ -264,6 +265,8 @@ impl McpServer {
         let mut command = Command::new(&c.command);
         command
             .args(&c.args)
+            .env_clear()
+            .envs(crate::process::minimal_env(&c.inherit_env))
             .envs(&c.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -13,6 +13,7 @@ mod daemon;
 mod daemon_react;
 mod daemon_tools;
 mod daemon_tools_formats;
+mod hostile;
 #[cfg(feature = "local")]
 mod local_model;
 mod mcp;

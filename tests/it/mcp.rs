@@ -35,6 +35,10 @@ fn fake_server() -> PathBuf {
 }
 
 /// A `[mcp_servers.NAME]` section for the fake server; `extra` is more TOML lines.
+/// A server given the fake's extra tools and resources: the variable must be passed on by name,
+/// since a server does not inherit genai's environment.
+const MORE_TOOLS: &str = "enabled = true\ninherit_env = [\"FAKE_MCP_MORE_TOOLS\"]";
+
 fn server(name: &str, pid_file: &Path, extra: &str) -> String {
     format!(
         "[mcp_servers.{name}]\ncommand = {:?}\nenv = {{ FAKE_MCP_PID_FILE = {:?} }}\n{extra}\n",
@@ -93,7 +97,7 @@ fn message(e: &Value) -> String {
 fn tools_of_an_mcp_server_are_listed_and_called() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("srv.pids");
-    let mut d = daemon(dir.path(), &server("srv", &pid_file, "enabled = true"));
+    let mut d = daemon(dir.path(), &server("srv", &pid_file, MORE_TOOLS));
 
     // Started on demand: nothing runs before the first use.
     std::thread::sleep(Duration::from_millis(200));
@@ -290,7 +294,7 @@ fn the_model_calls_an_mcp_tool_and_gets_its_result() {
     let pid_file = dir.path().join("srv.pids");
     let mut d = daemon_with(
         dir.path(),
-        &server("srv", &pid_file, "enabled = true"),
+        &server("srv", &pid_file, MORE_TOOLS),
         &[
             ("OPENAI_BASE_URL", &fake.base_url()),
             ("OPENAI_API_KEY", "sk-test-mcp"),
@@ -377,7 +381,7 @@ fn structured_results_are_checked_and_a_changed_tool_list_is_followed() {
     let pid_file = dir.path().join("srv.pids");
     let mut d = daemon_with(
         dir.path(),
-        &server("srv", &pid_file, "enabled = true"),
+        &server("srv", &pid_file, MORE_TOOLS),
         &[("FAKE_MCP_MORE_TOOLS", "1")],
     );
     // Structured content that fits the tool's outputSchema reaches the caller.
@@ -504,7 +508,7 @@ fn an_image_an_mcp_tool_answers_reaches_a_model_that_takes_images() {
     let pid_file = dir.path().join("srv.pids");
     let mut d = daemon_with(
         dir.path(),
-        &server("srv", &pid_file, "enabled = true"),
+        &server("srv", &pid_file, MORE_TOOLS),
         &[
             ("ANTHROPIC_BASE_URL", &fake.base_url()),
             ("ANTHROPIC_API_KEY", KEY),
@@ -541,8 +545,8 @@ fn resources_and_prompts_of_an_mcp_server_are_listed_read_and_fetched() {
     let pid_file = dir.path().join("srv.pids");
     let config = format!(
         "{}{}",
-        server("srv", &pid_file, "enabled = true"),
-        server("plain", &dir.path().join("plain.pids"), "enabled = true")
+        server("srv", &pid_file, MORE_TOOLS),
+        server("plain", &dir.path().join("plain.pids"), MORE_TOOLS)
     );
     let mut d = daemon_with(dir.path(), &config, &[("FAKE_MCP_MORE_TOOLS", "1")]);
     let r = d.call("ListResources", json!({"sources": ["srv"]}));
@@ -586,4 +590,32 @@ fn resources_and_prompts_of_an_mcp_server_are_listed_read_and_fetched() {
         r["messages"][0]["content"][0]["text"],
         "Review this code: fn f() {}"
     );
+}
+
+#[test]
+fn a_server_gets_a_minimal_environment_plus_what_its_config_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("srv.pids");
+    // FAKE_MCP_TOKEN stands for a provider's key in genai's environment.
+    let echo = |d: &mut Daemon, tool: &str| {
+        d.call(
+            "CallTool",
+            json!({"name": format!("{tool}.echo"), "arguments": {"text": "|"}}),
+        )["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let config = format!(
+        "{}{}",
+        server("plain", &pid_file, ""),
+        server("named", &pid_file, "inherit_env = ['FAKE_MCP_TOKEN']")
+    );
+    let env = [("FAKE_MCP_TOKEN", "daemon-env-token-123")];
+    let mut d = daemon_with(dir.path(), &config, &env);
+    assert_eq!(echo(&mut d, "plain"), "|", "genai's environment leaked");
+    // Passed on purpose, and still never shown in a daemon message.
+    let named = echo(&mut d, "named");
+    assert_eq!(named, "********|");
+    assert!(d.shutdown(WAIT).success());
 }

@@ -18,6 +18,7 @@ pub mod fake_openai;
 pub mod fake_plugin;
 pub mod fake_scripted;
 pub mod file_server;
+pub mod hostile;
 pub mod http1;
 pub mod loopback;
 pub mod messages;

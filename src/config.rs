@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 
+pub mod lsp;
 pub mod provider;
 
 pub use provider::{
@@ -45,6 +46,9 @@ pub struct Config {
     /// `[mcp_servers.NAME]` (tools are named `NAME.tool`).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// The language server `genai lsp`: `[lsp]`.
+    #[serde(default)]
+    pub lsp: lsp::LspConfig,
 }
 
 /// `[mcp_servers.NAME]`: one MCP server, a program that speaks MCP on its stdin and stdout.

@@ -8,6 +8,7 @@ mod components;
 mod config;
 mod daemon;
 mod keys;
+mod lsp;
 mod models;
 mod params;
 mod plugins;
@@ -37,6 +38,8 @@ enum Command {
     Ask(ask::Args),
     /// Serve JSON-RPC 2.0 over stdio (Content-Length or newline-delimited framing).
     Daemon,
+    /// Serve the Language Server Protocol over stdio: code actions, `genai.ask`, completion.
+    Lsp,
     /// List, show or delete stored conversations.
     #[command(subcommand)]
     Sessions(sessions::Command),
@@ -127,7 +130,7 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    init_logging(if matches!(cli.command, Command::Daemon) {
+    init_logging(if matches!(cli.command, Command::Daemon | Command::Lsp) {
         "warn"
     } else {
         "error"
@@ -135,6 +138,7 @@ pub fn run() -> i32 {
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
         Command::Daemon => runtime().block_on(daemon::run()),
+        Command::Lsp => runtime().block_on(lsp::run()),
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
         Command::Params(args) => params::run(args),

@@ -15,6 +15,7 @@ mod daemon_tools;
 mod daemon_tools_formats;
 #[cfg(feature = "local")]
 mod local_model;
+mod lsp;
 mod lsp_neovim;
 mod mcp;
 mod mcp_interop;

@@ -13,6 +13,7 @@ mod models;
 mod params;
 mod plugins;
 mod schema;
+mod serve;
 mod sessions;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -38,6 +39,8 @@ enum Command {
     Ask(ask::Args),
     /// Serve JSON-RPC 2.0 over stdio (Content-Length or newline-delimited framing).
     Daemon,
+    /// Serve the daemon's protocol over WebSocket for several clients, with a web chat page.
+    Serve(serve::Args),
     /// Serve the Language Server Protocol over stdio: code actions, `genai.ask`, completion.
     Lsp,
     /// List, show or delete stored conversations.
@@ -130,15 +133,21 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    init_logging(if matches!(cli.command, Command::Daemon | Command::Lsp) {
-        "warn"
-    } else {
-        "error"
-    });
+    init_logging(
+        if matches!(
+            cli.command,
+            Command::Daemon | Command::Lsp | Command::Serve(_)
+        ) {
+            "warn"
+        } else {
+            "error"
+        },
+    );
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
         Command::Daemon => runtime().block_on(daemon::run()),
         Command::Lsp => runtime().block_on(lsp::run()),
+        Command::Serve(args) => runtime().block_on(serve::run(args)),
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
         Command::Params(args) => params::run(args),

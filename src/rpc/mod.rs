@@ -11,6 +11,7 @@ pub mod port;
 pub mod protocol;
 pub mod schema;
 pub mod server;
+pub mod ws;
 
 #[cfg(test)]
 mod tests;

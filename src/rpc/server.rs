@@ -128,7 +128,8 @@ where
         fw.cancel_all();
     }
     // No client is left to answer a client-hosted feature's turn.
-    fw.client_gone();
+    let client: Arc<dyn crate::feature::port::ClientPort> = port.clone();
+    fw.client_gone(&client);
     fw.idle().await;
     session.later.close();
     session.later.wait().await;

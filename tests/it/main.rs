@@ -28,3 +28,4 @@ mod provider_gemini;
 mod provider_http;
 mod provider_ollama;
 mod schemas;
+mod serve;

@@ -30,4 +30,8 @@ pub fn answer(method: &http::Method, path: &str) -> HttpResponse {
     r
 }
 
-const PAGE: &str = "<!doctype html><title>genai</title><p>genai serve</p>";
+/// A plain page saying what this address is; the web chat client is not built yet.
+const PAGE: &str = "<!doctype html><meta charset=utf-8><title>genai serve</title>\
+<p>This is <code>genai serve</code>: the genai daemon's JSON-RPC protocol over WebSocket at this \
+address. Connect with the bearer token (<code>genai serve --print-token</code>) as \
+<code>Authorization: Bearer TOKEN</code> or the subprotocol <code>bearer.TOKEN</code>.</p>";

@@ -70,6 +70,7 @@ bash scripts/test-editors.sh 2>&1 | tee -a "$log"
 # README's figures come from `--release` runs.
 echo "== benchmark smoke runs"
 cargo run --locked --example bench-daemon -- --quick
+cargo run --locked --example bench-serve -- --quick
 cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
 
 # One closing line for every suite: cargo's `test result:` lines and `editors: ...`.

@@ -80,6 +80,23 @@ fn figures(mut latencies: Vec<Duration>, wall: Duration, peak_kib: u64) -> Figur
     }
 }
 
+/// Waits for every client's latencies, then takes the figures and stops the server.
+async fn measure(
+    tasks: Vec<tokio::task::JoinHandle<Res<Vec<Duration>>>>,
+    started: Instant,
+    pid: u32,
+    mut child: tokio::process::Child,
+) -> Res<Figures> {
+    let mut latencies = Vec::new();
+    for t in tasks {
+        latencies.extend(t.await.map_err(|e| e.to_string())??);
+    }
+    let wall = started.elapsed();
+    let (_, peak) = bench::memory_kib(pid)?;
+    let _ = child.kill().await;
+    Ok(figures(latencies, wall, peak))
+}
+
 fn command(
     genai: &PathBuf,
     root: &std::path::Path,
@@ -183,14 +200,7 @@ async fn websocket(
             Ok::<_, String>(latencies)
         }));
     }
-    let mut latencies = Vec::new();
-    for t in tasks {
-        latencies.extend(t.await.map_err(|e| e.to_string())??);
-    }
-    let wall = started.elapsed();
-    let (_, peak) = bench::memory_kib(pid)?;
-    let _ = child.kill().await;
-    Ok(figures(latencies, wall, peak))
+    measure(tasks, started, pid, child).await
 }
 
 /// The same conversations and turns through one stdio client of `genai daemon`.
@@ -289,14 +299,7 @@ async fn stdio(
             Ok::<_, String>(latencies)
         }));
     }
-    let mut latencies = Vec::new();
-    for t in tasks {
-        latencies.extend(t.await.map_err(|e| e.to_string())??);
-    }
-    let wall = started.elapsed();
-    let (_, peak) = bench::memory_kib(pid)?;
-    let _ = child.kill().await;
-    Ok(figures(latencies, wall, peak))
+    measure(tasks, started, pid, child).await
 }
 
 fn ms(d: Duration) -> String {

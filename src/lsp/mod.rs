@@ -8,6 +8,7 @@ mod actions;
 mod completion;
 mod documents;
 mod port;
+mod reply;
 mod server;
 
 use std::path::PathBuf;

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::{self, ErrorCode};
 use tower_lsp_server::ls_types::*;
@@ -19,7 +18,7 @@ use super::actions::{self, Action, Selection};
 use super::completion::{Completer, Completing};
 use super::documents::offset;
 use super::documents::Documents;
-use super::port::{self, Answer, LspPort};
+use super::port::LspPort;
 use crate::config::lsp::{ApplyMode, LspConfig};
 use crate::error::{Error, ErrorKind};
 use crate::select::ModelChoice;
@@ -32,22 +31,22 @@ pub const ASK_COMMAND: &str = "genai.ask";
 
 /// What the client said it can do, from `initialize`.
 #[derive(Debug, Default, Clone)]
-struct ClientFlags {
-    show_document: bool,
-    work_done_progress: bool,
+pub(super) struct ClientFlags {
+    pub(super) show_document: bool,
+    pub(super) work_done_progress: bool,
     root: Option<PathBuf>,
 }
 
 pub struct Backend {
-    client: Client,
-    fw: Arc<Framework>,
-    port: Arc<LspPort>,
+    pub(super) client: Client,
+    pub(super) fw: Arc<Framework>,
+    pub(super) port: Arc<LspPort>,
     settings: LspConfig,
-    data_dir: PathBuf,
+    pub(super) data_dir: PathBuf,
     docs: Mutex<Documents>,
     flags: Mutex<ClientFlags>,
     /// Running work by its progress token, for the progress's cancel button.
-    progress: Mutex<HashMap<String, CancellationToken>>,
+    pub(super) progress: Mutex<HashMap<String, CancellationToken>>,
     completer: Completer,
 }
 
@@ -77,7 +76,7 @@ fn invalid(message: impl Into<String>) -> jsonrpc::Error {
 
 /// A core error as an LSP error: bad params stay `InvalidParams`, a cancel is
 /// `RequestCancelled`, the rest `RequestFailed` (-32803) with genai's kind in `data`.
-fn lsp_error(e: Error) -> jsonrpc::Error {
+pub(super) fn lsp_error(e: Error) -> jsonrpc::Error {
     let code = match e.kind {
         ErrorKind::InvalidParams | ErrorKind::InvalidParameter => ErrorCode::InvalidParams,
         ErrorKind::Cancelled => ErrorCode::RequestCancelled,
@@ -90,7 +89,7 @@ fn lsp_error(e: Error) -> jsonrpc::Error {
     }
 }
 
-fn token_key(t: &ProgressToken) -> String {
+pub(super) fn token_key(t: &ProgressToken) -> String {
     match t {
         NumberOrString::Number(n) => format!("n:{n}"),
         NumberOrString::String(s) => format!("s:{s}"),
@@ -113,14 +112,14 @@ impl Backend {
         }
     }
 
-    fn model(&self) -> ModelChoice {
+    pub(super) fn model(&self) -> ModelChoice {
         self.settings
             .model
             .clone()
             .map_or(ModelChoice::Default, ModelChoice::Named)
     }
 
-    fn flags(&self) -> ClientFlags {
+    pub(super) fn flags(&self) -> ClientFlags {
         self.flags.lock().map(|f| f.clone()).unwrap_or_default()
     }
 
@@ -159,155 +158,6 @@ impl Backend {
             .unwrap_or(path.as_ref())
             .display()
             .to_string()
-    }
-
-    /// Starts work-done progress: the client's token if it sent one, else one of ours when
-    /// it supports server-initiated progress; `None` when it has no progress at all.
-    async fn begin_progress(
-        &self,
-        given: Option<ProgressToken>,
-        title: &str,
-    ) -> Option<(ProgressToken, CancellationToken)> {
-        let token = match given {
-            Some(t) => t,
-            None if self.flags().work_done_progress => {
-                let t = NumberOrString::String(format!("genai-{}", ulid::Ulid::new()));
-                self.client
-                    .create_work_done_progress(t.clone())
-                    .await
-                    .ok()?;
-                t
-            }
-            None => return None,
-        };
-        let stop = CancellationToken::new();
-        if let Ok(mut p) = self.progress.lock() {
-            p.insert(token_key(&token), stop.clone());
-        }
-        self.client
-            .send_notification::<notification::Progress>(ProgressParams {
-                token: token.clone(),
-                value: ProgressParamsValue::WorkDone(WorkDoneProgress::Begin(
-                    WorkDoneProgressBegin {
-                        title: title.to_string(),
-                        cancellable: Some(true),
-                        message: Some("waiting for the model".into()),
-                        percentage: None,
-                    },
-                )),
-            })
-            .await;
-        Some((token, stop))
-    }
-
-    async fn progress_report(&self, token: &ProgressToken, message: String) {
-        self.client
-            .send_notification::<notification::Progress>(ProgressParams {
-                token: token.clone(),
-                value: ProgressParamsValue::WorkDone(WorkDoneProgress::Report(
-                    WorkDoneProgressReport {
-                        message: Some(message),
-                        cancellable: Some(true),
-                        percentage: None,
-                    },
-                )),
-            })
-            .await;
-    }
-
-    async fn end_progress(&self, token: &ProgressToken, message: &str) {
-        if let Ok(mut p) = self.progress.lock() {
-            p.remove(&token_key(token));
-        }
-        self.client
-            .send_notification::<notification::Progress>(ProgressParams {
-                token: token.clone(),
-                value: ProgressParamsValue::WorkDone(WorkDoneProgress::End(WorkDoneProgressEnd {
-                    message: Some(message.to_string()),
-                })),
-            })
-            .await;
-    }
-
-    /// Runs one turn with progress (the streamed reply's length) and its cancel button.
-    async fn run(
-        &self,
-        title: String,
-        prompt: String,
-        given: Option<ProgressToken>,
-    ) -> jsonrpc::Result<Answer> {
-        let progress = self.begin_progress(given, &title).await;
-        let stop = progress
-            .as_ref()
-            .map(|(_, s)| s.clone())
-            .unwrap_or_default();
-        let (lengths, mut seen) = watch::channel(0usize);
-        let turn = port::ask(
-            &self.fw,
-            &self.port,
-            self.model(),
-            title,
-            prompt,
-            &lengths,
-            &stop,
-        );
-        tokio::pin!(turn);
-        let result = loop {
-            tokio::select! {
-                r = &mut turn => break r,
-                changed = seen.changed(), if progress.is_some() => {
-                    if changed.is_ok() {
-                        let n = *seen.borrow_and_update();
-                        if let Some((token, _)) = &progress {
-                            self.progress_report(token, format!("{n} characters")).await;
-                        }
-                    }
-                }
-            }
-        };
-        if let Some((token, _)) = &progress {
-            let end = match &result {
-                Ok(_) => "done",
-                Err(e) if e.kind == ErrorKind::Cancelled => "cancelled",
-                Err(_) => "failed",
-            };
-            self.end_progress(token, end).await;
-        }
-        result.map_err(lsp_error)
-    }
-
-    /// Shows a reply: a Markdown file in the data dir opened in the editor, or a message when
-    /// the client cannot open documents.
-    async fn show(&self, title: &str, answer: &Answer) -> bool {
-        if self.flags().show_document {
-            let dir = self.data_dir.join("lsp");
-            let file = dir.join(format!("{}.md", answer.conversation_id));
-            let written = std::fs::create_dir_all(&dir)
-                .and_then(|_| std::fs::write(&file, format!("# {title}\n\n{}\n", answer.reply)));
-            match written {
-                Ok(()) => {
-                    if let Some(uri) = Uri::from_file_path(&file) {
-                        let shown = self
-                            .client
-                            .show_document(ShowDocumentParams {
-                                uri,
-                                external: Some(false),
-                                take_focus: Some(true),
-                                selection: None,
-                            })
-                            .await;
-                        if matches!(shown, Ok(true)) {
-                            return true;
-                        }
-                    }
-                }
-                Err(e) => tracing::warn!("cannot write {}: {e}", file.display()),
-            }
-        }
-        self.client
-            .show_message(MessageType::INFO, &answer.reply)
-            .await;
-        false
     }
 
     async fn run_action(

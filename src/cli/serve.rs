@@ -22,6 +22,10 @@ pub struct Args {
     /// A browser origin allowed to connect besides the served page's own (repeatable).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// The folder of the web chat page served at `/` (`editor-integrations/vscode/dist/web`
+    /// after `npm run build` there).
+    #[arg(long, value_name = "DIR")]
+    pub web_root: Option<std::path::PathBuf>,
     /// Connections at once.
     #[arg(long, default_value_t = Limits::default().connections)]
     pub max_connections: u32,
@@ -58,6 +62,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
         listen: args.listen,
         token,
         origins: args.allow_origins,
+        web_root: args.web_root,
         limits: Limits {
             connections: args.max_connections,
             message_bytes: args.max_message_bytes,

@@ -51,6 +51,8 @@ pub struct Options {
     pub token: String,
     /// Browser origins allowed beside the server's own.
     pub origins: Vec<String>,
+    /// The folder of the web chat page (`editor-integrations/vscode/dist/web`).
+    pub web_root: Option<std::path::PathBuf>,
     pub limits: Limits,
 }
 
@@ -88,6 +90,7 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
     let gate = Arc::new(Gate {
         token: options.token.clone(),
         origins,
+        web_root: options.web_root.clone(),
     });
     let limits = options.limits.clone();
     let config = ServerConfig::builder()
@@ -114,6 +117,7 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
 struct Gate {
     token: String,
     origins: Vec<String>,
+    web_root: Option<std::path::PathBuf>,
 }
 
 type Builder = jsonrpsee::server::TowerServiceBuilder<
@@ -210,7 +214,11 @@ impl Gate {
             |name: http::header::HeaderName| req.headers().get(name).and_then(|v| v.to_str().ok());
         let upgrade = jsonrpsee::server::ws::is_upgrade_request(req);
         if !upgrade {
-            return Some(page::answer(req.method(), req.uri().path()));
+            return Some(page::answer(
+                req.method(),
+                req.uri().path(),
+                self.web_root.as_deref(),
+            ));
         }
         if !auth::origin_allowed(header(http::header::ORIGIN), &self.origins) {
             return Some(refuse(

@@ -38,7 +38,7 @@ enum Command {
     /// Ask a model; the reply streams to stdout. Piped stdin is added after the prompt.
     Ask(ask::Args),
     /// Serve JSON-RPC 2.0 over stdio (Content-Length or newline-delimited framing).
-    Daemon,
+    Daemon(daemon::Args),
     /// Serve the daemon's protocol over WebSocket for several clients, with a web chat page.
     Serve(serve::Args),
     /// Serve the Language Server Protocol over stdio: code actions, `genai.ask`, completion.
@@ -136,7 +136,7 @@ pub fn run() -> i32 {
     init_logging(
         if matches!(
             cli.command,
-            Command::Daemon | Command::Lsp | Command::Serve(_)
+            Command::Daemon(_) | Command::Lsp | Command::Serve(_)
         ) {
             "warn"
         } else {
@@ -145,7 +145,7 @@ pub fn run() -> i32 {
     );
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
-        Command::Daemon => runtime().block_on(daemon::run()),
+        Command::Daemon(args) => runtime().block_on(daemon::run(args)),
         Command::Lsp => runtime().block_on(lsp::run()),
         Command::Serve(args) => runtime().block_on(serve::run(args)),
         Command::Sessions(c) => sessions::run(c),

@@ -73,7 +73,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
     let running = ws::start(fw.clone(), options).await?;
     println!("listening on ws://{}", running.addr);
     eprintln!(
-        "genai: chat page at http://{}/ (it asks for the token: genai serve --print-token)",
+        "genai: plain HTTP at http://{}/ (the chat page with --web-root); token: genai serve --print-token",
         running.addr
     );
     let _ = tokio::signal::ctrl_c().await;

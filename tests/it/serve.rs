@@ -341,3 +341,49 @@ async fn connections_message_size_and_turns_in_flight_are_limited() {
     )
     .await;
 }
+
+#[test]
+fn genai_daemon_connect_relays_stdio_clients_to_one_shared_daemon() {
+    use crate::support::rpc_client::{Daemon, DaemonConfig, Framing};
+    let fake = FakeOpenAi::start(0, Behavior::reply("relayed", 2)).unwrap();
+    let served = Served::start(&fake, &[]);
+    let root = tempfile::tempdir().unwrap();
+    let bridge = |name: &str| {
+        let cfg = DaemonConfig::in_dir(root.path(), Framing::ContentLength, name)
+            .env("GENAI_SERVE_TOKEN", &served.token);
+        Daemon::spawn_command(&cfg, &["daemon", "--connect", &served.url])
+    };
+    let mut first = bridge("first");
+    first.call(
+        "Initialize",
+        json!({"clientInfo": {"name": "test"}, "capabilities": {"streaming": true}}),
+    );
+    let conv = first.call("CreateConversation", json!({}));
+    let cid = conv["conversationId"].as_str().unwrap().to_string();
+    let turn = first.call(
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": "over the bridge"}),
+    );
+    let chunk = first.wait_notification(|m| m["method"] == "OnFeatureResponseChunk", WAIT);
+    assert_eq!(chunk["params"]["conversationId"], cid.as_str());
+    let done = first.wait_final(turn["turnId"].as_str().unwrap(), WAIT);
+    assert_eq!(done["params"]["summary"], "relayed", "{done}");
+    // Errors come back as the daemon's.
+    let err = first.call_err(
+        "GetConversationHistory",
+        json!({"conversationId": "nope", "pageSize": 5}),
+    );
+    assert_eq!(err["data"]["kind"], "unknownConversation", "{err}");
+    // Shutdown ends this client only: another one sees the conversation in the shared daemon.
+    first.call("Shutdown", json!({}));
+    first.wait_exit(WAIT);
+    let mut second = bridge("second");
+    let history = second.call(
+        "GetConversationHistory",
+        json!({"conversationId": cid, "pageSize": 10}),
+    );
+    assert!(
+        history["messages"].to_string().contains("over the bridge"),
+        "{history}"
+    );
+}

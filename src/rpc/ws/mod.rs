@@ -6,6 +6,7 @@
 //! check (`auth.rs`), and the limits. It must never hold conversation state.
 
 pub mod auth;
+pub mod bridge;
 mod connection;
 mod page;
 

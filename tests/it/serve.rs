@@ -387,3 +387,88 @@ fn genai_daemon_connect_relays_stdio_clients_to_one_shared_daemon() {
         "{history}"
     );
 }
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_and_the_server_goes_on() {
+    use std::io::{Read, Write};
+    // A long reply in many small chunks: far more than the socket buffers hold.
+    let reply = "0123456789".repeat(400_000);
+    let fake = FakeOpenAi::start(0, Behavior::reply(&reply, 20_000)).unwrap();
+    let served = Served::start(&fake, &["--max-buffered-events", "8"]);
+    let addr = served.url.trim_start_matches("ws://").to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        s,
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+         Authorization: Bearer {}\r\n\r\n",
+        served.token
+    )
+    .unwrap();
+    // Client frames are masked (RFC 6455); a zero mask leaves the text as it is.
+    let mut w = s.try_clone().unwrap();
+    let mut send = |text: String| {
+        let mut frame = vec![0x81u8];
+        match text.len() {
+            n if n < 126 => frame.push(0x80 | n as u8),
+            n => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+        }
+        frame.extend_from_slice(&[0, 0, 0, 0]);
+        frame.extend_from_slice(text.as_bytes());
+        w.write_all(&frame).unwrap();
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "Subscribe", "params": {}}).to_string());
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "CreateConversation", "params": {}})
+            .to_string(),
+    );
+    // The conversation id is in the answer; read only until it shows.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    let cid = loop {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "the server closed before answering");
+        seen.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&seen);
+        if let Some(at) = text.find("\"conversationId\":\"") {
+            let rest = &text[at + 18..];
+            if let Some(end) = rest.find('"') {
+                break rest[..end].to_string();
+            }
+        }
+    };
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "OnNewMessage", "params": {"conversationId": cid, "message": "talk"}}).to_string());
+    // Read nothing until the whole turn is in the history (another client asks), then read
+    // what is left: the server must have closed the socket (end of stream), not kept
+    // buffering thousands of events for us.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let other = rt.block_on(served.client());
+    crate::support::poll::wait_until("the turn is stored", WAIT, || {
+        let h = rt.block_on(call(
+            &other,
+            "GetConversationHistory",
+            json!({"conversationId": cid, "pageSize": 10}),
+        ));
+        h["messages"].as_array().is_some_and(|m| m.len() == 2)
+    });
+    let started = std::time::Instant::now();
+    let closed = loop {
+        match s.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => continue,
+            Err(_) => break false, // the read timed out: still open
+        }
+    };
+    assert!(
+        closed,
+        "the server kept a client that did not read ({:?})",
+        started.elapsed()
+    );
+    // Others are served.
+    let comps = rt.block_on(call(&other, "ListComponents", json!({})));
+    assert!(comps["serviceProviders"].is_array());
+}

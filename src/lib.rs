@@ -10,6 +10,7 @@ pub mod download;
 pub mod error;
 pub mod feature;
 pub mod format;
+pub mod lsp;
 pub mod message;
 pub mod middleware;
 pub mod models;

@@ -1,8 +1,37 @@
 //! `genai daemon`: the JSON-RPC server over stdin/stdout. Logs go to stderr only.
 
-use genai::error::Error;
+use genai::error::{Error, ErrorKind};
 
-pub async fn run() -> Result<(), Error> {
+#[derive(clap::Args)]
+pub struct Args {
+    /// Relay stdio to a shared `genai serve` at this WebSocket address instead of running a
+    /// daemon here (the token from $GENAI_SERVE_TOKEN, else the config dir's token file).
+    #[arg(long, value_name = "WS_URL")]
+    pub connect: Option<String>,
+}
+
+pub async fn run(args: Args) -> Result<(), Error> {
+    if let Some(url) = args.connect {
+        let paths = genai::config::Paths::from_env()?;
+        let token = match std::env::var("GENAI_SERVE_TOKEN") {
+            Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
+            _ => std::fs::read_to_string(genai::rpc::ws::auth::token_path(&paths.config_dir))
+                .map(|t| t.trim().to_string())
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Config,
+                        format!("no serve token: set GENAI_SERVE_TOKEN or run `genai serve --print-token` on this machine first ({e})"),
+                    )
+                })?,
+        };
+        return genai::rpc::ws::bridge::relay(
+            &url,
+            &token,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        )
+        .await;
+    }
     super::serve_stdio("genai daemon", |fw| {
         genai::rpc::server::serve(fw, tokio::io::stdin(), tokio::io::stdout())
     })

@@ -9,10 +9,12 @@ mod components;
 mod config;
 mod daemon;
 mod keys;
+mod lsp;
 mod models;
 mod params;
 mod plugins;
 mod schema;
+mod serve;
 mod sessions;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -37,7 +39,11 @@ enum Command {
     /// Ask a model; the reply streams to stdout. Piped stdin is added after the prompt.
     Ask(ask::Args),
     /// Serve JSON-RPC 2.0 over stdio (Content-Length or newline-delimited framing).
-    Daemon,
+    Daemon(daemon::Args),
+    /// Serve the daemon's protocol over WebSocket for several clients, with a web chat page.
+    Serve(serve::Args),
+    /// Serve the Language Server Protocol over stdio: code actions, `genai.ask`, completion.
+    Lsp,
     /// Be an Agent Client Protocol (ACP v1) agent over stdio, for Zed, JetBrains, Neovim...
     Acp,
     /// List, show or delete stored conversations.
@@ -159,15 +165,22 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    init_logging(if matches!(cli.command, Command::Daemon | Command::Acp) {
-        "warn"
-    } else {
-        "error"
-    });
+    init_logging(
+        if matches!(
+            cli.command,
+            Command::Daemon(_) | Command::Acp | Command::Lsp | Command::Serve(_)
+        ) {
+            "warn"
+        } else {
+            "error"
+        },
+    );
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
-        Command::Daemon => serve_blocking(daemon::run()),
+        Command::Daemon(args) => serve_blocking(daemon::run(args)),
         Command::Acp => serve_blocking(acp::run()),
+        Command::Lsp => runtime().block_on(lsp::run()),
+        Command::Serve(args) => runtime().block_on(serve::run(args)),
         Command::Sessions(c) => sessions::run(c),
         Command::Components { json } => components::run(json),
         Command::Params(args) => params::run(args),

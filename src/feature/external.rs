@@ -16,15 +16,23 @@ use crate::error::{Error, ErrorKind};
 /// A turn waiting for the hosting client's final answer.
 pub struct PendingTurn {
     pub turn_id: String,
+    /// The client that hosts it (see [`host_key`]).
+    pub host: usize,
     pub done: oneshot::Sender<TurnOutcome>,
 }
 
-/// Turns waiting on clients, by conversation id.
+/// Turns waiting on clients, by conversation id. Several clients may host features at once
+/// (the WebSocket server): each leaving client ends only the turns it hosts.
 #[derive(Default)]
 pub struct Pending {
     pub turns: HashMap<String, PendingTurn>,
-    /// Set once the client is gone: no turn may wait on it any more.
-    pub client_gone: bool,
+    /// The clients gone (see [`host_key`]): no turn may wait on them any more.
+    pub gone: std::collections::HashSet<usize>,
+}
+
+/// Tells client ports apart: the address of the port a client gave the core.
+pub fn host_key(port: &Arc<dyn ClientPort>) -> usize {
+    Arc::as_ptr(port) as *const () as usize
 }
 
 pub type PendingTurns = Arc<Mutex<Pending>>;
@@ -41,9 +49,11 @@ impl Feature for External {
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome {
         let (tx, rx) = oneshot::channel();
         if let Ok(mut p) = self.pending.lock() {
-            if !p.client_gone {
+            let host = host_key(&self.host);
+            if !p.gone.contains(&host) {
                 let waiting = PendingTurn {
                     turn_id: turn.id.turn_id.clone(),
+                    host,
                     done: tx,
                 };
                 p.turns.insert(turn.id.conversation_id.clone(), waiting);

@@ -73,6 +73,102 @@ impl From<OpenConversation> for CreateConversationResult {
     }
 }
 
+/// The methods `Session::dispatch` serves (the tool requests are in [`TOOL_METHODS`]).
+pub const METHODS: &[&str] = &[
+    "Initialize",
+    "ListComponents",
+    "CreateServiceProvider",
+    "CreateModelConfiguration",
+    "RemoveComponent",
+    "CreateConversation",
+    "ResumeConversation",
+    "RemoveConversation",
+    "DeleteConversation",
+    "ListConversations",
+    "GetConversationHistory",
+    "OnNewMessage",
+    "CreateAIAgent",
+    "RemoveAIAgent",
+    "SendPrompt",
+    "GetHistory",
+    "SetModelParameter",
+    "RegisterFeature",
+    "RegisterMiddleware",
+    "OnFeatureResponse",
+    "Cancel",
+    "$/cancelRequest",
+    "Shutdown",
+];
+
+/// The methods that wait on a tool source, answered off the read loop.
+pub const TOOL_METHODS: &[&str] = &[
+    "ListTools",
+    "CallTool",
+    "ListResources",
+    "ReadResource",
+    "ListPrompts",
+    "GetPrompt",
+];
+
+/// One of [`TOOL_METHODS`]: tools, and the resources and prompts of MCP servers.
+pub(super) async fn tool_request(
+    fw: &Framework,
+    method: &str,
+    p: Value,
+) -> Result<Value, RpcError> {
+    match method {
+        "ListTools" => {
+            let p = params::<ListToolsParams>(p)?;
+            let (tools, errors) = fw.toolbox.list(p.tools.as_deref()).await;
+            ok(ListToolsResult {
+                tools: tools.into_iter().map(Into::into).collect(),
+                errors: errors.into_iter().map(Into::into).collect(),
+            })
+        }
+        "ListResources" => {
+            let p = params::<ListMcpParams>(p)?;
+            let (found, errors) = fw.toolbox.resources(p.sources.as_deref()).await;
+            ok(ListResourcesResult {
+                resources: found.into_iter().map(Into::into).collect(),
+                errors: errors.into_iter().map(Into::into).collect(),
+            })
+        }
+        "ReadResource" => {
+            let p = params::<ReadResourceParams>(p)?;
+            let contents = fw.toolbox.mcp(&p.source)?.read_resource(&p.uri).await?;
+            ok(ReadResourceResult { contents })
+        }
+        "ListPrompts" => {
+            let p = params::<ListMcpParams>(p)?;
+            let (found, errors) = fw.toolbox.prompts(p.sources.as_deref()).await;
+            ok(ListPromptsResult {
+                prompts: found.into_iter().map(Into::into).collect(),
+                errors: errors.into_iter().map(Into::into).collect(),
+            })
+        }
+        "GetPrompt" => {
+            let p = params::<GetPromptParams>(p)?;
+            let messages = fw
+                .toolbox
+                .mcp(&p.source)?
+                .prompt(&p.name, p.arguments)
+                .await?;
+            ok(GetPromptResult { messages })
+        }
+        _ => {
+            let p = params::<CallToolParams>(p)?;
+            let a = fw.toolbox.call(&p.name, &p.arguments).await?;
+            ok(CallToolResult {
+                text: a.text,
+                is_error: a.is_error,
+                confirmation_link: a.confirmation_link,
+                actions: a.actions,
+                collect_link: a.collect_link,
+            })
+        }
+    }
+}
+
 impl Session {
     /// Runs one request or notification (or takes a response to a request of ours); `None`
     /// when nothing is to be answered now.
@@ -111,15 +207,7 @@ impl Session {
             return invalid("`jsonrpc` must be \"2.0\"", id);
         }
         let p = obj.remove("params").unwrap_or(Value::Null);
-        if matches!(
-            method.as_str(),
-            "ListTools"
-                | "CallTool"
-                | "ListResources"
-                | "ReadResource"
-                | "ListPrompts"
-                | "GetPrompt"
-        ) {
+        if TOOL_METHODS.contains(&method.as_str()) {
             self.answer_later(method, p, id);
             return (None, Flow::Continue);
         }
@@ -134,78 +222,16 @@ impl Session {
         let fw = self.fw.clone();
         let out = self.out.clone();
         self.later.spawn(async move {
-            let result = match method.as_str() {
-                "ListTools" => match params::<ListToolsParams>(p) {
-                    Ok(p) => {
-                        let (tools, errors) = fw.toolbox.list(p.tools.as_deref()).await;
-                        ok(ListToolsResult {
-                            tools: tools.into_iter().map(Into::into).collect(),
-                            errors: errors.into_iter().map(Into::into).collect(),
-                        })
-                    }
-                    Err(e) => Err(e),
-                },
-                "ListResources" => match params::<ListMcpParams>(p) {
-                    Ok(p) => {
-                        let (found, errors) = fw.toolbox.resources(p.sources.as_deref()).await;
-                        ok(ListResourcesResult {
-                            resources: found.into_iter().map(Into::into).collect(),
-                            errors: errors.into_iter().map(Into::into).collect(),
-                        })
-                    }
-                    Err(e) => Err(e),
-                },
-                "ReadResource" => match params::<ReadResourceParams>(p) {
-                    Ok(p) => match fw.toolbox.mcp(&p.source) {
-                        Ok(server) => match server.read_resource(&p.uri).await {
-                            Ok(contents) => ok(ReadResourceResult { contents }),
-                            Err(e) => Err(e.into()),
-                        },
-                        Err(e) => Err(e.into()),
-                    },
-                    Err(e) => Err(e),
-                },
-                "ListPrompts" => match params::<ListMcpParams>(p) {
-                    Ok(p) => {
-                        let (found, errors) = fw.toolbox.prompts(p.sources.as_deref()).await;
-                        ok(ListPromptsResult {
-                            prompts: found.into_iter().map(Into::into).collect(),
-                            errors: errors.into_iter().map(Into::into).collect(),
-                        })
-                    }
-                    Err(e) => Err(e),
-                },
-                "GetPrompt" => match params::<GetPromptParams>(p) {
-                    Ok(p) => match fw.toolbox.mcp(&p.source) {
-                        Ok(server) => match server.prompt(&p.name, p.arguments).await {
-                            Ok(messages) => ok(GetPromptResult { messages }),
-                            Err(e) => Err(e.into()),
-                        },
-                        Err(e) => Err(e.into()),
-                    },
-                    Err(e) => Err(e),
-                },
-                _ => match params::<CallToolParams>(p) {
-                    Ok(p) => match fw.toolbox.call(&p.name, &p.arguments).await {
-                        Ok(a) => ok(CallToolResult {
-                            text: a.text,
-                            is_error: a.is_error,
-                            confirmation_link: a.confirmation_link,
-                            actions: a.actions,
-                            collect_link: a.collect_link,
-                        }),
-                        Err(e) => Err(e.into()),
-                    },
-                    Err(e) => Err(e),
-                },
-            };
+            let result = tool_request(&fw, &method, p).await;
             if let Some(id) = id {
                 let _ = out.send(Bytes::from(response(id, result).to_string()));
             }
         });
     }
 
-    fn dispatch(
+    /// Runs one method of [`METHODS`] (but the tool requests); `flow` says whether it was
+    /// `Shutdown`.
+    pub(super) fn dispatch(
         &mut self,
         method: &str,
         p: Value,

@@ -1,6 +1,7 @@
-//! The JSON-RPC 2.0 daemon over stdio, a front-end on the core: framing, typed protocol and
-//! its schemas, error codes, the client port that turns core events into notifications, and
-//! the dispatcher that turns requests into core calls. Nothing outside this module (but the
+//! The JSON-RPC 2.0 daemon, a front-end on the core: framing, typed protocol and its schemas,
+//! error codes, the client port that turns core events into notifications, the dispatcher
+//! that turns requests into core calls, and its two transports: stdio (`server`) and
+//! WebSocket for several clients (`ws`, `genai serve`). Nothing outside this module (but the
 //! command line, which starts it) may use it.
 
 pub mod dispatch;
@@ -13,6 +14,7 @@ pub mod port;
 pub mod protocol;
 pub mod schema;
 pub mod server;
+pub mod ws;
 
 #[cfg(test)]
 mod tests;

@@ -153,7 +153,8 @@ where
         // Nobody reads: nothing queued can be written, and waiting on turns would only queue
         // more. Their tasks end with the runtime.
         fw.cancel_all();
-        fw.client_gone();
+        let client: Arc<dyn crate::feature::port::ClientPort> = port.clone();
+        fw.client_gone(&client);
         write_task.abort();
         return Err(std::io::Error::other(
             "the client stopped reading its answers: disconnected",
@@ -163,7 +164,8 @@ where
         fw.cancel_all();
     }
     // No client is left to answer a client-hosted feature's turn.
-    fw.client_gone();
+    let client: Arc<dyn crate::feature::port::ClientPort> = port.clone();
+    fw.client_gone(&client);
     fw.idle().await;
     session.later.close();
     session.later.wait().await;

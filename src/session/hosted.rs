@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{poisoned, Framework};
 use crate::error::{Error, ErrorKind, Result};
-use crate::feature::external::External;
+use crate::feature::external::{host_key, External};
 use crate::feature::port::{ClientPort, TurnEvent, TurnRef};
 use crate::feature::{Feature, TurnOutcome};
 use crate::registry::Origin;
@@ -42,6 +42,10 @@ impl Framework {
                 )));
             }
         }
+        if let Ok(mut p) = self.hosted.lock() {
+            // A new client may reuse a gone client's address.
+            p.gone.remove(&host_key(&host));
+        }
         self.hosts
             .lock()
             .map_err(|_| poisoned())?
@@ -67,12 +71,17 @@ impl Framework {
         }))
     }
 
-    /// The client is gone: turns waiting on a client-hosted feature end with an error.
-    pub fn client_gone(&self) {
+    /// The client of `port` is gone: the turns waiting on a feature it hosts end with an
+    /// error, and its features have no host any more. Other clients' turns go on.
+    pub fn client_gone(&self, port: &Arc<dyn ClientPort>) {
+        let key = host_key(port);
         if let Ok(mut p) = self.hosted.lock() {
             // Dropping the senders wakes each waiting turn, which then reports the client gone.
-            p.client_gone = true;
-            p.turns.clear();
+            p.gone.insert(key);
+            p.turns.retain(|_, t| t.host != key);
+        }
+        if let Ok(mut hosts) = self.hosts.lock() {
+            hosts.retain(|_, h| host_key(h) != key);
         }
     }
 

@@ -371,3 +371,72 @@ async fn a_hosted_feature_gets_the_turn_and_its_answer_ends_it() {
         "a hosted feature calls no model by itself"
     );
 }
+
+#[tokio::test]
+async fn a_leaving_client_ends_only_the_turns_of_the_features_it_hosts() {
+    let mut f = Fixture::new(vec![]);
+    // A second hosting client beside the fixture's.
+    let (tx, _other_events) = mpsc::unbounded_channel();
+    let other = Arc::new(Recorder {
+        turns: tx,
+        prompts: Mutex::default(),
+        hosted: Mutex::default(),
+    });
+    f.fw.register_feature("mine", "", f.port.clone()).unwrap();
+    f.fw.register_feature("theirs", "", other.clone()).unwrap();
+    let (fw, port) = (f.fw.clone(), f.port.clone());
+    let open = move |feature: &str| {
+        let spec = ConversationSpec {
+            model: ModelChoice::Named("scripted".into()),
+            feature: Some(feature.into()),
+            ..Default::default()
+        };
+        fw.create_conversation(spec, port.clone())
+    };
+    let (mine, theirs) = (open("mine").unwrap(), open("theirs").unwrap());
+    let mine_turn =
+        f.fw.on_new_message(&mine.conversation_id, Message::user("a"))
+            .unwrap();
+    let theirs_turn =
+        f.fw.on_new_message(&theirs.conversation_id, Message::user("b"))
+            .unwrap();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while f.port.hosted.lock().unwrap().is_empty() || other.hosted.lock().unwrap().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "both hosts got their turn"
+        );
+        tokio::task::yield_now().await;
+    }
+    // The other client leaves: its turn ends with an error, ours still waits and is answered.
+    let gone: Arc<dyn ClientPort> = other.clone();
+    f.fw.client_gone(&gone);
+    let done = f.done(1).await;
+    assert_eq!(done[0].0, theirs_turn);
+    assert!(
+        done[0]
+            .2
+            .error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("went away"),
+        "{:?}",
+        done[0].2.error
+    );
+    f.fw.on_feature_response(FeatureReply {
+        conversation_id: mine.conversation_id.clone(),
+        summary: "still here".into(),
+        is_final: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let done = f.done(1).await;
+    assert_eq!(
+        (done[0].0.as_str(), done[0].2.summary.as_str()),
+        (mine_turn.as_str(), "still here")
+    );
+    // Its feature has no host any more; ours still has.
+    assert!(open("theirs").is_err());
+    assert!(open("mine").is_ok());
+}

@@ -16,6 +16,8 @@ mod daemon_tools_formats;
 mod hostile;
 #[cfg(feature = "local")]
 mod local_model;
+mod lsp;
+mod lsp_neovim;
 mod mcp;
 mod mcp_interop;
 mod middleware;
@@ -29,3 +31,4 @@ mod provider_http;
 mod provider_ollama;
 mod reasoning;
 mod schemas;
+mod serve;

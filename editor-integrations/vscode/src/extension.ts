@@ -3,17 +3,18 @@
 // requests and events into VS Code dialogs and notifications.
 import * as vscode from 'vscode';
 import { GenaiClient, type ClientHooks } from './client/genai-client';
+import { DaemonProcess } from './client/daemon';
 import { ChatController, describe } from './chat/controller';
 import { ChatViewProvider } from './chat-view';
 import { daemonOptions } from './settings';
 
-let client: GenaiClient | undefined;
+let client: GenaiClient<DaemonProcess> | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('genai daemon');
   const log = (line: string) => output.appendLine(line);
   const view = new ChatViewProvider(context.extensionUri);
-  const genai = new GenaiClient(daemonOptions(log), hooks(view, log));
+  const genai = new GenaiClient(new DaemonProcess(daemonOptions(log)), hooks(view, log));
   client = genai;
   view.controller = new ChatController(genai, (m) => view.post(m), context.globalState);
 

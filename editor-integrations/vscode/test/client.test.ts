@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GenaiClient, GenaiError } from '../src/client/genai-client';
+import { DaemonProcess } from '../src/client/daemon';
 import { ChatController } from '../src/chat/controller';
 import type { ToView } from '../src/chat/view-messages';
 import type { DoActionNotification, RequestConfirmationParams } from '../src/protocol';
@@ -37,12 +38,12 @@ after(() => {
   thinker?.stop();
 });
 
-function newClient(events: Array<{ state: string }> = []): GenaiClient {
-  return new GenaiClient({ command: genaiBin, env, restart: true }, { daemon: (e) => events.push(e) });
+function newClient(events: Array<{ state: string }> = []): GenaiClient<DaemonProcess> {
+  return new GenaiClient(new DaemonProcess({ command: genaiBin, env, restart: true }), { daemon: (e) => events.push(e) });
 }
 
 describe('genai client against the daemon', () => {
-  let client: GenaiClient;
+  let client: GenaiClient<DaemonProcess>;
   before(async () => {
     client = newClient();
     await within(10_000, 'the daemon to start', client.start());
@@ -229,7 +230,7 @@ describe('daemon restart', () => {
   });
 
   test('a daemon that cannot be started says which setting to fix', async () => {
-    const client = new GenaiClient({ command: '/nonexistent/genai', restart: true });
+    const client = new GenaiClient(new DaemonProcess({ command: '/nonexistent/genai', restart: true }));
     await assert.rejects(client.start(), /cannot start the genai daemon `\/nonexistent\/genai`.*genai\.daemon\.path/);
   });
 
@@ -237,7 +238,7 @@ describe('daemon restart', () => {
     const events: Array<{ state: string; exit?: { message: string; willRestart: boolean } }> = [];
     // Exit code 3 is genai's config error: starting again would fail the same way.
     const client = new GenaiClient(
-      { command: process.execPath, args: ['-e', 'console.error("config: bad file"); process.exit(3)'], restart: true },
+      new DaemonProcess({ command: process.execPath, args: ['-e', 'console.error("config: bad file"); process.exit(3)'], restart: true }),
       { daemon: (e) => events.push(e) },
     );
     await assert.rejects(client.start(), (err: unknown) => err instanceof GenaiError && err.kind === "daemonExited" && /config: bad file/.test(err.message));
@@ -257,7 +258,7 @@ describe('tool messages (stand-in daemon)', () => {
     let gotAction!: () => void;
     const actionSeen = new Promise<void>((resolve) => (gotAction = resolve));
     const client = new GenaiClient(
-      { command: process.execPath, args: [join(__dirname, 'support', 'fake-tools-daemon.js')], restart: false },
+      new DaemonProcess({ command: process.execPath, args: [join(__dirname, 'support', 'fake-tools-daemon.js')], restart: false }),
       {
         confirm: async (request) => {
           asked.push(request);
@@ -288,7 +289,7 @@ describe('tool messages (stand-in daemon)', () => {
 
 describe('notifications before their turn is announced (stand-in daemon)', () => {
   test('tool-call pieces, chunks and the final response that come before {turnId} reach the turn and the page', async () => {
-    const client = new GenaiClient({ command: process.execPath, args: [join(__dirname, 'support', 'fake-tools-daemon.js')], restart: false });
+    const client = new GenaiClient(new DaemonProcess({ command: process.execPath, args: [join(__dirname, 'support', 'fake-tools-daemon.js')], restart: false }));
     await within(10_000, 'the stand-in daemon', client.start());
     try {
       const posted: ToView[] = [];

@@ -122,10 +122,15 @@ impl Daemon {
     /// Spawns `genai daemon` with the test environment: its own data and config
     /// folders, `GENAI_LOG=debug`, no proxies, then `cfg.env`.
     pub fn spawn(cfg: &DaemonConfig) -> Daemon {
+        Daemon::spawn_command(cfg, &["daemon"])
+    }
+
+    /// Spawns `genai ARGS` (another stdio server, such as `lsp`) like [`Daemon::spawn`].
+    pub fn spawn_command(cfg: &DaemonConfig, args: &[&str]) -> Daemon {
         std::fs::create_dir_all(&cfg.data_dir).expect("create the data dir");
         std::fs::create_dir_all(&cfg.config_dir).expect("create the config dir");
         let stderr = File::create(&cfg.stderr_path).expect("create the stderr file");
-        let mut cmd = super::cli::genai_in(&cfg.data_dir, &cfg.config_dir, &["daemon"]);
+        let mut cmd = super::cli::genai_in(&cfg.data_dir, &cfg.config_dir, args);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))

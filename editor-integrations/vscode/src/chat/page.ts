@@ -11,6 +11,8 @@ export interface PageAddresses {
   styleUri: string;
   /** The webview's `cspSource` (who may serve images and styles). */
   cspSource: string;
+  /** Where the page's script may connect (the web page's WebSocket); none in VS Code. */
+  connectSrc?: string;
 }
 
 export function chatPageHtml(a: PageAddresses): string {
@@ -20,6 +22,7 @@ export function chatPageHtml(a: PageAddresses): string {
     scriptUri: a.scriptUri,
     styleUri: a.styleUri,
     cspSource: a.cspSource,
+    connectSrc: a.connectSrc ?? "'none'",
   };
   return template.replace(/\{\{(\w+)\}\}/g, (whole, name: string) => values[name] ?? whole);
 }

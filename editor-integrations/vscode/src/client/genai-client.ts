@@ -1,9 +1,11 @@
 // The client side of the genai protocol: typed requests, conversations, and turns assembled from
-// the daemon's notifications. It owns a DaemonProcess and survives its restarts: a conversation
-// opened before a restart is resumed in the new daemon before its next message. No `vscode`
-// import, so the Node tests drive exactly what the extension runs.
-import { ErrorCodes, ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
-import { DaemonProcess, type DaemonExit, type DaemonOptions } from './daemon';
+// the daemon's notifications. It owns a Transport (a DaemonProcess, or in the web page a
+// WebSocketTransport) and survives its restarts: a conversation opened before a restart is
+// resumed in the new daemon before its next message. No `vscode` import, so the Node tests
+// drive exactly what the extension runs; no Node import, so the web page bundles it too.
+import { ErrorCodes, ResponseError, type MessageConnection } from 'vscode-jsonrpc';
+import type { DaemonExit } from './daemon';
+import type { Transport } from './transport';
 import type {
   ConversationRecord,
   CreateConversationParams,
@@ -77,16 +79,17 @@ const CONNECTION_ERRORS = new Set<number>([
 /** How long notifications of a turn whose `{turnId}` response has not come yet are kept. */
 const EARLY_NOTIFICATION_MS = 30_000;
 
-export class GenaiClient {
-  readonly daemon: DaemonProcess;
+export class GenaiClient<T extends Transport = Transport> {
   private readonly turns = new Map<string, Turn>();
   /** Notifications that came before the response announcing their turn (PROTOCOL.md, Guarantees). */
   private readonly early = new Map<string, { at: number; items: TurnNotification[] }>();
   /** The middleware this client hosts, registered again in a restarted daemon. */
   private readonly middleware = new Map<string, { transform: MiddlewareTransform; timeoutMs?: number }>();
 
-  constructor(options: DaemonOptions, private readonly hooks: ClientHooks = {}) {
-    this.daemon = new DaemonProcess(options);
+  constructor(
+    readonly daemon: T,
+    private readonly hooks: ClientHooks = {},
+  ) {
     this.daemon.on({
       started: (conn, generation) => {
         this.attach(conn);

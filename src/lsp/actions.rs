@@ -1,0 +1,320 @@
+//! The code actions on a selection: the built-in ones and the config's `[lsp.actions.NAME]`,
+//! the prompt each sends (instruction, file name, language, the selection and the lines around
+//! it), and what becomes of the reply (its code block replaces the selection or goes below it,
+//! or the whole reply is shown). Pure text work: it never talks to the editor or the model.
+
+use std::collections::BTreeMap;
+
+use tower_lsp_server::ls_types::{Position, Range, TextEdit};
+
+use super::documents::{byte_range, offset, position};
+use crate::config::lsp::{ApplyMode, LspActionConfig};
+
+/// One action as the editor offers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Action {
+    /// The name the command carries (`explain`, or the config's NAME).
+    pub name: String,
+    pub title: String,
+    pub instruction: String,
+    pub apply: ApplyMode,
+}
+
+/// The built-in actions: name, title, instruction, what is done with the reply.
+const BUILTIN: &[(&str, &str, &str, ApplyMode)] = &[
+    (
+        "explain",
+        "Explain",
+        "Explain what the selected code does, for a reader who knows the language.",
+        ApplyMode::Show,
+    ),
+    (
+        "fix",
+        "Fix",
+        "Find the bugs in the selected code and fix them. Keep its behaviour otherwise.",
+        ApplyMode::Replace,
+    ),
+    (
+        "improve",
+        "Improve",
+        "Improve the selected code: clearer names and structure, same behaviour.",
+        ApplyMode::Replace,
+    ),
+    (
+        "document",
+        "Document",
+        "Add documentation comments to the selected code, in the language's usual style. Change nothing else.",
+        ApplyMode::Replace,
+    ),
+    (
+        "tests",
+        "Write tests",
+        "Write unit tests for the selected code, in the language's usual test style.",
+        ApplyMode::InsertBelow,
+    ),
+];
+
+/// The built-in actions, then the config's (a config action named like a built-in one
+/// replaces it).
+pub fn all(custom: &BTreeMap<String, LspActionConfig>) -> Vec<Action> {
+    let mut actions: Vec<Action> = BUILTIN
+        .iter()
+        .filter(|(name, ..)| !custom.contains_key(*name))
+        .map(|(name, title, instruction, apply)| Action {
+            name: name.to_string(),
+            title: format!("genai: {title}"),
+            instruction: instruction.to_string(),
+            apply: *apply,
+        })
+        .collect();
+    actions.extend(custom.iter().map(|(name, a)| Action {
+        name: name.clone(),
+        title: format!("genai: {}", a.title),
+        instruction: a.prompt.clone(),
+        apply: a.apply,
+    }));
+    actions
+}
+
+/// What an action (or `genai.ask`) is about: a file and a range of it.
+pub struct Selection<'a> {
+    pub text: &'a str,
+    pub range: Range,
+    pub file_name: &'a str,
+    pub language_id: &'a str,
+    /// Lines shown above and below the selection.
+    pub context_lines: u32,
+}
+
+impl Selection<'_> {
+    /// The selected text, and the lines around it (before, after); an error when the range is
+    /// not in the document.
+    fn parts(&self) -> Result<(&str, &str, &str), String> {
+        let (start, end) = byte_range(self.text, self.range)?;
+        let first = self.range.start.line.saturating_sub(self.context_lines);
+        let before_start = offset(self.text, Position::new(first, 0))?;
+        let last = self.last_line().saturating_add(self.context_lines + 1);
+        let after_end = offset(self.text, Position::new(last, 0)).unwrap_or(self.text.len());
+        Ok((
+            &self.text[start..end],
+            &self.text[before_start..start],
+            &self.text[end..after_end.max(end)],
+        ))
+    }
+
+    /// The last selected line (a range ending at the start of a line ends on the line before).
+    fn last_line(&self) -> u32 {
+        let end = self.range.end;
+        if end.character == 0 && end.line > self.range.start.line {
+            end.line - 1
+        } else {
+            end.line
+        }
+    }
+
+    /// The prompt for `instruction` on this selection; `edits` asks for one code block.
+    pub fn prompt(&self, instruction: &str, edits: Option<ApplyMode>) -> Result<String, String> {
+        let (selected, before, after) = self.parts()?;
+        let (selected, before, after) = (
+            selected.strip_suffix('\n').unwrap_or(selected),
+            before.strip_suffix('\n').unwrap_or(before),
+            after.strip_suffix('\n').unwrap_or(after),
+        );
+        let lang = fence_language(self.language_id);
+        let mut p = format!(
+            "{instruction}\n\nFile: {} (language: {})\nThe selection is lines {}-{}.\n",
+            self.file_name,
+            self.language_id,
+            self.range.start.line + 1,
+            self.last_line() + 1,
+        );
+        if !before.trim().is_empty() {
+            p.push_str(&format!(
+                "\nBefore the selection:\n```{lang}\n{before}\n```\n"
+            ));
+        }
+        p.push_str(&format!("\nThe selection:\n```{lang}\n{selected}\n```\n"));
+        if !after.trim().is_empty() {
+            p.push_str(&format!(
+                "\nAfter the selection:\n```{lang}\n{after}\n```\n"
+            ));
+        }
+        match edits {
+            Some(ApplyMode::Replace) => p.push_str(
+                "\nAnswer with the code that replaces the selection, in one fenced code block.\n",
+            ),
+            Some(ApplyMode::InsertBelow) => p.push_str(
+                "\nAnswer with the code to insert below the selection, in one fenced code block.\n",
+            ),
+            _ => {}
+        }
+        Ok(p)
+    }
+}
+
+/// The language tag of a fence for an LSP language id (they mostly agree).
+fn fence_language(language_id: &str) -> &str {
+    match language_id {
+        "typescriptreact" => "tsx",
+        "javascriptreact" => "jsx",
+        "plaintext" => "",
+        other => other,
+    }
+}
+
+/// The selected text; an error when the range is not in the document.
+pub fn selected(text: &str, range: Range) -> Result<&str, String> {
+    let (start, end) = byte_range(text, range)?;
+    Ok(&text[start..end])
+}
+
+/// The range with its end moved back to the document's end when it is past it.
+pub fn clamp(text: &str, range: Range) -> Range {
+    let end = if offset(text, range.end).is_err() {
+        position(text, text.len())
+    } else {
+        range.end
+    };
+    Range::new(range.start, end)
+}
+
+/// The first fenced code block of a reply (its body), if any.
+pub fn code_block(reply: &str) -> Option<String> {
+    let mut lines = reply.lines();
+    lines.by_ref().find(|l| l.trim_start().starts_with("```"))?;
+    let mut body = Vec::new();
+    for line in lines {
+        if line.trim_start().starts_with("```") {
+            let mut text = body.join("\n");
+            text.push('\n');
+            return Some(text);
+        }
+        body.push(line);
+    }
+    None // an unclosed fence: the reply was cut, do not edit with half of it
+}
+
+/// The edit an action makes with a code block: replace the range, or insert below its last
+/// line. A replacement keeps the selection's trailing newline as it was.
+pub fn edit(text: &str, range: Range, mode: ApplyMode, code: &str) -> Result<TextEdit, String> {
+    let (start, end) = byte_range(text, range)?;
+    match mode {
+        ApplyMode::Replace => {
+            let mut new_text = code.to_string();
+            if !text[start..end].ends_with('\n') {
+                while new_text.ends_with('\n') {
+                    new_text.pop();
+                }
+            }
+            Ok(TextEdit::new(range, new_text))
+        }
+        ApplyMode::InsertBelow => {
+            // Below the last selected line: at the start of the next line, or at the end.
+            let line_end = text[end..].find('\n').map(|i| end + i + 1);
+            let (at, new_text) = match line_end {
+                Some(at) if range.end.character > 0 || start == end => (at, format!("\n{code}")),
+                _ if range.end.character == 0 && end > start => (end, format!("\n{code}")),
+                _ => (text.len(), format!("\n\n{code}")),
+            };
+            let pos = position(text, at);
+            Ok(TextEdit::new(Range::new(pos, pos), new_text))
+        }
+        ApplyMode::Show => Err("a `show` action edits nothing".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(a: u32, b: u32, c: u32, d: u32) -> Range {
+        Range::new(Position::new(a, b), Position::new(c, d))
+    }
+
+    #[test]
+    fn config_actions_follow_the_builtin_ones_and_may_replace_them() {
+        let mut custom = BTreeMap::new();
+        custom.insert(
+            "explain".into(),
+            LspActionConfig {
+                title: "Explain simply".into(),
+                prompt: "Explain to a child".into(),
+                apply: ApplyMode::Show,
+            },
+        );
+        custom.insert(
+            "rust2py".into(),
+            LspActionConfig {
+                title: "To Python".into(),
+                prompt: "Translate to Python".into(),
+                apply: ApplyMode::InsertBelow,
+            },
+        );
+        let all = all(&custom);
+        let names: Vec<&str> = all.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["fix", "improve", "document", "tests", "explain", "rust2py"]
+        );
+        assert_eq!(all[4].title, "genai: Explain simply");
+        assert_eq!(all[5].apply, ApplyMode::InsertBelow);
+    }
+
+    #[test]
+    fn the_prompt_carries_file_language_selection_and_the_lines_around_it() {
+        let text = "l0\nl1\nl2\nsel3\nsel4\nl5\nl6\nl7\n";
+        let s = Selection {
+            text,
+            range: range(3, 0, 5, 0),
+            file_name: "src/a.py",
+            language_id: "python",
+            context_lines: 1,
+        };
+        let p = s.prompt("Fix it.", Some(ApplyMode::Replace)).unwrap();
+        assert!(
+            p.starts_with("Fix it.\n\nFile: src/a.py (language: python)"),
+            "{p}"
+        );
+        assert!(p.contains("Before the selection:\n```python\nl2\n"), "{p}");
+        assert!(
+            p.contains("The selection:\n```python\nsel3\nsel4\n```"),
+            "{p}"
+        );
+        assert!(p.contains("lines 4-5."), "{p}");
+        assert!(p.contains("After the selection:\n```python\nl5\n"), "{p}");
+        assert!(!p.contains("l1") && !p.contains("l6"), "{p}");
+        assert!(p.contains("one fenced code block"));
+        let outside = Selection {
+            range: range(40, 0, 41, 0),
+            ..s
+        };
+        assert!(outside.prompt("x", None).is_err());
+    }
+
+    #[test]
+    fn the_first_closed_code_block_is_taken() {
+        let reply = "Here:\n```rust\nfn a() {}\n```\nand\n```\nother\n```";
+        assert_eq!(code_block(reply).unwrap(), "fn a() {}\n");
+        assert_eq!(code_block("no code"), None);
+        assert_eq!(code_block("```rust\ncut off"), None);
+    }
+
+    #[test]
+    fn edits_replace_the_selection_or_go_below_it() {
+        let text = "a\nb\nc\n";
+        // Whole lines selected (ends at column 0 of the next line).
+        let e = edit(text, range(1, 0, 2, 0), ApplyMode::Replace, "B\n").unwrap();
+        assert_eq!((e.range, e.new_text.as_str()), (range(1, 0, 2, 0), "B\n"));
+        // Part of a line: no newline added.
+        let e = edit(text, range(1, 0, 1, 1), ApplyMode::Replace, "B\n").unwrap();
+        assert_eq!(e.new_text, "B");
+        let e = edit(text, range(0, 0, 1, 1), ApplyMode::InsertBelow, "t\n").unwrap();
+        assert_eq!((e.range, e.new_text.as_str()), (range(2, 0, 2, 0), "\nt\n"));
+        let e = edit("a\nb", range(1, 0, 1, 1), ApplyMode::InsertBelow, "t\n").unwrap();
+        assert_eq!(
+            (e.range.start, e.new_text.as_str()),
+            (Position::new(1, 1), "\n\nt\n")
+        );
+        assert!(edit(text, range(0, 0, 0, 1), ApplyMode::Show, "x").is_err());
+    }
+}

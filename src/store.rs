@@ -43,6 +43,8 @@ pub struct StoredMessage {
     pub message: Message,
     pub usage: Option<Usage>,
     pub created_at: i64,
+    /// The model of the turn this message belongs to (unknown for old rows).
+    pub model: Option<String>,
 }
 
 /// The SQLite history.
@@ -78,6 +80,9 @@ const MIGRATIONS: &[&str] = &[
     // 2: the tools a conversation of the `tools` feature may use (a JSON array; NULL: the
     // enabled sources).
     "ALTER TABLE conversations ADD COLUMN tools TEXT;",
+    // 3: the model that ran the turn of each message (a conversation may change models; NULL
+    // for messages stored before this column).
+    "ALTER TABLE messages ADD COLUMN model TEXT;",
 ];
 
 pub fn now_ms() -> i64 {
@@ -189,12 +194,14 @@ impl Store {
         Ok(())
     }
 
-    /// Commits one turn atomically: a replacing system message (if any) and the new messages.
-    /// Sets the title from the first user message when the conversation has none.
+    /// Commits one turn atomically: a replacing system message (if any) and the new messages,
+    /// each marked with the turn's `model`. Sets the title from the first user message when
+    /// the conversation has none.
     pub fn commit_turn(
         &self,
         id: &str,
         system: Option<&Message>,
+        model: Option<&str>,
         messages: &[(Message, Option<Usage>)],
     ) -> Result<()> {
         let mut conn = self.conn()?;
@@ -227,7 +234,7 @@ impl Store {
         )?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             for (m, usage) in messages {
                 seq += 1;
@@ -236,7 +243,15 @@ impl Store {
                     .map(|u| serde_json::to_string(&u))
                     .transpose()
                     .map_err(json_err)?;
-                insert.execute(params![id, seq, m.role.as_str(), content, usage, now])?;
+                insert.execute(params![
+                    id,
+                    seq,
+                    m.role.as_str(),
+                    content,
+                    usage,
+                    now,
+                    model
+                ])?;
             }
         }
         if title.is_empty() {
@@ -255,6 +270,28 @@ impl Store {
             params![id, now],
         )?;
         tx.commit()?;
+        Ok(())
+    }
+
+    /// Hands a conversation over to another provider and model: later turns run there.
+    pub fn switch_model(
+        &self,
+        id: &str,
+        provider: &str,
+        model_configuration: Option<&str>,
+        format: &str,
+        model: &str,
+    ) -> Result<()> {
+        let n = self.conn()?.execute(
+            "UPDATE conversations SET provider = ?2, model_configuration = ?3, format = ?4, model = ?5 WHERE id = ?1",
+            params![id, provider, model_configuration, format, model],
+        )?;
+        if n == 0 {
+            return Err(Error::new(
+                ErrorKind::UnknownConversation,
+                format!("no conversation {id} in the history"),
+            ));
+        }
         Ok(())
     }
 
@@ -375,7 +412,7 @@ impl Store {
         };
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, content, usage, created_at FROM messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            "SELECT seq, content, usage, created_at, model FROM messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
         )?;
         let rows = stmt
             .query_map(params![id, after, (page_size + 1) as i64], |r| {
@@ -384,11 +421,12 @@ impl Store {
                     r.get::<_, String>(1)?,
                     r.get::<_, Option<String>>(2)?,
                     r.get::<_, i64>(3)?,
+                    r.get::<_, Option<String>>(4)?,
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let mut out = Vec::with_capacity(rows.len());
-        for (seq, content, usage, created_at) in rows {
+        for (seq, content, usage, created_at, model) in rows {
             out.push(StoredMessage {
                 seq,
                 message: serde_json::from_str(&content).map_err(json_err)?,
@@ -397,6 +435,7 @@ impl Store {
                     .transpose()
                     .map_err(json_err)?,
                 created_at,
+                model,
             });
         }
         let next = if out.len() > page_size {
@@ -526,6 +565,7 @@ mod tests {
         s.commit_turn(
             "01AAA1",
             Some(&Message::system("sys")),
+            Some("m1"),
             &[
                 (Message::user("hello   there\nworld"), None),
                 (
@@ -550,6 +590,11 @@ mod tests {
         assert_eq!(page[0].message.text(), "hello   there\nworld");
         let (page, next2) = s.history("01AAA1", 1, next.as_deref()).unwrap();
         assert_eq!(page[0].usage.unwrap().output_tokens, 1);
+        assert_eq!(
+            page[0].model.as_deref(),
+            Some("m1"),
+            "each message names its turn's model"
+        );
         assert!(next2.is_none());
 
         let mut seen = Vec::new();
@@ -566,7 +611,20 @@ mod tests {
         assert_eq!(seen[0], "01AAA1", "the updated conversation comes first");
         assert_eq!(s.resolve_id("01aaa3").unwrap(), "01AAA3");
         assert!(s.resolve_id("01AAA").is_err());
-        assert!(s.commit_turn("nope", None, &[]).is_err());
+        assert!(s.commit_turn("nope", None, None, &[]).is_err());
+
+        // Handed over to another model: the conversation says so, and the next turn is marked
+        // with it while the earlier ones keep theirs.
+        s.switch_model("01AAA1", "p2", None, "claude-messages", "m2")
+            .unwrap();
+        let c = s.conversation("01AAA1").unwrap().unwrap();
+        assert_eq!((c.provider.as_str(), c.model.as_str()), ("p2", "m2"));
+        s.commit_turn("01AAA1", None, Some("m2"), &[(Message::user("more"), None)])
+            .unwrap();
+        let (all, _) = s.history("01AAA1", 10, None).unwrap();
+        let models: Vec<_> = all.iter().map(|m| m.model.as_deref()).collect();
+        assert_eq!(models, [Some("m1"), Some("m1"), Some("m2")]);
+        assert!(s.switch_model("nope", "p", None, "f", "m").is_err());
         assert!(s.delete_conversation("01AAA1").unwrap());
         assert!(s.history("01AAA1", 10, None).unwrap().0.is_empty());
     }

@@ -99,7 +99,7 @@ impl AIAgent {
         }
     }
 
-    fn model(&self) -> Result<Arc<ModelConfiguration>> {
+    pub(crate) fn model(&self) -> Result<Arc<ModelConfiguration>> {
         Ok(self
             .model
             .lock()
@@ -236,9 +236,12 @@ impl AIAgent {
             rows.push((reply.message.clone(), reply.usage));
             // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
             let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
-            tokio::task::spawn_blocking(move || store.commit_turn(&id, sys.as_ref(), &rows))
-                .await
-                .map_err(|e| Error::internal(format!("committing the turn failed: {e}")))??;
+            let model = self.model_info().ok().map(|(_, model, _)| model);
+            tokio::task::spawn_blocking(move || {
+                store.commit_turn(&id, sys.as_ref(), model.as_deref(), &rows)
+            })
+            .await
+            .map_err(|e| Error::internal(format!("committing the turn failed: {e}")))??;
         }
         let mut history = self
             .history

@@ -196,11 +196,6 @@ async fn ask(args: Args) -> Result<i32, Error> {
     });
 
     let conv = if args.r#continue || args.cid.is_some() {
-        if args.model.is_some() {
-            return Err(usage(
-                "-m cannot change the model of an existing conversation; start a new one",
-            ));
-        }
         let id = match &args.cid {
             Some(id) => id.clone(),
             None => fw
@@ -208,7 +203,20 @@ async fn ask(args: Args) -> Result<i32, Error> {
                 .last_conversation()?
                 .ok_or_else(|| usage("there is no conversation to continue yet"))?,
         };
-        fw.resume_conversation(&id, args.system.clone(), terminal)?
+        match &args.model {
+            // Another model takes the conversation over; what its format cannot carry of
+            // the history is said on stderr.
+            Some(m) => {
+                let choice = ModelChoice::Named(m.clone());
+                let (conv, notes) =
+                    fw.resume_conversation_on(&id, &choice, args.system.clone(), terminal)?;
+                for note in notes {
+                    eprintln!("genai: {note}");
+                }
+                conv
+            }
+            None => fw.resume_conversation(&id, args.system.clone(), terminal)?,
+        }
     } else {
         let tools: Option<Vec<String>> = args.tools.as_ref().map(|names| {
             names

@@ -1,0 +1,108 @@
+//! `genai ask -c -m`: a conversation goes on with the same model, or another model takes its
+//! whole history over; each turn's model is recorded. Against the fake OpenAI and Anthropic
+//! servers, run as a user would.
+
+use serde_json::Value;
+
+use crate::support::cli::{self, stderr, Folders};
+use crate::support::{fake_anthropic, fake_openai};
+
+struct Env {
+    dirs: Folders,
+    openai: fake_openai::FakeOpenAi,
+    anthropic: fake_anthropic::FakeAnthropic,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dirs: Folders::new(),
+            openai: fake_openai::FakeOpenAi::start(0, Default::default()).unwrap(),
+            anthropic: fake_anthropic::FakeAnthropic::start(Default::default()).unwrap(),
+        }
+    }
+
+    fn ask(&self, args: &[&str]) {
+        let mut c = self.dirs.genai(&[&["ask"], args].concat());
+        c.env("OPENAI_BASE_URL", self.openai.base_url())
+            .env("ANTHROPIC_BASE_URL", self.anthropic.base_url())
+            .env("ANTHROPIC_API_KEY", fake_anthropic::KEY);
+        let o = cli::output_with_stdin(c, None);
+        assert!(o.status.success(), "ask {args:?}: {}", stderr(&o));
+    }
+
+    fn store(&self) -> genai::store::Store {
+        genai::store::Store::open(&self.dirs.data.path().join("history.db")).unwrap()
+    }
+}
+
+fn last_body(requests: Vec<fake_openai::RecordedRequest>) -> Value {
+    requests.last().expect("no request").body.clone()
+}
+
+#[test]
+fn the_same_model_goes_on_and_another_takes_the_whole_history_over() {
+    let env = Env::new();
+    env.ask(&["-m", "openai:gpt-a", "-s", "Be terse.", "first"]);
+    // -c with the same model: an ordinary continuation.
+    env.ask(&["-c", "-m", "openai:gpt-a", "second"]);
+    let body = last_body(env.openai.requests());
+    assert_eq!(body["model"], "gpt-a");
+    let texts: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "Be terse.",
+            "first",
+            "Hello from the fake provider.",
+            "second"
+        ]
+    );
+
+    // Another model of another provider and format: Claude gets the system prompt and all
+    // four messages before the new one, in its own wire shape.
+    let id = env.store().last_conversation().unwrap().unwrap();
+    env.ask(&["--cid", &id[..10], "-m", "anthropic:claude-x", "third"]);
+    let body = last_body(env.anthropic.requests());
+    assert_eq!(body["model"], "claude-x");
+    assert_eq!(body["system"], "Be terse.");
+    let messages = body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "user", "assistant", "user"],
+        "{body}"
+    );
+    assert!(messages[4].to_string().contains("third"), "{body}");
+    assert!(messages[0].to_string().contains("first"), "{body}");
+
+    // The conversation now runs on Claude (plain -c goes on there), and each message names
+    // the model of its turn.
+    env.ask(&["-c", "fourth"]);
+    assert_eq!(
+        last_body(env.anthropic.requests())["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+    let store = env.store();
+    let rec = store.conversation(&id).unwrap().unwrap();
+    assert_eq!(
+        (rec.provider.as_str(), rec.model.as_str()),
+        ("anthropic", "claude-x")
+    );
+    assert_eq!(rec.format, "claude-messages");
+    let (messages, _) = store.history(&id, 100, None).unwrap();
+    let models: Vec<Option<&str>> = messages.iter().map(|m| m.model.as_deref()).collect();
+    let (a, c) = (Some("gpt-a"), Some("claude-x"));
+    assert_eq!(models, [a, a, a, a, c, c, c, c]);
+}

@@ -48,6 +48,10 @@ pub struct Args {
     /// Wait for the whole reply instead of streaming it.
     #[arg(long)]
     pub no_stream: bool,
+    /// Print the reply as the model wrote it, without rendering its Markdown (it is rendered
+    /// only on a terminal, and never with NO_COLOR set).
+    #[arg(long)]
+    pub raw: bool,
     /// Keep this conversation out of the history.
     #[arg(long)]
     pub no_log: bool,
@@ -120,6 +124,11 @@ fn confirm_on_tty(tool: &str, text: &str, yes: bool) -> bool {
     let mut line = String::new();
     let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(tty), &mut line);
     matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// Whether the reply is drawn as Markdown: on a terminal, unless `NO_COLOR` is set.
+fn renders_markdown(out: &std::io::Stdout) -> bool {
+    out.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn usage(msg: impl Into<String>) -> Error {
@@ -257,6 +266,8 @@ async fn ask(args: Args) -> Result<i32, Error> {
     };
 
     let mut out = std::io::stdout();
+    let mut markdown = (!args.raw && !args.json && renders_markdown(&out))
+        .then(super::markdown::MarkdownStream::new);
     let mut printed = String::new();
     let mut interrupted = false;
     let last = loop {
@@ -277,8 +288,12 @@ async fn ask(args: Args) -> Result<i32, Error> {
         match event {
             TurnEvent::Chunk(delta) => {
                 printed.push_str(&delta);
+                let shown = match &mut markdown {
+                    Some(md) => md.push(&delta),
+                    None => delta,
+                };
                 if out
-                    .write_all(delta.as_bytes())
+                    .write_all(shown.as_bytes())
                     .and_then(|_| out.flush())
                     .is_err()
                 {
@@ -296,6 +311,13 @@ async fn ask(args: Args) -> Result<i32, Error> {
             _ => {}
         }
     };
+    if let Some(md) = &mut markdown {
+        if printed.is_empty() && last.error.is_none() {
+            printed = last.summary.clone();
+            let _ = out.write_all(md.push(&printed).as_bytes());
+        }
+        let _ = out.write_all(md.finish().as_bytes());
+    }
     if let Some(e) = &last.error {
         if !printed.is_empty() {
             let _ = writeln!(out);

@@ -8,6 +8,7 @@ mod components;
 mod config;
 mod daemon;
 mod keys;
+mod markdown;
 mod models;
 mod params;
 mod plugins;

@@ -273,6 +273,25 @@ impl Store {
         Ok(())
     }
 
+    /// Gives a conversation a new title (one line, as [`title_of`] makes it).
+    pub fn rename_conversation(&self, id: &str, title: &str) -> Result<()> {
+        let title = title_of(title);
+        if title.is_empty() {
+            return Err(Error::invalid_params("a title cannot be empty"));
+        }
+        let n = self.conn()?.execute(
+            "UPDATE conversations SET title = ?2 WHERE id = ?1",
+            params![id, title],
+        )?;
+        if n == 0 {
+            return Err(Error::new(
+                ErrorKind::UnknownConversation,
+                format!("no conversation {id} in the history"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Hands a conversation over to another provider and model: later turns run there.
     pub fn switch_model(
         &self,
@@ -625,6 +644,14 @@ mod tests {
         let models: Vec<_> = all.iter().map(|m| m.model.as_deref()).collect();
         assert_eq!(models, [Some("m1"), Some("m1"), Some("m2")]);
         assert!(s.switch_model("nope", "p", None, "f", "m").is_err());
+
+        s.rename_conversation("01AAA1", "  A new\nname ").unwrap();
+        assert_eq!(
+            s.conversation("01AAA1").unwrap().unwrap().title,
+            "A new name"
+        );
+        assert!(s.rename_conversation("01AAA1", " ").is_err());
+        assert!(s.rename_conversation("nope", "x").is_err());
         assert!(s.delete_conversation("01AAA1").unwrap());
         assert!(s.history("01AAA1", 10, None).unwrap().0.is_empty());
     }

@@ -1,4 +1,4 @@
-//! `genai sessions list|show|delete`: the stored conversations.
+//! `genai sessions list|show|export|rename|delete`: the stored conversations.
 
 use clap::Subcommand;
 use genai::error::Error;
@@ -21,8 +21,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a conversation as a Markdown document or as JSON (ID may be any unique prefix).
+    Export {
+        id: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Md)]
+        format: ExportFormat,
+    },
+    /// Give a conversation a new title (ID may be any unique prefix).
+    Rename { id: String, title: String },
     /// Delete a conversation (ID may be any unique prefix).
     Delete { id: String },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    Md,
+    Json,
 }
 
 fn open() -> Result<Store, Error> {
@@ -74,16 +88,58 @@ pub fn run(c: Command) -> Result<(), Error> {
                 );
             }
         }
-        Command::Show { id, json } => {
+        Command::Show { id, json: true }
+        | Command::Export {
+            id,
+            format: ExportFormat::Json,
+        } => {
+            let id = store.resolve_id(&id)?;
+            let rec = store.conversation(&id)?.map(ConversationRecord::from);
+            let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
+            let messages: Vec<StoredMessage> = messages.into_iter().map(Into::into).collect();
+            super::print_json(&serde_json::json!({"conversation": rec, "messages": messages}));
+        }
+        Command::Export {
+            id,
+            format: ExportFormat::Md,
+        } => {
+            let id = store.resolve_id(&id)?;
+            let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
+            if let Some(r) = store.conversation(&id)? {
+                println!(
+                    "# {}
+",
+                    r.title
+                );
+                println!(
+                    "{} · {}:{} · feature {} · {}\n",
+                    r.id,
+                    r.provider,
+                    r.model,
+                    r.feature,
+                    time(r.created_at)
+                );
+            }
+            for m in messages {
+                let role = m.message.role.as_str();
+                match (&m.model, m.message.role) {
+                    (Some(model), genai::message::Role::Assistant) => {
+                        println!("## {role} ({model})\n")
+                    }
+                    _ => println!("## {role}\n"),
+                }
+                println!("{}\n", m.message.text().trim_end());
+            }
+        }
+        Command::Rename { id, title } => {
+            let id = store.resolve_id(&id)?;
+            store.rename_conversation(&id, &title)?;
+            eprintln!("renamed {id}");
+        }
+        Command::Show { id, json: false } => {
             let id = store.resolve_id(&id)?;
             let rec = store.conversation(&id)?;
             let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
-            if json {
-                let rec = rec.map(ConversationRecord::from);
-                let messages: Vec<StoredMessage> = messages.into_iter().map(Into::into).collect();
-                super::print_json(&serde_json::json!({"conversation": rec, "messages": messages}));
-                return Ok(());
-            }
             if let Some(r) = rec {
                 println!(
                     "# {} ({}:{}, feature {})\n",
@@ -91,7 +147,11 @@ pub fn run(c: Command) -> Result<(), Error> {
                 );
             }
             for m in messages {
-                println!("[{}] {}\n", m.message.role.as_str(), m.message.text());
+                let by = match (&m.model, m.message.role) {
+                    (Some(model), genai::message::Role::Assistant) => format!(" · {model}"),
+                    _ => String::new(),
+                };
+                println!("[{}{by}] {}\n", m.message.role.as_str(), m.message.text());
             }
         }
         Command::Delete { id } => {

@@ -106,3 +106,36 @@ fn the_same_model_goes_on_and_another_takes_the_whole_history_over() {
     let (a, c) = (Some("gpt-a"), Some("claude-x"));
     assert_eq!(models, [a, a, a, a, c, c, c, c]);
 }
+
+#[test]
+fn sessions_export_as_markdown_and_json_and_rename() {
+    let env = Env::new();
+    env.ask(&["-m", "openai:gpt-a", "first question"]);
+    env.ask(&["-c", "-m", "anthropic:claude-x", "second question"]);
+    let id = env.store().last_conversation().unwrap().unwrap();
+    let sessions = |args: &[&str]| {
+        let o = cli::output(env.dirs.genai(&[&["sessions"], args].concat()));
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        cli::stdout(&o)
+    };
+    let md = sessions(&["export", &id[..8]]);
+    assert!(md.starts_with("# first question\n"), "{md}");
+    for part in [
+        "## user\n\nfirst question\n",
+        "## assistant (gpt-a)\n\nHello from the fake provider.\n",
+        "## user\n\nsecond question\n",
+        "## assistant (claude-x)\n\nHello from the fake Claude.\n",
+    ] {
+        assert!(md.contains(part), "{part:?} in {md}");
+    }
+    let json: Value =
+        serde_json::from_str(&sessions(&["export", &id, "--format", "json"])).unwrap();
+    assert_eq!(json["conversation"]["id"], id.as_str());
+    assert_eq!(json["messages"].as_array().unwrap().len(), 4);
+    assert_eq!(json["messages"][3]["model"], "claude-x");
+
+    sessions(&["rename", &id[..8], "Capitals, revisited"]);
+    assert!(sessions(&["export", &id]).starts_with("# Capitals, revisited\n"));
+    let o = cli::output(env.dirs.genai(&["sessions", "rename", &id, "  "]));
+    cli::assert_fails_with(&o, 2, "empty");
+}

@@ -47,6 +47,15 @@ pub struct StoredMessage {
     pub model: Option<String>,
 }
 
+/// Which conversations a listing shows.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Updated at or after this time (milliseconds since the Unix epoch).
+    pub since: Option<i64>,
+    /// Run on a model whose `provider:model` (or a turn's model) contains this, ignoring case.
+    pub model: Option<String>,
+}
+
 /// The SQLite history.
 pub struct Store {
     conn: Mutex<Connection>,
@@ -101,6 +110,21 @@ pub fn title_of(text: &str) -> String {
     let mut t: String = line.chars().take(79).collect();
     t.push('…');
     t
+}
+
+fn not_in_history(id: &str) -> Error {
+    Error::new(
+        ErrorKind::UnknownConversation,
+        format!("no conversation {id} in the history"),
+    )
+}
+
+/// `Ok` when an update of conversation `id` changed a row.
+fn updated(rows: usize, id: &str) -> Result<()> {
+    if rows == 0 {
+        return Err(not_in_history(id));
+    }
+    Ok(())
 }
 
 fn json_err(e: serde_json::Error) -> Error {
@@ -215,10 +239,7 @@ impl Store {
             })
             .optional()?;
         let Some(title) = title else {
-            return Err(Error::new(
-                ErrorKind::UnknownConversation,
-                format!("no conversation {id} in the history"),
-            ));
+            return Err(not_in_history(id));
         };
         if let Some(system) = system {
             let json = serde_json::to_string(system).map_err(json_err)?;
@@ -283,13 +304,7 @@ impl Store {
             "UPDATE conversations SET title = ?2 WHERE id = ?1",
             params![id, title],
         )?;
-        if n == 0 {
-            return Err(Error::new(
-                ErrorKind::UnknownConversation,
-                format!("no conversation {id} in the history"),
-            ));
-        }
-        Ok(())
+        updated(n, id)
     }
 
     /// Hands a conversation over to another provider and model: later turns run there.
@@ -305,13 +320,7 @@ impl Store {
             "UPDATE conversations SET provider = ?2, model_configuration = ?3, format = ?4, model = ?5 WHERE id = ?1",
             params![id, provider, model_configuration, format, model],
         )?;
-        if n == 0 {
-            return Err(Error::new(
-                ErrorKind::UnknownConversation,
-                format!("no conversation {id} in the history"),
-            ));
-        }
-        Ok(())
+        updated(n, id)
     }
 
     pub fn update_parameters(&self, id: &str, parameters: &Map<String, Value>) -> Result<()> {
@@ -378,6 +387,16 @@ impl Store {
         page_size: usize,
         cursor: Option<&str>,
     ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
+        self.list_conversations_where(page_size, cursor, &ListFilter::default())
+    }
+
+    /// [`Store::list_conversations`] of the conversations that `filter` lets through.
+    pub fn list_conversations_where(
+        &self,
+        page_size: usize,
+        cursor: Option<&str>,
+        filter: &ListFilter,
+    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
         let (before_time, before_id) = match cursor {
             None => (i64::MAX, String::new()),
             Some(c) => {
@@ -394,12 +413,22 @@ impl Store {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(&format!(
             "{} WHERE (?2 = '' OR c.updated_at < ?1 OR (c.updated_at = ?1 AND c.id < ?2))
+             AND c.updated_at >= ?4
+             AND (?5 IS NULL OR instr(lower(c.provider || ':' || c.model), lower(?5)) > 0
+                  OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id
+                             AND instr(lower(m.model), lower(?5)) > 0))
              ORDER BY c.updated_at DESC, c.id DESC LIMIT ?3",
             Self::SELECT
         ))?;
         let rows = stmt
             .query_map(
-                params![before_time, before_id, (page_size + 1) as i64],
+                params![
+                    before_time,
+                    before_id,
+                    (page_size + 1) as i64,
+                    filter.since.unwrap_or(i64::MIN),
+                    filter.model
+                ],
                 Self::row_to_record,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -477,10 +506,7 @@ impl Store {
             )
             .optional()?;
         let Some(system) = system else {
-            return Err(Error::new(
-                ErrorKind::UnknownConversation,
-                format!("no conversation {id} in the history"),
-            ));
+            return Err(not_in_history(id));
         };
         let system = system
             .map(|s| serde_json::from_str(&s))
@@ -631,6 +657,21 @@ mod tests {
         assert_eq!(s.resolve_id("01aaa3").unwrap(), "01AAA3");
         assert!(s.resolve_id("01AAA").is_err());
         assert!(s.commit_turn("nope", None, None, &[]).is_err());
+        let only = |f: ListFilter| -> Vec<String> {
+            let (page, _) = s.list_conversations_where(10, None, &f).unwrap();
+            page.into_iter().map(|c| c.id).collect()
+        };
+        let by_model = |m: &str| ListFilter {
+            model: Some(m.into()),
+            ..Default::default()
+        };
+        assert_eq!(only(by_model("M1")), ["01AAA1"], "a turn's model");
+        assert_eq!(only(by_model("nothing")), Vec::<String>::new());
+        let since = ListFilter {
+            since: Some(s.conversation("01AAA1").unwrap().unwrap().updated_at),
+            ..Default::default()
+        };
+        assert_eq!(only(since), ["01AAA1"]);
 
         // Handed over to another model: the conversation says so, and the next turn is marked
         // with it while the earlier ones keep theirs.

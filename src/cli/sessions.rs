@@ -12,6 +12,12 @@ pub enum Command {
         /// How many to show.
         #[arg(short = 'n', long, default_value_t = 20)]
         limit: usize,
+        /// Only those updated since then: a date (2026-01-31) or an age (30m, 12h, 7d).
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// Only those run on a model whose PROVIDER:MODEL contains this (any turn's model).
+        #[arg(long, value_name = "TEXT")]
+        model: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -64,11 +70,54 @@ fn time(ms: i64) -> String {
     )
 }
 
+/// `--since`: a date `YYYY-MM-DD` (UTC midnight) or an age `N` + `m`, `h` or `d`, as
+/// milliseconds since the Unix epoch.
+fn since_ms(when: &str) -> Result<i64, Error> {
+    let bad = || {
+        Error::invalid_params(format!(
+            "--since takes a date (2026-01-31) or an age (30m, 12h, 7d), not `{when}`"
+        ))
+    };
+    let w = when.trim();
+    if let Some((y, rest)) = w.split_once('-') {
+        let (m, d) = rest.split_once('-').ok_or_else(bad)?;
+        let n = |s: &str| s.parse::<i64>().map_err(|_| bad());
+        let (y, m, d) = (n(y)?, n(m)?, n(d)?);
+        if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+            return Err(bad());
+        }
+        // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        return Ok((era * 146_097 + doe - 719_468) * 86_400_000);
+    }
+    let unit = match w.chars().last() {
+        Some('m') => 60_000,
+        Some('h') => 3_600_000,
+        Some('d') => 86_400_000,
+        _ => return Err(bad()),
+    };
+    let n: i64 = w[..w.len() - 1].parse().map_err(|_| bad())?;
+    Ok(genai::store::now_ms() - n * unit)
+}
+
 pub fn run(c: Command) -> Result<(), Error> {
     let store = open()?;
     match c {
-        Command::List { limit, json } => {
-            let (list, _) = store.list_conversations(limit.max(1), None)?;
+        Command::List {
+            limit,
+            since,
+            model,
+            json,
+        } => {
+            let filter = genai::store::ListFilter {
+                since: since.as_deref().map(since_ms).transpose()?,
+                model,
+            };
+            let (list, _) = store.list_conversations_where(limit.max(1), None, &filter)?;
             if json {
                 let list: Vec<ConversationRecord> = list.into_iter().map(Into::into).collect();
                 super::print_json(&list);
@@ -161,4 +210,21 @@ pub fn run(c: Command) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_dates_and_ages() {
+        assert_eq!(since_ms("1970-01-02").unwrap(), 86_400_000);
+        assert_eq!(time(since_ms("2026-03-01").unwrap()), "2026-03-01 00:00");
+        assert_eq!(time(since_ms("2024-02-29").unwrap()), "2024-02-29 00:00");
+        let age = genai::store::now_ms() - since_ms("2h").unwrap();
+        assert!((7_200_000..7_260_000).contains(&age), "{age}");
+        for bad in ["yesterday", "2026-13-01", "5w", "h"] {
+            assert!(since_ms(bad).is_err(), "{bad}");
+        }
+    }
 }

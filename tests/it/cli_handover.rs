@@ -134,6 +134,14 @@ fn sessions_export_as_markdown_and_json_and_rename() {
     assert_eq!(json["messages"].as_array().unwrap().len(), 4);
     assert_eq!(json["messages"][3]["model"], "claude-x");
 
+    // Listing filters: a model of any turn, and an age.
+    assert!(sessions(&["list", "--model", "GPT-A"]).contains(&id));
+    assert!(sessions(&["list", "--model", "claude", "--since", "1h"]).contains(&id));
+    assert!(!sessions(&["list", "--model", "gemini"]).contains(&id));
+    assert!(!sessions(&["list", "--since", "2999-01-01"]).contains(&id));
+    let o = cli::output(env.dirs.genai(&["sessions", "list", "--since", "soon"]));
+    cli::assert_fails_with(&o, 2, "--since takes a date");
+
     sessions(&["rename", &id[..8], "Capitals, revisited"]);
     assert!(sessions(&["export", &id]).starts_with("# Capitals, revisited\n"));
     let o = cli::output(env.dirs.genai(&["sessions", "rename", &id, "  "]));

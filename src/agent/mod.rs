@@ -77,6 +77,8 @@ pub struct AIAgent {
     persistence: Option<Persistence>,
     /// The longest a prompt may take, end to end.
     pub timeout: Option<Duration>,
+    /// Lines for the next turn's details (such as what a handover changed in the history).
+    notes: std::sync::Mutex<Vec<String>>,
 }
 
 impl AIAgent {
@@ -96,7 +98,23 @@ impl AIAgent {
             history: std::sync::Mutex::new(History { system, messages }),
             persistence,
             timeout: None,
+            notes: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Keeps lines for the details of the next turn (its feature takes them).
+    pub fn add_notes(&self, notes: impl IntoIterator<Item = String>) {
+        if let Ok(mut n) = self.notes.lock() {
+            n.extend(notes);
+        }
+    }
+
+    /// The lines kept for this turn's details; the next turn starts with none.
+    pub fn take_notes(&self) -> Vec<String> {
+        self.notes
+            .lock()
+            .map(|mut n| std::mem::take(&mut *n))
+            .unwrap_or_default()
     }
 
     pub(crate) fn model(&self) -> Result<Arc<ModelConfiguration>> {

@@ -398,6 +398,7 @@ impl Framework {
         // The parameters go over only to the same format (another may not know them).
         let params = (format == rec.format).then_some(&rec.parameters);
         let agent = self.build_agent(&sel, params, persistence, system, history)?;
+        agent.add_notes(notes.iter().cloned());
         self.store.switch_model(
             &id,
             &agent.provider.name,

@@ -65,6 +65,7 @@ bash scripts/test-editors.sh 2>&1 | tee -a "$log"
 echo "== benchmark smoke runs"
 cargo run --locked --example bench-daemon -- --quick
 cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
+cargo run --locked --example bench-search -- --messages 5000
 
 # One closing line for every suite: cargo's `test result:` lines and `editors: ...`.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i; if ($(i+1) ~ /^ignored;?$/) s += $i } }

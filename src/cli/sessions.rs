@@ -1,4 +1,4 @@
-//! `genai sessions list|show|export|rename|delete`: the stored conversations.
+//! `genai sessions list|search|show|export|rename|delete`: the stored conversations.
 
 use clap::Subcommand;
 use genai::error::Error;
@@ -18,6 +18,15 @@ pub enum Command {
         /// Only those run on a model whose PROVIDER:MODEL contains this (any turn's model).
         #[arg(long, value_name = "TEXT")]
         model: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search every stored message for all the words of QUERY, best matches first.
+    Search {
+        query: Vec<String>,
+        /// How many messages to show.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
         #[arg(long)]
         json: bool,
     },
@@ -134,6 +143,41 @@ pub fn run(c: Command) -> Result<(), Error> {
                     c.message_count,
                     format!("{}:{}", c.provider, c.model),
                     c.title
+                );
+            }
+        }
+        Command::Search { query, limit, json } => {
+            use std::io::IsTerminal;
+            let (open, close) = if json {
+                ("", "")
+            } else if std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            {
+                ("\x1b[1;33m", "\x1b[0m")
+            } else {
+                ("[", "]")
+            };
+            let found = store.search(&query.join(" "), limit.max(1), open, close)?;
+            if json {
+                let list: Vec<_> = found
+                    .iter()
+                    .map(|f| {
+                        serde_json::json!({
+                            "conversationId": f.conversation_id, "title": f.title,
+                            "seq": f.seq, "role": f.role, "snippet": f.snippet,
+                        })
+                    })
+                    .collect();
+                super::print_json(&list);
+                return Ok(());
+            }
+            if found.is_empty() {
+                eprintln!("no message matches");
+            }
+            for f in found {
+                println!(
+                    "{}  {}\n    [{} #{}] {}",
+                    f.conversation_id, f.title, f.role, f.seq, f.snippet
                 );
             }
         }

@@ -142,6 +142,14 @@ fn sessions_export_as_markdown_and_json_and_rename() {
     let o = cli::output(env.dirs.genai(&["sessions", "list", "--since", "soon"]));
     cli::assert_fails_with(&o, 2, "--since takes a date");
 
+    // Search: every word, highlighted (a pipe gets brackets), JSON for scripts.
+    let found = sessions(&["search", "SECOND", "question"]);
+    assert!(found.starts_with(&id), "{found}");
+    assert!(found.contains("[user #3] [second] [question]"), "{found}");
+    let found: Value = serde_json::from_str(&sessions(&["search", "fake", "--json"])).unwrap();
+    assert_eq!(found.as_array().unwrap().len(), 2, "{found}");
+    assert!(sessions(&["search", "absent"]).is_empty());
+
     sessions(&["rename", &id[..8], "Capitals, revisited"]);
     assert!(sessions(&["export", &id]).starts_with("# Capitals, revisited\n"));
     let o = cli::output(env.dirs.genai(&["sessions", "rename", &id, "  "]));

@@ -13,6 +13,9 @@ use serde_json::{Map, Value};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Usage};
 
+mod search;
+pub use search::Found;
+
 /// One conversation as stored.
 #[derive(Debug, Clone)]
 pub struct ConversationRecord {
@@ -92,6 +95,23 @@ const MIGRATIONS: &[&str] = &[
     // 3: the model that ran the turn of each message (a conversation may change models; NULL
     // for messages stored before this column).
     "ALTER TABLE messages ADD COLUMN model TEXT;",
+    // 4: full-text search over every message's text parts (FTS5, kept by triggers; rowid is
+    // the message's rowid), filled from the messages already stored.
+    "CREATE VIRTUAL TABLE message_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+     CREATE TRIGGER message_text_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO message_text(rowid, text) VALUES (new.rowid,
+            (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
+             FROM json_each(new.content, '$.content') p
+             WHERE json_extract(p.value, '$.type') = 'text'));
+     END;
+     CREATE TRIGGER message_text_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM message_text WHERE rowid = old.rowid;
+     END;
+     INSERT INTO message_text(rowid, text)
+        SELECT m.rowid, (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
+                         FROM json_each(m.content, '$.content') p
+                         WHERE json_extract(p.value, '$.type') = 'text')
+        FROM messages m;",
 ];
 
 pub fn now_ms() -> i64 {

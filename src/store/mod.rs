@@ -589,7 +589,8 @@ impl Store {
 mod tests {
     use super::*;
 
-    fn record(id: &str, t: i64) -> ConversationRecord {
+    /// A conversation record of the built-in `openai` provider, updated at `t`.
+    pub(crate) fn record(id: &str, t: i64) -> ConversationRecord {
         ConversationRecord {
             id: id.into(),
             title: String::new(),

@@ -71,25 +71,10 @@ impl Store {
 mod tests {
     use super::*;
     use crate::message::Message;
-    use crate::store::ConversationRecord;
-    use serde_json::Map;
 
     fn conversation(s: &Store, id: &str, texts: &[&str]) {
-        s.create_conversation(&ConversationRecord {
-            id: id.into(),
-            title: String::new(),
-            feature: "assistant".into(),
-            provider: "openai".into(),
-            model_configuration: None,
-            format: "openai-chat".into(),
-            model: "m".into(),
-            parameters: Map::new(),
-            created_at: 1,
-            updated_at: 1,
-            message_count: 0,
-            tools: None,
-        })
-        .unwrap();
+        s.create_conversation(&crate::store::tests::record(id, 1))
+            .unwrap();
         let rows: Vec<_> = texts.iter().map(|t| (Message::user(*t), None)).collect();
         s.commit_turn(id, None, Some("m"), &rows).unwrap();
     }

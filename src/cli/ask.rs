@@ -33,6 +33,9 @@ pub struct Args {
     /// downloads (repeatable). PNG, JPEG, GIF or WebP, told from the bytes; 20 MiB at most.
     #[arg(short = 'a', long = "attach", value_name = "FILE|URL")]
     pub attach: Vec<String>,
+    /// A text file to send after the prompt, as a fenced block with its path (repeatable).
+    #[arg(short = 'f', long = "file", value_name = "PATH")]
+    pub files: Vec<String>,
     /// A model parameter, NAME=VALUE (repeatable), such as -p temperature=0.2.
     #[arg(short = 'p', long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
@@ -168,7 +171,14 @@ pub async fn run(args: Args) -> i32 {
 }
 
 async fn ask(args: Args) -> Result<i32, Error> {
-    let text = prompt_text(&args.prompt)?;
+    let mut text = prompt_text(&args.prompt)?;
+    let files = super::files::load_all(&args.files)?;
+    if !files.is_empty() {
+        if !text.trim().is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&files);
+    }
     if text.trim().is_empty() && args.attach.is_empty() {
         return Err(usage(
             "nothing to ask: give a prompt, or pipe text into genai ask",

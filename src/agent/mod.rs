@@ -92,7 +92,9 @@ pub struct AIAgent {
     pub timeout: Option<Duration>,
     /// Run on the messages of every request (and on each reply); never on the history.
     pub middleware: Chain,
-    /// What the middleware noted in the running prompt (prompts run one at a time).
+    /// Lines for a turn's details: what a handover changed in the history (taken by the
+    /// feature before the turn), and what the middleware noted in the running prompt (prompts
+    /// run one at a time).
     notes: std::sync::Mutex<Vec<String>>,
 }
 
@@ -118,7 +120,22 @@ impl AIAgent {
         }
     }
 
-    fn model(&self) -> Result<Arc<ModelConfiguration>> {
+    /// Keeps lines for the details of the next turn (its feature takes them).
+    pub fn add_notes(&self, notes: impl IntoIterator<Item = String>) {
+        if let Ok(mut n) = self.notes.lock() {
+            n.extend(notes);
+        }
+    }
+
+    /// The lines kept for this turn's details; the next turn starts with none.
+    pub fn take_notes(&self) -> Vec<String> {
+        self.notes
+            .lock()
+            .map(|mut n| std::mem::take(&mut *n))
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn model(&self) -> Result<Arc<ModelConfiguration>> {
         Ok(self
             .model
             .lock()
@@ -258,9 +275,12 @@ impl AIAgent {
             rows.push((reply.message.clone(), reply.usage));
             // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
             let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
-            tokio::task::spawn_blocking(move || store.commit_turn(&id, sys.as_ref(), &rows))
-                .await
-                .map_err(|e| Error::internal(format!("committing the turn failed: {e}")))??;
+            let model = self.model_info().ok().map(|(_, model, _)| model);
+            tokio::task::spawn_blocking(move || {
+                store.commit_turn(&id, sys.as_ref(), model.as_deref(), &rows)
+            })
+            .await
+            .map_err(|e| Error::internal(format!("committing the turn failed: {e}")))??;
         }
         let mut history = self
             .history
@@ -279,14 +299,6 @@ impl AIAgent {
             rounds,
             notes: self.take_notes(),
         })
-    }
-
-    /// The notes of the middleware so far, taken.
-    fn take_notes(&self) -> Vec<String> {
-        self.notes
-            .lock()
-            .map(|mut n| std::mem::take(&mut *n))
-            .unwrap_or_default()
     }
 
     /// Refuses images the model cannot take, saying which middleware would turn them to text.

@@ -34,6 +34,9 @@ pub struct Args {
     /// downloads (repeatable). PNG, JPEG, GIF or WebP, told from the bytes; 20 MiB at most.
     #[arg(short = 'a', long = "attach", value_name = "FILE|URL")]
     pub attach: Vec<String>,
+    /// A text file to send after the prompt, as a fenced block with its path (repeatable).
+    #[arg(short = 'f', long = "file", value_name = "PATH")]
+    pub files: Vec<String>,
     /// A model parameter, NAME=VALUE (repeatable), such as -p temperature=0.2.
     #[arg(short = 'p', long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
@@ -53,6 +56,10 @@ pub struct Args {
     /// Do not show the model's reasoning (shown dimmed on stderr when that is a terminal).
     #[arg(long)]
     pub no_reasoning: bool,
+    /// Print the reply as the model wrote it, without rendering its Markdown (it is rendered
+    /// only on a terminal, and never with NO_COLOR set).
+    #[arg(long)]
+    pub raw: bool,
     /// Keep this conversation out of the history.
     #[arg(long)]
     pub no_log: bool,
@@ -160,6 +167,11 @@ fn confirm_on_tty(tool: &str, text: &str, yes: bool) -> bool {
     matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
+/// Whether the reply is drawn as Markdown: on a terminal, unless `NO_COLOR` is set.
+fn renders_markdown(out: &std::io::Stdout) -> bool {
+    out.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 fn usage(msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::InvalidParams, msg)
 }
@@ -197,7 +209,14 @@ pub async fn run(args: Args) -> i32 {
 }
 
 async fn ask(args: Args) -> Result<i32, Error> {
-    let text = prompt_text(&args.prompt)?;
+    let mut text = prompt_text(&args.prompt)?;
+    let files = super::files::load_all(&args.files)?;
+    if !files.is_empty() {
+        if !text.trim().is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&files);
+    }
     if text.trim().is_empty() && args.attach.is_empty() {
         return Err(usage(
             "nothing to ask: give a prompt, or pipe text into genai ask",
@@ -234,11 +253,6 @@ async fn ask(args: Args) -> Result<i32, Error> {
     });
 
     let conv = if args.r#continue || args.cid.is_some() {
-        if args.model.is_some() {
-            return Err(usage(
-                "-m cannot change the model of an existing conversation; start a new one",
-            ));
-        }
         let id = match &args.cid {
             Some(id) => id.clone(),
             None => fw
@@ -246,7 +260,20 @@ async fn ask(args: Args) -> Result<i32, Error> {
                 .last_conversation()?
                 .ok_or_else(|| usage("there is no conversation to continue yet"))?,
         };
-        fw.resume_conversation(&id, args.system.clone(), terminal)?
+        match &args.model {
+            // Another model takes the conversation over; what its format cannot carry of
+            // the history is said on stderr.
+            Some(m) => {
+                let choice = ModelChoice::Named(m.clone());
+                let (conv, notes) =
+                    fw.resume_conversation_on(&id, &choice, args.system.clone(), terminal)?;
+                for note in notes {
+                    eprintln!("genai: {note}");
+                }
+                conv
+            }
+            None => fw.resume_conversation(&id, args.system.clone(), terminal)?,
+        }
     } else {
         let tools: Option<Vec<String>> = args.tools.as_ref().map(|names| {
             names
@@ -287,6 +314,8 @@ async fn ask(args: Args) -> Result<i32, Error> {
     };
 
     let mut out = std::io::stdout();
+    let mut markdown = (!args.raw && !args.json && renders_markdown(&out))
+        .then(super::markdown::MarkdownStream::new);
     let mut printed = String::new();
     let show_reasoning = !args.no_reasoning && !args.json && std::io::stderr().is_terminal();
     let mut pane = ReasoningPane::default();
@@ -315,8 +344,12 @@ async fn ask(args: Args) -> Result<i32, Error> {
             TurnEvent::Chunk(delta) => {
                 pane.close();
                 printed.push_str(&delta);
+                let shown = match &mut markdown {
+                    Some(md) => md.push(&delta),
+                    None => delta,
+                };
                 if out
-                    .write_all(delta.as_bytes())
+                    .write_all(shown.as_bytes())
                     .and_then(|_| out.flush())
                     .is_err()
                 {
@@ -336,6 +369,13 @@ async fn ask(args: Args) -> Result<i32, Error> {
         }
     };
     pane.close();
+    if let Some(md) = &mut markdown {
+        if printed.is_empty() && last.error.is_none() {
+            printed = last.summary.clone();
+            let _ = out.write_all(md.push(&printed).as_bytes());
+        }
+        let _ = out.write_all(md.finish().as_bytes());
+    }
     if let Some(e) = &last.error {
         if !printed.is_empty() {
             let _ = writeln!(out);

@@ -1,4 +1,4 @@
-//! `genai sessions list|show|delete`: the stored conversations.
+//! `genai sessions list|search|show|export|rename|delete`: the stored conversations.
 
 use clap::Subcommand;
 use genai::error::Error;
@@ -12,6 +12,21 @@ pub enum Command {
         /// How many to show.
         #[arg(short = 'n', long, default_value_t = 20)]
         limit: usize,
+        /// Only those updated since then: a date (2026-01-31) or an age (30m, 12h, 7d).
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// Only those run on a model whose PROVIDER:MODEL contains this (any turn's model).
+        #[arg(long, value_name = "TEXT")]
+        model: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search every stored message for all the words of QUERY, best matches first.
+    Search {
+        query: Vec<String>,
+        /// How many messages to show.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
         #[arg(long)]
         json: bool,
     },
@@ -21,8 +36,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a conversation as a Markdown document or as JSON (ID may be any unique prefix).
+    Export {
+        id: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Md)]
+        format: ExportFormat,
+    },
+    /// Give a conversation a new title (ID may be any unique prefix).
+    Rename { id: String, title: String },
     /// Delete a conversation (ID may be any unique prefix).
     Delete { id: String },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    Md,
+    Json,
 }
 
 fn open() -> Result<Store, Error> {
@@ -38,11 +67,55 @@ fn time(ms: i64) -> String {
     )
 }
 
+/// `--since`: a date `YYYY-MM-DD` (UTC midnight) or an age `N` + `m`, `h` or `d`, as
+/// milliseconds since the Unix epoch.
+fn since_ms(when: &str) -> Result<i64, Error> {
+    let bad = || {
+        Error::invalid_params(format!(
+            "--since takes a date (2026-01-31) or an age (30m, 12h, 7d), not `{when}`"
+        ))
+    };
+    let w = when.trim();
+    if let Some((y, rest)) = w.split_once('-') {
+        let (m, d) = rest.split_once('-').ok_or_else(bad)?;
+        let n = |s: &str| s.parse::<i64>().map_err(|_| bad());
+        let (y, m, d) = (n(y)?, n(m)?, n(d)?);
+        if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+            return Err(bad());
+        }
+        // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        return Ok((era * 146_097 + doe - 719_468) * 86_400_000);
+    }
+    let unit = match w.chars().last() {
+        Some('m') => 60_000,
+        Some('h') => 3_600_000,
+        Some('d') => 86_400_000,
+        _ => return Err(bad()),
+    };
+    let n: i64 = w[..w.len() - 1].parse().map_err(|_| bad())?;
+    Ok(genai::store::now_ms() - n * unit)
+}
+
 pub fn run(c: Command) -> Result<(), Error> {
     let store = open()?;
     match c {
-        Command::List { limit, json } => {
-            let (list, _) = store.list_conversations(limit.max(1), None)?;
+        Command::List {
+            limit,
+            since,
+            model,
+            json,
+        } => {
+            let filter = genai::store::ListFilter {
+                since: since.as_deref().map(since_ms).transpose()?,
+                model,
+                ..Default::default()
+            };
+            let (list, _) = store.list_conversations_where(limit.max(1), None, &filter)?;
             if json {
                 let list: Vec<ConversationRecord> = list.into_iter().map(Into::into).collect();
                 super::print_json(&list);
@@ -62,16 +135,93 @@ pub fn run(c: Command) -> Result<(), Error> {
                 );
             }
         }
-        Command::Show { id, json } => {
+        Command::Search { query, limit, json } => {
+            use std::io::IsTerminal;
+            let (open, close) = if json {
+                ("", "")
+            } else if std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            {
+                ("\x1b[1;33m", "\x1b[0m")
+            } else {
+                ("[", "]")
+            };
+            let found = store.search(&query.join(" "), limit.max(1), open, close)?;
+            if json {
+                let list: Vec<_> = found
+                    .iter()
+                    .map(|f| {
+                        serde_json::json!({
+                            "conversationId": f.conversation_id, "title": f.title,
+                            "seq": f.seq, "role": f.role, "snippet": f.snippet,
+                        })
+                    })
+                    .collect();
+                super::print_json(&list);
+                return Ok(());
+            }
+            if found.is_empty() {
+                eprintln!("no message matches");
+            }
+            for f in found {
+                println!(
+                    "{}  {}\n    [{} #{}] {}",
+                    f.conversation_id, f.title, f.role, f.seq, f.snippet
+                );
+            }
+        }
+        Command::Show { id, json: true }
+        | Command::Export {
+            id,
+            format: ExportFormat::Json,
+        } => {
+            let id = store.resolve_id(&id)?;
+            let rec = store.conversation(&id)?.map(ConversationRecord::from);
+            let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
+            let messages: Vec<StoredMessage> = messages.into_iter().map(Into::into).collect();
+            super::print_json(&serde_json::json!({"conversation": rec, "messages": messages}));
+        }
+        Command::Export {
+            id,
+            format: ExportFormat::Md,
+        } => {
+            let id = store.resolve_id(&id)?;
+            let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
+            if let Some(r) = store.conversation(&id)? {
+                println!(
+                    "# {}
+",
+                    r.title
+                );
+                println!(
+                    "{} · {}:{} · feature {} · {}\n",
+                    r.id,
+                    r.provider,
+                    r.model,
+                    r.feature,
+                    time(r.created_at)
+                );
+            }
+            for m in messages {
+                let role = m.message.role.as_str();
+                match (&m.model, m.message.role) {
+                    (Some(model), genai::message::Role::Assistant) => {
+                        println!("## {role} ({model})\n")
+                    }
+                    _ => println!("## {role}\n"),
+                }
+                println!("{}\n", m.message.text().trim_end());
+            }
+        }
+        Command::Rename { id, title } => {
+            let id = store.resolve_id(&id)?;
+            store.rename_conversation(&id, &title)?;
+            eprintln!("renamed {id}");
+        }
+        Command::Show { id, json: false } => {
             let id = store.resolve_id(&id)?;
             let rec = store.conversation(&id)?;
             let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
-            if json {
-                let rec = rec.map(ConversationRecord::from);
-                let messages: Vec<StoredMessage> = messages.into_iter().map(Into::into).collect();
-                super::print_json(&serde_json::json!({"conversation": rec, "messages": messages}));
-                return Ok(());
-            }
             if let Some(r) = rec {
                 println!(
                     "# {} ({}:{}, feature {})\n",
@@ -79,7 +229,11 @@ pub fn run(c: Command) -> Result<(), Error> {
                 );
             }
             for m in messages {
-                println!("[{}] {}\n", m.message.role.as_str(), m.message.text());
+                let by = match (&m.model, m.message.role) {
+                    (Some(model), genai::message::Role::Assistant) => format!(" · {model}"),
+                    _ => String::new(),
+                };
+                println!("[{}{by}] {}\n", m.message.role.as_str(), m.message.text());
             }
         }
         Command::Delete { id } => {
@@ -89,4 +243,21 @@ pub fn run(c: Command) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_dates_and_ages() {
+        assert_eq!(since_ms("1970-01-02").unwrap(), 86_400_000);
+        assert_eq!(time(since_ms("2026-03-01").unwrap()), "2026-03-01 00:00");
+        assert_eq!(time(since_ms("2024-02-29").unwrap()), "2024-02-29 00:00");
+        let age = genai::store::now_ms() - since_ms("2h").unwrap();
+        assert!((7_200_000..7_260_000).contains(&age), "{age}");
+        for bad in ["yesterday", "2026-13-01", "5w", "h"] {
+            assert!(since_ms(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -34,6 +34,7 @@ impl Feature for Assistant {
         };
         let provider = &turn.agent.provider;
         let mut detailed = vec![format!("provider: {} ({})", provider.name, provider.kind)];
+        detailed.extend(turn.agent.take_notes());
         match turn.agent.send_prompt(prompt, on_delta, &turn.cancel).await {
             Ok(outcome) => {
                 let r = outcome.reply;

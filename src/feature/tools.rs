@@ -183,6 +183,7 @@ impl Feature for Tools {
             .iter()
             .map(|e| format!("tool source {} unavailable: {}", e.source, e.message))
             .collect();
+        detailed.extend(turn.agent.take_notes());
         let names: HashMap<String, String> = tools
             .iter()
             .map(|t| (wire_name(&t.name), t.name.clone()))

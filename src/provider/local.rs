@@ -15,7 +15,7 @@
 //! (`local/engine.rs` does) nor build JSON by hand (`local/wire.rs` does). The parts, one job
 //! each: `engine` (llama.cpp: model cache, slots, prompt evaluation, sampling), `slots` (which
 //! slot a request takes), `template` (chat template and its ChatML fallback), `output` (UTF-8
-//! across tokens, stop strings), `wire` (openai-chat in and out).
+//! across tokens, stop strings), `repetition` (a reply stuck in a loop), `wire` (openai-chat in and out).
 
 pub const KIND: &str = "local";
 
@@ -23,6 +23,8 @@ pub const KIND: &str = "local";
 mod engine;
 #[cfg(feature = "local")]
 mod output;
+#[cfg(feature = "local")]
+mod repetition;
 #[cfg(feature = "local")]
 mod slots;
 #[cfg(feature = "local")]

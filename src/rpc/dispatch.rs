@@ -344,6 +344,24 @@ impl Session {
                     next_cursor,
                 })
             }
+            "SearchConversations" => {
+                let p: SearchConversationsParams = params(p)?;
+                let found = fw
+                    .store()
+                    .search(&p.query, p.limit.clamp(1, 200), "**", "**")?;
+                ok(SearchConversationsResult {
+                    hits: found
+                        .into_iter()
+                        .map(|f| SearchHit {
+                            conversation_id: f.conversation_id,
+                            title: f.title,
+                            seq: f.seq,
+                            role: f.role,
+                            snippet: f.snippet,
+                        })
+                        .collect(),
+                })
+            }
             "GetConversationHistory" => {
                 let p: GetConversationHistoryParams = params(p)?;
                 let id = fw.resolve_conversation(&p.conversation_id)?;

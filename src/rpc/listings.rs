@@ -67,6 +67,10 @@ pub struct StoredMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     pub created_at: i64,
+    /// The model that ran this message's turn (absent for messages stored before genai
+    /// recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl From<store::StoredMessage> for StoredMessage {
@@ -76,6 +80,7 @@ impl From<store::StoredMessage> for StoredMessage {
             message: m.message,
             usage: m.usage,
             created_at: m.created_at,
+            model: m.model,
         }
     }
 }

@@ -197,6 +197,38 @@ pub struct ListConversationsResult {
     pub next_cursor: Option<String>,
 }
 
+/// `SearchConversations`: every word of `query`, in every stored message.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SearchConversationsParams {
+    pub query: String,
+    /// How many messages (default 20, 1..=200).
+    #[serde(default = "default_search_limit")]
+    pub limit: usize,
+}
+
+fn default_search_limit() -> usize {
+    20
+}
+
+/// One message that matches, best first.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    pub conversation_id: String,
+    pub title: String,
+    pub seq: i64,
+    pub role: String,
+    /// The text around the matches, each match between `**` and `**`.
+    pub snippet: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchConversationsResult {
+    pub hits: Vec<SearchHit>,
+}
+
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GetConversationHistoryParams {

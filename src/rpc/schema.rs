@@ -43,6 +43,14 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("ListConversations.params", s::<ListConversationsParams>()),
         ("ListConversations.result", s::<ListConversationsResult>()),
         (
+            "SearchConversations.params",
+            s::<SearchConversationsParams>(),
+        ),
+        (
+            "SearchConversations.result",
+            s::<SearchConversationsResult>(),
+        ),
+        (
             "GetConversationHistory.params",
             s::<GetConversationHistoryParams>(),
         ),

@@ -10,6 +10,7 @@
 
 mod choice;
 mod conversation;
+mod handover;
 mod hosted;
 mod middleware;
 mod prompts;
@@ -386,9 +387,6 @@ impl Framework {
             )
         })?;
         let toolbox = self.toolbox_for(mcp_servers)?;
-        let (feature, feature_system) =
-            self.feature(&rec.feature, rec.tools.as_deref(), &toolbox)?;
-        let (system, history) = self.store.full_history(&id)?;
         let sel = Selection {
             provider: rec.provider.clone(),
             model_configuration: rec.model_configuration.clone(),
@@ -396,11 +394,111 @@ impl Framework {
             middleware: rec.middleware.clone(),
             ..Default::default()
         };
+        let (system, history) = self.store.full_history(&id)?;
         let persistence = Some(Persistence {
             store: self.store.clone(),
             conversation_id: id.clone(),
         });
         let agent = self.build_agent(&sel, Some(&rec.parameters), persistence, system, history)?;
+        self.reopen(rec, agent, system_prompt, toolbox, port)
+    }
+
+    /// Resumes a stored conversation on the model `choice` names (`genai ask -c -m`). The
+    /// same provider and model go on as [`Framework::resume_conversation`]; another takes the
+    /// whole history over, rewritten into what its format carries (`handover.rs`), and the
+    /// conversation records the switch (each later turn stores its model). Returns the notes
+    /// of what the handover changed in the history sent (the stored one stays as it was).
+    pub fn resume_conversation_on(
+        self: &Arc<Self>,
+        id_or_prefix: &str,
+        choice: &ModelChoice,
+        system_prompt: Option<String>,
+        port: Arc<dyn ClientPort>,
+    ) -> Result<(OpenConversation, Vec<String>)> {
+        let id = self.resolve_conversation(id_or_prefix)?;
+        if self
+            .conversations
+            .lock()
+            .map_err(|_| poisoned())?
+            .contains_key(&id)
+        {
+            return Err(Error::invalid_params(format!(
+                "conversation {id} is open: close it before handing it to another model"
+            )));
+        }
+        let rec = self
+            .store
+            .conversation(&id)?
+            .ok_or_else(|| unknown_conversation(&id))?;
+        let sel = self.selector().select(choice)?;
+        let (system, history) = self.store.full_history(&id)?;
+        let persistence = Some(Persistence {
+            store: self.store.clone(),
+            conversation_id: id.clone(),
+        });
+        // Built with no history first, to learn what the new model carries.
+        let probe = self.build_agent(&sel, None, None, None, Vec::new())?;
+        self.forget_agent(&probe.id);
+        let (format, model, _) = probe.model_info()?;
+        if probe.provider.name == rec.provider && model == rec.model && format == rec.format {
+            return Ok((
+                self.resume_conversation(&id, system_prompt, port)?,
+                Vec::new(),
+            ));
+        }
+        let (history, notes) = handover::carry_over(
+            history,
+            &handover::Target {
+                format,
+                images: probe.model()?.images(),
+                provider: &probe.provider.name,
+                max_image_bytes: probe.provider.provider.max_image_bytes(),
+                format_changed: format != rec.format,
+            },
+        );
+        // The parameters go over only to the same format (another may not know them).
+        let params = (format == rec.format).then_some(&rec.parameters);
+        let agent = self.build_agent(&sel, params, persistence, system, history)?;
+        agent.add_notes(notes.iter().cloned());
+        self.store.switch_model(
+            &id,
+            &agent.provider.name,
+            sel.model_configuration.as_deref(),
+            format,
+            &model,
+        )?;
+        if params.is_none() {
+            self.store.update_parameters(&id, &Map::new())?;
+        }
+        let rec = ConversationRecord {
+            provider: agent.provider.name.clone(),
+            ..rec
+        };
+        let toolbox = self.toolbox_for(&BTreeMap::new())?;
+        Ok((
+            self.reopen(rec, agent, system_prompt, toolbox, port)?,
+            notes,
+        ))
+    }
+
+    /// Opens a stored conversation `rec` on `agent` (built with its history).
+    fn reopen(
+        self: &Arc<Self>,
+        rec: ConversationRecord,
+        agent: Arc<AIAgent>,
+        system_prompt: Option<String>,
+        toolbox: Arc<Toolbox>,
+        port: Arc<dyn ClientPort>,
+    ) -> Result<OpenConversation> {
+        let id = rec.id.clone();
+        let (feature, feature_system) =
+            match self.feature(&rec.feature, rec.tools.as_deref(), &toolbox) {
+                Ok(f) => f,
+                Err(e) => {
+                    self.forget_agent(&agent.id);
+                    return Err(e);
+                }
+            };
         let (format, model, _) = agent.model_info()?;
         self.open(
             id.clone(),

@@ -441,3 +441,94 @@ fn keys_are_read_from_stdin_never_argv() {
     let o = env.run(&["keys", "set", &name, "sk-on-argv"], None);
     assert_eq!(o.status.code(), Some(2), "a key on argv must be refused");
 }
+
+/// Runs `genai ask` on a real terminal (a pseudo-terminal made by util-linux's `script`), with
+/// the extra environment `env`; returns what the terminal showed.
+fn ask_on_a_terminal(env: &Env, args: &str, extra: &[(&str, &str)]) -> String {
+    let bin = env!("CARGO_BIN_EXE_genai");
+    let mut c = env.cmd(&[]);
+    c.env_remove("NO_COLOR");
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    let c = c
+        .get_envs()
+        .fold(Command::new("script"), |mut s, (k, v)| {
+            match v {
+                Some(v) => s.env(k, v),
+                None => s.env_remove(k),
+            };
+            s
+        })
+        .args(["-qec", &format!("{bin} ask {args}"), "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run script(1)");
+    assert!(c.status.success(), "{}", stderr(&c));
+    String::from_utf8_lossy(&c.stdout).into_owned()
+}
+
+#[test]
+fn ask_renders_markdown_on_a_terminal_only() {
+    if Command::new("script").arg("--version").output().is_err() {
+        panic!("script(1) from util-linux is needed (apt-get install bsdutils)");
+    }
+    let env = Env::new();
+    let reply = "Use **this**:\n```rust\nfn main() {}\n```\n";
+    env.fake.set_default(Behavior::reply(reply, 4));
+    let shown = ask_on_a_terminal(&env, "-m openai:m hi", &[]);
+    assert!(shown.contains("Use \x1b[1mthis\x1b[22m:"), "{shown:?}");
+    assert!(
+        shown.contains("\x1b[38;2;"),
+        "the code is highlighted: {shown:?}"
+    );
+    assert!(!shown.contains("**"), "{shown:?}");
+    // --raw, NO_COLOR and a pipe show the text as the model wrote it.
+    for (args, extra) in [
+        ("--raw -m openai:m hi", vec![]),
+        ("-m openai:m hi", vec![("NO_COLOR", "1")]),
+    ] {
+        let shown = ask_on_a_terminal(&env, args, &extra);
+        assert!(!shown.contains('\x1b'), "{args} {extra:?}: {shown:?}");
+        assert!(shown.replace("\r\n", "\n").contains(reply), "{shown:?}");
+    }
+    let o = env.run(&["ask", "-m", "openai:m", "hi"], None);
+    assert_eq!(stdout(&o), reply);
+}
+
+#[test]
+fn files_go_after_the_prompt_as_fenced_blocks_and_binary_is_refused() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let code = dir.path().join("lib.rs");
+    std::fs::write(&code, "pub fn one() -> u8 { 1 }\n").unwrap();
+    let path = code.display().to_string();
+    let o = env.run(
+        &["ask", "-m", "openai:m", "-f", &path, "Review this:"],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let body = env.last_body();
+    let sent = body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(
+        sent.as_str().unwrap(),
+        format!("Review this:\n\n{path}:\n```rust\npub fn one() -> u8 {{ 1 }}\n```")
+    );
+
+    let bin = dir.path().join("blob");
+    std::fs::write(&bin, [1u8, 0, 2]).unwrap();
+    let before = env.fake.requests().len();
+    let o = env.run(
+        &[
+            "ask",
+            "-m",
+            "openai:m",
+            "-f",
+            &bin.display().to_string(),
+            "hi",
+        ],
+        None,
+    );
+    cli::assert_fails_with(&o, 2, "is a binary file");
+    assert_eq!(env.fake.requests().len(), before, "nothing was sent");
+}

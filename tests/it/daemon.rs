@@ -1888,3 +1888,28 @@ fn image_parts_reach_the_provider_as_image_url() {
     );
     assert!(d.shutdown(EXIT).success());
 }
+
+#[test]
+fn search_conversations_finds_every_word_with_highlights() {
+    let (_fake, _dir, mut d) = streaming_daemon(Behavior::reply("Paris is the capital.", 2));
+    let cid = create_conversation(&mut d)["conversationId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (_, fin) = d.turn(&cid, "What is the capital of France?", TURN);
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let r = d.call("SearchConversations", json!({"query": "CAPITAL france"}));
+    let hits = r["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{r}");
+    assert_eq!(hits[0]["conversationId"], cid.as_str());
+    assert_eq!(hits[0]["seq"], 1);
+    assert_eq!(hits[0]["role"], "user");
+    assert_eq!(hits[0]["snippet"], "What is the **capital** of **France**?");
+    let r = d.call(
+        "SearchConversations",
+        json!({"query": "capital", "limit": 5}),
+    );
+    assert_eq!(r["hits"].as_array().unwrap().len(), 2, "{r}");
+    let e = d.call_err("SearchConversations", json!({"query": " "}));
+    assert_error_kind(&e, -32602, "invalidParams");
+}

@@ -1,7 +1,8 @@
-//! End-to-end tests of the `local` provider on a real model (Gemma 3 270M, Q4_K_M GGUF):
-//! `genai daemon` over stdio, with a `[service_providers.gemma] kind = "local"` instance.
+//! End-to-end tests of the `local` provider on a real model (SmolLM2-135M-Instruct, Q4_1 GGUF,
+//! an instruction-tuned model with a ChatML chat template): `genai daemon` over stdio, with a
+//! `[service_providers.gemma] kind = "local"` instance (the name is historical).
 //!
-//! The model is `GENAI_TEST_MODEL` if set, else `gemma-3-270m-q4_k_m` in the default models
+//! The model is `GENAI_TEST_MODEL` if set, else `smollm2-135m-instruct-q4_1` in the default models
 //! folder (where `scripts/install-demo-model.sh` puts it). Without it the tests fail when `CI`
 //! is set and are skipped, saying why, otherwise. Replies are kept short (`max_tokens`) and
 //! greedy (`temperature = 0`) so that the tests are quick and repeatable; every wait has a
@@ -23,7 +24,7 @@ const TURN: Duration = Duration::from_secs(180);
 /// The longest a cancelled turn may take to end.
 const CANCELLED: Duration = Duration::from_secs(5);
 const EXIT: Duration = Duration::from_secs(30);
-const MODEL_NAME: &str = "gemma-3-270m-q4_k_m";
+const MODEL_NAME: &str = "smollm2-135m-instruct-q4_1";
 
 /// The test model, or `None` (after saying why) when it is absent and `CI` is not set.
 fn test_model() -> Option<PathBuf> {
@@ -141,6 +142,93 @@ fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
     assert!(
         cached2 >= prompt1 / 2,
         "most of turn 1 is reused ({cached2} cached, turn 1 prompt {prompt1})"
+    );
+    assert_eq!(d.history(&cid).len(), 4);
+    assert!(d.shutdown(EXIT).success());
+}
+
+/// The prompts the engine rendered (its trace log line), in order, as logged (`Debug` form).
+fn rendered_prompts(d: &Daemon) -> Vec<String> {
+    d.stderr_text()
+        .lines()
+        .filter(|l| l.contains("rendered prompt"))
+        .filter_map(|l| {
+            let at = l.find("prompt=\"")? + "prompt=\"".len();
+            let end = l.rfind('"')?;
+            Some(l[at..end].to_string())
+        })
+        .collect()
+}
+
+/// `text` as it appears inside a `Debug`-formatted string (newlines escaped).
+fn escaped(text: &str) -> String {
+    let s = format!("{text:?}");
+    s[1..s.len() - 1].to_string()
+}
+
+#[test]
+fn the_chat_template_carries_the_system_prompt_and_history_and_the_reply_ends_at_end_of_turn() {
+    let Some(model) = test_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
+        .env("GENAI_LOG", "info,genai::provider::local=trace")
+        .env("NO_COLOR", "1");
+    cfg.write_config(&format!(
+        "[service_providers.gemma]\nkind = \"local\"\nmodel = {}\n",
+        toml_string(&model.display().to_string())
+    ));
+    let mut d = Daemon::spawn(&cfg);
+    initialize(&mut d, true);
+    let (cid, _) = d.create_conversation(json!({
+        "serviceProvider": "gemma",
+        "systemPrompt": "You are a geography teacher.",
+        "parameters": {"max_tokens": 200, "temperature": 0},
+    }));
+
+    let q1 = "What is the capital of France?";
+    let (_, fin1) = d.turn(&cid, q1, TURN);
+    assert_eq!(fin1["isSuccess"], true, "{fin1}");
+    let reply1 = fin1["summary"].as_str().unwrap().to_string();
+    // The model's own template (ChatML) was applied, not a fallback.
+    assert!(
+        !d.stderr_text().contains("chat template:"),
+        "a fallback template was used:\n{}",
+        d.stderr_text()
+    );
+    let prompts = rendered_prompts(&d);
+    assert_eq!(prompts.len(), 1, "{}", d.stderr_text());
+    assert_eq!(
+        prompts[0],
+        escaped(&format!(
+            "<|im_start|>system\nYou are a geography teacher.<|im_end|>\n<|im_start|>user\n{q1}<|im_end|>\n<|im_start|>assistant\n"
+        ))
+    );
+    // The answer is right, and it ended at the end-of-turn token, well before the limit,
+    // with no turn marker shown.
+    assert!(reply1.contains("Paris"), "{reply1:?}");
+    assert_eq!(fin1["finishReason"], "stop", "{fin1}");
+    let (_, _, out1) = usage(&fin1);
+    assert!(out1 < 200, "{fin1}");
+    assert!(!reply1.contains("<|im_"), "{reply1:?}");
+
+    // Turn 2 carries turn 1 whole: the system prompt, the question, the stored reply.
+    let q2 = "And what is the capital of Italy?";
+    let (_, fin2) = d.turn(&cid, q2, TURN);
+    assert_eq!(fin2["isSuccess"], true, "{fin2}");
+    let reply2 = fin2["summary"].as_str().unwrap();
+    assert!(reply2.contains("Rome"), "{reply2:?}");
+    assert_eq!(fin2["finishReason"], "stop", "{fin2}");
+    let prompts = rendered_prompts(&d);
+    assert_eq!(prompts.len(), 2);
+    assert_eq!(
+        prompts[1],
+        format!(
+            "{}{}",
+            prompts[0],
+            escaped(&format!(
+                "{reply1}<|im_end|>\n<|im_start|>user\n{q2}<|im_end|>\n<|im_start|>assistant\n"
+            ))
+        )
     );
     assert_eq!(d.history(&cid).len(), 4);
     assert!(d.shutdown(EXIT).success());

@@ -29,6 +29,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
 use super::output::TextOutput;
+use super::repetition;
 use super::slots::{SlotPool, TokenId};
 use super::template::{self, ChatMessage, Template};
 use super::wire::{GenerationSettings, TokenCounts};
@@ -225,6 +226,7 @@ impl Engine {
         if let Some(why) = &rendered.fallback {
             tracing::debug!(model = %self.name, "chat template: {why}");
         }
+        tracing::trace!(model = %self.name, prompt = ?rendered.prompt, "rendered prompt");
         let vocab = self.model.vocab();
         // Special tokens in the rendered template (`<start_of_turn>`) are parsed as such.
         let mut tokens = vocab.tokenize(rendered.prompt.as_bytes(), true, true);
@@ -467,6 +469,7 @@ impl Engine {
         let max_tokens = settings.max_tokens.map_or(room, |m| (m as usize).min(room));
         let vocab = self.model.vocab();
         let mut piece = Vec::with_capacity(32);
+        let mut reply = Vec::new();
         let finish_reason = loop {
             if sink.cancelled() {
                 break "cancelled";
@@ -487,6 +490,11 @@ impl Engine {
                 break "stop";
             }
             if counts.completion as usize >= max_tokens {
+                break "length";
+            }
+            reply.push(token.0);
+            if let Some(period) = repetition::loop_period(&reply) {
+                tracing::debug!(model = %self.name, period, "the reply repeats itself: stopped");
                 break "length";
             }
             batch.clear();

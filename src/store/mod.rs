@@ -13,6 +13,9 @@ use serde_json::{Map, Value};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Usage};
 
+mod search;
+pub use search::Found;
+
 /// One conversation as stored.
 #[derive(Debug, Clone)]
 pub struct ConversationRecord {
@@ -58,6 +61,19 @@ pub struct StoredMessage {
     pub message: Message,
     pub usage: Option<Usage>,
     pub created_at: i64,
+    /// The model of the turn this message belongs to (unknown for old rows).
+    pub model: Option<String>,
+}
+
+/// Which conversations a listing shows.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Updated at or after this time (milliseconds since the Unix epoch).
+    pub since: Option<i64>,
+    /// Run on a model whose `provider:model` (or a turn's model) contains this, ignoring case.
+    pub model: Option<String>,
+    /// Opened in this working directory (an ACP session's `cwd`).
+    pub cwd: Option<String>,
 }
 
 /// The SQLite history.
@@ -99,6 +115,26 @@ const MIGRATIONS: &[&str] = &[
     // a project's conversations.
     "ALTER TABLE conversations ADD COLUMN cwd TEXT;
      CREATE INDEX conversations_cwd ON conversations(cwd, updated_at DESC, id DESC);",
+    // 5: the model that ran the turn of each message (a conversation may change models; NULL
+    // for messages stored before this column).
+    "ALTER TABLE messages ADD COLUMN model TEXT;",
+    // 6: full-text search over every message's text parts (FTS5, kept by triggers; rowid is
+    // the message's rowid), filled from the messages already stored.
+    "CREATE VIRTUAL TABLE message_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+     CREATE TRIGGER message_text_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO message_text(rowid, text) VALUES (new.rowid,
+            (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
+             FROM json_each(new.content, '$.content') p
+             WHERE json_extract(p.value, '$.type') = 'text'));
+     END;
+     CREATE TRIGGER message_text_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM message_text WHERE rowid = old.rowid;
+     END;
+     INSERT INTO message_text(rowid, text)
+        SELECT m.rowid, (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
+                         FROM json_each(m.content, '$.content') p
+                         WHERE json_extract(p.value, '$.type') = 'text')
+        FROM messages m;",
 ];
 
 pub fn now_ms() -> i64 {
@@ -166,6 +202,21 @@ pub fn title_of(text: &str) -> String {
     let mut t: String = line.chars().take(79).collect();
     t.push('…');
     t
+}
+
+fn not_in_history(id: &str) -> Error {
+    Error::new(
+        ErrorKind::UnknownConversation,
+        format!("no conversation {id} in the history"),
+    )
+}
+
+/// `Ok` when an update of conversation `id` changed a row.
+fn updated(rows: usize, id: &str) -> Result<()> {
+    if rows == 0 {
+        return Err(not_in_history(id));
+    }
+    Ok(())
 }
 
 fn json_err(e: serde_json::Error) -> Error {
@@ -284,12 +335,14 @@ impl Store {
         Ok(())
     }
 
-    /// Commits one turn atomically: a replacing system message (if any) and the new messages.
-    /// Sets the title from the first user message when the conversation has none.
+    /// Commits one turn atomically: a replacing system message (if any) and the new messages,
+    /// each marked with the turn's `model`. Sets the title from the first user message when
+    /// the conversation has none.
     pub fn commit_turn(
         &self,
         id: &str,
         system: Option<&Message>,
+        model: Option<&str>,
         messages: &[(Message, Option<Usage>)],
     ) -> Result<()> {
         let mut conn = self.conn()?;
@@ -303,10 +356,7 @@ impl Store {
             })
             .optional()?;
         let Some(title) = title else {
-            return Err(Error::new(
-                ErrorKind::UnknownConversation,
-                format!("no conversation {id} in the history"),
-            ));
+            return Err(not_in_history(id));
         };
         if let Some(system) = system {
             let json = serde_json::to_string(system).map_err(json_err)?;
@@ -322,7 +372,7 @@ impl Store {
         )?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             for (m, usage) in messages {
                 seq += 1;
@@ -331,7 +381,15 @@ impl Store {
                     .map(|u| serde_json::to_string(&u))
                     .transpose()
                     .map_err(json_err)?;
-                insert.execute(params![id, seq, m.role.as_str(), content, usage, now])?;
+                insert.execute(params![
+                    id,
+                    seq,
+                    m.role.as_str(),
+                    content,
+                    usage,
+                    now,
+                    model
+                ])?;
             }
         }
         if title.is_empty() {
@@ -351,6 +409,35 @@ impl Store {
         )?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Gives a conversation a new title (one line, as [`title_of`] makes it).
+    pub fn rename_conversation(&self, id: &str, title: &str) -> Result<()> {
+        let title = title_of(title);
+        if title.is_empty() {
+            return Err(Error::invalid_params("a title cannot be empty"));
+        }
+        let n = self.conn()?.execute(
+            "UPDATE conversations SET title = ?2 WHERE id = ?1",
+            params![id, title],
+        )?;
+        updated(n, id)
+    }
+
+    /// Hands a conversation over to another provider and model: later turns run there.
+    pub fn switch_model(
+        &self,
+        id: &str,
+        provider: &str,
+        model_configuration: Option<&str>,
+        format: &str,
+        model: &str,
+    ) -> Result<()> {
+        let n = self.conn()?.execute(
+            "UPDATE conversations SET provider = ?2, model_configuration = ?3, format = ?4, model = ?5 WHERE id = ?1",
+            params![id, provider, model_configuration, format, model],
+        )?;
+        updated(n, id)
     }
 
     pub fn update_parameters(&self, id: &str, parameters: &Map<String, Value>) -> Result<()> {
@@ -416,7 +503,7 @@ impl Store {
         page_size: usize,
         cursor: Option<&str>,
     ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
-        self.list_conversations_in(None, page_size, cursor)
+        self.list_conversations_where(page_size, cursor, &ListFilter::default())
     }
 
     /// As `list_conversations`, only those opened in the working directory `cwd` when given.
@@ -425,6 +512,20 @@ impl Store {
         cwd: Option<&str>,
         page_size: usize,
         cursor: Option<&str>,
+    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
+        let filter = ListFilter {
+            cwd: cwd.map(str::to_string),
+            ..Default::default()
+        };
+        self.list_conversations_where(page_size, cursor, &filter)
+    }
+
+    /// [`Store::list_conversations`] of the conversations that `filter` lets through.
+    pub fn list_conversations_where(
+        &self,
+        page_size: usize,
+        cursor: Option<&str>,
+        filter: &ListFilter,
     ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
         let (before_time, before_id) = match cursor {
             None => (i64::MAX, String::new()),
@@ -442,13 +543,24 @@ impl Store {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(&format!(
             "{} WHERE (?2 = '' OR c.updated_at < ?1 OR (c.updated_at = ?1 AND c.id < ?2))
-             AND (?4 IS NULL OR c.cwd = ?4)
+             AND c.updated_at >= ?4
+             AND (?5 IS NULL OR instr(lower(c.provider || ':' || c.model), lower(?5)) > 0
+                  OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id
+                             AND instr(lower(m.model), lower(?5)) > 0))
+             AND (?6 IS NULL OR c.cwd = ?6)
              ORDER BY c.updated_at DESC, c.id DESC LIMIT ?3",
             Self::SELECT
         ))?;
         let rows = stmt
             .query_map(
-                params![before_time, before_id, (page_size + 1) as i64, cwd],
+                params![
+                    before_time,
+                    before_id,
+                    (page_size + 1) as i64,
+                    filter.since.unwrap_or(i64::MIN),
+                    filter.model,
+                    filter.cwd
+                ],
                 Self::row_to_record,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -480,7 +592,7 @@ impl Store {
         };
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, content, usage, created_at FROM messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            "SELECT seq, content, usage, created_at, model FROM messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
         )?;
         let rows = stmt
             .query_map(params![id, after, (page_size + 1) as i64], |r| {
@@ -489,11 +601,12 @@ impl Store {
                     r.get::<_, String>(1)?,
                     r.get::<_, Option<String>>(2)?,
                     r.get::<_, i64>(3)?,
+                    r.get::<_, Option<String>>(4)?,
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let mut out = Vec::with_capacity(rows.len());
-        for (seq, content, usage, created_at) in rows {
+        for (seq, content, usage, created_at, model) in rows {
             out.push(StoredMessage {
                 seq,
                 message: serde_json::from_str(&content).map_err(json_err)?,
@@ -502,6 +615,7 @@ impl Store {
                     .transpose()
                     .map_err(json_err)?,
                 created_at,
+                model,
             });
         }
         let next = if out.len() > page_size {
@@ -534,10 +648,7 @@ impl Store {
             )
             .optional()?;
         let Some(system) = system else {
-            return Err(Error::new(
-                ErrorKind::UnknownConversation,
-                format!("no conversation {id} in the history"),
-            ));
+            return Err(not_in_history(id));
         };
         let system = system
             .map(|s| serde_json::from_str(&s))
@@ -600,7 +711,8 @@ impl Store {
 mod tests {
     use super::*;
 
-    fn record(id: &str, t: i64) -> ConversationRecord {
+    /// A conversation record of the built-in `openai` provider, updated at `t`.
+    pub(crate) fn record(id: &str, t: i64) -> ConversationRecord {
         ConversationRecord {
             id: id.into(),
             title: String::new(),
@@ -707,6 +819,7 @@ mod tests {
         s.commit_turn(
             "01AAA1",
             Some(&Message::system("sys")),
+            Some("m1"),
             &[
                 (Message::user("hello   there\nworld"), None),
                 (
@@ -731,6 +844,11 @@ mod tests {
         assert_eq!(page[0].message.text(), "hello   there\nworld");
         let (page, next2) = s.history("01AAA1", 1, next.as_deref()).unwrap();
         assert_eq!(page[0].usage.unwrap().output_tokens, 1);
+        assert_eq!(
+            page[0].model.as_deref(),
+            Some("m1"),
+            "each message names its turn's model"
+        );
         assert!(next2.is_none());
 
         let mut seen = Vec::new();
@@ -747,7 +865,43 @@ mod tests {
         assert_eq!(seen[0], "01AAA1", "the updated conversation comes first");
         assert_eq!(s.resolve_id("01aaa3").unwrap(), "01AAA3");
         assert!(s.resolve_id("01AAA").is_err());
-        assert!(s.commit_turn("nope", None, &[]).is_err());
+        assert!(s.commit_turn("nope", None, None, &[]).is_err());
+        let only = |f: ListFilter| -> Vec<String> {
+            let (page, _) = s.list_conversations_where(10, None, &f).unwrap();
+            page.into_iter().map(|c| c.id).collect()
+        };
+        let by_model = |m: &str| ListFilter {
+            model: Some(m.into()),
+            ..Default::default()
+        };
+        assert_eq!(only(by_model("M1")), ["01AAA1"], "a turn's model");
+        assert_eq!(only(by_model("nothing")), Vec::<String>::new());
+        let since = ListFilter {
+            since: Some(s.conversation("01AAA1").unwrap().unwrap().updated_at),
+            ..Default::default()
+        };
+        assert_eq!(only(since), ["01AAA1"]);
+
+        // Handed over to another model: the conversation says so, and the next turn is marked
+        // with it while the earlier ones keep theirs.
+        s.switch_model("01AAA1", "p2", None, "claude-messages", "m2")
+            .unwrap();
+        let c = s.conversation("01AAA1").unwrap().unwrap();
+        assert_eq!((c.provider.as_str(), c.model.as_str()), ("p2", "m2"));
+        s.commit_turn("01AAA1", None, Some("m2"), &[(Message::user("more"), None)])
+            .unwrap();
+        let (all, _) = s.history("01AAA1", 10, None).unwrap();
+        let models: Vec<_> = all.iter().map(|m| m.model.as_deref()).collect();
+        assert_eq!(models, [Some("m1"), Some("m1"), Some("m2")]);
+        assert!(s.switch_model("nope", "p", None, "f", "m").is_err());
+
+        s.rename_conversation("01AAA1", "  A new\nname ").unwrap();
+        assert_eq!(
+            s.conversation("01AAA1").unwrap().unwrap().title,
+            "A new name"
+        );
+        assert!(s.rename_conversation("01AAA1", " ").is_err());
+        assert!(s.rename_conversation("nope", "x").is_err());
         assert!(s.delete_conversation("01AAA1").unwrap());
         assert!(s.history("01AAA1", 10, None).unwrap().0.is_empty());
     }

@@ -2,7 +2,7 @@
 //! actions on a selection (built-in and `[lsp.actions.NAME]`), `genai.ask`, work-done
 //! progress with cancel, document sync, and optional completion. Each action is one
 //! conversation of the core (titled by the action and the file), driven through the client
-//! port in `port.rs`. This front-end must never use `crate::rpc`: it shares only the core.
+//! port in `port.rs`. This front-end must never use the daemon's `rpc` module: it shares only the core.
 
 mod actions;
 mod completion;

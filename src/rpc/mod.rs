@@ -9,6 +9,7 @@ pub mod errors;
 pub mod framing;
 pub mod ids;
 pub mod listings;
+pub mod mcp_protocol;
 pub mod outbox;
 pub mod port;
 pub mod protocol;

@@ -7,10 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::listings::{
-    ConversationRecord, McpPrompt, McpResource, SourceError, StoredMessage, Tool,
-};
-use crate::message::{Message, Part, Usage};
+use super::listings::{ConversationRecord, SourceError, StoredMessage, Tool};
+use crate::message::{Message, Usage};
+
+pub use super::mcp_protocol::*;
 
 pub const PROTOCOL_VERSION: &str = "1.0";
 
@@ -566,58 +566,4 @@ pub struct CallToolResult {
     /// The module wants the user's next message POSTed to this link.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub collect_link: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListMcpParams {
-    /// MCP server names; default: the enabled ones.
-    #[serde(default)]
-    pub sources: Option<Vec<String>>,
-}
-
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ListResourcesResult {
-    pub resources: Vec<McpResource>,
-    /// Servers that could not be reached.
-    pub errors: Vec<SourceError>,
-}
-
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ReadResourceParams {
-    /// The MCP server's name.
-    pub source: String,
-    pub uri: String,
-}
-
-/// A resource's contents as message parts, ready to go into a message as context: text (headed
-/// by the resource's URI) and images.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ReadResourceResult {
-    pub contents: Vec<Part>,
-}
-
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ListPromptsResult {
-    pub prompts: Vec<McpPrompt>,
-    /// Servers that could not be reached.
-    pub errors: Vec<SourceError>,
-}
-
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GetPromptParams {
-    /// The MCP server's name.
-    pub source: String,
-    pub name: String,
-    /// The prompt's arguments (default none).
-    #[serde(default)]
-    pub arguments: Map<String, Value>,
-}
-
-/// The prompt's messages, ready to send (`OnNewMessage`, `SendPrompt`).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct GetPromptResult {
-    pub messages: Vec<Message>,
 }

@@ -13,8 +13,13 @@ use serde_json::{Map, Value};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Usage};
 
+mod listing;
 mod search;
+mod time;
+
+pub use listing::ListFilter;
 pub use search::Found;
+pub use time::UtcTime;
 
 /// One conversation as stored.
 #[derive(Debug, Clone)]
@@ -63,17 +68,6 @@ pub struct StoredMessage {
     pub created_at: i64,
     /// The model of the turn this message belongs to (unknown for old rows).
     pub model: Option<String>,
-}
-
-/// Which conversations a listing shows.
-#[derive(Debug, Clone, Default)]
-pub struct ListFilter {
-    /// Updated at or after this time (milliseconds since the Unix epoch).
-    pub since: Option<i64>,
-    /// Run on a model whose `provider:model` (or a turn's model) contains this, ignoring case.
-    pub model: Option<String>,
-    /// Opened in this working directory (an ACP session's `cwd`).
-    pub cwd: Option<String>,
 }
 
 /// The SQLite history.
@@ -142,55 +136,6 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
-}
-
-/// A stored time (milliseconds since the Unix epoch) as UTC calendar fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UtcTime {
-    pub year: i64,
-    pub month: i64,
-    pub day: i64,
-    pub hour: i64,
-    pub minute: i64,
-    pub second: i64,
-    pub millis: i64,
-}
-
-impl UtcTime {
-    /// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm); avoids a date crate.
-    pub fn of(ms: i64) -> UtcTime {
-        let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        UtcTime {
-            year: yoe + era * 400 + i64::from(month <= 2),
-            month,
-            day: doy - (153 * mp + 2) / 5 + 1,
-            hour: rem / 3_600_000,
-            minute: rem / 60_000 % 60,
-            second: rem / 1000 % 60,
-            millis: rem % 1000,
-        }
-    }
-
-    /// RFC 3339 in UTC: `2026-01-02T03:04:05.678Z`.
-    pub fn rfc3339(&self) -> String {
-        let UtcTime {
-            year,
-            month,
-            day,
-            hour,
-            minute,
-            second,
-            millis,
-        } = self;
-        format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
-    }
 }
 
 /// A title from the first user message: one line, at most 80 characters.
@@ -495,86 +440,6 @@ impl Store {
             )
             .optional()?;
         row.map(Self::finish_record).transpose()
-    }
-
-    /// The most recently updated conversations first; the cursor is opaque to clients.
-    pub fn list_conversations(
-        &self,
-        page_size: usize,
-        cursor: Option<&str>,
-    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
-        self.list_conversations_where(page_size, cursor, &ListFilter::default())
-    }
-
-    /// As `list_conversations`, only those opened in the working directory `cwd` when given.
-    pub fn list_conversations_in(
-        &self,
-        cwd: Option<&str>,
-        page_size: usize,
-        cursor: Option<&str>,
-    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
-        let filter = ListFilter {
-            cwd: cwd.map(str::to_string),
-            ..Default::default()
-        };
-        self.list_conversations_where(page_size, cursor, &filter)
-    }
-
-    /// [`Store::list_conversations`] of the conversations that `filter` lets through.
-    pub fn list_conversations_where(
-        &self,
-        page_size: usize,
-        cursor: Option<&str>,
-        filter: &ListFilter,
-    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
-        let (before_time, before_id) = match cursor {
-            None => (i64::MAX, String::new()),
-            Some(c) => {
-                let (t, id) = c
-                    .split_once('.')
-                    .ok_or_else(|| Error::invalid_params("invalid cursor"))?;
-                (
-                    t.parse()
-                        .map_err(|_| Error::invalid_params("invalid cursor"))?,
-                    id.to_string(),
-                )
-            }
-        };
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare_cached(&format!(
-            "{} WHERE (?2 = '' OR c.updated_at < ?1 OR (c.updated_at = ?1 AND c.id < ?2))
-             AND c.updated_at >= ?4
-             AND (?5 IS NULL OR instr(lower(c.provider || ':' || c.model), lower(?5)) > 0
-                  OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id
-                             AND instr(lower(m.model), lower(?5)) > 0))
-             AND (?6 IS NULL OR c.cwd = ?6)
-             ORDER BY c.updated_at DESC, c.id DESC LIMIT ?3",
-            Self::SELECT
-        ))?;
-        let rows = stmt
-            .query_map(
-                params![
-                    before_time,
-                    before_id,
-                    (page_size + 1) as i64,
-                    filter.since.unwrap_or(i64::MIN),
-                    filter.model,
-                    filter.cwd
-                ],
-                Self::row_to_record,
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut records = rows
-            .into_iter()
-            .map(Self::finish_record)
-            .collect::<Result<Vec<_>>>()?;
-        let next = if records.len() > page_size {
-            records.truncate(page_size);
-            records.last().map(|r| format!("{}.{}", r.updated_at, r.id))
-        } else {
-            None
-        };
-        Ok((records, next))
     }
 
     /// The messages of a conversation in order, from the cursor on.

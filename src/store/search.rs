@@ -1,5 +1,5 @@
 //! Full-text search over every stored message (`genai sessions search`): SQLite FTS5 over the
-//! text parts, kept up to date by triggers of the schema (migration 4), ranked by bm25, with a
+//! text parts, kept up to date by triggers of the schema (migration 6), ranked by bm25, with a
 //! snippet around the matches.
 //!
 //! This file only reads the index; it must never write messages (that is `commit_turn`) nor

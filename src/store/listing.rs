@@ -1,0 +1,103 @@
+//! Listing stored conversations: most recently updated first, a page at a time behind an
+//! opaque cursor, filtered by last update, model or working directory.
+//!
+//! It only reads conversation rows; it must never write them nor decide how a front-end shows
+//! a listing.
+
+use rusqlite::params;
+
+use super::{ConversationRecord, Store};
+use crate::error::{Error, Result};
+
+/// Which conversations a listing shows.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Updated at or after this time (milliseconds since the Unix epoch).
+    pub since: Option<i64>,
+    /// Run on a model whose `provider:model` (or a turn's model) contains this, ignoring case.
+    pub model: Option<String>,
+    /// Opened in this working directory (an ACP session's `cwd`).
+    pub cwd: Option<String>,
+}
+
+impl Store {
+    /// The most recently updated conversations first; the cursor is opaque to clients.
+    pub fn list_conversations(
+        &self,
+        page_size: usize,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
+        self.list_conversations_where(page_size, cursor, &ListFilter::default())
+    }
+
+    /// As `list_conversations`, only those opened in the working directory `cwd` when given.
+    pub fn list_conversations_in(
+        &self,
+        cwd: Option<&str>,
+        page_size: usize,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
+        let filter = ListFilter {
+            cwd: cwd.map(str::to_string),
+            ..Default::default()
+        };
+        self.list_conversations_where(page_size, cursor, &filter)
+    }
+
+    /// [`Store::list_conversations`] of the conversations that `filter` lets through.
+    pub fn list_conversations_where(
+        &self,
+        page_size: usize,
+        cursor: Option<&str>,
+        filter: &ListFilter,
+    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
+        let (before_time, before_id) = match cursor {
+            None => (i64::MAX, String::new()),
+            Some(c) => {
+                let (t, id) = c
+                    .split_once('.')
+                    .ok_or_else(|| Error::invalid_params("invalid cursor"))?;
+                (
+                    t.parse()
+                        .map_err(|_| Error::invalid_params("invalid cursor"))?,
+                    id.to_string(),
+                )
+            }
+        };
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "{} WHERE (?2 = '' OR c.updated_at < ?1 OR (c.updated_at = ?1 AND c.id < ?2))
+             AND c.updated_at >= ?4
+             AND (?5 IS NULL OR instr(lower(c.provider || ':' || c.model), lower(?5)) > 0
+                  OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id
+                             AND instr(lower(m.model), lower(?5)) > 0))
+             AND (?6 IS NULL OR c.cwd = ?6)
+             ORDER BY c.updated_at DESC, c.id DESC LIMIT ?3",
+            Self::SELECT
+        ))?;
+        let rows = stmt
+            .query_map(
+                params![
+                    before_time,
+                    before_id,
+                    (page_size + 1) as i64,
+                    filter.since.unwrap_or(i64::MIN),
+                    filter.model,
+                    filter.cwd
+                ],
+                Self::row_to_record,
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut records = rows
+            .into_iter()
+            .map(Self::finish_record)
+            .collect::<Result<Vec<_>>>()?;
+        let next = if records.len() > page_size {
+            records.truncate(page_size);
+            records.last().map(|r| format!("{}.{}", r.updated_at, r.id))
+        } else {
+            None
+        };
+        Ok((records, next))
+    }
+}

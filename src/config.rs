@@ -53,6 +53,28 @@ pub struct Config {
     /// The language server `genai lsp`: `[lsp]`.
     #[serde(default)]
     pub lsp: lsp::LspConfig,
+    /// Where `genai keys set` stores keys: `[keys]`.
+    #[serde(default)]
+    pub keys: KeysConfig,
+}
+
+/// `[keys]`: where `genai keys set` stores a key.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeysConfig {
+    /// `keyring` (the OS keyring, the default) or `file` (`keys.toml` in the config folder,
+    /// readable only by you: for machines with no keyring service).
+    #[serde(default)]
+    pub store: KeyStore,
+}
+
+/// Where `genai keys set` stores a key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyStore {
+    #[default]
+    Keyring,
+    File,
 }
 
 /// `[middleware.NAME]`: a kind (`describe-images`, `redact`, `fit-context`) and its settings,
@@ -114,7 +136,8 @@ pub struct PluginConfig {
     /// Seconds allowed for one call (default 30).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<f64>,
-    /// A `service_api_key` module's key. Prefer `genai keys set plugin:NAME` or `api_key_cmd`.
+    /// A `service_api_key` module's key. Prefer `genai keys set plugin:NAME`,
+    /// `GENAI_PLUGIN_<NAME>_KEY` or `api_key_cmd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
     /// A shell command that prints the module's key.

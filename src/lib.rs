@@ -9,6 +9,7 @@ pub mod config;
 pub mod download;
 pub mod error;
 pub mod feature;
+pub mod file_context;
 pub mod format;
 pub mod lsp;
 pub mod message;

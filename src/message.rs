@@ -7,6 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::file_context::FileInput;
+
 /// Who speaks in a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -102,12 +104,15 @@ impl Part {
     }
 }
 
-/// What a client may send as a content part: a part object, or a bare string taken as text
-/// (so the seed's `{"role":"user","content":["hello"]}` works unchanged).
+/// What a client may send as a content part: a part object, a bare string taken as text
+/// (so the seed's `{"role":"user","content":["hello"]}` works unchanged), or a file
+/// (`{"type":"file","name":...,"text":...}`), which becomes the text part the model reads
+/// (`file_context`), the same as `genai ask -f` sends.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum PartInput {
     Text(String),
+    File(FileInput),
     Part(Part),
 }
 
@@ -126,6 +131,9 @@ fn content_parts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Part>, D::Error>
             .into_iter()
             .map(|p| match p {
                 PartInput::Text(text) => Part::Text { text },
+                PartInput::File(file) => Part::Text {
+                    text: file.render(),
+                },
                 PartInput::Part(p) => p,
             })
             .collect(),
@@ -270,6 +278,26 @@ mod tests {
             Part::Reasoning { redacted: true, .. }
         ));
         assert_eq!(serde_json::to_string(&m).unwrap(), json);
+    }
+
+    #[test]
+    fn a_file_part_becomes_the_text_the_model_reads() {
+        let m: Message = serde_json::from_str(
+            r#"{"role":"user","content":["Review this.",{"type":"file","name":"src/a.rs","text":"fn a() {}\n"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            m.content,
+            vec![
+                Part::text("Review this."),
+                Part::text(crate::file_context::fenced("src/a.rs", "fn a() {}\n"))
+            ]
+        );
+        // A file part without its text is refused, not taken for another part.
+        assert!(serde_json::from_str::<Message>(
+            r#"{"role":"user","content":[{"type":"file","name":"a.rs"}]}"#
+        )
+        .is_err());
     }
 
     #[test]

@@ -34,8 +34,10 @@ pub struct Args {
     /// downloads (repeatable). PNG, JPEG, GIF or WebP, told from the bytes; 20 MiB at most.
     #[arg(short = 'a', long = "attach", value_name = "FILE|URL")]
     pub attach: Vec<String>,
-    /// A text file to send after the prompt, as a fenced block with its path (repeatable).
-    #[arg(short = 'f', long = "file", value_name = "PATH")]
+    /// Text to send after the prompt, as fenced blocks with their paths (repeatable): a file,
+    /// a folder (walked honouring .gitignore, hidden, binary and large files skipped), an
+    /// http(s) URL (HTML turned into text), or `-` for stdin. 1 MiB a file, 4 MiB in all.
+    #[arg(short = 'f', long = "file", value_name = "PATH|DIR|URL|-")]
     pub files: Vec<String>,
     /// A model parameter, NAME=VALUE (repeatable), such as -p temperature=0.2.
     #[arg(short = 'p', long = "param", value_name = "NAME=VALUE")]
@@ -209,8 +211,9 @@ pub async fn run(args: Args) -> i32 {
 }
 
 async fn ask(args: Args) -> Result<i32, Error> {
-    let mut text = prompt_text(&args.prompt)?;
+    // Files first: `-f -` takes stdin before the prompt would.
     let files = super::files::load_all(&args.files)?;
+    let mut text = prompt_text(&args.prompt)?;
     if !files.is_empty() {
         if !text.trim().is_empty() {
             text.push_str("\n\n");

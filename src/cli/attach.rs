@@ -7,10 +7,8 @@
 //! (`format::check_images`).
 
 use std::io::Read;
-use std::time::Duration;
 
 use base64::Engine;
-use futures::StreamExt;
 use genai::error::{Error, ErrorKind};
 use genai::message::Part;
 
@@ -45,8 +43,12 @@ pub async fn load_all(specs: &[String]) -> Result<Vec<Part>, Error> {
 
 async fn load(spec: &str) -> Result<Part, Error> {
     let lower = spec.to_ascii_lowercase();
-    let bytes = if lower.starts_with("http://") || lower.starts_with("https://") {
-        download(spec).await?
+    let bytes = if super::fetch::is_url(spec) {
+        super::fetch::download(spec, "attachment", MAX_ATTACHMENT_BYTES, |size| {
+            too_big(spec, size)
+        })
+        .await?
+        .bytes
     } else {
         let path = match lower.strip_prefix("file://") {
             Some(_) => reqwest::Url::parse(spec)
@@ -77,43 +79,6 @@ fn read_file(path: &std::path::Path, shown: &str) -> Result<Vec<u8>, Error> {
         .map_err(|e| refuse(format!("cannot read attachment {shown}: {e}")))?;
     if bytes.len() as u64 > MAX_ATTACHMENT_BYTES {
         return Err(too_big(shown, None));
-    }
-    Ok(bytes)
-}
-
-/// Downloads a URL: 10 s to connect, 60 s in all, stopped as soon as it passes the cap.
-async fn download(url: &str) -> Result<Vec<u8>, Error> {
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(60))
-        .user_agent(concat!("genai/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| Error::internal(format!("cannot build an HTTP client: {e}")))?;
-    let failed = |e: reqwest::Error| {
-        let why = if e.is_timeout() {
-            "no answer in time".to_string()
-        } else {
-            e.without_url().to_string()
-        };
-        refuse(format!("cannot download attachment {url}: {why}"))
-    };
-    let resp = client.get(url).send().await.map_err(failed)?;
-    if !resp.status().is_success() {
-        return Err(refuse(format!(
-            "cannot download attachment {url}: HTTP {}",
-            resp.status()
-        )));
-    }
-    if let Some(len) = resp.content_length().filter(|l| *l > MAX_ATTACHMENT_BYTES) {
-        return Err(too_big(url, Some(len)));
-    }
-    let mut bytes = Vec::new();
-    let mut body = resp.bytes_stream();
-    while let Some(chunk) = body.next().await {
-        bytes.extend_from_slice(&chunk.map_err(failed)?);
-        if bytes.len() as u64 > MAX_ATTACHMENT_BYTES {
-            return Err(too_big(url, None));
-        }
     }
     Ok(bytes)
 }

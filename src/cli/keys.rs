@@ -1,58 +1,216 @@
-//! `genai keys set|delete NAME`: API keys in the OS keyring (service `genai`, user NAME).
-//! The key is read from a hidden prompt or from stdin, never from argv.
+//! `genai keys set|delete|list`: API keys in the OS keyring (service `genai`, user NAME) or, with
+//! `--file` or `[keys] store = "file"`, in the key file only the user can read. A key is read
+//! from a hidden prompt or from stdin, never from argv; `list` says which names have a key
+//! and where (environment, keyring, file), never the key itself.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read};
 
 use clap::Subcommand;
+use genai::config::{Config, KeyStore, ProviderConfig};
 use genai::error::{Error, ErrorKind};
-use genai::secrets::{self, Secret};
+use genai::secrets::{self, key_file, os_keyring, Secret};
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Store the key of provider instance NAME (read from a hidden prompt, or from stdin).
-    Set { name: String },
-    /// Delete the key of provider instance NAME.
+    /// Store the key of NAME (a provider instance, `plugin:MODULE`, `CONNECTOR.CREDENTIAL`),
+    /// read from a hidden prompt or from stdin.
+    Set {
+        name: String,
+        /// Store it in the key file (keys.toml in the config folder, readable only by you)
+        /// instead of the OS keyring: for machines with no keyring service.
+        #[arg(long)]
+        file: bool,
+    },
+    /// Delete the key of NAME from the OS keyring and the key file.
     Delete { name: String },
+    /// Show which names have a key and where (environment, keyring, file); never the keys.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(c: Command) -> Result<(), Error> {
     match c {
-        Command::Set { name } => {
-            let key = if std::io::stdin().is_terminal() {
-                rpassword::prompt_password(format!("API key for {name}: ")).map_err(|e| {
-                    Error::new(
-                        ErrorKind::InvalidParams,
-                        format!("cannot read the key: {e}"),
-                    )
-                })?
+        Command::Set { name, file } => {
+            let config = super::load()?.1;
+            let key = read_key(&name)?;
+            if file || config.keys.store == KeyStore::File {
+                let path = key_file::path()?;
+                key_file::set_in(&path, &name, &key)?;
+                eprintln!("stored the key of `{name}` in {}", path.display());
             } else {
-                let mut s = String::new();
-                std::io::stdin().read_to_string(&mut s).map_err(|e| {
-                    Error::new(
-                        ErrorKind::InvalidParams,
-                        format!("cannot read the key from stdin: {e}"),
-                    )
-                })?;
-                s
-            };
-            let key = key.trim();
-            if key.is_empty() {
-                return Err(Error::new(ErrorKind::InvalidParams, "no key given"));
+                let place = os_keyring::set(&name, &key)?;
+                eprintln!("stored the key of `{name}` in {place}");
             }
-            secrets::keyring_set(&name, &Secret::new(key))?;
-            eprintln!("stored the key of `{name}` in the OS keyring");
             Ok(())
         }
         Command::Delete { name } => {
-            if secrets::keyring_delete(&name)? {
-                eprintln!("deleted the key of `{name}`");
-                Ok(())
-            } else {
-                Err(Error::new(
+            let path = key_file::path()?;
+            let in_file = key_file::delete_in(&path, &name)?;
+            let in_keyring = match os_keyring::delete(&name) {
+                Ok(d) => d,
+                // With no keyring service, the file was the only place to look.
+                Err(_) if in_file => false,
+                Err(e) => return Err(e),
+            };
+            match (in_keyring, in_file) {
+                (false, false) => Err(Error::new(
                     ErrorKind::InvalidParams,
-                    format!("the keyring holds no key for `{name}`"),
-                ))
+                    format!("neither the keyring nor the key file holds a key for `{name}`"),
+                )),
+                (k, f) => {
+                    let from = match (k, f) {
+                        (true, true) => "the keyring and the key file",
+                        (true, false) => "the keyring",
+                        _ => "the key file",
+                    };
+                    eprintln!("deleted the key of `{name}` from {from}");
+                    Ok(())
+                }
             }
         }
+        Command::List { json } => list(json),
     }
+}
+
+fn read_key(name: &str) -> Result<Secret, Error> {
+    let key = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password(format!("API key for {name}: ")).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidParams,
+                format!("cannot read the key: {e}"),
+            )
+        })?
+    } else {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidParams,
+                format!("cannot read the key from stdin: {e}"),
+            )
+        })?;
+        s
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(Error::new(ErrorKind::InvalidParams, "no key given"));
+    }
+    Ok(Secret::new(key))
+}
+
+/// Every name genai may look a key up for, with the environment variable it reads first: the
+/// built-in provider instances, the config's providers, connector credentials and plugin
+/// modules, and whatever the key file holds.
+fn known_names(config: &Config, in_file: &[String]) -> BTreeMap<String, Option<String>> {
+    let kind_env = |kind: &str| {
+        genai::provider::kinds::HTTP_KINDS
+            .iter()
+            .find(|k| k.name == kind)
+            .and_then(|k| k.key_env)
+            .map(str::to_string)
+    };
+    let mut names = BTreeMap::new();
+    for k in genai::provider::kinds::HTTP_KINDS {
+        if k.key_env.is_some() {
+            names.insert(k.name.to_string(), kind_env(k.name));
+        }
+    }
+    for (name, c) in &config.service_providers {
+        let http = match c {
+            ProviderConfig::OpenAi(s)
+            | ProviderConfig::Anthropic(s)
+            | ProviderConfig::Ollama(s)
+            | ProviderConfig::Gemini(s) => s,
+            ProviderConfig::AzureOpenAi(a) => &a.http,
+            ProviderConfig::Bedrock(b) => &b.http,
+            ProviderConfig::Http(h) => {
+                for (cred, source) in &h.credentials {
+                    names.insert(format!("{name}.{cred}"), source.env.clone());
+                }
+                &h.http
+            }
+            ProviderConfig::Local(_) => continue,
+        };
+        let env = http.api_key_env.clone().or_else(|| kind_env(c.kind()));
+        names.insert(name.clone(), env);
+    }
+    for module in config.plugins.keys() {
+        names.insert(
+            genai::tools::plugin::key_name(module),
+            Some(secrets::plugin_key_env(module)),
+        );
+    }
+    for name in in_file {
+        names
+            .entry(name.clone())
+            .or_insert_with(|| name.strip_prefix("plugin:").map(secrets::plugin_key_env));
+    }
+    names
+}
+
+fn list(json: bool) -> Result<(), Error> {
+    let config = super::load()?.1;
+    let path = key_file::path()?;
+    let in_file = key_file::names_in(&path)?;
+    let mut keyring_failure = None;
+    let mut rows = Vec::new();
+    for (name, env) in known_names(&config, &in_file) {
+        let mut places = Vec::new();
+        let env = env.filter(|v| std::env::var(v).is_ok_and(|k| !k.trim().is_empty()));
+        if env.is_some() {
+            places.push("env");
+        }
+        match os_keyring::get(&name) {
+            Ok(Some(_)) => places.push("keyring"),
+            Ok(None) => {}
+            Err(e) => keyring_failure = Some(e),
+        }
+        if in_file.contains(&name) {
+            places.push("file");
+        }
+        if !places.is_empty() {
+            rows.push((name, places, env));
+        }
+    }
+    if json {
+        let keys: Vec<_> = rows
+            .iter()
+            .map(|(name, places, env)| {
+                let mut o = serde_json::json!({"name": name, "places": places});
+                if let Some(var) = env {
+                    o["envVar"] = var.clone().into();
+                }
+                o
+            })
+            .collect();
+        let out = serde_json::json!({
+            "keys": keys,
+            "keyFile": path.display().to_string(),
+            "keyringAvailable": keyring_failure.is_none(),
+        });
+        println!("{out:#}");
+    } else {
+        if rows.is_empty() {
+            eprintln!("no keys: store one with `genai keys set NAME`");
+        }
+        let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+        for (name, places, env) in &rows {
+            let shown: Vec<String> = places
+                .iter()
+                .map(|p| match (*p, env) {
+                    ("env", Some(var)) => format!("env ({var})"),
+                    ("file", _) => format!("file ({})", path.display()),
+                    (p, _) => p.to_string(),
+                })
+                .collect();
+            println!("{name:width$}  {}", shown.join(", "));
+        }
+    }
+    if let Some(e) = keyring_failure {
+        eprintln!("genai: the keyring was not searched: {}", e.message);
+    }
+    Ok(())
 }

@@ -8,6 +8,7 @@ mod attach;
 mod components;
 mod config;
 mod daemon;
+mod fetch;
 mod files;
 mod keys;
 mod lsp;
@@ -59,7 +60,7 @@ enum Command {
     },
     /// Show the parameters each model format accepts, with types and ranges.
     Params(params::Args),
-    /// Store or delete API keys in the OS keyring.
+    /// Store, delete or list API keys (the OS keyring, or a file only you can read).
     #[command(subcommand)]
     Keys(keys::Command),
     /// List, download, remove or choose the local models (GGUF files for provider kind `local`).

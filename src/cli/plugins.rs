@@ -139,8 +139,9 @@ pub async fn run(c: Command) -> Result<(), Error> {
             }
             if probe.manifest.auth == genai::tools::manifest::Auth::ServiceApiKey {
                 eprintln!(
-                    "this module needs a service API key: run `genai keys set {}`",
-                    plugin::key_name(&name)
+                    "this module needs a service API key: run `genai keys set {}` or set {}",
+                    plugin::key_name(&name),
+                    genai::secrets::plugin_key_env(&name)
                 );
             }
             Ok(())

@@ -52,12 +52,12 @@ pub fn key_name(module: &str) -> String {
     format!("plugin:{module}")
 }
 
-/// Loads the module `[plugins.NAME]` of the config, its key from the keyring, `api_key_cmd`
-/// or `api_key`.
+/// Loads the module `[plugins.NAME]` of the config, its key from `GENAI_PLUGIN_<NAME>_KEY`,
+/// the keyring, the key file, `api_key_cmd` or `api_key`.
 pub async fn from_config(name: &str, c: &crate::config::PluginConfig) -> Result<PluginModule> {
     let keys = crate::secrets::KeySource {
         instance: key_name(name),
-        env_var: None,
+        env_var: Some(crate::secrets::plugin_key_env(name)),
         command: c.api_key_cmd.clone(),
         inline: c.api_key.clone(),
     };
@@ -159,9 +159,10 @@ impl PluginModule {
             return Err(Error::new(
                 ErrorKind::MissingCredentials,
                 format!(
-                    "plugin `{}` needs a service API key: run `genai keys set {}`",
+                    "plugin `{}` needs a service API key: run `genai keys set {}` or set {}",
                     self.name,
-                    key_name(&self.name)
+                    key_name(&self.name),
+                    crate::secrets::plugin_key_env(&self.name)
                 ),
             ));
         }

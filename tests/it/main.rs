@@ -8,6 +8,7 @@ mod support;
 
 mod cli;
 mod cli_attach;
+mod cli_files;
 mod cli_handover;
 mod cli_params;
 mod daemon;
@@ -15,6 +16,7 @@ mod daemon_react;
 mod daemon_tools;
 mod daemon_tools_formats;
 mod hostile;
+mod keys;
 #[cfg(feature = "local")]
 mod local_model;
 mod lsp;

@@ -1,14 +1,17 @@
-//! Where API keys come from: the environment, the OS keyring, a key command, the config file.
+//! Where API keys come from: the environment, the OS keyring (`os_keyring`), the key file
+//! (`key_file`), a key command, the config file, in that order.
 //!
-//! This module owns [`Secret`], a string that never prints itself. It must never log, format
-//! or return a key inside an error message.
+//! This module owns [`Secret`], a string that never prints itself, and the order of lookups.
+//! It must never log, format or return a key inside an error message.
 
 use std::fmt;
 
 use crate::error::{Error, ErrorKind, Result};
 
-/// The keyring service name under which every key is stored (user = provider instance name).
-pub const KEYRING_SERVICE: &str = "genai";
+pub mod key_file;
+pub mod os_keyring;
+
+pub use os_keyring::KEYRING_SERVICE;
 
 /// A credential. `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq)]
@@ -47,7 +50,8 @@ pub struct KeySource {
 }
 
 impl KeySource {
-    /// Looks the key up: environment, keyring, key command, config. `Ok(None)` when none has one.
+    /// Looks the key up: environment, keyring, key file, key command, config. `Ok(None)` when
+    /// none has one.
     pub fn resolve(&self) -> Result<Option<Secret>> {
         if let Some(var) = &self.env_var {
             if let Ok(v) = std::env::var(var) {
@@ -60,6 +64,11 @@ impl KeySource {
             Ok(Some(k)) => return Ok(Some(k)),
             Ok(None) => {}
             Err(e) => tracing::debug!("keyring unavailable for {}: {}", self.instance, e),
+        }
+        if let Ok(path) = key_file::path() {
+            if let Some(k) = key_file::get_in(&path, &self.instance)? {
+                return Ok(Some(k));
+            }
         }
         if let Some(cmd) = &self.command {
             return run_key_command(&self.instance, cmd).map(Some);
@@ -95,48 +104,25 @@ fn run_key_command(instance: &str, cmd: &str) -> Result<Secret> {
     Ok(Secret(key))
 }
 
-fn keyring_entry(instance: &str) -> Result<keyring::Entry> {
-    keyring::Entry::new(KEYRING_SERVICE, instance).map_err(keyring_error)
-}
-
-fn keyring_error(e: keyring::Error) -> Error {
-    Error::new(
-        ErrorKind::MissingCredentials,
-        format!(
-            "no usable OS keyring here ({e}); set the provider's environment variable (such as OPENAI_API_KEY) or `api_key_cmd` in the config instead"
-        ),
-    )
-}
-
 /// Reads a key from the OS keyring; `Ok(None)` when there is none for this instance.
 pub fn keyring_get(instance: &str) -> Result<Option<Secret>> {
-    match keyring_entry(instance)?.get_password() {
-        Ok(k) => Ok(Some(Secret(k))),
-        Err(keyring::Error::NoEntry) => Ok(None),
-        Err(e) => Err(keyring_error(e)),
-    }
+    os_keyring::get(instance)
 }
 
-/// Stores a key in the OS keyring.
-pub fn keyring_set(instance: &str, key: &Secret) -> Result<()> {
-    keyring_entry(instance)?
-        .set_password(key.expose())
-        .map_err(|e| match e {
-            // keyutils answers "no entry" when the process has no session keyring to write to.
-            keyring::Error::NoEntry => keyring_error(keyring::Error::NoStorageAccess(
-                "no session keyring is attached to this login".into(),
-            )),
-            e => keyring_error(e),
+/// The environment variable of a plugin module's key: `GENAI_PLUGIN_<NAME>_KEY`, the name
+/// upper-cased with every other character than a letter or digit made `_`.
+pub fn plugin_key_env(module: &str) -> String {
+    let name: String = module
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
         })
-}
-
-/// Removes a key from the OS keyring; `Ok(false)` when there was none.
-pub fn keyring_delete(instance: &str) -> Result<bool> {
-    match keyring_entry(instance)?.delete_credential() {
-        Ok(()) => Ok(true),
-        Err(keyring::Error::NoEntry) => Ok(false),
-        Err(e) => Err(keyring_error(e)),
-    }
+        .collect();
+    format!("GENAI_PLUGIN_{name}_KEY")
 }
 
 #[cfg(test)]
@@ -147,6 +133,15 @@ mod tests {
     fn secret_never_prints() {
         let s = Secret::new("sk-abc");
         assert!(!format!("{s:?}").contains("sk-abc"));
+    }
+
+    #[test]
+    fn a_plugin_key_variable_is_named_after_the_module() {
+        assert_eq!(plugin_key_env("events"), "GENAI_PLUGIN_EVENTS_KEY");
+        assert_eq!(
+            plugin_key_env("my-tools.v2"),
+            "GENAI_PLUGIN_MY_TOOLS_V2_KEY"
+        );
     }
 
     #[test]

@@ -124,8 +124,9 @@ fn a_url_is_fetched_html_as_text_and_other_types_and_errors_are_refused() {
         sent.starts_with(&format!("Sum up\n\n{page}:\n```\n")),
         "{sent}"
     );
+    // Headings and emphasis come out as Markdown-like text.
     assert!(
-        sent.contains("Tides") && sent.contains("The sea rises twice a day."),
+        sent.contains("# Tides\n") && sent.contains("The sea **rises** twice a day."),
         "{sent}"
     );
     assert!(

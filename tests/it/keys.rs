@@ -63,8 +63,12 @@ fn a_key_in_the_file_is_kept_private_used_listed_and_deleted() {
     let o = cli::output(c);
     assert!(o.status.success(), "{}", stderr(&o));
     let shown = stdout(&o);
+    // `work` is of kind openai, so it reads OPENAI_API_KEY first too.
     assert!(
-        shown.contains(&format!("work    file ({})", file.display())),
+        shown.contains(&format!(
+            "work    env (OPENAI_API_KEY), file ({})",
+            file.display()
+        )),
         "{shown}"
     );
     assert!(shown.contains("openai  env (OPENAI_API_KEY)"), "{shown}");
@@ -79,7 +83,7 @@ fn a_key_in_the_file_is_kept_private_used_listed_and_deleted() {
     let listed: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let keys = listed["keys"].as_array().unwrap();
     let work = keys.iter().find(|k| k["name"] == "work").unwrap();
-    assert_eq!(work["places"], serde_json::json!(["file"]));
+    assert_eq!(work["places"], serde_json::json!(["env", "file"]));
     let openai = keys.iter().find(|k| k["name"] == "openai").unwrap();
     assert_eq!(openai["places"], serde_json::json!(["env"]));
     assert_eq!(openai["envVar"], "OPENAI_API_KEY");

@@ -151,6 +151,10 @@ pub struct ModelConfigurationConfig {
     /// Middleware of agents on this configuration that list none, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub middleware: Option<Vec<String>>,
+    /// The JSON Schema every reply must match (structured output): a table, or JSON text or
+    /// the path of a file holding it. Its name is the configuration's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
 }
 
 /// `[agents.NAME]`: a provider and a model, the unit a user names with `-m`.

@@ -10,39 +10,67 @@ use serde_json::Value;
 use super::{AIAgent, OnDelta, TurnSteps};
 use crate::config::ToolMode;
 use crate::error::Result;
-use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
+use super::structured;
+use crate::format::{
+    self, ModelConfiguration, ModelReply, RequestOptions, ResponseSchema, ToolCallDelta,
+};
 use crate::message::{Message, Part, Role, Usage};
 
 impl AIAgent {
     /// The native tool loop: while the model answers with tool calls (up to `max_steps`
-    /// rounds), they are run and their results sent back.
+    /// rounds), they are run and their results sent back. With a `schema`, the final reply is
+    /// checked against it ([`structured`](super::structured)); it is not streamed, and
+    /// `on_delta` gets the checked JSON whole.
     pub(super) async fn native_turn(
         &self,
         model: &ModelConfiguration,
         full: &[Message],
         on_delta: Option<OnDelta<'_>>,
         tools: Option<&ToolLoop<'_>>,
+        schema: Option<&ResponseSchema>,
     ) -> Result<TurnSteps> {
         let mut rounds = Rounds::default();
+        let streamed = on_delta.filter(|_| schema.is_none());
+        // The failed reply and what was wrong with it, sent with the one retry only.
+        let mut retry: Vec<Message> = Vec::new();
         loop {
-            let messages = rounds.start(full);
+            let mut messages = rounds.start(full);
+            messages.extend(retry.iter().cloned());
             let on_call = tools.and_then(|t| t.on_call_delta);
             let options = RequestOptions {
-                stream: on_delta.is_some(),
+                stream: streamed.is_some(),
                 tools: tools.map_or(&[], |t| &t.specs),
                 stop: &[],
+                schema,
             };
-            let reply = self
-                .call_model(model, &messages, &options, on_delta, on_call)
+            let mut reply = self
+                .call_model(model, &messages, &options, streamed, on_call)
                 .await?;
             rounds.count_usage(reply.usage);
+            let answered = schema.is_some_and(|s| s.answered_by_tool(&reply.message));
             let calls = reply.message.tool_calls();
             match tools {
-                Some(t) if !calls.is_empty() && rounds.may_call(t.max_steps) => {
+                Some(t) if !answered && !calls.is_empty() && rounds.may_call(t.max_steps) => {
                     let results = (t.run)(calls).await;
                     rounds.step(reply.message, results);
                 }
-                _ => return Ok(rounds.end(reply)),
+                _ => {
+                    let Some(schema) = schema else {
+                        return Ok(rounds.end(reply));
+                    };
+                    match structured::settle(schema, &mut reply) {
+                        Ok(json) => {
+                            if let Some(f) = on_delta {
+                                f(super::Delta::Text(&json));
+                            }
+                            return Ok(rounds.end(reply));
+                        }
+                        Err(errors) if retry.is_empty() => {
+                            retry = structured::retry_messages(schema, &reply.message, &errors);
+                        }
+                        Err(errors) => return Err(format::schema::invalid_reply(&errors)),
+                    }
+                }
             }
         }
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use genai::error::{Error, ErrorKind};
+use genai::format::ResponseSchema;
 use genai::feature::port::{
     ClientPort, Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef,
 };
@@ -76,6 +77,13 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub tools: Option<Vec<String>>,
+    /// A JSON Schema the reply must match, as JSON or the path of a file holding it: the reply
+    /// is checked (retried once with the errors), and stdout gets exactly the JSON.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub schema: Option<String>,
+    /// The schema's name as the provider sees it (default `response`).
+    #[arg(long, value_name = "NAME", requires = "schema")]
+    pub schema_name: Option<String>,
     /// Confirm what tools ask to confirm without asking (without it, genai asks on the
     /// terminal, and refuses when there is none).
     #[arg(long)]
@@ -222,8 +230,13 @@ async fn ask(args: Args) -> Result<i32, Error> {
             "nothing to ask: give a prompt, or pipe text into genai ask",
         ));
     }
-    // Attachments are read (and refused) before anything else is done.
+    // Attachments and the schema are read (and refused) before anything else is done.
     let images = super::attach::load_all(&args.attach).await?;
+    let schema = args
+        .schema
+        .as_deref()
+        .map(|s| ResponseSchema::from_text_or_file(args.schema_name.as_deref(), s))
+        .transpose()?;
     let timeout = match args.timeout {
         Some(t) if !(t.is_finite() && t > 0.0) => {
             return Err(usage("--timeout takes a positive number of seconds"))
@@ -307,14 +320,15 @@ async fn ask(args: Args) -> Result<i32, Error> {
         message.content.clear();
     }
     message.content.extend(images);
-    let turn_id = fw.on_new_message(&conv.conversation_id, message)?;
+    let structured = schema.is_some();
+    let turn_id = fw.on_new_message_with(&conv.conversation_id, message, schema)?;
     let this_turn = CancelTarget {
         turn_id: Some(turn_id.clone()),
         ..Default::default()
     };
 
     let mut out = std::io::stdout();
-    let mut markdown = (!args.raw && !args.json && renders_markdown(&out))
+    let mut markdown = (!args.raw && !args.json && !structured && renders_markdown(&out))
         .then(super::markdown::MarkdownStream::new);
     let mut printed = String::new();
     let show_reasoning = !args.no_reasoning && !args.json && std::io::stderr().is_terminal();
@@ -403,7 +417,11 @@ async fn ask(args: Args) -> Result<i32, Error> {
         let v = json!({
             "conversationId": conv.conversation_id,
             "turnId": turn_id,
-            "reply": last.summary,
+            "reply": match structured {
+                // The checked JSON, as an object.
+                true => serde_json::from_str(&last.summary).unwrap_or(Value::Null),
+                false => Value::from(last.summary.clone()),
+            },
             "reasoning": reasoning,
             "provider": conv.service_provider,
             "model": last.model.clone().unwrap_or(conv.model.clone()),

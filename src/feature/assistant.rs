@@ -35,7 +35,11 @@ impl Feature for Assistant {
         let provider = &turn.agent.provider;
         let mut detailed = vec![format!("provider: {} ({})", provider.name, provider.kind)];
         detailed.extend(turn.agent.take_notes());
-        match turn.agent.send_prompt(prompt, on_delta, &turn.cancel).await {
+        let schema = turn.response_schema.as_deref();
+        let sent = turn
+            .agent
+            .send_prompt_as(prompt, on_delta, &turn.cancel, None, schema);
+        match sent.await {
             Ok(outcome) => {
                 let r = outcome.reply;
                 let model = r

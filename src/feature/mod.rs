@@ -34,6 +34,9 @@ pub struct Turn {
     pub system_prompt: Option<String>,
     /// The client that drives the conversation.
     pub port: Arc<dyn ClientPort>,
+    /// The schema this turn's reply must match, when its message gives one (else the
+    /// agent's, if any).
+    pub response_schema: Option<Arc<crate::format::ResponseSchema>>,
 }
 
 impl Turn {

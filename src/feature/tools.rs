@@ -331,7 +331,13 @@ impl Feature for Tools {
         };
         let result = turn
             .agent
-            .send_prompt_with_tools(prompt, on_delta, &turn.cancel, Some(&tool_loop))
+            .send_prompt_as(
+                prompt,
+                on_delta,
+                &turn.cancel,
+                Some(&tool_loop),
+                turn.response_schema.as_deref(),
+            )
             .await;
         let rest = filter.lock().map(|mut f| f.flush()).unwrap_or_default();
         if !rest.is_empty() {

@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 use super::parameters::with_stops;
 use super::reply::body_json;
 use super::wire::{items, str_field};
+use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -73,6 +74,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         kind: ParameterType::Object,
         description: "Such as {\"latency\": \"optimized\"}.",
     },
+    TOOL_CHOICE,
 ];
 
 /// The `bedrock-converse` format.
@@ -132,6 +134,9 @@ impl Format for BedrockConverse {
         }
         let mut inference = Map::new();
         for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
+            if k == TOOL_CHOICE.name {
+                continue;
+            }
             if INFERENCE.contains(&k.as_str()) {
                 inference.insert(k.clone(), v.clone());
             } else {
@@ -141,10 +146,18 @@ impl Format for BedrockConverse {
         if !inference.is_empty() {
             body.insert("inferenceConfig".into(), Value::Object(inference));
         }
-        if !options.tools.is_empty() {
-            let tools: Vec<Value> = options
-                .tools
+        let answer = options.schema.map(|s| s.forced_tool()).transpose()?;
+        let choice = ToolChoice::of(parameters, options.tools)?;
+        let choice = ToolChoice::with_answer(answer.as_ref(), options.tools, choice);
+        // Converse has no "none": the tools are then not offered.
+        let offered = match choice {
+            Some(ToolChoice::None) => &[][..],
+            _ => options.tools,
+        };
+        if !offered.is_empty() || answer.is_some() {
+            let tools: Vec<Value> = offered
                 .iter()
+                .chain(answer.as_ref())
                 .map(|t| {
                     json!({"toolSpec": {
                         "name": t.name,
@@ -153,7 +166,16 @@ impl Format for BedrockConverse {
                     }})
                 })
                 .collect();
-            body.insert("toolConfig".into(), json!({ "tools": tools }));
+            let mut config = json!({ "tools": tools });
+            match choice {
+                Some(ToolChoice::Auto) => config["toolChoice"] = json!({"auto": {}}),
+                Some(ToolChoice::Required) => config["toolChoice"] = json!({"any": {}}),
+                Some(ToolChoice::Tool(name)) => {
+                    config["toolChoice"] = json!({"tool": {"name": name}})
+                }
+                Some(ToolChoice::None) | None => {}
+            }
+            body.insert("toolConfig".into(), config);
         }
         Ok(request.prepared(FORMAT, body))
     }

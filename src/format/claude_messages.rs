@@ -19,6 +19,7 @@ use serde_json::{json, Map, Value};
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
 use super::wire::{arguments_object, str_field};
+use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, Parameters, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -98,6 +99,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         kind: ParameterType::String,
         description: "auto or standard_only.",
     },
+    TOOL_CHOICE,
 ];
 
 /// The `claude-messages` format.
@@ -132,10 +134,13 @@ impl Format for ClaudeMessages {
         let (model, parameters, messages, options) = request.parts();
         let parameters = with_stops(PARAMETERS, parameters, options.stop);
         let mut body = request_body(model, &parameters, messages, options.stream)?;
-        if !options.tools.is_empty() {
+        let answer = options.schema.map(|s| s.forced_tool()).transpose()?;
+        let choice = ToolChoice::of(&parameters, options.tools)?;
+        if !options.tools.is_empty() || answer.is_some() {
             let tools: Vec<Value> = options
                 .tools
                 .iter()
+                .chain(answer.as_ref())
                 .map(|t| {
                     serde_json::json!({
                         "name": t.name, "description": t.description, "input_schema": t.input_schema
@@ -143,6 +148,16 @@ impl Format for ClaudeMessages {
                 })
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
+        }
+        let choice = ToolChoice::with_answer(answer.as_ref(), options.tools, choice);
+        if let Some(choice) = choice {
+            let value = match choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+            };
+            body.insert("tool_choice".into(), value);
         }
         Ok(request.prepared(FORMAT, body))
     }
@@ -294,7 +309,7 @@ pub fn request_body(
         body.insert("system".into(), Value::from(system.join("\n\n")));
     }
     body.insert("messages".into(), Value::Array(messages));
-    for (k, v) in parameters {
+    for (k, v) in parameters.iter().filter(|(k, _)| *k != TOOL_CHOICE.name) {
         let v = match (k.as_str(), v) {
             ("stop_sequences" | BETA_PARAMETER, Value::String(s)) => json!([s]),
             _ => v.clone(),

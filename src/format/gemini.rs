@@ -20,6 +20,7 @@ use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
 use super::wire::{items, object_parameter, str_at, text_of, CallNames};
 use super::Parameters;
+use super::schema::{ResponseSchema, ToolChoice, TOOL_CHOICE};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
@@ -121,6 +122,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         kind: ParameterType::Object,
         description: "safetySettings: a list of {category, threshold}, or an object such as {\"HARM_CATEGORY_HARASSMENT\":\"BLOCK_ONLY_HIGH\"}.",
     },
+    TOOL_CHOICE,
 ];
 
 /// The `gemini` format.
@@ -208,7 +210,23 @@ impl Format for Gemini {
                 json!([{ "functionDeclarations": declarations }]),
             );
         }
-        let config = generation_config(&parameters);
+        if let Some(choice) = ToolChoice::of(&parameters, options.tools)? {
+            let config = match choice {
+                ToolChoice::Auto => json!({"mode": "AUTO"}),
+                ToolChoice::Required => json!({"mode": "ANY"}),
+                ToolChoice::None => json!({"mode": "NONE"}),
+                ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+            };
+            body.insert(
+                "toolConfig".into(),
+                json!({ "functionCallingConfig": config }),
+            );
+        }
+        let mut config = generation_config(&parameters);
+        if let Some(schema) = options.schema {
+            config.insert("responseMimeType".into(), json!("application/json"));
+            config.insert("responseSchema".into(), schema.gemini().0);
+        }
         if !config.is_empty() {
             body.insert("generationConfig".into(), Value::Object(config));
         }
@@ -216,6 +234,16 @@ impl Format for Gemini {
             body.insert("safetySettings".into(), s.clone());
         }
         Ok(request.prepared(FORMAT, body))
+    }
+
+    fn schema_notes(&self, schema: &ResponseSchema) -> Vec<String> {
+        match schema.gemini().1 {
+            dropped if dropped.is_empty() => Vec::new(),
+            dropped => vec![format!(
+                "response schema: Gemini's subset cannot say {}; the reply is still checked against the whole schema",
+                dropped.join(", ")
+            )],
+        }
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {

@@ -40,8 +40,9 @@ pub const PARAMETERS: &[ParameterSpec] = &[
             elsewhere), ${parameters.NAME:-default} gives a default; built in: \
             ${parameters.messages} (OpenAI-style [{role, content}]), ${parameters.prompt} (the \
             last user text), ${parameters.system}, ${parameters.model}, ${parameters.stream}, \
-            ${parameters.images} (the last user message's images as base64 strings) and \
-            ${parameters.image_urls} (as data: URLs), the only way images are sent; \
+            ${parameters.images} (the last user message's images as base64 strings), \
+            ${parameters.image_urls} (as data: URLs), the only way images are sent, and \
+            ${parameters.response_schema} (the response schema, null without one); \
             ${credential.NAME} (inside a string) takes a credential of the http provider.",
     },
     ParameterSpec {

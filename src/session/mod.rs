@@ -59,6 +59,8 @@ pub struct ConversationSpec {
     /// MCP servers the client brings for this conversation only: they join the config's tool
     /// sources, enabled, and make `tools` the default feature.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// The JSON Schema every reply must match (structured output).
+    pub response_schema: Option<crate::format::ResponseSchema>,
 }
 
 /// An open conversation as its client sees it.
@@ -202,6 +204,7 @@ impl Framework {
         let mut agent = AIAgent::new(new_id(), provider, model, persistence, system, history);
         agent.timeout = self.prompt_timeout;
         agent.middleware = self.middleware_chain(sel)?;
+        agent.response_schema = self.selector().response_schema(sel)?.map(Arc::new);
         let agent = Arc::new(agent);
         self.agents
             .lock()
@@ -286,6 +289,7 @@ impl Framework {
         let toolbox = self.toolbox_for(&spec.mcp_servers)?;
         let (feature, feature_system) =
             self.feature(&feature_name, spec.tools.as_deref(), &toolbox)?;
+        sel.response_schema = spec.response_schema.clone();
         sel.system_prompt = spec
             .system_prompt
             .clone()

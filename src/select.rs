@@ -166,7 +166,10 @@ impl Selector<'_> {
 
     /// The schema replies of a selection must match: the client's, else its model
     /// configuration's `response_schema` (a JSON Schema table, or JSON text or a file path).
-    pub fn response_schema(&self, sel: &Selection) -> Result<Option<crate::format::ResponseSchema>> {
+    pub fn response_schema(
+        &self,
+        sel: &Selection,
+    ) -> Result<Option<crate::format::ResponseSchema>> {
         if let Some(s) = &sel.response_schema {
             return Ok(Some(s.clone()));
         }

@@ -7,10 +7,10 @@
 
 use serde_json::Value;
 
+use super::structured;
 use super::{AIAgent, OnDelta, TurnSteps};
 use crate::config::ToolMode;
 use crate::error::Result;
-use super::structured;
 use crate::format::{
     self, ModelConfiguration, ModelReply, RequestOptions, ResponseSchema, ToolCallDelta,
 };
@@ -31,6 +31,14 @@ impl AIAgent {
     ) -> Result<TurnSteps> {
         let mut rounds = Rounds::default();
         let streamed = on_delta.filter(|_| schema.is_none());
+        // A forced call (`tool_choice` required or a tool's name) is forced in the first round
+        // only: after calls, the model decides, or it could never answer.
+        let relaxed = forced_choice(model).then(|| {
+            let mut m = model.clone();
+            m.parameters.remove(format::schema::TOOL_CHOICE.name);
+            m
+        });
+        let mut model = model;
         // The failed reply and what was wrong with it, sent with the one retry only.
         let mut retry: Vec<Message> = Vec::new();
         loop {
@@ -53,6 +61,7 @@ impl AIAgent {
                 Some(t) if !answered && !calls.is_empty() && rounds.may_call(t.max_steps) => {
                     let results = (t.run)(calls).await;
                     rounds.step(reply.message, results);
+                    model = relaxed.as_ref().unwrap_or(model);
                 }
                 _ => {
                     let Some(schema) = schema else {
@@ -74,6 +83,13 @@ impl AIAgent {
             }
         }
     }
+}
+
+/// Whether the model's `tool_choice` forces a call.
+fn forced_choice(model: &ModelConfiguration) -> bool {
+    let choice = model.parameters.get(format::schema::TOOL_CHOICE.name);
+    let choice = choice.and_then(Value::as_str).map(str::to_ascii_lowercase);
+    !matches!(choice.as_deref(), None | Some("auto" | "none"))
 }
 
 /// The rounds of one turn so far: the steps (each round's calls, then their results), the

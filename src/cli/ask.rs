@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use genai::error::{Error, ErrorKind};
-use genai::format::ResponseSchema;
 use genai::feature::port::{
     ClientPort, Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef,
 };
+use genai::format::ResponseSchema;
 use genai::message::{Message, Role};
 use genai::select::ModelChoice;
 use genai::session::{CancelTarget, ConversationSpec, Framework};

@@ -20,8 +20,8 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::body_json;
-use super::wire::{items, str_field};
 use super::schema::{ToolChoice, TOOL_CHOICE};
+use super::wire::{items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -167,13 +167,8 @@ impl Format for BedrockConverse {
                 })
                 .collect();
             let mut config = json!({ "tools": tools });
-            match choice {
-                Some(ToolChoice::Auto) => config["toolChoice"] = json!({"auto": {}}),
-                Some(ToolChoice::Required) => config["toolChoice"] = json!({"any": {}}),
-                Some(ToolChoice::Tool(name)) => {
-                    config["toolChoice"] = json!({"tool": {"name": name}})
-                }
-                Some(ToolChoice::None) | None => {}
+            if let Some(c) = choice.as_ref().and_then(ToolChoice::bedrock) {
+                config["toolChoice"] = c;
             }
             body.insert("toolConfig".into(), config);
         }

@@ -18,8 +18,8 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
-use super::wire::{arguments_object, str_field};
 use super::schema::{ToolChoice, TOOL_CHOICE};
+use super::wire::{arguments_object, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, Parameters, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -136,28 +136,15 @@ impl Format for ClaudeMessages {
         let mut body = request_body(model, &parameters, messages, options.stream)?;
         let answer = options.schema.map(|s| s.forced_tool()).transpose()?;
         let choice = ToolChoice::of(&parameters, options.tools)?;
-        if !options.tools.is_empty() || answer.is_some() {
-            let tools: Vec<Value> = options
-                .tools
-                .iter()
-                .chain(answer.as_ref())
-                .map(|t| {
-                    serde_json::json!({
-                        "name": t.name, "description": t.description, "input_schema": t.input_schema
-                    })
-                })
-                .collect();
+        let tools = options.tools.iter().chain(answer.as_ref());
+        let tools: Vec<Value> = tools
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .collect();
+        if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
         }
-        let choice = ToolChoice::with_answer(answer.as_ref(), options.tools, choice);
-        if let Some(choice) = choice {
-            let value = match choice {
-                ToolChoice::Auto => json!({"type": "auto"}),
-                ToolChoice::Required => json!({"type": "any"}),
-                ToolChoice::None => json!({"type": "none"}),
-                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
-            };
-            body.insert("tool_choice".into(), value);
+        if let Some(c) = ToolChoice::with_answer(answer.as_ref(), options.tools, choice) {
+            body.insert("tool_choice".into(), c.claude());
         }
         Ok(request.prepared(FORMAT, body))
     }

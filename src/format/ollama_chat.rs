@@ -16,12 +16,12 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
+use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::wire::{
     arguments_object, chat_message, function_tools, items, object_parameter, str_at, text_of,
     CallNames,
 };
 use super::Parameters;
-use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,

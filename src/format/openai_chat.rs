@@ -8,8 +8,8 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json, parse_arguments};
-use super::wire::{chat_message, function_tools, items, str_field};
 use super::schema::{ToolChoice, TOOL_CHOICE};
+use super::wire::{chat_message, function_tools, items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
@@ -174,7 +174,7 @@ impl Format for OpenAiChat {
             body.insert("tools".into(), function_tools(options.tools));
         }
         if let Some(choice) = ToolChoice::of(parameters, options.tools)? {
-            body.insert("tool_choice".into(), tool_choice(&choice));
+            body.insert("tool_choice".into(), choice.openai());
         }
         if let Some(schema) = options.schema {
             let mut spec = json!({"name": schema.name, "schema": schema.schema});
@@ -411,16 +411,6 @@ impl EventReader for Events {
             }
         }
         Ok(())
-    }
-}
-
-/// `tool_choice` as the Chat Completions API takes it (Ollama has none).
-pub(crate) fn tool_choice(choice: &ToolChoice) -> Value {
-    match choice {
-        ToolChoice::Auto => json!("auto"),
-        ToolChoice::Required => json!("required"),
-        ToolChoice::None => json!("none"),
-        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
     }
 }
 

@@ -3,8 +3,9 @@
 //! Gemini's OpenAPI subset), and the `tool_choice` parameter ([`ToolChoice`]) of the formats
 //! with native tools.
 //!
-//! It owns the schema's checks and conversions. It must never place anything in a request
-//! body (each format does, in its own shape) nor send a request again (the agent retries).
+//! It owns the schema's checks and conversions, and each API's shape of a tool choice. It must
+//! never build a request body (each format places these in its own) nor send a request again
+//! (the agent retries).
 
 use serde_json::{json, Map, Value};
 
@@ -146,11 +147,7 @@ impl ResponseSchema {
 
     /// The schema in Gemini's OpenAPI subset, and what could not be said in it.
     pub fn gemini(&self) -> (Value, Vec<String>) {
-        let mut dropped = Vec::new();
-        let value = gemini_schema(&self.schema, "", &mut dropped);
-        dropped.sort();
-        dropped.dedup();
-        (value, dropped)
+        gemini_subset(&self.schema)
     }
 }
 
@@ -218,6 +215,19 @@ fn strict_ok(schema: &Value) -> bool {
             })
 }
 
+/// A JSON Schema cut down to Gemini's `Schema` (https://ai.google.dev/api/caching#Schema),
+/// which refuses other keys such as `$schema` and `additionalProperties`: a type list such as
+/// `["string", "null"]` becomes one type with `nullable`, `const` a one-value `enum`, `oneOf`
+/// an `anyOf`; the rest is dropped and named (by its path) in the list returned. Tool
+/// parameters and response schemas alike.
+pub fn gemini_subset(schema: &Value) -> (Value, Vec<String>) {
+    let mut dropped = Vec::new();
+    let value = gemini_schema(schema, "", &mut dropped);
+    dropped.sort();
+    dropped.dedup();
+    (value, dropped)
+}
+
 /// The keywords Gemini's `Schema` object takes (besides `type`, `properties`, `items`,
 /// `anyOf`, which are converted).
 const GEMINI_KEYWORDS: &[&str] = &[
@@ -243,15 +253,19 @@ const GEMINI_KEYWORDS: &[&str] = &[
 
 fn gemini_schema(schema: &Value, at: &str, dropped: &mut Vec<String>) -> Value {
     let Some(o) = schema.as_object() else {
-        return json!({});
+        return schema.clone();
     };
     let mut out = Map::new();
     for (k, v) in o {
-        let path = if at.is_empty() { k.clone() } else { format!("{at}.{k}") };
+        let path = if at.is_empty() {
+            k.clone()
+        } else {
+            format!("{at}.{k}")
+        };
         match k.as_str() {
             "type" => match v {
-                Value::String(t) => {
-                    out.insert("type".into(), Value::from(t.to_uppercase()));
+                Value::String(_) => {
+                    out.insert("type".into(), v.clone());
                 }
                 Value::Array(types) => {
                     let kinds: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
@@ -260,7 +274,7 @@ fn gemini_schema(schema: &Value, at: &str, dropped: &mut Vec<String>) -> Value {
                     }
                     let others: Vec<&&str> = kinds.iter().filter(|t| **t != "null").collect();
                     if let Some(t) = others.first() {
-                        out.insert("type".into(), Value::from(t.to_uppercase()));
+                        out.insert("type".into(), Value::from(**t));
                     }
                     if others.len() > 1 {
                         dropped.push(format!("{path} (several types; the first kept)"));
@@ -276,7 +290,12 @@ fn gemini_schema(schema: &Value, at: &str, dropped: &mut Vec<String>) -> Value {
                     .as_object()
                     .into_iter()
                     .flatten()
-                    .map(|(name, s)| (name.clone(), gemini_schema(s, &format!("{path}.{name}"), dropped)))
+                    .map(|(name, s)| {
+                        (
+                            name.clone(),
+                            gemini_schema(s, &format!("{path}.{name}"), dropped),
+                        )
+                    })
                     .collect();
                 out.insert("properties".into(), Value::Object(props));
             }
@@ -361,6 +380,47 @@ impl ToolChoice {
 }
 
 impl ToolChoice {
+    /// `tool_choice` of the Chat Completions API.
+    pub fn openai(&self) -> Value {
+        match self {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+        }
+    }
+
+    /// `tool_choice` of Anthropic's Messages API.
+    pub fn claude(&self) -> Value {
+        match self {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+        }
+    }
+
+    /// Gemini's `toolConfig`.
+    pub fn gemini(&self) -> Value {
+        let config = match self {
+            ToolChoice::Auto => json!({"mode": "AUTO"}),
+            ToolChoice::Required => json!({"mode": "ANY"}),
+            ToolChoice::None => json!({"mode": "NONE"}),
+            ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+        };
+        json!({ "functionCallingConfig": config })
+    }
+
+    /// Converse's `toolChoice`; `None` for `none`, which Converse says by offering no tools.
+    pub fn bedrock(&self) -> Option<Value> {
+        match self {
+            ToolChoice::Auto => Some(json!({"auto": {}})),
+            ToolChoice::Required => Some(json!({"any": {}})),
+            ToolChoice::None => None,
+            ToolChoice::Tool(name) => Some(json!({"tool": {"name": name}})),
+        }
+    }
+
     /// The choice of a request that may carry a forced answer tool: alone, it is called; with
     /// other tools offered, some tool must be (the named one, if the parameter names one).
     pub fn with_answer(
@@ -434,17 +494,17 @@ mod tests {
     fn gemini_gets_its_subset_and_the_rest_is_named() {
         let s = ResponseSchema::new(
             None,
-            json!({"type": "object", "additionalProperties": false, "$schema": "x",
+            json!({"type": "object", "additionalProperties": false, "$comment": "x",
                    "properties": {"tag": {"const": "a"}, "n": {"type": ["integer", "null"]}}}),
         )
         .unwrap();
         let (v, dropped) = s.gemini();
         assert_eq!(
             v,
-            json!({"type": "OBJECT", "properties": {"tag": {"enum": ["a"]},
-                   "n": {"type": "INTEGER", "nullable": true}}})
+            json!({"type": "object", "properties": {"tag": {"enum": ["a"]},
+                   "n": {"type": "integer", "nullable": true}}})
         );
-        assert_eq!(dropped, vec!["$schema", "additionalProperties"]);
+        assert_eq!(dropped, vec!["$comment", "additionalProperties"]);
     }
 
     #[test]
@@ -463,8 +523,114 @@ mod tests {
         );
         assert_eq!(ToolChoice::of(&p, &[]).unwrap(), None);
         p.insert("tool_choice".into(), json!("REQUIRED"));
-        assert_eq!(ToolChoice::of(&p, &tools).unwrap(), Some(ToolChoice::Required));
+        assert_eq!(
+            ToolChoice::of(&p, &tools).unwrap(),
+            Some(ToolChoice::Required)
+        );
         p.insert("tool_choice".into(), json!("other"));
         assert!(ToolChoice::of(&p, &tools).is_err());
+    }
+
+    /// The request fields each format sends for a tool choice and for a schema.
+    #[test]
+    fn each_format_maps_tool_choice_and_the_schema_natively() {
+        use crate::format::{
+            bedrock_converse::BedrockConverse, claude_messages::ClaudeMessages, gemini::Gemini,
+            ollama_chat::OllamaChat, openai_chat::OpenAiChat, Format, ModelConfiguration,
+            RequestOptions,
+        };
+        let tools = [
+            ToolSpec {
+                name: "calc__add".into(),
+                description: "Adds.".into(),
+                input_schema: json!({"type": "object"}),
+            },
+            ToolSpec {
+                name: "calc__mul".into(),
+                description: "Multiplies.".into(),
+                input_schema: json!({"type": "object"}),
+            },
+        ];
+        let body = |f: &'static dyn Format,
+                    choice: &str,
+                    schema: Option<&ResponseSchema>,
+                    tools: &[ToolSpec]| {
+            let mut m = ModelConfiguration::new(f, "m");
+            m.set_parameter("tool_choice", json!(choice)).unwrap();
+            let options = RequestOptions {
+                tools,
+                schema,
+                ..RequestOptions::default()
+            };
+            m.prepare(&[Message::user("hi")], &options).unwrap().body
+        };
+        let named = json!({"type": "function", "function": {"name": "calc__add"}});
+        assert_eq!(
+            body(&OpenAiChat, "calc.add", None, &tools)["tool_choice"],
+            named
+        );
+        assert_eq!(
+            body(&OpenAiChat, "required", None, &tools)["tool_choice"],
+            "required"
+        );
+        assert!(body(&OpenAiChat, "required", None, &[])
+            .get("tool_choice")
+            .is_none());
+        assert_eq!(
+            body(&ClaudeMessages, "required", None, &tools)["tool_choice"],
+            json!({"type": "any"})
+        );
+        assert_eq!(
+            body(&ClaudeMessages, "none", None, &tools)["tool_choice"],
+            json!({"type": "none"})
+        );
+        assert_eq!(
+            body(&Gemini, "calc__mul", None, &tools)["toolConfig"],
+            json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["calc__mul"]}})
+        );
+        assert_eq!(
+            body(&BedrockConverse, "auto", None, &tools)["toolConfig"]["toolChoice"],
+            json!({"auto": {}})
+        );
+        assert_eq!(
+            body(&BedrockConverse, "calc__add", None, &tools)["toolConfig"]["toolChoice"],
+            json!({"tool": {"name": "calc__add"}})
+        );
+        assert!(body(&BedrockConverse, "none", None, &tools)
+            .get("toolConfig")
+            .is_none());
+        let b = body(&OllamaChat, "calc__mul", None, &tools);
+        assert_eq!(b["tools"].as_array().unwrap().len(), 1);
+        assert_eq!(b["tools"][0]["function"]["name"], "calc__mul");
+        assert!(
+            b.get("tool_choice").is_none() && b.get("options").is_none(),
+            "{b}"
+        );
+        assert!(body(&OllamaChat, "none", None, &tools)
+            .get("tools")
+            .is_none());
+
+        // A schema on Bedrock: the forced answer tool; with other tools, some call.
+        let s = schema();
+        let b = body(&BedrockConverse, "auto", Some(&s), &[]);
+        assert_eq!(
+            b["toolConfig"]["toolChoice"],
+            json!({"tool": {"name": "city"}})
+        );
+        assert_eq!(
+            b["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"]["json"],
+            s.schema
+        );
+        let b = body(&ClaudeMessages, "auto", Some(&s), &tools);
+        assert_eq!(b["tool_choice"], json!({"type": "any"}));
+        assert_eq!(b["tools"].as_array().unwrap().len(), 3);
+        let list = ResponseSchema::new(None, json!({"type": "array"})).unwrap();
+        let mut m = ModelConfiguration::new(&ClaudeMessages, "m");
+        m.set_parameter("max_tokens", json!(10)).unwrap();
+        let options = RequestOptions {
+            schema: Some(&list),
+            ..RequestOptions::default()
+        };
+        assert!(m.prepare(&[Message::user("hi")], &options).is_err());
     }
 }

@@ -33,3 +33,4 @@ mod provider_ollama;
 mod reasoning;
 mod schemas;
 mod serve;
+mod structured;

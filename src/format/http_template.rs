@@ -288,6 +288,8 @@ impl Format for HttpTemplate {
         let (images, image_urls) = last_images(messages);
         values.insert("images".into(), Value::from(images));
         values.insert("image_urls".into(), Value::from(image_urls));
+        let schema = options.schema.map(|s| s.schema.clone());
+        values.insert("response_schema".into(), schema.unwrap_or(Value::Null));
         let body = parse_rendered(&render(template, &values)?)?;
         Ok(ModelRequest::new(FORMAT, model, body, stream))
     }
@@ -711,5 +713,27 @@ mod tests {
         let r = m.prepare_request(&[Message::user("x")], true).unwrap();
         assert!(r.stream);
         assert_eq!(r.body, json!({"stream": true}));
+    }
+
+    #[test]
+    fn the_response_schema_fills_its_placeholder() {
+        let mut m = ModelConfiguration::new(&HttpTemplate, "m");
+        m.set_parameter(
+            "request_body",
+            json!(r#"{"prompt": "${parameters.prompt}", "format": ${parameters.response_schema}}"#),
+        )
+        .unwrap();
+        let schema = crate::format::ResponseSchema::new(None, json!({"type": "object"})).unwrap();
+        let options = crate::format::RequestOptions {
+            schema: Some(&schema),
+            ..Default::default()
+        };
+        let body = m.prepare(&[Message::user("hi")], &options).unwrap().body;
+        assert_eq!(body, json!({"prompt": "hi", "format": {"type": "object"}}));
+        let plain = m
+            .prepare_request(&[Message::user("hi")], false)
+            .unwrap()
+            .body;
+        assert_eq!(plain["format"], Value::Null);
     }
 }

@@ -286,3 +286,72 @@ fn a_model_configuration_response_schema_applies_to_every_turn() {
 fn toml_string(s: &str) -> String {
     Value::String(s.to_string()).to_string()
 }
+
+/// Over the daemon: `responseSchema` on `CreateConversation` holds for every turn, on
+/// `OnNewMessage` for that turn, on `SendPrompt` for that prompt.
+#[test]
+fn the_daemon_takes_a_response_schema_per_conversation_turn_and_prompt() {
+    use crate::support::rpc_client::{Daemon, DaemonConfig, Framing};
+    let fake = openai(&[VALID, r#"{"ok": true}"#, r#"{"ok": false}"#]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
+        .env("OPENAI_BASE_URL", &fake.base_url())
+        .env("OPENAI_API_KEY", "sk-dummy");
+    let mut d = Daemon::spawn(&cfg);
+    d.initialize("structured-tests", true);
+    let (cid, conv) = d.create_conversation(json!({"serviceProvider": "openai",
+        "model": "gpt-4o-mini", "responseSchema": schema(), "responseSchemaName": "city"}));
+    let turn = std::time::Duration::from_secs(15);
+    let (t, fin) = d.turn(&cid, "Oslo?", turn);
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let summary: Value = serde_json::from_str(fin["summary"].as_str().unwrap()).unwrap();
+    assert_eq!(summary["city"], "Oslo");
+    let (chunks, _) = d.turn_events(&t);
+    assert_eq!(chunks.len(), 1, "the checked JSON comes as one chunk");
+    assert_eq!(
+        fake.requests()[0].body["response_format"]["json_schema"]["name"],
+        "city"
+    );
+
+    // A turn's own schema replaces the conversation's.
+    let flag =
+        json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
+    let r = d.call(
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": "ok?",
+        "responseSchema": flag}),
+    );
+    let fin = d.wait_final(r["turnId"].as_str().unwrap(), turn)["params"].clone();
+    assert_eq!(fin["summary"], r#"{"ok":true}"#, "{fin}");
+    assert_eq!(
+        fake.requests()[1].body["response_format"]["json_schema"]["schema"],
+        flag
+    );
+
+    let sent = d.call(
+        "SendPrompt",
+        json!({"agentId": conv["agentId"], "prompt": "ok?",
+        "responseSchema": flag, "responseSchemaName": "flag"}),
+    );
+    let rid = sent["requestId"].as_str().unwrap().to_string();
+    let resp = d.wait_notification(
+        |m| m["method"] == "OnPromptResponse" && m["params"]["requestId"] == rid.as_str(),
+        turn,
+    );
+    assert_eq!(
+        resp["params"]["message"]["content"][0]["text"], r#"{"ok":false}"#,
+        "{resp}"
+    );
+    assert_eq!(
+        fake.requests()[2].body["response_format"]["json_schema"]["name"],
+        "flag"
+    );
+
+    let e = d.call_err(
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": "x",
+        "responseSchema": {"type": 5}}),
+    );
+    assert_eq!(e["data"]["kind"], "invalidParams", "{e}");
+    assert!(d.shutdown(std::time::Duration::from_secs(10)).success());
+}

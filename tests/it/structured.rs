@@ -16,8 +16,10 @@ fn schema() -> Value {
     serde_json::from_str(SCHEMA).unwrap()
 }
 
-fn ask(dirs: &Folders, envs: &[(&str, String)], args: &[&str]) -> Output {
-    let mut c = dirs.genai(args);
+/// `genai ask -m MODEL ARGS...` with these variables.
+fn ask(dirs: &Folders, envs: &[(&str, String)], model: &str, args: &[&str]) -> Output {
+    let mut c = dirs.genai(&["ask", "-m", model]);
+    c.args(args);
     c.envs(envs.iter().map(|(k, v)| (*k, v.as_str())));
     cli::output(c)
 }
@@ -38,16 +40,8 @@ fn openai_chat_sends_a_strict_json_schema_and_stdout_is_exactly_the_json() {
     let o = ask(
         &dirs,
         &env,
-        &[
-            "ask",
-            "-m",
-            "openai:gpt-4o-mini",
-            "--schema",
-            SCHEMA,
-            "--schema-name",
-            "city_facts",
-            "Oslo?",
-        ],
+        "openai:gpt-4o-mini",
+        &["--schema", SCHEMA, "--schema-name", "city_facts", "Oslo?"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
@@ -71,15 +65,8 @@ fn openai_chat_sends_a_strict_json_schema_and_stdout_is_exactly_the_json() {
     let o = ask(
         &dirs,
         &env,
-        &[
-            "ask",
-            "-m",
-            "openai:gpt-4o-mini",
-            "--json",
-            "--schema",
-            loose.to_str().unwrap(),
-            "Oslo?",
-        ],
+        "openai:gpt-4o-mini",
+        &["--json", "--schema", loose.to_str().unwrap(), "Oslo?"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
@@ -106,14 +93,8 @@ fn an_invalid_reply_is_retried_once_with_the_errors_then_fails_with_exit_code_1(
     let o = ask(
         &dirs,
         &env,
-        &[
-            "ask",
-            "-m",
-            "openai:gpt-4o-mini",
-            "--schema",
-            SCHEMA,
-            "Oslo?",
-        ],
+        "openai:gpt-4o-mini",
+        &["--schema", SCHEMA, "Oslo?"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
@@ -147,14 +128,8 @@ fn an_invalid_reply_is_retried_once_with_the_errors_then_fails_with_exit_code_1(
     let o = ask(
         &dirs,
         &env,
-        &[
-            "ask",
-            "-m",
-            "openai:gpt-4o-mini",
-            "--schema",
-            SCHEMA,
-            "Oslo?",
-        ],
+        "openai:gpt-4o-mini",
+        &["--schema", SCHEMA, "Oslo?"],
     );
     cli::assert_fails_with(&o, 1, "does not match the response schema");
     assert!(stderr(&o).contains("population"), "{}", stderr(&o));
@@ -177,16 +152,8 @@ fn claude_answers_through_a_forced_tool_whose_input_is_the_json() {
     let o = ask(
         &dirs,
         &env,
-        &[
-            "ask",
-            "-m",
-            "anthropic:claude-sonnet-4-5",
-            "--schema",
-            SCHEMA,
-            "--schema-name",
-            "city",
-            "Oslo?",
-        ],
+        "anthropic:claude-sonnet-4-5",
+        &["--schema", SCHEMA, "--schema-name", "city", "Oslo?"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
@@ -210,15 +177,8 @@ fn gemini_gets_its_schema_subset_and_ollama_the_schema_as_format() {
     let o = ask(
         &dirs,
         &env,
-        &[
-            "ask",
-            "-m",
-            "gemini:gemini-2.0-flash",
-            "--json",
-            "--schema",
-            SCHEMA,
-            "Oslo?",
-        ],
+        "gemini:gemini-2.0-flash",
+        &["--json", "--schema", SCHEMA, "Oslo?"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
@@ -236,7 +196,8 @@ fn gemini_gets_its_schema_subset_and_ollama_the_schema_as_format() {
     let o = ask(
         &dirs,
         &env,
-        &["ask", "-m", "ollama:llama3.2", "--schema", SCHEMA, "Oslo?"],
+        "ollama:llama3.2",
+        &["--schema", SCHEMA, "Oslo?"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
@@ -258,7 +219,7 @@ fn a_model_configuration_response_schema_applies_to_every_turn() {
         toml_string(SCHEMA)
     ));
     let env = [("OPENAI_BASE_URL", fake.base_url())];
-    let o = ask(&dirs, &env, &["ask", "-m", "facts", "Oslo?"]);
+    let o = ask(&dirs, &env, "facts", &["Oslo?"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let body = fake.requests().last().unwrap().body.clone();
     assert_eq!(body["response_format"]["json_schema"]["name"], "facts");
@@ -271,14 +232,8 @@ fn a_model_configuration_response_schema_applies_to_every_turn() {
     let o = ask(
         &dirs,
         &env,
-        &[
-            "ask",
-            "-m",
-            "openai:gpt-4o-mini",
-            "--schema",
-            r#"{"type": 3}"#,
-            "x",
-        ],
+        "openai:gpt-4o-mini",
+        &["--schema", r#"{"type": 3}"#, "x"],
     );
     cli::assert_fails_with(&o, 2, "not a JSON Schema");
 }

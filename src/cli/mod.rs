@@ -5,8 +5,10 @@
 mod acp;
 mod ask;
 mod attach;
+mod chat;
 mod components;
 mod config;
+mod conversation;
 mod daemon;
 mod files;
 mod keys;
@@ -18,6 +20,7 @@ mod plugins;
 mod schema;
 mod serve;
 mod sessions;
+mod turn;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use genai::config::{Config, Paths};
@@ -40,6 +43,8 @@ struct Cli {
 enum Command {
     /// Ask a model; the reply streams to stdout. Piped stdin is added after the prompt.
     Ask(ask::Args),
+    /// Chat on the terminal: replies stream as Markdown, slash commands (/help), history kept.
+    Chat(chat::Args),
     /// Serve JSON-RPC 2.0 over stdio (Content-Length or newline-delimited framing).
     Daemon(daemon::Args),
     /// Serve the daemon's protocol over WebSocket for several clients, with a web chat page.
@@ -179,6 +184,7 @@ pub fn run() -> i32 {
     );
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
+        Command::Chat(args) => return runtime().block_on(chat::run(args)),
         Command::Daemon(args) => serve_blocking(daemon::run(args)),
         Command::Acp => serve_blocking(acp::run()),
         Command::Lsp => runtime().block_on(lsp::run()),

@@ -8,6 +8,7 @@ mod support;
 
 mod cli;
 mod cli_attach;
+mod cli_chat;
 mod cli_handover;
 mod cli_params;
 mod daemon;

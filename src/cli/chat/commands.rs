@@ -212,5 +212,6 @@ mod tests {
         assert!(!continues("first"));
         assert_eq!(joined("one\\\ntwo\\\r\nthree"), "one\ntwo\nthree");
         assert_eq!(joined("a \\ b"), "a \\ b");
+        assert_eq!(joined("one \\  \ntwo\\"), "one \ntwo\\");
     }
 }

@@ -168,6 +168,10 @@ impl Chat {
         let agent = self.fw.agent(&self.conv.agent_id)?;
         let shown = show_turn(&self.fw, &agent, &mut self.events, &turn_id, self.view).await?;
         if shown.interrupted {
+            if std::io::stdin().is_terminal() {
+                // After the `^C` the terminal echoed.
+                eprintln!();
+            }
             note("cancelled: nothing of this turn is kept");
             return Ok(());
         }

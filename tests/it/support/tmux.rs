@@ -31,10 +31,6 @@ pub struct Pane {
     socket: String,
 }
 
-fn quote(s: &std::ffi::OsStr) -> String {
-    format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"))
-}
-
 impl Pane {
     /// Runs `c` (its program, arguments and variables) in a new 100×40 pane. When it ends the
     /// pane shows `[exited N]` and stays until the `Pane` is dropped.
@@ -45,11 +41,10 @@ impl Pane {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::SeqCst)
         );
-        let command = std::iter::once(quote(c.get_program()))
-            .chain(c.get_args().map(quote))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let shell = format!("{command}; echo \"[exited $?]\"; read _");
+        let shell = format!(
+            "{}; echo \"[exited $?]\"; read _",
+            super::cli::shell_line(c)
+        );
         let mut tmux = Command::new("tmux");
         tmux.args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
             .args(["-x", "100", "-y", "40", &shell]);

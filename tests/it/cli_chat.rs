@@ -161,13 +161,16 @@ fn ctrl_c_cancels_a_reply_and_keeps_nothing_and_c_goes_on_with_the_conversation(
     assert_eq!(env.stored_counts(), [0]);
     drop(pane);
 
-    // -c: the same conversation goes on. Ctrl-C at the prompt clears the typed line.
+    // -c: the same conversation goes on. The input history was kept: Up brings the last
+    // prompt back, and Ctrl-C at the prompt clears it.
+    let kept = std::fs::read_to_string(env.dirs.data.path().join("chat-history.txt")).unwrap();
+    assert!(kept.contains("Count slowly"), "{kept}");
     env.openai.set_default(Behavior::text("Back again."));
     let pane = Pane::start(&env.chat(&["-c"]));
     pane.wait_for_text("continuing conversation", 1);
     pane.wait_for_text("gpt-a> ", 1);
-    pane.keys(&["-l", "draft"]);
-    pane.wait_for_text("draft", 1);
+    pane.keys(&["Up"]);
+    pane.wait_for_text("gpt-a> Count slowly", 1);
     pane.keys(&["C-c"]);
     pane.wait_for_text("gpt-a> ", 2);
     // Alt-Enter goes on to a new line of the same prompt.
@@ -189,7 +192,7 @@ fn piped_lines_are_prompts_and_commands_and_a_failure_sets_the_exit_code() {
     let env = Env::new(Behavior::text("Piped answer."));
     let o = cli::output_with_stdin(
         env.chat(&["-m", "openai:gpt-a"]),
-        Some("first\n/bogus\nsecond \\\ncontinued\n/model\n"),
+        Some("first\n/bogus\n/system Be brief.\n/params temperature=0.5\nsecond \\\ncontinued\n/model\n"),
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(
@@ -203,7 +206,12 @@ fn piped_lines_are_prompts_and_commands_and_a_failure_sets_the_exit_code() {
         "{}",
         stderr(&o)
     );
-    let sent = texts(&env.openai.last().body);
-    assert_eq!(sent, ["first", "Piped answer.", "second \ncontinued"]);
+    // /system and /params reach the next request.
+    let body = env.openai.last().body;
+    assert_eq!(body["temperature"], 0.5);
+    assert_eq!(
+        texts(&body),
+        ["Be brief.", "first", "Piped answer.", "second \ncontinued"]
+    );
     assert_eq!(env.stored_counts(), [4]);
 }

@@ -17,7 +17,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use base64::Engine;
-use genai::error::Error;
+use genai::error::{Error, ErrorKind};
 use genai::feature::port::ClientPort;
 use genai::message::{Message, Part, Role};
 use genai::select::ModelChoice;
@@ -120,7 +120,8 @@ async fn chat(args: Args) -> Result<i32, Error> {
             chat.conv.conversation_id, chat.conv.service_provider, chat.conv.model
         ));
     }
-    // Driven by a script, the chat exits with the code of its last failure (0 when none).
+    // Driven by a script, the chat exits with the code of its last failure (0 when none),
+    // or 130 when Ctrl-C stopped it.
     let mut code = 0;
     loop {
         let text = match input.read().await? {
@@ -138,6 +139,11 @@ async fn chat(args: Args) -> Result<i32, Error> {
         match done {
             Ok(true) => break,
             Ok(false) => {}
+            Err(e) if e.kind == ErrorKind::Cancelled => {
+                note(&e.message);
+                code = 130;
+                break;
+            }
             Err(e) => {
                 note(&e.message);
                 code = super::exit_code(e.kind);
@@ -168,10 +174,12 @@ impl Chat {
         let agent = self.fw.agent(&self.conv.agent_id)?;
         let shown = show_turn(&self.fw, &agent, &mut self.events, &turn_id, self.view).await?;
         if shown.interrupted {
-            if std::io::stdin().is_terminal() {
-                // After the `^C` the terminal echoed.
-                eprintln!();
+            if !std::io::stdin().is_terminal() {
+                // A script's chat stops with its turn, as `genai ask` does.
+                return Err(Error::new(ErrorKind::Cancelled, "cancelled"));
             }
+            // After the `^C` the terminal echoed.
+            eprintln!();
             note("cancelled: nothing of this turn is kept");
             return Ok(());
         }
@@ -249,6 +257,10 @@ impl Chat {
                 self.conv =
                     self.fw
                         .change_choice(&id, choice, &BTreeMap::new(), self.port.clone())?;
+                if self.system.is_some() {
+                    // Reopened without it: the chat's system prompt goes on.
+                    self.reopen()?;
+                }
                 note(&format!("tools are {}", if on { "on" } else { "off" }));
             }
             Command::Params(specs) => {

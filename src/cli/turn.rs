@@ -1,7 +1,8 @@
 //! One turn shown on a terminal, shared by `genai ask` and `genai chat`: the terminal as the
 //! core's client port (`Terminal`: turn events to the front-end's loop, confirmations asked on
 //! the terminal), and [`show_turn`], which prints a turn's reply as it streams (Markdown drawn
-//! when asked, the reasoning dimmed on stderr) and cancels it through the core on Ctrl-C.
+//! when asked, each line as it ends, the unfinished one shown as written meanwhile; the
+//! reasoning dimmed on stderr) and cancels it through the core on Ctrl-C.
 //!
 //! It prints what a turn brings and nothing else; it must never decide what a turn is (the
 //! front-ends do) nor reach past the core's public calls.
@@ -119,6 +120,59 @@ impl ReasoningPane {
     }
 }
 
+/// The unfinished last line of a reply drawn as written while it streams (Markdown is drawn a
+/// whole line at a time), erased when the line is drawn as Markdown. It begins at the start of
+/// a terminal row.
+#[derive(Default)]
+struct Draft {
+    /// What the terminal shows of it.
+    shown: String,
+}
+
+impl Draft {
+    /// The escapes that erase what is shown on a terminal `columns` wide, leaving the cursor
+    /// where the draft began.
+    fn erase(&mut self, columns: usize) -> String {
+        if self.shown.is_empty() {
+            return String::new();
+        }
+        let width = unicode_width::UnicodeWidthStr::width(self.shown.as_str());
+        // A row filled to its last column keeps the cursor on it.
+        let up = width.saturating_sub(1) / columns.max(1);
+        self.shown.clear();
+        match up {
+            0 => "\r\x1b[J".to_string(),
+            n => format!("\x1b[{n}A\r\x1b[J"),
+        }
+    }
+
+    /// What to write so that the terminal shows `pending` (control characters as spaces).
+    fn show(&mut self, pending: &str, columns: usize) -> String {
+        let text: String = pending
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        if let Some(more) = text.strip_prefix(self.shown.as_str()) {
+            let more = more.to_string();
+            self.shown = text;
+            return more;
+        }
+        let mut out = self.erase(columns);
+        out.push_str(&text);
+        self.shown = text;
+        out
+    }
+}
+
+/// The terminal's width in columns (80 when it cannot be told, or says 0).
+fn columns() -> usize {
+    crossterm::terminal::size()
+        .ok()
+        .map(|(c, _)| usize::from(c))
+        .filter(|c| *c > 0)
+        .unwrap_or(80)
+}
+
 /// The reasoning of the last turn in `history`: every reasoning part after its prompt.
 pub fn last_turn_reasoning(history: &[Message]) -> String {
     let prompt = history
@@ -167,6 +221,7 @@ pub async fn show_turn(
     let mut markdown = (view.print && view.markdown).then(super::markdown::MarkdownStream::new);
     let mut printed = String::new();
     let mut pane = ReasoningPane::default();
+    let mut draft = Draft::default();
     let mut reasoning_shown = false;
     let mut interrupted = false;
     let ctrl_c = tokio::signal::ctrl_c();
@@ -195,7 +250,16 @@ pub async fn show_turn(
                 pane.close();
                 printed.push_str(&delta);
                 let shown = match &mut markdown {
-                    Some(md) => md.push(&delta),
+                    Some(md) => {
+                        let lines = md.push(&delta);
+                        let mut shown = String::new();
+                        if !lines.is_empty() {
+                            shown.push_str(&draft.erase(columns()));
+                            shown.push_str(&lines);
+                        }
+                        shown.push_str(&draft.show(md.pending(), columns()));
+                        shown
+                    }
                     None => delta,
                 };
                 if out
@@ -211,7 +275,12 @@ pub async fn show_turn(
                 pane.close();
                 // Progress for a person watching; scripts read stdout only.
                 if let Some(name) = c.name.filter(|_| std::io::stderr().is_terminal()) {
+                    let _ = out.write_all(draft.erase(columns()).as_bytes());
+                    let _ = out.flush();
                     eprintln!("[calling {name}]");
+                    if let Some(md) = &markdown {
+                        let _ = out.write_all(draft.show(md.pending(), columns()).as_bytes());
+                    }
                 }
             }
             TurnEvent::Done(outcome) => break outcome,
@@ -233,6 +302,7 @@ pub async fn show_turn(
             let _ = out.write_all(shown.as_bytes());
         }
         if let Some(md) = &mut markdown {
+            let _ = out.write_all(draft.erase(columns()).as_bytes());
             let _ = out.write_all(md.finish().as_bytes());
         }
         if !printed.is_empty() && !printed.ends_with('\n') {
@@ -245,4 +315,28 @@ pub async fn show_turn(
         printed,
         interrupted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Draft;
+
+    #[test]
+    fn a_draft_grows_in_place_and_is_erased_over_the_rows_it_took() {
+        let mut d = Draft::default();
+        assert_eq!(d.erase(80), "");
+        assert_eq!(d.show("Hello **wo", 10), "Hello **wo");
+        assert_eq!(d.show("Hello **wor\tld", 10), "r ld");
+        // 15 columns on a 10-column terminal: the cursor is one row down.
+        assert_eq!(d.erase(10), "\x1b[1A\r\x1b[J");
+        assert_eq!(d.erase(10), "");
+        // Exactly one full row keeps the cursor on it; wide characters count twice.
+        d.show("0123456789", 10);
+        assert_eq!(d.erase(10), "\r\x1b[J");
+        d.show("日本語日本語", 10);
+        assert_eq!(d.erase(10), "\x1b[1A\r\x1b[J");
+        // A draft that is not a continuation is redrawn.
+        d.show("abc", 10);
+        assert_eq!(d.show("xyz", 10), "\r\x1b[Jxyz");
+    }
 }

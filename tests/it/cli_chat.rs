@@ -136,11 +136,11 @@ fn ctrl_c_cancels_a_reply_and_keeps_nothing_and_c_goes_on_with_the_conversation(
     if !tmux::available() {
         return;
     }
-    // One line a piece: Markdown is drawn a line at a time, as each line ends.
+    // One line in ten slow pieces: its start shows before the line ends.
     let slow = Behavior {
         delay: Duration::from_millis(400),
         ..Behavior::reply(
-            "alpha\nbeta\ngamma\ndelta\nepsilon\nzeta\neta\ntheta\niota\nkappa\n",
+            "alpha beta gamma delta epsilon zeta eta theta iota kappa\n",
             10,
         )
     };

@@ -133,6 +133,20 @@ pub fn shell_line(c: &Command) -> String {
         .join(" ")
 }
 
+/// What a terminal keeps of `shown` once the lines drawn while they streamed are erased
+/// (`\r\x1b[J`, after moving up the rows they took): each erase drops its line's text.
+pub fn settled(shown: &str) -> String {
+    let mut out = String::new();
+    let mut rest = shown;
+    while let Some(at) = rest.find("\r\x1b[J") {
+        out.push_str(&rest[..at]);
+        out.truncate(out.rfind('\n').map_or(0, |n| n + 1));
+        rest = &rest[at + "\r\x1b[J".len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Asserts that `shown` (what a terminal got) has `reasoning` dimmed before `answer`.
 #[track_caller]
 pub fn assert_dimmed_before(shown: &str, reasoning: &str, answer: &str) {

@@ -18,6 +18,7 @@ mod plugins;
 mod schema;
 mod serve;
 mod sessions;
+mod usage;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use genai::config::{Config, Paths};
@@ -51,6 +52,8 @@ enum Command {
     /// List, show or delete stored conversations.
     #[command(subcommand)]
     Sessions(sessions::Command),
+    /// Tokens and cost from the history, by model, day or conversation.
+    Usage(usage::Args),
     /// Show registered kinds and named instances.
     Components {
         /// Print JSON instead of tables.
@@ -184,6 +187,7 @@ pub fn run() -> i32 {
         Command::Lsp => runtime().block_on(lsp::run()),
         Command::Serve(args) => runtime().block_on(serve::run(args)),
         Command::Sessions(c) => sessions::run(c),
+        Command::Usage(args) => usage::run(args),
         Command::Components { json } => components::run(json),
         Command::Params(args) => params::run(args),
         Command::Keys(c) => keys::run(c),

@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 use genai::error::Error;
+use genai::pricing::show;
 use genai::rpc::listings::{ConversationRecord, StoredMessage};
 use genai::store::Store;
 
@@ -54,7 +55,7 @@ pub enum ExportFormat {
     Json,
 }
 
-fn open() -> Result<Store, Error> {
+pub(super) fn open() -> Result<Store, Error> {
     let paths = genai::config::Paths::from_env()?;
     Store::open(&paths.history_db())
 }
@@ -69,7 +70,7 @@ fn time(ms: i64) -> String {
 
 /// `--since`: a date `YYYY-MM-DD` (UTC midnight) or an age `N` + `m`, `h` or `d`, as
 /// milliseconds since the Unix epoch.
-fn since_ms(when: &str) -> Result<i64, Error> {
+pub(super) fn since_ms(when: &str) -> Result<i64, Error> {
     let bad = || {
         Error::invalid_params(format!(
             "--since takes a date (2026-01-31) or an age (30m, 12h, 7d), not `{when}`"
@@ -228,12 +229,28 @@ pub fn run(c: Command) -> Result<(), Error> {
                     r.title, r.provider, r.model, r.feature
                 );
             }
+            let mut spent = Vec::new();
             for m in messages {
-                let by = match (&m.model, m.message.role) {
+                let mut by = match (&m.model, m.message.role) {
                     (Some(model), genai::message::Role::Assistant) => format!(" · {model}"),
                     _ => String::new(),
                 };
+                if let Some(u) = m.usage {
+                    by.push_str(&format!(" · {} tokens · {}", u.total(), show(m.cost)));
+                    spent.push(genai::store::UsageRow {
+                        key: String::new(),
+                        title: None,
+                        turns: 1,
+                        usage: u,
+                        cost: m.cost,
+                        unpriced: u64::from(m.cost.is_none()),
+                    });
+                }
                 println!("[{}{by}] {}\n", m.message.role.as_str(), m.message.text());
+            }
+            if !spent.is_empty() {
+                let total = genai::store::UsageRow::total("", &spent);
+                println!("{}", super::usage::spent(&total));
             }
         }
         Command::Delete { id } => {

@@ -16,6 +16,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::cache;
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
 use super::wire::{arguments_object, str_field};
@@ -98,6 +99,8 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         kind: ParameterType::String,
         description: "auto or standard_only.",
     },
+    cache::CACHE_SPEC,
+    cache::CACHE_TTL_SPEC,
 ];
 
 /// The `claude-messages` format.
@@ -144,6 +147,7 @@ impl Format for ClaudeMessages {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
+        mark_cache(&mut body, model, &parameters);
         Ok(request.prepared(FORMAT, body))
     }
 
@@ -294,7 +298,7 @@ pub fn request_body(
         body.insert("system".into(), Value::from(system.join("\n\n")));
     }
     body.insert("messages".into(), Value::Array(messages));
-    for (k, v) in parameters {
+    for (k, v) in parameters.iter().filter(|(k, _)| !cache::is_setting(k)) {
         let v = match (k.as_str(), v) {
             ("stop_sequences" | BETA_PARAMETER, Value::String(s)) => json!([s]),
             _ => v.clone(),
@@ -305,6 +309,57 @@ pub fn request_body(
         body.insert("stream".into(), Value::Bool(true));
     }
     Ok(body)
+}
+
+/// Puts `cache_control` breakpoints in a built body (see [`cache`]): on the last tool, on the
+/// system prompt (then a list of one text block), and on the last block of the conversation's
+/// prefix (not a thinking block, which cannot carry one), each when the prompt up to it is
+/// long enough. The API caches in that order: tools, system, messages.
+fn mark_cache(body: &mut Map<String, Value>, model: &str, parameters: &Parameters) {
+    let Some(caching) = cache::Caching::of(model, parameters) else {
+        return;
+    };
+    let marker = caching.marker("ephemeral");
+    let mut length = 0;
+    if let Some(Value::Array(tools)) = body.get_mut("tools") {
+        length += cache::json_len(tools.iter());
+        match tools.last_mut() {
+            Some(Value::Object(last)) if caching.worth(length) => {
+                last.insert("cache_control".into(), marker.clone());
+            }
+            _ => {}
+        }
+    }
+    if let Some(Value::String(system)) = body.get("system") {
+        length += system.len();
+        if caching.worth(length) {
+            let block = json!([{"type": "text", "text": system, "cache_control": marker}]);
+            body.insert("system".into(), block);
+        }
+    }
+    let Some(Value::Array(messages)) = body.get_mut("messages") else {
+        return;
+    };
+    let Some(end) = cache::prefix_end(messages) else {
+        return;
+    };
+    length += cache::json_len(&messages[..=end]);
+    if !caching.worth(length) {
+        return;
+    }
+    let content = &mut messages[end]["content"];
+    if let Some(text) = content.as_str() {
+        *content = json!([{"type": "text", "text": text}]);
+    }
+    let last = content.as_array_mut().and_then(|blocks| {
+        blocks
+            .iter_mut()
+            .rev()
+            .find(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")))
+    });
+    if let Some(block) = last {
+        block["cache_control"] = marker;
+    }
 }
 
 /// The content blocks of one message's parts. Signed reasoning goes back only in a message that
@@ -483,17 +538,19 @@ fn update_usage(usage: &mut Usage, u: &Value) -> bool {
         return false;
     }
     let n = |k: &str| u.get(k).and_then(Value::as_u64);
-    if let Some(n) = n("input_tokens") {
-        usage.input_tokens = n;
-    }
     if let Some(n) = n("output_tokens") {
         usage.output_tokens = n;
     }
     if let Some(n) = n("cache_creation_input_tokens") {
-        usage.cache_creation_tokens = Some(n);
+        usage.cache_write_tokens = Some(n);
     }
     if let Some(n) = n("cache_read_input_tokens") {
         usage.cache_read_tokens = Some(n);
+    }
+    // The API's `input_tokens` leaves the cached ones out; genai's input counts them all.
+    if let Some(n) = n("input_tokens") {
+        usage.input_tokens =
+            n + usage.cache_read_tokens.unwrap_or(0) + usage.cache_write_tokens.unwrap_or(0);
     }
     true
 }
@@ -816,10 +873,11 @@ mod tests {
         assert_eq!(
             r.usage,
             Some(Usage {
-                input_tokens: 2095,
+                // 2095 uncached + 2000 read + 10 written.
+                input_tokens: 4105,
                 output_tokens: 503,
                 cache_read_tokens: Some(2000),
-                cache_creation_tokens: Some(10),
+                cache_write_tokens: Some(10),
             })
         );
         assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
@@ -964,10 +1022,11 @@ data: {"type":"message_stop"}
         assert_eq!(
             r.usage,
             Some(Usage {
-                input_tokens: 472,
+                // 472 uncached + 300 read + 100 written.
+                input_tokens: 872,
                 output_tokens: 89,
                 cache_read_tokens: Some(300),
-                cache_creation_tokens: Some(100),
+                cache_write_tokens: Some(100),
             })
         );
     }

@@ -159,7 +159,15 @@ fn ask_json_has_usage_with_cache_tokens_and_the_stop_reason() {
     assert_eq!(v["finishReason"], "end_turn");
     assert_eq!(
         v["usage"],
-        json!({"inputTokens": 3, "outputTokens": 4, "cacheReadTokens": 7, "cacheCreationTokens": 3})
+        json!({"inputTokens": 13, "outputTokens": 4, "cacheReadTokens": 7, "cacheWriteTokens": 3}),
+        "the input counts the cached tokens too"
+    );
+    // claude-haiku-4-5 is in the built-in table: 3 uncached at $1, 7 read at $0.10, 3
+    // written at $1.25 and 4 out at $5 per million.
+    let cost = v["cost"].as_f64().expect("a cost");
+    assert!(
+        (cost - (3.0 + 0.7 + 3.75 + 20.0) / 1e6).abs() < 1e-12,
+        "{cost}"
     );
     // --json waits for the whole reply: a non-streamed request.
     let req = env.fake.last();

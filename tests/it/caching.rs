@@ -376,3 +376,64 @@ fn bedrock_marks_cache_points_on_converse_and_cache_control_on_invoke_model() {
         "{invoked}"
     );
 }
+
+#[test]
+fn openai_and_gemini_report_their_automatic_cache_reads_whole_and_streamed() {
+    use crate::support::{fake_gemini, fake_openai};
+    let dirs = Folders::new();
+    let openai = fake_openai::FakeOpenAi::start(
+        0,
+        fake_openai::Behavior {
+            cache_read: 1024,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let gemini = fake_gemini::start(fake_gemini::Behavior {
+        cache_read: 2048,
+        ..Default::default()
+    });
+    let run = |args: &[&str]| {
+        let mut c = dirs.genai(args);
+        c.env("OPENAI_BASE_URL", openai.base_url())
+            .env("OPENAI_API_KEY", "sk-test-cache")
+            .env("GEMINI_BASE_URL", gemini.url())
+            .env("GEMINI_API_KEY", fake_gemini::KEY);
+        let o = cli::output_with_stdin(c, None);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        o
+    };
+    for (model, cached) in [
+        ("openai:gpt-4o-mini", 1024),
+        ("gemini:gemini-2.5-flash", 2048),
+    ] {
+        // Whole.
+        let v: Value =
+            serde_json::from_str(stdout(&run(&["ask", "-m", model, "--json", "hi"])).trim())
+                .unwrap();
+        assert_eq!(v["usage"]["cacheReadTokens"], cached, "{model}: {v}");
+        assert!(v["usage"]["inputTokens"].as_u64().unwrap() > cached, "{v}");
+        assert!(v["usage"].get("cacheWriteTokens").is_none(), "{v}");
+        assert!(
+            v["cost"].as_f64().is_some(),
+            "{model} is in the built-in table"
+        );
+        // Streamed: the stored usage of the reply.
+        run(&["ask", "-m", model, "hi", "again"]);
+        let list: Value =
+            serde_json::from_str(&stdout(&run(&["sessions", "list", "--json"]))).unwrap();
+        let id = list[0]["id"].as_str().unwrap();
+        let shown: Value =
+            serde_json::from_str(&stdout(&run(&["sessions", "show", id, "--json"]))).unwrap();
+        let last = shown["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(
+            last["usage"]["cacheReadTokens"], cached,
+            "{model} streamed: {last}"
+        );
+    }
+}

@@ -161,7 +161,7 @@ impl Format for BedrockConverse {
                 .collect();
             body.insert("toolConfig".into(), json!({ "tools": tools }));
         }
-        mark_cache(&mut body, model, parameters);
+        cache::mark_converse(&mut body, model, parameters);
         Ok(request.prepared(FORMAT, body))
     }
 
@@ -209,47 +209,6 @@ impl Format for BedrockConverse {
 
     fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
         StreamDecoder::new(Events::default(), ReplyBuilder::new())
-    }
-}
-
-/// Whether the model takes Converse's cache points: Claude and Amazon Nova do; other models
-/// refuse them.
-fn takes_cache_points(model: &str) -> bool {
-    let m = model.to_ascii_lowercase();
-    m.contains("claude") || m.contains("anthropic.") || m.contains("nova")
-}
-
-/// Adds `cachePoint` blocks (see [`cache`]) after the tools, after the system prompt, and at
-/// the end of the conversation's prefix (the last message before the new turn), each when the
-/// prompt up to it is long enough, for the models that take them.
-fn mark_cache(body: &mut Map<String, Value>, model: &str, parameters: &super::Parameters) {
-    let Some(caching) = cache::Caching::of(model, parameters).filter(|_| takes_cache_points(model))
-    else {
-        return;
-    };
-    let point = json!({ "cachePoint": caching.marker("default") });
-    let mut length = 0;
-    if let Some(Value::Array(tools)) = body.get_mut("toolConfig").and_then(|t| t.get_mut("tools")) {
-        length += cache::json_len(tools.iter());
-        if caching.worth(length) {
-            tools.push(point.clone());
-        }
-    }
-    if let Some(Value::Array(system)) = body.get_mut("system") {
-        length += cache::json_len(system.iter());
-        if caching.worth(length) {
-            system.push(point.clone());
-        }
-    }
-    if let Some(Value::Array(messages)) = body.get_mut("messages") {
-        if let Some(end) = cache::prefix_end(messages) {
-            length += cache::json_len(&messages[..=end]);
-            if let Some(content) = messages[end]["content"].as_array_mut() {
-                if caching.worth(length) {
-                    content.push(point);
-                }
-            }
-        }
     }
 }
 

@@ -147,7 +147,7 @@ impl Format for ClaudeMessages {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        mark_cache(&mut body, model, &parameters);
+        cache::mark_claude(&mut body, model, &parameters);
         Ok(request.prepared(FORMAT, body))
     }
 
@@ -309,57 +309,6 @@ pub fn request_body(
         body.insert("stream".into(), Value::Bool(true));
     }
     Ok(body)
-}
-
-/// Puts `cache_control` breakpoints in a built body (see [`cache`]): on the last tool, on the
-/// system prompt (then a list of one text block), and on the last block of the conversation's
-/// prefix (not a thinking block, which cannot carry one), each when the prompt up to it is
-/// long enough. The API caches in that order: tools, system, messages.
-fn mark_cache(body: &mut Map<String, Value>, model: &str, parameters: &Parameters) {
-    let Some(caching) = cache::Caching::of(model, parameters) else {
-        return;
-    };
-    let marker = caching.marker("ephemeral");
-    let mut length = 0;
-    if let Some(Value::Array(tools)) = body.get_mut("tools") {
-        length += cache::json_len(tools.iter());
-        match tools.last_mut() {
-            Some(Value::Object(last)) if caching.worth(length) => {
-                last.insert("cache_control".into(), marker.clone());
-            }
-            _ => {}
-        }
-    }
-    if let Some(Value::String(system)) = body.get("system") {
-        length += system.len();
-        if caching.worth(length) {
-            let block = json!([{"type": "text", "text": system, "cache_control": marker}]);
-            body.insert("system".into(), block);
-        }
-    }
-    let Some(Value::Array(messages)) = body.get_mut("messages") else {
-        return;
-    };
-    let Some(end) = cache::prefix_end(messages) else {
-        return;
-    };
-    length += cache::json_len(&messages[..=end]);
-    if !caching.worth(length) {
-        return;
-    }
-    let content = &mut messages[end]["content"];
-    if let Some(text) = content.as_str() {
-        *content = json!([{"type": "text", "text": text}]);
-    }
-    let last = content.as_array_mut().and_then(|blocks| {
-        blocks
-            .iter_mut()
-            .rev()
-            .find(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")))
-    });
-    if let Some(block) = last {
-        block["cache_control"] = marker;
-    }
 }
 
 /// The content blocks of one message's parts. Signed reasoning goes back only in a message that

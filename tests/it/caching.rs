@@ -183,33 +183,23 @@ fn config_prices_override_the_table_and_unknown_prices_stay_unknown() {
         ..Default::default()
     });
     // The fake's usage: 2 uncached words ("count this"), 1000 read, 100 written, 5 out.
-    let table = env.json(&[
-        "ask",
-        "-m",
-        "anthropic:claude-haiku-4-5",
-        "--json",
-        "count this",
-    ]);
-    let cost = table["cost"].as_f64().unwrap();
-    assert!(
-        (cost - (2.0 + 100.0 + 125.0 + 25.0) / 1e6).abs() < 1e-12,
-        "{table}"
-    );
+    let ask = |expected: f64| {
+        let v = env.json(&[
+            "ask",
+            "-m",
+            "anthropic:claude-haiku-4-5",
+            "--json",
+            "count this",
+        ]);
+        let cost = v["cost"].as_f64().expect("a cost");
+        assert!((cost - expected / 1e6).abs() < 1e-12, "{v}");
+        cost
+    };
+    let table = ask(2.0 + 100.0 + 125.0 + 25.0);
     env.dirs.write_config(
         "[pricing.\"anthropic:claude-haiku-4-5\"]\ninput = 10.0\noutput = 20.0\ncache_read = 1.0\ncache_write = 2.0\n",
     );
-    let configured = env.json(&[
-        "ask",
-        "-m",
-        "anthropic:claude-haiku-4-5",
-        "--json",
-        "count this",
-    ]);
-    let cost = configured["cost"].as_f64().unwrap();
-    assert!(
-        (cost - (20.0 + 1000.0 + 200.0 + 100.0) / 1e6).abs() < 1e-12,
-        "{configured}"
-    );
+    let configured = ask(20.0 + 1000.0 + 200.0 + 100.0);
     let unknown = env.json(&[
         "ask",
         "-m",
@@ -243,7 +233,7 @@ fn config_prices_override_the_table_and_unknown_prices_stay_unknown() {
         .unwrap();
     assert_eq!(haiku["turns"], 2);
     assert_eq!(haiku["usage"]["cacheReadTokens"], 2000);
-    let priced = table["cost"].as_f64().unwrap() + configured["cost"].as_f64().unwrap();
+    let priced = table + configured;
     assert!((haiku["cost"].as_f64().unwrap() - priced).abs() < 1e-12);
     let total = &all["total"];
     assert_eq!(

@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 
 use super::behavior::Faults;
 use super::http1::{count_words, halves, split_reply};
-use super::prompt_cache::{claude_blocks, PromptCache};
+use super::prompt_cache::{check_cache_control, claude_blocks, PromptCache};
 pub use super::server::RecordedRequest;
 use super::server::{Exchange, FakeServer, Wire};
 
@@ -268,55 +268,6 @@ pub fn check_body(body: &Value) -> Option<String> {
                     ));
                 }
             }
-        }
-    }
-    None
-}
-
-/// What the API refuses of `cache_control` markers: more than four, a type other than
-/// `ephemeral`, a `ttl` other than `5m` or `1h`, one on a thinking block, or a system prompt
-/// given as blocks that are not text.
-fn check_cache_control(body: &Value) -> Option<String> {
-    let system = body["system"].as_array().cloned().unwrap_or_default();
-    if system
-        .iter()
-        .any(|b| b["type"] != "text" || !b["text"].is_string())
-    {
-        return Some("system: Input should be a valid list of text blocks".into());
-    }
-    let tools = body["tools"].as_array().cloned().unwrap_or_default();
-    let blocks: Vec<Value> = body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .collect();
-    let marked: Vec<&Value> = tools
-        .iter()
-        .chain(&system)
-        .chain(&blocks)
-        .filter(|b| b.get("cache_control").is_some())
-        .collect();
-    if marked.len() > 4 {
-        return Some(format!(
-            "A maximum of 4 blocks with cache_control may be provided. Found {}.",
-            marked.len()
-        ));
-    }
-    for b in marked {
-        let c = &b["cache_control"];
-        let ttl_ok = matches!(
-            c.get("ttl").map(Value::as_str),
-            None | Some(Some("5m" | "1h"))
-        );
-        let keys_ok = c
-            .as_object()
-            .is_some_and(|o| o.keys().all(|k| k == "type" || k == "ttl"));
-        if c["type"] != "ephemeral" || !ttl_ok || !keys_ok {
-            return Some(format!("cache_control: invalid value {c}"));
-        }
-        if matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")) {
-            return Some("thinking blocks cannot have cache_control".into());
         }
     }
     None

@@ -2,7 +2,8 @@
 //! order the API caches them (tools, system, messages); a block marked as a breakpoint writes
 //! the prefix that ends with it, and a later request whose prompt starts with a written prefix
 //! reads it. Tokens are words, as everywhere in the fakes. No minimum length: the fakes cache
-//! what they are told to (the product decides when a prompt is long enough).
+//! what they are told to (the product decides when a prompt is long enough). Also what the
+//! Messages API refuses of `cache_control` markers.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -134,4 +135,53 @@ pub fn converse_blocks(body: &Value) -> Vec<Block> {
         }
     }
     out
+}
+
+/// What the API refuses of `cache_control` markers: more than four, a type other than
+/// `ephemeral`, a `ttl` other than `5m` or `1h`, one on a thinking block, or a system prompt
+/// given as blocks that are not text.
+pub fn check_cache_control(body: &Value) -> Option<String> {
+    let system = body["system"].as_array().cloned().unwrap_or_default();
+    if system
+        .iter()
+        .any(|b| b["type"] != "text" || !b["text"].is_string())
+    {
+        return Some("system: Input should be a valid list of text blocks".into());
+    }
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    let blocks: Vec<Value> = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let marked: Vec<&Value> = tools
+        .iter()
+        .chain(&system)
+        .chain(&blocks)
+        .filter(|b| b.get("cache_control").is_some())
+        .collect();
+    if marked.len() > 4 {
+        return Some(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {}.",
+            marked.len()
+        ));
+    }
+    for b in marked {
+        let c = &b["cache_control"];
+        let ttl_ok = matches!(
+            c.get("ttl").map(Value::as_str),
+            None | Some(Some("5m" | "1h"))
+        );
+        let keys_ok = c
+            .as_object()
+            .is_some_and(|o| o.keys().all(|k| k == "type" || k == "ttl"));
+        if c["type"] != "ephemeral" || !ttl_ok || !keys_ok {
+            return Some(format!("cache_control: invalid value {c}"));
+        }
+        if matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")) {
+            return Some("thinking blocks cannot have cache_control".into());
+        }
+    }
+    None
 }

@@ -67,17 +67,13 @@ fn row_json(r: &UsageRow) -> Value {
 }
 
 pub fn run(a: Args) -> Result<(), Error> {
-    let since = a
-        .since
-        .as_deref()
-        .map(super::sessions::since_ms)
-        .transpose()?;
+    let since = a.since.as_deref().map(super::since_ms).transpose()?;
     let (grouping, name, column) = match a.by {
         By::Model => (Grouping::Model, "model", "MODEL"),
         By::Day => (Grouping::Day, "day", "DAY (UTC)"),
         By::Conversation => (Grouping::Conversation, "conversation", "CONVERSATION"),
     };
-    let rows = super::sessions::open()?.usage(since, grouping)?;
+    let rows = super::open_store()?.usage(since, grouping)?;
     let total = UsageRow::total("total", &rows);
     if a.json {
         let since = since.map(|ms| genai::store::UtcTime::of(ms).rfc3339());

@@ -381,6 +381,18 @@ fn daemon_turn_streams_chunks_then_the_final_with_usage() {
             && details.contains(&"usage: 4 input + 7 output = 11 tokens"),
         "{details:?}"
     );
+    // claude-sonnet-4-5 is in the built-in table: 4 in at $3 and 7 out at $15 per million.
+    let cost = fin["cost"].as_f64().expect("a cost");
+    assert!(
+        (cost - (4.0 * 3.0 + 7.0 * 15.0) / 1e6).abs() < 1e-12,
+        "{fin}"
+    );
+    assert!(
+        details.contains(
+            &"cost: $0.000117 (built-in estimate for claude-sonnet-4-5 (2025-10 list price))"
+        ),
+        "{details:?}"
+    );
     // Chunks, in order, all before the one final response.
     let mut chunks = String::new();
     let mut final_at = None;

@@ -208,7 +208,55 @@ mod tests {
             .is_empty());
 
         let total = UsageRow::total("total", &by_model);
+        assert_eq!(total.usage.cache_read_tokens, Some(100));
         assert_eq!((total.turns, total.usage.input_tokens), (3, 700));
         assert_eq!((total.cost, total.unpriced), (Some(0.75), 1));
+    }
+
+    #[test]
+    fn migration_7_fills_the_columns_from_the_usage_already_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.db");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        for sql in &crate::store::schema::MIGRATIONS[..6] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 6).unwrap();
+        conn.execute_batch(
+            "INSERT INTO conversations (id, feature, provider, format, model, created_at, updated_at)
+                VALUES ('01OLD', 'assistant', 'anthropic', 'claude-messages', 'm', 0, 0);
+             INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model)
+                VALUES ('01OLD', 1, 'user', '{\"role\":\"user\",\"content\":[]}', NULL, 5, 'm'),
+                       ('01OLD', 2, 'assistant', '{\"role\":\"assistant\",\"content\":[]}',
+                        '{\"inputTokens\":7,\"outputTokens\":3,\"cacheReadTokens\":2,\"cacheCreationTokens\":4}', 5, NULL);",
+        )
+        .unwrap();
+        drop(conn);
+        let s = Store::open(&path).unwrap();
+        let rows = s.usage(None, Grouping::Model).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            rows[0].key, "m",
+            "an old row takes its conversation's model"
+        );
+        assert_eq!(
+            rows[0].usage,
+            Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+                cache_read_tokens: Some(2),
+                cache_write_tokens: Some(4),
+            }
+        );
+        assert_eq!(
+            (rows[0].turns, rows[0].cost, rows[0].unpriced),
+            (1, None, 1)
+        );
+        let (history, _) = s.history("01OLD", 10, None).unwrap();
+        assert_eq!(
+            history[1].usage.unwrap().cache_write_tokens,
+            Some(4),
+            "the old name reads"
+        );
     }
 }

@@ -80,6 +80,7 @@ cargo run --locked --example bench-daemon -- --quick
 cargo run --locked --example bench-serve -- --quick
 cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
 cargo run --locked --example bench-search -- --messages 5000
+cargo run --locked --example bench-usage -- --turns 5000
 
 echo "== reliability suite (quick)"
 bash scripts/reliability.sh --quick

@@ -24,8 +24,8 @@ pub struct Args {
     pub prompt: Vec<String>,
     #[command(flatten)]
     pub conversation: ConversationArgs,
-    /// Print one JSON object (conversation id, reply, reasoning, model, usage, finish reason) at
-    /// the end.
+    /// Print one JSON object (conversation id, reply, reasoning, model, usage, cost in US
+    /// dollars or null when unknown, finish reason) at the end.
     #[arg(long)]
     pub json: bool,
     /// Wait for the whole reply instead of streaming it.
@@ -149,6 +149,7 @@ async fn ask(args: Args) -> Result<i32, Error> {
             "provider": conv.service_provider,
             "model": last.model.clone().unwrap_or(conv.model.clone()),
             "usage": last.usage,
+            "cost": last.cost,
             "finishReason": last.finish_reason,
         });
         let _ = writeln!(out, "{v}");

@@ -278,6 +278,8 @@ impl Session {
                     model: p.model,
                     parameters: p.parameters,
                     middleware: None,
+                    cache: None,
+                    cache_ttl: None,
                 };
                 fw.registry
                     .create_model(&p.name, &c, crate::registry::Origin::Runtime)?;

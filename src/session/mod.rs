@@ -102,6 +102,8 @@ pub struct Framework {
     middleware_hosts: Mutex<HashMap<String, middleware::MiddlewareHost>>,
     /// What helper agents wrote for middleware (image descriptions, summaries).
     texts: Arc<crate::middleware::TextCache>,
+    /// The prices of models (the config's over the built-in table), for each turn's cost.
+    prices: crate::pricing::Prices,
 }
 
 fn new_id() -> String {
@@ -124,6 +126,8 @@ impl Framework {
     /// registry here.
     pub fn new(config: Config, registry: Registry, store: Arc<Store>) -> Framework {
         feature::register_builtin(&registry);
+        // `Config::parse` checked the prices already.
+        let prices = crate::pricing::Prices::new(&config.pricing).unwrap_or_default();
         Framework {
             toolbox: Arc::new(Toolbox::new(
                 config.plugins.clone(),
@@ -141,6 +145,7 @@ impl Framework {
             inflight: Arc::new(tokio::sync::watch::channel(0).0),
             middleware_hosts: Mutex::new(HashMap::new()),
             texts: Arc::new(Default::default()),
+            prices,
         }
     }
 
@@ -199,9 +204,13 @@ impl Framework {
             sel.model.as_deref(),
             params,
         )?;
+        let model_id = model.model.clone();
         let mut agent = AIAgent::new(new_id(), provider, model, persistence, system, history);
         agent.timeout = self.prompt_timeout;
         agent.middleware = self.middleware_chain(sel)?;
+        agent.price = self
+            .prices
+            .lookup(&agent.provider.name, agent.provider.kind, &model_id);
         let agent = Arc::new(agent);
         self.agents
             .lock()

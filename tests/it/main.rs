@@ -6,6 +6,7 @@
 
 mod support;
 
+mod caching;
 mod cli;
 mod cli_attach;
 mod cli_chat;

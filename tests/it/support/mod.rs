@@ -23,6 +23,7 @@ pub mod http1;
 pub mod loopback;
 pub mod messages;
 pub mod poll;
+pub mod prompt_cache;
 pub mod rpc_client;
 pub mod server;
 pub mod tmux;

@@ -53,6 +53,10 @@ pub struct Config {
     /// The language server `genai lsp`: `[lsp]`.
     #[serde(default)]
     pub lsp: lsp::LspConfig,
+    /// Prices of models in US dollars per million tokens, over the built-in estimates:
+    /// `[pricing."PROVIDER:MODEL"]` (PROVIDER an instance name or kind; MODEL an id or `*`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pricing: BTreeMap<String, crate::pricing::PriceConfig>,
 }
 
 /// `[middleware.NAME]`: a kind (`describe-images`, `redact`, `fit-context`) and its settings,
@@ -155,6 +159,14 @@ pub struct ModelConfigurationConfig {
     /// the path of a file holding it. Its name is the configuration's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_schema: Option<Value>,
+    /// Prompt caching (`claude-messages`, `bedrock-converse`): cache breakpoints on long
+    /// prompts, on by default; `false` sends none. The same as the `cache` parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<bool>,
+    /// How long cached prompt prefixes live: `5m` (the provider's default) or `1h`. The same as
+    /// the `cache_ttl` parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl: Option<String>,
 }
 
 /// `[agents.NAME]`: a provider and a model, the unit a user names with `-m`.
@@ -293,6 +305,7 @@ impl Config {
             )
         })?;
         config.remember_secrets();
+        crate::pricing::Prices::new(&config.pricing)?;
         for (name, agent) in &config.agents {
             if agent.model_configuration.is_some() == agent.model.is_some() {
                 return Err(Error::new(

@@ -29,9 +29,10 @@ use crate::format::{
 };
 use crate::message::{Message, Role, Usage};
 use crate::middleware::{self, Capabilities, Chain};
+use crate::pricing::{self, Priced};
 use crate::provider::ProviderResponse;
 use crate::registry::ProviderInstance;
-use crate::store::Store;
+use crate::store::{NewMessage, Store};
 
 pub use tool_loop::ToolLoop;
 
@@ -70,6 +71,10 @@ pub struct PromptOutcome {
     pub rounds: usize,
     /// What the middleware did, one line each (for the turn's details).
     pub notes: Vec<String>,
+    /// What the turn cost in US dollars (`None`: unknown), as stored with its reply.
+    pub cost: Option<f64>,
+    /// The details' line for the cost: the amount and its price's source, or why it is unknown.
+    pub cost_detail: String,
 }
 
 /// What the rounds of one turn produced: the final reply, the steps before it (each round's
@@ -102,6 +107,8 @@ pub struct AIAgent {
     /// feature before the turn), and what the middleware noted in the running prompt (prompts
     /// run one at a time).
     notes: std::sync::Mutex<Vec<String>>,
+    /// The model's price, when one is known (from `[pricing]` or the built-in table).
+    pub price: Option<Priced>,
 }
 
 impl AIAgent {
@@ -124,6 +131,7 @@ impl AIAgent {
             middleware: Chain::default(),
             response_schema: None,
             notes: std::sync::Mutex::new(Vec::new()),
+            price: None,
         }
     }
 
@@ -299,15 +307,25 @@ impl AIAgent {
         }
         reply.usage = usage;
         let latency = started.elapsed();
+        let (cost, cost_detail) = pricing::turn_cost(
+            self.price.as_ref(),
+            usage.as_ref(),
+            &self.provider.name,
+            &model.model,
+        );
 
         if let Some(p) = &self.persistence {
-            let mut rows: Vec<_> = new_messages
+            let mut rows: Vec<NewMessage> = new_messages
                 .iter()
                 .chain(steps.iter())
                 .cloned()
-                .map(|m| (m, None))
+                .map(NewMessage::from)
                 .collect();
-            rows.push((reply.message.clone(), reply.usage));
+            rows.push(NewMessage {
+                message: reply.message.clone(),
+                usage: reply.usage,
+                cost,
+            });
             // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
             let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
             let model = self.model_info().ok().map(|(_, model, _)| model);
@@ -333,6 +351,8 @@ impl AIAgent {
             react,
             rounds,
             notes: self.take_notes(),
+            cost,
+            cost_detail,
         })
     }
 

@@ -146,17 +146,8 @@ impl Rounds {
 
 /// Token counts of several requests of one turn, added up.
 fn add_usage(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
-    let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
-        (None, None) => None,
-        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
-    };
     match (a, b) {
-        (Some(a), Some(b)) => Some(Usage {
-            input_tokens: a.input_tokens + b.input_tokens,
-            output_tokens: a.output_tokens + b.output_tokens,
-            cache_read_tokens: add(a.cache_read_tokens, b.cache_read_tokens),
-            cache_creation_tokens: add(a.cache_creation_tokens, b.cache_creation_tokens),
-        }),
+        (Some(a), Some(b)) => Some(a.plus(b)),
         (a, b) => a.or(b),
     }
 }

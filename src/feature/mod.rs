@@ -80,6 +80,8 @@ pub struct TurnOutcome {
     pub detailed: Vec<String>,
     pub error: Option<Error>,
     pub usage: Option<Usage>,
+    /// What the turn cost in US dollars; `None`: unknown.
+    pub cost: Option<f64>,
     pub model: Option<String>,
     pub finish_reason: Option<String>,
 }

@@ -370,19 +370,14 @@ impl Feature for Tools {
                         action,
                     });
                 }
-                if let Some(u) = r.usage {
-                    detailed.push(format!(
-                        "usage: {} input + {} output = {} tokens",
-                        u.input_tokens,
-                        u.output_tokens,
-                        u.total()
-                    ));
-                }
+                detailed.extend(r.usage.map(|u| u.describe()));
+                detailed.push(outcome.cost_detail);
                 TurnOutcome {
                     summary,
                     detailed,
                     error: None,
                     usage: r.usage,
+                    cost: outcome.cost,
                     model: r.model,
                     finish_reason: r.finish_reason,
                 }

@@ -18,6 +18,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::cache;
 use super::parameters::with_stops;
 use super::reply::body_json;
 use super::schema::{ToolChoice, TOOL_CHOICE};
@@ -75,6 +76,8 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         description: "Such as {\"latency\": \"optimized\"}.",
     },
     TOOL_CHOICE,
+    cache::CACHE_SPEC,
+    cache::CACHE_TTL_SPEC,
 ];
 
 /// The `bedrock-converse` format.
@@ -96,7 +99,7 @@ impl Format for BedrockConverse {
     }
 
     fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
-        let (_, parameters, messages, options) = request.parts();
+        let (model, parameters, messages, options) = request.parts();
         let mut system = Vec::new();
         let mut wire: Vec<Value> = Vec::new();
         for m in messages {
@@ -134,7 +137,7 @@ impl Format for BedrockConverse {
         }
         let mut inference = Map::new();
         for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
-            if k == TOOL_CHOICE.name {
+            if k == TOOL_CHOICE.name || cache::is_setting(k) {
                 continue;
             }
             if INFERENCE.contains(&k.as_str()) {
@@ -172,6 +175,7 @@ impl Format for BedrockConverse {
             }
             body.insert("toolConfig".into(), config);
         }
+        cache::mark_converse(&mut body, model, parameters);
         Ok(request.prepared(FORMAT, body))
     }
 
@@ -227,11 +231,14 @@ fn usage_of(u: &Value) -> Option<Usage> {
         return None;
     }
     let n = |k: &str| u.get(k).and_then(Value::as_u64);
+    let (read, write) = (n("cacheReadInputTokens"), n("cacheWriteInputTokens"));
     Some(Usage {
-        input_tokens: n("inputTokens").unwrap_or(0),
+        // Converse's `inputTokens` leaves the cached ones out (its `totalTokens` counts them);
+        // genai's input counts them all.
+        input_tokens: n("inputTokens").unwrap_or(0) + read.unwrap_or(0) + write.unwrap_or(0),
         output_tokens: n("outputTokens").unwrap_or(0),
-        cache_read_tokens: n("cacheReadInputTokens"),
-        cache_creation_tokens: n("cacheWriteInputTokens"),
+        cache_read_tokens: read,
+        cache_write_tokens: write,
     })
 }
 
@@ -753,10 +760,11 @@ mod tests {
         assert_eq!(
             r.usage,
             Some(Usage {
-                input_tokens: 22,
+                // 22 uncached + 4 read + 9 written.
+                input_tokens: 35,
                 output_tokens: 16,
                 cache_read_tokens: Some(4),
-                cache_creation_tokens: Some(9),
+                cache_write_tokens: Some(9),
             })
         );
         assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));

@@ -472,7 +472,7 @@ fn usage_of(v: &Value) -> Option<Usage> {
         // Thinking tokens are billed as output.
         output_tokens: output.unwrap_or(0) + n("thoughtsTokenCount").unwrap_or(0),
         cache_read_tokens: n("cachedContentTokenCount"),
-        cache_creation_tokens: None,
+        cache_write_tokens: None,
     })
 }
 

@@ -9,6 +9,7 @@
 //! never do I/O nor import the providers: moving bytes is their job, and they import this.
 
 pub mod bedrock_converse;
+pub mod cache;
 pub mod claude_messages;
 pub mod gemini;
 pub mod http_template;

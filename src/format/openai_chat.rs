@@ -270,7 +270,7 @@ fn usage_of(u: &Value) -> Option<Usage> {
             .get("prompt_tokens_details")
             .and_then(|d| d.get("cached_tokens"))
             .and_then(Value::as_u64),
-        cache_creation_tokens: None,
+        cache_write_tokens: None,
     })
 }
 

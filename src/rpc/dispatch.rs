@@ -279,6 +279,8 @@ impl Session {
                     parameters: p.parameters,
                     middleware: None,
                     response_schema: None,
+                    cache: None,
+                    cache_ttl: None,
                 };
                 fw.registry
                     .create_model(&p.name, &c, crate::registry::Origin::Runtime)?;

@@ -460,6 +460,10 @@ pub struct FeatureResponse {
     pub error: Option<ErrorInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// What the turn cost in US dollars, from the model's price (`[pricing]` or the built-in
+    /// estimates); absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

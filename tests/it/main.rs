@@ -6,8 +6,10 @@
 
 mod support;
 
+mod caching;
 mod cli;
 mod cli_attach;
+mod cli_chat;
 mod cli_handover;
 mod cli_params;
 mod daemon;

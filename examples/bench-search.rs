@@ -70,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 } else {
                     Message::assistant(text)
                 };
-                (m, None)
+                m.into()
             })
             .collect();
         store.commit_turn(&id, None, Some("bench"), &rows)?;

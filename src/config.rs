@@ -53,6 +53,10 @@ pub struct Config {
     /// The language server `genai lsp`: `[lsp]`.
     #[serde(default)]
     pub lsp: lsp::LspConfig,
+    /// Prices of models in US dollars per million tokens, over the built-in estimates:
+    /// `[pricing."PROVIDER:MODEL"]` (PROVIDER an instance name or kind; MODEL an id or `*`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pricing: BTreeMap<String, crate::pricing::PriceConfig>,
     /// Where `genai keys set` stores keys: `[keys]`.
     #[serde(default)]
     pub keys: KeysConfig,
@@ -174,6 +178,18 @@ pub struct ModelConfigurationConfig {
     /// Middleware of agents on this configuration that list none, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub middleware: Option<Vec<String>>,
+    /// The JSON Schema every reply must match (structured output): a table, or JSON text or
+    /// the path of a file holding it. Its name is the configuration's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
+    /// Prompt caching (`claude-messages`, `bedrock-converse`): cache breakpoints on long
+    /// prompts, on by default; `false` sends none. The same as the `cache` parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<bool>,
+    /// How long cached prompt prefixes live: `5m` (the provider's default) or `1h`. The same as
+    /// the `cache_ttl` parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl: Option<String>,
 }
 
 /// `[agents.NAME]`: a provider and a model, the unit a user names with `-m`.
@@ -312,6 +328,7 @@ impl Config {
             )
         })?;
         config.remember_secrets();
+        crate::pricing::Prices::new(&config.pricing)?;
         for (name, agent) in &config.agents {
             if agent.model_configuration.is_some() == agent.model.is_some() {
                 return Err(Error::new(

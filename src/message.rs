@@ -219,23 +219,76 @@ impl Message {
     }
 }
 
-/// Token counts reported by a provider for one request.
+/// Token counts reported by a provider for one request (or added up over the requests of one
+/// turn). Every format reports `input_tokens` the same way: every prompt token, those read
+/// from or written to the provider's prompt cache included (Anthropic and Bedrock count them
+/// apart; their formats add them back).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
+    /// Every prompt token, cache reads and writes included.
     pub input_tokens: u64,
     pub output_tokens: u64,
-    /// Input tokens read from the provider's prompt cache.
+    /// Of the input tokens, those read from the provider's prompt cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_tokens: Option<u64>,
-    /// Input tokens written to the provider's prompt cache (Anthropic reports them apart).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_creation_tokens: Option<u64>,
+    /// Of the input tokens, those written to the provider's prompt cache (Anthropic and
+    /// Bedrock report them; OpenAI and Gemini cache without saying so).
+    #[serde(
+        default,
+        alias = "cacheCreationTokens",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cache_write_tokens: Option<u64>,
 }
 
 impl Usage {
     pub fn total(&self) -> u64 {
         self.input_tokens + self.output_tokens
+    }
+
+    /// Input tokens neither read from nor written to the cache.
+    pub fn uncached_input_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cache_read_tokens.unwrap_or(0))
+            .saturating_sub(self.cache_write_tokens.unwrap_or(0))
+    }
+
+    /// The counts of two requests (or turns) added up; a cache count stays absent when
+    /// neither reports it.
+    pub fn plus(self, other: Usage) -> Usage {
+        let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
+            (None, None) => None,
+            (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+        };
+        Usage {
+            input_tokens: self.input_tokens + other.input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            cache_read_tokens: add(self.cache_read_tokens, other.cache_read_tokens),
+            cache_write_tokens: add(self.cache_write_tokens, other.cache_write_tokens),
+        }
+    }
+
+    /// One line for a turn's details: `usage: 1200 input (1000 cached, 200 written to the
+    /// cache) + 30 output = 1230 tokens`.
+    pub fn describe(&self) -> String {
+        let mut cache = Vec::new();
+        if let Some(n) = self.cache_read_tokens.filter(|n| *n > 0) {
+            cache.push(format!("{n} cached"));
+        }
+        if let Some(n) = self.cache_write_tokens.filter(|n| *n > 0) {
+            cache.push(format!("{n} written to the cache"));
+        }
+        let cache = match cache.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", cache.join(", ")),
+        };
+        format!(
+            "usage: {} input{cache} + {} output = {} tokens",
+            self.input_tokens,
+            self.output_tokens,
+            self.total()
+        )
     }
 }
 

@@ -296,6 +296,22 @@ impl Registry {
         for (k, v) in &c.parameters {
             probe.set_parameter(k, v.clone())?;
         }
+        let caching = [
+            ("cache", c.cache.map(Value::Bool)),
+            ("cache_ttl", c.cache_ttl.clone().map(Value::String)),
+        ];
+        for (k, v) in caching.into_iter().filter_map(|(k, v)| Some((k, v?))) {
+            probe.set_parameter(k, v).map_err(|e| match e.message.contains("not a parameter") {
+                true => Error::new(
+                    e.kind,
+                    format!(
+                        "`{k}` applies to the claude-messages and bedrock-converse formats, not {}                          (OpenAI and Gemini cache prompts by themselves)",
+                        c.format
+                    ),
+                ),
+                false => e,
+            })?;
+        }
         let inst = ModelInstance {
             name: name.to_string(),
             format: kind.name,

@@ -65,6 +65,9 @@ pub struct Selection {
     pub system_prompt: Option<String>,
     /// The agent's middleware list, when an agent of the config was chosen and lists one.
     pub middleware: Option<Vec<String>>,
+    /// The schema every reply must match, when the client gives one (else the model
+    /// configuration's `response_schema`, if any).
+    pub response_schema: Option<crate::format::ResponseSchema>,
 }
 
 /// The environment variables that select a built-in provider when nothing else chooses one,
@@ -141,6 +144,7 @@ impl Selector<'_> {
                 feature: agent.feature.clone(),
                 system_prompt: agent.system_prompt.clone(),
                 middleware: agent.middleware.clone(),
+                ..Default::default()
             });
         }
         match name.split_once(':') {
@@ -158,6 +162,37 @@ impl Selector<'_> {
                 format!("`{name}` is neither an agent in the config nor PROVIDER:MODEL (such as openai:gpt-4o-mini)"),
             )),
         }
+    }
+
+    /// The schema replies of a selection must match: the client's, else its model
+    /// configuration's `response_schema` (a JSON Schema table, or JSON text or a file path).
+    pub fn response_schema(
+        &self,
+        sel: &Selection,
+    ) -> Result<Option<crate::format::ResponseSchema>> {
+        if let Some(s) = &sel.response_schema {
+            return Ok(Some(s.clone()));
+        }
+        let Some((name, c)) = sel
+            .model_configuration
+            .as_deref()
+            .and_then(|m| self.config.model_configurations.get_key_value(m))
+        else {
+            return Ok(None);
+        };
+        let schema = match &c.response_schema {
+            None => return Ok(None),
+            Some(serde_json::Value::String(text)) => {
+                crate::format::ResponseSchema::from_text_or_file(Some(name), text)
+            }
+            Some(v) => crate::format::ResponseSchema::new(Some(name), v.clone()),
+        };
+        schema.map(Some).map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                format!("model_configurations.{name}.response_schema: {}", e.message),
+            )
+        })
     }
 
     /// The middleware of a selection, in order: the agent's list, else its model

@@ -103,7 +103,7 @@ pub fn usage_update(u: &Usage) -> UsageUpdate {
     let mut meta = serde_json::Map::new();
     meta.insert(
         "genai".into(),
-        json!({"inputTokens": u.input_tokens, "outputTokens": u.output_tokens}),
+        serde_json::to_value(u).unwrap_or_else(|_| json!({})),
     );
     UsageUpdate::new(u.total(), 0).meta(meta)
 }

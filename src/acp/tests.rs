@@ -377,7 +377,7 @@ async fn the_port_shows_tool_runs_reasoning_and_usage() {
             input_tokens: 5,
             output_tokens: 2,
             cache_read_tokens: None,
-            cache_creation_tokens: None,
+            cache_write_tokens: None,
         }),
         ..Default::default()
     };

@@ -8,6 +8,7 @@
 //! caller's callbacks.
 
 pub mod react;
+mod structured;
 #[cfg(test)]
 mod testing;
 #[cfg(test)]
@@ -23,12 +24,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ToolMode;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
+use crate::format::{
+    self, ModelConfiguration, ModelReply, RequestOptions, ResponseSchema, ToolCallDelta,
+};
 use crate::message::{Message, Role, Usage};
 use crate::middleware::{self, Capabilities, Chain};
+use crate::pricing::{self, Priced};
 use crate::provider::ProviderResponse;
 use crate::registry::ProviderInstance;
-use crate::store::Store;
+use crate::store::{NewMessage, Store};
 
 pub use tool_loop::ToolLoop;
 
@@ -67,6 +71,10 @@ pub struct PromptOutcome {
     pub rounds: usize,
     /// What the middleware did, one line each (for the turn's details).
     pub notes: Vec<String>,
+    /// What the turn cost in US dollars (`None`: unknown), as stored with its reply.
+    pub cost: Option<f64>,
+    /// The details' line for the cost: the amount and its price's source, or why it is unknown.
+    pub cost_detail: String,
 }
 
 /// What the rounds of one turn produced: the final reply, the steps before it (each round's
@@ -92,10 +100,15 @@ pub struct AIAgent {
     pub timeout: Option<Duration>,
     /// Run on the messages of every request (and on each reply); never on the history.
     pub middleware: Chain,
+    /// The JSON Schema every reply must match unless a prompt gives its own (the
+    /// conversation's or its model configuration's `response_schema`).
+    pub response_schema: Option<Arc<ResponseSchema>>,
     /// Lines for a turn's details: what a handover changed in the history (taken by the
     /// feature before the turn), and what the middleware noted in the running prompt (prompts
     /// run one at a time).
     notes: std::sync::Mutex<Vec<String>>,
+    /// The model's price, when one is known (from `[pricing]` or the built-in table).
+    pub price: Option<Priced>,
 }
 
 impl AIAgent {
@@ -116,7 +129,9 @@ impl AIAgent {
             persistence,
             timeout: None,
             middleware: Chain::default(),
+            response_schema: None,
             notes: std::sync::Mutex::new(Vec::new()),
+            price: None,
         }
     }
 
@@ -199,6 +214,23 @@ impl AIAgent {
         cancel: &CancellationToken,
         tools: Option<&ToolLoop<'_>>,
     ) -> Result<PromptOutcome> {
+        self.send_prompt_as(prompt, on_delta, cancel, tools, None)
+            .await
+    }
+
+    /// `send_prompt_with_tools` whose reply must match `schema` (else the agent's
+    /// `response_schema`, if any): the reply is checked, retried once with the errors when it
+    /// does not match, and then fails. With a schema the reply is not streamed: `on_delta`
+    /// receives the checked JSON whole.
+    pub async fn send_prompt_as(
+        &self,
+        prompt: Vec<Message>,
+        on_delta: Option<OnDelta<'_>>,
+        cancel: &CancellationToken,
+        tools: Option<&ToolLoop<'_>>,
+        schema: Option<&ResponseSchema>,
+    ) -> Result<PromptOutcome> {
+        let schema = schema.or(self.response_schema.as_deref());
         let _turn = tokio::select! {
             t = self.turn.lock() => t,
             _ = cancel.cancelled() => return Err(Error::cancelled()),
@@ -236,12 +268,23 @@ impl AIAgent {
             // Refused before anything is sent; with middleware, after it ran (`call_model`).
             self.check_images(&model, &new_messages)?;
         }
+        if react.is_some() && schema.is_some() {
+            return Err(Error::invalid_params(
+                "a response schema needs native tool calls: tools through ReAct cannot give one",
+            ));
+        }
         self.take_notes();
+        if let Some(schema) = schema {
+            self.note(model.format.schema_notes(schema));
+        }
         let started = Instant::now();
         let turn = async {
             match tools {
                 Some(t) if react.is_some() => self.react_turn(&model, &full, on_delta, t).await,
-                _ => self.native_turn(&model, &full, on_delta, tools).await,
+                _ => {
+                    self.native_turn(&model, &full, on_delta, tools, schema)
+                        .await
+                }
             }
         };
         let timeout = self.timeout.unwrap_or(Duration::from_secs(24 * 3600));
@@ -264,15 +307,25 @@ impl AIAgent {
         }
         reply.usage = usage;
         let latency = started.elapsed();
+        let (cost, cost_detail) = pricing::turn_cost(
+            self.price.as_ref(),
+            usage.as_ref(),
+            &self.provider.name,
+            &model.model,
+        );
 
         if let Some(p) = &self.persistence {
-            let mut rows: Vec<_> = new_messages
+            let mut rows: Vec<NewMessage> = new_messages
                 .iter()
                 .chain(steps.iter())
                 .cloned()
-                .map(|m| (m, None))
+                .map(NewMessage::from)
                 .collect();
-            rows.push((reply.message.clone(), reply.usage));
+            rows.push(NewMessage {
+                message: reply.message.clone(),
+                usage: reply.usage,
+                cost,
+            });
             // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
             let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
             let model = self.model_info().ok().map(|(_, model, _)| model);
@@ -298,6 +351,8 @@ impl AIAgent {
             react,
             rounds,
             notes: self.take_notes(),
+            cost,
+            cost_detail,
         })
     }
 

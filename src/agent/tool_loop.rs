@@ -7,45 +7,89 @@
 
 use serde_json::Value;
 
+use super::structured;
 use super::{AIAgent, OnDelta, TurnSteps};
 use crate::config::ToolMode;
 use crate::error::Result;
-use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
+use crate::format::{
+    self, ModelConfiguration, ModelReply, RequestOptions, ResponseSchema, ToolCallDelta,
+};
 use crate::message::{Message, Part, Role, Usage};
 
 impl AIAgent {
     /// The native tool loop: while the model answers with tool calls (up to `max_steps`
-    /// rounds), they are run and their results sent back.
+    /// rounds), they are run and their results sent back. With a `schema`, the final reply is
+    /// checked against it ([`structured`](super::structured)); it is not streamed, and
+    /// `on_delta` gets the checked JSON whole.
     pub(super) async fn native_turn(
         &self,
         model: &ModelConfiguration,
         full: &[Message],
         on_delta: Option<OnDelta<'_>>,
         tools: Option<&ToolLoop<'_>>,
+        schema: Option<&ResponseSchema>,
     ) -> Result<TurnSteps> {
         let mut rounds = Rounds::default();
+        let streamed = on_delta.filter(|_| schema.is_none());
+        // A forced call (`tool_choice` required or a tool's name) is forced in the first round
+        // only: after calls, the model decides, or it could never answer.
+        let relaxed = forced_choice(model).then(|| {
+            let mut m = model.clone();
+            m.parameters.remove(format::schema::TOOL_CHOICE.name);
+            m
+        });
+        let mut model = model;
+        // The failed reply and what was wrong with it, sent with the one retry only.
+        let mut retry: Vec<Message> = Vec::new();
         loop {
-            let messages = rounds.start(full);
+            let mut messages = rounds.start(full);
+            messages.extend(retry.iter().cloned());
             let on_call = tools.and_then(|t| t.on_call_delta);
             let options = RequestOptions {
-                stream: on_delta.is_some(),
+                stream: streamed.is_some(),
                 tools: tools.map_or(&[], |t| &t.specs),
                 stop: &[],
+                schema,
             };
-            let reply = self
-                .call_model(model, &messages, &options, on_delta, on_call)
+            let mut reply = self
+                .call_model(model, &messages, &options, streamed, on_call)
                 .await?;
             rounds.count_usage(reply.usage);
+            let answered = schema.is_some_and(|s| s.answered_by_tool(&reply.message));
             let calls = reply.message.tool_calls();
             match tools {
-                Some(t) if !calls.is_empty() && rounds.may_call(t.max_steps) => {
+                Some(t) if !answered && !calls.is_empty() && rounds.may_call(t.max_steps) => {
                     let results = (t.run)(calls).await;
                     rounds.step(reply.message, results);
+                    model = relaxed.as_ref().unwrap_or(model);
                 }
-                _ => return Ok(rounds.end(reply)),
+                _ => {
+                    let Some(schema) = schema else {
+                        return Ok(rounds.end(reply));
+                    };
+                    match structured::settle(schema, &mut reply) {
+                        Ok(json) => {
+                            if let Some(f) = on_delta {
+                                f(super::Delta::Text(&json));
+                            }
+                            return Ok(rounds.end(reply));
+                        }
+                        Err(errors) if retry.is_empty() => {
+                            retry = structured::retry_messages(schema, &reply.message, &errors);
+                        }
+                        Err(errors) => return Err(format::schema::invalid_reply(&errors)),
+                    }
+                }
             }
         }
     }
+}
+
+/// Whether the model's `tool_choice` forces a call.
+fn forced_choice(model: &ModelConfiguration) -> bool {
+    let choice = model.parameters.get(format::schema::TOOL_CHOICE.name);
+    let choice = choice.and_then(Value::as_str).map(str::to_ascii_lowercase);
+    !matches!(choice.as_deref(), None | Some("auto" | "none"))
 }
 
 /// The rounds of one turn so far: the steps (each round's calls, then their results), the
@@ -102,17 +146,8 @@ impl Rounds {
 
 /// Token counts of several requests of one turn, added up.
 fn add_usage(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
-    let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
-        (None, None) => None,
-        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
-    };
     match (a, b) {
-        (Some(a), Some(b)) => Some(Usage {
-            input_tokens: a.input_tokens + b.input_tokens,
-            output_tokens: a.output_tokens + b.output_tokens,
-            cache_read_tokens: add(a.cache_read_tokens, b.cache_read_tokens),
-            cache_creation_tokens: add(a.cache_creation_tokens, b.cache_creation_tokens),
-        }),
+        (Some(a), Some(b)) => Some(a.plus(b)),
         (a, b) => a.or(b),
     }
 }

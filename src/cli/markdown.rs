@@ -71,6 +71,11 @@ impl MarkdownStream {
         out
     }
 
+    /// The unfinished line, as the model wrote it so far.
+    pub fn pending(&self) -> &str {
+        &self.line
+    }
+
     /// The end of the reply: draws the unfinished line, if any.
     pub fn finish(&mut self) -> String {
         if self.line.is_empty() {

@@ -5,8 +5,10 @@
 mod acp;
 mod ask;
 mod attach;
+mod chat;
 mod components;
 mod config;
+mod conversation;
 mod daemon;
 mod fetch;
 mod files;
@@ -19,6 +21,8 @@ mod plugins;
 mod schema;
 mod serve;
 mod sessions;
+mod turn;
+mod usage;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use genai::config::{Config, Paths};
@@ -41,6 +45,8 @@ struct Cli {
 enum Command {
     /// Ask a model; the reply streams to stdout. Piped stdin is added after the prompt.
     Ask(ask::Args),
+    /// Chat on the terminal: replies stream as Markdown, slash commands (/help), history kept.
+    Chat(chat::Args),
     /// Serve JSON-RPC 2.0 over stdio (Content-Length or newline-delimited framing).
     Daemon(daemon::Args),
     /// Serve the daemon's protocol over WebSocket for several clients, with a web chat page.
@@ -52,6 +58,8 @@ enum Command {
     /// List, show or delete stored conversations.
     #[command(subcommand)]
     Sessions(sessions::Command),
+    /// Tokens and cost from the history, by model, day or conversation.
+    Usage(usage::Args),
     /// Show registered kinds and named instances.
     Components {
         /// Print JSON instead of tables.
@@ -109,6 +117,46 @@ pub fn load() -> Result<(Paths, Config, Registry), Error> {
     let config = Config::load(&paths.config_file())?;
     let registry = Registry::from_config(&config)?;
     Ok((paths, config, registry))
+}
+
+/// The history store of the data folder.
+pub fn open_store() -> Result<genai::store::Store, Error> {
+    let paths = genai::config::Paths::from_env()?;
+    genai::store::Store::open(&paths.history_db())
+}
+
+/// `--since`: a date `YYYY-MM-DD` (UTC midnight) or an age `N` + `m`, `h` or `d`, as
+/// milliseconds since the Unix epoch.
+pub fn since_ms(when: &str) -> Result<i64, Error> {
+    let bad = || {
+        Error::invalid_params(format!(
+            "--since takes a date (2026-01-31) or an age (30m, 12h, 7d), not `{when}`"
+        ))
+    };
+    let w = when.trim();
+    if let Some((y, rest)) = w.split_once('-') {
+        let (m, d) = rest.split_once('-').ok_or_else(bad)?;
+        let n = |s: &str| s.parse::<i64>().map_err(|_| bad());
+        let (y, m, d) = (n(y)?, n(m)?, n(d)?);
+        if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+            return Err(bad());
+        }
+        // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        return Ok((era * 146_097 + doe - 719_468) * 86_400_000);
+    }
+    let unit = match w.chars().last() {
+        Some('m') => 60_000,
+        Some('h') => 3_600_000,
+        Some('d') => 86_400_000,
+        _ => return Err(bad()),
+    };
+    let n: i64 = w[..w.len() - 1].parse().map_err(|_| bad())?;
+    Ok(genai::store::now_ms() - n * unit)
 }
 
 /// Runs a stdio front-end (`serve`) on the core over the config and the history, then stops
@@ -180,11 +228,13 @@ pub fn run() -> i32 {
     );
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
+        Command::Chat(args) => return runtime().block_on(chat::run(args)),
         Command::Daemon(args) => serve_blocking(daemon::run(args)),
         Command::Acp => serve_blocking(acp::run()),
         Command::Lsp => runtime().block_on(lsp::run()),
         Command::Serve(args) => runtime().block_on(serve::run(args)),
         Command::Sessions(c) => sessions::run(c),
+        Command::Usage(args) => usage::run(args),
         Command::Components { json } => components::run(json),
         Command::Params(args) => params::run(args),
         Command::Keys(c) => keys::run(c),

@@ -2,8 +2,8 @@
 
 use clap::Subcommand;
 use genai::error::Error;
+use genai::pricing::show;
 use genai::rpc::listings::{ConversationRecord, StoredMessage};
-use genai::store::Store;
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -54,11 +54,6 @@ pub enum ExportFormat {
     Json,
 }
 
-fn open() -> Result<Store, Error> {
-    let paths = genai::config::Paths::from_env()?;
-    Store::open(&paths.history_db())
-}
-
 fn time(ms: i64) -> String {
     let t = genai::store::UtcTime::of(ms);
     format!(
@@ -67,42 +62,8 @@ fn time(ms: i64) -> String {
     )
 }
 
-/// `--since`: a date `YYYY-MM-DD` (UTC midnight) or an age `N` + `m`, `h` or `d`, as
-/// milliseconds since the Unix epoch.
-fn since_ms(when: &str) -> Result<i64, Error> {
-    let bad = || {
-        Error::invalid_params(format!(
-            "--since takes a date (2026-01-31) or an age (30m, 12h, 7d), not `{when}`"
-        ))
-    };
-    let w = when.trim();
-    if let Some((y, rest)) = w.split_once('-') {
-        let (m, d) = rest.split_once('-').ok_or_else(bad)?;
-        let n = |s: &str| s.parse::<i64>().map_err(|_| bad());
-        let (y, m, d) = (n(y)?, n(m)?, n(d)?);
-        if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-            return Err(bad());
-        }
-        // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-        let y = if m <= 2 { y - 1 } else { y };
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        return Ok((era * 146_097 + doe - 719_468) * 86_400_000);
-    }
-    let unit = match w.chars().last() {
-        Some('m') => 60_000,
-        Some('h') => 3_600_000,
-        Some('d') => 86_400_000,
-        _ => return Err(bad()),
-    };
-    let n: i64 = w[..w.len() - 1].parse().map_err(|_| bad())?;
-    Ok(genai::store::now_ms() - n * unit)
-}
-
 pub fn run(c: Command) -> Result<(), Error> {
-    let store = open()?;
+    let store = super::open_store()?;
     match c {
         Command::List {
             limit,
@@ -111,7 +72,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             json,
         } => {
             let filter = genai::store::ListFilter {
-                since: since.as_deref().map(since_ms).transpose()?,
+                since: since.as_deref().map(super::since_ms).transpose()?,
                 model,
                 ..Default::default()
             };
@@ -228,12 +189,28 @@ pub fn run(c: Command) -> Result<(), Error> {
                     r.title, r.provider, r.model, r.feature
                 );
             }
+            let mut spent = Vec::new();
             for m in messages {
-                let by = match (&m.model, m.message.role) {
+                let mut by = match (&m.model, m.message.role) {
                     (Some(model), genai::message::Role::Assistant) => format!(" · {model}"),
                     _ => String::new(),
                 };
+                if let Some(u) = m.usage {
+                    by.push_str(&format!(" · {} tokens · {}", u.total(), show(m.cost)));
+                    spent.push(genai::store::UsageRow {
+                        key: String::new(),
+                        title: None,
+                        turns: 1,
+                        usage: u,
+                        cost: m.cost,
+                        unpriced: u64::from(m.cost.is_none()),
+                    });
+                }
                 println!("[{}{by}] {}\n", m.message.role.as_str(), m.message.text());
+            }
+            if !spent.is_empty() {
+                let total = genai::store::UsageRow::total("", &spent);
+                println!("{}", super::usage::spent(&total));
             }
         }
         Command::Delete { id } => {
@@ -248,6 +225,7 @@ pub fn run(c: Command) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::since_ms;
 
     #[test]
     fn since_takes_dates_and_ages() {

@@ -1,7 +1,7 @@
 //! The built-in `assistant` feature: plain chat. It sends the user's message (with the
 //! conversation's system prompt) to the agent, streams the reply, and ends the turn with the
 //! reply as summary (its reasoning left out: that streams apart and stays in the history) and
-//! provider, model, usage and latency as details.
+//! provider, model, usage, cost and latency as details.
 
 use std::sync::Arc;
 
@@ -35,7 +35,11 @@ impl Feature for Assistant {
         let provider = &turn.agent.provider;
         let mut detailed = vec![format!("provider: {} ({})", provider.name, provider.kind)];
         detailed.extend(turn.agent.take_notes());
-        match turn.agent.send_prompt(prompt, on_delta, &turn.cancel).await {
+        let schema = turn.response_schema.as_deref();
+        let sent = turn
+            .agent
+            .send_prompt_as(prompt, on_delta, &turn.cancel, None, schema);
+        match sent.await {
             Ok(outcome) => {
                 let r = outcome.reply;
                 let model = r
@@ -43,19 +47,8 @@ impl Feature for Assistant {
                     .clone()
                     .or_else(|| turn.agent.model_info().ok().map(|m| m.1));
                 detailed.push(format!("model: {}", model.as_deref().unwrap_or("unknown")));
-                if let Some(u) = r.usage {
-                    let cached = u
-                        .cache_read_tokens
-                        .filter(|c| *c > 0)
-                        .map(|c| format!(" ({c} cached)"))
-                        .unwrap_or_default();
-                    detailed.push(format!(
-                        "usage: {} input{cached} + {} output = {} tokens",
-                        u.input_tokens,
-                        u.output_tokens,
-                        u.total()
-                    ));
-                }
+                detailed.extend(r.usage.map(|u| u.describe()));
+                detailed.push(outcome.cost_detail);
                 detailed.push(format!("latency: {} ms", outcome.latency.as_millis()));
                 detailed.extend(outcome.notes);
                 if let Some(f) = &r.finish_reason {
@@ -66,6 +59,7 @@ impl Feature for Assistant {
                     detailed,
                     error: None,
                     usage: r.usage,
+                    cost: outcome.cost,
                     model,
                     finish_reason: r.finish_reason,
                 }

@@ -34,6 +34,9 @@ pub struct Turn {
     pub system_prompt: Option<String>,
     /// The client that drives the conversation.
     pub port: Arc<dyn ClientPort>,
+    /// The schema this turn's reply must match, when its message gives one (else the
+    /// agent's, if any).
+    pub response_schema: Option<Arc<crate::format::ResponseSchema>>,
 }
 
 impl Turn {
@@ -77,6 +80,8 @@ pub struct TurnOutcome {
     pub detailed: Vec<String>,
     pub error: Option<Error>,
     pub usage: Option<Usage>,
+    /// What the turn cost in US dollars; `None`: unknown.
+    pub cost: Option<f64>,
     pub model: Option<String>,
     pub finish_reason: Option<String>,
 }

@@ -331,7 +331,13 @@ impl Feature for Tools {
         };
         let result = turn
             .agent
-            .send_prompt_with_tools(prompt, on_delta, &turn.cancel, Some(&tool_loop))
+            .send_prompt_as(
+                prompt,
+                on_delta,
+                &turn.cancel,
+                Some(&tool_loop),
+                turn.response_schema.as_deref(),
+            )
             .await;
         let rest = filter.lock().map(|mut f| f.flush()).unwrap_or_default();
         if !rest.is_empty() {
@@ -364,19 +370,14 @@ impl Feature for Tools {
                         action,
                     });
                 }
-                if let Some(u) = r.usage {
-                    detailed.push(format!(
-                        "usage: {} input + {} output = {} tokens",
-                        u.input_tokens,
-                        u.output_tokens,
-                        u.total()
-                    ));
-                }
+                detailed.extend(r.usage.map(|u| u.describe()));
+                detailed.push(outcome.cost_detail);
                 TurnOutcome {
                     summary,
                     detailed,
                     error: None,
                     usage: r.usage,
+                    cost: outcome.cost,
                     model: r.model,
                     finish_reason: r.finish_reason,
                 }

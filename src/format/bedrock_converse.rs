@@ -18,8 +18,10 @@
 
 use serde_json::{json, Map, Value};
 
+use super::cache;
 use super::parameters::with_stops;
 use super::reply::body_json;
+use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::wire::{items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
@@ -73,6 +75,9 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         kind: ParameterType::Object,
         description: "Such as {\"latency\": \"optimized\"}.",
     },
+    TOOL_CHOICE,
+    cache::CACHE_SPEC,
+    cache::CACHE_TTL_SPEC,
 ];
 
 /// The `bedrock-converse` format.
@@ -94,7 +99,7 @@ impl Format for BedrockConverse {
     }
 
     fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
-        let (_, parameters, messages, options) = request.parts();
+        let (model, parameters, messages, options) = request.parts();
         let mut system = Vec::new();
         let mut wire: Vec<Value> = Vec::new();
         for m in messages {
@@ -132,6 +137,9 @@ impl Format for BedrockConverse {
         }
         let mut inference = Map::new();
         for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
+            if k == TOOL_CHOICE.name || cache::is_setting(k) {
+                continue;
+            }
             if INFERENCE.contains(&k.as_str()) {
                 inference.insert(k.clone(), v.clone());
             } else {
@@ -141,10 +149,18 @@ impl Format for BedrockConverse {
         if !inference.is_empty() {
             body.insert("inferenceConfig".into(), Value::Object(inference));
         }
-        if !options.tools.is_empty() {
-            let tools: Vec<Value> = options
-                .tools
+        let answer = options.schema.map(|s| s.forced_tool()).transpose()?;
+        let choice = ToolChoice::of(parameters, options.tools)?;
+        let choice = ToolChoice::with_answer(answer.as_ref(), options.tools, choice);
+        // Converse has no "none": the tools are then not offered.
+        let offered = match choice {
+            Some(ToolChoice::None) => &[][..],
+            _ => options.tools,
+        };
+        if !offered.is_empty() || answer.is_some() {
+            let tools: Vec<Value> = offered
                 .iter()
+                .chain(answer.as_ref())
                 .map(|t| {
                     json!({"toolSpec": {
                         "name": t.name,
@@ -153,8 +169,13 @@ impl Format for BedrockConverse {
                     }})
                 })
                 .collect();
-            body.insert("toolConfig".into(), json!({ "tools": tools }));
+            let mut config = json!({ "tools": tools });
+            if let Some(c) = choice.as_ref().and_then(ToolChoice::bedrock) {
+                config["toolChoice"] = c;
+            }
+            body.insert("toolConfig".into(), config);
         }
+        cache::mark_converse(&mut body, model, parameters);
         Ok(request.prepared(FORMAT, body))
     }
 
@@ -210,11 +231,14 @@ fn usage_of(u: &Value) -> Option<Usage> {
         return None;
     }
     let n = |k: &str| u.get(k).and_then(Value::as_u64);
+    let (read, write) = (n("cacheReadInputTokens"), n("cacheWriteInputTokens"));
     Some(Usage {
-        input_tokens: n("inputTokens").unwrap_or(0),
+        // Converse's `inputTokens` leaves the cached ones out (its `totalTokens` counts them);
+        // genai's input counts them all.
+        input_tokens: n("inputTokens").unwrap_or(0) + read.unwrap_or(0) + write.unwrap_or(0),
         output_tokens: n("outputTokens").unwrap_or(0),
-        cache_read_tokens: n("cacheReadInputTokens"),
-        cache_creation_tokens: n("cacheWriteInputTokens"),
+        cache_read_tokens: read,
+        cache_write_tokens: write,
     })
 }
 
@@ -736,10 +760,11 @@ mod tests {
         assert_eq!(
             r.usage,
             Some(Usage {
-                input_tokens: 22,
+                // 22 uncached + 4 read + 9 written.
+                input_tokens: 35,
                 output_tokens: 16,
                 cache_read_tokens: Some(4),
-                cache_creation_tokens: Some(9),
+                cache_write_tokens: Some(9),
             })
         );
         assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));

@@ -16,8 +16,10 @@
 
 use serde_json::{json, Map, Value};
 
+use super::cache;
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
+use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::wire::{arguments_object, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
@@ -98,6 +100,9 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         kind: ParameterType::String,
         description: "auto or standard_only.",
     },
+    TOOL_CHOICE,
+    cache::CACHE_SPEC,
+    cache::CACHE_TTL_SPEC,
 ];
 
 /// The `claude-messages` format.
@@ -132,18 +137,19 @@ impl Format for ClaudeMessages {
         let (model, parameters, messages, options) = request.parts();
         let parameters = with_stops(PARAMETERS, parameters, options.stop);
         let mut body = request_body(model, &parameters, messages, options.stream)?;
-        if !options.tools.is_empty() {
-            let tools: Vec<Value> = options
-                .tools
-                .iter()
-                .map(|t| {
-                    serde_json::json!({
-                        "name": t.name, "description": t.description, "input_schema": t.input_schema
-                    })
-                })
-                .collect();
+        let answer = options.schema.map(|s| s.forced_tool()).transpose()?;
+        let choice = ToolChoice::of(&parameters, options.tools)?;
+        let tools = options.tools.iter().chain(answer.as_ref());
+        let tools: Vec<Value> = tools
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .collect();
+        if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
         }
+        if let Some(c) = ToolChoice::with_answer(answer.as_ref(), options.tools, choice) {
+            body.insert("tool_choice".into(), c.claude());
+        }
+        cache::mark_claude(&mut body, model, &parameters);
         Ok(request.prepared(FORMAT, body))
     }
 
@@ -294,7 +300,7 @@ pub fn request_body(
         body.insert("system".into(), Value::from(system.join("\n\n")));
     }
     body.insert("messages".into(), Value::Array(messages));
-    for (k, v) in parameters {
+    for (k, v) in parameters.iter().filter(|(k, _)| *k != TOOL_CHOICE.name && !cache::is_setting(k)) {
         let v = match (k.as_str(), v) {
             ("stop_sequences" | BETA_PARAMETER, Value::String(s)) => json!([s]),
             _ => v.clone(),
@@ -483,17 +489,19 @@ fn update_usage(usage: &mut Usage, u: &Value) -> bool {
         return false;
     }
     let n = |k: &str| u.get(k).and_then(Value::as_u64);
-    if let Some(n) = n("input_tokens") {
-        usage.input_tokens = n;
-    }
     if let Some(n) = n("output_tokens") {
         usage.output_tokens = n;
     }
     if let Some(n) = n("cache_creation_input_tokens") {
-        usage.cache_creation_tokens = Some(n);
+        usage.cache_write_tokens = Some(n);
     }
     if let Some(n) = n("cache_read_input_tokens") {
         usage.cache_read_tokens = Some(n);
+    }
+    // The API's `input_tokens` leaves the cached ones out; genai's input counts them all.
+    if let Some(n) = n("input_tokens") {
+        usage.input_tokens =
+            n + usage.cache_read_tokens.unwrap_or(0) + usage.cache_write_tokens.unwrap_or(0);
     }
     true
 }
@@ -816,10 +824,11 @@ mod tests {
         assert_eq!(
             r.usage,
             Some(Usage {
-                input_tokens: 2095,
+                // 2095 uncached + 2000 read + 10 written.
+                input_tokens: 4105,
                 output_tokens: 503,
                 cache_read_tokens: Some(2000),
-                cache_creation_tokens: Some(10),
+                cache_write_tokens: Some(10),
             })
         );
         assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
@@ -964,10 +973,11 @@ data: {"type":"message_stop"}
         assert_eq!(
             r.usage,
             Some(Usage {
-                input_tokens: 472,
+                // 472 uncached + 300 read + 100 written.
+                input_tokens: 872,
                 output_tokens: 89,
                 cache_read_tokens: Some(300),
-                cache_creation_tokens: Some(100),
+                cache_write_tokens: Some(100),
             })
         );
     }

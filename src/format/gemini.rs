@@ -18,6 +18,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
+use super::schema::{gemini_subset, ResponseSchema, ToolChoice, TOOL_CHOICE};
 use super::wire::{items, object_parameter, str_at, text_of, CallNames};
 use super::Parameters;
 use super::{
@@ -121,6 +122,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         kind: ParameterType::Object,
         description: "safetySettings: a list of {category, threshold}, or an object such as {\"HARM_CATEGORY_HARASSMENT\":\"BLOCK_ONLY_HIGH\"}.",
     },
+    TOOL_CHOICE,
 ];
 
 /// The `gemini` format.
@@ -208,7 +210,14 @@ impl Format for Gemini {
                 json!([{ "functionDeclarations": declarations }]),
             );
         }
-        let config = generation_config(&parameters);
+        if let Some(choice) = ToolChoice::of(&parameters, options.tools)? {
+            body.insert("toolConfig".into(), choice.gemini());
+        }
+        let mut config = generation_config(&parameters);
+        if let Some(schema) = options.schema {
+            config.insert("responseMimeType".into(), json!("application/json"));
+            config.insert("responseSchema".into(), schema.gemini().0);
+        }
         if !config.is_empty() {
             body.insert("generationConfig".into(), Value::Object(config));
         }
@@ -216,6 +225,12 @@ impl Format for Gemini {
             body.insert("safetySettings".into(), s.clone());
         }
         Ok(request.prepared(FORMAT, body))
+    }
+
+    fn schema_notes(&self, schema: &ResponseSchema) -> Vec<String> {
+        let dropped = schema.gemini().1;
+        let note = format!("response schema: Gemini's subset cannot say {}; the reply is still checked against the whole schema", dropped.join(", "));
+        [note].into_iter().filter(|_| !dropped.is_empty()).collect()
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
@@ -238,69 +253,6 @@ impl Format for Gemini {
     }
 }
 
-/// The keys of Gemini's `Schema` (https://ai.google.dev/api/caching#Schema); the API refuses
-/// others, such as `$schema` and `additionalProperties`, that JSON Schemas often carry.
-const SCHEMA_KEYS: &[&str] = &[
-    "type",
-    "format",
-    "title",
-    "description",
-    "nullable",
-    "enum",
-    "items",
-    "maxItems",
-    "minItems",
-    "properties",
-    "required",
-    "minProperties",
-    "maxProperties",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "example",
-    "anyOf",
-    "propertyOrdering",
-    "default",
-    "minimum",
-    "maximum",
-];
-
-/// A JSON Schema cut down to Gemini's subset: unknown keys dropped at every level, and a type
-/// list such as `["string", "null"]` turned into one type with `nullable`.
-fn gemini_schema(schema: &Value) -> Value {
-    let Value::Object(o) = schema else {
-        return schema.clone();
-    };
-    let mut out = Map::new();
-    for (k, v) in o {
-        if !SCHEMA_KEYS.contains(&k.as_str()) {
-            continue;
-        }
-        let v = match (k.as_str(), v) {
-            ("properties", Value::Object(props)) => Value::Object(
-                props
-                    .iter()
-                    .map(|(name, s)| (name.clone(), gemini_schema(s)))
-                    .collect(),
-            ),
-            ("items", s) => gemini_schema(s),
-            ("anyOf", Value::Array(list)) => list.iter().map(gemini_schema).collect(),
-            ("type", Value::Array(types)) => {
-                if types.iter().any(|t| t == "null") {
-                    out.insert("nullable".into(), Value::Bool(true));
-                }
-                match types.iter().find(|t| *t != "null") {
-                    Some(t) => t.clone(),
-                    None => continue,
-                }
-            }
-            _ => v.clone(),
-        };
-        out.insert(k.clone(), v);
-    }
-    Value::Object(out)
-}
-
 /// One `functionDeclaration`; `parameters` is left out for a function without any (the API
 /// refuses an object schema with no properties).
 fn function_declaration(t: &ToolSpec) -> Value {
@@ -311,7 +263,7 @@ fn function_declaration(t: &ToolSpec) -> Value {
         .and_then(Value::as_object)
         .is_some_and(|p| !p.is_empty());
     if has_parameters {
-        d["parameters"] = gemini_schema(&t.input_schema);
+        d["parameters"] = gemini_subset(&t.input_schema).0;
     }
     d
 }
@@ -520,7 +472,7 @@ fn usage_of(v: &Value) -> Option<Usage> {
         // Thinking tokens are billed as output.
         output_tokens: output.unwrap_or(0) + n("thoughtsTokenCount").unwrap_or(0),
         cache_read_tokens: n("cachedContentTokenCount"),
-        cache_creation_tokens: None,
+        cache_write_tokens: None,
     })
 }
 

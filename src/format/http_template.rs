@@ -40,8 +40,9 @@ pub const PARAMETERS: &[ParameterSpec] = &[
             elsewhere), ${parameters.NAME:-default} gives a default; built in: \
             ${parameters.messages} (OpenAI-style [{role, content}]), ${parameters.prompt} (the \
             last user text), ${parameters.system}, ${parameters.model}, ${parameters.stream}, \
-            ${parameters.images} (the last user message's images as base64 strings) and \
-            ${parameters.image_urls} (as data: URLs), the only way images are sent; \
+            ${parameters.images} (the last user message's images as base64 strings), \
+            ${parameters.image_urls} (as data: URLs), the only way images are sent, and \
+            ${parameters.response_schema} (the response schema, null without one); \
             ${credential.NAME} (inside a string) takes a credential of the http provider.",
     },
     ParameterSpec {
@@ -287,6 +288,8 @@ impl Format for HttpTemplate {
         let (images, image_urls) = last_images(messages);
         values.insert("images".into(), Value::from(images));
         values.insert("image_urls".into(), Value::from(image_urls));
+        let schema = options.schema.map(|s| s.schema.clone());
+        values.insert("response_schema".into(), schema.unwrap_or(Value::Null));
         let body = parse_rendered(&render(template, &values)?)?;
         Ok(ModelRequest::new(FORMAT, model, body, stream))
     }
@@ -710,5 +713,27 @@ mod tests {
         let r = m.prepare_request(&[Message::user("x")], true).unwrap();
         assert!(r.stream);
         assert_eq!(r.body, json!({"stream": true}));
+    }
+
+    #[test]
+    fn the_response_schema_fills_its_placeholder() {
+        let mut m = ModelConfiguration::new(&HttpTemplate, "m");
+        m.set_parameter(
+            "request_body",
+            json!(r#"{"prompt": "${parameters.prompt}", "format": ${parameters.response_schema}}"#),
+        )
+        .unwrap();
+        let schema = crate::format::ResponseSchema::new(None, json!({"type": "object"})).unwrap();
+        let options = crate::format::RequestOptions {
+            schema: Some(&schema),
+            ..Default::default()
+        };
+        let body = m.prepare(&[Message::user("hi")], &options).unwrap().body;
+        assert_eq!(body, json!({"prompt": "hi", "format": {"type": "object"}}));
+        let plain = m
+            .prepare_request(&[Message::user("hi")], false)
+            .unwrap()
+            .body;
+        assert_eq!(plain["format"], Value::Null);
     }
 }

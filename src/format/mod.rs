@@ -9,6 +9,7 @@
 //! never do I/O nor import the providers: moving bytes is their job, and they import this.
 
 pub mod bedrock_converse;
+pub mod cache;
 pub mod claude_messages;
 pub mod gemini;
 pub mod http_template;
@@ -16,6 +17,7 @@ pub mod ollama_chat;
 pub mod openai_chat;
 pub mod parameters;
 pub mod reply;
+pub mod schema;
 pub mod template;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -27,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
 pub use parameters::{validate_parameter, ParameterSpec, ParameterType};
 pub use reply::{EventReader, ReplyBuilder, StreamDecoder};
+pub use schema::{ResponseSchema, ToolChoice};
 
 /// The built-in formats, in the order they are listed.
 pub const ALL: &[&dyn Format] = &[
@@ -155,12 +158,14 @@ impl<'a> Request<'a> {
 }
 
 /// What one request asks beyond the messages: streaming, the tools offered (native tool calls
-/// only), and stop sequences added to the ones the parameters set (ReAct's `Observation:`).
+/// only), stop sequences added to the ones the parameters set (ReAct's `Observation:`), and
+/// the JSON Schema the reply must match (structured output).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestOptions<'a> {
     pub stream: bool,
     pub tools: &'a [ToolSpec],
     pub stop: &'a [&'a str],
+    pub schema: Option<&'a ResponseSchema>,
 }
 
 impl RequestOptions<'_> {
@@ -213,6 +218,10 @@ pub trait Format: Send + Sync {
     fn extract(&self, parameters: &Map<String, Value>, body: &[u8]) -> Result<ModelReply>;
     /// A decoder for one streamed response.
     fn decoder(&self, parameters: &Map<String, Value>) -> StreamDecoder;
+    /// What of a response schema this format cannot send, one line each (for the details).
+    fn schema_notes(&self, _schema: &ResponseSchema) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The refusal of tools by a format without native tool calls.

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
+use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::wire::{
     arguments_object, chat_message, function_tools, items, object_parameter, str_at, text_of,
     CallNames,
@@ -23,7 +24,7 @@ use super::wire::{
 use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
+    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Usage};
@@ -31,7 +32,7 @@ use crate::message::{Message, Part, Usage};
 pub const FORMAT: &str = "ollama-chat";
 
 /// Parameters sent at the top level of the request; every other one goes into `options`.
-const TOP_LEVEL: &[&str] = &["format", "keep_alive", "think", "options"];
+const TOP_LEVEL: &[&str] = &["format", "keep_alive", "think", "options", TOOL_CHOICE.name];
 
 const ANY_I64: ParameterType = ParameterType::Integer {
     min: i64::MIN,
@@ -161,6 +162,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         kind: ParameterType::Boolean,
         description: "For thinking models: whether the model thinks before answering (true or false; low, medium or high for models with levels, such as gpt-oss); its thinking comes back as reasoning, apart from the answer.",
     },
+    TOOL_CHOICE,
 ];
 
 /// The `ollama-chat` format.
@@ -237,8 +239,23 @@ impl Format for OllamaChat {
         if !sampling.is_empty() {
             body.insert("options".into(), Value::Object(sampling));
         }
-        if !options.tools.is_empty() {
-            body.insert("tools".into(), function_tools(options.tools));
+        // Ollama has no tool_choice: `none` offers no tools, a name offers only that one, and
+        // `required` is left to the model.
+        let offered: Vec<ToolSpec> = match ToolChoice::of(&parameters, options.tools)? {
+            Some(ToolChoice::None) => Vec::new(),
+            Some(ToolChoice::Tool(name)) => options
+                .tools
+                .iter()
+                .filter(|t| t.name == name)
+                .cloned()
+                .collect(),
+            _ => options.tools.to_vec(),
+        };
+        if !offered.is_empty() {
+            body.insert("tools".into(), function_tools(&offered));
+        }
+        if let Some(schema) = options.schema {
+            body.insert("format".into(), schema.schema.clone());
         }
         Ok(request.prepared(FORMAT, body))
     }

@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json, parse_arguments};
+use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::wire::{chat_message, function_tools, items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
@@ -134,6 +135,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         },
         description: "Penalty for repeating recent tokens (1: none). Honoured by the local provider and compatible servers such as llama.cpp; OpenAI refuses it.",
     },
+    TOOL_CHOICE,
 ];
 
 /// The `openai-chat` format.
@@ -164,10 +166,25 @@ impl Format for OpenAiChat {
         body.insert("model".into(), Value::from(model));
         body.insert("messages".into(), Value::Array(wire));
         for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
-            body.insert(k.clone(), v.clone());
+            if k != TOOL_CHOICE.name {
+                body.insert(k.clone(), v.clone());
+            }
         }
         if !options.tools.is_empty() {
             body.insert("tools".into(), function_tools(options.tools));
+        }
+        if let Some(choice) = ToolChoice::of(parameters, options.tools)? {
+            body.insert("tool_choice".into(), choice.openai());
+        }
+        if let Some(schema) = options.schema {
+            let mut spec = json!({"name": schema.name, "schema": schema.schema});
+            if schema.strict_ok() {
+                spec["strict"] = Value::Bool(true);
+            }
+            body.insert(
+                "response_format".into(),
+                json!({"type": "json_schema", "json_schema": spec}),
+            );
         }
         if options.stream {
             body.insert("stream".into(), Value::Bool(true));
@@ -253,7 +270,7 @@ fn usage_of(u: &Value) -> Option<Usage> {
             .get("prompt_tokens_details")
             .and_then(|d| d.get("cached_tokens"))
             .and_then(Value::as_u64),
-        cache_creation_tokens: None,
+        cache_write_tokens: None,
     })
 }
 

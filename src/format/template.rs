@@ -21,6 +21,7 @@ pub const BUILT_IN: &[&str] = &[
     "stream",
     "images",
     "image_urls",
+    "response_schema",
 ];
 
 /// A body cut short for an error message.

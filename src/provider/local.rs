@@ -15,12 +15,15 @@
 //! (`local/engine.rs` does) nor build JSON by hand (`local/wire.rs` does). The parts, one job
 //! each: `engine` (llama.cpp: model cache, slots, prompt evaluation, sampling), `slots` (which
 //! slot a request takes), `template` (chat template and its ChatML fallback), `output` (UTF-8
-//! across tokens, stop strings), `repetition` (a reply stuck in a loop), `wire` (openai-chat in and out).
+//! across tokens, stop strings), `repetition` (a reply stuck in a loop), `grammar` (structured
+//! output and tool calls by grammar), `wire` (openai-chat in and out).
 
 pub const KIND: &str = "local";
 
 #[cfg(feature = "local")]
 mod engine;
+#[cfg(feature = "local")]
+mod grammar;
 #[cfg(feature = "local")]
 mod output;
 #[cfg(feature = "local")]
@@ -69,6 +72,7 @@ mod enabled {
     use futures::StreamExt;
 
     use super::engine::{self, Engine, EngineSettings, Finished, Sink};
+    use super::grammar::{self, Convention};
     use super::wire::{self, Answer};
     use super::KIND;
     use crate::config::{LocalSettings, Paths};
@@ -161,15 +165,21 @@ mod enabled {
                 .map_err(|e| Error::new(e.kind, format!("{}: {}", self.name, e.message)))
         }
 
-        /// The engine of a model (loading it on first use) and the prepared prompt.
-        async fn prepare(&self, request: &ModelRequest) -> Result<(Arc<Engine>, engine::Prepared)> {
-            let chat = wire::parse_request(&request.body)?;
+        /// The engine of a model (loading it on first use), the prepared prompt, and the tool
+        /// calling convention when tools are offered.
+        async fn prepare(
+            &self,
+            request: &ModelRequest,
+        ) -> Result<(Arc<Engine>, engine::Prepared, Option<Convention>)> {
             let path = self.model_path(&request.model)?;
             let (settings, name) = (self.settings, self.name.clone());
+            let body = request.body.clone();
             tokio::task::spawn_blocking(move || {
                 let engine = engine::engine(&path, settings)?;
+                let convention = Convention::of_template(engine.template_source().as_deref());
+                let chat = wire::parse_request(&body, convention)?;
                 let prepared = engine.prepare(&chat.messages, chat.settings, &name)?;
-                Ok((engine, prepared))
+                Ok((engine, prepared, chat.tools.map(|(_, c)| c)))
             })
             .await
             .map_err(|e| Error::internal(format!("the local engine failed: {e}")))?
@@ -190,13 +200,13 @@ mod enabled {
             self.default_model.as_deref()
         }
 
-        /// The engine ignores `tools` in the request: tool use goes through ReAct.
+        /// Tool calls are constrained by a grammar and read back (`local/grammar.rs`).
         fn native_tools(&self) -> bool {
-            false
+            true
         }
 
         async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
-            let (engine, prepared) = self.prepare(request).await?;
+            let (engine, prepared, tools) = self.prepare(request).await?;
             let answer = Answer::new(engine.model_name());
             let (tx, rx) = mpsc::unbounded();
             let name = self.name.clone();
@@ -207,6 +217,12 @@ mod enabled {
                     .map_err(|e| Error::new(e.kind, format!("{name}: {}", e.message)));
                 let _ = sink.0.unbounded_send(result.map(Event::Done));
             });
+            if let Some(convention) = tools {
+                // A reply that may call tools is read whole, then split into text and calls.
+                return collect(rx, &self.name)
+                    .await
+                    .map(|(text, f)| with_calls(&answer, &text, f, convention, request.stream));
+            }
             if request.stream {
                 let first = futures::stream::iter([Ok(StreamEvent::data(answer.role_chunk()))]);
                 let rest = rx.flat_map(move |event| {
@@ -223,21 +239,58 @@ mod enabled {
                 });
                 return Ok(ProviderResponse::Events(Box::pin(first.chain(rest))));
             }
-            let mut rx = rx;
-            let mut text = String::new();
-            while let Some(event) = rx.next().await {
-                match event? {
-                    Event::Text(t) => text.push_str(&t),
-                    Event::Done(f) => {
-                        let body = answer.completion(&text, f.finish_reason, f.counts);
-                        return Ok(ProviderResponse::Complete(body.to_string().into()));
-                    }
-                }
-            }
-            Err(Error::internal(format!(
-                "{}: the local engine stopped without an answer",
-                self.name
-            )))
+            let (text, f) = collect(rx, &self.name).await?;
+            let body = answer.completion(&text, &[], f.finish_reason, f.counts);
+            Ok(ProviderResponse::Complete(body.to_string().into()))
         }
+    }
+
+    /// The whole text of a generation and how it ended.
+    async fn collect(
+        mut rx: mpsc::UnboundedReceiver<Result<Event>>,
+        provider: &str,
+    ) -> Result<(String, Finished)> {
+        let mut text = String::new();
+        while let Some(event) = rx.next().await {
+            match event? {
+                Event::Text(t) => text.push_str(&t),
+                Event::Done(f) => return Ok((text, f)),
+            }
+        }
+        Err(Error::internal(format!(
+            "{provider}: the local engine stopped without an answer"
+        )))
+    }
+
+    /// The answer of a generation that may call tools: its text before the calls, and the
+    /// calls, as chunks or as one body.
+    fn with_calls(
+        answer: &Answer,
+        text: &str,
+        f: Finished,
+        convention: Convention,
+        stream: bool,
+    ) -> ProviderResponse {
+        let (text, calls) = grammar::parse_calls(text, convention);
+        let finish = match calls.is_empty() {
+            true => f.finish_reason,
+            false => "tool_calls",
+        };
+        if !stream {
+            let body = answer.completion(&text, &calls, finish, f.counts);
+            return ProviderResponse::Complete(body.to_string().into());
+        }
+        let mut events = vec![answer.role_chunk()];
+        if !text.is_empty() {
+            events.push(answer.text_chunk(&text));
+        }
+        if !calls.is_empty() {
+            events.push(answer.calls_chunk(&calls));
+        }
+        events.push(answer.finish_chunk(finish));
+        events.push(answer.usage_chunk(f.counts));
+        events.push(wire::DONE.to_string());
+        let events = events.into_iter().map(|e| Ok(StreamEvent::data(e)));
+        ProviderResponse::Events(Box::pin(futures::stream::iter(events.collect::<Vec<_>>())))
     }
 }

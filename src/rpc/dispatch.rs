@@ -278,6 +278,9 @@ impl Session {
                     model: p.model,
                     parameters: p.parameters,
                     middleware: None,
+                    response_schema: None,
+                    cache: None,
+                    cache_ttl: None,
                 };
                 fw.registry
                     .create_model(&p.name, &c, crate::registry::Origin::Runtime)?;
@@ -306,6 +309,7 @@ impl Session {
                     parameters: p.parameters,
                     ephemeral: p.ephemeral,
                     tools: p.tools,
+                    response_schema: response_schema(p.response_schema, p.response_schema_name)?,
                     ..Default::default()
                 };
                 ok(CreateConversationResult::from(
@@ -375,7 +379,9 @@ impl Session {
             }
             "OnNewMessage" => {
                 let p: OnNewMessageParams = params(p)?;
-                let turn_id = fw.on_new_message(&p.conversation_id, p.message.into_message())?;
+                let schema = response_schema(p.response_schema, p.response_schema_name)?;
+                let turn_id =
+                    fw.on_new_message_with(&p.conversation_id, p.message.into_message(), schema)?;
                 if let Some(id) = id {
                     port.started_turn(id, &turn_id);
                 }
@@ -403,8 +409,10 @@ impl Session {
             }
             "SendPrompt" => {
                 let p: SendPromptParams = params(p)?;
+                let schema = response_schema(p.response_schema, p.response_schema_name)?;
+                let prompt = p.prompt.into_messages();
                 ok(RequestIdResult {
-                    request_id: fw.send_prompt(&p.agent_id, p.prompt.into_messages(), port)?,
+                    request_id: fw.send_prompt_with(&p.agent_id, prompt, schema, port)?,
                 })
             }
             "GetHistory" => {

@@ -66,6 +66,10 @@ pub struct StoredMessage {
     pub message: Message,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// What the request that produced this message cost in US dollars (with `usage`; absent
+    /// when unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
     pub created_at: i64,
     /// The model that ran this message's turn (absent for messages stored before genai
     /// recorded it).
@@ -79,6 +83,7 @@ impl From<store::StoredMessage> for StoredMessage {
             seq: m.seq,
             message: m.message,
             usage: m.usage,
+            cost: m.cost,
             created_at: m.created_at,
             model: m.model,
         }

@@ -180,6 +180,7 @@ fn feature_response(turn: &TurnRef, o: TurnOutcome, is_final: bool) -> FeatureRe
         is_success: o.error.is_none(),
         error: o.error.as_ref().map(ErrorInfo::from),
         usage: o.usage,
+        cost: o.cost,
         model: o.model,
         finish_reason: o.finish_reason,
     }

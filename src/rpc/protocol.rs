@@ -129,6 +129,13 @@ pub struct CreateConversationParams {
     /// model may call; implies the `tools` feature. Default: the enabled sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// The JSON Schema every reply must match (structured output): the reply is checked, retried
+    /// once with the errors, and fails when it still does not match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
+    /// The schema's name as the APIs get it (letters, digits, `_`, `-`; default `response`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -252,6 +259,13 @@ pub struct GetConversationHistoryResult {
 pub struct OnNewMessageParams {
     pub conversation_id: String,
     pub message: MessageInput,
+    /// The JSON Schema this turn's reply must match (structured output): the reply is checked, retried
+    /// once with the errors, and fails when it still does not match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
+    /// The schema's name as the APIs get it (letters, digits, `_`, `-`; default `response`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -266,6 +280,23 @@ pub struct SendPromptParams {
     pub agent_id: String,
     /// The messages of the prompt; a plain string is one user message.
     pub prompt: PromptInput,
+    /// The JSON Schema the reply must match (structured output): the reply is checked, retried
+    /// once with the errors, and fails when it still does not match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
+    /// The schema's name as the APIs get it (letters, digits, `_`, `-`; default `response`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema_name: Option<String>,
+}
+
+/// The schema of a request's `responseSchema` and `responseSchemaName`, checked.
+pub fn response_schema(
+    schema: Option<Value>,
+    name: Option<String>,
+) -> crate::error::Result<Option<crate::format::ResponseSchema>> {
+    schema
+        .map(|s| crate::format::ResponseSchema::new(name.as_deref(), s))
+        .transpose()
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -429,6 +460,10 @@ pub struct FeatureResponse {
     pub error: Option<ErrorInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// What the turn cost in US dollars, from the model's price (`[pricing]` or the built-in
+    /// estimates); absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

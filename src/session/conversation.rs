@@ -16,14 +16,19 @@ use crate::agent::AIAgent;
 use crate::error::{Error, Result};
 use crate::feature::port::{ClientPort, TurnEvent, TurnRef};
 use crate::feature::{Feature, Turn, TurnOutcome};
+use crate::format::ResponseSchema;
 use crate::message::{Message, Part};
 use crate::tools::toolbox::Toolbox;
+
+/// A message waiting for its turn: the turn id, the message, and the schema its reply must
+/// match, if the message gives one.
+type Queued = (String, Message, Option<Arc<ResponseSchema>>);
 
 /// A live conversation.
 pub(super) struct Conversation {
     pub agent: Arc<AIAgent>,
     pub feature: String,
-    queue: mpsc::UnboundedSender<(String, Message)>,
+    queue: mpsc::UnboundedSender<Queued>,
     /// The running turn and its cancellation token.
     pub running: Arc<Mutex<Option<(String, CancellationToken)>>>,
     /// Cancelled when the conversation is closed: ends its task.
@@ -45,7 +50,7 @@ impl Framework {
         toolbox: Arc<Toolbox>,
         port: Arc<dyn ClientPort>,
     ) -> Result<()> {
-        let (queue, mut rx) = mpsc::unbounded_channel::<(String, Message)>();
+        let (queue, mut rx) = mpsc::unbounded_channel::<Queued>();
         let running: Arc<Mutex<Option<(String, CancellationToken)>>> = Arc::new(Mutex::new(None));
         let closed = CancellationToken::new();
         let conv = Conversation {
@@ -63,7 +68,7 @@ impl Framework {
             .insert(id.clone(), conv);
         let inflight = self.inflight.clone();
         tokio::spawn(async move {
-            while let Some((turn_id, message)) = rx.recv().await {
+            while let Some((turn_id, message, response_schema)) = rx.recv().await {
                 let cancel = closed.child_token();
                 if let Ok(mut r) = running.lock() {
                     *r = Some((turn_id.clone(), cancel.clone()));
@@ -78,6 +83,7 @@ impl Framework {
                     cancel,
                     system_prompt: system_prompt.clone(),
                     port: port.clone(),
+                    response_schema,
                 };
                 let turn_ref = turn.id.clone();
                 // The feature runs in its own task so that a panic in it still ends the turn.
@@ -105,6 +111,16 @@ impl Framework {
     /// Queues a user message; returns the turn id at once, and the turn's events reach the
     /// conversation's port.
     pub fn on_new_message(&self, conversation_id: &str, message: Message) -> Result<String> {
+        self.on_new_message_with(conversation_id, message, None)
+    }
+
+    /// `on_new_message` whose reply must match `schema` (else the conversation's).
+    pub fn on_new_message_with(
+        &self,
+        conversation_id: &str,
+        message: Message,
+        schema: Option<ResponseSchema>,
+    ) -> Result<String> {
         let blank = message
             .content
             .iter()
@@ -118,7 +134,11 @@ impl Framework {
             .ok_or_else(|| unknown_conversation(conversation_id))?;
         let turn_id = super::new_id();
         self.inflight.send_modify(|n| *n += 1);
-        if conv.queue.send((turn_id.clone(), message)).is_err() {
+        if conv
+            .queue
+            .send((turn_id.clone(), message, schema.map(Arc::new)))
+            .is_err()
+        {
             self.inflight.send_modify(|n| *n = n.saturating_sub(1));
             return Err(unknown_conversation(conversation_id));
         }

@@ -59,6 +59,8 @@ pub struct ConversationSpec {
     /// MCP servers the client brings for this conversation only: they join the config's tool
     /// sources, enabled, and make `tools` the default feature.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// The JSON Schema every reply must match (structured output).
+    pub response_schema: Option<crate::format::ResponseSchema>,
 }
 
 /// An open conversation as its client sees it.
@@ -102,6 +104,8 @@ pub struct Framework {
     middleware_hosts: Mutex<HashMap<String, middleware::MiddlewareHost>>,
     /// What helper agents wrote for middleware (image descriptions, summaries).
     texts: Arc<crate::middleware::TextCache>,
+    /// The prices of models (the config's over the built-in table), for each turn's cost.
+    prices: crate::pricing::Prices,
 }
 
 fn new_id() -> String {
@@ -124,6 +128,8 @@ impl Framework {
     /// registry here.
     pub fn new(config: Config, registry: Registry, store: Arc<Store>) -> Framework {
         feature::register_builtin(&registry);
+        // `Config::parse` checked the prices already.
+        let prices = crate::pricing::Prices::new(&config.pricing).unwrap_or_default();
         Framework {
             toolbox: Arc::new(Toolbox::new(
                 config.plugins.clone(),
@@ -141,6 +147,7 @@ impl Framework {
             inflight: Arc::new(tokio::sync::watch::channel(0).0),
             middleware_hosts: Mutex::new(HashMap::new()),
             texts: Arc::new(Default::default()),
+            prices,
         }
     }
 
@@ -199,9 +206,14 @@ impl Framework {
             sel.model.as_deref(),
             params,
         )?;
+        let model_id = model.model.clone();
         let mut agent = AIAgent::new(new_id(), provider, model, persistence, system, history);
         agent.timeout = self.prompt_timeout;
         agent.middleware = self.middleware_chain(sel)?;
+        agent.response_schema = self.selector().response_schema(sel)?.map(Arc::new);
+        agent.price = self
+            .prices
+            .lookup(&agent.provider.name, agent.provider.kind, &model_id);
         let agent = Arc::new(agent);
         self.agents
             .lock()
@@ -286,6 +298,7 @@ impl Framework {
         let toolbox = self.toolbox_for(&spec.mcp_servers)?;
         let (feature, feature_system) =
             self.feature(&feature_name, spec.tools.as_deref(), &toolbox)?;
+        sel.response_schema = spec.response_schema.clone();
         sel.system_prompt = spec
             .system_prompt
             .clone()

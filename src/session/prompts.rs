@@ -9,6 +9,7 @@ use super::{poisoned, Framework};
 use crate::agent::{Delta, OnDelta};
 use crate::error::{Error, Result};
 use crate::feature::port::{ClientPort, PromptEvent, PromptRef};
+use crate::format::ResponseSchema;
 use crate::message::Message;
 
 impl Framework {
@@ -17,6 +18,17 @@ impl Framework {
         &self,
         agent_id: &str,
         prompt: Vec<Message>,
+        port: Arc<dyn ClientPort>,
+    ) -> Result<String> {
+        self.send_prompt_with(agent_id, prompt, None, port)
+    }
+
+    /// `send_prompt` whose reply must match `schema` (else the agent's).
+    pub fn send_prompt_with(
+        &self,
+        agent_id: &str,
+        prompt: Vec<Message>,
+        schema: Option<ResponseSchema>,
         port: Arc<dyn ClientPort>,
     ) -> Result<String> {
         let agent = self.agent(agent_id)?;
@@ -63,7 +75,9 @@ impl Framework {
                 } else {
                     None
                 };
-                agent.send_prompt(prompt, on_delta, &cancel).await
+                agent
+                    .send_prompt_as(prompt, on_delta, &cancel, None, schema.as_ref())
+                    .await
             });
             let result = work
                 .await

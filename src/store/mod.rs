@@ -14,12 +14,15 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Usage};
 
 mod listing;
+mod schema;
 mod search;
 mod time;
+mod usage;
 
 pub use listing::ListFilter;
 pub use search::Found;
 pub use time::UtcTime;
+pub use usage::{Grouping, UsageRow};
 
 /// One conversation as stored.
 #[derive(Debug, Clone)]
@@ -65,71 +68,37 @@ pub struct StoredMessage {
     pub seq: i64,
     pub message: Message,
     pub usage: Option<Usage>,
+    /// What the request that produced this message cost, in US dollars (`None`: unknown, or
+    /// no usage).
+    pub cost: Option<f64>,
     pub created_at: i64,
     /// The model of the turn this message belongs to (unknown for old rows).
     pub model: Option<String>,
+}
+
+/// One message to commit, with the usage and cost (US dollars; `None`: unknown) of the
+/// request that produced it, if any.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    pub message: Message,
+    pub usage: Option<Usage>,
+    pub cost: Option<f64>,
+}
+
+impl From<Message> for NewMessage {
+    fn from(message: Message) -> NewMessage {
+        NewMessage {
+            message,
+            usage: None,
+            cost: None,
+        }
+    }
 }
 
 /// The SQLite history.
 pub struct Store {
     conn: Mutex<Connection>,
 }
-
-const MIGRATIONS: &[&str] = &[
-    // 1: conversations and messages.
-    "CREATE TABLE conversations (
-        id TEXT PRIMARY KEY,
-        title TEXT NOT NULL DEFAULT '',
-        feature TEXT NOT NULL,
-        provider TEXT NOT NULL,
-        model_configuration TEXT,
-        format TEXT NOT NULL,
-        model TEXT NOT NULL,
-        parameters TEXT NOT NULL DEFAULT '{}',
-        system TEXT,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL
-     );
-     CREATE INDEX conversations_updated ON conversations(updated_at DESC, id DESC);
-     CREATE TABLE messages (
-        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        role TEXT NOT NULL,
-        content TEXT NOT NULL,
-        usage TEXT,
-        created_at INTEGER NOT NULL,
-        PRIMARY KEY (conversation_id, seq)
-     );",
-    // 2: the tools a conversation of the `tools` feature may use (a JSON array; NULL: the
-    // enabled sources).
-    "ALTER TABLE conversations ADD COLUMN tools TEXT;",
-    // 3: the middleware the conversation's agent listed (a JSON array; NULL: none listed).
-    "ALTER TABLE conversations ADD COLUMN middleware TEXT;",
-    // 4: the working directory a client opened the conversation in (ACP's `cwd`), for listing
-    // a project's conversations.
-    "ALTER TABLE conversations ADD COLUMN cwd TEXT;
-     CREATE INDEX conversations_cwd ON conversations(cwd, updated_at DESC, id DESC);",
-    // 5: the model that ran the turn of each message (a conversation may change models; NULL
-    // for messages stored before this column).
-    "ALTER TABLE messages ADD COLUMN model TEXT;",
-    // 6: full-text search over every message's text parts (FTS5, kept by triggers; rowid is
-    // the message's rowid), filled from the messages already stored.
-    "CREATE VIRTUAL TABLE message_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
-     CREATE TRIGGER message_text_insert AFTER INSERT ON messages BEGIN
-        INSERT INTO message_text(rowid, text) VALUES (new.rowid,
-            (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
-             FROM json_each(new.content, '$.content') p
-             WHERE json_extract(p.value, '$.type') = 'text'));
-     END;
-     CREATE TRIGGER message_text_delete AFTER DELETE ON messages BEGIN
-        DELETE FROM message_text WHERE rowid = old.rowid;
-     END;
-     INSERT INTO message_text(rowid, text)
-        SELECT m.rowid, (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
-                         FROM json_each(m.content, '$.content') p
-                         WHERE json_extract(p.value, '$.type') = 'text')
-        FROM messages m;",
-];
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -203,59 +172,6 @@ impl Store {
         Store::setup(Connection::open_in_memory()?)
     }
 
-    fn setup(mut conn: Connection) -> Result<Store> {
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        // Switching a new file to WAL needs an exclusive lock and SQLite does not wait for it
-        // (no busy handler there), so a daemon starting beside another one retries for a while.
-        let mut tries = 0;
-        while let Err(e) = conn.pragma_update(None, "journal_mode", "WAL") {
-            let busy = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy);
-            tries += 1;
-            if !busy || tries > 250 {
-                return Err(e.into());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        // An immediate transaction takes the write lock before reading the version, so daemons
-        // started together on a new file migrate it once.
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if version as usize > MIGRATIONS.len() {
-            return Err(Error::new(
-                ErrorKind::Store,
-                format!(
-                    "the history was written by a newer genai (schema {version}); upgrade genai"
-                ),
-            ));
-        }
-        if version == 0 {
-            let tables: Vec<String> = tx
-                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            if !tables.is_empty() {
-                return Err(Error::new(
-                    ErrorKind::Store,
-                    format!(
-                        "it is not genai's history: it holds other tables ({}); move the file \
-                         away or set GENAI_DATA_DIR",
-                        crate::error::known(tables.iter().take(5))
-                    ),
-                ));
-            }
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            tx.execute_batch(sql)?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        }
-        tx.commit()?;
-        Ok(Store {
-            conn: Mutex::new(conn),
-        })
-    }
-
     fn conn(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
         self.conn
             .lock()
@@ -288,13 +204,24 @@ impl Store {
         id: &str,
         system: Option<&Message>,
         model: Option<&str>,
-        messages: &[(Message, Option<Usage>)],
+        messages: &[NewMessage],
+    ) -> Result<()> {
+        self.commit_turn_at(id, system, model, messages, now_ms())
+    }
+
+    /// [`Store::commit_turn`] at time `now` (milliseconds since the Unix epoch), for imports.
+    pub fn commit_turn_at(
+        &self,
+        id: &str,
+        system: Option<&Message>,
+        model: Option<&str>,
+        messages: &[NewMessage],
+        now: i64,
     ) -> Result<()> {
         let mut conn = self.conn()?;
         // Immediate: take the write lock first, so a daemon sharing the file waits (busy_timeout)
         // instead of failing when its read snapshot turns stale.
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let now = now_ms();
         let title: Option<String> = tx
             .query_row("SELECT title FROM conversations WHERE id = ?1", [id], |r| {
                 r.get(0)
@@ -317,34 +244,47 @@ impl Store {
         )?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model,
+                    input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?;
-            for (m, usage) in messages {
+            for NewMessage {
+                message: m,
+                usage,
+                cost,
+            } in messages
+            {
                 seq += 1;
                 let content = serde_json::to_string(&m).map_err(json_err)?;
-                let usage = usage
+                let json = usage
                     .map(|u| serde_json::to_string(&u))
                     .transpose()
                     .map_err(json_err)?;
+                let count = |n: Option<u64>| n.map(|n| n as i64);
                 insert.execute(params![
                     id,
                     seq,
                     m.role.as_str(),
                     content,
-                    usage,
+                    json,
                     now,
-                    model
+                    model,
+                    count(usage.map(|u| u.input_tokens)),
+                    count(usage.map(|u| u.output_tokens)),
+                    count(usage.and_then(|u| u.cache_read_tokens)),
+                    count(usage.and_then(|u| u.cache_write_tokens)),
+                    cost.filter(|_| usage.is_some()),
                 ])?;
             }
         }
         if title.is_empty() {
             if let Some(first) = messages
                 .iter()
-                .find(|(m, _)| m.role == crate::message::Role::User)
+                .find(|m| m.message.role == crate::message::Role::User)
             {
                 tx.execute(
                     "UPDATE conversations SET title = ?2 WHERE id = ?1",
-                    params![id, title_of(&first.0.text())],
+                    params![id, title_of(&first.message.text())],
                 )?;
             }
         }
@@ -457,7 +397,7 @@ impl Store {
         };
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, content, usage, created_at, model FROM messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            "SELECT seq, content, usage, created_at, model, cost FROM messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
         )?;
         let rows = stmt
             .query_map(params![id, after, (page_size + 1) as i64], |r| {
@@ -467,11 +407,12 @@ impl Store {
                     r.get::<_, Option<String>>(2)?,
                     r.get::<_, i64>(3)?,
                     r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<f64>>(5)?,
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let mut out = Vec::with_capacity(rows.len());
-        for (seq, content, usage, created_at, model) in rows {
+        for (seq, content, usage, created_at, model, cost) in rows {
             out.push(StoredMessage {
                 seq,
                 message: serde_json::from_str(&content).map_err(json_err)?,
@@ -479,6 +420,7 @@ impl Store {
                     .map(|u| serde_json::from_str(&u))
                     .transpose()
                     .map_err(json_err)?,
+                cost,
                 created_at,
                 model,
             });
@@ -686,16 +628,17 @@ mod tests {
             Some(&Message::system("sys")),
             Some("m1"),
             &[
-                (Message::user("hello   there\nworld"), None),
-                (
-                    Message::assistant("hi"),
-                    Some(Usage {
+                Message::user("hello   there\nworld").into(),
+                NewMessage {
+                    message: Message::assistant("hi"),
+                    usage: Some(Usage {
                         input_tokens: 3,
                         output_tokens: 1,
                         cache_read_tokens: None,
-                        cache_creation_tokens: None,
+                        cache_write_tokens: None,
                     }),
-                ),
+                    cost: Some(0.25),
+                },
             ],
         )
         .unwrap();
@@ -709,6 +652,7 @@ mod tests {
         assert_eq!(page[0].message.text(), "hello   there\nworld");
         let (page, next2) = s.history("01AAA1", 1, next.as_deref()).unwrap();
         assert_eq!(page[0].usage.unwrap().output_tokens, 1);
+        assert_eq!(page[0].cost, Some(0.25));
         assert_eq!(
             page[0].model.as_deref(),
             Some("m1"),
@@ -753,7 +697,7 @@ mod tests {
             .unwrap();
         let c = s.conversation("01AAA1").unwrap().unwrap();
         assert_eq!((c.provider.as_str(), c.model.as_str()), ("p2", "m2"));
-        s.commit_turn("01AAA1", None, Some("m2"), &[(Message::user("more"), None)])
+        s.commit_turn("01AAA1", None, Some("m2"), &[Message::user("more").into()])
             .unwrap();
         let (all, _) = s.history("01AAA1", 10, None).unwrap();
         let models: Vec<_> = all.iter().map(|m| m.model.as_deref()).collect();

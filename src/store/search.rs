@@ -75,7 +75,7 @@ mod tests {
     fn conversation(s: &Store, id: &str, texts: &[&str]) {
         s.create_conversation(&crate::store::tests::record(id, 1))
             .unwrap();
-        let rows: Vec<_> = texts.iter().map(|t| (Message::user(*t), None)).collect();
+        let rows: Vec<_> = texts.iter().map(|t| Message::user(*t).into()).collect();
         s.commit_turn(id, None, Some("m"), &rows).unwrap();
     }
 

@@ -21,6 +21,9 @@ use crate::support::{fake_plugin, rpc_client};
 
 /// The longest a turn may take (model load included) on a busy CI machine.
 const TURN: Duration = Duration::from_secs(180);
+/// The longest a turn of two grammar-constrained generations may take: llama.cpp checks every
+/// token of the vocabulary against the grammar, which a loaded CI machine makes slow.
+const GRAMMAR_TURN: Duration = Duration::from_secs(600);
 /// The longest a cancelled turn may take to end.
 const CANCELLED: Duration = Duration::from_secs(5);
 const EXIT: Duration = Duration::from_secs(30);
@@ -346,8 +349,9 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
     let Some(model) = test_model() else { return };
     let events = fake_plugin::FakePlugin::start(None);
     let dir = tempfile::tempdir().unwrap();
+    // ReAct as the explicit mode (the local engine has native calls by grammar).
     let plugins = format!(
-        "\n[plugins.events]\nurl = {}\nenabled = true\n",
+        "\n[plugins.events]\nurl = {}\nenabled = true\n\n[features.tools]\nmode = \"react\"\n",
         toml_string(&events.base_url())
     );
     let mut d = start(dir.path(), &model, &plugins);
@@ -378,9 +382,9 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
     );
     assert_eq!(fin["isSuccess"], true, "{fin}");
 
-    // ReAct was chosen (the engine ignores native tools), within the round limit.
+    // ReAct was chosen (by the config), within the round limit.
     let details = fin["detailedResponse"].to_string();
-    let marker = "tool mode: ReAct (provider gemma (local) does not run native tool calls); ";
+    let marker = "tool mode: ReAct ([features.tools] mode = \\\"react\\\"); ";
     let at = details.find(marker).unwrap_or_else(|| panic!("{details}")) + marker.len();
     let rounds: usize = details[at..]
         .split(' ')
@@ -429,5 +433,103 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
     let streamed: String = chunks.iter().map(|(_, c)| c.as_str()).collect();
     assert!(!streamed.contains("Action:"), "{streamed}");
     assert_eq!(streamed, answer, "the chunks are the final answer");
+    assert!(d.shutdown(EXIT).success());
+}
+
+/// `genai ask --schema` on the local model: the reply is constrained by a grammar made from the
+/// schema, so even this tiny model's JSON parses and validates, whatever the schema.
+#[test]
+fn schema_constrained_replies_parse_and_validate_on_the_local_model() {
+    let Some(model) = test_model() else { return };
+    let dirs = crate::support::cli::Folders::new();
+    dirs.write_config(&format!(
+        "[service_providers.gemma]\nkind = \"local\"\nmodel = {}\n",
+        toml_string(&model.display().to_string())
+    ));
+    let schemas = [
+        json!({"type": "object", "properties": {"city": {"type": "string", "maxLength": 40},
+               "population": {"type": "integer", "minimum": 0}},
+               "required": ["city", "population"], "additionalProperties": false}),
+        json!({"type": "object", "properties": {"mood": {"enum": ["happy", "sad", "calm"]},
+               "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3},
+               "sure": {"type": "boolean"}}, "required": ["mood", "tags", "sure"]}),
+        json!({"type": "object", "properties": {"point": {"type": "object",
+               "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]}},
+               "required": ["point"]}),
+    ];
+    for schema in schemas {
+        let text = schema.to_string();
+        let o = crate::support::cli::output(dirs.genai(&[
+            "ask",
+            "-m",
+            "gemma",
+            "--no-log",
+            "-p",
+            "temperature=0",
+            "-p",
+            "max_tokens=160",
+            "--schema",
+            &text,
+            "Describe Paris as JSON.",
+        ]));
+        let out = crate::support::cli::stdout(&o);
+        assert!(
+            o.status.success(),
+            "{schema}: {}",
+            crate::support::cli::stderr(&o)
+        );
+        let value: Value = serde_json::from_str(out.trim())
+            .unwrap_or_else(|e| panic!("{schema}: stdout is not just JSON ({e}): {out:?}"));
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        assert!(validator.is_valid(&value), "{schema}: {value}");
+        assert_eq!(out, format!("{value}\n"), "stdout is exactly the JSON");
+    }
+}
+
+/// Native tool calls on the local model: with `tool_choice = "required"` the grammar forces a
+/// call of the offered tool, which the tool loop runs; the model answers after it.
+#[test]
+fn a_required_tool_call_by_grammar_reaches_the_plugin_on_the_local_model() {
+    let Some(model) = test_model() else { return };
+    let events = fake_plugin::FakePlugin::start(None);
+    let dir = tempfile::tempdir().unwrap();
+    // One round of calls, then the answer: two generations in all.
+    let plugins = format!(
+        "\n[plugins.events]\nurl = {}\nenabled = true\n\n[features.tools]\nmax_steps = 1\n",
+        toml_string(&events.base_url())
+    );
+    let mut d = start(dir.path(), &model, &plugins);
+    initialize(&mut d, false);
+    let parameters = json!({"max_tokens": 48, "temperature": 0, "tool_choice": "required"});
+    let (cid, _) = d.create_conversation(json!({"feature": "tools", "serviceProvider": "gemma",
+        "tools": ["events.getEvents"], "parameters": parameters}));
+    let (_, fin) = d.turn(&cid, "Which events are coming up?", GRAMMAR_TURN);
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let details = fin["detailedResponse"].to_string();
+    assert!(
+        !details.contains("ReAct"),
+        "native calls, not ReAct: {details}"
+    );
+    let history = d.history(&cid);
+    let call = history
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|p| p["type"] == "toolCall")
+        .unwrap_or_else(|| panic!("no tool call in {history:?}"));
+    assert_eq!(call["name"], "events__getEvents", "{call}");
+    assert!(call["arguments"].is_object(), "{call}");
+    let result = history
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|p| p["type"] == "toolResult")
+        .unwrap_or_else(|| panic!("no tool result in {history:?}"));
+    assert_eq!(result["isError"], false, "{result}");
+    let called = events
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/ai-functions")
+        .count();
+    assert!(called >= 1, "the module was not called");
+    assert_eq!(history.last().unwrap()["role"], "assistant");
     assert!(d.shutdown(EXIT).success());
 }

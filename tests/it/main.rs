@@ -6,8 +6,10 @@
 
 mod support;
 
+mod caching;
 mod cli;
 mod cli_attach;
+mod cli_chat;
 mod cli_files;
 mod cli_handover;
 mod cli_params;
@@ -35,3 +37,4 @@ mod provider_ollama;
 mod reasoning;
 mod schemas;
 mod serve;
+mod structured;

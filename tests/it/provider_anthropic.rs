@@ -159,7 +159,15 @@ fn ask_json_has_usage_with_cache_tokens_and_the_stop_reason() {
     assert_eq!(v["finishReason"], "end_turn");
     assert_eq!(
         v["usage"],
-        json!({"inputTokens": 3, "outputTokens": 4, "cacheReadTokens": 7, "cacheCreationTokens": 3})
+        json!({"inputTokens": 13, "outputTokens": 4, "cacheReadTokens": 7, "cacheWriteTokens": 3}),
+        "the input counts the cached tokens too"
+    );
+    // claude-haiku-4-5 is in the built-in table: 3 uncached at $1, 7 read at $0.10, 3
+    // written at $1.25 and 4 out at $5 per million.
+    let cost = v["cost"].as_f64().expect("a cost");
+    assert!(
+        (cost - (3.0 + 0.7 + 3.75 + 20.0) / 1e6).abs() < 1e-12,
+        "{cost}"
     );
     // --json waits for the whole reply: a non-streamed request.
     let req = env.fake.last();
@@ -371,6 +379,18 @@ fn daemon_turn_streams_chunks_then_the_final_with_usage() {
     assert!(
         details.contains(&"provider: anthropic (anthropic)")
             && details.contains(&"usage: 4 input + 7 output = 11 tokens"),
+        "{details:?}"
+    );
+    // claude-sonnet-4-5 is in the built-in table: 4 in at $3 and 7 out at $15 per million.
+    let cost = fin["cost"].as_f64().expect("a cost");
+    assert!(
+        (cost - (4.0 * 3.0 + 7.0 * 15.0) / 1e6).abs() < 1e-12,
+        "{fin}"
+    );
+    assert!(
+        details.contains(
+            &"cost: $0.000117 (built-in estimate for claude-sonnet-4-5 (2025-10 list price))"
+        ),
         "{details:?}"
     );
     // Chunks, in order, all before the one final response.

@@ -177,6 +177,7 @@ impl AIAgent {
                 stream: stream_to.is_some(),
                 tools: &[],
                 stop: &[OBSERVATION],
+                schema: None,
             };
             let mut reply = self
                 .call_model(model, &messages, &options, stream_to, None)

@@ -212,6 +212,12 @@ impl Engine {
         &self.name
     }
 
+    /// The source of the model's own chat template, if it has one (for its tool-call
+    /// convention).
+    pub fn template_source(&self) -> Option<String> {
+        self.model.chat_template(None).ok()?.to_string().ok()
+    }
+
     /// Renders and tokenizes the messages; fails when the prompt leaves no room in the context.
     pub fn prepare(
         &self,
@@ -325,20 +331,23 @@ impl Engine {
         })
     }
 
-    fn sampler(&self, s: &GenerationSettings, prompt: &[LlamaToken]) -> LlamaSampler {
+    fn sampler(&self, s: &GenerationSettings, prompt: &[LlamaToken]) -> Result<LlamaSampler> {
         let mut chain = Vec::new();
+        // Structured output and tool calls (`grammar.rs`): the grammar comes first, so the
+        // samplers after it only ever see tokens it allows.
+        if let Some(grammar) = &s.grammar {
+            chain.push(grammar.sampler(self.model)?);
+        }
         let repeat = s.repeat_penalty.unwrap_or(1.0);
         let freq = s.frequency_penalty.unwrap_or(0.0);
         let present = s.presence_penalty.unwrap_or(0.0);
-        let penalties = repeat != 1.0 || freq != 0.0 || present != 0.0;
-        if penalties {
-            chain.push(LlamaSampler::penalties(
-                self.model.n_vocab(),
-                64,
-                repeat,
-                freq,
-                present,
-            ));
+        if repeat != 1.0 || freq != 0.0 || present != 0.0 {
+            let mut penalties =
+                LlamaSampler::penalties(self.model.n_vocab(), 64, repeat, freq, present);
+            // The penalty window starts with the end of the prompt, as in llama-server (given
+            // to this sampler alone: a grammar must not see the prompt).
+            penalties.accept_many(&prompt[prompt.len().saturating_sub(64)..]);
+            chain.push(penalties);
         }
         let temperature = s.temperature.unwrap_or(0.8);
         if temperature <= 0.0 {
@@ -350,12 +359,7 @@ impl Engine {
             chain.push(LlamaSampler::temp(temperature));
             chain.push(LlamaSampler::dist(s.seed.unwrap_or_else(rand_seed)));
         }
-        let mut sampler = LlamaSampler::chain_simple(chain);
-        if penalties {
-            // The penalty window starts with the end of the prompt, as in llama-server.
-            sampler.accept_many(&prompt[prompt.len().saturating_sub(64)..]);
-        }
-        sampler
+        Ok(LlamaSampler::chain_simple(chain))
     }
 
     fn decode(&self, ctx: &mut LlamaContext<'static>, batch: &mut LlamaBatch) -> Result<()> {
@@ -463,7 +467,7 @@ impl Engine {
         }
         let prompt_done = started.elapsed();
 
-        let mut sampler = self.sampler(settings, tokens);
+        let mut sampler = self.sampler(settings, tokens)?;
         let mut output = TextOutput::new(&stops);
         let room = self.n_ctx as usize - tokens.len();
         let max_tokens = settings.max_tokens.map_or(room, |m| (m as usize).min(room));

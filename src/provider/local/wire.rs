@@ -7,6 +7,7 @@
 
 use serde_json::{json, Value};
 
+use super::grammar::{Call, Choice, Convention, Grammar, Tool, ToolOffer};
 use super::template::ChatMessage;
 use crate::error::{Error, Result};
 
@@ -22,6 +23,8 @@ pub struct GenerationSettings {
     pub presence_penalty: Option<f32>,
     pub frequency_penalty: Option<f32>,
     pub stop: Vec<String>,
+    /// What the reply must match (a response schema, or the tool-call grammar), if anything.
+    pub grammar: Option<Grammar>,
 }
 
 /// An openai-chat request as the engine needs it.
@@ -29,11 +32,15 @@ pub struct GenerationSettings {
 pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     pub settings: GenerationSettings,
+    /// The tools offered (none with `tool_choice: none`), in the model's calling convention.
+    pub tools: Option<(ToolOffer, Convention)>,
 }
 
-/// Reads an openai-chat request body. Images are refused (the local engine is text only);
-/// tool results are given to the model as user text.
-pub fn parse_request(body: &Value) -> Result<ChatRequest> {
+/// Reads an openai-chat request body. Images are refused (the local engine is text only).
+/// Tools (`tools`, `tool_choice`) are described in the system prompt in the model's calling
+/// `convention` and constrained by a grammar, which a `response_format` JSON Schema gives
+/// too; earlier calls are written back in that convention and their results go as user text.
+pub fn parse_request(body: &Value, convention: Convention) -> Result<ChatRequest> {
     let list = body
         .get("messages")
         .and_then(Value::as_array)
@@ -46,13 +53,60 @@ pub fn parse_request(body: &Value) -> Result<ChatRequest> {
             "assistant" => "assistant",
             _ => "user",
         };
-        let content = text_of(m.get("content").unwrap_or(&Value::Null))?;
+        let mut content = text_of(m.get("content").unwrap_or(&Value::Null))?;
+        if m.get("role").and_then(Value::as_str) == Some("tool") {
+            content = format!("<tool_response>\n{content}\n</tool_response>");
+        }
+        for call in m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let f = call.get("function").unwrap_or(&Value::Null);
+            let arguments = match f.get("arguments") {
+                Some(Value::String(a)) => serde_json::from_str(a).unwrap_or(Value::Null),
+                Some(a) => a.clone(),
+                None => Value::Null,
+            };
+            let call = json!({"name": f.get("name"), "arguments": arguments});
+            if !content.is_empty() {
+                content.push('\n');
+            }
+            content.push_str(&match convention {
+                Convention::Hermes => format!("<tool_call>\n{call}\n</tool_call>"),
+                Convention::PlainJson => json!({ "tool_call": call }).to_string(),
+            });
+        }
         // llama.cpp takes C strings: a NUL would cut the message.
         let content = content.replace('\0', "");
         messages.push(ChatMessage::new(role, &content));
     }
     if messages.is_empty() {
         return Err(Error::invalid_params("the request has no messages"));
+    }
+    let tools = tool_offer(body)?;
+    let mut grammar = match body.pointer("/response_format/json_schema/schema") {
+        Some(schema) => Some(Grammar::for_schema(schema)?),
+        None if body
+            .pointer("/response_format/type")
+            .and_then(Value::as_str)
+            == Some("json_object") =>
+        {
+            Some(Grammar::for_schema(&json!({"type": "object"}))?)
+        }
+        None => None,
+    };
+    if let Some(offer) = &tools {
+        // A schema and tools at once: the tools win (the schema is asked of the final reply).
+        grammar = Some(offer.grammar(convention)?);
+        let text = offer.instructions(convention);
+        match messages.first_mut() {
+            Some(first) if first.role == "system" => {
+                first.content = format!("{}\n\n{text}", first.content)
+            }
+            _ => messages.insert(0, ChatMessage::new("system", &text)),
+        }
     }
     let f = |k: &str| body.get(k).and_then(Value::as_f64).map(|v| v as f32);
     let int = |k: &str| body.get(k).and_then(Value::as_i64);
@@ -78,8 +132,58 @@ pub fn parse_request(body: &Value) -> Result<ChatRequest> {
         presence_penalty: f("presence_penalty"),
         frequency_penalty: f("frequency_penalty"),
         stop,
+        grammar,
     };
-    Ok(ChatRequest { messages, settings })
+    let tools = tools.map(|t| (t, convention));
+    Ok(ChatRequest {
+        messages,
+        settings,
+        tools,
+    })
+}
+
+/// The request's tools and the choice among them; `None` without tools or with
+/// `tool_choice: none`.
+fn tool_offer(body: &Value) -> Result<Option<ToolOffer>> {
+    let tools: Vec<Tool> = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("function"))
+        .filter_map(|f| {
+            Some(Tool {
+                name: f.get("name")?.as_str()?.to_string(),
+                description: f
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                parameters: f.get("parameters").cloned().unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    if tools.is_empty() {
+        return Ok(None);
+    }
+    let choice = match body.get("tool_choice") {
+        None => Choice::Auto,
+        Some(Value::String(c)) => match c.as_str() {
+            "auto" => Choice::Auto,
+            "required" => Choice::Required,
+            "none" => return Ok(None),
+            other => {
+                return Err(Error::invalid_params(format!(
+                    "tool_choice `{other}` is not auto, required, none or a function"
+                )))
+            }
+        },
+        Some(c) => match c.pointer("/function/name").and_then(Value::as_str) {
+            Some(name) => Choice::Tool(name.to_string()),
+            None => return Err(Error::invalid_params("tool_choice names no function")),
+        },
+    };
+    Ok(Some(ToolOffer { tools, choice }))
 }
 
 fn text_of(content: &Value) -> Result<String> {
@@ -170,6 +274,21 @@ impl Answer {
             .to_string()
     }
 
+    /// A chunk carrying whole tool calls.
+    pub fn calls_chunk(&self, calls: &[Call]) -> String {
+        let calls: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut v = call_json(c);
+                v["index"] = Value::from(i);
+                v
+            })
+            .collect();
+        self.chunk(json!([{"index": 0, "delta": {"tool_calls": calls}, "finish_reason": null}]))
+            .to_string()
+    }
+
     /// The chunk that ends the choice.
     pub fn finish_chunk(&self, finish_reason: &str) -> String {
         self.chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason}]))
@@ -184,7 +303,17 @@ impl Answer {
     }
 
     /// A whole `chat.completion` body.
-    pub fn completion(&self, text: &str, finish_reason: &str, counts: TokenCounts) -> Value {
+    pub fn completion(
+        &self,
+        text: &str,
+        calls: &[Call],
+        finish_reason: &str,
+        counts: TokenCounts,
+    ) -> Value {
+        let mut message = json!({"role": "assistant", "content": text});
+        if !calls.is_empty() {
+            message["tool_calls"] = calls.iter().map(call_json).collect();
+        }
         json!({
             "id": self.id,
             "object": "chat.completion",
@@ -192,12 +321,18 @@ impl Answer {
             "model": self.model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
+                "message": message,
                 "finish_reason": finish_reason,
             }],
             "usage": usage_json(counts),
         })
     }
+}
+
+/// One tool call as the Chat Completions API writes it, with a fresh id.
+fn call_json(call: &Call) -> Value {
+    json!({"id": format!("call_{}", ulid::Ulid::new()), "type": "function",
+           "function": {"name": call.name, "arguments": call.arguments.to_string()}})
 }
 
 /// The data of the event that ends a stream.
@@ -221,13 +356,13 @@ mod tests {
             "max_tokens": 16, "temperature": 0.5, "top_k": 20, "top_p": 0.9,
             "seed": 7, "repeat_penalty": 1.1, "stop": "END", "stream": true,
         });
-        let r = parse_request(&body).unwrap();
+        let r = parse_request(&body, Convention::Hermes).unwrap();
         assert_eq!(
             r.messages,
             vec![
                 ChatMessage::new("system", "Be brief."),
                 ChatMessage::new("user", "Hi\nthere"),
-                ChatMessage::new("user", "42"),
+                ChatMessage::new("user", "<tool_response>\n42\n</tool_response>"),
             ]
         );
         let s = r.settings;
@@ -243,7 +378,7 @@ mod tests {
     fn images_are_refused() {
         let body = json!({"messages": [{"role": "user", "content": [
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]});
-        let e = parse_request(&body).unwrap_err();
+        let e = parse_request(&body, Convention::Hermes).unwrap_err();
         assert!(e.message.contains("text-only"), "{}", e.message);
     }
 
@@ -277,7 +412,7 @@ mod tests {
         assert_eq!((u.input_tokens, u.output_tokens), (30, 2));
         assert_eq!(u.cache_read_tokens, Some(20));
 
-        let body = a.completion("Hello", "length", counts).to_string();
+        let body = a.completion("Hello", &[], "length", counts).to_string();
         let r = m.extract(body.as_bytes()).unwrap();
         assert_eq!(r.message.text(), "Hello");
         assert_eq!(r.finish_reason.as_deref(), Some("length"));

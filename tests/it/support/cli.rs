@@ -110,11 +110,7 @@ pub fn message_counts(sessions_list: &Output) -> Vec<i64> {
 /// `script`, with `c`'s variables: everything it printed, terminal line ends and all. The run
 /// must succeed.
 pub fn on_a_terminal(c: &Command) -> String {
-    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
-    let command = std::iter::once(quote(c.get_program()))
-        .chain(c.get_args().map(quote))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let command = shell_line(c);
     let mut script = Command::new("script");
     script.args(["-qefc", &command, "/dev/null"]);
     for (k, v) in c.get_envs() {
@@ -126,6 +122,29 @@ pub fn on_a_terminal(c: &Command) -> String {
     let o = output(script);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     stdout(&o)
+}
+
+/// `c`'s program and arguments as one line for `sh`, each word quoted.
+pub fn shell_line(c: &Command) -> String {
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
+    std::iter::once(quote(c.get_program()))
+        .chain(c.get_args().map(quote))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What a terminal keeps of `shown` once the lines drawn while they streamed are erased
+/// (`\r\x1b[J`, after moving up the rows they took): each erase drops its line's text.
+pub fn settled(shown: &str) -> String {
+    let mut out = String::new();
+    let mut rest = shown;
+    while let Some(at) = rest.find("\r\x1b[J") {
+        out.push_str(&rest[..at]);
+        out.truncate(out.rfind('\n').map_or(0, |n| n + 1));
+        rest = &rest[at + "\r\x1b[J".len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Asserts that `shown` (what a terminal got) has `reasoning` dimmed before `answer`.

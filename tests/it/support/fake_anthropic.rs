@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 
 use super::behavior::Faults;
 use super::http1::{count_words, halves, split_reply};
+use super::prompt_cache::{check_cache_control, claude_blocks, PromptCache};
 pub use super::server::RecordedRequest;
 use super::server::{Exchange, FakeServer, Wire};
 
@@ -102,7 +103,7 @@ pub type FakeAnthropic = FakeServer<Anthropic>;
 impl FakeAnthropic {
     /// Starts on 127.0.0.1 (any free port), accepting the key [`KEY`].
     pub fn start(default: Behavior) -> io::Result<FakeAnthropic> {
-        let fake = FakeServer::listen(0, Anthropic, default)?;
+        let fake = FakeServer::listen(0, Anthropic::default(), default)?;
         fake.expect_key(Some(KEY));
         Ok(fake)
     }
@@ -113,8 +114,12 @@ impl FakeAnthropic {
     }
 }
 
-/// The Anthropic Messages wire format.
-pub struct Anthropic;
+/// The Anthropic Messages wire format, with its prompt cache: `cache_control` breakpoints
+/// write prefixes that later requests read (unless a behaviour sets the cache counts).
+#[derive(Default)]
+pub struct Anthropic {
+    cache: PromptCache,
+}
 
 impl Wire for Anthropic {
     type Behavior = Behavior;
@@ -142,7 +147,14 @@ impl Wire for Anthropic {
             }
             (None, Some(behavior)) => {
                 let body = &ex.request.body;
+                let (cache_read, cache_write) = match (behavior.cache_read, behavior.cache_creation)
+                {
+                    (0, 0) => ex.wire().cache.serve(&claude_blocks(body)),
+                    _ => (0, 0),
+                };
                 let ctx = Ctx {
+                    cache_read,
+                    cache_write,
                     request_id: request_id.clone(),
                     message_id: format!("msg_fake{n:018}"),
                     model: body["model"].as_str().unwrap_or("claude-fake").to_string(),
@@ -225,6 +237,9 @@ pub fn check_body(body: &Value) -> Option<String> {
         }
     }
     let messages = map["messages"].as_array()?;
+    if let Some(refused) = check_cache_control(body) {
+        return Some(refused);
+    }
     if let Some(refused) = check_thinking(map, messages) {
         return Some(refused);
     }
@@ -281,6 +296,9 @@ fn prompt_words(body: &Value) -> u64 {
 }
 
 struct Ctx {
+    /// Words of the prompt read from and written to the fake's prompt cache.
+    cache_read: u64,
+    cache_write: u64,
     request_id: String,
     message_id: String,
     model: String,
@@ -403,10 +421,12 @@ async fn answer(mut ex: Exchange<Anthropic>, ctx: &Ctx, b: &Behavior, streaming:
 }
 
 fn usage(ctx: &Ctx, b: &Behavior, output_tokens: u64) -> Value {
+    // The API's input_tokens leaves the cached tokens out.
+    let cached = ctx.cache_read + ctx.cache_write;
     json!({
-        "input_tokens": ctx.input_tokens,
-        "cache_creation_input_tokens": b.cache_creation,
-        "cache_read_input_tokens": b.cache_read,
+        "input_tokens": ctx.input_tokens.saturating_sub(cached),
+        "cache_creation_input_tokens": b.cache_creation + ctx.cache_write,
+        "cache_read_input_tokens": b.cache_read + ctx.cache_read,
         "output_tokens": output_tokens,
         "service_tier": "standard"
     })

@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use super::bedrock_auth::verify;
 pub use super::bedrock_auth::{Accept, AuthSeen, ACCESS_KEY, API_KEY, REGION, SECRET_KEY};
 use super::behavior::Faults;
+use super::prompt_cache::{claude_blocks, converse_blocks, PromptCache};
 use super::server::{self, Exchange, FakeServer, Wire};
 
 const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
@@ -128,13 +129,21 @@ pub type FakeBedrock = FakeServer<Bedrock>;
 impl FakeBedrock {
     /// Starts on a free loopback port in its own thread and runtime.
     pub fn start(accept: Accept) -> io::Result<FakeBedrock> {
-        FakeServer::listen(0, Bedrock { accept }, Behavior::default())
+        FakeServer::listen(
+            0,
+            Bedrock {
+                accept,
+                cache: PromptCache::default(),
+            },
+            Behavior::default(),
+        )
     }
 }
 
-/// Bedrock Runtime's wire format, with the credentials it accepts.
+/// Bedrock Runtime's wire format, with the credentials it accepts and its prompt cache.
 pub struct Bedrock {
     accept: Accept,
+    cache: PromptCache,
 }
 
 impl Wire for Bedrock {
@@ -235,11 +244,17 @@ async fn answer(mut ex: Exchange<Bedrock>) {
         }
         return;
     }
+    // The prompt cache: words read and written, Converse's cachePoint or Claude's
+    // cache_control breakpoints.
+    let cache = match claude {
+        true => ex.wire().cache.serve(&claude_blocks(&body)),
+        false => ex.wire().cache.serve(&converse_blocks(&body)),
+    };
     if action.ends_with("stream") {
         let frames = if claude {
-            claude_frames(&behavior, &model)
+            claude_frames(&behavior, &model, cache)
         } else {
-            converse_frames(&behavior)
+            converse_frames(&behavior, cache)
         };
         if send_stream(&mut ex, &behavior, frames).await {
             ex.end_chunked().await;
@@ -249,14 +264,16 @@ async fn answer(mut ex: Exchange<Bedrock>) {
     if !ex.pause(behavior.delay).await {
         return;
     }
-    let words = prompt_words(&body);
+    let (read, write) = cache;
+    let words = (prompt_words(&body) as u64).saturating_sub(read + write);
     let out = behavior.reply.split_whitespace().count().max(1);
     let answer = if claude {
         json!({
             "id": "msg_bdrk_01", "type": "message", "role": "assistant", "model": model,
             "content": [{"type": "text", "text": behavior.reply}],
             "stop_reason": "end_turn", "stop_sequence": null,
-            "usage": {"input_tokens": words, "output_tokens": out}
+            "usage": {"input_tokens": words, "output_tokens": out,
+                      "cache_read_input_tokens": read, "cache_creation_input_tokens": write}
         })
     } else {
         let mut content = Vec::new();
@@ -276,7 +293,9 @@ async fn answer(mut ex: Exchange<Bedrock>) {
         json!({
             "output": {"message": {"role": "assistant", "content": content}},
             "stopReason": stop,
-            "usage": {"inputTokens": words, "outputTokens": out, "totalTokens": words + out},
+            "usage": {"inputTokens": words, "outputTokens": out,
+                      "totalTokens": words + read + write + out as u64,
+                      "cacheReadInputTokens": read, "cacheWriteInputTokens": write},
             "metrics": {"latencyMs": 42}
         })
     };
@@ -380,7 +399,7 @@ struct Frames {
 pub const REASONING_SIGNATURE: &str = "ErcBCkgIAhABGAIiQFake";
 
 /// A ConverseStream answer (API_runtime_ConverseStreamOutput).
-fn converse_frames(b: &Behavior) -> Frames {
+fn converse_frames(b: &Behavior, (read, write): (u64, u64)) -> Frames {
     let parts = pieces(&b.reply, b.chunks);
     let out = b.reply.split_whitespace().count().max(1);
     // Reasoning is block 0 when there is any (its text, then its signature), then the text;
@@ -447,7 +466,8 @@ fn converse_frames(b: &Behavior) -> Frames {
     tail.push(event(
         "metadata",
         &json!({"metrics": {"latencyMs": 321}, "p": "abcdef",
-                "usage": {"inputTokens": 5, "outputTokens": out, "totalTokens": 5 + out}}),
+                "usage": {"inputTokens": 5, "outputTokens": out, "totalTokens": 5 + read + write + out as u64,
+                          "cacheReadInputTokens": read, "cacheWriteInputTokens": write}}),
     ));
     Frames {
         head,
@@ -480,12 +500,12 @@ fn chunk(inner: &Value) -> Vec<u8> {
 
 /// An InvokeModelWithResponseStream answer of a Claude model: Anthropic's stream events, each
 /// in a `chunk` event, the last with Bedrock's `amazon-bedrock-invocationMetrics`.
-fn claude_frames(b: &Behavior, model: &str) -> Frames {
+fn claude_frames(b: &Behavior, model: &str, (read, write): (u64, u64)) -> Frames {
     let parts = pieces(&b.reply, b.chunks);
     let out = b.reply.split_whitespace().count().max(1);
     Frames {
         head: vec![
-            chunk(&json!({"type": "message_start", "message": {"id": "msg_bdrk_01", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 5, "output_tokens": 1}}})),
+            chunk(&json!({"type": "message_start", "message": {"id": "msg_bdrk_01", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 5, "output_tokens": 1, "cache_read_input_tokens": read, "cache_creation_input_tokens": write}}})),
             chunk(&json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
         ],
         deltas: parts

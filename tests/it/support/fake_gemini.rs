@@ -307,7 +307,9 @@ async fn answer(mut ex: Exchange<Gemini>) {
     }
     let behavior = ex.behavior.clone().unwrap_or_default();
     let model = behavior.model_or(&model);
-    let prompt = prompt_words(&ex.request.body);
+    // The behaviour's cache reads are part of the prompt, as Gemini counts them.
+    let cached = behavior.cache_read;
+    let prompt = prompt_words(&ex.request.body) + cached;
     let output = count_words(&behavior.reply).max(1);
     let response_id = format!("fake-{}", ex.n);
     let calls: Vec<Value> = behavior
@@ -318,7 +320,11 @@ async fn answer(mut ex: Exchange<Gemini>) {
         let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
         let usage = if last {
             candidate["finishReason"] = Value::from("STOP");
-            json!({"promptTokenCount": prompt, "candidatesTokenCount": output, "totalTokenCount": prompt + output})
+            let mut u = json!({"promptTokenCount": prompt, "candidatesTokenCount": output, "totalTokenCount": prompt + output});
+            if cached > 0 {
+                u["cachedContentTokenCount"] = Value::from(cached);
+            }
+            u
         } else {
             json!({"promptTokenCount": prompt, "totalTokenCount": prompt})
         };

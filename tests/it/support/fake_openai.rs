@@ -35,7 +35,7 @@ use serde_json::Value;
 mod json;
 use json::{
     error_body, to_json, Choice, Chunk, ChunkChoice, Completion, Delta, Message, ModelEntry,
-    ModelList, Usage,
+    ModelList, PromptTokensDetails, Usage,
 };
 
 use super::behavior::Faults;
@@ -238,12 +238,16 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
         );
         return ex.respond(400, "application/json", &[], &body).await;
     }
-    let prompt_tokens = prompt_words(body);
+    // The behaviour's cache reads are part of the prompt, as OpenAI counts them.
+    let prompt_tokens = prompt_words(body) + behavior.cache_read;
     let completion_tokens = count_words(&behavior.reply).max(1);
     let usage = Usage {
         prompt_tokens,
         completion_tokens,
         total_tokens: prompt_tokens + completion_tokens,
+        prompt_tokens_details: (behavior.cache_read > 0).then_some(PromptTokensDetails {
+            cached_tokens: behavior.cache_read,
+        }),
     };
 
     match behavior.mode {

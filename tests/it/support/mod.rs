@@ -3,7 +3,7 @@
 //! client for `genai daemon` (`rpc_client.rs`, with the conversation steps of
 //! `conversation.rs`). `cli.rs` runs the `genai` binary with folders of its own, `loopback.rs`
 //! keeps every child process out of the caller's proxies and keys, `poll.rs` waits with a
-//! deadline for what no message announces, and `messages.rs` reads message lists. Test support
+//! deadline for what no message announces, and `messages.rs` reads message lists, and `tmux.rs` runs a command in a real terminal. Test support
 //! only: nothing here is shipped, and nothing here reaches past 127.0.0.1.
 
 pub mod bedrock_auth;
@@ -23,5 +23,7 @@ pub mod http1;
 pub mod loopback;
 pub mod messages;
 pub mod poll;
+pub mod prompt_cache;
 pub mod rpc_client;
 pub mod server;
+pub mod tmux;

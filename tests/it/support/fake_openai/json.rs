@@ -46,9 +46,18 @@ pub struct ModelEntry<'a> {
 
 #[derive(Serialize, Clone, Copy, Debug)]
 pub struct Usage {
+    /// Every prompt token, the cached ones included.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// `{cached_tokens}`: the prompt tokens read from the automatic prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Serialize, Clone, Copy, Debug)]
+pub struct PromptTokensDetails {
+    pub cached_tokens: u64,
 }
 
 #[derive(Serialize)]

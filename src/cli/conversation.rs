@@ -1,0 +1,165 @@
+//! The conversation a terminal front-end (`genai ask`, `genai chat`) talks in: the flags both
+//! take (model, system prompt, attachments, files, parameters, `-c`/`--cid`, tools), and
+//! opening a new conversation, continuing a stored one, or handing one over to another model.
+//!
+//! It only turns flags into the core's calls (`Framework`); which model a name means is
+//! `genai::select`'s business, and what a handover rewrites is the session's.
+
+use std::sync::Arc;
+
+use genai::error::{Error, ErrorKind};
+use genai::feature::port::ClientPort;
+use genai::select::ModelChoice;
+use genai::session::{ConversationSpec, Framework, OpenConversation};
+use serde_json::Value;
+
+/// The flags of a conversation on the terminal.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ConversationArgs {
+    /// An agent from the config, or PROVIDER:MODEL (such as openai:gpt-4o-mini).
+    #[arg(short, long)]
+    pub model: Option<String>,
+    /// A system prompt for this conversation.
+    #[arg(short, long)]
+    pub system: Option<String>,
+    /// An image to send with the prompt: a file, a file:// URL, or an http(s) URL that genai
+    /// downloads (repeatable). PNG, JPEG, GIF or WebP, told from the bytes; 20 MiB at most.
+    #[arg(short = 'a', long = "attach", value_name = "FILE|URL")]
+    pub attach: Vec<String>,
+    /// Text to send after the prompt, as fenced blocks with their paths (repeatable): a file,
+    /// a folder (walked honouring .gitignore, hidden, binary and large files skipped), an
+    /// http(s) URL (HTML turned into text), or `-` for stdin. 1 MiB a file, 4 MiB in all.
+    #[arg(short = 'f', long = "file", value_name = "PATH|DIR|URL|-")]
+    pub files: Vec<String>,
+    /// A model parameter, NAME=VALUE (repeatable), such as -p temperature=0.2.
+    #[arg(short = 'p', long = "param", value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+    /// Continue the most recent conversation.
+    #[arg(short, long, conflicts_with = "cid")]
+    pub r#continue: bool,
+    /// Continue the conversation with this id (any unique prefix).
+    #[arg(long, value_name = "ID")]
+    pub cid: Option<String>,
+    /// Do not show the model's reasoning (shown dimmed on stderr when that is a terminal).
+    #[arg(long)]
+    pub no_reasoning: bool,
+    /// Print the reply as the model wrote it, without rendering its Markdown (it is rendered
+    /// only on a terminal, and never with NO_COLOR set).
+    #[arg(long)]
+    pub raw: bool,
+    /// Let the model call tools (the `tools` feature): `--tools` gives it the enabled plugin
+    /// modules and MCP servers, `--tools=calc,files.read` the named sources or single tools.
+    #[arg(
+        long,
+        value_name = "SOURCES",
+        num_args = 0..=1,
+        require_equals = true,
+        value_delimiter = ','
+    )]
+    pub tools: Option<Vec<String>>,
+    /// Confirm what tools ask to confirm without asking (without it, genai asks on the
+    /// terminal, and refuses when there is none).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+pub fn usage(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidParams, msg)
+}
+
+/// `NAME=VALUE` parameters (`-p`, chat's `/params`), values as strings (the format converts
+/// and checks them).
+pub fn parse_params(specs: &[String]) -> Result<Vec<(String, Value)>, Error> {
+    specs
+        .iter()
+        .map(|p| {
+            let (k, v) = p
+                .split_once('=')
+                .filter(|(k, _)| !k.trim().is_empty())
+                .ok_or_else(|| usage(format!("a parameter is NAME=VALUE, got `{p}`")))?;
+            Ok((k.trim().to_string(), Value::String(v.to_string())))
+        })
+        .collect()
+}
+
+impl ConversationArgs {
+    /// Whether these flags continue a stored conversation.
+    pub fn continues(&self) -> bool {
+        self.r#continue || self.cid.is_some()
+    }
+
+    /// The tool selection of `--tools` (None without it, an empty list for all).
+    fn tool_selection(&self) -> Option<Vec<String>> {
+        self.tools.as_ref().map(|names| {
+            names
+                .iter()
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+                .collect()
+        })
+    }
+
+    /// Opens the conversation these flags name: a stored one continued (on its model, or
+    /// handed over to `-m`'s), else a new one; `ephemeral` keeps a new one out of the history.
+    pub fn open(
+        &self,
+        fw: &Arc<Framework>,
+        ephemeral: bool,
+        port: Arc<dyn ClientPort>,
+    ) -> Result<OpenConversation, Error> {
+        if !self.continues() {
+            return self.open_new(fw, self.model.clone(), ephemeral, port);
+        }
+        let id = match &self.cid {
+            Some(id) => id.clone(),
+            None => fw
+                .store()
+                .last_conversation()?
+                .ok_or_else(|| usage("there is no conversation to continue yet"))?,
+        };
+        match &self.model {
+            Some(m) => hand_over(fw, &id, m, self.system.clone(), port),
+            None => fw.resume_conversation(&id, self.system.clone(), port),
+        }
+    }
+
+    /// Opens a new conversation on `model` (the default model when None), with these flags'
+    /// system prompt and tools.
+    pub fn open_new(
+        &self,
+        fw: &Arc<Framework>,
+        model: Option<String>,
+        ephemeral: bool,
+        port: Arc<dyn ClientPort>,
+    ) -> Result<OpenConversation, Error> {
+        let tools = self.tool_selection();
+        let spec = ConversationSpec {
+            feature: tools
+                .is_some()
+                .then(|| genai::feature::tools::NAME.to_string()),
+            tools: tools.filter(|t| !t.is_empty()),
+            model: model.map_or(ModelChoice::Default, ModelChoice::Named),
+            system_prompt: self.system.clone(),
+            ephemeral,
+            ..Default::default()
+        };
+        fw.create_conversation(spec, port)
+    }
+}
+
+/// Reopens the stored conversation `id` on `model`: the same model goes on, another takes the
+/// whole history over; what its format cannot carry of the history is said on stderr.
+pub fn hand_over(
+    fw: &Arc<Framework>,
+    id: &str,
+    model: &str,
+    system: Option<String>,
+    port: Arc<dyn ClientPort>,
+) -> Result<OpenConversation, Error> {
+    let choice = ModelChoice::Named(model.to_string());
+    let (conv, notes) = fw.resume_conversation_on(id, &choice, system, port)?;
+    for note in notes {
+        eprintln!("genai: {note}");
+    }
+    Ok(conv)
+}

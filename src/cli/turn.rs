@@ -1,0 +1,342 @@
+//! One turn shown on a terminal, shared by `genai ask` and `genai chat`: the terminal as the
+//! core's client port (`Terminal`: turn events to the front-end's loop, confirmations asked on
+//! the terminal), and [`show_turn`], which prints a turn's reply as it streams (Markdown drawn
+//! when asked, each line as it ends, the unfinished one shown as written meanwhile; the
+//! reasoning dimmed on stderr) and cancels it through the core on Ctrl-C.
+//!
+//! It prints what a turn brings and nothing else; it must never decide what a turn is (the
+//! front-ends do) nor reach past the core's public calls.
+
+use std::io::{IsTerminal, Write};
+
+use async_trait::async_trait;
+use genai::agent::AIAgent;
+use genai::error::Error;
+use genai::feature::port::{
+    ClientPort, Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef,
+};
+use genai::feature::TurnOutcome;
+use genai::message::{Message, Role};
+use genai::session::{CancelTarget, Framework};
+use tokio::sync::mpsc;
+
+/// The turn events a `Terminal` hands to its front-end's loop.
+pub type Events = mpsc::UnboundedReceiver<(TurnRef, TurnEvent)>;
+
+/// The terminal as the core's client: the turns' events go to the front-end's loop,
+/// confirmations are asked on the terminal.
+pub struct Terminal {
+    streaming: bool,
+    yes: bool,
+    events: mpsc::UnboundedSender<(TurnRef, TurnEvent)>,
+}
+
+impl Terminal {
+    /// A port, and the events of the turns it drives. `yes` confirms what tools ask without
+    /// asking.
+    pub fn new(streaming: bool, yes: bool) -> (Terminal, Events) {
+        let (events, rx) = mpsc::unbounded_channel();
+        (
+            Terminal {
+                streaming,
+                yes,
+                events,
+            },
+            rx,
+        )
+    }
+}
+
+#[async_trait]
+impl ClientPort for Terminal {
+    fn streaming(&self) -> bool {
+        self.streaming
+    }
+
+    fn turn_event(&self, turn: &TurnRef, event: TurnEvent) {
+        let _ = self.events.send((turn.clone(), event));
+    }
+
+    // The terminal sends no prompts to agents and hosts no feature.
+    fn prompt_event(&self, _: &PromptRef, _: PromptEvent) {}
+
+    fn hosted_turn(&self, _: HostedTurn) {}
+
+    async fn confirm(&self, c: Confirmation) -> Result<bool, Error> {
+        let yes = self.yes;
+        tokio::task::spawn_blocking(move || confirm_on_tty(&c.tool, &c.text, yes))
+            .await
+            .map_err(|e| Error::internal(format!("asking on the terminal failed: {e}")))
+    }
+}
+
+/// Answers a tool's confirmation request: `--yes`, else a question on the terminal, else no.
+fn confirm_on_tty(tool: &str, text: &str, yes: bool) -> bool {
+    if yes {
+        eprintln!("genai: {tool} asks: {text} (confirmed by --yes)");
+        return true;
+    }
+    let Ok(mut tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        eprintln!("genai: {tool} asks: {text} (refused: no terminal to ask on; --yes confirms)");
+        return false;
+    };
+    let _ = write!(tty, "\n{tool} asks: {text}\nConfirm? [y/N] ");
+    let _ = tty.flush();
+    let mut line = String::new();
+    let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(tty), &mut line);
+    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// Whether a reply is drawn as Markdown: stdout is a terminal and `NO_COLOR` is not set.
+pub fn renders_markdown() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The model's reasoning, dimmed on stderr, ended by a line break before the answer.
+#[derive(Default)]
+struct ReasoningPane {
+    open: bool,
+}
+
+impl ReasoningPane {
+    fn show(&mut self, piece: &str) {
+        if piece.is_empty() {
+            return;
+        }
+        self.open = true;
+        let mut err = std::io::stderr();
+        let _ = write!(err, "\x1b[2m{piece}\x1b[0m");
+        let _ = err.flush();
+    }
+
+    fn close(&mut self) {
+        if std::mem::take(&mut self.open) {
+            eprintln!();
+        }
+    }
+}
+
+/// The unfinished last line of a reply drawn as written while it streams (Markdown is drawn a
+/// whole line at a time), erased when the line is drawn as Markdown. It begins at the start of
+/// a terminal row.
+#[derive(Default)]
+struct Draft {
+    /// What the terminal shows of it.
+    shown: String,
+}
+
+impl Draft {
+    /// The escapes that erase what is shown on a terminal `columns` wide, leaving the cursor
+    /// where the draft began.
+    fn erase(&mut self, columns: usize) -> String {
+        if self.shown.is_empty() {
+            return String::new();
+        }
+        let width = unicode_width::UnicodeWidthStr::width(self.shown.as_str());
+        // A row filled to its last column keeps the cursor on it.
+        let up = width.saturating_sub(1) / columns.max(1);
+        self.shown.clear();
+        match up {
+            0 => "\r\x1b[J".to_string(),
+            n => format!("\x1b[{n}A\r\x1b[J"),
+        }
+    }
+
+    /// What to write so that the terminal shows `pending` (control characters as spaces).
+    fn show(&mut self, pending: &str, columns: usize) -> String {
+        let text: String = pending
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        if let Some(more) = text.strip_prefix(self.shown.as_str()) {
+            let more = more.to_string();
+            self.shown = text;
+            return more;
+        }
+        let mut out = self.erase(columns);
+        out.push_str(&text);
+        self.shown = text;
+        out
+    }
+}
+
+/// The terminal's width in columns (80 when it cannot be told, or says 0).
+fn columns() -> usize {
+    crossterm::terminal::size()
+        .ok()
+        .map(|(c, _)| usize::from(c))
+        .filter(|c| *c > 0)
+        .unwrap_or(80)
+}
+
+/// The reasoning of the last turn in `history`: every reasoning part after its prompt.
+pub fn last_turn_reasoning(history: &[Message]) -> String {
+    let prompt = history
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .unwrap_or(0);
+    history[prompt..].iter().map(Message::reasoning).collect()
+}
+
+/// How a turn is shown.
+#[derive(Debug, Clone, Copy)]
+pub struct View {
+    /// Print the reply on stdout (`ask --json` prints only its object).
+    pub print: bool,
+    /// Draw the reply's Markdown.
+    pub markdown: bool,
+    /// Show the model's reasoning dimmed on stderr.
+    pub reasoning: bool,
+}
+
+/// What a turn brought.
+pub struct Shown {
+    pub outcome: TurnOutcome,
+    /// The reply's text as printed (empty when nothing was).
+    pub printed: String,
+    /// Ctrl-C cancelled the turn.
+    pub interrupted: bool,
+}
+
+/// Shows the turn `turn_id` of `agent`'s conversation until its final event: the reply on
+/// stdout as it streams (or whole at the end), drawn as Markdown when `view` says so, ended
+/// by a line break; the reasoning before it on stderr. Ctrl-C (or stdout closing) cancels
+/// the turn through the core, which still ends it with one final event.
+pub async fn show_turn(
+    fw: &Framework,
+    agent: &AIAgent,
+    events: &mut Events,
+    turn_id: &str,
+    view: View,
+) -> Result<Shown, Error> {
+    let this_turn = CancelTarget {
+        turn_id: Some(turn_id.to_string()),
+        ..Default::default()
+    };
+    let mut out = std::io::stdout();
+    let mut markdown = (view.print && view.markdown).then(super::markdown::MarkdownStream::new);
+    let mut printed = String::new();
+    let mut pane = ReasoningPane::default();
+    let mut draft = Draft::default();
+    let mut reasoning_shown = false;
+    let mut interrupted = false;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let outcome = loop {
+        let event = tokio::select! {
+            e = events.recv() => e,
+            _ = &mut ctrl_c, if !interrupted => {
+                interrupted = true;
+                fw.cancel(&this_turn)?;
+                continue;
+            }
+        };
+        let Some((turn, event)) = event else {
+            return Err(Error::internal("the core stopped before the turn ended"));
+        };
+        if turn.turn_id != turn_id {
+            continue;
+        }
+        match event {
+            TurnEvent::Reasoning(delta) if view.reasoning => {
+                reasoning_shown = true;
+                pane.show(&delta);
+            }
+            TurnEvent::Chunk(delta) if view.print => {
+                pane.close();
+                printed.push_str(&delta);
+                let shown = match &mut markdown {
+                    Some(md) => {
+                        let lines = md.push(&delta);
+                        let mut shown = String::new();
+                        if !lines.is_empty() {
+                            shown.push_str(&draft.erase(columns()));
+                            shown.push_str(&lines);
+                        }
+                        shown.push_str(&draft.show(md.pending(), columns()));
+                        shown
+                    }
+                    None => delta,
+                };
+                if out
+                    .write_all(shown.as_bytes())
+                    .and_then(|_| out.flush())
+                    .is_err()
+                {
+                    // stdout closed (such as `| head`): stop quietly.
+                    fw.cancel(&this_turn)?;
+                }
+            }
+            TurnEvent::ToolCall(c) => {
+                pane.close();
+                // Progress for a person watching; scripts read stdout only.
+                if let Some(name) = c.name.filter(|_| std::io::stderr().is_terminal()) {
+                    let _ = out.write_all(draft.erase(columns()).as_bytes());
+                    let _ = out.flush();
+                    eprintln!("[calling {name}]");
+                    if let Some(md) = &markdown {
+                        let _ = out.write_all(draft.show(md.pending(), columns()).as_bytes());
+                    }
+                }
+            }
+            TurnEvent::Done(outcome) => break outcome,
+            _ => {}
+        }
+    };
+    if view.reasoning && !reasoning_shown && outcome.error.is_none() {
+        // Not streamed: the reasoning comes whole, before the answer.
+        pane.show(&last_turn_reasoning(&agent.history()?));
+    }
+    pane.close();
+    if view.print {
+        if printed.is_empty() && outcome.error.is_none() {
+            printed = outcome.summary.clone();
+            let shown = match &mut markdown {
+                Some(md) => md.push(&printed),
+                None => printed.clone(),
+            };
+            let _ = out.write_all(shown.as_bytes());
+        }
+        if let Some(md) = &mut markdown {
+            let _ = out.write_all(draft.erase(columns()).as_bytes());
+            let _ = out.write_all(md.finish().as_bytes());
+        }
+        if !printed.is_empty() && !printed.ends_with('\n') {
+            let _ = writeln!(out);
+        }
+        let _ = out.flush();
+    }
+    Ok(Shown {
+        outcome,
+        printed,
+        interrupted,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Draft;
+
+    #[test]
+    fn a_draft_grows_in_place_and_is_erased_over_the_rows_it_took() {
+        let mut d = Draft::default();
+        assert_eq!(d.erase(80), "");
+        assert_eq!(d.show("Hello **wo", 10), "Hello **wo");
+        assert_eq!(d.show("Hello **wor\tld", 10), "r ld");
+        // 15 columns on a 10-column terminal: the cursor is one row down.
+        assert_eq!(d.erase(10), "\x1b[1A\r\x1b[J");
+        assert_eq!(d.erase(10), "");
+        // Exactly one full row keeps the cursor on it; wide characters count twice.
+        d.show("0123456789", 10);
+        assert_eq!(d.erase(10), "\r\x1b[J");
+        d.show("日本語日本語", 10);
+        assert_eq!(d.erase(10), "\x1b[1A\r\x1b[J");
+        // A draft that is not a continuation is redrawn.
+        d.show("abc", 10);
+        assert_eq!(d.show("xyz", 10), "\r\x1b[Jxyz");
+    }
+}

@@ -1,0 +1,124 @@
+//! `genai usage`: the tokens and cost of the stored replies, added up by model, day or
+//! conversation, since a date or an age. It reads the history through `Store::usage` and only
+//! shows what that returns: a cost it does not know is printed as unknown, never as 0.
+
+use genai::error::Error;
+use genai::pricing::show;
+use genai::store::{Grouping, UsageRow};
+use serde_json::{json, Value};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only replies since then: a date (2026-01-31, UTC midnight) or an age (30m, 12h, 7d).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// How replies are grouped.
+    #[arg(long, value_enum, default_value_t = By::Model)]
+    pub by: By,
+    /// Print JSON: `{by, since, groups: [...], total}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum By {
+    Model,
+    Day,
+    Conversation,
+}
+
+/// The cost of a group as people read it: `$1.20`, `unknown`, or `$1.20 + unknown (3 turns)`.
+fn cost(r: &UsageRow) -> String {
+    match (r.cost, r.unpriced) {
+        (c, 0) | (c @ None, _) => show(c),
+        (c, n) => format!(
+            "{} + unknown ({n} turn{})",
+            show(c),
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// One line for what a conversation spent (`genai sessions show`).
+pub fn spent(total: &UsageRow) -> String {
+    let u = &total.usage;
+    format!(
+        "total: {} tokens ({} input, {} of them cached, {} output) · cost {}",
+        u.total(),
+        u.input_tokens,
+        u.cache_read_tokens.unwrap_or(0),
+        u.output_tokens,
+        cost(total)
+    )
+}
+
+fn row_json(r: &UsageRow) -> Value {
+    let mut v = json!({
+        "key": r.key,
+        "turns": r.turns,
+        "usage": r.usage,
+        "cost": r.cost,
+        "unpricedTurns": r.unpriced,
+    });
+    if let Some(t) = &r.title {
+        v["title"] = Value::from(t.as_str());
+    }
+    v
+}
+
+pub fn run(a: Args) -> Result<(), Error> {
+    let since = a.since.as_deref().map(super::since_ms).transpose()?;
+    let (grouping, name, column) = match a.by {
+        By::Model => (Grouping::Model, "model", "MODEL"),
+        By::Day => (Grouping::Day, "day", "DAY (UTC)"),
+        By::Conversation => (Grouping::Conversation, "conversation", "CONVERSATION"),
+    };
+    let rows = super::open_store()?.usage(since, grouping)?;
+    let total = UsageRow::total("total", &rows);
+    if a.json {
+        let since = since.map(|ms| genai::store::UtcTime::of(ms).rfc3339());
+        super::print_json(&json!({
+            "by": name,
+            "since": since,
+            "groups": rows.iter().map(row_json).collect::<Vec<_>>(),
+            "total": row_json(&total),
+        }));
+        return Ok(());
+    }
+    if rows.is_empty() {
+        eprintln!(
+            "no usage stored yet{}",
+            if since.is_some() { " in that time" } else { "" }
+        );
+        return Ok(());
+    }
+    let width = rows
+        .iter()
+        .map(|r| r.key.chars().count())
+        .chain([column.len()])
+        .max()
+        .unwrap_or(0);
+    println!(
+        "{column:<width$}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  COST",
+        "TURNS", "INPUT", "CACHE READ", "CACHE WRITE", "OUTPUT"
+    );
+    for r in rows.iter().chain([&total]) {
+        let u = &r.usage;
+        let title = r
+            .title
+            .as_deref()
+            .map(|t| format!("  {t}"))
+            .unwrap_or_default();
+        println!(
+            "{:<width$}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  {}{title}",
+            r.key,
+            r.turns,
+            u.input_tokens,
+            u.cache_read_tokens.unwrap_or(0),
+            u.cache_write_tokens.unwrap_or(0),
+            u.output_tokens,
+            cost(r)
+        );
+    }
+    Ok(())
+}

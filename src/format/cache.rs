@@ -1,0 +1,334 @@
+//! Prompt caching for the formats that mark it by hand (`claude-messages` on Anthropic and on
+//! Bedrock's InvokeModel, `bedrock-converse`): the `cache` and `cache_ttl` parameters, whether
+//! a prompt is long enough to be worth a breakpoint, and where the breakpoints go.
+//!
+//! Breakpoints go on the last tool, on the system prompt, and on the conversation's prefix (the
+//! last message before the new turn), each only when the prompt up to it is estimated at the
+//! model's minimum cacheable length or more: a shorter one would not be cached and costs nothing
+//! but a wasted breakpoint (the APIs allow four). OpenAI and Gemini cache by themselves: their
+//! formats only report it. This module only adds markers to a body its format built, in that
+//! format's shape; it must never build a body nor do I/O.
+
+use serde_json::{json, Map, Value};
+
+use super::{ParameterSpec, ParameterType, Parameters};
+
+/// The parameter that turns prompt caching off (`false`); on when unset.
+pub const CACHE: &str = "cache";
+/// The parameter naming how long a cached prefix lives: `5m` or `1h` (sent as `ttl`).
+pub const CACHE_TTL: &str = "cache_ttl";
+
+pub const CACHE_SPEC: ParameterSpec = ParameterSpec {
+    name: CACHE,
+    kind: ParameterType::Boolean,
+    description: "Prompt caching: breakpoints on the tools, the system prompt and the \
+                  conversation so far when they are long enough (default true); false sends none.",
+};
+
+pub const CACHE_TTL_SPEC: ParameterSpec = ParameterSpec {
+    name: CACHE_TTL,
+    kind: ParameterType::OneOf {
+        values: &["5m", "1h"],
+    },
+    description: "How long a cached prompt prefix lives: 5m (the default) or 1h (dearer writes).",
+};
+
+/// Whether `name` is a caching setting (the formats keep these out of the body).
+pub fn is_setting(name: &str) -> bool {
+    name == CACHE || name == CACHE_TTL
+}
+
+/// Tokens estimated from the length of the JSON text that carries them: about 4 characters per
+/// token, the usual rule of thumb for English prose and code with Claude's and OpenAI's
+/// tokenizers. Counting UTF-8 bytes keeps it from undercounting scripts whose characters are
+/// tokens of their own (a CJK character is 3 bytes); the JSON punctuation around the text
+/// counts too. It is an estimate: a breakpoint below the real minimum is only ignored.
+pub fn estimated_tokens(json_bytes: usize) -> u64 {
+    json_bytes as u64 / 4
+}
+
+/// The fewest tokens a cached prefix may have on this model (Anthropic's documented minimums:
+/// 4096 for Claude Opus 4.5 and Haiku 4.5, 2048 for the older Haiku models, 1024 for the
+/// rest; Amazon Nova also 1024).
+pub fn min_tokens(model: &str) -> u64 {
+    let m = model.to_ascii_lowercase();
+    if m.contains("opus-4-5") || m.contains("haiku-4-5") || m.contains("opus-4-6") {
+        4096
+    } else if m.contains("haiku") {
+        2048
+    } else {
+        1024
+    }
+}
+
+/// Caching as one request asks it: on, with a TTL when one is set, for this model's minimum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caching {
+    ttl: Option<String>,
+    min_tokens: u64,
+}
+
+impl Caching {
+    /// The request's caching, `None` when `cache = false`.
+    pub fn of(model: &str, parameters: &Parameters) -> Option<Caching> {
+        if parameters.get(CACHE) == Some(&Value::Bool(false)) {
+            return None;
+        }
+        Some(Caching {
+            ttl: parameters
+                .get(CACHE_TTL)
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            min_tokens: min_tokens(model),
+        })
+    }
+
+    /// Whether a prefix of `json_bytes` is long enough to cache.
+    pub fn worth(&self, json_bytes: usize) -> bool {
+        estimated_tokens(json_bytes) >= self.min_tokens
+    }
+
+    /// The marker with its `ttl` when set: Anthropic's `cache_control` (`type: ephemeral`),
+    /// Converse's `cachePoint` (`type: default`).
+    pub fn marker(&self, kind: &str) -> Value {
+        let mut m = json!({ "type": kind });
+        if let Some(ttl) = &self.ttl {
+            m["ttl"] = Value::from(ttl.as_str());
+        }
+        m
+    }
+}
+
+/// The length of the JSON text of `values` together.
+pub fn json_len<'a>(values: impl IntoIterator<Item = &'a Value>) -> usize {
+    values.into_iter().map(|v| v.to_string().len()).sum()
+}
+
+/// The index of the conversation's prefix: the last message before the new turn (the last
+/// message), when there is one.
+pub fn prefix_end(messages: &[Value]) -> Option<usize> {
+    messages.len().checked_sub(2)
+}
+
+/// Puts `cache_control` breakpoints in a built Messages API body: on the last tool, on the
+/// system prompt (then a list of one text block), and on the last block of the conversation's
+/// prefix (not a thinking block, which cannot carry one), each when the prompt up to it is
+/// long enough. The API caches in that order: tools, system, messages.
+pub fn mark_claude(body: &mut Map<String, Value>, model: &str, parameters: &Parameters) {
+    let Some(caching) = Caching::of(model, parameters) else {
+        return;
+    };
+    let marker = caching.marker("ephemeral");
+    let mut length = 0;
+    if let Some(Value::Array(tools)) = body.get_mut("tools") {
+        length += json_len(tools.iter());
+        match tools.last_mut() {
+            Some(Value::Object(last)) if caching.worth(length) => {
+                last.insert("cache_control".into(), marker.clone());
+            }
+            _ => {}
+        }
+    }
+    if let Some(Value::String(system)) = body.get("system") {
+        length += system.len();
+        if caching.worth(length) {
+            let block = json!([{"type": "text", "text": system, "cache_control": marker}]);
+            body.insert("system".into(), block);
+        }
+    }
+    let Some(Value::Array(messages)) = body.get_mut("messages") else {
+        return;
+    };
+    let Some(end) = prefix_end(messages) else {
+        return;
+    };
+    length += json_len(&messages[..=end]);
+    if !caching.worth(length) {
+        return;
+    }
+    let content = &mut messages[end]["content"];
+    if let Some(text) = content.as_str() {
+        *content = json!([{"type": "text", "text": text}]);
+    }
+    let last = content.as_array_mut().and_then(|blocks| {
+        blocks
+            .iter_mut()
+            .rev()
+            .find(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")))
+    });
+    if let Some(block) = last {
+        block["cache_control"] = marker;
+    }
+}
+
+/// Whether the model takes Converse's cache points: Claude and Amazon Nova do; other models
+/// refuse them.
+fn takes_cache_points(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    m.contains("claude") || m.contains("anthropic.") || m.contains("nova")
+}
+
+/// Adds Converse `cachePoint` blocks after the tools, after the system prompt, and at
+/// the end of the conversation's prefix (the last message before the new turn), each when the
+/// prompt up to it is long enough, for the models that take them.
+pub fn mark_converse(body: &mut Map<String, Value>, model: &str, parameters: &Parameters) {
+    let Some(caching) = Caching::of(model, parameters).filter(|_| takes_cache_points(model)) else {
+        return;
+    };
+    let point = json!({ "cachePoint": caching.marker("default") });
+    let mut length = 0;
+    if let Some(Value::Array(tools)) = body.get_mut("toolConfig").and_then(|t| t.get_mut("tools")) {
+        length += json_len(tools.iter());
+        if caching.worth(length) {
+            tools.push(point.clone());
+        }
+    }
+    if let Some(Value::Array(system)) = body.get_mut("system") {
+        length += json_len(system.iter());
+        if caching.worth(length) {
+            system.push(point.clone());
+        }
+    }
+    if let Some(Value::Array(messages)) = body.get_mut("messages") {
+        if let Some(end) = prefix_end(messages) {
+            length += json_len(&messages[..=end]);
+            if let Some(content) = messages[end]["content"].as_array_mut() {
+                if caching.worth(length) {
+                    content.push(point);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caching_is_on_unless_turned_off_and_keeps_its_ttl() {
+        let mut p = Parameters::new();
+        let c = Caching::of("claude-sonnet-4-5", &p).unwrap();
+        assert_eq!(c.marker("ephemeral"), json!({"type": "ephemeral"}));
+        assert!(!c.worth(4 * 1023) && c.worth(4 * 1024));
+        p.insert(CACHE_TTL.into(), json!("1h"));
+        let c = Caching::of("us.anthropic.claude-haiku-4-5-20251001-v1:0", &p).unwrap();
+        assert_eq!(c.marker("default"), json!({"type": "default", "ttl": "1h"}));
+        assert!(
+            !c.worth(4 * 4095) && c.worth(4 * 4096),
+            "Haiku 4.5 needs 4096"
+        );
+        assert_eq!(min_tokens("claude-3-5-haiku-latest"), 2048);
+        p.insert(CACHE.into(), json!(false));
+        assert!(Caching::of("claude-sonnet-4-5", &p).is_none());
+        assert!(is_setting("cache_ttl") && !is_setting("temperature"));
+    }
+
+    use crate::format::{
+        bedrock_converse::BedrockConverse, claude_messages::ClaudeMessages, ModelConfiguration,
+        RequestOptions, ToolSpec,
+    };
+    use crate::message::{Message, Part};
+
+    /// A tool whose schema alone is long enough to cache (5000 bytes of description).
+    fn big_tool() -> ToolSpec {
+        ToolSpec {
+            name: "search".into(),
+            description: "x".repeat(5000),
+            input_schema: json!({"type": "object"}),
+        }
+    }
+
+    fn body(m: &ModelConfiguration, messages: &[Message], tools: &[ToolSpec]) -> Value {
+        let options = RequestOptions {
+            tools,
+            ..RequestOptions::plain(false)
+        };
+        m.prepare(messages, &options).unwrap().body
+    }
+
+    /// A conversation: a system prompt, a turn whose reply thinks then calls a tool, its
+    /// result, and the new message.
+    fn conversation(system: &str) -> Vec<Message> {
+        let mut reply = Message::assistant("");
+        reply.content = vec![
+            Part::reasoning("think", Some("sig".into())),
+            Part::ToolCall {
+                id: "c1".into(),
+                name: "search".into(),
+                arguments: json!({}),
+                signature: None,
+            },
+        ];
+        vec![
+            Message::system(system),
+            Message::user("question"),
+            reply,
+            Message {
+                role: crate::message::Role::Tool,
+                content: vec![Part::ToolResult {
+                    tool_call_id: "c1".into(),
+                    content: vec![Part::text("found")],
+                    is_error: false,
+                }],
+                from: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn claude_breakpoints_go_on_the_last_tool_the_system_and_the_prefix_never_on_thinking() {
+        let mut m = ModelConfiguration::new(&ClaudeMessages, "claude-sonnet-4-5");
+        let b = body(&m, &conversation("Be brief."), &[big_tool()]);
+        let marker = json!({"type": "ephemeral"});
+        assert_eq!(b["tools"][0]["cache_control"], marker, "{b}");
+        // The tools alone are long enough, so everything after them is too.
+        assert_eq!(
+            b["system"],
+            json!([{"type": "text", "text": "Be brief.", "cache_control": marker}])
+        );
+        let prefix = b["messages"][1]["content"].as_array().unwrap();
+        assert_eq!(prefix[0]["type"], "thinking");
+        assert!(prefix[0].get("cache_control").is_none());
+        assert_eq!(prefix[1]["type"], "tool_use");
+        assert_eq!(prefix[1]["cache_control"], marker);
+        assert!(!b["messages"][2].to_string().contains("cache_control"));
+        assert!(b.get("cache").is_none() && b.get("cache_ttl").is_none());
+
+        // Short: no marker, the system a plain string.
+        let short = body(&m, &conversation("Be brief."), &[]);
+        assert!(!short.to_string().contains("cache_control"), "{short}");
+        assert_eq!(short["system"], "Be brief.");
+        // Long system only: the system and the prefix, not the tools; off: none.
+        let long = "word ".repeat(1000);
+        let b = body(&m, &conversation(&long), &[]);
+        assert_eq!(b["system"][0]["cache_control"], marker);
+        m.set_parameter("cache", json!("false")).unwrap();
+        let off = body(&m, &conversation(&long), &[big_tool()]);
+        assert!(!off.to_string().contains("cache_control"), "{off}");
+        assert!(off.get("cache").is_none());
+    }
+
+    #[test]
+    fn converse_cache_points_follow_the_tools_the_system_and_the_prefix_on_claude_and_nova() {
+        let mut m = ModelConfiguration::new(
+            &BedrockConverse,
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        );
+        m.set_parameter("cache_ttl", json!("1h")).unwrap();
+        let point = json!({"cachePoint": {"type": "default", "ttl": "1h"}});
+        let b = body(&m, &conversation("Be brief."), &[big_tool()]);
+        assert_eq!(b["toolConfig"]["tools"][1], point, "{b}");
+        assert_eq!(b["system"], json!([{"text": "Be brief."}, point]));
+        let prefix = b["messages"][1]["content"].as_array().unwrap();
+        assert_eq!(prefix.last().unwrap(), &point);
+        assert!(!b["messages"][2].to_string().contains("cachePoint"));
+        assert!(b.get("cache_ttl").is_none());
+        let short = body(&m, &conversation("Be brief."), &[]);
+        assert!(!short.to_string().contains("cachePoint"), "{short}");
+        // Models that refuse cache points get none.
+        let llama = ModelConfiguration::new(&BedrockConverse, "meta.llama3-70b-instruct-v1:0");
+        let b = body(&llama, &conversation("Be brief."), &[big_tool()]);
+        assert!(!b.to_string().contains("cachePoint"), "{b}");
+    }
+}

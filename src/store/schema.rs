@@ -1,0 +1,141 @@
+//! The history's schema: the migrations, applied in order once per file (the version is
+//! SQLite's `user_version`), and how a connection is set up (WAL, foreign keys).
+//!
+//! It owns the tables, columns, indexes and triggers; it must never read or write rows beyond
+//! what a migration fills. A new migration is appended at the end, never edited in place.
+
+use std::sync::Mutex;
+
+use rusqlite::Connection;
+
+use super::Store;
+use crate::error::{Error, ErrorKind, Result};
+
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: conversations and messages.
+    "CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        feature TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model_configuration TEXT,
+        format TEXT NOT NULL,
+        model TEXT NOT NULL,
+        parameters TEXT NOT NULL DEFAULT '{}',
+        system TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+     );
+     CREATE INDEX conversations_updated ON conversations(updated_at DESC, id DESC);
+     CREATE TABLE messages (
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        usage TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (conversation_id, seq)
+     );",
+    // 2: the tools a conversation of the `tools` feature may use (a JSON array; NULL: the
+    // enabled sources).
+    "ALTER TABLE conversations ADD COLUMN tools TEXT;",
+    // 3: the middleware the conversation's agent listed (a JSON array; NULL: none listed).
+    "ALTER TABLE conversations ADD COLUMN middleware TEXT;",
+    // 4: the working directory a client opened the conversation in (ACP's `cwd`), for listing
+    // a project's conversations.
+    "ALTER TABLE conversations ADD COLUMN cwd TEXT;
+     CREATE INDEX conversations_cwd ON conversations(cwd, updated_at DESC, id DESC);",
+    // 5: the model that ran the turn of each message (a conversation may change models; NULL
+    // for messages stored before this column).
+    "ALTER TABLE messages ADD COLUMN model TEXT;",
+    // 6: full-text search over every message's text parts (FTS5, kept by triggers; rowid is
+    // the message's rowid), filled from the messages already stored.
+    "CREATE VIRTUAL TABLE message_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+     CREATE TRIGGER message_text_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO message_text(rowid, text) VALUES (new.rowid,
+            (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
+             FROM json_each(new.content, '$.content') p
+             WHERE json_extract(p.value, '$.type') = 'text'));
+     END;
+     CREATE TRIGGER message_text_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM message_text WHERE rowid = old.rowid;
+     END;
+     INSERT INTO message_text(rowid, text)
+        SELECT m.rowid, (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
+                         FROM json_each(m.content, '$.content') p
+                         WHERE json_extract(p.value, '$.type') = 'text')
+        FROM messages m;",
+    // 7: each reply's token counts and cost (US dollars, NULL: unknown) in columns, filled
+    // from the usage already stored (older rows named cache writes `cacheCreationTokens`),
+    // and a covering index over the rows with usage so that `genai usage` reads only it.
+    "ALTER TABLE messages ADD COLUMN input_tokens INTEGER;
+     ALTER TABLE messages ADD COLUMN output_tokens INTEGER;
+     ALTER TABLE messages ADD COLUMN cache_read_tokens INTEGER;
+     ALTER TABLE messages ADD COLUMN cache_write_tokens INTEGER;
+     ALTER TABLE messages ADD COLUMN cost REAL;
+     UPDATE messages SET
+        input_tokens = COALESCE(json_extract(usage, '$.inputTokens'), 0),
+        output_tokens = COALESCE(json_extract(usage, '$.outputTokens'), 0),
+        cache_read_tokens = json_extract(usage, '$.cacheReadTokens'),
+        cache_write_tokens = COALESCE(json_extract(usage, '$.cacheWriteTokens'),
+                                      json_extract(usage, '$.cacheCreationTokens'))
+        WHERE usage IS NOT NULL;
+     CREATE INDEX messages_usage ON messages(created_at, model, conversation_id, input_tokens,
+        output_tokens, cache_read_tokens, cache_write_tokens, cost)
+        WHERE input_tokens IS NOT NULL;",
+];
+
+impl Store {
+    pub(super) fn setup(mut conn: Connection) -> Result<Store> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // Switching a new file to WAL needs an exclusive lock and SQLite does not wait for it
+        // (no busy handler there), so a daemon starting beside another one retries for a while.
+        let mut tries = 0;
+        while let Err(e) = conn.pragma_update(None, "journal_mode", "WAL") {
+            let busy = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy);
+            tries += 1;
+            if !busy || tries > 250 {
+                return Err(e.into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        // An immediate transaction takes the write lock before reading the version, so daemons
+        // started together on a new file migrate it once.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version as usize > MIGRATIONS.len() {
+            return Err(Error::new(
+                ErrorKind::Store,
+                format!(
+                    "the history was written by a newer genai (schema {version}); upgrade genai"
+                ),
+            ));
+        }
+        if version == 0 {
+            let tables: Vec<String> = tx
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            if !tables.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::Store,
+                    format!(
+                        "it is not genai's history: it holds other tables ({}); move the file \
+                         away or set GENAI_DATA_DIR",
+                        crate::error::known(tables.iter().take(5))
+                    ),
+                ));
+            }
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        }
+        tx.commit()?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+}

@@ -14,13 +14,16 @@
 //! the channel between generation and the caller. It must never call llama.cpp itself
 //! (`local/engine.rs` does) nor build JSON by hand (`local/wire.rs` does). The parts, one job
 //! each: `engine` (llama.cpp: model cache, slots, prompt evaluation, sampling), `slots` (which
-//! slot a request takes), `template` (chat template and its ChatML fallback), `output` (UTF-8
+//! slot a request takes), `template` (chat template and its ChatML fallback), `infill` (the
+//! fill-in-the-middle prompt of models with FIM tokens), `output` (UTF-8
 //! across tokens, stop strings), `repetition` (a reply stuck in a loop), `wire` (openai-chat in and out).
 
 pub const KIND: &str = "local";
 
 #[cfg(feature = "local")]
 mod engine;
+#[cfg(feature = "local")]
+mod infill;
 #[cfg(feature = "local")]
 mod output;
 #[cfg(feature = "local")]
@@ -75,7 +78,7 @@ mod enabled {
     use crate::error::{Error, ErrorKind, Result};
     use crate::format::ModelRequest;
     use crate::models::ModelLibrary;
-    use crate::provider::{ProviderResponse, ServiceProvider, StreamEvent};
+    use crate::provider::{Infill, Infilled, ProviderResponse, ServiceProvider, StreamEvent};
 
     /// A configured local engine.
     pub struct LocalProvider {
@@ -142,6 +145,13 @@ mod enabled {
             })
         }
 
+        fn no_answer(&self) -> Error {
+            Error::internal(format!(
+                "{}: the local engine stopped without an answer",
+                self.name
+            ))
+        }
+
         fn model_path(&self, model: &str) -> Result<PathBuf> {
             let model = match model.trim() {
                 "" => self.default_model.as_deref().ok_or_else(|| {
@@ -174,6 +184,25 @@ mod enabled {
             .await
             .map_err(|e| Error::internal(format!("the local engine failed: {e}")))?
         }
+
+        /// Runs a prepared prompt on a blocking thread; its text and end come through the
+        /// channel, whose dropping stops the generation.
+        fn spawn_generation(
+            &self,
+            engine: Arc<Engine>,
+            prepared: engine::Prepared,
+        ) -> mpsc::UnboundedReceiver<Result<Event>> {
+            let (tx, rx) = mpsc::unbounded();
+            let name = self.name.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut sink = ChannelSink(tx);
+                let result = engine
+                    .generate(prepared, &mut sink)
+                    .map_err(|e| Error::new(e.kind, format!("{name}: {}", e.message)));
+                let _ = sink.0.unbounded_send(result.map(Event::Done));
+            });
+            rx
+        }
     }
 
     #[async_trait]
@@ -198,15 +227,7 @@ mod enabled {
         async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
             let (engine, prepared) = self.prepare(request).await?;
             let answer = Answer::new(engine.model_name());
-            let (tx, rx) = mpsc::unbounded();
-            let name = self.name.clone();
-            tokio::task::spawn_blocking(move || {
-                let mut sink = ChannelSink(tx);
-                let result = engine
-                    .generate(prepared, &mut sink)
-                    .map_err(|e| Error::new(e.kind, format!("{name}: {}", e.message)));
-                let _ = sink.0.unbounded_send(result.map(Event::Done));
-            });
+            let rx = self.spawn_generation(engine, prepared);
             if request.stream {
                 let first = futures::stream::iter([Ok(StreamEvent::data(answer.role_chunk()))]);
                 let rest = rx.flat_map(move |event| {
@@ -234,10 +255,38 @@ mod enabled {
                     }
                 }
             }
-            Err(Error::internal(format!(
-                "{}: the local engine stopped without an answer",
-                self.name
-            )))
+            Err(self.no_answer())
+        }
+
+        /// The raw FIM prompt when the model's vocabulary has FIM tokens.
+        async fn fill_in_middle(&self, model: &str, request: &Infill) -> Result<Option<Infilled>> {
+            let path = self.model_path(model)?;
+            let (settings, name, request) = (self.settings, self.name.clone(), request.clone());
+            let prepared = tokio::task::spawn_blocking(move || {
+                let engine = engine::engine(&path, settings)?;
+                Ok::<_, Error>(engine.prepare_infill(&request, &name)?.map(|p| (engine, p)))
+            })
+            .await
+            .map_err(|e| Error::internal(format!("the local engine failed: {e}")))??;
+            let Some((engine, prepared)) = prepared else {
+                return Ok(None);
+            };
+            let mut rx = self.spawn_generation(engine, prepared);
+            let mut text = String::new();
+            while let Some(event) = rx.next().await {
+                match event? {
+                    Event::Text(t) => text.push_str(&t),
+                    Event::Done(f) => {
+                        return Ok(Some(Infilled {
+                            text,
+                            prompt_tokens: f.counts.prompt,
+                            completion_tokens: f.counts.completion,
+                            finish_reason: f.finish_reason.to_string(),
+                        }))
+                    }
+                }
+            }
+            Err(self.no_answer())
         }
     }
 }

@@ -18,6 +18,8 @@ mod hostile;
 #[cfg(feature = "local")]
 mod local_model;
 mod lsp;
+#[cfg(feature = "local")]
+mod lsp_fim;
 mod lsp_neovim;
 mod mcp;
 mod mcp_interop;

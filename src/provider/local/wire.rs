@@ -22,6 +22,8 @@ pub struct GenerationSettings {
     pub presence_penalty: Option<f32>,
     pub frequency_penalty: Option<f32>,
     pub stop: Vec<String>,
+    /// A raw completion (fill-in-the-middle): the reply's leading whitespace is kept.
+    pub raw: bool,
 }
 
 /// An openai-chat request as the engine needs it.
@@ -78,6 +80,7 @@ pub fn parse_request(body: &Value) -> Result<ChatRequest> {
         presence_penalty: f("presence_penalty"),
         frequency_penalty: f("frequency_penalty"),
         stop,
+        raw: false,
     };
     Ok(ChatRequest { messages, settings })
 }

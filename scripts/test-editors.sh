@@ -3,8 +3,7 @@
 # (protocol types from schemas/, bundle, .vsix, Node tests of its client, the chat page in
 # headless Chromium), the O3DE Python bridge (pytest), and `genai acp` driven by the official
 # ACP TypeScript SDK's client as ACP editors drive it (tests/acp-client, npm ci), `genai lsp`
-# driven by vscode-languageserver-protocol (tests/lsp-client, npm ci) and by Emacs's eglot
-# (Debian's emacs-nox and elpa-eglot, headless; tests/emacs). Installs what
+# driven by vscode-languageserver-protocol (tests/lsp-client, npm ci). Installs what
 # it needs from the package registries (Debian's chromium, npm ci, pytest, PySide6 for the chat widget's window).
 # The daemon is $GENAI_BIN (default target/debug/genai, built if missing), the model behind it
 # examples/fake-provider on loopback.

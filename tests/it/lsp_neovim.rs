@@ -18,7 +18,13 @@ const REPLY: &str =
     "A clearer version:\n```python\ndef add(a, b):\n    return a + b\n```\nIt is the same.";
 
 fn neovim() -> Option<String> {
-    let program = std::env::var("GENAI_TEST_NVIM").unwrap_or_else(|_| "nvim".into());
+    editor_program("GENAI_TEST_NVIM", "nvim", "neovim")
+}
+
+/// The editor `$VAR` names (else `default`), when it runs; without it the test fails when
+/// `CI` is set and is skipped, saying why, otherwise. `package` is Debian's package.
+pub(crate) fn editor_program(var: &str, default: &str, package: &str) -> Option<String> {
+    let program = std::env::var(var).unwrap_or_else(|_| default.into());
     let found = Command::new(&program)
         .arg("--version")
         .output()
@@ -26,12 +32,10 @@ fn neovim() -> Option<String> {
     match found {
         true => Some(program),
         false if std::env::var_os("CI").is_some() => {
-            panic!("nvim is not installed (scripts/test.sh installs Debian's neovim)")
+            panic!("{default} is not installed (scripts/test.sh installs Debian's {package})")
         }
         false => {
-            eprintln!(
-                "skipped: install neovim (or set GENAI_TEST_NVIM) to run the Neovim LSP test"
-            );
+            eprintln!("skipped: install {package} (or set {var}) to run this editor's LSP test");
             None
         }
     }
@@ -162,7 +166,7 @@ fn neovim_applies_a_code_action_and_asks_through_genai_lsp() {
 }
 
 /// Runs a child to its end, killing it after `deadline`.
-fn run_with_deadline(mut c: Command, deadline: Duration) -> std::process::Output {
+pub(crate) fn run_with_deadline(mut c: Command, deadline: Duration) -> std::process::Output {
     c.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());

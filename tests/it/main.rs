@@ -18,6 +18,7 @@ mod hostile;
 #[cfg(feature = "local")]
 mod local_model;
 mod lsp;
+mod lsp_emacs;
 #[cfg(feature = "local")]
 mod lsp_fim;
 mod lsp_neovim;

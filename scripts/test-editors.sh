@@ -64,23 +64,24 @@ node --test --test-timeout=60000 \
   --test-reporter=tap --test-reporter-destination="$logs/node.tap" \
   out/test/*.test.js || node_status=$?
 
+# node --test on one suite of a folder with its own package-lock.json: spec to stdout, TAP
+# to $logs/NAME.tap for the count; the status goes to NAME_status.
+node_suite() {
+  local name=$1 folder=$2 file=$3 status=0
+  cd "$root/$folder"
+  npm ci --no-audit --no-fund --loglevel=error
+  node --test --test-timeout=60000 \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$logs/$name.tap" \
+    "$file" || status=$?
+  printf -v "${name}_status" '%s' "$status"
+}
+
 step "acp: npm ci, node --test (the official ACP SDK's client against genai acp)"
-cd "$root/tests/acp-client"
-npm ci --no-audit --no-fund --loglevel=error
-acp_status=0
-node --test --test-timeout=60000 \
-  --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=tap --test-reporter-destination="$logs/acp.tap" \
-  acp.test.mjs || acp_status=$?
+node_suite acp tests/acp-client acp.test.mjs
 
 step "lsp: npm ci, node --test (vscode-languageserver-protocol's client against genai lsp)"
-cd "$root/tests/lsp-client"
-npm ci --no-audit --no-fund --loglevel=error
-lsp_status=0
-node --test --test-timeout=60000 \
-  --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=tap --test-reporter-destination="$logs/lsp.tap" \
-  lsp.test.mjs || lsp_status=$?
+node_suite lsp tests/lsp-client lsp.test.mjs
 
 step "o3de: pytest (genai_bridge against the daemon)"
 cd "$root/editor-integrations/o3de"
@@ -88,12 +89,14 @@ py_status=0
 python3 -m pytest -q -p no:cacheprovider --junitxml="$logs/pytest.xml" tests || py_status=$?
 
 cd "$root"
-read -r np nf ns < <(awk '/^# pass /{p=$3} /^# fail /{f+=$3} /^# cancelled /{f+=$3} /^# skipped /{s+=$3} /^# todo /{s+=$3}
-  END { printf "%d %d %d\n", p, f, s }' "$logs/node.tap")
-read -r ap af as < <(awk '/^# pass /{p=$3} /^# fail /{f+=$3} /^# cancelled /{f+=$3} /^# skipped /{s+=$3} /^# todo /{s+=$3}
-  END { printf "%d %d %d\n", p, f, s }' "$logs/acp.tap")
-read -r lp lf ls < <(awk '/^# pass /{p=$3} /^# fail /{f+=$3} /^# cancelled /{f+=$3} /^# skipped /{s+=$3} /^# todo /{s+=$3}
-  END { printf "%d %d %d\n", p, f, s }' "$logs/lsp.tap")
+# passed, failed, skipped of a TAP file
+tap_counts() {
+  awk '/^# pass /{p=$3} /^# fail /{f+=$3} /^# cancelled /{f+=$3} /^# skipped /{s+=$3} /^# todo /{s+=$3}
+    END { printf "%d %d %d\n", p, f, s }' "$1"
+}
+read -r np nf ns < <(tap_counts "$logs/node.tap")
+read -r ap af as < <(tap_counts "$logs/acp.tap")
+read -r lp lf ls < <(tap_counts "$logs/lsp.tap")
 read -r pp pf ps < <(python3 - "$logs/pytest.xml" <<'EOF'
 import sys, xml.etree.ElementTree as ET
 try:

@@ -5,8 +5,6 @@
 //! saves it. Needs `emacs` with eglot (scripts/test.sh installs both): without it the test
 //! fails when `CI` is set and is skipped, saying why, otherwise.
 
-use serde_json::Value;
-
 use crate::support::cli;
 use crate::support::editor::{self, EditorRun, IMPROVED};
 
@@ -29,12 +27,7 @@ fn eglot_applies_a_code_action_through_genai_lsp() {
     // The file on disk: the unsaved first line kept, lines 2-3 replaced by the code block.
     assert_eq!(std::fs::read_to_string(&run.file).unwrap(), IMPROVED);
     assert_eq!(report["text"], IMPROVED, "{report:#}");
-    let menu: Vec<&str> = report["menu"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let menu = editor::menu(&report);
     assert!(menu.contains(&"genai: Improve"), "{menu:?}");
     assert!(menu.contains(&"genai: Explain"), "{menu:?}");
 

@@ -5,8 +5,6 @@
 //! are conversations in the history. Needs `nvim` (Debian's `neovim`; scripts/test.sh installs
 //! it): without it the test fails when `CI` is set and is skipped, saying why, otherwise.
 
-use serde_json::Value;
-
 use crate::support::cli;
 use crate::support::editor::{self, EditorRun, IMPROVED, REPLY};
 
@@ -22,12 +20,7 @@ fn neovim_applies_a_code_action_and_asks_through_genai_lsp() {
 
     // The file on disk: the unsaved first line kept, lines 2-3 replaced by the code block.
     assert_eq!(std::fs::read_to_string(&run.file).unwrap(), IMPROVED);
-    let menu: Vec<&str> = report["menu"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let menu = editor::menu(&report);
     for title in [
         "genai: Explain",
         "genai: Fix",

@@ -107,6 +107,16 @@ impl EditorRun {
     }
 }
 
+/// The code-action titles the script saw in the editor's menu (`report.menu`).
+pub fn menu(report: &Value) -> Vec<&str> {
+    report["menu"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no menu in {report:#}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
 /// A script's path in `tests/it/editors/`.
 pub fn script(name: &str) -> String {
     format!("{}/tests/it/editors/{name}", env!("CARGO_MANIFEST_DIR"))

@@ -91,7 +91,16 @@ async function startServer({ window, openDocument = () => ({ success: true }) })
     documents.push(params);
     return openDocument(params);
   });
-  connection.onNotification(ShowMessageNotification.type, (params) => messages.push(params));
+  const waiting = [];
+  connection.onNotification(ShowMessageNotification.type, (params) => {
+    messages.push(params);
+    waiting.splice(0).forEach((resolve) => resolve());
+  });
+  // The notification may come after the command's answer: wait for it (the test's timeout is
+  // the deadline).
+  const messageCount = async (n) => {
+    while (messages.length < n) await new Promise((resolve) => waiting.push(resolve));
+  };
   connection.listen();
   const init = await connection.sendRequest(InitializeRequest.type, {
     processId: process.pid,
@@ -109,7 +118,7 @@ async function startServer({ window, openDocument = () => ({ success: true }) })
     assert.equal(await exited, 0, "genai lsp exits cleanly after shutdown and exit");
     connection.dispose();
   };
-  return { connection, documents, messages, stop };
+  return { connection, documents, messages, messageCount, stop };
 }
 
 /** Picks "genai: Explain" from the code-action menu of line 1 and runs its command. */
@@ -149,6 +158,7 @@ test("a client without showDocument gets the answer as a message", async () => {
   try {
     const result = await explain(server.connection);
     assert.equal(server.documents.length, 0);
+    await server.messageCount(1);
     assert.deepEqual(
       server.messages.map((m) => m.message),
       [REPLY],
@@ -171,6 +181,7 @@ test("a client that fails to open the document gets the answer as a message", as
   try {
     await explain(server.connection);
     assert.equal(server.documents.length, 1);
+    await server.messageCount(1);
     assert.deepEqual(
       server.messages.map((m) => m.message),
       [REPLY],

@@ -2,7 +2,8 @@
 # Builds and tests the editor integrations against the real daemon: the VS Code extension
 # (protocol types from schemas/, bundle, .vsix, Node tests of its client, the chat page in
 # headless Chromium), the O3DE Python bridge (pytest), and `genai acp` driven by the official
-# ACP TypeScript SDK's client as ACP editors drive it (tests/acp-client, npm ci). Installs what
+# ACP TypeScript SDK's client as ACP editors drive it (tests/acp-client, npm ci), `genai lsp`
+# driven by vscode-languageserver-protocol (tests/lsp-client, npm ci). Installs what
 # it needs from the package registries (Debian's chromium, npm ci, pytest, PySide6 for the chat widget's window).
 # The daemon is $GENAI_BIN (default target/debug/genai, built if missing), the model behind it
 # examples/fake-provider on loopback.
@@ -54,7 +55,7 @@ npm run --silent package
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-touch "$logs/node.tap" "$logs/acp.tap"  # counted as empty if node crashes before writing them
+touch "$logs/node.tap" "$logs/acp.tap" "$logs/lsp.tap"  # counted as empty if node crashes before writing them
 
 step "vscode: node --test (client against the daemon, chat page in Chromium)"
 node_status=0
@@ -63,14 +64,24 @@ node --test --test-timeout=60000 \
   --test-reporter=tap --test-reporter-destination="$logs/node.tap" \
   out/test/*.test.js || node_status=$?
 
+# node --test on one suite of a folder with its own package-lock.json: spec to stdout, TAP
+# to $logs/NAME.tap for the count; the status goes to NAME_status.
+node_suite() {
+  local name=$1 folder=$2 file=$3 status=0
+  cd "$root/$folder"
+  npm ci --no-audit --no-fund --loglevel=error
+  node --test --test-timeout=60000 \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$logs/$name.tap" \
+    "$file" || status=$?
+  printf -v "${name}_status" '%s' "$status"
+}
+
 step "acp: npm ci, node --test (the official ACP SDK's client against genai acp)"
-cd "$root/tests/acp-client"
-npm ci --no-audit --no-fund --loglevel=error
-acp_status=0
-node --test --test-timeout=60000 \
-  --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=tap --test-reporter-destination="$logs/acp.tap" \
-  acp.test.mjs || acp_status=$?
+node_suite acp tests/acp-client acp.test.mjs
+
+step "lsp: npm ci, node --test (vscode-languageserver-protocol's client against genai lsp)"
+node_suite lsp tests/lsp-client lsp.test.mjs
 
 step "o3de: pytest (genai_bridge against the daemon)"
 cd "$root/editor-integrations/o3de"
@@ -78,10 +89,14 @@ py_status=0
 python3 -m pytest -q -p no:cacheprovider --junitxml="$logs/pytest.xml" tests || py_status=$?
 
 cd "$root"
-read -r np nf ns < <(awk '/^# pass /{p=$3} /^# fail /{f+=$3} /^# cancelled /{f+=$3} /^# skipped /{s+=$3} /^# todo /{s+=$3}
-  END { printf "%d %d %d\n", p, f, s }' "$logs/node.tap")
-read -r ap af as < <(awk '/^# pass /{p=$3} /^# fail /{f+=$3} /^# cancelled /{f+=$3} /^# skipped /{s+=$3} /^# todo /{s+=$3}
-  END { printf "%d %d %d\n", p, f, s }' "$logs/acp.tap")
+# passed, failed, skipped of a TAP file
+tap_counts() {
+  awk '/^# pass /{p=$3} /^# fail /{f+=$3} /^# cancelled /{f+=$3} /^# skipped /{s+=$3} /^# todo /{s+=$3}
+    END { printf "%d %d %d\n", p, f, s }' "$1"
+}
+read -r np nf ns < <(tap_counts "$logs/node.tap")
+read -r ap af as < <(tap_counts "$logs/acp.tap")
+read -r lp lf ls < <(tap_counts "$logs/lsp.tap")
 read -r pp pf ps < <(python3 - "$logs/pytest.xml" <<'EOF'
 import sys, xml.etree.ElementTree as ET
 try:
@@ -94,8 +109,8 @@ n = lambda k: sum(int(s.get(k, 0)) for s in suites)
 print(n("tests") - n("failures") - n("errors") - n("skipped"), n("failures") + n("errors"), n("skipped"))
 EOF
 )
-passed=$((np + pp + ap)); failed=$((nf + pf + af)); skipped=$((ns + ps + as))
+passed=$((np + pp + ap + lp)); failed=$((nf + pf + af + lf)); skipped=$((ns + ps + as + ls))
 # A runner that failed without counting a failed test (a crash, a collection error) still fails.
-if [ "$failed" = 0 ] && { [ "$node_status" != 0 ] || [ "$py_status" != 0 ] || [ "$acp_status" != 0 ]; }; then failed=1; fi
+if [ "$failed" = 0 ] && { [ "$node_status" != 0 ] || [ "$py_status" != 0 ] || [ "$acp_status" != 0 ] || [ "$lsp_status" != 0 ]; }; then failed=1; fi
 echo "editors: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

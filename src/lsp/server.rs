@@ -15,7 +15,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use super::actions::{self, Action, Selection};
-use super::completion::{Completer, Completing};
+use super::completion::{Completed, Completer, Completing};
 use super::documents::offset;
 use super::documents::Documents;
 use super::port::LspPort;
@@ -456,17 +456,23 @@ impl LanguageServer for Backend {
         params: CompletionParams,
     ) -> jsonrpc::Result<Option<CompletionResponse>> {
         let at = params.text_document_position;
-        let Some((text, pos)) = self.complete_at(&at).await? else {
+        let Some((done, pos)) = self.complete_at(&at).await? else {
             return Ok(None);
         };
-        let label = text.lines().next().unwrap_or_default().trim().to_string();
+        let label = done
+            .text
+            .trim()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
         Ok(Some(CompletionResponse::Array(vec![CompletionItem {
             label,
             kind: Some(CompletionItemKind::TEXT),
-            detail: Some("genai".into()),
+            detail: Some(done.prompt.detail().into()),
             text_edit: Some(CompletionTextEdit::Edit(TextEdit::new(
                 Range::new(pos, pos),
-                text,
+                done.text,
             ))),
             ..Default::default()
         }])))
@@ -478,12 +484,12 @@ impl Backend {
     pub async fn inline_completion(&self, params: Value) -> jsonrpc::Result<Option<Value>> {
         let params: InlineCompletionParams = serde_json::from_value(params)
             .map_err(|e| invalid(format!("textDocument/inlineCompletion: {e}")))?;
-        let Some((text, pos)) = self.complete_at(&params.text_document_position).await? else {
+        let Some((done, pos)) = self.complete_at(&params.text_document_position).await? else {
             return Ok(None);
         };
         let list = InlineCompletionList {
             items: vec![InlineCompletionItem {
-                insert_text: text,
+                insert_text: done.text,
                 filter_text: None,
                 range: Some(Range::new(pos, pos)),
                 command: None,
@@ -515,7 +521,7 @@ impl Backend {
     async fn complete_at(
         &self,
         at: &TextDocumentPositionParams,
-    ) -> jsonrpc::Result<Option<(String, Position)>> {
+    ) -> jsonrpc::Result<Option<(Completed, Position)>> {
         let (text, language_id) = self.document(&at.text_document.uri)?;
         let cursor = offset(&text, at.position).map_err(invalid)?;
         let file_name = self.file_name(&at.text_document.uri);

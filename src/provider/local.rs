@@ -14,9 +14,10 @@
 //! the channel between generation and the caller. It must never call llama.cpp itself
 //! (`local/engine.rs` does) nor build JSON by hand (`local/wire.rs` does). The parts, one job
 //! each: `engine` (llama.cpp: model cache, slots, prompt evaluation, sampling), `slots` (which
-//! slot a request takes), `template` (chat template and its ChatML fallback), `output` (UTF-8
-//! across tokens, stop strings), `repetition` (a reply stuck in a loop), `grammar` (structured
-//! output and tool calls by grammar), `wire` (openai-chat in and out).
+//! slot a request takes), `template` (chat template and its ChatML fallback), `infill` (the
+//! fill-in-the-middle prompt of models with FIM tokens), `output` (UTF-8 across tokens, stop
+//! strings), `repetition` (a reply stuck in a loop), `grammar` (structured output and tool calls
+//! by grammar), `wire` (openai-chat in and out).
 
 pub const KIND: &str = "local";
 
@@ -24,6 +25,8 @@ pub const KIND: &str = "local";
 mod engine;
 #[cfg(feature = "local")]
 mod grammar;
+#[cfg(feature = "local")]
+mod infill;
 #[cfg(feature = "local")]
 mod output;
 #[cfg(feature = "local")]
@@ -79,7 +82,7 @@ mod enabled {
     use crate::error::{Error, ErrorKind, Result};
     use crate::format::ModelRequest;
     use crate::models::ModelLibrary;
-    use crate::provider::{ProviderResponse, ServiceProvider, StreamEvent};
+    use crate::provider::{Infill, Infilled, ProviderResponse, ServiceProvider, StreamEvent};
 
     /// A configured local engine.
     pub struct LocalProvider {
@@ -184,6 +187,25 @@ mod enabled {
             .await
             .map_err(|e| Error::internal(format!("the local engine failed: {e}")))?
         }
+
+        /// Runs a prepared prompt on a blocking thread; its text and end come through the
+        /// channel, whose dropping stops the generation.
+        fn spawn_generation(
+            &self,
+            engine: Arc<Engine>,
+            prepared: engine::Prepared,
+        ) -> mpsc::UnboundedReceiver<Result<Event>> {
+            let (tx, rx) = mpsc::unbounded();
+            let name = self.name.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut sink = ChannelSink(tx);
+                let result = engine
+                    .generate(prepared, &mut sink)
+                    .map_err(|e| Error::new(e.kind, format!("{name}: {}", e.message)));
+                let _ = sink.0.unbounded_send(result.map(Event::Done));
+            });
+            rx
+        }
     }
 
     #[async_trait]
@@ -208,15 +230,7 @@ mod enabled {
         async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
             let (engine, prepared, tools) = self.prepare(request).await?;
             let answer = Answer::new(engine.model_name());
-            let (tx, rx) = mpsc::unbounded();
-            let name = self.name.clone();
-            tokio::task::spawn_blocking(move || {
-                let mut sink = ChannelSink(tx);
-                let result = engine
-                    .generate(prepared, &mut sink)
-                    .map_err(|e| Error::new(e.kind, format!("{name}: {}", e.message)));
-                let _ = sink.0.unbounded_send(result.map(Event::Done));
-            });
+            let rx = self.spawn_generation(engine, prepared);
             if let Some(convention) = tools {
                 // A reply that may call tools is read whole, then split into text and calls.
                 return collect(rx, &self.name)
@@ -242,6 +256,29 @@ mod enabled {
             let (text, f) = collect(rx, &self.name).await?;
             let body = answer.completion(&text, &[], f.finish_reason, f.counts);
             Ok(ProviderResponse::Complete(body.to_string().into()))
+        }
+
+        /// The raw FIM prompt when the model's vocabulary has FIM tokens.
+        async fn fill_in_middle(&self, model: &str, request: &Infill) -> Result<Option<Infilled>> {
+            let path = self.model_path(model)?;
+            let (settings, name, request) = (self.settings, self.name.clone(), request.clone());
+            let prepared = tokio::task::spawn_blocking(move || {
+                let engine = engine::engine(&path, settings)?;
+                Ok::<_, Error>(engine.prepare_infill(&request, &name)?.map(|p| (engine, p)))
+            })
+            .await
+            .map_err(|e| Error::internal(format!("the local engine failed: {e}")))??;
+            let Some((engine, prepared)) = prepared else {
+                return Ok(None);
+            };
+            let rx = self.spawn_generation(engine, prepared);
+            let (text, f) = collect(rx, &self.name).await?;
+            Ok(Some(Infilled {
+                text,
+                prompt_tokens: f.counts.prompt,
+                completion_tokens: f.counts.completion,
+                finish_reason: f.finish_reason.to_string(),
+            }))
         }
     }
 

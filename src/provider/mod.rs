@@ -86,6 +86,38 @@ pub trait ServiceProvider: Send + Sync {
     }
     /// Sends the request. Dropping the returned future (or stream) drops the HTTP request.
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse>;
+    /// Fill-in-the-middle: the text `model` writes between `request.prefix` and
+    /// `request.suffix`, from a raw prompt in the model's own FIM tokens (no chat template).
+    /// `None` when the model has no such tokens (the caller writes a chat prompt instead), and
+    /// for every provider that cannot tell. Dropping the future stops the generation.
+    async fn fill_in_middle(&self, model: &str, request: &Infill) -> Result<Option<Infilled>> {
+        let _ = (model, request);
+        Ok(None)
+    }
+}
+
+/// A fill-in-the-middle request: the text before and after the cursor.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Infill {
+    pub prefix: String,
+    pub suffix: String,
+    /// The most tokens the middle may have.
+    pub max_tokens: u32,
+    /// `None`: the engine's default sampling.
+    pub temperature: Option<f32>,
+}
+
+/// What a fill-in-the-middle generation wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Infilled {
+    /// The middle, leading whitespace kept.
+    pub text: String,
+    /// Tokens of the FIM prompt (its FIM tokens included).
+    pub prompt_tokens: u32,
+    /// Tokens generated.
+    pub completion_tokens: u32,
+    /// `stop` (end of generation or a stop string), `length`, or `cancelled`.
+    pub finish_reason: String,
 }
 
 /// Timeouts of an HTTP provider.

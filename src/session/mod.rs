@@ -5,13 +5,14 @@
 //! This module opens, resumes, closes and deletes conversations and builds their agents; the
 //! conversation task (queue, order, cancel) is in `conversation`, changing an open one's
 //! feature or model in `choice`, prompts to agents in
-//! `prompts`, client-hosted features in `hosted`, and every rule of which model runs in
+//! `prompts`, fill-in-the-middle completion in `infill`, client-hosted features in `hosted`, and every rule of which model runs in
 //! `crate::select`. It must never speak a wire format: front-ends translate for it.
 
 mod choice;
 mod conversation;
 mod handover;
 mod hosted;
+mod infill;
 mod middleware;
 mod prompts;
 mod resume;

@@ -22,6 +22,9 @@ mod keys;
 #[cfg(feature = "local")]
 mod local_model;
 mod lsp;
+mod lsp_emacs;
+#[cfg(feature = "local")]
+mod lsp_fim;
 mod lsp_neovim;
 mod mcp;
 mod mcp_interop;

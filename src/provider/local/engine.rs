@@ -80,18 +80,18 @@ pub struct Finished {
 
 /// A prompt ready to run: rendered, tokenized, checked against the context size.
 pub struct Prepared {
-    tokens: Vec<LlamaToken>,
-    stops: Vec<String>,
-    settings: GenerationSettings,
+    pub(super) tokens: Vec<LlamaToken>,
+    pub(super) stops: Vec<String>,
+    pub(super) settings: GenerationSettings,
 }
 
 /// A loaded model with its slots.
 pub struct Engine {
-    model: &'static LlamaModel,
+    pub(super) model: &'static LlamaModel,
     /// The model's file name without `.gguf`, reported as the answering model.
-    name: String,
+    pub(super) name: String,
     settings: EngineSettings,
-    n_ctx: u32,
+    pub(super) n_ctx: u32,
     pool: Mutex<SlotPool<LlamaContext<'static>>>,
     slot_freed: Condvar,
     /// Held during each `llama_decode`, so that concurrent requests take turns instead of
@@ -469,6 +469,9 @@ impl Engine {
 
         let mut sampler = self.sampler(settings, tokens)?;
         let mut output = TextOutput::new(&stops);
+        if settings.raw {
+            output = output.keeping_leading_whitespace();
+        }
         let room = self.n_ctx as usize - tokens.len();
         let max_tokens = settings.max_tokens.map_or(room, |m| (m as usize).min(room));
         let vocab = self.model.vocab();

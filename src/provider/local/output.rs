@@ -38,6 +38,13 @@ impl TextOutput {
         }
     }
 
+    /// The same output keeping the reply's leading whitespace (a raw completion, where the
+    /// text goes on exactly where the prompt ends).
+    pub fn keeping_leading_whitespace(mut self) -> TextOutput {
+        self.begun = true;
+        self
+    }
+
     /// Takes the bytes of one token.
     pub fn push(&mut self, bytes: &[u8]) -> Step {
         if self.stopped {

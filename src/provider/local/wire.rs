@@ -25,6 +25,8 @@ pub struct GenerationSettings {
     pub stop: Vec<String>,
     /// What the reply must match (a response schema, or the tool-call grammar), if anything.
     pub grammar: Option<Grammar>,
+    /// A raw completion (fill-in-the-middle): the reply's leading whitespace is kept.
+    pub raw: bool,
 }
 
 /// An openai-chat request as the engine needs it.
@@ -133,6 +135,7 @@ pub fn parse_request(body: &Value, convention: Convention) -> Result<ChatRequest
         frequency_penalty: f("frequency_penalty"),
         stop,
         grammar,
+        raw: false,
     };
     let tools = tools.map(|t| (t, convention));
     Ok(ChatRequest {

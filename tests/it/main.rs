@@ -16,6 +16,8 @@ mod daemon_tools;
 mod daemon_tools_formats;
 mod hostile;
 #[cfg(feature = "local")]
+mod local_batching;
+#[cfg(feature = "local")]
 mod local_model;
 mod lsp;
 mod lsp_neovim;

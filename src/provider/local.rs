@@ -81,7 +81,15 @@ mod enabled {
     use crate::error::{Error, ErrorKind, Result};
     use crate::format::ModelRequest;
     use crate::models::ModelLibrary;
-    use crate::provider::{ProviderResponse, ServiceProvider, StreamEvent};
+    use crate::provider::{ProviderResponse, ServiceProvider, StreamEvent, PROGRESS_EVENT};
+
+    /// The progress note of a request waiting for a free slot.
+    fn waiting_note(ahead: usize) -> String {
+        match ahead {
+            0 => "waiting for a slot: every local slot is busy".to_string(),
+            n => format!("waiting for a slot: every local slot is busy, {n} requests ahead"),
+        }
+    }
 
     /// A configured local engine.
     pub struct LocalProvider {
@@ -94,6 +102,8 @@ mod enabled {
     /// What the generation thread sends.
     enum Event {
         Text(String),
+        /// Every slot is busy: this many requests are ahead.
+        Waiting(usize),
         Done(Finished),
     }
 
@@ -122,6 +132,7 @@ mod enabled {
                 ahead,
                 "every local slot is busy: the request waits for a slot"
             );
+            let _ = self.tx.unbounded_send(Ok(Event::Waiting(ahead)));
         }
 
         fn finish(self: Box<Self>, result: Result<Finished>) {
@@ -236,6 +247,10 @@ mod enabled {
                 let rest = rx.flat_map(move |event| {
                     let items: Vec<Result<StreamEvent>> = match event {
                         Ok(Event::Text(t)) => vec![Ok(StreamEvent::data(answer.text_chunk(&t)))],
+                        Ok(Event::Waiting(ahead)) => vec![Ok(StreamEvent {
+                            event: Some(PROGRESS_EVENT.to_string()),
+                            data: waiting_note(ahead),
+                        })],
                         Ok(Event::Done(f)) => vec![
                             Ok(StreamEvent::data(answer.finish_chunk(f.finish_reason))),
                             Ok(StreamEvent::data(answer.usage_chunk(f.counts))),
@@ -252,6 +267,7 @@ mod enabled {
             while let Some(event) = rx.next().await {
                 match event? {
                     Event::Text(t) => text.push_str(&t),
+                    Event::Waiting(_) => {}
                     Event::Done(f) => {
                         let body = answer.completion(&text, f.finish_reason, f.counts);
                         return Ok(ProviderResponse::Complete(body.to_string().into()));

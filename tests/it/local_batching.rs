@@ -2,7 +2,7 @@
 //! continuous batching) on the real test model, through `genai daemon` over stdio: each
 //! conversation gets the text it gets alone (greedy), a cancel leaves the others untouched,
 //! each next turn reuses its own cached prefix, a long prompt does not stop the other streams,
-//! and requests beyond the slots wait for one. Every wait has a deadline.
+//! and requests beyond the slots wait for one (told so by a progress note). Every wait has a deadline.
 //!
 //! Built only with the `local` cargo feature (the default); the model as in `local_model`.
 
@@ -201,10 +201,17 @@ fn requests_beyond_the_slots_wait_for_one_in_order() {
     // One sequence: the second request ran after the first ended, and it was told it waited.
     let first_final = d.turn_events(&done[0].0).1[0];
     assert!(first_chunk_at(&d, &done[1].0) > first_final);
-    assert!(
-        d.stderr_text().contains("waits for a slot"),
-        "{}",
-        d.stderr_text()
-    );
+    let waited = |turn: &str| {
+        d.log().iter().any(|m| {
+            m["method"] == "OnFeatureResponse"
+                && m["params"]["turnId"] == turn
+                && m["params"]["final"] == false
+                && m["params"]["summary"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("waiting for a slot"))
+        })
+    };
+    assert!(waited(&done[1].0), "no progress note: {:?}", d.log());
+    assert!(!waited(&done[0].0), "the first request did not wait");
     assert!(d.shutdown(EXIT).success());
 }

@@ -187,31 +187,33 @@ fn a_long_prompt_does_not_stop_the_other_streams() {
 }
 
 #[test]
-fn requests_beyond_the_slots_wait_for_one_in_order() {
+fn requests_beyond_the_slots_wait_for_one() {
     let Some(model) = test_model() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), &model, "threads = 2\nslots = 1");
     initialize(&mut d, true);
-    let convs: Vec<String> = PROMPTS[..2].iter().map(|_| short(&mut d)).collect();
-    let turns: Vec<(String, &str)> = convs.into_iter().zip(PROMPTS).collect();
-    let done = at_once(&mut d, &turns);
-    for (_, fin) in &done {
-        summary(fin);
-    }
-    // One sequence: the second request ran after the first ended, and it was told it waited.
-    let first_final = d.turn_events(&done[0].0).1[0];
-    assert!(first_chunk_at(&d, &done[1].0) > first_final);
-    let waited = |turn: &str| {
-        d.log().iter().any(|m| {
+    let expected = alone(&mut d, &PROMPTS[..1]);
+    // The one slot is busy counting when the second request comes.
+    let long = conversation(&mut d, json!({"max_tokens": 1000, "temperature": 0}));
+    let counting = d.send_message(&long, COUNTING);
+    d.wait_first_chunk(&counting, TURN);
+    let cid = short(&mut d);
+    let waiting = d.send_message(&cid, PROMPTS[0]);
+    // It is told it waits, and gets no text while the slot is busy.
+    let note = d.wait_notification(
+        |m| {
             m["method"] == "OnFeatureResponse"
-                && m["params"]["turnId"] == turn
+                && m["params"]["turnId"] == waiting
                 && m["params"]["final"] == false
-                && m["params"]["summary"]
-                    .as_str()
-                    .is_some_and(|s| s.starts_with("waiting for a slot"))
-        })
-    };
-    assert!(waited(&done[1].0), "no progress note: {:?}", d.log());
-    assert!(!waited(&done[0].0), "the first request did not wait");
+        },
+        TURN,
+    );
+    let summary_of_note = note["params"]["summary"].as_str().unwrap();
+    assert!(summary_of_note.starts_with("waiting for a slot"), "{note}");
+    assert!(d.turn_events(&waiting).0.is_empty(), "text before a slot");
+    // The slot comes free: the waiting request runs, as it would alone.
+    d.cancel_turn(&long, &counting, CANCELLED);
+    let fin = d.wait_final(&waiting, TURN)["params"].clone();
+    assert_eq!(summary(&fin), expected[0]);
     assert!(d.shutdown(EXIT).success());
 }

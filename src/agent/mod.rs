@@ -30,17 +30,19 @@ use crate::format::{
 use crate::message::{Message, Role, Usage};
 use crate::middleware::{self, Capabilities, Chain};
 use crate::pricing::{self, Priced};
-use crate::provider::ProviderResponse;
+use crate::provider::{ProviderResponse, PROGRESS_EVENT};
 use crate::registry::ProviderInstance;
 use crate::store::{NewMessage, Store};
 
 pub use tool_loop::ToolLoop;
 
-/// A streamed piece of a reply: the answer's text, or the model's reasoning before it.
+/// A streamed piece of a reply: the answer's text, or the model's reasoning before it, or a
+/// note from the provider about the request's progress (such as waiting for a free slot).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delta<'a> {
     Text(&'a str),
     Reasoning(&'a str),
+    Progress(&'a str),
 }
 
 /// Receives the streamed pieces of a reply.
@@ -490,7 +492,14 @@ impl AIAgent {
                 // Each streamed piece counts as a token; dropping `events` ends the request.
                 let mut pieces = 0u64;
                 while let Some(event) = events.next().await {
-                    let text = decoder.feed(&event?)?;
+                    let event = event?;
+                    if event.event.as_deref() == Some(PROGRESS_EVENT) {
+                        if let Some(f) = on_delta {
+                            f(Delta::Progress(&event.data));
+                        }
+                        continue;
+                    }
+                    let text = decoder.feed(&event)?;
                     let reasoning = decoder.take_reasoning_deltas();
                     pieces += (text.len() + reasoning.len()) as u64;
                     if let Some(f) = on_delta {

@@ -60,6 +60,10 @@ impl Turn {
         match delta {
             Delta::Text(text) => self.chunk(text),
             Delta::Reasoning(text) => self.emit(TurnEvent::Reasoning(text.to_string())),
+            Delta::Progress(note) => self.emit(TurnEvent::Step {
+                summary: note.to_string(),
+                detailed: Vec::new(),
+            }),
         }
     }
 

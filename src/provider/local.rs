@@ -4,17 +4,19 @@
 //! `chat.completion` body otherwise), so the openai-chat decoder reads it unchanged.
 //!
 //! Config: `[service_providers.NAME] kind = "local"` with `model` (a name in the models folder
-//! or a path to a `.gguf` file), `threads` (default: one per core), `context_size` (`n_ctx` of
-//! each slot, default 4096 capped by the model's training context) and `slots` (contexts kept
-//! with their KV cache, default 4). No GPU offload. With nothing configured, the registry makes
-//! an implicit instance `local` for the models folder's default model (`default_model`, read
-//! like `model`).
+//! or a path to a `.gguf` file), `threads` (default: one per core), `context_size` (tokens
+//! each slot's sequence may hold, default 4096 capped by the model's training context) and
+//! `slots` (conversations run at once, each keeping its cached prefix, default 4; one context
+//! of `context_size × slots` tokens holds them all). No GPU offload. With nothing configured,
+//! the registry makes an implicit instance `local` for the models folder's default model
+//! (`default_model`, read like `model`).
 //!
 //! This file owns the provider: resolving the model, moving work onto blocking threads, and
 //! the channel between generation and the caller. It must never call llama.cpp itself
-//! (`local/engine.rs` does) nor build JSON by hand (`local/wire.rs` does). The parts, one job
-//! each: `engine` (llama.cpp: model cache, slots, prompt evaluation, sampling), `slots` (which
-//! slot a request takes), `template` (chat template and its ChatML fallback), `infill` (the
+//! (`local/engine.rs` and `local/scheduler.rs` do) nor build JSON by hand (`local/wire.rs`
+//! does). The parts, one job each: `engine` (llama.cpp: model cache, template, tokens,
+//! samplers), `scheduler` (the context and continuous batching), `slots` (which sequence a
+//! request takes), `template` (chat template and its ChatML fallback), `infill` (the
 //! fill-in-the-middle prompt of models with FIM tokens), `output` (UTF-8 across tokens, stop
 //! strings), `repetition` (a reply stuck in a loop), `grammar` (structured output and tool calls
 //! by grammar), `wire` (openai-chat in and out).
@@ -31,6 +33,8 @@ mod infill;
 mod output;
 #[cfg(feature = "local")]
 mod repetition;
+#[cfg(feature = "local")]
+mod scheduler;
 #[cfg(feature = "local")]
 mod slots;
 #[cfg(feature = "local")]
@@ -74,15 +78,25 @@ mod enabled {
     use futures::channel::mpsc;
     use futures::StreamExt;
 
-    use super::engine::{self, Engine, EngineSettings, Finished, Sink};
+    use super::engine::{self, Engine, EngineSettings};
     use super::grammar::{self, Convention};
+    use super::scheduler::{Finished, Sink};
     use super::wire::{self, Answer};
     use super::KIND;
     use crate::config::{LocalSettings, Paths};
     use crate::error::{Error, ErrorKind, Result};
     use crate::format::ModelRequest;
     use crate::models::ModelLibrary;
-    use crate::provider::{Infill, Infilled, ProviderResponse, ServiceProvider, StreamEvent};
+    use crate::provider::{
+        Infill, Infilled, ProviderResponse, ServiceProvider, StreamEvent, PROGRESS_EVENT};
+
+    /// The progress note of a request waiting for a free slot.
+    fn waiting_note(ahead: usize) -> String {
+        match ahead {
+            0 => "waiting for a slot: every local slot is busy".to_string(),
+            n => format!("waiting for a slot: every local slot is busy, {n} requests ahead"),
+        }
+    }
 
     /// A configured local engine.
     pub struct LocalProvider {
@@ -95,22 +109,44 @@ mod enabled {
     /// What the generation thread sends.
     enum Event {
         Text(String),
+        /// Every slot is busy: this many requests are ahead.
+        Waiting(usize),
         Done(Finished),
     }
 
-    /// The generation thread's sink: a channel whose closing (the caller dropped the stream,
-    /// as `Cancel` does) stops generation at the next token.
-    struct ChannelSink(mpsc::UnboundedSender<Result<Event>>);
+    /// A generation's sink: a channel whose closing (the caller dropped the stream, as
+    /// `Cancel` does) stops generation before the next step.
+    struct ChannelSink {
+        tx: mpsc::UnboundedSender<Result<Event>>,
+        /// The provider's name, for errors.
+        provider: String,
+    }
 
     impl Sink for ChannelSink {
         fn text(&mut self, text: &str) -> bool {
-            self.0
+            self.tx
                 .unbounded_send(Ok(Event::Text(text.to_string())))
                 .is_ok()
         }
 
         fn cancelled(&self) -> bool {
-            self.0.is_closed()
+            self.tx.is_closed()
+        }
+
+        fn waiting(&mut self, ahead: usize) {
+            tracing::info!(
+                provider = %self.provider,
+                ahead,
+                "every local slot is busy: the request waits for a slot"
+            );
+            let _ = self.tx.unbounded_send(Ok(Event::Waiting(ahead)));
+        }
+
+        fn finish(self: Box<Self>, result: Result<Finished>) {
+            let provider = &self.provider;
+            let result =
+                result.map_err(|e| Error::new(e.kind, format!("{provider}: {}", e.message)));
+            let _ = self.tx.unbounded_send(result.map(Event::Done));
         }
     }
 
@@ -196,14 +232,13 @@ mod enabled {
             prepared: engine::Prepared,
         ) -> mpsc::UnboundedReceiver<Result<Event>> {
             let (tx, rx) = mpsc::unbounded();
-            let name = self.name.clone();
-            tokio::task::spawn_blocking(move || {
-                let mut sink = ChannelSink(tx);
-                let result = engine
-                    .generate(prepared, &mut sink)
-                    .map_err(|e| Error::new(e.kind, format!("{name}: {}", e.message)));
-                let _ = sink.0.unbounded_send(result.map(Event::Done));
-            });
+            let sink = ChannelSink {
+                tx,
+                provider: self.name.clone(),
+            };
+            // Building the sampler may block a little (a grammar is parsed): off the async
+            // workers, like everything that calls llama.cpp.
+            tokio::task::spawn_blocking(move || engine.generate(prepared, Box::new(sink)));
             rx
         }
     }
@@ -242,6 +277,10 @@ mod enabled {
                 let rest = rx.flat_map(move |event| {
                     let items: Vec<Result<StreamEvent>> = match event {
                         Ok(Event::Text(t)) => vec![Ok(StreamEvent::data(answer.text_chunk(&t)))],
+                        Ok(Event::Waiting(ahead)) => vec![Ok(StreamEvent {
+                            event: Some(PROGRESS_EVENT.to_string()),
+                            data: waiting_note(ahead),
+                        })],
                         Ok(Event::Done(f)) => vec![
                             Ok(StreamEvent::data(answer.finish_chunk(f.finish_reason))),
                             Ok(StreamEvent::data(answer.usage_chunk(f.counts))),
@@ -291,6 +330,7 @@ mod enabled {
         while let Some(event) = rx.next().await {
             match event? {
                 Event::Text(t) => text.push_str(&t),
+                Event::Waiting(_) => {}
                 Event::Done(f) => return Ok((text, f)),
             }
         }

@@ -49,6 +49,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::ModelRequest;
 pub use crate::format::StreamEvent;
 
+/// The type of a stream event a provider adds itself, not from the model: a note on the
+/// request's progress (its data, plain text), shown to the client and never decoded.
+pub const PROGRESS_EVENT: &str = "genai.progress";
+
 /// A streamed response body.
 pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>;
 

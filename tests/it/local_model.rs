@@ -20,17 +20,17 @@ use rpc_client::{Daemon, DaemonConfig, Framing};
 use crate::support::{fake_plugin, rpc_client};
 
 /// The longest a turn may take (model load included) on a busy CI machine.
-const TURN: Duration = Duration::from_secs(180);
+pub(crate) const TURN: Duration = Duration::from_secs(180);
 /// The longest a turn of two grammar-constrained generations may take: llama.cpp checks every
 /// token of the vocabulary against the grammar, which a loaded CI machine makes slow.
 const GRAMMAR_TURN: Duration = Duration::from_secs(600);
 /// The longest a cancelled turn may take to end.
-const CANCELLED: Duration = Duration::from_secs(5);
-const EXIT: Duration = Duration::from_secs(30);
+pub(crate) const CANCELLED: Duration = Duration::from_secs(5);
+pub(crate) const EXIT: Duration = Duration::from_secs(30);
 const MODEL_NAME: &str = "smollm2-135m-instruct-q4_1";
 
 /// The test model, or `None` (after saying why) when it is absent and `CI` is not set.
-fn test_model() -> Option<PathBuf> {
+pub(crate) fn test_model() -> Option<PathBuf> {
     let path = match std::env::var_os("GENAI_TEST_MODEL") {
         Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
         _ => genai::config::Paths::from_env().ok().and_then(|paths| {
@@ -59,7 +59,7 @@ fn test_model() -> Option<PathBuf> {
 }
 
 /// A daemon whose config has a `gemma` provider running `model` (with extra TOML settings).
-fn start(root: &Path, model: &Path, extra: &str) -> Daemon {
+pub(crate) fn start(root: &Path, model: &Path, extra: &str) -> Daemon {
     let cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon");
     let toml = format!(
         "[service_providers.gemma]\nkind = \"local\"\nmodel = {}\n{extra}\n",
@@ -73,11 +73,11 @@ fn toml_string(s: &str) -> String {
     Value::String(s.to_string()).to_string()
 }
 
-fn initialize(d: &mut Daemon, streaming: bool) {
+pub(crate) fn initialize(d: &mut Daemon, streaming: bool) {
     d.initialize("local-model-tests", streaming);
 }
 
-fn conversation(d: &mut Daemon, parameters: Value) -> String {
+pub(crate) fn conversation(d: &mut Daemon, parameters: Value) -> String {
     let r = d.call(
         "CreateConversation",
         json!({"serviceProvider": "gemma", "parameters": parameters}),
@@ -101,7 +101,7 @@ fn wait_stderr(d: &Daemon, what: &str, timeout: Duration, pred: impl Fn(&str) ->
     }
 }
 
-fn usage(fin: &Value) -> (u64, u64, u64) {
+pub(crate) fn usage(fin: &Value) -> (u64, u64, u64) {
     let u = &fin["usage"];
     let n = |k: &str| u[k].as_u64().unwrap_or(0);
     (n("inputTokens"), n("cacheReadTokens"), n("outputTokens"))

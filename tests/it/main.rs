@@ -20,6 +20,8 @@ mod daemon_tools_formats;
 mod hostile;
 mod keys;
 #[cfg(feature = "local")]
+mod local_batching;
+#[cfg(feature = "local")]
 mod local_model;
 mod lsp;
 mod lsp_emacs;

@@ -1,38 +1,35 @@
-//! The pool of slots of one engine, as in llama-server: a slot is a llama.cpp context (its KV
-//! cache) plus the token sequence that cache holds. A request takes the free slot whose tokens
-//! share the longest prefix with its prompt, so a conversation's next turn evaluates only
-//! what is new.
+//! The sequences of one engine's context, as llama-server's slots: each is a sequence id in
+//! the shared KV cache plus the tokens it holds there. A request claims the free sequence whose
+//! tokens share the longest prefix with its prompt, so a conversation's next turn evaluates
+//! only what is new; an idle sequence is given to another conversation least recently used
+//! first. A prefix another sequence already holds (a shared system prompt) can be copied
+//! rather than evaluated again ([`SequenceTable::donor`]).
 //!
-//! This module owns the choice of a slot and the bookkeeping of which slot is busy. It is
-//! generic over the context type and must never call llama.cpp (so the policy is tested
-//! without a model).
+//! This module owns the choice of a sequence and the bookkeeping of which is busy and which
+//! tokens each holds. It must never call llama.cpp (so the policy is tested without a model).
 
 /// Token ids as llama.cpp numbers them.
 pub type TokenId = i32;
 
-struct Entry<C> {
-    /// `None` while a request holds the slot (or before its context is made).
-    context: Option<C>,
+struct Entry {
     busy: bool,
-    /// The tokens in this slot's KV cache, in order from position 0.
+    /// The tokens in this sequence's KV cells, in order from position 0.
     tokens: Vec<TokenId>,
     last_used: u64,
 }
 
-/// A slot taken from the pool; give it back with [`SlotPool::put_back`].
-pub struct Taken<C> {
+/// A sequence claimed for a request; give it back with [`SequenceTable::release`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    /// The sequence id.
     pub index: usize,
-    /// `None` for a new slot: the caller makes the context.
-    pub context: Option<C>,
-    /// The tokens in the KV cache.
-    pub tokens: Vec<TokenId>,
-    /// How many leading prompt tokens the cache already holds.
+    /// How many leading prompt tokens the sequence already holds.
     pub common: usize,
 }
 
-/// Up to `capacity` slots, made on demand.
-pub struct SlotPool<C> {
-    entries: Vec<Entry<C>>,
+/// Up to `capacity` sequences, made on demand.
+pub struct SequenceTable {
+    entries: Vec<Entry>,
     capacity: usize,
     clock: u64,
 }
@@ -42,22 +39,27 @@ pub fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-impl<C> SlotPool<C> {
-    pub fn new(capacity: usize) -> SlotPool<C> {
-        SlotPool {
+impl SequenceTable {
+    pub fn new(capacity: usize) -> SequenceTable {
+        SequenceTable {
             entries: Vec::new(),
             capacity: capacity.max(1),
             clock: 0,
         }
     }
 
-    /// Takes the best slot for `prompt`, or `None` when every slot is busy.
+    /// Whether a request could claim a sequence now.
+    pub fn has_free(&self) -> bool {
+        self.entries.len() < self.capacity || self.entries.iter().any(|e| !e.busy)
+    }
+
+    /// Claims the best sequence for `prompt`, or `None` when every one is busy.
     ///
-    /// The free slot with the longest common prefix wins when it keeps at least half of what
-    /// it caches (a continuation of its conversation). Otherwise a new slot is made while the
-    /// pool has room, so that another conversation's cache survives; when it has none, the
-    /// longest prefix wins, the least recently used slot on a tie.
-    pub fn take(&mut self, prompt: &[TokenId]) -> Option<Taken<C>> {
+    /// The free sequence with the longest common prefix wins when it keeps at least half of
+    /// what it holds (a continuation of its conversation). Otherwise a new sequence is made
+    /// while there is room, so that another conversation's cache survives; when there is none,
+    /// the longest prefix wins, the least recently used sequence on a tie (eviction).
+    pub fn claim(&mut self, prompt: &[TokenId]) -> Option<Claim> {
         let best = self
             .entries
             .iter()
@@ -74,40 +76,47 @@ impl<C> SlotPool<C> {
             None => return None,
         };
         self.clock += 1;
-        let (index, common) = match reuse {
-            Some(x) => x,
-            None => {
-                self.entries.push(Entry {
-                    context: None,
-                    busy: false,
-                    tokens: Vec::new(),
-                    last_used: 0,
-                });
-                (self.entries.len() - 1, 0)
-            }
-        };
+        let (index, common) = reuse.unwrap_or_else(|| {
+            self.entries.push(Entry {
+                busy: false,
+                tokens: Vec::new(),
+                last_used: 0,
+            });
+            (self.entries.len() - 1, 0)
+        });
         let e = &mut self.entries[index];
         e.busy = true;
         e.last_used = self.clock;
-        Some(Taken {
-            index,
-            context: e.context.take(),
-            tokens: std::mem::take(&mut e.tokens),
-            common,
-        })
+        Some(Claim { index, common })
     }
 
-    /// Gives a slot back with its context (`None` if it could not be made or was lost) and the
-    /// tokens its KV cache now holds.
-    pub fn put_back(&mut self, index: usize, context: Option<C>, tokens: Vec<TokenId>) {
+    /// Another sequence holding a longer prefix of `prompt` than `index` holds: its index and
+    /// how many tokens it shares (at most `limit`).
+    pub fn donor(&self, index: usize, prompt: &[TokenId], limit: usize) -> Option<(usize, usize)> {
+        let own = common_prefix(self.tokens(index), prompt).min(limit);
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != index)
+            .map(|(i, e)| (i, common_prefix(&e.tokens, prompt).min(limit)))
+            .filter(|(_, n)| *n > own)
+            .max_by_key(|(_, n)| *n)
+    }
+
+    /// The tokens a sequence holds.
+    pub fn tokens(&self, index: usize) -> &[TokenId] {
+        self.entries.get(index).map_or(&[], |e| &e.tokens)
+    }
+
+    /// The tokens a sequence holds, to keep in step with its KV cells.
+    pub fn tokens_mut(&mut self, index: usize) -> &mut Vec<TokenId> {
+        &mut self.entries[index].tokens
+    }
+
+    /// Gives a sequence back; its tokens stay for the next turn.
+    pub fn release(&mut self, index: usize) {
         if let Some(e) = self.entries.get_mut(index) {
             e.busy = false;
-            e.tokens = if context.is_some() {
-                tokens
-            } else {
-                Vec::new()
-            };
-            e.context = context;
         }
     }
 }
@@ -116,56 +125,104 @@ impl<C> SlotPool<C> {
 mod tests {
     use super::*;
 
+    fn claim_and_hold(t: &mut SequenceTable, prompt: &[TokenId], held: &[TokenId]) -> Claim {
+        let c = t.claim(prompt).unwrap();
+        *t.tokens_mut(c.index) = held.to_vec();
+        t.release(c.index);
+        c
+    }
+
     #[test]
-    fn a_conversation_gets_its_own_slot_back() {
-        let mut pool: SlotPool<&str> = SlotPool::new(2);
-        let a = pool.take(&[1, 2, 3]).unwrap();
-        assert_eq!((a.index, a.common, a.context), (0, 0, None));
-        pool.put_back(0, Some("ctx-a"), vec![1, 2, 3, 10, 11]);
-        // Another conversation shares only the first token: it gets a new slot.
-        let b = pool.take(&[1, 7, 8]).unwrap();
-        assert_eq!((b.index, b.common), (1, 0));
-        pool.put_back(1, Some("ctx-b"), vec![1, 7, 8, 20]);
+    fn a_conversation_gets_its_own_sequence_back() {
+        let mut t = SequenceTable::new(2);
+        let a = claim_and_hold(&mut t, &[1, 2, 3], &[1, 2, 3, 10, 11]);
+        assert_eq!(
+            a,
+            Claim {
+                index: 0,
+                common: 0
+            }
+        );
+        // Another conversation shares only the first token: it gets a new sequence.
+        let b = claim_and_hold(&mut t, &[1, 7, 8], &[1, 7, 8, 20]);
+        assert_eq!(
+            b,
+            Claim {
+                index: 1,
+                common: 0
+            }
+        );
         // The first conversation's next turn extends its cached tokens.
-        let a2 = pool.take(&[1, 2, 3, 10, 11, 4, 5]).unwrap();
-        assert_eq!((a2.index, a2.common, a2.context), (0, 5, Some("ctx-a")));
-        assert_eq!(a2.tokens, vec![1, 2, 3, 10, 11]);
-        pool.put_back(0, a2.context, vec![1, 2, 3, 10, 11, 4, 5, 12]);
-        let b2 = pool.take(&[1, 7, 8, 20, 9]).unwrap();
-        assert_eq!((b2.index, b2.common), (1, 4));
+        let a2 = t.claim(&[1, 2, 3, 10, 11, 4, 5]).unwrap();
+        assert_eq!(
+            a2,
+            Claim {
+                index: 0,
+                common: 5
+            }
+        );
+        assert_eq!(t.tokens(0), &[1, 2, 3, 10, 11]);
+        t.release(0);
+        let b2 = t.claim(&[1, 7, 8, 20, 9]).unwrap();
+        assert_eq!(
+            b2,
+            Claim {
+                index: 1,
+                common: 4
+            }
+        );
     }
 
     #[test]
-    fn a_full_pool_reuses_the_longest_prefix_then_the_least_recently_used() {
-        let mut pool: SlotPool<u8> = SlotPool::new(2);
+    fn a_full_table_reuses_the_longest_prefix_then_the_least_recently_used() {
+        let mut t = SequenceTable::new(2);
         for (i, toks) in [vec![1, 2, 3, 4], vec![5, 6, 7, 8]].into_iter().enumerate() {
-            let t = pool.take(&toks).unwrap();
-            assert_eq!(t.index, i);
-            pool.put_back(t.index, Some(i as u8), toks);
+            assert_eq!(claim_and_hold(&mut t, &toks, &toks).index, i);
         }
-        let t = pool.take(&[5, 6, 9]).unwrap();
-        assert_eq!((t.index, t.common), (1, 2));
-        pool.put_back(1, t.context, vec![5, 6, 9]);
-        // Nothing in common: the least recently used slot (0) is taken.
-        let t = pool.take(&[42]).unwrap();
-        assert_eq!((t.index, t.common), (0, 0));
+        let c = claim_and_hold(&mut t, &[5, 6, 9], &[5, 6, 9]);
+        assert_eq!(
+            c,
+            Claim {
+                index: 1,
+                common: 2
+            }
+        );
+        // Nothing in common: the least recently used sequence (0) is evicted.
+        let c = t.claim(&[42]).unwrap();
+        assert_eq!(
+            c,
+            Claim {
+                index: 0,
+                common: 0
+            }
+        );
     }
 
     #[test]
-    fn busy_slots_are_not_taken() {
-        let mut pool: SlotPool<u8> = SlotPool::new(1);
-        let t = pool.take(&[1]).unwrap();
-        assert!(pool.take(&[1]).is_none());
-        pool.put_back(t.index, Some(0), vec![1]);
-        assert!(pool.take(&[1]).is_some());
+    fn busy_sequences_are_not_claimed() {
+        let mut t = SequenceTable::new(1);
+        let c = t.claim(&[1]).unwrap();
+        assert!(!t.has_free());
+        assert!(t.claim(&[1]).is_none());
+        t.release(c.index);
+        assert!(t.has_free());
+        assert!(t.claim(&[1]).is_some());
     }
 
     #[test]
-    fn a_slot_without_a_context_forgets_its_tokens() {
-        let mut pool: SlotPool<u8> = SlotPool::new(1);
-        let t = pool.take(&[1, 2]).unwrap();
-        pool.put_back(t.index, None, vec![1, 2]);
-        let t = pool.take(&[1, 2]).unwrap();
-        assert_eq!((t.common, t.context), (0, None));
+    fn a_shared_prefix_is_found_in_another_sequence_busy_or_not() {
+        let mut t = SequenceTable::new(3);
+        let system = [1, 2, 3, 4, 5, 6];
+        let a = t.claim(&system).unwrap();
+        t.tokens_mut(a.index).extend([1, 2, 3, 4, 5, 6, 7]);
+        // Still busy: its cells can be copied all the same.
+        let b = t.claim(&[1, 2, 3, 4, 5, 6, 9]).unwrap();
+        assert_eq!(b.index, 1);
+        assert_eq!(t.donor(b.index, &[1, 2, 3, 4, 5, 6, 9], 6), Some((0, 6)));
+        // At most `limit` (one token is always evaluated for logits).
+        assert_eq!(t.donor(b.index, &[1, 2, 3, 4, 5, 6, 9], 4), Some((0, 4)));
+        // Nothing better than what the sequence holds itself: no donor.
+        t.tokens_mut(b.index).extend([1, 2, 3, 4, 5, 6]);
+        assert_eq!(t.donor(b.index, &[1, 2, 3, 4, 5, 6, 9], 6), None);
     }
 }

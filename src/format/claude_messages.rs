@@ -7,12 +7,9 @@
 //! needs (the `anthropic` provider moves `anthropic_version`/`anthropic_beta` into headers;
 //! Bedrock drops `model` and `stream` and keeps `anthropic_version` in the body).
 //!
-//! Wire shapes follow Anthropic's public documentation:
-//! <https://docs.anthropic.com/en/api/messages> (request, response),
-//! <https://docs.anthropic.com/en/docs/build-with-claude/streaming> (stream events),
-//! <https://docs.anthropic.com/en/docs/build-with-claude/vision> (image sources),
-//! <https://docs.anthropic.com/en/docs/build-with-claude/tool-use> (tool_use, tool_result),
-//! <https://docs.anthropic.com/en/api/errors> (error bodies and stream `error` events).
+//! Wire shapes follow Anthropic's public documentation under <https://docs.anthropic.com/en/>:
+//! `api/messages` (request, response), `docs/build-with-claude/streaming` (stream events),
+//! `.../vision` (image sources), `.../tool-use` (tool_use, tool_result) and `api/errors`.
 
 use serde_json::{json, Map, Value};
 
@@ -300,7 +297,10 @@ pub fn request_body(
         body.insert("system".into(), Value::from(system.join("\n\n")));
     }
     body.insert("messages".into(), Value::Array(messages));
-    for (k, v) in parameters.iter().filter(|(k, _)| *k != TOOL_CHOICE.name && !cache::is_setting(k)) {
+    for (k, v) in parameters
+        .iter()
+        .filter(|(k, _)| *k != TOOL_CHOICE.name && !cache::is_setting(k))
+    {
         let v = match (k.as_str(), v) {
             ("stop_sequences" | BETA_PARAMETER, Value::String(s)) => json!([s]),
             _ => v.clone(),

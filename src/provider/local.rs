@@ -88,7 +88,8 @@ mod enabled {
     use crate::format::ModelRequest;
     use crate::models::ModelLibrary;
     use crate::provider::{
-        Infill, Infilled, ProviderResponse, ServiceProvider, StreamEvent, PROGRESS_EVENT};
+        Infill, Infilled, ProviderResponse, ServiceProvider, StreamEvent, PROGRESS_EVENT,
+    };
 
     /// The progress note of a request waiting for a free slot.
     fn waiting_note(ahead: usize) -> String {

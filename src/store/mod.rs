@@ -334,6 +334,38 @@ impl Store {
         Ok(())
     }
 
+    /// Stores the schema a client gave a conversation (`None` removes it), as JSON
+    /// `{"name", "schema"}`; the session turns it back into a checked schema.
+    pub fn set_response_schema(&self, id: &str, schema: Option<&Value>) -> Result<()> {
+        let json = schema
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(json_err)?;
+        let n = self.conn()?.execute(
+            "UPDATE conversations SET response_schema = ?2 WHERE id = ?1",
+            params![id, json],
+        )?;
+        updated(n, id)
+    }
+
+    /// The schema a client gave a conversation, as [`Store::set_response_schema`] stored it.
+    pub fn response_schema(&self, id: &str) -> Result<Option<Value>> {
+        let json: Option<Option<String>> = self
+            .conn()?
+            .query_row(
+                "SELECT response_schema FROM conversations WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(json) = json else {
+            return Err(not_in_history(id));
+        };
+        json.map(|s| serde_json::from_str(&s))
+            .transpose()
+            .map_err(json_err)
+    }
+
     fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRecord> {
         Ok((
             ConversationRecord {

@@ -300,7 +300,10 @@ pub fn request_body(
         body.insert("system".into(), Value::from(system.join("\n\n")));
     }
     body.insert("messages".into(), Value::Array(messages));
-    for (k, v) in parameters.iter().filter(|(k, _)| *k != TOOL_CHOICE.name && !cache::is_setting(k)) {
+    for (k, v) in parameters
+        .iter()
+        .filter(|(k, _)| *k != TOOL_CHOICE.name && !cache::is_setting(k))
+    {
         let v = match (k.as_str(), v) {
             ("stop_sequences" | BETA_PARAMETER, Value::String(s)) => json!([s]),
             _ => v.clone(),

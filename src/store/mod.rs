@@ -350,10 +350,20 @@ impl Store {
 
     /// The schema a client gave a conversation, as [`Store::set_response_schema`] stored it.
     pub fn response_schema(&self, id: &str) -> Result<Option<Value>> {
+        self.json_column(id, "response_schema")
+    }
+
+    /// A conversation's column that holds JSON, parsed (`None`: NULL); `column` is one of this
+    /// module's names, never a caller's text.
+    fn json_column<T: serde::de::DeserializeOwned>(
+        &self,
+        id: &str,
+        column: &'static str,
+    ) -> Result<Option<T>> {
         let json: Option<Option<String>> = self
             .conn()?
             .query_row(
-                "SELECT response_schema FROM conversations WHERE id = ?1",
+                &format!("SELECT {column} FROM conversations WHERE id = ?1"),
                 [id],
                 |r| r.get(0),
             )
@@ -478,21 +488,7 @@ impl Store {
 
     /// The stored system message and every message, for rebuilding an agent.
     pub fn full_history(&self, id: &str) -> Result<(Option<Message>, Vec<Message>)> {
-        let system: Option<Option<String>> = self
-            .conn()?
-            .query_row(
-                "SELECT system FROM conversations WHERE id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let Some(system) = system else {
-            return Err(not_in_history(id));
-        };
-        let system = system
-            .map(|s| serde_json::from_str(&s))
-            .transpose()
-            .map_err(json_err)?;
+        let system = self.json_column(id, "system")?;
         let (messages, _) = self.history(id, usize::MAX / 2, None)?;
         Ok((system, messages.into_iter().map(|m| m.message).collect()))
     }

@@ -213,6 +213,22 @@ fn gemini_runs_parallel_function_calls_and_answers_them_in_one_turn() {
     assert!(d.shutdown(WAIT).success());
 }
 
+/// A daemon's config against the fake Bedrock with its keys, and no other AWS variable of the
+/// caller's.
+fn bedrock_config(root: &Path, fake: &fake_bedrock::FakeBedrock) -> DaemonConfig {
+    let mut cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon")
+        .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &fake.url())
+        .env("AWS_REGION", fake_bedrock::REGION)
+        .env("AWS_ACCESS_KEY_ID", fake_bedrock::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", fake_bedrock::SECRET_KEY);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") && !cfg.env.iter().any(|(n, _)| n == k.as_str()) {
+            cfg = cfg.env(&k, "");
+        }
+    }
+    cfg
+}
+
 #[test]
 fn bedrock_converse_streams_tool_uses_and_sends_both_results_in_one_message() {
     use fake_bedrock::{Accept, Behavior, FakeBedrock};
@@ -237,16 +253,7 @@ fn bedrock_converse_streams_tool_uses_and_sends_both_results_in_one_message() {
     let summary = "Done: you are registered for E1.";
     fake.push(Behavior::text(summary));
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
-        .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &fake.url())
-        .env("AWS_REGION", fake_bedrock::REGION)
-        .env("AWS_ACCESS_KEY_ID", fake_bedrock::ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", fake_bedrock::SECRET_KEY);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("AWS_") && !cfg.env.iter().any(|(n, _)| n == k.as_str()) {
-            cfg = cfg.env(&k, "");
-        }
-    }
+    let cfg = bedrock_config(dir.path(), &fake);
     let mut d = daemon(dir.path(), cfg, &events, true);
     let model = "anthropic.claude-3-haiku-20240307-v1:0";
     let (agent, turn_id, fin) = tools_turn(&mut d, "bedrock", model, "bedrock-converse");
@@ -381,16 +388,7 @@ fn bedrock_converse_answers_a_schema_through_its_answer_tool_beside_tool_choice(
     fake.push(Behavior::calls("", &[("signup", answer)]));
     fake.push(Behavior::calls("", &[("signup", answer)]));
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
-        .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &fake.url())
-        .env("AWS_REGION", fake_bedrock::REGION)
-        .env("AWS_ACCESS_KEY_ID", fake_bedrock::ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", fake_bedrock::SECRET_KEY);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("AWS_") && !cfg.env.iter().any(|(n, _)| n == k.as_str()) {
-            cfg = cfg.env(&k, "");
-        }
-    }
+    let cfg = bedrock_config(dir.path(), &fake);
     let mut d = daemon(dir.path(), cfg, &events, false);
     let schema = json!({"type": "object",
         "properties": {"eventId": {"type": "string"}, "registered": {"type": "boolean"}},

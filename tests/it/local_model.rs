@@ -486,23 +486,34 @@ fn schema_constrained_replies_parse_and_validate_on_the_local_model() {
     }
 }
 
+/// A daemon on `model` with the fake `events` module, and a `tools` conversation offered its
+/// `getEvents` with this `tool_choice`: greedy, short replies, one round of calls then the
+/// answer (two generations at most).
+fn events_conversation(
+    dir: &Path,
+    model: &Path,
+    tool_choice: &str,
+) -> (Daemon, fake_plugin::FakePlugin, String) {
+    let events = fake_plugin::FakePlugin::start(None);
+    let plugins = format!(
+        "\n[plugins.events]\nurl = {}\nenabled = true\n\n[features.tools]\nmax_steps = 1\n",
+        toml_string(&events.base_url())
+    );
+    let mut d = start(dir, model, &plugins);
+    initialize(&mut d, false);
+    let parameters = json!({"max_tokens": 48, "temperature": 0, "tool_choice": tool_choice});
+    let (cid, _) = d.create_conversation(json!({"feature": "tools", "serviceProvider": "gemma",
+        "tools": ["events.getEvents"], "parameters": parameters}));
+    (d, events, cid)
+}
+
 /// Native tool calls on the local model: with `tool_choice = "required"` the grammar forces a
 /// call of the offered tool, which the tool loop runs; the model answers after it.
 #[test]
 fn a_required_tool_call_by_grammar_reaches_the_plugin_on_the_local_model() {
     let Some(model) = test_model() else { return };
-    let events = fake_plugin::FakePlugin::start(None);
     let dir = tempfile::tempdir().unwrap();
-    // One round of calls, then the answer: two generations in all.
-    let plugins = format!(
-        "\n[plugins.events]\nurl = {}\nenabled = true\n\n[features.tools]\nmax_steps = 1\n",
-        toml_string(&events.base_url())
-    );
-    let mut d = start(dir.path(), &model, &plugins);
-    initialize(&mut d, false);
-    let parameters = json!({"max_tokens": 48, "temperature": 0, "tool_choice": "required"});
-    let (cid, _) = d.create_conversation(json!({"feature": "tools", "serviceProvider": "gemma",
-        "tools": ["events.getEvents"], "parameters": parameters}));
+    let (mut d, events, cid) = events_conversation(dir.path(), &model, "required");
     let (_, fin) = d.turn(&cid, "Which events are coming up?", GRAMMAR_TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
     let details = fin["detailedResponse"].to_string();
@@ -557,17 +568,8 @@ fn whole_calls(text: &str) -> Vec<Value> {
 #[test]
 fn an_auto_tool_choice_yields_text_or_a_well_formed_call_on_the_local_model() {
     let Some(model) = test_model() else { return };
-    let events = fake_plugin::FakePlugin::start(None);
     let dir = tempfile::tempdir().unwrap();
-    let plugins = format!(
-        "\n[plugins.events]\nurl = {}\nenabled = true\n\n[features.tools]\nmax_steps = 1\n",
-        toml_string(&events.base_url())
-    );
-    let mut d = start(dir.path(), &model, &plugins);
-    initialize(&mut d, false);
-    let parameters = json!({"max_tokens": 48, "temperature": 0, "tool_choice": "auto"});
-    let (cid, _) = d.create_conversation(json!({"feature": "tools", "serviceProvider": "gemma",
-        "tools": ["events.getEvents"], "parameters": parameters}));
+    let (mut d, events, cid) = events_conversation(dir.path(), &model, "auto");
     let (_, fin) = d.turn(
         &cid,
         r#"Which events are coming up? To call a function, answer with only this JSON object: {"tool_call": {"name": "events__getEvents", "arguments": {}}}"#,

@@ -70,6 +70,22 @@ impl ResponseSchema {
         ResponseSchema::new(name, schema)
     }
 
+    /// The schema as a conversation's history keeps it: `{"name", "schema"}`.
+    pub fn stored(&self) -> Value {
+        json!({"name": self.name, "schema": self.schema})
+    }
+
+    /// A schema the history kept ([`ResponseSchema::stored`]), checked again.
+    pub fn from_stored(stored: &Value) -> Result<ResponseSchema> {
+        let schema = stored.get("schema").cloned().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Store,
+                "the conversation's stored response schema has no `schema`",
+            )
+        })?;
+        ResponseSchema::new(stored.get("name").and_then(Value::as_str), schema)
+    }
+
     /// Whether the root is an object schema (what a forced tool's input must be).
     pub fn is_object(&self) -> bool {
         self.schema.get("type").and_then(Value::as_str) == Some("object")

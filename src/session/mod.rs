@@ -340,7 +340,14 @@ impl Framework {
                 middleware: sel.middleware.clone(),
                 cwd: spec.cwd.clone(),
             };
-            if let Err(e) = self.store.create_conversation(&rec) {
+            let stored =
+                self.store
+                    .create_conversation(&rec)
+                    .and_then(|()| match &spec.response_schema {
+                        Some(s) => self.store.set_response_schema(&id, Some(&s.stored())),
+                        None => Ok(()),
+                    });
+            if let Err(e) = stored {
                 self.forget_agent(&agent.id);
                 return Err(e);
             }

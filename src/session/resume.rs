@@ -63,6 +63,7 @@ impl Framework {
             model_configuration: rec.model_configuration.clone(),
             model: rec.model_configuration.is_none().then(|| rec.model.clone()),
             middleware: rec.middleware.clone(),
+            response_schema: self.stored_schema(&id)?,
             ..Default::default()
         };
         let (system, history) = self.store.full_history(&id)?;
@@ -101,7 +102,8 @@ impl Framework {
             .store
             .conversation(&id)?
             .ok_or_else(|| unknown_conversation(&id))?;
-        let sel = self.selector().select(choice)?;
+        let mut sel = self.selector().select(choice)?;
+        sel.response_schema = self.stored_schema(&id)?;
         let (system, history) = self.store.full_history(&id)?;
         let persistence = Some(Persistence {
             store: self.store.clone(),
@@ -150,6 +152,15 @@ impl Framework {
             self.reopen(rec, agent, system_prompt, toolbox, port)?,
             notes,
         ))
+    }
+
+    /// The schema the client gave a stored conversation at its creation, if any (its model
+    /// configuration's, if it has one, comes from the selection).
+    fn stored_schema(&self, id: &str) -> Result<Option<crate::format::ResponseSchema>> {
+        self.store
+            .response_schema(id)?
+            .map(|s| crate::format::ResponseSchema::from_stored(&s))
+            .transpose()
     }
 
     /// Opens a stored conversation `rec` on `agent` (built with its history).

@@ -334,6 +334,48 @@ impl Store {
         Ok(())
     }
 
+    /// Stores the schema a client gave a conversation (`None` removes it), as JSON
+    /// `{"name", "schema"}`; the session turns it back into a checked schema.
+    pub fn set_response_schema(&self, id: &str, schema: Option<&Value>) -> Result<()> {
+        let json = schema
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(json_err)?;
+        let n = self.conn()?.execute(
+            "UPDATE conversations SET response_schema = ?2 WHERE id = ?1",
+            params![id, json],
+        )?;
+        updated(n, id)
+    }
+
+    /// The schema a client gave a conversation, as [`Store::set_response_schema`] stored it.
+    pub fn response_schema(&self, id: &str) -> Result<Option<Value>> {
+        self.json_column(id, "response_schema")
+    }
+
+    /// A conversation's column that holds JSON, parsed (`None`: NULL); `column` is one of this
+    /// module's names, never a caller's text.
+    fn json_column<T: serde::de::DeserializeOwned>(
+        &self,
+        id: &str,
+        column: &'static str,
+    ) -> Result<Option<T>> {
+        let json: Option<Option<String>> = self
+            .conn()?
+            .query_row(
+                &format!("SELECT {column} FROM conversations WHERE id = ?1"),
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(json) = json else {
+            return Err(not_in_history(id));
+        };
+        json.map(|s| serde_json::from_str(&s))
+            .transpose()
+            .map_err(json_err)
+    }
+
     fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRecord> {
         Ok((
             ConversationRecord {
@@ -446,21 +488,7 @@ impl Store {
 
     /// The stored system message and every message, for rebuilding an agent.
     pub fn full_history(&self, id: &str) -> Result<(Option<Message>, Vec<Message>)> {
-        let system: Option<Option<String>> = self
-            .conn()?
-            .query_row(
-                "SELECT system FROM conversations WHERE id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let Some(system) = system else {
-            return Err(not_in_history(id));
-        };
-        let system = system
-            .map(|s| serde_json::from_str(&s))
-            .transpose()
-            .map_err(json_err)?;
+        let system = self.json_column(id, "system")?;
         let (messages, _) = self.history(id, usize::MAX / 2, None)?;
         Ok((system, messages.into_iter().map(|m| m.message).collect()))
     }

@@ -83,6 +83,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
      CREATE INDEX messages_usage ON messages(created_at, model, conversation_id, input_tokens,
         output_tokens, cache_read_tokens, cache_write_tokens, cost)
         WHERE input_tokens IS NOT NULL;",
+    // 8: the schema every reply of a conversation must match when its client gave one at
+    // creation (JSON `{"name", "schema"}`; NULL: none, or its model configuration's).
+    "ALTER TABLE conversations ADD COLUMN response_schema TEXT;",
 ];
 
 impl Store {

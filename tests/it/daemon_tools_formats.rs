@@ -213,6 +213,22 @@ fn gemini_runs_parallel_function_calls_and_answers_them_in_one_turn() {
     assert!(d.shutdown(WAIT).success());
 }
 
+/// A daemon's config against the fake Bedrock with its keys, and no other AWS variable of the
+/// caller's.
+fn bedrock_config(root: &Path, fake: &fake_bedrock::FakeBedrock) -> DaemonConfig {
+    let mut cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon")
+        .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &fake.url())
+        .env("AWS_REGION", fake_bedrock::REGION)
+        .env("AWS_ACCESS_KEY_ID", fake_bedrock::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", fake_bedrock::SECRET_KEY);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") && !cfg.env.iter().any(|(n, _)| n == k.as_str()) {
+            cfg = cfg.env(&k, "");
+        }
+    }
+    cfg
+}
+
 #[test]
 fn bedrock_converse_streams_tool_uses_and_sends_both_results_in_one_message() {
     use fake_bedrock::{Accept, Behavior, FakeBedrock};
@@ -237,16 +253,7 @@ fn bedrock_converse_streams_tool_uses_and_sends_both_results_in_one_message() {
     let summary = "Done: you are registered for E1.";
     fake.push(Behavior::text(summary));
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
-        .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &fake.url())
-        .env("AWS_REGION", fake_bedrock::REGION)
-        .env("AWS_ACCESS_KEY_ID", fake_bedrock::ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", fake_bedrock::SECRET_KEY);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("AWS_") && !cfg.env.iter().any(|(n, _)| n == k.as_str()) {
-            cfg = cfg.env(&k, "");
-        }
-    }
+    let cfg = bedrock_config(dir.path(), &fake);
     let mut d = daemon(dir.path(), cfg, &events, true);
     let model = "anthropic.claude-3-haiku-20240307-v1:0";
     let (agent, turn_id, fin) = tools_turn(&mut d, "bedrock", model, "bedrock-converse");
@@ -358,5 +365,84 @@ fn ollama_chat_streams_whole_calls_as_chunks() {
     assert_eq!(fake.requests()[0].body["stream"], true);
     assert_streamed_calls(&d, &turn_id);
     assert_whole_turn(&mut d, &agent, ["call_0", "call_1"], "Registered.");
+    assert!(d.shutdown(WAIT).success());
+}
+
+/// Structured output and `tool_choice` on Converse: the schema becomes an answer tool beside
+/// the module's, `tool_choice = required` becomes `toolChoice: {any}`, the model calls a tool
+/// of the module, then answers through the answer tool; the client gets that tool's input as
+/// the checked JSON. A conversation without tools forces the answer tool by name.
+#[test]
+fn bedrock_converse_answers_a_schema_through_its_answer_tool_beside_tool_choice() {
+    use fake_bedrock::{Accept, Behavior, FakeBedrock};
+    let events = events_module();
+    let fake = FakeBedrock::start(Accept {
+        session_token: None,
+    })
+    .unwrap();
+    let answer = r#"{"eventId": "E1", "registered": true}"#;
+    fake.push(Behavior::calls(
+        "",
+        &[("events__eventParticipation", PARTICIPATION)],
+    ));
+    fake.push(Behavior::calls("", &[("signup", answer)]));
+    fake.push(Behavior::calls("", &[("signup", answer)]));
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = bedrock_config(dir.path(), &fake);
+    let mut d = daemon(dir.path(), cfg, &events, false);
+    let schema = json!({"type": "object",
+        "properties": {"eventId": {"type": "string"}, "registered": {"type": "boolean"}},
+        "required": ["eventId", "registered"]});
+    let model = "anthropic.claude-3-haiku-20240307-v1:0";
+    let (cid, _) = d.create_conversation(json!({"feature": "tools", "serviceProvider": "bedrock",
+        "model": model, "parameters": {"tool_choice": "required"},
+        "responseSchema": schema, "responseSchemaName": "signup"}));
+    let (_, fin) = d.turn(&cid, "Sign me up for E1", WAIT);
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let summary: Value = serde_json::from_str(fin["summary"].as_str().unwrap()).unwrap();
+    assert_eq!(summary, json!({"eventId": "E1", "registered": true}));
+    assert!(
+        fin["detailedResponse"]
+            .to_string()
+            .contains("has been validated"),
+        "{fin}"
+    );
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    for r in &requests {
+        let config = &r.body["toolConfig"];
+        assert_eq!(config["toolChoice"], json!({"any": {}}), "{config}");
+        let names: Vec<&str> = config["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["toolSpec"]["name"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["events__getEvents", "events__eventParticipation", "signup"],
+            "{config}"
+        );
+        assert_eq!(
+            config["tools"][2]["toolSpec"]["inputSchema"]["json"],
+            schema
+        );
+    }
+
+    // Alone, the answer tool is forced by name.
+    let (cid, _) = d.create_conversation(json!({"serviceProvider": "bedrock", "model": model,
+        "responseSchema": schema, "responseSchemaName": "signup"}));
+    let (_, fin) = d.turn(&cid, "Am I registered for E1?", WAIT);
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let summary: Value = serde_json::from_str(fin["summary"].as_str().unwrap()).unwrap();
+    assert_eq!(summary["registered"], true, "{fin}");
+    let config = &fake.requests()[2].body["toolConfig"];
+    assert_eq!(
+        config["toolChoice"],
+        json!({"tool": {"name": "signup"}}),
+        "{config}"
+    );
+    assert_eq!(config["tools"].as_array().unwrap().len(), 1, "{config}");
     assert!(d.shutdown(WAIT).success());
 }

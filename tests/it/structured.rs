@@ -310,3 +310,37 @@ fn the_daemon_takes_a_response_schema_per_conversation_turn_and_prompt() {
     assert_eq!(e["data"]["kind"], "invalidParams", "{e}");
     assert!(d.shutdown(std::time::Duration::from_secs(10)).success());
 }
+
+/// A schema given on `CreateConversation` is kept with the conversation: after a daemon
+/// restart, the resumed conversation's next turn still sends it (the model has none).
+#[test]
+fn a_conversation_keeps_its_response_schema_across_a_daemon_restart() {
+    use crate::support::rpc_client::{Daemon, DaemonConfig, Framing};
+    let fake = openai(&[VALID, r#"{"city": "Bergen", "population": 291000}"#]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
+        .env("OPENAI_BASE_URL", &fake.base_url())
+        .env("OPENAI_API_KEY", "sk-dummy");
+    let turn = std::time::Duration::from_secs(15);
+    let mut d = Daemon::spawn(&cfg);
+    d.initialize("structured-tests", true);
+    let (cid, _) = d.create_conversation(json!({"serviceProvider": "openai",
+        "model": "gpt-4o-mini", "responseSchema": schema(), "responseSchemaName": "city"}));
+    let (_, fin) = d.turn(&cid, "Oslo?", turn);
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    assert!(d.shutdown(std::time::Duration::from_secs(10)).success());
+
+    let mut d = Daemon::spawn(&cfg);
+    d.initialize("structured-tests", true);
+    let resumed = d.call("ResumeConversation", json!({"conversationId": cid}));
+    assert_eq!(resumed["conversationId"], cid.as_str(), "{resumed}");
+    let (_, fin) = d.turn(&cid, "Bergen?", turn);
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    let summary: Value = serde_json::from_str(fin["summary"].as_str().unwrap()).unwrap();
+    assert_eq!(summary["city"], "Bergen");
+    let sent = &fake.requests()[1].body["response_format"];
+    assert_eq!(sent["type"], "json_schema", "{sent}");
+    assert_eq!(sent["json_schema"]["name"], "city", "{sent}");
+    assert_eq!(sent["json_schema"]["schema"], schema(), "{sent}");
+    assert!(d.shutdown(std::time::Duration::from_secs(10)).success());
+}

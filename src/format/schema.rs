@@ -52,6 +52,11 @@ impl ResponseSchema {
         })
     }
 
+    /// A schema and its name when a request gives one (`responseSchema`, `responseSchemaName`).
+    pub fn given(schema: Option<Value>, name: Option<String>) -> Result<Option<ResponseSchema>> {
+        schema.map(|s| Self::new(name.as_deref(), s)).transpose()
+    }
+
     /// A schema from text: JSON, or the path of a file holding it (what `--schema` takes).
     pub fn from_text_or_file(name: Option<&str>, text: &str) -> Result<ResponseSchema> {
         let trimmed = text.trim_start();

@@ -14,6 +14,7 @@ use super::listings::Components;
 use super::port::RpcPort;
 use super::protocol::*;
 use crate::error::{Error, ErrorKind};
+use crate::format::ResponseSchema;
 use crate::select::ModelChoice;
 use crate::session::{CancelTarget, ConversationSpec, FeatureReply, Framework, OpenConversation};
 
@@ -309,7 +310,10 @@ impl Session {
                     parameters: p.parameters,
                     ephemeral: p.ephemeral,
                     tools: p.tools,
-                    response_schema: response_schema(p.response_schema, p.response_schema_name)?,
+                    response_schema: ResponseSchema::given(
+                        p.response_schema,
+                        p.response_schema_name,
+                    )?,
                     ..Default::default()
                 };
                 ok(CreateConversationResult::from(
@@ -379,7 +383,7 @@ impl Session {
             }
             "OnNewMessage" => {
                 let p: OnNewMessageParams = params(p)?;
-                let schema = response_schema(p.response_schema, p.response_schema_name)?;
+                let schema = ResponseSchema::given(p.response_schema, p.response_schema_name)?;
                 let turn_id =
                     fw.on_new_message_with(&p.conversation_id, p.message.into_message(), schema)?;
                 if let Some(id) = id {
@@ -409,7 +413,7 @@ impl Session {
             }
             "SendPrompt" => {
                 let p: SendPromptParams = params(p)?;
-                let schema = response_schema(p.response_schema, p.response_schema_name)?;
+                let schema = ResponseSchema::given(p.response_schema, p.response_schema_name)?;
                 let prompt = p.prompt.into_messages();
                 ok(RequestIdResult {
                     request_id: fw.send_prompt_with(&p.agent_id, prompt, schema, port)?,

@@ -289,16 +289,6 @@ pub struct SendPromptParams {
     pub response_schema_name: Option<String>,
 }
 
-/// The schema of a request's `responseSchema` and `responseSchemaName`, checked.
-pub fn response_schema(
-    schema: Option<Value>,
-    name: Option<String>,
-) -> crate::error::Result<Option<crate::format::ResponseSchema>> {
-    schema
-        .map(|s| crate::format::ResponseSchema::new(name.as_deref(), s))
-        .transpose()
-}
-
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum PromptInput {

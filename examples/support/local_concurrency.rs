@@ -16,16 +16,17 @@ use serde_json::{json, Value};
 
 use crate::{bench, ms, Daemon, Options, Res, DEADLINE};
 
-/// One prompt per stream (the streams differ, as real conversations would).
+/// One prompt per stream (the streams differ, as real conversations would); each asks for a
+/// long answer so that both servers usually run to `--tokens`.
 const PROMPTS: [&str; 8] = [
-    "Explain in a few sentences why the sky is blue.",
-    "Write a short story about a lighthouse keeper.",
-    "Describe how a bicycle works.",
-    "What are the seasons and why do they happen?",
-    "Give advice to someone learning to cook.",
-    "Explain what a computer program is to a child.",
-    "Describe a walk through a forest in autumn.",
-    "Why do cats purr? Answer in a few sentences.",
+    "Write a long story about a lighthouse keeper.",
+    "Write a long story about a dragon who learns to bake bread.",
+    "Write a long essay about the history of bicycles.",
+    "Write a long story about two friends crossing a desert.",
+    "Write a long essay about why people keep gardens.",
+    "Write a long story about a robot that paints pictures.",
+    "Write a long essay about life in a medieval village.",
+    "Write a long story about a cat who sails around the world.",
 ];
 
 /// One stream of a concurrent run, timed from the moment all requests were sent.
@@ -83,7 +84,7 @@ impl Run {
         let firsts: Vec<String> = self
             .streams
             .iter()
-            .map(|s| format!("{:.0}", ms(s.first)))
+            .map(|s| format!("{:.0} ({} tok)", ms(s.first), s.tokens))
             .collect();
         println!("  {title}");
         println!(
@@ -95,7 +96,7 @@ impl Run {
             self.peak_kib as f64 / 1024.0
         );
         println!(
-            "    time to first token per stream (ms): {}   mean {:.0}",
+            "    time to first token per stream, ms (tokens): {}   mean {:.0}",
             firsts.join(" "),
             ms(self.mean_first())
         );

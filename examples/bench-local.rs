@@ -3,6 +3,8 @@
 //! ```text
 //! cargo build --release --example bench-local --bin genai
 //! cargo run --release --example bench-local -- [--model PATH] [--threads N] [--tokens N]
+//! cargo run --release --example bench-local -- --concurrency 1,2,4,8 [--context N]
+//!     [--llama-server PATH] [--model PATH] [--threads N] [--tokens N]
 //! ```
 //!
 //! The model is `--model`, else `GENAI_TEST_MODEL`, else the models folder's default. Replies are
@@ -17,11 +19,17 @@
 //!    tokens/s between the first chunk and the final response, prompt tokens and how many came
 //!    from the slot's KV cache; the daemon's peak RSS at the end.
 //!
+//! With `--concurrency`, it runs instead N conversations at once through one `genai daemon` with
+//! N slots of `--context` tokens (default 4096) for each N given, and with `--llama-server` the
+//! same N streams against llama.cpp's `llama-server -np N` (see `support/local_concurrency.rs`).
+//!
 //! Engine figures come from the engine's debug log line (`GENAI_LOG=genai::provider::local=debug`).
 //! Every wait has a deadline; the bench exits non-zero with a message when one is missed.
 
 #[path = "support/bench.rs"]
 mod bench;
+#[path = "support/local_concurrency.rs"]
+mod local_concurrency;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -42,6 +50,11 @@ struct Options {
     model: PathBuf,
     threads: u32,
     tokens: u32,
+    /// Tokens per slot (`context_size`; llama-server gets `-c` = this × slots).
+    context: u32,
+    /// `--concurrency`: the stream counts to run; empty runs the single-conversation bench.
+    concurrency: Vec<usize>,
+    llama_server: Option<PathBuf>,
 }
 
 fn main() {
@@ -54,22 +67,9 @@ fn main() {
 fn run() -> Res<()> {
     let opts = options()?;
     let genai = bench::genai_binary("`cargo build --release --example bench-local --bin genai`")?;
-    let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp folder: {e}"))?;
-    let config_dir = dir.path().join("config");
-    let data_dir = dir.path().join("data");
-    std::fs::create_dir_all(&config_dir).map_err(|e| e.to_string())?;
-    std::fs::write(
-        config_dir.join("config.toml"),
-        format!(
-            "[service_providers.bench]\nkind = \"local\"\nmodel = {}\nthreads = {}\n",
-            Value::String(opts.model.display().to_string()),
-            opts.threads
-        ),
-    )
-    .map_err(|e| e.to_string())?;
-    let env = |cmd: &mut Command| {
-        cmd.env("GENAI_CONFIG_DIR", &config_dir)
-            .env("GENAI_DATA_DIR", &data_dir)
+    let env_in = |cmd: &mut Command, dir: &Path| {
+        cmd.env("GENAI_CONFIG_DIR", dir.join("config"))
+            .env("GENAI_DATA_DIR", dir.join("data"))
             .env("GENAI_LOG", "warn,genai::provider::local=debug")
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL");
@@ -83,6 +83,12 @@ fn run() -> Res<()> {
         opts.tokens,
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+    if !opts.concurrency.is_empty() {
+        return local_concurrency::run(&genai, &env_in, &opts, &opts.concurrency);
+    }
+    let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp folder: {e}"))?;
+    write_config(dir.path(), &opts, None)?;
+    let env = |cmd: &mut Command| env_in(cmd, dir.path());
     let max = format!("max_tokens={}", opts.tokens);
     let ask1 = ask(
         &genai,
@@ -147,6 +153,26 @@ fn run() -> Res<()> {
     Ok(())
 }
 
+/// `dir/config/config.toml`: one local provider `bench` on the model; with `slots`, that many
+/// slots of `--context` tokens each, else the engine's defaults.
+fn write_config(dir: &Path, opts: &Options, slots: Option<usize>) -> Res<()> {
+    let config_dir = dir.join("config");
+    std::fs::create_dir_all(&config_dir).map_err(|e| e.to_string())?;
+    std::fs::write(
+        config_dir.join("config.toml"),
+        format!(
+            "[service_providers.bench]\nkind = \"local\"\nmodel = {}\nthreads = {}\n{}",
+            Value::String(opts.model.display().to_string()),
+            opts.threads,
+            slots.map_or(String::new(), |n| format!(
+                "context_size = {}\nslots = {n}\n",
+                opts.context
+            )),
+        ),
+    )
+    .map_err(|e| e.to_string())
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -155,6 +181,9 @@ fn options() -> Res<Options> {
     let mut model = std::env::var_os("GENAI_TEST_MODEL").map(PathBuf::from);
     let mut threads = std::thread::available_parallelism().map_or(4, |n| n.get() as u32);
     let mut tokens = 128;
+    let mut context = 4096;
+    let mut concurrency = Vec::new();
+    let mut llama_server = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{a} takes a value"));
@@ -162,6 +191,17 @@ fn options() -> Res<Options> {
             "--model" => model = Some(PathBuf::from(value()?)),
             "--threads" => threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?,
             "--tokens" => tokens = value()?.parse().map_err(|e| format!("--tokens: {e}"))?,
+            "--context" => context = value()?.parse().map_err(|e| format!("--context: {e}"))?,
+            "--concurrency" => {
+                concurrency = value()?
+                    .split(',')
+                    .map(|n| match n.trim().parse::<usize>() {
+                        Ok(n) if n > 0 => Ok(n),
+                        _ => Err(format!("--concurrency: {n:?} is not a positive number")),
+                    })
+                    .collect::<Res<_>>()?
+            }
+            "--llama-server" => llama_server = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -178,10 +218,16 @@ fn options() -> Res<Options> {
     let model = model
         .canonicalize()
         .map_err(|e| format!("{}: {e}", model.display()))?;
+    if llama_server.is_some() && concurrency.is_empty() {
+        return Err("--llama-server needs --concurrency N[,N...]".into());
+    }
     Ok(Options {
         model,
         threads,
         tokens,
+        context,
+        concurrency,
+        llama_server,
     })
 }
 

@@ -91,6 +91,7 @@ echo "== benchmark smoke runs"
 cargo run --locked --example bench-daemon -- --quick
 cargo run --locked --example bench-serve -- --quick
 cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
+cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16 --context 1024 --concurrency 2
 cargo run --locked --example bench-search -- --messages 5000
 cargo run --locked --example bench-usage -- --turns 5000
 

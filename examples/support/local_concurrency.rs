@@ -1,0 +1,428 @@
+//! `bench-local --concurrency N[,N...]`: N conversations at once through `genai daemon` (one
+//! engine with N slots), and, given `--llama-server PATH`, N concurrent streaming chat requests
+//! to llama.cpp's `llama-server -np N` on the same GGUF, threads and per-slot context. For each N
+//! it prints aggregate tokens/s, each stream's time to first token, the wall time and the server
+//! process's peak memory (VmHWM), and the genai / llama-server ratio. It only measures: it never
+//! tunes either side beyond slots, context size and threads.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::{bench, ms, Daemon, Options, Res, DEADLINE};
+
+/// One prompt per stream (the streams differ, as real conversations would); each asks for a
+/// long answer so that both servers usually run to `--tokens`.
+const PROMPTS: [&str; 8] = [
+    "Write a long story about a lighthouse keeper.",
+    "Write a long story about a dragon who learns to bake bread.",
+    "Write a long essay about the history of bicycles.",
+    "Write a long story about two friends crossing a desert.",
+    "Write a long essay about why people keep gardens.",
+    "Write a long story about a robot that paints pictures.",
+    "Write a long essay about life in a medieval village.",
+    "Write a long story about a cat who sails around the world.",
+];
+
+/// One stream of a concurrent run, timed from the moment all requests were sent.
+struct Stream {
+    first: Duration,
+    done: Duration,
+    tokens: u64,
+}
+
+/// N streams run at once against one server process.
+pub struct Run {
+    streams: Vec<Stream>,
+    wall: Duration,
+    peak_kib: u64,
+}
+
+impl Run {
+    fn tokens(&self) -> u64 {
+        self.streams.iter().map(|s| s.tokens).sum()
+    }
+
+    /// Completion tokens of all streams over the wall time (first request → last token).
+    fn aggregate(&self) -> f64 {
+        self.tokens() as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// Tokens after each stream's first, over the span from the earliest first token to the
+    /// last token: the decode rate once every prompt is in.
+    fn decode(&self) -> f64 {
+        let first = self
+            .streams
+            .iter()
+            .map(|s| s.first)
+            .min()
+            .unwrap_or_default();
+        let span = self.wall.saturating_sub(first).as_secs_f64();
+        let after: u64 = self
+            .streams
+            .iter()
+            .map(|s| s.tokens.saturating_sub(1))
+            .sum();
+        if span > 0.0 {
+            after as f64 / span
+        } else {
+            0.0
+        }
+    }
+
+    fn mean_first(&self) -> Duration {
+        let n = self.streams.len().max(1) as u32;
+        self.streams.iter().map(|s| s.first).sum::<Duration>() / n
+    }
+
+    fn print(&self, title: &str) {
+        let firsts: Vec<String> = self
+            .streams
+            .iter()
+            .map(|s| format!("{:.0} ({} tok)", ms(s.first), s.tokens))
+            .collect();
+        println!("  {title}");
+        println!(
+            "    aggregate {:>6.1} tokens/s ({} tokens)   decode {:>6.1} tokens/s   wall {:>7.0} ms   peak {:>4.0} MB",
+            self.aggregate(),
+            self.tokens(),
+            self.decode(),
+            ms(self.wall),
+            self.peak_kib as f64 / 1024.0
+        );
+        println!(
+            "    time to first token per stream, ms (tokens): {}   mean {:.0}",
+            firsts.join(" "),
+            ms(self.mean_first())
+        );
+    }
+}
+
+/// Runs every N of `--concurrency` for genai and, when given, llama-server; prints the table.
+pub fn run(
+    genai: &Path,
+    env: &dyn Fn(&mut Command, &Path),
+    opts: &Options,
+    levels: &[usize],
+) -> Res<()> {
+    let mut rows = Vec::new();
+    for &n in levels {
+        println!("{n} stream(s), {} tokens each", opts.tokens);
+        let ours = genai_run(genai, env, opts, n)?;
+        ours.print("genai daemon");
+        let theirs = match &opts.llama_server {
+            Some(path) => {
+                let r = llama_server_run(path, opts, n)?;
+                r.print("llama-server");
+                Some(r)
+            }
+            None => None,
+        };
+        rows.push((n, ours, theirs));
+    }
+    println!();
+    println!("| N | genai tok/s | llama-server tok/s | ratio | genai TTFT mean | llama-server TTFT mean | genai wall | llama-server wall | genai peak | llama-server peak |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (n, ours, theirs) in &rows {
+        let dash = || "—".to_string();
+        let t = theirs.as_ref();
+        println!(
+            "| {n} | {:.1} | {} | {} | {:.0} ms | {} | {:.0} ms | {} | {:.0} MB | {} |",
+            ours.aggregate(),
+            t.map_or_else(dash, |t| format!("{:.1}", t.aggregate())),
+            t.map_or_else(dash, |t| format!(
+                "{:.2}",
+                ours.aggregate() / t.aggregate().max(1e-9)
+            )),
+            ms(ours.mean_first()),
+            t.map_or_else(dash, |t| format!("{:.0} ms", ms(t.mean_first()))),
+            ms(ours.wall),
+            t.map_or_else(dash, |t| format!("{:.0} ms", ms(t.wall))),
+            ours.peak_kib as f64 / 1024.0,
+            t.map_or_else(dash, |t| format!("{:.0} MB", t.peak_kib as f64 / 1024.0)),
+        );
+    }
+    Ok(())
+}
+
+/// `genai daemon` with `slots = n`: a warm-up turn loads the model, then `n` conversations send
+/// their message at once.
+fn genai_run(
+    genai: &Path,
+    env: &dyn Fn(&mut Command, &Path),
+    opts: &Options,
+    n: usize,
+) -> Res<Run> {
+    let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp folder: {e}"))?;
+    crate::write_config(dir.path(), opts, Some(n))?;
+    let mut cmd = Command::new(genai);
+    cmd.arg("daemon");
+    env(&mut cmd, dir.path());
+    let mut daemon = Daemon::spawn(cmd)?;
+    daemon.call(
+        "Initialize",
+        json!({"clientInfo": {"name": "bench-local", "version": "0"}, "capabilities": {"streaming": true}}),
+    )?;
+    let create = |daemon: &mut Daemon, tokens: u32| -> Res<String> {
+        let conv = daemon.call(
+            "CreateConversation",
+            json!({"serviceProvider": "bench", "parameters": {"max_tokens": tokens, "temperature": 0}}),
+        )?;
+        Ok(conv["conversationId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string())
+    };
+    let warm = create(&mut daemon, 2)?;
+    daemon.turn(&warm, "Hi")?;
+    let mut index = HashMap::new();
+    for i in 0..n {
+        index.insert(create(&mut daemon, opts.tokens)?, i);
+    }
+    let started = Instant::now();
+    for (cid, &i) in &index {
+        daemon.send(
+            "OnNewMessage",
+            json!({"conversationId": cid, "message": PROMPTS[i % PROMPTS.len()]}),
+        )?;
+    }
+    let deadline = started + DEADLINE;
+    let mut first: Vec<Option<Duration>> = vec![None; n];
+    let mut streams: Vec<Option<Stream>> = (0..n).map(|_| None).collect();
+    while streams.iter().any(Option::is_none) {
+        let m = daemon.recv(deadline)?;
+        let p = &m["params"];
+        let Some(&i) = p["conversationId"].as_str().and_then(|c| index.get(c)) else {
+            continue;
+        };
+        match m["method"].as_str() {
+            Some("OnFeatureResponseChunk") => {
+                first[i].get_or_insert_with(|| started.elapsed());
+            }
+            Some("OnFeatureResponse") if p["final"] == true => {
+                let done = started.elapsed();
+                if p["isSuccess"] != true {
+                    return Err(format!("a turn failed: {}", p["error"]));
+                }
+                streams[i] = Some(Stream {
+                    first: first[i].unwrap_or(done),
+                    done,
+                    tokens: p["usage"]["outputTokens"].as_u64().unwrap_or(0),
+                });
+            }
+            _ => {}
+        }
+    }
+    let streams: Vec<Stream> = streams.into_iter().flatten().collect();
+    let wall = streams.iter().map(|s| s.done).max().unwrap_or_default();
+    let (_, peak_kib) = daemon.memory_kib()?;
+    daemon.shutdown()?;
+    Ok(Run {
+        streams,
+        wall,
+        peak_kib,
+    })
+}
+
+/// A loopback port free at the moment of asking.
+fn free_port() -> Res<u16> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot bind loopback: {e}"))?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// `llama-server -np n -c n×context` on the model; a warm-up request, then `n` streaming chat
+/// requests at once, one thread each.
+fn llama_server_run(path: &Path, opts: &Options, n: usize) -> Res<Run> {
+    let port = free_port()?;
+    let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let mut child = Command::new(path)
+        .arg("-m")
+        .arg(&opts.model)
+        .args(["-np", &n.to_string()])
+        .args(["-c", &(n as u32 * opts.context).to_string()])
+        .args(["-t", &opts.threads.to_string()])
+        .args(["-tb", &opts.threads.to_string()])
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log.reopen().map_err(|e| e.to_string())?)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", path.display()))?;
+    let result = drive_llama_server(&mut child, port, opts, n);
+    let _ = child.kill();
+    let _ = child.wait();
+    result.map_err(|e| {
+        let tail = std::fs::read_to_string(log.path()).unwrap_or_default();
+        let tail: Vec<&str> = tail.lines().rev().take(5).collect();
+        format!("llama-server: {e} (its log ends: {})", tail.join(" / "))
+    })
+}
+
+fn drive_llama_server(child: &mut Child, port: u16, opts: &Options, n: usize) -> Res<Run> {
+    let ready_by = Instant::now() + DEADLINE;
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Err(format!("exited before it was ready ({status})"));
+        }
+        if http_status(port, "/health").is_ok_and(|s| s == 200) {
+            break;
+        }
+        if Instant::now() > ready_by {
+            return Err(format!("not ready after {DEADLINE:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    chat_stream(port, "Hi", 2, Instant::now())?;
+    let started = Instant::now();
+    let tokens = opts.tokens;
+    let workers: Vec<_> = (0..n)
+        .map(|i| {
+            std::thread::spawn(move || {
+                chat_stream(port, PROMPTS[i % PROMPTS.len()], tokens, started)
+            })
+        })
+        .collect();
+    let mut streams = Vec::new();
+    for w in workers {
+        streams.push(w.join().map_err(|_| "a request thread panicked")??);
+    }
+    let wall = streams.iter().map(|s| s.done).max().unwrap_or_default();
+    let (_, peak_kib) = bench::memory_kib(child.id())?;
+    Ok(Run {
+        streams,
+        wall,
+        peak_kib,
+    })
+}
+
+/// The status code of `GET path`.
+fn http_status(port: u16, path: &str) -> Res<u16> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    BufReader::new(s)
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    status_code(&line)
+}
+
+fn status_code(line: &str) -> Res<u16> {
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("not an HTTP status line: {line:?}"))
+}
+
+/// One streaming `/v1/chat/completions` request, greedy, `tokens` at most; times from
+/// `started`. Tokens are the final usage's count, else the content chunks (one token each).
+fn chat_stream(port: u16, prompt: &str, tokens: u32, started: Instant) -> Res<Stream> {
+    let body = json!({
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": tokens,
+        "temperature": 0,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    })
+    .to_string();
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(DEADLINE))
+        .map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .map_err(|e| e.to_string())?;
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).map_err(|e| e.to_string())?;
+    let code = status_code(&line)?;
+    let mut chunked = false;
+    loop {
+        line.clear();
+        r.read_line(&mut line).map_err(|e| e.to_string())?;
+        let h = line.trim().to_ascii_lowercase();
+        if h.is_empty() {
+            break;
+        }
+        chunked |= h.starts_with("transfer-encoding:") && h.contains("chunked");
+    }
+    let mut first = None;
+    let mut chunks = 0u64;
+    let mut usage = None;
+    let mut pending = Vec::new();
+    let mut on_line = |l: &str| {
+        let Some(data) = l.trim().strip_prefix("data:") else {
+            return;
+        };
+        let Ok(v) = serde_json::from_str::<Value>(data.trim()) else {
+            return;
+        };
+        let content = v["choices"][0]["delta"]["content"].as_str().unwrap_or("");
+        if !content.is_empty() {
+            first.get_or_insert_with(|| started.elapsed());
+            chunks += 1;
+        }
+        if let Some(t) = v["usage"]["completion_tokens"].as_u64() {
+            usage = Some(t);
+        }
+    };
+    let mut body = Vec::new();
+    loop {
+        let piece = if chunked {
+            line.clear();
+            r.read_line(&mut line).map_err(|e| e.to_string())?;
+            let size = line.trim().split(';').next().unwrap_or("");
+            let size = usize::from_str_radix(size, 16)
+                .map_err(|_| format!("bad chunk size {:?}", line.trim()))?;
+            if size == 0 {
+                break;
+            }
+            let mut buf = vec![0; size + 2];
+            r.read_exact(&mut buf).map_err(|e| e.to_string())?;
+            buf.truncate(size);
+            buf
+        } else {
+            let mut buf = vec![0; 4096];
+            let got = r.read(&mut buf).map_err(|e| e.to_string())?;
+            if got == 0 {
+                break;
+            }
+            buf.truncate(got);
+            buf
+        };
+        if code != 200 {
+            body.extend_from_slice(&piece);
+            continue;
+        }
+        pending.extend_from_slice(&piece);
+        while let Some(at) = pending.iter().position(|&b| b == b'\n') {
+            let l: Vec<u8> = pending.drain(..=at).collect();
+            on_line(&String::from_utf8_lossy(&l));
+        }
+    }
+    on_line(&String::from_utf8_lossy(&pending));
+    if code != 200 {
+        return Err(format!(
+            "HTTP {code}: {}",
+            String::from_utf8_lossy(&body).trim()
+        ));
+    }
+    let done = started.elapsed();
+    Ok(Stream {
+        first: first.unwrap_or(done),
+        done,
+        tokens: usage.unwrap_or(chunks),
+    })
+}

@@ -19,7 +19,7 @@
 use serde_json::{json, Map, Value};
 
 use super::cache;
-use super::parameters::with_stops;
+use super::parameters::{self, with_stops};
 use super::reply::body_json;
 use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::wire::{items, str_field};
@@ -137,7 +137,7 @@ impl Format for BedrockConverse {
         }
         let mut inference = Map::new();
         for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
-            if k == TOOL_CHOICE.name || cache::is_setting(k) {
+            if parameters::is_genai_setting(k) {
                 continue;
             }
             if INFERENCE.contains(&k.as_str()) {

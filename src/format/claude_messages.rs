@@ -7,9 +7,8 @@
 //! needs (the `anthropic` provider moves `anthropic_version`/`anthropic_beta` into headers;
 //! Bedrock drops `model` and `stream` and keeps `anthropic_version` in the body).
 //!
-//! Wire shapes follow Anthropic's public documentation under <https://docs.anthropic.com/en/>:
-//! `api/messages` (request, response), `docs/build-with-claude/streaming` (stream events),
-//! `.../vision` (image sources), `.../tool-use` (tool_use, tool_result) and `api/errors`.
+//! Wire shapes: Anthropic's documentation under <https://docs.anthropic.com/en/> (`api/messages`,
+//! `docs/build-with-claude/` `streaming`, `vision`, `tool-use`, and `api/errors`).
 
 use serde_json::{json, Map, Value};
 
@@ -299,7 +298,7 @@ pub fn request_body(
     body.insert("messages".into(), Value::Array(messages));
     for (k, v) in parameters
         .iter()
-        .filter(|(k, _)| *k != TOOL_CHOICE.name && !cache::is_setting(k))
+        .filter(|(k, _)| !parameters::is_genai_setting(k))
     {
         let v = match (k.as_str(), v) {
             ("stop_sequences" | BETA_PARAMETER, Value::String(s)) => json!([s]),

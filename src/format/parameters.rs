@@ -209,6 +209,12 @@ pub fn with_stops<'p>(
     Cow::Owned(out)
 }
 
+/// Whether `name` is a setting genai acts on itself (`tool_choice`, prompt caching) rather
+/// than a field the Claude and Converse formats copy into the body.
+pub fn is_genai_setting(name: &str) -> bool {
+    name == super::schema::TOOL_CHOICE.name || super::cache::is_setting(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

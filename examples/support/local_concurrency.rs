@@ -1,9 +1,12 @@
 //! `bench-local --concurrency N[,N...]`: N conversations at once through `genai daemon` (one
 //! engine with N slots), and, given `--llama-server PATH`, N concurrent streaming chat requests
 //! to llama.cpp's `llama-server -np N` on the same GGUF, threads and per-slot context. For each N
-//! it prints aggregate tokens/s, each stream's time to first token, the wall time and the server
-//! process's peak memory (VmHWM), and the genai / llama-server ratio. It only measures: it never
-//! tunes either side beyond slots, context size and threads.
+//! (greedy, every stream run to `--tokens` with `ignore_eos` on both sides, so that both do the
+//! same work) it prints aggregate tokens/s, each stream's time to first token, the wall time and the server
+//! process's peak memory (VmHWM), and the genai / llama-server ratio. It also runs each prompt
+//! alone in a fresh server process and counts, for every N, the streams whose greedy text is the
+//! one they give alone. It only measures: it never tunes either side beyond slots, context size
+//! and threads.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -34,6 +37,7 @@ struct Stream {
     first: Duration,
     done: Duration,
     tokens: u64,
+    text: String,
 }
 
 /// N streams run at once against one server process.
@@ -101,6 +105,39 @@ impl Run {
             ms(self.mean_first())
         );
     }
+
+    /// How many streams gave the text their prompt gives alone (`alone[i]` for prompt i).
+    fn same_as_alone(&self, alone: &[String]) -> usize {
+        self.streams
+            .iter()
+            .zip(alone)
+            .filter(|(s, a)| s.text == **a)
+            .count()
+    }
+
+    /// Where each stream's text first parts from its text alone.
+    fn print_differences(&self, alone: &[String]) {
+        for (i, (s, a)) in self.streams.iter().zip(alone).enumerate() {
+            if let Some(at) = s.text.chars().zip(a.chars()).position(|(x, y)| x != y) {
+                let from = |t: &str| t.chars().skip(at).take(24).collect::<String>();
+                println!(
+                    "    stream {i} parts from its text alone at character {at}: {:?} / alone {:?}",
+                    from(&s.text),
+                    from(a)
+                );
+            } else if s.text != *a {
+                println!("    stream {i}: one text is the other's start");
+            }
+        }
+    }
+}
+
+/// Each of the first `n` prompts alone, each in a fresh server process (so that no cache of
+/// another prompt is reused): the greedy texts the concurrent streams are compared with.
+fn alone_texts(n: usize, run: &dyn Fn(&[usize]) -> Res<Run>) -> Res<Vec<String>> {
+    (0..n)
+        .map(|i| Ok(run(&[i])?.streams.remove(0).text))
+        .collect()
 }
 
 /// Runs every N of `--concurrency` for genai and, when given, llama-server; prints the table.
@@ -110,29 +147,45 @@ pub fn run(
     opts: &Options,
     levels: &[usize],
 ) -> Res<()> {
+    let most = levels.iter().copied().max().unwrap_or(1);
+    println!("each of the first {most} prompts alone, for the texts");
+    let alone = alone_texts(most, &|p| genai_run(genai, env, opts, p))?;
+    let their_alone = match &opts.llama_server {
+        Some(path) => Some(alone_texts(most, &|p| llama_server_run(path, opts, p))?),
+        None => None,
+    };
     let mut rows = Vec::new();
     for &n in levels {
         println!("{n} stream(s), {} tokens each", opts.tokens);
-        let ours = genai_run(genai, env, opts, n)?;
+        let prompts: Vec<usize> = (0..n).collect();
+        let ours = genai_run(genai, env, opts, &prompts)?;
         ours.print("genai daemon");
-        let theirs = match &opts.llama_server {
-            Some(path) => {
-                let r = llama_server_run(path, opts, n)?;
+        ours.print_differences(&alone);
+        let theirs = match (&opts.llama_server, &their_alone) {
+            (Some(path), Some(their_alone)) => {
+                let r = llama_server_run(path, opts, &prompts)?;
                 r.print("llama-server");
+                r.print_differences(their_alone);
                 Some(r)
             }
-            None => None,
+            _ => None,
         };
         rows.push((n, ours, theirs));
     }
     println!();
-    println!("| N | genai tok/s | llama-server tok/s | ratio | genai TTFT mean | llama-server TTFT mean | genai wall | llama-server wall | genai peak | llama-server peak |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| N | genai tok/s | llama-server tok/s | ratio | genai TTFT mean | llama-server TTFT mean | genai wall | llama-server wall | genai peak | llama-server peak | same text as alone, genai / llama-server |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (n, ours, theirs) in &rows {
         let dash = || "—".to_string();
         let t = theirs.as_ref();
+        let same = format!(
+            "{}/{n} / {}",
+            ours.same_as_alone(&alone),
+            t.zip(their_alone.as_ref())
+                .map_or_else(dash, |(t, a)| format!("{}/{n}", t.same_as_alone(a)))
+        );
         println!(
-            "| {n} | {:.1} | {} | {} | {:.0} ms | {} | {:.0} ms | {} | {:.0} MB | {} |",
+            "| {n} | {:.1} | {} | {} | {:.0} ms | {} | {:.0} ms | {} | {:.0} MB | {} | {same} |",
             ours.aggregate(),
             t.map_or_else(dash, |t| format!("{:.1}", t.aggregate())),
             t.map_or_else(dash, |t| format!(
@@ -150,14 +203,15 @@ pub fn run(
     Ok(())
 }
 
-/// `genai daemon` with `slots = n`: a warm-up turn loads the model, then `n` conversations send
-/// their message at once.
+/// `genai daemon` with one slot per prompt: a warm-up turn loads the model, then one
+/// conversation per prompt (indices into [`PROMPTS`]) sends its message, all at once.
 fn genai_run(
     genai: &Path,
     env: &dyn Fn(&mut Command, &Path),
     opts: &Options,
-    n: usize,
+    prompts: &[usize],
 ) -> Res<Run> {
+    let n = prompts.len();
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp folder: {e}"))?;
     crate::write_config(dir.path(), opts, Some(n))?;
     let mut cmd = Command::new(genai);
@@ -171,7 +225,7 @@ fn genai_run(
     let create = |daemon: &mut Daemon, tokens: u32| -> Res<String> {
         let conv = daemon.call(
             "CreateConversation",
-            json!({"serviceProvider": "bench", "parameters": {"max_tokens": tokens, "temperature": 0}}),
+            json!({"serviceProvider": "bench", "parameters": {"max_tokens": tokens, "temperature": 0, "ignore_eos": true}}),
         )?;
         Ok(conv["conversationId"]
             .as_str()
@@ -188,7 +242,7 @@ fn genai_run(
     for (cid, &i) in &index {
         daemon.send(
             "OnNewMessage",
-            json!({"conversationId": cid, "message": PROMPTS[i % PROMPTS.len()]}),
+            json!({"conversationId": cid, "message": PROMPTS[prompts[i] % PROMPTS.len()]}),
         )?;
     }
     let deadline = started + DEADLINE;
@@ -213,6 +267,7 @@ fn genai_run(
                     first: first[i].unwrap_or(done),
                     done,
                     tokens: p["usage"]["outputTokens"].as_u64().unwrap_or(0),
+                    text: p["summary"].as_str().unwrap_or_default().to_string(),
                 });
             }
             _ => {}
@@ -235,9 +290,11 @@ fn free_port() -> Res<u16> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
-/// `llama-server -np n -c n×context` on the model; a warm-up request, then `n` streaming chat
-/// requests at once, one thread each.
-fn llama_server_run(path: &Path, opts: &Options, n: usize) -> Res<Run> {
+/// `llama-server -np n -c n×context` on the model, n the number of prompts (indices into
+/// [`PROMPTS`]); a warm-up request, then one streaming chat request per prompt at once, one
+/// thread each.
+fn llama_server_run(path: &Path, opts: &Options, prompts: &[usize]) -> Res<Run> {
+    let n = prompts.len();
     let port = free_port()?;
     let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
     let mut child = Command::new(path)
@@ -253,7 +310,7 @@ fn llama_server_run(path: &Path, opts: &Options, n: usize) -> Res<Run> {
         .stderr(log.reopen().map_err(|e| e.to_string())?)
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", path.display()))?;
-    let result = drive_llama_server(&mut child, port, opts, n);
+    let result = drive_llama_server(&mut child, port, opts, prompts);
     let _ = child.kill();
     let _ = child.wait();
     result.map_err(|e| {
@@ -263,7 +320,7 @@ fn llama_server_run(path: &Path, opts: &Options, n: usize) -> Res<Run> {
     })
 }
 
-fn drive_llama_server(child: &mut Child, port: u16, opts: &Options, n: usize) -> Res<Run> {
+fn drive_llama_server(child: &mut Child, port: u16, opts: &Options, prompts: &[usize]) -> Res<Run> {
     let ready_by = Instant::now() + DEADLINE;
     loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -280,8 +337,9 @@ fn drive_llama_server(child: &mut Child, port: u16, opts: &Options, n: usize) ->
     chat_stream(port, "Hi", 2, Instant::now())?;
     let started = Instant::now();
     let tokens = opts.tokens;
-    let workers: Vec<_> = (0..n)
-        .map(|i| {
+    let workers: Vec<_> = prompts
+        .iter()
+        .map(|&i| {
             std::thread::spawn(move || {
                 chat_stream(port, PROMPTS[i % PROMPTS.len()], tokens, started)
             })
@@ -331,6 +389,7 @@ fn chat_stream(port: u16, prompt: &str, tokens: u32, started: Instant) -> Res<St
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": tokens,
         "temperature": 0,
+        "ignore_eos": true,
         "stream": true,
         "stream_options": {"include_usage": true},
     })
@@ -360,6 +419,7 @@ fn chat_stream(port: u16, prompt: &str, tokens: u32, started: Instant) -> Res<St
     }
     let mut first = None;
     let mut chunks = 0u64;
+    let mut text = String::new();
     let mut usage = None;
     let mut pending = Vec::new();
     let mut on_line = |l: &str| {
@@ -373,6 +433,7 @@ fn chat_stream(port: u16, prompt: &str, tokens: u32, started: Instant) -> Res<St
         if !content.is_empty() {
             first.get_or_insert_with(|| started.elapsed());
             chunks += 1;
+            text.push_str(content);
         }
         if let Some(t) = v["usage"]["completion_tokens"].as_u64() {
             usage = Some(t);
@@ -424,5 +485,6 @@ fn chat_stream(port: u16, prompt: &str, tokens: u32, started: Instant) -> Res<St
         first: first.unwrap_or(done),
         done,
         tokens: usage.unwrap_or(chunks),
+        text,
     })
 }

@@ -135,6 +135,11 @@ pub const PARAMETERS: &[ParameterSpec] = &[
         },
         description: "Penalty for repeating recent tokens (1: none). Honoured by the local provider and compatible servers such as llama.cpp; OpenAI refuses it.",
     },
+    ParameterSpec {
+        name: "ignore_eos",
+        kind: ParameterType::Boolean,
+        description: "Generate until max_tokens: never end at an end-of-generation token (nor, on the local provider, when the reply repeats itself), for benchmarks. Honoured by the local provider and llama.cpp's server; OpenAI refuses it.",
+    },
     TOOL_CHOICE,
 ];
 

@@ -2,7 +2,8 @@
 //! continuous batching) on the real test model, through `genai daemon` over stdio: each
 //! conversation gets the text it gets alone (greedy), a cancel leaves the others untouched,
 //! each next turn reuses its own cached prefix, a long prompt does not stop the other streams,
-//! and requests beyond the slots wait for one (told so by a progress note). Every wait has a deadline.
+//! requests beyond the slots wait for one (told so by a progress note), and `ignore_eos` (which
+//! the concurrent benchmark sends) runs a reply to its limit. Every wait has a deadline.
 //!
 //! Built only with the `local` cargo feature (the default); the model as in `local_model`.
 
@@ -215,5 +216,39 @@ fn requests_beyond_the_slots_wait_for_one() {
     d.cancel_turn(&long, &counting, CANCELLED);
     let fin = d.wait_final(&waiting, TURN)["params"].clone();
     assert_eq!(summary(&fin), expected[0]);
+    // The slot is free again: the next request is not told to wait.
+    let next = d.send_message(&cid, PROMPTS[1]);
+    let fin = d.wait_final(&next, TURN)["params"].clone();
+    summary(&fin);
+    let notes: Vec<&Value> = d
+        .log()
+        .iter()
+        .filter(|m| m["params"]["turnId"] == next && m["params"]["final"] == false)
+        .collect();
+    assert!(notes.is_empty(), "a free slot, yet: {notes:?}");
+    assert!(d.shutdown(EXIT).success());
+}
+
+#[test]
+fn ignore_eos_runs_a_reply_to_max_tokens() {
+    let Some(model) = test_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), &model, "threads = 2");
+    initialize(&mut d, true);
+    // Alone, the short answer ends well before its limit, at the end of its turn.
+    let plain = conversation(&mut d, json!({"max_tokens": 64, "temperature": 0}));
+    let (_, fin) = d.turn(&plain, PROMPTS[2], TURN);
+    let (_, _, out) = usage(&fin);
+    assert_eq!(fin["finishReason"], "stop", "{fin}");
+    assert!(out < 64, "{fin}");
+    // With ignore_eos (what bench-local sends both servers) it runs to the limit.
+    let forced = conversation(
+        &mut d,
+        json!({"max_tokens": 64, "temperature": 0, "ignore_eos": true}),
+    );
+    let (_, fin) = d.turn(&forced, PROMPTS[2], TURN);
+    assert_eq!(fin["finishReason"], "length", "{fin}");
+    assert_eq!(usage(&fin).2, 64, "{fin}");
+    assert!(!summary(&fin).is_empty());
     assert!(d.shutdown(EXIT).success());
 }

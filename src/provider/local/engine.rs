@@ -25,6 +25,7 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
 
 use super::scheduler::{Job, Scheduler, Setup, Sink};
@@ -255,6 +256,9 @@ impl Engine {
         if let Some(grammar) = &s.grammar {
             chain.push(grammar.sampler(self.model)?);
         }
+        if s.ignore_eos {
+            chain.push(self.no_end_of_generation());
+        }
         let repeat = s.repeat_penalty.unwrap_or(1.0);
         let freq = s.frequency_penalty.unwrap_or(0.0);
         let present = s.presence_penalty.unwrap_or(0.0);
@@ -279,6 +283,19 @@ impl Engine {
         Ok(LlamaSampler::chain_simple(chain))
     }
 
+    /// A sampler that never lets an end-of-generation token through (as llama-server does for
+    /// `ignore_eos`: a bias of -inf on each).
+    fn no_end_of_generation(&self) -> LlamaSampler {
+        let vocab = self.model.vocab();
+        let n_vocab = self.model.n_vocab();
+        let biases: Vec<LlamaLogitBias> = (0..n_vocab)
+            .map(LlamaToken)
+            .filter(|&t| vocab.is_eog(t))
+            .map(|t| LlamaLogitBias::new(t, f32::NEG_INFINITY))
+            .collect();
+        LlamaSampler::logit_bias(n_vocab, &biases)
+    }
+
     /// Starts a generation; `sink` hears its text and its end. Returns at once: the engine's
     /// scheduler runs it alongside the other requests.
     pub fn generate(&self, prepared: Prepared, sink: Box<dyn Sink>) {
@@ -296,6 +313,7 @@ impl Engine {
             stops,
             max_tokens: settings.max_tokens,
             raw: settings.raw,
+            run_to_max: settings.ignore_eos,
             sampler,
             sink,
         });

@@ -68,6 +68,9 @@ pub struct Job {
     pub max_tokens: Option<u32>,
     /// A raw completion (fill-in-the-middle): the reply's leading whitespace is kept.
     pub raw: bool,
+    /// Not stopped when the reply repeats itself (the sampler keeps end-of-generation tokens
+    /// out): it runs to `max_tokens`.
+    pub run_to_max: bool,
     /// This request's own sampler.
     pub sampler: LlamaSampler,
     pub sink: Box<dyn Sink>,
@@ -88,7 +91,7 @@ pub struct Setup {
 
 struct Queue {
     jobs: VecDeque<Job>,
-    /// Whether every sequence is busy (as of the scheduler's last admission).
+    /// Whether every sequence is busy (as of the scheduler's last step).
     full: bool,
     /// Why the scheduler cannot run (its context could not be made, or it stopped).
     broken: Option<String>,
@@ -178,6 +181,7 @@ struct Running {
     output: TextOutput,
     counts: TokenCounts,
     max_tokens: usize,
+    run_to_max: bool,
     /// The generated tokens, to see a loop.
     reply: Vec<TokenId>,
     /// The token sampled last, to evaluate in the next step.
@@ -248,6 +252,8 @@ impl Batcher {
         loop {
             let (admitted, cancelled) = {
                 let mut q = lock(shared);
+                // Sequences are given back only on this thread, between these locks.
+                q.full = !self.table.has_free();
                 while self.running.is_empty() && q.jobs.is_empty() {
                     q = shared.wake.wait(q).unwrap_or_else(|p| p.into_inner());
                 }
@@ -331,6 +337,7 @@ impl Batcher {
                 completion: 0,
             },
             max_tokens: job.max_tokens.map_or(room, |m| (m as usize).min(room)),
+            run_to_max: job.run_to_max,
             reply: Vec::new(),
             next: None,
             fed: 0,
@@ -451,6 +458,10 @@ impl Batcher {
             return Some("length");
         }
         r.reply.push(token.0);
+        if r.run_to_max {
+            r.next = Some(token);
+            return None;
+        }
         if let Some(period) = repetition::loop_period(&r.reply) {
             tracing::debug!(model = %name, period, "the reply repeats itself: stopped");
             return Some("length");

@@ -27,6 +27,9 @@ pub struct GenerationSettings {
     pub grammar: Option<Grammar>,
     /// A raw completion (fill-in-the-middle): the reply's leading whitespace is kept.
     pub raw: bool,
+    /// Run to `max_tokens`: end-of-generation tokens are never sampled and a reply that
+    /// repeats itself is not stopped (llama-server's `ignore_eos`, for benchmarks).
+    pub ignore_eos: bool,
 }
 
 /// An openai-chat request as the engine needs it.
@@ -136,6 +139,7 @@ pub fn parse_request(body: &Value, convention: Convention) -> Result<ChatRequest
         stop,
         grammar,
         raw: false,
+        ignore_eos: body.get("ignore_eos").and_then(Value::as_bool) == Some(true),
     };
     let tools = tools.map(|t| (t, convention));
     Ok(ChatRequest {
@@ -357,7 +361,7 @@ mod tests {
                 {"role": "tool", "tool_call_id": "1", "content": "42"},
             ],
             "max_tokens": 16, "temperature": 0.5, "top_k": 20, "top_p": 0.9,
-            "seed": 7, "repeat_penalty": 1.1, "stop": "END", "stream": true,
+            "seed": 7, "repeat_penalty": 1.1, "stop": "END", "stream": true, "ignore_eos": true,
         });
         let r = parse_request(&body, Convention::Hermes).unwrap();
         assert_eq!(
@@ -375,6 +379,14 @@ mod tests {
         assert_eq!(s.seed, Some(7));
         assert_eq!(s.repeat_penalty, Some(1.1));
         assert_eq!(s.stop, vec!["END"]);
+        assert!(s.ignore_eos);
+        let plain = json!({"messages": [{"role": "user", "content": "Hi"}]});
+        assert!(
+            !parse_request(&plain, Convention::Hermes)
+                .unwrap()
+                .settings
+                .ignore_eos
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! cargo build --release --example bench-local --bin genai
 //! cargo run --release --example bench-local -- [--model PATH] [--threads N] [--tokens N]
 //! cargo run --release --example bench-local -- --concurrency 1,2,4,8 [--context N]
-//!     [--llama-server PATH] [--model PATH] [--threads N] [--tokens N]
+//!     [--llama-server PATH] [--kv-unified] [--model PATH] [--threads N] [--tokens N]
 //! ```
 //!
 //! The model is `--model`, else `GENAI_TEST_MODEL`, else the models folder's default. Replies are
@@ -55,6 +55,8 @@ struct Options {
     /// `--concurrency`: the stream counts to run; empty runs the single-conversation bench.
     concurrency: Vec<usize>,
     llama_server: Option<PathBuf>,
+    /// `--kv-unified`: genai's slots share one KV cache (`kv_unified = true`).
+    kv_unified: bool,
 }
 
 fn main() {
@@ -165,8 +167,8 @@ fn write_config(dir: &Path, opts: &Options, slots: Option<usize>) -> Res<()> {
             Value::String(opts.model.display().to_string()),
             opts.threads,
             slots.map_or(String::new(), |n| format!(
-                "context_size = {}\nslots = {n}\n",
-                opts.context
+                "context_size = {}\nslots = {n}\nkv_unified = {}\n",
+                opts.context, opts.kv_unified
             )),
         ),
     )
@@ -184,6 +186,7 @@ fn options() -> Res<Options> {
     let mut context = 4096;
     let mut concurrency = Vec::new();
     let mut llama_server = None;
+    let mut kv_unified = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{a} takes a value"));
@@ -202,6 +205,7 @@ fn options() -> Res<Options> {
                     .collect::<Res<_>>()?
             }
             "--llama-server" => llama_server = Some(PathBuf::from(value()?)),
+            "--kv-unified" => kv_unified = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -228,6 +232,7 @@ fn options() -> Res<Options> {
         context,
         concurrency,
         llama_server,
+        kv_unified,
     })
 }
 

@@ -190,6 +190,11 @@ pub struct LocalSettings {
     /// conversations continue without evaluating their history again (default 4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<u32>,
+    /// One KV cache shared by every slot (true), or a cache of `context_size` per slot as
+    /// llama-server's `-np` (false, the default): a greedy reply is then the same whether or not
+    /// other conversations run beside it, where llama.cpp's kernels allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_unified: Option<bool>,
 }
 
 impl ProviderConfig {
@@ -385,7 +390,7 @@ mod tests {
         assert_eq!(
             m,
             "service_providers.l: `base_url` is not a setting of kind local; accepted: \
-             context_size, default_model, model, slots, threads"
+             context_size, default_model, kv_unified, model, slots, threads"
         );
         let m = refusal("[service_providers.a]\nkind = 'azure-openai'\nregion = 'eu'");
         assert!(m.contains("accepted: api_key"), "{m}");

@@ -182,6 +182,7 @@ mod enabled {
                     threads,
                     context_size,
                     slots,
+                    kv_unified: c.kv_unified.unwrap_or(false),
                 },
             })
         }

@@ -252,3 +252,60 @@ fn ignore_eos_runs_a_reply_to_max_tokens() {
     assert!(!summary(&fin).is_empty());
     assert!(d.shutdown(EXIT).success());
 }
+
+const SYSTEM: &str =
+    "You are a patient teacher. Answer in plain words, briefly and kindly, for a child.";
+
+/// A new conversation with the system prompt [`SYSTEM`].
+fn taught(d: &mut Daemon, max_tokens: u32) -> String {
+    let r = d.call(
+        "CreateConversation",
+        json!({"serviceProvider": "gemma", "systemPrompt": SYSTEM,
+               "parameters": {"max_tokens": max_tokens, "temperature": 0}}),
+    );
+    r["conversationId"].as_str().unwrap().to_string()
+}
+
+/// A conversation with the system prompt [`SYSTEM`] that starts while another with it runs,
+/// in a daemon with `extra` config. Returns its final answer.
+fn beside_a_running_one(model: &std::path::Path, extra: &str, prompt: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), model, &format!("threads = 2\n{extra}"));
+    initialize(&mut d, true);
+    let long = taught(&mut d, 1000);
+    let counting = d.send_message(&long, COUNTING);
+    d.wait_first_chunk(&counting, TURN);
+    let cid = taught(&mut d, 32);
+    let t = d.send_message(&cid, prompt);
+    let fin = d.wait_final(&t, TURN)["params"].clone();
+    d.cancel_turn(&long, &counting, CANCELLED);
+    assert!(d.shutdown(EXIT).success());
+    fin
+}
+
+#[test]
+fn a_new_conversation_copies_the_shared_prefix_of_another_and_keeps_its_text() {
+    let Some(model) = test_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), &model, "threads = 2");
+    initialize(&mut d, true);
+    let cid = taught(&mut d, 32);
+    let (_, alone) = d.turn(&cid, PROMPTS[1], TURN);
+    let expected = summary(&alone).to_string();
+    assert!(d.shutdown(EXIT).success());
+    for extra in ["", "kv_unified = true"] {
+        let fin = beside_a_running_one(&model, extra, PROMPTS[1]);
+        let (prompt, cached, _) = usage(&fin);
+        // The system prompt and the user turn's opening come from the running sequence.
+        assert!(
+            cached >= 20 && cached < prompt,
+            "{extra:?}: {cached} of {prompt} cached: {fin}"
+        );
+        if extra.is_empty() {
+            // A cache per sequence: the copied prefix holds the numbers evaluated alone.
+            assert_eq!(summary(&fin), expected, "with a copied prefix");
+        } else {
+            summary(&fin);
+        }
+    }
+}

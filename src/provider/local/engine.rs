@@ -1,5 +1,5 @@
 //! The llama.cpp engine: a GGUF model loaded once per process and its scheduler (one context
-//! whose unified KV cache holds one sequence per slot; `scheduler` runs every request in it
+//! whose KV cache holds one sequence per slot; `scheduler` runs every request in it
 //! by continuous batching). `prepare` renders the chat template, tokenizes and checks the
 //! prompt against a sequence's share of the context; `generate` builds the request's sampler
 //! and hands it to the scheduler, which reports text through the request's [`Sink`] until an
@@ -43,6 +43,8 @@ pub struct EngineSettings {
     pub context_size: u32,
     /// How many sequences (conversations with their own cached prefix) run at once.
     pub slots: usize,
+    /// One KV cache for every sequence, instead of one per sequence.
+    pub kv_unified: bool,
 }
 
 /// The context size used when none is configured (capped by what the model was trained for).
@@ -157,6 +159,7 @@ pub fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
         threads: settings.threads,
         sequences: settings.slots.max(1),
         per_sequence: n_ctx,
+        unified: settings.kv_unified,
     })?;
     let engine = Arc::new(Engine {
         model,

@@ -1,5 +1,9 @@
 //! Continuous batching over one llama.cpp context, as llama-server does it. One thread owns
-//! the context (its KV cache is unified and holds one sequence per slot); each step it builds
+//! the context, with one sequence per slot; its KV cache holds `per_sequence` tokens for each,
+//! either as one cache per sequence (the default, as llama-server's `-np`: a sequence's
+//! attention then runs over its own cells only, so a greedy reply does not change with what
+//! else runs) or as one unified cache (`kv_unified`, where sequences share prefix cells
+//! without copying them, and attention runs over every sequence's cells). Each step it builds
 //! one batch with the next token of every generating sequence plus at most
 //! [`PROMPT_CHUNK`] pending prompt tokens, decodes it once, and samples each sequence that
 //! asked for logits with its own sampler. Requests join and leave between steps; one that
@@ -87,6 +91,8 @@ pub struct Setup {
     pub sequences: usize,
     /// Tokens each sequence may hold.
     pub per_sequence: u32,
+    /// One KV cache for all sequences, else one cache of `per_sequence` each.
+    pub unified: bool,
 }
 
 struct Queue {
@@ -204,6 +210,7 @@ struct Batcher {
     model: &'static LlamaModel,
     name: String,
     per_sequence: usize,
+    unified: bool,
     context: LlamaContext<'static>,
     table: SequenceTable,
     running: Vec<Running>,
@@ -223,7 +230,7 @@ impl Batcher {
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(n_batch)
             .with_n_seq_max(sequences as u32)
-            .with_kv_unified(true)
+            .with_kv_unified(s.unified)
             .with_n_threads(threads)
             .with_n_threads_batch(threads);
         let started = Instant::now();
@@ -241,6 +248,7 @@ impl Batcher {
             model: s.model,
             name: s.name.clone(),
             per_sequence: s.per_sequence as usize,
+            unified: s.unified,
             context,
             table: SequenceTable::new(sequences),
             running: Vec::new(),
@@ -314,10 +322,23 @@ impl Batcher {
             let _ = self
                 .context
                 .clear_kv_cache_seq(Some(seq as u32), None, None);
-            let copied =
+            let copied = if self.unified {
+                // The cells are shared: nothing is copied but their ownership.
                 self.context
-                    .copy_kv_cache_seq(donor as i32, id, Some(0), Some(shared as u32));
-            keep = if copied.is_ok() { shared } else { 0 };
+                    .copy_kv_cache_seq(donor as i32, id, Some(0), Some(shared as u32))
+                    .is_ok()
+            } else {
+                // Across caches llama.cpp copies a whole cache (a range would abort), and the
+                // tail past the shared prefix is dropped after.
+                self.context
+                    .copy_kv_cache_seq(donor as i32, id, None, None)
+                    .is_ok()
+                    && self
+                        .context
+                        .clear_kv_cache_seq(Some(seq as u32), Some(shared as u32), None)
+                        .unwrap_or(false)
+            };
+            keep = if copied { shared } else { 0 };
             *self.table.tokens_mut(seq) = ids[..keep].to_vec();
         }
         let n_prompt = job.tokens.len();
@@ -362,6 +383,9 @@ impl Batcher {
             return;
         }
         self.batch.clear();
+        // In sequence order: with a cache per sequence llama.cpp puts only consecutive
+        // sequence ids in one micro-batch, so any other order splits a step into several.
+        self.running.sort_by_key(|r| r.seq);
         let mut budget = PROMPT_CHUNK;
         for generating in [true, false] {
             for r in &mut self.running {

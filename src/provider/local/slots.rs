@@ -1,6 +1,6 @@
 //! The sequences of one engine's context, as llama-server's slots: each is a sequence id in
-//! the shared KV cache plus the tokens it holds there. A request claims the free sequence whose
-//! tokens share the longest prefix with its prompt, so a conversation's next turn evaluates
+//! the context's KV cache plus the tokens it holds there. A request claims the free sequence
+//! whose tokens share the longest prefix with its prompt, so a conversation's next turn evaluates
 //! only what is new; an idle sequence is given to another conversation least recently used
 //! first. A prefix another sequence already holds (a shared system prompt) can be copied
 //! rather than evaluated again ([`SequenceTable::donor`]).

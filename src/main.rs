@@ -3,5 +3,7 @@
 mod cli;
 
 fn main() {
-    std::process::exit(cli::run());
+    let code = cli::run();
+    genai::provider::local::stop_engines();
+    std::process::exit(code);
 }

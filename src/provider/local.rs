@@ -69,6 +69,13 @@ pub fn create(name: &str, c: &LocalSettings) -> Result<Arc<dyn ServiceProvider>>
     }
 }
 
+/// Ends the local engines' threads before the process exits (each after the step it is
+/// decoding): exiting under a running llama.cpp step crashes in its static destructors.
+pub fn stop_engines() {
+    #[cfg(feature = "local")]
+    engine::stop_all();
+}
+
 #[cfg(feature = "local")]
 mod enabled {
     use std::path::PathBuf;

@@ -184,7 +184,13 @@ fn a_long_prompt_does_not_stop_the_other_streams() {
     for (cid, t) in &counters {
         d.cancel_turn(cid, t, CANCELLED);
     }
-    assert!(d.shutdown(EXIT).success());
+    let st = d.shutdown(EXIT);
+    let err = d.stderr_text();
+    assert!(
+        st.success(),
+        "{st:?}: {}",
+        &err[err.len().saturating_sub(3000)..]
+    );
 }
 
 #[test]
@@ -308,4 +314,42 @@ fn a_new_conversation_copies_the_shared_prefix_of_another_and_keeps_its_text() {
             summary(&fin);
         }
     }
+}
+
+#[test]
+fn a_shutdown_just_after_cancels_exits_cleanly() {
+    let Some(model) = test_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), &model, "threads = 2");
+    initialize(&mut d, true);
+    let counter = conversation(&mut d, json!({"max_tokens": 1000, "temperature": 0}));
+    let counting = d.send_message(&counter, COUNTING);
+    d.wait_first_chunk(&counting, TURN);
+    // A prompt of five chunks: each step of its evaluation takes long.
+    let text = "The quick brown fox jumps over the lazy dog near the river bank. ".repeat(180);
+    let reader = conversation(&mut d, json!({"max_tokens": 4, "temperature": 0}));
+    let long = d.send_message(&reader, format!("{text}\nHow many foxes are there?"));
+    let sent_at = d.log().len();
+    // Three steps later the long prompt is in the batch.
+    while d
+        .turn_events(&counting)
+        .0
+        .iter()
+        .filter(|(i, _)| *i >= sent_at)
+        .count()
+        < 3
+    {
+        d.wait_first_chunk(&counting, TURN);
+    }
+    // A cancelled turn ends at once; the engine drops its sequence only after the step it is
+    // decoding, and the process must wait for that step before it exits.
+    d.cancel_turn(&reader, &long, CANCELLED);
+    d.cancel_turn(&counter, &counting, CANCELLED);
+    let st = d.shutdown(EXIT);
+    let err = d.stderr_text();
+    assert!(
+        st.success(),
+        "{st:?}: {}",
+        &err[err.len().saturating_sub(3000)..]
+    );
 }

@@ -94,10 +94,30 @@ fn lock_err() -> Error {
     Error::internal("local engine lock poisoned")
 }
 
+type EngineKey = (PathBuf, EngineSettings);
+
+/// Every engine made in this process, by model file and settings.
+static ENGINES: OnceLock<Mutex<HashMap<EngineKey, Arc<Engine>>>> = OnceLock::new();
+
+/// Stops every engine's scheduler thread (after the step it is decoding), so that the process
+/// can exit: llama.cpp's static state must not be torn down under a running step.
+pub fn stop_all() {
+    let engines: Vec<Arc<Engine>> = match ENGINES.get() {
+        Some(m) => m
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect(),
+        None => return,
+    };
+    for e in engines {
+        e.scheduler.stop();
+    }
+}
+
 /// The engine for a model file and settings, loading the model on first use.
 pub fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
-    type Key = (PathBuf, EngineSettings);
-    static ENGINES: OnceLock<Mutex<HashMap<Key, Arc<Engine>>>> = OnceLock::new();
     static MODELS: OnceLock<Mutex<HashMap<PathBuf, &'static LlamaModel>>> = OnceLock::new();
 
     let canonical = path.canonicalize().map_err(|e| {

@@ -101,6 +101,8 @@ struct Queue {
     full: bool,
     /// Why the scheduler cannot run (its context could not be made, or it stopped).
     broken: Option<String>,
+    /// Asked to end its thread after the step under way ([`Scheduler::stop`]).
+    stopping: bool,
 }
 
 struct Shared {
@@ -111,6 +113,7 @@ struct Shared {
 /// The handle to an engine's scheduler thread.
 pub struct Scheduler {
     shared: Arc<Shared>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 fn lock(shared: &Shared) -> MutexGuard<'_, Queue> {
@@ -125,11 +128,12 @@ impl Scheduler {
                 jobs: VecDeque::new(),
                 full: false,
                 broken: None,
+                stopping: false,
             }),
             wake: Condvar::new(),
         });
         let thread_shared = shared.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name(format!("llama {}", setup.name))
             .spawn(move || {
                 let _broken = BrokenOnExit(thread_shared.clone());
@@ -139,7 +143,22 @@ impl Scheduler {
                 }
             })
             .map_err(|e| Error::internal(format!("cannot start the local engine's thread: {e}")))?;
-        Ok(Scheduler { shared })
+        Ok(Scheduler {
+            shared,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Ends the thread once the step under way is decoded, failing what still runs or waits,
+    /// and waits for it. The process must not exit while a step is in llama.cpp: its static
+    /// state is torn down at exit under the running step (a crash).
+    pub fn stop(&self) {
+        lock(&self.shared).stopping = true;
+        self.shared.wake.notify_all();
+        let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(t) = thread {
+            let _ = t.join();
+        }
     }
 
     /// Queues a request; its sink hears the rest.
@@ -262,8 +281,18 @@ impl Batcher {
                 let mut q = lock(shared);
                 // Sequences are given back only on this thread, between these locks.
                 q.full = !self.table.has_free();
-                while self.running.is_empty() && q.jobs.is_empty() {
+                while self.running.is_empty() && q.jobs.is_empty() && !q.stopping {
                     q = shared.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+                }
+                if q.stopping {
+                    q.broken = Some("it is stopping".to_string());
+                    drop(q);
+                    for r in std::mem::take(&mut self.running) {
+                        r.sink
+                            .finish(Err(Error::internal("the local engine is stopping")));
+                    }
+                    // The queued requests fail when `BrokenOnExit` drops.
+                    return;
                 }
                 let (gone, kept): (Vec<Job>, Vec<Job>) =
                     q.jobs.drain(..).partition(|j| j.sink.cancelled());

@@ -63,6 +63,35 @@ fn first_chunk_at(d: &Daemon, turn: &str) -> usize {
     d.turn_events(turn).0.first().expect("no chunk").0
 }
 
+/// A new conversation counting to 1,000, once its first words came: (conversation, turn).
+fn counting(d: &mut Daemon) -> (String, String) {
+    let cid = conversation(d, json!({"max_tokens": 1000, "temperature": 0}));
+    let t = d.send_message(&cid, COUNTING);
+    d.wait_first_chunk(&t, TURN);
+    (cid, t)
+}
+
+/// Sends a new conversation a prompt of about 2,500 tokens: five prompt chunks of the
+/// scheduler (evaluated whole, it would stop the others for its whole length, or two turns of
+/// 2,048). Returns (conversation, turn).
+fn long_prompt(d: &mut Daemon) -> (String, String) {
+    let text = "The quick brown fox jumps over the lazy dog near the river bank. ".repeat(180);
+    let reader = conversation(d, json!({"max_tokens": 4, "temperature": 0}));
+    let t = d.send_message(&reader, format!("{text}\nHow many foxes are there?"));
+    (reader, t)
+}
+
+/// Shuts the daemon down and checks that it exited with success (else its stderr's tail).
+fn exits_cleanly(d: &mut Daemon) {
+    let st = d.shutdown(EXIT);
+    let err = d.stderr_text();
+    assert!(
+        st.success(),
+        "{st:?}: {}",
+        &err[err.len().saturating_sub(3000)..]
+    );
+}
+
 #[test]
 fn four_conversations_at_once_give_their_single_stream_text_and_reuse_their_own_prefix() {
     let Some(model) = test_model() else { return };
@@ -72,7 +101,7 @@ fn four_conversations_at_once_give_their_single_stream_text_and_reuse_their_own_
     let mut d = start(dir.path(), &model, "threads = 2");
     initialize(&mut d, true);
     let expected = alone(&mut d, &PROMPTS);
-    assert!(d.shutdown(EXIT).success());
+    exits_cleanly(&mut d);
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), &model, "threads = 2");
     initialize(&mut d, true);
@@ -109,7 +138,7 @@ fn four_conversations_at_once_give_their_single_stream_text_and_reuse_their_own_
             "turn 2 reuses its own turn 1 ({cached2} of {prompt2} cached, turn 1 prompt {prompt1}): {fin2}"
         );
     }
-    assert!(d.shutdown(EXIT).success());
+    exits_cleanly(&mut d);
 }
 
 #[test]
@@ -120,9 +149,7 @@ fn a_cancel_leaves_the_other_conversations_untouched() {
     initialize(&mut d, true);
     let expected = alone(&mut d, &PROMPTS[..2]);
 
-    let long = conversation(&mut d, json!({"max_tokens": 1000, "temperature": 0}));
-    let counting = d.send_message(&long, COUNTING);
-    d.wait_first_chunk(&counting, TURN);
+    let (long, counting) = counting(&mut d);
     let others: Vec<String> = PROMPTS[..2]
         .iter()
         .map(|p| {
@@ -139,7 +166,7 @@ fn a_cancel_leaves_the_other_conversations_untouched() {
         let fin = d.wait_final(t, TURN)["params"].clone();
         assert_eq!(summary(&fin), want, "turn {t} changed by the cancel");
     }
-    assert!(d.shutdown(EXIT).success());
+    exits_cleanly(&mut d);
 }
 
 #[test]
@@ -148,21 +175,8 @@ fn a_long_prompt_does_not_stop_the_other_streams() {
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), &model, "threads = 2");
     initialize(&mut d, true);
-    let counters: Vec<(String, String)> = (0..2)
-        .map(|_| {
-            let cid = conversation(&mut d, json!({"max_tokens": 1000, "temperature": 0}));
-            let t = d.send_message(&cid, COUNTING);
-            (cid, t)
-        })
-        .collect();
-    for (_, t) in &counters {
-        d.wait_first_chunk(t, TURN);
-    }
-    // About 2,500 tokens: five prompt chunks of the scheduler (evaluated whole, it would stop
-    // the others for its whole length, or two turns of 2,048).
-    let text = "The quick brown fox jumps over the lazy dog near the river bank. ".repeat(180);
-    let reader = conversation(&mut d, json!({"max_tokens": 4, "temperature": 0}));
-    let long = d.send_message(&reader, format!("{text}\nHow many foxes are there?"));
+    let counters: Vec<(String, String)> = (0..2).map(|_| counting(&mut d)).collect();
+    let (_, long) = long_prompt(&mut d);
     let sent_at = d.log().len();
     d.wait_first_chunk(&long, TURN);
     let prefilled_at = first_chunk_at(&d, &long);
@@ -184,13 +198,7 @@ fn a_long_prompt_does_not_stop_the_other_streams() {
     for (cid, t) in &counters {
         d.cancel_turn(cid, t, CANCELLED);
     }
-    let st = d.shutdown(EXIT);
-    let err = d.stderr_text();
-    assert!(
-        st.success(),
-        "{st:?}: {}",
-        &err[err.len().saturating_sub(3000)..]
-    );
+    exits_cleanly(&mut d);
 }
 
 #[test]
@@ -201,9 +209,7 @@ fn requests_beyond_the_slots_wait_for_one() {
     initialize(&mut d, true);
     let expected = alone(&mut d, &PROMPTS[..1]);
     // The one slot is busy counting when the second request comes.
-    let long = conversation(&mut d, json!({"max_tokens": 1000, "temperature": 0}));
-    let counting = d.send_message(&long, COUNTING);
-    d.wait_first_chunk(&counting, TURN);
+    let (long, counting) = counting(&mut d);
     let cid = short(&mut d);
     let waiting = d.send_message(&cid, PROMPTS[0]);
     // It is told it waits, and gets no text while the slot is busy.
@@ -232,7 +238,7 @@ fn requests_beyond_the_slots_wait_for_one() {
         .filter(|m| m["params"]["turnId"] == next && m["params"]["final"] == false)
         .collect();
     assert!(notes.is_empty(), "a free slot, yet: {notes:?}");
-    assert!(d.shutdown(EXIT).success());
+    exits_cleanly(&mut d);
 }
 
 #[test]
@@ -256,7 +262,7 @@ fn ignore_eos_runs_a_reply_to_max_tokens() {
     assert_eq!(fin["finishReason"], "length", "{fin}");
     assert_eq!(usage(&fin).2, 64, "{fin}");
     assert!(!summary(&fin).is_empty());
-    assert!(d.shutdown(EXIT).success());
+    exits_cleanly(&mut d);
 }
 
 const SYSTEM: &str =
@@ -285,7 +291,7 @@ fn beside_a_running_one(model: &std::path::Path, extra: &str, prompt: &str) -> V
     let t = d.send_message(&cid, prompt);
     let fin = d.wait_final(&t, TURN)["params"].clone();
     d.cancel_turn(&long, &counting, CANCELLED);
-    assert!(d.shutdown(EXIT).success());
+    exits_cleanly(&mut d);
     fin
 }
 
@@ -298,7 +304,7 @@ fn a_new_conversation_copies_the_shared_prefix_of_another_and_keeps_its_text() {
     let cid = taught(&mut d, 32);
     let (_, alone) = d.turn(&cid, PROMPTS[1], TURN);
     let expected = summary(&alone).to_string();
-    assert!(d.shutdown(EXIT).success());
+    exits_cleanly(&mut d);
     for extra in ["", "kv_unified = true"] {
         let fin = beside_a_running_one(&model, extra, PROMPTS[1]);
         let (prompt, cached, _) = usage(&fin);
@@ -322,13 +328,9 @@ fn a_shutdown_just_after_cancels_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let mut d = start(dir.path(), &model, "threads = 2");
     initialize(&mut d, true);
-    let counter = conversation(&mut d, json!({"max_tokens": 1000, "temperature": 0}));
-    let counting = d.send_message(&counter, COUNTING);
-    d.wait_first_chunk(&counting, TURN);
-    // A prompt of five chunks: each step of its evaluation takes long.
-    let text = "The quick brown fox jumps over the lazy dog near the river bank. ".repeat(180);
-    let reader = conversation(&mut d, json!({"max_tokens": 4, "temperature": 0}));
-    let long = d.send_message(&reader, format!("{text}\nHow many foxes are there?"));
+    let (counter, counting) = counting(&mut d);
+    // Each step of this prompt's evaluation takes long.
+    let (reader, long) = long_prompt(&mut d);
     let sent_at = d.log().len();
     // Three steps later the long prompt is in the batch.
     while d
@@ -345,11 +347,5 @@ fn a_shutdown_just_after_cancels_exits_cleanly() {
     // decoding, and the process must wait for that step before it exits.
     d.cancel_turn(&reader, &long, CANCELLED);
     d.cancel_turn(&counter, &counting, CANCELLED);
-    let st = d.shutdown(EXIT);
-    let err = d.stderr_text();
-    assert!(
-        st.success(),
-        "{st:?}: {}",
-        &err[err.len().saturating_sub(3000)..]
-    );
+    exits_cleanly(&mut d);
 }

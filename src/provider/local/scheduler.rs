@@ -367,6 +367,12 @@ impl Batcher {
                         .clear_kv_cache_seq(Some(seq as u32), Some(shared as u32), None)
                         .unwrap_or(false)
             };
+            if !copied {
+                // A copy whose tail could not be dropped must not stay behind.
+                let _ = self
+                    .context
+                    .clear_kv_cache_seq(Some(seq as u32), None, None);
+            }
             keep = if copied { shared } else { 0 };
             *self.table.tokens_mut(seq) = ids[..keep].to_vec();
         }

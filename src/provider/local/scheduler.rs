@@ -207,7 +207,7 @@ struct Running {
     counts: TokenCounts,
     max_tokens: usize,
     run_to_max: bool,
-    /// The generated tokens, to see a loop.
+    /// The generated tokens, to see a loop (not kept when running to `max_tokens`).
     reply: Vec<TokenId>,
     /// The token sampled last, to evaluate in the next step.
     next: Option<LlamaToken>,
@@ -516,14 +516,12 @@ impl Batcher {
         if r.counts.completion as usize >= r.max_tokens {
             return Some("length");
         }
-        r.reply.push(token.0);
-        if r.run_to_max {
-            r.next = Some(token);
-            return None;
-        }
-        if let Some(period) = repetition::loop_period(&r.reply) {
-            tracing::debug!(model = %name, period, "the reply repeats itself: stopped");
-            return Some("length");
+        if !r.run_to_max {
+            r.reply.push(token.0);
+            if let Some(period) = repetition::loop_period(&r.reply) {
+                tracing::debug!(model = %name, period, "the reply repeats itself: stopped");
+                return Some("length");
+            }
         }
         r.next = Some(token);
         None

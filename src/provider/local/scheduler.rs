@@ -97,7 +97,7 @@ pub struct Setup {
 
 struct Queue {
     jobs: VecDeque<Job>,
-    /// Whether every sequence is busy (as of the scheduler's last step).
+    /// Whether every sequence is busy: set on admission, cleared when one is given back.
     full: bool,
     /// Why the scheduler cannot run (its context could not be made, or it stopped).
     broken: Option<String>,
@@ -137,8 +137,8 @@ impl Scheduler {
             .name(format!("llama {}", setup.name))
             .spawn(move || {
                 let _broken = BrokenOnExit(thread_shared.clone());
-                match Batcher::new(&setup) {
-                    Ok(mut b) => b.run(&thread_shared),
+                match Batcher::new(&setup, thread_shared.clone()) {
+                    Ok(mut b) => b.run(),
                     Err(e) => lock(&thread_shared).broken = Some(e.message),
                 }
             })
@@ -234,13 +234,14 @@ struct Batcher {
     table: SequenceTable,
     running: Vec<Running>,
     batch: LlamaBatch<'static>,
+    shared: Arc<Shared>,
 }
 
 /// Making contexts concurrently is unsound in llama.cpp (it may write the model's fields).
 static CONTEXT_CREATION: Mutex<()> = Mutex::new(());
 
 impl Batcher {
-    fn new(s: &Setup) -> Result<Batcher> {
+    fn new(s: &Setup, shared: Arc<Shared>) -> Result<Batcher> {
         let threads = s.threads.max(1) as i32;
         let sequences = s.sequences.max(1);
         let n_ctx = s.per_sequence * sequences as u32;
@@ -272,15 +273,15 @@ impl Batcher {
             table: SequenceTable::new(sequences),
             running: Vec::new(),
             batch: LlamaBatch::new(n_batch as usize, 1),
+            shared,
         })
     }
 
-    fn run(&mut self, shared: &Shared) {
+    fn run(&mut self) {
+        let shared = self.shared.clone();
         loop {
             let (admitted, cancelled) = {
-                let mut q = lock(shared);
-                // Sequences are given back only on this thread, between these locks.
-                q.full = !self.table.has_free();
+                let mut q = lock(&shared);
                 while self.running.is_empty() && q.jobs.is_empty() && !q.stopping {
                     q = shared.wake.wait(q).unwrap_or_else(|p| p.into_inner());
                 }
@@ -535,7 +536,7 @@ impl Batcher {
                 r.sink.text(&tail);
             }
         }
-        self.table.release(r.seq);
+        self.give_back(r.seq);
         let prompt_done = r.prompt_done.unwrap_or_else(Instant::now);
         let generated = prompt_done.elapsed().as_secs_f64();
         let tokens_per_second = if generated > 0.0 {
@@ -560,6 +561,14 @@ impl Batcher {
         }));
     }
 
+    /// Gives a sequence back, and says so to [`Scheduler::submit`] before the request's
+    /// sink hears its end: a client that sends its next request on the final reply must
+    /// not be told to wait for a slot that is free.
+    fn give_back(&mut self, seq: usize) {
+        self.table.release(seq);
+        lock(&self.shared).full = false;
+    }
+
     /// A failed decode: the requests in that batch fail and their sequences start empty.
     fn fail_fed(&mut self, e: Error) {
         let mut i = 0;
@@ -573,7 +582,7 @@ impl Batcher {
                 .context
                 .clear_kv_cache_seq(Some(r.seq as u32), None, None);
             self.table.tokens_mut(r.seq).clear();
-            self.table.release(r.seq);
+            self.give_back(r.seq);
             r.sink.finish(Err(e.clone()));
         }
         for r in &mut self.running {

@@ -1,51 +1,13 @@
 //! `genai ask` and the other subcommands, run as a user would, against the fake OpenAI server.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use fake_openai::{Behavior, FakeOpenAi, Mode};
+use fake_openai::{Behavior, Mode};
 use serde_json::Value;
 
-use crate::support::cli::{self, stderr, stdout, Folders};
+use crate::support::cli::{self, stderr, stdout, OpenAiCli as Env};
 use crate::support::fake_openai;
-
-struct Env {
-    dirs: Folders,
-    fake: FakeOpenAi,
-}
-
-impl Env {
-    fn new() -> Env {
-        Env {
-            dirs: Folders::new(),
-            fake: FakeOpenAi::start(0, Behavior::default()).unwrap(),
-        }
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = self.dirs.genai(args);
-        c.env("OPENAI_BASE_URL", self.fake.base_url());
-        c
-    }
-
-    /// Runs with `stdin` piped in (an empty pipe when None).
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        cli::output_with_stdin(self.cmd(args), stdin)
-    }
-
-    fn write_config(&self, text: &str) {
-        self.dirs.write_config(text);
-    }
-
-    fn last_body(&self) -> Value {
-        self.fake
-            .requests()
-            .last()
-            .expect("the provider got no request")
-            .body
-            .clone()
-    }
-}
 
 #[test]
 fn ask_streams_the_reply_and_stores_the_turn() {
@@ -272,7 +234,8 @@ fn zero_config_without_a_provider_or_a_local_model_says_how_to_add_either() {
         cli::assert_stderr_says(&o, "genai models default NAME");
     }
     // A configured provider is never overridden by the local model.
-    env.write_config("[service_providers.work]\nkind = \"openai\"\n");
+    env.dirs
+        .write_config("[service_providers.work]\nkind = \"openai\"\n");
     let o = ask(&env);
     cli::assert_fails_with(&o, 3, "no model chosen");
 }
@@ -310,7 +273,7 @@ fn timeout_and_cut_streams_fail_cleanly_and_store_nothing() {
 #[test]
 fn config_agents_defaults_and_masked_show() {
     let env = Env::new();
-    env.write_config(&format!(
+    env.dirs.write_config(&format!(
         r#"
         [defaults]
         model = "work"
@@ -364,7 +327,8 @@ fn config_agents_defaults_and_masked_show() {
 #[test]
 fn bad_config_is_a_clear_configuration_error() {
     let env = Env::new();
-    env.write_config("[service_providers.x]\nkind = \"nope\"\n");
+    env.dirs
+        .write_config("[service_providers.x]\nkind = \"nope\"\n");
     let o = env.run(&["ask", "-m", "x:m", "hi"], None);
     cli::assert_fails_with(&o, 3, "unknown provider kind `nope`");
 }
@@ -418,7 +382,7 @@ fn keys_are_read_from_stdin_never_argv() {
     let o = env.run(&["keys", "set", &name], Some("sk-from-stdin-123\n"));
     if o.status.success() {
         // A keyring service exists here: the key is used by a provider of that name.
-        env.write_config(&format!(
+        env.dirs.write_config(&format!(
             "[service_providers.{name}]\nkind = \"openai\"\nbase_url = \"{}\"\n",
             env.fake.base_url()
         ));

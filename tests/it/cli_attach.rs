@@ -4,32 +4,28 @@
 use std::process::Output;
 
 use base64::Engine;
-use fake_openai::{Behavior, FakeOpenAi};
 use fake_scripted::{FakeHttp, Reply};
 use serde_json::Value;
 
-use crate::support::cli::{self, stderr, Folders};
-use crate::support::{fake_openai, fake_scripted};
+use crate::support::cli::{self, stderr, OpenAiCli};
+use crate::support::fake_scripted;
 
+/// The CLI with the fake OpenAI server, and a folder for the images a test writes.
 struct Env {
-    dirs: Folders,
+    cli: OpenAiCli,
     files: tempfile::TempDir,
-    fake: FakeOpenAi,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            dirs: Folders::new(),
+            cli: OpenAiCli::new(),
             files: tempfile::tempdir().unwrap(),
-            fake: FakeOpenAi::start(0, Behavior::default()).unwrap(),
         }
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut c = self.dirs.genai(args);
-        c.env("OPENAI_BASE_URL", self.fake.base_url());
-        cli::output(c)
+        cli::output(self.cli.cmd(args))
     }
 
     fn file(&self, name: &str, bytes: &[u8]) -> String {
@@ -80,8 +76,7 @@ fn tiny_png() -> Vec<u8> {
 
 /// The image URL of the user message the fake received.
 fn sent_image(env: &Env) -> String {
-    let reqs = env.fake.requests();
-    let body = &reqs.last().expect("no request").body;
+    let body = env.cli.last_body();
     let content = &body["messages"][0]["content"];
     assert_eq!(
         content[0],
@@ -164,7 +159,7 @@ fn a_downloaded_image_is_typed_from_its_bytes() {
     assert!(!o.status.success());
     cli::assert_stderr_says(&o, "HTTP 404");
     assert_eq!(
-        env.fake.requests().len(),
+        env.cli.fake.requests().len(),
         1,
         "the failed download sent nothing"
     );
@@ -191,7 +186,7 @@ fn files_that_are_not_images_or_too_big_are_refused_before_sending() {
     let o = env.run(&["ask", "-m", "openai:m", "-a", "/no/such/file.png", "hi"]);
     cli::assert_stderr_says(&o, "cannot read attachment /no/such/file.png");
     assert!(
-        env.fake.requests().is_empty(),
+        env.cli.fake.requests().is_empty(),
         "a refused attachment reached the provider"
     );
 }
@@ -200,7 +195,7 @@ fn files_that_are_not_images_or_too_big_are_refused_before_sending() {
 fn a_format_without_images_refuses_them_before_sending() {
     let env = Env::new();
     let endpoint = FakeHttp::start(|_| Reply::raw(200, "application/json", r#"{"text":"x"}"#));
-    env.dirs.write_config(&format!(
+    env.cli.dirs.write_config(&format!(
         r#"
 [service_providers.generic]
 kind = "http"

@@ -3,7 +3,6 @@
 //! a wrong type refused), stdin, and the protocol's `file` message part, each checked in the
 //! request body the fake OpenAI server received.
 
-use std::process::Output;
 use std::time::Duration;
 
 use fake_openai::{Behavior, FakeOpenAi};
@@ -11,34 +10,18 @@ use fake_scripted::{FakeHttp, Reply};
 use rpc_client::{Daemon, DaemonConfig, Framing};
 use serde_json::{json, Value};
 
-use crate::support::cli::{self, stderr, Folders};
+use crate::support::cli::{self, stderr, OpenAiCli as Env};
 use crate::support::{fake_openai, fake_scripted, rpc_client};
 
-struct Env {
-    dirs: Folders,
-    fake: FakeOpenAi,
-}
-
-impl Env {
-    fn new() -> Env {
-        Env {
-            dirs: Folders::new(),
-            fake: FakeOpenAi::start(0, Behavior::default()).unwrap(),
-        }
-    }
-
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut c = self.dirs.genai(args);
-        c.env("OPENAI_BASE_URL", self.fake.base_url());
-        cli::output_with_stdin(c, stdin)
-    }
-
-    /// The text of the last message the fake received (a string, or its text parts joined).
-    fn last_prompt(&self) -> String {
-        let reqs = self.fake.requests();
-        let body = &reqs.last().expect("the provider got no request").body;
-        text_of(body["messages"].as_array().unwrap().last().unwrap())
-    }
+/// The text of the last message the fake received (a string, or its text parts joined).
+fn last_prompt(env: &Env) -> String {
+    text_of(
+        env.last_body()["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+    )
 }
 
 fn text_of(message: &Value) -> String {
@@ -72,7 +55,7 @@ fn a_folder_goes_without_its_ignored_hidden_binary_and_large_files_and_says_what
     let o = env.run(&["ask", "-m", "openai:m", "-f", &r, "Review:"], None);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
-        env.last_prompt(),
+        last_prompt(&env),
         format!(
             "Review:\n\n{r}/README.md:\n```markdown\n# Proj\n```\n\n{r}/src/lib.rs:\n```rust\npub fn one() -> u8 {{ 1 }}\n```"
         )
@@ -119,7 +102,7 @@ fn a_url_is_fetched_html_as_text_and_other_types_and_errors_are_refused() {
     let page = site.url("/page");
     let o = env.run(&["ask", "-m", "openai:m", "-f", &page, "Sum up"], None);
     assert!(o.status.success(), "{}", stderr(&o));
-    let sent = env.last_prompt();
+    let sent = last_prompt(&env);
     assert!(
         sent.starts_with(&format!("Sum up\n\n{page}:\n```\n")),
         "{sent}"
@@ -141,7 +124,7 @@ fn a_url_is_fetched_html_as_text_and_other_types_and_errors_are_refused() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
-        env.last_prompt(),
+        last_prompt(&env),
         format!(
             "Read\n\n{}:\n```markdown\n# Notes\n\n- one\n```",
             site.url("/moved")
@@ -179,7 +162,7 @@ fn dash_reads_the_file_from_stdin_and_binary_stdin_is_refused() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
-        env.last_prompt(),
+        last_prompt(&env),
         "What does this say?\n\nstdin:\n```\nline one\nline two\n```"
     );
     let before = env.fake.requests().len();

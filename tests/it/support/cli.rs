@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+use super::fake_openai::{Behavior, FakeOpenAi};
 use super::loopback::loopback_only;
 
 /// `genai args` on loopback with the given data and config folders.
@@ -42,6 +43,41 @@ impl Folders {
 
     pub fn write_config(&self, text: &str) {
         std::fs::write(self.config.path().join("config.toml"), text).unwrap();
+    }
+}
+
+/// A test's own folders and the fake OpenAI server its `genai` runs talk to.
+pub struct OpenAiCli {
+    pub dirs: Folders,
+    pub fake: FakeOpenAi,
+}
+
+impl OpenAiCli {
+    /// Fresh folders and a fake that answers with its default behaviour.
+    pub fn new() -> OpenAiCli {
+        OpenAiCli {
+            dirs: Folders::new(),
+            fake: FakeOpenAi::start(0, Behavior::default()).unwrap(),
+        }
+    }
+
+    /// `genai args` on loopback with these folders, its OpenAI base URL the fake's.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = self.dirs.genai(args);
+        c.env("OPENAI_BASE_URL", self.fake.base_url());
+        c
+    }
+
+    /// Runs with `stdin` piped in (an empty pipe when None).
+    pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        output_with_stdin(self.cmd(args), stdin)
+    }
+
+    /// The body of the last request the fake got.
+    pub fn last_body(&self) -> Value {
+        let requests = self.fake.requests();
+        let last = requests.last().expect("the provider got no request");
+        last.body.clone()
     }
 }
 

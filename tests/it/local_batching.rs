@@ -9,9 +9,7 @@
 
 use serde_json::{json, Value};
 
-use crate::local_model::{
-    conversation, initialize, start, test_model, usage, CANCELLED, EXIT, TURN,
-};
+use crate::local_model::{conversation, ready, test_model, usage, CANCELLED, EXIT, TURN};
 use crate::support::rpc_client::Daemon;
 
 const PROMPTS: [&str; 4] = [
@@ -97,14 +95,10 @@ fn four_conversations_at_once_give_their_single_stream_text_and_reuse_their_own_
     let Some(model) = test_model() else { return };
     // The single-stream texts come from a daemon of their own, so that the conversations below
     // evaluate their whole prompts as those did (none finds another's cache).
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "threads = 2");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "threads = 2");
     let expected = alone(&mut d, &PROMPTS);
     exits_cleanly(&mut d);
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "threads = 2");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "threads = 2");
 
     let convs: Vec<String> = PROMPTS.iter().map(|_| short(&mut d)).collect();
     let turns: Vec<(String, &str)> = convs.iter().cloned().zip(PROMPTS).collect();
@@ -144,9 +138,7 @@ fn four_conversations_at_once_give_their_single_stream_text_and_reuse_their_own_
 #[test]
 fn a_cancel_leaves_the_other_conversations_untouched() {
     let Some(model) = test_model() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "threads = 2");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "threads = 2");
     let expected = alone(&mut d, &PROMPTS[..2]);
 
     let (long, counting) = counting(&mut d);
@@ -172,9 +164,7 @@ fn a_cancel_leaves_the_other_conversations_untouched() {
 #[test]
 fn a_long_prompt_does_not_stop_the_other_streams() {
     let Some(model) = test_model() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "threads = 2");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "threads = 2");
     let counters: Vec<(String, String)> = (0..2).map(|_| counting(&mut d)).collect();
     let (_, long) = long_prompt(&mut d);
     let sent_at = d.log().len();
@@ -204,9 +194,7 @@ fn a_long_prompt_does_not_stop_the_other_streams() {
 #[test]
 fn requests_beyond_the_slots_wait_for_one() {
     let Some(model) = test_model() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "threads = 2\nslots = 1");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "threads = 2\nslots = 1");
     let expected = alone(&mut d, &PROMPTS[..1]);
     // The one slot is busy counting when the second request comes.
     let (long, counting) = counting(&mut d);
@@ -244,9 +232,7 @@ fn requests_beyond_the_slots_wait_for_one() {
 #[test]
 fn ignore_eos_runs_a_reply_to_max_tokens() {
     let Some(model) = test_model() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "threads = 2");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "threads = 2");
     // Alone, the short answer ends well before its limit, at the end of its turn.
     let plain = conversation(&mut d, json!({"max_tokens": 64, "temperature": 0}));
     let (_, fin) = d.turn(&plain, PROMPTS[2], TURN);
@@ -281,9 +267,7 @@ fn taught(d: &mut Daemon, max_tokens: u32) -> String {
 /// A conversation with the system prompt [`SYSTEM`] that starts while another with it runs,
 /// in a daemon with `extra` config. Returns its final answer.
 fn beside_a_running_one(model: &std::path::Path, extra: &str, prompt: &str) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), model, &format!("threads = 2\n{extra}"));
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(model, &format!("threads = 2\n{extra}"));
     let long = taught(&mut d, 1000);
     let counting = d.send_message(&long, COUNTING);
     d.wait_first_chunk(&counting, TURN);
@@ -298,9 +282,7 @@ fn beside_a_running_one(model: &std::path::Path, extra: &str, prompt: &str) -> V
 #[test]
 fn a_new_conversation_copies_the_shared_prefix_of_another_and_keeps_its_text() {
     let Some(model) = test_model() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "threads = 2");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "threads = 2");
     let cid = taught(&mut d, 32);
     let (_, alone) = d.turn(&cid, PROMPTS[1], TURN);
     let expected = summary(&alone).to_string();
@@ -325,9 +307,7 @@ fn a_new_conversation_copies_the_shared_prefix_of_another_and_keeps_its_text() {
 #[test]
 fn a_shutdown_just_after_cancels_exits_cleanly() {
     let Some(model) = test_model() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "threads = 2");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "threads = 2");
     let (counter, counting) = counting(&mut d);
     // Each step of this prompt's evaluation takes long.
     let (reader, long) = long_prompt(&mut d);

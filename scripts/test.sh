@@ -90,7 +90,7 @@ bash scripts/test-editors.sh 2>&1 | tee -a "$log"
 
 # Smoke runs only: they check the benchmarks still run. The dev profile already builds
 # llama.cpp optimised (see Cargo.toml); a release build would compile it a second time. The
-# README's figures come from `--release` runs.
+# figures in docs/BENCHMARKS.md come from `--release` runs.
 echo "== benchmark smoke runs"
 cargo run --locked --example bench-daemon -- --quick
 cargo run --locked --example bench-serve -- --quick

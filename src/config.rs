@@ -87,7 +87,7 @@ pub enum KeyStore {
 pub struct MiddlewareConfig {
     /// The middleware kind.
     pub kind: String,
-    /// The kind's settings (see the README's Middleware section).
+    /// The kind's settings (see docs/TOOLS.md, Middleware).
     #[serde(flatten)]
     pub settings: serde_json::Map<String, Value>,
 }

@@ -18,4 +18,6 @@ mod chat_across_models;
 mod failed_turn;
 mod keys_and_servers;
 mod local_then_provider;
+mod mistakes;
 mod pipes;
+mod serve_page;

@@ -82,6 +82,12 @@ if ! command -v tmux >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tmux >/dev/null
 fi
 
+echo "== the web chat page (npm ci, build) and Debian's chromium for the page journey"
+[ -x /usr/bin/chromium ] || { as_root apt-get update -qq; DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; }
+(cd editor-integrations/vscode && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+export GENAI_JOURNEY_WEB_ROOT="$root/editor-integrations/vscode/dist/web"
+export GENAI_JOURNEY_NODE_MODULES="$root/editor-integrations/vscode/node_modules"
+
 echo "== cargo test"
 cargo test --all-targets --locked 2>&1 | tee "$log"
 

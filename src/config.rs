@@ -138,7 +138,11 @@ pub struct PluginConfig {
     #[serde(default)]
     pub enabled: bool,
     /// Seconds allowed for one call (default 30).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "seconds"
+    )]
     pub timeout_secs: Option<f64>,
     /// A `service_api_key` module's key. Prefer `genai keys set plugin:NAME`,
     /// `GENAI_PLUGIN_<NAME>_KEY` or `api_key_cmd`.
@@ -373,11 +377,17 @@ impl Config {
         Ok(config)
     }
 
-    /// The configuration as TOML with every secret replaced by `********`.
+    /// The configuration as TOML with every secret replaced by `********`, as people write
+    /// it: whole numbers without a fraction (`600`, not `600.0`), and no empty tables.
     pub fn masked_toml(&self) -> String {
         let mut shown = self.clone();
         shown.each_secret(|value| *value = MASK.to_string());
-        toml::to_string_pretty(&shown).unwrap_or_default()
+        let text = toml::to_string_pretty(&shown).unwrap_or_default();
+        let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
+            return text;
+        };
+        tidy_table(doc.as_table_mut());
+        doc.to_string().trim_start_matches('\n').to_string()
     }
 
     /// Calls `f` on every secret of the file: provider keys, credentials and secret headers,
@@ -406,6 +416,88 @@ impl Config {
 }
 
 pub const MASK: &str = "********";
+
+/// Drops the empty tables of `table` (after tidying them) and writes its whole numbers
+/// without a fraction, as [`Config::masked_toml`] shows them.
+fn tidy_table(table: &mut toml_edit::Table) {
+    table.retain(|_, item| match item {
+        toml_edit::Item::Table(t) => {
+            tidy_table(t);
+            !t.is_empty()
+        }
+        toml_edit::Item::ArrayOfTables(tables) => {
+            tables.iter_mut().for_each(tidy_table);
+            true
+        }
+        toml_edit::Item::Value(v) => {
+            tidy_value(v);
+            true
+        }
+        toml_edit::Item::None => false,
+    });
+}
+
+/// `v` with its whole numbers (within f64's exact integers) written without a fraction.
+fn tidy_value(v: &mut toml_edit::Value) {
+    match v {
+        toml_edit::Value::Float(f) => {
+            let n = *f.value();
+            if n.fract() == 0.0 && n.abs() < 2f64.powi(53) {
+                let decor = f.decor().clone();
+                *v = toml_edit::Value::from(n as i64);
+                *v.decor_mut() = decor;
+            }
+        }
+        toml_edit::Value::Array(a) => a.iter_mut().for_each(tidy_value),
+        toml_edit::Value::InlineTable(t) => t.iter_mut().for_each(|(_, v)| tidy_value(v)),
+        _ => {}
+    }
+}
+
+/// Reads a `*_secs` setting: a number, whole or not; anything else is refused as "expected a
+/// number of seconds" (which numbers make sense is the user's business: `provider::Timeouts`).
+fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
+    use serde::de::{Error, Visitor};
+
+    struct Seconds;
+
+    impl<'de> Visitor<'de> for Seconds {
+        type Value = Option<f64>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a number of seconds")
+        }
+
+        fn visit_f64<E: Error>(self, v: f64) -> std::result::Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+
+        fn visit_i64<E: Error>(self, v: i64) -> std::result::Result<Self::Value, E> {
+            Ok(Some(v as f64))
+        }
+
+        fn visit_u64<E: Error>(self, v: u64) -> std::result::Result<Self::Value, E> {
+            Ok(Some(v as f64))
+        }
+
+        fn visit_none<E: Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: serde::Deserializer<'de>>(
+            self,
+            d: D,
+        ) -> std::result::Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    d.deserialize_any(Seconds)
+}
 
 /// Headers whose values are credentials and must never be shown.
 pub fn is_secret_header(name: &str) -> bool {
@@ -531,6 +623,49 @@ mod tests {
         );
         assert!(Config::parse("[mcp_servers.x]\ncommand = 'x'\nenv_vars = {}").is_err());
         assert!(Config::parse("[mcp_servers.'a.b']\ncommand = 'x'").is_err());
+    }
+
+    #[test]
+    fn shown_config_has_whole_seconds_and_no_empty_tables() {
+        let c = Config::parse(
+            "[service_providers.x]\nkind = 'openai'\ntimeout_secs = 600\nread_timeout_secs = 2.5\n\
+             [model_configurations.m]\nformat = 'openai-chat'\nmodel = 'gpt'\n\
+             parameters = { temperature = 1.0, top_p = 0.5 }\n",
+        )
+        .unwrap();
+        let shown = c.masked_toml();
+        assert!(shown.contains("timeout_secs = 600\n"), "{shown}");
+        assert!(shown.contains("read_timeout_secs = 2.5\n"), "{shown}");
+        assert!(shown.contains("\ntemperature = 1\n"), "{shown}");
+        assert!(shown.starts_with("[service_providers.x]\n"), "{shown}");
+        for empty in ["[defaults]", "[lsp]", "[features]", "[agents]"] {
+            assert!(!shown.contains(empty), "{shown}");
+        }
+        let again = Config::parse(&shown).unwrap();
+        assert_eq!(again.masked_toml(), shown);
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_reported_where_it_is() {
+        let text = "[defaults]\nmodel = 'fast'\n\n[service_providers.x]\nkind = 'openai'\n\
+                    base_url = 'http://127.0.0.1:9/v1'\ntimeout_secs = \"ten\"\n";
+        let e = Config::parse(text).unwrap_err();
+        assert_eq!(
+            e.message,
+            "line 7, column 16: service_providers.x.timeout_secs: invalid type: string \"ten\", \
+             expected a number of seconds"
+        );
+        let e = Config::parse("[plugins.p]\nurl = 'http://x'\ntimeout_secs = [3]").unwrap_err();
+        assert!(
+            e.message.starts_with("line 3, column 16: "),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("expected a number of seconds"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod secrets;
 pub mod select;
 pub mod session;
 pub mod store;
+pub mod suggest;
 pub mod tools;
 
 #[cfg(test)]

@@ -3,7 +3,5 @@
 mod cli;
 
 fn main() {
-    let code = cli::run();
-    genai::provider::local::stop_engines();
-    std::process::exit(code);
+    cli::exit(cli::run())
 }

@@ -4,7 +4,7 @@
 //! between) and must hold no logic the daemon lacks. The model's reasoning goes dimmed to
 //! stderr when that is a terminal (never to stdout, which scripts read), and into `--json`.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -137,13 +137,14 @@ async fn ask(args: Args) -> Result<i32, Error> {
         reasoning: !flags.no_reasoning && !args.json && std::io::stderr().is_terminal(),
     };
     let shown = show_turn(&fw, &agent, &mut events, &turn_id, view).await?;
+    if let Some(e) = &shown.stdout_failed {
+        super::out::give_up(e);
+    }
     let last = shown.outcome;
-    let mut out = std::io::stdout();
     if let Some(e) = &last.error {
         if args.json {
             let error = json!({"kind": e.kind.as_str(), "message": e.message});
-            let _ = writeln!(
-                out,
+            outln!(
                 "{}",
                 json!({"conversationId": conv.conversation_id, "turnId": turn_id, "error": error})
             );
@@ -171,7 +172,7 @@ async fn ask(args: Args) -> Result<i32, Error> {
             "cost": last.cost,
             "finishReason": last.finish_reason,
         });
-        let _ = writeln!(out, "{v}");
+        outln!("{v}");
     }
     Ok(0)
 }

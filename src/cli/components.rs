@@ -11,13 +11,15 @@ pub fn run(json: bool) -> Result<(), Error> {
         super::print_json(&c);
         return Ok(());
     }
-    println!("SERVICE PROVIDERS");
-    println!(
+    outln!("SERVICE PROVIDERS");
+    outln!(
         "  {:<16} {:<14} {:<10} DEFAULT MODEL",
-        "NAME", "KIND", "ORIGIN"
+        "NAME",
+        "KIND",
+        "ORIGIN"
     );
     for p in &c.service_providers {
-        println!(
+        outln!(
             "  {:<16} {:<14} {:<10} {}",
             p.name,
             p.kind,
@@ -25,23 +27,23 @@ pub fn run(json: bool) -> Result<(), Error> {
             p.default_model.as_deref().unwrap_or("-")
         );
     }
-    println!("\nMODEL CONFIGURATIONS");
+    outln!("\nMODEL CONFIGURATIONS");
     if c.model_configurations.is_empty() {
-        println!("  (none; `provider:model` makes one on the fly)");
+        outln!("  (none; `provider:model` makes one on the fly)");
     }
     for m in &c.model_configurations {
-        println!("  {:<16} {:<16} {}", m.name, m.format, m.model);
+        outln!("  {:<16} {:<16} {}", m.name, m.format, m.model);
     }
-    println!("\nFEATURES");
+    outln!("\nFEATURES");
     for f in &c.features {
-        println!(
+        outln!(
             "  {:<16} {:<8} {}",
             f["name"].as_str().unwrap_or(""),
             f["origin"].as_str().unwrap_or(""),
             f["description"].as_str().unwrap_or("")
         );
     }
-    println!("\nPROVIDER KINDS (formats they run)");
+    outln!("\nPROVIDER KINDS (formats they run)");
     for k in c.kinds["serviceProviders"].as_array().into_iter().flatten() {
         let formats: Vec<&str> = k["formats"]
             .as_array()
@@ -49,13 +51,13 @@ pub fn run(json: bool) -> Result<(), Error> {
             .flatten()
             .filter_map(|f| f.as_str())
             .collect();
-        println!(
+        outln!(
             "  {:<16} {}",
             k["name"].as_str().unwrap_or(""),
             formats.join(", ")
         );
     }
-    println!("\nMODEL FORMATS (parameters)");
+    outln!("\nMODEL FORMATS (parameters)");
     for k in c.kinds["modelConfigurations"]
         .as_array()
         .into_iter()
@@ -67,7 +69,7 @@ pub fn run(json: bool) -> Result<(), Error> {
             .flatten()
             .filter_map(|p| p["name"].as_str())
             .collect();
-        println!(
+        outln!(
             "  {:<16} {}",
             k["name"].as_str().unwrap_or(""),
             params.join(", ")

@@ -16,10 +16,10 @@ pub fn run(c: Command) -> Result<(), Error> {
     let paths = Paths::from_env()?;
     match c {
         Command::Path => {
-            println!("config  {}", paths.config_file().display());
-            println!("history {}", paths.history_db().display());
-            println!("data    {}", paths.data_dir.display());
-            println!(
+            outln!("config  {}", paths.config_file().display());
+            outln!("history {}", paths.history_db().display());
+            outln!("data    {}", paths.data_dir.display());
+            outln!(
                 "models  {}",
                 genai::models::ModelLibrary::open(&paths).dir().display()
             );
@@ -27,12 +27,12 @@ pub fn run(c: Command) -> Result<(), Error> {
         Command::Show => {
             let file = paths.config_file();
             if !file.exists() {
-                println!(
+                outln!(
                     "# no config file at {}: built-in defaults apply",
                     file.display()
                 );
             }
-            print!("{}", Config::load(&file)?.masked_toml());
+            out!("{}", Config::load(&file)?.masked_toml());
         }
     }
     Ok(())

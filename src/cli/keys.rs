@@ -16,6 +16,7 @@ pub enum Command {
     /// Store the key of NAME (a provider instance, `plugin:MODULE`, `CONNECTOR.CREDENTIAL`),
     /// read from a hidden prompt or from stdin.
     Set {
+        /// Whose key: a provider instance, `plugin:MODULE` or `CONNECTOR.CREDENTIAL`.
         name: String,
         /// Store it in the key file (keys.toml in the config folder, readable only by you)
         /// instead of the OS keyring: for machines with no keyring service.
@@ -23,7 +24,10 @@ pub enum Command {
         file: bool,
     },
     /// Delete the key of NAME from the OS keyring and the key file.
-    Delete { name: String },
+    Delete {
+        /// Whose key, named as for `keys set`.
+        name: String,
+    },
     /// Show which names have a key and where (environment, keyring, file); never the keys.
     List {
         /// Print JSON.
@@ -191,7 +195,7 @@ fn list(json: bool) -> Result<(), Error> {
             "keyFile": path.display().to_string(),
             "keyringAvailable": keyring_failure.is_none(),
         });
-        println!("{out:#}");
+        outln!("{out:#}");
     } else {
         if rows.is_empty() {
             eprintln!("no keys: store one with `genai keys set NAME`");
@@ -206,7 +210,7 @@ fn list(json: bool) -> Result<(), Error> {
                     (p, _) => p.to_string(),
                 })
                 .collect();
-            println!("{name:width$}  {}", shown.join(", "));
+            outln!("{name:width$}  {}", shown.join(", "));
         }
     }
     if let Some(e) = keyring_failure {

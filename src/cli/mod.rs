@@ -1,6 +1,11 @@
 //! The command line: argument definitions, shared start-up, and the mapping of errors to exit
 //! codes (0 success, 1 model or provider failure, 2 usage error, 3 missing configuration or
 //! credentials). Each subcommand lives in its own file and holds no logic the daemon lacks.
+//! Everything printed on stdout goes through `out.rs`, so a closed stdout ends genai quietly.
+#![deny(clippy::print_stdout)]
+
+#[macro_use]
+mod out;
 
 mod acp;
 mod ask;
@@ -55,7 +60,7 @@ enum Command {
     Lsp,
     /// Be an Agent Client Protocol (ACP v1) agent over stdio, for Zed, JetBrains, Neovim...
     Acp,
-    /// List, show or delete stored conversations.
+    /// List, search, show, export, rename or delete stored conversations.
     #[command(subcommand)]
     Sessions(sessions::Command),
     /// Tokens and cost from the history, by model, day or conversation.
@@ -78,12 +83,18 @@ enum Command {
     #[command(subcommand)]
     Plugins(plugins::Command),
     /// Print the JSON Schema of a protocol message or of the config (all names without NAME).
-    Schema { name: Option<String> },
+    Schema {
+        /// A schema's name, such as `OnNewMessage` or `config` (`.json` may follow).
+        name: Option<String>,
+    },
     /// Show where the config lives, or show it with secrets masked.
     #[command(subcommand)]
     Config(config::Command),
     /// Print a shell completion script.
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// The shell the script is for.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Exit code of an error kind.
@@ -102,7 +113,7 @@ pub fn exit_code(kind: ErrorKind) -> i32 {
 
 /// Prints a value as pretty JSON on stdout (the `--json` of every subcommand).
 pub fn print_json(v: &impl serde::Serialize) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 /// Prints one line on stderr and returns the exit code.
@@ -243,12 +254,67 @@ pub fn run() -> i32 {
         Command::Schema { name } => schema::run(name.as_deref()),
         Command::Config(c) => config::run(c),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "genai", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "genai", &mut script);
+            out::write_bytes(&script);
             Ok(())
         }
     };
+    out::flush();
     match result {
         Ok(()) => 0,
         Err(e) => fail(&e),
+    }
+}
+
+/// Ends the process with `code`, once every local engine's step under way is over (llama.cpp's
+/// static state must not be torn down under one).
+pub fn exit(code: i32) -> ! {
+    genai::provider::local::stop_engines();
+    std::process::exit(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `path` of every argument, flag and command under `cmd` that `--help` shows without a
+    /// line saying what it is.
+    fn without_help(cmd: &clap::Command, path: &str, found: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                found.push(format!("{path} <{}>", arg.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            let path = format!("{path} {}", sub.get_name());
+            if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                found.push(path.clone());
+            }
+            without_help(sub, &path, found);
+        }
+    }
+
+    #[test]
+    fn every_command_argument_and_flag_has_help() {
+        let mut cli = super::Cli::command();
+        cli.build();
+        let mut found = Vec::new();
+        without_help(&cli, "genai", &mut found);
+        assert!(found.is_empty(), "no help for: {}", found.join(", "));
+    }
+
+    #[test]
+    fn sessions_help_names_each_of_its_commands() {
+        let cli = super::Cli::command();
+        let sessions = cli.find_subcommand("sessions").unwrap();
+        let about = sessions.get_about().unwrap().to_string().to_lowercase();
+        for sub in sessions.get_subcommands() {
+            assert!(
+                about.contains(sub.get_name()),
+                "{about:?} leaves out {}",
+                sub.get_name()
+            );
+        }
     }
 }

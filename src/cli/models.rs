@@ -19,6 +19,7 @@ pub enum Command {
     /// Download a model: an http(s) URL, hf:OWNER/REPO/FILE.gguf[@REVISION], or file:///PATH.
     /// An interrupted download resumes when the same command runs again.
     Pull {
+        /// Where from: an http(s) URL, hf:OWNER/REPO/FILE.gguf[@REVISION], or file:///PATH.
         source: String,
         /// The model's name (default: the file name without .gguf).
         #[arg(long)]
@@ -34,9 +35,15 @@ pub enum Command {
         attempts: u32,
     },
     /// Delete an installed model.
-    Rm { name: String },
+    Rm {
+        /// The model's name, as `models list` shows it.
+        name: String,
+    },
     /// Print the default model's name, or make NAME the default.
-    Default { name: Option<String> },
+    Default {
+        /// The model to make the default, as `models list` shows it.
+        name: Option<String>,
+    },
     /// Print the models folder.
     Path,
 }
@@ -73,7 +80,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             }
             let width = list.iter().map(|m| m.name.len()).max().unwrap_or(0).max(4);
             for m in list {
-                println!(
+                outln!(
                     "{} {:<width$}  {:>10}  {}",
                     if m.is_default { "*" } else { " " },
                     m.name,
@@ -122,7 +129,7 @@ pub fn run(c: Command) -> Result<(), Error> {
                     ),
                 }
             }
-            println!("{}", pulled.path.display());
+            outln!("{}", pulled.path.display());
         }
         Command::Rm { name } => {
             lib.remove(&name)?;
@@ -133,7 +140,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             eprintln!("genai: `{name}` is the default model");
         }
         Command::Default { name: None } => match lib.default_name()? {
-            Some(n) => println!("{n}"),
+            Some(n) => outln!("{n}"),
             None => {
                 let count = lib.list()?.len();
                 return Err(Error::new(
@@ -149,7 +156,7 @@ pub fn run(c: Command) -> Result<(), Error> {
                 ));
             }
         },
-        Command::Path => println!("{}", lib.dir().display()),
+        Command::Path => outln!("{}", lib.dir().display()),
     }
     Ok(())
 }

@@ -119,21 +119,23 @@ pub fn run(args: Args) -> Result<(), Error> {
         return Ok(());
     }
     if args.markdown {
-        print!("{}", markdown(&kinds));
+        out!("{}", markdown(&kinds));
         return Ok(());
     }
     for (i, k) in kinds.iter().enumerate() {
         if i > 0 {
-            println!();
+            outln!();
         }
-        println!("{}", k["name"].as_str().unwrap_or(""));
-        println!(
+        outln!("{}", k["name"].as_str().unwrap_or(""));
+        outln!(
             "  {:<24} {:<16} {:<14} DESCRIPTION",
-            "NAME", "TYPE", "RANGE"
+            "NAME",
+            "TYPE",
+            "RANGE"
         );
         for p in k["parameters"].as_array().into_iter().flatten() {
             let (t, range) = type_and_range(p);
-            println!(
+            outln!(
                 "  {:<24} {:<16} {:<14} {}",
                 p["name"].as_str().unwrap_or(""),
                 t,

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 pub enum Command {
     /// Add a module from its base URL or manifest URL (the manifest is fetched and checked).
     Add {
+        /// The module's base URL, or the URL of its manifest.
         url: String,
         /// The name of its tools' prefix (default: the manifest's name_for_model).
         #[arg(long)]
@@ -24,17 +25,25 @@ pub enum Command {
     },
     /// List the configured modules; with --tools, fetch each manifest and list its tools.
     List {
+        /// Fetch each module's manifest and list its tools.
         #[arg(long)]
         tools: bool,
+        /// Print JSON instead of lines.
         #[arg(long)]
         json: bool,
     },
     /// Remove a module from the config.
-    Remove { name: String },
+    Remove {
+        /// The module's name in the config.
+        name: String,
+    },
     /// Call one function of a module, for debugging: ARGS is a JSON object.
     Call {
+        /// The module's name in the config.
         name: String,
+        /// The function to call, as its manifest names it.
         method: String,
+        /// Its arguments, a JSON object.
         #[arg(default_value = "{}")]
         args: String,
     },
@@ -133,9 +142,9 @@ pub async fn run(c: Command) -> Result<(), Error> {
             plugins.insert(&name, toml_edit::Item::Table(entry));
             write_doc(&file, &doc)?;
             let tools = probe.manifest.tools(&name);
-            println!("added plugin `{name}` with {} tools:", tools.len());
+            outln!("added plugin `{name}` with {} tools:", tools.len());
             for t in &tools {
-                println!("  {}  {}", t.name, t.description);
+                outln!("  {}  {}", t.name, t.description);
             }
             if probe.manifest.auth == genai::tools::manifest::Auth::ServiceApiKey {
                 eprintln!(
@@ -168,7 +177,7 @@ pub async fn run(c: Command) -> Result<(), Error> {
                 return Ok(());
             }
             if rows.is_empty() {
-                println!("no plugins configured: `genai plugins add URL`");
+                outln!("no plugins configured: `genai plugins add URL`");
             }
             for row in &rows {
                 let on = if row["enabled"] == true {
@@ -176,16 +185,16 @@ pub async fn run(c: Command) -> Result<(), Error> {
                 } else {
                     "on request"
                 };
-                println!(
+                outln!(
                     "{}  {}  ({on})",
                     row["name"].as_str().unwrap_or(""),
                     row["url"].as_str().unwrap_or("")
                 );
                 if let Some(e) = row["error"].as_str() {
-                    println!("  error: {e}");
+                    outln!("  error: {e}");
                 }
                 for t in row["tools"].as_array().into_iter().flatten() {
-                    println!(
+                    outln!(
                         "  {}  {}",
                         t["name"].as_str().unwrap_or(""),
                         t["description"].as_str().unwrap_or("")

@@ -7,7 +7,7 @@ pub fn run(name: Option<&str>) -> Result<(), Error> {
     match name {
         None => {
             for (n, _) in &all {
-                println!("{n}");
+                outln!("{n}");
             }
             Ok(())
         }
@@ -22,7 +22,7 @@ pub fn run(name: Option<&str>) -> Result<(), Error> {
                         format!("no schema named `{name}`; run `genai schema` for the list"),
                     )
                 })?;
-            print!("{}", genai::rpc::schema::render(v));
+            out!("{}", genai::rpc::schema::render(v));
             Ok(())
         }
     }

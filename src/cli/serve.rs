@@ -44,7 +44,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
     let (paths, config, registry) = super::load()?;
     let token = auth::token(&paths.config_dir)?;
     if args.print_token {
-        println!("{token}");
+        outln!("{token}");
         return Ok(());
     }
     if args.max_connections == 0
@@ -71,7 +71,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
         },
     };
     let running = ws::start(fw.clone(), options).await?;
-    println!("listening on ws://{}", running.addr);
+    outln!("listening on ws://{}", running.addr);
     eprintln!(
         "genai: plain HTTP at http://{}/ (the chat page with --web-root); token: genai serve --print-token",
         running.addr

@@ -18,40 +18,68 @@ pub enum Command {
         /// Only those run on a model whose PROVIDER:MODEL contains this (any turn's model).
         #[arg(long, value_name = "TEXT")]
         model: Option<String>,
+        /// Print JSON (the daemon's `ListConversations` records) instead of lines.
         #[arg(long)]
         json: bool,
     },
     /// Search every stored message for all the words of QUERY, best matches first.
     Search {
+        /// The words to look for, all of them in any order.
         query: Vec<String>,
         /// How many messages to show.
         #[arg(short = 'n', long, default_value_t = 20)]
         limit: usize,
+        /// Print JSON (conversation id, title, message number, role, snippet) instead of lines.
         #[arg(long)]
         json: bool,
     },
     /// Show a conversation's messages (ID may be any unique prefix).
     Show {
+        /// The conversation's id, or any unique prefix of it.
         id: String,
+        /// Print JSON (the conversation's record and its stored messages) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Print a conversation as a Markdown document or as JSON (ID may be any unique prefix).
     Export {
+        /// The conversation's id, or any unique prefix of it.
         id: String,
+        /// `md`: a Markdown document; `json`: the same JSON as `show --json`.
         #[arg(long, value_enum, default_value_t = ExportFormat::Md)]
         format: ExportFormat,
     },
     /// Give a conversation a new title (ID may be any unique prefix).
-    Rename { id: String, title: String },
+    Rename {
+        /// The conversation's id, or any unique prefix of it.
+        id: String,
+        /// The new title.
+        title: String,
+    },
     /// Delete a conversation (ID may be any unique prefix).
-    Delete { id: String },
+    Delete {
+        /// The conversation's id, or any unique prefix of it.
+        id: String,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum ExportFormat {
+    /// A Markdown document.
     Md,
+    /// JSON, as `show --json`.
     Json,
+}
+
+/// `text` on one line of a listing: each line break, with the blanks around it, is shown as
+/// ` ⏎ ` (a stored message may hold many lines, such as code).
+fn one_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join(" ⏎ ")
 }
 
 fn time(ms: i64) -> String {
@@ -86,13 +114,13 @@ pub fn run(c: Command) -> Result<(), Error> {
                 eprintln!("no conversations yet");
             }
             for c in list {
-                println!(
+                outln!(
                     "{}  {}  {:>3} msgs  {:<24} {}",
                     c.id,
                     time(c.updated_at),
                     c.message_count,
                     format!("{}:{}", c.provider, c.model),
-                    c.title
+                    one_line(&c.title)
                 );
             }
         }
@@ -125,9 +153,13 @@ pub fn run(c: Command) -> Result<(), Error> {
                 eprintln!("no message matches");
             }
             for f in found {
-                println!(
+                outln!(
                     "{}  {}\n    [{} #{}] {}",
-                    f.conversation_id, f.title, f.role, f.seq, f.snippet
+                    f.conversation_id,
+                    one_line(&f.title),
+                    f.role,
+                    f.seq,
+                    one_line(&f.snippet)
                 );
             }
         }
@@ -149,12 +181,11 @@ pub fn run(c: Command) -> Result<(), Error> {
             let id = store.resolve_id(&id)?;
             let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
             if let Some(r) = store.conversation(&id)? {
-                println!(
+                outln!(
                     "# {}
-",
-                    r.title
+", r.title
                 );
-                println!(
+                outln!(
                     "{} · {}:{} · feature {} · {}\n",
                     r.id,
                     r.provider,
@@ -167,11 +198,11 @@ pub fn run(c: Command) -> Result<(), Error> {
                 let role = m.message.role.as_str();
                 match (&m.model, m.message.role) {
                     (Some(model), genai::message::Role::Assistant) => {
-                        println!("## {role} ({model})\n")
+                        outln!("## {role} ({model})\n")
                     }
-                    _ => println!("## {role}\n"),
+                    _ => outln!("## {role}\n"),
                 }
-                println!("{}\n", m.message.text().trim_end());
+                outln!("{}\n", m.message.text().trim_end());
             }
         }
         Command::Rename { id, title } => {
@@ -184,9 +215,12 @@ pub fn run(c: Command) -> Result<(), Error> {
             let rec = store.conversation(&id)?;
             let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
             if let Some(r) = rec {
-                println!(
+                outln!(
                     "# {} ({}:{}, feature {})\n",
-                    r.title, r.provider, r.model, r.feature
+                    r.title,
+                    r.provider,
+                    r.model,
+                    r.feature
                 );
             }
             let mut spent = Vec::new();
@@ -206,11 +240,11 @@ pub fn run(c: Command) -> Result<(), Error> {
                         unpriced: u64::from(m.cost.is_none()),
                     });
                 }
-                println!("[{}{by}] {}\n", m.message.role.as_str(), m.message.text());
+                outln!("[{}{by}] {}\n", m.message.role.as_str(), m.message.text());
             }
             if !spent.is_empty() {
                 let total = genai::store::UsageRow::total("", &spent);
-                println!("{}", super::usage::spent(&total));
+                outln!("{}", super::usage::spent(&total));
             }
         }
         Command::Delete { id } => {
@@ -226,6 +260,15 @@ pub fn run(c: Command) -> Result<(), Error> {
 mod tests {
     use super::*;
     use crate::cli::since_ms;
+
+    #[test]
+    fn a_listing_shows_many_lines_on_one() {
+        assert_eq!(
+            one_line("fn main() {\r\n    let x = 1;\n\n}\n"),
+            "fn main() { ⏎ let x = 1; ⏎ }"
+        );
+        assert_eq!(one_line("  plain  words "), "plain  words");
+    }
 
     #[test]
     fn since_takes_dates_and_ages() {

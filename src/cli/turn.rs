@@ -200,12 +200,16 @@ pub struct Shown {
     pub printed: String,
     /// Ctrl-C cancelled the turn.
     pub interrupted: bool,
+    /// Writing the reply on stdout failed (its reader went away, such as `| head`), which
+    /// cancelled the turn; the front-end ends with [`super::out::give_up`].
+    pub stdout_failed: Option<std::io::Error>,
 }
 
 /// Shows the turn `turn_id` of `agent`'s conversation until its final event: the reply on
 /// stdout as it streams (or whole at the end), drawn as Markdown when `view` says so, ended
-/// by a line break; the reasoning before it on stderr. Ctrl-C (or stdout closing) cancels
-/// the turn through the core, which still ends it with one final event.
+/// by a line break; the reasoning before it on stderr. Ctrl-C (or a failed write on stdout,
+/// such as a closed pipe) cancels the turn through the core, which still ends it with one
+/// final event; nothing more is written on a failed stdout.
 pub async fn show_turn(
     fw: &Framework,
     agent: &AIAgent,
@@ -224,6 +228,7 @@ pub async fn show_turn(
     let mut draft = Draft::default();
     let mut reasoning_shown = false;
     let mut interrupted = false;
+    let mut stdout_failed = None;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let outcome = loop {
@@ -246,7 +251,7 @@ pub async fn show_turn(
                 reasoning_shown = true;
                 pane.show(&delta);
             }
-            TurnEvent::Chunk(delta) if view.print => {
+            TurnEvent::Chunk(delta) if view.print && stdout_failed.is_none() => {
                 pane.close();
                 printed.push_str(&delta);
                 let shown = match &mut markdown {
@@ -262,12 +267,9 @@ pub async fn show_turn(
                     }
                     None => delta,
                 };
-                if out
-                    .write_all(shown.as_bytes())
-                    .and_then(|_| out.flush())
-                    .is_err()
-                {
-                    // stdout closed (such as `| head`): stop quietly.
+                if let Err(e) = out.write_all(shown.as_bytes()).and_then(|_| out.flush()) {
+                    // Nobody reads the reply any more: the model stops generating it.
+                    stdout_failed = Some(e);
                     fw.cancel(&this_turn)?;
                 }
             }
@@ -292,7 +294,7 @@ pub async fn show_turn(
         pane.show(&last_turn_reasoning(&agent.history()?));
     }
     pane.close();
-    if view.print {
+    if view.print && stdout_failed.is_none() {
         if printed.is_empty() && outcome.error.is_none() {
             printed = outcome.summary.clone();
             let shown = match &mut markdown {
@@ -314,6 +316,7 @@ pub async fn show_turn(
         outcome,
         printed,
         interrupted,
+        stdout_failed,
     })
 }
 

@@ -98,9 +98,13 @@ pub fn run(a: Args) -> Result<(), Error> {
         .chain([column.len()])
         .max()
         .unwrap_or(0);
-    println!(
+    outln!(
         "{column:<width$}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  COST",
-        "TURNS", "INPUT", "CACHE READ", "CACHE WRITE", "OUTPUT"
+        "TURNS",
+        "INPUT",
+        "CACHE READ",
+        "CACHE WRITE",
+        "OUTPUT"
     );
     for r in rows.iter().chain([&total]) {
         let u = &r.usage;
@@ -109,7 +113,7 @@ pub fn run(a: Args) -> Result<(), Error> {
             .as_deref()
             .map(|t| format!("  {t}"))
             .unwrap_or_default();
-        println!(
+        outln!(
             "{:<width$}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  {}{title}",
             r.key,
             r.turns,

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -65,13 +65,25 @@ pub struct HttpSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_model: Option<String>,
     /// Seconds allowed to open the connection (default 10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::seconds"
+    )]
     pub connect_timeout_secs: Option<f64>,
     /// Seconds allowed for a whole request, streaming included (default 600).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::seconds"
+    )]
     pub timeout_secs: Option<f64>,
     /// Seconds allowed between two reads of the response (default 120).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::seconds"
+    )]
     pub read_timeout_secs: Option<f64>,
     /// Extra HTTP headers sent with every request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -80,7 +92,11 @@ pub struct HttpSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
     /// Seconds that attempts and waits between them may take together (default 60).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::seconds"
+    )]
     pub retry_budget_secs: Option<f64>,
     /// The most bytes one answer's body may have; past it the turn ends with an error
     /// (default 32 MiB).
@@ -228,16 +244,22 @@ impl ProviderConfig {
     /// the known kinds; a setting the kind does not take, or a value of the wrong type, is an
     /// `InvalidParams` error (`` `model` is not a setting of kind openai; accepted: ... ``).
     pub fn from_settings(kind: &str, settings: Map<String, Value>) -> Result<ProviderConfig> {
-        let s = settings;
+        ProviderConfig::read(kind, settings, true)
+    }
+
+    /// [`from_settings`](Self::from_settings), refusing a setting the kind does not take only
+    /// when `check_names`.
+    fn read(kind: &str, s: Map<String, Value>, check_names: bool) -> Result<ProviderConfig> {
+        let c = check_names;
         match kind {
-            "openai" => settings_of(kind, s).map(ProviderConfig::OpenAi),
-            "anthropic" => settings_of(kind, s).map(ProviderConfig::Anthropic),
-            "ollama" => settings_of(kind, s).map(ProviderConfig::Ollama),
-            "gemini" => settings_of(kind, s).map(ProviderConfig::Gemini),
-            "azure-openai" => settings_of(kind, s).map(ProviderConfig::AzureOpenAi),
-            "http" => settings_of(kind, s).map(ProviderConfig::Http),
-            "bedrock" => settings_of(kind, s).map(ProviderConfig::Bedrock),
-            "local" => settings_of(kind, s).map(ProviderConfig::Local),
+            "openai" => settings_of(kind, s, c).map(ProviderConfig::OpenAi),
+            "anthropic" => settings_of(kind, s, c).map(ProviderConfig::Anthropic),
+            "ollama" => settings_of(kind, s, c).map(ProviderConfig::Ollama),
+            "gemini" => settings_of(kind, s, c).map(ProviderConfig::Gemini),
+            "azure-openai" => settings_of(kind, s, c).map(ProviderConfig::AzureOpenAi),
+            "http" => settings_of(kind, s, c).map(ProviderConfig::Http),
+            "bedrock" => settings_of(kind, s, c).map(ProviderConfig::Bedrock),
+            "local" => settings_of(kind, s, c).map(ProviderConfig::Local),
             other => Err(Error::new(
                 ErrorKind::UnknownComponent,
                 format!(
@@ -300,14 +322,15 @@ fn no_other_settings(schema: &mut schemars::Schema) {
     }
 }
 
-/// The settings of one kind, after refusing any the kind does not take.
+/// The settings of one kind, after refusing any the kind does not take (when `check_names`).
 fn settings_of<T: DeserializeOwned + JsonSchema>(
     kind: &str,
     settings: Map<String, Value>,
+    check_names: bool,
 ) -> Result<T> {
     // The names come from the JSON Schema, built only when there is a setting to check (the
     // built-in instances made at every start have none).
-    if !settings.is_empty() {
+    if check_names && !settings.is_empty() {
         let accepted = setting_names::<T>();
         if let Some(unknown) = settings.keys().find(|k| !accepted.contains(k)) {
             return Err(Error::invalid_params(format!(
@@ -334,24 +357,112 @@ fn setting_names<T: JsonSchema>() -> Vec<String> {
 }
 
 /// `[service_providers]`: every table checked by [`ProviderConfig::from_table`], its errors
-/// prefixed with `service_providers.NAME`.
+/// prefixed with `service_providers.NAME`. A value of the wrong type for the kind named
+/// before it is refused as it is read, so that the file's reader points at the value rather
+/// than at the table.
 pub(super) fn deserialize_providers<'de, D>(
     d: D,
 ) -> std::result::Result<BTreeMap<String, ProviderConfig>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
-    let tables = BTreeMap::<String, Map<String, Value>>::deserialize(d)?;
-    tables
-        .into_iter()
-        .map(|(name, table)| match ProviderConfig::from_table(table) {
-            Ok(c) => Ok((name, c)),
-            Err(e) => Err(serde::de::Error::custom(format!(
-                "service_providers.{name}: {}",
-                e.message
-            ))),
+    d.deserialize_map(Providers)
+}
+
+/// The `[service_providers]` table, one [`Provider`] per name.
+struct Providers;
+
+impl<'de> Visitor<'de> for Providers {
+    type Value = BTreeMap<String, ProviderConfig>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a table of service providers by name")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut providers = BTreeMap::new();
+        while let Some(name) = map.next_key::<String>()? {
+            let provider = map.next_value_seed(Provider { name: &name })?;
+            providers.insert(name, provider);
+        }
+        Ok(providers)
+    }
+}
+
+/// One `[service_providers.NAME]` table.
+struct Provider<'a> {
+    name: &'a str,
+}
+
+impl<'de> DeserializeSeed<'de> for Provider<'_> {
+    type Value = ProviderConfig;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<ProviderConfig, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Provider<'_> {
+    type Value = ProviderConfig;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a table with `kind` and the kind's settings")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<ProviderConfig, A::Error> {
+        let mut table = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let kind = table.get("kind").and_then(Value::as_str);
+            let value = map.next_value_seed(Setting {
+                provider: self.name,
+                kind,
+                key: &key,
+            })?;
+            table.insert(key, value);
+        }
+        ProviderConfig::from_table(table).map_err(|e| {
+            de::Error::custom(format!("service_providers.{}: {}", self.name, e.message))
         })
-        .collect()
+    }
+}
+
+/// One setting's value, checked as it is read against the kind named before it, if any (a
+/// setting the kind does not take is left to the whole table's check).
+struct Setting<'a> {
+    provider: &'a str,
+    kind: Option<&'a str>,
+    key: &'a str,
+}
+
+impl<'de> DeserializeSeed<'de> for Setting<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Value, D::Error> {
+        let value = Value::deserialize(d)?;
+        let kind = self.kind.filter(|k| ProviderConfig::KINDS.contains(k));
+        if let Some(kind) = kind.filter(|_| self.key != "kind") {
+            let alone = Map::from_iter([(self.key.to_string(), value.clone())]);
+            if let Err(e) = ProviderConfig::read(kind, alone, false) {
+                return Err(de::Error::custom(format!(
+                    "service_providers.{}.{}: {}",
+                    self.provider, self.key, e.message
+                )));
+            }
+        }
+        Ok(value)
+    }
 }
 
 #[cfg(test)]
@@ -396,7 +507,10 @@ mod tests {
         assert!(m.contains("accepted: api_key"), "{m}");
         assert!(m.contains("api_version") && m.contains("deployment"), "{m}");
         let m = refusal("[service_providers.o]\nkind = 'openai'\nmax_retries = 'x'");
-        assert!(m.starts_with("service_providers.o: invalid type"), "{m}");
+        assert!(
+            m.starts_with("service_providers.o.max_retries: invalid type"),
+            "{m}"
+        );
         let m = refusal(
             "[service_providers.h]\nkind = 'http'\n[service_providers.h.credentials.t]\nvalu = 'x'",
         );

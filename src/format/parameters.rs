@@ -57,7 +57,8 @@ pub fn validate_parameter(
         return Err(Error::new(
             ErrorKind::InvalidParameter,
             format!(
-                "`{name}` is not a parameter of {format}; accepted: {}",
+                "`{name}` is not a parameter of {format}{}; accepted: {}",
+                crate::suggest::did_you_mean(name, names.iter().copied()),
                 names.join(", ")
             ),
         ));
@@ -250,6 +251,13 @@ mod tests {
     fn refusals_name_the_accepted_parameters() {
         let e = validate_parameter("f", SPECS, "temp", Value::from(1)).unwrap_err();
         assert_mentions(&e, "temperature, max_tokens, stop");
+        assert!(!e.message.contains("did you mean"), "{}", e.message);
+        let e = validate_parameter("f", SPECS, "tempreature", Value::from(1)).unwrap_err();
+        assert_eq!(
+            e.message,
+            "`tempreature` is not a parameter of f (did you mean `temperature`?); accepted: \
+             temperature, max_tokens, stop"
+        );
         let e = validate_parameter("f", SPECS, "temperature", Value::from(3)).unwrap_err();
         assert_mentions(&e, "outside");
         assert!(validate_parameter("f", SPECS, "max_tokens", Value::from(1.5)).is_err());

@@ -476,10 +476,16 @@ impl Session {
                 *flow = Flow::Shutdown;
                 ok(json!({}))
             }
-            other => Err(RpcError::new(
-                METHOD_NOT_FOUND,
-                format!("unknown method `{other}` (see docs/PROTOCOL.md)"),
-            )),
+            other => {
+                let known = METHODS.iter().chain(TOOL_METHODS).copied();
+                Err(RpcError::new(
+                    METHOD_NOT_FOUND,
+                    format!(
+                        "unknown method `{other}`{}; see docs/PROTOCOL.md",
+                        crate::suggest::did_you_mean(other, known)
+                    ),
+                ))
+            }
         }
     }
 }

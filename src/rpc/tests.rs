@@ -112,6 +112,28 @@ fn bad_requests_get_their_codes_and_the_session_goes_on() {
         .any(|p| p["name"] == "scripted" && p["origin"] == "runtime"));
 }
 
+#[test]
+fn a_near_miss_method_is_told_the_method_it_meant_with_the_same_code() {
+    let mut c = Client::new(vec![]);
+    let message = |r: &Value| r["error"]["message"].as_str().unwrap().to_string();
+    let r = c.call(1, "initialize", json!({}));
+    assert_eq!(error_of(&r), (-32601, None));
+    assert_eq!(
+        message(&r),
+        "unknown method `initialize` (did you mean `Initialize`?); see docs/PROTOCOL.md"
+    );
+    let r = c.call(2, "ListConversation", json!({}));
+    assert!(
+        message(&r).contains("did you mean `ListConversations`?"),
+        "{r}"
+    );
+    let r = c.call(3, "listtools", json!({}));
+    assert!(message(&r).contains("did you mean `ListTools`?"), "{r}");
+    let r = c.call(4, "NoSuchMethod", json!({}));
+    assert_eq!(error_of(&r), (-32601, None));
+    assert!(!message(&r).contains("did you mean"), "{r}");
+}
+
 #[tokio::test]
 async fn a_turn_streams_chunks_then_one_final_response() {
     let mut c = Client::new(vec![text_stream(&["He", "llo"], false)]);

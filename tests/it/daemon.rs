@@ -268,9 +268,18 @@ fn malformed_input_keeps_the_daemon_alive() {
     let r = d.wait_response(&Value::Null, TURN);
     assert_eq!(r["error"]["code"], -32600, "{r}");
 
-    // Unknown method.
+    // Unknown method; a near miss is told the method it meant.
     let e = d.call_err("NoSuchMethod", json!({}));
     assert_eq!(e["code"], -32601, "{e}");
+    let e = d.call_err("initialize", json!({}));
+    assert_eq!(e["code"], -32601, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("(did you mean `Initialize`?)"),
+        "{e}"
+    );
 
     // Wrong params.
     let e = d.call_err("OnNewMessage", json!({"message": "hi"}));

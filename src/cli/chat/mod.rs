@@ -158,7 +158,7 @@ async fn chat(args: Args) -> Result<i32, Error> {
         input.set_model(&chat.conv.model);
     }
     if input.is_editor() {
-        println!();
+        outln!();
     }
     chat.fw.toolbox.shutdown().await;
     Ok(if interactive { 0 } else { code })
@@ -179,6 +179,11 @@ impl Chat {
             .on_new_message(&self.conv.conversation_id, message)?;
         let agent = self.fw.agent(&self.conv.agent_id)?;
         let shown = show_turn(&self.fw, &agent, &mut self.events, &turn_id, self.view).await?;
+        if let Some(e) = &shown.stdout_failed {
+            // Nobody reads the replies any more: the chat ends (quietly when stdout closed).
+            self.fw.toolbox.shutdown().await;
+            super::out::give_up(e);
+        }
         if shown.interrupted {
             if !std::io::stdin().is_terminal() {
                 // A script's chat stops with its turn, as `genai ask` does.
@@ -202,7 +207,7 @@ impl Chat {
         let id = self.conv.conversation_id.clone();
         match command {
             Command::Model(None) => {
-                println!("{}:{}", self.conv.service_provider, self.conv.model)
+                outln!("{}:{}", self.conv.service_provider, self.conv.model)
             }
             Command::Model(Some(name)) => {
                 // Refused before the conversation is closed: a wrong name changes nothing.
@@ -227,7 +232,7 @@ impl Chat {
                 let history = self.fw.agent(&self.conv.agent_id)?.history()?;
                 let stored = history.first().filter(|m| m.role == Role::System);
                 match self.system.clone().or_else(|| stored.map(Message::text)) {
-                    Some(s) => println!("{s}"),
+                    Some(s) => outln!("{s}"),
                     None => note("no system prompt"),
                 }
             }
@@ -277,7 +282,7 @@ impl Chat {
                         note("no parameters set");
                     }
                     for (k, v) in params {
-                        println!(
+                        outln!(
                             "{k}={}",
                             v.as_str().map_or_else(|| v.to_string(), str::to_string)
                         );
@@ -289,7 +294,7 @@ impl Chat {
             }
             Command::History => {
                 for m in self.fw.agent(&self.conv.agent_id)?.history()? {
-                    println!("{}", shown_message(&m));
+                    outln!("{}", shown_message(&m));
                 }
             }
             Command::New => {
@@ -309,9 +314,9 @@ impl Chat {
             Command::Copy => self.copy()?,
             Command::Help => {
                 for (usage, what) in commands::HELP {
-                    println!("{usage:<24} {what}");
+                    outln!("{usage:<24} {what}");
                 }
-                println!("Alt-Enter or a line ending in \\ goes on to a new line; Ctrl-C stops a reply or clears the line; // sends a line that starts with /.");
+                outln!("Alt-Enter or a line ending in \\ goes on to a new line; Ctrl-C stops a reply or clears the line; // sends a line that starts with /.");
             }
             Command::Exit => {}
         }
@@ -344,7 +349,7 @@ impl Chat {
             note("no tool sources: add plugin modules (genai plugins add) or MCP servers to the config");
         }
         for t in tools {
-            println!("{}  {}", t.name, t.description);
+            outln!("{}  {}", t.name, t.description);
         }
         for e in errors {
             note(&format!("{}: {}", e.source, e.message));

@@ -279,7 +279,7 @@ impl AcpAgent {
             .map(|mut s| s.remove(&id))
             .ok()
             .flatten();
-        if known.is_none() || !self.fw.remove_conversation(&id)? {
+        if known.is_none() || !self.fw.close_conversation(&id)? {
             return Err(AcpError::not_found(format!("no open session {id}")));
         }
         Ok(json!({}))

@@ -17,6 +17,7 @@ mod daemon;
 mod daemon_react;
 mod daemon_tools;
 mod daemon_tools_formats;
+mod failed_turns;
 mod hostile;
 mod keys;
 #[cfg(feature = "local")]

@@ -13,6 +13,7 @@ mod cli_chat;
 mod cli_files;
 mod cli_handover;
 mod cli_params;
+mod cut_replies;
 mod daemon;
 mod daemon_react;
 mod daemon_tools;

@@ -81,7 +81,7 @@ pub fn stop_reason(outcome: &TurnOutcome) -> StopReason {
         return StopReason::Cancelled;
     }
     match outcome.finish_reason.as_deref() {
-        Some("length" | "max_tokens" | "MAX_TOKENS" | "max_output_tokens") => StopReason::MaxTokens,
+        Some(r) if crate::format::at_token_limit(r) => StopReason::MaxTokens,
         Some("content_filter" | "refusal" | "SAFETY" | "guardrail_intervened") => {
             StopReason::Refusal
         }
@@ -279,7 +279,7 @@ impl AcpAgent {
             .map(|mut s| s.remove(&id))
             .ok()
             .flatten();
-        if known.is_none() || !self.fw.remove_conversation(&id)? {
+        if known.is_none() || !self.fw.close_conversation(&id)? {
             return Err(AcpError::not_found(format!("no open session {id}")));
         }
         Ok(json!({}))

@@ -172,6 +172,7 @@ where
     fw.cancel_all();
     while requests.join_next().await.is_some() {}
     fw.idle().await;
+    fw.close_all();
     let _ = stop_writer.send(());
     writer.await.map_err(std::io::Error::other)?
 }

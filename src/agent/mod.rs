@@ -106,8 +106,8 @@ pub struct AIAgent {
     /// conversation's or its model configuration's `response_schema`).
     pub response_schema: Option<Arc<ResponseSchema>>,
     /// Lines for a turn's details: what a handover changed in the history (taken by the
-    /// feature before the turn), and what the middleware noted in the running prompt (prompts
-    /// run one at a time).
+    /// feature before the turn), what the middleware noted in the running prompt (prompts
+    /// run one at a time), and why its reply was cut short.
     notes: std::sync::Mutex<Vec<String>>,
     /// The model's price, when one is known (from `[pricing]` or the built-in table).
     pub price: Option<Priced>,
@@ -308,6 +308,9 @@ impl AIAgent {
             return Err(Error::cancelled());
         }
         reply.usage = usage;
+        if let Some(cut) = reply.cut_short() {
+            self.note(vec![cut]);
+        }
         let latency = started.elapsed();
         let (cost, cost_detail) = pricing::turn_cost(
             self.price.as_ref(),

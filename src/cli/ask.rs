@@ -16,7 +16,7 @@ use genai::session::Framework;
 use genai::store::Store;
 use serde_json::{json, Value};
 
-use super::conversation::{parse_params, usage, ConversationArgs};
+use super::conversation::{parse_params, usage, CloseAtEnd, ConversationArgs};
 use super::turn::{renders_markdown, show_turn, Terminal, View};
 
 #[derive(clap::Args)]
@@ -117,6 +117,7 @@ async fn ask(args: Args) -> Result<i32, Error> {
     };
     let fw =
         Arc::new(Framework::new(config, registry, Arc::new(store)).with_prompt_timeout(timeout));
+    let _closing = CloseAtEnd(fw.clone());
     let (terminal, mut events) = Terminal::new(!args.no_stream && !args.json, flags.yes);
     let terminal: Arc<dyn ClientPort> = Arc::new(terminal);
     let conv = flags.open(&fw, args.no_log, terminal)?;

@@ -1,6 +1,7 @@
 //! The conversation a terminal front-end (`genai ask`, `genai chat`) talks in: the flags both
 //! take (model, system prompt, attachments, files, parameters, `-c`/`--cid`, tools), and
-//! opening a new conversation, continuing a stored one, or handing one over to another model.
+//! opening a new conversation, continuing a stored one, or handing one over to another model,
+//! and closing them all when the front-end ends.
 //!
 //! It only turns flags into the core's calls (`Framework`); which model a name means is
 //! `genai::select`'s business, and what a handover rewrites is the session's.
@@ -34,7 +35,8 @@ pub struct ConversationArgs {
     /// A model parameter, NAME=VALUE (repeatable), such as -p temperature=0.2.
     #[arg(short = 'p', long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
-    /// Continue the most recent conversation.
+    /// Continue the most recent conversation that has a reply (one whose turns all failed is
+    /// not kept).
     #[arg(short, long, conflicts_with = "cid")]
     pub r#continue: bool,
     /// Continue the conversation with this id (any unique prefix).
@@ -61,6 +63,17 @@ pub struct ConversationArgs {
     /// terminal, and refuses when there is none).
     #[arg(long)]
     pub yes: bool,
+}
+
+/// Closes every conversation of the process for good when dropped
+/// ([`Framework::close_all`]): however `ask` or `chat` ends, a conversation no turn was
+/// committed to leaves no empty row in the history.
+pub struct CloseAtEnd(pub Arc<Framework>);
+
+impl Drop for CloseAtEnd {
+    fn drop(&mut self) {
+        self.0.close_all();
+    }
 }
 
 pub fn usage(msg: impl Into<String>) -> Error {

@@ -80,5 +80,6 @@ pub async fn run(args: Args) -> Result<(), Error> {
     running.stop().await;
     fw.cancel_all();
     fw.idle().await;
+    fw.close_all();
     Ok(())
 }

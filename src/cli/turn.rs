@@ -207,9 +207,10 @@ pub struct Shown {
 
 /// Shows the turn `turn_id` of `agent`'s conversation until its final event: the reply on
 /// stdout as it streams (or whole at the end), drawn as Markdown when `view` says so, ended
-/// by a line break; the reasoning before it on stderr. Ctrl-C (or a failed write on stdout,
-/// such as a closed pipe) cancels the turn through the core, which still ends it with one
-/// final event; nothing more is written on a failed stdout.
+/// by a line break; the reasoning before it on stderr, and after it a line there when the
+/// reply was cut short. Ctrl-C (or a failed write on stdout, such as a closed pipe) cancels
+/// the turn through the core, which still ends it with one final event; nothing more is
+/// written on a failed stdout.
 pub async fn show_turn(
     fw: &Framework,
     agent: &AIAgent,
@@ -311,6 +312,9 @@ pub async fn show_turn(
             let _ = writeln!(out);
         }
         let _ = out.flush();
+    }
+    if let Some(cut) = outcome.cut().filter(|_| outcome.error.is_none()) {
+        eprintln!("genai: {cut}");
     }
     Ok(Shown {
         outcome,

@@ -101,6 +101,15 @@ impl TurnOutcome {
         }
     }
 
+    /// The note of its details that the reply was cut short (at its token limit, or stopped
+    /// repeating itself), when it was.
+    pub fn cut(&self) -> Option<&str> {
+        self.detailed
+            .iter()
+            .map(String::as_str)
+            .find(|line| line.starts_with(crate::format::CUT))
+    }
+
     /// A failed turn whose details start with what the feature had noted before it failed.
     pub fn failed_after(mut detailed: Vec<String>, error: Error) -> TurnOutcome {
         let mut failed = TurnOutcome::failed(error);

@@ -111,6 +111,38 @@ impl ModelReply {
     }
 }
 
+/// The finish reason of a reply that genai's local engine stopped because it kept repeating
+/// itself (`provider/local/repetition.rs`). The agent reports it as `length`, the reason
+/// clients know for a reply cut short, with a note saying why ([`ModelReply::cut_short`]).
+pub const REPEATED: &str = "repetition";
+
+/// How the note on a reply cut short starts, in a turn's details.
+pub const CUT: &str = "the reply was cut: ";
+
+/// Whether a finish reason says the reply was cut at its token limit, in each API's words.
+pub fn at_token_limit(finish_reason: &str) -> bool {
+    matches!(
+        finish_reason,
+        "length" | "max_tokens" | "MAX_TOKENS" | "max_output_tokens"
+    )
+}
+
+impl ModelReply {
+    /// Why this reply was cut short, as a note for the user (`None`: it ended on its own);
+    /// the local engine's [`REPEATED`] becomes `length`.
+    pub fn cut_short(&mut self) -> Option<String> {
+        let why = match self.finish_reason.as_deref()? {
+            REPEATED => {
+                self.finish_reason = Some("length".to_string());
+                "it repeated itself"
+            }
+            r if at_token_limit(r) => "it reached its token limit (max_tokens)",
+            _ => return None,
+        };
+        Some(format!("{CUT}{why}"))
+    }
+}
+
 /// A piece of a tool call as the model streams it: which call of the reply it belongs to (a key
 /// the same for every piece of one call, in the order of the calls), the call's id and wire
 /// name when they arrive (usually with the first piece), and the next characters of its JSON

@@ -90,8 +90,8 @@ impl Drop for Running<'_> {
                 t.remove(id);
             }
             // Closing cancels a turn still running and ends the conversation's task; its
-            // history stays in the store.
-            let _ = self.fw.remove_conversation(id);
+            // history stays in the store, unless no turn was committed to it.
+            let _ = self.fw.close_conversation(id);
         }
         if let Some(id) = &self.agent_id {
             if let Ok(mut p) = self.port.prompts.lock() {

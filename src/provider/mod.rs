@@ -120,7 +120,8 @@ pub struct Infilled {
     pub prompt_tokens: u32,
     /// Tokens generated.
     pub completion_tokens: u32,
-    /// `stop` (end of generation or a stop string), `length`, or `cancelled`.
+    /// `stop` (end of generation or a stop string), `length`, `repetition` (a loop was
+    /// stopped), or `cancelled`.
     pub finish_reason: String,
 }
 

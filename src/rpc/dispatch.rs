@@ -332,7 +332,7 @@ impl Session {
                 let p: ConversationIdParams = params(p)?;
                 let id = fw.resolve_conversation(&p.conversation_id)?;
                 removed(
-                    fw.remove_conversation(&id)?,
+                    fw.close_conversation(&id)?,
                     ErrorKind::UnknownConversation,
                     format!("no open conversation {}", p.conversation_id),
                 )

@@ -167,6 +167,7 @@ where
     let client: Arc<dyn crate::feature::port::ClientPort> = port.clone();
     fw.client_gone(&client);
     fw.idle().await;
+    fw.close_all();
     session.later.close();
     session.later.wait().await;
     // Every turn has queued its final event: the writer drains what is queued, then ends.

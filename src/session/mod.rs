@@ -2,7 +2,8 @@
 //! reached by every front-end through the same calls and answered through each caller's
 //! [`ClientPort`].
 //!
-//! This module opens, resumes, closes and deletes conversations and builds their agents; the
+//! This module opens, resumes, closes and deletes conversations and builds their agents (a
+//! conversation closed for good with no committed turn leaves the history); the
 //! conversation task (queue, order, cancel) is in `conversation`, changing an open one's
 //! feature or model in `choice`, prompts to agents in
 //! `prompts`, fill-in-the-middle completion in `infill`, client-hosted features in `hosted`, and every rule of which model runs in
@@ -398,6 +399,30 @@ impl Framework {
             }
             None => false,
         })
+    }
+
+    /// Closes a conversation for good (its client is done with it): as
+    /// [`Framework::remove_conversation`], and a conversation no turn was committed to (its
+    /// first failed, or none was sent) leaves the history, so that none lingers empty.
+    pub fn close_conversation(&self, id: &str) -> Result<bool> {
+        let open = self.remove_conversation(id)?;
+        self.store.delete_if_empty(id)?;
+        Ok(open)
+    }
+
+    /// Closes every open conversation for good ([`Framework::close_conversation`]), once its
+    /// turns have ended: the end of a process. A history that fails here is only logged: what
+    /// it keeps is an empty conversation, which listings do not show.
+    pub fn close_all(&self) {
+        let ids: Vec<String> = match self.conversations.lock() {
+            Ok(c) => c.keys().cloned().collect(),
+            Err(_) => return,
+        };
+        for id in ids {
+            if let Err(e) = self.close_conversation(&id) {
+                tracing::warn!(conversation = %id, "closing the conversation failed: {}", e.message);
+            }
+        }
     }
 
     /// Closes a conversation and deletes it from the history.

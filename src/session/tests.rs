@@ -11,6 +11,8 @@ use crate::error::ErrorKind;
 use crate::feature::port::{Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef};
 use crate::feature::TurnOutcome;
 use crate::provider::scripted::{text_stream, Answer, ScriptedProvider};
+use crate::provider::StreamEvent;
+use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -167,6 +169,82 @@ async fn a_failed_turn_commits_nothing_and_the_next_one_goes_on() {
         f.provider.messages_of(1),
         ["user: two"],
         "the failed prompt is not resent"
+    );
+}
+
+#[tokio::test]
+async fn closed_for_good_a_conversation_without_a_turn_leaves_the_history() {
+    let mut f = Fixture::new(vec![
+        Answer::Fail("scripted: 500 Internal Server Error"),
+        text_stream(&["kept"], false),
+    ]);
+    let (failed, kept, untouched) = (f.open(), f.open(), f.open());
+    f.fw.on_new_message(&failed.conversation_id, Message::user("one"))
+        .unwrap();
+    assert!(f.done(1).await[0].2.error.is_some());
+    f.fw.on_new_message(&kept.conversation_id, Message::user("two"))
+        .unwrap();
+    assert!(f.done(1).await[0].2.error.is_none());
+    let stored = |id: &str| f.fw.store().conversation(id).unwrap().is_some();
+    // Closed to be reopened (a command of the chat), an empty one stays.
+    assert!(f
+        .fw
+        .remove_conversation(&untouched.conversation_id)
+        .unwrap());
+    assert!(stored(&untouched.conversation_id));
+    assert!(f.fw.close_conversation(&failed.conversation_id).unwrap());
+    assert!(!stored(&failed.conversation_id));
+    f.fw.close_all();
+    assert_eq!(f.fw.open_conversations(), 0);
+    assert!(stored(&kept.conversation_id));
+    // Not open any more, and still deleted when closed for good.
+    assert!(!f.fw.close_conversation(&untouched.conversation_id).unwrap());
+    assert!(!stored(&untouched.conversation_id));
+}
+
+#[tokio::test]
+async fn a_reply_cut_short_ends_as_length_with_a_note_that_says_why() {
+    let cut = |reason: &str| {
+        Answer::Events(vec![
+            StreamEvent::data(
+                json!({"model": "m", "choices": [{"index": 0, "delta": {"content": "la la"}}]})
+                    .to_string(),
+            ),
+            StreamEvent::data(
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+                    .to_string(),
+            ),
+            StreamEvent::data("[DONE]"),
+        ])
+    };
+    let mut f = Fixture::new(vec![
+        cut(crate::format::REPEATED),
+        cut("length"),
+        text_stream(&["done"], false),
+    ]);
+    let c = f.open();
+    for _ in 0..3 {
+        f.fw.on_new_message(&c.conversation_id, Message::user("sing"))
+            .unwrap();
+    }
+    let done = f.done(3).await;
+    let outcomes: Vec<_> = done
+        .iter()
+        .map(|d| (d.2.finish_reason.as_deref(), d.2.cut()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (
+                Some("length"),
+                Some("the reply was cut: it repeated itself")
+            ),
+            (
+                Some("length"),
+                Some("the reply was cut: it reached its token limit (max_tokens)")
+            ),
+            (Some("stop"), None),
+        ]
     );
 }
 

@@ -1,10 +1,12 @@
 //! Listing stored conversations: most recently updated first, a page at a time behind an
-//! opaque cursor, filtered by last update, model or working directory.
+//! opaque cursor, filtered by last update, model or working directory. A conversation no turn
+//! was committed to (its first turn failed, or its client has sent none yet) is never listed,
+//! nor is it the last conversation that `genai ask -c` continues.
 //!
 //! It only reads conversation rows; it must never write them nor decide how a front-end shows
 //! a listing.
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::{ConversationRecord, Store};
 use crate::error::{Error, Result};
@@ -20,7 +22,25 @@ pub struct ListFilter {
     pub cwd: Option<String>,
 }
 
+/// The condition on a conversation `c` that a turn was committed to it.
+const HAS_TURNS: &str = "EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id)";
+
 impl Store {
+    /// The most recently updated conversation that a turn was committed to (what `-c` means).
+    pub fn last_conversation(&self) -> Result<Option<String>> {
+        Ok(self
+            .conn()?
+            .query_row(
+                &format!(
+                    "SELECT c.id FROM conversations c WHERE {HAS_TURNS}
+                     ORDER BY c.updated_at DESC, c.id DESC LIMIT 1"
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// The most recently updated conversations first; the cursor is opaque to clients.
     pub fn list_conversations(
         &self,
@@ -67,13 +87,15 @@ impl Store {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(&format!(
             "{} WHERE (?2 = '' OR c.updated_at < ?1 OR (c.updated_at = ?1 AND c.id < ?2))
+             AND {}
              AND c.updated_at >= ?4
              AND (?5 IS NULL OR instr(lower(c.provider || ':' || c.model), lower(?5)) > 0
                   OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id
                              AND instr(lower(m.model), lower(?5)) > 0))
              AND (?6 IS NULL OR c.cwd = ?6)
              ORDER BY c.updated_at DESC, c.id DESC LIMIT ?3",
-            Self::SELECT
+            Self::SELECT,
+            HAS_TURNS
         ))?;
         let rows = stmt
             .query_map(

@@ -522,23 +522,20 @@ impl Store {
         }
     }
 
-    /// The most recently updated conversation.
-    pub fn last_conversation(&self) -> Result<Option<String>> {
-        Ok(self
-            .conn()?
-            .query_row(
-                "SELECT id FROM conversations ORDER BY updated_at DESC, id DESC LIMIT 1",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?)
-    }
-
     pub fn delete_conversation(&self, id: &str) -> Result<bool> {
         Ok(self
             .conn()?
             .execute("DELETE FROM conversations WHERE id = ?1", [id])?
             > 0)
+    }
+
+    /// Deletes conversation `id` if no turn was committed to it; true when it did.
+    pub fn delete_if_empty(&self, id: &str) -> Result<bool> {
+        Ok(self.conn()?.execute(
+            "DELETE FROM conversations WHERE id = ?1
+             AND NOT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?1)",
+            [id],
+        )? > 0)
     }
 }
 
@@ -564,6 +561,46 @@ mod tests {
             middleware: None,
             cwd: None,
         }
+    }
+
+    /// Commits a turn of one user message to conversation `id` at time `t`.
+    fn with_a_turn(s: &Store, id: &str, t: i64) {
+        s.commit_turn_at(id, None, None, &[Message::user("hi").into()], t)
+            .unwrap();
+    }
+
+    #[test]
+    fn a_conversation_without_a_turn_is_never_listed_nor_continued_and_goes_when_asked() {
+        let s = Store::in_memory().unwrap();
+        // An old conversation with a turn, then newer ones without (a first turn that failed,
+        // or rows an older genai left), one of them titled by its client.
+        s.create_conversation(&record("01E0", 1)).unwrap();
+        with_a_turn(&s, "01E0", 1);
+        s.create_conversation(&record("01E1", 2)).unwrap();
+        let mut titled = record("01E2", 3);
+        titled.title = "Named by its client".into();
+        s.create_conversation(&titled).unwrap();
+        let listed = |f: ListFilter| -> Vec<String> {
+            let (page, _) = s.list_conversations_where(10, None, &f).unwrap();
+            page.into_iter().map(|c| c.id).collect()
+        };
+        assert_eq!(listed(ListFilter::default()), ["01E0"]);
+        assert_eq!(s.list_conversations_in(None, 10, None).unwrap().0.len(), 1);
+        assert_eq!(s.last_conversation().unwrap().as_deref(), Some("01E0"));
+        // Still there for whoever holds it open: a later turn commits and lists it.
+        assert!(s.conversation("01E2").unwrap().is_some());
+        with_a_turn(&s, "01E2", 4);
+        assert_eq!(listed(ListFilter::default()), ["01E2", "01E0"]);
+        assert_eq!(s.last_conversation().unwrap().as_deref(), Some("01E2"));
+        // Deleting the empty ones leaves those with turns.
+        assert!(s.delete_if_empty("01E1").unwrap());
+        assert!(!s.delete_if_empty("01E2").unwrap());
+        assert!(!s.delete_if_empty("nope").unwrap());
+        assert!(s.conversation("01E1").unwrap().is_none());
+        assert!(s.conversation("01E2").unwrap().is_some());
+        let empty = Store::in_memory().unwrap();
+        empty.create_conversation(&record("01F", 1)).unwrap();
+        assert_eq!(empty.last_conversation().unwrap(), None);
     }
 
     #[test]
@@ -607,6 +644,7 @@ mod tests {
             let mut r = record(&format!("01C{i}"), i as i64);
             r.cwd = cwd.map(str::to_string);
             s.create_conversation(&r).unwrap();
+            with_a_turn(&s, &r.id, i as i64);
         }
         let (page, next) = s.list_conversations_in(Some("/a"), 1, None).unwrap();
         assert_eq!(page[0].id, "01C3");
@@ -650,6 +688,9 @@ mod tests {
         for i in 0..5 {
             s.create_conversation(&record(&format!("01AAA{i}"), i))
                 .unwrap();
+            if i != 1 {
+                with_a_turn(&s, &format!("01AAA{i}"), i);
+            }
         }
         s.commit_turn(
             "01AAA1",

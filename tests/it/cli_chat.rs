@@ -128,7 +128,8 @@ fn replies_render_and_file_model_and_new_commands_act() {
     pane.wait_for_text("new conversation", 2);
     pane.keys(&["C-d"]);
     pane.wait_for_text("[exited 0]", 1);
-    assert_eq!(env.stored_counts(), [0, 6]);
+    // The conversation /new opened had no turn: it was not kept.
+    assert_eq!(env.stored_counts(), [6]);
 }
 
 #[test]
@@ -145,12 +146,16 @@ fn ctrl_c_cancels_a_reply_and_keeps_nothing_and_c_goes_on_with_the_conversation(
         )
     };
     let env = Env::new(slow);
+    // A first turn that is kept: `-c` goes on with a conversation that has one.
+    env.openai.push(Behavior::text("Hi."));
     let pane = Pane::start(&env.chat(&["-m", "openai:gpt-a"]));
     pane.wait_for_text("gpt-a> ", 1);
+    pane.line("Say hi");
+    pane.wait_for_text("gpt-a> ", 2);
     pane.line("Count slowly");
     pane.wait_for_text("alpha", 1);
     pane.keys(&["C-c"]);
-    let screen = pane.wait_for_text("gpt-a> ", 2);
+    let screen = pane.wait_for_text("gpt-a> ", 3);
     assert!(
         screen.contains("cancelled: nothing of this turn is kept"),
         "{screen}"
@@ -158,7 +163,7 @@ fn ctrl_c_cancels_a_reply_and_keeps_nothing_and_c_goes_on_with_the_conversation(
     assert!(!screen.contains("kappa"), "the reply went on: {screen}");
     pane.keys(&["C-d"]);
     pane.wait_for_text("[exited 0]", 1);
-    assert_eq!(env.stored_counts(), [0]);
+    assert_eq!(env.stored_counts(), [2]);
     drop(pane);
 
     // -c: the same conversation goes on. The input history was kept: Up brings the last
@@ -181,10 +186,10 @@ fn ctrl_c_cancels_a_reply_and_keeps_nothing_and_c_goes_on_with_the_conversation(
     assert!(screen.contains("Back again."), "{screen}");
     let body = env.openai.last().body;
     assert_eq!(body["model"], "gpt-a");
-    assert_eq!(texts(&body), ["Ready?\nGo."]);
+    assert_eq!(texts(&body), ["Say hi", "Hi.", "Ready?\nGo."]);
     pane.keys(&["C-d"]);
     pane.wait_for_text("[exited 0]", 1);
-    assert_eq!(env.stored_counts(), [2]);
+    assert_eq!(env.stored_counts(), [4]);
 }
 
 #[test]

@@ -1594,6 +1594,9 @@ fn list_page_remove_and_delete_conversations() {
     let (titled_id, _) = d.create_conversation(
         json!({"serviceProvider": "openai", "model": MODEL, "title": "  My   titled\nchat  "}),
     );
+    // Listed once a turn is committed; the client's title stays.
+    let (_, fin) = d.turn(&titled_id, "hello", TURN);
+    assert_eq!(fin["isSuccess"], true, "{fin}");
     let (eph_id, _) = d.create_conversation(
         json!({"serviceProvider": "openai", "model": MODEL, "ephemeral": true}),
     );

@@ -14,10 +14,12 @@ mod cli_files;
 mod cli_handover;
 mod cli_output;
 mod cli_params;
+mod cut_replies;
 mod daemon;
 mod daemon_react;
 mod daemon_tools;
 mod daemon_tools_formats;
+mod failed_turns;
 mod hostile;
 mod keys;
 #[cfg(feature = "local")]

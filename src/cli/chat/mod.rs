@@ -24,7 +24,7 @@ use genai::select::ModelChoice;
 use genai::session::{Choice, Framework, OpenConversation};
 use genai::store::Store;
 
-use super::conversation::{hand_over, parse_params, ConversationArgs};
+use super::conversation::{hand_over, parse_params, CloseAtEnd, ConversationArgs};
 use super::turn::{renders_markdown, show_turn, Events, Terminal, View};
 use commands::{Command, Line};
 use input::{Input, Read};
@@ -80,6 +80,7 @@ async fn chat(args: Args) -> Result<i32, Error> {
     let (paths, config, registry) = super::load()?;
     let store = Arc::new(Store::open(&paths.history_db())?);
     let fw = Arc::new(Framework::new(config, registry, store));
+    let _closing = CloseAtEnd(fw.clone());
     let (terminal, events) = Terminal::new(true, flags.yes);
     let port: Arc<dyn ClientPort> = Arc::new(terminal);
     let conv = flags.open(&fw, false, port.clone())?;
@@ -303,7 +304,11 @@ impl Chat {
                     .flags
                     .open_new(&self.fw, self.model.clone(), false, self.port.clone())
                 {
-                    Ok(conv) => self.conv = conv,
+                    Ok(conv) => {
+                        self.conv = conv;
+                        // The old one is done with: without a turn it leaves the history.
+                        self.fw.close_conversation(&id)?;
+                    }
                     Err(e) => {
                         self.reopen()?;
                         return Err(e);

@@ -58,7 +58,8 @@ pub trait Sink: Send {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finished {
     /// `stop` (end-of-generation token or stop string), `length` (`max_tokens` or the end of
-    /// the sequence's share of the context), or `cancelled` (the sink went away).
+    /// the sequence's share of the context), `repetition` (the reply looped:
+    /// [`crate::format::REPEATED`]), or `cancelled` (the sink went away).
     pub finish_reason: &'static str,
     pub counts: TokenCounts,
 }
@@ -521,7 +522,7 @@ impl Batcher {
             r.reply.push(token.0);
             if let Some(period) = repetition::loop_period(&r.reply) {
                 tracing::debug!(model = %name, period, "the reply repeats itself: stopped");
-                return Some("length");
+                return Some(crate::format::REPEATED);
             }
         }
         r.next = Some(token);

@@ -432,5 +432,14 @@ mod tests {
         assert_eq!(r.message.text(), "Hello");
         assert_eq!(r.finish_reason.as_deref(), Some("length"));
         assert_eq!(r.usage.unwrap().cache_read_tokens, Some(20));
+
+        // A reply the loop guard stopped: the agent hears why, and tells its clients `length`.
+        let body = a.completion("la la", &[], crate::format::REPEATED, counts);
+        let mut r = m.extract(body.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            r.cut_short().as_deref(),
+            Some("the reply was cut: it repeated itself")
+        );
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
     }
 }

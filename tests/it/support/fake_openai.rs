@@ -82,6 +82,9 @@ pub enum Mode {
     /// Read the request, then never answer: the socket stays open until the
     /// server is dropped or the client goes away (which counts as a disconnect).
     Stall,
+    /// A complete answer that ends with this `finish_reason` instead of `stop`, such as
+    /// `length` (cut at `max_tokens`) or `repetition` (genai's local engine stopped a loop).
+    Finish(&'static str),
 }
 
 /// A running fake OpenAI server; dropping it stops it.
@@ -267,7 +270,7 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
             ex.respond_error(status, "application/json", &extra, status == 429, &body)
                 .await
         }
-        Mode::Ok | Mode::CutAfter { .. } if !streaming => {
+        Mode::Ok | Mode::CutAfter { .. } | Mode::Finish(_) if !streaming => {
             if !ex.pause(behavior.delay).await {
                 return;
             }
@@ -296,7 +299,7 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
                         }),
                     },
                     logprobs: None,
-                    finish_reason: if behavior.tool_calls.is_empty() { "stop" } else { "tool_calls" },
+                    finish_reason: finish_reason(&behavior),
                 }],
                 usage,
                 system_fingerprint: "fp_fake",
@@ -308,7 +311,7 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
             }
             ex.respond(200, "application/json", &extra, &body).await
         }
-        Mode::Ok | Mode::CutAfter { .. } => {
+        Mode::Ok | Mode::CutAfter { .. } | Mode::Finish(_) => {
             let cut = match behavior.mode {
                 Mode::CutAfter { after } => Some(after),
                 _ => None,
@@ -446,12 +449,7 @@ async fn stream_reply(
             }
         }
     }
-    let reason = if behavior.tool_calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    };
-    let finish = stream.chunk(Delta::default(), Some(reason));
+    let finish = stream.chunk(Delta::default(), Some(finish_reason(behavior)));
     if !send_event(ex, &finish).await {
         return false;
     }
@@ -505,6 +503,16 @@ fn prompt_words(body: &Value) -> u64 {
             _ => 0,
         })
         .sum()
+}
+
+/// Why the answer of `behavior` ends: its mode's reason, else `tool_calls` when it calls tools,
+/// else `stop`.
+fn finish_reason(behavior: &Behavior) -> &'static str {
+    match behavior.mode {
+        Mode::Finish(reason) => reason,
+        _ if !behavior.tool_calls.is_empty() => "tool_calls",
+        _ => "stop",
+    }
 }
 
 /// The OpenAI error `type` for a status (and code).

@@ -7,6 +7,10 @@ use crate::support::fake_openai::{Behavior, FakeOpenAi};
 #[test]
 fn every_listing_piped_into_head_ends_quietly() {
     let mut home = Home::new();
+    // The models folder too has something to list.
+    let Some(()) = home.install_demo_model() else {
+        return;
+    };
     let fake = FakeOpenAi::start(0, Behavior::text("A line.\n".repeat(2000).as_str())).unwrap();
     home.export("OPENAI_BASE_URL", &fake.base_url());
     home.export("OPENAI_API_KEY", "sk-journey");

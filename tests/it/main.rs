@@ -22,6 +22,8 @@ mod keys;
 #[cfg(feature = "local")]
 mod local_batching;
 #[cfg(feature = "local")]
+mod local_first_use;
+#[cfg(feature = "local")]
 mod local_model;
 mod lsp;
 mod lsp_emacs;
@@ -32,6 +34,7 @@ mod mcp;
 mod mcp_interop;
 mod middleware;
 mod models;
+mod models_demo;
 mod plugins;
 mod provider_anthropic;
 mod provider_azure;

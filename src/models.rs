@@ -10,7 +10,10 @@
 //! and no file there is no default. Removing the default model removes the file.
 //!
 //! This module only looks at and changes the folder. It must never download (that is
-//! `download`) nor load a model (that is the `local` provider).
+//! `download`) nor load a model (that is the `local` provider). `gguf` tells a model file
+//! from anything else by its header, for both of them.
+
+pub mod gguf;
 
 use std::path::{Path, PathBuf};
 
@@ -184,7 +187,7 @@ impl ModelLibrary {
         Err(Error::new(
             ErrorKind::UnknownComponent,
             format!(
-                "no local model `{name_or_path}`: it is not a file, nor a model in {} (installed: {}); add one with `genai models pull URL`",
+                "no local model `{name_or_path}`: it is not a file, nor a model in {} (installed: {}); add one with `genai models pull demo` or `genai models pull URL`",
                 self.dir.display(),
                 known(names.iter().map(|(n, _, _)| n.as_str()))
             ),

@@ -247,7 +247,7 @@ impl Selector<'_> {
                 ));
             }
             return no_model(
-                "no model provider is configured and no local model is installed: run `scripts/install-demo-model.sh` or `genai models pull URL`, or configure a provider (see `genai config path`)".into(),
+                "no model provider is configured and no local model is installed: run `genai models pull demo` (a small demo model, 98 MB) or `genai models pull URL`, or configure a provider (see `genai config path`)".into(),
             );
         };
         self.registry.add_implicit_local(&name)?;
@@ -316,7 +316,7 @@ mod tests {
         };
         let e = s.implicit_local(&lib).unwrap_err();
         assert!(
-            e.message.contains("scripts/install-demo-model.sh"),
+            e.message.contains("`genai models pull demo`"),
             "{}",
             e.message
         );

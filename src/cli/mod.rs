@@ -201,13 +201,26 @@ fn serve_blocking(
 
 /// Logs go to stderr through the redactor; `GENAI_LOG` sets the filter. The daemon warns by
 /// default; other commands print their own one-line errors, so they log only errors.
+/// llama.cpp's own lines are kept quieter still (`llama_log_directive`), and colours are used
+/// only on a terminal.
 fn init_logging(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("GENAI_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let spec = std::env::var("GENAI_LOG")
+        .ok()
+        .filter(|s| EnvFilter::try_new(s).is_ok())
+        .unwrap_or_else(|| default.to_string());
+    let mut filter = EnvFilter::new(&spec);
+    let llama = genai::provider::local::llama_log_directive(&spec, filter.max_level_hint());
+    if let Some(directive) = llama.and_then(|d| d.parse().ok()) {
+        filter = filter.add_directive(directive);
+    }
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| genai::redact::RedactingWriter(std::io::stderr()))
         .with_target(false)
+        .with_ansi(ansi)
         .try_init();
 }
 
@@ -237,6 +250,10 @@ pub fn run() -> i32 {
             "error"
         },
     );
+    if matches!(cli.command, Command::Ask(_) | Command::Chat(_)) {
+        // One conversation at a time: a local model needs one slot, not the daemon's four.
+        genai::provider::local::one_conversation_at_a_time();
+    }
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
         Command::Chat(args) => return runtime().block_on(chat::run(args)),

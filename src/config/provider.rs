@@ -194,8 +194,8 @@ pub struct LocalSettings {
     /// models folder's default model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Threads for prompt evaluation and generation (default: one per core; more threads than
-    /// cores makes generation much slower).
+    /// Threads for prompt evaluation and generation (default: the physical cores but one,
+    /// at most 4 for generation; more threads than free cores makes generation much slower).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
     /// The context size in tokens of each slot, `n_ctx` (default 4096, capped by what the model
@@ -203,7 +203,8 @@ pub struct LocalSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_size: Option<u32>,
     /// How many contexts (slots) keep their KV cache between requests, so that that many
-    /// conversations continue without evaluating their history again (default 4).
+    /// conversations continue without evaluating their history again (default 4; 1 in
+    /// `genai ask` and `genai chat`, which run one conversation at a time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<u32>,
     /// One KV cache shared by every slot (true), or a cache of `context_size` per slot as

@@ -10,8 +10,11 @@
 //! ignored the range and the part starts over. When the file is complete its sha256 is checked
 //! against `--sha256`, else one the server publishes (Hugging Face's `X-Linked-Etag` on a
 //! `HEAD` without redirects, the same lookup `huggingface_hub` does), else a `URL.sha256`
-//! sidecar. A mismatch deletes the part and installs nothing. The part is then renamed to
-//! `NAME.gguf` in the same folder, so the final name never shows a partial file.
+//! sidecar. A mismatch deletes the part and installs nothing, and so does a file that is not a
+//! GGUF model (`models::gguf`: an error page, a JSON answer, a cut file). The part is then
+//! renamed to `NAME.gguf` in the same folder, so the final name never shows a partial file.
+//!
+//! A built-in name (`demo`, see `alias.rs`) is a model taken out of a pinned PyPI wheel.
 //!
 //! This module must never decide which model is used (that is `models` and the registry), and
 //! must never write outside the models folder.
@@ -25,10 +28,13 @@ use reqwest::header::{HeaderMap, CONTENT_RANGE, ETAG, RANGE};
 use reqwest::StatusCode;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::models::{check_name, part_path, ModelLibrary, EXTENSION};
+use crate::models::{check_name, gguf, part_path, ModelLibrary, EXTENSION};
 
+mod alias;
 mod source;
 mod verify;
+
+pub use alias::{builtin, pull_alias, pypi_index, Alias, PYPI_INDEX};
 
 pub use source::{default_name, hf_endpoint, hf_url, parse_source, Source, HF_DEFAULT_ENDPOINT};
 use verify::{disk, sha256_in_etag, sidecar_sha};
@@ -139,6 +145,9 @@ impl Progress {
 
 /// Downloads and installs a model.
 pub async fn pull(lib: &ModelLibrary, opts: &PullOptions) -> Result<Pulled> {
+    if let Some(alias) = builtin(&opts.source) {
+        return pull_alias(lib, &alias, &pypi_index(), opts).await;
+    }
     let source = parse_source(&opts.source)?;
     let name = match &opts.name {
         Some(n) => {
@@ -226,60 +235,11 @@ pub async fn pull(lib: &ModelLibrary, opts: &PullOptions) -> Result<Pulled> {
             })?;
         }
         Source::Http { url, hugging_face } => {
-            // A part left by another source must not be resumed with these bytes.
-            let marker = source_marker(&part);
-            if std::fs::read_to_string(&marker).ok().as_deref() != Some(url.as_str()) {
-                let _ = std::fs::remove_file(&part);
-                std::fs::write(&marker, url).map_err(|e| disk("write", &marker, e))?;
-            }
-            let mut progress = Progress {
-                enabled: opts.progress && std::io::stderr().is_terminal(),
-                label: name.clone(),
-                total: None,
-                started: Instant::now(),
-                start_bytes: part_len(&part),
-                last: None,
-            };
-            let attempts = opts.attempts.max(1);
-            let mut last_error = String::new();
-            let mut done = false;
-            for attempt in 1..=attempts {
-                if attempt > 1 {
-                    let backoff = Duration::from_millis(200 * (1 << (attempt - 2).min(5)));
-                    tokio::time::sleep(backoff.min(Duration::from_secs(5))).await;
-                }
-                match fetch_once(&client, url, *hugging_face, &part, &mut progress).await {
-                    Ok(()) => {
-                        done = true;
-                        break;
-                    }
-                    Err(Failure::Fatal(e)) => {
-                        progress.finish();
-                        return Err(e);
-                    }
-                    Err(Failure::Transient(e)) => {
-                        tracing::info!("download attempt {attempt} failed: {e}");
-                        last_error = e;
-                    }
-                }
-            }
-            progress.finish();
-            if !done {
-                let have = part_len(&part);
-                let of = progress
-                    .total
-                    .map(|t| format!(" of {t}"))
-                    .unwrap_or_default();
-                return Err(Error::provider(format!(
-                    "download of {url} interrupted after {attempts} attempt(s) ({last_error}); {have}{of} bytes are kept in {}: run the same `genai models pull` again to resume",
-                    part.display()
-                )));
-            }
+            fetch(&client, url, *hugging_face, &part, &name, opts).await?;
         }
     }
 
     let got = sha256_file(&part)?;
-    let _ = std::fs::remove_file(source_marker(&part));
     if let Some(want) = &expected {
         if *want != got {
             let _ = std::fs::remove_file(&part);
@@ -290,13 +250,7 @@ pub async fn pull(lib: &ModelLibrary, opts: &PullOptions) -> Result<Pulled> {
             )));
         }
     }
-    File::open(&part)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| disk("sync", &part, e))?;
-    std::fs::rename(&part, &dest).map_err(|e| disk("install", &dest, e))?;
-    if let Ok(d) = File::open(lib.dir()) {
-        let _ = d.sync_all();
-    }
+    install_part(lib, &opts.source, &part, &dest)?;
     installed(
         lib,
         opts,
@@ -309,6 +263,84 @@ pub async fn pull(lib: &ModelLibrary, opts: &PullOptions) -> Result<Pulled> {
             already_installed: false,
         },
     )
+}
+
+/// Downloads `url` into `part`, resuming what it holds when its bytes come from the same URL,
+/// with `opts.attempts` requests at most and a progress line labelled `label`.
+async fn fetch(
+    client: &reqwest::Client,
+    url: &str,
+    hugging_face: bool,
+    part: &Path,
+    label: &str,
+    opts: &PullOptions,
+) -> Result<()> {
+    // A part left by another source must not be resumed with these bytes.
+    let marker = source_marker(part);
+    if std::fs::read_to_string(&marker).ok().as_deref() != Some(url) {
+        let _ = std::fs::remove_file(part);
+        std::fs::write(&marker, url).map_err(|e| disk("write", &marker, e))?;
+    }
+    let mut progress = Progress {
+        enabled: opts.progress && std::io::stderr().is_terminal(),
+        label: label.to_string(),
+        total: None,
+        started: Instant::now(),
+        start_bytes: part_len(part),
+        last: None,
+    };
+    let attempts = opts.attempts.max(1);
+    let mut last_error = String::new();
+    for attempt in 1..=attempts {
+        if attempt > 1 {
+            let backoff = Duration::from_millis(200 * (1 << (attempt - 2).min(5)));
+            tokio::time::sleep(backoff.min(Duration::from_secs(5))).await;
+        }
+        match fetch_once(client, url, hugging_face, part, &mut progress).await {
+            Ok(()) => {
+                progress.finish();
+                let _ = std::fs::remove_file(&marker);
+                return Ok(());
+            }
+            Err(Failure::Fatal(e)) => {
+                progress.finish();
+                return Err(e);
+            }
+            Err(Failure::Transient(e)) => {
+                tracing::info!("download attempt {attempt} failed: {e}");
+                last_error = e;
+            }
+        }
+    }
+    progress.finish();
+    let have = part_len(part);
+    let of = progress
+        .total
+        .map(|t| format!(" of {t}"))
+        .unwrap_or_default();
+    Err(Error::provider(format!(
+        "download of {url} interrupted after {attempts} attempt(s) ({last_error}); {have}{of} bytes are kept in {}: run the same `genai models pull` again to resume",
+        part.display()
+    )))
+}
+
+/// Installs a complete, checked part as `dest`: it must be a GGUF model file (else it is
+/// deleted and nothing is installed), and it is renamed into place after it is on disk.
+fn install_part(lib: &ModelLibrary, source: &str, part: &Path, dest: &Path) -> Result<()> {
+    if let Err(why) = gguf::check_file(part) {
+        let _ = std::fs::remove_file(part);
+        return Err(Error::provider(format!(
+            "{source}: {why}; the download was deleted and nothing was installed"
+        )));
+    }
+    File::open(part)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| disk("sync", part, e))?;
+    std::fs::rename(part, dest).map_err(|e| disk("install", dest, e))?;
+    if let Ok(d) = File::open(lib.dir()) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
 
 /// A model is in place: it becomes the default when asked, and its size is read.

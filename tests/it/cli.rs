@@ -216,7 +216,7 @@ fn zero_config_without_a_provider_or_a_local_model_says_how_to_add_either() {
     if local {
         assert!(
             err.contains("no local model is installed")
-                && err.contains("scripts/install-demo-model.sh")
+                && err.contains("genai models pull demo")
                 && err.contains("genai models pull URL"),
             "{err}"
         );

@@ -25,6 +25,8 @@ mod keys;
 #[cfg(feature = "local")]
 mod local_batching;
 #[cfg(feature = "local")]
+mod local_first_use;
+#[cfg(feature = "local")]
 mod local_model;
 mod lsp;
 mod lsp_emacs;
@@ -35,6 +37,7 @@ mod mcp;
 mod mcp_interop;
 mod middleware;
 mod models;
+mod models_demo;
 mod plugins;
 mod provider_anthropic;
 mod provider_azure;

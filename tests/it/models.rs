@@ -6,6 +6,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use file_server::{Entry, FileServer, Plan};
+use genai::models::gguf;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -54,7 +55,7 @@ impl Env {
 }
 
 /// Waits for the child to exit, killing it and failing past the deadline.
-fn wait(mut child: Child) -> Output {
+pub(crate) fn wait(mut child: Child) -> Output {
     let start = Instant::now();
     loop {
         if child.try_wait().unwrap().is_some() {
@@ -75,9 +76,9 @@ fn sha(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Bytes that differ at every offset, so a misplaced range shows.
+/// A GGUF header, then bytes that differ at every offset, so a misplaced range shows.
 fn model_bytes(n: usize) -> Vec<u8> {
-    let mut v = b"GGUF".to_vec();
+    let mut v = gguf::minimal(1, 1, 64);
     v.extend((0..n as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
     v
 }
@@ -150,9 +151,11 @@ fn an_interrupted_pull_says_how_to_resume_and_the_next_pull_resumes() {
 #[test]
 fn a_part_from_another_url_is_not_resumed() {
     let env = Env::new();
-    let (a, b) = (model_bytes(50_000), model_bytes(70_000));
+    let (a, mut b) = (model_bytes(50_000), model_bytes(70_000));
+    // Past the header, other bytes than `a`'s.
+    b[64..].iter_mut().for_each(|x| *x ^= 0x5a);
     env.server.add("/one/m.gguf", &a);
-    env.server.add("/two/m.gguf", &b[4..]);
+    env.server.add("/two/m.gguf", &b);
     env.server.plan(Plan::DropAfter(10_000));
     let o = env.run(&[
         "models",
@@ -166,7 +169,7 @@ fn a_part_from_another_url_is_not_resumed() {
     let o = env.run(&["models", "pull", &env.server.url("/two/m.gguf")]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(env.server.gets("/two/m.gguf")[0].range, None);
-    assert_eq!(std::fs::read(env.models().join("m.gguf")).unwrap(), &b[4..]);
+    assert_eq!(std::fs::read(env.models().join("m.gguf")).unwrap(), b);
 }
 
 #[test]
@@ -346,15 +349,15 @@ fn list_default_and_rm_through_the_cli() {
     cli::assert_fails_with(&o, 3, "no local model is installed");
 
     let src = tempfile::tempdir().unwrap();
-    for (n, bytes) in [("a", &b"GGUF-a"[..]), ("b", &b"GGUF-bb"[..])] {
+    for (n, len) in [("a", 64), ("b", 70)] {
         let p = src.path().join(format!("{n}.gguf"));
-        std::fs::write(&p, bytes).unwrap();
+        std::fs::write(&p, gguf::minimal(1, 1, len)).unwrap();
         let o = env.run(&["models", "pull", &format!("file://{}", p.display())]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
     let list = env.list();
     assert_eq!(list[0]["name"], "a");
-    assert_eq!(list[1]["size"], 7);
+    assert_eq!(list[1]["size"], 70);
     assert_eq!(list[0]["isDefault"], false, "two models and no choice");
     let o = env.run(&["models", "default"]);
     cli::assert_fails_with(&o, 3, "genai models default NAME");
@@ -381,4 +384,66 @@ fn list_default_and_rm_through_the_cli() {
         stdout(&env.run(&["models", "path"])).trim(),
         env.models().to_str().unwrap()
     );
+}
+
+/// What is left in the models folder (file names).
+fn left_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_download_that_is_not_a_gguf_model_is_refused_and_nothing_is_installed() {
+    let env = Env::new();
+    // What a wrong URL returned in the walk: a 67-byte JSON answer.
+    let json = br#"{"error":"model not found","detail":"no such file","code":40400000}"#;
+    assert_eq!(json.len(), 67);
+    env.server.add("/m/json.gguf", json);
+    // A GGUF cut after its header: it announces more than its bytes can hold.
+    let full = model_bytes(200_000);
+    let mut cut = gguf::minimal(291, 26, 64);
+    cut.extend_from_slice(&full[64..1_000]);
+    env.server.add("/m/cut.gguf", &cut);
+    env.server.add(
+        "/m/html.gguf",
+        b"<!DOCTYPE html><html><body>Sign in</body></html>",
+    );
+
+    for (path, says) in [
+        ("/m/json.gguf", "it looks like JSON"),
+        ("/m/cut.gguf", "announces 291 tensors"),
+        ("/m/html.gguf", "it looks like HTML"),
+    ] {
+        let url = env.server.url(path);
+        let o = env.run(&["models", "pull", &url, "--default"]);
+        assert_eq!(o.status.code(), Some(1), "{path}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(
+            err.starts_with(&format!("genai: {url}: it is not a GGUF model file: ")),
+            "{err}"
+        );
+        assert!(err.contains(says), "{path}: {err}");
+        assert!(
+            err.contains("the download was deleted and nothing was installed"),
+            "{err}"
+        );
+        assert!(stdout(&o).is_empty(), "no path printed: {}", stdout(&o));
+    }
+    assert_eq!(env.list(), serde_json::json!([]), "nothing listed");
+    assert_eq!(left_in(&env.models()), Vec::<String>::new(), "no part left");
+    let o = env.run(&["models", "default"]);
+    cli::assert_fails_with(&o, 3, "no local model is installed");
+
+    // The same refusal for a copy from a file.
+    let src = tempfile::tempdir().unwrap();
+    let p = src.path().join("notes.gguf");
+    std::fs::write(&p, b"just some notes\n").unwrap();
+    let o = env.run(&["models", "pull", &format!("file://{}", p.display())]);
+    cli::assert_fails_with(&o, 1, "it is not a GGUF model file");
+    assert_eq!(left_in(&env.models()), Vec::<String>::new());
 }

@@ -27,6 +27,7 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::LlamaModelLoadError;
 
 use super::scheduler::{Job, Scheduler, Setup, Sink};
 use super::template::{self, ChatMessage, Template};
@@ -36,8 +37,10 @@ use crate::error::{Error, ErrorKind, Result};
 /// Settings of an engine (from the provider's config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EngineSettings {
-    /// Threads for prompt evaluation and generation.
+    /// Threads for generation (one token per sequence a step).
     pub threads: u32,
+    /// Threads for evaluating prompts (batches of up to 512 tokens).
+    pub threads_batch: u32,
     /// Tokens each slot's sequence may hold; 0 means the default. The context holds
     /// `context_size × slots`.
     pub context_size: u32,
@@ -49,16 +52,72 @@ pub struct EngineSettings {
 
 /// The context size used when none is configured (capped by what the model was trained for).
 pub const DEFAULT_CONTEXT_SIZE: u32 = 4096;
-/// The slots kept when none is configured.
+/// The slots kept when none is configured, in a process that serves several conversations
+/// (the daemon, `serve`, `acp`, `lsp`).
 pub const DEFAULT_SLOTS: usize = 4;
 
-/// The threads to use when none is configured: one per core. More threads than cores makes
-/// llama.cpp's spinning workers fight each other and generation collapses.
-pub fn default_threads() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(4)
+/// The slots of an engine: the configured number, else one in a process that runs one
+/// conversation at a time (`genai ask`, `genai chat`), else [`DEFAULT_SLOTS`].
+pub fn slots(configured: Option<u32>, one_conversation: bool) -> usize {
+    match configured {
+        Some(n) => n as usize,
+        None if one_conversation => 1,
+        None => DEFAULT_SLOTS,
+    }
 }
+
+/// The most threads generation gets by default: one token per sequence a step is bound by
+/// memory, not arithmetic, and more threads only add waiting (llama.cpp's examples used
+/// `min(4, cores)` for the same reason).
+pub const MAX_GENERATION_THREADS: usize = 4;
+
+/// The threads to use when none is configured, for generation and for prompt evaluation.
+///
+/// As llama.cpp's own tools count, from the physical cores (not hardware threads; at most
+/// what this process may run on), generation capped at [`MAX_GENERATION_THREADS`], prompts
+/// uncapped; but one core is left to the rest of the machine. llama.cpp's workers spin at a
+/// barrier every step, so one that loses its core to another process stalls the whole step.
+/// Measured with `genai ask` (SmolLM2-135M Q4_1, 48 tokens, the debug build, whose llama.cpp
+/// is optimised) on a 2-core machine that other builds kept at a load average of 12 to 15:
+/// 2 threads took 41–86 s a run, 1 thread 3.9–7.3 s, and 1 generation thread with 2 for the
+/// prompt 8.8–10.9 s; the same machine with one busy loop gave a median of 2.5 s against
+/// 0.81 s for 1 thread. So a 2-core machine gets 1 and 1.
+pub fn default_threads() -> (u32, u32) {
+    let available = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let cores = physical_cores().unwrap_or(available).min(available);
+    threads_for(cores)
+}
+
+/// [`default_threads`] for this many physical cores.
+fn threads_for(cores: usize) -> (u32, u32) {
+    let spare = cores.saturating_sub(1).max(1);
+    (spare.min(MAX_GENERATION_THREADS) as u32, spare as u32)
+}
+
+/// The physical cores of this machine (the hardware threads of one core counted once), as
+/// llama.cpp's own tools count them on Linux (distinct `thread_siblings` sets); None where
+/// that cannot be read.
+fn physical_cores() -> Option<usize> {
+    let mut cores = std::collections::HashSet::new();
+    for entry in std::fs::read_dir("/sys/devices/system/cpu").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(n) = name.to_str().and_then(|n| n.strip_prefix("cpu")) else {
+            continue;
+        };
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(s) = std::fs::read_to_string(entry.path().join("topology/thread_siblings")) {
+            cores.insert(s.trim().to_string());
+        }
+    }
+    (!cores.is_empty()).then_some(cores.len())
+}
+
+/// Why a GGUF file did not load, when llama.cpp only says it failed (its reasons are in its
+/// log, which `GENAI_LOG=info` shows).
+const LLAMA_CANNOT_READ: &str = "llama.cpp cannot read it (a damaged or cut file, or a model \
+     architecture this llama.cpp does not know; GENAI_LOG=info shows llama.cpp's reasons)";
 
 /// A prompt ready to run: rendered, tokenized, checked against a sequence's share of the
 /// context.
@@ -143,18 +202,24 @@ pub fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
         match models.get(&canonical) {
             Some(m) => *m,
             None => {
+                let cannot = |why: String| {
+                    Error::new(
+                        ErrorKind::Config,
+                        format!("cannot load the model {}: {why}", canonical.display()),
+                    )
+                };
+                // Not a GGUF at all (a file put in the folder by hand): said plainly, and
+                // llama.cpp never sees it.
+                crate::models::gguf::check_file(&canonical).map_err(cannot)?;
                 let backend = backend()?;
                 let started = Instant::now();
                 let params = LlamaModelParams::default().with_n_gpu_layers(0);
                 let model =
                     LlamaModel::load_from_file(backend, &canonical, &params).map_err(|e| {
-                        Error::new(
-                            ErrorKind::Config,
-                            format!(
-                                "cannot load the model {} (is it a GGUF file llama.cpp supports?): {e}",
-                                canonical.display()
-                            ),
-                        )
+                        cannot(match e {
+                            LlamaModelLoadError::NullResult => LLAMA_CANNOT_READ.to_string(),
+                            other => other.to_string(),
+                        })
                     })?;
                 tracing::info!(model = %canonical.display(), elapsed = ?started.elapsed(), "local model loaded");
                 let model: &'static LlamaModel = Box::leak(Box::new(model));
@@ -177,6 +242,7 @@ pub fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
         backend: backend()?,
         name: name.clone(),
         threads: settings.threads,
+        threads_batch: settings.threads_batch,
         sequences: settings.slots.max(1),
         per_sequence: n_ctx,
         unified: settings.kv_unified,
@@ -353,4 +419,27 @@ fn rand_seed() -> u32 {
             .unwrap_or(0),
     );
     h.finish() as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_core_is_left_and_generation_is_capped() {
+        assert_eq!(threads_for(0), (1, 1));
+        assert_eq!(threads_for(1), (1, 1));
+        assert_eq!(threads_for(2), (1, 1));
+        assert_eq!(threads_for(4), (3, 3));
+        assert_eq!(threads_for(16), (4, 15));
+        assert!(physical_cores().is_none_or(|n| n >= 1));
+    }
+
+    #[test]
+    fn one_conversation_makes_one_slot_unless_configured() {
+        assert_eq!(slots(None, false), DEFAULT_SLOTS);
+        assert_eq!(slots(None, true), 1);
+        assert_eq!(slots(Some(2), true), 2);
+        assert_eq!(slots(Some(3), false), 3);
+    }
 }

@@ -87,7 +87,9 @@ pub struct Setup {
     pub backend: &'static LlamaBackend,
     /// The model's name, for logs and errors.
     pub name: String,
+    /// Threads for generation, and for prompt evaluation.
     pub threads: u32,
+    pub threads_batch: u32,
     /// Sequences (slots) in the context.
     pub sequences: usize,
     /// Tokens each sequence may hold.
@@ -244,6 +246,7 @@ static CONTEXT_CREATION: Mutex<()> = Mutex::new(());
 impl Batcher {
     fn new(s: &Setup, shared: Arc<Shared>) -> Result<Batcher> {
         let threads = s.threads.max(1) as i32;
+        let threads_batch = s.threads_batch.max(1) as i32;
         let sequences = s.sequences.max(1);
         let n_ctx = s.per_sequence * sequences as u32;
         let n_batch = (PROMPT_CHUNK + sequences) as u32;
@@ -253,7 +256,7 @@ impl Batcher {
             .with_n_seq_max(sequences as u32)
             .with_kv_unified(s.unified)
             .with_n_threads(threads)
-            .with_n_threads_batch(threads);
+            .with_n_threads_batch(threads_batch);
         let started = Instant::now();
         let context = {
             let _one_at_a_time = CONTEXT_CREATION.lock().unwrap_or_else(|p| p.into_inner());
@@ -264,7 +267,7 @@ impl Batcher {
                 ))
             })?
         };
-        tracing::debug!(model = %s.name, n_ctx, sequences, elapsed = ?started.elapsed(), "local context made");
+        tracing::debug!(model = %s.name, n_ctx, sequences, threads, threads_batch, elapsed = ?started.elapsed(), "local context made");
         Ok(Batcher {
             model: s.model,
             name: s.name.clone(),

@@ -31,6 +31,7 @@ mod lsp_neovim;
 mod mcp;
 mod mcp_interop;
 mod middleware;
+mod model_choice;
 mod models;
 mod plugins;
 mod provider_anthropic;

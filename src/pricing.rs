@@ -166,10 +166,23 @@ impl Prices {
         Ok(Prices { configured })
     }
 
-    /// The price of `model` on provider instance `provider` of kind `kind`: the config's
-    /// `provider:model`, `kind:model`, `provider:*`, `kind:*`, then the built-in table; the
-    /// `local` kind is free; else none.
+    /// The price of `model` on provider instance `provider` of kind `kind`, the kind's own
+    /// service ([`Prices::lookup_at`]).
     pub fn lookup(&self, provider: &str, kind: &str, model: &str) -> Option<Priced> {
+        self.lookup_at(provider, kind, model, true)
+    }
+
+    /// The price of `model` on provider instance `provider` of kind `kind`: the config's
+    /// `provider:model`, `kind:model`, `provider:*`, `kind:*`, then the built-in table when
+    /// `vendor` (the instance is the kind's own service, not another server speaking its API,
+    /// whose models are not the vendor's); the `local` kind is free; else none.
+    pub fn lookup_at(
+        &self,
+        provider: &str,
+        kind: &str,
+        model: &str,
+        vendor: bool,
+    ) -> Option<Priced> {
         let keys = [
             format!("{provider}:{model}"),
             format!("{kind}:{model}"),
@@ -190,6 +203,9 @@ impl Prices {
                 price: Price::new(0.0, 0.0, 0.0, 0.0),
                 source: "a local model runs free".into(),
             });
+        }
+        if !vendor {
+            return None;
         }
         let name = table_name(model);
         TABLE
@@ -299,6 +315,10 @@ mod tests {
             none.lookup("local", "local", "any").unwrap().price.output,
             0.0
         );
+        // Another server speaking OpenAI's API: its `gpt-4o-mini` is not OpenAI's.
+        assert!(none
+            .lookup_at("openai", "openai", "gpt-4o-mini", false)
+            .is_none());
 
         let mut config = BTreeMap::new();
         let c = |input: f64| PriceConfig {
@@ -311,6 +331,15 @@ mod tests {
         config.insert("ollama:*".to_string(), c(0.5));
         config.insert("work:gpt-4o".to_string(), c(7.0));
         let prices = Prices::new(&config).unwrap();
+        // The config prices another server's models too.
+        assert_eq!(
+            prices
+                .lookup_at("work", "openai", "gpt-4o", false)
+                .unwrap()
+                .price
+                .input,
+            7.0
+        );
         let p = prices
             .lookup("anthropic", "anthropic", "claude-sonnet-4-5")
             .unwrap();

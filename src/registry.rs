@@ -137,7 +137,8 @@ impl Registry {
         r
     }
 
-    /// The registry with the config's instances and the built-in instances made from the environment.
+    /// The registry with the config's instances, the built-in instances made from the
+    /// environment, and the built-in `local` engine.
     pub fn from_config(config: &Config) -> Result<Registry> {
         let r = Registry::new();
         // A config section's error names the section.
@@ -173,6 +174,12 @@ impl Registry {
                 r.create_provider(kind, &c, Origin::Builtin)?;
             }
         }
+        // The in-process engine, whatever the config holds (its default model: the models
+        // folder's default), unless the config names another instance `local`.
+        if cfg!(feature = "local") && r.provider(LOCAL_KIND).is_err() {
+            let c = ProviderConfig::Local(LocalSettings::default());
+            r.create_provider(LOCAL_KIND, &c, Origin::Builtin)?;
+        }
         for (name, c) in &config.model_configurations {
             r.create_model(name, c, Origin::Config)
                 .map_err(section("model_configurations", name))?;
@@ -181,10 +188,14 @@ impl Registry {
     }
 
     /// Adds the implicit zero-config instance `local` (kind `local`) running `model`, unless an
-    /// instance of that name exists. Only the selection policy (`select`) decides to call it.
+    /// instance of that name exists (the built-in one is made again when the models folder's
+    /// default changed since it was made). Only the selection policy (`select`) decides to
+    /// call it.
     pub fn add_implicit_local(&self, model: &str) -> Result<()> {
-        if self.provider(LOCAL_KIND).is_ok() {
-            return Ok(());
+        if let Ok(p) = self.provider(LOCAL_KIND) {
+            if p.origin != Origin::Builtin || p.provider.default_model() == Some(model) {
+                return Ok(());
+            }
         }
         let c = ProviderConfig::Local(LocalSettings {
             default_model: Some(model.to_string()),
@@ -380,13 +391,11 @@ impl Registry {
             }
             None => {
                 let kind = self.provider_kind(provider.kind)?;
-                let model = model.or(provider.provider.default_model()).ok_or_else(|| {
-                    Error::invalid_params(format!(
-                        "provider `{}` has no default model: name one",
-                        provider.name
-                    ))
-                })?;
-                ModelConfiguration::new(self.format_kind(kind.default_format)?.format, model)
+                let model = match model {
+                    Some(m) => m.to_string(),
+                    None => provider.provider.resolve_default_model()?,
+                };
+                ModelConfiguration::new(self.format_kind(kind.default_format)?.format, &model)
             }
         };
         for (k, v) in parameters.into_iter().flatten() {

@@ -147,6 +147,15 @@ impl Selector<'_> {
                 ..Default::default()
             });
         }
+        if name == LOCAL_KIND && !self.config.service_providers.contains_key(LOCAL_KIND) {
+            // The built-in engine on the models folder's default model, whatever else the
+            // config holds.
+            return Ok(Selection {
+                provider: LOCAL_KIND.to_string(),
+                model: Some(self.local_default(&library()?, false)?),
+                ..Default::default()
+            });
+        }
         match name.split_once(':') {
             Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok(Selection {
                 provider: p.to_string(),
@@ -210,40 +219,54 @@ impl Selector<'_> {
             .unwrap_or_default()
     }
 
-    /// The provider instance of a selection. A conversation resumed on the implicit zero-config
-    /// `local` instance (made on first use only) makes it again.
+    /// The provider instance of a selection. The built-in `local` instance exists whatever the
+    /// config holds, in a genai built with the `local` feature; without it, naming `local`
+    /// says so.
     pub fn provider(&self, sel: &Selection) -> Result<ProviderInstance> {
-        match self.registry.provider(&sel.provider) {
-            Err(_) if sel.provider == LOCAL_KIND => {
-                self.implicit_local(&library()?)?;
-                self.registry.provider(&sel.provider)
+        self.registry.provider(&sel.provider).map_err(|e| {
+            match sel.provider == LOCAL_KIND && !cfg!(feature = "local") {
+                true => Error::new(
+                    ErrorKind::Config,
+                    "this genai was built without the `local` feature, so it has no `local` provider: rebuild it with `cargo build --features local`",
+                ),
+                false => e,
             }
-            other => other,
-        }
+        })
     }
 
     /// Zero config: with no `[service_providers]` and no `[defaults] model`, the default model
-    /// of the models folder runs on an implicit provider instance `local` (kind `local`,
-    /// `default_model` = the model's name), added here and only here. Returns the model name
+    /// of the models folder runs on the built-in provider instance `local` (kind `local`,
+    /// `default_model` = the model's name). Returns the model name
     /// (which the `local` kind resolves with [`ModelLibrary::resolve`]), or a `Config` error
     /// saying how to add a model or a provider.
     fn implicit_local(&self, lib: &ModelLibrary) -> Result<String> {
         let no_model = |msg: String| Err(Error::new(ErrorKind::Config, msg));
         if !self.config.service_providers.is_empty() || self.config.defaults.model.is_some() {
             return no_model(
-                "no model chosen: pass -m PROVIDER:MODEL (such as openai:gpt-4o-mini), or set `model` under [defaults] in the config".into(),
+                "no model chosen: pass -m PROVIDER:MODEL (such as openai:gpt-4o-mini, or `-m local` for the default local model), or set `model` under [defaults] in the config".into(),
             );
         }
+        self.local_default(lib, true)
+    }
+
+    /// The default model of the models folder on the built-in `local` instance (made again
+    /// when that default changed): its name, or a `Config` error saying how to install or
+    /// choose one.
+    /// `zero_config`: nothing else is configured (the errors say so).
+    fn local_default(&self, lib: &ModelLibrary, zero_config: bool) -> Result<String> {
+        let prefix = match zero_config {
+            true => "no model provider is configured and ",
+            false => "",
+        };
+        let no_model = |msg: String| Err(Error::new(ErrorKind::Config, format!("{prefix}{msg}")));
         if !cfg!(feature = "local") || self.registry.provider_kind(LOCAL_KIND).is_err() {
-            return no_model(
-                "no model provider is configured, and this genai was built without the `local` feature so it cannot run local models: configure a provider (see `genai config path`), set OPENAI_API_KEY, or rebuild with `cargo build --features local`".into(),
-            );
+            return Err(Error::new(ErrorKind::Config, NO_LOCAL_FEATURE));
         }
         let Some(name) = lib.default_name()? else {
             let count = lib.list()?.len();
             if count > 0 {
                 return no_model(format!(
-                    "no model provider is configured and {count} local models are installed but none is the default: choose one with `genai models default NAME`"
+                    "{count} local models are installed but none is the default: choose one with `genai models default NAME`"
                 ));
             }
             return no_model(
@@ -254,6 +277,8 @@ impl Selector<'_> {
         Ok(name)
     }
 }
+
+const NO_LOCAL_FEATURE: &str = "no model provider is configured, and this genai was built without the `local` feature so it cannot run local models: configure a provider (see `genai config path`), set OPENAI_API_KEY, or rebuild with `cargo build --features local`";
 
 /// The models folder of this user.
 fn library() -> Result<ModelLibrary> {
@@ -319,10 +344,6 @@ mod tests {
             e.message.contains("`genai models pull demo`"),
             "{}",
             e.message
-        );
-        assert!(
-            r.provider(LOCAL_KIND).is_err(),
-            "no instance without a model"
         );
 
         std::fs::write(lib.path_of("a"), b"x").unwrap();

@@ -17,7 +17,15 @@ use serde_json::Value;
 /// The flags of a conversation on the terminal.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ConversationArgs {
-    /// An agent from the config, or PROVIDER:MODEL (such as openai:gpt-4o-mini).
+    /// An agent from the config, PROVIDER:MODEL (such as openai:gpt-4o-mini), a provider
+    /// alone (its default model), or `local` (the default local model).
+    ///
+    /// Without -m: `model` under [defaults] in the config; else the first provider whose
+    /// variables are set: openai (OPENAI_API_KEY or OPENAI_BASE_URL), anthropic
+    /// (ANTHROPIC_API_KEY), gemini (GEMINI_API_KEY or GOOGLE_API_KEY); else, when the config
+    /// has no [service_providers], the default local model (`genai models default NAME`). A
+    /// provider runs its `default_model`, else its vendor's default; a server that only
+    /// speaks OpenAI's API (OPENAI_BASE_URL, `base_url`) runs the first model it lists.
     #[arg(short, long)]
     pub model: Option<String>,
     /// A system prompt for this conversation.

@@ -106,20 +106,16 @@ fn read_key(name: &str) -> Result<Secret, Error> {
 }
 
 /// Every name genai may look a key up for, with the environment variable it reads first: the
-/// built-in provider instances, the config's providers, connector credentials and plugin
-/// modules, and whatever the key file holds.
+/// built-in provider instances, the config's providers (a kind's well-known variable only where
+/// the provider reads it: `remote::key_env`), connector credentials and plugin modules, and
+/// whatever the key file holds.
 fn known_names(config: &Config, in_file: &[String]) -> BTreeMap<String, Option<String>> {
-    let kind_env = |kind: &str| {
-        genai::provider::kinds::HTTP_KINDS
-            .iter()
-            .find(|k| k.name == kind)
-            .and_then(|k| k.key_env)
-            .map(str::to_string)
-    };
+    use genai::provider::kinds::HTTP_KINDS;
+    use genai::provider::remote::key_env;
     let mut names = BTreeMap::new();
-    for k in genai::provider::kinds::HTTP_KINDS {
+    for k in HTTP_KINDS {
         if k.key_env.is_some() {
-            names.insert(k.name.to_string(), kind_env(k.name));
+            names.insert(k.name.to_string(), key_env(k, &Default::default()));
         }
     }
     for (name, c) in &config.service_providers {
@@ -138,7 +134,10 @@ fn known_names(config: &Config, in_file: &[String]) -> BTreeMap<String, Option<S
             }
             ProviderConfig::Local(_) => continue,
         };
-        let env = http.api_key_env.clone().or_else(|| kind_env(c.kind()));
+        let env = match HTTP_KINDS.iter().find(|k| k.name == c.kind()) {
+            Some(kind) => key_env(kind, http),
+            None => http.api_key_env.clone(),
+        };
         names.insert(name.clone(), env);
     }
     for module in config.plugins.keys() {
@@ -159,7 +158,8 @@ fn list(json: bool) -> Result<(), Error> {
     let config = super::load()?.1;
     let path = key_file::path()?;
     let in_file = key_file::names_in(&path)?;
-    let mut keyring_failure = None;
+    // The same availability `keys set` meets; a keyring that cannot store is not searched.
+    let mut keyring_failure = os_keyring::probe().err();
     let mut rows = Vec::new();
     for (name, env) in known_names(&config, &in_file) {
         let mut places = Vec::new();
@@ -167,10 +167,12 @@ fn list(json: bool) -> Result<(), Error> {
         if env.is_some() {
             places.push("env");
         }
-        match os_keyring::get(&name) {
-            Ok(Some(_)) => places.push("keyring"),
-            Ok(None) => {}
-            Err(e) => keyring_failure = Some(e),
+        if keyring_failure.is_none() {
+            match os_keyring::get(&name) {
+                Ok(Some(_)) => places.push("keyring"),
+                Ok(None) => {}
+                Err(e) => keyring_failure = Some(e),
+            }
         }
         if in_file.contains(&name) {
             places.push("file");

@@ -23,7 +23,9 @@ pub struct HttpKind {
     /// The formats it sends, each with its path; the first is the default format.
     pub routes: &'static [Route],
     pub auth: Auth,
-    /// The variable that holds the key when `api_key_env` is not set.
+    /// The variable that holds the key when `api_key_env` is not set; read only by an
+    /// instance that goes where the kind's well-known variables point
+    /// (`remote::takes_well_known_key`).
     pub key_env: Option<&'static str>,
     /// Read instead when `key_env` is empty and this one is not, as the vendor's SDKs do.
     pub fallback_key_env: Option<&'static str>,
@@ -40,8 +42,12 @@ pub struct HttpKind {
     /// The largest inline image, in bytes, the vendor's endpoint takes.
     pub max_image_bytes: Option<usize>,
     /// Whether another base URL than the default reaches other servers that merely speak the
-    /// API: there the key is optional and no image limit is known.
+    /// API: there the key is optional, no image limit is known, the kind's default model and
+    /// the vendor's prices do not apply.
     pub compatible_servers: bool,
+    /// Where such a server lists its models (appended to the base URL): the first is its
+    /// default model when the config names none.
+    pub models_path: Option<&'static str>,
 }
 
 /// One format a kind sends, and where.
@@ -102,6 +108,7 @@ pub const OPENAI: HttpKind = HttpKind {
     default_model: Some("gpt-4o-mini"),
     max_image_bytes: Some(20_000_000),
     compatible_servers: true,
+    models_path: Some("/models"),
 };
 
 pub const ANTHROPIC: HttpKind = HttpKind {
@@ -126,6 +133,7 @@ pub const ANTHROPIC: HttpKind = HttpKind {
     // decoded bytes, so the limit is the bytes that encode to 5 MB.
     max_image_bytes: Some(5 * 1024 * 1024 / 4 * 3),
     compatible_servers: false,
+    models_path: None,
 };
 
 pub const OLLAMA: HttpKind = HttpKind {
@@ -155,6 +163,7 @@ pub const OLLAMA: HttpKind = HttpKind {
     default_model: Some("llama3.2"),
     max_image_bytes: None,
     compatible_servers: false,
+    models_path: None,
 };
 
 pub const GEMINI: HttpKind = HttpKind {
@@ -180,6 +189,7 @@ pub const GEMINI: HttpKind = HttpKind {
     // image about 20 MB of request.
     max_image_bytes: Some(15_000_000),
     compatible_servers: false,
+    models_path: None,
 };
 
 pub const AZURE_OPENAI: HttpKind = HttpKind {
@@ -203,6 +213,7 @@ pub const AZURE_OPENAI: HttpKind = HttpKind {
     // As OpenAI.
     max_image_bytes: Some(20_000_000),
     compatible_servers: false,
+    models_path: None,
 };
 
 pub const HTTP: HttpKind = HttpKind {
@@ -225,6 +236,7 @@ pub const HTTP: HttpKind = HttpKind {
     default_model: None,
     max_image_bytes: None,
     compatible_servers: false,
+    models_path: None,
 };
 
 pub const BEDROCK: HttpKind = HttpKind {
@@ -260,6 +272,7 @@ pub const BEDROCK: HttpKind = HttpKind {
     // 3.75 MB, 8000 px, and 8000 px".
     max_image_bytes: Some(3_750_000),
     compatible_servers: false,
+    models_path: None,
 };
 
 /// Every HTTP kind, in the order `ListComponents` lists them.

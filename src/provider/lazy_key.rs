@@ -5,7 +5,7 @@
 
 use tokio::sync::OnceCell;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::secrets::{KeySource, Secret};
 
 pub struct LazyKey {
@@ -38,29 +38,5 @@ impl LazyKey {
             })
             .await?;
         Ok(key.as_ref())
-    }
-
-    /// The key, or the error that says where to put one: `set ENV (or ALSO), or run
-    /// genai keys set NAME`. `also` names a second variable the provider reads.
-    pub async fn require(&self, also: Option<&str>) -> Result<&Secret> {
-        let key = self.get().await?;
-        key.ok_or_else(|| {
-            let env = self
-                .source
-                .env_var
-                .as_deref()
-                .unwrap_or("its API key variable");
-            let env = match also {
-                Some(a) => format!("{env} (or {a})"),
-                None => env.to_string(),
-            };
-            let name = &self.source.instance;
-            Error::new(
-                ErrorKind::MissingCredentials,
-                format!(
-                    "no API key for provider `{name}`: set {env}, or run `genai keys set {name}`"
-                ),
-            )
-        })
     }
 }

@@ -73,8 +73,23 @@ pub trait ServiceProvider: Send + Sync {
     fn kind(&self) -> &'static str;
     /// The instance name, such as `openai` or `work`.
     fn name(&self) -> &str;
-    /// The model id used when a conversation names none.
+    /// The model id used when a conversation names none, as far as it is known without
+    /// asking the server.
     fn default_model(&self) -> Option<&str>;
+    /// The model id used when a conversation names none: [`Self::default_model`], else (an
+    /// OpenAI-compatible server) the first model the server lists, asked once, blocking the
+    /// caller a few seconds at most; else an error saying how to name one.
+    fn resolve_default_model(&self) -> Result<String> {
+        self.default_model()
+            .map(str::to_string)
+            .ok_or_else(|| no_default_model(self.name(), None))
+    }
+    /// Whether the built-in price table applies: the kind's own service runs the models the
+    /// table names. Another server that merely speaks the API (whatever it calls its models)
+    /// says no, and its models cost what the config's `[pricing]` says, else unknown.
+    fn vendor_prices(&self) -> bool {
+        true
+    }
     /// The largest inline image, in bytes, this provider accepts (`None`: no known limit).
     fn max_image_bytes(&self) -> Option<usize> {
         None
@@ -98,6 +113,18 @@ pub trait ServiceProvider: Send + Sync {
         let _ = (model, request);
         Ok(None)
     }
+}
+
+/// The error of a provider instance with no model to run: name one, or set its default
+/// (`why`: what asking the server for one said).
+pub fn no_default_model(name: &str, why: Option<&str>) -> Error {
+    let mut message = format!(
+        "provider `{name}` has no default model: pass -m {name}:MODEL, or set `default_model` under [service_providers.{name}]"
+    );
+    if let Some(why) = why {
+        message.push_str(&format!(" ({why})"));
+    }
+    Error::invalid_params(message)
 }
 
 /// A fill-in-the-middle request: the text before and after the cursor.

@@ -7,6 +7,8 @@
 //! or frame an answer itself (`http` does), nor put a key in a URL, a log line or an error.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use reqwest::RequestBuilder;
@@ -29,6 +31,12 @@ pub struct Endpoint {
     /// endpoint is found per request.
     pub base_url: String,
     pub key: LazyKey,
+    /// The kind's well-known key variable when this instance does not read it (its base URL
+    /// is another server's), named in the error that says how to give it a key.
+    pub withheld_key_env: Option<&'static str>,
+    /// The first model the server lists, asked once when no default model is known (the
+    /// reason as text when it could not be had).
+    pub listed_model: OnceLock<std::result::Result<String, String>>,
     /// The configured headers, sent with every request.
     pub headers: Vec<(String, String)>,
     pub default_model: Option<String>,
@@ -131,7 +139,30 @@ impl ServiceProvider for HttpProvider {
     }
 
     fn default_model(&self) -> Option<&str> {
-        self.endpoint.default_model.as_deref()
+        let e = &self.endpoint;
+        e.default_model
+            .as_deref()
+            .or_else(|| e.listed_model.get()?.as_deref().ok())
+    }
+
+    /// Another server speaking the kind's API (`other_server`) without a configured
+    /// `default_model` runs the first model it lists.
+    fn resolve_default_model(&self) -> Result<String> {
+        if let Some(m) = self.default_model() {
+            return Ok(m.to_string());
+        }
+        let e = &self.endpoint;
+        let Some(path) = e.kind.models_path.filter(|_| e.other_server()) else {
+            return Err(super::no_default_model(&e.name, None));
+        };
+        e.listed_model
+            .get_or_init(|| e.first_listed_model(path))
+            .clone()
+            .map_err(|why| super::no_default_model(&e.name, Some(&why)))
+    }
+
+    fn vendor_prices(&self) -> bool {
+        !self.endpoint.other_server()
     }
 
     fn max_reply_tokens(&self) -> Option<u64> {
@@ -178,6 +209,44 @@ pub fn checked_url(name: &str, url: &str) -> Result<String> {
     Ok(url)
 }
 
+/// Whether an instance may read its kind's well-known key variables (`OPENAI_API_KEY`...):
+/// only when it goes where the kind's well-known variables point, that is when `base_url` is
+/// not configured (the kind's base URL variable, else its default), or is configured to the
+/// kind's default or to that variable's URL. A key never goes to a server its user did not
+/// pair it with.
+pub fn takes_well_known_key(kind: &HttpKind, s: &HttpSettings) -> bool {
+    let Some(configured) = &s.base_url else {
+        return true;
+    };
+    let same = |url: &str| {
+        let norm = |u: &str| u.trim().trim_end_matches('/').to_ascii_lowercase();
+        norm(url) == norm(configured)
+    };
+    kind.default_base_url.is_some_and(same)
+        || kind.base_url_env.and_then(env).is_some_and(|u| same(&u))
+}
+
+/// The variable an instance reads its key from first: `api_key_env`, else the kind's
+/// well-known one (or its fallback, when only that one is set) where
+/// [`takes_well_known_key`] allows it.
+pub fn key_env(kind: &HttpKind, s: &HttpSettings) -> Option<String> {
+    if let Some(var) = &s.api_key_env {
+        return Some(var.clone());
+    }
+    if !takes_well_known_key(kind, s) {
+        return None;
+    }
+    let fallback = kind
+        .fallback_key_env
+        .filter(|f| kind.key_env.and_then(env).is_none() && env(f).is_some());
+    fallback.or(kind.key_env).map(str::to_string)
+}
+
+/// Whether `base_url` is not the kind's own service but another server speaking its API.
+fn other_server(kind: &HttpKind, base_url: &str) -> bool {
+    kind.compatible_servers && Some(base_url) != kind.default_base_url
+}
+
 /// An environment variable's value, unless unset or blank.
 pub fn env(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.trim().is_empty())
@@ -197,16 +266,21 @@ impl Endpoint {
         s: &HttpSettings,
         base_url: String,
     ) -> Result<Endpoint> {
-        let key_env = s.api_key_env.clone().or_else(|| {
-            let fallback = kind
-                .fallback_key_env
-                .filter(|f| kind.key_env.and_then(env).is_none() && env(f).is_some());
-            fallback.or(kind.key_env).map(str::to_string)
-        });
+        let key_env = key_env(kind, s);
+        let withheld_key_env = match (&s.api_key_env, takes_well_known_key(kind, s)) {
+            (None, false) => kind.key_env,
+            _ => None,
+        };
+        // A kind's default model is a model of its own service, not of another server.
+        let kind_default = kind
+            .default_model
+            .filter(|_| !other_server(kind, &base_url));
         Ok(Endpoint {
             kind,
             name: name.to_string(),
             base_url,
+            withheld_key_env,
+            listed_model: OnceLock::new(),
             key: LazyKey::new(KeySource {
                 instance: name.to_string(),
                 env_var: key_env,
@@ -218,17 +292,14 @@ impl Endpoint {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            default_model: s
-                .default_model
-                .clone()
-                .or(kind.default_model.map(str::to_string)),
+            default_model: s.default_model.clone().or(kind_default.map(str::to_string)),
             http: Http::from_config(name, s)?,
         })
     }
 
     /// Whether the base URL is not the kind's own but another server speaking its API.
     pub fn other_server(&self) -> bool {
-        self.kind.compatible_servers && Some(self.base_url.as_str()) != self.kind.default_base_url
+        other_server(self.kind, &self.base_url)
     }
 
     pub fn has_header(&self, name: &str) -> bool {
@@ -263,10 +334,102 @@ impl Endpoint {
             Auth::Header(_) => true,
             Auth::SigV4 | Auth::Template => false,
         };
-        if required {
-            return Ok(Some(self.key.require(self.kind.fallback_key_env).await?));
+        match self.key.get().await? {
+            None if required => Err(Error::new(
+                ErrorKind::MissingCredentials,
+                format!(
+                    "no API key for provider `{}`: {}",
+                    self.name,
+                    self.how_to_give_a_key()
+                ),
+            )),
+            key => Ok(key),
         }
-        self.key.get().await
+    }
+
+    /// Where this instance's key may come from, for the errors that say it has none: its
+    /// variable, `genai keys set`, or the config's settings; and why the kind's well-known
+    /// variable, when set, is not sent here.
+    pub fn how_to_give_a_key(&self) -> String {
+        let name = &self.name;
+        let mut how = match &self.key.source().env_var {
+            Some(var) => {
+                let also = self
+                    .kind
+                    .fallback_key_env
+                    .filter(|_| self.kind.key_env == Some(var.as_str()))
+                    .map(|f| format!(" (or {f})"))
+                    .unwrap_or_default();
+                format!("set {var}{also}, or run `genai keys set {name}`")
+            }
+            None => format!(
+                "run `genai keys set {name}`, or set `api_key_env`, `api_key_cmd` or `api_key` under [service_providers.{name}]"
+            ),
+        };
+        if let Some(var) = self.withheld_key_env.filter(|v| env(v).is_some()) {
+            how.push_str(&format!(
+                " ({var} is sent only to {}'s own service, not to {}: name it in `api_key_env` to send it there)",
+                self.kind.name, self.base_url
+            ));
+        }
+        how
+    }
+
+    /// The first model `GET {base_url}{path}` lists (OpenAI's `{"data": [{"id": ...}]}`),
+    /// or why there is none. It runs on a thread of its own (the caller may be sync code on
+    /// an async worker) and waits at most a few seconds.
+    fn first_listed_model(&self, path: &str) -> std::result::Result<String, String> {
+        let url = format!("{}{path}", self.base_url);
+        let ask = || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            rt.block_on(self.list_models(&url)).map_err(|e| e.message)
+        };
+        let listed = std::thread::scope(|scope| {
+            scope
+                .spawn(ask)
+                .join()
+                .unwrap_or_else(|_| Err("listing the models failed".into()))
+        });
+        match listed {
+            Ok(Some(model)) => Ok(model),
+            Ok(None) => Err(format!("GET {url} listed no model")),
+            Err(why) => Err(format!("GET {url} failed: {why}")),
+        }
+    }
+
+    async fn list_models(&self, url: &str) -> Result<Option<String>> {
+        let timeouts = super::Timeouts {
+            connect: Duration::from_secs(5),
+            read: Duration::from_secs(10),
+            total: Duration::from_secs(15),
+        };
+        let mut req = timeouts.client()?.get(url);
+        if let (Auth::Bearer { .. }, Some(key)) = (self.kind.auth, self.key.get().await?) {
+            req = req.bearer_auth(key.expose());
+        }
+        for (k, v) in &self.headers {
+            req = req.header(k, v);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| super::transport_error(&self.name, url, e))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let headers = resp.headers().clone();
+            let body = resp.bytes().await.unwrap_or_default();
+            return Err(super::http::status_error(
+                &self.name, status, &headers, &body,
+            ));
+        }
+        let list: Value = resp
+            .json()
+            .await
+            .map_err(|e| super::transport_error(&self.name, url, e))?;
+        Ok(list["data"][0]["id"].as_str().map(str::to_string))
     }
 
     /// One attempt of a prepared request.
@@ -320,7 +483,18 @@ impl Call<'_> {
             .send(url, |client| {
                 Ok(e.request(client, self.route, stream, &prepared, key))
             })
-            .await?;
+            .await
+            .map_err(|mut err| {
+                // A server that wants a key genai did not send: say how to give it one.
+                if key.is_none() && err.kind == ErrorKind::MissingCredentials {
+                    err.message = format!(
+                        "{}; genai sent no key: {}",
+                        err.message,
+                        e.how_to_give_a_key()
+                    );
+                }
+                err
+            })?;
         e.http.response(resp, url, stream).await
     }
 }
@@ -403,9 +577,43 @@ mod tests {
         let p = plain(&OPENAI, Some("http://127.0.0.1:9/v1"));
         assert!(p.endpoint().other_server());
         assert_eq!(p.max_image_bytes(), None);
+        // OpenAI's default model and prices are not another server's.
+        assert_eq!(p.default_model(), None);
+        assert!(!p.vendor_prices());
         let r = first_request(&p, "openai-chat", "m", false, json!({})).unwrap();
         assert_eq!(r.url().as_str(), "http://127.0.0.1:9/v1/chat/completions");
         assert!(r.headers().get("accept").is_none());
+    }
+
+    #[test]
+    fn a_kinds_well_known_key_goes_only_where_its_variables_point() {
+        use crate::provider::kinds::HTTP_KINDS;
+        let other = HttpSettings {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            ..Default::default()
+        };
+        for kind in HTTP_KINDS.iter().filter(|k| k.key_env.is_some()) {
+            let name = kind.name;
+            let own = HttpSettings::default();
+            assert_eq!(key_env(kind, &own).as_deref(), kind.key_env, "{name}");
+            assert_eq!(key_env(kind, &other), None, "{name}");
+            let named = HttpSettings {
+                api_key_env: Some("MY_KEY".into()),
+                ..other.clone()
+            };
+            assert_eq!(key_env(kind, &named).as_deref(), Some("MY_KEY"), "{name}");
+            if let Some(default) = kind.default_base_url {
+                let at_default = HttpSettings {
+                    base_url: Some(format!("{}/", default.to_uppercase())),
+                    ..Default::default()
+                };
+                assert_eq!(
+                    key_env(kind, &at_default).as_deref(),
+                    kind.key_env,
+                    "{name}"
+                );
+            }
+        }
     }
 
     #[test]

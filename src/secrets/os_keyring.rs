@@ -16,6 +16,12 @@ pub const KEYRING_SERVICE: &str = "genai";
 struct Backend {
     /// Its name for people, as `genai keys` reports where a key went.
     name: &'static str,
+    /// What its failure to answer means, for people (the backend's own text goes to the debug
+    /// log: D-Bus's runs on about X11 and autolaunch).
+    absent: &'static str,
+    /// Whether a read that finds no entry proves the backend would store one. The kernel
+    /// keyring answers "no entry" to a process that may not write to it too.
+    reads_tell: bool,
     entry: std::result::Result<keyring::Entry, keyring::Error>,
 }
 
@@ -26,11 +32,15 @@ fn backends(user: &str) -> Vec<Backend> {
     vec![
         Backend {
             name: "the Secret Service keyring",
+            absent: "no Secret Service answers on the D-Bus session bus",
+            reads_tell: true,
             entry: SsCredential::new_with_target(None, KEYRING_SERVICE, user)
                 .map(|c| keyring::Entry::new_with_credential(Box::new(c))),
         },
         Backend {
             name: "the kernel keyring (forgotten at logout)",
+            absent: "no session keyring is attached to this login",
+            reads_tell: false,
             entry: KeyutilsCredential::new_with_target(None, KEYRING_SERVICE, user)
                 .map(|c| keyring::Entry::new_with_credential(Box::new(c))),
         },
@@ -48,20 +58,48 @@ fn backends(user: &str) -> Vec<Backend> {
     };
     vec![Backend {
         name,
+        absent: "it does not answer",
+        reads_tell: true,
         entry: keyring::Entry::new(KEYRING_SERVICE, user),
     }]
 }
 
-/// What a backend said when it could not be used, for the error.
-fn why(e: &keyring::Error) -> String {
-    match e {
-        // keyutils answers "no entry" when the process has no session keyring to write to.
-        keyring::Error::NoEntry => "no session keyring is attached to this login".into(),
-        keyring::Error::NoStorageAccess(inner) | keyring::Error::PlatformFailure(inner) => {
-            // The first line is enough (D-Bus errors run on).
-            inner.to_string().lines().next().unwrap_or("").to_string()
+impl Backend {
+    /// Its entry, or why it cannot be reached: a backend that cannot make one (no session
+    /// keyring, no bus) has not answered, whatever its error says.
+    fn open(self, failures: &mut Vec<(&'static str, String)>) -> Option<(Place, keyring::Entry)> {
+        let place = Place {
+            name: self.name,
+            absent: self.absent,
+        };
+        match self.entry {
+            Ok(entry) => Some((place, entry)),
+            Err(e) => {
+                failures.push((place.name, place.why(&e)));
+                None
+            }
         }
-        e => e.to_string(),
+    }
+}
+
+/// A backend's names for people.
+#[derive(Clone, Copy)]
+struct Place {
+    name: &'static str,
+    absent: &'static str,
+}
+
+impl Place {
+    /// Why it could not be used, in one line for people; the backend's own words go to the
+    /// debug log.
+    fn why(&self, e: &keyring::Error) -> String {
+        tracing::debug!(backend = self.name, error = %e, "the keyring backend did not answer");
+        match e {
+            // keyutils answers "no entry" when the process has no session keyring.
+            keyring::Error::NoEntry | keyring::Error::PlatformFailure(_) => self.absent.into(),
+            keyring::Error::NoStorageAccess(_) => "it is locked or refused access".into(),
+            e => e.to_string().lines().next().unwrap_or("").to_string(),
+        }
     }
 }
 
@@ -79,17 +117,46 @@ fn unavailable(failures: &[(&str, String)]) -> Error {
     )
 }
 
+/// The user name of [`probe`]'s entry.
+const PROBE_USER: &str = "genai-keyring-probe";
+
+/// Which backend `set` would store a key in, found as `set` finds it, without a key: the
+/// first that answers a read (where a read tells), else that stores and deletes a probe
+/// entry; the error `set` would give when none does. `keys list` reports this.
+pub fn probe() -> Result<&'static str> {
+    let mut failures = Vec::new();
+    for b in backends(PROBE_USER) {
+        let reads_tell = b.reads_tell;
+        let Some((place, entry)) = b.open(&mut failures) else {
+            continue;
+        };
+        let answered = match entry.get_password() {
+            Ok(_) | Err(keyring::Error::NoEntry) if reads_tell => Ok(()),
+            _ => entry
+                .set_password("probe")
+                .and_then(|()| entry.delete_credential()),
+        };
+        match answered {
+            Ok(()) => return Ok(place.name),
+            Err(e) => failures.push((place.name, place.why(&e))),
+        }
+    }
+    Err(unavailable(&failures))
+}
+
 /// Reads a key; `Ok(None)` when a backend answered and none holds one, an error when no
 /// backend answered at all.
 pub fn get(user: &str) -> Result<Option<Secret>> {
     let mut failures = Vec::new();
     let mut answered = false;
     for b in backends(user) {
-        let got = b.entry.and_then(|e| e.get_password());
-        match got {
+        let Some((place, entry)) = b.open(&mut failures) else {
+            continue;
+        };
+        match entry.get_password() {
             Ok(k) => return Ok(Some(Secret::new(k))),
             Err(keyring::Error::NoEntry) => answered = true,
-            Err(e) => failures.push((b.name, why(&e))),
+            Err(e) => failures.push((place.name, place.why(&e))),
         }
     }
     if answered {
@@ -103,9 +170,12 @@ pub fn get(user: &str) -> Result<Option<Secret>> {
 pub fn set(user: &str, key: &Secret) -> Result<&'static str> {
     let mut failures = Vec::new();
     for b in backends(user) {
-        match b.entry.and_then(|e| e.set_password(key.expose())) {
-            Ok(()) => return Ok(b.name),
-            Err(e) => failures.push((b.name, why(&e))),
+        let Some((place, entry)) = b.open(&mut failures) else {
+            continue;
+        };
+        match entry.set_password(key.expose()) {
+            Ok(()) => return Ok(place.name),
+            Err(e) => failures.push((place.name, place.why(&e))),
         }
     }
     Err(unavailable(&failures))
@@ -116,10 +186,13 @@ pub fn delete(user: &str) -> Result<bool> {
     let mut failures = Vec::new();
     let (mut answered, mut deleted) = (false, false);
     for b in backends(user) {
-        match b.entry.and_then(|e| e.delete_credential()) {
+        let Some((place, entry)) = b.open(&mut failures) else {
+            continue;
+        };
+        match entry.delete_credential() {
             Ok(()) => deleted = true,
             Err(keyring::Error::NoEntry) => answered = true,
-            Err(e) => failures.push((b.name, why(&e))),
+            Err(e) => failures.push((place.name, place.why(&e))),
         }
     }
     if deleted || answered {

@@ -213,9 +213,12 @@ impl Framework {
         agent.timeout = self.prompt_timeout;
         agent.middleware = self.middleware_chain(sel)?;
         agent.response_schema = self.selector().response_schema(sel)?.map(Arc::new);
-        agent.price = self
-            .prices
-            .lookup(&agent.provider.name, agent.provider.kind, &model_id);
+        agent.price = self.prices.lookup_at(
+            &agent.provider.name,
+            agent.provider.kind,
+            &model_id,
+            agent.provider.provider.vendor_prices(),
+        );
         let agent = Arc::new(agent);
         self.agents
             .lock()

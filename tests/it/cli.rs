@@ -315,11 +315,13 @@ fn config_agents_defaults_and_masked_show() {
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    // `corp` from the config; the built-in instances made from the environment.
-    assert_eq!(
-        names,
-        ["anthropic", "bedrock", "corp", "gemini", "ollama", "openai"]
-    );
+    // `corp` from the config; the built-in instances made from the environment, and the
+    // built-in local engine.
+    let mut expected = vec!["anthropic", "bedrock", "corp", "gemini", "ollama", "openai"];
+    if cfg!(feature = "local") {
+        expected.insert(4, "local");
+    }
+    assert_eq!(names, expected);
     let db = std::fs::read(env.dirs.data.path().join("history.db")).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains("sk-config-secret-999"));
 }

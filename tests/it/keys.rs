@@ -1,6 +1,6 @@
 //! `genai keys`: the key file (set, get through a provider, list, delete, its permissions), the
 //! message on a machine with no keyring service, the environment route of a plugin module's
-//! key, and, where `gnome-keyring-daemon` is installed, the Secret Service backend for real on
+//! key, a kind's well-known key variable going only to the server it belongs to, and, where `gnome-keyring-daemon` is installed, the Secret Service backend for real on
 //! a private D-Bus session.
 
 use std::process::{Command, Output};
@@ -63,12 +63,9 @@ fn a_key_in_the_file_is_kept_private_used_listed_and_deleted() {
     let o = cli::output(c);
     assert!(o.status.success(), "{}", stderr(&o));
     let shown = stdout(&o);
-    // `work` is of kind openai, so it reads OPENAI_API_KEY first too.
+    // `work` is another server than OpenAI's: OPENAI_API_KEY is not its key.
     assert!(
-        shown.contains(&format!(
-            "work    env (OPENAI_API_KEY), file ({})",
-            file.display()
-        )),
+        shown.contains(&format!("work    file ({})", file.display())),
         "{shown}"
     );
     assert!(shown.contains("openai  env (OPENAI_API_KEY)"), "{shown}");
@@ -83,7 +80,7 @@ fn a_key_in_the_file_is_kept_private_used_listed_and_deleted() {
     let listed: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let keys = listed["keys"].as_array().unwrap();
     let work = keys.iter().find(|k| k["name"] == "work").unwrap();
-    assert_eq!(work["places"], serde_json::json!(["env", "file"]));
+    assert_eq!(work["places"], serde_json::json!(["file"]));
     let openai = keys.iter().find(|k| k["name"] == "openai").unwrap();
     assert_eq!(openai["places"], serde_json::json!(["env"]));
     assert_eq!(openai["envVar"], "OPENAI_API_KEY");
@@ -224,4 +221,127 @@ echo sk-real-ss-3 | "{bin}" keys set ss-test
     assert_eq!(lists, ["ss-test  keyring"], "{out}");
     assert!(!out.contains("sk-real-ss-3") && !err.contains("sk-real-ss-3"));
     assert!(!dirs.config.path().join("keys.toml").exists());
+}
+
+/// A key of the user's OpenAI account, as it sits in their environment.
+const OPENAI_KEY: &str = "sk-users-openai-key-81";
+
+#[test]
+fn a_kinds_well_known_key_reaches_only_the_server_it_belongs_to() {
+    use fake_openai::Mode;
+    let dirs = Folders::new();
+    // `own` stands for OpenAI (OPENAI_BASE_URL pairs it with OPENAI_API_KEY); `corp` is the
+    // README's other server in the config.
+    let own = FakeOpenAi::start(0, Behavior::default()).unwrap();
+    let corp = FakeOpenAi::start(0, Behavior::default()).unwrap();
+    let corp_config = format!(
+        "[service_providers.corp]\nkind = \"openai\"\nbase_url = \"{}\"\n",
+        corp.base_url()
+    );
+    dirs.write_config(&corp_config);
+    let genai = |args: &[&str]| {
+        let mut c = without_keyring(&dirs, args);
+        c.env("OPENAI_API_KEY", OPENAI_KEY)
+            .env("OPENAI_BASE_URL", own.base_url());
+        cli::output(c)
+    };
+
+    // A keyless server works without a key, and gets none of the user's.
+    let o = genai(&["ask", "-m", "corp:m", "hi"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(corp.requests().len(), 1);
+    assert_eq!(corp.last().header("authorization"), None);
+    let o = genai(&["ask", "-m", "openai:m", "hi"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bearer = format!("Bearer {OPENAI_KEY}");
+    assert_eq!(own.last().header("authorization"), Some(bearer.as_str()));
+
+    // `keys list` tells the truth: corp has no key.
+    let o = genai(&["keys", "list"]);
+    let shown = stdout(&o);
+    assert!(shown.contains("openai  env (OPENAI_API_KEY)"), "{shown}");
+    assert!(!shown.lines().any(|l| l.starts_with("corp")), "{shown}");
+    let listed: Value = serde_json::from_slice(&genai(&["keys", "list", "--json"]).stdout).unwrap();
+    let names: Vec<&str> = listed["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        !names.contains(&"corp") && names.contains(&"openai"),
+        "{listed}"
+    );
+
+    // A server that wants a key: the error says how to give it one, and why the user's was
+    // not sent.
+    corp.push(Behavior::mode(Mode::Error {
+        status: 401,
+        message: "Missing bearer token".into(),
+        code: "invalid_api_key".into(),
+    }));
+    let o = genai(&["ask", "-m", "corp:m", "hi"]);
+    cli::assert_fails_with(&o, 3, "401");
+    cli::assert_stderr_says(&o, "genai keys set corp");
+    cli::assert_stderr_says(&o, "api_key_env");
+    cli::assert_stderr_says(&o, "OPENAI_API_KEY is sent only to openai's own service");
+    assert!(!stderr(&o).contains(OPENAI_KEY));
+    assert_eq!(corp.last().header("authorization"), None);
+
+    // Named in `api_key_env`, the user sends it there on purpose.
+    dirs.write_config(&format!("{corp_config}api_key_env = \"OPENAI_API_KEY\"\n"));
+    let o = genai(&["ask", "-m", "corp:m", "hi"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(corp.last().header("authorization"), Some(bearer.as_str()));
+    assert!(stdout(&genai(&["keys", "list"])).contains("corp    env (OPENAI_API_KEY)"));
+}
+
+#[test]
+fn an_anthropic_key_is_not_sent_to_another_anthropic_server() {
+    use crate::support::fake_anthropic::{self, FakeAnthropic};
+    let dirs = Folders::new();
+    let fake = FakeAnthropic::start(fake_anthropic::Behavior::default()).unwrap();
+    dirs.write_config(&format!(
+        "[service_providers.claude]\nkind = \"anthropic\"\nbase_url = \"{}\"\n",
+        fake.base_url()
+    ));
+    let mut c = without_keyring(&dirs, &["ask", "-m", "claude:claude-sonnet-4-5", "hi"]);
+    c.env("ANTHROPIC_API_KEY", "sk-ant-users-own-key-5");
+    let o = cli::output(c);
+    cli::assert_fails_with(&o, 3, "no API key for provider `claude`");
+    cli::assert_stderr_says(&o, "genai keys set claude");
+    cli::assert_stderr_says(
+        &o,
+        "ANTHROPIC_API_KEY is sent only to anthropic's own service",
+    );
+    assert!(fake.requests().is_empty(), "a request went out");
+    assert!(!stderr(&o).contains("sk-ant-users-own-key-5"));
+}
+
+#[test]
+fn keys_list_reports_the_keyring_as_keys_set_found_it_and_keeps_d_bus_out_of_the_error() {
+    let dirs = Folders::new();
+    let set = run(&dirs, &["keys", "set", "probe-test"], Some("sk-probe-2\n"));
+    let o = run(&dirs, &["keys", "list", "--json"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        listed["keyringAvailable"],
+        set.status.success(),
+        "keys set said: {}",
+        stderr(&set)
+    );
+    if set.status.success() {
+        assert!(run(&dirs, &["keys", "delete", "probe-test"], None)
+            .status
+            .success());
+        return;
+    }
+    cli::assert_stderr_says(&o, "the keyring was not searched");
+    for shown in [stderr(&set), stderr(&o)] {
+        for noise in ["autolaunch", "X11", "DISPLAY", "org.freedesktop"] {
+            assert!(!shown.contains(noise), "{noise} in: {shown}");
+        }
+        assert!(shown.contains("no Secret Service answers"), "{shown}");
+    }
 }

@@ -36,6 +36,7 @@ mod lsp_neovim;
 mod mcp;
 mod mcp_interop;
 mod middleware;
+mod model_choice;
 mod models;
 mod models_demo;
 mod plugins;

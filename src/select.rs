@@ -8,7 +8,7 @@
 use crate::config::{Config, Paths};
 use crate::error::{Error, ErrorKind, Result};
 use crate::models::ModelLibrary;
-use crate::registry::{ProviderInstance, Registry, LOCAL_KIND};
+use crate::registry::{Components, ProviderInstance, Registry, LOCAL_KIND};
 
 /// What a client names a model by.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -68,6 +68,14 @@ pub struct Selection {
     /// The schema every reply must match, when the client gives one (else the model
     /// configuration's `response_schema`, if any).
     pub response_schema: Option<crate::format::ResponseSchema>,
+}
+
+/// The registry's kinds and instances with the default selection, as `ListComponents` and
+/// `genai components` list them.
+pub struct Listed {
+    /// What a conversation naming no model runs on, when something does.
+    pub default: Option<Selection>,
+    pub registered: Components,
 }
 
 /// The environment variables that select a built-in provider when nothing else chooses one,
@@ -171,6 +179,17 @@ impl Selector<'_> {
                 format!("`{name}` is neither an agent in the config nor PROVIDER:MODEL (such as openai:gpt-4o-mini)"),
             )),
         }
+    }
+
+    /// The registry's listing with the default selection (what a conversation naming no model
+    /// runs on, `genai ask` without `-m`), `None` when nothing is chosen by default. The
+    /// default is found first, so an implicit `local` instance it makes is listed.
+    pub fn components(&self) -> Result<Listed> {
+        let default = self.select(&ModelChoice::Default).ok();
+        Ok(Listed {
+            default,
+            registered: self.registry.components()?,
+        })
     }
 
     /// The schema replies of a selection must match: the client's, else its model

@@ -3,10 +3,14 @@
 use genai::error::Error;
 
 pub fn run(json: bool) -> Result<(), Error> {
-    let (_, _, registry) = super::load()?;
+    let (_, config, registry) = super::load()?;
     // The core adds its built-in features when it starts; this command lists without one.
     genai::feature::register_builtin(&registry);
-    let c = genai::rpc::listings::Components::from(registry.components()?);
+    let selector = genai::select::Selector {
+        config: &config,
+        registry: &registry,
+    };
+    let c = genai::rpc::listings::Components::from(selector.components()?);
     if json {
         super::print_json(&c);
         return Ok(());

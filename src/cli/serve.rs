@@ -1,6 +1,9 @@
 //! `genai serve`: the daemon's protocol over WebSocket for several clients (see
 //! `genai::rpc::ws`), with a token, an origin allow list, limits and a web chat page.
-//! Prints one line, `listening on ws://ADDR`, and serves until interrupted.
+//! Prints one line, `listening on ws://ADDR`, and serves until interrupted; on stderr, the
+//! chat page's address with the token (`http://ADDR/#token=TOKEN`) when `--web-root` is
+//! given, else how to build and serve the page. A `--web-root` that is not a folder holding
+//! `index.html` is a usage error.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,7 +26,7 @@ pub struct Args {
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
     /// The folder of the web chat page served at `/` (`editor-integrations/vscode/dist/web`
-    /// after `npm run build` there).
+    /// after `npm run build` there); it must hold `index.html`.
     #[arg(long, value_name = "DIR")]
     pub web_root: Option<std::path::PathBuf>,
     /// Connections at once.
@@ -56,6 +59,9 @@ pub async fn run(args: Args) -> Result<(), Error> {
             "the limits must be at least 1",
         ));
     }
+    if let Some(dir) = &args.web_root {
+        check_web_root(dir)?;
+    }
     let store = Store::open(&paths.history_db())?;
     let fw = Arc::new(Framework::new(config, registry, Arc::new(store)));
     let options = Options {
@@ -70,16 +76,48 @@ pub async fn run(args: Args) -> Result<(), Error> {
             buffered_events: args.max_buffered_events,
         },
     };
+    let page = options.web_root.is_some();
+    let token = options.token.clone();
     let running = ws::start(fw.clone(), options).await?;
     outln!("listening on ws://{}", running.addr);
-    eprintln!(
-        "genai: plain HTTP at http://{}/ (the chat page with --web-root); token: genai serve --print-token",
-        running.addr
-    );
+    if page {
+        eprintln!(
+            "genai: open the chat page at http://{}/#token={token}",
+            running.addr
+        );
+    } else {
+        eprintln!(
+            "genai: no chat page is served: build it with `npm run build` in editor-integrations/vscode, then start genai serve with --web-root editor-integrations/vscode/dist/web; clients need the token (genai serve --print-token)"
+        );
+    }
     let _ = tokio::signal::ctrl_c().await;
     running.stop().await;
     fw.cancel_all();
     fw.idle().await;
     fw.close_all();
+    Ok(())
+}
+
+/// Refuses a web root that is not a folder holding the page's `index.html`.
+fn check_web_root(dir: &std::path::Path) -> Result<(), Error> {
+    let refuse = |why: &str| {
+        Err(Error::new(
+            ErrorKind::InvalidParams,
+            format!(
+                "--web-root {}: {why}; build the page with `npm run build` in editor-integrations/vscode and pass its dist/web folder",
+                dir.display()
+            ),
+        ))
+    };
+    if !dir.is_dir() {
+        return refuse(if dir.exists() {
+            "not a folder"
+        } else {
+            "no such folder"
+        });
+    }
+    if !dir.join("index.html").is_file() {
+        return refuse("the folder holds no index.html");
+    }
     Ok(())
 }

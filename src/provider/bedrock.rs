@@ -155,6 +155,17 @@ pub fn claude_chunk(provider: &str, ev: StreamEvent) -> Result<StreamEvent> {
 
 #[async_trait]
 impl Hooks for Signing {
+    /// A Bedrock API key, else AWS credentials as a request would find them.
+    fn key_status(&self, e: &Endpoint) -> super::KeyStatus {
+        let found = e.key.source().has_key()
+            || credentials::resolve(&AwsEnv::process(), self.profile.as_deref()).is_ok();
+        if found {
+            super::KeyStatus::Found
+        } else {
+            super::KeyStatus::Missing
+        }
+    }
+
     /// Signs every attempt afresh (SigV4 dates it), and unwraps event streams.
     async fn send(&self, call: &Call<'_>) -> Result<ProviderResponse> {
         let (e, route, request) = (call.endpoint, call.route, call.request);

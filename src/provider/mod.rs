@@ -66,6 +66,17 @@ pub enum ProviderResponse {
     Events(EventStream),
 }
 
+/// Whether an instance has the credentials it needs, as a listing shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyStatus {
+    /// It needs none (the local engine, Ollama, another server speaking a vendor's API).
+    NotNeeded,
+    /// It needs a key and a source has one (or an `api_key_cmd` is set, which is not run).
+    Found,
+    /// It needs a key and no source has one: requests fail until one is set.
+    Missing,
+}
+
 /// A configured transport.
 #[async_trait]
 pub trait ServiceProvider: Send + Sync {
@@ -98,6 +109,11 @@ pub trait ServiceProvider: Send + Sync {
     /// format but ignores its tools (the local engine) says no, and the agent uses ReAct.
     fn native_tools(&self) -> bool {
         true
+    }
+    /// Whether it has the credentials it needs. May read the keyring and the key file (never
+    /// runs `api_key_cmd`); for listings, not for sending.
+    fn key_status(&self) -> KeyStatus {
+        KeyStatus::NotNeeded
     }
     /// The most tokens one answer may have (`None`: no limit).
     fn max_reply_tokens(&self) -> Option<u64> {

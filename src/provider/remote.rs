@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::http::Http;
 use super::kinds::{Auth, HttpKind, Route};
 use super::lazy_key::LazyKey;
-use super::{ProviderResponse, ServiceProvider};
+use super::{KeyStatus, ProviderResponse, ServiceProvider};
 use crate::config::HttpSettings;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ModelRequest;
@@ -75,6 +75,18 @@ pub trait Hooks: Send + Sync {
     /// Sends a request and brings the answer back.
     async fn send(&self, call: &Call<'_>) -> Result<ProviderResponse> {
         call.send(self.prepare(call)?).await
+    }
+
+    /// Whether the instance has the credentials it needs: the kind's key when it requires
+    /// one. Blocking (the keyring); for listings.
+    fn key_status(&self, endpoint: &Endpoint) -> KeyStatus {
+        if !endpoint.key_required() {
+            KeyStatus::NotNeeded
+        } else if endpoint.key.source().has_key() {
+            KeyStatus::Found
+        } else {
+            KeyStatus::Missing
+        }
     }
 }
 
@@ -167,6 +179,10 @@ impl ServiceProvider for HttpProvider {
 
     fn max_reply_tokens(&self) -> Option<u64> {
         Some(self.endpoint.http.limits().reply_tokens)
+    }
+
+    fn key_status(&self) -> KeyStatus {
+        self.hooks.key_status(&self.endpoint)
     }
 
     fn max_image_bytes(&self) -> Option<usize> {
@@ -326,16 +342,20 @@ impl Endpoint {
         Ok(format!("{base}{path}"))
     }
 
-    /// The key the kind sends: an error that says where to put one when the endpoint always
-    /// needs one, else `None` when no source has one.
-    pub async fn key(&self) -> Result<Option<&Secret>> {
-        let required = match self.kind.auth {
+    /// Whether the endpoint always needs the kind's key (the others send one when they have it).
+    pub fn key_required(&self) -> bool {
+        match self.kind.auth {
             Auth::Bearer { required } => required && !self.other_server(),
             Auth::Header(_) => true,
             Auth::SigV4 | Auth::Template => false,
-        };
+        }
+    }
+
+    /// The key the kind sends: an error that says where to put one when the endpoint always
+    /// needs one, else `None` when no source has one.
+    pub async fn key(&self) -> Result<Option<&Secret>> {
         match self.key.get().await? {
-            None if required => Err(Error::new(
+            None if self.key_required() => Err(Error::new(
                 ErrorKind::MissingCredentials,
                 format!(
                     "no API key for provider `{}`: {}",

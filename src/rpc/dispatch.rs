@@ -254,7 +254,7 @@ impl Session {
                     capabilities: json!({"streaming": p.capabilities.streaming, "framings": ["content-length", "ndjson"], "batches": true}),
                 })
             }
-            "ListComponents" => ok(Components::from(fw.registry.components()?)),
+            "ListComponents" => ok(Components::from(fw.selector().components()?)),
             "CreateServiceProvider" => {
                 let p: CreateServiceProviderParams = params(p)?;
                 let mut settings = p.settings;

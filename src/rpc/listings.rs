@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::message::{Message, Usage};
-use crate::{registry, store, tools};
+use crate::{provider, registry, select, store, tools};
 
 /// One conversation as stored.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -94,11 +94,52 @@ impl From<store::StoredMessage> for StoredMessage {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Components {
+    /// What a conversation that names no model runs on (`CreateConversation` without
+    /// `agent` or `serviceProvider`, `genai ask` without `-m`); absent when nothing is chosen
+    /// by default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<DefaultChoice>,
     pub service_providers: Vec<ProviderInfo>,
     pub model_configurations: Vec<ModelInfo>,
     pub features: Vec<Value>,
     /// Registered kinds: `serviceProviders` (with the formats each runs) and `modelConfigurations` (with their parameters).
     pub kinds: Value,
+}
+
+/// The default choice of `ListComponents`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DefaultChoice {
+    /// The provider instance.
+    pub service_provider: String,
+    /// A named model configuration, when the default names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_configuration: Option<String>,
+    /// A model id, when the default names one (else the provider's default model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// Whether a provider instance has the credentials it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum KeyStatus {
+    /// It needs no key (the local engine, Ollama, another server speaking a vendor's API).
+    NotNeeded,
+    /// It needs a key and one is set (environment, keyring, key file, `api_key_cmd`, config).
+    Found,
+    /// It needs a key and none is set: its requests fail until one is (`genai keys set NAME`).
+    Missing,
+}
+
+impl From<provider::KeyStatus> for KeyStatus {
+    fn from(k: provider::KeyStatus) -> Self {
+        match k {
+            provider::KeyStatus::NotNeeded => KeyStatus::NotNeeded,
+            provider::KeyStatus::Found => KeyStatus::Found,
+            provider::KeyStatus::Missing => KeyStatus::Missing,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -108,6 +149,8 @@ pub struct ProviderInfo {
     pub kind: String,
     pub default_model: Option<String>,
     pub origin: String,
+    /// Whether it has the key it needs.
+    pub key: KeyStatus,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -121,8 +164,25 @@ pub struct ModelInfo {
 }
 
 impl From<registry::Components> for Components {
-    fn from(c: registry::Components) -> Self {
+    /// The registered components alone, with no default.
+    fn from(registered: registry::Components) -> Self {
+        select::Listed {
+            default: None,
+            registered,
+        }
+        .into()
+    }
+}
+
+impl From<select::Listed> for Components {
+    fn from(listed: select::Listed) -> Self {
+        let c = listed.registered;
         Components {
+            default: listed.default.map(|d| DefaultChoice {
+                service_provider: d.provider,
+                model_configuration: d.model_configuration,
+                model: d.model,
+            }),
             service_providers: c
                 .service_providers
                 .iter()
@@ -131,6 +191,7 @@ impl From<registry::Components> for Components {
                     kind: p.kind.to_string(),
                     default_model: p.provider.default_model().map(str::to_string),
                     origin: p.origin.as_str().to_string(),
+                    key: p.provider.key_status().into(),
                 })
                 .collect(),
             model_configurations: c

@@ -75,6 +75,28 @@ impl KeySource {
         }
         Ok(self.inline.clone().map(Secret))
     }
+
+    /// Whether a source has a key, in the order of [`KeySource::resolve`], without running the
+    /// key command (a set one counts) and without reading the key out. A keyring that does not
+    /// answer has none.
+    pub fn has_key(&self) -> bool {
+        let set = |v: &Option<String>| v.as_ref().is_some_and(|v| !v.trim().is_empty());
+        if self
+            .env_var
+            .as_ref()
+            .is_some_and(|var| std::env::var(var).is_ok_and(|v| !v.trim().is_empty()))
+            || set(&self.command)
+            || set(&self.inline)
+        {
+            return true;
+        }
+        if let Ok(path) = key_file::path() {
+            if key_file::names_in(&path).is_ok_and(|names| names.contains(&self.instance)) {
+                return true;
+            }
+        }
+        matches!(keyring_get(&self.instance), Ok(Some(_)))
+    }
 }
 
 fn run_key_command(instance: &str, cmd: &str) -> Result<Secret> {
@@ -159,5 +181,32 @@ mod tests {
         };
         let e = bad.resolve().unwrap_err();
         assert_eq!(e.kind, ErrorKind::MissingCredentials);
+    }
+
+    #[test]
+    fn a_key_is_known_to_be_there_without_running_the_command() {
+        let none = KeySource {
+            instance: "test-none-such-instance".into(),
+            env_var: Some("GENAI_TEST_UNSET_VAR_XYZ".into()),
+            command: None,
+            inline: None,
+        };
+        assert!(!none.has_key());
+        let inline = KeySource {
+            inline: Some("sk-inline".into()),
+            ..none.clone()
+        };
+        assert!(inline.has_key());
+        // A command is not run to list: one that would fail still counts as a source.
+        let command = KeySource {
+            command: Some("exit 3".into()),
+            ..none.clone()
+        };
+        assert!(command.has_key());
+        let blank = KeySource {
+            inline: Some("  ".into()),
+            ..none
+        };
+        assert!(!blank.has_key());
     }
 }

@@ -1,9 +1,12 @@
 //! `genai serve` driven by a WebSocket client (jsonrpsee's): refused without the token or from
 //! a foreign origin, two clients on one conversation (one creates it, the other follows and
-//! drives it), and the limits (connections, message size, turns in flight per connection).
+//! drives it), the limits (connections, message size, turns in flight per connection), and
+//! what it tells a user at start: the chat page's address with the token, or how to get the
+//! page; a `--web-root` that cannot be the page is refused.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jsonrpsee::core::client::{ClientT, Subscription, SubscriptionClientT};
@@ -30,6 +33,8 @@ pub struct Served {
     child: Child,
     pub url: String,
     pub token: String,
+    /// The lines of its stderr so far (also copied to the test's stderr).
+    stderr: Arc<Mutex<Vec<String>>>,
     _dirs: Folders,
 }
 
@@ -42,11 +47,23 @@ impl Drop for Served {
 
 impl Served {
     pub fn start(fake: &FakeOpenAi, extra: &[&str]) -> Served {
+        let base_url = fake.base_url();
+        Served::start_with(
+            "[defaults]\nmodel = \"openai:gpt-ws\"\n",
+            &[
+                ("OPENAI_BASE_URL", base_url.as_str()),
+                ("OPENAI_API_KEY", "sk-test-ws"),
+            ],
+            extra,
+        )
+    }
+
+    /// With this config and these environment variables.
+    pub fn start_with(config: &str, vars: &[(&str, &str)], extra: &[&str]) -> Served {
         let dirs = Folders::new();
-        dirs.write_config("[defaults]\nmodel = \"openai:gpt-ws\"\n");
+        dirs.write_config(config);
         let env = |c: &mut Command| {
-            c.env("OPENAI_BASE_URL", fake.base_url())
-                .env("OPENAI_API_KEY", "sk-test-ws");
+            c.envs(vars.iter().copied());
         };
         let mut c = dirs.genai(&["serve", "--print-token"]);
         env(&mut c);
@@ -60,9 +77,18 @@ impl Served {
         let mut child = c
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let seen = stderr.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                eprintln!("{line}");
+                seen.lock().unwrap().push(line);
+            }
+        });
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -76,8 +102,21 @@ impl Served {
             child,
             url,
             token,
+            stderr,
             _dirs: dirs,
         }
+    }
+
+    /// Its stderr once a line containing `needle` has come, within the deadline.
+    pub fn stderr_with(&self, needle: &str) -> String {
+        crate::support::poll::wait_until(&format!("genai serve says {needle:?}"), WAIT, || {
+            self.stderr
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains(needle))
+        });
+        self.stderr.lock().unwrap().join("\n")
     }
 
     pub async fn client_with(
@@ -471,4 +510,127 @@ fn a_client_that_stops_reading_is_dropped_and_the_server_goes_on() {
     // Others are served.
     let comps = rt.block_on(call(&other, "ListComponents", json!({})));
     assert!(comps["serviceProviders"].is_array());
+}
+
+/// A folder holding a stand-in for the chat page's `index.html`.
+fn web_root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("index.html"),
+        "<title>the chat page</title>",
+    )
+    .unwrap();
+    dir
+}
+
+/// The body of a plain HTTP GET of `path` from `addr`.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn with_a_web_root_it_prints_the_page_address_with_the_token_and_it_opens() {
+    let fake = FakeOpenAi::start(0, Behavior::reply("hi", 1)).unwrap();
+    let root = web_root();
+    let served = Served::start(&fake, &["--web-root", root.path().to_str().unwrap()]);
+    let addr = served.url.trim_start_matches("ws://");
+    let address = format!("http://{addr}/#token={}", served.token);
+    let stderr = served.stderr_with(&address);
+    assert!(!stderr.contains("with --web-root"), "{stderr}");
+    // What the browser asks for when that address is opened: the page.
+    let answer = http_get(addr, "/");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("<title>the chat page</title>"), "{answer}");
+}
+
+#[test]
+fn without_a_web_root_it_says_how_to_get_the_page() {
+    let fake = FakeOpenAi::start(0, Behavior::reply("hi", 1)).unwrap();
+    let served = Served::start(&fake, &[]);
+    let stderr = served.stderr_with("--web-root editor-integrations/vscode/dist/web");
+    assert!(stderr.contains("npm run build"), "{stderr}");
+    assert!(!stderr.contains(&served.token), "{stderr}");
+}
+
+#[test]
+fn a_web_root_that_is_not_a_folder_with_index_html_is_refused_as_a_usage_error() {
+    let dirs = Folders::new();
+    let empty = tempfile::tempdir().unwrap();
+    let file = empty.path().join("index.html.txt");
+    std::fs::write(&file, "not a folder").unwrap();
+    let missing = empty.path().join("dist/web");
+    for (root, says) in [
+        (missing.as_path(), "no such folder"),
+        (file.as_path(), "not a folder"),
+        (empty.path(), "no index.html"),
+    ] {
+        let mut child = dirs
+            .genai(&[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--web-root",
+                root.to_str().unwrap(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut status = None;
+        crate::support::poll::wait_until("genai serve refuses the web root", WAIT, || {
+            status = child.try_wait().unwrap();
+            status.is_some()
+        });
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(status.unwrap().code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{root:?}: {stderr}");
+        assert!(stderr.contains("npm run build"), "{stderr}");
+        assert!(o.stdout.is_empty(), "it listened: {:?}", o.stdout);
+    }
+}
+
+#[tokio::test]
+async fn the_listing_names_the_default_and_which_providers_lack_their_key() {
+    let fake = FakeOpenAi::start(0, Behavior::reply("hi", 1)).unwrap();
+    let config = format!(
+        "[defaults]\nmodel = \"corp:corp-model\"\n\n[service_providers.corp]\nkind = \"openai\"\nbase_url = \"{}\"\n",
+        fake.base_url()
+    );
+    let served = Served::start_with(&config, &[("ANTHROPIC_API_KEY", "sk-ant-listed")], &[]);
+    let c = served.client().await;
+    let comps = call(&c, "ListComponents", json!({})).await;
+    assert_eq!(
+        comps["default"],
+        json!({"serviceProvider": "corp", "model": "corp-model"}),
+        "{comps}"
+    );
+    let key = |name: &str| {
+        comps["serviceProviders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not listed: {comps}"))["key"]
+            .clone()
+    };
+    // Another server speaking OpenAI's API and Ollama need none; a key in the environment is
+    // found; the vendors without one are missing theirs.
+    assert_eq!(key("corp"), "notNeeded");
+    assert_eq!(key("ollama"), "notNeeded");
+    assert_eq!(key("anthropic"), "found");
+    assert_eq!(key("openai"), "missing");
+    assert_eq!(key("gemini"), "missing");
+    assert!(!comps.to_string().contains("sk-ant-listed"), "{comps}");
 }

@@ -301,7 +301,7 @@ describe('notifications before their turn is announced (stand-in daemon)', () =>
       await within(10_000, 'the turn', controller.handle({ type: 'newChat', choice: { feature: 'assistant', serviceProvider: 'fake' } }));
       await within(10_000, 'the turn', controller.handle({ type: 'send', text: 'Who comes first?' }));
       assert.deepEqual(
-        posted.filter((m) => m.type !== 'conversation'),
+        posted.filter((m) => m.type !== 'conversation' && m.type !== 'title'),
         [
           { type: 'userMessage', text: 'Who comes first?' },
           { type: 'toolCall', turnId: 'turn-early', index: 0, name: 'events.getEvents' },
@@ -330,7 +330,7 @@ describe('chat controller', () => {
       assert.equal(posted.find((m) => m.type === 'error'), undefined, JSON.stringify(posted));
       await controller.askAboutSelection({ question: 'What does it do?', fileName: 'src/a.ts', language: 'typescript', text: 'let a = `x`;', startLine: 3, endLine: 3 });
       const kinds = posted.map((m) => m.type);
-      assert.deepEqual(kinds.filter((k) => k !== 'chunk'), ['conversation', 'userMessage', 'turnStarted', 'turnEnded']);
+      assert.deepEqual(kinds.filter((k) => k !== 'chunk'), ['conversation', 'userMessage', 'turnStarted', 'turnEnded', 'title']);
       const user = posted.find((m) => m.type === 'userMessage') as Extract<ToView, { type: 'userMessage' }>;
       assert.match(user.text, /^What does it do\?\n\nFrom `src\/a\.ts, lines 3-3` \(typescript\):\n\n```typescript\nlet a = `x`;\n```\n$/);
       const end = posted.find((m) => m.type === 'turnEnded') as Extract<ToView, { type: 'turnEnded' }>;
@@ -346,11 +346,45 @@ describe('chat controller', () => {
       const conversations = next.find((m) => m.type === 'conversations') as Extract<ToView, { type: 'conversations' }>;
       assert.ok(conversations.items.some((c) => c.title.startsWith('What does it do?')));
 
+      // The first reply gives the header the title the history keeps.
+      const titled = posted.find((m) => m.type === 'title') as Extract<ToView, { type: 'title' }>;
+      assert.ok(conversations.items.some((c) => c.id === titled.id && c.title === titled.title), JSON.stringify(titled));
+
       // Errors are posted to the page, not dropped.
       await controller.handle({ type: 'openConversation', id: 'no-such-conversation' });
       const error = posted.at(-1) as Extract<ToView, { type: 'error' }>;
       assert.equal(error.type, 'error');
       assert.match(error.message, /unknownConversation/);
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  test('a message sent before any chat is kept until one is chosen, then sent in it', async () => {
+    const client = newClient();
+    await within(10_000, 'the daemon to start', client.start());
+    const posted: ToView[] = [];
+    const memory = new Map<string, unknown>();
+    const store = { get: <T>(k: string) => memory.get(k) as T | undefined, update: async (k: string, v: unknown) => void memory.set(k, v) };
+    try {
+      const controller = new ChatController(client, (m) => posted.push(m), store);
+      await controller.handle({ type: 'ready' });
+      // Nothing is chosen by default here (a config, no [defaults]): the form opens, the text waits.
+      await controller.handle({ type: 'send', text: 'Remember   this\nplease' });
+      assert.deepEqual(posted.filter((m) => m.type === 'show'), [{ type: 'show', panel: 'newChat' }]);
+      assert.equal(posted.filter((m) => m.type === 'userMessage' || m.type === 'error').length, 0, JSON.stringify(posted));
+      posted.length = 0;
+      await within(10_000, 'the turn', controller.handle({ type: 'newChat', choice: { feature: 'assistant', serviceProvider: 'fast' } }));
+      assert.deepEqual(posted.map((m) => m.type).filter((k) => k !== 'chunk'), ['conversation', 'userMessage', 'turnStarted', 'turnEnded', 'title']);
+      assert.deepEqual(posted[1], { type: 'userMessage', text: 'Remember   this\nplease' });
+      const end = posted.find((m) => m.type === 'turnEnded') as Extract<ToView, { type: 'turnEnded' }>;
+      assert.equal(end.summary, REPLY);
+      assert.equal((posted.at(-1) as Extract<ToView, { type: 'title' }>).title, 'Remember this please');
+      // Sent once: the next message goes in the same conversation, alone.
+      posted.length = 0;
+      await within(10_000, 'the second turn', controller.handle({ type: 'send', text: 'And this' }));
+      assert.deepEqual(posted.filter((m) => m.type === 'userMessage'), [{ type: 'userMessage', text: 'And this' }]);
+      assert.equal(posted.some((m) => m.type === 'title' || m.type === 'conversation'), false, JSON.stringify(posted));
     } finally {
       await client.dispose();
     }

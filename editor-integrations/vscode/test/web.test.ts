@@ -1,11 +1,14 @@
 // The web chat page `genai serve --web-root dist/web` serves (the VS Code chat view's own page
 // and script, with a WebSocket host) in headless Chromium against a real `genai serve` and the
-// fake provider: a new chat from the registered components, a streamed Markdown reply, the
-// stop button, and the history; a screenshot goes to test-artifacts/web-chat.png.
+// fake provider, opened at the address genai serve prints: a new chat from the registered
+// components (the default first, providers without a key last and marked), a streamed Markdown
+// reply, the stop button, and the history; a message sent before choosing a chat, the header's
+// title, and the page without a token or with a wrong one; a screenshot goes to
+// test-artifacts/web-chat.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -18,7 +21,8 @@ const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 let fast: FakeProvider;
 let slow: FakeProvider;
 let serve: ChildProcess;
-let address: string;
+/** What genai serve printed to open: `http://HOST:PORT/#token=TOKEN`. */
+let pageAddress: string;
 let token: string;
 let browser: Browser;
 let page: Page;
@@ -29,21 +33,25 @@ before(async () => {
   fast = await startFakeProvider({ reply: 'Use **sort**:\n\n```rust\nv.sort();\n```\n', chunks: 4, delayMs: 0 });
   slow = await startFakeProvider({ reply: 'word '.repeat(200), chunks: 200, delayMs: 50 });
   const env = daemonEnv({ fast: fast.url, slow: slow.url });
+  // What `genai ask` without -m uses: the page offers it first.
+  appendFileSync(join(env.GENAI_CONFIG_DIR!, 'config.toml'), '\n[defaults]\nmodel = "fast"\n');
   const printed = spawnSync(genaiBin, ['serve', '--print-token'], { env, encoding: 'utf8' });
   assert.equal(printed.status, 0, printed.stderr);
   token = printed.stdout.trim();
-  serve = spawn(genaiBin, ['serve', '--listen', '127.0.0.1:0', '--web-root', webRoot], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  address = await within(
+  serve = spawn(genaiBin, ['serve', '--listen', '127.0.0.1:0', '--web-root', webRoot], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  pageAddress = await within(
     10_000,
-    'genai serve to listen',
+    'genai serve to print the page address',
     new Promise<string>((ok, fail) => {
       serve.once('exit', (code) => fail(new Error(`genai serve exited with ${code}`)));
-      createInterface({ input: serve.stdout! }).on('line', (line) => {
-        const m = /^listening on ws:\/\/(\S+)/.exec(line);
+      createInterface({ input: serve.stderr! }).on('line', (line) => {
+        process.stderr.write(`${line}\n`);
+        const m = /(http:\/\/\S+\/#token=\S+)/.exec(line);
         if (m) ok(m[1]);
       });
     }),
   );
+  assert.ok(pageAddress.endsWith(`#token=${token}`), pageAddress);
   browser = await chromium.launch({
     executablePath: chromiumPath,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
@@ -63,12 +71,26 @@ test('the web page chats, streams, stops and lists the history over genai serve'
   page.on('pageerror', (err) => problems.push(err.message));
   page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
   page.on('response', (r) => r.status() >= 400 && problems.push(`${r.status()} ${r.url()}`));
-  await page.goto(`http://${address}/#token=${token}`);
+  await page.goto(pageAddress);
   // The token leaves the address once read.
   await page.waitForFunction(() => location.hash === '');
 
   await page.click('#new-chat');
   await page.waitForSelector('#provider option[value="fast"]', { state: 'attached' });
+  // The default first, then what needs no key (the other configured server, Ollama), the
+  // vendors without a key last, each saying so.
+  const providers = await page.$$eval('#provider option', (os) => os.map((o) => ({ value: (o as HTMLOptionElement).value, label: o.textContent ?? '' })));
+  assert.equal(providers[0].value, 'fast', JSON.stringify(providers));
+  assert.match(providers[0].label, /default/);
+  assert.equal(await page.inputValue('#provider'), 'fast');
+  const at = (name: string) => providers.findIndex((p) => p.value === name);
+  for (const ready of ['slow', 'ollama']) {
+    for (const keyless of ['openai', 'anthropic', 'gemini']) {
+      assert.ok(at(ready) > 0 && at(ready) < at(keyless), `${ready} before ${keyless}: ${JSON.stringify(providers)}`);
+    }
+  }
+  for (const keyless of ['openai', 'anthropic', 'gemini']) assert.match(providers[at(keyless)].label, /needs a key/);
+  assert.doesNotMatch(providers[at('slow')].label, /needs a key/);
   await page.selectOption('#provider', 'fast');
   await page.click('#start-chat');
   await page.fill('#prompt', 'How do I sort a Vec?');
@@ -77,6 +99,8 @@ test('the web page chats, streams, stops and lists the history over genai serve'
   assert.equal(await page.textContent('.message.assistant strong'), 'sort');
   assert.equal(await page.textContent('.message.assistant pre code'), 'v.sort();\n');
   await page.waitForFunction(() => !document.querySelector('.message.assistant.streaming'));
+  // The header takes the conversation's title once the reply came.
+  await page.waitForFunction(() => document.querySelector('#conversation-title')?.textContent === 'How do I sort a Vec?');
 
   // A slow reply on another chat: it streams, then Stop ends it.
   await page.click('#new-chat');
@@ -98,4 +122,60 @@ test('the web page chats, streams, stops and lists the history over genai serve'
   await page.locator('#history-list li', { hasText: 'How do I sort a Vec?' }).click();
   await page.waitForFunction(() => (document.querySelector('#messages')?.textContent ?? '').includes('v.sort();'));
   assert.deepEqual(problems, []);
+});
+
+/** A page of its own (no remembered choice or token), with what goes wrong on it. */
+async function freshPage(): Promise<{ page: Page; problems: string[]; close: () => Promise<void> }> {
+  const context = await browser.newContext({ viewport: { width: 480, height: 760 } });
+  const fresh = await context.newPage();
+  const problems: string[] = [];
+  fresh.on('pageerror', (err) => problems.push(err.message));
+  return { page: fresh, problems, close: () => context.close() };
+}
+
+test('a message sent before choosing a chat starts one on the default and is answered', async () => {
+  const { page: fresh, problems, close } = await freshPage();
+  try {
+    await fresh.goto(pageAddress);
+    await fresh.waitForSelector('#provider option[value="fast"]', { state: 'attached' });
+    assert.equal(await fresh.textContent('#conversation-title'), 'No conversation');
+    await fresh.fill('#prompt', 'Sort   it\nplease');
+    await fresh.press('#prompt', 'Enter');
+    await fresh.waitForSelector('.message.assistant pre code', { timeout: 20_000 });
+    assert.equal(await fresh.textContent('.message.user .body'), 'Sort   it\nplease');
+    assert.equal(await fresh.textContent('.message.assistant pre code'), 'v.sort();\n');
+    assert.match((await fresh.textContent('#conversation-description')) ?? '', /fast/);
+    await fresh.waitForFunction(() => document.querySelector('#conversation-title')?.textContent === 'Sort it please');
+    assert.equal(await fresh.isVisible('#new-chat-form'), false);
+    assert.deepEqual(problems, []);
+  } finally {
+    await close();
+  }
+});
+
+test('without the token, or with a wrong one, the page says to open the address genai serve printed', async () => {
+  const origin = new URL(pageAddress).origin;
+  for (const [address, says] of [
+    [`${origin}/`, /needs the token/],
+    [`${origin}/#token=wrong-${token}`, /token is wrong/],
+  ] as const) {
+    const { page: fresh, problems, close } = await freshPage();
+    try {
+      await fresh.goto(address);
+      await fresh.waitForSelector('#status:not([hidden])', { timeout: 10_000 });
+      const status = (await fresh.textContent('#status')) ?? '';
+      assert.match(status, says);
+      assert.ok(status.includes(`${origin}/#token=`), status);
+      assert.match(status, /genai serve printed/);
+      assert.match(status, /genai serve --print-token/);
+      // Trying anyway changes nothing, and no internal error name shows.
+      await fresh.fill('#prompt', 'hello?');
+      await fresh.press('#prompt', 'Enter');
+      const text = (await fresh.textContent('body')) ?? '';
+      assert.doesNotMatch(text, /daemonExited|\(\w+[A-Z]\w*\)/, text);
+      assert.deepEqual(problems, []);
+    } finally {
+      await close();
+    }
+  }
 });

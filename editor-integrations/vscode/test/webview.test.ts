@@ -91,8 +91,8 @@ test('the new-chat form offers the components and preselects the last choice', a
     choices: {
       features: [{ name: 'assistant', description: 'Chat with the model.' }, { name: 'reviewer', description: 'Reviews code.' }],
       serviceProviders: [
-        { name: 'openai', kind: 'openai', defaultModel: 'gpt-4o-mini', formats: ['openai-chat'] },
-        { name: 'fast', kind: 'openai', defaultModel: 'fast-model', formats: ['openai-chat'] },
+        { name: 'openai', kind: 'openai', defaultModel: 'gpt-4o-mini', formats: ['openai-chat'], key: 'found', isDefault: false },
+        { name: 'fast', kind: 'openai', defaultModel: 'fast-model', formats: ['openai-chat'], key: 'notNeeded', isDefault: false },
       ],
       modelConfigurations: [{ name: 'cool', format: 'openai-chat', model: 'gpt-4o-mini' }],
       last: { feature: 'reviewer', serviceProvider: 'fast' },
@@ -106,6 +106,41 @@ test('the new-chat form offers the components and preselects the last choice', a
   await page.click('#start-chat');
   const posted = await waitPosted((m) => m.type === 'newChat');
   assert.deepEqual(posted, { type: 'newChat', choice: { feature: 'reviewer', serviceProvider: 'fast', modelConfiguration: 'cool' } });
+});
+
+test('without a last choice the default is chosen, with its model; providers without a key say so', async () => {
+  await send({
+    type: 'components',
+    choices: {
+      features: [{ name: 'assistant', description: 'Chat with the model.' }],
+      serviceProviders: [
+        { name: 'local', kind: 'local', defaultModel: 'smollm2', formats: ['openai-chat'], key: 'notNeeded', isDefault: true },
+        { name: 'ollama', kind: 'ollama', defaultModel: null, formats: ['ollama-chat'], key: 'notNeeded', isDefault: false },
+        { name: 'anthropic', kind: 'anthropic', defaultModel: 'claude', formats: ['claude-messages'], key: 'missing', isDefault: false },
+      ],
+      modelConfigurations: [],
+      default: { feature: 'assistant', serviceProvider: 'local', model: 'tiny' },
+    },
+  });
+  // The form may still be open from the choice before (nothing answered it here).
+  if (await page.isHidden('#new-chat-form')) await page.click('#new-chat');
+  assert.deepEqual(await page.$$eval('#provider option', (os) => os.map((o) => o.textContent)), [
+    'local (local) — default',
+    'ollama (ollama)',
+    'anthropic (anthropic) — needs a key',
+  ]);
+  assert.equal(await page.inputValue('#provider'), 'local');
+  assert.deepEqual(await page.$$eval('#model option', (os) => os.map((o) => o.textContent)), ['default (smollm2)', 'tiny']);
+  await page.click('#start-chat');
+  const posted = await waitPosted((m) => m.type === 'newChat' && m.choice.serviceProvider === 'local');
+  assert.deepEqual(posted, { type: 'newChat', choice: { feature: 'assistant', serviceProvider: 'local', model: 'tiny' } });
+});
+
+test('the header takes the title the first reply gives the conversation', async () => {
+  await send({ type: 'conversation', id: 'c0', title: 'New chat', description: 'assistant · local · tiny', messages: [] });
+  assert.equal(await page.textContent('#conversation-title'), 'New chat');
+  await send({ type: 'title', id: 'c0', title: 'What is a Vec?' });
+  assert.equal(await page.textContent('#conversation-title'), 'What is a Vec?');
 });
 
 test('streamed chunks render as Markdown, HTML stays text, details toggle, stop sends Cancel', async () => {

@@ -1,8 +1,9 @@
-// The chat widget's logic, between the chat page and the genai client: the new-chat choices, the
-// open conversation, its turns, history. It speaks ToView/FromView messages and has no `vscode`
+// The chat widget's logic, between the chat page and the genai client: the new-chat choices (what
+// works first), the open conversation and its title, its turns (a message sent before any chat
+// starts one, nothing lost), history. It speaks ToView/FromView messages and has no `vscode`
 // import; chat-view.ts plugs it into a webview, the tests into a recorder.
 import { GenaiClient, GenaiError, type Conversation, type ToolCall } from '../client/genai-client';
-import { messageReasoning, messageText, selectionPrompt, type Selection } from './text';
+import { messageReasoning, messageText, selectionPrompt, titleOf, type Selection } from './text';
 import type { ComponentChoices, FromView, NewChatChoice, ShownMessage, ToView } from './view-messages';
 import type { ListComponentsResult } from '../protocol';
 
@@ -16,6 +17,12 @@ const LAST_CHOICE = 'genai.lastChoice';
 
 export class ChatController {
   private conversation: Conversation | undefined;
+  /** The daemon's default choice, from the last `ListComponents`. */
+  private defaultChoice: NewChatChoice | undefined;
+  /** A message sent before any conversation was open: sent once one starts. */
+  private pending: string | undefined;
+  /** Conversations started here whose header waits for the first reply to get a title. */
+  private readonly untitled = new Set<string>();
 
   constructor(
     private readonly client: GenaiClient,
@@ -58,7 +65,9 @@ export class ChatController {
 
   async refreshComponents(): Promise<void> {
     const components = await this.client.listComponents();
-    this.post({ type: 'components', choices: toChoices(components, this.memory.get<NewChatChoice>(LAST_CHOICE)) });
+    const choices = toChoices(components, this.memory.get<NewChatChoice>(LAST_CHOICE));
+    this.defaultChoice = choices.default;
+    this.post({ type: 'components', choices });
   }
 
   async listConversations(cursor?: string): Promise<void> {
@@ -78,14 +87,20 @@ export class ChatController {
     });
   }
 
+  /** Starts a conversation on `choice`; a message sent before it is sent in it. */
   async newChat(choice: NewChatChoice): Promise<Conversation> {
-    await this.memory.update(LAST_CHOICE, choice);
     const conversation = await this.client.createConversation({
       feature: choice.feature,
       serviceProvider: choice.serviceProvider,
       modelConfiguration: choice.modelConfiguration,
+      model: choice.model,
     });
+    await this.memory.update(LAST_CHOICE, choice);
+    this.untitled.add(conversation.id);
     this.switchTo(conversation, 'New chat', []);
+    const pending = this.pending;
+    this.pending = undefined;
+    if (pending !== undefined) await this.sendIn(conversation, pending);
     return conversation;
   }
 
@@ -99,10 +114,29 @@ export class ChatController {
     this.switchTo(conversation, title ?? shown.find((m) => m.role === 'user')?.text.slice(0, 80) ?? id, shown);
   }
 
-  /** Sends the user's text in the open conversation, starting one with the last choice if none is open. */
+  /**
+   * Sends the user's text in the open conversation. With none open, it starts one on the last
+   * choice, else the daemon's default, else asks for a choice; the text is kept until a
+   * conversation starts, and sent then.
+   */
   async send(text: string): Promise<void> {
-    const conversation = this.conversation ?? (await this.startWithLastChoice());
-    if (!conversation) return;
+    if (this.conversation) return this.sendIn(this.conversation, text);
+    this.pending = text;
+    const choice = this.memory.get<NewChatChoice>(LAST_CHOICE) ?? this.defaultChoice;
+    if (!choice) {
+      this.post({ type: 'status', level: 'info', text: 'Choose a feature, provider and model: your message is sent when the chat starts.' });
+      this.post({ type: 'show', panel: 'newChat' });
+      return;
+    }
+    try {
+      await this.newChat(choice);
+    } catch (err) {
+      this.post({ type: 'show', panel: 'newChat' });
+      throw err;
+    }
+  }
+
+  private async sendIn(conversation: Conversation, text: string): Promise<void> {
     if (conversation.currentTurn) {
       this.post({ type: 'status', level: 'info', text: 'Queued: the reply to the previous message comes first.' });
     }
@@ -133,6 +167,10 @@ export class ChatController {
       isSuccess: end.isSuccess,
       error: end.error ?? undefined,
     });
+    // The history titles a conversation by its first prompt: the header says so once it is stored.
+    if (end.isSuccess && this.untitled.delete(conversation.id)) {
+      post({ type: 'title', id: conversation.id, title: conversation.title ?? titleOf(text) });
+    }
   }
 
   /** Sends the selection with its file name and language; failures show in the chat. */
@@ -143,16 +181,6 @@ export class ChatController {
   async cancel(): Promise<void> {
     const stopped = this.conversation ? await this.conversation.cancel() : false;
     if (!stopped) this.post({ type: 'status', level: 'info', text: 'Nothing to stop.' });
-  }
-
-  private async startWithLastChoice(): Promise<Conversation | undefined> {
-    const last = this.memory.get<NewChatChoice>(LAST_CHOICE);
-    if (!last) {
-      this.post({ type: 'status', level: 'info', text: 'Choose a feature, provider and model to start a chat.' });
-      this.post({ type: 'show', panel: 'newChat' });
-      return undefined;
-    }
-    return this.newChat(last);
   }
 
   private switchTo(conversation: Conversation, title: string, messages: ShownMessage[]): void {
@@ -173,29 +201,56 @@ export class ChatController {
   }
 }
 
-/** The new-chat form's choices, from `ListComponents`. */
+/**
+ * The new-chat form's choices, from `ListComponents`: providers in the order a user can use
+ * them (the default, then those needing no key or having theirs, then those without their key),
+ * each group in the daemon's order.
+ */
 export function toChoices(components: ListComponentsResult, last?: NewChatChoice): ComponentChoices {
   const kinds = (components.kinds as { serviceProviders?: Array<{ name: string; formats?: string[] }> }).serviceProviders ?? [];
   const formatsOf = (kind: string) => kinds.find((k) => k.name === kind)?.formats ?? [];
-  return {
-    features: (components.features as Array<{ name: string; description?: string }>).map((f) => ({
-      name: f.name,
-      description: f.description ?? '',
-    })),
-    serviceProviders: components.serviceProviders.map((p) => ({
+  const features = (components.features as Array<{ name: string; description?: string }>).map((f) => ({
+    name: f.name,
+    description: f.description ?? '',
+  }));
+  const d = components.default;
+  const listed = d ? components.serviceProviders.some((p) => p.name === d.serviceProvider) : false;
+  const feature = features.some((f) => f.name === 'assistant') ? 'assistant' : (features[0]?.name ?? 'assistant');
+  const rank = (p: { isDefault: boolean; key: string }) => (p.isDefault ? 0 : p.key === 'missing' ? 2 : 1);
+  const serviceProviders = components.serviceProviders
+    .map((p) => ({
       name: p.name,
       kind: p.kind,
       defaultModel: p.defaultModel,
       formats: formatsOf(p.kind),
-    })),
+      // A daemon older than the `key` field: nothing is known to be missing.
+      key: p.key ?? 'notNeeded',
+      isDefault: listed && p.name === d?.serviceProvider,
+    }))
+    .map((p, i) => ({ p, i }))
+    .sort((a, b) => rank(a.p) - rank(b.p) || a.i - b.i)
+    .map(({ p }) => p);
+  return {
+    features,
+    serviceProviders,
     modelConfigurations: components.modelConfigurations.map((m) => ({ name: m.name, format: m.format, model: m.model })),
     last,
+    default:
+      d && listed
+        ? {
+            feature,
+            serviceProvider: d.serviceProvider,
+            ...(d.modelConfiguration ? { modelConfiguration: d.modelConfiguration } : {}),
+            ...(d.model ? { model: d.model } : {}),
+          }
+        : undefined,
   };
 }
 
 /** One line for the user: the daemon's message, or the error's. */
 export function describe(err: unknown): string {
-  if (err instanceof GenaiError) return err.kind ? `${err.message} (${err.kind})` : err.message;
+  // A lost connection's message says so itself; its kind is no news to a user.
+  if (err instanceof GenaiError) return err.kind && err.kind !== 'daemonExited' ? `${err.message} (${err.kind})` : err.message;
   if (err instanceof Error) return err.message;
   return String(err);
 }

@@ -44,3 +44,10 @@ export function selectionPrompt(s: Selection): string {
   const fence = '`'.repeat(longest + 1);
   return `${s.question.trim()}\n\nFrom \`${where}\` (${s.language}):\n\n${fence}${s.language}\n${s.text}\n${fence}\n`;
 }
+
+/** A conversation's title from its first prompt, as the history stores it: one line, at most 80 characters. */
+export function titleOf(prompt: string): string {
+  const line = prompt.split(/\s+/).filter(Boolean).join(' ');
+  const chars = [...line];
+  return chars.length <= 80 ? line : `${chars.slice(0, 79).join('')}…`;
+}

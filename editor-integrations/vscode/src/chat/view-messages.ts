@@ -7,14 +7,22 @@ export interface NewChatChoice {
   serviceProvider: string;
   /** A named model configuration, or none for the provider's default model. */
   modelConfiguration?: string;
+  /** A model id of the provider (the daemon's default choice can name one). */
+  model?: string;
 }
+
+/** Whether a provider has the key it needs (`ListComponents`' `key`). */
+export type KeyStatus = 'notNeeded' | 'found' | 'missing';
 
 export interface ComponentChoices {
   features: Array<{ name: string; description: string }>;
-  serviceProviders: Array<{ name: string; kind: string; defaultModel?: string | null; formats: string[] }>;
+  /** The default first, then those that need no key or have one, then those without their key. */
+  serviceProviders: Array<{ name: string; kind: string; defaultModel?: string | null; formats: string[]; key: KeyStatus; isDefault: boolean }>;
   modelConfigurations: Array<{ name: string; format: string; model: string }>;
   /** The last choice made, to preselect. */
   last?: NewChatChoice;
+  /** What a conversation naming no model runs on (`genai ask` without `-m`), if anything. */
+  default?: NewChatChoice;
 }
 
 export interface ConversationSummary {
@@ -38,6 +46,8 @@ export type ToView =
   | { type: 'components'; choices: ComponentChoices }
   | { type: 'conversations'; items: ConversationSummary[]; nextCursor?: string }
   | { type: 'conversation'; id: string; title: string; description: string; messages: ShownMessage[] }
+  /** The open conversation's title, once its first reply came. */
+  | { type: 'title'; id: string; title: string }
   | { type: 'userMessage'; text: string }
   | { type: 'turnStarted'; turnId: string }
   | { type: 'chunk'; turnId: string; delta: string }

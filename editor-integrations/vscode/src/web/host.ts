@@ -2,7 +2,9 @@
 // calls acquireVsCodeApi() and listens for window "message" events; here those reach the same
 // ChatController the extension runs, over a GenaiClient on a WebSocketTransport to the
 // `genai serve` that served the page. Imported before the chat script so the API exists when
-// it starts. The token comes from the address (`#token=...`, kept out of requests) or a prompt.
+// it starts. The token comes from the address (`#token=...`, kept out of requests; then from the
+// tab's session storage on reload). Without one, or when genai serve refuses it, the page says to
+// open the address `genai serve` printed, and nothing reaches the controller.
 import { ChatController, type Memory } from '../chat/controller';
 import { GenaiClient } from '../client/genai-client';
 import type { FromView, ToView } from '../chat/view-messages';
@@ -20,26 +22,58 @@ const memory: Memory = {
   },
 };
 
-function token(): string {
+const TOKEN_KEY = 'genai.token';
+
+function token(): string | undefined {
   const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
   if (fromHash) {
-    sessionStorage.setItem('genai.token', fromHash);
+    sessionStorage.setItem(TOKEN_KEY, fromHash);
     history.replaceState(null, '', location.pathname);
     return fromHash;
   }
-  return sessionStorage.getItem('genai.token') ?? window.prompt('The genai serve token (genai serve --print-token):') ?? '';
+  return sessionStorage.getItem(TOKEN_KEY) || undefined;
+}
+
+/** What to do without a working token, in the user's words. */
+function openPrintedAddress(problem: string): string {
+  return (
+    `${problem} Open the address genai serve printed when it started: ` +
+    `${location.origin}/#token=… (\`genai serve --print-token\` prints the token).`
+  );
 }
 
 const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/`;
-const client = new GenaiClient(new WebSocketTransport(url, token()), {
+const given = token();
+let connected = false;
+const client = new GenaiClient(new WebSocketTransport(url, given ?? ''), {
   daemon: (e) => {
-    if (e.state === 'exited') post({ type: 'status', level: 'error', text: e.exit.message });
+    // A refused connection is told below; only a connection that was up can close.
+    if (e.state === 'exited' && connected) post({ type: 'status', level: 'error', text: e.exit.message });
   },
 });
 const controller = new ChatController(client, post, memory);
-/** Messages from the page before the connection is up wait here. */
-const ready = client.start().catch((err: Error) => post({ type: 'error', message: err.message }));
+/** Messages from the page wait here for the connection; without one they go nowhere. */
+let refused = openPrintedAddress('This page needs the token of genai serve.');
+const ready: Promise<boolean> = given
+  ? client.start().then(
+      () => (connected = true),
+      () => {
+        sessionStorage.removeItem(TOKEN_KEY);
+        refused = openPrintedAddress('genai serve refused this page: its token is wrong, or genai serve is not running any more.');
+        return false;
+      },
+    )
+  : Promise.resolve(false);
+const sayRefused = () => post({ type: 'status', level: 'error', text: refused });
+void ready.then((up) => {
+  if (!up) sayRefused();
+});
 
 (window as unknown as { acquireVsCodeApi: () => { postMessage(m: FromView): void } }).acquireVsCodeApi = () => ({
-  postMessage: (m: FromView) => void ready.then(() => controller.handle(m)),
+  // Without a connection, whatever the user does is answered with what to do instead.
+  postMessage: (m: FromView) =>
+    void ready.then((up) => {
+      if (up) return controller.handle(m);
+      if (m.type !== 'ready') sayRefused();
+    }),
 });

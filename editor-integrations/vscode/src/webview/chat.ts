@@ -144,25 +144,44 @@ function option(select: HTMLSelectElement, value: string, label: string, selecte
   select.append(o);
 }
 
-/** Fills the new-chat form; the model list follows the chosen provider. */
+/** A provider as the picker shows it: the default and a missing key said in words. */
+function providerLabel(p: ComponentChoices['serviceProviders'][number]): string {
+  const notes = [p.isDefault ? 'default' : '', p.key === 'missing' ? 'needs a key' : ''].filter(Boolean);
+  return `${p.name} (${p.kind})${notes.length ? ` — ${notes.join(', ')}` : ''}`;
+}
+
+/** Fills the new-chat form (the last choice preselected, else the default); the model list follows the chosen provider. */
 function fillChoices(c: ComponentChoices): void {
   choices = c;
+  const chosen = preselected();
   featureSelect.replaceChildren();
-  for (const f of c.features) option(featureSelect, f.name, f.name, f.name === c.last?.feature);
+  for (const f of c.features) option(featureSelect, f.name, f.name, f.name === chosen?.feature);
   providerSelect.replaceChildren();
-  for (const p of c.serviceProviders) option(providerSelect, p.name, `${p.name} (${p.kind})`, p.name === c.last?.serviceProvider);
+  for (const p of c.serviceProviders) option(providerSelect, p.name, providerLabel(p), p.name === chosen?.serviceProvider);
   fillModels();
   describeFeature();
+}
+
+/** The choice preselected in the form: the last one, else the daemon's default. */
+function preselected(): ComponentChoices['last'] {
+  if (!choices) return undefined;
+  const last = choices.last;
+  return last && choices.serviceProviders.some((p) => p.name === last.serviceProvider) ? last : choices.default;
 }
 
 function fillModels(): void {
   if (!choices) return;
   const provider = choices.serviceProviders.find((p) => p.name === providerSelect.value);
+  const chosen = preselected()?.serviceProvider === providerSelect.value ? preselected() : undefined;
   modelSelect.replaceChildren();
   option(modelSelect, '', `default${provider?.defaultModel ? ` (${provider.defaultModel})` : ''}`);
+  // A model id the default names (not a named configuration): its own entry, chosen.
+  if (chosen?.model && !chosen.modelConfiguration && chosen.model !== provider?.defaultModel) {
+    option(modelSelect, `model:${chosen.model}`, chosen.model, true);
+  }
   for (const m of choices.modelConfigurations) {
     if (provider && provider.formats.length > 0 && !provider.formats.includes(m.format)) continue;
-    option(modelSelect, m.name, `${m.name} (${m.model})`, m.name === choices.last?.modelConfiguration);
+    option(modelSelect, m.name, `${m.name} (${m.model})`, m.name === chosen?.modelConfiguration);
   }
 }
 
@@ -223,6 +242,9 @@ function receive(m: ToView): void {
         }
       }
       showPanel('chat');
+      break;
+    case 'title':
+      $('conversation-title').textContent = m.title;
       break;
     case 'userMessage':
       addUser(m.text);
@@ -314,12 +336,13 @@ providerSelect.addEventListener('change', fillModels);
 featureSelect.addEventListener('change', describeFeature);
 newChatForm.addEventListener('submit', (e) => {
   e.preventDefault();
+  const model = modelSelect.value.startsWith('model:') ? modelSelect.value.slice('model:'.length) : undefined;
   vscode.postMessage({
     type: 'newChat',
     choice: {
       feature: featureSelect.value,
       serviceProvider: providerSelect.value,
-      modelConfiguration: modelSelect.value || undefined,
+      ...(model !== undefined ? { model } : modelSelect.value ? { modelConfiguration: modelSelect.value } : {}),
     },
   });
 });

@@ -1,5 +1,6 @@
 //! The history's schema: the migrations, applied in order once per file (the version is
-//! SQLite's `user_version`), and how a connection is set up (WAL, foreign keys).
+//! SQLite's `user_version`), the schema they lead to (created in one step on a new database),
+//! and how a connection is set up (WAL, foreign keys).
 //!
 //! It owns the tables, columns, indexes and triggers; it must never read or write rows beyond
 //! what a migration fills. A new migration is appended at the end, never edited in place.
@@ -88,6 +89,61 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE conversations ADD COLUMN response_schema TEXT;",
 ];
 
+/// What [`MIGRATIONS`] build, in one step, for a new database (a new file, or the in-memory
+/// store of `genai ask --no-log`). Run one by one, every `ALTER TABLE` makes SQLite read the
+/// whole schema again and reconnect the full-text index: about four times the work, which was
+/// most of a `--no-log` start. It must always build what the migrations build (the test
+/// `a_new_store_has_the_schema_the_migrations_build` compares them); a new migration is
+/// appended to [`MIGRATIONS`] and its result written here.
+pub(super) const SCHEMA: &str = "
+    CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        feature TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model_configuration TEXT,
+        format TEXT NOT NULL,
+        model TEXT NOT NULL,
+        parameters TEXT NOT NULL DEFAULT '{}',
+        system TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        tools TEXT,
+        middleware TEXT,
+        cwd TEXT,
+        response_schema TEXT
+    );
+    CREATE INDEX conversations_updated ON conversations(updated_at DESC, id DESC);
+    CREATE INDEX conversations_cwd ON conversations(cwd, updated_at DESC, id DESC);
+    CREATE TABLE messages (
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        usage TEXT,
+        created_at INTEGER NOT NULL,
+        model TEXT,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        cache_read_tokens INTEGER,
+        cache_write_tokens INTEGER,
+        cost REAL,
+        PRIMARY KEY (conversation_id, seq)
+    );
+    CREATE INDEX messages_usage ON messages(created_at, model, conversation_id, input_tokens,
+        output_tokens, cache_read_tokens, cache_write_tokens, cost)
+        WHERE input_tokens IS NOT NULL;
+    CREATE VIRTUAL TABLE message_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+    CREATE TRIGGER message_text_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO message_text(rowid, text) VALUES (new.rowid,
+            (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
+             FROM json_each(new.content, '$.content') p
+             WHERE json_extract(p.value, '$.type') = 'text'));
+    END;
+    CREATE TRIGGER message_text_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM message_text WHERE rowid = old.rowid;
+    END;";
+
 impl Store {
     pub(super) fn setup(mut conn: Connection) -> Result<Store> {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -107,7 +163,7 @@ impl Store {
         // An immediate transaction takes the write lock before reading the version, so daemons
         // started together on a new file migrate it once.
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let mut version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version as usize > MIGRATIONS.len() {
             return Err(Error::new(
                 ErrorKind::Store,
@@ -131,6 +187,9 @@ impl Store {
                     ),
                 ));
             }
+            tx.execute_batch(SCHEMA)?;
+            version = MIGRATIONS.len() as i64;
+            tx.pragma_update(None, "user_version", version)?;
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             tx.execute_batch(sql)?;
@@ -140,5 +199,65 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every schema object as (type, name, table, SQL without whitespace), in name order.
+    fn objects(conn: &Connection) -> Vec<(String, String, String, String)> {
+        let mut all: Vec<(String, String, String, String)> = conn
+            .prepare("SELECT type, name, tbl_name, sql FROM sqlite_master")
+            .unwrap()
+            .query_map([], |r| {
+                let sql: Option<String> = r.get(3)?;
+                let sql: String = sql.unwrap_or_default().split_whitespace().collect();
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, sql))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        all.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        all
+    }
+
+    #[test]
+    fn a_new_store_has_the_schema_the_migrations_build() {
+        let migrated = Connection::open_in_memory().unwrap();
+        for sql in MIGRATIONS {
+            migrated.execute_batch(sql).unwrap();
+        }
+        let store = Store::in_memory().unwrap();
+        let new = store.conn().unwrap();
+        let version: i64 = new
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version as usize, MIGRATIONS.len());
+        assert_eq!(
+            objects(&new),
+            objects(&migrated),
+            "SCHEMA must build what MIGRATIONS build"
+        );
+    }
+
+    #[test]
+    fn a_file_at_an_older_version_is_migrated_from_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..5] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 5).unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let reference = Store::in_memory().unwrap();
+        assert_eq!(
+            objects(&store.conn().unwrap()),
+            objects(&reference.conn().unwrap())
+        );
     }
 }

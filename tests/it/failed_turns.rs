@@ -139,7 +139,7 @@ fn the_daemon_keeps_a_failed_conversation_for_its_client_but_never_lists_or_keep
     assert!(listed(&mut d).is_empty());
     let (_, fin) = d.turn(&retried, "My name is Zed", TURN);
     assert_eq!(fin["isSuccess"], true, "{fin}");
-    assert_eq!(listed(&mut d), [retried.clone()]);
+    assert_eq!(listed(&mut d), std::slice::from_ref(&retried));
 
     // Removed by its client after a failed turn: gone from the history.
     let removed = new(&mut d);
@@ -156,7 +156,7 @@ fn the_daemon_keeps_a_failed_conversation_for_its_client_but_never_lists_or_keep
 
     // Still open and empty when the daemon exits: not kept either.
     let left_open = new(&mut d);
-    assert_eq!(listed(&mut d), [retried.clone()]);
+    assert_eq!(listed(&mut d), std::slice::from_ref(&retried));
     assert!(d.shutdown(EXIT).success());
     let store = history(&cfg.data_dir);
     assert!(store.conversation(&left_open).unwrap().is_none());

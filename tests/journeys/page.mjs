@@ -37,7 +37,7 @@ try {
   await page.click('#new-chat');
   await page.waitForSelector('#provider option', { state: 'attached', timeout: 10_000 });
   seen.providers = await page.$$eval('#provider option', (os) => os.map((o) => o.value));
-  await page.screenshot({ path: process.env.GENAI_JOURNEY_SCREENSHOT ?? '/dev/null' });
+  if (process.env.GENAI_JOURNEY_SCREENSHOT) await page.screenshot({ path: process.env.GENAI_JOURNEY_SCREENSHOT });
 } catch (e) {
   seen.error = String(e);
 } finally {

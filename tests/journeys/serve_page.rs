@@ -90,6 +90,10 @@ fn serve_prints_the_address_and_the_page_chats_with_the_local_model() {
         ))
         .args([&url, "What is the capital of France?"])
         .env("GENAI_JOURNEY_NODE_MODULES", &modules)
+        .env(
+            "GENAI_JOURNEY_SCREENSHOT",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/journey-page.png"),
+        )
         .env("NO_PROXY", "127.0.0.1,localhost")
         .output()
         .unwrap();

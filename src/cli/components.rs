@@ -6,7 +6,7 @@ pub fn run(json: bool) -> Result<(), Error> {
     let (_, _, registry) = super::load()?;
     // The core adds its built-in features when it starts; this command lists without one.
     genai::feature::register_builtin(&registry);
-    let c = genai::rpc::listings::Components::from(registry.components()?);
+    let c = super::listing::Components::from(registry.components()?);
     if json {
         super::print_json(&c);
         return Ok(());

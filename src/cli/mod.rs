@@ -13,6 +13,7 @@ mod daemon;
 mod fetch;
 mod files;
 mod keys;
+mod listing;
 mod lsp;
 mod markdown;
 mod models;

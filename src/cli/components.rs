@@ -10,7 +10,7 @@ pub fn run(json: bool) -> Result<(), Error> {
         config: &config,
         registry: &registry,
     };
-    let c = genai::rpc::listings::Components::from(selector.components()?);
+    let c = super::listing::Components::from(selector.components()?);
     if json {
         super::print_json(&c);
         return Ok(());

@@ -18,6 +18,7 @@ mod daemon;
 mod fetch;
 mod files;
 mod keys;
+mod listing;
 mod lsp;
 mod markdown;
 mod models;

@@ -22,7 +22,7 @@ pub struct Args {
 
 /// The format kinds as `ListComponents` reports them, keeping only `format` when given.
 fn formats(only: Option<&str>) -> Result<Vec<Value>, Error> {
-    let kinds = genai::rpc::listings::Components::from(Registry::new().components()?).kinds;
+    let kinds = super::listing::Components::from(Registry::new().components()?).kinds;
     let all: Vec<Value> = kinds["modelConfigurations"]
         .as_array()
         .cloned()

@@ -1,9 +1,9 @@
 //! `genai sessions list|search|show|export|rename|delete`: the stored conversations.
 
+use super::listing::{Conversation, StoredMessage};
 use clap::Subcommand;
 use genai::error::Error;
 use genai::pricing::show;
-use genai::rpc::listings::{ConversationRecord, StoredMessage};
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -106,7 +106,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             };
             let (list, _) = store.list_conversations_where(limit.max(1), None, &filter)?;
             if json {
-                let list: Vec<ConversationRecord> = list.into_iter().map(Into::into).collect();
+                let list: Vec<Conversation> = list.into_iter().map(Into::into).collect();
                 super::print_json(&list);
                 return Ok(());
             }
@@ -169,7 +169,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             format: ExportFormat::Json,
         } => {
             let id = store.resolve_id(&id)?;
-            let rec = store.conversation(&id)?.map(ConversationRecord::from);
+            let rec = store.conversation(&id)?.map(Conversation::from);
             let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
             let messages: Vec<StoredMessage> = messages.into_iter().map(Into::into).collect();
             super::print_json(&serde_json::json!({"conversation": rec, "messages": messages}));

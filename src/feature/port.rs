@@ -12,6 +12,7 @@ use super::TurnOutcome;
 use crate::error::{Error, Result};
 use crate::format::{ModelReply, ToolCallDelta};
 use crate::message::Message;
+pub use crate::middleware::hosted::MiddlewareCall;
 
 /// Which turn an event belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,18 +102,6 @@ pub struct Confirmation {
     pub tool: String,
     /// The id of the tool call whose answer asks (as in `TurnEvent::ToolStarted`).
     pub tool_call_id: Option<String>,
-}
-
-/// A request of a request's messages to a middleware a client hosts; the answer is the
-/// messages to send.
-#[derive(Debug, Clone)]
-pub struct MiddlewareCall {
-    /// The name the client registered it under.
-    pub name: String,
-    pub messages: Vec<Message>,
-    /// The format and model the messages go to.
-    pub format: String,
-    pub model: String,
 }
 
 /// The core's way out to a front-end. Calls that only tell (`turn_event`, `prompt_event`,

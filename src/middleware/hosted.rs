@@ -3,7 +3,9 @@
 //! limit. A client that fails, leaves or does not answer in time fails the request with an
 //! error naming the middleware.
 //!
-//! It owns the call and its time limit; what travels on the wire is the port's business.
+//! It owns the call and its time limit; what travels on the wire is the port's business. It
+//! knows no port: the session hands it a [`Host`], the client's port seen as the host of its
+//! middleware (the port's trait sits above the agent, which runs this chain).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,21 +14,39 @@ use async_trait::async_trait;
 
 use super::{Capabilities, Middleware};
 use crate::error::{Error, ErrorKind, Result};
-use crate::feature::port::{ClientPort, MiddlewareCall};
 use crate::message::Message;
 
 /// How long a client may take to answer, unless it said otherwise when it registered.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// A request of a request's messages to a middleware a client hosts; the answer is the
+/// messages to send.
+#[derive(Debug, Clone)]
+pub struct MiddlewareCall {
+    /// The name the client registered it under.
+    pub name: String,
+    pub messages: Vec<Message>,
+    /// The format and model the messages go to.
+    pub format: String,
+    pub model: String,
+}
+
+/// Whoever runs a client-hosted middleware: the client, through its port.
+#[async_trait]
+pub trait Host: Send + Sync {
+    /// Runs the middleware `call.name` on the messages and returns the messages to send.
+    async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>>;
+}
+
 /// A middleware a client hosts.
 pub struct Hosted {
     name: String,
-    port: Arc<dyn ClientPort>,
+    port: Arc<dyn Host>,
     timeout: Duration,
 }
 
 impl Hosted {
-    pub fn new(name: &str, port: Arc<dyn ClientPort>, timeout: Duration) -> Hosted {
+    pub fn new(name: &str, port: Arc<dyn Host>, timeout: Duration) -> Hosted {
         Hosted {
             name: name.to_string(),
             port,

@@ -33,6 +33,9 @@ pub struct HttpKind {
     pub base_url_env: Option<&'static str>,
     /// The base URL when neither gives one (`None`: it must be configured).
     pub default_base_url: Option<&'static str>,
+    /// Host suffixes of the vendor's own service besides the default URL (Azure's resources
+    /// each have a host of their own): the kind's key variable may go there too.
+    pub own_hosts: &'static [&'static str],
     /// Whether the paths start with the API version (`/v1`, `/v1beta`) that a base URL ending
     /// in a version of its own replaces.
     pub versioned_base: bool,
@@ -103,6 +106,7 @@ pub const OPENAI: HttpKind = HttpKind {
     fallback_key_env: None,
     base_url_env: Some("OPENAI_BASE_URL"),
     default_base_url: Some("https://api.openai.com/v1"),
+    own_hosts: &[],
     versioned_base: false,
     model_in_path: ModelInPath::Escaped,
     default_model: Some("gpt-4o-mini"),
@@ -125,6 +129,7 @@ pub const ANTHROPIC: HttpKind = HttpKind {
     fallback_key_env: None,
     base_url_env: Some("ANTHROPIC_BASE_URL"),
     default_base_url: Some("https://api.anthropic.com"),
+    own_hosts: &[],
     versioned_base: true,
     model_in_path: ModelInPath::Escaped,
     default_model: Some("claude-sonnet-4-5"),
@@ -158,6 +163,7 @@ pub const OLLAMA: HttpKind = HttpKind {
     fallback_key_env: None,
     base_url_env: Some(OLLAMA_HOST_ENV),
     default_base_url: Some("http://127.0.0.1:11434"),
+    own_hosts: &[],
     versioned_base: false,
     model_in_path: ModelInPath::Escaped,
     default_model: Some("llama3.2"),
@@ -181,6 +187,7 @@ pub const GEMINI: HttpKind = HttpKind {
     fallback_key_env: Some("GOOGLE_API_KEY"),
     base_url_env: Some("GEMINI_BASE_URL"),
     default_base_url: Some("https://generativelanguage.googleapis.com"),
+    own_hosts: &[],
     versioned_base: true,
     model_in_path: ModelInPath::Checked("Gemini"),
     default_model: Some("gemini-2.5-flash"),
@@ -207,6 +214,7 @@ pub const AZURE_OPENAI: HttpKind = HttpKind {
     fallback_key_env: None,
     base_url_env: Some(AZURE_ENDPOINT_ENV),
     default_base_url: None,
+    own_hosts: &[".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"],
     versioned_base: false,
     model_in_path: ModelInPath::Escaped,
     default_model: None,
@@ -231,6 +239,7 @@ pub const HTTP: HttpKind = HttpKind {
     fallback_key_env: None,
     base_url_env: None,
     default_base_url: None,
+    own_hosts: &[],
     versioned_base: false,
     model_in_path: ModelInPath::Escaped,
     default_model: None,
@@ -265,6 +274,7 @@ pub const BEDROCK: HttpKind = HttpKind {
     // region's endpoint, found per request (the `bedrock` hooks).
     base_url_env: None,
     default_base_url: None,
+    own_hosts: &[],
     versioned_base: false,
     model_in_path: ModelInPath::Escaped,
     default_model: Some("anthropic.claude-3-haiku-20240307-v1:0"),

@@ -240,6 +240,16 @@ pub fn takes_well_known_key(kind: &HttpKind, s: &HttpSettings) -> bool {
     };
     kind.default_base_url.is_some_and(same)
         || kind.base_url_env.and_then(env).is_some_and(|u| same(&u))
+        || own_host(kind, configured)
+}
+
+/// Whether `url` is an https URL on one of the vendor's own hosts (`kind.own_hosts`).
+fn own_host(kind: &HttpKind, url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url.trim()) else {
+        return false;
+    };
+    let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
+    url.scheme() == "https" && kind.own_hosts.iter().any(|suffix| host.ends_with(suffix))
 }
 
 /// The variable an instance reads its key from first: `api_key_env`, else the kind's
@@ -622,6 +632,19 @@ mod tests {
                 ..other.clone()
             };
             assert_eq!(key_env(kind, &named).as_deref(), Some("MY_KEY"), "{name}");
+            for suffix in kind.own_hosts {
+                let at = |url: String| HttpSettings {
+                    base_url: Some(url),
+                    ..Default::default()
+                };
+                let own = at(format!("https://my-resource{suffix}/"));
+                assert_eq!(key_env(kind, &own).as_deref(), kind.key_env, "{name}");
+                // Only over https, and only a host that ends with the suffix.
+                let plain = at(format!("http://my-resource{suffix}/"));
+                assert_eq!(key_env(kind, &plain), None, "{name}");
+                let lookalike = at(format!("https://my-resource{suffix}.example.com/"));
+                assert_eq!(key_env(kind, &lookalike), None, "{name}");
+            }
             if let Some(default) = kind.default_base_url {
                 let at_default = HttpSettings {
                     base_url: Some(format!("{}/", default.to_uppercase())),

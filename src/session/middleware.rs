@@ -14,11 +14,22 @@ use crate::agent::AIAgent;
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::ClientPort;
 use crate::message::Message;
-use crate::middleware::{self, hosted::Hosted, Chain, Helpers, Link};
+use crate::middleware::hosted::{Host, Hosted, MiddlewareCall};
+use crate::middleware::{self, Chain, Helpers, Link};
 use crate::select::{ModelChoice, Selection};
 
 /// A client hosting a middleware, and the time it has to answer.
 pub(super) type MiddlewareHost = (Arc<dyn ClientPort>, Duration);
+
+/// A client's port as the host of the middleware it registered.
+struct PortHost(Arc<dyn ClientPort>);
+
+#[async_trait]
+impl Host for PortHost {
+    async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>> {
+        self.0.middleware(call).await
+    }
+}
 
 /// The agents of the config as helpers of middleware.
 struct ConfigAgents(Weak<Framework>);
@@ -79,7 +90,11 @@ impl Framework {
             hosts.get(name).map(|(port, timeout)| Link {
                 name: name.to_string(),
                 kind: "client".to_string(),
-                middleware: Arc::new(Hosted::new(name, port.clone(), *timeout)),
+                middleware: Arc::new(Hosted::new(
+                    name,
+                    Arc::new(PortHost(port.clone())),
+                    *timeout,
+                )),
             })
         };
         middleware::build_chain(

@@ -12,6 +12,7 @@ mod cli_attach;
 mod cli_chat;
 mod cli_files;
 mod cli_handover;
+mod cli_json;
 mod cli_output;
 mod cli_params;
 mod cut_replies;

@@ -60,7 +60,7 @@ impl Env {
 fn ask_reaches_the_deployment_with_the_api_key_header_and_api_version() {
     let env = Env::new("Hello from Azure.");
     env.write_config(&format!(
-        "[service_providers.az]\nkind = \"azure-openai\"\nbase_url = \"{}\"\n",
+        "[service_providers.az]\nkind = \"azure-openai\"\napi_key_env = \"AZURE_OPENAI_API_KEY\"\nbase_url = \"{}\"\n",
         env.endpoint()
     ));
     let o = env.run(&[
@@ -93,7 +93,7 @@ fn ask_reaches_the_deployment_with_the_api_key_header_and_api_version() {
 
     // A configured deployment serves every model id; OPENAI_API_VERSION picks the version.
     env.write_config(&format!(
-        "[service_providers.az]\nkind = \"azure-openai\"\nbase_url = \"{}openai\"\ndeployment = \"prod-4o\"\n",
+        "[service_providers.az]\nkind = \"azure-openai\"\napi_key_env = \"AZURE_OPENAI_API_KEY\"\nbase_url = \"{}openai\"\ndeployment = \"prod-4o\"\n",
         env.endpoint()
     ));
     let o = env.run_with(
@@ -111,7 +111,7 @@ fn ask_reaches_the_deployment_with_the_api_key_header_and_api_version() {
 
     // The v1 API: no version in the URL, the deployment named in the body.
     env.write_config(&format!(
-        "[service_providers.az]\nkind = \"azure-openai\"\nbase_url = \"{}\"\napi_version = \"v1\"\ndeployment = \"prod-4o\"\n",
+        "[service_providers.az]\nkind = \"azure-openai\"\napi_key_env = \"AZURE_OPENAI_API_KEY\"\nbase_url = \"{}\"\napi_version = \"v1\"\ndeployment = \"prod-4o\"\n",
         env.endpoint()
     ));
     let o = env.run(&["ask", "-m", "az", "--json", "hi"]);
@@ -151,7 +151,7 @@ fn the_environment_makes_a_builtin_instance_and_a_missing_key_says_what_to_do() 
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     // A format Azure cannot carry is refused before anything is sent.
     env.write_config(&format!(
-        "[service_providers.az]\nkind = \"azure-openai\"\nbase_url = \"{}\"\n\n\
+        "[service_providers.az]\nkind = \"azure-openai\"\napi_key_env = \"AZURE_OPENAI_API_KEY\"\nbase_url = \"{}\"\n\n\
          [model_configurations.g]\nformat = \"gemini\"\nmodel = \"gemini-2.0-flash\"\n\n\
          [agents.bad]\nprovider = \"az\"\nmodel_configuration = \"g\"\n",
         endpoint
@@ -165,8 +165,8 @@ fn the_environment_makes_a_builtin_instance_and_a_missing_key_says_what_to_do() 
 fn faults_fail_the_turn_cleanly_and_store_nothing() {
     let env = Env::new("Recovered after the fault.");
     env.write_config(&format!(
-        "[service_providers.az]\nkind = \"azure-openai\"\nbase_url = \"{0}\"\n\n\
-         [service_providers.slow]\nkind = \"azure-openai\"\nbase_url = \"{0}\"\nread_timeout_secs = 1\n",
+        "[service_providers.az]\nkind = \"azure-openai\"\napi_key_env = \"AZURE_OPENAI_API_KEY\"\nbase_url = \"{0}\"\n\n\
+         [service_providers.slow]\nkind = \"azure-openai\"\napi_key_env = \"AZURE_OPENAI_API_KEY\"\nbase_url = \"{0}\"\nread_timeout_secs = 1\n",
         env.endpoint()
     ));
     let ask_on = |model: &str| env.run(&["ask", "-m", model, "tell me"]);

@@ -255,6 +255,12 @@ pub fn run() -> i32 {
         // One conversation at a time: a local model needs one slot, not the daemon's four.
         genai::provider::local::one_conversation_at_a_time();
     }
+    // The daemon's, ACP's and LSP's stdout belongs to their protocol writer: it is never
+    // flushed here, where a client that stopped reading would hold the process forever.
+    let protocol = matches!(
+        cli.command,
+        Command::Daemon(_) | Command::Acp | Command::Lsp
+    );
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
         Command::Chat(args) => return runtime().block_on(chat::run(args)),
@@ -278,7 +284,9 @@ pub fn run() -> i32 {
             Ok(())
         }
     };
-    out::flush();
+    if !protocol {
+        out::flush();
+    }
     match result {
         Ok(()) => 0,
         Err(e) => fail(&e),

@@ -7,8 +7,8 @@
 //! or frame an answer itself (`http` does), nor put a key in a URL, a log line or an error.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use reqwest::RequestBuilder;
@@ -41,7 +41,15 @@ pub struct Endpoint {
     pub headers: Vec<(String, String)>,
     pub default_model: Option<String>,
     pub http: Http,
+    /// The last key status a listing found, and when (see [`KEY_STATUS_TTL`]).
+    key_status: Mutex<Option<(Instant, KeyStatus)>>,
 }
+
+/// How long a listing's key status is reused: the key file and the keyring are read at most
+/// this often per instance however often clients list (a flood of `ListComponents` must not
+/// become a flood of D-Bus calls on the daemon's thread); a key stored meanwhile shows within
+/// this time.
+const KEY_STATUS_TTL: Duration = Duration::from_secs(5);
 
 /// One request on its way: the instance's endpoint, the route of its format, the request.
 pub struct Call<'a> {
@@ -182,7 +190,15 @@ impl ServiceProvider for HttpProvider {
     }
 
     fn key_status(&self) -> KeyStatus {
-        self.hooks.key_status(&self.endpoint)
+        let mut cached = self.endpoint.key_status.lock().unwrap();
+        match *cached {
+            Some((at, status)) if at.elapsed() < KEY_STATUS_TTL => status,
+            _ => {
+                let status = self.hooks.key_status(&self.endpoint);
+                *cached = Some((Instant::now(), status));
+                status
+            }
+        }
     }
 
     fn max_image_bytes(&self) -> Option<usize> {
@@ -320,6 +336,7 @@ impl Endpoint {
                 .collect(),
             default_model: s.default_model.clone().or(kind_default.map(str::to_string)),
             http: Http::from_config(name, s)?,
+            key_status: Mutex::new(None),
         })
     }
 

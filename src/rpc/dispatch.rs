@@ -74,44 +74,7 @@ impl From<OpenConversation> for CreateConversationResult {
     }
 }
 
-/// The methods `Session::dispatch` serves (the tool requests are in [`TOOL_METHODS`]).
-pub const METHODS: &[&str] = &[
-    "Initialize",
-    "ListComponents",
-    "CreateServiceProvider",
-    "CreateModelConfiguration",
-    "RemoveComponent",
-    "CreateConversation",
-    "ResumeConversation",
-    "RemoveConversation",
-    "DeleteConversation",
-    "ListConversations",
-    "GetConversationHistory",
-    "OnNewMessage",
-    "CreateAIAgent",
-    "RemoveAIAgent",
-    "SendPrompt",
-    "GetHistory",
-    "SetModelParameter",
-    "RegisterFeature",
-    "RegisterMiddleware",
-    "OnFeatureResponse",
-    "Cancel",
-    "$/cancelRequest",
-    "Shutdown",
-];
-
-/// The methods that wait on a tool source, answered off the read loop.
-pub const TOOL_METHODS: &[&str] = &[
-    "ListTools",
-    "CallTool",
-    "ListResources",
-    "ReadResource",
-    "ListPrompts",
-    "GetPrompt",
-];
-
-/// One of [`TOOL_METHODS`]: tools, and the resources and prompts of MCP servers.
+/// One of the methods answered later (`methods::served_later`): tools, and the resources and prompts of MCP servers.
 pub(super) async fn tool_request(
     fw: &Framework,
     method: &str,
@@ -208,7 +171,7 @@ impl Session {
             return invalid("`jsonrpc` must be \"2.0\"", id);
         }
         let p = obj.remove("params").unwrap_or(Value::Null);
-        if TOOL_METHODS.contains(&method.as_str()) {
+        if super::methods::answered_later(&method) {
             self.answer_later(method, p, id);
             return (None, Flow::Continue);
         }
@@ -230,7 +193,7 @@ impl Session {
         });
     }
 
-    /// Runs one method of [`METHODS`] (but the tool requests); `flow` says whether it was
+    /// Runs one method of `methods::served_now`; `flow` says whether it was
     /// `Shutdown`.
     pub(super) fn dispatch(
         &mut self,
@@ -471,7 +434,7 @@ impl Session {
                 ok(json!({}))
             }
             other => {
-                let known = METHODS.iter().chain(TOOL_METHODS).copied();
+                let known = super::methods::served_now().chain(super::methods::served_later());
                 Err(RpcError::new(
                     METHOD_NOT_FOUND,
                     format!(

@@ -1,9 +1,21 @@
 //! genai: connects a chat user interface (an editor, a terminal, a CI script) to generative-AI
 //! models through pluggable features, model configurations and service providers.
 //!
+//! The **core** runs conversations and keeps their history; its one entry is
+//! [`session::Framework`]: `session` (the entry), `agent`, `feature`, `middleware`, `tools`,
+//! `provider` and `format` (requests on the wire of each service), `registry` and `select`
+//! (which components answer), `store` (the history), `config`, `secrets`, `models` and
+//! `download` (local models), and the small shared pieces (`message`, `error`, `pricing`,
+//! `redact`, `file_context`, `process`, `suggest`).
+//!
+//! The **front-ends** are thin adapters on the core, each speaking one protocol: `rpc` (the
+//! daemon's JSON-RPC and `genai serve`), `acp` (Agent Client Protocol) and `lsp` (Language
+//! Server Protocol); the CLI lives in the binary (`src/cli`). A core module never imports a
+//! front-end, and no front-end imports another (`boundaries` tests it).
+//!
 //! See `docs/ARCHITECTURE.md` for the code map.
 
-pub mod acp;
+// The core.
 pub mod agent;
 pub mod config;
 pub mod download;
@@ -11,22 +23,25 @@ pub mod error;
 pub mod feature;
 pub mod file_context;
 pub mod format;
-pub mod lsp;
 pub mod message;
 pub mod middleware;
 pub mod models;
 pub mod pricing;
-pub mod process;
+pub(crate) mod process;
 pub mod provider;
 pub mod redact;
 pub mod registry;
-pub mod rpc;
 pub mod secrets;
 pub mod select;
 pub mod session;
 pub mod store;
-pub mod suggest;
+pub(crate) mod suggest;
 pub mod tools;
+
+// The front-ends.
+pub mod acp;
+pub mod lsp;
+pub mod rpc;
 
 #[cfg(test)]
 mod boundaries;

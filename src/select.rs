@@ -210,9 +210,8 @@ impl Selector<'_> {
         };
         let schema = match &c.response_schema {
             None => return Ok(None),
-            Some(serde_json::Value::String(text)) => {
-                crate::format::ResponseSchema::from_text_or_file(Some(name), text)
-            }
+            Some(serde_json::Value::String(text)) => schema_text(text)
+                .and_then(|json| crate::format::ResponseSchema::from_json_text(Some(name), &json)),
             Some(v) => crate::format::ResponseSchema::new(Some(name), v.clone()),
         };
         schema.map(Some).map_err(|e| {
@@ -300,6 +299,19 @@ impl Selector<'_> {
 const NO_LOCAL_FEATURE: &str = "no model provider is configured, and this genai was built without the `local` feature so it cannot run local models: configure a provider (see `genai config path`), set OPENAI_API_KEY, or rebuild with `cargo build --features local`";
 
 /// The models folder of this user.
+/// A response schema's JSON text from what `--schema` or a model configuration's
+/// `response_schema` holds: the JSON itself, or the path of a file holding it.
+pub fn schema_text(text: &str) -> Result<String> {
+    if text.trim_start().starts_with('{') {
+        return Ok(text.to_string());
+    }
+    std::fs::read_to_string(text).map_err(|e| {
+        Error::invalid_params(format!(
+            "--schema takes a JSON Schema or the path of a file holding one; cannot read {text}: {e}"
+        ))
+    })
+}
+
 fn library() -> Result<ModelLibrary> {
     Ok(ModelLibrary::open(&Paths::from_env()?))
 }

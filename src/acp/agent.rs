@@ -257,7 +257,7 @@ impl AcpAgent {
 
     fn load_session(&self, r: LoadSessionRequest) -> Result<Value, AcpError> {
         let id = self.reopen(&r.session_id.0, &r.cwd, r.mcp_servers)?;
-        let (_, messages) = self.fw.store().full_history(&id)?;
+        let (_, messages) = self.fw.full_history(&id)?;
         for update in replay(&messages) {
             self.conn.update(&id, update);
         }
@@ -287,11 +287,9 @@ impl AcpAgent {
 
     fn list_sessions(&self, r: ListSessionsRequest) -> Result<Value, AcpError> {
         let cwd = r.cwd.as_deref().map(absolute).transpose()?;
-        let (records, next) = self.fw.store().list_conversations_in(
-            cwd.as_deref(),
-            PAGE_SIZE,
-            r.cursor.as_deref(),
-        )?;
+        let (records, next) =
+            self.fw
+                .list_conversations_in(cwd.as_deref(), PAGE_SIZE, r.cursor.as_deref())?;
         // Conversations of `genai ask` or the daemon have no directory: they show the agent's.
         let here = std::env::current_dir()
             .map(|d| d.to_string_lossy().into_owned())

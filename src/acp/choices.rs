@@ -25,14 +25,13 @@ pub const MODEL: &str = "model";
 pub const MODE: &str = "mode";
 
 fn record(fw: &Framework, id: &str) -> Result<ConversationRecord, AcpError> {
-    fw.store()
-        .conversation(id)?
+    fw.conversation_record(id)?
         .ok_or_else(|| AcpError::not_found(format!("no session {id}")))
 }
 
 /// The config agent that is this conversation's provider and model, if one is.
 fn agent_of<'a>(fw: &'a Framework, rec: &ConversationRecord) -> Option<&'a str> {
-    fw.config.agents.iter().find_map(|(name, a)| {
+    fw.config().agents.iter().find_map(|(name, a)| {
         let same_model = match (&a.model_configuration, &a.model) {
             (Some(mc), _) => rec.model_configuration.as_ref() == Some(mc),
             (None, Some(m)) => rec.model_configuration.is_none() && *m == rec.model,
@@ -48,7 +47,7 @@ pub fn options(fw: &Framework, id: &str) -> Result<Vec<SessionConfigOption>, Acp
     let own = format!("{}:{}", rec.provider, rec.model);
     let current = agent_of(fw, &rec).map_or_else(|| own.clone(), str::to_string);
     let mut models: Vec<SessionConfigSelectOption> = fw
-        .config
+        .config()
         .agents
         .iter()
         .map(|(name, a)| {

@@ -100,7 +100,10 @@ async fn ask(args: Args) -> Result<i32, Error> {
     let schema = args
         .schema
         .as_deref()
-        .map(|s| ResponseSchema::from_text_or_file(args.schema_name.as_deref(), s))
+        .map(|s| {
+            genai::select::schema_text(s)
+                .and_then(|json| ResponseSchema::from_json_text(args.schema_name.as_deref(), &json))
+        })
         .transpose()?;
     let timeout = match args.timeout {
         Some(t) if !(t.is_finite() && t > 0.0) => {

@@ -134,7 +134,6 @@ impl ConversationArgs {
         let id = match &self.cid {
             Some(id) => id.clone(),
             None => fw
-                .store()
                 .last_conversation()?
                 .ok_or_else(|| usage("there is no conversation to continue yet"))?,
         };

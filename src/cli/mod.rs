@@ -185,7 +185,7 @@ where
     let served = serve(fw.clone())
         .await
         .map_err(|e| Error::new(ErrorKind::Internal, format!("stdio failed: {e}")));
-    fw.toolbox.shutdown().await;
+    fw.toolbox().shutdown().await;
     served
 }
 

@@ -57,19 +57,10 @@ impl ResponseSchema {
         schema.map(|s| Self::new(name.as_deref(), s)).transpose()
     }
 
-    /// A schema from text: JSON, or the path of a file holding it (what `--schema` takes).
-    pub fn from_text_or_file(name: Option<&str>, text: &str) -> Result<ResponseSchema> {
-        let trimmed = text.trim_start();
-        let json = if trimmed.starts_with('{') {
-            text.to_string()
-        } else {
-            std::fs::read_to_string(text).map_err(|e| {
-                Error::invalid_params(format!(
-                    "--schema takes a JSON Schema or the path of a file holding one; cannot read {text}: {e}"
-                ))
-            })?
-        };
-        let schema = serde_json::from_str(&json).map_err(|e| {
+    /// A schema from its JSON text (the caller reads a file when given a path: a format does
+    /// no I/O; see `select::schema_text`).
+    pub fn from_json_text(name: Option<&str>, json: &str) -> Result<ResponseSchema> {
+        let schema = serde_json::from_str(json).map_err(|e| {
             Error::invalid_params(format!("the response schema is not valid JSON: {e}"))
         })?;
         ResponseSchema::new(name, schema)

@@ -98,7 +98,7 @@ pub(super) fn token_key(t: &ProgressToken) -> String {
 
 impl Backend {
     pub fn new(client: Client, fw: Arc<Framework>, data_dir: PathBuf) -> Backend {
-        let settings = fw.config.lsp.clone();
+        let settings = fw.config().lsp.clone();
         Backend {
             completer: Completer::new(&settings),
             client,

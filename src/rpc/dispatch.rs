@@ -74,44 +74,7 @@ impl From<OpenConversation> for CreateConversationResult {
     }
 }
 
-/// The methods `Session::dispatch` serves (the tool requests are in [`TOOL_METHODS`]).
-pub const METHODS: &[&str] = &[
-    "Initialize",
-    "ListComponents",
-    "CreateServiceProvider",
-    "CreateModelConfiguration",
-    "RemoveComponent",
-    "CreateConversation",
-    "ResumeConversation",
-    "RemoveConversation",
-    "DeleteConversation",
-    "ListConversations",
-    "GetConversationHistory",
-    "OnNewMessage",
-    "CreateAIAgent",
-    "RemoveAIAgent",
-    "SendPrompt",
-    "GetHistory",
-    "SetModelParameter",
-    "RegisterFeature",
-    "RegisterMiddleware",
-    "OnFeatureResponse",
-    "Cancel",
-    "$/cancelRequest",
-    "Shutdown",
-];
-
-/// The methods that wait on a tool source, answered off the read loop.
-pub const TOOL_METHODS: &[&str] = &[
-    "ListTools",
-    "CallTool",
-    "ListResources",
-    "ReadResource",
-    "ListPrompts",
-    "GetPrompt",
-];
-
-/// One of [`TOOL_METHODS`]: tools, and the resources and prompts of MCP servers.
+/// One of the methods answered later (`methods::served_later`): tools, and the resources and prompts of MCP servers.
 pub(super) async fn tool_request(
     fw: &Framework,
     method: &str,
@@ -120,7 +83,7 @@ pub(super) async fn tool_request(
     match method {
         "ListTools" => {
             let p = params::<ListToolsParams>(p)?;
-            let (tools, errors) = fw.toolbox.list(p.tools.as_deref()).await;
+            let (tools, errors) = fw.toolbox().list(p.tools.as_deref()).await;
             ok(ListToolsResult {
                 tools: tools.into_iter().map(Into::into).collect(),
                 errors: errors.into_iter().map(Into::into).collect(),
@@ -128,7 +91,7 @@ pub(super) async fn tool_request(
         }
         "ListResources" => {
             let p = params::<ListMcpParams>(p)?;
-            let (found, errors) = fw.toolbox.resources(p.sources.as_deref()).await;
+            let (found, errors) = fw.toolbox().resources(p.sources.as_deref()).await;
             ok(ListResourcesResult {
                 resources: found.into_iter().map(Into::into).collect(),
                 errors: errors.into_iter().map(Into::into).collect(),
@@ -136,12 +99,12 @@ pub(super) async fn tool_request(
         }
         "ReadResource" => {
             let p = params::<ReadResourceParams>(p)?;
-            let contents = fw.toolbox.mcp(&p.source)?.read_resource(&p.uri).await?;
+            let contents = fw.toolbox().mcp(&p.source)?.read_resource(&p.uri).await?;
             ok(ReadResourceResult { contents })
         }
         "ListPrompts" => {
             let p = params::<ListMcpParams>(p)?;
-            let (found, errors) = fw.toolbox.prompts(p.sources.as_deref()).await;
+            let (found, errors) = fw.toolbox().prompts(p.sources.as_deref()).await;
             ok(ListPromptsResult {
                 prompts: found.into_iter().map(Into::into).collect(),
                 errors: errors.into_iter().map(Into::into).collect(),
@@ -150,7 +113,7 @@ pub(super) async fn tool_request(
         "GetPrompt" => {
             let p = params::<GetPromptParams>(p)?;
             let messages = fw
-                .toolbox
+                .toolbox()
                 .mcp(&p.source)?
                 .prompt(&p.name, p.arguments)
                 .await?;
@@ -158,7 +121,7 @@ pub(super) async fn tool_request(
         }
         _ => {
             let p = params::<CallToolParams>(p)?;
-            let a = fw.toolbox.call(&p.name, &p.arguments).await?;
+            let a = fw.toolbox().call(&p.name, &p.arguments).await?;
             ok(CallToolResult {
                 text: a.text,
                 is_error: a.is_error,
@@ -208,7 +171,7 @@ impl Session {
             return invalid("`jsonrpc` must be \"2.0\"", id);
         }
         let p = obj.remove("params").unwrap_or(Value::Null);
-        if TOOL_METHODS.contains(&method.as_str()) {
+        if super::methods::answered_later(&method) {
             self.answer_later(method, p, id);
             return (None, Flow::Continue);
         }
@@ -230,7 +193,7 @@ impl Session {
         });
     }
 
-    /// Runs one method of [`METHODS`] (but the tool requests); `flow` says whether it was
+    /// Runs one method of `methods::served_now`; `flow` says whether it was
     /// `Shutdown`.
     pub(super) fn dispatch(
         &mut self,
@@ -268,8 +231,7 @@ impl Session {
                         _ => e,
                     },
                 )?;
-                fw.registry
-                    .create_provider(&p.name, &c, crate::registry::Origin::Runtime)?;
+                fw.create_provider(&p.name, &c)?;
                 ok(json!({}))
             }
             "CreateModelConfiguration" => {
@@ -283,14 +245,13 @@ impl Session {
                     cache: None,
                     cache_ttl: None,
                 };
-                fw.registry
-                    .create_model(&p.name, &c, crate::registry::Origin::Runtime)?;
+                fw.create_model_configuration(&p.name, &c)?;
                 ok(json!({}))
             }
             "RemoveComponent" => {
                 let p: RemoveComponentParams = params(p)?;
                 removed(
-                    fw.registry.remove(&p.name)?,
+                    fw.remove_component(&p.name)?,
                     ErrorKind::UnknownComponent,
                     format!("no component named `{}`", p.name),
                 )
@@ -344,9 +305,8 @@ impl Session {
             }
             "ListConversations" => {
                 let p: ListConversationsParams = params(p)?;
-                let (conversations, next_cursor) = fw
-                    .store()
-                    .list_conversations(p.page_size.clamp(1, 1000), p.cursor.as_deref())?;
+                let (conversations, next_cursor) =
+                    fw.list_conversations(p.page_size.clamp(1, 1000), p.cursor.as_deref())?;
                 ok(ListConversationsResult {
                     conversations: conversations.into_iter().map(Into::into).collect(),
                     next_cursor,
@@ -354,9 +314,7 @@ impl Session {
             }
             "SearchConversations" => {
                 let p: SearchConversationsParams = params(p)?;
-                let found = fw
-                    .store()
-                    .search(&p.query, p.limit.clamp(1, 200), "**", "**")?;
+                let found = fw.search_conversations(&p.query, p.limit.clamp(1, 200), "**", "**")?;
                 ok(SearchConversationsResult {
                     hits: found
                         .into_iter()
@@ -374,8 +332,7 @@ impl Session {
                 let p: GetConversationHistoryParams = params(p)?;
                 let id = fw.resolve_conversation(&p.conversation_id)?;
                 let (messages, next_cursor) =
-                    fw.store()
-                        .history(&id, p.page_size.clamp(1, 1000), p.cursor.as_deref())?;
+                    fw.history_page(&id, p.page_size.clamp(1, 1000), p.cursor.as_deref())?;
                 ok(GetConversationHistoryResult {
                     messages: messages.into_iter().map(Into::into).collect(),
                     next_cursor,
@@ -477,7 +434,7 @@ impl Session {
                 ok(json!({}))
             }
             other => {
-                let known = METHODS.iter().chain(TOOL_METHODS).copied();
+                let known = super::methods::served_now().chain(super::methods::served_later());
                 Err(RpcError::new(
                     METHOD_NOT_FOUND,
                     format!(

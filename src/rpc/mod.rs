@@ -10,6 +10,7 @@ pub mod framing;
 pub mod ids;
 pub mod listings;
 pub mod mcp_protocol;
+pub mod methods;
 pub mod outbox;
 pub mod port;
 pub mod protocol;

@@ -245,3 +245,23 @@ async fn a_confirmation_is_a_request_to_the_client_and_its_answer_comes_back() {
         e.message
     );
 }
+
+#[tokio::test]
+async fn every_method_of_the_table_a_client_sends_is_dispatched_and_no_other() {
+    let mut c = Client::new(vec![]);
+    let not_found = |v: &Value| v["error"]["code"] == json!(crate::rpc::errors::METHOD_NOT_FOUND);
+    for (i, method) in crate::rpc::methods::served_now()
+        .filter(|m| *m != "Shutdown")
+        .enumerate()
+    {
+        let answer = c.call(i as u64, method, json!({}));
+        assert!(
+            !not_found(&answer),
+            "{method} is in the table but not dispatched: {answer}"
+        );
+    }
+    let answer = c.call(999, "NoSuchMethod", json!({}));
+    assert!(not_found(&answer), "{answer}");
+    let answer = c.call(1000, "Shutdown", json!({}));
+    assert_eq!(answer["result"], json!({}), "{answer}");
+}

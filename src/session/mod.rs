@@ -16,7 +16,10 @@ mod hosted;
 mod infill;
 mod middleware;
 mod prompts;
+mod queries;
 mod resume;
+
+pub use queries::Page;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -85,8 +88,8 @@ pub struct CancelTarget {
 }
 
 pub struct Framework {
-    pub registry: Registry,
-    pub config: Config,
+    registry: Registry,
+    config: Config,
     store: Arc<Store>,
     conversations: Mutex<HashMap<String, Conversation>>,
     agents: Mutex<HashMap<String, Arc<AIAgent>>>,
@@ -101,7 +104,7 @@ pub struct Framework {
     /// How many turns and prompts are queued or running.
     inflight: Arc<tokio::sync::watch::Sender<usize>>,
     /// The plugin modules and MCP servers of the config.
-    pub toolbox: Arc<Toolbox>,
+    toolbox: Arc<Toolbox>,
     /// The clients hosting middleware, by name, with their time limit.
     middleware_hosts: Mutex<HashMap<String, middleware::MiddlewareHost>>,
     /// What helper agents wrote for middleware (image descriptions, summaries).
@@ -157,10 +160,6 @@ impl Framework {
     pub fn with_prompt_timeout(mut self, timeout: Option<Duration>) -> Framework {
         self.prompt_timeout = timeout;
         self
-    }
-
-    pub fn store(&self) -> &Arc<Store> {
-        &self.store
     }
 
     /// The selection rules over this config and registry.

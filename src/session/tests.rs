@@ -100,7 +100,7 @@ impl Fixture {
     fn history(&self, c: &OpenConversation) -> Vec<String> {
         let (messages, _) = self
             .fw
-            .store()
+            .store
             .history(&c.conversation_id, 100, None)
             .unwrap();
         messages
@@ -185,7 +185,7 @@ async fn closed_for_good_a_conversation_without_a_turn_leaves_the_history() {
     f.fw.on_new_message(&kept.conversation_id, Message::user("two"))
         .unwrap();
     assert!(f.done(1).await[0].2.error.is_none());
-    let stored = |id: &str| f.fw.store().conversation(id).unwrap().is_some();
+    let stored = |id: &str| f.fw.store.conversation(id).unwrap().is_some();
     // Closed to be reopened (a command of the chat), an empty one stays.
     assert!(f
         .fw

@@ -161,7 +161,7 @@ async fn chat(args: Args) -> Result<i32, Error> {
     if input.is_editor() {
         outln!();
     }
-    chat.fw.toolbox.shutdown().await;
+    chat.fw.toolbox().shutdown().await;
     Ok(if interactive { 0 } else { code })
 }
 
@@ -182,7 +182,7 @@ impl Chat {
         let shown = show_turn(&self.fw, &agent, &mut self.events, &turn_id, self.view).await?;
         if let Some(e) = &shown.stdout_failed {
             // Nobody reads the replies any more: the chat ends (quietly when stdout closed).
-            self.fw.toolbox.shutdown().await;
+            self.fw.toolbox().shutdown().await;
             super::out::give_up(e);
         }
         if shown.interrupted {

@@ -15,8 +15,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use super::super::dispatch::{tool_request, Flow, Session, METHODS, TOOL_METHODS};
+use super::super::dispatch::{tool_request, Flow, Session};
 use super::super::errors::RpcError;
+use super::super::methods;
 use super::super::outbox::{self, Outbox, Queue};
 use super::super::port::RpcPort;
 use super::Limits;
@@ -247,13 +248,13 @@ impl Connection {
     /// The jsonrpsee methods of this connection.
     pub fn module(self) -> RpcModule<Connection> {
         let mut m = RpcModule::new(self);
-        for &method in METHODS {
+        for method in methods::served_now() {
             m.register_method(method, move |p, conn: &Connection, _| {
                 conn.call(method, params_value(&p))
             })
             .expect("daemon method names are unique");
         }
-        for &method in TOOL_METHODS {
+        for method in methods::served_later() {
             m.register_async_method(method, move |p, conn: Arc<Connection>, _| async move {
                 tool_request(&conn.shared.fw, method, params_value(&p))
                     .await

@@ -15,6 +15,7 @@ pub mod lsp;
 pub mod message;
 pub mod middleware;
 pub mod models;
+pub mod peer;
 pub mod pricing;
 pub mod process;
 pub mod provider;

@@ -4,7 +4,8 @@
 //! * **The core imports no front-end.** The front-ends are `rpc`, `acp`, `lsp` and `cli` (the
 //!   binary's: `main.rs` and `cli/`); the core is every other top-level module of `lib.rs`.
 //! * **A front-end imports no other front-end**, except the command line starting one
-//!   ([`LAUNCHES`]) and the few imports [`ALLOWED`] lists, each with its reason.
+//!   ([`LAUNCHES`]) and the few imports [`ALLOWED`] lists, each with its reason. What several
+//!   share is core-side: the core, or plumbing such as the JSON-RPC peer ([`SHARED`]).
 //! * **No import loop**, between files nor between modules or folders at any depth (collapsing
 //!   every file to its folder at depth 1, 2, ...: `feature -> agent -> middleware -> feature`
 //!   is a loop even when no two files loop).
@@ -19,6 +20,10 @@ use std::path::{Path, PathBuf};
 
 /// The top-level modules that are front-ends (`cli` is the binary's, with `main.rs`).
 const FRONT_ENDS: &[&str] = &["rpc", "acp", "lsp", "cli"];
+
+/// Plumbing the front-ends share: core-side (it imports no front-end, as any core module), and
+/// each front-end listed with it stands on it (`peer`: the one JSON-RPC peer of `rpc` and `acp`).
+const SHARED: &[(&str, &[&str])] = &[("peer", &["rpc", "acp"])];
 
 /// The command line starts each front-end: these files may use that front-end's entry
 /// (importing file, imported file).
@@ -503,6 +508,30 @@ fn no_front_end_imports_another() {
 fn nothing_imports_itself_through_a_loop_of_files_modules_or_folders() {
     let found = import_loops(&imports(&sources()));
     assert!(found.is_empty(), "import loops:\n{}", found.join("\n"));
+}
+
+#[test]
+fn shared_plumbing_imports_no_front_end_and_its_front_ends_use_it() {
+    let graph = imports(&sources());
+    for (shared, users) in SHARED {
+        assert!(!FRONT_ENDS.contains(shared), "{shared} is not a front-end");
+        let files: Vec<&String> = graph.keys().filter(|f| top_of(f) == *shared).collect();
+        assert!(!files.is_empty(), "no module {shared}: remove its row");
+        for file in files {
+            for to in &graph[file] {
+                assert!(
+                    !FRONT_ENDS.contains(&top_of(to)),
+                    "{file} imports the front-end file {to}"
+                );
+            }
+        }
+        for user in *users {
+            assert!(
+                edges(&graph).any(|(from, to)| top_of(from) == *user && top_of(to) == *shared),
+                "{user} no longer uses {shared}: remove it from the row"
+            );
+        }
+    }
 }
 
 #[test]

@@ -26,6 +26,7 @@ pub mod format;
 pub mod message;
 pub mod middleware;
 pub mod models;
+pub mod peer;
 pub mod pricing;
 pub(crate) mod process;
 pub mod provider;

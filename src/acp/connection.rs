@@ -1,21 +1,18 @@
-//! One ACP connection's way out: newline-delimited JSON-RPC 2.0 messages queued for the writer
-//! (responses, `session/update` notifications, agent→client requests), and the agent→client
-//! requests (`fs/read_text_file`, `session/request_permission`) waiting for their answers.
+//! One ACP connection's way out, on the shared peer (`crate::peer`): responses,
+//! `session/update` notifications, and agent→client requests (`fs/read_text_file`,
+//! `session/request_permission`), which the peer sends and matches answers to.
 //!
 //! It owns the JSON-RPC envelope and the error codes ACP names; it must never decide anything
 //! about a session or a turn.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{ErrorCode, SessionNotification, SessionUpdate};
-use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, ErrorKind};
+use crate::peer::{Peer, Unanswered};
 
 /// A JSON-RPC error as ACP names them.
 #[derive(Debug, Clone)]
@@ -40,6 +37,19 @@ impl AcpError {
 
     pub fn not_found(message: impl Into<String>) -> AcpError {
         AcpError::new(ErrorCode::ResourceNotFound, message)
+    }
+
+    /// The error object a client answered one of genai's requests with.
+    pub fn from_client(e: &Value) -> AcpError {
+        AcpError {
+            code: e.get("code").and_then(Value::as_i64).unwrap_or(-32603) as i32,
+            message: e
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("no message")
+                .to_string(),
+            data: e.get("data").cloned(),
+        }
     }
 
     fn to_value(&self) -> Value {
@@ -71,32 +81,21 @@ impl From<Error> for AcpError {
     }
 }
 
-/// An agent→client request waiting for its answer.
-type Waiting = oneshot::Sender<Result<Value, AcpError>>;
-
-/// The writing half of a connection, shared by the dispatcher and the sessions' ports.
+/// The writing half of a connection, shared by the dispatcher and the sessions' ports: ACP's
+/// envelope on the shared peer.
 pub struct Connection {
-    out: mpsc::UnboundedSender<Bytes>,
-    waiting: Mutex<HashMap<String, Waiting>>,
-    next_request: AtomicU64,
-    /// Set once the client's input has ended: nobody is left to answer a request.
-    closed: AtomicBool,
+    peer: Arc<Peer>,
 }
 
 impl Connection {
-    /// A connection writing its lines (JSON texts, without the newline) to `out`.
-    pub fn new(out: mpsc::UnboundedSender<Bytes>) -> Connection {
-        Connection {
-            out,
-            waiting: Mutex::default(),
-            next_request: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
-        }
+    /// A connection writing its lines (JSON texts, without the newline) through `peer`.
+    pub fn new(peer: Arc<Peer>) -> Connection {
+        Connection { peer }
     }
 
     fn send(&self, message: Value) {
-        // A closed channel means the client is gone; there is no one left to tell.
-        let _ = self.out.send(Bytes::from(message.to_string()));
+        // A closed outbox means the client is gone; there is no one left to tell.
+        self.peer.send(message.to_string());
     }
 
     /// Answers the request `id`.
@@ -123,54 +122,13 @@ impl Connection {
 
     /// Sends the client a request and waits for its answer (an error when the client is gone).
     pub async fn request(&self, method: &str, params: impl Serialize) -> Result<Value, AcpError> {
-        let gone = || {
-            AcpError::new(
-                ErrorCode::InternalError,
-                format!("{method} not answered: the client is gone"),
-            )
-        };
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(gone());
-        }
-        let n = self.next_request.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = json!(format!("genai-{n}"));
-        let (tx, rx) = oneshot::channel();
-        if let Ok(mut w) = self.waiting.lock() {
-            w.insert(id.to_string(), tx);
-        }
         let params = serde_json::to_value(params).unwrap_or(Value::Null);
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        // The input may have ended meanwhile, after the waiting list was drained.
-        if self.closed.load(Ordering::SeqCst) {
-            if let Ok(mut w) = self.waiting.lock() {
-                w.remove(&id.to_string());
-            }
-            return Err(gone());
-        }
-        rx.await.unwrap_or_else(|_| Err(gone()))
-    }
-
-    /// The client answered a request of ours; false when none had that id.
-    pub fn answered(&self, id: &Value, answer: Result<Value, AcpError>) -> bool {
-        let waiting = self
-            .waiting
-            .lock()
-            .ok()
-            .and_then(|mut w| w.remove(&id.to_string()));
-        match waiting {
-            Some(w) => {
-                let _ = w.send(answer);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// The client's input ended: its pending requests fail and no new one is sent.
-    pub fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        if let Ok(mut w) = self.waiting.lock() {
-            w.clear();
-        }
+        self.peer
+            .request(method, params)
+            .await
+            .map_err(|u| match u {
+                Unanswered::Refused(e) => AcpError::from_client(&e),
+                other => AcpError::new(ErrorCode::InternalError, other.describe(method)),
+            })
     }
 }

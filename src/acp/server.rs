@@ -1,5 +1,6 @@
 //! The transport of `genai acp`: newline-delimited JSON-RPC 2.0 on stdin and stdout, as ACP's
-//! stdio transport says. Each line is one message: requests run in their own tasks (a prompt
+//! stdio transport says, on the shared peer (`crate::peer`: lines, the writer, requests to the
+//! client). Each line is one message: requests run in their own tasks (a prompt
 //! waits for its turn while the next line, such as `session/cancel`, is read), notifications
 //! at once, and answers to genai's own requests go to whoever waits on them.
 //!
@@ -10,14 +11,13 @@
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::ErrorCode;
-use bytes::Bytes;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;
 
 use super::agent::AcpAgent;
 use super::connection::{AcpError, Connection};
+use crate::peer::{self, outbox, Answer, Frame, FrameCodec, Link, Read};
 use crate::session::Framework;
 
 /// What one line of input is.
@@ -33,7 +33,7 @@ enum Incoming {
     },
     Answer {
         id: Value,
-        result: Result<Value, AcpError>,
+        result: Answer,
     },
 }
 
@@ -74,15 +74,7 @@ fn classify(line: &[u8]) -> Result<Incoming, Box<(Value, AcpError)>> {
         (None, Some(id)) => {
             let result = match (m.remove("result"), m.remove("error")) {
                 (Some(r), None) => Ok(r),
-                (None, Some(e)) => Err(AcpError {
-                    code: e.get("code").and_then(Value::as_i64).unwrap_or(-32603) as i32,
-                    message: e
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("no message")
-                        .to_string(),
-                    data: e.get("data").cloned(),
-                }),
+                (None, Some(e)) => Err(e),
                 _ => return invalid(id, "a response has `result` or `error`"),
             };
             Ok(Incoming::Answer { id, result })
@@ -93,49 +85,38 @@ fn classify(line: &[u8]) -> Result<Incoming, Box<(Value, AcpError)>> {
 
 /// Serves one client until the end of its input, then cancels the running turns, waits for
 /// the requests in flight to be answered and flushes every message.
-pub async fn serve<R, W>(fw: Arc<Framework>, input: R, mut output: W) -> std::io::Result<()>
+pub async fn serve<R, W>(fw: Arc<Framework>, input: R, output: W) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Bytes>();
-    let (stop_writer, mut stop) = tokio::sync::oneshot::channel::<()>();
-    let writer = tokio::spawn(async move {
-        let mut stopping = false;
-        loop {
-            let line = if stopping {
-                out_rx.try_recv().ok()
-            } else {
-                tokio::select! {
-                    biased;
-                    line = out_rx.recv() => line,
-                    _ = &mut stop => { stopping = true; continue; }
-                }
-            };
-            let Some(line) = line else { break };
-            output.write_all(&line).await?;
-            output.write_all(b"\n").await?;
-            while let Ok(more) = out_rx.try_recv() {
-                output.write_all(&more).await?;
-                output.write_all(b"\n").await?;
-            }
-            output.flush().await?;
-        }
-        output.flush().await
-    });
-    let conn = Arc::new(Connection::new(out_tx));
+    // Unlike the daemon's, what waits for an ACP client is not bounded.
+    let Link {
+        peer,
+        mut reader,
+        writer,
+    } = peer::connect(
+        input,
+        output,
+        FrameCodec::lines_as_read(),
+        outbox::UNBOUNDED,
+        |line| line,
+    );
+    let conn = Arc::new(Connection::new(peer.clone()));
     let agent = Arc::new(AcpAgent::new(fw.clone(), conn.clone()));
     let mut requests = JoinSet::new();
-    let mut reader = BufReader::new(input);
-    let mut line = Vec::new();
     loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).await? == 0 {
-            break;
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+        let line = match reader.next().await {
+            Read::Frame(Frame::Message(line)) => line,
+            // Lines as read are never refused; were one, it would be answered as bad JSON.
+            Read::Frame(Frame::Malformed(why)) => {
+                tracing::warn!("bad input: {why}");
+                conn.respond(Value::Null, Err(AcpError::new(ErrorCode::ParseError, why)));
+                continue;
+            }
+            Read::Ended | Read::Overflowed => break,
+            Read::Failed(e) => return Err(e),
+        };
         match classify(&line) {
             Ok(Incoming::Request { id, method, params }) => {
                 let agent = agent.clone();
@@ -155,7 +136,7 @@ where
             }
             Ok(Incoming::Notification { method, params }) => agent.notification(&method, params),
             Ok(Incoming::Answer { id, result }) => {
-                if !conn.answered(&id, result) {
+                if !peer.answered(&id, result) {
                     tracing::warn!("an answer to no request of genai's (id {id})");
                 }
             }
@@ -168,11 +149,10 @@ where
         // Forget the requests already answered.
         while requests.try_join_next().is_some() {}
     }
-    conn.close();
+    peer.close();
     fw.cancel_all();
     while requests.join_next().await.is_some() {}
     fw.idle().await;
     fw.close_all();
-    let _ = stop_writer.send(());
-    writer.await.map_err(std::io::Error::other)?
+    writer.finish().await
 }

@@ -346,8 +346,10 @@ async fn the_port_shows_tool_runs_reasoning_and_usage() {
     use crate::feature::TurnOutcome;
     use crate::message::Usage;
 
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let conn = Arc::new(super::connection::Connection::new(tx));
+    let (tx, mut rx) = crate::peer::Outbox::new(crate::peer::outbox::UNBOUNDED);
+    let conn = Arc::new(super::connection::Connection::new(Arc::new(
+        crate::peer::Peer::new(tx),
+    )));
     let port = super::port::SessionPort::new(conn);
     let turn = TurnRef {
         conversation_id: "S1".into(),
@@ -387,7 +389,7 @@ async fn the_port_shows_tool_runs_reasoning_and_usage() {
         .unwrap();
     assert_eq!(done.summary, "done");
     let mut sent = Vec::new();
-    while let Ok(b) = rx.try_recv() {
+    while let Some(b) = rx.try_recv() {
         let v: Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["params"]["sessionId"], "S1");
         sent.push(v["params"]["update"].clone());

@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use super::outbox::Outbox;
-use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -15,6 +13,7 @@ use super::port::RpcPort;
 use super::protocol::*;
 use crate::error::{Error, ErrorKind};
 use crate::format::ResponseSchema;
+use crate::peer::Peer;
 use crate::select::ModelChoice;
 use crate::session::{CancelTarget, ConversationSpec, FeatureReply, Framework, OpenConversation};
 
@@ -28,8 +27,9 @@ pub enum Flow {
 pub struct Session {
     pub fw: Arc<Framework>,
     pub port: Arc<RpcPort>,
-    /// Where responses that are answered later (tool calls) are written.
-    pub out: Outbox,
+    /// The connection: answers to requests of ours, responses answered later (tool calls),
+    /// the requests that started turns (for `$/cancelRequest`).
+    pub peer: Arc<Peer>,
     /// Requests answered later, waited for before the daemon exits.
     pub later: tokio_util::task::TaskTracker,
 }
@@ -160,7 +160,7 @@ impl Session {
                     Some(e) => Err(e),
                     None => Ok(obj.remove("result").unwrap_or(Value::Null)),
                 };
-                if !self.port.answered(&key, answer) {
+                if !self.peer.answered(&key, answer) {
                     tracing::debug!("ignoring a response to no request of ours: {key}");
                 }
                 return (None, Flow::Continue);
@@ -184,11 +184,11 @@ impl Session {
     /// requests go on; its response is written when it is ready (in a batch, on its own).
     fn answer_later(&self, method: String, p: Value, id: Option<Value>) {
         let fw = self.fw.clone();
-        let out = self.out.clone();
+        let peer = self.peer.clone();
         self.later.spawn(async move {
             let result = tool_request(&fw, &method, p).await;
             if let Some(id) = id {
-                let _ = out.send(Bytes::from(response(id, result).to_string()));
+                peer.send(response(id, result).to_string());
             }
         });
     }
@@ -344,7 +344,7 @@ impl Session {
                 let turn_id =
                     fw.on_new_message_with(&p.conversation_id, p.message.into_message(), schema)?;
                 if let Some(id) = id {
-                    port.started_turn(id, &turn_id);
+                    self.peer.running().started(id, &turn_id);
                 }
                 ok(TurnIdResult { turn_id })
             }
@@ -419,7 +419,7 @@ impl Session {
                 })
             }
             "$/cancelRequest" => {
-                let turn = p.get("id").and_then(|id| port.turn_of_request(id));
+                let turn = p.get("id").and_then(|id| self.peer.running().work_of(id));
                 let cancelled = match turn {
                     Some(turn) => fw.cancel(&CancelTarget {
                         turn_id: Some(turn),

@@ -1,17 +1,16 @@
-//! The JSON-RPC 2.0 daemon, a front-end on the core: framing, typed protocol and its schemas,
-//! error codes, the client port that turns core events into notifications, the dispatcher
-//! that turns requests into core calls, and its two transports: stdio (`server`) and
-//! WebSocket for several clients (`ws`, `genai serve`). Nothing outside this module (but the
-//! command line, which starts it) may use it.
+//! The JSON-RPC 2.0 daemon, a front-end on the core and a method table on the shared JSON-RPC
+//! peer (`crate::peer`: framing, the bounded writer, requests to the client): typed protocol
+//! and its schemas, error codes, the client port that turns core events into notifications,
+//! the dispatcher that turns requests into core calls, and its two transports: stdio
+//! (`server`) and WebSocket for several clients (`ws`, `genai serve`). Nothing outside this
+//! module (but the command line, which starts it) may use it.
 
 pub mod dispatch;
 pub mod errors;
-pub mod framing;
 pub mod ids;
 pub mod listings;
 pub mod mcp_protocol;
 pub mod methods;
-pub mod outbox;
 pub mod port;
 pub mod protocol;
 pub mod schema;

@@ -1,5 +1,5 @@
-//! The per-connection loop of `genai daemon`: reads frames, hands each message to the
-//! session's dispatcher, writes responses and notifications in the client's framing.
+//! The per-connection loop of `genai daemon`: reads the peer's frames (`crate::peer`), hands
+//! each message to the session's dispatcher, queues responses for the peer's writer.
 //!
 //! Invariants: stdout carries protocol messages only, every frame through the redactor; every
 //! request gets exactly one response; bad input gets the JSON-RPC error and the loop goes on.
@@ -8,18 +8,15 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::codec::{FramedRead, FramedWrite};
 
 use super::dispatch::{Flow, Session};
 use super::errors::{RpcError, INVALID_REQUEST, PARSE_ERROR};
-use super::framing::{Frame, FrameCodec};
 use super::ids::RawIds;
-use super::outbox::{self, Outbox};
 use super::port::RpcPort;
+use crate::peer::{self, outbox, Frame, FrameCodec, Link, Read};
 use crate::session::Framework;
 
 /// A frame with every known secret masked: whatever reached a message (a model repeating a
@@ -54,72 +51,40 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let codec = FrameCodec::default();
-    let mut reader = FramedRead::new(input, codec.clone());
-    let mut writer = FramedWrite::new(output, codec);
-    let (out, mut queue) = Outbox::new(limit);
-    let overflowed = out.overflowed();
     let ids = Arc::new(RawIds::default());
     let ids_out = ids.clone();
-    // Open conversations keep the port (and so a sender) alive: the writer stops when told.
-    let (stop_writer, mut stop) = tokio::sync::oneshot::channel::<()>();
-    let write_task = tokio::spawn(async move {
-        let mut stopping = false;
-        let outgoing = |frame: Bytes| ids_out.restore(redacted(frame));
-        loop {
-            let frame = if stopping {
-                queue.try_recv()
-            } else {
-                tokio::select! {
-                    biased;
-                    frame = queue.recv() => frame,
-                    _ = &mut stop => {
-                        stopping = true;
-                        continue;
-                    }
-                }
-            };
-            let Some(frame) = frame else { break };
-            writer.feed(outgoing(frame)).await?;
-            // Write out what is queued, then flush once: a burst of chunks costs one flush.
-            while let Some(more) = queue.try_recv() {
-                writer.feed(outgoing(more)).await?;
-            }
-            writer.flush().await?;
-        }
-        writer.flush().await?;
-        Ok::<_, std::io::Error>(())
+    let Link {
+        peer,
+        mut reader,
+        writer,
+    } = peer::connect(input, output, FrameCodec::default(), limit, move |frame| {
+        ids_out.restore(redacted(frame))
     });
-
-    let port = Arc::new(RpcPort::new(out.clone()));
+    let port = Arc::new(RpcPort::new(peer.clone()));
     let mut session = Session {
         fw: fw.clone(),
         port: port.clone(),
-        out: out.clone(),
+        peer: peer.clone(),
         later: tokio_util::task::TaskTracker::new(),
     };
     let send = |v: Value| {
-        out.send(Bytes::from(v.to_string()));
+        peer.send(v.to_string());
     };
     let mut shutdown = false;
     loop {
-        let frame = tokio::select! {
-            frame = reader.next() => frame,
-            _ = overflowed.cancelled() => break,
-        };
-        let Some(frame) = frame else { break };
-        let body = match frame {
-            Ok(Frame::Message(b)) => b,
-            Ok(Frame::Malformed(why)) => {
+        let body = match reader.next().await {
+            Read::Frame(Frame::Message(b)) => b,
+            Read::Frame(Frame::Malformed(why)) => {
                 send(
                     RpcError::new(PARSE_ERROR, format!("parse error: {why}")).to_json(Value::Null),
                 );
                 continue;
             }
-            Err(e) => {
+            Read::Failed(e) => {
                 tracing::warn!("reading input failed: {e}");
                 break;
             }
+            Read::Ended | Read::Overflowed => break,
         };
         let flow = if body.first() == Some(&b'[') {
             handle_batch(&mut session, &ids, &body, &send)
@@ -148,14 +113,14 @@ where
         }
     }
     // Requests the client will never answer now fail, so the turns waiting on them end.
-    port.input_closed();
-    if overflowed.is_cancelled() {
+    peer.close();
+    if peer.overflowed() {
         // Nobody reads: nothing queued can be written, and waiting on turns would only queue
         // more. Their tasks end with the runtime.
         fw.cancel_all();
         let client: Arc<dyn crate::feature::port::ClientPort> = port.clone();
         fw.client_gone(&client);
-        write_task.abort();
+        writer.abort();
         return Err(std::io::Error::other(
             "the client stopped reading its answers: disconnected",
         ));
@@ -171,8 +136,7 @@ where
     session.later.close();
     session.later.wait().await;
     // Every turn has queued its final event: the writer drains what is queued, then ends.
-    let _ = stop_writer.send(());
-    write_task.await.map_err(std::io::Error::other)?
+    writer.finish().await
 }
 
 /// One batch: its members are read one at a time from the frame (never as one tree) and each
@@ -210,7 +174,7 @@ fn handle_batch(session: &mut Session, ids: &RawIds, body: &[u8], send: &impl Fn
     }
     if answers.len() > 1 {
         answers.push(']');
-        session.out.send(Bytes::from(answers));
+        session.peer.send(answers);
     }
     flow
 }

@@ -16,18 +16,19 @@ const DEADLINE: Duration = Duration::from_secs(10);
 
 struct Client {
     session: Session,
-    out: crate::rpc::outbox::Queue,
+    out: crate::peer::Queue,
     provider: Arc<ScriptedProvider>,
 }
 
 impl Client {
     fn new(steps: Vec<Answer>) -> Client {
         let (fw, provider) = crate::session::scripted(steps);
-        let (tx, out) = crate::rpc::outbox::Outbox::new(crate::rpc::outbox::DEFAULT_LIMIT);
+        let (tx, out) = crate::peer::Outbox::new(crate::peer::outbox::DEFAULT_LIMIT);
+        let peer = Arc::new(crate::peer::Peer::new(tx));
         let session = Session {
             fw,
-            port: Arc::new(RpcPort::new(tx.clone())),
-            out: tx,
+            port: Arc::new(RpcPort::new(peer.clone())),
+            peer,
             later: tokio_util::task::TaskTracker::new(),
         };
         Client {
@@ -237,7 +238,7 @@ async fn a_confirmation_is_a_request_to_the_client_and_its_answer_comes_back() {
         "{}",
         e.message
     );
-    port.input_closed();
+    c.session.peer.close();
     let e = port.confirm(ask("y")).await.unwrap_err();
     assert!(
         e.message.contains("not answered: the client is gone"),

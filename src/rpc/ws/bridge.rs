@@ -7,18 +7,14 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
 use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
 use jsonrpsee::core::traits::ToRpcParams;
 use jsonrpsee::ws_client::{HeaderMap, HeaderValue, WsClientBuilder};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, FramedWrite};
 
-use super::super::framing::{Frame, FrameCodec};
 use crate::error::{Error, ErrorKind, Result};
+use crate::peer::{self, outbox, Frame, FrameCodec, Link, Read};
 
 /// A JSON value as a request's params.
 struct Params(Value);
@@ -72,34 +68,35 @@ pub async fn relay(
         .await
         .map_err(|e| Error::new(ErrorKind::Config, format!("{url} refused Subscribe: {e}")))?;
 
-    let codec = FrameCodec::default();
-    let mut reader = FramedRead::new(input, codec.clone());
-    let mut writer = FramedWrite::new(output, codec);
-    let (out, mut out_rx) = mpsc::unbounded_channel::<Value>();
-    let write_task = tokio::spawn(async move {
-        while let Some(v) = out_rx.recv().await {
-            if writer.send(Bytes::from(v.to_string())).await.is_err() {
-                break;
-            }
-        }
-    });
+    let Link {
+        peer: out,
+        mut reader,
+        writer,
+    } = peer::connect(
+        input,
+        output,
+        FrameCodec::default(),
+        outbox::UNBOUNDED,
+        |frame| frame,
+    );
     let forward = out.clone();
     let event_task = tokio::spawn(async move {
         while let Some(Ok(event)) = events.next().await {
-            let _ = forward.send(event);
+            forward.send(event.to_string());
         }
     });
     let tasks = tokio_util::task::TaskTracker::new();
-    while let Some(frame) = reader.next().await {
-        let Ok(Frame::Message(body)) = frame else {
-            if let Ok(Frame::Malformed(why)) = frame {
-                let _ = out.send(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("parse error: {why}")}}));
+    loop {
+        let body = match reader.next().await {
+            Read::Frame(Frame::Message(body)) => body,
+            Read::Frame(Frame::Malformed(why)) => {
+                out.send(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("parse error: {why}")}}).to_string());
                 continue;
             }
-            break;
+            Read::Ended | Read::Overflowed | Read::Failed(_) => break,
         };
         let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
-            let _ = out.send(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error"}}));
+            out.send(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error"}}).to_string());
             continue;
         };
         let (client, out) = (client.clone(), out.clone());
@@ -107,7 +104,7 @@ pub async fn relay(
         match (msg.get("method").and_then(Value::as_str), id) {
             (Some("Shutdown"), Some(id)) => {
                 // The shared daemon goes on; this client ends.
-                let _ = out.send(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+                out.send(json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string());
                 break;
             }
             (Some(method), Some(id)) => {
@@ -118,7 +115,7 @@ pub async fn relay(
                         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                         Err(e) => error_response(id, e),
                     };
-                    let _ = out.send(answer);
+                    out.send(answer.to_string());
                 });
             }
             // A notification (`$/cancelRequest`) has no WebSocket equivalent: `Cancel` is.
@@ -142,7 +139,7 @@ pub async fn relay(
     tasks.close();
     tasks.wait().await;
     event_task.abort();
-    drop(out);
-    let _ = write_task.await;
+    // A closed stdout only ends the relay, as the end of its input does.
+    let _ = writer.finish().await;
     Ok(())
 }

@@ -18,10 +18,10 @@ use tokio::sync::broadcast;
 use super::super::dispatch::{tool_request, Flow, Session};
 use super::super::errors::RpcError;
 use super::super::methods;
-use super::super::outbox::{self, Outbox, Queue};
 use super::super::port::RpcPort;
 use super::Limits;
 use crate::feature::port::ClientPort;
+use crate::peer::{outbox, Outbox, Peer, Queue};
 use crate::session::Framework;
 
 /// What every connection of one server shares.
@@ -49,6 +49,7 @@ impl Shared {
 pub struct Connection {
     shared: Arc<Shared>,
     session: Mutex<Session>,
+    peer: Arc<Peer>,
     port: Arc<RpcPort>,
     /// The client's own messages (its port's), for its `Subscribe` without a conversation.
     own: broadcast::Sender<Arc<Value>>,
@@ -60,7 +61,7 @@ pub struct Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         // Requests the client will never answer now fail, and its hosted turns end.
-        self.port.input_closed();
+        self.peer.close();
         let client: Arc<dyn ClientPort> = self.port.clone();
         self.shared.fw.client_gone(&client);
     }
@@ -123,18 +124,20 @@ impl Connection {
         // The pump reads at once (a slow client lags its broadcast instead), so the outbox's
         // bound is a backstop only.
         let (out_tx, out_rx) = Outbox::new(outbox::DEFAULT_LIMIT);
-        let port = Arc::new(RpcPort::new(out_tx.clone()));
+        let peer = Arc::new(Peer::new(out_tx));
+        let port = Arc::new(RpcPort::new(peer.clone()));
         let own = broadcast::channel(shared.limits.buffered_events).0;
         tokio::spawn(pump(out_rx, own.clone(), shared.clone()));
         let session = Session {
             fw: shared.fw.clone(),
             port: port.clone(),
-            out: out_tx,
+            peer: peer.clone(),
             later: tokio_util::task::TaskTracker::new(),
         };
         Connection {
             shared,
             session: Mutex::new(session),
+            peer,
             port,
             own,
             in_flight: Arc::new(AtomicUsize::new(0)),
@@ -270,7 +273,7 @@ impl Connection {
                 Some(e) => Err(e),
                 None => Ok(a.result.unwrap_or(Value::Null)),
             };
-            if conn.port.answered(&a.id, answer) {
+            if conn.peer.answered(&a.id, answer) {
                 Ok(json!({}))
             } else {
                 Err(ErrorObject::owned(

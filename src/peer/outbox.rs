@@ -1,8 +1,8 @@
-//! The daemon's answer queue: frames wait here for the writer, and the bytes waiting are
-//! bounded. A client that stops reading its stdout would otherwise make the queue grow for as
-//! long as turns stream; past the limit the outbox is overflowed, the connection loop
-//! disconnects the client (it stops reading, cancels every turn and exits), and further frames
-//! are dropped.
+//! A connection's queue of outgoing frames: frames wait here for the writer, and the bytes
+//! waiting are bounded. A client that stops reading its stdout would otherwise make the queue
+//! grow for as long as turns stream; past the limit the outbox is overflowed, the connection's
+//! reader ends (its front-end then disconnects the client: it cancels every turn and exits),
+//! and further frames are dropped.
 //!
 //! It owns the count of queued bytes and the overflow signal; it must never block a sender
 //! (senders are core callbacks) and never reorder frames.
@@ -17,7 +17,10 @@ use tokio_util::sync::CancellationToken;
 /// Bytes that may wait for a client that does not read, by default.
 pub const DEFAULT_LIMIT: usize = 64 << 20;
 
-/// The sending side, cloned into the port and the dispatcher.
+/// No limit: the queue grows for as long as the client does not read.
+pub const UNBOUNDED: usize = usize::MAX;
+
+/// The sending side, cloned into whatever writes to the client.
 #[derive(Clone)]
 pub struct Outbox {
     tx: mpsc::UnboundedSender<Bytes>,
@@ -56,7 +59,7 @@ impl Outbox {
         }
         let len = frame.len();
         let before = self.queued.fetch_add(len, Ordering::SeqCst);
-        if before > 0 && before + len > self.limit {
+        if before > 0 && before.saturating_add(len) > self.limit {
             self.queued.fetch_sub(len, Ordering::SeqCst);
             tracing::warn!(
                 queued = before,

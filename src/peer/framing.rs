@@ -1,9 +1,9 @@
-//! Both framings of JSON-RPC over a byte stream, detected from the first bytes: LSP's
-//! `Content-Length: N\r\n\r\n{json}` and newline-delimited JSON.
+//! Both framings of JSON-RPC over a byte stream: LSP's `Content-Length: N\r\n\r\n{json}` and
+//! newline-delimited JSON. The daemon's codec detects which from the first bytes and answers
+//! in the framing the client chose; ACP's reads lines only, each handed over as it came.
 //!
 //! This codec owns bytes and frames only; it must never parse JSON. Written on `tokio-util`'s
-//! codec traits because no maintained crate speaks both framings with detection; the daemon
-//! answers in the framing the client chose.
+//! codec traits because no maintained crate speaks both framings with detection.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -34,7 +34,7 @@ impl DetectedFraming {
         }
     }
 
-    fn set(&self, f: Framing) {
+    pub fn set(&self, f: Framing) {
         self.0.store(
             if f == Framing::ContentLength { 1 } else { 2 },
             Ordering::Relaxed,
@@ -51,13 +51,19 @@ pub enum Frame {
     Malformed(String),
 }
 
+/// The daemon's codec by default (framing detected, lines trimmed, frames bounded);
+/// [`FrameCodec::lines_as_read`] for ACP.
 #[derive(Debug, Default, Clone)]
 pub struct FrameCodec {
     pub framing: DetectedFraming,
+    /// Lines only, each handed over whole (its line end included) and of any length.
+    as_read: bool,
     /// Bytes still to skip of a frame refused for its size.
     discard: usize,
     /// How much of the pending frame's body was searched for the next header.
     body_scanned: usize,
+    /// How much of the pending line was searched for its end.
+    line_scanned: usize,
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -130,6 +136,50 @@ fn next_header_in(body: &[u8]) -> Option<usize> {
 }
 
 impl FrameCodec {
+    /// Newline-delimited JSON only (ACP's stdio transport): each line is handed over as it came,
+    /// line end and spaces included (a JSON error then points into the line as sent), whatever
+    /// its length; lines of white space only are skipped.
+    pub fn lines_as_read() -> FrameCodec {
+        let codec = FrameCodec {
+            as_read: true,
+            ..FrameCodec::default()
+        };
+        codec.framing.set(Framing::Lines);
+        codec
+    }
+
+    /// One line, or `None` until its end comes.
+    fn decode_line(&mut self, buf: &mut BytesMut) -> Option<Frame> {
+        loop {
+            let Some(pos) = buf[self.line_scanned..].iter().position(|b| *b == b'\n') else {
+                self.line_scanned = buf.len();
+                if buf.len() > MAX_FRAME && !self.as_read {
+                    buf.clear();
+                    self.line_scanned = 0;
+                    return Some(Frame::Malformed(format!(
+                        "a line longer than {MAX_FRAME} bytes"
+                    )));
+                }
+                return None;
+            };
+            let line = buf.split_to(self.line_scanned + pos + 1);
+            self.line_scanned = 0;
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
+            return Some(Frame::Message(self.line_body(line)));
+        }
+    }
+
+    /// What a line (or the input's last bytes) hands over.
+    fn line_body(&self, line: BytesMut) -> Bytes {
+        if self.as_read {
+            line.freeze()
+        } else {
+            Bytes::copy_from_slice(line.trim_ascii())
+        }
+    }
+
     /// One `Content-Length` frame. A wrong length loses only its own frame: bytes before the
     /// next header (the rest of a body whose length was too short, say one that counted
     /// characters instead of UTF-8 bytes) are skipped as one malformed unit, and a body that
@@ -269,44 +319,26 @@ impl Decoder for FrameCodec {
     type Error = std::io::Error;
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
-        loop {
-            let framing = match self.framing.get() {
-                Some(f) => f,
-                None => {
-                    let skip = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
-                    buf.advance(skip);
-                    let Some(&first) = buf.first() else {
-                        return Ok(None);
-                    };
-                    let f = if first == b'{' || first == b'[' {
-                        Framing::Lines
-                    } else {
-                        Framing::ContentLength
-                    };
-                    self.framing.set(f);
-                    f
-                }
-            };
-            match framing {
-                Framing::Lines => {
-                    let Some(pos) = buf.iter().position(|b| *b == b'\n') else {
-                        if buf.len() > MAX_FRAME {
-                            buf.clear();
-                            return Ok(Some(Frame::Malformed(format!(
-                                "a line longer than {MAX_FRAME} bytes"
-                            ))));
-                        }
-                        return Ok(None);
-                    };
-                    let line = buf.split_to(pos + 1);
-                    let text = line.trim_ascii();
-                    if text.is_empty() {
-                        continue;
-                    }
-                    return Ok(Some(Frame::Message(Bytes::copy_from_slice(text))));
-                }
-                Framing::ContentLength => return self.decode_content_length(buf),
+        let framing = match self.framing.get() {
+            Some(f) => f,
+            None => {
+                let skip = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
+                buf.advance(skip);
+                let Some(&first) = buf.first() else {
+                    return Ok(None);
+                };
+                let f = if first == b'{' || first == b'[' {
+                    Framing::Lines
+                } else {
+                    Framing::ContentLength
+                };
+                self.framing.set(f);
+                f
             }
+        };
+        match framing {
+            Framing::Lines => Ok(self.decode_line(buf)),
+            Framing::ContentLength => self.decode_content_length(buf),
         }
     }
 
@@ -314,15 +346,14 @@ impl Decoder for FrameCodec {
         if let Some(f) = self.decode(buf)? {
             return Ok(Some(f));
         }
+        self.line_scanned = 0;
         if buf.iter().all(|b| b.is_ascii_whitespace()) {
             buf.clear();
             return Ok(None);
         }
         let rest = buf.split();
         Ok(Some(match self.framing.get() {
-            Some(Framing::Lines) | None => {
-                Frame::Message(Bytes::copy_from_slice(rest.trim_ascii()))
-            }
+            Some(Framing::Lines) | None => Frame::Message(self.line_body(rest)),
             Some(Framing::ContentLength) => {
                 Frame::Malformed("the input ended inside a frame".into())
             }
@@ -478,6 +509,43 @@ mod tests {
         let text = r#"{"text":"Content-Length: 5"}"#;
         let (f, _) = frames(framed(text.len(), text).as_bytes());
         assert_eq!(messages(&f), [text.as_bytes()]);
+    }
+
+    #[test]
+    fn lines_as_read_keep_their_bytes_and_never_switch_framing() {
+        let input = b"  {\"a\":1} \r\n\t\n\nnot json\nContent-Length: 2\r\n\r\n{}\n[1]";
+        let whole = {
+            let mut c = FrameCodec::lines_as_read();
+            let mut buf = BytesMut::from(&input[..]);
+            let mut out = Vec::new();
+            while let Some(f) = c.decode_eof(&mut buf).unwrap() {
+                out.push(f);
+            }
+            out
+        };
+        let expected: Vec<&[u8]> = vec![
+            b"  {\"a\":1} \r\n",
+            b"not json\n",
+            b"Content-Length: 2\r\n",
+            b"{}\n",
+            b"[1]",
+        ];
+        assert_eq!(messages(&whole), expected);
+        // Byte by byte, as a slow pipe brings them: the same lines.
+        let mut c = FrameCodec::lines_as_read();
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for b in input {
+            buf.put_u8(*b);
+            while let Some(f) = c.decode(&mut buf).unwrap() {
+                out.push(f);
+            }
+        }
+        while let Some(f) = c.decode_eof(&mut buf).unwrap() {
+            out.push(f);
+        }
+        assert_eq!(out, whole);
+        assert_eq!(c.framing.get(), Some(Framing::Lines));
     }
 
     #[test]

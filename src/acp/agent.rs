@@ -333,8 +333,8 @@ impl AcpAgent {
         if let Some(toolbox) = &files.toolbox {
             commands::expand(toolbox, &mut message).await?;
         }
-        let turn_id = self.fw.on_new_message(&id, message)?;
-        let outcome = self.port.wait(&turn_id).await;
+        // The session's updates go out through the port as the turn runs; its end answers.
+        let outcome = self.fw.run_turn(&id, message, None)?.outcome().await;
         answer(PromptResponse::new(stop_reason(&outcome)))
     }
 

@@ -1,13 +1,13 @@
 //! The client port of one ACP connection's sessions: the core's turn events become `session/update`
 //! notifications (`agent_message_chunk`, `agent_thought_chunk`, `tool_call`,
-//! `tool_call_update`, `usage_update`), a tool's confirmation becomes
-//! `session/request_permission`, and the end of a turn wakes the `session/prompt` that waits
-//! for it.
+//! `tool_call_update`, `usage_update`), and a tool's confirmation becomes
+//! `session/request_permission`. The `session/prompt` that sent a turn follows it to its end
+//! through the core's `TurnStream`.
 //!
-//! It owns what the session must remember about its turns (who waits, what was streamed). It
-//! must never decide anything about a turn: the core runs it, the dispatcher answers the prompt.
+//! It owns what the session must remember about its turns (what was streamed). It must never
+//! decide anything about a turn: the core runs it, the dispatcher answers the prompt.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1::{
@@ -17,7 +17,6 @@ use agent_client_protocol_schema::v1::{
 };
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
 
 use super::connection::Connection;
 use crate::error::{Error, ErrorKind, Result};
@@ -31,16 +30,8 @@ use crate::message::Usage;
 pub const ALLOW: &str = "allow";
 pub const REJECT: &str = "reject";
 
-/// Where a turn's end goes: to the prompt that waits, or kept until it asks.
-enum Slot {
-    Waiting(oneshot::Sender<TurnOutcome>),
-    Finished(TurnOutcome),
-}
-
 pub struct SessionPort {
     conn: Arc<Connection>,
-    /// The turns of every session of the connection, by turn id.
-    turns: Mutex<HashMap<String, Slot>>,
     /// Turns that streamed reply text (their summary is not sent again at the end).
     streamed: Mutex<HashSet<String>>,
 }
@@ -112,33 +103,12 @@ impl SessionPort {
     pub fn new(conn: Arc<Connection>) -> SessionPort {
         SessionPort {
             conn,
-            turns: Mutex::default(),
             streamed: Mutex::default(),
         }
     }
 
     fn update(&self, turn: &TurnRef, update: SessionUpdate) {
         self.conn.update(&turn.conversation_id, update);
-    }
-
-    /// Waits for the end of the turn `turn_id` (already over or not).
-    pub async fn wait(&self, turn_id: &str) -> TurnOutcome {
-        let rx = {
-            let Ok(mut turns) = self.turns.lock() else {
-                return TurnOutcome::failed(Error::internal("session lock poisoned"));
-            };
-            match turns.remove(turn_id) {
-                Some(Slot::Finished(outcome)) => return outcome,
-                _ => {
-                    let (tx, rx) = oneshot::channel();
-                    turns.insert(turn_id.to_string(), Slot::Waiting(tx));
-                    rx
-                }
-            }
-        };
-        rx.await.unwrap_or_else(|_| {
-            TurnOutcome::failed(Error::new(ErrorKind::Cancelled, "the session was closed"))
-        })
     }
 
     /// What the client sees at the end of a turn besides the prompt's answer.
@@ -225,20 +195,7 @@ impl ClientPort for SessionPort {
             ),
             // ACP has no place for a tool's action object; it stays in the turn's details.
             TurnEvent::Action { .. } => {}
-            TurnEvent::Done(outcome) => {
-                self.finish(turn, &outcome);
-                let Ok(mut turns) = self.turns.lock() else {
-                    return;
-                };
-                match turns.remove(&turn.turn_id) {
-                    Some(Slot::Waiting(tx)) => {
-                        let _ = tx.send(outcome);
-                    }
-                    _ => {
-                        turns.insert(turn.turn_id.clone(), Slot::Finished(outcome));
-                    }
-                }
-            }
+            TurnEvent::Done(outcome) => self.finish(turn, &outcome),
         }
     }
 

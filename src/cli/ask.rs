@@ -121,8 +121,8 @@ async fn ask(args: Args) -> Result<i32, Error> {
     let fw =
         Arc::new(Framework::new(config, registry, Arc::new(store)).with_prompt_timeout(timeout));
     let _closing = CloseAtEnd(fw.clone());
-    let (terminal, mut events) = Terminal::new(!args.no_stream && !args.json, flags.yes);
-    let terminal: Arc<dyn ClientPort> = Arc::new(terminal);
+    let terminal: Arc<dyn ClientPort> =
+        Arc::new(Terminal::new(!args.no_stream && !args.json, flags.yes));
     let conv = flags.open(&fw, args.no_log, terminal)?;
     let agent = fw.agent(&conv.agent_id)?;
     for (k, v) in params {
@@ -134,13 +134,14 @@ async fn ask(args: Args) -> Result<i32, Error> {
     }
     message.content.extend(images);
     let structured = schema.is_some();
-    let turn_id = fw.on_new_message_with(&conv.conversation_id, message, schema)?;
+    let turn = fw.run_turn(&conv.conversation_id, message, schema)?;
+    let turn_id = turn.id().to_string();
     let view = View {
         print: !args.json,
         markdown: !flags.raw && !structured && renders_markdown(),
         reasoning: !flags.no_reasoning && !args.json && std::io::stderr().is_terminal(),
     };
-    let shown = show_turn(&fw, &agent, &mut events, &turn_id, view).await?;
+    let shown = show_turn(&agent, turn, view).await?;
     if let Some(e) = &shown.stdout_failed {
         super::out::give_up(e);
     }

@@ -1,8 +1,8 @@
 //! One turn shown on a terminal, shared by `genai ask` and `genai chat`: the terminal as the
-//! core's client port (`Terminal`: turn events to the front-end's loop, confirmations asked on
-//! the terminal), and [`show_turn`], which prints a turn's reply as it streams (Markdown drawn
-//! when asked, each line as it ends, the unfinished one shown as written meanwhile; the
-//! reasoning dimmed on stderr) and cancels it through the core on Ctrl-C.
+//! core's client port (`Terminal`: confirmations asked on the terminal), and [`show_turn`],
+//! which follows a turn's `TurnStream`, prints its reply as it streams (Markdown drawn when
+//! asked, each line as it ends, the unfinished one shown as written meanwhile; the reasoning
+//! dimmed on stderr) and cancels it on Ctrl-C.
 //!
 //! It prints what a turn brings and nothing else; it must never decide what a turn is (the
 //! front-ends do) nor reach past the core's public calls.
@@ -17,33 +17,20 @@ use genai::feature::port::{
 };
 use genai::feature::TurnOutcome;
 use genai::message::{Message, Role};
-use genai::session::{CancelTarget, Framework};
-use tokio::sync::mpsc;
+use genai::session::TurnStream;
 
-/// The turn events a `Terminal` hands to its front-end's loop.
-pub type Events = mpsc::UnboundedReceiver<(TurnRef, TurnEvent)>;
-
-/// The terminal as the core's client: the turns' events go to the front-end's loop,
-/// confirmations are asked on the terminal.
+/// The terminal as the core's client: confirmations are asked on the terminal (the turns'
+/// events reach [`show_turn`] through their stream).
 pub struct Terminal {
     streaming: bool,
     yes: bool,
-    events: mpsc::UnboundedSender<(TurnRef, TurnEvent)>,
 }
 
 impl Terminal {
-    /// A port, and the events of the turns it drives. `yes` confirms what tools ask without
-    /// asking.
-    pub fn new(streaming: bool, yes: bool) -> (Terminal, Events) {
-        let (events, rx) = mpsc::unbounded_channel();
-        (
-            Terminal {
-                streaming,
-                yes,
-                events,
-            },
-            rx,
-        )
+    /// A port that wants streamed pieces when `streaming` says so. `yes` confirms what tools
+    /// ask without asking.
+    pub fn new(streaming: bool, yes: bool) -> Terminal {
+        Terminal { streaming, yes }
     }
 }
 
@@ -53,9 +40,8 @@ impl ClientPort for Terminal {
         self.streaming
     }
 
-    fn turn_event(&self, turn: &TurnRef, event: TurnEvent) {
-        let _ = self.events.send((turn.clone(), event));
-    }
+    // `show_turn` follows the turn through its stream.
+    fn turn_event(&self, _: &TurnRef, _: TurnEvent) {}
 
     // The terminal sends no prompts to agents and hosts no feature.
     fn prompt_event(&self, _: &PromptRef, _: PromptEvent) {}
@@ -205,23 +191,13 @@ pub struct Shown {
     pub stdout_failed: Option<std::io::Error>,
 }
 
-/// Shows the turn `turn_id` of `agent`'s conversation until its final event: the reply on
-/// stdout as it streams (or whole at the end), drawn as Markdown when `view` says so, ended
-/// by a line break; the reasoning before it on stderr, and after it a line there when the
-/// reply was cut short. Ctrl-C (or a failed write on stdout, such as a closed pipe) cancels
-/// the turn through the core, which still ends it with one final event; nothing more is
-/// written on a failed stdout.
-pub async fn show_turn(
-    fw: &Framework,
-    agent: &AIAgent,
-    events: &mut Events,
-    turn_id: &str,
-    view: View,
-) -> Result<Shown, Error> {
-    let this_turn = CancelTarget {
-        turn_id: Some(turn_id.to_string()),
-        ..Default::default()
-    };
+/// Shows the turn of `agent`'s conversation that `turn` follows until its final event: the
+/// reply on stdout as it streams (or whole at the end), drawn as Markdown when `view` says so,
+/// ended by a line break; the reasoning before it on stderr, and after it a line there when
+/// the reply was cut short. Ctrl-C (or a failed write on stdout, such as a closed pipe)
+/// cancels the turn, which still ends with one final event; nothing more is written on a
+/// failed stdout.
+pub async fn show_turn(agent: &AIAgent, mut turn: TurnStream, view: View) -> Result<Shown, Error> {
     let mut out = std::io::stdout();
     let mut markdown = (view.print && view.markdown).then(super::markdown::MarkdownStream::new);
     let mut printed = String::new();
@@ -234,19 +210,16 @@ pub async fn show_turn(
     tokio::pin!(ctrl_c);
     let outcome = loop {
         let event = tokio::select! {
-            e = events.recv() => e,
+            e = turn.next_event() => e,
             _ = &mut ctrl_c, if !interrupted => {
                 interrupted = true;
-                fw.cancel(&this_turn)?;
+                turn.cancel();
                 continue;
             }
         };
-        let Some((turn, event)) = event else {
-            return Err(Error::internal("the core stopped before the turn ended"));
+        let Some(event) = event else {
+            return Err(Error::internal("the turn ended twice"));
         };
-        if turn.turn_id != turn_id {
-            continue;
-        }
         match event {
             TurnEvent::Reasoning(delta) if view.reasoning => {
                 reasoning_shown = true;
@@ -271,7 +244,7 @@ pub async fn show_turn(
                 if let Err(e) = out.write_all(shown.as_bytes()).and_then(|_| out.flush()) {
                     // Nobody reads the reply any more: the model stops generating it.
                     stdout_failed = Some(e);
-                    fw.cancel(&this_turn)?;
+                    turn.cancel();
                 }
             }
             TurnEvent::ToolCall(c) => {

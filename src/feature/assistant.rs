@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{BuiltinFeature, Feature, Turn, TurnOutcome};
+use super::{Answer, BuiltinFeature, Feature, ReplyLines, Turn, TurnOutcome};
 use crate::agent::{Delta, OnDelta};
 
 pub const NAME: &str = "assistant";
@@ -39,32 +39,15 @@ impl Feature for Assistant {
         let sent = turn
             .agent
             .send_prompt_as(prompt, on_delta, &turn.cancel, None, schema);
-        match sent.await {
-            Ok(outcome) => {
-                let r = outcome.reply;
-                let model = r
+        TurnOutcome::of_prompt(sent.await, detailed, ReplyLines::Request, |outcome, _| {
+            Answer {
+                summary: outcome.reply.message.text(),
+                model: outcome
+                    .reply
                     .model
                     .clone()
-                    .or_else(|| turn.agent.model_info().ok().map(|m| m.1));
-                detailed.push(format!("model: {}", model.as_deref().unwrap_or("unknown")));
-                detailed.extend(r.usage.map(|u| u.describe()));
-                detailed.push(outcome.cost_detail);
-                detailed.push(format!("latency: {} ms", outcome.latency.as_millis()));
-                detailed.extend(outcome.notes);
-                if let Some(f) = &r.finish_reason {
-                    detailed.push(format!("finish reason: {f}"));
-                }
-                TurnOutcome {
-                    summary: r.message.text(),
-                    detailed,
-                    error: None,
-                    usage: r.usage,
-                    cost: outcome.cost,
-                    model,
-                    finish_reason: r.finish_reason,
-                }
+                    .or_else(|| turn.agent.model_info().ok().map(|m| m.1)),
             }
-            Err(e) => TurnOutcome::failed_after(detailed, e),
-        }
+        })
     }
 }

@@ -3,8 +3,9 @@
 //! A feature receives a turn (a user's message), talks to its agent, and returns what ends the
 //! turn (summary and detailed response); on the way it may stream pieces to the client through
 //! the turn's [`ClientPort`]. The conversation task, not the feature, ends the turn, so every
-//! turn ends exactly once. Built-in features are rows of [`BUILTIN`]; client-hosted ones are
-//! made by the session. A feature must never touch the store directly (history goes through
+//! turn ends exactly once; every built-in feature builds its end with
+//! [`TurnOutcome::of_prompt`]. Built-in features are rows of [`BUILTIN`]; client-hosted ones
+//! are made by the session. A feature must never touch the store directly (history goes through
 //! the agent) nor build a wire message (the port's owner does).
 
 pub mod assistant;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{AIAgent, Delta};
+use crate::agent::{AIAgent, Delta, PromptOutcome};
 use crate::config::FeatureConfig;
 use crate::error::{Error, Result};
 use crate::message::{Message, Usage};
@@ -116,6 +117,64 @@ impl TurnOutcome {
         detailed.append(&mut failed.detailed);
         TurnOutcome { detailed, ..failed }
     }
+
+    /// How every built-in feature ends a turn from its prompt's result. A failure keeps the
+    /// details noted before it ([`TurnOutcome::failed_after`]). An answer is what `answer`
+    /// makes of it (which may note more details), its details those noted, then the reply's
+    /// usage and cost (framed as `lines` says); the outcome carries the reply's usage, cost and
+    /// finish reason.
+    pub fn of_prompt(
+        result: Result<PromptOutcome>,
+        mut detailed: Vec<String>,
+        lines: ReplyLines,
+        answer: impl FnOnce(&PromptOutcome, &mut Vec<String>) -> Answer,
+    ) -> TurnOutcome {
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(e) => return TurnOutcome::failed_after(detailed, e),
+        };
+        let Answer { summary, model } = answer(&outcome, &mut detailed);
+        let r = outcome.reply;
+        if lines == ReplyLines::Request {
+            detailed.push(format!("model: {}", model.as_deref().unwrap_or("unknown")));
+        }
+        detailed.extend(r.usage.map(|u| u.describe()));
+        detailed.push(outcome.cost_detail);
+        if lines == ReplyLines::Request {
+            detailed.push(format!("latency: {} ms", outcome.latency.as_millis()));
+            detailed.extend(outcome.notes);
+            if let Some(f) = &r.finish_reason {
+                detailed.push(format!("finish reason: {f}"));
+            }
+        }
+        TurnOutcome {
+            summary,
+            detailed,
+            error: None,
+            usage: r.usage,
+            cost: outcome.cost,
+            model,
+            finish_reason: r.finish_reason,
+        }
+    }
+}
+
+/// What a feature makes of its answered prompt, for [`TurnOutcome::of_prompt`].
+pub struct Answer {
+    /// The chat bubble.
+    pub summary: String,
+    /// The model that answered, as the outcome names it.
+    pub model: Option<String>,
+}
+
+/// What a turn's details say of its prompt besides usage and cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyLines {
+    /// One request: the model before; the latency, what the middleware did and the finish
+    /// reason after.
+    Request,
+    /// Nothing more: the feature noted its rounds itself (tool calls, middleware, tool mode).
+    Rounds,
 }
 
 #[async_trait]
@@ -155,5 +214,101 @@ pub fn builtin(name: &str) -> Option<&'static BuiltinFeature> {
 pub fn register_builtin(registry: &crate::registry::Registry) {
     for f in BUILTIN {
         registry.register_feature(f.name, f.description, crate::registry::Origin::Builtin);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::format::ModelReply;
+    use crate::message::Part;
+
+    fn answered() -> Result<PromptOutcome> {
+        let usage = Usage {
+            input_tokens: 3,
+            output_tokens: 5,
+            cache_read_tokens: None,
+            cache_write_tokens: None,
+        };
+        Ok(PromptOutcome {
+            reply: ModelReply::assistant(
+                vec![Part::text("Hello")],
+                Some(usage),
+                Some("stop".into()),
+                Some("m1".into()),
+            ),
+            latency: Duration::from_millis(7),
+            react: None,
+            rounds: 1,
+            notes: vec!["middleware: noted".into()],
+            cost: Some(0.5),
+            cost_detail: "cost: $0.5".into(),
+        })
+    }
+
+    fn answer(o: &PromptOutcome, detailed: &mut Vec<String>) -> Answer {
+        detailed.push("answered".into());
+        Answer {
+            summary: o.reply.message.text(),
+            model: o.reply.model.clone(),
+        }
+    }
+
+    #[test]
+    fn one_request_is_described_around_its_usage_and_cost() {
+        let o = TurnOutcome::of_prompt(
+            answered(),
+            vec!["noted".into()],
+            ReplyLines::Request,
+            answer,
+        );
+        assert_eq!(
+            o.detailed,
+            [
+                "noted",
+                "answered",
+                "model: m1",
+                "usage: 3 input + 5 output = 8 tokens",
+                "cost: $0.5",
+                "latency: 7 ms",
+                "middleware: noted",
+                "finish reason: stop"
+            ]
+        );
+        assert_eq!(
+            (o.summary.as_str(), o.model.as_deref()),
+            ("Hello", Some("m1"))
+        );
+        assert_eq!(
+            (o.cost, o.finish_reason.as_deref()),
+            (Some(0.5), Some("stop"))
+        );
+        assert_eq!(o.usage.map(|u| u.total()), Some(8));
+        assert!(o.error.is_none());
+    }
+
+    #[test]
+    fn rounds_add_only_usage_and_cost_and_a_failure_keeps_what_was_noted() {
+        let o =
+            TurnOutcome::of_prompt(answered(), vec!["noted".into()], ReplyLines::Rounds, answer);
+        assert_eq!(
+            o.detailed,
+            [
+                "noted",
+                "answered",
+                "usage: 3 input + 5 output = 8 tokens",
+                "cost: $0.5"
+            ]
+        );
+        let failed = Err(Error::cancelled());
+        let o =
+            TurnOutcome::of_prompt(failed, vec!["noted".into()], ReplyLines::Request, |_, _| {
+                unreachable!("a failed prompt has no answer")
+            });
+        assert_eq!(o.error.map(|e| e.kind), Some(ErrorKind::Cancelled));
+        assert_eq!(o.detailed, ["noted", "error: cancelled"]);
     }
 }

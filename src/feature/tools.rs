@@ -19,7 +19,9 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use super::port::Confirmation;
-use super::{BuiltinFeature, Feature, FeatureContext, Turn, TurnEvent, TurnOutcome};
+use super::{
+    Answer, BuiltinFeature, Feature, FeatureContext, ReplyLines, Turn, TurnEvent, TurnOutcome,
+};
 use crate::agent::{Delta, OnDelta, ToolLoop};
 use crate::config::ToolMode;
 use crate::format::{ToolCallDelta, ToolSpec};
@@ -344,46 +346,35 @@ impl Feature for Tools {
             turn.chunk(&rest);
         }
         detailed.extend(log.lock().map(|l| l.clone()).unwrap_or_default());
-        match result {
-            Ok(outcome) => {
-                detailed.extend(outcome.notes.iter().cloned());
-                if let Some(why) = &outcome.react {
-                    detailed.push(format!(
-                        "tool mode: ReAct ({why}); {} requests to the model",
-                        outcome.rounds
-                    ));
-                }
-                let r = outcome.reply;
-                let asks = std::mem::take(&mut *asks.lock().unwrap_or_else(|e| e.into_inner()));
-                if let Some(c) = asks.collect {
-                    detailed.push(format!("the next message will be collected for {}", c.0));
-                    if let Ok(mut slot) = self.collect.lock() {
-                        *slot = Some(c);
-                    }
-                }
-                let (actions, summary) = take_actions(&r.message.text(), &asks.actions);
-                for (sequence, action) in actions.into_iter().enumerate() {
-                    detailed.push(format!("action: {action}"));
-                    turn.emit(TurnEvent::Action {
-                        message_id: turn.id.turn_id.clone(),
-                        sequence: sequence as u32,
-                        action,
-                    });
-                }
-                detailed.extend(r.usage.map(|u| u.describe()));
-                detailed.push(outcome.cost_detail);
-                TurnOutcome {
-                    summary,
-                    detailed,
-                    error: None,
-                    usage: r.usage,
-                    cost: outcome.cost,
-                    model: r.model,
-                    finish_reason: r.finish_reason,
+        TurnOutcome::of_prompt(result, detailed, ReplyLines::Rounds, |outcome, detailed| {
+            detailed.extend(outcome.notes.iter().cloned());
+            if let Some(why) = &outcome.react {
+                detailed.push(format!(
+                    "tool mode: ReAct ({why}); {} requests to the model",
+                    outcome.rounds
+                ));
+            }
+            let asks = std::mem::take(&mut *asks.lock().unwrap_or_else(|e| e.into_inner()));
+            if let Some(c) = asks.collect {
+                detailed.push(format!("the next message will be collected for {}", c.0));
+                if let Ok(mut slot) = self.collect.lock() {
+                    *slot = Some(c);
                 }
             }
-            Err(e) => TurnOutcome::failed_after(detailed, e),
-        }
+            let (actions, summary) = take_actions(&outcome.reply.message.text(), &asks.actions);
+            for (sequence, action) in actions.into_iter().enumerate() {
+                detailed.push(format!("action: {action}"));
+                turn.emit(TurnEvent::Action {
+                    message_id: turn.id.turn_id.clone(),
+                    sequence: sequence as u32,
+                    action,
+                });
+            }
+            Answer {
+                summary,
+                model: outcome.reply.model.clone(),
+            }
+        })
     }
 }
 

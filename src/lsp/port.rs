@@ -1,7 +1,7 @@
-//! The language server as the core's client: [`LspPort`] routes each conversation's turn
-//! events and each completion agent's prompt events to the request waiting on them, and
-//! [`ask`] / [`complete`] run one turn or one prompt to its end with the cancellation the
-//! editor asked for (`$/cancelRequest` drops the request's future, which cancels here).
+//! The language server as the core's client: [`LspPort`] routes each completion agent's
+//! prompt events to the request waiting on them, and [`ask`] / [`complete`] run one turn
+//! (followed through the core's `TurnStream`) or one prompt to its end with the cancellation
+//! the editor asked for (`$/cancelRequest` drops the request's future, which cancels here).
 //! It must never speak LSP to the editor: `server.rs` does that.
 
 use std::collections::HashMap;
@@ -19,11 +19,9 @@ use crate::message::Message;
 use crate::select::ModelChoice;
 use crate::session::{CancelTarget, ConversationSpec, Framework};
 
-/// Routes the core's events to the requests that wait on them.
+/// Routes the core's prompt events to the requests that wait on them.
 #[derive(Default)]
 pub struct LspPort {
-    /// Turn events by conversation id (each action is its own conversation).
-    turns: Mutex<HashMap<String, mpsc::UnboundedSender<TurnEvent>>>,
     /// Prompt events by agent id (each completion has its own agent).
     prompts: Mutex<HashMap<String, mpsc::UnboundedSender<PromptEvent>>>,
 }
@@ -34,16 +32,8 @@ impl ClientPort for LspPort {
         true
     }
 
-    fn turn_event(&self, turn: &TurnRef, event: TurnEvent) {
-        if let Some(tx) = self
-            .turns
-            .lock()
-            .ok()
-            .and_then(|t| t.get(&turn.conversation_id).cloned())
-        {
-            let _ = tx.send(event);
-        }
-    }
+    // A turn's events reach the request that sent it through its `TurnStream`.
+    fn turn_event(&self, _: &TurnRef, _: TurnEvent) {}
 
     fn prompt_event(&self, prompt: &PromptRef, event: PromptEvent) {
         if let Some(tx) = self
@@ -86,9 +76,6 @@ struct Running<'a> {
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         if let Some(id) = &self.conversation_id {
-            if let Ok(mut t) = self.port.turns.lock() {
-                t.remove(id);
-            }
             // Closing cancels a turn still running and ends the conversation's task; its
             // history stays in the store, unless no turn was committed to it.
             let _ = self.fw.close_conversation(id);
@@ -130,11 +117,6 @@ pub async fn ask(
     };
     let client: Arc<dyn ClientPort> = port.clone();
     let conv = fw.create_conversation(spec, client)?;
-    let (tx, mut events) = mpsc::unbounded_channel();
-    port.turns
-        .lock()
-        .map_err(|_| Error::internal("lsp port lock poisoned"))?
-        .insert(conv.conversation_id.clone(), tx);
     let _running = Running {
         fw,
         port,
@@ -142,18 +124,17 @@ pub async fn ask(
         agent_id: None,
         request_id: None,
     };
-    fw.on_new_message(&conv.conversation_id, Message::user(prompt))?;
+    let mut turn = fw.run_turn(&conv.conversation_id, Message::user(prompt), None)?;
     let mut streamed = 0usize;
+    let mut stopped = false;
     let outcome = loop {
         let event = tokio::select! {
-            e = events.recv() => e,
-            _ = stop.cancelled() => {
-                fw.cancel(&CancelTarget {
-                    conversation_id: Some(conv.conversation_id.clone()),
-                    ..Default::default()
-                })?;
-                // The turn still ends with its `Done`, which says it was cancelled.
-                events.recv().await
+            e = turn.next_event() => e,
+            // The turn still ends with its `Done`, which says it was cancelled.
+            _ = stop.cancelled(), if !stopped => {
+                stopped = true;
+                turn.cancel();
+                continue;
             }
         };
         match event {
@@ -163,7 +144,7 @@ pub async fn ask(
             }
             Some(TurnEvent::Done(outcome)) => break outcome,
             Some(_) => {}
-            None => return Err(Error::internal("the core stopped before the turn ended")),
+            None => return Err(Error::internal("the turn ended twice")),
         }
     };
     if let Some(e) = outcome.error {

@@ -1,6 +1,8 @@
 //! The conversation task: one task per open conversation, fed by a channel, so its turns run in
 //! order, one at a time, while conversations run concurrently. `cancel` acts at once through
-//! the running turn's token, not through the queue.
+//! the running turn's token, not through the queue. A turn is queued bare (`on_new_message`,
+//! its events reach the conversation's port) or followed (`run_turn`, a [`TurnStream`] gets
+//! them too).
 //!
 //! Every accepted message ends with exactly one final [`TurnEvent::Done`], sent here and
 //! nowhere else, even when the feature panics. This module must never look inside a turn's
@@ -11,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::turn_stream::{TurnStream, WatchedPort, Watchers};
 use super::{poisoned, unknown_conversation, CancelTarget, Framework};
 use crate::agent::AIAgent;
 use crate::error::{Error, Result};
@@ -20,9 +23,16 @@ use crate::format::ResponseSchema;
 use crate::message::{Message, Part};
 use crate::tools::toolbox::Toolbox;
 
-/// A message waiting for its turn: the turn id, the message, and the schema its reply must
-/// match, if the message gives one.
-type Queued = (String, Message, Option<Arc<ResponseSchema>>);
+/// A message waiting for its turn.
+struct Queued {
+    turn_id: String,
+    message: Message,
+    /// The schema its reply must match, if the message gives one.
+    response_schema: Option<Arc<ResponseSchema>>,
+    /// The turn's cancellation token, made when it is queued so that a [`TurnStream`] can
+    /// cancel it before it runs.
+    cancel: CancellationToken,
+}
 
 /// A live conversation.
 pub(super) struct Conversation {
@@ -33,8 +43,11 @@ pub(super) struct Conversation {
     pub running: Arc<Mutex<Option<(String, CancellationToken)>>>,
     /// Cancelled when the conversation is closed: ends its task.
     pub closed: CancellationToken,
-    /// The client that drives the conversation.
+    /// The client that drives the conversation, as its turns see it (with the streams that
+    /// follow them).
     pub port: Arc<dyn ClientPort>,
+    /// The streams following its turns.
+    watchers: Watchers,
     /// Its tool sources (the config's, with the MCP servers its client brought).
     pub toolbox: Arc<Toolbox>,
 }
@@ -53,6 +66,11 @@ impl Framework {
         let (queue, mut rx) = mpsc::unbounded_channel::<Queued>();
         let running: Arc<Mutex<Option<(String, CancellationToken)>>> = Arc::new(Mutex::new(None));
         let closed = CancellationToken::new();
+        let watchers = Watchers::default();
+        let port: Arc<dyn ClientPort> = Arc::new(WatchedPort {
+            port,
+            watchers: watchers.clone(),
+        });
         let conv = Conversation {
             agent: agent.clone(),
             feature: feature_name,
@@ -60,6 +78,7 @@ impl Framework {
             running: running.clone(),
             closed: closed.clone(),
             port: port.clone(),
+            watchers,
             toolbox,
         };
         self.conversations
@@ -68,8 +87,13 @@ impl Framework {
             .insert(id.clone(), conv);
         let inflight = self.inflight.clone();
         tokio::spawn(async move {
-            while let Some((turn_id, message, response_schema)) = rx.recv().await {
-                let cancel = closed.child_token();
+            while let Some(queued) = rx.recv().await {
+                let Queued {
+                    turn_id,
+                    message,
+                    response_schema,
+                    cancel,
+                } = queued;
                 if let Ok(mut r) = running.lock() {
                     *r = Some((turn_id.clone(), cancel.clone()));
                 }
@@ -121,6 +145,36 @@ impl Framework {
         message: Message,
         schema: Option<ResponseSchema>,
     ) -> Result<String> {
+        let (turn_id, _) = self.queue_turn(conversation_id, message, schema, None)?;
+        Ok(turn_id)
+    }
+
+    /// Queues a user message (whose reply must match `schema`, else the conversation's) and
+    /// follows its turn to the end: its events (which reach the conversation's port as well),
+    /// ending with its outcome. Dropping the stream before then cancels the turn.
+    pub fn run_turn(
+        &self,
+        conversation_id: &str,
+        message: Message,
+        schema: Option<ResponseSchema>,
+    ) -> Result<TurnStream> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (turn_id, cancel) = self.queue_turn(conversation_id, message, schema, Some(tx))?;
+        let turn = TurnRef {
+            conversation_id: conversation_id.to_string(),
+            turn_id,
+        };
+        Ok(TurnStream::new(turn, rx, cancel))
+    }
+
+    /// Queues a turn, followed by `watcher` when it is given; its id and cancellation token.
+    fn queue_turn(
+        &self,
+        conversation_id: &str,
+        message: Message,
+        schema: Option<ResponseSchema>,
+        watcher: Option<mpsc::UnboundedSender<TurnEvent>>,
+    ) -> Result<(String, CancellationToken)> {
         let blank = message
             .content
             .iter()
@@ -133,16 +187,29 @@ impl Framework {
             .get(conversation_id)
             .ok_or_else(|| unknown_conversation(conversation_id))?;
         let turn_id = super::new_id();
+        let cancel = conv.closed.child_token();
+        if let Some(tx) = watcher {
+            // Before the turn is queued, so that the stream misses none of its events.
+            conv.watchers
+                .lock()
+                .map_err(|_| poisoned())?
+                .insert(turn_id.clone(), tx);
+        }
         self.inflight.send_modify(|n| *n += 1);
-        if conv
-            .queue
-            .send((turn_id.clone(), message, schema.map(Arc::new)))
-            .is_err()
-        {
+        let queued = Queued {
+            turn_id: turn_id.clone(),
+            message,
+            response_schema: schema.map(Arc::new),
+            cancel: cancel.clone(),
+        };
+        if conv.queue.send(queued).is_err() {
             self.inflight.send_modify(|n| *n = n.saturating_sub(1));
+            if let Ok(mut w) = conv.watchers.lock() {
+                w.remove(&turn_id);
+            }
             return Err(unknown_conversation(conversation_id));
         }
-        Ok(turn_id)
+        Ok((turn_id, cancel))
     }
 
     /// Cancels a running turn or prompt; false when nothing ran under that id.

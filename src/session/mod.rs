@@ -4,7 +4,8 @@
 //!
 //! This module opens, resumes, closes and deletes conversations and builds their agents (a
 //! conversation closed for good with no committed turn leaves the history); the
-//! conversation task (queue, order, cancel) is in `conversation`, changing an open one's
+//! conversation task (queue, order, cancel) is in `conversation`, following one turn to its
+//! end ([`TurnStream`]) in `turn_stream`, changing an open one's
 //! feature or model in `choice`, prompts to agents in
 //! `prompts`, fill-in-the-middle completion in `infill`, client-hosted features in `hosted`, and every rule of which model runs in
 //! `crate::select`. It must never speak a wire format: front-ends translate for it.
@@ -18,6 +19,7 @@ mod middleware;
 mod prompts;
 mod queries;
 mod resume;
+mod turn_stream;
 
 pub use queries::Page;
 
@@ -42,6 +44,7 @@ use crate::tools::toolbox::Toolbox;
 pub use choice::Choice;
 use conversation::Conversation;
 pub use hosted::FeatureReply;
+pub use turn_stream::TurnStream;
 
 /// What a client asks for when it opens a conversation.
 #[derive(Debug, Clone, Default)]

@@ -25,7 +25,7 @@ use genai::session::{Choice, Framework, OpenConversation};
 use genai::store::Store;
 
 use super::conversation::{hand_over, parse_params, CloseAtEnd, ConversationArgs};
-use super::turn::{renders_markdown, show_turn, Events, Terminal, View};
+use super::turn::{renders_markdown, show_turn, Terminal, View};
 use commands::{Command, Line};
 use input::{Input, Read};
 
@@ -51,7 +51,6 @@ fn note(text: &str) {
 struct Chat {
     fw: Arc<Framework>,
     port: Arc<dyn ClientPort>,
-    events: Events,
     flags: ConversationArgs,
     conv: OpenConversation,
     /// The model `/new` opens: the last one named (`-m`, `/model`, the continued one's).
@@ -81,8 +80,7 @@ async fn chat(args: Args) -> Result<i32, Error> {
     let store = Arc::new(Store::open(&paths.history_db())?);
     let fw = Arc::new(Framework::new(config, registry, store));
     let _closing = CloseAtEnd(fw.clone());
-    let (terminal, events) = Terminal::new(true, flags.yes);
-    let port: Arc<dyn ClientPort> = Arc::new(terminal);
+    let port: Arc<dyn ClientPort> = Arc::new(Terminal::new(true, flags.yes));
     let conv = flags.open(&fw, false, port.clone())?;
     let agent = fw.agent(&conv.agent_id)?;
     for (k, v) in params {
@@ -113,7 +111,6 @@ async fn chat(args: Args) -> Result<i32, Error> {
         system: flags.system.clone(),
         fw,
         port,
-        events,
         flags,
         conv,
         files,
@@ -175,11 +172,11 @@ impl Chat {
         }
         let mut message = Message::user(text);
         message.content.extend(self.images.iter().cloned());
-        let turn_id = self
+        let turn = self
             .fw
-            .on_new_message(&self.conv.conversation_id, message)?;
+            .run_turn(&self.conv.conversation_id, message, None)?;
         let agent = self.fw.agent(&self.conv.agent_id)?;
-        let shown = show_turn(&self.fw, &agent, &mut self.events, &turn_id, self.view).await?;
+        let shown = show_turn(&agent, turn, self.view).await?;
         if let Some(e) = &shown.stdout_failed {
             // Nobody reads the replies any more: the chat ends (quietly when stdout closed).
             self.fw.toolbox().shutdown().await;

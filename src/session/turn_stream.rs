@@ -1,0 +1,330 @@
+//! Running a turn to its end: [`TurnStream`], what `Framework::run_turn` returns, is the one
+//! way a front-end that waits on a turn (the CLI, ACP, LSP) follows it: the turn's events in
+//! order, ending with exactly one [`TurnEvent::Done`] carrying its outcome. Dropping the
+//! stream before that end cancels the turn; so does [`TurnStream::cancel`] or
+//! `Framework::cancel` with its turn id (the stream then ends with a cancelled outcome).
+//!
+//! The conversation's client port still sees every event first, as it always does (the
+//! daemon forwards them as they come, ACP writes its session updates); the stream is a copy
+//! for whoever waits. This module must never change what a turn does: it only watches.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Result};
+use crate::feature::port::{
+    ClientPort, Confirmation, HostedTurn, MiddlewareCall, PromptEvent, PromptRef, TurnEvent,
+    TurnRef,
+};
+use crate::feature::TurnOutcome;
+use crate::message::Message;
+
+/// The streams following a conversation's turns, by turn id.
+pub(super) type Watchers = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<TurnEvent>>>>;
+
+/// One turn's events, ending with its outcome. See the module's documentation.
+pub struct TurnStream {
+    turn: TurnRef,
+    events: mpsc::UnboundedReceiver<TurnEvent>,
+    /// The turn's cancellation token.
+    cancel: CancellationToken,
+    /// The final event was handed out: nothing more comes, and dropping cancels nothing.
+    ended: bool,
+}
+
+impl std::fmt::Debug for TurnStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnStream")
+            .field("turn", &self.turn)
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TurnStream {
+    pub(super) fn new(
+        turn: TurnRef,
+        events: mpsc::UnboundedReceiver<TurnEvent>,
+        cancel: CancellationToken,
+    ) -> TurnStream {
+        TurnStream {
+            turn,
+            events,
+            cancel,
+            ended: false,
+        }
+    }
+
+    /// The turn followed.
+    pub fn turn(&self) -> &TurnRef {
+        &self.turn
+    }
+
+    /// The turn's id.
+    pub fn id(&self) -> &str {
+        &self.turn.turn_id
+    }
+
+    /// Cancels the turn (queued or running); it still ends with its `Done`, which says so.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The turn's next event: its last is `Done`, after which this is `None`.
+    pub async fn next_event(&mut self) -> Option<TurnEvent> {
+        std::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    /// Waits for the turn's end, passing over its other events.
+    pub async fn outcome(mut self) -> TurnOutcome {
+        while let Some(event) = self.next_event().await {
+            if let TurnEvent::Done(outcome) = event {
+                return outcome;
+            }
+        }
+        // `next_event` ends with `Done`: this is not reached.
+        TurnOutcome::failed(Error::internal("the turn ended twice"))
+    }
+
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<TurnEvent>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let event = match self.events.poll_recv(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Some(event)) => event,
+            // The conversation's task went away without ending the turn (the runtime is
+            // shutting down): the stream still ends with an outcome.
+            Poll::Ready(None) => TurnEvent::Done(TurnOutcome::failed(Error::internal(
+                "the core stopped before the turn ended",
+            ))),
+        };
+        self.ended = matches!(event, TurnEvent::Done(_));
+        Poll::Ready(Some(event))
+    }
+}
+
+impl futures::Stream for TurnStream {
+    type Item = TurnEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<TurnEvent>> {
+        self.get_mut().poll_event(cx)
+    }
+}
+
+impl Drop for TurnStream {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.cancel.cancel();
+        }
+    }
+}
+
+/// A conversation's client port as its turns see it: each event goes to the client's port,
+/// then to the stream following that turn, if one does.
+pub(super) struct WatchedPort {
+    pub port: Arc<dyn ClientPort>,
+    pub watchers: Watchers,
+}
+
+#[async_trait]
+impl ClientPort for WatchedPort {
+    fn streaming(&self) -> bool {
+        self.port.streaming()
+    }
+
+    fn turn_event(&self, turn: &TurnRef, event: TurnEvent) {
+        let watcher = self.watchers.lock().ok().and_then(|mut w| match &event {
+            TurnEvent::Done(_) => w.remove(&turn.turn_id),
+            _ => w.get(&turn.turn_id).cloned(),
+        });
+        match watcher {
+            Some(tx) => {
+                self.port.turn_event(turn, event.clone());
+                let _ = tx.send(event);
+            }
+            None => self.port.turn_event(turn, event),
+        }
+    }
+
+    fn prompt_event(&self, prompt: &PromptRef, event: PromptEvent) {
+        self.port.prompt_event(prompt, event)
+    }
+
+    fn hosted_turn(&self, turn: HostedTurn) {
+        self.port.hosted_turn(turn)
+    }
+
+    async fn confirm(&self, request: Confirmation) -> Result<bool> {
+        self.port.confirm(request).await
+    }
+
+    async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>> {
+        self.port.middleware(call).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::provider::scripted::{text_stream, Answer, ScriptedProvider};
+    use crate::select::ModelChoice;
+    use crate::session::{scripted, CancelTarget, ConversationSpec, Framework};
+
+    const DEADLINE: Duration = Duration::from_secs(10);
+
+    /// A client that records the turn events its port is told.
+    struct Client(mpsc::UnboundedSender<(TurnRef, TurnEvent)>);
+
+    #[async_trait]
+    impl ClientPort for Client {
+        fn streaming(&self) -> bool {
+            true
+        }
+        fn turn_event(&self, turn: &TurnRef, event: TurnEvent) {
+            let _ = self.0.send((turn.clone(), event));
+        }
+        fn prompt_event(&self, _: &PromptRef, _: PromptEvent) {}
+        fn hosted_turn(&self, _: HostedTurn) {}
+        async fn confirm(&self, _: Confirmation) -> Result<bool> {
+            Ok(false)
+        }
+    }
+
+    type Seen = mpsc::UnboundedReceiver<(TurnRef, TurnEvent)>;
+
+    /// A core over `answers` and one open conversation on it, and what its port is told.
+    fn open(answers: Vec<Answer>) -> (Arc<Framework>, String, Seen, Arc<ScriptedProvider>) {
+        let (fw, provider) = scripted(answers);
+        let (tx, seen) = mpsc::unbounded_channel();
+        let spec = ConversationSpec {
+            model: ModelChoice::Named("scripted".into()),
+            ..Default::default()
+        };
+        let conv = fw.create_conversation(spec, Arc::new(Client(tx))).unwrap();
+        (fw, conv.conversation_id, seen, provider)
+    }
+
+    async fn next(stream: &mut TurnStream) -> Option<TurnEvent> {
+        tokio::time::timeout(DEADLINE, stream.next_event())
+            .await
+            .expect("the turn did not go on in time")
+    }
+
+    /// What the port is told until the end of a turn: its chunks and its outcome.
+    async fn port_until_done(seen: &mut Seen) -> (TurnRef, String, TurnOutcome) {
+        let mut chunks = String::new();
+        loop {
+            let (turn, event) = tokio::time::timeout(DEADLINE, seen.recv())
+                .await
+                .expect("the port was not told the end in time")
+                .expect("the core dropped the port");
+            match event {
+                TurnEvent::Chunk(c) => chunks.push_str(&c),
+                TurnEvent::Done(o) => return (turn, chunks, o),
+                _ => {}
+            }
+        }
+    }
+
+    fn kind(o: &TurnOutcome) -> Option<ErrorKind> {
+        o.error.as_ref().map(|e| e.kind)
+    }
+
+    #[tokio::test]
+    async fn a_turn_streams_its_events_and_ends_with_its_outcome_once() {
+        let (fw, id, mut seen, _) = open(vec![text_stream(&["Hel", "lo"], false)]);
+        let mut turn = fw.run_turn(&id, Message::user("hi"), None).unwrap();
+        assert_eq!(turn.turn().conversation_id, id);
+        let mut chunks = String::new();
+        let outcome = loop {
+            match next(&mut turn).await.expect("a turn ends with Done") {
+                TurnEvent::Chunk(c) => chunks.push_str(&c),
+                TurnEvent::Done(o) => break o,
+                _ => {}
+            }
+        };
+        assert_eq!(chunks, "Hello");
+        assert!(outcome.error.is_none(), "{:?}", outcome.error);
+        assert_eq!(outcome.summary, "Hello");
+        assert!(next(&mut turn).await.is_none(), "nothing after Done");
+        // The conversation's port saw the same turn.
+        let (seen_turn, seen_chunks, seen_outcome) = port_until_done(&mut seen).await;
+        assert_eq!(seen_turn.turn_id, turn.id());
+        assert_eq!(
+            (seen_chunks.as_str(), seen_outcome.summary.as_str()),
+            ("Hello", "Hello")
+        );
+    }
+
+    #[tokio::test]
+    async fn dropping_the_stream_cancels_the_running_and_the_queued_turn() {
+        let (fw, id, mut seen, provider) = open(vec![Answer::Hang, Answer::Hang]);
+        let asked = provider.asked.notified();
+        let running = fw.run_turn(&id, Message::user("a"), None).unwrap();
+        tokio::time::timeout(DEADLINE, asked)
+            .await
+            .expect("the provider was asked");
+        let queued = fw.run_turn(&id, Message::user("b"), None).unwrap();
+        let ids = [running.id().to_string(), queued.id().to_string()];
+        drop(queued);
+        drop(running);
+        for id in ids {
+            let (turn, _, outcome) = port_until_done(&mut seen).await;
+            assert_eq!(turn.turn_id, id);
+            assert_eq!(kind(&outcome), Some(ErrorKind::Cancelled));
+        }
+        tokio::time::timeout(DEADLINE, fw.idle())
+            .await
+            .expect("idle");
+    }
+
+    #[tokio::test]
+    async fn cancelling_by_turn_id_ends_the_stream_with_a_cancelled_outcome() {
+        let (fw, id, _seen, provider) = open(vec![Answer::Hang]);
+        let asked = provider.asked.notified();
+        let turn = fw.run_turn(&id, Message::user("slow"), None).unwrap();
+        tokio::time::timeout(DEADLINE, asked)
+            .await
+            .expect("the provider was asked");
+        let target = CancelTarget {
+            turn_id: Some(turn.id().to_string()),
+            ..Default::default()
+        };
+        assert!(fw.cancel(&target).unwrap());
+        let outcome = tokio::time::timeout(DEADLINE, turn.outcome())
+            .await
+            .expect("the turn ended");
+        assert_eq!(kind(&outcome), Some(ErrorKind::Cancelled));
+    }
+
+    #[tokio::test]
+    async fn a_failed_turn_ends_the_stream_with_its_error() {
+        let (fw, id, _seen, _) = open(vec![Answer::Fail("scripted: 500 Internal Server Error")]);
+        let turn = fw.run_turn(&id, Message::user("hi"), None).unwrap();
+        let outcome = tokio::time::timeout(DEADLINE, turn.outcome())
+            .await
+            .expect("the turn ended");
+        let e = outcome.error.expect("the turn failed");
+        assert_ne!(e.kind, ErrorKind::Cancelled);
+        assert!(e.message.contains("500"), "{}", e.message);
+    }
+
+    #[tokio::test]
+    async fn a_refused_message_starts_no_stream() {
+        let (fw, id, _seen, _) = open(Vec::new());
+        let e = fw.run_turn(&id, Message::user("  "), None).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidParams);
+        let e = fw.run_turn("nope", Message::user("hi"), None).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::UnknownConversation);
+    }
+}

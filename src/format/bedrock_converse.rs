@@ -21,11 +21,12 @@ use serde_json::{json, Map, Value};
 use super::cache;
 use super::parameters::{self, with_stops};
 use super::reply::body_json;
+use super::sampling;
 use super::schema::{ToolChoice, TOOL_CHOICE};
-use super::wire::{items, str_field};
+use super::wire::{content_blocks, items, str_field, BlockShapes, ImageFields};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
+    ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -36,45 +37,32 @@ pub const FORMAT: &str = "bedrock-converse";
 const INFERENCE: &[&str] = &["maxTokens", "temperature", "topP", "stopSequences"];
 
 pub const PARAMETERS: &[ParameterSpec] = &[
-    ParameterSpec {
-        name: "maxTokens",
-        kind: ParameterType::Integer {
-            min: 1,
-            max: 1_000_000,
-        },
-        description: "inferenceConfig.maxTokens: the most tokens the reply may have.",
-    },
-    ParameterSpec {
-        name: "temperature",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "inferenceConfig.temperature: sampling temperature; higher is more random.",
-    },
-    ParameterSpec {
-        name: "topP",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "inferenceConfig.topP: nucleus sampling, the probability mass to sample from.",
-    },
-    ParameterSpec {
-        name: "stopSequences",
-        kind: ParameterType::StringList,
-        description: "inferenceConfig.stopSequences: sequences where generation stops.",
-    },
-    ParameterSpec {
-        name: "additionalModelRequestFields",
-        kind: ParameterType::Object,
-        description: "Fields of the model's own API, such as {\"top_k\": 200} for Claude.",
-    },
-    ParameterSpec {
-        name: "guardrailConfig",
-        kind: ParameterType::Object,
-        description:
-            "A guardrail: {\"guardrailIdentifier\": ..., \"guardrailVersion\": ..., \"trace\": \"enabled\"}.",
-    },
-    ParameterSpec {
-        name: "performanceConfig",
-        kind: ParameterType::Object,
-        description: "Such as {\"latency\": \"optimized\"}.",
-    },
+    sampling::MAX_TOKENS.named("maxTokens").described(
+        "inferenceConfig.maxTokens: the most tokens the reply may \
+         have.",
+    ),
+    sampling::TEMPERATURE.numbers_between(0.0, 1.0).described(
+        "inferenceConfig.temperature: sampling temperature; higher is \
+         more random.",
+    ),
+    sampling::TOP_P.named("topP").described(
+        "inferenceConfig.topP: nucleus sampling, the probability mass \
+         to sample from.",
+    ),
+    sampling::STOP.named("stopSequences").described(
+        "inferenceConfig.stopSequences: sequences where generation \
+         stops.",
+    ),
+    ParameterSpec::object(
+        "additionalModelRequestFields",
+        "Fields of the model's own API, such as {\"top_k\": 200} for \
+         Claude.",
+    ),
+    ParameterSpec::object(
+        "guardrailConfig",
+        "A guardrail: {\"guardrailIdentifier\": ..., \"guardrailVersion\": ..., \"trace\": \"enabled\"}.",
+    ),
+    ParameterSpec::object("performanceConfig", "Such as {\"latency\": \"optimized\"}."),
     TOOL_CHOICE,
     cache::CACHE_SPEC,
     cache::CACHE_TTL_SPEC,
@@ -115,7 +103,7 @@ impl Format for BedrockConverse {
             } else {
                 "user"
             };
-            let blocks = content_blocks(m)?;
+            let blocks = message_blocks(m)?;
             if blocks.is_empty() {
                 continue;
             }
@@ -255,24 +243,6 @@ fn image_format(media_type: &str) -> Result<&'static str> {
     }
 }
 
-fn image_block(
-    url: &Option<String>,
-    media_type: &Option<String>,
-    data: &Option<String>,
-) -> Result<Value> {
-    match (url, media_type, data) {
-        (_, Some(mt), Some(data)) => Ok(json!({
-            "image": {"format": image_format(mt)?, "source": {"bytes": data}}
-        })),
-        (Some(_), _, _) => Err(Error::invalid_params(format!(
-            "the {FORMAT} format cannot take images by URL: send the image's bytes instead (`genai ask -a` downloads URLs)"
-        ))),
-        _ => Err(Error::invalid_params(
-            "an image part needs `mediaType` and `data`",
-        )),
-    }
-}
-
 /// The reasoning of a `reasoningContent` block: `reasoningText` (text and signature) or
 /// `redactedContent` (encrypted, base64).
 fn reasoning_part(r: &Value) -> Option<Part> {
@@ -294,74 +264,72 @@ fn reasoning_part(r: &Value) -> Option<Part> {
 
 /// The content blocks of one message. Signed reasoning goes back only in a message that uses
 /// tools, where Claude's extended thinking requires it before the `toolUse`.
-fn content_blocks(m: &Message) -> Result<Vec<Value>> {
-    let mut blocks = Vec::new();
-    let with_reasoning = m.has_tool_calls();
-    for part in &m.content {
-        match part {
-            Part::Reasoning {
-                text,
-                signature: Some(signature),
-                redacted,
-            } if with_reasoning => blocks.push(if *redacted {
-                json!({"reasoningContent": {"redactedContent": signature}})
-            } else {
-                json!({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}})
-            }),
-            Part::Reasoning { .. } => {}
-            Part::Text { text } => {
-                if !text.is_empty() {
-                    blocks.push(json!({ "text": text }));
-                }
-            }
-            Part::Json { value } => blocks.push(json!({ "text": value.to_string() })),
-            Part::Image {
-                url,
-                media_type,
-                data,
-            } => blocks.push(image_block(url, media_type, data)?),
-            Part::ToolCall {
-                id,
-                name,
-                arguments,
-                ..
-            } => {
-                let input = if arguments.is_object() {
-                    arguments.clone()
-                } else {
-                    json!({})
-                };
-                blocks.push(json!({"toolUse": {"toolUseId": id, "name": name, "input": input}}));
-            }
-            Part::ToolResult {
-                tool_call_id,
-                content,
-                is_error,
-            } => {
-                let mut inner = Vec::new();
-                for p in content {
-                    match p {
-                        Part::Text { text } => inner.push(json!({ "text": text })),
-                        Part::Json { value } => inner.push(json!({ "json": value })),
-                        Part::Image {
-                            url,
-                            media_type,
-                            data,
-                        } => inner.push(image_block(url, media_type, data)?),
-                        _ => {}
-                    }
-                }
-                let mut result = json!({"toolUseId": tool_call_id, "content": inner});
-                // `status` is documented for Claude and Nova models only: it is sent when it
-                // matters, for a failed call, and left to its default (success) otherwise.
-                if *is_error {
-                    result["status"] = Value::from("error");
-                }
-                blocks.push(json!({ "toolResult": result }));
-            }
+fn message_blocks(m: &Message) -> Result<Vec<Value>> {
+    content_blocks(&m.content, m.has_tool_calls(), &Blocks)
+}
+
+/// The shapes of the Converse API's content blocks.
+struct Blocks;
+
+impl BlockShapes for Blocks {
+    fn reasoning(&self, text: &str, signature: &str, redacted: bool) -> Value {
+        if redacted {
+            json!({"reasoningContent": {"redactedContent": signature}})
+        } else {
+            json!({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}})
         }
     }
-    Ok(blocks)
+
+    fn text(&self, text: &str) -> Value {
+        json!({ "text": text })
+    }
+
+    /// Inline bytes only: Converse takes no image URL.
+    fn image(&self, (url, media_type, data): ImageFields<'_>) -> Result<Value> {
+        match (url, media_type, data) {
+            (_, Some(mt), Some(data)) => Ok(json!({
+                "image": {"format": image_format(mt)?, "source": {"bytes": data}}
+            })),
+            (Some(_), _, _) => Err(Error::invalid_params(format!(
+                "the {FORMAT} format cannot take images by URL: send the image's bytes instead (`genai ask -a` downloads URLs)"
+            ))),
+            _ => Err(Error::invalid_params(
+                "an image part needs `mediaType` and `data`",
+            )),
+        }
+    }
+
+    fn tool_call(&self, id: &str, name: &str, arguments: &Value) -> Value {
+        let input = if arguments.is_object() {
+            arguments.clone()
+        } else {
+            json!({})
+        };
+        json!({"toolUse": {"toolUseId": id, "name": name, "input": input}})
+    }
+
+    fn tool_result(&self, tool_call_id: &str, content: &[Part], is_error: bool) -> Result<Value> {
+        let mut inner = Vec::new();
+        for p in content {
+            match p {
+                Part::Text { text } => inner.push(json!({ "text": text })),
+                Part::Json { value } => inner.push(json!({ "json": value })),
+                Part::Image {
+                    url,
+                    media_type,
+                    data,
+                } => inner.push(self.image((url, media_type, data))?),
+                _ => {}
+            }
+        }
+        let mut result = json!({"toolUseId": tool_call_id, "content": inner});
+        // `status` is documented for Claude and Nova models only: it is sent when it
+        // matters, for a failed call, and left to its default (success) otherwise.
+        if is_error {
+            result["status"] = Value::from("error");
+        }
+        Ok(json!({ "toolResult": result }))
+    }
 }
 
 /// Reads the events of a ConverseStream answer. The stream is complete once both

@@ -437,6 +437,56 @@ mod tests {
     use crate::format::testing::*;
     use crate::format::{ModelConfiguration, ToolCallDelta, ToolSpec};
 
+    /// A ConverseStream answer as its events (API_runtime_ConverseStreamOutput.html):
+    /// `messageStart`, the events of its content `blocks`, `messageStop` (a tool use), and the
+    /// `metadata` event with this JSON.
+    fn answer(blocks: Vec<Vec<StreamEvent>>, metadata: &str) -> Vec<StreamEvent> {
+        let mut events = vec![event("messageStart", r#"{"role":"assistant"}"#)];
+        events.extend(blocks.into_iter().flatten());
+        events.push(event("messageStop", r#"{"stopReason":"tool_use"}"#));
+        events.push(event("metadata", metadata));
+        events
+    }
+
+    /// A ContentBlockDeltaEvent of content block `index`.
+    fn delta(index: usize, delta: Value) -> StreamEvent {
+        let data = json!({"contentBlockIndex": index, "delta": delta});
+        event("contentBlockDelta", &data.to_string())
+    }
+
+    /// The ContentBlockStopEvent of content block `index`.
+    fn block_stop(index: usize) -> StreamEvent {
+        event(
+            "contentBlockStop",
+            &json!({ "contentBlockIndex": index }).to_string(),
+        )
+    }
+
+    /// Content block `index` as text deltas, then its stop.
+    fn text_block(index: usize, pieces: &[&str]) -> Vec<StreamEvent> {
+        let mut events: Vec<StreamEvent> = pieces
+            .iter()
+            .map(|t| delta(index, json!({ "text": t })))
+            .collect();
+        events.push(block_stop(index));
+        events
+    }
+
+    /// Content block `index` as a `top_song` tool use: its start (`start.toolUse` with the id
+    /// and name), its input in `pieces` (`delta.toolUse.input`), then its stop.
+    fn tool_use_block(index: usize, id: &str, pieces: &[&str]) -> Vec<StreamEvent> {
+        let start = json!({"contentBlockIndex": index,
+                           "start": {"toolUse": {"toolUseId": id, "name": "top_song"}}});
+        let mut events = vec![event("contentBlockStart", &start.to_string())];
+        events.extend(
+            pieces
+                .iter()
+                .map(|p| delta(index, json!({"toolUse": {"input": p}}))),
+        );
+        events.push(block_stop(index));
+        events
+    }
+
     /// The request shape of the Converse API reference's Request Syntax
     /// (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html) and of the
     /// user guide's image example (docs.aws.amazon.com/bedrock/latest/userguide/
@@ -614,41 +664,14 @@ mod tests {
     /// delta, the input pieces as the next ones, keyed by the use's place in the reply.
     #[test]
     fn streamed_tool_uses_become_deltas() {
-        let events = [
-            event("messageStart", r#"{"role":"assistant"}"#),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"text":"Checking both."}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":0}"#),
-            event(
-                "contentBlockStart",
-                r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_a","name":"top_song"}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\": "}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"\"WZPZ\"}"}}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":1}"#),
-            event(
-                "contentBlockStart",
-                r#"{"contentBlockIndex":2,"start":{"toolUse":{"toolUseId":"tooluse_b","name":"top_song"}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":2,"delta":{"toolUse":{"input":"{\"sign\": \"WKRP\"}"}}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":2}"#),
-            event("messageStop", r#"{"stopReason":"tool_use"}"#),
-            event(
-                "metadata",
-                r#"{"usage":{"inputTokens":30,"outputTokens":20,"totalTokens":50},"metrics":{"latencyMs":100}}"#,
-            ),
-        ];
+        let events = answer(
+            vec![
+                text_block(0, &["Checking both."]),
+                tool_use_block(1, "tooluse_a", &["{\"sign\": ", "\"WZPZ\"}"]),
+                tool_use_block(2, "tooluse_b", &["{\"sign\": \"WKRP\"}"]),
+            ],
+            r#"{"usage":{"inputTokens":30,"outputTokens":20,"totalTokens":50},"metrics":{"latencyMs":100}}"#,
+        );
         let mut d = ModelConfiguration::new(&BedrockConverse, "m").decoder();
         let mut deltas = Vec::new();
         for e in &events {
@@ -757,36 +780,13 @@ mod tests {
     /// ConverseStreamMetadataEvent).
     #[test]
     fn golden_stream_and_a_cut_one() {
-        let events = [
-            event("messageStart", r#"{"role":"assistant"}"#),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"text":"Hello"}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"text":" there"}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":0}"#),
-            event(
-                "contentBlockStart",
-                r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"top_song"}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\":"}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"\"WZPZ\"}"}}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":1}"#),
-            event("messageStop", r#"{"stopReason":"tool_use"}"#),
-            event(
-                "metadata",
-                r#"{"usage":{"inputTokens":12,"outputTokens":7,"totalTokens":19},"metrics":{"latencyMs":321}}"#,
-            ),
-        ];
+        let events = answer(
+            vec![
+                text_block(0, &["Hello", " there"]),
+                tool_use_block(1, "tooluse_1", &["{\"sign\":", "\"WZPZ\"}"]),
+            ],
+            r#"{"usage":{"inputTokens":12,"outputTokens":7,"totalTokens":19},"metrics":{"latencyMs":321}}"#,
+        );
         let m = ModelConfiguration::new(&BedrockConverse, "m");
         let mut d = m.decoder();
         let mut deltas = Vec::new();
@@ -831,35 +831,20 @@ mod tests {
     // signed reasoning goes back before the toolUse of the same turn, nowhere else.
     #[test]
     fn reasoning_content_streams_and_goes_back_with_tool_use() {
-        let events = [
-            event("messageStart", r#"{"role":"assistant"}"#),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"The user wants "}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"a song."}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"ErcBCkgIAhABGAIiQ"}}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":0}"#),
-            event(
-                "contentBlockStart",
-                r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"top_song"}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\":\"WZPZ\"}"}}}"#,
-            ),
-            event("messageStop", r#"{"stopReason":"tool_use"}"#),
-            event(
-                "metadata",
-                r#"{"usage":{"inputTokens":12,"outputTokens":7}}"#,
-            ),
+        let reasoning = [
+            json!({"reasoningContent": {"text": "The user wants "}}),
+            json!({"reasoningContent": {"text": "a song."}}),
+            json!({"reasoningContent": {"signature": "ErcBCkgIAhABGAIiQ"}}),
         ];
+        let mut thinking: Vec<StreamEvent> = reasoning.into_iter().map(|r| delta(0, r)).collect();
+        thinking.push(block_stop(0));
+        let events = answer(
+            vec![
+                thinking,
+                tool_use_block(1, "tooluse_1", &["{\"sign\":\"WZPZ\"}"]),
+            ],
+            r#"{"usage":{"inputTokens":12,"outputTokens":7}}"#,
+        );
         let m = ModelConfiguration::new(&BedrockConverse, "m");
         let mut d = m.decoder();
         let mut reasoning = Vec::new();

@@ -817,30 +817,7 @@ mod tests {
     }
 
     // https://docs.anthropic.com/en/docs/build-with-claude/streaming: "Basic streaming request".
-    const DOC_STREAM: &str = r#"event: message_start
-data: {"type": "message_start", "message": {"id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message", "role": "assistant", "content": [], "model": "claude-opus-4-20250514", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 25, "output_tokens": 1}}}
-
-event: content_block_start
-data: {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
-
-event: ping
-data: {"type": "ping"}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello"}}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "!"}}
-
-event: content_block_stop
-data: {"type": "content_block_stop", "index": 0}
-
-event: message_delta
-data: {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence":null}, "usage": {"output_tokens": 15}}
-
-event: message_stop
-data: {"type": "message_stop"}
-"#;
+    const DOC_STREAM: &str = include_str!("testdata/claude-basic-stream.sse");
 
     #[test]
     fn decodes_the_documented_stream() {
@@ -872,39 +849,7 @@ data: {"type": "message_stop"}
     // tool use" (abridged), with the cache counts of prompt caching in message_start.
     #[test]
     fn decodes_tool_use_streams_and_cache_usage() {
-        let sse = r#"event: message_start
-data: {"type":"message_start","message":{"id":"msg_014p7gG3wDgGV9EUtLvnow3U","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","stop_sequence":null,"usage":{"input_tokens":472,"output_tokens":2,"cache_creation_input_tokens":100,"cache_read_input_tokens":300},"content":[],"stop_reason":null}}
-
-event: content_block_start
-data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Okay, let's check the weather."}}
-
-event: content_block_stop
-data: {"type":"content_block_stop","index":0}
-
-event: content_block_start
-data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"get_weather","input":{}}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"location\":"}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" \"San Francisco, CA\", \"unit\": \"fahrenheit\"}"}}
-
-event: content_block_stop
-data: {"type":"content_block_stop","index":1}
-
-event: message_delta
-data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}
-
-event: message_stop
-data: {"type":"message_stop"}
-"#;
+        let sse = include_str!("testdata/claude-tool-use-stream.sse");
         let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         assert_eq!(
             feed_sse(&mut d, sse).unwrap(),
@@ -975,45 +920,7 @@ data: {"type":"message_stop"}
 
     // https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking: "Streaming
     // thinking" (abridged): a thinking block, its signature_delta, then the text.
-    const THINKING_STREAM: &str = r#"event: message_start
-data: {"type": "message_start", "message": {"id": "msg_01", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5", "stop_reason": null, "usage": {"input_tokens": 20, "output_tokens": 1}}}
-
-event: content_block_start
-data: {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me solve this step by step:\n\n1. First break down 27 * 453"}}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "\n2. 453 = 400 + 50 + 3"}}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}}
-
-event: content_block_stop
-data: {"type": "content_block_stop", "index": 0}
-
-event: content_block_start
-data: {"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}}
-
-event: content_block_stop
-data: {"type": "content_block_stop", "index": 1}
-
-event: content_block_start
-data: {"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "27 * 453 = 12,231"}}
-
-event: content_block_stop
-data: {"type": "content_block_stop", "index": 2}
-
-event: message_delta
-data: {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 100}}
-
-event: message_stop
-data: {"type": "message_stop"}
-"#;
+    const THINKING_STREAM: &str = include_str!("testdata/claude-thinking-stream.sse");
 
     #[test]
     fn thinking_streams_apart_with_its_signature_and_redacted_blocks() {

@@ -251,33 +251,11 @@ impl Registry {
     }
 
     pub fn provider_kind(&self, name: &str) -> Result<&ProviderKind> {
-        self.provider_kinds
-            .iter()
-            .find(|k| k.name == name)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::UnknownComponent,
-                    format!(
-                        "unknown provider kind `{name}`; known: {}",
-                        known(self.provider_kinds.iter().map(|k| k.name))
-                    ),
-                )
-            })
+        kind_named(&self.provider_kinds, |k| k.name, name, "provider kind")
     }
 
     pub fn format_kind(&self, name: &str) -> Result<&FormatKind> {
-        self.format_kinds
-            .iter()
-            .find(|k| k.name == name)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::UnknownComponent,
-                    format!(
-                        "unknown model format `{name}`; known: {}",
-                        known(self.format_kinds.iter().map(|k| k.name))
-                    ),
-                )
-            })
+        kind_named(&self.format_kinds, |k| k.name, name, "model format")
     }
 
     /// Creates (or replaces) a named provider instance.
@@ -454,6 +432,24 @@ fn named<T: Clone>(map: &RwLock<BTreeMap<String, T>>, name: &str, what: &str) ->
         Error::new(
             ErrorKind::UnknownComponent,
             format!("no {what} named `{name}`; known: {}", known(map.keys())),
+        )
+    })
+}
+
+/// The kind called `name` among `kinds`, or an error naming the known ones.
+fn kind_named<'k, K>(
+    kinds: &'k [K],
+    name_of: fn(&K) -> &'static str,
+    name: &str,
+    what: &str,
+) -> Result<&'k K> {
+    kinds.iter().find(|k| name_of(k) == name).ok_or_else(|| {
+        Error::new(
+            ErrorKind::UnknownComponent,
+            format!(
+                "unknown {what} `{name}`; known: {}",
+                known(kinds.iter().map(name_of))
+            ),
         )
     })
 }

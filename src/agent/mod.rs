@@ -25,7 +25,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ToolMode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{
-    self, ModelConfiguration, ModelReply, RequestOptions, ResponseSchema, ToolCallDelta,
+    self, ModelConfiguration, ModelReply, ModelRequest, RequestOptions, ResponseSchema,
+    ToolCallDelta,
 };
 use crate::message::{Message, Role, Usage};
 use crate::middleware::{self, Capabilities, Chain};
@@ -200,27 +201,15 @@ impl AIAgent {
         on_delta: Option<OnDelta<'_>>,
         cancel: &CancellationToken,
     ) -> Result<PromptOutcome> {
-        self.send_prompt_with_tools(prompt, on_delta, cancel, None)
+        self.send_prompt_as(prompt, on_delta, cancel, None, None)
             .await
     }
 
-    /// `send_prompt` with tools: while the model answers with tool calls (up to
+    /// `send_prompt` with tools and a schema. While the model answers with tool calls (up to
     /// `tools.max_steps` rounds), they are run and their results sent back; the prompt, every
     /// call and result, and the final reply are committed together. The calls are the format's
     /// native ones, or ReAct text where the format or the provider has none (or the mode says
-    /// so); the outcome says which.
-    pub async fn send_prompt_with_tools(
-        &self,
-        prompt: Vec<Message>,
-        on_delta: Option<OnDelta<'_>>,
-        cancel: &CancellationToken,
-        tools: Option<&ToolLoop<'_>>,
-    ) -> Result<PromptOutcome> {
-        self.send_prompt_as(prompt, on_delta, cancel, tools, None)
-            .await
-    }
-
-    /// `send_prompt_with_tools` whose reply must match `schema` (else the agent's
+    /// so); the outcome says which. The reply must match `schema` (else the agent's
     /// `response_schema`, if any): the reply is checked, retried once with the errors when it
     /// does not match, and then fails. With a schema the reply is not streamed: `on_delta`
     /// receives the checked JSON whole.
@@ -451,9 +440,8 @@ impl AIAgent {
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     ) -> Result<ModelReply> {
         let messages = self.through_middleware(model, messages).await?;
-        let mut reply = self
-            .request_model(model, &messages, options, on_delta, on_call)
-            .await?;
+        let request = model.prepare(&messages, options)?;
+        let mut reply = self.send(model, &request, on_delta, on_call).await?;
         if !self.middleware.is_empty() {
             let mut notes = Vec::new();
             let done = self.middleware.on_reply(&mut reply, &mut notes).await;
@@ -463,16 +451,14 @@ impl AIAgent {
         Ok(reply)
     }
 
-    /// One request as it is sent and its reply as it comes.
-    async fn request_model(
+    /// Sends a prepared request and reads its reply as it comes.
+    async fn send(
         &self,
         model: &ModelConfiguration,
-        messages: &[Message],
-        options: &RequestOptions<'_>,
+        request: &ModelRequest,
         on_delta: Option<OnDelta<'_>>,
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     ) -> Result<ModelReply> {
-        let request = model.prepare(messages, options)?;
         let max_tokens = self.provider.provider.max_reply_tokens();
         let over = |tokens: u64| {
             max_tokens.filter(|max| tokens > *max).map(|max| {
@@ -482,7 +468,7 @@ impl AIAgent {
                 ))
             })
         };
-        match self.provider.provider.send_request(&request).await? {
+        match self.provider.provider.send_request(request).await? {
             ProviderResponse::Complete(body) => {
                 let reply = model.extract(&body)?;
                 match over(reply.usage.map_or(0, |u| u.output_tokens)) {

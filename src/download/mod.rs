@@ -173,18 +173,10 @@ pub async fn pull(lib: &ModelLibrary, opts: &PullOptions) -> Result<Pulled> {
             None => None,
         };
         return match (&given, have) {
-            (Some(want), Some(have)) if *want == have => installed(
-                lib,
-                opts,
-                Pulled {
-                    size: 0,
-                    name,
-                    path: dest,
-                    sha256: have,
-                    verified_by: Some("--sha256".into()),
-                    already_installed: true,
-                },
-            ),
+            (Some(want), Some(have)) if *want == have => {
+                let by = Some("--sha256".into());
+                installed(lib, opts, (name, dest), have, by, true)
+            }
             (Some(want), Some(have)) => Err(Error::invalid_params(format!(
                 "a different model named `{name}` is already installed at {} (sha256 {have}, not {want}): remove it with `genai models rm {name}`, or pick another --name",
                 dest.display()
@@ -251,18 +243,8 @@ pub async fn pull(lib: &ModelLibrary, opts: &PullOptions) -> Result<Pulled> {
         }
     }
     install_part(lib, &opts.source, &part, &dest)?;
-    installed(
-        lib,
-        opts,
-        Pulled {
-            size: 0,
-            name,
-            path: dest,
-            sha256: got,
-            verified_by: expected.and(verified_by),
-            already_installed: false,
-        },
-    )
+    let by = expected.and(verified_by);
+    installed(lib, opts, (name, dest), got, by, false)
 }
 
 /// Downloads `url` into `part`, resuming what it holds when its bytes come from the same URL,
@@ -344,14 +326,26 @@ fn install_part(lib: &ModelLibrary, source: &str, part: &Path, dest: &Path) -> R
 }
 
 /// A model is in place: it becomes the default when asked, and its size is read.
-fn installed(lib: &ModelLibrary, opts: &PullOptions, mut pulled: Pulled) -> Result<Pulled> {
+fn installed(
+    lib: &ModelLibrary,
+    opts: &PullOptions,
+    (name, path): (String, PathBuf),
+    sha256: String,
+    verified_by: Option<String>,
+    already_installed: bool,
+) -> Result<Pulled> {
     if opts.make_default {
-        lib.set_default(&pulled.name)?;
+        lib.set_default(&name)?;
     }
-    pulled.size = std::fs::metadata(&pulled.path)
-        .map(|m| m.len())
-        .unwrap_or(0);
-    Ok(pulled)
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    Ok(Pulled {
+        name,
+        path,
+        size,
+        sha256,
+        verified_by,
+        already_installed,
+    })
 }
 
 /// The file beside a part that names the URL its bytes come from.

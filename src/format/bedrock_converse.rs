@@ -21,11 +21,12 @@ use serde_json::{json, Map, Value};
 use super::cache;
 use super::parameters::{self, with_stops};
 use super::reply::body_json;
+use super::sampling;
 use super::schema::{ToolChoice, TOOL_CHOICE};
-use super::wire::{items, str_field};
+use super::wire::{content_blocks, items, str_field, BlockShapes, ImageFields};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
+    ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -36,45 +37,32 @@ pub const FORMAT: &str = "bedrock-converse";
 const INFERENCE: &[&str] = &["maxTokens", "temperature", "topP", "stopSequences"];
 
 pub const PARAMETERS: &[ParameterSpec] = &[
-    ParameterSpec {
-        name: "maxTokens",
-        kind: ParameterType::Integer {
-            min: 1,
-            max: 1_000_000,
-        },
-        description: "inferenceConfig.maxTokens: the most tokens the reply may have.",
-    },
-    ParameterSpec {
-        name: "temperature",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "inferenceConfig.temperature: sampling temperature; higher is more random.",
-    },
-    ParameterSpec {
-        name: "topP",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "inferenceConfig.topP: nucleus sampling, the probability mass to sample from.",
-    },
-    ParameterSpec {
-        name: "stopSequences",
-        kind: ParameterType::StringList,
-        description: "inferenceConfig.stopSequences: sequences where generation stops.",
-    },
-    ParameterSpec {
-        name: "additionalModelRequestFields",
-        kind: ParameterType::Object,
-        description: "Fields of the model's own API, such as {\"top_k\": 200} for Claude.",
-    },
-    ParameterSpec {
-        name: "guardrailConfig",
-        kind: ParameterType::Object,
-        description:
-            "A guardrail: {\"guardrailIdentifier\": ..., \"guardrailVersion\": ..., \"trace\": \"enabled\"}.",
-    },
-    ParameterSpec {
-        name: "performanceConfig",
-        kind: ParameterType::Object,
-        description: "Such as {\"latency\": \"optimized\"}.",
-    },
+    sampling::MAX_TOKENS.named("maxTokens").described(
+        "inferenceConfig.maxTokens: the most tokens the reply may \
+         have.",
+    ),
+    sampling::TEMPERATURE.numbers_between(0.0, 1.0).described(
+        "inferenceConfig.temperature: sampling temperature; higher is \
+         more random.",
+    ),
+    sampling::TOP_P.named("topP").described(
+        "inferenceConfig.topP: nucleus sampling, the probability mass \
+         to sample from.",
+    ),
+    sampling::STOP.named("stopSequences").described(
+        "inferenceConfig.stopSequences: sequences where generation \
+         stops.",
+    ),
+    ParameterSpec::object(
+        "additionalModelRequestFields",
+        "Fields of the model's own API, such as {\"top_k\": 200} for \
+         Claude.",
+    ),
+    ParameterSpec::object(
+        "guardrailConfig",
+        "A guardrail: {\"guardrailIdentifier\": ..., \"guardrailVersion\": ..., \"trace\": \"enabled\"}.",
+    ),
+    ParameterSpec::object("performanceConfig", "Such as {\"latency\": \"optimized\"}."),
     TOOL_CHOICE,
     cache::CACHE_SPEC,
     cache::CACHE_TTL_SPEC,
@@ -115,7 +103,7 @@ impl Format for BedrockConverse {
             } else {
                 "user"
             };
-            let blocks = content_blocks(m)?;
+            let blocks = message_blocks(m)?;
             if blocks.is_empty() {
                 continue;
             }
@@ -255,24 +243,6 @@ fn image_format(media_type: &str) -> Result<&'static str> {
     }
 }
 
-fn image_block(
-    url: &Option<String>,
-    media_type: &Option<String>,
-    data: &Option<String>,
-) -> Result<Value> {
-    match (url, media_type, data) {
-        (_, Some(mt), Some(data)) => Ok(json!({
-            "image": {"format": image_format(mt)?, "source": {"bytes": data}}
-        })),
-        (Some(_), _, _) => Err(Error::invalid_params(format!(
-            "the {FORMAT} format cannot take images by URL: send the image's bytes instead (`genai ask -a` downloads URLs)"
-        ))),
-        _ => Err(Error::invalid_params(
-            "an image part needs `mediaType` and `data`",
-        )),
-    }
-}
-
 /// The reasoning of a `reasoningContent` block: `reasoningText` (text and signature) or
 /// `redactedContent` (encrypted, base64).
 fn reasoning_part(r: &Value) -> Option<Part> {
@@ -294,74 +264,72 @@ fn reasoning_part(r: &Value) -> Option<Part> {
 
 /// The content blocks of one message. Signed reasoning goes back only in a message that uses
 /// tools, where Claude's extended thinking requires it before the `toolUse`.
-fn content_blocks(m: &Message) -> Result<Vec<Value>> {
-    let mut blocks = Vec::new();
-    let with_reasoning = m.has_tool_calls();
-    for part in &m.content {
-        match part {
-            Part::Reasoning {
-                text,
-                signature: Some(signature),
-                redacted,
-            } if with_reasoning => blocks.push(if *redacted {
-                json!({"reasoningContent": {"redactedContent": signature}})
-            } else {
-                json!({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}})
-            }),
-            Part::Reasoning { .. } => {}
-            Part::Text { text } => {
-                if !text.is_empty() {
-                    blocks.push(json!({ "text": text }));
-                }
-            }
-            Part::Json { value } => blocks.push(json!({ "text": value.to_string() })),
-            Part::Image {
-                url,
-                media_type,
-                data,
-            } => blocks.push(image_block(url, media_type, data)?),
-            Part::ToolCall {
-                id,
-                name,
-                arguments,
-                ..
-            } => {
-                let input = if arguments.is_object() {
-                    arguments.clone()
-                } else {
-                    json!({})
-                };
-                blocks.push(json!({"toolUse": {"toolUseId": id, "name": name, "input": input}}));
-            }
-            Part::ToolResult {
-                tool_call_id,
-                content,
-                is_error,
-            } => {
-                let mut inner = Vec::new();
-                for p in content {
-                    match p {
-                        Part::Text { text } => inner.push(json!({ "text": text })),
-                        Part::Json { value } => inner.push(json!({ "json": value })),
-                        Part::Image {
-                            url,
-                            media_type,
-                            data,
-                        } => inner.push(image_block(url, media_type, data)?),
-                        _ => {}
-                    }
-                }
-                let mut result = json!({"toolUseId": tool_call_id, "content": inner});
-                // `status` is documented for Claude and Nova models only: it is sent when it
-                // matters, for a failed call, and left to its default (success) otherwise.
-                if *is_error {
-                    result["status"] = Value::from("error");
-                }
-                blocks.push(json!({ "toolResult": result }));
-            }
+fn message_blocks(m: &Message) -> Result<Vec<Value>> {
+    content_blocks(&m.content, m.has_tool_calls(), &Blocks)
+}
+
+/// The shapes of the Converse API's content blocks.
+struct Blocks;
+
+impl BlockShapes for Blocks {
+    fn reasoning(&self, text: &str, signature: &str, redacted: bool) -> Value {
+        if redacted {
+            json!({"reasoningContent": {"redactedContent": signature}})
+        } else {
+            json!({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}})
         }
     }
-    Ok(blocks)
+
+    fn text(&self, text: &str) -> Value {
+        json!({ "text": text })
+    }
+
+    /// Inline bytes only: Converse takes no image URL.
+    fn image(&self, (url, media_type, data): ImageFields<'_>) -> Result<Value> {
+        match (url, media_type, data) {
+            (_, Some(mt), Some(data)) => Ok(json!({
+                "image": {"format": image_format(mt)?, "source": {"bytes": data}}
+            })),
+            (Some(_), _, _) => Err(Error::invalid_params(format!(
+                "the {FORMAT} format cannot take images by URL: send the image's bytes instead (`genai ask -a` downloads URLs)"
+            ))),
+            _ => Err(Error::invalid_params(
+                "an image part needs `mediaType` and `data`",
+            )),
+        }
+    }
+
+    fn tool_call(&self, id: &str, name: &str, arguments: &Value) -> Value {
+        let input = if arguments.is_object() {
+            arguments.clone()
+        } else {
+            json!({})
+        };
+        json!({"toolUse": {"toolUseId": id, "name": name, "input": input}})
+    }
+
+    fn tool_result(&self, tool_call_id: &str, content: &[Part], is_error: bool) -> Result<Value> {
+        let mut inner = Vec::new();
+        for p in content {
+            match p {
+                Part::Text { text } => inner.push(json!({ "text": text })),
+                Part::Json { value } => inner.push(json!({ "json": value })),
+                Part::Image {
+                    url,
+                    media_type,
+                    data,
+                } => inner.push(self.image((url, media_type, data))?),
+                _ => {}
+            }
+        }
+        let mut result = json!({"toolUseId": tool_call_id, "content": inner});
+        // `status` is documented for Claude and Nova models only: it is sent when it
+        // matters, for a failed call, and left to its default (success) otherwise.
+        if is_error {
+            result["status"] = Value::from("error");
+        }
+        Ok(json!({ "toolResult": result }))
+    }
 }
 
 /// Reads the events of a ConverseStream answer. The stream is complete once both
@@ -468,6 +436,56 @@ mod tests {
     use super::*;
     use crate::format::testing::*;
     use crate::format::{ModelConfiguration, ToolCallDelta, ToolSpec};
+
+    /// A ConverseStream answer as its events (API_runtime_ConverseStreamOutput.html):
+    /// `messageStart`, the events of its content `blocks`, `messageStop` (a tool use), and the
+    /// `metadata` event with this JSON.
+    fn answer(blocks: Vec<Vec<StreamEvent>>, metadata: &str) -> Vec<StreamEvent> {
+        let mut events = vec![event("messageStart", r#"{"role":"assistant"}"#)];
+        events.extend(blocks.into_iter().flatten());
+        events.push(event("messageStop", r#"{"stopReason":"tool_use"}"#));
+        events.push(event("metadata", metadata));
+        events
+    }
+
+    /// A ContentBlockDeltaEvent of content block `index`.
+    fn delta(index: usize, delta: Value) -> StreamEvent {
+        let data = json!({"contentBlockIndex": index, "delta": delta});
+        event("contentBlockDelta", &data.to_string())
+    }
+
+    /// The ContentBlockStopEvent of content block `index`.
+    fn block_stop(index: usize) -> StreamEvent {
+        event(
+            "contentBlockStop",
+            &json!({ "contentBlockIndex": index }).to_string(),
+        )
+    }
+
+    /// Content block `index` as text deltas, then its stop.
+    fn text_block(index: usize, pieces: &[&str]) -> Vec<StreamEvent> {
+        let mut events: Vec<StreamEvent> = pieces
+            .iter()
+            .map(|t| delta(index, json!({ "text": t })))
+            .collect();
+        events.push(block_stop(index));
+        events
+    }
+
+    /// Content block `index` as a `top_song` tool use: its start (`start.toolUse` with the id
+    /// and name), its input in `pieces` (`delta.toolUse.input`), then its stop.
+    fn tool_use_block(index: usize, id: &str, pieces: &[&str]) -> Vec<StreamEvent> {
+        let start = json!({"contentBlockIndex": index,
+                           "start": {"toolUse": {"toolUseId": id, "name": "top_song"}}});
+        let mut events = vec![event("contentBlockStart", &start.to_string())];
+        events.extend(
+            pieces
+                .iter()
+                .map(|p| delta(index, json!({"toolUse": {"input": p}}))),
+        );
+        events.push(block_stop(index));
+        events
+    }
 
     /// The request shape of the Converse API reference's Request Syntax
     /// (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html) and of the
@@ -646,41 +664,14 @@ mod tests {
     /// delta, the input pieces as the next ones, keyed by the use's place in the reply.
     #[test]
     fn streamed_tool_uses_become_deltas() {
-        let events = [
-            event("messageStart", r#"{"role":"assistant"}"#),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"text":"Checking both."}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":0}"#),
-            event(
-                "contentBlockStart",
-                r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_a","name":"top_song"}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\": "}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"\"WZPZ\"}"}}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":1}"#),
-            event(
-                "contentBlockStart",
-                r#"{"contentBlockIndex":2,"start":{"toolUse":{"toolUseId":"tooluse_b","name":"top_song"}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":2,"delta":{"toolUse":{"input":"{\"sign\": \"WKRP\"}"}}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":2}"#),
-            event("messageStop", r#"{"stopReason":"tool_use"}"#),
-            event(
-                "metadata",
-                r#"{"usage":{"inputTokens":30,"outputTokens":20,"totalTokens":50},"metrics":{"latencyMs":100}}"#,
-            ),
-        ];
+        let events = answer(
+            vec![
+                text_block(0, &["Checking both."]),
+                tool_use_block(1, "tooluse_a", &["{\"sign\": ", "\"WZPZ\"}"]),
+                tool_use_block(2, "tooluse_b", &["{\"sign\": \"WKRP\"}"]),
+            ],
+            r#"{"usage":{"inputTokens":30,"outputTokens":20,"totalTokens":50},"metrics":{"latencyMs":100}}"#,
+        );
         let mut d = ModelConfiguration::new(&BedrockConverse, "m").decoder();
         let mut deltas = Vec::new();
         for e in &events {
@@ -789,36 +780,13 @@ mod tests {
     /// ConverseStreamMetadataEvent).
     #[test]
     fn golden_stream_and_a_cut_one() {
-        let events = [
-            event("messageStart", r#"{"role":"assistant"}"#),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"text":"Hello"}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"text":" there"}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":0}"#),
-            event(
-                "contentBlockStart",
-                r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"top_song"}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\":"}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"\"WZPZ\"}"}}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":1}"#),
-            event("messageStop", r#"{"stopReason":"tool_use"}"#),
-            event(
-                "metadata",
-                r#"{"usage":{"inputTokens":12,"outputTokens":7,"totalTokens":19},"metrics":{"latencyMs":321}}"#,
-            ),
-        ];
+        let events = answer(
+            vec![
+                text_block(0, &["Hello", " there"]),
+                tool_use_block(1, "tooluse_1", &["{\"sign\":", "\"WZPZ\"}"]),
+            ],
+            r#"{"usage":{"inputTokens":12,"outputTokens":7,"totalTokens":19},"metrics":{"latencyMs":321}}"#,
+        );
         let m = ModelConfiguration::new(&BedrockConverse, "m");
         let mut d = m.decoder();
         let mut deltas = Vec::new();
@@ -863,35 +831,20 @@ mod tests {
     // signed reasoning goes back before the toolUse of the same turn, nowhere else.
     #[test]
     fn reasoning_content_streams_and_goes_back_with_tool_use() {
-        let events = [
-            event("messageStart", r#"{"role":"assistant"}"#),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"The user wants "}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"a song."}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"ErcBCkgIAhABGAIiQ"}}}"#,
-            ),
-            event("contentBlockStop", r#"{"contentBlockIndex":0}"#),
-            event(
-                "contentBlockStart",
-                r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"top_song"}}}"#,
-            ),
-            event(
-                "contentBlockDelta",
-                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"sign\":\"WZPZ\"}"}}}"#,
-            ),
-            event("messageStop", r#"{"stopReason":"tool_use"}"#),
-            event(
-                "metadata",
-                r#"{"usage":{"inputTokens":12,"outputTokens":7}}"#,
-            ),
+        let reasoning = [
+            json!({"reasoningContent": {"text": "The user wants "}}),
+            json!({"reasoningContent": {"text": "a song."}}),
+            json!({"reasoningContent": {"signature": "ErcBCkgIAhABGAIiQ"}}),
         ];
+        let mut thinking: Vec<StreamEvent> = reasoning.into_iter().map(|r| delta(0, r)).collect();
+        thinking.push(block_stop(0));
+        let events = answer(
+            vec![
+                thinking,
+                tool_use_block(1, "tooluse_1", &["{\"sign\":\"WZPZ\"}"]),
+            ],
+            r#"{"usage":{"inputTokens":12,"outputTokens":7}}"#,
+        );
         let m = ModelConfiguration::new(&BedrockConverse, "m");
         let mut d = m.decoder();
         let mut reasoning = Vec::new();

@@ -11,27 +11,24 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ParameterSpec, ParameterType, Parameters};
+use super::{ParameterSpec, Parameters};
 
 /// The parameter that turns prompt caching off (`false`); on when unset.
 pub const CACHE: &str = "cache";
 /// The parameter naming how long a cached prefix lives: `5m` or `1h` (sent as `ttl`).
 pub const CACHE_TTL: &str = "cache_ttl";
 
-pub const CACHE_SPEC: ParameterSpec = ParameterSpec {
-    name: CACHE,
-    kind: ParameterType::Boolean,
-    description: "Prompt caching: breakpoints on the tools, the system prompt and the \
+pub const CACHE_SPEC: ParameterSpec = ParameterSpec::boolean(
+    CACHE,
+    "Prompt caching: breakpoints on the tools, the system prompt and the \
                   conversation so far when they are long enough (default true); false sends none.",
-};
+);
 
-pub const CACHE_TTL_SPEC: ParameterSpec = ParameterSpec {
-    name: CACHE_TTL,
-    kind: ParameterType::OneOf {
-        values: &["5m", "1h"],
-    },
-    description: "How long a cached prompt prefix lives: 5m (the default) or 1h (dearer writes).",
-};
+pub const CACHE_TTL_SPEC: ParameterSpec = ParameterSpec::one_of(
+    CACHE_TTL,
+    &["5m", "1h"],
+    "How long a cached prompt prefix lives: 5m (the default) or 1h (dearer writes).",
+);
 
 /// Whether `name` is a caching setting (the formats keep these out of the body).
 pub fn is_setting(name: &str) -> bool {

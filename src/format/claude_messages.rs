@@ -15,11 +15,12 @@ use serde_json::{json, Map, Value};
 use super::cache;
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
+use super::sampling;
 use super::schema::{ToolChoice, TOOL_CHOICE};
-use super::wire::{arguments_object, str_field};
+use super::wire::{arguments_object, content_blocks, str_field, BlockShapes, ImageFields};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, Parameters, ReplyBuilder, Request, StreamDecoder, StreamEvent,
+    Parameters, ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -38,64 +39,38 @@ pub const VERSION_PARAMETER: &str = "anthropic_version";
 pub const BETA_PARAMETER: &str = "anthropic_beta";
 
 pub const PARAMETERS: &[ParameterSpec] = &[
-    ParameterSpec {
-        name: "max_tokens",
-        kind: ParameterType::Integer {
-            min: 1,
-            max: 1_000_000,
-        },
-        description: "The most tokens the reply may have (required by the API; 4096 when unset).",
-    },
-    ParameterSpec {
-        name: "temperature",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "Sampling temperature; higher is more random.",
-    },
-    ParameterSpec {
-        name: "top_p",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "Nucleus sampling: the probability mass to sample from.",
-    },
-    ParameterSpec {
-        name: "top_k",
-        kind: ParameterType::Integer {
-            min: 0,
-            max: 1_000_000,
-        },
-        description: "Sample only from the K most likely tokens.",
-    },
-    ParameterSpec {
-        name: "stop_sequences",
-        kind: ParameterType::StringList,
-        description: "Sequences where generation stops (always sent as a list).",
-    },
-    ParameterSpec {
-        name: VERSION_PARAMETER,
-        kind: ParameterType::String,
-        description: "The API version: the anthropic-version header on the anthropic provider \
+    sampling::MAX_TOKENS.described(
+        "The most tokens the reply may have (required by the API; \
+         4096 when unset).",
+    ),
+    sampling::TEMPERATURE.numbers_between(0.0, 1.0),
+    sampling::TOP_P,
+    sampling::TOP_K.described("Sample only from the K most likely tokens."),
+    sampling::STOP
+        .named("stop_sequences")
+        .described("Sequences where generation stops (always sent as a list)."),
+    ParameterSpec::string(
+        VERSION_PARAMETER,
+        "The API version: the anthropic-version header on the anthropic provider \
                       (default 2023-06-01), in the body on Bedrock (default bedrock-2023-05-31).",
-    },
-    ParameterSpec {
-        name: BETA_PARAMETER,
-        kind: ParameterType::StringList,
-        description: "Beta features to enable: the anthropic-beta header on the anthropic \
+    ),
+    ParameterSpec::string_list(
+        BETA_PARAMETER,
+        "Beta features to enable: the anthropic-beta header on the anthropic \
                       provider, in the body on Bedrock.",
-    },
-    ParameterSpec {
-        name: "metadata",
-        kind: ParameterType::Object,
-        description: "Such as {\"user_id\":\"...\"}: an opaque end-user id.",
-    },
-    ParameterSpec {
-        name: "thinking",
-        kind: ParameterType::Object,
-        description: "Extended thinking: a budget of thinking tokens (1024 or more, the same as {\"type\":\"enabled\",\"budget_tokens\":N}), false to turn it off, or the API's object. The thinking comes back as reasoning; max_tokens, when unset, becomes the budget plus 4096.",
-    },
-    ParameterSpec {
-        name: "service_tier",
-        kind: ParameterType::String,
-        description: "auto or standard_only.",
-    },
+    ),
+    ParameterSpec::object(
+        "metadata",
+        "Such as {\"user_id\":\"...\"}: an opaque end-user id.",
+    ),
+    ParameterSpec::object(
+        "thinking",
+        "Extended thinking: a budget of thinking tokens (1024 or \
+         more, the same as {\"type\":\"enabled\",\"budget_tokens\":N}), false to turn it \
+         off, or the API's object. The thinking comes back as reasoning; max_tokens, when \
+         unset, becomes the budget plus 4096.",
+    ),
+    ParameterSpec::string("service_tier", "auto or standard_only."),
     TOOL_CHOICE,
     cache::CACHE_SPEC,
     cache::CACHE_TTL_SPEC,
@@ -250,7 +225,7 @@ pub fn request_body(
         } else {
             "user"
         };
-        let blocks = blocks_of(&m.content, m.has_tool_calls())?;
+        let blocks = content_blocks(&m.content, m.has_tool_calls(), &Blocks)?;
         if blocks.is_empty() {
             continue;
         }
@@ -312,89 +287,65 @@ pub fn request_body(
     Ok(body)
 }
 
-/// The content blocks of one message's parts. Signed reasoning goes back only in a message that
-/// calls tools (`with_reasoning`): the API requires the thinking blocks before a `tool_use`
-/// whose result follows, and ignores them elsewhere.
-fn blocks_of(parts: &[Part], with_reasoning: bool) -> Result<Vec<Value>> {
-    let mut blocks = Vec::new();
-    for part in parts {
-        match part {
-            Part::Reasoning {
-                text,
-                signature: Some(signature),
-                redacted,
-            } if with_reasoning => blocks.push(if *redacted {
-                json!({"type": "redacted_thinking", "data": signature})
-            } else {
-                json!({"type": "thinking", "thinking": text, "signature": signature})
-            }),
-            Part::Reasoning { .. } => {}
-            // The API refuses empty text blocks.
-            Part::Text { text } if text.is_empty() => {}
-            Part::Text { text } => blocks.push(json!({"type": "text", "text": text})),
-            Part::Json { value } => blocks.push(json!({"type": "text", "text": value.to_string()})),
-            Part::Image {
-                url,
-                media_type,
-                data,
-            } => blocks.push(image_block(url, media_type, data)?),
-            Part::ToolCall {
-                id,
-                name,
-                arguments,
-                ..
-            } => {
-                // `input` must be an object.
-                let input = arguments_object(arguments);
-                blocks.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
-            }
-            Part::ToolResult {
-                tool_call_id,
-                content,
-                is_error,
-            } => {
-                let inner: Vec<Value> = blocks_of(content, false)?
-                    .into_iter()
-                    .filter(|b| b["type"] == "text" || b["type"] == "image")
-                    .collect();
-                let mut block = json!({"type": "tool_result", "tool_use_id": tool_call_id});
-                if !inner.is_empty() {
-                    block["content"] = Value::Array(inner);
-                }
-                if *is_error {
-                    block["is_error"] = Value::Bool(true);
-                }
-                blocks.push(block);
-            }
+/// The shapes of the Messages API's content blocks.
+struct Blocks;
+
+impl BlockShapes for Blocks {
+    fn reasoning(&self, text: &str, signature: &str, redacted: bool) -> Value {
+        if redacted {
+            json!({"type": "redacted_thinking", "data": signature})
+        } else {
+            json!({"type": "thinking", "thinking": text, "signature": signature})
         }
     }
-    Ok(blocks)
-}
 
-/// An image block: inline bytes as a `base64` source, a `data:` URL likewise, any other URL as a
-/// `url` source.
-fn image_block(
-    url: &Option<String>,
-    media_type: &Option<String>,
-    data: &Option<String>,
-) -> Result<Value> {
-    let source = match (url, media_type, data) {
-        (Some(url), _, _) => match parse_data_url(url) {
-            Some((media_type, data)) => {
+    fn text(&self, text: &str) -> Value {
+        json!({"type": "text", "text": text})
+    }
+
+    /// Inline bytes as a `base64` source, a `data:` URL likewise, any other URL as a `url`
+    /// source.
+    fn image(&self, (url, media_type, data): ImageFields<'_>) -> Result<Value> {
+        let source = match (url, media_type, data) {
+            (Some(url), _, _) => match parse_data_url(url) {
+                Some((media_type, data)) => {
+                    json!({"type": "base64", "media_type": media_type, "data": data})
+                }
+                None => json!({"type": "url", "url": url}),
+            },
+            (None, Some(media_type), Some(data)) => {
                 json!({"type": "base64", "media_type": media_type, "data": data})
             }
-            None => json!({"type": "url", "url": url}),
-        },
-        (None, Some(media_type), Some(data)) => {
-            json!({"type": "base64", "media_type": media_type, "data": data})
+            _ => {
+                return Err(Error::invalid_params(
+                    "an image part needs `url`, or `mediaType` and `data`",
+                ))
+            }
+        };
+        Ok(json!({"type": "image", "source": source}))
+    }
+
+    fn tool_call(&self, id: &str, name: &str, arguments: &Value) -> Value {
+        // `input` must be an object.
+        let input = arguments_object(arguments);
+        json!({"type": "tool_use", "id": id, "name": name, "input": input})
+    }
+
+    /// Only text and images go back inside a result.
+    fn tool_result(&self, tool_call_id: &str, content: &[Part], is_error: bool) -> Result<Value> {
+        let inner: Vec<Value> = content_blocks(content, false, self)?
+            .into_iter()
+            .filter(|b| b["type"] == "text" || b["type"] == "image")
+            .collect();
+        let mut block = json!({"type": "tool_result", "tool_use_id": tool_call_id});
+        if !inner.is_empty() {
+            block["content"] = Value::Array(inner);
         }
-        _ => {
-            return Err(Error::invalid_params(
-                "an image part needs `url`, or `mediaType` and `data`",
-            ))
+        if is_error {
+            block["is_error"] = Value::Bool(true);
         }
-    };
-    Ok(json!({"type": "image", "source": source}))
+        Ok(block)
+    }
 }
 
 /// `data:image/png;base64,AAAA` → (`image/png`, `AAAA`).
@@ -866,30 +817,7 @@ mod tests {
     }
 
     // https://docs.anthropic.com/en/docs/build-with-claude/streaming: "Basic streaming request".
-    const DOC_STREAM: &str = r#"event: message_start
-data: {"type": "message_start", "message": {"id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message", "role": "assistant", "content": [], "model": "claude-opus-4-20250514", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 25, "output_tokens": 1}}}
-
-event: content_block_start
-data: {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
-
-event: ping
-data: {"type": "ping"}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello"}}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "!"}}
-
-event: content_block_stop
-data: {"type": "content_block_stop", "index": 0}
-
-event: message_delta
-data: {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence":null}, "usage": {"output_tokens": 15}}
-
-event: message_stop
-data: {"type": "message_stop"}
-"#;
+    const DOC_STREAM: &str = include_str!("testdata/claude-basic-stream.sse");
 
     #[test]
     fn decodes_the_documented_stream() {
@@ -921,39 +849,7 @@ data: {"type": "message_stop"}
     // tool use" (abridged), with the cache counts of prompt caching in message_start.
     #[test]
     fn decodes_tool_use_streams_and_cache_usage() {
-        let sse = r#"event: message_start
-data: {"type":"message_start","message":{"id":"msg_014p7gG3wDgGV9EUtLvnow3U","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","stop_sequence":null,"usage":{"input_tokens":472,"output_tokens":2,"cache_creation_input_tokens":100,"cache_read_input_tokens":300},"content":[],"stop_reason":null}}
-
-event: content_block_start
-data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Okay, let's check the weather."}}
-
-event: content_block_stop
-data: {"type":"content_block_stop","index":0}
-
-event: content_block_start
-data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"get_weather","input":{}}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"location\":"}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" \"San Francisco, CA\", \"unit\": \"fahrenheit\"}"}}
-
-event: content_block_stop
-data: {"type":"content_block_stop","index":1}
-
-event: message_delta
-data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}
-
-event: message_stop
-data: {"type":"message_stop"}
-"#;
+        let sse = include_str!("testdata/claude-tool-use-stream.sse");
         let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         assert_eq!(
             feed_sse(&mut d, sse).unwrap(),
@@ -1024,45 +920,7 @@ data: {"type":"message_stop"}
 
     // https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking: "Streaming
     // thinking" (abridged): a thinking block, its signature_delta, then the text.
-    const THINKING_STREAM: &str = r#"event: message_start
-data: {"type": "message_start", "message": {"id": "msg_01", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5", "stop_reason": null, "usage": {"input_tokens": 20, "output_tokens": 1}}}
-
-event: content_block_start
-data: {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me solve this step by step:\n\n1. First break down 27 * 453"}}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "\n2. 453 = 400 + 50 + 3"}}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}}
-
-event: content_block_stop
-data: {"type": "content_block_stop", "index": 0}
-
-event: content_block_start
-data: {"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}}
-
-event: content_block_stop
-data: {"type": "content_block_stop", "index": 1}
-
-event: content_block_start
-data: {"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}}
-
-event: content_block_delta
-data: {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "27 * 453 = 12,231"}}
-
-event: content_block_stop
-data: {"type": "content_block_stop", "index": 2}
-
-event: message_delta
-data: {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 100}}
-
-event: message_stop
-data: {"type": "message_stop"}
-"#;
+    const THINKING_STREAM: &str = include_str!("testdata/claude-thinking-stream.sse");
 
     #[test]
     fn thinking_streams_apart_with_its_signature_and_redacted_blocks() {

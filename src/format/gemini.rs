@@ -18,12 +18,13 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
+use super::sampling;
 use super::schema::{gemini_subset, ResponseSchema, ToolChoice, TOOL_CHOICE};
 use super::wire::{items, object_parameter, str_at, text_of, CallNames};
 use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
+    ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -47,81 +48,78 @@ const GENERATION_CONFIG: &[(&str, &str)] = &[
 
 /// `generationConfig` fields from https://ai.google.dev/api/generate-content#generationconfig.
 pub const PARAMETERS: &[ParameterSpec] = &[
-    ParameterSpec {
-        name: "temperature",
-        kind: ParameterType::Number { min: 0.0, max: 2.0 },
-        description: "Sampling temperature (generationConfig.temperature).",
-    },
-    ParameterSpec {
-        name: "top_p",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "Nucleus sampling: the probability mass to sample from (generationConfig.topP).",
-    },
-    ParameterSpec {
-        name: "top_k",
-        kind: ParameterType::Integer { min: 1, max: 1_000_000 },
-        description: "Sample from the k most likely tokens (generationConfig.topK).",
-    },
-    ParameterSpec {
-        name: "max_tokens",
-        kind: ParameterType::Integer { min: 1, max: 10_000_000 },
-        description: "The most tokens the reply may have (generationConfig.maxOutputTokens).",
-    },
-    ParameterSpec {
-        name: "stop",
-        kind: ParameterType::StringList,
-        description: "Up to 5 sequences where generation stops (generationConfig.stopSequences).",
-    },
-    ParameterSpec {
-        name: "candidate_count",
-        kind: ParameterType::Integer { min: 1, max: 8 },
-        description: "Replies to generate (generationConfig.candidateCount); genai keeps the first.",
-    },
-    ParameterSpec {
-        name: "seed",
-        kind: ParameterType::Integer { min: i32::MIN as i64, max: i32::MAX as i64 },
-        description: "Seed for best-effort deterministic sampling (generationConfig.seed).",
-    },
-    ParameterSpec {
-        name: "presence_penalty",
-        kind: ParameterType::Number { min: -2.0, max: 2.0 },
-        description: "Penalty for tokens already present (generationConfig.presencePenalty).",
-    },
-    ParameterSpec {
-        name: "frequency_penalty",
-        kind: ParameterType::Number { min: -2.0, max: 2.0 },
-        description: "Penalty proportional to how often a token appeared (generationConfig.frequencyPenalty).",
-    },
-    ParameterSpec {
-        name: "response_mime_type",
-        kind: ParameterType::String,
-        description: "text/plain (default), application/json or text/x.enum (generationConfig.responseMimeType).",
-    },
-    ParameterSpec {
-        name: "response_schema",
-        kind: ParameterType::Object,
-        description: "The schema of a JSON reply, with response_mime_type application/json (generationConfig.responseSchema).",
-    },
-    ParameterSpec {
-        name: "thinking_budget",
-        kind: ParameterType::Integer { min: -1, max: 1_000_000 },
-        description: "Thinking tokens for thinking models; 0 off, -1 dynamic (generationConfig.thinkingConfig.thinkingBudget).",
-    },
-    ParameterSpec {
-        name: "include_thoughts",
-        kind: ParameterType::Boolean,
-        description: "Whether a thinking model sends summaries of its thoughts, which come back as reasoning (generationConfig.thinkingConfig.includeThoughts).",
-    },
-    ParameterSpec {
-        name: "generation_config",
-        kind: ParameterType::Object,
-        description: "Any other generationConfig fields as a JSON object; the parameters above override its keys.",
-    },
-    ParameterSpec {
-        name: "safety_settings",
-        kind: ParameterType::Object,
-        description: "safetySettings: a list of {category, threshold}, or an object such as {\"HARM_CATEGORY_HARASSMENT\":\"BLOCK_ONLY_HIGH\"}.",
-    },
+    sampling::TEMPERATURE.described("Sampling temperature (generationConfig.temperature)."),
+    sampling::TOP_P.described(
+        "Nucleus sampling: the probability mass to sample from \
+         (generationConfig.topP).",
+    ),
+    sampling::TOP_K.integers_between(1, 1_000_000).described(
+        "Sample from the k most likely tokens \
+         (generationConfig.topK).",
+    ),
+    sampling::MAX_TOKENS
+        .integers_between(1, 10_000_000)
+        .described(
+            "The most tokens the reply may have \
+         (generationConfig.maxOutputTokens).",
+        ),
+    sampling::STOP.described(
+        "Up to 5 sequences where generation stops \
+         (generationConfig.stopSequences).",
+    ),
+    ParameterSpec::integer(
+        "candidate_count",
+        1,
+        8,
+        "Replies to generate (generationConfig.candidateCount); genai \
+         keeps the first.",
+    ),
+    sampling::SEED
+        .integers_between(i32::MIN as i64, i32::MAX as i64)
+        .described(
+            "Seed for best-effort deterministic sampling \
+         (generationConfig.seed).",
+        ),
+    sampling::PRESENCE_PENALTY.described(
+        "Penalty for tokens already present \
+         (generationConfig.presencePenalty).",
+    ),
+    sampling::FREQUENCY_PENALTY.described(
+        "Penalty proportional to how often a token appeared \
+         (generationConfig.frequencyPenalty).",
+    ),
+    ParameterSpec::string(
+        "response_mime_type",
+        "text/plain (default), application/json or text/x.enum \
+         (generationConfig.responseMimeType).",
+    ),
+    ParameterSpec::object(
+        "response_schema",
+        "The schema of a JSON reply, with response_mime_type \
+         application/json (generationConfig.responseSchema).",
+    ),
+    ParameterSpec::integer(
+        "thinking_budget",
+        -1,
+        1_000_000,
+        "Thinking tokens for thinking models; 0 off, -1 dynamic \
+         (generationConfig.thinkingConfig.thinkingBudget).",
+    ),
+    ParameterSpec::boolean(
+        "include_thoughts",
+        "Whether a thinking model sends summaries of its thoughts, \
+         which come back as reasoning (generationConfig.thinkingConfig.includeThoughts).",
+    ),
+    ParameterSpec::object(
+        "generation_config",
+        "Any other generationConfig fields as a JSON object; the \
+         parameters above override its keys.",
+    ),
+    ParameterSpec::object(
+        "safety_settings",
+        "safetySettings: a list of {category, threshold}, or an \
+         object such as {\"HARM_CATEGORY_HARASSMENT\":\"BLOCK_ONLY_HIGH\"}.",
+    ),
     TOOL_CHOICE,
 ];
 

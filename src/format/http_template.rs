@@ -24,7 +24,7 @@ pub use super::template::{BUILT_IN, CREDENTIAL_MARK};
 use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
+    ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -32,10 +32,7 @@ use crate::message::{Message, Part, Role, Usage};
 pub const FORMAT: &str = "http-template";
 
 pub const PARAMETERS: &[ParameterSpec] = &[
-    ParameterSpec {
-        name: "request_body",
-        kind: ParameterType::String,
-        description: "The JSON request body as a template (text, or a TOML/JSON table). \
+    ParameterSpec::string("request_body", "The JSON request body as a template (text, or a TOML/JSON table). \
             ${parameters.NAME} takes a parameter (JSON-escaped inside a JSON string, raw JSON \
             elsewhere), ${parameters.NAME:-default} gives a default; built in: \
             ${parameters.messages} (OpenAI-style [{role, content}]), ${parameters.prompt} (the \
@@ -43,27 +40,14 @@ pub const PARAMETERS: &[ParameterSpec] = &[
             ${parameters.images} (the last user message's images as base64 strings), \
             ${parameters.image_urls} (as data: URLs), the only way images are sent, and \
             ${parameters.response_schema} (the response schema, null without one); \
-            ${credential.NAME} (inside a string) takes a credential of the http provider.",
-    },
-    ParameterSpec {
-        name: "response_filter",
-        kind: ParameterType::String,
-        description: "JSONPath (RFC 9535) of the reply text in a complete answer, such as \
-            $.choices[0].message.content (default $).",
-    },
-    ParameterSpec {
-        name: "stream_filter",
-        kind: ParameterType::String,
-        description: "JSONPath of the text delta in one stream event (SSE data or NDJSON line), \
-            such as $.choices[0].delta.content; without it, replies are never streamed.",
-    },
-    ParameterSpec {
-        name: "stream_done",
-        kind: ParameterType::String,
-        description: "The end of a stream: an event whose data is this text (such as [DONE]), or, \
+            ${credential.NAME} (inside a string) takes a credential of the http provider."),
+    ParameterSpec::string("response_filter", "JSONPath (RFC 9535) of the reply text in a complete answer, such as \
+            $.choices[0].message.content (default $)."),
+    ParameterSpec::string("stream_filter", "JSONPath of the text delta in one stream event (SSE data or NDJSON line), \
+            such as $.choices[0].delta.content; without it, replies are never streamed."),
+    ParameterSpec::string("stream_done", "The end of a stream: an event whose data is this text (such as [DONE]), or, \
             when it starts with $, a JSONPath that finds a value other than false or null in \
-            the last event (such as $.done, or Cohere's $.delta.finish_reason). Without it, a stream ends when the connection closes.",
-    },
+            the last event (such as $.done, or Cohere's $.delta.finish_reason). Without it, a stream ends when the connection closes."),
 ];
 
 /// The `http-template` format. Template parameters (any other name) are kept beside the four

@@ -17,6 +17,7 @@ pub mod ollama_chat;
 pub mod openai_chat;
 pub mod parameters;
 pub mod reply;
+pub mod sampling;
 pub mod schema;
 pub mod template;
 #[cfg(test)]

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::{self, with_stops};
 use super::reply::{body_json, event_json};
+use super::sampling;
 use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::wire::{
     arguments_object, chat_message, function_tools, items, object_parameter, str_at, text_of,
@@ -24,7 +25,7 @@ use super::wire::{
 use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
+    ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Usage};
@@ -34,134 +35,132 @@ pub const FORMAT: &str = "ollama-chat";
 /// Parameters sent at the top level of the request; every other one goes into `options`.
 const TOP_LEVEL: &[&str] = &["format", "keep_alive", "think", "options", TOOL_CHOICE.name];
 
-const ANY_I64: ParameterType = ParameterType::Integer {
-    min: i64::MIN,
-    max: i64::MAX,
-};
-
 /// Options from Ollama's Modelfile reference ("valid parameters and values") and the API's
 /// "Generate request (With options)" example.
 pub const PARAMETERS: &[ParameterSpec] = &[
-    ParameterSpec {
-        name: "temperature",
-        kind: ParameterType::Number { min: 0.0, max: 2.0 },
-        description: "Sampling temperature; higher is more creative (options.temperature, default 0.8).",
-    },
-    ParameterSpec {
-        name: "top_p",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "Nucleus sampling: the probability mass to sample from (options.top_p, default 0.9).",
-    },
-    ParameterSpec {
-        name: "top_k",
-        kind: ParameterType::Integer { min: 0, max: 1_000_000 },
-        description: "Sample from the k most likely tokens (options.top_k, default 40).",
-    },
-    ParameterSpec {
-        name: "min_p",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "Least probability of a token, relative to the most likely one (options.min_p).",
-    },
-    ParameterSpec {
-        name: "typical_p",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "Locally typical sampling (options.typical_p).",
-    },
-    ParameterSpec {
-        name: "num_ctx",
-        kind: ParameterType::Integer { min: 1, max: 10_000_000 },
-        description: "Context window in tokens (options.num_ctx).",
-    },
-    ParameterSpec {
-        name: "num_predict",
-        kind: ParameterType::Integer { min: -2, max: 10_000_000 },
-        description: "The most tokens the reply may have; -1 unlimited (options.num_predict).",
-    },
-    ParameterSpec {
-        name: "max_tokens",
-        kind: ParameterType::Integer { min: 1, max: 10_000_000 },
-        description: "Same as num_predict (sent as options.num_predict), the name other formats use.",
-    },
-    ParameterSpec {
-        name: "seed",
-        kind: ANY_I64,
-        description: "Seed for reproducible outputs (options.seed).",
-    },
-    ParameterSpec {
-        name: "stop",
-        kind: ParameterType::StringList,
-        description: "Sequences where generation stops (options.stop).",
-    },
-    ParameterSpec {
-        name: "repeat_penalty",
-        kind: ParameterType::Number { min: 0.0, max: 10.0 },
-        description: "Penalty for repetitions (options.repeat_penalty, default 1.1).",
-    },
-    ParameterSpec {
-        name: "repeat_last_n",
-        kind: ParameterType::Integer { min: -1, max: 10_000_000 },
-        description: "How far back to look for repetitions; 0 off, -1 num_ctx (options.repeat_last_n).",
-    },
-    ParameterSpec {
-        name: "presence_penalty",
-        kind: ParameterType::Number { min: -2.0, max: 2.0 },
-        description: "Penalty for tokens already present (options.presence_penalty).",
-    },
-    ParameterSpec {
-        name: "frequency_penalty",
-        kind: ParameterType::Number { min: -2.0, max: 2.0 },
-        description: "Penalty proportional to how often a token appeared (options.frequency_penalty).",
-    },
-    ParameterSpec {
-        name: "mirostat",
-        kind: ParameterType::Integer { min: 0, max: 2 },
-        description: "Mirostat sampling: 0 off, 1 Mirostat, 2 Mirostat 2.0 (options.mirostat).",
-    },
-    ParameterSpec {
-        name: "mirostat_tau",
-        kind: ParameterType::Number { min: 0.0, max: 100.0 },
-        description: "Mirostat: balance between coherence and diversity (options.mirostat_tau).",
-    },
-    ParameterSpec {
-        name: "mirostat_eta",
-        kind: ParameterType::Number { min: 0.0, max: 10.0 },
-        description: "Mirostat learning rate (options.mirostat_eta).",
-    },
-    ParameterSpec {
-        name: "num_keep",
-        kind: ParameterType::Integer { min: -1, max: 10_000_000 },
-        description: "Tokens of the prompt kept when the context is full (options.num_keep).",
-    },
-    ParameterSpec {
-        name: "num_gpu",
-        kind: ParameterType::Integer { min: -1, max: 100_000 },
-        description: "Layers offloaded to the GPU (options.num_gpu).",
-    },
-    ParameterSpec {
-        name: "num_thread",
-        kind: ParameterType::Integer { min: 0, max: 100_000 },
-        description: "CPU threads (options.num_thread).",
-    },
-    ParameterSpec {
-        name: "options",
-        kind: ParameterType::Object,
-        description: "Any other Ollama options as a JSON object, such as {\"num_batch\":512}; the parameters above override its keys.",
-    },
-    ParameterSpec {
-        name: "format",
-        kind: ParameterType::String,
-        description: "\"json\" for JSON mode, or a JSON schema object for structured outputs.",
-    },
-    ParameterSpec {
-        name: "keep_alive",
-        kind: ParameterType::String,
-        description: "How long the model stays loaded after the request: a duration such as \"5m\" or \"1h\", or seconds as a number (0 unloads, negative keeps it loaded).",
-    },
-    ParameterSpec {
-        name: "think",
-        kind: ParameterType::Boolean,
-        description: "For thinking models: whether the model thinks before answering (true or false; low, medium or high for models with levels, such as gpt-oss); its thinking comes back as reasoning, apart from the answer.",
-    },
+    sampling::TEMPERATURE.described(
+        "Sampling temperature; higher is more creative \
+         (options.temperature, default 0.8).",
+    ),
+    sampling::TOP_P.described(
+        "Nucleus sampling: the probability mass to sample from \
+         (options.top_p, default 0.9).",
+    ),
+    sampling::TOP_K.described("Sample from the k most likely tokens (options.top_k, default 40)."),
+    ParameterSpec::number(
+        "min_p",
+        0.0,
+        1.0,
+        "Least probability of a token, relative to the most likely \
+         one (options.min_p).",
+    ),
+    ParameterSpec::number(
+        "typical_p",
+        0.0,
+        1.0,
+        "Locally typical sampling (options.typical_p).",
+    ),
+    ParameterSpec::integer(
+        "num_ctx",
+        1,
+        10_000_000,
+        "Context window in tokens (options.num_ctx).",
+    ),
+    ParameterSpec::integer(
+        "num_predict",
+        -2,
+        10_000_000,
+        "The most tokens the reply may have; -1 unlimited \
+         (options.num_predict).",
+    ),
+    sampling::MAX_TOKENS
+        .integers_between(1, 10_000_000)
+        .described(
+            "Same as num_predict (sent as options.num_predict), the name \
+         other formats use.",
+        ),
+    sampling::SEED.described("Seed for reproducible outputs (options.seed)."),
+    sampling::STOP.described("Sequences where generation stops (options.stop)."),
+    sampling::REPEAT_PENALTY.described(
+        "Penalty for repetitions (options.repeat_penalty, default \
+         1.1).",
+    ),
+    ParameterSpec::integer(
+        "repeat_last_n",
+        -1,
+        10_000_000,
+        "How far back to look for repetitions; 0 off, -1 num_ctx \
+         (options.repeat_last_n).",
+    ),
+    sampling::PRESENCE_PENALTY.described(
+        "Penalty for tokens already present \
+         (options.presence_penalty).",
+    ),
+    sampling::FREQUENCY_PENALTY.described(
+        "Penalty proportional to how often a token appeared \
+         (options.frequency_penalty).",
+    ),
+    ParameterSpec::integer(
+        "mirostat",
+        0,
+        2,
+        "Mirostat sampling: 0 off, 1 Mirostat, 2 Mirostat 2.0 \
+         (options.mirostat).",
+    ),
+    ParameterSpec::number(
+        "mirostat_tau",
+        0.0,
+        100.0,
+        "Mirostat: balance between coherence and diversity \
+         (options.mirostat_tau).",
+    ),
+    ParameterSpec::number(
+        "mirostat_eta",
+        0.0,
+        10.0,
+        "Mirostat learning rate (options.mirostat_eta).",
+    ),
+    ParameterSpec::integer(
+        "num_keep",
+        -1,
+        10_000_000,
+        "Tokens of the prompt kept when the context is full \
+         (options.num_keep).",
+    ),
+    ParameterSpec::integer(
+        "num_gpu",
+        -1,
+        100_000,
+        "Layers offloaded to the GPU (options.num_gpu).",
+    ),
+    ParameterSpec::integer(
+        "num_thread",
+        0,
+        100_000,
+        "CPU threads (options.num_thread).",
+    ),
+    ParameterSpec::object(
+        "options",
+        "Any other Ollama options as a JSON object, such as \
+         {\"num_batch\":512}; the parameters above override its keys.",
+    ),
+    ParameterSpec::string(
+        "format",
+        "\"json\" for JSON mode, or a JSON schema object for \
+         structured outputs.",
+    ),
+    ParameterSpec::string(
+        "keep_alive",
+        "How long the model stays loaded after the request: a \
+         duration such as \"5m\" or \"1h\", or seconds as a number (0 unloads, negative \
+         keeps it loaded).",
+    ),
+    ParameterSpec::boolean(
+        "think",
+        "For thinking models: whether the model thinks before \
+         answering (true or false; low, medium or high for models with levels, such as \
+         gpt-oss); its thinking comes back as reasoning, apart from the answer.",
+    ),
     TOOL_CHOICE,
 ];
 

@@ -8,11 +8,12 @@ use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json, parse_arguments};
+use super::sampling;
 use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::wire::{chat_message, function_tools, items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ParameterType, ReplyBuilder, Request, StreamDecoder, StreamEvent,
+    ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Usage};
@@ -20,126 +21,65 @@ use crate::message::{Message, Part, Usage};
 pub const FORMAT: &str = "openai-chat";
 
 pub const PARAMETERS: &[ParameterSpec] = &[
-    ParameterSpec {
-        name: "temperature",
-        kind: ParameterType::Number { min: 0.0, max: 2.0 },
-        description: "Sampling temperature; higher is more random.",
-    },
-    ParameterSpec {
-        name: "top_p",
-        kind: ParameterType::Number { min: 0.0, max: 1.0 },
-        description: "Nucleus sampling: the probability mass to sample from.",
-    },
-    ParameterSpec {
-        name: "max_tokens",
-        kind: ParameterType::Integer {
-            min: 1,
-            max: 1_000_000,
-        },
-        description: "The most tokens the reply may have.",
-    },
-    ParameterSpec {
-        name: "max_completion_tokens",
-        kind: ParameterType::Integer {
-            min: 1,
-            max: 1_000_000,
-        },
-        description:
-            "The most tokens the reply may have, reasoning included (newer OpenAI models).",
-    },
-    ParameterSpec {
-        name: "presence_penalty",
-        kind: ParameterType::Number {
-            min: -2.0,
-            max: 2.0,
-        },
-        description: "Penalty for tokens already present.",
-    },
-    ParameterSpec {
-        name: "frequency_penalty",
-        kind: ParameterType::Number {
-            min: -2.0,
-            max: 2.0,
-        },
-        description: "Penalty proportional to how often a token appeared.",
-    },
-    ParameterSpec {
-        name: "seed",
-        kind: ParameterType::Integer {
-            min: i64::MIN,
-            max: i64::MAX,
-        },
-        description: "Seed for best-effort deterministic sampling.",
-    },
-    ParameterSpec {
-        name: "stop",
-        kind: ParameterType::StringList,
-        description: "Sequences where generation stops (up to 4).",
-    },
-    ParameterSpec {
-        name: "response_format",
-        kind: ParameterType::Object,
-        description: "The reply's shape, sent as a JSON object (text given with -p is parsed): \
+    sampling::TEMPERATURE,
+    sampling::TOP_P,
+    sampling::MAX_TOKENS,
+    sampling::MAX_TOKENS
+        .named("max_completion_tokens")
+        .described("The most tokens the reply may have, reasoning included (newer OpenAI models)."),
+    sampling::PRESENCE_PENALTY,
+    sampling::FREQUENCY_PENALTY,
+    sampling::SEED,
+    sampling::STOP.described("Sequences where generation stops (up to 4)."),
+    ParameterSpec::object(
+        "response_format",
+        "The reply's shape, sent as a JSON object (text given with -p is parsed): \
             {\"type\":\"json_object\"}, or {\"type\":\"json_schema\",\"json_schema\":{...}}.",
-    },
-    ParameterSpec {
-        name: "reasoning_effort",
-        kind: ParameterType::OneOf {
-            values: &["none", "minimal", "low", "medium", "high", "xhigh"],
-        },
-        description: "How hard a reasoning model thinks before answering (OpenAI's o-series and GPT-5, and servers that take it, such as vLLM and OpenRouter); what it thinks comes back as reasoning where the server sends it (reasoning_content).",
-    },
-    ParameterSpec {
-        name: "user",
-        kind: ParameterType::String,
-        description: "An end-user id passed to the provider.",
-    },
-    ParameterSpec {
-        name: "logit_bias",
-        kind: ParameterType::Object,
-        description: "A JSON object from token id to a bias from -100 to 100.",
-    },
-    ParameterSpec {
-        name: "parallel_tool_calls",
-        kind: ParameterType::Boolean,
-        description: "Whether the model may call several tools at once.",
-    },
-    ParameterSpec {
-        name: "service_tier",
-        kind: ParameterType::String,
-        description: "auto, default, flex or priority (OpenAI's processing tiers).",
-    },
-    ParameterSpec {
-        name: "store",
-        kind: ParameterType::Boolean,
-        description: "Whether OpenAI keeps the completion for its dashboard.",
-    },
-    ParameterSpec {
-        name: "metadata",
-        kind: ParameterType::Object,
-        description: "A JSON object of string tags stored with the completion.",
-    },
-    ParameterSpec {
-        name: "top_k",
-        kind: ParameterType::Integer {
-            min: 0,
-            max: 1_000_000,
-        },
-        description: "Sample from the k most likely tokens (0: all). Honoured by the local provider and compatible servers such as llama.cpp and vLLM; OpenAI refuses it.",
-    },
-    ParameterSpec {
-        name: "repeat_penalty",
-        kind: ParameterType::Number {
-            min: 0.0,
-            max: 10.0,
-        },
-        description: "Penalty for repeating recent tokens (1: none). Honoured by the local provider and compatible servers such as llama.cpp; OpenAI refuses it.",
-    },
-    ParameterSpec {
-        name: "ignore_eos",
-        kind: ParameterType::Boolean,
-        description: "Generate until max_tokens: never end at an end-of-generation token (nor, on the local provider, when the reply repeats itself), for benchmarks. Honoured by the local provider and llama.cpp's server; OpenAI refuses it.",
-    },
+    ),
+    ParameterSpec::one_of(
+        "reasoning_effort",
+        &["none", "minimal", "low", "medium", "high", "xhigh"],
+        "How hard a reasoning model thinks before answering (OpenAI's \
+         o-series and GPT-5, and servers that take it, such as vLLM and OpenRouter); what \
+         it thinks comes back as reasoning where the server sends it (reasoning_content).",
+    ),
+    ParameterSpec::string("user", "An end-user id passed to the provider."),
+    ParameterSpec::object(
+        "logit_bias",
+        "A JSON object from token id to a bias from -100 to 100.",
+    ),
+    ParameterSpec::boolean(
+        "parallel_tool_calls",
+        "Whether the model may call several tools at once.",
+    ),
+    ParameterSpec::string(
+        "service_tier",
+        "auto, default, flex or priority (OpenAI's processing tiers).",
+    ),
+    ParameterSpec::boolean(
+        "store",
+        "Whether OpenAI keeps the completion for its dashboard.",
+    ),
+    ParameterSpec::object(
+        "metadata",
+        "A JSON object of string tags stored with the completion.",
+    ),
+    sampling::TOP_K.described(
+        "Sample from the k most likely tokens (0: all). Honoured by \
+         the local provider and compatible servers such as llama.cpp and vLLM; OpenAI \
+         refuses it.",
+    ),
+    sampling::REPEAT_PENALTY.described(
+        "Penalty for repeating recent tokens (1: none). Honoured by \
+         the local provider and compatible servers such as llama.cpp; OpenAI refuses it.",
+    ),
+    ParameterSpec::boolean(
+        "ignore_eos",
+        "Generate until max_tokens: never end at an end-of-generation \
+         token (nor, on the local provider, when the reply repeats itself), for \
+         benchmarks. Honoured by the local provider and llama.cpp's server; OpenAI \
+         refuses it.",
+    ),
     TOOL_CHOICE,
 ];
 

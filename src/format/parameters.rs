@@ -44,6 +44,93 @@ pub struct ParameterSpec {
     pub description: &'static str,
 }
 
+impl ParameterSpec {
+    pub const fn new(name: &'static str, kind: ParameterType, description: &'static str) -> Self {
+        ParameterSpec {
+            name,
+            kind,
+            description,
+        }
+    }
+
+    /// A number from `min` to `max`.
+    pub const fn number(name: &'static str, min: f64, max: f64, description: &'static str) -> Self {
+        Self::new(name, ParameterType::Number { min, max }, description)
+    }
+
+    /// An integer from `min` to `max`.
+    pub const fn integer(
+        name: &'static str,
+        min: i64,
+        max: i64,
+        description: &'static str,
+    ) -> Self {
+        Self::new(name, ParameterType::Integer { min, max }, description)
+    }
+
+    /// A string or a list of strings, always stored as a list.
+    pub const fn string_list(name: &'static str, description: &'static str) -> Self {
+        Self::new(name, ParameterType::StringList, description)
+    }
+
+    /// A string.
+    pub const fn string(name: &'static str, description: &'static str) -> Self {
+        Self::new(name, ParameterType::String, description)
+    }
+
+    /// `true` or `false`.
+    pub const fn boolean(name: &'static str, description: &'static str) -> Self {
+        Self::new(name, ParameterType::Boolean, description)
+    }
+
+    /// A JSON object.
+    pub const fn object(name: &'static str, description: &'static str) -> Self {
+        Self::new(name, ParameterType::Object, description)
+    }
+
+    /// One of `values`.
+    pub const fn one_of(
+        name: &'static str,
+        values: &'static [&'static str],
+        description: &'static str,
+    ) -> Self {
+        Self::new(name, ParameterType::OneOf { values }, description)
+    }
+
+    /// This parameter under another name (the same meaning on another wire).
+    pub const fn named(self, name: &'static str) -> Self {
+        ParameterSpec { name, ..self }
+    }
+
+    /// This parameter with another description (one that says where a format sends it).
+    pub const fn described(self, description: &'static str) -> Self {
+        ParameterSpec {
+            description,
+            ..self
+        }
+    }
+
+    /// This number parameter with another range.
+    pub const fn numbers_between(self, min: f64, max: f64) -> Self {
+        assert!(
+            matches!(self.kind, ParameterType::Number { .. }),
+            "not a number"
+        );
+        let kind = ParameterType::Number { min, max };
+        ParameterSpec { kind, ..self }
+    }
+
+    /// This integer parameter with another range.
+    pub const fn integers_between(self, min: i64, max: i64) -> Self {
+        assert!(
+            matches!(self.kind, ParameterType::Integer { .. }),
+            "not an integer"
+        );
+        let kind = ParameterType::Integer { min, max };
+        ParameterSpec { kind, ..self }
+    }
+}
+
 /// Checks one parameter against a format's specs; strings are converted to the spec's type,
 /// so `-p temperature=0.2` works from a shell.
 pub fn validate_parameter(
@@ -222,21 +309,9 @@ mod tests {
     use crate::format::testing::assert_mentions;
 
     const SPECS: &[ParameterSpec] = &[
-        ParameterSpec {
-            name: "temperature",
-            kind: ParameterType::Number { min: 0.0, max: 2.0 },
-            description: "",
-        },
-        ParameterSpec {
-            name: "max_tokens",
-            kind: ParameterType::Integer { min: 1, max: 1000 },
-            description: "",
-        },
-        ParameterSpec {
-            name: "stop",
-            kind: ParameterType::StringList,
-            description: "",
-        },
+        ParameterSpec::number("temperature", 0.0, 2.0, ""),
+        ParameterSpec::integer("max_tokens", 1, 1000, ""),
+        ParameterSpec::string_list("stop", ""),
     ];
 
     #[test]

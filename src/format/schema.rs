@@ -9,7 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ParameterSpec, ParameterType, Parameters, ToolSpec};
+use super::{ParameterSpec, Parameters, ToolSpec};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part};
 
@@ -349,11 +349,11 @@ pub enum ToolChoice {
 }
 
 /// The `tool_choice` parameter of the formats with native tools.
-pub const TOOL_CHOICE: ParameterSpec = ParameterSpec {
-    name: "tool_choice",
-    kind: ParameterType::String,
-    description: "Which tool calls the model makes: auto (default), required, none, or the name of one offered tool.",
-};
+pub const TOOL_CHOICE: ParameterSpec = ParameterSpec::string(
+    "tool_choice",
+    "Which tool calls the model makes: auto (default), required, \
+         none, or the name of one offered tool.",
+);
 
 impl ToolChoice {
     /// The choice the parameters set for this request's tools: `None` when no tools are

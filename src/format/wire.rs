@@ -1,7 +1,8 @@
 //! Pieces of wire JSON that several formats share: a message's text, fields and arrays read
 //! from an answer, tool-call names by id, arguments as an object, the object parameter the
-//! sampling parameters override, and the OpenAI-style tools list and chat message (which
-//! Ollama's chat API takes too). Each is the one place for logic two formats or more had
+//! sampling parameters override, the OpenAI-style tools list and chat message (which
+//! Ollama's chat API takes too), and the walk from a message's parts to content blocks (Claude
+//! Messages and Bedrock Converse, each with its own block shapes). Each is the one place for logic two formats or more had
 //! written alike; a piece only one format needs stays in that format's file. It must never
 //! know a format by name nor do I/O.
 
@@ -10,6 +11,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::{Parameters, ToolSpec};
+use crate::error::Result;
 use crate::message::{Message, Part, Role};
 
 /// The text and JSON parts of a message's content, one per line (what a format sends where
@@ -117,4 +119,60 @@ pub(crate) fn str_at(v: &Value, at: &str) -> Option<String> {
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_string)
+}
+
+/// An image part's `url`, `mediaType` and `data`.
+pub(crate) type ImageFields<'a> = (&'a Option<String>, &'a Option<String>, &'a Option<String>);
+
+/// How a format writes each kind of content block; [`content_blocks`] decides which parts
+/// become blocks.
+pub(crate) trait BlockShapes {
+    /// Signed reasoning (`redacted`: the signature is the encrypted reasoning).
+    fn reasoning(&self, text: &str, signature: &str, redacted: bool) -> Value;
+    fn text(&self, text: &str) -> Value;
+    fn image(&self, image: ImageFields<'_>) -> Result<Value>;
+    fn tool_call(&self, id: &str, name: &str, arguments: &Value) -> Value;
+    fn tool_result(&self, tool_call_id: &str, content: &[Part], is_error: bool) -> Result<Value>;
+}
+
+/// The content blocks of a message's parts in a format's `shapes`. Signed reasoning goes back
+/// only where `with_reasoning` (a message that calls tools, where extended thinking requires
+/// it before the call); unsigned reasoning and empty text (which the APIs refuse) never do;
+/// JSON goes as its text.
+pub(crate) fn content_blocks(
+    parts: &[Part],
+    with_reasoning: bool,
+    shapes: &impl BlockShapes,
+) -> Result<Vec<Value>> {
+    let mut blocks = Vec::new();
+    for part in parts {
+        match part {
+            Part::Reasoning {
+                text,
+                signature: Some(signature),
+                redacted,
+            } if with_reasoning => blocks.push(shapes.reasoning(text, signature, *redacted)),
+            Part::Reasoning { .. } => {}
+            Part::Text { text } if text.is_empty() => {}
+            Part::Text { text } => blocks.push(shapes.text(text)),
+            Part::Json { value } => blocks.push(shapes.text(&value.to_string())),
+            Part::Image {
+                url,
+                media_type,
+                data,
+            } => blocks.push(shapes.image((url, media_type, data))?),
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+                ..
+            } => blocks.push(shapes.tool_call(id, name, arguments)),
+            Part::ToolResult {
+                tool_call_id,
+                content,
+                is_error,
+            } => blocks.push(shapes.tool_result(tool_call_id, content, *is_error)?),
+        }
+    }
+    Ok(blocks)
 }

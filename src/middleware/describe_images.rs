@@ -9,12 +9,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::Value;
 
-use super::{
-    bad_setting, check_settings, string_setting, BuildContext, Capabilities, Helpers, Kind,
-    Middleware, TextCache,
-};
+use super::{BuildContext, Capabilities, Helpers, Kind, Middleware, TextCache};
 use crate::error::Result;
 use crate::message::{Message, Part, Role};
 
@@ -35,30 +31,15 @@ struct DescribeImages {
 }
 
 fn build(ctx: &BuildContext<'_>) -> Result<Arc<dyn Middleware>> {
-    check_settings(
-        ctx.name,
-        ctx.settings,
-        &["kind", "agent", "prompt", "always"],
-    )?;
-    let agent = string_setting(ctx.name, ctx.settings, "agent")?.ok_or_else(|| {
-        bad_setting(
-            ctx.name,
-            "`agent` is required: an agent of the config whose model takes images",
-        )
+    ctx.check_settings(&["kind", "agent", "prompt", "always"])?;
+    let agent = ctx.string("agent")?.ok_or_else(|| {
+        ctx.bad("`agent` is required: an agent of the config whose model takes images")
     })?;
-    let always = match ctx.settings.get("always") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Err(bad_setting(
-                ctx.name,
-                format!("`always` must be true or false, not {other}"),
-            ))
-        }
-    };
+    let always = ctx.flag("always", false)?;
     Ok(Arc::new(DescribeImages {
         agent,
-        prompt: string_setting(ctx.name, ctx.settings, "prompt")?
+        prompt: ctx
+            .string("prompt")?
             .unwrap_or_else(|| DEFAULT_PROMPT.to_string()),
         always,
         helpers: ctx.helpers.clone(),

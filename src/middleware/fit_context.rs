@@ -13,10 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::{
-    bad_setting, check_settings, integer_setting, string_setting, BuildContext, Capabilities,
-    Helpers, Kind, Middleware, TextCache,
-};
+use super::{BuildContext, Capabilities, Helpers, Kind, Middleware, TextCache};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role};
 
@@ -61,42 +58,34 @@ struct FitContext {
 }
 
 fn build(ctx: &BuildContext<'_>) -> Result<Arc<dyn Middleware>> {
-    check_settings(
-        ctx.name,
-        ctx.settings,
-        &[
-            "kind",
-            "context_tokens",
-            "reserve_tokens",
-            "keep_turns",
-            "strategy",
-            "agent",
-        ],
-    )?;
-    let strategy = match string_setting(ctx.name, ctx.settings, "strategy")?.as_deref() {
+    ctx.check_settings(&[
+        "kind",
+        "context_tokens",
+        "reserve_tokens",
+        "keep_turns",
+        "strategy",
+        "agent",
+    ])?;
+    let strategy = match ctx.string("strategy")?.as_deref() {
         None | Some("drop") => Strategy::Drop,
         Some("summarize" | "summarise") => Strategy::Summarize,
         Some(other) => {
-            return Err(bad_setting(
-                ctx.name,
-                format!("`strategy` is \"drop\" or \"summarize\", not {other:?}"),
-            ))
+            return Err(ctx.bad(format!(
+                "`strategy` is \"drop\" or \"summarize\", not {other:?}"
+            )))
         }
     };
-    let agent = string_setting(ctx.name, ctx.settings, "agent")?;
+    let agent = ctx.string("agent")?;
     if strategy == Strategy::Summarize && agent.is_none() {
-        return Err(bad_setting(
-            ctx.name,
+        return Err(ctx.bad(
             "strategy \"summarize\" needs `agent`, the agent of the config that writes the summary",
         ));
     }
-    let keep_turns = integer_setting(ctx.name, ctx.settings, "keep_turns")?
-        .unwrap_or(1)
-        .max(1) as usize;
+    let keep_turns = ctx.integer("keep_turns")?.unwrap_or(1).max(1) as usize;
     Ok(Arc::new(FitContext {
         name: ctx.name.to_string(),
-        context_tokens: integer_setting(ctx.name, ctx.settings, "context_tokens")?,
-        reserve_tokens: integer_setting(ctx.name, ctx.settings, "reserve_tokens")?.unwrap_or(1024),
+        context_tokens: ctx.integer("context_tokens")?,
+        reserve_tokens: ctx.integer("reserve_tokens")?.unwrap_or(1024),
         keep_turns,
         strategy,
         agent,

@@ -219,59 +219,59 @@ pub fn build_chain(
     Ok(Chain::new(items))
 }
 
-/// A setting's error, naming the middleware.
-pub fn bad_setting(name: &str, why: impl std::fmt::Display) -> Error {
-    Error::new(ErrorKind::Config, format!("[middleware.{name}]: {why}"))
-}
+impl BuildContext<'_> {
+    /// A setting's error, naming the middleware.
+    pub fn bad(&self, why: impl std::fmt::Display) -> Error {
+        Error::new(
+            ErrorKind::Config,
+            format!("[middleware.{}]: {why}", self.name),
+        )
+    }
 
-/// Refuses settings a kind does not have, naming the ones it has.
-pub fn check_settings(name: &str, settings: &Map<String, Value>, known: &[&str]) -> Result<()> {
-    match settings.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(bad_setting(
-            name,
-            format!(
+    /// Refuses settings the kind does not have, naming the ones it has.
+    pub fn check_settings(&self, known: &[&str]) -> Result<()> {
+        match self.settings.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(k) => Err(self.bad(format!(
                 "unknown setting `{k}`; this kind takes: {}",
                 known.join(", ")
-            ),
-        )),
-        None => Ok(()),
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The string setting `key`, if set.
+    pub fn string(&self, key: &str) -> Result<Option<String>> {
+        match self.settings.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(self.bad(format!("`{key}` must be a string, not {other}"))),
+        }
+    }
+
+    /// The non-negative integer setting `key`, if set.
+    pub fn integer(&self, key: &str) -> Result<Option<u64>> {
+        match self.settings.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| self.bad(format!("`{key}` must be a whole number, not {v}"))),
+        }
+    }
+
+    /// The boolean setting `key`, else `default`.
+    pub fn flag(&self, key: &str, default: bool) -> Result<bool> {
+        match self.settings.get(key) {
+            None => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(self.bad(format!("`{key}` must be true or false, not {other}"))),
+        }
     }
 }
 
 /// The hint added to a refusal of images the model cannot take.
 pub fn image_hint() -> &'static str {
     "; or let the describe-images middleware turn them into text: [middleware.NAME] kind = \"describe-images\" with agent = \"AN_AGENT_THAT_SEES\", listed in the agent's middleware"
-}
-
-/// The string setting `key`, if set.
-pub fn string_setting(
-    name: &str,
-    settings: &Map<String, Value>,
-    key: &str,
-) -> Result<Option<String>> {
-    match settings.get(key) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(bad_setting(
-            name,
-            format!("`{key}` must be a string, not {other}"),
-        )),
-    }
-}
-
-/// The non-negative integer setting `key`, if set.
-pub fn integer_setting(
-    name: &str,
-    settings: &Map<String, Value>,
-    key: &str,
-) -> Result<Option<u64>> {
-    match settings.get(key) {
-        None => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| bad_setting(name, format!("`{key}` must be a whole number, not {v}"))),
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use regex::Regex;
 use serde_json::Value;
 
-use super::{bad_setting, check_settings, BuildContext, Capabilities, Kind, Middleware};
+use super::{BuildContext, Capabilities, Kind, Middleware};
 use crate::error::Result;
 use crate::format::ModelReply;
 use crate::message::{Message, Part};
@@ -51,21 +51,9 @@ struct Redact {
 }
 
 fn build(ctx: &BuildContext<'_>) -> Result<Arc<dyn Middleware>> {
-    check_settings(
-        ctx.name,
-        ctx.settings,
-        &["kind", "patterns", "builtin", "replies"],
-    )?;
-    let flag = |key: &str, default: bool| match ctx.settings.get(key) {
-        None => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(bad_setting(
-            ctx.name,
-            format!("`{key}` must be true or false, not {other}"),
-        )),
-    };
+    ctx.check_settings(&["kind", "patterns", "builtin", "replies"])?;
     let mut patterns = Vec::new();
-    if flag("builtin", true)? {
+    if ctx.flag("builtin", true)? {
         for (label, p) in DETECTORS {
             patterns.push((
                 label.to_string(),
@@ -77,24 +65,20 @@ fn build(ctx: &BuildContext<'_>) -> Result<Arc<dyn Middleware>> {
         None => Vec::new(),
         Some(Value::Array(items)) => items.clone(),
         Some(other) => {
-            return Err(bad_setting(
-                ctx.name,
-                format!("`patterns` must be a list of regexes, not {other}"),
-            ))
+            return Err(ctx.bad(format!("`patterns` must be a list of regexes, not {other}")))
         }
     };
     for (i, p) in configured.iter().enumerate() {
         let text = p
             .as_str()
-            .ok_or_else(|| bad_setting(ctx.name, format!("patterns[{i}] must be a string")))?;
-        let re = Regex::new(text).map_err(|e| {
-            bad_setting(ctx.name, format!("patterns[{i}] is not a valid regex: {e}"))
-        })?;
+            .ok_or_else(|| ctx.bad(format!("patterns[{i}] must be a string")))?;
+        let re = Regex::new(text)
+            .map_err(|e| ctx.bad(format!("patterns[{i}] is not a valid regex: {e}")))?;
         patterns.push(("pattern".to_string(), re));
     }
     Ok(Arc::new(Redact {
         patterns,
-        replies: flag("replies", false)?,
+        replies: ctx.flag("replies", false)?,
     }))
 }
 

@@ -88,6 +88,28 @@ pub enum ModelInPath {
     Checked(&'static str),
 }
 
+/// What a kind has unless it says otherwise (`..BARE`): no key nor base URL variable, no default
+/// URL nor model, no host of its own, unversioned paths, the model id escaped in a path, no image
+/// limit, no compatible servers. Its name, description, routes and auth are placeholders that
+/// every kind sets.
+const BARE: HttpKind = HttpKind {
+    name: "",
+    description: "",
+    routes: &[],
+    auth: Auth::Template,
+    key_env: None,
+    fallback_key_env: None,
+    base_url_env: None,
+    default_base_url: None,
+    own_hosts: &[],
+    versioned_base: false,
+    model_in_path: ModelInPath::Escaped,
+    default_model: None,
+    max_image_bytes: None,
+    compatible_servers: false,
+    models_path: None,
+};
+
 const SSE: &str = "text/event-stream";
 const NDJSON: &str = "application/x-ndjson";
 
@@ -103,16 +125,13 @@ pub const OPENAI: HttpKind = HttpKind {
     }],
     auth: Auth::Bearer { required: true },
     key_env: Some("OPENAI_API_KEY"),
-    fallback_key_env: None,
     base_url_env: Some("OPENAI_BASE_URL"),
     default_base_url: Some("https://api.openai.com/v1"),
-    own_hosts: &[],
-    versioned_base: false,
-    model_in_path: ModelInPath::Escaped,
     default_model: Some("gpt-4o-mini"),
     max_image_bytes: Some(20_000_000),
     compatible_servers: true,
     models_path: Some("/models"),
+    ..BARE
 };
 
 pub const ANTHROPIC: HttpKind = HttpKind {
@@ -126,19 +145,15 @@ pub const ANTHROPIC: HttpKind = HttpKind {
     }],
     auth: Auth::Header("x-api-key"),
     key_env: Some("ANTHROPIC_API_KEY"),
-    fallback_key_env: None,
     base_url_env: Some("ANTHROPIC_BASE_URL"),
     default_base_url: Some("https://api.anthropic.com"),
-    own_hosts: &[],
     versioned_base: true,
-    model_in_path: ModelInPath::Escaped,
     default_model: Some("claude-sonnet-4-5"),
     // Anthropic refuses an image whose base64 data exceeds 5 MB (5,242,880 characters,
     // https://docs.anthropic.com/en/docs/build-with-claude/vision); images are counted in
     // decoded bytes, so the limit is the bytes that encode to 5 MB.
     max_image_bytes: Some(5 * 1024 * 1024 / 4 * 3),
-    compatible_servers: false,
-    models_path: None,
+    ..BARE
 };
 
 pub const OLLAMA: HttpKind = HttpKind {
@@ -160,16 +175,10 @@ pub const OLLAMA: HttpKind = HttpKind {
     ],
     auth: Auth::Bearer { required: false },
     key_env: Some("OLLAMA_API_KEY"),
-    fallback_key_env: None,
     base_url_env: Some(OLLAMA_HOST_ENV),
     default_base_url: Some("http://127.0.0.1:11434"),
-    own_hosts: &[],
-    versioned_base: false,
-    model_in_path: ModelInPath::Escaped,
     default_model: Some("llama3.2"),
-    max_image_bytes: None,
-    compatible_servers: false,
-    models_path: None,
+    ..BARE
 };
 
 pub const GEMINI: HttpKind = HttpKind {
@@ -187,7 +196,6 @@ pub const GEMINI: HttpKind = HttpKind {
     fallback_key_env: Some("GOOGLE_API_KEY"),
     base_url_env: Some("GEMINI_BASE_URL"),
     default_base_url: Some("https://generativelanguage.googleapis.com"),
-    own_hosts: &[],
     versioned_base: true,
     model_in_path: ModelInPath::Checked("Gemini"),
     default_model: Some("gemini-2.5-flash"),
@@ -195,8 +203,7 @@ pub const GEMINI: HttpKind = HttpKind {
     // (https://ai.google.dev/gemini-api/docs/image-understanding); base64 makes 15 MB of
     // image about 20 MB of request.
     max_image_bytes: Some(15_000_000),
-    compatible_servers: false,
-    models_path: None,
+    ..BARE
 };
 
 pub const AZURE_OPENAI: HttpKind = HttpKind {
@@ -211,17 +218,11 @@ pub const AZURE_OPENAI: HttpKind = HttpKind {
     }],
     auth: Auth::Header("api-key"),
     key_env: Some("AZURE_OPENAI_API_KEY"),
-    fallback_key_env: None,
     base_url_env: Some(AZURE_ENDPOINT_ENV),
-    default_base_url: None,
     own_hosts: &[".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"],
-    versioned_base: false,
-    model_in_path: ModelInPath::Escaped,
-    default_model: None,
     // As OpenAI.
     max_image_bytes: Some(20_000_000),
-    compatible_servers: false,
-    models_path: None,
+    ..BARE
 };
 
 pub const HTTP: HttpKind = HttpKind {
@@ -235,17 +236,7 @@ pub const HTTP: HttpKind = HttpKind {
         stream_accept: "text/event-stream, application/x-ndjson",
     }],
     auth: Auth::Template,
-    key_env: None,
-    fallback_key_env: None,
-    base_url_env: None,
-    default_base_url: None,
-    own_hosts: &[],
-    versioned_base: false,
-    model_in_path: ModelInPath::Escaped,
-    default_model: None,
-    max_image_bytes: None,
-    compatible_servers: false,
-    models_path: None,
+    ..BARE
 };
 
 pub const BEDROCK: HttpKind = HttpKind {
@@ -269,20 +260,14 @@ pub const BEDROCK: HttpKind = HttpKind {
     auth: Auth::SigV4,
     // A Bedrock API key, a bearer token that replaces SigV4.
     key_env: Some("AWS_BEARER_TOKEN_BEDROCK"),
-    fallback_key_env: None,
     // Without `base_url`: AWS_ENDPOINT_URL_BEDROCK_RUNTIME, AWS_ENDPOINT_URL, else the
     // region's endpoint, found per request (the `bedrock` hooks).
     base_url_env: None,
-    default_base_url: None,
-    own_hosts: &[],
-    versioned_base: false,
-    model_in_path: ModelInPath::Escaped,
     default_model: Some("anthropic.claude-3-haiku-20240307-v1:0"),
     // Converse `Message.content`: "Each image's size, height, and width must be no more than
     // 3.75 MB, 8000 px, and 8000 px".
     max_image_bytes: Some(3_750_000),
-    compatible_servers: false,
-    models_path: None,
+    ..BARE
 };
 
 /// Every HTTP kind, in the order `ListComponents` lists them.

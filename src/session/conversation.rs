@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::turn_stream::{TurnStream, WatchedPort, Watchers};
-use super::{poisoned, unknown_conversation, CancelTarget, Framework};
+use super::{poisoned, unknown_conversation, CancelTarget, Framework, OpenConversation};
 use crate::agent::AIAgent;
 use crate::error::{Error, Result};
 use crate::feature::port::{ClientPort, TurnEvent, TurnRef};
@@ -53,7 +53,9 @@ pub(super) struct Conversation {
 }
 
 impl Framework {
-    /// Starts the conversation's task; `feature` is the feature's name and the feature.
+    /// Starts the conversation's task and says what it runs on; `feature` is the feature's name
+    /// and the feature.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn open(
         self: &Arc<Self>,
         id: String,
@@ -62,7 +64,17 @@ impl Framework {
         system_prompt: Option<String>,
         toolbox: Arc<Toolbox>,
         port: Arc<dyn ClientPort>,
-    ) -> Result<()> {
+        service_provider: String,
+    ) -> Result<OpenConversation> {
+        let (format, model, _) = agent.model_info()?;
+        let opened = OpenConversation {
+            conversation_id: id.clone(),
+            agent_id: agent.id.clone(),
+            feature: feature_name.clone(),
+            service_provider,
+            format: format.to_string(),
+            model,
+        };
         let (queue, mut rx) = mpsc::unbounded_channel::<Queued>();
         let running: Arc<Mutex<Option<(String, CancellationToken)>>> = Arc::new(Mutex::new(None));
         let closed = CancellationToken::new();
@@ -129,7 +141,7 @@ impl Framework {
                 inflight.send_modify(|n| *n = n.saturating_sub(1));
             }
         });
-        Ok(())
+        Ok(opened)
     }
 
     /// Queues a user message; returns the turn id at once, and the turn's events reach the

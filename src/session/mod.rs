@@ -337,7 +337,7 @@ impl Framework {
                 provider: sel.provider.clone(),
                 model_configuration: sel.model_configuration.clone(),
                 format: format.to_string(),
-                model: model.clone(),
+                model,
                 parameters,
                 created_at: now,
                 updated_at: now,
@@ -359,21 +359,14 @@ impl Framework {
             }
         }
         self.open(
-            id.clone(),
-            agent.clone(),
-            (feature_name.clone(), feature),
+            id,
+            agent,
+            (feature_name, feature),
             sel.system_prompt.clone(),
             toolbox,
             port,
-        )?;
-        Ok(OpenConversation {
-            conversation_id: id,
-            agent_id: agent.id.clone(),
-            feature: feature_name,
-            service_provider: sel.provider,
-            format: format.to_string(),
-            model,
-        })
+            sel.provider,
+        )
     }
 
     /// An open conversation's id, or a stored one's from its id or unique prefix.

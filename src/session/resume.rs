@@ -181,22 +181,14 @@ impl Framework {
                     return Err(e);
                 }
             };
-        let (format, model, _) = agent.model_info()?;
         self.open(
-            id.clone(),
-            agent.clone(),
-            (rec.feature.clone(), feature),
+            id,
+            agent,
+            (rec.feature, feature),
             system_prompt.or(feature_system),
             toolbox,
             port,
-        )?;
-        Ok(OpenConversation {
-            conversation_id: id,
-            agent_id: agent.id.clone(),
-            feature: rec.feature,
-            service_provider: rec.provider,
-            format: format.to_string(),
-            model,
-        })
+            rec.provider,
+        )
     }
 }

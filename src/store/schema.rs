@@ -12,9 +12,10 @@ use rusqlite::Connection;
 use super::Store;
 use crate::error::{Error, ErrorKind, Result};
 
-pub(super) const MIGRATIONS: &[&str] = &[
-    // 1: conversations and messages.
-    "CREATE TABLE conversations (
+/// The columns of `conversations` as migration 1 created them (later ones were added).
+macro_rules! conversation_columns_v1 {
+    () => {
+        "
         id TEXT PRIMARY KEY,
         title TEXT NOT NULL DEFAULT '',
         feature TEXT NOT NULL,
@@ -25,18 +26,53 @@ pub(super) const MIGRATIONS: &[&str] = &[
         parameters TEXT NOT NULL DEFAULT '{}',
         system TEXT,
         created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL
-     );
-     CREATE INDEX conversations_updated ON conversations(updated_at DESC, id DESC);
-     CREATE TABLE messages (
+        updated_at INTEGER NOT NULL"
+    };
+}
+
+/// The columns of `messages` as migration 1 created them, but its key (later ones were added).
+macro_rules! message_columns_v1 {
+    () => {
+        "
         conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
         seq INTEGER NOT NULL,
         role TEXT NOT NULL,
         content TEXT NOT NULL,
         usage TEXT,
-        created_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL"
+    };
+}
+
+/// The triggers that keep `message_text`, the full-text index, in step with `messages`.
+macro_rules! message_text_triggers {
+    () => {
+        "
+    CREATE TRIGGER message_text_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO message_text(rowid, text) VALUES (new.rowid,
+            (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
+             FROM json_each(new.content, '$.content') p
+             WHERE json_extract(p.value, '$.type') = 'text'));
+    END;
+    CREATE TRIGGER message_text_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM message_text WHERE rowid = old.rowid;
+    END;"
+    };
+}
+
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: conversations and messages.
+    concat!(
+        "CREATE TABLE conversations (",
+        conversation_columns_v1!(),
+        "
+     );
+     CREATE INDEX conversations_updated ON conversations(updated_at DESC, id DESC);
+     CREATE TABLE messages (",
+        message_columns_v1!(),
+        ",
         PRIMARY KEY (conversation_id, seq)
-     );",
+     );"
+    ),
     // 2: the tools a conversation of the `tools` feature may use (a JSON array; NULL: the
     // enabled sources).
     "ALTER TABLE conversations ADD COLUMN tools TEXT;",
@@ -51,21 +87,17 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE messages ADD COLUMN model TEXT;",
     // 6: full-text search over every message's text parts (FTS5, kept by triggers; rowid is
     // the message's rowid), filled from the messages already stored.
-    "CREATE VIRTUAL TABLE message_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
-     CREATE TRIGGER message_text_insert AFTER INSERT ON messages BEGIN
-        INSERT INTO message_text(rowid, text) VALUES (new.rowid,
-            (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
-             FROM json_each(new.content, '$.content') p
-             WHERE json_extract(p.value, '$.type') = 'text'));
-     END;
-     CREATE TRIGGER message_text_delete AFTER DELETE ON messages BEGIN
-        DELETE FROM message_text WHERE rowid = old.rowid;
-     END;
+    concat!(
+        "CREATE VIRTUAL TABLE message_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+",
+        message_text_triggers!(),
+        "
      INSERT INTO message_text(rowid, text)
         SELECT m.rowid, (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
                          FROM json_each(m.content, '$.content') p
                          WHERE json_extract(p.value, '$.type') = 'text')
-        FROM messages m;",
+        FROM messages m;"
+    ),
     // 7: each reply's token counts and cost (US dollars, NULL: unknown) in columns, filled
     // from the usage already stored (older rows named cache writes `cacheCreationTokens`),
     // and a covering index over the rows with usage so that `genai usage` reads only it.
@@ -95,19 +127,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
 /// most of a `--no-log` start. It must always build what the migrations build (the test
 /// `a_new_store_has_the_schema_the_migrations_build` compares them); a new migration is
 /// appended to [`MIGRATIONS`] and its result written here.
-pub(super) const SCHEMA: &str = "
-    CREATE TABLE conversations (
-        id TEXT PRIMARY KEY,
-        title TEXT NOT NULL DEFAULT '',
-        feature TEXT NOT NULL,
-        provider TEXT NOT NULL,
-        model_configuration TEXT,
-        format TEXT NOT NULL,
-        model TEXT NOT NULL,
-        parameters TEXT NOT NULL DEFAULT '{}',
-        system TEXT,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
+pub(super) const SCHEMA: &str = concat!(
+    "
+    CREATE TABLE conversations (",
+    conversation_columns_v1!(),
+    ",
         tools TEXT,
         middleware TEXT,
         cwd TEXT,
@@ -115,13 +139,9 @@ pub(super) const SCHEMA: &str = "
     );
     CREATE INDEX conversations_updated ON conversations(updated_at DESC, id DESC);
     CREATE INDEX conversations_cwd ON conversations(cwd, updated_at DESC, id DESC);
-    CREATE TABLE messages (
-        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        role TEXT NOT NULL,
-        content TEXT NOT NULL,
-        usage TEXT,
-        created_at INTEGER NOT NULL,
+    CREATE TABLE messages (",
+    message_columns_v1!(),
+    ",
         model TEXT,
         input_tokens INTEGER,
         output_tokens INTEGER,
@@ -134,15 +154,9 @@ pub(super) const SCHEMA: &str = "
         output_tokens, cache_read_tokens, cache_write_tokens, cost)
         WHERE input_tokens IS NOT NULL;
     CREATE VIRTUAL TABLE message_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
-    CREATE TRIGGER message_text_insert AFTER INSERT ON messages BEGIN
-        INSERT INTO message_text(rowid, text) VALUES (new.rowid,
-            (SELECT COALESCE(group_concat(json_extract(p.value, '$.text'), ' '), '')
-             FROM json_each(new.content, '$.content') p
-             WHERE json_extract(p.value, '$.type') = 'text'));
-    END;
-    CREATE TRIGGER message_text_delete AFTER DELETE ON messages BEGIN
-        DELETE FROM message_text WHERE rowid = old.rowid;
-    END;";
+",
+    message_text_triggers!()
+);
 
 impl Store {
     pub(super) fn setup(mut conn: Connection) -> Result<Store> {

@@ -24,7 +24,7 @@ use genai::select::ModelChoice;
 use genai::session::{Choice, Framework, OpenConversation};
 use genai::store::Store;
 
-use super::conversation::{hand_over, parse_params, CloseAtEnd, ConversationArgs};
+use super::conversation::{handed_over, parse_params, CloseAtEnd, ConversationArgs};
 use super::turn::{renders_markdown, show_turn, Terminal, View};
 use commands::{Command, Line};
 use input::{Input, Read};
@@ -209,11 +209,15 @@ impl Chat {
             }
             Command::Model(Some(name)) => {
                 // Refused before the conversation is closed: a wrong name changes nothing.
-                self.fw
-                    .selector()
-                    .select(&ModelChoice::Named(name.clone()))?;
+                let choice = ModelChoice::Named(name.clone());
+                self.fw.selector().select(&choice)?;
                 self.fw.remove_conversation(&id)?;
-                match hand_over(&self.fw, &id, &name, self.system.clone(), self.port.clone()) {
+                let (system, port) = (self.system.clone(), self.port.clone());
+                match self
+                    .fw
+                    .resume_conversation_on(&id, &choice, system, port)
+                    .map(handed_over)
+                {
                     Ok(conv) => self.conv = conv,
                     Err(e) => {
                         self.reopen()?;

@@ -1,7 +1,8 @@
 //! What the integration tests run the product against: one loopback HTTP/1.1 server
 //! (`server.rs`, over the bytes of `http1.rs`) with one wire format per fake, and a JSON-RPC
 //! client for `genai daemon` (`rpc_client.rs`, with the conversation steps of
-//! `conversation.rs`). `cli.rs` runs the `genai` binary with folders of its own, `editor.rs`
+//! `conversation.rs`, and `daemon.rs`, a daemon on the fake OpenAI server as the daemon's tests
+//! start it). `cli.rs` runs the `genai` binary with folders of its own, `editor.rs`
 //! runs a real editor headless against `genai lsp`, `tmux.rs` runs a command in a real terminal,
 //! `loopback.rs` keeps every child process out of the caller's proxies and keys, `poll.rs`
 //! waits with a deadline for what no message announces, and `messages.rs` reads message lists.
@@ -12,6 +13,7 @@ pub mod bedrock_auth;
 pub mod behavior;
 pub mod cli;
 pub mod conversation;
+pub mod daemon;
 pub mod editor;
 pub mod fake_anthropic;
 pub mod fake_bedrock;

@@ -20,10 +20,10 @@
 //! `--quick` divides every count by 10 (CI smoke runs). Everything talks to 127.0.0.1 only;
 //! each phase has a deadline and the bench exits non-zero with a message when one is missed.
 
-#[path = "support/bench.rs"]
-mod bench;
 #[path = "bench-daemon/ask.rs"]
 mod ask;
+#[path = "support/bench.rs"]
+mod bench;
 #[path = "bench-daemon/client.rs"]
 mod client;
 // The fake and the server under it, from the integration tests' support (the other wire
@@ -501,7 +501,10 @@ fn run(quick: bool) -> Res<()> {
                 );
             }
         }
-        None => figure("genai ask against curl", "skipped: curl is not installed".into()),
+        None => figure(
+            "genai ask against curl",
+            "skipped: curl is not installed".into(),
+        ),
     }
 
     println!();

@@ -146,18 +146,28 @@ fn curl_once(env: &Env, dl: &Deadline) -> Res<Duration> {
         r#"{{"model":"{MODEL}","stream":true,"stream_options":{{"include_usage":true}},"messages":[{{"role":"user","content":"hello"}}]}}"#
     );
     let mut cmd = Command::new("curl");
-    cmd.args(["-sS", "-N", "--fail", "-H", "content-type: application/json", "-d"])
-        .arg(&body)
-        .arg(format!("{}/chat/completions", env.base_url.trim_end_matches('/')))
-        .env_remove("http_proxy")
-        .env_remove("https_proxy")
-        .env_remove("HTTP_PROXY")
-        .env_remove("HTTPS_PROXY")
-        .env_remove("all_proxy")
-        .env_remove("ALL_PROXY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "-sS",
+        "-N",
+        "--fail",
+        "-H",
+        "content-type: application/json",
+        "-d",
+    ])
+    .arg(&body)
+    .arg(format!(
+        "{}/chat/completions",
+        env.base_url.trim_end_matches('/')
+    ))
+    .env_remove("http_proxy")
+    .env_remove("https_proxy")
+    .env_remove("HTTP_PROXY")
+    .env_remove("HTTPS_PROXY")
+    .env_remove("all_proxy")
+    .env_remove("ALL_PROXY")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("cannot start curl: {e}"))?;
     let mut out = Vec::new();

@@ -114,7 +114,7 @@ async fn ask(args: Args) -> Result<i32, Error> {
     let params = parse_params(&flags.params)?;
     let (paths, config, registry) = super::load()?;
     let store = if args.no_log {
-        Store::in_memory()?
+        Store::scratch()?
     } else {
         Store::open(&paths.history_db())?
     };

@@ -1,6 +1,6 @@
 //! The JSON of the `--json` listings (`sessions`, `components`, `params`, `plugins list`): the
 //! command line's own shapes of what the core lists, converted from the core's types. They
-//! print what the daemon's listings send (`it::cli_json` compares the two byte for byte), but
+//! print what the daemon's listings send (the test below compares the two byte for byte), but
 //! they are the command line's output, not the protocol: the daemon's types may change without
 //! changing these.
 

@@ -127,11 +127,14 @@ pub(super) const MIGRATIONS: &[&str] = &[
 /// most of a `--no-log` start. It must always build what the migrations build (the test
 /// `a_new_store_has_the_schema_the_migrations_build` compares them); a new migration is
 /// appended to [`MIGRATIONS`] and its result written here.
-pub(super) const SCHEMA: &str = concat!(
-    "
+/// The tables and indexes of [`SCHEMA`], without its full-text index.
+macro_rules! tables {
+    () => {
+        concat!(
+            "
     CREATE TABLE conversations (",
-    conversation_columns_v1!(),
-    ",
+            conversation_columns_v1!(),
+            ",
         tools TEXT,
         middleware TEXT,
         cwd TEXT,
@@ -140,8 +143,8 @@ pub(super) const SCHEMA: &str = concat!(
     CREATE INDEX conversations_updated ON conversations(updated_at DESC, id DESC);
     CREATE INDEX conversations_cwd ON conversations(cwd, updated_at DESC, id DESC);
     CREATE TABLE messages (",
-    message_columns_v1!(),
-    ",
+            message_columns_v1!(),
+            ",
         model TEXT,
         input_tokens INTEGER,
         output_tokens INTEGER,
@@ -153,12 +156,37 @@ pub(super) const SCHEMA: &str = concat!(
     CREATE INDEX messages_usage ON messages(created_at, model, conversation_id, input_tokens,
         output_tokens, cache_read_tokens, cache_write_tokens, cost)
         WHERE input_tokens IS NOT NULL;
+"
+        )
+    };
+}
+
+pub(super) const SCHEMA: &str = concat!(
+    tables!(),
+    "
     CREATE VIRTUAL TABLE message_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
 ",
     message_text_triggers!()
 );
 
+/// A history kept in memory for one process that nobody searches (`genai ask --no-log`): the
+/// tables of [`SCHEMA`] without the full-text index and its triggers, which were most of the
+/// cost of setting it up (about 1.5 million instructions of a 9 million `--no-log` run).
+pub(super) const SCRATCH_SCHEMA: &str = tables!();
+
 impl Store {
+    /// A history in memory without full-text search (see [`SCRATCH_SCHEMA`]): what one run
+    /// that keeps nothing needs. `Store::search` on it is an error.
+    pub fn scratch() -> Result<Store> {
+        let conn = Connection::open_in_memory()?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.execute_batch(SCRATCH_SCHEMA)?;
+        conn.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
     pub(super) fn setup(mut conn: Connection) -> Result<Store> {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // Switching a new file to WAL needs an exclusive lock and SQLite does not wait for it
@@ -254,6 +282,26 @@ mod tests {
             objects(&migrated),
             "SCHEMA must build what MIGRATIONS build"
         );
+    }
+
+    #[test]
+    fn a_scratch_store_has_the_full_schema_but_the_search_index_and_keeps_turns() {
+        let full = Store::in_memory().unwrap();
+        let scratch = Store::scratch().unwrap();
+        let without_search: Vec<_> = objects(&full.conn().unwrap())
+            .into_iter()
+            .filter(|o| !o.1.starts_with("message_text") && o.2 != "message_text")
+            .filter(|o| !o.2.starts_with("message_text"))
+            .collect();
+        assert_eq!(objects(&scratch.conn().unwrap()), without_search);
+        assert!(scratch.search("anything", 5, "", "").is_err());
+
+        let record = crate::store::tests::record("c1", 1);
+        scratch.create_conversation(&record).unwrap();
+        let turn = [crate::message::Message::user("hello").into()];
+        scratch.commit_turn("c1", None, None, &turn).unwrap();
+        let (messages, _) = scratch.history("c1", 10, None).unwrap();
+        assert_eq!(messages.len(), 1);
     }
 
     #[test]

@@ -81,6 +81,7 @@ pub fn one_conversation_at_a_time() {
     ONE_CONVERSATION.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+#[cfg(feature = "local")]
 fn runs_one_conversation() -> bool {
     ONE_CONVERSATION.load(std::sync::atomic::Ordering::Relaxed)
 }

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::client::{Deadline, Env};
+use crate::support::loopback::loopback_only;
 use crate::{Res, MODEL};
 
 /// Spawn → first stdout byte and spawn → exit of each run, sorted.
@@ -87,8 +88,7 @@ fn ask_once(env: &Env, dl: &Deadline, name: &str, extra: &[&str]) -> Res<(Durati
             return Err(format!("genai ask: {e}\n{}", stderr_of()));
         }
     };
-    let exited = wait_exit(&mut child, dl, "genai ask")?;
-    let status = exited.0;
+    let (status, exited) = wait_exit(&mut child, dl, "genai ask")?;
     let text = String::from_utf8_lossy(&out);
     if !status.success() || !text.contains("Hello from the fake provider") {
         return Err(format!(
@@ -97,7 +97,7 @@ fn ask_once(env: &Env, dl: &Deadline, name: &str, extra: &[&str]) -> Res<(Durati
         ));
     }
     let first = first.ok_or("genai ask printed nothing")?;
-    Ok((first - started, exited.1 - started))
+    Ok((first - started, exited - started))
 }
 
 /// Waits for a child whose stdout is closed, within the phase's deadline.
@@ -146,28 +146,23 @@ fn curl_once(env: &Env, dl: &Deadline) -> Res<Duration> {
         r#"{{"model":"{MODEL}","stream":true,"stream_options":{{"include_usage":true}},"messages":[{{"role":"user","content":"hello"}}]}}"#
     );
     let mut cmd = Command::new("curl");
-    cmd.args([
-        "-sS",
-        "-N",
-        "--fail",
-        "-H",
-        "content-type: application/json",
-        "-d",
-    ])
-    .arg(&body)
-    .arg(format!(
-        "{}/chat/completions",
-        env.base_url.trim_end_matches('/')
-    ))
-    .env_remove("http_proxy")
-    .env_remove("https_proxy")
-    .env_remove("HTTP_PROXY")
-    .env_remove("HTTPS_PROXY")
-    .env_remove("all_proxy")
-    .env_remove("ALL_PROXY")
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    loopback_only(&mut cmd)
+        .args([
+            "-sS",
+            "-N",
+            "--fail",
+            "-H",
+            "content-type: application/json",
+            "-d",
+        ])
+        .arg(&body)
+        .arg(format!(
+            "{}/chat/completions",
+            env.base_url.trim_end_matches('/')
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("cannot start curl: {e}"))?;
     let mut out = Vec::new();

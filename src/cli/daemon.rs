@@ -27,13 +27,13 @@ pub async fn run(args: Args) -> Result<(), Error> {
         return genai::rpc::ws::bridge::relay(
             &url,
             &token,
-            tokio::io::stdin(),
-            tokio::io::stdout(),
+            super::stdio::stdin(),
+            super::stdio::stdout(),
         )
         .await;
     }
     super::serve_stdio("genai daemon", |fw| {
-        genai::rpc::server::serve(fw, tokio::io::stdin(), tokio::io::stdout())
+        genai::rpc::server::serve(fw, super::stdio::stdin(), super::stdio::stdout())
     })
     .await
 }

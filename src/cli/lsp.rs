@@ -14,8 +14,8 @@ pub async fn run() -> Result<(), Error> {
     genai::lsp::serve(
         fw,
         paths.data_dir.clone(),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
+        super::stdio::stdin(),
+        super::stdio::stdout(),
     )
     .await;
     Ok(())

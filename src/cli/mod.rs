@@ -27,6 +27,7 @@ mod plugins;
 mod schema;
 mod serve;
 mod sessions;
+mod stdio;
 mod turn;
 mod usage;
 

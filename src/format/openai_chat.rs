@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 
 use super::parameters::with_stops;
-use super::reply::{body_json, event_json, parse_arguments};
+use super::reply::{body_json, event_json, invalid_json, parse_arguments};
 use super::sampling;
 use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::wire::{chat_message, function_tools, items, str_field};
@@ -306,43 +306,57 @@ fn to_wire(m: &Message) -> Result<Vec<Value>> {
 /// `[DONE]` or at a finish reason.
 struct Events;
 
+/// One streamed chunk: the fields genai reads, each as sent; the rest (`id`, `object`,
+/// `created`, `system_fingerprint` and the like) is skipped without being built.
+#[derive(serde::Deserialize)]
+struct Chunk {
+    error: Option<Value>,
+    model: Option<Value>,
+    usage: Option<Value>,
+    choices: Option<Value>,
+}
+
 impl EventReader for Events {
     fn read(&mut self, event: &StreamEvent, reply: &mut ReplyBuilder) -> Result<()> {
-        if event.data.trim() == "[DONE]" {
+        let data = event.data.trim();
+        if data == "[DONE]" {
             reply.complete();
             return Ok(());
         }
-        let Some(v) = event_json(event)? else {
-            return Ok(());
-        };
-        if let Some(err) = v.get("error") {
+        if !data.starts_with('{') {
+            // Not a chunk (a blank keep-alive or a bare value): nothing to read, once valid.
+            return event_json(event).map(drop);
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(invalid_json)?;
+        if let Some(err) = &chunk.error {
             return Err(Error::provider(error_text(err)));
         }
-        if let Some(model) = v.get("model").and_then(Value::as_str) {
+        if let Some(model) = chunk.model.as_ref().and_then(Value::as_str) {
             reply.model = Some(model.to_string());
         }
-        if let Some(u) = v.get("usage").and_then(usage_of) {
+        if let Some(u) = chunk.usage.as_ref().and_then(usage_of) {
             reply.usage = Some(u);
         }
-        for choice in items(&v, "/choices") {
+        let choices = chunk.choices.as_ref().and_then(Value::as_array);
+        for choice in choices.into_iter().flatten() {
             if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
                 continue;
             }
-            let delta = choice.get("delta").cloned().unwrap_or(Value::Null);
-            if let Some(reasoning) = reasoning_of(&delta) {
+            let delta = choice.get("delta").unwrap_or(&Value::Null);
+            if let Some(reasoning) = reasoning_of(delta) {
                 reply.reasoning(reasoning);
             }
             if let Some(text) = delta.get("content").and_then(Value::as_str) {
                 reply.text(text);
             }
-            for call in items(&delta, "/tool_calls") {
+            for call in items(delta, "/tool_calls") {
                 let i = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
                 if i > 1024 {
                     return Err(Error::provider(
                         "the provider's stream has an absurd tool call index",
                     ));
                 }
-                let f = call.get("function").cloned().unwrap_or(Value::Null);
+                let f = call.get("function").unwrap_or(&Value::Null);
                 reply.call_piece(
                     i,
                     call.get("id").and_then(Value::as_str),

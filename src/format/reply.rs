@@ -35,9 +35,12 @@ pub fn event_json(event: &StreamEvent) -> Result<Option<Value>> {
     if data.is_empty() {
         return Ok(None);
     }
-    serde_json::from_str(data)
-        .map(Some)
-        .map_err(|e| Error::provider(format!("the provider's stream carried invalid JSON: {e}")))
+    serde_json::from_str(data).map(Some).map_err(invalid_json)
+}
+
+/// The error of a stream event whose data is not the JSON expected.
+pub fn invalid_json(e: serde_json::Error) -> Error {
+    Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
 }
 
 /// One keyed piece of a reply after its text.

@@ -42,12 +42,26 @@ impl RpcPort {
         self.streaming.store(on, Ordering::Relaxed);
     }
 
+    /// Sends `event` as a notification, serialized straight into its frame (no JSON tree in
+    /// between: a turn sends one per streamed chunk).
     fn notify(&self, event: Event) {
-        let mut v = serde_json::to_value(&event)
-            .unwrap_or_else(|e| json!({"method": "$/error", "params": {"message": e.to_string()}}));
-        v["jsonrpc"] = json!("2.0");
+        /// The notification as framed, `jsonrpc` after the method and params.
+        #[derive(serde::Serialize)]
+        struct Framed<'a> {
+            #[serde(flatten)]
+            event: &'a Event,
+            jsonrpc: &'static str,
+        }
+        let framed = Framed {
+            event: &event,
+            jsonrpc: "2.0",
+        };
+        let frame = serde_json::to_string(&framed).unwrap_or_else(|e| {
+            json!({"method": "$/error", "params": {"message": e.to_string()}, "jsonrpc": "2.0"})
+                .to_string()
+        });
         // A closed channel means the client is gone; there is no one left to tell.
-        let _ = self.peer.send(v.to_string());
+        let _ = self.peer.send(frame);
     }
 
     /// Sends the client a request and waits for its answer.

@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{Message, Usage};
+use crate::message::{Message, Role, Usage};
 
 mod listing;
 mod schema;
@@ -222,76 +222,34 @@ impl Store {
         // Immediate: take the write lock first, so a daemon sharing the file waits (busy_timeout)
         // instead of failing when its read snapshot turns stale.
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let title: Option<String> = tx
-            .query_row("SELECT title FROM conversations WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
+        let found: Option<(String, i64)> = tx
+            .prepare_cached(
+                "SELECT title, (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = ?1)
+                 FROM conversations WHERE id = ?1",
+            )?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
-        let Some(title) = title else {
+        let Some((title, seq)) = found else {
             return Err(not_in_history(id));
         };
-        if let Some(system) = system {
-            let json = serde_json::to_string(system).map_err(json_err)?;
-            tx.execute(
-                "UPDATE conversations SET system = ?2 WHERE id = ?1",
-                params![id, json],
-            )?;
-        }
-        let mut seq: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = ?1",
-            [id],
-            |r| r.get(0),
-        )?;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model,
-                    input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )?;
-            for NewMessage {
-                message: m,
-                usage,
-                cost,
-            } in messages
-            {
-                seq += 1;
-                let content = serde_json::to_string(&m).map_err(json_err)?;
-                let json = usage
-                    .map(|u| serde_json::to_string(&u))
-                    .transpose()
-                    .map_err(json_err)?;
-                let count = |n: Option<u64>| n.map(|n| n as i64);
-                insert.execute(params![
-                    id,
-                    seq,
-                    m.role.as_str(),
-                    content,
-                    json,
-                    now,
-                    model,
-                    count(usage.map(|u| u.input_tokens)),
-                    count(usage.map(|u| u.output_tokens)),
-                    count(usage.and_then(|u| u.cache_read_tokens)),
-                    count(usage.and_then(|u| u.cache_write_tokens)),
-                    cost.filter(|_| usage.is_some()),
-                ])?;
-            }
-        }
-        if title.is_empty() {
-            if let Some(first) = messages
-                .iter()
-                .find(|m| m.message.role == crate::message::Role::User)
-            {
-                tx.execute(
-                    "UPDATE conversations SET title = ?2 WHERE id = ?1",
-                    params![id, title_of(&first.message.text())],
-                )?;
-            }
-        }
-        tx.execute(
-            "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
-            params![id, now],
-        )?;
+        // The conversation's row before the messages: once the full-text index has joined the
+        // transaction, each further statement makes FTS5 flush its pending terms into a
+        // segment of their own (a savepoint), so the messages go last, in one statement, and
+        // the index is written once, at commit.
+        let title = title
+            .is_empty()
+            .then(|| messages.iter().find(|m| m.message.role == Role::User))
+            .flatten()
+            .map(|first| title_of(&first.message.text()));
+        let system = system
+            .map(|s| serde_json::to_string(s).map_err(json_err))
+            .transpose()?;
+        tx.prepare_cached(
+            "UPDATE conversations SET updated_at = ?2, title = COALESCE(?3, title),
+                system = COALESCE(?4, system) WHERE id = ?1",
+        )?
+        .execute(params![id, now, title, system])?;
+        insert_messages(&tx, id, seq, model, messages, now)?;
         tx.commit()?;
         Ok(())
     }
@@ -539,6 +497,79 @@ impl Store {
     }
 }
 
+/// Appends `messages` to conversation `id` after `seq`, in one statement (see
+/// [`Store::commit_turn_at`] for why one).
+fn insert_messages(
+    tx: &rusqlite::Transaction,
+    id: &str,
+    seq: i64,
+    model: Option<&str>,
+    messages: &[NewMessage],
+    now: i64,
+) -> Result<()> {
+    // SQLite takes at most 32,766 bound values in a statement: a very long turn takes several.
+    for (i, chunk) in messages.chunks(1000).enumerate() {
+        insert_rows(tx, id, seq + 1000 * i as i64, model, chunk, now)?;
+    }
+    Ok(())
+}
+
+/// One INSERT of up to 1,000 `messages` after `seq`.
+fn insert_rows(
+    tx: &rusqlite::Transaction,
+    id: &str,
+    seq: i64,
+    model: Option<&str>,
+    messages: &[NewMessage],
+    now: i64,
+) -> Result<()> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    const ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    let sql = format!(
+        "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model,
+            input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) VALUES {}",
+        vec![ROW; messages.len()].join(", ")
+    );
+    let mut values: Vec<rusqlite::types::Value> = Vec::with_capacity(12 * messages.len());
+    for (
+        n,
+        NewMessage {
+            message: m,
+            usage,
+            cost,
+        },
+    ) in messages.iter().enumerate()
+    {
+        use rusqlite::types::Value as V;
+        let text = |t: Option<String>| t.map_or(V::Null, V::Text);
+        let count = |n: Option<u64>| n.map_or(V::Null, |n| V::Integer(n as i64));
+        let content = serde_json::to_string(&m).map_err(json_err)?;
+        let usage_json = usage
+            .map(|u| serde_json::to_string(&u))
+            .transpose()
+            .map_err(json_err)?;
+        values.extend([
+            V::Text(id.to_string()),
+            V::Integer(seq + 1 + n as i64),
+            V::Text(m.role.as_str().to_string()),
+            V::Text(content),
+            text(usage_json),
+            V::Integer(now),
+            text(model.map(str::to_string)),
+            count(usage.map(|u| u.input_tokens)),
+            count(usage.map(|u| u.output_tokens)),
+            count(usage.and_then(|u| u.cache_read_tokens)),
+            count(usage.and_then(|u| u.cache_write_tokens)),
+            cost.filter(|_| usage.is_some()).map_or(V::Null, V::Real),
+        ]);
+    }
+    tx.prepare_cached(&sql)?
+        .execute(rusqlite::params_from_iter(values))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,6 +598,40 @@ mod tests {
     fn with_a_turn(s: &Store, id: &str, t: i64) {
         s.commit_turn_at(id, None, None, &[Message::user("hi").into()], t)
             .unwrap();
+    }
+
+    #[test]
+    fn a_turn_is_indexed_in_one_full_text_segment_and_keeps_its_order_title_and_system() {
+        let s = Store::in_memory().unwrap();
+        s.create_conversation(&record("01F0", 1)).unwrap();
+        let turn: Vec<NewMessage> = vec![
+            Message::user("the first question").into(),
+            Message::assistant("an answer").into(),
+        ];
+        let system = Message::system("be brief");
+        s.commit_turn_at("01F0", Some(&system), Some("m1"), &turn, 5)
+            .unwrap();
+        s.commit_turn_at("01F0", None, None, &[Message::user("again").into()], 6)
+            .unwrap();
+        // Each statement after the index joined a transaction would flush it into a segment
+        // of its own: one per turn means the turn's messages went in one statement, last.
+        let segments: i64 = s
+            .conn()
+            .unwrap()
+            .query_row(
+                "SELECT count(DISTINCT segid) FROM message_text_idx",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(segments, 2, "one full-text segment per committed turn");
+        let c = s.conversation("01F0").unwrap().unwrap();
+        assert_eq!((c.title.as_str(), c.updated_at), ("the first question", 6));
+        let (sys, messages) = s.full_history("01F0").unwrap();
+        assert_eq!(sys.map(|m| m.text()).as_deref(), Some("be brief"));
+        let texts: Vec<String> = messages.iter().map(Message::text).collect();
+        assert_eq!(texts, ["the first question", "an answer", "again"]);
+        assert_eq!(s.search("answer", 10, "[", "]").unwrap().len(), 1);
     }
 
     #[test]

@@ -1,15 +1,25 @@
 //! The daemon's methods in one table: each method's name, who sends it, whether it is a
-//! request or a notification, whether it is answered off the read loop, and the Rust types of
-//! its params and result. The list of methods the daemon serves (stdio and WebSocket), the
-//! generated `schemas/` and the method table of `docs/PROTOCOL.md` come from this table (tests
-//! fail when the document, or `dispatch.rs`, disagree with it). It owns no behaviour:
-//! `dispatch.rs` runs each method.
+//! request or a notification, the Rust types of its params and result, and the function of
+//! `handlers.rs` that answers it (run on the read loop, or off it when it waits on a tool
+//! source). Dispatch, the list of methods the daemon serves (stdio and WebSocket), the
+//! generated `schemas/` and the method table of `docs/PROTOCOL.md` come from this table (a test
+//! fails when the document disagrees). It owns the decoding of params and encoding of results
+//! between the wire's JSON and each handler's types; it must never act on the core itself.
 
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
 use schemars::{schema_for, JsonSchema};
-use serde_json::Value;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
 
+use super::errors::{RpcError, INTERNAL_ERROR};
+use super::handlers::{self, Call};
 use super::listings::Components;
 use super::protocol::*;
+use crate::error::Error;
+use crate::session::Framework;
 
 /// Who sends a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,15 +30,28 @@ pub enum Sender {
     Daemon,
 }
 
-/// How a method is answered.
+/// Whether a method is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// A request answered on the read loop, in order.
     Request,
-    /// A request that waits on a tool source: answered off the read loop, when ready.
-    RequestAnsweredLater,
-    /// A notification: no answer.
+    /// No answer.
     Notification,
+}
+
+/// A daemon method's answer, as the wire's JSON.
+pub type Answer = Result<Value, RpcError>;
+/// The answer of a method answered later.
+pub type AnswerFuture = BoxFuture<'static, Answer>;
+
+/// What answers a method.
+pub enum Handler {
+    /// A method the client sends, answered on the read loop, in order.
+    Now(fn(&mut Call, Value) -> Answer),
+    /// A method the client sends that waits on a tool source: answered off the read loop,
+    /// when ready.
+    Later(fn(Arc<Framework>, Value) -> AnswerFuture),
+    /// A method the daemon sends: the client answers it.
+    Client,
 }
 
 /// One method of the protocol.
@@ -40,96 +63,171 @@ pub struct Method {
     pub params: Option<fn() -> Value>,
     /// The schema of its result, when it has one beyond `{}`.
     pub result: Option<fn() -> Value>,
+    pub handler: Handler,
+}
+
+impl Method {
+    /// Whether it is answered off the read loop.
+    pub fn answered_later(&self) -> bool {
+        matches!(self.handler, Handler::Later(_))
+    }
 }
 
 fn s<T: JsonSchema>() -> Value {
     serde_json::to_value(schema_for!(T)).unwrap_or(Value::Null)
 }
 
-const fn method(
-    name: &'static str,
-    sender: Sender,
-    kind: Kind,
-    params: Option<fn() -> Value>,
-    result: Option<fn() -> Value>,
-) -> Method {
-    Method {
-        name,
-        sender,
-        kind,
-        params,
-        result,
-    }
+/// A method's params as its handler takes them (absent params are `{}`).
+pub fn decode<T: DeserializeOwned>(p: Value) -> Result<T, RpcError> {
+    let p = if p.is_null() { json!({}) } else { p };
+    serde_json::from_value(p)
+        .map_err(|e| Error::invalid_params(format!("invalid params: {e}")).into())
 }
 
-use Kind::{Notification, Request, RequestAnsweredLater};
+/// A handler's result as the wire's JSON.
+pub fn encode<T: Serialize>(v: T) -> Answer {
+    serde_json::to_value(v)
+        .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("cannot encode the result: {e}")))
+}
+
+/// A request the client sends, answered on the read loop by `handlers::$f`:
+/// `PARAMS => RESULT`, `PARAMS` alone when it answers `{}`, `=> RESULT` when it takes no
+/// params, nothing for neither.
+macro_rules! request {
+    ($name:literal, $f:ident, $kind:expr, $params:expr, $result:expr) => {
+        Method {
+            name: $name,
+            sender: Client,
+            kind: $kind,
+            params: $params,
+            result: $result,
+            handler: Handler::Now(|cx, p| encode(handlers::$f(cx, decode(p)?)?)),
+        }
+    };
+    ($name:literal, $f:ident, $p:ty => $r:ty) => {
+        request!($name, $f, Request, Some(s::<$p>), Some(s::<$r>))
+    };
+    ($name:literal, $f:ident, => $r:ty) => {
+        request!($name, $f, Request, None, Some(s::<$r>))
+    };
+    ($name:literal, $f:ident, $p:ty) => {
+        request!($name, $f, Request, Some(s::<$p>), None)
+    };
+    ($name:literal, $f:ident) => {
+        request!($name, $f, Request, None, None)
+    };
+}
+
+/// A request the client sends that `handlers::$f` answers off the read loop.
+macro_rules! later {
+    ($name:literal, $f:ident, $p:ty => $r:ty) => {
+        Method {
+            name: $name,
+            sender: Client,
+            kind: Request,
+            params: Some(s::<$p>),
+            result: Some(s::<$r>),
+            handler: Handler::Later(|fw, p| {
+                Box::pin(async move { encode(handlers::$f(fw, decode(p)?).await?) })
+            }),
+        }
+    };
+}
+
+/// A method the daemon sends: a request with its result, or a notification.
+macro_rules! sent {
+    ($name:literal, $p:ty => $r:ty) => {
+        Method {
+            name: $name,
+            sender: Daemon,
+            kind: Request,
+            params: Some(s::<$p>),
+            result: Some(s::<$r>),
+            handler: Handler::Client,
+        }
+    };
+    ($name:literal, $p:ty) => {
+        Method {
+            name: $name,
+            sender: Daemon,
+            kind: Notification,
+            params: Some(s::<$p>),
+            result: None,
+            handler: Handler::Client,
+        }
+    };
+}
+
+use Kind::{Notification, Request};
 use Sender::{Client, Daemon};
 
 /// Every method, in the order `schemas/` lists them.
 #[rustfmt::skip]
 pub const METHODS: &[Method] = &[
-    method("Initialize", Client, Request, Some(s::<InitializeParams>), Some(s::<InitializeResult>)),
-    method("ListComponents", Client, Request, None, Some(s::<Components>)),
-    method("CreateServiceProvider", Client, Request, Some(s::<CreateServiceProviderParams>), None),
-    method("CreateModelConfiguration", Client, Request, Some(s::<CreateModelConfigurationParams>), None),
-    method("RemoveComponent", Client, Request, Some(s::<RemoveComponentParams>), None),
-    method("CreateConversation", Client, Request, Some(s::<CreateConversationParams>), Some(s::<CreateConversationResult>)),
-    method("ResumeConversation", Client, Request, Some(s::<ConversationIdParams>), Some(s::<CreateConversationResult>)),
-    method("RemoveConversation", Client, Request, Some(s::<ConversationIdParams>), None),
-    method("DeleteConversation", Client, Request, Some(s::<ConversationIdParams>), None),
-    method("ListConversations", Client, Request, Some(s::<ListConversationsParams>), Some(s::<ListConversationsResult>)),
-    method("SearchConversations", Client, Request, Some(s::<SearchConversationsParams>), Some(s::<SearchConversationsResult>)),
-    method("GetConversationHistory", Client, Request, Some(s::<GetConversationHistoryParams>), Some(s::<GetConversationHistoryResult>)),
-    method("OnNewMessage", Client, Request, Some(s::<OnNewMessageParams>), Some(s::<TurnIdResult>)),
-    method("CreateAIAgent", Client, Request, Some(s::<CreateAIAgentParams>), Some(s::<AgentIdResult>)),
-    method("RemoveAIAgent", Client, Request, Some(s::<AgentIdParams>), None),
-    method("SendPrompt", Client, Request, Some(s::<SendPromptParams>), Some(s::<RequestIdResult>)),
-    method("GetHistory", Client, Request, Some(s::<AgentIdParams>), Some(s::<Vec<crate::message::Message>>)),
-    method("SetModelParameter", Client, Request, Some(s::<SetModelParameterParams>), None),
-    method("RegisterFeature", Client, Request, Some(s::<RegisterFeatureParams>), None),
-    method("RegisterMiddleware", Client, Request, Some(s::<RegisterMiddlewareParams>), None),
-    method("OnMiddleware", Daemon, Request, Some(s::<OnMiddlewareParams>), Some(s::<OnMiddlewareResult>)),
-    method("OnFeatureResponse", Client, Request, Some(s::<OnFeatureResponseParams>), None),
-    method("Cancel", Client, Request, Some(s::<CancelParams>), Some(s::<CancelResult>)),
-    method("ListTools", Client, RequestAnsweredLater, Some(s::<ListToolsParams>), Some(s::<ListToolsResult>)),
-    method("CallTool", Client, RequestAnsweredLater, Some(s::<CallToolParams>), Some(s::<CallToolResult>)),
-    method("ListResources", Client, RequestAnsweredLater, Some(s::<ListMcpParams>), Some(s::<ListResourcesResult>)),
-    method("ReadResource", Client, RequestAnsweredLater, Some(s::<ReadResourceParams>), Some(s::<ReadResourceResult>)),
-    method("ListPrompts", Client, RequestAnsweredLater, Some(s::<ListMcpParams>), Some(s::<ListPromptsResult>)),
-    method("GetPrompt", Client, RequestAnsweredLater, Some(s::<GetPromptParams>), Some(s::<GetPromptResult>)),
-    method("OnFeatureResponseChunk", Daemon, Notification, Some(s::<FeatureResponseChunk>), None),
-    method("OnReasoningChunk", Daemon, Notification, Some(s::<FeatureResponseChunk>), None),
-    method("OnFeatureResponse", Daemon, Notification, Some(s::<FeatureResponse>), None),
-    method("OnPromptResponseChunk", Daemon, Notification, Some(s::<PromptResponseChunk>), None),
-    method("OnPromptResponse", Daemon, Notification, Some(s::<PromptResponse>), None),
-    method("OnNewMessage", Daemon, Notification, Some(s::<NewMessageToFeature>), None),
-    method("DoAction", Daemon, Notification, Some(s::<DoActionParams>), None),
-    method("OnToolCallChunk", Daemon, Notification, Some(s::<ToolCallChunk>), None),
-    method("RequestConfirmation", Daemon, Request, Some(s::<RequestConfirmationParams>), Some(s::<RequestConfirmationResult>)),
+    request!("Initialize", initialize, InitializeParams => InitializeResult),
+    request!("ListComponents", list_components, => Components),
+    request!("CreateServiceProvider", create_service_provider, CreateServiceProviderParams),
+    request!("CreateModelConfiguration", create_model_configuration, CreateModelConfigurationParams),
+    request!("RemoveComponent", remove_component, RemoveComponentParams),
+    request!("CreateConversation", create_conversation, CreateConversationParams => CreateConversationResult),
+    request!("ResumeConversation", resume_conversation, ConversationIdParams => CreateConversationResult),
+    request!("RemoveConversation", remove_conversation, ConversationIdParams),
+    request!("DeleteConversation", delete_conversation, ConversationIdParams),
+    request!("ListConversations", list_conversations, ListConversationsParams => ListConversationsResult),
+    request!("SearchConversations", search_conversations, SearchConversationsParams => SearchConversationsResult),
+    request!("GetConversationHistory", get_conversation_history, GetConversationHistoryParams => GetConversationHistoryResult),
+    request!("OnNewMessage", on_new_message, OnNewMessageParams => TurnIdResult),
+    request!("CreateAIAgent", create_ai_agent, CreateAIAgentParams => AgentIdResult),
+    request!("RemoveAIAgent", remove_ai_agent, AgentIdParams),
+    request!("SendPrompt", send_prompt, SendPromptParams => RequestIdResult),
+    request!("GetHistory", get_history, AgentIdParams => Vec<crate::message::Message>),
+    request!("SetModelParameter", set_model_parameter, SetModelParameterParams),
+    request!("RegisterFeature", register_feature, RegisterFeatureParams),
+    request!("RegisterMiddleware", register_middleware, RegisterMiddlewareParams),
+    sent!("OnMiddleware", OnMiddlewareParams => OnMiddlewareResult),
+    request!("OnFeatureResponse", on_feature_response, OnFeatureResponseParams),
+    request!("Cancel", cancel, CancelParams => CancelResult),
+    later!("ListTools", list_tools, ListToolsParams => ListToolsResult),
+    later!("CallTool", call_tool, CallToolParams => CallToolResult),
+    later!("ListResources", list_resources, ListMcpParams => ListResourcesResult),
+    later!("ReadResource", read_resource, ReadResourceParams => ReadResourceResult),
+    later!("ListPrompts", list_prompts, ListMcpParams => ListPromptsResult),
+    later!("GetPrompt", get_prompt, GetPromptParams => GetPromptResult),
+    sent!("OnFeatureResponseChunk", FeatureResponseChunk),
+    sent!("OnReasoningChunk", FeatureResponseChunk),
+    sent!("OnFeatureResponse", FeatureResponse),
+    sent!("OnPromptResponseChunk", PromptResponseChunk),
+    sent!("OnPromptResponse", PromptResponse),
+    sent!("OnNewMessage", NewMessageToFeature),
+    sent!("DoAction", DoActionParams),
+    sent!("OnToolCallChunk", ToolCallChunk),
+    sent!("RequestConfirmation", RequestConfirmationParams => RequestConfirmationResult),
     // Without schemas: `$/cancelRequest` takes `{id}` (LSP's), `Shutdown` nothing.
-    method("$/cancelRequest", Client, Notification, None, None),
-    method("Shutdown", Client, Request, None, None),
+    request!("$/cancelRequest", cancel_request, Notification, None, None),
+    request!("Shutdown", shutdown),
 ];
 
-/// The methods a client may send, answered on the read loop (`Session::dispatch`).
+/// The method named `name` that a client may send.
+pub fn served(name: &str) -> Option<&'static Method> {
+    METHODS
+        .iter()
+        .find(|m| m.sender == Client && m.name == name)
+}
+
+/// The methods a client may send, answered on the read loop.
 pub fn served_now() -> impl Iterator<Item = &'static str> {
     METHODS
         .iter()
-        .filter(|m| m.sender == Client && m.kind != RequestAnsweredLater)
+        .filter(|m| matches!(m.handler, Handler::Now(_)))
         .map(|m| m.name)
 }
 
-/// The methods a client may send that wait on a tool source (`dispatch::tool_request`).
+/// The methods a client may send that wait on a tool source.
 pub fn served_later() -> impl Iterator<Item = &'static str> {
     METHODS
         .iter()
-        .filter(|m| m.sender == Client && m.kind == RequestAnsweredLater)
+        .filter(|m| m.answered_later())
         .map(|m| m.name)
-}
-
-/// Whether `name` is answered off the read loop.
-pub fn answered_later(name: &str) -> bool {
-    served_later().any(|m| m == name)
 }
 
 /// The schemas the table gives, by file name (without `.json`): `NAME.params` and
@@ -181,7 +279,7 @@ mod tests {
         let mut doc = documented();
         let mut table: Vec<(String, Sender, bool)> = METHODS
             .iter()
-            .map(|m| (m.name.to_string(), m.sender, m.kind == RequestAnsweredLater))
+            .map(|m| (m.name.to_string(), m.sender, m.answered_later()))
             .collect();
         let key = |m: &(String, Sender, bool)| (m.0.clone(), m.1 == Daemon);
         doc.sort_by_key(key);

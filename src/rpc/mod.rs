@@ -1,12 +1,14 @@
 //! The JSON-RPC 2.0 daemon, a front-end on the core and a method table on the shared JSON-RPC
 //! peer (`crate::peer`: framing, the bounded writer, requests to the client): typed protocol
 //! and its schemas, error codes, the client port that turns core events into notifications,
-//! the dispatcher that turns requests into core calls, and its two transports: stdio
+//! the method table (`methods`) naming the handler of each request (`handlers`), the session
+//! that dispatches by it (`dispatch`), and its two transports: stdio
 //! (`server`) and WebSocket for several clients (`ws`, `genai serve`). Nothing outside this
 //! module (but the command line, which starts it) may use it.
 
 pub mod dispatch;
 pub mod errors;
+pub mod handlers;
 pub mod ids;
 pub mod listings;
 pub mod mcp_protocol;

@@ -498,7 +498,8 @@ impl Store {
 }
 
 /// Appends `messages` to conversation `id` after `seq`, in one statement (see
-/// [`Store::commit_turn_at`] for why one).
+/// [`Store::commit_turn_at`] for why one); SQLite takes at most 32,766 bound values in a
+/// statement, so a very long turn takes one per 1,000 messages.
 fn insert_messages(
     tx: &rusqlite::Transaction,
     id: &str,
@@ -507,66 +508,50 @@ fn insert_messages(
     messages: &[NewMessage],
     now: i64,
 ) -> Result<()> {
-    // SQLite takes at most 32,766 bound values in a statement: a very long turn takes several.
-    for (i, chunk) in messages.chunks(1000).enumerate() {
-        insert_rows(tx, id, seq + 1000 * i as i64, model, chunk, now)?;
-    }
-    Ok(())
-}
-
-/// One INSERT of up to 1,000 `messages` after `seq`.
-fn insert_rows(
-    tx: &rusqlite::Transaction,
-    id: &str,
-    seq: i64,
-    model: Option<&str>,
-    messages: &[NewMessage],
-    now: i64,
-) -> Result<()> {
-    if messages.is_empty() {
-        return Ok(());
-    }
     const ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-    let sql = format!(
-        "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model,
-            input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) VALUES {}",
-        vec![ROW; messages.len()].join(", ")
-    );
-    let mut values: Vec<rusqlite::types::Value> = Vec::with_capacity(12 * messages.len());
-    for (
-        n,
-        NewMessage {
-            message: m,
-            usage,
-            cost,
-        },
-    ) in messages.iter().enumerate()
-    {
-        use rusqlite::types::Value as V;
-        let text = |t: Option<String>| t.map_or(V::Null, V::Text);
-        let count = |n: Option<u64>| n.map_or(V::Null, |n| V::Integer(n as i64));
-        let content = serde_json::to_string(&m).map_err(json_err)?;
-        let usage_json = usage
-            .map(|u| serde_json::to_string(&u))
-            .transpose()
-            .map_err(json_err)?;
-        values.extend([
-            V::Text(id.to_string()),
-            V::Integer(seq + 1 + n as i64),
-            V::Text(m.role.as_str().to_string()),
-            V::Text(content),
-            text(usage_json),
-            V::Integer(now),
-            text(model.map(str::to_string)),
-            count(usage.map(|u| u.input_tokens)),
-            count(usage.map(|u| u.output_tokens)),
-            count(usage.and_then(|u| u.cache_read_tokens)),
-            count(usage.and_then(|u| u.cache_write_tokens)),
-            cost.filter(|_| usage.is_some()).map_or(V::Null, V::Real),
-        ]);
+    for (i, messages) in messages.chunks(1000).enumerate() {
+        let seq = seq + 1000 * i as i64;
+        let sql = format!(
+            "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model,
+                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) VALUES {}",
+            vec![ROW; messages.len()].join(", ")
+        );
+        let mut values: Vec<rusqlite::types::Value> = Vec::with_capacity(12 * messages.len());
+        for (
+            n,
+            NewMessage {
+                message: m,
+                usage,
+                cost,
+            },
+        ) in messages.iter().enumerate()
+        {
+            use rusqlite::types::Value as V;
+            let text = |t: Option<String>| t.map_or(V::Null, V::Text);
+            let count = |n: Option<u64>| n.map_or(V::Null, |n| V::Integer(n as i64));
+            let content = serde_json::to_string(&m).map_err(json_err)?;
+            let usage_json = usage
+                .map(|u| serde_json::to_string(&u))
+                .transpose()
+                .map_err(json_err)?;
+            values.extend([
+                V::Text(id.to_string()),
+                V::Integer(seq + 1 + n as i64),
+                V::Text(m.role.as_str().to_string()),
+                V::Text(content),
+                text(usage_json),
+                V::Integer(now),
+                text(model.map(str::to_string)),
+                count(usage.map(|u| u.input_tokens)),
+                count(usage.map(|u| u.output_tokens)),
+                count(usage.and_then(|u| u.cache_read_tokens)),
+                count(usage.and_then(|u| u.cache_write_tokens)),
+                cost.filter(|_| usage.is_some()).map_or(V::Null, V::Real),
+            ]);
+        }
+        tx.prepare_cached(&sql)?
+            .execute(rusqlite::params_from_iter(values))?;
     }
-    tx.prepare_cached(&sql)?
-        .execute(rusqlite::params_from_iter(values))?;
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use super::super::dispatch::{tool_request, Flow, Session};
+use super::super::dispatch::{Flow, Session};
 use super::super::errors::RpcError;
 use super::super::methods;
 use super::super::port::RpcPort;
@@ -257,9 +257,12 @@ impl Connection {
             })
             .expect("daemon method names are unique");
         }
-        for method in methods::served_later() {
-            m.register_async_method(method, move |p, conn: Arc<Connection>, _| async move {
-                tool_request(&conn.shared.fw, method, params_value(&p))
+        for method in methods::METHODS {
+            let methods::Handler::Later(run) = method.handler else {
+                continue;
+            };
+            m.register_async_method(method.name, move |p, conn: Arc<Connection>, _| async move {
+                run(conn.shared.fw.clone(), params_value(&p))
                     .await
                     .map_err(to_error)
             })

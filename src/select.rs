@@ -78,6 +78,16 @@ pub struct Listed {
     pub registered: Components,
 }
 
+impl From<Components> for Listed {
+    /// The registered components alone, with no default.
+    fn from(registered: Components) -> Self {
+        Listed {
+            default: None,
+            registered,
+        }
+    }
+}
+
 /// The environment variables that select a built-in provider when nothing else chooses one,
 /// in this order.
 const ZERO_CONFIG_ENV: &[(&str, &[&str])] = &[

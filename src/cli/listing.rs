@@ -5,7 +5,7 @@
 //! changing these.
 
 use genai::message::{Message, Usage};
-use genai::{provider, registry, select, store, tools};
+use genai::{provider, select, store, tools};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -126,17 +126,6 @@ pub struct ModelInfo {
     pub origin: String,
 }
 
-impl From<registry::Components> for Components {
-    /// The registered components alone, with no default.
-    fn from(registered: registry::Components) -> Self {
-        select::Listed {
-            default: None,
-            registered,
-        }
-        .into()
-    }
-}
-
 impl From<select::Listed> for Components {
     fn from(listed: select::Listed) -> Self {
         let c = listed.registered;
@@ -246,8 +235,9 @@ parameters = { temperature = 0.2, max_tokens = 300 }
         .unwrap();
         let registry = Registry::from_config(&config).unwrap();
         genai::feature::register_builtin(&registry);
-        let ours = pretty(&Components::from(registry.components().unwrap()));
-        let daemons = pretty(&listings::Components::from(registry.components().unwrap()));
+        let listed = || select::Listed::from(registry.components().unwrap());
+        let ours = pretty(&Components::from(listed()));
+        let daemons = pretty(&listings::Components::from(listed()));
         assert!(ours.contains("\"facts\""), "{ours}");
         assert_eq!(ours, daemons);
 

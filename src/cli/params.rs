@@ -6,6 +6,7 @@
 
 use genai::error::{Error, ErrorKind};
 use genai::registry::Registry;
+use genai::select::Listed;
 use serde_json::{Map, Value};
 
 #[derive(clap::Args)]
@@ -22,7 +23,7 @@ pub struct Args {
 
 /// The format kinds as `ListComponents` reports them, keeping only `format` when given.
 fn formats(only: Option<&str>) -> Result<Vec<Value>, Error> {
-    let kinds = super::listing::Components::from(Registry::new().components()?).kinds;
+    let kinds = super::listing::Components::from(Listed::from(Registry::new().components()?)).kinds;
     let all: Vec<Value> = kinds["modelConfigurations"]
         .as_array()
         .cloned()

@@ -79,6 +79,7 @@ pub const SPEC: FormatSpec = FormatSpec {
     parameters: PARAMETERS,
     images: ImageSupport::INLINE,
     native_tools: true,
+    special: &[],
 };
 
 impl Format for BedrockConverse {

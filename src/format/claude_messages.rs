@@ -20,7 +20,7 @@ use super::schema::{ToolChoice, TOOL_CHOICE};
 use super::wire::{arguments_object, content_blocks, str_field, BlockShapes, ImageFields};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    Parameters, ReplyBuilder, Request, StreamDecoder, StreamEvent,
+    ReplyBuilder, Request, SpecialParameter, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -87,21 +87,16 @@ pub const SPEC: FormatSpec = FormatSpec {
     parameters: PARAMETERS,
     images: ImageSupport::ALL,
     native_tools: true,
+    // `thinking` also takes a budget or `false`.
+    special: &[SpecialParameter {
+        name: "thinking",
+        check: thinking_value,
+    }],
 };
 
 impl Format for ClaudeMessages {
     fn spec(&self) -> &'static FormatSpec {
         &SPEC
-    }
-
-    /// `thinking` also takes a budget or `false`, which the spec table cannot say: it is
-    /// checked here; everything else against the table.
-    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
-        if name.eq_ignore_ascii_case("thinking") && !value.is_null() {
-            parameters::store(parameters, "thinking", thinking_value(value)?);
-            return Ok(());
-        }
-        parameters::set_checked(FORMAT, PARAMETERS, parameters, name, value)
     }
 
     fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {

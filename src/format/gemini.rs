@@ -16,15 +16,14 @@
 
 use serde_json::{json, Map, Value};
 
-use super::parameters::{self, with_stops};
+use super::parameters::with_stops;
 use super::reply::{body_json, event_json};
 use super::sampling;
 use super::schema::{gemini_subset, ResponseSchema, ToolChoice, TOOL_CHOICE};
 use super::wire::{items, object_parameter, str_at, text_of, CallNames};
-use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
+    ReplyBuilder, Request, SpecialParameter, StreamDecoder, StreamEvent, ToolSpec,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
@@ -159,23 +158,17 @@ pub const SPEC: FormatSpec = FormatSpec {
     // can fetch).
     images: ImageSupport::ALL,
     native_tools: true,
+    // `safety_settings` is a list in the API: a list, an object of category → threshold, or
+    // either as JSON text is taken and stored as the list.
+    special: &[SpecialParameter {
+        name: "safety_settings",
+        check: safety_settings,
+    }],
 };
 
 impl Format for Gemini {
     fn spec(&self) -> &'static FormatSpec {
         &SPEC
-    }
-
-    /// `safety_settings` is a list in the API, which the spec table cannot say: a list, an
-    /// object of category → threshold, or either as JSON text is taken here and stored as the
-    /// list. Everything else is checked against the table.
-    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
-        if name.eq_ignore_ascii_case("safety_settings") && !value.is_null() {
-            let list = safety_settings(value)?;
-            parameters.insert("safety_settings".into(), list);
-            return Ok(());
-        }
-        parameters::set_checked(FORMAT, PARAMETERS, parameters, name, value)
     }
 
     fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {

@@ -156,6 +156,7 @@ pub const SPEC: FormatSpec = FormatSpec {
     parameters: PARAMETERS,
     images: ImageSupport::NONE,
     native_tools: false,
+    special: &[],
 };
 
 impl Format for HttpTemplate {

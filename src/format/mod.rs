@@ -224,6 +224,16 @@ pub struct FormatSpec {
     /// Whether the format sends tools and reads tool calls natively (else the caller uses a
     /// text protocol, and `prepare` refuses tools).
     pub native_tools: bool,
+    /// The parameters that take more than one JSON type, which `parameters` cannot say: each
+    /// is checked by its own function instead.
+    pub special: &'static [SpecialParameter],
+}
+
+/// A parameter checked by its format's own function, which turns a value into the one stored.
+#[derive(Debug, Clone, Copy)]
+pub struct SpecialParameter {
+    pub name: &'static str,
+    pub check: fn(Value) -> Result<Value>,
 }
 
 /// One wire format. Implementations are unit structs: everything a request needs comes in as
@@ -236,10 +246,21 @@ pub trait Format: Send + Sync {
         self.spec().name
     }
     /// Sets `name` in `parameters` after checking its name (case-insensitively), type and
-    /// range; `null` removes it. The error names the accepted parameters.
+    /// range, or by its own check when it is special; `null` removes it. The error names the
+    /// accepted parameters.
     fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
         let spec = self.spec();
-        parameters::set_checked(spec.name, spec.parameters, parameters, name, value)
+        match spec
+            .special
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
+        {
+            Some(special) if !value.is_null() => {
+                parameters::store(parameters, special.name, (special.check)(value)?);
+                Ok(())
+            }
+            _ => parameters::set_checked(spec.name, spec.parameters, parameters, name, value),
+        }
     }
     /// Which image parts this format carries with these parameters.
     fn images(&self, _parameters: &Parameters) -> ImageSupport {

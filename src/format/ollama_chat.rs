@@ -14,7 +14,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::parameters::{self, with_stops};
+use super::parameters::with_stops;
 use super::reply::{body_json, event_json};
 use super::sampling;
 use super::schema::{ToolChoice, TOOL_CHOICE};
@@ -22,10 +22,9 @@ use super::wire::{
     arguments_object, chat_message, function_tools, items, object_parameter, str_at, text_of,
     CallNames,
 };
-use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
-    ReplyBuilder, Request, StreamDecoder, StreamEvent, ToolSpec,
+    ReplyBuilder, Request, SpecialParameter, StreamDecoder, StreamEvent, ToolSpec,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Usage};
@@ -192,26 +191,26 @@ pub const SPEC: FormatSpec = FormatSpec {
     parameters: PARAMETERS,
     images: ImageSupport::INLINE,
     native_tools: true,
+    // These take more than one JSON type.
+    special: &[
+        SpecialParameter {
+            name: "format",
+            check: |v| special_value("format", v),
+        },
+        SpecialParameter {
+            name: "keep_alive",
+            check: |v| special_value("keep_alive", v),
+        },
+        SpecialParameter {
+            name: "think",
+            check: |v| special_value("think", v),
+        },
+    ],
 };
 
 impl Format for OllamaChat {
     fn spec(&self) -> &'static FormatSpec {
         &SPEC
-    }
-
-    /// `format`, `keep_alive` and `think` take more than one JSON type, which the spec table
-    /// cannot say: they are checked here; everything else against the table.
-    fn set_parameter(&self, parameters: &mut Parameters, name: &str, value: Value) -> Result<()> {
-        let special = ["format", "keep_alive", "think"]
-            .into_iter()
-            .find(|n| n.eq_ignore_ascii_case(name));
-        match special {
-            Some(n) if !value.is_null() => {
-                parameters::store(parameters, n, special_value(n, value)?);
-                Ok(())
-            }
-            _ => parameters::set_checked(FORMAT, PARAMETERS, parameters, name, value),
-        }
     }
 
     fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {

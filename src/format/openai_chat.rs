@@ -94,6 +94,7 @@ pub const SPEC: FormatSpec = FormatSpec {
     parameters: PARAMETERS,
     images: ImageSupport::ALL,
     native_tools: true,
+    special: &[],
 };
 
 impl Format for OpenAiChat {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{BuildContext, Capabilities, Helpers, Kind, Middleware, TextCache};
+use super::{BuildContext, Capabilities, Helpers, Kind, Middleware, Request, TextCache};
 use crate::error::Result;
 use crate::message::{Message, Part, Role};
 
@@ -119,22 +119,17 @@ impl DescribeImages {
 
 #[async_trait]
 impl Middleware for DescribeImages {
-    async fn on_request(
-        &self,
-        messages: Vec<Message>,
-        model: &Capabilities,
-        notes: &mut Vec<String>,
-    ) -> Result<Vec<Message>> {
+    async fn on_request(&self, request: Request<'_>) -> Result<Vec<Message>> {
         let mut count = Count::default();
-        let mut out = Vec::with_capacity(messages.len());
-        for mut m in messages {
+        let mut out = Vec::with_capacity(request.messages.len());
+        for mut m in request.messages {
             m.content = self
-                .parts(std::mem::take(&mut m.content), model, &mut count)
+                .parts(std::mem::take(&mut m.content), request.model, &mut count)
                 .await?;
             out.push(m);
         }
         if count.described > 0 {
-            notes.push(format!(
+            request.notes.push(format!(
                 "{} image(s) described by agent {} ({} from the cache)",
                 count.described, self.agent, count.cached
             ));

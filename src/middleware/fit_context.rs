@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::{BuildContext, Capabilities, Helpers, Kind, Middleware, TextCache};
+use super::{BuildContext, Capabilities, Helpers, Kind, Middleware, Request, TextCache};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role};
 
@@ -180,13 +180,9 @@ impl FitContext {
 
 #[async_trait]
 impl Middleware for FitContext {
-    async fn on_request(
-        &self,
-        messages: Vec<Message>,
-        model: &Capabilities,
-        notes: &mut Vec<String>,
-    ) -> Result<Vec<Message>> {
-        let (budget, how) = self.budget(model)?;
+    async fn on_request(&self, request: Request<'_>) -> Result<Vec<Message>> {
+        let (budget, how) = self.budget(request.model)?;
+        let messages = request.messages;
         let total: usize = messages.iter().map(estimate).sum();
         if total <= budget {
             return Ok(messages);
@@ -233,7 +229,7 @@ impl Middleware for FitContext {
             }
         };
         out.extend(rest.into_iter().skip(cut));
-        notes.push(format!(
+        request.notes.push(format!(
             "{action} the {turns_dropped} oldest turn(s) ({} messages, about {} tokens) to fit {budget} tokens ({how})",
             dropped.len(),
             total - kept

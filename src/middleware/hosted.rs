@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Capabilities, Middleware};
+use super::{Middleware, Request};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::Message;
 
@@ -57,17 +57,12 @@ impl Hosted {
 
 #[async_trait]
 impl Middleware for Hosted {
-    async fn on_request(
-        &self,
-        messages: Vec<Message>,
-        model: &Capabilities,
-        notes: &mut Vec<String>,
-    ) -> Result<Vec<Message>> {
+    async fn on_request(&self, request: Request<'_>) -> Result<Vec<Message>> {
         let call = MiddlewareCall {
             name: self.name.clone(),
-            messages,
-            format: model.format.to_string(),
-            model: model.model.clone(),
+            messages: request.messages,
+            format: request.model.format.to_string(),
+            model: request.model.model.clone(),
         };
         let sent = call.messages.len();
         let answer = tokio::time::timeout(self.timeout, self.port.middleware(call))
@@ -84,7 +79,9 @@ impl Middleware for Hosted {
                 "the client answered with no message to send",
             ));
         }
-        notes.push(format!("{sent} messages in, {} out", answer.len()));
+        request
+            .notes
+            .push(format!("{sent} messages in, {} out", answer.len()));
         Ok(answer)
     }
 }

@@ -46,17 +46,22 @@ pub trait Helpers: Send + Sync {
     async fn ask_agent(&self, agent: &str, prompt: Vec<Message>) -> Result<String>;
 }
 
+/// One request as a middleware sees it.
+pub struct Request<'a> {
+    /// The messages about to be sent (a copy: the stored history stays as it is).
+    pub messages: Vec<Message>,
+    /// The model they go to.
+    pub model: &'a Capabilities,
+    /// What the middleware did, one line each (counts and actions, never the content it
+    /// removed; the chain names the middleware).
+    pub notes: &'a mut Vec<String>,
+}
+
 /// One middleware of a chain.
 #[async_trait]
 pub trait Middleware: Send + Sync {
-    /// The messages to send instead of `messages`; what it did goes in `notes`, one line each
-    /// (counts and actions, never the content it removed; the chain names the middleware).
-    async fn on_request(
-        &self,
-        messages: Vec<Message>,
-        model: &Capabilities,
-        notes: &mut Vec<String>,
-    ) -> Result<Vec<Message>>;
+    /// The messages to send instead of the request's.
+    async fn on_request(&self, request: Request<'_>) -> Result<Vec<Message>>;
     /// Sees the model's reply before it is stored and shown whole (by default, leaves it).
     async fn on_reply(&self, _reply: &mut ModelReply, _notes: &mut Vec<String>) -> Result<()> {
         Ok(())
@@ -104,7 +109,12 @@ impl Chain {
     ) -> Result<Vec<Message>> {
         for link in &self.links {
             let mut own = Vec::new();
-            let done = link.middleware.on_request(messages, model, &mut own).await;
+            let request = Request {
+                messages,
+                model,
+                notes: &mut own,
+            };
+            let done = link.middleware.on_request(request).await;
             notes.extend(own.iter().map(|n| link.say(n)));
             messages = done.map_err(|e| Error::new(e.kind, link.say(&e.message)))?;
         }

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use regex::Regex;
 use serde_json::Value;
 
-use super::{BuildContext, Capabilities, Kind, Middleware};
+use super::{BuildContext, Kind, Middleware, Request};
 use crate::error::Result;
 use crate::format::ModelReply;
 use crate::message::{Message, Part};
@@ -128,18 +128,14 @@ fn summary(counts: &Counts) -> String {
 
 #[async_trait]
 impl Middleware for Redact {
-    async fn on_request(
-        &self,
-        mut messages: Vec<Message>,
-        _: &Capabilities,
-        notes: &mut Vec<String>,
-    ) -> Result<Vec<Message>> {
+    async fn on_request(&self, request: Request<'_>) -> Result<Vec<Message>> {
+        let mut messages = request.messages;
         let mut counts = Counts::new();
         for m in &mut messages {
             self.parts(&mut m.content, &mut counts);
         }
         if !counts.is_empty() {
-            notes.push(summary(&counts));
+            request.notes.push(summary(&counts));
         }
         Ok(messages)
     }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{BuildContext, Capabilities, Helpers, Middleware, TextCache, KINDS};
+use super::{BuildContext, Capabilities, Helpers, Middleware, Request, TextCache, KINDS};
 use crate::error::Result;
 use crate::format::ImageSupport;
 use crate::message::Message;
@@ -89,6 +89,11 @@ pub async fn run(
     model: &Capabilities,
 ) -> Result<(Vec<Message>, Vec<String>)> {
     let mut notes = Vec::new();
-    let sent = m.on_request(messages, model, &mut notes).await?;
+    let request = Request {
+        messages,
+        model,
+        notes: &mut notes,
+    };
+    let sent = m.on_request(request).await?;
     Ok((sent, notes))
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::message::{Message, Usage};
-use crate::{provider, registry, select, store, tools};
+use crate::{provider, select, store, tools};
 
 /// One conversation as stored.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -161,17 +161,6 @@ pub struct ModelInfo {
     pub model: String,
     pub parameters: Map<String, Value>,
     pub origin: String,
-}
-
-impl From<registry::Components> for Components {
-    /// The registered components alone, with no default.
-    fn from(registered: registry::Components) -> Self {
-        select::Listed {
-            default: None,
-            registered,
-        }
-        .into()
-    }
 }
 
 impl From<select::Listed> for Components {

@@ -122,6 +122,24 @@ impl From<rusqlite::Error> for Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The root of what went wrong under `e` (a transport error's own text names only the
+/// request). A TLS certificate this machine does not trust is said plainly, with the way out.
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    let text = cur.to_string();
+    if text.contains("invalid peer certificate") {
+        format!(
+            "{text}: the server's TLS certificate is not trusted on this machine (add its CA to \
+             the system's certificates, or point SSL_CERT_FILE at a file that holds it)"
+        )
+    } else {
+        text
+    }
+}
+
 /// The names an error lists as the known ones: `a, b, c`, or `none`.
 pub fn known<I: IntoIterator<Item = S>, S: std::fmt::Display>(names: I) -> String {
     let v: Vec<String> = names.into_iter().map(|s| s.to_string()).collect();

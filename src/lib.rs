@@ -6,7 +6,7 @@
 //! `provider` and `format` (requests on the wire of each service), `registry` and `select`
 //! (which components answer), `store` (the history), `config`, `secrets`, `models` and
 //! `download` (local models), and the small shared pieces (`message`, `error`, `pricing`,
-//! `redact`, `file_context`, `process`, `suggest`).
+//! `redact`, `file_context`, `process`, `suggest`, `tls`).
 //!
 //! The **front-ends** are thin adapters on the core, each speaking one protocol: `rpc` (the
 //! daemon's JSON-RPC and `genai serve`), `acp` (Agent Client Protocol) and `lsp` (Language
@@ -37,6 +37,7 @@ pub mod select;
 pub mod session;
 pub mod store;
 pub(crate) mod suggest;
+pub mod tls;
 pub mod tools;
 
 // The front-ends.

@@ -30,7 +30,7 @@ pub async fn download(
     too_big: impl Fn(Option<u64>) -> Error,
 ) -> Result<Fetched, Error> {
     let refuse = |msg: String| Error::new(ErrorKind::InvalidParams, msg);
-    let client = reqwest::Client::builder()
+    let client = genai::tls::with_system_roots(reqwest::Client::builder())
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(60))
         .redirect(reqwest::redirect::Policy::limited(5))

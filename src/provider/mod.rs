@@ -208,9 +208,16 @@ impl Timeouts {
         }
     }
 
-    /// An HTTP client with these timeouts.
-    pub fn client(&self) -> Result<reqwest::Client> {
-        reqwest::Client::builder()
+    /// An HTTP client with these timeouts; one for `https` trusts the system's authorities too
+    /// (`crate::tls`).
+    pub fn client(&self, https: bool) -> Result<reqwest::Client> {
+        let builder = reqwest::Client::builder();
+        let builder = if https {
+            crate::tls::with_system_roots(builder)
+        } else {
+            builder
+        };
+        builder
             .connect_timeout(self.connect)
             .read_timeout(self.read)
             .timeout(self.total)
@@ -235,25 +242,17 @@ pub fn transport_error(provider: &str, url: &str, e: reqwest::Error) -> Error {
     if e.is_connect() {
         return Error::provider(format!(
             "{provider}: cannot connect to{url}: {}",
-            root_cause(&e)
+            crate::error::root_cause(&e)
         ));
     }
     if e.is_body() || e.is_decode() {
         return Error::provider(format!(
             "{provider}: the connection broke while reading the answer from{url}: {}",
-            root_cause(&e)
+            crate::error::root_cause(&e)
         ));
     }
     Error::provider(format!(
         "{provider}: request to{url} failed: {}",
-        root_cause(&e)
+        crate::error::root_cause(&e)
     ))
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
 }

@@ -453,7 +453,7 @@ impl Endpoint {
             read: Duration::from_secs(10),
             total: Duration::from_secs(15),
         };
-        let mut req = timeouts.client()?.get(url);
+        let mut req = timeouts.client(url.starts_with("https:"))?.get(url);
         if let (Auth::Bearer { .. }, Some(key)) = (self.kind.auth, self.key.get().await?) {
             req = req.bearer_auth(key.expose());
         }

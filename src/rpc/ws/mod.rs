@@ -145,6 +145,12 @@ async fn accept(
                 continue;
             }
         };
+        // Frames go out as soon as they are written: with Nagle's algorithm a notification
+        // waited for the client's delayed ACK, about 40 ms a turn (jsonrpsee sets this only on
+        // the connections it accepts itself).
+        if let Err(e) = socket.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
         // Each connection has its own stop handle (a slow client is stopped alone) that the
         // server's stop also triggers.
         let (conn_stop, conn_handle) = stop_channel();

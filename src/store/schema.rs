@@ -121,12 +121,6 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE conversations ADD COLUMN response_schema TEXT;",
 ];
 
-/// What [`MIGRATIONS`] build, in one step, for a new database (a new file, or the in-memory
-/// store of `genai ask --no-log`). Run one by one, every `ALTER TABLE` makes SQLite read the
-/// whole schema again and reconnect the full-text index: about four times the work, which was
-/// most of a `--no-log` start. It must always build what the migrations build (the test
-/// `a_new_store_has_the_schema_the_migrations_build` compares them); a new migration is
-/// appended to [`MIGRATIONS`] and its result written here.
 /// The tables and indexes of [`SCHEMA`], without its full-text index.
 macro_rules! tables {
     () => {
@@ -161,6 +155,12 @@ macro_rules! tables {
     };
 }
 
+/// What [`MIGRATIONS`] build, in one step, for a new database (a new file, or the in-memory
+/// store of `genai ask --no-log`). Run one by one, every `ALTER TABLE` makes SQLite read the
+/// whole schema again and reconnect the full-text index: about four times the work, which was
+/// most of a `--no-log` start. It must always build what the migrations build (the test
+/// `a_new_store_has_the_schema_the_migrations_build` compares them); a new migration is
+/// appended to [`MIGRATIONS`] and its result written here.
 pub(super) const SCHEMA: &str = concat!(
     tables!(),
     "

@@ -60,6 +60,15 @@ pub struct Config {
     /// Where `genai keys set` stores keys: `[keys]`.
     #[serde(default)]
     pub keys: KeysConfig,
+    /// What tool calls may do without asking: `[permissions]` (mode, allow, ask, deny).
+    #[serde(default)]
+    pub permissions: crate::permission::PermissionsConfig,
+    /// Commands run before and after tool calls, on a prompt and at a turn's end: `[hooks]`.
+    #[serde(default)]
+    pub hooks: crate::hooks::HooksConfig,
+    /// How long the files' checkpoints are kept: `[checkpoints]`.
+    #[serde(default)]
+    pub checkpoints: crate::checkpoint::CheckpointConfig,
 }
 
 /// `[keys]`: where `genai keys set` stores a key.

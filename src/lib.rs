@@ -3,10 +3,12 @@
 //!
 //! The **core** runs conversations and keeps their history; its one entry is
 //! [`session::Framework`]: `session` (the entry), `agent`, `feature`, `middleware`, `tools`,
-//! `provider` and `format` (requests on the wire of each service), `registry` and `select`
-//! (which components answer), `store` (the history), `config`, `secrets`, `models` and
-//! `download` (local models), and the small shared pieces (`message`, `error`, `pricing`,
-//! `redact`, `file_context`, `process`, `suggest`, `tls`).
+//! `workspace` (the built-in tools on the user's files), `permission` (what a tool call may
+//! do), `checkpoint` (undo) and `hooks`, `provider` and `format` (requests on the wire of each
+//! service), `registry` and `select` (which components answer), `store` (the history),
+//! `config`, `secrets`, `models` and `download` (local models), and the small shared pieces
+//! (`message`, `error`, `pricing`, `redact`, `fetch`, `file_context`, `process`, `suggest`,
+//! `tls`).
 //!
 //! The **front-ends** are thin adapters on the core, each speaking one protocol: `rpc` (the
 //! daemon's JSON-RPC and `genai serve`), `acp` (Agent Client Protocol) and `lsp` (Language
@@ -17,16 +19,20 @@
 
 // The core.
 pub mod agent;
+pub mod checkpoint;
 pub mod config;
 pub mod download;
 pub mod error;
 pub mod feature;
+pub mod fetch;
 pub mod file_context;
 pub mod format;
+pub mod hooks;
 pub mod message;
 pub mod middleware;
 pub mod models;
 pub mod peer;
+pub mod permission;
 pub mod pricing;
 pub(crate) mod process;
 pub mod provider;
@@ -39,6 +45,7 @@ pub mod store;
 pub(crate) mod suggest;
 pub mod tls;
 pub mod tools;
+pub mod workspace;
 
 // The front-ends.
 pub mod acp;

@@ -229,9 +229,30 @@ impl AcpAgent {
     fn new_session(&self, r: NewSessionRequest) -> Result<Value, AcpError> {
         let cwd = absolute(&r.cwd)?;
         let servers = mcp_servers(r.mcp_servers)?;
+        // An ACP agent acts: the workspace's tools, the config's enabled sources and the
+        // client's servers.
+        let config = self.fw.config();
+        let tools: Vec<String> = std::iter::once(crate::workspace::SOURCE.to_string())
+            .chain(
+                config
+                    .plugins
+                    .iter()
+                    .filter(|(_, p)| p.enabled)
+                    .map(|(n, _)| n.clone()),
+            )
+            .chain(
+                config
+                    .mcp_servers
+                    .iter()
+                    .filter(|(_, m)| m.enabled)
+                    .map(|(n, _)| n.clone()),
+            )
+            .chain(servers.keys().cloned())
+            .collect();
         let spec = ConversationSpec {
             cwd: Some(cwd.clone()),
             mcp_servers: servers.clone(),
+            tools: Some(tools),
             ..Default::default()
         };
         let open = self.fw.create_conversation(spec, self.port.clone())?;

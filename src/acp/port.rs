@@ -21,7 +21,8 @@ use serde_json::{json, Value};
 use super::connection::Connection;
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::{
-    ClientPort, Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef,
+    ClientPort, Confirmation, HostedTurn, PermissionAnswer, PermissionAsk, PromptEvent, PromptRef,
+    TurnEvent, TurnRef,
 };
 use crate::feature::TurnOutcome;
 use crate::message::Usage;
@@ -234,6 +235,61 @@ impl ClientPort for SessionPort {
         Ok(match answer.outcome {
             RequestPermissionOutcome::Selected(s) => &*s.option_id.0 == ALLOW,
             _ => false,
+        })
+    }
+
+    async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer> {
+        let fields = ToolCallUpdateFields::new()
+            .title(ask.title.clone())
+            .kind(tool_kind(&ask.tool))
+            .raw_input(ask.arguments.clone());
+        let choices = [
+            (
+                PermissionAnswer::AllowOnce,
+                "Allow once".to_string(),
+                PermissionOptionKind::AllowOnce,
+            ),
+            (
+                PermissionAnswer::AllowAlways,
+                format!("Always allow ({})", ask.always_rule),
+                PermissionOptionKind::AllowAlways,
+            ),
+            (
+                PermissionAnswer::RejectOnce,
+                "Reject".to_string(),
+                PermissionOptionKind::RejectOnce,
+            ),
+            (
+                PermissionAnswer::RejectAlways,
+                "Always reject in this session".to_string(),
+                PermissionOptionKind::RejectAlways,
+            ),
+        ];
+        let request = RequestPermissionRequest::new(
+            ask.turn.conversation_id.clone(),
+            ToolCallUpdate::new(ask.tool_call_id.clone(), fields),
+            choices
+                .iter()
+                .map(|(a, name, kind)| PermissionOption::new(a.as_str(), name.clone(), *kind))
+                .collect(),
+        );
+        let answer = self
+            .conn
+            .request("session/request_permission", request)
+            .await
+            .map_err(|e| Error::new(ErrorKind::FeatureError, e.message))?;
+        let answer: RequestPermissionResponse = serde_json::from_value(answer).map_err(|e| {
+            Error::new(
+                ErrorKind::FeatureError,
+                format!("the client's answer to session/request_permission is not one: {e}"),
+            )
+        })?;
+        Ok(match answer.outcome {
+            RequestPermissionOutcome::Selected(s) => {
+                PermissionAnswer::from_name(&s.option_id.0).unwrap_or(PermissionAnswer::RejectOnce)
+            }
+            // Cancelled: the turn is being cancelled; the call does not run.
+            _ => PermissionAnswer::RejectOnce,
         })
     }
 }

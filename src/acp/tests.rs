@@ -268,7 +268,7 @@ async fn a_turn_streams_and_its_session_is_listed_and_replayed_after_a_restart()
         .any(|o| o["id"] == "model" && o["currentValue"] == "scripted:m"));
     assert!(options
         .iter()
-        .any(|o| o["id"] == "mode" && o["currentValue"] == "assistant"));
+        .any(|o| o["id"] == "mode" && o["currentValue"] == "tools"));
     let (r, _) = c.call("session/close", json!({"sessionId": id})).await;
     assert_eq!(r["result"], json!({}));
     let (r, _) = c.call("session/close", json!({"sessionId": id})).await;

@@ -183,6 +183,21 @@ impl AIAgent {
         Ok(())
     }
 
+    /// Keeps the permission decisions of a turn's tool calls with the conversation's history
+    /// (nothing for an agent without one).
+    pub fn record_decisions(
+        &self,
+        turn_id: &str,
+        decisions: &[crate::store::DecisionRecord],
+    ) -> Result<()> {
+        match &self.persistence {
+            Some(p) => p
+                .store
+                .record_decisions(&p.conversation_id, turn_id, decisions),
+            None => Ok(()),
+        }
+    }
+
     /// The history, system message first.
     pub fn history(&self) -> Result<Vec<Message>> {
         let h = self

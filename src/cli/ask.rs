@@ -118,8 +118,11 @@ async fn ask(args: Args) -> Result<i32, Error> {
     } else {
         Store::open(&paths.history_db())?
     };
-    let fw =
-        Arc::new(Framework::new(config, registry, Arc::new(store)).with_prompt_timeout(timeout));
+    let fw = Arc::new(
+        Framework::new(config, registry, Arc::new(store))
+            .with_home(&paths)
+            .with_prompt_timeout(timeout),
+    );
     let _closing = CloseAtEnd(fw.clone());
     let terminal: Arc<dyn ClientPort> =
         Arc::new(Terminal::new(!args.no_stream && !args.json, flags.yes));
@@ -176,6 +179,8 @@ async fn ask(args: Args) -> Result<i32, Error> {
             "usage": last.usage,
             "cost": last.cost,
             "finishReason": last.finish_reason,
+            // What the feature did: tool calls, permission decisions, notes.
+            "details": last.detailed,
         });
         outln!("{v}");
     }

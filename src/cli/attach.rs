@@ -43,8 +43,8 @@ pub async fn load_all(specs: &[String]) -> Result<Vec<Part>, Error> {
 
 async fn load(spec: &str) -> Result<Part, Error> {
     let lower = spec.to_ascii_lowercase();
-    let bytes = if super::fetch::is_url(spec) {
-        super::fetch::download(spec, "attachment", MAX_ATTACHMENT_BYTES, |size| {
+    let bytes = if genai::fetch::is_url(spec) {
+        genai::fetch::download(spec, "attachment", MAX_ATTACHMENT_BYTES, |size| {
             too_big(spec, size)
         })
         .await?

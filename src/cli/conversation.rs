@@ -11,7 +11,7 @@ use std::sync::Arc;
 use genai::error::{Error, ErrorKind};
 use genai::feature::port::ClientPort;
 use genai::select::ModelChoice;
-use genai::session::{ConversationSpec, Framework, OpenConversation};
+use genai::session::{ConversationSpec, Framework, OpenConversation, PermissionFlags};
 use serde_json::Value;
 
 /// The flags of a conversation on the terminal.
@@ -71,6 +71,18 @@ pub struct ConversationArgs {
     /// terminal, and refuses when there is none).
     #[arg(long)]
     pub yes: bool,
+    /// What tool calls may do without asking: read-only (no edits, no commands), ask (reads
+    /// run; edits and commands ask), edit (edits run; commands ask) or full. Default: the
+    /// config's `[permissions] mode`, else ask.
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<genai::permission::Mode>,
+    /// A rule whose calls run without asking (repeatable), such as
+    /// --allow 'run_command(cargo test*)' or --allow 'edit_file(src/**)'.
+    #[arg(long, value_name = "RULE")]
+    pub allow: Vec<String>,
+    /// A rule whose calls are refused (repeatable); deny beats ask beats allow.
+    #[arg(long, value_name = "RULE")]
+    pub deny: Vec<String>,
 }
 
 /// Closes every conversation of the process for good when dropped
@@ -165,6 +177,14 @@ impl ConversationArgs {
             model: model.map_or(ModelChoice::Default, ModelChoice::Named),
             system_prompt: self.system.clone(),
             ephemeral,
+            cwd: std::env::current_dir()
+                .ok()
+                .map(|d| d.to_string_lossy().into_owned()),
+            permissions: PermissionFlags {
+                mode: self.mode,
+                allow: self.allow.clone(),
+                deny: self.deny.clone(),
+            },
             ..Default::default()
         };
         fw.create_conversation(spec, port)

@@ -64,7 +64,7 @@ pub fn load(specs: &[String]) -> Result<Loaded, Error> {
             }
             let text = as_text("stdin", bytes)?;
             reader.add("stdin", "", text)?;
-        } else if super::fetch::is_url(spec) {
+        } else if genai::fetch::is_url(spec) {
             let (lang, text) = fetch_text(spec)?;
             reader.add(spec, lang, text)?;
         } else {
@@ -213,37 +213,20 @@ fn fetch_text(url: &str) -> Result<(&'static str, String), Error> {
                 .enable_all()
                 .build()
                 .map_err(|e| Error::internal(format!("cannot start a download: {e}")))?;
-            rt.block_on(super::fetch::download(url, "file", MAX_FILE_BYTES, |n| {
+            rt.block_on(genai::fetch::download(url, "file", MAX_FILE_BYTES, |n| {
                 too_big(url, n)
             }))
         })
         .join()
         .map_err(|_| Error::internal("the download thread failed"))?
     })?;
-    let mime = fetched.content_type.unwrap_or_default();
-    let essence = mime
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    match essence.as_str() {
-        "text/html" | "application/xhtml+xml" => {
-            let text = html2text::config::plain()
-                .string_from_read(&fetched.bytes[..], 100)
-                .map_err(|e| refuse(format!("cannot read the HTML of {url}: {e}")))?;
-            Ok(("", text))
-        }
-        "text/plain" | "text/markdown" | "text/x-markdown" => {
-            Ok((language_of_mime(&essence), as_text(url, fetched.bytes)?))
-        }
-        "" => Err(refuse(format!(
-            "{url} gave no Content-Type: genai reads HTML, plain text and Markdown from a URL"
-        ))),
-        other => Err(refuse(format!(
-            "{url} is {other}: genai reads HTML, plain text and Markdown from a URL (images go with -a)"
-        ))),
-    }
+    let (essence, text) = genai::fetch::page_text(url, fetched)?;
+    // HTML came out as text: it is fenced as plain text.
+    let language = match essence.as_str() {
+        "text/html" | "application/xhtml+xml" => "",
+        other => language_of_mime(other),
+    };
+    Ok((language, text))
 }
 
 #[cfg(test)]

@@ -246,6 +246,7 @@ parameters = { temperature = 0.2, max_tokens = 300 }
             description: "The weather".into(),
             input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
             source: "plugin:weather".into(),
+            read_only: false,
         };
         assert_eq!(
             pretty(&vec![Tool::from(tool())]),

@@ -10,7 +10,7 @@ use genai::store::Store;
 pub async fn run() -> Result<(), Error> {
     let (paths, config, registry) = super::load()?;
     let store = Store::open(&paths.history_db())?;
-    let fw = Arc::new(Framework::new(config, registry, Arc::new(store)));
+    let fw = Arc::new(Framework::new(config, registry, Arc::new(store)).with_home(&paths));
     genai::lsp::serve(
         fw,
         paths.data_dir.clone(),

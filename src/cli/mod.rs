@@ -15,7 +15,6 @@ mod components;
 mod config;
 mod conversation;
 mod daemon;
-mod fetch;
 mod files;
 mod keys;
 mod listing;
@@ -29,6 +28,7 @@ mod serve;
 mod sessions;
 mod stdio;
 mod turn;
+mod undo;
 mod usage;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -67,6 +67,11 @@ enum Command {
     Sessions(sessions::Command),
     /// Tokens and cost from the history, by model, day or conversation.
     Usage(usage::Args),
+    /// Put back the files a turn's tools changed, byte for byte (default: the last turn that
+    /// changed files).
+    Undo(undo::UndoArgs),
+    /// List the turns whose tools changed files, newest first, for `genai undo --turn`.
+    Checkpoints(undo::ListArgs),
     /// Show registered kinds and named instances.
     Components {
         /// Print JSON instead of tables.
@@ -181,7 +186,9 @@ where
 {
     let (paths, config, registry) = load()?;
     let store = std::sync::Arc::new(genai::store::Store::open(&paths.history_db())?);
-    let fw = std::sync::Arc::new(genai::session::Framework::new(config, registry, store));
+    let fw = std::sync::Arc::new(
+        genai::session::Framework::new(config, registry, store).with_home(&paths),
+    );
     tracing::info!("{what} ready; history at {}", paths.history_db().display());
     let served = serve(fw.clone())
         .await
@@ -271,6 +278,8 @@ pub fn run() -> i32 {
         Command::Serve(args) => runtime().block_on(serve::run(args)),
         Command::Sessions(c) => sessions::run(c),
         Command::Usage(args) => usage::run(args),
+        Command::Undo(args) => undo::run_undo(args),
+        Command::Checkpoints(args) => undo::run_list(args),
         Command::Components { json } => components::run(json),
         Command::Params(args) => params::run(args),
         Command::Keys(c) => keys::run(c),

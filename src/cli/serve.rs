@@ -63,7 +63,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
         check_web_root(dir)?;
     }
     let store = Store::open(&paths.history_db())?;
-    let fw = Arc::new(Framework::new(config, registry, Arc::new(store)));
+    let fw = Arc::new(Framework::new(config, registry, Arc::new(store)).with_home(&paths));
     let options = Options {
         listen: args.listen,
         token,

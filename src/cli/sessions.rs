@@ -172,7 +172,20 @@ pub fn run(c: Command) -> Result<(), Error> {
             let rec = store.conversation(&id)?.map(Conversation::from);
             let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
             let messages: Vec<StoredMessage> = messages.into_iter().map(Into::into).collect();
-            super::print_json(&serde_json::json!({"conversation": rec, "messages": messages}));
+            let decisions: Vec<serde_json::Value> = store
+                .decisions(&id)?
+                .into_iter()
+                .map(|(turn, d)| {
+                    serde_json::json!({"turnId": turn, "toolCallId": d.call_id, "tool": d.tool,
+                        "argument": d.argument, "decision": d.decision, "by": d.by})
+                })
+                .collect();
+            let mut shown = serde_json::json!({"conversation": rec, "messages": messages});
+            // The permission decisions of its tool calls, when it made some.
+            if !decisions.is_empty() {
+                shown["decisions"] = decisions.into();
+            }
+            super::print_json(&shown);
         }
         Command::Export {
             id,
@@ -241,6 +254,14 @@ pub fn run(c: Command) -> Result<(), Error> {
                     });
                 }
                 outln!("[{}{by}] {}\n", m.message.role.as_str(), m.message.text());
+            }
+            let decisions = store.decisions(&id)?;
+            if !decisions.is_empty() {
+                outln!("Permission decisions:");
+                for (turn, d) in decisions {
+                    outln!("  turn {turn}: {}", d.detail());
+                }
+                outln!();
             }
             if !spent.is_empty() {
                 let total = genai::store::UsageRow::total("", &spent);

@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use genai::agent::AIAgent;
 use genai::error::Error;
 use genai::feature::port::{
-    ClientPort, Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef,
+    ClientPort, Confirmation, HostedTurn, PermissionAnswer, PermissionAsk, PromptEvent, PromptRef,
+    TurnEvent, TurnRef,
 };
 use genai::feature::TurnOutcome;
 use genai::message::{Message, Role};
@@ -54,6 +55,49 @@ impl ClientPort for Terminal {
             .await
             .map_err(|e| Error::internal(format!("asking on the terminal failed: {e}")))
     }
+
+    async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer, Error> {
+        let yes = self.yes;
+        tokio::task::spawn_blocking(move || permission_on_tty(&ask, yes))
+            .await
+            .map_err(|e| Error::internal(format!("asking on the terminal failed: {e}")))?
+    }
+}
+
+/// Asks on the terminal whether a tool call may run: `--yes` allows it once; without a
+/// terminal nobody can answer (an error: the call is refused and the model told so).
+fn permission_on_tty(ask: &PermissionAsk, yes: bool) -> Result<PermissionAnswer, Error> {
+    if yes {
+        eprintln!("genai: {} (allowed by --yes)", ask.title);
+        return Ok(PermissionAnswer::AllowOnce);
+    }
+    let Ok(mut tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        eprintln!(
+            "genai: {} refused: no terminal to ask on (--yes allows, --allow RULE allows one kind)",
+            ask.title
+        );
+        return Err(Error::new(
+            genai::error::ErrorKind::FeatureError,
+            "no terminal to ask on",
+        ));
+    };
+    let _ = write!(
+        tty,
+        "\n{} ({})\nAllow? [y]es, [n]o, [a]lways ({}): ",
+        ask.title, ask.reason, ask.always_rule
+    );
+    let _ = tty.flush();
+    let mut line = String::new();
+    let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(tty), &mut line);
+    Ok(match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => PermissionAnswer::AllowOnce,
+        "a" | "always" => PermissionAnswer::AllowAlways,
+        _ => PermissionAnswer::RejectOnce,
+    })
 }
 
 /// Answers a tool's confirmation request: `--yes`, else a question on the terminal, else no.

@@ -10,6 +10,7 @@
 
 pub mod assistant;
 pub mod external;
+pub mod guard;
 pub mod port;
 pub mod tools;
 
@@ -191,6 +192,9 @@ pub struct FeatureContext<'a> {
     pub toolbox: &'a Arc<Toolbox>,
     /// The conversation's tool selection, when it names one.
     pub tools: Option<&'a [String]>,
+    /// What every tool call passes (the permission policy, hooks, checkpoints) and the
+    /// workspace; given to the features that take tools.
+    pub guard: Option<&'a Arc<guard::Guard>>,
 }
 
 /// A built-in feature: a row of the feature table.

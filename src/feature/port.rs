@@ -104,6 +104,69 @@ pub struct Confirmation {
     pub tool_call_id: Option<String>,
 }
 
+/// A tool call the permission policy says to ask the user about.
+#[derive(Debug, Clone)]
+pub struct PermissionAsk {
+    pub turn: TurnRef,
+    /// The id of the tool call (as in `TurnEvent::ToolStarted`).
+    pub tool_call_id: String,
+    /// The tool's own name (`SOURCE.function`).
+    pub tool: String,
+    /// What it acts on: the root-relative path, the command line, the URL.
+    pub subject: Option<String>,
+    /// The call's whole arguments.
+    pub arguments: Value,
+    /// One line for the user: `Run \`cargo test\``, `Edit src/main.rs`, ...
+    pub title: String,
+    /// Why it asks (the rule or the mode).
+    pub reason: String,
+    /// The rule an "allow always" answer saves for this project.
+    pub always_rule: String,
+}
+
+/// The user's answer to a [`PermissionAsk`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    AllowOnce,
+    /// Allow, and save [`PermissionAsk::always_rule`] for this project.
+    AllowAlways,
+    RejectOnce,
+    /// Reject, and ask no more in this conversation about calls the same rule would cover.
+    RejectAlways,
+}
+
+impl PermissionAnswer {
+    pub fn allows(self) -> bool {
+        matches!(
+            self,
+            PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways
+        )
+    }
+
+    /// The answer's name on the wire and in the details: `allow_once`, `allow_always`,
+    /// `reject_once`, `reject_always`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionAnswer::AllowOnce => "allow_once",
+            PermissionAnswer::AllowAlways => "allow_always",
+            PermissionAnswer::RejectOnce => "reject_once",
+            PermissionAnswer::RejectAlways => "reject_always",
+        }
+    }
+
+    /// The answer named `name` ([`PermissionAnswer::as_str`]).
+    pub fn from_name(name: &str) -> Option<PermissionAnswer> {
+        [
+            PermissionAnswer::AllowOnce,
+            PermissionAnswer::AllowAlways,
+            PermissionAnswer::RejectOnce,
+            PermissionAnswer::RejectAlways,
+        ]
+        .into_iter()
+        .find(|a| a.as_str() == name)
+    }
+}
+
 /// The core's way out to a front-end. Calls that only tell (`turn_event`, `prompt_event`,
 /// `hosted_turn`) must not block: a port queues or prints and returns.
 #[async_trait]
@@ -118,6 +181,17 @@ pub trait ClientPort: Send + Sync {
     fn hosted_turn(&self, turn: HostedTurn);
     /// Asks the user to confirm; an error when nobody can answer (taken as a refusal).
     async fn confirm(&self, request: Confirmation) -> Result<bool>;
+    /// Asks the user whether a tool call may run; an error when nobody can answer (the call is
+    /// refused and the model is told so). By default nobody can.
+    async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer> {
+        Err(Error::new(
+            crate::error::ErrorKind::FeatureError,
+            format!(
+                "no one to ask whether {} may run: this client cannot answer permission requests",
+                ask.tool
+            ),
+        ))
+    }
     /// Runs a middleware this client registered on a request's messages and returns the
     /// messages to send; an error fails the request. By default the client hosts none.
     async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>> {

@@ -18,6 +18,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
 
+use super::guard::{DecisionRecord, Guard};
 use super::port::Confirmation;
 use super::{
     Answer, BuiltinFeature, Feature, FeatureContext, ReplyLines, Turn, TurnEvent, TurnOutcome,
@@ -25,8 +26,11 @@ use super::{
 use crate::agent::{Delta, OnDelta, ToolLoop};
 use crate::config::ToolMode;
 use crate::format::{ToolCallDelta, ToolSpec};
-use crate::message::Part;
+use crate::message::{Message, Part};
+use crate::tools::plugin::ModuleAnswer;
 use crate::tools::toolbox::Toolbox;
+use crate::tools::Tool;
+use crate::workspace::{self, Workspace};
 
 pub const NAME: &str = "tools";
 
@@ -40,23 +44,41 @@ pub const FEATURE: BuiltinFeature = BuiltinFeature {
 
 fn build(c: &FeatureContext<'_>) -> crate::error::Result<Arc<dyn Feature>> {
     if let Some(t) = c.tools {
-        c.toolbox.check_selection(t)?;
+        let others: Vec<String> = t.iter().filter(|n| !is_workspace(n)).cloned().collect();
+        c.toolbox.check_selection(&others)?;
     }
+    let guard = c.guard.cloned().ok_or_else(|| {
+        crate::error::Error::internal("the tools feature was built without its guard")
+    })?;
     Ok(Arc::new(Tools::new(
         c.toolbox.clone(),
+        guard,
         c.tools.map(<[String]>::to_vec),
         c.config.and_then(|f| f.max_steps),
         c.config.and_then(|f| f.mode),
     )))
 }
 
+/// Whether a selection's entry names the workspace source or one of its tools.
+pub fn is_workspace(name: &str) -> bool {
+    name == workspace::SOURCE
+        || name
+            .strip_prefix(workspace::SOURCE)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
 /// Rounds of tool calls in one turn before the model's reply is taken as final, unless
 /// `[features.tools] max_steps` says otherwise.
 pub const MAX_STEPS: usize = 8;
 
+/// How many times in a turn a stop hook may send the model back to work.
+const STOP_HOOK_ROUNDS: usize = 3;
+
 /// The `tools` feature of one conversation.
 pub struct Tools {
     pub toolbox: Arc<Toolbox>,
+    /// The permission policy, hooks and checkpoints every call passes; the workspace.
+    pub guard: Arc<Guard>,
     /// The sources or tools this conversation may use; `None`: the enabled sources.
     pub selection: Option<Vec<String>>,
     /// Rounds of tool calls per turn.
@@ -65,21 +87,26 @@ pub struct Tools {
     pub mode: ToolMode,
     /// A tool asked for the user's next message (collect mode): the tool and its link.
     pub collect: Mutex<Option<(String, String)>>,
+    /// The guard's notes were given (they go with the first turn's details).
+    noted: std::sync::atomic::AtomicBool,
 }
 
 impl Tools {
     pub fn new(
         toolbox: Arc<Toolbox>,
+        guard: Arc<Guard>,
         selection: Option<Vec<String>>,
         max_steps: Option<usize>,
         mode: Option<ToolMode>,
     ) -> Tools {
         Tools {
             toolbox,
+            guard,
             selection,
             max_steps: max_steps.unwrap_or(MAX_STEPS),
             mode: mode.unwrap_or_default(),
             collect: Mutex::new(None),
+            noted: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -177,15 +204,74 @@ fn wire_name(name: &str) -> String {
     name.replace('.', "__")
 }
 
+impl Tools {
+    /// The messages of a prompt: the system prompt with the project's instructions
+    /// (`AGENTS.md`) when the workspace is on, then `message`.
+    fn prompt(&self, turn: &Turn, message: Message) -> Vec<Message> {
+        let system = match (turn.system_prompt.as_deref(), self.guard.context()) {
+            (Some(s), Some(c)) => Some(format!("{s}\n\n{c}")),
+            (s, c) => s.or(c).map(str::to_string),
+        };
+        system
+            .map(Message::system)
+            .into_iter()
+            .chain(std::iter::once(message))
+            .collect()
+    }
+
+    /// The tools of the conversation's selection: the workspace's when it is on, and those of
+    /// the toolbox's sources.
+    async fn tools(&self) -> (Vec<Tool>, Vec<crate::tools::toolbox::SourceError>) {
+        let others: Option<Vec<String>> = self
+            .selection
+            .as_ref()
+            .map(|s| s.iter().filter(|n| !is_workspace(n)).cloned().collect());
+        let (mut tools, errors) = match &others {
+            Some(o) if o.is_empty() => (Vec::new(), Vec::new()),
+            _ => self.toolbox.list(others.as_deref()).await,
+        };
+        if self.guard.workspace().is_some() {
+            let wanted = |t: &Tool| {
+                self.selection
+                    .as_ref()
+                    .is_none_or(|s| s.iter().any(|n| n == workspace::SOURCE || n == &t.name))
+            };
+            let mut own: Vec<Tool> = Workspace::tools().into_iter().filter(wanted).collect();
+            own.append(&mut tools);
+            tools = own;
+        }
+        (tools, errors)
+    }
+}
+
 #[async_trait]
 impl Feature for Tools {
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome {
-        let (tools, errors) = self.toolbox.list(self.selection.as_deref()).await;
+        let (tools, errors) = self.tools().await;
         let mut detailed: Vec<String> = errors
             .iter()
             .map(|e| format!("tool source {} unavailable: {}", e.source, e.message))
             .collect();
+        if !self.noted.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            detailed.extend(self.guard.notes().iter().cloned());
+        }
         detailed.extend(turn.agent.take_notes());
+        let prompt_notes = match self
+            .guard
+            .prompt_submitted(turn, &turn.message.text())
+            .await
+        {
+            Ok(notes) => notes,
+            Err(reason) => {
+                return TurnOutcome::failed(crate::error::Error::new(
+                    crate::error::ErrorKind::FeatureError,
+                    format!("a user_prompt_submit hook blocked this message: {reason}"),
+                ))
+            }
+        };
+        let offered: HashMap<String, Tool> =
+            tools.iter().map(|t| (t.name.clone(), t.clone())).collect();
+        let decisions: Arc<Mutex<Vec<DecisionRecord>>> = Arc::default();
         let names: HashMap<String, String> = tools
             .iter()
             .map(|t| (wire_name(&t.name), t.name.clone()))
@@ -201,6 +287,8 @@ impl Feature for Tools {
         let log: Arc<Mutex<Vec<String>>> = Arc::default();
         let asks: Arc<Mutex<Asks>> = Arc::default();
         let toolbox = self.toolbox.clone();
+        let guard = &self.guard;
+        let (offered, decisions_ref) = (&offered, &decisions);
         let run = |calls: Vec<(String, String, Value)>| -> BoxFuture<'_, Vec<Part>> {
             let (toolbox, names, log, asks) = (toolbox.clone(), &names, log.clone(), asks.clone());
             async move {
@@ -213,7 +301,15 @@ impl Feature for Tools {
                             name: name.clone(),
                             arguments: args.clone(),
                         });
-                        let answer = toolbox.call(&name, &args).await;
+                        let answer: crate::error::Result<ModuleAnswer> = Ok(guard
+                            .call(
+                                turn,
+                                &toolbox,
+                                (&id, &name, &args),
+                                offered.get(&name),
+                                decisions_ref,
+                            )
+                            .await);
                         let images = match &answer {
                             Ok(a) if !a.is_error => a.images.clone(),
                             _ => Vec::new(),
@@ -305,7 +401,10 @@ impl Feature for Tools {
             };
             message.content.push(Part::text(note));
         }
-        let prompt = turn.prompt_with(message);
+        for note in prompt_notes {
+            message.content.push(Part::text(note));
+        }
+        let prompt = self.prompt(turn, message);
         let filter = Mutex::new(MarkerFilter::default());
         let is_marker = |candidate: &str| {
             asks.lock().is_ok_and(|a| {
@@ -331,7 +430,7 @@ impl Feature for Tools {
         } else {
             None
         };
-        let result = turn
+        let mut result = turn
             .agent
             .send_prompt_as(
                 prompt,
@@ -341,6 +440,35 @@ impl Feature for Tools {
                 turn.response_schema.as_deref(),
             )
             .await;
+        // A stop hook may send the model back to work, a few times at most.
+        for again in 0..STOP_HOOK_ROUNDS {
+            if result.is_err() {
+                break;
+            }
+            let Some(reason) = self.guard.stopping(turn, again > 0).await else {
+                break;
+            };
+            detailed.push(format!("a stop hook sent the model on: {reason}"));
+            let next = self.prompt(turn, Message::user(format!("(A stop hook says:) {reason}")));
+            result = turn
+                .agent
+                .send_prompt_as(
+                    next,
+                    on_delta,
+                    &turn.cancel,
+                    Some(&tool_loop),
+                    turn.response_schema.as_deref(),
+                )
+                .await;
+        }
+        let decisions = std::mem::take(&mut *decisions.lock().unwrap_or_else(|e| e.into_inner()));
+        detailed.extend(decisions.iter().map(DecisionRecord::detail));
+        if let Err(e) = turn.agent.record_decisions(&turn.id.turn_id, &decisions) {
+            detailed.push(format!(
+                "the permission decisions could not be kept: {}",
+                e.message
+            ));
+        }
         let rest = filter.lock().map(|mut f| f.flush()).unwrap_or_default();
         if !rest.is_empty() {
             turn.chunk(&rest);

@@ -19,7 +19,9 @@ use crate::format::ResponseSchema;
 use crate::message::Message;
 use crate::peer::Peer;
 use crate::select::ModelChoice;
-use crate::session::{CancelTarget, ConversationSpec, FeatureReply, Framework, OpenConversation};
+use crate::session::{
+    CancelTarget, ConversationSpec, FeatureReply, Framework, OpenConversation, PermissionFlags,
+};
 
 /// What the read loop does after a message.
 pub enum Flow {
@@ -140,6 +142,16 @@ pub fn create_conversation(
         ephemeral: p.ephemeral,
         tools: p.tools,
         response_schema: ResponseSchema::given(p.response_schema, p.response_schema_name)?,
+        cwd: p.cwd.or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .map(|d| d.to_string_lossy().into_owned())
+        }),
+        permissions: PermissionFlags {
+            mode: p.mode,
+            allow: p.allow,
+            deny: p.deny,
+        },
         ..Default::default()
     };
     Ok(cx.fw.create_conversation(spec, cx.port.clone())?.into())
@@ -179,6 +191,21 @@ pub fn list_conversations(
     Ok(ListConversationsResult {
         conversations: conversations.into_iter().map(Into::into).collect(),
         next_cursor,
+    })
+}
+
+pub fn undo(cx: &mut Call, p: UndoParams) -> Answer<crate::checkpoint::Undone> {
+    let target = crate::checkpoint::UndoTarget {
+        conversation: p.conversation_id,
+        turn: p.turn_id,
+    };
+    Ok(cx.fw.undo(target, p.force)?)
+}
+
+pub fn list_checkpoints(cx: &mut Call, p: ListCheckpointsParams) -> Answer<ListCheckpointsResult> {
+    let limit = p.limit.unwrap_or(20).clamp(1, 200);
+    Ok(ListCheckpointsResult {
+        turns: cx.fw.checkpoints(p.conversation_id.as_deref(), limit)?,
     })
 }
 

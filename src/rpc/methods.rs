@@ -187,6 +187,8 @@ pub const METHODS: &[Method] = &[
     sent!("OnMiddleware", OnMiddlewareParams => OnMiddlewareResult),
     request!("OnFeatureResponse", on_feature_response, OnFeatureResponseParams),
     request!("Cancel", cancel, CancelParams => CancelResult),
+    request!("Undo", undo, UndoParams => crate::checkpoint::Undone),
+    request!("ListCheckpoints", list_checkpoints, ListCheckpointsParams => ListCheckpointsResult),
     later!("ListTools", list_tools, ListToolsParams => ListToolsResult),
     later!("CallTool", call_tool, CallToolParams => CallToolResult),
     later!("ListResources", list_resources, ListMcpParams => ListResourcesResult),

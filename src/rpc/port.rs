@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use super::protocol::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::{
-    ClientPort, Confirmation, HostedTurn, MiddlewareCall, PromptEvent, PromptRef, TurnEvent,
-    TurnRef,
+    ClientPort, Confirmation, HostedTurn, MiddlewareCall, PermissionAnswer, PermissionAsk,
+    PromptEvent, PromptRef, TurnEvent, TurnRef,
 };
 use crate::feature::TurnOutcome;
 use crate::message::Message;
@@ -186,8 +186,10 @@ impl ClientPort for RpcPort {
             conversation_id: c.turn.conversation_id,
             turn_id: c.turn.turn_id,
             text: c.text,
-            link: c.link,
+            link: Some(c.link),
             tool: c.tool,
+            tool_call_id: c.tool_call_id,
+            permission: None,
         };
         let answer = self
             .request(
@@ -196,6 +198,50 @@ impl ClientPort for RpcPort {
             )
             .await?;
         Ok(answer.get("confirmed").and_then(Value::as_bool) == Some(true))
+    }
+
+    async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer> {
+        let options = [
+            PermissionAnswer::AllowOnce,
+            PermissionAnswer::AllowAlways,
+            PermissionAnswer::RejectOnce,
+            PermissionAnswer::RejectAlways,
+        ];
+        let params = RequestConfirmationParams {
+            conversation_id: ask.turn.conversation_id,
+            turn_id: ask.turn.turn_id,
+            text: ask.title,
+            link: None,
+            tool: ask.tool,
+            tool_call_id: Some(ask.tool_call_id),
+            permission: Some(PermissionRequest {
+                subject: ask.subject,
+                arguments: ask.arguments,
+                reason: ask.reason,
+                rule: ask.always_rule,
+                options: options.iter().map(|o| o.as_str().to_string()).collect(),
+            }),
+        };
+        let answer = self
+            .request(
+                "RequestConfirmation",
+                serde_json::to_value(params).unwrap_or_default(),
+            )
+            .await?;
+        let answer: RequestConfirmationResult = serde_json::from_value(answer).map_err(|e| {
+            Error::invalid_params(format!(
+                "the answer to RequestConfirmation is not {{confirmed, option?}}: {e}"
+            ))
+        })?;
+        match answer.option.as_deref() {
+            Some(name) => PermissionAnswer::from_name(name).ok_or_else(|| {
+                Error::invalid_params(format!(
+                    "`{name}` is not an option of this RequestConfirmation: allow_once, allow_always, reject_once or reject_always"
+                ))
+            }),
+            None if answer.confirmed => Ok(PermissionAnswer::AllowOnce),
+            None => Ok(PermissionAnswer::RejectOnce),
+        }
     }
 
     async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>> {

@@ -133,6 +133,19 @@ pub struct CreateConversationParams {
     /// once with the errors, and fails when it still does not match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_schema: Option<Value>,
+    /// The folder the workspace tools work in (default: the daemon's working directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The permission mode of tool calls: `read-only`, `ask`, `edit` or `full` (default: the
+    /// config's, else `ask`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::permission::Mode>,
+    /// Rules whose calls run without asking, such as `run_command(cargo test*)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    /// Rules whose calls are refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
     /// The schema's name as the APIs get it (letters, digits, `_`, `-`; default `response`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_schema_name: Option<String>,
@@ -517,18 +530,81 @@ pub enum Event {
 pub struct RequestConfirmationParams {
     pub conversation_id: String,
     pub turn_id: String,
-    /// What the tool says about the operation.
+    /// What the tool says about the operation; for a permission, one line such as
+    /// `Run \`cargo test\``.
     pub text: String,
-    /// The link the daemon POSTs when the user confirms.
-    pub link: String,
-    /// The tool that asks.
+    /// The link the daemon POSTs when the user confirms (a plugin module's confirmation);
+    /// absent when the permission policy asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// The tool that asks, or that asks to run.
     pub tool: String,
+    /// The id of the tool call (as in `OnToolCallChunk`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Present when the permission policy asks whether a tool call may run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<PermissionRequest>,
+}
+
+/// What a permission ask adds to `RequestConfirmation`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRequest {
+    /// What the call acts on: the root-relative path, the command line or the URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The call's arguments.
+    pub arguments: Value,
+    /// Why it asks: the rule or the mode.
+    pub reason: String,
+    /// The rule `allow_always` saves for this project.
+    pub rule: String,
+    /// The answers the client may give in `option`: `allow_once`, `allow_always`,
+    /// `reject_once`, `reject_always`.
+    pub options: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestConfirmationResult {
+    /// Yes or no; for a permission, `true` alone is `allow_once`.
     pub confirmed: bool,
+    /// For a permission: one of its `options` (it wins over `confirmed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option: Option<String>,
+}
+
+/// `Undo`: put back the files one turn's tools changed (default: the newest turn not yet
+/// undone, of `conversationId` when given).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UndoParams {
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    /// A turn id or a unique prefix.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Restore files changed since the turn too.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `ListCheckpoints`: the turns whose tools changed files, newest first.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListCheckpointsParams {
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    /// At most this many (default 20, at most 200).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListCheckpointsResult {
+    pub turns: Vec<crate::checkpoint::TurnChanges>,
 }
 
 /// `DoAction` (notification): the model's reply triggered an action a tool offered

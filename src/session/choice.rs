@@ -48,7 +48,13 @@ impl Framework {
         })?;
         if let Some(feature) = choice.feature {
             let toolbox = self.toolbox_for(mcp_servers)?;
-            self.feature(&feature, rec.tools.as_deref(), &toolbox)?;
+            self.feature(
+                &feature,
+                rec.tools.as_deref(),
+                &toolbox,
+                rec.cwd.as_deref(),
+                &Default::default(),
+            )?;
             rec.feature = feature;
         }
         if let Some(model) = &choice.model {

@@ -10,6 +10,7 @@
 //! `prompts`, fill-in-the-middle completion in `infill`, client-hosted features in `hosted`, and every rule of which model runs in
 //! `crate::select`. It must never speak a wire format: front-ends translate for it.
 
+mod acting;
 mod choice;
 mod conversation;
 mod handover;
@@ -21,6 +22,7 @@ mod queries;
 mod resume;
 mod turn_stream;
 
+pub use acting::{project_context, PermissionFlags};
 pub use queries::Page;
 
 use std::collections::{BTreeMap, HashMap};
@@ -69,6 +71,8 @@ pub struct ConversationSpec {
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// The JSON Schema every reply must match (structured output).
     pub response_schema: Option<crate::format::ResponseSchema>,
+    /// The client's permission mode and rules for this conversation's tool calls.
+    pub permissions: PermissionFlags,
 }
 
 /// An open conversation as its client sees it.
@@ -114,6 +118,8 @@ pub struct Framework {
     texts: Arc<crate::middleware::TextCache>,
     /// The prices of models (the config's over the built-in table), for each turn's cost.
     prices: crate::pricing::Prices,
+    /// Where checkpoints and saved permission rules live (`with_home`).
+    home: Option<crate::feature::guard::GuardHome>,
 }
 
 fn new_id() -> String {
@@ -156,6 +162,7 @@ impl Framework {
             middleware_hosts: Mutex::new(HashMap::new()),
             texts: Arc::new(Default::default()),
             prices,
+            home: None,
         }
     }
 
@@ -256,11 +263,15 @@ impl Framework {
 
     /// The feature of a conversation, with the system prompt its config gives; `tools` is the
     /// conversation's tool selection (only a feature that takes tools accepts one).
+    /// `cwd` is the conversation's root and `flags` the client's permission flags, for the
+    /// guard of a feature that takes tools.
     fn feature(
         &self,
         name: &str,
         tools: Option<&[String]>,
         toolbox: &Arc<Toolbox>,
+        cwd: Option<&str>,
+        flags: &PermissionFlags,
     ) -> Result<(Arc<dyn Feature>, Option<String>)> {
         let info = self.registry.feature(name)?;
         let config = self.config.features.get(name);
@@ -272,11 +283,16 @@ impl Framework {
                 feature::tools::NAME
             )));
         }
+        let guard = match builtin {
+            Some(b) if b.takes_tools => Some(self.guard(cwd, tools, flags)?),
+            _ => None,
+        };
         let f = match builtin {
             Some(b) => (b.build)(&FeatureContext {
                 config,
                 toolbox,
                 tools,
+                guard: guard.as_ref(),
             })?,
             None => self.hosted_feature(name)?,
         };
@@ -303,8 +319,13 @@ impl Framework {
             .or_else(|| (!spec.mcp_servers.is_empty()).then(|| feature::tools::NAME.to_string()))
             .unwrap_or_else(|| feature::assistant::NAME.to_string());
         let toolbox = self.toolbox_for(&spec.mcp_servers)?;
-        let (feature, feature_system) =
-            self.feature(&feature_name, spec.tools.as_deref(), &toolbox)?;
+        let (feature, feature_system) = self.feature(
+            &feature_name,
+            spec.tools.as_deref(),
+            &toolbox,
+            spec.cwd.as_deref(),
+            &spec.permissions,
+        )?;
         sel.response_schema = spec.response_schema.clone();
         sel.system_prompt = spec
             .system_prompt

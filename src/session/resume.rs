@@ -173,14 +173,19 @@ impl Framework {
         port: Arc<dyn ClientPort>,
     ) -> Result<OpenConversation> {
         let id = rec.id.clone();
-        let (feature, feature_system) =
-            match self.feature(&rec.feature, rec.tools.as_deref(), &toolbox) {
-                Ok(f) => f,
-                Err(e) => {
-                    self.forget_agent(&agent.id);
-                    return Err(e);
-                }
-            };
+        let (feature, feature_system) = match self.feature(
+            &rec.feature,
+            rec.tools.as_deref(),
+            &toolbox,
+            rec.cwd.as_deref(),
+            &Default::default(),
+        ) {
+            Ok(f) => f,
+            Err(e) => {
+                self.forget_agent(&agent.id);
+                return Err(e);
+            }
+        };
         self.open(
             id,
             agent,

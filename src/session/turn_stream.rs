@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
 use crate::feature::port::{
-    ClientPort, Confirmation, HostedTurn, MiddlewareCall, PromptEvent, PromptRef, TurnEvent,
-    TurnRef,
+    ClientPort, Confirmation, HostedTurn, MiddlewareCall, PermissionAnswer, PermissionAsk,
+    PromptEvent, PromptRef, TurnEvent, TurnRef,
 };
 use crate::feature::TurnOutcome;
 use crate::message::Message;
@@ -163,6 +163,10 @@ impl ClientPort for WatchedPort {
 
     async fn confirm(&self, request: Confirmation) -> Result<bool> {
         self.port.confirm(request).await
+    }
+
+    async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer> {
+        self.port.ask_permission(ask).await
     }
 
     async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>> {

@@ -13,6 +13,8 @@ use serde_json::{Map, Value};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Role, Usage};
 
+mod decisions;
+pub use decisions::DecisionRecord;
 mod listing;
 mod schema;
 mod search;
@@ -556,7 +558,7 @@ fn insert_messages(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A conversation record of the built-in `openai` provider, updated at `t`.

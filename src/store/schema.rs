@@ -59,6 +59,22 @@ macro_rules! message_text_triggers {
     };
 }
 
+macro_rules! decisions_table {
+    () => {
+        "CREATE TABLE tool_decisions (
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        turn_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        argument TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        decided_by TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX tool_decisions_conversation ON tool_decisions(conversation_id, created_at);"
+    };
+}
+
 pub(super) const MIGRATIONS: &[&str] = &[
     // 1: conversations and messages.
     concat!(
@@ -119,6 +135,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 8: the schema every reply of a conversation must match when its client gave one at
     // creation (JSON `{"name", "schema"}`; NULL: none, or its model configuration's).
     "ALTER TABLE conversations ADD COLUMN response_schema TEXT;",
+    decisions_table!(),
 ];
 
 /// The tables and indexes of [`SCHEMA`], without its full-text index.
@@ -150,6 +167,9 @@ macro_rules! tables {
     CREATE INDEX messages_usage ON messages(created_at, model, conversation_id, input_tokens,
         output_tokens, cache_read_tokens, cache_write_tokens, cost)
         WHERE input_tokens IS NOT NULL;
+",
+            decisions_table!(),
+            "
 "
         )
     };

@@ -146,6 +146,7 @@ impl Manifest {
                     description: f.description.clone(),
                     input_schema: schema,
                     source: format!("plugin:{module}"),
+                    read_only: false,
                 }
             })
             .collect()

@@ -1,6 +1,7 @@
 //! Tools the model can call: plugin modules (HTTP services with a manifest) and MCP servers
 //! (child processes speaking MCP over stdio, or streamable-HTTP servers). Each tool has a name
-//! (`SOURCE.function`), a description and a JSON input schema.
+//! (`SOURCE.function`), a description and a JSON input schema. The built-in `workspace` source
+//! is `crate::workspace`.
 //!
 //! This module owns what a tool is and how a source describes its tools (plugin modules, MCP
 //! servers, the toolbox that gathers them). It must never run the model's tool loops (native
@@ -24,6 +25,9 @@ pub struct Tool {
     pub description: String,
     /// A JSON Schema of the arguments object.
     pub input_schema: Value,
-    /// `plugin:NAME` or `mcp:NAME`.
+    /// `plugin:NAME`, `mcp:NAME` or `workspace`.
     pub source: String,
+    /// The tool only reads (an MCP server's `readOnlyHint`, the workspace's reading tools):
+    /// the `read-only` permission mode lets it run.
+    pub read_only: bool,
 }

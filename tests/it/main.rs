@@ -51,3 +51,4 @@ mod reasoning;
 mod schemas;
 mod serve;
 mod structured;
+mod workspace;

@@ -17,6 +17,11 @@ pub enum Command {
     /// Show the model's parameters, or set some (`NAME=VALUE`).
     Params(Vec<String>),
     History,
+    /// Put back the files the last turn of this conversation changed (`/undo force` also
+    /// those changed since).
+    Undo {
+        force: bool,
+    },
     New,
     Copy,
     Help,
@@ -53,6 +58,10 @@ pub const HELP: &[(&str, &str)] = &[
         "show the model's parameters, or set some",
     ),
     ("/history", "show this conversation's messages"),
+    (
+        "/undo [force]",
+        "put back the files this conversation's last turn changed",
+    ),
     ("/new", "start a new conversation"),
     ("/copy", "copy the last reply to the clipboard (OSC 52)"),
     ("/help", "this list"),
@@ -120,6 +129,11 @@ pub fn parse(input: &str) -> Line {
             rest.split_whitespace().map(str::to_string).collect(),
         )),
         "history" => bare(Command::History),
+        "undo" => match arg.as_deref() {
+            None => Line::Command(Command::Undo { force: false }),
+            Some("force") => Line::Command(Command::Undo { force: true }),
+            Some(_) => needs("nothing or `force`"),
+        },
         "new" => bare(Command::New),
         "copy" => bare(Command::Copy),
         "help" | "?" => bare(Command::Help),
@@ -173,6 +187,8 @@ mod tests {
         assert_eq!(command("/params"), Command::Params(vec![]));
         for (line, c) in [
             ("/history", Command::History),
+            ("/undo", Command::Undo { force: false }),
+            ("/undo force", Command::Undo { force: true }),
             ("/new", Command::New),
             ("/copy", Command::Copy),
             ("/help", Command::Help),

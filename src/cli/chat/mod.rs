@@ -78,7 +78,7 @@ async fn chat(args: Args) -> Result<i32, Error> {
     let params = parse_params(&flags.params)?;
     let (paths, config, registry) = super::load()?;
     let store = Arc::new(Store::open(&paths.history_db())?);
-    let fw = Arc::new(Framework::new(config, registry, store));
+    let fw = Arc::new(Framework::new(config, registry, store).with_home(&paths));
     let _closing = CloseAtEnd(fw.clone());
     let port: Arc<dyn ClientPort> = Arc::new(Terminal::new(true, flags.yes));
     let conv = flags.open(&fw, false, port.clone())?;
@@ -298,6 +298,16 @@ impl Chat {
                 for m in self.fw.agent(&self.conv.agent_id)?.history()? {
                     outln!("{}", shown_message(&m));
                 }
+            }
+            Command::Undo { force } => {
+                let target = genai::checkpoint::UndoTarget {
+                    conversation: Some(id.clone()),
+                    turn: None,
+                };
+                let paths = genai::config::Paths::from_env()?;
+                let undone =
+                    genai::checkpoint::Checkpoints::open(&paths.data_dir)?.undo(target, force)?;
+                outln!("{}", super::undo::show_undone(&undone));
             }
             Command::New => {
                 self.fw.remove_conversation(&id)?;

@@ -1,13 +1,14 @@
-//! Downloads for `genai ask -a URL` and `-f URL`: one client with timeouts (10 s to connect,
-//! 60 s in all), at most 5 redirects, and a size cap checked as the body arrives.
+//! Downloads for `genai ask -a URL`, `-f URL` and the workspace's `fetch` tool: one client with
+//! timeouts (10 s to connect, 60 s in all), at most 5 redirects, and a size cap checked as the
+//! body arrives; and a page as text (HTML converted, plain text and Markdown as they are).
 //!
-//! It owns the download only. It must never decide what a body means (attach.rs sniffs an
-//! image, files.rs reads text) and never hold more than the cap.
+//! It owns the download and the page's text only. It must never decide whether a URL may be
+//! fetched (the permission policy does) and never hold more than the cap.
 
 use std::time::Duration;
 
+use crate::error::{Error, ErrorKind};
 use futures::StreamExt;
-use genai::error::{Error, ErrorKind};
 
 /// A downloaded body and the server's Content-Type, if it gave one.
 pub struct Fetched {
@@ -30,7 +31,7 @@ pub async fn download(
     too_big: impl Fn(Option<u64>) -> Error,
 ) -> Result<Fetched, Error> {
     let refuse = |msg: String| Error::new(ErrorKind::InvalidParams, msg);
-    let client = genai::tls::with_system_roots(reqwest::Client::builder())
+    let client = crate::tls::with_system_roots(reqwest::Client::builder())
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(60))
         .redirect(reqwest::redirect::Policy::limited(5))
@@ -74,4 +75,42 @@ pub async fn download(
         bytes,
         content_type,
     })
+}
+
+/// The text of a downloaded page and its media type (lower case, without parameters): HTML
+/// converted to text (100 columns), plain text and Markdown as they are; anything else is refused.
+pub fn page_text(url: &str, fetched: Fetched) -> Result<(String, String), Error> {
+    let refuse = |msg: String| Error::new(ErrorKind::InvalidParams, msg);
+    let essence = fetched
+        .content_type
+        .as_deref()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let text = match essence.as_str() {
+        "text/html" | "application/xhtml+xml" => html2text::config::plain()
+            .string_from_read(&fetched.bytes[..], 100)
+            .map_err(|e| refuse(format!("cannot read the HTML of {url}: {e}")))?,
+        "text/plain" | "text/markdown" | "text/x-markdown" => {
+            if fetched.bytes.contains(&0) {
+                return Err(refuse(format!("{url} is a binary file, not text")));
+            }
+            String::from_utf8(fetched.bytes)
+                .map_err(|_| refuse(format!("{url} is a binary file, not text")))?
+        }
+        "" => {
+            return Err(refuse(format!(
+                "{url} gave no Content-Type: genai reads HTML, plain text and Markdown from a URL"
+            )))
+        }
+        other => {
+            return Err(refuse(format!(
+                "{url} is {other}: genai reads HTML, plain text and Markdown from a URL (images go with -a)"
+            )))
+        }
+    };
+    Ok((essence, text))
 }

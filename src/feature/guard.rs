@@ -1,0 +1,528 @@
+//! The guard every tool call of a conversation passes, whatever its source (the workspace, an
+//! MCP server, a plugin module) and whatever the front-end: the permission policy decides
+//! (asking the user through the client port when it says so), the `pre_tool_use` hooks may
+//! block, a file is checkpointed before a workspace tool changes it, the `post_tool_use` hooks
+//! see the answer, and every decision is kept with the turn.
+//!
+//! It owns the order of those steps and the text the model gets when a call is refused. It
+//! must never decide a rule itself (`crate::permission` does) nor run a tool's logic
+//! (`crate::workspace`, the toolbox).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+use super::port::{PermissionAnswer, PermissionAsk};
+use super::Turn;
+use crate::checkpoint::{CheckpointConfig, Checkpoints, TurnKey};
+use crate::error::{Error, Result};
+use crate::hooks::{self, HookContext, HooksConfig, Outcome};
+use crate::permission::project::SavedRules;
+use crate::permission::{Decision, Kind, Policy, Request, Verdict};
+pub use crate::store::DecisionRecord;
+use crate::tools::plugin::ModuleAnswer;
+use crate::tools::toolbox::Toolbox;
+use crate::tools::Tool;
+use crate::workspace::sandbox::{self, Sandbox, Support};
+use crate::workspace::{self, CallContext, Workspace};
+
+/// Where genai keeps what outlives a conversation: checkpoints, and the rules "allow always"
+/// answers save.
+#[derive(Debug, Clone)]
+pub struct GuardHome {
+    pub data_dir: PathBuf,
+    /// The file of the saved "always" rules (`CONFIG_DIR/projects.toml`).
+    pub saved_rules: PathBuf,
+    pub checkpoints: CheckpointConfig,
+}
+
+/// The guard of one conversation.
+pub struct Guard {
+    root: PathBuf,
+    workspace: Option<Arc<Workspace>>,
+    policy: Mutex<Policy>,
+    hooks: HooksConfig,
+    home: Option<GuardHome>,
+    checkpoints: OnceLock<Option<Arc<Checkpoints>>>,
+    /// Commands may reach the network (`[permissions] network`).
+    network: bool,
+    /// Rules the user answered "reject always" to, in this conversation.
+    rejected: Mutex<HashSet<String>>,
+    /// What the turn's details say once: ignored project rules, the sandbox, AGENTS.md.
+    notes: Vec<String>,
+    /// Values of the root's secret files, never shown to the model.
+    secret_values: Vec<String>,
+    /// The project's `AGENTS.md` text, for the system prompt.
+    context: Option<String>,
+    /// The temporary folder sandboxed commands may write to (removed with the conversation).
+    temp: OnceLock<std::result::Result<tempfile::TempDir, String>>,
+}
+
+/// What a guard is made from.
+pub struct GuardSpec {
+    pub root: PathBuf,
+    pub workspace: Option<Arc<Workspace>>,
+    pub policy: Policy,
+    pub hooks: HooksConfig,
+    pub home: Option<GuardHome>,
+    pub network: bool,
+    pub notes: Vec<String>,
+    /// The project's `AGENTS.md` text, for the system prompt.
+    pub context: Option<String>,
+}
+
+/// What a refused call tells the model.
+fn refused(text: String) -> ModuleAnswer {
+    ModuleAnswer {
+        text,
+        is_error: true,
+        ..Default::default()
+    }
+}
+
+/// The values of `KEY=VALUE` lines of the root's `.env*` files worth hiding (8 bytes or more).
+fn secret_values(root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut values = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !crate::permission::is_secret(&name) || !name.starts_with(".env") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        for line in text.lines() {
+            let Some((_, value)) = line.split_once('=') else {
+                continue;
+            };
+            let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+            if value.len() >= 8 {
+                values.push(value.to_string());
+            }
+        }
+    }
+    values
+}
+
+impl Guard {
+    pub fn new(spec: GuardSpec) -> Guard {
+        let mut notes = spec.policy.notes().to_vec();
+        notes.extend(spec.notes);
+        if spec.workspace.is_some() {
+            if let Support::Missing(why) = sandbox::support() {
+                notes.push(format!(
+                    "commands are not sandboxed, so each one asks: {why}"
+                ));
+            }
+        }
+        Guard {
+            secret_values: secret_values(&spec.root),
+            root: spec.root,
+            workspace: spec.workspace,
+            policy: Mutex::new(spec.policy),
+            hooks: spec.hooks,
+            home: spec.home,
+            checkpoints: OnceLock::new(),
+            network: spec.network,
+            rejected: Mutex::default(),
+            notes,
+            context: spec.context,
+            temp: OnceLock::new(),
+        }
+    }
+
+    /// The notes the first turn's details carry.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The project's instructions (`AGENTS.md`) for the system prompt, when the workspace is on.
+    pub fn context(&self) -> Option<&str> {
+        self.context.as_deref()
+    }
+
+    pub fn workspace(&self) -> Option<&Arc<Workspace>> {
+        self.workspace.as_ref()
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The checkpoint store, opened on the first change (`None` without a home, or when it
+    /// cannot open: then writes are refused, never made without their checkpoint).
+    fn checkpoints(&self) -> Result<Arc<Checkpoints>> {
+        let opened = self.checkpoints.get_or_init(|| {
+            let home = self.home.as_ref()?;
+            match Checkpoints::open(&home.data_dir) {
+                Ok(c) => Some(Arc::new(c)),
+                Err(e) => {
+                    tracing::warn!("cannot open the checkpoints: {}", e.message);
+                    None
+                }
+            }
+        });
+        opened.clone().ok_or_else(|| {
+            Error::internal(
+                "the checkpoint store cannot be opened, so no file is changed (see the log)",
+            )
+        })
+    }
+
+    /// The hooks' context for a turn.
+    fn hook_context(&self, turn: &Turn) -> HookContext {
+        HookContext {
+            session_id: turn.id.conversation_id.clone(),
+            cwd: self.root.clone(),
+            transcript_path: None,
+        }
+    }
+
+    /// Runs the `user_prompt_submit` hooks: `Err(reason)` when one blocks the prompt; the
+    /// notes (what the hooks printed) join the message as context.
+    pub async fn prompt_submitted(
+        &self,
+        turn: &Turn,
+        prompt: &str,
+    ) -> std::result::Result<Vec<String>, String> {
+        if self.hooks.user_prompt_submit.is_empty() {
+            return Ok(Vec::new());
+        }
+        let event = hooks::Event::UserPromptSubmit { prompt };
+        match hooks::run(&self.hooks, event, &self.hook_context(turn)).await {
+            Outcome::Continue { notes } => Ok(notes),
+            Outcome::Block { reason, .. } => Err(reason),
+        }
+    }
+
+    /// Runs the `stop` hooks at the end of a turn: `Some(reason)` when one asks the model to
+    /// go on.
+    pub async fn stopping(&self, turn: &Turn, again: bool) -> Option<String> {
+        if self.hooks.stop.is_empty() {
+            return None;
+        }
+        let event = hooks::Event::Stop {
+            stop_hook_active: again,
+        };
+        match hooks::run(&self.hooks, event, &self.hook_context(turn)).await {
+            Outcome::Continue { .. } => None,
+            Outcome::Block { reason, .. } => Some(reason),
+        }
+    }
+
+    /// Hides the root's secret values in a text the model will see.
+    fn scrub(&self, mut text: String) -> String {
+        for value in &self.secret_values {
+            if text.contains(value.as_str()) {
+                text = text.replace(value.as_str(), "[secret hidden by genai]");
+            }
+        }
+        text
+    }
+
+    /// What the policy says of a call, with the sandbox and the session's rejections.
+    fn verdict(&self, request: &Request<'_>) -> (Verdict, String) {
+        let Ok(policy) = self.policy.lock() else {
+            return (
+                Verdict {
+                    decision: Decision::Deny,
+                    by: "an internal error (the policy's lock)".into(),
+                },
+                String::new(),
+            );
+        };
+        let always = policy.always_rule(request);
+        let mut verdict = policy.decide(request);
+        drop(policy);
+        if verdict.decision != Decision::Deny
+            && self.rejected.lock().is_ok_and(|r| r.contains(&always))
+        {
+            verdict = Verdict {
+                decision: Decision::Deny,
+                by: "your \"reject always\" answer in this conversation".into(),
+            };
+        }
+        if verdict.decision == Decision::Allow && matches!(request.kind, Kind::Execute) {
+            if let Support::Missing(why) = sandbox::support() {
+                verdict = Verdict {
+                    decision: Decision::Ask,
+                    by: format!("no sandbox ({why})"),
+                };
+            }
+        }
+        (verdict, always)
+    }
+
+    /// Asks the user through the turn's client; `(allowed, by)`.
+    async fn ask(&self, turn: &Turn, ask: PermissionAsk) -> (bool, String) {
+        let always = ask.always_rule.clone();
+        match turn.port.ask_permission(ask).await {
+            Ok(answer) => {
+                match answer {
+                    PermissionAnswer::AllowAlways => {
+                        if let Ok(mut p) = self.policy.lock() {
+                            if let Err(e) = p.add_saved(&always) {
+                                tracing::warn!("cannot follow the rule {always}: {}", e.message);
+                            }
+                        }
+                        if let Some(home) = &self.home {
+                            let saved = SavedRules::new(home.saved_rules.clone());
+                            if let Err(e) = saved.add(&self.root, &always) {
+                                tracing::warn!("cannot save the rule {always}: {}", e.message);
+                            }
+                        }
+                    }
+                    PermissionAnswer::RejectAlways => {
+                        if let Ok(mut r) = self.rejected.lock() {
+                            r.insert(always.clone());
+                        }
+                    }
+                    _ => {}
+                }
+                let saved = match answer {
+                    PermissionAnswer::AllowAlways => format!(", saved `{always}`"),
+                    _ => String::new(),
+                };
+                (
+                    answer.allows(),
+                    format!("the user ({}{saved})", answer.as_str()),
+                )
+            }
+            Err(e) => (false, format!("no one to ask ({})", e.message)),
+        }
+    }
+
+    /// Runs one call through the policy, the hooks and the checkpoints; the decision goes to
+    /// `decisions`.
+    pub async fn call(
+        &self,
+        turn: &Turn,
+        toolbox: &Toolbox,
+        call: (&str, &str, &Value),
+        offered: Option<&Tool>,
+        decisions: &Mutex<Vec<DecisionRecord>>,
+    ) -> ModuleAnswer {
+        let read_only = offered.is_some_and(|t| t.read_only);
+        let source = offered.map_or("", |t| t.source.as_str());
+        let (call_id, tool, arguments) = call;
+        let record = |argument: &str, allowed: bool, by: &str| {
+            if let Ok(mut d) = decisions.lock() {
+                d.push(DecisionRecord {
+                    call_id: call_id.to_string(),
+                    tool: tool.to_string(),
+                    argument: argument.to_string(),
+                    decision: if allowed { "allow" } else { "deny" }.to_string(),
+                    by: by.to_string(),
+                });
+            }
+        };
+        let in_workspace = tool
+            .strip_prefix(workspace::SOURCE)
+            .and_then(|f| f.strip_prefix('.'));
+        let described = match (in_workspace, &self.workspace) {
+            (Some(function), Some(ws)) => match ws.describe(function, arguments) {
+                Ok(d) => Some((function, ws, d)),
+                Err(e) => {
+                    record(&arguments.to_string(), false, &e.message);
+                    return refused(format!("Refused: {}", e.message));
+                }
+            },
+            (Some(_), None) => {
+                return refused(format!(
+                    "{tool} is not offered in this conversation (the workspace source is off)"
+                ))
+            }
+            _ => None,
+        };
+        let (kind, subject) = match &described {
+            Some((_, _, d)) => (d.kind, d.subject.clone()),
+            None => (Kind::Other { read_only }, None),
+        };
+        let argument = subject.clone().unwrap_or_else(|| {
+            let mut s = arguments.to_string();
+            if s.len() > 200 {
+                let mut cut = 200;
+                while !s.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                s.truncate(cut);
+                s.push('…');
+            }
+            s
+        });
+        let request = Request {
+            tool,
+            kind,
+            subject: subject.as_deref(),
+        };
+        let (verdict, always_rule) = self.verdict(&request);
+        let (allowed, by) = match verdict.decision {
+            Decision::Allow => (true, verdict.by),
+            Decision::Deny => (false, verdict.by),
+            Decision::Ask => {
+                let ask = PermissionAsk {
+                    turn: turn.id.clone(),
+                    tool_call_id: call_id.to_string(),
+                    tool: tool.to_string(),
+                    subject: subject.clone(),
+                    arguments: arguments.clone(),
+                    title: title(tool, kind, &argument),
+                    reason: verdict.by,
+                    always_rule,
+                };
+                self.ask(turn, ask).await
+            }
+        };
+        record(&argument, allowed, &by);
+        if !allowed {
+            return refused(format!(
+                "Refused: {tool}({argument}) was not allowed ({by}). It was not run: do not retry it; \
+                 tell the user what you wanted to do, or do something else."
+            ));
+        }
+        let cx = self.hook_context(turn);
+        let pre = hooks::Event::PreToolUse {
+            tool,
+            source,
+            input: arguments,
+        };
+        if let Outcome::Block { reason, by } = hooks::run(&self.hooks, pre, &cx).await {
+            record(&argument, false, &format!("the pre_tool_use hook `{by}`"));
+            return refused(format!("Blocked by a hook: {reason}"));
+        }
+        let mut answer = match described {
+            Some((function, ws, d)) => self.run_workspace(turn, ws, function, arguments, &d).await,
+            None => toolbox
+                .call(tool, arguments)
+                .await
+                .unwrap_or_else(|e| refused(e.message)),
+        };
+        answer.text = self.scrub(std::mem::take(&mut answer.text));
+        if !self.hooks.post_tool_use.is_empty() {
+            let response = hooks::tool_response(&answer.text, answer.is_error);
+            let post = hooks::Event::PostToolUse {
+                tool,
+                source,
+                input: arguments,
+                response: &response,
+            };
+            if let Outcome::Block { reason, .. } = hooks::run(&self.hooks, post, &cx).await {
+                answer.text.push_str(&format!("\n(A hook says: {reason})"));
+            }
+        }
+        answer
+    }
+
+    /// Runs an allowed workspace call: its file checkpointed first, its command sandboxed.
+    async fn run_workspace(
+        &self,
+        turn: &Turn,
+        ws: &Workspace,
+        function: &str,
+        arguments: &Value,
+        described: &workspace::Described,
+    ) -> ModuleAnswer {
+        let key = TurnKey {
+            conversation_id: turn.id.conversation_id.clone(),
+            turn_id: turn.id.turn_id.clone(),
+        };
+        let root = ws.root().path().to_path_buf();
+        let on_write = |path: &Path, done: bool| -> Result<()> {
+            let checkpoints = self.checkpoints()?;
+            if done {
+                checkpoints.after_change(&key, path)
+            } else {
+                checkpoints.before_change(&key, &root, path)
+            }
+        };
+        let secret = |relative: &str| self.policy.lock().map_or(true, |p| p.is_secret(relative));
+        let sandbox = match (described.kind, sandbox::support()) {
+            (Kind::Execute, Support::Landlock { .. }) => {
+                let temp = self.temp.get_or_init(|| {
+                    tempfile::Builder::new()
+                        .prefix("genai-command-")
+                        .tempdir()
+                        .map_err(|e| e.to_string())
+                });
+                let temp = match temp {
+                    Ok(t) => t.path().to_path_buf(),
+                    Err(e) => {
+                        return refused(format!(
+                            "the command was not run: its temporary folder cannot be made ({e})"
+                        ))
+                    }
+                };
+                Some(Sandbox {
+                    root: root.clone(),
+                    temp,
+                    network: self.network,
+                    hidden: self.hidden_secrets(ws),
+                })
+            }
+            _ => None,
+        };
+        let cx = CallContext {
+            on_write: &on_write,
+            secret: &secret,
+            sandbox,
+        };
+        match ws.call(function, arguments, cx).await {
+            Ok(text) => ModuleAnswer {
+                text,
+                ..Default::default()
+            },
+            Err(e) => refused(e.message),
+        }
+    }
+
+    /// What a command must not read: the secret files of the root (four levels deep), genai's
+    /// own key file and history, and the user's SSH, AWS and GnuPG folders.
+    fn hidden_secrets(&self, ws: &Workspace) -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = Vec::new();
+        if let Ok(keys) = crate::secrets::key_file::path() {
+            found.push(keys);
+        }
+        if let Some(home) = &self.home {
+            found.push(home.data_dir.join("history.db"));
+            found.push(home.data_dir.join("checkpoints"));
+        }
+        if let Some(user) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            let user = PathBuf::from(user);
+            for folder in [".ssh", ".aws", ".gnupg"] {
+                found.push(user.join(folder));
+            }
+        }
+        let walk = ignore::WalkBuilder::new(ws.root().path())
+            .hidden(false)
+            .git_ignore(false)
+            .max_depth(Some(4))
+            .build();
+        for entry in walk.flatten().take(20_000) {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let relative = ws.root().relative(entry.path());
+            if crate::permission::is_secret(&relative) {
+                found.push(entry.path().to_path_buf());
+            }
+        }
+        found
+    }
+}
+
+/// One line for the user about a call: `Run `cargo test``, `Edit src/main.rs`.
+fn title(tool: &str, kind: Kind, argument: &str) -> String {
+    match (tool.rsplit('.').next().unwrap_or(tool), kind) {
+        ("run_command", _) => format!("Run `{argument}`"),
+        ("edit_file", _) => format!("Edit {argument}"),
+        ("write_file", _) => format!("Write {argument}"),
+        ("fetch", _) => format!("Fetch {argument}"),
+        (_, Kind::Read) => format!("Read {argument}"),
+        _ => format!("Call {tool}({argument})"),
+    }
+}

@@ -1,0 +1,1020 @@
+//! Hooks: the user's commands run at four moments of a turn (`[hooks]` of the config), spoken
+//! to as Claude Code speaks to its hooks, so that existing Claude Code hook scripts work
+//! unchanged.
+//!
+//! Each hook gets one JSON object on stdin: `session_id` (the conversation id),
+//! `transcript_path` (null when there is none), `cwd`, `hook_event_name`, and per event:
+//! * `PreToolUse`: `tool_name` and `tool_input` in Claude Code's shape (see [`claude_tool`]),
+//!   and `genai_tool_name`, genai's own name of the tool (`workspace.run_command`);
+//! * `PostToolUse`: the same, and `tool_response` (see [`tool_response`]);
+//! * `UserPromptSubmit`: `prompt`;
+//! * `Stop`: `stop_hook_active`.
+//!
+//! Its answer, as in Claude Code: exit 2 blocks, with stderr as the reason; exit 0 with JSON
+//! on stdout decides through `decision: "block"` + `reason`, `continue: false` + `stopReason`,
+//! or (PreToolUse) `hookSpecificOutput.permissionDecision` `deny` / `ask` / `allow` +
+//! `permissionDecisionReason`; `hookSpecificOutput.additionalContext`, `systemMessage` and the
+//! plain stdout of a `UserPromptSubmit` hook become notes; any other exit, a timeout or a
+//! command that cannot start is a non-blocking error: a note, and the turn goes on.
+//!
+//! A hook runs under `sh -c` in the workspace, in its own process group (all of it is killed at
+//! its time limit), with the minimal environment of [`crate::process`]: this module must never
+//! hand a hook genai's keys, and never read more of a hook's output than [`MAX_OUTPUT`].
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use crate::error::{Error, ErrorKind, Result};
+
+mod claude;
+
+use claude::{answer, hook_input};
+pub use claude::{claude_tool, tool_response};
+
+/// The time limit of a hook that names none, in seconds (Claude Code's too).
+pub const DEFAULT_TIMEOUT_S: u64 = 60;
+
+/// The most of a hook's stdout or stderr that is read; the rest is drained and dropped.
+pub const MAX_OUTPUT: usize = 1 << 20;
+
+/// The most of a reason or a note passed on (the model reads it).
+const MAX_REASON: usize = 4096;
+
+/// `[hooks]` of the config: the commands run at each moment, in order.
+#[derive(Deserialize, Serialize, JsonSchema, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct HooksConfig {
+    /// Before a tool runs; may block it.
+    #[serde(default)]
+    pub pre_tool_use: Vec<HookConfig>,
+    /// After a tool ran; a block tells the model the hook's reason.
+    #[serde(default)]
+    pub post_tool_use: Vec<HookConfig>,
+    /// When the user's prompt arrives, before the model sees it; may block it, and its
+    /// stdout is added to the context.
+    #[serde(default)]
+    pub user_prompt_submit: Vec<HookConfig>,
+    /// When the model is done; a block makes it go on, with the reason as what to do.
+    #[serde(default)]
+    pub stop: Vec<HookConfig>,
+}
+
+/// One hook command.
+#[derive(Deserialize, Serialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    /// The command line, run with `sh -c` in the workspace.
+    pub command: String,
+    /// Tool hooks: which tools, matched against both genai's name (`workspace.run_command`)
+    /// and Claude Code's (`Bash`). Absent, `""` or `*`: every tool; only letters, digits, `_`
+    /// and `|`: one of these exact names (`Edit|Write`); anything else: a regular expression
+    /// found in the name (`mcp__github__.*`, `workspace\.`). Ignored by the other moments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// Seconds before the hook is killed (default 60); a timeout does not block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+}
+
+impl HooksConfig {
+    /// No hook at all.
+    pub fn is_empty(&self) -> bool {
+        self.pre_tool_use.is_empty()
+            && self.post_tool_use.is_empty()
+            && self.user_prompt_submit.is_empty()
+            && self.stop.is_empty()
+    }
+
+    /// An error naming the first matcher that is not a valid regular expression (for the
+    /// config's check: at run time such a hook is skipped with a note).
+    pub fn validate(&self) -> Result<()> {
+        for (table, hooks) in [
+            ("pre_tool_use", &self.pre_tool_use),
+            ("post_tool_use", &self.post_tool_use),
+        ] {
+            for (i, hook) in hooks.iter().enumerate() {
+                if let Err(e) = Matcher::new(hook.matcher.as_deref()) {
+                    return Err(Error::new(
+                        ErrorKind::Config,
+                        format!("[[hooks.{table}]] number {}: {e}", i + 1),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The moment a hook runs at, with what it is told.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// Before a tool runs. `tool`: genai's name; `source`: the tool's source (`workspace`,
+    /// `mcp:SERVER`, `plugin:NAME`); `input`: its arguments.
+    PreToolUse {
+        tool: &'a str,
+        source: &'a str,
+        input: &'a Value,
+    },
+    /// After a tool ran; `response` is sent as `tool_response` (build it with
+    /// [`tool_response`]).
+    PostToolUse {
+        tool: &'a str,
+        source: &'a str,
+        input: &'a Value,
+        response: &'a Value,
+    },
+    /// The user's prompt, before the model sees it.
+    UserPromptSubmit { prompt: &'a str },
+    /// The model is done; `stop_hook_active`: it goes on because a stop hook blocked before.
+    Stop { stop_hook_active: bool },
+}
+
+impl Event<'_> {
+    /// Claude Code's name of the event (`hook_event_name`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::PreToolUse { .. } => "PreToolUse",
+            Event::PostToolUse { .. } => "PostToolUse",
+            Event::UserPromptSubmit { .. } => "UserPromptSubmit",
+            Event::Stop { .. } => "Stop",
+        }
+    }
+
+    fn hooks<'c>(&self, config: &'c HooksConfig) -> &'c [HookConfig] {
+        match self {
+            Event::PreToolUse { .. } => &config.pre_tool_use,
+            Event::PostToolUse { .. } => &config.post_tool_use,
+            Event::UserPromptSubmit { .. } => &config.user_prompt_submit,
+            Event::Stop { .. } => &config.stop,
+        }
+    }
+}
+
+/// Where the hooks run and for which conversation.
+#[derive(Debug, Clone)]
+pub struct HookContext {
+    /// The conversation id (`session_id`).
+    pub session_id: String,
+    /// The workspace root: the hooks' working directory, `cwd`, `CLAUDE_PROJECT_DIR` and
+    /// `GENAI_PROJECT_DIR`.
+    pub cwd: PathBuf,
+    pub transcript_path: Option<PathBuf>,
+}
+
+/// What the hooks decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Go on. `notes`: what the hooks added (a `UserPromptSubmit` hook's stdout and any
+    /// `additionalContext`: context for the model; `systemMessage`s and non-blocking errors
+    /// such as "hook `x` timed out after 60 s").
+    Continue { notes: Vec<String> },
+    /// Stop. PreToolUse: the tool does not run; PostToolUse: the model is told `reason`;
+    /// UserPromptSubmit: the prompt is refused; Stop: the model goes on, `reason` saying
+    /// what to do. `reason` is the hook's text, verbatim (trimmed, at most 4 KB); `by` the
+    /// hook's command.
+    Block { reason: String, by: String },
+}
+
+/// Runs the hooks of `event` that match, in order; the first that blocks ends the run.
+pub async fn run(hooks: &HooksConfig, event: Event<'_>, ctx: &HookContext) -> Outcome {
+    let mut notes = Vec::new();
+    let list = event.hooks(hooks);
+    if list.is_empty() {
+        return Outcome::Continue { notes };
+    }
+    let claude = match event {
+        Event::PreToolUse {
+            tool,
+            source,
+            input,
+        }
+        | Event::PostToolUse {
+            tool,
+            source,
+            input,
+            ..
+        } => Some((tool, claude_tool(tool, source, input, &ctx.cwd))),
+        _ => None,
+    };
+    let stdin = hook_input(&event, claude.as_ref(), ctx);
+    for hook in list {
+        if let Some((genai_name, (claude_name, _))) = &claude {
+            match Matcher::new(hook.matcher.as_deref()) {
+                Ok(m) if m.matches(genai_name) || m.matches(claude_name) => {}
+                Ok(_) => continue,
+                Err(e) => {
+                    notes.push(format!("hook `{}` skipped: {e}", short(&hook.command)));
+                    continue;
+                }
+            }
+        }
+        match run_hook(hook, &event, &stdin, ctx).await {
+            Verdict::Go(mut more) => notes.append(&mut more),
+            Verdict::Block(reason) => {
+                return Outcome::Block {
+                    reason,
+                    by: hook.command.clone(),
+                }
+            }
+        }
+    }
+    Outcome::Continue { notes }
+}
+
+/// A hook's `matcher`, as Claude Code reads it.
+enum Matcher {
+    All,
+    Names(Vec<String>),
+    Pattern(Regex),
+}
+
+impl Matcher {
+    fn new(matcher: Option<&str>) -> Result<Matcher, String> {
+        let m = matcher.map(str::trim).unwrap_or("");
+        if m.is_empty() || m == "*" {
+            return Ok(Matcher::All);
+        }
+        if m.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '|')
+        {
+            return Ok(Matcher::Names(
+                m.split('|').map(|n| n.trim().to_string()).collect(),
+            ));
+        }
+        Regex::new(m)
+            .map(Matcher::Pattern)
+            .map_err(|e| format!("the matcher `{m}` is not a valid regular expression: {e}"))
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        match self {
+            Matcher::All => true,
+            Matcher::Names(names) => names.iter().any(|n| n == name),
+            Matcher::Pattern(re) => re.is_match(name),
+        }
+    }
+}
+
+/// What one hook said.
+pub(super) enum Verdict {
+    Go(Vec<String>),
+    Block(String),
+}
+
+/// Runs one hook to its end or its time limit.
+async fn run_hook(
+    hook: &HookConfig,
+    event: &Event<'_>,
+    stdin: &[u8],
+    ctx: &HookContext,
+) -> Verdict {
+    let name = short(&hook.command);
+    let limit_s = hook.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S).max(1);
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(&hook.command)
+        .current_dir(&ctx.cwd)
+        .env_clear()
+        .envs(crate::process::minimal_env(&[]))
+        .env("CLAUDE_PROJECT_DIR", &ctx.cwd)
+        .env("GENAI_PROJECT_DIR", &ctx.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return Verdict::Go(vec![format!(
+                "hook `{name}` could not start in {}: {e}",
+                ctx.cwd.display()
+            )])
+        }
+    };
+    let pid = child.id();
+    let mut input = child.stdin.take();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let finished = tokio::time::timeout(Duration::from_secs(limit_s), async {
+        let write = async {
+            if let Some(pipe) = input.as_mut() {
+                // A hook that does not read its input closes the pipe: not an error.
+                let _ = pipe.write_all(stdin).await;
+                let _ = pipe.shutdown().await;
+            }
+            drop(input.take());
+        };
+        let (_, out, err, status) = tokio::join!(
+            write,
+            read_capped(stdout),
+            read_capped(stderr),
+            child.wait()
+        );
+        (out, err, status)
+    })
+    .await;
+    let (stdout, stderr, status) = match finished {
+        Ok(done) => done,
+        Err(_) => {
+            kill_group(pid);
+            let _ = child.kill().await;
+            return Verdict::Go(vec![format!("hook `{name}` timed out after {limit_s} s")]);
+        }
+    };
+    let status = match status {
+        Ok(status) => status,
+        Err(e) => return Verdict::Go(vec![format!("hook `{name}` failed: {e}")]),
+    };
+    let stderr = String::from_utf8_lossy(&stderr);
+    match status.code() {
+        Some(0) => answer(event, &String::from_utf8_lossy(&stdout), &name),
+        Some(2) => {
+            let reason = capped(&stderr);
+            Verdict::Block(if reason.is_empty() {
+                format!("blocked by hook `{name}` (exit 2, no message)")
+            } else {
+                reason
+            })
+        }
+        code => {
+            let how =
+                code.map_or_else(|| "killed by a signal".to_string(), |c| format!("exit {c}"));
+            let line = stderr.lines().map(str::trim).find(|l| !l.is_empty());
+            Verdict::Go(vec![match line {
+                Some(line) => format!("hook `{name}` failed ({how}): {}", capped(line)),
+                None => format!("hook `{name}` failed ({how})"),
+            }])
+        }
+    }
+}
+
+/// Reads a pipe to its end, keeping the first [`MAX_OUTPUT`] bytes (a hook must not fill
+/// genai's memory, nor block on a full pipe).
+async fn read_capped<R: AsyncRead + Unpin>(pipe: Option<R>) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let Some(mut pipe) = pipe else {
+        return kept;
+    };
+    let mut buf = [0u8; 8192];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = MAX_OUTPUT.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// Kills the hook's whole process group (the shell and what it started).
+#[cfg(unix)]
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) on the group this hook leads (process_group(0) made it its leader).
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_: Option<u32>) {}
+
+/// Trimmed and at most [`MAX_REASON`] bytes (cut at a character boundary, marked with `…`).
+pub(super) fn capped(text: &str) -> String {
+    let text = text.trim();
+    if text.len() <= MAX_REASON {
+        return text.to_string();
+    }
+    let mut cut = MAX_REASON;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}
+
+/// A hook's command as named in notes: its first line, at most 60 characters.
+fn short(command: &str) -> String {
+    let line = command.trim().lines().next().unwrap_or("");
+    if line.chars().count() <= 60 && !command.trim().contains('\n') {
+        return line.to_string();
+    }
+    let mut s: String = line.chars().take(59).collect();
+    s.push('…');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+    use std::time::Instant;
+
+    fn ctx(dir: &Path) -> HookContext {
+        HookContext {
+            session_id: "01KCONV".into(),
+            cwd: dir.to_path_buf(),
+            transcript_path: None,
+        }
+    }
+
+    fn hook(command: &str) -> HookConfig {
+        HookConfig {
+            command: command.into(),
+            matcher: None,
+            timeout_s: None,
+        }
+    }
+
+    fn matching(command: &str, matcher: &str) -> HookConfig {
+        HookConfig {
+            matcher: Some(matcher.into()),
+            ..hook(command)
+        }
+    }
+
+    fn pre(hooks: Vec<HookConfig>) -> HooksConfig {
+        HooksConfig {
+            pre_tool_use: hooks,
+            ..HooksConfig::default()
+        }
+    }
+
+    fn bash_call() -> Value {
+        json!({"command": "rm -rf build", "timeout_s": 5})
+    }
+
+    async fn run_pre(
+        hooks: &HooksConfig,
+        dir: &Path,
+        tool: &str,
+        source: &str,
+        input: &Value,
+    ) -> Outcome {
+        run(
+            hooks,
+            Event::PreToolUse {
+                tool,
+                source,
+                input,
+            },
+            &ctx(dir),
+        )
+        .await
+    }
+
+    fn block(reason: &str, by: &str) -> Outcome {
+        Outcome::Block {
+            reason: reason.into(),
+            by: by.into(),
+        }
+    }
+
+    fn go(notes: &[&str]) -> Outcome {
+        Outcome::Continue {
+            notes: notes.iter().map(|n| n.to_string()).collect(),
+        }
+    }
+
+    /// Runs `event` with one hook that saves its stdin, and answers what it read.
+    async fn stdin_of(event: Event<'_>, dir: &Path) -> Value {
+        let saved = dir.join("stdin.json");
+        let command = format!("cat > '{}'", saved.display());
+        let one = vec![hook(&command)];
+        let hooks = HooksConfig {
+            pre_tool_use: one.clone(),
+            post_tool_use: one.clone(),
+            user_prompt_submit: one.clone(),
+            stop: one,
+        };
+        let context = HookContext {
+            transcript_path: Some(dir.join("t.jsonl")),
+            ..ctx(dir)
+        };
+        assert_eq!(run(&hooks, event, &context).await, go(&[]));
+        serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn hooks_read_claude_codes_fields_on_stdin() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let cwd = root.to_string_lossy().to_string();
+        let transcript = root.join("t.jsonl").to_string_lossy().to_string();
+        let input = bash_call();
+        let got = stdin_of(
+            Event::PreToolUse {
+                tool: "workspace.run_command",
+                source: "workspace",
+                input: &input,
+            },
+            root,
+        )
+        .await;
+        assert_eq!(
+            got,
+            json!({
+                "session_id": "01KCONV",
+                "transcript_path": transcript,
+                "cwd": cwd,
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Bash",
+                "tool_input": {"command": "rm -rf build", "timeout": 5000},
+                "genai_tool_name": "workspace.run_command",
+            })
+        );
+
+        let input = json!({"path": "src/a.rs", "content": "x"});
+        let response = tool_response("wrote src/a.rs", false);
+        let got = stdin_of(
+            Event::PostToolUse {
+                tool: "workspace.write_file",
+                source: "workspace",
+                input: &input,
+                response: &response,
+            },
+            root,
+        )
+        .await;
+        assert_eq!(got["hook_event_name"], "PostToolUse");
+        assert_eq!(got["tool_name"], "Write");
+        assert_eq!(
+            got["tool_input"],
+            json!({"file_path": format!("{cwd}/src/a.rs"), "content": "x"})
+        );
+        assert_eq!(
+            got["tool_response"],
+            json!({"content": "wrote src/a.rs", "is_error": false, "success": true})
+        );
+
+        let got = stdin_of(
+            Event::UserPromptSubmit {
+                prompt: "fix the tests",
+            },
+            root,
+        )
+        .await;
+        assert_eq!(got["hook_event_name"], "UserPromptSubmit");
+        assert_eq!(got["prompt"], "fix the tests");
+        assert_eq!(got["session_id"], "01KCONV");
+        assert_eq!(got["cwd"], cwd);
+        assert!(got.get("tool_name").is_none());
+
+        let got = stdin_of(
+            Event::Stop {
+                stop_hook_active: true,
+            },
+            root,
+        )
+        .await;
+        assert_eq!(got["hook_event_name"], "Stop");
+        assert_eq!(got["stop_hook_active"], true);
+    }
+
+    #[tokio::test]
+    async fn exit_2_blocks_with_stderr_verbatim() {
+        let dir = tempfile::tempdir().unwrap();
+        // A typical Claude Code guard script, unchanged (no jq needed).
+        let script = dir.path().join("guard.sh");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in\n  *'\"command\":\"rm '*) echo '  Blocked: rm is not allowed.\n  Use trash instead.  ' >&2; exit 2;;\nesac\nexit 0\n",
+        )
+        .unwrap();
+        let command = format!("sh '{}'", script.display());
+        let hooks = pre(vec![hook(&command)]);
+        let out = run_pre(
+            &hooks,
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert_eq!(
+            out,
+            block(
+                "Blocked: rm is not allowed.\n  Use trash instead.",
+                &command
+            )
+        );
+        let ls = json!({"command": "ls"});
+        let out = run_pre(
+            &hooks,
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &ls,
+        )
+        .await;
+        assert_eq!(out, go(&[]));
+    }
+
+    #[tokio::test]
+    async fn a_json_decision_block_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let command = r#"cat >/dev/null; echo '{"decision":"block","reason":"not on Fridays"}'"#;
+        let out = run_pre(
+            &pre(vec![hook(command)]),
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert_eq!(out, block("not on Fridays", command));
+    }
+
+    #[tokio::test]
+    async fn a_permission_decision_deny_or_ask_blocks_and_allow_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let deny = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"Destructive command blocked by hook"}}'"#;
+        let out = run_pre(
+            &pre(vec![hook(deny)]),
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert_eq!(out, block("Destructive command blocked by hook", deny));
+
+        let ask = r#"echo '{"hookSpecificOutput":{"permissionDecision":"ask"}}'"#;
+        let out = run_pre(
+            &pre(vec![hook(ask)]),
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert!(
+            matches!(&out, Outcome::Block { reason, .. } if reason.contains("confirmation")),
+            "{out:?}"
+        );
+
+        // allow overrides a legacy decision, and its context is a note.
+        let allow = r#"echo '{"decision":"block","hookSpecificOutput":{"permissionDecision":"allow","additionalContext":"ok by policy"}}'"#;
+        let out = run_pre(
+            &pre(vec![hook(allow)]),
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert_eq!(out, go(&["ok by policy"]));
+    }
+
+    #[tokio::test]
+    async fn continue_false_blocks_with_its_stop_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let command = r#"echo '{"continue":false,"stopReason":"build is broken"}'"#;
+        let hooks = HooksConfig {
+            post_tool_use: vec![hook(command)],
+            ..HooksConfig::default()
+        };
+        let input = json!({"path": "a"});
+        let response = tool_response("boom", true);
+        let out = run(
+            &hooks,
+            Event::PostToolUse {
+                tool: "workspace.read_file",
+                source: "workspace",
+                input: &input,
+                response: &response,
+            },
+            &ctx(dir.path()),
+        )
+        .await;
+        assert_eq!(out, block("build is broken", command));
+    }
+
+    #[tokio::test]
+    async fn the_matcher_sees_both_names_and_filters_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = |m: &str| matching(&format!("echo 'matched {m}' >&2; exit 2"), m);
+        let bash = bash_call();
+        for m in [
+            "Bash",
+            "Edit|Bash",
+            "workspace.run_command",
+            "workspace\\..*",
+            "^Ba",
+            "*",
+            "",
+        ] {
+            let out = run_pre(
+                &pre(vec![blocker(m)]),
+                dir.path(),
+                "workspace.run_command",
+                "workspace",
+                &bash,
+            )
+            .await;
+            assert!(matches!(out, Outcome::Block { .. }), "{m}: {out:?}");
+        }
+        for m in ["Write", "Bas", "Edit|Write", "mcp__.*", "run_command"] {
+            let out = run_pre(
+                &pre(vec![blocker(m)]),
+                dir.path(),
+                "workspace.run_command",
+                "workspace",
+                &bash,
+            )
+            .await;
+            assert_eq!(out, go(&[]), "{m}");
+        }
+        let input = json!({"repo": "x"});
+        let out = run_pre(
+            &pre(vec![blocker("mcp__github__.*")]),
+            dir.path(),
+            "github.create_issue",
+            "mcp:github",
+            &input,
+        )
+        .await;
+        assert!(matches!(out, Outcome::Block { .. }), "{out:?}");
+        let out = run_pre(
+            &pre(vec![blocker("mcp__github__.*")]),
+            dir.path(),
+            "github.create_issue",
+            "plugin:github",
+            &input,
+        )
+        .await;
+        assert_eq!(out, go(&[]), "a plugin tool keeps genai's name");
+        // Prompt and stop hooks have no tool: their matcher is not consulted.
+        let hooks = HooksConfig {
+            user_prompt_submit: vec![blocker("Write")],
+            ..HooksConfig::default()
+        };
+        let out = run(
+            &hooks,
+            Event::UserPromptSubmit { prompt: "hi" },
+            &ctx(dir.path()),
+        )
+        .await;
+        assert!(matches!(out, Outcome::Block { .. }), "{out:?}");
+    }
+
+    #[tokio::test]
+    async fn an_invalid_matcher_is_reported_and_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let hooks = pre(vec![matching("exit 2", "Bash(")]);
+        let err = hooks.validate().unwrap_err();
+        assert!(
+            err.message.contains("[[hooks.pre_tool_use]] number 1"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("Bash("), "{}", err.message);
+        let out = run_pre(
+            &hooks,
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert!(
+            matches!(&out, Outcome::Continue { notes } if notes.len() == 1 && notes[0].contains("skipped")),
+            "{out:?}"
+        );
+        assert!(pre(vec![matching("exit 2", "Edit|Write"), hook("x")])
+            .validate()
+            .is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_hook_past_its_time_is_killed_with_what_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let command = format!("sleep 30 & echo $! > '{}'; wait", pid_file.display());
+        let hooks = pre(vec![HookConfig {
+            timeout_s: Some(1),
+            ..hook(&command)
+        }]);
+        let started = Instant::now();
+        let out = run_pre(
+            &hooks,
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        let short = short(&command);
+        assert_eq!(out, go(&[&format!("hook `{short}` timed out after 1 s")]));
+        // The sleep the shell started is gone too (or a zombie waiting for its reaper).
+        let pid = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .to_string();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let alive = !state.is_empty()
+                && state
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|s| !s.trim_start().starts_with('Z'));
+            if !alive {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the hook's sleep {pid} still runs"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn other_exits_and_failures_to_start_are_notes() {
+        let dir = tempfile::tempdir().unwrap();
+        let failing = "echo 'first line' >&2; echo second >&2; exit 1";
+        let out = run_pre(
+            &pre(vec![hook(failing)]),
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert_eq!(
+            out,
+            go(&[&format!("hook `{failing}` failed (exit 1): first line")])
+        );
+
+        let missing = "/no/such/hook-script";
+        let out = run_pre(
+            &pre(vec![hook(missing)]),
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert!(
+            matches!(&out, Outcome::Continue { notes } if notes[0].contains("exit 127")),
+            "{out:?}"
+        );
+
+        let hooks = pre(vec![hook("true")]);
+        let out = run_pre(
+            &hooks,
+            &dir.path().join("gone"),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert!(
+            matches!(&out, Outcome::Continue { notes } if notes[0].contains("could not start")),
+            "{out:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_first_block_wins_and_later_hooks_do_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let later = format!("touch '{}'", marker.display());
+        let hooks = pre(vec![
+            hook("echo '{\"systemMessage\":\"checked\"}'"),
+            hook("echo no >&2; exit 2"),
+            hook(&later),
+        ]);
+        let out = run_pre(
+            &hooks,
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert_eq!(out, block("no", "echo no >&2; exit 2"));
+        assert!(!marker.exists());
+    }
+
+    #[tokio::test]
+    async fn a_prompt_hooks_stdout_is_context_and_a_block_refuses_the_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let hooks = HooksConfig {
+            user_prompt_submit: vec![
+                hook("echo 'Current branch: main'"),
+                hook(
+                    r#"echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"Sprint 12"}}'"#,
+                ),
+            ],
+            ..HooksConfig::default()
+        };
+        let out = run(
+            &hooks,
+            Event::UserPromptSubmit { prompt: "hi" },
+            &ctx(dir.path()),
+        )
+        .await;
+        assert_eq!(out, go(&["Current branch: main", "Sprint 12"]));
+        // Plain stdout of a tool hook is not context.
+        let out = run_pre(
+            &pre(vec![hook("echo chatter")]),
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert_eq!(out, go(&[]));
+        let long = "head -c 5000 /dev/zero | tr '\\0' y >&2; exit 2";
+        let out = run_pre(
+            &pre(vec![hook(long)]),
+            dir.path(),
+            "workspace.run_command",
+            "workspace",
+            &bash_call(),
+        )
+        .await;
+        assert!(
+            matches!(&out, Outcome::Block { reason, .. } if reason.len() <= MAX_REASON + 3 && reason.ends_with('…')),
+            "{out:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_hook_gets_the_minimal_environment_and_the_project_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        // Values with newlines become spaces: one name a line.
+        let hooks = HooksConfig {
+            user_prompt_submit: vec![hook(
+                "env -0 | tr '\\n\\0' ' \\n' | cut -d= -f1; echo \"DIR=$CLAUDE_PROJECT_DIR\"",
+            )],
+            ..HooksConfig::default()
+        };
+        let out = run(
+            &hooks,
+            Event::UserPromptSubmit { prompt: "hi" },
+            &ctx(dir.path()),
+        )
+        .await;
+        let Outcome::Continue { notes } = out else {
+            panic!("{out:?}")
+        };
+        let lines: Vec<&str> = notes[0].lines().collect();
+        let cwd = dir.path().to_string_lossy();
+        assert_eq!(lines.last().copied(), Some(format!("DIR={cwd}").as_str()));
+        let names = &lines[..lines.len() - 1];
+        assert!(names.contains(&"GENAI_PROJECT_DIR") && names.contains(&"CLAUDE_PROJECT_DIR"));
+        // What the shell sets itself.
+        let shells = ["PWD", "OLDPWD", "SHLVL", "_"];
+        for name in names {
+            assert!(
+                crate::process::PASSED.contains(name)
+                    || name.starts_with("LC_")
+                    || name.ends_with("_PROJECT_DIR")
+                    || shells.contains(name),
+                "{name} reached the hook: {names:?}"
+            );
+        }
+        // cargo test runs with CARGO_* variables (and most machines have more): none passed.
+        let other = std::env::vars()
+            .map(|(n, _)| n)
+            .find(|n| !crate::process::PASSED.contains(&n.as_str()) && !n.starts_with("LC_"));
+        if let Some(other) = other {
+            assert!(!names.contains(&other.as_str()), "{other}");
+        }
+    }
+
+    #[test]
+    fn the_config_refuses_unknown_keys() {
+        let c: HooksConfig = serde_json::from_value(json!({
+            "pre_tool_use": [{"command": "x", "matcher": "Bash", "timeout_s": 5}]
+        }))
+        .unwrap();
+        assert_eq!(c.pre_tool_use[0].timeout_s, Some(5));
+        assert!(c.post_tool_use.is_empty() && !c.is_empty());
+        assert!(serde_json::from_value::<HooksConfig>(json!({"PreToolUse": []})).is_err());
+        assert!(serde_json::from_value::<HooksConfig>(
+            json!({"stop": [{"command": "x", "type": "command"}]})
+        )
+        .is_err());
+    }
+}

@@ -1,0 +1,993 @@
+//! The one permission policy: before every tool call (the built-in workspace tools, MCP tools
+//! and plugin modules alike, in every front-end) the core asks [`Policy::decide`] whether to
+//! allow it, ask the user, or deny it.
+//!
+//! This module owns the modes, the order in which rules are weighed, and which files are
+//! secret. It must never prompt, run or log anything: it answers from the rules it was given
+//! ([`rules`] parses and matches one rule, [`project`] reads the project's file and the saved
+//! "always" answers).
+//!
+//! # Tools and calls
+//!
+//! Tools are named `SOURCE.tool`: the built-in `workspace.read_file`, `workspace.list`,
+//! `workspace.search`, `workspace.edit_file`, `workspace.write_file`, `workspace.run_command`
+//! and `workspace.fetch`; `SERVER.tool` for MCP tools; `MODULE.function` for plugin modules.
+//! A call ([`Request`]) has a [`Kind`] (read, edit, execute, fetch, or another tool, read-only
+//! when its MCP server marks it `readOnlyHint`) and a subject: the root-relative path (`.` for
+//! the root) for reads, listings, searches, edits and writes; the command line for
+//! `run_command`; the URL for `fetch`; none for other tools.
+//!
+//! # Modes
+//!
+//! | kind | read-only | ask | edit | full |
+//! |---|---|---|---|---|
+//! | read | allow | allow | allow | allow |
+//! | fetch | ask | ask | ask | allow |
+//! | edit | deny | ask | allow | allow |
+//! | execute | deny | ask | ask | allow |
+//! | other, read-only | allow | allow | allow | allow |
+//! | other | deny | allow | allow | allow |
+//!
+//! The mode is `--mode`'s, else `[permissions] mode` of the user's config, else `ask`.
+//!
+//! # Rules
+//!
+//! `[permissions]` in the user's config has `allow`, `ask` and `deny` lists of rules, each
+//! `TOOL` or `TOOL(PATTERN)`. TOOL is a full name (`workspace.run_command`,
+//! `github.create_issue`), a source (`workspace`, `github`: all its tools), `SOURCE.*` (the
+//! same), or a workspace tool's short name (`read_file`, `list`, `search`, `edit_file`,
+//! `write_file`, `run_command`, `fetch`). PATTERN depends on the call:
+//! * a path: a gitignore-style glob on the root-relative path. `*` stays within one folder,
+//!   `**` crosses folders; a pattern with no `/` matches at any depth (`*.md` is `**/*.md`),
+//!   one with a `/` is relative to the root (`src/**`, `/Cargo.toml`); a pattern matching a
+//!   folder covers what is inside it.
+//! * a command line: `*` matches any run of characters, spaces included; the pattern matches
+//!   the whole command line (trimmed), and a trailing ` *` also matches the bare command
+//!   (`cargo test *` matches `cargo test` and `cargo test --lib`). A line chaining commands
+//!   with `;`, `&&`, `||`, `|`, `&`, a newline, backticks, `$(`, `<(` or `>(` is allowed by
+//!   allow rules only when EVERY command in it matches some allow rule; a deny or ask rule
+//!   applies when ANY command in it matches.
+//! * a URL: `domain:docs.rs` matches that host and its subdomains (not `docs.rs.evil.com`);
+//!   anything else is a glob on the whole URL, where `*` matches anything.
+//!
+//! A rule with a pattern never matches a call with no subject. A bad rule is an error.
+//!
+//! # Order
+//!
+//! 1. A matching deny rule denies (from the user's config, the project file, or `--deny`).
+//! 2. A call on a secret file is denied unless an allow or ask rule matching it names the
+//!    file: its pattern's last segment is more than wildcards (`read_file(.env)`,
+//!    `read_file(**/.env*)`; not a bare `read_file`, `read_file(**)` or `edit_file(src/**)`).
+//!    The `full` mode does not unlock secrets either.
+//! 3. A matching ask rule asks.
+//! 4. A matching allow rule (the user's config, saved "always" answers, `--allow`) allows.
+//! 5. Otherwise the mode decides.
+//!
+//! Secret files, at any depth: `.env` and `.env.*` (not `.env.example`, `.env.sample`,
+//! `.env.template`), `*.pem`, `*.key`, `id_rsa*`, `id_ed25519*`, `id_ecdsa*`, `*.p12`,
+//! `*.pfx`, `.npmrc`, `.pypirc`, `.netrc`, `credentials.json`, `.git-credentials`, and the
+//! `.ssh`, `.aws` and `.gnupg` folders with everything in them (case does not matter); plus
+//! the files genai adds ([`Policy::add_secret`], such as its own key file).
+//!
+//! # The project file
+//!
+//! `.genai/permissions.toml` under the project root has the same shape as `[permissions]`,
+//! but a repository may only tighten: its deny and ask rules apply, its mode applies only when
+//! stricter (`read-only` < `ask` < `edit` < `full`), and its allow rules and a looser mode are
+//! ignored, each with a note ([`Policy::notes`]). Saved "always" answers live in the user's
+//! config folder, never in the repository ([`project::SavedRules`]).
+
+pub mod project;
+pub mod rules;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::LazyLock;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorKind, Result};
+use rules::{command_parts, normalize_path, url_host, Rule};
+
+/// What a tool call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Reads the workspace: `read_file`, `list`, `search`.
+    Read,
+    /// Changes a file: `edit_file`, `write_file`.
+    Edit,
+    /// Runs a command: `run_command`.
+    Execute,
+    /// Reaches the network: `fetch`.
+    Fetch,
+    /// A tool of an MCP server or plugin module the user configured; `read_only` when the
+    /// MCP server marks it `readOnlyHint`.
+    Other { read_only: bool },
+}
+
+/// How much is allowed without asking, when no rule decides.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Reads only: edits, commands and unmarked tools are denied, fetches asked.
+    ReadOnly,
+    /// Reads and configured tools run; edits, commands and fetches are asked (the default).
+    #[default]
+    Ask,
+    /// Edits run too; commands and fetches are asked.
+    Edit,
+    /// Everything runs, except on secret files.
+    Full,
+}
+
+impl Mode {
+    /// Every mode, strictest first.
+    pub const ALL: [Mode; 4] = [Mode::ReadOnly, Mode::Ask, Mode::Edit, Mode::Full];
+
+    /// The mode's name: `read-only`, `ask`, `edit`, `full`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "read-only",
+            Mode::Ask => "ask",
+            Mode::Edit => "edit",
+            Mode::Full => "full",
+        }
+    }
+
+    /// What this mode decides for a call of this kind no rule matched.
+    pub fn decide(self, kind: Kind) -> Decision {
+        use Decision::{Allow, Ask, Deny};
+        match (kind, self) {
+            (Kind::Read, _) | (Kind::Other { read_only: true }, _) => Allow,
+            (_, Mode::Full) => Allow,
+            (Kind::Fetch, _) => Ask,
+            (Kind::Edit | Kind::Execute, Mode::ReadOnly) => Deny,
+            (Kind::Edit, Mode::Edit) => Allow,
+            (Kind::Edit | Kind::Execute, _) => Ask,
+            (Kind::Other { read_only: false }, Mode::ReadOnly) => Deny,
+            (Kind::Other { read_only: false }, _) => Allow,
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Mode> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s.trim())
+            .ok_or_else(|| {
+                Error::invalid_params(format!(
+                    "unknown permission mode `{s}`: use one of {}",
+                    crate::error::known(Mode::ALL)
+                ))
+            })
+    }
+}
+
+/// The answer to a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Ask the user first.
+    Ask,
+    /// Refuse it.
+    Deny,
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        })
+    }
+}
+
+/// A decision and what made it, for people: ``rule deny `X` (your config)``, `mode ask`,
+/// `secret file: named by no rule`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// The answer.
+    pub decision: Decision,
+    /// What decided it.
+    pub by: String,
+}
+
+/// One tool call to decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request<'a> {
+    /// The tool's full name: `workspace.read_file`, `SERVER.tool`, `MODULE.function`.
+    pub tool: &'a str,
+    /// What the call does.
+    pub kind: Kind,
+    /// The root-relative path (`.` for the root), the command line, the URL, or none.
+    pub subject: Option<&'a str>,
+}
+
+/// A set of permission settings: `[permissions]` of the user's config, and the project file
+/// `.genai/permissions.toml`.
+#[derive(Deserialize, Serialize, JsonSchema, Default, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    /// `read-only`, `ask` (the default), `edit` or `full`.
+    pub mode: Option<Mode>,
+    /// Rules of calls that run without asking: `TOOL` or `TOOL(PATTERN)`.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Rules of calls that are always asked.
+    #[serde(default)]
+    pub ask: Vec<String>,
+    /// Rules of calls that are refused.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Whether the workspace's commands may use the network (default: no). Only the user's
+    /// config can turn it on; a project file's `true` is ignored.
+    #[serde(default)]
+    pub network: bool,
+}
+
+/// Everything a policy is made of, loosest source last.
+#[derive(Clone, Debug, Default)]
+pub struct Layers {
+    /// `[permissions]` of the user's config.
+    pub user: PermissionsConfig,
+    /// The project file and its settings, if the project has one ([`project::load_project`]).
+    pub project: Option<(PathBuf, PermissionsConfig)>,
+    /// The "always" answers saved for this project ([`project::SavedRules::rules`]).
+    pub saved: Vec<String>,
+    /// `--mode`.
+    pub flag_mode: Option<Mode>,
+    /// `--allow` rules.
+    pub flag_allow: Vec<String>,
+    /// `--deny` rules.
+    pub flag_deny: Vec<String>,
+}
+
+/// Where a rule came from, as a verdict names it.
+const FROM_USER: &str = "your config";
+const FROM_SAVED: &str = "saved answer";
+const FROM_FLAG_ALLOW: &str = "--allow";
+const FROM_FLAG_DENY: &str = "--deny";
+
+/// A rule and where it came from.
+#[derive(Debug, Clone)]
+struct Entry {
+    rule: Rule,
+    from: &'static str,
+}
+
+/// The permission policy of one session: the mode, the rules, and the secret files.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    mode: Mode,
+    deny: Vec<Entry>,
+    ask: Vec<Entry>,
+    allow: Vec<Entry>,
+    secrets: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// Parses `texts` as rules from `from`; a bad one is an error saying where it was.
+fn entries(texts: &[String], from: &'static str, place: &str) -> Result<Vec<Entry>> {
+    texts
+        .iter()
+        .map(|text| {
+            Rule::parse(text)
+                .map(|rule| Entry { rule, from })
+                .map_err(|e| Error::new(ErrorKind::Config, format!("{place}: {}", e.message)))
+        })
+        .collect()
+}
+
+impl Policy {
+    /// The policy of these layers; a bad rule in any of them is an error naming it and where
+    /// it was.
+    pub fn new(layers: Layers) -> Result<Policy> {
+        let mut notes = Vec::new();
+        let mut mode = layers.flag_mode.or(layers.user.mode).unwrap_or_default();
+        let project = project::PROJECT_FILE;
+        let mut deny = entries(&layers.user.deny, FROM_USER, "[permissions] deny")?;
+        let mut ask = entries(&layers.user.ask, FROM_USER, "[permissions] ask")?;
+        let mut allow = entries(&layers.user.allow, FROM_USER, "[permissions] allow")?;
+        if let Some((file, config)) = &layers.project {
+            let place = file.display().to_string();
+            deny.extend(entries(&config.deny, project, &place)?);
+            ask.extend(entries(&config.ask, project, &place)?);
+            match config.mode {
+                Some(m) if m < mode => mode = m,
+                Some(m) if m > mode => notes.push(format!(
+                    "ignored: {project} sets mode `{m}`, but a project file can only tighten \
+                     what your config allows (your mode is `{mode}`)"
+                )),
+                _ => {}
+            }
+            for rule in &config.allow {
+                notes.push(format!(
+                    "ignored: {project} allows `{rule}`, but a project file can only tighten \
+                     what your config allows"
+                ));
+            }
+        }
+        allow.extend(entries(&layers.saved, FROM_SAVED, "saved answers")?);
+        allow.extend(entries(&layers.flag_allow, FROM_FLAG_ALLOW, "--allow")?);
+        deny.extend(entries(&layers.flag_deny, FROM_FLAG_DENY, "--deny")?);
+        Ok(Policy {
+            mode,
+            deny,
+            ask,
+            allow,
+            secrets: Vec::new(),
+            notes,
+        })
+    }
+
+    /// The mode in force (after a stricter project mode).
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// What was ignored of the project file, one sentence each, to show the user once.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Makes one more root-relative path secret (genai's own key file when inside the root).
+    pub fn add_secret(&mut self, path_relative: &str) {
+        let path = normalize_path(path_relative);
+        if !self.secrets.contains(&path) {
+            self.secrets.push(path);
+        }
+    }
+
+    /// Adds an "always" answer at once, so the running turn honours it; a bad rule is an
+    /// error.
+    pub fn add_saved(&mut self, rule: &str) -> Result<()> {
+        let entry = entries(&[rule.to_string()], FROM_SAVED, "saved answer")?;
+        self.allow.extend(entry);
+        Ok(())
+    }
+
+    /// Whether a root-relative path is secret: by [`is_secret`] or added by
+    /// [`Policy::add_secret`]. Tools that walk folders (`list`, `search`) skip such files.
+    pub fn is_secret(&self, relative: &str) -> bool {
+        let path = normalize_path(relative);
+        is_secret(&path) || self.secrets.iter().any(|s| s.eq_ignore_ascii_case(&path))
+    }
+
+    /// Decides a call: deny rules, then secret files, then ask rules, then allow rules, then
+    /// the mode (see the module's documentation).
+    pub fn decide(&self, r: &Request) -> Verdict {
+        let parts: Vec<Option<&str>> = match (r.kind, r.subject) {
+            (Kind::Execute, Some(command)) => {
+                command_parts(command).into_iter().map(Some).collect()
+            }
+            (_, subject) => vec![subject],
+        };
+        let hits = |e: &&Entry| parts.iter().any(|p| e.rule.matches(r.tool, r.kind, *p));
+        if let Some(e) = self.deny.iter().find(hits) {
+            return by_rule(Decision::Deny, &[e]);
+        }
+        let secret = matches!(r.kind, Kind::Read | Kind::Edit)
+            && r.subject.is_some_and(|path| self.is_secret(path));
+        if secret {
+            let named = self
+                .ask
+                .iter()
+                .chain(&self.allow)
+                .any(|e| e.rule.names_file(r.tool, r.kind, r.subject));
+            if !named {
+                return Verdict {
+                    decision: Decision::Deny,
+                    by: "secret file: named by no rule".to_string(),
+                };
+            }
+        }
+        if let Some(e) = self.ask.iter().find(hits) {
+            return by_rule(Decision::Ask, &[e]);
+        }
+        // Every command of a chain must be allowed, each by some allow rule.
+        let allowed: Option<Vec<&Entry>> = parts
+            .iter()
+            .map(|p| {
+                self.allow
+                    .iter()
+                    .find(|e| e.rule.matches(r.tool, r.kind, *p))
+            })
+            .collect();
+        if let Some(entries) = allowed {
+            return by_rule(Decision::Allow, &entries);
+        }
+        Verdict {
+            decision: self.mode.decide(r.kind),
+            by: format!("mode {}", self.mode),
+        }
+    }
+
+    /// The rule an "allow always" answer to this call saves: for `run_command` the command's
+    /// first word, and its second unless that is an option, then ` *`
+    /// (`workspace.run_command(cargo test *)` for `cargo test --lib`); for edits and writes
+    /// the file's folder (`workspace.edit_file(src/**)`; a file at the root: itself,
+    /// `workspace.edit_file(/Cargo.toml)`); for `fetch` the URL's host
+    /// (`workspace.fetch(domain:docs.rs)`); for anything else the bare tool name.
+    pub fn always_rule(&self, r: &Request) -> String {
+        let tool = r.tool;
+        let Some(subject) = r.subject else {
+            return tool.to_string();
+        };
+        match r.kind {
+            Kind::Execute => {
+                let first = command_parts(subject).into_iter().next().unwrap_or("");
+                let mut words = first.split_whitespace();
+                // A blank line or a glob as the program (a model's trick?) must not save a
+                // rule covering every command: `?` is no wildcard, so such a rule stays narrow.
+                let program = match words.next() {
+                    Some(word) if !word.contains('*') => word.to_string(),
+                    Some(word) => word.replace('*', "?"),
+                    None => "?".to_string(),
+                };
+                match words.next() {
+                    Some(second) if plain_word(second) => format!("{tool}({program} {second} *)"),
+                    _ => format!("{tool}({program} *)"),
+                }
+            }
+            Kind::Edit => {
+                let path = normalize_path(subject);
+                match path.rsplit_once('/') {
+                    Some((folder, _)) => format!("{tool}({}/**)", globset::escape(folder)),
+                    None => format!("{tool}(/{})", globset::escape(&path)),
+                }
+            }
+            Kind::Fetch => match url_host(subject) {
+                Some(host) => format!("{tool}(domain:{host})"),
+                None => format!("{tool}({})", globset::escape(subject.trim())),
+            },
+            Kind::Read | Kind::Other { .. } => tool.to_string(),
+        }
+    }
+}
+
+/// A verdict naming the rules that made it.
+fn by_rule(decision: Decision, entries: &[&Entry]) -> Verdict {
+    let mut by: Vec<String> = Vec::new();
+    for e in entries {
+        let one = format!("`{}` ({})", e.rule.text(), e.from);
+        if !by.contains(&one) {
+            by.push(one);
+        }
+    }
+    Verdict {
+        decision,
+        by: format!("rule {decision} {}", by.join(", ")),
+    }
+}
+
+/// Whether a command's second word belongs in an "always" rule: a subcommand (`test`,
+/// `status`), not an option, a quoted string or a glob.
+fn plain_word(word: &str) -> bool {
+    !word.starts_with('-')
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '+' | '@'))
+}
+
+/// The secret files, at any depth; `.env.*` is the pattern [`NOT_SECRET`] excepts from.
+const SECRET_GLOBS: [&str; 20] = [
+    "**/.env.*",
+    "**/.env",
+    "**/*.pem",
+    "**/*.key",
+    "**/id_rsa*",
+    "**/id_ed25519*",
+    "**/id_ecdsa*",
+    "**/*.p12",
+    "**/*.pfx",
+    "**/.npmrc",
+    "**/.pypirc",
+    "**/.netrc",
+    "**/credentials.json",
+    "**/.git-credentials",
+    "**/.ssh",
+    "**/.ssh/**",
+    "**/.aws",
+    "**/.aws/**",
+    "**/.gnupg",
+    "**/.gnupg/**",
+];
+
+/// Examples of `.env` files, kept in repositories on purpose: not secret.
+const NOT_SECRET: [&str; 3] = [".env.example", ".env.sample", ".env.template"];
+
+static SECRETS: LazyLock<GlobSet> = LazyLock::new(|| {
+    let mut set = GlobSetBuilder::new();
+    for glob in SECRET_GLOBS {
+        // The patterns are constants the tests compile: a failure here is a bug in this file.
+        let glob = GlobBuilder::new(glob)
+            .literal_separator(true)
+            .case_insensitive(true)
+            .build()
+            .expect("secret glob");
+        set.add(glob);
+    }
+    set.build().expect("secret globs")
+});
+
+/// Whether a root-relative path is a secret file (see the module's documentation), at any
+/// depth, whatever its case.
+pub fn is_secret(relative: &str) -> bool {
+    let path = normalize_path(relative);
+    let mut hits = SECRETS.matches(&path);
+    let name = path.rsplit('/').next().unwrap_or(&path);
+    if NOT_SECRET.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+        hits.retain(|&i| i != 0);
+    }
+    !hits.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL_KINDS: [Kind; 6] = [
+        Kind::Read,
+        Kind::Fetch,
+        Kind::Edit,
+        Kind::Execute,
+        Kind::Other { read_only: true },
+        Kind::Other { read_only: false },
+    ];
+
+    fn policy(layers: Layers) -> Policy {
+        match Policy::new(layers) {
+            Ok(p) => p,
+            Err(e) => panic!("{}", e.message),
+        }
+    }
+
+    fn user(allow: &[&str], ask: &[&str], deny: &[&str]) -> Layers {
+        let v = |s: &[&str]| s.iter().map(|r| r.to_string()).collect();
+        Layers {
+            user: PermissionsConfig {
+                mode: None,
+                allow: v(allow),
+                ask: v(ask),
+                deny: v(deny),
+                network: false,
+            },
+            ..Layers::default()
+        }
+    }
+
+    fn call<'a>(tool: &'a str, kind: Kind, subject: &'a str) -> Request<'a> {
+        Request {
+            tool,
+            kind,
+            subject: Some(subject),
+        }
+    }
+
+    fn read(path: &str) -> Request<'_> {
+        call("workspace.read_file", Kind::Read, path)
+    }
+
+    fn run(command: &str) -> Request<'_> {
+        call("workspace.run_command", Kind::Execute, command)
+    }
+
+    fn decision(p: &Policy, r: Request) -> Decision {
+        p.decide(&r).decision
+    }
+
+    #[test]
+    fn the_mode_table() {
+        use Decision::{Allow as A, Ask as Q, Deny as D};
+        // Rows in ALL_KINDS order, columns read-only, ask, edit, full.
+        let table = [
+            [A, A, A, A],
+            [Q, Q, Q, A],
+            [D, Q, A, A],
+            [D, Q, Q, A],
+            [A, A, A, A],
+            [D, A, A, A],
+        ];
+        for (kind, row) in ALL_KINDS.into_iter().zip(table) {
+            for (mode, want) in Mode::ALL.into_iter().zip(row) {
+                assert_eq!(mode.decide(kind), want, "{kind:?} in {mode}");
+                let p = policy(Layers {
+                    flag_mode: Some(mode),
+                    ..Layers::default()
+                });
+                let r = Request {
+                    tool: "x.y",
+                    kind,
+                    subject: None,
+                };
+                let v = p.decide(&r);
+                assert_eq!(v.decision, want, "{kind:?} in {mode}");
+                assert_eq!(v.by, format!("mode {mode}"));
+            }
+        }
+    }
+
+    #[test]
+    fn modes_by_name() {
+        for m in Mode::ALL {
+            assert_eq!(m.to_string().parse::<Mode>().ok(), Some(m));
+        }
+        assert_eq!(Mode::default(), Mode::Ask);
+        let e = match "yolo".parse::<Mode>() {
+            Ok(m) => panic!("parsed {m}"),
+            Err(e) => e,
+        };
+        assert!(e.message.contains("`yolo`"), "{}", e.message);
+        assert!(
+            e.message.contains("read-only, ask, edit, full"),
+            "{}",
+            e.message
+        );
+        let c: PermissionsConfig = toml::from_str("mode = \"read-only\"").expect("toml");
+        assert_eq!(c.mode, Some(Mode::ReadOnly));
+        let e = toml::from_str::<PermissionsConfig>("mode = \"yolo\"").expect_err("bad mode");
+        assert!(e.to_string().contains("read-only"), "{e}");
+        assert!(toml::from_str::<PermissionsConfig>("alow = []").is_err());
+        let schema = serde_json::to_string(&schemars::schema_for!(PermissionsConfig));
+        assert!(schema.is_ok_and(|s| s.contains("\"read-only\"")));
+    }
+
+    #[test]
+    fn deny_beats_ask_beats_allow() {
+        let all = ["run_command(cargo *)"];
+        let p = policy(user(&all, &all, &all));
+        let v = p.decide(&run("cargo build"));
+        assert_eq!(v.decision, Decision::Deny);
+        assert_eq!(v.by, "rule deny `run_command(cargo *)` (your config)");
+        let p = policy(user(&all, &all, &[]));
+        let v = p.decide(&run("cargo build"));
+        assert_eq!(v.decision, Decision::Ask);
+        assert_eq!(v.by, "rule ask `run_command(cargo *)` (your config)");
+        let p = policy(user(&all, &[], &[]));
+        let v = p.decide(&run("cargo build"));
+        assert_eq!(v.decision, Decision::Allow);
+        assert_eq!(v.by, "rule allow `run_command(cargo *)` (your config)");
+    }
+
+    #[test]
+    fn rule_shapes_decide() {
+        let edit = call("workspace.edit_file", Kind::Edit, "src/lib.rs");
+        let issue = Request {
+            tool: "github.create_issue",
+            kind: Kind::Other { read_only: false },
+            subject: None,
+        };
+        for rule in [
+            "workspace.edit_file",
+            "workspace",
+            "workspace.*",
+            "edit_file",
+        ] {
+            let p = policy(user(&[], &[], &[rule]));
+            assert_eq!(decision(&p, edit), Decision::Deny, "{rule}");
+            assert_eq!(decision(&p, issue), Decision::Allow, "{rule}");
+        }
+        for rule in ["github", "github.*", "github.create_issue"] {
+            let p = policy(user(&[], &[], &[rule]));
+            assert_eq!(decision(&p, issue), Decision::Deny, "{rule}");
+            assert_eq!(decision(&p, edit), Decision::Ask, "{rule}");
+        }
+        let p = policy(user(&["edit_file(*.md)"], &[], &[]));
+        let md = call("workspace.edit_file", Kind::Edit, "docs/deep/guide.md");
+        assert_eq!(decision(&p, md), Decision::Allow);
+        assert_eq!(decision(&p, edit), Decision::Ask);
+    }
+
+    #[test]
+    fn chained_commands_need_every_part_allowed() {
+        let p = policy(user(
+            &["run_command(git status*)", "run_command(cargo test *)"],
+            &[],
+            &[],
+        ));
+        assert_eq!(
+            decision(&p, run("git status && cargo test --lib")),
+            Decision::Allow
+        );
+        assert_eq!(decision(&p, run("git status; rm -rf ~")), Decision::Ask);
+        assert_eq!(
+            decision(&p, run("cargo test $(curl x | sh)")),
+            Decision::Ask
+        );
+        assert_eq!(decision(&p, run("git status\nrm x")), Decision::Ask);
+        let v = p.decide(&run("git status | cargo test"));
+        assert_eq!(
+            v.by,
+            "rule allow `run_command(git status*)` (your config), \
+             `run_command(cargo test *)` (your config)"
+        );
+        let p = policy(user(
+            &["run_command"],
+            &["run_command(git push*)"],
+            &["run_command(rm *)"],
+        ));
+        assert_eq!(decision(&p, run("ls && rm -rf x")), Decision::Deny);
+        assert_eq!(decision(&p, run("ls `git push`")), Decision::Ask);
+        assert_eq!(decision(&p, run("ls -la")), Decision::Allow);
+    }
+
+    #[test]
+    fn fetch_domains() {
+        let p = policy(user(&["fetch(domain:docs.rs)"], &[], &[]));
+        let f = |url| decision(&p, call("workspace.fetch", Kind::Fetch, url));
+        assert_eq!(f("https://docs.rs/serde"), Decision::Allow);
+        assert_eq!(f("https://static.docs.rs/x.css"), Decision::Allow);
+        assert_eq!(f("https://docs.rs.evil.com/"), Decision::Ask);
+    }
+
+    #[test]
+    fn secret_files() {
+        for s in [
+            ".env",
+            "app/.env.local",
+            "certs/server.pem",
+            "tls.KEY",
+            "home/.ssh/id_ed25519",
+            ".ssh",
+            ".aws/credentials",
+            "id_rsa.pub",
+            "x/.gnupg/pubring.kbx",
+            ".npmrc",
+            "config/credentials.json",
+            ".git-credentials",
+            "a.p12",
+            "b.pfx",
+            ".netrc",
+            ".pypirc",
+            "id_ecdsa",
+            "./.ENV",
+            "src/../.env",
+        ] {
+            assert!(is_secret(s), "{s}");
+        }
+        for s in [
+            ".env.example",
+            "web/.env.sample",
+            ".env.template",
+            "src/env.rs",
+            "keys.md",
+            ".",
+            "sshd/config",
+            "docs/key.txt",
+        ] {
+            assert!(!is_secret(s), "{s}");
+        }
+        assert!(is_secret(".ssh/.env.example"));
+    }
+
+    #[test]
+    fn secrets_stay_denied_under_full_and_bare_rules() {
+        for layers in [
+            Layers {
+                flag_mode: Some(Mode::Full),
+                ..Layers::default()
+            },
+            user(&["workspace"], &[], &[]),
+            user(&["read_file"], &[], &[]),
+            user(&["read_file(**)"], &[], &[]),
+            user(&["read_file(*)"], &[], &[]),
+            user(&[], &["read_file"], &[]),
+        ] {
+            let p = policy(layers);
+            let v = p.decide(&read(".env"));
+            assert_eq!(v.decision, Decision::Deny);
+            assert_eq!(v.by, "secret file: named by no rule");
+            assert_ne!(decision(&p, read(".env.example")), Decision::Deny);
+        }
+        let write = call("workspace.write_file", Kind::Edit, "src/server.key");
+        let p = policy(user(&["write_file(src/**)"], &[], &[]));
+        assert_eq!(decision(&p, write), Decision::Deny);
+    }
+
+    #[test]
+    fn a_rule_naming_a_secret_unlocks_it() {
+        for rule in [
+            "read_file(.env)",
+            "read_file(**/.env*)",
+            "workspace.read_file(/.env)",
+        ] {
+            let p = policy(user(&[rule], &[], &[]));
+            assert_eq!(decision(&p, read(".env")), Decision::Allow, "{rule}");
+            assert_eq!(decision(&p, read("id_rsa")), Decision::Deny, "{rule}");
+        }
+        let p = policy(user(&[], &["read_file(.env)"], &[]));
+        assert_eq!(decision(&p, read(".env")), Decision::Ask);
+        let p = policy(user(&["read_file(.env)"], &[], &["read_file(.env)"]));
+        assert_eq!(decision(&p, read(".env")), Decision::Deny);
+    }
+
+    #[test]
+    fn added_secrets() {
+        let mut p = policy(Layers {
+            flag_mode: Some(Mode::Full),
+            ..Layers::default()
+        });
+        assert_eq!(decision(&p, read("conf/keys.toml")), Decision::Allow);
+        p.add_secret("./conf/keys.toml");
+        assert!(p.is_secret("conf/keys.toml"));
+        assert_eq!(decision(&p, read("conf/keys.toml")), Decision::Deny);
+        assert_eq!(decision(&p, read("conf")), Decision::Allow);
+    }
+
+    #[test]
+    fn a_project_file_only_tightens() {
+        let file = PathBuf::from("/repo/.genai/permissions.toml");
+        let project = PermissionsConfig {
+            mode: Some(Mode::Full),
+            allow: vec!["run_command".into()],
+            ask: vec!["fetch".into()],
+            deny: vec!["edit_file(secret/**)".into()],
+            network: true,
+        };
+        let mut layers = user(&[], &[], &[]);
+        layers.project = Some((file.clone(), project.clone()));
+        let p = policy(layers.clone());
+        assert_eq!(p.mode(), Mode::Ask);
+        assert_eq!(decision(&p, run("make")), Decision::Ask);
+        let v = p.decide(&call("workspace.edit_file", Kind::Edit, "secret/a"));
+        assert_eq!(v.decision, Decision::Deny);
+        assert_eq!(
+            v.by,
+            "rule deny `edit_file(secret/**)` (.genai/permissions.toml)"
+        );
+        assert_eq!(
+            p.notes(),
+            [
+                "ignored: .genai/permissions.toml sets mode `full`, but a project file can only \
+                 tighten what your config allows (your mode is `ask`)",
+                "ignored: .genai/permissions.toml allows `run_command`, but a project file can \
+                 only tighten what your config allows",
+            ]
+        );
+        // A stricter project mode applies, without a note.
+        let mut strict = project;
+        strict.mode = Some(Mode::ReadOnly);
+        strict.allow.clear();
+        layers.project = Some((file, strict));
+        layers.flag_mode = Some(Mode::Full);
+        let p = policy(layers);
+        assert_eq!(p.mode(), Mode::ReadOnly);
+        assert!(p.notes().is_empty());
+        assert_eq!(decision(&p, run("make")), Decision::Deny);
+    }
+
+    #[test]
+    fn flags_and_saved_rules() {
+        let mut layers = user(&[], &[], &[]);
+        layers.flag_allow = vec!["run_command(make *)".into()];
+        layers.flag_deny = vec!["fetch".into()];
+        layers.saved = vec!["workspace.edit_file(src/**)".into()];
+        let mut p = policy(layers);
+        let v = p.decide(&run("make all"));
+        assert_eq!(v.by, "rule allow `run_command(make *)` (--allow)");
+        let v = p.decide(&call("workspace.fetch", Kind::Fetch, "https://x.org/"));
+        assert_eq!(v.by, "rule deny `fetch` (--deny)");
+        let v = p.decide(&call("workspace.edit_file", Kind::Edit, "src/a.rs"));
+        assert_eq!(
+            v.by,
+            "rule allow `workspace.edit_file(src/**)` (saved answer)"
+        );
+        assert_eq!(decision(&p, run("npm test")), Decision::Ask);
+        let rule = p.always_rule(&run("npm test"));
+        assert!(p.add_saved(&rule).is_ok());
+        assert_eq!(decision(&p, run("npm test --watch")), Decision::Allow);
+        assert!(p.add_saved("run_command(").is_err());
+    }
+
+    #[test]
+    fn always_rules() {
+        let p = policy(Layers::default());
+        let cases = [
+            (
+                run("cargo test --lib"),
+                "workspace.run_command(cargo test *)",
+            ),
+            (run("ls -la"), "workspace.run_command(ls *)"),
+            (run("make"), "workspace.run_command(make *)"),
+            (run("echo \"hi there\""), "workspace.run_command(echo *)"),
+            (
+                call("workspace.edit_file", Kind::Edit, "src/a/b.rs"),
+                "workspace.edit_file(src/a/**)",
+            ),
+            (
+                call("workspace.write_file", Kind::Edit, "Cargo.toml"),
+                "workspace.write_file(/Cargo.toml)",
+            ),
+            (
+                call("workspace.fetch", Kind::Fetch, "https://api.docs.rs/x?y"),
+                "workspace.fetch(domain:api.docs.rs)",
+            ),
+            (read("src/a.rs"), "workspace.read_file"),
+            (
+                Request {
+                    tool: "github.create_issue",
+                    kind: Kind::Other { read_only: false },
+                    subject: None,
+                },
+                "github.create_issue",
+            ),
+        ];
+        for (r, want) in cases {
+            let rule = p.always_rule(&r);
+            assert_eq!(rule, want);
+            // What is saved parses and allows the call it answered.
+            let p = policy(Layers {
+                saved: vec![rule.clone()],
+                ..Layers::default()
+            });
+            assert_eq!(decision(&p, r), Decision::Allow, "{rule}");
+        }
+        // A chain's rule is its first command's: the rest still need their own.
+        assert_eq!(p.always_rule(&run("* x")), "workspace.run_command(? x *)");
+        assert_eq!(p.always_rule(&run(" ")), "workspace.run_command(? *)");
+        let chain = run("git status && rm x");
+        assert_eq!(p.always_rule(&chain), "workspace.run_command(git status *)");
+        let root_file = policy(Layers {
+            saved: vec!["workspace.write_file(/Cargo.toml)".into()],
+            ..Layers::default()
+        });
+        let deeper = call("workspace.write_file", Kind::Edit, "sub/Cargo.toml");
+        assert_eq!(decision(&root_file, deeper), Decision::Ask);
+    }
+
+    #[test]
+    fn bad_rules_say_where_they_are() {
+        let e = Policy::new(user(&[], &[], &["run_command(x"])).expect_err("bad rule");
+        assert!(e
+            .message
+            .starts_with("[permissions] deny: bad permission rule `run_command(x`"));
+        let layers = Layers {
+            project: Some((
+                PathBuf::from("/r/.genai/permissions.toml"),
+                PermissionsConfig {
+                    ask: vec!["what ever".into()],
+                    ..PermissionsConfig::default()
+                },
+            )),
+            ..Layers::default()
+        };
+        let e = Policy::new(layers).expect_err("bad project rule");
+        assert!(e
+            .message
+            .starts_with("/r/.genai/permissions.toml: bad permission rule"));
+        let e = Policy::new(Layers {
+            flag_allow: vec!["workspace.nope".into()],
+            ..Layers::default()
+        })
+        .expect_err("bad flag");
+        assert!(e.message.starts_with("--allow: "), "{}", e.message);
+    }
+}

@@ -1,0 +1,930 @@
+//! The file tools of the workspace: read a file, list a folder, plan and apply an edit or a
+//! write.
+//!
+//! It owns what the model is answered with (numbered lines, a binary file's description, a
+//! listing, a unified diff) and how a change reaches the disk (atomically, keeping the file's
+//! mode). Every path goes through [`Root::resolve`] first; this module must never touch a path
+//! that did not, never write before [`apply`], and never dump a binary file's bytes.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::WalkBuilder;
+
+use super::paths::Root;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Files larger than this are read whole only when the model asks for a part (offset/limit),
+/// and are never edited.
+const MAX_WHOLE_FILE: u64 = 10 * 1024 * 1024;
+/// Lines read_file shows when no limit is given.
+const DEFAULT_LIMIT: usize = 2000;
+/// Characters of a line read_file shows.
+const MAX_LINE_CHARS: usize = 2000;
+/// How much of a file's start is looked at for a NUL byte (binary) and its type.
+const SNIFF_BYTES: usize = 8 * 1024;
+/// Entries `list` shows.
+const MAX_LIST_ENTRIES: usize = 1000;
+/// Characters of a diff `apply` answers with.
+const MAX_DIFF_CHARS: usize = 20_000;
+/// Lines of context around each change in a diff.
+const DIFF_CONTEXT: usize = 3;
+
+/// read_file {path, offset?, limit?}: the text of a file, lines numbered from 1 like `cat -n`
+/// (offset = first line, 1-based, default 1; limit = number of lines, default 2000); each line
+/// cut at 2000 chars; says "(lines A-B of N)" when not whole. A binary file (NUL bytes in its
+/// first 8 KiB, or not UTF-8) is described, not dumped: "binary file, 12,345 bytes, looks like
+/// PNG image". A folder is an error saying to use `list`. Files over 10 MiB are refused unless
+/// offset or limit is given; then only the lines asked for are kept in memory.
+pub fn read_file(
+    root: &Root,
+    path: &str,
+    offset: Option<usize>,
+    limit: Option<usize>,
+) -> Result<String> {
+    let abs = root.resolve(path)?;
+    let rel = root.relative(&abs);
+    let size = existing_file_size(&abs, &rel, "read_file", "use list to see the files")?;
+    let mut file = std::fs::File::open(&abs).map_err(|e| io_error("cannot read", &rel, e))?;
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    (&mut file)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| io_error("cannot read", &rel, e))?;
+    if head.contains(&0) {
+        return Ok(describe_binary(&head, size, false));
+    }
+    let first = offset.unwrap_or(1).max(1);
+    let count = match limit {
+        Some(0) => return Err(Error::invalid_params("limit must be at least 1 line")),
+        Some(n) => n,
+        None => DEFAULT_LIMIT,
+    };
+    let window = if size <= MAX_WHOLE_FILE {
+        let mut bytes = head;
+        file.read_to_end(&mut bytes)
+            .map_err(|e| io_error("cannot read", &rel, e))?;
+        if std::str::from_utf8(&bytes).is_err() {
+            return Ok(describe_binary(&bytes, size, true));
+        }
+        read_window(&mut bytes.as_slice(), first, count)
+    } else if offset.is_none() && limit.is_none() {
+        return Err(Error::invalid_params(format!(
+            "`{rel}` is {} bytes, over the 10 MiB read_file shows whole: give offset and limit \
+             to read a part of it, or use search to find the lines you need",
+            thousands(size)
+        )));
+    } else {
+        // Streamed: a big file's lines outside the window are counted, not kept.
+        let mut reader = BufReader::new(head.as_slice().chain(file));
+        read_window(&mut reader, first, count)
+    }
+    .map_err(|e| io_error("cannot read", &rel, e))?;
+    window.render(&rel, first)
+}
+
+/// list {path?, glob?}: the files and folders under `path` (default the root), recursively,
+/// honouring .gitignore/.ignore/git excludes (whether or not the root is a git repository) and
+/// skipping `.git`; folders end with `/`; paths are root-relative and sorted; at most 1000
+/// entries, with a note of how many more. `glob` (gitignore syntax: `*.rs` at any depth,
+/// `src/*.toml` from the root, `**/*.rs`) keeps only the files it matches (and no folders).
+pub fn list(root: &Root, path: Option<&str>, glob: Option<&str>) -> Result<String> {
+    let given = path.unwrap_or(".");
+    let start = root.resolve(given)?;
+    let filter = glob.map(|g| GlobFilter::new(root, g)).transpose()?;
+    let meta = std::fs::metadata(&start)
+        .map_err(|e| not_found_or(&root.relative(&start), e, "list its parent folder"))?;
+    if !meta.is_dir() {
+        return Ok(root.relative(&start));
+    }
+    let mut entries = Vec::new();
+    for entry in walk(&start).filter_map(|e| e.ok()) {
+        if entry.depth() == 0 {
+            continue;
+        }
+        let rel = root.relative(entry.path());
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        match &filter {
+            Some(f) if is_dir || !f.matches(&rel) => {}
+            _ if is_dir => entries.push(format!("{rel}/")),
+            _ => entries.push(rel),
+        }
+    }
+    entries.sort();
+    let shown_start = root.relative(&start);
+    if entries.is_empty() {
+        return Ok(match glob {
+            Some(g) => format!("no files under `{shown_start}` match `{g}`"),
+            None => format!("`{shown_start}` is empty (or all of it is ignored)"),
+        });
+    }
+    let total = entries.len();
+    entries.truncate(MAX_LIST_ENTRIES);
+    let mut out = entries.join("\n");
+    if total > MAX_LIST_ENTRIES {
+        out.push_str(&format!(
+            "\n({} more entries not shown: list a subfolder or give a glob)",
+            thousands((total - MAX_LIST_ENTRIES) as u64)
+        ));
+    }
+    Ok(out)
+}
+
+/// What an edit or write is about to do: the file, its new bytes, and the unified diff the
+/// model is answered with. Nothing is written until [`apply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The absolute, resolved path of the file (symlinks followed, inside the root).
+    pub path: PathBuf,
+    /// The root-relative form of `path`, `/`-separated.
+    pub relative: String,
+    /// The file's whole new content.
+    pub bytes: Vec<u8>,
+    /// The unified diff from the old content to the new (`--- a/REL` `+++ b/REL`).
+    pub diff: String,
+    /// Whether the file does not exist yet.
+    pub created: bool,
+}
+
+/// edit_file {path, old_text, new_text}: `old_text` must occur exactly once in the file (not
+/// found: say so and suggest reading the file again; found N times: say N and ask for more
+/// context); an empty `old_text` is refused (write_file writes whole files). In a file with
+/// CRLF line ends, `\n` in both texts stands for `\r\n` when the text as given is not found.
+/// The diff has 3 lines of context and headers `--- a/REL` `+++ b/REL`.
+pub fn plan_edit(root: &Root, path: &str, old_text: &str, new_text: &str) -> Result<Change> {
+    if old_text.is_empty() {
+        return Err(Error::invalid_params(
+            "old_text is empty: give the exact text to replace, or use write_file to write \
+             the whole file",
+        ));
+    }
+    if old_text == new_text {
+        return Err(Error::invalid_params(
+            "old_text and new_text are the same: there is nothing to change",
+        ));
+    }
+    let abs = root.resolve(path)?;
+    let rel = root.relative(&abs);
+    let size = existing_file_size(&abs, &rel, "edit_file", "use write_file to create it")?;
+    if size > MAX_WHOLE_FILE {
+        return Err(Error::invalid_params(format!(
+            "`{rel}` is {} bytes, over the 10 MiB edit_file changes",
+            thousands(size)
+        )));
+    }
+    let bytes = std::fs::read(&abs).map_err(|e| io_error("cannot read", &rel, e))?;
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) if !t.as_bytes()[..t.len().min(SNIFF_BYTES)].contains(&0) => t,
+        _ => {
+            return Err(Error::invalid_params(format!(
+                "`{rel}` is a binary file: edit_file changes text files only"
+            )))
+        }
+    };
+    let (mut old, mut new) = (old_text.to_string(), new_text.to_string());
+    let mut at = occurrences(text, &old);
+    if at.is_empty() && text.contains("\r\n") && old.contains('\n') && !old.contains('\r') {
+        old = old.replace('\n', "\r\n");
+        new = new.replace('\n', "\r\n");
+        at = occurrences(text, &old);
+    }
+    let start = match at.as_slice() {
+        [] => {
+            return Err(Error::invalid_params(format!(
+                "old_text was not found in `{rel}`: it must match the file exactly, whitespace \
+                 and indentation included; read the file again and copy the text from it"
+            )))
+        }
+        [one] => *one,
+        many => {
+            return Err(Error::invalid_params(format!(
+                "old_text occurs {} times in `{rel}`: include more of the lines around the \
+                 place to change so that it matches exactly one",
+                many.len()
+            )))
+        }
+    };
+    let updated = format!("{}{new}{}", &text[..start], &text[start + old.len()..]);
+    let diff = unified_diff(text, &updated, &format!("a/{rel}"), &format!("b/{rel}"));
+    Ok(Change {
+        path: abs,
+        relative: rel,
+        bytes: updated.into_bytes(),
+        diff,
+        created: false,
+    })
+}
+
+/// write_file {path, content}: creates or replaces a file (missing parent folders are created
+/// by [`apply`]); the diff is against the old content (`/dev/null` for a new file).
+pub fn plan_write(root: &Root, path: &str, content: &str) -> Result<Change> {
+    let abs = root.resolve(path)?;
+    let rel = root.relative(&abs);
+    let new_header = format!("b/{rel}");
+    let (created, diff) = match std::fs::metadata(&abs) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(Error::invalid_params(format!(
+                "`{rel}` is a folder: give the path of a file to write"
+            )))
+        }
+        Ok(meta) => {
+            let old_header = format!("a/{rel}");
+            let old = if meta.len() <= MAX_WHOLE_FILE {
+                std::fs::read(&abs).map_err(|e| io_error("cannot read", &rel, e))?
+            } else {
+                Vec::new()
+            };
+            let diff = match std::str::from_utf8(&old) {
+                Ok(text) if meta.len() <= MAX_WHOLE_FILE && !old.contains(&0) => {
+                    unified_diff(text, content, &old_header, &new_header)
+                }
+                _ => format!(
+                    "--- {old_header}\n+++ {new_header}\n(a binary or very large file of {} \
+                     bytes replaced by {} lines of text)\n",
+                    thousands(meta.len()),
+                    content.lines().count()
+                ),
+            };
+            (false, diff)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            (true, unified_diff("", content, "/dev/null", &new_header))
+        }
+        Err(e) => return Err(io_error("cannot look at", &rel, e)),
+    };
+    Ok(Change {
+        path: abs,
+        relative: rel,
+        bytes: content.as_bytes().to_vec(),
+        diff,
+        created,
+    })
+}
+
+/// Writes the change: re-checks that the path still resolves to the same place inside the root
+/// (refusing a symlink swapped in meanwhile), creates missing parent folders, keeps an
+/// existing file's permissions, and writes through a temporary file in the same folder renamed
+/// over the target (atomic). Answers the text for the model: "edited src/a.rs\n<diff>" or
+/// "created notes.md (12 lines)\n<diff>", the diff cut at 20,000 chars with a note.
+pub fn apply(root: &Root, change: &Change) -> Result<String> {
+    let rel = &change.relative;
+    let again = root.resolve_path(rel, &change.path)?;
+    if again != change.path {
+        return Err(Error::invalid_params(format!(
+            "`{rel}` changed on disk since the change was planned (it now leads to `{}`): read \
+             it again and redo the change",
+            root.relative(&again)
+        )));
+    }
+    let parent = change
+        .path
+        .parent()
+        .ok_or_else(|| Error::invalid_params(format!("`{rel}` is not a file path")))?;
+    std::fs::create_dir_all(parent).map_err(|e| io_error("cannot create the folder of", rel, e))?;
+    let kept_permissions = std::fs::metadata(&change.path)
+        .ok()
+        .map(|m| m.permissions());
+    // tempfile names, creates (O_EXCL) and cleans up the temporary file, and renames it over.
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".genai-").suffix(".tmp");
+    #[cfg(unix)]
+    let new_file_mode = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::Permissions::from_mode(0o666) // less the umask, as any new file
+    };
+    #[cfg(unix)]
+    if kept_permissions.is_none() {
+        builder.permissions(new_file_mode);
+    }
+    let mut tmp = builder
+        .tempfile_in(parent)
+        .map_err(|e| io_error("cannot write", rel, e))?;
+    if let Some(perms) = kept_permissions {
+        tmp.as_file()
+            .set_permissions(perms)
+            .map_err(|e| io_error("cannot keep the permissions of", rel, e))?;
+    }
+    tmp.write_all(&change.bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| io_error("cannot write", rel, e))?;
+    tmp.persist(&change.path)
+        .map_err(|e| io_error("cannot replace", rel, e.error))?;
+    let (diff, cut) = cut_chars(&change.diff, MAX_DIFF_CHARS);
+    let note = if cut {
+        "\n(diff cut at 20,000 chars: read the file to see the rest)"
+    } else {
+        ""
+    };
+    let lines = String::from_utf8_lossy(&change.bytes).lines().count();
+    Ok(match (change.created, change.diff.is_empty()) {
+        (true, _) => format!("created {rel} ({lines} lines)\n{diff}{note}"),
+        (false, true) => format!("edited {rel} (no change)"),
+        (false, false) => format!("edited {rel}\n{diff}{note}"),
+    })
+}
+
+/// A walk of what `list` and `search` see under `start`: ignore files honoured (.gitignore,
+/// .ignore, git's excludes, with or without a git repository), hidden files included, `.git`
+/// skipped, symlinks not followed.
+pub fn walk(start: &Path) -> ignore::Walk {
+    let mut builder = WalkBuilder::new(start);
+    builder
+        .hidden(false)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(|entry| entry.file_name() != ".git");
+    builder.build()
+}
+
+/// A `glob` argument of `list` and `search`, in gitignore syntax, matched against
+/// root-relative paths (a folder's glob matches every file under it).
+pub struct GlobFilter(Gitignore);
+
+impl GlobFilter {
+    /// The filter of `glob`; an error naming the problem when it is not a valid glob.
+    pub fn new(root: &Root, glob: &str) -> Result<GlobFilter> {
+        let line = glob.trim().trim_start_matches("./");
+        let bad = |why: String| Error::invalid_params(format!("bad glob `{glob}`: {why}"));
+        if line.is_empty() || line.starts_with('!') || line.starts_with('#') {
+            return Err(bad(
+                "give a pattern such as `*.rs` or `src/**/*.toml`".into()
+            ));
+        }
+        let mut builder = GitignoreBuilder::new(root.path());
+        builder.allow_unclosed_class(false); // `src/[` is a mistake to report, not a literal
+        builder
+            .add_line(None, line)
+            .map_err(|e| bad(e.to_string()))?;
+        builder
+            .build()
+            .map(GlobFilter)
+            .map_err(|e| bad(e.to_string()))
+    }
+
+    /// Whether the file at `relative` (root-relative, `/`-separated) matches.
+    pub fn matches(&self, relative: &str) -> bool {
+        self.0
+            .matched_path_or_any_parents(relative, false)
+            .is_ignore()
+    }
+}
+
+/// `s` cut to at most `max` characters, and whether it was cut.
+pub fn cut_chars(s: &str, max: usize) -> (&str, bool) {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => (&s[..at], true),
+        None => (s, false),
+    }
+}
+
+/// `n` with thousands separators: 12,345.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The lines of a file read_file shows, and how many the file has.
+struct Window {
+    /// (text, whether it was cut) of each line shown.
+    lines: Vec<(String, bool)>,
+    total: usize,
+}
+
+impl Window {
+    /// The numbered lines, with "(lines A-B of N)" when not the whole file.
+    fn render(&self, rel: &str, first: usize) -> Result<String> {
+        if self.total == 0 {
+            return Ok(format!("(`{rel}` is empty)"));
+        }
+        if self.lines.is_empty() {
+            return Err(Error::invalid_params(format!(
+                "offset {first} is past the end of `{rel}` ({} lines)",
+                self.total
+            )));
+        }
+        let mut out = String::new();
+        for (i, (text, cut)) in self.lines.iter().enumerate() {
+            let mark = if *cut {
+                " [line cut at 2000 chars]"
+            } else {
+                ""
+            };
+            out.push_str(&format!("{:>6}\t{text}{mark}\n", first + i));
+        }
+        let last = first + self.lines.len() - 1;
+        if first > 1 || last < self.total {
+            out.push_str(&format!("(lines {first}-{last} of {}", self.total));
+            if last < self.total {
+                out.push_str(&format!("; read on with offset {}", last + 1));
+            }
+            out.push(')');
+        }
+        Ok(out.trim_end_matches('\n').to_string())
+    }
+}
+
+/// Lines `first..first+count` (1-based) of `reader`, each kept to [`MAX_LINE_CHARS`], and the
+/// number of lines in all. Written by hand because `BufRead::lines` would hold a whole line
+/// (a minified file's line can be megabytes) and stop at invalid UTF-8.
+fn read_window(reader: &mut impl BufRead, first: usize, count: usize) -> std::io::Result<Window> {
+    let mut window = Window {
+        lines: Vec::new(),
+        total: 0,
+    };
+    let mut kept = Vec::new();
+    loop {
+        let number = window.total + 1;
+        let wanted = number >= first && number < first.saturating_add(count);
+        let keep = if wanted { MAX_LINE_CHARS * 4 } else { 0 };
+        let Some(bytes_cut) = next_line(reader, &mut kept, keep)? else {
+            break;
+        };
+        window.total = number;
+        if wanted {
+            let raw = kept.strip_suffix(b"\r").unwrap_or(&kept);
+            let text = String::from_utf8_lossy(raw);
+            let (shown, chars_cut) = cut_chars(&text, MAX_LINE_CHARS);
+            window
+                .lines
+                .push((shown.to_string(), bytes_cut || chars_cut));
+        }
+    }
+    Ok(window)
+}
+
+/// The next line of `reader` without its `\n`, at most `keep` bytes of it put in `kept`;
+/// `None` at the end, else whether bytes were dropped.
+fn next_line(
+    reader: &mut impl BufRead,
+    kept: &mut Vec<u8>,
+    keep: usize,
+) -> std::io::Result<Option<bool>> {
+    kept.clear();
+    let (mut any, mut dropped) = (false, false);
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(any.then_some(dropped));
+        }
+        any = true;
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let chunk = &buf[..newline.unwrap_or(buf.len())];
+        let room = keep.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        dropped |= chunk.len() > room;
+        let used = newline.map_or(buf.len(), |i| i + 1);
+        reader.consume(used);
+        if newline.is_some() {
+            return Ok(Some(dropped));
+        }
+    }
+}
+
+/// "binary file, 12,345 bytes, looks like PNG image" (or "of unknown type").
+fn describe_binary(head: &[u8], size: u64, not_utf8: bool) -> String {
+    let size = thousands(size);
+    match infer::get(head) {
+        Some(kind) => {
+            let what = match kind.matcher_type() {
+                infer::MatcherType::App => "executable",
+                infer::MatcherType::Archive => "archive",
+                infer::MatcherType::Audio => "audio",
+                infer::MatcherType::Book => "e-book",
+                infer::MatcherType::Doc => "document",
+                infer::MatcherType::Font => "font",
+                infer::MatcherType::Image => "image",
+                infer::MatcherType::Text => "text",
+                infer::MatcherType::Video => "video",
+                infer::MatcherType::Custom => "file",
+            };
+            let ext = kind.extension().to_uppercase();
+            format!("binary file, {size} bytes, looks like {ext} {what}")
+        }
+        None if not_utf8 => format!("binary file, {size} bytes, not UTF-8 text"),
+        None => format!("binary file, {size} bytes, of unknown type"),
+    }
+}
+
+/// The size of the file at `abs`; an error when it is missing (saying `missing_hint`) or a
+/// folder.
+fn existing_file_size(abs: &Path, rel: &str, tool: &str, missing_hint: &str) -> Result<u64> {
+    let meta = std::fs::metadata(abs).map_err(|e| not_found_or(rel, e, missing_hint))?;
+    if meta.is_dir() {
+        return Err(Error::invalid_params(format!(
+            "`{rel}` is a folder: {tool} takes a file; use list to see what is in it"
+        )));
+    }
+    Ok(meta.len())
+}
+
+/// "`x` does not exist: <hint>", or the I/O error as it is.
+fn not_found_or(rel: &str, e: std::io::Error, hint: &str) -> Error {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        Error::invalid_params(format!("`{rel}` does not exist: {hint}"))
+    } else {
+        io_error("cannot look at", rel, e)
+    }
+}
+
+/// A filesystem failure on `rel`.
+fn io_error(doing: &str, rel: &str, e: std::io::Error) -> Error {
+    Error::new(ErrorKind::FeatureError, format!("{doing} `{rel}`: {e}"))
+}
+
+/// Start offsets of every occurrence of `needle` in `text`, overlapping ones included (an
+/// edit must name one place, so `aa` in `aaa` is two places).
+fn occurrences(text: &str, needle: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(i) = text[from..].find(needle) {
+        let at = from + i;
+        found.push(at);
+        from = at + text[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    found
+}
+
+/// The unified diff from `old` to `new` with [`DIFF_CONTEXT`] lines of context; empty when
+/// they are equal.
+fn unified_diff(old: &str, new: &str, old_header: &str, new_header: &str) -> String {
+    if old == new {
+        return String::new();
+    }
+    // The deadline bounds the time a huge rewrite takes; past it the diff is coarser, still true.
+    let diff = similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_secs(2))
+        .diff_lines(old, new);
+    diff.unified_diff()
+        .context_radius(DIFF_CONTEXT)
+        .header(old_header, new_header)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace() -> (tempfile::TempDir, Root) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = Root::new(dir.path()).expect("root");
+        (dir, root)
+    }
+
+    fn put(dir: &tempfile::TempDir, rel: &str, content: &[u8]) {
+        let path = dir.path().join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(path, content).expect("write");
+    }
+
+    fn numbered(n: usize) -> String {
+        (1..=n).map(|i| format!("line {i}\n")).collect()
+    }
+
+    #[test]
+    fn read_numbers_lines_like_cat_n() {
+        let (dir, root) = workspace();
+        put(&dir, "a.txt", b"alpha\r\nbeta\ngamma");
+        let text = read_file(&root, "a.txt", None, None).expect("read");
+        assert_eq!(text, "     1\talpha\n     2\tbeta\n     3\tgamma");
+    }
+
+    #[test]
+    fn read_with_offset_and_limit_says_which_lines() {
+        let (dir, root) = workspace();
+        put(&dir, "a.txt", numbered(10).as_bytes());
+        let text = read_file(&root, "a.txt", Some(3), Some(2)).expect("read");
+        assert_eq!(
+            text,
+            "     3\tline 3\n     4\tline 4\n(lines 3-4 of 10; read on with offset 5)"
+        );
+        let tail = read_file(&root, "a.txt", Some(9), None).expect("read");
+        assert_eq!(tail, "     9\tline 9\n    10\tline 10\n(lines 9-10 of 10)");
+        let err = read_file(&root, "a.txt", Some(11), None).expect_err("past the end");
+        assert!(err.message.contains("past the end"), "{}", err.message);
+        read_file(&root, "a.txt", None, Some(0)).expect_err("limit 0");
+    }
+
+    #[test]
+    fn read_defaults_to_2000_lines_and_cuts_long_lines() {
+        let (dir, root) = workspace();
+        let mut content = "x".repeat(2500);
+        content.push('\n');
+        content.push_str(&numbered(2100));
+        put(&dir, "big.txt", content.as_bytes());
+        let text = read_file(&root, "big.txt", None, None).expect("read");
+        let first = text.lines().next().expect("a line");
+        assert_eq!(
+            first,
+            format!("     1\t{} [line cut at 2000 chars]", "x".repeat(2000))
+        );
+        assert!(
+            text.ends_with("(lines 1-2000 of 2101; read on with offset 2001)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_binary_file_is_described_not_dumped() {
+        let (dir, root) = workspace();
+        let mut png = vec![0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13];
+        png.extend(std::iter::repeat_n(7u8, 12_333));
+        put(&dir, "img.png", &png);
+        let text = read_file(&root, "img.png", None, None).expect("read");
+        assert_eq!(text, "binary file, 12,345 bytes, looks like PNG image");
+        put(&dir, "latin1.txt", b"caf\xe9\n");
+        let text = read_file(&root, "latin1.txt", None, None).expect("read");
+        assert_eq!(text, "binary file, 5 bytes, not UTF-8 text");
+        put(&dir, "nul.bin", b"ab\0cd");
+        let text = read_file(&root, "nul.bin", None, None).expect("read");
+        assert_eq!(text, "binary file, 5 bytes, of unknown type");
+    }
+
+    #[test]
+    fn a_file_over_10_mib_is_read_only_in_parts() {
+        let (dir, root) = workspace();
+        let line = format!("{}\n", "z".repeat(99));
+        let content = line.repeat(110_000); // 11,000,000 bytes
+        put(&dir, "huge.txt", content.as_bytes());
+        let err = read_file(&root, "huge.txt", None, None).expect_err("whole");
+        assert!(
+            err.message.contains("give offset and limit"),
+            "{}",
+            err.message
+        );
+        let part = read_file(&root, "huge.txt", Some(109_999), Some(5)).expect("part");
+        assert!(
+            part.starts_with(&format!("109999\t{}", "z".repeat(99))),
+            "{part}"
+        );
+        assert!(part.ends_with("(lines 109999-110000 of 110000)"), "{part}");
+        plan_edit(&root, "huge.txt", "zz", "y").expect_err("too big to edit");
+    }
+
+    #[test]
+    fn reading_a_folder_or_a_missing_file_says_what_to_do() {
+        let (dir, root) = workspace();
+        put(&dir, "src/a.rs", b"x");
+        let err = read_file(&root, "src", None, None).expect_err("folder");
+        assert!(err.message.contains("use list"), "{}", err.message);
+        let err = read_file(&root, "nope.rs", None, None).expect_err("missing");
+        assert!(
+            err.message.contains("`nope.rs` does not exist"),
+            "{}",
+            err.message
+        );
+        read_file(&root, "../x", None, None).expect_err("outside");
+    }
+
+    #[test]
+    fn list_honours_gitignore_without_a_repository() {
+        let (dir, root) = workspace();
+        put(&dir, ".gitignore", b"target/\n*.log\n");
+        put(&dir, "src/main.rs", b"");
+        put(&dir, "src/lib.rs", b"");
+        put(&dir, "Cargo.toml", b"");
+        put(&dir, "debug.log", b"");
+        put(&dir, "target/out.rs", b"");
+        put(&dir, ".git/config", b"");
+        let text = list(&root, None, None).expect("list");
+        assert_eq!(
+            text, ".gitignore\nCargo.toml\nsrc/\nsrc/lib.rs\nsrc/main.rs",
+            "ignored and .git entries must not show"
+        );
+        let sub = list(&root, Some("src"), None).expect("list src");
+        assert_eq!(sub, "src/lib.rs\nsrc/main.rs");
+        assert_eq!(
+            list(&root, Some("src/lib.rs"), None).expect("a file"),
+            "src/lib.rs"
+        );
+        let err = list(&root, Some("nope"), None).expect_err("missing");
+        assert!(
+            err.message.contains("`nope` does not exist"),
+            "{}",
+            err.message
+        );
+        list(&root, Some(".."), None).expect_err("outside");
+    }
+
+    #[test]
+    fn list_filters_files_by_glob() {
+        let (dir, root) = workspace();
+        put(&dir, "src/main.rs", b"");
+        put(&dir, "src/deep/x.rs", b"");
+        put(&dir, "src/Cargo.toml", b"");
+        put(&dir, "Cargo.toml", b"");
+        assert_eq!(
+            list(&root, None, Some("**/*.rs")).expect("glob"),
+            "src/deep/x.rs\nsrc/main.rs"
+        );
+        assert_eq!(
+            list(&root, None, Some("*.rs")).expect("glob"),
+            "src/deep/x.rs\nsrc/main.rs"
+        );
+        assert_eq!(
+            list(&root, None, Some("src/*.toml")).expect("glob"),
+            "src/Cargo.toml"
+        );
+        assert_eq!(
+            list(&root, None, Some("src/deep")).expect("glob"),
+            "src/deep/x.rs"
+        );
+        let none = list(&root, None, Some("*.py")).expect("glob");
+        assert_eq!(none, "no files under `.` match `*.py`");
+        list(&root, None, Some("src/[")).expect_err("bad glob");
+    }
+
+    #[test]
+    fn list_caps_at_1000_entries() {
+        let (dir, root) = workspace();
+        for i in 0..1005 {
+            put(&dir, &format!("f{i:04}"), b"");
+        }
+        let text = list(&root, None, None).expect("list");
+        assert_eq!(text.lines().count(), 1001);
+        assert!(text.ends_with("(5 more entries not shown: list a subfolder or give a glob)"));
+    }
+
+    #[test]
+    fn edit_replaces_the_one_occurrence_with_an_exact_diff() {
+        let (dir, root) = workspace();
+        put(
+            &dir,
+            "src/a.rs",
+            b"one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n",
+        );
+        let change = plan_edit(&root, "src/a.rs", "five", "FIVE").expect("plan");
+        assert_eq!(
+            change.diff,
+            "--- a/src/a.rs\n+++ b/src/a.rs\n@@ -2,7 +2,7 @@\n two\n three\n four\n-five\n+FIVE\n \
+             six\n seven\n eight\n"
+        );
+        assert!(!change.created);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("src/a.rs")).expect("read"),
+            "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n",
+            "nothing is written before apply"
+        );
+        let answer = apply(&root, &change).expect("apply");
+        assert_eq!(answer, format!("edited src/a.rs\n{}", change.diff));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("src/a.rs")).expect("read"),
+            "one\ntwo\nthree\nfour\nFIVE\nsix\nseven\neight\n"
+        );
+    }
+
+    #[test]
+    fn edit_not_found_many_or_empty_is_refused() {
+        let (dir, root) = workspace();
+        put(&dir, "a.txt", b"x = 1\nx = 1\naaa\n");
+        let err = plan_edit(&root, "a.txt", "y = 2", "z").expect_err("none");
+        assert!(err.message.contains("not found"), "{}", err.message);
+        assert!(
+            err.message.contains("read the file again"),
+            "{}",
+            err.message
+        );
+        let err = plan_edit(&root, "a.txt", "x = 1", "x = 2").expect_err("many");
+        assert!(err.message.contains("occurs 2 times"), "{}", err.message);
+        let err = plan_edit(&root, "a.txt", "aa", "b").expect_err("overlapping");
+        assert!(err.message.contains("occurs 2 times"), "{}", err.message);
+        let err = plan_edit(&root, "a.txt", "", "b").expect_err("empty");
+        assert!(err.message.contains("write_file"), "{}", err.message);
+        let err = plan_edit(&root, "new.txt", "a", "b").expect_err("missing");
+        assert!(
+            err.message.contains("use write_file to create it"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn edit_refuses_binary_files_and_folders() {
+        let (dir, root) = workspace();
+        put(&dir, "blob.bin", b"ab\0cd");
+        let err = plan_edit(&root, "blob.bin", "ab", "xy").expect_err("binary");
+        assert!(err.message.contains("binary file"), "{}", err.message);
+        put(&dir, "src/a.rs", b"");
+        let err = plan_edit(&root, "src", "a", "b").expect_err("folder");
+        assert!(err.message.contains("is a folder"), "{}", err.message);
+        let err = plan_edit(&root, "src/a.rs", "same", "same").expect_err("no-op");
+        assert!(err.message.contains("nothing to change"), "{}", err.message);
+    }
+
+    #[test]
+    fn edit_matches_lf_text_in_a_crlf_file() {
+        let (dir, root) = workspace();
+        put(&dir, "w.txt", b"a\r\nb\r\nc\r\n");
+        let change = plan_edit(&root, "w.txt", "a\nb", "a\nB").expect("plan");
+        assert_eq!(change.bytes, b"a\r\nB\r\nc\r\n");
+    }
+
+    #[test]
+    fn write_creates_a_new_file_in_new_folders() {
+        let (dir, root) = workspace();
+        let change = plan_write(&root, "docs/notes/new.md", "# Notes\nhello\n").expect("plan");
+        assert!(change.created);
+        assert_eq!(
+            change.diff,
+            "--- /dev/null\n+++ b/docs/notes/new.md\n@@ -0,0 +1,2 @@\n+# Notes\n+hello\n"
+        );
+        assert!(
+            !dir.path().join("docs").exists(),
+            "nothing is written before apply"
+        );
+        let answer = apply(&root, &change).expect("apply");
+        assert!(answer.starts_with("created docs/notes/new.md (2 lines)\n--- /dev/null"));
+        let written = std::fs::read_to_string(dir.path().join("docs/notes/new.md")).expect("read");
+        assert_eq!(written, "# Notes\nhello\n");
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("docs/notes"))
+            .expect("readdir")
+            .collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file is left");
+    }
+
+    #[test]
+    fn write_over_an_existing_file_diffs_against_it() {
+        let (dir, root) = workspace();
+        put(&dir, "a.txt", b"old\n");
+        let change = plan_write(&root, "a.txt", "new\n").expect("plan");
+        assert!(!change.created);
+        assert_eq!(
+            change.diff,
+            "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n"
+        );
+        plan_write(&root, ".", "x").expect_err("a folder");
+    }
+
+    #[test]
+    fn apply_cuts_a_long_diff() {
+        let (_dir, root) = workspace();
+        let content = numbered(5000);
+        let change = plan_write(&root, "long.txt", &content).expect("plan");
+        let answer = apply(&root, &change).expect("apply");
+        assert!(answer.ends_with("(diff cut at 20,000 chars: read the file to see the rest)"));
+        assert!(answer.chars().count() < MAX_DIFF_CHARS + 200);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn apply_keeps_the_mode_of_the_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, root) = workspace();
+        put(&dir, "run.sh", b"echo hi\n");
+        let path = dir.path().join("run.sh");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).expect("chmod");
+        let change = plan_edit(&root, "run.sh", "hi", "hello").expect("plan");
+        apply(&root, &change).expect("apply");
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o751);
+        let created = plan_write(&root, "fresh.txt", "x").expect("plan");
+        apply(&root, &created).expect("apply");
+        let mode = std::fs::metadata(dir.path().join("fresh.txt"))
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_ne!(
+            mode & 0o044,
+            0,
+            "a new file is not private like a temporary file"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn apply_refuses_a_folder_swapped_for_a_symlink_outside() {
+        let (dir, root) = workspace();
+        let outside = tempfile::tempdir().expect("tempdir");
+        put(&dir, "sub/keep.txt", b"");
+        let change = plan_write(&root, "sub/new.txt", "x").expect("plan");
+        std::fs::remove_dir_all(dir.path().join("sub")).expect("rm");
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("sub")).expect("ln");
+        let err = apply(&root, &change).expect_err("swapped");
+        assert!(
+            err.message.contains("outside the workspace root"),
+            "{}",
+            err.message
+        );
+        assert!(!outside.path().join("new.txt").exists());
+    }
+
+    #[test]
+    fn helpers_count_and_cut() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(cut_chars("héllo", 2), ("hé", true));
+        assert_eq!(cut_chars("hé", 2), ("hé", false));
+        assert_eq!(occurrences("aaa", "aa"), vec![0, 1]);
+    }
+}

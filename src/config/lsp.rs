@@ -23,6 +23,15 @@ pub struct LspConfig {
     /// Completion as you type: `[lsp.completion]`.
     #[serde(default)]
     pub completion: CompletionConfig,
+    /// The tool sources `genai.ask` may use, such as `["workspace"]` (the files under the
+    /// editor's workspace folder, see WORKSPACE.md); default none. Asks reach the editor as
+    /// `window/showMessageRequest`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// The permission mode of those tools (`read-only`, `ask`, `edit`, `full`; default: the
+    /// config's `[permissions] mode`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::permission::Mode>,
 }
 
 /// `[lsp.actions.NAME]`: a code action on the selection.

@@ -13,17 +13,47 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::{
-    ClientPort, Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef,
+    ClientPort, Confirmation, HostedTurn, PermissionAnswer, PermissionAsk, PromptEvent, PromptRef,
+    TurnEvent, TurnRef,
 };
 use crate::message::Message;
 use crate::select::ModelChoice;
 use crate::session::{CancelTarget, ConversationSpec, Framework};
 
-/// Routes the core's prompt events to the requests that wait on them.
+/// Routes the core's prompt events to the requests that wait on them, and asks the editor
+/// whether a tool call may run.
 #[derive(Default)]
 pub struct LspPort {
     /// Prompt events by agent id (each completion has its own agent).
     prompts: Mutex<HashMap<String, mpsc::UnboundedSender<PromptEvent>>>,
+    /// The editor, for `window/showMessageRequest` (none in tests without one).
+    editor: Option<tower_lsp_server::Client>,
+}
+
+/// The buttons of a permission ask, in the order the editor shows them.
+const ASK_BUTTONS: [(PermissionAnswer, &str); 4] = [
+    (PermissionAnswer::AllowOnce, "Allow once"),
+    (PermissionAnswer::AllowAlways, "Always allow"),
+    (PermissionAnswer::RejectOnce, "Reject"),
+    (PermissionAnswer::RejectAlways, "Always reject"),
+];
+
+impl LspPort {
+    /// A port that asks `editor` about tool calls.
+    pub fn new(editor: tower_lsp_server::Client) -> LspPort {
+        LspPort {
+            prompts: Mutex::default(),
+            editor: Some(editor),
+        }
+    }
+}
+
+/// What a conversation of `genai.ask` may do: its tools, root and permission mode.
+#[derive(Debug, Clone, Default)]
+pub struct Acting {
+    pub tools: Option<Vec<String>>,
+    pub cwd: Option<String>,
+    pub mode: Option<crate::permission::Mode>,
 }
 
 #[async_trait]
@@ -51,8 +81,48 @@ impl ClientPort for LspPort {
 
     async fn confirm(&self, _: Confirmation) -> Result<bool> {
         Err(Error::invalid_params(
-            "the language server's actions run without tools, so there is nothing to confirm",
+            "the language server does not confirm plugin modules' operations",
         ))
+    }
+
+    async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer> {
+        use tower_lsp_server::ls_types::{MessageActionItem, MessageType};
+        let editor = self
+            .editor
+            .as_ref()
+            .ok_or_else(|| Error::new(ErrorKind::FeatureError, "no editor to ask"))?;
+        let message = format!(
+            "genai: {} ({}). \"Always allow\" saves `{}` for this project.",
+            ask.title, ask.reason, ask.always_rule
+        );
+        let buttons = ASK_BUTTONS
+            .iter()
+            .map(|(_, title)| MessageActionItem {
+                title: title.to_string(),
+                properties: Default::default(),
+            })
+            .collect();
+        let chosen = editor
+            .show_message_request(MessageType::WARNING, message, Some(buttons))
+            .await
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::FeatureError,
+                    format!(
+                        "the editor did not answer window/showMessageRequest: {}",
+                        e.message
+                    ),
+                )
+            })?;
+        // Dismissed: nobody allowed it.
+        Ok(chosen
+            .and_then(|c| {
+                ASK_BUTTONS
+                    .iter()
+                    .find(|(_, t)| *t == c.title)
+                    .map(|(a, _)| *a)
+            })
+            .unwrap_or(PermissionAnswer::RejectOnce))
     }
 }
 
@@ -101,18 +171,26 @@ fn cancelled() -> Error {
 
 /// Runs `prompt` as the one turn of a new conversation (`title` in the history), streaming the
 /// reply's length into `progress`; `stop` cancels it (the progress's cancel button).
+#[allow(clippy::too_many_arguments)]
 pub async fn ask(
     fw: &Arc<Framework>,
     port: &Arc<LspPort>,
     model: ModelChoice,
     title: String,
     prompt: String,
+    acting: Acting,
     progress: &watch::Sender<usize>,
     stop: &CancellationToken,
 ) -> Result<Answer> {
     let spec = ConversationSpec {
         model,
         title: Some(title),
+        tools: acting.tools,
+        cwd: acting.cwd,
+        permissions: crate::session::PermissionFlags {
+            mode: acting.mode,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let client: Arc<dyn ClientPort> = port.clone();

@@ -86,6 +86,7 @@ impl Backend {
         &self,
         title: String,
         prompt: String,
+        acting: port::Acting,
         given: Option<ProgressToken>,
     ) -> jsonrpc::Result<Answer> {
         let progress = self.begin_progress(given, &title).await;
@@ -100,6 +101,7 @@ impl Backend {
             self.model(),
             title,
             prompt,
+            acting,
             &lengths,
             &stop,
         );

@@ -101,9 +101,9 @@ impl Backend {
         let settings = fw.config().lsp.clone();
         Backend {
             completer: Completer::new(&settings),
+            port: Arc::new(LspPort::new(client.clone())),
             client,
             fw,
-            port: Arc::new(LspPort::default()),
             settings,
             data_dir,
             docs: Mutex::new(Documents::default()),
@@ -195,7 +195,10 @@ impl Backend {
             "{}: {file_name}",
             action.title.trim_start_matches("genai: ")
         );
-        let answer = self.run(title.clone(), prompt, token).await?;
+        // Code actions answer with text to apply: they run without tools.
+        let answer = self
+            .run(title.clone(), prompt, Default::default(), token)
+            .await?;
         let result = |applied: bool| json!({"conversationId": answer.conversation_id, "reply": answer.reply, "applied": applied});
         if action.apply == ApplyMode::Show {
             self.show(&title, &answer).await;
@@ -263,7 +266,12 @@ impl Backend {
             None if args.range.is_some() => return Err(invalid("a range needs its `uri`")),
             None => (args.prompt.clone(), "Ask".to_string()),
         };
-        let answer = self.run(title.clone(), prompt, token).await?;
+        let acting = super::port::Acting {
+            tools: self.settings.tools.clone(),
+            cwd: self.flags().root.map(|r| r.to_string_lossy().into_owned()),
+            mode: self.settings.mode,
+        };
+        let answer = self.run(title.clone(), prompt, acting, token).await?;
         self.show(&title, &answer).await;
         Ok(json!({"conversationId": answer.conversation_id, "reply": answer.reply}))
     }

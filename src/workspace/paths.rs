@@ -70,8 +70,11 @@ impl Root {
             }
         })?;
         if !real.starts_with(&self.path) {
-            let why = format!("through a symlink to {}", real.display());
-            return Err(self.outside(shown, Some(&why)));
+            // Where it leads is not said: the model learns nothing of the disk outside.
+            let why = lexical
+                .starts_with(&self.path)
+                .then_some("through a symlink that leads out of it");
+            return Err(self.outside(shown, why));
         }
         Ok(rest.iter().fold(real, |acc, name| acc.join(name)))
     }
@@ -278,12 +281,21 @@ mod tests {
         symlink(outside.path(), work.path().join("out")).expect("ln");
         symlink("/no/such/target", work.path().join("dangling")).expect("ln");
         let msg = refused(&root, "link.txt");
-        assert!(msg.contains("through a symlink to"), "{msg}");
+        assert!(msg.contains("through a symlink that leads out"), "{msg}");
         refused(&root, "out");
         refused(&root, "out/secret.txt");
         refused(&root, "out/new/nested/file.txt");
         let msg = refused(&root, "dangling");
         assert!(msg.contains("points nowhere"), "{msg}");
+        // An absolute path elsewhere: plainly outside, and where links lead is never said.
+        let elsewhere = outside.path().join("secret.txt");
+        let msg = refused(&root, elsewhere.to_str().unwrap());
+        assert!(!msg.contains("symlink"), "{msg}");
+        let msg = refused(&root, "link.txt");
+        assert!(
+            !msg.contains(&elsewhere.display().to_string()[1..]),
+            "{msg}"
+        );
     }
 
     #[cfg(unix)]

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
-import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -26,6 +26,8 @@ const PNG =
 
 let fake; // { url, pluginUrl, send(cmd) }
 let dir; // a temp dir: config, data, project files
+let config; // the config.toml every home gets
+const homes = []; // the fresh homes of the permission tests
 
 /** Starts the fake provider (and plugin module) under our control. */
 async function startFake() {
@@ -48,14 +50,14 @@ async function startFake() {
   return { child, url, pluginUrl, send };
 }
 
-/** Starts `genai acp` over the shared config and history; `client(...)` handlers given. */
-function startAgent() {
+/** Starts `genai acp` over the config and history of `home` (the shared dir by default). */
+function startAgent(home = dir) {
   const child = spawn(GENAI_BIN, ["acp"], {
     stdio: ["pipe", "pipe", "inherit"],
     env: {
       ...process.env,
-      GENAI_CONFIG_DIR: join(dir, "config"),
-      GENAI_DATA_DIR: join(dir, "data"),
+      GENAI_CONFIG_DIR: join(home, "config"),
+      GENAI_DATA_DIR: join(home, "data"),
       OPENAI_API_KEY: "",
       RUST_LOG: "warn",
     },
@@ -99,8 +101,8 @@ function editor({ buffers = null, permission = "allow" } = {}) {
 }
 
 /** Runs `op(agent)` on a fresh `genai acp` process, initialized, and waits for it to exit. */
-async function withAgent(ed, op) {
-  const agent = startAgent();
+async function withAgent(ed, op, home = dir) {
+  const agent = startAgent(home);
   try {
     return await ed.app.connectWith(agent.stream, async (cx) => {
       const init = await cx.request("initialize", {
@@ -125,6 +127,26 @@ const textOf = (updates, sessionId, kind) =>
     .join("");
 const lastRequest = async () => (await fake.send({ requests: true })).requests.at(-1);
 const requestText = (body) => JSON.stringify(body.messages);
+// How many chat requests the fake has recorded, and those after the first `from`.
+const requestCount = async () => (await fake.send({ requests: true })).requests.length;
+const requestsSince = async (from) => (await fake.send({ requests: true })).requests.slice(from);
+// What the model was told a tool call answered, in the request after it.
+const toolResult = (bodies, callId) => {
+  const m = bodies.flatMap((b) => b.messages).find((m) => m.role === "tool" && m.tool_call_id === callId);
+  return typeof m?.content === "string" ? m.content : JSON.stringify(m?.content);
+};
+
+/** A fresh config and history (the shared config.toml, no saved answers) and a project
+ * folder in it, `home/project`, for a session's cwd. */
+function freshHome() {
+  const home = realpathSync(mkdtempSync(join(tmpdir(), "genai-acp-perm-")));
+  homes.push(home);
+  mkdirSync(join(home, "config"), { recursive: true });
+  writeFileSync(join(home, "config", "config.toml"), config);
+  const cwd = join(home, "project");
+  mkdirSync(cwd);
+  return { home, cwd };
+}
 
 before(async () => {
   for (const [name, v] of Object.entries({ GENAI_BIN, FAKE_PROVIDER_BIN, FAKE_MCP_BIN })) {
@@ -133,7 +155,7 @@ before(async () => {
   fake = await startFake();
   dir = mkdtempSync(join(tmpdir(), "genai-acp-"));
   writeFileSync(join(dir, "notes.md"), "notes as saved on disk\n");
-  const config = `
+  config = `
 [service_providers.fake]
 kind = "openai"
 base_url = "${fake.url}"
@@ -150,7 +172,6 @@ model = "other-model"
 url = "${fake.pluginUrl}"
 enabled = true
 `;
-  const { mkdirSync } = await import("node:fs");
   mkdirSync(join(dir, "config"), { recursive: true });
   writeFileSync(join(dir, "config", "config.toml"), config);
 });
@@ -158,6 +179,7 @@ enabled = true
 after(() => {
   fake?.child.kill();
   if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const home of homes) rmSync(home, { recursive: true, force: true });
 });
 
 test("initialize claims what genai does", async () => {
@@ -336,6 +358,197 @@ test("a refused permission leaves the confirmation link alone", async () => {
     const posts = (await fake.send({ pluginRequests: true })).requests.map((q) => q.path);
     assert.ok(!posts.includes("/confirmations/C2"), posts.join(" "));
   });
+});
+
+// The workspace's tools, rooted at the session's cwd: an edit asks in the default mode.
+const EDIT = (path) => ["workspace__edit_file", JSON.stringify({ path, old_text: "draft", new_text: "final" })];
+const FOUR = [
+  ["allow_once", "allow_once"],
+  ["allow_always", "allow_always"],
+  ["reject_once", "reject_once"],
+  ["reject_always", "reject_always"],
+];
+const toolUpdates = (updates, sessionId) =>
+  updates
+    .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate.startsWith("tool_call"))
+    .map((u) => u.update);
+
+test("workspace: an edit asks with the four options, and allow_once edits the file", async () => {
+  const { home, cwd } = freshHome();
+  writeFileSync(join(cwd, "notes.md"), "a draft note\n");
+  const ed = editor({ permission: "allow_once" });
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      const from = await requestCount();
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md")] } });
+      await fake.send({ push: { reply: "Edited." } });
+      const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Finish the note" }] });
+      assert.equal(r.stopReason, "end_turn");
+      assert.equal(ed.asked.length, 1, JSON.stringify(ed.asked));
+      const [ask] = ed.asked;
+      assert.equal(ask.sessionId, sessionId);
+      assert.deepEqual(ask.options.map((o) => [o.optionId, o.kind]), FOUR);
+      assert.equal(ask.options[1].name, "Always allow (workspace.edit_file(/notes.md))");
+      assert.equal(ask.toolCall.toolCallId, "call_1");
+      assert.equal(ask.toolCall.kind, "edit");
+      assert.deepEqual(ask.toolCall.rawInput, { path: "notes.md", old_text: "draft", new_text: "final" });
+      assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "a final note\n");
+      const sent = await requestsSince(from);
+      assert.equal(sent.length, 2);
+      const result = toolResult(sent, "call_1");
+      assert.ok(result.includes("+a final note"), result);
+      const calls = toolUpdates(ed.updates, sessionId);
+      assert.equal(calls[0].title, "workspace.edit_file");
+      assert.equal(calls.at(-1).status, "completed", JSON.stringify(calls));
+      assert.equal(textOf(ed.updates, sessionId, "agent_message_chunk"), "Edited.");
+    },
+    home,
+  );
+});
+
+test("workspace: reject_once leaves the file alone and the model is told it was refused", async () => {
+  const { home, cwd } = freshHome();
+  writeFileSync(join(cwd, "notes.md"), "a draft note\n");
+  const ed = editor({ permission: "reject_once" });
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      const from = await requestCount();
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md")] } });
+      await fake.send({ push: { reply: "I did not edit it." } });
+      const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Finish the note" }] });
+      assert.equal(r.stopReason, "end_turn");
+      assert.equal(ed.asked.length, 1, JSON.stringify(ed.asked));
+      assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "a draft note\n");
+      const sent = await requestsSince(from);
+      assert.equal(sent.length, 2);
+      const result = toolResult(sent, "call_1");
+      assert.ok(result?.startsWith("Refused"), result);
+      const done = toolUpdates(ed.updates, sessionId).at(-1);
+      assert.equal(done.status, "failed", JSON.stringify(done));
+      assert.equal(done.content[0].content.text, result);
+      assert.equal(textOf(ed.updates, sessionId, "agent_message_chunk"), "I did not edit it.");
+    },
+    home,
+  );
+});
+
+test("workspace: allow_always is saved for the project, and a later session on it is not asked again", async () => {
+  const { home, cwd } = freshHome();
+  writeFileSync(join(cwd, "notes.md"), "a draft note\n");
+  const first = editor({ permission: "allow_always" });
+  await withAgent(
+    first,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md")] } });
+      await fake.send({ push: { reply: "Edited." } });
+      await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Finish the note" }] });
+      assert.equal(first.asked.length, 1);
+      assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "a final note\n");
+    },
+    home,
+  );
+  const saved = readFileSync(join(home, "config", "projects.toml"), "utf8");
+  assert.ok(saved.includes(`root = ${JSON.stringify(cwd)}`), saved);
+  assert.ok(saved.includes('"workspace.edit_file(/notes.md)"'), saved);
+
+  // A new process, the same project: the matching call runs unasked, another file still asks,
+  // and so does the same file in another project.
+  writeFileSync(join(cwd, "notes.md"), "a draft note\n");
+  writeFileSync(join(cwd, "other.md"), "another draft\n");
+  const elsewhere = join(home, "elsewhere");
+  mkdirSync(elsewhere);
+  writeFileSync(join(elsewhere, "notes.md"), "a draft note\n");
+  const second = editor({ permission: "reject_once" });
+  await withAgent(
+    second,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md"), EDIT("other.md")] } });
+      await fake.send({ push: { reply: "Edited one." } });
+      const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Finish both" }] });
+      assert.equal(r.stopReason, "end_turn");
+      assert.deepEqual(
+        second.asked.map((a) => [a.toolCall.toolCallId, a.toolCall.rawInput.path]),
+        [["call_2", "other.md"]],
+      );
+      assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "a final note\n");
+      assert.equal(readFileSync(join(cwd, "other.md"), "utf8"), "another draft\n");
+
+      const other = await cx.request("session/new", { cwd: elsewhere, mcpServers: [] });
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md")] } });
+      await fake.send({ push: { reply: "Not here." } });
+      await cx.request("session/prompt", { sessionId: other.sessionId, prompt: [{ type: "text", text: "Finish it" }] });
+      assert.equal(second.asked.length, 2);
+      assert.equal(second.asked[1].sessionId, other.sessionId);
+      assert.equal(readFileSync(join(elsewhere, "notes.md"), "utf8"), "a draft note\n");
+    },
+    home,
+  );
+});
+
+test("workspace: .env and paths outside the cwd are refused without asking, and the secret goes nowhere", async () => {
+  const { home, cwd } = freshHome();
+  const SECRET = "tok-9f8e7d6c5b4a-secret";
+  const OUTSIDE = "outside-the-root-4711";
+  writeFileSync(join(cwd, ".env"), `API_TOKEN=${SECRET}\n`);
+  writeFileSync(join(home, "outside.txt"), `${OUTSIDE}\n`);
+  // A copy of the value elsewhere is masked in what a tool answers.
+  writeFileSync(join(cwd, "notes.md"), `visible-notes-0815 token=${SECRET}\n`);
+  const ed = editor({ permission: "allow_once" });
+  const read = (path) => ["workspace__read_file", JSON.stringify({ path })];
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      const from = await requestCount();
+      await fake.send({
+        push: {
+          reply: "",
+          toolCalls: [
+            read(".env"),
+            read("../outside.txt"),
+            read(join(home, "outside.txt")),
+            ["workspace__search", JSON.stringify({ pattern: "API_TOKEN" })],
+            read("notes.md"),
+          ],
+        },
+      });
+      await fake.send({ push: { reply: "Read what I could." } });
+      const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Show me the config" }] });
+      assert.equal(r.stopReason, "end_turn");
+      assert.deepEqual(ed.asked, [], "nothing was asked");
+      const sent = await requestsSince(from);
+      assert.equal(sent.length, 2);
+      // The allowed read reached the model, so the others' absence means something.
+      assert.ok(toolResult(sent, "call_5").includes("visible-notes-0815"), toolResult(sent, "call_5"));
+      for (const id of ["call_1", "call_2", "call_3"]) {
+        assert.ok(toolResult(sent, id)?.startsWith("Refused"), `${id}: ${toolResult(sent, id)}`);
+      }
+      assert.ok(toolResult(sent, "call_4") !== undefined, "the search has a result");
+      const ends = toolUpdates(ed.updates, sessionId).filter(
+        (u) => u.sessionUpdate === "tool_call_update" && u.status !== "in_progress",
+      );
+      assert.deepEqual(ends.map((u) => [u.toolCallId, u.status]), [
+        ["call_1", "failed"],
+        ["call_2", "failed"],
+        ["call_3", "failed"],
+        ["call_4", "completed"],
+        ["call_5", "completed"],
+      ]);
+      const all = JSON.stringify(sent);
+      assert.ok(!all.includes(SECRET), `the secret reached the provider: ${all}`);
+      assert.ok(!all.includes(OUTSIDE), `a file outside the root reached the provider: ${all}`);
+      const shown = JSON.stringify(ed.updates);
+      assert.ok(!shown.includes(SECRET), `the secret reached the client: ${shown}`);
+      assert.ok(!shown.includes(OUTSIDE), `a file outside the root reached the client: ${shown}`);
+    },
+    home,
+  );
 });
 
 test("stdio MCP servers from session/new join the session's tools", async () => {

@@ -82,3 +82,56 @@ fn neovim_applies_a_code_action_and_asks_through_genai_lsp() {
     assert!(listed.contains("Improve: sample.py"), "{listed}");
     assert!(listed.contains("Ask: sample.py"), "{listed}");
 }
+
+#[test]
+fn neovim_answers_genai_lsps_permission_asks_with_its_message_buttons() {
+    use crate::support::fake_openai::Behavior;
+    let Some(nvim) = editor::program("GENAI_TEST_NVIM", "nvim", "neovim") else {
+        return;
+    };
+    let run = EditorRun::new();
+    run.dirs
+        .write_config("[defaults]\nmodel = \"openai:gpt-lsp\"\n\n[lsp]\ntools = [\"workspace\"]\n");
+    let edit = |old: &str, new: &str| {
+        serde_json::json!({"path": "sample.py", "old_text": old, "new_text": new}).to_string()
+    };
+    // Round 1: an edit the user allows once; round 2: one the user rejects.
+    run.fake.push(Behavior::calls(
+        "",
+        &[("workspace__edit_file", &edit("x+y", "x + y"))],
+    ));
+    run.fake.push(Behavior::text("Spaced."));
+    run.fake.push(Behavior::calls(
+        "",
+        &[("workspace__edit_file", &edit("# adds", "# sums"))],
+    ));
+    run.fake.push(Behavior::text("Not renamed."));
+    let args = ["--headless", "--clean", "-n", "-c"].map(String::from);
+    let luafile = format!("luafile {}", editor::script("neovim_permission.lua"));
+    let (report, _) = run.run(&nvim, &[&args[..], &[luafile]].concat());
+
+    let asks = report["asks"].as_array().unwrap();
+    assert_eq!(asks.len(), 2, "{report:#}");
+    let titles: Vec<&str> = asks[0]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["title"].as_str())
+        .collect();
+    assert_eq!(
+        titles,
+        ["Allow once", "Always allow", "Reject", "Always reject"]
+    );
+    let message = asks[0]["message"].as_str().unwrap();
+    assert!(message.contains("Edit sample.py"), "{message}");
+    assert!(message.contains("workspace.edit_file("), "{message}");
+    assert_eq!(report["answers"][0]["reply"], "Spaced.", "{report:#}");
+    assert_eq!(report["answers"][1]["reply"], "Not renamed.", "{report:#}");
+    // Allowed once: spaced; rejected: the comment stays.
+    assert_eq!(
+        std::fs::read_to_string(&run.file).unwrap(),
+        editor::SAMPLE.replace("x+y", "x + y")
+    );
+    let refused = run.fake.requests()[3].body.to_string();
+    assert!(refused.contains("Refused"), "{refused}");
+}

@@ -5,8 +5,10 @@ import * as vscode from 'vscode';
 import { GenaiClient, type ClientHooks } from './client/genai-client';
 import { DaemonProcess } from './client/daemon';
 import { ChatController, describe } from './chat/controller';
+import { confirmChoices, confirmDetail, dismissedAnswer } from './chat/confirm';
 import { ChatViewProvider } from './chat-view';
-import { daemonOptions } from './settings';
+import { daemonOptions, workspaceSettings } from './settings';
+import type { RequestConfirmationParams, RequestConfirmationResult } from './protocol';
 
 let client: GenaiClient<DaemonProcess> | undefined;
 
@@ -16,7 +18,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const view = new ChatViewProvider(context.extensionUri);
   const genai = new GenaiClient(new DaemonProcess(daemonOptions(log)), hooks(view, log));
   client = genai;
-  view.controller = new ChatController(genai, (m) => view.post(m), context.globalState);
+  view.controller = new ChatController(genai, (m) => view.post(m), context.globalState, { workspace: workspaceSettings });
 
   /** (Re)starts the daemon; a failure is shown, and the chat keeps saying why nothing works. */
   const start = async (): Promise<void> => {
@@ -64,7 +66,9 @@ export async function deactivate(): Promise<void> {
 /** The daemon's requests and events, as VS Code dialogs, notifications and chat status. */
 function hooks(view: ChatViewProvider, log: (line: string) => void): ClientHooks {
   return {
-    confirm: async ({ text, link, tool }) => {
+    confirm: async (request) => {
+      if (request.permission) return askPermission(request);
+      const { text, link, tool } = request;
       const detail = `Asked by the tool ${tool}. Confirming lets the daemon call ${link}.`;
       const answer = await vscode.window.showWarningMessage(text, { modal: true, detail }, 'Confirm');
       return answer === 'Confirm';
@@ -84,6 +88,22 @@ function hooks(view: ChatViewProvider, log: (line: string) => void): ClientHooks
       }
     },
   };
+}
+
+/**
+ * A permission ask as a modal dialog: the call (`text`), why it asks (`reason`), and one button
+ * per option ("Allow once", "Always allow (RULE)", "Reject", "Always reject in this
+ * conversation"); Escape is "Reject".
+ */
+async function askPermission(request: RequestConfirmationParams): Promise<RequestConfirmationResult> {
+  const dismissed = dismissedAnswer(request);
+  const items = confirmChoices(request).map((c) => ({
+    title: c.label,
+    answer: c.answer,
+    isCloseAffordance: c.answer.option === dismissed.option,
+  }));
+  const pick = await vscode.window.showWarningMessage(request.text, { modal: true, detail: confirmDetail(request) }, ...items);
+  return pick?.answer ?? dismissed;
 }
 
 async function openHistory(genai: GenaiClient, view: ChatViewProvider): Promise<void> {

@@ -1,16 +1,28 @@
 // The extension's client module (daemon process, JSON-RPC, conversations, the chat controller)
 // against the real `genai daemon` and examples/fake-provider: create, stream, details, history,
-// cancel, errors, daemon restart, and the tool messages through a stand-in daemon.
+// cancel, errors, daemon restart, the tool messages through a stand-in daemon, and the permission
+// asks of genai's workspace tools (a scripted model edits files in a temporary folder).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GenaiClient, GenaiError } from '../src/client/genai-client';
 import { DaemonProcess } from '../src/client/daemon';
-import { ChatController } from '../src/chat/controller';
+import { ChatController, conversationParams, type WorkspaceSettings } from '../src/chat/controller';
+import type { PermissionOption } from '../src/chat/confirm';
 import type { ToView } from '../src/chat/view-messages';
-import type { DoActionNotification, RequestConfirmationParams } from '../src/protocol';
-import { daemonEnv, DOWN_URL, genaiBin, startFakeProvider, within, type FakeProvider } from './support/env';
+import type { DoActionNotification, RequestConfirmationParams, RequestConfirmationResult } from '../src/protocol';
+import {
+  daemonEnv,
+  DOWN_URL,
+  genaiBin,
+  startFakeProvider,
+  startScriptedProvider,
+  within,
+  type FakeProvider,
+  type ScriptedProvider,
+} from './support/env';
 
 const REPLY = 'Hello from the **fake** provider.';
 const TOOL_ARGS = '{"day":"today","limit":3}';
@@ -388,5 +400,153 @@ describe('chat controller', () => {
     } finally {
       await client.dispose();
     }
+  });
+});
+
+describe('permission asks of the workspace tools (real daemon, scripted model)', () => {
+  const OPTIONS = ['allow_once', 'allow_always', 'reject_once', 'reject_always'];
+  let scripted: ScriptedProvider;
+  let scriptedEnv: NodeJS.ProcessEnv;
+  let project: string;
+  let client: GenaiClient<DaemonProcess>;
+  /** Every RequestConfirmation the hook got, and the answers it is to give, in order. */
+  const asked: RequestConfirmationParams[] = [];
+  const answers: Array<PermissionOption | true> = [];
+  const file = (rel: string) => join(project, rel);
+  const read = (rel: string) => (existsSync(file(rel)) ? readFileSync(file(rel), 'utf8') : undefined);
+
+  before(async () => {
+    scripted = await startScriptedProvider({ reply: 'Done.' });
+    scriptedEnv = daemonEnv({ scripted: scripted.url });
+    project = mkdtempSync(join(tmpdir(), 'genai-vscode-project-'));
+    mkdirSync(join(project, 'src'));
+    writeFileSync(file('src/a.txt'), 'alpha\n');
+    writeFileSync(file('src/b.txt'), 'beta\n');
+    client = new GenaiClient(new DaemonProcess({ command: genaiBin, env: scriptedEnv, restart: false }), {
+      confirm: async (request): Promise<boolean | RequestConfirmationResult> => {
+        asked.push(request);
+        // An ask the test did not expect is refused (and counted by the assertions).
+        const answer = answers.shift() ?? 'reject_once';
+        return answer === true ? true : { confirmed: answer.startsWith('allow'), option: answer };
+      },
+    });
+    await within(10_000, 'the daemon to start', client.start());
+  });
+  after(async () => {
+    await client?.dispose();
+    scripted?.stop();
+  });
+
+  /** A chat controller whose conversations get the workspace of `project` under `mode`. */
+  function controllerFor(mode: WorkspaceSettings['mode']): { controller: ChatController; posted: ToView[] } {
+    const posted: ToView[] = [];
+    const memory = new Map<string, unknown>();
+    const controller = new ChatController(
+      client,
+      (m) => posted.push(m),
+      { get: <T>(k: string) => memory.get(k) as T | undefined, update: async (k: string, v: unknown) => void memory.set(k, v) },
+      { workspace: () => ({ cwd: project, tools: true, mode, assistantToo: true }) },
+    );
+    return { controller, posted };
+  }
+
+  /** The model calls `tool` with `args`, then says `reply`; the turn's end as the page got it. */
+  async function turn(controller: ChatController, posted: ToView[], tool: string, args: object, reply: string) {
+    await scripted.push({ toolCalls: [[`workspace__${tool}`, JSON.stringify(args)]] });
+    await scripted.push({ reply });
+    posted.length = 0;
+    await within(20_000, `the turn calling ${tool}`, controller.send(`Please ${tool}`));
+    const end = posted.find((m) => m.type === 'turnEnded');
+    assert.ok(end && end.type === 'turnEnded', JSON.stringify(posted));
+    assert.equal(end.isSuccess, true, end.summary);
+    assert.equal(end.summary, reply);
+    return end;
+  }
+
+  /** What the model was told the last tool call gave (the last request's tool message). */
+  async function lastToolResult(): Promise<string> {
+    const bodies = await scripted.requests();
+    const messages: Array<{ role: string; content: unknown }> = bodies.at(-1).messages;
+    const tool = messages.filter((m) => m.role === 'tool').at(-1);
+    assert.ok(tool, JSON.stringify(messages));
+    return typeof tool.content === 'string' ? tool.content : JSON.stringify(tool.content);
+  }
+
+  test('an assistant chat gets the workspace tools: allow_always edits and saves the rule, reject_once refuses once', async () => {
+    const { controller, posted } = controllerFor('ask');
+    await controller.newChat({ feature: 'assistant', serviceProvider: 'scripted' });
+    assert.equal(controller.current!.feature, 'tools', 'the assistant runs on tools to get them');
+
+    // 1. An edit asks; "always allow" lets it run and saves the folder's rule.
+    answers.push('allow_always');
+    const first = await turn(controller, posted, 'edit_file', { path: 'src/a.txt', old_text: 'alpha', new_text: 'ALPHA' }, 'Edited a.');
+    assert.equal(asked.length, 1, JSON.stringify(asked));
+    const ask = asked[0];
+    assert.equal(ask.text, 'Edit src/a.txt');
+    assert.equal(ask.tool, 'workspace.edit_file');
+    assert.equal(ask.toolCallId, 'call_1');
+    assert.equal(ask.conversationId, controller.current!.id);
+    assert.equal(ask.link ?? undefined, undefined, 'a permission ask has no link');
+    assert.ok(ask.permission, 'the ask carries the permission');
+    assert.deepEqual(ask.permission.options, OPTIONS);
+    assert.equal(ask.permission.rule, 'workspace.edit_file(src/**)');
+    assert.equal(ask.permission.subject, 'src/a.txt');
+    assert.equal(ask.permission.reason, 'mode ask');
+    assert.deepEqual(ask.permission.arguments, { path: 'src/a.txt', old_text: 'alpha', new_text: 'ALPHA' });
+    assert.equal(read('src/a.txt'), 'ALPHA\n');
+    assert.ok(first.detailedResponse.some((l) => l.includes('allow_always')), first.detailedResponse.join('\n'));
+    const saved = readFileSync(join(scriptedEnv.GENAI_CONFIG_DIR!, 'projects.toml'), 'utf8');
+    assert.ok(saved.includes('"workspace.edit_file(src/**)"'), saved);
+
+    // 2. Another file of that folder: the saved rule allows it without asking.
+    await turn(controller, posted, 'edit_file', { path: 'src/b.txt', old_text: 'beta', new_text: 'BETA' }, 'Edited b.');
+    assert.equal(asked.length, 1, 'no ask for what the saved rule allows');
+    assert.equal(read('src/b.txt'), 'BETA\n');
+
+    // 3. A new file at the root asks; "reject" leaves the disk alone and the model is told.
+    answers.push('reject_once');
+    await turn(controller, posted, 'write_file', { path: 'top.txt', content: 'top\n' }, 'Not written.');
+    assert.equal(asked.length, 2);
+    assert.equal(asked[1].text, 'Write top.txt');
+    assert.equal(asked[1].permission?.rule, 'workspace.write_file(/top.txt)');
+    assert.deepEqual(asked[1].permission?.options, OPTIONS);
+    assert.equal(read('top.txt'), undefined, 'a rejected write writes nothing');
+    assert.match(await lastToolResult(), /reject|refuse|denied|not allowed/i);
+
+    // 4. "Reject" held once: the same write asks again; a plain `true` allows it once.
+    answers.push(true);
+    await turn(controller, posted, 'write_file', { path: 'top.txt', content: 'top\n' }, 'Written.');
+    assert.equal(asked.length, 3, 'reject_once is not remembered');
+    assert.equal(read('top.txt'), 'top\n');
+    assert.deepEqual(answers, [], 'every answer was asked for');
+  });
+
+  test('mode read-only refuses an edit without asking', async () => {
+    const before = asked.length;
+    const { controller, posted } = controllerFor('read-only');
+    await controller.newChat({ feature: 'assistant', serviceProvider: 'scripted' });
+    await turn(controller, posted, 'write_file', { path: 'src/a.txt', content: 'overwritten\n' }, 'Could not.');
+    assert.equal(asked.length, before, 'read-only denies, it does not ask');
+    assert.equal(read('src/a.txt'), 'ALPHA\n');
+    assert.match(await lastToolResult(), /read-only|denied|not allowed|refuse/i);
+  });
+
+  test('conversationParams: tools only where the daemon takes them, mode with every tools chat', () => {
+    const w: WorkspaceSettings = { cwd: '/p', tools: true, mode: 'edit', assistantToo: true };
+    assert.deepEqual(conversationParams({ feature: 'assistant', serviceProvider: 'x' }, w), {
+      feature: 'tools', serviceProvider: 'x', modelConfiguration: undefined, model: undefined, cwd: '/p', tools: ['workspace'], mode: 'edit',
+    });
+    assert.deepEqual(conversationParams({ feature: 'assistant', serviceProvider: 'x' }, { ...w, assistantToo: false }), {
+      feature: 'assistant', serviceProvider: 'x', modelConfiguration: undefined, model: undefined, cwd: '/p',
+    });
+    assert.deepEqual(conversationParams({ feature: 'tools', serviceProvider: 'x' }, { ...w, tools: false }), {
+      feature: 'tools', serviceProvider: 'x', modelConfiguration: undefined, model: undefined, cwd: '/p', mode: 'edit',
+    });
+    assert.deepEqual(conversationParams({ feature: 'reviewer', serviceProvider: 'x' }, w), {
+      feature: 'reviewer', serviceProvider: 'x', modelConfiguration: undefined, model: undefined, cwd: '/p',
+    });
+    assert.deepEqual(conversationParams({ feature: 'assistant', serviceProvider: 'x' }), {
+      feature: 'assistant', serviceProvider: 'x', modelConfiguration: undefined, model: undefined,
+    });
   });
 });

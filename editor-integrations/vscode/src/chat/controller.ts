@@ -1,11 +1,20 @@
 // The chat widget's logic, between the chat page and the genai client: the new-chat choices (what
 // works first), the open conversation and its title, its turns (a message sent before any chat
-// starts one, nothing lost), history. It speaks ToView/FromView messages and has no `vscode`
-// import; chat-view.ts plugs it into a webview, the tests into a recorder.
+// starts one, nothing lost), history, the workspace tools its conversations get, and the
+// page's dialog for the daemon's confirmations (the web page's; VS Code shows its own). It speaks
+// ToView/FromView messages and has no `vscode` import; chat-view.ts plugs it into a webview, the
+// tests into a recorder.
 import { GenaiClient, GenaiError, type Conversation, type ToolCall } from '../client/genai-client';
 import { messageReasoning, messageText, selectionPrompt, titleOf, type Selection } from './text';
+import { confirmChoices, confirmDetail, dismissedAnswer, type ConfirmChoice } from './confirm';
 import type { ComponentChoices, FromView, NewChatChoice, ShownMessage, ToView } from './view-messages';
-import type { ListComponentsResult } from '../protocol';
+import type {
+  CreateConversationParams,
+  ListComponentsResult,
+  Mode,
+  RequestConfirmationParams,
+  RequestConfirmationResult,
+} from '../protocol';
 
 /** Where the last new-chat choice is kept (VS Code's globalState in the extension). */
 export interface Memory {
@@ -15,6 +24,51 @@ export interface Memory {
 
 const LAST_CHOICE = 'genai.lastChoice';
 
+/** What the conversations a controller starts get of genai's workspace (docs/WORKSPACE.md). */
+export interface WorkspaceSettings {
+  /** The folder the tools work in (`cwd`); none: the daemon's own. */
+  cwd?: string;
+  /** Give the model genai's workspace tools (`tools: ["workspace"]`). */
+  tools: boolean;
+  /** The permission mode of the tool calls of a `tools` conversation (`mode`). */
+  mode?: Mode;
+  /**
+   * Whether a chat on the plain `assistant` feature runs on `tools` (the assistant with tools)
+   * to get them; else only a chat on `tools` does.
+   */
+  assistantToo?: boolean;
+}
+
+export interface ControllerOptions {
+  /** Read at each new chat, so changed settings apply to the next one. */
+  workspace?: () => WorkspaceSettings;
+}
+
+/**
+ * The `CreateConversation` params of a new-chat choice. The workspace's tools go only to the
+ * `tools` feature (the daemon refuses `tools` for others): a chat on `tools`, or on `assistant`
+ * when `assistantToo`, runs on `tools` with `tools: ["workspace"]` (only the workspace's tools:
+ * the plugin modules and MCP servers the config enables are then not offered); `mode` goes
+ * with every `tools` chat, `cwd` with every chat.
+ */
+export function conversationParams(choice: NewChatChoice, workspace?: WorkspaceSettings): CreateConversationParams {
+  const params: CreateConversationParams = {
+    feature: choice.feature,
+    serviceProvider: choice.serviceProvider,
+    modelConfiguration: choice.modelConfiguration,
+    model: choice.model,
+  };
+  if (!workspace) return params;
+  if (workspace.cwd) params.cwd = workspace.cwd;
+  const upgrade = workspace.tools && workspace.assistantToo && choice.feature === 'assistant';
+  if (upgrade) params.feature = 'tools';
+  if (params.feature === 'tools') {
+    if (workspace.tools) params.tools = ['workspace'];
+    if (workspace.mode) params.mode = workspace.mode;
+  }
+  return params;
+}
+
 export class ChatController {
   private conversation: Conversation | undefined;
   /** The daemon's default choice, from the last `ListComponents`. */
@@ -23,11 +77,15 @@ export class ChatController {
   private pending: string | undefined;
   /** Conversations started here whose header waits for the first reply to get a title. */
   private readonly untitled = new Set<string>();
+  /** The confirmations the page shows or queues, by the id the page answers with. */
+  private readonly confirms = new Map<string, { turnId: string; choices: ConfirmChoice[]; dismissed: RequestConfirmationResult; resolve: (answer: RequestConfirmationResult) => void }>();
+  private confirmCount = 0;
 
   constructor(
     private readonly client: GenaiClient,
     private readonly post: (message: ToView) => void,
     private readonly memory: Memory,
+    private readonly options: ControllerOptions = {},
   ) {}
 
   get current(): Conversation | undefined {
@@ -56,6 +114,9 @@ export class ChatController {
           break;
         case 'openConversation':
           await this.openConversation(message.id);
+          break;
+        case 'confirmAnswer':
+          this.settleConfirm(message.id, message.choice);
           break;
       }
     } catch (err) {
@@ -89,12 +150,7 @@ export class ChatController {
 
   /** Starts a conversation on `choice`; a message sent before it is sent in it. */
   async newChat(choice: NewChatChoice): Promise<Conversation> {
-    const conversation = await this.client.createConversation({
-      feature: choice.feature,
-      serviceProvider: choice.serviceProvider,
-      modelConfiguration: choice.modelConfiguration,
-      model: choice.model,
-    });
+    const conversation = await this.client.createConversation(conversationParams(choice, this.options.workspace?.()));
     await this.memory.update(LAST_CHOICE, choice);
     this.untitled.add(conversation.id);
     this.switchTo(conversation, 'New chat', []);
@@ -159,6 +215,8 @@ export class ChatController {
     });
     post({ type: 'turnStarted', turnId: turn.id });
     const end = await turn.done;
+    // The daemon no longer waits for the turn's asks: their dialogs go.
+    for (const [id, c] of this.confirms) if (c.turnId === turn.id) this.settleConfirm(id, undefined, true);
     post({
       type: 'turnEnded',
       turnId: turn.id,
@@ -171,6 +229,35 @@ export class ChatController {
     if (end.isSuccess && this.untitled.delete(conversation.id)) {
       post({ type: 'title', id: conversation.id, title: conversation.title ?? titleOf(text) });
     }
+  }
+
+  /**
+   * Asks the user on the page (the web page's `confirm` hook): a dialog with the request's
+   * choices; resolves with the chosen answer, or the dismissed one when the dialog is closed
+   * or the turn ends first.
+   */
+  confirm(request: RequestConfirmationParams): Promise<RequestConfirmationResult> {
+    const id = `confirm-${++this.confirmCount}`;
+    const choices = confirmChoices(request);
+    return new Promise((resolve) => {
+      this.confirms.set(id, { turnId: request.turnId, choices, dismissed: dismissedAnswer(request), resolve });
+      this.post({
+        type: 'confirm',
+        id,
+        turnId: request.turnId,
+        text: request.text,
+        detail: confirmDetail(request),
+        choices: choices.map((c) => ({ label: c.label, kind: c.kind })),
+      });
+    });
+  }
+
+  private settleConfirm(id: string, choice: number | undefined, closePage = false): void {
+    const c = this.confirms.get(id);
+    if (!c) return;
+    this.confirms.delete(id);
+    c.resolve(choice !== undefined && c.choices[choice] ? c.choices[choice].answer : c.dismissed);
+    if (closePage) this.post({ type: 'confirmClosed', id });
   }
 
   /** Sends the selection with its file name and language; failures show in the chat. */

@@ -65,6 +65,14 @@ export type ToView =
       error?: { kind: string; message: string };
     }
   | { type: 'error'; message: string }
+  /**
+   * A tool call asks to go ahead (`RequestConfirmation`): the page shows a dialog with `text`,
+   * `detail` and one button per choice, and answers `confirmAnswer` with the same `id`. Asks
+   * that come while one is shown wait their turn.
+   */
+  | { type: 'confirm'; id: string; turnId: string; text: string; detail: string; choices: Array<{ label: string; kind: 'allow' | 'reject' }> }
+  /** The ask `id` needs no answer any more (its turn ended): its dialog goes away. */
+  | { type: 'confirmClosed'; id: string }
   | { type: 'status'; level: 'info' | 'warning' | 'error'; text: string }
   | { type: 'show'; panel: 'chat' | 'newChat' | 'history' };
 
@@ -74,4 +82,6 @@ export type FromView =
   | { type: 'send'; text: string }
   | { type: 'cancel' }
   | { type: 'listConversations'; cursor?: string }
-  | { type: 'openConversation'; id: string };
+  | { type: 'openConversation'; id: string }
+  /** The user's answer to the ask `id`: the index of the chosen button, none when the dialog was dismissed. */
+  | { type: 'confirmAnswer'; id: string; choice?: number };

@@ -53,8 +53,12 @@ export type MiddlewareTransform = (
 ) => Promise<MiddlewareRequest['result']['messages']> | MiddlewareRequest['result']['messages'];
 
 export interface ClientHooks {
-  /** Answers the daemon's `RequestConfirmation`; without it the answer is "no". */
-  confirm?: (request: ConfirmationRequest['params']) => Promise<boolean>;
+  /**
+   * Answers the daemon's `RequestConfirmation`; without it the answer is "no". `true`/`false`
+   * answers `{confirmed}`; a permission ask (`request.permission`) is answered with one of its
+   * options as `{confirmed, option}` (`src/chat/confirm.ts` has the choices).
+   */
+  confirm?: (request: ConfirmationRequest['params']) => Promise<boolean | ConfirmationRequest['result']>;
   /** Receives `DoAction` notifications. */
   action?: (action: Notifications['DoAction']) => void;
   /** The daemon exited (and maybe is starting again), or came back. */
@@ -209,9 +213,10 @@ export class GenaiClient<T extends Transport = Transport> {
     conn.onNotification('OnToolCallChunk', (params: Notifications['OnToolCallChunk']) =>
       this.route({ method: 'OnToolCallChunk', params }),
     );
-    conn.onRequest('RequestConfirmation', async (params: ConfirmationRequest['params']): Promise<ConfirmationRequest['result']> => ({
-      confirmed: this.hooks.confirm ? await this.hooks.confirm(params) : false,
-    }));
+    conn.onRequest('RequestConfirmation', async (params: ConfirmationRequest['params']): Promise<ConfirmationRequest['result']> => {
+      const answer = this.hooks.confirm ? await this.hooks.confirm(params) : false;
+      return typeof answer === 'boolean' ? { confirmed: answer } : answer;
+    });
     conn.onNotification('DoAction', (params: Notifications['DoAction']) => this.hooks.action?.(params));
     conn.onRequest('OnMiddleware', async (params: MiddlewareRequest['params']): Promise<MiddlewareRequest['result']> => {
       const m = this.middleware.get(params.name);

@@ -4,11 +4,14 @@
 // `genai serve` that served the page. Imported before the chat script so the API exists when
 // it starts. The token comes from the address (`#token=...`, kept out of requests; then from the
 // tab's session storage on reload). Without one, or when genai serve refuses it, the page says to
-// open the address `genai serve` printed, and nothing reaches the controller.
+// open the address `genai serve` printed, and nothing reaches the controller. A chat on the
+// `tools` feature gets genai's workspace tools in the folder genai serve runs in (mode "ask"), and
+// the daemon's confirmations (a permission ask, a plugin's confirmation) show as the page's dialog.
 import { ChatController, type Memory } from '../chat/controller';
 import { GenaiClient } from '../client/genai-client';
 import type { FromView, ToView } from '../chat/view-messages';
 import { WebSocketTransport } from './ws-transport';
+import type { RequestConfirmationResult } from '../protocol';
 
 const post = (message: ToView) => window.dispatchEvent(new MessageEvent('message', { data: message }));
 
@@ -50,8 +53,9 @@ const client = new GenaiClient(new WebSocketTransport(url, given ?? ''), {
     // A refused connection is told below; only a connection that was up can close.
     if (e.state === 'exited' && connected) post({ type: 'status', level: 'error', text: e.exit.message });
   },
+  confirm: (request): Promise<RequestConfirmationResult> => controller.confirm(request),
 });
-const controller = new ChatController(client, post, memory);
+const controller: ChatController = new ChatController(client, post, memory, { workspace: () => ({ tools: true, mode: 'ask' }) });
 /** Messages from the page wait here for the connection; without one they go nowhere. */
 let refused = openPrintedAddress('This page needs the token of genai serve.');
 const ready: Promise<boolean> = given

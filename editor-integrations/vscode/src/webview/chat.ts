@@ -23,6 +23,7 @@ const historyMore = $<HTMLButtonElement>('history-more');
 const featureSelect = $<HTMLSelectElement>('feature');
 const providerSelect = $<HTMLSelectElement>('provider');
 const modelSelect = $<HTMLSelectElement>('model');
+const confirmDialog = $<HTMLDialogElement>('confirm-dialog');
 
 let choices: ComponentChoices | undefined;
 let historyCursor: string | undefined;
@@ -30,6 +31,10 @@ let historyCursor: string | undefined;
 let historyAppend = false;
 /** Turns that have not ended, by id: their bubble and text so far. */
 const turns = new Map<string, { bubble: HTMLElement; text: string }>();
+type ConfirmAsk = Extract<ToView, { type: 'confirm' }>;
+/** The ask the dialog shows, and those waiting behind it. */
+let shownAsk: ConfirmAsk | undefined;
+const waitingAsks: ConfirmAsk[] = [];
 
 // ---- drawing -------------------------------------------------------------------------------
 
@@ -215,6 +220,37 @@ function fillHistory(items: ConversationSummary[], more: boolean, append: boolea
   historyMore.hidden = !more;
 }
 
+/** Shows the next waiting ask in the dialog, or closes it when none is left. */
+function showNextAsk(): void {
+  shownAsk = waitingAsks.shift();
+  if (!shownAsk) {
+    if (confirmDialog.open) confirmDialog.close();
+    return;
+  }
+  const ask = shownAsk;
+  $('confirm-text').textContent = ask.text;
+  $('confirm-detail').textContent = ask.detail;
+  const buttons = ask.choices.map((c, i) => {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = c.kind === 'allow' ? 'allow' : 'secondary reject';
+    b.textContent = c.label;
+    b.addEventListener('click', () => answerAsk(ask, i));
+    return b;
+  });
+  $('confirm-choices').replaceChildren(...buttons);
+  if (!confirmDialog.open) confirmDialog.showModal();
+  // Nothing is allowed by a stray Enter: the first rejecting choice has the focus.
+  (buttons[ask.choices.findIndex((c) => c.kind === 'reject')] ?? buttons[0])?.focus();
+}
+
+/** Sends the answer (a choice's index; none: dismissed) and moves on to the next ask. */
+function answerAsk(ask: ConfirmAsk, choice: number | undefined): void {
+  if (shownAsk !== ask) return;
+  vscode.postMessage({ type: 'confirmAnswer', id: ask.id, ...(choice !== undefined ? { choice } : {}) });
+  showNextAsk();
+}
+
 // ---- what the extension says ---------------------------------------------------------------
 
 function receive(m: ToView): void {
@@ -296,6 +332,16 @@ function receive(m: ToView): void {
       el.querySelector('.body')!.textContent = m.message;
       break;
     }
+    case 'confirm':
+      waitingAsks.push(m);
+      if (!shownAsk) showNextAsk();
+      break;
+    case 'confirmClosed': {
+      const waiting = waitingAsks.findIndex((a) => a.id === m.id);
+      if (waiting >= 0) waitingAsks.splice(waiting, 1);
+      if (shownAsk?.id === m.id) showNextAsk();
+      break;
+    }
     case 'status':
       showStatus(m.level, m.text);
       break;
@@ -357,6 +403,11 @@ prompt.addEventListener('keydown', (e) => {
   }
 });
 stop.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
+// Escape closes the dialog without a choice: the ask is answered as dismissed (rejected).
+confirmDialog.addEventListener('cancel', (e) => {
+  e.preventDefault();
+  if (shownAsk) answerAsk(shownAsk, undefined);
+});
 window.addEventListener('message', (event: MessageEvent<ToView>) => receive(event.data));
 
 vscode.postMessage({ type: 'ready' });

@@ -67,6 +67,65 @@ export async function startFakeProvider(opts: {
   return { url, stop: () => child.kill() };
 }
 
+/** How the scripted provider answers one chat request (fake-provider's `push`). */
+export interface ScriptedAnswer {
+  reply?: string;
+  chunks?: number;
+  delayMs?: number;
+  /** Tool calls instead of a reply: `[WIRE_NAME, ARGS_JSON]` each (ids `call_1`, ...). */
+  toolCalls?: Array<[string, string]>;
+}
+
+export interface ScriptedProvider extends FakeProvider {
+  /** Queues how the next chat request is answered (later ones: the default reply). */
+  push(answer: ScriptedAnswer): Promise<void>;
+  /** The bodies of the chat requests so far. */
+  requests(): Promise<any[]>;
+}
+
+/**
+ * Starts examples/fake-provider with `--control`: a test queues each answer (a reply or tool
+ * calls) and reads the requests the model got, one JSON line each way on its stdin/stdout.
+ */
+export async function startScriptedProvider(opts: { reply: string }): Promise<ScriptedProvider> {
+  const child: ChildProcess = spawn(fakeProviderBin, ['--port', '0', '--reply', opts.reply, '--chunks', '2', '--control'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines: string[] = [];
+  let waiting: ((line: string) => void) | undefined;
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    const w = waiting;
+    waiting = undefined;
+    if (w) w(line);
+    else lines.push(line);
+  });
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`fake-provider exited with ${code}`))));
+  exited.catch(() => undefined);
+  const nextLine = (what: string) =>
+    within(10_000, what, Promise.race([lines.length ? Promise.resolve(lines.shift()!) : new Promise<string>((r) => (waiting = r)), exited]));
+  // One command at a time: each is answered by one line, in order.
+  let queue: Promise<unknown> = Promise.resolve();
+  const command = (c: unknown): Promise<any> => {
+    const run = queue.then(async () => {
+      child.stdin!.write(`${JSON.stringify(c)}\n`);
+      const answer = JSON.parse(await nextLine(`fake-provider's answer to ${JSON.stringify(c)}`));
+      if (answer.error) throw new Error(`fake-provider: ${answer.error}`);
+      return answer;
+    });
+    queue = run.catch(() => undefined);
+    return run;
+  };
+  const first = await nextLine('the fake provider to listen');
+  const url = /^listening on (\S+)/.exec(first)?.[1];
+  if (!url) throw new Error(`fake-provider said ${first}`);
+  return {
+    url,
+    stop: () => child.kill(),
+    push: async (answer) => void (await command({ push: answer })),
+    requests: async () => (await command({ requests: true })).requests,
+  };
+}
+
 /**
  * A config folder naming each provider instance after its key (kind openai, that base_url),
  * an empty data folder, and the daemon environment for both: no proxies, no OpenAI variables,

@@ -639,3 +639,50 @@ fn an_auto_tool_choice_yields_text_or_a_well_formed_call_on_the_local_model() {
     assert_eq!(history.last().unwrap()["role"], "assistant");
     assert!(d.shutdown(EXIT).success());
 }
+
+/// The workspace on the demo model: `genai ask --tools=workspace.read_file` with a required
+/// call, greedy. The grammar makes the 135M model call `read_file` on the file the prompt
+/// names; the reply after the call carries the file's text.
+#[test]
+fn the_demo_model_reads_a_workspace_file_by_a_grammar_constrained_call_and_answers_with_it() {
+    let Some(model) = test_model() else { return };
+    let dirs = crate::support::cli::Folders::new();
+    dirs.write_config(&format!(
+        "[service_providers.gemma]\nkind = \"local\"\nmodel = {}\n\n[features.tools]\nmax_steps = 1\n",
+        toml_string(&model.display().to_string())
+    ));
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(
+        project.path().join("note.txt"),
+        "The secret word is PELICAN.\n",
+    )
+    .unwrap();
+    let mut c = dirs.genai(&[
+        "ask",
+        "-m",
+        "gemma",
+        "--tools=workspace.read_file",
+        "-p",
+        "tool_choice=required",
+        "-p",
+        "max_tokens=48",
+        "-p",
+        "temperature=0",
+        "--json",
+        "Read the file note.txt and tell me the secret word.",
+    ]);
+    c.current_dir(project.path());
+    let o = crate::support::cli::output(c);
+    assert!(o.status.success(), "{}", crate::support::cli::stderr(&o));
+    let v: Value = serde_json::from_str(crate::support::cli::stdout(&o).trim()).unwrap();
+    let details = v["details"].to_string();
+    assert!(
+        details.contains("permission: workspace.read_file(note.txt) allow"),
+        "{details}"
+    );
+    assert!(details.contains("The secret word is PELICAN."), "{details}");
+    assert!(
+        v["reply"].as_str().unwrap_or_default().contains("PELICAN"),
+        "{v}"
+    );
+}

@@ -453,3 +453,67 @@ fn a_pre_tool_use_hook_blocks_with_its_reason_in_claude_codes_shape() {
     assert_eq!(decisions[1]["decision"], "deny");
     assert_eq!(decisions[2]["argument"], "README.md");
 }
+
+#[test]
+fn genai_chat_asks_on_the_terminal_saves_always_answers_and_undoes_with_slash_undo() {
+    use crate::support::tmux::{self, Pane};
+    if !tmux::available() {
+        return;
+    }
+    let f = Fixture::new();
+    let edit = |old: &str, new: &str| {
+        json!({"path": "src/lib.rs", "old_text": old, "new_text": new}).to_string()
+    };
+    let fake = &f.env.fake;
+    // Turn 1: asked, answered y. Turn 2: asked, answered a (always). Turn 3: not asked.
+    fake.push(Behavior::calls(
+        "",
+        &[("workspace__edit_file", &edit("41", "42"))],
+    ));
+    fake.push(Behavior::text("Now 42."));
+    fake.push(Behavior::calls(
+        "",
+        &[("workspace__edit_file", &edit("42", "43"))],
+    ));
+    fake.push(Behavior::text("Now 43."));
+    fake.push(Behavior::calls(
+        "",
+        &[("workspace__edit_file", &edit("43", "44"))],
+    ));
+    fake.push(Behavior::text("Now 44."));
+    let mut c = f
+        .env
+        .cmd(&["chat", "--tools=workspace", "-m", "openai:gpt-a"]);
+    c.current_dir(f.repo()).env_remove("NO_COLOR");
+    let pane = Pane::start(&c);
+    pane.wait_for_text("gpt-a> ", 1);
+
+    pane.line("Bump it");
+    pane.wait_for_text("Allow? [y]es, [n]o, [a]lways", 1);
+    let screen = pane.screen(false);
+    assert!(screen.contains("Edit src/lib.rs (mode ask)"), "{screen}");
+    pane.line("y");
+    pane.wait_for_text("Now 42.", 1);
+    assert_eq!(f.read("src/lib.rs").unwrap(), LIB.replace("41", "42"));
+
+    pane.line("Again");
+    pane.wait_for_text("Allow? [y]es, [n]o, [a]lways", 2);
+    pane.line("a");
+    pane.wait_for_text("Now 43.", 1);
+    let saved = std::fs::read_to_string(f.env.dirs.config.path().join("projects.toml")).unwrap();
+    assert!(saved.contains("workspace.edit_file(src/**)"), "{saved}");
+
+    pane.line("Once more");
+    let screen = pane.wait_for_text("Now 44.", 1);
+    assert_eq!(
+        screen.matches("Allow? [y]es").count(),
+        2,
+        "asked a third time: {screen}"
+    );
+    assert_eq!(f.read("src/lib.rs").unwrap(), LIB.replace("41", "44"));
+
+    // /undo: the last turn's change, back byte for byte.
+    pane.line("/undo");
+    pane.wait_for_text("src/lib.rs: restored", 1);
+    assert_eq!(f.read("src/lib.rs").unwrap(), LIB.replace("41", "43"));
+}

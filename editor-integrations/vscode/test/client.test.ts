@@ -511,7 +511,7 @@ describe('permission asks of the workspace tools (real daemon, scripted model)',
     assert.equal(asked[1].permission?.rule, 'workspace.write_file(/top.txt)');
     assert.deepEqual(asked[1].permission?.options, OPTIONS);
     assert.equal(read('top.txt'), undefined, 'a rejected write writes nothing');
-    assert.match(await lastToolResult(), /reject|refuse|denied|not allowed/i);
+    assert.match(await lastToolResult(), /^Refused: workspace\.write_file\(top\.txt\) was not allowed \(the user \(reject_once\)\)/);
 
     // 4. "Reject" held once: the same write asks again; a plain `true` allows it once.
     answers.push(true);
@@ -528,7 +528,7 @@ describe('permission asks of the workspace tools (real daemon, scripted model)',
     await turn(controller, posted, 'write_file', { path: 'src/a.txt', content: 'overwritten\n' }, 'Could not.');
     assert.equal(asked.length, before, 'read-only denies, it does not ask');
     assert.equal(read('src/a.txt'), 'ALPHA\n');
-    assert.match(await lastToolResult(), /read-only|denied|not allowed|refuse/i);
+    assert.match(await lastToolResult(), /^Refused: workspace\.write_file\(src\/a\.txt\) was not allowed \(mode read-only\)/);
   });
 
   test('conversationParams: tools only where the daemon takes them, mode with every tools chat', () => {

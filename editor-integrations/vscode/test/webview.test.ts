@@ -1,7 +1,7 @@
 // The chat page (media/chat.html + dist/webview.js) in headless Chromium, with a stand-in for
 // acquireVsCodeApi that records what the page posts. Checks the new-chat form, Markdown chunks,
-// escaped HTML, tool-call lines, collapsed reasoning, the details toggle, errors, and the stop button; saves a screenshot under
-// test-artifacts/.
+// escaped HTML, tool-call lines, collapsed reasoning, the details toggle, errors, the stop button,
+// and the confirmation dialog (the web page's); saves screenshots under test-artifacts/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -257,4 +257,57 @@ test('history lists conversations and opening one posts its id', async () => {
   assert.equal(await page.isVisible('#history-panel'), false);
   assert.deepEqual(await page.$$eval('.message .body', (els) => els.map((e) => e.textContent?.trim())), ['How do I sort?', 'Use sort.']);
   assert.equal(await page.textContent('.message.assistant details.reasoning .reasoning-text'), 'A Vec has sort.');
+});
+
+test('a confirmation is a modal dialog: its choices as buttons, asks wait their turn, Escape rejects, a closed ask goes', async () => {
+  const permission = [
+    { label: 'Allow once', kind: 'allow' },
+    { label: 'Always allow (workspace.edit_file(src/**))', kind: 'allow' },
+    { label: 'Reject', kind: 'reject' },
+    { label: 'Always reject in this conversation', kind: 'reject' },
+  ] as const;
+  const ask = (id: string, text: string, detail: string, choices: ReadonlyArray<{ label: string; kind: 'allow' | 'reject' }> = permission): ToView => ({
+    type: 'confirm', id, turnId: 't5', text, detail, choices: [...choices],
+  });
+  const dialogText = () => page.textContent('#confirm-text');
+  const buttons = () => page.$$eval('#confirm-choices button', (bs) => bs.map((b) => b.textContent));
+  const answers = () => page.evaluate(() => (window as unknown as { posted: FromView[] }).posted.filter((m) => m.type === 'confirmAnswer'));
+  assert.equal(await page.isVisible('#confirm-dialog'), false);
+
+  await send(ask('k1', 'Edit src/<b>a</b>.rs', 'mode ask (workspace.edit_file)'));
+  await send(ask('k2', 'Run `cargo test`', 'mode ask (workspace.run_command)'));
+  await send(ask('k3', 'Write notes.md', 'mode ask (workspace.write_file)'));
+  await send(ask('k4', 'Confirm the registration to E1?', 'Asked by the tool events.eventParticipation.', [
+    { label: 'Confirm', kind: 'allow' },
+    { label: 'Cancel', kind: 'reject' },
+  ]));
+  assert.equal(await page.isVisible('#confirm-dialog'), true);
+  assert.equal(await page.$eval('#confirm-dialog', (d) => (d as HTMLDialogElement).open && d.matches(':modal')), true, 'shown modal');
+  assert.equal(await dialogText(), 'Edit src/<b>a</b>.rs');
+  assert.equal(await page.$$eval('#confirm-dialog b', (b) => b.length), 0, 'the text stays text');
+  assert.equal(await page.textContent('#confirm-detail'), 'mode ask (workspace.edit_file)');
+  assert.deepEqual(await buttons(), permission.map((c) => c.label));
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Reject', 'a stray Enter rejects');
+  await page.screenshot({ path: join(artifacts, 'chat-confirm.png') });
+
+  // "Always allow" answers with its index; the next ask takes the dialog.
+  await page.click('#confirm-choices button:has-text("Always allow")');
+  assert.deepEqual(await waitPosted((m) => m.type === 'confirmAnswer'), { type: 'confirmAnswer', id: 'k1', choice: 1 });
+  await page.waitForFunction(() => document.querySelector('#confirm-text')?.textContent === 'Run `cargo test`');
+  assert.equal(await page.textContent('#confirm-detail'), 'mode ask (workspace.run_command)');
+
+  // An ask whose turn ended while it waited is dropped; Escape answers the shown one with no choice.
+  await send({ type: 'confirmClosed', id: 'k3' });
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => document.querySelector('#confirm-text')?.textContent === 'Confirm the registration to E1?');
+  assert.deepEqual(await buttons(), ['Confirm', 'Cancel']);
+  assert.equal(await page.isVisible('#confirm-dialog'), true, 'Escape moved on, it did not close the dialog with asks left');
+
+  // The shown ask's turn ends: the dialog closes, unanswered.
+  await send({ type: 'confirmClosed', id: 'k4' });
+  assert.equal(await page.isVisible('#confirm-dialog'), false);
+  assert.deepEqual(await answers(), [
+    { type: 'confirmAnswer', id: 'k1', choice: 1 },
+    { type: 'confirmAnswer', id: 'k2' },
+  ]);
 });

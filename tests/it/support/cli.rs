@@ -160,13 +160,18 @@ pub fn on_a_terminal(c: &Command) -> String {
     stdout(&o)
 }
 
-/// `c`'s program and arguments as one line for `sh`, each word quoted.
+/// `c`'s program and arguments as one line for `sh`, each word quoted (after a `cd` to its
+/// folder when it names one).
 pub fn shell_line(c: &Command) -> String {
     let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
-    std::iter::once(quote(c.get_program()))
+    let line = std::iter::once(quote(c.get_program()))
         .chain(c.get_args().map(quote))
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    match c.get_current_dir() {
+        Some(dir) => format!("cd {} && {line}", quote(dir.as_os_str())),
+        None => line,
+    }
 }
 
 /// What a terminal keeps of `shown` once the lines drawn while they streamed are erased

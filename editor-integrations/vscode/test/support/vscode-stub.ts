@@ -1,6 +1,7 @@
 // A stand-in for the `vscode` module, enough to activate the extension in plain Node: it records
-// registered commands and views, answers configuration reads and dialogs from the test, and
-// gives the chat view a fake webview whose posted messages the test can read.
+// registered commands and views, answers configuration reads and dialogs from the test (settings
+// are read from the object given, so a test may change them), records the messages and dialogs
+// shown, and gives the chat view a fake webview whose posted messages the test can read.
 import Module from 'node:module';
 import { join } from 'node:path';
 
@@ -16,13 +17,21 @@ export interface FakeWebview {
 export function installVscodeStub(settings: Record<string, unknown>) {
   const commands = new Map<string, (...args: any[]) => any>();
   const views = new Map<string, any>();
-  const shown: Array<{ level: string; text: string }> = [];
-  const answers = { inputBox: undefined as string | undefined, quickPick: undefined as ((items: any[]) => any) | undefined };
-  const uri = (fsPath: string) => ({ fsPath, toString: () => `file://${fsPath}`, path: fsPath });
+  /** The messages shown, with their options (`{modal, detail}`) and items (buttons), in order. */
+  const shown: Array<{ level: string; text: string; options?: any; items: any[] }> = [];
+  const answers = {
+    inputBox: undefined as string | undefined,
+    quickPick: undefined as ((items: any[]) => any) | undefined,
+    /** Which button a warning message gets (none: dismissed, as Escape does). */
+    warning: undefined as ((text: string, options: any, items: any[]) => any) | undefined,
+  };
+  const uri = (fsPath: string) => ({ fsPath, scheme: 'file', toString: () => `file://${fsPath}`, path: fsPath });
   const disposable = { dispose() {} };
-  const message = (level: string) => async (text: string) => {
-    shown.push({ level, text });
-    return undefined;
+  /** showXMessage(text, [options], ...items), as VS Code takes it. */
+  const message = (level: string) => async (text: string, ...rest: any[]) => {
+    const options = rest.length && typeof rest[0] === 'object' && rest[0] !== null && !('title' in rest[0]) ? rest.shift() : undefined;
+    shown.push({ level, text, options, items: rest });
+    return level === 'warning' ? answers.warning?.(text, options, rest) : undefined;
   };
 
   const stub = {
@@ -48,7 +57,7 @@ export function installVscodeStub(settings: Record<string, unknown>) {
       executeCommand: async (id: string, ...args: any[]) => commands.get(id)?.(...args),
     },
     workspace: {
-      workspaceFolders: undefined,
+      workspaceFolders: undefined as Array<{ uri: ReturnType<typeof uri>; name: string; index: number }> | undefined,
       getConfiguration: (section: string) => ({
         get: (key: string, fallback: unknown) => settings[`${section}.${key}`] ?? fallback,
       }),
@@ -88,5 +97,5 @@ export function installVscodeStub(settings: Record<string, unknown>) {
     return webview;
   }
 
-  return { stub, commands, views, shown, answers, openView };
+  return { stub, commands, views, shown, answers, openView, uri };
 }

@@ -184,16 +184,17 @@ impl AIAgent {
     }
 
     /// Keeps the permission decisions of a turn's tool calls with the conversation's history
-    /// (nothing for an agent without one).
+    /// (nothing for an agent without one); `prompt` is the turn's message (a title).
     pub fn record_decisions(
         &self,
         turn_id: &str,
+        prompt: &str,
         decisions: &[crate::store::DecisionRecord],
     ) -> Result<()> {
         match &self.persistence {
             Some(p) => p
                 .store
-                .record_decisions(&p.conversation_id, turn_id, decisions),
+                .record_decisions(&p.conversation_id, turn_id, prompt, decisions),
             None => Ok(()),
         }
     }

@@ -463,7 +463,10 @@ impl Feature for Tools {
         }
         let decisions = std::mem::take(&mut *decisions.lock().unwrap_or_else(|e| e.into_inner()));
         detailed.extend(decisions.iter().map(DecisionRecord::detail));
-        if let Err(e) = turn.agent.record_decisions(&turn.id.turn_id, &decisions) {
+        if let Err(e) =
+            turn.agent
+                .record_decisions(&turn.id.turn_id, &turn.message.text(), &decisions)
+        {
             detailed.push(format!(
                 "the permission decisions could not be kept: {}",
                 e.message

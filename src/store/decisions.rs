@@ -34,11 +34,14 @@ impl DecisionRecord {
 
 impl Store {
     /// Keeps the decisions of turn `turn_id` of conversation `id` (secrets known to the
-    /// redactor are masked in their arguments).
+    /// redactor are masked in their arguments). `prompt` titles a conversation that has no
+    /// title yet: a turn that allowed a call but did not end (cancelled, failed) keeps its
+    /// conversation in the listings, since the call may have changed files.
     pub fn record_decisions(
         &self,
         id: &str,
         turn_id: &str,
+        prompt: &str,
         decisions: &[DecisionRecord],
     ) -> Result<()> {
         if decisions.is_empty() {
@@ -46,6 +49,10 @@ impl Store {
         }
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
+        tx.execute(
+            "UPDATE conversations SET title = ?2 WHERE id = ?1 AND title = ''",
+            params![id, super::title_of(prompt)],
+        )?;
         {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO tool_decisions (conversation_id, turn_id, call_id, tool, argument, decision, decided_by, created_at)
@@ -109,10 +116,42 @@ mod tests {
             by: "secret file: named by no rule".into(),
         };
         store
-            .record_decisions("c1", "t1", std::slice::from_ref(&d))
+            .record_decisions("c1", "t1", "Read my .env", std::slice::from_ref(&d))
             .unwrap();
         assert_eq!(store.decisions("c1").unwrap(), vec![("t1".to_string(), d)]);
         store.delete_conversation("c1").unwrap();
         assert!(store.decisions("c1").unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_allowed_call_of_a_turn_that_did_not_end_keeps_its_conversation_listed() {
+        let store = Store::in_memory().unwrap();
+        let mut empty = record("c1", 1);
+        empty.title = String::new();
+        store.create_conversation(&empty).unwrap();
+        let mut denied_only = record("c2", 2);
+        denied_only.title = String::new();
+        store.create_conversation(&denied_only).unwrap();
+        let call = |decision: &str| DecisionRecord {
+            call_id: "call_1".into(),
+            tool: "workspace.edit_file".into(),
+            argument: "src/lib.rs".into(),
+            decision: decision.into(),
+            by: "mode full".into(),
+        };
+        store
+            .record_decisions("c1", "t1", "Bump the answer", &[call("allow")])
+            .unwrap();
+        store
+            .record_decisions("c2", "t1", "Bump it", &[call("deny")])
+            .unwrap();
+        // No turn was committed to either; only the one whose call ran stays.
+        assert!(!store.delete_if_empty("c1").unwrap());
+        assert!(store.delete_if_empty("c2").unwrap());
+        assert_eq!(store.last_conversation().unwrap().as_deref(), Some("c1"));
+        assert_eq!(
+            store.conversation("c1").unwrap().unwrap().title,
+            "Bump the answer"
+        );
     }
 }

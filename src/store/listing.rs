@@ -22,8 +22,10 @@ pub struct ListFilter {
     pub cwd: Option<String>,
 }
 
-/// The condition on a conversation `c` that a turn was committed to it.
-const HAS_TURNS: &str = "EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id)";
+/// The condition on a conversation `c` that a turn was committed to it, or that a tool call
+/// of a turn that did not end was allowed (it may have changed files: the history keeps it).
+const HAS_TURNS: &str = "(EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id)
+     OR EXISTS (SELECT 1 FROM tool_decisions d WHERE d.conversation_id = c.id AND d.decision = 'allow'))";
 
 impl Store {
     /// The most recently updated conversation that a turn was committed to (what `-c` means).

@@ -493,7 +493,9 @@ impl Store {
     pub fn delete_if_empty(&self, id: &str) -> Result<bool> {
         Ok(self.conn()?.execute(
             "DELETE FROM conversations WHERE id = ?1
-             AND NOT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?1)",
+             AND NOT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?1)
+             AND NOT EXISTS (SELECT 1 FROM tool_decisions WHERE conversation_id = ?1
+                             AND decision = 'allow')",
             [id],
         )? > 0)
     }

@@ -14,6 +14,7 @@ mod support;
 
 mod home;
 
+mod acting;
 mod chat_across_models;
 mod failed_turn;
 mod keys_and_servers;

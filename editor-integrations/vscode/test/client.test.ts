@@ -299,6 +299,39 @@ describe('tool messages (stand-in daemon)', () => {
   });
 });
 
+describe('the chat page\'s confirmation dialog (stand-in daemon)', () => {
+  test('a plugin confirmation is posted to the page as Confirm/Cancel; the chosen button answers {confirmed}', async () => {
+    const posted: ToView[] = [];
+    let controller!: ChatController;
+    const client = new GenaiClient(
+      new DaemonProcess({ command: process.execPath, args: [join(__dirname, 'support', 'fake-tools-daemon.js')], restart: false }),
+      { confirm: (request) => controller.confirm(request) },
+    );
+    // The page: answers each ask with the button named "Confirm".
+    controller = new ChatController(client, (m) => {
+      posted.push(m);
+      if (m.type === 'confirm') void controller.handle({ type: 'confirmAnswer', id: m.id, choice: m.choices.findIndex((c) => c.label === 'Confirm') });
+    }, { get: () => undefined, update: async () => undefined });
+    await within(10_000, 'the stand-in daemon', client.start());
+    try {
+      const answer = await within(5_000, 'TriggerTools', client.daemon.connection.sendRequest('TriggerTools', { conversationId: 'c1' }));
+      assert.deepEqual(answer, { confirmed: true });
+      assert.deepEqual(posted.filter((m) => m.type === 'confirm'), [
+        {
+          type: 'confirm',
+          id: 'confirm-1',
+          turnId: 'turn-tools',
+          text: 'Delete 3 entities?',
+          detail: 'Asked by the tool entities.delete.',
+          choices: [{ label: 'Confirm', kind: 'allow' }, { label: 'Cancel', kind: 'reject' }],
+        },
+      ]);
+    } finally {
+      await client.dispose();
+    }
+  });
+});
+
 describe('notifications before their turn is announced (stand-in daemon)', () => {
   test('tool-call pieces, chunks and the final response that come before {turnId} reach the turn and the page', async () => {
     const client = new GenaiClient(new DaemonProcess({ command: process.execPath, args: [join(__dirname, 'support', 'fake-tools-daemon.js')], restart: false }));
@@ -412,6 +445,8 @@ describe('permission asks of the workspace tools (real daemon, scripted model)',
   /** Every RequestConfirmation the hook got, and the answers it is to give, in order. */
   const asked: RequestConfirmationParams[] = [];
   const answers: Array<PermissionOption | true> = [];
+  /** Where the client's confirm hook goes when a test sets it (else: `answers`). */
+  let confirmVia: ((request: RequestConfirmationParams) => Promise<RequestConfirmationResult>) | undefined;
   const file = (rel: string) => join(project, rel);
   const read = (rel: string) => (existsSync(file(rel)) ? readFileSync(file(rel), 'utf8') : undefined);
 
@@ -425,6 +460,7 @@ describe('permission asks of the workspace tools (real daemon, scripted model)',
     client = new GenaiClient(new DaemonProcess({ command: genaiBin, env: scriptedEnv, restart: false }), {
       confirm: async (request): Promise<boolean | RequestConfirmationResult> => {
         asked.push(request);
+        if (confirmVia) return confirmVia(request);
         // An ask the test did not expect is refused (and counted by the assertions).
         const answer = answers.shift() ?? 'reject_once';
         return answer === true ? true : { confirmed: answer.startsWith('allow'), option: answer };
@@ -452,7 +488,7 @@ describe('permission asks of the workspace tools (real daemon, scripted model)',
 
   /** The model calls `tool` with `args`, then says `reply`; the turn's end as the page got it. */
   async function turn(controller: ChatController, posted: ToView[], tool: string, args: object, reply: string) {
-    await scripted.push({ toolCalls: [[`workspace__${tool}`, JSON.stringify(args)]] });
+    await scripted.push({ reply: '', toolCalls: [[`workspace__${tool}`, JSON.stringify(args)]] });
     await scripted.push({ reply });
     posted.length = 0;
     await within(20_000, `the turn calling ${tool}`, controller.send(`Please ${tool}`));
@@ -529,6 +565,39 @@ describe('permission asks of the workspace tools (real daemon, scripted model)',
     assert.equal(asked.length, before, 'read-only denies, it does not ask');
     assert.equal(read('src/a.txt'), 'ALPHA\n');
     assert.match(await lastToolResult(), /^Refused: workspace\.write_file\(src\/a\.txt\) was not allowed \(mode read-only\)/);
+  });
+
+  test('the page\'s dialog: an ask whose turn is cancelled while it waits is closed on the page and writes nothing', async () => {
+    const { controller, posted } = controllerFor('ask');
+    let shown!: (m: Extract<ToView, { type: 'confirm' }>) => void;
+    const dialogShown = new Promise<Extract<ToView, { type: 'confirm' }>>((resolve) => (shown = resolve));
+    confirmVia = (request) => {
+      const answer = controller.confirm(request);
+      const m = posted.find((p) => p.type === 'confirm');
+      if (m && m.type === 'confirm') shown(m);
+      return answer;
+    };
+    try {
+      await controller.newChat({ feature: 'tools', serviceProvider: 'scripted' });
+      await scripted.push({ reply: '', toolCalls: [['workspace__write_file', JSON.stringify({ path: 'late.txt', content: 'late\n' })]] });
+      await scripted.push({ reply: 'Too late.' });
+      const sent = controller.send('Write late.txt');
+      const ask = await within(20_000, 'the ask on the page', dialogShown);
+      assert.equal(ask.text, 'Write late.txt');
+      assert.deepEqual(ask.choices.map((c) => c.label), ['Allow once', 'Always allow (workspace.write_file(/late.txt))', 'Reject', 'Always reject in this conversation']);
+      assert.deepEqual(ask.choices.map((c) => c.kind), ['allow', 'allow', 'reject', 'reject']);
+      await controller.cancel();
+      await within(20_000, 'the cancelled turn', sent);
+      const end = posted.find((m) => m.type === 'turnEnded');
+      assert.ok(end && end.type === 'turnEnded' && end.error?.kind === 'cancelled', JSON.stringify(end));
+      assert.deepEqual(posted.filter((m) => m.type === 'confirmClosed'), [{ type: 'confirmClosed', id: ask.id }]);
+      assert.equal(read('late.txt'), undefined);
+      // An answer that comes after is ignored.
+      await controller.handle({ type: 'confirmAnswer', id: ask.id, choice: 0 });
+      assert.equal(read('late.txt'), undefined);
+    } finally {
+      confirmVia = undefined;
+    }
   });
 
   test('conversationParams: tools only where the daemon takes them, mode with every tools chat', () => {

@@ -112,7 +112,7 @@ test('in a workspace folder the chat edits files under the permission mode; each
     assert.match(opened.description, /^tools · scripted · /, 'the assistant runs on tools, with the workspace');
 
     // The model edits a file: the dialog asks, "Always allow (RULE)" lets it.
-    await scripted.push({ toolCalls: [['workspace__edit_file', JSON.stringify({ path: 'src/a.txt', old_text: 'alpha', new_text: 'ALPHA' })]] });
+    await scripted.push({ reply: '', toolCalls: [['workspace__edit_file', JSON.stringify({ path: 'src/a.txt', old_text: 'alpha', new_text: 'ALPHA' })]] });
     await scripted.push({ reply: 'Edited.' });
     vscode.answers.warning = (_text, _options, items) => items.find((i: { title: string }) => i.title.startsWith('Always allow'));
     webview.fromPage({ type: 'send', text: 'Capitalize a.txt' });
@@ -134,7 +134,7 @@ test('in a workspace folder the chat edits files under the permission mode; each
     assert.ok(first.detailedResponse.some((l: string) => l.includes('allow_always')), first.detailedResponse.join('\n'));
 
     // A write at the root asks again; dismissing the dialog (Escape) rejects it.
-    await scripted.push({ toolCalls: [['workspace__write_file', JSON.stringify({ path: 'top.txt', content: 'top\n' })]] });
+    await scripted.push({ reply: '', toolCalls: [['workspace__write_file', JSON.stringify({ path: 'top.txt', content: 'top\n' })]] });
     await scripted.push({ reply: 'Not written.' });
     vscode.answers.warning = () => undefined;
     webview.fromPage({ type: 'send', text: 'Write top.txt' });
@@ -148,7 +148,7 @@ test('in a workspace folder the chat edits files under the permission mode; each
     settings['genai.permissionMode'] = 'edit';
     webview.fromPage({ type: 'newChat', choice: { feature: 'assistant', serviceProvider: 'scripted' } });
     await posted(webview, 'the conversation in edit mode', (m) => m.type === 'conversation' && m.id !== opened.id);
-    await scripted.push({ toolCalls: [['workspace__write_file', JSON.stringify({ path: 'top.txt', content: 'edit mode\n' })]] });
+    await scripted.push({ reply: '', toolCalls: [['workspace__write_file', JSON.stringify({ path: 'top.txt', content: 'edit mode\n' })]] });
     await scripted.push({ reply: 'Written.' });
     webview.fromPage({ type: 'send', text: 'Write top.txt now' });
     const third = await posted(webview, 'the end of the edit-mode turn', (m) => m.type === 'turnEnded' && m.summary === 'Written.');

@@ -3,16 +3,18 @@
 // fake provider, opened at the address genai serve prints: a new chat from the registered
 // components (the default first, providers without a key last and marked), a streamed Markdown
 // reply, the stop button, and the history; a message sent before choosing a chat, the header's
-// title, and the page without a token or with a wrong one; a screenshot goes to
-// test-artifacts/web-chat.png.
+// title, and the page without a token or with a wrong one; a `tools` chat whose scripted model
+// edits the files of the folder genai serve runs in, each permission ask a dialog on the page;
+// screenshots go to test-artifacts/web-chat.png and web-confirm.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { daemonEnv, genaiBin, startFakeProvider, within, type FakeProvider } from './support/env';
+import { daemonEnv, genaiBin, startFakeProvider, startScriptedProvider, within, type FakeProvider, type ScriptedProvider } from './support/env';
 
 const root = resolve(__dirname, '..', '..');
 const webRoot = join(root, 'dist', 'web');
@@ -20,6 +22,11 @@ const artifacts = join(root, 'test-artifacts');
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 let fast: FakeProvider;
 let slow: FakeProvider;
+/** A model the test scripts: tool calls, then replies. */
+let scripted: ScriptedProvider;
+/** The folder genai serve runs in: the root of the workspace tools. */
+let project: string;
+let configDir: string;
 let serve: ChildProcess;
 /** What genai serve printed to open: `http://HOST:PORT/#token=TOKEN`. */
 let pageAddress: string;
@@ -32,13 +39,19 @@ before(async () => {
   mkdirSync(artifacts, { recursive: true });
   fast = await startFakeProvider({ reply: 'Use **sort**:\n\n```rust\nv.sort();\n```\n', chunks: 4, delayMs: 0 });
   slow = await startFakeProvider({ reply: 'word '.repeat(200), chunks: 200, delayMs: 50 });
-  const env = daemonEnv({ fast: fast.url, slow: slow.url });
+  scripted = await startScriptedProvider({ reply: 'Done.' });
+  const env = daemonEnv({ fast: fast.url, slow: slow.url, scripted: scripted.url });
+  configDir = env.GENAI_CONFIG_DIR!;
+  project = mkdtempSync(join(tmpdir(), 'genai-web-project-'));
+  mkdirSync(join(project, 'src'));
+  writeFileSync(join(project, 'src', 'a.txt'), 'alpha\n');
+  writeFileSync(join(project, 'src', 'b.txt'), 'beta\n');
   // What `genai ask` without -m uses: the page offers it first.
   appendFileSync(join(env.GENAI_CONFIG_DIR!, 'config.toml'), '\n[defaults]\nmodel = "fast"\n');
   const printed = spawnSync(genaiBin, ['serve', '--print-token'], { env, encoding: 'utf8' });
   assert.equal(printed.status, 0, printed.stderr);
   token = printed.stdout.trim();
-  serve = spawn(genaiBin, ['serve', '--listen', '127.0.0.1:0', '--web-root', webRoot], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  serve = spawn(genaiBin, ['serve', '--listen', '127.0.0.1:0', '--web-root', webRoot], { env, cwd: project, stdio: ['ignore', 'ignore', 'pipe'] });
   pageAddress = await within(
     10_000,
     'genai serve to print the page address',
@@ -64,6 +77,7 @@ after(async () => {
   serve?.kill();
   fast?.stop();
   slow?.stop();
+  scripted?.stop();
 });
 
 test('the web page chats, streams, stops and lists the history over genai serve', async () => {
@@ -179,5 +193,76 @@ test('without the token, or with a wrong one, the page says to open the address 
     } finally {
       await close();
     }
+  }
+});
+
+test('a tools chat edits the folder genai serve runs in; each permission ask is the page\'s four-choice dialog', async () => {
+  const { page: fresh, problems, close } = await freshPage();
+  const read = (rel: string) => (existsSync(join(project, rel)) ? readFileSync(join(project, rel), 'utf8') : undefined);
+  /** Sends `text`; the model calls `tool` with `args`, then replies `reply`. */
+  const ask = async (text: string, tool: string, args: object, reply: string) => {
+    await scripted.push({ reply: '', toolCalls: [[`workspace__${tool}`, JSON.stringify(args)]] });
+    await scripted.push({ reply });
+    await fresh.fill('#prompt', text);
+    await fresh.press('#prompt', 'Enter');
+  };
+  /** Waits for the reply `reply` to end, and gives its bubble's details lines. */
+  const ended = async (reply: string): Promise<string[]> => {
+    const bubble = fresh.locator('.message.assistant:not(.streaming)', { hasText: reply });
+    await bubble.waitFor({ timeout: 20_000 });
+    return bubble.locator('.details li').allTextContents();
+  };
+  const dialog = fresh.locator('#confirm-dialog');
+  try {
+    await fresh.goto(pageAddress);
+    await fresh.waitForFunction(() => location.hash === '');
+    await fresh.click('#new-chat');
+    await fresh.waitForSelector('#feature option[value="tools"]', { state: 'attached' });
+    await fresh.waitForSelector('#provider option[value="scripted"]', { state: 'attached' });
+    await fresh.selectOption('#feature', 'tools');
+    await fresh.selectOption('#provider', 'scripted');
+    await fresh.click('#start-chat');
+    await fresh.waitForFunction(() => (document.querySelector('#conversation-description')?.textContent ?? '').startsWith('tools · scripted'));
+
+    // 1. The model edits src/a.txt: the dialog asks with the four choices.
+    await ask('Capitalize a.txt', 'edit_file', { path: 'src/a.txt', old_text: 'alpha', new_text: 'ALPHA' }, 'Edited a.');
+    await dialog.waitFor({ state: 'visible', timeout: 20_000 });
+    assert.equal(await fresh.$eval('#confirm-dialog', (d) => d.matches(':modal')), true);
+    assert.equal(await fresh.textContent('#confirm-text'), 'Edit src/a.txt');
+    assert.equal(await fresh.textContent('#confirm-detail'), 'mode ask (workspace.edit_file)');
+    assert.deepEqual(await fresh.$$eval('#confirm-choices button', (bs) => bs.map((b) => b.textContent)), [
+      'Allow once',
+      'Always allow (workspace.edit_file(src/**))',
+      'Reject',
+      'Always reject in this conversation',
+    ]);
+    assert.equal(read('src/a.txt'), 'alpha\n', 'nothing is edited before the answer');
+    await fresh.screenshot({ path: join(artifacts, 'web-confirm.png') });
+    await fresh.click('#confirm-choices button:has-text("Always allow")');
+    const first = await ended('Edited a.');
+    assert.equal(await dialog.isVisible(), false);
+    assert.equal(read('src/a.txt'), 'ALPHA\n');
+    assert.ok(first.some((l) => l.includes('allow_always')), first.join('\n'));
+    assert.match(readFileSync(join(configDir, 'projects.toml'), 'utf8'), /"workspace\.edit_file\(src\/\*\*\)"/);
+
+    // 2. Another file of that folder: the saved rule allows it, no dialog (the turn could not end otherwise).
+    await ask('Capitalize b.txt', 'edit_file', { path: 'src/b.txt', old_text: 'beta', new_text: 'BETA' }, 'Edited b.');
+    await ended('Edited b.');
+    assert.equal(read('src/b.txt'), 'BETA\n');
+
+    // 3. A write at the root asks; "Reject" leaves the disk alone and the model is told.
+    await ask('Write top.txt', 'write_file', { path: 'top.txt', content: 'top\n' }, 'Not written.');
+    await dialog.waitFor({ state: 'visible', timeout: 20_000 });
+    assert.equal(await fresh.textContent('#confirm-text'), 'Write top.txt');
+    await fresh.click('#confirm-choices button:text-is("Reject")');
+    const third = await ended('Not written.');
+    assert.equal(read('top.txt'), undefined);
+    assert.ok(third.some((l) => l.includes('reject_once')), third.join('\n'));
+    const bodies = await scripted.requests();
+    const toolMessages = bodies.at(-1).messages.filter((m: { role: string }) => m.role === 'tool');
+    assert.match(String(toolMessages.at(-1)?.content), /^Refused: workspace\.write_file\(top\.txt\) was not allowed \(the user \(reject_once\)\)/);
+    assert.deepEqual(problems, []);
+  } finally {
+    await close();
   }
 });

@@ -229,26 +229,12 @@ impl AcpAgent {
     fn new_session(&self, r: NewSessionRequest) -> Result<Value, AcpError> {
         let cwd = absolute(&r.cwd)?;
         let servers = mcp_servers(r.mcp_servers)?;
-        // An ACP agent acts: the workspace's tools, the config's enabled sources and the
-        // client's servers.
-        let config = self.fw.config();
-        let tools: Vec<String> = std::iter::once(crate::workspace::SOURCE.to_string())
-            .chain(
-                config
-                    .plugins
-                    .iter()
-                    .filter(|(_, p)| p.enabled)
-                    .map(|(n, _)| n.clone()),
-            )
-            .chain(
-                config
-                    .mcp_servers
-                    .iter()
-                    .filter(|(_, m)| m.enabled)
-                    .map(|(n, _)| n.clone()),
-            )
-            .chain(servers.keys().cloned())
-            .collect();
+        // An ACP agent acts: the workspace's tools, and the config's enabled sources with the
+        // client's servers (which join them enabled).
+        let tools = vec![
+            crate::workspace::SOURCE.to_string(),
+            crate::feature::tools::ENABLED.to_string(),
+        ];
         let spec = ConversationSpec {
             cwd: Some(cwd.clone()),
             mcp_servers: servers.clone(),

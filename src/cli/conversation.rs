@@ -116,6 +116,15 @@ pub fn parse_params(specs: &[String]) -> Result<Vec<(String, Value)>, Error> {
 }
 
 impl ConversationArgs {
+    /// `--mode`, `--allow` and `--deny`.
+    fn permission_flags(&self) -> PermissionFlags {
+        PermissionFlags {
+            mode: self.mode,
+            allow: self.allow.clone(),
+            deny: self.deny.clone(),
+        }
+    }
+
     /// Whether these flags continue a stored conversation.
     pub fn continues(&self) -> bool {
         self.r#continue || self.cid.is_some()
@@ -149,6 +158,12 @@ impl ConversationArgs {
                 .last_conversation()?
                 .ok_or_else(|| usage("there is no conversation to continue yet"))?,
         };
+        // Flags given now apply to the conversation from now on.
+        let flags = self.permission_flags();
+        if flags != PermissionFlags::default() {
+            let id = fw.resolve_conversation(&id)?;
+            fw.store_permissions(&id, &flags)?;
+        }
         match &self.model {
             Some(m) => {
                 let choice = ModelChoice::Named(m.clone());
@@ -180,11 +195,7 @@ impl ConversationArgs {
             cwd: std::env::current_dir()
                 .ok()
                 .map(|d| d.to_string_lossy().into_owned()),
-            permissions: PermissionFlags {
-                mode: self.mode,
-                allow: self.allow.clone(),
-                deny: self.deny.clone(),
-            },
+            permissions: self.permission_flags(),
             ..Default::default()
         };
         fw.create_conversation(spec, port)

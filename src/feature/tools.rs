@@ -44,7 +44,11 @@ pub const FEATURE: BuiltinFeature = BuiltinFeature {
 
 fn build(c: &FeatureContext<'_>) -> crate::error::Result<Arc<dyn Feature>> {
     if let Some(t) = c.tools {
-        let others: Vec<String> = t.iter().filter(|n| !is_workspace(n)).cloned().collect();
+        let others: Vec<String> = t
+            .iter()
+            .filter(|n| !is_workspace(n) && *n != ENABLED)
+            .cloned()
+            .collect();
         c.toolbox.check_selection(&others)?;
     }
     let guard = c.guard.cloned().ok_or_else(|| {
@@ -58,6 +62,10 @@ fn build(c: &FeatureContext<'_>) -> crate::error::Result<Arc<dyn Feature>> {
         c.config.and_then(|f| f.mode),
     )))
 }
+
+/// The selection entry that stands for the config's enabled tool sources (with others:
+/// `["workspace", "*"]`).
+pub const ENABLED: &str = "*";
 
 /// Whether a selection's entry names the workspace source or one of its tools.
 pub fn is_workspace(name: &str) -> bool {
@@ -220,16 +228,31 @@ impl Tools {
     }
 
     /// The tools of the conversation's selection: the workspace's when it is on, and those of
-    /// the toolbox's sources.
+    /// the toolbox's sources (`*` in a selection: the enabled ones).
     async fn tools(&self) -> (Vec<Tool>, Vec<crate::tools::toolbox::SourceError>) {
         let others: Option<Vec<String>> = self
             .selection
             .as_ref()
             .map(|s| s.iter().filter(|n| !is_workspace(n)).cloned().collect());
-        let (mut tools, errors) = match &others {
+        let (mut tools, mut errors) = match &others {
+            None => self.toolbox.list(None).await,
+            Some(o) if o.iter().any(|n| n == ENABLED) => self.toolbox.list(None).await,
             Some(o) if o.is_empty() => (Vec::new(), Vec::new()),
-            _ => self.toolbox.list(others.as_deref()).await,
+            Some(o) => self.toolbox.list(Some(o)).await,
         };
+        // Sources named beside `*`.
+        if let Some(named) = others.filter(|o| o.iter().any(|n| n == ENABLED)) {
+            let named: Vec<String> = named.into_iter().filter(|n| n != ENABLED).collect();
+            if !named.is_empty() {
+                let (more, more_errors) = self.toolbox.list(Some(&named)).await;
+                for t in more {
+                    if !tools.iter().any(|known| known.name == t.name) {
+                        tools.push(t);
+                    }
+                }
+                errors.extend(more_errors);
+            }
+        }
         if self.guard.workspace().is_some() {
             let wanted = |t: &Tool| {
                 self.selection

@@ -18,7 +18,8 @@ use crate::workspace::Workspace;
 
 /// What the client says of permissions for one conversation (`--mode`, `--allow`, `--deny`,
 /// or the same fields of `CreateConversation`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct PermissionFlags {
     pub mode: Option<Mode>,
     pub allow: Vec<String>,
@@ -78,6 +79,33 @@ pub fn project_context(root: &Path) -> Option<(String, String)> {
 }
 
 impl Framework {
+    /// Keeps a conversation's permission flags with it (nothing when there are none): a new
+    /// one's, or those a client gives a stored one before reopening it (`genai ask -c --mode`).
+    pub fn store_permissions(&self, id: &str, flags: &PermissionFlags) -> Result<()> {
+        if *flags == PermissionFlags::default() {
+            return Ok(());
+        }
+        let json = serde_json::to_value(flags)
+            .map_err(|e| Error::internal(format!("cannot keep the permission flags: {e}")))?;
+        self.store.set_permissions(id, &json)
+    }
+
+    /// The permission flags a stored conversation was opened with (none when it has none,
+    /// or when they cannot be read: the config's then apply, and the log says why).
+    pub(super) fn stored_permissions(&self, id: &str) -> PermissionFlags {
+        match self.store.permissions(id) {
+            Ok(Some(v)) => serde_json::from_value(v).unwrap_or_else(|e| {
+                tracing::warn!("the stored permission flags of {id} are unreadable: {e}");
+                PermissionFlags::default()
+            }),
+            Ok(None) => PermissionFlags::default(),
+            Err(e) => {
+                tracing::warn!("cannot read the permission flags of {id}: {}", e.message);
+                PermissionFlags::default()
+            }
+        }
+    }
+
     /// Where checkpoints and saved rules live (the front-ends give genai's paths; without
     /// them, files are not changed, for want of a checkpoint).
     pub fn with_home(mut self, paths: &crate::config::Paths) -> Framework {

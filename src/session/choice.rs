@@ -53,7 +53,7 @@ impl Framework {
                 rec.tools.as_deref(),
                 &toolbox,
                 rec.cwd.as_deref(),
-                &Default::default(),
+                &self.stored_permissions(&rec.id),
             )?;
             rec.feature = feature;
         }

@@ -367,13 +367,14 @@ impl Framework {
                 middleware: sel.middleware.clone(),
                 cwd: spec.cwd.clone(),
             };
-            let stored =
-                self.store
-                    .create_conversation(&rec)
-                    .and_then(|()| match &spec.response_schema {
-                        Some(s) => self.store.set_response_schema(&id, Some(&s.stored())),
-                        None => Ok(()),
-                    });
+            let stored = self
+                .store
+                .create_conversation(&rec)
+                .and_then(|()| match &spec.response_schema {
+                    Some(s) => self.store.set_response_schema(&id, Some(&s.stored())),
+                    None => Ok(()),
+                })
+                .and_then(|()| self.store_permissions(&id, &spec.permissions));
             if let Err(e) = stored {
                 self.forget_agent(&agent.id);
                 return Err(e);

@@ -313,6 +313,21 @@ impl Store {
         self.json_column(id, "response_schema")
     }
 
+    /// Stores the permission mode and rules a client gave a conversation (JSON `{mode, allow,
+    /// deny}`), so that reopening it keeps them.
+    pub fn set_permissions(&self, id: &str, permissions: &Value) -> Result<()> {
+        let n = self.conn()?.execute(
+            "UPDATE conversations SET permissions = ?2 WHERE id = ?1",
+            params![id, permissions.to_string()],
+        )?;
+        updated(n, id)
+    }
+
+    /// What [`Store::set_permissions`] stored (`None`: nothing).
+    pub fn permissions(&self, id: &str) -> Result<Option<Value>> {
+        self.json_column(id, "permissions")
+    }
+
     /// A conversation's column that holds JSON, parsed (`None`: NULL); `column` is one of this
     /// module's names, never a caller's text.
     fn json_column<T: serde::de::DeserializeOwned>(

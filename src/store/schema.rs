@@ -136,6 +136,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // creation (JSON `{"name", "schema"}`; NULL: none, or its model configuration's).
     "ALTER TABLE conversations ADD COLUMN response_schema TEXT;",
     decisions_table!(),
+    "ALTER TABLE conversations ADD COLUMN permissions TEXT;",
 ];
 
 /// The tables and indexes of [`SCHEMA`], without its full-text index.
@@ -149,7 +150,8 @@ macro_rules! tables {
         tools TEXT,
         middleware TEXT,
         cwd TEXT,
-        response_schema TEXT
+        response_schema TEXT,
+        permissions TEXT
     );
     CREATE INDEX conversations_updated ON conversations(updated_at DESC, id DESC);
     CREATE INDEX conversations_cwd ON conversations(cwd, updated_at DESC, id DESC);

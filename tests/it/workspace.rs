@@ -517,3 +517,64 @@ fn genai_chat_asks_on_the_terminal_saves_always_answers_and_undoes_with_slash_un
     pane.wait_for_text("src/lib.rs: restored", 1);
     assert_eq!(f.read("src/lib.rs").unwrap(), LIB.replace("41", "43"));
 }
+
+#[test]
+fn a_continued_conversation_keeps_its_mode_until_new_flags_replace_it() {
+    let f = Fixture::new();
+    let (o, v) = f.ask(
+        &["--mode", "read-only"],
+        &[("read_file", json!({"path": "README.md"}))],
+    );
+    assert!(o.status.success(), "{}", cli::stderr(&o));
+    let id = v["conversationId"].as_str().unwrap().to_string();
+    let edit = json!({"path": "src/lib.rs", "old_text": "41", "new_text": "42"});
+    // Continued without flags: still read-only, even with --yes.
+    let (o, _) = f.ask(&["--cid", &id, "--yes"], &[("edit_file", edit.clone())]);
+    assert!(o.status.success(), "{}", cli::stderr(&o));
+    assert!(
+        f.tool_results().last().unwrap().contains("mode read-only"),
+        "{:?}",
+        f.tool_results()
+    );
+    assert_eq!(f.read("src/lib.rs").unwrap(), LIB);
+    // New flags replace the stored ones.
+    let (o, _) = f.ask(&["--cid", &id, "--mode", "edit"], &[("edit_file", edit)]);
+    assert!(o.status.success(), "{}", cli::stderr(&o));
+    assert_eq!(f.read("src/lib.rs").unwrap(), LIB.replace("41", "42"));
+}
+
+#[test]
+fn star_beside_workspace_offers_the_enabled_sources_too() {
+    use crate::support::fake_plugin::FakePlugin;
+    let f = Fixture::new();
+    let module = FakePlugin::start(None);
+    f.env.dirs.write_config(&format!(
+        "[plugins.events]\nurl = \"{}\"\nenabled = true\n",
+        module.base_url()
+    ));
+    let offered = |selection: &str| {
+        f.env.fake.push(Behavior::text("ok"));
+        let o = cli::output(f.genai(&["ask", selection, "-m", "openai:gpt-test", "Hi"]));
+        assert!(o.status.success(), "{}", cli::stderr(&o));
+        let mut names: Vec<String> = f.env.last_body()["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    let both = offered("--tools=workspace,*");
+    assert!(
+        both.contains(&"workspace__read_file".to_string()),
+        "{both:?}"
+    );
+    assert!(both.contains(&"events__getEvents".to_string()), "{both:?}");
+    let alone = offered("--tools=workspace");
+    assert!(
+        !alone.iter().any(|n| n.starts_with("events__")),
+        "{alone:?}"
+    );
+    assert_eq!(alone.len(), 7, "{alone:?}");
+}

@@ -603,7 +603,7 @@ describe('permission asks of the workspace tools (real daemon, scripted model)',
   test('conversationParams: tools only where the daemon takes them, mode with every tools chat', () => {
     const w: WorkspaceSettings = { cwd: '/p', tools: true, mode: 'edit', assistantToo: true };
     assert.deepEqual(conversationParams({ feature: 'assistant', serviceProvider: 'x' }, w), {
-      feature: 'tools', serviceProvider: 'x', modelConfiguration: undefined, model: undefined, cwd: '/p', tools: ['workspace'], mode: 'edit',
+      feature: 'tools', serviceProvider: 'x', modelConfiguration: undefined, model: undefined, cwd: '/p', tools: ['workspace', '*'], mode: 'edit',
     });
     assert.deepEqual(conversationParams({ feature: 'assistant', serviceProvider: 'x' }, { ...w, assistantToo: false }), {
       feature: 'assistant', serviceProvider: 'x', modelConfiguration: undefined, model: undefined, cwd: '/p',

@@ -28,7 +28,7 @@ const LAST_CHOICE = 'genai.lastChoice';
 export interface WorkspaceSettings {
   /** The folder the tools work in (`cwd`); none: the daemon's own. */
   cwd?: string;
-  /** Give the model genai's workspace tools (`tools: ["workspace"]`). */
+  /** Give the model genai's workspace tools (`tools: ["workspace", "*"]`). */
   tools: boolean;
   /** The permission mode of the tool calls of a `tools` conversation (`mode`). */
   mode?: Mode;
@@ -47,9 +47,9 @@ export interface ControllerOptions {
 /**
  * The `CreateConversation` params of a new-chat choice. The workspace's tools go only to the
  * `tools` feature (the daemon refuses `tools` for others): a chat on `tools`, or on `assistant`
- * when `assistantToo`, runs on `tools` with `tools: ["workspace"]` (only the workspace's tools:
- * the plugin modules and MCP servers the config enables are then not offered); `mode` goes
- * with every `tools` chat, `cwd` with every chat.
+ * when `assistantToo`, runs on `tools` with `tools: ["workspace", "*"]` (the workspace's tools
+ * and the sources the config enables); `mode` goes with every `tools` chat, `cwd` with every
+ * chat.
  */
 export function conversationParams(choice: NewChatChoice, workspace?: WorkspaceSettings): CreateConversationParams {
   const params: CreateConversationParams = {
@@ -63,7 +63,7 @@ export function conversationParams(choice: NewChatChoice, workspace?: WorkspaceS
   const upgrade = workspace.tools && workspace.assistantToo && choice.feature === 'assistant';
   if (upgrade) params.feature = 'tools';
   if (params.feature === 'tools') {
-    if (workspace.tools) params.tools = ['workspace'];
+    if (workspace.tools) params.tools = ['workspace', '*'];
     if (workspace.mode) params.mode = workspace.mode;
   }
   return params;

@@ -110,6 +110,16 @@ struct FetchArgs {
     url: String,
 }
 
+/// Runs file work (a walk over a large tree, a big read) where it does not hold up the
+/// runtime's other tasks: `block_in_place` on a multi-threaded runtime, inline otherwise.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
 /// The arguments of `tool`, or an error the model can act on.
 fn args<T: serde::de::DeserializeOwned>(tool: &str, arguments: &Value) -> Result<T> {
     serde_json::from_value(arguments.clone())
@@ -305,10 +315,12 @@ impl Workspace {
                     let a: WriteArgs = args(function, arguments)?;
                     files::plan_write(root, &a.path, &a.content)?
                 };
-                (cx.on_write)(&change.path, false)?;
-                let answer = files::apply(root, &change)?;
-                (cx.on_write)(&change.path, true)?;
-                Ok(answer)
+                blocking(|| {
+                    (cx.on_write)(&change.path, false)?;
+                    let answer = files::apply(root, &change)?;
+                    (cx.on_write)(&change.path, true)?;
+                    Ok(answer)
+                })
             }
             "run_command" => {
                 let a: CommandArgs = args(function, arguments)?;

@@ -160,7 +160,21 @@ impl Guard {
         let opened = self.checkpoints.get_or_init(|| {
             let home = self.home.as_ref()?;
             match Checkpoints::open(&home.data_dir) {
-                Ok(c) => Some(Arc::new(c)),
+                Ok(c) => {
+                    // Old checkpoints go once a process, before the first new one
+                    // (`[checkpoints] max_age_days`, `max_megabytes`).
+                    let (age, bytes) = (home.checkpoints.max_age(), home.checkpoints.max_bytes());
+                    match c.prune(age, bytes) {
+                        Ok(p) if p.turns > 0 => tracing::info!(
+                            "pruned the checkpoints of {} turns ({} bytes)",
+                            p.turns,
+                            p.bytes
+                        ),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!("cannot prune the checkpoints: {}", e.message),
+                    }
+                    Some(Arc::new(c))
+                }
                 Err(e) => {
                     tracing::warn!("cannot open the checkpoints: {}", e.message);
                     None

@@ -578,3 +578,23 @@ fn star_beside_workspace_offers_the_enabled_sources_too() {
     );
     assert_eq!(alone.len(), 7, "{alone:?}");
 }
+
+#[test]
+fn old_checkpoints_are_pruned_by_the_next_process_that_changes_a_file() {
+    let f = Fixture::new();
+    f.env
+        .dirs
+        .write_config("[checkpoints]\nmax_age_days = 0\nmax_megabytes = 512\n");
+    let edit =
+        |old: &str, new: &str| json!({"path": "src/lib.rs", "old_text": old, "new_text": new});
+    let (o, first) = f.ask(&["--mode", "edit"], &[("edit_file", edit("41", "42"))]);
+    assert!(o.status.success(), "{}", cli::stderr(&o));
+    let (o, second) = f.ask(&["--mode", "edit"], &[("edit_file", edit("42", "43"))]);
+    assert!(o.status.success(), "{}", cli::stderr(&o));
+    let o = cli::output(f.genai(&["checkpoints", "--json"]));
+    let listed: Value = serde_json::from_str(&cli::stdout(&o)).unwrap();
+    let turns: Vec<&Value> = listed.as_array().unwrap().iter().collect();
+    assert_eq!(turns.len(), 1, "{listed}");
+    assert_eq!(turns[0]["conversationId"], second["conversationId"]);
+    assert_ne!(turns[0]["conversationId"], first["conversationId"]);
+}

@@ -342,6 +342,12 @@ impl Config {
         })?;
         config.remember_secrets();
         crate::pricing::Prices::new(&config.pricing)?;
+        config.hooks.validate()?;
+        // A bad rule is said when the config is read, not at the first tool call.
+        crate::permission::Policy::new(crate::permission::Layers {
+            user: config.permissions.clone(),
+            ..Default::default()
+        })?;
         for (name, agent) in &config.agents {
             if agent.model_configuration.is_some() == agent.model.is_some() {
                 return Err(Error::new(
@@ -682,5 +688,21 @@ mod tests {
         assert!(Config::parse("[defaults]\nmodle = 'x'").is_err());
         let e = Config::parse("[agents.a]\nprovider = 'p'").unwrap_err();
         assert!(e.message.contains("exactly one"), "{}", e.message);
+    }
+
+    #[test]
+    fn bad_permission_rules_and_hook_matchers_are_said_when_the_config_is_read() {
+        let e = Config::parse("[permissions]\nallow = ['run_command(']").unwrap_err();
+        assert!(e.message.contains("run_command("), "{}", e.message);
+        let e = Config::parse("[permissions]\nmode = 'yolo'").unwrap_err();
+        assert!(e.message.contains("read-only"), "{}", e.message);
+        let e =
+            Config::parse("[[hooks.pre_tool_use]]\nmatcher = '('\ncommand = 'true'").unwrap_err();
+        assert!(e.message.contains("hooks.pre_tool_use"), "{}", e.message);
+        let ok = Config::parse(
+            "[permissions]\nmode = 'edit'\nallow = ['run_command(cargo test *)']\n\n[checkpoints]\nmax_age_days = 7\n",
+        )
+        .unwrap();
+        assert_eq!(ok.checkpoints.max_age_days, 7);
     }
 }

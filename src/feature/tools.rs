@@ -1,14 +1,15 @@
-//! The built-in `tools` feature: chat where the model may call the tools of the plugin modules
-//! the config enables (`[plugins.NAME] enabled = true`). It offers them through the format's
-//! native tool calls, runs each reply's calls concurrently, sends the results back, and ends the
-//! turn with the final answer as summary and every call with its arguments and result as
-//! details.
+//! The built-in `tools` feature: chat where the model may call tools: the workspace's (when the
+//! conversation names `workspace`), and those of the plugin modules and MCP servers the config
+//! enables or the conversation names (`*` stands for the enabled ones). It offers them through
+//! the format's native tool calls, runs each reply's calls concurrently, each through the
+//! conversation's guard (permission policy, hooks, checkpoints: `guard.rs`), sends the results
+//! back, and ends the turn with the final answer as summary and every call, decision and
+//! result as details. A plugin module's confirmations, actions and collect mode are handled
+//! here; where the format or the provider has no native tool calls, the agent runs a ReAct
+//! text loop instead (`agent/react`, `[features.tools] mode`).
 //!
-//! It owns the mapping between tool names (`MODULE.function`) and the wire names formats
-//! accept. Not yet here (issue 5): confirmations, actions and collect mode (a module's answer
-//! text reaches the model; the links are listed in the details), MCP servers. Where the format
-//! or the provider has no native tool calls, the agent runs a ReAct text loop instead
-//! (`agent/react`, `[features.tools] mode`).
+//! It owns the mapping between tool names (`SOURCE.function`) and the wire names formats
+//! accept. It must never decide whether a call may run (the guard does).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

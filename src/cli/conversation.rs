@@ -58,7 +58,10 @@ pub struct ConversationArgs {
     #[arg(long)]
     pub raw: bool,
     /// Let the model call tools (the `tools` feature): `--tools` gives it the enabled plugin
-    /// modules and MCP servers, `--tools=calc,files.read` the named sources or single tools.
+    /// modules and MCP servers, `--tools=calc,files.read` the named sources or single tools,
+    /// `--tools=workspace` genai's own tools on the files of the working directory (read,
+    /// search, edit, run commands sandboxed; docs/WORKSPACE.md), `--tools='workspace,*'` those
+    /// and the enabled sources.
     #[arg(
         long,
         value_name = "SOURCES",

@@ -76,7 +76,7 @@ impl Toolbox {
         Error::new(
             ErrorKind::UnknownComponent,
             format!(
-                "no tool source `{name}`; configured plugins: {}; MCP servers: {}",
+                "no tool source `{name}`; built in: workspace; configured plugins: {}; MCP servers: {}",
                 list(self.plugins.keys().map(String::as_str).collect()),
                 list(self.mcp_servers.keys().map(String::as_str).collect()),
             ),

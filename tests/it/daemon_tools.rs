@@ -614,7 +614,7 @@ fn a_conversation_uses_the_tools_it_was_given_also_after_a_restart() {
     );
     assert!(
         e["message"].as_str().unwrap().contains(
-            "no tool source `nope`; configured plugins: events, spare; MCP servers: none"
+            "no tool source `nope`; built in: workspace; configured plugins: events, spare; MCP servers: none"
         ),
         "{e}"
     );

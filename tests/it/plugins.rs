@@ -299,7 +299,7 @@ fn ask_with_named_tools_offers_only_those() {
     assert!(!o.status.success());
     assert!(
         err(&o)
-            .contains("no tool source `calendar`; configured plugins: events; MCP servers: none"),
+            .contains("no tool source `calendar`; built in: workspace; configured plugins: events; MCP servers: none"),
         "{}",
         err(&o)
     );

@@ -50,6 +50,9 @@ pub struct Guard {
     network: bool,
     /// Rules the user answered "reject always" to, in this conversation.
     rejected: Mutex<HashSet<String>>,
+    /// Held while the user is asked: the calls of one reply run together, but their questions
+    /// come one at a time (and an "always" answer settles the ones after it).
+    asking: tokio::sync::Mutex<()>,
     /// What the turn's details say once: ignored project rules, the sandbox, AGENTS.md.
     notes: Vec<String>,
     /// Values of the root's secret files, never shown to the model.
@@ -130,6 +133,7 @@ impl Guard {
             checkpoints: OnceLock::new(),
             network: spec.network,
             rejected: Mutex::default(),
+            asking: tokio::sync::Mutex::new(()),
             notes,
             context: spec.context,
             temp: OnceLock::new(),
@@ -374,7 +378,16 @@ impl Guard {
             kind,
             subject: subject.as_deref(),
         };
-        let (verdict, always_rule) = self.verdict(&request);
+        let (mut verdict, mut always_rule) = self.verdict(&request);
+        let _asking = match verdict.decision {
+            Decision::Ask => {
+                let held = self.asking.lock().await;
+                // An answer given meanwhile ("always") may have settled this call.
+                (verdict, always_rule) = self.verdict(&request);
+                Some(held)
+            }
+            _ => None,
+        };
         let (allowed, by) = match verdict.decision {
             Decision::Allow => (true, verdict.by),
             Decision::Deny => (false, verdict.by),
@@ -393,6 +406,7 @@ impl Guard {
             }
         };
         record(&argument, allowed, &by);
+        drop(_asking);
         if !allowed {
             return refused(format!(
                 "Refused: {tool}({argument}) was not allowed ({by}). It was not run: do not retry it; \
@@ -603,13 +617,30 @@ mod tests {
             calls: &[(&str, serde_json::Value)],
             answers: Vec<PermissionAnswer>,
         ) -> (Vec<String>, Vec<PermissionAsk>) {
-            let script: Vec<Answer> = calls
+            let replies: Vec<Vec<(&str, serde_json::Value)>> =
+                calls.iter().map(|c| vec![c.clone()]).collect();
+            self.replies(with_home, flags, &replies, answers).await
+        }
+
+        /// Runs one turn per reply of `replies` (its calls together, then the answer).
+        async fn replies(
+            &self,
+            with_home: bool,
+            flags: PermissionFlags,
+            replies: &[Vec<(&str, serde_json::Value)>],
+            answers: Vec<PermissionAnswer>,
+        ) -> (Vec<String>, Vec<PermissionAsk>) {
+            let calls = replies;
+            let script: Vec<Answer> = replies
                 .iter()
-                .flat_map(|(tool, args)| {
-                    [
-                        calls_body(&[("call_1", tool, args.clone())]),
-                        text_body("done"),
-                    ]
+                .flat_map(|reply| {
+                    let ids: Vec<String> = (1..=reply.len()).map(|i| format!("call_{i}")).collect();
+                    let reply: Vec<(&str, &str, serde_json::Value)> = reply
+                        .iter()
+                        .zip(&ids)
+                        .map(|((tool, args), id)| (id.as_str(), *tool, args.clone()))
+                        .collect();
+                    [calls_body(&reply), text_body("done")]
                 })
                 .collect();
             let (fw, _) = crate::session::scripted(script);
@@ -703,6 +734,36 @@ mod tests {
             details.iter().any(|d| d.contains("reject always")),
             "{details:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_calls_of_one_reply_ask_one_at_a_time_and_an_always_answer_settles_the_rest() {
+        let p = Project::new();
+        std::fs::create_dir(p.root.path().join("src")).unwrap();
+        for name in ["a", "b", "c"] {
+            std::fs::write(p.root.path().join(format!("src/{name}.txt")), "one\n").unwrap();
+        }
+        let edit_in = |name: &str| {
+            (
+                "workspace__edit_file",
+                json!({"path": format!("src/{name}.txt"), "old_text": "one", "new_text": "two"}),
+            )
+        };
+        let reply = vec![edit_in("a"), edit_in("b"), edit_in("c")];
+        let (details, asked) = p
+            .replies(
+                true,
+                PermissionFlags::default(),
+                &[reply],
+                vec![PermissionAnswer::AllowAlways],
+            )
+            .await;
+        assert_eq!(asked.len(), 1, "{details:?}");
+        assert_eq!(asked[0].always_rule, "workspace.edit_file(src/**)");
+        for name in ["a", "b", "c"] {
+            let text = std::fs::read_to_string(p.root.path().join(format!("src/{name}.txt")));
+            assert_eq!(text.unwrap(), "two\n", "{details:?}");
+        }
     }
 
     #[tokio::test]

@@ -705,4 +705,23 @@ mod tests {
         .unwrap();
         assert_eq!(ok.checkpoints.max_age_days, 7);
     }
+
+    #[test]
+    fn a_hook_is_a_table_a_command_line_or_a_list_of_either_and_typos_are_named() {
+        let c = Config::parse(
+            "[hooks]\nstop = 'check.sh'\npre_tool_use = ['a.sh', { command = 'b.sh', matcher = 'Bash', timeout_s = 5 }]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.hooks.stop,
+            [crate::hooks::HookConfig::command("check.sh".into())]
+        );
+        assert_eq!(c.hooks.pre_tool_use.len(), 2);
+        assert_eq!(c.hooks.pre_tool_use[1].matcher.as_deref(), Some("Bash"));
+        assert_eq!(c.hooks.pre_tool_use[1].timeout_s, Some(5));
+        let tables = Config::parse("[[hooks.post_tool_use]]\ncommand = 'log.sh'\n").unwrap();
+        assert_eq!(tables.hooks.post_tool_use[0].command, "log.sh");
+        let e = Config::parse("[[hooks.stop]]\ncomand = 'x'\n").unwrap_err();
+        assert!(e.message.contains("comand"), "{}", e.message);
+    }
 }

@@ -47,28 +47,57 @@ pub const MAX_OUTPUT: usize = 1 << 20;
 /// The most of a reason or a note passed on (the model reads it).
 const MAX_REASON: usize = 4096;
 
-/// `[hooks]` of the config: the commands run at each moment, in order.
+/// `[hooks]` of the config: the commands run at each moment, in order. Each moment takes a
+/// list of hooks (`[[hooks.pre_tool_use]]` tables, or command lines), or one command line.
 #[derive(Deserialize, Serialize, JsonSchema, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct HooksConfig {
     /// Before a tool runs; may block it.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "one_or_many")]
     pub pre_tool_use: Vec<HookConfig>,
     /// After a tool ran; a block tells the model the hook's reason.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "one_or_many")]
     pub post_tool_use: Vec<HookConfig>,
     /// When the user's prompt arrives, before the model sees it; may block it, and its
     /// stdout is added to the context.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "one_or_many")]
     pub user_prompt_submit: Vec<HookConfig>,
     /// When the model is done; a block makes it go on, with the reason as what to do.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "one_or_many")]
     pub stop: Vec<HookConfig>,
 }
 
-/// One hook command.
-#[derive(Deserialize, Serialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
+/// A moment's hooks: one command line (`stop = "check.sh"`) or a list of hooks. Written with
+/// a visitor, not an untagged enum, so that a mistake in one hook is named.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<HookConfig>, D::Error> {
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = Vec<HookConfig>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a command line, or a list of hooks")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
+            Ok(vec![HookConfig::command(v.to_string())])
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut hooks = Vec::new();
+            while let Some(hook) = seq.next_element::<HookConfig>()? {
+                hooks.push(hook);
+            }
+            Ok(hooks)
+        }
+    }
+    d.deserialize_any(Visitor)
+}
+
+/// One hook command: a table, or its command line alone (`"scripts/check.sh"`).
+#[derive(Serialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[schemars(deny_unknown_fields)]
 pub struct HookConfig {
     /// The command line, run with `sh -c` in the workspace.
     pub command: String,
@@ -81,6 +110,57 @@ pub struct HookConfig {
     /// Seconds before the hook is killed (default 60); a timeout does not block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
+}
+
+/// The table form of a hook, as the config spells it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HookTable {
+    command: String,
+    #[serde(default)]
+    matcher: Option<String>,
+    #[serde(default)]
+    timeout_s: Option<u64>,
+}
+
+impl HookConfig {
+    /// A hook of every tool with the default time limit.
+    pub fn command(command: String) -> HookConfig {
+        HookConfig {
+            command,
+            matcher: None,
+            timeout_s: None,
+        }
+    }
+}
+
+// Written by hand, not derived: a command line alone is a hook too, and a mistake in a table
+// (`comand = ...`) must still be named, which an untagged enum's error would not do.
+impl<'de> Deserialize<'de> for HookConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = HookConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a command line, or a table {command, matcher?, timeout_s?}")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<HookConfig, E> {
+                Ok(HookConfig::command(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<HookConfig, A::Error> {
+                let t = HookTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(HookConfig {
+                    command: t.command,
+                    matcher: t.matcher,
+                    timeout_s: t.timeout_s,
+                })
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl HooksConfig {

@@ -17,6 +17,7 @@ pub mod port;
 pub mod protocol;
 pub mod schema;
 pub mod server;
+pub mod tool_protocol;
 pub mod ws;
 
 #[cfg(test)]

@@ -477,11 +477,7 @@ pub(super) fn capped(text: &str) -> String {
     if text.len() <= MAX_REASON {
         return text.to_string();
     }
-    let mut cut = MAX_REASON;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &text[..cut])
+    format!("{}…", &text[..text.floor_char_boundary(MAX_REASON)])
 }
 
 /// A hook's command as named in notes: its first line, at most 60 characters.

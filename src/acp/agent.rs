@@ -233,7 +233,7 @@ impl AcpAgent {
         // client's servers (which join them enabled).
         let tools = vec![
             crate::workspace::SOURCE.to_string(),
-            crate::feature::tools::ENABLED.to_string(),
+            crate::tools::toolbox::ENABLED.to_string(),
         ];
         let spec = ConversationSpec {
             cwd: Some(cwd.clone()),

@@ -141,6 +141,31 @@ impl SessionPort {
     }
 }
 
+impl SessionPort {
+    /// Sends `session/request_permission` and answers the option the user selected (`None`:
+    /// cancelled).
+    async fn request_permission(
+        &self,
+        request: RequestPermissionRequest,
+    ) -> Result<Option<String>> {
+        let answer = self
+            .conn
+            .request("session/request_permission", request)
+            .await
+            .map_err(|e| Error::new(ErrorKind::FeatureError, e.message))?;
+        let answer: RequestPermissionResponse = serde_json::from_value(answer).map_err(|e| {
+            Error::new(
+                ErrorKind::FeatureError,
+                format!("the client's answer to session/request_permission is not one: {e}"),
+            )
+        })?;
+        Ok(match answer.outcome {
+            RequestPermissionOutcome::Selected(s) => Some(s.option_id.0.to_string()),
+            _ => None,
+        })
+    }
+}
+
 #[async_trait]
 impl ClientPort for SessionPort {
     fn streaming(&self) -> bool {
@@ -221,21 +246,7 @@ impl ClientPort for SessionPort {
                 PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
             ],
         );
-        let answer = self
-            .conn
-            .request("session/request_permission", request)
-            .await
-            .map_err(|e| Error::new(ErrorKind::FeatureError, e.message))?;
-        let answer: RequestPermissionResponse = serde_json::from_value(answer).map_err(|e| {
-            Error::new(
-                ErrorKind::FeatureError,
-                format!("the client's answer to session/request_permission is not one: {e}"),
-            )
-        })?;
-        Ok(match answer.outcome {
-            RequestPermissionOutcome::Selected(s) => &*s.option_id.0 == ALLOW,
-            _ => false,
-        })
+        Ok(self.request_permission(request).await?.as_deref() == Some(ALLOW))
     }
 
     async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer> {
@@ -273,23 +284,11 @@ impl ClientPort for SessionPort {
                 .map(|(a, name, kind)| PermissionOption::new(a.as_str(), name.clone(), *kind))
                 .collect(),
         );
-        let answer = self
-            .conn
-            .request("session/request_permission", request)
-            .await
-            .map_err(|e| Error::new(ErrorKind::FeatureError, e.message))?;
-        let answer: RequestPermissionResponse = serde_json::from_value(answer).map_err(|e| {
-            Error::new(
-                ErrorKind::FeatureError,
-                format!("the client's answer to session/request_permission is not one: {e}"),
-            )
-        })?;
-        Ok(match answer.outcome {
-            RequestPermissionOutcome::Selected(s) => {
-                PermissionAnswer::from_name(&s.option_id.0).unwrap_or(PermissionAnswer::RejectOnce)
-            }
-            // Cancelled: the turn is being cancelled; the call does not run.
-            _ => PermissionAnswer::RejectOnce,
-        })
+        // Cancelled (the turn is being cancelled) or unknown: the call does not run.
+        Ok(self
+            .request_permission(request)
+            .await?
+            .and_then(|id| PermissionAnswer::from_name(&id))
+            .unwrap_or(PermissionAnswer::RejectOnce))
     }
 }

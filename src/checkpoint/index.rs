@@ -3,7 +3,6 @@
 //! turns a prune forgets. It must never touch a file: the parent module decides and does that.
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
@@ -43,21 +42,9 @@ CREATE TABLE IF NOT EXISTS blobs (
 );
 ";
 
-/// Busy timeout, WAL and the schema, as the history store does it.
+/// Busy timeout and WAL, as the history store has them, and the schema.
 pub(super) fn setup(conn: &Connection) -> Result<()> {
-    conn.busy_timeout(Duration::from_secs(5))?;
-    // Switching a new file to WAL needs an exclusive lock without a busy handler: a process
-    // opening beside another retries for a while.
-    let mut tries = 0;
-    while let Err(e) = conn.pragma_update(None, "journal_mode", "WAL") {
-        let busy = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy);
-        tries += 1;
-        if !busy || tries > 250 {
-            return Err(e.into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    crate::store::shared_file(conn)?;
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if version > SCHEMA_VERSION {
         return Err(Error::new(

@@ -71,11 +71,11 @@ fn permission_on_tty(ask: &PermissionAsk, yes: bool) -> Result<PermissionAnswer,
         eprintln!("genai: {} (allowed by --yes)", ask.title);
         return Ok(PermissionAnswer::AllowOnce);
     }
-    let Ok(mut tty) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-    else {
+    let question = format!(
+        "\n{} ({})\nAllow? [y]es, [n]o, [a]lways ({}): ",
+        ask.title, ask.reason, ask.always_rule
+    );
+    let Some(line) = ask_tty(&question) else {
         eprintln!(
             "genai: {} refused: no terminal to ask on (--yes allows, --allow RULE allows one kind)",
             ask.title
@@ -85,15 +85,7 @@ fn permission_on_tty(ask: &PermissionAsk, yes: bool) -> Result<PermissionAnswer,
             "no terminal to ask on",
         ));
     };
-    let _ = write!(
-        tty,
-        "\n{} ({})\nAllow? [y]es, [n]o, [a]lways ({}): ",
-        ask.title, ask.reason, ask.always_rule
-    );
-    let _ = tty.flush();
-    let mut line = String::new();
-    let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(tty), &mut line);
-    Ok(match line.trim().to_ascii_lowercase().as_str() {
+    Ok(match line.as_str() {
         "y" | "yes" => PermissionAnswer::AllowOnce,
         "a" | "always" => PermissionAnswer::AllowAlways,
         _ => PermissionAnswer::RejectOnce,
@@ -106,19 +98,30 @@ fn confirm_on_tty(tool: &str, text: &str, yes: bool) -> bool {
         eprintln!("genai: {tool} asks: {text} (confirmed by --yes)");
         return true;
     }
-    let Ok(mut tty) = std::fs::OpenOptions::new()
+    match ask_tty(&format!("\n{tool} asks: {text}\nConfirm? [y/N] ")) {
+        Some(line) => matches!(line.as_str(), "y" | "yes"),
+        None => {
+            eprintln!(
+                "genai: {tool} asks: {text} (refused: no terminal to ask on; --yes confirms)"
+            );
+            false
+        }
+    }
+}
+
+/// Writes `question` on the controlling terminal and reads the answer line, trimmed and in
+/// lower case; `None` when there is no terminal.
+fn ask_tty(question: &str) -> Option<String> {
+    let mut tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
-    else {
-        eprintln!("genai: {tool} asks: {text} (refused: no terminal to ask on; --yes confirms)");
-        return false;
-    };
-    let _ = write!(tty, "\n{tool} asks: {text}\nConfirm? [y/N] ");
+        .ok()?;
+    let _ = write!(tty, "{question}");
     let _ = tty.flush();
     let mut line = String::new();
     let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(tty), &mut line);
-    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+    Some(line.trim().to_ascii_lowercase())
 }
 
 /// Whether a reply is drawn as Markdown: stdout is a terminal and `NO_COLOR` is not set.

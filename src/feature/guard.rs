@@ -364,11 +364,7 @@ impl Guard {
         let argument = subject.clone().unwrap_or_else(|| {
             let mut s = arguments.to_string();
             if s.len() > 200 {
-                let mut cut = 200;
-                while !s.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                s.truncate(cut);
+                s.truncate(s.floor_char_boundary(200));
                 s.push('…');
             }
             s

@@ -136,6 +136,14 @@ pub enum PermissionAnswer {
 }
 
 impl PermissionAnswer {
+    /// Every answer, in the order clients show them.
+    pub const ALL: [PermissionAnswer; 4] = [
+        PermissionAnswer::AllowOnce,
+        PermissionAnswer::AllowAlways,
+        PermissionAnswer::RejectOnce,
+        PermissionAnswer::RejectAlways,
+    ];
+
     pub fn allows(self) -> bool {
         matches!(
             self,
@@ -156,14 +164,7 @@ impl PermissionAnswer {
 
     /// The answer named `name` ([`PermissionAnswer::as_str`]).
     pub fn from_name(name: &str) -> Option<PermissionAnswer> {
-        [
-            PermissionAnswer::AllowOnce,
-            PermissionAnswer::AllowAlways,
-            PermissionAnswer::RejectOnce,
-            PermissionAnswer::RejectAlways,
-        ]
-        .into_iter()
-        .find(|a| a.as_str() == name)
+        Self::ALL.into_iter().find(|a| a.as_str() == name)
     }
 }
 

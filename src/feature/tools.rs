@@ -45,11 +45,7 @@ pub const FEATURE: BuiltinFeature = BuiltinFeature {
 
 fn build(c: &FeatureContext<'_>) -> crate::error::Result<Arc<dyn Feature>> {
     if let Some(t) = c.tools {
-        let others: Vec<String> = t
-            .iter()
-            .filter(|n| !is_workspace(n) && *n != ENABLED)
-            .cloned()
-            .collect();
+        let others: Vec<String> = t.iter().filter(|n| !is_workspace(n)).cloned().collect();
         c.toolbox.check_selection(&others)?;
     }
     let guard = c.guard.cloned().ok_or_else(|| {
@@ -63,10 +59,6 @@ fn build(c: &FeatureContext<'_>) -> crate::error::Result<Arc<dyn Feature>> {
         c.config.and_then(|f| f.mode),
     )))
 }
-
-/// The selection entry that stands for the config's enabled tool sources (with others:
-/// `["workspace", "*"]`).
-pub const ENABLED: &str = "*";
 
 /// Whether a selection's entry names the workspace source or one of its tools.
 pub fn is_workspace(name: &str) -> bool {
@@ -235,25 +227,10 @@ impl Tools {
             .selection
             .as_ref()
             .map(|s| s.iter().filter(|n| !is_workspace(n)).cloned().collect());
-        let (mut tools, mut errors) = match &others {
-            None => self.toolbox.list(None).await,
-            Some(o) if o.iter().any(|n| n == ENABLED) => self.toolbox.list(None).await,
+        let (mut tools, errors) = match &others {
             Some(o) if o.is_empty() => (Vec::new(), Vec::new()),
-            Some(o) => self.toolbox.list(Some(o)).await,
+            _ => self.toolbox.list(others.as_deref()).await,
         };
-        // Sources named beside `*`.
-        if let Some(named) = others.filter(|o| o.iter().any(|n| n == ENABLED)) {
-            let named: Vec<String> = named.into_iter().filter(|n| n != ENABLED).collect();
-            if !named.is_empty() {
-                let (more, more_errors) = self.toolbox.list(Some(&named)).await;
-                for t in more {
-                    if !tools.iter().any(|known| known.name == t.name) {
-                        tools.push(t);
-                    }
-                }
-                errors.extend(more_errors);
-            }
-        }
         if self.guard.workspace().is_some() {
             let wanted = |t: &Tool| {
                 self.selection
@@ -293,8 +270,7 @@ impl Feature for Tools {
                 ))
             }
         };
-        let offered: HashMap<String, Tool> =
-            tools.iter().map(|t| (t.name.clone(), t.clone())).collect();
+        let offered: HashMap<&str, &Tool> = tools.iter().map(|t| (t.name.as_str(), t)).collect();
         let decisions: Arc<Mutex<Vec<DecisionRecord>>> = Arc::default();
         let names: HashMap<String, String> = tools
             .iter()
@@ -330,7 +306,7 @@ impl Feature for Tools {
                                 turn,
                                 &toolbox,
                                 (&id, &name, &args),
-                                offered.get(&name),
+                                offered.get(name.as_str()).copied(),
                                 decisions_ref,
                             )
                             .await);

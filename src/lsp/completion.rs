@@ -126,20 +126,12 @@ pub struct Completing<'a> {
 
 /// The last `n` bytes of `s` or fewer, cut at a char boundary.
 fn tail(s: &str, n: usize) -> &str {
-    let mut at = s.len().saturating_sub(n);
-    while !s.is_char_boundary(at) {
-        at += 1;
-    }
-    &s[at..]
+    &s[s.ceil_char_boundary(s.len().saturating_sub(n))..]
 }
 
 /// The first `n` bytes of `s` or fewer, cut at a char boundary.
 fn head(s: &str, n: usize) -> &str {
-    let mut at = n.min(s.len());
-    while !s.is_char_boundary(at) {
-        at -= 1;
-    }
-    &s[..at]
+    &s[..s.floor_char_boundary(n)]
 }
 
 /// A chat prompt asking for the text at the cursor only.

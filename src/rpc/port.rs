@@ -201,12 +201,6 @@ impl ClientPort for RpcPort {
     }
 
     async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer> {
-        let options = [
-            PermissionAnswer::AllowOnce,
-            PermissionAnswer::AllowAlways,
-            PermissionAnswer::RejectOnce,
-            PermissionAnswer::RejectAlways,
-        ];
         let params = RequestConfirmationParams {
             conversation_id: ask.turn.conversation_id,
             turn_id: ask.turn.turn_id,
@@ -219,7 +213,10 @@ impl ClientPort for RpcPort {
                 arguments: ask.arguments,
                 reason: ask.reason,
                 rule: ask.always_rule,
-                options: options.iter().map(|o| o.as_str().to_string()).collect(),
+                options: PermissionAnswer::ALL
+                    .iter()
+                    .map(|o| o.as_str().to_string())
+                    .collect(),
             }),
         };
         let answer = self

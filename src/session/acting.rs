@@ -57,11 +57,7 @@ pub fn project_context(root: &Path) -> Option<(String, String)> {
         let mut part = format!("## {}\n\n{}\n\n", file.display(), content.trim());
         let mut note = String::new();
         if part.len() > left {
-            let mut cut = left;
-            while !part.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            part.truncate(cut);
+            part.truncate(part.floor_char_boundary(left));
             note = format!(" (cut at {left} bytes)");
         }
         text.push_str(&part);

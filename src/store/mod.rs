@@ -15,6 +15,7 @@ use crate::message::{Message, Role, Usage};
 
 mod decisions;
 pub use decisions::DecisionRecord;
+pub use schema::shared_file;
 mod listing;
 mod schema;
 mod search;

@@ -196,6 +196,25 @@ pub(super) const SCHEMA: &str = concat!(
 /// cost of setting it up (1.2 million instructions of a 6.9 million `--no-log` run).
 pub(super) const SCRATCH_SCHEMA: &str = tables!();
 
+/// Makes an SQLite file fit for several genai processes at once (the history, the
+/// checkpoints' index): a 5 s busy timeout, WAL, `synchronous = NORMAL`.
+pub fn shared_file(conn: &Connection) -> Result<()> {
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // Switching a new file to WAL needs an exclusive lock and SQLite does not wait for it
+    // (no busy handler there), so a process starting beside another one retries for a while.
+    let mut tries = 0;
+    while let Err(e) = conn.pragma_update(None, "journal_mode", "WAL") {
+        let busy = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy);
+        tries += 1;
+        if !busy || tries > 250 {
+            return Err(e.into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(())
+}
+
 impl Store {
     /// A history in memory without full-text search (see [`SCRATCH_SCHEMA`]): what one run
     /// that keeps nothing needs. `Store::search` on it is an error.
@@ -210,19 +229,7 @@ impl Store {
     }
 
     pub(super) fn setup(mut conn: Connection) -> Result<Store> {
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        // Switching a new file to WAL needs an exclusive lock and SQLite does not wait for it
-        // (no busy handler there), so a daemon starting beside another one retries for a while.
-        let mut tries = 0;
-        while let Err(e) = conn.pragma_update(None, "journal_mode", "WAL") {
-            let busy = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy);
-            tries += 1;
-            if !busy || tries > 250 {
-                return Err(e.into());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        shared_file(&conn)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // An immediate transaction takes the write lock before reading the version, so daemons
         // started together on a new file migrate it once.

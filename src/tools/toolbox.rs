@@ -23,6 +23,10 @@ use crate::config::{McpServerConfig, PluginConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::Part;
 
+/// The selection entry that stands for the enabled sources (beside named ones:
+/// `["github", "*"]`, or `["workspace", "*"]` with the built-in source).
+pub const ENABLED: &str = "*";
+
 /// A source that could not be loaded, and why.
 #[derive(Debug, Clone)]
 pub struct SourceError {
@@ -94,7 +98,7 @@ impl Toolbox {
     /// Checks that every name of a selection (a source, or `SOURCE.tool`) names a configured
     /// source; the error lists the configured ones.
     pub fn check_selection(&self, names: &[String]) -> Result<()> {
-        for name in names {
+        for name in names.iter().filter(|n| *n != ENABLED) {
             let source = name.split_once('.').map_or(name.as_str(), |(s, _)| s);
             if !self.plugins.contains_key(source) && !self.mcp_servers.contains_key(source) {
                 return Err(self.unknown(source));
@@ -122,17 +126,32 @@ impl Toolbox {
         Ok(module)
     }
 
-    /// The sources of `selection` (with the one tool a `SOURCE.tool` names), or the enabled
-    /// sources when `None`.
+    /// The sources of `selection` (with the one tool a `SOURCE.tool` names; [`ENABLED`]: the
+    /// enabled sources), or the enabled sources when `None`.
     fn wanted(&self, selection: Option<&[String]>) -> Vec<(String, Option<String>)> {
         match selection {
-            Some(names) => names
-                .iter()
-                .map(|n| match n.split_once('.') {
-                    Some((m, f)) => (m.to_string(), Some(f.to_string())),
-                    None => (n.clone(), None),
-                })
-                .collect(),
+            Some(names) => {
+                let mut wanted: Vec<(String, Option<String>)> = Vec::new();
+                for n in names {
+                    let more = match n.split_once('.') {
+                        _ if n == ENABLED => self.wanted(None),
+                        Some((m, f)) => vec![(m.to_string(), Some(f.to_string()))],
+                        None => vec![(n.clone(), None)],
+                    };
+                    for w in more {
+                        // A whole source covers its single tools.
+                        let whole = (w.0.clone(), None);
+                        if wanted.contains(&w) || wanted.contains(&whole) {
+                            continue;
+                        }
+                        if w.1.is_none() {
+                            wanted.retain(|(source, _)| *source != w.0);
+                        }
+                        wanted.push(w);
+                    }
+                }
+                wanted
+            }
             None => self
                 .plugins
                 .iter()

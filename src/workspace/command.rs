@@ -337,7 +337,8 @@ fn complete_prefix(bytes: &[u8]) -> usize {
     bytes.len()
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
     #[cfg(target_os = "linux")]

@@ -569,16 +569,18 @@ fn unified_diff(old: &str, new: &str, old_header: &str, new_header: &str) -> Str
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn workspace() -> (tempfile::TempDir, Root) {
+    /// A workspace over a fresh temporary folder (also `search.rs`'s tests').
+    pub(in crate::workspace) fn workspace() -> (tempfile::TempDir, Root) {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = Root::new(dir.path()).expect("root");
         (dir, root)
     }
 
-    fn put(dir: &tempfile::TempDir, rel: &str, content: &[u8]) {
+    /// Writes `content` at `rel` under `dir`, making its folders.
+    pub(in crate::workspace) fn put(dir: &tempfile::TempDir, rel: &str, content: &[u8]) {
         let path = dir.path().join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).expect("mkdir");

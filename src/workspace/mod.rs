@@ -357,11 +357,7 @@ impl Workspace {
                 .await?;
                 let (_, mut text) = crate::fetch::page_text(&a.url, fetched)?;
                 if text.len() > MAX_PAGE_CHARS {
-                    let mut cut = MAX_PAGE_CHARS;
-                    while !text.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    text.truncate(cut);
+                    text.truncate(text.floor_char_boundary(MAX_PAGE_CHARS));
                     text.push_str("\n… (the page goes on; cut here)");
                 }
                 Ok(text)

@@ -140,20 +140,7 @@ fn counted(n: usize, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn workspace() -> (tempfile::TempDir, Root) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = Root::new(dir.path()).expect("root");
-        (dir, root)
-    }
-
-    fn put(dir: &tempfile::TempDir, rel: &str, content: &[u8]) {
-        let path = dir.path().join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(path, content).expect("write");
-    }
+    use crate::workspace::files::tests::{put, workspace};
 
     fn no_skip(_: &str) -> bool {
         false

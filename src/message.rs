@@ -124,7 +124,7 @@ pub enum ContentInput {
     Parts(Vec<PartInput>),
 }
 
-fn content_parts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Part>, D::Error> {
+pub(crate) fn content_parts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Part>, D::Error> {
     Ok(match ContentInput::deserialize(d)? {
         ContentInput::Text(text) => vec![Part::Text { text }],
         ContentInput::Parts(parts) => parts

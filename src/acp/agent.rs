@@ -19,7 +19,7 @@ use agent_client_protocol_schema::v1::{
     PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
     SessionCapabilities, SessionCloseCapabilities, SessionInfo, SessionListCapabilities,
     SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    StopReason,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol_schema::ProtocolVersion;
 use serde::de::DeserializeOwned;
@@ -30,7 +30,8 @@ use super::choices;
 use super::commands;
 use super::connection::{AcpError, Connection};
 use super::content::{prompt_message, replay, FileReader};
-use super::port::SessionPort;
+use super::modes;
+use super::port::{ClientOffers, SessionPort};
 use crate::config::McpServerConfig;
 use crate::error::ErrorKind;
 use crate::feature::TurnOutcome;
@@ -166,6 +167,7 @@ impl AcpAgent {
             "session/close" => self.close_session(params(method, p)?),
             "session/prompt" => self.prompt(params(method, p)?).await,
             "session/set_config_option" => self.set_config_option(params(method, p)?),
+            "session/set_mode" => self.set_mode(params(method, p)?),
             _ => Err(AcpError::new(
                 agent_client_protocol_schema::v1::ErrorCode::MethodNotFound,
                 format!("genai has no method `{method}`"),
@@ -200,8 +202,14 @@ impl AcpAgent {
     }
 
     fn initialize(&self, r: InitializeRequest) -> Result<Value, AcpError> {
+        let caps = &r.client_capabilities;
         self.client_reads_files
-            .store(r.client_capabilities.fs.read_text_file, Ordering::Relaxed);
+            .store(caps.fs.read_text_file, Ordering::Relaxed);
+        self.port.set_offers(ClientOffers {
+            reads: caps.fs.read_text_file,
+            writes: caps.fs.write_text_file,
+            terminal: caps.terminal,
+        });
         let capabilities = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
@@ -221,6 +229,7 @@ impl AcpAgent {
     }
 
     fn remember(&self, id: &str, cwd: String, mcp_servers: BTreeMap<String, McpServerConfig>) {
+        self.port.set_root(id, Path::new(&cwd));
         if let Ok(mut s) = self.sessions.lock() {
             s.insert(id.to_string(), OpenSession { cwd, mcp_servers });
         }
@@ -244,7 +253,12 @@ impl AcpAgent {
         let open = self.fw.create_conversation(spec, self.port.clone())?;
         self.remember(&open.conversation_id, cwd, servers);
         let options = choices::options(&self.fw, &open.conversation_id)?;
-        answer(NewSessionResponse::new(open.conversation_id).config_options(options))
+        let modes = modes::state(&self.fw, &open.conversation_id);
+        answer(
+            NewSessionResponse::new(open.conversation_id)
+                .config_options(options)
+                .modes(modes),
+        )
     }
 
     /// Opens a stored session (`load` and `resume`); an unknown one is -32002.
@@ -269,13 +283,23 @@ impl AcpAgent {
             self.conn.update(&id, update);
         }
         let options = choices::options(&self.fw, &id)?;
-        answer(LoadSessionResponse::new().config_options(options))
+        let modes = modes::state(&self.fw, &id);
+        answer(
+            LoadSessionResponse::new()
+                .config_options(options)
+                .modes(modes),
+        )
     }
 
     fn resume_session(&self, r: ResumeSessionRequest) -> Result<Value, AcpError> {
         let id = self.reopen(&r.session_id.0, &r.cwd, r.mcp_servers)?;
         let options = choices::options(&self.fw, &id)?;
-        answer(ResumeSessionResponse::new().config_options(options))
+        let modes = modes::state(&self.fw, &id);
+        answer(
+            ResumeSessionResponse::new()
+                .config_options(options)
+                .modes(modes),
+        )
     }
 
     fn close_session(&self, r: CloseSessionRequest) -> Result<Value, AcpError> {
@@ -337,12 +361,48 @@ impl AcpAgent {
             toolbox: self.fw.toolbox_of(&id).ok(),
         };
         let mut message = prompt_message(r.prompt, &files).await?;
+        if let Some(force) = commands::undo_asked(&message) {
+            self.undo(&id, force).await;
+            return answer(PromptResponse::new(StopReason::EndTurn));
+        }
         if let Some(toolbox) = &files.toolbox {
             commands::expand(toolbox, &mut message).await?;
         }
         // The session's updates go out through the port as the turn runs; its end answers.
         let outcome = self.fw.run_turn(&id, message, None)?.outcome().await;
         answer(PromptResponse::new(stop_reason(&outcome)))
+    }
+
+    /// `/undo [force]`: puts back the files of the session's newest turn that changed any,
+    /// through the client when it holds them, and says what was done.
+    async fn undo(&self, id: &str, force: bool) {
+        let target = crate::checkpoint::UndoTarget {
+            conversation: Some(id.to_string()),
+            turn: None,
+        };
+        let undone = match self.port.holder(id) {
+            Some(holder) => self.fw.undo_through(target, force, &holder).await,
+            None => self.fw.undo(target, force),
+        };
+        let text = match undone {
+            Ok(u) => commands::undone_text(&u),
+            Err(e) => format!("genai: nothing was undone: {}", e.message),
+        };
+        self.conn.update(
+            id,
+            agent_client_protocol_schema::v1::SessionUpdate::AgentMessageChunk(
+                super::port::text_chunk(text),
+            ),
+        );
+    }
+
+    fn set_mode(&self, r: SetSessionModeRequest) -> Result<Value, AcpError> {
+        let id = r.session_id.0.to_string();
+        self.open_session(&id)?;
+        let mode = modes::parse(&r.mode_id.0)?;
+        let now = self.fw.set_permission_mode(&id, mode)?;
+        modes::announce(&self.conn, &id, now);
+        answer(SetSessionModeResponse::new())
     }
 
     fn set_config_option(&self, r: SetSessionConfigOptionRequest) -> Result<Value, AcpError> {

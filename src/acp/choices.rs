@@ -73,8 +73,9 @@ pub fn options(fw: &Framework, id: &str) -> Result<Vec<SessionConfigOption>, Acp
         SessionConfigOption::select(MODEL, "Model", current, models)
             .category(SessionConfigOptionCategory::Model)
             .description("An agent of genai's config, or PROVIDER:MODEL".to_string()),
-        SessionConfigOption::select(MODE, "Mode", rec.feature, modes)
-            .category(SessionConfigOptionCategory::Mode)
+        // Not category `mode`: the session modes are the permission modes (`modes.rs`).
+        SessionConfigOption::select(MODE, "Feature", rec.feature, modes)
+            .category(SessionConfigOptionCategory::Other("_genai_feature".into()))
             .description("The genai feature that runs the turns".to_string()),
     ])
 }

@@ -1,7 +1,7 @@
-//! MCP prompts as ACP slash commands: a session's MCP servers' prompts are announced as
-//! `available_commands_update` (`/SERVER.prompt`), and a prompt that starts with one is
-//! expanded: the rest of its first line is the prompt's first argument, and the prompt's
-//! messages take the command's place in the user's message.
+//! The ACP slash commands: `/undo [force]` (genai's own), and the session's MCP servers'
+//! prompts (`/SERVER.prompt`), announced as `available_commands_update`. A prompt that starts
+//! with an MCP prompt's command is expanded: the rest of its first line is the prompt's first
+//! argument, and the prompt's messages take the command's place in the user's message.
 //!
 //! It must never run a turn; it only shapes what the user sends.
 
@@ -21,19 +21,51 @@ fn command_name(p: &McpPrompt) -> String {
     format!("{}.{}", p.source, p.name)
 }
 
-/// Tells the client the commands of the session `id` (nothing when its servers offer no
-/// prompts).
+/// genai's own command.
+pub const UNDO: &str = "undo";
+
+/// Whether `message` is `/undo` (`Some(force)`), which genai answers without the model.
+pub fn undo_asked(message: &Message) -> Option<bool> {
+    let [Part::Text { text }] = message.content.as_slice() else {
+        return None;
+    };
+    let rest = text.trim().strip_prefix('/')?.strip_prefix(UNDO)?;
+    match rest.trim() {
+        "" => Some(false),
+        "force" => Some(true),
+        _ => None,
+    }
+}
+
+/// What `/undo` tells the user it did.
+pub fn undone_text(u: &crate::checkpoint::Undone) -> String {
+    let mut lines = vec![format!("Undid turn {}:", u.turn_id)];
+    for f in &u.files {
+        let action = match f.action {
+            crate::checkpoint::UndoAction::Restored => "restored",
+            crate::checkpoint::UndoAction::Removed => "removed",
+            crate::checkpoint::UndoAction::Unchanged => "unchanged",
+        };
+        lines.push(format!("- {} ({action})", f.path));
+    }
+    lines.join("\n")
+}
+
+/// Tells the client the commands of the session `id`: `/undo`, and its MCP servers' prompts.
 pub async fn announce(fw: &Framework, conn: &Connection, id: &str) {
     let Ok(toolbox) = fw.toolbox_of(id) else {
         return;
     };
     let (prompts, _) = toolbox.prompts(None).await;
-    if prompts.is_empty() {
-        return;
-    }
-    let commands = prompts
-        .iter()
-        .map(|p| {
+    let undo = AvailableCommand::new(
+        UNDO,
+        "Put back the files the last turn that changed any changed (`/undo force`: even files changed since)",
+    )
+    .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(
+        "force (optional)",
+    )));
+    let commands = std::iter::once(undo)
+        .chain(prompts.iter().map(|p| {
             let command = AvailableCommand::new(
                 command_name(p),
                 p.description
@@ -48,7 +80,7 @@ pub async fn announce(fw: &Framework, conn: &Connection, id: &str) {
                 )),
                 None => command,
             }
-        })
+        }))
         .collect();
     conn.update(
         id,

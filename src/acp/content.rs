@@ -268,6 +268,7 @@ pub fn replay(messages: &[Message]) -> Vec<SessionUpdate> {
                     tool_call_id,
                     &result_text(content),
                     *is_error,
+                    None,
                 ))),
                 (_, other) => {
                     // Reasoning a model gave is replayed as thought; other parts have no place.

@@ -13,6 +13,8 @@ mod choices;
 mod commands;
 mod connection;
 mod content;
+mod editor;
+mod modes;
 mod port;
 mod server;
 

@@ -7,13 +7,15 @@
 //! It owns what the session must remember about its turns (what was streamed). It must never
 //! decide anything about a turn: the core runs it, the dispatcher answers the prompt.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SessionUpdate, TextContent, ToolCall,
-    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    ContentBlock, ContentChunk, Diff, PermissionOption, PermissionOptionKind,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate,
+    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -26,15 +28,29 @@ use crate::feature::port::{
 };
 use crate::feature::TurnOutcome;
 use crate::message::Usage;
+use crate::tools::FileEdit;
+use crate::workspace::Editor;
 
 /// The option ids genai offers in `session/request_permission`.
 pub const ALLOW: &str = "allow";
 pub const REJECT: &str = "reject";
 
+/// What the client offered in `initialize` of the workspace tools' work (`editor.rs` does it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientOffers {
+    pub reads: bool,
+    pub writes: bool,
+    pub terminal: bool,
+}
+
 pub struct SessionPort {
-    conn: Arc<Connection>,
+    pub(super) conn: Arc<Connection>,
     /// Turns that streamed reply text (their summary is not sent again at the end).
     streamed: Mutex<HashSet<String>>,
+    /// What the client does itself of the workspace tools' work.
+    offers: Mutex<ClientOffers>,
+    /// Each session's folder, for the tool calls' locations.
+    roots: Mutex<HashMap<String, PathBuf>>,
 }
 
 /// A text block as a message chunk.
@@ -71,19 +87,53 @@ pub fn tool_call(id: &str, name: &str, arguments: Value, status: ToolCallStatus)
         .raw_input(arguments)
 }
 
-/// The end of a tool call: its status and output.
-pub fn tool_result(id: &str, output: &str, is_error: bool) -> ToolCallUpdate {
+/// Where a workspace tool's call acts: its `path` under the session's folder (the folder
+/// itself for a listing or search without one), with the first line read.
+pub fn locations(name: &str, arguments: &Value, root: Option<&Path>) -> Vec<ToolCallLocation> {
+    let (Some(root), Some(function)) = (root, name.strip_prefix("workspace.")) else {
+        return Vec::new();
+    };
+    let path = arguments.get("path").and_then(Value::as_str);
+    let at = match (function, path) {
+        (_, Some(p)) => root.join(p),
+        ("list" | "search", None) => root.to_path_buf(),
+        _ => return Vec::new(),
+    };
+    let line = arguments
+        .get("offset")
+        .and_then(Value::as_u64)
+        .and_then(|l| u32::try_from(l).ok());
+    vec![ToolCallLocation::new(at).line(line)]
+}
+
+/// An edit as ACP's diff content.
+pub fn diff(edit: &FileEdit) -> ToolCallContent {
+    ToolCallContent::Diff(
+        Diff::new(edit.path.clone(), edit.new_text.clone()).old_text(edit.old_text.clone()),
+    )
+}
+
+/// The end of a tool call: its status and output, and the diff of what it changed.
+pub fn tool_result(
+    id: &str,
+    output: &str,
+    is_error: bool,
+    edit: Option<&FileEdit>,
+) -> ToolCallUpdate {
     let status = if is_error {
         ToolCallStatus::Failed
     } else {
         ToolCallStatus::Completed
     };
-    let content = ToolCallContent::from(ContentBlock::Text(TextContent::new(output)));
+    let mut content: Vec<ToolCallContent> = edit.map(diff).into_iter().collect();
+    content.push(ToolCallContent::from(ContentBlock::Text(TextContent::new(
+        output,
+    ))));
     ToolCallUpdate::new(
         id.to_string(),
         ToolCallUpdateFields::new()
             .status(status)
-            .content(vec![content])
+            .content(content)
             .raw_output(json!({"text": output, "isError": is_error})),
     )
 }
@@ -105,7 +155,31 @@ impl SessionPort {
         SessionPort {
             conn,
             streamed: Mutex::default(),
+            offers: Mutex::default(),
+            roots: Mutex::default(),
         }
+    }
+
+    /// What the client offered in `initialize`.
+    pub fn set_offers(&self, offers: ClientOffers) {
+        if let Ok(mut o) = self.offers.lock() {
+            *o = offers;
+        }
+    }
+
+    pub(super) fn offers(&self) -> ClientOffers {
+        self.offers.lock().map(|o| *o).unwrap_or_default()
+    }
+
+    /// The folder of the session `id`.
+    pub fn set_root(&self, id: &str, root: &Path) {
+        if let Ok(mut r) = self.roots.lock() {
+            r.insert(id.to_string(), root.to_path_buf());
+        }
+    }
+
+    fn root(&self, id: &str) -> Option<PathBuf> {
+        self.roots.lock().ok()?.get(id).cloned()
     }
 
     fn update(&self, turn: &TurnRef, update: SessionUpdate) {
@@ -193,14 +267,13 @@ impl ClientPort for SessionPort {
                 name,
                 arguments,
             } => {
+                let root = self.root(&turn.conversation_id);
+                let at = locations(&name, &arguments, root.as_deref());
                 self.update(
                     turn,
-                    SessionUpdate::ToolCall(tool_call(
-                        &id,
-                        &name,
-                        arguments,
-                        ToolCallStatus::Pending,
-                    )),
+                    SessionUpdate::ToolCall(
+                        tool_call(&id, &name, arguments, ToolCallStatus::Pending).locations(at),
+                    ),
                 );
                 self.update(
                     turn,
@@ -214,15 +287,21 @@ impl ClientPort for SessionPort {
                 id,
                 output,
                 is_error,
+                edit,
                 ..
             } => self.update(
                 turn,
-                SessionUpdate::ToolCallUpdate(tool_result(&id, &output, is_error)),
+                SessionUpdate::ToolCallUpdate(tool_result(&id, &output, is_error, edit.as_ref())),
             ),
             // ACP has no place for a tool's action object; it stays in the turn's details.
             TurnEvent::Action { .. } => {}
             TurnEvent::Done(outcome) => self.finish(turn, &outcome),
         }
+    }
+
+    fn editor(&self) -> Option<&dyn Editor> {
+        let o = self.offers();
+        (o.reads || o.writes || o.terminal).then_some(self as &dyn Editor)
     }
 
     // An ACP client sends no prompts straight to agents and hosts no feature.
@@ -250,10 +329,15 @@ impl ClientPort for SessionPort {
     }
 
     async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer> {
-        let fields = ToolCallUpdateFields::new()
+        let root = self.root(&ask.turn.conversation_id);
+        let mut fields = ToolCallUpdateFields::new()
             .title(ask.title.clone())
             .kind(tool_kind(&ask.tool))
+            .locations(locations(&ask.tool, &ask.arguments, root.as_deref()))
             .raw_input(ask.arguments.clone());
+        if let Some(edit) = &ask.edit {
+            fields = fields.content(vec![diff(edit)]);
+        }
         let choices = [
             (
                 PermissionAnswer::AllowOnce,

@@ -371,6 +371,7 @@ async fn the_port_shows_tool_runs_reasoning_and_usage() {
             name: "files.read_file".into(),
             output: "no such file".into(),
             is_error: true,
+            edit: None,
         },
     );
     let outcome = TurnOutcome {

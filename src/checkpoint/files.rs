@@ -153,6 +153,11 @@ pub(super) fn read_file(path: &Path) -> Result<Option<(Vec<u8>, Option<u32>)>> {
     }
 }
 
+/// The mode of the file at `path`, if there is one.
+pub(super) fn mode_at(path: &Path) -> Option<u32> {
+    fs::metadata(path).ok().and_then(|m| mode_of(&m))
+}
+
 pub(super) fn current_state(path: &Path) -> Result<State> {
     match fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Ok(State::Folder),

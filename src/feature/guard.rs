@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
-use super::port::{PermissionAnswer, PermissionAsk};
+use super::port::{HostedToolCall, PermissionAnswer, PermissionAsk, EDITOR_SOURCE};
 use super::Turn;
 use crate::checkpoint::{CheckpointConfig, Checkpoints, TurnKey};
 use crate::error::{Error, Result};
@@ -26,7 +26,7 @@ use crate::tools::plugin::ModuleAnswer;
 use crate::tools::toolbox::Toolbox;
 use crate::tools::Tool;
 use crate::workspace::sandbox::{self, Sandbox, Support};
-use crate::workspace::{self, CallContext, Workspace};
+use crate::workspace::{self, CallContext, Content, EditorCall, Workspace};
 
 /// Where genai keeps what outlives a conversation: checkpoints, and the rules "allow always"
 /// answers save.
@@ -140,6 +140,18 @@ impl Guard {
         }
     }
 
+    /// Changes the permission mode (a client's mode switch); answers the mode in force.
+    pub fn set_mode(&self, mode: crate::permission::Mode) -> crate::permission::Mode {
+        self.policy.lock().map_or(mode, |mut p| p.set_mode(mode))
+    }
+
+    /// The permission mode in force.
+    pub fn mode(&self) -> crate::permission::Mode {
+        self.policy
+            .lock()
+            .map_or(crate::permission::Mode::ReadOnly, |p| p.mode())
+    }
+
     /// The notes the first turn's details carry.
     pub fn notes(&self) -> &[String] {
         &self.notes
@@ -244,7 +256,7 @@ impl Guard {
     }
 
     /// What the policy says of a call, with the sandbox and the session's rejections.
-    fn verdict(&self, request: &Request<'_>) -> (Verdict, String) {
+    fn verdict(&self, request: &Request<'_>, in_terminal: bool) -> (Verdict, String) {
         let Ok(policy) = self.policy.lock() else {
             return (
                 Verdict {
@@ -266,7 +278,12 @@ impl Guard {
             };
         }
         if verdict.decision == Decision::Allow && matches!(request.kind, Kind::Execute) {
-            if let Support::Missing(why) = sandbox::support() {
+            let unsandboxed = match sandbox::support() {
+                _ if in_terminal => Some("commands run in the editor's terminal".to_string()),
+                Support::Missing(why) => Some(why.clone()),
+                Support::Landlock { .. } => None,
+            };
+            if let Some(why) = unsandboxed {
                 verdict = Verdict {
                     decision: Decision::Ask,
                     by: format!("no sandbox ({why})"),
@@ -359,6 +376,9 @@ impl Guard {
         };
         let (kind, subject) = match &described {
             Some((_, _, d)) => (d.kind, d.subject.clone()),
+            // A client's tool that changes something changes the editor's state: an edit
+            // (asked in `ask` mode), unlike a configured tool the user chose to run.
+            None if source == EDITOR_SOURCE && !read_only => (Kind::Edit, None),
             None => (Kind::Other { read_only }, None),
         };
         let argument = subject.clone().unwrap_or_else(|| {
@@ -374,12 +394,14 @@ impl Guard {
             kind,
             subject: subject.as_deref(),
         };
-        let (mut verdict, mut always_rule) = self.verdict(&request);
+        let editor = turn.port.editor();
+        let in_terminal = editor.is_some_and(|e| e.runs_commands());
+        let (mut verdict, mut always_rule) = self.verdict(&request, in_terminal);
         let _asking = match verdict.decision {
             Decision::Ask => {
                 let held = self.asking.lock().await;
                 // An answer given meanwhile ("always") may have settled this call.
-                (verdict, always_rule) = self.verdict(&request);
+                (verdict, always_rule) = self.verdict(&request, in_terminal);
                 Some(held)
             }
             _ => None,
@@ -388,6 +410,15 @@ impl Guard {
             Decision::Allow => (true, verdict.by),
             Decision::Deny => (false, verdict.by),
             Decision::Ask => {
+                let edit = match &described {
+                    Some((function, ws, d)) if d.kind == Kind::Edit => {
+                        let reads = editor
+                            .filter(|e| e.reads())
+                            .map(|e| (e, editor_call(turn, call_id)));
+                        ws.preview(function, arguments, reads).await.ok()
+                    }
+                    _ => None,
+                };
                 let ask = PermissionAsk {
                     turn: turn.id.clone(),
                     tool_call_id: call_id.to_string(),
@@ -397,6 +428,7 @@ impl Guard {
                     title: title(tool, kind, &argument),
                     reason: verdict.by,
                     always_rule,
+                    edit,
                 };
                 self.ask(turn, ask).await
             }
@@ -420,7 +452,26 @@ impl Guard {
             return refused(format!("Blocked by a hook: {reason}"));
         }
         let mut answer = match described {
-            Some((function, ws, d)) => self.run_workspace(turn, ws, function, arguments, &d).await,
+            Some((function, ws, d)) => {
+                let call = (call_id, function, arguments);
+                self.run_workspace(turn, ws, call, &d).await
+            }
+            None if source == EDITOR_SOURCE => {
+                let call = HostedToolCall {
+                    turn: turn.id.clone(),
+                    call_id: call_id.to_string(),
+                    name: tool
+                        .strip_prefix(EDITOR_SOURCE)
+                        .and_then(|n| n.strip_prefix('.'))
+                        .unwrap_or(tool)
+                        .to_string(),
+                    arguments: arguments.clone(),
+                };
+                turn.port
+                    .call_tool(call)
+                    .await
+                    .unwrap_or_else(|e| refused(e.message))
+            }
             None => toolbox
                 .call(tool, arguments)
                 .await
@@ -442,13 +493,13 @@ impl Guard {
         answer
     }
 
-    /// Runs an allowed workspace call: its file checkpointed first, its command sandboxed.
+    /// Runs an allowed workspace call: its file checkpointed first, its command sandboxed, both
+    /// through the client's editor when it holds the files or runs the commands.
     async fn run_workspace(
         &self,
         turn: &Turn,
         ws: &Workspace,
-        function: &str,
-        arguments: &Value,
+        (call_id, function, arguments): (&str, &str, &Value),
         described: &workspace::Described,
     ) -> ModuleAnswer {
         let key = TurnKey {
@@ -456,17 +507,20 @@ impl Guard {
             turn_id: turn.id.turn_id.clone(),
         };
         let root = ws.root().path().to_path_buf();
-        let on_write = |path: &Path, done: bool| -> Result<()> {
-            let checkpoints = self.checkpoints()?;
-            if done {
-                checkpoints.after_change(&key, path)
-            } else {
-                checkpoints.before_change(&key, &root, path)
+        let on_write = |path: &Path, done: bool, held: Content<'_>| -> Result<()> {
+            let c = self.checkpoints()?;
+            match (done, held) {
+                (false, Content::OnDisk) => c.before_change(&key, &root, path),
+                (false, Content::Known(held)) => c.before_change_held(&key, &root, path, held),
+                (true, Content::Known(Some(bytes))) => c.after_change_held(&key, path, bytes),
+                (true, _) => c.after_change(&key, path),
             }
         };
+        let editor = turn.port.editor();
         let secret = |relative: &str| self.policy.lock().map_or(true, |p| p.is_secret(relative));
+        let in_terminal = editor.is_some_and(|e| e.runs_commands());
         let sandbox = match (described.kind, sandbox::support()) {
-            (Kind::Execute, Support::Landlock { .. }) => {
+            (Kind::Execute, Support::Landlock { .. }) if !in_terminal => {
                 let temp = self.temp.get_or_init(|| {
                     tempfile::Builder::new()
                         .prefix("genai-command-")
@@ -494,10 +548,12 @@ impl Guard {
             on_write: &on_write,
             secret: &secret,
             sandbox,
+            editor: editor.map(|e| (e, editor_call(turn, call_id))),
         };
         match ws.call(function, arguments, cx).await {
-            Ok(text) => ModuleAnswer {
-                text,
+            Ok(called) => ModuleAnswer {
+                text: called.text,
+                edit: called.edit,
                 ..Default::default()
             },
             Err(e) => refused(e.message),
@@ -536,6 +592,15 @@ impl Guard {
             }
         }
         found
+    }
+}
+
+/// Which call an editor request is for.
+fn editor_call(turn: &Turn, call_id: &str) -> EditorCall {
+    EditorCall {
+        conversation_id: turn.id.conversation_id.clone(),
+        turn_id: turn.id.turn_id.clone(),
+        call_id: call_id.to_string(),
     }
 }
 

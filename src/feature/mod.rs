@@ -11,6 +11,7 @@
 pub mod assistant;
 pub mod external;
 pub mod guard;
+pub mod hosted_tools;
 pub mod port;
 pub mod tools;
 
@@ -182,6 +183,10 @@ pub enum ReplyLines {
 pub trait Feature: Send + Sync {
     /// Handles one user message and returns what ends the turn.
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome;
+    /// The guard of its tool calls, when it takes tools (the session changes its mode).
+    fn guard(&self) -> Option<Arc<guard::Guard>> {
+        None
+    }
 }
 
 /// What a built-in feature is made from, for one conversation.

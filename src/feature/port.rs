@@ -13,6 +13,22 @@ use crate::error::{Error, Result};
 use crate::format::{ModelReply, ToolCallDelta};
 use crate::message::Message;
 pub use crate::middleware::hosted::MiddlewareCall;
+use crate::tools::plugin::ModuleAnswer;
+use crate::tools::{FileEdit, Tool};
+use crate::workspace::Editor;
+
+/// The tool source of the tools a client hosts (`RegisterTool`): `editor.NAME`.
+pub const EDITOR_SOURCE: &str = "editor";
+
+/// A call of a tool the client hosts.
+#[derive(Debug, Clone)]
+pub struct HostedToolCall {
+    pub turn: TurnRef,
+    pub call_id: String,
+    /// The name the client registered (without `editor.`).
+    pub name: String,
+    pub arguments: Value,
+}
 
 /// Which turn an event belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +63,8 @@ pub enum TurnEvent {
         name: String,
         output: String,
         is_error: bool,
+        /// The file it changed (the workspace's edit tools).
+        edit: Option<FileEdit>,
     },
     /// The reply triggered an action a tool offered (`[[CODE]]` in the reply).
     Action {
@@ -122,6 +140,8 @@ pub struct PermissionAsk {
     pub reason: String,
     /// The rule an "allow always" answer saves for this project.
     pub always_rule: String,
+    /// The change an edit would make, for a diff view.
+    pub edit: Option<FileEdit>,
 }
 
 /// The user's answer to a [`PermissionAsk`].
@@ -192,6 +212,22 @@ pub trait ClientPort: Send + Sync {
                 ask.tool
             ),
         ))
+    }
+    /// The tools this client hosts (`editor.NAME`). By default none.
+    fn hosted_tools(&self) -> Vec<Tool> {
+        Vec::new()
+    }
+    /// Calls a tool this client hosts; an error when it fails, leaves or does not answer in
+    /// time.
+    async fn call_tool(&self, call: HostedToolCall) -> Result<ModuleAnswer> {
+        Err(Error::new(
+            crate::error::ErrorKind::FeatureError,
+            format!("this client hosts no tool {}", call.name),
+        ))
+    }
+    /// The client's editor, when it holds the workspace's files or runs its commands.
+    fn editor(&self) -> Option<&dyn Editor> {
+        None
     }
     /// Runs a middleware this client registered on a request's messages and returns the
     /// messages to send; an error fails the request. By default the client hosts none.

@@ -20,7 +20,7 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use super::guard::{DecisionRecord, Guard};
-use super::port::Confirmation;
+use super::port::{ClientPort, Confirmation, EDITOR_SOURCE};
 use super::{
     Answer, BuiltinFeature, Feature, FeatureContext, ReplyLines, Turn, TurnEvent, TurnOutcome,
 };
@@ -45,7 +45,7 @@ pub const FEATURE: BuiltinFeature = BuiltinFeature {
 
 fn build(c: &FeatureContext<'_>) -> crate::error::Result<Arc<dyn Feature>> {
     if let Some(t) = c.tools {
-        let others: Vec<String> = t.iter().filter(|n| !is_workspace(n)).cloned().collect();
+        let others: Vec<String> = t.iter().filter(|n| !is_built_in(n)).cloned().collect();
         c.toolbox.check_selection(&others)?;
     }
     let guard = c.guard.cloned().ok_or_else(|| {
@@ -60,12 +60,23 @@ fn build(c: &FeatureContext<'_>) -> crate::error::Result<Arc<dyn Feature>> {
     )))
 }
 
+/// Whether a selection's entry names the source `source` or one of its tools.
+fn names_source(name: &str, source: &str) -> bool {
+    name == source
+        || name
+            .strip_prefix(source)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
 /// Whether a selection's entry names the workspace source or one of its tools.
 pub fn is_workspace(name: &str) -> bool {
-    name == workspace::SOURCE
-        || name
-            .strip_prefix(workspace::SOURCE)
-            .is_some_and(|rest| rest.starts_with('.'))
+    names_source(name, workspace::SOURCE)
+}
+
+/// Whether a selection's entry names a source the toolbox does not hold: the workspace, or
+/// the tools the client hosts (`editor`).
+fn is_built_in(name: &str) -> bool {
+    is_workspace(name) || names_source(name, EDITOR_SOURCE)
 }
 
 /// Rounds of tool calls in one turn before the model's reply is taken as final, unless
@@ -220,13 +231,17 @@ impl Tools {
             .collect()
     }
 
-    /// The tools of the conversation's selection: the workspace's when it is on, and those of
-    /// the toolbox's sources (`*` in a selection: the enabled ones).
-    async fn tools(&self) -> (Vec<Tool>, Vec<crate::tools::toolbox::SourceError>) {
+    /// The tools of the conversation's selection: the workspace's when it is on, those of the
+    /// toolbox's sources (`*` in a selection: the enabled ones), and those the client hosts
+    /// (named `editor`, or in `*`, or when there is no selection).
+    async fn tools(
+        &self,
+        port: &dyn ClientPort,
+    ) -> (Vec<Tool>, Vec<crate::tools::toolbox::SourceError>) {
         let others: Option<Vec<String>> = self
             .selection
             .as_ref()
-            .map(|s| s.iter().filter(|n| !is_workspace(n)).cloned().collect());
+            .map(|s| s.iter().filter(|n| !is_built_in(n)).cloned().collect());
         let (mut tools, errors) = match &others {
             Some(o) if o.is_empty() => (Vec::new(), Vec::new()),
             _ => self.toolbox.list(others.as_deref()).await,
@@ -241,14 +256,26 @@ impl Tools {
             own.append(&mut tools);
             tools = own;
         }
+        let hosted = |t: &Tool| {
+            self.selection.as_ref().is_none_or(|s| {
+                s.iter().any(|n| {
+                    n == EDITOR_SOURCE || n == &t.name || n == crate::tools::toolbox::ENABLED
+                })
+            })
+        };
+        tools.extend(port.hosted_tools().into_iter().filter(hosted));
         (tools, errors)
     }
 }
 
 #[async_trait]
 impl Feature for Tools {
+    fn guard(&self) -> Option<Arc<Guard>> {
+        Some(self.guard.clone())
+    }
+
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome {
-        let (tools, errors) = self.tools().await;
+        let (tools, errors) = self.tools(turn.port.as_ref()).await;
         let mut detailed: Vec<String> = errors
             .iter()
             .map(|e| format!("tool source {} unavailable: {}", e.source, e.message))
@@ -314,6 +341,7 @@ impl Feature for Tools {
                             Ok(a) if !a.is_error => a.images.clone(),
                             _ => Vec::new(),
                         };
+                        let edit = answer.as_ref().ok().and_then(|a| a.edit.clone());
                         let (text, is_error) = match answer {
                             Ok(a) if a.is_error => (a.text, true),
                             Ok(a) => {
@@ -343,6 +371,7 @@ impl Feature for Tools {
                             name: name.clone(),
                             output: text.clone(),
                             is_error,
+                            edit,
                         });
                         let mark = if is_error { "error" } else { "result" };
                         if let Ok(mut l) = log.lock() {

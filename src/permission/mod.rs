@@ -287,6 +287,8 @@ struct Entry {
 #[derive(Debug, Clone)]
 pub struct Policy {
     mode: Mode,
+    /// The project file's mode: no mode switch goes past it.
+    ceiling: Option<Mode>,
     deny: Vec<Entry>,
     ask: Vec<Entry>,
     allow: Vec<Entry>,
@@ -340,6 +342,7 @@ impl Policy {
         deny.extend(entries(&layers.flag_deny, FROM_FLAG_DENY, "--deny")?);
         Ok(Policy {
             mode,
+            ceiling: layers.project.as_ref().and_then(|(_, c)| c.mode),
             deny,
             ask,
             allow,
@@ -350,6 +353,13 @@ impl Policy {
 
     /// The mode in force (after a stricter project mode).
     pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Changes the mode (a client's mode switch); a project file's stricter mode still wins.
+    /// Answers the mode in force.
+    pub fn set_mode(&mut self, mode: Mode) -> Mode {
+        self.mode = self.ceiling.map_or(mode, |c| mode.min(c));
         self.mode
     }
 

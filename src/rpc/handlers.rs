@@ -15,6 +15,7 @@ use super::listings::Components;
 use super::port::RpcPort;
 use super::protocol::*;
 use crate::error::{Error, ErrorKind};
+use crate::feature::hosted_tools::Registration;
 use crate::format::ResponseSchema;
 use crate::message::Message;
 use crate::peer::Peer;
@@ -69,6 +70,7 @@ impl From<OpenConversation> for CreateConversationResult {
 
 pub fn initialize(cx: &mut Call, p: InitializeParams) -> Answer<InitializeResult> {
     cx.port.set_streaming(p.capabilities.streaming);
+    cx.port.set_editor(p.capabilities.editor);
     Ok(InitializeResult {
         server_info: ServerInfo {
             name: "genai".into(),
@@ -300,6 +302,22 @@ pub fn register_middleware(cx: &mut Call, p: RegisterMiddlewareParams) -> Answer
     let timeout = p.timeout_ms.map(std::time::Duration::from_millis);
     cx.fw
         .register_middleware(&p.name, timeout, cx.port.clone())?;
+    Ok(Done {})
+}
+
+pub fn register_tool(cx: &mut Call, p: RegisterToolParams) -> Answer<RegisterToolResult> {
+    let tool = cx.port.tools.register(Registration {
+        name: p.name,
+        description: p.description,
+        input_schema: p.input_schema,
+        read_only: p.read_only,
+        timeout: p.timeout_ms.map(std::time::Duration::from_millis),
+    })?;
+    Ok(RegisterToolResult { tool })
+}
+
+pub fn unregister_tool(cx: &mut Call, p: UnregisterToolParams) -> Answer<Done> {
+    cx.port.tools.unregister(&p.name)?;
     Ok(Done {})
 }
 

@@ -7,6 +7,7 @@
 //! module (but the command line, which starts it) may use it.
 
 pub mod dispatch;
+pub mod editor_protocol;
 pub mod errors;
 pub mod handlers;
 pub mod ids;

@@ -1,31 +1,46 @@
 //! The daemon's client port: turns the core's events into this connection's notifications
 //! (`OnFeatureResponseChunk`, `OnReasoningChunk`, `OnFeatureResponse`, `OnToolCallChunk`, `DoAction`,
 //! `OnPromptResponse*`, `OnNewMessage` to a hosting client) and the core's questions into
-//! daemon→client requests (`RequestConfirmation`, `OnMiddleware`), which the peer sends and
-//! matches answers to.
+//! daemon→client requests (`RequestConfirmation`, `OnMiddleware`, `OnToolCall`,
+//! `ReadTextFile`, `WriteTextFile`), which the peer sends and matches answers to.
 //!
-//! It owns the client's streaming choice; when a turn ends it tells the peer, so that
+//! It owns the client's streaming choice, the tools it hosts (they leave with it) and whether
+//! it holds the workspace tools' files; when a turn ends it tells the peer, so that
 //! `$/cancelRequest` no longer finds it. It must never decide anything about a turn.
 
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::protocol::*;
 use crate::error::{Error, ErrorKind, Result};
+use crate::feature::hosted_tools::{self, HostedTools};
 use crate::feature::port::{
-    ClientPort, Confirmation, HostedTurn, MiddlewareCall, PermissionAnswer, PermissionAsk,
-    PromptEvent, PromptRef, TurnEvent, TurnRef,
+    ClientPort, Confirmation, HostedToolCall, HostedTurn, MiddlewareCall, PermissionAnswer,
+    PermissionAsk, PromptEvent, PromptRef, TurnEvent, TurnRef,
 };
 use crate::feature::TurnOutcome;
 use crate::message::Message;
 use crate::peer::Peer;
+use crate::tools::plugin::ModuleAnswer;
+use crate::tools::Tool;
+use crate::workspace::command::CommandOutput;
+use crate::workspace::{Editor, EditorCall};
 
 pub struct RpcPort {
     peer: Arc<Peer>,
     streaming: AtomicBool,
+    /// The tools the client registered.
+    pub tools: HostedTools,
+    /// What the client does of the workspace tools' files (`Initialize.capabilities.editor`).
+    editor: Mutex<EditorCapabilities>,
+    /// The files each running turn changed, for its final `OnFeatureResponse`.
+    changed: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl RpcPort {
@@ -34,7 +49,21 @@ impl RpcPort {
         RpcPort {
             peer,
             streaming: AtomicBool::new(true),
+            tools: HostedTools::default(),
+            editor: Mutex::default(),
+            changed: Mutex::default(),
         }
+    }
+
+    /// The client's `Initialize.capabilities.editor`.
+    pub fn set_editor(&self, caps: EditorCapabilities) {
+        if let Ok(mut e) = self.editor.lock() {
+            *e = caps;
+        }
+    }
+
+    fn editor_caps(&self) -> EditorCapabilities {
+        self.editor.lock().map(|e| *e).unwrap_or_default()
     }
 
     /// The client's choice (`Initialize.capabilities.streaming`).
@@ -74,7 +103,12 @@ impl RpcPort {
 }
 
 /// The final (or a step's) `OnFeatureResponse` of a turn.
-fn feature_response(turn: &TurnRef, o: TurnOutcome, is_final: bool) -> FeatureResponse {
+fn feature_response(
+    turn: &TurnRef,
+    o: TurnOutcome,
+    is_final: bool,
+    changed_files: Vec<String>,
+) -> FeatureResponse {
     FeatureResponse {
         conversation_id: turn.conversation_id.clone(),
         turn_id: turn.turn_id.clone(),
@@ -87,6 +121,7 @@ fn feature_response(turn: &TurnRef, o: TurnOutcome, is_final: bool) -> FeatureRe
         cost: o.cost,
         model: o.model,
         finish_reason: o.finish_reason,
+        changed_files,
     }
 }
 
@@ -108,7 +143,22 @@ impl ClientPort for RpcPort {
                 turn_id: turn.turn_id.clone(),
                 delta,
             }),
-            // The protocol tells a tool run through `detailedResponse`, not as it happens.
+            // The protocol tells a tool run through `detailedResponse`, not as it happens; the
+            // files it changed come with the turn's end.
+            TurnEvent::ToolFinished {
+                edit: Some(edit),
+                is_error: false,
+                ..
+            } => {
+                if let Ok(mut c) = self.changed.lock() {
+                    let files = c.entry(turn.turn_id.clone()).or_default();
+                    let path = edit.path.to_string_lossy().into_owned();
+                    if !files.contains(&path) {
+                        files.push(path);
+                    }
+                }
+                return;
+            }
             TurnEvent::ToolStarted { .. } | TurnEvent::ToolFinished { .. } => return,
             TurnEvent::ToolCall(d) => Event::OnToolCallChunk(ToolCallChunk {
                 conversation_id: turn.conversation_id.clone(),
@@ -135,11 +185,17 @@ impl ClientPort for RpcPort {
                     detailed,
                     ..Default::default()
                 };
-                Event::OnFeatureResponse(feature_response(turn, step, false))
+                Event::OnFeatureResponse(feature_response(turn, step, false, Vec::new()))
             }
             TurnEvent::Done(outcome) => {
                 self.peer.running().ended(&turn.turn_id);
-                Event::OnFeatureResponse(feature_response(turn, outcome, true))
+                let changed = self
+                    .changed
+                    .lock()
+                    .ok()
+                    .and_then(|mut c| c.remove(&turn.turn_id))
+                    .unwrap_or_default();
+                Event::OnFeatureResponse(feature_response(turn, outcome, true, changed))
             }
         };
         self.notify(event);
@@ -217,6 +273,7 @@ impl ClientPort for RpcPort {
                     .iter()
                     .map(|o| o.as_str().to_string())
                     .collect(),
+                diff: ask.edit.as_ref().map(FileDiff::from),
             }),
         };
         let answer = self
@@ -241,6 +298,47 @@ impl ClientPort for RpcPort {
         }
     }
 
+    fn hosted_tools(&self) -> Vec<Tool> {
+        self.tools.list()
+    }
+
+    async fn call_tool(&self, call: HostedToolCall) -> Result<ModuleAnswer> {
+        let Some(limit) = self.tools.timeout(&call.name) else {
+            return Err(Error::invalid_params(format!(
+                "the client no longer hosts the tool editor.{}",
+                call.name
+            )));
+        };
+        let name = call.name.clone();
+        let params = OnToolCallParams {
+            conversation_id: call.turn.conversation_id,
+            turn_id: call.turn.turn_id,
+            call_id: call.call_id,
+            name: call.name,
+            arguments: call.arguments,
+        };
+        let asked = self.request(
+            "OnToolCall",
+            serde_json::to_value(params).unwrap_or_default(),
+        );
+        let answer = tokio::time::timeout(limit, asked)
+            .await
+            .map_err(|_| hosted_tools::timed_out(&name, limit))?
+            .map_err(|e| Error::new(e.kind, format!("editor.{name}: {}", e.message)))?;
+        let answer: OnToolCallResult = serde_json::from_value(answer).map_err(|e| {
+            Error::new(
+                ErrorKind::FeatureError,
+                format!("the client's OnToolCall answer is not {{content, isError?}}: {e}"),
+            )
+        })?;
+        Ok(hosted_tools::answer(answer.content, answer.is_error))
+    }
+
+    fn editor(&self) -> Option<&dyn Editor> {
+        let caps = self.editor_caps();
+        (caps.read_text_file || caps.write_text_file).then_some(self as &dyn Editor)
+    }
+
     async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>> {
         let params = OnMiddlewareParams {
             name: call.name,
@@ -262,5 +360,75 @@ impl ClientPort for RpcPort {
                     format!("the client's OnMiddleware answer is not {{messages}}: {e}"),
                 )
             })
+    }
+}
+
+/// The client's editor, when it offered `capabilities.editor`.
+#[async_trait]
+impl Editor for RpcPort {
+    fn reads(&self) -> bool {
+        self.editor_caps().read_text_file
+    }
+
+    fn writes(&self) -> bool {
+        self.editor_caps().write_text_file
+    }
+
+    fn runs_commands(&self) -> bool {
+        false
+    }
+
+    async fn read_text(&self, call: &EditorCall, path: &Path) -> Result<String> {
+        let params = ReadTextFileParams {
+            conversation_id: call.conversation_id.clone(),
+            path: path.to_string_lossy().into_owned(),
+        };
+        let answer = self
+            .request(
+                "ReadTextFile",
+                serde_json::to_value(params).unwrap_or_default(),
+            )
+            .await?;
+        let answer: ReadTextFileResult = serde_json::from_value(answer).map_err(|e| {
+            Error::new(
+                ErrorKind::FeatureError,
+                format!("the client's ReadTextFile answer is not {{text}}: {e}"),
+            )
+        })?;
+        answer.text.ok_or_else(|| {
+            Error::invalid_params(format!("the editor has no file {}", path.display()))
+        })
+    }
+
+    async fn write_text(&self, call: &EditorCall, path: &Path, text: &str) -> Result<()> {
+        let params = WriteTextFileParams {
+            conversation_id: call.conversation_id.clone(),
+            turn_id: call.turn_id.clone(),
+            call_id: call.call_id.clone(),
+            path: path.to_string_lossy().into_owned(),
+            text: text.to_string(),
+        };
+        self.request(
+            "WriteTextFile",
+            serde_json::to_value(params).unwrap_or_default(),
+        )
+        .await
+        .map_err(|e| {
+            Error::new(
+                e.kind,
+                format!("the editor did not write it: {}", e.message),
+            )
+        })?;
+        Ok(())
+    }
+
+    async fn run_command(
+        &self,
+        _: &EditorCall,
+        _: &str,
+        _: &Path,
+        _: Duration,
+    ) -> Result<CommandOutput> {
+        Err(Error::internal("a daemon client runs no commands"))
     }
 }

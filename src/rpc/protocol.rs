@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use super::editor_protocol::*;
 use super::listings::{ConversationRecord, StoredMessage};
 pub use super::tool_protocol::*;
 use crate::message::{Message, Usage};
@@ -47,11 +48,17 @@ pub struct ClientCapabilities {
     /// Whether the client wants `OnFeatureResponseChunk`/`OnPromptResponseChunk` (default true).
     #[serde(default = "yes")]
     pub streaming: bool,
+    /// The client reads or writes the workspace tools' files itself.
+    #[serde(default)]
+    pub editor: EditorCapabilities,
 }
 
 impl Default for ClientCapabilities {
     fn default() -> Self {
-        ClientCapabilities { streaming: true }
+        ClientCapabilities {
+            streaming: true,
+            editor: EditorCapabilities::default(),
+        }
     }
 }
 
@@ -472,6 +479,9 @@ pub struct FeatureResponse {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// The files the turn's tools changed (absolute paths), for an Undo; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -52,6 +52,9 @@ pub struct PermissionRequest {
     /// The answers the client may give in `option`: `allow_once`, `allow_always`,
     /// `reject_once`, `reject_always`.
     pub options: Vec<String>,
+    /// For an edit: the change it would make.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<super::editor_protocol::FileDiff>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

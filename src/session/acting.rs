@@ -86,6 +86,35 @@ impl Framework {
         self.store.set_permissions(id, &json)
     }
 
+    /// Changes the permission mode of an open conversation that takes tools, and keeps it
+    /// with the conversation; answers the mode in force (a project file may hold it lower).
+    pub fn set_permission_mode(&self, id: &str, mode: Mode) -> Result<Mode> {
+        let guard = self
+            .conversations
+            .lock()
+            .map_err(|_| super::poisoned())?
+            .get(id)
+            .ok_or_else(|| super::unknown_conversation(id))?
+            .guard
+            .clone()
+            .ok_or_else(|| {
+                Error::invalid_params(format!(
+                    "conversation {id} calls no tools, so it has no permission mode"
+                ))
+            })?;
+        let now = guard.set_mode(mode);
+        let mut flags = self.stored_permissions(id);
+        flags.mode = Some(mode);
+        self.store_permissions(id, &flags)?;
+        Ok(now)
+    }
+
+    /// The permission mode of an open conversation that takes tools.
+    pub fn permission_mode(&self, id: &str) -> Option<Mode> {
+        let conversations = self.conversations.lock().ok()?;
+        Some(conversations.get(id)?.guard.as_ref()?.mode())
+    }
+
     /// The permission flags a stored conversation was opened with (none when it has none,
     /// or when they cannot be read: the config's then apply, and the log says why).
     pub(super) fn stored_permissions(&self, id: &str) -> PermissionFlags {
@@ -134,6 +163,21 @@ impl Framework {
             target.conversation = Some(self.resolve_conversation(c).unwrap_or_else(|_| c.clone()));
         }
         self.checkpoint_store()?.undo(target, force)
+    }
+
+    /// [`Framework::undo`] of files a client's editor holds (ACP's `/undo`).
+    pub async fn undo_through(
+        &self,
+        mut target: crate::checkpoint::UndoTarget,
+        force: bool,
+        holder: &dyn crate::checkpoint::Holder,
+    ) -> Result<crate::checkpoint::Undone> {
+        if let Some(c) = &target.conversation {
+            target.conversation = Some(self.resolve_conversation(c).unwrap_or_else(|_| c.clone()));
+        }
+        self.checkpoint_store()?
+            .undo_through(target, force, holder)
+            .await
     }
 
     /// The turns whose tools changed files, newest first.

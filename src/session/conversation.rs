@@ -50,6 +50,8 @@ pub(super) struct Conversation {
     watchers: Watchers,
     /// Its tool sources (the config's, with the MCP servers its client brought).
     pub toolbox: Arc<Toolbox>,
+    /// The guard of its tool calls, when its feature takes tools.
+    pub guard: Option<Arc<crate::feature::guard::Guard>>,
 }
 
 impl Framework {
@@ -92,6 +94,7 @@ impl Framework {
             port: port.clone(),
             watchers,
             toolbox,
+            guard: feature.guard(),
         };
         self.conversations
             .lock()

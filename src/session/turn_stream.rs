@@ -169,6 +169,21 @@ impl ClientPort for WatchedPort {
         self.port.ask_permission(ask).await
     }
 
+    fn hosted_tools(&self) -> Vec<crate::tools::Tool> {
+        self.port.hosted_tools()
+    }
+
+    async fn call_tool(
+        &self,
+        call: crate::feature::port::HostedToolCall,
+    ) -> Result<crate::tools::plugin::ModuleAnswer> {
+        self.port.call_tool(call).await
+    }
+
+    fn editor(&self) -> Option<&dyn crate::workspace::Editor> {
+        self.port.editor()
+    }
+
     async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>> {
         self.port.middleware(call).await
     }

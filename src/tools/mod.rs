@@ -31,3 +31,13 @@ pub struct Tool {
     /// the `read-only` permission mode lets it run.
     pub read_only: bool,
 }
+
+/// A file a tool changed, for a client's diff view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileEdit {
+    /// The file's absolute path.
+    pub path: std::path::PathBuf,
+    /// Its text before (`None`: the tool created it, or it was not text).
+    pub old_text: Option<String>,
+    pub new_text: String,
+}

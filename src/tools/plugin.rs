@@ -45,6 +45,8 @@ pub struct ModuleAnswer {
     pub collect_link: Option<String>,
     /// Images the tool answered (MCP image content), as image parts for the model.
     pub images: Vec<crate::message::Part>,
+    /// The file the call changed (the workspace's edit tools).
+    pub edit: Option<super::FileEdit>,
 }
 
 /// The keyring name of a module's key.
@@ -349,6 +351,7 @@ pub fn answer_of(status: reqwest::StatusCode, body: &[u8]) -> ModuleAnswer {
             .then(|| link("collectResponseLink"))
             .flatten(),
         images: Vec::new(),
+        edit: None,
     }
 }
 

@@ -55,12 +55,7 @@ pub fn read_file(
     if head.contains(&0) {
         return Ok(describe_binary(&head, size, false));
     }
-    let first = offset.unwrap_or(1).max(1);
-    let count = match limit {
-        Some(0) => return Err(Error::invalid_params("limit must be at least 1 line")),
-        Some(n) => n,
-        None => DEFAULT_LIMIT,
-    };
+    let (first, count) = window_of(offset, limit)?;
     let window = if size <= MAX_WHOLE_FILE {
         let mut bytes = head;
         file.read_to_end(&mut bytes)
@@ -82,6 +77,33 @@ pub fn read_file(
     }
     .map_err(|e| io_error("cannot read", &rel, e))?;
     window.render(&rel, first)
+}
+
+/// read_file's first line and line count from its offset and limit.
+fn window_of(offset: Option<usize>, limit: Option<usize>) -> Result<(usize, usize)> {
+    let first = offset.unwrap_or(1).max(1);
+    match limit {
+        Some(0) => Err(Error::invalid_params("limit must be at least 1 line")),
+        Some(n) => Ok((first, n)),
+        None => Ok((first, DEFAULT_LIMIT)),
+    }
+}
+
+/// read_file's answer for `text`, a file's content as an editor holds it (unsaved changes
+/// included): the same numbered window as from the disk.
+pub fn render_text(
+    rel: &str,
+    text: &str,
+    offset: Option<usize>,
+    limit: Option<usize>,
+) -> Result<String> {
+    if text.as_bytes()[..text.len().min(SNIFF_BYTES)].contains(&0) {
+        return Ok(describe_binary(text.as_bytes(), text.len() as u64, false));
+    }
+    let (first, count) = window_of(offset, limit)?;
+    read_window(&mut text.as_bytes(), first, count)
+        .map_err(|e| io_error("cannot read", rel, e))?
+        .render(rel, first)
 }
 
 /// list {path?, glob?}: the files and folders under `path` (default the root), recursively,
@@ -145,6 +167,8 @@ pub struct Change {
     pub diff: String,
     /// Whether the file does not exist yet.
     pub created: bool,
+    /// The file's old text, when it was text (for a client's diff view).
+    pub old: Option<String>,
 }
 
 /// edit_file {path, old_text, new_text}: `old_text` must occur exactly once in the file (not
@@ -153,17 +177,7 @@ pub struct Change {
 /// CRLF line ends, `\n` in both texts stands for `\r\n` when the text as given is not found.
 /// The diff has 3 lines of context and headers `--- a/REL` `+++ b/REL`.
 pub fn plan_edit(root: &Root, path: &str, old_text: &str, new_text: &str) -> Result<Change> {
-    if old_text.is_empty() {
-        return Err(Error::invalid_params(
-            "old_text is empty: give the exact text to replace, or use write_file to write \
-             the whole file",
-        ));
-    }
-    if old_text == new_text {
-        return Err(Error::invalid_params(
-            "old_text and new_text are the same: there is nothing to change",
-        ));
-    }
+    check_edit(old_text, new_text)?;
     let abs = root.resolve(path)?;
     let rel = root.relative(&abs);
     let size = existing_file_size(&abs, &rel, "edit_file", "use write_file to create it")?;
@@ -182,6 +196,35 @@ pub fn plan_edit(root: &Root, path: &str, old_text: &str, new_text: &str) -> Res
             )))
         }
     };
+    edit_text(abs.clone(), rel, text, old_text, new_text)
+}
+
+/// The texts of an edit must differ and the old one must not be empty.
+fn check_edit(old_text: &str, new_text: &str) -> Result<()> {
+    if old_text.is_empty() {
+        return Err(Error::invalid_params(
+            "old_text is empty: give the exact text to replace, or use write_file to write \
+             the whole file",
+        ));
+    }
+    if old_text == new_text {
+        return Err(Error::invalid_params(
+            "old_text and new_text are the same: there is nothing to change",
+        ));
+    }
+    Ok(())
+}
+
+/// The edit of [`plan_edit`] on `text`, the file's current content wherever it is held (the
+/// disk, or an editor's buffer).
+pub fn edit_text(
+    abs: PathBuf,
+    rel: String,
+    text: &str,
+    old_text: &str,
+    new_text: &str,
+) -> Result<Change> {
+    check_edit(old_text, new_text)?;
     let (mut old, mut new) = (old_text.to_string(), new_text.to_string());
     let mut at = occurrences(text, &old);
     if at.is_empty() && text.contains("\r\n") && old.contains('\n') && !old.contains('\r') {
@@ -213,6 +256,7 @@ pub fn plan_edit(root: &Root, path: &str, old_text: &str, new_text: &str) -> Res
         bytes: updated.into_bytes(),
         diff,
         created: false,
+        old: Some(text.to_string()),
     })
 }
 
@@ -235,21 +279,23 @@ pub fn plan_write(root: &Root, path: &str, content: &str) -> Result<Change> {
             } else {
                 Vec::new()
             };
-            let diff = match std::str::from_utf8(&old) {
+            match std::str::from_utf8(&old) {
                 Ok(text) if meta.len() <= MAX_WHOLE_FILE && !old.contains(&0) => {
-                    unified_diff(text, content, &old_header, &new_header)
+                    return Ok(write_text(abs.clone(), rel, Some(text), content))
                 }
-                _ => format!(
-                    "--- {old_header}\n+++ {new_header}\n(a binary or very large file of {} \
-                     bytes replaced by {} lines of text)\n",
-                    thousands(meta.len()),
-                    content.lines().count()
-                ),
-            };
-            (false, diff)
+                _ => {
+                    let diff = format!(
+                        "--- {old_header}\n+++ {new_header}\n(a binary or very large file of {} \
+                         bytes replaced by {} lines of text)\n",
+                        thousands(meta.len()),
+                        content.lines().count()
+                    );
+                    (false, diff)
+                }
+            }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            (true, unified_diff("", content, "/dev/null", &new_header))
+            return Ok(write_text(abs, rel, None, content))
         }
         Err(e) => return Err(io_error("cannot look at", &rel, e)),
     };
@@ -259,7 +305,26 @@ pub fn plan_write(root: &Root, path: &str, content: &str) -> Result<Change> {
         bytes: content.as_bytes().to_vec(),
         diff,
         created,
+        old: None,
     })
+}
+
+/// The write of [`plan_write`] over `old`, the file's current text wherever it is held
+/// (`None`: the file does not exist).
+pub fn write_text(abs: PathBuf, rel: String, old: Option<&str>, content: &str) -> Change {
+    let new_header = format!("b/{rel}");
+    let diff = match old {
+        Some(text) => unified_diff(text, content, &format!("a/{rel}"), &new_header),
+        None => unified_diff("", content, "/dev/null", &new_header),
+    };
+    Change {
+        path: abs,
+        relative: rel,
+        bytes: content.as_bytes().to_vec(),
+        diff,
+        created: old.is_none(),
+        old: old.map(str::to_string),
+    }
 }
 
 /// Writes the change: re-checks that the path still resolves to the same place inside the root
@@ -310,6 +375,13 @@ pub fn apply(root: &Root, change: &Change) -> Result<String> {
         .map_err(|e| io_error("cannot write", rel, e))?;
     tmp.persist(&change.path)
         .map_err(|e| io_error("cannot replace", rel, e.error))?;
+    Ok(answer(change))
+}
+
+/// What the model is told of a change made: "edited src/a.rs\n<diff>" or "created notes.md
+/// (12 lines)\n<diff>", the diff cut at 20,000 chars with a note.
+pub fn answer(change: &Change) -> String {
+    let rel = &change.relative;
     let (diff, cut) = cut_chars(&change.diff, MAX_DIFF_CHARS);
     let note = if cut {
         "\n(diff cut at 20,000 chars: read the file to see the rest)"
@@ -317,11 +389,11 @@ pub fn apply(root: &Root, change: &Change) -> Result<String> {
         ""
     };
     let lines = String::from_utf8_lossy(&change.bytes).lines().count();
-    Ok(match (change.created, change.diff.is_empty()) {
+    match (change.created, change.diff.is_empty()) {
         (true, _) => format!("created {rel} ({lines} lines)\n{diff}{note}"),
         (false, true) => format!("edited {rel} (no change)"),
         (false, false) => format!("edited {rel}\n{diff}{note}"),
-    })
+    }
 }
 
 /// A walk of what `list` and `search` see under `start`: ignore files honoured (.gitignore,
@@ -515,7 +587,12 @@ fn describe_binary(head: &[u8], size: u64, not_utf8: bool) -> String {
 
 /// The size of the file at `abs`; an error when it is missing (saying `missing_hint`) or a
 /// folder.
-fn existing_file_size(abs: &Path, rel: &str, tool: &str, missing_hint: &str) -> Result<u64> {
+pub(super) fn existing_file_size(
+    abs: &Path,
+    rel: &str,
+    tool: &str,
+    missing_hint: &str,
+) -> Result<u64> {
     let meta = std::fs::metadata(abs).map_err(|e| not_found_or(rel, e, missing_hint))?;
     if meta.is_dir() {
         return Err(Error::invalid_params(format!(

@@ -7,6 +7,7 @@
 //! and the user first, and hands each call the checkpoint to keep before a file changes.
 
 pub mod command;
+pub mod editor;
 pub mod files;
 pub mod paths;
 pub mod sandbox;
@@ -22,7 +23,8 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::permission::Kind;
-use crate::tools::Tool;
+use crate::tools::{FileEdit, Tool};
+pub use editor::{Editor, EditorCall};
 pub use paths::Root;
 
 /// The source's name: its tools are `workspace.read_file`, ...
@@ -49,14 +51,39 @@ pub struct Described {
     pub writes: Option<std::path::PathBuf>,
 }
 
+/// A file's content before or after a change, for its checkpoint.
+#[derive(Debug, Clone, Copy)]
+pub enum Content<'a> {
+    /// What the disk holds.
+    OnDisk,
+    /// What the editor holds (`None`: no such file).
+    Known(Option<&'a [u8]>),
+}
+
 /// What a call needs beside its arguments.
 pub struct CallContext<'a> {
-    /// Called with a file's absolute path right before it is written, and after.
-    pub on_write: &'a (dyn Fn(&Path, bool) -> Result<()> + Send + Sync),
+    /// Called with a file's absolute path right before it is written (`false`), and after
+    /// (`true`), with what it holds.
+    pub on_write: &'a (dyn Fn(&Path, bool, Content<'_>) -> Result<()> + Send + Sync),
     /// Files `search` must not open (the secret files no rule names).
     pub secret: &'a (dyn Fn(&str) -> bool + Send + Sync),
     /// How a command is confined; `None`: not sandboxed.
     pub sandbox: Option<sandbox::Sandbox>,
+    /// The client's editor, when it holds the files or runs the commands, and this call.
+    pub editor: Option<(&'a dyn Editor, EditorCall)>,
+}
+
+/// What a call answered: the model's text, and the file it changed.
+#[derive(Debug, Clone, Default)]
+pub struct Called {
+    pub text: String,
+    pub edit: Option<FileEdit>,
+}
+
+impl From<String> for Called {
+    fn from(text: String) -> Called {
+        Called { text, edit: None }
+    }
 }
 
 #[derive(Deserialize)]
@@ -286,16 +313,32 @@ impl Workspace {
         function: &str,
         arguments: &Value,
         cx: CallContext<'_>,
-    ) -> Result<String> {
+    ) -> Result<Called> {
         let root = &self.root;
+        let editor = cx.editor.as_ref().map(|(e, call)| (*e, call));
+        let reads = editor.filter(|(e, _)| e.reads());
         match function {
             "read_file" => {
                 let a: ReadArgs = args(function, arguments)?;
-                files::read_file(root, &a.path, a.offset, a.limit)
+                match reads {
+                    Some((e, call)) => {
+                        let abs = root.resolve(&a.path)?;
+                        let rel = root.relative(&abs);
+                        files::existing_file_size(
+                            &abs,
+                            &rel,
+                            "read_file",
+                            "use list to see the files",
+                        )?;
+                        let text = e.read_text(call, &abs).await?;
+                        files::render_text(&rel, &text, a.offset, a.limit).map(Called::from)
+                    }
+                    None => files::read_file(root, &a.path, a.offset, a.limit).map(Called::from),
+                }
             }
             "list" => {
                 let a: ListArgs = args(function, arguments)?;
-                files::list(root, a.path.as_deref(), a.glob.as_deref())
+                files::list(root, a.path.as_deref(), a.glob.as_deref()).map(Called::from)
             }
             "search" => {
                 let a: SearchArgs = args(function, arguments)?;
@@ -306,24 +349,51 @@ impl Workspace {
                     a.glob.as_deref(),
                     cx.secret,
                 )
+                .map(Called::from)
             }
             "edit_file" | "write_file" => {
-                let change = if function == "edit_file" {
-                    let a: EditArgs = args(function, arguments)?;
-                    files::plan_edit(root, &a.path, &a.old_text, &a.new_text)?
-                } else {
-                    let a: WriteArgs = args(function, arguments)?;
-                    files::plan_write(root, &a.path, &a.content)?
+                let change = self.plan_change(function, arguments, reads).await?;
+                let edit = FileEdit {
+                    path: change.path.clone(),
+                    old_text: change.old.clone(),
+                    new_text: String::from_utf8_lossy(&change.bytes).into_owned(),
                 };
-                blocking(|| {
-                    (cx.on_write)(&change.path, false)?;
-                    let answer = files::apply(root, &change)?;
-                    (cx.on_write)(&change.path, true)?;
-                    Ok(answer)
+                let text = match editor.filter(|(e, _)| e.writes()) {
+                    Some((e, call)) => {
+                        let old = change.old.as_deref().map(str::as_bytes);
+                        (cx.on_write)(&change.path, false, Content::Known(old))?;
+                        e.write_text(call, &change.path, &edit.new_text).await?;
+                        (cx.on_write)(&change.path, true, Content::Known(Some(&change.bytes)))?;
+                        files::answer(&change)
+                    }
+                    None => blocking(|| {
+                        let before = match reads {
+                            Some(_) => Content::Known(change.old.as_deref().map(str::as_bytes)),
+                            None => Content::OnDisk,
+                        };
+                        (cx.on_write)(&change.path, false, before)?;
+                        let answer = files::apply(root, &change)?;
+                        (cx.on_write)(&change.path, true, Content::OnDisk)?;
+                        Ok::<_, Error>(answer)
+                    })?,
+                };
+                Ok(Called {
+                    text,
+                    edit: Some(edit),
                 })
             }
             "run_command" => {
                 let a: CommandArgs = args(function, arguments)?;
+                let timeout = a
+                    .timeout_s
+                    .map_or(command::DEFAULT_TIMEOUT, Duration::from_secs);
+                if let Some((e, call)) = editor.filter(|(e, _)| e.runs_commands()) {
+                    let timeout = timeout.clamp(command::MIN_TIMEOUT, command::MAX_TIMEOUT);
+                    let out = e
+                        .run_command(call, &a.command, root.path(), timeout)
+                        .await?;
+                    return Ok(out.for_model().into());
+                }
                 let mut env = crate::process::minimal_env(&[]);
                 if let Some(s) = &cx.sandbox {
                     env.retain(|(name, _)| name != "TMPDIR");
@@ -332,9 +402,7 @@ impl Workspace {
                 let out = command::run(command::CommandRequest {
                     command: a.command,
                     cwd: root.path().to_path_buf(),
-                    timeout: a
-                        .timeout_s
-                        .map_or(command::DEFAULT_TIMEOUT, Duration::from_secs),
+                    timeout,
                     env,
                     sandbox: cx.sandbox,
                 })
@@ -343,7 +411,7 @@ impl Workspace {
                 for note in &out.notes {
                     text.push_str(&format!("\n(sandbox: {note})"));
                 }
-                Ok(text)
+                Ok(text.into())
             }
             "fetch" => {
                 let a: FetchArgs = args(function, arguments)?;
@@ -360,11 +428,74 @@ impl Workspace {
                     text.truncate(text.floor_char_boundary(MAX_PAGE_CHARS));
                     text.push_str("\n… (the page goes on; cut here)");
                 }
-                Ok(text)
+                Ok(text.into())
             }
             other => Err(Error::invalid_params(format!(
                 "the workspace has no tool `{other}`"
             ))),
+        }
+    }
+
+    /// The change an edit_file or write_file call would make, for a diff view before it is
+    /// allowed (planned again when it runs).
+    pub async fn preview(
+        &self,
+        function: &str,
+        arguments: &Value,
+        reads: Option<(&dyn Editor, EditorCall)>,
+    ) -> Result<FileEdit> {
+        let change = self
+            .plan_change(function, arguments, reads.as_ref().map(|(e, c)| (*e, c)))
+            .await?;
+        Ok(FileEdit {
+            path: change.path,
+            old_text: change.old,
+            new_text: String::from_utf8_lossy(&change.bytes).into_owned(),
+        })
+    }
+
+    /// The change an edit_file or write_file call makes, planned on the editor's text when it
+    /// reads the files, else on the disk's.
+    async fn plan_change(
+        &self,
+        function: &str,
+        arguments: &Value,
+        reads: Option<(&dyn Editor, &EditorCall)>,
+    ) -> Result<files::Change> {
+        let root = &self.root;
+        let (given, edit) = if function == "edit_file" {
+            let a: EditArgs = args(function, arguments)?;
+            (a.path.clone(), Ok(a))
+        } else {
+            let a: WriteArgs = args(function, arguments)?;
+            (a.path.clone(), Err(a))
+        };
+        let Some((e, call)) = reads else {
+            return match edit {
+                Ok(a) => files::plan_edit(root, &a.path, &a.old_text, &a.new_text),
+                Err(a) => files::plan_write(root, &a.path, &a.content),
+            };
+        };
+        let abs = root.resolve(&given)?;
+        let rel = root.relative(&abs);
+        match edit {
+            Ok(a) => {
+                files::existing_file_size(&abs, &rel, "edit_file", "use write_file to create it")?;
+                let text = e.read_text(call, &abs).await?;
+                files::edit_text(abs, rel, &text, &a.old_text, &a.new_text)
+            }
+            Err(a) => {
+                if abs.is_dir() {
+                    return Err(Error::invalid_params(format!(
+                        "`{rel}` is a folder: give the path of a file to write"
+                    )));
+                }
+                let old = match abs.exists() {
+                    true => Some(e.read_text(call, &abs).await?),
+                    false => None,
+                };
+                Ok(files::write_text(abs, rel, old.as_deref(), &a.content))
+            }
         }
     }
 }

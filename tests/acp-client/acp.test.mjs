@@ -8,6 +8,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, realpathSync, rmSync } from "node:fs";
@@ -67,8 +68,10 @@ function startAgent(home = dir) {
   return { child, stream, exited };
 }
 
-/** A client app that records updates and answers fs reads and permissions as told. */
-function editor({ buffers = null, permission = "allow" } = {}) {
+/** A client app that records updates and answers fs reads and permissions as told; with
+ * `writes`, it takes fs/write_text_file into its buffers (and onto the disk with `disk`);
+ * with `terminal`, it runs terminal/* commands itself and records them. */
+function editor({ buffers = null, permission = "allow", writes = false, disk = false, terminal = false } = {}) {
   const updates = [];
   const asked = [];
   const watchers = [];
@@ -97,7 +100,44 @@ function editor({ buffers = null, permission = "allow" } = {}) {
       return { content: text };
     });
   }
-  return { app, updates, asked, until, fs: Boolean(buffers) };
+  const written = [];
+  if (writes) {
+    app = app.onRequest("fs/write_text_file", (ctx) => {
+      written.push({ path: ctx.params.path, content: ctx.params.content });
+      if (buffers) buffers[ctx.params.path] = ctx.params.content;
+      if (disk) writeFileSync(ctx.params.path, ctx.params.content);
+      return {};
+    });
+  }
+  const terminals = [];
+  if (terminal) {
+    app = app
+      .onRequest("terminal/create", (ctx) => {
+        const { command, args, cwd } = ctx.params;
+        const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+        const t = { id: `term-${terminals.length + 1}`, command, args, cwd, output: "", released: false };
+        child.stdout.on("data", (d) => (t.output += d));
+        child.stderr.on("data", (d) => (t.output += d));
+        t.exit = once(child, "close").then(([code, signal]) => ({ exitCode: code, signal }));
+        t.child = child;
+        terminals.push(t);
+        return { terminalId: t.id };
+      })
+      .onRequest("terminal/wait_for_exit", async (ctx) => terminals.find((t) => t.id === ctx.params.terminalId).exit)
+      .onRequest("terminal/output", async (ctx) => {
+        const t = terminals.find((t) => t.id === ctx.params.terminalId);
+        return { output: t.output, truncated: false, exitStatus: await t.exit };
+      })
+      .onRequest("terminal/kill", (ctx) => {
+        terminals.find((t) => t.id === ctx.params.terminalId).child.kill("SIGKILL");
+        return {};
+      })
+      .onRequest("terminal/release", (ctx) => {
+        terminals.find((t) => t.id === ctx.params.terminalId).released = true;
+        return {};
+      });
+  }
+  return { app, updates, asked, until, fs: Boolean(buffers), writes, terminal, written, terminals };
 }
 
 /** Runs `op(agent)` on a fresh `genai acp` process, initialized, and waits for it to exit. */
@@ -107,7 +147,7 @@ async function withAgent(ed, op, home = dir) {
     return await ed.app.connectWith(agent.stream, async (cx) => {
       const init = await cx.request("initialize", {
         protocolVersion: 1,
-        clientCapabilities: { fs: { readTextFile: ed.fs, writeTextFile: false }, terminal: false },
+        clientCapabilities: { fs: { readTextFile: ed.fs, writeTextFile: ed.writes }, terminal: ed.terminal },
         clientInfo: { name: "acp-test", version: "1.0.0" },
       });
       return op(cx, init);
@@ -203,7 +243,7 @@ test("a reply streams as agent_message_chunk, a linked file is read through the 
   await withAgent(ed, async (cx) => {
     const { sessionId, configOptions } = await cx.request("session/new", { cwd: dir, mcpServers: [] });
     assert.ok(configOptions.some((o) => o.id === "model" && o.category === "model"));
-    assert.ok(configOptions.some((o) => o.id === "mode" && o.category === "mode"));
+    assert.ok(configOptions.some((o) => o.id === "mode" && o.category === "_genai_feature"));
     const r = await cx.request("session/prompt", {
       sessionId,
       prompt: [
@@ -624,7 +664,7 @@ test("an MCP server's resources are context for resource_links, its prompts slas
     // Its prompts are slash commands.
     await ed.until((u) => u.sessionId === sessionId && u.update.sessionUpdate === "available_commands_update");
     const announced = ed.updates.find((u) => u.update.sessionUpdate === "available_commands_update").update;
-    assert.deepEqual(announced.availableCommands.map((c) => c.name), ["notes.review"]);
+    assert.deepEqual(announced.availableCommands.map((c) => c.name), ["undo", "notes.review"]);
     await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/notes.review fn f() {}" }] });
     const expanded = requestText(await lastRequest());
     assert.ok(expanded.includes("Review this code: fn f() {}"), expanded);
@@ -691,4 +731,131 @@ test("malformed lines get JSON-RPC errors and the agent goes on", async () => {
   agent.stdin.end();
   const code = await new Promise((resolve) => agent.on("exit", resolve));
   assert.equal(code, 0);
+});
+
+test("editor: the model reads the unsaved buffer, its edit goes to fs/write_text_file after a permission request, /undo puts it back", async () => {
+  const { home, cwd } = freshHome();
+  const path = join(cwd, "notes.md");
+  writeFileSync(path, "a draft note as saved\n");
+  const buffers = { [path]: "an unsaved draft note\n" };
+  const ed = editor({ buffers, writes: true, permission: "allow_once" });
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      await ed.until((u) => u.sessionId === sessionId && u.update.sessionUpdate === "available_commands_update");
+      const commands = ed.updates.find((u) => u.update.sessionUpdate === "available_commands_update").update;
+      assert.ok(commands.availableCommands.some((c) => c.name === "undo"), JSON.stringify(commands));
+      const from = await requestCount();
+      await fake.send({ push: { reply: "", toolCalls: [["workspace__read_file", JSON.stringify({ path: "notes.md" })]] } });
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md")] } });
+      await fake.send({ push: { reply: "Edited." } });
+      const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Finish the note" }] });
+      assert.equal(r.stopReason, "end_turn");
+      const sent = await requestsSince(from);
+      assert.equal(sent.length, 3);
+      // What reached the model is the editor's buffer, not the disk.
+      const read = toolResult(sent.slice(0, 2), "call_1");
+      assert.ok(read.includes("an unsaved draft note") && !read.includes("as saved"), read);
+      // One ask, for the edit, with its location and diff; then the write, through the editor.
+      assert.equal(ed.asked.length, 1, JSON.stringify(ed.asked));
+      const ask = ed.asked[0].toolCall;
+      assert.equal(ask.kind, "edit");
+      assert.deepEqual(ask.locations, [{ path }]);
+      assert.deepEqual(ask.content, [
+        { type: "diff", path, oldText: "an unsaved draft note\n", newText: "an unsaved final note\n" },
+      ]);
+      assert.deepEqual(ed.written, [{ path, content: "an unsaved final note\n" }]);
+      assert.equal(readFileSync(path, "utf8"), "a draft note as saved\n", "genai wrote nothing itself");
+      const calls = toolUpdates(ed.updates, sessionId);
+      const readCall = calls.find((c) => c.toolCallId === "call_1" && c.sessionUpdate === "tool_call");
+      assert.equal(readCall.kind, "read");
+      assert.deepEqual(readCall.locations, [{ path }]);
+      const done = calls.filter((c) => c.status === "completed").at(-1);
+      assert.equal(done.content[0].type, "diff", JSON.stringify(done));
+      assert.equal(done.content[0].newText, "an unsaved final note\n");
+
+      // /undo is answered by genai, not the model, and restores through the editor.
+      const before = await requestCount();
+      const u = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/undo" }] });
+      assert.equal(u.stopReason, "end_turn");
+      assert.equal(await requestCount(), before, "/undo asked the model nothing");
+      assert.deepEqual(ed.written.at(-1), { path, content: "an unsaved draft note\n" });
+      assert.equal(buffers[path], "an unsaved draft note\n");
+      assert.ok(textOf(ed.updates, sessionId, "agent_message_chunk").includes("notes.md (restored)"));
+      // A second /undo finds nothing left to undo, and says so.
+      await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/undo" }] });
+      assert.ok(textOf(ed.updates, sessionId, "agent_message_chunk").includes("nothing was undone"));
+    },
+    home,
+  );
+});
+
+test("editor: run_command runs in the client's terminal, shown in the tool call", async () => {
+  const { home, cwd } = freshHome();
+  const ed = editor({ terminal: true, permission: "allow_once" });
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      const from = await requestCount();
+      const command = "echo from the terminal; pwd; exit 3";
+      await fake.send({ push: { reply: "", toolCalls: [["workspace__run_command", JSON.stringify({ command })]] } });
+      await fake.send({ push: { reply: "Ran it." } });
+      const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Run it" }] });
+      assert.equal(r.stopReason, "end_turn");
+      // Not sandboxed by genai, so asked even though a sandbox exists here.
+      assert.equal(ed.asked.length, 1);
+      assert.equal(ed.asked[0].toolCall.kind, "execute");
+      assert.equal(ed.terminals.length, 1);
+      const [t] = ed.terminals;
+      assert.equal(t.command, "sh");
+      assert.deepEqual(t.args, ["-c", command]);
+      assert.equal(t.cwd, cwd);
+      assert.equal(t.released, true, "the terminal was released");
+      const shown = toolUpdates(ed.updates, sessionId).find((c) => c.content?.some((x) => x.type === "terminal"));
+      assert.ok(shown, "the terminal was embedded in the tool call");
+      assert.equal(shown.content.find((x) => x.type === "terminal").terminalId, t.id);
+      const result = toolResult(await requestsSince(from), "call_1");
+      assert.ok(result.includes("from the terminal") && result.includes(cwd), result);
+      assert.ok(result.includes("exit status 3"), result);
+    },
+    home,
+  );
+});
+
+test("editor: the permission modes are session modes", async () => {
+  const { home, cwd } = freshHome();
+  writeFileSync(join(cwd, "notes.md"), "a draft note\n");
+  const ed = editor({ permission: "allow_once" });
+  await withAgent(
+    ed,
+    async (cx) => {
+      const s = await cx.request("session/new", { cwd, mcpServers: [] });
+      const { sessionId } = s;
+      assert.equal(s.modes.currentModeId, "ask");
+      assert.deepEqual(s.modes.availableModes.map((m) => m.id), ["read-only", "ask", "edit", "full"]);
+      await cx.request("session/set_mode", { sessionId, modeId: "read-only" });
+      await ed.until((u) => u.sessionId === sessionId && u.update.sessionUpdate === "current_mode_update");
+      const from = await requestCount();
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md")] } });
+      await fake.send({ push: { reply: "Not allowed." } });
+      await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Finish the note" }] });
+      assert.equal(ed.asked.length, 0, "read-only refuses without asking");
+      assert.ok(toolResult(await requestsSince(from), "call_1").includes("mode read-only"));
+      assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "a draft note\n");
+      // edit mode edits without asking.
+      await cx.request("session/set_mode", { sessionId, modeId: "edit" });
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md")] } });
+      await fake.send({ push: { reply: "Edited." } });
+      await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Finish the note" }] });
+      assert.equal(ed.asked.length, 0);
+      assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "a final note\n");
+      await assert.rejects(cx.request("session/set_mode", { sessionId, modeId: "yolo" }), /no mode `yolo`/);
+      // A session loaded again keeps its mode.
+      const loaded = await cx.request("session/load", { sessionId, cwd, mcpServers: [] });
+      assert.equal(loaded.modes.currentModeId, "edit");
+    },
+    home,
+  );
 });

@@ -20,6 +20,7 @@ mod daemon;
 mod daemon_react;
 mod daemon_tools;
 mod daemon_tools_formats;
+mod editor_tools;
 mod failed_turns;
 mod hostile;
 mod keys;

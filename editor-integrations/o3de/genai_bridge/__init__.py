@@ -6,17 +6,37 @@
     from genai_bridge.ai import ConversationNotificationBus, ConversationNotificationBusHandler
 
 `daemon` is the process and JSON-RPC, `ai` the `azlmbr.ai`-style buses, `bus` the addressing
-constants, `features` the script-per-conversation features.
+constants, `features` the script-per-conversation features, `tools` the editor-hosted tools
+(`bridge.register_tool(...)` or `@genai_bridge.tool(...)`).
 """
 
 from __future__ import annotations
 
-from . import ai, bus
+from . import ai, bus, tools
 from .ai import Bridge, BusError
-from .daemon import Daemon, DaemonExit, DaemonExited, RpcError
+from .daemon import ClientError, Daemon, DaemonExit, DaemonExited, RpcError
 from .features import script_feature
+from .tools import ToolCall, ToolError, ToolResult, image_part, tool
 
-__all__ = ["Bridge", "BusError", "Daemon", "DaemonExit", "DaemonExited", "RpcError", "ai", "bus", "connect", "script_feature"]
+__all__ = [
+    "Bridge",
+    "BusError",
+    "ClientError",
+    "Daemon",
+    "DaemonExit",
+    "DaemonExited",
+    "RpcError",
+    "ToolCall",
+    "ToolError",
+    "ToolResult",
+    "ai",
+    "bus",
+    "connect",
+    "image_part",
+    "script_feature",
+    "tool",
+    "tools",
+]
 
 
 def connect(command: str | None = None, **daemon_options) -> Bridge:

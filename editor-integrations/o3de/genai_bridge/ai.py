@@ -32,6 +32,13 @@ Middleware: `bridge.register_middleware(name, transform)` hosts a middleware the
 agents may list (`middleware = ["name"]`): before each request of such an agent the daemon calls
 `transform(messages, info)` with the messages about to be sent (dicts as in docs/PROTOCOL.md;
 `info` has `format` and `model`) and sends the messages it returns. An exception fails the turn.
+
+Editor tools: `bridge.register_tool(name, description, input_schema, handler)` (or the
+`genai_bridge.tool` decorator, see `tools.py`) offers `editor.NAME` to `tools` conversations;
+the daemon's `OnToolCall` runs `handler(arguments, call)` (through `bridge.tool_runner` when one
+is set, e.g. to run it on the editor's main thread). `bridge.on_confirmation(fn)` answers the
+daemon's `RequestConfirmation` (a call the permission mode asks about); without it every ask is
+refused.
 """
 
 from __future__ import annotations
@@ -43,7 +50,8 @@ import threading
 from typing import Any, Callable
 
 from . import bus as _bus
-from .daemon import Daemon, DaemonExit
+from .daemon import ClientError, Daemon, DaemonExit
+from .tools import Tool, ToolCall, ToolError, ToolHandler, answer as _tool_answer
 
 log = logging.getLogger("genai_bridge")
 
@@ -59,6 +67,8 @@ EARLY_KEPT = 256
 FeatureFactory = Callable[[int, int], Any]
 #: A hosted middleware: (messages, info) -> the messages to send.
 Middleware = Callable[[list, dict], list]
+#: Answers a RequestConfirmation: (request) -> True/False, an option name, or the whole answer dict.
+ConfirmationHandler = Callable[[dict], Any]
 
 
 class BusError(Exception):
@@ -88,7 +98,14 @@ class Bridge:
         self._features_registered_in = daemon.generation
         self._feature_instances: set[tuple[str, int]] = set()
         self._middleware: dict[str, tuple[Middleware, int | None]] = {}
+        self._tools: dict[str, Tool] = {}
+        self._confirm: ConfirmationHandler | None = None
+        #: Runs each tool call, `tool_runner(call_the_handler)`: None runs it on the dispatcher
+        #: thread; the editor may hand it to its main thread and return the result.
+        self.tool_runner: Callable[[Callable[[], Any]], Any] | None = None
         daemon.on_request("OnMiddleware", self._on_middleware)
+        daemon.on_request("OnToolCall", self._on_tool_call)
+        daemon.on_request("RequestConfirmation", self._on_request_confirmation)
         for method, handler in [
             ("OnNewMessage", self._on_new_message),
             ("OnFeatureResponse", self._on_feature_response),
@@ -169,6 +186,96 @@ class Bridge:
             raise BusError(f"no middleware {p.get('name')!r} is hosted here")
         messages = entry[0](p.get("messages", []), {"format": p.get("format"), "model": p.get("model"), "name": p.get("name")})
         return {"messages": list(messages)}
+
+    # ---- editor tools -------------------------------------------------------------------
+
+    def register_tool(
+        self,
+        name: str,
+        description: str,
+        input_schema: dict,
+        handler: ToolHandler,
+        read_only: bool = False,
+        timeout_ms: int | None = None,
+    ) -> str:
+        """Offers tool `editor.NAME` to the `tools` conversations: a model's call runs
+        `handler(arguments, call)` here (see `tools.py` for what it returns or raises).
+        `read_only` tools are not confirmed in `ask` mode; `timeout_ms` is how long the handler
+        may take (the daemon's default, 60 s, otherwise). Registering a name again replaces it;
+        registered again after a daemon restart. Returns the full name (`editor.NAME`); a bad
+        name or schema raises RpcError (-32602)."""
+        tool = Tool(name, description, input_schema, handler, read_only, timeout_ms)
+        registered = self.daemon.request("RegisterTool", tool.params())
+        with self._lock:
+            self._tools[name] = tool
+        return (registered or {}).get("tool", f"editor.{name}")
+
+    def unregister_tool(self, name: str) -> None:
+        """Withdraws tool `name`; one this bridge did not register raises RpcError (-32602)."""
+        with self._lock:
+            self._tools.pop(name, None)
+        self.daemon.request("UnregisterTool", {"name": name})
+
+    def tool(self, name: Any = None, description: str | None = None, input_schema: dict | None = None, **options: Any) -> Any:
+        """The `genai_bridge.tool` decorator, registering with this bridge."""
+        from .tools import tool
+
+        return tool(name, description, input_schema, bridge=self, **options)
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        with self._lock:
+            return dict(self._tools)
+
+    def on_confirmation(self, handler: ConfirmationHandler | None) -> None:
+        """Answers the daemon's `RequestConfirmation` with `handler(request)`: `request` is its
+        params (`text`, `tool`, `toolCallId`, `permission {subject?, arguments, reason, rule,
+        options}` or `link`, ...) plus `conversation`, the bus address. It returns True / False
+        (allow or refuse once), an option (`allow_once`, `allow_always`, `reject_once`,
+        `reject_always`) or the answer dict itself. None (the default): every ask is refused."""
+        self._confirm = handler
+
+    def _on_tool_call(self, p: dict) -> dict:
+        name = p.get("name", "")
+        with self._lock:
+            tool = self._tools.get(name)
+        if tool is None:
+            raise ClientError(f"editor.{name}: no such tool is registered in this editor", code=-32602, kind="invalidParams")
+        conversation_id = p.get("conversationId", "")
+        call = ToolCall(
+            conversation_id=conversation_id,
+            turn_id=p.get("turnId", ""),
+            call_id=p.get("callId", ""),
+            name=name,
+            conversation=self._address(conversation_id) if conversation_id else None,
+        )
+        arguments = p.get("arguments")
+        arguments = arguments if isinstance(arguments, dict) else {}
+        run = self.tool_runner or (lambda fn: fn())
+        try:
+            value = run(lambda: tool.handler(arguments, call))
+        except ToolError as err:
+            return {"content": [{"type": "text", "text": str(err)}], "isError": True}
+        except Exception as err:
+            log.exception("editor tool %s failed", name)
+            raise ClientError(f"editor.{name} failed: {type(err).__name__}: {err}") from err
+        return _tool_answer(value)
+
+    def _on_request_confirmation(self, p: dict) -> dict:
+        handler = self._confirm
+        if handler is None:
+            log.warning("refused %s (%s): no confirmation handler, see Bridge.on_confirmation", p.get("tool"), p.get("text"))
+            return {"confirmed": False, "option": "reject_once"} if p.get("permission") else {"confirmed": False}
+        request = dict(p, conversation=self._address(p["conversationId"]) if p.get("conversationId") else None)
+        given = handler(request)
+        if isinstance(given, dict):
+            return given
+        if isinstance(given, str):
+            return {"confirmed": given.startswith("allow"), "option": given}
+        confirmed = bool(given)
+        if p.get("permission"):
+            return {"confirmed": confirmed, "option": "allow_once" if confirmed else "reject_once"}
+        return {"confirmed": confirmed}
 
     # ---- handlers -----------------------------------------------------------------------
 
@@ -371,6 +478,7 @@ class Bridge:
             self._features_registered_in = self.daemon.generation
             features = dict(self._features)
             middleware = dict(self._middleware)
+            tools = dict(self._tools)
         for name, (_create, description) in features.items():
             self.daemon.request("RegisterFeature", {"name": name, "description": description})
         for name, (_transform, timeout_ms) in middleware.items():
@@ -378,6 +486,8 @@ class Bridge:
             if timeout_ms is not None:
                 params["timeoutMs"] = timeout_ms
             self.daemon.request("RegisterMiddleware", params)
+        for tool in tools.values():
+            self.daemon.request("RegisterTool", tool.params())
 
 
 def _require_event(addressing: str, bus_name: str) -> None:

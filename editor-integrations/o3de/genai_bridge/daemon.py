@@ -41,6 +41,16 @@ class RpcError(Exception):
         self.daemon_message = message
 
 
+class ClientError(Exception):
+    """Raised by a handler of a daemon's request to answer with this JSON-RPC error, its
+    message as it is (any other exception is answered as "METHOD failed in the client: ...")."""
+
+    def __init__(self, message: str, code: int = -32603, kind: str = "internal"):
+        super().__init__(message)
+        self.code = code
+        self.kind = kind
+
+
 class DaemonExited(Exception):
     """The daemon process ended before it answered (or is not running)."""
 
@@ -326,6 +336,8 @@ class Daemon:
         else:
             try:
                 answer["result"] = handler(params)
+            except ClientError as err:  # the handler chose its answer (and logged what it needed)
+                answer["error"] = {"code": err.code, "message": str(err), "data": {"kind": err.kind}}
             except Exception as err:  # the daemon gets the error; the log gets the traceback
                 log.exception("handler for the daemon's request %s failed", method)
                 answer["error"] = {"code": -32603, "message": f"{method} failed in the client: {err}", "data": {"kind": "internal"}}

@@ -3,6 +3,7 @@ config and data folders, both real processes; waits have deadlines."""
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -112,3 +113,79 @@ class Events:
 @pytest.fixture
 def events():
     return Events
+
+
+class ScriptedProvider:
+    """The fake provider in `--control` mode: `push` queues how its next chat request is
+    answered (tool calls as `(WIRE_NAME, ARGS)`, ARGS a dict or JSON text), later ones get
+    `reply`; `requests` returns the chat requests' bodies it received so far."""
+
+    def __init__(self, reply: str = REPLY):
+        self.proc = subprocess.Popen(
+            [FAKE_PROVIDER_BIN, "--port", "0", "--reply", reply, "--chunks", "2", "--control"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self._lock = threading.Lock()
+        match = re.match(r"listening on (\S+)", self._line())
+        assert match, "the fake provider did not say where it listens"
+        self.url = match.group(1)
+
+    def _line(self, timeout: float = 10.0) -> str:
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: lines.put(self.proc.stdout.readline()), daemon=True).start()
+        try:
+            return lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"the fake provider did not answer within {timeout} s") from None
+
+    def command(self, command: dict) -> dict:
+        with self._lock:
+            self.proc.stdin.write(json.dumps(command) + "\n")
+            self.proc.stdin.flush()
+            answer = json.loads(self._line())
+        assert "error" not in answer, answer
+        return answer
+
+    def push(self, reply: str | None = None, tool_calls: list | None = None) -> None:
+        spec: dict = {}
+        if reply is not None:
+            spec["reply"] = reply
+        if tool_calls is not None:
+            spec["toolCalls"] = [[name, args if isinstance(args, str) else json.dumps(args)] for name, args in tool_calls]
+            spec.setdefault("reply", "")
+        self.command({"push": spec})
+
+    def requests(self) -> list:
+        """The chat requests' bodies (those with messages), in order."""
+        return [body for body in self.command({"requests": True})["requests"] if isinstance(body, dict) and "messages" in body]
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def scripted(daemon_env):
+    """A scripted model as service provider `scripted` of the daemon's config."""
+    provider = ScriptedProvider()
+    config = Path(daemon_env["GENAI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(
+        config.read_text() + f'\n[service_providers.scripted]\nkind = "openai"\nbase_url = "{provider.url}"\ndefault_model = "scripted-model"\n'
+    )
+    yield provider
+    provider.close()
+
+
+@pytest.fixture
+def tool_bridge(scripted, daemon_env):
+    """A bridge (restart=True) whose daemon knows the `scripted` provider."""
+    b = genai_bridge.connect(GENAI_BIN, env=daemon_env, restart=True)
+    yield b
+    ai.use(None)
+    b.daemon.stop()

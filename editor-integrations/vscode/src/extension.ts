@@ -1,12 +1,16 @@
 // The VS Code extension's entry: starts the genai client, registers the chat view and the
-// commands (New Chat, Ask About Selection, Open History, Restart Daemon), and turns the daemon's
-// requests and events into VS Code dialogs and notifications.
+// commands (New Chat, Ask About Selection, Open History, Restart Daemon), hosts the editor tools
+// (open_files, diagnostics, buffer_text) and the workspace tools' file reads and writes
+// (src/editor.ts), and turns the daemon's requests and events into VS Code dialogs and
+// notifications.
 import * as vscode from 'vscode';
 import { GenaiClient, type ClientHooks } from './client/genai-client';
 import { DaemonProcess } from './client/daemon';
 import { ChatController, describe } from './chat/controller';
 import { confirmChoices, confirmDetail, dismissedAnswer } from './chat/confirm';
 import { ChatViewProvider } from './chat-view';
+import { registerEditorTools } from './client/editor-tools';
+import { VscodeEditorFiles, VscodeEditorHost } from './editor';
 import { daemonOptions, workspaceSettings } from './settings';
 import type { RequestConfirmationParams, RequestConfirmationResult } from './protocol';
 
@@ -16,7 +20,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const output = vscode.window.createOutputChannel('genai daemon');
   const log = (line: string) => output.appendLine(line);
   const view = new ChatViewProvider(context.extensionUri);
-  const genai = new GenaiClient(new DaemonProcess(daemonOptions(log)), hooks(view, log));
+  // Each edit made through the editor is shown as a diff under its turn.
+  const files = new VscodeEditorFiles((request, oldText) =>
+    view.controller?.editSeen(request.turnId, request.callId, request.path, oldText, request.text),
+  );
+  const genai = new GenaiClient(new DaemonProcess(daemonOptions(log)), hooks(view, log, files));
   client = genai;
   view.controller = new ChatController(genai, (m) => view.post(m), context.globalState, { workspace: workspaceSettings });
 
@@ -24,6 +32,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const start = async (): Promise<void> => {
     try {
       await genai.start();
+      // Registered once: the client registers them again in a restarted daemon.
+      if (genai.hostedTools.length === 0) {
+        await registerEditorTools(genai, new VscodeEditorHost()).catch((err) =>
+          log(`genai: the editor tools could not be registered (an older daemon?): ${describe(err)}`),
+        );
+      }
       await view.controller.refreshComponents();
     } catch (err) {
       const message = `genai: ${describe(err)}`;
@@ -35,6 +49,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   context.subscriptions.push(
     output,
+    files,
     vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, view, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.commands.registerCommand('genai.newChat', async () => {
       await view.reveal();
@@ -64,10 +79,14 @@ export async function deactivate(): Promise<void> {
 }
 
 /** The daemon's requests and events, as VS Code dialogs, notifications and chat status. */
-function hooks(view: ChatViewProvider, log: (line: string) => void): ClientHooks {
+function hooks(view: ChatViewProvider, log: (line: string) => void, files: VscodeEditorFiles): ClientHooks {
   return {
+    editor: files,
     confirm: async (request) => {
-      if (request.permission) return askPermission(request);
+      if (request.permission) {
+        view.controller?.permissionAsked(request);
+        return askPermission(request, files);
+      }
       const { text, link, tool } = request;
       const detail = `Asked by the tool ${tool}. Confirming lets the daemon call ${link}.`;
       const answer = await vscode.window.showWarningMessage(text, { modal: true, detail }, 'Confirm');
@@ -93,17 +112,28 @@ function hooks(view: ChatViewProvider, log: (line: string) => void): ClientHooks
 /**
  * A permission ask as a modal dialog: the call (`text`), why it asks (`reason`), and one button
  * per option ("Allow once", "Always allow (RULE)", "Reject", "Always reject in this
- * conversation"); Escape is "Reject".
+ * conversation"); Escape is "Reject". An edit's ask (`permission.diff`) also offers "View diff",
+ * which opens the diff and asks again; allowing it lets its write through without a second review.
  */
-async function askPermission(request: RequestConfirmationParams): Promise<RequestConfirmationResult> {
+async function askPermission(request: RequestConfirmationParams, files: VscodeEditorFiles): Promise<RequestConfirmationResult> {
   const dismissed = dismissedAnswer(request);
-  const items = confirmChoices(request).map((c) => ({
+  const diff = request.permission?.diff ?? undefined;
+  const items: Array<{ title: string; answer?: RequestConfirmationResult; isCloseAffordance: boolean }> = confirmChoices(request).map((c) => ({
     title: c.label,
     answer: c.answer,
     isCloseAffordance: c.answer.option === dismissed.option,
   }));
-  const pick = await vscode.window.showWarningMessage(request.text, { modal: true, detail: confirmDetail(request) }, ...items);
-  return pick?.answer ?? dismissed;
+  if (diff) items.push({ title: 'View diff', isCloseAffordance: false });
+  for (;;) {
+    const pick = await vscode.window.showWarningMessage(request.text, { modal: true, detail: confirmDetail(request) }, ...items);
+    if (pick && !pick.answer && diff) {
+      await files.showDiff(diff.path, diff.oldText ?? null, diff.newText);
+      continue;
+    }
+    const answer = pick?.answer ?? dismissed;
+    if (diff && answer.confirmed && request.toolCallId) files.approve(request.conversationId, request.turnId, request.toolCallId, diff);
+    return answer;
+  }
 }
 
 async function openHistory(genai: GenaiClient, view: ChatViewProvider): Promise<void> {

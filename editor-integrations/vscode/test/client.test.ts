@@ -1,13 +1,19 @@
 // The extension's client module (daemon process, JSON-RPC, conversations, the chat controller)
 // against the real `genai daemon` and examples/fake-provider: create, stream, details, history,
-// cancel, errors, daemon restart, the tool messages through a stand-in daemon, and the permission
-// asks of genai's workspace tools (a scripted model edits files in a temporary folder).
-import { after, before, describe, test } from 'node:test';
+// cancel, errors, daemon restart, the tool messages through a stand-in daemon, the permission
+// asks of genai's workspace tools (a scripted model edits files in a temporary folder), the
+// editor tools the client hosts (RegisterTool, OnToolCall, time-outs, denials, a client leaving
+// mid-call), the workspace files read and written through the client (ReadTextFile,
+// WriteTextFile), and Undo of a turn's changes.
+import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GenaiClient, GenaiError } from '../src/client/genai-client';
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { GenaiClient, GenaiError, type Conversation } from '../src/client/genai-client';
+import { registerEditorTools, type EditorHost } from '../src/client/editor-tools';
 import { DaemonProcess } from '../src/client/daemon';
 import { ChatController, conversationParams, type WorkspaceSettings } from '../src/chat/controller';
 import type { PermissionOption } from '../src/chat/confirm';
@@ -617,5 +623,355 @@ describe('permission asks of the workspace tools (real daemon, scripted model)',
     assert.deepEqual(conversationParams({ feature: 'assistant', serviceProvider: 'x' }), {
       feature: 'assistant', serviceProvider: 'x', modelConfiguration: undefined, model: undefined,
     });
+  });
+});
+
+describe('editor tools and the editor\'s files (real daemon, scripted model)', () => {
+  let scripted: ScriptedProvider;
+  let scriptedEnv: NodeJS.ProcessEnv;
+  let project: string;
+  /** A client without the editor capability: the daemon writes the files itself. */
+  let client: GenaiClient<DaemonProcess>;
+  /** A client declaring `capabilities.editor`: the files are read and written through it. */
+  let editorClient: GenaiClient<DaemonProcess>;
+  const asked: RequestConfirmationParams[] = [];
+  const answers: PermissionOption[] = [];
+  /** The editor's unsaved texts, by absolute path (what ReadTextFile answers before the disk). */
+  const buffers = new Map<string, string>();
+  const reads: Array<{ conversationId: string; path: string }> = [];
+  const writes: Array<{ conversationId: string; turnId: string; callId: string; path: string; text: string }> = [];
+  /** When set, the editor refuses writes with this message (as Reject in the diff review does). */
+  let rejectWrites: string | undefined;
+  const file = (rel: string) => join(project, rel);
+  const read = (rel: string) => (existsSync(file(rel)) ? readFileSync(file(rel), 'utf8') : undefined);
+  const confirm = async (request: RequestConfirmationParams): Promise<RequestConfirmationResult> => {
+    asked.push(request);
+    const option = answers.shift() ?? 'reject_once';
+    return { confirmed: option.startsWith('allow'), option };
+  };
+  /** What the editor tools read: two open documents, one unsaved, a selection and a diagnostic. */
+  const host: EditorHost = {
+    openDocuments: () => [
+      { path: file('src/a.txt'), dirty: true, languageId: 'plaintext' },
+      { path: file('src/b.txt'), dirty: false, languageId: 'plaintext' },
+    ],
+    activeEditor: () => ({ path: file('src/a.txt'), selection: { startLine: 1, endLine: 1, text: 'alpha' } }),
+    diagnostics: (path) =>
+      path === 'src/a.txt' ? [{ severity: 'warning', message: 'a word in lower case', source: 'fake-lint', startLine: 1, startColumn: 1, endLine: 1, endColumn: 6 }] : [],
+    bufferText: async (path) => (path === 'src/a.txt' ? 'alpha (unsaved)\n' : null),
+  };
+
+  before(async () => {
+    scripted = await startScriptedProvider({ reply: 'Done.' });
+    scriptedEnv = daemonEnv({ scripted: scripted.url });
+    project = mkdtempSync(join(tmpdir(), 'genai-vscode-editor-'));
+    mkdirSync(join(project, 'src'));
+    writeFileSync(file('src/a.txt'), 'alpha\n');
+    writeFileSync(file('src/b.txt'), 'beta\n');
+    client = new GenaiClient(new DaemonProcess({ command: genaiBin, env: scriptedEnv, restart: false }), { confirm });
+    editorClient = new GenaiClient(new DaemonProcess({ command: genaiBin, env: scriptedEnv, restart: false }), {
+      confirm,
+      editor: {
+        readTextFile: async (request) => {
+          reads.push(request);
+          return buffers.get(request.path) ?? (existsSync(request.path) ? readFileSync(request.path, 'utf8') : null);
+        },
+        writeTextFile: async (request) => {
+          if (rejectWrites) throw new Error(rejectWrites);
+          writes.push(request);
+          buffers.set(request.path, request.text);
+        },
+      },
+    });
+    await within(10_000, 'the daemons to start', Promise.all([client.start(), editorClient.start()]));
+  });
+  after(async () => {
+    await client?.dispose();
+    await editorClient?.dispose();
+    scripted?.stop();
+  });
+  // An answer a failed test left unused must not answer the next test's ask.
+  beforeEach(() => {
+    answers.length = 0;
+  });
+
+  /** The tool messages of the model's last request, as text. */
+  async function lastToolResults(): Promise<string[]> {
+    const bodies = await scripted.requests();
+    const messages: Array<{ role: string; content: unknown }> = bodies.at(-1).messages;
+    return messages.filter((m) => m.role === 'tool').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+  }
+
+  /** The model makes `calls`, then replies `reply`; the turn's end. */
+  async function turn(conversation: Conversation, calls: Array<[string, object]>, reply: string) {
+    await scripted.push({ reply: '', toolCalls: calls.map(([name, args]) => [name, JSON.stringify(args)]) });
+    await scripted.push({ reply });
+    const t = await conversation.send(`Please call ${calls.map(([n]) => n).join(', ')}`);
+    const end = await within(20_000, `the turn calling ${calls.map(([n]) => n).join(', ')}`, t.done);
+    assert.equal(end.isSuccess, true, end.summary);
+    assert.equal(end.summary, reply);
+    return { turn: t, end };
+  }
+
+  test('the editor tools are registered; the model\'s calls reach the client (OnToolCall) and the answers reach the model', async () => {
+    const names = await registerEditorTools(client, host);
+    assert.deepEqual(names, ['editor.open_files', 'editor.diagnostics', 'editor.buffer_text']);
+    // A tool of a test's own, to see OnToolCall's params.
+    const calls: Array<{ args: Record<string, unknown>; call: { conversationId: string; turnId: string; callId: string; name: string } }> = [];
+    assert.equal(
+      await client.registerTool('echo', { description: 'Says the text back.', inputSchema: { type: 'object', properties: { text: { type: 'string' } } }, readOnly: true }, (args, call) => {
+        calls.push({ args, call });
+        return [{ type: 'text', text: `echo: ${String(args.text)}` }];
+      }),
+      'editor.echo',
+    );
+    const conversation = await client.createConversation({ feature: 'tools', serviceProvider: 'scripted', tools: ['editor'], mode: 'ask', cwd: project });
+    const before = asked.length;
+    const { turn: t } = await turn(
+      conversation,
+      [
+        ['editor__open_files', {}],
+        ['editor__diagnostics', { path: 'src/a.txt' }],
+        ['editor__buffer_text', { path: 'src/a.txt' }],
+        ['editor__echo', { text: 'hi' }],
+      ],
+      'Seen.',
+    );
+    assert.equal(asked.length, before, 'read-only tools run without asking in mode ask');
+    const results = await lastToolResults();
+    assert.equal(results.length, 4, JSON.stringify(results));
+    const openFiles = JSON.parse(results[0]);
+    assert.deepEqual(openFiles.documents.map((d: { dirty: boolean }) => d.dirty), [true, false]);
+    assert.equal(openFiles.documents[0].path, file('src/a.txt'));
+    assert.deepEqual(openFiles.activeEditor, { path: file('src/a.txt'), selection: { startLine: 1, endLine: 1, text: 'alpha' } });
+    assert.deepEqual(JSON.parse(results[1]).diagnostics.map((d: { message: string; severity: string }) => [d.severity, d.message]), [['warning', 'a word in lower case']]);
+    assert.equal(results[2], 'alpha (unsaved)\n');
+    assert.equal(results[3], 'echo: hi');
+    assert.equal(calls.length, 1);
+    assert.deepEqual(calls[0].args, { text: 'hi' });
+    assert.deepEqual(calls[0].call, { conversationId: conversation.id, turnId: t.id, callId: 'call_4', name: 'echo', arguments: { text: 'hi' } });
+
+    // A missing file is the tool's error; a name this client does not host is answered with a JSON-RPC error.
+    (client as unknown as { tools: Map<string, unknown> }).tools.delete('echo');
+    await turn(conversation, [['editor__buffer_text', { path: 'nowhere.txt' }], ['editor__echo', { text: 'again' }]], 'Failed.');
+    const failed = await lastToolResults();
+    assert.match(failed.at(-2)!, /no such file: nowhere\.txt/);
+    assert.match(failed.at(-1)!, /no tool echo is hosted by this client/);
+    assert.equal(calls.length, 1);
+    await client.unregisterTool('diagnostics');
+    await assert.rejects(client.unregisterTool('diagnostics'), (err: unknown) => err instanceof GenaiError && err.code === -32602);
+    await assert.rejects(
+      client.registerTool('bad name!', { description: 'x', inputSchema: { type: 'object' } }, () => ''),
+      (err: unknown) => err instanceof GenaiError && err.code === -32602 && /name/.test(err.message),
+    );
+    await assert.rejects(
+      client.registerTool('no_object', { description: 'x', inputSchema: { type: 'string' } }, () => ''),
+      (err: unknown) => err instanceof GenaiError && err.code === -32602 && /inputSchema/.test(err.message),
+    );
+  });
+
+  test('a tool call the client does not answer in time fails with a time-out the model sees; the turn ends', async () => {
+    let called = 0;
+    await client.registerTool('never', { description: 'Never answers.', inputSchema: { type: 'object' }, readOnly: true, timeoutMs: 500 }, () => {
+      called++;
+      return new Promise<never>(() => {});
+    });
+    const conversation = await client.createConversation({ feature: 'tools', serviceProvider: 'scripted', tools: ['editor.never'], mode: 'ask' });
+    const started = Date.now();
+    const { end } = await turn(conversation, [['editor__never', {}]], 'It timed out.');
+    assert.equal(called, 1, 'OnToolCall reached the client');
+    assert.ok(Date.now() - started < 10_000, 'the turn did not wait for the default time-out');
+    const [result] = await lastToolResults();
+    assert.match(result, /editor\.never: the client did not answer within/);
+    assert.ok(end.detailedResponse.some((l) => l.includes('editor.never')), end.detailedResponse.join('\n'));
+  });
+
+  let stamped = 0;
+  test('mode read-only refuses a tool that is not read-only: no OnToolCall', async () => {
+    await client.registerTool('stamp', { description: 'Stamps the file.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } }, () => {
+      stamped++;
+      return 'stamped';
+    });
+    const conversation = await client.createConversation({ feature: 'tools', serviceProvider: 'scripted', tools: ['editor'], mode: 'read-only' });
+    const before = asked.length;
+    await turn(conversation, [['editor__stamp', { path: 'src/a.txt' }]], 'Not stamped.');
+    assert.equal(asked.length, before, 'read-only denies, it does not ask');
+    assert.equal(stamped, 0, 'no OnToolCall for a denied call');
+    const [result] = await lastToolResults();
+    assert.match(result, /^Refused: editor\.stamp/);
+  });
+
+  test('mode ask asks before a tool that is not read-only; rejected, it never reaches the client', async () => {
+    const conversation = await client.createConversation({ feature: 'tools', serviceProvider: 'scripted', tools: ['editor'], mode: 'ask' });
+    const before = asked.length;
+    answers.push('reject_once');
+    await turn(conversation, [['editor__stamp', { path: 'src/a.txt' }]], 'Not stamped.');
+    assert.equal(asked.length, before + 1, 'the user was asked');
+    assert.equal(asked.at(-1)!.tool, 'editor.stamp');
+    assert.deepEqual(asked.at(-1)!.permission?.options, ['allow_once', 'allow_always', 'reject_once', 'reject_always']);
+    assert.equal(stamped, 0, 'no OnToolCall for a rejected call');
+    const [result] = await lastToolResults();
+    assert.match(result, /^Refused: editor\.stamp/);
+    // Allowed once, it runs.
+    answers.push('allow_once');
+    await turn(conversation, [['editor__stamp', { path: 'src/a.txt' }]], 'Stamped.');
+    assert.equal(stamped, 1);
+    assert.equal((await lastToolResults()).at(-1), 'stamped');
+  });
+
+  test('a daemon whose client leaves while an OnToolCall is pending ends cleanly; the stored history stays consistent', async () => {
+    const own = await startScriptedProvider({ reply: 'After.' });
+    const ownEnv = daemonEnv({ own: own.url });
+    const child = spawn(genaiBin, ['daemon'], { env: ownEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+    let pending!: (p: unknown) => void;
+    const toolCalled = new Promise<unknown>((resolve) => (pending = resolve));
+    conn.onRequest('OnToolCall', (params: unknown) => {
+      pending(params);
+      return new Promise<never>(() => {});
+    });
+    conn.onError(() => undefined);
+    conn.listen();
+    let conversationId: string;
+    try {
+      await conn.sendRequest('Initialize', { clientInfo: { name: 'leaving' }, capabilities: { streaming: true } });
+      await conn.sendRequest('RegisterTool', { name: 'hang', description: 'Hangs.', inputSchema: { type: 'object' }, readOnly: true });
+      const opened = (await conn.sendRequest('CreateConversation', { feature: 'tools', serviceProvider: 'own', tools: ['editor'], mode: 'ask' })) as { conversationId: string };
+      conversationId = opened.conversationId;
+      await own.push({ reply: '', toolCalls: [['editor__hang', '{}']] });
+      await conn.sendRequest('OnNewMessage', { conversationId, message: 'Hang, please' });
+      const call = (await within(20_000, 'the OnToolCall', toolCalled)) as { name: string; conversationId: string };
+      assert.equal(call.name, 'hang');
+      assert.equal(call.conversationId, conversationId);
+      // The client goes away: its end of the pipe closes.
+      child.stdin.end();
+      const exit = await within(15_000, 'the daemon to exit', exited);
+      assert.deepEqual(exit, { code: 0, signal: null }, stderr);
+      assert.doesNotMatch(stderr, /panick/i, stderr);
+    } finally {
+      conn.dispose();
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+    // A new daemon on the same data: every tool call stored has its result after it.
+    const again = new GenaiClient(new DaemonProcess({ command: genaiBin, env: ownEnv, restart: false }));
+    await within(10_000, 'the second daemon', again.start());
+    try {
+      const history = await again.conversationHistory(conversationId!);
+      const open = new Set<string>();
+      for (const m of history) {
+        const parts = Array.isArray(m.content) ? m.content : [];
+        for (const p of parts) {
+          if (typeof p !== 'string' && p.type === 'toolCall') open.add(p.id);
+          if (typeof p !== 'string' && p.type === 'toolResult') assert.ok(open.delete(p.toolCallId), `a result for an unknown call: ${JSON.stringify(m)}`);
+        }
+      }
+      assert.deepEqual([...open], [], `calls without a result: ${JSON.stringify(history)}`);
+      if (history.length) assert.equal(history[0].role, 'user', JSON.stringify(history));
+    } finally {
+      await again.dispose();
+      own.stop();
+    }
+  });
+
+  test('with the editor capability the workspace tools read the editor\'s text and write through WriteTextFile, never the disk', async () => {
+    assert.deepEqual(editorClient.capabilities(), { streaming: true, editor: { readTextFile: true, writeTextFile: true } });
+    buffers.set(file('src/a.txt'), 'alpha (unsaved)\n');
+    const conversation = await editorClient.createConversation({ feature: 'tools', serviceProvider: 'scripted', tools: ['workspace'], mode: 'edit', cwd: project });
+
+    // 1. An edit of the unsaved text (mode edit: no ask): one WriteTextFile with the whole new text.
+    const { turn: t, end } = await turn(conversation, [['workspace__edit_file', { path: 'src/a.txt', old_text: 'unsaved', new_text: 'edited' }]], 'Edited.');
+    assert.ok(reads.some((r) => r.path === file('src/a.txt') && r.conversationId === conversation.id), JSON.stringify(reads));
+    assert.deepEqual(writes, [{ conversationId: conversation.id, turnId: t.id, callId: 'call_1', path: file('src/a.txt'), text: 'alpha (edited)\n' }]);
+    assert.equal(read('src/a.txt'), 'alpha\n', 'the daemon wrote nothing itself');
+    // changedFiles: absolute paths (schemas/notification.OnFeatureResponse.json).
+    assert.deepEqual(end.changedFiles, [file('src/a.txt')]);
+
+    // 2. The user rejects the edit: the model is told the editor's message.
+    rejectWrites = 'the user rejected the edit';
+    try {
+      await turn(conversation, [['workspace__write_file', { path: 'src/new.txt', content: 'new\n' }]], 'Not written.');
+    } finally {
+      rejectWrites = undefined;
+    }
+    assert.equal(writes.length, 1);
+    assert.equal(read('src/new.txt'), undefined);
+    assert.match((await lastToolResults()).at(-1)!, /the user rejected the edit/);
+
+    // 3. Mode ask: the ask carries the diff of the whole file (the editor's text), then the write comes.
+    const asking = await editorClient.createConversation({ feature: 'tools', serviceProvider: 'scripted', tools: ['workspace'], mode: 'ask', cwd: project });
+    answers.push('allow_once');
+    const before = asked.length;
+    const third = await turn(asking, [['workspace__edit_file', { path: 'src/a.txt', old_text: 'alpha', new_text: 'ALPHA' }]], 'Capitalized.');
+    assert.equal(asked.length, before + 1);
+    assert.deepEqual(asked.at(-1)!.permission?.diff, { path: file('src/a.txt'), oldText: 'alpha (edited)\n', newText: 'ALPHA (edited)\n' });
+    assert.deepEqual(writes.at(-1), { conversationId: asking.id, turnId: third.turn.id, callId: 'call_1', path: file('src/a.txt'), text: 'ALPHA (edited)\n' });
+    answers.push('allow_once');
+    await turn(asking, [['workspace__write_file', { path: 'src/c.txt', content: 'see\n' }]], 'Created.');
+    assert.deepEqual(asked.at(-1)!.permission?.diff, { path: file('src/c.txt'), oldText: null, newText: 'see\n' });
+    assert.equal(writes.at(-1)!.text, 'see\n');
+    assert.equal(read('src/c.txt'), undefined, 'the daemon wrote nothing itself');
+    buffers.clear();
+  });
+
+  test('the chat page: an edit ask shows its diff, the turn\'s end offers Undo (changedFiles), and Undo puts the file back', async () => {
+    const posted: ToView[] = [];
+    const memory = new Map<string, unknown>();
+    let controller!: ChatController;
+    // The page answers every ask with its first choice (Allow once).
+    const pageClient = new GenaiClient(new DaemonProcess({ command: genaiBin, env: scriptedEnv, restart: false }), {
+      confirm: (request) => controller.confirm(request),
+    });
+    controller = new ChatController(
+      pageClient,
+      (m) => {
+        posted.push(m);
+        if (m.type === 'confirm') void controller.handle({ type: 'confirmAnswer', id: m.id, choice: 0 });
+      },
+      { get: <T>(k: string) => memory.get(k) as T | undefined, update: async (k: string, v: unknown) => void memory.set(k, v) },
+      { workspace: () => ({ cwd: project, tools: true, mode: 'ask', assistantToo: true }) },
+    );
+    await within(10_000, 'the daemon', pageClient.start());
+    try {
+      await controller.newChat({ feature: 'tools', serviceProvider: 'scripted' });
+      await scripted.push({ reply: '', toolCalls: [['workspace__edit_file', JSON.stringify({ path: 'src/b.txt', old_text: 'beta', new_text: 'BETA' })]] });
+      await scripted.push({ reply: 'Edited b.' });
+      await within(20_000, 'the edit turn', controller.send('Capitalize b.txt'));
+      assert.equal(read('src/b.txt'), 'BETA\n');
+      const ask = posted.find((m) => m.type === 'confirm');
+      assert.ok(ask && ask.type === 'confirm', JSON.stringify(posted));
+      assert.deepEqual(ask.diff, {
+        path: file('src/b.txt'),
+        created: false,
+        lines: [
+          { kind: 'hunk', text: '@@ -1,1 +1,1 @@' },
+          { kind: 'remove', text: 'beta' },
+          { kind: 'add', text: 'BETA' },
+        ],
+        added: 1,
+        removed: 1,
+      });
+      const end = posted.find((m) => m.type === 'turnEnded');
+      assert.ok(end && end.type === 'turnEnded' && end.isSuccess, JSON.stringify(end));
+      assert.deepEqual(end.changedFiles, [file('src/b.txt')]);
+      assert.equal(end.edits?.length, 1);
+      assert.equal(end.edits![0].path, 'src/b.txt');
+      assert.equal(end.edits![0].partial, undefined, 'the whole file\'s diff, from the ask');
+      assert.deepEqual(end.edits![0].lines.map((l) => l.kind), ['hunk', 'remove', 'add']);
+
+      // Undo (what the page's button sends).
+      await controller.handle({ type: 'undo', turnId: end.turnId });
+      const undone = posted.find((m) => m.type === 'undone');
+      assert.deepEqual(undone, { type: 'undone', turnId: end.turnId, ok: true, text: 'Undone: src/b.txt restored' });
+      assert.equal(read('src/b.txt'), 'beta\n');
+      // A turn id the daemon does not know: the failure is shown, not thrown.
+      await controller.handle({ type: 'undo', turnId: 'no-such-turn' });
+      const failed = posted.filter((m) => m.type === 'undone').at(-1);
+      assert.ok(failed && failed.type === 'undone' && !failed.ok && /^Undo failed: /.test(failed.text), JSON.stringify(failed));
+    } finally {
+      await pageClient.dispose();
+    }
   });
 });

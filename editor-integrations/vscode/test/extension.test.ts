@@ -1,7 +1,9 @@
 // The extension itself (extension.ts, chat-view.ts, settings.ts) activated in plain Node with a
 // stand-in `vscode` module and the real daemon: settings reach the daemon, the view's page gets
-// the components, Ask About Selection runs a turn that the page is told about, and in a workspace
-// folder the chat's model gets genai's workspace tools, whose permission asks are modal dialogs.
+// the components, Ask About Selection runs a turn that the page is told about, in a workspace
+// folder the chat's model gets genai's workspace tools, whose permission asks are modal dialogs
+// (with View diff for an edit) and whose writes go through the editor (a diff review with Accept
+// or Reject, WorkspaceEdits, saves), and the editor tools read VS Code's documents.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -128,9 +130,13 @@ test('in a workspace folder the chat edits files under the permission mode; each
       'Always allow (workspace.edit_file(src/**))',
       'Reject',
       'Always reject in this conversation',
+      'View diff',
     ]);
     assert.deepEqual(dialog.items.filter((i: { isCloseAffordance?: boolean }) => i.isCloseAffordance).map((i: { title: string }) => i.title), ['Reject'], 'Escape rejects');
+    // The edit went through the editor (a WorkspaceEdit, then saved), not asked again after the dialog.
     assert.equal(readFileSync(join(project, 'src', 'a.txt'), 'utf8'), 'ALPHA\n');
+    assert.equal(vscode.documents.get(join(project, 'src', 'a.txt'))?.saves, 1);
+    assert.equal(vscode.executed.filter((c) => c.id === 'vscode.diff').length, 0, 'no diff review after the dialog allowed it');
     assert.ok(first.detailedResponse.some((l: string) => l.includes('allow_always')), first.detailedResponse.join('\n'));
 
     // A write at the root asks again; dismissing the dialog (Escape) rejects it.
@@ -144,17 +150,43 @@ test('in a workspace folder the chat edits files under the permission mode; each
     assert.equal(existsSync(join(project, 'top.txt')), false, 'a dismissed ask writes nothing');
     assert.ok(second.detailedResponse.some((l: string) => l.includes('reject_once')), second.detailedResponse.join('\n'));
 
-    // genai.permissionMode "edit" (read at the next new chat): a write goes ahead without a dialog.
+    // genai.permissionMode "edit" (read at the next new chat): no dialog, but the write is
+    // reviewed as a diff (vscode.diff of two virtual documents) with Accept / Reject.
     settings['genai.permissionMode'] = 'edit';
     webview.fromPage({ type: 'newChat', choice: { feature: 'assistant', serviceProvider: 'scripted' } });
     await posted(webview, 'the conversation in edit mode', (m) => m.type === 'conversation' && m.id !== opened.id);
+    let proposed: string[] = [];
+    vscode.answers.info = (text, _options, items) => {
+      if (!text.startsWith('genai wants to')) return undefined;
+      // What the diff shows, read through the virtual documents' provider while it is open.
+      const [left, right] = vscode.executed.filter((c) => c.id === 'vscode.diff').at(-1)!.args;
+      const provider = vscode.contentProviders.get(left.scheme)!;
+      proposed = [provider.provideTextDocumentContent(left), provider.provideTextDocumentContent(right)];
+      return text.includes('top.txt') ? items.find((i: string) => i === 'Accept') : items.find((i: string) => i === 'Reject');
+    };
     await scripted.push({ reply: '', toolCalls: [['workspace__write_file', JSON.stringify({ path: 'top.txt', content: 'edit mode\n' })]] });
     await scripted.push({ reply: 'Written.' });
     webview.fromPage({ type: 'send', text: 'Write top.txt now' });
     const third = await posted(webview, 'the end of the edit-mode turn', (m) => m.type === 'turnEnded' && m.summary === 'Written.');
     assert.equal(third.isSuccess, true);
     assert.equal(dialogs().length, 2, 'mode edit does not ask for edits');
+    assert.ok(vscode.shown.some((m) => m.level === 'info' && m.text === 'genai wants to create top.txt: see the diff.'), JSON.stringify(vscode.shown));
+    assert.deepEqual(proposed, ['', 'edit mode\n']);
     assert.equal(readFileSync(join(project, 'top.txt'), 'utf8'), 'edit mode\n');
+    assert.deepEqual(third.changedFiles, [join(project, 'top.txt')]);
+    assert.deepEqual(third.edits?.map((e: { path: string; created: boolean }) => [e.path, e.created]), [['top.txt', true]]);
+
+    // Reject in the review: nothing is written, the model is told.
+    await scripted.push({ reply: '', toolCalls: [['workspace__edit_file', JSON.stringify({ path: 'src/a.txt', old_text: 'ALPHA', new_text: 'nope' })]] });
+    await scripted.push({ reply: 'Rejected.' });
+    webview.fromPage({ type: 'send', text: 'Change a.txt' });
+    const fourth = await posted(webview, 'the end of the rejected turn', (m) => m.type === 'turnEnded' && m.summary === 'Rejected.');
+    assert.deepEqual(proposed, ['ALPHA\n', 'nope\n']);
+    assert.equal(readFileSync(join(project, 'src', 'a.txt'), 'utf8'), 'ALPHA\n');
+    assert.equal(fourth.changedFiles, undefined);
+    const bodies = await scripted.requests();
+    const tool = bodies.at(-1).messages.filter((m: { role: string }) => m.role === 'tool').at(-1);
+    assert.match(String(tool.content), /the user rejected the edit/);
 
     // With genai.workspaceTools off, a new chat is the plain assistant again (the setting is read per chat).
     settings['genai.workspaceTools'] = false;
@@ -165,7 +197,60 @@ test('in a workspace folder the chat edits files under the permission mode; each
   } finally {
     vscode.stub.workspace.workspaceFolders = undefined;
     vscode.answers.warning = undefined;
+    vscode.answers.info = undefined;
     delete settings['genai.workspaceTools'];
     delete settings['genai.permissionMode'];
+  }
+});
+
+test('the editor tools read VS Code\'s open documents, selection, diagnostics and unsaved text', async () => {
+  const project = mkdtempSync(join(tmpdir(), 'genai-vscode-tools-'));
+  mkdirSync(join(project, 'src'));
+  const a = join(project, 'src', 'a.txt');
+  writeFileSync(a, 'alpha\n');
+  vscode.stub.workspace.workspaceFolders = [{ uri: vscode.uri(project), name: 'project', index: 0 }];
+  const doc = vscode.open(a);
+  doc.type('alpha, unsaved\n');
+  vscode.stub.window.activeTextEditor = {
+    selection: { isEmpty: false, start: { line: 0 }, end: { line: 0 } },
+    document: { uri: vscode.uri(a), languageId: 'plaintext', getText: () => 'alpha' },
+  };
+  vscode.diagnostics.set(a, [
+    { severity: 1, message: 'unknown word', source: 'spell', code: { value: 'S1' }, range: { start: { line: 0, character: 0 }, end: { line: 0, character: 5 } } },
+  ]);
+  try {
+    const webview = vscode.openView('genai.chat');
+    webview.fromPage({ type: 'ready' });
+    await posted(webview, 'the components', (m) => m.type === 'components');
+    webview.fromPage({ type: 'newChat', choice: { feature: 'tools', serviceProvider: 'scripted' } });
+    await posted(webview, 'the conversation', (m) => m.type === 'conversation' && /^tools/.test(m.description));
+    await scripted.push({
+      reply: '',
+      toolCalls: [
+        ['editor__open_files', '{}'],
+        ['editor__buffer_text', JSON.stringify({ path: 'src/a.txt' })],
+        ['editor__diagnostics', JSON.stringify({ path: 'src/a.txt' })],
+      ],
+    });
+    await scripted.push({ reply: 'Read them.' });
+    const before = vscode.shown.length;
+    webview.fromPage({ type: 'send', text: 'What is open?' });
+    const end = await posted(webview, 'the end of the turn', (m) => m.type === 'turnEnded' && m.summary === 'Read them.');
+    assert.equal(end.isSuccess, true);
+    assert.equal(vscode.shown.length, before, 'read-only tools ask nothing');
+    const bodies = await scripted.requests();
+    const results = bodies.at(-1).messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: unknown }) => String(m.content));
+    const open = JSON.parse(results[0]);
+    assert.ok(open.documents.some((d: { path: string; dirty: boolean }) => d.path === a && d.dirty), results[0]);
+    assert.deepEqual(open.activeEditor, { path: a, selection: { startLine: 1, endLine: 1, text: 'alpha' } });
+    assert.equal(results[1], 'alpha, unsaved\n');
+    assert.deepEqual(JSON.parse(results[2]).diagnostics, [
+      { severity: 'warning', message: 'unknown word', source: 'spell', code: 'S1', startLine: 1, startColumn: 1, endLine: 1, endColumn: 6 },
+    ]);
+  } finally {
+    vscode.stub.workspace.workspaceFolders = undefined;
+    vscode.stub.window.activeTextEditor = undefined;
+    vscode.diagnostics.clear();
+    vscode.documents.clear();
   }
 });

@@ -4,8 +4,9 @@
 // components (the default first, providers without a key last and marked), a streamed Markdown
 // reply, the stop button, and the history; a message sent before choosing a chat, the header's
 // title, and the page without a token or with a wrong one; a `tools` chat whose scripted model
-// edits the files of the folder genai serve runs in, each permission ask a dialog on the page;
-// screenshots go to test-artifacts/web-chat.png and web-confirm.png.
+// edits the files of the folder genai serve runs in, each permission ask a dialog on the page
+// with the edit's diff, and Undo on a turn that changed files; screenshots go to
+// test-artifacts/web-chat.png, web-confirm.png and web-undo.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -237,6 +238,13 @@ test('a tools chat edits the folder genai serve runs in; each permission ask is 
       'Always reject in this conversation',
     ]);
     assert.equal(read('src/a.txt'), 'alpha\n', 'nothing is edited before the answer');
+    // The ask shows the edit's diff (permission.diff), as lines.
+    assert.equal(await fresh.textContent('#confirm-diff .diff-header'), `${join(project, 'src', 'a.txt')} (changed, +1 −1)`);
+    assert.deepEqual(await fresh.$$eval('#confirm-diff .diff-lines > div', (rows) => rows.map((r) => [r.className, r.textContent])), [
+      ['diff-hunk', '@@ -1,1 +1,1 @@'],
+      ['diff-remove', '-alpha'],
+      ['diff-add', '+ALPHA'],
+    ]);
     await fresh.screenshot({ path: join(artifacts, 'web-confirm.png') });
     await fresh.click('#confirm-choices button:has-text("Always allow")');
     const first = await ended('Edited a.');
@@ -244,6 +252,10 @@ test('a tools chat edits the folder genai serve runs in; each permission ask is 
     assert.equal(read('src/a.txt'), 'ALPHA\n');
     assert.ok(first.some((l) => l.includes('allow_always')), first.join('\n'));
     assert.match(readFileSync(join(configDir, 'projects.toml'), 'utf8'), /"workspace\.edit_file\(src\/\*\*\)"/);
+    // The turn changed a file: its diff and "Undo (1 file)" under the reply.
+    const firstBubble = fresh.locator('.message.assistant', { hasText: 'Edited a.' });
+    assert.deepEqual(await firstBubble.locator('details.edit summary').allTextContents(), ['Edited src/a.txt (+1 −1)']);
+    assert.equal(await firstBubble.locator('button.undo').textContent(), 'Undo (1 file)');
 
     // 2. Another file of that folder: the saved rule allows it, no dialog (the turn could not end otherwise).
     await ask('Capitalize b.txt', 'edit_file', { path: 'src/b.txt', old_text: 'beta', new_text: 'BETA' }, 'Edited b.');
@@ -261,6 +273,16 @@ test('a tools chat edits the folder genai serve runs in; each permission ask is 
     const bodies = await scripted.requests();
     const toolMessages = bodies.at(-1).messages.filter((m: { role: string }) => m.role === 'tool');
     assert.match(String(toolMessages.at(-1)?.content), /^Refused: workspace\.write_file\(top\.txt\) was not allowed \(the user \(reject_once\)\)/);
+    assert.equal(await fresh.locator('.message.assistant', { hasText: 'Not written.' }).locator('button.undo').count(), 0, 'a turn that changed nothing has no Undo');
+
+    // 4. Undo on the turn that edited b.txt puts it back and says so.
+    const second = fresh.locator('.message.assistant', { hasText: 'Edited b.' });
+    await second.locator('button.undo').click();
+    await second.locator('.undo-result.ok').waitFor({ timeout: 20_000 });
+    assert.equal(await second.locator('.undo-result').textContent(), 'Undone: src/b.txt restored');
+    assert.equal(read('src/b.txt'), 'beta\n');
+    assert.equal(await second.locator('button.undo').count(), 0);
+    await fresh.screenshot({ path: join(artifacts, 'web-undo.png'), fullPage: true });
     assert.deepEqual(problems, []);
   } finally {
     await close();

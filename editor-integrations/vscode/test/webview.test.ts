@@ -1,7 +1,8 @@
 // The chat page (media/chat.html + dist/webview.js) in headless Chromium, with a stand-in for
 // acquireVsCodeApi that records what the page posts. Checks the new-chat form, Markdown chunks,
 // escaped HTML, tool-call lines, collapsed reasoning, the details toggle, errors, the stop button,
-// and the confirmation dialog (the web page's); saves screenshots under test-artifacts/.
+// the confirmation dialog (the web page's) with an edit's diff, and a turn's edits with Undo;
+// saves screenshots under test-artifacts/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { chatPageHtml } from '../src/chat/page';
+import { fileDiff } from '../src/chat/diff';
 import type { FromView, ToView } from '../src/chat/view-messages';
 
 const root = resolve(__dirname, '..', '..');
@@ -310,4 +312,84 @@ test('a confirmation is a modal dialog: its choices as buttons, asks wait their 
     { type: 'confirmAnswer', id: 'k1', choice: 1 },
     { type: 'confirmAnswer', id: 'k2' },
   ]);
+});
+
+test('an edit\'s ask shows its diff in the dialog, as text lines marked added and removed', async () => {
+  const diff = fileDiff('/p/src/a.rs', 'fn a() {}\nfn b() {}\nfn c() {}\n', 'fn a() {}\nfn b() { <b>1</b> }\nfn c() {}\nfn d() {}\n');
+  await send({
+    type: 'confirm',
+    id: 'd1',
+    turnId: 't6',
+    text: 'Edit src/a.rs',
+    detail: 'mode ask (workspace.edit_file)',
+    choices: [
+      { label: 'Allow once', kind: 'allow' },
+      { label: 'Always allow (workspace.edit_file(src/**))', kind: 'allow' },
+      { label: 'Reject', kind: 'reject' },
+      { label: 'Always reject in this conversation', kind: 'reject' },
+    ],
+    diff,
+  });
+  assert.equal(await page.isVisible('#confirm-dialog'), true);
+  assert.equal(await page.isVisible('#confirm-diff'), true);
+  assert.equal(await page.textContent('#confirm-diff .diff-header'), '/p/src/a.rs (changed, +2 −1)');
+  assert.deepEqual(await page.$$eval('#confirm-diff .diff-lines > div', (rows) => rows.map((r) => [r.className, r.textContent])), [
+    ['diff-hunk', '@@ -1,3 +1,4 @@'],
+    ['diff-context', ' fn a() {}'],
+    ['diff-remove', '-fn b() {}'],
+    ['diff-add', '+fn b() { <b>1</b> }'],
+    ['diff-context', ' fn c() {}'],
+    ['diff-add', '+fn d() {}'],
+  ]);
+  assert.equal(await page.$$eval('#confirm-diff b', (b) => b.length), 0, 'the diff stays text');
+  assert.equal(await page.$$eval('#confirm-choices button', (bs) => bs.length), 4, 'the four choices stay');
+  await page.screenshot({ path: join(artifacts, 'chat-diff.png') });
+  await page.click('#confirm-choices button:text-is("Allow once")');
+  assert.deepEqual(await waitPosted((m) => m.type === 'confirmAnswer' && m.id === 'd1'), { type: 'confirmAnswer', id: 'd1', choice: 0 });
+  assert.equal(await page.isVisible('#confirm-dialog'), false);
+
+  // An ask without a diff shows none.
+  await send({ type: 'confirm', id: 'd2', turnId: 't6', text: 'Run `ls`', detail: 'mode ask (workspace.run_command)', choices: [{ label: 'Allow once', kind: 'allow' }, { label: 'Reject', kind: 'reject' }] });
+  assert.equal(await page.isVisible('#confirm-diff'), false);
+  await send({ type: 'confirmClosed', id: 'd2' });
+});
+
+test('a turn that changed files shows its edits\' diffs and "Undo (N files)", which sends Undo and shows the result', async () => {
+  await send({ type: 'userMessage', text: 'Fix both files' });
+  await send({ type: 'turnStarted', turnId: 't7' });
+  await send({
+    type: 'turnEnded',
+    turnId: 't7',
+    summary: 'Fixed.',
+    detailedResponse: [],
+    isSuccess: true,
+    changedFiles: ['src/a.rs', 'notes.md'],
+    edits: [fileDiff('src/a.rs', 'x\n', 'y\n'), fileDiff('notes.md', null, 'new\n')],
+  });
+  const bubble = page.locator('.message.assistant[data-turn-id="t7"]');
+  assert.deepEqual(await bubble.locator('details.edit summary').allTextContents(), ['Edited src/a.rs (+1 −1)', 'Created notes.md (+1 −0)']);
+  assert.equal(await bubble.locator('details.edit .diff').first().isVisible(), false, 'collapsed');
+  await bubble.locator('details.edit summary').first().click();
+  assert.deepEqual(await bubble.locator('details.edit').first().locator('.diff-lines > div').allTextContents(), ['@@ -1,1 +1,1 @@', '-x', '+y']);
+  const undo = bubble.locator('button.undo');
+  assert.equal(await undo.textContent(), 'Undo (2 files)');
+  await undo.click();
+  assert.deepEqual(await waitPosted((m) => m.type === 'undo'), { type: 'undo', turnId: 't7' });
+  assert.equal(await undo.isDisabled(), true, 'one click, one Undo');
+  assert.equal(await bubble.locator('.undo-result').textContent(), 'Undoing…');
+
+  // A failure: said in red, the button back to try again.
+  await send({ type: 'undone', turnId: 't7', ok: false, text: 'Undo failed: src/a.rs changed since the turn (use force)' });
+  assert.equal(await bubble.locator('.undo-result.error').textContent(), 'Undo failed: src/a.rs changed since the turn (use force)');
+  assert.equal(await undo.isDisabled(), false);
+  await undo.click();
+  await send({ type: 'undone', turnId: 't7', ok: true, text: 'Undone: src/a.rs restored, notes.md removed' });
+  assert.equal(await bubble.locator('.undo-result.ok').textContent(), 'Undone: src/a.rs restored, notes.md removed');
+  assert.equal(await bubble.locator('button.undo').count(), 0, 'nothing left to undo');
+  await page.screenshot({ path: join(artifacts, 'chat-undo.png'), fullPage: true });
+
+  // A turn that changed nothing offers no Undo.
+  await send({ type: 'turnStarted', turnId: 't8' });
+  await send({ type: 'turnEnded', turnId: 't8', summary: 'Nothing to change.', detailedResponse: [], isSuccess: true });
+  assert.equal(await page.locator('.message.assistant[data-turn-id="t8"] .changes').count(), 0);
 });

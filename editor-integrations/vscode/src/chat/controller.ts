@@ -7,6 +7,7 @@
 import { GenaiClient, GenaiError, type Conversation, type ToolCall } from '../client/genai-client';
 import { messageReasoning, messageText, selectionPrompt, titleOf, type Selection } from './text';
 import { confirmChoices, confirmDetail, dismissedAnswer, type ConfirmChoice } from './confirm';
+import { fileDiff, type FileDiff } from './diff';
 import type { ComponentChoices, FromView, NewChatChoice, ShownMessage, ToView } from './view-messages';
 import type {
   CreateConversationParams,
@@ -14,6 +15,7 @@ import type {
   Mode,
   RequestConfirmationParams,
   RequestConfirmationResult,
+  UndoResult,
 } from '../protocol';
 
 /** Where the last new-chat choice is kept (VS Code's globalState in the extension). */
@@ -80,6 +82,10 @@ export class ChatController {
   /** The confirmations the page shows or queues, by the id the page answers with. */
   private readonly confirms = new Map<string, { turnId: string; choices: ConfirmChoice[]; dismissed: RequestConfirmationResult; resolve: (answer: RequestConfirmationResult) => void }>();
   private confirmCount = 0;
+  /** The conversation of each turn run here, for its Undo. */
+  private readonly turnConversations = new Map<string, string>();
+  /** The whole-file texts of edits seen (a permission ask's diff, the editor's write), by turn and call. */
+  private readonly editTexts = new Map<string, { path: string; oldText: string | null; newText: string }>();
 
   constructor(
     private readonly client: GenaiClient,
@@ -117,6 +123,9 @@ export class ChatController {
           break;
         case 'confirmAnswer':
           this.settleConfirm(message.id, message.choice);
+          break;
+        case 'undo':
+          await this.undo(message.turnId);
           break;
       }
     } catch (err) {
@@ -203,18 +212,24 @@ export class ChatController {
     };
     // Each tool call is shown once, when its name arrives (its arguments are in the details).
     const shownCalls = new WeakSet<ToolCall>();
+    /** Every call of the turn, in order (a later round reuses indexes with new objects). */
+    const calls: ToolCall[] = [];
     const turn = await conversation.send(text, {
       chunk: (delta, t) => post({ type: 'chunk', turnId: t.id, delta }),
       reasoning: (delta, t) => post({ type: 'reasoning', turnId: t.id, delta }),
       progress: (step, t) => post({ type: 'progress', turnId: t.id, summary: step.summary, detailedResponse: step.detailedResponse }),
       toolCall: (call, t) => {
+        if (!calls.includes(call)) calls.push(call);
         if (!call.name || shownCalls.has(call)) return;
         shownCalls.add(call);
         post({ type: 'toolCall', turnId: t.id, index: call.index, name: call.name });
       },
     });
     post({ type: 'turnStarted', turnId: turn.id });
+    this.turnConversations.set(turn.id, conversation.id);
     const end = await turn.done;
+    const changedFiles = end.changedFiles ?? [];
+    const edits = changedFiles.length ? this.editsOf(turn.id, calls, changedFiles) : [];
     // The daemon no longer waits for the turn's asks: their dialogs go.
     for (const [id, c] of this.confirms) if (c.turnId === turn.id) this.settleConfirm(id, undefined, true);
     post({
@@ -224,7 +239,10 @@ export class ChatController {
       detailedResponse: end.detailedResponse,
       isSuccess: end.isSuccess,
       error: end.error ?? undefined,
+      ...(changedFiles.length ? { changedFiles } : {}),
+      ...(edits.length ? { edits } : {}),
     });
+    for (const key of this.editTexts.keys()) if (key.startsWith(`${turn.id}\n`)) this.editTexts.delete(key);
     // The history titles a conversation by its first prompt: the header says so once it is stored.
     if (end.isSuccess && this.untitled.delete(conversation.id)) {
       post({ type: 'title', id: conversation.id, title: conversation.title ?? titleOf(text) });
@@ -239,6 +257,8 @@ export class ChatController {
   confirm(request: RequestConfirmationParams): Promise<RequestConfirmationResult> {
     const id = `confirm-${++this.confirmCount}`;
     const choices = confirmChoices(request);
+    this.permissionAsked(request);
+    const diff = request.permission?.diff;
     return new Promise((resolve) => {
       this.confirms.set(id, { turnId: request.turnId, choices, dismissed: dismissedAnswer(request), resolve });
       this.post({
@@ -248,8 +268,67 @@ export class ChatController {
         text: request.text,
         detail: confirmDetail(request),
         choices: choices.map((c) => ({ label: c.label, kind: c.kind })),
+        ...(diff ? { diff: fileDiff(diff.path, diff.oldText ?? null, diff.newText) } : {}),
       });
     });
+  }
+
+  /**
+   * Notes the edit a permission ask shows (`permission.diff`), so the turn's end can show the
+   * whole file's diff of that call. The web page's `confirm` does it; VS Code's dialog calls it.
+   */
+  permissionAsked(request: RequestConfirmationParams): void {
+    const diff = request.permission?.diff;
+    if (diff && request.toolCallId) this.editSeen(request.turnId, request.toolCallId, diff.path, diff.oldText ?? null, diff.newText);
+  }
+
+  /** Notes an edit's whole old and new text (such as the editor's `WriteTextFile`), for the turn's end. */
+  editSeen(turnId: string, callId: string, path: string, oldText: string | null, newText: string): void {
+    this.editTexts.set(`${turnId}\n${callId}`, { path, oldText, newText });
+  }
+
+  /**
+   * The diffs of the turn's edits: each `edit_file`/`write_file` call on a file the turn changed,
+   * as the whole file's diff when an ask or the editor showed it, else the call's own texts.
+   */
+  private editsOf(turnId: string, calls: ToolCall[], changedFiles: string[]): FileDiff[] {
+    // The call names its file as the model gave it (relative or absolute), changedFiles as the daemon does.
+    const changed = (path: string) => {
+      const p = path.replace(/^\.\//, '');
+      return changedFiles.some((c) => c === p || c.endsWith(`/${p}`) || p.endsWith(`/${c}`));
+    };
+    const edits: FileDiff[] = [];
+    for (const call of calls) {
+      const tool = call.name?.replace('__', '.');
+      if (tool !== 'workspace.edit_file' && tool !== 'workspace.write_file') continue;
+      let args: Record<string, unknown>;
+      try {
+        args = JSON.parse(call.arguments || '{}');
+      } catch {
+        continue;
+      }
+      const path = typeof args.path === 'string' ? args.path : undefined;
+      if (!path || !changed(path)) continue;
+      const whole = call.id ? this.editTexts.get(`${turnId}\n${call.id}`) : undefined;
+      if (whole) edits.push(fileDiff(path, whole.oldText, whole.newText));
+      else if (tool === 'workspace.edit_file' && typeof args.old_text === 'string' && typeof args.new_text === 'string') {
+        edits.push(fileDiff(path, args.old_text, args.new_text, { partial: true }));
+      } else if (tool === 'workspace.write_file' && typeof args.content === 'string') {
+        edits.push({ ...fileDiff(path, null, args.content, { partial: true }), created: false });
+      }
+    }
+    return edits;
+  }
+
+  /** Puts back what the turn changed (`Undo`) and tells the page what it did. */
+  async undo(turnId: string): Promise<void> {
+    const conversationId = this.turnConversations.get(turnId) ?? this.conversation?.id;
+    try {
+      const undone = await this.client.request('Undo', { conversationId, turnId });
+      this.post({ type: 'undone', turnId, ok: true, text: undoText(undone) });
+    } catch (err) {
+      this.post({ type: 'undone', turnId, ok: false, text: `Undo failed: ${describe(err)}` });
+    }
   }
 
   private settleConfirm(id: string, choice: number | undefined, closePage = false): void {
@@ -332,6 +411,13 @@ export function toChoices(components: ListComponentsResult, last?: NewChatChoice
           }
         : undefined,
   };
+}
+
+/** What an undo did, in one line: `Undone: src/a.txt restored, top.txt removed`. */
+export function undoText(undone: UndoResult): string {
+  const files = undone.files.map((f) => `${f.path} ${f.action}`);
+  const folders = undone.removedFolders.length ? `; empty folders removed: ${undone.removedFolders.join(', ')}` : '';
+  return files.length ? `Undone: ${files.join(', ')}${folders}` : `Nothing to undo${folders}`;
 }
 
 /** One line for the user: the daemon's message, or the error's. */

@@ -1,5 +1,8 @@
 // The messages between the chat controller (extension side) and the chat page (webview side),
 // posted with `webview.postMessage` one way and `acquireVsCodeApi().postMessage` the other.
+import type { FileDiff } from './diff';
+
+export type { DiffLine, FileDiff } from './diff';
 
 /** What the new-chat form chose: a feature, a provider and its model. */
 export interface NewChatChoice {
@@ -63,14 +66,29 @@ export type ToView =
       detailedResponse: string[];
       isSuccess: boolean;
       error?: { kind: string; message: string };
+      /** The root-relative files the turn's tools changed: the page offers "Undo (N files)". */
+      changedFiles?: string[];
+      /** What the turn's edits changed, as far as the chat saw it (the asks' diffs, the edits' arguments). */
+      edits?: FileDiff[];
     }
+  /** What `Undo` of the turn did (`ok`), or why it failed. */
+  | { type: 'undone'; turnId: string; ok: boolean; text: string }
   | { type: 'error'; message: string }
   /**
    * A tool call asks to go ahead (`RequestConfirmation`): the page shows a dialog with `text`,
    * `detail` and one button per choice, and answers `confirmAnswer` with the same `id`. Asks
    * that come while one is shown wait their turn.
    */
-  | { type: 'confirm'; id: string; turnId: string; text: string; detail: string; choices: Array<{ label: string; kind: 'allow' | 'reject' }> }
+  | {
+      type: 'confirm';
+      id: string;
+      turnId: string;
+      text: string;
+      detail: string;
+      choices: Array<{ label: string; kind: 'allow' | 'reject' }>;
+      /** The edit the ask is about (`permission.diff`), shown in the dialog. */
+      diff?: FileDiff;
+    }
   /** The ask `id` needs no answer any more (its turn ended): its dialog goes away. */
   | { type: 'confirmClosed'; id: string }
   | { type: 'status'; level: 'info' | 'warning' | 'error'; text: string }
@@ -84,4 +102,6 @@ export type FromView =
   | { type: 'listConversations'; cursor?: string }
   | { type: 'openConversation'; id: string }
   /** The user's answer to the ask `id`: the index of the chosen button, none when the dialog was dismissed. */
-  | { type: 'confirmAnswer'; id: string; choice?: number };
+  | { type: 'confirmAnswer'; id: string; choice?: number }
+  /** Put back the files the turn changed (`Undo`). */
+  | { type: 'undo'; turnId: string };

@@ -12,6 +12,7 @@ import type {
   CreateConversationResult,
   DaemonRequests,
   ErrorKind,
+  InitializeParams,
   ListComponentsResult,
   ListConversationsResult,
   MessageInput,
@@ -42,6 +43,45 @@ export class GenaiError extends Error {
 
 type ConfirmationRequest = DaemonRequests['RequestConfirmation'];
 type MiddlewareRequest = DaemonRequests['OnMiddleware'];
+type ToolCallRequest = DaemonRequests['OnToolCall'];
+type ReadTextFileRequest = DaemonRequests['ReadTextFile'];
+type WriteTextFileRequest = DaemonRequests['WriteTextFile'];
+
+/** A tool this client hosts (`RegisterTool`): offered to the model as `editor.NAME`. */
+export interface HostedTool {
+  description: string;
+  /** A JSON Schema whose `type` is `"object"`. */
+  inputSchema: Record<string, unknown>;
+  /** It only reads: the `read-only` and `ask` modes run it without asking. */
+  readOnly?: boolean;
+  /** How long the daemon waits for the answer (its default otherwise). */
+  timeoutMs?: number;
+}
+
+/** What a tool's handler may answer: text, message parts, or the whole `{content, isError}`. */
+export type ToolAnswer = string | ToolCallRequest['result']['content'] | ToolCallRequest['result'];
+
+/**
+ * Runs one call of a hosted tool (`OnToolCall`): `args` is the model's JSON object. A throw is
+ * answered as a JSON-RPC error, which the model sees as the failed call.
+ */
+export type ToolHandler = (args: Record<string, unknown>, call: ToolCallRequest['params']) => Promise<ToolAnswer> | ToolAnswer;
+
+/**
+ * The editor's side of the workspace tools' files (`capabilities.editor` of `Initialize`): the
+ * daemon reads files through `readTextFile` (the editor's unsaved text) and writes them only
+ * through `writeTextFile`. A throw (such as the user rejecting the edit) is answered as a
+ * JSON-RPC error with its message, which the model is told.
+ */
+export interface EditorFiles {
+  /** The file's text as the editor has it; `null` when there is no such file. */
+  readTextFile?: (request: ReadTextFileRequest['params']) => Promise<string | null>;
+  /** Makes `request.text` the whole text of the file (through the editor). */
+  writeTextFile?: (request: WriteTextFileRequest['params']) => Promise<void>;
+}
+
+/** The code of the JSON-RPC errors this client answers with (its message says what went wrong). */
+export const CLIENT_ERROR_CODE = -32000;
 
 /**
  * A middleware this client hosts: given the messages a request is about to send (and the
@@ -63,6 +103,8 @@ export interface ClientHooks {
   action?: (action: Notifications['DoAction']) => void;
   /** The daemon exited (and maybe is starting again), or came back. */
   daemon?: (event: { state: 'exited'; exit: DaemonExit } | { state: 'started'; generation: number }) => void;
+  /** Reads and writes the workspace tools' files in the editor (declared in `Initialize`). */
+  editor?: EditorFiles;
 }
 
 /** The notifications of a turn, by method, typed from the schemas: a renamed field breaks the build. */
@@ -89,6 +131,8 @@ export class GenaiClient<T extends Transport = Transport> {
   private readonly early = new Map<string, { at: number; items: TurnNotification[] }>();
   /** The middleware this client hosts, registered again in a restarted daemon. */
   private readonly middleware = new Map<string, { transform: MiddlewareTransform; timeoutMs?: number }>();
+  /** The tools this client hosts, by name, registered again in a restarted daemon. */
+  private readonly tools = new Map<string, { tool: HostedTool; handler: ToolHandler }>();
 
   constructor(
     readonly daemon: T,
@@ -100,6 +144,9 @@ export class GenaiClient<T extends Transport = Transport> {
         if (generation > 1) {
           for (const [name, m] of this.middleware) {
             this.request('RegisterMiddleware', { name, timeoutMs: m.timeoutMs }).catch(() => undefined);
+          }
+          for (const [name, t] of this.tools) {
+            this.request('RegisterTool', registerParams(name, t.tool)).catch(() => undefined);
           }
           this.hooks.daemon?.({ state: 'started', generation });
         }
@@ -115,10 +162,17 @@ export class GenaiClient<T extends Transport = Transport> {
     });
   }
 
-  /** Starts the daemon and says hello (streaming on). */
+  /** Starts the daemon and says hello (streaming on; the editor's files when `hooks.editor` has them). */
   async start(): Promise<void> {
     await this.daemon.start();
-    await this.request('Initialize', { clientInfo: { name: 'genai-vscode' }, capabilities: { streaming: true } });
+    await this.request('Initialize', { clientInfo: { name: 'genai-vscode' }, capabilities: this.capabilities() });
+  }
+
+  /** What `Initialize` declares. */
+  capabilities(): NonNullable<InitializeParams['capabilities']> {
+    const editor = this.hooks.editor;
+    if (!editor || (!editor.readTextFile && !editor.writeTextFile)) return { streaming: true };
+    return { streaming: true, editor: { readTextFile: Boolean(editor.readTextFile), writeTextFile: Boolean(editor.writeTextFile) } };
   }
 
   async dispose(): Promise<void> {
@@ -155,6 +209,28 @@ export class GenaiClient<T extends Transport = Transport> {
   async registerMiddleware(name: string, transform: MiddlewareTransform, options: { timeoutMs?: number } = {}): Promise<void> {
     await this.request('RegisterMiddleware', { name, timeoutMs: options.timeoutMs });
     this.middleware.set(name, { transform, timeoutMs: options.timeoutMs });
+  }
+
+  /**
+   * Hosts the tool `name` here (`RegisterTool`): conversations offered the `editor` source may
+   * call it as `editor.NAME`; each call runs `handler`. Registering a name again replaces it.
+   * Returns the tool's full name.
+   */
+  async registerTool(name: string, tool: HostedTool, handler: ToolHandler): Promise<string> {
+    const registered = await this.request('RegisterTool', registerParams(name, tool));
+    this.tools.set(name, { tool, handler });
+    return registered.tool;
+  }
+
+  /** Stops hosting the tool `name` (`UnregisterTool`). */
+  async unregisterTool(name: string): Promise<void> {
+    this.tools.delete(name);
+    await this.request('UnregisterTool', { name });
+  }
+
+  /** The names of the tools hosted here. */
+  get hostedTools(): string[] {
+    return [...this.tools.keys()];
   }
 
   listComponents(): Promise<ListComponentsResult> {
@@ -222,6 +298,23 @@ export class GenaiClient<T extends Transport = Transport> {
       const m = this.middleware.get(params.name);
       if (!m) throw new ResponseError(ErrorCodes.MethodNotFound, `no middleware ${params.name} is hosted here`);
       return { messages: await m.transform(params.messages, params) };
+    });
+    conn.onRequest('OnToolCall', async (params: ToolCallRequest['params']): Promise<ToolCallRequest['result']> => {
+      const t = this.tools.get(params.name);
+      if (!t) throw new ResponseError(ErrorCodes.MethodNotFound, `no tool ${params.name} is hosted by this client`);
+      const args = (params.arguments && typeof params.arguments === 'object' ? params.arguments : {}) as Record<string, unknown>;
+      return toolResult(await answering(() => t.handler(args, params)));
+    });
+    conn.onRequest('ReadTextFile', async (params: ReadTextFileRequest['params']): Promise<ReadTextFileRequest['result']> => {
+      const read = this.hooks.editor?.readTextFile;
+      if (!read) throw new ResponseError(ErrorCodes.MethodNotFound, 'this client does not read files (no editor.readTextFile capability)');
+      return { text: await answering(() => read(params)) };
+    });
+    conn.onRequest('WriteTextFile', async (params: WriteTextFileRequest['params']): Promise<WriteTextFileRequest['result']> => {
+      const write = this.hooks.editor?.writeTextFile;
+      if (!write) throw new ResponseError(ErrorCodes.MethodNotFound, 'this client does not write files (no editor.writeTextFile capability)');
+      await answering(() => write(params));
+      return {};
     });
   }
 
@@ -424,6 +517,36 @@ export class Turn {
     this.ended = true;
     this.client.forgetTurn(this);
     this.resolve(response);
+  }
+}
+
+function registerParams(name: string, tool: HostedTool): Requests['RegisterTool']['params'] {
+  return {
+    name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    ...(tool.readOnly !== undefined ? { readOnly: tool.readOnly } : {}),
+    ...(tool.timeoutMs !== undefined ? { timeoutMs: tool.timeoutMs } : {}),
+  };
+}
+
+/** A handler's answer as `OnToolCall`'s result. */
+function toolResult(answer: ToolAnswer): ToolCallRequest['result'] {
+  if (typeof answer === 'string') return { content: [{ type: 'text', text: answer }] };
+  if (Array.isArray(answer)) return { content: answer };
+  return answer;
+}
+
+/**
+ * Runs a hook answering a daemon request; what it throws becomes a JSON-RPC error carrying its
+ * own message (vscode-jsonrpc would otherwise prefix "Request X failed with message").
+ */
+async function answering<R>(run: () => Promise<R> | R): Promise<R> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof ResponseError) throw err;
+    throw new ResponseError(CLIENT_ERROR_CODE, err instanceof Error ? err.message : String(err));
   }
 }
 

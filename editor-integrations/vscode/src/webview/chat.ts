@@ -2,7 +2,7 @@
 // It draws what the extension posts (ToView) and posts what the user does (FromView); it holds no
 // protocol logic. Replies are Markdown rendered with raw HTML disabled, re-rendered per chunk.
 import MarkdownIt from 'markdown-it';
-import type { ComponentChoices, ConversationSummary, FromView, ShownMessage, ToView } from '../chat/view-messages';
+import type { ComponentChoices, ConversationSummary, FileDiff, FromView, ShownMessage, ToView } from '../chat/view-messages';
 
 declare function acquireVsCodeApi(): { postMessage(message: FromView): void };
 
@@ -129,6 +129,77 @@ function addToolCall(el: HTMLElement, name: string): void {
   messages.scrollTop = messages.scrollHeight;
 }
 
+/**
+ * A file's diff as text lines (never markup): a header with the path and the counts, then one
+ * line per diff line, `+`/`-`/` ` in front, coloured by its class.
+ */
+function diffView(diff: FileDiff): HTMLElement {
+  const box = document.createElement('div');
+  box.className = 'diff';
+  const header = document.createElement('div');
+  header.className = 'diff-header';
+  const what = diff.created ? 'new file' : diff.partial ? 'edit' : 'changed';
+  header.textContent = `${diff.path} (${what}, +${diff.added} −${diff.removed})`;
+  const body = document.createElement('pre');
+  body.className = 'diff-lines';
+  for (const line of diff.lines) {
+    const row = document.createElement('div');
+    row.className = `diff-${line.kind}`;
+    const mark = line.kind === 'add' ? '+' : line.kind === 'remove' ? '-' : line.kind === 'context' ? ' ' : '';
+    row.textContent = `${mark}${line.text}`;
+    body.append(row);
+  }
+  box.append(header, body);
+  return box;
+}
+
+/** Under a turn that changed files: its edits' diffs (collapsed) and an "Undo (N files)" button. */
+function addChanges(el: HTMLElement, turnId: string, changedFiles: string[], edits: FileDiff[]): void {
+  const box = document.createElement('div');
+  box.className = 'changes';
+  for (const edit of edits) {
+    const details = document.createElement('details');
+    details.className = 'edit';
+    const summary = document.createElement('summary');
+    summary.textContent = `${edit.created ? 'Created' : 'Edited'} ${edit.path} (+${edit.added} −${edit.removed})`;
+    details.append(summary, diffView(edit));
+    box.append(details);
+  }
+  const row = document.createElement('div');
+  row.className = 'undo-row';
+  const undo = document.createElement('button');
+  undo.type = 'button';
+  undo.className = 'secondary undo';
+  const n = changedFiles.length;
+  undo.textContent = `Undo (${n} ${n === 1 ? 'file' : 'files'})`;
+  undo.title = `Put back ${changedFiles.join(', ')} as before this turn`;
+  const result = document.createElement('span');
+  result.className = 'undo-result';
+  undo.addEventListener('click', () => {
+    undo.disabled = true;
+    result.className = 'undo-result';
+    result.textContent = 'Undoing…';
+    vscode.postMessage({ type: 'undo', turnId });
+  });
+  row.append(undo, result);
+  box.append(row);
+  el.dataset.turnId = turnId;
+  el.append(box);
+}
+
+/** What Undo did (the button goes), or why it failed (the button stays, to try again). */
+function showUndone(turnId: string, ok: boolean, text: string): void {
+  const el = messages.querySelector<HTMLElement>(`.message[data-turn-id="${CSS.escape(turnId)}"]`);
+  const row = el?.querySelector('.undo-row');
+  if (!row) return;
+  const undo = row.querySelector<HTMLButtonElement>('button.undo');
+  const result = row.querySelector<HTMLElement>('.undo-result')!;
+  result.textContent = text;
+  result.className = `undo-result ${ok ? 'ok' : 'error'}`;
+  if (ok) undo?.remove();
+  else if (undo) undo.disabled = false;
+}
+
 function showStatus(level: 'info' | 'warning' | 'error', text: string): void {
   status.hidden = false;
   status.className = level;
@@ -230,6 +301,9 @@ function showNextAsk(): void {
   const ask = shownAsk;
   $('confirm-text').textContent = ask.text;
   $('confirm-detail').textContent = ask.detail;
+  const diffBox = $('confirm-diff');
+  diffBox.hidden = !ask.diff;
+  diffBox.replaceChildren(...(ask.diff ? [diffView(ask.diff)] : []));
   const buttons = ask.choices.map((c, i) => {
     const b = document.createElement('button');
     b.type = 'button';
@@ -323,9 +397,13 @@ function receive(m: ToView): void {
         body.innerHTML = (turn.text ? markdown.render(turn.text) : '') + markdown.render(`**Error${kind}:** ${m.error?.message ?? m.summary}`);
       }
       addDetails(turn.bubble, m.detailedResponse);
+      if (m.changedFiles?.length) addChanges(turn.bubble, m.turnId, m.changedFiles, m.edits ?? []);
       stop.hidden = turns.size === 0;
       break;
     }
+    case 'undone':
+      showUndone(m.turnId, m.ok, m.text);
+      break;
     case 'error': {
       const el = bubble('assistant');
       el.classList.add('error');

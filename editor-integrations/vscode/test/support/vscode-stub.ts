@@ -1,9 +1,13 @@
 // A stand-in for the `vscode` module, enough to activate the extension in plain Node: it records
 // registered commands and views, answers configuration reads and dialogs from the test (settings
 // are read from the object given, so a test may change them), records the messages and dialogs
-// shown, and gives the chat view a fake webview whose posted messages the test can read.
+// shown, and gives the chat view a fake webview whose posted messages the test can read. Text
+// documents are kept in memory (a test may open one and change it without saving);
+// WorkspaceEdits change them, `save()` writes them to disk; diagnostics come from the test;
+// executed commands that are not registered (such as `vscode.diff`) are recorded.
 import Module from 'node:module';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 type Listener = (value: any) => void;
 
@@ -12,6 +16,72 @@ export interface FakeWebview {
   html: string;
   /** Delivers a message from the page to the extension. */
   fromPage(message: any): void;
+}
+
+class Position {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+}
+class Range {
+  constructor(
+    readonly start: Position,
+    readonly end: Position,
+  ) {}
+}
+type EditOp =
+  | { kind: 'create'; uri: { fsPath: string } }
+  | { kind: 'insert'; uri: { fsPath: string }; at: Position; text: string }
+  | { kind: 'replace'; uri: { fsPath: string }; range: Range; text: string };
+class WorkspaceEdit {
+  readonly ops: EditOp[] = [];
+  createFile(uri: { fsPath: string }) {
+    this.ops.push({ kind: 'create', uri });
+  }
+  insert(uri: { fsPath: string }, at: Position, text: string) {
+    this.ops.push({ kind: 'insert', uri, at, text });
+  }
+  replace(uri: { fsPath: string }, range: Range, text: string) {
+    this.ops.push({ kind: 'replace', uri, range, text });
+  }
+}
+
+/** An open text document of the stand-in: its text in memory, `save()` writes it. */
+export class FakeDocument {
+  isDirty = false;
+  isClosed = false;
+  languageId = 'plaintext';
+  saves = 0;
+  constructor(
+    readonly uri: { fsPath: string; scheme: string; toString(): string },
+    public text: string,
+  ) {}
+  getText(range?: Range): string {
+    return range ? this.text.slice(this.offsetAt(range.start), this.offsetAt(range.end)) : this.text;
+  }
+  positionAt(offset: number): Position {
+    const before = this.text.slice(0, offset).split('\n');
+    return new Position(before.length - 1, before.at(-1)!.length);
+  }
+  offsetAt(p: Position): number {
+    const lines = this.text.split('\n');
+    let offset = 0;
+    for (let i = 0; i < p.line && i < lines.length; i++) offset += lines[i].length + 1;
+    return Math.min(offset + p.character, this.text.length);
+  }
+  /** Changes the text as typing would (unsaved). */
+  type(text: string): void {
+    this.text = text;
+    this.isDirty = true;
+  }
+  async save(): Promise<boolean> {
+    mkdirSync(dirname(this.uri.fsPath), { recursive: true });
+    writeFileSync(this.uri.fsPath, this.text);
+    this.isDirty = false;
+    this.saves++;
+    return true;
+  }
 }
 
 export function installVscodeStub(settings: Record<string, unknown>) {
@@ -24,19 +94,53 @@ export function installVscodeStub(settings: Record<string, unknown>) {
     quickPick: undefined as ((items: any[]) => any) | undefined,
     /** Which button a warning message gets (none: dismissed, as Escape does). */
     warning: undefined as ((text: string, options: any, items: any[]) => any) | undefined,
+    /** Which button an information message gets (none: dismissed). */
+    info: undefined as ((text: string, options: any, items: any[]) => any) | undefined,
   };
   const uri = (fsPath: string) => ({ fsPath, scheme: 'file', toString: () => `file://${fsPath}`, path: fsPath });
+  /** The open documents, by path. */
+  const documents = new Map<string, FakeDocument>();
+  /** Diagnostics by path, as a language server would report them. */
+  const diagnostics = new Map<string, any[]>();
+  /** Commands executed that no one registered (`vscode.diff`), with their arguments. */
+  const executed: Array<{ id: string; args: any[] }> = [];
+  /** The virtual documents' providers, by scheme. */
+  const contentProviders = new Map<string, { provideTextDocumentContent(u: any): string }>();
+  const openDocument = (fsPath: string): FakeDocument => {
+    let doc = documents.get(fsPath);
+    if (!doc) {
+      doc = new FakeDocument(uri(fsPath), readFileSync(fsPath, 'utf8'));
+      documents.set(fsPath, doc);
+    }
+    return doc;
+  };
   const disposable = { dispose() {} };
   /** showXMessage(text, [options], ...items), as VS Code takes it. */
   const message = (level: string) => async (text: string, ...rest: any[]) => {
     const options = rest.length && typeof rest[0] === 'object' && rest[0] !== null && !('title' in rest[0]) ? rest.shift() : undefined;
     shown.push({ level, text, options, items: rest });
-    return level === 'warning' ? answers.warning?.(text, options, rest) : undefined;
+    if (level === 'warning') return answers.warning?.(text, options, rest);
+    if (level === 'info') return answers.info?.(text, options, rest);
+    return undefined;
   };
 
   const stub = {
-    Uri: { file: uri, joinPath: (base: { fsPath: string }, ...parts: string[]) => uri(join(base.fsPath, ...parts)) },
+    Uri: {
+      file: uri,
+      joinPath: (base: { fsPath: string }, ...parts: string[]) => uri(join(base.fsPath, ...parts)),
+      from: (c: { scheme: string; path: string; query?: string }) => ({
+        ...c,
+        fsPath: c.path,
+        toString: () => `${c.scheme}:${c.path}${c.query ? `?${c.query}` : ''}`,
+      }),
+    },
+    Position,
+    Range,
+    WorkspaceEdit,
+    DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
+    languages: { getDiagnostics: (u: { fsPath: string }) => diagnostics.get(u.fsPath) ?? [] },
     window: {
+      tabGroups: { all: [] as any[], close: async () => true },
       activeTextEditor: undefined as any,
       createOutputChannel: () => ({ appendLine() {}, dispose() {} }),
       registerWebviewViewProvider: (id: string, provider: any) => {
@@ -54,15 +158,53 @@ export function installVscodeStub(settings: Record<string, unknown>) {
         commands.set(id, fn);
         return disposable;
       },
-      executeCommand: async (id: string, ...args: any[]) => commands.get(id)?.(...args),
+      executeCommand: async (id: string, ...args: any[]) => {
+        const fn = commands.get(id);
+        if (fn) return fn(...args);
+        executed.push({ id, args });
+        return undefined;
+      },
     },
     workspace: {
+      get textDocuments() {
+        return [...documents.values()];
+      },
+      fs: {
+        readFile: async (u: { fsPath: string }) => {
+          if (!existsSync(u.fsPath)) throw Object.assign(new Error(`no file ${u.fsPath}`), { code: 'FileNotFound' });
+          return readFileSync(u.fsPath);
+        },
+      },
+      openTextDocument: async (u: { fsPath: string }) => openDocument(u.fsPath),
+      applyEdit: async (edit: WorkspaceEdit) => {
+        for (const op of edit.ops) {
+          if (op.kind === 'create') {
+            if (!existsSync(op.uri.fsPath)) {
+              mkdirSync(dirname(op.uri.fsPath), { recursive: true });
+              writeFileSync(op.uri.fsPath, '');
+            }
+            continue;
+          }
+          const doc = openDocument(op.uri.fsPath);
+          const [from, to] = op.kind === 'insert' ? [doc.offsetAt(op.at), doc.offsetAt(op.at)] : [doc.offsetAt(op.range.start), doc.offsetAt(op.range.end)];
+          doc.type(doc.text.slice(0, from) + op.text + doc.text.slice(to));
+        }
+        return true;
+      },
+      registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(u: any): string }) => {
+        contentProviders.set(scheme, provider);
+        return disposable;
+      },
       workspaceFolders: undefined as Array<{ uri: ReturnType<typeof uri>; name: string; index: number }> | undefined,
       getConfiguration: (section: string) => ({
         get: (key: string, fallback: unknown) => settings[`${section}.${key}`] ?? fallback,
       }),
       onDidChangeConfiguration: () => disposable,
-      asRelativePath: (u: { fsPath: string }) => u.fsPath.replace(/^.*\/workspace\//, ''),
+      // Relative to the workspace folder holding it, as VS Code says it.
+      asRelativePath: (u: { fsPath: string }) => {
+        const folder = stub.workspace.workspaceFolders?.find((f) => u.fsPath.startsWith(`${f.uri.fsPath}/`));
+        return folder ? u.fsPath.slice(folder.uri.fsPath.length + 1) : u.fsPath.replace(/^.*\/workspace\//, '');
+      },
     },
   };
 
@@ -97,5 +239,7 @@ export function installVscodeStub(settings: Record<string, unknown>) {
     return webview;
   }
 
-  return { stub, commands, views, shown, answers, openView, uri };
+  /** Opens `fsPath` as a document (from disk), as the user opening it in an editor. */
+  const open = (fsPath: string): FakeDocument => openDocument(fsPath);
+  return { stub, commands, views, shown, answers, openView, uri, documents, diagnostics, executed, contentProviders, open };
 }

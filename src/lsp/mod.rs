@@ -7,6 +7,7 @@
 mod actions;
 mod completion;
 mod documents;
+mod editing;
 mod port;
 mod reply;
 mod server;

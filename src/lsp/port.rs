@@ -5,12 +5,14 @@
 //! It must never speak LSP to the editor: `server.rs` does that.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::documents::Documents;
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::{
     ClientPort, Confirmation, HostedTurn, PermissionAnswer, PermissionAsk, PromptEvent, PromptRef,
@@ -19,6 +21,7 @@ use crate::feature::port::{
 use crate::message::Message;
 use crate::select::ModelChoice;
 use crate::session::{CancelTarget, ConversationSpec, Framework};
+use crate::workspace::Editor;
 
 /// Routes the core's prompt events to the requests that wait on them, and asks the editor
 /// whether a tool call may run.
@@ -26,8 +29,14 @@ use crate::session::{CancelTarget, ConversationSpec, Framework};
 pub struct LspPort {
     /// Prompt events by agent id (each completion has its own agent).
     prompts: Mutex<HashMap<String, mpsc::UnboundedSender<PromptEvent>>>,
-    /// The editor, for `window/showMessageRequest` (none in tests without one).
-    editor: Option<tower_lsp_server::Client>,
+    /// The editor, for `window/showMessageRequest` and `workspace/applyEdit` (none in tests
+    /// without one).
+    pub(super) editor: Option<tower_lsp_server::Client>,
+    /// The editor's open documents, which the workspace tools read (`editing.rs`).
+    pub(super) docs: Arc<Mutex<Documents>>,
+    /// The editor applies workspace edits (`workspace.applyEdit`): the workspace tools write
+    /// through it.
+    applies_edits: AtomicBool,
 }
 
 /// The buttons of a permission ask, in the order the editor shows them.
@@ -39,12 +48,23 @@ const ASK_BUTTONS: [(PermissionAnswer, &str); 4] = [
 ];
 
 impl LspPort {
-    /// A port that asks `editor` about tool calls.
-    pub fn new(editor: tower_lsp_server::Client) -> LspPort {
+    /// A port that asks `editor` about tool calls; `docs` are its open documents.
+    pub fn new(editor: tower_lsp_server::Client, docs: Arc<Mutex<Documents>>) -> LspPort {
         LspPort {
             prompts: Mutex::default(),
             editor: Some(editor),
+            docs,
+            applies_edits: AtomicBool::new(false),
         }
+    }
+
+    /// The client's `workspace.applyEdit` capability.
+    pub fn set_applies_edits(&self, yes: bool) {
+        self.applies_edits.store(yes, Ordering::Relaxed);
+    }
+
+    pub(super) fn applies_edits(&self) -> bool {
+        self.editor.is_some() && self.applies_edits.load(Ordering::Relaxed)
     }
 }
 
@@ -78,6 +98,10 @@ impl ClientPort for LspPort {
 
     // The language server hosts no feature.
     fn hosted_turn(&self, _: HostedTurn) {}
+
+    fn editor(&self) -> Option<&dyn Editor> {
+        Some(self as &dyn Editor)
+    }
 
     async fn confirm(&self, _: Confirmation) -> Result<bool> {
         Err(Error::invalid_params(

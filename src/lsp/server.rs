@@ -43,7 +43,7 @@ pub struct Backend {
     pub(super) port: Arc<LspPort>,
     settings: LspConfig,
     pub(super) data_dir: PathBuf,
-    docs: Mutex<Documents>,
+    docs: Arc<Mutex<Documents>>,
     flags: Mutex<ClientFlags>,
     /// Running work by its progress token, for the progress's cancel button.
     pub(super) progress: Mutex<HashMap<String, CancellationToken>>,
@@ -99,14 +99,15 @@ pub(super) fn token_key(t: &ProgressToken) -> String {
 impl Backend {
     pub fn new(client: Client, fw: Arc<Framework>, data_dir: PathBuf) -> Backend {
         let settings = fw.config().lsp.clone();
+        let docs = Arc::new(Mutex::new(Documents::default()));
         Backend {
             completer: Completer::new(&settings),
-            port: Arc::new(LspPort::new(client.clone())),
+            port: Arc::new(LspPort::new(client.clone(), docs.clone())),
             client,
             fw,
             settings,
             data_dir,
-            docs: Mutex::new(Documents::default()),
+            docs,
             flags: Mutex::new(ClientFlags::default()),
             progress: Mutex::new(HashMap::new()),
         }
@@ -318,6 +319,13 @@ impl LanguageServer for Backend {
             .map(|f| f.uri.clone())
             .or(params.root_uri.clone())
             .and_then(|u| u.to_file_path().map(|p| p.into_owned()));
+        let apply_edit = params
+            .capabilities
+            .workspace
+            .as_ref()
+            .and_then(|w| w.apply_edit)
+            .unwrap_or(false);
+        self.port.set_applies_edits(apply_edit);
         if let Ok(mut f) = self.flags.lock() {
             *f = ClientFlags {
                 show_document: window

@@ -95,7 +95,10 @@ fn neovim_answers_genai_lsps_permission_asks_with_its_message_buttons() {
     let edit = |old: &str, new: &str| {
         serde_json::json!({"path": "sample.py", "old_text": old, "new_text": new}).to_string()
     };
-    // Round 1: an edit the user allows once; round 2: one the user rejects.
+    // Round 1: a read, then an edit the user allows once; round 2: one the user rejects.
+    let read = serde_json::json!({"path": "sample.py"}).to_string();
+    run.fake
+        .push(Behavior::calls("", &[("workspace__read_file", &read)]));
     run.fake.push(Behavior::calls(
         "",
         &[("workspace__edit_file", &edit("x+y", "x + y"))],
@@ -127,11 +130,19 @@ fn neovim_answers_genai_lsps_permission_asks_with_its_message_buttons() {
     assert!(message.contains("workspace.edit_file("), "{message}");
     assert_eq!(report["answers"][0]["reply"], "Spaced.", "{report:#}");
     assert_eq!(report["answers"][1]["reply"], "Not renamed.", "{report:#}");
-    // Allowed once: spaced; rejected: the comment stays.
-    assert_eq!(
-        std::fs::read_to_string(&run.file).unwrap(),
+    // The model read the buffer, unsaved line included.
+    let read = run.fake.requests()[1].body.to_string();
+    assert!(read.contains("an unsaved line"), "{read}");
+    // Allowed once: spaced in the buffer, through workspace/applyEdit; rejected: the comment
+    // stays. The disk is the user's to save: genai wrote nothing.
+    assert_eq!(report["edits"], 1, "{report:#}");
+    let buffer = format!(
+        "{}# an unsaved line\n",
         editor::SAMPLE.replace("x+y", "x + y")
     );
-    let refused = run.fake.requests()[3].body.to_string();
+    assert_eq!(report["buffer"], buffer, "{report:#}");
+    assert_eq!(report["modified"], true);
+    assert_eq!(std::fs::read_to_string(&run.file).unwrap(), editor::SAMPLE);
+    let refused = run.fake.requests()[4].body.to_string();
     assert!(refused.contains("Refused"), "{refused}");
 }

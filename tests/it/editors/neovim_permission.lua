@@ -1,12 +1,15 @@
 -- Drives `genai lsp` from Neovim's built-in LSP client (headless) with the workspace's tools
--- on (`[lsp] tools = ["workspace"]`): `genai.ask` twice, the model editing sample.py each
--- time; genai asks through `window/showMessageRequest`, which this script answers "Allow
--- once" the first time and "Reject" the second, as a user picking a button would. What it saw
--- goes to $GENAI_TEST_OUT as JSON; tests/it/lsp_neovim.rs checks it and the file on disk.
+-- on (`[lsp] tools = ["workspace"]`): an unsaved line is added to sample.py's buffer, then
+-- `genai.ask` twice, the model reading and editing sample.py; genai asks through
+-- `window/showMessageRequest`, which this script answers "Allow once" the first time and
+-- "Reject" the second, as a user picking a button would, and the allowed edit comes back as
+-- `workspace/applyEdit`, which Neovim's own handler applies to the buffer. What it saw (and
+-- the buffer's text) goes to $GENAI_TEST_OUT as JSON; tests/it/lsp_neovim.rs checks it and
+-- the file on disk.
 local bin = os.getenv('GENAI_BIN')
 local file = os.getenv('GENAI_TEST_FILE')
 local out = os.getenv('GENAI_TEST_OUT')
-local report = { asks = {}, answers = {}, errors = {} }
+local report = { asks = {}, answers = {}, errors = {}, edits = 0 }
 local buttons = { 'Allow once', 'Reject' }
 
 local function finish()
@@ -31,6 +34,12 @@ local ok, err = pcall(function()
       return vim.NIL
     end,
   }
+  local apply = vim.lsp.handlers['workspace/applyEdit']
+  handlers['workspace/applyEdit'] = function(err, result, ctx, config)
+    report.edits = report.edits + 1
+    return apply(err, result, ctx, config)
+  end
+  vim.api.nvim_buf_set_lines(buf, -1, -1, false, { '# an unsaved line' })
   local id = vim.lsp.start_client({
     name = 'genai',
     cmd = { bin, 'lsp' },
@@ -49,6 +58,8 @@ local ok, err = pcall(function()
     assert(res and not res.err, 'genai.ask failed: ' .. vim.inspect(res or ask_err))
     table.insert(report.answers, res.result)
   end
+  report.buffer = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') .. '\n'
+  report.modified = vim.bo[buf].modified
 end)
 if not ok then
   table.insert(report.errors, tostring(err))

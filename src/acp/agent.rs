@@ -13,10 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1::{
-    AgentCapabilities, CancelNotification, CloseSessionRequest, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
+    CancelNotification, CloseSessionRequest, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
     SessionCapabilities, SessionCloseCapabilities, SessionInfo, SessionListCapabilities,
     SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
     SetSessionModeRequest, SetSessionModeResponse, StopReason,
@@ -37,6 +38,9 @@ use crate::error::ErrorKind;
 use crate::feature::TurnOutcome;
 use crate::session::{CancelTarget, ConversationSpec, Framework};
 use crate::store::UtcTime;
+
+/// genai's one auth method: its own keys and config.
+const KEYS_METHOD: &str = "genai-keys";
 
 /// Sessions per `session/list` page.
 const PAGE_SIZE: usize = 50;
@@ -160,6 +164,7 @@ impl AcpAgent {
     pub async fn request(&self, method: &str, p: Value) -> Result<Value, AcpError> {
         match method {
             "initialize" => self.initialize(params(method, p)?),
+            "authenticate" => self.authenticate(params(method, p)?),
             "session/new" => self.new_session(params(method, p)?),
             "session/load" => self.load_session(params(method, p)?),
             "session/resume" => self.resume_session(params(method, p)?),
@@ -223,9 +228,42 @@ impl AcpAgent {
         answer(
             InitializeResponse::new(ProtocolVersion::V1)
                 .agent_capabilities(capabilities)
-                .auth_methods(Vec::new())
+                .auth_methods(vec![AuthMethod::Agent(
+                    AuthMethodAgent::new(KEYS_METHOD, "genai's keys").description(
+                        "genai uses the keys of its config, the environment or the keyring \
+                         (`genai keys set PROVIDER`), or a local model (`genai models pull demo`); \
+                         this checks that a model is set up"
+                            .to_string(),
+                    ),
+                )])
                 .agent_info(Implementation::new("genai", env!("CARGO_PKG_VERSION")).title("genai")),
         )
+    }
+
+    /// `authenticate` with genai's one method: answers once a default model is set up, else
+    /// says how to set one up.
+    fn authenticate(&self, r: AuthenticateRequest) -> Result<Value, AcpError> {
+        if &*r.method_id.0 != KEYS_METHOD {
+            return Err(AcpError::invalid_params(format!(
+                "no auth method `{}`; genai has `{KEYS_METHOD}`",
+                r.method_id.0
+            )));
+        }
+        let ready = self
+            .fw
+            .selector()
+            .select(&crate::select::ModelChoice::Default)
+            .and_then(|sel| self.fw.selector().provider(&sel).map(|_| ()));
+        match ready {
+            Ok(()) => answer(AuthenticateResponse::new()),
+            Err(e) => Err(AcpError::new(
+                agent_client_protocol_schema::v1::ErrorCode::AuthRequired,
+                format!(
+                    "{} (in a terminal: `genai keys set PROVIDER` stores a key, `genai models pull demo` installs a local model)",
+                    e.message
+                ),
+            )),
+        }
     }
 
     fn remember(&self, id: &str, cwd: String, mcp_servers: BTreeMap<String, McpServerConfig>) {

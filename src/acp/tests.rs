@@ -138,7 +138,13 @@ async fn the_handshake_claims_what_genai_does() {
     let r = c.init().await;
     assert_eq!(r["protocolVersion"], 1);
     assert_eq!(r["agentInfo"]["name"], "genai");
-    assert_eq!(r["authMethods"], json!([]));
+    assert_eq!(r["authMethods"][0]["id"], "genai-keys", "{r}");
+    let (ok, _) = c
+        .call("authenticate", json!({"methodId": "genai-keys"}))
+        .await;
+    assert_eq!(ok["result"], json!({}), "{ok}");
+    let (bad, _) = c.call("authenticate", json!({"methodId": "oauth"})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
     let caps = &r["agentCapabilities"];
     assert_eq!(caps["loadSession"], true);
     assert_eq!(caps["promptCapabilities"]["image"], true);

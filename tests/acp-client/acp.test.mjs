@@ -223,10 +223,11 @@ after(() => {
 });
 
 test("initialize claims what genai does", async () => {
-  await withAgent(editor(), async (_cx, init) => {
+  await withAgent(editor(), async (cx, init) => {
     assert.equal(init.protocolVersion, 1);
     assert.equal(init.agentInfo.name, "genai");
-    assert.deepEqual(init.authMethods, []);
+    assert.deepEqual(init.authMethods.map((m) => m.id), ["genai-keys"]);
+    assert.deepEqual(await cx.request("authenticate", { methodId: "genai-keys" }), {});
     const caps = init.agentCapabilities;
     assert.equal(caps.loadSession, true);
     assert.equal(caps.promptCapabilities.image, true);
@@ -855,6 +856,22 @@ test("editor: the permission modes are session modes", async () => {
       // A session loaded again keeps its mode.
       const loaded = await cx.request("session/load", { sessionId, cwd, mcpServers: [] });
       assert.equal(loaded.modes.currentModeId, "edit");
+    },
+    home,
+  );
+});
+
+test("authenticate says how to set a model up when none is", async () => {
+  const { home } = freshHome();
+  writeFileSync(join(home, "config", "config.toml"), "");
+  await withAgent(
+    editor(),
+    async (cx) => {
+      await assert.rejects(cx.request("authenticate", { methodId: "genai-keys" }), (e) => {
+        assert.equal(e.code, -32000, JSON.stringify(e));
+        assert.ok(e.message.includes("genai keys set"), e.message);
+        return true;
+      });
     },
     home,
   );

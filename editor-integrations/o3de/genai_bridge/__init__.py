@@ -13,10 +13,10 @@ constants, `features` the script-per-conversation features, `tools` the editor-h
 from __future__ import annotations
 
 from . import ai, bus, tools
-from .ai import Bridge, BusError
+from .ai import Bridge, BusError, tool
 from .daemon import ClientError, Daemon, DaemonExit, DaemonExited, RpcError
 from .features import script_feature
-from .tools import ToolCall, ToolError, ToolResult, image_part, tool
+from .tools import ToolCall, ToolError, ToolResult, image_part
 
 __all__ = [
     "Bridge",

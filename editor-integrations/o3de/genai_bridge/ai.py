@@ -51,7 +51,7 @@ from typing import Any, Callable
 
 from . import bus as _bus
 from .daemon import ClientError, Daemon, DaemonExit
-from .tools import Tool, ToolCall, ToolError, ToolHandler, answer as _tool_answer
+from .tools import NO_ARGUMENTS, Tool, ToolCall, ToolError, ToolHandler, answer as _tool_answer, description_of
 
 log = logging.getLogger("genai_bridge")
 
@@ -218,8 +218,6 @@ class Bridge:
 
     def tool(self, name: Any = None, description: str | None = None, input_schema: dict | None = None, **options: Any) -> Any:
         """The `genai_bridge.tool` decorator, registering with this bridge."""
-        from .tools import tool
-
         return tool(name, description, input_schema, bridge=self, **options)
 
     @property
@@ -572,3 +570,36 @@ class ConversationNotificationBusHandler(_Handler):  # noqa: N801
 
 class AIAgentNotificationBusHandler(_Handler):  # noqa: N801
     bus_name = AGENT_BUS
+
+
+def tool(
+    name: str | Callable | None = None,
+    description: str | None = None,
+    input_schema: dict | None = None,
+    *,
+    read_only: bool = False,
+    timeout_ms: int | None = None,
+    bridge: Any = None,
+) -> Any:
+    """Registers the decorated function as an editor tool, on `bridge` or the connected one
+    (`genai_bridge.connect()` first). The name defaults to the function's, the description to
+    its docstring, the input schema to no arguments. Usable bare (`@tool`) or with arguments.
+    The function is returned unchanged, with `tool_name` set."""
+
+    def register(handler: ToolHandler) -> ToolHandler:
+        target = bridge or current()
+        tool_name = name if isinstance(name, str) else handler.__name__
+        target.register_tool(
+            tool_name,
+            description if description is not None else (description_of(handler) or tool_name),
+            input_schema if input_schema is not None else dict(NO_ARGUMENTS),
+            handler,
+            read_only=read_only,
+            timeout_ms=timeout_ms,
+        )
+        handler.tool_name = tool_name  # type: ignore[attr-defined]
+        return handler
+
+    if callable(name):  # @tool without parentheses
+        return register(name)
+    return register

@@ -126,38 +126,3 @@ def description_of(handler: Callable) -> str:
     """A handler's docstring, its first paragraph, on one line."""
     doc = inspect.getdoc(handler) or ""
     return " ".join(doc.split("\n\n")[0].split())
-
-
-def tool(
-    name: str | Callable | None = None,
-    description: str | None = None,
-    input_schema: dict | None = None,
-    *,
-    read_only: bool = False,
-    timeout_ms: int | None = None,
-    bridge: Any = None,
-) -> Any:
-    """Registers the decorated function as an editor tool, on `bridge` or the connected one
-    (`genai_bridge.connect()` first). The name defaults to the function's, the description to
-    its docstring, the input schema to no arguments. Usable bare (`@tool`) or with arguments.
-    The function is returned unchanged, with `tool_name` set."""
-
-    def register(handler: ToolHandler) -> ToolHandler:
-        from . import ai  # here: ai imports this module
-
-        target = bridge or ai.current()
-        tool_name = name if isinstance(name, str) else handler.__name__
-        target.register_tool(
-            tool_name,
-            description if description is not None else (description_of(handler) or tool_name),
-            input_schema if input_schema is not None else dict(NO_ARGUMENTS),
-            handler,
-            read_only=read_only,
-            timeout_ms=timeout_ms,
-        )
-        handler.tool_name = tool_name  # type: ignore[attr-defined]
-        return handler
-
-    if callable(name):  # @tool without parentheses
-        return register(name)
-    return register

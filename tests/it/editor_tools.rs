@@ -317,3 +317,59 @@ fn an_edit_the_editor_rejects_is_not_made_and_the_model_is_told() {
     assert!(!root.join("new.md").exists());
     assert!(d.shutdown(WAIT).success());
 }
+
+#[test]
+fn under_genai_serve_each_client_sees_its_own_tools_which_leave_with_it() {
+    use crate::serve::Served;
+    let fake = FakeOpenAi::start(0, Behavior::text("unused")).unwrap();
+    let served = Served::start(&fake, &[]);
+    let root = tempfile::tempdir().unwrap();
+    let client = |name: &str| {
+        let cfg = DaemonConfig::in_dir(root.path(), Framing::Lines, name)
+            .env("GENAI_SERVE_TOKEN", &served.token);
+        let mut d = Daemon::spawn_command(&cfg, &["daemon", "--connect", &served.url]);
+        d.call("Initialize", json!({}));
+        d
+    };
+    let conversation = |d: &mut Daemon| -> String {
+        let (cid, _) = d.create_conversation(json!({"feature": "tools", "tools": ["editor"]}));
+        cid
+    };
+    let mut a = client("a");
+    let mut b = client("b");
+    register(&mut a, "open_files", true, None);
+
+    // B's conversation is offered none of A's tools.
+    let cid_b = conversation(&mut b);
+    fake.push(Behavior::text("No tools here."));
+    let (_, fin) = b.turn(&cid_b, "Which files are open?", WAIT);
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    assert!(fake.requests().last().unwrap().body.get("tools").is_none());
+
+    // A's own is; A leaves while its call is pending: the call fails, the turn still ends.
+    let cid_a = conversation(&mut a);
+    fake.push(calls("editor__open_files", "{}"));
+    fake.push(Behavior::text("The editor left."));
+    a.send_message(&cid_a, "Which files are open?");
+    a.wait_for(
+        |m| m["method"] == "OnToolCall",
+        WAIT,
+        "an OnToolCall request",
+    );
+    assert!(!b.log().iter().any(|m| m["method"] == "OnToolCall"));
+    a.close_stdin();
+    assert!(a.wait_exit(WAIT).success());
+    crate::support::poll::wait_until("the model hears the failed call", WAIT, || {
+        fake.requests().len() >= 3
+    });
+    assert!(
+        told(&fake).contains("editor.open_files: OnToolCall not answered: the client is gone"),
+        "{}",
+        told(&fake)
+    );
+
+    // The server goes on serving B.
+    fake.push(Behavior::text("Still here."));
+    let (_, fin) = b.turn(&cid_b, "Still there?", WAIT);
+    assert_eq!(fin["summary"], "Still here.", "{fin}");
+}

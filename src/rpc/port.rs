@@ -328,7 +328,7 @@ impl ClientPort for RpcPort {
         let answer: OnToolCallResult = serde_json::from_value(answer).map_err(|e| {
             Error::new(
                 ErrorKind::FeatureError,
-                format!("the client's OnToolCall answer is not {{content, isError?}}: {e}"),
+                format!("the client's OnToolCall answer is not {{content: a string or a list of parts, isError?}}: {e}"),
             )
         })?;
         Ok(hosted_tools::answer(answer.content, answer.is_error))

@@ -147,6 +147,22 @@ fn blocking<T>(work: impl FnOnce() -> T) -> T {
     }
 }
 
+/// The text the editor holds for `abs` (a file on the disk); `None` when it cannot say (an
+/// editor that reads only the buffers it has open), and the disk is read instead.
+async fn held_text(editor: &dyn Editor, call: &EditorCall, abs: &Path) -> Option<String> {
+    match editor.read_text(call, abs).await {
+        Ok(text) => Some(text),
+        Err(e) => {
+            tracing::info!(
+                "the editor did not read {}: {}; the disk is read instead",
+                abs.display(),
+                e.message
+            );
+            None
+        }
+    }
+}
+
 /// The arguments of `tool`, or an error the model can act on.
 fn args<T: serde::de::DeserializeOwned>(tool: &str, arguments: &Value) -> Result<T> {
     serde_json::from_value(arguments.clone())
@@ -330,8 +346,11 @@ impl Workspace {
                             "read_file",
                             "use list to see the files",
                         )?;
-                        let text = e.read_text(call, &abs).await?;
-                        files::render_text(&rel, &text, a.offset, a.limit).map(Called::from)
+                        match held_text(e, call, &abs).await {
+                            Some(text) => files::render_text(&rel, &text, a.offset, a.limit),
+                            None => files::read_file(root, &a.path, a.offset, a.limit),
+                        }
+                        .map(Called::from)
                     }
                     None => files::read_file(root, &a.path, a.offset, a.limit).map(Called::from),
                 }
@@ -481,8 +500,10 @@ impl Workspace {
         match edit {
             Ok(a) => {
                 files::existing_file_size(&abs, &rel, "edit_file", "use write_file to create it")?;
-                let text = e.read_text(call, &abs).await?;
-                files::edit_text(abs, rel, &text, &a.old_text, &a.new_text)
+                match held_text(e, call, &abs).await {
+                    Some(text) => files::edit_text(abs, rel, &text, &a.old_text, &a.new_text),
+                    None => files::plan_edit(root, &a.path, &a.old_text, &a.new_text),
+                }
             }
             Err(a) => {
                 if abs.is_dir() {
@@ -490,11 +511,13 @@ impl Workspace {
                         "`{rel}` is a folder: give the path of a file to write"
                     )));
                 }
-                let old = match abs.exists() {
-                    true => Some(e.read_text(call, &abs).await?),
-                    false => None,
-                };
-                Ok(files::write_text(abs, rel, old.as_deref(), &a.content))
+                if !abs.exists() {
+                    return Ok(files::write_text(abs, rel, None, &a.content));
+                }
+                match held_text(e, call, &abs).await {
+                    Some(old) => Ok(files::write_text(abs, rel, Some(&old), &a.content)),
+                    None => files::plan_write(root, &a.path, &a.content),
+                }
             }
         }
     }

@@ -876,3 +876,22 @@ test("authenticate says how to set a model up when none is", async () => {
     home,
   );
 });
+
+test("editor: a file the client cannot read is read from the disk", async () => {
+  const { home, cwd } = freshHome();
+  writeFileSync(join(cwd, "other.md"), "only on the disk\n");
+  const ed = editor({ buffers: {}, writes: true });
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      const from = await requestCount();
+      await fake.send({ push: { reply: "", toolCalls: [["workspace__read_file", JSON.stringify({ path: "other.md" })]] } });
+      await fake.send({ push: { reply: "Read." } });
+      await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Read other.md" }] });
+      const result = toolResult(await requestsSince(from), "call_1");
+      assert.ok(result.includes("only on the disk"), result);
+    },
+    home,
+  );
+});

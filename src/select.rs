@@ -298,7 +298,7 @@ impl Selector<'_> {
                 ));
             }
             return no_model(
-                "no model provider is configured and no local model is installed: run `genai models pull demo` (a small demo model, 98 MB) or `genai models pull URL`, or configure a provider (see `genai config path`)".into(),
+                "no local model is installed: run `genai models pull demo` (a small demo model, 98 MB) or `genai models pull URL`, or configure a provider (see `genai config path`)".into(),
             );
         };
         self.registry.add_implicit_local(&name)?;

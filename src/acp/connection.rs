@@ -62,7 +62,9 @@ impl AcpError {
 }
 
 /// The core's errors as ACP errors: unknown sessions are "resource not found" (-32002), bad
-/// input "invalid params" (-32602), the rest internal errors; `data.kind` keeps genai's kind.
+/// input "invalid params" (-32602), no model or no key "auth required" (-32000, so the client
+/// offers `authenticate`, which says how to set one up), the rest internal errors; `data.kind`
+/// keeps genai's kind.
 impl From<Error> for AcpError {
     fn from(e: Error) -> AcpError {
         let code = match e.kind {
@@ -71,6 +73,7 @@ impl From<Error> for AcpError {
             | ErrorKind::InvalidParameter
             | ErrorKind::UnknownComponent
             | ErrorKind::IncompatibleComponents => ErrorCode::InvalidParams,
+            ErrorKind::Config | ErrorKind::MissingCredentials => ErrorCode::AuthRequired,
             _ => ErrorCode::InternalError,
         };
         AcpError {

@@ -861,12 +861,17 @@ test("editor: the permission modes are session modes", async () => {
   );
 });
 
-test("authenticate says how to set a model up when none is", async () => {
-  const { home } = freshHome();
+test("with no model, session/new asks for authentication, which says how to set one up", async () => {
+  const { home, cwd } = freshHome();
   writeFileSync(join(home, "config", "config.toml"), "");
   await withAgent(
     editor(),
     async (cx) => {
+      await assert.rejects(cx.request("session/new", { cwd, mcpServers: [] }), (e) => {
+        assert.equal(e.code, -32000, JSON.stringify(e));
+        assert.ok(e.message.startsWith("no model provider is configured and no local model is installed"), e.message);
+        return true;
+      });
       await assert.rejects(cx.request("authenticate", { methodId: "genai-keys" }), (e) => {
         assert.equal(e.code, -32000, JSON.stringify(e));
         assert.ok(e.message.includes("genai keys set"), e.message);

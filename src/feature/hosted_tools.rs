@@ -22,6 +22,10 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The longest limit a client may ask for.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// The longest name a client may register: the model sees `editor__NAME`, and providers take
+/// 64 characters at most.
+pub const MAX_NAME: usize = 56;
+
 /// A tool as a client registers it.
 #[derive(Debug, Clone)]
 pub struct Registration {
@@ -42,9 +46,10 @@ impl HostedTools {
     /// Adds (or replaces) a tool; answers its full name, `editor.NAME`.
     pub fn register(&self, r: Registration) -> Result<String> {
         let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-        if r.name.is_empty() || r.name.len() > 64 || !r.name.chars().all(valid) {
+        // Providers take tool names of 64 characters at most, and `editor__` comes first.
+        if r.name.is_empty() || r.name.len() > MAX_NAME || !r.name.chars().all(valid) {
             return Err(Error::invalid_params(format!(
-                "name `{}` must be 1 to 64 letters, digits, `_` or `-`",
+                "name `{}` must be 1 to {MAX_NAME} letters, digits, `_` or `-`",
                 r.name
             )));
         }
@@ -162,12 +167,18 @@ mod tests {
                 .unwrap(),
             "editor.open_files"
         );
-        for bad in ["", "a.b", "a b", &"x".repeat(65)] {
+        for bad in ["", "a.b", "a b", &"x".repeat(57)] {
             let e = tools
                 .register(registration(bad, object.clone()))
                 .unwrap_err();
-            assert!(e.message.contains("must be 1 to 64"), "{}", e.message);
+            assert!(e.message.contains("must be 1 to 56"), "{}", e.message);
         }
+        let longest = "x".repeat(56);
+        let full = tools
+            .register(registration(&longest, object.clone()))
+            .unwrap();
+        assert_eq!(full.replace('.', "__").len(), 64);
+        tools.unregister(&longest).unwrap();
         let e = tools
             .register(registration("x", json!({"type": "string"})))
             .unwrap_err();

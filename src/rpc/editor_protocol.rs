@@ -17,7 +17,8 @@ use crate::message::Part;
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RegisterToolParams {
-    /// 1 to 64 letters, digits, `_` or `-`; registering a name again replaces the tool.
+    /// 1 to 56 letters, digits, `_` or `-` (the model sees `editor__NAME`, 64 at most);
+    /// registering a name again replaces the tool.
     pub name: String,
     pub description: String,
     /// A JSON Schema of the arguments object (`"type": "object"`).

@@ -129,6 +129,14 @@ fn failed_at(done: &[UndoneFile], change: &Change, root: &Path, turn_id: &str, e
     )
 }
 
+/// Removes the folders the turn created that are empty again; answers them as shown.
+fn remove_created_folders(changes: &[Change], root: &Path) -> Vec<String> {
+    files::remove_created_dirs(changes.iter().flat_map(|c| &c.created_dirs))
+        .iter()
+        .map(|d| shown(root, d))
+        .collect()
+}
+
 fn already_undone(turn_id: &str, conversation_id: &str, at: i64) -> Error {
     Error::invalid_params(format!(
         "turn {turn_id} of conversation {conversation_id} was undone already (at {at} ms \
@@ -175,11 +183,7 @@ impl Checkpoints {
                 action,
             });
         }
-        let removed_folders =
-            files::remove_created_dirs(changes.iter().flat_map(|c| &c.created_dirs))
-                .iter()
-                .map(|d| shown(&root_path, d))
-                .collect();
+        let removed_folders = remove_created_folders(&changes, &root_path);
         tx.execute(
             "UPDATE turns SET undone_at = ?1 WHERE id = ?2",
             params![now_ms(), row],
@@ -253,11 +257,7 @@ impl Checkpoints {
                 action,
             });
         }
-        let removed_folders =
-            files::remove_created_dirs(changes.iter().flat_map(|c| &c.created_dirs))
-                .iter()
-                .map(|d| shown(&root_path, d))
-                .collect();
+        let removed_folders = remove_created_folders(&changes, &root_path);
         let marked = self.conn()?.execute(
             "UPDATE turns SET undone_at = ?1 WHERE id = ?2 AND undone_at IS NULL",
             params![now_ms(), row],

@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use tower_lsp_server::ls_types::{Position, Range, TextEdit, Uri, WorkspaceEdit};
@@ -17,7 +16,6 @@ use tower_lsp_server::ls_types::{Position, Range, TextEdit, Uri, WorkspaceEdit};
 use super::documents;
 use super::port::LspPort;
 use crate::error::{Error, ErrorKind, Result};
-use crate::workspace::command::CommandOutput;
 use crate::workspace::{Editor, EditorCall};
 
 fn uri_of(path: &Path) -> Result<Uri> {
@@ -42,10 +40,6 @@ impl Editor for LspPort {
 
     fn writes(&self) -> bool {
         self.applies_edits()
-    }
-
-    fn runs_commands(&self) -> bool {
-        false
     }
 
     async fn read_text(&self, _: &EditorCall, path: &Path) -> Result<String> {
@@ -111,15 +105,5 @@ impl Editor for LspPort {
             ));
         }
         Ok(())
-    }
-
-    async fn run_command(
-        &self,
-        _: &EditorCall,
-        _: &str,
-        _: &Path,
-        _: Duration,
-    ) -> Result<CommandOutput> {
-        Err(Error::internal("a language client runs no commands"))
     }
 }

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -29,7 +28,6 @@ use crate::message::Message;
 use crate::peer::Peer;
 use crate::tools::plugin::ModuleAnswer;
 use crate::tools::Tool;
-use crate::workspace::command::CommandOutput;
 use crate::workspace::{Editor, EditorCall};
 
 pub struct RpcPort {
@@ -94,12 +92,23 @@ impl RpcPort {
     }
 
     /// Sends the client a request and waits for its answer.
-    async fn request(&self, method: &'static str, params: Value) -> Result<Value> {
+    async fn request(&self, method: &'static str, params: impl serde::Serialize) -> Result<Value> {
+        let params = serde_json::to_value(params).unwrap_or_default();
         self.peer
             .request(method, params)
             .await
             .map_err(|u| Error::new(ErrorKind::FeatureError, u.describe(method)))
     }
+}
+
+/// A client's answer to `method` as `R`; an error saying it should have been `shape`.
+fn decode<R: serde::de::DeserializeOwned>(method: &str, answer: Value, shape: &str) -> Result<R> {
+    serde_json::from_value(answer).map_err(|e| {
+        Error::new(
+            ErrorKind::FeatureError,
+            format!("the client's {method} answer is not {shape}: {e}"),
+        )
+    })
 }
 
 /// The final (or a step's) `OnFeatureResponse` of a turn.
@@ -247,12 +256,7 @@ impl ClientPort for RpcPort {
             tool_call_id: c.tool_call_id,
             permission: None,
         };
-        let answer = self
-            .request(
-                "RequestConfirmation",
-                serde_json::to_value(params).unwrap_or_default(),
-            )
-            .await?;
+        let answer = self.request("RequestConfirmation", params).await?;
         Ok(answer.get("confirmed").and_then(Value::as_bool) == Some(true))
     }
 
@@ -276,12 +280,7 @@ impl ClientPort for RpcPort {
                 diff: ask.edit.as_ref().map(FileDiff::from),
             }),
         };
-        let answer = self
-            .request(
-                "RequestConfirmation",
-                serde_json::to_value(params).unwrap_or_default(),
-            )
-            .await?;
+        let answer = self.request("RequestConfirmation", params).await?;
         let answer: RequestConfirmationResult = serde_json::from_value(answer).map_err(|e| {
             Error::invalid_params(format!(
                 "the answer to RequestConfirmation is not {{confirmed, option?}}: {e}"
@@ -317,20 +316,16 @@ impl ClientPort for RpcPort {
             name: call.name,
             arguments: call.arguments,
         };
-        let asked = self.request(
-            "OnToolCall",
-            serde_json::to_value(params).unwrap_or_default(),
-        );
+        let asked = self.request("OnToolCall", params);
         let answer = tokio::time::timeout(limit, asked)
             .await
             .map_err(|_| hosted_tools::timed_out(&name, limit))?
             .map_err(|e| Error::new(e.kind, format!("editor.{name}: {}", e.message)))?;
-        let answer: OnToolCallResult = serde_json::from_value(answer).map_err(|e| {
-            Error::new(
-                ErrorKind::FeatureError,
-                format!("the client's OnToolCall answer is not {{content: a string or a list of parts, isError?}}: {e}"),
-            )
-        })?;
+        let answer: OnToolCallResult = decode(
+            "OnToolCall",
+            answer,
+            "{content: a string or a list of parts, isError?}",
+        )?;
         Ok(hosted_tools::answer(answer.content, answer.is_error))
     }
 
@@ -346,20 +341,8 @@ impl ClientPort for RpcPort {
             model: call.model,
             messages: call.messages,
         };
-        let answer = self
-            .request(
-                "OnMiddleware",
-                serde_json::to_value(params).unwrap_or_default(),
-            )
-            .await?;
-        serde_json::from_value::<OnMiddlewareResult>(answer)
-            .map(|r| r.messages)
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::FeatureError,
-                    format!("the client's OnMiddleware answer is not {{messages}}: {e}"),
-                )
-            })
+        let answer = self.request("OnMiddleware", params).await?;
+        decode::<OnMiddlewareResult>("OnMiddleware", answer, "{messages}").map(|r| r.messages)
     }
 }
 
@@ -374,27 +357,13 @@ impl Editor for RpcPort {
         self.editor_caps().write_text_file
     }
 
-    fn runs_commands(&self) -> bool {
-        false
-    }
-
     async fn read_text(&self, call: &EditorCall, path: &Path) -> Result<String> {
         let params = ReadTextFileParams {
             conversation_id: call.conversation_id.clone(),
             path: path.to_string_lossy().into_owned(),
         };
-        let answer = self
-            .request(
-                "ReadTextFile",
-                serde_json::to_value(params).unwrap_or_default(),
-            )
-            .await?;
-        let answer: ReadTextFileResult = serde_json::from_value(answer).map_err(|e| {
-            Error::new(
-                ErrorKind::FeatureError,
-                format!("the client's ReadTextFile answer is not {{text}}: {e}"),
-            )
-        })?;
+        let answer = self.request("ReadTextFile", params).await?;
+        let answer: ReadTextFileResult = decode("ReadTextFile", answer, "{text}")?;
         answer.text.ok_or_else(|| {
             Error::invalid_params(format!("the editor has no file {}", path.display()))
         })
@@ -408,27 +377,12 @@ impl Editor for RpcPort {
             path: path.to_string_lossy().into_owned(),
             text: text.to_string(),
         };
-        self.request(
-            "WriteTextFile",
-            serde_json::to_value(params).unwrap_or_default(),
-        )
-        .await
-        .map_err(|e| {
+        self.request("WriteTextFile", params).await.map_err(|e| {
             Error::new(
                 e.kind,
                 format!("the editor did not write it: {}", e.message),
             )
         })?;
         Ok(())
-    }
-
-    async fn run_command(
-        &self,
-        _: &EditorCall,
-        _: &str,
-        _: &Path,
-        _: Duration,
-    ) -> Result<CommandOutput> {
-        Err(Error::internal("a daemon client runs no commands"))
     }
 }

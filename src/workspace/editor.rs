@@ -13,7 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::command::CommandOutput;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Which call an editor request belongs to (ACP's session is the conversation).
 #[derive(Debug, Clone)]
@@ -30,18 +30,23 @@ pub trait Editor: Send + Sync {
     fn reads(&self) -> bool;
     /// The client writes files: genai writes nothing itself.
     fn writes(&self) -> bool;
-    /// Commands run in the client's terminal.
-    fn runs_commands(&self) -> bool;
+    /// Commands run in the client's terminal (by default they do not).
+    fn runs_commands(&self) -> bool {
+        false
+    }
     /// The text the editor holds for `path` (absolute, existing on disk).
     async fn read_text(&self, call: &EditorCall, path: &Path) -> Result<String>;
     /// Replaces the whole text of `path` (absolute; it may not exist yet).
     async fn write_text(&self, call: &EditorCall, path: &Path, text: &str) -> Result<()>;
-    /// Runs `sh -c command` in `cwd` in the client's terminal, killed after `timeout`.
+    /// Runs `sh -c command` in `cwd` in the client's terminal, killed after `timeout`; only
+    /// asked of an editor that [`Editor::runs_commands`].
     async fn run_command(
         &self,
-        call: &EditorCall,
-        command: &str,
-        cwd: &Path,
-        timeout: Duration,
-    ) -> Result<CommandOutput>;
+        _call: &EditorCall,
+        _command: &str,
+        _cwd: &Path,
+        _timeout: Duration,
+    ) -> Result<CommandOutput> {
+        Err(Error::internal("this client runs no commands"))
+    }
 }

@@ -9,6 +9,7 @@
 pub mod command;
 pub mod editor;
 pub mod files;
+pub mod listing;
 pub mod paths;
 pub mod sandbox;
 #[cfg(all(test, target_os = "linux"))]
@@ -357,7 +358,7 @@ impl Workspace {
             }
             "list" => {
                 let a: ListArgs = args(function, arguments)?;
-                files::list(root, a.path.as_deref(), a.glob.as_deref()).map(Called::from)
+                listing::list(root, a.path.as_deref(), a.glob.as_deref()).map(Called::from)
             }
             "search" => {
                 let a: SearchArgs = args(function, arguments)?;

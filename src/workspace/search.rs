@@ -12,7 +12,8 @@ use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 
-use super::files::{cut_chars, thousands, walk, GlobFilter};
+use super::files::{cut_chars, thousands};
+use super::listing::{walk, GlobFilter};
 use super::paths::Root;
 use crate::error::{Error, Result};
 

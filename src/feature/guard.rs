@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
+mod secrets;
+
 use super::port::{HostedToolCall, PermissionAnswer, PermissionAsk, EDITOR_SOURCE};
 use super::Turn;
 use crate::checkpoint::{CheckpointConfig, Checkpoints, TurnKey};
@@ -85,33 +87,6 @@ fn refused(text: String) -> ModuleAnswer {
     }
 }
 
-/// The values of `KEY=VALUE` lines of the root's `.env*` files worth hiding (8 bytes or more).
-fn secret_values(root: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return Vec::new();
-    };
-    let mut values = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !crate::permission::is_secret(&name) || !name.starts_with(".env") {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(entry.path()) else {
-            continue;
-        };
-        for line in text.lines() {
-            let Some((_, value)) = line.split_once('=') else {
-                continue;
-            };
-            let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
-            if value.len() >= 8 {
-                values.push(value.to_string());
-            }
-        }
-    }
-    values
-}
-
 impl Guard {
     pub fn new(spec: GuardSpec) -> Guard {
         let mut notes = spec.policy.notes().to_vec();
@@ -124,7 +99,7 @@ impl Guard {
             }
         }
         Guard {
-            secret_values: secret_values(&spec.root),
+            secret_values: secrets::values(&spec.root),
             root: spec.root,
             workspace: spec.workspace,
             policy: Mutex::new(spec.policy),
@@ -539,7 +514,7 @@ impl Guard {
                     root: root.clone(),
                     temp,
                     network: self.network,
-                    hidden: self.hidden_secrets(ws),
+                    hidden: secrets::hidden(self.home.as_ref(), ws),
                 })
             }
             _ => None,
@@ -558,40 +533,6 @@ impl Guard {
             },
             Err(e) => refused(e.message),
         }
-    }
-
-    /// What a command must not read: the secret files of the root (four levels deep), genai's
-    /// own key file and history, and the user's SSH, AWS and GnuPG folders.
-    fn hidden_secrets(&self, ws: &Workspace) -> Vec<PathBuf> {
-        let mut found: Vec<PathBuf> = Vec::new();
-        if let Ok(keys) = crate::secrets::key_file::path() {
-            found.push(keys);
-        }
-        if let Some(home) = &self.home {
-            found.push(home.data_dir.join("history.db"));
-            found.push(home.data_dir.join("checkpoints"));
-        }
-        if let Some(user) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            let user = PathBuf::from(user);
-            for folder in [".ssh", ".aws", ".gnupg"] {
-                found.push(user.join(folder));
-            }
-        }
-        let walk = ignore::WalkBuilder::new(ws.root().path())
-            .hidden(false)
-            .git_ignore(false)
-            .max_depth(Some(4))
-            .build();
-        for entry in walk.flatten().take(20_000) {
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
-            let relative = ws.root().relative(entry.path());
-            if crate::permission::is_secret(&relative) {
-                found.push(entry.path().to_path_buf());
-            }
-        }
-        found
     }
 }
 

@@ -90,7 +90,11 @@ pub fn tool_call(id: &str, name: &str, arguments: Value, status: ToolCallStatus)
 /// Where a workspace tool's call acts: its `path` under the session's folder (the folder
 /// itself for a listing or search without one), with the first line read.
 pub fn locations(name: &str, arguments: &Value, root: Option<&Path>) -> Vec<ToolCallLocation> {
-    let (Some(root), Some(function)) = (root, name.strip_prefix("workspace.")) else {
+    let (Some(root), Some(function)) = (
+        root,
+        name.strip_prefix(crate::workspace::SOURCE)
+            .and_then(|n| n.strip_prefix('.')),
+    ) else {
         return Vec::new();
     };
     let path = arguments.get("path").and_then(Value::as_str);

@@ -119,6 +119,17 @@ pub struct Change {
     pub old: Option<String>,
 }
 
+impl Change {
+    /// The change as a client's diff view shows it.
+    pub fn edit(&self) -> crate::tools::FileEdit {
+        crate::tools::FileEdit {
+            path: self.path.clone(),
+            old_text: self.old.clone(),
+            new_text: String::from_utf8_lossy(&self.bytes).into_owned(),
+        }
+    }
+}
+
 /// edit_file {path, old_text, new_text}: `old_text` must occur exactly once in the file (not
 /// found: say so and suggest reading the file again; found N times: say N and ask for more
 /// context); an empty `old_text` is refused (write_file writes whole files). In a file with

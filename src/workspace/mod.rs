@@ -373,11 +373,7 @@ impl Workspace {
             }
             "edit_file" | "write_file" => {
                 let change = self.plan_change(function, arguments, reads).await?;
-                let edit = FileEdit {
-                    path: change.path.clone(),
-                    old_text: change.old.clone(),
-                    new_text: String::from_utf8_lossy(&change.bytes).into_owned(),
-                };
+                let edit = change.edit();
                 let text = match editor.filter(|(e, _)| e.writes()) {
                     Some((e, call)) => {
                         let old = change.old.as_deref().map(str::as_bytes);
@@ -467,11 +463,7 @@ impl Workspace {
         let change = self
             .plan_change(function, arguments, reads.as_ref().map(|(e, c)| (*e, c)))
             .await?;
-        Ok(FileEdit {
-            path: change.path,
-            old_text: change.old,
-            new_text: String::from_utf8_lossy(&change.bytes).into_owned(),
-        })
+        Ok(change.edit())
     }
 
     /// The change an edit_file or write_file call makes, planned on the editor's text when it

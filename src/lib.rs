@@ -20,7 +20,9 @@
 // The core.
 pub mod agent;
 pub mod checkpoint;
+pub mod command;
 pub mod config;
+pub mod context_files;
 pub mod download;
 pub mod error;
 pub mod feature;

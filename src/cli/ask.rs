@@ -21,8 +21,19 @@ use super::turn::{renders_markdown, show_turn, Terminal, View};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The prompt; `-` reads it from stdin alone.
+    /// The prompt; `-` reads it from stdin alone. With -t: the command's NAME=VALUE arguments,
+    /// then its text.
     pub prompt: Vec<String>,
+    /// Run a command: a prompt kept as a file (`.genai/commands/NAME.md`, Claude Code's and
+    /// Codex's too, or a built-in one: `genai commands list`), or an MCP server's prompt
+    /// `SERVER.PROMPT`. Piped stdin is its input.
+    #[arg(
+        short = 't',
+        long = "command",
+        visible_alias = "template",
+        value_name = "NAME"
+    )]
+    pub command: Option<String>,
     #[command(flatten)]
     pub conversation: ConversationArgs,
     /// Print one JSON object (conversation id, reply, reasoning, model, usage, cost in US
@@ -79,18 +90,88 @@ pub async fn run(args: Args) -> i32 {
     }
 }
 
-async fn ask(args: Args) -> Result<i32, Error> {
-    let flags = &args.conversation;
+/// Reads piped stdin (none from a terminal).
+fn piped_input() -> Result<Option<String>, Error> {
+    if std::io::stdin().is_terminal() {
+        return Ok(None);
+    }
+    let mut s = String::new();
+    std::io::stdin()
+        .read_to_string(&mut s)
+        .map_err(|e| usage(format!("cannot read stdin: {e}")))?;
+    Ok(Some(s))
+}
+
+/// The command `-t NAME` names, ready, with its settings laid under the flags (a flag given
+/// wins); the working folder is where it is looked up.
+async fn command_prompt(
+    name: &str,
+    words: &[String],
+    flags: &mut ConversationArgs,
+    schema: &mut Option<String>,
+) -> Result<Vec<genai::message::Part>, Error> {
+    let (paths, config, registry) = super::load()?;
+    let fw = Framework::new(config, registry, Arc::new(Store::scratch()?)).with_home(&paths);
+    let cwd = std::env::current_dir().map_err(|e| usage(format!("no working folder: {e}")))?;
+    let commands = fw.commands(&cwd);
+    let mut invocation = match commands.find(name) {
+        Ok(command) => genai::command::split_words(command, words)?,
+        // An MCP prompt takes the same NAME=VALUE words.
+        Err(_) => genai::command::Invocation {
+            arguments: mcp_arguments(words).0,
+            text: mcp_arguments(words).1,
+            input: None,
+        },
+    };
+    invocation.input = piped_input()?;
+    let ready = fw.prepare_command(&cwd, None, name, &invocation).await?;
+    fw.close_all();
+    flags.lay_under(&ready.settings);
+    if schema.is_none() {
+        *schema = ready.settings.schema.as_ref().map(|s| s.to_string());
+    }
+    Ok(ready.parts)
+}
+
+/// Leading `NAME=VALUE` words, and the text after them.
+fn mcp_arguments(words: &[String]) -> (std::collections::BTreeMap<String, String>, String) {
+    let split = words
+        .iter()
+        .position(|w| !w.contains('=') || w.starts_with('='))
+        .unwrap_or(words.len());
+    let named = words[..split]
+        .iter()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    (named, words[split..].join(" "))
+}
+
+async fn ask(mut args: Args) -> Result<i32, Error> {
     // Files first: `-f -` takes stdin before the prompt would.
-    let files = super::files::load_all(&flags.files)?;
-    let mut text = prompt_text(&args.prompt)?;
+    let files = super::files::load_all(&args.conversation.files)?;
+    let mut command_parts = Vec::new();
+    let mut text = match args.command.clone() {
+        Some(name) => {
+            command_parts = command_prompt(
+                &name,
+                &args.prompt,
+                &mut args.conversation,
+                &mut args.schema,
+            )
+            .await?;
+            String::new()
+        }
+        None => prompt_text(&args.prompt)?,
+    };
+    let flags = &args.conversation;
     if !files.is_empty() {
         if !text.trim().is_empty() {
             text.push_str("\n\n");
         }
         text.push_str(&files);
     }
-    if text.trim().is_empty() && flags.attach.is_empty() {
+    if text.trim().is_empty() && flags.attach.is_empty() && command_parts.is_empty() {
         return Err(usage(
             "nothing to ask: give a prompt, or pipe text into genai ask",
         ));
@@ -135,6 +216,8 @@ async fn ask(args: Args) -> Result<i32, Error> {
     if text.trim().is_empty() {
         message.content.clear();
     }
+    // A command's prompt comes first, the -f files after it.
+    message.content.splice(0..0, command_parts);
     message.content.extend(images);
     let structured = schema.is_some();
     let turn = fw.run_turn(&conv.conversation_id, message, schema)?;

@@ -119,6 +119,22 @@ pub fn parse_params(specs: &[String]) -> Result<Vec<(String, Value)>, Error> {
 }
 
 impl ConversationArgs {
+    /// Lays a command's settings under these flags: a flag given wins; its rules and
+    /// parameters come before the flags' (a later `-p` of the same name wins).
+    pub fn lay_under(&mut self, s: &genai::command::Settings) {
+        self.model = self.model.take().or_else(|| s.model.clone());
+        self.system = self.system.take().or_else(|| s.system.clone());
+        self.tools = self.tools.take().or_else(|| s.tools.clone());
+        self.mode = self.mode.or(s.mode);
+        self.allow.splice(0..0, s.allow.iter().cloned());
+        self.deny.splice(0..0, s.deny.iter().cloned());
+        let params = s.parameters.iter().map(|(k, v)| match v {
+            Value::String(v) => format!("{k}={v}"),
+            v => format!("{k}={v}"),
+        });
+        self.params.splice(0..0, params);
+    }
+
     /// `--mode`, `--allow` and `--deny`.
     fn permission_flags(&self) -> PermissionFlags {
         PermissionFlags {

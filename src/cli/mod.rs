@@ -11,6 +11,7 @@ mod acp;
 mod ask;
 mod attach;
 mod chat;
+mod commands;
 mod components;
 mod config;
 mod conversation;
@@ -62,6 +63,10 @@ enum Command {
     Lsp,
     /// Be an Agent Client Protocol (ACP v1) agent over stdio, for Zed, JetBrains, Neovim...
     Acp,
+    /// List, show, create or edit commands: prompts kept as files, run with `ask -t NAME`,
+    /// `/NAME` in chat and ACP, and as editor actions.
+    #[command(subcommand)]
+    Commands(commands::Command),
     /// List, search, show, export, rename or delete stored conversations.
     #[command(subcommand)]
     Sessions(sessions::Command),
@@ -276,6 +281,7 @@ pub fn run() -> i32 {
         Command::Acp => serve_blocking(acp::run()),
         Command::Lsp => runtime().block_on(lsp::run()),
         Command::Serve(args) => runtime().block_on(serve::run(args)),
+        Command::Commands(c) => return runtime().block_on(commands::run(c)),
         Command::Sessions(c) => sessions::run(c),
         Command::Usage(args) => usage::run(args),
         Command::Undo(args) => undo::run_undo(args),

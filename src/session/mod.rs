@@ -12,6 +12,7 @@
 
 mod acting;
 mod choice;
+mod commands;
 mod conversation;
 mod handover;
 mod hosted;
@@ -23,6 +24,7 @@ mod resume;
 mod turn_stream;
 
 pub use acting::{project_context, PermissionFlags};
+pub use commands::{mcp_command_name, ReadyCommand};
 pub use queries::Page;
 
 use std::collections::{BTreeMap, HashMap};

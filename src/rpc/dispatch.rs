@@ -85,11 +85,11 @@ impl Session {
     /// requests go on; its response is written when it is ready (in a batch, on its own).
     fn answer_later(
         &self,
-        run: fn(Arc<Framework>, Value) -> methods::AnswerFuture,
+        run: fn(Arc<Framework>, Arc<super::port::RpcPort>, Value) -> methods::AnswerFuture,
         p: Value,
         id: Option<Value>,
     ) {
-        let answer = run(self.fw.clone(), p);
+        let answer = run(self.fw.clone(), self.port.clone(), p);
         let peer = self.peer.clone();
         self.later.spawn(async move {
             let result = answer.await;

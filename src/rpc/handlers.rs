@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+pub use super::command_handlers::{list_commands, run_command};
 use super::errors::RpcError;
 use super::listings::Components;
 use super::port::RpcPort;

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use super::errors::{RpcError, INTERNAL_ERROR};
 use super::handlers::{self, Call};
 use super::listings::Components;
+use super::port::RpcPort;
 use super::protocol::*;
 use crate::error::Error;
 use crate::session::Framework;
@@ -48,8 +49,8 @@ pub enum Handler {
     /// A method the client sends, answered on the read loop, in order.
     Now(fn(&mut Call, Value) -> Answer),
     /// A method the client sends that waits on a tool source: answered off the read loop,
-    /// when ready.
-    Later(fn(Arc<Framework>, Value) -> AnswerFuture),
+    /// when ready, with the framework and the client's port.
+    Later(fn(Arc<Framework>, Arc<RpcPort>, Value) -> AnswerFuture),
     /// A method the daemon sends: the client answers it.
     Client,
 }
@@ -127,8 +128,20 @@ macro_rules! later {
             kind: Request,
             params: Some(s::<$p>),
             result: Some(s::<$r>),
-            handler: Handler::Later(|fw, p| {
+            handler: Handler::Later(|fw, _, p| {
                 Box::pin(async move { encode(handlers::$f(fw, decode(p)?).await?) })
+            }),
+        }
+    };
+    ($name:literal, $f:ident, port, $p:ty => $r:ty) => {
+        Method {
+            name: $name,
+            sender: Client,
+            kind: Request,
+            params: Some(s::<$p>),
+            result: Some(s::<$r>),
+            handler: Handler::Later(|fw, port, p| {
+                Box::pin(async move { encode(handlers::$f(fw, port, decode(p)?).await?) })
             }),
         }
     };
@@ -200,6 +213,8 @@ pub const METHODS: &[Method] = &[
     later!("ReadResource", read_resource, ReadResourceParams => ReadResourceResult),
     later!("ListPrompts", list_prompts, ListMcpParams => ListPromptsResult),
     later!("GetPrompt", get_prompt, GetPromptParams => GetPromptResult),
+    later!("ListCommands", list_commands, ListCommandsParams => ListCommandsResult),
+    later!("RunCommand", run_command, port, RunCommandParams => RunCommandResult),
     sent!("OnFeatureResponseChunk", FeatureResponseChunk),
     sent!("OnReasoningChunk", FeatureResponseChunk),
     sent!("OnFeatureResponse", FeatureResponse),

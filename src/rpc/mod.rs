@@ -6,6 +6,8 @@
 //! (`server`) and WebSocket for several clients (`ws`, `genai serve`). Nothing outside this
 //! module (but the command line, which starts it) may use it.
 
+pub mod command_handlers;
+pub mod command_protocol;
 pub mod dispatch;
 pub mod editor_protocol;
 pub mod errors;

@@ -12,6 +12,7 @@ use super::listings::{ConversationRecord, StoredMessage};
 pub use super::tool_protocol::*;
 use crate::message::{Message, Usage};
 
+pub use super::command_protocol::*;
 pub use super::mcp_protocol::*;
 
 pub const PROTOCOL_VERSION: &str = "1.0";

@@ -196,3 +196,43 @@ fn command_files(cwd: &Path, files: &[String]) -> Result<String> {
     }
     Ok(crate::context_files::load_in(root.path(), &specs)?.text)
 }
+
+/// The conversation a command starts: its model (unless `model` names another), system
+/// prompt, parameters, tools and permissions, rooted at `cwd`.
+pub fn command_conversation(
+    settings: &Settings,
+    model: Option<String>,
+    cwd: &Path,
+    ephemeral: bool,
+) -> super::ConversationSpec {
+    let model = model.or_else(|| settings.model.clone());
+    super::ConversationSpec {
+        feature: settings
+            .tools
+            .is_some()
+            .then(|| crate::feature::tools::NAME.to_string()),
+        tools: settings.tools.clone().filter(|t| !t.is_empty()),
+        model: model.map_or(
+            crate::select::ModelChoice::Default,
+            crate::select::ModelChoice::Named,
+        ),
+        system_prompt: settings.system.clone(),
+        parameters: (!settings.parameters.is_empty()).then(|| settings.parameters.clone()),
+        ephemeral,
+        cwd: Some(cwd.to_string_lossy().into_owned()),
+        permissions: super::PermissionFlags {
+            mode: settings.mode,
+            allow: settings.allow.clone(),
+            deny: settings.deny.clone(),
+        },
+        ..Default::default()
+    }
+}
+
+impl Framework {
+    /// The folder a conversation works in (where it was started), when it is stored.
+    pub fn conversation_cwd(&self, id: &str) -> Option<std::path::PathBuf> {
+        let record = self.store.conversation(id).ok().flatten()?;
+        record.cwd.map(std::path::PathBuf::from)
+    }
+}

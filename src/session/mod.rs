@@ -24,7 +24,7 @@ mod resume;
 mod turn_stream;
 
 pub use acting::{project_context, PermissionFlags};
-pub use commands::{mcp_command_name, ReadyCommand};
+pub use commands::{command_conversation, mcp_command_name, ReadyCommand};
 pub use queries::Page;
 
 use std::collections::{BTreeMap, HashMap};

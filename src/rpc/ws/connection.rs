@@ -262,7 +262,7 @@ impl Connection {
                 continue;
             };
             m.register_async_method(method.name, move |p, conn: Arc<Connection>, _| async move {
-                run(conn.shared.fw.clone(), params_value(&p))
+                run(conn.shared.fw.clone(), conn.port.clone(), params_value(&p))
                     .await
                     .map_err(to_error)
             })

@@ -8,7 +8,7 @@
 //! opened. It must never run a turn itself (the core does), nor import the JSON-RPC daemon.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -50,6 +50,8 @@ struct OpenSession {
     cwd: String,
     /// The MCP servers its client brought (kept when the model or mode changes).
     mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Stops the watch on its command files when the session is forgotten.
+    _watch: tokio_util::sync::DropGuard,
 }
 
 pub struct AcpAgent {
@@ -184,7 +186,8 @@ impl AcpAgent {
     pub async fn after(&self, method: &str, session_id: Option<&str>) {
         if let ("session/new" | "session/load" | "session/resume", Some(id)) = (method, session_id)
         {
-            commands::announce(&self.fw, &self.conn, id).await;
+            let cwd = self.session_cwd(id);
+            commands::announce(&self.fw, &self.conn, id, &cwd).await;
         }
     }
 
@@ -266,10 +269,36 @@ impl AcpAgent {
         }
     }
 
+    /// The folder session `id` works in (the process's when it is not open here).
+    fn session_cwd(&self, id: &str) -> PathBuf {
+        self.sessions
+            .lock()
+            .ok()
+            .and_then(|s| s.get(id).map(|o| PathBuf::from(&o.cwd)))
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default()
+    }
+
     fn remember(&self, id: &str, cwd: String, mcp_servers: BTreeMap<String, McpServerConfig>) {
         self.port.set_root(id, Path::new(&cwd));
+        let stop = tokio_util::sync::CancellationToken::new();
+        commands::watch(
+            self.fw.clone(),
+            self.conn.clone(),
+            id.to_string(),
+            PathBuf::from(&cwd),
+            stop.clone(),
+        );
         if let Ok(mut s) = self.sessions.lock() {
-            s.insert(id.to_string(), OpenSession { cwd, mcp_servers });
+            let watch = stop.drop_guard();
+            s.insert(
+                id.to_string(),
+                OpenSession {
+                    cwd,
+                    mcp_servers,
+                    _watch: watch,
+                },
+            );
         }
     }
 
@@ -403,9 +432,7 @@ impl AcpAgent {
             self.undo(&id, force).await;
             return answer(PromptResponse::new(StopReason::EndTurn));
         }
-        if let Some(toolbox) = &files.toolbox {
-            commands::expand(toolbox, &mut message).await?;
-        }
+        commands::expand(&self.fw, &id, &self.session_cwd(&id), &mut message).await?;
         // The session's updates go out through the port as the turn runs; its end answers.
         let outcome = self.fw.run_turn(&id, message, None)?.outcome().await;
         answer(PromptResponse::new(stop_reason(&outcome)))

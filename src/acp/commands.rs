@@ -1,7 +1,8 @@
-//! The ACP slash commands: `/undo [force]` (genai's own), and the session's MCP servers'
-//! prompts (`/SERVER.prompt`), announced as `available_commands_update`. A prompt that starts
-//! with an MCP prompt's command is expanded: the rest of its first line is the prompt's first
-//! argument, and the prompt's messages take the command's place in the user's message.
+//! The ACP slash commands: `/undo [force]` (genai's own), the commands seen from the
+//! session's folder (command files, built-in ones) and its MCP servers' prompts
+//! (`/SERVER.prompt`), announced as `available_commands_update` when a session opens and again
+//! when the command files change. A prompt that starts with a command is expanded: the
+//! rendered prompt takes the command's place in the user's message.
 //!
 //! It must never run a turn; it only shapes what the user sends.
 
@@ -9,17 +10,15 @@ use agent_client_protocol_schema::v1::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionUpdate,
     UnstructuredCommandInput,
 };
-use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
 
 use super::connection::{AcpError, Connection};
+use crate::command::{fingerprint, split_free, split_words, Command};
 use crate::message::{Message, Part};
-use crate::session::Framework;
-use crate::tools::mcp_context::McpPrompt;
-use crate::tools::toolbox::Toolbox;
-
-fn command_name(p: &McpPrompt) -> String {
-    format!("{}.{}", p.source, p.name)
-}
+use crate::session::{mcp_command_name, Framework};
 
 /// genai's own command.
 pub const UNDO: &str = "undo";
@@ -51,11 +50,33 @@ pub fn undone_text(u: &crate::checkpoint::Undone) -> String {
     lines.join("\n")
 }
 
-/// Tells the client the commands of the session `id`: `/undo`, and its MCP servers' prompts.
-pub async fn announce(fw: &Framework, conn: &Connection, id: &str) {
+/// How often the command files are looked at for changes while a session is open.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The input hint of a command: its arguments, or its `argument-hint`.
+fn input_hint(c: &Command) -> String {
+    if let Some(hint) = &c.argument_hint {
+        return hint.clone();
+    }
+    let mut parts: Vec<String> = c
+        .arguments
+        .iter()
+        .map(|a| match &a.default {
+            Some(d) => format!("[{}={}]", a.name, if d.is_empty() { "…" } else { d }),
+            None => format!("{}=VALUE", a.name),
+        })
+        .collect();
+    parts.push("text (optional)".into());
+    parts.join(" ")
+}
+
+/// Tells the client the commands of the session `id` working in `cwd`: `/undo`, the command
+/// files and built-in commands, and its MCP servers' prompts.
+pub async fn announce(fw: &Framework, conn: &Connection, id: &str, cwd: &Path) {
     let Ok(toolbox) = fw.toolbox_of(id) else {
         return;
     };
+    let files = fw.commands(cwd);
     let (prompts, _) = toolbox.prompts(None).await;
     let undo = AvailableCommand::new(
         UNDO,
@@ -64,10 +85,17 @@ pub async fn announce(fw: &Framework, conn: &Connection, id: &str) {
     .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(
         "force (optional)",
     )));
-    let commands = std::iter::once(undo)
-        .chain(prompts.iter().map(|p| {
+    let from_files = files.list().filter(|c| c.name != UNDO).map(|c| {
+        AvailableCommand::new(c.name.clone(), c.description.clone()).input(
+            AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(input_hint(c))),
+        )
+    });
+    let from_mcp = prompts
+        .iter()
+        .filter(|p| !files.contains(&mcp_command_name(p)))
+        .map(|p| {
             let command = AvailableCommand::new(
-                command_name(p),
+                mcp_command_name(p),
                 p.description
                     .clone()
                     .unwrap_or_else(|| format!("The MCP prompt {}", p.name)),
@@ -80,7 +108,10 @@ pub async fn announce(fw: &Framework, conn: &Connection, id: &str) {
                 )),
                 None => command,
             }
-        }))
+        });
+    let commands = std::iter::once(undo)
+        .chain(from_files)
+        .chain(from_mcp)
         .collect();
     conn.update(
         id,
@@ -88,31 +119,75 @@ pub async fn announce(fw: &Framework, conn: &Connection, id: &str) {
     );
 }
 
-/// Expands a leading `/SERVER.prompt rest` in `message` into the prompt's messages; other
-/// messages are left as they are.
-pub async fn expand(toolbox: &Toolbox, message: &mut Message) -> Result<(), AcpError> {
+/// Announces the session's commands again whenever its command files change, until `stop`
+/// is cancelled or the session is closed.
+pub fn watch(
+    fw: Arc<Framework>,
+    conn: Arc<Connection>,
+    id: String,
+    cwd: PathBuf,
+    stop: CancellationToken,
+) {
+    tokio::spawn(async move {
+        let config_dir = fw.config_dir().map(Path::to_path_buf);
+        let mut seen = fingerprint(&cwd, config_dir.as_deref());
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(WATCH_EVERY) => {}
+            }
+            if fw.toolbox_of(&id).is_err() {
+                return;
+            }
+            let now = fingerprint(&cwd, config_dir.as_deref());
+            if now != seen {
+                seen = now;
+                announce(&fw, &conn, &id, &cwd).await;
+            }
+        }
+    });
+}
+
+/// Expands a leading `/NAME rest` in `message` when NAME is a command (a file, a built-in
+/// one, or an MCP server's prompt `SERVER.PROMPT`): the words of its first line are its
+/// `NAME=VALUE` arguments and text, the lines after go with the text, and the rendered
+/// prompt takes the command's place. Other messages are left as they are.
+pub async fn expand(
+    fw: &Framework,
+    id: &str,
+    cwd: &Path,
+    message: &mut Message,
+) -> Result<(), AcpError> {
     let Some(Part::Text { text }) = message.content.first() else {
         return Ok(());
     };
-    let Some(command) = text.strip_prefix('/') else {
+    let Some(command) = text.trim_start().strip_prefix('/') else {
         return Ok(());
     };
     let (name, rest) = command
         .split_once(char::is_whitespace)
         .unwrap_or((command, ""));
-    let (prompts, _) = toolbox.prompts(None).await;
-    let Some(prompt) = prompts.into_iter().find(|p| command_name(p) == name) else {
+    let files = fw.commands(cwd);
+    let known = files.contains(name)
+        || (name.contains('.')
+            && fw
+                .mcp_commands(Some(id))
+                .await
+                .iter()
+                .any(|p| mcp_command_name(p) == name));
+    if !known {
         return Ok(());
-    };
-    let mut arguments = Map::new();
-    if let Some(first) = prompt.arguments.first() {
-        arguments.insert(first.name.clone(), Value::String(rest.trim().to_string()));
     }
-    let messages = toolbox
-        .mcp(&prompt.source)?
-        .prompt(&prompt.name, arguments)
-        .await?;
-    let parts: Vec<Part> = messages.into_iter().flat_map(|m| m.content).collect();
-    message.content.splice(0..1, parts);
+    let (first, more) = rest.split_once('\n').unwrap_or((rest, ""));
+    let words: Vec<String> = first.split_whitespace().map(str::to_string).collect();
+    let mut invocation = match files.find(name) {
+        Ok(c) => split_words(c, &words)?,
+        Err(_) => split_free(&words),
+    };
+    if !more.trim().is_empty() {
+        invocation.text = format!("{}\n{more}", invocation.text).trim().to_string();
+    }
+    let ready = fw.prepare_command(cwd, Some(id), name, &invocation).await?;
+    message.content.splice(0..1, ready.parts);
     Ok(())
 }

@@ -117,11 +117,7 @@ async fn command_prompt(
     let mut invocation = match commands.find(name) {
         Ok(command) => genai::command::split_words(command, words)?,
         // An MCP prompt takes the same NAME=VALUE words.
-        Err(_) => genai::command::Invocation {
-            arguments: mcp_arguments(words).0,
-            text: mcp_arguments(words).1,
-            input: None,
-        },
+        Err(_) => genai::command::split_free(words),
     };
     invocation.input = piped_input()?;
     let ready = fw.prepare_command(&cwd, None, name, &invocation).await?;
@@ -131,20 +127,6 @@ async fn command_prompt(
         *schema = ready.settings.schema.as_ref().map(|s| s.to_string());
     }
     Ok(ready.parts)
-}
-
-/// Leading `NAME=VALUE` words, and the text after them.
-fn mcp_arguments(words: &[String]) -> (std::collections::BTreeMap<String, String>, String) {
-    let split = words
-        .iter()
-        .position(|w| !w.contains('=') || w.starts_with('='))
-        .unwrap_or(words.len());
-    let named = words[..split]
-        .iter()
-        .filter_map(|w| w.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    (named, words[split..].join(" "))
 }
 
 async fn ask(mut args: Args) -> Result<i32, Error> {

@@ -223,7 +223,7 @@ fn fill(command: &mut Command, f: Front, err: impl Fn(&str, &str) -> String) -> 
             },
         };
         let reserved = matches!(a.name.as_str(), "input" | "args");
-        if !valid_argument_name(&a.name) || reserved {
+        if !super::valid_argument_name(&a.name) || reserved {
             return Err(err(
                 "arguments",
                 &format!(
@@ -262,12 +262,6 @@ fn check_placeholders(
         }
     }
     Ok(())
-}
-
-pub(super) fn valid_argument_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// Splits a file into its front matter (None without one), its body and the body's first

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 pub use file::parse;
 pub use lookup::{fingerprint, folders, Commands, Folder};
-pub use render::{split_words, Invocation};
+pub use render::{split_free, split_words, Invocation};
 
 use crate::config::lsp::ApplyMode;
 use crate::error::{Error, Result};
@@ -182,6 +182,13 @@ impl BadFile {
     pub fn error(&self) -> Error {
         Error::invalid_params(self.message.clone())
     }
+}
+
+/// Whether `name` can name an argument: letters, digits and `_`, not first a digit.
+pub(crate) fn valid_argument_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// The built-in commands: explain, improve, document, test, fix (files of this folder).

@@ -59,7 +59,7 @@ pub fn split_words(command: &Command, words: &[String]) -> Result<Invocation> {
         };
         let named = match command.dialect {
             Dialect::Genai => {
-                if !super::file::valid_argument_name(key) || command.arguments.is_empty() {
+                if !super::valid_argument_name(key) || command.arguments.is_empty() {
                     break;
                 }
                 if !command.arguments.iter().any(|a| a.name == key) {
@@ -80,6 +80,27 @@ pub fn split_words(command: &Command, words: &[String]) -> Result<Invocation> {
     }
     invocation.text = rest.join(" ");
     Ok(invocation)
+}
+
+/// Leading `NAME=VALUE` words as named arguments and the rest as text, for a command whose
+/// arguments are not known here (an MCP server's prompt).
+pub fn split_free(words: &[String]) -> Invocation {
+    let split = words
+        .iter()
+        .position(|w| {
+            !w.split_once('=')
+                .is_some_and(|(k, _)| super::valid_argument_name(k))
+        })
+        .unwrap_or(words.len());
+    Invocation {
+        arguments: words[..split]
+            .iter()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        text: words[split..].join(" "),
+        input: None,
+    }
 }
 
 fn is_upper_name(s: &str) -> bool {

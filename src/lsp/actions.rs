@@ -3,77 +3,38 @@
 //! it), and what becomes of the reply (its code block replaces the selection or goes below it,
 //! or the whole reply is shown). Pure text work: it never talks to the editor or the model.
 
-use std::collections::BTreeMap;
-
 use tower_lsp_server::ls_types::{Position, Range, TextEdit};
 
 use super::documents::{byte_range, offset, position};
-use crate::config::lsp::{ApplyMode, LspActionConfig};
+use crate::command::Command;
+use crate::config::lsp::ApplyMode;
 
-/// One action as the editor offers it.
+/// One action as the editor offers it: a command that needs no argument.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Action {
-    /// The name the command carries (`explain`, or the config's NAME).
+    /// The command's name, which `genai.action` carries.
     pub name: String,
     pub title: String,
-    pub instruction: String,
     pub apply: ApplyMode,
 }
 
-/// The built-in actions: name, title, instruction, what is done with the reply.
-const BUILTIN: &[(&str, &str, &str, ApplyMode)] = &[
-    (
-        "explain",
-        "Explain",
-        "Explain what the selected code does, for a reader who knows the language.",
-        ApplyMode::Show,
-    ),
-    (
-        "fix",
-        "Fix",
-        "Find the bugs in the selected code and fix them. Keep its behaviour otherwise.",
-        ApplyMode::Replace,
-    ),
-    (
-        "improve",
-        "Improve",
-        "Improve the selected code: clearer names and structure, same behaviour.",
-        ApplyMode::Replace,
-    ),
-    (
-        "document",
-        "Document",
-        "Add documentation comments to the selected code, in the language's usual style. Change nothing else.",
-        ApplyMode::Replace,
-    ),
-    (
-        "tests",
-        "Write tests",
-        "Write unit tests for the selected code, in the language's usual test style.",
-        ApplyMode::InsertBelow,
-    ),
-];
-
-/// The built-in actions, then the config's (a config action named like a built-in one
-/// replaces it).
-pub fn all(custom: &BTreeMap<String, LspActionConfig>) -> Vec<Action> {
-    let mut actions: Vec<Action> = BUILTIN
-        .iter()
-        .filter(|(name, ..)| !custom.contains_key(*name))
-        .map(|(name, title, instruction, apply)| Action {
-            name: name.to_string(),
-            title: format!("genai: {title}"),
-            instruction: instruction.to_string(),
-            apply: *apply,
+/// The actions of the commands seen from a file: those that need no argument (the
+/// built-in ones, the command files, `[lsp.actions]`), by name.
+pub fn from_commands<'a>(commands: impl Iterator<Item = &'a Command>) -> Vec<Action> {
+    commands
+        .filter(|c| c.required().next().is_none())
+        .map(|c| Action {
+            name: c.name.clone(),
+            title: format!("genai: {}", c.title),
+            apply: c.apply,
         })
-        .collect();
-    actions.extend(custom.iter().map(|(name, a)| Action {
-        name: name.clone(),
-        title: format!("genai: {}", a.title),
-        instruction: a.prompt.clone(),
-        apply: a.apply,
-    }));
-    actions
+        .collect()
+}
+
+/// Whether a command's prompt places the selection itself (`{{input}}`); otherwise the
+/// selection follows the prompt, in [`Selection::prompt`]'s frame.
+pub fn places_selection(c: &Command) -> bool {
+    c.dialect == crate::command::Dialect::Genai && c.body.contains("{{input}}")
 }
 
 /// What an action (or `genai.ask`) is about: a file and a range of it.
@@ -112,8 +73,14 @@ impl Selection<'_> {
         }
     }
 
-    /// The prompt for `instruction` on this selection; `edits` asks for one code block.
-    pub fn prompt(&self, instruction: &str, edits: Option<ApplyMode>) -> Result<String, String> {
+    /// The prompt for `instruction` on this selection; `edits` asks for one code block; the
+    /// selection itself is left out when the instruction holds it already.
+    pub fn prompt(
+        &self,
+        instruction: &str,
+        edits: Option<ApplyMode>,
+        with_selection: bool,
+    ) -> Result<String, String> {
         let (selected, before, after) = self.parts()?;
         let (selected, before, after) = (
             selected.strip_suffix('\n').unwrap_or(selected),
@@ -133,7 +100,9 @@ impl Selection<'_> {
                 "\nBefore the selection:\n```{lang}\n{before}\n```\n"
             ));
         }
-        p.push_str(&format!("\nThe selection:\n```{lang}\n{selected}\n```\n"));
+        if with_selection {
+            p.push_str(&format!("\nThe selection:\n```{lang}\n{selected}\n```\n"));
+        }
         if !after.trim().is_empty() {
             p.push_str(&format!(
                 "\nAfter the selection:\n```{lang}\n{after}\n```\n"
@@ -232,32 +201,20 @@ mod tests {
     }
 
     #[test]
-    fn config_actions_follow_the_builtin_ones_and_may_replace_them() {
-        let mut custom = BTreeMap::new();
-        custom.insert(
-            "explain".into(),
-            LspActionConfig {
-                title: "Explain simply".into(),
-                prompt: "Explain to a child".into(),
-                apply: ApplyMode::Show,
-            },
-        );
-        custom.insert(
-            "rust2py".into(),
-            LspActionConfig {
-                title: "To Python".into(),
-                prompt: "Translate to Python".into(),
-                apply: ApplyMode::InsertBelow,
-            },
-        );
-        let all = all(&custom);
+    fn commands_without_required_arguments_are_actions() {
+        let commands = crate::command::builtin();
+        let mut needs = commands[0].clone();
+        needs.name = "translate".into();
+        needs.arguments.push(crate::command::Argument {
+            name: "lang".into(),
+            description: None,
+            default: None,
+        });
+        let all = from_commands(commands.iter().chain([&needs]));
         let names: Vec<&str> = all.iter().map(|a| a.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["fix", "improve", "document", "tests", "explain", "rust2py"]
-        );
-        assert_eq!(all[4].title, "genai: Explain simply");
-        assert_eq!(all[5].apply, ApplyMode::InsertBelow);
+        assert_eq!(names, ["explain", "improve", "document", "test", "fix"]);
+        assert_eq!(all[3].title, "genai: Write tests");
+        assert_eq!(all[3].apply, ApplyMode::InsertBelow);
     }
 
     #[test]
@@ -270,7 +227,7 @@ mod tests {
             language_id: "python",
             context_lines: 1,
         };
-        let p = s.prompt("Fix it.", Some(ApplyMode::Replace)).unwrap();
+        let p = s.prompt("Fix it.", Some(ApplyMode::Replace), true).unwrap();
         assert!(
             p.starts_with("Fix it.\n\nFile: src/a.py (language: python)"),
             "{p}"
@@ -288,7 +245,9 @@ mod tests {
             range: range(40, 0, 41, 0),
             ..s
         };
-        assert!(outside.prompt("x", None).is_err());
+        assert!(outside.prompt("x", None, true).is_err());
+        let placed = s.prompt("Fix sel3 sel4.", None, false).unwrap();
+        assert!(!placed.contains("The selection:"), "{placed}");
     }
 
     #[test]

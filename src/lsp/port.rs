@@ -74,6 +74,10 @@ pub struct Acting {
     pub tools: Option<Vec<String>>,
     pub cwd: Option<String>,
     pub mode: Option<crate::permission::Mode>,
+    /// A command's model, system prompt and parameters (default: `[lsp] model`'s).
+    pub model: Option<String>,
+    pub system: Option<String>,
+    pub parameters: serde_json::Map<String, serde_json::Value>,
 }
 
 #[async_trait]
@@ -207,7 +211,9 @@ pub async fn ask(
     stop: &CancellationToken,
 ) -> Result<Answer> {
     let spec = ConversationSpec {
-        model,
+        model: acting.model.map_or(model, ModelChoice::Named),
+        system_prompt: acting.system,
+        parameters: (!acting.parameters.is_empty()).then_some(acting.parameters),
         title: Some(title),
         tools: acting.tools,
         cwd: acting.cwd,

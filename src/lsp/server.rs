@@ -148,6 +148,17 @@ impl Backend {
         Ok((text, lang))
     }
 
+    /// The folder commands are looked up from for a file: its own (so the nearest
+    /// `.genai/commands/` wins), else the workspace's, else the process's.
+    fn commands_dir(&self, uri: &Uri) -> PathBuf {
+        uri.to_file_path()
+            .and_then(|p| p.parent().map(|d| d.to_path_buf()))
+            .filter(|d| d.is_dir())
+            .or_else(|| self.flags().root)
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default()
+    }
+
     /// The file's name as the prompt shows it: relative to the workspace when inside it.
     fn file_name(&self, uri: &Uri) -> String {
         let Some(path) = uri.to_file_path() else {
@@ -166,15 +177,11 @@ impl Backend {
         args: ActionArgs,
         token: Option<ProgressToken>,
     ) -> jsonrpc::Result<Value> {
-        let all = actions::all(&self.settings.actions);
-        let action: &Action = all.iter().find(|a| a.name == args.action).ok_or_else(|| {
-            let names: Vec<&str> = all.iter().map(|a| a.name.as_str()).collect();
-            invalid(format!(
-                "no action `{}` (there are: {})",
-                args.action,
-                names.join(", ")
-            ))
-        })?;
+        let dir = self.commands_dir(&args.uri);
+        let commands = self.fw.commands(&dir);
+        let command = commands
+            .find(&args.action)
+            .map_err(|e| invalid(e.message))?;
         let (text, language_id) = self.document(&args.uri)?;
         let file_name = self.file_name(&args.uri);
         let range = whole_lines_if_empty(&text, args.range);
@@ -185,21 +192,41 @@ impl Backend {
             language_id: &language_id,
             context_lines: self.settings.context_lines.unwrap_or(20),
         };
+        let placed = actions::places_selection(command);
+        let invocation = crate::command::Invocation {
+            input: placed
+                .then(|| actions::selected(&text, range).map(str::to_string))
+                .transpose()
+                .map_err(invalid)?,
+            ..Default::default()
+        };
+        let ready = self
+            .fw
+            .prepare_command(&dir, None, &command.name, &invocation)
+            .await
+            .map_err(|e| invalid(e.message))?;
+        let action = Action {
+            name: command.name.clone(),
+            title: command.title.clone(),
+            apply: command.apply,
+        };
         let edits = (action.apply != ApplyMode::Show).then_some(action.apply);
         let prompt = selection
-            .prompt(&action.instruction, edits)
+            .prompt(&ready.text(), edits, !placed)
             .map_err(invalid)?;
         let before = actions::selected(&text, range)
             .map_err(invalid)?
             .to_string();
-        let title = format!(
-            "{}: {file_name}",
-            action.title.trim_start_matches("genai: ")
-        );
-        // Code actions answer with text to apply: they run without tools.
-        let answer = self
-            .run(title.clone(), prompt, Default::default(), token)
-            .await?;
+        let title = format!("{}: {file_name}", action.title);
+        // Code actions answer with text to apply: they run without tools, on the command's
+        // model, system prompt and parameters.
+        let acting = super::port::Acting {
+            model: ready.settings.model.clone(),
+            system: ready.settings.system.clone(),
+            parameters: ready.settings.parameters.clone(),
+            ..Default::default()
+        };
+        let answer = self.run(title.clone(), prompt, acting, token).await?;
         let result = |applied: bool| json!({"conversationId": answer.conversation_id, "reply": answer.reply, "applied": applied});
         if action.apply == ApplyMode::Show {
             self.show(&title, &answer).await;
@@ -261,7 +288,9 @@ impl Backend {
                     language_id: &language_id,
                     context_lines: self.settings.context_lines.unwrap_or(20),
                 };
-                let prompt = selection.prompt(&args.prompt, None).map_err(invalid)?;
+                let prompt = selection
+                    .prompt(&args.prompt, None, true)
+                    .map_err(invalid)?;
                 (prompt, format!("Ask: {file_name}"))
             }
             None if args.range.is_some() => return Err(invalid("a range needs its `uri`")),
@@ -271,6 +300,7 @@ impl Backend {
             tools: self.settings.tools.clone(),
             cwd: self.flags().root.map(|r| r.to_string_lossy().into_owned()),
             mode: self.settings.mode,
+            ..Default::default()
         };
         let answer = self.run(title.clone(), prompt, acting, token).await?;
         self.show(&title, &answer).await;
@@ -413,7 +443,10 @@ impl LanguageServer for Backend {
     ) -> jsonrpc::Result<Option<CodeActionResponse>> {
         let (text, _) = self.document(&params.text_document.uri)?;
         actions::selected(&text, actions::clamp(&text, params.range)).map_err(invalid)?;
-        let list = actions::all(&self.settings.actions)
+        let commands = self
+            .fw
+            .commands(&self.commands_dir(&params.text_document.uri));
+        let list = actions::from_commands(commands.list())
             .into_iter()
             .map(|a| {
                 let args = json!({

@@ -26,6 +26,12 @@ pub enum Command {
     Copy,
     Help,
     Exit,
+    /// Any other name: a command file, a built-in command or an MCP server's prompt, with the
+    /// rest of the line (refused when there is none of that name).
+    Run {
+        name: String,
+        rest: String,
+    },
 }
 
 /// What one input line is.
@@ -64,6 +70,7 @@ pub const HELP: &[(&str, &str)] = &[
     ),
     ("/new", "start a new conversation"),
     ("/copy", "copy the last reply to the clipboard (OSC 52)"),
+    ("/NAME [ARGS...]", "run a command (listed below)"),
     ("/help", "this list"),
     ("/exit", "leave (Ctrl-D too)"),
 ];
@@ -117,7 +124,10 @@ pub fn parse(input: &str) -> Line {
     match name {
         "model" => Line::Command(Command::Model(arg)),
         "system" => Line::Command(Command::System(arg)),
-        "attach" => arg.map_or_else(|| needs("a PATH or URL"), |a| Line::Command(Command::Attach(a))),
+        "attach" => arg.map_or_else(
+            || needs("a PATH or URL"),
+            |a| Line::Command(Command::Attach(a)),
+        ),
         "file" => arg.map_or_else(|| needs("a PATH"), |a| Line::Command(Command::File(a))),
         "tools" => match arg.as_deref() {
             None => Line::Command(Command::Tools(None)),
@@ -138,9 +148,10 @@ pub fn parse(input: &str) -> Line {
         "copy" => bare(Command::Copy),
         "help" | "?" => bare(Command::Help),
         "exit" | "quit" => bare(Command::Exit),
-        _ => Line::Refused(format!(
-            "unknown command /{name}: /help lists the commands; start a line with // to send it as it is"
-        )),
+        _ => Line::Command(Command::Run {
+            name: name.to_string(),
+            rest: rest.to_string(),
+        }),
     }
 }
 
@@ -201,7 +212,13 @@ mod tests {
 
     #[test]
     fn wrong_commands_get_a_line_that_says_why() {
-        assert!(refused("/modle x").starts_with("unknown command /modle: /help"));
+        assert_eq!(
+            command("/review 42  high"),
+            Command::Run {
+                name: "review".into(),
+                rest: "42  high".into()
+            }
+        );
         assert_eq!(refused("/file"), "/file takes a PATH");
         assert_eq!(refused("/attach  "), "/attach takes a PATH or URL");
         assert_eq!(

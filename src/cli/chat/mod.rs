@@ -165,16 +165,31 @@ async fn chat(args: Args) -> Result<i32, Error> {
 impl Chat {
     /// Sends a prompt with what waits for it, and shows the reply. A failed or cancelled turn
     /// keeps the waiting files and images for the next prompt.
-    async fn send(&mut self, mut text: String) -> Result<(), Error> {
+    async fn send(&mut self, text: String) -> Result<(), Error> {
+        self.send_parts(vec![Part::text(text)], None).await
+    }
+
+    /// [`Chat::send`] of a message's parts, whose reply must match `schema` when given.
+    async fn send_parts(
+        &mut self,
+        mut parts: Vec<Part>,
+        schema: Option<genai::format::ResponseSchema>,
+    ) -> Result<(), Error> {
         if !self.files.is_empty() {
-            text.push_str("\n\n");
-            text.push_str(&self.files);
+            match parts.last_mut() {
+                Some(Part::Text { text }) => {
+                    text.push_str("\n\n");
+                    text.push_str(&self.files);
+                }
+                _ => parts.push(Part::text(self.files.clone())),
+            }
         }
-        let mut message = Message::user(text);
+        let mut message = Message::user(String::new());
+        message.content = parts;
         message.content.extend(self.images.iter().cloned());
         let turn = self
             .fw
-            .run_turn(&self.conv.conversation_id, message, None)?;
+            .run_turn(&self.conv.conversation_id, message, schema)?;
         let agent = self.fw.agent(&self.conv.agent_id)?;
         let shown = show_turn(&agent, turn, self.view).await?;
         if let Some(e) = &shown.stdout_failed {
@@ -333,10 +348,53 @@ impl Chat {
                     outln!("{usage:<24} {what}");
                 }
                 outln!("Alt-Enter or a line ending in \\ goes on to a new line; Ctrl-C stops a reply or clears the line; // sends a line that starts with /.");
+                let cwd = std::env::current_dir().unwrap_or_default();
+                let files = self.fw.commands(&cwd);
+                outln!("Commands (genai commands list shows where each comes from):");
+                for c in files.list() {
+                    outln!("{:<24} {}", format!("/{}", c.name), c.description);
+                }
             }
+            Command::Run { name, rest } => self.run_command(&name, &rest).await?,
             Command::Exit => {}
         }
         Ok(())
+    }
+
+    /// `/NAME rest`: a command's prompt sent in this conversation (its schema applies to the
+    /// turn; its model, system prompt, parameters and tools are for a conversation it starts,
+    /// which `genai ask -t NAME` does).
+    async fn run_command(&mut self, name: &str, rest: &str) -> Result<(), Error> {
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::internal(format!("no working folder: {e}")))?;
+        let files = self.fw.commands(&cwd);
+        let words: Vec<String> = rest.split_whitespace().map(str::to_string).collect();
+        let invocation = match files.find(name) {
+            Ok(c) => genai::command::split_words(c, &words)?,
+            Err(_) if !files.contains(name) && name.contains('.') => {
+                genai::command::split_free(&words)
+            }
+            Err(e) if files.contains(name) => return Err(e),
+            Err(_) => {
+                return Err(super::conversation::usage(format!(
+                    "unknown command /{name}: /help lists the commands; start a line with // to send it as it is"
+                )))
+            }
+        };
+        let id = self.conv.conversation_id.clone();
+        let ready = self
+            .fw
+            .prepare_command(&cwd, Some(&id), name, &invocation)
+            .await?;
+        let s = &ready.settings;
+        if s.model.is_some() || s.system.is_some() || !s.parameters.is_empty() || s.tools.is_some()
+        {
+            note(&format!(
+                "/{name} runs in this conversation: its model, system prompt, parameters and tools apply when it starts one (genai ask -t {name})"
+            ));
+        }
+        let schema = genai::format::ResponseSchema::given(s.schema.clone(), None)?;
+        self.send_parts(ready.parts, schema).await
     }
 
     /// Reopens the conversation (closed by a command) with the chat's system prompt.

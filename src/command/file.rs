@@ -125,7 +125,11 @@ pub(super) fn parse_text(
             for (key, value) in fields {
                 match (key.as_str(), value) {
                     ("description", Value::String(s)) => command.description = s,
-                    ("argument-hint", v) => command.argument_hint = Some(scalar(&v)),
+                    // As written: `[pr] [priority]` is a hint, not a YAML list.
+                    ("argument-hint", v) => {
+                        let raw = front.and_then(|f| raw_field(f, "argument-hint"));
+                        command.argument_hint = Some(raw.unwrap_or_else(|| scalar(&v)));
+                    }
                     (_, v) => command.unused.push(format!("{key}: {}", scalar(&v))),
                 }
             }
@@ -288,6 +292,21 @@ fn split(text: &str) -> Result<(Option<&str>, &str, usize), (usize, String)> {
     ))
 }
 
+/// The text after `key:` on the front matter's line for `key`, unquoted.
+fn raw_field(front: &str, key: &str) -> Option<String> {
+    front.lines().find_map(|l| {
+        let v = l.strip_prefix(key)?.trim_start().strip_prefix(':')?.trim();
+        Some(unquote(v).to_string())
+    })
+}
+
+fn unquote(v: &str) -> &str {
+    v.strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+        .unwrap_or(v)
+}
+
 /// The fields of another tool's front matter. Claude Code reads its front matter leniently,
 /// and its own documentation writes values YAML refuses (`argument-hint: [pr] [priority]`),
 /// so when YAML fails each `key: value` line is taken as it is written.
@@ -300,12 +319,7 @@ fn lenient_fields(front: &str) -> Map<String, Value> {
         .filter(|l| !l.starts_with([' ', '\t', '#']))
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| {
-            let v = v.trim();
-            let unquoted = v
-                .strip_prefix('"')
-                .and_then(|v| v.strip_suffix('"'))
-                .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-                .unwrap_or(v);
+            let unquoted = unquote(v.trim());
             (k.trim().to_string(), Value::String(unquoted.to_string()))
         })
         .collect()

@@ -152,6 +152,15 @@ fn bad_files_name_their_path_line_and_field() {
 
 #[test]
 fn claude_code_files_take_arguments_and_keep_their_fields() {
+    let c = parse_text(
+        "one",
+        "---\nargument-hint: [pr]\n---\nx",
+        Dialect::ClaudeCode,
+        Place::ClaudeUser,
+        None,
+    )
+    .unwrap();
+    assert_eq!(c.argument_hint.as_deref(), Some("[pr]"));
     let text = "---\nallowed-tools: Bash(git status:*)\nargument-hint: [pr] [priority]\ndescription: Review a PR\nmodel: haiku\n---\nReview PR #$1 at priority $2. All: $ARGUMENTS. Cost: $5 stays.\n";
     let c = parse_text(
         "review",

@@ -15,6 +15,7 @@ mod cli_handover;
 mod cli_json;
 mod cli_output;
 mod cli_params;
+mod commands;
 mod cut_replies;
 mod daemon;
 mod daemon_react;

@@ -149,13 +149,16 @@ export class VscodeEditorFiles implements EditorFiles, vscode.Disposable {
     return [left, right];
   }
 
-  /** Shows the edit as a diff and asks Accept or Reject (closing the notification rejects). */
-  private async review(path: string, oldText: string | null, newText: string): Promise<boolean> {
+  /**
+   * Shows the edit as a diff and asks Accept or Reject (closing the notification rejects);
+   * `question` is the notification's text (default: `genai wants to edit NAME: see the diff.`).
+   */
+  async review(path: string, oldText: string | null, newText: string, question?: string): Promise<boolean> {
     const [left, right] = await this.showDiff(path, oldText, newText);
     try {
       const name = vscode.workspace.asRelativePath(vscode.Uri.file(path));
       const pick = await vscode.window.showInformationMessage(
-        `genai wants to ${oldText === null ? 'create' : 'edit'} ${name}: see the diff.`,
+        question ?? `genai wants to ${oldText === null ? 'create' : 'edit'} ${name}: see the diff.`,
         'Accept',
         'Reject',
       );

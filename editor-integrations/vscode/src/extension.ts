@@ -1,8 +1,8 @@
 // The VS Code extension's entry: starts the genai client, registers the chat view and the
-// commands (New Chat, Ask About Selection, Open History, Restart Daemon), hosts the editor tools
-// (open_files, diagnostics, buffer_text) and the workspace tools' file reads and writes
-// (src/editor.ts), and turns the daemon's requests and events into VS Code dialogs and
-// notifications.
+// commands (New Chat, Ask About Selection, Run Command (src/run-command.ts), Open History,
+// Restart Daemon), hosts the editor tools (open_files, diagnostics, buffer_text) and the
+// workspace tools' file reads and writes (src/editor.ts), and turns the daemon's requests and
+// events into VS Code dialogs and notifications.
 import * as vscode from 'vscode';
 import { GenaiClient, type ClientHooks } from './client/genai-client';
 import { DaemonProcess } from './client/daemon';
@@ -11,6 +11,7 @@ import { confirmChoices, confirmDetail, dismissedAnswer } from './chat/confirm';
 import { ChatViewProvider } from './chat-view';
 import { registerEditorTools } from './client/editor-tools';
 import { VscodeEditorFiles, VscodeEditorHost } from './editor';
+import { runCommand } from './run-command';
 import { daemonOptions, workspaceSettings } from './settings';
 import type { RequestConfirmationParams, RequestConfirmationResult } from './protocol';
 
@@ -57,6 +58,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.commands.registerCommand('genai.openHistory', () => openHistory(genai, view)),
     vscode.commands.registerCommand('genai.askAboutSelection', () => askAboutSelection(view)),
+    vscode.commands.registerCommand('genai.runCommand', () => runCommand(view, files)),
     vscode.commands.registerCommand('genai.restartDaemon', async () => {
       await genai.dispose();
       genai.daemon.configure(daemonOptions(log));

@@ -975,3 +975,158 @@ describe('editor tools and the editor\'s files (real daemon, scripted model)', (
     }
   });
 });
+
+describe('commands: ListCommands and RunCommand (real daemon, scripted model)', () => {
+  let scripted: ScriptedProvider;
+  let client: GenaiClient<DaemonProcess>;
+  let project: string;
+  const path = (rel: string) => join(project, rel);
+
+  before(async () => {
+    scripted = await startScriptedProvider({ reply: 'Done.' });
+    const commandsEnv = daemonEnv({ scripted: scripted.url });
+    // A home of its own: no user or Claude Code commands of the machine's user.
+    const home = mkdtempSync(join(tmpdir(), 'genai-vscode-home-'));
+    commandsEnv.HOME = home;
+    commandsEnv.CODEX_HOME = join(home, '.codex');
+    project = mkdtempSync(join(tmpdir(), 'genai-vscode-commands-'));
+    mkdirSync(path('.genai/commands'), { recursive: true });
+    mkdirSync(path('.claude/commands'), { recursive: true });
+    writeFileSync(
+      path('.genai/commands/translate.md'),
+      '---\ndescription: Translate the input\narguments: [{name: lang, default: French}]\n---\nTranslate into {{lang}}:\n\n{{input}}\n',
+    );
+    writeFileSync(path('.genai/commands/greet.md'), '---\ndescription: Greet someone\narguments: [{name: who, description: whom to greet}]\n---\nSay hello to {{who}}.\n');
+    writeFileSync(path('.genai/commands/broken.md'), '---\ndescription: Broken\ncolour: red\n---\nNever sent.\n');
+    writeFileSync(path('.claude/commands/review.md'), '---\ndescription: Review\nargument-hint: [pr]\n---\nReview PR #$1.');
+    client = new GenaiClient(new DaemonProcess({ command: genaiBin, env: commandsEnv, restart: false }));
+    await within(10_000, 'the daemon to start', client.start());
+  });
+  after(async () => {
+    await client?.dispose();
+    scripted?.stop();
+  });
+
+  /** The text of the last user message of the model's last request. */
+  async function lastUserText(): Promise<string> {
+    const bodies = await scripted.requests();
+    const messages: Array<{ role: string; content: unknown }> = bodies.at(-1).messages;
+    const user = messages.filter((m) => m.role === 'user').at(-1);
+    assert.ok(user, JSON.stringify(messages));
+    if (typeof user.content === 'string') return user.content;
+    return (user.content as Array<{ type: string; text?: string }>).map((p) => p.text ?? '').join('');
+  }
+
+  /** A GenaiError with code -32602 whose message matches `pattern`. */
+  const invalidParams = (pattern: RegExp) => (err: unknown) => {
+    assert.ok(err instanceof GenaiError, String(err));
+    assert.equal(err.code, -32602, err.message);
+    assert.match(err.message, pattern);
+    return true;
+  };
+
+  test('ListCommands lists the project\'s, Claude Code\'s and the built-in commands, and the bad files with PATH:LINE', async () => {
+    const { commands, errors } = await client.listCommands(project);
+    const byName = new Map(commands.map((c) => [c.name, c]));
+    assert.deepEqual(byName.get('translate'), {
+      name: 'translate',
+      title: 'translate',
+      description: 'Translate the input',
+      source: 'project',
+      path: path('.genai/commands/translate.md'),
+      arguments: [{ name: 'lang', default: 'French' }],
+      apply: 'show',
+    });
+    const review = byName.get('review');
+    assert.equal(review?.source, 'claude-project');
+    assert.equal(review?.description, 'Review');
+    // YAML reads `[pr]` as a list: the daemon says it as `["pr"]` today; the hint names `pr` either way.
+    assert.match(review?.argumentHint ?? '', /\bpr\b/);
+    assert.equal(review?.path, path('.claude/commands/review.md'));
+    assert.deepEqual(byName.get('greet')?.arguments, [{ name: 'who', description: 'whom to greet' }]);
+    for (const name of ['explain', 'improve', 'document', 'test', 'fix']) {
+      assert.equal(byName.get(name)?.source, 'builtin', name);
+    }
+    assert.equal(byName.get('fix')?.apply, 'replace');
+    assert.equal(byName.get('test')?.apply, 'insert_below');
+    assert.equal(byName.has('broken'), false);
+    assert.equal(errors.length, 1, JSON.stringify(errors));
+    assert.equal(errors[0].name, 'broken');
+    assert.equal(errors[0].path, path('.genai/commands/broken.md'));
+    assert.ok(errors[0].message.startsWith(`${path('.genai/commands/broken.md')}:3: `), errors[0].message);
+    assert.match(errors[0].message, /colour/);
+  });
+
+  let conversation: Conversation;
+  test('RunCommand renders the command with its arguments and input, in a new conversation, and the turn completes', async () => {
+    const { conversation: opened, started } = await client.runCommand({
+      name: 'translate',
+      arguments: { lang: 'German' },
+      input: 'Good morning',
+      cwd: project,
+      model: 'scripted',
+    });
+    conversation = opened;
+    assert.equal(started.conversationId, opened.id);
+    assert.equal(opened.serviceProvider, 'scripted');
+    assert.equal(started.text, 'Translate into German:\n\nGood morning');
+    const chunks: string[] = [];
+    const turn = opened.follow(started.turnId, { chunk: (delta) => chunks.push(delta) });
+    const end = await within(10_000, 'the final OnFeatureResponse', turn.done);
+    assert.equal(end.isSuccess, true, end.summary);
+    assert.equal(end.turnId, started.turnId);
+    assert.equal(end.summary, 'Done.');
+    assert.equal(chunks.join(''), 'Done.');
+    assert.equal(await lastUserText(), 'Translate into German:\n\nGood morning');
+  });
+
+  test('RunCommand in an open conversation: a Claude Code command takes the text as $1', async () => {
+    const started = await conversation.runCommand({ name: 'review', text: '42', cwd: project });
+    assert.equal(started.conversationId, conversation.id);
+    assert.equal(started.text, 'Review PR #42.');
+    const end = await within(10_000, 'the turn', conversation.follow(started.turnId).done);
+    assert.equal(end.isSuccess, true, end.summary);
+    assert.equal(await lastUserText(), 'Review PR #42.');
+    const history = await conversation.history();
+    assert.deepEqual(history.map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
+  });
+
+  test('RunCommand refuses a missing or unknown argument, an unknown name and a bad file with -32602 naming it', async () => {
+    const before = (await scripted.requests()).length;
+    await assert.rejects(client.runCommand({ name: 'greet', cwd: project, model: 'scripted' }), invalidParams(/`greet` needs its argument `who`/));
+    await assert.rejects(
+      conversation.runCommand({ name: 'translate', arguments: { colour: 'red' }, cwd: project }),
+      invalidParams(/`translate` has no argument `colour`/),
+    );
+    await assert.rejects(client.runCommand({ name: 'nope', cwd: project, model: 'scripted' }), invalidParams(/no command `nope`/));
+    await assert.rejects(client.runCommand({ name: 'broken', cwd: project, model: 'scripted' }), invalidParams(/broken\.md:3: .*colour/));
+    assert.equal((await scripted.requests()).length, before, 'nothing reached the model');
+  });
+
+  test('the chat controller: /NAME with no chat open runs in a new conversation on the last choice (no default model); errors show', async () => {
+    const posted: ToView[] = [];
+    const memory = new Map<string, unknown>([['genai.lastChoice', { feature: 'assistant', serviceProvider: 'scripted' }]]);
+    const controller = new ChatController(
+      client,
+      (m) => posted.push(m),
+      { get: <T>(k: string) => memory.get(k) as T | undefined, update: async (k: string, v: unknown) => void memory.set(k, v) },
+      { workspace: () => ({ cwd: project, tools: false }) },
+    );
+    await within(10_000, 'the command turn', controller.handle({ type: 'send', text: '/translate lang=Dutch Good evening' }));
+    assert.deepEqual(posted.map((m) => m.type).filter((k) => k !== 'chunk'), ['conversation', 'userMessage', 'turnStarted', 'turnEnded', 'title']);
+    const opened = posted[0] as Extract<ToView, { type: 'conversation' }>;
+    assert.equal(opened.title, '/translate');
+    assert.match(opened.description, / · scripted · scripted-model$/);
+    assert.deepEqual(posted[1], { type: 'userMessage', text: 'Translate into Dutch:\n\nGood evening' });
+    assert.equal(await lastUserText(), 'Translate into Dutch:\n\nGood evening');
+    assert.equal(controller.current?.id, opened.id);
+
+    // In the open conversation now; a refused run is an error in the chat, and nothing is sent.
+    posted.length = 0;
+    await controller.handle({ type: 'send', text: '/greet' });
+    assert.equal(posted.length, 1, JSON.stringify(posted));
+    const error = posted[0] as Extract<ToView, { type: 'error' }>;
+    assert.equal(error.type, 'error');
+    assert.match(error.message, /`greet` needs its argument `who`/);
+  });
+});

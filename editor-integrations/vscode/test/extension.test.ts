@@ -3,7 +3,9 @@
 // the components, Ask About Selection runs a turn that the page is told about, in a workspace
 // folder the chat's model gets genai's workspace tools, whose permission asks are modal dialogs
 // (with View diff for an edit) and whose writes go through the editor (a diff review with Accept
-// or Reject, WorkspaceEdits, saves), and the editor tools read VS Code's documents.
+// or Reject, WorkspaceEdits, saves), the editor tools read VS Code's documents, and genai's
+// commands run from the palette (Run Command…, on the selection, its code block applied after a
+// diff review) and as `/NAME` in the chat.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -57,10 +59,16 @@ async function posted(webview: FakeWebview, what: string, pred: (m: any) => bool
   }));
 }
 
-test('activation registers the four commands and the chat view, and starts the daemon', () => {
-  for (const id of ['genai.newChat', 'genai.askAboutSelection', 'genai.openHistory', 'genai.restartDaemon']) {
+test('activation registers the five commands and the chat view, and starts the daemon', () => {
+  const manifest = JSON.parse(readFileSync(resolve(__dirname, '..', '..', 'package.json'), 'utf8'));
+  for (const id of ['genai.newChat', 'genai.askAboutSelection', 'genai.runCommand', 'genai.openHistory', 'genai.restartDaemon']) {
     assert.ok(vscode.commands.has(id), id);
+    assert.ok(manifest.contributes.commands.some((c: { command: string; category: string }) => c.command === id && c.category === 'genai'), id);
   }
+  assert.deepEqual(
+    manifest.contributes.menus['editor/context'].map((m: { command: string; when: string }) => [m.command, m.when]),
+    [['genai.askAboutSelection', 'editorHasSelection'], ['genai.runCommand', 'editorHasSelection']],
+  );
   assert.ok(vscode.views.has('genai.chat'));
   assert.deepEqual(vscode.shown.filter((s) => s.level === 'error'), []);
 });
@@ -252,5 +260,148 @@ test('the editor tools read VS Code\'s open documents, selection, diagnostics an
     vscode.stub.window.activeTextEditor = undefined;
     vscode.diagnostics.clear();
     vscode.documents.clear();
+  }
+});
+
+/** A workspace folder with genai commands; the first workspace folder until the test's end. */
+function commandsProject(): string {
+  const project = mkdtempSync(join(tmpdir(), 'genai-vscode-commands-'));
+  mkdirSync(join(project, '.genai', 'commands'), { recursive: true });
+  mkdirSync(join(project, 'src'));
+  // No model: the daemon has no default, so it runs on the chat's last choice (fast).
+  writeFileSync(
+    join(project, '.genai', 'commands', 'greet.md'),
+    '---\ndescription: Greet about the code\narguments: [{name: who, description: whom to greet}, {name: tone, default: warm}]\n---\nSay a {{tone}} hello to {{who}} about:\n\n{{input}}\n',
+  );
+  writeFileSync(join(project, '.genai', 'commands', 'shout.md'), '---\ndescription: Capitalize the code\nmodel: scripted\napply: replace\n---\nMake it loud:\n\n{{input}}\n');
+  writeFileSync(join(project, '.genai', 'commands', 'translate.md'), '---\ndescription: Translate\narguments: [{name: lang, default: French}]\n---\nTranslate into {{lang}}:\n\n{{input}}\n');
+  writeFileSync(join(project, 'src', 'a.ts'), 'const a = 1;\nconst b = 2;\n');
+  vscode.stub.workspace.workspaceFolders = [{ uri: vscode.uri(project), name: 'project', index: 0 }];
+  return project;
+}
+
+/** The text of the last user message the scripted model got. */
+async function lastUserText(): Promise<string> {
+  const bodies = await scripted.requests();
+  const user = bodies.at(-1).messages.filter((m: { role: string }) => m.role === 'user').at(-1);
+  return typeof user.content === 'string' ? user.content : user.content.map((p: { text?: string }) => p.text ?? '').join('');
+}
+
+test('Run Command… picks a command, asks its arguments, runs it on the selection in a new chat, and applies its code block after a diff review', async () => {
+  const project = commandsProject();
+  const file = join(project, 'src', 'a.ts');
+  const doc = vscode.open(file);
+  const { Position } = vscode.stub;
+  vscode.stub.window.activeTextEditor = { selection: { isEmpty: false, start: new Position(0, 0), end: new Position(1, 0) }, document: doc };
+  memory.set('genai.lastChoice', { feature: 'assistant', serviceProvider: 'fast' });
+  try {
+    const webview = vscode.openView('genai.chat');
+    webview.fromPage({ type: 'ready' });
+    await posted(webview, 'the components', (m) => m.type === 'components');
+
+    // 1. greet: its argument without a default is asked, the other keeps its default; apply show.
+    let picked: any[] = [];
+    vscode.answers.quickPick = (items) => {
+      picked = items;
+      return items.find((i: { label: string }) => i.label === 'greet');
+    };
+    vscode.answers.inputBox = (options) => (options.title === 'greet: who' ? 'the team' : undefined);
+    const boxes = vscode.inputBoxes.length;
+    webview.posted.length = 0;
+    await within(20_000, 'Run Command (greet)', vscode.commands.get('genai.runCommand')!());
+    const greet = picked.find((i) => i.label === 'greet');
+    assert.equal(greet.description, 'Greet about the code');
+    assert.equal(greet.detail, 'project · .genai/commands/greet.md · arguments: who tone=warm');
+    for (const name of ['explain', 'improve', 'document', 'test', 'fix']) {
+      assert.ok(picked.some((i) => i.label === name && i.detail === 'builtin'), name);
+    }
+    assert.deepEqual(vscode.inputBoxes.slice(boxes).map((o) => [o.title, o.prompt]), [['greet: who', 'whom to greet']]);
+    const opened = await posted(webview, 'the command\'s conversation', (m) => m.type === 'conversation');
+    assert.equal(opened.title, '/greet');
+    assert.match(opened.description, / · fast · fast-model$/, 'no default model: the chat\'s last choice');
+    assert.deepEqual(webview.posted.filter((m) => m.type === 'userMessage'), [
+      { type: 'userMessage', text: 'Say a warm hello to the team about:\n\nconst a = 1;' },
+    ]);
+    const end = await posted(webview, 'the end of the greet turn', (m) => m.type === 'turnEnded');
+    assert.equal(end.isSuccess, true);
+    assert.equal(end.summary, REPLY);
+    assert.equal(doc.text, 'const a = 1;\nconst b = 2;\n', 'apply show leaves the editor alone');
+
+    // 2. shout (its own model, apply replace): the reply's code block replaces the selection once accepted.
+    await scripted.push({ reply: 'Louder:\n\n```ts\nCONST A = 1;\n```\n' });
+    vscode.answers.quickPick = (items) => items.find((i: { label: string }) => i.label === 'shout');
+    let proposed: string[] = [];
+    vscode.answers.info = (text, _options, items) => {
+      if (!text.startsWith('genai: replace the selection in src/a.ts')) return undefined;
+      const [left, right] = vscode.executed.filter((c) => c.id === 'vscode.diff').at(-1)!.args;
+      const provider = vscode.contentProviders.get(left.scheme)!;
+      proposed = [provider.provideTextDocumentContent(left), provider.provideTextDocumentContent(right)];
+      return items.find((i: string) => i === 'Accept');
+    };
+    webview.posted.length = 0;
+    await within(20_000, 'Run Command (shout)', vscode.commands.get('genai.runCommand')!());
+    assert.equal(await lastUserText(), 'Make it loud:\n\nconst a = 1;');
+    const shouted = await posted(webview, 'the end of the shout turn', (m) => m.type === 'turnEnded');
+    assert.equal(shouted.isSuccess, true);
+    assert.match((await posted(webview, 'the shout conversation', (m) => m.type === 'conversation')).description, / · scripted · /);
+    assert.deepEqual(proposed, ['const a = 1;\nconst b = 2;\n', 'CONST A = 1;\nconst b = 2;\n']);
+    assert.equal(doc.text, 'CONST A = 1;\nconst b = 2;\n');
+    assert.equal(doc.isDirty, true, 'the edit is left unsaved, as any edit');
+    assert.equal(readFileSync(file, 'utf8'), 'const a = 1;\nconst b = 2;\n');
+
+    // 3. Cancelling an argument's box runs nothing.
+    vscode.answers.quickPick = (items) => items.find((i: { label: string }) => i.label === 'greet');
+    vscode.answers.inputBox = () => undefined;
+    webview.posted.length = 0;
+    await vscode.commands.get('genai.runCommand')!();
+    assert.equal(webview.posted.some((m) => m.type === 'conversation' || m.type === 'userMessage'), false, JSON.stringify(webview.posted));
+    assert.deepEqual(vscode.shown.filter((m) => m.level === 'error'), []);
+  } finally {
+    vscode.stub.workspace.workspaceFolders = undefined;
+    vscode.stub.window.activeTextEditor = undefined;
+    vscode.answers.inputBox = undefined;
+    vscode.answers.quickPick = undefined;
+    vscode.answers.info = undefined;
+    vscode.documents.clear();
+  }
+});
+
+test('in the chat, /NAME runs a command in the open conversation; //text and an unknown /word are sent as text', async () => {
+  commandsProject();
+  try {
+    const webview = vscode.openView('genai.chat');
+    webview.fromPage({ type: 'ready' });
+    await posted(webview, 'the components', (m) => m.type === 'components');
+    webview.fromPage({ type: 'newChat', choice: { feature: 'assistant', serviceProvider: 'scripted' } });
+    const opened = await posted(webview, 'the new conversation', (m) => m.type === 'conversation');
+
+    /** Sends `text` from the page; what the page was shown as the user message, and the turn's end. */
+    const send = async (text: string) => {
+      webview.posted.length = 0;
+      webview.fromPage({ type: 'send', text });
+      const end = await posted(webview, `the end of the turn of ${text}`, (m) => m.type === 'turnEnded');
+      assert.equal(end.isSuccess, true, end.summary);
+      assert.equal(webview.posted.some((m) => m.type === 'conversation' || m.type === 'error'), false, JSON.stringify(webview.posted));
+      return webview.posted.filter((m) => m.type === 'userMessage').map((m) => m.text);
+    };
+
+    assert.deepEqual(await send('/translate lang=German Good night'), ['Translate into German:\n\nGood night']);
+    assert.equal(await lastUserText(), 'Translate into German:\n\nGood night');
+    // A word that is not a declared argument is text; the default applies.
+    assert.deepEqual(await send('/translate x=1 Bonne nuit'), ['Translate into French:\n\nx=1 Bonne nuit']);
+    assert.deepEqual(await send('//translate this'), ['/translate this']);
+    assert.equal(await lastUserText(), '/translate this');
+    assert.deepEqual(await send('/nope, not a command'), ['/nope, not a command']);
+    assert.equal(await lastUserText(), '/nope, not a command');
+
+    // All in the conversation opened first.
+    const bodies = await scripted.requests();
+    assert.deepEqual(
+      bodies.at(-1).messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => (typeof m.content === 'string' ? m.content : '')),
+      ['Translate into German:\n\nGood night', 'Translate into French:\n\nx=1 Bonne nuit', '/translate this', '/nope, not a command'],
+    );
+    assert.ok(opened.id);
+  } finally {
+    vscode.stub.workspace.workspaceFolders = undefined;
   }
 });

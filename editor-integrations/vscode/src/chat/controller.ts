@@ -1,18 +1,23 @@
 // The chat widget's logic, between the chat page and the genai client: the new-chat choices (what
 // works first), the open conversation and its title, its turns (a message sent before any chat
-// starts one, nothing lost), history, the workspace tools its conversations get, and the
-// page's dialog for the daemon's confirmations (the web page's; VS Code shows its own). It speaks
+// starts one, nothing lost), history, the workspace tools its conversations get, genai's
+// commands (`/NAME` in a message, or a new chat one sets up), and the page's dialog for the
+// daemon's confirmations (the web page's; VS Code shows its own). It speaks
 // ToView/FromView messages and has no `vscode` import; chat-view.ts plugs it into a webview, the
 // tests into a recorder.
-import { GenaiClient, GenaiError, type Conversation, type ToolCall } from '../client/genai-client';
+import { GenaiClient, GenaiError, type CommandRun, type Conversation, type ToolCall, type Turn, type TurnListener } from '../client/genai-client';
 import { messageReasoning, messageText, selectionPrompt, titleOf, type Selection } from './text';
 import { confirmChoices, confirmDetail, dismissedAnswer, type ConfirmChoice } from './confirm';
 import { fileDiff, type FileDiff } from './diff';
+import { choiceModel, commandWords, readSlash } from './commands';
 import type { ComponentChoices, FromView, NewChatChoice, ShownMessage, ToView } from './view-messages';
 import type {
+  CommandInfo,
   CreateConversationParams,
+  ListCommandsResult,
   ListComponentsResult,
   Mode,
+  OnFeatureResponseNotification,
   RequestConfirmationParams,
   RequestConfirmationResult,
   UndoResult,
@@ -86,6 +91,10 @@ export class ChatController {
   private readonly turnConversations = new Map<string, string>();
   /** The whole-file texts of edits seen (a permission ask's diff, the editor's write), by turn and call. */
   private readonly editTexts = new Map<string, { path: string; oldText: string | null; newText: string }>();
+  /** The last `ListComponents` choices (a command's model, when the daemon has no default). */
+  private choices: ComponentChoices | undefined;
+  /** The commands `/NAME` runs: the last `ListCommands` of the workspace folder. */
+  private commands: CommandInfo[] | undefined;
 
   constructor(
     private readonly client: GenaiClient,
@@ -136,6 +145,7 @@ export class ChatController {
   async refreshComponents(): Promise<void> {
     const components = await this.client.listComponents();
     const choices = toChoices(components, this.memory.get<NewChatChoice>(LAST_CHOICE));
+    this.choices = choices;
     this.defaultChoice = choices.default;
     this.post({ type: 'components', choices });
   }
@@ -182,9 +192,17 @@ export class ChatController {
   /**
    * Sends the user's text in the open conversation. With none open, it starts one on the last
    * choice, else the daemon's default, else asks for a choice; the text is kept until a
-   * conversation starts, and sent then.
+   * conversation starts, and sent then. `/NAME words` runs the command NAME instead (in the
+   * open conversation, else in a new one it sets up); `//text` sends `/text`, and a `/word`
+   * that names no command is sent as it is.
    */
-  async send(text: string): Promise<void> {
+  async send(message: string): Promise<void> {
+    const read = readSlash(message);
+    if ('command' in read) {
+      const command = await this.findCommand(read.command.name);
+      if (command) return this.slashCommand(command, read.command.rest);
+    }
+    const text = 'text' in read ? read.text : message;
     if (this.conversation) return this.sendIn(this.conversation, text);
     this.pending = text;
     const choice = this.memory.get<NewChatChoice>(LAST_CHOICE) ?? this.defaultChoice;
@@ -201,11 +219,89 @@ export class ChatController {
     }
   }
 
+  /** The commands seen from the workspace folder (`ListCommands`), kept for `/NAME`. */
+  async listCommands(): Promise<ListCommandsResult> {
+    const listed = await this.client.listCommands(this.options.workspace?.().cwd);
+    this.commands = listed.commands;
+    return listed;
+  }
+
+  /**
+   * The command `name`, read again from the daemon when the list has none of that name (a file
+   * added since); none when there is no such command or the daemon cannot list them.
+   */
+  private async findCommand(name: string): Promise<CommandInfo | undefined> {
+    const known = this.commands?.find((c) => c.name === name);
+    if (known) return known;
+    await this.listCommands().catch(() => undefined);
+    return this.commands?.find((c) => c.name === name);
+  }
+
+  /** `/NAME words` typed in the chat: the command runs in the open conversation, else in a new one. */
+  private async slashCommand(command: CommandInfo, rest: string): Promise<void> {
+    const words = commandWords(command, rest);
+    const run: CommandRun = {
+      name: command.name,
+      ...(Object.keys(words.arguments).length ? { arguments: words.arguments } : {}),
+      ...(words.text ? { text: words.text } : {}),
+    };
+    if (!this.conversation) {
+      await this.runCommand(run);
+      return;
+    }
+    const conversation = this.conversation;
+    this.queuedNote(conversation);
+    const cwd = this.options.workspace?.().cwd;
+    await this.follow(conversation, async (listener) => {
+      const started = await conversation.runCommand({ ...run, ...(cwd ? { cwd } : {}) });
+      this.post({ type: 'userMessage', text: started.text });
+      return { turn: conversation.follow(started.turnId, listener), text: started.text };
+    });
+  }
+
+  /**
+   * Runs a command in a new conversation it sets up (`RunCommand`, in the workspace folder),
+   * opened here as a new chat; resolves with the turn's end, whose `summary` is the reply. When
+   * the daemon has no default model and the command names none, it runs on the chat's last
+   * choice.
+   */
+  async runCommand(params: CommandRun): Promise<OnFeatureResponseNotification> {
+    const cwd = this.options.workspace?.().cwd;
+    const run: CommandRun = { ...(cwd ? { cwd } : {}), ...params };
+    // `config`: no model chosen (the command names none, the daemon has no default).
+    const { conversation, started } = await this.client.runCommand(run).catch((err: unknown) => {
+      const choice = this.memory.get<NewChatChoice>(LAST_CHOICE) ?? this.defaultChoice;
+      if (!(err instanceof GenaiError && err.kind === 'config') || run.model || !choice) throw err;
+      return this.client.runCommand({ ...run, model: choiceModel(choice, this.choices?.modelConfigurations) });
+    });
+    this.untitled.add(conversation.id);
+    this.switchTo(conversation, `/${params.name}`, []);
+    return this.follow(conversation, async (listener) => {
+      this.post({ type: 'userMessage', text: started.text });
+      return { turn: conversation.follow(started.turnId, listener), text: started.text };
+    });
+  }
+
   private async sendIn(conversation: Conversation, text: string): Promise<void> {
+    this.queuedNote(conversation);
+    this.post({ type: 'userMessage', text });
+    await this.follow(conversation, async (listener) => ({ turn: await conversation.send(text, listener), text }));
+  }
+
+  private queuedNote(conversation: Conversation): void {
     if (conversation.currentTurn) {
       this.post({ type: 'status', level: 'info', text: 'Queued: the reply to the previous message comes first.' });
     }
-    this.post({ type: 'userMessage', text });
+  }
+
+  /**
+   * Shows a turn on the page as it streams, and its end: `start` starts it with the listener
+   * given and says the user message's text (the conversation's title until the history has one).
+   */
+  private async follow(
+    conversation: Conversation,
+    start: (listener: TurnListener) => Promise<{ turn: Turn; text: string }>,
+  ): Promise<OnFeatureResponseNotification> {
     // A turn goes on when the user switches to another conversation; its page messages stop.
     const post = (m: ToView) => {
       if (this.conversation === conversation) this.post(m);
@@ -214,7 +310,7 @@ export class ChatController {
     const shownCalls = new WeakSet<ToolCall>();
     /** Every call of the turn, in order (a later round reuses indexes with new objects). */
     const calls: ToolCall[] = [];
-    const turn = await conversation.send(text, {
+    const { turn, text } = await start({
       chunk: (delta, t) => post({ type: 'chunk', turnId: t.id, delta }),
       reasoning: (delta, t) => post({ type: 'reasoning', turnId: t.id, delta }),
       progress: (step, t) => post({ type: 'progress', turnId: t.id, summary: step.summary, detailedResponse: step.detailedResponse }),
@@ -247,6 +343,7 @@ export class ChatController {
     if (end.isSuccess && this.untitled.delete(conversation.id)) {
       post({ type: 'title', id: conversation.id, title: conversation.title ?? titleOf(text) });
     }
+    return end;
   }
 
   /**

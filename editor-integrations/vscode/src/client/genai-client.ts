@@ -13,6 +13,7 @@ import type {
   DaemonRequests,
   ErrorKind,
   InitializeParams,
+  ListCommandsResult,
   ListComponentsResult,
   ListConversationsResult,
   MessageInput,
@@ -20,8 +21,13 @@ import type {
   OnFeatureResponseNotification,
   OnToolCallChunkNotification,
   Requests,
+  RunCommandParams,
+  RunCommandResult,
   StoredMessage,
 } from '../protocol';
+
+/** A `RunCommand`'s params; the conversation is the one it runs in (or none: a new one). */
+export type CommandRun = Omit<RunCommandParams, 'conversationId'>;
 
 /**
  * The kind of a GenaiError or of a failed turn: the daemon's `data.kind`, or `daemonExited`, which
@@ -251,6 +257,22 @@ export class GenaiClient<T extends Transport = Transport> {
     return new Conversation(this, opened, title);
   }
 
+  /** The commands seen from `cwd` (`ListCommands`): command files, built-in ones, MCP prompts. */
+  listCommands(cwd?: string): Promise<ListCommandsResult> {
+    return this.request('ListCommands', cwd === undefined ? {} : { cwd });
+  }
+
+  /**
+   * Runs a command in a new conversation it sets up (`RunCommand` without `conversationId`):
+   * the conversation, open here, and what started; `conversation.follow(started.turnId)`
+   * follows its turn (notifications that come before are kept for it).
+   */
+  async runCommand(params: CommandRun): Promise<{ conversation: Conversation; started: RunCommandResult }> {
+    const started = await this.request('RunCommand', params);
+    const conversation = await this.resumeConversation(started.conversationId);
+    return { conversation, started };
+  }
+
   /** Every stored message of a conversation, all pages. */
   async conversationHistory(conversationId: string): Promise<StoredMessage[]> {
     const messages: StoredMessage[] = [];
@@ -382,13 +404,25 @@ export class Conversation {
    * The listener is attached before any notification is delivered, early ones included.
    */
   async send(message: MessageInput, listener?: TurnListener): Promise<Turn> {
-    if (this.generation !== this.client.daemon.generation) {
-      // The daemon was started again: open this conversation in the new one first.
-      const reopened = await this.client.request('ResumeConversation', { conversationId: this.id });
-      this.agentId = reopened.agentId;
-      this.generation = this.client.daemon.generation;
-    }
+    await this.reopen();
     const { turnId } = await this.client.request('OnNewMessage', { conversationId: this.id, message });
+    return this.follow(turnId, listener);
+  }
+
+  /**
+   * Runs a command in this conversation (`RunCommand`: its prompt and schema apply to this
+   * turn); `follow(started.turnId)` follows the turn, as `send`'s.
+   */
+  async runCommand(params: CommandRun): Promise<RunCommandResult> {
+    await this.reopen();
+    return this.client.request('RunCommand', { ...params, conversationId: this.id });
+  }
+
+  /**
+   * Follows the turn `turnId` of this conversation (started by `RunCommand`, or `send`): the
+   * listener gets its notifications, those that came before included.
+   */
+  follow(turnId: string, listener?: TurnListener): Turn {
     const turn = new Turn(turnId, this.id, this.client);
     if (listener) turn.on(listener);
     this.running = turn;
@@ -397,6 +431,14 @@ export class Conversation {
     });
     this.client.adoptTurn(turn);
     return turn;
+  }
+
+  /** After a daemon restart, opens this conversation in the new daemon first. */
+  private async reopen(): Promise<void> {
+    if (this.generation === this.client.daemon.generation) return;
+    const reopened = await this.client.request('ResumeConversation', { conversationId: this.id });
+    this.agentId = reopened.agentId;
+    this.generation = this.client.daemon.generation;
   }
 
   /** Stops the running turn; false when nothing was running. */

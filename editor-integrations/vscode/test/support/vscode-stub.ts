@@ -1,7 +1,7 @@
 // A stand-in for the `vscode` module, enough to activate the extension in plain Node: it records
 // registered commands and views, answers configuration reads and dialogs from the test (settings
-// are read from the object given, so a test may change them), records the messages and dialogs
-// shown, and gives the chat view a fake webview whose posted messages the test can read. Text
+// are read from the object given, so a test may change them), records the messages, dialogs and
+// input boxes shown, and gives the chat view a fake webview whose posted messages the test can read. Text
 // documents are kept in memory (a test may open one and change it without saving);
 // WorkspaceEdits change them, `save()` writes them to disk; diagnostics come from the test;
 // executed commands that are not registered (such as `vscode.diff`) are recorded.
@@ -90,14 +90,17 @@ export function installVscodeStub(settings: Record<string, unknown>) {
   /** The messages shown, with their options (`{modal, detail}`) and items (buttons), in order. */
   const shown: Array<{ level: string; text: string; options?: any; items: any[] }> = [];
   const answers = {
-    inputBox: undefined as string | undefined,
-    quickPick: undefined as ((items: any[]) => any) | undefined,
+    /** What every input box answers, or what the box with these options answers. */
+    inputBox: undefined as string | ((options: any) => string | undefined) | undefined,
+    quickPick: undefined as ((items: any[], options: any) => any) | undefined,
     /** Which button a warning message gets (none: dismissed, as Escape does). */
     warning: undefined as ((text: string, options: any, items: any[]) => any) | undefined,
     /** Which button an information message gets (none: dismissed). */
     info: undefined as ((text: string, options: any, items: any[]) => any) | undefined,
   };
   const uri = (fsPath: string) => ({ fsPath, scheme: 'file', toString: () => `file://${fsPath}`, path: fsPath });
+  /** The input boxes shown, by their options (`title`, `prompt`), in order. */
+  const inputBoxes: any[] = [];
   /** The open documents, by path. */
   const documents = new Map<string, FakeDocument>();
   /** Diagnostics by path, as a language server would report them. */
@@ -150,8 +153,11 @@ export function installVscodeStub(settings: Record<string, unknown>) {
       showErrorMessage: message('error'),
       showWarningMessage: message('warning'),
       showInformationMessage: message('info'),
-      showInputBox: async () => answers.inputBox,
-      showQuickPick: async (items: any[]) => answers.quickPick?.(await items),
+      showInputBox: async (options: any) => {
+        inputBoxes.push(options);
+        return typeof answers.inputBox === 'function' ? answers.inputBox(options) : answers.inputBox;
+      },
+      showQuickPick: async (items: any[], options: any) => answers.quickPick?.(await items, options),
     },
     commands: {
       registerCommand: (id: string, fn: (...args: any[]) => any) => {
@@ -241,5 +247,5 @@ export function installVscodeStub(settings: Record<string, unknown>) {
 
   /** Opens `fsPath` as a document (from disk), as the user opening it in an editor. */
   const open = (fsPath: string): FakeDocument => openDocument(fsPath);
-  return { stub, commands, views, shown, answers, openView, uri, documents, diagnostics, executed, contentProviders, open };
+  return { stub, commands, views, shown, answers, inputBoxes, openView, uri, documents, diagnostics, executed, contentProviders, open };
 }

@@ -399,3 +399,33 @@ fn the_daemon_lists_and_runs_commands_in_a_new_or_an_open_conversation() {
         assert!(e["message"].as_str().unwrap().contains(says), "{e}");
     }
 }
+
+#[test]
+fn an_mcp_servers_prompt_runs_as_a_command() {
+    let env = Env::new();
+    let p = Project::new();
+    env.dirs.write_config(&format!(
+        "[mcp_servers.srv]\ncommand = {:?}\nenabled = true\ninherit_env = [\"FAKE_MCP_MORE_TOOLS\"]\n",
+        crate::mcp::fake_server().display().to_string()
+    ));
+    let run = |args: &[&str]| {
+        let mut c = env.cmd(args);
+        c.current_dir(p.repo())
+            .env("HOME", p.dir.path().join("home"))
+            .env("FAKE_MCP_MORE_TOOLS", "1");
+        cli::output_with_stdin(c, None)
+    };
+    let o = run(&["ask", "-m", "openai:m", "-t", "srv.review", "fn g() {}"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(last_text(&env.last_body()), "Review this code: fn g() {}");
+    let o = run(&["commands", "list", "--mcp"]);
+    assert!(
+        stdout(&o)
+            .lines()
+            .any(|l| l.starts_with("srv.review") && l.contains("mcp")),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&["ask", "-m", "openai:m", "-t", "srv.nothing"]);
+    cli::assert_fails_with(&o, 2, "MCP server `srv` has no prompt `nothing`");
+}

@@ -2,11 +2,24 @@
 //! (`tests/it/editors/neovim_lsp.lua`), against the fake OpenAI server. A code action rewrites
 //! a selection of an unsaved buffer and the file's text is checked after Neovim writes it;
 //! `genai.ask` answers with progress; a bad request gets an error and the server goes on; both
-//! are conversations in the history. Needs `nvim` (Debian's `neovim`; scripts/test.sh installs
-//! it): without it the test fails when `CI` is set and is skipped, saying why, otherwise.
+//! are conversations in the history. A project command file beside the edited file is in the
+//! menu, and run (`neovim_command.lua`) its prompt places the selection itself. Needs `nvim`
+//! (Debian's `neovim`; scripts/test.sh installs it): without it the test fails when `CI` is
+//! set and is skipped, saying why, otherwise.
 
 use crate::support::cli;
 use crate::support::editor::{self, EditorRun, IMPROVED, REPLY};
+
+/// A project command whose prompt places the selection (`{{input}}`) and whose reply
+/// replaces it.
+const SHOUT: &str = "---\ndescription: Shout the code\ntitle: Shout\napply: replace\n---\nShout this code, in capitals:\n\n{{input}}\n\nKeep the line breaks.\n";
+
+/// Puts [`SHOUT`] in `.genai/commands/` of the edited file's folder.
+fn add_shout(run: &EditorRun) {
+    let dir = run.file.parent().unwrap().join(".genai").join("commands");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("shout.md"), SHOUT).unwrap();
+}
 
 #[test]
 fn neovim_applies_a_code_action_and_asks_through_genai_lsp() {
@@ -14,6 +27,7 @@ fn neovim_applies_a_code_action_and_asks_through_genai_lsp() {
         return;
     };
     let run = EditorRun::new();
+    add_shout(&run);
     let args = ["--headless", "--clean", "-n", "-c"].map(String::from);
     let luafile = format!("luafile {}", editor::script("neovim_lsp.lua"));
     let (report, _) = run.run(&nvim, &[&args[..], &[luafile]].concat());
@@ -27,6 +41,7 @@ fn neovim_applies_a_code_action_and_asks_through_genai_lsp() {
         "genai: Improve",
         "genai: Document",
         "genai: Write tests",
+        "genai: Shout",
     ] {
         assert!(menu.contains(&title), "{menu:?}");
     }
@@ -72,9 +87,10 @@ fn neovim_applies_a_code_action_and_asks_through_genai_lsp() {
         "{report:#}"
     );
 
-    // A bad request: an error, and the server answers the next one.
+    // A bad request: an error, and the server answers the next one (the five built-in
+    // actions and the project's command).
     assert_eq!(report["bad_request"]["code"], -32602, "{report:#}");
-    assert_eq!(report["actions_after_bad_request"], 5, "{report:#}");
+    assert_eq!(report["actions_after_bad_request"], 6, "{report:#}");
 
     // Both are conversations in the history, titled by action and file.
     let o = cli::output(run.dirs.genai(&["sessions", "list", "--json"]));
@@ -145,4 +161,73 @@ fn neovim_answers_genai_lsps_permission_asks_with_its_message_buttons() {
     assert_eq!(std::fs::read_to_string(&run.file).unwrap(), editor::SAMPLE);
     let refused = run.fake.requests()[4].body.to_string();
     assert!(refused.contains("Refused"), "{refused}");
+}
+
+#[test]
+fn neovim_runs_a_project_command_whose_prompt_places_the_selection() {
+    use crate::support::fake_openai::Behavior;
+    let Some(nvim) = editor::program("GENAI_TEST_NVIM", "nvim", "neovim") else {
+        return;
+    };
+    let run = EditorRun::new();
+    add_shout(&run);
+    run.fake.push(Behavior::text(
+        "Shouted:\n```python\nDEF ADD(X,Y):\n  RETURN X+Y\n```\n",
+    ));
+    let args = ["--headless", "--clean", "-n", "-c"].map(String::from);
+    let luafile = format!("luafile {}", editor::script("neovim_command.lua"));
+    let (report, _) = run.run(&nvim, &[&args[..], &[luafile]].concat());
+
+    let menu = editor::menu(&report);
+    assert!(menu.contains(&"genai: Shout"), "{menu:?}");
+    // `apply: replace`: the code block took lines 2-3's place, through workspace/applyEdit.
+    assert_eq!(report["edits"], 1, "{report:#}");
+    assert_eq!(
+        std::fs::read_to_string(&run.file).unwrap(),
+        "# adds\nDEF ADD(X,Y):\n  RETURN X+Y\nprint(add(1, 2))\n"
+    );
+
+    // One request; its prompt is the command's, the selection where `{{input}}` was and
+    // nowhere else, then the frame (file, language, the lines around) without it.
+    assert_eq!(run.fake.requests().len(), 1);
+    let prompt: serde_json::Value = serde_json::from_str(&run.first_prompt()).unwrap();
+    let prompt = prompt
+        .as_str()
+        .unwrap_or_else(|| panic!("not one text: {prompt}"));
+    let selection = "def add(x,y):\n  return x+y";
+    let head = format!("Shout this code, in capitals:\n\n{selection}\n");
+    assert!(prompt.starts_with(&head), "{prompt}");
+    let after = prompt[head.len()..].trim_start_matches('\n');
+    assert!(after.starts_with("Keep the line breaks.\n"), "{prompt}");
+    assert_eq!(prompt.matches("return x+y").count(), 1, "{prompt}");
+    assert_eq!(prompt.matches("def add(x,y):").count(), 1, "{prompt}");
+    assert!(!prompt.contains("The selection:"), "{prompt}");
+    assert!(!prompt.contains("{{input}}"), "{prompt}");
+    let frame = &prompt[prompt.find("Keep the line breaks.").unwrap()..];
+    assert!(
+        frame.contains("File: sample.py (language: python)"),
+        "{prompt}"
+    );
+    assert!(frame.contains("lines 2-3"), "{prompt}");
+    assert!(
+        frame.contains("Before the selection:\n```python\n# adds\n```"),
+        "{prompt}"
+    );
+    let below = frame
+        .split_once("After the selection:\n```python\n")
+        .and_then(|(_, b)| b.split_once("```"))
+        .map(|(b, _)| b);
+    assert!(
+        below.is_some_and(|b| b.trim() == "print(add(1, 2))"),
+        "{prompt}"
+    );
+    assert!(
+        frame.contains("Answer with the code that replaces the selection"),
+        "{prompt}"
+    );
+
+    // A conversation in the history, titled by the command and file.
+    let o = cli::output(run.dirs.genai(&["sessions", "list", "--json"]));
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert!(listed.contains("Shout: sample.py"), "{listed}");
 }

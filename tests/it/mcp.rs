@@ -16,7 +16,7 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// The fake server, built by cargo beside the binary under test (`cargo test` and
 /// `cargo build --all-targets` build examples; `cargo test --test it mcp` alone does not).
-fn fake_server() -> PathBuf {
+pub(crate) fn fake_server() -> PathBuf {
     let bin = Path::new(env!("CARGO_BIN_EXE_genai"));
     let path = bin
         .parent()

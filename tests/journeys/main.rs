@@ -16,6 +16,7 @@ mod home;
 
 mod acting;
 mod chat_across_models;
+mod commands;
 mod editor_acts;
 mod failed_turn;
 mod keys_and_servers;

@@ -153,6 +153,14 @@ impl Command {
         })
     }
 
+    /// Whether its prompt places the input itself (`{{input}}`, in genai's files).
+    pub fn places_input(&self) -> bool {
+        self.dialect == Dialect::Genai
+            && render::placeholders(&self.body)
+                .iter()
+                .any(|(_, name)| name == "input")
+    }
+
     /// The arguments that must be given (no default).
     pub fn required(&self) -> impl Iterator<Item = &Argument> {
         self.arguments.iter().filter(|a| a.default.is_none())

@@ -55,6 +55,11 @@ Translate into {{lang}} ({{ tone }}, {{n}} tries), literal \\{{lang}}:
 #[test]
 fn a_genai_file_carries_every_field() {
     let c = genai(FULL).unwrap();
+    assert!(c.places_input());
+    assert!(genai("Say {{ input }}.").unwrap().places_input());
+    assert!(!genai("Say \\{{input}} and {{args}}.")
+        .unwrap()
+        .places_input());
     assert_eq!(c.description, "Translate the text");
     assert_eq!(c.settings.model.as_deref(), Some("openai:gpt-4o-mini"));
     assert_eq!(c.settings.system.as_deref(), Some("You translate."));

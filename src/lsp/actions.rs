@@ -31,12 +31,6 @@ pub fn from_commands<'a>(commands: impl Iterator<Item = &'a Command>) -> Vec<Act
         .collect()
 }
 
-/// Whether a command's prompt places the selection itself (`{{input}}`); otherwise the
-/// selection follows the prompt, in [`Selection::prompt`]'s frame.
-pub fn places_selection(c: &Command) -> bool {
-    c.dialect == crate::command::Dialect::Genai && c.body.contains("{{input}}")
-}
-
 /// What an action (or `genai.ask`) is about: a file and a range of it.
 pub struct Selection<'a> {
     pub text: &'a str,

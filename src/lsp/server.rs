@@ -192,7 +192,8 @@ impl Backend {
             language_id: &language_id,
             context_lines: self.settings.context_lines.unwrap_or(20),
         };
-        let placed = actions::places_selection(command);
+        // A prompt that places the selection (`{{input}}`) is not followed by it again.
+        let placed = command.places_input();
         let invocation = crate::command::Invocation {
             input: placed
                 .then(|| actions::selected(&text, range).map(str::to_string))

@@ -59,6 +59,9 @@ function startAgent(home = dir) {
       ...process.env,
       GENAI_CONFIG_DIR: join(home, "config"),
       GENAI_DATA_DIR: join(home, "data"),
+      // Claude Code's and Codex's user folders of commands, absent: only the test's are seen.
+      CLAUDE_CONFIG_DIR: join(home, "claude"),
+      CODEX_HOME: join(home, "codex"),
       OPENAI_API_KEY: "",
       RUST_LOG: "warn",
     },
@@ -157,6 +160,9 @@ async function withAgent(ed, op, home = dir) {
     assert.equal(await agent.exited, 0, "genai acp exits cleanly at the end of its input");
   }
 }
+
+// genai's built-in commands, as listed (by name).
+const BUILTIN_COMMANDS = ["document", "explain", "fix", "improve", "test"];
 
 const kinds = (updates, sessionId) =>
   updates.filter((u) => u.sessionId === sessionId).map((u) => u.update.sessionUpdate);
@@ -665,7 +671,12 @@ test("an MCP server's resources are context for resource_links, its prompts slas
     // Its prompts are slash commands.
     await ed.until((u) => u.sessionId === sessionId && u.update.sessionUpdate === "available_commands_update");
     const announced = ed.updates.find((u) => u.update.sessionUpdate === "available_commands_update").update;
-    assert.deepEqual(announced.availableCommands.map((c) => c.name), ["undo", "notes.review"]);
+    // After /undo and the built-in commands (this cwd has no command files).
+    assert.deepEqual(announced.availableCommands.map((c) => c.name), [
+      "undo",
+      ...BUILTIN_COMMANDS,
+      "notes.review",
+    ]);
     await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/notes.review fn f() {}" }] });
     const expanded = requestText(await lastRequest());
     assert.ok(expanded.includes("Review this code: fn f() {}"), expanded);
@@ -896,6 +907,201 @@ test("editor: a file the client cannot read is read from the disk", async () => 
       await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Read other.md" }] });
       const result = toolResult(await requestsSince(from), "call_1");
       assert.ok(result.includes("only on the disk"), result);
+    },
+    home,
+  );
+});
+
+// Commands: prompts kept as files, seen from the session's cwd (`.genai/commands/` in genai's
+// format, `.claude/commands/` in Claude Code's) beside the built-in ones, announced as
+// available_commands_update and expanded when a prompt starts with `/NAME`.
+
+const TRANSLATE = `---
+description: Translate text
+arguments:
+  - name: lang
+    description: The language to translate into
+    default: French
+---
+Translate into {{lang}}:
+
+{{input}}
+`;
+const REVIEW = "---\ndescription: Review a PR\nargument-hint: [pr]\n---\nReview PR #$1 now.";
+
+/** A fresh home whose project holds `.genai/commands/translate.md` and
+ * `.claude/commands/review.md`. */
+function commandsHome() {
+  const { home, cwd } = freshHome();
+  mkdirSync(join(cwd, ".genai", "commands"), { recursive: true });
+  mkdirSync(join(cwd, ".claude", "commands"), { recursive: true });
+  writeFileSync(join(cwd, ".genai", "commands", "translate.md"), TRANSLATE);
+  writeFileSync(join(cwd, ".claude", "commands", "review.md"), REVIEW);
+  return { home, cwd };
+}
+
+const isCommandsUpdate = (sessionId) => (u) =>
+  u.sessionId === sessionId && u.update.sessionUpdate === "available_commands_update";
+const commandNames = (u) => u.update.availableCommands.map((c) => c.name);
+
+/** Resolves as `promise` does, or fails saying `what` did not happen within `ms`. */
+function within(ms, what, promise) {
+  let timer;
+  const deadline = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** The next session/update from now on that satisfies `pred`, within 10 s. */
+function nextUpdate(ed, what, pred) {
+  const from = ed.updates.length;
+  let found;
+  const seen = ed.until((u) => {
+    const ok = ed.updates.indexOf(u) >= from && pred(u);
+    if (ok) found ??= u;
+    return ok;
+  });
+  return within(10000, what, seen).then(() => found);
+}
+
+/** The text of the last user message of a chat request (its one text part). */
+function lastUserText(body) {
+  const m = body.messages.filter((m) => m.role === "user").at(-1);
+  if (typeof m.content === "string") return m.content;
+  const texts = m.content.filter((p) => p.type === "text");
+  assert.equal(texts.length, 1, `one text part: ${JSON.stringify(m)}`);
+  return texts[0].text;
+}
+
+test("commands: a session is told the command files of its cwd and the built-in ones", async () => {
+  const { home, cwd } = commandsHome();
+  const ed = editor();
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      const first = await nextUpdate(ed, "the first available_commands_update", isCommandsUpdate(sessionId));
+      const names = commandNames(first);
+      assert.equal(names[0], "undo", names.join(" "));
+      assert.deepEqual([...names].sort(), ["undo", "translate", "review", ...BUILTIN_COMMANDS].sort());
+      const byName = Object.fromEntries(first.update.availableCommands.map((c) => [c.name, c]));
+      assert.equal(byName.translate.description, "Translate text");
+      const hint = byName.translate.input?.hint ?? "";
+      assert.ok(/\blang\b/.test(hint) && hint.includes("French"), JSON.stringify(byName.translate));
+      assert.equal(byName.review.description, "Review a PR");
+      assert.equal(byName.review.input?.hint, "[pr]", JSON.stringify(byName.review));
+      for (const name of BUILTIN_COMMANDS) {
+        assert.ok(byName[name].description, JSON.stringify(byName[name]));
+        assert.ok(byName[name].input?.hint, JSON.stringify(byName[name]));
+      }
+    },
+    home,
+  );
+});
+
+test("commands: /NAME renders the command file into the user message; an unknown /x goes as it is", async () => {
+  const { home, cwd } = commandsHome();
+  const ed = editor();
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      const from = await requestCount();
+      const sent = async (text) => {
+        const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+        assert.equal(r.stopReason, "end_turn");
+        return lastUserText(await lastRequest());
+      };
+      // genai's format: a leading declared key=value, the rest is the text, placed at {{input}}.
+      assert.equal(await sent("/translate lang=German Good morning"), "Translate into German:\n\nGood morning");
+      // Claude Code's format: $1 is the first word.
+      assert.equal(await sent("/review 42"), "Review PR #42 now.");
+      // An argument not given takes its default.
+      assert.equal(await sent("/translate Bonjour"), "Translate into French:\n\nBonjour");
+      // Not a command: the model gets the text unchanged.
+      assert.equal(await sent("/nosuch thing here"), "/nosuch thing here");
+      assert.equal(await requestCount(), from + 4, "one request a prompt");
+
+      // A session opened again is told its commands again.
+      const again = nextUpdate(ed, "available_commands_update after session/resume", isCommandsUpdate(sessionId));
+      await cx.request("session/resume", { sessionId, cwd, mcpServers: [] });
+      assert.ok(commandNames(await again).includes("translate"));
+    },
+    home,
+  );
+});
+
+test("commands: a command file added while the session is open is announced, and so is its removal", async () => {
+  const { home, cwd } = commandsHome();
+  const ed = editor();
+  const later = join(cwd, ".genai", "commands", "later.md");
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      const first = await nextUpdate(ed, "the first available_commands_update", isCommandsUpdate(sessionId));
+      assert.ok(!commandNames(first).includes("later"));
+
+      const added = nextUpdate(
+        ed,
+        "an available_commands_update listing `later`",
+        (u) => isCommandsUpdate(sessionId)(u) && commandNames(u).includes("later"),
+      );
+      writeFileSync(later, "---\ndescription: Added later\n---\nLater: {{input}}\n");
+      const update = await added;
+      assert.equal(update.update.availableCommands.find((c) => c.name === "later").description, "Added later");
+      assert.ok(commandNames(update).includes("translate") && commandNames(update).includes("review"));
+      // The new command runs at once.
+      await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/later now" }] });
+      assert.equal(lastUserText(await lastRequest()), "Later: now");
+
+      const removed = nextUpdate(
+        ed,
+        "an available_commands_update without `later`",
+        (u) => isCommandsUpdate(sessionId)(u) && !commandNames(u).includes("later"),
+      );
+      rmSync(later);
+      assert.ok(commandNames(await removed).includes("translate"));
+    },
+    home,
+  );
+});
+
+test("commands: a missing required argument fails session/prompt naming it, and asks the model nothing", async () => {
+  const { home, cwd } = commandsHome();
+  writeFileSync(
+    join(cwd, ".genai", "commands", "greet.md"),
+    "---\ndescription: Greet someone\narguments:\n  - name: who\n    description: whom to greet\n---\nSay hello to {{who}}.\n",
+  );
+  const ed = editor();
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      const before = await requestCount();
+      await assert.rejects(
+        cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/greet" }] }),
+        (e) => {
+          assert.equal(e.code, -32602, JSON.stringify(e));
+          assert.ok(e.message.includes("`who`"), e.message);
+          return true;
+        },
+      );
+      // An argument the command does not declare is refused the same way, by its name.
+      await assert.rejects(
+        cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/translate tone=formal Hi" }] }),
+        (e) => {
+          assert.equal(e.code, -32602, JSON.stringify(e));
+          assert.ok(e.message.includes("`tone`"), e.message);
+          return true;
+        },
+      );
+      assert.equal(await requestCount(), before, "the model was asked nothing");
+      // Given, it runs, and the session goes on.
+      const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/greet who=Ada" }] });
+      assert.equal(r.stopReason, "end_turn");
+      assert.equal(lastUserText(await lastRequest()), "Say hello to Ada.");
     },
     home,
   );

@@ -220,3 +220,36 @@ fn piped_lines_are_prompts_and_commands_and_a_failure_sets_the_exit_code() {
     );
     assert_eq!(env.stored_counts(), [4]);
 }
+
+#[test]
+fn a_command_file_runs_as_a_slash_command_in_a_terminal() {
+    if !tmux::available() {
+        return;
+    }
+    let env = Env::new(Behavior::reply("Buongiorno.", 2));
+    let project = tempfile::tempdir().unwrap();
+    let commands = project.path().join(".genai/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("translate.md"),
+        "---\ndescription: Translate the text\narguments:\n  - name: lang\n    default: French\n---\nTranslate into {{lang}}: {{args}}\n",
+    )
+    .unwrap();
+    let mut c = env.chat(&["-m", "openai:gpt-a"]);
+    c.current_dir(project.path());
+    let pane = Pane::start(&c);
+    pane.wait_for_text("gpt-a> ", 1);
+    pane.line("/help");
+    let screen = pane.wait_for_text("/translate", 1);
+    assert!(screen.contains("Translate the text"), "{screen}");
+    pane.line("/translate lang=Italian Good morning");
+    let screen = pane.wait_for_text("Buongiorno.", 1);
+    assert!(screen.contains("gpt-a> "), "{screen}");
+    let sent = texts(&env.openai.last().body);
+    assert_eq!(sent, ["Translate into Italian: Good morning"]);
+    pane.line("/translate lagn=x");
+    pane.wait_for_text("has no argument `lagn` (it takes lang)", 1);
+    assert_eq!(env.openai.requests().len(), 1);
+    pane.keys(&["C-d"]);
+    pane.wait_for_text("[exited 0]", 1);
+}

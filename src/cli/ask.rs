@@ -11,7 +11,7 @@ use std::time::Duration;
 use genai::error::Error;
 use genai::feature::port::ClientPort;
 use genai::format::ResponseSchema;
-use genai::message::Message;
+use genai::message::{Message, Part};
 use genai::session::Framework;
 use genai::store::Store;
 use serde_json::{json, Value};
@@ -103,15 +103,14 @@ fn piped_input() -> Result<Option<String>, Error> {
 }
 
 /// The command `-t NAME` names, ready, with its settings laid under the flags (a flag given
-/// wins); the working folder is where it is looked up.
+/// wins); the working folder is where it is looked up, piped stdin is its input.
 async fn command_prompt(
+    fw: &Framework,
     name: &str,
     words: &[String],
     flags: &mut ConversationArgs,
     schema: &mut Option<String>,
-) -> Result<Vec<genai::message::Part>, Error> {
-    let (paths, config, registry) = super::load()?;
-    let fw = Framework::new(config, registry, Arc::new(Store::scratch()?)).with_home(&paths);
+) -> Result<Vec<Part>, Error> {
     let cwd = std::env::current_dir().map_err(|e| usage(format!("no working folder: {e}")))?;
     let commands = fw.commands(&cwd);
     let mut invocation = match commands.find(name) {
@@ -121,7 +120,6 @@ async fn command_prompt(
     };
     invocation.input = piped_input()?;
     let ready = fw.prepare_command(&cwd, None, name, &invocation).await?;
-    fw.close_all();
     flags.lay_under(&ready.settings);
     if schema.is_none() {
         *schema = ready.settings.schema.as_ref().map(|s| s.to_string());
@@ -129,31 +127,66 @@ async fn command_prompt(
     Ok(ready.parts)
 }
 
+/// The framework of one ask: the history (none with `--no-log`), the config's components.
+fn open_framework(no_log: bool, timeout: Option<Duration>) -> Result<Arc<Framework>, Error> {
+    let (paths, config, registry) = super::load()?;
+    let store = if no_log {
+        Store::scratch()?
+    } else {
+        Store::open(&paths.history_db())?
+    };
+    Ok(Arc::new(
+        Framework::new(config, registry, Arc::new(store))
+            .with_home(&paths)
+            .with_prompt_timeout(timeout),
+    ))
+}
+
 async fn ask(mut args: Args) -> Result<i32, Error> {
     // Files first: `-f -` takes stdin before the prompt would.
     let files = super::files::load_all(&args.conversation.files)?;
-    let mut command_parts = Vec::new();
-    let mut text = match args.command.clone() {
+    let timeout = match args.timeout {
+        Some(t) if !(t.is_finite() && t > 0.0) => {
+            return Err(usage("--timeout takes a positive number of seconds"))
+        }
+        t => t.map(Duration::from_secs_f64),
+    };
+    // A command is looked up (and refused) before anything is sent.
+    let mut early = None;
+    let mut parts = match args.command.clone() {
         Some(name) => {
-            command_parts = command_prompt(
+            let fw = open_framework(args.no_log, timeout)?;
+            let parts = command_prompt(
+                &fw,
                 &name,
                 &args.prompt,
                 &mut args.conversation,
                 &mut args.schema,
             )
-            .await?;
-            String::new()
+            .await;
+            early = Some(fw);
+            parts?
         }
-        None => prompt_text(&args.prompt)?,
+        None => {
+            let text = prompt_text(&args.prompt)?;
+            match text.trim().is_empty() {
+                true => Vec::new(),
+                false => vec![Part::text(text)],
+            }
+        }
     };
     let flags = &args.conversation;
+    // The -f files follow the prompt, in its text.
     if !files.is_empty() {
-        if !text.trim().is_empty() {
-            text.push_str("\n\n");
+        match parts.last_mut() {
+            Some(Part::Text { text }) => {
+                text.push_str("\n\n");
+                text.push_str(&files);
+            }
+            _ => parts.push(Part::text(files)),
         }
-        text.push_str(&files);
     }
-    if text.trim().is_empty() && flags.attach.is_empty() && command_parts.is_empty() {
+    if parts.is_empty() && flags.attach.is_empty() {
         return Err(usage(
             "nothing to ask: give a prompt, or pipe text into genai ask",
         ));
@@ -168,24 +201,11 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
                 .and_then(|json| ResponseSchema::from_json_text(args.schema_name.as_deref(), &json))
         })
         .transpose()?;
-    let timeout = match args.timeout {
-        Some(t) if !(t.is_finite() && t > 0.0) => {
-            return Err(usage("--timeout takes a positive number of seconds"))
-        }
-        t => t.map(Duration::from_secs_f64),
-    };
     let params = parse_params(&flags.params)?;
-    let (paths, config, registry) = super::load()?;
-    let store = if args.no_log {
-        Store::scratch()?
-    } else {
-        Store::open(&paths.history_db())?
+    let fw = match early {
+        Some(fw) => fw,
+        None => open_framework(args.no_log, timeout)?,
     };
-    let fw = Arc::new(
-        Framework::new(config, registry, Arc::new(store))
-            .with_home(&paths)
-            .with_prompt_timeout(timeout),
-    );
     let _closing = CloseAtEnd(fw.clone());
     let terminal: Arc<dyn ClientPort> =
         Arc::new(Terminal::new(!args.no_stream && !args.json, flags.yes));
@@ -194,12 +214,8 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
     for (k, v) in params {
         agent.set_parameter(&k, v)?;
     }
-    let mut message = Message::user(text.clone());
-    if text.trim().is_empty() {
-        message.content.clear();
-    }
-    // A command's prompt comes first, the -f files after it.
-    message.content.splice(0..0, command_parts);
+    let mut message = Message::user(String::new());
+    message.content = parts;
     message.content.extend(images);
     let structured = schema.is_some();
     let turn = fw.run_turn(&conv.conversation_id, message, schema)?;

@@ -32,6 +32,7 @@ pub enum Command {
     /// Show a command's file: where it is, its settings and arguments, its prompt; with
     /// --render, print exactly the message `genai ask -t NAME ARGS...` would send.
     Show {
+        /// The command's name (`FOLDER:NAME` in a subfolder, `SERVER.PROMPT` for MCP).
         name: String,
         /// Print the rendered message instead (piped stdin is the input).
         #[arg(long)]
@@ -45,6 +46,7 @@ pub enum Command {
     /// Write a new command file from a template: `.genai/commands/NAME.md` of the project (the
     /// repository's top, else the working folder), or with --user the config folder's.
     New {
+        /// The new command's name (`FOLDER:NAME` writes it in a subfolder).
         name: String,
         /// In the config folder's `commands/` (for every project).
         #[arg(long)]
@@ -55,7 +57,10 @@ pub enum Command {
     },
     /// Open a command's file in $VISUAL or $EDITOR (vi without them); a built-in command is
     /// copied into the project's `.genai/commands/` first. The file is checked afterwards.
-    Edit { name: String },
+    Edit {
+        /// The command's name.
+        name: String,
+    },
 }
 
 pub async fn run(command: Command) -> i32 {

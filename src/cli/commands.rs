@@ -260,11 +260,7 @@ fn project_root(cwd: &Path) -> PathBuf {
 }
 
 fn new_file(dir: &Path, name: &str, description: Option<&str>) -> Result<PathBuf, Error> {
-    let valid = !name.is_empty()
-        && name
-            .split(':')
-            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || "-_.".contains(c)));
-    if !valid {
+    if !genai::command::valid_name(name) {
         return Err(usage(format!(
             "`{name}` cannot name a command: use letters, digits, `-`, `_` and `.` (FOLDER:NAME for a subfolder)"
         )));

@@ -75,6 +75,17 @@ pub fn folders(cwd: &Path, config_dir: Option<&Path>) -> Vec<Folder> {
     out
 }
 
+/// Whether a file's name can be typed after `/` and `-t`: each `:` part letters, digits,
+/// `-`, `_` and `.`.
+pub fn valid_name(name: &str) -> bool {
+    name.split(':').all(|part| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    })
+}
+
 /// The `.md` files of a folder with their command names, sorted; Codex reads its folder only.
 fn files(folder: &Folder) -> Vec<(String, PathBuf)> {
     let depth = match folder.dialect {
@@ -143,7 +154,17 @@ impl Commands {
                 if commands.entries.contains_key(&name) {
                     continue;
                 }
-                let read = super::file::parse(&name, &path, folder.dialect, folder.place);
+                let read = match valid_name(&name) {
+                    true => super::file::parse(&name, &path, folder.dialect, folder.place),
+                    false => Err(BadFile {
+                        message: format!(
+                            "{}: `{name}` cannot name a command: rename the file with letters, digits, `-`, `_` and `.` only",
+                            path.display()
+                        ),
+                        name: name.clone(),
+                        path,
+                    }),
+                };
                 commands.entries.insert(name, read);
             }
         }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use file::parse;
-pub use lookup::{fingerprint, folders, Commands, Folder};
+pub use lookup::{fingerprint, folders, valid_name, Commands, Folder};
 pub use render::{split_free, split_words, Invocation};
 
 use crate::config::lsp::ApplyMode;

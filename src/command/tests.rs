@@ -251,6 +251,7 @@ fn the_nearest_file_wins_and_a_bad_one_is_not_passed_over() {
         "---\nmodle: x\n---\n",
     );
     write(&config, "commands/broken.md", "fine");
+    write(&config, "commands/two words.md", "spaced");
     let mut actions = BTreeMap::new();
     actions.insert(
         "rust2py".to_string(),
@@ -273,7 +274,12 @@ fn the_nearest_file_wins_and_a_bad_one_is_not_passed_over() {
             .contains("broken.md:2: front matter: unknown field `modle`"),
         "{e:?}"
     );
-    assert_eq!(all.bad().count(), 1);
+    assert_eq!(all.bad().count(), 2);
+    let e = all.find("two words").unwrap_err();
+    assert!(
+        e.message.contains("`two words` cannot name a command"),
+        "{e:?}"
+    );
     let e = all.find("nope").unwrap_err();
     assert!(
         e.message.starts_with("no command `nope`: there are "),

@@ -80,7 +80,7 @@ pub fn parse(name: &str, path: &Path, dialect: Dialect, place: Place) -> Result<
 }
 
 /// Reads a command from its text; the error is `PATH:LINE: what is wrong`.
-pub(super) fn parse_text(
+pub fn parse_text(
     name: &str,
     text: &str,
     dialect: Dialect,

@@ -20,7 +20,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use file::parse;
+pub use file::{parse, parse_text};
 pub use lookup::{fingerprint, folders, valid_name, Commands, Folder};
 pub use render::{split_free, split_words, Invocation};
 

@@ -35,6 +35,8 @@ mod output;
 #[cfg(feature = "local")]
 mod repetition;
 #[cfg(feature = "local")]
+mod sampling;
+#[cfg(feature = "local")]
 mod scheduler;
 #[cfg(feature = "local")]
 mod slots;

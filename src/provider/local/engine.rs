@@ -29,6 +29,7 @@ use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::LlamaModelLoadError;
 
+use super::sampling::TokenSampler;
 use super::scheduler::{Job, Scheduler, Setup, Sink};
 use super::template::{self, ChatMessage, Template};
 use super::wire::GenerationSettings;
@@ -338,13 +339,15 @@ impl Engine {
             .map_err(|e| format!("llama.cpp cannot apply this chat template: {e}"))
     }
 
-    fn sampler(&self, s: &GenerationSettings, prompt: &[LlamaToken]) -> Result<LlamaSampler> {
+    fn sampler(&self, s: &GenerationSettings, prompt: &[LlamaToken]) -> Result<TokenSampler> {
+        // Structured output and tool calls (`grammar.rs`): the grammar is asked about the
+        // chain's pick, and narrows the vocabulary only when it refuses it (`sampling.rs`).
+        let grammar = s
+            .grammar
+            .as_ref()
+            .map(|g| g.sampler(self.model))
+            .transpose()?;
         let mut chain = Vec::new();
-        // Structured output and tool calls (`grammar.rs`): the grammar comes first, so the
-        // samplers after it only ever see tokens it allows.
-        if let Some(grammar) = &s.grammar {
-            chain.push(grammar.sampler(self.model)?);
-        }
         if s.ignore_eos {
             chain.push(self.no_end_of_generation());
         }
@@ -369,7 +372,10 @@ impl Engine {
             chain.push(LlamaSampler::temp(temperature));
             chain.push(LlamaSampler::dist(s.seed.unwrap_or_else(rand_seed)));
         }
-        Ok(LlamaSampler::chain_simple(chain))
+        Ok(TokenSampler::new(
+            LlamaSampler::chain_simple(chain),
+            grammar,
+        ))
     }
 
     /// A sampler that never lets an end-of-generation token through (as llama-server does for

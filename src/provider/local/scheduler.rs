@@ -23,12 +23,12 @@ use std::num::NonZeroU32;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
+use super::sampling::TokenSampler;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
-use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
 use super::output::TextOutput;
@@ -77,7 +77,7 @@ pub struct Job {
     /// out): it runs to `max_tokens`.
     pub run_to_max: bool,
     /// This request's own sampler.
-    pub sampler: LlamaSampler,
+    pub sampler: TokenSampler,
     pub sink: Box<dyn Sink>,
 }
 
@@ -205,7 +205,7 @@ struct Running {
     seq: usize,
     sink: Box<dyn Sink>,
     prompt: Vec<LlamaToken>,
-    sampler: LlamaSampler,
+    sampler: TokenSampler,
     output: TextOutput,
     counts: TokenCounts,
     max_tokens: usize,

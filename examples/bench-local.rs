@@ -4,7 +4,8 @@
 //! cargo build --release --example bench-local --bin genai
 //! cargo run --release --example bench-local -- [--model PATH] [--threads N] [--tokens N]
 //! cargo run --release --example bench-local -- --concurrency 1,2,4,8 [--context N]
-//!     [--llama-server PATH] [--kv-unified] [--model PATH] [--threads N] [--tokens N]
+//!     [--llama-server PATH] [--kv-unified] [--schema FILE] [--model PATH] [--threads N]
+//!     [--tokens N]
 //! ```
 //!
 //! The model is `--model`, else `GENAI_TEST_MODEL`, else the models folder's default. Replies are
@@ -22,6 +23,9 @@
 //! With `--concurrency`, it runs instead N conversations at once through one `genai daemon` with
 //! N slots of `--context` tokens (default 4096) for each N given, and with `--llama-server` the
 //! same N streams against llama.cpp's `llama-server -np N` (see `support/local_concurrency.rs`).
+//! With `--schema FILE` every reply must match that JSON Schema (genai's `responseSchema`,
+//! llama-server's `response_format`): the constrained decoding of both, compared; replies then
+//! end where the JSON ends rather than at `--tokens`.
 //!
 //! Engine figures come from the engine's debug log line (`GENAI_LOG=genai::provider::local=debug`).
 //! Every wait has a deadline; the bench exits non-zero with a message when one is missed.
@@ -57,6 +61,8 @@ struct Options {
     llama_server: Option<PathBuf>,
     /// `--kv-unified`: genai's slots share one KV cache (`kv_unified = true`).
     kv_unified: bool,
+    /// `--schema FILE`: the JSON Schema every reply of `--concurrency` must match.
+    schema: Option<Value>,
 }
 
 fn main() {
@@ -187,6 +193,7 @@ fn options() -> Res<Options> {
     let mut concurrency = Vec::new();
     let mut llama_server = None;
     let mut kv_unified = false;
+    let mut schema = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{a} takes a value"));
@@ -206,6 +213,13 @@ fn options() -> Res<Options> {
             }
             "--llama-server" => llama_server = Some(PathBuf::from(value()?)),
             "--kv-unified" => kv_unified = true,
+            "--schema" => {
+                let path = value()?;
+                let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+                schema = Some(
+                    serde_json::from_str(&text).map_err(|e| format!("{path}: not JSON: {e}"))?,
+                );
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -222,8 +236,8 @@ fn options() -> Res<Options> {
     let model = model
         .canonicalize()
         .map_err(|e| format!("{}: {e}", model.display()))?;
-    if llama_server.is_some() && concurrency.is_empty() {
-        return Err("--llama-server needs --concurrency N[,N...]".into());
+    if (llama_server.is_some() || schema.is_some()) && concurrency.is_empty() {
+        return Err("--llama-server and --schema need --concurrency N[,N...]".into());
     }
     Ok(Options {
         model,
@@ -233,6 +247,7 @@ fn options() -> Res<Options> {
         concurrency,
         llama_server,
         kv_unified,
+        schema,
     })
 }
 

@@ -225,7 +225,8 @@ fn genai_run(
     let create = |daemon: &mut Daemon, tokens: u32| -> Res<String> {
         let conv = daemon.call(
             "CreateConversation",
-            json!({"serviceProvider": "bench", "parameters": {"max_tokens": tokens, "temperature": 0, "ignore_eos": true}}),
+            // A constrained reply ends with its JSON: it cannot run on to max_tokens.
+            json!({"serviceProvider": "bench", "parameters": {"max_tokens": tokens, "temperature": 0, "ignore_eos": opts.schema.is_none()}}),
         )?;
         Ok(conv["conversationId"]
             .as_str()
@@ -242,7 +243,8 @@ fn genai_run(
     for (cid, &i) in &index {
         daemon.send(
             "OnNewMessage",
-            json!({"conversationId": cid, "message": PROMPTS[prompts[i] % PROMPTS.len()]}),
+            json!({"conversationId": cid, "message": PROMPTS[prompts[i] % PROMPTS.len()],
+                   "responseSchema": opts.schema}),
         )?;
     }
     let deadline = started + DEADLINE;
@@ -334,14 +336,21 @@ fn drive_llama_server(child: &mut Child, port: u16, opts: &Options, prompts: &[u
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    chat_stream(port, "Hi", 2, Instant::now())?;
+    chat_stream(port, "Hi", 2, None, Instant::now())?;
     let started = Instant::now();
     let tokens = opts.tokens;
     let workers: Vec<_> = prompts
         .iter()
         .map(|&i| {
+            let schema = opts.schema.clone();
             std::thread::spawn(move || {
-                chat_stream(port, PROMPTS[i % PROMPTS.len()], tokens, started)
+                chat_stream(
+                    port,
+                    PROMPTS[i % PROMPTS.len()],
+                    tokens,
+                    schema.as_ref(),
+                    started,
+                )
             })
         })
         .collect();
@@ -384,16 +393,26 @@ fn status_code(line: &str) -> Res<u16> {
 
 /// One streaming `/v1/chat/completions` request, greedy, `tokens` at most; times from
 /// `started`. Tokens are the final usage's count, else the content chunks (one token each).
-fn chat_stream(port: u16, prompt: &str, tokens: u32, started: Instant) -> Res<Stream> {
-    let body = json!({
+fn chat_stream(
+    port: u16,
+    prompt: &str,
+    tokens: u32,
+    schema: Option<&Value>,
+    started: Instant,
+) -> Res<Stream> {
+    let mut body = json!({
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": tokens,
         "temperature": 0,
-        "ignore_eos": true,
+        "ignore_eos": schema.is_none(),
         "stream": true,
         "stream_options": {"include_usage": true},
-    })
-    .to_string();
+    });
+    if let Some(schema) = schema {
+        body["response_format"] =
+            json!({"type": "json_schema", "json_schema": {"name": "response", "schema": schema}});
+    }
+    let body = body.to_string();
     let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(DEADLINE))
         .map_err(|e| e.to_string())?;

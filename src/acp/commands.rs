@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{AcpError, Connection};
-use crate::command::{fingerprint, split_free, split_words, Command};
+use crate::command::{fingerprint, Command};
 use crate::message::{Message, Part};
 use crate::session::{mcp_command_name, Framework};
 
@@ -180,14 +180,13 @@ pub async fn expand(
     }
     let (first, more) = rest.split_once('\n').unwrap_or((rest, ""));
     let words: Vec<String> = first.split_whitespace().map(str::to_string).collect();
-    let mut invocation = match files.find(name) {
-        Ok(c) => split_words(c, &words)?,
-        Err(_) => split_free(&words),
-    };
+    let mut invocation = files.invocation(name, &words)?;
     if !more.trim().is_empty() {
         invocation.text = format!("{}\n{more}", invocation.text).trim().to_string();
     }
-    let ready = fw.prepare_command(cwd, Some(id), name, &invocation).await?;
+    let ready = fw
+        .prepare_command(&files, cwd, Some(id), name, &invocation)
+        .await?;
     message.content.splice(0..1, ready.parts);
     Ok(())
 }

@@ -60,19 +60,11 @@ pub struct Args {
 
 /// The prompt text: the words, then piped stdin after a blank line; `-` is stdin alone.
 fn prompt_text(words: &[String]) -> Result<String, Error> {
-    let read_stdin = || -> Result<String, Error> {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| usage(format!("cannot read stdin: {e}")))?;
-        Ok(s)
-    };
     if words.len() == 1 && words[0] == "-" {
         return read_stdin();
     }
     let mut text = words.join(" ");
-    if !std::io::stdin().is_terminal() {
-        let piped = read_stdin()?;
+    if let Some(piped) = piped_input()? {
         if !piped.trim().is_empty() {
             if !text.is_empty() {
                 text.push_str("\n\n");
@@ -90,16 +82,21 @@ pub async fn run(args: Args) -> i32 {
     }
 }
 
-/// Reads piped stdin (none from a terminal).
-fn piped_input() -> Result<Option<String>, Error> {
-    if std::io::stdin().is_terminal() {
-        return Ok(None);
-    }
+/// Reads stdin to its end.
+fn read_stdin() -> Result<String, Error> {
     let mut s = String::new();
     std::io::stdin()
         .read_to_string(&mut s)
         .map_err(|e| usage(format!("cannot read stdin: {e}")))?;
-    Ok(Some(s))
+    Ok(s)
+}
+
+/// Reads piped stdin (none from a terminal).
+pub(super) fn piped_input() -> Result<Option<String>, Error> {
+    match std::io::stdin().is_terminal() {
+        true => Ok(None),
+        false => read_stdin().map(Some),
+    }
 }
 
 /// The command `-t NAME` names, ready, with its settings laid under the flags (a flag given
@@ -113,13 +110,11 @@ async fn command_prompt(
 ) -> Result<Vec<Part>, Error> {
     let cwd = std::env::current_dir().map_err(|e| usage(format!("no working folder: {e}")))?;
     let commands = fw.commands(&cwd);
-    let mut invocation = match commands.find(name) {
-        Ok(command) => genai::command::split_words(command, words)?,
-        // An MCP prompt takes the same NAME=VALUE words.
-        Err(_) => genai::command::split_free(words),
-    };
+    let mut invocation = commands.invocation(name, words)?;
     invocation.input = piped_input()?;
-    let ready = fw.prepare_command(&cwd, None, name, &invocation).await?;
+    let ready = fw
+        .prepare_command(&commands, &cwd, None, name, &invocation)
+        .await?;
     flags.lay_under(&ready.settings);
     if schema.is_none() {
         *schema = ready.settings.schema.as_ref().map(|s| s.to_string());
@@ -176,16 +171,7 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
         }
     };
     let flags = &args.conversation;
-    // The -f files follow the prompt, in its text.
-    if !files.is_empty() {
-        match parts.last_mut() {
-            Some(Part::Text { text }) => {
-                text.push_str("\n\n");
-                text.push_str(&files);
-            }
-            _ => parts.push(Part::text(files)),
-        }
-    }
+    super::files::after_prompt(&mut parts, &files);
     if parts.is_empty() && flags.attach.is_empty() {
         return Err(usage(
             "nothing to ask: give a prompt, or pipe text into genai ask",

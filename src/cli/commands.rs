@@ -4,7 +4,6 @@
 //! into the project first, so the copy overrides it). The lookup and rendering are
 //! `genai::command`'s and the framework's; this file only prints and edits files.
 
-use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -136,22 +135,12 @@ async fn run_inner(command: Command) -> Result<i32, Error> {
             args,
             json,
         } => {
-            let mut invocation = match commands.find(&name) {
-                Ok(c) => genai::command::split_words(c, &args)?,
-                Err(e) if !name.contains('.') => return Err(e),
-                Err(_) => genai::command::Invocation {
-                    text: args.join(" "),
-                    ..Default::default()
-                },
-            };
-            if !std::io::stdin().is_terminal() {
-                let mut input = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut input)
-                    .map_err(|e| usage(format!("cannot read stdin: {e}")))?;
-                invocation.input = Some(input);
-            }
-            let ready = fw.prepare_command(&cwd, None, &name, &invocation).await;
+            // Read as `genai ask -t` reads them, so the text is the one it sends.
+            let mut invocation = commands.invocation(&name, &args)?;
+            invocation.input = super::ask::piped_input()?;
+            let ready = fw
+                .prepare_command(&commands, &cwd, None, &name, &invocation)
+                .await;
             fw.close_all();
             let ready = ready?;
             if json {

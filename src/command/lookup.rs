@@ -203,6 +203,17 @@ impl Commands {
         }
     }
 
+    /// What running `name` with the words after it gives: a command's `NAME=VALUE` arguments
+    /// and text ([`split_words`](super::split_words)), or, for a `SERVER.PROMPT` no file names,
+    /// leading `NAME=VALUE` words as the MCP prompt's arguments; else why it cannot run.
+    pub fn invocation(&self, name: &str, words: &[String]) -> Result<super::Invocation> {
+        let bare = name.strip_prefix('/').unwrap_or(name);
+        if !self.contains(bare) && bare.contains('.') {
+            return Ok(super::split_free(words));
+        }
+        super::split_words(self.find(name)?, words)
+    }
+
     /// Whether `name` is a command here (readable or not).
     pub fn contains(&self, name: &str) -> bool {
         self.entries.contains_key(name)

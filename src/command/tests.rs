@@ -280,6 +280,19 @@ fn the_nearest_file_wins_and_a_bad_one_is_not_passed_over() {
         e.message.contains("`two words` cannot name a command"),
         "{e:?}"
     );
+    let inv = all
+        .invocation("/srv.review", &words("code=x rest of it"))
+        .unwrap();
+    assert_eq!(
+        (inv.arguments["code"].as_str(), inv.text.as_str()),
+        ("x", "rest of it")
+    );
+    assert!(all
+        .invocation("broken", &[])
+        .unwrap_err()
+        .message
+        .contains("modle"));
+    assert!(all.invocation("nope", &[]).is_err());
     let e = all.find("nope").unwrap_err();
     assert!(
         e.message.starts_with("no command `nope`: there are "),

@@ -203,7 +203,7 @@ impl Backend {
         };
         let ready = self
             .fw
-            .prepare_command(&dir, None, &command.name, &invocation)
+            .prepare_command(&commands, &dir, None, &command.name, &invocation)
             .await
             .map_err(|e| invalid(e.message))?;
         let action = Action {

@@ -115,8 +115,9 @@ pub async fn run_command(
         text: p.text.unwrap_or_default(),
         input: p.input,
     };
+    let commands = fw.commands(&cwd);
     let ready = fw
-        .prepare_command(&cwd, conversation, &p.name, &invocation)
+        .prepare_command(&commands, &cwd, conversation, &p.name, &invocation)
         .await?;
     let text = ready.text();
     let schema = ResponseSchema::given(ready.settings.schema.clone(), None)?;

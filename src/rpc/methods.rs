@@ -121,29 +121,26 @@ macro_rules! request {
 
 /// A request the client sends that `handlers::$f` answers off the read loop.
 macro_rules! later {
-    ($name:literal, $f:ident, $p:ty => $r:ty) => {
+    (@method $name:literal, $p:ty => $r:ty, $handler:expr) => {
         Method {
             name: $name,
             sender: Client,
             kind: Request,
             params: Some(s::<$p>),
             result: Some(s::<$r>),
-            handler: Handler::Later(|fw, _, p| {
-                Box::pin(async move { encode(handlers::$f(fw, decode(p)?).await?) })
-            }),
+            handler: Handler::Later($handler),
         }
     };
+    ($name:literal, $f:ident, $p:ty => $r:ty) => {
+        later!(@method $name, $p => $r, |fw, _, p| {
+            Box::pin(async move { encode(handlers::$f(fw, decode(p)?).await?) })
+        })
+    };
+    // Handlers that open conversations for their client take its port too.
     ($name:literal, $f:ident, port, $p:ty => $r:ty) => {
-        Method {
-            name: $name,
-            sender: Client,
-            kind: Request,
-            params: Some(s::<$p>),
-            result: Some(s::<$r>),
-            handler: Handler::Later(|fw, port, p| {
-                Box::pin(async move { encode(handlers::$f(fw, port, decode(p)?).await?) })
-            }),
-        }
+        later!(@method $name, $p => $r, |fw, port, p| {
+            Box::pin(async move { encode(handlers::$f(fw, port, decode(p)?).await?) })
+        })
     };
 }
 

@@ -66,19 +66,19 @@ impl Framework {
             .unwrap_or_else(|| self.toolbox().clone())
     }
 
-    /// Makes command `name` ready as seen from `cwd`: a command file's prompt rendered with
-    /// `invocation` and its `files` read after it (inside `cwd`), or, for `SERVER.PROMPT`
-    /// that no file names, the MCP server's prompt with the named arguments (the free text
-    /// goes to its first argument when it has one not given).
+    /// Makes command `name` of `commands` (those [`Framework::commands`] read from `cwd`)
+    /// ready: a command file's prompt rendered with `invocation` and its `files` read after it
+    /// (inside `cwd`), or, for `SERVER.PROMPT` that no file names, the MCP server's prompt with
+    /// the named arguments (the free text goes to its first argument when it has one not given).
     pub async fn prepare_command(
         &self,
+        commands: &Commands,
         cwd: &Path,
         conversation: Option<&str>,
         name: &str,
         invocation: &Invocation,
     ) -> Result<ReadyCommand> {
         let name = name.strip_prefix('/').unwrap_or(name);
-        let commands = self.commands(cwd);
         if !commands.contains(name) {
             if let Some((server, prompt)) = name.split_once('.') {
                 return self

@@ -175,15 +175,7 @@ impl Chat {
         mut parts: Vec<Part>,
         schema: Option<genai::format::ResponseSchema>,
     ) -> Result<(), Error> {
-        if !self.files.is_empty() {
-            match parts.last_mut() {
-                Some(Part::Text { text }) => {
-                    text.push_str("\n\n");
-                    text.push_str(&self.files);
-                }
-                _ => parts.push(Part::text(self.files.clone())),
-            }
-        }
+        super::files::after_prompt(&mut parts, &self.files);
         let mut message = Message::user(String::new());
         message.content = parts;
         message.content.extend(self.images.iter().cloned());
@@ -369,22 +361,16 @@ impl Chat {
             .map_err(|e| Error::internal(format!("no working folder: {e}")))?;
         let files = self.fw.commands(&cwd);
         let words: Vec<String> = rest.split_whitespace().map(str::to_string).collect();
-        let invocation = match files.find(name) {
-            Ok(c) => genai::command::split_words(c, &words)?,
-            Err(_) if !files.contains(name) && name.contains('.') => {
-                genai::command::split_free(&words)
-            }
-            Err(e) if files.contains(name) => return Err(e),
-            Err(_) => {
-                return Err(super::conversation::usage(format!(
-                    "unknown command /{name}: /help lists the commands; start a line with // to send it as it is"
-                )))
-            }
-        };
+        if !files.contains(name) && !name.contains('.') {
+            return Err(super::conversation::usage(format!(
+                "unknown command /{name}: /help lists the commands; start a line with // to send it as it is"
+            )));
+        }
+        let invocation = files.invocation(name, &words)?;
         let id = self.conv.conversation_id.clone();
         let ready = self
             .fw
-            .prepare_command(&cwd, Some(&id), name, &invocation)
+            .prepare_command(&files, &cwd, Some(&id), name, &invocation)
             .await?;
         let s = &ready.settings;
         if s.model.is_some() || s.system.is_some() || !s.parameters.is_empty() || s.tools.is_some()

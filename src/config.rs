@@ -69,6 +69,20 @@ pub struct Config {
     /// How long the files' checkpoints are kept: `[checkpoints]`.
     #[serde(default)]
     pub checkpoints: crate::checkpoint::CheckpointConfig,
+    /// `genai serve` and its use by `ask` and `chat`: `[serve]`.
+    #[serde(default)]
+    pub serve: ServeConfig,
+}
+
+/// `[serve]`: `genai serve`, as the other commands use it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Whether `genai ask` and `genai chat` send their local-model requests to a running
+    /// `genai serve` of this user that runs the same model file, so it is not loaded again
+    /// (default true; `--no-connect` turns it off for one command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<bool>,
 }
 
 /// `[keys]`: where `genai keys set` stores a key.

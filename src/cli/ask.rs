@@ -123,8 +123,13 @@ async fn command_prompt(
 }
 
 /// The framework of one ask: the history (none with `--no-log`), the config's components.
-fn open_framework(no_log: bool, timeout: Option<Duration>) -> Result<Arc<Framework>, Error> {
+fn open_framework(
+    no_log: bool,
+    no_connect: bool,
+    timeout: Option<Duration>,
+) -> Result<Arc<Framework>, Error> {
     let (paths, config, registry) = super::load()?;
+    super::serve::connect_local(&paths, &config, no_connect);
     let store = if no_log {
         Store::scratch()?
     } else {
@@ -150,7 +155,7 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
     let mut early = None;
     let mut parts = match args.command.clone() {
         Some(name) => {
-            let fw = open_framework(args.no_log, timeout)?;
+            let fw = open_framework(args.no_log, args.conversation.no_connect, timeout)?;
             let parts = command_prompt(
                 &fw,
                 &name,
@@ -190,7 +195,7 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
     let params = parse_params(&flags.params)?;
     let fw = match early {
         Some(fw) => fw,
-        None => open_framework(args.no_log, timeout)?,
+        None => open_framework(args.no_log, args.conversation.no_connect, timeout)?,
     };
     let _closing = CloseAtEnd(fw.clone());
     let terminal: Arc<dyn ClientPort> =

@@ -53,6 +53,10 @@ pub struct ConversationArgs {
     /// Do not show the model's reasoning (shown dimmed on stderr when that is a terminal).
     #[arg(long)]
     pub no_reasoning: bool,
+    /// Load a local model in this process even when a `genai serve` of this user runs it
+    /// (by default its warm model answers; `[serve] connect = false` turns that off always).
+    #[arg(long)]
+    pub no_connect: bool,
     /// Print the reply as the model wrote it, without rendering its Markdown (it is rendered
     /// only on a terminal, and never with NO_COLOR set).
     #[arg(long)]

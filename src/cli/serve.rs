@@ -4,12 +4,17 @@
 //! chat page's address with the token (`http://ADDR/#token=TOKEN`) when `--web-root` is
 //! given, else how to build and serve the page. A `--web-root` that is not a folder holding
 //! `index.html` is a usage error.
+//!
+//! A serve of this user also keeps the default local model warm for `genai ask` and `genai
+//! chat` (`connect_local`): it loads it at start and says where it listens in `serve.json`.
+//! `--background` starts one detached and returns once it listens; `--stop` ends it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use genai::config::{Config, Paths};
 use genai::error::{Error, ErrorKind};
-use genai::rpc::ws::{self, auth, Limits, Options};
+use genai::rpc::ws::{self, auth, presence, Limits, Options};
 use genai::session::Framework;
 use genai::store::Store;
 
@@ -22,6 +27,16 @@ pub struct Args {
     /// Print the bearer token (made on first use, in the config dir) and exit.
     #[arg(long)]
     pub print_token: bool,
+    /// Start the serve detached from this terminal (its log in the data dir's `serve.log`),
+    /// print its address once it listens, and return.
+    #[arg(long, conflicts_with_all = ["print_token", "stop"])]
+    pub background: bool,
+    /// Stop the running serve of this user (the one `serve.json` names) and wait for its end.
+    #[arg(long, conflicts_with = "print_token")]
+    pub stop: bool,
+    /// Do not load the default local model at start (it is then loaded by the first request).
+    #[arg(long)]
+    pub no_preload: bool,
     /// A browser origin allowed to connect besides the served page's own (repeatable).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
@@ -50,6 +65,9 @@ pub async fn run(args: Args) -> Result<(), Error> {
         outln!("{token}");
         return Ok(());
     }
+    if args.stop {
+        return stop(&paths.config_dir).await;
+    }
     if args.max_connections == 0
         || args.max_turns_per_connection == 0
         || args.max_buffered_events == 0
@@ -61,6 +79,9 @@ pub async fn run(args: Args) -> Result<(), Error> {
     }
     if let Some(dir) = &args.web_root {
         check_web_root(dir)?;
+    }
+    if args.background {
+        return background(&paths).await;
     }
     let store = Store::open(&paths.history_db())?;
     let fw = Arc::new(Framework::new(config, registry, Arc::new(store)).with_home(&paths));
@@ -79,7 +100,13 @@ pub async fn run(args: Args) -> Result<(), Error> {
     let page = options.web_root.is_some();
     let token = options.token.clone();
     let running = ws::start(fw.clone(), options).await?;
+    let announced = presence::announce(&paths.config_dir, running.addr)
+        .map_err(|e| tracing::warn!("ask and chat will not find this serve: {}", e.message))
+        .ok();
     outln!("listening on ws://{}", running.addr);
+    if !args.no_preload {
+        tokio::spawn(preload(fw.clone()));
+    }
     if page {
         eprintln!(
             "genai: open the chat page at http://{}/#token={token}",
@@ -90,7 +117,8 @@ pub async fn run(args: Args) -> Result<(), Error> {
             "genai: no chat page is served: build it with `npm run build` in editor-integrations/vscode, then start genai serve with --web-root editor-integrations/vscode/dist/web; clients need the token (genai serve --print-token)"
         );
     }
-    let _ = tokio::signal::ctrl_c().await;
+    stopped().await;
+    drop(announced);
     running.stop().await;
     fw.cancel_all();
     fw.idle().await;
@@ -119,5 +147,157 @@ fn check_web_root(dir: &std::path::Path) -> Result<(), Error> {
     if !dir.join("index.html").is_file() {
         return refuse("the folder holds no index.html");
     }
+    Ok(())
+}
+
+/// Waits for Ctrl-C or SIGTERM (what `--stop`, `kill` and systemd send).
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Loads the model `genai ask` runs without `-m`, when it is a local one, so the first
+/// question does not wait for it.
+async fn preload(fw: Arc<genai::session::Framework>) {
+    let selector = fw.selector();
+    let Ok(selection) = selector.select(&genai::select::ModelChoice::Default) else {
+        return;
+    };
+    let Ok(instance) = selector.provider(&selection) else {
+        return;
+    };
+    if instance.provider.model_file("").is_none() {
+        return;
+    }
+    let model = selection.model.clone().unwrap_or_default();
+    let started = std::time::Instant::now();
+    match instance.provider.warm_up(&model).await {
+        Ok(()) => tracing::info!(
+            "the local model of `{}` is loaded ({:.2} s)",
+            instance.name,
+            started.elapsed().as_secs_f64()
+        ),
+        Err(e) => tracing::warn!("cannot load the default local model: {}", e.message),
+    }
+}
+
+/// Lets this `ask` or `chat` send its local-model requests to the running serve of this
+/// user, which holds the model loaded, unless `--no-connect` or `[serve] connect = false`
+/// says no. Without a serve this reads one missing file.
+pub fn connect_local(paths: &Paths, config: &Config, no_connect: bool) {
+    if no_connect || config.serve.connect == Some(false) {
+        return;
+    }
+    let Some(found) = presence::find(&paths.config_dir) else {
+        return;
+    };
+    let Ok(token) = std::fs::read_to_string(auth::token_path(&paths.config_dir)) else {
+        return;
+    };
+    genai::provider::local::served::use_serve(found.addr, token.trim().to_string());
+}
+
+/// `--background`: this command again, detached (its own process group, stdin closed, its
+/// output in `serve.log`), waited for until it says where it listens.
+async fn background(paths: &Paths) -> Result<(), Error> {
+    let failed = |what: &str, e: std::io::Error| Error::internal(format!("{what}: {e}"));
+    let log_path = paths.data_dir.join("serve.log");
+    std::fs::create_dir_all(&paths.data_dir).map_err(|e| failed("cannot make the data dir", e))?;
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| failed(&format!("cannot write {}", log_path.display()), e))?;
+    let err_log = log
+        .try_clone()
+        .map_err(|e| failed("cannot share the log", e))?;
+    let exe = std::env::current_exe().map_err(|e| failed("cannot find this program", e))?;
+    let args = std::env::args_os().skip(1).filter(|a| a != "--background");
+    let mut command = std::process::Command::new(exe);
+    command
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(err_log);
+    #[cfg(unix)]
+    {
+        // Its own process group: the terminal's Ctrl-C and hang-up do not reach it.
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| failed("cannot start genai serve", e))?;
+    let pid = child.id();
+    // The serve writes `serve.json` with its pid once it listens; it may also fail first.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(found) = presence::find(&paths.config_dir).filter(|p| p.pid == pid) {
+            outln!("listening on ws://{}", found.addr);
+            eprintln!(
+                "genai: serve runs in the background (pid {pid}, log {}); stop it with `genai serve --stop`",
+                log_path.display()
+            );
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(Error::internal(format!(
+                "genai serve ended at start ({status}): {}",
+                log.trim()
+            )));
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(Error::internal(format!(
+                "genai serve (pid {pid}) did not start listening within 60 s; see {}",
+                log_path.display()
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// `--stop`: SIGTERM to the serve `serve.json` names, then wait until it has removed the file.
+async fn stop(config_dir: &std::path::Path) -> Result<(), Error> {
+    let Some(found) = presence::find(config_dir) else {
+        return Err(Error::new(
+            ErrorKind::Config,
+            "no genai serve of this user is running (no serve.json in the config dir)",
+        ));
+    };
+    #[cfg(unix)]
+    {
+        let pid = found.pid as libc::pid_t;
+        // SAFETY: kill(2) with a pid and a signal number has no memory effects.
+        if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+            let e = std::io::Error::last_os_error();
+            // A serve that died without cleaning up: its file is stale.
+            let _ = std::fs::remove_file(presence::path(config_dir));
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "the serve of pid {pid} is not running ({e}); its stale serve.json is removed"
+                ),
+            ));
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while presence::find(config_dir).is_some_and(|p| p == found) {
+        if std::time::Instant::now() > deadline {
+            return Err(Error::internal(format!(
+                "genai serve (pid {}) did not stop within 30 s",
+                found.pid
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    eprintln!("genai: serve (pid {}) stopped", found.pid);
     Ok(())
 }

@@ -20,7 +20,8 @@
 //! request takes), `template` (chat template and its ChatML fallback), `infill` (the
 //! fill-in-the-middle prompt of models with FIM tokens), `output` (UTF-8 across tokens, stop
 //! strings), `repetition` (a reply stuck in a loop), `grammar` (structured output and tool calls
-//! by grammar), `wire` (openai-chat in and out).
+//! by grammar), `wire` (openai-chat in and out), `served` (the same model kept warm by a
+//! running `genai serve`, for `ask` and `chat`).
 
 pub const KIND: &str = "local";
 
@@ -38,6 +39,7 @@ mod repetition;
 mod sampling;
 #[cfg(feature = "local")]
 mod scheduler;
+pub mod served;
 #[cfg(feature = "local")]
 mod slots;
 #[cfg(feature = "local")]
@@ -317,7 +319,22 @@ mod enabled {
             true
         }
 
+        fn model_file(&self, model: &str) -> Option<Result<PathBuf>> {
+            Some(self.model_path(model))
+        }
+
+        async fn warm_up(&self, model: &str) -> Result<()> {
+            let (path, settings) = (self.model_path(model)?, self.settings);
+            tokio::task::spawn_blocking(move || engine::engine(&path, settings).map(|_| ()))
+                .await
+                .map_err(|e| Error::internal(format!("the local engine failed: {e}")))?
+        }
+
         async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse> {
+            let model_file = || self.model_path(&request.model);
+            if let Some(answer) = super::served::send(&self.name, model_file, request).await? {
+                return Ok(answer);
+            }
             let (engine, prepared, tools) = self.prepare(request).await?;
             let answer = Answer::new(engine.model_name());
             let rx = self.spawn_generation(engine, prepared);

@@ -119,6 +119,19 @@ pub trait ServiceProvider: Send + Sync {
     fn max_reply_tokens(&self) -> Option<u64> {
         None
     }
+    /// The model file this provider runs `model` on, when it runs models in-process (the local
+    /// engine): what another process of the same user compares before it lets a running
+    /// `genai serve` answer for it. `None` for every provider that sends requests away.
+    fn model_file(&self, model: &str) -> Option<Result<std::path::PathBuf>> {
+        let _ = model;
+        None
+    }
+    /// Loads what the first request for `model` would (the local engine's model file), so it
+    /// answers at once; nothing for a provider that sends requests away.
+    async fn warm_up(&self, model: &str) -> Result<()> {
+        let _ = model;
+        Ok(())
+    }
     /// Sends the request. Dropping the returned future (or stream) drops the HTTP request.
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse>;
     /// Fill-in-the-middle: the text `model` writes between `request.prefix` and

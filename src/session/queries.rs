@@ -28,6 +28,11 @@ impl Framework {
         &self.toolbox
     }
 
+    /// A service provider instance by name.
+    pub fn provider(&self, name: &str) -> Result<crate::registry::ProviderInstance> {
+        self.registry.provider(name)
+    }
+
     /// Adds a service provider for the life of this process.
     pub fn create_provider(&self, name: &str, c: &ProviderConfig) -> Result<()> {
         self.registry.create_provider(name, c, Origin::Runtime)

@@ -31,6 +31,7 @@ mod local_batching;
 mod local_first_use;
 #[cfg(feature = "local")]
 mod local_model;
+mod local_warm;
 mod lsp;
 mod lsp_emacs;
 #[cfg(feature = "local")]

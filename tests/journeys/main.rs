@@ -24,3 +24,4 @@ mod local_then_provider;
 mod mistakes;
 mod pipes;
 mod serve_page;
+mod warm_model;

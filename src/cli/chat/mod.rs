@@ -77,6 +77,7 @@ async fn chat(args: Args) -> Result<i32, Error> {
     let images = super::attach::load_all(&flags.attach).await?;
     let params = parse_params(&flags.params)?;
     let (paths, config, registry) = super::load()?;
+    super::serve::connect_local(&paths, &config, flags.no_connect);
     let store = Arc::new(Store::open(&paths.history_db())?);
     let fw = Arc::new(Framework::new(config, registry, store).with_home(&paths));
     let _closing = CloseAtEnd(fw.clone());

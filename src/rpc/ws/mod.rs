@@ -2,13 +2,16 @@
 //! one daemon and its conversations. It is the daemon on a second transport: each connection
 //! gets the same `dispatch::Session` and `RpcPort` as a stdio client, and notifications reach
 //! clients through jsonrpsee subscriptions (`connection.rs`). This file owns the listener and
-//! the HTTP gate in front of jsonrpsee: the web chat page at `/`, the token and the origin
-//! check (`auth.rs`), and the limits. It must never hold conversation state.
+//! the HTTP gate in front of jsonrpsee: the web chat page at `/`, the warm local model's route
+//! (`warm.rs`), the token and the origin check (`auth.rs`), and the limits. It must never hold
+//! conversation state.
 
 pub mod auth;
 pub mod bridge;
 mod connection;
 mod page;
+pub mod presence;
+mod warm;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -189,6 +192,12 @@ async fn handle(
     conn_stop: StopHandle,
     conn_handle: ServerHandle,
 ) -> std::result::Result<jsonrpsee::server::HttpResponse, jsonrpsee::core::BoxError> {
+    if warm::is_warm(&req) && !jsonrpsee::server::ws::is_upgrade_request(&req) {
+        if let Some(refused) = gate.check_client(&req) {
+            return Ok(refused);
+        }
+        return Ok(warm::answer(req, &shared.fw, shared.limits.message_bytes).await);
+    }
     if let Some(refused) = gate.check(&req) {
         return Ok(refused);
     }
@@ -217,16 +226,20 @@ impl Gate {
     /// `None` when the request may go on to jsonrpsee; else the answer (the page, or a
     /// refusal).
     fn check<B>(&self, req: &http::Request<B>) -> Option<jsonrpsee::server::HttpResponse> {
-        let header =
-            |name: http::header::HeaderName| req.headers().get(name).and_then(|v| v.to_str().ok());
-        let upgrade = jsonrpsee::server::ws::is_upgrade_request(req);
-        if !upgrade {
+        if !jsonrpsee::server::ws::is_upgrade_request(req) {
             return Some(page::answer(
                 req.method(),
                 req.uri().path(),
                 self.web_root.as_deref(),
             ));
         }
+        self.check_client(req)
+    }
+
+    /// `None` when the request comes from an allowed origin with the token; else the refusal.
+    fn check_client<B>(&self, req: &http::Request<B>) -> Option<jsonrpsee::server::HttpResponse> {
+        let header =
+            |name: http::header::HeaderName| req.headers().get(name).and_then(|v| v.to_str().ok());
         if !auth::origin_allowed(header(http::header::ORIGIN), &self.origins) {
             return Some(refuse(
                 http::StatusCode::FORBIDDEN,

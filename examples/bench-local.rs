@@ -4,8 +4,8 @@
 //! cargo build --release --example bench-local --bin genai
 //! cargo run --release --example bench-local -- [--model PATH] [--threads N] [--tokens N]
 //! cargo run --release --example bench-local -- --concurrency 1,2,4,8 [--context N]
-//!     [--llama-server PATH] [--kv-unified] [--schema FILE] [--model PATH] [--threads N]
-//!     [--tokens N]
+//!     [--llama-server PATH] [--kv-unified] [--schema FILE | --tools [--tool-choice auto]]
+//!     [--model PATH] [--threads N] [--tokens N]
 //! ```
 //!
 //! The model is `--model`, else `GENAI_TEST_MODEL`, else the models folder's default. Replies are
@@ -23,9 +23,12 @@
 //! With `--concurrency`, it runs instead N conversations at once through one `genai daemon` with
 //! N slots of `--context` tokens (default 4096) for each N given, and with `--llama-server` the
 //! same N streams against llama.cpp's `llama-server -np N` (see `support/local_concurrency.rs`).
-//! With `--schema FILE` every reply must match that JSON Schema (genai's `responseSchema`,
-//! llama-server's `response_format`): the constrained decoding of both, compared; replies then
-//! end where the JSON ends rather than at `--tokens`.
+//! With `--schema FILE` every reply must match that JSON Schema, and with `--tools` every request
+//! offers a tool (`tool_choice` `required`, the forced grammar, or with `--tool-choice auto` the
+//! lazy one): the constrained decoding of both, compared. Then genai is driven through `genai
+//! serve`'s warm local route with the very openai-chat body llama-server gets (`response_format`,
+//! `tools`), so prompt, grammar request and streaming are the same on both sides; replies end
+//! where the JSON or the call ends rather than at `--tokens`.
 //!
 //! Engine figures come from the engine's debug log line (`GENAI_LOG=genai::provider::local=debug`).
 //! Every wait has a deadline; the bench exits non-zero with a message when one is missed.
@@ -63,6 +66,9 @@ struct Options {
     kv_unified: bool,
     /// `--schema FILE`: the JSON Schema every reply of `--concurrency` must match.
     schema: Option<Value>,
+    /// `--tools`: every request offers a tool, with this `tool_choice` (`required`: the
+    /// forced grammar; `auto`: the lazy one).
+    tool_choice: Option<String>,
 }
 
 fn main() {
@@ -194,6 +200,7 @@ fn options() -> Res<Options> {
     let mut llama_server = None;
     let mut kv_unified = false;
     let mut schema = None;
+    let mut tool_choice = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{a} takes a value"));
@@ -220,6 +227,11 @@ fn options() -> Res<Options> {
                     serde_json::from_str(&text).map_err(|e| format!("{path}: not JSON: {e}"))?,
                 );
             }
+            "--tools" => tool_choice = tool_choice.or(Some("required".to_string())),
+            "--tool-choice" => match value()?.as_str() {
+                c @ ("required" | "auto") => tool_choice = Some(c.to_string()),
+                c => return Err(format!("--tool-choice takes required or auto, not {c}")),
+            },
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -236,8 +248,13 @@ fn options() -> Res<Options> {
     let model = model
         .canonicalize()
         .map_err(|e| format!("{}: {e}", model.display()))?;
-    if (llama_server.is_some() || schema.is_some()) && concurrency.is_empty() {
-        return Err("--llama-server and --schema need --concurrency N[,N...]".into());
+    if (llama_server.is_some() || schema.is_some() || tool_choice.is_some())
+        && concurrency.is_empty()
+    {
+        return Err("--llama-server, --schema and --tools need --concurrency N[,N...]".into());
+    }
+    if schema.is_some() && tool_choice.is_some() {
+        return Err("--schema and --tools are measured one at a time".into());
     }
     Ok(Options {
         model,
@@ -248,6 +265,7 @@ fn options() -> Res<Options> {
         llama_server,
         kv_unified,
         schema,
+        tool_choice,
     })
 }
 

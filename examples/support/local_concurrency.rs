@@ -148,6 +148,9 @@ pub fn run(
     levels: &[usize],
 ) -> Res<()> {
     let most = levels.iter().copied().max().unwrap_or(1);
+    if let Some(choice) = &opts.tool_choice {
+        println!("every request offers the tool {TOOL_NAME}, tool_choice {choice}");
+    }
     println!("each of the first {most} prompts alone, for the texts");
     let alone = alone_texts(most, &|p| genai_run(genai, env, opts, p))?;
     let their_alone = match &opts.llama_server {
@@ -159,7 +162,7 @@ pub fn run(
         println!("{n} stream(s), {} tokens each", opts.tokens);
         let prompts: Vec<usize> = (0..n).collect();
         let ours = genai_run(genai, env, opts, &prompts)?;
-        ours.print("genai daemon");
+        ours.print(genai_side(opts));
         ours.print_differences(&alone);
         let theirs = match (&opts.llama_server, &their_alone) {
             (Some(path), Some(their_alone)) => {
@@ -203,9 +206,140 @@ pub fn run(
     Ok(())
 }
 
+/// Which genai front-end a run drives: the daemon for free text, the serve's warm route (the
+/// body llama-server gets) when replies are constrained.
+fn genai_side(opts: &Options) -> &'static str {
+    match constrained(opts) {
+        true => "genai serve (warm route, the same body)",
+        false => "genai daemon",
+    }
+}
+
+fn constrained(opts: &Options) -> bool {
+    opts.schema.is_some() || opts.tool_choice.is_some()
+}
+
+/// The tool `--tools` offers.
+const TOOL_NAME: &str = "save_story";
+
+/// The openai-chat body of one greedy request, the same for llama-server and genai's warm
+/// route: the prompt, `tokens` at most, run to the end unless constrained, and the schema or
+/// the tool.
+fn chat_body(prompt: &str, tokens: u32, opts: &Options) -> Value {
+    let mut body = json!({
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": tokens,
+        "temperature": 0,
+        "ignore_eos": !constrained(opts),
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if let Some(schema) = &opts.schema {
+        body["response_format"] =
+            json!({"type": "json_schema", "json_schema": {"name": "response", "schema": schema}});
+    }
+    if let Some(choice) = &opts.tool_choice {
+        body["tools"] = json!([{"type": "function", "function": {
+            "name": TOOL_NAME,
+            "description": "Save a story with its title and its first paragraph.",
+            "parameters": {"type": "object", "properties": {
+                "title": {"type": "string"},
+                "paragraph": {"type": "string"},
+                "words": {"type": "integer"}
+            }, "required": ["title", "paragraph", "words"]}
+        }}]);
+        body["tool_choice"] = json!(choice);
+    }
+    body
+}
+
+/// genai's side of one run: the daemon, or the serve's warm route when constrained.
+fn genai_run(
+    genai: &Path,
+    env: &dyn Fn(&mut Command, &Path),
+    opts: &Options,
+    prompts: &[usize],
+) -> Res<Run> {
+    match constrained(opts) {
+        true => serve_run(genai, env, opts, prompts),
+        false => daemon_run(genai, env, opts, prompts),
+    }
+}
+
+/// `genai serve` with one slot per prompt: a warm-up request loads the model, then one
+/// streaming request per prompt to its warm local route (`POST /genai/local`), all at once,
+/// each with the body llama-server gets.
+fn serve_run(
+    genai: &Path,
+    env: &dyn Fn(&mut Command, &Path),
+    opts: &Options,
+    prompts: &[usize],
+) -> Res<Run> {
+    let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp folder: {e}"))?;
+    crate::write_config(dir.path(), opts, Some(prompts.len()))?;
+    let port = free_port()?;
+    let mut cmd = Command::new(genai);
+    cmd.args([
+        "serve",
+        "--no-preload",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    env(&mut cmd, dir.path());
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start genai serve: {e}"))?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().ok_or("no stdout")?)
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    let result = (|| {
+        if !line.starts_with("listening on") {
+            return Err(format!("genai serve did not start: {line:?}"));
+        }
+        let token = std::fs::read_to_string(dir.path().join("config/serve-token"))
+            .map_err(|e| format!("no serve token: {e}"))?;
+        let token = token.trim().to_string();
+        let request = |prompt: &str, tokens: u32| {
+            json!({"provider": "bench", "modelFile": opts.model, "model": "", "stream": true,
+                   "body": chat_body(prompt, tokens, opts)})
+        };
+        let warm = request("Hi", 2);
+        stream_request(port, "/genai/local", Some(&token), &warm, Instant::now())?;
+        let started = Instant::now();
+        let workers: Vec<_> = prompts
+            .iter()
+            .map(|&i| {
+                let body = request(PROMPTS[i % PROMPTS.len()], opts.tokens);
+                let token = token.clone();
+                std::thread::spawn(move || {
+                    stream_request(port, "/genai/local", Some(&token), &body, started)
+                })
+            })
+            .collect();
+        let mut streams = Vec::new();
+        for w in workers {
+            streams.push(w.join().map_err(|_| "a request thread panicked")??);
+        }
+        let wall = streams.iter().map(|s| s.done).max().unwrap_or_default();
+        let (_, peak_kib) = bench::memory_kib(child.id())?;
+        Ok(Run {
+            streams,
+            wall,
+            peak_kib,
+        })
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
 /// `genai daemon` with one slot per prompt: a warm-up turn loads the model, then one
 /// conversation per prompt (indices into [`PROMPTS`]) sends its message, all at once.
-fn genai_run(
+fn daemon_run(
     genai: &Path,
     env: &dyn Fn(&mut Command, &Path),
     opts: &Options,
@@ -225,8 +359,7 @@ fn genai_run(
     let create = |daemon: &mut Daemon, tokens: u32| -> Res<String> {
         let conv = daemon.call(
             "CreateConversation",
-            // A constrained reply ends with its JSON: it cannot run on to max_tokens.
-            json!({"serviceProvider": "bench", "parameters": {"max_tokens": tokens, "temperature": 0, "ignore_eos": opts.schema.is_none()}}),
+            json!({"serviceProvider": "bench", "parameters": {"max_tokens": tokens, "temperature": 0, "ignore_eos": true}}),
         )?;
         Ok(conv["conversationId"]
             .as_str()
@@ -243,8 +376,7 @@ fn genai_run(
     for (cid, &i) in &index {
         daemon.send(
             "OnNewMessage",
-            json!({"conversationId": cid, "message": PROMPTS[prompts[i] % PROMPTS.len()],
-                   "responseSchema": opts.schema}),
+            json!({"conversationId": cid, "message": PROMPTS[prompts[i] % PROMPTS.len()]}),
         )?;
     }
     let deadline = started + DEADLINE;
@@ -336,22 +468,20 @@ fn drive_llama_server(child: &mut Child, port: u16, opts: &Options, prompts: &[u
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    chat_stream(port, "Hi", 2, None, Instant::now())?;
+    let completions = "/v1/chat/completions";
+    stream_request(
+        port,
+        completions,
+        None,
+        &chat_body("Hi", 2, opts),
+        Instant::now(),
+    )?;
     let started = Instant::now();
-    let tokens = opts.tokens;
     let workers: Vec<_> = prompts
         .iter()
         .map(|&i| {
-            let schema = opts.schema.clone();
-            std::thread::spawn(move || {
-                chat_stream(
-                    port,
-                    PROMPTS[i % PROMPTS.len()],
-                    tokens,
-                    schema.as_ref(),
-                    started,
-                )
-            })
+            let body = chat_body(PROMPTS[i % PROMPTS.len()], opts.tokens, opts);
+            std::thread::spawn(move || stream_request(port, completions, None, &body, started))
         })
         .collect();
     let mut streams = Vec::new();
@@ -391,34 +521,24 @@ fn status_code(line: &str) -> Res<u16> {
         .ok_or_else(|| format!("not an HTTP status line: {line:?}"))
 }
 
-/// One streaming `/v1/chat/completions` request, greedy, `tokens` at most; times from
-/// `started`. Tokens are the final usage's count, else the content chunks (one token each).
-fn chat_stream(
+/// One streaming openai-chat request (`body`) POSTed to `path`, with a bearer `token` when
+/// given; times from `started`. The first token is the first content or tool-call delta; tokens
+/// are the final usage's count, else the deltas (one token each).
+fn stream_request(
     port: u16,
-    prompt: &str,
-    tokens: u32,
-    schema: Option<&Value>,
+    path: &str,
+    token: Option<&str>,
+    body: &Value,
     started: Instant,
 ) -> Res<Stream> {
-    let mut body = json!({
-        "messages": [{"role": "user", "content": prompt}],
-        "max_tokens": tokens,
-        "temperature": 0,
-        "ignore_eos": schema.is_none(),
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if let Some(schema) = schema {
-        body["response_format"] =
-            json!({"type": "json_schema", "json_schema": {"name": "response", "schema": schema}});
-    }
     let body = body.to_string();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(DEADLINE))
         .map_err(|e| e.to_string())?;
     write!(
         s,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .map_err(|e| e.to_string())?;
@@ -448,11 +568,18 @@ fn chat_stream(
         let Ok(v) = serde_json::from_str::<Value>(data.trim()) else {
             return;
         };
-        let content = v["choices"][0]["delta"]["content"].as_str().unwrap_or("");
+        let delta = &v["choices"][0]["delta"];
+        let content = delta["content"].as_str().unwrap_or("");
         if !content.is_empty() {
             first.get_or_insert_with(|| started.elapsed());
             chunks += 1;
             text.push_str(content);
+        }
+        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+            first.get_or_insert_with(|| started.elapsed());
+            chunks += 1;
+            text.push_str(call["function"]["name"].as_str().unwrap_or(""));
+            text.push_str(call["function"]["arguments"].as_str().unwrap_or(""));
         }
         if let Some(t) = v["usage"]["completion_tokens"].as_u64() {
             usage = Some(t);

@@ -408,7 +408,11 @@ impl Engine {
             stops,
             max_tokens: settings.max_tokens,
             raw: settings.raw,
-            run_to_max: settings.ignore_eos,
+            keep_repeats: settings.ignore_eos
+                || settings
+                    .grammar
+                    .as_ref()
+                    .is_some_and(|g| g.triggers.is_none()),
             sampler,
             sink,
         });

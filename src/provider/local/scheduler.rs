@@ -73,9 +73,11 @@ pub struct Job {
     pub max_tokens: Option<u32>,
     /// A raw completion (fill-in-the-middle): the reply's leading whitespace is kept.
     pub raw: bool,
-    /// Not stopped when the reply repeats itself (the sampler keeps end-of-generation tokens
-    /// out): it runs to `max_tokens`.
-    pub run_to_max: bool,
+    /// Not stopped when the reply repeats itself: a run to `max_tokens` (`ignore_eos`: the
+    /// sampler keeps end-of-generation tokens out), or a reply a grammar constrains whole (`[0,
+    /// 0, 0, ...]` is a well-formed array of a schema, whose grammar ends it; llama-server does
+    /// not cut it either). A lazy grammar's free text is still watched.
+    pub keep_repeats: bool,
     /// This request's own sampler.
     pub sampler: TokenSampler,
     pub sink: Box<dyn Sink>,
@@ -209,7 +211,7 @@ struct Running {
     output: TextOutput,
     counts: TokenCounts,
     max_tokens: usize,
-    run_to_max: bool,
+    keep_repeats: bool,
     /// The generated tokens, to see a loop (not kept when running to `max_tokens`).
     reply: Vec<TokenId>,
     /// The token sampled last, to evaluate in the next step.
@@ -398,7 +400,7 @@ impl Batcher {
                 completion: 0,
             },
             max_tokens: job.max_tokens.map_or(room, |m| (m as usize).min(room)),
-            run_to_max: job.run_to_max,
+            keep_repeats: job.keep_repeats,
             reply: Vec::new(),
             next: None,
             fed: 0,
@@ -521,7 +523,7 @@ impl Batcher {
         if r.counts.completion as usize >= r.max_tokens {
             return Some("length");
         }
-        if !r.run_to_max {
+        if !r.keep_repeats {
             r.reply.push(token.0);
             if let Some(period) = repetition::loop_period(&r.reply) {
                 tracing::debug!(model = %name, period, "the reply repeats itself: stopped");

@@ -502,6 +502,37 @@ fn schema_constrained_replies_parse_and_validate_on_the_local_model() {
     }
 }
 
+/// A schema whose grammar forces one token pair over and over (`[7, 7, 7, ...]`, 80 tokens) is
+/// not taken for a loop: the reply is the whole array (the loop check once cut it at 48 tokens
+/// and the JSON did not parse).
+#[test]
+fn a_constrained_reply_that_repeats_is_not_cut_as_a_loop() {
+    let Some(model) = test_model() else { return };
+    let dirs = crate::support::cli::Folders::new();
+    dirs.write_config(&format!(
+        "[service_providers.gemma]\nkind = \"local\"\nmodel = {}\n",
+        toml_string(&model.display().to_string())
+    ));
+    let schema = json!({"type": "array", "items": {"const": 7}, "minItems": 40, "maxItems": 40});
+    let o = crate::support::cli::output(dirs.genai(&[
+        "ask",
+        "-m",
+        "gemma",
+        "--no-log",
+        "-p",
+        "temperature=0",
+        "-p",
+        "max_tokens=300",
+        "--schema",
+        &schema.to_string(),
+        "Say seven forty times.",
+    ]));
+    let out = crate::support::cli::stdout(&o);
+    assert!(o.status.success(), "{}", crate::support::cli::stderr(&o));
+    let value: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(value, json!(vec![7; 40]));
+}
+
 /// A daemon on `model` with the fake `events` module, and a `tools` conversation offered its
 /// `getEvents` with this `tool_choice`: greedy, short replies, one round of calls then the
 /// answer (two generations at most).

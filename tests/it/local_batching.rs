@@ -103,6 +103,20 @@ fn four_conversations_at_once_give_their_single_stream_text_and_reuse_their_own_
     let convs: Vec<String> = PROMPTS.iter().map(|_| short(&mut d)).collect();
     let turns: Vec<(String, &str)> = convs.iter().cloned().zip(PROMPTS).collect();
     let done = at_once(&mut d, &turns);
+    // Four requests at once on four slots: none is told to wait for a slot (they once were
+    // when they came between two steps, before the scheduler had taken the first).
+    let waits: Vec<&Value> = d
+        .log()
+        .iter()
+        .filter(|m| {
+            m["method"] == "OnFeatureResponse"
+                && m["params"]["final"] == false
+                && m["params"]["summary"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("waiting for a slot"))
+        })
+        .collect();
+    assert!(waits.is_empty(), "free slots, yet: {waits:?}");
     for ((turn, fin), want) in done.iter().zip(&expected) {
         assert_eq!(
             summary(fin),

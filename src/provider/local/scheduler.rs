@@ -102,8 +102,8 @@ pub struct Setup {
 
 struct Queue {
     jobs: VecDeque<Job>,
-    /// Whether every sequence is busy: set on admission, cleared when one is given back.
-    full: bool,
+    /// Sequences free for the queued requests: set on admission and when one is given back.
+    free: usize,
     /// Why the scheduler cannot run (its context could not be made, or it stopped).
     broken: Option<String>,
     /// Asked to end its thread after the step under way ([`Scheduler::stop`]).
@@ -131,7 +131,7 @@ impl Scheduler {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
-                full: false,
+                free: setup.sequences.max(1),
                 broken: None,
                 stopping: false,
             }),
@@ -175,8 +175,10 @@ impl Scheduler {
             job.sink.finish(Err(e));
             return;
         }
-        if q.full || !q.jobs.is_empty() {
-            job.sink.waiting(q.jobs.len());
+        // Only when the requests queued before it take every free sequence: several arriving
+        // at once between two steps are all admitted at the next one.
+        if q.jobs.len() >= q.free {
+            job.sink.waiting(q.jobs.len() - q.free);
         }
         q.jobs.push_back(job);
         drop(q);
@@ -312,7 +314,7 @@ impl Batcher {
                         admitted.push((job, claim.index, claim.common));
                     }
                 }
-                q.full = !self.table.has_free();
+                q.free = self.table.free();
                 (admitted, gone)
             };
             for j in cancelled {
@@ -572,7 +574,7 @@ impl Batcher {
     /// not be told to wait for a slot that is free.
     fn give_back(&mut self, seq: usize) {
         self.table.release(seq);
-        lock(&self.shared).full = false;
+        lock(&self.shared).free = self.table.free();
     }
 
     /// A failed decode: the requests in that batch fail and their sequences start empty.

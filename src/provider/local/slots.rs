@@ -50,7 +50,12 @@ impl SequenceTable {
 
     /// Whether a request could claim a sequence now.
     pub fn has_free(&self) -> bool {
-        self.entries.len() < self.capacity || self.entries.iter().any(|e| !e.busy)
+        self.free() > 0
+    }
+
+    /// How many requests could claim a sequence now.
+    pub fn free(&self) -> usize {
+        self.capacity - self.entries.len() + self.entries.iter().filter(|e| !e.busy).count()
     }
 
     /// Claims the best sequence for `prompt`, or `None` when every one is busy.
@@ -207,6 +212,17 @@ mod tests {
         t.release(c.index);
         assert!(t.has_free());
         assert!(t.claim(&[1]).is_some());
+    }
+
+    #[test]
+    fn free_counts_new_and_idle_sequences() {
+        let mut t = SequenceTable::new(3);
+        assert_eq!(t.free(), 3);
+        let a = t.claim(&[1]).unwrap();
+        let _b = t.claim(&[2]).unwrap();
+        assert_eq!(t.free(), 1);
+        t.release(a.index);
+        assert_eq!(t.free(), 2);
     }
 
     #[test]

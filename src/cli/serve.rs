@@ -210,6 +210,18 @@ pub fn connect_local(paths: &Paths, config: &Config, no_connect: bool) {
 /// `--background`: this command again, detached (its own process group, stdin closed, its
 /// output in `serve.log`), waited for until it says where it listens.
 async fn background(paths: &Paths) -> Result<(), Error> {
+    if let Some(running) = presence::find(&paths.config_dir) {
+        let wait = std::time::Duration::from_secs(1);
+        if std::net::TcpStream::connect_timeout(&running.addr, wait).is_ok() {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                format!(
+                    "a genai serve of this user already runs (pid {}, ws://{}): stop it first with `genai serve --stop`",
+                    running.pid, running.addr
+                ),
+            ));
+        }
+    }
     let failed = |what: &str, e: std::io::Error| Error::internal(format!("{what}: {e}"));
     let log_path = paths.data_dir.join("serve.log");
     std::fs::create_dir_all(&paths.data_dir).map_err(|e| failed("cannot make the data dir", e))?;

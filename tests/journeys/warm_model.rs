@@ -73,6 +73,9 @@ fn a_background_serve_keeps_the_local_model_warm_for_ask_and_chat() {
         started.stdout()
     );
     assert!(started.stderr().contains("genai serve --stop"));
+    // A second one is refused: the first is named.
+    home.run(&["serve", "--background", "--listen", "127.0.0.1:0"])
+        .fails(2, "a genai serve of this user already runs");
 
     let warm = logged(&home, &ASK).ok();
     assert!(warm.stderr().contains(SERVED), "{}", warm.stderr());

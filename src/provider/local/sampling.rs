@@ -21,6 +21,8 @@ pub struct TokenSampler {
     grammar: Option<LlamaSampler>,
     /// The candidates of the last full pass, kept to be filled again without allocating.
     buffer: Vec<LlamaTokenData>,
+    /// How many picks the grammar refused (each cost a pass over the whole vocabulary).
+    refusals: u32,
 }
 
 impl TokenSampler {
@@ -30,7 +32,14 @@ impl TokenSampler {
             chain,
             grammar,
             buffer: Vec::new(),
+            refusals: 0,
         }
+    }
+
+    /// How many of the chain's picks the grammar refused so far (for the engine's log: each
+    /// refusal is a pass over the whole vocabulary).
+    pub fn refusals(&self) -> u32 {
+        self.refusals
     }
 
     /// Samples and accepts the next token from the `idx`-th logits of the last decode.
@@ -41,7 +50,10 @@ impl TokenSampler {
         let first = self.pick(ctx, idx, None);
         let token = match allows(&mut grammar, first) {
             true => first,
-            false => self.pick(ctx, idx, Some(&mut grammar)),
+            false => {
+                self.refusals += 1;
+                self.pick(ctx, idx, Some(&mut grammar))
+            }
         };
         grammar.accept(token);
         self.chain.accept(token);

@@ -310,27 +310,17 @@ fn serve_run(
         let warm = request("Hi", 2);
         stream_request(port, "/genai/local", Some(&token), &warm, Instant::now())?;
         let started = Instant::now();
-        let workers: Vec<_> = prompts
+        let bodies = prompts
             .iter()
-            .map(|&i| {
-                let body = request(PROMPTS[i % PROMPTS.len()], opts.tokens);
-                let token = token.clone();
-                std::thread::spawn(move || {
-                    stream_request(port, "/genai/local", Some(&token), &body, started)
-                })
-            })
-            .collect();
-        let mut streams = Vec::new();
-        for w in workers {
-            streams.push(w.join().map_err(|_| "a request thread panicked")??);
-        }
-        let wall = streams.iter().map(|s| s.done).max().unwrap_or_default();
-        let (_, peak_kib) = bench::memory_kib(child.id())?;
-        Ok(Run {
-            streams,
-            wall,
-            peak_kib,
-        })
+            .map(|&i| request(PROMPTS[i % PROMPTS.len()], opts.tokens));
+        at_once(
+            port,
+            "/genai/local",
+            Some(&token),
+            bodies,
+            started,
+            child.id(),
+        )
     })();
     let _ = child.kill();
     let _ = child.wait();
@@ -477,11 +467,26 @@ fn drive_llama_server(child: &mut Child, port: u16, opts: &Options, prompts: &[u
         Instant::now(),
     )?;
     let started = Instant::now();
-    let workers: Vec<_> = prompts
+    let bodies = prompts
         .iter()
-        .map(|&i| {
-            let body = chat_body(PROMPTS[i % PROMPTS.len()], opts.tokens, opts);
-            std::thread::spawn(move || stream_request(port, completions, None, &body, started))
+        .map(|&i| chat_body(PROMPTS[i % PROMPTS.len()], opts.tokens, opts));
+    at_once(port, completions, None, bodies, started, child.id())
+}
+
+/// Each body as one streaming request to `path`, all at once (a thread each), timed from
+/// `started`; the server process `pid`'s peak memory at the end.
+fn at_once(
+    port: u16,
+    path: &'static str,
+    token: Option<&str>,
+    bodies: impl Iterator<Item = Value>,
+    started: Instant,
+    pid: u32,
+) -> Res<Run> {
+    let workers: Vec<_> = bodies
+        .map(|body| {
+            let token = token.map(str::to_string);
+            std::thread::spawn(move || stream_request(port, path, token.as_deref(), &body, started))
         })
         .collect();
     let mut streams = Vec::new();
@@ -489,7 +494,7 @@ fn drive_llama_server(child: &mut Child, port: u16, opts: &Options, prompts: &[u
         streams.push(w.join().map_err(|_| "a request thread panicked")??);
     }
     let wall = streams.iter().map(|s| s.done).max().unwrap_or_default();
-    let (_, peak_kib) = bench::memory_kib(child.id())?;
+    let (_, peak_kib) = bench::memory_kib(pid)?;
     Ok(Run {
         streams,
         wall,

@@ -73,10 +73,8 @@ pub struct Job {
     pub max_tokens: Option<u32>,
     /// A raw completion (fill-in-the-middle): the reply's leading whitespace is kept.
     pub raw: bool,
-    /// Not stopped when the reply repeats itself: a run to `max_tokens` (`ignore_eos`: the
-    /// sampler keeps end-of-generation tokens out), or a reply a grammar constrains whole (`[0,
-    /// 0, 0, ...]` is a well-formed array of a schema, whose grammar ends it; llama-server does
-    /// not cut it either). A lazy grammar's free text is still watched.
+    /// Not stopped when it repeats itself: a run to `max_tokens` (`ignore_eos`), or a reply a
+    /// grammar constrains whole (`[0, 0, 0]` is well-formed; its grammar ends it).
     pub keep_repeats: bool,
     /// This request's own sampler.
     pub sampler: TokenSampler,

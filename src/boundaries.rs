@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 const FRONT_ENDS: &[&str] = &["rpc", "acp", "lsp", "cli"];
 
 /// Plumbing the front-ends share: core-side (it imports no front-end, as any core module), and
-/// each front-end listed with it stands on it (`peer`: the one JSON-RPC peer of `rpc` and `acp`).
-const SHARED: &[(&str, &[&str])] = &[("peer", &["rpc", "acp"])];
+/// each front-end listed with it stands on it (`peer`: the one JSON-RPC peer of `rpc` and `acp`;
+/// `gateway`: other vendors' HTTP APIs over the core, which `genai serve` mounts).
+const SHARED: &[(&str, &[&str])] = &[("peer", &["rpc", "acp"]), ("gateway", &["rpc"])];
 
 /// The command line starts each front-end: these files may use that front-end's entry
 /// (importing file, imported file).

@@ -12,7 +12,8 @@
 //!
 //! The **front-ends** are thin adapters on the core, each speaking one protocol: `rpc` (the
 //! daemon's JSON-RPC and `genai serve`), `acp` (Agent Client Protocol) and `lsp` (Language
-//! Server Protocol); the CLI lives in the binary (`src/cli`). A core module never imports a
+//! Server Protocol); the CLI lives in the binary (`src/cli`). `gateway` (OpenAI's HTTP APIs
+//! over the core, mounted by `genai serve`) is plumbing beside them, core-side. A core module never imports a
 //! front-end, and no front-end imports another (`boundaries` tests it).
 //!
 //! See `docs/ARCHITECTURE.md` for the code map.
@@ -29,6 +30,7 @@ pub mod feature;
 pub mod fetch;
 pub mod file_context;
 pub mod format;
+pub mod gateway;
 pub mod hooks;
 pub mod message;
 pub mod middleware;

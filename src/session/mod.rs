@@ -207,6 +207,23 @@ impl Framework {
         system: Option<Message>,
         history: Vec<Message>,
     ) -> Result<Arc<AIAgent>> {
+        let agent = Arc::new(self.make_agent(sel, params, persistence, system, history)?);
+        self.agents
+            .lock()
+            .map_err(|_| poisoned())?
+            .insert(agent.id.clone(), agent.clone());
+        Ok(agent)
+    }
+
+    /// An agent of `sel` (its middleware, response schema and price), registered nowhere.
+    fn make_agent(
+        self: &Arc<Self>,
+        sel: &Selection,
+        params: Option<&Map<String, Value>>,
+        persistence: Option<Persistence>,
+        system: Option<Message>,
+        history: Vec<Message>,
+    ) -> Result<AIAgent> {
         if sel.model_configuration.is_some() && sel.model.is_some() {
             return Err(Error::invalid_params(
                 "give `modelConfiguration` or `model`, not both",
@@ -230,12 +247,17 @@ impl Framework {
             &model_id,
             agent.provider.provider.vendor_prices(),
         );
-        let agent = Arc::new(agent);
-        self.agents
-            .lock()
-            .map_err(|_| poisoned())?
-            .insert(agent.id.clone(), agent.clone());
         Ok(agent)
+    }
+
+    /// An agent for one request of a client that keeps the history itself (the gateway's
+    /// APIs): chosen as `genai ask -m` chooses (`choice`), with the agent's system prompt (a
+    /// system message of the request replaces it), middleware and response schema. It is
+    /// registered nowhere and stores nothing; dropping it ends it.
+    pub fn request_agent(self: &Arc<Self>, choice: &ModelChoice) -> Result<AIAgent> {
+        let sel = self.selector().select(choice)?;
+        let system = sel.system_prompt.clone().map(Message::system);
+        self.make_agent(&sel, None, None, system, Vec::new())
     }
 
     /// The tool sources of a conversation: the config's, and beside them (enabled) the MCP

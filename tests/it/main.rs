@@ -23,6 +23,7 @@ mod daemon_tools;
 mod daemon_tools_formats;
 mod editor_tools;
 mod failed_turns;
+mod gateway;
 mod hostile;
 mod keys;
 #[cfg(feature = "local")]
@@ -31,6 +32,7 @@ mod local_batching;
 mod local_first_use;
 #[cfg(feature = "local")]
 mod local_model;
+#[cfg(feature = "local")]
 mod local_warm;
 mod lsp;
 mod lsp_emacs;

@@ -4,15 +4,20 @@
 //! asked for its model and never priced as OpenAI, and `ask --help` saying how a model is
 //! chosen without `-m`.
 
-use serde_json::{json, Value};
+#[cfg(feature = "local")]
+use serde_json::json;
+use serde_json::Value;
 
 use crate::support::cli::{self, stderr, stdout, OpenAiCli};
 use crate::support::fake_openai::Behavior;
+#[cfg(feature = "local")]
 use crate::support::rpc_client::{Daemon, DaemonConfig, Framing};
 
+#[cfg(feature = "local")]
 const LOCAL_MODEL: &str = "smollm2-135m-instruct-q4_1";
 
 /// A config with a provider and a default model, as a user has once they added one.
+#[cfg(feature = "local")]
 fn configured(fake_url: &str) -> String {
     format!(
         "[defaults]\nmodel = \"corp:m\"\n[service_providers.corp]\nkind = \"openai\"\nbase_url = \"{fake_url}\"\n"

@@ -3,8 +3,8 @@
 //! gets the same `dispatch::Session` and `RpcPort` as a stdio client, and notifications reach
 //! clients through jsonrpsee subscriptions (`connection.rs`). This file owns the listener and
 //! the HTTP gate in front of jsonrpsee: the web chat page at `/`, the warm local model's route
-//! (`warm.rs`), the token and the origin check (`auth.rs`), and the limits. It must never hold
-//! conversation state.
+//! (`warm.rs`), the gateway's OpenAI APIs under `/v1/` (`crate::gateway`), the token and the
+//! origin check (`auth.rs`), and the limits. It must never hold conversation state.
 
 pub mod auth;
 pub mod bridge;
@@ -198,6 +198,12 @@ async fn handle(
         }
         return Ok(warm::answer(req, &shared.fw, shared.limits.message_bytes).await);
     }
+    if crate::gateway::is_gateway(&req) && !jsonrpsee::server::ws::is_upgrade_request(&req) {
+        if let Some(refused) = gate.check_api_client(&req) {
+            return Ok(refused);
+        }
+        return Ok(crate::gateway::answer(req, &shared.fw, shared.limits.message_bytes).await);
+    }
     if let Some(refused) = gate.check(&req) {
         return Ok(refused);
     }
@@ -255,6 +261,24 @@ impl Gate {
                 http::StatusCode::UNAUTHORIZED,
                 "a bearer token is needed (genai serve --print-token)",
             ));
+        }
+        None
+    }
+}
+
+impl Gate {
+    /// `None` when a gateway request comes from an allowed origin with the token (as a bearer
+    /// token or `x-api-key`); else the refusal in the gateway's error shape.
+    fn check_api_client<B>(
+        &self,
+        req: &http::Request<B>,
+    ) -> Option<jsonrpsee::server::HttpResponse> {
+        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+        if !auth::origin_allowed(header("origin"), &self.origins) {
+            return Some(crate::gateway::ApiError::forbidden_origin().response());
+        }
+        if !auth::has_api_key(header("authorization"), header("x-api-key"), &self.token) {
+            return Some(crate::gateway::ApiError::unauthorized().response());
         }
         None
     }

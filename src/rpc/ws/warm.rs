@@ -9,13 +9,12 @@
 //! would hand the serve's keys to any holder of the token by another door), and never hold a
 //! conversation: the client keeps the conversation and its history.
 
-use bytes::Bytes;
 use futures::StreamExt;
-use http_body_util::BodyExt;
 use jsonrpsee::server::{HttpBody, HttpResponse};
 
 use crate::error::{Error, ErrorKind};
 use crate::format::{openai_chat, ModelRequest};
+use crate::gateway::sse;
 use crate::provider::local::served::{WarmError, WarmRequest, ERROR_EVENT, ROUTE};
 use crate::provider::{ProviderResponse, StreamEvent};
 use crate::session::Framework;
@@ -38,20 +37,9 @@ pub async fn answer(
             false,
         );
     }
-    let body = match http_body_util::Limited::new(req.into_body(), limit as usize)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            return refuse(
-                http::StatusCode::PAYLOAD_TOO_LARGE,
-                &Error::invalid_params(format!(
-                    "the request could not be read whole (at most {limit} bytes): {e}"
-                )),
-                false,
-            )
-        }
+    let body = match crate::gateway::read_body(req, limit).await {
+        Ok(b) => b,
+        Err(e) => return refuse(e.status, &Error::invalid_params(e.message), false),
     };
     let warm: WarmRequest = match serde_json::from_slice(&body) {
         Ok(w) => w,
@@ -108,26 +96,18 @@ pub async fn answer(
                     return futures::future::ready(None);
                 }
                 let frame = match event {
-                    Ok(e) => frame(&e),
+                    Ok(e) => sse::frame(&e),
                     Err(e) => {
                         *ended = true;
-                        frame(&StreamEvent {
+                        sse::frame(&StreamEvent {
                             event: Some(ERROR_EVENT.to_string()),
                             data: serde_json::to_string(&WarmError::of(&e)).unwrap_or_default(),
                         })
                     }
                 };
-                futures::future::ready(Some(Ok::<_, std::convert::Infallible>(
-                    hyper::body::Frame::data(frame),
-                )))
+                futures::future::ready(Some(frame))
             });
-            let body = HttpBody::new(http_body_util::StreamBody::new(frames));
-            let mut r = reply(http::StatusCode::OK, "text/event-stream", body);
-            r.headers_mut().insert(
-                http::header::CACHE_CONTROL,
-                http::HeaderValue::from_static("no-cache"),
-            );
-            r
+            sse::response(frames)
         }
         Err(e) => refuse(status_of(e.kind), &e, false),
     }
@@ -140,23 +120,6 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
             (std::fs::canonicalize(a), std::fs::canonicalize(b)),
             (Ok(x), Ok(y)) if x == y
         )
-}
-
-/// One server-sent event: its type when it has one, and each line of its data.
-fn frame(e: &StreamEvent) -> Bytes {
-    let mut out = String::new();
-    if let Some(t) = &e.event {
-        out.push_str("event: ");
-        out.push_str(t);
-        out.push('\n');
-    }
-    for line in e.data.split('\n') {
-        out.push_str("data: ");
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.push('\n');
-    Bytes::from(out)
 }
 
 fn status_of(kind: ErrorKind) -> http::StatusCode {
@@ -189,23 +152,4 @@ fn reply(status: http::StatusCode, content_type: &'static str, body: HttpBody) -
         http::HeaderValue::from_static(content_type),
     );
     r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_event_is_one_frame_with_each_data_line_prefixed() {
-        let plain = frame(&StreamEvent::data("{\"a\":1}"));
-        assert_eq!(&plain[..], b"data: {\"a\":1}\n\n");
-        let typed = frame(&StreamEvent {
-            event: Some("genai.progress".into()),
-            data: "one\ntwo".into(),
-        });
-        assert_eq!(
-            &typed[..],
-            b"event: genai.progress\ndata: one\ndata: two\n\n"
-        );
-    }
 }

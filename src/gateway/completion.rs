@@ -1,0 +1,213 @@
+//! The answers of `POST /v1/chat/completions`: the core's [`ModelReply`] as a whole
+//! `chat.completion`, or the turn's pieces as `chat.completion.chunk` events (the role first;
+//! text, reasoning as `reasoning_content` and tool calls as they come; the finish reason, the
+//! usage when asked, and `data: [DONE]` last).
+//!
+//! It owns the reply's side of the API. It must never read a request nor run a turn
+//! (`openai_chat.rs` does), and never say more than the reply holds: a usage the provider did
+//! not report is zero in the usage chunk, absent (`null`) in a whole answer.
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::turn::Piece;
+use super::{sse, ApiError};
+use crate::format::{self, ModelReply, StreamEvent, ToolCallDelta};
+use crate::message::{Part, Usage};
+
+/// What every answer of one request says the same: its id, time and model.
+pub struct Reply {
+    pub id: String,
+    pub created: u64,
+    /// As the request named it.
+    pub model: String,
+}
+
+impl Reply {
+    /// The whole `chat.completion`.
+    pub fn completion(&self, reply: &ModelReply) -> Value {
+        let mut message = json!({"role": "assistant", "content": null});
+        let text = reply_text(reply);
+        if !text.is_empty() || !reply.message.has_tool_calls() {
+            message["content"] = json!(text);
+        }
+        let reasoning = reply.message.reasoning();
+        if !reasoning.is_empty() {
+            message["reasoning_content"] = json!(reasoning);
+        }
+        let calls = whole_calls(reply);
+        if !calls.is_empty() {
+            message["tool_calls"] = Value::Array(calls);
+        }
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": message,
+                "logprobs": null,
+                "finish_reason": finish_reason(reply),
+            }],
+            "usage": reply.usage.map(usage),
+        })
+    }
+}
+
+/// The reply's answer as text (a `Json` part as its JSON text).
+fn reply_text(reply: &ModelReply) -> String {
+    let mut out = String::new();
+    for p in &reply.message.content {
+        match p {
+            Part::Text { text } => out.push_str(text),
+            Part::Json { value } => out.push_str(&value.to_string()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The reply's tool calls, each whole, in Chat Completions' shape.
+fn whole_calls(reply: &ModelReply) -> Vec<Value> {
+    reply
+        .message
+        .tool_calls()
+        .into_iter()
+        .map(|(id, name, arguments)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}})
+        })
+        .collect()
+}
+
+/// The reply's finish reason in Chat Completions' words.
+fn finish_reason(reply: &ModelReply) -> &'static str {
+    if reply.message.has_tool_calls() {
+        return "tool_calls";
+    }
+    match reply.finish_reason.as_deref() {
+        Some(r) if format::at_token_limit(r) => "length",
+        Some("content_filter" | "SAFETY" | "RECITATION" | "PROHIBITED_CONTENT" | "refusal") => {
+            "content_filter"
+        }
+        _ => "stop",
+    }
+}
+
+fn usage(u: Usage) -> Value {
+    json!({
+        "prompt_tokens": u.input_tokens,
+        "completion_tokens": u.output_tokens,
+        "total_tokens": u.total(),
+        "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens.unwrap_or(0)},
+    })
+}
+
+/// The events of a streamed reply, from the turn's pieces.
+pub struct Chunks {
+    reply: Reply,
+    include_usage: bool,
+    /// The core's key of each tool call streamed so far, in order: its place is the call's
+    /// `index`.
+    calls: Vec<usize>,
+    sent_text: bool,
+}
+
+impl Chunks {
+    pub fn new(reply: Reply, include_usage: bool) -> Chunks {
+        Chunks {
+            reply,
+            include_usage,
+            calls: Vec::new(),
+            sent_text: false,
+        }
+    }
+
+    /// The first event: the assistant's role.
+    pub fn start(&self) -> Vec<Bytes> {
+        vec![self.chunk(json!({"role": "assistant", "content": ""}), None)]
+    }
+
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Bytes {
+        let mut chunk = json!({
+            "id": self.reply.id,
+            "object": "chat.completion.chunk",
+            "created": self.reply.created,
+            "model": self.reply.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+        });
+        if self.include_usage {
+            chunk["usage"] = Value::Null;
+        }
+        event(&chunk)
+    }
+
+    /// The events of one piece of the turn.
+    pub fn piece(&mut self, piece: Piece) -> Vec<Bytes> {
+        match piece {
+            Piece::Text(t) if t.is_empty() => Vec::new(),
+            Piece::Text(t) => {
+                self.sent_text = true;
+                vec![self.chunk(json!({"content": t}), None)]
+            }
+            Piece::Reasoning(r) => vec![self.chunk(json!({"reasoning_content": r}), None)],
+            Piece::Call(d) => vec![self.call(&d)],
+            Piece::Done(Ok(reply)) => self.end(&reply),
+            // Once streaming, an error can only be an event; the stream ends without [DONE].
+            Piece::Done(Err(e)) => vec![event(&ApiError::of(&e, None).body())],
+        }
+    }
+
+    fn call(&mut self, d: &ToolCallDelta) -> Bytes {
+        let index = match self.calls.iter().position(|k| *k == d.index) {
+            Some(i) => i,
+            None => {
+                self.calls.push(d.index);
+                self.calls.len() - 1
+            }
+        };
+        let mut call = json!({"index": index, "function": {"arguments": d.arguments}});
+        if let Some(id) = &d.id {
+            call["id"] = json!(id);
+            call["type"] = json!("function");
+        }
+        if let Some(name) = &d.name {
+            call["function"]["name"] = json!(name);
+        }
+        self.chunk(json!({"tool_calls": [call]}), None)
+    }
+
+    /// The last events: what the model did not stream (a structured reply comes whole), the
+    /// finish reason, the usage when asked, and `[DONE]`.
+    fn end(&mut self, reply: &ModelReply) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        let text = reply_text(reply);
+        if !self.sent_text && !text.is_empty() {
+            out.push(self.chunk(json!({"content": text}), None));
+        }
+        let mut calls = whole_calls(reply);
+        for (i, call) in calls.iter_mut().enumerate() {
+            call["index"] = json!(i);
+        }
+        if self.calls.is_empty() && !calls.is_empty() {
+            out.push(self.chunk(json!({"tool_calls": calls}), None));
+        }
+        out.push(self.chunk(json!({}), Some(finish_reason(reply))));
+        if self.include_usage {
+            out.push(event(&json!({
+                "id": self.reply.id,
+                "object": "chat.completion.chunk",
+                "created": self.reply.created,
+                "model": self.reply.model,
+                "choices": [],
+                "usage": usage(reply.usage.unwrap_or_default()),
+            })));
+        }
+        out.push(sse::frame(&StreamEvent::data("[DONE]")));
+        out
+    }
+}
+
+fn event(value: &Value) -> Bytes {
+    sse::frame(&StreamEvent::data(value.to_string()))
+}

@@ -26,17 +26,22 @@
 //! With `--schema FILE` every reply must match that JSON Schema, and with `--tools` every request
 //! offers a tool (`tool_choice` `required`, the forced grammar, or with `--tool-choice auto` the
 //! lazy one): the constrained decoding of both, compared. Then genai is driven through `genai
-//! serve`'s warm local route with the very openai-chat body llama-server gets (`response_format`,
-//! `tools`), so prompt, grammar request and streaming are the same on both sides; replies end
-//! where the JSON or the call ends rather than at `--tokens`.
+//! serve`'s warm local route with the openai-chat body llama-server gets (`response_format`,
+//! `tools`), streaming; replies end where the JSON or the call ends rather than at `--tokens`.
+//! With `--tools`, llama-server gets genai's own rendered prompt and tool grammar on its
+//! `/completion` endpoint (see `support/same_grammar.rs` for why).
 //!
 //! Engine figures come from the engine's debug log line (`GENAI_LOG=genai::provider::local=debug`).
 //! Every wait has a deadline; the bench exits non-zero with a message when one is missed.
 
 #[path = "support/bench.rs"]
 mod bench;
+#[path = "support/http_stream.rs"]
+mod http_stream;
 #[path = "support/local_concurrency.rs"]
 mod local_concurrency;
+#[path = "support/same_grammar.rs"]
+mod same_grammar;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};

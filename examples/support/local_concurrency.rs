@@ -9,19 +9,20 @@
 //! and threads.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::http_stream::{free_port, http_status, stream_request, Stream};
+use crate::same_grammar::{genai_constrained, Constrained};
 use crate::{bench, ms, Daemon, Options, Res, DEADLINE};
 
 /// One prompt per stream (the streams differ, as real conversations would); each asks for a
 /// long answer so that both servers usually run to `--tokens`.
-const PROMPTS: [&str; 8] = [
+pub const PROMPTS: [&str; 8] = [
     "Write a long story about a lighthouse keeper.",
     "Write a long story about a dragon who learns to bake bread.",
     "Write a long essay about the history of bicycles.",
@@ -31,14 +32,6 @@ const PROMPTS: [&str; 8] = [
     "Write a long essay about life in a medieval village.",
     "Write a long story about a cat who sails around the world.",
 ];
-
-/// One stream of a concurrent run, timed from the moment all requests were sent.
-struct Stream {
-    first: Duration,
-    done: Duration,
-    tokens: u64,
-    text: String,
-}
 
 /// N streams run at once against one server process.
 pub struct Run {
@@ -72,7 +65,8 @@ impl Run {
             .iter()
             .map(|s| s.tokens.saturating_sub(1))
             .sum();
-        if span > 0.0 {
+        // A reply that comes whole (genai's tool calls) has no decode span to speak of.
+        if span > 0.05 {
             after as f64 / span
         } else {
             0.0
@@ -153,8 +147,19 @@ pub fn run(
     }
     println!("each of the first {most} prompts alone, for the texts");
     let alone = alone_texts(most, &|p| genai_run(genai, env, opts, p))?;
+    // With tools, llama-server decodes genai's own prompts and grammars (`same_grammar.rs`).
+    let same = match (&opts.llama_server, &opts.tool_choice) {
+        (Some(_), Some(_)) => {
+            println!("llama-server gets genai's rendered prompts and tool grammars (/completion)");
+            Some(genai_constrained(genai, env, opts, most)?)
+        }
+        _ => None,
+    };
+    let same = same.as_deref();
     let their_alone = match &opts.llama_server {
-        Some(path) => Some(alone_texts(most, &|p| llama_server_run(path, opts, p))?),
+        Some(path) => Some(alone_texts(most, &|p| {
+            llama_server_run(path, opts, p, same)
+        })?),
         None => None,
     };
     let mut rows = Vec::new();
@@ -166,7 +171,7 @@ pub fn run(
         ours.print_differences(&alone);
         let theirs = match (&opts.llama_server, &their_alone) {
             (Some(path), Some(their_alone)) => {
-                let r = llama_server_run(path, opts, &prompts)?;
+                let r = llama_server_run(path, opts, &prompts, same)?;
                 r.print("llama-server");
                 r.print_differences(their_alone);
                 Some(r)
@@ -225,7 +230,7 @@ const TOOL_NAME: &str = "save_story";
 /// The openai-chat body of one greedy request, the same for llama-server and genai's warm
 /// route: the prompt, `tokens` at most, run to the end unless constrained, and the schema or
 /// the tool.
-fn chat_body(prompt: &str, tokens: u32, opts: &Options) -> Value {
+pub fn chat_body(prompt: &str, tokens: u32, opts: &Options) -> Value {
     let mut body = json!({
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": tokens,
@@ -408,16 +413,15 @@ fn daemon_run(
     })
 }
 
-/// A loopback port free at the moment of asking.
-fn free_port() -> Res<u16> {
-    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot bind loopback: {e}"))?;
-    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
-}
-
 /// `llama-server -np n -c n×context` on the model, n the number of prompts (indices into
 /// [`PROMPTS`]); a warm-up request, then one streaming chat request per prompt at once, one
 /// thread each.
-fn llama_server_run(path: &Path, opts: &Options, prompts: &[usize]) -> Res<Run> {
+fn llama_server_run(
+    path: &Path,
+    opts: &Options,
+    prompts: &[usize],
+    same: Option<&[Constrained]>,
+) -> Res<Run> {
     let n = prompts.len();
     let port = free_port()?;
     let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
@@ -434,7 +438,7 @@ fn llama_server_run(path: &Path, opts: &Options, prompts: &[usize]) -> Res<Run> 
         .stderr(log.reopen().map_err(|e| e.to_string())?)
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", path.display()))?;
-    let result = drive_llama_server(&mut child, port, opts, prompts);
+    let result = drive_llama_server(&mut child, port, opts, prompts, same);
     let _ = child.kill();
     let _ = child.wait();
     result.map_err(|e| {
@@ -444,7 +448,13 @@ fn llama_server_run(path: &Path, opts: &Options, prompts: &[usize]) -> Res<Run> 
     })
 }
 
-fn drive_llama_server(child: &mut Child, port: u16, opts: &Options, prompts: &[usize]) -> Res<Run> {
+fn drive_llama_server(
+    child: &mut Child,
+    port: u16,
+    opts: &Options,
+    prompts: &[usize],
+    same: Option<&[Constrained]>,
+) -> Res<Run> {
     let ready_by = Instant::now() + DEADLINE;
     loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -458,19 +468,27 @@ fn drive_llama_server(child: &mut Child, port: u16, opts: &Options, prompts: &[u
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let completions = "/v1/chat/completions";
-    stream_request(
-        port,
-        completions,
-        None,
-        &chat_body("Hi", 2, opts),
-        Instant::now(),
-    )?;
+    let (path, warm, bodies): (_, _, Vec<Value>) = match same {
+        Some(same) => (
+            "/completion",
+            json!({"prompt": "Hi", "n_predict": 2, "stream": true}),
+            prompts
+                .iter()
+                .map(|&i| same[i % same.len()].body(opts.tokens))
+                .collect(),
+        ),
+        None => (
+            "/v1/chat/completions",
+            chat_body("Hi", 2, opts),
+            prompts
+                .iter()
+                .map(|&i| chat_body(PROMPTS[i % PROMPTS.len()], opts.tokens, opts))
+                .collect(),
+        ),
+    };
+    stream_request(port, path, None, &warm, Instant::now())?;
     let started = Instant::now();
-    let bodies = prompts
-        .iter()
-        .map(|&i| chat_body(PROMPTS[i % PROMPTS.len()], opts.tokens, opts));
-    at_once(port, completions, None, bodies, started, child.id())
+    at_once(port, path, None, bodies.into_iter(), started, child.id())
 }
 
 /// Each body as one streaming request to `path`, all at once (a thread each), timed from
@@ -499,143 +517,5 @@ fn at_once(
         streams,
         wall,
         peak_kib,
-    })
-}
-
-/// The status code of `GET path`.
-fn http_status(port: u16, path: &str) -> Res<u16> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))
-        .map_err(|e| e.to_string())?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(|e| e.to_string())?;
-    let mut line = String::new();
-    BufReader::new(s)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
-    status_code(&line)
-}
-
-fn status_code(line: &str) -> Res<u16> {
-    line.split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("not an HTTP status line: {line:?}"))
-}
-
-/// One streaming openai-chat request (`body`) POSTed to `path`, with a bearer `token` when
-/// given; times from `started`. The first token is the first content or tool-call delta; tokens
-/// are the final usage's count, else the deltas (one token each).
-fn stream_request(
-    port: u16,
-    path: &str,
-    token: Option<&str>,
-    body: &Value,
-    started: Instant,
-) -> Res<Stream> {
-    let body = body.to_string();
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(DEADLINE))
-        .map_err(|e| e.to_string())?;
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .map_err(|e| e.to_string())?;
-    let mut r = BufReader::new(s);
-    let mut line = String::new();
-    r.read_line(&mut line).map_err(|e| e.to_string())?;
-    let code = status_code(&line)?;
-    let mut chunked = false;
-    loop {
-        line.clear();
-        r.read_line(&mut line).map_err(|e| e.to_string())?;
-        let h = line.trim().to_ascii_lowercase();
-        if h.is_empty() {
-            break;
-        }
-        chunked |= h.starts_with("transfer-encoding:") && h.contains("chunked");
-    }
-    let mut first = None;
-    let mut chunks = 0u64;
-    let mut text = String::new();
-    let mut usage = None;
-    let mut pending = Vec::new();
-    let mut on_line = |l: &str| {
-        let Some(data) = l.trim().strip_prefix("data:") else {
-            return;
-        };
-        let Ok(v) = serde_json::from_str::<Value>(data.trim()) else {
-            return;
-        };
-        let delta = &v["choices"][0]["delta"];
-        let content = delta["content"].as_str().unwrap_or("");
-        if !content.is_empty() {
-            first.get_or_insert_with(|| started.elapsed());
-            chunks += 1;
-            text.push_str(content);
-        }
-        for call in delta["tool_calls"].as_array().into_iter().flatten() {
-            first.get_or_insert_with(|| started.elapsed());
-            chunks += 1;
-            text.push_str(call["function"]["name"].as_str().unwrap_or(""));
-            text.push_str(call["function"]["arguments"].as_str().unwrap_or(""));
-        }
-        if let Some(t) = v["usage"]["completion_tokens"].as_u64() {
-            usage = Some(t);
-        }
-    };
-    let mut body = Vec::new();
-    loop {
-        let piece = if chunked {
-            line.clear();
-            r.read_line(&mut line).map_err(|e| e.to_string())?;
-            let size = line.trim().split(';').next().unwrap_or("");
-            let size = usize::from_str_radix(size, 16)
-                .map_err(|_| format!("bad chunk size {:?}", line.trim()))?;
-            if size == 0 {
-                break;
-            }
-            let mut buf = vec![0; size + 2];
-            r.read_exact(&mut buf).map_err(|e| e.to_string())?;
-            buf.truncate(size);
-            buf
-        } else {
-            let mut buf = vec![0; 4096];
-            let got = r.read(&mut buf).map_err(|e| e.to_string())?;
-            if got == 0 {
-                break;
-            }
-            buf.truncate(got);
-            buf
-        };
-        if code != 200 {
-            body.extend_from_slice(&piece);
-            continue;
-        }
-        pending.extend_from_slice(&piece);
-        while let Some(at) = pending.iter().position(|&b| b == b'\n') {
-            let l: Vec<u8> = pending.drain(..=at).collect();
-            on_line(&String::from_utf8_lossy(&l));
-        }
-    }
-    on_line(&String::from_utf8_lossy(&pending));
-    if code != 200 {
-        return Err(format!(
-            "HTTP {code}: {}",
-            String::from_utf8_lossy(&body).trim()
-        ));
-    }
-    let done = started.elapsed();
-    Ok(Stream {
-        first: first.unwrap_or(done),
-        done,
-        tokens: usage.unwrap_or(chunks),
-        text,
     })
 }

@@ -285,6 +285,16 @@ impl Engine {
             tracing::debug!(model = %self.name, "chat template: {why}");
         }
         tracing::trace!(model = %self.name, prompt = ?rendered.prompt, "rendered prompt");
+        if let Some(g) = &settings.grammar {
+            // As JSON, so that a benchmark can give llama-server this very prompt and grammar.
+            tracing::trace!(
+                model = %self.name,
+                prompt = %serde_json::Value::from(rendered.prompt.as_str()),
+                grammar = %serde_json::Value::from(g.text.as_str()),
+                triggers = %serde_json::json!(g.triggers),
+                "constrained prompt"
+            );
+        }
         let vocab = self.model.vocab();
         // Special tokens in the rendered template (`<start_of_turn>`) are parsed as such.
         let mut tokens = vocab.tokenize(rendered.prompt.as_bytes(), true, true);

@@ -28,8 +28,9 @@ command -v clang >/dev/null 2>&1 || missing+=(clang)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 # openssl makes the certificates of the HTTPS tests (tests/it/support/tls_front.rs).
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
-  step "apt-get install ${missing[*]} (to build llama.cpp; openssl for the HTTPS tests)"
+  step "apt-get install ${missing[*]} (to build llama.cpp; openssl for the HTTPS tests; curl for the gateway journey)"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

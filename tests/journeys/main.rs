@@ -19,6 +19,7 @@ mod chat_across_models;
 mod commands;
 mod editor_acts;
 mod failed_turn;
+mod gateway;
 mod keys_and_servers;
 mod local_then_provider;
 mod mistakes;

@@ -1,0 +1,137 @@
+//! Another tool on genai's models: a user whose config names a cloud provider by default, after
+//! a failed turn, starts `genai serve --background` and points an OpenAI client (curl here) at
+//! it with the serve token. The local model answers at `/v1/chat/completions` with the text
+//! `genai ask` gives, a streamed answer piped into `head` leaves the serve serving, the cloud
+//! model answers through the same address with genai's own key, which never reaches the client,
+//! while the client's token never reaches the cloud; a request without the token is refused.
+
+use crate::home::{Home, Run};
+use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
+
+/// Stops the background serve however the journey ends.
+struct Stop<'a>(&'a Home);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(&["serve", "--stop"]);
+    }
+}
+
+/// `curl` with the given arguments, its output as the user sees it.
+fn curl(home: &Home, args: &str) -> Run {
+    home.sh(&format!("curl -sS --max-time 120 {args}"))
+}
+
+#[test]
+fn an_openai_client_reaches_the_local_and_the_cloud_model_through_genai_serve() {
+    let mut home = Home::new();
+    let Some(()) = home.install_demo_model() else {
+        return;
+    };
+    let fake = FakeOpenAi::start(0, Behavior::text("From the cloud.")).unwrap();
+    home.export("OPENAI_BASE_URL", &fake.base_url());
+    home.export("OPENAI_API_KEY", "sk-journey-cloud");
+    home.write_config("[defaults]\nmodel = \"openai:gpt-journey\"\n");
+
+    // A failed turn first: the cloud is down.
+    fake.set_default(Behavior::mode(Mode::Error {
+        status: 503,
+        message: "overloaded".into(),
+        code: String::new(),
+    }));
+    home.run(&["ask", "hello"]).fails(1, "overloaded");
+    fake.set_default(Behavior::text("From the cloud."));
+
+    // What the local model answers in the shell, without any serve.
+    let asked = home
+        .run(&[
+            "ask",
+            "-m",
+            "local",
+            "--no-connect",
+            "-p",
+            "temperature=0",
+            "-p",
+            "max_tokens=16",
+            "Name three colours.",
+        ])
+        .ok();
+
+    let started = home
+        .run(&["serve", "--background", "--listen", "127.0.0.1:0"])
+        .ok();
+    let _stop = Stop(&home);
+    let addr = started
+        .stdout()
+        .trim()
+        .strip_prefix("listening on ws://")
+        .unwrap_or_else(|| panic!("{}", started.stdout()))
+        .to_string();
+    let token = home.run(&["serve", "--print-token"]).ok().stdout();
+    let token = token.trim();
+    let base = format!("http://{addr}/v1");
+
+    // No token, no answer; with it, the models genai reaches.
+    let refused = curl(&home, &format!("-w ' %{{http_code}}' {base}/models")).ok();
+    assert!(refused.stdout().ends_with(" 401"), "{}", refused.stdout());
+    let auth = format!("-H 'Authorization: Bearer {token}'");
+    let models = curl(&home, &format!("{auth} {base}/models")).ok().stdout();
+    assert!(models.contains("\"local:"), "{models}");
+    assert!(models.contains("\"openai:"), "{models}");
+
+    // The local model, whole: the text `genai ask` gave.
+    let body = r#"{"model":"local","temperature":0,"max_tokens":16,
+                   "messages":[{"role":"user","content":"Name three colours."}]}"#;
+    let post = |extra: &str, body: &str| {
+        curl(
+            &home,
+            &format!(
+                "{auth} -H 'Content-Type: application/json' -d '{body}' {extra} {base}/chat/completions"
+            ),
+        )
+    };
+    let whole = post("", body).ok().stdout();
+    let reply: serde_json::Value =
+        serde_json::from_str(&whole).unwrap_or_else(|e| panic!("{e}: {whole}"));
+    assert_eq!(
+        reply["choices"][0]["message"]["content"]
+            .as_str()
+            .map(str::trim),
+        Some(asked.stdout().trim()),
+        "{whole}"
+    );
+
+    // Streamed into head, which leaves early: the serve goes on serving.
+    let streamed = body.replace("\"model\"", "\"stream\":true,\"model\"");
+    let head = home
+        .sh(&format!(
+            "curl -sSN --max-time 120 {auth} -H 'Content-Type: application/json' -d '{streamed}' {base}/chat/completions | head -c 6"
+        ))
+        .stdout();
+    assert_eq!(head, "data: ");
+    let again: serde_json::Value = serde_json::from_str(&post("", body).ok().stdout()).unwrap();
+    assert_eq!(again["choices"], reply["choices"]);
+
+    // The cloud model through the same address: genai's key upstream, the client's token not.
+    let cloud = post("", &body.replace("\"local\"", "\"openai:gpt-journey\""))
+        .ok()
+        .stdout();
+    assert!(cloud.contains("From the cloud."), "{cloud}");
+    assert!(!cloud.contains("sk-journey-cloud"), "{cloud}");
+    let sent = fake.requests();
+    let last = sent.last().expect("the cloud got the request");
+    assert_eq!(
+        last.header("authorization"),
+        Some("Bearer sk-journey-cloud")
+    );
+    assert!(sent
+        .iter()
+        .all(|r| !format!("{:?}", r.headers).contains(token)));
+    // The local conversations never went to the cloud: one request there asked for colours.
+    let colours = sent
+        .iter()
+        .filter(|r| r.body.to_string().contains("colours"));
+    assert_eq!(colours.count(), 1);
+
+    home.run(&["serve", "--stop"]).ok();
+}

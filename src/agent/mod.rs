@@ -434,8 +434,15 @@ impl AIAgent {
         let native = model.format.spec().native_tools;
         match tools.mode {
             ToolMode::React => Ok(Some("[features.tools] mode = \"react\"".to_string())),
-            ToolMode::Native if native => Ok(None),
-            ToolMode::Native => Err(format::no_native_tools(model.format.name())),
+            ToolMode::Native if !native => Err(format::no_native_tools(model.format.name())),
+            // Tools offered to a provider that ignores them would be dropped silently.
+            ToolMode::Native if !self.provider.provider.native_tools() => {
+                Err(Error::invalid_params(format!(
+                    "provider {provider} ({}) does not run native tool calls",
+                    self.provider.provider.kind()
+                )))
+            }
+            ToolMode::Native => Ok(None),
             ToolMode::Auto if !self.provider.provider.native_tools() => Ok(Some(format!(
                 "provider {provider} ({}) does not run native tool calls",
                 self.provider.provider.kind()
@@ -520,9 +527,9 @@ impl AIAgent {
                         return Err(e);
                     }
                 }
-                decoder.finish().map_err(|e| {
-                    Error::new(e.kind, format!("{}: {}", self.provider.name, e.message))
-                })
+                decoder
+                    .finish()
+                    .map_err(|e| e.reworded(|m| format!("{}: {m}", self.provider.name)))
             }
         }
     }

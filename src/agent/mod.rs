@@ -43,6 +43,9 @@ pub use tool_loop::ToolLoop;
 pub enum Delta<'a> {
     Text(&'a str),
     Reasoning(&'a str),
+    /// A piece of the signature of the reasoning streamed so far (Claude's thinking
+    /// signature), which a client that sends the reasoning back needs with it.
+    ReasoningSignature(&'a str),
     Progress(&'a str),
 }
 
@@ -513,9 +516,13 @@ impl AIAgent {
                     }
                     let text = decoder.feed(&event)?;
                     let reasoning = decoder.take_reasoning_deltas();
+                    let signatures = decoder.take_signature_deltas();
                     pieces += (text.len() + reasoning.len()) as u64;
                     if let Some(f) = on_delta {
                         reasoning.iter().for_each(|r| f(Delta::Reasoning(r)));
+                        signatures
+                            .iter()
+                            .for_each(|s| f(Delta::ReasoningSignature(s)));
                         text.iter().for_each(|t| f(Delta::Text(t)));
                     }
                     let calls = decoder.take_tool_call_deltas();

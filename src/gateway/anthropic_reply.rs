@@ -1,7 +1,8 @@
 //! The answers of `POST /v1/messages`: the core's [`ModelReply`] as a whole `message`, or the
 //! turn's pieces as Anthropic's stream events (`message_start`, `ping`, then per content block
 //! `content_block_start`, its `text_delta`s, `thinking_delta`s or `input_json_delta`s and
-//! `content_block_stop`; `message_delta` with the stop reason and usage, `message_stop` last,
+//! `content_block_stop`, a thinking block's `signature_delta` as the provider streams it;
+//! `message_delta` with the stop reason and usage, `message_stop` last,
 //! or an `error` event when the turn fails once streaming).
 //!
 //! It owns the reply's side of this API. It must never read a request nor run a turn
@@ -36,6 +37,8 @@ pub struct Events {
     open: Option<Open>,
     sent_text: bool,
     sent_calls: bool,
+    /// Whether a signature was streamed (then the whole reply's is not sent again).
+    sent_signature: bool,
 }
 
 impl Events {
@@ -47,6 +50,7 @@ impl Events {
             open: None,
             sent_text: false,
             sent_calls: false,
+            sent_signature: false,
         }
     }
 
@@ -93,7 +97,7 @@ impl Events {
     /// thinking block still open gets its signature), the stop reason and usage.
     fn end(&mut self, reply: &ModelReply) -> Vec<Bytes> {
         let mut out = Vec::new();
-        if self.open == Some(Open::Thinking) {
+        if self.open == Some(Open::Thinking) && !self.sent_signature {
             if let Some(signature) = reply.message.content.iter().find_map(signature) {
                 out.push(self.delta(json!({"type": "signature_delta", "signature": signature})));
             }
@@ -202,9 +206,16 @@ impl Shape for Events {
                 if self.open != Some(Open::Thinking) {
                     let block = json!({"type": "thinking", "thinking": "", "signature": ""});
                     self.open(Open::Thinking, block, &mut out);
+                    self.sent_signature = false;
                 }
                 out.push(self.delta(json!({"type": "thinking_delta", "thinking": r})));
             }
+            // It ends the thinking block it signs, which is still the open one.
+            Piece::Signature(s) if self.open == Some(Open::Thinking) => {
+                self.sent_signature = true;
+                out.push(self.delta(json!({"type": "signature_delta", "signature": s})));
+            }
+            Piece::Signature(_) => {}
             Piece::Call(d) => self.call(&d, &mut out),
             Piece::Done(Ok(reply)) => out = self.end(&reply),
             // Once streaming, an error can only be an event, the last one.

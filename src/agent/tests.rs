@@ -229,6 +229,32 @@ async fn the_native_loop_stops_after_max_steps_rounds() {
 }
 
 #[tokio::test]
+async fn native_tools_are_refused_before_sending_when_the_provider_ignores_them() {
+    let provider = ScriptedProvider::without_native_tools(vec![text_stream(&["unused"], false)]);
+    let a = agent(provider.clone(), None, None, vec![]);
+    let runner = Runner::new(None);
+    let run = |calls| runner.run(calls);
+    let tools = tool_loop(&run, 0, ToolMode::Native);
+    let e = a
+        .send_prompt_as(
+            vec![Message::user("1+2?")],
+            None,
+            &CancellationToken::new(),
+            Some(&tools),
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidParams, "{}", e.message);
+    assert!(
+        e.message.contains("does not run native tool calls"),
+        "{}",
+        e.message
+    );
+    assert!(provider.bodies().is_empty(), "the request was sent");
+}
+
+#[tokio::test]
 async fn the_react_loop_observes_and_streams_only_the_final_answer() {
     let provider = ScriptedProvider::without_native_tools(vec![
         text_stream(

@@ -63,6 +63,8 @@ impl Turn {
         match delta {
             Delta::Text(text) => self.chunk(text),
             Delta::Reasoning(text) => self.emit(TurnEvent::Reasoning(text.to_string())),
+            // The client gets the reasoning's signature with the turn's whole reply.
+            Delta::ReasoningSignature(_) => {}
             Delta::Progress(note) => self.emit(TurnEvent::Step {
                 summary: note.to_string(),
                 detailed: Vec::new(),

@@ -922,12 +922,22 @@ mod tests {
         let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
         let mut reasoning = Vec::new();
         let mut text = Vec::new();
+        let mut signatures = Vec::new();
         for chunk in THINKING_STREAM.split("\n\n") {
             text.extend(feed_sse(&mut d, &format!("{chunk}\n\n")).unwrap());
             reasoning.extend(d.take_reasoning_deltas());
+            // The signature is handed over when it arrives, before the text.
+            signatures.extend(d.take_signature_deltas());
+            if !text.is_empty() {
+                assert!(!signatures.is_empty(), "the text came before the signature");
+            }
         }
         assert_eq!(text, vec!["27 * 453 = 12,231"]);
         assert_eq!(reasoning.len(), 2);
+        assert_eq!(
+            signatures,
+            vec!["EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"]
+        );
         let r = d.finish().unwrap();
         assert_eq!(r.message.text(), "27 * 453 = 12,231");
         assert_eq!(

@@ -97,6 +97,8 @@ pub struct ReplyBuilder {
     blocks: BTreeMap<usize, Block>,
     text_deltas: Vec<String>,
     reasoning_deltas: Vec<String>,
+    /// Pieces of a reasoning block's signature, as they arrive (before the block ends).
+    signature_deltas: Vec<String>,
     call_deltas: Vec<ToolCallDelta>,
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
@@ -216,6 +218,9 @@ impl ReplyBuilder {
     /// Appends to the signature of reasoning block `key` (started if new).
     pub fn block_signature(&mut self, key: usize, piece: &str) {
         push_signature(&mut self.reasoning_block(key).signature, piece);
+        if !piece.is_empty() {
+            self.signature_deltas.push(piece.to_string());
+        }
     }
 
     /// Starts text block `key` with `text`.
@@ -368,6 +373,11 @@ impl ReplyBuilder {
         std::mem::take(&mut self.reasoning_deltas)
     }
 
+    /// The pieces of reasoning blocks' signatures read since the last call.
+    pub fn take_signature_deltas(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.signature_deltas)
+    }
+
     /// The tool-call pieces read since the last call, in order.
     pub fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
         std::mem::take(&mut self.call_deltas)
@@ -478,6 +488,12 @@ impl StreamDecoder {
     /// The pieces of reasoning read since the last call, in order.
     pub fn take_reasoning_deltas(&mut self) -> Vec<String> {
         self.reply.take_reasoning_deltas()
+    }
+
+    /// The pieces of reasoning blocks' signatures read since the last call (Claude's
+    /// `signature_delta`, which ends a thinking block).
+    pub fn take_signature_deltas(&mut self) -> Vec<String> {
+        self.reply.take_signature_deltas()
     }
 
     /// The pieces of tool calls read since the last call, in order (a format that delivers

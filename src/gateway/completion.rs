@@ -10,10 +10,11 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::respond::{reply_text, Finish};
 use super::turn::Piece;
 use super::{sse, ApiError};
-use crate::format::{self, ModelReply, StreamEvent, ToolCallDelta};
-use crate::message::{Part, Usage};
+use crate::format::{ModelReply, StreamEvent, ToolCallDelta};
+use crate::message::Usage;
 
 /// What every answer of one request says the same: its id, time and model.
 pub struct Reply {
@@ -55,19 +56,6 @@ impl Reply {
     }
 }
 
-/// The reply's answer as text (a `Json` part as its JSON text).
-fn reply_text(reply: &ModelReply) -> String {
-    let mut out = String::new();
-    for p in &reply.message.content {
-        match p {
-            Part::Text { text } => out.push_str(text),
-            Part::Json { value } => out.push_str(&value.to_string()),
-            _ => {}
-        }
-    }
-    out
-}
-
 /// The reply's tool calls, each whole, in Chat Completions' shape.
 fn whole_calls(reply: &ModelReply) -> Vec<Value> {
     reply
@@ -82,15 +70,11 @@ fn whole_calls(reply: &ModelReply) -> Vec<Value> {
 
 /// The reply's finish reason in Chat Completions' words.
 fn finish_reason(reply: &ModelReply) -> &'static str {
-    if reply.message.has_tool_calls() {
-        return "tool_calls";
-    }
-    match reply.finish_reason.as_deref() {
-        Some(r) if format::at_token_limit(r) => "length",
-        Some("content_filter" | "SAFETY" | "RECITATION" | "PROHIBITED_CONTENT" | "refusal") => {
-            "content_filter"
-        }
-        _ => "stop",
+    match Finish::of(reply) {
+        Finish::Stop | Finish::StopSequence => "stop",
+        Finish::Length => "length",
+        Finish::ToolCalls => "tool_calls",
+        Finish::Filtered => "content_filter",
     }
 }
 
@@ -111,6 +95,20 @@ pub struct Chunks {
     /// `index`.
     calls: Vec<usize>,
     sent_text: bool,
+}
+
+impl super::respond::Shape for Chunks {
+    fn whole(&self, reply: &ModelReply) -> Value {
+        self.reply.completion(reply)
+    }
+
+    fn start(&mut self) -> Vec<Bytes> {
+        Chunks::start(self)
+    }
+
+    fn piece(&mut self, piece: Piece) -> Vec<Bytes> {
+        Chunks::piece(self, piece)
+    }
 }
 
 impl Chunks {
@@ -151,6 +149,8 @@ impl Chunks {
                 vec![self.chunk(json!({"content": t}), None)]
             }
             Piece::Reasoning(r) => vec![self.chunk(json!({"reasoning_content": r}), None)],
+            // Chat Completions has no place for a reasoning signature.
+            Piece::Signature(_) => Vec::new(),
             Piece::Call(d) => vec![self.call(&d)],
             Piece::Done(Ok(reply)) => self.end(&reply),
             // Once streaming, an error can only be an event; the stream ends without [DONE].

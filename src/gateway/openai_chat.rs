@@ -12,15 +12,15 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use jsonrpsee::server::HttpResponse;
 use serde_json::{json, Map, Value};
 
 use super::completion::{Chunks, Reply};
-use super::turn::{self, Piece, Turn};
-use super::{sse, ApiError};
-use crate::agent::AIAgent;
-use crate::format::{self, ResponseSchema, ToolSpec};
+use super::fields::{array, boolean, object, only, string, text_of, with_role};
+use super::respond;
+use super::turn::Turn;
+use super::{fields, Api, ApiError};
+use crate::format::{ResponseSchema, ToolSpec};
 use crate::message::{Message, Part, Role};
 use crate::select::ModelChoice;
 use crate::session::Framework;
@@ -35,7 +35,7 @@ pub async fn answer(body: &[u8], fw: &Arc<Framework>) -> HttpResponse {
         Ok(a) => a,
         Err(e) => return ApiError::of(&e, Some("model")).response(),
     };
-    if let Err(e) = set_parameters(&agent, &request.parameters) {
+    if let Err(e) = respond::set_parameters(&agent, &request.parameters) {
         return e.response();
     }
     let reply = Reply {
@@ -49,28 +49,8 @@ pub async fn answer(body: &[u8], fw: &Arc<Framework>) -> HttpResponse {
         tools: request.tools,
         schema: request.schema,
     };
-    if !request.stream {
-        return match turn::whole(turn).await {
-            Ok(r) => super::json_response(http::StatusCode::OK, &reply.completion(&r)),
-            Err(e) => ApiError::of(&e, None).response(),
-        };
-    }
-    let mut pieces = Box::pin(turn::streamed(turn));
-    // The status is decided by the first piece: a turn that fails before any text is an
-    // error answer, not a stream of one error event.
-    let first = match pieces.next().await {
-        Some(Piece::Done(Err(e))) => return ApiError::of(&e, None).response(),
-        Some(p) => p,
-        None => {
-            return ApiError::of(&crate::error::Error::internal("the turn ended"), None).response()
-        }
-    };
-    let mut chunks = Chunks::new(reply, request.include_usage);
-    let head = chunks.start();
-    let rest = futures::stream::once(async { first })
-        .chain(pieces)
-        .flat_map(move |p| futures::stream::iter(chunks.piece(p)));
-    sse::response(futures::stream::iter(head).chain(rest))
+    let chunks = Chunks::new(reply, request.include_usage);
+    respond::run(turn, request.stream, Api::OpenAi, chunks).await
 }
 
 /// What a request asks, in the core's terms.
@@ -88,13 +68,7 @@ struct ChatRequest {
 
 impl ChatRequest {
     fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
-        let value: Value = serde_json::from_slice(body).map_err(|e| ApiError {
-            message: format!("the request body is not valid JSON: {e}"),
-            ..ApiError::invalid("body", "")
-        })?;
-        let Value::Object(fields) = value else {
-            return Err(ApiError::invalid("body", "must be a JSON object"));
-        };
+        let fields = fields::body(body)?;
         let mut r = ChatRequest::default();
         let mut has_messages = false;
         for (key, value) in fields {
@@ -151,69 +125,6 @@ impl ChatRequest {
             return Err(ApiError::invalid("messages", "is required"));
         }
         Ok(r)
-    }
-}
-
-/// Sets the request's parameters on its agent's model: each checked by the model's format,
-/// refused naming the field. `max_completion_tokens` is the format's `max_tokens` where it has
-/// no parameter of that name.
-fn set_parameters(agent: &AIAgent, parameters: &[(String, Value)]) -> Result<(), ApiError> {
-    let spec = agent
-        .model()
-        .map_err(|e| ApiError::of(&e, None))?
-        .format
-        .spec();
-    for (field, value) in parameters {
-        let takes = |name: &str| spec.parameters.iter().any(|p| p.name == name);
-        let name = match field.as_str() {
-            "max_completion_tokens" if !takes(field) => format::sampling::MAX_TOKENS.name,
-            f => f,
-        };
-        agent
-            .set_parameter(name, value.clone())
-            .map_err(|e| ApiError::of(&e, Some(field)))?;
-    }
-    Ok(())
-}
-
-fn string(value: Value, at: &str) -> Result<String, ApiError> {
-    match value {
-        Value::String(s) => Ok(s),
-        _ => Err(ApiError::invalid(at, "must be a string")),
-    }
-}
-
-fn boolean(value: Value, at: &str) -> Result<bool, ApiError> {
-    value
-        .as_bool()
-        .ok_or_else(|| ApiError::invalid(at, "must be true or false"))
-}
-
-fn object(value: Value, at: &str) -> Result<Map<String, Value>, ApiError> {
-    match value {
-        Value::Object(m) => Ok(m),
-        _ => Err(ApiError::invalid(at, "must be an object")),
-    }
-}
-
-fn array(value: Value, at: &str) -> Result<Vec<Value>, ApiError> {
-    match value {
-        Value::Array(a) => Ok(a),
-        _ => Err(ApiError::invalid(at, "must be an array")),
-    }
-}
-
-/// Refuses the keys of `m` (at `at`) that are not `known` and not null.
-fn only(m: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(), ApiError> {
-    match m
-        .iter()
-        .find(|(k, v)| !v.is_null() && !known.contains(&k.as_str()))
-    {
-        Some((k, _)) => Err(ApiError::invalid(
-            format!("{at}.{k}"),
-            "genai's gateway cannot carry it",
-        )),
-        None => Ok(()),
     }
 }
 
@@ -320,18 +231,6 @@ fn messages(value: Value) -> Result<Vec<Message>, ApiError> {
         out.insert(0, Message::system(system.join("\n\n")));
     }
     Ok(out)
-}
-
-fn with_role(role: Role, content: Vec<Part>) -> Message {
-    Message {
-        role,
-        content,
-        from: None,
-    }
-}
-
-fn text_of(parts: &[Part]) -> String {
-    with_role(Role::System, parts.to_vec()).text()
 }
 
 /// A message's content: a string, or an array of parts of the `kinds` this role may send.
@@ -486,21 +385,7 @@ fn tools(value: Value) -> Result<Vec<ToolSpec>, ApiError> {
                 "strict tool schemas cannot be carried to every provider: leave it out",
             ));
         }
-        let name = string(
-            function.remove("name").unwrap_or_default(),
-            &format!("{fn_at}.name"),
-        )?;
-        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-        if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
-            return Err(ApiError::invalid(
-                format!("{fn_at}.name"),
-                "must be 1 to 64 letters, digits, `_` or `-`",
-            ));
-        }
-        let description = match function.remove("description") {
-            None | Some(Value::Null) => String::new(),
-            Some(d) => string(d, &format!("{fn_at}.description"))?,
-        };
+        let (name, description) = fields::tool_name(&mut function, &fn_at)?;
         let input_schema = match function.remove("parameters") {
             None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
             Some(p @ Value::Object(_)) => p,

@@ -32,6 +32,8 @@ pub struct Turn {
 pub enum Piece {
     Text(String),
     Reasoning(String),
+    /// A piece of the signature of the reasoning streamed so far.
+    Signature(String),
     Call(ToolCallDelta),
     /// The last piece: the whole reply (what was streamed, with the finish reason and usage),
     /// or why the turn failed.
@@ -55,6 +57,7 @@ pub fn streamed(turn: Turn) -> impl Stream<Item = Piece> + Send + 'static {
             let piece = match d {
                 Delta::Text(t) => Piece::Text(t.to_string()),
                 Delta::Reasoning(r) => Piece::Reasoning(r.to_string()),
+                Delta::ReasoningSignature(s) => Piece::Signature(s.to_string()),
                 Delta::Progress(_) => return,
             };
             let _ = text.send(piece);

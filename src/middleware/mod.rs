@@ -116,7 +116,7 @@ impl Chain {
             };
             let done = link.middleware.on_request(request).await;
             notes.extend(own.iter().map(|n| link.say(n)));
-            messages = done.map_err(|e| Error::new(e.kind, link.say(&e.message)))?;
+            messages = done.map_err(|e| e.reworded(|m| link.say(m)))?;
         }
         Ok(messages)
     }
@@ -127,7 +127,7 @@ impl Chain {
             let mut own = Vec::new();
             let done = link.middleware.on_reply(reply, &mut own).await;
             notes.extend(own.iter().map(|n| link.say(&format!("(reply) {n}"))));
-            done.map_err(|e| Error::new(e.kind, link.say(&e.message)))?;
+            done.map_err(|e| e.reworded(|m| link.say(m)))?;
         }
         Ok(())
     }

@@ -401,7 +401,7 @@ pub fn status_error(provider: &str, status: StatusCode, headers: &HeaderMap, bod
         line.push_str(&format!(" [request {id}]"));
     }
     line.push_str(hint);
-    Error::new(kind, line)
+    Error::new(kind, line).with_upstream_status(status.as_u16())
 }
 
 /// `text`, cut to `max` characters with an ellipsis.

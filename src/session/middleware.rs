@@ -45,7 +45,7 @@ impl Helpers for ConfigAgents {
         let outcome = helper
             .send_prompt(prompt, None, &CancellationToken::new())
             .await
-            .map_err(|e| Error::new(e.kind, format!("agent {agent}: {}", e.message)))?;
+            .map_err(|e| e.reworded(|m| format!("agent {agent}: {m}")))?;
         Ok(outcome.reply.message.text())
     }
 }

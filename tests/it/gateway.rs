@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::serve::Served;
 use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
+use crate::support::python_sdk;
 
 /// The key genai holds for the upstream; no answer may show it.
 const UPSTREAM_KEY: &str = "sk-gateway-upstream-0123456789abcdef";
@@ -522,28 +523,6 @@ async fn a_client_leaving_a_stream_cancels_the_upstream_request() {
     });
 }
 
-/// The directory holding OpenAI's Python SDK (`scripts/test.sh` installs it pinned and sets
-/// `GENAI_TEST_OPENAI_SDK`), `Some("")` when Python finds it on its own path, `None` (the test
-/// is skipped, saying why) when it is missing outside CI.
-fn openai_sdk() -> Option<String> {
-    let dir = std::env::var("GENAI_TEST_OPENAI_SDK").unwrap_or_default();
-    let found = std::process::Command::new("python3")
-        .args(["-c", "import openai"])
-        .env("PYTHONPATH", &dir)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    match found {
-        true => Some(dir),
-        false if std::env::var_os("CI").is_some() => panic!(
-            "Python's openai package is missing: set GENAI_TEST_OPENAI_SDK to where scripts/test.sh installs it"
-        ),
-        false => {
-            eprintln!("skipped: Python's openai package is missing (pip install openai, or set GENAI_TEST_OPENAI_SDK)");
-            None
-        }
-    }
-}
-
 /// OpenAI's own Python client, as a user's script drives it: a whole reply, a streamed one
 /// with its usage, and a tool call whose result goes back in the next request.
 const SDK_SCRIPT: &str = r#"
@@ -583,7 +562,7 @@ print(json.dumps(out))
 
 #[tokio::test]
 async fn openais_python_sdk_gets_whole_and_streamed_replies_and_a_tool_round_trip() {
-    let Some(sdk) = openai_sdk() else {
+    let Some(sdk) = python_sdk::find("openai", "GENAI_TEST_OPENAI_SDK") else {
         return;
     };
     let fake = FakeOpenAi::start(0, Behavior::reply("Hello from upstream.", 3)).unwrap();
@@ -595,25 +574,7 @@ async fn openais_python_sdk_gets_whole_and_streamed_replies_and_a_tool_round_tri
         &[("get_weather", "{\"city\":\"Paris\"}")],
     ));
     fake.push(Behavior::text("It is sunny."));
-    let script = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(script.path(), SDK_SCRIPT).unwrap();
-    let (url, token) = (base(&served), served.token.clone());
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .arg(script.path())
-            .args([&url, &token])
-            .env("PYTHONPATH", sdk)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = python_sdk::run(SDK_SCRIPT, sdk, base(&served), served.token.clone()).await;
     assert!(!stdout.contains(UPSTREAM_KEY));
     let v: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(v["whole"], "Hello from upstream.");

@@ -24,6 +24,7 @@ mod daemon_tools_formats;
 mod editor_tools;
 mod failed_turns;
 mod gateway;
+mod gateway_anthropic;
 mod hostile;
 mod keys;
 #[cfg(feature = "local")]

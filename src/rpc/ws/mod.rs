@@ -275,10 +275,16 @@ impl Gate {
     ) -> Option<jsonrpsee::server::HttpResponse> {
         let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
         if !auth::origin_allowed(header("origin"), &self.origins) {
-            return Some(crate::gateway::ApiError::forbidden_origin().response());
+            return Some(
+                crate::gateway::ApiError::forbidden_origin()
+                    .response_in(crate::gateway::Api::of_path(req.uri().path())),
+            );
         }
         if !auth::has_api_key(header("authorization"), header("x-api-key"), &self.token) {
-            return Some(crate::gateway::ApiError::unauthorized().response());
+            return Some(
+                crate::gateway::ApiError::unauthorized()
+                    .response_in(crate::gateway::Api::of_path(req.uri().path())),
+            );
         }
         None
     }

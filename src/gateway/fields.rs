@@ -1,0 +1,93 @@
+//! Reading a request's JSON fields, for every API of the gateway: a field's value as the type
+//! it must be, refused (400) naming the field when it is not, and the keys of an object that
+//! the gateway cannot carry. Also the core's messages built from parts.
+//!
+//! It owns these checks only. It must never know an API's fields (each API's file lists its
+//! own) nor accept a value of the wrong type by converting it.
+
+use serde_json::{Map, Value};
+
+use super::ApiError;
+use crate::message::{Message, Part, Role};
+
+pub fn string(value: Value, at: &str) -> Result<String, ApiError> {
+    match value {
+        Value::String(s) => Ok(s),
+        _ => Err(ApiError::invalid(at, "must be a string")),
+    }
+}
+
+pub fn boolean(value: Value, at: &str) -> Result<bool, ApiError> {
+    value
+        .as_bool()
+        .ok_or_else(|| ApiError::invalid(at, "must be true or false"))
+}
+
+pub fn object(value: Value, at: &str) -> Result<Map<String, Value>, ApiError> {
+    match value {
+        Value::Object(m) => Ok(m),
+        _ => Err(ApiError::invalid(at, "must be an object")),
+    }
+}
+
+pub fn array(value: Value, at: &str) -> Result<Vec<Value>, ApiError> {
+    match value {
+        Value::Array(a) => Ok(a),
+        _ => Err(ApiError::invalid(at, "must be an array")),
+    }
+}
+
+/// The JSON object of a request body.
+pub fn body(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::not_json(&e))?;
+    object(value, "body").map_err(|_| ApiError::invalid("body", "must be a JSON object"))
+}
+
+/// Refuses the keys of `m` (at `at`) that are not `known` and not null.
+pub fn only(m: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(), ApiError> {
+    match m
+        .iter()
+        .find(|(k, v)| !v.is_null() && !known.contains(&k.as_str()))
+    {
+        Some((k, _)) => Err(ApiError::invalid(
+            format!("{at}.{k}"),
+            "genai's gateway cannot carry it",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A tool's `name` (what every native tool API accepts: 1 to 64 letters, digits, `_`, `-`)
+/// and `description` (empty when absent), taken from its object at `at`.
+pub fn tool_name(tool: &mut Map<String, Value>, at: &str) -> Result<(String, String), ApiError> {
+    let name = string(
+        tool.remove("name").unwrap_or_default(),
+        &format!("{at}.name"),
+    )?;
+    let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
+        return Err(ApiError::invalid(
+            format!("{at}.name"),
+            "must be 1 to 64 letters, digits, `_` or `-`",
+        ));
+    }
+    let description = match tool.remove("description") {
+        None | Some(Value::Null) => String::new(),
+        Some(d) => string(d, &format!("{at}.description"))?,
+    };
+    Ok((name, description))
+}
+
+/// A message of the core with this role and these parts.
+pub fn with_role(role: Role, content: Vec<Part>) -> Message {
+    Message {
+        role,
+        content,
+        from: None,
+    }
+}
+
+/// The text of these parts.
+pub fn text_of(parts: &[Part]) -> String {
+    with_role(Role::System, parts.to_vec()).text()
+}

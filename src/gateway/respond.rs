@@ -1,0 +1,122 @@
+//! The HTTP answer of a gateway turn, whatever API it came in: the request's parameters set
+//! on its agent's model, then the turn run whole (one JSON body) or streamed (server-sent
+//! events as the model streams), each API's own [`Shape`] writing the bodies. A streamed turn
+//! that fails before its first piece is an error answer with its status, not a stream.
+//!
+//! It owns this plumbing only. It must never read a request's body nor write an API's JSON
+//! (the API's files do), and never hold a piece back: each event goes out as it comes.
+
+use bytes::Bytes;
+use futures::StreamExt;
+use jsonrpsee::server::HttpResponse;
+use serde_json::Value;
+
+use super::turn::{self, Piece, Turn};
+use super::{sse, Api, ApiError};
+use crate::agent::AIAgent;
+use crate::error::Error;
+use crate::format::{self, ModelReply};
+
+/// How one API writes a turn's answer.
+pub trait Shape: Send + 'static {
+    /// The whole answer's body.
+    fn whole(&self, reply: &ModelReply) -> Value;
+    /// The first events of a stream.
+    fn start(&mut self) -> Vec<Bytes>;
+    /// The events of one piece; `Piece::Done` is the last.
+    fn piece(&mut self, piece: Piece) -> Vec<Bytes>;
+}
+
+/// Runs the turn and answers it in `shape`, streamed or whole.
+pub async fn run(turn: Turn, stream: bool, api: Api, mut shape: impl Shape) -> HttpResponse {
+    if !stream {
+        return match turn::whole(turn).await {
+            Ok(r) => super::json_response(http::StatusCode::OK, &shape.whole(&r)),
+            Err(e) => ApiError::of(&e, None).response_in(api),
+        };
+    }
+    let mut pieces = Box::pin(turn::streamed(turn));
+    // The status is decided by the first piece: a turn that fails before any text is an
+    // error answer, not a stream of one error event.
+    let first = match pieces.next().await {
+        Some(Piece::Done(Err(e))) => return ApiError::of(&e, None).response_in(api),
+        Some(p) => p,
+        None => return ApiError::of(&Error::internal("the turn ended"), None).response_in(api),
+    };
+    let head = shape.start();
+    let rest = futures::stream::once(async { first })
+        .chain(pieces)
+        .flat_map(move |p| futures::stream::iter(shape.piece(p)));
+    sse::response(futures::stream::iter(head).chain(rest))
+}
+
+/// Sets the request's parameters on its agent's model: each checked by the model's format,
+/// refused naming the request's field. A token limit (`max_tokens`, `max_completion_tokens`)
+/// and stop sequences (`stop`, `stop_sequences`) go to the format's own parameter of that
+/// meaning when it has none of the field's name.
+pub fn set_parameters(agent: &AIAgent, parameters: &[(String, Value)]) -> Result<(), ApiError> {
+    let spec = agent
+        .model()
+        .map_err(|e| ApiError::of(&e, None))?
+        .format
+        .spec();
+    let takes = |name: &str| spec.parameters.iter().any(|p| p.name == name);
+    for (field, value) in parameters {
+        let name = match field.as_str() {
+            f if takes(f) => f,
+            "max_tokens" | "max_completion_tokens" => format::sampling::MAX_TOKENS.name,
+            f @ ("stop" | "stop_sequences") => {
+                format::parameters::stop_parameter(spec.parameters).unwrap_or(f)
+            }
+            f => f,
+        };
+        agent
+            .set_parameter(name, value.clone())
+            .map_err(|e| ApiError::of(&e, Some(field)))?;
+    }
+    Ok(())
+}
+
+/// How a reply ended, whatever the provider's words for it; each API says it in its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// It ended on its own.
+    Stop,
+    /// At one of the request's stop sequences (where the provider tells it apart).
+    StopSequence,
+    /// At its token limit.
+    Length,
+    /// With tool calls for the client to run.
+    ToolCalls,
+    /// Refused or filtered by the provider.
+    Filtered,
+}
+
+impl Finish {
+    pub fn of(reply: &ModelReply) -> Finish {
+        if reply.message.has_tool_calls() {
+            return Finish::ToolCalls;
+        }
+        match reply.finish_reason.as_deref() {
+            Some(r) if format::at_token_limit(r) => Finish::Length,
+            Some("stop_sequence") => Finish::StopSequence,
+            Some("content_filter" | "SAFETY" | "RECITATION" | "PROHIBITED_CONTENT" | "refusal") => {
+                Finish::Filtered
+            }
+            _ => Finish::Stop,
+        }
+    }
+}
+
+/// The reply's answer as text (a `Json` part as its JSON text).
+pub fn reply_text(reply: &ModelReply) -> String {
+    let mut out = String::new();
+    for p in &reply.message.content {
+        match p {
+            crate::message::Part::Text { text } => out.push_str(text),
+            crate::message::Part::Json { value } => out.push_str(&value.to_string()),
+            _ => {}
+        }
+    }
+    out
+}

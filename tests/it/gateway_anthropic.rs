@@ -1,0 +1,695 @@
+//! `genai serve` as a gateway in Anthropic's Messages API, and any API in, any provider out:
+//! `POST /v1/messages` (as Claude Code sends it, `?beta=true`) answered by the fake OpenAI
+//! provider, whole and streamed, with a tool_use/tool_result round trip; OpenAI's Chat
+//! Completions answered by the fake Anthropic provider; Claude's signed thinking carried back;
+//! `count_tokens`; and the errors in Anthropic's shape (401, malformed JSON, a missing
+//! `max_tokens`, an unknown model, a server tool, an unknown field, an upstream's 429).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::serve::Served;
+use crate::support::fake_anthropic::{self, FakeAnthropic};
+use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
+use crate::support::python_sdk;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Retries off, so an upstream's 429 comes back at once.
+const CONFIG: &str = "[service_providers.openai]\nkind = \"openai\"\nmax_retries = 0\n\n\
+     [service_providers.anthropic]\nkind = \"anthropic\"\nmax_retries = 0\n";
+
+fn serve_openai(fake: &FakeOpenAi) -> Served {
+    let url = fake.base_url();
+    Served::start_with(
+        CONFIG,
+        &[
+            ("OPENAI_BASE_URL", url.as_str()),
+            ("OPENAI_API_KEY", "sk-gateway-upstream-0123456789abcdef"),
+        ],
+        &[],
+    )
+}
+
+fn serve_anthropic(fake: &FakeAnthropic) -> Served {
+    let url = fake.base_url();
+    Served::start_with(
+        CONFIG,
+        &[
+            ("ANTHROPIC_BASE_URL", url.as_str()),
+            ("ANTHROPIC_API_KEY", fake_anthropic::KEY),
+        ],
+        &[],
+    )
+}
+
+fn base(served: &Served) -> String {
+    served.url.replacen("ws://", "http://", 1)
+}
+
+/// A POST to `path` with the token as `x-api-key`, as Anthropic's clients send it.
+async fn post(served: &Served, path: &str, body: &Value) -> (u16, String) {
+    let r = reqwest::Client::builder()
+        .timeout(WAIT)
+        .build()
+        .unwrap()
+        .post(format!("{}{path}", base(served)))
+        .header("x-api-key", &served.token)
+        .header("anthropic-version", "2023-06-01")
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+async fn messages(served: &Served, body: &Value) -> (u16, Value) {
+    let (status, text) = post(served, "/v1/messages?beta=true", body).await;
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    (status, v)
+}
+
+/// The (event, data) of each server-sent event, the event's name matching its data's type.
+fn events(text: &str) -> Vec<(String, Value)> {
+    text.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let (head, data) = e.split_once('\n').unwrap_or_else(|| panic!("{e:?}"));
+            let name = head.strip_prefix("event: ").unwrap().to_string();
+            let data: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+            assert_eq!(data["type"], name.as_str(), "{e}");
+            (name, data)
+        })
+        .collect()
+}
+
+/// The error of an answer, checked to be Anthropic's shape; its type.
+fn error_type(v: &Value) -> &str {
+    assert_eq!(v["type"], "error", "{v}");
+    assert!(v["error"]["message"].is_string(), "{v}");
+    v["error"]["type"].as_str().unwrap()
+}
+
+#[tokio::test]
+async fn an_anthropic_request_runs_on_an_openai_upstream_whole_and_streamed() {
+    let fake = FakeOpenAi::start(0, Behavior::reply("Hello from upstream.", 3)).unwrap();
+    let served = serve_openai(&fake);
+    let request = json!({
+        "model": "openai:gpt-gw",
+        "max_tokens": 300,
+        "temperature": 0.5,
+        "stop_sequences": ["END"],
+        "metadata": {"user_id": "someone"},
+        "system": [{"type": "text", "text": "Answer in French.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Say hi."}]}]
+    });
+    let (status, v) = messages(&served, &request).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["type"], "message");
+    assert_eq!(v["role"], "assistant");
+    assert_eq!(v["model"], "openai:gpt-gw");
+    assert!(v["id"].as_str().unwrap().starts_with("msg_"));
+    assert_eq!(
+        v["content"],
+        json!([{"type": "text", "text": "Hello from upstream."}])
+    );
+    assert_eq!(v["stop_reason"], "end_turn");
+    assert!(v["usage"]["input_tokens"].as_u64().unwrap() > 0, "{v}");
+    assert!(v["usage"]["output_tokens"].as_u64().unwrap() > 0, "{v}");
+    let sent = fake.last().body;
+    assert_eq!(sent["model"], "gpt-gw");
+    assert_eq!(sent["messages"][0]["role"], "system");
+    assert_eq!(sent["messages"][0]["content"], "Answer in French.");
+    assert_eq!(sent["messages"][1]["content"], "Say hi.");
+    assert_eq!(sent["max_tokens"], 300);
+    assert_eq!(sent["temperature"], 0.5);
+    assert_eq!(sent["stop"], json!(["END"]));
+
+    let mut streamed = request.clone();
+    streamed["stream"] = json!(true);
+    let (status, text) = post(&served, "/v1/messages?beta=true", &streamed).await;
+    assert_eq!(status, 200, "{text}");
+    let events = events(&text);
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names[..3],
+        ["message_start", "ping", "content_block_start"],
+        "{text}"
+    );
+    assert_eq!(
+        names[names.len() - 3..],
+        ["content_block_stop", "message_delta", "message_stop"]
+    );
+    assert_eq!(events[0].1["message"]["role"], "assistant");
+    assert_eq!(events[2].1["content_block"]["type"], "text");
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter(|(n, _)| n == "content_block_delta")
+        .map(|(_, d)| {
+            assert_eq!(d["index"], 0);
+            assert_eq!(d["delta"]["type"], "text_delta");
+            d["delta"]["text"].as_str().unwrap()
+        })
+        .collect();
+    assert!(deltas.len() > 1, "the reply came in one piece: {text}");
+    assert_eq!(deltas.concat(), "Hello from upstream.");
+    let delta = &events[events.len() - 2].1;
+    assert_eq!(delta["delta"]["stop_reason"], "end_turn");
+    assert!(
+        delta["usage"]["output_tokens"].as_u64().unwrap() > 0,
+        "{delta}"
+    );
+    assert_eq!(fake.last().body["stream"], true);
+}
+
+#[tokio::test]
+async fn a_tool_use_round_trip_on_an_openai_upstream_whole_and_streamed() {
+    let fake = FakeOpenAi::start(0, Behavior::text("unused")).unwrap();
+    let served = serve_openai(&fake);
+    let tools = json!([{
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    }]);
+    let question = json!({"role": "user", "content": "Weather in Paris?"});
+    for stream in [false, true] {
+        fake.push(Behavior::calls(
+            "",
+            &[("get_weather", "{\"city\":\"Paris\"}")],
+        ));
+        let request = json!({
+            "model": "openai:gpt-tools", "max_tokens": 100, "messages": [question],
+            "tools": tools, "tool_choice": {"type": "auto"}, "stream": stream
+        });
+        let (status, text) = post(&served, "/v1/messages", &request).await;
+        assert_eq!(status, 200, "{text}");
+        let (id, name, input, stop) = if stream {
+            let events = events(&text);
+            let start = events
+                .iter()
+                .find(|(n, d)| {
+                    n == "content_block_start" && d["content_block"]["type"] == "tool_use"
+                })
+                .unwrap_or_else(|| panic!("no tool_use block: {text}"));
+            let index = start.1["index"].clone();
+            let json: String = events
+                .iter()
+                .filter(|(n, d)| n == "content_block_delta" && d["index"] == index)
+                .map(|(_, d)| {
+                    assert_eq!(d["delta"]["type"], "input_json_delta");
+                    d["delta"]["partial_json"].as_str().unwrap().to_string()
+                })
+                .collect();
+            let stop = events[events.len() - 2].1["delta"]["stop_reason"].clone();
+            let block = &start.1["content_block"];
+            (
+                block["id"].clone(),
+                block["name"].clone(),
+                serde_json::from_str(&json).unwrap(),
+                stop,
+            )
+        } else {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let block = v["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["type"] == "tool_use")
+                .unwrap_or_else(|| panic!("no tool_use block: {v}"))
+                .clone();
+            (
+                block["id"].clone(),
+                block["name"].clone(),
+                block["input"].clone(),
+                v["stop_reason"].clone(),
+            )
+        };
+        assert_eq!(stop, "tool_use", "{text}");
+        assert_eq!(name, "get_weather");
+        assert_eq!(input, json!({"city": "Paris"}));
+        let id = id.as_str().unwrap().to_string();
+        assert!(!id.is_empty());
+        let sent = fake.last().body;
+        assert_eq!(sent["tools"][0]["function"]["name"], "get_weather");
+        assert_eq!(sent["tool_choice"], "auto");
+
+        // The client ran the tool; its result goes back with the call.
+        fake.push(Behavior::text("It is sunny in Paris."));
+        let (status, v) = messages(
+            &served,
+            &json!({
+                "model": "openai:gpt-tools", "max_tokens": 100, "tools": tools,
+                "messages": [
+                    question,
+                    {"role": "assistant", "content": [
+                        {"type": "text", "text": "Let me look."},
+                        {"type": "tool_use", "id": id, "name": "get_weather", "input": {"city": "Paris"}}
+                    ]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": "sunny, 24 C"}]}
+                    ]}
+                ]
+            }),
+        )
+        .await;
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["content"][0]["text"], "It is sunny in Paris.");
+        let sent = fake.last().body;
+        let sent = sent["messages"].as_array().unwrap();
+        assert_eq!(sent[1]["content"], "Let me look.");
+        assert_eq!(sent[1]["tool_calls"][0]["id"], id.as_str());
+        assert_eq!(sent[2]["role"], "tool");
+        assert_eq!(sent[2]["tool_call_id"], id.as_str());
+        assert!(
+            sent[2]["content"].to_string().contains("sunny, 24 C"),
+            "{sent:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_openai_request_runs_on_the_anthropic_upstream_whole_and_streamed() {
+    let fake =
+        FakeAnthropic::start(fake_anthropic::Behavior::reply("Bonjour from Claude.", 3)).unwrap();
+    let served = serve_anthropic(&fake);
+    for stream in [false, true] {
+        let options = match stream {
+            true => json!({"include_usage": true}),
+            false => Value::Null,
+        };
+        let r = reqwest::Client::new()
+            .post(format!("{}/v1/chat/completions", base(&served)))
+            .bearer_auth(&served.token)
+            .json(&json!({
+                "model": "anthropic:claude-fake",
+                "max_tokens": 200,
+                "messages": [
+                    {"role": "system", "content": "Be French."},
+                    {"role": "user", "content": "Hi."}
+                ],
+                "stream": stream,
+                "stream_options": options
+            }))
+            .timeout(WAIT)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let text = r.text().await.unwrap();
+        let content = if stream {
+            text.split("\n\n")
+                .filter_map(|e| e.strip_prefix("data: "))
+                .filter(|d| *d != "[DONE]")
+                .filter_map(|d| {
+                    let c: Value = serde_json::from_str(d).unwrap();
+                    c["choices"][0]["delta"]["content"]
+                        .as_str()
+                        .map(str::to_string)
+                })
+                .collect::<String>()
+        } else {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["choices"][0]["finish_reason"], "stop");
+            assert!(v["usage"]["prompt_tokens"].as_u64().unwrap() > 0, "{v}");
+            v["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(content, "Bonjour from Claude.", "{text}");
+        let sent = fake.last().body;
+        assert_eq!(sent["model"], "claude-fake");
+        assert_eq!(sent["max_tokens"], 200);
+        assert_eq!(sent["stream"].as_bool().unwrap_or(false), stream);
+        assert!(sent["system"].to_string().contains("Be French."), "{sent}");
+        assert_eq!(sent["messages"][0]["role"], "user");
+    }
+}
+
+#[tokio::test]
+async fn claudes_signed_thinking_comes_back_and_goes_back_with_a_tool_call() {
+    let fake = FakeAnthropic::start(
+        fake_anthropic::Behavior::calls("", &[("get_weather", "{\"city\":\"Paris\"}")])
+            .thinking("The user wants Paris."),
+    )
+    .unwrap();
+    let served = serve_anthropic(&fake);
+    let tools = json!([{"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]);
+    let question = json!({"role": "user", "content": "Weather in Paris?"});
+    let (status, v) = messages(
+        &served,
+        &json!({
+            "model": "anthropic:claude-fake", "max_tokens": 4000, "tools": tools,
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "messages": [question]
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        fake.last().body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
+    let thinking = &v["content"][0];
+    assert_eq!(thinking["type"], "thinking", "{v}");
+    assert_eq!(thinking["thinking"], "The user wants Paris.");
+    assert_eq!(
+        thinking["signature"],
+        fake_anthropic::signature_of("The user wants Paris.")
+    );
+    let call = &v["content"][1];
+    assert_eq!(call["type"], "tool_use");
+    assert_eq!(v["stop_reason"], "tool_use");
+
+    // Streamed, the signature ends the thinking block, before the call's block opens.
+    fake.push(
+        fake_anthropic::Behavior::calls("", &[("get_weather", "{\"city\":\"Paris\"}")])
+            .thinking("The user wants Paris."),
+    );
+    let (status, text) = post(
+        &served,
+        "/v1/messages",
+        &json!({
+            "model": "anthropic:claude-fake", "max_tokens": 4000, "tools": tools, "stream": true,
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "messages": [question]
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let events = events(&text);
+    let in_block_0: Vec<&Value> = events
+        .iter()
+        .filter(|(_, d)| d["index"] == 0)
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(in_block_0[0]["content_block"]["type"], "thinking", "{text}");
+    let thought: String = in_block_0
+        .iter()
+        .filter_map(|d| d["delta"]["thinking"].as_str())
+        .collect();
+    assert_eq!(thought, "The user wants Paris.");
+    let n = in_block_0.len();
+    assert_eq!(
+        in_block_0[n - 2]["delta"]["type"],
+        "signature_delta",
+        "{text}"
+    );
+    assert_eq!(
+        in_block_0[n - 2]["delta"]["signature"],
+        fake_anthropic::signature_of("The user wants Paris.")
+    );
+    assert_eq!(in_block_0[n - 1]["type"], "content_block_stop");
+    let signatures = events
+        .iter()
+        .filter(|(_, d)| d["delta"]["type"] == "signature_delta")
+        .count();
+    assert_eq!(signatures, 1, "{text}");
+
+    // The fake refuses the next turn unless the call's turn starts with its signed thinking.
+    fake.push(fake_anthropic::Behavior::text("Sunny."));
+    let content = v["content"].clone();
+    let (status, v) = messages(
+        &served,
+        &json!({
+            "model": "anthropic:claude-fake", "max_tokens": 4000, "tools": tools,
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "messages": [
+                question,
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"], "content": "sunny", "is_error": false}]}
+            ]
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        v["content"].as_array().unwrap().last().unwrap()["text"],
+        "Sunny.",
+        "{v}"
+    );
+    let sent = fake.last().body;
+    assert_eq!(
+        sent["messages"][1]["content"][0]["type"], "thinking",
+        "{sent}"
+    );
+    assert_eq!(
+        sent["messages"][2]["content"][0]["type"], "tool_result",
+        "{sent}"
+    );
+}
+
+#[tokio::test]
+async fn count_tokens_estimates_without_asking_the_upstream() {
+    let fake = FakeOpenAi::start(0, Behavior::text("unused")).unwrap();
+    let served = serve_openai(&fake);
+    let count = |text: String| json!({"model": "openai:gpt-gw", "system": "Be brief.", "messages": [{"role": "user", "content": text}]});
+    let (status, text) = post(
+        &served,
+        "/v1/messages/count_tokens?beta=true",
+        &count("hi".into()),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let small: Value = serde_json::from_str(&text).unwrap();
+    let small = small["input_tokens"].as_u64().unwrap();
+    assert!(small > 0);
+    let (_, text) = post(
+        &served,
+        "/v1/messages/count_tokens",
+        &count("word ".repeat(400)),
+    )
+    .await;
+    let large: Value = serde_json::from_str(&text).unwrap();
+    let large = large["input_tokens"].as_u64().unwrap();
+    assert!(large >= small + 400, "{small} then {large}");
+    let (status, text) = post(
+        &served,
+        "/v1/messages/count_tokens",
+        &json!({"model": "nosuch", "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(status, 404, "{text}");
+    assert!(
+        fake.requests().is_empty(),
+        "count_tokens asked the upstream"
+    );
+}
+
+#[tokio::test]
+async fn bad_requests_get_anthropic_errors_and_nothing_goes_upstream() {
+    let fake = FakeOpenAi::start(0, Behavior::text("hi")).unwrap();
+    let served = serve_openai(&fake);
+    let url = format!("{}/v1/messages?beta=true", base(&served));
+    let client = reqwest::Client::builder().timeout(WAIT).build().unwrap();
+    let r = client.post(&url).json(&json!({})).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    assert_eq!(error_type(&r.json().await.unwrap()), "authentication_error");
+    let r = client
+        .post(&url)
+        .header("x-api-key", &served.token)
+        .header("content-type", "application/json")
+        .body("{\"model\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(error_type(&v), "invalid_request_error");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON"),
+        "{v}"
+    );
+
+    let user = json!([{"role": "user", "content": "hi"}]);
+    let cases = [
+        (
+            json!({"model": "openai:x", "messages": user}),
+            400,
+            "invalid_request_error",
+            "max_tokens",
+        ),
+        (
+            json!({"model": "nosuch", "max_tokens": 10, "messages": user}),
+            404,
+            "not_found_error",
+            "nosuch",
+        ),
+        (
+            json!({"model": "openai:x", "max_tokens": 10, "messages": user,
+                   "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 2}]}),
+            400,
+            "invalid_request_error",
+            "server tools",
+        ),
+        (
+            json!({"model": "openai:x", "max_tokens": 10, "messages": user, "mcp_servers": []}),
+            400,
+            "invalid_request_error",
+            "mcp_servers",
+        ),
+        (
+            json!({"model": "openai:x", "max_tokens": 10, "messages": user, "inference_geo": "us"}),
+            400,
+            "invalid_request_error",
+            "inference_geo",
+        ),
+        (
+            json!({"model": "openai:x", "max_tokens": 10, "messages": user, "no_such_setting": 1}),
+            400,
+            "invalid_request_error",
+            "no_such_setting",
+        ),
+        (
+            json!({"model": "openai:x", "max_tokens": 10, "messages": [{"role": "system", "content": "x"}]}),
+            400,
+            "invalid_request_error",
+            "messages[0].role",
+        ),
+    ];
+    for (body, status, kind, mentions) in cases {
+        let (got, v) = messages(&served, &body).await;
+        assert_eq!(got, status, "{body} -> {v}");
+        assert_eq!(error_type(&v), kind, "{body} -> {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(mentions), "{body} -> {v}");
+    }
+    assert!(
+        fake.requests().is_empty(),
+        "a refused request went upstream"
+    );
+}
+
+#[tokio::test]
+async fn an_upstream_rate_limit_is_a_429_in_each_apis_shape() {
+    let limited = || {
+        Behavior::mode(Mode::Error {
+            status: 429,
+            message: "slow down".into(),
+            code: "rate_limit_exceeded".into(),
+        })
+    };
+    let fake = FakeOpenAi::start(0, limited()).unwrap();
+    let served = serve_openai(&fake);
+    let user = json!([{"role": "user", "content": "hi"}]);
+    for stream in [false, true] {
+        let (status, v) = messages(
+            &served,
+            &json!({"model": "openai:x", "max_tokens": 10, "messages": user, "stream": stream}),
+        )
+        .await;
+        assert_eq!(status, 429, "{v}");
+        assert_eq!(error_type(&v), "rate_limit_error");
+    }
+    let r = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", base(&served)))
+        .bearer_auth(&served.token)
+        .json(&json!({"model": "openai:x", "messages": user}))
+        .timeout(WAIT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 429);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "rate_limit_exceeded", "{v}");
+    assert_eq!(fake.requests().len(), 3, "one request each, no retry");
+}
+
+/// Anthropic's own Python client, as a user's script drives it: a whole reply, a streamed one
+/// read through the SDK's own stream helper (which checks every event), a tool call whose
+/// result goes back, a token count, and an unknown model.
+const SDK_SCRIPT: &str = r#"
+import json, sys
+from anthropic import Anthropic
+
+client = Anthropic(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
+out = {}
+hi = [{"role": "user", "content": "hi"}]
+r = client.messages.create(model="openai:gpt-sdk", max_tokens=100, system="Be brief.", messages=hi)
+out["whole"] = [r.content[0].text, r.stop_reason, r.usage.output_tokens > 0]
+with client.messages.stream(model="openai:gpt-sdk", max_tokens=100, messages=hi) as stream:
+    text = "".join(stream.text_stream)
+    final = stream.get_final_message()
+out["streamed"] = [text, final.stop_reason, final.usage.output_tokens > 0]
+tools = [{"name": "get_weather", "description": "Weather.",
+          "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+messages = [{"role": "user", "content": "Weather in Paris?"}]
+with client.messages.stream(model="openai:gpt-sdk", max_tokens=100, messages=messages, tools=tools) as stream:
+    r = stream.get_final_message()
+call = [b for b in r.content if b.type == "tool_use"][0]
+out["call"] = [call.name, call.input, r.stop_reason]
+messages += [{"role": "assistant", "content": r.content},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "sunny"}]}]
+r = client.messages.create(model="openai:gpt-sdk", max_tokens=100, messages=messages, tools=tools)
+out["after_tool"] = r.content[0].text
+out["count"] = client.messages.count_tokens(model="openai:gpt-sdk", messages=hi).input_tokens
+try:
+    client.messages.create(model="nosuch", max_tokens=10, messages=hi)
+except Exception as e:
+    out["error"] = [type(e).__name__, getattr(e, "status_code", None)]
+print(json.dumps(out))
+"#;
+
+#[tokio::test]
+async fn anthropics_python_sdk_gets_whole_and_streamed_replies_a_tool_round_trip_and_a_count() {
+    let Some(sdk) = python_sdk::find("anthropic", "GENAI_TEST_ANTHROPIC_SDK") else {
+        return;
+    };
+    let fake = FakeOpenAi::start(0, Behavior::reply("Hello from upstream.", 3)).unwrap();
+    let served = serve_openai(&fake);
+    fake.push(Behavior::reply("Hello from upstream.", 3));
+    fake.push(Behavior::reply("Hello from upstream.", 3));
+    fake.push(Behavior::calls(
+        "",
+        &[("get_weather", "{\"city\":\"Paris\"}")],
+    ));
+    fake.push(Behavior::text("It is sunny."));
+    let stdout = python_sdk::run(SDK_SCRIPT, sdk, base(&served), served.token.clone()).await;
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        v["whole"],
+        json!(["Hello from upstream.", "end_turn", true])
+    );
+    assert_eq!(
+        v["streamed"],
+        json!(["Hello from upstream.", "end_turn", true])
+    );
+    assert_eq!(
+        v["call"],
+        json!(["get_weather", {"city": "Paris"}, "tool_use"])
+    );
+    assert_eq!(v["after_tool"], "It is sunny.");
+    assert!(v["count"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["error"], json!(["NotFoundError", 404]));
+    let sent = fake.last().body;
+    assert_eq!(sent["messages"][2]["role"], "tool", "{sent}");
+    assert!(
+        sent["messages"][2]["content"].to_string().contains("sunny"),
+        "{sent}"
+    );
+}
+
+#[tokio::test]
+async fn claudes_overload_is_a_529_overloaded_error() {
+    let fake = FakeAnthropic::start(fake_anthropic::Behavior::mode(
+        fake_anthropic::Mode::Error {
+            status: 529,
+            error_type: "overloaded_error".into(),
+            message: "Overloaded".into(),
+        },
+    ))
+    .unwrap();
+    let served = serve_anthropic(&fake);
+    let (status, v) = messages(
+        &served,
+        &json!({"model": "anthropic:claude-fake", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(status, 529, "{v}");
+    assert_eq!(error_type(&v), "overloaded_error");
+    assert_eq!(fake.requests().len(), 1, "no retry");
+}

@@ -230,7 +230,7 @@ const TOOL_NAME: &str = "save_story";
 /// The openai-chat body of one greedy request, the same for llama-server and genai's warm
 /// route: the prompt, `tokens` at most, run to the end unless constrained, and the schema or
 /// the tool.
-pub fn chat_body(prompt: &str, tokens: u32, opts: &Options) -> Value {
+fn chat_body(prompt: &str, tokens: u32, opts: &Options) -> Value {
     let mut body = json!({
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": tokens,
@@ -271,6 +271,80 @@ fn genai_run(
     }
 }
 
+/// A `genai serve` of the bench on a free loopback port, its token read; killed when dropped.
+pub struct Serve {
+    child: Child,
+    pub port: u16,
+    pub token: String,
+    /// The folder of its config and data (removed when dropped).
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serve {
+    /// Started with `slots` slots and its stderr to `stderr`; `log` is its `GENAI_LOG`.
+    pub fn start(
+        genai: &Path,
+        env: &dyn Fn(&mut Command, &Path),
+        opts: &Options,
+        slots: usize,
+        stderr: Stdio,
+        log: Option<&str>,
+    ) -> Res<Serve> {
+        let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp folder: {e}"))?;
+        crate::write_config(dir.path(), opts, Some(slots))?;
+        let port = free_port()?;
+        let mut cmd = Command::new(genai);
+        cmd.args([
+            "serve",
+            "--no-preload",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ]);
+        env(&mut cmd, dir.path());
+        if let Some(log) = log {
+            cmd.env("GENAI_LOG", log);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| format!("cannot start genai serve: {e}"))?;
+        let stdout = child.stdout.take();
+        let mut serve = Serve {
+            child,
+            port,
+            token: String::new(),
+            dir,
+        };
+        let mut line = String::new();
+        BufReader::new(stdout.ok_or("no stdout")?)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        if !line.starts_with("listening on") {
+            return Err(format!("genai serve did not start: {line:?}"));
+        }
+        let token = std::fs::read_to_string(serve.dir.path().join("config/serve-token"))
+            .map_err(|e| format!("no serve token: {e}"))?;
+        serve.token = token.trim().to_string();
+        Ok(serve)
+    }
+
+    /// One request to the warm local route (`POST /genai/local`): the openai-chat body
+    /// llama-server gets, streamed.
+    pub fn request(opts: &Options, prompt: &str, tokens: u32) -> Value {
+        json!({"provider": "bench", "modelFile": opts.model, "model": "", "stream": true,
+               "body": chat_body(prompt, tokens, opts)})
+    }
+}
+
 /// `genai serve` with one slot per prompt: a warm-up request loads the model, then one
 /// streaming request per prompt to its warm local route (`POST /genai/local`), all at once,
 /// each with the body llama-server gets.
@@ -280,56 +354,22 @@ fn serve_run(
     opts: &Options,
     prompts: &[usize],
 ) -> Res<Run> {
-    let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp folder: {e}"))?;
-    crate::write_config(dir.path(), opts, Some(prompts.len()))?;
-    let port = free_port()?;
-    let mut cmd = Command::new(genai);
-    cmd.args([
-        "serve",
-        "--no-preload",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-    ]);
-    env(&mut cmd, dir.path());
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start genai serve: {e}"))?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().ok_or("no stdout")?)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
-    let result = (|| {
-        if !line.starts_with("listening on") {
-            return Err(format!("genai serve did not start: {line:?}"));
-        }
-        let token = std::fs::read_to_string(dir.path().join("config/serve-token"))
-            .map_err(|e| format!("no serve token: {e}"))?;
-        let token = token.trim().to_string();
-        let request = |prompt: &str, tokens: u32| {
-            json!({"provider": "bench", "modelFile": opts.model, "model": "", "stream": true,
-                   "body": chat_body(prompt, tokens, opts)})
-        };
-        let warm = request("Hi", 2);
-        stream_request(port, "/genai/local", Some(&token), &warm, Instant::now())?;
-        let started = Instant::now();
-        let bodies = prompts
-            .iter()
-            .map(|&i| request(PROMPTS[i % PROMPTS.len()], opts.tokens));
-        at_once(
-            port,
-            "/genai/local",
-            Some(&token),
-            bodies,
-            started,
-            child.id(),
-        )
-    })();
-    let _ = child.kill();
-    let _ = child.wait();
-    result
+    let serve = Serve::start(genai, env, opts, prompts.len(), Stdio::null(), None)?;
+    let (port, token) = (serve.port, serve.token.as_str());
+    let warm = Serve::request(opts, "Hi", 2);
+    stream_request(port, "/genai/local", Some(token), &warm, Instant::now())?;
+    let started = Instant::now();
+    let bodies = prompts
+        .iter()
+        .map(|&i| Serve::request(opts, PROMPTS[i % PROMPTS.len()], opts.tokens));
+    at_once(
+        port,
+        "/genai/local",
+        Some(token),
+        bodies,
+        started,
+        serve.child.id(),
+    )
 }
 
 /// `genai daemon` with one slot per prompt: a warm-up turn loads the model, then one

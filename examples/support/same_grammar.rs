@@ -8,14 +8,13 @@
 //! genai's side tells its prompt and grammar in the serve's trace log (`constrained prompt`,
 //! both as JSON strings); each prompt is sent alone once to read them.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::http_stream::{free_port, stream_request};
-use crate::local_concurrency::{chat_body, PROMPTS};
+use crate::http_stream::stream_request;
+use crate::local_concurrency::{Serve, PROMPTS};
 use crate::{Options, Res};
 
 /// What genai decodes for one prompt.
@@ -57,51 +56,27 @@ pub fn genai_constrained(
     n: usize,
 ) -> Res<Vec<Constrained>> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp folder: {e}"))?;
-    crate::write_config(dir.path(), opts, Some(1))?;
     let log = dir.path().join("serve.log");
-    let port = free_port()?;
-    let mut cmd = Command::new(genai);
-    cmd.args([
-        "serve",
-        "--no-preload",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-    ]);
-    env(&mut cmd, dir.path());
-    cmd.env("GENAI_LOG", "genai::provider::local::engine=trace");
     let file = std::fs::File::create(&log).map_err(|e| e.to_string())?;
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(file)
-        .spawn()
-        .map_err(|e| format!("cannot start genai serve: {e}"))?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().ok_or("no stdout")?)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
-    let sent = (|| {
-        if !line.starts_with("listening on") {
-            return Err(format!("genai serve did not start: {line:?}"));
-        }
-        let token = std::fs::read_to_string(dir.path().join("config/serve-token"))
-            .map_err(|e| format!("no serve token: {e}"))?;
-        for prompt in PROMPTS.iter().cycle().take(n) {
-            let request = json!({"provider": "bench", "modelFile": opts.model, "model": "",
-                                 "stream": true, "body": chat_body(prompt, opts.tokens, opts)});
-            stream_request(
-                port,
-                "/genai/local",
-                Some(token.trim()),
-                &request,
-                Instant::now(),
-            )?;
-        }
-        Ok(())
-    })();
-    let _ = child.kill();
-    let _ = child.wait();
-    sent?;
+    let serve = Serve::start(
+        genai,
+        env,
+        opts,
+        1,
+        file.into(),
+        Some("genai::provider::local::engine=trace"),
+    )?;
+    for prompt in PROMPTS.iter().cycle().take(n) {
+        let request = Serve::request(opts, prompt, opts.tokens);
+        stream_request(
+            serve.port,
+            "/genai/local",
+            Some(&serve.token),
+            &request,
+            Instant::now(),
+        )?;
+    }
+    drop(serve);
     let text = std::fs::read_to_string(&log).map_err(|e| e.to_string())?;
     let found: Vec<Constrained> = text
         .lines()

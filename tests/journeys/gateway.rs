@@ -6,7 +6,6 @@
 //! while the client's token never reaches the cloud; a request without the token is refused.
 
 use crate::home::{Home, Run};
-use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
 
 /// Stops the background serve however the journey ends.
 struct Stop<'a>(&'a Home);
@@ -28,19 +27,8 @@ fn an_openai_client_reaches_the_local_and_the_cloud_model_through_genai_serve() 
     let Some(()) = home.install_demo_model() else {
         return;
     };
-    let fake = FakeOpenAi::start(0, Behavior::text("From the cloud.")).unwrap();
-    home.export("OPENAI_BASE_URL", &fake.base_url());
-    home.export("OPENAI_API_KEY", "sk-journey-cloud");
-    home.write_config("[defaults]\nmodel = \"openai:gpt-journey\"\n");
-
-    // A failed turn first: the cloud is down.
-    fake.set_default(Behavior::mode(Mode::Error {
-        status: 503,
-        message: "overloaded".into(),
-        code: String::new(),
-    }));
-    home.run(&["ask", "hello"]).fails(1, "overloaded");
-    fake.set_default(Behavior::text("From the cloud."));
+    // The cloud as the default model, and a turn on it that failed.
+    let fake = home.cloud_default_after_a_failed_turn("From the cloud.");
 
     // What the local model answers in the shell, without any serve.
     let asked = home

@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
 use crate::support::loopback::loopback_only;
 
 /// The `genai` binary the journeys run.
@@ -136,6 +137,24 @@ impl Home {
     /// Runs a shell line (see [`Home::shell`]).
     pub fn sh(&self, line: &str) -> Run {
         Run(self.shell(line).stdin(Stdio::null()).output().unwrap())
+    }
+
+    /// The OpenAI fake (answering `text`) as the config's default model `openai:gpt-journey`,
+    /// with the key `sk-journey-cloud` in the environment, and one `ask` on it that failed
+    /// (a 503: the cloud was down).
+    pub fn cloud_default_after_a_failed_turn(&mut self, text: &str) -> FakeOpenAi {
+        let fake = FakeOpenAi::start(0, Behavior::text(text)).unwrap();
+        self.export("OPENAI_BASE_URL", &fake.base_url());
+        self.export("OPENAI_API_KEY", "sk-journey-cloud");
+        self.write_config("[defaults]\nmodel = \"openai:gpt-journey\"\n");
+        fake.set_default(Behavior::mode(Mode::Error {
+            status: 503,
+            message: "overloaded".into(),
+            code: String::new(),
+        }));
+        self.run(&["ask", "hello"]).fails(1, "overloaded");
+        fake.set_default(Behavior::text(text));
+        fake
     }
 
     /// Installs the demo model as a user who has only the binary would, and makes it the

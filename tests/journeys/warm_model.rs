@@ -5,7 +5,6 @@
 //! and the next ask loads the model itself and answers the same.
 
 use crate::home::{Home, Run};
-use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
 
 const SERVED: &str = "answered by the genai serve at";
 const ASK: [&str; 8] = [
@@ -44,19 +43,8 @@ fn a_background_serve_keeps_the_local_model_warm_for_ask_and_chat() {
     let Some(()) = home.install_demo_model() else {
         return;
     };
-    let fake = FakeOpenAi::start(0, Behavior::text("From the cloud.")).unwrap();
-    home.export("OPENAI_BASE_URL", &fake.base_url());
-    home.export("OPENAI_API_KEY", "sk-journey-cloud");
-    home.write_config("[defaults]\nmodel = \"openai:gpt-journey\"\n");
-
-    // A failed turn first: the cloud is down.
-    fake.set_default(Behavior::mode(Mode::Error {
-        status: 503,
-        message: "overloaded".into(),
-        code: String::new(),
-    }));
-    home.run(&["ask", "hello"]).fails(1, "overloaded");
-    fake.set_default(Behavior::text("From the cloud."));
+    // The cloud as the default model, and a turn on it that failed.
+    let fake = home.cloud_default_after_a_failed_turn("From the cloud.");
 
     // Before any serve: the model loads in the process.
     let cold = logged(&home, &ASK).ok();

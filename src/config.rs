@@ -241,6 +241,11 @@ pub struct AgentConfig {
     /// client-hosted one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub middleware: Option<Vec<String>>,
+    /// Agents tried in order when this one's provider fails before its answer starts (a 429,
+    /// a 5xx, a time-out or a refused connection): each runs the same request on its own
+    /// provider and model. Their own fallbacks are not followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Vec<String>>,
 }
 
 /// `[features.NAME]`: settings of a feature.
@@ -368,6 +373,16 @@ impl Config {
                     ErrorKind::Config,
                     format!("agents.{name}: set exactly one of `model_configuration` or `model`"),
                 ));
+            }
+            for other in agent.fallback.iter().flatten() {
+                if other == name || !config.agents.contains_key(other) {
+                    return Err(Error::new(
+                        ErrorKind::Config,
+                        format!(
+                            "agents.{name}.fallback: `{other}` is not another agent of [agents]"
+                        ),
+                    ));
+                }
             }
         }
         if let Some(name) = config

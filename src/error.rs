@@ -80,6 +80,8 @@ pub struct Error {
     /// The HTTP status a provider answered, when the error is that answer (a 429 is a rate
     /// limit, a 529 an overload): what a gateway passes on to its own client.
     pub upstream_status: Option<u16>,
+    /// The provider could not be reached at all (a refused connection): nothing was sent.
+    pub unreachable: bool,
 }
 
 impl fmt::Display for Error {
@@ -101,6 +103,7 @@ impl Error {
             kind,
             message,
             upstream_status: None,
+            unreachable: false,
         }
     }
 
@@ -112,11 +115,20 @@ impl Error {
         }
     }
 
-    /// The same error (its kind and upstream status) with its message reworded by `f`, such
+    /// This error as a provider's that could not be reached.
+    pub fn unreachable(self) -> Error {
+        Error {
+            unreachable: true,
+            ..self
+        }
+    }
+
+    /// The same error (its kind, upstream status and reachability) with its message reworded by `f`, such
     /// as a prefix naming the provider; the new message is masked as in [`Error::new`].
     pub fn reworded(self, f: impl FnOnce(&str) -> String) -> Error {
         Error {
             upstream_status: self.upstream_status,
+            unreachable: self.unreachable,
             ..Error::new(self.kind, f(&self.message))
         }
     }

@@ -68,6 +68,8 @@ pub struct Selection {
     /// The schema every reply must match, when the client gives one (else the model
     /// configuration's `response_schema`, if any).
     pub response_schema: Option<crate::format::ResponseSchema>,
+    /// The agent's fallback agents, in order, when an agent of the config was chosen.
+    pub fallback: Vec<String>,
 }
 
 /// The registry's kinds and instances with the default selection, as `ListComponents` and
@@ -162,6 +164,7 @@ impl Selector<'_> {
                 feature: agent.feature.clone(),
                 system_prompt: agent.system_prompt.clone(),
                 middleware: agent.middleware.clone(),
+                fallback: agent.fallback.clone().unwrap_or_default(),
                 ..Default::default()
             });
         }

@@ -7,6 +7,7 @@
 //! agent must never talk to a client: it returns outcomes and hands stream deltas to the
 //! caller's callbacks.
 
+mod fallback;
 pub mod react;
 mod structured;
 #[cfg(test)]
@@ -35,6 +36,7 @@ use crate::provider::{ProviderResponse, PROGRESS_EVENT};
 use crate::registry::ProviderInstance;
 use crate::store::{NewMessage, Store};
 
+pub use fallback::Fallback;
 pub use tool_loop::ToolLoop;
 
 /// A streamed piece of a reply: the answer's text, or the model's reasoning before it, or a
@@ -115,6 +117,10 @@ pub struct AIAgent {
     notes: std::sync::Mutex<Vec<String>>,
     /// The model's price, when one is known (from `[pricing]` or the built-in table).
     pub price: Option<Priced>,
+    /// The agents tried in order when this one's provider fails before answering.
+    pub fallbacks: Vec<Fallback>,
+    /// Which fallback answered the last request (`None`: this agent's own provider).
+    served: std::sync::Mutex<Option<usize>>,
 }
 
 impl AIAgent {
@@ -138,6 +144,8 @@ impl AIAgent {
             response_schema: None,
             notes: std::sync::Mutex::new(Vec::new()),
             price: None,
+            fallbacks: Vec::new(),
+            served: std::sync::Mutex::new(None),
         }
     }
 
@@ -177,9 +185,12 @@ impl AIAgent {
                 .model
                 .lock()
                 .map_err(|_| Error::internal("agent lock poisoned"))?;
-            Arc::make_mut(&mut *m).set_parameter(name, value)?;
+            Arc::make_mut(&mut *m).set_parameter(name, value.clone())?;
             m.parameters.clone()
         };
+        for f in &self.fallbacks {
+            f.set_parameter(name, value.clone());
+        }
         if let Some(p) = &self.persistence {
             p.store.update_parameters(&p.conversation_id, &params)?;
         }
@@ -320,11 +331,12 @@ impl AIAgent {
             self.note(vec![cut]);
         }
         let latency = started.elapsed();
+        let (served_provider, served_model, price) = self.served_model(&model);
         let (cost, cost_detail) = pricing::turn_cost(
-            self.price.as_ref(),
+            price.as_ref(),
             usage.as_ref(),
-            &self.provider.name,
-            &model.model,
+            &served_provider,
+            &served_model,
         );
 
         if let Some(p) = &self.persistence {
@@ -341,9 +353,9 @@ impl AIAgent {
             });
             // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
             let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
-            let model = self.model_info().ok().map(|(_, model, _)| model);
+            let model = served_model.clone();
             tokio::task::spawn_blocking(move || {
-                store.commit_turn(&id, sys.as_ref(), model.as_deref(), &rows)
+                store.commit_turn(&id, sys.as_ref(), Some(&model), &rows)
             })
             .await
             .map_err(|e| Error::internal(format!("committing the turn failed: {e}")))??;
@@ -466,8 +478,9 @@ impl AIAgent {
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     ) -> Result<ModelReply> {
         let messages = self.through_middleware(model, messages).await?;
-        let request = model.prepare(&messages, options)?;
-        let mut reply = self.send(model, &request, on_delta, on_call).await?;
+        let mut reply = self
+            .send_with_fallbacks(model, &messages, options, on_delta, on_call)
+            .await?;
         if !self.middleware.is_empty() {
             let mut notes = Vec::new();
             let done = self.middleware.on_reply(&mut reply, &mut notes).await;
@@ -477,24 +490,25 @@ impl AIAgent {
         Ok(reply)
     }
 
-    /// Sends a prepared request and reads its reply as it comes.
+    /// Sends a prepared request to `provider` and reads its reply as it comes.
     async fn send(
         &self,
+        provider: &ProviderInstance,
         model: &ModelConfiguration,
         request: &ModelRequest,
         on_delta: Option<OnDelta<'_>>,
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     ) -> Result<ModelReply> {
-        let max_tokens = self.provider.provider.max_reply_tokens();
+        let max_tokens = provider.provider.max_reply_tokens();
         let over = |tokens: u64| {
             max_tokens.filter(|max| tokens > *max).map(|max| {
                 Error::provider(format!(
                     "{}: the answer is over {max} tokens (max_reply_tokens): the turn is ended",
-                    self.provider.name
+                    provider.name
                 ))
             })
         };
-        match self.provider.provider.send_request(request).await? {
+        match provider.provider.send_request(request).await? {
             ProviderResponse::Complete(body) => {
                 let reply = model.extract(&body)?;
                 match over(reply.usage.map_or(0, |u| u.output_tokens)) {
@@ -536,7 +550,7 @@ impl AIAgent {
                 }
                 decoder
                     .finish()
-                    .map_err(|e| e.reworded(|m| format!("{}: {m}", self.provider.name)))
+                    .map_err(|e| e.reworded(|m| format!("{}: {m}", provider.name)))
             }
         }
     }

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use jsonrpsee::server::HttpResponse;
 use serde_json::Value;
 
-use super::turn::{self, Piece, Turn};
+use super::turn::{self, Piece, Served, Turn};
 use super::{sse, Api, ApiError};
 use crate::agent::AIAgent;
 use crate::error::Error;
@@ -31,11 +31,16 @@ pub trait Shape: Send + 'static {
 pub async fn run(turn: Turn, stream: bool, api: Api, mut shape: impl Shape) -> HttpResponse {
     if !stream {
         return match turn::whole(turn).await {
-            Ok(r) => super::json_response(http::StatusCode::OK, &shape.whole(&r)),
+            Ok((r, served)) => {
+                let mut answer = super::json_response(http::StatusCode::OK, &shape.whole(&r));
+                say_served(&mut answer, &served);
+                answer
+            }
             Err(e) => ApiError::of(&e, None).response_in(api),
         };
     }
-    let mut pieces = Box::pin(turn::streamed(turn));
+    let (answerer, pieces) = turn::streamed(turn);
+    let mut pieces = Box::pin(pieces);
     // The status is decided by the first piece: a turn that fails before any text is an
     // error answer, not a stream of one error event.
     let first = match pieces.next().await {
@@ -47,7 +52,25 @@ pub async fn run(turn: Turn, stream: bool, api: Api, mut shape: impl Shape) -> H
     let rest = futures::stream::once(async { first })
         .chain(pieces)
         .flat_map(move |p| futures::stream::iter(shape.piece(p)));
-    sse::response(futures::stream::iter(head).chain(rest))
+    let mut answer = sse::response(futures::stream::iter(head).chain(rest));
+    say_served(&mut answer, &answerer.served());
+    answer
+}
+
+/// The header naming the model that answered (`x-genai-served-by: PROVIDER:MODEL`), and the
+/// fallback agent when one answered for the agent asked for (`x-genai-fallback: AGENT`).
+fn say_served(answer: &mut HttpResponse, served: &Served) {
+    let headers = answer.headers_mut();
+    if let Ok(v) = http::HeaderValue::from_str(&served.model) {
+        headers.insert("x-genai-served-by", v);
+    }
+    if let Some(v) = served
+        .fallback
+        .as_deref()
+        .and_then(|f| http::HeaderValue::from_str(f).ok())
+    {
+        headers.insert("x-genai-fallback", v);
+    }
 }
 
 /// Sets the request's parameters on its agent's model: each checked by the model's format,

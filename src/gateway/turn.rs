@@ -8,6 +8,8 @@
 //! store anything, and never outlive its client: dropping the stream of pieces cancels the
 //! turn, which drops the request upstream.
 
+use std::sync::Arc;
+
 use futures::Stream;
 use tokio_util::sync::CancellationToken;
 
@@ -40,14 +42,56 @@ pub enum Piece {
     Done(Result<ModelReply>),
 }
 
-/// Runs the turn to its whole reply.
-pub async fn whole(turn: Turn) -> Result<ModelReply> {
-    run(turn, None, None, &CancellationToken::new()).await
+/// Who answered a turn: the model as `PROVIDER:MODEL`, and the fallback agent's name when
+/// the agent's own provider failed and one of its fallbacks answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Served {
+    pub model: String,
+    pub fallback: Option<String>,
+}
+
+/// The agent of a streamed turn, to ask who is answering once its first piece came.
+pub struct Answerer(Arc<AIAgent>);
+
+impl Answerer {
+    pub fn served(&self) -> Served {
+        served(&self.0)
+    }
+}
+
+fn served(agent: &AIAgent) -> Served {
+    let model = agent.model().map(|m| {
+        let (provider, model, _) = agent.served_model(&m);
+        format!("{provider}:{model}")
+    });
+    Served {
+        model: model.unwrap_or_default(),
+        fallback: agent.served_by(),
+    }
+}
+
+/// Runs the turn to its whole reply, and says who answered it.
+pub async fn whole(turn: Turn) -> Result<(ModelReply, Served)> {
+    let agent = Arc::new(turn.agent);
+    let parts = Parts {
+        messages: turn.messages,
+        tools: turn.tools,
+        schema: turn.schema,
+    };
+    let reply = run(&agent, parts, None, None, &CancellationToken::new()).await?;
+    Ok((reply, served(&agent)))
 }
 
 /// Runs the turn in the background; its pieces come as the model streams them, `Done` last.
 /// Dropping the stream cancels the turn.
-pub fn streamed(turn: Turn) -> impl Stream<Item = Piece> + Send + 'static {
+pub fn streamed(turn: Turn) -> (Answerer, impl Stream<Item = Piece> + Send + 'static) {
+    let agent = Arc::new(turn.agent);
+    let parts = Parts {
+        messages: turn.messages,
+        tools: turn.tools,
+        schema: turn.schema,
+    };
+    let answerer = Answerer(agent.clone());
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let guard = cancel.clone().drop_guard();
@@ -66,26 +110,34 @@ pub fn streamed(turn: Turn) -> impl Stream<Item = Piece> + Send + 'static {
         let on_call = move |d: &ToolCallDelta| {
             let _ = calls.send(Piece::Call(d.clone()));
         };
-        let done = run(turn, Some(&on_delta), Some(&on_call), &cancel).await;
+        let done = run(&agent, parts, Some(&on_delta), Some(&on_call), &cancel).await;
         let _ = tx.send(Piece::Done(done));
     });
-    futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
+    let pieces = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
         let piece = rx.recv().await?;
         Some((piece, (rx, guard)))
-    })
+    });
+    (answerer, pieces)
+}
+
+/// What a turn sends beside its agent.
+struct Parts {
+    messages: Vec<Message>,
+    tools: Vec<ToolSpec>,
+    schema: Option<ResponseSchema>,
 }
 
 /// The turn on its agent: one request, the model's tool calls returned to the caller (none
 /// run: `max_steps` is 0), native tool calls only (a text protocol would put genai's own
 /// words in the client's conversation).
 async fn run(
-    turn: Turn,
+    agent: &AIAgent,
+    turn: Parts,
     on_delta: Option<&(dyn Fn(Delta<'_>) + Send + Sync)>,
     on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     cancel: &CancellationToken,
 ) -> Result<ModelReply> {
-    let Turn {
-        agent,
+    let Parts {
         messages,
         tools,
         schema,

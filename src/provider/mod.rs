@@ -256,7 +256,8 @@ pub fn transport_error(provider: &str, url: &str, e: reqwest::Error) -> Error {
         return Error::provider(format!(
             "{provider}: cannot connect to{url}: {}",
             crate::error::root_cause(&e)
-        ));
+        ))
+        .unreachable();
     }
     if e.is_body() || e.is_decode() {
         return Error::provider(format!(

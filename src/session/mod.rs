@@ -247,7 +247,40 @@ impl Framework {
             &model_id,
             agent.provider.provider.vendor_prices(),
         );
+        agent.fallbacks = self.fallbacks(sel, params)?;
         Ok(agent)
+    }
+
+    /// The fallback agents of `sel`, each on its own provider and model (their own fallbacks
+    /// are not followed), with the parameters given to the agent.
+    fn fallbacks(
+        &self,
+        sel: &Selection,
+        params: Option<&Map<String, Value>>,
+    ) -> Result<Vec<crate::agent::Fallback>> {
+        let mut out = Vec::with_capacity(sel.fallback.len());
+        for name in &sel.fallback {
+            let fsel = self.selector().select(&ModelChoice::Agent(name.clone()))?;
+            let provider = self.selector().provider(&fsel)?;
+            let model = self.registry.build_model(
+                &provider,
+                fsel.model_configuration.as_deref(),
+                fsel.model.as_deref(),
+                None,
+            )?;
+            let price = self.prices.lookup_at(
+                &provider.name,
+                provider.kind,
+                &model.model,
+                provider.provider.vendor_prices(),
+            );
+            let f = crate::agent::Fallback::new(name.clone(), provider, model, price);
+            for (k, v) in params.into_iter().flatten() {
+                f.set_parameter(k, v.clone());
+            }
+            out.push(f);
+        }
+        Ok(out)
     }
 
     /// An agent for one request of a client that keeps the history itself (the gateway's

@@ -1,0 +1,270 @@
+//! Fallback agents: when an agent's provider fails before its answer starts (rate limited,
+//! a 5xx, no answer in time, or unreachable), the same request goes to the agents its config
+//! names in `fallback = [...]`, in order, each on its own provider and model; the turn says
+//! which one served it.
+//!
+//! It owns the fallbacks of an agent, which failures let the next one try, and the one model
+//! request tried down that list. It must never try another agent once a byte of the answer
+//! went to the caller (the client would see two answers run together), never drop a part of
+//! the request a fallback cannot carry (such a fallback is skipped, and said), and never
+//! follow a fallback's own fallbacks.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::{AIAgent, Delta, OnDelta};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
+use crate::message::Message;
+use crate::pricing::Priced;
+use crate::registry::ProviderInstance;
+
+/// Another agent of the config, tried when the ones before it failed.
+pub struct Fallback {
+    /// Its name in `[agents]`.
+    pub name: String,
+    pub provider: ProviderInstance,
+    model: Mutex<Arc<ModelConfiguration>>,
+    pub price: Option<Priced>,
+    /// Why it cannot carry this agent's requests (a parameter its format refuses).
+    unfit: Mutex<Option<String>>,
+}
+
+impl Fallback {
+    pub fn new(
+        name: String,
+        provider: ProviderInstance,
+        model: ModelConfiguration,
+        price: Option<Priced>,
+    ) -> Fallback {
+        Fallback {
+            name,
+            provider,
+            model: Mutex::new(Arc::new(model)),
+            price,
+            unfit: Mutex::new(None),
+        }
+    }
+
+    /// Its model configuration as it stands.
+    pub fn model(&self) -> Arc<ModelConfiguration> {
+        self.model
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Sets a parameter the agent was given; a format that refuses it makes this fallback
+    /// unfit for the agent's requests, rather than have it run them without.
+    pub fn set_parameter(&self, name: &str, value: Value) {
+        let Ok(mut m) = self.model.lock() else { return };
+        if let Err(e) = Arc::make_mut(&mut m).set_parameter(name, value) {
+            if let Ok(mut unfit) = self.unfit.lock() {
+                *unfit = Some(format!(
+                    "it cannot take the parameter `{name}`: {}",
+                    e.message
+                ));
+            }
+        }
+    }
+
+    fn unfit(&self) -> Option<String> {
+        self.unfit.lock().ok().and_then(|u| u.clone())
+    }
+}
+
+/// Whether the next fallback may try after this failure: rate limited (429), the provider
+/// failed or is overloaded (5xx), no answer in time, or it could not be reached.
+pub fn falls_back(e: &Error) -> bool {
+    e.kind == ErrorKind::Timeout
+        || e.unreachable
+        || e.upstream_status.is_some_and(|s| s == 429 || s >= 500)
+}
+
+/// Who answers one request: the agent itself or one of its fallbacks.
+struct Candidate<'a> {
+    /// `None`: the agent itself.
+    fallback: Option<&'a Fallback>,
+    provider: &'a ProviderInstance,
+    model: Arc<ModelConfiguration>,
+}
+
+impl AIAgent {
+    /// The name of the fallback that answered this agent's last request (or is answering
+    /// it), `None` when the agent itself did.
+    pub fn served_by(&self) -> Option<String> {
+        let served = *self.served.lock().ok()?;
+        served.map(|i| self.fallbacks[i].name.clone())
+    }
+
+    /// The provider, model and price of whoever answered the last request.
+    pub fn served_model(&self, own: &ModelConfiguration) -> (String, String, Option<Priced>) {
+        match self.served.lock().ok().and_then(|s| *s) {
+            Some(i) => {
+                let f = &self.fallbacks[i];
+                (
+                    f.provider.name.clone(),
+                    f.model().model.clone(),
+                    f.price.clone(),
+                )
+            }
+            None => (
+                self.provider.name.clone(),
+                own.model.clone(),
+                self.price.clone(),
+            ),
+        }
+    }
+
+    /// One request (`messages` already through the middleware) to this agent's model, then to
+    /// each fallback in turn while the failure [`falls_back`] and nothing was streamed yet.
+    pub(super) async fn send_with_fallbacks(
+        &self,
+        model: &ModelConfiguration,
+        messages: &[Message],
+        options: &RequestOptions<'_>,
+        on_delta: Option<OnDelta<'_>>,
+        on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
+    ) -> Result<ModelReply> {
+        if let Ok(mut s) = self.served.lock() {
+            *s = None;
+        }
+        if self.fallbacks.is_empty() {
+            let request = model.prepare(messages, options)?;
+            return self
+                .send(&self.provider, model, &request, on_delta, on_call)
+                .await;
+        }
+        // Whether a piece of the answer went to the caller: then no one else may answer.
+        let started = AtomicBool::new(false);
+        let delta = |d: Delta<'_>| {
+            if !matches!(d, Delta::Progress(_)) {
+                started.store(true, Ordering::Relaxed);
+            }
+            if let Some(f) = on_delta {
+                f(d);
+            }
+        };
+        let call = |c: &ToolCallDelta| {
+            started.store(true, Ordering::Relaxed);
+            if let Some(f) = on_call {
+                f(c);
+            }
+        };
+        let delta = on_delta.map(|_| &delta as OnDelta<'_>);
+        let call = on_call.map(|_| &call as &(dyn Fn(&ToolCallDelta) + Send + Sync));
+        let own = Candidate {
+            fallback: None,
+            provider: &self.provider,
+            model: Arc::new(model.clone()),
+        };
+        let others = self.fallbacks.iter().map(|f| Candidate {
+            fallback: Some(f),
+            provider: &f.provider,
+            model: relaxed_like(model, f.model()),
+        });
+        let mut failed: Option<Error> = None;
+        for (i, c) in std::iter::once(own).chain(others).enumerate() {
+            if let Some(f) = c.fallback {
+                if let Some(why) = self.cannot_carry(f, &c.model, messages, options) {
+                    self.note(vec![format!("fallback {} skipped: {why}", f.name)]);
+                    continue;
+                }
+            }
+            let request = c.model.prepare(messages, options)?;
+            // Set before the answer starts: a caller reading it at the first piece sees who
+            // is answering.
+            if let Ok(mut s) = self.served.lock() {
+                *s = c.fallback.map(|_| i - 1);
+            }
+            match self.send(c.provider, &c.model, &request, delta, call).await {
+                Ok(reply) => {
+                    if let Some(f) = c.fallback {
+                        self.note(vec![format!("served by fallback {}", f.name)]);
+                    }
+                    return Ok(reply);
+                }
+                Err(e) if falls_back(&e) && !started.load(Ordering::Relaxed) => {
+                    let who = c.fallback.map_or(self.provider.name.as_str(), |f| &f.name);
+                    tracing::info!("{who} failed before answering, trying a fallback: {e}");
+                    self.note(vec![format!("{who} failed: {}", e.message)]);
+                    failed = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(failed.map_or_else(
+            || Error::provider("no fallback could carry the request"),
+            |e| e.reworded(|m| format!("{m} (every fallback failed too)")),
+        ))
+    }
+
+    /// Why fallback `f` cannot carry this request without dropping a part of it, if so.
+    fn cannot_carry(
+        &self,
+        f: &Fallback,
+        model: &ModelConfiguration,
+        messages: &[Message],
+        options: &RequestOptions<'_>,
+    ) -> Option<String> {
+        if let Some(why) = f.unfit() {
+            return Some(why);
+        }
+        let native = model.format.spec().native_tools && f.provider.provider.native_tools();
+        if !options.tools.is_empty() && !native {
+            return Some(format!(
+                "provider {} ({}) has no native tool calls",
+                f.provider.name,
+                model.format.name()
+            ));
+        }
+        format::check_images(
+            messages,
+            model.format.name(),
+            model.images(),
+            &f.provider.name,
+            f.provider.provider.max_image_bytes(),
+        )
+        .err()
+        .map(|e| e.message)
+    }
+}
+
+/// A fallback's model as the request's model stands: without a forced tool choice when the
+/// agent's round has dropped its own (after the first round of tool calls).
+fn relaxed_like(
+    asked: &ModelConfiguration,
+    fallback: Arc<ModelConfiguration>,
+) -> Arc<ModelConfiguration> {
+    let choice = format::schema::TOOL_CHOICE.name;
+    if asked.parameters.contains_key(choice) || !fallback.parameters.contains_key(choice) {
+        return fallback;
+    }
+    let mut m = (*fallback).clone();
+    m.parameters.remove(choice);
+    Arc::new(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limits_server_failures_time_outs_and_refused_connections_fall_back() {
+        let status = |s| Error::provider("p: failed").with_upstream_status(s);
+        assert!(falls_back(&status(429)));
+        assert!(falls_back(&status(500)));
+        assert!(falls_back(&status(529)));
+        assert!(falls_back(&Error::new(ErrorKind::Timeout, "slow")));
+        assert!(falls_back(
+            &Error::provider("p: cannot connect").unreachable()
+        ));
+        assert!(!falls_back(&status(400)));
+        assert!(!falls_back(&status(401)));
+        assert!(!falls_back(&Error::provider("the stream broke")));
+        assert!(!falls_back(&Error::invalid_params("bad")));
+        assert!(!falls_back(&Error::cancelled()));
+    }
+}

@@ -83,6 +83,12 @@ pub struct ServeConfig {
     /// (default true; `--no-connect` turns it off for one command).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect: Option<bool>,
+    /// Model names the gateway's clients may send, each resolved to an agent or
+    /// `PROVIDER:MODEL`: `[serve.models] "claude-sonnet-4-5" = "local"`. A name may be a
+    /// pattern with `*` wildcards (`"claude-*" = "myagent"`); an exact name wins over a
+    /// pattern, a longer pattern over a shorter one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub models: BTreeMap<String, String>,
 }
 
 /// `[keys]`: where `genai keys set` stores a key.
@@ -416,6 +422,17 @@ impl Config {
             return Err(Error::new(
                 ErrorKind::Config,
                 format!("mcp_servers.{name}: a server name is not empty and has no `.`"),
+            ));
+        }
+        if let Some((alias, _)) = config
+            .serve
+            .models
+            .iter()
+            .find(|(a, to)| a.trim().is_empty() || to.trim().is_empty())
+        {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("serve.models.\"{alias}\": a model name and the agent or PROVIDER:MODEL it stands for are not empty"),
             ));
         }
         Ok(config)

@@ -26,6 +26,7 @@ mod params;
 mod plugins;
 mod schema;
 mod serve;
+mod serve_keys;
 mod sessions;
 mod stdio;
 mod turn;

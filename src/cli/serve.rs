@@ -8,6 +8,7 @@
 //! A serve of this user also keeps the default local model warm for `genai ask` and `genai
 //! chat` (`connect_local`): it loads it at start and says where it listens in `serve.json`.
 //! `--background` starts one detached and returns once it listens; `--stop` ends it.
+//! `genai serve keys ...` manages the gateway's virtual keys (`serve_keys.rs`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +21,9 @@ use genai::store::Store;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The gateway's virtual keys (`genai serve keys create|list|revoke`).
+    #[command(subcommand)]
+    pub command: Option<ServeCommand>,
     /// The address to listen on (loopback by default: anyone who can reach it still needs
     /// the token).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
@@ -58,7 +62,19 @@ pub struct Args {
     pub max_buffered_events: usize,
 }
 
+/// What `genai serve` does besides serving.
+#[derive(clap::Subcommand)]
+pub enum ServeCommand {
+    /// Create, list or revoke the gateway's virtual keys, each with its own budget, rate and
+    /// models, its usage kept by name (`genai usage --by key`).
+    #[command(subcommand)]
+    Keys(super::serve_keys::Command),
+}
+
 pub async fn run(args: Args) -> Result<(), Error> {
+    if let Some(ServeCommand::Keys(c)) = args.command {
+        return super::serve_keys::run(c);
+    }
     let (paths, config, registry) = super::load()?;
     let token = auth::token(&paths.config_dir)?;
     if args.print_token {

@@ -1,6 +1,8 @@
 //! `genai usage`: the tokens and cost of the stored replies, added up by model, day or
-//! conversation, since a date or an age. It reads the history through `Store::usage` and only
-//! shows what that returns: a cost it does not know is printed as unknown, never as 0.
+//! conversation, since a date or an age; or, `--by key`, the gateway's requests by virtual key
+//! (requests, tokens, cost, median latency, the models that served them and the clients). It
+//! reads the history through `Store::usage` and `Store::gateway_usage` and only shows what
+//! they return: a cost it does not know is printed as unknown, never as 0.
 
 use genai::error::Error;
 use genai::pricing::show;
@@ -25,6 +27,8 @@ pub enum By {
     Model,
     Day,
     Conversation,
+    /// The gateway's requests, by virtual key (`serve-token` for the serve token's).
+    Key,
 }
 
 /// The cost of a group as people read it: `$1.20`, `unknown`, or `$1.20 + unknown (3 turns)`.
@@ -72,6 +76,7 @@ pub fn run(a: Args) -> Result<(), Error> {
         By::Model => (Grouping::Model, "model", "MODEL"),
         By::Day => (Grouping::Day, "day", "DAY (UTC)"),
         By::Conversation => (Grouping::Conversation, "conversation", "CONVERSATION"),
+        By::Key => return by_key(since, a.json),
     };
     let rows = super::open_store()?.usage(since, grouping)?;
     let total = UsageRow::total("total", &rows);
@@ -122,6 +127,75 @@ pub fn run(a: Args) -> Result<(), Error> {
             u.cache_write_tokens.unwrap_or(0),
             u.output_tokens,
             cost(r)
+        );
+    }
+    Ok(())
+}
+
+/// `--by key`: the gateway's requests added up by virtual key.
+fn by_key(since: Option<i64>, json: bool) -> Result<(), Error> {
+    let rows = super::open_store()?.gateway_usage(since)?;
+    if json {
+        let since = since.map(|ms| genai::store::UtcTime::of(ms).rfc3339());
+        let groups: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "key": r.key_name,
+                    "requests": r.requests,
+                    "failed": r.failed,
+                    "inputTokens": r.input_tokens,
+                    "outputTokens": r.output_tokens,
+                    "cost": r.cost,
+                    "unpricedRequests": r.unpriced,
+                    "p50LatencyMs": r.p50_latency_ms,
+                    "servedBy": r.served_by,
+                    "clients": r.clients,
+                })
+            })
+            .collect();
+        super::print_json(&json!({"by": "key", "since": since, "groups": groups}));
+        return Ok(());
+    }
+    if rows.is_empty() {
+        eprintln!(
+            "no gateway requests stored yet{}",
+            if since.is_some() { " in that time" } else { "" }
+        );
+        return Ok(());
+    }
+    let width = rows
+        .iter()
+        .map(|r| r.key_name.chars().count())
+        .chain([3])
+        .max()
+        .unwrap_or(3);
+    outln!(
+        "{:<width$}  {:>8}  {:>6}  {:>12}  {:>12}  {:>10}  {:>8}  SERVED BY · CLIENTS",
+        "KEY",
+        "REQUESTS",
+        "FAILED",
+        "INPUT",
+        "OUTPUT",
+        "COST",
+        "P50 MS"
+    );
+    for r in &rows {
+        let cost = match (r.cost, r.unpriced) {
+            (c, 0) | (c @ None, _) => show(c),
+            (c, n) => format!("{} + unknown ({n})", show(c)),
+        };
+        outln!(
+            "{:<width$}  {:>8}  {:>6}  {:>12}  {:>12}  {:>10}  {:>8}  {} · {}",
+            r.key_name,
+            r.requests,
+            r.failed,
+            r.input_tokens,
+            r.output_tokens,
+            cost,
+            r.p50_latency_ms,
+            r.served_by.join(", "),
+            r.clients.join(", "),
         );
     }
     Ok(())

@@ -19,11 +19,10 @@ use super::anthropic_reply::Events;
 use super::fields::{self, array, boolean, object, only, string, text_of, with_role};
 use super::turn::Turn;
 use super::{count_tokens, respond};
-use super::{Api, ApiError};
+use super::{Api, ApiError, Caller};
 use crate::agent::AIAgent;
 use crate::format::{ResponseSchema, ToolSpec};
 use crate::message::{Message, Part, Role};
-use crate::select::ModelChoice;
 use crate::session::Framework;
 
 /// Top-level fields carried to the model.
@@ -72,8 +71,8 @@ const COUNTED: &[&str] = &[
 ];
 
 /// The answer to one `/v1/messages` request body.
-pub async fn answer(body: &[u8], fw: &Arc<Framework>) -> HttpResponse {
-    let (request, agent) = match prepare(body, fw, false) {
+pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
+    let (request, agent) = match prepare(body, fw, false, caller) {
         Ok(p) => p,
         Err(e) => return e.response_in(Api::Anthropic),
     };
@@ -87,13 +86,13 @@ pub async fn answer(body: &[u8], fw: &Arc<Framework>) -> HttpResponse {
         tools: request.tools,
         schema: request.schema,
     };
-    respond::run(turn, request.stream, Api::Anthropic, events).await
+    respond::run(turn, request.stream, Api::Anthropic, events, caller).await
 }
 
 /// The answer to one `/v1/messages/count_tokens` request body: `{"input_tokens": N}`, an
 /// estimate ([`count_tokens::estimate`]): no provider's tokenizer is at hand.
-pub fn count_tokens(body: &[u8], fw: &Arc<Framework>) -> HttpResponse {
-    match prepare(body, fw, true) {
+pub fn count_tokens(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
+    match prepare(body, fw, true, caller) {
         Ok((r, _)) => super::json_response(
             http::StatusCode::OK,
             &json!({"input_tokens": count_tokens::estimate(&r.messages, &r.tools)}),
@@ -107,11 +106,10 @@ fn prepare(
     body: &[u8],
     fw: &Arc<Framework>,
     count: bool,
+    caller: &mut Caller,
 ) -> Result<(MessagesRequest, AIAgent), ApiError> {
     let request = MessagesRequest::parse(body, count)?;
-    let agent = fw
-        .request_agent(&ModelChoice::Named(request.model.clone()))
-        .map_err(|e| ApiError::of(&e, Some("model")))?;
+    let agent = caller.agent(fw, &request.model)?;
     if !count {
         respond::set_parameters(&agent, &request.parameters)?;
         if let Some(thinking) = &request.thinking {

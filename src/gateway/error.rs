@@ -78,14 +78,14 @@ impl ApiError {
         }
     }
 
-    /// The 401 of a request without the serve's token.
+    /// The 401 of a request without the serve's token or a live virtual key.
     pub fn unauthorized() -> ApiError {
         ApiError {
             code: Some("invalid_api_key"),
             ..ApiError::new(
                 http::StatusCode::UNAUTHORIZED,
                 "authentication_error",
-                "genai serve needs its token as `Authorization: Bearer TOKEN` or `x-api-key: TOKEN` (genai serve --print-token)".into(),
+                "genai serve needs its token or a live virtual key as `Authorization: Bearer KEY` or `x-api-key: KEY` (genai serve --print-token; genai serve keys create NAME)".into(),
             )
         }
     }

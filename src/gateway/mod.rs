@@ -4,27 +4,37 @@
 //! `completion.rs` writes the answer), Anthropic's `POST /v1/messages` and
 //! `/v1/messages/count_tokens` (`anthropic.rs` reads, `anthropic_reply.rs` writes, `count_tokens.rs` estimates). Beside
 //! them: `turn.rs` runs a turn on the core, `respond.rs` answers it whole or streamed,
-//! `error.rs` writes errors in each API's shape, `fields.rs` reads a request's fields.
+//! `error.rs` writes errors in each API's shape, `fields.rs` reads a request's fields. Who may
+//! call: `access.rs` (the serve token or a virtual key of `keys.rs`, within its limits);
+//! `ledger.rs` records each request with its key, model, usage and cost; `aliases.rs`
+//! resolves `[serve.models]` names.
 //!
-//! This file owns routing the `/v1/` paths and reading a request's body within the limit. The serve's gate checks the token before
-//! a request gets here (`rpc/ws`). It must never forward a client's body upstream (every turn
+//! This file owns routing the `/v1/` paths and reading a request's body within the limit. The
+//! serve's gate admits the caller ([`Access`]) before a request gets here (`rpc/ws`). It must never forward a client's body upstream (every turn
 //! goes through the core: [`turn`]), never put genai's provider keys in an answer or a log,
 //! and never hold a conversation: the client sends the whole history each time.
 
+mod access;
+mod aliases;
 mod anthropic;
 mod anthropic_reply;
 mod completion;
 mod count_tokens;
 mod error;
 mod fields;
+mod keys;
+mod ledger;
 mod models;
 mod openai_chat;
 mod respond;
 pub mod sse;
 mod turn;
 
+pub use access::Access;
 use error::INVALID_REQUEST;
 pub use error::{Api, ApiError};
+pub use keys::{hash as key_hash, hex as key_hex};
+pub use ledger::{Caller, SERVE_TOKEN};
 
 use std::sync::Arc;
 
@@ -43,27 +53,33 @@ pub fn is_gateway<B>(req: &http::Request<B>) -> bool {
     req.uri().path().starts_with(PREFIX)
 }
 
-/// The answer to a gateway request, its token already checked; `limit` is the largest body.
+/// The answer to a gateway request of `caller`, whom the gate admitted; `limit` is the
+/// largest body. A turn's request is recorded with the caller's key when it ends.
 pub async fn answer(
     req: http::Request<hyper::body::Incoming>,
     fw: &Arc<Framework>,
     limit: u32,
+    mut caller: Caller,
 ) -> HttpResponse {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let route = path.trim_end_matches('/');
     let api = Api::of_path(route);
-    match (route, method) {
+    if let (Some(recorded), &http::Method::POST) = (ledger::api_of(route), &method) {
+        caller.recorded_as(recorded);
+    }
+    let c = &mut caller;
+    let response = match (route, method) {
         ("/v1/models", http::Method::GET) => json_response(http::StatusCode::OK, &models::list(fw)),
         ("/v1/chat/completions", http::Method::POST) => match read_body(req, limit).await {
-            Ok(body) => openai_chat::answer(&body, fw).await,
+            Ok(body) => openai_chat::answer(&c.keep(body), fw, c).await,
             Err(e) => e.response(),
         },
         ("/v1/messages", http::Method::POST) => match read_body(req, limit).await {
-            Ok(body) => anthropic::answer(&body, fw).await,
+            Ok(body) => anthropic::answer(&c.keep(body), fw, c).await,
             Err(e) => e.response_in(api),
         },
         ("/v1/messages/count_tokens", http::Method::POST) => match read_body(req, limit).await {
-            Ok(body) => anthropic::count_tokens(&body, fw),
+            Ok(body) => anthropic::count_tokens(&body, fw, c),
             Err(e) => e.response_in(api),
         },
         (
@@ -83,7 +99,8 @@ pub async fn answer(
             ),
         )
         .response_in(api),
-    }
+    };
+    caller.finish(response)
 }
 
 /// The whole body of a request, refused (413) past `limit` bytes.

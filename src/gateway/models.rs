@@ -1,5 +1,6 @@
 //! `GET /v1/models`: what a request's `model` may name, in OpenAI's list shape. These are the
-//! names `genai ask -m` takes: the config's agents, its `[defaults] model`, and
+//! names `genai ask -m` takes and the aliases of `[serve.models]` (those without a `*`
+//! pattern): the config's agents, its `[defaults] model`, and
 //! `PROVIDER:MODEL` for each provider instance's default model when it is known without asking
 //! the server (any other model id of a provider works too, as with `-m`).
 //!
@@ -22,6 +23,11 @@ pub fn list(fw: &Framework) -> Value {
     };
     for name in selector.config.agents.keys() {
         add(name.clone(), "genai");
+    }
+    for alias in selector.config.serve.models.keys() {
+        if !alias.contains('*') {
+            add(alias.clone(), "genai");
+        }
     }
     if let Some(model) = &selector.config.defaults.model {
         add(model.clone(), "genai");

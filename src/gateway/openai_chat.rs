@@ -19,21 +19,20 @@ use super::completion::{Chunks, Reply};
 use super::fields::{array, boolean, object, only, string, text_of, with_role};
 use super::respond;
 use super::turn::Turn;
-use super::{fields, Api, ApiError};
+use super::{fields, Api, ApiError, Caller};
 use crate::format::{ResponseSchema, ToolSpec};
 use crate::message::{Message, Part, Role};
-use crate::select::ModelChoice;
 use crate::session::Framework;
 
 /// The answer to one request body.
-pub async fn answer(body: &[u8], fw: &Arc<Framework>) -> HttpResponse {
+pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
     let request = match ChatRequest::parse(body) {
         Ok(r) => r,
         Err(e) => return e.response(),
     };
-    let agent = match fw.request_agent(&ModelChoice::Named(request.model.clone())) {
+    let agent = match caller.agent(fw, &request.model) {
         Ok(a) => a,
-        Err(e) => return ApiError::of(&e, Some("model")).response(),
+        Err(e) => return e.response(),
     };
     if let Err(e) = respond::set_parameters(&agent, &request.parameters) {
         return e.response();
@@ -50,7 +49,7 @@ pub async fn answer(body: &[u8], fw: &Arc<Framework>) -> HttpResponse {
         schema: request.schema,
     };
     let chunks = Chunks::new(reply, request.include_usage);
-    respond::run(turn, request.stream, Api::OpenAi, chunks).await
+    respond::run(turn, request.stream, Api::OpenAi, chunks, caller).await
 }
 
 /// What a request asks, in the core's terms.

@@ -3,6 +3,9 @@
 //! events as the model streams), each API's own [`Shape`] writing the bodies. A streamed turn
 //! that fails before its first piece is an error answer with its status, not a stream.
 //!
+//! It hands each turn's reply to its caller's row ([`Caller`]): a stream's row is recorded
+//! when the stream ends, or as cancelled when the client drops it.
+//!
 //! It owns this plumbing only. It must never read a request's body nor write an API's JSON
 //! (the API's files do), and never hold a piece back: each event goes out as it comes.
 
@@ -12,7 +15,7 @@ use jsonrpsee::server::HttpResponse;
 use serde_json::Value;
 
 use super::turn::{self, Piece, Served, Turn};
-use super::{sse, Api, ApiError};
+use super::{sse, Api, ApiError, Caller};
 use crate::agent::AIAgent;
 use crate::error::Error;
 use crate::format::{self, ModelReply};
@@ -27,12 +30,22 @@ pub trait Shape: Send + 'static {
     fn piece(&mut self, piece: Piece) -> Vec<Bytes>;
 }
 
-/// Runs the turn and answers it in `shape`, streamed or whole.
-pub async fn run(turn: Turn, stream: bool, api: Api, mut shape: impl Shape) -> HttpResponse {
+/// Runs the turn and answers it in `shape`, streamed or whole; the reply's usage goes to the
+/// `caller`'s row (a stream records it when it ends or is dropped).
+pub async fn run(
+    turn: Turn,
+    stream: bool,
+    api: Api,
+    mut shape: impl Shape,
+    caller: &mut Caller,
+) -> HttpResponse {
     if !stream {
         return match turn::whole(turn).await {
             Ok((r, served)) => {
-                let mut answer = super::json_response(http::StatusCode::OK, &shape.whole(&r));
+                let body = shape.whole(&r);
+                caller.served(&served);
+                caller.whole(&r, &body);
+                let mut answer = super::json_response(http::StatusCode::OK, &body);
                 say_served(&mut answer, &served);
                 answer
             }
@@ -49,11 +62,24 @@ pub async fn run(turn: Turn, stream: bool, api: Api, mut shape: impl Shape) -> H
         None => return ApiError::of(&Error::internal("the turn ended"), None).response_in(api),
     };
     let head = shape.start();
+    // Who answers is known once the first piece came (a fallback is tried only before).
+    let served = answerer.served();
+    caller.served(&served);
+    let mut tally = caller.stream();
     let rest = futures::stream::once(async { first })
         .chain(pieces)
-        .flat_map(move |p| futures::stream::iter(shape.piece(p)));
+        .flat_map(move |p| {
+            if let Piece::Done(result) = &p {
+                let kept = match result {
+                    Ok(reply) if tally.keeps_bodies() => Some(shape.whole(reply)),
+                    _ => None,
+                };
+                tally.done(result, kept);
+            }
+            futures::stream::iter(shape.piece(p))
+        });
     let mut answer = sse::response(futures::stream::iter(head).chain(rest));
-    say_served(&mut answer, &answerer.served());
+    say_served(&mut answer, &served);
     answer
 }
 

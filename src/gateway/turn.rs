@@ -44,10 +44,12 @@ pub enum Piece {
 
 /// Who answered a turn: the model as `PROVIDER:MODEL`, and the fallback agent's name when
 /// the agent's own provider failed and one of its fallbacks answered.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Served {
     pub model: String,
     pub fallback: Option<String>,
+    /// The price of the model that answered, when one is known.
+    pub price: Option<crate::pricing::Price>,
 }
 
 /// The agent of a streamed turn, to ask who is answering once its first piece came.
@@ -60,13 +62,14 @@ impl Answerer {
 }
 
 fn served(agent: &AIAgent) -> Served {
-    let model = agent.model().map(|m| {
-        let (provider, model, _) = agent.served_model(&m);
-        format!("{provider}:{model}")
-    });
+    let Ok(own) = agent.model() else {
+        return Served::default();
+    };
+    let (provider, model, price) = agent.served_model(&own);
     Served {
-        model: model.unwrap_or_default(),
+        model: format!("{provider}:{model}"),
         fallback: agent.served_by(),
+        price: price.map(|p| p.price),
     }
 }
 

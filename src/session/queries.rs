@@ -23,6 +23,11 @@ impl Framework {
         &self.config
     }
 
+    /// The history store the core writes to (the gateway records its requests there).
+    pub fn store(&self) -> &std::sync::Arc<crate::store::Store> {
+        &self.store
+    }
+
     /// The plugin modules and MCP servers of the config.
     pub fn toolbox(&self) -> &Arc<Toolbox> {
         &self.toolbox

@@ -15,6 +15,8 @@ use crate::message::{Message, Role, Usage};
 
 mod decisions;
 pub use decisions::DecisionRecord;
+mod gateway;
+pub use gateway::{GatewayKey, GatewayRequest, KeyUsage};
 pub use schema::shared_file;
 mod listing;
 mod schema;

@@ -75,6 +75,41 @@ macro_rules! decisions_table {
     };
 }
 
+/// The gateway's virtual keys (only each key's SHA-256, hex; `models` a JSON array of patterns,
+/// NULL: any) and one row per gateway request (`status` the HTTP status, or `cancelled` when
+/// the client left a stream; the bodies only for a key kept with them).
+macro_rules! gateway_tables {
+    () => {
+        "CREATE TABLE gateway_keys (
+        name TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        created_at INTEGER NOT NULL,
+        budget REAL,
+        rpm INTEGER,
+        models TEXT,
+        keep_bodies INTEGER NOT NULL DEFAULT 0,
+        revoked_at INTEGER
+    );
+    CREATE TABLE gateway_requests (
+        created_at INTEGER NOT NULL,
+        key_name TEXT NOT NULL,
+        api TEXT NOT NULL,
+        model TEXT,
+        served_by TEXT,
+        client TEXT,
+        status TEXT NOT NULL,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        cost REAL,
+        latency_ms INTEGER NOT NULL,
+        first_byte_ms INTEGER,
+        request_body TEXT,
+        reply_body TEXT
+    );
+    CREATE INDEX gateway_requests_key ON gateway_requests(key_name, created_at);"
+    };
+}
+
 pub(super) const MIGRATIONS: &[&str] = &[
     // 1: conversations and messages.
     concat!(
@@ -137,6 +172,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE conversations ADD COLUMN response_schema TEXT;",
     decisions_table!(),
     "ALTER TABLE conversations ADD COLUMN permissions TEXT;",
+    // 11: the gateway's virtual keys and the requests made through it.
+    gateway_tables!(),
 ];
 
 /// The tables and indexes of [`SCHEMA`], without its full-text index.
@@ -171,6 +208,9 @@ macro_rules! tables {
         WHERE input_tokens IS NOT NULL;
 ",
             decisions_table!(),
+            "
+",
+            gateway_tables!(),
             "
 "
         )

@@ -26,6 +26,7 @@ mod failed_turns;
 mod gateway;
 mod gateway_anthropic;
 mod gateway_fallback;
+mod gateway_keys;
 mod hostile;
 mod keys;
 #[cfg(feature = "local")]

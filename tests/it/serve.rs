@@ -35,7 +35,7 @@ pub struct Served {
     pub token: String,
     /// The lines of its stderr so far (also copied to the test's stderr).
     stderr: Arc<Mutex<Vec<String>>>,
-    _dirs: Folders,
+    dirs: Folders,
 }
 
 impl Drop for Served {
@@ -103,8 +103,23 @@ impl Served {
             url,
             token,
             stderr,
-            _dirs: dirs,
+            dirs,
         }
+    }
+
+    /// `genai args` on this serve's folders (its config and history), as another process.
+    pub fn genai(&self, args: &[&str]) -> Command {
+        self.dirs.genai(args)
+    }
+
+    /// Its data folder (the history).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.dirs.data.path()
+    }
+
+    /// Every line of its stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
     }
 
     /// Its stderr once a line containing `needle` has come, within the deadline.

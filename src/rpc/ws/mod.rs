@@ -3,8 +3,9 @@
 //! gets the same `dispatch::Session` and `RpcPort` as a stdio client, and notifications reach
 //! clients through jsonrpsee subscriptions (`connection.rs`). This file owns the listener and
 //! the HTTP gate in front of jsonrpsee: the web chat page at `/`, the warm local model's route
-//! (`warm.rs`), the gateway's OpenAI APIs under `/v1/` (`crate::gateway`), the token and the
-//! origin check (`auth.rs`), and the limits. It must never hold conversation state.
+//! (`warm.rs`), the gateway's OpenAI and Anthropic APIs under `/v1/` (`crate::gateway`, whose
+//! `Access` admits the serve token or a virtual key there), the token and the origin check
+//! (`auth.rs`), and the limits. It must never hold conversation state.
 
 pub mod auth;
 pub mod bridge;
@@ -65,13 +66,16 @@ pub struct Running {
     pub addr: SocketAddr,
     stop: ServerHandle,
     task: tokio::task::JoinHandle<()>,
+    access: Arc<crate::gateway::Access>,
 }
 
 impl Running {
-    /// Stops accepting, closes every connection, and waits for the listener to end.
+    /// Stops accepting, closes every connection, waits for the listener to end and for the
+    /// gateway's request rows to be stored.
     pub async fn stop(self) {
         let _ = self.stop.stop();
         let _ = self.task.await;
+        self.access.flush().await;
     }
 }
 
@@ -91,10 +95,12 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
     if addr.ip().is_loopback() {
         origins.push(format!("http://localhost:{}", addr.port()));
     }
+    let access = crate::gateway::Access::start(fw.store().clone(), options.token.clone()).await?;
     let gate = Arc::new(Gate {
         token: options.token.clone(),
         origins,
         web_root: options.web_root.clone(),
+        access: access.clone(),
     });
     let limits = options.limits.clone();
     let config = ServerConfig::builder()
@@ -114,6 +120,7 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
         addr,
         stop: server_handle,
         task,
+        access,
     })
 }
 
@@ -122,6 +129,8 @@ struct Gate {
     token: String,
     origins: Vec<String>,
     web_root: Option<std::path::PathBuf>,
+    /// The gateway's token and virtual keys.
+    access: Arc<crate::gateway::Access>,
 }
 
 type Builder = jsonrpsee::server::TowerServiceBuilder<
@@ -199,10 +208,12 @@ async fn handle(
         return Ok(warm::answer(req, &shared.fw, shared.limits.message_bytes).await);
     }
     if crate::gateway::is_gateway(&req) && !jsonrpsee::server::ws::is_upgrade_request(&req) {
-        if let Some(refused) = gate.check_api_client(&req) {
-            return Ok(refused);
-        }
-        return Ok(crate::gateway::answer(req, &shared.fw, shared.limits.message_bytes).await);
+        let caller = match gate.check_api_client(&req).await {
+            Ok(caller) => caller,
+            Err(refused) => return Ok(refused),
+        };
+        let limit = shared.limits.message_bytes;
+        return Ok(crate::gateway::answer(req, &shared.fw, limit, caller).await);
     }
     if let Some(refused) = gate.check(&req) {
         return Ok(refused);
@@ -267,26 +278,27 @@ impl Gate {
 }
 
 impl Gate {
-    /// `None` when a gateway request comes from an allowed origin with the token (as a bearer
-    /// token or `x-api-key`); else the refusal in the gateway's error shape.
-    fn check_api_client<B>(
+    /// The caller of a gateway request from an allowed origin with the token or a live
+    /// virtual key (as a bearer token or `x-api-key`) within its limits; else the refusal in
+    /// the gateway's error shape.
+    async fn check_api_client<B>(
         &self,
         req: &http::Request<B>,
-    ) -> Option<jsonrpsee::server::HttpResponse> {
+    ) -> std::result::Result<crate::gateway::Caller, jsonrpsee::server::HttpResponse> {
         let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+        let path = req.uri().path();
         if !auth::origin_allowed(header("origin"), &self.origins) {
-            return Some(
-                crate::gateway::ApiError::forbidden_origin()
-                    .response_in(crate::gateway::Api::of_path(req.uri().path())),
-            );
+            return Err(crate::gateway::ApiError::forbidden_origin()
+                .response_in(crate::gateway::Api::of_path(path)));
         }
-        if !auth::has_api_key(header("authorization"), header("x-api-key"), &self.token) {
-            return Some(
-                crate::gateway::ApiError::unauthorized()
-                    .response_in(crate::gateway::Api::of_path(req.uri().path())),
-            );
-        }
-        None
+        self.access
+            .admit(
+                path,
+                header("authorization"),
+                header("x-api-key"),
+                header("user-agent"),
+            )
+            .await
     }
 }
 

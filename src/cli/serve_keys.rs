@@ -1,0 +1,186 @@
+//! `genai serve keys create|list|revoke`: the gateway's virtual keys. `create` makes a key
+//! from the OS's random source, prints it once on stdout and stores only its SHA-256 in the
+//! history with its limits (budget in US dollars, requests per minute, model patterns, whether
+//! its bodies are kept); `list` shows the keys with what they have spent, never a key;
+//! `revoke` ends one. A running `genai serve` notices each change without a restart.
+
+use clap::Subcommand;
+use genai::error::{Error, ErrorKind};
+use genai::gateway::{key_hash, key_hex, SERVE_TOKEN};
+use genai::store::{now_ms, GatewayKey, UtcTime};
+use serde_json::json;
+
+/// What a key starts with, so people and secret scanners know it for genai's.
+const PREFIX: &str = "gk-";
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Make a key: printed once on stdout, only its hash is stored.
+    Create {
+        /// The key's name, shown in `genai usage --by key` (letters, digits, `.`, `_`, `-`).
+        name: String,
+        /// The US dollars its requests may spend in all; then it is refused (429).
+        #[arg(long, value_name = "USD")]
+        budget: Option<f64>,
+        /// Requests per minute it may make; more are refused (429 with retry-after).
+        #[arg(long, value_name = "N")]
+        rpm: Option<u32>,
+        /// A model it may ask for, `*` a wildcard, matched against the request's `model` and
+        /// its `[serve.models]` alias's target (repeatable; default: any).
+        #[arg(long = "models", value_name = "PATTERN")]
+        models: Vec<String>,
+        /// Store its requests' bodies and replies with their usage rows (off by default: a
+        /// coding agent resends its whole history on every request).
+        #[arg(long)]
+        keep_bodies: bool,
+    },
+    /// List the keys: name, created, budget, spent, rpm, models, revoked; never a key.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke the key NAME: refused from then on, by a running serve too.
+    Revoke {
+        /// The key's name.
+        name: String,
+    },
+}
+
+pub fn run(c: Command) -> Result<(), Error> {
+    match c {
+        Command::Create {
+            name,
+            budget,
+            rpm,
+            models,
+            keep_bodies,
+        } => create(name, budget, rpm, models, keep_bodies),
+        Command::List { json } => list(json),
+        Command::Revoke { name } => {
+            if !super::open_store()?.revoke_gateway_key(&name, now_ms())? {
+                return Err(Error::new(
+                    ErrorKind::InvalidParams,
+                    format!("no live gateway key named `{name}` (genai serve keys list)"),
+                ));
+            }
+            eprintln!("genai: key `{name}` is revoked");
+            Ok(())
+        }
+    }
+}
+
+fn create(
+    name: String,
+    budget: Option<f64>,
+    rpm: Option<u32>,
+    models: Vec<String>,
+    keep_bodies: bool,
+) -> Result<(), Error> {
+    let bad = |why: String| Err(Error::new(ErrorKind::InvalidParams, why));
+    let name_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if name.is_empty() || !name.chars().all(name_ok) {
+        return bad(format!(
+            "a key's name is letters, digits, `.`, `_` and `-`, not `{name}`"
+        ));
+    }
+    if name == SERVE_TOKEN {
+        return bad(format!(
+            "`{SERVE_TOKEN}` names the serve token's requests; choose another name"
+        ));
+    }
+    if budget.is_some_and(|b| !b.is_finite() || b < 0.0) {
+        return bad("--budget is US dollars, 0 or more".into());
+    }
+    if rpm == Some(0) {
+        return bad("--rpm is at least 1".into());
+    }
+    if models.iter().any(|m| m.trim().is_empty()) {
+        return bad("--models takes a model name or a pattern with `*`, not an empty one".into());
+    }
+    let mut random = [0u8; 32];
+    getrandom::fill(&mut random)
+        .map_err(|e| Error::internal(format!("no random source for the key: {e}")))?;
+    let key = format!("{PREFIX}{}", key_hex(&random));
+    let row = GatewayKey {
+        name,
+        hash: key_hex(&key_hash(&key)),
+        created_at: now_ms(),
+        budget,
+        rpm,
+        models,
+        keep_bodies,
+        revoked_at: None,
+    };
+    super::open_store()?.create_gateway_key(&row)?;
+    outln!("{key}");
+    eprintln!(
+        "genai: key `{}` made; it is shown only now: give it to the client as its API key",
+        row.name
+    );
+    Ok(())
+}
+
+fn list(json: bool) -> Result<(), Error> {
+    let store = super::open_store()?;
+    let keys = store.gateway_keys()?;
+    let spent: std::collections::HashMap<String, f64> =
+        store.gateway_spent()?.into_iter().collect();
+    let date = |ms: i64| UtcTime::of(ms).rfc3339();
+    if json {
+        let rows: Vec<_> = keys
+            .iter()
+            .map(|k| {
+                json!({
+                    "name": k.name,
+                    "created": date(k.created_at),
+                    "budget": k.budget,
+                    "spent": spent.get(&k.name).copied().unwrap_or(0.0),
+                    "rpm": k.rpm,
+                    "models": k.models,
+                    "keepBodies": k.keep_bodies,
+                    "revoked": k.revoked_at.map(date),
+                })
+            })
+            .collect();
+        super::print_json(&rows);
+        return Ok(());
+    }
+    if keys.is_empty() {
+        eprintln!("no gateway keys yet (genai serve keys create NAME)");
+        return Ok(());
+    }
+    let width = keys
+        .iter()
+        .map(|k| k.name.chars().count())
+        .chain([4])
+        .max()
+        .unwrap_or(4);
+    outln!(
+        "{:<width$}  {:<20}  {:>10}  {:>10}  {:>6}  {:<20}  REVOKED",
+        "NAME",
+        "CREATED",
+        "BUDGET",
+        "SPENT",
+        "RPM",
+        "MODELS"
+    );
+    for k in &keys {
+        let models = match k.models.is_empty() {
+            true => "any".to_string(),
+            false => k.models.join(","),
+        };
+        let bodies = if k.keep_bodies { " (bodies kept)" } else { "" };
+        outln!(
+            "{:<width$}  {:<20}  {:>10}  {:>10}  {:>6}  {:<20}  {}{bodies}",
+            k.name,
+            date(k.created_at),
+            k.budget.map_or("none".into(), |b| format!("${b:.2}")),
+            genai::pricing::show(Some(spent.get(&k.name).copied().unwrap_or(0.0))),
+            k.rpm.map_or("none".into(), |r| r.to_string()),
+            models,
+            k.revoked_at.map_or("no".into(), date),
+        );
+    }
+    Ok(())
+}

@@ -211,14 +211,22 @@ impl Keys {
     }
 
     /// The live key whose hash is `hash`, loading the table again first when it is not there
-    /// and no such load was made in the last [`RELOAD_EVERY`] (a key just created).
+    /// (a key just created): at most one load every [`RELOAD_EVERY`], an unknown key waiting
+    /// for the next one, and none when a load began after it asked.
     pub async fn find_or_reload(self: &Arc<Self>, hash: &[u8; 32]) -> Option<Arc<Key>> {
         if let Some(key) = self.find(hash) {
             return Some(key);
         }
+        let asked = Instant::now();
         let mut last = self.last_reload.lock().await;
-        if last.is_some_and(|t| t.elapsed() < RELOAD_EVERY) {
-            return self.find(hash);
+        if let Some(t) = *last {
+            if t >= asked {
+                return self.find(hash);
+            }
+            let wait = RELOAD_EVERY.saturating_sub(t.elapsed());
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
         }
         *last = Some(Instant::now());
         let keys = self.clone();

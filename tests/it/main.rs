@@ -25,6 +25,8 @@ mod editor_tools;
 mod failed_turns;
 mod gateway;
 mod gateway_anthropic;
+mod gateway_codex;
+mod gateway_responses;
 mod hostile;
 mod keys;
 #[cfg(feature = "local")]

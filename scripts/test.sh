@@ -129,6 +129,7 @@ GENAI_BIN="$root/target/release/genai" \
 step "benchmark smoke runs"
 cargo run --release --locked --example bench-daemon -- --quick
 cargo run --release --locked --example bench-serve -- --quick
+cargo run --release --locked --example bench-gateway -- --quick
 cargo run --release --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16
 cargo run --release --locked --example bench-local -- --model "$GENAI_TEST_MODEL" --tokens 16 --context 1024 --concurrency 2
 cargo run --release --locked --example bench-search -- --messages 5000

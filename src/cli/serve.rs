@@ -48,9 +48,18 @@ pub struct Args {
     /// after `npm run build` there); it must hold `index.html`.
     #[arg(long, value_name = "DIR")]
     pub web_root: Option<std::path::PathBuf>,
-    /// Connections at once.
+    /// WebSocket clients at once.
     #[arg(long, default_value_t = Limits::default().connections)]
     pub max_connections: u32,
+    /// HTTP connections open at once (kept under the open-file limit; WebSockets count under
+    /// --max-connections); past it the oldest is closed (at once when idle, after its answer
+    /// otherwise).
+    #[arg(long, default_value_t = Limits::default().open_connections)]
+    pub max_open_connections: usize,
+    /// Seconds a request's head may take to arrive (a connection idle that long is closed),
+    /// and its body after it.
+    #[arg(long, value_name = "SECS", default_value_t = Limits::default().read_timeout.as_secs_f64())]
+    pub read_timeout_secs: f64,
     /// The largest message, in bytes.
     #[arg(long, default_value_t = Limits::default().message_bytes)]
     pub max_message_bytes: u32,
@@ -85,12 +94,14 @@ pub async fn run(args: Args) -> Result<(), Error> {
         return stop(&paths.config_dir).await;
     }
     if args.max_connections == 0
+        || args.max_open_connections == 0
+        || !(args.read_timeout_secs.is_finite() && args.read_timeout_secs > 0.0)
         || args.max_turns_per_connection == 0
         || args.max_buffered_events == 0
     {
         return Err(Error::new(
             ErrorKind::InvalidParams,
-            "the limits must be at least 1",
+            "the limits must be at least 1 (and --read-timeout-secs above 0)",
         ));
     }
     if let Some(dir) = &args.web_root {
@@ -108,6 +119,8 @@ pub async fn run(args: Args) -> Result<(), Error> {
         web_root: args.web_root,
         limits: Limits {
             connections: args.max_connections,
+            open_connections: args.max_open_connections,
+            read_timeout: std::time::Duration::from_secs_f64(args.read_timeout_secs),
             message_bytes: args.max_message_bytes,
             turns_per_connection: args.max_turns_per_connection,
             buffered_events: args.max_buffered_events,

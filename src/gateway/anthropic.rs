@@ -156,7 +156,7 @@ fn set_thinking(agent: &AIAgent, thinking: &Value) -> Result<(), ApiError> {
 
 /// What a request asks, in the core's terms.
 #[derive(Debug, Default)]
-struct MessagesRequest {
+pub(super) struct MessagesRequest {
     model: String,
     messages: Vec<Message>,
     tools: Vec<ToolSpec>,
@@ -171,7 +171,7 @@ struct MessagesRequest {
 
 impl MessagesRequest {
     /// The request of a body; `count` reads a `count_tokens` body (no `max_tokens`).
-    fn parse(body: &[u8], count: bool) -> Result<MessagesRequest, ApiError> {
+    pub(super) fn parse(body: &[u8], count: bool) -> Result<MessagesRequest, ApiError> {
         let fields = fields::body(body)?;
         let mut r = MessagesRequest::default();
         let (mut system, mut messages, mut max_tokens) = (None, None, false);

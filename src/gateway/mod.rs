@@ -56,12 +56,20 @@ pub fn is_gateway<B>(req: &http::Request<B>) -> bool {
     req.uri().path().starts_with(PREFIX)
 }
 
-/// The answer to a gateway request of `caller`, whom the gate admitted; `limit` is the
-/// largest body. A turn's request is recorded with the caller's key when it ends.
+/// What a request's body may be: past `bytes` it is refused (413), and it must have come
+/// whole `within` this (408), so a client trickling it does not hold its connection forever.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit {
+    pub bytes: u32,
+    pub within: std::time::Duration,
+}
+
+/// The answer to a gateway request of `caller`, whom the gate admitted; `limit` is what its
+/// body may be. A turn's request is recorded with the caller's key when it ends.
 pub async fn answer(
     req: http::Request<hyper::body::Incoming>,
     fw: &Arc<Framework>,
-    limit: u32,
+    limit: BodyLimit,
     mut caller: Caller,
 ) -> HttpResponse {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
@@ -114,8 +122,28 @@ pub async fn answer(
     caller.finish(response)
 }
 
-/// The whole body of a request, refused (413) past `limit` bytes.
-pub async fn read_body<B>(req: http::Request<B>, limit: u32) -> Result<Bytes, ApiError>
+/// The whole body of a request, refused past `limit` (413 over its bytes, 408 when it has not
+/// come within its time).
+pub async fn read_body<B>(req: http::Request<B>, limit: BodyLimit) -> Result<Bytes, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let within = limit.within;
+    match tokio::time::timeout(within, read_body_within(req, limit.bytes)).await {
+        Ok(read) => read,
+        Err(_) => Err(ApiError::new(
+            http::StatusCode::REQUEST_TIMEOUT,
+            INVALID_REQUEST,
+            format!(
+                "the request body did not come whole within {} s",
+                within.as_secs_f64()
+            ),
+        )),
+    }
+}
+
+async fn read_body_within<B>(req: http::Request<B>, limit: u32) -> Result<Bytes, ApiError>
 where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -149,6 +177,23 @@ where
     }
 }
 
+/// Reads a request's body as the route of `path` does, into the core's terms (messages,
+/// tools, schema, parameters), with no framework and no turn: the fuzz targets' way in. An
+/// unknown path is a 404.
+#[doc(hidden)]
+pub fn parse_request(path: &str, body: &[u8]) -> Result<(), ApiError> {
+    match path {
+        "/v1/chat/completions" => openai_chat::ChatRequest::parse(body).map(drop),
+        "/v1/messages" => anthropic::MessagesRequest::parse(body, false).map(drop),
+        "/v1/messages/count_tokens" => anthropic::MessagesRequest::parse(body, true).map(drop),
+        _ => Err(ApiError::new(
+            http::StatusCode::NOT_FOUND,
+            INVALID_REQUEST,
+            format!("no parser for {path}"),
+        )),
+    }
+}
+
 /// A JSON answer.
 pub fn json_response(status: http::StatusCode, body: &Value) -> HttpResponse {
     let mut r = HttpResponse::new(HttpBody::from(body.to_string()));
@@ -178,8 +223,12 @@ mod tests {
                 body.as_bytes(),
             )))
         };
-        let e = read_body(req("0123456789"), 4).await.unwrap_err();
+        let limit = BodyLimit {
+            bytes: 4,
+            within: std::time::Duration::from_secs(30),
+        };
+        let e = read_body(req("0123456789"), limit).await.unwrap_err();
         assert_eq!(e.status, http::StatusCode::PAYLOAD_TOO_LARGE);
-        assert_eq!(&read_body(req("0123"), 4).await.unwrap()[..], b"0123");
+        assert_eq!(&read_body(req("0123"), limit).await.unwrap()[..], b"0123");
     }
 }

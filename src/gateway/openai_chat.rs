@@ -54,7 +54,7 @@ pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> Ht
 
 /// What a request asks, in the core's terms.
 #[derive(Debug, Default)]
-struct ChatRequest {
+pub(super) struct ChatRequest {
     model: String,
     messages: Vec<Message>,
     tools: Vec<ToolSpec>,
@@ -66,7 +66,7 @@ struct ChatRequest {
 }
 
 impl ChatRequest {
-    fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
+    pub(super) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
         let fields = fields::body(body)?;
         let mut r = ChatRequest::default();
         let mut has_messages = false;

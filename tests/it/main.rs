@@ -27,6 +27,7 @@ mod gateway;
 mod gateway_anthropic;
 mod gateway_codex;
 mod gateway_fallback;
+mod gateway_hostile;
 mod gateway_keys;
 mod gateway_responses;
 mod hostile;

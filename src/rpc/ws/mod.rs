@@ -1,21 +1,24 @@
 //! `genai serve`: the daemon's protocol over WebSocket (jsonrpsee), so several clients share
 //! one daemon and its conversations. It is the daemon on a second transport: each connection
 //! gets the same `dispatch::Session` and `RpcPort` as a stdio client, and notifications reach
-//! clients through jsonrpsee subscriptions (`connection.rs`). This file owns the listener and
-//! the HTTP gate in front of jsonrpsee: the web chat page at `/`, the warm local model's route
-//! (`warm.rs`), the gateway's OpenAI and Anthropic APIs under `/v1/` (`crate::gateway`, whose
-//! `Access` admits the serve token or a virtual key there), the token and the origin check
-//! (`auth.rs`), and the limits. It must never hold conversation state.
+//! clients through jsonrpsee subscriptions (`connection.rs`). This file owns binding the
+//! listener (its accept loop, timeouts and connection cap: `listener.rs`) and the HTTP gate in
+//! front of jsonrpsee: the web chat page at `/`, the warm local model's route (`warm.rs`), the
+//! gateway's OpenAI and Anthropic APIs under `/v1/` (`crate::gateway`, whose `Access` admits
+//! the serve token or a virtual key there), the token and the origin check (`auth.rs`), and
+//! the limits. It must never hold conversation state.
 
 pub mod auth;
 pub mod bridge;
 mod connection;
+mod listener;
 mod page;
 pub mod presence;
 mod warm;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use jsonrpsee::server::{stop_channel, ServerConfig, ServerHandle, StopHandle};
 use tokio::net::TcpListener;
@@ -27,8 +30,15 @@ use connection::{Connection, Shared};
 /// The limits of one server.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Open connections at once; more are refused.
+    /// WebSocket clients at once; more are refused.
     pub connections: u32,
+    /// HTTP connections open at once (kept under the open-file limit; a WebSocket leaves this
+    /// count once upgraded); past it the oldest is asked to close (at once when idle, after its
+    /// answer otherwise).
+    pub open_connections: usize,
+    /// A request's head must arrive within this (a connection idle this long is closed), and
+    /// a request's body within this after its head.
+    pub read_timeout: Duration,
     /// The largest message either way, in bytes.
     pub message_bytes: u32,
     /// Turns one connection may have running or queued (`OnNewMessage`).
@@ -42,9 +52,21 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             connections: 256,
+            open_connections: 16_384,
+            read_timeout: Duration::from_secs(30),
             message_bytes: 16 * 1024 * 1024,
             turns_per_connection: 16,
             buffered_events: 4096,
+        }
+    }
+}
+
+impl Limits {
+    /// What a plain HTTP request's body may be: its bytes, and how long it may take to come.
+    pub fn body(&self) -> crate::gateway::BodyLimit {
+        crate::gateway::BodyLimit {
+            bytes: self.message_bytes,
+            within: self.read_timeout,
         }
     }
 }
@@ -115,7 +137,13 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
         .to_service_builder();
     let shared = Arc::new(Shared::new(fw, limits));
     let (stop_handle, server_handle) = stop_channel();
-    let task = tokio::spawn(accept(listener, builder, shared, gate, stop_handle));
+    let task = tokio::spawn(listener::accept(
+        listener,
+        builder,
+        shared,
+        gate,
+        stop_handle,
+    ));
     Ok(Running {
         addr,
         stop: server_handle,
@@ -138,60 +166,6 @@ type Builder = jsonrpsee::server::TowerServiceBuilder<
     tower::layer::util::Identity,
 >;
 
-async fn accept(
-    listener: TcpListener,
-    builder: Builder,
-    shared: Arc<Shared>,
-    gate: Arc<Gate>,
-    stop: StopHandle,
-) {
-    loop {
-        let socket = tokio::select! {
-            s = listener.accept() => s,
-            _ = stop.clone().shutdown() => break,
-        };
-        let (socket, _) = match socket {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("accepting a connection failed: {e}");
-                continue;
-            }
-        };
-        // Frames go out as soon as they are written: with Nagle's algorithm a notification
-        // waited for the client's delayed ACK, about 40 ms a turn (jsonrpsee sets this only on
-        // the connections it accepts itself).
-        if let Err(e) = socket.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY: {e}");
-        }
-        // Each connection has its own stop handle (a slow client is stopped alone) that the
-        // server's stop also triggers.
-        let (conn_stop, conn_handle) = stop_channel();
-        let server_stop = stop.clone();
-        let stopper = conn_handle.clone();
-        tokio::spawn(async move {
-            server_stop.shutdown().await;
-            let _ = stopper.stop();
-        });
-        let (shared, gate, builder) = (shared.clone(), gate.clone(), builder.clone());
-        let svc = tower::service_fn(
-            move |req: jsonrpsee::server::HttpRequest<hyper_body::Incoming>| {
-                let (shared, gate, builder) = (shared.clone(), gate.clone(), builder.clone());
-                let (conn_stop, conn_handle) = (conn_stop.clone(), conn_handle.clone());
-                handle(req, shared, gate, builder, conn_stop, conn_handle)
-            },
-        );
-        let conn_done = stop.clone();
-        tokio::spawn(async move {
-            if let Err(e) =
-                jsonrpsee::server::serve_with_graceful_shutdown(socket, svc, conn_done.shutdown())
-                    .await
-            {
-                tracing::debug!("connection ended: {e}");
-            }
-        });
-    }
-}
-
 /// One HTTP request of a connection: the gate, then jsonrpsee (which upgrades it).
 async fn handle(
     req: jsonrpsee::server::HttpRequest<hyper_body::Incoming>,
@@ -205,15 +179,14 @@ async fn handle(
         if let Some(refused) = gate.check_client(&req) {
             return Ok(refused);
         }
-        return Ok(warm::answer(req, &shared.fw, shared.limits.message_bytes).await);
+        return Ok(warm::answer(req, &shared.fw, shared.limits.body()).await);
     }
     if crate::gateway::is_gateway(&req) && !jsonrpsee::server::ws::is_upgrade_request(&req) {
         let caller = match gate.check_api_client(&req).await {
             Ok(caller) => caller,
             Err(refused) => return Ok(refused),
         };
-        let limit = shared.limits.message_bytes;
-        return Ok(crate::gateway::answer(req, &shared.fw, limit, caller).await);
+        return Ok(crate::gateway::answer(req, &shared.fw, shared.limits.body(), caller).await);
     }
     if let Some(refused) = gate.check(&req) {
         return Ok(refused);

@@ -28,7 +28,7 @@ pub fn is_warm<B>(req: &http::Request<B>) -> bool {
 pub async fn answer(
     req: http::Request<hyper::body::Incoming>,
     fw: &Framework,
-    limit: u32,
+    limit: crate::gateway::BodyLimit,
 ) -> HttpResponse {
     if req.method() != http::Method::POST {
         return refuse(

@@ -1,0 +1,552 @@
+//! Benchmarks genai's gateway (`POST /v1/chat/completions` on `genai serve`) against the same
+//! requests sent directly to the upstream and, given `--litellm PATH`, through LiteLLM's proxy,
+//! in the same run:
+//!
+//! ```text
+//! cargo build --release --example bench-gateway --bin genai
+//! cargo run --release --example bench-gateway [-- --clients 1,32,256 --requests 4000
+//!     --seconds S --memory N --long --litellm /path/to/litellm --quick]
+//! ```
+//!
+//! The upstream (`support/fast_upstream.rs`) is an in-process hyper server answering at once.
+//! genai serve gets a config whose provider points at it; LiteLLM gets a `config.yaml` whose
+//! `openai/gpt-bench` has the upstream as `api_base`, a master key and `--num_workers` = the
+//! cores. Each cell (target × whole/streamed × clients) opens that many keep-alive HTTP/1.1
+//! connections, then sends `--requests` requests over them (or for `--seconds`), each client
+//! one after the other. Per cell it prints p50/p99 latency (request sent → last byte), what
+//! each gateway adds at p50/p99 over the direct cell, requests/s and errors; per gateway its
+//! peak memory (VmHWM; for LiteLLM the sum over its processes) and its resident memory after
+//! `--memory`/10 and after `--memory` whole requests at 32 clients (`--long`: 10,000 and
+//! 100,000). It only measures and prints; every phase has a deadline.
+
+#[path = "support/bench.rs"]
+mod bench;
+#[path = "support/fast_upstream.rs"]
+mod fast_upstream;
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+
+type Res<T> = Result<T, String>;
+
+/// The longest any phase may take.
+const DEADLINE: Duration = Duration::from_secs(600);
+/// Requests per client before a target is measured (connections, pools and caches warm).
+const WARM_UP: usize = 20;
+const UPSTREAM_KEY: &str = "sk-bench-upstream";
+const LITELLM_KEY: &str = "sk-bench-litellm-master";
+
+struct Options {
+    clients: Vec<usize>,
+    requests: usize,
+    seconds: Option<f64>,
+    memory: usize,
+    litellm: Option<String>,
+}
+
+impl Options {
+    fn parse() -> Res<Options> {
+        let mut o = Options {
+            clients: vec![1, 32, 256],
+            requests: 4000,
+            seconds: None,
+            memory: 10_000,
+            litellm: std::env::var("GENAI_BENCH_LITELLM").ok(),
+        };
+        let mut args = std::env::args().skip(1);
+        let number = |v: Option<String>, flag: &str| -> Res<usize> {
+            v.and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("{flag} takes a number"))
+        };
+        while let Some(a) = args.next() {
+            match a.as_str() {
+                "--clients" => {
+                    let v = args.next().ok_or("--clients takes N[,N...]")?;
+                    o.clients = v
+                        .split(',')
+                        .map(|n| n.trim().parse().map_err(|_| format!("bad --clients {v}")))
+                        .collect::<Res<_>>()?;
+                }
+                "--requests" => o.requests = number(args.next(), "--requests")?,
+                "--seconds" => {
+                    let v = args.next().and_then(|v| v.parse().ok());
+                    o.seconds = Some(v.ok_or("--seconds takes a number")?);
+                }
+                "--memory" => o.memory = number(args.next(), "--memory")?,
+                "--long" => o.memory = 100_000,
+                "--quick" => {
+                    (o.clients, o.requests, o.memory) = (vec![1, 8], 64, 200);
+                }
+                "--litellm" => o.litellm = Some(args.next().ok_or("--litellm takes a path")?),
+                other => return Err(format!("unknown argument {other}")),
+            }
+        }
+        if o.clients.contains(&0) || o.requests == 0 {
+            return Err("--clients and --requests must be at least 1".into());
+        }
+        Ok(o)
+    }
+}
+
+/// Where requests go and who serves them.
+struct Target {
+    name: &'static str,
+    addr: SocketAddr,
+    key: Option<String>,
+    model: String,
+    /// The server's process (its children counted too), none for the in-process upstream.
+    pid: Option<u32>,
+}
+
+/// What one cell measured.
+struct Cell {
+    p50: Duration,
+    p99: Duration,
+    per_s: f64,
+    errors: usize,
+}
+
+/// A keep-alive HTTP/1.1 connection to a target.
+struct Client {
+    send: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+}
+
+impl Client {
+    async fn connect(addr: SocketAddr) -> Res<Client> {
+        let tcp = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .map_err(|e| format!("handshake {addr}: {e}"))?;
+        tokio::spawn(conn);
+        Ok(Client { send })
+    }
+
+    /// One request; the latency when it was answered 200 with the whole reply.
+    async fn request(&mut self, t: &Target, body: &Bytes, stream: bool) -> Res<Duration> {
+        let mut req = hyper::Request::post("/v1/chat/completions")
+            .header("host", t.addr.to_string())
+            .header("content-type", "application/json");
+        if let Some(k) = &t.key {
+            req = req.header("authorization", format!("Bearer {k}"));
+        }
+        let req = req
+            .body(Full::new(body.clone()))
+            .map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        self.send.ready().await.map_err(|e| e.to_string())?;
+        let resp = self
+            .send
+            .send_request(req)
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = resp.status();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        let took = started.elapsed();
+        let complete = match stream {
+            true => {
+                bytes.ends_with(b"data: [DONE]\n\n") || bytes.ends_with(b"data: [DONE]\r\n\r\n")
+            }
+            false => bytes.windows(8).any(|w| w == b"\"choices"),
+        };
+        if !status.is_success() || !complete {
+            return Err(format!(
+                "{}: HTTP {status}: {}",
+                t.name,
+                String::from_utf8_lossy(&bytes[..bytes.len().min(300)])
+            ));
+        }
+        Ok(took)
+    }
+}
+
+fn body(model: &str, stream: bool) -> Bytes {
+    let mut b = serde_json::json!({
+        "model": model,
+        "messages": [{"role": "system", "content": "You are terse."},
+                     {"role": "user", "content": "Say hello in five words."}],
+        "max_tokens": 32,
+        "stream": stream,
+    });
+    if stream {
+        b["stream_options"] = serde_json::json!({"include_usage": true});
+    }
+    Bytes::from(b.to_string())
+}
+
+/// `clients` connections, each sending its share of `requests` (or for `seconds`) in turn.
+async fn cell(
+    t: &Target,
+    clients: usize,
+    stream: bool,
+    requests: usize,
+    seconds: Option<f64>,
+) -> Res<Cell> {
+    let body = body(&t.model, stream);
+    let mut conns = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        conns.push(Client::connect(t.addr).await?);
+    }
+    let warm = futures::future::join_all(conns.iter_mut().map(|c| async {
+        for _ in 0..WARM_UP.min(requests.div_ceil(clients)) {
+            c.request(t, &body, stream).await?;
+        }
+        Ok::<_, String>(())
+    }))
+    .await;
+    warm.into_iter().collect::<Res<Vec<_>>>()?;
+    let started = Instant::now();
+    let until = seconds.map(|s| started + Duration::from_secs_f64(s));
+    let share = |i: usize| requests / clients + usize::from(i < requests % clients);
+    let runs = futures::future::join_all(conns.into_iter().enumerate().map(|(i, mut c)| {
+        let body = body.clone();
+        async move {
+            let (mut took, mut errors) = (Vec::new(), 0);
+            let mut n = 0;
+            while until.map_or(n < share(i), |u| Instant::now() < u) {
+                n += 1;
+                match c.request(t, &body, stream).await {
+                    Ok(d) => took.push(d),
+                    Err(e) => {
+                        errors += 1;
+                        if errors == 1 {
+                            eprintln!("bench-gateway: {e}");
+                        }
+                        // The connection may be gone: a new one for the next request.
+                        match Client::connect(t.addr).await {
+                            Ok(fresh) => c = fresh,
+                            Err(_) => break,
+                        }
+                    }
+                }
+            }
+            (took, errors)
+        }
+    }))
+    .await;
+    let wall = started.elapsed();
+    let (mut took, mut errors) = (Vec::new(), 0);
+    for (t, e) in runs {
+        took.extend(t);
+        errors += e;
+    }
+    if took.is_empty() {
+        return Err(format!("{}: every request failed", t.name));
+    }
+    took.sort();
+    let at = |p: f64| took[(((took.len() - 1) as f64) * p).round() as usize];
+    Ok(Cell {
+        p50: at(0.5),
+        p99: at(0.99),
+        per_s: took.len() as f64 / wall.as_secs_f64(),
+        errors,
+    })
+}
+
+/// Resident and peak memory of `pid` and every process under it, in KiB.
+fn tree_memory_kib(pid: u32) -> Res<(u64, u64)> {
+    let mut pids = vec![pid];
+    let mut i = 0;
+    let all: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .map_err(|e| e.to_string())?
+        .filter_map(|d| d.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            let after = stat.rsplit_once(')')?.1;
+            Some((p, after.split_whitespace().nth(1)?.parse().ok()?))
+        })
+        .collect();
+    while i < pids.len() {
+        let parent = pids[i];
+        pids.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    let (mut rss, mut peak) = (0, 0);
+    for p in pids {
+        if let Ok((r, h)) = bench::memory_kib(p) {
+            rss += r;
+            peak += h;
+        }
+    }
+    Ok((rss, peak))
+}
+
+/// A server process of the bench, killed (with its process group) when dropped.
+struct Server {
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: kill(2) on the child's own process group; no memory effects.
+        unsafe {
+            libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn own_group(cmd: &mut Command) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+}
+
+/// `genai serve` with a provider `upstream` at `upstream`.
+fn genai_serve(upstream: SocketAddr) -> Res<(Server, Target)> {
+    use std::io::BufRead;
+    let genai = bench::genai_binary("cargo build --release --bin genai")?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (config, data) = (dir.path().join("config"), dir.path().join("data"));
+    std::fs::create_dir_all(&config).map_err(|e| e.to_string())?;
+    // Every client's request in flight at once, as LiteLLM does (genai's default is 32 per
+    // provider instance, the rest waiting their turn).
+    let toml = format!(
+        "[service_providers.upstream]\nkind = \"openai\"\nbase_url = \"http://{upstream}/v1\"\n\
+         api_key = \"{UPSTREAM_KEY}\"\nmax_concurrent_requests = 4096\n"
+    );
+    std::fs::write(config.join("config.toml"), toml).map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(genai);
+    cmd.args([
+        "serve",
+        "--no-preload",
+        "--listen",
+        "127.0.0.1:0",
+        "--max-connections",
+        "4096",
+    ])
+    .env("GENAI_CONFIG_DIR", &config)
+    .env("GENAI_DATA_DIR", &data)
+    .env_remove("GENAI_LOG")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    own_group(&mut cmd);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start genai serve: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let pid = child.id();
+    let server = Server { child, _dir: dir };
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ws://")
+        .ok_or_else(|| format!("genai serve did not start: {line:?}"))?
+        .parse()
+        .map_err(|e| format!("genai serve's address: {e}"))?;
+    let token = std::fs::read_to_string(config.join("serve-token"))
+        .map_err(|e| format!("no serve token: {e}"))?;
+    let target = Target {
+        name: "genai",
+        addr,
+        key: Some(token.trim().to_string()),
+        model: "upstream:gpt-bench".into(),
+        pid: Some(pid),
+    };
+    Ok((server, target))
+}
+
+/// LiteLLM's proxy (`litellm` at `exe`) with `openai/gpt-bench` at `upstream`, a worker per
+/// core; waits until it answers its liveness route.
+async fn litellm(exe: &str, upstream: SocketAddr) -> Res<(Server, Target)> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let yaml = format!(
+        "model_list:\n  - model_name: {m}\n    litellm_params:\n      model: openai/{m}\n      api_base: http://{upstream}/v1\n      api_key: {UPSTREAM_KEY}\n\
+         general_settings:\n  master_key: {LITELLM_KEY}\nlitellm_settings:\n  set_verbose: false\n",
+        m = fast_upstream::MODEL
+    );
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, yaml).map_err(|e| e.to_string())?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut cmd = Command::new(exe);
+    cmd.arg("--config")
+        .arg(&config)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--num_workers", &workers.to_string()])
+        // A worker's import takes seconds on a busy machine: past uvicorn's health check (5 s)
+        // it is killed and started again, forever.
+        .args(["--timeout_worker_healthcheck", "600"])
+        .env("LITELLM_LOG", "ERROR")
+        // Its price list from the package (not fetched from GitHub at start).
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(bin) = std::path::Path::new(exe).parent() {
+        let path = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{}:{path}", bin.display()));
+    }
+    own_group(&mut cmd);
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {exe}: {e}"))?;
+    let pid = child.id();
+    let mut server = Server { child, _dir: dir };
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            return Err(format!("litellm ended at start: {status}"));
+        }
+        if let Ok(mut c) = Client::connect(addr).await {
+            let probe = hyper::Request::get("/health/liveliness")
+                .header("host", addr.to_string())
+                .body(Full::new(Bytes::new()))
+                .map_err(|e| e.to_string())?;
+            if let Ok(r) = c.send.send_request(probe).await {
+                if r.status().is_success() {
+                    break;
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            return Err("litellm did not answer within 600 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let target = Target {
+        name: "litellm",
+        addr,
+        key: Some(LITELLM_KEY.into()),
+        model: fast_upstream::MODEL.into(),
+        pid: Some(pid),
+    };
+    Ok((server, target))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1000.0)
+}
+
+fn added(a: Duration, b: Duration) -> String {
+    format!("{:+.2}", (a.as_secs_f64() - b.as_secs_f64()) * 1000.0)
+}
+
+/// Resident memory of the target after `memory`/10 and after `memory` whole requests at 32
+/// clients, in KiB.
+async fn memory_check(t: &Target, memory: usize) -> Res<(u64, u64)> {
+    let pid = t.pid.ok_or("no process")?;
+    let first = memory / 10;
+    cell(t, 32, false, first.max(1), None).await?;
+    let after_first = tree_memory_kib(pid)?.0;
+    cell(t, 32, false, (memory - first).max(1), None).await?;
+    Ok((after_first, tree_memory_kib(pid)?.0))
+}
+
+async fn run(o: Options) -> Res<()> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let upstream = fast_upstream::start(1)?;
+    let direct = Target {
+        name: "direct",
+        addr: upstream,
+        key: Some(UPSTREAM_KEY.into()),
+        model: fast_upstream::MODEL.into(),
+        pid: None,
+    };
+    let (_genai, genai) = genai_serve(upstream)?;
+    let lite = match &o.litellm {
+        Some(exe) => Some(litellm(exe, upstream).await?),
+        None => None,
+    };
+    let mut targets = vec![&direct, &genai];
+    if let Some((_, t)) = &lite {
+        targets.push(t);
+    }
+    let plan = match o.seconds {
+        Some(s) => format!("{s} s per cell"),
+        None => format!("{} requests per cell", o.requests),
+    };
+    println!(
+        "bench-gateway: {plan}, {workers} cores, upstream in process (1 thread), keep-alive HTTP/1.1 clients"
+    );
+    println!(
+        "{:<9}{:<10}{:>8}{:>11}{:>11}{:>12}{:>12}{:>11}{:>8}",
+        "target", "mode", "clients", "p50 ms", "p99 ms", "+p50 ms", "+p99 ms", "req/s", "errors"
+    );
+    for stream in [false, true] {
+        for &clients in &o.clients {
+            let mut base: Option<Cell> = None;
+            for t in &targets {
+                let c = cell(t, clients, stream, o.requests, o.seconds).await?;
+                let (a50, a99) = match &base {
+                    Some(b) => (added(c.p50, b.p50), added(c.p99, b.p99)),
+                    None => (String::new(), String::new()),
+                };
+                println!(
+                    "{:<9}{:<10}{:>8}{:>11}{:>11}{:>12}{:>12}{:>11.0}{:>8}",
+                    t.name,
+                    if stream { "streamed" } else { "whole" },
+                    clients,
+                    ms(c.p50),
+                    ms(c.p99),
+                    a50,
+                    a99,
+                    c.per_s,
+                    c.errors
+                );
+                if base.is_none() {
+                    base = Some(c);
+                }
+            }
+        }
+    }
+    println!(
+        "{:<9}{:>12}{:>22}{:>22}",
+        "server",
+        "peak MiB",
+        format!("RSS after {} MiB", o.memory / 10),
+        format!("RSS after {} MiB", o.memory)
+    );
+    for t in targets.iter().filter(|t| t.pid.is_some()) {
+        let (first, last) = memory_check(t, o.memory).await?;
+        let peak = tree_memory_kib(t.pid.unwrap_or_default())?.1;
+        println!(
+            "{:<9}{:>12.1}{:>22.1}{:>22.1}",
+            t.name,
+            peak as f64 / 1024.0,
+            first as f64 / 1024.0,
+            last as f64 / 1024.0
+        );
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() {
+    let result = match Options::parse() {
+        Ok(o) => tokio::time::timeout(DEADLINE * 4, run(o))
+            .await
+            .unwrap_or_else(|_| Err("the bench missed its deadline".into())),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = result {
+        eprintln!("bench-gateway: {e}");
+        std::process::exit(1);
+    }
+}

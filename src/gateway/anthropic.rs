@@ -1,7 +1,9 @@
 //! `POST /v1/messages` and `/v1/messages/count_tokens`: Anthropic's Messages API on the core
 //! (Claude Code sends it as `/v1/messages?beta=true`). A request's `system` (a string or text
-//! blocks), messages (text, image, tool_use, tool_result, thinking blocks), custom tools,
-//! `tool_choice`, `thinking`, `output_format` and sampling settings become the core's
+//! blocks), messages (text, image, tool_use, tool_result, thinking blocks), custom tools (a
+//! deferred one, `defer_loading`, only once a `tool_reference` in a tool result loads it, as
+//! Anthropic's tool search does), `tool_choice`, `thinking`, `output_format` and sampling
+//! settings become the core's
 //! [`Message`]s, [`ToolSpec`]s, [`ResponseSchema`] and the model's parameters; the turn runs as
 //! any turn of genai and comes back as `anthropic_reply.rs` writes it.
 //!
@@ -16,6 +18,7 @@ use jsonrpsee::server::HttpResponse;
 use serde_json::{json, Map, Value};
 
 use super::anthropic_reply::Events;
+use super::anthropic_tools::{referenced_tools, tool_choice, tools};
 use super::fields::{self, array, boolean, object, only, string, text_of, with_role};
 use super::turn::Turn;
 use super::{count_tokens, respond};
@@ -163,6 +166,8 @@ pub(super) struct MessagesRequest {
     schema: Option<ResponseSchema>,
     /// The model's parameters to set: (the request's field, its value).
     parameters: Vec<(String, Value)>,
+    /// Tools with `defer_loading`, given to the model once a `tool_reference` loads them.
+    deferred: Vec<ToolSpec>,
     /// The `thinking` object, checked.
     thinking: Option<Value>,
     no_parallel_calls: bool,
@@ -210,7 +215,7 @@ impl MessagesRequest {
                     }
                     r.parameters.push((key, value));
                 }
-                "tools" => r.tools = tools(value)?,
+                "tools" => (r.tools, r.deferred) = tools(value)?,
                 "tool_choice" => {
                     let (choice, no_parallel) = tool_choice(value)?;
                     r.parameters.push((key, choice));
@@ -235,6 +240,10 @@ impl MessagesRequest {
             return Err(ApiError::invalid("max_tokens", "is required"));
         }
         let messages = messages.ok_or_else(|| ApiError::invalid("messages", "is required"))?;
+        let loaded = referenced_tools(&messages);
+        let deferred = std::mem::take(&mut r.deferred);
+        r.tools
+            .extend(deferred.into_iter().filter(|t| loaded.contains(&t.name)));
         r.messages = self::messages(messages)?;
         if let Some(system) = system.filter(|s| !s.is_empty()) {
             r.messages.insert(0, Message::system(system));
@@ -398,6 +407,11 @@ fn blocks(content: Value, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiErro
                     signature: None,
                 }
             }
+            "tool_reference" => {
+                let name = text(&mut b, "tool_name")?;
+                only(&b, &at, &[])?;
+                Part::text(format!("The tool {name} is loaded: it can be called now."))
+            }
             _ => {
                 // tool_result
                 let tool_call_id = text(&mut b, "tool_use_id")?;
@@ -407,7 +421,10 @@ fn blocks(content: Value, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiErro
                 };
                 let content = match b.remove("content") {
                     None | Some(Value::Null) => Vec::new(),
-                    Some(c) => blocks(c, &format!("{at}.content"), &["text", "image"])?,
+                    Some(c) => {
+                        let kinds = ["text", "image", "tool_reference"];
+                        blocks(c, &format!("{at}.content"), &kinds)?
+                    }
                 };
                 only(&b, &at, &[])?;
                 Part::ToolResult {
@@ -454,87 +471,24 @@ fn image(mut source: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
     }
 }
 
-/// The request's tools: custom tools only; the vendor's server tools (web search, code
-/// execution, bash, text editor, computer use, ...) run on Anthropic's side, which genai is
-/// not.
-fn tools(value: Value) -> Result<Vec<ToolSpec>, ApiError> {
-    let mut specs = Vec::new();
-    for (i, tool) in array(value, "tools")?.into_iter().enumerate() {
-        let at = format!("tools[{i}]");
-        let mut tool = object(tool, &at)?;
-        match tool.remove("type") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(t)) if t == "custom" => {}
-            Some(Value::String(t)) => {
-                return Err(ApiError::invalid(
-                    format!("{at}.type"),
-                    format!(
-                    "`{t}` is one of Anthropic's server tools, which genai's gateway cannot run: \
-                         only custom tools (name, description, input_schema)"
-                ),
-                ))
-            }
-            Some(_) => return Err(ApiError::invalid(format!("{at}.type"), "must be a string")),
-        }
-        tool.remove("cache_control");
-        if tool.get("strict") == Some(&Value::Bool(false)) {
-            tool.remove("strict");
-        }
-        only(&tool, &at, &["name", "description", "input_schema"])?;
-        let (name, description) = fields::tool_name(&mut tool, &at)?;
-        let input_schema = match tool.remove("input_schema") {
-            Some(s @ Value::Object(_)) => s,
-            _ => {
-                return Err(ApiError::invalid(
-                    format!("{at}.input_schema"),
-                    "is required: a JSON Schema object",
-                ))
-            }
-        };
-        specs.push(ToolSpec {
-            name,
-            description,
-            input_schema,
-        });
-    }
-    Ok(specs)
-}
-
-/// `tool_choice` as the core's parameter (auto, required, none, or a tool's name), and
-/// whether it turns parallel tool calls off.
-fn tool_choice(value: Value) -> Result<(Value, bool), ApiError> {
-    let at = "tool_choice";
-    let mut m = object(value, at)?;
-    let no_parallel = match m.remove("disable_parallel_tool_use") {
-        None | Some(Value::Null) => false,
-        Some(v) => boolean(v, "tool_choice.disable_parallel_tool_use")?,
-    };
-    let choice = match m.remove("type").as_ref().and_then(Value::as_str) {
-        Some("auto") => json!("auto"),
-        Some("any") => json!("required"),
-        Some("none") => json!("none"),
-        Some("tool") => match m.remove("name") {
-            Some(n @ Value::String(_)) => n,
-            _ => return Err(ApiError::invalid("tool_choice.name", "is required")),
-        },
-        _ => {
-            return Err(ApiError::invalid(
-                "tool_choice.type",
-                "must be auto, any, tool or none",
-            ))
-        }
-    };
-    only(&m, at, &[])?;
-    Ok((choice, no_parallel))
-}
-
 /// `thinking`: `{"type":"enabled","budget_tokens":N}` (N of at least 1024), `{"type":
-/// "disabled"}` or `{"type":"adaptive"}`.
+/// "disabled"}` or `{"type":"adaptive"}`; an enabled or adaptive one may say how its thoughts
+/// come back (`display`: summarized, or omitted as Claude Code asks), which Claude is given and
+/// other models, whose thoughts come back as they give them, need not be.
 fn thinking(value: Value) -> Result<Value, ApiError> {
     let m = object(value.clone(), "thinking")?;
+    if !matches!(
+        m.get("display").and_then(Value::as_str),
+        None | Some("summarized" | "omitted")
+    ) {
+        return Err(ApiError::invalid(
+            "thinking.display",
+            "must be summarized or omitted",
+        ));
+    }
     match m.get("type").and_then(Value::as_str) {
         Some("enabled") => {
-            only(&m, "thinking", &["type", "budget_tokens"])?;
+            only(&m, "thinking", &["type", "budget_tokens", "display"])?;
             match m.get("budget_tokens").and_then(Value::as_u64) {
                 Some(n) if n >= 1024 => Ok(value),
                 _ => Err(ApiError::invalid(
@@ -543,8 +497,12 @@ fn thinking(value: Value) -> Result<Value, ApiError> {
                 )),
             }
         }
-        Some("disabled" | "adaptive") => {
+        Some("disabled") => {
             only(&m, "thinking", &["type"])?;
+            Ok(value)
+        }
+        Some("adaptive") => {
+            only(&m, "thinking", &["type", "display"])?;
             Ok(value)
         }
         _ => Err(ApiError::invalid(
@@ -651,6 +609,47 @@ mod tests {
         assert_eq!(params, ["max_tokens", "temperature", "tool_choice"]);
         assert_eq!(r.parameters[2].1, "required");
         assert_eq!(r.thinking.unwrap()["budget_tokens"], 2048);
+    }
+
+    #[test]
+    fn deferred_tools_wait_for_their_tool_reference_and_thinking_display_is_taken() {
+        // As Claude Code 2.1 sends them: a deferred placeholder, its tool search, and thinking
+        // with its thoughts omitted.
+        let tool = |name: &str, deferred: bool| json!({"name": name, "description": "d", "input_schema": {"type": "object"}, "defer_loading": deferred});
+        let mut body = json!({
+            "model": "sonnet",
+            "max_tokens": 32000,
+            "thinking": {"type": "enabled", "budget_tokens": 31999, "display": "omitted"},
+            "tools": [tool("ToolSearch", false), tool("DeferredToolPlaceholder", true), tool("NotebookEdit", true)],
+            "messages": [{"role": "user", "content": "Edit the notebook."}]
+        });
+        let r = parse(body.clone()).unwrap();
+        let names: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["ToolSearch"]);
+        assert_eq!(r.thinking.unwrap()["display"], "omitted");
+
+        body["messages"] = json!([
+            {"role": "user", "content": "Edit the notebook."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": {"query": "select:NotebookEdit"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                {"type": "tool_reference", "tool_name": "NotebookEdit"}
+            ]}]}
+        ]);
+        let r = parse(body.clone()).unwrap();
+        let names: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["ToolSearch", "NotebookEdit"]);
+        let Part::ToolResult { content, .. } = &r.messages[2].content[0] else {
+            panic!("{:?}", r.messages[2]);
+        };
+        assert!(text_of(content).contains("NotebookEdit"), "{content:?}");
+
+        body["thinking"]["display"] = json!("verbose");
+        let e = parse(body.clone()).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("thinking.display"));
+        body["thinking"] = json!({"type": "adaptive", "display": "summarized"});
+        body["tools"][1]["defer_loading"] = json!("yes");
+        let e = parse(body).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("tools[1].defer_loading"));
     }
 
     #[test]

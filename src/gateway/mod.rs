@@ -3,7 +3,8 @@
 //! (`models.rs`) and `POST /v1/chat/completions` (`openai_chat.rs` reads the request,
 //! `completion.rs` writes the answer), `POST /v1/responses` (`responses.rs` reads,
 //! `responses_reply.rs` writes), Anthropic's `POST /v1/messages` and
-//! `/v1/messages/count_tokens` (`anthropic.rs` reads, `anthropic_reply.rs` writes, `count_tokens.rs` estimates). Beside
+//! `/v1/messages/count_tokens` (`anthropic.rs` reads, with `anthropic_tools.rs` for its tools,
+//! `anthropic_reply.rs` writes, `count_tokens.rs` estimates). Beside
 //! them: `turn.rs` runs a turn on the core, `respond.rs` answers it whole or streamed,
 //! `error.rs` writes errors in each API's shape, `fields.rs` reads a request's fields. Who may
 //! call: `access.rs` (the serve token or a virtual key of `keys.rs`, within its limits);
@@ -19,6 +20,7 @@ mod access;
 mod aliases;
 mod anthropic;
 mod anthropic_reply;
+mod anthropic_tools;
 mod completion;
 mod count_tokens;
 mod error;

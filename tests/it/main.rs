@@ -25,6 +25,7 @@ mod editor_tools;
 mod failed_turns;
 mod gateway;
 mod gateway_anthropic;
+mod gateway_clients;
 mod gateway_codex;
 mod gateway_fallback;
 mod gateway_hostile;

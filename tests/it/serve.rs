@@ -1,8 +1,8 @@
 //! `genai serve` driven by a WebSocket client (jsonrpsee's): refused without the token or from
 //! a foreign origin, two clients on one conversation (one creates it, the other follows and
 //! drives it), the limits (connections, message size, turns in flight per connection), and
-//! what it tells a user at start: the chat page's address with the token, or how to get the
-//! page; a `--web-root` that cannot be the page is refused.
+//! what it tells a user at start: the chat page's address with the token, the page being the
+//! one in the binary or a `--web-root`'s; a `--web-root` that cannot be the page is refused.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -560,21 +560,34 @@ fn with_a_web_root_it_prints_the_page_address_with_the_token_and_it_opens() {
     let served = Served::start(&fake, &["--web-root", root.path().to_str().unwrap()]);
     let addr = served.url.trim_start_matches("ws://");
     let address = format!("http://{addr}/#token={}", served.token);
-    let stderr = served.stderr_with(&address);
-    assert!(!stderr.contains("with --web-root"), "{stderr}");
-    // What the browser asks for when that address is opened: the page.
+    served.stderr_with(&address);
+    // What the browser asks for when that address is opened: the web root's page.
     let answer = http_get(addr, "/");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("<title>the chat page</title>"), "{answer}");
 }
 
 #[test]
-fn without_a_web_root_it_says_how_to_get_the_page() {
+fn without_a_web_root_it_serves_the_page_in_the_binary() {
     let fake = FakeOpenAi::start(0, Behavior::reply("hi", 1)).unwrap();
     let served = Served::start(&fake, &[]);
-    let stderr = served.stderr_with("--web-root editor-integrations/vscode/dist/web");
-    assert!(stderr.contains("npm run build"), "{stderr}");
-    assert!(!stderr.contains(&served.token), "{stderr}");
+    let addr = served.url.trim_start_matches("ws://");
+    served.stderr_with(&format!("http://{addr}/#token={}", served.token));
+    let page = http_get(addr, "/");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("<title>genai chat</title>"), "{page}");
+    assert!(page.contains("<script nonce=\""), "{page}");
+    let script = http_get(addr, "/web.js");
+    assert!(script.starts_with("HTTP/1.1 200"), "{}", &script[..200]);
+    assert!(
+        script
+            .to_ascii_lowercase()
+            .contains("content-type: text/javascript"),
+        "{}",
+        &script[..200]
+    );
+    assert!(http_get(addr, "/chat.css").starts_with("HTTP/1.1 200"));
+    assert!(http_get(addr, "/missing.js").starts_with("HTTP/1.1 404"));
 }
 
 #[test]

@@ -1,10 +1,9 @@
-//! Serve and open the page: `genai serve` with the chat page prints the address to open (the
-//! token in it), the user opens exactly that in Chromium, types a question before choosing
-//! anything, and the local model answers; the provider list offers `local` first.
+//! Serve and open the page: `genai serve` alone (the page is in the binary) prints the address
+//! to open (the token in it), the user opens exactly that in Chromium, types a question before
+//! choosing anything, and the local model answers; the provider list offers `local` first.
 //!
-//! Needs the page built (`npm run build` in editor-integrations/vscode: scripts/test.sh does
-//! it first) and playwright-core from that folder's node_modules, named by
-//! GENAI_JOURNEY_WEB_ROOT and GENAI_JOURNEY_NODE_MODULES.
+//! Needs playwright-core from editor-integrations/vscode's node_modules (`npm ci` there:
+//! scripts/test.sh does it first), named by GENAI_JOURNEY_NODE_MODULES.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -16,16 +15,11 @@ use serde_json::Value;
 
 use crate::home::Home;
 
-fn page_setup() -> Option<(PathBuf, PathBuf)> {
-    let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
-    match (
-        var("GENAI_JOURNEY_WEB_ROOT"),
-        var("GENAI_JOURNEY_NODE_MODULES"),
-    ) {
-        (Some(web), Some(modules)) if web.join("index.html").is_file() => Some((web, modules)),
+fn node_modules() -> Option<PathBuf> {
+    match std::env::var_os("GENAI_JOURNEY_NODE_MODULES").map(PathBuf::from) {
+        Some(modules) if modules.join("playwright-core").is_dir() => Some(modules),
         _ => {
-            let why =
-                "GENAI_JOURNEY_WEB_ROOT (a built page) and GENAI_JOURNEY_NODE_MODULES are not set";
+            let why = "GENAI_JOURNEY_NODE_MODULES (a node_modules with playwright-core) is not set";
             assert!(std::env::var_os("CI").is_none(), "{why}");
             eprintln!("skipping: {why}");
             None
@@ -35,16 +29,15 @@ fn page_setup() -> Option<(PathBuf, PathBuf)> {
 
 #[test]
 fn serve_prints_the_address_and_the_page_chats_with_the_local_model() {
-    let Some((web_root, modules)) = page_setup() else {
+    let Some(modules) = node_modules() else {
         return;
     };
     let home = Home::new();
     let Some(()) = home.install_demo_model() else {
         return;
     };
-    let web = web_root.to_string_lossy().into_owned();
     let mut serve = home
-        .genai(&["serve", "--listen", "127.0.0.1:0", "--web-root", &web])
+        .genai(&["serve", "--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -78,7 +78,8 @@ pub struct Options {
     pub token: String,
     /// Browser origins allowed beside the server's own.
     pub origins: Vec<String>,
-    /// The folder of the web chat page (`editor-integrations/vscode/dist/web`).
+    /// A folder served as the web chat page in place of the binary's own
+    /// (`editor-integrations/vscode/dist/web`, while the page is worked on).
     pub web_root: Option<std::path::PathBuf>,
     pub limits: Limits,
 }
@@ -220,6 +221,7 @@ impl Gate {
             return Some(page::answer(
                 req.method(),
                 req.uri().path(),
+                req.headers(),
                 self.web_root.as_deref(),
             ));
         }

@@ -1,9 +1,9 @@
 //! The gateway's request parsers on any body: the first byte picks the route (OpenAI's chat
-//! completions, Anthropic's messages, its token count), the rest is the body. Never a panic;
-//! a refusal in the API's error shape is fine.
+//! completions, Anthropic's messages, its token count, OpenAI's responses), the rest is the
+//! body. Never a panic; a refusal in the API's error shape is fine.
 //!
-//! A route added to `genai::gateway::parse_request` (such as `/v1/responses`) joins by adding
-//! its path to `ROUTES` and a seed body for it in `fuzz/seeds/gateway_requests/`.
+//! A route added to `genai::gateway::parse_request` joins by adding its path to `ROUTES` and a
+//! seed body for it in `fuzz/seeds/gateway_requests/`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -12,6 +12,7 @@ const ROUTES: &[&str] = &[
     "/v1/chat/completions",
     "/v1/messages",
     "/v1/messages/count_tokens",
+    "/v1/responses",
 ];
 
 fuzz_target!(|data: &[u8]| {

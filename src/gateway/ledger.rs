@@ -48,6 +48,9 @@ pub fn api_of(route: &str) -> Option<&'static str> {
     }
 }
 
+/// What the writer is sent. Rows are the common message and move once into the channel's
+/// slots: boxing them would add an allocation to every request for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Message {
     Row(GatewayRequest),
     Flush(oneshot::Sender<()>),

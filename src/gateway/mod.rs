@@ -186,6 +186,7 @@ where
 pub fn parse_request(path: &str, body: &[u8]) -> Result<(), ApiError> {
     match path {
         "/v1/chat/completions" => openai_chat::ChatRequest::parse(body).map(drop),
+        "/v1/responses" => responses::ResponsesRequest::parse(body).map(drop),
         "/v1/messages" => anthropic::MessagesRequest::parse(body, false).map(drop),
         "/v1/messages/count_tokens" => anthropic::MessagesRequest::parse(body, true).map(drop),
         _ => Err(ApiError::new(

@@ -116,7 +116,7 @@ fn set_effort(agent: &AIAgent, effort: &str) -> Result<(), ApiError> {
 
 /// What a request asks, in the core's terms.
 #[derive(Debug, Default)]
-struct ResponsesRequest {
+pub(super) struct ResponsesRequest {
     model: String,
     messages: Vec<Message>,
     tools: Vec<ToolSpec>,
@@ -133,7 +133,7 @@ struct ResponsesRequest {
 }
 
 impl ResponsesRequest {
-    fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
+    pub(super) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
         let fields = fields::body(body)?;
         let mut r = ResponsesRequest::default();
         let mut instructions = None;

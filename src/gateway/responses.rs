@@ -55,14 +55,41 @@ pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> Ht
         format!("resp_{}", ulid::Ulid::new().to_string().to_lowercase()),
         super::now_secs(),
         request.echo,
-    );
+    )
+    .with_namespaces(request.namespaces);
+    let not_offered = request.not_offered.join(", ");
     let turn = Turn {
         agent,
         messages: request.messages,
         tools: request.tools,
         schema: request.schema,
     };
-    respond::run(turn, request.stream, Api::OpenAi, events, caller).await
+    let mut answer = respond::run(turn, request.stream, Api::OpenAi, events, caller).await;
+    if let Ok(v) = http::HeaderValue::from_str(&not_offered) {
+        if !not_offered.is_empty() {
+            answer.headers_mut().insert(NOT_OFFERED, v);
+        }
+    }
+    answer
+}
+
+/// The header naming the hosted tools of a request that were not offered to the model.
+pub const NOT_OFFERED: &str = "x-genai-tools-not-offered";
+
+/// What separates a namespace from its tool's name in the name offered to the model (a name
+/// OpenAI's and others' function names allow).
+const NAMESPACE_SEPARATOR: &str = "__";
+
+/// `NS__NAME` as (`NS`, `NAME`) when `NS` is one of the request's tool namespaces.
+pub(super) fn split_namespaced<'a>(
+    name: &'a str,
+    namespaces: &'a [String],
+) -> Option<(&'a str, &'a str)> {
+    namespaces.iter().find_map(|ns| {
+        name.strip_prefix(ns.as_str())?
+            .strip_prefix(NAMESPACE_SEPARATOR)
+            .map(|short| (ns.as_str(), short))
+    })
 }
 
 /// The request read and its agent made, its parameters set.
@@ -130,6 +157,10 @@ pub(super) struct ResponsesRequest {
     stream: bool,
     /// What the `response` object says back of the request (its tools, settings, ...).
     echo: Map<String, Value>,
+    /// The tool namespaces whose functions were offered as `NS__NAME`.
+    namespaces: Vec<String>,
+    /// Hosted tools of the request (web search) not offered to the model.
+    not_offered: Vec<String>,
 }
 
 impl ResponsesRequest {
@@ -151,7 +182,7 @@ impl ResponsesRequest {
                 "input" => input = Some(value),
                 "stream" => r.stream = boolean(value, "stream")?,
                 "tools" => {
-                    r.tools = tools(value.clone())?;
+                    (r.tools, r.namespaces, r.not_offered) = tools(value.clone())?;
                     r.echo.insert(key, value);
                 }
                 "tool_choice" => {
@@ -279,8 +310,15 @@ fn messages(instructions: Option<String>, input: Value) -> Result<Vec<Message>, 
                 only(
                     &item,
                     &at,
-                    &["type", "id", "status", "call_id", "name", "arguments"],
+                    &["type", "id", "status", "call_id", "name", "namespace", "arguments"],
                 )?;
+                // A call of a namespace's tool is sent as the name it was offered under.
+                if let Some(ns) = item.remove("namespace").filter(|n| !n.is_null()) {
+                    let ns = string(ns, &format!("{at}.namespace"))?;
+                    if let Some(Value::String(name)) = item.get_mut("name") {
+                        *name = format!("{ns}{NAMESPACE_SEPARATOR}{name}");
+                    }
+                }
                 let call = function_call(item, &at)?;
                 assistant(&mut out).content.push(call);
             }
@@ -475,14 +513,43 @@ fn reasoning_item(item: Map<String, Value>, at: &str) -> Result<Part, ApiError> 
     })
 }
 
-/// The request's function tools; a tool only OpenAI's servers run is refused by its type.
-fn tools(value: Value) -> Result<Vec<ToolSpec>, ApiError> {
+/// The tools offered, the namespaces among them, the hosted tools left out.
+type Tools = (Vec<ToolSpec>, Vec<String>, Vec<String>);
+
+/// The request's function tools, with the functions of each `namespace` tool offered as
+/// `NS__NAME` (its namespaces, in order), and the hosted web search tools, which genai's
+/// models cannot run, left out and named (answered in a header). Any other hosted tool is
+/// refused by its type.
+fn tools(value: Value) -> Result<Tools, ApiError> {
     let mut specs = Vec::new();
+    let mut namespaces = Vec::new();
+    let mut not_offered = Vec::new();
     for (i, tool) in array(value, "tools")?.into_iter().enumerate() {
         let at = format!("tools[{i}]");
         let mut tool = object(tool, &at)?;
         match tool.get("type").and_then(Value::as_str) {
-            Some("function") => {}
+            Some("function") => specs.push(function_tool(tool, &at, None)?),
+            Some("namespace") => {
+                only(&tool, &at, &["type", "name", "description", "tools"])?;
+                let ns = string(
+                    tool.remove("name").unwrap_or_default(),
+                    &format!("{at}.name"),
+                )?;
+                let inner = array(tool.remove("tools").unwrap_or_default(), &format!("{at}.tools"))?;
+                for (j, f) in inner.into_iter().enumerate() {
+                    let f_at = format!("{at}.tools[{j}]");
+                    let f = object(f, &f_at)?;
+                    if f.get("type").and_then(Value::as_str) != Some("function") {
+                        return Err(ApiError::invalid(
+                            format!("{f_at}.type"),
+                            "only function tools can be carried in a namespace",
+                        ));
+                    }
+                    specs.push(function_tool(f, &f_at, Some(&ns))?);
+                }
+                namespaces.push(ns);
+            }
+            Some(t @ ("web_search" | "web_search_preview")) => not_offered.push(t.to_string()),
             Some(other) => {
                 return Err(ApiError::invalid(
                     format!("{at}.type"),
@@ -493,32 +560,54 @@ fn tools(value: Value) -> Result<Vec<ToolSpec>, ApiError> {
             }
             None => return Err(ApiError::invalid(format!("{at}.type"), "is required")),
         }
-        only(
-            &tool,
-            &at,
-            &["type", "name", "description", "parameters", "strict"],
-        )?;
-        if let Some(strict) = tool.remove("strict").filter(|s| !s.is_null()) {
-            boolean(strict, &format!("{at}.strict"))?;
-        }
-        let (name, description) = fields::tool_name(&mut tool, &at)?;
-        let input_schema = match tool.remove("parameters") {
-            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-            Some(p @ Value::Object(_)) => p,
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    format!("{at}.parameters"),
-                    "must be a JSON Schema object",
-                ))
-            }
-        };
-        specs.push(ToolSpec {
-            name,
-            description,
-            input_schema,
-        });
     }
-    Ok(specs)
+    Ok((specs, namespaces, not_offered))
+}
+
+/// One function tool (of namespace `ns`, offered as `NS__NAME`).
+fn function_tool(
+    mut tool: Map<String, Value>,
+    at: &str,
+    ns: Option<&str>,
+) -> Result<ToolSpec, ApiError> {
+    only(
+        &tool,
+        at,
+        &[
+            "type",
+            "name",
+            "description",
+            "parameters",
+            "strict",
+            "defer_loading",
+        ],
+    )?;
+    if let Some(strict) = tool.remove("strict").filter(|s| !s.is_null()) {
+        boolean(strict, &format!("{at}.strict"))?;
+    }
+    if let Some(deferred) = tool.remove("defer_loading").filter(|s| !s.is_null()) {
+        boolean(deferred, &format!("{at}.defer_loading"))?;
+    }
+    let (name, description) = fields::tool_name(&mut tool, at)?;
+    let input_schema = match tool.remove("parameters") {
+        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+        Some(p @ Value::Object(_)) => p,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                format!("{at}.parameters"),
+                "must be a JSON Schema object",
+            ))
+        }
+    };
+    let name = match ns {
+        Some(ns) => format!("{ns}{NAMESPACE_SEPARATOR}{name}"),
+        None => name,
+    };
+    Ok(ToolSpec {
+        name,
+        description,
+        input_schema,
+    })
 }
 
 /// `tool_choice` as the core's parameter: auto, none, required, or a function's name.
@@ -645,6 +734,33 @@ mod tests {
     }
 
     #[test]
+    fn a_namespaces_functions_are_offered_by_a_joined_name_and_web_search_is_named_not_offered() {
+        let r = parse(json!({"model": "m", "input": [
+                {"type": "function_call", "call_id": "c1", "namespace": "agents", "name": "spawn", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "ok"}],
+            "tools": [
+                {"type": "namespace", "name": "agents", "description": "Sub-agents.", "tools": [
+                    {"type": "function", "name": "spawn", "description": "Spawn.", "strict": false,
+                     "parameters": {"type": "object"}}]},
+                {"type": "web_search", "external_web_access": false},
+                {"type": "function", "name": "ls", "parameters": {"type": "object"}}]}))
+        .unwrap();
+        let names: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["agents__spawn", "ls"]);
+        assert_eq!(r.namespaces, ["agents"]);
+        assert_eq!(r.not_offered, ["web_search"]);
+        let call = r.messages[1].tool_calls();
+        assert_eq!(call[0].1, "agents__spawn");
+        let ns = r.namespaces.clone();
+        assert_eq!(
+            split_namespaced("agents__spawn", &ns),
+            Some(("agents", "spawn"))
+        );
+        assert_eq!(split_namespaced("ls", &ns), None);
+        assert_eq!(split_namespaced("agentsX__spawn", &ns), None);
+    }
+
+    #[test]
     fn what_cannot_be_carried_is_refused_naming_the_field() {
         let with = |k: &str, v: Value| {
             let mut body = json!({"model": "m", "input": "hi"});
@@ -658,7 +774,7 @@ mod tests {
         assert_eq!(with("store", json!(true)), "store");
         assert_eq!(with("no_such", json!(1)), "no_such");
         assert_eq!(
-            with("tools", json!([{"type": "web_search"}])),
+            with("tools", json!([{"type": "file_search"}])),
             "tools[0].type"
         );
         assert_eq!(

@@ -55,6 +55,8 @@ pub struct Events {
     open: Option<Open>,
     sent_text: bool,
     sent_calls: bool,
+    /// The request's tool namespaces: a call of `NS__NAME` goes back as `NAME` in `NS`.
+    namespaces: Vec<String>,
 }
 
 impl Events {
@@ -68,7 +70,14 @@ impl Events {
             open: None,
             sent_text: false,
             sent_calls: false,
+            namespaces: Vec::new(),
         }
+    }
+
+    /// The tool namespaces of the request, whose calls go back with their `namespace`.
+    pub fn with_namespaces(mut self, namespaces: Vec<String>) -> Events {
+        self.namespaces = namespaces;
+        self
     }
 
     /// The `response` object with this status, output and usage.
@@ -145,7 +154,7 @@ impl Events {
             Open::Reasoning { id, .. } => json!({"id": id, "type": "reasoning", "summary": []}),
             Open::Call {
                 id, call_id, name, ..
-            } => call_item(id, call_id, name, "", "in_progress"),
+            } => call_item(id, call_id, name, "", "in_progress", &self.namespaces),
         };
         out.push(self.event(
             "response.output_item.added",
@@ -205,7 +214,14 @@ impl Events {
             } => {
                 let data = json!({"item_id": id, "output_index": index, "name": name, "arguments": arguments});
                 out.push(self.event("response.function_call_arguments.done", data));
-                call_item(&id, &call_id, &name, &arguments, "completed")
+                call_item(
+                    &id,
+                    &call_id,
+                    &name,
+                    &arguments,
+                    "completed",
+                    &self.namespaces,
+                )
             }
         };
         out.push(self.event(
@@ -366,7 +382,15 @@ impl Shape for Events {
                 } => {
                     flush(&mut text, &mut output);
                     let args = arguments.to_string();
-                    output.push(call_item(&item_id("fc"), id, name, &args, "completed"));
+                    let item = call_item(
+                        &item_id("fc"),
+                        id,
+                        name,
+                        &args,
+                        "completed",
+                        &self.namespaces,
+                    );
+                    output.push(item);
                 }
                 _ => {}
             }
@@ -426,9 +450,21 @@ fn reasoning_item(id: &str, text: &str, signature: Option<String>) -> Value {
     json!({"id": id, "type": "reasoning", "summary": summary, "encrypted_content": signature})
 }
 
-fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
-    json!({"id": id, "type": "function_call", "status": status, "call_id": call_id,
-        "name": name, "arguments": arguments})
+fn call_item(
+    id: &str,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+    status: &str,
+    namespaces: &[String],
+) -> Value {
+    let mut item = json!({"id": id, "type": "function_call", "status": status,
+        "call_id": call_id, "name": name, "arguments": arguments});
+    if let Some((ns, short)) = super::responses::split_namespaced(name, namespaces) {
+        item["name"] = json!(short);
+        item["namespace"] = json!(ns);
+    }
+    item
 }
 
 /// The signature of a readable reasoning part.

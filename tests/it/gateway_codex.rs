@@ -37,20 +37,16 @@ fn codex() -> Option<String> {
 }
 
 /// Codex's settings for genai, as docs/GATEWAY.md gives them: genai as a custom provider on
-/// the Responses API, the tools only OpenAI's servers run (web search) and the sub-agent
-/// tools (a namespace of tools, which the gateway cannot carry) off, no retries, no update
-/// check, no analytics.
+/// the Responses API, with Codex's default tools (its web search, which genai leaves out, and
+/// its sub-agents' namespace of tools, offered by joined names); no retries, no update check,
+/// no analytics.
 fn config(addr: &str) -> String {
     format!(
         r#"model = "openai:gpt-codex"
 model_provider = "genai"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
-web_search = "disabled"
 check_for_update_on_startup = false
-
-[features]
-multi_agent = false
 
 [analytics]
 enabled = false

@@ -251,7 +251,7 @@ async fn keys_are_made_listed_and_revoked_by_the_cli_while_serve_runs() {
         !stored.contains(&served.token),
         "the serve token is in the history"
     );
-    let log = served.stderr();
+    let log = served.log();
     assert!(!log.contains(&key) && !log.contains(&served.token), "{log}");
 }
 
@@ -456,7 +456,7 @@ async fn usage_by_key_names_key_client_and_model_and_bodies_are_kept_only_where_
     for secret in [&kept, &plain, &token] {
         assert!(!stored.contains(secret.as_str()), "a key is in the history");
     }
-    let log = served.stderr();
+    let log = served.log();
     assert!(!log.contains(&kept) && !log.contains(&plain) && !log.contains(&token));
 }
 

@@ -367,7 +367,7 @@ async fn bad_requests_are_400s_naming_the_field_and_nothing_goes_upstream() {
             "previous_response_id",
         ),
         (
-            json!({"model": "terse", "input": "hi", "tools": [{"type": "web_search"}]}),
+            json!({"model": "terse", "input": "hi", "tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]}),
             "tools[0].type",
         ),
         (

@@ -118,8 +118,14 @@ impl Served {
     }
 
     /// Every line of its stderr so far.
-    pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().join("\n")
+    /// Its stderr but the start's line that hands the user the page's address with the token
+    /// (the one place the token is meant to be shown): what must never hold a secret.
+    pub fn log(&self) -> String {
+        let lines = self.stderr.lock().unwrap();
+        let shown = lines
+            .iter()
+            .filter(|l| !l.starts_with("genai: open the chat page at "));
+        shown.cloned().collect::<Vec<_>>().join("\n")
     }
 
     /// Its stderr once a line containing `needle` has come, within the deadline.

@@ -20,6 +20,7 @@ mod commands;
 mod editor_acts;
 mod failed_turn;
 mod gateway;
+mod gateway_keys;
 mod keys_and_servers;
 mod local_then_provider;
 mod mistakes;

@@ -1,0 +1,138 @@
+//! A teammate's tool on a key of its own: a user whose config has a cloud default (and a turn
+//! on it that failed), an agent on a provider that is down with the cloud as its fallback, and
+//! Claude's model names mapped onto that agent, makes a virtual key limited to those names and
+//! two requests a minute, starts `genai serve --background`, and points an Anthropic client
+//! (curl) at it. The fallback answers and the answer says so; another model is refused by the
+//! key's patterns; past its rate it gets a 429 with `retry-after`; `genai usage --by key` shows
+//! the key with the model that served it; a revoked key is refused while the serve runs; the
+//! key is shown once and never again.
+
+use std::time::Duration;
+
+use crate::home::{Home, Run};
+use crate::support::poll::wait_until;
+
+struct Stop<'a>(&'a Home);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(&["serve", "--stop"]);
+    }
+}
+
+/// A Messages request with `key`, its headers and body as curl prints them (`-i`).
+fn messages(home: &Home, base: &str, key: &str, model: &str) -> Run {
+    let body = format!(
+        r#"{{"model":"{model}","max_tokens":64,"messages":[{{"role":"user","content":"hello"}}]}}"#
+    );
+    home.sh(&format!(
+        "curl -sS -i --max-time 60 -H 'x-api-key: {key}' -H 'anthropic-version: 2023-06-01' \
+         -H 'Content-Type: application/json' -d '{body}' {base}/v1/messages"
+    ))
+}
+
+fn status(run: &Run) -> u16 {
+    let out = run.stdout();
+    let line = out.lines().next().unwrap_or_default();
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {out}"))
+}
+
+#[test]
+fn a_virtual_key_with_limits_reaches_a_fallback_and_its_usage_is_its_own() {
+    let mut home = Home::new();
+    let fake = home.cloud_default_after_a_failed_turn("From the cloud.");
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    home.write_config(&format!(
+        "[defaults]\nmodel = \"openai:gpt-journey\"\n\n\
+         [service_providers.down]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{down}/v1\"\n\
+         api_key = \"sk-journey-down\"\nmax_retries = 0\n\n\
+         [agents.main]\nprovider = \"down\"\nmodel = \"m\"\nfallback = [\"cloud\"]\n\n\
+         [agents.cloud]\nprovider = \"openai\"\nmodel = \"gpt-journey\"\n\n\
+         [serve.models]\n\"claude-*\" = \"main\"\n"
+    ));
+
+    let made = home
+        .run(&[
+            "serve", "keys", "create", "teammate", "--rpm", "2", "--models", "claude-*",
+        ])
+        .ok();
+    let key = made.stdout().trim().to_string();
+    assert!(key.len() >= 32 && !key.contains(' '), "{}", made.stdout());
+
+    let started = home
+        .run(&["serve", "--background", "--listen", "127.0.0.1:0"])
+        .ok();
+    let _stop = Stop(&home);
+    let addr = started
+        .stdout()
+        .lines()
+        .next()
+        .and_then(|l| l.trim().strip_prefix("listening on ws://"))
+        .unwrap_or_else(|| panic!("{}", started.stdout()))
+        .to_string();
+    let base = format!("http://{addr}");
+
+    // Claude's name, the agent on the provider that is down, and its fallback answers.
+    let first = messages(&home, &base, &key, "claude-sonnet-4-5").ok();
+    let out = first.stdout();
+    assert_eq!(status(&first), 200, "{out}");
+    assert!(out.contains("From the cloud."), "{out}");
+    let lower = out.to_lowercase();
+    assert!(lower.contains("x-genai-fallback: cloud"), "{out}");
+    assert!(
+        lower.contains("x-genai-served-by: openai:gpt-journey"),
+        "{out}"
+    );
+    assert!(!out.contains("sk-journey"), "{out}");
+    assert!(fake
+        .requests()
+        .iter()
+        .all(|r| !format!("{:?}", r.headers).contains(&key)));
+
+    // Another model is outside the key's patterns.
+    let other = messages(&home, &base, &key, "openai:gpt-journey").ok();
+    assert_eq!(status(&other), 403, "{}", other.stdout());
+    assert!(other.stdout().contains("teammate"), "{}", other.stdout());
+
+    // Past two requests a minute: a 429 that says when to come back.
+    let limited = (0..3)
+        .map(|_| messages(&home, &base, &key, "claude-haiku-4-5").ok())
+        .find(|r| status(r) == 429)
+        .expect("the key's rate limit refused a request");
+    let out = limited.stdout().to_lowercase();
+    assert!(out.contains("retry-after:") && out.contains("rpm"), "{out}");
+
+    // The key's usage, under its name, with the model that served it.
+    let mut usage = String::new();
+    wait_until("genai usage shows the key", Duration::from_secs(20), || {
+        usage = home.run(&["usage", "--by", "key"]).ok().stdout();
+        usage.contains("teammate")
+    });
+    assert!(!usage.contains(&key), "{usage}");
+    let json = home.run(&["usage", "--by", "key", "--json"]).ok().stdout();
+    assert!(
+        json.contains("teammate") && json.contains("gpt-journey"),
+        "{json}"
+    );
+
+    // Listed without the key; revoked, refused while the serve runs.
+    let listed = home.run(&["serve", "keys", "list"]).ok().stdout();
+    assert!(
+        listed.contains("teammate") && !listed.contains(&key),
+        "{listed}"
+    );
+    home.run(&["serve", "keys", "revoke", "teammate"]).ok();
+    wait_until(
+        "the revoked key is refused",
+        Duration::from_secs(20),
+        || status(&messages(&home, &base, &key, "claude-sonnet-4-5").ok()) == 401,
+    );
+    home.run(&["serve", "--stop"]).ok();
+}

@@ -22,7 +22,8 @@ use crate::store::Store;
 
 /// The gate of the gateway's routes.
 pub struct Access {
-    token: String,
+    /// The serve token's SHA-256: a presented key is hashed once and compared as keys are.
+    token: [u8; 32],
     keys: Arc<Keys>,
     ledger: Ledger,
 }
@@ -37,7 +38,7 @@ impl Access {
         let keys = Arc::new(keys);
         tokio::spawn(watch(Arc::downgrade(&keys)));
         Ok(Arc::new(Access {
-            token,
+            token: keys::hash(&token),
             keys,
             ledger: Ledger::start(store),
         }))
@@ -52,21 +53,24 @@ impl Access {
         user_agent: Option<&str>,
     ) -> std::result::Result<Caller, HttpResponse> {
         let api = Api::of_path(path);
-        if crate::rpc::ws::auth::has_api_key(authorization, api_key, &self.token) {
+        let bearer = authorization.and_then(|a| {
+            a.strip_prefix("Bearer ")
+                .or_else(|| a.strip_prefix("bearer "))
+        });
+        let presented: Vec<[u8; 32]> = [bearer, api_key]
+            .into_iter()
+            .flatten()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(keys::hash)
+            .collect();
+        if presented.contains(&self.token) {
             return Ok(Caller::new(None, self.ledger.clone(), user_agent));
         }
-        let presented = authorization
-            .and_then(|a| {
-                a.strip_prefix("Bearer ")
-                    .or_else(|| a.strip_prefix("bearer "))
-            })
-            .or(api_key)
-            .map(str::trim)
-            .filter(|k| !k.is_empty());
-        let Some(presented) = presented else {
+        let Some(presented) = presented.first() else {
             return Err(ApiError::unauthorized().response_in(api));
         };
-        let Some(key) = self.keys.find_or_reload(&keys::hash(presented)).await else {
+        let Some(key) = self.keys.find_or_reload(presented).await else {
             return Err(ApiError::unauthorized().response_in(api));
         };
         let refusal = match key.admit(Instant::now()) {

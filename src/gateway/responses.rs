@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 use super::fields::{array, boolean, object, only, string, text_of, with_role};
 use super::openai_chat::image_part;
 use super::respond;
-use super::responses_reply::Events;
+use super::responses_reply::{Events, NAMESPACE_SEPARATOR};
 use super::turn::Turn;
 use super::{fields, Api, ApiError, Caller};
 use crate::agent::AIAgent;
@@ -75,22 +75,6 @@ pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> Ht
 
 /// The header naming the hosted tools of a request that were not offered to the model.
 pub const NOT_OFFERED: &str = "x-genai-tools-not-offered";
-
-/// What separates a namespace from its tool's name in the name offered to the model (a name
-/// OpenAI's and others' function names allow).
-const NAMESPACE_SEPARATOR: &str = "__";
-
-/// `NS__NAME` as (`NS`, `NAME`) when `NS` is one of the request's tool namespaces.
-pub(super) fn split_namespaced<'a>(
-    name: &'a str,
-    namespaces: &'a [String],
-) -> Option<(&'a str, &'a str)> {
-    namespaces.iter().find_map(|ns| {
-        name.strip_prefix(ns.as_str())?
-            .strip_prefix(NAMESPACE_SEPARATOR)
-            .map(|short| (ns.as_str(), short))
-    })
-}
 
 /// The request read and its agent made, its parameters set.
 fn prepare(
@@ -733,6 +717,8 @@ mod tests {
         assert_eq!(names, ["tool_choice", "max_output_tokens", "temperature"]);
     }
 
+    use super::super::responses_reply::split_namespaced;
+
     #[test]
     fn a_namespaces_functions_are_offered_by_a_joined_name_and_web_search_is_named_not_offered() {
         let r = parse(json!({"model": "m", "input": [
@@ -749,8 +735,8 @@ mod tests {
         assert_eq!(names, ["agents__spawn", "ls"]);
         assert_eq!(r.namespaces, ["agents"]);
         assert_eq!(r.not_offered, ["web_search"]);
-        let call = r.messages[1].tool_calls();
-        assert_eq!(call[0].1, "agents__spawn");
+        let calls: Vec<_> = r.messages.iter().flat_map(|m| m.tool_calls()).collect();
+        assert_eq!(calls[0].1, "agents__spawn");
         let ns = r.namespaces.clone();
         assert_eq!(
             split_namespaced("agents__spawn", &ns),

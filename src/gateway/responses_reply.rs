@@ -450,6 +450,22 @@ fn reasoning_item(id: &str, text: &str, signature: Option<String>) -> Value {
     json!({"id": id, "type": "reasoning", "summary": summary, "encrypted_content": signature})
 }
 
+/// What separates a namespace from its tool's name in the name offered to the model (a name
+/// OpenAI's and others' function names allow).
+pub(super) const NAMESPACE_SEPARATOR: &str = "__";
+
+/// `NS__NAME` as (`NS`, `NAME`) when `NS` is one of the request's tool namespaces.
+pub(super) fn split_namespaced<'a>(
+    name: &'a str,
+    namespaces: &'a [String],
+) -> Option<(&'a str, &'a str)> {
+    namespaces.iter().find_map(|ns| {
+        name.strip_prefix(ns.as_str())?
+            .strip_prefix(NAMESPACE_SEPARATOR)
+            .map(|short| (ns.as_str(), short))
+    })
+}
+
 fn call_item(
     id: &str,
     call_id: &str,
@@ -460,7 +476,7 @@ fn call_item(
 ) -> Value {
     let mut item = json!({"id": id, "type": "function_call", "status": status,
         "call_id": call_id, "name": name, "arguments": arguments});
-    if let Some((ns, short)) = super::responses::split_namespaced(name, namespaces) {
+    if let Some((ns, short)) = split_namespaced(name, namespaces) {
         item["name"] = json!(short);
         item["namespace"] = json!(ns);
     }

@@ -83,12 +83,6 @@ pub fn has_token(authorization: Option<&str>, protocols: Option<&str>, token: &s
     bearer || offered
 }
 
-/// Whether an HTTP API request carries the token, as OpenAI's and Anthropic's clients send
-/// a key: `Authorization: Bearer TOKEN`, or `x-api-key: TOKEN`.
-pub fn has_api_key(authorization: Option<&str>, api_key: Option<&str>, token: &str) -> bool {
-    has_token(authorization, None, token) || api_key.is_some_and(|k| same(k.trim(), token))
-}
-
 /// Whether a browser's `Origin` may connect: no origin (not a browser) or one on the list.
 pub fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
     match origin {
@@ -137,10 +131,6 @@ mod tests {
             "abc"
         ));
         assert!(!has_token(None, None, "abc"));
-        assert!(has_api_key(None, Some("abc"), "abc"));
-        assert!(has_api_key(Some("Bearer abc"), None, "abc"));
-        assert!(!has_api_key(Some("Bearer abd"), Some("abx"), "abc"));
-        assert!(!has_api_key(None, None, "abc"));
         assert!(!has_token(Some("abc"), None, "abc"));
         let allowed = vec!["http://127.0.0.1:8080".to_string()];
         assert!(origin_allowed(None, &allowed));

@@ -1,7 +1,7 @@
 //! The gateway: other vendors' HTTP APIs on `genai serve`'s address, so the tools and SDKs a
 //! user already has run on every model genai reaches. Today: OpenAI's `GET /v1/models`
 //! (`models.rs`) and `POST /v1/chat/completions` (`openai_chat.rs` reads the request,
-//! `completion.rs` writes the answer), `POST /v1/responses` (`responses.rs` reads,
+//! `completion.rs` writes the answer), `POST /v1/responses` (`responses.rs` reads, `responses_tools.rs` its tools,
 //! `responses_reply.rs` writes), Anthropic's `POST /v1/messages` and
 //! `/v1/messages/count_tokens` (`anthropic.rs` reads, with `anthropic_tools.rs` for its tools,
 //! `anthropic_reply.rs` writes, `count_tokens.rs` estimates). Beside
@@ -32,6 +32,7 @@ mod openai_chat;
 mod respond;
 mod responses;
 mod responses_reply;
+mod responses_tools;
 pub mod sse;
 mod turn;
 

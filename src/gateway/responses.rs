@@ -23,6 +23,7 @@ use super::fields::{array, boolean, object, only, string, text_of, with_role};
 use super::openai_chat::image_part;
 use super::respond;
 use super::responses_reply::{Events, NAMESPACE_SEPARATOR};
+use super::responses_tools::{tool_choice, tools};
 use super::turn::Turn;
 use super::{fields, Api, ApiError, Caller};
 use crate::agent::AIAgent;
@@ -495,119 +496,6 @@ fn reasoning_item(item: Map<String, Value>, at: &str) -> Result<Part, ApiError> 
         signature,
         redacted,
     })
-}
-
-/// The tools offered, the namespaces among them, the hosted tools left out.
-type Tools = (Vec<ToolSpec>, Vec<String>, Vec<String>);
-
-/// The request's function tools, with the functions of each `namespace` tool offered as
-/// `NS__NAME` (its namespaces, in order), and the hosted web search tools, which genai's
-/// models cannot run, left out and named (answered in a header). Any other hosted tool is
-/// refused by its type.
-fn tools(value: Value) -> Result<Tools, ApiError> {
-    let mut specs = Vec::new();
-    let mut namespaces = Vec::new();
-    let mut not_offered = Vec::new();
-    for (i, tool) in array(value, "tools")?.into_iter().enumerate() {
-        let at = format!("tools[{i}]");
-        let mut tool = object(tool, &at)?;
-        match tool.get("type").and_then(Value::as_str) {
-            Some("function") => specs.push(function_tool(tool, &at, None)?),
-            Some("namespace") => {
-                only(&tool, &at, &["type", "name", "description", "tools"])?;
-                let ns = string(
-                    tool.remove("name").unwrap_or_default(),
-                    &format!("{at}.name"),
-                )?;
-                let inner = array(tool.remove("tools").unwrap_or_default(), &format!("{at}.tools"))?;
-                for (j, f) in inner.into_iter().enumerate() {
-                    let f_at = format!("{at}.tools[{j}]");
-                    let f = object(f, &f_at)?;
-                    if f.get("type").and_then(Value::as_str) != Some("function") {
-                        return Err(ApiError::invalid(
-                            format!("{f_at}.type"),
-                            "only function tools can be carried in a namespace",
-                        ));
-                    }
-                    specs.push(function_tool(f, &f_at, Some(&ns))?);
-                }
-                namespaces.push(ns);
-            }
-            Some(t @ ("web_search" | "web_search_preview")) => not_offered.push(t.to_string()),
-            Some(other) => {
-                return Err(ApiError::invalid(
-                    format!("{at}.type"),
-                    format!(
-                        "a `{other}` tool runs on OpenAI's servers, which genai cannot do: only function tools can be carried"
-                    ),
-                ))
-            }
-            None => return Err(ApiError::invalid(format!("{at}.type"), "is required")),
-        }
-    }
-    Ok((specs, namespaces, not_offered))
-}
-
-/// One function tool (of namespace `ns`, offered as `NS__NAME`).
-fn function_tool(
-    mut tool: Map<String, Value>,
-    at: &str,
-    ns: Option<&str>,
-) -> Result<ToolSpec, ApiError> {
-    only(
-        &tool,
-        at,
-        &[
-            "type",
-            "name",
-            "description",
-            "parameters",
-            "strict",
-            "defer_loading",
-        ],
-    )?;
-    if let Some(strict) = tool.remove("strict").filter(|s| !s.is_null()) {
-        boolean(strict, &format!("{at}.strict"))?;
-    }
-    if let Some(deferred) = tool.remove("defer_loading").filter(|s| !s.is_null()) {
-        boolean(deferred, &format!("{at}.defer_loading"))?;
-    }
-    let (name, description) = fields::tool_name(&mut tool, at)?;
-    let input_schema = match tool.remove("parameters") {
-        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-        Some(p @ Value::Object(_)) => p,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                format!("{at}.parameters"),
-                "must be a JSON Schema object",
-            ))
-        }
-    };
-    let name = match ns {
-        Some(ns) => format!("{ns}{NAMESPACE_SEPARATOR}{name}"),
-        None => name,
-    };
-    Ok(ToolSpec {
-        name,
-        description,
-        input_schema,
-    })
-}
-
-/// `tool_choice` as the core's parameter: auto, none, required, or a function's name.
-fn tool_choice(value: &Value) -> Result<Value, ApiError> {
-    match value {
-        Value::String(s) if matches!(s.as_str(), "auto" | "none" | "required") => Ok(value.clone()),
-        Value::Object(m) if m.get("type").is_some_and(|t| t == "function") => m
-            .get("name")
-            .filter(|n| n.is_string())
-            .cloned()
-            .ok_or_else(|| ApiError::invalid("tool_choice.name", "is required")),
-        _ => Err(ApiError::invalid(
-            "tool_choice",
-            "must be auto, none, required or {\"type\":\"function\",\"name\":...}",
-        )),
-    }
 }
 
 /// `text`: its `format` a JSON Schema (the core's structured output), `json_object` (the

@@ -11,7 +11,9 @@
 //! The upstream (`support/fast_upstream.rs`) is an in-process hyper server answering at once.
 //! genai serve gets a config whose provider points at it; LiteLLM gets a `config.yaml` whose
 //! `openai/gpt-bench` has the upstream as `api_base`, a master key and `--num_workers` = the
-//! cores. Each cell (target × whole/streamed × clients) opens that many keep-alive HTTP/1.1
+//! cores. Beside them runs the floor (`support/null_proxy.rs`): a proxy on genai's HTTP parts
+//! that only forwards bytes, so that what any proxy hop costs on these cores shows apart from
+//! what genai's own work adds. Each cell (target × whole/streamed × clients) opens that many keep-alive HTTP/1.1
 //! connections, then sends `--requests` requests over them (or for `--seconds`), each client
 //! one after the other. Per cell it prints p50/p99 latency (request sent → last byte), what
 //! each gateway adds at p50/p99 over the direct cell, requests/s and errors; per gateway its
@@ -23,6 +25,8 @@
 mod bench;
 #[path = "support/fast_upstream.rs"]
 mod fast_upstream;
+#[path = "support/null_proxy.rs"]
+mod null_proxy;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -316,11 +320,11 @@ fn genai_serve(upstream: SocketAddr) -> Res<(Server, Target)> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (config, data) = (dir.path().join("config"), dir.path().join("data"));
     std::fs::create_dir_all(&config).map_err(|e| e.to_string())?;
-    // Every client's request in flight at once, as LiteLLM does (genai's default is 32 per
-    // provider instance, the rest waiting their turn).
+    // The provider as a user writes it: under `genai serve` an instance takes 1,024 requests
+    // in flight by default, every client's at once here as with LiteLLM.
     let toml = format!(
         "[service_providers.upstream]\nkind = \"openai\"\nbase_url = \"http://{upstream}/v1\"\n\
-         api_key = \"{UPSTREAM_KEY}\"\nmax_concurrent_requests = 4096\n"
+         api_key = \"{UPSTREAM_KEY}\"\n"
     );
     std::fs::write(config.join("config.toml"), toml).map_err(|e| e.to_string())?;
     let mut cmd = Command::new(genai);
@@ -362,6 +366,44 @@ fn genai_serve(upstream: SocketAddr) -> Res<(Server, Target)> {
         addr,
         key: Some(token.trim().to_string()),
         model: "upstream:gpt-bench".into(),
+        pid: Some(pid),
+    };
+    Ok((server, target))
+}
+
+/// The floor (`support/null_proxy.rs`): this program again, as a proxy that only forwards to
+/// `upstream`.
+fn null_proxy_process(upstream: SocketAddr) -> Res<(Server, Target)> {
+    use std::io::BufRead;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["--null-proxy", &upstream.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    own_group(&mut cmd);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start the null proxy: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let pid = child.id();
+    let server = Server { child, _dir: dir };
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .ok_or_else(|| format!("the null proxy did not start: {line:?}"))?
+        .parse()
+        .map_err(|e| format!("the null proxy's address: {e}"))?;
+    let target = Target {
+        name: "floor",
+        addr,
+        key: Some(UPSTREAM_KEY.into()),
+        model: fast_upstream::MODEL.into(),
         pid: Some(pid),
     };
     Ok((server, target))
@@ -469,12 +511,13 @@ async fn run(o: Options) -> Res<()> {
         model: fast_upstream::MODEL.into(),
         pid: None,
     };
+    let (_floor, floor) = null_proxy_process(upstream)?;
     let (_genai, genai) = genai_serve(upstream)?;
     let lite = match &o.litellm {
         Some(exe) => Some(litellm(exe, upstream).await?),
         None => None,
     };
-    let mut targets = vec![&direct, &genai];
+    let mut targets = vec![&direct, &floor, &genai];
     if let Some((_, t)) = &lite {
         targets.push(t);
     }
@@ -539,6 +582,18 @@ async fn run(o: Options) -> Res<()> {
 
 #[tokio::main]
 async fn main() {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some("--null-proxy") {
+        let served = match args.next().map(|a| a.parse()) {
+            Some(Ok(upstream)) => null_proxy::serve(upstream).await,
+            _ => Err("--null-proxy takes the upstream's ADDRESS:PORT".into()),
+        };
+        if let Err(e) = served {
+            eprintln!("bench-gateway: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let result = match Options::parse() {
         Ok(o) => tokio::time::timeout(DEADLINE * 4, run(o))
             .await

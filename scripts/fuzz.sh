@@ -4,7 +4,7 @@
 # committed). Prints, per target, the executions, the coverage reached and whether anything was
 # found; exits non-zero when a target crashed (the input is in fuzz/artifacts/TARGET/).
 #
-#   bash scripts/fuzz.sh [SECONDS_PER_TARGET] [--dev|-O]   (default 15 s, --dev; CI uses both)
+#   bash scripts/fuzz.sh [SECONDS_PER_TARGET] [--dev|-O]   (default 15 s, --dev; CI gives 10 s)
 #
 # --dev builds without optimizations, with debug assertions and overflow checks: about 7 minutes
 # here against about 15 for -O (whose one codegen unit a crate keeps 2 cores idle), for some 40

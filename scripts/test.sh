@@ -158,7 +158,7 @@ step "reliability suite (quick)"
 bash scripts/reliability.sh --quick
 
 step "fuzzing (each target for a bounded time)"
-bash scripts/fuzz.sh 15
+bash scripts/fuzz.sh 10
 
 step "done"
 # One closing line for every suite: cargo's `test result:` lines and `editors: ...`.

@@ -2,6 +2,10 @@
 
 mod cli;
 
+/// Every allocation of the binary (the library leaves the choice to its user).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     cli::exit(cli::run())
 }

@@ -269,6 +269,9 @@ pub fn run() -> i32 {
         // One conversation at a time: a local model needs one slot, not the daemon's four.
         genai::provider::local::one_conversation_at_a_time();
     }
+    if matches!(cli.command, Command::Serve(_)) {
+        genai::provider::http::serving_many_clients();
+    }
     // The daemon's, ACP's and LSP's stdout belongs to their protocol writer: it is never
     // flushed here, where a client that stopped reading would hold the process forever.
     let protocol = matches!(

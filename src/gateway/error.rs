@@ -131,6 +131,13 @@ impl ApiError {
                 "upstream_error",
                 Some("upstream_credentials"),
             ),
+            // The provider found the request itself at fault (a context too long, a value
+            // out of its range): the client's to change, as the provider said it.
+            (ErrorKind::ProviderError, Some(s @ (400 | 413 | 422))) => (
+                S::from_u16(s).unwrap_or(S::BAD_REQUEST),
+                INVALID_REQUEST,
+                None,
+            ),
             (ErrorKind::ProviderError, _) => (S::BAD_GATEWAY, "upstream_error", None),
             (ErrorKind::Timeout, _) => (S::GATEWAY_TIMEOUT, "upstream_error", Some("timeout")),
             (

@@ -200,7 +200,9 @@ pub fn parse_request(path: &str, body: &[u8]) -> Result<(), ApiError> {
 
 /// A JSON answer.
 pub fn json_response(status: http::StatusCode, body: &Value) -> HttpResponse {
-    let mut r = HttpResponse::new(HttpBody::from(body.to_string()));
+    // `to_vec` writes straight into its buffer; `to_string` goes through `fmt`.
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut r = HttpResponse::new(HttpBody::from(bytes));
     *r.status_mut() = status;
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,

@@ -104,6 +104,29 @@ struct InFlight(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
 /// Requests in flight per instance when the config says nothing.
 const DEFAULT_CONCURRENT_REQUESTS: u32 = 32;
 
+/// The same under `genai serve`, whose gateway relays for many clients at once: with 32, 33
+/// clients of a model that takes 10 s to answer would wait for each other, where LiteLLM's
+/// proxy sends them all.
+const SERVE_CONCURRENT_REQUESTS: u32 = 1024;
+
+/// Whether this process serves many clients (set by `genai serve`).
+static MANY_CLIENTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Tells the providers made from now on that this process serves many clients (`genai
+/// serve`): an instance whose config sets no `max_concurrent_requests` takes
+/// [`SERVE_CONCURRENT_REQUESTS`] in flight instead of [`DEFAULT_CONCURRENT_REQUESTS`].
+pub fn serving_many_clients() {
+    MANY_CLIENTS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn default_concurrent_requests() -> u32 {
+    if MANY_CLIENTS.load(std::sync::atomic::Ordering::Relaxed) {
+        SERVE_CONCURRENT_REQUESTS
+    } else {
+        DEFAULT_CONCURRENT_REQUESTS
+    }
+}
+
 /// Why an attempt failed, and whether another one may help.
 struct Failure {
     error: Error,
@@ -123,7 +146,7 @@ impl Http {
             limits: Limits::from_config(c),
             in_flight: Arc::new(Semaphore::new(
                 c.max_concurrent_requests
-                    .unwrap_or(DEFAULT_CONCURRENT_REQUESTS)
+                    .unwrap_or_else(default_concurrent_requests)
                     .max(1) as usize,
             )),
         })

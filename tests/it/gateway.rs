@@ -490,6 +490,40 @@ async fn an_upstream_failure_is_a_502_without_genais_key() {
     }
 }
 
+/// A request the provider refuses as malformed (400: too long a context, a value out of its
+/// range) is the client's to change: a 400 with the provider's words, not a 502.
+#[tokio::test]
+async fn a_request_the_provider_refuses_is_a_400_with_its_reason() {
+    let fake = FakeOpenAi::start(
+        0,
+        Behavior::mode(Mode::Error {
+            status: 400,
+            message: "This model's maximum context length is 8192 tokens".into(),
+            code: "context_length_exceeded".into(),
+        }),
+    )
+    .unwrap();
+    let served = serve(&fake, &[]);
+    for stream in [false, true] {
+        let (status, v) = chat_json(
+            &served,
+            &json!({"model": "terse", "messages": [{"role": "user", "content": "hi"}], "stream": stream}),
+        )
+        .await;
+        assert_eq!(status, 400, "{v}");
+        let e = error_of(&v);
+        assert_eq!(e["type"], "invalid_request_error", "{v}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("maximum context length"),
+            "{v}"
+        );
+    }
+    assert_eq!(fake.requests().len(), 2, "a 400 is not retried");
+}
+
 // Two workers: the wait below blocks one, and the client's connection must still close.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_leaving_a_stream_cancels_the_upstream_request() {
@@ -521,6 +555,31 @@ async fn a_client_leaving_a_stream_cancels_the_upstream_request() {
     crate::support::poll::wait_until("the upstream request is dropped", WAIT, || {
         fake.disconnects() >= 1
     });
+}
+
+/// The gateway relays for many clients: with no `max_concurrent_requests` in the config, more
+/// requests than the 32 other front-ends keep in flight reach a slow provider at once.
+// Two threads: the clients' requests go on while this one waits, polling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_clients_than_other_front_ends_allow_reach_a_slow_provider_at_once() {
+    const CLIENTS: usize = 40;
+    let fake = FakeOpenAi::start(0, Behavior::mode(Mode::Stall)).unwrap();
+    let served = serve(&fake, &[]);
+    let (url, token) = (
+        format!("{}/v1/chat/completions", base(&served)),
+        served.token.clone(),
+    );
+    let body = json!({"model": "terse", "messages": [{"role": "user", "content": "hi"}]});
+    let waiting: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let request = client().post(&url).bearer_auth(&token).json(&body).send();
+            tokio::spawn(request)
+        })
+        .collect();
+    crate::support::poll::wait_until("every client's request reaches the provider", WAIT, || {
+        fake.requests().len() >= CLIENTS
+    });
+    waiting.iter().for_each(|w| w.abort());
 }
 
 /// OpenAI's own Python client, as a user's script drives it: a whole reply, a streamed one

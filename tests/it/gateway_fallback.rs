@@ -139,7 +139,8 @@ async fn a_request_refused_as_bad_or_a_stream_broken_after_its_first_piece_is_no
         &json!({"model": "main", "messages": [{"role": "user", "content": "hi"}]}),
     )
     .await;
-    assert_eq!(r.status(), 502, "{:?}", r.text().await);
+    // The provider's 400 is the client's to mend: passed on as a 400, and no fallback tried.
+    assert_eq!(r.status(), 400, "{:?}", r.text().await);
     assert!(spare.requests().is_empty());
 
     busy.set_default(Behavior::mode(Mode::CutAfter { after: 2 }));

@@ -281,8 +281,10 @@ async fn a_key_over_its_budget_or_rate_is_429_and_outside_its_models_403() {
         upstream_calls,
         "refused before any upstream call"
     );
-    let listed = list(&served);
-    assert!(listed[0]["spent"].as_f64().unwrap() > 0.5, "{listed:?}");
+    // The rows are stored in the background, within a moment.
+    wait_until("keys list shows what it spent", WAIT, || {
+        list(&served)[0]["spent"].as_f64().unwrap() > 0.5
+    });
 
     let slow = create(&served, "slow", &["--rpm", "2"]);
     for _ in 0..2 {

@@ -5,7 +5,7 @@
 //! ```text
 //! cargo build --release --example bench-gateway --bin genai
 //! cargo run --release --example bench-gateway [-- --clients 1,32,256 --requests 4000
-//!     --seconds S --memory N --long --litellm /path/to/litellm --quick]
+//!     --seconds S --memory N --long --litellm /path/to/litellm --nginx /usr/sbin/nginx --quick]
 //! ```
 //!
 //! The upstream (`support/fast_upstream.rs`) is an in-process hyper server answering at once.
@@ -13,8 +13,10 @@
 //! `openai/gpt-bench` has the upstream as `api_base`, a master key and `--num_workers` = the
 //! cores. Beside them runs the floor (`support/null_proxy.rs`): a proxy on genai's HTTP parts
 //! that only forwards bytes, so that what any proxy hop costs on these cores shows apart from
-//! what genai's own work adds. Each cell (target × whole/streamed × clients) opens that many keep-alive HTTP/1.1
-//! connections, then sends `--requests` requests over them (or for `--seconds`), each client
+//! what genai's own work adds; given `--nginx PATH`, nginx as a reverse proxy is another floor,
+//! from outside this project (`support/gateway_targets.rs` starts them all). Each cell
+//! (target × whole/streamed × clients) opens that many keep-alive HTTP/1.1 connections, then
+//! sends `--requests` requests over them (or for `--seconds`), each client
 //! one after the other. Per cell it prints p50/p99 latency (request sent → last byte), what
 //! each gateway adds at p50/p99 over the direct cell, requests/s and errors; per gateway its
 //! peak memory (VmHWM; for LiteLLM the sum over its processes) and its resident memory after
@@ -25,16 +27,19 @@
 mod bench;
 #[path = "support/fast_upstream.rs"]
 mod fast_upstream;
+#[path = "support/gateway_targets.rs"]
+mod gateway_targets;
 #[path = "support/null_proxy.rs"]
 mod null_proxy;
 
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
+
+use gateway_targets::{Target, UPSTREAM_KEY};
 
 type Res<T> = Result<T, String>;
 
@@ -42,8 +47,6 @@ type Res<T> = Result<T, String>;
 const DEADLINE: Duration = Duration::from_secs(600);
 /// Requests per client before a target is measured (connections, pools and caches warm).
 const WARM_UP: usize = 20;
-const UPSTREAM_KEY: &str = "sk-bench-upstream";
-const LITELLM_KEY: &str = "sk-bench-litellm-master";
 
 struct Options {
     clients: Vec<usize>,
@@ -51,6 +54,7 @@ struct Options {
     seconds: Option<f64>,
     memory: usize,
     litellm: Option<String>,
+    nginx: Option<String>,
 }
 
 impl Options {
@@ -61,6 +65,7 @@ impl Options {
             seconds: None,
             memory: 10_000,
             litellm: std::env::var("GENAI_BENCH_LITELLM").ok(),
+            nginx: None,
         };
         let mut args = std::env::args().skip(1);
         let number = |v: Option<String>, flag: &str| -> Res<usize> {
@@ -87,6 +92,7 @@ impl Options {
                     (o.clients, o.requests, o.memory) = (vec![1, 8], 64, 200);
                 }
                 "--litellm" => o.litellm = Some(args.next().ok_or("--litellm takes a path")?),
+                "--nginx" => o.nginx = Some(args.next().ok_or("--nginx takes a path")?),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -95,16 +101,6 @@ impl Options {
         }
         Ok(o)
     }
-}
-
-/// Where requests go and who serves them.
-struct Target {
-    name: &'static str,
-    addr: SocketAddr,
-    key: Option<String>,
-    model: String,
-    /// The server's process (its children counted too), none for the in-process upstream.
-    pid: Option<u32>,
 }
 
 /// What one cell measured.
@@ -259,229 +255,6 @@ async fn cell(
     })
 }
 
-/// Resident and peak memory of `pid` and every process under it, in KiB.
-fn tree_memory_kib(pid: u32) -> Res<(u64, u64)> {
-    let mut pids = vec![pid];
-    let mut i = 0;
-    let all: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .map_err(|e| e.to_string())?
-        .filter_map(|d| d.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|p| {
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-            let after = stat.rsplit_once(')')?.1;
-            Some((p, after.split_whitespace().nth(1)?.parse().ok()?))
-        })
-        .collect();
-    while i < pids.len() {
-        let parent = pids[i];
-        pids.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
-        i += 1;
-    }
-    let (mut rss, mut peak) = (0, 0);
-    for p in pids {
-        if let Ok((r, h)) = bench::memory_kib(p) {
-            rss += r;
-            peak += h;
-        }
-    }
-    Ok((rss, peak))
-}
-
-/// A server process of the bench, killed (with its process group) when dropped.
-struct Server {
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        // SAFETY: kill(2) on the child's own process group; no memory effects.
-        unsafe {
-            libc::kill(-(self.child.id() as i32), libc::SIGKILL);
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn own_group(cmd: &mut Command) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
-}
-
-/// `genai serve` with a provider `upstream` at `upstream`.
-fn genai_serve(upstream: SocketAddr) -> Res<(Server, Target)> {
-    use std::io::BufRead;
-    let genai = bench::genai_binary("cargo build --release --bin genai")?;
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (config, data) = (dir.path().join("config"), dir.path().join("data"));
-    std::fs::create_dir_all(&config).map_err(|e| e.to_string())?;
-    // The provider as a user writes it: under `genai serve` an instance takes 1,024 requests
-    // in flight by default, every client's at once here as with LiteLLM.
-    let toml = format!(
-        "[service_providers.upstream]\nkind = \"openai\"\nbase_url = \"http://{upstream}/v1\"\n\
-         api_key = \"{UPSTREAM_KEY}\"\n"
-    );
-    std::fs::write(config.join("config.toml"), toml).map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(genai);
-    cmd.args([
-        "serve",
-        "--no-preload",
-        "--listen",
-        "127.0.0.1:0",
-        "--max-connections",
-        "4096",
-    ])
-    .env("GENAI_CONFIG_DIR", &config)
-    .env("GENAI_DATA_DIR", &data)
-    .env_remove("GENAI_LOG")
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null());
-    own_group(&mut cmd);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start genai serve: {e}"))?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let pid = child.id();
-    let server = Server { child, _dir: dir };
-    let mut line = String::new();
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ws://")
-        .ok_or_else(|| format!("genai serve did not start: {line:?}"))?
-        .parse()
-        .map_err(|e| format!("genai serve's address: {e}"))?;
-    let token = std::fs::read_to_string(config.join("serve-token"))
-        .map_err(|e| format!("no serve token: {e}"))?;
-    let target = Target {
-        name: "genai",
-        addr,
-        key: Some(token.trim().to_string()),
-        model: "upstream:gpt-bench".into(),
-        pid: Some(pid),
-    };
-    Ok((server, target))
-}
-
-/// The floor (`support/null_proxy.rs`): this program again, as a proxy that only forwards to
-/// `upstream`.
-fn null_proxy_process(upstream: SocketAddr) -> Res<(Server, Target)> {
-    use std::io::BufRead;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["--null-proxy", &upstream.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    own_group(&mut cmd);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start the null proxy: {e}"))?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let pid = child.id();
-    let server = Server { child, _dir: dir };
-    let mut line = String::new();
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .ok_or_else(|| format!("the null proxy did not start: {line:?}"))?
-        .parse()
-        .map_err(|e| format!("the null proxy's address: {e}"))?;
-    let target = Target {
-        name: "floor",
-        addr,
-        key: Some(UPSTREAM_KEY.into()),
-        model: fast_upstream::MODEL.into(),
-        pid: Some(pid),
-    };
-    Ok((server, target))
-}
-
-/// LiteLLM's proxy (`litellm` at `exe`) with `openai/gpt-bench` at `upstream`, a worker per
-/// core; waits until it answers its liveness route.
-async fn litellm(exe: &str, upstream: SocketAddr) -> Res<(Server, Target)> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let yaml = format!(
-        "model_list:\n  - model_name: {m}\n    litellm_params:\n      model: openai/{m}\n      api_base: http://{upstream}/v1\n      api_key: {UPSTREAM_KEY}\n\
-         general_settings:\n  master_key: {LITELLM_KEY}\nlitellm_settings:\n  set_verbose: false\n",
-        m = fast_upstream::MODEL
-    );
-    let config = dir.path().join("config.yaml");
-    std::fs::write(&config, yaml).map_err(|e| e.to_string())?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| e.to_string())?
-        .port();
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut cmd = Command::new(exe);
-    cmd.arg("--config")
-        .arg(&config)
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--num_workers", &workers.to_string()])
-        // A worker's import takes seconds on a busy machine: past uvicorn's health check (5 s)
-        // it is killed and started again, forever.
-        .args(["--timeout_worker_healthcheck", "600"])
-        .env("LITELLM_LOG", "ERROR")
-        // Its price list from the package (not fetched from GitHub at start).
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if let Some(bin) = std::path::Path::new(exe).parent() {
-        let path = std::env::var("PATH").unwrap_or_default();
-        cmd.env("PATH", format!("{}:{path}", bin.display()));
-    }
-    own_group(&mut cmd);
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {exe}: {e}"))?;
-    let pid = child.id();
-    let mut server = Server { child, _dir: dir };
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        if let Ok(Some(status)) = server.child.try_wait() {
-            return Err(format!("litellm ended at start: {status}"));
-        }
-        if let Ok(mut c) = Client::connect(addr).await {
-            let probe = hyper::Request::get("/health/liveliness")
-                .header("host", addr.to_string())
-                .body(Full::new(Bytes::new()))
-                .map_err(|e| e.to_string())?;
-            if let Ok(r) = c.send.send_request(probe).await {
-                if r.status().is_success() {
-                    break;
-                }
-            }
-        }
-        if Instant::now() > deadline {
-            return Err("litellm did not answer within 600 s".into());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let target = Target {
-        name: "litellm",
-        addr,
-        key: Some(LITELLM_KEY.into()),
-        model: fast_upstream::MODEL.into(),
-        pid: Some(pid),
-    };
-    Ok((server, target))
-}
-
 fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1000.0)
 }
@@ -496,9 +269,9 @@ async fn memory_check(t: &Target, memory: usize) -> Res<(u64, u64)> {
     let pid = t.pid.ok_or("no process")?;
     let first = memory / 10;
     cell(t, 32, false, first.max(1), None).await?;
-    let after_first = tree_memory_kib(pid)?.0;
+    let after_first = gateway_targets::tree_memory_kib(pid)?.0;
     cell(t, 32, false, (memory - first).max(1), None).await?;
-    Ok((after_first, tree_memory_kib(pid)?.0))
+    Ok((after_first, gateway_targets::tree_memory_kib(pid)?.0))
 }
 
 async fn run(o: Options) -> Res<()> {
@@ -511,16 +284,20 @@ async fn run(o: Options) -> Res<()> {
         model: fast_upstream::MODEL.into(),
         pid: None,
     };
-    let (_floor, floor) = null_proxy_process(upstream)?;
-    let (_genai, genai) = genai_serve(upstream)?;
-    let lite = match &o.litellm {
-        Some(exe) => Some(litellm(exe, upstream).await?),
+    let (_floor, floor) = gateway_targets::null_proxy_process(upstream)?;
+    let (_genai, genai) = gateway_targets::genai_serve(upstream)?;
+    let nginx = match &o.nginx {
+        Some(exe) => Some(gateway_targets::nginx(exe, upstream).await?),
         None => None,
     };
-    let mut targets = vec![&direct, &floor, &genai];
-    if let Some((_, t)) = &lite {
-        targets.push(t);
-    }
+    let lite = match &o.litellm {
+        Some(exe) => Some(gateway_targets::litellm(exe, upstream).await?),
+        None => None,
+    };
+    let mut targets = vec![&direct, &floor];
+    targets.extend(nginx.as_ref().map(|(_, t)| t));
+    targets.push(&genai);
+    targets.extend(lite.as_ref().map(|(_, t)| t));
     let plan = match o.seconds {
         Some(s) => format!("{s} s per cell"),
         None => format!("{} requests per cell", o.requests),
@@ -568,7 +345,7 @@ async fn run(o: Options) -> Res<()> {
     );
     for t in targets.iter().filter(|t| t.pid.is_some()) {
         let (first, last) = memory_check(t, o.memory).await?;
-        let peak = tree_memory_kib(t.pid.unwrap_or_default())?.1;
+        let peak = gateway_targets::tree_memory_kib(t.pid.unwrap_or_default())?.1;
         println!(
             "{:<9}{:>12.1}{:>22.1}{:>22.1}",
             t.name,

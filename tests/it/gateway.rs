@@ -467,61 +467,59 @@ async fn bad_requests_get_openai_errors_naming_the_field_and_nothing_goes_upstre
     );
 }
 
+/// A provider that fails is a 502 without genai's key; one that refuses the request as
+/// malformed (400: too long a context, a value out of its range) leaves it to the client to
+/// change: a 400 with the provider's words, not retried.
 #[tokio::test]
-async fn an_upstream_failure_is_a_502_without_genais_key() {
-    let fake = FakeOpenAi::start(
-        0,
-        Behavior::mode(Mode::Error {
-            status: 500,
-            message: format!("internal failure for key {UPSTREAM_KEY}"),
-            code: String::new(),
-        }),
-    )
-    .unwrap();
-    let served = serve(&fake, &[]);
-    for stream in [false, true] {
-        let (status, v) = chat_json(
-            &served,
-            &json!({"model": "terse", "messages": [{"role": "user", "content": "hi"}], "stream": stream}),
+async fn an_upstream_failure_is_a_502_without_genais_key_and_a_refused_request_a_400() {
+    let cases = [
+        (
+            500,
+            format!("internal failure for key {UPSTREAM_KEY}"),
+            502,
+            "upstream_error",
+        ),
+        (
+            400,
+            "maximum context length is 8192 tokens".into(),
+            400,
+            "invalid_request_error",
+        ),
+    ];
+    for (upstream, message, status, kind) in cases {
+        let fake = FakeOpenAi::start(
+            0,
+            Behavior::mode(Mode::Error {
+                status: upstream,
+                message: message.clone(),
+                code: String::new(),
+            }),
         )
-        .await;
-        assert_eq!(status, 502, "{v}");
-        assert_eq!(error_of(&v)["type"], "upstream_error");
+        .unwrap();
+        let served = serve(&fake, &[]);
+        for stream in [false, true] {
+            let (got, v) = chat_json(
+                &served,
+                &json!({"model": "terse", "messages": [{"role": "user", "content": "hi"}], "stream": stream}),
+            )
+            .await;
+            assert_eq!(got, status, "{v}");
+            assert_eq!(error_of(&v)["type"], kind, "{v}");
+        }
+        if status == 400 {
+            let said = fake.requests().len();
+            assert_eq!(said, 2, "a refused request is not retried");
+            let (_, v) = chat_json(
+                &served,
+                &json!({"model": "terse", "messages": [{"role": "user", "content": "hi"}]}),
+            )
+            .await;
+            assert!(
+                error_of(&v)["message"].as_str().unwrap().contains(&message),
+                "{v}"
+            );
+        }
     }
-}
-
-/// A request the provider refuses as malformed (400: too long a context, a value out of its
-/// range) is the client's to change: a 400 with the provider's words, not a 502.
-#[tokio::test]
-async fn a_request_the_provider_refuses_is_a_400_with_its_reason() {
-    let fake = FakeOpenAi::start(
-        0,
-        Behavior::mode(Mode::Error {
-            status: 400,
-            message: "This model's maximum context length is 8192 tokens".into(),
-            code: "context_length_exceeded".into(),
-        }),
-    )
-    .unwrap();
-    let served = serve(&fake, &[]);
-    for stream in [false, true] {
-        let (status, v) = chat_json(
-            &served,
-            &json!({"model": "terse", "messages": [{"role": "user", "content": "hi"}], "stream": stream}),
-        )
-        .await;
-        assert_eq!(status, 400, "{v}");
-        let e = error_of(&v);
-        assert_eq!(e["type"], "invalid_request_error", "{v}");
-        assert!(
-            e["message"]
-                .as_str()
-                .unwrap()
-                .contains("maximum context length"),
-            "{v}"
-        );
-    }
-    assert_eq!(fake.requests().len(), 2, "a 400 is not retried");
 }
 
 // Two workers: the wait below blocks one, and the client's connection must still close.

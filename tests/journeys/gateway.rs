@@ -3,9 +3,11 @@
 //! it with the serve token. The local model answers at `/v1/chat/completions` with the text
 //! `genai ask` gives, a streamed answer piped into `head` leaves the serve serving, the cloud
 //! model answers through the same address with genai's own key, which never reaches the client,
-//! while the client's token never reaches the cloud; a request without the token is refused.
+//! while the client's token never reaches the cloud; a request without the token is refused,
+//! and one the cloud refuses as malformed comes back as the cloud's 400.
 
 use crate::home::{Home, Run};
+use crate::support::fake_openai::{Behavior, Mode};
 
 /// Stops the background serve however the journey ends.
 struct Stop<'a>(&'a Home);
@@ -120,6 +122,23 @@ fn an_openai_client_reaches_the_local_and_the_cloud_model_through_genai_serve() 
         .iter()
         .filter(|r| r.body.to_string().contains("colours"));
     assert_eq!(colours.count(), 1);
+
+    // A request the cloud refuses as malformed: the client gets a 400 with the cloud's words
+    // (not a 502 of genai's), and the next request is answered.
+    fake.push(Behavior::mode(Mode::Error {
+        status: 400,
+        message: "maximum context length is 8192 tokens".into(),
+        code: "context_length_exceeded".into(),
+    }));
+    let cloud_body = body.replace("\"local\"", "\"openai:gpt-journey\"");
+    let refused = post("-w ' %{http_code}'", &cloud_body).ok().stdout();
+    assert!(refused.ends_with(" 400"), "{refused}");
+    assert!(refused.contains("maximum context length"), "{refused}");
+    assert!(!refused.contains("sk-journey-cloud"), "{refused}");
+    assert!(post("", &cloud_body)
+        .ok()
+        .stdout()
+        .contains("From the cloud."));
 
     home.run(&["serve", "--stop"]).ok();
 }

@@ -321,122 +321,98 @@ fn messages(value: Value) -> Result<Vec<Message>, ApiError> {
 
 /// A content: a string, or blocks of the `kinds` this place may hold.
 fn blocks(content: Value, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
-    let items = match content {
-        Value::String(text) => return Ok(vec![Part::text(text)]),
-        Value::Array(items) => items,
+    fields::content(content, at, "content block", kinds, block)
+}
+
+/// One content block of type `kind`, its other fields `b`.
+fn block(kind: &str, mut b: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
+    // `cache_control` marks a prompt-cache breakpoint (genai places its own); `citations`
+    // of an earlier answer's text are the vendor's references into documents.
+    b.remove("cache_control");
+    let text = |b: &mut Map<String, Value>, name: &str| {
+        string(b.remove(name).unwrap_or_default(), &format!("{at}.{name}"))
+    };
+    let part = match kind {
+        "text" => {
+            b.remove("citations");
+            let t = text(&mut b, "text")?;
+            only(&b, at, &[])?;
+            Part::text(t)
+        }
+        "image" => {
+            let source = object(
+                b.remove("source").unwrap_or_default(),
+                &format!("{at}.source"),
+            )?;
+            only(&b, at, &[])?;
+            image(source, &format!("{at}.source"))?
+        }
+        "thinking" => {
+            let thought = text(&mut b, "thinking")?;
+            let signature = match b.remove("signature") {
+                Some(Value::String(s)) if !s.is_empty() => Some(s),
+                _ => None,
+            };
+            only(&b, at, &[])?;
+            Part::reasoning(thought, signature)
+        }
+        "redacted_thinking" => {
+            let data = text(&mut b, "data")?;
+            only(&b, at, &[])?;
+            Part::Reasoning {
+                text: String::new(),
+                signature: Some(data),
+                redacted: true,
+            }
+        }
+        "tool_use" => {
+            let id = text(&mut b, "id")?;
+            let name = text(&mut b, "name")?;
+            let input = match b.remove("input") {
+                Some(v @ Value::Object(_)) => v,
+                _ => {
+                    return Err(ApiError::invalid(
+                        format!("{at}.input"),
+                        "must be an object",
+                    ))
+                }
+            };
+            only(&b, at, &[])?;
+            Part::ToolCall {
+                id,
+                name,
+                arguments: input,
+                signature: None,
+            }
+        }
+        "tool_reference" => {
+            let name = text(&mut b, "tool_name")?;
+            only(&b, at, &[])?;
+            Part::text(format!("The tool {name} is loaded: it can be called now."))
+        }
         _ => {
-            return Err(ApiError::invalid(
-                at,
-                "must be a string or an array of content blocks",
-            ))
+            // tool_result
+            let tool_call_id = text(&mut b, "tool_use_id")?;
+            let is_error = match b.remove("is_error") {
+                None | Some(Value::Null) => false,
+                Some(v) => boolean(v, &format!("{at}.is_error"))?,
+            };
+            let content = match b.remove("content") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(c) => {
+                    let kinds = ["text", "image", "tool_reference"];
+                    blocks(c, &format!("{at}.content"), &kinds)?
+                }
+            };
+            only(&b, at, &[])?;
+            Part::ToolResult {
+                tool_call_id,
+                content,
+                is_error,
+            }
         }
     };
-    let mut parts = Vec::with_capacity(items.len());
-    for (j, item) in items.into_iter().enumerate() {
-        let at = format!("{at}[{j}]");
-        let mut b = object(item, &at)?;
-        let kind = match b.remove("type") {
-            Some(Value::String(t)) => t,
-            _ => return Err(ApiError::invalid(format!("{at}.type"), "is required")),
-        };
-        if !kinds.contains(&kind.as_str()) {
-            return Err(ApiError::invalid(
-                format!("{at}.type"),
-                format!(
-                    "a `{kind}` block cannot be carried here (only {})",
-                    kinds.join(", ")
-                ),
-            ));
-        }
-        // `cache_control` marks a prompt-cache breakpoint (genai places its own); `citations`
-        // of an earlier answer's text are the vendor's references into documents.
-        b.remove("cache_control");
-        let text = |b: &mut Map<String, Value>, name: &str| {
-            string(b.remove(name).unwrap_or_default(), &format!("{at}.{name}"))
-        };
-        let part = match kind.as_str() {
-            "text" => {
-                b.remove("citations");
-                let t = text(&mut b, "text")?;
-                only(&b, &at, &[])?;
-                Part::text(t)
-            }
-            "image" => {
-                let source = object(
-                    b.remove("source").unwrap_or_default(),
-                    &format!("{at}.source"),
-                )?;
-                only(&b, &at, &[])?;
-                image(source, &format!("{at}.source"))?
-            }
-            "thinking" => {
-                let thought = text(&mut b, "thinking")?;
-                let signature = match b.remove("signature") {
-                    Some(Value::String(s)) if !s.is_empty() => Some(s),
-                    _ => None,
-                };
-                only(&b, &at, &[])?;
-                Part::reasoning(thought, signature)
-            }
-            "redacted_thinking" => {
-                let data = text(&mut b, "data")?;
-                only(&b, &at, &[])?;
-                Part::Reasoning {
-                    text: String::new(),
-                    signature: Some(data),
-                    redacted: true,
-                }
-            }
-            "tool_use" => {
-                let id = text(&mut b, "id")?;
-                let name = text(&mut b, "name")?;
-                let input = match b.remove("input") {
-                    Some(v @ Value::Object(_)) => v,
-                    _ => {
-                        return Err(ApiError::invalid(
-                            format!("{at}.input"),
-                            "must be an object",
-                        ))
-                    }
-                };
-                only(&b, &at, &[])?;
-                Part::ToolCall {
-                    id,
-                    name,
-                    arguments: input,
-                    signature: None,
-                }
-            }
-            "tool_reference" => {
-                let name = text(&mut b, "tool_name")?;
-                only(&b, &at, &[])?;
-                Part::text(format!("The tool {name} is loaded: it can be called now."))
-            }
-            _ => {
-                // tool_result
-                let tool_call_id = text(&mut b, "tool_use_id")?;
-                let is_error = match b.remove("is_error") {
-                    None | Some(Value::Null) => false,
-                    Some(v) => boolean(v, &format!("{at}.is_error"))?,
-                };
-                let content = match b.remove("content") {
-                    None | Some(Value::Null) => Vec::new(),
-                    Some(c) => {
-                        let kinds = ["text", "image", "tool_reference"];
-                        blocks(c, &format!("{at}.content"), &kinds)?
-                    }
-                };
-                only(&b, &at, &[])?;
-                Part::ToolResult {
-                    tool_call_id,
-                    content,
-                    is_error,
-                }
-            }
-        };
-        parts.push(part);
-    }
-    Ok(parts)
+    Ok(part)
 }
 
 /// An image's `source`: base64 data with its media type, or a URL.

@@ -1,6 +1,7 @@
 //! Reading a request's JSON fields, for every API of the gateway: a field's value as the type
 //! it must be, refused (400) naming the field when it is not, and the keys of an object that
-//! the gateway cannot carry. Also the core's messages built from parts.
+//! the gateway cannot carry. Also the core's messages built from parts, and the function of a
+//! tool as both OpenAI APIs give it.
 //!
 //! It owns these checks only. It must never know an API's fields (each API's file lists its
 //! own) nor accept a value of the wrong type by converting it.
@@ -8,6 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::ApiError;
+use crate::format::ToolSpec;
 use crate::message::{Message, Part, Role};
 
 pub fn string(value: Value, at: &str) -> Result<String, ApiError> {
@@ -76,6 +78,75 @@ pub fn tool_name(tool: &mut Map<String, Value>, at: &str) -> Result<(String, Str
         Some(d) => string(d, &format!("{at}.description"))?,
     };
     Ok((name, description))
+}
+
+/// A content as every API gives it: a string (one text part), or an array of `noun`s (parts,
+/// content blocks) each an object whose `type` is one of the `kinds` this place may hold,
+/// read by `read` from its type, its other fields and where it is.
+pub fn content(
+    content: Value,
+    at: &str,
+    noun: &str,
+    kinds: &[&str],
+    mut read: impl FnMut(&str, Map<String, Value>, &str) -> Result<Part, ApiError>,
+) -> Result<Vec<Part>, ApiError> {
+    let items = match content {
+        Value::String(text) => return Ok(vec![Part::text(text)]),
+        Value::Array(items) => items,
+        _ => {
+            return Err(ApiError::invalid(
+                at,
+                format!("must be a string or an array of {noun}s"),
+            ))
+        }
+    };
+    let mut parts = Vec::with_capacity(items.len());
+    for (j, item) in items.into_iter().enumerate() {
+        let at = format!("{at}[{j}]");
+        let mut fields = object(item, &at)?;
+        let kind = match fields.remove("type") {
+            Some(Value::String(t)) => t,
+            _ => return Err(ApiError::invalid(format!("{at}.type"), "is required")),
+        };
+        if !kinds.contains(&kind.as_str()) {
+            return Err(ApiError::invalid(
+                format!("{at}.type"),
+                format!(
+                    "a `{kind}` {noun} cannot be carried here (only {})",
+                    kinds.join(", ")
+                ),
+            ));
+        }
+        parts.push(read(&kind, fields, &at)?);
+    }
+    Ok(parts)
+}
+
+/// A function tool as both OpenAI APIs give it (Chat Completions' `function` object, a
+/// Responses tool): its name, description and `parameters` (an empty object schema when
+/// absent). `strict` is checked and accepted, not enforced: the schema goes to the provider as
+/// the tool's parameters, and the client checks the arguments it gets back. The caller checks
+/// which other keys the object may have.
+pub fn function_tool(tool: &mut Map<String, Value>, at: &str) -> Result<ToolSpec, ApiError> {
+    if let Some(strict) = tool.remove("strict").filter(|s| !s.is_null()) {
+        boolean(strict, &format!("{at}.strict"))?;
+    }
+    let (name, description) = tool_name(tool, at)?;
+    let input_schema = match tool.remove("parameters") {
+        None | Some(Value::Null) => serde_json::json!({"type": "object", "properties": {}}),
+        Some(p @ Value::Object(_)) => p,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                format!("{at}.parameters"),
+                "must be a JSON Schema object",
+            ))
+        }
+    };
+    Ok(ToolSpec {
+        name,
+        description,
+        input_schema,
+    })
 }
 
 /// A message of the core with this role and these parts.

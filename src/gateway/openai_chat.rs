@@ -234,55 +234,22 @@ fn messages(value: Value) -> Result<Vec<Message>, ApiError> {
 
 /// A message's content: a string, or an array of parts of the `kinds` this role may send.
 fn content_parts(content: Option<Value>, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
-    let items = match content {
-        None => return Ok(Vec::new()),
-        Some(Value::String(text)) => return Ok(vec![Part::text(text)]),
-        Some(Value::Array(items)) => items,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                at,
-                "must be a string or an array of parts",
-            ))
-        }
+    let Some(content) = content else {
+        return Ok(Vec::new());
     };
-    let mut parts = Vec::with_capacity(items.len());
-    for (j, item) in items.into_iter().enumerate() {
-        let at = format!("{at}[{j}]");
-        let mut p = object(item, &at)?;
-        let kind = match p.get("type") {
-            Some(Value::String(t)) => t.clone(),
-            _ => return Err(ApiError::invalid(format!("{at}.type"), "is required")),
-        };
-        if !kinds.contains(&kind.as_str()) {
-            return Err(ApiError::invalid(
-                format!("{at}.type"),
-                format!(
-                    "a `{kind}` part cannot be carried here (only {})",
-                    kinds.join(", ")
-                ),
-            ));
+    fields::content(content, at, "part", kinds, |kind, mut p, at| match kind {
+        "image_url" => {
+            only(&p, at, &["image_url"])?;
+            let image = object(p.remove("image_url").unwrap_or_default(), at)?;
+            image_part(image, &format!("{at}.image_url"))
         }
-        let field = |p: &mut Map<String, Value>, name: &str| match p.remove(name) {
-            Some(Value::String(s)) => Ok(s),
-            _ => Err(ApiError::invalid(
-                format!("{at}.{name}"),
-                "must be a string",
-            )),
-        };
-        match kind.as_str() {
-            "image_url" => {
-                only(&p, &at, &["type", "image_url"])?;
-                let image = object(p.remove("image_url").unwrap_or_default(), &at)?;
-                parts.push(image_part(image, &format!("{at}.image_url"))?);
-            }
-            _ => {
-                // `text` and `refusal` parts are text.
-                only(&p, &at, &["type", kind.as_str()])?;
-                parts.push(Part::text(field(&mut p, &kind)?));
-            }
+        // `text` and `refusal` parts are text.
+        _ => {
+            only(&p, at, &[kind])?;
+            let text = string(p.remove(kind).unwrap_or_default(), &format!("{at}.{kind}"))?;
+            Ok(Part::text(text))
         }
-    }
-    Ok(parts)
+    })
 }
 
 /// An image part from `{"url", "detail"}`: a `data:` URL inline, any other by its URL.
@@ -378,28 +345,7 @@ fn tools(value: Value) -> Result<Vec<ToolSpec>, ApiError> {
             &fn_at,
             &["name", "description", "parameters", "strict"],
         )?;
-        if function.get("strict").is_some_and(|s| s == true) {
-            return Err(ApiError::invalid(
-                format!("{fn_at}.strict"),
-                "strict tool schemas cannot be carried to every provider: leave it out",
-            ));
-        }
-        let (name, description) = fields::tool_name(&mut function, &fn_at)?;
-        let input_schema = match function.remove("parameters") {
-            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-            Some(p @ Value::Object(_)) => p,
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    format!("{fn_at}.parameters"),
-                    "must be a JSON Schema object",
-                ))
-            }
-        };
-        specs.push(ToolSpec {
-            name,
-            description,
-            input_schema,
-        });
+        specs.push(fields::function_tool(&mut function, &fn_at)?);
     }
     Ok(specs)
 }

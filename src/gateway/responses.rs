@@ -368,60 +368,34 @@ fn assistant(out: &mut Vec<Message>) -> &mut Message {
 
 /// A message's content: a string, or an array of parts of the `kinds` this role may send.
 fn content_parts(content: Value, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
-    let items = match content {
-        Value::String(text) => return Ok(vec![Part::text(text)]),
-        Value::Array(items) => items,
-        _ => {
-            return Err(ApiError::invalid(
-                at,
-                "is required: a string or an array of parts",
-            ))
-        }
-    };
-    let mut parts = Vec::with_capacity(items.len());
-    for (j, item) in items.into_iter().enumerate() {
-        let at = format!("{at}[{j}]");
-        let mut p = object(item, &at)?;
-        let kind = match p.get("type") {
-            Some(Value::String(t)) => t.clone(),
-            _ => return Err(ApiError::invalid(format!("{at}.type"), "is required")),
-        };
-        if !kinds.contains(&kind.as_str()) {
-            return Err(ApiError::invalid(
-                format!("{at}.type"),
-                format!(
-                    "a `{kind}` part cannot be carried here (only {})",
-                    kinds.join(", ")
-                ),
-            ));
-        }
-        let text = |p: &mut Map<String, Value>, name: &str| {
-            string(p.remove(name).unwrap_or_default(), &format!("{at}.{name}"))
-        };
-        match kind.as_str() {
+    fields::content(content, at, "part", kinds, |kind, mut p, at| {
+        let mut text =
+            |name: &str| string(p.remove(name).unwrap_or_default(), &format!("{at}.{name}"));
+        match kind {
             "input_image" => {
-                only(&p, &at, &["type", "image_url", "detail"])?;
-                let url = text(&mut p, "image_url")?;
+                let url = text("image_url")?;
+                only(&p, at, &["detail"])?;
                 let mut image = Map::new();
                 image.insert("url".into(), json!(url));
                 if let Some(detail) = p.remove("detail") {
                     image.insert("detail".into(), detail);
                 }
-                parts.push(image_part(image, &at)?);
+                image_part(image, at)
             }
             "refusal" => {
-                only(&p, &at, &["type", "refusal"])?;
-                parts.push(Part::text(text(&mut p, "refusal")?));
+                let refusal = text("refusal")?;
+                only(&p, at, &[])?;
+                Ok(Part::text(refusal))
             }
+            // Text: a model's `output_text` may come back with its annotations and log
+            // probabilities, which say nothing the text does not.
             _ => {
-                // Text: a model's `output_text` may come back with its annotations and
-                // log probabilities, which say nothing the text does not.
-                only(&p, &at, &["type", "text", "annotations", "logprobs"])?;
-                parts.push(Part::text(text(&mut p, "text")?));
+                let t = text("text")?;
+                only(&p, at, &["annotations", "logprobs"])?;
+                Ok(Part::text(t))
             }
         }
-    }
-    Ok(parts)
+    })
 }
 
 /// A `function_call` item: the call the model made, which the client ran.

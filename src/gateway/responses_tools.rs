@@ -5,7 +5,7 @@
 //! It owns reading them into the core's tool specs. It must never run a tool, and never drop
 //! a hosted tool other than web search without refusing it by name.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::fields::{self, array, boolean, object, only, string};
 use super::responses_reply::NAMESPACE_SEPARATOR;
@@ -81,32 +81,14 @@ fn function_tool(
             "defer_loading",
         ],
     )?;
-    if let Some(strict) = tool.remove("strict").filter(|s| !s.is_null()) {
-        boolean(strict, &format!("{at}.strict"))?;
-    }
     if let Some(deferred) = tool.remove("defer_loading").filter(|s| !s.is_null()) {
         boolean(deferred, &format!("{at}.defer_loading"))?;
     }
-    let (name, description) = fields::tool_name(&mut tool, at)?;
-    let input_schema = match tool.remove("parameters") {
-        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-        Some(p @ Value::Object(_)) => p,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                format!("{at}.parameters"),
-                "must be a JSON Schema object",
-            ))
-        }
-    };
-    let name = match ns {
-        Some(ns) => format!("{ns}{NAMESPACE_SEPARATOR}{name}"),
-        None => name,
-    };
-    Ok(ToolSpec {
-        name,
-        description,
-        input_schema,
-    })
+    let mut spec = fields::function_tool(&mut tool, at)?;
+    if let Some(ns) = ns {
+        spec.name = format!("{ns}{NAMESPACE_SEPARATOR}{}", spec.name);
+    }
+    Ok(spec)
 }
 
 /// `tool_choice` as the core's parameter: auto, none, required, or a function's name.

@@ -244,7 +244,9 @@ async fn a_tool_call_round_trip_whole_and_streamed() {
         "function": {
             "name": "get_weather",
             "description": "The weather in a city.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": false},
+            // As OpenAI's SDK writes a tool from a typed function: accepted, not enforced.
+            "strict": true
         }
     }]);
     let question = json!({"role": "user", "content": "Weather in Paris?"});

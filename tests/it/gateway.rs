@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::serve::Served;
 use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
+use crate::support::gateway::openai_error;
 use crate::support::python_sdk;
 
 /// The key genai holds for the upstream; no answer may show it.
@@ -33,10 +34,6 @@ fn serve(fake: &FakeOpenAi, extra: &[&str]) -> Served {
     )
 }
 
-fn base(served: &Served) -> String {
-    served.url.replacen("ws://", "http://", 1)
-}
-
 fn client() -> reqwest::Client {
     reqwest::Client::builder().timeout(WAIT).build().unwrap()
 }
@@ -44,7 +41,7 @@ fn client() -> reqwest::Client {
 /// A chat request with the token; its status and body as text.
 async fn chat(served: &Served, body: &Value) -> (u16, String) {
     let r = client()
-        .post(format!("{}/v1/chat/completions", base(served)))
+        .post(format!("{}/v1/chat/completions", served.http_base()))
         .bearer_auth(&served.token)
         .json(body)
         .send()
@@ -77,24 +74,15 @@ fn events(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The error of an answer, checked to be OpenAI's shape.
-fn error_of(v: &Value) -> &Value {
-    let e = &v["error"];
-    assert!(e["message"].is_string(), "no error message: {v}");
-    assert!(e["type"].is_string(), "no error type: {v}");
-    assert!(e.get("param").is_some() && e.get("code").is_some(), "{v}");
-    e
-}
-
 #[tokio::test]
 async fn models_lists_the_agents_and_provider_models_and_every_route_needs_the_token() {
     let fake = FakeOpenAi::start(0, Behavior::text("hi")).unwrap();
     let served = serve(&fake, &[]);
-    let url = format!("{}/v1/models", base(&served));
+    let url = format!("{}/v1/models", served.http_base());
     let r = client().get(&url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 401);
     let body: Value = r.json().await.unwrap();
-    assert_eq!(error_of(&body)["type"], "authentication_error");
+    assert_eq!(openai_error(&body)["type"], "authentication_error");
     let r = client()
         .get(&url)
         .header("x-api-key", "not-the-token")
@@ -103,7 +91,7 @@ async fn models_lists_the_agents_and_provider_models_and_every_route_needs_the_t
         .unwrap();
     assert_eq!(r.status().as_u16(), 401);
     let r = client()
-        .post(format!("{}/v1/chat/completions", base(&served)))
+        .post(format!("{}/v1/chat/completions", served.http_base()))
         .json(&json!({"model": "terse", "messages": [{"role": "user", "content": "hi"}]}))
         .send()
         .await
@@ -394,7 +382,7 @@ async fn a_response_format_schema_is_sent_and_the_reply_checked() {
 async fn bad_requests_get_openai_errors_naming_the_field_and_nothing_goes_upstream() {
     let fake = FakeOpenAi::start(0, Behavior::text("hi")).unwrap();
     let served = serve(&fake, &["--max-message-bytes", "4096"]);
-    let url = format!("{}/v1/chat/completions", base(&served));
+    let url = format!("{}/v1/chat/completions", served.http_base());
     let r = client()
         .post(&url)
         .bearer_auth(&served.token)
@@ -405,7 +393,7 @@ async fn bad_requests_get_openai_errors_naming_the_field_and_nothing_goes_upstre
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
     let v: Value = r.json().await.unwrap();
-    assert_eq!(error_of(&v)["type"], "invalid_request_error");
+    assert_eq!(openai_error(&v)["type"], "invalid_request_error");
     assert!(
         v["error"]["message"]
             .as_str()
@@ -452,7 +440,7 @@ async fn bad_requests_get_openai_errors_naming_the_field_and_nothing_goes_upstre
     for (body, status, param) in cases {
         let (got, v) = chat_json(&served, &body).await;
         assert_eq!(got, status, "{body} -> {v}");
-        assert_eq!(error_of(&v)["param"], param, "{body} -> {v}");
+        assert_eq!(openai_error(&v)["param"], param, "{body} -> {v}");
     }
     let (got, v) = chat_json(&served, &json!({"model": "nosuch", "messages": user})).await;
     assert_eq!(got, 404);
@@ -462,7 +450,7 @@ async fn bad_requests_get_openai_errors_naming_the_field_and_nothing_goes_upstre
         json!({"model": "terse", "messages": [{"role": "user", "content": "x".repeat(8000)}]});
     let (got, v) = chat_json(&served, &big).await;
     assert_eq!(got, 413, "{v}");
-    error_of(&v);
+    openai_error(&v);
     assert!(
         fake.requests().is_empty(),
         "a refused request went upstream"
@@ -506,7 +494,7 @@ async fn an_upstream_failure_is_a_502_without_genais_key_and_a_refused_request_a
             )
             .await;
             assert_eq!(got, status, "{v}");
-            assert_eq!(error_of(&v)["type"], kind, "{v}");
+            assert_eq!(openai_error(&v)["type"], kind, "{v}");
         }
         if status == 400 {
             let said = fake.requests().len();
@@ -517,7 +505,10 @@ async fn an_upstream_failure_is_a_502_without_genais_key_and_a_refused_request_a
             )
             .await;
             assert!(
-                error_of(&v)["message"].as_str().unwrap().contains(&message),
+                openai_error(&v)["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&message),
                 "{v}"
             );
         }
@@ -534,7 +525,7 @@ async fn a_client_leaving_a_stream_cancels_the_upstream_request() {
     let fake = FakeOpenAi::start(0, slow).unwrap();
     let served = serve(&fake, &[]);
     let mut r = client()
-        .post(format!("{}/v1/chat/completions", base(&served)))
+        .post(format!("{}/v1/chat/completions", served.http_base()))
         .bearer_auth(&served.token)
         .json(&json!({"model": "terse", "messages": [{"role": "user", "content": "go"}], "stream": true}))
         .send()
@@ -566,7 +557,7 @@ async fn more_clients_than_other_front_ends_allow_reach_a_slow_provider_at_once(
     let fake = FakeOpenAi::start(0, Behavior::mode(Mode::Stall)).unwrap();
     let served = serve(&fake, &[]);
     let (url, token) = (
-        format!("{}/v1/chat/completions", base(&served)),
+        format!("{}/v1/chat/completions", served.http_base()),
         served.token.clone(),
     );
     let body = json!({"model": "terse", "messages": [{"role": "user", "content": "hi"}]});
@@ -633,7 +624,7 @@ async fn openais_python_sdk_gets_whole_and_streamed_replies_and_a_tool_round_tri
         &[("get_weather", "{\"city\":\"Paris\"}")],
     ));
     fake.push(Behavior::text("It is sunny."));
-    let stdout = python_sdk::run(SDK_SCRIPT, sdk, base(&served), served.token.clone()).await;
+    let stdout = python_sdk::run(SDK_SCRIPT, sdk, served.http_base(), served.token.clone()).await;
     assert!(!stdout.contains(UPSTREAM_KEY));
     let v: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(v["whole"], "Hello from upstream.");

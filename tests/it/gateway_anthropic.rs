@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::serve::Served;
 use crate::support::fake_anthropic::{self, FakeAnthropic};
 use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
+use crate::support::gateway::typed_events;
 use crate::support::python_sdk;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -44,17 +45,13 @@ fn serve_anthropic(fake: &FakeAnthropic) -> Served {
     )
 }
 
-fn base(served: &Served) -> String {
-    served.url.replacen("ws://", "http://", 1)
-}
-
 /// A POST to `path` with the token as `x-api-key`, as Anthropic's clients send it.
 async fn post(served: &Served, path: &str, body: &Value) -> (u16, String) {
     let r = reqwest::Client::builder()
         .timeout(WAIT)
         .build()
         .unwrap()
-        .post(format!("{}{path}", base(served)))
+        .post(format!("{}{path}", served.http_base()))
         .header("x-api-key", &served.token)
         .header("anthropic-version", "2023-06-01")
         .json(body)
@@ -68,20 +65,6 @@ async fn messages(served: &Served, body: &Value) -> (u16, Value) {
     let (status, text) = post(served, "/v1/messages?beta=true", body).await;
     let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
     (status, v)
-}
-
-/// The (event, data) of each server-sent event, the event's name matching its data's type.
-fn events(text: &str) -> Vec<(String, Value)> {
-    text.split("\n\n")
-        .filter(|e| !e.trim().is_empty())
-        .map(|e| {
-            let (head, data) = e.split_once('\n').unwrap_or_else(|| panic!("{e:?}"));
-            let name = head.strip_prefix("event: ").unwrap().to_string();
-            let data: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
-            assert_eq!(data["type"], name.as_str(), "{e}");
-            (name, data)
-        })
-        .collect()
 }
 
 /// The error of an answer, checked to be Anthropic's shape; its type.
@@ -130,7 +113,7 @@ async fn an_anthropic_request_runs_on_an_openai_upstream_whole_and_streamed() {
     streamed["stream"] = json!(true);
     let (status, text) = post(&served, "/v1/messages?beta=true", &streamed).await;
     assert_eq!(status, 200, "{text}");
-    let events = events(&text);
+    let events = typed_events(&text);
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names[..3],
@@ -185,7 +168,7 @@ async fn a_tool_use_round_trip_on_an_openai_upstream_whole_and_streamed() {
         let (status, text) = post(&served, "/v1/messages", &request).await;
         assert_eq!(status, 200, "{text}");
         let (id, name, input, stop) = if stream {
-            let events = events(&text);
+            let events = typed_events(&text);
             let start = events
                 .iter()
                 .find(|(n, d)| {
@@ -279,7 +262,7 @@ async fn an_openai_request_runs_on_the_anthropic_upstream_whole_and_streamed() {
             false => Value::Null,
         };
         let r = reqwest::Client::new()
-            .post(format!("{}/v1/chat/completions", base(&served)))
+            .post(format!("{}/v1/chat/completions", served.http_base()))
             .bearer_auth(&served.token)
             .json(&json!({
                 "model": "anthropic:claude-fake",
@@ -378,7 +361,7 @@ async fn claudes_signed_thinking_comes_back_and_goes_back_with_a_tool_call() {
     )
     .await;
     assert_eq!(status, 200, "{text}");
-    let events = events(&text);
+    let events = typed_events(&text);
     let in_block_0: Vec<&Value> = events
         .iter()
         .filter(|(_, d)| d["index"] == 0)
@@ -481,7 +464,7 @@ async fn count_tokens_estimates_without_asking_the_upstream() {
 async fn bad_requests_get_anthropic_errors_and_nothing_goes_upstream() {
     let fake = FakeOpenAi::start(0, Behavior::text("hi")).unwrap();
     let served = serve_openai(&fake);
-    let url = format!("{}/v1/messages?beta=true", base(&served));
+    let url = format!("{}/v1/messages?beta=true", served.http_base());
     let client = reqwest::Client::builder().timeout(WAIT).build().unwrap();
     let r = client.post(&url).json(&json!({})).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 401);
@@ -586,7 +569,7 @@ async fn an_upstream_rate_limit_is_a_429_in_each_apis_shape() {
         assert_eq!(error_type(&v), "rate_limit_error");
     }
     let r = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", base(&served)))
+        .post(format!("{}/v1/chat/completions", served.http_base()))
         .bearer_auth(&served.token)
         .json(&json!({"model": "openai:x", "messages": user}))
         .timeout(WAIT)
@@ -648,7 +631,7 @@ async fn anthropics_python_sdk_gets_whole_and_streamed_replies_a_tool_round_trip
         &[("get_weather", "{\"city\":\"Paris\"}")],
     ));
     fake.push(Behavior::text("It is sunny."));
-    let stdout = python_sdk::run(SDK_SCRIPT, sdk, base(&served), served.token.clone()).await;
+    let stdout = python_sdk::run(SDK_SCRIPT, sdk, served.http_base(), served.token.clone()).await;
     let v: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(
         v["whole"],

@@ -46,10 +46,6 @@ fn serve(main: &FakeOpenAi, small: &FakeOpenAi) -> Served {
     Served::start_with(&config, &[], &[])
 }
 
-fn http_base(served: &Served) -> String {
-    served.url.replacen("ws://", "http://", 1)
-}
-
 /// Runs `command` to its end on a blocking thread; its output, checked to have succeeded.
 async fn run(mut command: Command) -> Output {
     let out = tokio::task::spawn_blocking(move || command.output().unwrap())
@@ -125,7 +121,7 @@ async fn claude_code_runs_its_write_tool_through_genai_on_a_scripted_model() {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home.path())
         .env("CLAUDE_CONFIG_DIR", home.path().join(".claude"))
-        .env("ANTHROPIC_BASE_URL", http_base(&served))
+        .env("ANTHROPIC_BASE_URL", served.http_base())
         .env("ANTHROPIC_AUTH_TOKEN", &served.token)
         .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", "claude-haiku-4-5")
         .env("ANTHROPIC_SMALL_FAST_MODEL", "claude-haiku-4-5")
@@ -207,7 +203,7 @@ async fn llm_answers_through_genai_with_an_openai_compatible_model_entry() {
         user.path().join("extra-openai-models.yaml"),
         format!(
             "- model_id: genai-coder\n  model_name: claude-sonnet-4-5\n  api_base: {}/v1\n  api_key_name: genai\n",
-            http_base(&served)
+            &served.http_base()
         ),
     )
     .unwrap();

@@ -36,10 +36,6 @@ fn serve(fake: &FakeOpenAi) -> Served {
     )
 }
 
-fn base(served: &Served) -> String {
-    served.url.replacen("ws://", "http://", 1)
-}
-
 /// `genai serve keys ARGS` on the serve's folders: its stdout, checked to succeed.
 fn keys(served: &Served, args: &[&str]) -> String {
     let mut all = vec!["serve", "keys"];
@@ -89,7 +85,9 @@ struct Answer {
 }
 
 async fn post(served: &Served, path: &str, key: &str, header: Header, body: &Value) -> Answer {
-    let r = client().post(format!("{}{path}", base(served))).json(body);
+    let r = client()
+        .post(format!("{}{path}", served.http_base()))
+        .json(body);
     let r = match header {
         Header::Bearer => r.bearer_auth(key),
         Header::ApiKey => r.header("x-api-key", key),
@@ -348,7 +346,7 @@ async fn aliases_map_claude_names_onto_any_model_and_are_listed() {
     assert_eq!(fake.last().body["model"], "gpt-plain", "no alias: as sent");
 
     let r = client()
-        .get(format!("{}/v1/models", base(&served)))
+        .get(format!("{}/v1/models", served.http_base()))
         .bearer_auth(&token)
         .send()
         .await
@@ -473,7 +471,7 @@ async fn a_stream_the_client_drops_is_recorded_cancelled_without_its_reply() {
     let served = serve(&fake);
     let kept = create(&served, "dropper", &["--keep-bodies"]);
     let mut r = client()
-        .post(format!("{}/v1/chat/completions", base(&served)))
+        .post(format!("{}/v1/chat/completions", served.http_base()))
         .bearer_auth(&kept)
         .json(&json!({"model": "openai:gpt-drop", "stream": true, "messages": [{"role": "user", "content": "go"}]}))
         .send()

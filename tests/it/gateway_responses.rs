@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::serve::Served;
 use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
+use crate::support::gateway::{openai_error, typed_events};
 use crate::support::python_sdk;
 
 /// The key genai holds for the upstream; no answer may show it.
@@ -35,17 +36,13 @@ fn serve(fake: &FakeOpenAi) -> Served {
     )
 }
 
-fn base(served: &Served) -> String {
-    served.url.replacen("ws://", "http://", 1)
-}
-
 /// A Responses request with the token; its status and body as text.
 async fn post(served: &Served, body: &Value) -> (u16, String) {
     let r = reqwest::Client::builder()
         .timeout(WAIT)
         .build()
         .unwrap()
-        .post(format!("{}/v1/responses", base(served)))
+        .post(format!("{}/v1/responses", served.http_base()))
         .bearer_auth(&served.token)
         .json(body)
         .send()
@@ -69,17 +66,7 @@ async fn whole(served: &Served, body: &Value) -> (u16, Value) {
 /// The (event, data) of each server-sent event, each event's name its data's type and the
 /// sequence numbers counting from 0.
 fn events(text: &str) -> Vec<(String, Value)> {
-    let events: Vec<(String, Value)> = text
-        .split("\n\n")
-        .filter(|e| !e.trim().is_empty())
-        .map(|e| {
-            let (head, data) = e.split_once('\n').unwrap_or_else(|| panic!("{e:?}"));
-            let name = head.strip_prefix("event: ").unwrap().to_string();
-            let data: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
-            assert_eq!(data["type"], name.as_str(), "{e}");
-            (name, data)
-        })
-        .collect();
+    let events = typed_events(text);
     for (i, (_, data)) in events.iter().enumerate() {
         assert_eq!(data["sequence_number"], i, "{text}");
     }
@@ -93,15 +80,6 @@ fn of<'a>(events: &'a [(String, Value)], kind: &str) -> Vec<&'a Value> {
         .filter(|(n, _)| n == kind)
         .map(|(_, d)| d)
         .collect()
-}
-
-/// The error of an answer, checked to be OpenAI's shape.
-fn error_of(v: &Value) -> &Value {
-    let e = &v["error"];
-    assert!(e["message"].is_string(), "no error message: {v}");
-    assert!(e["type"].is_string(), "no error type: {v}");
-    assert!(e.get("param").is_some() && e.get("code").is_some(), "{v}");
-    e
 }
 
 #[tokio::test]
@@ -396,23 +374,23 @@ async fn bad_requests_are_400s_naming_the_field_and_nothing_goes_upstream() {
     for (body, param) in cases {
         let (status, v) = whole(&served, &body).await;
         assert_eq!(status, 400, "{body} -> {v}");
-        let e = error_of(&v);
+        let e = openai_error(&v);
         assert_eq!(e["type"], "invalid_request_error", "{v}");
         assert_eq!(e["param"], param, "{body} -> {v}");
         assert!(e["message"].as_str().unwrap().contains(param), "{v}");
     }
     let (status, v) = whole(&served, &json!({"model": "nosuch", "input": "hi"})).await;
     assert_eq!(status, 404, "{v}");
-    assert_eq!(error_of(&v)["code"], "model_not_found");
+    assert_eq!(openai_error(&v)["code"], "model_not_found");
     let r = reqwest::Client::new()
-        .get(format!("{}/v1/responses", base(&served)))
+        .get(format!("{}/v1/responses", served.http_base()))
         .bearer_auth(&served.token)
         .send()
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 405);
     let r = reqwest::Client::new()
-        .post(format!("{}/v1/responses", base(&served)))
+        .post(format!("{}/v1/responses", served.http_base()))
         .json(&json!({"model": "terse", "input": "hi"}))
         .send()
         .await
@@ -443,7 +421,7 @@ async fn an_upstream_failure_is_a_502_without_genais_key() {
         )
         .await;
         assert_eq!(status, 502, "{v}");
-        assert_eq!(error_of(&v)["type"], "upstream_error");
+        assert_eq!(openai_error(&v)["type"], "upstream_error");
     }
     assert_eq!(fake.requests().len(), 2);
 }
@@ -497,7 +475,7 @@ async fn openais_python_sdk_creates_responses_whole_streamed_and_with_a_tool() {
         &[("get_weather", "{\"city\":\"Paris\"}")],
     ));
     fake.push(Behavior::text("It is sunny."));
-    let stdout = python_sdk::run(SDK_SCRIPT, sdk, base(&served), served.token.clone()).await;
+    let stdout = python_sdk::run(SDK_SCRIPT, sdk, served.http_base(), served.token.clone()).await;
     assert!(!stdout.contains(UPSTREAM_KEY));
     let v: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(v["whole"][0], "completed");

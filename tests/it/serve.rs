@@ -46,6 +46,11 @@ impl Drop for Served {
 }
 
 impl Served {
+    /// The serve's address as an HTTP base URL (`http://HOST:PORT`), for the gateway's routes.
+    pub fn http_base(&self) -> String {
+        self.url.replacen("ws://", "http://", 1)
+    }
+
     pub fn start(fake: &FakeOpenAi, extra: &[&str]) -> Served {
         let base_url = fake.base_url();
         Served::start_with(

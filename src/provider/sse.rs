@@ -22,7 +22,8 @@ pub struct SseDecoder {
     pending: Vec<u8>,
     /// The previous line ended with `\r`: a `\n` right after it belongs to that line end.
     after_cr: bool,
-    /// The stream's first bytes are still to come (a BOM there is skipped).
+    /// The stream's first line is still to come (a BOM at its start is skipped: taken off the
+    /// whole line, as the BOM's three bytes may come in different pieces).
     at_start: bool,
     event: Option<String>,
     data: Vec<u8>,
@@ -47,10 +48,6 @@ impl SseDecoder {
 
     /// Reads the next bytes of the body and appends the events they complete to `out`.
     pub fn feed(&mut self, mut bytes: &[u8], out: &mut VecDeque<StreamEvent>) -> Result<()> {
-        if self.at_start && !bytes.is_empty() {
-            self.at_start = false;
-            bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        }
         if self.after_cr && !bytes.is_empty() {
             self.after_cr = false;
             bytes = bytes.strip_prefix(b"\n").unwrap_or(bytes);
@@ -92,7 +89,11 @@ impl SseDecoder {
     }
 
     /// One complete line: a field, a comment, or the blank line that ends an event.
-    fn line(&mut self, line: &[u8], out: &mut VecDeque<StreamEvent>) -> Result<()> {
+    fn line(&mut self, mut line: &[u8], out: &mut VecDeque<StreamEvent>) -> Result<()> {
+        if self.at_start {
+            self.at_start = false;
+            line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        }
         if line.is_empty() {
             self.dispatch(out);
             return Ok(());
@@ -206,6 +207,19 @@ mod tests {
         ];
         for piece in [1, 2, 3, 7, body.len()] {
             assert_eq!(parse_in_pieces(body, piece), want, "pieces of {piece}");
+        }
+    }
+
+    #[test]
+    fn a_bom_before_the_first_field_is_skipped_however_it_is_cut() {
+        // The fuzz target `sse` found a BOM split over pieces read as part of a field's name.
+        let body = b"\xEF\xBB\xBFdata: @\n\n";
+        for piece in [1, 2, 3, body.len()] {
+            assert_eq!(
+                parse_in_pieces(body, piece),
+                vec![StreamEvent::data("@")],
+                "pieces of {piece}"
+            );
         }
     }
 

@@ -171,27 +171,13 @@ pub async fn litellm(exe: &str, upstream: SocketAddr) -> Res<(Server, Target)> {
         let path = std::env::var("PATH").unwrap_or_default();
         cmd.env("PATH", format!("{}:{path}", bin.display()));
     }
-    own_group(&mut cmd);
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {exe}: {e}"))?;
-    let pid = child.id();
-    let mut server = Server { child, _dir: dir };
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        if let Ok(Some(status)) = server.child.try_wait() {
-            return Err(format!("litellm ended at start: {status}"));
-        }
-        let probe = reqwest::get(format!("http://{addr}/health/liveliness")).await;
-        if probe.is_ok_and(|r| r.status().is_success()) {
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err("litellm did not answer within 600 s".into());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let liveness = format!("http://{addr}/health/liveliness");
+    let ready = || async {
+        let probe = reqwest::get(&liveness).await;
+        probe.is_ok_and(|r| r.status().is_success())
+    };
+    let (server, pid) = start_ready(cmd, dir, "litellm", Duration::from_secs(600), ready).await?;
     let target = Target {
         name: "litellm",
         addr,
@@ -230,23 +216,9 @@ pub async fn nginx(exe: &str, upstream: SocketAddr) -> Res<(Server, Target)> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    own_group(&mut cmd);
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {exe}: {e}"))?;
-    let pid = child.id();
-    let mut server = Server { child, _dir: dir };
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(addr).await.is_err() {
-        if let Ok(Some(status)) = server.child.try_wait() {
-            return Err(format!("nginx ended at start: {status}"));
-        }
-        if Instant::now() > deadline {
-            return Err("nginx did not listen within 30 s".into());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let ready = || async { tokio::net::TcpStream::connect(addr).await.is_ok() };
+    let (server, pid) = start_ready(cmd, dir, "nginx", Duration::from_secs(30), ready).await?;
     let target = Target {
         name: "nginx",
         addr,
@@ -291,4 +263,35 @@ fn start_announcing(
         .parse()
         .map_err(|e| format!("{what}'s address: {e}"))?;
     Ok((server, pid, addr))
+}
+
+/// Starts `cmd` in its own process group and polls `ready` until it holds; an error when the
+/// server ends first or is not ready `within`.
+async fn start_ready<F: std::future::Future<Output = bool>>(
+    mut cmd: Command,
+    dir: tempfile::TempDir,
+    what: &str,
+    within: Duration,
+    ready: impl Fn() -> F,
+) -> Res<(Server, u32)> {
+    own_group(&mut cmd);
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {what}: {e}"))?;
+    let pid = child.id();
+    let mut server = Server { child, _dir: dir };
+    let deadline = Instant::now() + within;
+    while !ready().await {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            return Err(format!("{what} ended at start: {status}"));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{what} was not ready within {} s",
+                within.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok((server, pid))
 }

@@ -1,8 +1,8 @@
 //! The gateway: other vendors' HTTP APIs on `genai serve`'s address, so the tools and SDKs a
 //! user already has run on every model genai reaches. Today: OpenAI's `GET /v1/models`
 //! (`models.rs`) and `POST /v1/chat/completions` (`openai_chat.rs` reads the request,
-//! `completion.rs` writes the answer), `POST /v1/responses` (`responses.rs` reads, `responses_tools.rs` its tools,
-//! `responses_reply.rs` writes), Anthropic's `POST /v1/messages` and
+//! `completion.rs` writes the answer), `POST /v1/responses` (`responses.rs` reads, with
+//! `responses_tools.rs` for its tools, `responses_reply.rs` writes), Anthropic's `POST /v1/messages` and
 //! `/v1/messages/count_tokens` (`anthropic.rs` reads, with `anthropic_tools.rs` for its tools,
 //! `anthropic_reply.rs` writes, `count_tokens.rs` estimates). Beside
 //! them: `turn.rs` runs a turn on the core, `respond.rs` answers it whole or streamed,

@@ -494,23 +494,15 @@ async fn an_upstream_failure_is_a_502_without_genais_key_and_a_refused_request_a
             )
             .await;
             assert_eq!(got, status, "{v}");
-            assert_eq!(openai_error(&v)["type"], kind, "{v}");
+            let e = openai_error(&v);
+            assert_eq!(e["type"], kind, "{v}");
+            if status == 400 {
+                // The provider's words reach the client (the 500's carry genai's key: masked).
+                assert!(e["message"].as_str().unwrap().contains(&message), "{v}");
+            }
         }
         if status == 400 {
-            let said = fake.requests().len();
-            assert_eq!(said, 2, "a refused request is not retried");
-            let (_, v) = chat_json(
-                &served,
-                &json!({"model": "terse", "messages": [{"role": "user", "content": "hi"}]}),
-            )
-            .await;
-            assert!(
-                openai_error(&v)["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains(&message),
-                "{v}"
-            );
+            assert_eq!(fake.requests().len(), 2, "a refused request is not retried");
         }
     }
 }

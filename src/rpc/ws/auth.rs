@@ -1,7 +1,8 @@
 //! Who may talk to `genai serve`: the bearer token (made on first start into a 0600 file of
 //! the config dir, read from the `Authorization` header or the `Sec-WebSocket-Protocol`
-//! value a browser can set, or the `x-api-key` header on the gateway's APIs) and the allow list of browser origins. It decides yes or no on
-//! the request's headers only; it must never log or echo the token.
+//! value a browser can set) and the allow list of browser origins. The gateway's APIs check
+//! their own keys (`crate::gateway::Access`: the token or a virtual key, also as `x-api-key`).
+//! It decides yes or no on the request's headers only; it must never log or echo the token.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 # and from Debian: Neovim's and Emacs eglot's LSP clients, tmux for the terminal chat, GNOME
 # Keyring for the Secret Service),
 # the editor integrations (Node, headless Chromium, pytest), smoke runs of the benchmarks, the
-# reliability suite (quick) and every fuzz target for 15 s. Everything is built once, in the
+# reliability suite (quick) and every fuzz target for 10 s. Everything is built once, in the
 # release profile. Needs a Rust toolchain; apt-get (as root or through sudo) for what is missing.
 # Ends with one line: `tests: N passed, N failed, N skipped` over every suite.
 set -euo pipefail

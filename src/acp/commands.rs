@@ -120,7 +120,9 @@ pub async fn announce(fw: &Framework, conn: &Connection, id: &str, cwd: &Path) {
 }
 
 /// Announces the session's commands again whenever its command files change, until `stop`
-/// is cancelled or the session is closed.
+/// is cancelled or the session is closed. The files are first looked at before this returns,
+/// so a change made once the session is open is never taken for the starting state, however
+/// late the watching task first runs.
 pub fn watch(
     fw: Arc<Framework>,
     conn: Arc<Connection>,
@@ -128,9 +130,9 @@ pub fn watch(
     cwd: PathBuf,
     stop: CancellationToken,
 ) {
+    let config_dir = fw.config_dir().map(Path::to_path_buf);
+    let mut seen = fingerprint(&cwd, config_dir.as_deref());
     tokio::spawn(async move {
-        let config_dir = fw.config_dir().map(Path::to_path_buf);
-        let mut seen = fingerprint(&cwd, config_dir.as_deref());
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,

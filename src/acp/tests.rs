@@ -425,3 +425,46 @@ async fn the_port_shows_tool_runs_reasoning_and_usage() {
     assert_eq!(sent[5]["used"], 7);
     let _ = CancellationToken::new();
 }
+
+/// The command files are first looked at when the watch starts, not when its task first runs:
+/// a file added in between (this runtime has one thread, and the test does not yield before
+/// writing it) is announced. CI once lost that race on a loaded machine.
+#[tokio::test]
+async fn a_command_file_added_before_the_watching_task_runs_is_announced() {
+    let (fw, _) = framework(Arc::new(Store::in_memory().unwrap()), vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let commands = dir.path().join(".genai").join("commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    let cwd = dir.path().to_str().unwrap().to_string();
+    let mut c = Client::start(fw.clone());
+    c.init().await;
+    let id = c.new_session(&cwd).await;
+
+    let (tx, mut rx) = crate::peer::Outbox::new(crate::peer::outbox::UNBOUNDED);
+    let conn = Arc::new(super::connection::Connection::new(Arc::new(
+        crate::peer::Peer::new(tx),
+    )));
+    let stop = CancellationToken::new();
+    super::commands::watch(fw, conn, id.clone(), dir.path().into(), stop.clone());
+    std::fs::write(
+        commands.join("later.md"),
+        "---\ndescription: Added later\n---\nLater: {{input}}\n",
+    )
+    .unwrap();
+
+    let frame = tokio::time::timeout(DEADLINE, rx.recv())
+        .await
+        .expect("an announcement before the deadline")
+        .unwrap();
+    let v: Value = serde_json::from_slice(&frame).unwrap();
+    assert_eq!(v["params"]["sessionId"], json!(id), "{v}");
+    let names: Vec<&str> = v["params"]["update"]["availableCommands"]
+        .as_array()
+        .expect("an available_commands_update")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(names.contains(&"later"), "{names:?}");
+    stop.cancel();
+    c.close().await;
+}

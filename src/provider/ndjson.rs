@@ -19,6 +19,14 @@ pub fn events(bytes: ByteStream, provider: &str, max_line: usize) -> EventStream
     let lines = FramedRead::new(reader, LinesCodec::new_with_max_length(max_line));
     Box::pin(
         lines
+            // A byte-order mark is not JSON: it is taken off a line's start (the lines are
+            // whole and decoded, so one split over pieces is taken off too).
+            .map(|r| {
+                r.map(|l| match l.strip_prefix('\u{feff}') {
+                    Some(rest) => rest.to_string(),
+                    None => l,
+                })
+            })
             .filter(|r| futures::future::ready(!matches!(r, Ok(l) if l.trim().is_empty())))
             .map(move |r| {
                 r.map(|data| StreamEvent { event: None, data })
@@ -74,5 +82,20 @@ mod tests {
             matches!(&got[0], Err(m) if m.contains("over 8 bytes")),
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn a_bom_before_the_first_line_is_skipped_however_it_is_cut() {
+        let whole: &[u8] = b"\xEF\xBB\xBF{\"a\":1}\n{\"b\":2}\n";
+        for cut in 0..=whole.len() {
+            let (head, tail) = whole.split_at(cut);
+            let got = read(&[head.to_vec().leak(), tail.to_vec().leak()], 100);
+            assert_eq!(
+                got,
+                [Ok("{\"a\":1}".to_string()), Ok("{\"b\":2}".to_string())],
+                "cut at {cut}"
+            );
+        }
+        assert_eq!(read(&[b"\xEF\xBB\xBF\n{}\n"], 100), [Ok("{}".to_string())]);
     }
 }

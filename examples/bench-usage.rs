@@ -68,6 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 output_tokens: 50 + n % 200,
                 cache_read_tokens: Some(n % 400),
                 cache_write_tokens: n.is_multiple_of(3).then_some(100),
+                reasoning_tokens: None,
             };
             // The local model's turns have no known price.
             let cost = (model != "local-smollm2").then(|| usage.total() as f64 * 1e-6);

@@ -240,6 +240,11 @@ pub struct Usage {
         skip_serializing_if = "Option::is_none"
     )]
     pub cache_write_tokens: Option<u64>,
+    /// Of the output tokens, those the model spent reasoning before it answered (OpenAI's
+    /// `reasoning_tokens`, Gemini's `thoughtsTokenCount`; Anthropic and Bedrock do not count
+    /// them apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -254,8 +259,8 @@ impl Usage {
             .saturating_sub(self.cache_write_tokens.unwrap_or(0))
     }
 
-    /// The counts of two requests (or turns) added up; a cache count stays absent when
-    /// neither reports it.
+    /// The counts of two requests (or turns) added up; a cache or reasoning count stays
+    /// absent when neither reports it.
     pub fn plus(self, other: Usage) -> Usage {
         let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
             (None, None) => None,
@@ -266,11 +271,12 @@ impl Usage {
             output_tokens: self.output_tokens + other.output_tokens,
             cache_read_tokens: add(self.cache_read_tokens, other.cache_read_tokens),
             cache_write_tokens: add(self.cache_write_tokens, other.cache_write_tokens),
+            reasoning_tokens: add(self.reasoning_tokens, other.reasoning_tokens),
         }
     }
 
     /// One line for a turn's details: `usage: 1200 input (1000 cached, 200 written to the
-    /// cache) + 30 output = 1230 tokens`.
+    /// cache) + 30 output (20 reasoning) = 1230 tokens`.
     pub fn describe(&self) -> String {
         let mut cache = Vec::new();
         if let Some(n) = self.cache_read_tokens.filter(|n| *n > 0) {
@@ -283,8 +289,12 @@ impl Usage {
             true => String::new(),
             false => format!(" ({})", cache.join(", ")),
         };
+        let reasoning = match self.reasoning_tokens.filter(|n| *n > 0) {
+            Some(n) => format!(" ({n} reasoning)"),
+            None => String::new(),
+        };
         format!(
-            "usage: {} input{cache} + {} output = {} tokens",
+            "usage: {} input{cache} + {} output{reasoning} = {} tokens",
             self.input_tokens,
             self.output_tokens,
             self.total()
@@ -295,6 +305,35 @@ impl Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reasoning_tokens_add_up_and_are_described_as_part_of_the_output() {
+        let thought = Usage {
+            input_tokens: 10,
+            output_tokens: 30,
+            reasoning_tokens: Some(20),
+            ..Default::default()
+        };
+        let plain = Usage {
+            input_tokens: 5,
+            output_tokens: 2,
+            ..Default::default()
+        };
+        assert_eq!(plain.plus(plain).reasoning_tokens, None);
+        let both = thought.plus(plain);
+        assert_eq!((both.output_tokens, both.reasoning_tokens), (32, Some(20)));
+        assert_eq!(
+            both.describe(),
+            "usage: 15 input + 32 output (20 reasoning) = 47 tokens"
+        );
+        assert_eq!(plain.describe(), "usage: 5 input + 2 output = 7 tokens");
+        let v = serde_json::to_value(both).unwrap();
+        assert_eq!(v["reasoningTokens"], 20, "{v}");
+        assert!(serde_json::to_value(plain)
+            .unwrap()
+            .get("reasoningTokens")
+            .is_none());
+    }
 
     #[test]
     fn bare_strings_are_text_parts() {

@@ -387,6 +387,7 @@ async fn the_port_shows_tool_runs_reasoning_and_usage() {
             output_tokens: 2,
             cache_read_tokens: None,
             cache_write_tokens: None,
+            reasoning_tokens: None,
         }),
         ..Default::default()
     };

@@ -243,6 +243,7 @@ mod tests {
             output_tokens: 5,
             cache_read_tokens: None,
             cache_write_tokens: None,
+            reasoning_tokens: None,
         };
         Ok(PromptOutcome {
             reply: ModelReply::assistant(

@@ -228,6 +228,7 @@ fn usage_of(u: &Value) -> Option<Usage> {
         output_tokens: n("outputTokens").unwrap_or(0),
         cache_read_tokens: read,
         cache_write_tokens: write,
+        reasoning_tokens: None,
     })
 }
 
@@ -757,6 +758,7 @@ mod tests {
                 output_tokens: 16,
                 cache_read_tokens: Some(4),
                 cache_write_tokens: Some(9),
+                reasoning_tokens: None,
             })
         );
         assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));

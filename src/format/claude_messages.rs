@@ -774,6 +774,7 @@ mod tests {
                 output_tokens: 503,
                 cache_read_tokens: Some(2000),
                 cache_write_tokens: Some(10),
+                reasoning_tokens: None,
             })
         );
         assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
@@ -868,6 +869,7 @@ mod tests {
                 output_tokens: 89,
                 cache_read_tokens: Some(300),
                 cache_write_tokens: Some(100),
+                reasoning_tokens: None,
             })
         );
     }

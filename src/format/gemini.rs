@@ -464,6 +464,7 @@ fn usage_of(v: &Value) -> Option<Usage> {
         output_tokens: output.unwrap_or(0) + n("thoughtsTokenCount").unwrap_or(0),
         cache_read_tokens: n("cachedContentTokenCount"),
         cache_write_tokens: None,
+        reasoning_tokens: n("thoughtsTokenCount"),
     })
 }
 
@@ -685,7 +686,8 @@ mod tests {
                 )
             ]
         );
-        assert_eq!(r.usage.unwrap().output_tokens, 12);
+        let u = r.usage.unwrap();
+        assert_eq!((u.output_tokens, u.reasoning_tokens), (12, Some(7)));
         let mut d = ModelConfiguration::new(&Gemini, "m").decoder();
         let event = std::str::from_utf8(body).unwrap().replace('\n', " ");
         assert!(d.feed(&StreamEvent::data(event)).unwrap().is_empty());

@@ -217,6 +217,10 @@ fn usage_of(u: &Value) -> Option<Usage> {
             .and_then(|d| d.get("cached_tokens"))
             .and_then(Value::as_u64),
         cache_write_tokens: None,
+        reasoning_tokens: u
+            .get("completion_tokens_details")
+            .and_then(|d| d.get("reasoning_tokens"))
+            .and_then(Value::as_u64),
     })
 }
 
@@ -412,9 +416,18 @@ mod tests {
             .extract(body)
             .unwrap();
         assert_eq!(r.message.text(), "Hi");
-        assert_eq!(r.usage.unwrap().input_tokens, 5);
+        let u = r.usage.unwrap();
+        assert_eq!((u.input_tokens, u.reasoning_tokens), (5, None));
         assert_eq!(r.finish_reason.as_deref(), Some("stop"));
         assert_eq!(r.model.as_deref(), Some("m1"));
+        // A reasoning model's usage, as OpenAI's API documents it.
+        let body = br#"{"id":"x","object":"chat.completion","model":"o4-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":70,"total_tokens":75,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":64,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}"#;
+        let u = ModelConfiguration::new(&OpenAiChat, "m")
+            .extract(body)
+            .unwrap()
+            .usage
+            .unwrap();
+        assert_eq!((u.output_tokens, u.reasoning_tokens), (70, Some(64)));
     }
 
     #[test]

@@ -328,6 +328,7 @@ mod tests {
                 output_tokens: 5,
                 cache_read_tokens: Some(4),
                 cache_write_tokens: None,
+                reasoning_tokens: None,
             }),
             Some("tool_calls".into()),
             None,

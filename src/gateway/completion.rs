@@ -84,6 +84,7 @@ fn usage(u: Usage) -> Value {
         "completion_tokens": u.output_tokens,
         "total_tokens": u.total(),
         "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens.unwrap_or(0)},
+        "completion_tokens_details": {"reasoning_tokens": u.reasoning_tokens.unwrap_or(0)},
     })
 }
 

@@ -501,7 +501,7 @@ fn usage(u: Usage) -> Value {
         "input_tokens": u.input_tokens,
         "input_tokens_details": {"cached_tokens": u.cache_read_tokens.unwrap_or(0)},
         "output_tokens": u.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens.unwrap_or(0)},
         "total_tokens": u.total(),
     })
 }
@@ -531,6 +531,7 @@ mod tests {
             output_tokens: 5,
             cache_read_tokens: Some(4),
             cache_write_tokens: None,
+            reasoning_tokens: None,
         };
         ModelReply::assistant(parts, Some(usage), Some(finish.into()), None)
     }

@@ -777,6 +777,7 @@ pub(crate) mod tests {
                         output_tokens: 1,
                         cache_read_tokens: None,
                         cache_write_tokens: None,
+                        reasoning_tokens: None,
                     }),
                     cost: Some(0.25),
                 },

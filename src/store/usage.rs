@@ -110,6 +110,7 @@ impl Store {
                         output_tokens: count(r.get(3)?),
                         cache_read_tokens: r.get::<_, Option<i64>>(4)?.map(|n| count(Some(n))),
                         cache_write_tokens: r.get::<_, Option<i64>>(5)?.map(|n| count(Some(n))),
+                        reasoning_tokens: None,
                     },
                     cost: r.get(6)?,
                     unpriced: count(r.get(7)?),
@@ -146,6 +147,7 @@ mod tests {
                 output_tokens: 10,
                 cache_read_tokens: read,
                 cache_write_tokens: None,
+                reasoning_tokens: None,
             }),
             cost,
         }
@@ -246,6 +248,7 @@ mod tests {
                 output_tokens: 3,
                 cache_read_tokens: Some(2),
                 cache_write_tokens: Some(4),
+                reasoning_tokens: None,
             }
         );
         assert_eq!(

@@ -174,8 +174,9 @@ async fn a_whole_reply_runs_through_the_core_with_the_agents_model_and_settings(
 }
 
 #[tokio::test]
-async fn a_streamed_reply_sends_chunks_a_usage_chunk_and_done() {
-    let fake = FakeOpenAi::start(0, Behavior::reply("One two three four.", 4)).unwrap();
+async fn a_streamed_reply_sends_reasoning_and_text_chunks_a_usage_chunk_and_done() {
+    let reply = Behavior::reply("One two three four.", 4).thinking("Count up.");
+    let fake = FakeOpenAi::start(0, reply).unwrap();
     let served = serve(&fake, &[]);
     let (status, text) = chat(
         &served,
@@ -203,6 +204,11 @@ async fn a_streamed_reply_sends_chunks_a_usage_chunk_and_done() {
         .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
         .collect();
     assert_eq!(content, "One two three four.");
+    let reasoning: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["reasoning_content"].as_str())
+        .collect();
+    assert_eq!(reasoning, "Count up.");
     let pieces = chunks
         .iter()
         .filter(|c| {
@@ -216,8 +222,10 @@ async fn a_streamed_reply_sends_chunks_a_usage_chunk_and_done() {
     assert_eq!(finish["choices"][0]["finish_reason"], "stop");
     let usage = chunks.last().unwrap();
     assert_eq!(usage["choices"], json!([]));
-    assert!(
-        usage["usage"]["completion_tokens"].as_u64().unwrap() > 0,
+    // The upstream's reasoning tokens ("Count up.": 2) are part of the completion's.
+    assert_eq!(usage["usage"]["completion_tokens"], 4 + 2, "{usage}");
+    assert_eq!(
+        usage["usage"]["completion_tokens_details"]["reasoning_tokens"], 2,
         "{usage}"
     );
     assert_eq!(fake.last().body["stream"], true);

@@ -193,10 +193,13 @@ async fn a_streamed_response_sends_the_apis_events_with_reasoning_and_text() {
     let completed = &events.last().unwrap().1["response"];
     assert_eq!(completed["status"], "completed");
     assert_eq!(completed["output"].as_array().unwrap().len(), 2);
-    assert!(
-        completed["usage"]["output_tokens"].as_u64().unwrap() > 0,
-        "{completed}"
+    // The upstream's reasoning tokens ("Count up.": 2) are part of the output tokens.
+    let usage = &completed["usage"];
+    assert_eq!(
+        usage["output_tokens_details"]["reasoning_tokens"], 2,
+        "{usage}"
     );
+    assert_eq!(usage["output_tokens"], 4 + 2, "{usage}");
     let sent = fake.last().body;
     assert_eq!(sent["stream"], true);
     assert_eq!(sent["reasoning_effort"], "low", "{sent}");

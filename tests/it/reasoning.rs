@@ -232,6 +232,9 @@ fn ask_shows_reasoning_dimmed_on_a_terminal_hides_it_when_asked_and_puts_it_in_j
         (v["reply"].as_str(), v["reasoning"].as_str()),
         (Some("9.8"), Some("Tenths first."))
     );
+    // And its usage what the server counted of the reasoning.
+    assert_eq!(v["usage"]["reasoningTokens"], 2, "{v}");
+    assert_eq!(v["usage"]["outputTokens"], 1 + 2, "{v}");
 
     // On a terminal: dimmed, before the answer, streamed or not; hidden with --no-reasoning.
     let terminal = |extra: &[&str]| cli::on_a_terminal(&genai(extra));

@@ -34,8 +34,8 @@ use serde_json::Value;
 
 mod json;
 use json::{
-    error_body, to_json, Choice, Chunk, ChunkChoice, Completion, Delta, Message, ModelEntry,
-    ModelList, PromptTokensDetails, Usage,
+    error_body, to_json, Choice, Chunk, ChunkChoice, Completion, CompletionTokensDetails, Delta,
+    Message, ModelEntry, ModelList, PromptTokensDetails, Usage,
 };
 
 use super::behavior::Faults;
@@ -243,7 +243,9 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
     }
     // The behaviour's cache reads are part of the prompt, as OpenAI counts them.
     let prompt_tokens = prompt_words(body) + behavior.cache_read;
-    let completion_tokens = count_words(&behavior.reply).max(1);
+    // The reasoning is part of the completion, as OpenAI and DeepSeek count it.
+    let reasoning_tokens = count_words(&behavior.reasoning);
+    let completion_tokens = count_words(&behavior.reply).max(1) + reasoning_tokens;
     let usage = Usage {
         prompt_tokens,
         completion_tokens,
@@ -251,6 +253,8 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
         prompt_tokens_details: (behavior.cache_read > 0).then_some(PromptTokensDetails {
             cached_tokens: behavior.cache_read,
         }),
+        completion_tokens_details: (reasoning_tokens > 0)
+            .then_some(CompletionTokensDetails { reasoning_tokens }),
     };
 
     match behavior.mode {

@@ -53,6 +53,14 @@ pub struct Usage {
     /// `{cached_tokens}`: the prompt tokens read from the automatic prompt cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// `{reasoning_tokens}`: the completion tokens spent reasoning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+#[derive(Serialize, Clone, Copy, Debug)]
+pub struct CompletionTokensDetails {
+    pub reasoning_tokens: u64,
 }
 
 #[derive(Serialize, Clone, Copy, Debug)]

@@ -3,9 +3,11 @@
 //! text, reasoning as `reasoning_content` and tool calls as they come; the finish reason, the
 //! usage when asked, and `data: [DONE]` last).
 //!
-//! It owns the reply's side of the API. It must never read a request nor run a turn
-//! (`openai_chat.rs` does), and never say more than the reply holds: a usage the provider did
-//! not report is zero in the usage chunk, absent (`null`) in a whole answer.
+//! It owns what of the reply goes where in the API; the JSON shapes it fills are
+//! [`openai_chat_reply`](crate::format::openai_chat_reply)'s, which the local engine writes
+//! too. It must never read a request nor run a turn (`openai_chat.rs` does), and never say
+//! more than the reply holds: a usage the provider did not report is zero in the usage chunk,
+//! absent (`null`) in a whole answer.
 
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -13,47 +15,25 @@ use serde_json::{json, Value};
 use super::respond::{reply_text, Finish};
 use super::turn::Piece;
 use super::{sse, ApiError};
+use crate::format::openai_chat_reply::{tool_call, Envelope};
 use crate::format::{ModelReply, StreamEvent, ToolCallDelta};
-use crate::message::Usage;
 
-/// What every answer of one request says the same: its id, time and model.
-pub struct Reply {
-    pub id: String,
-    pub created: u64,
-    /// As the request named it.
-    pub model: String,
-}
-
-impl Reply {
-    /// The whole `chat.completion`.
-    pub fn completion(&self, reply: &ModelReply) -> Value {
-        let mut message = json!({"role": "assistant", "content": null});
-        let text = reply_text(reply);
-        if !text.is_empty() || !reply.message.has_tool_calls() {
-            message["content"] = json!(text);
-        }
-        let reasoning = reply.message.reasoning();
-        if !reasoning.is_empty() {
-            message["reasoning_content"] = json!(reasoning);
-        }
-        let calls = whole_calls(reply);
-        if !calls.is_empty() {
-            message["tool_calls"] = Value::Array(calls);
-        }
-        json!({
-            "id": self.id,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{
-                "index": 0,
-                "message": message,
-                "logprobs": null,
-                "finish_reason": finish_reason(reply),
-            }],
-            "usage": reply.usage.map(usage),
-        })
+/// The whole `chat.completion` of `reply` in `envelope`.
+fn completion(envelope: &Envelope, reply: &ModelReply) -> Value {
+    let mut message = json!({"role": "assistant", "content": null});
+    let text = reply_text(reply);
+    if !text.is_empty() || !reply.message.has_tool_calls() {
+        message["content"] = json!(text);
     }
+    let reasoning = reply.message.reasoning();
+    if !reasoning.is_empty() {
+        message["reasoning_content"] = json!(reasoning);
+    }
+    let calls = whole_calls(reply);
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    envelope.completion(message, finish_reason(reply), reply.usage.as_ref())
 }
 
 /// The reply's tool calls, each whole, in Chat Completions' shape.
@@ -62,9 +42,7 @@ fn whole_calls(reply: &ModelReply) -> Vec<Value> {
         .message
         .tool_calls()
         .into_iter()
-        .map(|(id, name, arguments)| {
-            json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}})
-        })
+        .map(|(id, name, arguments)| tool_call(&id, &name, &arguments))
         .collect()
 }
 
@@ -78,19 +56,9 @@ fn finish_reason(reply: &ModelReply) -> &'static str {
     }
 }
 
-fn usage(u: Usage) -> Value {
-    json!({
-        "prompt_tokens": u.input_tokens,
-        "completion_tokens": u.output_tokens,
-        "total_tokens": u.total(),
-        "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens.unwrap_or(0)},
-        "completion_tokens_details": {"reasoning_tokens": u.reasoning_tokens.unwrap_or(0)},
-    })
-}
-
 /// The events of a streamed reply, from the turn's pieces.
 pub struct Chunks {
-    reply: Reply,
+    envelope: Envelope,
     include_usage: bool,
     /// The core's key of each tool call streamed so far, in order: its place is the call's
     /// `index`.
@@ -100,7 +68,7 @@ pub struct Chunks {
 
 impl super::respond::Shape for Chunks {
     fn whole(&self, reply: &ModelReply) -> Value {
-        self.reply.completion(reply)
+        completion(&self.envelope, reply)
     }
 
     fn start(&mut self) -> Vec<Bytes> {
@@ -113,9 +81,9 @@ impl super::respond::Shape for Chunks {
 }
 
 impl Chunks {
-    pub fn new(reply: Reply, include_usage: bool) -> Chunks {
+    pub fn new(envelope: Envelope, include_usage: bool) -> Chunks {
         Chunks {
-            reply,
+            envelope,
             include_usage,
             calls: Vec::new(),
             sent_text: false,
@@ -128,13 +96,7 @@ impl Chunks {
     }
 
     fn chunk(&self, delta: Value, finish: Option<&str>) -> Bytes {
-        let mut chunk = json!({
-            "id": self.reply.id,
-            "object": "chat.completion.chunk",
-            "created": self.reply.created,
-            "model": self.reply.model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
-        });
+        let mut chunk = self.envelope.chunk(delta, finish);
         if self.include_usage {
             chunk["usage"] = Value::Null;
         }
@@ -195,14 +157,8 @@ impl Chunks {
         }
         out.push(self.chunk(json!({}), Some(finish_reason(reply))));
         if self.include_usage {
-            out.push(event(&json!({
-                "id": self.reply.id,
-                "object": "chat.completion.chunk",
-                "created": self.reply.created,
-                "model": self.reply.model,
-                "choices": [],
-                "usage": usage(reply.usage.unwrap_or_default()),
-            })));
+            let usage = reply.usage.unwrap_or_default();
+            out.push(event(&self.envelope.usage_chunk(&usage)));
         }
         out.push(sse::frame(&StreamEvent::data("[DONE]")));
         out

@@ -15,11 +15,12 @@ use std::sync::Arc;
 use jsonrpsee::server::HttpResponse;
 use serde_json::{json, Map, Value};
 
-use super::completion::{Chunks, Reply};
+use super::completion::Chunks;
 use super::fields::{array, boolean, object, only, string, text_of, with_role};
 use super::respond;
 use super::turn::Turn;
 use super::{fields, Api, ApiError, Caller};
+use crate::format::openai_chat_reply::Envelope;
 use crate::format::{ResponseSchema, ToolSpec};
 use crate::message::{Message, Part, Role};
 use crate::session::Framework;
@@ -37,18 +38,15 @@ pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> Ht
     if let Err(e) = respond::set_parameters(&agent, &request.parameters) {
         return e.response();
     }
-    let reply = Reply {
-        id: format!("chatcmpl-{}", ulid::Ulid::new().to_string().to_lowercase()),
-        created: super::now_secs(),
-        model: request.model,
-    };
+    let id = format!("chatcmpl-{}", ulid::Ulid::new().to_string().to_lowercase());
+    let envelope = Envelope::now(id, &request.model);
     let turn = Turn {
         agent,
         messages: request.messages,
         tools: request.tools,
         schema: request.schema,
     };
-    let chunks = Chunks::new(reply, request.include_usage);
+    let chunks = Chunks::new(envelope, request.include_usage);
     respond::run(turn, request.stream, Api::OpenAi, chunks, caller).await
 }
 

@@ -1,15 +1,19 @@
 //! The local provider's interface is the `openai-chat` format: this module reads an
 //! openai-chat request body into messages and generation settings, and writes what the engine
 //! produced back as openai-chat JSON (`chat.completion.chunk` events for a stream, one
-//! `chat.completion` body otherwise), so the existing openai-chat decoder reads it unchanged.
+//! `chat.completion` body otherwise, in the shapes of
+//! [`openai_chat_reply`](crate::format::openai_chat_reply), which the gateway writes too), so
+//! the existing openai-chat decoder reads it unchanged.
 //!
-//! It owns that JSON and nothing else: it must never touch llama.cpp or a channel.
+//! It owns that mapping and nothing else: it must never touch llama.cpp or a channel.
 
 use serde_json::{json, Value};
 
 use super::grammar::{Call, Choice, Convention, Grammar, Tool, ToolOffer};
 use super::template::ChatMessage;
 use crate::error::{Error, Result};
+use crate::format::openai_chat_reply::{tool_call, Envelope};
+use crate::message::Usage;
 
 /// Sampling and length settings taken from the request body. `None` means the engine's default.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -229,56 +233,38 @@ pub struct TokenCounts {
     pub completion: u32,
 }
 
-fn usage_json(c: TokenCounts) -> Value {
-    json!({
-        "prompt_tokens": c.prompt,
-        "completion_tokens": c.completion,
-        "total_tokens": c.prompt + c.completion,
-        "prompt_tokens_details": {"cached_tokens": c.cached},
-    })
+impl TokenCounts {
+    fn usage(self) -> Usage {
+        Usage {
+            input_tokens: self.prompt.into(),
+            output_tokens: self.completion.into(),
+            cache_read_tokens: Some(self.cached.into()),
+            ..Default::default()
+        }
+    }
 }
 
 /// Identifies one answer in its chunks.
 #[derive(Debug, Clone)]
-pub struct Answer {
-    pub id: String,
-    pub created: u64,
-    pub model: String,
-}
+pub struct Answer(Envelope);
 
 impl Answer {
     pub fn new(model: &str) -> Answer {
-        let created = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        Answer {
-            id: format!("chatcmpl-local-{}", ulid::Ulid::new()),
-            created,
-            model: model.to_string(),
-        }
-    }
-
-    fn chunk(&self, choices: Value) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": choices,
-        })
+        Answer(Envelope::now(
+            format!("chatcmpl-local-{}", ulid::Ulid::new()),
+            model,
+        ))
     }
 
     /// The first chunk: the assistant role with empty content.
     pub fn role_chunk(&self) -> String {
-        self.chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]))
-            .to_string()
+        let delta = json!({"role": "assistant", "content": ""});
+        self.0.chunk(delta, None).to_string()
     }
 
     /// A chunk carrying text.
     pub fn text_chunk(&self, text: &str) -> String {
-        self.chunk(json!([{"index": 0, "delta": {"content": text}, "finish_reason": null}]))
-            .to_string()
+        self.0.chunk(json!({ "content": text }), None).to_string()
     }
 
     /// A chunk carrying whole tool calls.
@@ -292,21 +278,19 @@ impl Answer {
                 v
             })
             .collect();
-        self.chunk(json!([{"index": 0, "delta": {"tool_calls": calls}, "finish_reason": null}]))
+        self.0
+            .chunk(json!({ "tool_calls": calls }), None)
             .to_string()
     }
 
     /// The chunk that ends the choice.
     pub fn finish_chunk(&self, finish_reason: &str) -> String {
-        self.chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason}]))
-            .to_string()
+        self.0.chunk(json!({}), Some(finish_reason)).to_string()
     }
 
     /// The usage chunk sent after the last choice chunk (as with `include_usage`).
     pub fn usage_chunk(&self, counts: TokenCounts) -> String {
-        let mut v = self.chunk(json!([]));
-        v["usage"] = usage_json(counts);
-        v.to_string()
+        self.0.usage_chunk(&counts.usage()).to_string()
     }
 
     /// A whole `chat.completion` body.
@@ -321,25 +305,15 @@ impl Answer {
         if !calls.is_empty() {
             message["tool_calls"] = calls.iter().map(call_json).collect();
         }
-        json!({
-            "id": self.id,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{
-                "index": 0,
-                "message": message,
-                "finish_reason": finish_reason,
-            }],
-            "usage": usage_json(counts),
-        })
+        self.0
+            .completion(message, finish_reason, Some(&counts.usage()))
     }
 }
 
 /// One tool call as the Chat Completions API writes it, with a fresh id.
 fn call_json(call: &Call) -> Value {
-    json!({"id": format!("call_{}", ulid::Ulid::new()), "type": "function",
-           "function": {"name": call.name, "arguments": call.arguments.to_string()}})
+    let id = format!("call_{}", ulid::Ulid::new());
+    tool_call(&id, &call.name, &call.arguments)
 }
 
 /// The data of the event that ends a stream.

@@ -395,7 +395,7 @@ pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
             _ => {}
         }
     }
-    Ok(ModelReply::assistant(
+    let mut reply = ModelReply::assistant(
         content,
         v.get("usage").and_then(|u| {
             let mut usage = Usage::default();
@@ -405,7 +405,16 @@ pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
             .and_then(Value::as_str)
             .map(str::to_string),
         v.get("model").and_then(Value::as_str).map(str::to_string),
-    ))
+    );
+    reply.stop_sequence = stop_sequence(&v);
+    Ok(reply)
+}
+
+/// The stop sequence a message or a `message_delta`'s delta says the reply ended at.
+fn stop_sequence(v: &Value) -> Option<String> {
+    v.get("stop_sequence")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// `{"type":"overloaded_error","message":"Overloaded"}` → `overloaded_error: Overloaded`.
@@ -524,6 +533,9 @@ impl EventReader for Events {
             "message_delta" => {
                 if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     reply.finish_reason = Some(reason.to_string());
+                }
+                if let Some(s) = v.get("delta").and_then(stop_sequence) {
+                    reply.stop_sequence = Some(s);
                 }
                 if let Some(u) = v.get("usage") {
                     update_usage(reply.usage.get_or_insert_with(Usage::default), u);
@@ -825,6 +837,36 @@ mod tests {
         assert_eq!(r.model.as_deref(), Some("claude-opus-4-20250514"));
         let u = r.usage.unwrap();
         assert_eq!((u.input_tokens, u.output_tokens), (25, 15));
+    }
+
+    #[test]
+    fn the_stop_sequence_it_stopped_at_is_kept_whole_and_streamed() {
+        let body = br#"{"id":"msg_1","type":"message","role":"assistant","model":"m",
+          "content":[{"type":"text","text":"One two "}],"stop_reason":"stop_sequence",
+          "stop_sequence":"STOP","usage":{"input_tokens":3,"output_tokens":2}}"#;
+        let r = ModelConfiguration::new(&ClaudeMessages, "m")
+            .extract(body)
+            .unwrap();
+        assert_eq!(
+            (r.finish_reason.as_deref(), r.stop_sequence.as_deref()),
+            (Some("stop_sequence"), Some("STOP"))
+        );
+        let stopped = DOC_STREAM.replace(
+            r#""stop_reason": "end_turn", "stop_sequence":null"#,
+            r#""stop_reason": "stop_sequence", "stop_sequence": "STOP""#,
+        );
+        assert_ne!(stopped, DOC_STREAM);
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
+        feed_sse(&mut d, &stopped).unwrap();
+        let r = d.finish().unwrap();
+        assert_eq!(
+            (r.finish_reason.as_deref(), r.stop_sequence.as_deref()),
+            (Some("stop_sequence"), Some("STOP"))
+        );
+        // The documented stream, which ended at its end, names none.
+        let mut d = ModelConfiguration::new(&ClaudeMessages, "m").decoder();
+        feed_sse(&mut d, DOC_STREAM).unwrap();
+        assert_eq!(d.finish().unwrap().stop_sequence, None);
     }
 
     #[test]

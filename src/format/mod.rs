@@ -90,6 +90,9 @@ pub struct ModelReply {
     pub finish_reason: Option<String>,
     /// The model that answered, as the provider reports it.
     pub model: Option<String>,
+    /// The request's stop sequence the reply ended at, where the provider says which
+    /// (Anthropic's `stop_sequence`).
+    pub stop_sequence: Option<String>,
 }
 
 impl ModelReply {
@@ -109,6 +112,7 @@ impl ModelReply {
             usage,
             finish_reason,
             model,
+            stop_sequence: None,
         }
     }
 }

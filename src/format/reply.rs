@@ -103,6 +103,8 @@ pub struct ReplyBuilder {
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
     pub model: Option<String>,
+    /// The stop sequence the reply ended at (formats that say which).
+    pub stop_sequence: Option<String>,
     /// The stream's terminal event arrived.
     complete: bool,
     /// Arguments that are not JSON are an error (else they are kept as a string).
@@ -413,12 +415,9 @@ impl ReplyBuilder {
                 _ => {}
             }
         }
-        Ok(ModelReply::assistant(
-            content,
-            self.usage,
-            self.finish_reason,
-            self.model,
-        ))
+        let mut reply = ModelReply::assistant(content, self.usage, self.finish_reason, self.model);
+        reply.stop_sequence = self.stop_sequence;
+        Ok(reply)
     }
 }
 

@@ -122,7 +122,7 @@ impl Events {
             "message_delta",
             &json!({
                 "type": "message_delta",
-                "delta": {"stop_reason": stop_reason(reply), "stop_sequence": null},
+                "delta": {"stop_reason": stop_reason(reply), "stop_sequence": reply.stop_sequence},
                 "usage": usage,
             }),
         ));
@@ -166,7 +166,7 @@ impl Shape for Events {
             "model": self.model,
             "content": content,
             "stop_reason": stop_reason(reply),
-            "stop_sequence": null,
+            "stop_sequence": reply.stop_sequence,
             "usage": usage(reply.usage.unwrap_or_default()),
         })
     }

@@ -1,7 +1,8 @@
 //! `genai serve` as a gateway in Anthropic's Messages API, and any API in, any provider out:
 //! `POST /v1/messages` (as Claude Code sends it, `?beta=true`) answered by the fake OpenAI
 //! provider, whole and streamed, with a tool_use/tool_result round trip; OpenAI's Chat
-//! Completions answered by the fake Anthropic provider; Claude's signed thinking carried back;
+//! Completions answered by the fake Anthropic provider; the stop sequence Claude stopped at;
+//! Claude's signed thinking carried back;
 //! `count_tokens`; and the errors in Anthropic's shape (401, malformed JSON, a missing
 //! `max_tokens`, an unknown model, a server tool, an unknown field, an upstream's 429).
 
@@ -308,6 +309,43 @@ async fn an_openai_request_runs_on_the_anthropic_upstream_whole_and_streamed() {
         assert!(sent["system"].to_string().contains("Be French."), "{sent}");
         assert_eq!(sent["messages"][0]["role"], "user");
     }
+}
+
+#[tokio::test]
+async fn the_stop_sequence_claude_stopped_at_comes_back_whole_and_streamed() {
+    let reply = fake_anthropic::Behavior::reply("One two STOP three.", 3);
+    let fake = FakeAnthropic::start(reply).unwrap();
+    let served = serve_anthropic(&fake);
+    let body = |stream: bool| {
+        json!({"model": "anthropic:claude-fake", "max_tokens": 100, "stream": stream,
+               "stop_sequences": ["NEVER", "STOP"],
+               "messages": [{"role": "user", "content": "Count."}]})
+    };
+    let (status, v) = messages(&served, &body(false)).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["content"][0]["text"], "One two ", "{v}");
+    assert_eq!(
+        (&v["stop_reason"], &v["stop_sequence"]),
+        (&json!("stop_sequence"), &json!("STOP")),
+        "{v}"
+    );
+    assert_eq!(fake.last().body["stop_sequences"], json!(["NEVER", "STOP"]));
+
+    let (status, text) = post(&served, "/v1/messages", &body(true)).await;
+    assert_eq!(status, 200, "{text}");
+    let events = typed_events(&text);
+    let delta = events
+        .iter()
+        .find(|(name, _)| name == "message_delta")
+        .map(|(_, d)| &d["delta"])
+        .unwrap_or_else(|| panic!("no message_delta: {text}"));
+    assert_eq!(
+        delta,
+        &json!({"stop_reason": "stop_sequence", "stop_sequence": "STOP"}),
+        "{text}"
+    );
+    // Before the end, no one knows where the reply stops.
+    assert_eq!(events[0].1["message"]["stop_sequence"], Value::Null);
 }
 
 #[tokio::test]

@@ -145,8 +145,14 @@ impl Wire for Anthropic {
                 let body = error_body(kind, &message);
                 ex.respond(status, "application/json", &extra, &body).await
             }
-            (None, Some(behavior)) => {
+            (None, Some(mut behavior)) => {
                 let body = &ex.request.body;
+                // As the API does: the reply ends before the first stop sequence it holds.
+                let stop_sequence = first_stop(body, &behavior.reply);
+                if let Some((at, _)) = &stop_sequence {
+                    behavior.reply.truncate(*at);
+                    behavior.tool_calls.clear();
+                }
                 let (cache_read, cache_write) = match (behavior.cache_read, behavior.cache_creation)
                 {
                     (0, 0) => ex.wire().cache.serve(&claude_blocks(body)),
@@ -166,6 +172,7 @@ impl Wire for Anthropic {
                             behavior.reasoning.clone()
                         }
                     }),
+                    stop_sequence: stop_sequence.map(|(_, s)| s),
                 };
                 let streaming = body["stream"].as_bool().unwrap_or(false);
                 answer(ex, &ctx, &behavior, streaming).await
@@ -305,6 +312,27 @@ struct Ctx {
     input_tokens: u64,
     /// What the model thinks first, when the request enables thinking.
     thinking: Option<String>,
+    /// The request's stop sequence the reply stopped at.
+    stop_sequence: Option<String>,
+}
+
+/// The request's stop sequence that comes first in `reply`, and where.
+fn first_stop(body: &Value, reply: &str) -> Option<(usize, String)> {
+    body["stop_sequences"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .filter_map(|s| reply.find(s).map(|at| (at, s.to_string())))
+        .min()
+}
+
+/// Why the reply stopped, and at which stop sequence.
+fn stop_of(ctx: &Ctx, b: &Behavior) -> (&'static str, Option<String>) {
+    match (&ctx.stop_sequence, b.tool_calls.is_empty()) {
+        (Some(s), _) => ("stop_sequence", Some(s.clone())),
+        (None, true) => ("end_turn", None),
+        (None, false) => ("tool_use", None),
+    }
 }
 
 /// Whether the request enables extended thinking.
@@ -403,8 +431,8 @@ async fn answer(mut ex: Exchange<Anthropic>, ctx: &Ctx, b: &Behavior, streaming:
                                    "input": serde_json::from_str::<Value>(input).unwrap()})
                         }))
                         .collect::<Vec<_>>(),
-                    "stop_reason": if b.tool_calls.is_empty() { "end_turn" } else { "tool_use" },
-                    "stop_sequence": null,
+                    "stop_reason": stop_of(ctx, b).0,
+                    "stop_sequence": stop_of(ctx, b).1,
                     "usage": usage(ctx, b, count_words(&b.reply).max(1)),
                 })
                 .to_string()
@@ -550,15 +578,11 @@ async fn stream(ex: &mut Exchange<Anthropic>, ctx: &Ctx, b: &Behavior) -> bool {
             &json!({"type": "content_block_stop", "index": index}).to_string(),
         ));
     }
-    let stop_reason = if b.tool_calls.is_empty() {
-        "end_turn"
-    } else {
-        "tool_use"
-    };
+    let (stop_reason, stop_sequence) = stop_of(ctx, b);
     tail.push(sse(
         "message_delta",
         &json!({"type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},
                 "usage": {"output_tokens": output}})
         .to_string(),
     ));

@@ -4,7 +4,8 @@
 //! `genai ask` gives, a streamed answer piped into `head` leaves the serve serving, the cloud
 //! model answers through the same address with genai's own key, which never reaches the client,
 //! while the client's token never reaches the cloud; a request without the token is refused,
-//! and one the cloud refuses as malformed comes back as the cloud's 400.
+//! one the cloud refuses as malformed comes back as the cloud's 400, and a cloud model that
+//! thinks brings its reasoning and the tokens it spent on it.
 
 use crate::home::{Home, Run};
 use crate::support::fake_openai::{Behavior, Mode};
@@ -139,6 +140,27 @@ fn an_openai_client_reaches_the_local_and_the_cloud_model_through_genai_serve() 
         .ok()
         .stdout()
         .contains("From the cloud."));
+
+    // A cloud model that thinks: its reasoning and the tokens it spent on it come through; the
+    // local model, which does not count reasoning apart, says nothing of them.
+    fake.push(Behavior::text("Blue.").thinking("Sky colours first."));
+    let thought = post("", &cloud_body).ok().stdout();
+    let thought: serde_json::Value =
+        serde_json::from_str(&thought).unwrap_or_else(|e| panic!("{e}: {thought}"));
+    let message = &thought["choices"][0]["message"];
+    assert_eq!(message["content"], "Blue.", "{thought}");
+    assert_eq!(
+        message["reasoning_content"], "Sky colours first.",
+        "{thought}"
+    );
+    assert_eq!(
+        thought["usage"]["completion_tokens_details"]["reasoning_tokens"], 3,
+        "{thought}"
+    );
+    assert!(
+        reply["usage"].get("completion_tokens_details").is_none(),
+        "{reply}"
+    );
 
     home.run(&["serve", "--stop"]).ok();
 }

@@ -1,7 +1,7 @@
 //! Reading a request's JSON fields, for every API of the gateway: a field's value as the type
 //! it must be, refused (400) naming the field when it is not, and the keys of an object that
 //! the gateway cannot carry. Also the core's messages built from parts, and the function of a
-//! tool as both OpenAI APIs give it.
+//! tool and `tool_choice` as both OpenAI APIs give them.
 //!
 //! It owns these checks only. It must never know an API's fields (each API's file lists its
 //! own) nor accept a value of the wrong type by converting it.
@@ -149,6 +149,35 @@ pub fn function_tool(tool: &mut Map<String, Value>, at: &str) -> Result<ToolSpec
     })
 }
 
+/// `tool_choice` as both OpenAI APIs give it, as the core's parameter: `auto`, `none`,
+/// `required`, or the name of the function `{"type": "function", ...}` names at `name_at` (a
+/// path of keys: Chat Completions' `function.name`, Responses' `name`).
+pub fn tool_choice(value: &Value, name_at: &[&str]) -> Result<Value, ApiError> {
+    match value {
+        Value::String(s) if matches!(s.as_str(), "auto" | "none" | "required") => Ok(value.clone()),
+        Value::Object(_) if value["type"] == "function" => {
+            let name = name_at.iter().fold(value, |v, key| &v[*key]);
+            match name {
+                Value::String(_) => Ok(name.clone()),
+                _ => Err(ApiError::invalid(
+                    format!("tool_choice.{}", name_at.join(".")),
+                    "is required",
+                )),
+            }
+        }
+        _ => {
+            let named = name_at.iter().rev().fold("...".to_string(), |inner, key| {
+                format!("{{\"{key}\":{inner}}}")
+            });
+            let shape = format!("{{\"type\":\"function\",{}", &named[1..]);
+            Err(ApiError::invalid(
+                "tool_choice",
+                format!("must be auto, none, required or {shape}"),
+            ))
+        }
+    }
+}
+
 /// A message of the core with this role and these parts.
 pub fn with_role(role: Role, content: Vec<Part>) -> Message {
     Message {
@@ -161,4 +190,48 @@ pub fn with_role(role: Role, content: Vec<Part>) -> Message {
 /// The text of these parts.
 pub fn text_of(parts: &[Part]) -> String {
     with_role(Role::System, parts.to_vec()).text()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_choice_reads_each_apis_shape_and_names_what_is_wrong() {
+        let chat = ["function", "name"];
+        let responses = ["name"];
+        for words in ["auto", "none", "required"] {
+            assert_eq!(tool_choice(&json!(words), &chat).unwrap(), json!(words));
+        }
+        let named = json!({"type": "function", "function": {"name": "read"}});
+        assert_eq!(tool_choice(&named, &chat).unwrap(), json!("read"));
+        let named = json!({"type": "function", "name": "read"});
+        assert_eq!(tool_choice(&named, &responses).unwrap(), json!("read"));
+
+        let nameless = json!({"type": "function", "function": {}});
+        let e = tool_choice(&nameless, &chat)
+            .unwrap_err()
+            .body()
+            .to_string();
+        assert!(e.contains("tool_choice.function.name"), "{e}");
+        let e = tool_choice(&json!({"type": "function"}), &responses)
+            .unwrap_err()
+            .body()
+            .to_string();
+        assert!(e.contains("tool_choice.name"), "{e}");
+        let e = tool_choice(&json!("any"), &chat)
+            .unwrap_err()
+            .body()
+            .to_string();
+        assert!(
+            e.contains(r#"{\"type\":\"function\",\"function\":{\"name\":...}}"#),
+            "{e}"
+        );
+        let e = tool_choice(&json!(3), &responses)
+            .unwrap_err()
+            .body()
+            .to_string();
+        assert!(e.contains(r#"{\"type\":\"function\",\"name\":...}"#), "{e}");
+    }
 }

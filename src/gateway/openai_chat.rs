@@ -88,7 +88,10 @@ impl ChatRequest {
                     ))
                 }
                 "tools" => r.tools = tools(value)?,
-                "tool_choice" => r.parameters.push((key, tool_choice(value)?)),
+                "tool_choice" => {
+                    let choice = fields::tool_choice(&value, &["function", "name"])?;
+                    r.parameters.push((key, choice));
+                }
                 "response_format" => match response_format(value)? {
                     Format::Text => {}
                     Format::Schema(s) => r.schema = Some(s),
@@ -346,23 +349,6 @@ fn tools(value: Value) -> Result<Vec<ToolSpec>, ApiError> {
         specs.push(fields::function_tool(&mut function, &fn_at)?);
     }
     Ok(specs)
-}
-
-/// `tool_choice` as the core's parameter: auto, none, required, or a tool's name.
-fn tool_choice(value: Value) -> Result<Value, ApiError> {
-    match &value {
-        Value::String(s) if matches!(s.as_str(), "auto" | "none" | "required") => Ok(value),
-        Value::Object(m) if m.get("type").is_some_and(|t| t == "function") => m
-            .get("function")
-            .and_then(|f| f.get("name"))
-            .filter(|n| n.is_string())
-            .cloned()
-            .ok_or_else(|| ApiError::invalid("tool_choice.function.name", "is required")),
-        _ => Err(ApiError::invalid(
-            "tool_choice",
-            "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}",
-        )),
-    }
 }
 
 /// What `response_format` asks.

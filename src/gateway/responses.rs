@@ -23,7 +23,7 @@ use super::fields::{array, boolean, object, only, string, text_of, with_role};
 use super::openai_chat::image_part;
 use super::respond;
 use super::responses_reply::{Events, NAMESPACE_SEPARATOR};
-use super::responses_tools::{tool_choice, tools};
+use super::responses_tools::tools;
 use super::turn::Turn;
 use super::{fields, Api, ApiError, Caller};
 use crate::agent::AIAgent;
@@ -171,7 +171,7 @@ impl ResponsesRequest {
                     r.echo.insert(key, value);
                 }
                 "tool_choice" => {
-                    let choice = tool_choice(&value)?;
+                    let choice = fields::tool_choice(&value, &["name"])?;
                     r.parameters.push((key.clone(), choice));
                     r.echo.insert(key, value);
                 }

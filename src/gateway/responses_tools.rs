@@ -90,19 +90,3 @@ fn function_tool(
     }
     Ok(spec)
 }
-
-/// `tool_choice` as the core's parameter: auto, none, required, or a function's name.
-pub(super) fn tool_choice(value: &Value) -> Result<Value, ApiError> {
-    match value {
-        Value::String(s) if matches!(s.as_str(), "auto" | "none" | "required") => Ok(value.clone()),
-        Value::Object(m) if m.get("type").is_some_and(|t| t == "function") => m
-            .get("name")
-            .filter(|n| n.is_string())
-            .cloned()
-            .ok_or_else(|| ApiError::invalid("tool_choice.name", "is required")),
-        _ => Err(ApiError::invalid(
-            "tool_choice",
-            "must be auto, none, required or {\"type\":\"function\",\"name\":...}",
-        )),
-    }
-}

@@ -251,6 +251,7 @@ pub fn run(c: Command) -> Result<(), Error> {
                         usage: u,
                         cost: m.cost,
                         unpriced: u64::from(m.cost.is_none()),
+                        gateway_requests: 0,
                     });
                 }
                 outln!("[{}{by}] {}\n", m.message.role.as_str(), m.message.text());

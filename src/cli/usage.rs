@@ -1,5 +1,5 @@
-//! `genai usage`: the tokens and cost of the stored replies, added up by model, day or
-//! conversation, since a date or an age; or, `--by key`, the gateway's requests by virtual key
+//! `genai usage`: the tokens and cost of the stored replies and the gateway's requests, added
+//! up by model, day or conversation, since a date or an age; or, `--by key`, the gateway's requests by virtual key
 //! (requests, tokens, cost, median latency, the models that served them and the clients). It
 //! reads the history through `Store::usage` and `Store::gateway_usage` and only shows what
 //! they return: a cost it does not know is printed as unknown, never as 0.
@@ -63,6 +63,7 @@ fn row_json(r: &UsageRow) -> Value {
         "usage": r.usage,
         "cost": r.cost,
         "unpricedTurns": r.unpriced,
+        "gatewayRequests": r.gateway_requests,
     });
     if let Some(t) = &r.title {
         v["title"] = Value::from(t.as_str());
@@ -127,6 +128,13 @@ pub fn run(a: Args) -> Result<(), Error> {
             u.cache_write_tokens.unwrap_or(0),
             u.output_tokens,
             cost(r)
+        );
+    }
+    if total.gateway_requests > 0 {
+        outln!(
+            "({} of the {} turns are requests through the gateway: `genai usage --by key`)",
+            total.gateway_requests,
+            total.turns
         );
     }
     Ok(())

@@ -27,7 +27,7 @@ mod usage;
 pub use listing::ListFilter;
 pub use search::Found;
 pub use time::UtcTime;
-pub use usage::{Grouping, UsageRow};
+pub use usage::{Grouping, UsageRow, GATEWAY_GROUP};
 
 /// One conversation as stored.
 #[derive(Debug, Clone)]

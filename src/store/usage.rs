@@ -1,6 +1,8 @@
 //! Usage and cost summaries over the stored replies (`genai usage`): token counts and costs
-//! added up by model, day (UTC) or conversation, since a time. The sums read only the covering
-//! index of migration 7 (`messages_usage`), so a large history answers fast.
+//! added up by model, day (UTC) or conversation, since a time, with the gateway's answered
+//! requests counted beside the conversations' turns (one turn each; by conversation they are
+//! one group of their own, [`GATEWAY_GROUP`]). The replies' sums read only the covering index
+//! of migration 7 (`messages_usage`), so a large history answers fast.
 //!
 //! It only reads; it must never write messages (that is `commit_turn`) nor decide how a
 //! front-end shows figures. A cost it does not know stays unknown: it is never added as 0.
@@ -37,7 +39,13 @@ pub struct UsageRow {
     pub cost: Option<f64>,
     /// Replies whose cost is unknown (no price for their model).
     pub unpriced: u64,
+    /// How many of `turns` were requests through the gateway.
+    pub gateway_requests: u64,
 }
+
+/// The group of the gateway's requests when replies are grouped by conversation: they belong
+/// to none (the client keeps its history).
+pub const GATEWAY_GROUP: &str = "gateway";
 
 impl UsageRow {
     /// Every row added up into one named `key`.
@@ -49,26 +57,57 @@ impl UsageRow {
             usage: Usage::default(),
             cost: None,
             unpriced: 0,
+            gateway_requests: 0,
         };
         for r in rows {
-            total.turns += r.turns;
-            total.usage = total.usage.plus(r.usage);
-            total.unpriced += r.unpriced;
-            total.cost = match (total.cost, r.cost) {
-                (None, None) => None,
-                (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-            };
+            total.add(r);
         }
         total
+    }
+
+    /// Adds `other`'s figures to this row's.
+    fn add(&mut self, r: &UsageRow) {
+        self.turns += r.turns;
+        self.gateway_requests += r.gateway_requests;
+        self.usage = self.usage.plus(r.usage);
+        self.unpriced += r.unpriced;
+        self.cost = match (self.cost, r.cost) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+    }
+
+    /// Every input and output token of the group.
+    fn tokens(&self) -> u64 {
+        self.usage.input_tokens + self.usage.output_tokens
     }
 }
 
 const DAY_MS: i64 = 86_400_000;
 
 impl Store {
-    /// The replies stored at or after `since` (milliseconds since the Unix epoch; all when
-    /// `None`), added up by `by`: days in order, models and conversations most tokens first.
+    /// The replies and the gateway's answered requests stored at or after `since`
+    /// (milliseconds since the Unix epoch; all when `None`), added up by `by`: days in order,
+    /// models and conversations most tokens first.
     pub fn usage(&self, since: Option<i64>, by: Grouping) -> Result<Vec<UsageRow>> {
+        let mut rows = self.reply_usage(since, by)?;
+        for g in self.gateway_usage_by(since, by)? {
+            match rows.iter_mut().find(|r| r.key == g.key) {
+                Some(r) => r.add(&g),
+                None => rows.push(g),
+            }
+        }
+        match by {
+            Grouping::Day => rows.sort_by(|a, b| a.key.cmp(&b.key)),
+            Grouping::Model | Grouping::Conversation => {
+                rows.sort_by(|a, b| b.tokens().cmp(&a.tokens()).then_with(|| a.key.cmp(&b.key)))
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The conversations' replies added up by `by`.
+    fn reply_usage(&self, since: Option<i64>, by: Grouping) -> Result<Vec<UsageRow>> {
         let (key, order) = match by {
             // Messages stored before genai recorded each turn's model take their conversation's.
             Grouping::Model => (
@@ -93,16 +132,8 @@ impl Store {
         let count = |n: Option<i64>| n.unwrap_or(0).max(0) as u64;
         let mut rows = stmt
             .query_map(params![since.unwrap_or(i64::MIN)], |r| {
-                let key = match r.get::<_, Sql>(0)? {
-                    Sql::Integer(day) => {
-                        let t = UtcTime::of(day * DAY_MS);
-                        format!("{:04}-{:02}-{:02}", t.year, t.month, t.day)
-                    }
-                    Sql::Text(t) => t,
-                    _ => "unknown".to_string(),
-                };
                 Ok(UsageRow {
-                    key,
+                    key: day_or(r.get(0)?),
                     title: None,
                     turns: count(r.get(1)?),
                     usage: Usage {
@@ -114,6 +145,7 @@ impl Store {
                     },
                     cost: r.get(6)?,
                     unpriced: count(r.get(7)?),
+                    gateway_requests: 0,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -130,6 +162,57 @@ impl Store {
             }
         }
         Ok(rows)
+    }
+
+    /// The gateway's answered requests (those with usage) added up by `by`: by the model that
+    /// served them (its id, as a reply stores it), by day, or all in [`GATEWAY_GROUP`].
+    fn gateway_usage_by(&self, since: Option<i64>, by: Grouping) -> Result<Vec<UsageRow>> {
+        let key = match by {
+            Grouping::Model => "SUBSTR(served_by, INSTR(served_by, ':') + 1)".to_string(),
+            Grouping::Day => "created_at / 86400000".to_string(),
+            Grouping::Conversation => format!("'{GATEWAY_GROUP}'"),
+        };
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {key} AS k, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cost),
+                    SUM(cost IS NULL)
+             FROM gateway_requests
+             WHERE input_tokens IS NOT NULL AND created_at >= ?1
+             GROUP BY k"
+        ))?;
+        let count = |n: Option<i64>| n.unwrap_or(0).max(0) as u64;
+        let rows = stmt
+            .query_map(params![since.unwrap_or(i64::MIN)], |r| {
+                let requests = count(r.get(1)?);
+                Ok(UsageRow {
+                    key: day_or(r.get(0)?),
+                    title: (by == Grouping::Conversation)
+                        .then(|| "the gateway's requests (genai usage --by key)".to_string()),
+                    turns: requests,
+                    usage: Usage {
+                        input_tokens: count(r.get(2)?),
+                        output_tokens: count(r.get(3)?),
+                        ..Usage::default()
+                    },
+                    cost: r.get(4)?,
+                    unpriced: count(r.get(5)?),
+                    gateway_requests: requests,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+}
+
+/// A group's key as read: a day number as `2026-01-31`, a text as it is, else `unknown`.
+fn day_or(key: Sql) -> String {
+    match key {
+        Sql::Integer(day) => {
+            let t = UtcTime::of(day * DAY_MS);
+            format!("{:04}-{:02}-{:02}", t.year, t.month, t.day)
+        }
+        Sql::Text(t) => t,
+        _ => "unknown".to_string(),
     }
 }
 
@@ -213,6 +296,77 @@ mod tests {
         assert_eq!(total.usage.cache_read_tokens, Some(100));
         assert_eq!((total.turns, total.usage.input_tokens), (3, 700));
         assert_eq!((total.cost, total.unpriced), (Some(0.75), 1));
+    }
+
+    #[test]
+    fn the_gateways_answered_requests_count_beside_the_turns() {
+        let s = Store::in_memory().unwrap();
+        s.create_conversation(&crate::store::tests::record("01A", 1))
+            .unwrap();
+        turn(&s, "01A", "m1", 20_000, reply(100, Some(40), Some(0.5)));
+        let request = |day: i64, served_by: &str, input: Option<u64>, cost: Option<f64>| {
+            crate::store::GatewayRequest {
+                created_at: day * DAY_MS + 7,
+                key_name: "ci".into(),
+                api: "openai-chat".into(),
+                served_by: Some(served_by.into()),
+                status: if input.is_some() { "200" } else { "502" }.into(),
+                input_tokens: input,
+                output_tokens: input.map(|_| 5),
+                cost,
+                ..Default::default()
+            }
+        };
+        s.record_gateway_requests(&[
+            request(20_000, "corp:m1", Some(50), Some(0.25)),
+            request(
+                20_001,
+                "bedrock:anthropic.claude-3-haiku-20240307-v1:0",
+                Some(900),
+                None,
+            ),
+            request(20_001, "corp:m1", None, None),
+        ])
+        .unwrap();
+
+        let by_model = s.usage(None, Grouping::Model).unwrap();
+        let keys: Vec<_> = by_model
+            .iter()
+            .map(|r| (r.key.as_str(), r.turns, r.gateway_requests))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("anthropic.claude-3-haiku-20240307-v1:0", 1, 1),
+                ("m1", 2, 1)
+            ],
+            "a model's id after its provider, merged with the turns on it; the failed request left out"
+        );
+        assert_eq!(by_model[1].usage.input_tokens, 150);
+        assert_eq!(by_model[1].cost, Some(0.75));
+        assert_eq!(by_model[1].usage.cache_read_tokens, Some(40));
+        assert_eq!((by_model[0].cost, by_model[0].unpriced), (None, 1));
+
+        let by_day = s.usage(None, Grouping::Day).unwrap();
+        let days: Vec<_> = by_day.iter().map(|r| (r.key.as_str(), r.turns)).collect();
+        assert_eq!(days, [("2024-10-04", 2), ("2024-10-05", 1)]);
+
+        let by_conversation = s.usage(None, Grouping::Conversation).unwrap();
+        let groups: Vec<_> = by_conversation
+            .iter()
+            .map(|r| (r.key.as_str(), r.turns))
+            .collect();
+        assert_eq!(groups, [(GATEWAY_GROUP, 2), ("01A", 1)]);
+        assert!(by_conversation[0]
+            .title
+            .as_ref()
+            .unwrap()
+            .contains("--by key"));
+
+        let since = s.usage(Some(20_001 * DAY_MS), Grouping::Model).unwrap();
+        assert_eq!(since.len(), 1, "{since:?}");
+        let total = UsageRow::total("total", &by_model);
+        assert_eq!((total.turns, total.gateway_requests), (3, 2));
     }
 
     #[test]

@@ -428,6 +428,26 @@ async fn usage_by_key_names_key_client_and_model_and_bodies_are_kept_only_where_
         .output()
         .unwrap();
     let table = String::from_utf8(o.stdout).unwrap();
+    // The spending a plain `genai usage` shows holds the gateway's requests too.
+    let o = served
+        .genai(&["usage", "--json"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let all: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let model = all["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["key"] == "gpt-usage")
+        .unwrap_or_else(|| panic!("no group of gpt-usage: {all}"));
+    assert_eq!(
+        (model["turns"].as_u64(), model["gatewayRequests"].as_u64()),
+        (Some(4), Some(4)),
+        "{all}"
+    );
+    assert_eq!(all["total"]["cost"], model["cost"], "{all}");
+    assert!(all["total"]["cost"].as_f64().unwrap() > 0.0, "{all}");
     assert!(
         table.contains("kept")
             && table.contains("openai:gpt-usage")

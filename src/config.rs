@@ -247,9 +247,10 @@ pub struct AgentConfig {
     /// client-hosted one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub middleware: Option<Vec<String>>,
-    /// Agents tried in order when this one's provider fails before its answer starts (a 429,
-    /// a 5xx, a time-out or a refused connection): each runs the same request on its own
-    /// provider and model. Their own fallbacks are not followed.
+    /// Tried in order when this one's provider fails before its answer starts (a 429, a 5xx,
+    /// a time-out or a refused connection): other agents, or any name `-m` takes
+    /// (`PROVIDER:MODEL`, a provider, `local`). Each runs the same request on its own provider
+    /// and model. An agent's own fallbacks are not followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Vec<String>>,
 }
@@ -380,12 +381,14 @@ impl Config {
                     format!("agents.{name}: set exactly one of `model_configuration` or `model`"),
                 ));
             }
+            // Any other name `-m` takes; one that names nothing is said when the agent is
+            // first built, as for `[defaults] model` (the providers are not known here).
             for other in agent.fallback.iter().flatten() {
-                if other == name || !config.agents.contains_key(other) {
+                if other == name || other.trim().is_empty() {
                     return Err(Error::new(
                         ErrorKind::Config,
                         format!(
-                            "agents.{name}.fallback: `{other}` is not another agent of [agents]"
+                            "agents.{name}.fallback: `{other}` is not another agent, PROVIDER:MODEL or provider"
                         ),
                     ));
                 }

@@ -99,6 +99,14 @@ impl AIAgent {
         served.map(|i| self.fallbacks[i].name.clone())
     }
 
+    /// The name of the provider that answered the last request: a fallback's, or the agent's.
+    pub fn served_provider(&self) -> String {
+        match self.served.lock().ok().and_then(|s| *s) {
+            Some(i) => self.fallbacks[i].provider.name.clone(),
+            None => self.provider.name.clone(),
+        }
+    }
+
     /// The provider, model and price of whoever answered the last request.
     pub fn served_model(&self, own: &ModelConfiguration) -> (String, String, Option<Priced>) {
         match self.served.lock().ok().and_then(|s| *s) {

@@ -246,7 +246,8 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
                 false => Value::from(last.summary.clone()),
             },
             "reasoning": reasoning,
-            "provider": conv.service_provider,
+            // The provider that answered: a fallback's when one served the turn.
+            "provider": agent.served_provider(),
             "model": last.model.clone().unwrap_or(conv.model.clone()),
             "usage": last.usage,
             "cost": last.cost,

@@ -251,8 +251,9 @@ impl Framework {
         Ok(agent)
     }
 
-    /// The fallback agents of `sel`, each on its own provider and model (their own fallbacks
-    /// are not followed), with the parameters given to the agent.
+    /// The fallbacks of `sel` (each a name `-m` takes: an agent, `PROVIDER:MODEL`, a provider
+    /// or `local`), each on its own provider and model (an agent's own fallbacks are not
+    /// followed), with the parameters given to the agent.
     fn fallbacks(
         &self,
         sel: &Selection,
@@ -260,7 +261,10 @@ impl Framework {
     ) -> Result<Vec<crate::agent::Fallback>> {
         let mut out = Vec::with_capacity(sel.fallback.len());
         for name in &sel.fallback {
-            let fsel = self.selector().select(&ModelChoice::Agent(name.clone()))?;
+            let fsel = self
+                .selector()
+                .select(&ModelChoice::Named(name.clone()))
+                .map_err(|e| Error::new(e.kind, format!("fallback `{name}`: {}", e.message)))?;
             let provider = self.selector().provider(&fsel)?;
             let model = self.registry.build_model(
                 &provider,

@@ -1,4 +1,4 @@
-//! An agent's `fallback = [...]` agents: when its provider fails before answering (a 429, a
+//! An agent's `fallback = [...]` (agents, or any name `-m` takes): when its provider fails before answering (a 429, a
 //! 5xx, a refused connection), the same request goes to the next fallback that can carry it,
 //! through the gateway (whole and streamed, the answer's `x-genai-served-by` and
 //! `x-genai-fallback` headers naming who answered) and through `genai ask` (the stored reply
@@ -174,6 +174,7 @@ fn genai_ask_falls_back_and_the_stored_reply_names_the_fallbacks_model() {
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["reply"], "Spare here.");
     assert_eq!(v["model"], "gpt-spare");
+    assert_eq!(v["provider"], "spare", "the provider that answered");
     let details = v["details"].to_string();
     assert!(details.contains("served by fallback spare"), "{details}");
     let id = v["conversationId"].as_str().unwrap();
@@ -192,7 +193,7 @@ fn genai_ask_falls_back_and_the_stored_reply_names_the_fallbacks_model() {
 }
 
 #[test]
-fn a_fallback_that_is_not_an_agent_is_a_config_error() {
+fn a_fallback_may_be_any_name_ask_takes_and_one_naming_nothing_is_said() {
     let dirs = crate::support::cli::Folders::new();
     dirs.write_config(
         "[agents.main]\nprovider = \"openai\"\nmodel = \"m\"\nfallback = [\"nowhere\"]\n",
@@ -200,8 +201,40 @@ fn a_fallback_that_is_not_an_agent_is_a_config_error() {
     let o = dirs.genai(&["ask", "-m", "main", "hi"]).output().unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("agents.main.fallback") && err.contains("nowhere"),
-        "{err}"
+    assert!(err.contains("fallback `nowhere`"), "{err}");
+    dirs.write_config(
+        "[agents.main]\nprovider = \"openai\"\nmodel = \"m\"\nfallback = [\"main\"]\n",
     );
+    let o = dirs.genai(&["ask", "-m", "main", "hi"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("agents.main.fallback"), "itself: {err}");
+
+    // PROVIDER:MODEL, as `-m` takes it: no agent needed for the spare.
+    let busy = FakeOpenAi::start(0, error(503)).unwrap();
+    let spare = FakeOpenAi::start(0, Behavior::text("Spare here.")).unwrap();
+    dirs.write_config(&format!(
+        "[service_providers.busy]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-busy\"\nmax_retries = 0\n\n\
+         [service_providers.spare]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-spare\"\n\n\
+         [agents.main]\nprovider = \"busy\"\nmodel = \"gpt-busy\"\nfallback = [\"spare:gpt-other\"]\n",
+        busy.base_url(),
+        spare.base_url()
+    ));
+    let o = dirs
+        .genai(&["ask", "-m", "main", "--json", "hi"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["reply"].as_str(), v["model"].as_str()),
+        (Some("Spare here."), Some("gpt-other")),
+        "{v}"
+    );
+    assert!(
+        v["details"]
+            .to_string()
+            .contains("served by fallback spare:gpt-other"),
+        "{v}"
+    );
+    assert_eq!(spare.last().body["model"], "gpt-other");
 }

@@ -4,7 +4,8 @@
 //! two requests a minute, starts `genai serve --background`, and points an Anthropic client
 //! (curl) at it. The fallback answers and the answer says so; another model is refused by the
 //! key's patterns; past its rate it gets a 429 with `retry-after`; `genai usage --by key` shows
-//! the key with the model that served it; a revoked key is refused while the serve runs; the
+//! the key with the model that served it, and a plain `genai usage` counts it; `genai ask` on
+//! the agent names the fallback's provider; a revoked key is refused while the serve runs; the
 //! key is shown once and never again.
 
 use std::time::Duration;
@@ -120,6 +121,24 @@ fn a_virtual_key_with_limits_reaches_a_fallback_and_its_usage_is_its_own() {
     assert!(
         json.contains("teammate") && json.contains("gpt-journey"),
         "{json}"
+    );
+    // A plain `genai usage`, piped into `head`, counts the key's request beside the turns.
+    let plain = home.sh("genai usage | head -3").ok().stdout();
+    assert!(
+        plain.lines().any(|l| l.starts_with("gpt-journey")),
+        "{plain}"
+    );
+    let all = home.run(&["usage"]).ok().stdout();
+    assert!(all.contains("requests through the gateway"), "{all}");
+
+    // The same agent from the shell: the answer names the provider that served it.
+    let asked = home
+        .run(&["ask", "-m", "main", "--json", "hi"])
+        .ok()
+        .stdout();
+    assert!(
+        asked.contains(r#""provider":"openai""#) && asked.contains("served by fallback cloud"),
+        "{asked}"
     );
 
     // Listed without the key; revoked, refused while the serve runs.

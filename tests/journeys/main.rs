@@ -19,6 +19,7 @@ mod chat_across_models;
 mod commands;
 mod editor_acts;
 mod failed_turn;
+mod fallback_local;
 mod gateway;
 mod gateway_keys;
 mod keys_and_servers;

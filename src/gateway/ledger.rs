@@ -214,9 +214,13 @@ impl Caller {
             }
         }
         let choice = ModelChoice::Named(resolved.unwrap_or(model).to_string());
-        let agent = fw
-            .request_agent(&choice)
-            .map_err(|e| ApiError::of(&e, Some("model")))?;
+        let agent = fw.request_agent(&choice).map_err(|e| {
+            let mut refused = ApiError::of(&e, Some("model"));
+            if e.kind == crate::error::ErrorKind::UnknownComponent {
+                refused.message.push_str(&named_since_start(model));
+            }
+            refused
+        })?;
         if let Ok(m) = agent.model() {
             self.row.served_by = Some(format!("{}:{}", agent.provider.name, m.model));
         }
@@ -325,6 +329,24 @@ impl Drop for Tally {
             self.caller.row.reply_body = None;
             self.caller.record("cancelled".into());
         }
+    }
+}
+
+/// When the config file as it is now names `model` (an agent or an alias) though the serve's
+/// config, read when it started, does not: the words telling the user to restart the serve.
+/// Only a refused name pays for reading the file.
+fn named_since_start(model: &str) -> String {
+    let Ok(path) = crate::config::Paths::from_env().map(|p| p.config_file()) else {
+        return String::new();
+    };
+    match crate::config::Config::load(&path) {
+        Ok(now) if now.agents.contains_key(model) || now.serve.models.contains_key(model) => {
+            // Not the file's path: a key's client need not learn the serve's folders.
+            format!(
+                "; genai's config names `{model}` now, but this serve read it when it started: restart the serve (`genai serve --stop`, then start it again)"
+            )
+        }
+        _ => String::new(),
     }
 }
 

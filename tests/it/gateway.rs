@@ -386,6 +386,27 @@ async fn a_response_format_schema_is_sent_and_the_reply_checked() {
     }
 }
 
+/// An agent added to the config while the serve runs is not known to it (it read its config
+/// when it started); the 404 says so and how to mend it, without the config's path.
+#[tokio::test]
+async fn an_agent_added_to_the_config_after_the_serve_started_is_a_404_saying_restart_it() {
+    let fake = FakeOpenAi::start(0, Behavior::text("hi")).unwrap();
+    let served = serve(&fake, &[]);
+    served.write_config(&format!(
+        "{CONFIG}\n[agents.later]\nprovider = \"openai\"\nmodel = \"gpt-later\"\n"
+    ));
+    let user = json!([{"role": "user", "content": "hi"}]);
+    let (got, v) = chat_json(&served, &json!({"model": "later", "messages": user})).await;
+    assert_eq!(got, 404, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("names `later` now") && message.contains("genai serve --stop"),
+        "{message}"
+    );
+    assert!(!message.contains("config.toml"), "{message}");
+    assert!(fake.requests().is_empty());
+}
+
 #[tokio::test]
 async fn bad_requests_get_openai_errors_naming_the_field_and_nothing_goes_upstream() {
     let fake = FakeOpenAi::start(0, Behavior::text("hi")).unwrap();
@@ -453,6 +474,7 @@ async fn bad_requests_get_openai_errors_naming_the_field_and_nothing_goes_upstre
     let (got, v) = chat_json(&served, &json!({"model": "nosuch", "messages": user})).await;
     assert_eq!(got, 404);
     assert_eq!(v["error"]["code"], "model_not_found");
+    assert!(!v.to_string().contains("restart"), "{v}");
 
     let big =
         json!({"model": "terse", "messages": [{"role": "user", "content": "x".repeat(8000)}]});

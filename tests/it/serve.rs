@@ -117,6 +117,11 @@ impl Served {
         self.dirs.genai(args)
     }
 
+    /// Rewrites its config file, as a user editing it while the serve runs.
+    pub fn write_config(&self, text: &str) {
+        self.dirs.write_config(text);
+    }
+
     /// Its data folder (the history).
     pub fn data_dir(&self) -> &std::path::Path {
         self.dirs.data.path()

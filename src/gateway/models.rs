@@ -2,7 +2,8 @@
 //! names `genai ask -m` takes and the aliases of `[serve.models]` (those without a `*`
 //! pattern): the config's agents, its `[defaults] model`, and
 //! `PROVIDER:MODEL` for each provider instance's default model when it is known without asking
-//! the server (any other model id of a provider works too, as with `-m`).
+//! the server and the provider has the key it needs (any other model id of a provider works
+//! too, as with `-m`).
 //!
 //! It only lists what the selection and the registry already know. It must never ask a
 //! provider over the network (a listing must answer at once) nor list a provider's key.
@@ -34,6 +35,11 @@ pub fn list(fw: &Framework) -> Value {
     }
     if let Ok(components) = selector.registry.components() {
         for p in &components.service_providers {
+            // A provider with no key for it would only fail: a client's model picker should
+            // not offer it (`-m` still takes it once a key is set).
+            if p.provider.key_status() == crate::provider::KeyStatus::Missing {
+                continue;
+            }
             if let Some(model) = p.provider.default_model() {
                 add(format!("{}:{model}", p.name), p.kind);
             }

@@ -123,6 +123,10 @@ async fn models_lists_the_agents_and_provider_models_and_every_route_needs_the_t
         .collect();
     assert!(ids.contains(&"terse"), "{ids:?}");
     assert!(ids.contains(&"openai:gpt-gw"), "the default model: {ids:?}");
+    assert!(
+        !ids.iter().any(|id| id.starts_with("anthropic:")),
+        "a provider with no key is not offered: {ids:?}"
+    );
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
 //! `genai usage`: the tokens and cost of the stored replies and the gateway's requests, added
-//! up by model, day or conversation, since a date or an age; or, `--by key`, the gateway's requests by virtual key
-//! (requests, tokens, cost, median latency, the models that served them and the clients). It
-//! reads the history through `Store::usage` and `Store::gateway_usage` and only shows what
-//! they return: a cost it does not know is printed as unknown, never as 0.
+//! up by model, day or conversation, since a date or an age; or, `--by key`, the gateway's
+//! requests by virtual key (requests, tokens, cost, median latency, the models that served
+//! them and the clients). It reads the history through `Store::usage` and
+//! `Store::gateway_usage` and only shows what they return: a cost it does not know is printed
+//! as unknown, never as 0.
 
 use genai::error::Error;
 use genai::pricing::show;

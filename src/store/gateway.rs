@@ -157,7 +157,8 @@ impl Store {
     pub fn gateway_spent(&self) -> Result<Vec<(String, f64)>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
-            "SELECT key_name, SUM(cost) FROM gateway_requests WHERE cost IS NOT NULL GROUP BY key_name",
+            "SELECT key_name, SUM(cost) FROM gateway_requests INDEXED BY gateway_requests_usage
+             WHERE cost IS NOT NULL GROUP BY key_name",
         )?;
         let rows = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -239,7 +240,7 @@ impl Store {
         let mut stmt = conn.prepare_cached(
             "SELECT key_name, COUNT(*), SUM(status <> '200'), SUM(input_tokens),
                     SUM(output_tokens), SUM(cost), SUM(cost IS NULL AND input_tokens IS NOT NULL)
-             FROM gateway_requests WHERE created_at >= ?1
+             FROM gateway_requests INDEXED BY gateway_requests_usage WHERE created_at >= ?1
              GROUP BY key_name ORDER BY COUNT(*) DESC, key_name",
         )?;
         let count = |n: Option<i64>| n.unwrap_or(0).max(0) as u64;
@@ -260,12 +261,12 @@ impl Store {
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let mut median = conn.prepare_cached(
-            "SELECT latency_ms FROM gateway_requests WHERE key_name = ?1 AND created_at >= ?2
-             ORDER BY latency_ms LIMIT 1 OFFSET ?3",
+            "SELECT latency_ms FROM gateway_requests INDEXED BY gateway_requests_usage
+             WHERE key_name = ?1 AND created_at >= ?2 ORDER BY latency_ms LIMIT 1 OFFSET ?3",
         )?;
         let distinct = |column: &str, key: &str| -> Result<Vec<String>> {
             let mut s = conn.prepare_cached(&format!(
-                "SELECT DISTINCT {column} FROM gateway_requests
+                "SELECT DISTINCT {column} FROM gateway_requests INDEXED BY gateway_requests_usage
                  WHERE key_name = ?1 AND created_at >= ?2 AND {column} IS NOT NULL ORDER BY 1"
             ))?;
             let found = s

@@ -110,6 +110,14 @@ macro_rules! gateway_tables {
     };
 }
 
+/// Migration 12's covering index of the gateway's requests.
+macro_rules! gateway_usage_index {
+    () => {
+        "CREATE INDEX gateway_requests_usage ON gateway_requests(created_at, key_name, served_by,
+        client, status, input_tokens, output_tokens, cost, latency_ms);"
+    };
+}
+
 pub(super) const MIGRATIONS: &[&str] = &[
     // 1: conversations and messages.
     concat!(
@@ -174,6 +182,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE conversations ADD COLUMN permissions TEXT;",
     // 11: the gateway's virtual keys and the requests made through it.
     gateway_tables!(),
+    // 12: the columns `genai usage` adds up of the gateway's requests, so its sums read an
+    // index and not the rows (which may hold whole request bodies).
+    gateway_usage_index!(),
 ];
 
 /// The tables and indexes of [`SCHEMA`], without its full-text index.
@@ -211,6 +222,9 @@ macro_rules! tables {
             "
 ",
             gateway_tables!(),
+            "
+",
+            gateway_usage_index!(),
             "
 "
         )

@@ -1,8 +1,8 @@
 //! Usage and cost summaries over the stored replies (`genai usage`): token counts and costs
 //! added up by model, day (UTC) or conversation, since a time, with the gateway's answered
 //! requests counted beside the conversations' turns (one turn each; by conversation they are
-//! one group of their own, [`GATEWAY_GROUP`]). The replies' sums read only the covering index
-//! of migration 7 (`messages_usage`), so a large history answers fast.
+//! one group of their own, [`GATEWAY_GROUP`]). The sums read only covering indexes (migration
+//! 7's `messages_usage`, 12's `gateway_requests_usage`), so a large history answers fast.
 //!
 //! It only reads; it must never write messages (that is `commit_turn`) nor decide how a
 //! front-end shows figures. A cost it does not know stays unknown: it is never added as 0.
@@ -176,7 +176,7 @@ impl Store {
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {key} AS k, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cost),
                     SUM(cost IS NULL)
-             FROM gateway_requests
+             FROM gateway_requests INDEXED BY gateway_requests_usage
              WHERE input_tokens IS NOT NULL AND created_at >= ?1
              GROUP BY k"
         ))?;

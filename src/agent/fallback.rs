@@ -92,32 +92,35 @@ struct Candidate<'a> {
 }
 
 impl AIAgent {
+    /// The fallback that answered this agent's last request (or is answering it), `None` when
+    /// the agent itself did.
+    fn serving(&self) -> Option<&Fallback> {
+        let served = (*self.served.lock().ok()?)?;
+        self.fallbacks.get(served)
+    }
+
     /// The name of the fallback that answered this agent's last request (or is answering
     /// it), `None` when the agent itself did.
     pub fn served_by(&self) -> Option<String> {
-        let served = *self.served.lock().ok()?;
-        served.map(|i| self.fallbacks[i].name.clone())
+        self.serving().map(|f| f.name.clone())
     }
 
     /// The name of the provider that answered the last request: a fallback's, or the agent's.
     pub fn served_provider(&self) -> String {
-        match self.served.lock().ok().and_then(|s| *s) {
-            Some(i) => self.fallbacks[i].provider.name.clone(),
-            None => self.provider.name.clone(),
-        }
+        self.serving()
+            .map_or(&self.provider, |f| &f.provider)
+            .name
+            .clone()
     }
 
     /// The provider, model and price of whoever answered the last request.
     pub fn served_model(&self, own: &ModelConfiguration) -> (String, String, Option<Priced>) {
-        match self.served.lock().ok().and_then(|s| *s) {
-            Some(i) => {
-                let f = &self.fallbacks[i];
-                (
-                    f.provider.name.clone(),
-                    f.model().model.clone(),
-                    f.price.clone(),
-                )
-            }
+        match self.serving() {
+            Some(f) => (
+                f.provider.name.clone(),
+                f.model().model.clone(),
+                f.price.clone(),
+            ),
             None => (
                 self.provider.name.clone(),
                 own.model.clone(),

@@ -108,17 +108,14 @@ impl Store {
 
     /// The conversations' replies added up by `by`.
     fn reply_usage(&self, since: Option<i64>, by: Grouping) -> Result<Vec<UsageRow>> {
-        let (key, order) = match by {
+        // Unordered: `usage` orders the groups once the gateway's are merged in.
+        let key = match by {
             // Messages stored before genai recorded each turn's model take their conversation's.
-            Grouping::Model => (
-                "COALESCE(m.model, (SELECT c.model FROM conversations c WHERE c.id = m.conversation_id))",
-                "SUM(m.input_tokens + m.output_tokens) DESC, k",
-            ),
-            Grouping::Day => ("m.created_at / 86400000", "k"),
-            Grouping::Conversation => (
-                "m.conversation_id",
-                "SUM(m.input_tokens + m.output_tokens) DESC, k",
-            ),
+            Grouping::Model => {
+                "COALESCE(m.model, (SELECT c.model FROM conversations c WHERE c.id = m.conversation_id))"
+            }
+            Grouping::Day => "m.created_at / 86400000",
+            Grouping::Conversation => "m.conversation_id",
         };
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(&format!(
@@ -127,9 +124,8 @@ impl Store {
                     SUM(m.cost IS NULL)
              FROM messages m INDEXED BY messages_usage
              WHERE m.input_tokens IS NOT NULL AND m.created_at >= ?1
-             GROUP BY k ORDER BY {order}"
+             GROUP BY k"
         ))?;
-        let count = |n: Option<i64>| n.unwrap_or(0).max(0) as u64;
         let mut rows = stmt
             .query_map(params![since.unwrap_or(i64::MIN)], |r| {
                 Ok(UsageRow {
@@ -180,7 +176,6 @@ impl Store {
              WHERE input_tokens IS NOT NULL AND created_at >= ?1
              GROUP BY k"
         ))?;
-        let count = |n: Option<i64>| n.unwrap_or(0).max(0) as u64;
         let rows = stmt
             .query_map(params![since.unwrap_or(i64::MIN)], |r| {
                 let requests = count(r.get(1)?);
@@ -202,6 +197,11 @@ impl Store {
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
     }
+}
+
+/// A sum as read: none (no rows) or negative is 0.
+fn count(n: Option<i64>) -> u64 {
+    n.unwrap_or(0).max(0) as u64
 }
 
 /// A group's key as read: a day number as `2026-01-31`, a text as it is, else `unknown`.

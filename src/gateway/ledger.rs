@@ -17,7 +17,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use jsonrpsee::server::HttpResponse;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::keys::Key;
 use super::{aliases, ApiError};
@@ -61,14 +61,17 @@ enum Message {
 #[derive(Clone)]
 pub struct Ledger {
     tx: mpsc::Sender<Message>,
+    /// Ends the writer's gathering early: a flush is waiting, or a batch is full.
+    hurry: Arc<Notify>,
 }
 
 impl Ledger {
     /// Starts the writer of `store`'s rows.
     pub fn start(store: Arc<Store>) -> Ledger {
         let (tx, rx) = mpsc::channel(QUEUED);
-        tokio::spawn(write(store, rx));
-        Ledger { tx }
+        let hurry = Arc::new(Notify::new());
+        tokio::spawn(write(store, rx, hurry.clone()));
+        Ledger { tx, hurry }
     }
 
     /// Queues a row, adding its cost to its key's spending.
@@ -79,12 +82,16 @@ impl Ledger {
         if self.tx.try_send(Message::Row(row)).is_err() {
             tracing::warn!("the gateway's request log is behind: a request's row is dropped");
         }
+        if QUEUED - self.tx.capacity() >= BATCH {
+            self.hurry.notify_one();
+        }
     }
 
     /// Waits until every row queued so far is stored.
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();
         if self.tx.send(Message::Flush(done)).await.is_ok() {
+            self.hurry.notify_one();
             let _ = wait.await;
         }
     }
@@ -92,28 +99,34 @@ impl Ledger {
 
 /// How long the writer gathers rows after the first of a batch before it stores them: one
 /// transaction (and one wake of a blocking thread) per this much time under load, instead of
-/// one per request, which took a tenth of `genai serve`'s CPU. A flush does not wait.
+/// one per request, which took a tenth of `genai serve`'s CPU. Meanwhile the rows wait in the
+/// channel without waking the writer (waking it for each took a task wake and a timer per
+/// request). A flush, or a full batch, ends the gathering at once.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(100);
 
-async fn write(store: Arc<Store>, mut rx: mpsc::Receiver<Message>) {
-    while let Some(first) = rx.recv().await {
+async fn write(store: Arc<Store>, mut rx: mpsc::Receiver<Message>, hurry: Arc<Notify>) {
+    let mut inbox = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut inbox, BATCH).await > 0 {
+        let flushing = |inbox: &[Message]| inbox.iter().any(|m| matches!(m, Message::Flush(_)));
+        if inbox.len() < BATCH && !flushing(&inbox) {
+            tokio::select! {
+                () = tokio::time::sleep(GATHER) => {}
+                () = hurry.notified() => {}
+            }
+            // The channel keeps order: the rows queued before a flush are in hand.
+            while inbox.len() < BATCH {
+                match rx.try_recv() {
+                    Ok(m) => inbox.push(m),
+                    Err(_) => break,
+                }
+            }
+        }
         let (mut rows, mut flushed) = (Vec::new(), Vec::new());
-        let until = tokio::time::Instant::now() + GATHER;
-        let mut next = Some(first);
-        while let Some(m) = next.take() {
+        for m in inbox.drain(..) {
             match m {
                 Message::Row(r) => rows.push(r),
                 Message::Flush(done) => flushed.push(done),
             }
-            // The channel keeps order: the rows queued before a flush are in hand.
-            if rows.len() >= BATCH || !flushed.is_empty() {
-                break;
-            }
-            // Ended by the deadline or by the last sender gone: what came is stored.
-            next = tokio::time::timeout_at(until, rx.recv())
-                .await
-                .ok()
-                .flatten();
         }
         if !rows.is_empty() {
             let store = store.clone();

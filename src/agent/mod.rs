@@ -308,7 +308,21 @@ impl AIAgent {
                 }
             }
         };
-        let timeout = self.timeout.unwrap_or(Duration::from_secs(24 * 3600));
+        // With no time limit set, no timer: the gateway runs a turn per request.
+        let limited = async {
+            match self.timeout {
+                Some(limit) => tokio::time::timeout(limit, turn).await.map_err(|_| {
+                    Error::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "{}: no complete answer within {limit:.0?}",
+                            self.provider.name
+                        ),
+                    )
+                })?,
+                None => turn.await,
+            }
+        };
         let TurnSteps {
             mut reply,
             steps,
@@ -318,10 +332,7 @@ impl AIAgent {
             // Cancel first: a turn whose answer completes as Cancel arrives is still cancelled.
             biased;
             _ = cancel.cancelled() => return Err(Error::cancelled()),
-            r = tokio::time::timeout(timeout, turn) => match r {
-                Ok(r) => r?,
-                Err(_) => return Err(Error::new(ErrorKind::Timeout, format!("{}: no complete answer within {:.0?}", self.provider.name, timeout))),
-            },
+            r = limited => r?,
         };
         if cancel.is_cancelled() {
             return Err(Error::cancelled());

@@ -6,6 +6,7 @@
 //! It owns those JSON shapes. It must never decide what a reply says (its callers do), nor read
 //! one (`openai_chat.rs` does).
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::message::Usage;
@@ -52,47 +53,134 @@ impl Envelope {
     }
 
     /// A `chat.completion.chunk` of one choice's `delta` (and, on the last, why it ended).
-    pub fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
-        self.chunk_of(json!([{
-            "index": 0,
-            "delta": delta,
-            "logprobs": null,
-            "finish_reason": finish_reason,
-        }]))
+    pub fn chunk<'a>(&'a self, delta: Delta<'a>, finish_reason: Option<&'a str>) -> Chunk<'a> {
+        Chunk {
+            choice: Some(ChunkChoice {
+                index: 0,
+                delta,
+                logprobs: (),
+                finish_reason,
+            }),
+            ..self.chunk_of()
+        }
     }
 
     /// The chunk after the last choice's, with no choice and the usage (as `include_usage`
     /// asks).
-    pub fn usage_chunk(&self, usage: &Usage) -> Value {
-        let mut chunk = self.chunk_of(json!([]));
-        chunk["usage"] = self::usage(usage);
-        chunk
+    pub fn usage_chunk(&self, usage: &Usage) -> Chunk<'_> {
+        Chunk {
+            usage: Some(Some(UsageOut::of(usage))),
+            ..self.chunk_of()
+        }
     }
 
-    fn chunk_of(&self, choices: Value) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": choices,
-        })
+    fn chunk_of(&self) -> Chunk<'_> {
+        Chunk {
+            id: &self.id,
+            object: "chat.completion.chunk",
+            created: self.created,
+            model: &self.model,
+            choice: None,
+            usage: None,
+        }
     }
+}
+
+/// A `chat.completion.chunk`, serialized straight to its JSON: a stream writes one per piece,
+/// and building a `Value` tree for each took a tenth of a streamed request's work.
+#[derive(Debug, Serialize)]
+pub struct Chunk<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    /// The one choice, or none (the usage chunk): a list in the API.
+    #[serde(rename = "choices", serialize_with = "as_list")]
+    choice: Option<ChunkChoice<'a>>,
+    /// Absent; `null` on every chunk but the last when the client asked for the usage; the
+    /// usage on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Option<UsageOut>>,
+}
+
+impl Chunk<'_> {
+    /// This chunk with `"usage": null`, as each chunk before the usage chunk carries when
+    /// the client asked for the usage.
+    pub fn with_usage_to_come(self) -> Self {
+        Chunk {
+            usage: Some(None),
+            ..self
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct ChunkChoice<'a> {
+    index: u32,
+    delta: Delta<'a>,
+    /// Always `null`: genai gives no log probabilities.
+    logprobs: (),
+    finish_reason: Option<&'a str>,
+}
+
+/// What a chunk's choice adds: each field only when it is given (none: `{}`).
+#[derive(Debug, Default, Serialize)]
+pub struct Delta<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<&'a [Value]>,
+}
+
+fn as_list<S: serde::Serializer, T: Serialize>(one: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+    one.as_slice().serialize(s)
 }
 
 /// A usage in Chat Completions' words: the cached prompt tokens always (0 when none), the
 /// reasoning tokens where they were counted.
-pub fn usage(u: &Usage) -> Value {
-    let mut v = json!({
-        "prompt_tokens": u.input_tokens,
-        "completion_tokens": u.output_tokens,
-        "total_tokens": u.total(),
-        "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens.unwrap_or(0)},
-    });
-    if let Some(n) = u.reasoning_tokens {
-        v["completion_tokens_details"] = json!({ "reasoning_tokens": n });
+#[derive(Debug, Serialize)]
+struct UsageOut {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+    prompt_tokens_details: Cached,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completion_tokens_details: Option<Reasoning>,
+}
+
+#[derive(Debug, Serialize)]
+struct Cached {
+    cached_tokens: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Reasoning {
+    reasoning_tokens: u64,
+}
+
+impl UsageOut {
+    fn of(u: &Usage) -> UsageOut {
+        UsageOut {
+            prompt_tokens: u.input_tokens,
+            completion_tokens: u.output_tokens,
+            total_tokens: u.total(),
+            prompt_tokens_details: Cached {
+                cached_tokens: u.cache_read_tokens.unwrap_or(0),
+            },
+            completion_tokens_details: u
+                .reasoning_tokens
+                .map(|reasoning_tokens| Reasoning { reasoning_tokens }),
+        }
     }
-    v
+}
+
+/// A usage in Chat Completions' words (see [`UsageOut`]), as JSON.
+pub fn usage(u: &Usage) -> Value {
+    serde_json::to_value(UsageOut::of(u)).unwrap_or_default()
 }
 
 /// One whole tool call: its id, the function's name and its arguments as a JSON text.
@@ -134,7 +222,13 @@ mod tests {
                    "prompt_tokens_details": {"cached_tokens": 3}})
         );
         assert_eq!(e.completion(json!({}), "stop", None)["usage"], Value::Null);
-        let chunk = e.chunk(json!({"content": "h"}), None);
+        let delta = Delta {
+            content: Some("h"),
+            ..Delta::default()
+        };
+        let chunk = serde_json::to_value(e.chunk(delta, None)).unwrap();
+        assert_eq!(chunk["choices"][0]["delta"], json!({"content": "h"}));
+        assert_eq!(chunk.get("usage"), None);
         assert_eq!(
             (&chunk["object"], &chunk["id"], &chunk["created"]),
             (
@@ -144,11 +238,16 @@ mod tests {
             )
         );
         assert_eq!(chunk["choices"][0]["finish_reason"], Value::Null);
+        let last_choice = e.chunk(Delta::default(), Some("stop")).with_usage_to_come();
+        assert_eq!(
+            serde_json::to_string(&last_choice).unwrap(),
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}"#
+        );
         let thought = Usage {
             reasoning_tokens: Some(2),
             ..usage
         };
-        let last = e.usage_chunk(&thought);
+        let last = serde_json::to_value(e.usage_chunk(&thought)).unwrap();
         assert_eq!(last["choices"], json!([]));
         assert_eq!(
             last["usage"]["completion_tokens_details"]["reasoning_tokens"],

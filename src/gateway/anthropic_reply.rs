@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::respond::{reply_text, Finish, Shape};
 use super::turn::Piece;
 use super::{sse, Api, ApiError};
-use crate::format::{ModelReply, StreamEvent, ToolCallDelta};
+use crate::format::{ModelReply, ToolCallDelta};
 use crate::message::{Part, Usage};
 
 /// The content block being streamed.
@@ -268,10 +268,7 @@ fn usage(u: Usage) -> Value {
 }
 
 fn event(name: &str, data: &Value) -> Bytes {
-    sse::frame(&StreamEvent {
-        event: Some(name.to_string()),
-        data: data.to_string(),
-    })
+    sse::json_frame(Some(name), data)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::respond::{reply_text, Finish};
 use super::turn::Piece;
 use super::{sse, ApiError};
-use crate::format::openai_chat_reply::{tool_call, Envelope};
+use crate::format::openai_chat_reply::{tool_call, Delta, Envelope};
 use crate::format::{ModelReply, StreamEvent, ToolCallDelta};
 
 /// The whole `chat.completion` of `reply` in `envelope`.
@@ -92,15 +92,21 @@ impl Chunks {
 
     /// The first event: the assistant's role.
     pub fn start(&self) -> Vec<Bytes> {
-        vec![self.chunk(json!({"role": "assistant", "content": ""}), None)]
+        let delta = Delta {
+            role: Some("assistant"),
+            content: Some(""),
+            ..Delta::default()
+        };
+        vec![self.chunk(delta, None)]
     }
 
-    fn chunk(&self, delta: Value, finish: Option<&str>) -> Bytes {
-        let mut chunk = self.envelope.chunk(delta, finish);
+    fn chunk(&self, delta: Delta<'_>, finish: Option<&str>) -> Bytes {
+        let chunk = self.envelope.chunk(delta, finish);
         if self.include_usage {
-            chunk["usage"] = Value::Null;
+            sse::json_frame(None, &chunk.with_usage_to_come())
+        } else {
+            sse::json_frame(None, &chunk)
         }
-        event(&chunk)
     }
 
     /// The events of one piece of the turn.
@@ -109,15 +115,21 @@ impl Chunks {
             Piece::Text(t) if t.is_empty() => Vec::new(),
             Piece::Text(t) => {
                 self.sent_text = true;
-                vec![self.chunk(json!({"content": t}), None)]
+                vec![self.chunk(text(&t), None)]
             }
-            Piece::Reasoning(r) => vec![self.chunk(json!({"reasoning_content": r}), None)],
+            Piece::Reasoning(r) => {
+                let delta = Delta {
+                    reasoning_content: Some(&r),
+                    ..Delta::default()
+                };
+                vec![self.chunk(delta, None)]
+            }
             // Chat Completions has no place for a reasoning signature.
             Piece::Signature(_) => Vec::new(),
             Piece::Call(d) => vec![self.call(&d)],
             Piece::Done(Ok(reply)) => self.end(&reply),
             // Once streaming, an error can only be an event; the stream ends without [DONE].
-            Piece::Done(Err(e)) => vec![event(&ApiError::of(&e, None).body())],
+            Piece::Done(Err(e)) => vec![sse::json_frame(None, &ApiError::of(&e, None).body())],
         }
     }
 
@@ -137,7 +149,7 @@ impl Chunks {
         if let Some(name) = &d.name {
             call["function"]["name"] = json!(name);
         }
-        self.chunk(json!({"tool_calls": [call]}), None)
+        self.chunk(calls(std::slice::from_ref(&call)), None)
     }
 
     /// The last events: what the model did not stream (a structured reply comes whole), the
@@ -146,25 +158,35 @@ impl Chunks {
         let mut out = Vec::new();
         let text = reply_text(reply);
         if !self.sent_text && !text.is_empty() {
-            out.push(self.chunk(json!({"content": text}), None));
+            out.push(self.chunk(self::text(&text), None));
         }
         let mut calls = whole_calls(reply);
         for (i, call) in calls.iter_mut().enumerate() {
             call["index"] = json!(i);
         }
         if self.calls.is_empty() && !calls.is_empty() {
-            out.push(self.chunk(json!({"tool_calls": calls}), None));
+            out.push(self.chunk(self::calls(&calls), None));
         }
-        out.push(self.chunk(json!({}), Some(finish_reason(reply))));
+        out.push(self.chunk(Delta::default(), Some(finish_reason(reply))));
         if self.include_usage {
             let usage = reply.usage.unwrap_or_default();
-            out.push(event(&self.envelope.usage_chunk(&usage)));
+            out.push(sse::json_frame(None, &self.envelope.usage_chunk(&usage)));
         }
         out.push(sse::frame(&StreamEvent::data("[DONE]")));
         out
     }
 }
 
-fn event(value: &Value) -> Bytes {
-    sse::frame(&StreamEvent::data(value.to_string()))
+fn text(text: &str) -> Delta<'_> {
+    Delta {
+        content: Some(text),
+        ..Delta::default()
+    }
+}
+
+fn calls(calls: &[Value]) -> Delta<'_> {
+    Delta {
+        tool_calls: Some(calls),
+        ..Delta::default()
+    }
 }

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use super::respond::{Finish, Shape};
 use super::turn::Piece;
 use super::{sse, ApiError};
-use crate::format::{ModelReply, StreamEvent, ToolCallDelta};
+use crate::format::{ModelReply, ToolCallDelta};
 use crate::message::{Part, Usage};
 
 /// The output item being streamed.
@@ -132,10 +132,7 @@ impl Events {
         data["type"] = json!(kind);
         data["sequence_number"] = json!(self.sequence);
         self.sequence += 1;
-        sse::frame(&StreamEvent {
-            event: Some(kind.to_string()),
-            data: data.to_string(),
-        })
+        sse::json_frame(Some(kind), &data)
     }
 
     /// The output index of the open item.

@@ -28,6 +28,23 @@ pub fn frame(e: &StreamEvent) -> Bytes {
     Bytes::from(out)
 }
 
+/// One server-sent event whose data is `data` as compact JSON, of type `event` when given:
+/// written straight into the frame (compact JSON has no line break, so it is one data line).
+pub fn json_frame(event: Option<&str>, data: &impl serde::Serialize) -> Bytes {
+    let mut out = Vec::with_capacity(128);
+    if let Some(t) = event {
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(t.as_bytes());
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"data: ");
+    // Serializing into a `Vec` fails only for a map with keys that are not strings, which
+    // none of the gateway's shapes has.
+    let _ = serde_json::to_writer(&mut out, data);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
 /// A `200 text/event-stream` answer sending `frames` as they come.
 pub fn response(frames: impl Stream<Item = Bytes> + Send + 'static) -> HttpResponse {
     let frames = frames.map(|f| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(f)));
@@ -59,6 +76,20 @@ mod tests {
         assert_eq!(
             &typed[..],
             b"event: genai.progress\ndata: one\ndata: two\n\n"
+        );
+    }
+
+    #[test]
+    fn a_json_event_is_one_data_line_even_when_its_strings_hold_line_breaks() {
+        let data = serde_json::json!({"text": "one\ntwo"});
+        let typed = json_frame(Some("delta"), &data);
+        assert_eq!(
+            &typed[..],
+            b"event: delta\ndata: {\"text\":\"one\\ntwo\"}\n\n"
+        );
+        assert_eq!(
+            &json_frame(None, &data)[..],
+            &typed[b"event: delta\n".len()..]
         );
     }
 }

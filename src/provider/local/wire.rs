@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::grammar::{Call, Choice, Convention, Grammar, Tool, ToolOffer};
 use super::template::ChatMessage;
 use crate::error::{Error, Result};
-use crate::format::openai_chat_reply::{tool_call, Envelope};
+use crate::format::openai_chat_reply::{tool_call, Delta, Envelope};
 use crate::message::Usage;
 
 /// Sampling and length settings taken from the request body. `None` means the engine's default.
@@ -258,13 +258,19 @@ impl Answer {
 
     /// The first chunk: the assistant role with empty content.
     pub fn role_chunk(&self) -> String {
-        let delta = json!({"role": "assistant", "content": ""});
-        self.0.chunk(delta, None).to_string()
+        self.chunk(Delta {
+            role: Some("assistant"),
+            content: Some(""),
+            ..Delta::default()
+        })
     }
 
     /// A chunk carrying text.
     pub fn text_chunk(&self, text: &str) -> String {
-        self.0.chunk(json!({ "content": text }), None).to_string()
+        self.chunk(Delta {
+            content: Some(text),
+            ..Delta::default()
+        })
     }
 
     /// A chunk carrying whole tool calls.
@@ -278,19 +284,25 @@ impl Answer {
                 v
             })
             .collect();
-        self.0
-            .chunk(json!({ "tool_calls": calls }), None)
-            .to_string()
+        self.chunk(Delta {
+            tool_calls: Some(&calls),
+            ..Delta::default()
+        })
+    }
+
+    fn chunk(&self, delta: Delta<'_>) -> String {
+        serde_json::to_string(&self.0.chunk(delta, None)).unwrap_or_default()
     }
 
     /// The chunk that ends the choice.
     pub fn finish_chunk(&self, finish_reason: &str) -> String {
-        self.0.chunk(json!({}), Some(finish_reason)).to_string()
+        let chunk = self.0.chunk(Delta::default(), Some(finish_reason));
+        serde_json::to_string(&chunk).unwrap_or_default()
     }
 
     /// The usage chunk sent after the last choice chunk (as with `include_usage`).
     pub fn usage_chunk(&self, counts: TokenCounts) -> String {
-        self.0.usage_chunk(&counts.usage()).to_string()
+        serde_json::to_string(&self.0.usage_chunk(&counts.usage())).unwrap_or_default()
     }
 
     /// A whole `chat.completion` body.

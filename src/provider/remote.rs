@@ -43,6 +43,9 @@ pub struct Endpoint {
     pub http: Http,
     /// The last key status a listing found, and when (see [`KEY_STATUS_TTL`]).
     key_status: Mutex<Option<(Instant, KeyStatus)>>,
+    /// The last request URL, parsed: most instances send every request to one URL, and
+    /// parsing it again was a fortieth of a gateway request's work.
+    parsed_url: Mutex<Option<(String, reqwest::Url)>>,
 }
 
 /// How long a listing's key status is reused: the key file and the keyring are read at most
@@ -337,7 +340,22 @@ impl Endpoint {
             default_model: s.default_model.clone().or(kind_default.map(str::to_string)),
             http: Http::from_config(name, s)?,
             key_status: Mutex::new(None),
+            parsed_url: Mutex::new(None),
         })
+    }
+
+    /// `url` parsed, from the last request's when it is the same. A URL that does not parse
+    /// is left to reqwest, which says why when the request is sent.
+    fn parsed(&self, url: &str) -> Option<reqwest::Url> {
+        let mut last = self.parsed_url.lock().ok()?;
+        match &*last {
+            Some((text, parsed)) if text == url => Some(parsed.clone()),
+            _ => {
+                let parsed = reqwest::Url::parse(url).ok()?;
+                *last = Some((url.to_string(), parsed.clone()));
+                Some(parsed)
+            }
+        }
     }
 
     /// Whether the base URL is not the kind's own but another server speaking its API.
@@ -488,7 +506,11 @@ impl Endpoint {
         prepared: &Prepared,
         key: Option<&Secret>,
     ) -> RequestBuilder {
-        let mut req = client.post(&prepared.url).json(&*prepared.body);
+        let mut req = match self.parsed(&prepared.url) {
+            Some(url) => client.post(url),
+            None => client.post(&prepared.url),
+        }
+        .json(&*prepared.body);
         match (self.kind.auth, key) {
             (Auth::Bearer { .. }, Some(key)) => req = req.bearer_auth(key.expose()),
             (Auth::Header(name), Some(key)) => req = req.header(name, key.expose()),

@@ -318,7 +318,17 @@ struct Chunk {
     error: Option<Value>,
     model: Option<Value>,
     usage: Option<Value>,
-    choices: Option<Value>,
+    /// Read as a list of choices (not a `Value` tree): each chunk has one, and building its
+    /// map was a good part of reading a stream.
+    choices: Option<Vec<Option<StreamChoice>>>,
+}
+
+/// One choice of a streamed chunk, each field as sent.
+#[derive(serde::Deserialize)]
+struct StreamChoice {
+    index: Option<Value>,
+    delta: Option<Value>,
+    finish_reason: Option<Value>,
 }
 
 impl EventReader for Events {
@@ -342,12 +352,11 @@ impl EventReader for Events {
         if let Some(u) = chunk.usage.as_ref().and_then(usage_of) {
             reply.usage = Some(u);
         }
-        let choices = chunk.choices.as_ref().and_then(Value::as_array);
-        for choice in choices.into_iter().flatten() {
-            if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+        for choice in chunk.choices.iter().flatten().flatten() {
+            if choice.index.as_ref().and_then(Value::as_u64).unwrap_or(0) != 0 {
                 continue;
             }
-            let delta = choice.get("delta").unwrap_or(&Value::Null);
+            let delta = choice.delta.as_ref().unwrap_or(&Value::Null);
             if let Some(reasoning) = reasoning_of(delta) {
                 reply.reasoning(reasoning);
             }
@@ -369,7 +378,7 @@ impl EventReader for Events {
                     f.get("arguments").and_then(Value::as_str).unwrap_or(""),
                 );
             }
-            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            if let Some(reason) = choice.finish_reason.as_ref().and_then(Value::as_str) {
                 reply.finish_reason = Some(reason.to_string());
                 reply.complete();
             }
@@ -428,6 +437,24 @@ mod tests {
             .usage
             .unwrap();
         assert_eq!((u.output_tokens, u.reasoning_tokens), (70, Some(64)));
+    }
+
+    #[test]
+    fn a_streamed_chunk_skips_null_and_other_choices_and_refuses_choices_that_are_no_list() {
+        let m = ModelConfiguration::new(&OpenAiChat, "m");
+        let mut d = m.decoder();
+        let other = r#"{"choices":[null,{"index":1,"delta":{"content":"no"}},{"index":0,"delta":{"content":"yes"}}]}"#;
+        assert_eq!(d.feed(&StreamEvent::data(other)).unwrap(), vec!["yes"]);
+        let e = d
+            .feed(&StreamEvent::data(r#"{"choices":"yes"}"#))
+            .unwrap_err();
+        assert_eq!(
+            e.kind,
+            crate::error::ErrorKind::ProviderError,
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("invalid JSON"), "{}", e.message);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::grammar::{Call, Choice, Convention, Grammar, Tool, ToolOffer};
 use super::template::ChatMessage;
 use crate::error::{Error, Result};
-use crate::format::openai_chat_reply::{tool_call, Delta, Envelope};
+use crate::format::openai_chat_reply::{tool_call, Chunk, Delta, Envelope};
 use crate::message::Usage;
 
 /// Sampling and length settings taken from the request body. `None` means the engine's default.
@@ -258,19 +258,25 @@ impl Answer {
 
     /// The first chunk: the assistant role with empty content.
     pub fn role_chunk(&self) -> String {
-        self.chunk(Delta {
-            role: Some("assistant"),
-            content: Some(""),
-            ..Delta::default()
-        })
+        self.chunk(
+            Delta {
+                role: Some("assistant"),
+                content: Some(""),
+                ..Delta::default()
+            },
+            None,
+        )
     }
 
     /// A chunk carrying text.
     pub fn text_chunk(&self, text: &str) -> String {
-        self.chunk(Delta {
-            content: Some(text),
-            ..Delta::default()
-        })
+        self.chunk(
+            Delta {
+                content: Some(text),
+                ..Delta::default()
+            },
+            None,
+        )
     }
 
     /// A chunk carrying whole tool calls.
@@ -284,25 +290,27 @@ impl Answer {
                 v
             })
             .collect();
-        self.chunk(Delta {
-            tool_calls: Some(&calls),
-            ..Delta::default()
-        })
-    }
-
-    fn chunk(&self, delta: Delta<'_>) -> String {
-        serde_json::to_string(&self.0.chunk(delta, None)).unwrap_or_default()
+        self.chunk(
+            Delta {
+                tool_calls: Some(&calls),
+                ..Delta::default()
+            },
+            None,
+        )
     }
 
     /// The chunk that ends the choice.
     pub fn finish_chunk(&self, finish_reason: &str) -> String {
-        let chunk = self.0.chunk(Delta::default(), Some(finish_reason));
-        serde_json::to_string(&chunk).unwrap_or_default()
+        self.chunk(Delta::default(), Some(finish_reason))
+    }
+
+    fn chunk(&self, delta: Delta<'_>, finish_reason: Option<&str>) -> String {
+        text(&self.0.chunk(delta, finish_reason))
     }
 
     /// The usage chunk sent after the last choice chunk (as with `include_usage`).
     pub fn usage_chunk(&self, counts: TokenCounts) -> String {
-        serde_json::to_string(&self.0.usage_chunk(&counts.usage())).unwrap_or_default()
+        text(&self.0.usage_chunk(&counts.usage()))
     }
 
     /// A whole `chat.completion` body.
@@ -320,6 +328,11 @@ impl Answer {
         self.0
             .completion(message, finish_reason, Some(&counts.usage()))
     }
+}
+
+/// A chunk as the text of its event's data (serializing these shapes cannot fail).
+fn text(chunk: &Chunk<'_>) -> String {
+    serde_json::to_string(chunk).unwrap_or_default()
 }
 
 /// One tool call as the Chat Completions API writes it, with a fresh id.

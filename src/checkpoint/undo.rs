@@ -12,8 +12,9 @@ use rusqlite::{params, TransactionBehavior};
 
 use super::files::{self, io_error, sha256_hex, State};
 use super::index::{self, Change};
-use super::{now_ms, shown, Checkpoints, UndoAction, UndoTarget, Undone, UndoneFile};
+use super::{shown, Checkpoints, UndoAction, UndoTarget, Undone, UndoneFile};
 use crate::error::{Error, ErrorKind, Result};
+use crate::store::now_ms;
 
 /// Whoever holds the files undo restores, when not the disk: an editor.
 #[async_trait::async_trait]

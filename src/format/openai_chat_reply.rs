@@ -20,17 +20,20 @@ pub struct Envelope {
     pub model: String,
 }
 
+/// Seconds since the Unix epoch: the `created` of an answer in OpenAI's APIs.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 impl Envelope {
     /// An envelope for `model` with the id `id`, made now.
-    pub fn now(id: String, model: &str) -> Envelope {
-        let created = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+    pub fn now(id: String, model: impl Into<String>) -> Envelope {
         Envelope {
             id,
-            created,
-            model: model.to_string(),
+            created: now_secs(),
+            model: model.into(),
         }
     }
 

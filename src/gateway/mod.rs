@@ -211,13 +211,6 @@ pub fn json_response(status: http::StatusCode, body: &Value) -> HttpResponse {
     r
 }
 
-/// Seconds since the Unix epoch, for the `created` of answers.
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

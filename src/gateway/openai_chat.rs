@@ -38,11 +38,10 @@ pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> Ht
     if let Err(e) = respond::set_parameters(&agent, &request.parameters) {
         return e.response();
     }
-    let envelope = Envelope {
-        id: format!("chatcmpl-{}", ulid::Ulid::new().to_string().to_lowercase()),
-        created: super::now_secs(),
-        model: request.model,
-    };
+    let envelope = Envelope::now(
+        format!("chatcmpl-{}", ulid::Ulid::new().to_string().to_lowercase()),
+        request.model,
+    );
     let turn = Turn {
         agent,
         messages: request.messages,

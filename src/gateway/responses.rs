@@ -54,7 +54,7 @@ pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> Ht
     };
     let events = Events::new(
         format!("resp_{}", ulid::Ulid::new().to_string().to_lowercase()),
-        super::now_secs(),
+        crate::format::openai_chat_reply::now_secs(),
         request.echo,
     )
     .with_namespaces(request.namespaces);

@@ -139,6 +139,41 @@ pub struct Delta<'a> {
     pub tool_calls: Option<&'a [Value]>,
 }
 
+impl<'a> Delta<'a> {
+    /// The first delta of a stream: the assistant's role, with empty content.
+    pub fn role() -> Delta<'a> {
+        Delta {
+            role: Some("assistant"),
+            content: Some(""),
+            ..Delta::default()
+        }
+    }
+
+    /// A piece of text.
+    pub fn text(text: &'a str) -> Delta<'a> {
+        Delta {
+            content: Some(text),
+            ..Delta::default()
+        }
+    }
+
+    /// A piece of reasoning.
+    pub fn reasoning(reasoning: &'a str) -> Delta<'a> {
+        Delta {
+            reasoning_content: Some(reasoning),
+            ..Delta::default()
+        }
+    }
+
+    /// Tool calls, whole or a piece of one.
+    pub fn calls(calls: &'a [Value]) -> Delta<'a> {
+        Delta {
+            tool_calls: Some(calls),
+            ..Delta::default()
+        }
+    }
+}
+
 fn as_list<S: serde::Serializer, T: Serialize>(one: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
     one.as_slice().serialize(s)
 }
@@ -225,11 +260,7 @@ mod tests {
                    "prompt_tokens_details": {"cached_tokens": 3}})
         );
         assert_eq!(e.completion(json!({}), "stop", None)["usage"], Value::Null);
-        let delta = Delta {
-            content: Some("h"),
-            ..Delta::default()
-        };
-        let chunk = serde_json::to_value(e.chunk(delta, None)).unwrap();
+        let chunk = serde_json::to_value(e.chunk(Delta::text("h"), None)).unwrap();
         assert_eq!(chunk["choices"][0]["delta"], json!({"content": "h"}));
         assert_eq!(chunk.get("usage"), None);
         assert_eq!(

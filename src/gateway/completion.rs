@@ -92,12 +92,7 @@ impl Chunks {
 
     /// The first event: the assistant's role.
     pub fn start(&self) -> Vec<Bytes> {
-        let delta = Delta {
-            role: Some("assistant"),
-            content: Some(""),
-            ..Delta::default()
-        };
-        vec![self.chunk(delta, None)]
+        vec![self.chunk(Delta::role(), None)]
     }
 
     fn chunk(&self, delta: Delta<'_>, finish: Option<&str>) -> Bytes {
@@ -115,15 +110,9 @@ impl Chunks {
             Piece::Text(t) if t.is_empty() => Vec::new(),
             Piece::Text(t) => {
                 self.sent_text = true;
-                vec![self.chunk(text(&t), None)]
+                vec![self.chunk(Delta::text(&t), None)]
             }
-            Piece::Reasoning(r) => {
-                let delta = Delta {
-                    reasoning_content: Some(&r),
-                    ..Delta::default()
-                };
-                vec![self.chunk(delta, None)]
-            }
+            Piece::Reasoning(r) => vec![self.chunk(Delta::reasoning(&r), None)],
             // Chat Completions has no place for a reasoning signature.
             Piece::Signature(_) => Vec::new(),
             Piece::Call(d) => vec![self.call(&d)],
@@ -149,7 +138,7 @@ impl Chunks {
         if let Some(name) = &d.name {
             call["function"]["name"] = json!(name);
         }
-        self.chunk(calls(std::slice::from_ref(&call)), None)
+        self.chunk(Delta::calls(std::slice::from_ref(&call)), None)
     }
 
     /// The last events: what the model did not stream (a structured reply comes whole), the
@@ -158,14 +147,14 @@ impl Chunks {
         let mut out = Vec::new();
         let text = reply_text(reply);
         if !self.sent_text && !text.is_empty() {
-            out.push(self.chunk(self::text(&text), None));
+            out.push(self.chunk(Delta::text(&text), None));
         }
         let mut calls = whole_calls(reply);
         for (i, call) in calls.iter_mut().enumerate() {
             call["index"] = json!(i);
         }
         if self.calls.is_empty() && !calls.is_empty() {
-            out.push(self.chunk(self::calls(&calls), None));
+            out.push(self.chunk(Delta::calls(&calls), None));
         }
         out.push(self.chunk(Delta::default(), Some(finish_reason(reply))));
         if self.include_usage {
@@ -174,19 +163,5 @@ impl Chunks {
         }
         out.push(sse::frame(&StreamEvent::data("[DONE]")));
         out
-    }
-}
-
-fn text(text: &str) -> Delta<'_> {
-    Delta {
-        content: Some(text),
-        ..Delta::default()
-    }
-}
-
-fn calls(calls: &[Value]) -> Delta<'_> {
-    Delta {
-        tool_calls: Some(calls),
-        ..Delta::default()
     }
 }

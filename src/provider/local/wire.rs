@@ -258,25 +258,12 @@ impl Answer {
 
     /// The first chunk: the assistant role with empty content.
     pub fn role_chunk(&self) -> String {
-        self.chunk(
-            Delta {
-                role: Some("assistant"),
-                content: Some(""),
-                ..Delta::default()
-            },
-            None,
-        )
+        self.chunk(Delta::role(), None)
     }
 
     /// A chunk carrying text.
     pub fn text_chunk(&self, text: &str) -> String {
-        self.chunk(
-            Delta {
-                content: Some(text),
-                ..Delta::default()
-            },
-            None,
-        )
+        self.chunk(Delta::text(text), None)
     }
 
     /// A chunk carrying whole tool calls.
@@ -290,13 +277,7 @@ impl Answer {
                 v
             })
             .collect();
-        self.chunk(
-            Delta {
-                tool_calls: Some(&calls),
-                ..Delta::default()
-            },
-            None,
-        )
+        self.chunk(Delta::calls(&calls), None)
     }
 
     /// The chunk that ends the choice.

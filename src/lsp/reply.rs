@@ -120,6 +120,12 @@ impl Backend {
             }
         };
         if let Some((token, _)) = &progress {
+            // A reply streamed faster than the loop above turned may end with its last length
+            // unreported: report it, so the count shown is the reply's whole length.
+            if seen.has_changed().unwrap_or(false) {
+                let n = *seen.borrow_and_update();
+                self.progress_report(token, format!("{n} characters")).await;
+            }
             let end = match &result {
                 Ok(_) => "done",
                 Err(e) if e.kind == ErrorKind::Cancelled => "cancelled",

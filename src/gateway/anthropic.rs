@@ -1,6 +1,7 @@
 //! `POST /v1/messages` and `/v1/messages/count_tokens`: Anthropic's Messages API on the core
 //! (Claude Code sends it as `/v1/messages?beta=true`). A request's `system` (a string or text
-//! blocks), messages (text, image, tool_use, tool_result, thinking blocks), custom tools (a
+//! blocks) and its `system` messages (joined to it in order: the core keeps one system
+//! message), messages (text, image, tool_use, tool_result, thinking blocks), custom tools (a
 //! deferred one, `defer_loading`, only once a `tool_reference` in a tool result loads it, as
 //! Anthropic's tool search does), `tool_choice`, `thinking`, `output_format` and sampling
 //! settings become the core's
@@ -132,10 +133,13 @@ fn prepare(
     Ok((request, agent))
 }
 
-/// `thinking` on the chosen model, as its format takes it: Claude's own `thinking`; Gemini's
-/// `thinking_budget` with its thoughts included; Ollama's `think`. Other formats have no
-/// setting of it (OpenAI's `reasoning_effort` exists only on some models), so there the model
-/// answers as it is configured to, and says so by sending no thinking back.
+/// `thinking` on the chosen model, as its format takes it: Claude's own `thinking` (an
+/// `adaptive` one too, which Claude Code 2.1 sends for a model name it does not know); Gemini's
+/// `thinking_budget` (an enabled one's budget; -1, the model deciding how much, for an
+/// adaptive one) with its thoughts included; Ollama's `think`. Other formats have no
+/// setting of it (OpenAI's `reasoning_effort` exists only on some models, and OpenAI refuses it
+/// on the others), so there the model answers as it is configured to, and says so by sending
+/// no thinking back.
 fn set_thinking(agent: &AIAgent, thinking: &Value) -> Result<(), ApiError> {
     let model = agent.model().map_err(|e| ApiError::of(&e, None))?;
     let enabled = thinking["type"] != "disabled";
@@ -197,7 +201,7 @@ impl MessagesRequest {
             match key.as_str() {
                 "model" => r.model = string(value, "model")?,
                 "messages" => messages = Some(value),
-                "system" => system = Some(system_text(value)?),
+                "system" => system = Some(system_text(value, "system")?),
                 "stream" => r.stream = boolean(value, "stream")?,
                 "max_tokens" => {
                     if value.as_u64().is_none_or(|n| n < 1) {
@@ -244,20 +248,27 @@ impl MessagesRequest {
         let deferred = std::mem::take(&mut r.deferred);
         r.tools
             .extend(deferred.into_iter().filter(|t| loaded.contains(&t.name)));
-        r.messages = self::messages(messages)?;
-        if let Some(system) = system.filter(|s| !s.is_empty()) {
-            r.messages.insert(0, Message::system(system));
+        let (messages, system_messages) = self::messages(messages)?;
+        r.messages = messages;
+        let system: Vec<String> = system
+            .into_iter()
+            .chain(system_messages)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !system.is_empty() {
+            r.messages.insert(0, Message::system(system.join("\n\n")));
         }
         Ok(r)
     }
 }
 
-/// `system`: a string, or text blocks (joined by blank lines).
-fn system_text(value: Value) -> Result<String, ApiError> {
+/// `system`, or a system message's content at `at`: a string, or text blocks (joined by blank
+/// lines).
+fn system_text(value: Value, at: &str) -> Result<String, ApiError> {
     match value {
         Value::String(s) => Ok(s),
         Value::Array(_) => {
-            let parts = blocks(value, "system", &["text"])?;
+            let parts = blocks(value, at, &["text"])?;
             Ok(parts
                 .iter()
                 .map(|p| text_of(std::slice::from_ref(p)))
@@ -265,20 +276,29 @@ fn system_text(value: Value) -> Result<String, ApiError> {
                 .join("\n\n"))
         }
         _ => Err(ApiError::invalid(
-            "system",
+            at,
             "must be a string or an array of text blocks",
         )),
     }
 }
 
-/// The messages: a user message's `tool_result` blocks become the core's tool message (one per
-/// round of calls), its other blocks a user message after it.
-fn messages(value: Value) -> Result<Vec<Message>, ApiError> {
+/// The messages, and the text of each `system` message among them. A user message's
+/// `tool_result` blocks become the core's tool message (one per round of calls), its other
+/// blocks a user message after it.
+///
+/// A `system` message (Claude Code 2.1 sends its environment note so, after the first user
+/// message, for a model name it does not know) cannot stay between the turns: the core keeps
+/// one system message, first (an agent takes the last one it is given as the whole system
+/// prompt), as genai's Claude, Gemini and Bedrock formats send one system prompt. So its text
+/// joins the system prompt, after `system` and the system messages before it: every word
+/// reaches the model as system text, in the order sent, none of it put in the user's mouth.
+fn messages(value: Value) -> Result<(Vec<Message>, Vec<String>), ApiError> {
     let items = array(value, "messages")?;
     if items.is_empty() {
         return Err(ApiError::invalid("messages", "must not be empty"));
     }
     let mut out: Vec<Message> = Vec::new();
+    let mut system = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
         let at = format!("messages[{i}]");
         let mut m = object(item, &at)?;
@@ -288,21 +308,26 @@ fn messages(value: Value) -> Result<Vec<Message>, ApiError> {
             .filter(|c| !c.is_null())
             .ok_or_else(|| ApiError::invalid(format!("{at}.content"), "is required"))?;
         let content_at = format!("{at}.content");
-        let (role, kinds): (Role, &[&str]) = match m.remove("role") {
-            Some(Value::String(r)) if r == "user" => {
-                (Role::User, &["text", "image", "tool_result"][..])
-            }
-            Some(Value::String(r)) if r == "assistant" => (
+        let role = match m.remove("role") {
+            Some(Value::String(r)) => r,
+            _ => return Err(ApiError::invalid(format!("{at}.role"), "is required")),
+        };
+        let (role, kinds): (Role, &[&str]) = match role.as_str() {
+            "user" => (Role::User, &["text", "image", "tool_result"][..]),
+            "assistant" => (
                 Role::Assistant,
                 &["text", "thinking", "redacted_thinking", "tool_use"][..],
             ),
-            Some(Value::String(r)) => {
+            "system" => {
+                system.push(system_text(content, &content_at)?);
+                continue;
+            }
+            other => {
                 return Err(ApiError::invalid(
                     format!("{at}.role"),
-                    format!("`{r}` is not user or assistant (the system prompt is `system`)"),
+                    format!("`{other}` is not user, assistant or system"),
                 ))
             }
-            _ => return Err(ApiError::invalid(format!("{at}.role"), "is required")),
         };
         for part in blocks(content, &content_at, kinds)? {
             let role = match part {
@@ -316,7 +341,13 @@ fn messages(value: Value) -> Result<Vec<Message>, ApiError> {
             }
         }
     }
-    Ok(out)
+    if out.is_empty() {
+        return Err(ApiError::invalid(
+            "messages",
+            "must hold a user or assistant message with content",
+        ));
+    }
+    Ok((out, system))
 }
 
 /// A content: a string, or blocks of the `kinds` this place may hold.
@@ -504,13 +535,24 @@ fn output_format(value: Value, at: &str) -> Result<ResponseSchema, ApiError> {
     ResponseSchema::new(None, schema).map_err(|e| ApiError::invalid(at, e.message))
 }
 
-/// `output_config`: its `format` is as `output_format`; its `effort` (how much the model may
-/// spend on an answer) is a hint genai has no setting for on every provider, so it is not
-/// carried.
+/// `output_config`: its `format` is as `output_format`; its `effort` (`low`, `medium`, `high`,
+/// ...: how much the model may spend on an answer), a string, is not carried. Claude Code 2.1
+/// sends `high` with every model name it does not know, whether or not that model reasons, and
+/// the one setting of its kind genai has, OpenAI's `reasoning_effort`, is refused by OpenAI's
+/// models that do not reason (gpt-4o-mini among them): carried, it would fail those requests.
+/// The model reasons as it is configured to (its model configuration's `reasoning_effort`).
 fn output_config(value: Value) -> Result<Option<ResponseSchema>, ApiError> {
     let at = "output_config";
     let mut m = object(value, at)?;
     only(&m, at, &["format", "effort"])?;
+    if m.get("effort")
+        .is_some_and(|e| !e.is_null() && !e.is_string())
+    {
+        return Err(ApiError::invalid(
+            "output_config.effort",
+            "must be a string (low, medium, high, ...)",
+        ));
+    }
     m.remove("format")
         .filter(|f| !f.is_null())
         .map(|f| output_format(f, "output_config.format"))
@@ -626,6 +668,153 @@ mod tests {
         body["tools"][1]["defer_loading"] = json!("yes");
         let e = parse(body).unwrap_err();
         assert_eq!(e.param.as_deref(), Some("tools[1].defer_loading"));
+    }
+
+    /// Claude Code 2.1.332's request for a model name it does not know (`--model
+    /// openai:gpt-4o-mini`), cut short: its environment note is a `system` message after the
+    /// first user message, as text blocks on the first call and as a string on the next.
+    fn unknown_model_request(note: Value) -> Value {
+        json!({
+            "model": "openai:gpt-4o-mini",
+            "max_tokens": 32000,
+            "stream": true,
+            "thinking": {"type": "adaptive", "display": "omitted"},
+            "output_config": {"effort": "high"},
+            "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+            "system": [
+                {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332;"},
+                {"type": "text", "text": "You are a Claude agent.", "cache_control": {"type": "ephemeral"}}
+            ],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "<system-reminder>r</system-reminder>"}, {"type": "text", "text": "Say hi."}]},
+                {"role": "system", "content": note}
+            ]
+        })
+    }
+
+    #[test]
+    fn a_system_message_joins_the_system_prompt_in_order_as_blocks_or_a_string() {
+        let blocks = json!([{"type": "text", "text": "# Environment", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "Platform: linux"}]);
+        let r = parse(unknown_model_request(blocks)).unwrap();
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::System, Role::User]);
+        assert_eq!(
+            r.messages[0].text(),
+            "x-anthropic-billing-header: cc_version=2.1.332;\n\nYou are a Claude agent.\n\n# Environment\n\nPlatform: linux"
+        );
+        assert_eq!(r.messages[1].content.len(), 2);
+        assert_eq!(r.thinking.unwrap()["type"], "adaptive");
+        let params: Vec<&str> = r.parameters.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(params, ["max_tokens"], "effort is not a parameter");
+
+        // The next call: the note as a string, then the model's call and its result.
+        let mut body = unknown_model_request(json!("# Environment"));
+        let history = body["messages"].as_array_mut().unwrap();
+        history.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Write", "input": {}}]}));
+        history.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}));
+        let r = parse(body).unwrap();
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::Assistant, Role::Tool]
+        );
+        assert!(r.messages[0].text().ends_with("agent.\n\n# Environment"));
+    }
+
+    #[test]
+    fn system_messages_first_and_later_keep_their_order_without_a_system_field() {
+        let r = parse(json!({
+            "model": "m", "max_tokens": 10,
+            "messages": [
+                {"role": "system", "content": "First."},
+                {"role": "user", "content": "Hi."},
+                {"role": "system", "content": [{"type": "text", "text": "Second."}]},
+                {"role": "assistant", "content": "Hello."},
+                {"role": "system", "content": ""},
+                {"role": "user", "content": "Bye."}
+            ]
+        }))
+        .unwrap();
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::Assistant, Role::User]
+        );
+        assert_eq!(r.messages[0].text(), "First.\n\nSecond.");
+        // Two user messages a system message stood between are one user message.
+        let r = parse(json!({
+            "model": "m", "max_tokens": 10,
+            "messages": [
+                {"role": "user", "content": "A."},
+                {"role": "system", "content": "Note."},
+                {"role": "user", "content": "B."}
+            ]
+        }))
+        .unwrap();
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::System, Role::User]);
+        assert_eq!(r.messages[1].text(), "A.B.");
+    }
+
+    #[test]
+    fn a_system_message_takes_only_text_and_other_roles_are_refused() {
+        let with = |messages: Value| {
+            parse(json!({"model": "m", "max_tokens": 10, "messages": messages})).unwrap_err()
+        };
+        let e = with(json!([
+            {"role": "user", "content": "Hi."},
+            {"role": "system", "content": [{"type": "image", "source": {"type": "url", "url": "u"}}]}
+        ]));
+        assert_eq!(e.param.as_deref(), Some("messages[1].content[0].type"));
+        let e = with(json!([{"role": "user", "content": "Hi."}, {"role": "system", "content": 3}]));
+        assert_eq!(e.param.as_deref(), Some("messages[1].content"));
+        let e = with(json!([{"role": "developer", "content": "Hi."}]));
+        assert_eq!(e.param.as_deref(), Some("messages[0].role"));
+        assert!(
+            e.message.contains("user, assistant or system"),
+            "{}",
+            e.message
+        );
+        let e = with(json!([{"role": "system", "content": "Only a note."}]));
+        assert_eq!(e.param.as_deref(), Some("messages"));
+        let e = with(json!([{"role": "user", "content": "Hi.", "name": "me"}]));
+        assert_eq!(e.param.as_deref(), Some("messages[0].name"));
+    }
+
+    #[test]
+    fn adaptive_thinking_and_effort_are_taken_and_their_unknown_shapes_refused() {
+        let mut body = unknown_model_request(json!("# Environment"));
+        for thinking in [
+            json!({"type": "adaptive"}),
+            json!({"type": "adaptive", "display": "summarized"}),
+        ] {
+            body["thinking"] = thinking.clone();
+            assert_eq!(parse(body.clone()).unwrap().thinking, Some(thinking));
+        }
+        body["thinking"] = json!({"type": "adaptive", "budget_tokens": 2048});
+        let e = parse(body.clone()).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("thinking.budget_tokens"));
+        body["thinking"] = json!({"type": "adaptive"});
+        for effort in ["low", "medium", "high", "max"] {
+            body["output_config"] = json!({"effort": effort});
+            let r = parse(body.clone()).unwrap();
+            assert!(r.schema.is_none());
+            assert!(r.parameters.iter().all(|(k, _)| k == "max_tokens"));
+        }
+        body["output_config"] = json!({"effort": 3});
+        let e = parse(body.clone()).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("output_config.effort"));
+        body["output_config"] = json!({"effort": "high", "task_budget": 100});
+        let e = parse(body.clone()).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("output_config.task_budget"));
+        // With a format beside it, the format is still the answer's schema.
+        body["output_config"] = json!({"effort": "low", "format": {"type": "json_schema", "schema": {"type": "object"}}});
+        assert!(parse(body.clone()).unwrap().schema.is_some());
+        // count_tokens takes the same shapes.
+        body.as_object_mut().unwrap().remove("max_tokens");
+        body.as_object_mut().unwrap().remove("stream");
+        let r = MessagesRequest::parse(body.to_string().as_bytes(), true).unwrap();
+        assert_eq!(r.messages[0].role, Role::System);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! `POST /v1/messages` (as Claude Code sends it, `?beta=true`) answered by the fake OpenAI
 //! provider, whole and streamed, with a tool_use/tool_result round trip; OpenAI's Chat
 //! Completions answered by the fake Anthropic provider; the stop sequence Claude stopped at;
-//! Claude's signed thinking carried back;
+//! Claude's signed thinking carried back; Claude Code's request for a model name it does not
+//! know (a `system` message, adaptive thinking, an effort) on the OpenAI, Anthropic and Gemini
+//! fakes;
 //! `count_tokens`; and the errors in Anthropic's shape (401, malformed JSON, a missing
 //! `max_tokens`, an unknown model, a server tool, an unknown field, an upstream's 429).
 
@@ -12,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::serve::Served;
 use crate::support::fake_anthropic::{self, FakeAnthropic};
+use crate::support::fake_gemini;
 use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
 use crate::support::gateway::typed_events;
 use crate::support::python_sdk;
@@ -145,6 +148,99 @@ async fn an_anthropic_request_runs_on_an_openai_upstream_whole_and_streamed() {
         "{delta}"
     );
     assert_eq!(fake.last().body["stream"], true);
+}
+
+/// The text of a Claude request's `system`: a string, or text blocks (genai may mark a
+/// prompt-cache breakpoint on them).
+fn system_of(body: &Value) -> String {
+    match &body["system"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        other => panic!("no system prompt: {other}"),
+    }
+}
+
+#[tokio::test]
+async fn claude_codes_request_for_a_model_name_it_does_not_know_runs_on_each_upstream() {
+    // What Claude Code 2.1.332 sends for `--model PROVIDER:MODEL` (cut short): its
+    // environment note as a `system` message after the first user message, adaptive
+    // thinking and an effort.
+    let openai = FakeOpenAi::start(0, Behavior::text("Hi from OpenAI.")).unwrap();
+    let claude = FakeAnthropic::start(fake_anthropic::Behavior::text("Hi from Claude.")).unwrap();
+    let gemini = fake_gemini::start(fake_gemini::Behavior::text("Hi from Gemini."));
+    let (openai_url, claude_url, gemini_url) = (openai.base_url(), claude.base_url(), gemini.url());
+    let served = Served::start_with(
+        CONFIG,
+        &[
+            ("OPENAI_BASE_URL", openai_url.as_str()),
+            ("OPENAI_API_KEY", "sk-gateway-upstream-0123456789abcdef"),
+            ("ANTHROPIC_BASE_URL", claude_url.as_str()),
+            ("ANTHROPIC_API_KEY", fake_anthropic::KEY),
+            ("GEMINI_BASE_URL", gemini_url.as_str()),
+            ("GEMINI_API_KEY", fake_gemini::KEY),
+        ],
+        &[],
+    );
+    let request = |model: &str| {
+        json!({
+            "model": model,
+            "max_tokens": 32000,
+            "thinking": {"type": "adaptive", "display": "omitted"},
+            "output_config": {"effort": "high"},
+            "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+            "system": [{"type": "text", "text": "You are a Claude agent.", "cache_control": {"type": "ephemeral"}}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Say hi."}]},
+                {"role": "system", "content": [{"type": "text", "text": "# Environment\nPlatform: linux", "cache_control": {"type": "ephemeral"}}]}
+            ]
+        })
+    };
+    let joined = "You are a Claude agent.\n\n# Environment\nPlatform: linux";
+
+    let (status, v) = messages(&served, &request("openai:gpt-gw")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["content"][0]["text"], "Hi from OpenAI.", "{v}");
+    let sent = openai.last().body;
+    let roles: Vec<&str> = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user"], "{sent}");
+    assert_eq!(sent["messages"][0]["content"], joined, "{sent}");
+    // Neither the thinking nor the effort is a setting every OpenAI model takes.
+    for field in ["reasoning_effort", "thinking", "output_config"] {
+        assert!(sent.get(field).is_none(), "{field} went upstream: {sent}");
+    }
+
+    let (status, v) = messages(&served, &request("anthropic:claude-fake")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["content"][0]["text"], "Hi from Claude.", "{v}");
+    let sent = claude.last().body;
+    assert_eq!(
+        sent["thinking"],
+        json!({"type": "adaptive", "display": "omitted"})
+    );
+    assert_eq!(system_of(&sent), joined, "{sent}");
+    assert_eq!(sent["messages"].as_array().unwrap().len(), 1, "{sent}");
+    assert!(sent.get("output_config").is_none(), "{sent}");
+
+    let (status, v) = messages(&served, &request("gemini:gemini-fake")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["content"][0]["text"], "Hi from Gemini.", "{v}");
+    let sent = gemini.last().body;
+    let config = &sent["generationConfig"]["thinkingConfig"];
+    assert_eq!(config["thinkingBudget"], -1, "{sent}");
+    assert_eq!(config["includeThoughts"], true, "{sent}");
+    assert_eq!(
+        sent["systemInstruction"]["parts"][0]["text"], joined,
+        "{sent}"
+    );
 }
 
 #[tokio::test]
@@ -566,10 +662,16 @@ async fn bad_requests_get_anthropic_errors_and_nothing_goes_upstream() {
             "no_such_setting",
         ),
         (
-            json!({"model": "openai:x", "max_tokens": 10, "messages": [{"role": "system", "content": "x"}]}),
+            json!({"model": "openai:x", "max_tokens": 10, "messages": [{"role": "developer", "content": "x"}]}),
             400,
             "invalid_request_error",
             "messages[0].role",
+        ),
+        (
+            json!({"model": "openai:x", "max_tokens": 10, "messages": [{"role": "system", "content": "x"}]}),
+            400,
+            "invalid_request_error",
+            "messages: must hold a user or assistant message",
         ),
     ];
     for (body, status, kind, mentions) in cases {

@@ -1,12 +1,14 @@
 //! Real clients no one here wrote, on `genai serve`'s gateway in front of scripted OpenAI-style
 //! upstreams: Claude Code headless (`claude -p`, Anthropic's Messages API as
-//! `/v1/messages?beta=true`) running its own Write tool on a model genai serves, and simonw's
-//! `llm` with an OpenAI-compatible model entry (Chat Completions, streamed). scripts/test.sh
+//! `/v1/messages?beta=true`) running its own Write tool on a model genai serves, under a model
+//! name it knows, a `PROVIDER:MODEL` name it does not (it then sends its environment note as a
+//! `system` message, adaptive thinking and an effort) and an alias of `[serve.models]`; and
+//! simonw's `llm` with an OpenAI-compatible model entry (Chat Completions, streamed). scripts/test.sh
 //! installs each pinned and names it in GENAI_TEST_CLAUDE_CODE (the `claude` program) and
 //! GENAI_TEST_LLM (the folder pip installed `llm` into); a test whose variable is unset skips,
 //! saying why (in CI it fails).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -33,17 +35,73 @@ fn client(var: &str, what: &str) -> Option<PathBuf> {
 }
 
 /// A serve whose agents `claude-sonnet-4-5` (on `main`) and `claude-haiku-4-5` (on `small`)
-/// are models of the two fakes, as a user maps Claude Code's model names to any model.
+/// are models of the two fakes, as a user maps Claude Code's model names to any model; whose
+/// built-in `openai` provider is `main` too (so `openai:gpt-4o-mini` is a model of it); and
+/// whose alias `coder` is `main:gpt-aliased`.
 fn serve(main: &FakeOpenAi, small: &FakeOpenAi) -> Served {
     let config = format!(
         "[service_providers.main]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"{MAIN_KEY}\"\nmax_retries = 0\n\n\
          [service_providers.small]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"{SMALL_KEY}\"\nmax_retries = 0\n\n\
          [agents.claude-sonnet-4-5]\nprovider = \"main\"\nmodel = \"gpt-coder\"\n\n\
-         [agents.claude-haiku-4-5]\nprovider = \"small\"\nmodel = \"gpt-small\"\n",
+         [agents.claude-haiku-4-5]\nprovider = \"small\"\nmodel = \"gpt-small\"\n\n\
+         [serve.models]\n\"coder\" = \"main:gpt-aliased\"\n",
         main.base_url(),
         small.base_url()
     );
-    Served::start_with(&config, &[], &[])
+    let url = main.base_url();
+    let vars = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", MAIN_KEY),
+    ];
+    Served::start_with(&config, &vars, &[])
+}
+
+/// Claude Code headless on the serve (`claude -p PROMPT --output-format json --model MODEL`,
+/// its Write tool allowed, its small model MODEL too) in `work`, with its own home and
+/// nothing of the caller's environment but PATH.
+fn claude_code(
+    claude: &Path,
+    served: &Served,
+    model: &str,
+    prompt: &str,
+    home: &Path,
+    work: &Path,
+) -> Command {
+    let mut command = Command::new(claude);
+    command
+        .args(["-p", prompt, "--output-format", "json", "--model", model])
+        .args(["--allowedTools", "Write"])
+        .current_dir(work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
+        .env("ANTHROPIC_BASE_URL", served.http_base())
+        .env("ANTHROPIC_AUTH_TOKEN", &served.token)
+        .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", model)
+        .env("ANTHROPIC_SMALL_FAST_MODEL", model)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// The JSON result Claude Code printed, checked to be no error.
+fn result_of(out: &Output, report: &str) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}\n{report}"));
+    assert_eq!(result["is_error"], false, "{result:#}\n{report}");
+    result
+}
+
+/// The roles of an upstream request's messages.
+fn roles(body: &Value) -> Vec<&str> {
+    body["messages"]
+        .as_array()
+        .map(|m| m.iter().filter_map(|m| m["role"].as_str()).collect())
+        .unwrap_or_default()
 }
 
 /// Runs `command` to its end on a blocking thread; its output, checked to have succeeded.
@@ -72,13 +130,12 @@ fn summary(fake: &FakeOpenAi) -> String {
                 .as_object()
                 .map(|o| o.keys().map(String::as_str).collect())
                 .unwrap_or_default();
-            let roles: Vec<&str> = r.body["messages"]
-                .as_array()
-                .map(|m| m.iter().filter_map(|m| m["role"].as_str()).collect())
-                .unwrap_or_default();
             format!(
-                "{} {} model={} fields={fields:?} roles={roles:?}",
-                r.method, r.path, r.body["model"]
+                "{} {} model={} fields={fields:?} roles={:?}",
+                r.method,
+                r.path,
+                r.body["model"],
+                roles(&r.body)
             )
         })
         .collect::<Vec<_>>()
@@ -104,42 +161,26 @@ async fn claude_code_runs_its_write_tool_through_genai_on_a_scripted_model() {
         serde_json::json!({"file_path": file, "content": "written by Claude Code through genai\n"});
     main.push(Behavior::calls("", &[("Write", &input.to_string())]));
 
-    let mut command = Command::new(&claude);
+    let prompt = "Write hello.txt saying who wrote it.";
+    let mut command = claude_code(
+        &claude,
+        &served,
+        "claude-sonnet-4-5",
+        prompt,
+        home.path(),
+        work.path(),
+    );
     command
-        .args([
-            "-p",
-            "Write hello.txt saying who wrote it.",
-            "--output-format",
-            "json",
-            "--model",
-            "claude-sonnet-4-5",
-            "--allowedTools",
-            "Write",
-        ])
-        .current_dir(work.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("CLAUDE_CONFIG_DIR", home.path().join(".claude"))
-        .env("ANTHROPIC_BASE_URL", served.http_base())
-        .env("ANTHROPIC_AUTH_TOKEN", &served.token)
         .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", "claude-haiku-4-5")
-        .env("ANTHROPIC_SMALL_FAST_MODEL", "claude-haiku-4-5")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .stdin(std::process::Stdio::null());
+        .env("ANTHROPIC_SMALL_FAST_MODEL", "claude-haiku-4-5");
     let out = run(command).await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
     let report = format!(
         "main upstream:\n{}\nsmall upstream:\n{}",
         summary(&main),
         summary(&small)
     );
     eprintln!("what Claude Code's requests became upstream:\n{report}");
-    let result: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}\n{report}"));
-    assert_eq!(result["is_error"], false, "{result:#}\n{report}");
+    let result = result_of(&out, &report);
     assert_eq!(
         result["result"], "All done: hello.txt is written.",
         "{result:#}\n{report}"
@@ -188,6 +229,136 @@ async fn claude_code_runs_its_write_tool_through_genai_on_a_scripted_model() {
             assert!(!value.contains(&served.token), "{name} upstream");
         }
     }
+}
+
+#[tokio::test]
+async fn claude_code_runs_on_a_provider_model_name_it_does_not_know() {
+    let Some(claude) = client(
+        "GENAI_TEST_CLAUDE_CODE",
+        "Claude Code (@anthropic-ai/claude-code, npm)",
+    ) else {
+        return;
+    };
+    let main = FakeOpenAi::start(0, Behavior::text("Done: note.txt is written.")).unwrap();
+    let small = FakeOpenAi::start(0, Behavior::text("unused")).unwrap();
+    let served = serve(&main, &small);
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("note.txt");
+    let input = serde_json::json!({"file_path": file, "content": "a note\n"});
+    main.push(Behavior::calls("", &[("Write", &input.to_string())]));
+
+    // The name the README gives: Claude Code does not know it, so its environment note comes
+    // as a `system` message (text blocks, then a string once the history goes on), with
+    // adaptive thinking and an effort.
+    let model = "openai:gpt-4o-mini";
+    let command = claude_code(
+        &claude,
+        &served,
+        model,
+        "Write note.txt.",
+        home.path(),
+        work.path(),
+    );
+    let out = run(command).await;
+    let report = format!("upstream:\n{}", summary(&main));
+    eprintln!("what Claude Code's requests became upstream:\n{report}");
+    let result = result_of(&out, &report);
+    assert_eq!(
+        result["result"], "Done: note.txt is written.",
+        "{result:#}\n{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        "a note\n",
+        "{report}"
+    );
+
+    let requests = main.requests();
+    assert!(requests.len() >= 2, "{report}");
+    let first = &requests[0].body;
+    assert_eq!(first["model"], "gpt-4o-mini", "{report}");
+    // One system message, first: Claude Code's system prompt, then its environment note.
+    assert_eq!(roles(first), ["system", "user"], "{report}");
+    let system = first["messages"][0]["content"].as_str().unwrap_or_default();
+    let note = system
+        .find("# Environment")
+        .unwrap_or_else(|| panic!("the environment note is not in the system prompt: {system}"));
+    assert!(
+        note > 0,
+        "nothing of `system` came before the note: {system}"
+    );
+    assert!(
+        system[note..].contains(&format!("You are powered by the model {model}.")),
+        "{system}"
+    );
+    let last = &requests.last().unwrap().body;
+    assert_eq!(
+        roles(last),
+        ["system", "user", "assistant", "tool"],
+        "{report}"
+    );
+    assert!(
+        last["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("# Environment"),
+        "{last}"
+    );
+    // Its adaptive thinking and effort are no setting of an OpenAI model that does not reason.
+    for r in &requests {
+        assert!(r.body.get("reasoning_effort").is_none(), "{}", r.body);
+    }
+    assert!(small.requests().is_empty(), "{}", summary(&small));
+}
+
+#[tokio::test]
+async fn claude_code_runs_on_an_alias_of_serve_models() {
+    let Some(claude) = client(
+        "GENAI_TEST_CLAUDE_CODE",
+        "Claude Code (@anthropic-ai/claude-code, npm)",
+    ) else {
+        return;
+    };
+    let main = FakeOpenAi::start(0, Behavior::text("Hello through the alias.")).unwrap();
+    let small = FakeOpenAi::start(0, Behavior::text("unused")).unwrap();
+    let served = serve(&main, &small);
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+
+    let command = claude_code(
+        &claude,
+        &served,
+        "coder",
+        "Say hello.",
+        home.path(),
+        work.path(),
+    );
+    let out = run(command).await;
+    let report = format!("upstream:\n{}", summary(&main));
+    eprintln!("what Claude Code's requests became upstream:\n{report}");
+    let result = result_of(&out, &report);
+    assert_eq!(
+        result["result"], "Hello through the alias.",
+        "{result:#}\n{report}"
+    );
+    let requests = main.requests();
+    assert_eq!(requests.len(), 1, "{report}");
+    let sent = &requests[0].body;
+    assert_eq!(sent["model"], "gpt-aliased", "{report}");
+    assert_eq!(roles(sent), ["system", "user"], "{report}");
+    let system = sent["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(
+        system.contains("You are powered by the model coder."),
+        "{system}"
+    );
+    assert!(
+        sent["messages"][1]["content"]
+            .to_string()
+            .contains("Say hello."),
+        "{sent}"
+    );
+    assert!(small.requests().is_empty(), "{}", summary(&small));
 }
 
 #[tokio::test]

@@ -9,12 +9,100 @@
 //! inside a folder such files are skipped and listed on stderr, never in the prompt. It must
 //! never send anything: refusals happen before the framework is asked anything. Images go
 //! through `-a` (`attach.rs`).
+//!
+//! Secrets stay home ([`Secrets`]): the permission policy's secret files (`.env`, keys,
+//! credentials) and genai's own (its key file, the serve token, the history) are skipped in a
+//! folder and said so, and refused when named, unless a rule names the file
+//! (`--allow 'read_file(.env)'`, as for the workspace tools); the keys genai knows are masked
+//! in every file's text.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind};
 use crate::file_context::{fenced, fenced_as, language_of_mime};
+use crate::permission::Policy;
+
+/// Which files are never sent as context unless named deliberately.
+#[derive(Debug, Default)]
+pub struct Secrets {
+    /// genai's own secret files (`crate::secrets::own_files`), as found on disk.
+    own: Vec<PathBuf>,
+    /// The rules that may name a secret file, letting it go when it is named on its own.
+    policy: Option<Policy>,
+}
+
+impl Secrets {
+    /// genai's own secret files `own`, and the rules of `policy`.
+    pub fn new(own: Vec<PathBuf>, policy: Option<Policy>) -> Secrets {
+        let own = own
+            .into_iter()
+            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+            .collect();
+        Secrets { own, policy }
+    }
+
+    /// genai's own secret files `own`, and the rules that may name a secret file: the user's
+    /// `[permissions]` and the flags' `--allow` and `--deny` (a bad rule is an error).
+    pub fn of(
+        own: Vec<PathBuf>,
+        permissions: &crate::permission::PermissionsConfig,
+        allow: &[String],
+        deny: &[String],
+    ) -> Result<Secrets, Error> {
+        let policy = Policy::new(crate::permission::Layers {
+            user: permissions.clone(),
+            flag_allow: allow.to_vec(),
+            flag_deny: deny.to_vec(),
+            ..Default::default()
+        })?;
+        Ok(Secrets::new(own, Some(policy)))
+    }
+
+    /// Refuses a secret file named on its own (`path`, shown as `shown`) that no rule names,
+    /// saying how to send it deliberately.
+    pub fn check(&self, path: &Path, shown: &str) -> Result<(), Error> {
+        match self.why(path, shown) {
+            Some(why) if !self.named_by_rule(shown) => Err(refuse(format!(
+                "{shown} {why}: genai does not send it; to send it deliberately, allow it by \
+                 name: {} (or that rule in [permissions] allow of the config)",
+                allowing_rule(shown)
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Why `path` (shown as `shown`) is kept back, when it is a secret file: by its name (or
+    /// the name of what it links to), or as one of genai's own.
+    fn why(&self, path: &Path, shown: &str) -> Option<&'static str> {
+        let real = std::fs::canonicalize(path).ok();
+        if real.as_ref().is_some_and(|r| self.own.contains(r)) {
+            return Some(
+                "is one of genai's own secret files (its keys, the serve token, the history)",
+            );
+        }
+        let named = crate::permission::is_secret(shown)
+            || real
+                .as_ref()
+                .is_some_and(|r| crate::permission::is_secret(&r.to_string_lossy()));
+        named.then_some("holds secrets (.env files, private keys and credentials are not sent)")
+    }
+
+    /// Whether a rule names this file, so that it may go when named on its own.
+    fn named_by_rule(&self, shown: &str) -> bool {
+        self.policy.as_ref().is_some_and(|p| p.names_secret(shown))
+    }
+}
+
+/// The rule that lets the secret file `shown` go: its name, as `read_file` takes it.
+fn allowing_rule(shown: &str) -> String {
+    let name = shown
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(shown);
+    format!("--allow 'read_file({})'", globset::escape(name))
+}
 
 /// The largest file genai reads as context.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -37,16 +125,21 @@ pub struct Loaded {
 }
 
 /// Reads every `-f`, in order, keeping what folders left out apart.
-pub fn load(specs: &[String]) -> Result<Loaded, Error> {
-    load_in(Path::new(""), specs)
+pub fn load(specs: &[String], secrets: &Secrets) -> Result<Loaded, Error> {
+    load_in(Path::new(""), specs, secrets)
 }
 
 /// [`load`] with paths relative to `base` (shown as given, or relative to `base`).
-pub fn load_in(base: &Path, specs: &[String]) -> Result<Loaded, Error> {
+pub fn load_in(base: &Path, specs: &[String], secrets: &Secrets) -> Result<Loaded, Error> {
     if specs.iter().filter(|s| *s == "-").count() > 1 {
         return Err(refuse("-f - (stdin) can be given once".into()));
     }
-    let mut reader = Reader::default();
+    let mut reader = Reader {
+        secrets,
+        blocks: Vec::new(),
+        skipped: Vec::new(),
+        total: 0,
+    };
     for spec in specs {
         if spec == "-" {
             let mut bytes = Vec::new();
@@ -69,6 +162,7 @@ pub fn load_in(base: &Path, specs: &[String]) -> Result<Loaded, Error> {
             if meta.is_dir() {
                 reader.walk(base, spec)?;
             } else {
+                secrets.check(&path, spec)?;
                 let text = read_text(&path, spec)?;
                 reader.add(spec, crate::file_context::language(spec), text)?;
             }
@@ -80,16 +174,25 @@ pub fn load_in(base: &Path, specs: &[String]) -> Result<Loaded, Error> {
     })
 }
 
-#[derive(Default)]
-struct Reader {
+struct Reader<'a> {
+    secrets: &'a Secrets,
     blocks: Vec<String>,
     skipped: Vec<(String, String)>,
     total: u64,
 }
 
-impl Reader {
+/// The text with the keys genai knows masked.
+fn masked(text: String) -> String {
+    match crate::redact::redact_known(&text) {
+        std::borrow::Cow::Owned(m) => m,
+        std::borrow::Cow::Borrowed(_) => text,
+    }
+}
+
+impl Reader<'_> {
     /// Adds one named file, refusing it when it would pass the total cap.
     fn add(&mut self, name: &str, lang: &str, text: String) -> Result<(), Error> {
+        let text = masked(text);
         if self.total + text.len() as u64 > MAX_TOTAL_BYTES {
             return Err(over_total(name));
         }
@@ -125,6 +228,16 @@ impl Reader {
                 .unwrap_or(path)
                 .display()
                 .to_string();
+            if let Some(why) = self.secrets.why(path, &shown) {
+                self.skipped.push((
+                    shown.clone(),
+                    format!(
+                        "it {why}; name it with -f and {} to send it",
+                        allowing_rule(&shown)
+                    ),
+                ));
+                continue;
+            }
             let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
             if self.total + size.min(MAX_FILE_BYTES) > MAX_TOTAL_BYTES {
                 self.skipped.push((
@@ -133,7 +246,7 @@ impl Reader {
                 ));
                 continue;
             }
-            match read_text(entry.path(), &shown) {
+            match read_text(entry.path(), &shown).map(masked) {
                 Ok(text) => {
                     if self.total + text.len() as u64 > MAX_TOTAL_BYTES {
                         self.skipped.push((
@@ -250,15 +363,18 @@ mod tests {
             (big.display().to_string(), "larger than genai's limit"),
             (format!("{d}/absent.txt"), "cannot read file"),
         ] {
-            let e = load(std::slice::from_ref(&path)).unwrap_err();
+            let e = load(std::slice::from_ref(&path), &Secrets::default()).unwrap_err();
             assert_eq!(e.kind, ErrorKind::InvalidParams);
             assert!(e.message.contains(says), "{path}: {}", e.message);
         }
         let ok = dir.path().join("c.py");
         std::fs::write(&ok, "print(1)\n").unwrap();
-        let text = load(&[ok.display().to_string(), ok.display().to_string()])
-            .unwrap()
-            .text;
+        let text = load(
+            &[ok.display().to_string(), ok.display().to_string()],
+            &Secrets::default(),
+        )
+        .unwrap()
+        .text;
         assert_eq!(
             text.matches("```python\nprint(1)\n```").count(),
             2,
@@ -283,7 +399,7 @@ mod tests {
         )
         .unwrap();
         let d = root.display().to_string();
-        let loaded = load(std::slice::from_ref(&d)).unwrap();
+        let loaded = load(std::slice::from_ref(&d), &Secrets::default()).unwrap();
         assert_eq!(
             loaded.text,
             format!("{d}/b.md:\n```markdown\n# B\n```\n\n{d}/src/a.rs:\n```rust\nfn a() {{}}\n```")
@@ -303,7 +419,7 @@ mod tests {
         // A folder with nothing to send is refused.
         let empty = tempfile::tempdir().unwrap();
         std::fs::write(empty.path().join("x.bin"), [0u8, 1]).unwrap();
-        let e = load(&[empty.path().display().to_string()]).unwrap_err();
+        let e = load(&[empty.path().display().to_string()], &Secrets::default()).unwrap_err();
         assert!(e.message.contains("no text file"), "{}", e.message);
     }
 
@@ -319,13 +435,105 @@ mod tests {
             .unwrap();
         }
         let d = dir.path().display().to_string();
-        let loaded = load(std::slice::from_ref(&d)).unwrap();
+        let loaded = load(std::slice::from_ref(&d), &Secrets::default()).unwrap();
         assert_eq!(loaded.text.matches(":\n```\n").count(), 4);
         assert_eq!(loaded.skipped.len(), 1);
         assert!(loaded.skipped[0].0.ends_with("f4.txt"));
         assert!(loaded.skipped[0].1.contains("in all"));
         let named: Vec<String> = (0..5).map(|i| format!("{d}/f{i}.txt")).collect();
-        let e = load(&named).unwrap_err();
+        let e = load(&named, &Secrets::default()).unwrap_err();
         assert!(e.message.contains("f4.txt would take"), "{}", e.message);
+    }
+
+    #[test]
+    fn secret_files_are_left_out_of_folders_and_refused_by_name_unless_a_rule_names_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("a.py"), "print(1)\n").unwrap();
+        std::fs::write(root.join("server.key"), "-----BEGIN PRIVATE KEY-----\n").unwrap();
+        std::fs::write(root.join("credentials.json"), "{\"token\": \"t\"}\n").unwrap();
+        std::fs::write(root.join("keys.toml"), "[keys]\ncorp = \"sk-x\"\n").unwrap();
+        std::fs::write(root.join(".env"), "TOKEN=abc\n").unwrap();
+        // A link with an innocent name to a secret file is the secret file (a walk does not
+        // follow links; named, it is refused).
+        std::os::unix::fs::symlink(root.join("server.key"), root.join("notes.txt")).unwrap();
+        let own = Secrets::new(vec![root.join("keys.toml")], None);
+        let d = root.display().to_string();
+        let loaded = load(std::slice::from_ref(&d), &own).unwrap();
+        assert!(loaded.text.contains("print(1)"), "{}", loaded.text);
+        for secret in ["PRIVATE KEY", "token", "sk-x", "TOKEN=abc"] {
+            assert!(!loaded.text.contains(secret), "{secret}: {}", loaded.text);
+        }
+        let skipped: Vec<&str> = loaded.skipped.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            skipped,
+            [
+                format!("{d}/credentials.json"),
+                format!("{d}/keys.toml"),
+                format!("{d}/server.key")
+            ],
+            "{:?}",
+            loaded.skipped
+        );
+        assert!(
+            loaded.skipped[2]
+                .1
+                .contains("--allow 'read_file(server.key)'"),
+            "{:?}",
+            loaded.skipped
+        );
+        let e = load(&[format!("{d}/notes.txt")], &own).unwrap_err();
+        assert!(e.message.contains("holds secrets"), "{}", e.message);
+        assert!(
+            loaded.skipped[1].1.contains("genai's own"),
+            "{:?}",
+            loaded.skipped
+        );
+        // Named on its own: refused, with the way to send it deliberately.
+        let env = format!("{d}/.env");
+        let e = load(std::slice::from_ref(&env), &own).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidParams);
+        assert!(
+            e.message.contains("holds secrets") && e.message.contains("--allow 'read_file(.env)'"),
+            "{}",
+            e.message
+        );
+        let e = load(&[format!("{d}/keys.toml")], &own).unwrap_err();
+        assert!(e.message.contains("genai's own"), "{}", e.message);
+        // A rule naming it lets it go; a bare or wildcard rule does not.
+        let policy = |allow: &[&str]| {
+            Some(
+                Policy::new(crate::permission::Layers {
+                    flag_allow: allow.iter().map(|r| r.to_string()).collect(),
+                    ..Default::default()
+                })
+                .unwrap(),
+            )
+        };
+        let named = Secrets::new(Vec::new(), policy(&["read_file(.env)"]));
+        let text = load(std::slice::from_ref(&env), &named).unwrap().text;
+        assert!(text.contains("TOKEN=abc"), "{text}");
+        for loose in [&["read_file"][..], &["read_file(**)"]] {
+            let e = load(
+                std::slice::from_ref(&env),
+                &Secrets::new(Vec::new(), policy(loose)),
+            );
+            assert!(e.is_err(), "{loose:?}");
+        }
+        // A folder still leaves it out, named by a rule or not.
+        let loaded = load(std::slice::from_ref(&d), &named).unwrap();
+        assert!(!loaded.text.contains("PRIVATE KEY"));
+    }
+
+    #[test]
+    fn known_keys_are_masked_in_a_files_text() {
+        crate::redact::remember("sk-context-files-test-0123456789");
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("config.toml");
+        std::fs::write(&conf, "api_key = \"sk-context-files-test-0123456789\"\n").unwrap();
+        let text = load(&[conf.display().to_string()], &Secrets::default())
+            .unwrap()
+            .text;
+        assert!(text.contains("api_key = \"********\""), "{text}");
     }
 }

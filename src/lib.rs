@@ -38,6 +38,7 @@ pub mod models;
 pub mod peer;
 pub mod permission;
 pub mod pricing;
+pub mod private;
 pub(crate) mod process;
 pub mod provider;
 pub mod redact;

@@ -130,13 +130,23 @@ pub(crate) fn content_parts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Part>
         ContentInput::Parts(parts) => parts
             .into_iter()
             .map(|p| match p {
-                PartInput::Text(text) => Part::Text { text },
-                PartInput::File(file) => Part::Text {
+                PartInput::Text(text) => Ok(Part::Text { text }),
+                // A file attached by name follows the secret rules `-f` follows; a client that
+                // means to send such a file sends its text as a text part.
+                PartInput::File(file) if crate::permission::is_secret(&file.name) => {
+                    Err(serde::de::Error::custom(format!(
+                        "the file part `{}` holds secrets (.env files, private keys and \
+                         credentials are not sent as files): send its text as a text part if \
+                         you mean to",
+                        file.name
+                    )))
+                }
+                PartInput::File(file) => Ok(Part::Text {
                     text: file.render(),
-                },
-                PartInput::Part(p) => p,
+                }),
+                PartInput::Part(p) => Ok(p),
             })
-            .collect(),
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -152,7 +162,61 @@ pub struct Message {
     pub from: Option<String>,
 }
 
+/// `text` with the known secrets masked, in place; whether it changed.
+fn mask(text: &mut String) -> bool {
+    match crate::redact::redact_known(text) {
+        std::borrow::Cow::Owned(masked) => {
+            *text = masked;
+            true
+        }
+        std::borrow::Cow::Borrowed(_) => false,
+    }
+}
+
+/// Every string of a JSON value with the known secrets masked.
+fn mask_value(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            mask(s);
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask_value),
+        Value::Object(map) => map.values_mut().for_each(mask_value),
+        _ => {}
+    }
+}
+
+/// The parts with every known secret masked (see [`Message::mask_secrets`]).
+fn mask_parts(parts: &mut [Part]) {
+    for part in parts {
+        match part {
+            Part::Text { text } => {
+                mask(text);
+            }
+            Part::Reasoning {
+                text, signature, ..
+            } => {
+                // The provider's signature no longer matches a changed text: it goes, and the
+                // block is not sent back as the provider's own.
+                if mask(text) {
+                    *signature = None;
+                }
+            }
+            Part::ToolCall { arguments, .. } => mask_value(arguments),
+            Part::ToolResult { content, .. } => mask_parts(content),
+            Part::Json { value } => mask_value(value),
+            Part::Image { .. } => {}
+        }
+    }
+}
+
 impl Message {
+    /// Masks every secret genai knows (`redact::redact_known`: the keys it has read or sent)
+    /// in the text, reasoning, tool calls and results, as the history and every front-end
+    /// keep and show them.
+    pub fn mask_secrets(&mut self) {
+        mask_parts(&mut self.content);
+    }
+
     pub fn new(role: Role, text: impl Into<String>) -> Message {
         Message {
             role,
@@ -390,6 +454,52 @@ mod tests {
             r#"{"role":"user","content":[{"type":"file","name":"a.rs"}]}"#
         )
         .is_err());
+        // A secret file attached by name is refused, saying how a client sends it on purpose.
+        for name in [".env", "conf/server.key", "/home/u/.ssh/id_rsa"] {
+            let json = serde_json::json!({"role": "user", "content": [
+                {"type": "file", "name": name, "text": "SECRET=1"}
+            ]});
+            let e = serde_json::from_value::<Message>(json).unwrap_err();
+            assert!(e.to_string().contains("holds secrets"), "{name}: {e}");
+        }
+    }
+
+    #[test]
+    fn known_secrets_are_masked_in_every_kind_of_part() {
+        crate::redact::remember("sk-message-test-0123456789");
+        let mut m = Message {
+            role: Role::Assistant,
+            content: vec![
+                Part::text("key sk-message-test-0123456789"),
+                Part::reasoning("I saw sk-message-test-0123456789", Some("sig".into())),
+                Part::reasoning("nothing here", Some("kept".into())),
+                Part::ToolCall {
+                    id: "c".into(),
+                    name: "t".into(),
+                    arguments: serde_json::json!({"k": ["sk-message-test-0123456789"]}),
+                    signature: None,
+                },
+                Part::ToolResult {
+                    tool_call_id: "c".into(),
+                    content: vec![Part::text("out sk-message-test-0123456789")],
+                    is_error: false,
+                },
+            ],
+            from: None,
+        };
+        m.mask_secrets();
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(!json.contains("sk-message-test"), "{json}");
+        assert_eq!(json.matches("********").count(), 4, "{json}");
+        // A changed reasoning loses its signature; an unchanged one keeps it.
+        assert!(matches!(
+            &m.content[1],
+            Part::Reasoning {
+                signature: None,
+                ..
+            }
+        ));
+        assert!(matches!(&m.content[2], Part::Reasoning { signature: Some(s), .. } if s == "kept"));
     }
 
     #[test]

@@ -82,9 +82,9 @@ impl ModelLibrary {
         &self.dir
     }
 
-    /// Creates the folder if needed.
+    /// Creates the folder if needed, the user's alone as the rest of the data folder.
     pub fn ensure_dir(&self) -> Result<()> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| io_err("create", &self.dir, e))
+        crate::private::dir(&self.dir).map_err(|e| io_err("create", &self.dir, e))
     }
 
     /// Where a model of this name lives (whether or not it exists).

@@ -94,6 +94,53 @@ pub fn redact_known(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// Masks the known secrets of a text that comes in pieces (a streamed reply): the end of
+/// what came that may begin a known secret is held back until the next piece, or
+/// [`StreamMask::finish`], tells. What it lets out, put together, is [`redact_known`] of the
+/// whole text.
+#[derive(Debug, Default)]
+pub struct StreamMask {
+    held: String,
+}
+
+impl StreamMask {
+    /// The text that can go out now that `piece` came (maybe empty).
+    pub fn push(&mut self, piece: &str) -> String {
+        let Ok(known) = KNOWN.read() else {
+            return piece.to_string();
+        };
+        if known.is_empty() && self.held.is_empty() {
+            return piece.to_string();
+        }
+        self.held.push_str(piece);
+        let mut text = std::mem::take(&mut self.held);
+        for secret in known.iter() {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), MASK);
+            }
+        }
+        // The longest end of `text` that is the start of a known secret waits for more.
+        let bytes = text.as_bytes();
+        let keep = known
+            .iter()
+            .filter_map(|s| {
+                (1..s.len().min(bytes.len() + 1))
+                    .rev()
+                    .find(|&k| bytes.ends_with(&s.as_bytes()[..k]))
+            })
+            .max()
+            .unwrap_or(0);
+        // A secret's first bytes start a character, so the cut is on a character boundary.
+        self.held = text.split_off(text.len() - keep);
+        text
+    }
+
+    /// What was held back, at the end of the text (it cannot be a whole secret).
+    pub fn finish(&mut self) -> String {
+        std::mem::take(&mut self.held)
+    }
+}
+
 fn is_key_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'*' | b'.' | b'~' | b'+' | b'/' | b'=')
 }
@@ -186,6 +233,32 @@ mod tests {
         // Words that merely start like a key are left alone.
         assert_eq!(redact("ask-me and sk-short"), "ask-me and sk-short");
         assert_eq!(redact("no secret here"), "no secret here");
+    }
+
+    #[test]
+    fn a_secret_split_across_pieces_is_masked_and_the_rest_goes_out_unchanged() {
+        remember("sk-corp-streamed-0123456789");
+        let whole = "Your key is sk-corp-streamed-0123456789, and sk-corp is a prefix. é!";
+        // Every way of cutting the text in two, and one piece per character.
+        for cut in (0..=whole.len()).filter(|&i| whole.is_char_boundary(i)) {
+            let mut m = StreamMask::default();
+            let mut out = m.push(&whole[..cut]);
+            out.push_str(&m.push(&whole[cut..]));
+            out.push_str(&m.finish());
+            assert_eq!(out, redact_known(whole), "cut at {cut}");
+        }
+        let mut m = StreamMask::default();
+        let mut out = String::new();
+        for c in whole.chars() {
+            out.push_str(&m.push(&c.to_string()));
+        }
+        out.push_str(&m.finish());
+        assert_eq!(out, "Your key is ********, and sk-corp is a prefix. é!");
+        // Text that cannot begin a secret is not held.
+        let mut m = StreamMask::default();
+        assert_eq!(m.push("plain words "), "plain words ");
+        assert_eq!(m.push("then sk-co"), "then ");
+        assert_eq!(m.finish(), "sk-co");
     }
 
     #[test]

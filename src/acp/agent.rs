@@ -426,6 +426,10 @@ impl AcpAgent {
             session_id: &id,
             through_client: self.client_reads_files.load(Ordering::Relaxed),
             toolbox: self.fw.toolbox_of(&id).ok(),
+            secrets: self
+                .fw
+                .context_secrets()
+                .map_err(|e| AcpError::invalid_params(e.message))?,
         };
         let mut message = prompt_message(r.prompt, &files).await?;
         if let Some(force) = commands::undo_asked(&message) {
@@ -444,6 +448,7 @@ impl AcpAgent {
         let target = crate::checkpoint::UndoTarget {
             conversation: Some(id.to_string()),
             turn: None,
+            project: None,
         };
         let undone = match self.port.holder(id) {
             Some(holder) => self.fw.undo_through(target, force, &holder).await,

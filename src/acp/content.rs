@@ -2,8 +2,8 @@
 //! message (text; images as image parts; `resource_link`s to files read through the client's
 //! `fs/read_text_file` when it offers it, else from disk; a link to a resource an MCP server of
 //! the session lists as that resource's contents; embedded resources as context text with
-//! their URI), and a stored conversation becomes the `session/update`s that replay it on
-//! `session/load`.
+//! their URI; a secret file, linked or embedded, refused as `-f` refuses it), and a stored
+//! conversation becomes the `session/update`s that replay it on `session/load`.
 //!
 //! It must never run a turn nor write the history.
 
@@ -33,6 +33,8 @@ pub struct FileReader<'a> {
     pub through_client: bool,
     /// The session's tool sources, whose MCP resources links may name.
     pub toolbox: Option<Arc<Toolbox>>,
+    /// The files never sent unless a rule names them (`.env`, keys, genai's own).
+    pub secrets: crate::context_files::Secrets,
 }
 
 /// The path of a `file:` URI (or of a plain absolute path), percent-decoded.
@@ -102,6 +104,7 @@ impl FileReader<'_> {
             }
             return Ok(vec![Part::text(format!("[{}]({})", link.name, link.uri))]);
         };
+        self.refuse_secret(&path)?;
         let image = link
             .mime_type
             .as_deref()
@@ -118,6 +121,15 @@ impl FileReader<'_> {
         }
         let text = self.read(&path).await?;
         Ok(vec![Part::text(context_text(&link.uri, &text))])
+    }
+}
+
+impl FileReader<'_> {
+    /// Refuses a secret file (`.env`, keys, genai's own) that no rule names, as `-f` does.
+    fn refuse_secret(&self, path: &std::path::Path) -> Result<(), AcpError> {
+        self.secrets
+            .check(path, &path.display().to_string())
+            .map_err(|e| AcpError::invalid_params(e.message))
     }
 }
 
@@ -158,6 +170,9 @@ pub async fn prompt_message(
             }
             ContentBlock::Resource(r) => match r.resource {
                 EmbeddedResourceResource::TextResourceContents(t) => {
+                    if let Some(path) = file_path(&t.uri) {
+                        files.refuse_secret(&path)?;
+                    }
                     Part::text(context_text(&t.uri, &t.text))
                 }
                 EmbeddedResourceResource::BlobResourceContents(b) => {

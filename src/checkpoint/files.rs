@@ -231,13 +231,7 @@ fn set_mode(_: &Path, _: Option<u32>) -> std::io::Result<()> {
 
 /// The checkpoints hold the user's code: only the user may read them.
 fn create_private_dir(dir: &Path) -> Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder
-        .create(dir)
-        .map_err(|e| io_error("cannot create", dir, e))
+    crate::private::dir(dir).map_err(|e| io_error("cannot create", dir, e))
 }
 
 /// Lower-case hex of SHA-256 (by hand: two lines do not need the `hex` crate).

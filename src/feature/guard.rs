@@ -35,6 +35,9 @@ use crate::workspace::{self, CallContext, Content, EditorCall, Workspace};
 #[derive(Debug, Clone)]
 pub struct GuardHome {
     pub data_dir: PathBuf,
+    /// genai's own files that hold secrets (`crate::secrets::own_files`): never read by a tool
+    /// nor sent as context.
+    pub own_secrets: Vec<PathBuf>,
     /// The file of the saved "always" rules (`CONFIG_DIR/projects.toml`).
     pub saved_rules: PathBuf,
     pub checkpoints: CheckpointConfig,

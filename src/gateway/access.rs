@@ -37,6 +37,8 @@ impl Access {
             .map_err(|e| Error::internal(format!("loading the gateway's keys failed: {e}")))??;
         let keys = Arc::new(keys);
         tokio::spawn(watch(Arc::downgrade(&keys)));
+        // No reply, log or history shows the token, even a model's echo of it.
+        crate::redact::remember(&token);
         Ok(Arc::new(Access {
             token: keys::hash(&token),
             keys,
@@ -57,13 +59,13 @@ impl Access {
             a.strip_prefix("Bearer ")
                 .or_else(|| a.strip_prefix("bearer "))
         });
-        let presented: Vec<[u8; 32]> = [bearer, api_key]
+        let given: Vec<&str> = [bearer, api_key]
             .into_iter()
             .flatten()
             .map(str::trim)
             .filter(|k| !k.is_empty())
-            .map(keys::hash)
             .collect();
+        let presented: Vec<[u8; 32]> = given.iter().map(|k| keys::hash(k)).collect();
         if presented.contains(&self.token) {
             return Ok(Caller::new(None, self.ledger.clone(), user_agent));
         }
@@ -73,6 +75,8 @@ impl Access {
         let Some(key) = self.keys.find_or_reload(presented).await else {
             return Err(ApiError::unauthorized().response_in(api));
         };
+        // A live virtual key is masked from now on wherever the serve prints or stores text.
+        crate::redact::remember(given[0]);
         let refusal = match key.admit(Instant::now()) {
             Ok(()) => return Ok(Caller::new(Some(key), self.ledger.clone(), user_agent)),
             Err(r) => r,

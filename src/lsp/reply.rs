@@ -142,7 +142,9 @@ impl Backend {
         if self.flags().show_document {
             let dir = self.data_dir.join("lsp");
             let file = dir.join(format!("{}.md", answer.conversation_id));
-            let written = std::fs::create_dir_all(&dir)
+            // The data folder's files are the user's alone.
+            let written = crate::private::dir(&dir)
+                .and_then(|_| crate::private::file(&file))
                 .and_then(|_| std::fs::write(&file, format!("# {title}\n\n{}\n", answer.reply)));
             match written {
                 Ok(()) => {

@@ -90,7 +90,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
-use rules::{command_parts, normalize_path, url_host, Rule};
+use rules::{command_parts, normalize_path, url_host, Rule, WORKSPACE};
 
 /// What a tool call does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -296,14 +296,19 @@ pub struct Policy {
     notes: Vec<String>,
 }
 
-/// Parses `texts` as rules from `from`; a bad one is an error saying where it was.
+/// Parses `texts` as rules from `from`; a bad one is an error saying where it was: a usage
+/// error when it came from a flag, a configuration error otherwise.
 fn entries(texts: &[String], from: &'static str, place: &str) -> Result<Vec<Entry>> {
+    let kind = match from {
+        FROM_FLAG_ALLOW | FROM_FLAG_DENY => ErrorKind::InvalidParams,
+        _ => ErrorKind::Config,
+    };
     texts
         .iter()
         .map(|text| {
             Rule::parse(text)
                 .map(|rule| Entry { rule, from })
-                .map_err(|e| Error::new(ErrorKind::Config, format!("{place}: {}", e.message)))
+                .map_err(|e| Error::new(kind, format!("{place}: {}", e.message)))
         })
         .collect()
 }
@@ -389,6 +394,16 @@ impl Policy {
     pub fn is_secret(&self, relative: &str) -> bool {
         let path = normalize_path(relative);
         is_secret(&path) || self.secrets.iter().any(|s| s.eq_ignore_ascii_case(&path))
+    }
+
+    /// Whether an allow or ask rule names this secret file for reading (`read_file(.env)`),
+    /// so that the user may send it deliberately (`genai ask -f .env` with such a rule).
+    pub fn names_secret(&self, relative: &str) -> bool {
+        let tool = format!("{WORKSPACE}.read_file");
+        self.ask
+            .iter()
+            .chain(&self.allow)
+            .any(|e| e.rule.names_file(&tool, Kind::Read, Some(relative)))
     }
 
     /// Decides a call: deny rules, then secret files, then ask rules, then allow rules, then

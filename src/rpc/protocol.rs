@@ -18,11 +18,24 @@ pub use super::mcp_protocol::*;
 pub const PROTOCOL_VERSION: &str = "1.0";
 
 /// A message as a client may send it: a plain string (a user message) or a Message object.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, JsonSchema)]
 #[serde(untagged)]
 pub enum MessageInput {
     Text(String),
     Message(Message),
+}
+
+/// By hand rather than `untagged`, which would answer a message's own error (a refused file
+/// part, a wrong role) with "did not match any variant".
+impl<'de> Deserialize<'de> for MessageInput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(text) => Ok(MessageInput::Text(text)),
+            other => Message::deserialize(other)
+                .map(MessageInput::Message)
+                .map_err(serde::de::Error::custom),
+        }
+    }
 }
 
 impl MessageInput {

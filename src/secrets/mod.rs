@@ -13,6 +13,29 @@ pub mod os_keyring;
 
 pub use os_keyring::KEYRING_SERVICE;
 
+/// The serve token's file in the config folder (`genai serve` makes it).
+pub const SERVE_TOKEN_FILE: &str = "serve-token";
+
+/// genai's own files that hold secrets, never sent as context nor read by a tool: the key
+/// file and the serve token (config folder), the serve's log (it holds the page's address
+/// with the token) and the history's database files (data folder).
+pub fn own_files(paths: &crate::config::Paths) -> Vec<std::path::PathBuf> {
+    let history = paths.history_db();
+    let beside = |suffix: &str| {
+        let mut name = history.as_os_str().to_owned();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    };
+    vec![
+        paths.config_dir.join(key_file::FILE_NAME),
+        paths.config_dir.join(SERVE_TOKEN_FILE),
+        paths.data_dir.join("serve.log"),
+        beside("-wal"),
+        beside("-shm"),
+        history,
+    ]
+}
+
 /// A credential. `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
@@ -51,8 +74,17 @@ pub struct KeySource {
 
 impl KeySource {
     /// Looks the key up: environment, keyring, key file, key command, config. `Ok(None)` when
-    /// none has one.
+    /// none has one. The key found is remembered by the redactor at once, so that no front-end prints it
+    /// nor the history keeps it, even before it is sent.
     pub fn resolve(&self) -> Result<Option<Secret>> {
+        let found = self.find()?;
+        if let Some(key) = &found {
+            crate::redact::remember(&key.0);
+        }
+        Ok(found)
+    }
+
+    fn find(&self) -> Result<Option<Secret>> {
         if let Some(var) = &self.env_var {
             if let Ok(v) = std::env::var(var) {
                 if !v.trim().is_empty() {

@@ -136,10 +136,22 @@ impl Framework {
     pub fn with_home(mut self, paths: &crate::config::Paths) -> Framework {
         self.home = Some(GuardHome {
             data_dir: paths.data_dir.clone(),
+            own_secrets: crate::secrets::own_files(paths),
             saved_rules: paths.config_dir.join("projects.toml"),
             checkpoints: self.config.checkpoints.clone(),
         });
         self
+    }
+
+    /// The secret files a client's attached or linked files may not be (`.env`, keys, genai's
+    /// own), unless a rule of the config's `[permissions]` names them.
+    pub fn context_secrets(&self) -> Result<crate::context_files::Secrets> {
+        let own = self
+            .home
+            .as_ref()
+            .map(|h| h.own_secrets.clone())
+            .unwrap_or_default();
+        crate::context_files::Secrets::of(own, &self.config.permissions, &[], &[])
     }
 
     /// The checkpoint store of genai's data folder.
@@ -235,8 +247,12 @@ impl Framework {
             flag_allow: flags.allow.clone(),
             flag_deny: flags.deny.clone(),
         })?;
-        if let Ok(keys) = crate::secrets::key_file::path() {
-            if let Ok(relative) = keys.strip_prefix(&root) {
+        let own = match &self.home {
+            Some(home) => home.own_secrets.clone(),
+            None => crate::secrets::key_file::path().into_iter().collect(),
+        };
+        for file in own {
+            if let Ok(relative) = file.strip_prefix(&root) {
                 policy.add_secret(&relative.to_string_lossy());
             }
         }

@@ -90,7 +90,12 @@ impl Framework {
         let prepared = command.prepare(invocation)?;
         let mut text = prepared.text;
         if !prepared.settings.files.is_empty() {
-            let files = command_files(cwd, &prepared.settings.files)?;
+            let own = self
+                .home
+                .as_ref()
+                .map(|h| h.own_secrets.clone())
+                .unwrap_or_default();
+            let files = command_files(cwd, &prepared.settings.files, own)?;
             if !text.is_empty() {
                 text.push_str("\n\n");
             }
@@ -174,8 +179,9 @@ impl Framework {
     }
 }
 
-/// A command's `files`, read as `-f` reads them; each must lie inside `cwd`.
-fn command_files(cwd: &Path, files: &[String]) -> Result<String> {
+/// A command's `files`, read as `-f` reads them; each must lie inside `cwd`, and none may be a
+/// secret file nor one of genai's own (`own`).
+fn command_files(cwd: &Path, files: &[String], own: Vec<std::path::PathBuf>) -> Result<String> {
     let root = crate::workspace::paths::Root::new(cwd)?;
     let mut specs = Vec::with_capacity(files.len());
     for f in files {
@@ -194,7 +200,8 @@ fn command_files(cwd: &Path, files: &[String]) -> Result<String> {
         }
         specs.push(relative);
     }
-    Ok(crate::context_files::load_in(root.path(), &specs)?.text)
+    let secrets = crate::context_files::Secrets::new(own, None);
+    Ok(crate::context_files::load_in(root.path(), &specs, &secrets)?.text)
 }
 
 /// The conversation a command starts: its model (unless `model` names another), system

@@ -191,8 +191,9 @@ impl Store {
                     r.cost,
                     r.latency_ms as i64,
                     r.first_byte_ms.map(|n| n as i64),
-                    r.request_body,
-                    r.reply_body,
+                    // A kept body never keeps a key genai holds (a prompt may carry one).
+                    r.request_body.as_deref().map(crate::redact::redact_known),
+                    r.reply_body.as_deref().map(crate::redact::redact_known),
                 ])?;
             }
         }

@@ -37,14 +37,15 @@ pub(super) fn values(root: &Path) -> Vec<String> {
 }
 
 /// What a command must not read: the secret files of the root (four levels deep), genai's own
-/// key file and history, and the user's SSH, AWS and GnuPG folders.
+/// (its keys, the serve token, the history) and checkpoints, and the user's SSH, AWS and GnuPG
+/// folders.
 pub(super) fn hidden(home: Option<&GuardHome>, ws: &Workspace) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = Vec::new();
     if let Ok(keys) = crate::secrets::key_file::path() {
         found.push(keys);
     }
     if let Some(home) = home {
-        found.push(home.data_dir.join("history.db"));
+        found.extend(home.own_secrets.iter().cloned());
         found.push(home.data_dir.join("checkpoints"));
     }
     if let Some(user) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {

@@ -89,6 +89,7 @@ static LINK: OnceLock<Link> = OnceLock::new();
 /// Sends this process's local requests to the serve at `addr` (with its token) from now on.
 /// Building the client does no I/O: finding out the serve is gone is one refused connection.
 pub fn use_serve(addr: SocketAddr, token: String) {
+    crate::redact::remember(&token);
     let Ok(http) = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(2))
         .no_proxy()

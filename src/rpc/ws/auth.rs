@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The token file's name in the config dir.
-pub const TOKEN_FILE: &str = "serve-token";
+pub const TOKEN_FILE: &str = crate::secrets::SERVE_TOKEN_FILE;
 
 /// The subprotocol prefix that carries the token from a browser:
 /// `new WebSocket(url, ["genai", "bearer.TOKEN"])`.

@@ -60,6 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             tools: None,
             middleware: None,
             cwd: None,
+            answered_by: None,
         })?;
         let rows: Vec<_> = (0..per_conversation)
             .map(|i| {

@@ -58,6 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             tools: None,
             middleware: None,
             cwd: None,
+            answered_by: None,
         })?;
         // One conversation a day over the last year, its turns a minute apart.
         let day = now - (c as i64 % 365) * DAY_MS;
@@ -85,7 +86,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     cost,
                 },
             ];
-            store.commit_turn_at(&id, None, Some(model), &rows, day + t as i64 * 60_000)?;
+            store.commit_turn_at(&id, None, None, Some(model), &rows, day + t as i64 * 60_000)?;
         }
     }
     println!(

@@ -113,6 +113,13 @@ impl AIAgent {
             .clone()
     }
 
+    /// `NAME (KIND)` of the provider that answered the last request: a fallback's, or the
+    /// agent's.
+    pub fn served_provider_described(&self) -> String {
+        let p = self.serving().map_or(&self.provider, |f| &f.provider);
+        format!("{} ({})", p.name, p.kind)
+    }
+
     /// The provider, model and price of whoever answered the last request.
     pub fn served_model(&self, own: &ModelConfiguration) -> (String, String, Option<Priced>) {
         match self.serving() {

@@ -33,6 +33,7 @@ use crate::message::{Message, Role, Usage};
 use crate::middleware::{self, Capabilities, Chain};
 use crate::pricing::{self, Priced};
 use crate::provider::{ProviderResponse, PROGRESS_EVENT};
+use crate::redact::StreamMask;
 use crate::registry::ProviderInstance;
 use crate::store::{NewMessage, Store};
 
@@ -83,6 +84,11 @@ pub struct PromptOutcome {
     pub cost: Option<f64>,
     /// The details' line for the cost: the amount and its price's source, or why it is unknown.
     pub cost_detail: String,
+    /// The provider that answered, as `NAME (KIND)`: a fallback's when one served.
+    pub provider: String,
+    /// The model id that answered as asked for (a fallback's when one served); the reply's
+    /// `model` is the one the provider reports, when it does.
+    pub model: String,
 }
 
 /// What the rounds of one turn produced: the final reply, the steps before it (each round's
@@ -364,9 +370,9 @@ impl AIAgent {
             });
             // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
             let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
-            let model = served_model.clone();
+            let (provider, model) = (served_provider.clone(), served_model.clone());
             tokio::task::spawn_blocking(move || {
-                store.commit_turn(&id, sys.as_ref(), Some(&model), &rows)
+                store.commit_turn_by(&id, sys.as_ref(), &provider, &model, &rows)
             })
             .await
             .map_err(|e| Error::internal(format!("committing the turn failed: {e}")))??;
@@ -389,6 +395,8 @@ impl AIAgent {
             notes: self.take_notes(),
             cost,
             cost_detail,
+            provider: self.served_provider_described(),
+            model: served_model,
         })
     }
 
@@ -519,7 +527,9 @@ impl AIAgent {
                 ))
             })
         };
-        match provider.provider.send_request(request).await? {
+        // The keys genai holds never come back out of a reply (a model may echo one):
+        // masked in the streamed pieces and in the reply every front-end and the history get.
+        let mut reply = match provider.provider.send_request(request).await? {
             ProviderResponse::Complete(body) => {
                 let reply = model.extract(&body)?;
                 match over(reply.usage.map_or(0, |u| u.output_tokens)) {
@@ -529,6 +539,8 @@ impl AIAgent {
             }
             ProviderResponse::Events(mut events) => {
                 let mut decoder = model.decoder();
+                let (mut text_mask, mut reasoning_mask) =
+                    (StreamMask::default(), StreamMask::default());
                 // Each streamed piece counts as a token; dropping `events` ends the request.
                 let mut pieces = 0u64;
                 while let Some(event) = events.next().await {
@@ -544,11 +556,28 @@ impl AIAgent {
                     let signatures = decoder.take_signature_deltas();
                     pieces += (text.len() + reasoning.len()) as u64;
                     if let Some(f) = on_delta {
-                        reasoning.iter().for_each(|r| f(Delta::Reasoning(r)));
+                        for r in &reasoning {
+                            let r = reasoning_mask.push(r);
+                            if !r.is_empty() {
+                                f(Delta::Reasoning(&r));
+                            }
+                        }
                         signatures
                             .iter()
                             .for_each(|s| f(Delta::ReasoningSignature(s)));
-                        text.iter().for_each(|t| f(Delta::Text(t)));
+                        if !text.is_empty() {
+                            // The answer begins: the reasoning's held end goes before it.
+                            let r = reasoning_mask.finish();
+                            if !r.is_empty() {
+                                f(Delta::Reasoning(&r));
+                            }
+                        }
+                        for t in &text {
+                            let t = text_mask.push(t);
+                            if !t.is_empty() {
+                                f(Delta::Text(&t));
+                            }
+                        }
                     }
                     let calls = decoder.take_tool_call_deltas();
                     pieces += calls.len() as u64;
@@ -559,10 +588,21 @@ impl AIAgent {
                         return Err(e);
                     }
                 }
+                if let Some(f) = on_delta {
+                    let (r, t) = (reasoning_mask.finish(), text_mask.finish());
+                    if !r.is_empty() {
+                        f(Delta::Reasoning(&r));
+                    }
+                    if !t.is_empty() {
+                        f(Delta::Text(&t));
+                    }
+                }
                 decoder
                     .finish()
                     .map_err(|e| e.reworded(|m| format!("{}: {m}", provider.name)))
             }
-        }
+        }?;
+        reply.message.mask_secrets();
+        Ok(reply)
     }
 }

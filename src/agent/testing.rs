@@ -40,6 +40,7 @@ pub fn agent(
                 tools: None,
                 middleware: None,
                 cwd: None,
+                answered_by: None,
             })
             .expect("a conversation");
         Persistence {

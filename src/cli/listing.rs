@@ -27,6 +27,8 @@ pub struct Conversation {
     pub message_count: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
 }
 
 impl From<store::ConversationRecord> for Conversation {
@@ -44,6 +46,7 @@ impl From<store::ConversationRecord> for Conversation {
             updated_at: r.updated_at,
             message_count: r.message_count,
             tools: r.tools,
+            answered_by: r.answered_by,
         }
     }
 }
@@ -62,6 +65,8 @@ pub struct StoredMessage {
     pub created_at: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 impl From<store::StoredMessage> for StoredMessage {
@@ -73,6 +78,7 @@ impl From<store::StoredMessage> for StoredMessage {
             cost: m.cost,
             created_at: m.created_at,
             model: m.model,
+            provider: m.provider,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The built-in `assistant` feature: plain chat. It sends the user's message (with the
 //! conversation's system prompt) to the agent, streams the reply, and ends the turn with the
 //! reply as summary (its reasoning left out: that streams apart and stays in the history) and
-//! provider, model, usage, cost and latency as details.
+//! the provider and model that answered (a fallback's when one served), usage, cost and
+//! latency as details.
 
 use std::sync::Arc;
 
@@ -32,22 +33,29 @@ impl Feature for Assistant {
         } else {
             None
         };
-        let provider = &turn.agent.provider;
-        let mut detailed = vec![format!("provider: {} ({})", provider.name, provider.kind)];
-        detailed.extend(turn.agent.take_notes());
+        let mut detailed = turn.agent.take_notes();
         let schema = turn.response_schema.as_deref();
         let sent = turn
             .agent
-            .send_prompt_as(prompt, on_delta, &turn.cancel, None, schema);
-        TurnOutcome::of_prompt(sent.await, detailed, ReplyLines::Request, |outcome, _| {
-            Answer {
-                summary: outcome.reply.message.text(),
-                model: outcome
+            .send_prompt_as(prompt, on_delta, &turn.cancel, None, schema)
+            .await;
+        if sent.is_err() {
+            // An answer names the provider that answered; a failure the one asked.
+            let provider = &turn.agent.provider;
+            detailed.insert(
+                0,
+                format!("provider: {} ({})", provider.name, provider.kind),
+            );
+        }
+        TurnOutcome::of_prompt(sent, detailed, ReplyLines::Request, |outcome, _| Answer {
+            summary: outcome.reply.message.text(),
+            model: Some(
+                outcome
                     .reply
                     .model
                     .clone()
-                    .or_else(|| turn.agent.model_info().ok().map(|m| m.1)),
-            }
+                    .unwrap_or_else(|| outcome.model.clone()),
+            ),
         })
     }
 }

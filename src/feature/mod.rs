@@ -139,17 +139,17 @@ impl TurnOutcome {
         };
         let Answer { summary, model } = answer(&outcome, &mut detailed);
         let r = outcome.reply;
-        if lines == ReplyLines::Request {
-            detailed.push(format!("model: {}", model.as_deref().unwrap_or("unknown")));
-        }
+        // Every turn says who answered, what it cost and how long it took, tools or not.
+        detailed.insert(0, format!("provider: {}", outcome.provider));
+        detailed.push(format!("model: {}", model.as_deref().unwrap_or("unknown")));
         detailed.extend(r.usage.map(|u| u.describe()));
         detailed.push(outcome.cost_detail);
+        detailed.push(format!("latency: {} ms", outcome.latency.as_millis()));
         if lines == ReplyLines::Request {
-            detailed.push(format!("latency: {} ms", outcome.latency.as_millis()));
             detailed.extend(outcome.notes);
-            if let Some(f) = &r.finish_reason {
-                detailed.push(format!("finish reason: {f}"));
-            }
+        }
+        if let Some(f) = &r.finish_reason {
+            detailed.push(format!("finish reason: {f}"));
         }
         TurnOutcome {
             summary,
@@ -174,10 +174,9 @@ pub struct Answer {
 /// What a turn's details say of its prompt besides usage and cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyLines {
-    /// One request: the model before; the latency, what the middleware did and the finish
-    /// reason after.
+    /// One request: what the middleware did is noted with the rest.
     Request,
-    /// Nothing more: the feature noted its rounds itself (tool calls, middleware, tool mode).
+    /// The feature noted its rounds itself (tool calls, middleware, tool mode).
     Rounds,
 }
 
@@ -258,6 +257,8 @@ mod tests {
             notes: vec!["middleware: noted".into()],
             cost: Some(0.5),
             cost_detail: "cost: $0.5".into(),
+            provider: "corp (openai)".into(),
+            model: "m1".into(),
         })
     }
 
@@ -280,6 +281,7 @@ mod tests {
         assert_eq!(
             o.detailed,
             [
+                "provider: corp (openai)",
                 "noted",
                 "answered",
                 "model: m1",
@@ -303,16 +305,20 @@ mod tests {
     }
 
     #[test]
-    fn rounds_add_only_usage_and_cost_and_a_failure_keeps_what_was_noted() {
+    fn rounds_say_the_same_but_the_middleware_and_a_failure_keeps_what_was_noted() {
         let o =
             TurnOutcome::of_prompt(answered(), vec!["noted".into()], ReplyLines::Rounds, answer);
         assert_eq!(
             o.detailed,
             [
+                "provider: corp (openai)",
                 "noted",
                 "answered",
+                "model: m1",
                 "usage: 3 input + 5 output = 8 tokens",
-                "cost: $0.5"
+                "cost: $0.5",
+                "latency: 7 ms",
+                "finish reason: stop"
             ]
         );
         let failed = Err(Error::cancelled());

@@ -532,7 +532,13 @@ impl Feature for Tools {
             }
             Answer {
                 summary,
-                model: outcome.reply.model.clone(),
+                model: Some(
+                    outcome
+                        .reply
+                        .model
+                        .clone()
+                        .unwrap_or_else(|| outcome.model.clone()),
+                ),
             }
         })
     }

@@ -36,6 +36,10 @@ pub struct ConversationRecord {
     /// enabled sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// `PROVIDER:MODEL` that answered the last turn, a fallback's when one served (absent
+    /// before a turn, and for turns stored before genai recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
 }
 
 impl From<store::ConversationRecord> for ConversationRecord {
@@ -53,6 +57,7 @@ impl From<store::ConversationRecord> for ConversationRecord {
             updated_at: r.updated_at,
             message_count: r.message_count,
             tools: r.tools,
+            answered_by: r.answered_by,
         }
     }
 }
@@ -75,6 +80,10 @@ pub struct StoredMessage {
     /// recorded it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The provider that answered that turn, a fallback's when one served (absent for
+    /// messages stored before genai recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 impl From<store::StoredMessage> for StoredMessage {
@@ -86,6 +95,7 @@ impl From<store::StoredMessage> for StoredMessage {
             cost: m.cost,
             created_at: m.created_at,
             model: m.model,
+            provider: m.provider,
         }
     }
 }

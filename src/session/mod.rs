@@ -427,6 +427,7 @@ impl Framework {
                 tools: spec.tools.clone(),
                 middleware: sel.middleware.clone(),
                 cwd: spec.cwd.clone(),
+                answered_by: None,
             };
             let stored = self
                 .store

@@ -55,6 +55,9 @@ pub struct ConversationRecord {
     pub middleware: Option<Vec<String>>,
     /// The working directory the client opened it in (an ACP session's `cwd`), when it gave one.
     pub cwd: Option<String>,
+    /// `PROVIDER:MODEL` that answered its last turn (a fallback's when one served); read from
+    /// the history, never written with the record.
+    pub answered_by: Option<String>,
 }
 
 /// A conversation row as read: the record, its parameters, tools and middleware as JSON text.
@@ -79,6 +82,9 @@ pub struct StoredMessage {
     pub created_at: i64,
     /// The model of the turn this message belongs to (unknown for old rows).
     pub model: Option<String>,
+    /// The provider that answered that turn: a fallback's when one served (unknown for rows
+    /// older than migration 13).
+    pub provider: Option<String>,
 }
 
 /// One message to commit, with the usage and cost (US dollars; `None`: unknown) of the
@@ -148,14 +154,29 @@ fn json_err(e: serde_json::Error) -> Error {
 impl Store {
     /// Opens (creating when needed) the database file and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Store> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| {
+        // The history is the user's alone: its folder 0700, the file 0600 before SQLite opens
+        // it (SQLite gives its `-wal` and `-shm` the database's mode; old ones are tightened).
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::private::dir(dir).map_err(|e| {
                 Error::new(
                     ErrorKind::Store,
                     format!("cannot create {}: {e}", dir.display()),
                 )
             })?;
         }
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let mut shm = path.as_os_str().to_owned();
+        shm.push("-shm");
+        crate::private::file(path)
+            .and_then(|()| crate::private::existing_file(Path::new(&wal)))
+            .and_then(|()| crate::private::existing_file(Path::new(&shm)))
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Store,
+                    format!("cannot open the history at {}: {e}", path.display()),
+                )
+            })?;
         let conn = Connection::open(path).map_err(|e| {
             Error::new(
                 ErrorKind::Store,
@@ -211,7 +232,20 @@ impl Store {
         model: Option<&str>,
         messages: &[NewMessage],
     ) -> Result<()> {
-        self.commit_turn_at(id, system, model, messages, now_ms())
+        self.commit_turn_at(id, system, None, model, messages, now_ms())
+    }
+
+    /// [`Store::commit_turn`] of a turn answered by `provider`'s `model` (a fallback's when
+    /// one served), each kept with the messages.
+    pub fn commit_turn_by(
+        &self,
+        id: &str,
+        system: Option<&Message>,
+        provider: &str,
+        model: &str,
+        messages: &[NewMessage],
+    ) -> Result<()> {
+        self.commit_turn_at(id, system, Some(provider), Some(model), messages, now_ms())
     }
 
     /// [`Store::commit_turn`] at time `now` (milliseconds since the Unix epoch), for imports.
@@ -219,6 +253,7 @@ impl Store {
         &self,
         id: &str,
         system: Option<&Message>,
+        provider: Option<&str>,
         model: Option<&str>,
         messages: &[NewMessage],
         now: i64,
@@ -245,16 +280,14 @@ impl Store {
             .is_empty()
             .then(|| messages.iter().find(|m| m.message.role == Role::User))
             .flatten()
-            .map(|first| title_of(&first.message.text()));
-        let system = system
-            .map(|s| serde_json::to_string(s).map_err(json_err))
-            .transpose()?;
+            .map(|first| title_of(&crate::redact::redact_known(&first.message.text())));
+        let system = system.map(masked_json).transpose()?;
         tx.prepare_cached(
             "UPDATE conversations SET updated_at = ?2, title = COALESCE(?3, title),
                 system = COALESCE(?4, system) WHERE id = ?1",
         )?
         .execute(params![id, now, title, system])?;
-        insert_messages(&tx, id, seq, model, messages, now)?;
+        insert_messages(&tx, id, seq, (provider, model), messages, now)?;
         tx.commit()?;
         Ok(())
     }
@@ -371,6 +404,7 @@ impl Store {
                 tools: None,
                 middleware: None,
                 cwd: r.get(13)?,
+                answered_by: r.get(14)?,
             },
             r.get::<_, String>(7)?,
             r.get::<_, Option<String>>(11)?,
@@ -379,7 +413,9 @@ impl Store {
     }
 
     const SELECT: &'static str = "SELECT c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, c.parameters, c.created_at, c.updated_at,
-        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools, c.middleware, c.cwd FROM conversations c";
+        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools, c.middleware, c.cwd,
+        (SELECT m.provider || ':' || m.model FROM messages m WHERE m.conversation_id = c.id
+         AND m.provider IS NOT NULL ORDER BY m.seq DESC LIMIT 1) FROM conversations c";
 
     fn finish_record(
         (mut rec, params, tools, middleware): RawRecord,
@@ -417,7 +453,8 @@ impl Store {
         };
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, content, usage, created_at, model, cost FROM messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            "SELECT seq, content, usage, created_at, model, cost, provider FROM messages
+             WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
         )?;
         let rows = stmt
             .query_map(params![id, after, (page_size + 1) as i64], |r| {
@@ -428,11 +465,12 @@ impl Store {
                     r.get::<_, i64>(3)?,
                     r.get::<_, Option<String>>(4)?,
                     r.get::<_, Option<f64>>(5)?,
+                    r.get::<_, Option<String>>(6)?,
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let mut out = Vec::with_capacity(rows.len());
-        for (seq, content, usage, created_at, model, cost) in rows {
+        for (seq, content, usage, created_at, model, cost, provider) in rows {
             out.push(StoredMessage {
                 seq,
                 message: serde_json::from_str(&content).map_err(json_err)?,
@@ -443,6 +481,7 @@ impl Store {
                 cost,
                 created_at,
                 model,
+                provider,
             });
         }
         let next = if out.len() > page_size {
@@ -519,6 +558,21 @@ impl Store {
     }
 }
 
+/// A message as stored: JSON, with the secrets genai knows masked (a prompt or a tool's
+/// output may hold a key; the history never keeps one).
+fn masked_json(m: &Message) -> Result<String> {
+    let json = serde_json::to_string(m).map_err(json_err)?;
+    if matches!(
+        crate::redact::redact_known(&json),
+        std::borrow::Cow::Borrowed(_)
+    ) {
+        return Ok(json);
+    }
+    let mut masked = m.clone();
+    masked.mask_secrets();
+    serde_json::to_string(&masked).map_err(json_err)
+}
+
 /// Appends `messages` to conversation `id` after `seq`, in one statement (see
 /// [`Store::commit_turn_at`] for why one); SQLite takes at most 32,766 bound values in a
 /// statement, so a very long turn takes one per 1,000 messages.
@@ -526,19 +580,20 @@ fn insert_messages(
     tx: &rusqlite::Transaction,
     id: &str,
     seq: i64,
-    model: Option<&str>,
+    (provider, model): (Option<&str>, Option<&str>),
     messages: &[NewMessage],
     now: i64,
 ) -> Result<()> {
-    const ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    const ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     for (i, messages) in messages.chunks(1000).enumerate() {
         let seq = seq + 1000 * i as i64;
         let sql = format!(
             "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model,
-                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) VALUES {}",
+                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, provider)
+                VALUES {}",
             vec![ROW; messages.len()].join(", ")
         );
-        let mut values: Vec<rusqlite::types::Value> = Vec::with_capacity(12 * messages.len());
+        let mut values: Vec<rusqlite::types::Value> = Vec::with_capacity(13 * messages.len());
         for (
             n,
             NewMessage {
@@ -551,7 +606,7 @@ fn insert_messages(
             use rusqlite::types::Value as V;
             let text = |t: Option<String>| t.map_or(V::Null, V::Text);
             let count = |n: Option<u64>| n.map_or(V::Null, |n| V::Integer(n as i64));
-            let content = serde_json::to_string(&m).map_err(json_err)?;
+            let content = masked_json(m)?;
             let usage_json = usage
                 .map(|u| serde_json::to_string(&u))
                 .transpose()
@@ -569,6 +624,7 @@ fn insert_messages(
                 count(usage.and_then(|u| u.cache_read_tokens)),
                 count(usage.and_then(|u| u.cache_write_tokens)),
                 cost.filter(|_| usage.is_some()).map_or(V::Null, V::Real),
+                text(provider.map(str::to_string)),
             ]);
         }
         tx.prepare_cached(&sql)?
@@ -598,12 +654,13 @@ pub(crate) mod tests {
             tools: None,
             middleware: None,
             cwd: None,
+            answered_by: None,
         }
     }
 
     /// Commits a turn of one user message to conversation `id` at time `t`.
     fn with_a_turn(s: &Store, id: &str, t: i64) {
-        s.commit_turn_at(id, None, None, &[Message::user("hi").into()], t)
+        s.commit_turn_at(id, None, None, None, &[Message::user("hi").into()], t)
             .unwrap();
     }
 
@@ -616,10 +673,17 @@ pub(crate) mod tests {
             Message::assistant("an answer").into(),
         ];
         let system = Message::system("be brief");
-        s.commit_turn_at("01F0", Some(&system), Some("m1"), &turn, 5)
+        s.commit_turn_at("01F0", Some(&system), None, Some("m1"), &turn, 5)
             .unwrap();
-        s.commit_turn_at("01F0", None, None, &[Message::user("again").into()], 6)
-            .unwrap();
+        s.commit_turn_at(
+            "01F0",
+            None,
+            None,
+            None,
+            &[Message::user("again").into()],
+            6,
+        )
+        .unwrap();
         // Each statement after the index joined a transaction would flush it into a segment
         // of its own: one per turn means the turn's messages went in one statement, last.
         let segments: i64 = s
@@ -845,6 +909,21 @@ pub(crate) mod tests {
         let models: Vec<_> = all.iter().map(|m| m.model.as_deref()).collect();
         assert_eq!(models, [Some("m1"), Some("m1"), Some("m2")]);
         assert!(s.switch_model("nope", "p", None, "f", "m").is_err());
+        // A turn a fallback answered: its provider kept with each message, and the listing
+        // names who answered last beside what the conversation runs on.
+        let reply: NewMessage = Message::new(Role::Assistant, "from the fallback").into();
+        s.commit_turn_by("01AAA1", None, "spare", "m3", &[reply])
+            .unwrap();
+        let (all, _) = s.history("01AAA1", 10, None).unwrap();
+        let last = all.last().unwrap();
+        assert_eq!(
+            (last.provider.as_deref(), last.model.as_deref()),
+            (Some("spare"), Some("m3"))
+        );
+        let c = s.conversation("01AAA1").unwrap().unwrap();
+        assert_eq!((c.provider.as_str(), c.model.as_str()), ("p2", "m2"));
+        let (page, _) = s.list_conversations(1, None).unwrap();
+        assert_eq!(page[0].answered_by.as_deref(), Some("spare:m3"));
 
         s.rename_conversation("01AAA1", "  A new\nname ").unwrap();
         assert_eq!(

@@ -185,6 +185,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 12: the columns `genai usage` adds up of the gateway's requests, so its sums read an
     // index and not the rows (which may hold whole request bodies).
     gateway_usage_index!(),
+    // 13: the provider that answered each reply (a fallback's when one served), beside its model.
+    "ALTER TABLE messages ADD COLUMN provider TEXT;",
 ];
 
 /// The tables and indexes of [`SCHEMA`], without its full-text index.
@@ -212,6 +214,7 @@ macro_rules! tables {
         cache_read_tokens INTEGER,
         cache_write_tokens INTEGER,
         cost REAL,
+        provider TEXT,
         PRIMARY KEY (conversation_id, seq)
     );
     CREATE INDEX messages_usage ON messages(created_at, model, conversation_id, input_tokens,

@@ -239,7 +239,7 @@ mod tests {
     /// One turn of conversation `id` on `model` on day `day` (days since the epoch).
     fn turn(s: &Store, id: &str, model: &str, day: i64, r: NewMessage) {
         let rows = [NewMessage::from(Message::user("q")), r];
-        s.commit_turn_at(id, None, Some(model), &rows, day * DAY_MS + 5)
+        s.commit_turn_at(id, None, None, Some(model), &rows, day * DAY_MS + 5)
             .unwrap();
     }
 

@@ -81,6 +81,7 @@ fn a_failed_first_turn_is_not_kept_and_c_goes_on_with_the_last_good_conversation
             tools: None,
             middleware: None,
             cwd: None,
+            answered_by: None,
         })
         .unwrap();
 

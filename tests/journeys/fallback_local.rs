@@ -44,6 +44,17 @@ fn the_local_model_answers_when_the_company_server_is_down() {
         details.contains("served by fallback local") && details.contains("corp failed"),
         "{details}"
     );
+    // The details, --json and the listing name the same provider and model: the fallback's.
+    assert!(details.contains("provider: local (local)"), "{details}");
+    assert!(!details.contains("provider: corp"), "{details}");
+    assert!(details.contains(&format!("model: {DEMO}")), "{details}");
+    let id = v["conversationId"].as_str().unwrap();
+    let listed = home.run(&["sessions", "list"]).ok().stdout();
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with(id))
+        .unwrap_or_else(|| panic!("{id} not listed: {listed}"));
+    assert!(line.contains(&format!("local:{DEMO}")), "{line}");
 
     let usage = home.run(&["usage"]).ok().stdout();
     assert!(

@@ -5,8 +5,13 @@
 //! cargo run --release --example bench-local -- [--model PATH] [--threads N] [--tokens N]
 //! cargo run --release --example bench-local -- --concurrency 1,2,4,8 [--context N]
 //!     [--llama-server PATH] [--kv-unified] [--schema FILE | --tools [--tool-choice auto]]
-//!     [--model PATH] [--threads N] [--tokens N]
+//!     [--beside idle,busy] [--model PATH] [--threads N] [--tokens N]
 //! ```
+//!
+//! Without `--threads` each side runs with its own default threads (genai's engine fits them
+//! to the load when it starts; llama-server takes the physical cores); the table says which
+//! each used. `--beside busy` runs every level again with a busy loop (`sh -c 'while :; do :;
+//! done'`) taking a core beside the servers, started before them and stopped after.
 //!
 //! The model is `--model`, else `GENAI_TEST_MODEL`, else the models folder's default. Replies are
 //! greedy (`temperature = 0`) and `--tokens` long at most (default 128). It measures:
@@ -58,9 +63,21 @@ const DEADLINE: Duration = Duration::from_secs(300);
 const PROMPT_1: &str = "Explain in a few sentences why the sky is blue.";
 const PROMPT_2: &str = "Now explain why sunsets are red.";
 
+/// What runs beside the servers while they are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Beside {
+    /// Nothing: the machine is quiet.
+    Idle,
+    /// One busy loop that takes a core.
+    Busy,
+}
+
 struct Options {
     model: PathBuf,
-    threads: u32,
+    /// `--threads`: both sides get it; `None`, each its own default.
+    threads: Option<u32>,
+    /// `--beside`: the conditions every level of `--concurrency` runs under.
+    beside: Vec<Beside>,
     tokens: u32,
     /// Tokens per slot (`context_size`; llama-server gets `-c` = this × slots).
     context: u32,
@@ -98,7 +115,8 @@ fn run() -> Res<()> {
         "model {} ({:.0} MB), threads {}, max_tokens {}, {} cores",
         opts.model.display(),
         std::fs::metadata(&opts.model).map_or(0.0, |m| m.len() as f64 / 1e6),
-        opts.threads,
+        opts.threads
+            .map_or("each side's default".to_string(), |t| t.to_string()),
         opts.tokens,
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
@@ -180,9 +198,10 @@ fn write_config(dir: &Path, opts: &Options, slots: Option<usize>) -> Res<()> {
     std::fs::write(
         config_dir.join("config.toml"),
         format!(
-            "[service_providers.bench]\nkind = \"local\"\nmodel = {}\nthreads = {}\n{}",
+            "[service_providers.bench]\nkind = \"local\"\nmodel = {}\n{}{}",
             Value::String(opts.model.display().to_string()),
-            opts.threads,
+            opts.threads
+                .map_or(String::new(), |t| format!("threads = {t}\n")),
             slots.map_or(String::new(), |n| format!(
                 "context_size = {}\nslots = {n}\nkv_unified = {}\n",
                 opts.context, opts.kv_unified
@@ -198,7 +217,8 @@ fn ms(d: Duration) -> f64 {
 
 fn options() -> Res<Options> {
     let mut model = std::env::var_os("GENAI_TEST_MODEL").map(PathBuf::from);
-    let mut threads = std::thread::available_parallelism().map_or(4, |n| n.get() as u32);
+    let mut threads = None;
+    let mut beside = vec![Beside::Idle];
     let mut tokens = 128;
     let mut context = 4096;
     let mut concurrency = Vec::new();
@@ -211,7 +231,17 @@ fn options() -> Res<Options> {
         let mut value = || args.next().ok_or_else(|| format!("{a} takes a value"));
         match a.as_str() {
             "--model" => model = Some(PathBuf::from(value()?)),
-            "--threads" => threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?,
+            "--threads" => threads = Some(value()?.parse().map_err(|e| format!("--threads: {e}"))?),
+            "--beside" => {
+                beside = value()?
+                    .split(',')
+                    .map(|b| match b.trim() {
+                        "idle" => Ok(Beside::Idle),
+                        "busy" => Ok(Beside::Busy),
+                        other => Err(format!("--beside takes idle and busy, not {other:?}")),
+                    })
+                    .collect::<Res<_>>()?
+            }
             "--tokens" => tokens = value()?.parse().map_err(|e| format!("--tokens: {e}"))?,
             "--context" => context = value()?.parse().map_err(|e| format!("--context: {e}"))?,
             "--concurrency" => {
@@ -253,10 +283,12 @@ fn options() -> Res<Options> {
     let model = model
         .canonicalize()
         .map_err(|e| format!("{}: {e}", model.display()))?;
-    if (llama_server.is_some() || schema.is_some() || tool_choice.is_some())
+    if (llama_server.is_some() || schema.is_some() || tool_choice.is_some() || beside.len() > 1)
         && concurrency.is_empty()
     {
-        return Err("--llama-server, --schema and --tools need --concurrency N[,N...]".into());
+        return Err(
+            "--llama-server, --schema, --tools and --beside need --concurrency N[,N...]".into(),
+        );
     }
     if schema.is_some() && tool_choice.is_some() {
         return Err("--schema and --tools are measured one at a time".into());
@@ -264,6 +296,7 @@ fn options() -> Res<Options> {
     Ok(Options {
         model,
         threads,
+        beside,
         tokens,
         context,
         concurrency,
@@ -424,11 +457,16 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn spawn(mut cmd: Command) -> Res<Daemon> {
+    fn spawn(cmd: Command) -> Res<Daemon> {
+        Self::spawn_logging(cmd, Stdio::null())
+    }
+
+    /// [`Daemon::spawn`] with its stderr (its log) to `stderr`.
+    fn spawn_logging(mut cmd: Command, stderr: Stdio) -> Res<Daemon> {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .map_err(|e| format!("cannot start genai daemon: {e}"))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;

@@ -6,7 +6,9 @@
 //! process's peak memory (VmHWM), and the genai / llama-server ratio. It also runs each prompt
 //! alone in a fresh server process and counts, for every N, the streams whose greedy text is the
 //! one they give alone. It only measures: it never tunes either side beyond slots, context size
-//! and threads.
+//! and threads. Without `--threads` each side keeps its own default, and the table says the
+//! threads each used (genai's engine log, llama-server's `system_info` line); `--beside busy`
+//! runs every level again beside a busy loop that takes a core.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -18,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::http_stream::{free_port, http_status, stream_request, Stream};
 use crate::same_grammar::{genai_constrained, Constrained};
-use crate::{bench, ms, Daemon, Options, Res, DEADLINE};
+use crate::{bench, ms, Beside, Daemon, Options, Res, DEADLINE};
 
 /// One prompt per stream (the streams differ, as real conversations would); each asks for a
 /// long answer so that both servers usually run to `--tokens`.
@@ -38,6 +40,59 @@ pub struct Run {
     streams: Vec<Stream>,
     wall: Duration,
     peak_kib: u64,
+    /// The threads the server ran with, generation/prompts, as its log says.
+    threads: Option<String>,
+}
+
+/// A loop that keeps one core busy until dropped (`--beside busy`).
+struct BusyLoop(Child);
+
+impl BusyLoop {
+    fn start() -> Res<BusyLoop> {
+        let child = Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start the busy loop: {e}"))?;
+        // Let the scheduler see it before a server measures the load.
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(BusyLoop(child))
+    }
+}
+
+impl Drop for BusyLoop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The threads a log says: genai's `local context made ... threads=N threads_batch=M`, or
+/// llama-server's `system_info: n_threads = N (n_threads_batch = M)`.
+fn threads_in(log: &str) -> Option<String> {
+    let log = crate::strip_ansi(log);
+    if let Some(line) = log.lines().rev().find(|l| l.contains("local context made")) {
+        let field = |k: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(k))
+                .map(str::to_string)
+        };
+        return Some(format!(
+            "{}/{}",
+            field("threads=")?,
+            field("threads_batch=")?
+        ));
+    }
+    let line = log.lines().find(|l| l.contains("n_threads = "))?;
+    let number = |after: &str| -> Option<String> {
+        let rest = &line[line.find(after)? + after.len()..];
+        Some(rest.chars().take_while(char::is_ascii_digit).collect())
+    };
+    Some(format!(
+        "{}/{}",
+        number("n_threads = ")?,
+        number("n_threads_batch = ")?
+    ))
 }
 
 impl Run {
@@ -163,27 +218,33 @@ pub fn run(
         None => None,
     };
     let mut rows = Vec::new();
-    for &n in levels {
-        println!("{n} stream(s), {} tokens each", opts.tokens);
-        let prompts: Vec<usize> = (0..n).collect();
-        let ours = genai_run(genai, env, opts, &prompts)?;
-        ours.print(genai_side(opts));
-        ours.print_differences(&alone);
-        let theirs = match (&opts.llama_server, &their_alone) {
-            (Some(path), Some(their_alone)) => {
-                let r = llama_server_run(path, opts, &prompts, same)?;
-                r.print("llama-server");
-                r.print_differences(their_alone);
-                Some(r)
-            }
-            _ => None,
+    for &beside in &opts.beside {
+        let _busy = match beside {
+            Beside::Busy => Some(BusyLoop::start()?),
+            Beside::Idle => None,
         };
-        rows.push((n, ours, theirs));
+        for &n in levels {
+            println!("{n} stream(s), {} tokens each, {beside:?}", opts.tokens);
+            let prompts: Vec<usize> = (0..n).collect();
+            let ours = genai_run(genai, env, opts, &prompts)?;
+            ours.print(genai_side(opts));
+            ours.print_differences(&alone);
+            let theirs = match (&opts.llama_server, &their_alone) {
+                (Some(path), Some(their_alone)) => {
+                    let r = llama_server_run(path, opts, &prompts, same)?;
+                    r.print("llama-server");
+                    r.print_differences(their_alone);
+                    Some(r)
+                }
+                _ => None,
+            };
+            rows.push((beside, n, ours, theirs));
+        }
     }
     println!();
-    println!("| N | genai tok/s | llama-server tok/s | ratio | genai TTFT mean | llama-server TTFT mean | genai wall | llama-server wall | genai peak | llama-server peak | same text as alone, genai / llama-server |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    for (n, ours, theirs) in &rows {
+    println!("| beside | N | threads, genai / llama-server | genai tok/s | llama-server tok/s | ratio | genai TTFT mean | llama-server TTFT mean | genai wall | llama-server wall | genai peak | llama-server peak | same text as alone, genai / llama-server |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (beside, n, ours, theirs) in &rows {
         let dash = || "—".to_string();
         let t = theirs.as_ref();
         let same = format!(
@@ -192,8 +253,14 @@ pub fn run(
             t.zip(their_alone.as_ref())
                 .map_or_else(dash, |(t, a)| format!("{}/{n}", t.same_as_alone(a)))
         );
+        let threads = format!(
+            "{} / {}",
+            ours.threads.as_deref().unwrap_or("?"),
+            t.map_or_else(dash, |t| t.threads.clone().unwrap_or_else(|| "?".into()))
+        );
         println!(
-            "| {n} | {:.1} | {} | {} | {:.0} ms | {} | {:.0} ms | {} | {:.0} MB | {} | {same} |",
+            "| {} | {n} | {threads} | {:.1} | {} | {} | {:.0} ms | {} | {:.0} ms | {} | {:.0} MB | {} | {same} |",
+            format!("{beside:?}").to_lowercase(),
             ours.aggregate(),
             t.map_or_else(dash, |t| format!("{:.1}", t.aggregate())),
             t.map_or_else(dash, |t| format!(
@@ -354,7 +421,9 @@ fn serve_run(
     opts: &Options,
     prompts: &[usize],
 ) -> Res<Run> {
-    let serve = Serve::start(genai, env, opts, prompts.len(), Stdio::null(), None)?;
+    let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let stderr = Stdio::from(log.reopen().map_err(|e| e.to_string())?);
+    let serve = Serve::start(genai, env, opts, prompts.len(), stderr, None)?;
     let (port, token) = (serve.port, serve.token.as_str());
     let warm = Serve::request(opts, "Hi", 2);
     stream_request(port, "/genai/local", Some(token), &warm, Instant::now())?;
@@ -362,14 +431,16 @@ fn serve_run(
     let bodies = prompts
         .iter()
         .map(|&i| Serve::request(opts, PROMPTS[i % PROMPTS.len()], opts.tokens));
-    at_once(
+    let mut run = at_once(
         port,
         "/genai/local",
         Some(token),
         bodies,
         started,
         serve.child.id(),
-    )
+    )?;
+    run.threads = threads_in(&std::fs::read_to_string(log.path()).unwrap_or_default());
+    Ok(run)
 }
 
 /// `genai daemon` with one slot per prompt: a warm-up turn loads the model, then one
@@ -386,7 +457,9 @@ fn daemon_run(
     let mut cmd = Command::new(genai);
     cmd.arg("daemon");
     env(&mut cmd, dir.path());
-    let mut daemon = Daemon::spawn(cmd)?;
+    let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let stderr = Stdio::from(log.reopen().map_err(|e| e.to_string())?);
+    let mut daemon = Daemon::spawn_logging(cmd, stderr)?;
     daemon.call(
         "Initialize",
         json!({"clientInfo": {"name": "bench-local", "version": "0"}, "capabilities": {"streaming": true}}),
@@ -450,6 +523,7 @@ fn daemon_run(
         streams,
         wall,
         peak_kib,
+        threads: threads_in(&std::fs::read_to_string(log.path()).unwrap_or_default()),
     })
 }
 
@@ -465,13 +539,17 @@ fn llama_server_run(
     let n = prompts.len();
     let port = free_port()?;
     let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
-    let mut child = Command::new(path)
+    let mut server = Command::new(path);
+    server
         .arg("-m")
         .arg(&opts.model)
         .args(["-np", &n.to_string()])
-        .args(["-c", &(n as u32 * opts.context).to_string()])
-        .args(["-t", &opts.threads.to_string()])
-        .args(["-tb", &opts.threads.to_string()])
+        .args(["-c", &(n as u32 * opts.context).to_string()]);
+    // Without --threads, llama-server's own default (the physical cores).
+    if let Some(t) = opts.threads {
+        server.args(["-t", &t.to_string(), "-tb", &t.to_string()]);
+    }
+    let mut child = server
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -481,11 +559,17 @@ fn llama_server_run(
     let result = drive_llama_server(&mut child, port, opts, prompts, same);
     let _ = child.kill();
     let _ = child.wait();
-    result.map_err(|e| {
-        let tail = std::fs::read_to_string(log.path()).unwrap_or_default();
-        let tail: Vec<&str> = tail.lines().rev().take(5).collect();
-        format!("llama-server: {e} (its log ends: {})", tail.join(" / "))
-    })
+    let said = std::fs::read_to_string(log.path()).unwrap_or_default();
+    result
+        .map(|mut run| {
+            run.threads = threads_in(&said);
+            run
+        })
+        .map_err(|e| {
+            let tail = std::fs::read_to_string(log.path()).unwrap_or_default();
+            let tail: Vec<&str> = tail.lines().rev().take(5).collect();
+            format!("llama-server: {e} (its log ends: {})", tail.join(" / "))
+        })
 }
 
 fn drive_llama_server(
@@ -557,5 +641,6 @@ fn at_once(
         streams,
         wall,
         peak_kib,
+        threads: None,
     })
 }

@@ -194,8 +194,9 @@ pub struct LocalSettings {
     /// models folder's default model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Threads for prompt evaluation and generation (default: the physical cores but one,
-    /// at most 4 for generation; more threads than free cores makes generation much slower).
+    /// Threads for prompt evaluation and generation (default: the physical cores, at most 4
+    /// for generation, less the cores other processes keep busy when the engine starts: more
+    /// threads than free cores makes generation much slower).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
     /// The context size in tokens of each slot, `n_ctx` (default 4096, capped by what the model

@@ -4,7 +4,8 @@
 //! `chat.completion` body otherwise), so the openai-chat decoder reads it unchanged.
 //!
 //! Config: `[service_providers.NAME] kind = "local"` with `model` (a name in the models folder
-//! or a path to a `.gguf` file), `threads` (default: `engine::default_threads`), `context_size`
+//! or a path to a `.gguf` file), `threads` (default: `engine::default_threads`, the physical
+//! cores less those other processes keep busy when the engine starts), `context_size`
 //! (tokens each slot's sequence may hold, default 4096 capped by the model's training context)
 //! and `slots` (conversations run at once, each keeping its cached prefix, default 4, or 1 in a
 //! process that runs one conversation at a time: `genai ask`, `genai chat`; one context of
@@ -16,7 +17,8 @@
 //! the channel between generation and the caller. It must never call llama.cpp itself
 //! (`local/engine.rs` and `local/scheduler.rs` do) nor build JSON by hand (`local/wire.rs`
 //! does). The parts, one job each: `engine` (llama.cpp: model cache, template, tokens,
-//! samplers), `scheduler` (the context and continuous batching), `slots` (which sequence a
+//! samplers), `load` (how busy the machine is, for the default threads), `scheduler` (the
+//! context and continuous batching), `slots` (which sequence a
 //! request takes), `template` (chat template and its ChatML fallback), `infill` (the
 //! fill-in-the-middle prompt of models with FIM tokens), `output` (UTF-8 across tokens, stop
 //! strings), `repetition` (a reply stuck in a loop), `grammar` (structured output and tool calls
@@ -31,6 +33,8 @@ mod engine;
 mod grammar;
 #[cfg(feature = "local")]
 mod infill;
+#[cfg(feature = "local")]
+mod load;
 #[cfg(feature = "local")]
 mod output;
 #[cfg(feature = "local")]
@@ -213,7 +217,8 @@ mod enabled {
                     other => Ok(other),
                 }
             };
-            let (threads, threads_batch) = match positive(c.threads, "threads")? {
+            let configured = positive(c.threads, "threads")?;
+            let (threads, threads_batch) = match configured {
                 Some(n) => (n, n),
                 None => engine::default_threads(),
             };
@@ -238,6 +243,7 @@ mod enabled {
                     context_size,
                     slots,
                     kv_unified: c.kv_unified.unwrap_or(false),
+                    fit_to_load: configured.is_none(),
                 },
             })
         }

@@ -49,6 +49,9 @@ pub struct EngineSettings {
     pub slots: usize,
     /// One KV cache for every sequence, instead of one per sequence.
     pub kv_unified: bool,
+    /// The threads are the default ones, fitted to the machine's load when the engine starts
+    /// (`load`); configured ones are taken as they are.
+    pub fit_to_load: bool,
 }
 
 /// The context size used when none is configured (capped by what the model was trained for).
@@ -76,23 +79,26 @@ pub const MAX_GENERATION_THREADS: usize = 4;
 ///
 /// As llama.cpp's own tools count, from the physical cores (not hardware threads; at most
 /// what this process may run on), generation capped at [`MAX_GENERATION_THREADS`], prompts
-/// uncapped; but one core is left to the rest of the machine. llama.cpp's workers spin at a
-/// barrier every step, so one that loses its core to another process stalls the whole step.
-/// Measured with `genai ask` (SmolLM2-135M Q4_1, 48 tokens, the debug build, whose llama.cpp
-/// is optimised) on a 2-core machine that other builds kept at a load average of 12 to 15:
-/// 2 threads took 41–86 s a run, 1 thread 3.9–7.3 s, and 1 generation thread with 2 for the
-/// prompt 8.8–10.9 s; the same machine with one busy loop gave a median of 2.5 s against
-/// 0.81 s for 1 thread. So a 2-core machine gets 1 and 1.
+/// uncapped: every core of an idle machine. llama.cpp's workers spin at a barrier every
+/// step, so one that loses its core to another process stalls the whole step (on a 2-core
+/// machine kept at a load of 12 to 15 by builds, 2 threads took 41–86 s a run where 1 took
+/// 3.9–7.3 s): the engine leaves the cores other processes keep busy to them when it starts
+/// ([`super::load`]), instead of leaving one core free on every machine, which halved the
+/// speed of an idle 2-core one.
 pub fn default_threads() -> (u32, u32) {
+    threads_for(cores())
+}
+
+/// The physical cores this process may run on.
+pub fn cores() -> usize {
     let available = std::thread::available_parallelism().map_or(4, |n| n.get());
-    let cores = physical_cores().unwrap_or(available).min(available);
-    threads_for(cores)
+    physical_cores().unwrap_or(available).min(available)
 }
 
 /// [`default_threads`] for this many physical cores.
 fn threads_for(cores: usize) -> (u32, u32) {
-    let spare = cores.saturating_sub(1).max(1);
-    (spare.min(MAX_GENERATION_THREADS) as u32, spare as u32)
+    let cores = cores.max(1);
+    (cores.min(MAX_GENERATION_THREADS) as u32, cores as u32)
 }
 
 /// The physical cores of this machine (the hardware threads of one core counted once), as
@@ -195,6 +201,11 @@ pub fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
     if let Some(e) = engines.get(&key) {
         return Ok(e.clone());
     }
+    // The load is measured while the model loads (`load::fitted`).
+    let load_before = settings
+        .fit_to_load
+        .then(super::load::CpuTimes::now)
+        .flatten();
     let model = {
         let mut models = MODELS
             .get_or_init(Default::default)
@@ -238,12 +249,17 @@ pub fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
         .file_name()
         .map(|n| n.to_string_lossy().trim_end_matches(".gguf").to_string())
         .unwrap_or_else(|| "local".to_string());
+    let wanted = (settings.threads, settings.threads_batch);
+    let (threads, threads_batch) = match load_before {
+        Some(before) => super::load::fitted(wanted, before, cores()),
+        None => wanted,
+    };
     let scheduler = Scheduler::start(Setup {
         model,
         backend: backend()?,
         name: name.clone(),
-        threads: settings.threads,
-        threads_batch: settings.threads_batch,
+        threads,
+        threads_batch,
         sequences: settings.slots.max(1),
         per_sequence: n_ctx,
         unified: settings.kv_unified,
@@ -448,12 +464,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_core_is_left_and_generation_is_capped() {
+    fn every_physical_core_is_taken_and_generation_is_capped() {
         assert_eq!(threads_for(0), (1, 1));
         assert_eq!(threads_for(1), (1, 1));
-        assert_eq!(threads_for(2), (1, 1));
-        assert_eq!(threads_for(4), (3, 3));
-        assert_eq!(threads_for(16), (4, 15));
+        assert_eq!(threads_for(2), (2, 2));
+        assert_eq!(threads_for(4), (4, 4));
+        assert_eq!(threads_for(16), (4, 16));
         assert!(physical_cores().is_none_or(|n| n >= 1));
     }
 

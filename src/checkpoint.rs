@@ -74,13 +74,16 @@ pub struct TurnKey {
     pub turn_id: String,
 }
 
-/// Which turn to undo: by default the newest not yet undone (of `conversation`, else of the
-/// newest conversation with changes).
+/// Which turn to undo: by default the newest not yet undone (of `conversation`; else of
+/// `project`; else of the newest conversation with changes).
 #[derive(Debug, Clone, Default)]
 pub struct UndoTarget {
     pub conversation: Option<String>,
     /// A turn id or a unique prefix of one.
     pub turn: Option<String>,
+    /// The folder the user is in (`genai undo`): only a turn whose root is this folder or one
+    /// of its parents, so a turn made in another project is never undone by mistake.
+    pub project: Option<std::path::PathBuf>,
 }
 
 /// A turn that changed files, as listed.
@@ -456,6 +459,7 @@ mod tests {
                 UndoTarget {
                     conversation: Some(conversation.into()),
                     turn: None,
+                    project: None,
                 },
                 false,
             )
@@ -611,6 +615,7 @@ mod tests {
                 UndoTarget {
                     conversation: None,
                     turn: Some("01KT".into()),
+                    project: None,
                 },
                 true,
             )
@@ -628,6 +633,7 @@ mod tests {
         let target = || UndoTarget {
             conversation: None,
             turn: Some("t1".into()),
+            project: None,
         };
         f.cp.undo(target(), false).unwrap();
         let err = f.cp.undo(target(), false).unwrap_err();
@@ -679,6 +685,7 @@ mod tests {
                 UndoTarget {
                     conversation: None,
                     turn: Some(p.into()),
+                    project: None,
                 },
                 false,
             )
@@ -702,6 +709,7 @@ mod tests {
                 UndoTarget {
                     conversation: None,
                     turn: Some("t1".into()),
+                    project: None,
                 },
                 false,
             )
@@ -941,5 +949,44 @@ mod tests {
         for _ in 0..250 {
             property_case(rng.u64(..));
         }
+    }
+
+    #[test]
+    fn a_plain_undo_takes_this_projects_turn_and_names_the_others() {
+        let f = Fixture::new();
+        let other = tempfile::tempdir().unwrap();
+        let (here, there) = (f.root().to_path_buf(), other.path().to_path_buf());
+        f.write(&turn("c1", "01KHERE"), "a.txt", b"here", 0o644);
+        // A later turn in another project.
+        let path = there.join("o.txt");
+        f.cp.before_change(&turn("c2", "01KTHERE"), &there, &path)
+            .unwrap();
+        write_file(&path, b"there", 0o644);
+        f.cp.after_change(&turn("c2", "01KTHERE"), &path).unwrap();
+        let in_project = |project: &Path| UndoTarget {
+            conversation: None,
+            turn: None,
+            project: Some(project.to_path_buf()),
+        };
+        // From a subfolder of this project: this project's turn, the other one untouched.
+        let undone = f.cp.undo(in_project(&here.join("src")), false).unwrap();
+        assert_eq!(undone.turn_id, "01KHERE");
+        assert_eq!(undone.root, here.to_string_lossy());
+        assert!(!f.path("a.txt").exists());
+        assert!(path.exists());
+        // Nothing left here: the error names this folder and where the newest turn was.
+        let e = f.cp.undo(in_project(&here), false).unwrap_err();
+        assert!(
+            e.message
+                .contains(&format!("nothing to undo in {}", here.display()))
+                && e.message.contains(&*there.to_string_lossy())
+                && e.message.contains("genai undo --cid c2"),
+            "{}",
+            e.message
+        );
+        // Named by its conversation, another project's turn is undone.
+        let undone = f.undo_of("c2").unwrap();
+        assert_eq!(undone.root, there.to_string_lossy());
+        assert!(!path.exists());
     }
 }

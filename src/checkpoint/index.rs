@@ -105,6 +105,9 @@ pub(super) fn find_turn(conn: &Connection, target: &UndoTarget) -> Result<TurnRo
             ))),
         };
     }
+    if let (None, Some(project)) = (conversation, &target.project) {
+        return newest_in(conn, project);
+    }
     let conversation = match conversation {
         Some(c) => c.to_string(),
         None => conn
@@ -130,6 +133,33 @@ pub(super) fn find_turn(conn: &Connection, target: &UndoTarget) -> Result<TurnRo
              every one was undone"
         ))
     })
+}
+
+/// The newest turn not yet undone whose root is `project` or one of its parents; none is an
+/// error that names the project and, when there is one, where the newest turn was made.
+fn newest_in(conn: &Connection, project: &std::path::Path) -> Result<TurnRow> {
+    let mut stmt = conn.prepare(
+        "SELECT id, conversation_id, turn_id, root, undone_at FROM turns
+         WHERE undone_at IS NULL ORDER BY id DESC",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut elsewhere: Option<TurnRow> = None;
+    while let Some(r) = rows.next()? {
+        let row: TurnRow = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+        if project.starts_with(&row.3) {
+            return Ok(row);
+        }
+        elsewhere.get_or_insert(row);
+    }
+    let here = project.display();
+    Err(Error::invalid_params(match elsewhere {
+        Some((_, conversation, _, root, _)) => format!(
+            "nothing to undo in {here}: no turn made here changed files (or each was undone); \
+             the newest turn that did was made in {root}: `genai undo --cid {conversation}` \
+             undoes it"
+        ),
+        None => format!("nothing to undo in {here}: no turn has changed files"),
+    }))
 }
 
 /// The changes of a turn, its last first.

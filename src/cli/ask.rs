@@ -144,7 +144,13 @@ fn open_framework(
 
 async fn ask(mut args: Args) -> Result<i32, Error> {
     // Files first: `-f -` takes stdin before the prompt would.
-    let files = super::files::load_all(&args.conversation.files)?;
+    let files = match args.conversation.files.is_empty() {
+        true => String::new(),
+        false => {
+            let secrets = super::files::secrets(&args.conversation)?;
+            super::files::load_all(&args.conversation.files, &secrets)?
+        }
+    };
     let timeout = match args.timeout {
         Some(t) if !(t.is_finite() && t > 0.0) => {
             return Err(usage("--timeout takes a positive number of seconds"))
@@ -217,6 +223,11 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
         reasoning: !flags.no_reasoning && !args.json && std::io::stderr().is_terminal(),
     };
     let shown = show_turn(&agent, turn, view).await?;
+    // What the tools changed is said even when nobody reads the reply any more.
+    if !shown.changed.is_empty() && !args.json {
+        let undo = format!("genai undo --turn {turn_id}");
+        eprintln!("{}", shown.changed.summary(&undo));
+    }
     if let Some(e) = &shown.stdout_failed {
         super::out::give_up(e);
     }

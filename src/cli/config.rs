@@ -1,4 +1,5 @@
-//! `genai config path|show`: where the files are, and the config with secrets masked.
+//! `genai config path|paths|show`: where the config file is (alone, for `$(genai config
+//! path)`), where every file is, and the config with secrets masked.
 
 use clap::Subcommand;
 use genai::config::{Config, Paths};
@@ -6,8 +7,11 @@ use genai::error::Error;
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Print the config file, the history database, the data folder and the models folder.
+    /// Print the config file's path, alone (`cat > "$(genai config path)"`).
     Path,
+    /// Print where every file is: the config file, the history database, the data folder and
+    /// the models folder, one labelled line each.
+    Paths,
     /// Print the config with every secret masked.
     Show,
 }
@@ -15,7 +19,8 @@ pub enum Command {
 pub fn run(c: Command) -> Result<(), Error> {
     let paths = Paths::from_env()?;
     match c {
-        Command::Path => {
+        Command::Path => outln!("{}", paths.config_file().display()),
+        Command::Paths => {
             outln!("config  {}", paths.config_file().display());
             outln!("history {}", paths.history_db().display());
             outln!("data    {}", paths.data_dir.display());

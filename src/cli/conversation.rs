@@ -172,6 +172,19 @@ impl ConversationArgs {
         ephemeral: bool,
         port: Arc<dyn ClientPort>,
     ) -> Result<OpenConversation, Error> {
+        // A bad rule is the user's mistake, said before anything is sent, tools or not.
+        genai::permission::Policy::new(genai::permission::Layers {
+            flag_allow: self.allow.clone(),
+            flag_deny: self.deny.clone(),
+            ..Default::default()
+        })?;
+        if self.mode.is_some() && self.tools.is_none() && !self.continues() {
+            // A mode says what tool calls may do; without tools it would say nothing.
+            return Err(usage(
+                "--mode sets what tool calls may do, and this conversation has no tools: \
+                 add --tools=workspace (genai's tools on these files) or --tools",
+            ));
+        }
         if !self.continues() {
             return self.open_new(fw, self.model.clone(), ephemeral, port);
         }

@@ -109,13 +109,34 @@ fn read_key(name: &str) -> Result<Secret, Error> {
 /// built-in provider instances, the config's providers (a kind's well-known variable only where
 /// the provider reads it: `remote::key_env`), connector credentials and plugin modules, and
 /// whatever the key file holds.
-fn known_names(config: &Config, in_file: &[String]) -> BTreeMap<String, Option<String>> {
+/// Where a name's key may be found besides the keyring and the key file: its environment
+/// variable, and the config (`api_key` written in it, or `api_key_cmd`).
+#[derive(Default)]
+struct Sources {
+    env: Option<String>,
+    config: Option<&'static str>,
+}
+
+/// What the config itself holds of a key: the key (`api_key`, `value`) or a command.
+fn in_config(key: &Option<String>, cmd: &Option<String>) -> Option<&'static str> {
+    let set = |v: &Option<String>| v.as_ref().is_some_and(|v| !v.trim().is_empty());
+    if set(key) {
+        Some("config")
+    } else if set(cmd) {
+        Some("command")
+    } else {
+        None
+    }
+}
+
+fn known_names(config: &Config, in_file: &[String]) -> BTreeMap<String, Sources> {
     use genai::provider::kinds::HTTP_KINDS;
     use genai::provider::remote::key_env;
     let mut names = BTreeMap::new();
     for k in HTTP_KINDS {
         if k.key_env.is_some() {
-            names.insert(k.name.to_string(), key_env(k, &Default::default()));
+            let env = key_env(k, &Default::default());
+            names.insert(k.name.to_string(), Sources { env, config: None });
         }
     }
     for (name, c) in &config.service_providers {
@@ -128,7 +149,11 @@ fn known_names(config: &Config, in_file: &[String]) -> BTreeMap<String, Option<S
             ProviderConfig::Bedrock(b) => &b.http,
             ProviderConfig::Http(h) => {
                 for (cred, source) in &h.credentials {
-                    names.insert(format!("{name}.{cred}"), source.env.clone());
+                    let sources = Sources {
+                        env: source.env.clone(),
+                        config: in_config(&source.value, &source.cmd),
+                    };
+                    names.insert(format!("{name}.{cred}"), sources);
                 }
                 &h.http
             }
@@ -138,18 +163,21 @@ fn known_names(config: &Config, in_file: &[String]) -> BTreeMap<String, Option<S
             Some(kind) => key_env(kind, http),
             None => http.api_key_env.clone(),
         };
-        names.insert(name.clone(), env);
+        let config = in_config(&http.api_key, &http.api_key_cmd);
+        names.insert(name.clone(), Sources { env, config });
     }
     for module in config.plugins.keys() {
+        let env = Some(secrets::plugin_key_env(module));
         names.insert(
             genai::tools::plugin::key_name(module),
-            Some(secrets::plugin_key_env(module)),
+            Sources { env, config: None },
         );
     }
     for name in in_file {
-        names
-            .entry(name.clone())
-            .or_insert_with(|| name.strip_prefix("plugin:").map(secrets::plugin_key_env));
+        names.entry(name.clone()).or_insert_with(|| Sources {
+            env: name.strip_prefix("plugin:").map(secrets::plugin_key_env),
+            config: None,
+        });
     }
     names
 }
@@ -161,9 +189,11 @@ fn list(json: bool) -> Result<(), Error> {
     // The same availability `keys set` meets; a keyring that cannot store is not searched.
     let mut keyring_failure = os_keyring::probe().err();
     let mut rows = Vec::new();
-    for (name, env) in known_names(&config, &in_file) {
+    for (name, sources) in known_names(&config, &in_file) {
         let mut places = Vec::new();
-        let env = env.filter(|v| std::env::var(v).is_ok_and(|k| !k.trim().is_empty()));
+        let env = sources
+            .env
+            .filter(|v| std::env::var(v).is_ok_and(|k| !k.trim().is_empty()));
         if env.is_some() {
             places.push("env");
         }
@@ -177,6 +207,7 @@ fn list(json: bool) -> Result<(), Error> {
         if in_file.contains(&name) {
             places.push("file");
         }
+        places.extend(sources.config);
         if !places.is_empty() {
             rows.push((name, places, env));
         }
@@ -215,8 +246,13 @@ fn list(json: bool) -> Result<(), Error> {
             outln!("{name:width$}  {}", shown.join(", "));
         }
     }
-    if let Some(e) = keyring_failure {
-        eprintln!("genai: the keyring was not searched: {}", e.message);
+    // One short line, and none once the key file is the chosen store: the long reason is
+    // `genai keys set`'s to give, when a key cannot go to the keyring.
+    if keyring_failure.is_some() && config.keys.store != KeyStore::File && !json {
+        eprintln!(
+            "genai: no OS keyring answers here, so only the environment, the key file and the \
+             config were searched ([keys] store = \"file\" makes the key file the default)"
+        );
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ mod out;
 mod acp;
 mod ask;
 mod attach;
+mod changes;
 mod chat;
 mod commands;
 mod components;
@@ -29,6 +30,7 @@ mod serve;
 mod serve_keys;
 mod sessions;
 mod stdio;
+mod transcript;
 mod turn;
 mod undo;
 mod usage;
@@ -71,10 +73,10 @@ enum Command {
     /// List, search, show, export, rename or delete stored conversations.
     #[command(subcommand)]
     Sessions(sessions::Command),
-    /// Tokens and cost from the history, by model, day or conversation.
+    /// Tokens and cost from the history, by model, day, conversation or gateway key.
     Usage(usage::Args),
-    /// Put back the files a turn's tools changed, byte for byte (default: the last turn that
-    /// changed files).
+    /// Put back the files a turn's tools changed, byte for byte (default: the last turn made
+    /// in this folder's project that changed files).
     Undo(undo::UndoArgs),
     /// List the turns whose tools changed files, newest first, for `genai undo --turn`.
     Checkpoints(undo::ListArgs),

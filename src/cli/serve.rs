@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long)]
     pub print_token: bool,
     /// Start the serve detached from this terminal (its log in the data dir's `serve.log`),
-    /// print its address once it listens, and return.
+    /// print its address and the chat page's once it listens, and return.
     #[arg(long, conflicts_with_all = ["print_token", "stop"])]
     pub background: bool,
     /// Stop the running serve of this user (the one `serve.json` names) and wait for its end.
@@ -109,7 +109,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
         check_web_root(dir)?;
     }
     if args.background {
-        return background(&paths).await;
+        return background(&paths, &token).await;
     }
     let store = Store::open(&paths.history_db())?;
     let fw = Arc::new(Framework::new(config, registry, Arc::new(store)).with_home(&paths));
@@ -232,7 +232,7 @@ pub fn connect_local(paths: &Paths, config: &Config, no_connect: bool) {
 
 /// `--background`: this command again, detached (its own process group, stdin closed, its
 /// output in `serve.log`), waited for until it says where it listens.
-async fn background(paths: &Paths) -> Result<(), Error> {
+async fn background(paths: &Paths, token: &str) -> Result<(), Error> {
     if let Some(running) = presence::find(&paths.config_dir) {
         let wait = std::time::Duration::from_secs(1);
         if std::net::TcpStream::connect_timeout(&running.addr, wait).is_ok() {
@@ -247,7 +247,7 @@ async fn background(paths: &Paths) -> Result<(), Error> {
     }
     let failed = |what: &str, e: std::io::Error| Error::internal(format!("{what}: {e}"));
     let log_path = paths.data_dir.join("serve.log");
-    std::fs::create_dir_all(&paths.data_dir).map_err(|e| failed("cannot make the data dir", e))?;
+    genai::private::dir(&paths.data_dir).map_err(|e| failed("cannot make the data dir", e))?;
     let log = std::fs::File::create(&log_path)
         .map_err(|e| failed(&format!("cannot write {}", log_path.display()), e))?;
     // The log holds the page's address with the token: the user's alone, as the token is.
@@ -283,6 +283,10 @@ async fn background(paths: &Paths) -> Result<(), Error> {
     loop {
         if let Some(found) = presence::find(&paths.config_dir).filter(|p| p.pid == pid) {
             outln!("listening on ws://{}", found.addr);
+            eprintln!(
+                "genai: open the chat page at http://{}/#token={token}",
+                found.addr
+            );
             eprintln!(
                 "genai: serve runs in the background (pid {pid}, log {}); stop it with `genai serve --stop`",
                 log_path.display()

@@ -114,12 +114,21 @@ pub fn run(c: Command) -> Result<(), Error> {
                 eprintln!("no conversations yet");
             }
             for c in list {
+                // Who answered its last turn (a fallback's provider when one served).
+                let by = c
+                    .answered_by
+                    .clone()
+                    .unwrap_or_else(|| format!("{}:{}", c.provider, c.model));
+                let size = match c.message_count {
+                    // Kept for the tool calls its cancelled turn ran (nothing else was kept).
+                    0 => cancelled(&store, &c.id)?,
+                    n => format!("{n:>3} msgs"),
+                };
                 outln!(
-                    "{}  {}  {:>3} msgs  {:<24} {}",
+                    "{}  {}  {size}  {:<24} {}",
                     c.id,
                     time(c.updated_at),
-                    c.message_count,
-                    format!("{}:{}", c.provider, c.model),
+                    by,
                     one_line(&c.title)
                 );
             }
@@ -207,15 +216,19 @@ pub fn run(c: Command) -> Result<(), Error> {
                     time(r.created_at)
                 );
             }
+            let mut transcript = super::transcript::Transcript::default();
             for m in messages {
                 let role = m.message.role.as_str();
-                match (&m.model, m.message.role) {
-                    (Some(model), genai::message::Role::Assistant) => {
+                match (&m.provider, &m.model, m.message.role) {
+                    (Some(provider), Some(model), genai::message::Role::Assistant) => {
+                        outln!("## {role} ({provider}:{model})\n")
+                    }
+                    (None, Some(model), genai::message::Role::Assistant) => {
                         outln!("## {role} ({model})\n")
                     }
                     _ => outln!("## {role}\n"),
                 }
-                outln!("{}\n", m.message.text().trim_end());
+                outln!("{}\n", transcript.markdown(&m.message));
             }
         }
         Command::Rename { id, title } => {
@@ -236,10 +249,20 @@ pub fn run(c: Command) -> Result<(), Error> {
                     r.feature
                 );
             }
+            if messages.is_empty() {
+                outln!(
+                    "Its only turn was cancelled: nothing of it was kept but the tool calls that \
+                     ran before (below).\n"
+                );
+            }
             let mut spent = Vec::new();
+            let mut transcript = super::transcript::Transcript::default();
             for m in messages {
-                let mut by = match (&m.model, m.message.role) {
-                    (Some(model), genai::message::Role::Assistant) => format!(" · {model}"),
+                let mut by = match (&m.provider, &m.model, m.message.role) {
+                    (Some(provider), Some(model), genai::message::Role::Assistant) => {
+                        format!(" · {provider}:{model}")
+                    }
+                    (None, Some(model), genai::message::Role::Assistant) => format!(" · {model}"),
                     _ => String::new(),
                 };
                 if let Some(u) = m.usage {
@@ -254,7 +277,9 @@ pub fn run(c: Command) -> Result<(), Error> {
                         gateway_requests: 0,
                     });
                 }
-                outln!("[{}{by}] {}\n", m.message.role.as_str(), m.message.text());
+                let body = transcript.plain(&m.message);
+                let sep = if body.contains('\n') { "\n" } else { " " };
+                outln!("[{}{by}]{sep}{body}\n", m.message.role.as_str());
             }
             let decisions = store.decisions(&id)?;
             if !decisions.is_empty() {
@@ -276,6 +301,18 @@ pub fn run(c: Command) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// What a conversation with no message is: a cancelled turn, kept for the tool calls that
+/// ran before it was cancelled.
+fn cancelled(store: &genai::store::Store, id: &str) -> Result<String, Error> {
+    let ran = store
+        .decisions(id)?
+        .iter()
+        .filter(|(_, d)| d.decision == "allow")
+        .count();
+    let s = if ran == 1 { "" } else { "s" };
+    Ok(format!("cancelled turn, {ran} call{s} ran"))
 }
 
 #[cfg(test)]

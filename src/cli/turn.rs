@@ -67,12 +67,21 @@ impl ClientPort for Terminal {
 /// Asks on the terminal whether a tool call may run: `--yes` allows it once; without a
 /// terminal nobody can answer (an error: the call is refused and the model told so).
 fn permission_on_tty(ask: &PermissionAsk, yes: bool) -> Result<PermissionAnswer, Error> {
+    let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     if yes {
         eprintln!("genai: {} (allowed by --yes)", ask.title);
+        let colour = colour && std::io::stderr().is_terminal();
+        if let Some(preview) = super::changes::preview(ask, colour) {
+            eprintln!("{preview}");
+        }
         return Ok(PermissionAnswer::AllowOnce);
     }
+    // What the call would do, before the question: the diff, or the whole command.
+    let preview = super::changes::preview(ask, colour)
+        .map(|p| format!("{p}\n"))
+        .unwrap_or_default();
     let question = format!(
-        "\n{} ({})\nAllow? [y]es, [n]o, [a]lways ({}): ",
+        "\n{} ({})\n{preview}Allow? [y]es, [n]o, [a]lways ({}): ",
         ask.title, ask.reason, ask.always_rule
     );
     let Some(line) = ask_tty(&question) else {
@@ -236,6 +245,8 @@ pub struct Shown {
     /// Writing the reply on stdout failed (its reader went away, such as `| head`), which
     /// cancelled the turn; the front-end ends with [`super::out::give_up`].
     pub stdout_failed: Option<std::io::Error>,
+    /// The files the turn's tools changed.
+    pub changed: super::changes::Changed,
 }
 
 /// Shows the turn of `agent`'s conversation that `turn` follows until its final event: the
@@ -253,6 +264,7 @@ pub async fn show_turn(agent: &AIAgent, mut turn: TurnStream, view: View) -> Res
     let mut reasoning_shown = false;
     let mut interrupted = false;
     let mut stdout_failed = None;
+    let mut changed = super::changes::Changed::default();
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let outcome = loop {
@@ -306,6 +318,11 @@ pub async fn show_turn(agent: &AIAgent, mut turn: TurnStream, view: View) -> Res
                     }
                 }
             }
+            TurnEvent::ToolFinished {
+                edit: Some(edit),
+                is_error: false,
+                ..
+            } => changed.add(edit),
             TurnEvent::Done(outcome) => break outcome,
             _ => {}
         }
@@ -341,6 +358,7 @@ pub async fn show_turn(agent: &AIAgent, mut turn: TurnStream, view: View) -> Res
         printed,
         interrupted,
         stdout_failed,
+        changed,
     })
 }
 

@@ -12,8 +12,9 @@ use genai::error::Error;
 /// `genai undo`.
 #[derive(clap::Args, Debug)]
 pub struct UndoArgs {
-    /// The conversation whose last changed turn is undone (any unique prefix); default: the
-    /// conversation that changed files last.
+    /// The conversation whose last changed turn is undone (any unique prefix), in whichever
+    /// project it was made; default: the last turn made in this folder's project (this folder
+    /// or a parent of it as its root).
     #[arg(long, value_name = "ID")]
     pub cid: Option<String>,
     /// The turn to undo (its id or a unique prefix, as `genai checkpoints` lists).
@@ -79,10 +80,20 @@ pub fn show_undone(u: &Undone) -> String {
 }
 
 pub fn run_undo(args: UndoArgs) -> Result<(), Error> {
+    // Without --cid or --turn, only this project's turns: never another folder's.
+    let project = match args.cid.is_none() && args.turn.is_none() {
+        true => {
+            let cwd = std::env::current_dir()
+                .map_err(|e| Error::invalid_params(format!("no working folder: {e}")))?;
+            Some(std::fs::canonicalize(&cwd).unwrap_or(cwd))
+        }
+        false => None,
+    };
     let undone = open()?.undo(
         UndoTarget {
             conversation: conversation(args.cid),
             turn: args.turn,
+            project,
         },
         args.force,
     )?;

@@ -198,7 +198,7 @@ impl Http {
                     let headers = resp.headers().clone();
                     let body = self.error_body(resp).await;
                     Failure {
-                        error: status_error(&self.provider, status, &headers, &body),
+                        error: status_error(&self.provider, url, status, &headers, &body),
                         retryable: status == StatusCode::TOO_MANY_REQUESTS
                             || status.is_server_error(),
                         retry_after: retry_after(&headers),
@@ -377,8 +377,15 @@ const REQUEST_ID_HEADERS: &[&str] = &[
 /// (`{"error":{"message","type"}}`), Anthropic (`{"type":"error","error":{...}}`), Gemini
 /// (`{"error":{"message","status"}}`), Bedrock (`{"message"}` + `x-amzn-ErrorType`) and Ollama
 /// (`{"error":"..."}`); other bodies are shown cut short. Headers are never shown (keys live
-/// there).
-pub fn status_error(provider: &str, status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Error {
+/// there); a 404 names the `url` tried (it carries no credentials), which is most often what
+/// is wrong.
+pub fn status_error(
+    provider: &str,
+    url: &str,
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Error {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let json = serde_json::from_slice::<Value>(body).ok();
     let (mut error_type, message) = match json.as_ref().map(error_of) {
@@ -404,11 +411,13 @@ pub fn status_error(provider: &str, status: StatusCode, headers: &HeaderMap, bod
     }
     let request_id = REQUEST_ID_HEADERS.iter().find_map(|h| header(h));
     let hint = match status.as_u16() {
-        401 | 403 => " (check the API key)",
-        404 => " (check the base URL and the model id)",
-        429 => " (rate limited: wait and try again)",
-        500..=599 => " (the provider failed: try again later)",
-        _ => "",
+        401 | 403 => " (check the API key)".to_string(),
+        404 => format!(
+            " (tried {url}: check the base URL, which for most servers ends in /v1, and the model id)"
+        ),
+        429 => " (rate limited: wait and try again)".to_string(),
+        500..=599 => " (the provider failed: try again later)".to_string(),
+        _ => String::new(),
     };
     let kind = if matches!(status.as_u16(), 401 | 403) {
         ErrorKind::MissingCredentials
@@ -423,7 +432,7 @@ pub fn status_error(provider: &str, status: StatusCode, headers: &HeaderMap, bod
     if let Some(id) = request_id {
         line.push_str(&format!(" [request {id}]"));
     }
-    line.push_str(hint);
+    line.push_str(&hint);
     Error::new(kind, line).with_upstream_status(status.as_u16())
 }
 
@@ -469,6 +478,7 @@ mod tests {
         }
         status_error(
             "p",
+            "http://127.0.0.1:9/chat/completions",
             StatusCode::from_u16(status).unwrap(),
             &map,
             body.as_bytes(),
@@ -507,7 +517,7 @@ mod tests {
         );
         assert_eq!(
             error(404, &[], r#"{"error":"model 'x' not found"}"#),
-            "p: HTTP 404 Not Found: model 'x' not found (check the base URL and the model id)"
+            "p: HTTP 404 Not Found: model 'x' not found (tried http://127.0.0.1:9/chat/completions: check the base URL, which for most servers ends in /v1, and the model id)"
         );
         assert_eq!(error(502, &[], "<html>bad gateway</html>"), "p: HTTP 502 Bad Gateway: <html>bad gateway</html> (the provider failed: try again later)");
     }

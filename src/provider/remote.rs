@@ -487,7 +487,7 @@ impl Endpoint {
             let headers = resp.headers().clone();
             let body = resp.bytes().await.unwrap_or_default();
             return Err(super::http::status_error(
-                &self.name, status, &headers, &body,
+                &self.name, url, status, &headers, &body,
             ));
         }
         let list: Value = resp

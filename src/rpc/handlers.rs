@@ -201,6 +201,7 @@ pub fn undo(cx: &mut Call, p: UndoParams) -> Answer<crate::checkpoint::Undone> {
     let target = crate::checkpoint::UndoTarget {
         conversation: p.conversation_id,
         turn: p.turn_id,
+        project: None,
     };
     Ok(cx.fw.undo(target, p.force)?)
 }

@@ -544,7 +544,7 @@ fn occurrences(text: &str, needle: &str) -> Vec<usize> {
 
 /// The unified diff from `old` to `new` with [`DIFF_CONTEXT`] lines of context; empty when
 /// they are equal.
-fn unified_diff(old: &str, new: &str, old_header: &str, new_header: &str) -> String {
+pub fn unified_diff(old: &str, new: &str, old_header: &str, new_header: &str) -> String {
     if old == new {
         return String::new();
     }

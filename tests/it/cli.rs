@@ -359,7 +359,7 @@ fn sessions_delete_schema_completions_and_paths() {
     );
     let o = env.run(&["completions", "bash"], None);
     assert!(stdout(&o).contains("genai"), "completions printed nothing");
-    let paths = stdout(&env.run(&["config", "path"], None));
+    let paths = stdout(&env.run(&["config", "paths"], None));
     assert!(
         paths.contains(
             &env.dirs

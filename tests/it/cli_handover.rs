@@ -122,9 +122,9 @@ fn sessions_export_as_markdown_and_json_and_rename() {
     assert!(md.starts_with("# first question\n"), "{md}");
     for part in [
         "## user\n\nfirst question\n",
-        "## assistant (gpt-a)\n\nHello from the fake provider.\n",
+        "## assistant (openai:gpt-a)\n\nHello from the fake provider.\n",
         "## user\n\nsecond question\n",
-        "## assistant (claude-x)\n\nHello from the fake Claude.\n",
+        "## assistant (anthropic:claude-x)\n\nHello from the fake Claude.\n",
     ] {
         assert!(md.contains(part), "{part:?} in {md}");
     }

@@ -1,8 +1,10 @@
 //! genai acts on a project: a user with a config that already names another provider, after a
 //! failed turn, lets the model work on a project with `--tools=workspace` from a script (no
 //! terminal): the edit it was not allowed is refused and stderr says how to allow it, the
-//! retry with `--allow` edits, the reply piped into `head` ends quietly, `genai undo` puts the
-//! file back, a command never shows the project's `.env`, and the history keeps who decided.
+//! retry with `--allow` edits and ends with what changed, the reply piped into `head` ends
+//! quietly, `genai undo` in another folder leaves the project alone and in the project puts the
+//! file back, a command never shows the project's `.env`, and the history keeps who decided
+//! and the calls with their results.
 
 use crate::home::Home;
 use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
@@ -76,11 +78,33 @@ fn a_script_lets_the_model_edit_then_undoes_it_and_the_secret_stays_home() {
         std::fs::read_to_string(project.join("src/lib.rs")).unwrap(),
         LIB.replace("41", "42")
     );
-
-    // Undo, from anywhere: the file is back byte for byte; a second undo says there is none.
-    let undone = home.run(&["undo"]).ok();
+    // The turn ends saying what changed and how to put it back.
     assert!(
-        undone.stdout().contains("src/lib.rs: restored"),
+        piped.stderr().contains("genai: changed src/lib.rs: +1 -1")
+            && piped.stderr().contains("genai undo --turn "),
+        "{}",
+        piped.stderr()
+    );
+
+    // Undo from another folder: this project's turn is not that folder's to undo.
+    let elsewhere = home.run(&["undo"]);
+    assert_eq!(elsewhere.code(), Some(2), "{}", elsewhere.stderr());
+    assert!(
+        elsewhere.stderr().contains("nothing to undo in")
+            && elsewhere.stderr().contains("project")
+            && elsewhere.stderr().contains("genai undo --cid"),
+        "{}",
+        elsewhere.stderr()
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("src/lib.rs")).unwrap(),
+        LIB.replace("41", "42")
+    );
+    // In the project: the file is back byte for byte, and undo says where; a second undo says
+    // there is none.
+    let undone = in_project("genai undo").ok();
+    assert!(
+        undone.stdout().contains("src/lib.rs: restored") && undone.stdout().contains("/project:"),
         "{}",
         undone.stdout()
     );
@@ -88,7 +112,7 @@ fn a_script_lets_the_model_edit_then_undoes_it_and_the_secret_stays_home() {
         std::fs::read_to_string(project.join("src/lib.rs")).unwrap(),
         LIB
     );
-    let again = home.run(&["undo"]);
+    let again = in_project("genai undo");
     assert_ne!(again.code(), Some(0));
     assert!(again.stderr().contains("undo"), "{}", again.stderr());
 
@@ -133,6 +157,12 @@ fn a_script_lets_the_model_edit_then_undoes_it_and_the_secret_stays_home() {
         .map(|id| home.run(&["sessions", "show", id]).ok().stdout())
         .collect();
     assert!(shown.contains("deny by no one to ask"), "{shown}");
+    // The turns with tools show their calls and what the tools answered.
+    assert!(
+        shown.contains("→ workspace__edit_file {\"path\":\"src/lib.rs\"")
+            && shown.contains("← workspace__edit_file"),
+        "{shown}"
+    );
     assert!(shown.contains("allow by rule allow"), "{shown}");
     assert!(!shown.contains(SECRET), "{shown}");
 }

@@ -52,4 +52,38 @@ fn an_environment_key_reaches_its_own_service_only() {
     ] {
         assert!(!out.contains(SECRET), "the key is shown: {out}");
     }
+    // No keyring answers here: said in one short line, not a paragraph.
+    let said = keys.stderr();
+    let notes: Vec<&str> = said.lines().collect();
+    assert!(
+        notes.len() <= 1 && notes.iter().all(|l| l.len() < 200),
+        "{notes:?}"
+    );
+
+    // A key written in the config is listed as the config's.
+    home.write_config(&format!(
+        "[service_providers.corp]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"corp-key-in-config\"\n",
+        corp.base_url()
+    ));
+    let keys = home.run(&["keys", "list"]).ok().stdout();
+    let corp_line = keys
+        .lines()
+        .find(|l| l.starts_with("corp"))
+        .unwrap_or_default();
+    assert!(corp_line.contains("config"), "{keys}");
+
+    // A server whose base URL lacks /v1 answers 404: the error names the URL that was tried.
+    home.write_config(&format!(
+        "[service_providers.corp]\nkind = \"openai\"\nbase_url = \"{}\"\n",
+        corp.base_url().trim_end_matches("/v1")
+    ));
+    let lost = home.run(&["ask", "-m", "corp:llama3", "hi"]);
+    assert_eq!(lost.code(), Some(1), "{}", lost.stderr());
+    assert!(
+        lost.stderr().contains("HTTP 404")
+            && lost.stderr().contains("/chat/completions")
+            && lost.stderr().contains("/v1"),
+        "{}",
+        lost.stderr()
+    );
 }

@@ -15,6 +15,7 @@ mod support;
 mod home;
 
 mod acting;
+mod cancelled_turn;
 mod chat_across_models;
 mod commands;
 mod editor_acts;
@@ -26,5 +27,7 @@ mod keys_and_servers;
 mod local_then_provider;
 mod mistakes;
 mod pipes;
+mod secrets;
 mod serve_page;
+mod terminal_asks;
 mod warm_model;

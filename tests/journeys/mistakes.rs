@@ -1,5 +1,6 @@
 //! A newcomer's mistakes, one after another in one home: a download that is not a model, a
-//! misspelt parameter, a config value of the wrong type, the daemon's method in the wrong
+//! misspelt parameter, a config value of the wrong type, a malformed rule, a mode without
+//! tools, writing the config where `genai config path` says, the daemon's method in the wrong
 //! case. Each is told in one line that says what to do, nothing is installed or lost, and the
 //! next right command works.
 
@@ -63,6 +64,30 @@ fn each_mistake_is_told_and_the_next_command_works() {
         "does not say what is expected: {said}"
     );
     home.write_config("");
+
+    // A malformed rule and a mode without tools are usage errors (2), each saying why.
+    home.run(&["ask", "--allow", "run_command(cargo test", "hi"])
+        .fails(2, "--allow");
+    home.run(&["ask", "--mode", "edit", "hi"])
+        .fails(2, "--tools=workspace");
+    assert_eq!(fake.requests().len(), 1, "a refused ask reached the model");
+
+    // The config's path alone, so a shell can write it; the list under its own name.
+    let path = home.run(&["config", "path"]).ok().stdout();
+    assert_eq!(path.lines().count(), 1, "{path}");
+    assert!(path.trim().ends_with(".config/genai/config.toml"), "{path}");
+    home.sh("mkdir -p \"$(dirname \"$(genai config path)\")\" && printf '[defaults]\\nmodel = \"openai:fast\"\\n' > \"$(genai config path)\"")
+        .ok();
+    let shown = home.run(&["config", "show"]).ok().stdout();
+    assert!(shown.contains("openai:fast"), "{shown}");
+    let paths = home.run(&["config", "paths"]).ok().stdout();
+    assert!(
+        paths.contains("history ") && paths.contains("models "),
+        "{paths}"
+    );
+    home.write_config("");
+    let help = home.run(&["--help"]).ok().stdout();
+    assert!(help.contains("gateway key"), "{help}");
 
     // The daemon: `initialize` in the wrong case is answered with the right name, and the
     // daemon goes on serving.

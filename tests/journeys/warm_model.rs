@@ -61,6 +61,16 @@ fn a_background_serve_keeps_the_local_model_warm_for_ask_and_chat() {
         started.stdout()
     );
     assert!(started.stderr().contains("genai serve --stop"));
+    // The page's address, with its token, is printed as a foreground serve prints it.
+    let page = started
+        .stderr()
+        .lines()
+        .find_map(|l| l.split("open the chat page at ").nth(1).map(str::to_string))
+        .unwrap_or_else(|| panic!("no page address: {}", started.stderr()));
+    assert!(
+        page.starts_with("http://127.0.0.1:") && page.contains("/#token="),
+        "{page}"
+    );
     // A second one is refused: the first is named.
     home.run(&["serve", "--background", "--listen", "127.0.0.1:0"])
         .fails(2, "a genai serve of this user already runs");

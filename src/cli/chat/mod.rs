@@ -73,7 +73,7 @@ async fn chat(args: Args) -> Result<i32, Error> {
             "-f - cannot read stdin in a chat whose prompts come from stdin; give the file's path",
         ));
     }
-    let files = super::files::load_all(&flags.files)?;
+    let files = super::files::load_all(&flags.files, &super::files::secrets(&flags)?)?;
     let images = super::attach::load_all(&flags.attach).await?;
     let params = parse_params(&flags.params)?;
     let (paths, config, registry) = super::load()?;
@@ -89,11 +89,12 @@ async fn chat(args: Args) -> Result<i32, Error> {
     }
     let interactive = std::io::stdin().is_terminal();
     let mut input = if interactive {
-        std::fs::create_dir_all(&paths.data_dir).map_err(|e| {
-            Error::internal(format!("cannot create {}: {e}", paths.data_dir.display()))
-        })?;
-        let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        // What was typed is the user's alone, as the history is.
         let history = paths.data_dir.join("chat-history.txt");
+        genai::private::dir(&paths.data_dir)
+            .and_then(|()| genai::private::file(&history))
+            .map_err(|e| Error::internal(format!("cannot create {}: {e}", history.display())))?;
+        let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         Input::editor(&history, conv.model.clone(), colour)?
     } else {
         Input::piped()
@@ -185,6 +186,9 @@ impl Chat {
             .run_turn(&self.conv.conversation_id, message, schema)?;
         let agent = self.fw.agent(&self.conv.agent_id)?;
         let shown = show_turn(&agent, turn, self.view).await?;
+        if !shown.changed.is_empty() {
+            eprintln!("{}", shown.changed.summary("/undo"));
+        }
         if let Some(e) = &shown.stdout_failed {
             // Nobody reads the replies any more: the chat ends (quietly when stdout closed).
             self.fw.toolbox().shutdown().await;
@@ -257,7 +261,8 @@ impl Chat {
                 note(&format!("{spec} goes with the next prompt"));
             }
             Command::File(path) => {
-                let block = super::files::load_all(std::slice::from_ref(&path))?;
+                let secrets = super::files::secrets(&self.flags)?;
+                let block = super::files::load_all(std::slice::from_ref(&path), &secrets)?;
                 if !self.files.is_empty() {
                     self.files.push_str("\n\n");
                 }
@@ -303,14 +308,16 @@ impl Chat {
                 }
             }
             Command::History => {
+                let mut transcript = super::transcript::Transcript::default();
                 for m in self.fw.agent(&self.conv.agent_id)?.history()? {
-                    outln!("{}", shown_message(&m));
+                    outln!("{}: {}", m.role.as_str(), transcript.plain(&m));
                 }
             }
             Command::Undo { force } => {
                 let target = genai::checkpoint::UndoTarget {
                     conversation: Some(id.clone()),
                     turn: None,
+                    project: None,
                 };
                 let paths = genai::config::Paths::from_env()?;
                 let undone =
@@ -441,18 +448,4 @@ impl Chat {
         ));
         Ok(())
     }
-}
-
-/// One message of `/history`: its role, its text, and what else it holds.
-fn shown_message(m: &Message) -> String {
-    let mut s = format!("{}: {}", m.role.as_str(), m.text());
-    for part in &m.content {
-        match part {
-            Part::Image { .. } => s.push_str(" [image]"),
-            Part::ToolCall { name, .. } => s.push_str(&format!(" [calls {name}]")),
-            Part::ToolResult { .. } => s.push_str(" [tool result]"),
-            _ => {}
-        }
-    }
-    s
 }

@@ -27,6 +27,9 @@ pub struct Conversation {
     pub message_count: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// The folder it was started in (its workspace root).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 impl From<store::ConversationRecord> for Conversation {
@@ -44,6 +47,7 @@ impl From<store::ConversationRecord> for Conversation {
             updated_at: r.updated_at,
             message_count: r.message_count,
             tools: r.tools,
+            cwd: r.cwd,
         }
     }
 }

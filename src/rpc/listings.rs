@@ -36,6 +36,9 @@ pub struct ConversationRecord {
     /// enabled sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// The folder it was started in, its root (where its workspace tools work), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 impl From<store::ConversationRecord> for ConversationRecord {
@@ -53,6 +56,7 @@ impl From<store::ConversationRecord> for ConversationRecord {
             updated_at: r.updated_at,
             message_count: r.message_count,
             tools: r.tools,
+            cwd: r.cwd,
         }
     }
 }

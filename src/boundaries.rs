@@ -34,11 +34,13 @@ const LAUNCHES: &[(&str, &str)] = &[
     ("cli/daemon.rs", "rpc/server.rs"),
     ("cli/daemon.rs", "rpc/ws/bridge.rs"),
     ("cli/daemon.rs", "rpc/ws/auth.rs"),
-    // `genai serve`: the daemon over WebSocket, its token file and origins, and the file that
-    // says it runs (which `ask` and `chat` read to use its warm local model).
+    // `genai serve`: the daemon over WebSocket, its token file and origins, the file that
+    // says it runs (which `ask` and `chat` read to use its warm local model), and the folders
+    // its conversations may work in (`[serve] roots`, resolved at its start).
     ("cli/serve.rs", "rpc/ws/mod.rs"),
     ("cli/serve.rs", "rpc/ws/auth.rs"),
     ("cli/serve.rs", "rpc/ws/presence.rs"),
+    ("cli/serve.rs", "rpc/ws/roots.rs"),
     ("cli/acp.rs", "acp/mod.rs"),
     ("cli/lsp.rs", "lsp/mod.rs"),
 ];

@@ -89,6 +89,13 @@ pub struct ServeConfig {
     /// pattern, a longer pattern over a shorter one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub models: BTreeMap<String, String>,
+    /// The folders within which `genai serve`'s WebSocket clients (the web page, `genai daemon
+    /// --connect`) may root a conversation (its `cwd`, where its workspace tools work): absolute
+    /// paths, `~/` for the home folder. A `cwd` outside all of them (after `..` and symbolic
+    /// links are resolved) is refused. Default: the folder the serve was started in (a systemd
+    /// unit's `WorkingDirectory=`). Stdio clients of `genai daemon` are not limited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roots: Vec<String>,
 }
 
 /// `[keys]`: where `genai keys set` stores a key.
@@ -438,6 +445,15 @@ impl Config {
                 format!("serve.models.\"{alias}\": a model name and the agent or PROVIDER:MODEL it stands for are not empty"),
             ));
         }
+        if let Some(root) = config.serve.roots.iter().find(|r| {
+            let r = r.trim();
+            !(Path::new(r).is_absolute() || r == "~" || r.starts_with("~/"))
+        }) {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("serve.roots: `{root}` is not an absolute folder: start it with `/`, or `~/` for the home folder"),
+            ));
+        }
         Ok(config)
     }
 
@@ -737,6 +753,20 @@ mod tests {
         assert!(Config::parse("[defaults]\nmodle = 'x'").is_err());
         let e = Config::parse("[agents.a]\nprovider = 'p'").unwrap_err();
         assert!(e.message.contains("exactly one"), "{}", e.message);
+    }
+
+    #[test]
+    fn serve_roots_are_absolute_or_under_the_home_folder() {
+        let c = Config::parse("[serve]\nroots = ['~/projects', '/srv/repos', '~']").unwrap();
+        assert_eq!(c.serve.roots, ["~/projects", "/srv/repos", "~"]);
+        for bad in ["projects", "./x", "~other/x", ""] {
+            let e = Config::parse(&format!("[serve]\nroots = ['{bad}']")).unwrap_err();
+            assert!(
+                e.message.contains("serve.roots") && e.message.contains("not an absolute folder"),
+                "{bad}: {}",
+                e.message
+            );
+        }
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub struct Conversation {
     pub tools: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<String>,
+    /// The folder it was started in (its workspace root).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 impl From<store::ConversationRecord> for Conversation {
@@ -47,6 +50,7 @@ impl From<store::ConversationRecord> for Conversation {
             message_count: r.message_count,
             tools: r.tools,
             answered_by: r.answered_by,
+            cwd: r.cwd,
         }
     }
 }

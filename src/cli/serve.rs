@@ -3,7 +3,8 @@
 //! Prints one line, `listening on ws://ADDR`, and serves until interrupted; on stderr, the
 //! chat page's address with the token (`http://ADDR/#token=TOKEN`): the page genai carries,
 //! or the folder `--web-root` names in its place. A `--web-root` that is not a folder holding
-//! `index.html` is a usage error.
+//! `index.html` is a usage error. Then where the page's conversations work: the default root
+//! and the folders `[serve] roots` allows (default: the folder it was started in).
 //!
 //! A serve of this user also keeps the default local model warm for `genai ask` and `genai
 //! chat` (`connect_local`): it loads it at start and says where it listens in `serve.json`.
@@ -15,6 +16,7 @@ use std::sync::Arc;
 
 use genai::config::{Config, Paths};
 use genai::error::{Error, ErrorKind};
+use genai::rpc::ws::roots::{self, Roots};
 use genai::rpc::ws::{self, auth, presence, Limits, Options};
 use genai::session::Framework;
 use genai::store::Store;
@@ -111,6 +113,17 @@ pub async fn run(args: Args) -> Result<(), Error> {
     if args.background {
         return background(&paths, &token).await;
     }
+    let started_in = std::env::current_dir().map_err(|e| {
+        Error::new(
+            ErrorKind::Config,
+            format!("cannot tell the folder genai serve runs in: {e}"),
+        )
+    })?;
+    let roots = Roots::new(
+        &config.serve.roots,
+        &started_in,
+        roots::home_folder().as_deref(),
+    )?;
     let store = Store::open(&paths.history_db())?;
     let fw = Arc::new(Framework::new(config, registry, Arc::new(store)).with_home(&paths));
     let options = Options {
@@ -126,7 +139,9 @@ pub async fn run(args: Args) -> Result<(), Error> {
             turns_per_connection: args.max_turns_per_connection,
             buffered_events: args.max_buffered_events,
         },
+        roots,
     };
+    let shown = options.roots.shown();
     let token = options.token.clone();
     let running = ws::start(fw.clone(), options).await?;
     let announced = presence::announce(&paths.config_dir, running.addr)
@@ -139,6 +154,11 @@ pub async fn run(args: Args) -> Result<(), Error> {
     eprintln!(
         "genai: open the chat page at http://{}/#token={token}",
         running.addr
+    );
+    eprintln!(
+        "genai: conversations work in {} unless the page names another folder inside {} ([serve] roots)",
+        shown.default,
+        shown.allowed.join(", ")
     );
     stopped().await;
     drop(announced);

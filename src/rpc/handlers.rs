@@ -65,6 +65,7 @@ impl From<OpenConversation> for CreateConversationResult {
             service_provider: c.service_provider,
             format: c.format,
             model: c.model,
+            cwd: c.cwd,
         }
     }
 }
@@ -79,6 +80,7 @@ pub fn initialize(cx: &mut Call, p: InitializeParams) -> Answer<InitializeResult
         },
         protocol_version: PROTOCOL_VERSION.into(),
         capabilities: json!({"streaming": p.capabilities.streaming, "framings": ["content-length", "ndjson"], "batches": true}),
+        roots: None,
     })
 }
 

@@ -40,6 +40,9 @@ pub struct ConversationRecord {
     /// before a turn, and for turns stored before genai recorded it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<String>,
+    /// The folder it was started in, its root (where its workspace tools work), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 impl From<store::ConversationRecord> for ConversationRecord {
@@ -58,6 +61,7 @@ impl From<store::ConversationRecord> for ConversationRecord {
             message_count: r.message_count,
             tools: r.tools,
             answered_by: r.answered_by,
+            cwd: r.cwd,
         }
     }
 }

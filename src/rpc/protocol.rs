@@ -86,6 +86,21 @@ pub struct InitializeResult {
     pub server_info: ServerInfo,
     pub protocol_version: String,
     pub capabilities: Value,
+    /// Over WebSocket (`genai serve`) only: the folders a conversation may work in (`cwd`)
+    /// and the one it works in when `cwd` is not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roots: Option<WorkspaceRoots>,
+}
+
+/// The folders `genai serve` lets its WebSocket clients root conversations in (`[serve] roots`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceRoots {
+    /// Where a conversation works when `CreateConversation` gives no `cwd` (the folder the
+    /// serve was started in, when it is allowed).
+    pub default: String,
+    /// A `cwd` must be one of these folders or inside one (canonical paths).
+    pub allowed: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -155,7 +170,9 @@ pub struct CreateConversationParams {
     /// once with the errors, and fails when it still does not match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_schema: Option<Value>,
-    /// The folder the workspace tools work in (default: the daemon's working directory).
+    /// The folder the workspace tools work in, the conversation's root (default: the daemon's
+    /// working directory; under `genai serve`, the default of `Initialize`'s `roots`, and a
+    /// folder outside its `allowed` ones is refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// The permission mode of tool calls: `read-only`, `ask`, `edit` or `full` (default: the
@@ -182,6 +199,9 @@ pub struct CreateConversationResult {
     pub service_provider: String,
     pub format: String,
     pub model: String,
+    /// The conversation's root, the folder its workspace tools work in, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -237,8 +237,12 @@ pub fn command_conversation(
 }
 
 impl Framework {
-    /// The folder a conversation works in (where it was started), when it is stored.
+    /// The folder a conversation works in (where it was started): an open one's, else the
+    /// stored one's, when it has one.
     pub fn conversation_cwd(&self, id: &str) -> Option<std::path::PathBuf> {
+        if let Some(c) = self.conversations.lock().ok()?.get(id) {
+            return c.cwd.as_ref().map(std::path::PathBuf::from);
+        }
         let record = self.store.conversation(id).ok().flatten()?;
         record.cwd.map(std::path::PathBuf::from)
     }

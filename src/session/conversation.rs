@@ -52,11 +52,13 @@ pub(super) struct Conversation {
     pub toolbox: Arc<Toolbox>,
     /// The guard of its tool calls, when its feature takes tools.
     pub guard: Option<Arc<crate::feature::guard::Guard>>,
+    /// Its root, the `cwd` it was started with.
+    pub cwd: Option<String>,
 }
 
 impl Framework {
     /// Starts the conversation's task and says what it runs on; `feature` is the feature's name
-    /// and the feature.
+    /// and the feature, `(service_provider, cwd)` its provider instance and root.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn open(
         self: &Arc<Self>,
@@ -66,7 +68,7 @@ impl Framework {
         system_prompt: Option<String>,
         toolbox: Arc<Toolbox>,
         port: Arc<dyn ClientPort>,
-        service_provider: String,
+        (service_provider, cwd): (String, Option<String>),
     ) -> Result<OpenConversation> {
         let (format, model, _) = agent.model_info()?;
         let opened = OpenConversation {
@@ -76,6 +78,7 @@ impl Framework {
             service_provider,
             format: format.to_string(),
             model,
+            cwd: cwd.clone(),
         };
         let (queue, mut rx) = mpsc::unbounded_channel::<Queued>();
         let running: Arc<Mutex<Option<(String, CancellationToken)>>> = Arc::new(Mutex::new(None));
@@ -95,6 +98,7 @@ impl Framework {
             watchers,
             toolbox,
             guard: feature.guard(),
+            cwd,
         };
         self.conversations
             .lock()

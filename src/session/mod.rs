@@ -86,6 +86,8 @@ pub struct OpenConversation {
     pub service_provider: String,
     pub format: String,
     pub model: String,
+    /// Its root: the folder its workspace tools work in (the `cwd` it was started with).
+    pub cwd: Option<String>,
 }
 
 /// What `cancel` stops: a turn (by conversation, turn, or both) or a prompt (by request id).
@@ -449,7 +451,7 @@ impl Framework {
             sel.system_prompt.clone(),
             toolbox,
             port,
-            sel.provider,
+            (sel.provider, spec.cwd),
         )
     }
 

@@ -49,6 +49,7 @@ impl Framework {
                 service_provider: c.agent.provider.name.clone(),
                 format: format.to_string(),
                 model,
+                cwd: c.cwd.clone(),
             });
         }
         let rec = self.store.conversation(&id)?.ok_or_else(|| {
@@ -193,7 +194,7 @@ impl Framework {
             system_prompt.or(feature_system),
             toolbox,
             port,
-            rec.provider,
+            (rec.provider, rec.cwd),
         )
     }
 }

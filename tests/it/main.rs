@@ -62,5 +62,6 @@ mod provider_ollama;
 mod reasoning;
 mod schemas;
 mod serve;
+mod serve_roots;
 mod structured;
 mod workspace;

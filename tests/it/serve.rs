@@ -203,7 +203,7 @@ pub async fn next_event(sub: &mut Subscription<Value>, pred: impl Fn(&Value) -> 
     .expect("timed out waiting for an event")
 }
 
-fn is_final(turn: &str) -> impl Fn(&Value) -> bool + '_ {
+pub fn is_final(turn: &str) -> impl Fn(&Value) -> bool + '_ {
     move |e| {
         e["method"] == "OnFeatureResponse"
             && e["params"]["turnId"] == turn

@@ -1,19 +1,24 @@
 //! Serve and open the page: `genai serve` alone (the page is in the binary) prints the address
 //! to open (the token in it), the user opens exactly that in Chromium, types a question before
 //! choosing anything, and the local model answers; the provider list offers `local` first.
+//! Then where the page's chats work: with `[serve] roots = ["~/projects"]` and the serve started
+//! in `~/projects`, the new-chat form offers that folder, the user's home is refused there with
+//! the serve's words, `~/projects/site` is taken and shown in the header and the history, and
+//! the model's edit (allowed in the page's dialog) lands in it.
 //!
 //! Needs playwright-core from editor-integrations/vscode's node_modules (`npm ci` there:
 //! scripts/test.sh does it first), named by GENAI_JOURNEY_NODE_MODULES.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::home::Home;
+use crate::support::fake_openai::{Behavior, FakeOpenAi};
 
 fn node_modules() -> Option<PathBuf> {
     match std::env::var_os("GENAI_JOURNEY_NODE_MODULES").map(PathBuf::from) {
@@ -27,17 +32,11 @@ fn node_modules() -> Option<PathBuf> {
     }
 }
 
-#[test]
-fn serve_prints_the_address_and_the_page_chats_with_the_local_model() {
-    let Some(modules) = node_modules() else {
-        return;
-    };
-    let home = Home::new();
-    let Some(()) = home.install_demo_model() else {
-        return;
-    };
+/// `genai serve` on a free port, run from `dir`, and the address it printed to open.
+fn serve_page(home: &Home, dir: &Path) -> (Child, String) {
     let mut serve = home
         .genai(&["serve", "--listen", "127.0.0.1:0"])
+        .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -75,23 +74,32 @@ fn serve_prints_the_address_and_the_page_chats_with_the_local_model() {
             }
         }
     };
+    (serve, url)
+}
 
+/// page.mjs on `url` with `question` and these variables: what the user saw.
+fn open_page(
+    modules: &Path,
+    url: &str,
+    question: &str,
+    vars: &[(&str, &str)],
+    shot: &str,
+) -> Value {
     let out = Command::new("node")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/journeys/page.mjs"
         ))
-        .args([&url, "What is the capital of France?"])
-        .env("GENAI_JOURNEY_NODE_MODULES", &modules)
+        .args([url, question])
+        .env("GENAI_JOURNEY_NODE_MODULES", modules)
         .env(
             "GENAI_JOURNEY_SCREENSHOT",
-            concat!(env!("CARGO_TARGET_TMPDIR"), "/journey-page.png"),
+            format!("{}/{shot}", env!("CARGO_TARGET_TMPDIR")),
         )
         .env("NO_PROXY", "127.0.0.1,localhost")
+        .envs(vars.iter().copied())
         .output()
         .unwrap();
-    let _ = serve.kill();
-    let _ = serve.wait();
     let text = String::from_utf8_lossy(&out.stdout);
     let seen: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
         panic!(
@@ -101,6 +109,28 @@ fn serve_prints_the_address_and_the_page_chats_with_the_local_model() {
     });
     assert!(seen["error"].is_null(), "in the page: {seen:#}");
     assert_eq!(seen["problems"], serde_json::json!([]), "{seen:#}");
+    seen
+}
+
+#[test]
+fn serve_prints_the_address_and_the_page_chats_with_the_local_model() {
+    let Some(modules) = node_modules() else {
+        return;
+    };
+    let home = Home::new();
+    let Some(()) = home.install_demo_model() else {
+        return;
+    };
+    let (mut serve, url) = serve_page(&home, home.path());
+    let seen = open_page(
+        &modules,
+        &url,
+        "What is the capital of France?",
+        &[],
+        "journey-page.png",
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
     assert_eq!(
         seen["question"], "What is the capital of France?",
         "{seen:#}"
@@ -115,4 +145,77 @@ fn serve_prints_the_address_and_the_page_chats_with_the_local_model() {
         "the header still says {title:?}"
     );
     assert_eq!(seen["providers"][0], "local", "{seen:#}");
+}
+
+#[test]
+fn the_page_chooses_the_folder_of_a_chat_and_its_tools_write_there() {
+    let Some(modules) = node_modules() else {
+        return;
+    };
+    let mut home = Home::new();
+    let fake = FakeOpenAi::start(0, Behavior::text("unused")).unwrap();
+    home.export("OPENAI_BASE_URL", &fake.base_url());
+    home.export("OPENAI_API_KEY", "sk-journey");
+    home.write_config(
+        "[defaults]\nmodel = \"openai:gpt-journey\"\n\n[serve]\nroots = [\"~/projects\"]\n",
+    );
+    let projects = home.path().join("projects");
+    std::fs::create_dir_all(projects.join("site")).unwrap();
+    let projects = projects.canonicalize().unwrap();
+    let site = projects.join("site");
+    let write =
+        serde_json::json!({"path": "hello.txt", "content": "hi from the page\n"}).to_string();
+    fake.push(Behavior::calls("", &[("workspace__write_file", &write)]));
+    fake.push(Behavior::text("Wrote hello.txt."));
+
+    let (mut serve, url) = serve_page(&home, &projects);
+    let outside = home.path().canonicalize().unwrap();
+    let seen = open_page(
+        &modules,
+        &url,
+        "Write hello.txt",
+        &[
+            ("GENAI_JOURNEY_ROOT", site.to_str().unwrap()),
+            ("GENAI_JOURNEY_OUTSIDE", outside.to_str().unwrap()),
+        ],
+        "journey-page-root.png",
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let projects = projects.display().to_string();
+    let site = site.display().to_string();
+    assert_eq!(seen["rootPrefilled"], projects.as_str(), "{seen:#}");
+    assert_eq!(
+        seen["rootsOffered"],
+        serde_json::json!([projects]),
+        "{seen:#}"
+    );
+    let refused = seen["refused"].as_str().unwrap_or_default();
+    assert!(
+        refused.contains("outside") && refused.contains(&projects),
+        "the form said {refused:?}"
+    );
+    assert_eq!(seen["formOpenAfterRefusal"], true, "{seen:#}");
+    assert_eq!(seen["rootShown"], format!("in {site}"), "{seen:#}");
+    assert!(
+        seen["description"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("tools"),
+        "{seen:#}"
+    );
+    assert!(
+        seen["asked"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("hello.txt"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["reply"], "Wrote hello.txt.", "{seen:#}");
+    assert_eq!(
+        std::fs::read_to_string(format!("{site}/hello.txt")).unwrap(),
+        "hi from the page\n"
+    );
+    assert!(!outside.join("hello.txt").exists());
+    assert_eq!(seen["historyRoots"][0], site.as_str(), "{seen:#}");
 }

@@ -3,7 +3,8 @@
 //! subscriptions, and the jsonrpsee module that serves every daemon method plus `Subscribe`
 //! / `Unsubscribe` (a conversation's events, or all of the client's own) and `AnswerRequest`
 //! (the answer to a daemon→client request such as `RequestConfirmation`). A subscriber that
-//! cannot keep up is dropped. It must never run a turn: the core does.
+//! cannot keep up is dropped. Every request's folder is confined to the serve's roots first
+//! (`roots.rs`), and `Initialize` tells them. It must never run a turn: the core does.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +20,7 @@ use super::super::dispatch::{Flow, Session};
 use super::super::errors::RpcError;
 use super::super::methods;
 use super::super::port::RpcPort;
+use super::roots::Roots;
 use super::Limits;
 use crate::feature::port::ClientPort;
 use crate::peer::{outbox, Outbox, Peer, Queue};
@@ -28,6 +30,8 @@ use crate::session::Framework;
 pub struct Shared {
     pub fw: Arc<Framework>,
     pub limits: Limits,
+    /// The folders conversations may work in.
+    pub roots: Roots,
     /// Every conversation event of every client, for followers.
     pub hub: broadcast::Sender<Arc<Value>>,
     /// Running turns: turn id → the in-flight count of the client that started it.
@@ -35,9 +39,10 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(fw: Arc<Framework>, limits: Limits) -> Shared {
+    pub fn new(fw: Arc<Framework>, limits: Limits, roots: Roots) -> Shared {
         Shared {
             fw,
+            roots,
             hub: broadcast::channel(limits.buffered_events).0,
             limits,
             turns: Mutex::default(),
@@ -145,8 +150,9 @@ impl Connection {
         }
     }
 
-    /// One daemon method through the same dispatcher as the stdio daemon.
-    fn call(&self, method: &str, p: Value) -> Result<Value, ErrorObjectOwned> {
+    /// One daemon method through the same dispatcher as the stdio daemon, its folder confined
+    /// to the serve's roots.
+    fn call(&self, method: &str, mut p: Value) -> Result<Value, ErrorObjectOwned> {
         if method == "Shutdown" || method == "$/cancelRequest" {
             return Err(ErrorObject::owned(
                 -32601,
@@ -164,14 +170,21 @@ impl Connection {
                 Some(json!({"kind": "tooManyRequests"})),
             ));
         }
+        let roots = &self.shared.roots;
+        roots
+            .confine(&self.shared.fw, method, &mut p)
+            .map_err(|e| to_error(e.into()))?;
         let mut session = self
             .session
             .lock()
             .map_err(|_| ErrorObject::owned(-32603, "session lock poisoned", None::<()>))?;
         let mut flow = Flow::Continue;
-        let result = session
+        let mut result = session
             .dispatch(method, p, None, &mut flow)
             .map_err(to_error)?;
+        if method == "Initialize" {
+            result["roots"] = serde_json::to_value(roots.shown()).unwrap_or(Value::Null);
+        }
         if method == "OnNewMessage" {
             if let Some(turn) = result["turnId"].as_str() {
                 self.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -262,7 +275,13 @@ impl Connection {
                 continue;
             };
             m.register_async_method(method.name, move |p, conn: Arc<Connection>, _| async move {
-                run(conn.shared.fw.clone(), conn.port.clone(), params_value(&p))
+                let mut p = params_value(&p);
+                let shared = &conn.shared;
+                shared
+                    .roots
+                    .confine(&shared.fw, method.name, &mut p)
+                    .map_err(|e| to_error(e.into()))?;
+                run(shared.fw.clone(), conn.port.clone(), p)
                     .await
                     .map_err(to_error)
             })

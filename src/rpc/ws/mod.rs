@@ -6,7 +6,8 @@
 //! front of jsonrpsee: the web chat page at `/`, the warm local model's route (`warm.rs`), the
 //! gateway's OpenAI and Anthropic APIs under `/v1/` (`crate::gateway`, whose `Access` admits
 //! the serve token or a virtual key there), the token and the origin check (`auth.rs`), and
-//! the limits. It must never hold conversation state.
+//! the limits. The folders clients may root conversations in are `roots.rs`'s. It must never
+//! hold conversation state.
 
 pub mod auth;
 pub mod bridge;
@@ -14,6 +15,7 @@ mod connection;
 mod listener;
 mod page;
 pub mod presence;
+pub mod roots;
 mod warm;
 
 use std::net::SocketAddr;
@@ -82,6 +84,8 @@ pub struct Options {
     /// (`editor-integrations/vscode/dist/web`, while the page is worked on).
     pub web_root: Option<std::path::PathBuf>,
     pub limits: Limits,
+    /// The folders clients may root conversations in.
+    pub roots: roots::Roots,
 }
 
 /// A running server: its address and the handle that stops it.
@@ -136,7 +140,7 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
     let builder = jsonrpsee::server::Server::builder()
         .set_config(config)
         .to_service_builder();
-    let shared = Arc::new(Shared::new(fw, limits));
+    let shared = Arc::new(Shared::new(fw, limits, options.roots.clone()));
     let (stop_handle, server_handle) = stop_channel();
     let task = tokio::spawn(listener::accept(
         listener,

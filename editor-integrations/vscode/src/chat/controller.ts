@@ -5,7 +5,16 @@
 // daemon's confirmations (the web page's; VS Code shows its own). It speaks
 // ToView/FromView messages and has no `vscode` import; chat-view.ts plugs it into a webview, the
 // tests into a recorder.
-import { GenaiClient, GenaiError, type CommandRun, type Conversation, type ToolCall, type Turn, type TurnListener } from '../client/genai-client';
+import {
+  GenaiClient,
+  GenaiError,
+  type CommandRun,
+  type Conversation,
+  type ToolCall,
+  type Turn,
+  type TurnListener,
+  type WorkspaceRoots,
+} from '../client/genai-client';
 import { messageReasoning, messageText, selectionPrompt, titleOf, type Selection } from './text';
 import { confirmChoices, confirmDetail, dismissedAnswer, type ConfirmChoice } from './confirm';
 import { fileDiff, type FileDiff } from './diff';
@@ -56,7 +65,7 @@ export interface ControllerOptions {
  * `tools` feature (the daemon refuses `tools` for others): a chat on `tools`, or on `assistant`
  * when `assistantToo`, runs on `tools` with `tools: ["workspace", "*"]` (the workspace's tools
  * and the sources the config enables); `mode` goes with every `tools` chat, `cwd` with every
- * chat.
+ * chat (the choice's folder, chosen on the web page, before the workspace's).
  */
 export function conversationParams(choice: NewChatChoice, workspace?: WorkspaceSettings): CreateConversationParams {
   const params: CreateConversationParams = {
@@ -65,8 +74,9 @@ export function conversationParams(choice: NewChatChoice, workspace?: WorkspaceS
     modelConfiguration: choice.modelConfiguration,
     model: choice.model,
   };
+  const cwd = choice.cwd ?? workspace?.cwd;
+  if (cwd) params.cwd = cwd;
   if (!workspace) return params;
-  if (workspace.cwd) params.cwd = workspace.cwd;
   const upgrade = workspace.tools && workspace.assistantToo && choice.feature === 'assistant';
   if (upgrade) params.feature = 'tools';
   if (params.feature === 'tools') {
@@ -116,7 +126,8 @@ export class ChatController {
           await this.listConversations();
           break;
         case 'newChat':
-          await this.newChat(message.choice);
+          // Said on the form (a refused folder, a provider without its key): the user fixes it there.
+          await this.newChat(message.choice).catch((err: unknown) => this.post({ type: 'newChatFailed', message: describe(err) }));
           break;
         case 'send':
           await this.send(message.text);
@@ -144,7 +155,7 @@ export class ChatController {
 
   async refreshComponents(): Promise<void> {
     const components = await this.client.listComponents();
-    const choices = toChoices(components, this.memory.get<NewChatChoice>(LAST_CHOICE));
+    const choices = toChoices(components, this.memory.get<NewChatChoice>(LAST_CHOICE), this.client.roots);
     this.choices = choices;
     this.defaultChoice = choices.default;
     this.post({ type: 'components', choices });
@@ -162,6 +173,7 @@ export class ChatController {
         model: c.model,
         updatedAt: c.updatedAt,
         messageCount: c.messageCount ?? 0,
+        ...(c.cwd ? { root: c.cwd } : {}),
       })),
       nextCursor: page.nextCursor ?? undefined,
     });
@@ -219,9 +231,9 @@ export class ChatController {
     }
   }
 
-  /** The commands seen from the workspace folder (`ListCommands`), kept for `/NAME`. */
+  /** The commands seen from the workspace folder, else the open conversation's (`ListCommands`), kept for `/NAME`. */
   async listCommands(): Promise<ListCommandsResult> {
-    const listed = await this.client.listCommands(this.options.workspace?.().cwd);
+    const listed = await this.client.listCommands(this.options.workspace?.().cwd ?? this.conversation?.root);
     this.commands = listed.commands;
     return listed;
   }
@@ -449,6 +461,8 @@ export class ChatController {
   private switchTo(conversation: Conversation, title: string, messages: ShownMessage[]): void {
     const previous = this.conversation;
     this.conversation = conversation;
+    // `/NAME` looks commands up from the conversation's folder: another folder, another list.
+    if (previous?.root !== conversation.root) this.commands = undefined;
     if (previous && previous.id !== conversation.id && !previous.currentTurn) {
       previous.close().catch((err) =>
         this.post({ type: 'status', level: 'warning', text: `closing the previous conversation: ${describe(err)}` }),
@@ -460,6 +474,7 @@ export class ChatController {
       title,
       description: `${conversation.feature} · ${conversation.serviceProvider} · ${conversation.model}`,
       messages,
+      ...(conversation.root ? { root: conversation.root } : {}),
     });
   }
 }
@@ -469,7 +484,7 @@ export class ChatController {
  * them (the default, then those needing no key or having theirs, then those without their key),
  * each group in the daemon's order.
  */
-export function toChoices(components: ListComponentsResult, last?: NewChatChoice): ComponentChoices {
+export function toChoices(components: ListComponentsResult, last?: NewChatChoice, roots?: WorkspaceRoots): ComponentChoices {
   const kinds = (components.kinds as { serviceProviders?: Array<{ name: string; formats?: string[] }> }).serviceProviders ?? [];
   const formatsOf = (kind: string) => kinds.find((k) => k.name === kind)?.formats ?? [];
   const features = (components.features as Array<{ name: string; description?: string }>).map((f) => ({
@@ -507,6 +522,7 @@ export function toChoices(components: ListComponentsResult, last?: NewChatChoice
             ...(d.model ? { model: d.model } : {}),
           }
         : undefined,
+    ...(roots ? { roots: { default: roots.default, allowed: roots.allowed } } : {}),
   };
 }
 

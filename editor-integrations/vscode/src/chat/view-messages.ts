@@ -12,6 +12,8 @@ export interface NewChatChoice {
   modelConfiguration?: string;
   /** A model id of the provider (the daemon's default choice can name one). */
   model?: string;
+  /** The folder the conversation works in, chosen on the web page within `roots` (none: the host's). */
+  cwd?: string;
 }
 
 /** Whether a provider has the key it needs (`ListComponents`' `key`). */
@@ -26,6 +28,11 @@ export interface ComponentChoices {
   last?: NewChatChoice;
   /** What a conversation naming no model runs on (`genai ask` without `-m`), if anything. */
   default?: NewChatChoice;
+  /**
+   * The folders `genai serve` lets a conversation work in, and the one it works in by default:
+   * the web page offers them on the form; none in VS Code (the workspace folder is the root).
+   */
+  roots?: { default: string; allowed: string[] };
 }
 
 export interface ConversationSummary {
@@ -36,6 +43,8 @@ export interface ConversationSummary {
   model: string;
   updatedAt: number;
   messageCount: number;
+  /** The folder it works in, when known. */
+  root?: string;
 }
 
 export interface ShownMessage {
@@ -48,7 +57,9 @@ export interface ShownMessage {
 export type ToView =
   | { type: 'components'; choices: ComponentChoices }
   | { type: 'conversations'; items: ConversationSummary[]; nextCursor?: string }
-  | { type: 'conversation'; id: string; title: string; description: string; messages: ShownMessage[] }
+  | { type: 'conversation'; id: string; title: string; description: string; messages: ShownMessage[]; root?: string }
+  /** A new chat could not start (such as a folder genai serve refuses): said on the form, which stays open. */
+  | { type: 'newChatFailed'; message: string }
   /** The open conversation's title, once its first reply came. */
   | { type: 'title'; id: string; title: string }
   | { type: 'userMessage'; text: string }

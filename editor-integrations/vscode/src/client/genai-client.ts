@@ -13,6 +13,7 @@ import type {
   DaemonRequests,
   ErrorKind,
   InitializeParams,
+  InitializeResult,
   ListCommandsResult,
   ListComponentsResult,
   ListConversationsResult,
@@ -131,8 +132,13 @@ const CONNECTION_ERRORS = new Set<number>([
 /** How long notifications of a turn whose `{turnId}` response has not come yet are kept. */
 const EARLY_NOTIFICATION_MS = 30_000;
 
+/** The folders a shared daemon (`genai serve`) lets conversations work in, and its default. */
+export type WorkspaceRoots = NonNullable<InitializeResult['roots']>;
+
 export class GenaiClient<T extends Transport = Transport> {
   private readonly turns = new Map<string, Turn>();
+  /** What the last `Initialize` answered. */
+  private initialized: InitializeResult | undefined;
   /** Notifications that came before the response announcing their turn (PROTOCOL.md, Guarantees). */
   private readonly early = new Map<string, { at: number; items: TurnNotification[] }>();
   /** The middleware this client hosts, registered again in a restarted daemon. */
@@ -171,7 +177,12 @@ export class GenaiClient<T extends Transport = Transport> {
   /** Starts the daemon and says hello (streaming on; the editor's files when `hooks.editor` has them). */
   async start(): Promise<void> {
     await this.daemon.start();
-    await this.request('Initialize', { clientInfo: { name: 'genai-vscode' }, capabilities: this.capabilities() });
+    this.initialized = await this.request('Initialize', { clientInfo: { name: 'genai-vscode' }, capabilities: this.capabilities() });
+  }
+
+  /** The folders `genai serve` lets conversations work in (its `Initialize` says); none from `genai daemon`. */
+  get roots(): WorkspaceRoots | undefined {
+    return this.initialized?.roots ?? undefined;
   }
 
   /** What `Initialize` declares. */
@@ -377,6 +388,8 @@ export class Conversation {
   readonly feature: string;
   readonly serviceProvider: string;
   readonly model: string;
+  /** The folder its workspace tools work in (its `cwd`), when the daemon says. */
+  readonly root: string | undefined;
   /** The daemon generation this conversation is open in. */
   private generation: number;
   private running: Turn | undefined;
@@ -391,6 +404,7 @@ export class Conversation {
     this.feature = opened.feature;
     this.serviceProvider = opened.serviceProvider;
     this.model = opened.model;
+    this.root = opened.cwd ?? undefined;
     this.generation = client.daemon.generation;
   }
 

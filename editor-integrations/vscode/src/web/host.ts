@@ -5,8 +5,10 @@
 // it starts. The token comes from the address (`#token=...`, kept out of requests; then from the
 // tab's session storage on reload). Without one, or when genai serve refuses it, the page says to
 // open the address `genai serve` printed, and nothing reaches the controller. A chat on the
-// `tools` feature gets genai's workspace tools in the folder genai serve runs in (mode "ask"), and
-// the daemon's confirmations (a permission ask, a plugin's confirmation) show as the page's dialog.
+// `tools` feature gets genai's workspace tools (mode "ask") in the folder chosen on the new-chat
+// form among those genai serve allows (its `Initialize` says which; by default the folder it was
+// started in), and the daemon's confirmations (a permission ask, a plugin's confirmation) show
+// as the page's dialog.
 import { ChatController, type Memory } from '../chat/controller';
 import { GenaiClient } from '../client/genai-client';
 import type { FromView, ToView } from '../chat/view-messages';

@@ -23,6 +23,11 @@ const historyMore = $<HTMLButtonElement>('history-more');
 const featureSelect = $<HTMLSelectElement>('feature');
 const providerSelect = $<HTMLSelectElement>('provider');
 const modelSelect = $<HTMLSelectElement>('model');
+const rootField = $<HTMLLabelElement>('root-field');
+const rootInput = $<HTMLInputElement>('root');
+const rootHint = $<HTMLElement>('root-hint');
+const newChatError = $<HTMLElement>('new-chat-error');
+const conversationRoot = $<HTMLElement>('conversation-root');
 const confirmDialog = $<HTMLDialogElement>('confirm-dialog');
 
 let choices: ComponentChoices | undefined;
@@ -236,6 +241,32 @@ function fillChoices(c: ComponentChoices): void {
   for (const p of c.serviceProviders) option(providerSelect, p.name, providerLabel(p), p.name === chosen?.serviceProvider);
   fillModels();
   describeFeature();
+  fillRoots(chosen?.cwd);
+}
+
+/** Whether `folder` is one of `allowed` or below one (as text: the daemon checks it for real). */
+function within(folder: string, allowed: string[]): boolean {
+  return allowed.some((a) => folder === a || folder.startsWith(a.endsWith('/') ? a : `${a}/`));
+}
+
+/**
+ * The folder field (the web page's: genai serve says which folders it allows): the last folder
+ * chosen when still allowed, else the serve's default; the allowed ones offered as suggestions.
+ */
+function fillRoots(last: string | undefined): void {
+  const roots = choices?.roots;
+  rootField.hidden = !roots;
+  rootHint.hidden = !roots;
+  if (!roots) return;
+  rootInput.value = last && within(last, roots.allowed) ? last : roots.default;
+  $('roots').replaceChildren(
+    ...roots.allowed.map((folder) => {
+      const o = document.createElement('option');
+      o.value = folder;
+      return o;
+    }),
+  );
+  rootHint.textContent = `Any folder inside ${roots.allowed.join(', ')} (genai serve's [serve] roots).`;
 }
 
 /** The choice preselected in the form: the last one, else the daemon's default. */
@@ -282,6 +313,12 @@ function fillHistory(items: ConversationSummary[], more: boolean, append: boolea
     meta.className = 'meta';
     meta.textContent = `${new Date(c.updatedAt).toLocaleString()} · ${c.feature} · ${c.provider} · ${c.model} · ${c.messageCount} messages`;
     li.append(title, meta);
+    if (c.root) {
+      const root = document.createElement('div');
+      root.className = 'root';
+      root.textContent = c.root;
+      li.append(root);
+    }
     li.addEventListener('click', () => {
       vscode.postMessage({ type: 'openConversation', id: c.id });
       showPanel('chat');
@@ -344,6 +381,10 @@ function receive(m: ToView): void {
       status.hidden = true;
       $('conversation-title').textContent = m.title;
       $('conversation-description').textContent = m.description;
+      conversationRoot.hidden = !m.root;
+      conversationRoot.textContent = m.root ? `in ${m.root}` : '';
+      conversationRoot.title = m.root ? 'The folder its tools work in' : '';
+      newChatError.hidden = true;
       for (const msg of m.messages) {
         if (msg.role === 'user') addUser(msg.text);
         else if (msg.role === 'assistant') {
@@ -420,6 +461,11 @@ function receive(m: ToView): void {
       if (shownAsk?.id === m.id) showNextAsk();
       break;
     }
+    case 'newChatFailed':
+      newChatError.textContent = m.message;
+      newChatError.hidden = false;
+      showPanel('newChat');
+      break;
     case 'status':
       showStatus(m.level, m.text);
       break;
@@ -461,12 +507,15 @@ featureSelect.addEventListener('change', describeFeature);
 newChatForm.addEventListener('submit', (e) => {
   e.preventDefault();
   const model = modelSelect.value.startsWith('model:') ? modelSelect.value.slice('model:'.length) : undefined;
+  const cwd = rootField.hidden ? '' : rootInput.value.trim();
+  newChatError.hidden = true;
   vscode.postMessage({
     type: 'newChat',
     choice: {
       feature: featureSelect.value,
       serviceProvider: providerSelect.value,
       ...(model !== undefined ? { model } : modelSelect.value ? { modelConfiguration: modelSelect.value } : {}),
+      ...(cwd ? { cwd } : {}),
     },
   });
 });

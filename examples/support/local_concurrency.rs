@@ -68,7 +68,8 @@ impl Drop for BusyLoop {
 }
 
 /// The threads a log says: genai's `local context made ... threads=N threads_batch=M`, or
-/// llama-server's `system_info: n_threads = N (n_threads_batch = M)`.
+/// llama-server's `n_threads = N` (`system_info: n_threads = N (n_threads_batch = M)` in some
+/// versions, `llama threadpool init, n_threads = N` in others).
 fn threads_in(log: &str) -> Option<String> {
     let log = crate::strip_ansi(log);
     if let Some(line) = log.lines().rev().find(|l| l.contains("local context made")) {
@@ -88,11 +89,9 @@ fn threads_in(log: &str) -> Option<String> {
         let rest = &line[line.find(after)? + after.len()..];
         Some(rest.chars().take_while(char::is_ascii_digit).collect())
     };
-    Some(format!(
-        "{}/{}",
-        number("n_threads = ")?,
-        number("n_threads_batch = ")?
-    ))
+    let threads = number("n_threads = ")?;
+    let batch = number("n_threads_batch = ").unwrap_or_else(|| threads.clone());
+    Some(format!("{threads}/{batch}"))
 }
 
 impl Run {

@@ -91,6 +91,16 @@ pub struct PromptOutcome {
     pub model: String,
 }
 
+impl PromptOutcome {
+    /// The model that answered: as the provider reports it, else as it was asked for.
+    pub fn answered_model(&self) -> String {
+        self.reply
+            .model
+            .clone()
+            .unwrap_or_else(|| self.model.clone())
+    }
+}
+
 /// What the rounds of one turn produced: the final reply, the steps before it (each round's
 /// calls and results), the usage of all requests, and how many requests there were.
 struct TurnSteps {

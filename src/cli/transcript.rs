@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use genai::message::{Message, Part};
+use serde_json::Value;
 
 /// Lines of a tool's result shown; the rest is counted.
 const RESULT_LINES: usize = 12;
@@ -50,18 +51,37 @@ fn result_text(content: &[Part]) -> String {
         .join("\n")
 }
 
+/// One thing a message holds, as both renderings show it.
+enum Item<'m> {
+    Text(String),
+    Call {
+        name: &'m str,
+        arguments: &'m Value,
+    },
+    Result {
+        tool: String,
+        /// Its first lines, and how many more there were.
+        shown: String,
+        more: usize,
+        error: bool,
+    },
+    Image,
+    Json(&'m Value),
+}
+
 impl Transcript {
     fn tool_of(&self, id: &str) -> &str {
         self.calls.get(id).map_or("a tool", String::as_str)
     }
 
-    /// The message's body as plain lines: its text, then a line per call (`→ tool {args}`),
-    /// result (`← tool: lines`) and image.
-    pub fn plain(&mut self, m: &Message) -> String {
-        let mut lines: Vec<String> = Vec::new();
+    /// What `m` holds, in order: its text, then its calls, results, images and JSON (shown
+    /// when there is no text); each result named by the call it answers.
+    fn items<'m>(&mut self, m: &'m Message) -> Vec<Item<'m>> {
+        let mut items = Vec::new();
         let text = m.text();
-        if !text.trim().is_empty() {
-            lines.push(text.trim_end().to_string());
+        let has_text = !text.trim().is_empty();
+        if has_text {
+            items.push(Item::Text(text.trim_end().to_string()));
         }
         for part in &m.content {
             match part {
@@ -72,10 +92,7 @@ impl Transcript {
                     ..
                 } => {
                     self.calls.insert(id.clone(), name.clone());
-                    lines.push(format!(
-                        "→ {name} {}",
-                        cut(&arguments.to_string(), ARGUMENT_CHARS)
-                    ));
+                    items.push(Item::Call { name, arguments });
                 }
                 Part::ToolResult {
                     tool_call_id,
@@ -83,8 +100,40 @@ impl Transcript {
                     is_error,
                 } => {
                     let (shown, more) = first_lines(&result_text(content));
-                    let error = if *is_error { " (error)" } else { "" };
-                    let mut line = format!("← {}{error}:", self.tool_of(tool_call_id));
+                    items.push(Item::Result {
+                        tool: self.tool_of(tool_call_id).to_string(),
+                        shown,
+                        more,
+                        error: *is_error,
+                    });
+                }
+                Part::Image { .. } => items.push(Item::Image),
+                Part::Json { value } if !has_text => items.push(Item::Json(value)),
+                _ => {}
+            }
+        }
+        items
+    }
+
+    /// The message's body as plain lines: its text, then a line per call (`→ tool {args}`),
+    /// result (`← tool: lines`) and image.
+    pub fn plain(&mut self, m: &Message) -> String {
+        let lines: Vec<String> = self
+            .items(m)
+            .into_iter()
+            .map(|item| match item {
+                Item::Text(text) => text,
+                Item::Call { name, arguments } => {
+                    format!("→ {name} {}", cut(&arguments.to_string(), ARGUMENT_CHARS))
+                }
+                Item::Result {
+                    tool,
+                    shown,
+                    more,
+                    error,
+                } => {
+                    let error = if error { " (error)" } else { "" };
+                    let mut line = format!("← {tool}{error}:");
                     match shown.contains('\n') {
                         true => line.push_str(&format!("\n  {}", shown.replace('\n', "\n  "))),
                         false => line.push_str(&format!(" {shown}")),
@@ -92,63 +141,44 @@ impl Transcript {
                     if more > 0 {
                         line.push_str(&format!("\n  … {more} more lines"));
                     }
-                    lines.push(line);
+                    line
                 }
-                Part::Image { .. } => lines.push("[image]".to_string()),
-                Part::Json { value } if text.trim().is_empty() => lines.push(value.to_string()),
-                _ => {}
-            }
-        }
+                Item::Image => "[image]".to_string(),
+                Item::Json(value) => value.to_string(),
+            })
+            .collect();
         lines.join("\n")
     }
 
     /// The message's body as Markdown: its text, then each call's arguments and each result
     /// in fenced blocks.
     pub fn markdown(&mut self, m: &Message) -> String {
-        let mut blocks: Vec<String> = Vec::new();
-        let text = m.text();
-        if !text.trim().is_empty() {
-            blocks.push(text.trim_end().to_string());
-        }
-        for part in &m.content {
-            match part {
-                Part::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                    ..
-                } => {
-                    self.calls.insert(id.clone(), name.clone());
-                    let args = serde_json::to_string_pretty(arguments)
-                        .unwrap_or_else(|_| arguments.to_string());
-                    blocks.push(format!("Calls `{name}`:\n\n{}", fenced("json", &args)));
+        let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
+        let blocks: Vec<String> = self
+            .items(m)
+            .into_iter()
+            .map(|item| match item {
+                Item::Text(text) => text,
+                Item::Call { name, arguments } => {
+                    format!("Calls `{name}`:\n\n{}", fenced("json", &pretty(arguments)))
                 }
-                Part::ToolResult {
-                    tool_call_id,
-                    content,
-                    is_error,
+                Item::Result {
+                    tool,
+                    shown,
+                    more,
+                    error,
                 } => {
-                    let (shown, more) = first_lines(&result_text(content));
-                    let what = if *is_error { "Error from" } else { "Result of" };
-                    let mut block = format!(
-                        "{what} `{}`:\n\n{}",
-                        self.tool_of(tool_call_id),
-                        fenced("", &shown)
-                    );
+                    let what = if error { "Error from" } else { "Result of" };
+                    let mut block = format!("{what} `{tool}`:\n\n{}", fenced("", &shown));
                     if more > 0 {
                         block.push_str(&format!("\n\n({more} more lines)"));
                     }
-                    blocks.push(block);
+                    block
                 }
-                Part::Image { .. } => blocks.push("*[image]*".to_string()),
-                Part::Json { value } if text.trim().is_empty() => {
-                    let json =
-                        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
-                    blocks.push(fenced("json", &json));
-                }
-                _ => {}
-            }
-        }
+                Item::Image => "*[image]*".to_string(),
+                Item::Json(value) => fenced("json", &pretty(value)),
+            })
+            .collect();
         blocks.join("\n\n")
     }
 }

@@ -49,13 +49,7 @@ impl Feature for Assistant {
         }
         TurnOutcome::of_prompt(sent, detailed, ReplyLines::Request, |outcome, _| Answer {
             summary: outcome.reply.message.text(),
-            model: Some(
-                outcome
-                    .reply
-                    .model
-                    .clone()
-                    .unwrap_or_else(|| outcome.model.clone()),
-            ),
+            model: Some(outcome.answered_model()),
         })
     }
 }

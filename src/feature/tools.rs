@@ -532,13 +532,7 @@ impl Feature for Tools {
             }
             Answer {
                 summary,
-                model: Some(
-                    outcome
-                        .reply
-                        .model
-                        .clone()
-                        .unwrap_or_else(|| outcome.model.clone()),
-                ),
+                model: Some(outcome.answered_model()),
             }
         })
     }

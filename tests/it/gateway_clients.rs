@@ -96,6 +96,18 @@ fn result_of(out: &Output, report: &str) -> Value {
     result
 }
 
+/// Asserts that Claude Code ended with `said` and that its Write tool left `text` in `file`.
+#[track_caller]
+fn assert_wrote(out: &Output, report: &str, said: &str, file: &std::path::Path, text: &str) {
+    let result = result_of(out, report);
+    assert_eq!(result["result"], said, "{result:#}\n{report}");
+    assert_eq!(
+        std::fs::read_to_string(file).unwrap_or_default(),
+        text,
+        "{report}"
+    );
+}
+
 /// The roles of an upstream request's messages.
 fn roles(body: &Value) -> Vec<&str> {
     body["messages"]
@@ -180,15 +192,12 @@ async fn claude_code_runs_its_write_tool_through_genai_on_a_scripted_model() {
         summary(&small)
     );
     eprintln!("what Claude Code's requests became upstream:\n{report}");
-    let result = result_of(&out, &report);
-    assert_eq!(
-        result["result"], "All done: hello.txt is written.",
-        "{result:#}\n{report}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(&file).unwrap_or_default(),
+    assert_wrote(
+        &out,
+        &report,
+        "All done: hello.txt is written.",
+        &file,
         "written by Claude Code through genai\n",
-        "{report}"
     );
 
     // The tool's result went back to the model in a later request, as the tool's message.
@@ -263,15 +272,12 @@ async fn claude_code_runs_on_a_provider_model_name_it_does_not_know() {
     let out = run(command).await;
     let report = format!("upstream:\n{}", summary(&main));
     eprintln!("what Claude Code's requests became upstream:\n{report}");
-    let result = result_of(&out, &report);
-    assert_eq!(
-        result["result"], "Done: note.txt is written.",
-        "{result:#}\n{report}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(&file).unwrap_or_default(),
+    assert_wrote(
+        &out,
+        &report,
+        "Done: note.txt is written.",
+        &file,
         "a note\n",
-        "{report}"
     );
 
     let requests = main.requests();

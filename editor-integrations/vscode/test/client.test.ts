@@ -436,6 +436,19 @@ describe('chat controller', () => {
       await within(10_000, 'the second turn', controller.handle({ type: 'send', text: 'And this' }));
       assert.deepEqual(posted.filter((m) => m.type === 'userMessage'), [{ type: 'userMessage', text: 'And this' }]);
       assert.equal(posted.some((m) => m.type === 'title' || m.type === 'conversation'), false, JSON.stringify(posted));
+
+      // A message sent while another chat is being started (the page's "start", then Enter at
+      // once) goes in the new chat, after it is shown, never in the one it replaces.
+      posted.length = 0;
+      const previous = controller.current?.id;
+      const started = controller.handle({ type: 'newChat', choice: { feature: 'assistant', serviceProvider: 'fast' } });
+      const sent = controller.handle({ type: 'send', text: 'For the new chat' });
+      await within(10_000, 'the new chat and its turn', Promise.all([started, sent]));
+      const order = posted.map((m) => m.type).filter((k) => k === 'conversation' || k === 'userMessage');
+      assert.deepEqual(order, ['conversation', 'userMessage'], JSON.stringify(posted));
+      const shown = posted.find((m) => m.type === 'conversation') as Extract<ToView, { type: 'conversation' }>;
+      assert.notEqual(shown.id, previous);
+      assert.equal(controller.current?.id, shown.id);
     } finally {
       await client.dispose();
     }

@@ -92,6 +92,8 @@ export class ChatController {
   private defaultChoice: NewChatChoice | undefined;
   /** A message sent before any conversation was open: sent once one starts. */
   private pending: string | undefined;
+  /** The chat being started (from the page's "start" to the switch to it), which a message sent meanwhile waits for. */
+  private starting: Promise<Conversation> | undefined;
   /** Conversations started here whose header waits for the first reply to get a title. */
   private readonly untitled = new Set<string>();
   /** The confirmations the page shows or queues, by the id the page answers with. */
@@ -181,13 +183,26 @@ export class ChatController {
 
   /** Starts a conversation on `choice`; a message sent before it is sent in it. */
   async newChat(choice: NewChatChoice): Promise<Conversation> {
+    const starting = this.start(choice);
+    this.starting = starting;
+    let conversation: Conversation;
+    try {
+      conversation = await starting;
+    } finally {
+      if (this.starting === starting) this.starting = undefined;
+    }
+    const pending = this.pending;
+    this.pending = undefined;
+    if (pending !== undefined) await this.sendIn(conversation, pending);
+    return conversation;
+  }
+
+  /** Creates the conversation of `choice` and shows it. */
+  private async start(choice: NewChatChoice): Promise<Conversation> {
     const conversation = await this.client.createConversation(conversationParams(choice, this.options.workspace?.()));
     await this.memory.update(LAST_CHOICE, choice);
     this.untitled.add(conversation.id);
     this.switchTo(conversation, 'New chat', []);
-    const pending = this.pending;
-    this.pending = undefined;
-    if (pending !== undefined) await this.sendIn(conversation, pending);
     return conversation;
   }
 
@@ -209,6 +224,8 @@ export class ChatController {
    * that names no command is sent as it is.
    */
   async send(message: string): Promise<void> {
+    // Typed right after "start": it belongs to the chat being started, not the one it replaces.
+    if (this.starting) await this.starting.catch(() => undefined);
     const read = readSlash(message);
     if ('command' in read) {
       const command = await this.findCommand(read.command.name);

@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{Message, Role, Usage};
+use crate::message::{Message, Usage};
 
 mod decisions;
 pub use decisions::DecisionRecord;
@@ -22,11 +22,13 @@ mod listing;
 mod schema;
 mod search;
 mod time;
+mod turns;
 mod usage;
 
 pub use listing::ListFilter;
 pub use search::Found;
 pub use time::UtcTime;
+pub use turns::NewMessage;
 pub use usage::{Grouping, UsageRow, GATEWAY_GROUP};
 
 /// One conversation as stored.
@@ -85,25 +87,6 @@ pub struct StoredMessage {
     /// The provider that answered that turn: a fallback's when one served (unknown for rows
     /// older than migration 13).
     pub provider: Option<String>,
-}
-
-/// One message to commit, with the usage and cost (US dollars; `None`: unknown) of the
-/// request that produced it, if any.
-#[derive(Debug, Clone)]
-pub struct NewMessage {
-    pub message: Message,
-    pub usage: Option<Usage>,
-    pub cost: Option<f64>,
-}
-
-impl From<Message> for NewMessage {
-    fn from(message: Message) -> NewMessage {
-        NewMessage {
-            message,
-            usage: None,
-            cost: None,
-        }
-    }
 }
 
 /// The SQLite history.
@@ -219,76 +202,6 @@ impl Store {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at, tools_json, middleware_json, c.cwd],
         )?;
-        Ok(())
-    }
-
-    /// Commits one turn atomically: a replacing system message (if any) and the new messages,
-    /// each marked with the turn's `model`. Sets the title from the first user message when
-    /// the conversation has none.
-    pub fn commit_turn(
-        &self,
-        id: &str,
-        system: Option<&Message>,
-        model: Option<&str>,
-        messages: &[NewMessage],
-    ) -> Result<()> {
-        self.commit_turn_at(id, system, None, model, messages, now_ms())
-    }
-
-    /// [`Store::commit_turn`] of a turn answered by `provider`'s `model` (a fallback's when
-    /// one served), each kept with the messages.
-    pub fn commit_turn_by(
-        &self,
-        id: &str,
-        system: Option<&Message>,
-        provider: &str,
-        model: &str,
-        messages: &[NewMessage],
-    ) -> Result<()> {
-        self.commit_turn_at(id, system, Some(provider), Some(model), messages, now_ms())
-    }
-
-    /// [`Store::commit_turn`] at time `now` (milliseconds since the Unix epoch), for imports.
-    pub fn commit_turn_at(
-        &self,
-        id: &str,
-        system: Option<&Message>,
-        provider: Option<&str>,
-        model: Option<&str>,
-        messages: &[NewMessage],
-        now: i64,
-    ) -> Result<()> {
-        let mut conn = self.conn()?;
-        // Immediate: take the write lock first, so a daemon sharing the file waits (busy_timeout)
-        // instead of failing when its read snapshot turns stale.
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let found: Option<(String, i64)> = tx
-            .prepare_cached(
-                "SELECT title, (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = ?1)
-                 FROM conversations WHERE id = ?1",
-            )?
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
-        let Some((title, seq)) = found else {
-            return Err(not_in_history(id));
-        };
-        // The conversation's row before the messages: once the full-text index has joined the
-        // transaction, each further statement makes FTS5 flush its pending terms into a
-        // segment of their own (a savepoint), so the messages go last, in one statement, and
-        // the index is written once, at commit.
-        let title = title
-            .is_empty()
-            .then(|| messages.iter().find(|m| m.message.role == Role::User))
-            .flatten()
-            .map(|first| title_of(&crate::redact::redact_known(&first.message.text())));
-        let system = system.map(masked_json).transpose()?;
-        tx.prepare_cached(
-            "UPDATE conversations SET updated_at = ?2, title = COALESCE(?3, title),
-                system = COALESCE(?4, system) WHERE id = ?1",
-        )?
-        .execute(params![id, now, title, system])?;
-        insert_messages(&tx, id, seq, (provider, model), messages, now)?;
-        tx.commit()?;
         Ok(())
     }
 
@@ -558,84 +471,10 @@ impl Store {
     }
 }
 
-/// A message as stored: JSON, with the secrets genai knows masked (a prompt or a tool's
-/// output may hold a key; the history never keeps one).
-fn masked_json(m: &Message) -> Result<String> {
-    let json = serde_json::to_string(m).map_err(json_err)?;
-    if matches!(
-        crate::redact::redact_known(&json),
-        std::borrow::Cow::Borrowed(_)
-    ) {
-        return Ok(json);
-    }
-    let mut masked = m.clone();
-    masked.mask_secrets();
-    serde_json::to_string(&masked).map_err(json_err)
-}
-
-/// Appends `messages` to conversation `id` after `seq`, in one statement (see
-/// [`Store::commit_turn_at`] for why one); SQLite takes at most 32,766 bound values in a
-/// statement, so a very long turn takes one per 1,000 messages.
-fn insert_messages(
-    tx: &rusqlite::Transaction,
-    id: &str,
-    seq: i64,
-    (provider, model): (Option<&str>, Option<&str>),
-    messages: &[NewMessage],
-    now: i64,
-) -> Result<()> {
-    const ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-    for (i, messages) in messages.chunks(1000).enumerate() {
-        let seq = seq + 1000 * i as i64;
-        let sql = format!(
-            "INSERT INTO messages (conversation_id, seq, role, content, usage, created_at, model,
-                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, provider)
-                VALUES {}",
-            vec![ROW; messages.len()].join(", ")
-        );
-        let mut values: Vec<rusqlite::types::Value> = Vec::with_capacity(13 * messages.len());
-        for (
-            n,
-            NewMessage {
-                message: m,
-                usage,
-                cost,
-            },
-        ) in messages.iter().enumerate()
-        {
-            use rusqlite::types::Value as V;
-            let text = |t: Option<String>| t.map_or(V::Null, V::Text);
-            let count = |n: Option<u64>| n.map_or(V::Null, |n| V::Integer(n as i64));
-            let content = masked_json(m)?;
-            let usage_json = usage
-                .map(|u| serde_json::to_string(&u))
-                .transpose()
-                .map_err(json_err)?;
-            values.extend([
-                V::Text(id.to_string()),
-                V::Integer(seq + 1 + n as i64),
-                V::Text(m.role.as_str().to_string()),
-                V::Text(content),
-                text(usage_json),
-                V::Integer(now),
-                text(model.map(str::to_string)),
-                count(usage.map(|u| u.input_tokens)),
-                count(usage.map(|u| u.output_tokens)),
-                count(usage.and_then(|u| u.cache_read_tokens)),
-                count(usage.and_then(|u| u.cache_write_tokens)),
-                cost.filter(|_| usage.is_some()).map_or(V::Null, V::Real),
-                text(provider.map(str::to_string)),
-            ]);
-        }
-        tx.prepare_cached(&sql)?
-            .execute(rusqlite::params_from_iter(values))?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::message::Role;
 
     /// A conversation record of the built-in `openai` provider, updated at `t`.
     pub(crate) fn record(id: &str, t: i64) -> ConversationRecord {

@@ -162,22 +162,11 @@ pub struct Message {
     pub from: Option<String>,
 }
 
-/// `text` with the known secrets masked, in place; whether it changed.
-fn mask(text: &mut String) -> bool {
-    match crate::redact::redact_known(text) {
-        std::borrow::Cow::Owned(masked) => {
-            *text = masked;
-            true
-        }
-        std::borrow::Cow::Borrowed(_) => false,
-    }
-}
-
 /// Every string of a JSON value with the known secrets masked.
 fn mask_value(v: &mut Value) {
     match v {
         Value::String(s) => {
-            mask(s);
+            crate::redact::mask_known(s);
         }
         Value::Array(items) => items.iter_mut().for_each(mask_value),
         Value::Object(map) => map.values_mut().for_each(mask_value),
@@ -190,14 +179,14 @@ fn mask_parts(parts: &mut [Part]) {
     for part in parts {
         match part {
             Part::Text { text } => {
-                mask(text);
+                crate::redact::mask_known(text);
             }
             Part::Reasoning {
                 text, signature, ..
             } => {
                 // The provider's signature no longer matches a changed text: it goes, and the
                 // block is not sent back as the provider's own.
-                if mask(text) {
+                if crate::redact::mask_known(text) {
                     *signature = None;
                 }
             }

@@ -82,16 +82,49 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 /// `text` with every known secret replaced (not key shapes: for model text, where an `sk-...`
 /// the model wrote is content, but the user's own key never is).
 pub fn redact_known(text: &str) -> Cow<'_, str> {
-    let Ok(known) = KNOWN.read() else {
-        return Cow::Borrowed(text);
-    };
+    match KNOWN.read() {
+        Ok(known) => replace_known(&known, text),
+        Err(_) => Cow::Borrowed(text),
+    }
+}
+
+/// [`redact_known`] of `text`, in place; whether it changed.
+pub fn mask_known(text: &mut String) -> bool {
+    match redact_known(text) {
+        Cow::Owned(masked) => {
+            *text = masked;
+            true
+        }
+        Cow::Borrowed(_) => false,
+    }
+}
+
+/// `text` with each of `known` (longest first) replaced by [`MASK`].
+fn replace_known<'t>(known: &[String], text: &'t str) -> Cow<'t, str> {
     let mut out = Cow::Borrowed(text);
-    for secret in known.iter() {
+    for secret in known {
         if out.contains(secret.as_str()) {
             out = Cow::Owned(out.replace(secret.as_str(), MASK));
         }
     }
     out
+}
+
+/// The length of the longest end of `text` that is the start (not the whole) of a known
+/// secret: for each secret, the first place in its reach where the text's end begins it.
+fn partial_end(known: &[String], text: &str) -> usize {
+    let bytes = text.as_bytes();
+    known
+        .iter()
+        .filter_map(|s| {
+            let s = s.as_bytes();
+            let from = bytes.len().saturating_sub(s.len() - 1);
+            (from..bytes.len())
+                .find(|&i| bytes[i] == s[0] && s.starts_with(&bytes[i..]))
+                .map(|i| bytes.len() - i)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Masks the known secrets of a text that comes in pieces (a streamed reply): the end of
@@ -113,25 +146,14 @@ impl StreamMask {
             return piece.to_string();
         }
         self.held.push_str(piece);
-        let mut text = std::mem::take(&mut self.held);
-        for secret in known.iter() {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), MASK);
-            }
-        }
-        // The longest end of `text` that is the start of a known secret waits for more.
-        let bytes = text.as_bytes();
-        let keep = known
-            .iter()
-            .filter_map(|s| {
-                (1..s.len().min(bytes.len() + 1))
-                    .rev()
-                    .find(|&k| bytes.ends_with(&s.as_bytes()[..k]))
-            })
-            .max()
-            .unwrap_or(0);
+        let held = std::mem::take(&mut self.held);
+        let masked = match replace_known(&known, &held) {
+            Cow::Owned(masked) => Some(masked),
+            Cow::Borrowed(_) => None,
+        };
+        let mut text = masked.unwrap_or(held);
         // A secret's first bytes start a character, so the cut is on a character boundary.
-        self.held = text.split_off(text.len() - keep);
+        self.held = text.split_off(text.len() - partial_end(&known, &text));
         text
     }
 

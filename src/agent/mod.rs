@@ -567,26 +567,17 @@ impl AIAgent {
                     pieces += (text.len() + reasoning.len()) as u64;
                     if let Some(f) = on_delta {
                         for r in &reasoning {
-                            let r = reasoning_mask.push(r);
-                            if !r.is_empty() {
-                                f(Delta::Reasoning(&r));
-                            }
+                            emit(f, &reasoning_mask.push(r), |p| Delta::Reasoning(p));
                         }
                         signatures
                             .iter()
                             .for_each(|s| f(Delta::ReasoningSignature(s)));
                         if !text.is_empty() {
                             // The answer begins: the reasoning's held end goes before it.
-                            let r = reasoning_mask.finish();
-                            if !r.is_empty() {
-                                f(Delta::Reasoning(&r));
-                            }
+                            emit(f, &reasoning_mask.finish(), |p| Delta::Reasoning(p));
                         }
                         for t in &text {
-                            let t = text_mask.push(t);
-                            if !t.is_empty() {
-                                f(Delta::Text(&t));
-                            }
+                            emit(f, &text_mask.push(t), |p| Delta::Text(p));
                         }
                     }
                     let calls = decoder.take_tool_call_deltas();
@@ -599,13 +590,8 @@ impl AIAgent {
                     }
                 }
                 if let Some(f) = on_delta {
-                    let (r, t) = (reasoning_mask.finish(), text_mask.finish());
-                    if !r.is_empty() {
-                        f(Delta::Reasoning(&r));
-                    }
-                    if !t.is_empty() {
-                        f(Delta::Text(&t));
-                    }
+                    emit(f, &reasoning_mask.finish(), |p| Delta::Reasoning(p));
+                    emit(f, &text_mask.finish(), |p| Delta::Text(p));
                 }
                 decoder
                     .finish()
@@ -614,5 +600,12 @@ impl AIAgent {
         }?;
         reply.message.mask_secrets();
         Ok(reply)
+    }
+}
+
+/// Hands `f` a streamed piece the redactor let out, when there is one.
+fn emit(f: OnDelta<'_>, piece: &str, delta: for<'a> fn(&'a str) -> Delta<'a>) {
+    if !piece.is_empty() {
+        f(delta(piece));
     }
 }

@@ -62,7 +62,8 @@ impl Secrets {
     /// Refuses a secret file named on its own (`path`, shown as `shown`) that no rule names,
     /// saying how to send it deliberately.
     pub fn check(&self, path: &Path, shown: &str) -> Result<(), Error> {
-        match self.why(path, shown) {
+        let real = std::fs::canonicalize(path).ok();
+        match self.why(real.as_deref(), shown) {
             Some(why) if !self.named_by_rule(shown) => Err(refuse(format!(
                 "{shown} {why}: genai does not send it; to send it deliberately, allow it by \
                  name: {} (or that rule in [permissions] allow of the config)",
@@ -72,19 +73,17 @@ impl Secrets {
         }
     }
 
-    /// Why `path` (shown as `shown`) is kept back, when it is a secret file: by its name (or
-    /// the name of what it links to), or as one of genai's own.
-    fn why(&self, path: &Path, shown: &str) -> Option<&'static str> {
-        let real = std::fs::canonicalize(path).ok();
-        if real.as_ref().is_some_and(|r| self.own.contains(r)) {
+    /// Why a file shown as `shown`, at `real` (its path with every link resolved, when
+    /// known), is kept back, when it is a secret file: by its name or its real path's, or as
+    /// one of genai's own.
+    fn why(&self, real: Option<&Path>, shown: &str) -> Option<&'static str> {
+        if real.is_some_and(|r| self.own.iter().any(|o| o == r)) {
             return Some(
                 "is one of genai's own secret files (its keys, the serve token, the history)",
             );
         }
         let named = crate::permission::is_secret(shown)
-            || real
-                .as_ref()
-                .is_some_and(|r| crate::permission::is_secret(&r.to_string_lossy()));
+            || real.is_some_and(|r| crate::permission::is_secret(&r.to_string_lossy()));
         named.then_some("holds secrets (.env files, private keys and credentials are not sent)")
     }
 
@@ -182,11 +181,9 @@ struct Reader<'a> {
 }
 
 /// The text with the keys genai knows masked.
-fn masked(text: String) -> String {
-    match crate::redact::redact_known(&text) {
-        std::borrow::Cow::Owned(m) => m,
-        std::borrow::Cow::Borrowed(_) => text,
-    }
+fn masked(mut text: String) -> String {
+    crate::redact::mask_known(&mut text);
+    text
 }
 
 impl Reader<'_> {
@@ -204,6 +201,9 @@ impl Reader<'_> {
     /// Adds the text files of a folder in name order, honouring `.gitignore` (in a git
     /// repository or not), `.ignore` and hidden names; skips and lists the rest.
     fn walk(&mut self, base: &Path, dir: &str) -> Result<(), Error> {
+        // Resolved once: the walk follows no link, so below it a file's real path is the
+        // folder's real path joined with the file's place in it (no `realpath` per file).
+        let real_dir = std::fs::canonicalize(base.join(dir)).ok();
         let walker = ignore::WalkBuilder::new(base.join(dir))
             .hidden(true)
             .git_ignore(true)
@@ -228,7 +228,11 @@ impl Reader<'_> {
                 .unwrap_or(path)
                 .display()
                 .to_string();
-            if let Some(why) = self.secrets.why(path, &shown) {
+            let real = real_dir.as_ref().and_then(|r| {
+                let inside = path.strip_prefix(base.join(dir)).ok()?;
+                Some(r.join(inside))
+            });
+            if let Some(why) = self.secrets.why(real.as_deref(), &shown) {
                 self.skipped.push((
                     shown.clone(),
                     format!(
@@ -523,6 +527,31 @@ mod tests {
         // A folder still leaves it out, named by a rule or not.
         let loaded = load(std::slice::from_ref(&d), &named).unwrap();
         assert!(!loaded.text.contains("PRIVATE KEY"));
+
+        // A folder reached through a link is judged where it really is: an `.ssh` folder's
+        // files, and genai's own, stay home under any name.
+        let ssh = root.join(".ssh");
+        std::fs::create_dir(&ssh).unwrap();
+        std::fs::write(ssh.join("config"), "Host corp\n").unwrap();
+        std::fs::write(ssh.join("notes.md"), "ssh notes\n").unwrap();
+        let via = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&ssh, via.path().join("mine")).unwrap();
+        std::os::unix::fs::symlink(root, via.path().join("project")).unwrap();
+        let base = via.path().display().to_string();
+        let e = load(&[format!("{base}/mine")], &own).unwrap_err();
+        assert!(e.message.contains("no text file"), "{}", e.message);
+        let e = load(&[format!("{base}/mine/notes.md")], &own).unwrap_err();
+        assert!(e.message.contains("holds secrets"), "{}", e.message);
+        let loaded = load(&[format!("{base}/project")], &own).unwrap();
+        assert!(!loaded.text.contains("sk-x"), "{}", loaded.text);
+        assert!(
+            loaded
+                .skipped
+                .iter()
+                .any(|(p, why)| p.ends_with("project/keys.toml") && why.contains("genai's own")),
+            "{:?}",
+            loaded.skipped
+        );
     }
 
     #[test]

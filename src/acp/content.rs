@@ -122,9 +122,7 @@ impl FileReader<'_> {
         let text = self.read(&path).await?;
         Ok(vec![Part::text(context_text(&link.uri, &text))])
     }
-}
 
-impl FileReader<'_> {
     /// Refuses a secret file (`.env`, keys, genai's own) that no rule names, as `-f` does.
     fn refuse_secret(&self, path: &std::path::Path) -> Result<(), AcpError> {
         self.secrets

@@ -143,15 +143,18 @@ impl Framework {
         self
     }
 
+    /// genai's own secret files: the home's (`with_home`), else the key file alone.
+    pub(super) fn own_secrets(&self) -> Vec<PathBuf> {
+        match &self.home {
+            Some(home) => home.own_secrets.clone(),
+            None => crate::secrets::key_file::path().into_iter().collect(),
+        }
+    }
+
     /// The secret files a client's attached or linked files may not be (`.env`, keys, genai's
     /// own), unless a rule of the config's `[permissions]` names them.
     pub fn context_secrets(&self) -> Result<crate::context_files::Secrets> {
-        let own = self
-            .home
-            .as_ref()
-            .map(|h| h.own_secrets.clone())
-            .unwrap_or_default();
-        crate::context_files::Secrets::of(own, &self.config.permissions, &[], &[])
+        crate::context_files::Secrets::of(self.own_secrets(), &self.config.permissions, &[], &[])
     }
 
     /// The checkpoint store of genai's data folder.
@@ -247,11 +250,7 @@ impl Framework {
             flag_allow: flags.allow.clone(),
             flag_deny: flags.deny.clone(),
         })?;
-        let own = match &self.home {
-            Some(home) => home.own_secrets.clone(),
-            None => crate::secrets::key_file::path().into_iter().collect(),
-        };
-        for file in own {
+        for file in self.own_secrets() {
             if let Ok(relative) = file.strip_prefix(&root) {
                 policy.add_secret(&relative.to_string_lossy());
             }

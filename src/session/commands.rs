@@ -90,12 +90,7 @@ impl Framework {
         let prepared = command.prepare(invocation)?;
         let mut text = prepared.text;
         if !prepared.settings.files.is_empty() {
-            let own = self
-                .home
-                .as_ref()
-                .map(|h| h.own_secrets.clone())
-                .unwrap_or_default();
-            let files = command_files(cwd, &prepared.settings.files, own)?;
+            let files = command_files(cwd, &prepared.settings.files, self.own_secrets())?;
             if !text.is_empty() {
                 text.push_str("\n\n");
             }

@@ -105,10 +105,6 @@ fn read_key(name: &str) -> Result<Secret, Error> {
     Ok(Secret::new(key))
 }
 
-/// Every name genai may look a key up for, with the environment variable it reads first: the
-/// built-in provider instances, the config's providers (a kind's well-known variable only where
-/// the provider reads it: `remote::key_env`), connector credentials and plugin modules, and
-/// whatever the key file holds.
 /// Where a name's key may be found besides the keyring and the key file: its environment
 /// variable, and the config (`api_key` written in it, or `api_key_cmd`).
 #[derive(Default)]
@@ -129,6 +125,11 @@ fn in_config(key: &Option<String>, cmd: &Option<String>) -> Option<&'static str>
     }
 }
 
+/// Every name genai may look a key up for, with where else its key may be (the environment
+/// variable it reads first, the config): the built-in provider instances, the config's
+/// providers (a kind's well-known variable only where the provider reads it:
+/// `remote::key_env`), connector credentials and plugin modules, and whatever the key file
+/// holds.
 fn known_names(config: &Config, in_file: &[String]) -> BTreeMap<String, Sources> {
     use genai::provider::kinds::HTTP_KINDS;
     use genai::provider::remote::key_env;

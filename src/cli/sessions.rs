@@ -137,9 +137,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             use std::io::IsTerminal;
             let (open, close) = if json {
                 ("", "")
-            } else if std::io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            {
+            } else if std::io::stdout().is_terminal() && super::turn::colour() {
                 ("\x1b[1;33m", "\x1b[0m")
             } else {
                 ("[", "]")
@@ -219,14 +217,9 @@ pub fn run(c: Command) -> Result<(), Error> {
             let mut transcript = super::transcript::Transcript::default();
             for m in messages {
                 let role = m.message.role.as_str();
-                match (&m.provider, &m.model, m.message.role) {
-                    (Some(provider), Some(model), genai::message::Role::Assistant) => {
-                        outln!("## {role} ({provider}:{model})\n")
-                    }
-                    (None, Some(model), genai::message::Role::Assistant) => {
-                        outln!("## {role} ({model})\n")
-                    }
-                    _ => outln!("## {role}\n"),
+                match answered_by(&m) {
+                    Some(by) => outln!("## {role} ({by})\n"),
+                    None => outln!("## {role}\n"),
                 }
                 outln!("{}\n", transcript.markdown(&m.message));
             }
@@ -258,13 +251,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             let mut spent = Vec::new();
             let mut transcript = super::transcript::Transcript::default();
             for m in messages {
-                let mut by = match (&m.provider, &m.model, m.message.role) {
-                    (Some(provider), Some(model), genai::message::Role::Assistant) => {
-                        format!(" · {provider}:{model}")
-                    }
-                    (None, Some(model), genai::message::Role::Assistant) => format!(" · {model}"),
-                    _ => String::new(),
-                };
+                let mut by = answered_by(&m).map_or(String::new(), |by| format!(" · {by}"));
                 if let Some(u) = m.usage {
                     by.push_str(&format!(" · {} tokens · {}", u.total(), show(m.cost)));
                     spent.push(genai::store::UsageRow {
@@ -301,6 +288,19 @@ pub fn run(c: Command) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// Who answered a reply: `PROVIDER:MODEL`, or the model alone in rows older than the
+/// provider's column; `None` for other messages.
+fn answered_by(m: &genai::store::StoredMessage) -> Option<String> {
+    if m.message.role != genai::message::Role::Assistant {
+        return None;
+    }
+    match (&m.provider, &m.model) {
+        (Some(provider), Some(model)) => Some(format!("{provider}:{model}")),
+        (None, Some(model)) => Some(model.clone()),
+        _ => None,
+    }
 }
 
 /// What a conversation with no message is: a cancelled turn, kept for the tool calls that

@@ -67,7 +67,7 @@ impl ClientPort for Terminal {
 /// Asks on the terminal whether a tool call may run: `--yes` allows it once; without a
 /// terminal nobody can answer (an error: the call is refused and the model told so).
 fn permission_on_tty(ask: &PermissionAsk, yes: bool) -> Result<PermissionAnswer, Error> {
-    let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let colour = colour();
     if yes {
         eprintln!("genai: {} (allowed by --yes)", ask.title);
         let colour = colour && std::io::stderr().is_terminal();
@@ -133,9 +133,14 @@ fn ask_tty(question: &str) -> Option<String> {
     Some(line.trim().to_ascii_lowercase())
 }
 
+/// Whether colours are wanted where a terminal shows them: `NO_COLOR` is not set (or empty).
+pub fn colour() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Whether a reply is drawn as Markdown: stdout is a terminal and `NO_COLOR` is not set.
 pub fn renders_markdown() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    std::io::stdout().is_terminal() && colour()
 }
 
 /// The model's reasoning, dimmed on stderr, ended by a line break before the answer.

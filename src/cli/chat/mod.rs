@@ -94,7 +94,7 @@ async fn chat(args: Args) -> Result<i32, Error> {
         genai::private::dir(&paths.data_dir)
             .and_then(|()| genai::private::file(&history))
             .map_err(|e| Error::internal(format!("cannot create {}: {e}", history.display())))?;
-        let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let colour = super::turn::colour();
         Input::editor(&history, conv.model.clone(), colour)?
     } else {
         Input::piped()

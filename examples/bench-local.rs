@@ -36,7 +36,7 @@
 //! With `--tools`, llama-server gets genai's own rendered prompt and tool grammar on its
 //! `/completion` endpoint (see `support/same_grammar.rs` for why).
 //!
-//! Engine figures come from the engine's debug log line (`GENAI_LOG=genai::provider::local=debug`).
+//! Engine figures come from the engine's debug log line (`GENAI_LOG=genai_core::provider::local=debug`).
 //! Every wait has a deadline; the bench exits non-zero with a message when one is missed.
 
 #[path = "support/bench.rs"]
@@ -106,7 +106,7 @@ fn run() -> Res<()> {
     let env_in = |cmd: &mut Command, dir: &Path| {
         cmd.env("GENAI_CONFIG_DIR", dir.join("config"))
             .env("GENAI_DATA_DIR", dir.join("data"))
-            .env("GENAI_LOG", "warn,genai::provider::local=debug")
+            .env("GENAI_LOG", "warn,genai_core::provider::local=debug")
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL");
     };
@@ -273,8 +273,8 @@ fn options() -> Res<Options> {
     let model = match model {
         Some(m) => m,
         None => {
-            let paths = genai::config::Paths::from_env().map_err(|e| e.message)?;
-            genai::models::ModelLibrary::open(&paths)
+            let paths = genai_core::config::Paths::from_env().map_err(|e| e.message)?;
+            genai_core::models::ModelLibrary::open(&paths)
                 .default_model()
                 .map_err(|e| e.message)?
                 .ok_or("no model: pass --model PATH, set GENAI_TEST_MODEL, or run scripts/install-demo-model.sh")?

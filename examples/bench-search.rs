@@ -9,8 +9,8 @@
 
 use std::time::Instant;
 
-use genai::message::Message;
-use genai::store::{ConversationRecord, Store};
+use genai_core::message::Message;
+use genai_core::store::{ConversationRecord, Store};
 
 const WORDS: &[&str] = &[
     "borrow", "checker", "lifetime", "async", "runtime", "socket", "buffer", "vector", "string",

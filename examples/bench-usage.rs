@@ -11,8 +11,8 @@
 
 use std::time::Instant;
 
-use genai::message::{Message, Usage};
-use genai::store::{ConversationRecord, Grouping, NewMessage, Store, UsageRow};
+use genai_core::message::{Message, Usage};
+use genai_core::store::{ConversationRecord, Grouping, NewMessage, Store, UsageRow};
 
 const MODELS: &[&str] = &[
     "claude-sonnet-4-5",
@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = Store::open(&dir.path().join("history.db"))?;
 
     let started = Instant::now();
-    let now = genai::store::now_ms();
+    let now = genai_core::store::now_ms();
     let (mut input, mut priced, mut unpriced) = (0u64, 0f64, 0u64);
     for c in 0..conversations {
         let id = format!("01USAGE{c:019}");

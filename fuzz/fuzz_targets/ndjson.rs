@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let Some(body) = pieces::body(data) else {
         return;
     };
-    let events = genai::provider::ndjson::events(body, "fuzz", 4096);
+    let events = genai_core::provider::ndjson::events(body, "fuzz", 4096);
     futures::executor::block_on(events.for_each(|e| {
         if let Ok(e) = e {
             assert!(e.data.len() <= 4096);

@@ -2,7 +2,7 @@
 //! the rest arrives in, as a network would cut a body.
 
 use bytes::Bytes;
-use genai::provider::ByteStream;
+use genai_core::provider::ByteStream;
 
 /// The body of `data` (after its first byte) as a stream of pieces; `None` for empty input.
 pub fn body(data: &[u8]) -> Option<ByteStream> {

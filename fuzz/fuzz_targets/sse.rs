@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use genai::provider::sse::SseDecoder;
+use genai_core::provider::sse::SseDecoder;
 use libfuzzer_sys::fuzz_target;
 
 const MAX_EVENT: usize = 4096;

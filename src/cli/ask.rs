@@ -8,12 +8,12 @@ use std::io::{IsTerminal, Read};
 use std::sync::Arc;
 use std::time::Duration;
 
-use genai::error::Error;
-use genai::feature::port::ClientPort;
-use genai::format::ResponseSchema;
-use genai::message::{Message, Part};
-use genai::session::Framework;
-use genai::store::Store;
+use genai_core::error::Error;
+use genai_core::feature::port::ClientPort;
+use genai_core::format::ResponseSchema;
+use genai_core::message::{Message, Part};
+use genai_core::session::Framework;
+use genai_core::store::Store;
 use serde_json::{json, Value};
 
 use super::conversation::{parse_params, usage, CloseAtEnd, ConversationArgs};
@@ -194,7 +194,7 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
         .schema
         .as_deref()
         .map(|s| {
-            genai::select::schema_text(s)
+            genai_core::select::schema_text(s)
                 .and_then(|json| ResponseSchema::from_json_text(args.schema_name.as_deref(), &json))
         })
         .transpose()?;

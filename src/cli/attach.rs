@@ -9,8 +9,8 @@
 use std::io::Read;
 
 use base64::Engine;
-use genai::error::{Error, ErrorKind};
-use genai::message::Part;
+use genai_core::error::{Error, ErrorKind};
+use genai_core::message::Part;
 
 /// The largest attachment genai reads, whatever the provider takes (OpenAI's limit is 20 MB).
 pub const MAX_ATTACHMENT_BYTES: u64 = 20 << 20;
@@ -43,8 +43,8 @@ pub async fn load_all(specs: &[String]) -> Result<Vec<Part>, Error> {
 
 async fn load(spec: &str) -> Result<Part, Error> {
     let lower = spec.to_ascii_lowercase();
-    let bytes = if genai::fetch::is_url(spec) {
-        genai::fetch::download(spec, "attachment", MAX_ATTACHMENT_BYTES, |size| {
+    let bytes = if genai_core::fetch::is_url(spec) {
+        genai_core::fetch::download(spec, "attachment", MAX_ATTACHMENT_BYTES, |size| {
             too_big(spec, size)
         })
         .await?

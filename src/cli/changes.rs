@@ -3,14 +3,14 @@
 //! it would run; after a turn that changed files, one line per file and the command that puts
 //! them back.
 //!
-//! It renders only: the policy decides what asks, `genai::workspace` makes the diff, the
+//! It renders only: the policy decides what asks, `genai_core::workspace` makes the diff, the
 //! checkpoints undo.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use genai::feature::port::PermissionAsk;
-use genai::tools::FileEdit;
+use genai_core::feature::port::PermissionAsk;
+use genai_core::tools::FileEdit;
 
 /// Lines of a diff shown before the rest is counted.
 const DIFF_LINES: usize = 60;
@@ -47,7 +47,7 @@ pub fn diff(edit: &FileEdit, colour: bool) -> String {
         Some(_) => format!("a/{name}"),
         None => "/dev/null".to_string(),
     };
-    let text = genai::workspace::files::unified_diff(
+    let text = genai_core::workspace::files::unified_diff(
         old,
         &edit.new_text,
         &old_header,
@@ -124,8 +124,12 @@ impl Changed {
     pub fn summary(&self, undo: &str) -> String {
         let mut lines = Vec::with_capacity(self.files.len() + 1);
         for (path, (old, new)) in &self.files {
-            let diff =
-                genai::workspace::files::unified_diff(old.as_deref().unwrap_or(""), new, "a", "b");
+            let diff = genai_core::workspace::files::unified_diff(
+                old.as_deref().unwrap_or(""),
+                new,
+                "a",
+                "b",
+            );
             let (added, removed) = counts(&diff);
             let what = if old.is_none() { "created, " } else { "" };
             lines.push(format!(

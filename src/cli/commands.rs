@@ -2,16 +2,16 @@
 //! working folder, one shown as its file says or rendered exactly as it would be sent, a new
 //! file from a template, and a file opened in `$VISUAL`/`$EDITOR` (a built-in one is copied
 //! into the project first, so the copy overrides it). The lookup and rendering are
-//! `genai::command`'s and the framework's; this file only prints and edits files.
+//! `genai_core::command`'s and the framework's; this file only prints and edits files.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Subcommand;
-use genai::command::{Command as Cmd, Place};
-use genai::error::{Error, ErrorKind};
-use genai::session::Framework;
-use genai::store::Store;
+use genai_core::command::{Command as Cmd, Place};
+use genai_core::error::{Error, ErrorKind};
+use genai_core::session::Framework;
+use genai_core::store::Store;
 use serde_json::json;
 
 use super::conversation::usage;
@@ -102,7 +102,7 @@ async fn run_inner(command: Command) -> Result<i32, Error> {
                 let v = json!({
                     "commands": commands.list().collect::<Vec<_>>(),
                     "mcpPrompts": prompts.iter().map(|p| json!({
-                        "name": genai::session::mcp_command_name(p),
+                        "name": genai_core::session::mcp_command_name(p),
                         "description": p.description,
                     })).collect::<Vec<_>>(),
                     "errors": commands.bad().collect::<Vec<_>>(),
@@ -120,7 +120,7 @@ async fn run_inner(command: Command) -> Result<i32, Error> {
                 );
             }
             for p in &prompts {
-                let name = genai::session::mcp_command_name(p);
+                let name = genai_core::session::mcp_command_name(p);
                 let about = p.description.clone().unwrap_or_default();
                 outln!("{name:width$}  {:14}  {about}", "mcp");
             }
@@ -249,7 +249,7 @@ fn project_root(cwd: &Path) -> PathBuf {
 }
 
 fn new_file(dir: &Path, name: &str, description: Option<&str>) -> Result<PathBuf, Error> {
-    if !genai::command::valid_name(name) {
+    if !genai_core::command::valid_name(name) {
         return Err(usage(format!(
             "`{name}` cannot name a command: use letters, digits, `-`, `_` and `.` (FOLDER:NAME for a subfolder)"
         )));

@@ -1,12 +1,12 @@
 //! `genai components`: the registry as tables, or as the JSON of `ListComponents`.
 
-use genai::error::Error;
+use genai_core::error::Error;
 
 pub fn run(json: bool) -> Result<(), Error> {
     let (_, config, registry) = super::load()?;
     // The core adds its built-in features when it starts; this command lists without one.
-    genai::feature::register_builtin(&registry);
-    let selector = genai::select::Selector {
+    genai_core::feature::register_builtin(&registry);
+    let selector = genai_core::select::Selector {
         config: &config,
         registry: &registry,
     };

@@ -2,8 +2,8 @@
 //! path)`), where every file is, and the config with secrets masked.
 
 use clap::Subcommand;
-use genai::config::{Config, Paths};
-use genai::error::Error;
+use genai_core::config::{Config, Paths};
+use genai_core::error::Error;
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -26,7 +26,9 @@ pub fn run(c: Command) -> Result<(), Error> {
             outln!("data    {}", paths.data_dir.display());
             outln!(
                 "models  {}",
-                genai::models::ModelLibrary::open(&paths).dir().display()
+                genai_core::models::ModelLibrary::open(&paths)
+                    .dir()
+                    .display()
             );
         }
         Command::Show => {

@@ -4,14 +4,14 @@
 //! and closing them all when the front-end ends.
 //!
 //! It only turns flags into the core's calls (`Framework`); which model a name means is
-//! `genai::select`'s business, and what a handover rewrites is the session's.
+//! `genai_core::select`'s business, and what a handover rewrites is the session's.
 
 use std::sync::Arc;
 
-use genai::error::{Error, ErrorKind};
-use genai::feature::port::ClientPort;
-use genai::select::ModelChoice;
-use genai::session::{ConversationSpec, Framework, OpenConversation, PermissionFlags};
+use genai_core::error::{Error, ErrorKind};
+use genai_core::feature::port::ClientPort;
+use genai_core::select::ModelChoice;
+use genai_core::session::{ConversationSpec, Framework, OpenConversation, PermissionFlags};
 use serde_json::Value;
 
 /// The flags of a conversation on the terminal.
@@ -82,7 +82,7 @@ pub struct ConversationArgs {
     /// run; edits and commands ask), edit (edits run; commands ask) or full. Default: the
     /// config's `[permissions] mode`, else ask.
     #[arg(long, value_name = "MODE")]
-    pub mode: Option<genai::permission::Mode>,
+    pub mode: Option<genai_core::permission::Mode>,
     /// A rule whose calls run without asking (repeatable), such as
     /// --allow 'run_command(cargo test*)' or --allow 'edit_file(src/**)'.
     #[arg(long, value_name = "RULE")]
@@ -125,7 +125,7 @@ pub fn parse_params(specs: &[String]) -> Result<Vec<(String, Value)>, Error> {
 impl ConversationArgs {
     /// Lays a command's settings under these flags: a flag given wins; its rules and
     /// parameters come before the flags' (a later `-p` of the same name wins).
-    pub fn lay_under(&mut self, s: &genai::command::Settings) {
+    pub fn lay_under(&mut self, s: &genai_core::command::Settings) {
         self.model = self.model.take().or_else(|| s.model.clone());
         self.system = self.system.take().or_else(|| s.system.clone());
         self.tools = self.tools.take().or_else(|| s.tools.clone());
@@ -173,7 +173,7 @@ impl ConversationArgs {
         port: Arc<dyn ClientPort>,
     ) -> Result<OpenConversation, Error> {
         // A bad rule is the user's mistake, said before anything is sent, tools or not.
-        genai::permission::Policy::new(genai::permission::Layers {
+        genai_core::permission::Policy::new(genai_core::permission::Layers {
             flag_allow: self.allow.clone(),
             flag_deny: self.deny.clone(),
             ..Default::default()
@@ -223,7 +223,7 @@ impl ConversationArgs {
         let spec = ConversationSpec {
             feature: tools
                 .is_some()
-                .then(|| genai::feature::tools::NAME.to_string()),
+                .then(|| genai_core::feature::tools::NAME.to_string()),
             tools: tools.filter(|t| !t.is_empty()),
             model: model.map_or(ModelChoice::Default, ModelChoice::Named),
             system_prompt: self.system.clone(),

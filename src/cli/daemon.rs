@@ -1,6 +1,6 @@
 //! `genai daemon`: the JSON-RPC server over stdin/stdout. Logs go to stderr only.
 
-use genai::error::{Error, ErrorKind};
+use genai_core::error::{Error, ErrorKind};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -12,10 +12,10 @@ pub struct Args {
 
 pub async fn run(args: Args) -> Result<(), Error> {
     if let Some(url) = args.connect {
-        let paths = genai::config::Paths::from_env()?;
+        let paths = genai_core::config::Paths::from_env()?;
         let token = match std::env::var("GENAI_SERVE_TOKEN") {
             Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
-            _ => std::fs::read_to_string(genai::rpc::ws::auth::token_path(&paths.config_dir))
+            _ => std::fs::read_to_string(genai_rpc::ws::auth::token_path(&paths.config_dir))
                 .map(|t| t.trim().to_string())
                 .map_err(|e| {
                     Error::new(
@@ -24,7 +24,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
                     )
                 })?,
         };
-        return genai::rpc::ws::bridge::relay(
+        return genai_rpc::ws::bridge::relay(
             &url,
             &token,
             super::stdio::stdin(),
@@ -33,7 +33,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
         .await;
     }
     super::serve_stdio("genai daemon", |fw| {
-        genai::rpc::server::serve(fw, super::stdio::stdin(), super::stdio::stdout())
+        genai_rpc::server::serve(fw, super::stdio::stdin(), super::stdio::stdout())
     })
     .await
 }

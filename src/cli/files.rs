@@ -1,19 +1,19 @@
-//! `-f/--file`: the files `genai::context_files` reads, with what a folder walk left out said
+//! `-f/--file`: the files `genai_core::context_files` reads, with what a folder walk left out said
 //! on stderr, and where they go in the message. It must hold no reading of its own.
 
-use genai::context_files::Secrets;
-use genai::error::Error;
-use genai::message::Part;
+use genai_core::context_files::Secrets;
+use genai_core::error::Error;
+use genai_core::message::Part;
 
 use super::conversation::ConversationArgs;
 
 /// What `-f` keeps back: genai's own secret files, and the secret files no rule of the config
 /// or of `--allow` names (the rules the workspace tools follow).
 pub fn secrets(flags: &ConversationArgs) -> Result<Secrets, Error> {
-    let paths = genai::config::Paths::from_env()?;
-    let config = genai::config::Config::load(&paths.config_file())?;
+    let paths = genai_core::config::Paths::from_env()?;
+    let config = genai_core::config::Config::load(&paths.config_file())?;
     Secrets::of(
-        genai::secrets::own_files(&paths),
+        genai_core::secrets::own_files(&paths),
         &config.permissions,
         &flags.allow,
         &flags.deny,
@@ -26,7 +26,7 @@ pub fn load_all(specs: &[String], secrets: &Secrets) -> Result<String, Error> {
     if specs.is_empty() {
         return Ok(String::new());
     }
-    let loaded = genai::context_files::load(specs, secrets)?;
+    let loaded = genai_core::context_files::load(specs, secrets)?;
     for (path, why) in &loaded.skipped {
         eprintln!("genai: -f skipped {path}: {why}");
     }

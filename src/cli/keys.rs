@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read};
 
 use clap::Subcommand;
-use genai::config::{Config, KeyStore, ProviderConfig};
-use genai::error::{Error, ErrorKind};
-use genai::secrets::{self, key_file, os_keyring, Secret};
+use genai_core::config::{Config, KeyStore, ProviderConfig};
+use genai_core::error::{Error, ErrorKind};
+use genai_core::secrets::{self, key_file, os_keyring, Secret};
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -131,8 +131,8 @@ fn in_config(key: &Option<String>, cmd: &Option<String>) -> Option<&'static str>
 /// `remote::key_env`), connector credentials and plugin modules, and whatever the key file
 /// holds.
 fn known_names(config: &Config, in_file: &[String]) -> BTreeMap<String, Sources> {
-    use genai::provider::kinds::HTTP_KINDS;
-    use genai::provider::remote::key_env;
+    use genai_core::provider::kinds::HTTP_KINDS;
+    use genai_core::provider::remote::key_env;
     let mut names = BTreeMap::new();
     for k in HTTP_KINDS {
         if k.key_env.is_some() {
@@ -170,7 +170,7 @@ fn known_names(config: &Config, in_file: &[String]) -> BTreeMap<String, Sources>
     for module in config.plugins.keys() {
         let env = Some(secrets::plugin_key_env(module));
         names.insert(
-            genai::tools::plugin::key_name(module),
+            genai_core::tools::plugin::key_name(module),
             Sources { env, config: None },
         );
     }

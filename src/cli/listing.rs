@@ -4,8 +4,8 @@
 //! they are the command line's output, not the protocol: the daemon's types may change without
 //! changing these.
 
-use genai::message::{Message, Usage};
-use genai::{provider, select, store, tools};
+use genai_core::message::{Message, Usage};
+use genai_core::{provider, select, store, tools};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -218,9 +218,9 @@ impl From<tools::Tool> for Tool {
 
 #[cfg(test)]
 mod tests {
-    use genai::config::Config;
-    use genai::registry::Registry;
-    use genai::rpc::listings;
+    use genai_core::config::Config;
+    use genai_core::registry::Registry;
+    use genai_rpc::listings;
 
     use super::*;
 
@@ -244,14 +244,14 @@ parameters = { temperature = 0.2, max_tokens = 300 }
         )
         .unwrap();
         let registry = Registry::from_config(&config).unwrap();
-        genai::feature::register_builtin(&registry);
+        genai_core::feature::register_builtin(&registry);
         let listed = || select::Listed::from(registry.components().unwrap());
         let ours = pretty(&Components::from(listed()));
         let daemons = pretty(&listings::Components::from(listed()));
         assert!(ours.contains("\"facts\""), "{ours}");
         assert_eq!(ours, daemons);
 
-        let tool = || genai::tools::Tool {
+        let tool = || genai_core::tools::Tool {
             name: "weather.today".into(),
             description: "The weather".into(),
             input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),

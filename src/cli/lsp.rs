@@ -1,17 +1,17 @@
-//! `genai lsp`: the language server on stdin/stdout (see `genai::lsp`). Logs go to stderr,
+//! `genai lsp`: the language server on stdin/stdout (see `genai_lsp`). Logs go to stderr,
 //! never stdout, which carries the protocol only.
 
 use std::sync::Arc;
 
-use genai::error::Error;
-use genai::session::Framework;
-use genai::store::Store;
+use genai_core::error::Error;
+use genai_core::session::Framework;
+use genai_core::store::Store;
 
 pub async fn run() -> Result<(), Error> {
     let (paths, config, registry) = super::load()?;
     let store = Store::open(&paths.history_db())?;
     let fw = Arc::new(Framework::new(config, registry, Arc::new(store)).with_home(&paths));
-    genai::lsp::serve(
+    genai_lsp::serve(
         fw,
         paths.data_dir.clone(),
         super::stdio::stdin(),

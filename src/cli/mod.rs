@@ -36,9 +36,9 @@ mod undo;
 mod usage;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use genai::config::{Config, Paths};
-use genai::error::{Error, ErrorKind};
-use genai::registry::Registry;
+use genai_core::config::{Config, Paths};
+use genai_core::error::{Error, ErrorKind};
+use genai_core::registry::Registry;
 
 #[derive(Parser)]
 #[command(
@@ -146,9 +146,9 @@ pub fn load() -> Result<(Paths, Config, Registry), Error> {
 }
 
 /// The history store of the data folder.
-pub fn open_store() -> Result<genai::store::Store, Error> {
-    let paths = genai::config::Paths::from_env()?;
-    genai::store::Store::open(&paths.history_db())
+pub fn open_store() -> Result<genai_core::store::Store, Error> {
+    let paths = genai_core::config::Paths::from_env()?;
+    genai_core::store::Store::open(&paths.history_db())
 }
 
 /// `--since`: a date `YYYY-MM-DD` (UTC midnight) or an age `N` + `m`, `h` or `d`, as
@@ -182,20 +182,20 @@ pub fn since_ms(when: &str) -> Result<i64, Error> {
         _ => return Err(bad()),
     };
     let n: i64 = w[..w.len() - 1].parse().map_err(|_| bad())?;
-    Ok(genai::store::now_ms() - n * unit)
+    Ok(genai_core::store::now_ms() - n * unit)
 }
 
 /// Runs a stdio front-end (`serve`) on the core over the config and the history, then stops
 /// the MCP servers (our children) with it. `what` names it in the log.
 async fn serve_stdio<F, Fut>(what: &str, serve: F) -> Result<(), Error>
 where
-    F: FnOnce(std::sync::Arc<genai::session::Framework>) -> Fut,
+    F: FnOnce(std::sync::Arc<genai_core::session::Framework>) -> Fut,
     Fut: std::future::Future<Output = std::io::Result<()>>,
 {
     let (paths, config, registry) = load()?;
-    let store = std::sync::Arc::new(genai::store::Store::open(&paths.history_db())?);
+    let store = std::sync::Arc::new(genai_core::store::Store::open(&paths.history_db())?);
     let fw = std::sync::Arc::new(
-        genai::session::Framework::new(config, registry, store).with_home(&paths),
+        genai_core::session::Framework::new(config, registry, store).with_home(&paths),
     );
     tracing::info!("{what} ready; history at {}", paths.history_db().display());
     let served = serve(fw.clone())
@@ -228,14 +228,14 @@ fn init_logging(default: &str) {
         .filter(|s| EnvFilter::try_new(s).is_ok())
         .unwrap_or_else(|| default.to_string());
     let mut filter = EnvFilter::new(&spec);
-    let llama = genai::provider::local::llama_log_directive(&spec, filter.max_level_hint());
+    let llama = genai_core::provider::local::llama_log_directive(&spec, filter.max_level_hint());
     if let Some(directive) = llama.and_then(|d| d.parse().ok()) {
         filter = filter.add_directive(directive);
     }
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(|| genai::redact::RedactingWriter(std::io::stderr()))
+        .with_writer(|| genai_core::redact::RedactingWriter(std::io::stderr()))
         .with_target(false)
         .with_ansi(ansi)
         .try_init();
@@ -269,10 +269,10 @@ pub fn run() -> i32 {
     );
     if matches!(cli.command, Command::Ask(_) | Command::Chat(_)) {
         // One conversation at a time: a local model needs one slot, not the daemon's four.
-        genai::provider::local::one_conversation_at_a_time();
+        genai_core::provider::local::one_conversation_at_a_time();
     }
     if matches!(cli.command, Command::Serve(_)) {
-        genai::provider::http::serving_many_clients();
+        genai_core::provider::http::serving_many_clients();
     }
     // The daemon's, ACP's and LSP's stdout belongs to their protocol writer: it is never
     // flushed here, where a client that stopped reading would hold the process forever.
@@ -318,7 +318,7 @@ pub fn run() -> i32 {
 /// Ends the process with `code`, once every local engine's step under way is over (llama.cpp's
 /// static state must not be torn down under one).
 pub fn exit(code: i32) -> ! {
-    genai::provider::local::stop_engines();
+    genai_core::provider::local::stop_engines();
     std::process::exit(code)
 }
 

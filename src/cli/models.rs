@@ -1,12 +1,12 @@
-//! `genai models list|pull|rm|default|path`: the local models folder (see `genai::models`) and
-//! downloads into it (see `genai::download`). Output for people goes to stdout; progress and
+//! `genai models list|pull|rm|default|path`: the local models folder (see `genai_core::models`) and
+//! downloads into it (see `genai_core::download`). Output for people goes to stdout; progress and
 //! notes go to stderr.
 
 use clap::Subcommand;
-use genai::config::Paths;
-use genai::download::{self, PullOptions};
-use genai::error::{Error, ErrorKind};
-use genai::models::ModelLibrary;
+use genai_core::config::Paths;
+use genai_core::download::{self, PullOptions};
+use genai_core::error::{Error, ErrorKind};
+use genai_core::models::ModelLibrary;
 
 #[derive(Subcommand)]
 pub enum Command {

@@ -4,9 +4,9 @@
 //!
 //! It reads the registered kinds only (no config, no instance), so it works anywhere.
 
-use genai::error::{Error, ErrorKind};
-use genai::registry::Registry;
-use genai::select::Listed;
+use genai_core::error::{Error, ErrorKind};
+use genai_core::registry::Registry;
+use genai_core::select::Listed;
 use serde_json::{Map, Value};
 
 #[derive(clap::Args)]

@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use clap::Subcommand;
-use genai::config::{Config, Paths};
-use genai::error::{Error, ErrorKind};
-use genai::tools::plugin::{self, manifest_url, PluginModule};
+use genai_core::config::{Config, Paths};
+use genai_core::error::{Error, ErrorKind};
+use genai_core::tools::plugin::{self, manifest_url, PluginModule};
 use serde_json::{json, Value};
 
 #[derive(Subcommand)]
@@ -146,11 +146,11 @@ pub async fn run(c: Command) -> Result<(), Error> {
             for t in &tools {
                 outln!("  {}  {}", t.name, t.description);
             }
-            if probe.manifest.auth == genai::tools::manifest::Auth::ServiceApiKey {
+            if probe.manifest.auth == genai_core::tools::manifest::Auth::ServiceApiKey {
                 eprintln!(
                     "this module needs a service API key: run `genai keys set {}` or set {}",
                     plugin::key_name(&name),
-                    genai::secrets::plugin_key_env(&name)
+                    genai_core::secrets::plugin_key_env(&name)
                 );
             }
             Ok(())

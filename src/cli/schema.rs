@@ -1,9 +1,9 @@
 //! `genai schema [NAME]`: prints generated JSON Schemas.
 
-use genai::error::{Error, ErrorKind};
+use genai_core::error::{Error, ErrorKind};
 
 pub fn run(name: Option<&str>) -> Result<(), Error> {
-    let all = genai::rpc::schema::all();
+    let all = genai_rpc::schema::all();
     match name {
         None => {
             for (n, _) in &all {
@@ -22,7 +22,7 @@ pub fn run(name: Option<&str>) -> Result<(), Error> {
                         format!("no schema named `{name}`; run `genai schema` for the list"),
                     )
                 })?;
-            out!("{}", genai::rpc::schema::render(v));
+            out!("{}", genai_rpc::schema::render(v));
             Ok(())
         }
     }

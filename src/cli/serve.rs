@@ -1,5 +1,5 @@
 //! `genai serve`: the daemon's protocol over WebSocket for several clients (see
-//! `genai::rpc::ws`), with a token, an origin allow list, limits and a web chat page.
+//! `genai_rpc::ws`), with a token, an origin allow list, limits and a web chat page.
 //! Prints one line, `listening on ws://ADDR`, and serves until interrupted; on stderr, the
 //! chat page's address with the token (`http://ADDR/#token=TOKEN`): the page genai carries,
 //! or the folder `--web-root` names in its place. A `--web-root` that is not a folder holding
@@ -14,12 +14,12 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use genai::config::{Config, Paths};
-use genai::error::{Error, ErrorKind};
-use genai::rpc::ws::roots::{self, Roots};
-use genai::rpc::ws::{self, auth, presence, Limits, Options};
-use genai::session::Framework;
-use genai::store::Store;
+use genai_core::config::{Config, Paths};
+use genai_core::error::{Error, ErrorKind};
+use genai_core::session::Framework;
+use genai_core::store::Store;
+use genai_rpc::ws::roots::{self, Roots};
+use genai_rpc::ws::{self, auth, presence, Limits, Options};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -211,9 +211,9 @@ async fn stopped() {
 
 /// Loads the model `genai ask` runs without `-m`, when it is a local one, so the first
 /// question does not wait for it.
-async fn preload(fw: Arc<genai::session::Framework>) {
+async fn preload(fw: Arc<genai_core::session::Framework>) {
     let selector = fw.selector();
-    let Ok(selection) = selector.select(&genai::select::ModelChoice::Default) else {
+    let Ok(selection) = selector.select(&genai_core::select::ModelChoice::Default) else {
         return;
     };
     let Ok(instance) = selector.provider(&selection) else {
@@ -247,7 +247,7 @@ pub fn connect_local(paths: &Paths, config: &Config, no_connect: bool) {
     let Ok(token) = std::fs::read_to_string(auth::token_path(&paths.config_dir)) else {
         return;
     };
-    genai::provider::local::served::use_serve(found.addr, token.trim().to_string());
+    genai_core::provider::local::served::use_serve(found.addr, token.trim().to_string());
 }
 
 /// `--background`: this command again, detached (its own process group, stdin closed, its
@@ -267,7 +267,7 @@ async fn background(paths: &Paths, token: &str) -> Result<(), Error> {
     }
     let failed = |what: &str, e: std::io::Error| Error::internal(format!("{what}: {e}"));
     let log_path = paths.data_dir.join("serve.log");
-    genai::private::dir(&paths.data_dir).map_err(|e| failed("cannot make the data dir", e))?;
+    genai_core::private::dir(&paths.data_dir).map_err(|e| failed("cannot make the data dir", e))?;
     let log = std::fs::File::create(&log_path)
         .map_err(|e| failed(&format!("cannot write {}", log_path.display()), e))?;
     // The log holds the page's address with the token: the user's alone, as the token is.

@@ -5,9 +5,9 @@
 //! `revoke` ends one. A running `genai serve` notices each change without a restart.
 
 use clap::Subcommand;
-use genai::error::{Error, ErrorKind};
-use genai::gateway::{key_hash, key_hex, SERVE_TOKEN};
-use genai::store::{now_ms, GatewayKey, UtcTime};
+use genai_core::error::{Error, ErrorKind};
+use genai_core::store::{now_ms, GatewayKey, UtcTime};
+use genai_gateway::{key_hash, key_hex, SERVE_TOKEN};
 use serde_json::json;
 
 /// What a key starts with, so people and secret scanners know it for genai's.
@@ -176,7 +176,7 @@ fn list(json: bool) -> Result<(), Error> {
             k.name,
             date(k.created_at),
             k.budget.map_or("none".into(), |b| format!("${b:.2}")),
-            genai::pricing::show(Some(spent.get(&k.name).copied().unwrap_or(0.0))),
+            genai_core::pricing::show(Some(spent.get(&k.name).copied().unwrap_or(0.0))),
             k.rpm.map_or("none".into(), |r| r.to_string()),
             models,
             k.revoked_at.map_or("no".into(), date),

@@ -2,8 +2,8 @@
 
 use super::listing::{Conversation, StoredMessage};
 use clap::Subcommand;
-use genai::error::Error;
-use genai::pricing::show;
+use genai_core::error::Error;
+use genai_core::pricing::show;
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -83,7 +83,7 @@ fn one_line(text: &str) -> String {
 }
 
 fn time(ms: i64) -> String {
-    let t = genai::store::UtcTime::of(ms);
+    let t = genai_core::store::UtcTime::of(ms);
     format!(
         "{:04}-{:02}-{:02} {:02}:{:02}",
         t.year, t.month, t.day, t.hour, t.minute
@@ -99,7 +99,7 @@ pub fn run(c: Command) -> Result<(), Error> {
             model,
             json,
         } => {
-            let filter = genai::store::ListFilter {
+            let filter = genai_core::store::ListFilter {
                 since: since.as_deref().map(super::since_ms).transpose()?,
                 model,
                 ..Default::default()
@@ -254,7 +254,7 @@ pub fn run(c: Command) -> Result<(), Error> {
                 let mut by = answered_by(&m).map_or(String::new(), |by| format!(" · {by}"));
                 if let Some(u) = m.usage {
                     by.push_str(&format!(" · {} tokens · {}", u.total(), show(m.cost)));
-                    spent.push(genai::store::UsageRow {
+                    spent.push(genai_core::store::UsageRow {
                         key: String::new(),
                         title: None,
                         turns: 1,
@@ -277,7 +277,7 @@ pub fn run(c: Command) -> Result<(), Error> {
                 outln!();
             }
             if !spent.is_empty() {
-                let total = genai::store::UsageRow::total("", &spent);
+                let total = genai_core::store::UsageRow::total("", &spent);
                 outln!("{}", super::usage::spent(&total));
             }
         }
@@ -292,8 +292,8 @@ pub fn run(c: Command) -> Result<(), Error> {
 
 /// Who answered a reply: `PROVIDER:MODEL`, or the model alone in rows older than the
 /// provider's column; `None` for other messages.
-fn answered_by(m: &genai::store::StoredMessage) -> Option<String> {
-    if m.message.role != genai::message::Role::Assistant {
+fn answered_by(m: &genai_core::store::StoredMessage) -> Option<String> {
+    if m.message.role != genai_core::message::Role::Assistant {
         return None;
     }
     match (&m.provider, &m.model) {
@@ -305,7 +305,7 @@ fn answered_by(m: &genai::store::StoredMessage) -> Option<String> {
 
 /// What a conversation with no message is: a cancelled turn, kept for the tool calls that
 /// ran before it was cancelled.
-fn cancelled(store: &genai::store::Store, id: &str) -> Result<String, Error> {
+fn cancelled(store: &genai_core::store::Store, id: &str) -> Result<String, Error> {
     let ran = store
         .decisions(id)?
         .iter()
@@ -334,7 +334,7 @@ mod tests {
         assert_eq!(since_ms("1970-01-02").unwrap(), 86_400_000);
         assert_eq!(time(since_ms("2026-03-01").unwrap()), "2026-03-01 00:00");
         assert_eq!(time(since_ms("2024-02-29").unwrap()), "2024-02-29 00:00");
-        let age = genai::store::now_ms() - since_ms("2h").unwrap();
+        let age = genai_core::store::now_ms() - since_ms("2h").unwrap();
         assert!((7_200_000..7_260_000).contains(&age), "{age}");
         for bad in ["yesterday", "2026-13-01", "5w", "h"] {
             assert!(since_ms(bad).is_err(), "{bad}");

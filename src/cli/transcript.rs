@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use genai::message::{Message, Part};
+use genai_core::message::{Message, Part};
 use serde_json::Value;
 
 /// Lines of a tool's result shown; the rest is counted.
@@ -195,7 +195,7 @@ fn fenced(lang: &str, text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use genai::message::Role;
+    use genai_core::message::Role;
     use serde_json::json;
 
     fn turn() -> Vec<Message> {

@@ -10,15 +10,15 @@
 use std::io::{IsTerminal, Write};
 
 use async_trait::async_trait;
-use genai::agent::AIAgent;
-use genai::error::Error;
-use genai::feature::port::{
+use genai_core::agent::AIAgent;
+use genai_core::error::Error;
+use genai_core::feature::port::{
     ClientPort, Confirmation, HostedTurn, PermissionAnswer, PermissionAsk, PromptEvent, PromptRef,
     TurnEvent, TurnRef,
 };
-use genai::feature::TurnOutcome;
-use genai::message::{Message, Role};
-use genai::session::TurnStream;
+use genai_core::feature::TurnOutcome;
+use genai_core::message::{Message, Role};
+use genai_core::session::TurnStream;
 
 /// The terminal as the core's client: confirmations are asked on the terminal (the turns'
 /// events reach [`show_turn`] through their stream).
@@ -90,7 +90,7 @@ fn permission_on_tty(ask: &PermissionAsk, yes: bool) -> Result<PermissionAnswer,
             ask.title
         );
         return Err(Error::new(
-            genai::error::ErrorKind::FeatureError,
+            genai_core::error::ErrorKind::FeatureError,
             "no terminal to ask on",
         ));
     };

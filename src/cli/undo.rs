@@ -2,12 +2,12 @@
 //! checkpoints genai keeps in its data folder (never in the user's repository), and the turns
 //! that have some.
 //!
-//! It shows and asks; the checkpoints' logic is `genai::checkpoint`, the same the daemon's
+//! It shows and asks; the checkpoints' logic is `genai_core::checkpoint`, the same the daemon's
 //! `Undo` and `ListCheckpoints` and chat's `/undo` use.
 
-use genai::checkpoint::{Checkpoints, TurnChanges, UndoAction, UndoTarget, Undone};
-use genai::config::Paths;
-use genai::error::Error;
+use genai_core::checkpoint::{Checkpoints, TurnChanges, UndoAction, UndoTarget, Undone};
+use genai_core::config::Paths;
+use genai_core::error::Error;
 
 /// `genai undo`.
 #[derive(clap::Args, Debug)]
@@ -107,7 +107,7 @@ pub fn run_undo(args: UndoArgs) -> Result<(), Error> {
 
 /// One listed turn, for people.
 fn show_turn(t: &TurnChanges) -> String {
-    let when = genai::store::UtcTime::of(t.time).rfc3339();
+    let when = genai_core::store::UtcTime::of(t.time).rfc3339();
     let undone = if t.undone { " (undone)" } else { "" };
     format!(
         "{when}  turn {}  conversation {}{undone}\n  {}: {}",

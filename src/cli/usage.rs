@@ -5,9 +5,9 @@
 //! `Store::gateway_usage` and only shows what they return: a cost it does not know is printed
 //! as unknown, never as 0.
 
-use genai::error::Error;
-use genai::pricing::show;
-use genai::store::{Grouping, UsageRow};
+use genai_core::error::Error;
+use genai_core::pricing::show;
+use genai_core::store::{Grouping, UsageRow};
 use serde_json::{json, Value};
 
 #[derive(clap::Args)]
@@ -83,7 +83,7 @@ pub fn run(a: Args) -> Result<(), Error> {
     let rows = super::open_store()?.usage(since, grouping)?;
     let total = UsageRow::total("total", &rows);
     if a.json {
-        let since = since.map(|ms| genai::store::UtcTime::of(ms).rfc3339());
+        let since = since.map(|ms| genai_core::store::UtcTime::of(ms).rfc3339());
         super::print_json(&json!({
             "by": name,
             "since": since,
@@ -145,7 +145,7 @@ pub fn run(a: Args) -> Result<(), Error> {
 fn by_key(since: Option<i64>, json: bool) -> Result<(), Error> {
     let rows = super::open_store()?.gateway_usage(since)?;
     if json {
-        let since = since.map(|ms| genai::store::UtcTime::of(ms).rfc3339());
+        let since = since.map(|ms| genai_core::store::UtcTime::of(ms).rfc3339());
         let groups: Vec<Value> = rows
             .iter()
             .map(|r| {

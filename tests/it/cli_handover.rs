@@ -31,8 +31,8 @@ impl Env {
         assert!(o.status.success(), "ask {args:?}: {}", stderr(&o));
     }
 
-    fn store(&self) -> genai::store::Store {
-        genai::store::Store::open(&self.dirs.data.path().join("history.db")).unwrap()
+    fn store(&self) -> genai_core::store::Store {
+        genai_core::store::Store::open(&self.dirs.data.path().join("history.db")).unwrap()
     }
 }
 

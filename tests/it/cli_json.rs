@@ -2,8 +2,8 @@
 //! (`cli/listing.rs`), byte for byte what they printed when they borrowed the daemon's listing
 //! types: each output is compared with those types' rendering of the same stored rows.
 
-use genai::rpc::listings::{ConversationRecord, StoredMessage};
-use genai::store::{ListFilter, Store};
+use genai_core::store::{ListFilter, Store};
+use genai_rpc::listings::{ConversationRecord, StoredMessage};
 
 use crate::support::cli::{stderr, stdout, OpenAiCli as Env};
 use crate::support::fake_openai::Behavior;

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use genai::store::{ConversationRecord, Store};
+use genai_core::store::{ConversationRecord, Store};
 use serde_json::{json, Value};
 
 use crate::support::cli::{self, stderr, stdout, OpenAiCli};
@@ -64,7 +64,7 @@ fn a_failed_first_turn_is_not_kept_and_c_goes_on_with_the_last_good_conversation
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     // An empty row as an older genai left it, newer than the rest.
     let store = history(env.dirs.data.path());
-    let later = genai::store::now_ms() + 60_000;
+    let later = genai_core::store::now_ms() + 60_000;
     store
         .create_conversation(&ConversationRecord {
             id: "01OLDEMPTYROW0000000000000".into(),

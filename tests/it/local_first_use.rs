@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use genai::models::gguf;
+use genai_core::models::gguf;
 use serde_json::json;
 
 use crate::local_model::{self, test_model, TURN};

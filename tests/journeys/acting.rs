@@ -133,8 +133,8 @@ fn a_script_lets_the_model_edit_then_undoes_it_and_the_secret_stays_home() {
         .collect();
     // Where the kernel has no Landlock, the command asks, and with no terminal it is refused.
     let sandboxed = matches!(
-        genai::workspace::sandbox::support(),
-        genai::workspace::sandbox::Support::Landlock { .. }
+        genai_core::workspace::sandbox::support(),
+        genai_core::workspace::sandbox::Support::Landlock { .. }
     );
     assert_eq!(
         sent.contains("listed"),

@@ -30,7 +30,7 @@ impl Drop for Stop<'_> {
 fn logged(home: &Home, args: &[&str]) -> Run {
     let out = home
         .genai(args)
-        .env("GENAI_LOG", "genai::provider::local::served=debug")
+        .env("GENAI_LOG", "genai_core::provider::local::served=debug")
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();

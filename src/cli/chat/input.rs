@@ -14,7 +14,7 @@ use reedline::{
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 
 use super::commands;
-use genai::error::Error;
+use genai_core::error::Error;
 
 /// How many entries the input history keeps.
 const HISTORY_SIZE: usize = 1000;

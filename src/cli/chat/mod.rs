@@ -17,12 +17,12 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use base64::Engine;
-use genai::error::{Error, ErrorKind};
-use genai::feature::port::ClientPort;
-use genai::message::{Message, Part, Role};
-use genai::select::ModelChoice;
-use genai::session::{Choice, Framework, OpenConversation};
-use genai::store::Store;
+use genai_core::error::{Error, ErrorKind};
+use genai_core::feature::port::ClientPort;
+use genai_core::message::{Message, Part, Role};
+use genai_core::select::ModelChoice;
+use genai_core::session::{Choice, Framework, OpenConversation};
+use genai_core::store::Store;
 
 use super::conversation::{handed_over, parse_params, CloseAtEnd, ConversationArgs};
 use super::turn::{renders_markdown, show_turn, Terminal, View};
@@ -91,8 +91,8 @@ async fn chat(args: Args) -> Result<i32, Error> {
     let mut input = if interactive {
         // What was typed is the user's alone, as the history is.
         let history = paths.data_dir.join("chat-history.txt");
-        genai::private::dir(&paths.data_dir)
-            .and_then(|()| genai::private::file(&history))
+        genai_core::private::dir(&paths.data_dir)
+            .and_then(|()| genai_core::private::file(&history))
             .map_err(|e| Error::internal(format!("cannot create {}: {e}", history.display())))?;
         let colour = super::turn::colour();
         Input::editor(&history, conv.model.clone(), colour)?
@@ -175,7 +175,7 @@ impl Chat {
     async fn send_parts(
         &mut self,
         mut parts: Vec<Part>,
-        schema: Option<genai::format::ResponseSchema>,
+        schema: Option<genai_core::format::ResponseSchema>,
     ) -> Result<(), Error> {
         super::files::after_prompt(&mut parts, &self.files);
         let mut message = Message::user(String::new());
@@ -272,9 +272,9 @@ impl Chat {
             Command::Tools(None) => self.list_tools().await?,
             Command::Tools(Some(on)) => {
                 let feature = if on {
-                    genai::feature::tools::NAME
+                    genai_core::feature::tools::NAME
                 } else {
-                    genai::feature::assistant::NAME
+                    genai_core::feature::assistant::NAME
                 };
                 let choice = Choice {
                     feature: Some(feature.to_string()),
@@ -314,14 +314,14 @@ impl Chat {
                 }
             }
             Command::Undo { force } => {
-                let target = genai::checkpoint::UndoTarget {
+                let target = genai_core::checkpoint::UndoTarget {
                     conversation: Some(id.clone()),
                     turn: None,
                     project: None,
                 };
-                let paths = genai::config::Paths::from_env()?;
-                let undone =
-                    genai::checkpoint::Checkpoints::open(&paths.data_dir)?.undo(target, force)?;
+                let paths = genai_core::config::Paths::from_env()?;
+                let undone = genai_core::checkpoint::Checkpoints::open(&paths.data_dir)?
+                    .undo(target, force)?;
                 outln!("{}", super::undo::show_undone(&undone));
             }
             Command::New => {
@@ -387,7 +387,7 @@ impl Chat {
                 "/{name} runs in this conversation: its model, system prompt, parameters and tools apply when it starts one (genai ask -t {name})"
             ));
         }
-        let schema = genai::format::ResponseSchema::given(s.schema.clone(), None)?;
+        let schema = genai_core::format::ResponseSchema::given(s.schema.clone(), None)?;
         self.send_parts(ready.parts, schema).await
     }
 
@@ -406,7 +406,7 @@ impl Chat {
         let toolbox = self.fw.toolbox_of(&self.conv.conversation_id)?;
         let selection = self.flags.tools.clone().filter(|t| !t.is_empty());
         let (tools, errors) = toolbox.list(selection.as_deref()).await;
-        let on = self.conv.feature == genai::feature::tools::NAME;
+        let on = self.conv.feature == genai_core::feature::tools::NAME;
         note(&format!(
             "tools are {} (/tools {} turns them {})",
             if on { "on" } else { "off" },

@@ -100,7 +100,8 @@ pub fn verify(
     if !amz_date.starts_with(date.as_str()) {
         return Err("x-amz-date and the scope's date differ".into());
     }
-    let time = genai::provider::aws::sigv4::parse_amz_date(amz_date).ok_or("bad x-amz-date")?;
+    let time =
+        genai_core::provider::aws::sigv4::parse_amz_date(amz_date).ok_or("bad x-amz-date")?;
     let age = SystemTime::now()
         .duration_since(time)
         .unwrap_or_else(|e| e.duration());

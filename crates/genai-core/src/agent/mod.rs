@@ -1,0 +1,611 @@
+//! The AI agent: one model configuration, one service provider and the conversation history.
+//!
+//! `send_prompt` composes the stored history with the new prompt, calls the model, and commits
+//! the turn atomically: the prompt and the reply together on success, nothing on failure; a
+//! system message replaces the stored one. With tools, the turn runs the native tool loop
+//! ([`tool_loop`]) or the ReAct text loop ([`react`]) and commits every step with the reply. The
+//! agent must never talk to a client: it returns outcomes and hands stream deltas to the
+//! caller's callbacks.
+
+mod fallback;
+pub mod react;
+mod structured;
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
+pub mod tool_loop;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ToolMode;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{
+    self, ModelConfiguration, ModelReply, ModelRequest, RequestOptions, ResponseSchema,
+    ToolCallDelta,
+};
+use crate::message::{Message, Role, Usage};
+use crate::middleware::{self, Capabilities, Chain};
+use crate::pricing::{self, Priced};
+use crate::provider::{ProviderResponse, PROGRESS_EVENT};
+use crate::redact::StreamMask;
+use crate::registry::ProviderInstance;
+use crate::store::{NewMessage, Store};
+
+pub use fallback::Fallback;
+pub use tool_loop::ToolLoop;
+
+/// A streamed piece of a reply: the answer's text, or the model's reasoning before it, or a
+/// note from the provider about the request's progress (such as waiting for a free slot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delta<'a> {
+    Text(&'a str),
+    Reasoning(&'a str),
+    /// A piece of the signature of the reasoning streamed so far (Claude's thinking
+    /// signature), which a client that sends the reasoning back needs with it.
+    ReasoningSignature(&'a str),
+    Progress(&'a str),
+}
+
+/// Receives the streamed pieces of a reply.
+pub type OnDelta<'a> = &'a (dyn Fn(Delta<'_>) + Send + Sync);
+
+/// Where an agent's turns are persisted.
+#[derive(Clone)]
+pub struct Persistence {
+    pub store: Arc<Store>,
+    pub conversation_id: String,
+}
+
+/// The history an agent keeps in memory (a mirror of what is committed).
+#[derive(Default)]
+struct History {
+    system: Option<Message>,
+    messages: Vec<Message>,
+}
+
+/// A successful prompt.
+#[derive(Debug, Clone)]
+pub struct PromptOutcome {
+    pub reply: ModelReply,
+    pub latency: Duration,
+    /// Why tools went through the ReAct text loop, when they did.
+    pub react: Option<String>,
+    /// Requests made to the model in this turn (one per round of tool calls, plus the last).
+    pub rounds: usize,
+    /// What the middleware did, one line each (for the turn's details).
+    pub notes: Vec<String>,
+    /// What the turn cost in US dollars (`None`: unknown), as stored with its reply.
+    pub cost: Option<f64>,
+    /// The details' line for the cost: the amount and its price's source, or why it is unknown.
+    pub cost_detail: String,
+    /// The provider that answered, as `NAME (KIND)`: a fallback's when one served.
+    pub provider: String,
+    /// The model id that answered as asked for (a fallback's when one served); the reply's
+    /// `model` is the one the provider reports, when it does.
+    pub model: String,
+}
+
+impl PromptOutcome {
+    /// The model that answered: as the provider reports it, else as it was asked for.
+    pub fn answered_model(&self) -> String {
+        self.reply
+            .model
+            .clone()
+            .unwrap_or_else(|| self.model.clone())
+    }
+}
+
+/// What the rounds of one turn produced: the final reply, the steps before it (each round's
+/// calls and results), the usage of all requests, and how many requests there were.
+struct TurnSteps {
+    reply: ModelReply,
+    steps: Vec<Message>,
+    usage: Option<Usage>,
+    rounds: usize,
+}
+
+pub struct AIAgent {
+    pub id: String,
+    pub provider: ProviderInstance,
+    /// Shared with running turns; `set_parameter` replaces it, never changes it under them.
+    model: std::sync::Mutex<Arc<ModelConfiguration>>,
+    /// Held for the whole of a prompt, so prompts to one agent run one at a time.
+    turn: tokio::sync::Mutex<()>,
+    /// The committed history; locked only briefly, never across an await.
+    history: std::sync::Mutex<History>,
+    persistence: Option<Persistence>,
+    /// The longest a prompt may take, end to end.
+    pub timeout: Option<Duration>,
+    /// Run on the messages of every request (and on each reply); never on the history.
+    pub middleware: Chain,
+    /// The JSON Schema every reply must match unless a prompt gives its own (the
+    /// conversation's or its model configuration's `response_schema`).
+    pub response_schema: Option<Arc<ResponseSchema>>,
+    /// Lines for a turn's details: what a handover changed in the history (taken by the
+    /// feature before the turn), what the middleware noted in the running prompt (prompts
+    /// run one at a time), and why its reply was cut short.
+    notes: std::sync::Mutex<Vec<String>>,
+    /// The model's price, when one is known (from `[pricing]` or the built-in table).
+    pub price: Option<Priced>,
+    /// The agents tried in order when this one's provider fails before answering.
+    pub fallbacks: Vec<Fallback>,
+    /// Which fallback answered the last request (`None`: this agent's own provider).
+    served: std::sync::Mutex<Option<usize>>,
+}
+
+impl AIAgent {
+    pub fn new(
+        id: String,
+        provider: ProviderInstance,
+        model: ModelConfiguration,
+        persistence: Option<Persistence>,
+        system: Option<Message>,
+        messages: Vec<Message>,
+    ) -> AIAgent {
+        AIAgent {
+            id,
+            provider,
+            model: std::sync::Mutex::new(Arc::new(model)),
+            turn: tokio::sync::Mutex::new(()),
+            history: std::sync::Mutex::new(History { system, messages }),
+            persistence,
+            timeout: None,
+            middleware: Chain::default(),
+            response_schema: None,
+            notes: std::sync::Mutex::new(Vec::new()),
+            price: None,
+            fallbacks: Vec::new(),
+            served: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Keeps lines for the details of the next turn (its feature takes them).
+    pub fn add_notes(&self, notes: impl IntoIterator<Item = String>) {
+        if let Ok(mut n) = self.notes.lock() {
+            n.extend(notes);
+        }
+    }
+
+    /// The lines kept for this turn's details; the next turn starts with none.
+    pub fn take_notes(&self) -> Vec<String> {
+        self.notes
+            .lock()
+            .map(|mut n| std::mem::take(&mut *n))
+            .unwrap_or_default()
+    }
+
+    pub fn model(&self) -> Result<Arc<ModelConfiguration>> {
+        Ok(self
+            .model
+            .lock()
+            .map_err(|_| Error::internal("agent lock poisoned"))?
+            .clone())
+    }
+
+    /// The format and model id of this agent.
+    pub fn model_info(&self) -> Result<(&'static str, String, Map<String, Value>)> {
+        let m = self.model()?;
+        Ok((m.format.name(), m.model.clone(), m.parameters.clone()))
+    }
+
+    /// Changes a parameter of this agent's model configuration (and remembers it in the store).
+    pub fn set_parameter(&self, name: &str, value: Value) -> Result<()> {
+        let params = {
+            let mut m = self
+                .model
+                .lock()
+                .map_err(|_| Error::internal("agent lock poisoned"))?;
+            Arc::make_mut(&mut *m).set_parameter(name, value.clone())?;
+            m.parameters.clone()
+        };
+        for f in &self.fallbacks {
+            f.set_parameter(name, value.clone());
+        }
+        if let Some(p) = &self.persistence {
+            p.store.update_parameters(&p.conversation_id, &params)?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the permission decisions of a turn's tool calls with the conversation's history
+    /// (nothing for an agent without one); `prompt` is the turn's message (a title).
+    pub fn record_decisions(
+        &self,
+        turn_id: &str,
+        prompt: &str,
+        decisions: &[crate::store::DecisionRecord],
+    ) -> Result<()> {
+        match &self.persistence {
+            Some(p) => p
+                .store
+                .record_decisions(&p.conversation_id, turn_id, prompt, decisions),
+            None => Ok(()),
+        }
+    }
+
+    /// The history, system message first.
+    pub fn history(&self) -> Result<Vec<Message>> {
+        let h = self
+            .history
+            .lock()
+            .map_err(|_| Error::internal("agent lock poisoned"))?;
+        Ok(h.system.iter().chain(h.messages.iter()).cloned().collect())
+    }
+
+    /// Sends a prompt: the stored history plus `prompt` go to the model; on success the prompt
+    /// and the reply are committed together. `on_delta` receives streamed text when given
+    /// (the request is then a streaming one).
+    pub async fn send_prompt(
+        &self,
+        prompt: Vec<Message>,
+        on_delta: Option<OnDelta<'_>>,
+        cancel: &CancellationToken,
+    ) -> Result<PromptOutcome> {
+        self.send_prompt_as(prompt, on_delta, cancel, None, None)
+            .await
+    }
+
+    /// `send_prompt` with tools and a schema. While the model answers with tool calls (up to
+    /// `tools.max_steps` rounds), they are run and their results sent back; the prompt, every
+    /// call and result, and the final reply are committed together. The calls are the format's
+    /// native ones, or ReAct text where the format or the provider has none (or the mode says
+    /// so); the outcome says which. The reply must match `schema` (else the agent's
+    /// `response_schema`, if any): the reply is checked, retried once with the errors when it
+    /// does not match, and then fails. With a schema the reply is not streamed: `on_delta`
+    /// receives the checked JSON whole.
+    pub async fn send_prompt_as(
+        &self,
+        prompt: Vec<Message>,
+        on_delta: Option<OnDelta<'_>>,
+        cancel: &CancellationToken,
+        tools: Option<&ToolLoop<'_>>,
+        schema: Option<&ResponseSchema>,
+    ) -> Result<PromptOutcome> {
+        let schema = schema.or(self.response_schema.as_deref());
+        let _turn = tokio::select! {
+            t = self.turn.lock() => t,
+            _ = cancel.cancelled() => return Err(Error::cancelled()),
+        };
+        let mut system = None;
+        let mut new_messages = Vec::new();
+        for m in prompt {
+            if m.role == Role::System {
+                system = Some(m);
+            } else {
+                new_messages.push(m);
+            }
+        }
+        if new_messages.is_empty() {
+            return Err(Error::invalid_params("the prompt has no user message"));
+        }
+        let full = {
+            let history = self
+                .history
+                .lock()
+                .map_err(|_| Error::internal("agent lock poisoned"))?;
+            let mut full = Vec::with_capacity(history.messages.len() + new_messages.len() + 1);
+            full.extend(system.as_ref().or(history.system.as_ref()).cloned());
+            full.extend(history.messages.iter().cloned());
+            full.extend(new_messages.iter().cloned());
+            full
+        };
+
+        let model = self.model()?;
+        let react = match tools {
+            Some(t) if !t.specs.is_empty() => self.choose_react(&model, t)?,
+            _ => None,
+        };
+        if self.middleware.is_empty() {
+            // Refused before anything is sent; with middleware, after it ran (`call_model`).
+            self.check_images(&model, &new_messages)?;
+        }
+        if react.is_some() && schema.is_some() {
+            return Err(Error::invalid_params(
+                "a response schema needs native tool calls: tools through ReAct cannot give one",
+            ));
+        }
+        self.take_notes();
+        if let Some(schema) = schema {
+            self.note(model.format.schema_notes(schema));
+        }
+        let started = Instant::now();
+        let turn = async {
+            match tools {
+                Some(t) if react.is_some() => self.react_turn(&model, &full, on_delta, t).await,
+                _ => {
+                    self.native_turn(&model, &full, on_delta, tools, schema)
+                        .await
+                }
+            }
+        };
+        // With no time limit set, no timer: the gateway runs a turn per request.
+        let limited = async {
+            match self.timeout {
+                Some(limit) => tokio::time::timeout(limit, turn).await.map_err(|_| {
+                    Error::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "{}: no complete answer within {limit:.0?}",
+                            self.provider.name
+                        ),
+                    )
+                })?,
+                None => turn.await,
+            }
+        };
+        let TurnSteps {
+            mut reply,
+            steps,
+            usage,
+            rounds,
+        } = tokio::select! {
+            // Cancel first: a turn whose answer completes as Cancel arrives is still cancelled.
+            biased;
+            _ = cancel.cancelled() => return Err(Error::cancelled()),
+            r = limited => r?,
+        };
+        if cancel.is_cancelled() {
+            return Err(Error::cancelled());
+        }
+        reply.usage = usage;
+        if let Some(cut) = reply.cut_short() {
+            self.note(vec![cut]);
+        }
+        let latency = started.elapsed();
+        let (served_provider, served_model, price) = self.served_model(&model);
+        let (cost, cost_detail) = pricing::turn_cost(
+            price.as_ref(),
+            usage.as_ref(),
+            &served_provider,
+            &served_model,
+        );
+
+        if let Some(p) = &self.persistence {
+            let mut rows: Vec<NewMessage> = new_messages
+                .iter()
+                .chain(steps.iter())
+                .cloned()
+                .map(NewMessage::from)
+                .collect();
+            rows.push(NewMessage {
+                message: reply.message.clone(),
+                usage: reply.usage,
+                cost,
+            });
+            // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
+            let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
+            let (provider, model) = (served_provider.clone(), served_model.clone());
+            tokio::task::spawn_blocking(move || {
+                store.commit_turn_by(&id, sys.as_ref(), &provider, &model, &rows)
+            })
+            .await
+            .map_err(|e| Error::internal(format!("committing the turn failed: {e}")))??;
+        }
+        let mut history = self
+            .history
+            .lock()
+            .map_err(|_| Error::internal("agent lock poisoned"))?;
+        if system.is_some() {
+            history.system = system;
+        }
+        history.messages.extend(new_messages);
+        history.messages.extend(steps);
+        history.messages.push(reply.message.clone());
+        Ok(PromptOutcome {
+            reply,
+            latency,
+            react,
+            rounds,
+            notes: self.take_notes(),
+            cost,
+            cost_detail,
+            provider: self.served_provider_described(),
+            model: served_model,
+        })
+    }
+
+    /// Refuses images the model cannot take, saying which middleware would turn them to text.
+    fn check_images(&self, model: &ModelConfiguration, messages: &[Message]) -> Result<()> {
+        format::check_images(
+            messages,
+            model.format.name(),
+            model.images(),
+            &self.provider.name,
+            self.provider.provider.max_image_bytes(),
+        )
+        .map_err(|e| match e.message.contains("cannot take images") {
+            true => Error::new(e.kind, format!("{}{}", e.message, middleware::image_hint())),
+            false => e,
+        })
+    }
+
+    /// What the middleware knows of this model.
+    fn capabilities(&self, model: &ModelConfiguration) -> Capabilities {
+        Capabilities {
+            format: model.format.name(),
+            model: model.model.clone(),
+            images: model.images(),
+            max_image_bytes: self.provider.provider.max_image_bytes(),
+            parameters: model.parameters.clone(),
+        }
+    }
+
+    /// The messages one request sends: `messages` through the middleware, its notes kept.
+    async fn through_middleware<'m>(
+        &self,
+        model: &ModelConfiguration,
+        messages: &'m [Message],
+    ) -> Result<std::borrow::Cow<'m, [Message]>> {
+        if self.middleware.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(messages));
+        }
+        let mut notes = Vec::new();
+        let sent = self
+            .middleware
+            .on_request(messages.to_vec(), &self.capabilities(model), &mut notes)
+            .await;
+        self.note(notes);
+        let sent = sent?;
+        self.check_images(model, &sent)?;
+        Ok(std::borrow::Cow::Owned(sent))
+    }
+
+    /// Keeps middleware notes for the prompt's outcome (each line once).
+    fn note(&self, lines: Vec<String>) {
+        if let Ok(mut n) = self.notes.lock() {
+            for line in lines {
+                if !n.contains(&line) {
+                    n.push(line);
+                }
+            }
+        }
+    }
+
+    /// Whether this turn's tools go through ReAct, and why (`None`: native tool calls). Auto
+    /// mode uses native calls when the provider honours them and the format has them.
+    fn choose_react(
+        &self,
+        model: &ModelConfiguration,
+        tools: &ToolLoop<'_>,
+    ) -> Result<Option<String>> {
+        let provider = &self.provider.name;
+        let native = model.format.spec().native_tools;
+        match tools.mode {
+            ToolMode::React => Ok(Some("[features.tools] mode = \"react\"".to_string())),
+            ToolMode::Native if !native => Err(format::no_native_tools(model.format.name())),
+            // Tools offered to a provider that ignores them would be dropped silently.
+            ToolMode::Native if !self.provider.provider.native_tools() => {
+                Err(Error::invalid_params(format!(
+                    "provider {provider} ({}) does not run native tool calls",
+                    self.provider.provider.kind()
+                )))
+            }
+            ToolMode::Native => Ok(None),
+            ToolMode::Auto if !self.provider.provider.native_tools() => Ok(Some(format!(
+                "provider {provider} ({}) does not run native tool calls",
+                self.provider.provider.kind()
+            ))),
+            ToolMode::Auto if native => Ok(None),
+            ToolMode::Auto => Ok(Some(format::no_native_tools(model.format.name()).message)),
+        }
+    }
+
+    /// One request to the model, streamed through `on_delta` when given (an event's reasoning
+    /// before its text); pieces of streamed tool calls go to `on_call` when given.
+    async fn call_model(
+        &self,
+        model: &ModelConfiguration,
+        messages: &[Message],
+        options: &RequestOptions<'_>,
+        on_delta: Option<OnDelta<'_>>,
+        on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
+    ) -> Result<ModelReply> {
+        let messages = self.through_middleware(model, messages).await?;
+        let mut reply = self
+            .send_with_fallbacks(model, &messages, options, on_delta, on_call)
+            .await?;
+        if !self.middleware.is_empty() {
+            let mut notes = Vec::new();
+            let done = self.middleware.on_reply(&mut reply, &mut notes).await;
+            self.note(notes);
+            done?;
+        }
+        Ok(reply)
+    }
+
+    /// Sends a prepared request to `provider` and reads its reply as it comes.
+    async fn send(
+        &self,
+        provider: &ProviderInstance,
+        model: &ModelConfiguration,
+        request: &ModelRequest,
+        on_delta: Option<OnDelta<'_>>,
+        on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
+    ) -> Result<ModelReply> {
+        let max_tokens = provider.provider.max_reply_tokens();
+        let over = |tokens: u64| {
+            max_tokens.filter(|max| tokens > *max).map(|max| {
+                Error::provider(format!(
+                    "{}: the answer is over {max} tokens (max_reply_tokens): the turn is ended",
+                    provider.name
+                ))
+            })
+        };
+        // The keys genai holds never come back out of a reply (a model may echo one):
+        // masked in the streamed pieces and in the reply every front-end and the history get.
+        let mut reply = match provider.provider.send_request(request).await? {
+            ProviderResponse::Complete(body) => {
+                let reply = model.extract(&body)?;
+                match over(reply.usage.map_or(0, |u| u.output_tokens)) {
+                    Some(e) => Err(e),
+                    None => Ok(reply),
+                }
+            }
+            ProviderResponse::Events(mut events) => {
+                let mut decoder = model.decoder();
+                let (mut text_mask, mut reasoning_mask) =
+                    (StreamMask::default(), StreamMask::default());
+                // Each streamed piece counts as a token; dropping `events` ends the request.
+                let mut pieces = 0u64;
+                while let Some(event) = events.next().await {
+                    let event = event?;
+                    if event.event.as_deref() == Some(PROGRESS_EVENT) {
+                        if let Some(f) = on_delta {
+                            f(Delta::Progress(&event.data));
+                        }
+                        continue;
+                    }
+                    let text = decoder.feed(&event)?;
+                    let reasoning = decoder.take_reasoning_deltas();
+                    let signatures = decoder.take_signature_deltas();
+                    pieces += (text.len() + reasoning.len()) as u64;
+                    if let Some(f) = on_delta {
+                        for r in &reasoning {
+                            emit(f, &reasoning_mask.push(r), |p| Delta::Reasoning(p));
+                        }
+                        signatures
+                            .iter()
+                            .for_each(|s| f(Delta::ReasoningSignature(s)));
+                        if !text.is_empty() {
+                            // The answer begins: the reasoning's held end goes before it.
+                            emit(f, &reasoning_mask.finish(), |p| Delta::Reasoning(p));
+                        }
+                        for t in &text {
+                            emit(f, &text_mask.push(t), |p| Delta::Text(p));
+                        }
+                    }
+                    let calls = decoder.take_tool_call_deltas();
+                    pieces += calls.len() as u64;
+                    if let Some(f) = on_call {
+                        calls.iter().for_each(f);
+                    }
+                    if let Some(e) = over(pieces) {
+                        return Err(e);
+                    }
+                }
+                if let Some(f) = on_delta {
+                    emit(f, &reasoning_mask.finish(), |p| Delta::Reasoning(p));
+                    emit(f, &text_mask.finish(), |p| Delta::Text(p));
+                }
+                decoder
+                    .finish()
+                    .map_err(|e| e.reworded(|m| format!("{}: {m}", provider.name)))
+            }
+        }?;
+        reply.message.mask_secrets();
+        Ok(reply)
+    }
+}
+
+/// Hands `f` a streamed piece the redactor let out, when there is one.
+fn emit(f: OnDelta<'_>, piece: &str, delta: for<'a> fn(&'a str) -> Delta<'a>) {
+    if !piece.is_empty() {
+        f(delta(piece));
+    }
+}

@@ -1,0 +1,156 @@
+//! Who may use the gateway: the serve token or a live virtual key, as `Authorization: Bearer`
+//! or `x-api-key`, within the key's budget and rate; else the refusal in the route's API shape
+//! (401 without a valid key, 429 over a budget or a rate, with `retry-after` for a rate). A
+//! watcher loads the keys again when another process changed the history (SQLite's
+//! `data_version`, read every [`keys::RELOAD_EVERY`]), so a key created or revoked by the CLI
+//! counts while `genai serve` runs.
+//!
+//! It owns the decision on a request's headers (the model is checked later, once the body is
+//! read: [`Caller::agent`](super::Caller)). It must never log, store or echo a key, and never
+//! read SQLite on a request's path but for a rate-limited reload on an unknown key.
+
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use jsonrpsee::server::HttpResponse;
+
+use super::keys::{self, Keys, Refusal};
+use super::ledger::{api_of, Caller, Ledger};
+use super::{Api, ApiError};
+use genai_core::error::{Error, Result};
+use genai_core::store::Store;
+
+/// The gate of the gateway's routes.
+pub struct Access {
+    /// The serve token's SHA-256: a presented key is hashed once and compared as keys are.
+    token: [u8; 32],
+    keys: Arc<Keys>,
+    ledger: Ledger,
+}
+
+impl Access {
+    /// The keys of `store` loaded, its request writer and the keys' watcher started.
+    pub async fn start(store: Arc<Store>, token: String) -> Result<Arc<Access>> {
+        let loading = store.clone();
+        let keys = tokio::task::spawn_blocking(move || Keys::load(loading))
+            .await
+            .map_err(|e| Error::internal(format!("loading the gateway's keys failed: {e}")))??;
+        let keys = Arc::new(keys);
+        tokio::spawn(watch(Arc::downgrade(&keys)));
+        // No reply, log or history shows the token, even a model's echo of it.
+        genai_core::redact::remember(&token);
+        Ok(Arc::new(Access {
+            token: keys::hash(&token),
+            keys,
+            ledger: Ledger::start(store),
+        }))
+    }
+
+    /// The caller of a request with these headers on `path`, or the refusal.
+    pub async fn admit(
+        &self,
+        path: &str,
+        authorization: Option<&str>,
+        api_key: Option<&str>,
+        user_agent: Option<&str>,
+    ) -> std::result::Result<Caller, HttpResponse> {
+        let api = Api::of_path(path);
+        let bearer = authorization.and_then(|a| {
+            a.strip_prefix("Bearer ")
+                .or_else(|| a.strip_prefix("bearer "))
+        });
+        let given: Vec<&str> = [bearer, api_key]
+            .into_iter()
+            .flatten()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .collect();
+        let presented: Vec<[u8; 32]> = given.iter().map(|k| keys::hash(k)).collect();
+        if presented.contains(&self.token) {
+            return Ok(Caller::new(None, self.ledger.clone(), user_agent));
+        }
+        let Some(presented) = presented.first() else {
+            return Err(ApiError::unauthorized().response_in(api));
+        };
+        let Some(key) = self.keys.find_or_reload(presented).await else {
+            return Err(ApiError::unauthorized().response_in(api));
+        };
+        // A live virtual key is masked from now on wherever the serve prints or stores text.
+        genai_core::redact::remember(given[0]);
+        let refusal = match key.admit(Instant::now()) {
+            Ok(()) => return Ok(Caller::new(Some(key), self.ledger.clone(), user_agent)),
+            Err(r) => r,
+        };
+        let name = &key.row.name;
+        let (error, retry_after) = match refusal {
+            Refusal::OverBudget { spent, budget } => (
+                ApiError {
+                    code: Some("insufficient_quota"),
+                    ..ApiError::new(
+                        http::StatusCode::TOO_MANY_REQUESTS,
+                        "insufficient_quota",
+                        format!(
+                            "key {name} has spent ${spent:.4} of its ${budget:.4} budget (genai serve keys list)"
+                        ),
+                    )
+                },
+                None,
+            ),
+            Refusal::OverRate { rpm, retry_after } => {
+                let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+                (
+                    ApiError {
+                        code: Some("rate_limit_exceeded"),
+                        ..ApiError::new(
+                            http::StatusCode::TOO_MANY_REQUESTS,
+                            "rate_limit_exceeded",
+                            format!(
+                                "key {name} made its {rpm} requests per minute (its rpm limit); retry in {secs} s"
+                            ),
+                        )
+                    },
+                    Some(secs.max(1)),
+                )
+            }
+        };
+        let mut response = error.response_in(api);
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
+        }
+        let mut caller = Caller::new(Some(key), self.ledger.clone(), user_agent);
+        if let Some(recorded) = api_of(path.trim_end_matches('/')) {
+            caller.recorded_as(recorded);
+        }
+        Err(caller.finish(response))
+    }
+
+    /// Waits until every request's row queued so far is stored.
+    pub async fn flush(&self) {
+        self.ledger.flush().await;
+    }
+}
+
+/// Loads the keys again whenever another process committed to the history, checked every
+/// [`keys::RELOAD_EVERY`] while the keys are in use.
+async fn watch(keys: Weak<Keys>) {
+    loop {
+        tokio::time::sleep(keys::RELOAD_EVERY).await;
+        let Some(keys) = keys.upgrade() else {
+            return;
+        };
+        let checked = tokio::task::spawn_blocking(move || {
+            if keys.changed()? {
+                keys.reload()?;
+            }
+            Ok::<_, Error>(())
+        })
+        .await;
+        match checked {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("cannot load the gateway's keys: {}", e.message),
+            Err(e) => tracing::warn!("loading the gateway's keys failed: {e}"),
+        }
+    }
+}

@@ -1,0 +1,860 @@
+//! `POST /v1/messages` and `/v1/messages/count_tokens`: Anthropic's Messages API on the core
+//! (Claude Code sends it as `/v1/messages?beta=true`). A request's `system` (a string or text
+//! blocks) and its `system` messages (joined to it in order: the core keeps one system
+//! message), messages (text, image, tool_use, tool_result, thinking blocks), custom tools (a
+//! deferred one, `defer_loading`, only once a `tool_reference` in a tool result loads it, as
+//! Anthropic's tool search does), `tool_choice`, `thinking`, `output_format` and sampling
+//! settings become the core's
+//! [`Message`]s, [`ToolSpec`]s, [`ResponseSchema`] and the model's parameters; the turn runs as
+//! any turn of genai and comes back as `anthropic_reply.rs` writes it.
+//!
+//! It owns reading this API's requests. It must never drop what changes an answer silently: a
+//! field, block or tool genai cannot carry (server tools, documents, MCP servers, containers)
+//! is refused with a 400 naming it. What it accepts and ignores is listed in [`IGNORED`], each
+//! with why that is harmless.
+
+use std::sync::Arc;
+
+use jsonrpsee::server::HttpResponse;
+use serde_json::{json, Map, Value};
+
+use super::anthropic_reply::Events;
+use super::anthropic_tools::{referenced_tools, tool_choice, tools};
+use super::fields::{self, array, boolean, object, only, string, text_of, with_role};
+use super::turn::Turn;
+use super::{count_tokens, respond};
+use super::{Api, ApiError, Caller};
+use genai_core::agent::AIAgent;
+use genai_core::format::{ResponseSchema, ToolSpec};
+use genai_core::message::{Message, Part, Role};
+use genai_core::session::Framework;
+
+/// Top-level fields carried to the model.
+const CARRIED: &[&str] = &[
+    "model",
+    "messages",
+    "max_tokens",
+    "system",
+    "stop_sequences",
+    "stream",
+    "temperature",
+    "top_p",
+    "top_k",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "output_format",
+    "output_config",
+];
+
+/// Top-level fields accepted and not carried, because they cannot change what the model
+/// answers: `metadata` (an end-user id for the vendor's abuse checks), `service_tier` (the
+/// vendor's capacity tier), `cache_control` (a prompt-cache marker: genai marks its own
+/// breakpoints where the provider caches), `context_management` (the vendor clearing old tool
+/// results or thinking server-side to save tokens: without it the whole history is sent, as
+/// the client gave it). Claude Code sends these. Any other field is refused naming it.
+const IGNORED: &[&str] = &[
+    "metadata",
+    "service_tier",
+    "cache_control",
+    "context_management",
+];
+
+/// The fields `count_tokens` takes.
+const COUNTED: &[&str] = &[
+    "model",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "output_format",
+    "output_config",
+    "cache_control",
+    "context_management",
+];
+
+/// The answer to one `/v1/messages` request body.
+pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
+    let (request, agent) = match prepare(body, fw, false, caller) {
+        Ok(p) => p,
+        Err(e) => return e.response_in(Api::Anthropic),
+    };
+    let events = Events::new(
+        format!("msg_{}", ulid::Ulid::new().to_string().to_lowercase()),
+        request.model,
+    );
+    let turn = Turn {
+        agent,
+        messages: request.messages,
+        tools: request.tools,
+        schema: request.schema,
+    };
+    respond::run(turn, request.stream, Api::Anthropic, events, caller).await
+}
+
+/// The answer to one `/v1/messages/count_tokens` request body: `{"input_tokens": N}`, an
+/// estimate ([`count_tokens::estimate`]): no provider's tokenizer is at hand.
+pub fn count_tokens(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
+    match prepare(body, fw, true, caller) {
+        Ok((r, _)) => super::json_response(
+            http::StatusCode::OK,
+            &json!({"input_tokens": count_tokens::estimate(&r.messages, &r.tools)}),
+        ),
+        Err(e) => e.response_in(Api::Anthropic),
+    }
+}
+
+/// The request read and its agent made, its parameters set.
+fn prepare(
+    body: &[u8],
+    fw: &Arc<Framework>,
+    count: bool,
+    caller: &mut Caller,
+) -> Result<(MessagesRequest, AIAgent), ApiError> {
+    let request = MessagesRequest::parse(body, count)?;
+    let agent = caller.agent(fw, &request.model)?;
+    if !count {
+        respond::set_parameters(&agent, &request.parameters)?;
+        if let Some(thinking) = &request.thinking {
+            set_thinking(&agent, thinking)?;
+        }
+        if request.no_parallel_calls {
+            agent
+                .set_parameter("parallel_tool_calls", json!(false))
+                .map_err(|_| {
+                    ApiError::invalid(
+                        "tool_choice.disable_parallel_tool_use",
+                        "the chosen model's format cannot turn parallel tool calls off",
+                    )
+                })?;
+        }
+    }
+    Ok((request, agent))
+}
+
+/// `thinking` on the chosen model, as its format takes it: Claude's own `thinking` (an
+/// `adaptive` one too, which Claude Code 2.1 sends for a model name it does not know); Gemini's
+/// `thinking_budget` (an enabled one's budget; -1, the model deciding how much, for an
+/// adaptive one) with its thoughts included; Ollama's `think`. Other formats have no
+/// setting of it (OpenAI's `reasoning_effort` exists only on some models, and OpenAI refuses it
+/// on the others), so there the model answers as it is configured to, and says so by sending
+/// no thinking back.
+fn set_thinking(agent: &AIAgent, thinking: &Value) -> Result<(), ApiError> {
+    let model = agent.model().map_err(|e| ApiError::of(&e, None))?;
+    let enabled = thinking["type"] != "disabled";
+    let budget = thinking["budget_tokens"].as_i64().unwrap_or(-1);
+    let settings: Vec<(&str, Value)> = match (model.format.name(), enabled) {
+        ("claude-messages", _) => vec![("thinking", thinking.clone())],
+        ("gemini", true) => vec![
+            ("thinking_budget", json!(budget)),
+            ("include_thoughts", json!(true)),
+        ],
+        ("ollama-chat", true) => vec![("think", json!(true))],
+        _ => Vec::new(),
+    };
+    for (name, value) in settings {
+        agent
+            .set_parameter(name, value)
+            .map_err(|e| ApiError::of(&e, Some("thinking")))?;
+    }
+    Ok(())
+}
+
+/// What a request asks, in the core's terms.
+#[derive(Debug, Default)]
+pub(super) struct MessagesRequest {
+    model: String,
+    messages: Vec<Message>,
+    tools: Vec<ToolSpec>,
+    schema: Option<ResponseSchema>,
+    /// The model's parameters to set: (the request's field, its value).
+    parameters: Vec<(String, Value)>,
+    /// Tools with `defer_loading`, given to the model once a `tool_reference` loads them.
+    deferred: Vec<ToolSpec>,
+    /// The `thinking` object, checked.
+    thinking: Option<Value>,
+    no_parallel_calls: bool,
+    stream: bool,
+}
+
+impl MessagesRequest {
+    /// The request of a body; `count` reads a `count_tokens` body (no `max_tokens`).
+    pub(super) fn parse(body: &[u8], count: bool) -> Result<MessagesRequest, ApiError> {
+        let fields = fields::body(body)?;
+        let mut r = MessagesRequest::default();
+        let (mut system, mut messages, mut max_tokens) = (None, None, false);
+        for (key, value) in fields {
+            if value.is_null() {
+                continue;
+            }
+            let known = match count {
+                true => COUNTED.contains(&key.as_str()),
+                false => CARRIED.contains(&key.as_str()) || IGNORED.contains(&key.as_str()),
+            };
+            if !known {
+                return Err(ApiError::invalid(
+                    key,
+                    "genai's gateway cannot carry it (see docs/GATEWAY.md for the fields it takes)",
+                ));
+            }
+            match key.as_str() {
+                "model" => r.model = string(value, "model")?,
+                "messages" => messages = Some(value),
+                "system" => system = Some(system_text(value, "system")?),
+                "stream" => r.stream = boolean(value, "stream")?,
+                "max_tokens" => {
+                    if value.as_u64().is_none_or(|n| n < 1) {
+                        return Err(ApiError::invalid(key, "must be a positive integer"));
+                    }
+                    max_tokens = true;
+                    r.parameters.push((key, value));
+                }
+                "stop_sequences" => {
+                    if !value
+                        .as_array()
+                        .is_some_and(|a| a.iter().all(Value::is_string))
+                    {
+                        return Err(ApiError::invalid(key, "must be an array of strings"));
+                    }
+                    r.parameters.push((key, value));
+                }
+                "tools" => (r.tools, r.deferred) = tools(value)?,
+                "tool_choice" => {
+                    let (choice, no_parallel) = tool_choice(value)?;
+                    r.parameters.push((key, choice));
+                    r.no_parallel_calls = no_parallel;
+                }
+                "thinking" => r.thinking = Some(thinking(value)?),
+                "output_format" => r.schema = Some(output_format(value, "output_format")?),
+                "output_config" => r.schema = output_config(value)?.or(r.schema),
+                k if IGNORED.contains(&k) => {}
+                // temperature, top_p, top_k: the model's parameters of that name, which its
+                // format checks (and refuses when it has none of that name).
+                _ => r.parameters.push((key, value)),
+            }
+        }
+        if r.model.trim().is_empty() {
+            return Err(ApiError::invalid(
+                "model",
+                "is required: an agent of genai's config or PROVIDER:MODEL (GET /v1/models)",
+            ));
+        }
+        if !count && !max_tokens {
+            return Err(ApiError::invalid("max_tokens", "is required"));
+        }
+        let messages = messages.ok_or_else(|| ApiError::invalid("messages", "is required"))?;
+        let loaded = referenced_tools(&messages);
+        let deferred = std::mem::take(&mut r.deferred);
+        r.tools
+            .extend(deferred.into_iter().filter(|t| loaded.contains(&t.name)));
+        let (messages, system_messages) = self::messages(messages)?;
+        r.messages = messages;
+        let system: Vec<String> = system
+            .into_iter()
+            .chain(system_messages)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !system.is_empty() {
+            r.messages.insert(0, Message::system(system.join("\n\n")));
+        }
+        Ok(r)
+    }
+}
+
+/// `system`, or a system message's content at `at`: a string, or text blocks (joined by blank
+/// lines).
+fn system_text(value: Value, at: &str) -> Result<String, ApiError> {
+    match value {
+        Value::String(s) => Ok(s),
+        Value::Array(_) => {
+            let parts = blocks(value, at, &["text"])?;
+            Ok(parts
+                .iter()
+                .map(|p| text_of(std::slice::from_ref(p)))
+                .collect::<Vec<_>>()
+                .join("\n\n"))
+        }
+        _ => Err(ApiError::invalid(
+            at,
+            "must be a string or an array of text blocks",
+        )),
+    }
+}
+
+/// The messages, and the text of each `system` message among them. A user message's
+/// `tool_result` blocks become the core's tool message (one per round of calls), its other
+/// blocks a user message after it.
+///
+/// A `system` message (Claude Code 2.1 sends its environment note so, after the first user
+/// message, for a model name it does not know) cannot stay between the turns: the core keeps
+/// one system message, first (an agent takes the last one it is given as the whole system
+/// prompt), as genai's Claude, Gemini and Bedrock formats send one system prompt. So its text
+/// joins the system prompt, after `system` and the system messages before it: every word
+/// reaches the model as system text, in the order sent, none of it put in the user's mouth.
+fn messages(value: Value) -> Result<(Vec<Message>, Vec<String>), ApiError> {
+    let items = array(value, "messages")?;
+    if items.is_empty() {
+        return Err(ApiError::invalid("messages", "must not be empty"));
+    }
+    let mut out: Vec<Message> = Vec::new();
+    let mut system = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let at = format!("messages[{i}]");
+        let mut m = object(item, &at)?;
+        only(&m, &at, &["role", "content"])?;
+        let content = m
+            .remove("content")
+            .filter(|c| !c.is_null())
+            .ok_or_else(|| ApiError::invalid(format!("{at}.content"), "is required"))?;
+        let content_at = format!("{at}.content");
+        let role = match m.remove("role") {
+            Some(Value::String(r)) => r,
+            _ => return Err(ApiError::invalid(format!("{at}.role"), "is required")),
+        };
+        let (role, kinds): (Role, &[&str]) = match role.as_str() {
+            "user" => (Role::User, &["text", "image", "tool_result"][..]),
+            "assistant" => (
+                Role::Assistant,
+                &["text", "thinking", "redacted_thinking", "tool_use"][..],
+            ),
+            "system" => {
+                system.push(system_text(content, &content_at)?);
+                continue;
+            }
+            other => {
+                return Err(ApiError::invalid(
+                    format!("{at}.role"),
+                    format!("`{other}` is not user, assistant or system"),
+                ))
+            }
+        };
+        for part in blocks(content, &content_at, kinds)? {
+            let role = match part {
+                Part::ToolResult { .. } => Role::Tool,
+                _ => role,
+            };
+            // Consecutive blocks of one role are one message, as the core keeps them.
+            match out.last_mut() {
+                Some(last) if last.role == role => last.content.push(part),
+                _ => out.push(with_role(role, vec![part])),
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(ApiError::invalid(
+            "messages",
+            "must hold a user or assistant message with content",
+        ));
+    }
+    Ok((out, system))
+}
+
+/// A content: a string, or blocks of the `kinds` this place may hold.
+fn blocks(content: Value, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
+    fields::content(content, at, "content block", kinds, block)
+}
+
+/// One content block of type `kind`, its other fields `b`.
+fn block(kind: &str, mut b: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
+    // `cache_control` marks a prompt-cache breakpoint (genai places its own); `citations`
+    // of an earlier answer's text are the vendor's references into documents.
+    b.remove("cache_control");
+    let text = |b: &mut Map<String, Value>, name: &str| {
+        string(b.remove(name).unwrap_or_default(), &format!("{at}.{name}"))
+    };
+    let part = match kind {
+        "text" => {
+            b.remove("citations");
+            let t = text(&mut b, "text")?;
+            only(&b, at, &[])?;
+            Part::text(t)
+        }
+        "image" => {
+            let source = object(
+                b.remove("source").unwrap_or_default(),
+                &format!("{at}.source"),
+            )?;
+            only(&b, at, &[])?;
+            image(source, &format!("{at}.source"))?
+        }
+        "thinking" => {
+            let thought = text(&mut b, "thinking")?;
+            let signature = match b.remove("signature") {
+                Some(Value::String(s)) if !s.is_empty() => Some(s),
+                _ => None,
+            };
+            only(&b, at, &[])?;
+            Part::reasoning(thought, signature)
+        }
+        "redacted_thinking" => {
+            let data = text(&mut b, "data")?;
+            only(&b, at, &[])?;
+            Part::Reasoning {
+                text: String::new(),
+                signature: Some(data),
+                redacted: true,
+            }
+        }
+        "tool_use" => {
+            let id = text(&mut b, "id")?;
+            let name = text(&mut b, "name")?;
+            let input = match b.remove("input") {
+                Some(v @ Value::Object(_)) => v,
+                _ => {
+                    return Err(ApiError::invalid(
+                        format!("{at}.input"),
+                        "must be an object",
+                    ))
+                }
+            };
+            only(&b, at, &[])?;
+            Part::ToolCall {
+                id,
+                name,
+                arguments: input,
+                signature: None,
+            }
+        }
+        "tool_reference" => {
+            let name = text(&mut b, "tool_name")?;
+            only(&b, at, &[])?;
+            Part::text(format!("The tool {name} is loaded: it can be called now."))
+        }
+        _ => {
+            // tool_result
+            let tool_call_id = text(&mut b, "tool_use_id")?;
+            let is_error = match b.remove("is_error") {
+                None | Some(Value::Null) => false,
+                Some(v) => boolean(v, &format!("{at}.is_error"))?,
+            };
+            let content = match b.remove("content") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(c) => {
+                    let kinds = ["text", "image", "tool_reference"];
+                    blocks(c, &format!("{at}.content"), &kinds)?
+                }
+            };
+            only(&b, at, &[])?;
+            Part::ToolResult {
+                tool_call_id,
+                content,
+                is_error,
+            }
+        }
+    };
+    Ok(part)
+}
+
+/// An image's `source`: base64 data with its media type, or a URL.
+fn image(mut source: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
+    let field = |s: &mut Map<String, Value>, name: &str| {
+        string(s.remove(name).unwrap_or_default(), &format!("{at}.{name}"))
+    };
+    match source.remove("type").as_ref().and_then(Value::as_str) {
+        Some("base64") => {
+            let media_type = field(&mut source, "media_type")?;
+            let data = field(&mut source, "data")?;
+            only(&source, at, &[])?;
+            Ok(Part::Image {
+                url: None,
+                media_type: Some(media_type),
+                data: Some(data),
+            })
+        }
+        Some("url") => {
+            let url = field(&mut source, "url")?;
+            only(&source, at, &[])?;
+            Ok(Part::Image {
+                url: Some(url),
+                media_type: None,
+                data: None,
+            })
+        }
+        _ => Err(ApiError::invalid(
+            format!("{at}.type"),
+            "must be base64 or url (a file id cannot be carried)",
+        )),
+    }
+}
+
+/// `thinking`: `{"type":"enabled","budget_tokens":N}` (N of at least 1024), `{"type":
+/// "disabled"}` or `{"type":"adaptive"}`; an enabled or adaptive one may say how its thoughts
+/// come back (`display`: summarized, or omitted as Claude Code asks), which Claude is given and
+/// other models, whose thoughts come back as they give them, need not be.
+fn thinking(value: Value) -> Result<Value, ApiError> {
+    let m = object(value.clone(), "thinking")?;
+    if !matches!(
+        m.get("display").and_then(Value::as_str),
+        None | Some("summarized" | "omitted")
+    ) {
+        return Err(ApiError::invalid(
+            "thinking.display",
+            "must be summarized or omitted",
+        ));
+    }
+    match m.get("type").and_then(Value::as_str) {
+        Some("enabled") => {
+            only(&m, "thinking", &["type", "budget_tokens", "display"])?;
+            match m.get("budget_tokens").and_then(Value::as_u64) {
+                Some(n) if n >= 1024 => Ok(value),
+                _ => Err(ApiError::invalid(
+                    "thinking.budget_tokens",
+                    "must be an integer of at least 1024",
+                )),
+            }
+        }
+        Some("disabled") => {
+            only(&m, "thinking", &["type"])?;
+            Ok(value)
+        }
+        Some("adaptive") => {
+            only(&m, "thinking", &["type", "display"])?;
+            Ok(value)
+        }
+        _ => Err(ApiError::invalid(
+            "thinking.type",
+            "must be enabled, disabled or adaptive",
+        )),
+    }
+}
+
+/// `output_format` (`{"type":"json_schema","schema":...}`): genai's structured output.
+fn output_format(value: Value, at: &str) -> Result<ResponseSchema, ApiError> {
+    let mut m = object(value, at)?;
+    only(&m, at, &["type", "schema"])?;
+    if m.get("type").and_then(Value::as_str) != Some("json_schema") {
+        return Err(ApiError::invalid(
+            format!("{at}.type"),
+            "must be json_schema",
+        ));
+    }
+    let schema = m
+        .remove("schema")
+        .ok_or_else(|| ApiError::invalid(format!("{at}.schema"), "is required"))?;
+    ResponseSchema::new(None, schema).map_err(|e| ApiError::invalid(at, e.message))
+}
+
+/// `output_config`: its `format` is as `output_format`; its `effort` (`low`, `medium`, `high`,
+/// ...: how much the model may spend on an answer), a string, is not carried. Claude Code 2.1
+/// sends `high` with every model name it does not know, whether or not that model reasons, and
+/// the one setting of its kind genai has, OpenAI's `reasoning_effort`, is refused by OpenAI's
+/// models that do not reason (gpt-4o-mini among them): carried, it would fail those requests.
+/// The model reasons as it is configured to (its model configuration's `reasoning_effort`).
+fn output_config(value: Value) -> Result<Option<ResponseSchema>, ApiError> {
+    let at = "output_config";
+    let mut m = object(value, at)?;
+    only(&m, at, &["format", "effort"])?;
+    if m.get("effort")
+        .is_some_and(|e| !e.is_null() && !e.is_string())
+    {
+        return Err(ApiError::invalid(
+            "output_config.effort",
+            "must be a string (low, medium, high, ...)",
+        ));
+    }
+    m.remove("format")
+        .filter(|f| !f.is_null())
+        .map(|f| output_format(f, "output_config.format"))
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(body: Value) -> Result<MessagesRequest, ApiError> {
+        MessagesRequest::parse(body.to_string().as_bytes(), false)
+    }
+
+    #[test]
+    fn a_claude_code_request_becomes_the_cores_messages_tools_and_parameters() {
+        let r = parse(json!({
+            "model": "sonnet",
+            "max_tokens": 32000,
+            "stream": true,
+            "temperature": 1,
+            "metadata": {"user_id": "u"},
+            "context_management": {"edits": []},
+            "system": [
+                {"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": "Be brief."}
+            ],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Read a."}]},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "I should read.", "signature": "sig"},
+                    {"type": "redacted_thinking", "data": "enc"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "a"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "hello"}], "is_error": true},
+                    {"type": "text", "text": "Now summarise.", "cache_control": {"type": "ephemeral"}}
+                ]}
+            ],
+            "tools": [{"name": "Read", "description": "Reads.", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}],
+            "tool_choice": {"type": "any"},
+            "thinking": {"type": "enabled", "budget_tokens": 2048}
+        }))
+        .unwrap();
+        assert!(r.stream);
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::System,
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::User
+            ]
+        );
+        assert_eq!(r.messages[0].text(), "You are Claude Code.\n\nBe brief.");
+        assert_eq!(
+            r.messages[2].content[1],
+            Part::Reasoning {
+                text: String::new(),
+                signature: Some("enc".into()),
+                redacted: true
+            }
+        );
+        assert!(matches!(
+            &r.messages[3].content[0],
+            Part::ToolResult { tool_call_id, is_error: true, content } if tool_call_id == "toolu_1" && content.len() == 1
+        ));
+        assert_eq!(r.tools[0].name, "Read");
+        let params: Vec<&str> = r.parameters.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(params, ["max_tokens", "temperature", "tool_choice"]);
+        assert_eq!(r.parameters[2].1, "required");
+        assert_eq!(r.thinking.unwrap()["budget_tokens"], 2048);
+    }
+
+    #[test]
+    fn deferred_tools_wait_for_their_tool_reference_and_thinking_display_is_taken() {
+        // As Claude Code 2.1 sends them: a deferred placeholder, its tool search, and thinking
+        // with its thoughts omitted.
+        let tool = |name: &str, deferred: bool| json!({"name": name, "description": "d", "input_schema": {"type": "object"}, "defer_loading": deferred});
+        let mut body = json!({
+            "model": "sonnet",
+            "max_tokens": 32000,
+            "thinking": {"type": "enabled", "budget_tokens": 31999, "display": "omitted"},
+            "tools": [tool("ToolSearch", false), tool("DeferredToolPlaceholder", true), tool("NotebookEdit", true)],
+            "messages": [{"role": "user", "content": "Edit the notebook."}]
+        });
+        let r = parse(body.clone()).unwrap();
+        let names: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["ToolSearch"]);
+        assert_eq!(r.thinking.unwrap()["display"], "omitted");
+
+        body["messages"] = json!([
+            {"role": "user", "content": "Edit the notebook."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": {"query": "select:NotebookEdit"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                {"type": "tool_reference", "tool_name": "NotebookEdit"}
+            ]}]}
+        ]);
+        let r = parse(body.clone()).unwrap();
+        let names: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["ToolSearch", "NotebookEdit"]);
+        let Part::ToolResult { content, .. } = &r.messages[2].content[0] else {
+            panic!("{:?}", r.messages[2]);
+        };
+        assert!(text_of(content).contains("NotebookEdit"), "{content:?}");
+
+        body["thinking"]["display"] = json!("verbose");
+        let e = parse(body.clone()).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("thinking.display"));
+        body["thinking"] = json!({"type": "adaptive", "display": "summarized"});
+        body["tools"][1]["defer_loading"] = json!("yes");
+        let e = parse(body).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("tools[1].defer_loading"));
+    }
+
+    /// Claude Code 2.1.332's request for a model name it does not know (`--model
+    /// openai:gpt-4o-mini`), cut short: its environment note is a `system` message after the
+    /// first user message, as text blocks on the first call and as a string on the next.
+    fn unknown_model_request(note: Value) -> Value {
+        json!({
+            "model": "openai:gpt-4o-mini",
+            "max_tokens": 32000,
+            "stream": true,
+            "thinking": {"type": "adaptive", "display": "omitted"},
+            "output_config": {"effort": "high"},
+            "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+            "system": [
+                {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332;"},
+                {"type": "text", "text": "You are a Claude agent.", "cache_control": {"type": "ephemeral"}}
+            ],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "<system-reminder>r</system-reminder>"}, {"type": "text", "text": "Say hi."}]},
+                {"role": "system", "content": note}
+            ]
+        })
+    }
+
+    #[test]
+    fn a_system_message_joins_the_system_prompt_in_order_as_blocks_or_a_string() {
+        let blocks = json!([{"type": "text", "text": "# Environment", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "Platform: linux"}]);
+        let r = parse(unknown_model_request(blocks)).unwrap();
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::System, Role::User]);
+        assert_eq!(
+            r.messages[0].text(),
+            "x-anthropic-billing-header: cc_version=2.1.332;\n\nYou are a Claude agent.\n\n# Environment\n\nPlatform: linux"
+        );
+        assert_eq!(r.messages[1].content.len(), 2);
+        assert_eq!(r.thinking.unwrap()["type"], "adaptive");
+        let params: Vec<&str> = r.parameters.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(params, ["max_tokens"], "effort is not a parameter");
+
+        // The next call: the note as a string, then the model's call and its result.
+        let mut body = unknown_model_request(json!("# Environment"));
+        let history = body["messages"].as_array_mut().unwrap();
+        history.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Write", "input": {}}]}));
+        history.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}));
+        let r = parse(body).unwrap();
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::Assistant, Role::Tool]
+        );
+        assert!(r.messages[0].text().ends_with("agent.\n\n# Environment"));
+    }
+
+    #[test]
+    fn system_messages_first_and_later_keep_their_order_without_a_system_field() {
+        let r = parse(json!({
+            "model": "m", "max_tokens": 10,
+            "messages": [
+                {"role": "system", "content": "First."},
+                {"role": "user", "content": "Hi."},
+                {"role": "system", "content": [{"type": "text", "text": "Second."}]},
+                {"role": "assistant", "content": "Hello."},
+                {"role": "system", "content": ""},
+                {"role": "user", "content": "Bye."}
+            ]
+        }))
+        .unwrap();
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::Assistant, Role::User]
+        );
+        assert_eq!(r.messages[0].text(), "First.\n\nSecond.");
+        // Two user messages a system message stood between are one user message.
+        let r = parse(json!({
+            "model": "m", "max_tokens": 10,
+            "messages": [
+                {"role": "user", "content": "A."},
+                {"role": "system", "content": "Note."},
+                {"role": "user", "content": "B."}
+            ]
+        }))
+        .unwrap();
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::System, Role::User]);
+        assert_eq!(r.messages[1].text(), "A.B.");
+    }
+
+    #[test]
+    fn a_system_message_takes_only_text_and_other_roles_are_refused() {
+        let with = |messages: Value| {
+            parse(json!({"model": "m", "max_tokens": 10, "messages": messages})).unwrap_err()
+        };
+        let e = with(json!([
+            {"role": "user", "content": "Hi."},
+            {"role": "system", "content": [{"type": "image", "source": {"type": "url", "url": "u"}}]}
+        ]));
+        assert_eq!(e.param.as_deref(), Some("messages[1].content[0].type"));
+        let e = with(json!([{"role": "user", "content": "Hi."}, {"role": "system", "content": 3}]));
+        assert_eq!(e.param.as_deref(), Some("messages[1].content"));
+        let e = with(json!([{"role": "developer", "content": "Hi."}]));
+        assert_eq!(e.param.as_deref(), Some("messages[0].role"));
+        assert!(
+            e.message.contains("user, assistant or system"),
+            "{}",
+            e.message
+        );
+        let e = with(json!([{"role": "system", "content": "Only a note."}]));
+        assert_eq!(e.param.as_deref(), Some("messages"));
+        let e = with(json!([{"role": "user", "content": "Hi.", "name": "me"}]));
+        assert_eq!(e.param.as_deref(), Some("messages[0].name"));
+    }
+
+    #[test]
+    fn adaptive_thinking_and_effort_are_taken_and_their_unknown_shapes_refused() {
+        let mut body = unknown_model_request(json!("# Environment"));
+        for thinking in [
+            json!({"type": "adaptive"}),
+            json!({"type": "adaptive", "display": "summarized"}),
+        ] {
+            body["thinking"] = thinking.clone();
+            assert_eq!(parse(body.clone()).unwrap().thinking, Some(thinking));
+        }
+        body["thinking"] = json!({"type": "adaptive", "budget_tokens": 2048});
+        let e = parse(body.clone()).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("thinking.budget_tokens"));
+        body["thinking"] = json!({"type": "adaptive"});
+        for effort in ["low", "medium", "high", "max"] {
+            body["output_config"] = json!({"effort": effort});
+            let r = parse(body.clone()).unwrap();
+            assert!(r.schema.is_none());
+            assert!(r.parameters.iter().all(|(k, _)| k == "max_tokens"));
+        }
+        body["output_config"] = json!({"effort": 3});
+        let e = parse(body.clone()).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("output_config.effort"));
+        body["output_config"] = json!({"effort": "high", "task_budget": 100});
+        let e = parse(body.clone()).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("output_config.task_budget"));
+        // With a format beside it, the format is still the answer's schema.
+        body["output_config"] = json!({"effort": "low", "format": {"type": "json_schema", "schema": {"type": "object"}}});
+        assert!(parse(body.clone()).unwrap().schema.is_some());
+        // count_tokens takes the same shapes.
+        body.as_object_mut().unwrap().remove("max_tokens");
+        body.as_object_mut().unwrap().remove("stream");
+        let r = MessagesRequest::parse(body.to_string().as_bytes(), true).unwrap();
+        assert_eq!(r.messages[0].role, Role::System);
+    }
+
+    #[test]
+    fn what_cannot_be_carried_is_refused_naming_it() {
+        let ok = json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]});
+        assert!(parse(ok.clone()).is_ok());
+        let with = |key: &str, value: Value| {
+            let mut b = ok.clone();
+            b[key] = value;
+            parse(b).unwrap_err()
+        };
+        let e = with(
+            "tools",
+            json!([{"type": "web_search_20250305", "name": "web_search"}]),
+        );
+        assert_eq!(e.param.as_deref(), Some("tools[0].type"));
+        assert!(e.message.contains("server tools"), "{}", e.message);
+        assert_eq!(
+            with("container", json!("c")).param.as_deref(),
+            Some("container")
+        );
+        assert_eq!(
+            with("mcp_servers", json!([])).param.as_deref(),
+            Some("mcp_servers")
+        );
+        let e = with(
+            "messages",
+            json!([{"role": "user", "content": [{"type": "document", "source": {}}]}]),
+        );
+        assert_eq!(e.param.as_deref(), Some("messages[0].content[0].type"));
+        let e = with("thinking", json!({"type": "enabled", "budget_tokens": 10}));
+        assert_eq!(e.param.as_deref(), Some("thinking.budget_tokens"));
+        let mut missing = ok.clone();
+        missing.as_object_mut().unwrap().remove("max_tokens");
+        assert_eq!(
+            parse(missing.clone()).unwrap_err().param.as_deref(),
+            Some("max_tokens")
+        );
+        // count_tokens takes no max_tokens.
+        assert!(MessagesRequest::parse(missing.to_string().as_bytes(), true).is_ok());
+        assert!(MessagesRequest::parse(ok.to_string().as_bytes(), true).is_err());
+    }
+}

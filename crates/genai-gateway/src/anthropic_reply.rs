@@ -1,0 +1,397 @@
+//! The answers of `POST /v1/messages`: the core's [`ModelReply`] as a whole `message`, or the
+//! turn's pieces as Anthropic's stream events (`message_start`, `ping`, then per content block
+//! `content_block_start`, its `text_delta`s, `thinking_delta`s or `input_json_delta`s and
+//! `content_block_stop`, a thinking block's `signature_delta` as the provider streams it;
+//! `message_delta` with the stop reason and usage, `message_stop` last,
+//! or an `error` event when the turn fails once streaming).
+//!
+//! It owns the reply's side of this API. It must never read a request nor run a turn
+//! (`anthropic.rs` does), and never say more than the reply holds: a signature the provider
+//! did not give is an empty string, a usage it did not report zeros.
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::respond::{reply_text, Finish, Shape};
+use super::turn::Piece;
+use super::{sse, Api, ApiError};
+use genai_core::format::{ModelReply, ToolCallDelta};
+use genai_core::message::{Part, Usage};
+
+/// The content block being streamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Text,
+    Thinking,
+    /// A tool call: the core's key of the call.
+    Call(usize),
+}
+
+/// The answer of one request, whole or as stream events.
+pub struct Events {
+    id: String,
+    /// As the request named it.
+    model: String,
+    /// The index of the next content block.
+    next: usize,
+    open: Option<Open>,
+    sent_text: bool,
+    sent_calls: bool,
+    /// Whether a signature was streamed (then the whole reply's is not sent again).
+    sent_signature: bool,
+}
+
+impl Events {
+    pub fn new(id: String, model: String) -> Events {
+        Events {
+            id,
+            model,
+            next: 0,
+            open: None,
+            sent_text: false,
+            sent_calls: false,
+            sent_signature: false,
+        }
+    }
+
+    /// Opens a block (closing the one open), its start event first in `out`.
+    fn open(&mut self, open: Open, block: Value, out: &mut Vec<Bytes>) {
+        self.close(out);
+        out.push(event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": self.next, "content_block": block}),
+        ));
+        self.open = Some(open);
+    }
+
+    fn close(&mut self, out: &mut Vec<Bytes>) {
+        if self.open.take().is_some() {
+            out.push(event(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": self.next}),
+            ));
+            self.next += 1;
+        }
+    }
+
+    fn delta(&self, delta: Value) -> Bytes {
+        event(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": self.next, "delta": delta}),
+        )
+    }
+
+    fn call(&mut self, d: &ToolCallDelta, out: &mut Vec<Bytes>) {
+        if self.open != Some(Open::Call(d.index)) {
+            let id = d.id.clone().unwrap_or_else(tool_use_id);
+            let block = json!({"type": "tool_use", "id": id, "name": d.name.clone().unwrap_or_default(), "input": {}});
+            self.open(Open::Call(d.index), block, out);
+            self.sent_calls = true;
+        }
+        if !d.arguments.is_empty() {
+            out.push(self.delta(json!({"type": "input_json_delta", "partial_json": d.arguments})));
+        }
+    }
+
+    /// The last events: what the model did not stream (a structured reply comes whole; a
+    /// thinking block still open gets its signature), the stop reason and usage.
+    fn end(&mut self, reply: &ModelReply) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        if self.open == Some(Open::Thinking) && !self.sent_signature {
+            if let Some(signature) = reply.message.content.iter().find_map(signature) {
+                out.push(self.delta(json!({"type": "signature_delta", "signature": signature})));
+            }
+        }
+        let text = reply_text(reply);
+        if !self.sent_text && !text.is_empty() {
+            self.open(Open::Text, json!({"type": "text", "text": ""}), &mut out);
+            out.push(self.delta(json!({"type": "text_delta", "text": text})));
+        }
+        if !self.sent_calls {
+            for (key, (id, name, arguments)) in reply.message.tool_calls().into_iter().enumerate() {
+                let block = json!({"type": "tool_use", "id": id, "name": name, "input": {}});
+                self.open(Open::Call(key), block, &mut out);
+                out.push(self.delta(
+                    json!({"type": "input_json_delta", "partial_json": arguments.to_string()}),
+                ));
+            }
+        }
+        self.close(&mut out);
+        let usage = usage(reply.usage.unwrap_or_default());
+        out.push(event(
+            "message_delta",
+            &json!({
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason(reply), "stop_sequence": reply.stop_sequence},
+                "usage": usage,
+            }),
+        ));
+        out.push(event("message_stop", &json!({"type": "message_stop"})));
+        out
+    }
+}
+
+impl Shape for Events {
+    fn whole(&self, reply: &ModelReply) -> Value {
+        let mut content = Vec::new();
+        for p in &reply.message.content {
+            match p {
+                Part::Reasoning {
+                    signature: Some(data),
+                    redacted: true,
+                    ..
+                } => content.push(json!({"type": "redacted_thinking", "data": data})),
+                Part::Reasoning {
+                    text, signature, ..
+                } => content.push(json!({"type": "thinking", "thinking": text, "signature": signature.clone().unwrap_or_default()})),
+                Part::Text { text } if !text.is_empty() => {
+                    content.push(json!({"type": "text", "text": text}))
+                }
+                Part::Json { value } => {
+                    content.push(json!({"type": "text", "text": value.to_string()}))
+                }
+                Part::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                    ..
+                } => content.push(json!({"type": "tool_use", "id": id, "name": name, "input": arguments})),
+                _ => {}
+            }
+        }
+        json!({
+            "id": self.id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": content,
+            "stop_reason": stop_reason(reply),
+            "stop_sequence": reply.stop_sequence,
+            "usage": usage(reply.usage.unwrap_or_default()),
+        })
+    }
+
+    fn start(&mut self) -> Vec<Bytes> {
+        let message = json!({
+            "id": self.id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": [],
+            "stop_reason": null,
+            "stop_sequence": null,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        });
+        vec![
+            event(
+                "message_start",
+                &json!({"type": "message_start", "message": message}),
+            ),
+            event("ping", &json!({"type": "ping"})),
+        ]
+    }
+
+    fn piece(&mut self, piece: Piece) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        match piece {
+            Piece::Text(t) if t.is_empty() => {}
+            Piece::Text(t) => {
+                if self.open != Some(Open::Text) {
+                    self.open(Open::Text, json!({"type": "text", "text": ""}), &mut out);
+                }
+                self.sent_text = true;
+                out.push(self.delta(json!({"type": "text_delta", "text": t})));
+            }
+            Piece::Reasoning(r) => {
+                if self.open != Some(Open::Thinking) {
+                    let block = json!({"type": "thinking", "thinking": "", "signature": ""});
+                    self.open(Open::Thinking, block, &mut out);
+                    self.sent_signature = false;
+                }
+                out.push(self.delta(json!({"type": "thinking_delta", "thinking": r})));
+            }
+            // It ends the thinking block it signs, which is still the open one.
+            Piece::Signature(s) if self.open == Some(Open::Thinking) => {
+                self.sent_signature = true;
+                out.push(self.delta(json!({"type": "signature_delta", "signature": s})));
+            }
+            Piece::Signature(_) => {}
+            Piece::Call(d) => self.call(&d, &mut out),
+            Piece::Done(Ok(reply)) => out = self.end(&reply),
+            // Once streaming, an error can only be an event, the last one.
+            Piece::Done(Err(e)) => out.push(event(
+                "error",
+                &ApiError::of(&e, None).body_in(Api::Anthropic),
+            )),
+        }
+        out
+    }
+}
+
+/// The signature of a readable reasoning part.
+fn signature(p: &Part) -> Option<&str> {
+    match p {
+        Part::Reasoning {
+            signature: Some(s),
+            redacted: false,
+            ..
+        } => Some(s),
+        _ => None,
+    }
+}
+
+/// A tool call's id when the provider streamed none.
+fn tool_use_id() -> String {
+    format!("toolu_{}", ulid::Ulid::new().to_string().to_lowercase())
+}
+
+/// The reply's stop reason in this API's words.
+fn stop_reason(reply: &ModelReply) -> &'static str {
+    match Finish::of(reply) {
+        Finish::Stop => "end_turn",
+        Finish::StopSequence => "stop_sequence",
+        Finish::Length => "max_tokens",
+        Finish::ToolCalls => "tool_use",
+        Finish::Filtered => "refusal",
+    }
+}
+
+/// The usage in this API's words: `input_tokens` without the cache's reads and writes, which
+/// have their own counts.
+fn usage(u: Usage) -> Value {
+    json!({
+        "input_tokens": u.uncached_input_tokens(),
+        "output_tokens": u.output_tokens,
+        "cache_creation_input_tokens": u.cache_write_tokens.unwrap_or(0),
+        "cache_read_input_tokens": u.cache_read_tokens.unwrap_or(0),
+    })
+}
+
+fn event(name: &str, data: &Value) -> Bytes {
+    sse::json_frame(Some(name), data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(frames: &[Bytes]) -> Vec<(String, Value)> {
+        frames
+            .iter()
+            .map(|f| {
+                let text = std::str::from_utf8(f).unwrap();
+                let (head, data) = text.trim_end().split_once('\n').unwrap();
+                let name = head.strip_prefix("event: ").unwrap().to_string();
+                let data = data.strip_prefix("data: ").unwrap();
+                (name, serde_json::from_str(data).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stream_of_thinking_text_and_a_call_is_three_blocks_with_their_indices() {
+        let mut e = Events::new("msg_1".into(), "m".into());
+        let mut frames = e.start();
+        for p in [
+            Piece::Reasoning("hmm".into()),
+            Piece::Text("Let me look.".into()),
+            Piece::Call(ToolCallDelta {
+                index: 7,
+                id: Some("call_1".into()),
+                name: Some("read".into()),
+                arguments: "{\"path\":".into(),
+            }),
+            Piece::Call(ToolCallDelta {
+                index: 7,
+                arguments: "\"a\"}".into(),
+                ..ToolCallDelta::default()
+            }),
+        ] {
+            frames.extend(e.piece(p));
+        }
+        let reply = ModelReply::assistant(
+            vec![
+                Part::reasoning("hmm", None),
+                Part::text("Let me look."),
+                Part::ToolCall {
+                    id: "call_1".into(),
+                    name: "read".into(),
+                    arguments: json!({"path": "a"}),
+                    signature: None,
+                },
+            ],
+            Some(Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                cache_read_tokens: Some(4),
+                cache_write_tokens: None,
+                reasoning_tokens: None,
+            }),
+            Some("tool_calls".into()),
+            None,
+        );
+        frames.extend(e.piece(Piece::Done(Ok(reply))));
+        let events = parse(&frames);
+        let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "message_start",
+                "ping",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+        assert_eq!(events[2].1["content_block"]["type"], "thinking");
+        assert_eq!(events[3].1["delta"]["type"], "thinking_delta");
+        assert_eq!(events[6].1["index"], 1);
+        assert_eq!(events[8].1["content_block"]["id"], "call_1");
+        assert_eq!(events[8].1["index"], 2);
+        assert_eq!(events[10].1["delta"]["partial_json"], "\"a\"}");
+        let delta = &events[12].1;
+        assert_eq!(delta["delta"]["stop_reason"], "tool_use");
+        assert_eq!(delta["usage"]["input_tokens"], 6);
+        assert_eq!(delta["usage"]["cache_read_input_tokens"], 4);
+        assert_eq!(delta["usage"]["output_tokens"], 5);
+    }
+
+    #[test]
+    fn a_whole_message_carries_signed_and_redacted_thinking_and_the_stop_reason() {
+        let e = Events::new("msg_1".into(), "m".into());
+        let reply = ModelReply::assistant(
+            vec![
+                Part::reasoning("hmm", Some("sig".into())),
+                Part::Reasoning {
+                    text: String::new(),
+                    signature: Some("enc".into()),
+                    redacted: true,
+                },
+                Part::text("Hi."),
+            ],
+            None,
+            Some("max_tokens".into()),
+            None,
+        );
+        let v = e.whole(&reply);
+        assert_eq!(
+            v["content"],
+            json!([
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "redacted_thinking", "data": "enc"},
+                {"type": "text", "text": "Hi."}
+            ])
+        );
+        assert_eq!(v["stop_reason"], "max_tokens");
+        assert_eq!(v["usage"]["output_tokens"], 0);
+    }
+}

@@ -1,0 +1,439 @@
+//! Who made a gateway request and what it cost: the [`Caller`] the gate admitted (a virtual
+//! key or the serve token, its client), filled in as the request runs (the model asked, the
+//! model that served it, the reply's usage), and written as one row of the history when the
+//! answer is whole, when a stream ends, or when the client drops it (`cancelled`). Rows go
+//! through a channel to a background writer that stores them in batches (those that came
+//! within [`GATHER`] of the first), one transaction each, so a request never waits on
+//! SQLite; what a row cost is added to its key's spending as it is queued, so budgets are
+//! checked against memory.
+//!
+//! It owns the recording. It must never store a key (only a key's name), never store bodies
+//! but for a key kept with them, and never store half of a reply: a stream the client dropped
+//! is recorded without its reply.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use jsonrpsee::server::HttpResponse;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+use super::keys::Key;
+use super::{aliases, ApiError};
+use genai_core::agent::AIAgent;
+use genai_core::error::Result;
+use genai_core::format::ModelReply;
+use genai_core::pricing::Price;
+use genai_core::select::ModelChoice;
+use genai_core::session::Framework;
+use genai_core::store::{now_ms, GatewayRequest, Store};
+
+/// The key name of requests made with the serve token.
+pub const SERVE_TOKEN: &str = "serve-token";
+
+/// Rows waiting for the writer; past this a row is dropped (and said in the log) rather than
+/// make a request wait.
+const QUEUED: usize = 16_384;
+
+/// The most rows written in one transaction.
+const BATCH: usize = 512;
+
+/// The name under which each recorded route's requests are stored.
+pub fn api_of(route: &str) -> Option<&'static str> {
+    match route {
+        "/v1/chat/completions" => Some("openai-chat"),
+        "/v1/messages" => Some("anthropic-messages"),
+        "/v1/responses" => Some("openai-responses"),
+        _ => None,
+    }
+}
+
+/// What the writer is sent. Rows are the common message and move once into the channel's
+/// slots: boxing them would add an allocation to every request for nothing.
+#[allow(clippy::large_enum_variant)]
+enum Message {
+    Row(GatewayRequest),
+    Flush(oneshot::Sender<()>),
+}
+
+/// The queue of rows to the background writer.
+#[derive(Clone)]
+pub struct Ledger {
+    tx: mpsc::Sender<Message>,
+    /// Ends the writer's gathering early: a flush is waiting, or a batch is full.
+    hurry: Arc<Notify>,
+}
+
+impl Ledger {
+    /// Starts the writer of `store`'s rows.
+    pub fn start(store: Arc<Store>) -> Ledger {
+        let (tx, rx) = mpsc::channel(QUEUED);
+        let hurry = Arc::new(Notify::new());
+        tokio::spawn(write(store, rx, hurry.clone()));
+        Ledger { tx, hurry }
+    }
+
+    /// Queues a row, adding its cost to its key's spending.
+    fn record(&self, row: GatewayRequest, key: Option<&Key>) {
+        if let (Some(key), Some(cost)) = (key, row.cost) {
+            key.spend(cost);
+        }
+        if self.tx.try_send(Message::Row(row)).is_err() {
+            tracing::warn!("the gateway's request log is behind: a request's row is dropped");
+        }
+        if QUEUED - self.tx.capacity() >= BATCH {
+            self.hurry.notify_one();
+        }
+    }
+
+    /// Waits until every row queued so far is stored.
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(Message::Flush(done)).await.is_ok() {
+            self.hurry.notify_one();
+            let _ = wait.await;
+        }
+    }
+}
+
+/// How long the writer gathers rows after the first of a batch before it stores them: one
+/// transaction (and one wake of a blocking thread) per this much time under load, instead of
+/// one per request, which took a tenth of `genai serve`'s CPU. Meanwhile the rows wait in the
+/// channel without waking the writer (waking it for each took a task wake and a timer per
+/// request). A flush, or a full batch, ends the gathering at once.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(100);
+
+async fn write(store: Arc<Store>, mut rx: mpsc::Receiver<Message>, hurry: Arc<Notify>) {
+    let mut inbox = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut inbox, BATCH).await > 0 {
+        let flushing = |inbox: &[Message]| inbox.iter().any(|m| matches!(m, Message::Flush(_)));
+        if inbox.len() < BATCH && !flushing(&inbox) {
+            tokio::select! {
+                () = tokio::time::sleep(GATHER) => {}
+                () = hurry.notified() => {}
+            }
+            // The channel keeps order: the rows queued before a flush are in hand.
+            while inbox.len() < BATCH {
+                match rx.try_recv() {
+                    Ok(m) => inbox.push(m),
+                    Err(_) => break,
+                }
+            }
+        }
+        let (mut rows, mut flushed) = (Vec::new(), Vec::new());
+        for m in inbox.drain(..) {
+            match m {
+                Message::Row(r) => rows.push(r),
+                Message::Flush(done) => flushed.push(done),
+            }
+        }
+        if !rows.is_empty() {
+            let store = store.clone();
+            let n = rows.len();
+            match tokio::task::spawn_blocking(move || store.record_gateway_requests(&rows)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!("cannot store {n} gateway requests: {}", e.message),
+                Err(e) => tracing::warn!("storing {n} gateway requests failed: {e}"),
+            }
+        }
+        flushed.into_iter().for_each(|done| {
+            let _ = done.send(());
+        });
+    }
+}
+
+/// One admitted request: who makes it, then what it asked and what answered, until its row is
+/// recorded.
+pub struct Caller {
+    key: Option<Arc<Key>>,
+    ledger: Ledger,
+    started: Instant,
+    row: GatewayRequest,
+    price: Option<Price>,
+    /// Whether its row went to a stream's [`Tally`] (or is not to be recorded).
+    handed_over: bool,
+}
+
+impl Caller {
+    /// A request admitted with `key` (`None`: the serve token) from `client` (its User-Agent).
+    pub fn new(key: Option<Arc<Key>>, ledger: Ledger, client: Option<&str>) -> Caller {
+        let row = GatewayRequest {
+            created_at: now_ms(),
+            key_name: key
+                .as_ref()
+                .map_or(SERVE_TOKEN, |k| k.row.name.as_str())
+                .to_string(),
+            client: client.map(|c| c.chars().take(200).collect()),
+            ..GatewayRequest::default()
+        };
+        Caller {
+            key,
+            ledger,
+            started: Instant::now(),
+            row,
+            price: None,
+            handed_over: true,
+        }
+    }
+
+    /// The key's name, or [`SERVE_TOKEN`].
+    pub fn key_name(&self) -> &str {
+        &self.row.key_name
+    }
+
+    /// Records the request under `api` when it ends ([`Caller::finish`]).
+    pub(super) fn recorded_as(&mut self, api: &'static str) {
+        self.row.api = api.to_string();
+        self.handed_over = false;
+    }
+
+    /// Whether its request and reply bodies are kept (a key created with `--keep-bodies`).
+    fn keeps_bodies(&self) -> bool {
+        self.key.as_ref().is_some_and(|k| k.row.keep_bodies)
+    }
+
+    /// Keeps the request's body with its row, when its key says so; gives it back.
+    pub(super) fn keep(&mut self, body: Bytes) -> Bytes {
+        if self.keeps_bodies() {
+            self.row.request_body = Some(String::from_utf8_lossy(&body).into_owned());
+        }
+        body
+    }
+
+    /// The agent of the request's `model`: an alias of `[serve.models]` resolved, refused
+    /// (403) when the key may not use it, then chosen as `genai ask -m` chooses.
+    pub(super) fn agent(
+        &mut self,
+        fw: &Arc<Framework>,
+        model: &str,
+    ) -> std::result::Result<AIAgent, ApiError> {
+        self.row.model = Some(model.to_string());
+        let resolved = aliases::resolve(&fw.config().serve.models, model);
+        if let Some(key) = &self.key {
+            if !key.allows(model, resolved) {
+                return Err(ApiError {
+                    code: Some("model_not_allowed"),
+                    ..ApiError::new(
+                        http::StatusCode::FORBIDDEN,
+                        "permission_error",
+                        format!(
+                            "key {} may not use model `{model}` (it may use: {})",
+                            key.row.name,
+                            key.row.models.join(", ")
+                        ),
+                    )
+                });
+            }
+        }
+        let choice = ModelChoice::Named(resolved.unwrap_or(model).to_string());
+        let agent = fw.request_agent(&choice).map_err(|e| {
+            let mut refused = ApiError::of(&e, Some("model"));
+            if e.kind == genai_core::error::ErrorKind::UnknownComponent {
+                refused.message.push_str(&named_since_start(model));
+            }
+            refused
+        })?;
+        if let Ok(m) = agent.model() {
+            self.row.served_by = Some(format!("{}:{}", agent.provider.name, m.model));
+        }
+        self.price = agent.price.as_ref().map(|p| p.price);
+        Ok(agent)
+    }
+
+    /// Notes who answered (a fallback of the agent asked for, maybe), and prices the reply at
+    /// its model's price.
+    pub(super) fn served(&mut self, served: &super::turn::Served) {
+        if !served.model.is_empty() {
+            self.row.served_by = Some(served.model.clone());
+            self.price = served.price;
+        }
+    }
+
+    /// Notes a whole reply and its answer's body.
+    pub(super) fn whole(&mut self, reply: &ModelReply, body: &Value) {
+        self.usage_of(reply);
+        if self.keeps_bodies() {
+            self.row.reply_body = Some(body.to_string());
+        }
+    }
+
+    fn usage_of(&mut self, reply: &ModelReply) {
+        if let Some(u) = &reply.usage {
+            self.row.input_tokens = Some(u.input_tokens);
+            self.row.output_tokens = Some(u.output_tokens);
+            self.row.cost = self.price.map(|p| p.cost(u));
+        }
+    }
+
+    /// Hands the row over to a stream, which records it when it ends or is dropped; its
+    /// first byte goes out now.
+    pub(super) fn stream(&mut self) -> Tally {
+        let recorded = !self.handed_over;
+        self.handed_over = true;
+        let mut row = std::mem::take(&mut self.row);
+        row.first_byte_ms = Some(self.started.elapsed().as_millis() as u64);
+        Tally {
+            caller: Caller {
+                key: self.key.clone(),
+                ledger: self.ledger.clone(),
+                started: self.started,
+                row,
+                price: self.price,
+                handed_over: !recorded,
+            },
+        }
+    }
+
+    /// Records the request with the answer's status (unless a stream took it) and gives the
+    /// answer back.
+    pub fn finish(mut self, response: HttpResponse) -> HttpResponse {
+        if !self.handed_over {
+            self.row.first_byte_ms = Some(self.started.elapsed().as_millis() as u64);
+            self.record(response.status().as_str().to_string());
+        }
+        response
+    }
+
+    fn record(&mut self, status: String) {
+        self.handed_over = true;
+        let mut row = std::mem::take(&mut self.row);
+        row.status = status;
+        row.latency_ms = self.started.elapsed().as_millis() as u64;
+        self.ledger.record(row, self.key.as_deref());
+    }
+}
+
+/// The row of a streamed answer, recorded when the stream ends or, `cancelled`, when it is
+/// dropped before.
+pub struct Tally {
+    caller: Caller,
+}
+
+impl Tally {
+    /// Whether the reply is to be kept with the row.
+    pub fn keeps_bodies(&self) -> bool {
+        self.caller.keeps_bodies()
+    }
+
+    /// Records the end of the stream: the whole reply (and `body`, the reply as one answer,
+    /// when kept), or the error that ended it.
+    pub fn done(&mut self, result: &Result<ModelReply>, body: Option<Value>) {
+        if self.caller.handed_over {
+            return;
+        }
+        match result {
+            Ok(reply) => {
+                self.caller.usage_of(reply);
+                self.caller.row.reply_body = body.map(|b| b.to_string());
+                self.caller.record("200".into());
+            }
+            Err(e) => {
+                let status = ApiError::of(e, None).status;
+                self.caller.record(status.as_str().to_string());
+            }
+        }
+    }
+}
+
+impl Drop for Tally {
+    fn drop(&mut self) {
+        if !self.caller.handed_over {
+            self.caller.row.reply_body = None;
+            self.caller.record("cancelled".into());
+        }
+    }
+}
+
+/// When the config file as it is now names `model` (an agent or an alias) though the serve's
+/// config, read when it started, does not: the words telling the user to restart the serve.
+/// Only a refused name pays for reading the file.
+fn named_since_start(model: &str) -> String {
+    let Ok(path) = genai_core::config::Paths::from_env().map(|p| p.config_file()) else {
+        return String::new();
+    };
+    match genai_core::config::Config::load(&path) {
+        Ok(now) if now.agents.contains_key(model) || now.serve.models.contains_key(model) => {
+            // Not the file's path: a key's client need not learn the serve's folders.
+            format!(
+                "; genai's config names `{model}` now, but this serve read it when it started: restart the serve (`genai serve --stop`, then start it again)"
+            )
+        }
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn rows(store: &Store, ledger: &Ledger) -> Vec<GatewayRequest> {
+        ledger.flush().await;
+        let mut rows = store.gateway_requests(None, 100).unwrap();
+        rows.reverse();
+        rows
+    }
+
+    #[tokio::test]
+    async fn a_whole_answer_a_finished_stream_and_a_dropped_one_are_one_row_each() {
+        let store = Arc::new(Store::in_memory().unwrap());
+        let ledger = Ledger::start(store.clone());
+
+        let mut whole = Caller::new(None, ledger.clone(), Some("sdk/1.0"));
+        whole.recorded_as("openai-chat");
+        whole.row.model = Some("m".into());
+        let answer = super::super::json_response(http::StatusCode::OK, &Value::Null);
+        assert_eq!(whole.finish(answer).status(), http::StatusCode::OK);
+
+        let mut streamed = Caller::new(None, ledger.clone(), None);
+        streamed.recorded_as("anthropic-messages");
+        let mut tally = streamed.stream();
+        let reply = ModelReply::assistant(
+            Vec::new(),
+            Some(genai_core::message::Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+                ..Default::default()
+            }),
+            None,
+            None,
+        );
+        tally.done(&Ok(reply), None);
+        drop(tally);
+        // The route's own `finish` after a stream took the row records nothing more.
+        let _ = streamed.finish(super::super::json_response(
+            http::StatusCode::OK,
+            &Value::Null,
+        ));
+
+        let mut dropped = Caller::new(None, ledger.clone(), None);
+        dropped.recorded_as("openai-chat");
+        drop(dropped.stream());
+
+        let mut unrecorded = Caller::new(None, ledger.clone(), None);
+        let _ = unrecorded.stream();
+        let _ = unrecorded.finish(super::super::json_response(
+            http::StatusCode::OK,
+            &Value::Null,
+        ));
+
+        let rows = rows(&store, &ledger).await;
+        let seen: Vec<_> = rows
+            .iter()
+            .map(|r| (r.api.as_str(), r.status.as_str(), r.key_name.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("openai-chat", "200", SERVE_TOKEN),
+                ("anthropic-messages", "200", SERVE_TOKEN),
+                ("openai-chat", "cancelled", SERVE_TOKEN),
+            ]
+        );
+        assert_eq!(rows[0].client.as_deref(), Some("sdk/1.0"));
+        assert_eq!(rows[1].input_tokens, Some(7));
+        assert!(rows[1].first_byte_ms.is_some());
+        assert_eq!(rows[2].input_tokens, None);
+        assert!(rows.iter().all(|r| r.request_body.is_none()));
+    }
+}

@@ -1,0 +1,233 @@
+//! The gateway: other vendors' HTTP APIs on `genai serve`'s address, so the tools and SDKs a
+//! user already has run on every model genai reaches. Today: OpenAI's `GET /v1/models`
+//! (`models.rs`) and `POST /v1/chat/completions` (`openai_chat.rs` reads the request,
+//! `completion.rs` writes the answer), `POST /v1/responses` (`responses.rs` reads, with
+//! `responses_tools.rs` for its tools, `responses_reply.rs` writes), Anthropic's `POST /v1/messages` and
+//! `/v1/messages/count_tokens` (`anthropic.rs` reads, with `anthropic_tools.rs` for its tools,
+//! `anthropic_reply.rs` writes, `count_tokens.rs` estimates). Beside
+//! them: `turn.rs` runs a turn on the core, `respond.rs` answers it whole or streamed,
+//! `error.rs` writes errors in each API's shape, `fields.rs` reads a request's fields. Who may
+//! call: `access.rs` (the serve token or a virtual key of `keys.rs`, within its limits);
+//! `ledger.rs` records each request with its key, model, usage and cost; `aliases.rs`
+//! resolves `[serve.models]` names.
+//!
+//! This file owns routing the `/v1/` paths and reading a request's body within the limit. The
+//! serve's gate admits the caller ([`Access`]) before a request gets here (`rpc/ws`). It must never forward a client's body upstream (every turn
+//! goes through the core: [`turn`]), never put genai's provider keys in an answer or a log,
+//! and never hold a conversation: the client sends the whole history each time.
+
+mod access;
+mod aliases;
+mod anthropic;
+mod anthropic_reply;
+mod anthropic_tools;
+mod completion;
+mod count_tokens;
+mod error;
+mod fields;
+mod keys;
+mod ledger;
+mod models;
+mod openai_chat;
+mod respond;
+mod responses;
+mod responses_reply;
+mod responses_tools;
+pub mod sse;
+mod turn;
+
+pub use access::Access;
+use error::INVALID_REQUEST;
+pub use error::{Api, ApiError};
+pub use keys::{hash as key_hash, hex as key_hex};
+pub use ledger::{Caller, SERVE_TOKEN};
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use jsonrpsee::server::{HttpBody, HttpResponse};
+use serde_json::Value;
+
+use genai_core::session::Framework;
+
+/// The paths of the gateway's APIs start with this.
+const PREFIX: &str = "/v1/";
+
+/// Whether a plain HTTP request is for the gateway.
+pub fn is_gateway<B>(req: &http::Request<B>) -> bool {
+    req.uri().path().starts_with(PREFIX)
+}
+
+/// What a request's body may be: past `bytes` it is refused (413), and it must have come
+/// whole `within` this (408), so a client trickling it does not hold its connection forever.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit {
+    pub bytes: u32,
+    pub within: std::time::Duration,
+}
+
+/// The answer to a gateway request of `caller`, whom the gate admitted; `limit` is what its
+/// body may be. A turn's request is recorded with the caller's key when it ends.
+pub async fn answer(
+    req: http::Request<hyper::body::Incoming>,
+    fw: &Arc<Framework>,
+    limit: BodyLimit,
+    mut caller: Caller,
+) -> HttpResponse {
+    let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    let route = path.trim_end_matches('/');
+    let api = Api::of_path(route);
+    if let (Some(recorded), &http::Method::POST) = (ledger::api_of(route), &method) {
+        caller.recorded_as(recorded);
+    }
+    let c = &mut caller;
+    let response = match (route, method) {
+        ("/v1/models", http::Method::GET) => json_response(http::StatusCode::OK, &models::list(fw)),
+        ("/v1/chat/completions", http::Method::POST) => match read_body(req, limit).await {
+            Ok(body) => openai_chat::answer(&c.keep(body), fw, c).await,
+            Err(e) => e.response(),
+        },
+        ("/v1/responses", http::Method::POST) => match read_body(req, limit).await {
+            Ok(body) => responses::answer(&c.keep(body), fw, c).await,
+            Err(e) => e.response(),
+        },
+        ("/v1/messages", http::Method::POST) => match read_body(req, limit).await {
+            Ok(body) => anthropic::answer(&c.keep(body), fw, c).await,
+            Err(e) => e.response_in(api),
+        },
+        ("/v1/messages/count_tokens", http::Method::POST) => match read_body(req, limit).await {
+            Ok(body) => anthropic::count_tokens(&body, fw, c),
+            Err(e) => e.response_in(api),
+        },
+        (
+            "/v1/models"
+            | "/v1/chat/completions"
+            | "/v1/responses"
+            | "/v1/messages"
+            | "/v1/messages/count_tokens",
+            m,
+        ) => ApiError::new(
+            http::StatusCode::METHOD_NOT_ALLOWED,
+            INVALID_REQUEST,
+            format!("{route} does not take {m}"),
+        )
+        .response_in(api),
+        _ => ApiError::new(
+            http::StatusCode::NOT_FOUND,
+            INVALID_REQUEST,
+            format!(
+                "genai's gateway has no route {path} (it serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/messages/count_tokens)"
+            ),
+        )
+        .response_in(api),
+    };
+    caller.finish(response)
+}
+
+/// The whole body of a request, refused past `limit` (413 over its bytes, 408 when it has not
+/// come within its time).
+pub async fn read_body<B>(req: http::Request<B>, limit: BodyLimit) -> Result<Bytes, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let within = limit.within;
+    match tokio::time::timeout(within, read_body_within(req, limit.bytes)).await {
+        Ok(read) => read,
+        Err(_) => Err(ApiError::new(
+            http::StatusCode::REQUEST_TIMEOUT,
+            INVALID_REQUEST,
+            format!(
+                "the request body did not come whole within {} s",
+                within.as_secs_f64()
+            ),
+        )),
+    }
+}
+
+async fn read_body_within<B>(req: http::Request<B>, limit: u32) -> Result<Bytes, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let too_large = || {
+        ApiError::new(
+            http::StatusCode::PAYLOAD_TOO_LARGE,
+            INVALID_REQUEST,
+            format!("the request body is over this server's limit of {limit} bytes"),
+        )
+    };
+    let declared = req
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > u64::from(limit)) {
+        return Err(too_large());
+    }
+    match http_body_util::Limited::new(req.into_body(), limit as usize)
+        .collect()
+        .await
+    {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(e) => Err(ApiError::new(
+            http::StatusCode::BAD_REQUEST,
+            INVALID_REQUEST,
+            format!("the request body could not be read: {e}"),
+        )),
+    }
+}
+
+/// Reads a request's body as the route of `path` does, into the core's terms (messages,
+/// tools, schema, parameters), with no framework and no turn: the fuzz targets' way in. An
+/// unknown path is a 404.
+#[doc(hidden)]
+pub fn parse_request(path: &str, body: &[u8]) -> Result<(), ApiError> {
+    match path {
+        "/v1/chat/completions" => openai_chat::ChatRequest::parse(body).map(drop),
+        "/v1/responses" => responses::ResponsesRequest::parse(body).map(drop),
+        "/v1/messages" => anthropic::MessagesRequest::parse(body, false).map(drop),
+        "/v1/messages/count_tokens" => anthropic::MessagesRequest::parse(body, true).map(drop),
+        _ => Err(ApiError::new(
+            http::StatusCode::NOT_FOUND,
+            INVALID_REQUEST,
+            format!("no parser for {path}"),
+        )),
+    }
+}
+
+/// A JSON answer.
+pub fn json_response(status: http::StatusCode, body: &Value) -> HttpResponse {
+    // `to_vec` writes straight into its buffer; `to_string` goes through `fmt`.
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut r = HttpResponse::new(HttpBody::from(bytes));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_413_and_within_it_is_read() {
+        let req = |body: &'static str| {
+            http::Request::new(http_body_util::Full::new(Bytes::from_static(
+                body.as_bytes(),
+            )))
+        };
+        let limit = BodyLimit {
+            bytes: 4,
+            within: std::time::Duration::from_secs(30),
+        };
+        let e = read_body(req("0123456789"), limit).await.unwrap_err();
+        assert_eq!(e.status, http::StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(&read_body(req("0123"), limit).await.unwrap()[..], b"0123");
+    }
+}

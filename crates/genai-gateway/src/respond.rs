@@ -1,0 +1,174 @@
+//! The HTTP answer of a gateway turn, whatever API it came in: the request's parameters set
+//! on its agent's model, then the turn run whole (one JSON body) or streamed (server-sent
+//! events as the model streams), each API's own [`Shape`] writing the bodies. A streamed turn
+//! that fails before its first piece is an error answer with its status, not a stream.
+//!
+//! It hands each turn's reply to its caller's row ([`Caller`]): a stream's row is recorded
+//! when the stream ends, or as cancelled when the client drops it.
+//!
+//! It owns this plumbing only. It must never read a request's body nor write an API's JSON
+//! (the API's files do), and never hold a piece back: each event goes out as it comes.
+
+use bytes::Bytes;
+use futures::StreamExt;
+use jsonrpsee::server::HttpResponse;
+use serde_json::Value;
+
+use super::turn::{self, Piece, Served, Turn};
+use super::{sse, Api, ApiError, Caller};
+use genai_core::agent::AIAgent;
+use genai_core::error::Error;
+use genai_core::format::{self, ModelReply};
+
+/// How one API writes a turn's answer.
+pub trait Shape: Send + 'static {
+    /// The whole answer's body.
+    fn whole(&self, reply: &ModelReply) -> Value;
+    /// The first events of a stream.
+    fn start(&mut self) -> Vec<Bytes>;
+    /// The events of one piece; `Piece::Done` is the last.
+    fn piece(&mut self, piece: Piece) -> Vec<Bytes>;
+}
+
+/// Runs the turn and answers it in `shape`, streamed or whole; the reply's usage goes to the
+/// `caller`'s row (a stream records it when it ends or is dropped).
+pub async fn run(
+    turn: Turn,
+    stream: bool,
+    api: Api,
+    mut shape: impl Shape,
+    caller: &mut Caller,
+) -> HttpResponse {
+    if !stream {
+        return match turn::whole(turn).await {
+            Ok((r, served)) => {
+                let body = shape.whole(&r);
+                caller.served(&served);
+                caller.whole(&r, &body);
+                let mut answer = super::json_response(http::StatusCode::OK, &body);
+                say_served(&mut answer, &served);
+                answer
+            }
+            Err(e) => ApiError::of(&e, None).response_in(api),
+        };
+    }
+    let (answerer, pieces) = turn::streamed(turn);
+    let mut pieces = Box::pin(pieces);
+    // The status is decided by the first piece: a turn that fails before any text is an
+    // error answer, not a stream of one error event.
+    let first = match pieces.next().await {
+        Some(Piece::Done(Err(e))) => return ApiError::of(&e, None).response_in(api),
+        Some(p) => p,
+        None => return ApiError::of(&Error::internal("the turn ended"), None).response_in(api),
+    };
+    let head = shape.start();
+    // Who answers is known once the first piece came (a fallback is tried only before).
+    let served = answerer.served();
+    caller.served(&served);
+    let mut tally = caller.stream();
+    let rest = futures::stream::once(async { first })
+        .chain(pieces)
+        .flat_map(move |p| {
+            if let Piece::Done(result) = &p {
+                let kept = match result {
+                    Ok(reply) if tally.keeps_bodies() => Some(shape.whole(reply)),
+                    _ => None,
+                };
+                tally.done(result, kept);
+            }
+            futures::stream::iter(shape.piece(p))
+        });
+    let mut answer = sse::response(futures::stream::iter(head).chain(rest));
+    say_served(&mut answer, &served);
+    answer
+}
+
+/// The header naming the model that answered (`x-genai-served-by: PROVIDER:MODEL`), and the
+/// fallback agent when one answered for the agent asked for (`x-genai-fallback: AGENT`).
+fn say_served(answer: &mut HttpResponse, served: &Served) {
+    let headers = answer.headers_mut();
+    if let Ok(v) = http::HeaderValue::from_str(&served.model) {
+        headers.insert("x-genai-served-by", v);
+    }
+    if let Some(v) = served
+        .fallback
+        .as_deref()
+        .and_then(|f| http::HeaderValue::from_str(f).ok())
+    {
+        headers.insert("x-genai-fallback", v);
+    }
+}
+
+/// Sets the request's parameters on its agent's model: each checked by the model's format,
+/// refused naming the request's field. A token limit (`max_tokens`, `max_completion_tokens`,
+/// `max_output_tokens`)
+/// and stop sequences (`stop`, `stop_sequences`) go to the format's own parameter of that
+/// meaning when it has none of the field's name.
+pub fn set_parameters(agent: &AIAgent, parameters: &[(String, Value)]) -> Result<(), ApiError> {
+    let spec = agent
+        .model()
+        .map_err(|e| ApiError::of(&e, None))?
+        .format
+        .spec();
+    let takes = |name: &str| spec.parameters.iter().any(|p| p.name == name);
+    for (field, value) in parameters {
+        let name = match field.as_str() {
+            f if takes(f) => f,
+            "max_tokens" | "max_completion_tokens" | "max_output_tokens" => {
+                format::sampling::MAX_TOKENS.name
+            }
+            f @ ("stop" | "stop_sequences") => {
+                format::parameters::stop_parameter(spec.parameters).unwrap_or(f)
+            }
+            f => f,
+        };
+        agent
+            .set_parameter(name, value.clone())
+            .map_err(|e| ApiError::of(&e, Some(field)))?;
+    }
+    Ok(())
+}
+
+/// How a reply ended, whatever the provider's words for it; each API says it in its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// It ended on its own.
+    Stop,
+    /// At one of the request's stop sequences (where the provider tells it apart).
+    StopSequence,
+    /// At its token limit.
+    Length,
+    /// With tool calls for the client to run.
+    ToolCalls,
+    /// Refused or filtered by the provider.
+    Filtered,
+}
+
+impl Finish {
+    pub fn of(reply: &ModelReply) -> Finish {
+        if reply.message.has_tool_calls() {
+            return Finish::ToolCalls;
+        }
+        match reply.finish_reason.as_deref() {
+            Some(r) if format::at_token_limit(r) => Finish::Length,
+            Some("stop_sequence") => Finish::StopSequence,
+            Some("content_filter" | "SAFETY" | "RECITATION" | "PROHIBITED_CONTENT" | "refusal") => {
+                Finish::Filtered
+            }
+            _ => Finish::Stop,
+        }
+    }
+}
+
+/// The reply's answer as text (a `Json` part as its JSON text).
+pub fn reply_text(reply: &ModelReply) -> String {
+    let mut out = String::new();
+    for p in &reply.message.content {
+        match p {
+            genai_core::message::Part::Text { text } => out.push_str(text),
+            genai_core::message::Part::Json { value } => out.push_str(&value.to_string()),
+            _ => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,660 @@
+//! `POST /v1/responses`: OpenAI's Responses API on the core (what Codex speaks). A request's
+//! `instructions`, its `input` (a string, or items: messages of any role with `input_text`,
+//! `input_image`, `output_text` and `refusal` content; `function_call`, `function_call_output`
+//! and `reasoning` items), its function `tools`, `tool_choice`, `parallel_tool_calls`,
+//! `text.format` and sampling settings become the core's [`Message`]s, [`ToolSpec`]s,
+//! [`ResponseSchema`] and the model's parameters; the turn runs as any turn of genai
+//! ([`turn`](super::turn)); the reply comes back as a `response` object or streamed as the
+//! API's events (`responses_reply.rs`).
+//!
+//! It owns reading this API's requests. It must never drop what a request asks silently: a
+//! field genai cannot carry, a tool only OpenAI's servers run (web search, file search,
+//! computer use, code interpreter, MCP, ...), or server-side state (`previous_response_id`,
+//! `conversation`, `background`, `store: true`) is refused with a 400 naming it. Hints with no
+//! effect on what the client gets back (`metadata`, `user`, `prompt_cache_key`, `include`,
+//! `service_tier`, `truncation`, Codex's `client_metadata`) are accepted and not carried.
+
+use std::sync::Arc;
+
+use jsonrpsee::server::HttpResponse;
+use serde_json::{json, Map, Value};
+
+use super::fields::{array, boolean, object, only, string, text_of, with_role};
+use super::openai_chat::image_part;
+use super::respond;
+use super::responses_reply::{Events, NAMESPACE_SEPARATOR};
+use super::responses_tools::tools;
+use super::turn::Turn;
+use super::{fields, Api, ApiError, Caller};
+use genai_core::agent::AIAgent;
+use genai_core::format::{ResponseSchema, ToolSpec};
+use genai_core::message::{Message, Part, Role};
+use genai_core::session::Framework;
+
+/// Fields accepted and not carried: hints about storage, caching, billing and logging that
+/// change nothing in the answer genai gives.
+const IGNORED: &[&str] = &[
+    "metadata",
+    "user",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "safety_identifier",
+    "include",
+    "service_tier",
+    "truncation",
+    "client_metadata",
+    "stream_options",
+];
+
+/// The answer to one request body.
+pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
+    let (request, agent) = match prepare(body, fw, caller) {
+        Ok(r) => r,
+        Err(e) => return e.response(),
+    };
+    let events = Events::new(
+        format!("resp_{}", ulid::Ulid::new().to_string().to_lowercase()),
+        genai_core::format::openai_chat_reply::now_secs(),
+        request.echo,
+    )
+    .with_namespaces(request.namespaces);
+    let not_offered = request.not_offered.join(", ");
+    let turn = Turn {
+        agent,
+        messages: request.messages,
+        tools: request.tools,
+        schema: request.schema,
+    };
+    let mut answer = respond::run(turn, request.stream, Api::OpenAi, events, caller).await;
+    if let Ok(v) = http::HeaderValue::from_str(&not_offered) {
+        if !not_offered.is_empty() {
+            answer.headers_mut().insert(NOT_OFFERED, v);
+        }
+    }
+    answer
+}
+
+/// The header naming the hosted tools of a request that were not offered to the model.
+pub const NOT_OFFERED: &str = "x-genai-tools-not-offered";
+
+/// The request read and its agent made, its parameters set.
+fn prepare(
+    body: &[u8],
+    fw: &Arc<Framework>,
+    caller: &mut Caller,
+) -> Result<(ResponsesRequest, AIAgent), ApiError> {
+    let request = ResponsesRequest::parse(body)?;
+    let agent = caller.agent(fw, &request.model)?;
+    respond::set_parameters(&agent, &request.parameters)?;
+    if let Some(effort) = &request.effort {
+        set_effort(&agent, effort)?;
+    }
+    if request.json_object {
+        agent
+            .set_parameter("response_format", json!({"type": "json_object"}))
+            .map_err(|e| ApiError::of(&e, Some("text.format")))?;
+    }
+    if request.no_parallel_calls {
+        agent
+            .set_parameter("parallel_tool_calls", json!(false))
+            .map_err(|_| {
+                ApiError::invalid(
+                    "parallel_tool_calls",
+                    "the chosen model's format cannot turn parallel tool calls off",
+                )
+            })?;
+    }
+    Ok((request, agent))
+}
+
+/// `reasoning.effort` where the chosen model's format has a setting of that name (OpenAI's
+/// `reasoning_effort`); elsewhere the model reasons as it is configured to, as the Messages
+/// API's `output_config.effort` does.
+fn set_effort(agent: &AIAgent, effort: &str) -> Result<(), ApiError> {
+    let model = agent.model().map_err(|e| ApiError::of(&e, None))?;
+    let takes = model
+        .format
+        .spec()
+        .parameters
+        .iter()
+        .any(|p| p.name == "reasoning_effort");
+    if takes {
+        agent
+            .set_parameter("reasoning_effort", json!(effort))
+            .map_err(|e| ApiError::of(&e, Some("reasoning.effort")))?;
+    }
+    Ok(())
+}
+
+/// What a request asks, in the core's terms.
+#[derive(Debug, Default)]
+pub(super) struct ResponsesRequest {
+    model: String,
+    messages: Vec<Message>,
+    tools: Vec<ToolSpec>,
+    schema: Option<ResponseSchema>,
+    /// The model's parameters to set: (the request's field, its value).
+    parameters: Vec<(String, Value)>,
+    effort: Option<String>,
+    /// `text.format` asks for any JSON object: the model's own `response_format`.
+    json_object: bool,
+    no_parallel_calls: bool,
+    stream: bool,
+    /// What the `response` object says back of the request (its tools, settings, ...).
+    echo: Map<String, Value>,
+    /// The tool namespaces whose functions were offered as `NS__NAME`.
+    namespaces: Vec<String>,
+    /// Hosted tools of the request (web search) not offered to the model.
+    not_offered: Vec<String>,
+}
+
+impl ResponsesRequest {
+    pub(super) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
+        let fields = fields::body(body)?;
+        let mut r = ResponsesRequest::default();
+        let mut instructions = None;
+        let mut input = None;
+        for (key, value) in fields {
+            if value.is_null() {
+                continue;
+            }
+            match key.as_str() {
+                "model" => r.model = string(value, "model")?,
+                "instructions" => {
+                    instructions = Some(string(value.clone(), "instructions")?);
+                    r.echo.insert(key, value);
+                }
+                "input" => input = Some(value),
+                "stream" => r.stream = boolean(value, "stream")?,
+                "tools" => {
+                    (r.tools, r.namespaces, r.not_offered) = tools(value.clone())?;
+                    r.echo.insert(key, value);
+                }
+                "tool_choice" => {
+                    let choice = fields::tool_choice(&value, &["name"])?;
+                    r.parameters.push((key.clone(), choice));
+                    r.echo.insert(key, value);
+                }
+                "parallel_tool_calls" => {
+                    r.no_parallel_calls = !boolean(value.clone(), "parallel_tool_calls")?;
+                    r.echo.insert(key, value);
+                }
+                "text" => {
+                    r.schema = text(value.clone(), &mut r.json_object)?;
+                    r.echo.insert(key, value);
+                }
+                "reasoning" => {
+                    r.effort = reasoning(value.clone())?;
+                    r.echo.insert(key, value);
+                }
+                "store" if value == json!(false) => {
+                    r.echo.insert(key, value);
+                }
+                "store" => {
+                    return Err(ApiError::invalid(
+                        "store",
+                        "genai keeps no responses on the server: send false or leave it out",
+                    ))
+                }
+                "previous_response_id" | "conversation" | "prompt" => {
+                    return Err(ApiError::invalid(
+                        key,
+                        "genai keeps no responses nor conversations on the server: send the whole history in `input`",
+                    ))
+                }
+                "background" if value == json!(false) => {}
+                "background" => {
+                    return Err(ApiError::invalid(
+                        key,
+                        "genai runs no background responses: leave it out",
+                    ))
+                }
+                "temperature" | "top_p" | "max_output_tokens" => {
+                    r.echo.insert(key.clone(), value.clone());
+                    r.parameters.push((key, value));
+                }
+                k if IGNORED.contains(&k) => {
+                    r.echo.insert(key, value);
+                }
+                _ => return Err(ApiError::invalid(key, "genai's gateway cannot carry it")),
+            }
+        }
+        if r.model.trim().is_empty() {
+            return Err(ApiError::invalid(
+                "model",
+                "is required: an agent of genai's config or PROVIDER:MODEL (GET /v1/models)",
+            ));
+        }
+        let Some(input) = input else {
+            return Err(ApiError::invalid("input", "is required"));
+        };
+        r.messages = messages(instructions, input)?;
+        r.echo.insert("model".into(), json!(r.model));
+        Ok(r)
+    }
+}
+
+/// The conversation: `instructions` and the system and developer messages joined into one
+/// system message first, then the input's items. Consecutive assistant-side items (reasoning,
+/// an assistant message, function calls) are one assistant message and consecutive call
+/// outputs one tool message, as the core keeps a round of calls.
+fn messages(instructions: Option<String>, input: Value) -> Result<Vec<Message>, ApiError> {
+    let mut system: Vec<String> = instructions.into_iter().filter(|i| !i.is_empty()).collect();
+    let mut out: Vec<Message> = Vec::new();
+    let items = match input {
+        Value::String(text) => vec![json!({"role": "user", "content": text})],
+        Value::Array(items) => items,
+        _ => {
+            return Err(ApiError::invalid(
+                "input",
+                "must be a string or an array of items",
+            ))
+        }
+    };
+    if items.is_empty() {
+        return Err(ApiError::invalid("input", "must not be empty"));
+    }
+    for (i, item) in items.into_iter().enumerate() {
+        let at = format!("input[{i}]");
+        let mut item = object(item, &at)?;
+        let kind = match item.get("type") {
+            None | Some(Value::Null) => "message".to_string(),
+            Some(Value::String(t)) => t.clone(),
+            Some(_) => return Err(ApiError::invalid(format!("{at}.type"), "must be a string")),
+        };
+        match kind.as_str() {
+            "message" => {
+                only(&item, &at, &["type", "id", "status", "role", "content"])?;
+                let role = string(item.remove("role").unwrap_or_default(), &format!("{at}.role"))?;
+                let content = item.remove("content").unwrap_or_default();
+                let content_at = format!("{at}.content");
+                match role.as_str() {
+                    "system" | "developer" => {
+                        let parts = content_parts(content, &content_at, &["input_text"])?;
+                        system.push(text_of(&parts));
+                    }
+                    "user" => {
+                        let kinds = ["input_text", "input_image"];
+                        let parts = content_parts(content, &content_at, &kinds)?;
+                        out.push(with_role(Role::User, parts));
+                    }
+                    "assistant" => {
+                        let kinds = ["output_text", "refusal", "input_text"];
+                        let parts = content_parts(content, &content_at, &kinds)?;
+                        assistant(&mut out).content.extend(parts);
+                    }
+                    other => {
+                        return Err(ApiError::invalid(
+                            format!("{at}.role"),
+                            format!("`{other}` is not user, assistant, system or developer"),
+                        ))
+                    }
+                }
+            }
+            "function_call" => {
+                only(
+                    &item,
+                    &at,
+                    &["type", "id", "status", "call_id", "name", "namespace", "arguments"],
+                )?;
+                // A call of a namespace's tool is sent as the name it was offered under.
+                if let Some(ns) = item.remove("namespace").filter(|n| !n.is_null()) {
+                    let ns = string(ns, &format!("{at}.namespace"))?;
+                    if let Some(Value::String(name)) = item.get_mut("name") {
+                        *name = format!("{ns}{NAMESPACE_SEPARATOR}{name}");
+                    }
+                }
+                let call = function_call(item, &at)?;
+                assistant(&mut out).content.push(call);
+            }
+            "function_call_output" => {
+                only(&item, &at, &["type", "id", "status", "call_id", "output"])?;
+                let call_id = string(
+                    item.remove("call_id").unwrap_or_default(),
+                    &format!("{at}.call_id"),
+                )?;
+                let output_at = format!("{at}.output");
+                let content = match item.remove("output") {
+                    Some(Value::String(s)) => vec![Part::text(s)],
+                    Some(v @ Value::Array(_)) => {
+                        content_parts(v, &output_at, &["input_text", "input_image"])?
+                    }
+                    _ => {
+                        return Err(ApiError::invalid(
+                            output_at,
+                            "must be a string or an array of input_text and input_image parts",
+                        ))
+                    }
+                };
+                let result = Part::ToolResult {
+                    tool_call_id: call_id,
+                    content,
+                    is_error: false,
+                };
+                match out.last_mut() {
+                    Some(last) if last.role == Role::Tool => last.content.push(result),
+                    _ => out.push(with_role(Role::Tool, vec![result])),
+                }
+            }
+            "reasoning" => {
+                let part = reasoning_item(item, &at)?;
+                assistant(&mut out).content.push(part);
+            }
+            other => {
+                return Err(ApiError::invalid(
+                    format!("{at}.type"),
+                    format!(
+                        "a `{other}` item cannot be carried (only message, function_call, function_call_output and reasoning)"
+                    ),
+                ))
+            }
+        }
+    }
+    if !system.is_empty() {
+        out.insert(0, Message::system(system.join("\n\n")));
+    }
+    Ok(out)
+}
+
+/// The assistant message the next assistant-side item joins: the last one when it is the
+/// assistant's, else a new one.
+fn assistant(out: &mut Vec<Message>) -> &mut Message {
+    if out.last().is_none_or(|m| m.role != Role::Assistant) {
+        out.push(with_role(Role::Assistant, Vec::new()));
+    }
+    let last = out.len() - 1;
+    &mut out[last]
+}
+
+/// A message's content: a string, or an array of parts of the `kinds` this role may send.
+fn content_parts(content: Value, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
+    fields::content(content, at, "part", kinds, |kind, mut p, at| {
+        let mut text =
+            |name: &str| string(p.remove(name).unwrap_or_default(), &format!("{at}.{name}"));
+        match kind {
+            "input_image" => {
+                let url = text("image_url")?;
+                only(&p, at, &["detail"])?;
+                let mut image = Map::new();
+                image.insert("url".into(), json!(url));
+                if let Some(detail) = p.remove("detail") {
+                    image.insert("detail".into(), detail);
+                }
+                image_part(image, at)
+            }
+            "refusal" => {
+                let refusal = text("refusal")?;
+                only(&p, at, &[])?;
+                Ok(Part::text(refusal))
+            }
+            // Text: a model's `output_text` may come back with its annotations and log
+            // probabilities, which say nothing the text does not.
+            _ => {
+                let t = text("text")?;
+                only(&p, at, &["annotations", "logprobs"])?;
+                Ok(Part::text(t))
+            }
+        }
+    })
+}
+
+/// A `function_call` item: the call the model made, which the client ran.
+fn function_call(mut item: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
+    let id = string(
+        item.remove("call_id").unwrap_or_default(),
+        &format!("{at}.call_id"),
+    )?;
+    let name = string(
+        item.remove("name").unwrap_or_default(),
+        &format!("{at}.name"),
+    )?;
+    let args_at = format!("{at}.arguments");
+    let arguments = match item.remove("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(Value::String(s)) if s.trim().is_empty() => json!({}),
+        Some(Value::String(s)) => serde_json::from_str(&s)
+            .map_err(|e| ApiError::invalid(&args_at, format!("is not JSON: {e}")))?,
+        Some(_) => return Err(ApiError::invalid(args_at, "must be a string of JSON")),
+    };
+    Ok(Part::ToolCall {
+        id,
+        name,
+        arguments,
+        signature: None,
+    })
+}
+
+/// A `reasoning` item sent back: its summary and content as the reasoning's text, its
+/// `encrypted_content` as the signature genai gave it (a reasoning item without text is the
+/// provider's redacted reasoning).
+fn reasoning_item(item: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
+    only(
+        &item,
+        at,
+        &[
+            "type",
+            "id",
+            "status",
+            "summary",
+            "content",
+            "encrypted_content",
+        ],
+    )?;
+    let mut text = String::new();
+    for key in ["summary", "content"] {
+        let Some(list) = item.get(key).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let list_at = format!("{at}.{key}");
+        for (j, part) in array(list.clone(), &list_at)?.into_iter().enumerate() {
+            let part_at = format!("{list_at}[{j}]");
+            let part = object(part, &part_at)?;
+            only(&part, &part_at, &["type", "text"])?;
+            let piece = string(
+                part.get("text").cloned().unwrap_or_default(),
+                &format!("{part_at}.text"),
+            )?;
+            if !text.is_empty() && !piece.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&piece);
+        }
+    }
+    let signature = match item.get("encrypted_content") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(string(v.clone(), &format!("{at}.encrypted_content"))?),
+    };
+    let redacted = text.is_empty() && signature.is_some();
+    Ok(Part::Reasoning {
+        text,
+        signature,
+        redacted,
+    })
+}
+
+/// `text`: its `format` a JSON Schema (the core's structured output), `json_object` (the
+/// model's own `response_format`) or plain text; its `verbosity` a hint not carried.
+fn text(value: Value, json_object: &mut bool) -> Result<Option<ResponseSchema>, ApiError> {
+    let mut m = object(value, "text")?;
+    only(&m, "text", &["format", "verbosity"])?;
+    let Some(format) = m.remove("format").filter(|f| !f.is_null()) else {
+        return Ok(None);
+    };
+    let at = "text.format";
+    let mut f = object(format, at)?;
+    match f.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => {
+            *json_object = true;
+            Ok(None)
+        }
+        Some("json_schema") => {
+            only(&f, at, &["type", "name", "schema", "strict", "description"])?;
+            let name = f.get("name").and_then(Value::as_str).map(str::to_string);
+            let schema = f
+                .remove("schema")
+                .ok_or_else(|| ApiError::invalid(format!("{at}.schema"), "is required"))?;
+            ResponseSchema::new(name.as_deref(), schema)
+                .map(Some)
+                .map_err(|e| ApiError::invalid(at, e.message))
+        }
+        _ => Err(ApiError::invalid(
+            "text.format.type",
+            "must be text, json_object or json_schema",
+        )),
+    }
+}
+
+/// `reasoning`: its `effort`, when given; its `summary` (how much of the reasoning to show)
+/// is accepted, and the reasoning the model gives is shown whole.
+fn reasoning(value: Value) -> Result<Option<String>, ApiError> {
+    let m = object(value, "reasoning")?;
+    only(&m, "reasoning", &["effort", "summary", "generate_summary"])?;
+    match m.get("effort") {
+        None | Some(Value::Null) => Ok(None),
+        Some(e) => string(e.clone(), "reasoning.effort").map(Some),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(body: Value) -> Result<ResponsesRequest, ApiError> {
+        ResponsesRequest::parse(body.to_string().as_bytes())
+    }
+
+    #[test]
+    fn a_codex_request_becomes_the_cores_messages_tools_and_parameters() {
+        let r = parse(json!({
+            "model": "openai:gpt-x",
+            "instructions": "Be brief.",
+            "input": [
+                {"type": "message", "id": "msg_1", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List files."}]},
+                {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "I should run ls."}], "encrypted_content": "sig"},
+                {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}"},
+                {"type": "function_call", "call_id": "call_2", "name": "exec_command", "arguments": "{\"cmd\":\"pwd\"}"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"},
+                {"type": "function_call_output", "call_id": "call_2", "output": [{"type": "input_text", "text": "/w"}]},
+                {"role": "assistant", "content": [{"type": "output_text", "text": "Done.", "annotations": []}]},
+                {"role": "user", "content": "Thanks"}
+            ],
+            "tools": [{"type": "function", "name": "exec_command", "description": "Run.", "strict": false,
+                       "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}],
+            "tool_choice": "auto",
+            "parallel_tool_calls": true,
+            "reasoning": {"summary": "auto"},
+            "store": false,
+            "stream": true,
+            "include": ["reasoning.encrypted_content"],
+            "prompt_cache_key": "k",
+            "client_metadata": {"session_id": "s"},
+            "max_output_tokens": 100,
+            "temperature": 0.5
+        }))
+        .unwrap();
+        assert!(r.stream && !r.no_parallel_calls);
+        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::System,
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::User
+            ]
+        );
+        assert_eq!(r.messages[0].text(), "Be brief.\n\nYou are Codex.");
+        let calls = r.messages[2].tool_calls();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].0, "call_1");
+        assert_eq!(calls[0].2, json!({"cmd": "ls"}));
+        assert_eq!(r.messages[2].reasoning(), "I should run ls.");
+        assert_eq!(r.messages[3].content.len(), 2);
+        assert_eq!(r.tools[0].name, "exec_command");
+        let names: Vec<&str> = r.parameters.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["tool_choice", "max_output_tokens", "temperature"]);
+    }
+
+    use super::super::responses_reply::split_namespaced;
+
+    #[test]
+    fn a_namespaces_functions_are_offered_by_a_joined_name_and_web_search_is_named_not_offered() {
+        let r = parse(json!({"model": "m", "input": [
+                {"type": "function_call", "call_id": "c1", "namespace": "agents", "name": "spawn", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "ok"}],
+            "tools": [
+                {"type": "namespace", "name": "agents", "description": "Sub-agents.", "tools": [
+                    {"type": "function", "name": "spawn", "description": "Spawn.", "strict": false,
+                     "parameters": {"type": "object"}}]},
+                {"type": "web_search", "external_web_access": false},
+                {"type": "function", "name": "ls", "parameters": {"type": "object"}}]}))
+        .unwrap();
+        let names: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["agents__spawn", "ls"]);
+        assert_eq!(r.namespaces, ["agents"]);
+        assert_eq!(r.not_offered, ["web_search"]);
+        let calls: Vec<_> = r.messages.iter().flat_map(|m| m.tool_calls()).collect();
+        assert_eq!(calls[0].1, "agents__spawn");
+        let ns = r.namespaces.clone();
+        assert_eq!(
+            split_namespaced("agents__spawn", &ns),
+            Some(("agents", "spawn"))
+        );
+        assert_eq!(split_namespaced("ls", &ns), None);
+        assert_eq!(split_namespaced("agentsX__spawn", &ns), None);
+    }
+
+    #[test]
+    fn what_cannot_be_carried_is_refused_naming_the_field() {
+        let with = |k: &str, v: Value| {
+            let mut body = json!({"model": "m", "input": "hi"});
+            body[k] = v;
+            parse(body).unwrap_err().param.unwrap()
+        };
+        assert_eq!(
+            with("previous_response_id", json!("resp_1")),
+            "previous_response_id"
+        );
+        assert_eq!(with("store", json!(true)), "store");
+        assert_eq!(with("no_such", json!(1)), "no_such");
+        assert_eq!(
+            with("tools", json!([{"type": "file_search"}])),
+            "tools[0].type"
+        );
+        assert_eq!(
+            with("input", json!([{"type": "item_reference", "id": "x"}])),
+            "input[0].type"
+        );
+        assert_eq!(
+            with(
+                "input",
+                json!([{"role": "user", "content": [{"type": "input_file"}]}])
+            ),
+            "input[0].content[0].type"
+        );
+        assert_eq!(
+            with(
+                "text",
+                json!({"format": {"type": "json_schema", "name": "x"}})
+            ),
+            "text.format.schema"
+        );
+        assert_eq!(
+            parse(json!({"model": "m"})).unwrap_err().param.unwrap(),
+            "input"
+        );
+        assert_eq!(
+            parse(json!({"input": "hi"})).unwrap_err().param.unwrap(),
+            "model"
+        );
+        let r = parse(json!({"model": "m", "input": "hi", "parallel_tool_calls": false,
+            "text": {"format": {"type": "json_schema", "name": "w", "schema": {"type": "object"}, "strict": true}}}))
+        .unwrap();
+        assert!(r.no_parallel_calls && r.schema.is_some());
+        assert_eq!(r.messages[0].text(), "hi");
+    }
+}

@@ -1,0 +1,27 @@
+//! The JSON-RPC 2.0 daemon, a front-end on the core and a method table on the shared JSON-RPC
+//! peer (`genai_peer`: framing, the bounded writer, requests to the client): typed protocol
+//! and its schemas, error codes, the client port that turns core events into notifications,
+//! the method table (`methods`) naming the handler of each request (`handlers`), the session
+//! that dispatches by it (`dispatch`), and its two transports: stdio
+//! (`server`) and WebSocket for several clients (`ws`, `genai serve`). Only the command line,
+//! which starts it, depends on this crate.
+
+pub mod command_handlers;
+pub mod command_protocol;
+pub mod dispatch;
+pub mod editor_protocol;
+pub mod errors;
+pub mod handlers;
+pub mod ids;
+pub mod listings;
+pub mod mcp_protocol;
+pub mod methods;
+pub mod port;
+pub mod protocol;
+pub mod schema;
+pub mod server;
+pub mod tool_protocol;
+pub mod ws;
+
+#[cfg(test)]
+mod tests;

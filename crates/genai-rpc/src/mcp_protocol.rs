@@ -1,0 +1,65 @@
+//! The typed params and results of the methods over MCP servers' resources and prompts
+//! (`ListResources`, `ReadResource`, `ListPrompts`, `GetPrompt`); `protocol` re-exports them.
+//!
+//! Like `protocol`, it owns wire names only and must never hold behaviour.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::listings::{McpPrompt, McpResource, SourceError};
+use genai_core::message::{Message, Part};
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListMcpParams {
+    /// MCP server names; default: the enabled ones.
+    #[serde(default)]
+    pub sources: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ListResourcesResult {
+    pub resources: Vec<McpResource>,
+    /// Servers that could not be reached.
+    pub errors: Vec<SourceError>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReadResourceParams {
+    /// The MCP server's name.
+    pub source: String,
+    pub uri: String,
+}
+
+/// A resource's contents as message parts, ready to go into a message as context: text (headed
+/// by the resource's URI) and images.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReadResourceResult {
+    pub contents: Vec<Part>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ListPromptsResult {
+    pub prompts: Vec<McpPrompt>,
+    /// Servers that could not be reached.
+    pub errors: Vec<SourceError>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetPromptParams {
+    /// The MCP server's name.
+    pub source: String,
+    pub name: String,
+    /// The prompt's arguments (default none).
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+}
+
+/// The prompt's messages, ready to send (`OnNewMessage`, `SendPrompt`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct GetPromptResult {
+    pub messages: Vec<Message>,
+}

@@ -15,7 +15,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
         let paths = genai_core::config::Paths::from_env()?;
         let token = match std::env::var("GENAI_SERVE_TOKEN") {
             Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
-            _ => std::fs::read_to_string(genai_rpc::ws::auth::token_path(&paths.config_dir))
+            _ => std::fs::read_to_string(genai_server::auth::token_path(&paths.config_dir))
                 .map(|t| t.trim().to_string())
                 .map_err(|e| {
                     Error::new(

@@ -1,5 +1,6 @@
-//! `genai serve`: the daemon's protocol over WebSocket for several clients (see
-//! `genai_rpc::ws`), with a token, an origin allow list, limits and a web chat page.
+//! `genai serve`: the daemon's protocol over WebSocket for several clients, the gateway's APIs
+//! and a web chat page behind one front door (`genai_server`), with a token, an origin allow
+//! list and limits.
 //! Prints one line, `listening on ws://ADDR`, and serves until interrupted; on stderr, the
 //! chat page's address with the token (`http://ADDR/#token=TOKEN`): the page genai carries,
 //! or the folder `--web-root` names in its place. A `--web-root` that is not a folder holding
@@ -18,8 +19,8 @@ use genai_core::config::{Config, Paths};
 use genai_core::error::{Error, ErrorKind};
 use genai_core::session::Framework;
 use genai_core::store::Store;
-use genai_rpc::ws::roots::{self, Roots};
-use genai_rpc::ws::{self, auth, presence, Limits, Options};
+use genai_server::roots::{self, Roots};
+use genai_server::{auth, presence, Limits, Options};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -143,7 +144,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
     };
     let shown = options.roots.shown();
     let token = options.token.clone();
-    let running = ws::start(fw.clone(), options).await?;
+    let running = genai_server::start(fw.clone(), options).await?;
     let announced = presence::announce(&paths.config_dir, running.addr)
         .map_err(|e| tracing::warn!("ask and chat will not find this serve: {}", e.message))
         .ok();

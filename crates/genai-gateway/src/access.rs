@@ -12,7 +12,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use jsonrpsee::server::HttpResponse;
+use crate::HttpResponse;
 
 use super::keys::{self, Keys, Refusal};
 use super::ledger::{api_of, Caller, Ledger};

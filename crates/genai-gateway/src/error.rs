@@ -8,7 +8,7 @@
 //! core's error holds (`Error::new` masked every secret in it), and never decide a status from
 //! an error's text: only from its kind and the upstream's HTTP status.
 
-use jsonrpsee::server::HttpResponse;
+use crate::HttpResponse;
 use serde_json::{json, Value};
 
 use genai_core::error::{Error, ErrorKind};

@@ -14,8 +14,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::HttpResponse;
 use bytes::Bytes;
-use jsonrpsee::server::HttpResponse;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 

@@ -12,7 +12,7 @@
 //! resolves `[serve.models]` names.
 //!
 //! This file owns routing the `/v1/` paths and reading a request's body within the limit. The
-//! serve's gate admits the caller ([`Access`]) before a request gets here (`rpc/ws`). It must never forward a client's body upstream (every turn
+//! serve's front door (`genai-server`) admits the caller ([`Access`]) before a request gets here. It must never forward a client's body upstream (every turn
 //! goes through the core: [`turn`]), never put genai's provider keys in an answer or a log,
 //! and never hold a conversation: the client sends the whole history each time.
 
@@ -21,6 +21,7 @@ mod aliases;
 mod anthropic;
 mod anthropic_reply;
 mod anthropic_tools;
+pub mod body;
 mod completion;
 mod count_tokens;
 mod error;
@@ -37,6 +38,7 @@ pub mod sse;
 mod turn;
 
 pub use access::Access;
+pub use body::{Body, HttpResponse};
 use error::INVALID_REQUEST;
 pub use error::{Api, ApiError};
 pub use keys::{hash as key_hash, hex as key_hex};
@@ -44,9 +46,9 @@ pub use ledger::{Caller, SERVE_TOKEN};
 
 use std::sync::Arc;
 
+use body::full;
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use jsonrpsee::server::{HttpBody, HttpResponse};
 use serde_json::Value;
 
 use genai_core::session::Framework;
@@ -202,7 +204,7 @@ pub fn parse_request(path: &str, body: &[u8]) -> Result<(), ApiError> {
 pub fn json_response(status: http::StatusCode, body: &Value) -> HttpResponse {
     // `to_vec` writes straight into its buffer; `to_string` goes through `fmt`.
     let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut r = HttpResponse::new(HttpBody::from(bytes));
+    let mut r = HttpResponse::new(full(bytes));
     *r.status_mut() = status;
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,

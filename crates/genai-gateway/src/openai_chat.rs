@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use jsonrpsee::server::HttpResponse;
+use crate::HttpResponse;
 use serde_json::{json, Map, Value};
 
 use super::completion::Chunks;

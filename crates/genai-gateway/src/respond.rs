@@ -9,9 +9,9 @@
 //! It owns this plumbing only. It must never read a request's body nor write an API's JSON
 //! (the API's files do), and never hold a piece back: each event goes out as it comes.
 
+use crate::HttpResponse;
 use bytes::Bytes;
 use futures::StreamExt;
-use jsonrpsee::server::HttpResponse;
 use serde_json::Value;
 
 use super::turn::{self, Piece, Served, Turn};

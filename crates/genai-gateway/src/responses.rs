@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use jsonrpsee::server::HttpResponse;
+use crate::HttpResponse;
 use serde_json::{json, Map, Value};
 
 use super::fields::{array, boolean, object, only, string, text_of, with_role};

@@ -5,9 +5,9 @@
 //! each frame goes out as it comes, and dropping the body drops the stream behind it (which is
 //! how a client that goes away cancels the request upstream).
 
+use crate::body::{self, HttpResponse};
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
-use jsonrpsee::server::{HttpBody, HttpResponse};
+use futures::Stream;
 
 use genai_core::format::StreamEvent;
 
@@ -47,8 +47,7 @@ pub fn json_frame(event: Option<&str>, data: &impl serde::Serialize) -> Bytes {
 
 /// A `200 text/event-stream` answer sending `frames` as they come.
 pub fn response(frames: impl Stream<Item = Bytes> + Send + 'static) -> HttpResponse {
-    let frames = frames.map(|f| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(f)));
-    let mut r = HttpResponse::new(HttpBody::new(http_body_util::StreamBody::new(frames)));
+    let mut r = HttpResponse::new(body::stream(frames));
     let headers = r.headers_mut();
     headers.insert(
         http::header::CONTENT_TYPE,

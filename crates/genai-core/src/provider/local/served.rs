@@ -5,7 +5,7 @@
 //! This file owns the route's wire (the request, the error body, the stream's error event)
 //! and the client's half: sending a prepared request and reading the answer back as the
 //! in-process engine gives it, so the conversation, its output and its history are the same.
-//! The serving half is `rpc/ws/warm.rs`. It must never decide whether to connect (the front-end
+//! The serving half is `genai-server`'s `warm.rs`. It must never decide whether to connect (the front-end
 //! does, from `--no-connect` and the config) and never fail a request the engine here could
 //! run: a serve that is gone, runs another model or refuses the token means "load it here".
 

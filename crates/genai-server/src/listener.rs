@@ -1,6 +1,6 @@
 //! The accept loop of `genai serve`: each accepted socket becomes an HTTP/1.1 connection
 //! (hyper, with upgrades for the WebSocket protocol) whose requests go to the gate
-//! ([`super::handle`]). It owns what keeps a crowd of clients from taking the server down: a
+//! ([`Router`]). It owns what keeps a crowd of clients from taking the server down: a
 //! request's head must arrive within the read timeout (so a client trickling its headers, or a
 //! keep-alive connection left idle that long, is closed), the open connections are counted and
 //! past the cap the oldest is asked to close (at once when idle, after its answer otherwise), so
@@ -15,12 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hyper_util::rt::{TokioIo, TokioTimer};
-use jsonrpsee::server::{stop_channel, StopHandle};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
-use super::connection::Shared;
-use super::{handle, Builder, Gate};
+use super::router::Router;
+use super::Limits;
 
 /// File descriptors kept for everything but clients' connections (the store, the upstream
 /// connections, the models' files).
@@ -130,12 +130,10 @@ fn cap(wanted: usize) -> usize {
 /// Accepts connections until `stop`, each served on its own task.
 pub(super) async fn accept(
     listener: TcpListener,
-    builder: Builder,
-    shared: Arc<Shared>,
-    gate: Arc<Gate>,
-    stop: StopHandle,
+    router: Arc<Router>,
+    limits: Limits,
+    stop: CancellationToken,
 ) {
-    let limits = shared.limits.clone();
     let open = Arc::new(Open {
         cap: cap(limits.open_connections),
         next: AtomicU64::new(0),
@@ -148,7 +146,7 @@ pub(super) async fn accept(
     loop {
         let socket = tokio::select! {
             s = listener.accept() => s,
-            _ = stop.clone().shutdown() => break,
+            _ = stop.cancelled() => break,
         };
         let socket = match socket {
             Ok((s, _)) => s,
@@ -157,31 +155,20 @@ pub(super) async fn accept(
                 open.close_oldest();
                 tokio::select! {
                     _ = tokio::time::sleep(ACCEPT_BACKOFF) => continue,
-                    _ = stop.clone().shutdown() => break,
+                    _ = stop.cancelled() => break,
                 }
             }
         };
         // Frames go out as soon as they are written: with Nagle's algorithm a notification
-        // waited for the client's delayed ACK, about 40 ms a turn (jsonrpsee sets this only on
-        // the connections it accepts itself).
+        // waited for the client's delayed ACK, about 40 ms a turn.
         if let Err(e) = socket.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY: {e}");
         }
         let place = open.admit();
-        // Each connection has its own stop handle (a slow client is stopped alone) that the
-        // server's stop also triggers.
-        let (conn_stop, conn_handle) = stop_channel();
-        let server_stop = stop.clone();
-        let stopper = conn_handle.clone();
-        tokio::spawn(async move {
-            server_stop.shutdown().await;
-            let _ = stopper.stop();
-        });
-        let (shared, gate, builder) = (shared.clone(), gate.clone(), builder.clone());
+        let router = router.clone();
         let svc = hyper::service::service_fn(move |req| {
-            let (shared, gate, builder) = (shared.clone(), gate.clone(), builder.clone());
-            let (conn_stop, conn_handle) = (conn_stop.clone(), conn_handle.clone());
-            handle(req, shared, gate, builder, conn_stop, conn_handle)
+            let router = router.clone();
+            async move { Ok::<_, std::convert::Infallible>(router.answer(req).await) }
         });
         let conn = http
             .serve_connection(TokioIo::new(socket), svc)
@@ -191,7 +178,7 @@ pub(super) async fn accept(
             tokio::pin!(conn);
             let ended = tokio::select! {
                 r = &mut conn => r,
-                _ = server_stop.shutdown() => {
+                _ = server_stop.cancelled() => {
                     conn.as_mut().graceful_shutdown();
                     conn.await
                 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 use base64::Engine as _;
-use jsonrpsee::server::{HttpBody, HttpResponse};
+use genai_gateway::body::{self, Body, HttpResponse};
 
 /// One file of the page in the binary.
 struct Asset {
@@ -54,7 +54,7 @@ pub fn answer(
         return reply(
             http::StatusCode::METHOD_NOT_ALLOWED,
             "text/plain",
-            HttpBody::from("the WebSocket is at / (with Upgrade)"),
+            body::full("the WebSocket is at / (with Upgrade)"),
         );
     }
     let name = match path {
@@ -82,7 +82,7 @@ pub fn answer(
             reply(
                 http::StatusCode::NOT_MODIFIED,
                 content_type(name),
-                HttpBody::empty(),
+                body::empty(),
             )
         } else {
             file(name, asset.bytes.to_vec(), "no-cache")
@@ -92,11 +92,7 @@ pub fn answer(
     }
     if path == "/favicon.ico" {
         // Browsers ask for an icon on their own; there is none.
-        return reply(
-            http::StatusCode::NO_CONTENT,
-            "text/plain",
-            HttpBody::empty(),
-        );
+        return reply(http::StatusCode::NO_CONTENT, "text/plain", body::empty());
     }
     not_found()
 }
@@ -107,11 +103,7 @@ fn file(name: &str, bytes: Vec<u8>, cache: &'static str) -> HttpResponse {
         "index.html" => (with_nonce(&bytes).into_bytes(), "no-store"),
         _ => (bytes, cache),
     };
-    let mut r = reply(
-        http::StatusCode::OK,
-        content_type(name),
-        HttpBody::from(bytes),
-    );
+    let mut r = reply(http::StatusCode::OK, content_type(name), body::full(bytes));
     r.headers_mut().insert(
         http::header::CACHE_CONTROL,
         http::HeaderValue::from_static(cache),
@@ -156,11 +148,11 @@ fn not_found() -> HttpResponse {
     reply(
         http::StatusCode::NOT_FOUND,
         "text/plain",
-        HttpBody::from("not found"),
+        body::full("not found"),
     )
 }
 
-fn reply(status: http::StatusCode, content_type: &'static str, body: HttpBody) -> HttpResponse {
+fn reply(status: http::StatusCode, content_type: &'static str, body: Body) -> HttpResponse {
     let mut r = HttpResponse::new(body);
     *r.status_mut() = status;
     let headers = r.headers_mut();

@@ -10,7 +10,7 @@
 //! conversation: the client keeps the conversation and its history.
 
 use futures::StreamExt;
-use jsonrpsee::server::{HttpBody, HttpResponse};
+use genai_gateway::body::{self, Body, HttpResponse};
 
 use genai_core::error::{Error, ErrorKind};
 use genai_core::format::{openai_chat, ModelRequest};
@@ -86,7 +86,7 @@ pub async fn answer(
         Ok(ProviderResponse::Complete(body)) => reply(
             http::StatusCode::OK,
             "application/json",
-            HttpBody::from(body.to_vec()),
+            body::full(body.to_vec()),
         ),
         Ok(ProviderResponse::Events(events)) => {
             // Each event becomes one SSE frame; an error ends the stream with an error event,
@@ -140,11 +140,11 @@ pub fn refuse(status: http::StatusCode, e: &Error, run_here: bool) -> HttpRespon
     reply(
         status,
         "application/json",
-        HttpBody::from(serde_json::to_vec(&body).unwrap_or_default()),
+        body::full(serde_json::to_vec(&body).unwrap_or_default()),
     )
 }
 
-fn reply(status: http::StatusCode, content_type: &'static str, body: HttpBody) -> HttpResponse {
+fn reply(status: http::StatusCode, content_type: &'static str, body: Body) -> HttpResponse {
     let mut r = HttpResponse::new(body);
     *r.status_mut() = status;
     r.headers_mut().insert(

@@ -1,0 +1,131 @@
+//! The routes of `genai serve`, in the order a request is matched: the warm local model's
+//! route and the gateway's `/v1/` APIs (plain HTTP), the daemon's WebSocket (an upgrade), and
+//! the web chat page (any other plain request). Each route is admitted here first by the
+//! [`Gate`]: the serve token from an allowed origin, or for the gateway the token or a virtual
+//! key within its limits. It must never read a body (each route reads its own, within the
+//! limit) nor answer for a route: it only chooses one, or refuses.
+
+use std::sync::Arc;
+
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use tokio_util::sync::CancellationToken;
+
+use super::{auth, page, warm};
+use genai_core::session::Framework;
+use genai_gateway::body::{self, HttpResponse};
+
+/// Everything the routes answer with.
+pub(crate) struct Router {
+    pub gate: Gate,
+    pub web_root: Option<std::path::PathBuf>,
+    pub ws: genai_rpc::ws::WebSocket,
+    pub fw: Arc<Framework>,
+    /// What a plain request's body may be.
+    pub body: genai_gateway::BodyLimit,
+    /// The server's stop, which also closes every WebSocket.
+    pub stop: CancellationToken,
+}
+
+/// Who may come in.
+pub(crate) struct Gate {
+    pub token: String,
+    pub origins: Vec<String>,
+    /// The gateway's token and virtual keys.
+    pub access: Arc<genai_gateway::Access>,
+}
+
+impl Router {
+    /// The answer to one request of a connection.
+    pub async fn answer(&self, req: http::Request<Incoming>) -> HttpResponse {
+        let upgrade = genai_rpc::ws::is_upgrade(&req);
+        if !upgrade && warm::is_warm(&req) {
+            if let Some(refused) = self.gate.check_client(&req) {
+                return refused;
+            }
+            return warm::answer(req, &self.fw, self.body).await;
+        }
+        if !upgrade && genai_gateway::is_gateway(&req) {
+            let caller = match self.gate.check_api_client(&req).await {
+                Ok(caller) => caller,
+                Err(refused) => return refused,
+            };
+            return genai_gateway::answer(req, &self.fw, self.body, caller).await;
+        }
+        if !upgrade {
+            return page::answer(
+                req.method(),
+                req.uri().path(),
+                req.headers(),
+                self.web_root.as_deref(),
+            );
+        }
+        if let Some(refused) = self.gate.check_client(&req) {
+            return refused;
+        }
+        match self.ws.upgrade(req, &self.stop).await {
+            Ok(handshake) => handshake.map(|b| b.boxed_unsync()),
+            Err(e) => {
+                tracing::warn!("a WebSocket could not start: {e}");
+                refuse(
+                    http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "the WebSocket could not start",
+                )
+            }
+        }
+    }
+}
+
+impl Gate {
+    /// `None` when the request comes from an allowed origin with the token; else the refusal.
+    fn check_client<B>(&self, req: &http::Request<B>) -> Option<HttpResponse> {
+        let header =
+            |name: http::header::HeaderName| req.headers().get(name).and_then(|v| v.to_str().ok());
+        if !auth::origin_allowed(header(http::header::ORIGIN), &self.origins) {
+            return Some(refuse(
+                http::StatusCode::FORBIDDEN,
+                "this origin may not connect (genai serve --allow-origin ORIGIN)",
+            ));
+        }
+        if !auth::has_token(
+            header(http::header::AUTHORIZATION),
+            header(http::header::SEC_WEBSOCKET_PROTOCOL),
+            &self.token,
+        ) {
+            return Some(refuse(
+                http::StatusCode::UNAUTHORIZED,
+                "a bearer token is needed (genai serve --print-token)",
+            ));
+        }
+        None
+    }
+
+    /// The caller of a gateway request from an allowed origin with the token or a live
+    /// virtual key (as a bearer token or `x-api-key`) within its limits; else the refusal in
+    /// the gateway's error shape.
+    async fn check_api_client<B>(
+        &self,
+        req: &http::Request<B>,
+    ) -> Result<genai_gateway::Caller, HttpResponse> {
+        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+        let path = req.uri().path();
+        if !auth::origin_allowed(header("origin"), &self.origins) {
+            return Err(genai_gateway::ApiError::forbidden_origin()
+                .response_in(genai_gateway::Api::of_path(path)));
+        }
+        self.access
+            .admit(
+                path,
+                header("authorization"),
+                header("x-api-key"),
+                header("user-agent"),
+            )
+            .await
+    }
+}
+
+fn refuse(status: http::StatusCode, why: &'static str) -> HttpResponse {
+    let mut r = HttpResponse::new(body::full(why));
+    *r.status_mut() = status;
+    r
+}

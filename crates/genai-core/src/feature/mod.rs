@@ -12,6 +12,7 @@ pub mod assistant;
 pub mod external;
 pub mod guard;
 pub mod hosted_tools;
+mod plugin_asks;
 pub mod port;
 pub mod tools;
 

@@ -5,8 +5,9 @@
 //! conversation's guard (permission policy, hooks, checkpoints: `guard.rs`), sends the results
 //! back, and ends the turn with the final answer as summary and every call, decision and
 //! result as details. A plugin module's confirmations, actions and collect mode are handled
-//! here; where the format or the provider has no native tool calls, the agent runs a ReAct
-//! text loop instead (`agent/react`, `[features.tools] mode`).
+//! here (what its answers ask: `plugin_asks.rs`); where the format or the provider has no
+//! native tool calls, the agent runs a ReAct text loop instead (`agent/react`,
+//! `[features.tools] mode`).
 //!
 //! It owns the mapping between tool names (`SOURCE.function`) and the wire names formats
 //! accept. It must never decide whether a call may run (the guard does).
@@ -20,7 +21,8 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use super::guard::{DecisionRecord, Guard};
-use super::port::{ClientPort, Confirmation, EDITOR_SOURCE};
+use super::plugin_asks::{confirm, marker, take_actions, Asked, Asks, MarkerFilter};
+use super::port::{ClientPort, EDITOR_SOURCE};
 use super::{
     Answer, BuiltinFeature, Feature, FeatureContext, ReplyLines, Turn, TurnEvent, TurnOutcome,
 };
@@ -120,94 +122,6 @@ impl Tools {
             collect: Mutex::new(None),
             noted: std::sync::atomic::AtomicBool::new(false),
         }
-    }
-}
-
-/// What one call's answer asks of the turn besides its text.
-#[derive(Default)]
-struct Asks {
-    actions: Vec<Value>,
-    collect: Option<(String, String)>,
-}
-
-/// The marker of an action in a reply: its code, in `[[ ]]` unless it already is.
-fn marker(code: &str) -> String {
-    if code.starts_with("[[") && code.ends_with("]]") {
-        code.to_string()
-    } else {
-        format!("[[{code}]]")
-    }
-}
-
-/// The actions whose markers appear in `text`, in the order they appear, and the text without
-/// them.
-fn take_actions(text: &str, actions: &[Value]) -> (Vec<Value>, String) {
-    let mut found: Vec<(usize, Value)> = Vec::new();
-    let mut shown = text.to_string();
-    for action in actions {
-        let Some(code) = action.get("code").and_then(Value::as_str) else {
-            continue;
-        };
-        let m = marker(code);
-        let mut from = 0;
-        while let Some(at) = text[from..].find(&m) {
-            found.push((from + at, action.clone()));
-            from += at + m.len();
-        }
-        shown = shown.replace(&m, "");
-    }
-    found.sort_by_key(|(at, _)| *at);
-    (
-        found.into_iter().map(|(_, a)| a).collect(),
-        shown.trim().to_string(),
-    )
-}
-
-/// Holds back streamed text that may be an action marker until it is complete: a known marker
-/// is dropped, anything else passes (a `[[` not closed within a line, or within 256 bytes, is
-/// text).
-#[derive(Default)]
-struct MarkerFilter {
-    held: String,
-}
-
-impl MarkerFilter {
-    const LONGEST: usize = 256;
-
-    /// Takes the next piece of text and returns what can be shown now.
-    fn push(&mut self, delta: &str, is_marker: impl Fn(&str) -> bool) -> String {
-        self.held.push_str(delta);
-        let mut shown = String::new();
-        loop {
-            let Some(at) = self.held.find("[[") else {
-                // A last `[` may begin a marker.
-                let keep = usize::from(self.held.ends_with('['));
-                let cut = self.held.len() - keep;
-                shown.push_str(&self.held[..cut]);
-                self.held.drain(..cut);
-                return shown;
-            };
-            shown.push_str(&self.held[..at]);
-            self.held.drain(..at);
-            match self.held.find("]]") {
-                Some(end) => {
-                    let candidate: String = self.held.drain(..end + 2).collect();
-                    if !is_marker(&candidate) {
-                        shown.push_str(&candidate);
-                    }
-                }
-                None if self.held.len() > Self::LONGEST || self.held.contains('\n') => {
-                    shown.push_str("[[");
-                    self.held.drain(..2);
-                }
-                None => return shown,
-            }
-        }
-    }
-
-    /// What is still held at the end of the reply.
-    fn flush(&mut self) -> String {
-        std::mem::take(&mut self.held)
     }
 }
 
@@ -538,111 +452,6 @@ impl Feature for Tools {
     }
 }
 
-/// What a tool's answer asks the user to confirm.
-struct Asked<'a> {
-    tool: &'a str,
-    call_id: &'a str,
-    text: &'a str,
-    link: &'a str,
-}
-
-/// Asks the user (through the client) to confirm what a tool asks; on yes, POSTs the link. The
-/// returned text tells the model the outcome.
-async fn confirm(
-    turn: &Turn,
-    toolbox: &Toolbox,
-    asked: Asked<'_>,
-    log: &Mutex<Vec<String>>,
-) -> (String, bool) {
-    let Asked {
-        tool,
-        call_id,
-        text,
-        link,
-    } = asked;
-    let request = Confirmation {
-        turn: turn.id.clone(),
-        text: text.to_string(),
-        link: link.to_string(),
-        tool: tool.to_string(),
-        tool_call_id: Some(call_id.to_string()),
-    };
-    let answer = turn.port.confirm(request).await;
-    let confirmed = matches!(answer, Ok(true));
-    let note = match &answer {
-        Ok(true) => "accepted".to_string(),
-        Ok(false) => "refused".to_string(),
-        Err(e) => format!("not answered ({}): taken as refused", e.message),
-    };
-    if let Ok(mut l) = log.lock() {
-        l.push(format!("confirmation for {tool}: {note}"));
-    }
-    if !confirmed {
-        return (
-            format!("{text}\nThe user did not confirm: the operation was not done."),
-            false,
-        );
-    }
-    match toolbox.confirm(tool, link).await {
-        Ok(done) => (
-            format!("{text}\nThe user confirmed. The tool answered: {done}"),
-            false,
-        ),
-        Err(e) => (
-            format!(
-                "{text}\nThe user confirmed, but confirming failed: {}",
-                e.message
-            ),
-            true,
-        ),
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn streamed_markers_are_held_back_and_dropped_when_known() {
-        let known = |m: &str| m == "[[WAVE]]";
-        let mut f = MarkerFilter::default();
-        let pieces = [
-            "Hello [",
-            "[WA",
-            "VE]] and [[NOT",
-            "]] a [",
-            "b] ok [[",
-            "x\ny",
-        ];
-        let shown: Vec<String> = pieces.iter().map(|p| f.push(p, known)).collect();
-        assert_eq!(
-            shown,
-            ["Hello ", "", " and ", "[[NOT]] a ", "[b] ok ", "[[x\ny"]
-        );
-        assert_eq!(f.push("tail [[open", known), "tail ");
-        assert_eq!(f.flush(), "[[open");
-        let mut f = MarkerFilter::default();
-        let long = format!("[[{}", "a".repeat(300));
-        assert_eq!(f.push(&long, known), long);
-    }
-
-    #[test]
-    fn action_markers_are_found_in_order_and_removed() {
-        let actions = vec![
-            json!({"code": "[[ACTION.PLAY_ANIMATION.WAIT]]", "type": "PLAY_ANIMATION"}),
-            json!({"code": "WAVE", "type": "GESTURE"}),
-            json!({"code": "UNUSED", "type": "X"}),
-        ];
-        let (found, shown) = take_actions(
-            "Hello [[WAVE]] and now [[ACTION.PLAY_ANIMATION.WAIT]] then [[WAVE]]",
-            &actions,
-        );
-        let types: Vec<&str> = found.iter().map(|a| a["type"].as_str().unwrap()).collect();
-        assert_eq!(types, ["GESTURE", "PLAY_ANIMATION", "GESTURE"]);
-        assert_eq!(shown, "Hello  and now  then");
-        let (found, shown) = take_actions("no markers", &actions);
-        assert!(found.is_empty());
-        assert_eq!(shown, "no markers");
-    }
-}
+#[path = "tools_tests.rs"]
+mod tests;

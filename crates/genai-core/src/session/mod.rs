@@ -2,8 +2,8 @@
 //! reached by every front-end through the same calls and answered through each caller's
 //! [`ClientPort`].
 //!
-//! This module opens, resumes, closes and deletes conversations and builds their agents (a
-//! conversation closed for good with no committed turn leaves the history); the
+//! This module opens, resumes, closes and deletes conversations (a conversation closed for
+//! good with no committed turn leaves the history); their agents are built in `agents`, the
 //! conversation task (queue, order, cancel) is in `conversation`, following one turn to its
 //! end ([`TurnStream`]) in `turn_stream`, changing an open one's
 //! feature or model in `choice`, prompts to agents in
@@ -11,6 +11,7 @@
 //! `crate::select`. It must never speak a wire format: front-ends translate for it.
 
 mod acting;
+mod agents;
 mod choice;
 mod commands;
 mod conversation;
@@ -40,9 +41,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::feature::external::PendingTurns;
 use crate::feature::port::ClientPort;
 use crate::feature::{self, Feature, FeatureContext};
-use crate::message::Message;
 use crate::registry::{Origin, Registry};
-use crate::select::{ModelChoice, Selection, Selector};
+use crate::select::{ModelChoice, Selector};
 use crate::store::{now_ms, ConversationRecord, Store};
 use crate::tools::toolbox::Toolbox;
 pub use choice::Choice;
@@ -199,104 +199,6 @@ impl Framework {
         if let Ok(p) = self.prompts.lock() {
             p.values().for_each(CancellationToken::cancel);
         }
-    }
-
-    fn build_agent(
-        self: &Arc<Self>,
-        sel: &Selection,
-        params: Option<&Map<String, Value>>,
-        persistence: Option<Persistence>,
-        system: Option<Message>,
-        history: Vec<Message>,
-    ) -> Result<Arc<AIAgent>> {
-        let agent = Arc::new(self.make_agent(sel, params, persistence, system, history)?);
-        self.agents
-            .lock()
-            .map_err(|_| poisoned())?
-            .insert(agent.id.clone(), agent.clone());
-        Ok(agent)
-    }
-
-    /// An agent of `sel` (its middleware, response schema and price), registered nowhere.
-    fn make_agent(
-        self: &Arc<Self>,
-        sel: &Selection,
-        params: Option<&Map<String, Value>>,
-        persistence: Option<Persistence>,
-        system: Option<Message>,
-        history: Vec<Message>,
-    ) -> Result<AIAgent> {
-        if sel.model_configuration.is_some() && sel.model.is_some() {
-            return Err(Error::invalid_params(
-                "give `modelConfiguration` or `model`, not both",
-            ));
-        }
-        let provider = self.selector().provider(sel)?;
-        let model = self.registry.build_model(
-            &provider,
-            sel.model_configuration.as_deref(),
-            sel.model.as_deref(),
-            params,
-        )?;
-        let model_id = model.model.clone();
-        let mut agent = AIAgent::new(new_id(), provider, model, persistence, system, history);
-        agent.timeout = self.prompt_timeout;
-        agent.middleware = self.middleware_chain(sel)?;
-        agent.response_schema = self.selector().response_schema(sel)?.map(Arc::new);
-        agent.price = self.prices.lookup_at(
-            &agent.provider.name,
-            agent.provider.kind,
-            &model_id,
-            agent.provider.provider.vendor_prices(),
-        );
-        agent.fallbacks = self.fallbacks(sel, params)?;
-        Ok(agent)
-    }
-
-    /// The fallbacks of `sel` (each a name `-m` takes: an agent, `PROVIDER:MODEL`, a provider
-    /// or `local`), each on its own provider and model (an agent's own fallbacks are not
-    /// followed), with the parameters given to the agent.
-    fn fallbacks(
-        &self,
-        sel: &Selection,
-        params: Option<&Map<String, Value>>,
-    ) -> Result<Vec<crate::agent::Fallback>> {
-        let mut out = Vec::with_capacity(sel.fallback.len());
-        for name in &sel.fallback {
-            let fsel = self
-                .selector()
-                .select(&ModelChoice::Named(name.clone()))
-                .map_err(|e| Error::new(e.kind, format!("fallback `{name}`: {}", e.message)))?;
-            let provider = self.selector().provider(&fsel)?;
-            let model = self.registry.build_model(
-                &provider,
-                fsel.model_configuration.as_deref(),
-                fsel.model.as_deref(),
-                None,
-            )?;
-            let price = self.prices.lookup_at(
-                &provider.name,
-                provider.kind,
-                &model.model,
-                provider.provider.vendor_prices(),
-            );
-            let f = crate::agent::Fallback::new(name.clone(), provider, model, price);
-            for (k, v) in params.into_iter().flatten() {
-                f.set_parameter(k, v.clone());
-            }
-            out.push(f);
-        }
-        Ok(out)
-    }
-
-    /// An agent for one request of a client that keeps the history itself (the gateway's
-    /// APIs): chosen as `genai ask -m` chooses (`choice`), with the agent's system prompt (a
-    /// system message of the request replaces it), middleware and response schema. It is
-    /// registered nowhere and stores nothing; dropping it ends it.
-    pub fn request_agent(self: &Arc<Self>, choice: &ModelChoice) -> Result<AIAgent> {
-        let sel = self.selector().select(choice)?;
-        let system = sel.system_prompt.clone().map(Message::system);
-        self.make_agent(&sel, None, None, system, Vec::new())
     }
 
     /// The tool sources of a conversation: the config's, and beside them (enabled) the MCP
@@ -532,59 +434,6 @@ impl Framework {
 
     pub fn open_conversations(&self) -> usize {
         self.conversations.lock().map(|c| c.len()).unwrap_or(0)
-    }
-
-    pub fn agent(&self, id: &str) -> Result<Arc<AIAgent>> {
-        self.agents
-            .lock()
-            .map_err(|_| poisoned())?
-            .get(id)
-            .cloned()
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::UnknownAgent,
-                    format!("no agent {id} (agents live while their conversation is open)"),
-                )
-            })
-    }
-
-    fn forget_agent(&self, id: &str) {
-        if let Ok(mut a) = self.agents.lock() {
-            a.remove(id);
-        }
-    }
-
-    /// An agent outside any conversation (its history lives in memory only).
-    pub fn create_agent(
-        self: &Arc<Self>,
-        choice: &ModelChoice,
-        parameters: Option<&Map<String, Value>>,
-    ) -> Result<String> {
-        let sel = self.selector().select(choice)?;
-        Ok(self
-            .build_agent(&sel, parameters, None, None, Vec::new())?
-            .id
-            .clone())
-    }
-
-    pub fn remove_agent(&self, id: &str) -> Result<bool> {
-        let owned = self
-            .conversations
-            .lock()
-            .map_err(|_| poisoned())?
-            .values()
-            .any(|c| c.agent.id == id);
-        if owned {
-            return Err(Error::invalid_params(
-                "this agent belongs to an open conversation: use RemoveConversation",
-            ));
-        }
-        Ok(self
-            .agents
-            .lock()
-            .map_err(|_| poisoned())?
-            .remove(id)
-            .is_some())
     }
 }
 

@@ -10,6 +10,7 @@ use super::*;
 use crate::error::ErrorKind;
 use crate::feature::port::{Confirmation, HostedTurn, PromptEvent, PromptRef, TurnEvent, TurnRef};
 use crate::feature::TurnOutcome;
+use crate::message::Message;
 use crate::provider::scripted::{text_stream, Answer, ScriptedProvider};
 use crate::provider::StreamEvent;
 use serde_json::json;

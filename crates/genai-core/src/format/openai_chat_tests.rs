@@ -1,0 +1,175 @@
+//! Tests of the `openai-chat` format: the request's parts, the reply and its usage, stream
+//! chunks, cuts and errors, reasoning.
+
+use super::*;
+use crate::format::testing::*;
+use crate::format::ModelConfiguration;
+use crate::message::Role;
+
+#[test]
+fn request_has_text_as_string_and_images_as_parts() {
+    let mut m = ModelConfiguration::new(&OpenAiChat, "gpt-4o-mini");
+    m.set_parameter("Temperature", json!("0.3")).unwrap();
+    let img = said(
+        Role::User,
+        vec![Part::text("what is it?"), image("image/png", "AAAA")],
+    );
+    let req = m
+        .prepare_request(&[Message::system("be brief"), img], true)
+        .unwrap();
+    let b = &req.body;
+    assert_eq!(
+        b["messages"][0],
+        json!({"role": "system", "content": "be brief"})
+    );
+    assert_eq!(
+        b["messages"][1]["content"][1]["image_url"]["url"],
+        "data:image/png;base64,AAAA"
+    );
+    assert_eq!(b["temperature"], 0.3);
+    assert_eq!(b["stream_options"]["include_usage"], true);
+}
+
+#[test]
+fn extracts_reply_usage_and_reason() {
+    let body = br#"{"id":"x","object":"chat.completion","model":"m1","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}"#;
+    let r = ModelConfiguration::new(&OpenAiChat, "m")
+        .extract(body)
+        .unwrap();
+    assert_eq!(r.message.text(), "Hi");
+    let u = r.usage.unwrap();
+    assert_eq!((u.input_tokens, u.reasoning_tokens), (5, None));
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(r.model.as_deref(), Some("m1"));
+    // A reasoning model's usage, as OpenAI's API documents it.
+    let body = br#"{"id":"x","object":"chat.completion","model":"o4-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":70,"total_tokens":75,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":64,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}"#;
+    let u = ModelConfiguration::new(&OpenAiChat, "m")
+        .extract(body)
+        .unwrap()
+        .usage
+        .unwrap();
+    assert_eq!((u.output_tokens, u.reasoning_tokens), (70, Some(64)));
+}
+
+#[test]
+fn a_streamed_chunk_skips_null_and_other_choices_and_refuses_choices_that_are_no_list() {
+    let m = ModelConfiguration::new(&OpenAiChat, "m");
+    let mut d = m.decoder();
+    let other = r#"{"choices":[null,{"index":1,"delta":{"content":"no"}},{"index":0,"delta":{"content":"yes"}}]}"#;
+    assert_eq!(d.feed(&StreamEvent::data(other)).unwrap(), vec!["yes"]);
+    let e = d
+        .feed(&StreamEvent::data(r#"{"choices":"yes"}"#))
+        .unwrap_err();
+    assert_eq!(
+        e.kind,
+        crate::error::ErrorKind::ProviderError,
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("invalid JSON"), "{}", e.message);
+}
+
+#[test]
+fn stream_decodes_and_detects_a_cut() {
+    let m = ModelConfiguration::new(&OpenAiChat, "m");
+    let mut d = m.decoder();
+    assert_eq!(
+        d.feed(&StreamEvent::data(
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#
+        ))
+        .unwrap(),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        d.feed(&StreamEvent::data(
+            r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#
+        ))
+        .unwrap(),
+        vec!["Hel"]
+    );
+    d.feed(&StreamEvent::data(
+        r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}"#,
+    ))
+    .unwrap();
+    let mut cut = m.decoder();
+    cut.feed(&StreamEvent::data(
+        r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#,
+    ))
+    .unwrap();
+    assert!(cut.finish().is_err());
+    d.feed(&StreamEvent::data(
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+    ))
+    .unwrap();
+    d.feed(&StreamEvent::data(
+        r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#,
+    ))
+    .unwrap();
+    d.feed(&StreamEvent::data("[DONE]")).unwrap();
+    let r = d.finish().unwrap();
+    assert_eq!(r.message.text(), "Hello");
+    assert_eq!(r.usage.unwrap().output_tokens, 2);
+}
+
+#[test]
+fn stream_error_events_are_errors() {
+    let mut d = ModelConfiguration::new(&OpenAiChat, "m").decoder();
+    let e = d
+        .feed(&StreamEvent::data(
+            r#"{"error":{"message":"overloaded","code":"server_error"}}"#,
+        ))
+        .unwrap_err();
+    assert_eq!(e.message, "overloaded [server_error]");
+}
+
+// DeepSeek's reasoning model (api-docs.deepseek.com/guides/reasoning_model) streams
+// `reasoning_content` before `content`; OpenRouter and newer vLLM call it `reasoning`. It
+// is never sent back.
+#[test]
+fn reasoning_content_and_reasoning_deltas_are_reasoning() {
+    let m = ModelConfiguration::new(&OpenAiChat, "deepseek-reasoner");
+    let mut d = m.decoder();
+    let chunk = |delta: Value| {
+        StreamEvent::data(json!({"choices": [{"index": 0, "delta": delta}]}).to_string())
+    };
+    assert!(d
+        .feed(&chunk(
+            json!({"role": "assistant", "content": null, "reasoning_content": "9.11 vs 9.8"})
+        ))
+        .unwrap()
+        .is_empty());
+    d.feed(&chunk(json!({"reasoning": ": 9.8 is larger."})))
+        .unwrap();
+    assert_eq!(
+        d.take_reasoning_deltas(),
+        vec!["9.11 vs 9.8", ": 9.8 is larger."]
+    );
+    assert_eq!(
+        d.feed(&chunk(json!({"content": "9.8", "reasoning_content": null})))
+            .unwrap(),
+        vec!["9.8"]
+    );
+    d.feed(&StreamEvent::data("[DONE]")).unwrap();
+    let r = d.finish().unwrap();
+    assert_eq!(
+        r.message.content,
+        vec![
+            Part::reasoning("9.11 vs 9.8: 9.8 is larger.", None),
+            Part::text("9.8")
+        ]
+    );
+    let body = m
+        .prepare_request(&[Message::user("9.11 or 9.8?"), r.message], false)
+        .unwrap()
+        .body;
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "assistant", "content": "9.8"})
+    );
+    let whole = br#"{"model":"deepseek-reasoner","choices":[{"index":0,"message":{"role":"assistant","content":"9.8","reasoning_content":"Compare."},"finish_reason":"stop"}]}"#;
+    let r = m.extract(whole).unwrap();
+    assert_eq!(
+        (r.message.reasoning().as_str(), r.message.text().as_str()),
+        ("Compare.", "9.8")
+    );
+}

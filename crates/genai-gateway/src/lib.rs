@@ -6,7 +6,8 @@
 //! `/v1/messages/count_tokens` (`anthropic.rs` reads, with `anthropic_tools.rs` for its tools,
 //! `anthropic_reply.rs` writes, `count_tokens.rs` estimates). Beside
 //! them: `turn.rs` runs a turn on the core, `respond.rs` answers it whole or streamed,
-//! `error.rs` writes errors in each API's shape, `fields.rs` reads a request's fields. Who may
+//! `error.rs` writes errors in each API's shape, `fields.rs` reads a request's fields, `sse.rs`
+//! frames a stream's events and `body.rs` is the one boxed body of an answer. Who may
 //! call: `access.rs` (the serve token or a virtual key of `keys.rs`, within its limits);
 //! `ledger.rs` records each request with its key, model, usage and cost; `aliases.rs`
 //! resolves `[serve.models]` names.

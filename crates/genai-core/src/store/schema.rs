@@ -254,7 +254,7 @@ pub(super) const SCHEMA: &str = concat!(
 pub(super) const SCRATCH_SCHEMA: &str = tables!();
 
 /// Makes an SQLite file fit for several genai processes at once (the history, the
-/// checkpoints' index): a 5 s busy timeout, WAL, `synchronous = NORMAL`.
+/// checkpoints' index): a 5 s busy timeout, WAL, `synchronous = NORMAL`, no checkpoint on close.
 pub fn shared_file(conn: &Connection) -> Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     // Switching a new file to WAL needs an exclusive lock and SQLite does not wait for it
@@ -269,6 +269,15 @@ pub fn shared_file(conn: &Connection) -> Result<()> {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // The last process to close the file leaves the WAL as it is instead of copying it into
+    // the file and deleting it: with one `genai ask` per process, that checkpoint (two
+    // `fsync`s), and the next process creating the WAL again (its header and the folder
+    // synced too), were most of a turn's wall time. SQLite still checkpoints when the WAL
+    // passes its 1,000 pages, in whichever process commits then.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )?;
     Ok(())
 }
 

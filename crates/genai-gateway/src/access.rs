@@ -5,9 +5,10 @@
 //! `data_version`, read every [`keys::RELOAD_EVERY`]), so a key created or revoked by the CLI
 //! counts while `genai serve` runs.
 //!
-//! It owns the decision on a request's headers (the model is checked later, once the body is
-//! read: [`Caller::agent`](super::Caller)). It must never log, store or echo a key, and never
-//! read SQLite on a request's path but for a rate-limited reload on an unknown key.
+//! It owns the decision on a request's headers, and once the body is read, the choice of its
+//! model ([`choose`]: an alias resolved, the key's models enforced). It must never log, store
+//! or echo a key, and never read SQLite on a request's path but for a rate-limited reload on
+//! an unknown key.
 
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -16,8 +17,10 @@ use crate::HttpResponse;
 
 use super::keys::{self, Keys, Refusal};
 use super::ledger::{api_of, Caller, Ledger};
-use super::{Api, ApiError};
+use super::{aliases, Api, ApiError};
 use genai_core::error::{Error, Result};
+use genai_core::select::ModelChoice;
+use genai_core::session::{Framework, RequestModel};
 use genai_core::store::Store;
 
 /// The gate of the gateway's routes.
@@ -129,6 +132,61 @@ impl Access {
     /// Waits until every request's row queued so far is stored.
     pub async fn flush(&self) {
         self.ledger.flush().await;
+    }
+}
+
+/// The model of a request asking for `model`: an alias of `[serve.models]` resolved, refused
+/// (403) when the caller's key may not use it, then chosen as `genai ask -m` chooses.
+pub(super) fn choose(
+    fw: &Framework,
+    caller: &mut Caller,
+    model: &str,
+) -> std::result::Result<RequestModel, ApiError> {
+    caller.asked_for(model);
+    let resolved = aliases::resolve(&fw.config().serve.models, model);
+    if let Some(key) = caller.key() {
+        if !key.allows(model, resolved) {
+            return Err(ApiError {
+                code: Some("model_not_allowed"),
+                ..ApiError::new(
+                    http::StatusCode::FORBIDDEN,
+                    "permission_error",
+                    format!(
+                        "key {} may not use model `{model}` (it may use: {})",
+                        key.row.name,
+                        key.row.models.join(", ")
+                    ),
+                )
+            });
+        }
+    }
+    let choice = ModelChoice::Named(resolved.unwrap_or(model).to_string());
+    let chosen = fw.request_model(&choice).map_err(|e| {
+        let mut refused = ApiError::of(&e, Some("model"));
+        if e.kind == genai_core::error::ErrorKind::UnknownComponent {
+            refused.message.push_str(&named_since_start(model));
+        }
+        refused
+    })?;
+    caller.chose(&chosen);
+    Ok(chosen)
+}
+
+/// When the config file as it is now names `model` (an agent or an alias) though the serve's
+/// config, read when it started, does not: the words telling the user to restart the serve.
+/// Only a refused name pays for reading the file.
+fn named_since_start(model: &str) -> String {
+    let Ok(path) = genai_core::config::Paths::from_env().map(|p| p.config_file()) else {
+        return String::new();
+    };
+    match genai_core::config::Config::load(&path) {
+        Ok(now) if now.agents.contains_key(model) || now.serve.models.contains_key(model) => {
+            // Not the file's path: a key's client need not learn the serve's folders.
+            format!(
+                "; genai's config names `{model}` now, but this serve read it when it started: restart the serve (`genai serve --stop`, then start it again)"
+            )
+        }
+        _ => String::new(),
     }
 }
 

@@ -21,10 +21,10 @@ use serde_json::{json, Map, Value};
 use super::anthropic_reply::Events;
 use super::anthropic_tools::{referenced_tools, tool_choice, tools};
 use super::fields::{self, array, boolean, object, only, string, text_of, with_role};
-use super::turn::Turn;
-use super::{count_tokens, respond};
+use super::pipeline::{Asked, VendorApi};
+use super::settings::Setting;
+use super::{access, count_tokens};
 use super::{Api, ApiError, Caller};
-use genai_core::agent::AIAgent;
 use genai_core::format::{ResponseSchema, ToolSpec};
 use genai_core::message::{Message, Part, Role};
 use genai_core::session::Framework;
@@ -74,91 +74,56 @@ const COUNTED: &[&str] = &[
     "context_management",
 ];
 
-/// The answer to one `/v1/messages` request body.
-pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
-    let (request, agent) = match prepare(body, fw, false, caller) {
-        Ok(p) => p,
-        Err(e) => return e.response_in(Api::Anthropic),
-    };
-    let events = Events::new(
-        format!("msg_{}", ulid::Ulid::new().to_string().to_lowercase()),
-        request.model,
-    );
-    let turn = Turn {
-        agent,
-        messages: request.messages,
-        tools: request.tools,
-        schema: request.schema,
-    };
-    respond::run(turn, request.stream, Api::Anthropic, events, caller).await
+/// Anthropic's Messages API.
+pub struct Messages;
+
+impl VendorApi for Messages {
+    const PATH: &'static str = "/v1/messages";
+    const ERRORS: Api = Api::Anthropic;
+    type Shape = Events;
+
+    fn read(body: &[u8]) -> Result<Asked<Events>, ApiError> {
+        let request = MessagesRequest::parse(body, false)?;
+        let shape = Events::new(
+            format!("msg_{}", ulid::Ulid::new().to_string().to_lowercase()),
+            request.model.clone(),
+        );
+        let mut settings: Vec<Setting> = request
+            .parameters
+            .into_iter()
+            .map(|(field, value)| Setting::Parameter(field, value))
+            .collect();
+        settings.extend(request.thinking.map(Setting::Thinking));
+        if request.no_parallel_calls {
+            settings.push(Setting::NoParallelCalls(
+                "tool_choice.disable_parallel_tool_use",
+            ));
+        }
+        Ok(Asked {
+            model: request.model,
+            messages: request.messages,
+            tools: request.tools,
+            schema: request.schema,
+            settings,
+            stream: request.stream,
+            shape,
+            headers: Vec::new(),
+        })
+    }
 }
 
 /// The answer to one `/v1/messages/count_tokens` request body: `{"input_tokens": N}`, an
-/// estimate ([`count_tokens::estimate`]): no provider's tokenizer is at hand.
+/// estimate ([`count_tokens::estimate`]): no provider's tokenizer is at hand. The model is
+/// checked as a turn's is.
 pub fn count_tokens(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
-    match prepare(body, fw, true, caller) {
-        Ok((r, _)) => super::json_response(
-            http::StatusCode::OK,
-            &json!({"input_tokens": count_tokens::estimate(&r.messages, &r.tools)}),
-        ),
+    let counted = MessagesRequest::parse(body, true).and_then(|r| {
+        access::choose(fw, caller, &r.model)?;
+        Ok(count_tokens::estimate(&r.messages, &r.tools))
+    });
+    match counted {
+        Ok(n) => super::json_response(http::StatusCode::OK, &json!({ "input_tokens": n })),
         Err(e) => e.response_in(Api::Anthropic),
     }
-}
-
-/// The request read and its agent made, its parameters set.
-fn prepare(
-    body: &[u8],
-    fw: &Arc<Framework>,
-    count: bool,
-    caller: &mut Caller,
-) -> Result<(MessagesRequest, AIAgent), ApiError> {
-    let request = MessagesRequest::parse(body, count)?;
-    let agent = caller.agent(fw, &request.model)?;
-    if !count {
-        respond::set_parameters(&agent, &request.parameters)?;
-        if let Some(thinking) = &request.thinking {
-            set_thinking(&agent, thinking)?;
-        }
-        if request.no_parallel_calls {
-            agent
-                .set_parameter("parallel_tool_calls", json!(false))
-                .map_err(|_| {
-                    ApiError::invalid(
-                        "tool_choice.disable_parallel_tool_use",
-                        "the chosen model's format cannot turn parallel tool calls off",
-                    )
-                })?;
-        }
-    }
-    Ok((request, agent))
-}
-
-/// `thinking` on the chosen model, as its format takes it: Claude's own `thinking` (an
-/// `adaptive` one too, which Claude Code 2.1 sends for a model name it does not know); Gemini's
-/// `thinking_budget` (an enabled one's budget; -1, the model deciding how much, for an
-/// adaptive one) with its thoughts included; Ollama's `think`. Other formats have no
-/// setting of it (OpenAI's `reasoning_effort` exists only on some models, and OpenAI refuses it
-/// on the others), so there the model answers as it is configured to, and says so by sending
-/// no thinking back.
-fn set_thinking(agent: &AIAgent, thinking: &Value) -> Result<(), ApiError> {
-    let model = agent.model().map_err(|e| ApiError::of(&e, None))?;
-    let enabled = thinking["type"] != "disabled";
-    let budget = thinking["budget_tokens"].as_i64().unwrap_or(-1);
-    let settings: Vec<(&str, Value)> = match (model.format.name(), enabled) {
-        ("claude-messages", _) => vec![("thinking", thinking.clone())],
-        ("gemini", true) => vec![
-            ("thinking_budget", json!(budget)),
-            ("include_thoughts", json!(true)),
-        ],
-        ("ollama-chat", true) => vec![("think", json!(true))],
-        _ => Vec::new(),
-    };
-    for (name, value) in settings {
-        agent
-            .set_parameter(name, value)
-            .map_err(|e| ApiError::of(&e, Some("thinking")))?;
-    }
-    Ok(())
 }
 
 /// What a request asks, in the core's terms.

@@ -20,13 +20,11 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::keys::Key;
-use super::{aliases, ApiError};
-use genai_core::agent::AIAgent;
+use super::ApiError;
 use genai_core::error::Result;
 use genai_core::format::ModelReply;
 use genai_core::pricing::Price;
-use genai_core::select::ModelChoice;
-use genai_core::session::Framework;
+use genai_core::session::RequestModel;
 use genai_core::store::{now_ms, GatewayRequest, Store};
 
 /// The key name of requests made with the serve token.
@@ -201,44 +199,24 @@ impl Caller {
         body
     }
 
-    /// The agent of the request's `model`: an alias of `[serve.models]` resolved, refused
-    /// (403) when the key may not use it, then chosen as `genai ask -m` chooses.
-    pub(super) fn agent(
-        &mut self,
-        fw: &Arc<Framework>,
-        model: &str,
-    ) -> std::result::Result<AIAgent, ApiError> {
+    /// The key the request was admitted with (`None`: the serve token).
+    pub(super) fn key(&self) -> Option<&Key> {
+        self.key.as_deref()
+    }
+
+    /// Notes the model the request asked for.
+    pub(super) fn asked_for(&mut self, model: &str) {
         self.row.model = Some(model.to_string());
-        let resolved = aliases::resolve(&fw.config().serve.models, model);
-        if let Some(key) = &self.key {
-            if !key.allows(model, resolved) {
-                return Err(ApiError {
-                    code: Some("model_not_allowed"),
-                    ..ApiError::new(
-                        http::StatusCode::FORBIDDEN,
-                        "permission_error",
-                        format!(
-                            "key {} may not use model `{model}` (it may use: {})",
-                            key.row.name,
-                            key.row.models.join(", ")
-                        ),
-                    )
-                });
-            }
-        }
-        let choice = ModelChoice::Named(resolved.unwrap_or(model).to_string());
-        let agent = fw.request_agent(&choice).map_err(|e| {
-            let mut refused = ApiError::of(&e, Some("model"));
-            if e.kind == genai_core::error::ErrorKind::UnknownComponent {
-                refused.message.push_str(&named_since_start(model));
-            }
-            refused
-        })?;
-        if let Ok(m) = agent.model() {
-            self.row.served_by = Some(format!("{}:{}", agent.provider.name, m.model));
-        }
-        self.price = agent.price.as_ref().map(|p| p.price);
-        Ok(agent)
+    }
+
+    /// Notes the model chosen for the request, and prices its reply at that model's price.
+    pub(super) fn chose(&mut self, model: &RequestModel) {
+        self.row.served_by = Some(format!(
+            "{}:{}",
+            model.provider.name,
+            model.configuration().model
+        ));
+        self.price = model.price;
     }
 
     /// Notes who answered (a fallback of the agent asked for, maybe), and prices the reply at
@@ -342,24 +320,6 @@ impl Drop for Tally {
             self.caller.row.reply_body = None;
             self.caller.record("cancelled".into());
         }
-    }
-}
-
-/// When the config file as it is now names `model` (an agent or an alias) though the serve's
-/// config, read when it started, does not: the words telling the user to restart the serve.
-/// Only a refused name pays for reading the file.
-fn named_since_start(model: &str) -> String {
-    let Ok(path) = genai_core::config::Paths::from_env().map(|p| p.config_file()) else {
-        return String::new();
-    };
-    match genai_core::config::Config::load(&path) {
-        Ok(now) if now.agents.contains_key(model) || now.serve.models.contains_key(model) => {
-            // Not the file's path: a key's client need not learn the serve's folders.
-            format!(
-                "; genai's config names `{model}` now, but this serve read it when it started: restart the serve (`genai serve --stop`, then start it again)"
-            )
-        }
-        _ => String::new(),
     }
 }
 

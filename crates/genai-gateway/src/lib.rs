@@ -2,15 +2,20 @@
 //! user already has run on every model genai reaches. Today: OpenAI's `GET /v1/models`
 //! (`models.rs`) and `POST /v1/chat/completions` (`openai_chat.rs` reads the request,
 //! `completion.rs` writes the answer), `POST /v1/responses` (`responses.rs` reads, with
-//! `responses_tools.rs` for its tools, `responses_reply.rs` writes), Anthropic's `POST /v1/messages` and
-//! `/v1/messages/count_tokens` (`anthropic.rs` reads, with `anthropic_tools.rs` for its tools,
-//! `anthropic_reply.rs` writes, `count_tokens.rs` estimates). Beside
-//! them: `turn.rs` runs a turn on the core, `respond.rs` answers it whole or streamed,
-//! `error.rs` writes errors in each API's shape, `fields.rs` reads a request's fields, `sse.rs`
-//! frames a stream's events and `body.rs` is the one boxed body of an answer. Who may
-//! call: `access.rs` (the serve token or a virtual key of `keys.rs`, within its limits);
-//! `ledger.rs` records each request with its key, model, usage and cost; `aliases.rs`
-//! resolves `[serve.models]` names.
+//! `responses_tools.rs` for its tools, `responses_reply.rs` writes), Anthropic's `POST
+//! /v1/messages` and `/v1/messages/count_tokens` (`anthropic.rs` reads, with
+//! `anthropic_tools.rs` for its tools, `anthropic_reply.rs` writes, `count_tokens.rs`
+//! estimates).
+//!
+//! Each API is a [`VendorApi`](pipeline::VendorApi) type (its path, how it reads a request,
+//! how it writes an answer), and every turn goes one way, `pipeline.rs`: read the request,
+//! choose the model (`access.rs`), set the request's settings on it as a value
+//! (`settings.rs`), run one turn (`turn.rs`), answer it whole or streamed (`respond.rs`) and
+//! account for it (`ledger.rs`, one row per request with its key, model, usage and cost).
+//! Beside them: `error.rs` writes errors in each API's shape, `fields.rs` reads a request's
+//! fields, `sse.rs` frames a stream's events, `body.rs` is the one boxed body of an answer,
+//! `keys.rs` holds the virtual keys `access.rs` admits and `aliases.rs` resolves
+//! `[serve.models]` names.
 //!
 //! This file owns routing the `/v1/` paths and reading a request's body within the limit. The
 //! serve's front door (`genai-server`) admits the caller ([`Access`]) before a request gets here. It must never forward a client's body upstream (every turn
@@ -31,10 +36,12 @@ mod keys;
 mod ledger;
 mod models;
 mod openai_chat;
+mod pipeline;
 mod respond;
 mod responses;
 mod responses_reply;
 mod responses_tools;
+mod settings;
 pub mod sse;
 mod turn;
 
@@ -47,9 +54,13 @@ pub use ledger::{Caller, SERVE_TOKEN};
 
 use std::sync::Arc;
 
+use anthropic::Messages;
 use body::full;
 use bytes::Bytes;
 use http_body_util::BodyExt;
+use openai_chat::ChatCompletions;
+use pipeline::VendorApi;
+use responses::Responses;
 use serde_json::Value;
 
 use genai_core::session::Framework;
@@ -87,18 +98,11 @@ pub async fn answer(
     let c = &mut caller;
     let response = match (route, method) {
         ("/v1/models", http::Method::GET) => json_response(http::StatusCode::OK, &models::list(fw)),
-        ("/v1/chat/completions", http::Method::POST) => match read_body(req, limit).await {
-            Ok(body) => openai_chat::answer(&c.keep(body), fw, c).await,
-            Err(e) => e.response(),
-        },
-        ("/v1/responses", http::Method::POST) => match read_body(req, limit).await {
-            Ok(body) => responses::answer(&c.keep(body), fw, c).await,
-            Err(e) => e.response(),
-        },
-        ("/v1/messages", http::Method::POST) => match read_body(req, limit).await {
-            Ok(body) => anthropic::answer(&c.keep(body), fw, c).await,
-            Err(e) => e.response_in(api),
-        },
+        (ChatCompletions::PATH, http::Method::POST) => {
+            turn::<ChatCompletions>(req, fw, limit, c).await
+        }
+        (Responses::PATH, http::Method::POST) => turn::<Responses>(req, fw, limit, c).await,
+        (Messages::PATH, http::Method::POST) => turn::<Messages>(req, fw, limit, c).await,
         ("/v1/messages/count_tokens", http::Method::POST) => match read_body(req, limit).await {
             Ok(body) => anthropic::count_tokens(&body, fw, c),
             Err(e) => e.response_in(api),
@@ -126,6 +130,19 @@ pub async fn answer(
         .response_in(api),
     };
     caller.finish(response)
+}
+
+/// The answer to a turn of API `A`: its body read within `limit`, then the pipeline.
+async fn turn<A: VendorApi>(
+    req: http::Request<hyper::body::Incoming>,
+    fw: &Arc<Framework>,
+    limit: BodyLimit,
+    caller: &mut Caller,
+) -> HttpResponse {
+    match read_body(req, limit).await {
+        Ok(body) => pipeline::run::<A>(&caller.keep(body), fw, caller).await,
+        Err(e) => e.response_in(A::ERRORS),
+    }
 }
 
 /// The whole body of a request, refused past `limit` (413 over its bytes, 408 when it has not

@@ -10,46 +10,46 @@
 //! a field genai cannot carry (more than one choice, audio, log probabilities, a parameter the
 //! chosen model's format does not take) is refused with a 400 naming it.
 
-use std::sync::Arc;
-
-use crate::HttpResponse;
 use serde_json::{json, Map, Value};
 
 use super::completion::Chunks;
 use super::fields::{array, boolean, object, only, string, text_of, with_role};
-use super::respond;
-use super::turn::Turn;
-use super::{fields, Api, ApiError, Caller};
+use super::pipeline::{Asked, VendorApi};
+use super::settings::Setting;
+use super::{fields, Api, ApiError};
 use genai_core::format::openai_chat_reply::Envelope;
 use genai_core::format::{ResponseSchema, ToolSpec};
 use genai_core::message::{Message, Part, Role};
-use genai_core::session::Framework;
 
-/// The answer to one request body.
-pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
-    let request = match ChatRequest::parse(body) {
-        Ok(r) => r,
-        Err(e) => return e.response(),
-    };
-    let agent = match caller.agent(fw, &request.model) {
-        Ok(a) => a,
-        Err(e) => return e.response(),
-    };
-    if let Err(e) = respond::set_parameters(&agent, &request.parameters) {
-        return e.response();
+/// OpenAI's Chat Completions API.
+pub struct ChatCompletions;
+
+impl VendorApi for ChatCompletions {
+    const PATH: &'static str = "/v1/chat/completions";
+    const ERRORS: Api = Api::OpenAi;
+    type Shape = Chunks;
+
+    fn read(body: &[u8]) -> Result<Asked<Chunks>, ApiError> {
+        let request = ChatRequest::parse(body)?;
+        let envelope = Envelope::now(
+            format!("chatcmpl-{}", ulid::Ulid::new().to_string().to_lowercase()),
+            request.model.clone(),
+        );
+        Ok(Asked {
+            model: request.model,
+            messages: request.messages,
+            tools: request.tools,
+            schema: request.schema,
+            settings: request
+                .parameters
+                .into_iter()
+                .map(|(field, value)| Setting::Parameter(field, value))
+                .collect(),
+            stream: request.stream,
+            shape: Chunks::new(envelope, request.include_usage),
+            headers: Vec::new(),
+        })
     }
-    let envelope = Envelope::now(
-        format!("chatcmpl-{}", ulid::Ulid::new().to_string().to_lowercase()),
-        request.model,
-    );
-    let turn = Turn {
-        agent,
-        messages: request.messages,
-        tools: request.tools,
-        schema: request.schema,
-    };
-    let chunks = Chunks::new(envelope, request.include_usage);
-    respond::run(turn, request.stream, Api::OpenAi, chunks, caller).await
 }
 
 /// What a request asks, in the core's terms.

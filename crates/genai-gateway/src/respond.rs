@@ -16,7 +16,6 @@ use serde_json::Value;
 
 use super::turn::{self, Piece, Served, Turn};
 use super::{sse, Api, ApiError, Caller};
-use genai_core::agent::AIAgent;
 use genai_core::error::Error;
 use genai_core::format::{self, ModelReply};
 
@@ -97,36 +96,6 @@ fn say_served(answer: &mut HttpResponse, served: &Served) {
     {
         headers.insert("x-genai-fallback", v);
     }
-}
-
-/// Sets the request's parameters on its agent's model: each checked by the model's format,
-/// refused naming the request's field. A token limit (`max_tokens`, `max_completion_tokens`,
-/// `max_output_tokens`)
-/// and stop sequences (`stop`, `stop_sequences`) go to the format's own parameter of that
-/// meaning when it has none of the field's name.
-pub fn set_parameters(agent: &AIAgent, parameters: &[(String, Value)]) -> Result<(), ApiError> {
-    let spec = agent
-        .model()
-        .map_err(|e| ApiError::of(&e, None))?
-        .format
-        .spec();
-    let takes = |name: &str| spec.parameters.iter().any(|p| p.name == name);
-    for (field, value) in parameters {
-        let name = match field.as_str() {
-            f if takes(f) => f,
-            "max_tokens" | "max_completion_tokens" | "max_output_tokens" => {
-                format::sampling::MAX_TOKENS.name
-            }
-            f @ ("stop" | "stop_sequences") => {
-                format::parameters::stop_parameter(spec.parameters).unwrap_or(f)
-            }
-            f => f,
-        };
-        agent
-            .set_parameter(name, value.clone())
-            .map_err(|e| ApiError::of(&e, Some(field)))?;
-    }
-    Ok(())
 }
 
 /// How a reply ended, whatever the provider's words for it; each API says it in its own.

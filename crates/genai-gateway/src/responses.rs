@@ -14,22 +14,17 @@
 //! effect on what the client gets back (`metadata`, `user`, `prompt_cache_key`, `include`,
 //! `service_tier`, `truncation`, Codex's `client_metadata`) are accepted and not carried.
 
-use std::sync::Arc;
-
-use crate::HttpResponse;
 use serde_json::{json, Map, Value};
 
 use super::fields::{array, boolean, object, only, string, text_of, with_role};
 use super::openai_chat::image_part;
-use super::respond;
+use super::pipeline::{Asked, VendorApi};
 use super::responses_reply::{Events, NAMESPACE_SEPARATOR};
 use super::responses_tools::tools;
-use super::turn::Turn;
-use super::{fields, Api, ApiError, Caller};
-use genai_core::agent::AIAgent;
+use super::settings::Setting;
+use super::{fields, Api, ApiError};
 use genai_core::format::{ResponseSchema, ToolSpec};
 use genai_core::message::{Message, Part, Role};
-use genai_core::session::Framework;
 
 /// Fields accepted and not carried: hints about storage, caching, billing and logging that
 /// change nothing in the answer genai gives.
@@ -46,85 +41,53 @@ const IGNORED: &[&str] = &[
     "stream_options",
 ];
 
-/// The answer to one request body.
-pub async fn answer(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
-    let (request, agent) = match prepare(body, fw, caller) {
-        Ok(r) => r,
-        Err(e) => return e.response(),
-    };
-    let events = Events::new(
-        format!("resp_{}", ulid::Ulid::new().to_string().to_lowercase()),
-        genai_core::format::openai_chat_reply::now_secs(),
-        request.echo,
-    )
-    .with_namespaces(request.namespaces);
-    let not_offered = request.not_offered.join(", ");
-    let turn = Turn {
-        agent,
-        messages: request.messages,
-        tools: request.tools,
-        schema: request.schema,
-    };
-    let mut answer = respond::run(turn, request.stream, Api::OpenAi, events, caller).await;
-    if let Ok(v) = http::HeaderValue::from_str(&not_offered) {
-        if !not_offered.is_empty() {
-            answer.headers_mut().insert(NOT_OFFERED, v);
+/// OpenAI's Responses API.
+pub struct Responses;
+
+impl VendorApi for Responses {
+    const PATH: &'static str = "/v1/responses";
+    const ERRORS: Api = Api::OpenAi;
+    type Shape = Events;
+
+    fn read(body: &[u8]) -> Result<Asked<Events>, ApiError> {
+        let request = ResponsesRequest::parse(body)?;
+        let shape = Events::new(
+            format!("resp_{}", ulid::Ulid::new().to_string().to_lowercase()),
+            genai_core::format::openai_chat_reply::now_secs(),
+            request.echo,
+        )
+        .with_namespaces(request.namespaces);
+        let mut settings: Vec<Setting> = request
+            .parameters
+            .into_iter()
+            .map(|(field, value)| Setting::Parameter(field, value))
+            .collect();
+        settings.extend(request.effort.map(Setting::Effort));
+        if request.json_object {
+            settings.push(Setting::JsonObject);
         }
+        if request.no_parallel_calls {
+            settings.push(Setting::NoParallelCalls("parallel_tool_calls"));
+        }
+        let headers = match request.not_offered.is_empty() {
+            true => Vec::new(),
+            false => vec![(NOT_OFFERED, request.not_offered.join(", "))],
+        };
+        Ok(Asked {
+            model: request.model,
+            messages: request.messages,
+            tools: request.tools,
+            schema: request.schema,
+            settings,
+            stream: request.stream,
+            shape,
+            headers,
+        })
     }
-    answer
 }
 
 /// The header naming the hosted tools of a request that were not offered to the model.
 pub const NOT_OFFERED: &str = "x-genai-tools-not-offered";
-
-/// The request read and its agent made, its parameters set.
-fn prepare(
-    body: &[u8],
-    fw: &Arc<Framework>,
-    caller: &mut Caller,
-) -> Result<(ResponsesRequest, AIAgent), ApiError> {
-    let request = ResponsesRequest::parse(body)?;
-    let agent = caller.agent(fw, &request.model)?;
-    respond::set_parameters(&agent, &request.parameters)?;
-    if let Some(effort) = &request.effort {
-        set_effort(&agent, effort)?;
-    }
-    if request.json_object {
-        agent
-            .set_parameter("response_format", json!({"type": "json_object"}))
-            .map_err(|e| ApiError::of(&e, Some("text.format")))?;
-    }
-    if request.no_parallel_calls {
-        agent
-            .set_parameter("parallel_tool_calls", json!(false))
-            .map_err(|_| {
-                ApiError::invalid(
-                    "parallel_tool_calls",
-                    "the chosen model's format cannot turn parallel tool calls off",
-                )
-            })?;
-    }
-    Ok((request, agent))
-}
-
-/// `reasoning.effort` where the chosen model's format has a setting of that name (OpenAI's
-/// `reasoning_effort`); elsewhere the model reasons as it is configured to, as the Messages
-/// API's `output_config.effort` does.
-fn set_effort(agent: &AIAgent, effort: &str) -> Result<(), ApiError> {
-    let model = agent.model().map_err(|e| ApiError::of(&e, None))?;
-    let takes = model
-        .format
-        .spec()
-        .parameters
-        .iter()
-        .any(|p| p.name == "reasoning_effort");
-    if takes {
-        agent
-            .set_parameter("reasoning_effort", json!(effort))
-            .map_err(|e| ApiError::of(&e, Some("reasoning.effort")))?;
-    }
-    Ok(())
-}
 
 /// What a request asks, in the core's terms.
 #[derive(Debug, Default)]

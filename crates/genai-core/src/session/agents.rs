@@ -12,8 +12,37 @@ use serde_json::{Map, Value};
 use super::{new_id, poisoned, Framework};
 use crate::agent::{AIAgent, Persistence};
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::ModelConfiguration;
 use crate::message::Message;
+use crate::pricing::Price;
+use crate::registry::ProviderInstance;
 use crate::select::{ModelChoice, Selection};
+
+/// The model one request will run on, before its agent: what was chosen, its provider and
+/// its model configuration, which the request's parameters change as a value.
+#[derive(Clone)]
+pub struct RequestModel {
+    selection: Selection,
+    pub provider: ProviderInstance,
+    configuration: ModelConfiguration,
+    /// The price of the model, when one is known.
+    pub price: Option<Price>,
+    /// The parameters set, given to the fallbacks too.
+    set: Map<String, Value>,
+}
+
+impl RequestModel {
+    pub fn configuration(&self) -> &ModelConfiguration {
+        &self.configuration
+    }
+
+    /// Sets a parameter as the model's format takes it, or says why it cannot.
+    pub fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
+        self.configuration.set_parameter(name, value.clone())?;
+        self.set.insert(name.to_string(), value);
+        Ok(())
+    }
+}
 
 impl Framework {
     /// An agent of `sel`, kept by id until its conversation or its client removes it.
@@ -42,6 +71,16 @@ impl Framework {
         system: Option<Message>,
         history: Vec<Message>,
     ) -> Result<AIAgent> {
+        let (provider, model) = self.model_of(sel, params)?;
+        self.agent_on(sel, provider, model, params, persistence, system, history)
+    }
+
+    /// The provider and model configuration of `sel`, with `params` set.
+    fn model_of(
+        &self,
+        sel: &Selection,
+        params: Option<&Map<String, Value>>,
+    ) -> Result<(ProviderInstance, ModelConfiguration)> {
         if sel.model_configuration.is_some() && sel.model.is_some() {
             return Err(Error::invalid_params(
                 "give `modelConfiguration` or `model`, not both",
@@ -54,6 +93,21 @@ impl Framework {
             sel.model.as_deref(),
             params,
         )?;
+        Ok((provider, model))
+    }
+
+    /// An agent of `sel` on this provider and model configuration; its fallbacks get `params`.
+    #[allow(clippy::too_many_arguments)]
+    fn agent_on(
+        self: &Arc<Self>,
+        sel: &Selection,
+        provider: ProviderInstance,
+        model: ModelConfiguration,
+        params: Option<&Map<String, Value>>,
+        persistence: Option<Persistence>,
+        system: Option<Message>,
+        history: Vec<Message>,
+    ) -> Result<AIAgent> {
         let model_id = model.model.clone();
         let mut agent = AIAgent::new(new_id(), provider, model, persistence, system, history);
         agent.timeout = self.prompt_timeout;
@@ -105,14 +159,50 @@ impl Framework {
         Ok(out)
     }
 
-    /// An agent for one request of a client that keeps the history itself (the gateway's
-    /// APIs): chosen as `genai ask -m` chooses (`choice`), with the agent's system prompt (a
-    /// system message of the request replaces it), middleware and response schema. It is
-    /// registered nowhere and stores nothing; dropping it ends it.
-    pub fn request_agent(self: &Arc<Self>, choice: &ModelChoice) -> Result<AIAgent> {
-        let sel = self.selector().select(choice)?;
-        let system = sel.system_prompt.clone().map(Message::system);
-        self.make_agent(&sel, None, None, system, Vec::new())
+    /// The model of one request of a client that keeps the history itself (the gateway's
+    /// APIs), chosen as `genai ask -m` chooses (`choice`): a value the caller sets the
+    /// request's parameters on before [`Framework::request_agent`] makes its agent.
+    pub fn request_model(&self, choice: &ModelChoice) -> Result<RequestModel> {
+        let selection = self.selector().select(choice)?;
+        let (provider, configuration) = self.model_of(&selection, None)?;
+        let price = self.prices.lookup_at(
+            &provider.name,
+            provider.kind,
+            &configuration.model,
+            provider.provider.vendor_prices(),
+        );
+        Ok(RequestModel {
+            selection,
+            provider,
+            configuration,
+            price: price.map(|p| p.price),
+            set: Map::new(),
+        })
+    }
+
+    /// The agent of one request's model, with the agent's system prompt (a system message of
+    /// the request replaces it), middleware, response schema and fallbacks (given the
+    /// parameters set on the model). It is registered nowhere and stores nothing; dropping it
+    /// ends it.
+    pub fn request_agent(self: &Arc<Self>, model: RequestModel) -> Result<AIAgent> {
+        let RequestModel {
+            selection,
+            provider,
+            configuration,
+            set,
+            ..
+        } = model;
+        let system = selection.system_prompt.clone().map(Message::system);
+        let params = (!set.is_empty()).then_some(&set);
+        self.agent_on(
+            &selection,
+            provider,
+            configuration,
+            params,
+            None,
+            system,
+            Vec::new(),
+        )
     }
 
     pub fn agent(&self, id: &str) -> Result<Arc<AIAgent>> {

@@ -25,6 +25,7 @@ mod resume;
 mod turn_stream;
 
 pub use acting::{project_context, PermissionFlags};
+pub use agents::RequestModel;
 pub use commands::{command_conversation, mcp_command_name, ReadyCommand};
 pub use queries::Page;
 

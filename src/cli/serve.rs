@@ -53,7 +53,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub web_root: Option<std::path::PathBuf>,
     /// WebSocket clients at once.
-    #[arg(long, default_value_t = Limits::default().connections)]
+    #[arg(long, default_value_t = Limits::default().ws.connections)]
     pub max_connections: u32,
     /// HTTP connections open at once (kept under the open-file limit; WebSockets count under
     /// --max-connections); past it the oldest is closed (at once when idle, after its answer
@@ -65,13 +65,13 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = Limits::default().read_timeout.as_secs_f64())]
     pub read_timeout_secs: f64,
     /// The largest message, in bytes.
-    #[arg(long, default_value_t = Limits::default().message_bytes)]
+    #[arg(long, default_value_t = Limits::default().ws.message_bytes)]
     pub max_message_bytes: u32,
     /// Turns one connection may have queued or running.
-    #[arg(long, default_value_t = Limits::default().turns_per_connection)]
+    #[arg(long, default_value_t = Limits::default().ws.turns_per_connection)]
     pub max_turns_per_connection: usize,
     /// Events a client may fall behind before it is dropped.
-    #[arg(long, default_value_t = Limits::default().buffered_events)]
+    #[arg(long, default_value_t = Limits::default().ws.buffered_events)]
     pub max_buffered_events: usize,
 }
 
@@ -133,12 +133,14 @@ pub async fn run(args: Args) -> Result<(), Error> {
         origins: args.allow_origins,
         web_root: args.web_root,
         limits: Limits {
-            connections: args.max_connections,
             open_connections: args.max_open_connections,
             read_timeout: std::time::Duration::from_secs_f64(args.read_timeout_secs),
-            message_bytes: args.max_message_bytes,
-            turns_per_connection: args.max_turns_per_connection,
-            buffered_events: args.max_buffered_events,
+            ws: genai_rpc::ws::Limits {
+                connections: args.max_connections,
+                message_bytes: args.max_message_bytes,
+                turns_per_connection: args.max_turns_per_connection,
+                buffered_events: args.max_buffered_events,
+            },
         },
         roots,
     };

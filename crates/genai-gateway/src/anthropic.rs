@@ -88,11 +88,7 @@ impl VendorApi for Messages {
             format!("msg_{}", ulid::Ulid::new().to_string().to_lowercase()),
             request.model.clone(),
         );
-        let mut settings: Vec<Setting> = request
-            .parameters
-            .into_iter()
-            .map(|(field, value)| Setting::Parameter(field, value))
-            .collect();
+        let mut settings: Vec<Setting> = Setting::parameters(request.parameters);
         settings.extend(request.thinking.map(Setting::Thinking));
         if request.no_parallel_calls {
             settings.push(Setting::NoParallelCalls(

@@ -45,6 +45,27 @@ pub fn body(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     object(value, "body").map_err(|_| ApiError::invalid("body", "must be a JSON object"))
 }
 
+/// The request body read as the serde type `T` (no JSON tree of it), refused naming the field
+/// that is not what `T` says it is (`messages[0].content: invalid type: ...`).
+pub fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if !inner.is_data() {
+            return ApiError::not_json(&inner);
+        }
+        if path == "." {
+            return ApiError::invalid("body", "must be a JSON object");
+        }
+        let message = inner.to_string();
+        let message = message.split(" at line ").next().unwrap_or(&message);
+        ApiError::invalid(path, message)
+    })?;
+    de.end().map_err(|e| ApiError::not_json(&e))?;
+    Ok(value)
+}
+
 /// Refuses the keys of `m` (at `at`) that are not `known` and not null.
 pub fn only(m: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(), ApiError> {
     match m
@@ -66,6 +87,17 @@ pub fn tool_name(tool: &mut Map<String, Value>, at: &str) -> Result<(String, Str
         tool.remove("name").unwrap_or_default(),
         &format!("{at}.name"),
     )?;
+    let name = checked_tool_name(name, at)?;
+    let description = match tool.remove("description") {
+        None | Some(Value::Null) => String::new(),
+        Some(d) => string(d, &format!("{at}.description"))?,
+    };
+    Ok((name, description))
+}
+
+/// A tool's name as every native tool API accepts it (1 to 64 letters, digits, `_`, `-`), or
+/// the refusal naming `{at}.name`.
+pub fn checked_tool_name(name: String, at: &str) -> Result<String, ApiError> {
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
         return Err(ApiError::invalid(
@@ -73,11 +105,7 @@ pub fn tool_name(tool: &mut Map<String, Value>, at: &str) -> Result<(String, Str
             "must be 1 to 64 letters, digits, `_` or `-`",
         ));
     }
-    let description = match tool.remove("description") {
-        None | Some(Value::Null) => String::new(),
-        Some(d) => string(d, &format!("{at}.description"))?,
-    };
-    Ok((name, description))
+    Ok(name)
 }
 
 /// A content as every API gives it: a string (one text part), or an array of `noun`s (parts,

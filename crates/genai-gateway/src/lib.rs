@@ -36,6 +36,7 @@ mod keys;
 mod ledger;
 mod models;
 mod openai_chat;
+mod openai_chat_request;
 mod pipeline;
 mod respond;
 mod responses;

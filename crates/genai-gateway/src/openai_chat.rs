@@ -13,7 +13,8 @@
 use serde_json::{json, Map, Value};
 
 use super::completion::Chunks;
-use super::fields::{array, boolean, object, only, string, text_of, with_role};
+use super::fields::{object, only, text_of, with_role};
+use super::openai_chat_request::{present_key, ChatBody, ChatMessage, ChatTool, Content, ToolCall};
 use super::pipeline::{Asked, VendorApi};
 use super::settings::Setting;
 use super::{fields, Api, ApiError};
@@ -40,11 +41,7 @@ impl VendorApi for ChatCompletions {
             messages: request.messages,
             tools: request.tools,
             schema: request.schema,
-            settings: request
-                .parameters
-                .into_iter()
-                .map(|(field, value)| Setting::Parameter(field, value))
-                .collect(),
+            settings: Setting::parameters(request.parameters),
             stream: request.stream,
             shape: Chunks::new(envelope, request.include_usage),
             headers: Vec::new(),
@@ -67,39 +64,52 @@ pub(super) struct ChatRequest {
 
 impl ChatRequest {
     pub(super) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
-        let fields = fields::body(body)?;
-        let mut r = ChatRequest::default();
-        let mut has_messages = false;
-        for (key, value) in fields {
+        let body: ChatBody = fields::typed(body)?;
+        let mut r = ChatRequest {
+            stream: body.stream.unwrap_or(false),
+            ..ChatRequest::default()
+        };
+        if let Some(options) = body.stream_options {
+            if let Some(k) = present_key(&options.other) {
+                return Err(ApiError::invalid(
+                    format!("stream_options.{k}"),
+                    "genai's gateway cannot carry it",
+                ));
+            }
+            r.include_usage = options.include_usage.unwrap_or(false);
+        }
+        match body.n {
+            None | Some(Value::Null) => {}
+            Some(n) if n == json!(1) => {}
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "n",
+                    "genai gives one choice: n must be 1",
+                ))
+            }
+        }
+        if let Some(tools) = body.tools {
+            r.tools = read_tools(tools)?;
+        }
+        if let Some(choice) = body.tool_choice.filter(|v| !v.is_null()) {
+            let choice = fields::tool_choice(&choice, &["function", "name"])?;
+            r.parameters.push(("tool_choice".into(), choice));
+        }
+        if let Some(format) = body.response_format.filter(|v| !v.is_null()) {
+            match response_format(format)? {
+                Format::Text => {}
+                Format::Schema(s) => r.schema = Some(s),
+                Format::Parameter(v) => r.parameters.push(("response_format".into(), v)),
+            }
+        }
+        if let Some(value) = body.stop.filter(|v| !v.is_null()) {
+            r.parameters.push(("stop".into(), stop(value)?));
+        }
+        for (key, value) in body.other {
             if value.is_null() {
                 continue;
             }
             match key.as_str() {
-                "model" => r.model = string(value, "model")?,
-                "messages" => {
-                    r.messages = messages(value)?;
-                    has_messages = true;
-                }
-                "stream" => r.stream = boolean(value, "stream")?,
-                "stream_options" => r.include_usage = stream_options(value)?,
-                "n" if value == json!(1) => {}
-                "n" => {
-                    return Err(ApiError::invalid(
-                        "n",
-                        "genai gives one choice: n must be 1",
-                    ))
-                }
-                "tools" => r.tools = tools(value)?,
-                "tool_choice" => {
-                    let choice = fields::tool_choice(&value, &["function", "name"])?;
-                    r.parameters.push((key, choice));
-                }
-                "response_format" => match response_format(value)? {
-                    Format::Text => {}
-                    Format::Schema(s) => r.schema = Some(s),
-                    Format::Parameter(v) => r.parameters.push((key, v)),
-                },
-                "stop" => r.parameters.push((key, stop(value)?)),
                 "functions" | "function_call" => {
                     return Err(ApiError::invalid(
                         key,
@@ -117,25 +127,18 @@ impl ChatRequest {
                 _ => r.parameters.push((key, value)),
             }
         }
+        r.model = body.model.unwrap_or_default();
         if r.model.trim().is_empty() {
             return Err(ApiError::invalid(
                 "model",
                 "is required: an agent of genai's config or PROVIDER:MODEL (GET /v1/models)",
             ));
         }
-        if !has_messages {
+        let Some(messages) = body.messages else {
             return Err(ApiError::invalid("messages", "is required"));
-        }
+        };
+        r.messages = read_messages(messages)?;
         Ok(r)
-    }
-}
-
-fn stream_options(value: Value) -> Result<bool, ApiError> {
-    let m = object(value, "stream_options")?;
-    only(&m, "stream_options", &["include_usage"])?;
-    match m.get("include_usage") {
-        None | Some(Value::Null) => Ok(false),
-        Some(v) => boolean(v.clone(), "stream_options.include_usage"),
     }
 }
 
@@ -151,62 +154,56 @@ fn stop(value: Value) -> Result<Value, ApiError> {
 }
 
 /// The request's messages, its system and developer messages joined into one, first.
-fn messages(value: Value) -> Result<Vec<Message>, ApiError> {
-    let items = array(value, "messages")?;
+fn read_messages(items: Vec<ChatMessage>) -> Result<Vec<Message>, ApiError> {
     if items.is_empty() {
         return Err(ApiError::invalid("messages", "must not be empty"));
     }
     let mut system: Vec<String> = Vec::new();
-    let mut out: Vec<Message> = Vec::new();
-    for (i, item) in items.into_iter().enumerate() {
+    let mut out: Vec<Message> = Vec::with_capacity(items.len());
+    for (i, m) in items.into_iter().enumerate() {
         let at = format!("messages[{i}]");
-        let mut m = object(item, &at)?;
-        only(
-            &m,
-            &at,
-            &["role", "content", "tool_calls", "tool_call_id", "refusal"],
-        )?;
-        let role = match m.remove("role") {
-            Some(Value::String(r)) => r,
-            _ => return Err(ApiError::invalid(format!("{at}.role"), "is required")),
+        if let Some(k) = present_key(&m.other) {
+            return Err(ApiError::invalid(
+                format!("{at}.{k}"),
+                "genai's gateway cannot carry it",
+            ));
+        }
+        let Some(role) = m.role else {
+            return Err(ApiError::invalid(format!("{at}.role"), "is required"));
         };
         let content_at = format!("{at}.content");
-        let content = m.remove("content").filter(|c| !c.is_null());
         match role.as_str() {
             "system" | "developer" => {
-                let parts = content_parts(content, &content_at, &["text"])?;
+                let parts = content_parts(m.content, &content_at, &["text"])?;
                 system.push(text_of(&parts));
             }
             "user" => {
-                if content.is_none() {
+                if m.content.is_none() {
                     return Err(ApiError::invalid(content_at, "is required"));
                 }
-                let content = content_parts(content, &content_at, &["text", "image_url"])?;
+                let content = content_parts(m.content, &content_at, &["text", "image_url"])?;
                 out.push(with_role(Role::User, content));
             }
             "assistant" => {
-                let mut content = content_parts(content, &content_at, &["text", "refusal"])?;
-                if let Some(Value::String(refusal)) = m.remove("refusal") {
+                let mut content = content_parts(m.content, &content_at, &["text", "refusal"])?;
+                if let Some(refusal) = m.refusal {
                     content.push(Part::text(refusal));
                 }
-                if let Some(calls) = m.remove("tool_calls").filter(|c| !c.is_null()) {
+                if let Some(calls) = m.tool_calls {
                     content.extend(tool_calls(calls, &format!("{at}.tool_calls"))?);
                 }
                 out.push(with_role(Role::Assistant, content));
             }
             "tool" => {
-                let id = match m.remove("tool_call_id") {
-                    Some(Value::String(id)) => id,
-                    _ => {
-                        return Err(ApiError::invalid(
-                            format!("{at}.tool_call_id"),
-                            "is required",
-                        ))
-                    }
+                let Some(id) = m.tool_call_id else {
+                    return Err(ApiError::invalid(
+                        format!("{at}.tool_call_id"),
+                        "is required",
+                    ));
                 };
                 let result = Part::ToolResult {
                     tool_call_id: id,
-                    content: content_parts(content, &content_at, &["text"])?,
+                    content: content_parts(m.content, &content_at, &["text"])?,
                     is_error: false,
                 };
                 // The results of one round of calls are one message, as the core keeps them.
@@ -236,23 +233,51 @@ fn messages(value: Value) -> Result<Vec<Message>, ApiError> {
 }
 
 /// A message's content: a string, or an array of parts of the `kinds` this role may send.
-fn content_parts(content: Option<Value>, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
-    let Some(content) = content else {
-        return Ok(Vec::new());
+fn content_parts(
+    content: Option<Content>,
+    at: &str,
+    kinds: &[&str],
+) -> Result<Vec<Part>, ApiError> {
+    let parts = match content {
+        None => return Ok(Vec::new()),
+        Some(Content::Text(text)) => return Ok(vec![Part::text(text)]),
+        Some(Content::Parts(parts)) => parts,
     };
-    fields::content(content, at, "part", kinds, |kind, mut p, at| match kind {
-        "image_url" => {
-            only(&p, at, &["image_url"])?;
-            let image = object(p.remove("image_url").unwrap_or_default(), at)?;
-            image_part(image, &format!("{at}.image_url"))
+    let mut out = Vec::with_capacity(parts.len());
+    for (j, p) in parts.into_iter().enumerate() {
+        let at = format!("{at}[{j}]");
+        let Some(kind) = p.kind.as_deref() else {
+            return Err(ApiError::invalid(format!("{at}.type"), "is required"));
+        };
+        if !kinds.contains(&kind) {
+            return Err(ApiError::invalid(
+                format!("{at}.type"),
+                format!(
+                    "a `{kind}` part cannot be carried here (only {})",
+                    kinds.join(", ")
+                ),
+            ));
         }
-        // `text` and `refusal` parts are text.
-        _ => {
-            only(&p, at, &[kind])?;
-            let text = string(p.remove(kind).unwrap_or_default(), &format!("{at}.{kind}"))?;
-            Ok(Part::text(text))
+        if let Some(k) = p.stray(kind) {
+            return Err(ApiError::invalid(
+                format!("{at}.{k}"),
+                "genai's gateway cannot carry it",
+            ));
         }
-    })
+        out.push(match (kind, p.image_url, p.text, p.refusal) {
+            ("image_url", Some(image), _, _) => image_part(image, &format!("{at}.image_url"))?,
+            ("image_url", None, _, _) => return Err(ApiError::invalid(at, "must be an object")),
+            ("text", _, Some(text), _) | ("refusal", _, _, Some(text)) => Part::text(text),
+            // A text or refusal part without its text.
+            _ => {
+                return Err(ApiError::invalid(
+                    format!("{at}.{kind}"),
+                    "must be a string",
+                ))
+            }
+        });
+    }
+    Ok(out)
 }
 
 /// An image part from `{"url", "detail"}`: a `data:` URL inline, any other by its URL.
@@ -292,31 +317,46 @@ pub(super) fn image_part(mut image: Map<String, Value>, at: &str) -> Result<Part
 }
 
 /// An assistant message's tool calls.
-fn tool_calls(value: Value, at: &str) -> Result<Vec<Part>, ApiError> {
-    let mut parts = Vec::new();
-    for (j, call) in array(value, at)?.into_iter().enumerate() {
+fn tool_calls(calls: Vec<ToolCall>, at: &str) -> Result<Vec<Part>, ApiError> {
+    let mut parts = Vec::with_capacity(calls.len());
+    for (j, call) in calls.into_iter().enumerate() {
         let at = format!("{at}[{j}]");
-        let mut call = object(call, &at)?;
         // `index`, which a client may keep from the streamed calls, is their order here.
-        only(&call, &at, &["index", "id", "type", "function"])?;
-        if call.get("type").is_some_and(|t| t != "function") {
+        let _ = call.index;
+        if let Some(k) = present_key(&call.other) {
+            return Err(ApiError::invalid(
+                format!("{at}.{k}"),
+                "genai's gateway cannot carry it",
+            ));
+        }
+        if call.kind.as_deref().is_some_and(|t| t != "function") {
             return Err(ApiError::invalid(format!("{at}.type"), "must be function"));
         }
-        let id = string(call.remove("id").unwrap_or_default(), &format!("{at}.id"))?;
+        let Some(id) = call.id else {
+            return Err(ApiError::invalid(format!("{at}.id"), "must be a string"));
+        };
         let fn_at = format!("{at}.function");
-        let mut function = object(call.remove("function").unwrap_or_default(), &fn_at)?;
-        only(&function, &fn_at, &["name", "arguments"])?;
-        let name = string(
-            function.remove("name").unwrap_or_default(),
-            &format!("{fn_at}.name"),
-        )?;
+        let Some(function) = call.function else {
+            return Err(ApiError::invalid(fn_at, "must be an object"));
+        };
+        if let Some(k) = present_key(&function.other) {
+            return Err(ApiError::invalid(
+                format!("{fn_at}.{k}"),
+                "genai's gateway cannot carry it",
+            ));
+        }
+        let Some(name) = function.name else {
+            return Err(ApiError::invalid(
+                format!("{fn_at}.name"),
+                "must be a string",
+            ));
+        };
         let args_at = format!("{fn_at}.arguments");
-        let arguments = match function.remove("arguments") {
-            None | Some(Value::Null) => json!({}),
-            Some(Value::String(s)) if s.trim().is_empty() => json!({}),
-            Some(Value::String(s)) => serde_json::from_str(&s)
+        let arguments = match function.arguments {
+            None => json!({}),
+            Some(s) if s.trim().is_empty() => json!({}),
+            Some(s) => serde_json::from_str(&s)
                 .map_err(|e| ApiError::invalid(&args_at, format!("is not JSON: {e}")))?,
-            Some(_) => return Err(ApiError::invalid(args_at, "must be a string of JSON")),
         };
         parts.push(Part::ToolCall {
             id,
@@ -329,26 +369,50 @@ fn tool_calls(value: Value, at: &str) -> Result<Vec<Part>, ApiError> {
 }
 
 /// The request's function tools.
-fn tools(value: Value) -> Result<Vec<ToolSpec>, ApiError> {
-    let mut specs = Vec::new();
-    for (i, tool) in array(value, "tools")?.into_iter().enumerate() {
+fn read_tools(tools: Vec<ChatTool>) -> Result<Vec<ToolSpec>, ApiError> {
+    let mut specs = Vec::with_capacity(tools.len());
+    for (i, tool) in tools.into_iter().enumerate() {
         let at = format!("tools[{i}]");
-        let mut tool = object(tool, &at)?;
-        only(&tool, &at, &["type", "function"])?;
-        if tool.get("type").is_some_and(|t| t != "function") {
+        if let Some(k) = present_key(&tool.other) {
+            return Err(ApiError::invalid(
+                format!("{at}.{k}"),
+                "genai's gateway cannot carry it",
+            ));
+        }
+        if tool.kind.as_deref().is_some_and(|t| t != "function") {
             return Err(ApiError::invalid(
                 format!("{at}.type"),
                 "only function tools can be carried",
             ));
         }
         let fn_at = format!("{at}.function");
-        let mut function = object(tool.remove("function").unwrap_or_default(), &fn_at)?;
-        only(
-            &function,
-            &fn_at,
-            &["name", "description", "parameters", "strict"],
-        )?;
-        specs.push(fields::function_tool(&mut function, &fn_at)?);
+        let Some(function) = tool.function else {
+            return Err(ApiError::invalid(fn_at, "must be an object"));
+        };
+        if let Some(k) = present_key(&function.other) {
+            return Err(ApiError::invalid(
+                format!("{fn_at}.{k}"),
+                "genai's gateway cannot carry it",
+            ));
+        }
+        // `strict` is accepted, not enforced: the client checks the arguments it gets back.
+        let _ = function.strict;
+        let name = fields::checked_tool_name(function.name.unwrap_or_default(), &fn_at)?;
+        let input_schema = match function.parameters {
+            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+            Some(p @ Value::Object(_)) => p,
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    format!("{fn_at}.parameters"),
+                    "must be a JSON Schema object",
+                ))
+            }
+        };
+        specs.push(ToolSpec {
+            name,
+            description: function.description.unwrap_or_default(),
+            input_schema,
+        });
     }
     Ok(specs)
 }
@@ -383,5 +447,88 @@ fn response_format(value: Value) -> Result<Format, ApiError> {
             "response_format.type",
             "must be text, json_object or json_schema",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(body: Value) -> String {
+        let e = ChatRequest::parse(body.to_string().as_bytes()).unwrap_err();
+        e.param.expect("a 400 names its field")
+    }
+
+    #[test]
+    fn a_typed_request_is_refused_naming_the_field_at_any_depth() {
+        let user = json!([{"role": "user", "content": "hi"}]);
+        assert_eq!(refused(json!({"model": 3, "messages": user})), "model");
+        assert_eq!(
+            refused(json!({"model": "m", "messages": [{"role": "user", "content": 3}]})),
+            "messages[0].content"
+        );
+        assert_eq!(
+            refused(
+                json!({"model": "m", "messages": [{"role": "user", "content": "x", "audio": {}}]})
+            ),
+            "messages[0].audio"
+        );
+        assert_eq!(
+            refused(
+                json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]})
+            ),
+            "messages[0].content[0].text"
+        );
+        assert_eq!(
+            refused(
+                json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "a", "image_url": {}}]}]})
+            ),
+            "messages[0].content[0].image_url"
+        );
+        assert_eq!(
+            refused(
+                json!({"model": "m", "messages": user, "tools": [{"type": "function", "function": {"name": "a b"}}]})
+            ),
+            "tools[0].function.name"
+        );
+        assert_eq!(
+            refused(json!({"model": "m", "messages": user, "stream_options": {"x": 1}})),
+            "stream_options.x"
+        );
+        assert_eq!(refused(json!([1])), "body");
+        let e = ChatRequest::parse(b"{\"model\": \"m\"} x").unwrap_err();
+        assert!(e.message.contains("not valid JSON"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_typed_request_reads_into_the_cores_terms() {
+        let body = json!({
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "be terse"},
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"p\":1}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "one"}
+            ],
+            "temperature": 0.5,
+            "stop": "END",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "tools": [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]
+        });
+        let r = ChatRequest::parse(body.to_string().as_bytes()).unwrap();
+        assert_eq!(r.model, "m");
+        assert!(r.stream && r.include_usage);
+        assert_eq!(r.messages.len(), 4);
+        assert_eq!(r.messages[0].role, Role::System);
+        assert_eq!(r.tools[0].name, "read");
+        assert!(r.parameters.contains(&("temperature".into(), json!(0.5))));
+        assert!(r.parameters.contains(&("stop".into(), json!(["END"]))));
+        let Part::ToolCall { arguments, .. } = &r.messages[2].content[0] else {
+            panic!("{:?}", r.messages[2]);
+        };
+        assert_eq!(arguments, &json!({"p": 1}));
     }
 }

@@ -57,11 +57,7 @@ impl VendorApi for Responses {
             request.echo,
         )
         .with_namespaces(request.namespaces);
-        let mut settings: Vec<Setting> = request
-            .parameters
-            .into_iter()
-            .map(|(field, value)| Setting::Parameter(field, value))
-            .collect();
+        let mut settings: Vec<Setting> = Setting::parameters(request.parameters);
         settings.extend(request.effort.map(Setting::Effort));
         if request.json_object {
             settings.push(Setting::JsonObject);

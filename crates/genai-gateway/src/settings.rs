@@ -32,6 +32,16 @@ pub enum Setting {
     NoParallelCalls(&'static str),
 }
 
+impl Setting {
+    /// The model's parameters a request gives: (its field, the value).
+    pub fn parameters(parameters: Vec<(String, Value)>) -> Vec<Setting> {
+        parameters
+            .into_iter()
+            .map(|(field, value)| Setting::Parameter(field, value))
+            .collect()
+    }
+}
+
 /// Sets each of `settings` on `model`.
 pub fn apply(model: &mut RequestModel, settings: Vec<Setting>) -> Result<(), ApiError> {
     for setting in settings {

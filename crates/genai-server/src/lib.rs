@@ -29,8 +29,6 @@ pub use genai_rpc::ws::roots;
 /// The limits of one server.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// WebSocket clients at once; more are refused.
-    pub connections: u32,
     /// HTTP connections open at once (kept under the open-file limit; a WebSocket leaves this
     /// count once upgraded); past it the oldest is asked to close (at once when idle, after its
     /// answer otherwise).
@@ -38,24 +36,21 @@ pub struct Limits {
     /// A request's head must arrive within this (a connection idle this long is closed), and
     /// a request's body within this after its head.
     pub read_timeout: Duration,
-    /// The largest message either way, in bytes.
-    pub message_bytes: u32,
-    /// Turns one connection may have running or queued (`OnNewMessage`).
-    pub turns_per_connection: usize,
-    /// Events a subscriber may fall behind (and messages queued for its socket) before the
-    /// client is dropped.
-    pub buffered_events: usize,
+    /// The WebSocket clients' limits; its largest message is a plain request's largest body too.
+    pub ws: genai_rpc::ws::Limits,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            connections: 256,
             open_connections: 16_384,
             read_timeout: Duration::from_secs(30),
-            message_bytes: 16 * 1024 * 1024,
-            turns_per_connection: 16,
-            buffered_events: 4096,
+            ws: genai_rpc::ws::Limits {
+                connections: 256,
+                message_bytes: 16 * 1024 * 1024,
+                turns_per_connection: 16,
+                buffered_events: 4096,
+            },
         }
     }
 }
@@ -64,18 +59,8 @@ impl Limits {
     /// What a plain HTTP request's body may be: its bytes, and how long it may take to come.
     pub fn body(&self) -> genai_gateway::BodyLimit {
         genai_gateway::BodyLimit {
-            bytes: self.message_bytes,
+            bytes: self.ws.message_bytes,
             within: self.read_timeout,
-        }
-    }
-
-    /// The WebSocket clients' share.
-    fn ws(&self) -> genai_rpc::ws::Limits {
-        genai_rpc::ws::Limits {
-            connections: self.connections,
-            message_bytes: self.message_bytes,
-            turns_per_connection: self.turns_per_connection,
-            buffered_events: self.buffered_events,
         }
     }
 }
@@ -139,7 +124,7 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
             access: access.clone(),
         },
         web_root: options.web_root.clone(),
-        ws: genai_rpc::ws::WebSocket::new(fw.clone(), limits.ws(), options.roots.clone()),
+        ws: genai_rpc::ws::WebSocket::new(fw.clone(), limits.ws.clone(), options.roots.clone()),
         fw,
         body: limits.body(),
         stop: stop.clone(),

@@ -1,0 +1,160 @@
+//! A Chat Completions request as it comes on the wire: serde types with each known field
+//! typed, read straight from the body (no JSON tree of the whole request). What a type does
+//! not name is kept in its `other` map, so that a field genai cannot carry is still refused
+//! by name (`messages[0].audio`), and the top level's other fields are the model's parameters.
+//!
+//! It owns the shape only. It must never decide what a field means to the core (the API's
+//! file does: `openai_chat.rs`).
+
+use std::fmt;
+
+use serde::de::{Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The request body.
+#[derive(Deserialize)]
+pub struct ChatBody {
+    pub model: Option<String>,
+    pub messages: Option<Vec<ChatMessage>>,
+    pub stream: Option<bool>,
+    pub stream_options: Option<StreamOptions>,
+    pub n: Option<Value>,
+    pub tools: Option<Vec<ChatTool>>,
+    pub tool_choice: Option<Value>,
+    pub response_format: Option<Value>,
+    pub stop: Option<Value>,
+    /// Sampling settings and every field not named above, in the body's order.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+pub struct StreamOptions {
+    pub include_usage: Option<bool>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// One message of the history.
+#[derive(Deserialize)]
+pub struct ChatMessage {
+    pub role: Option<String>,
+    pub content: Option<Content>,
+    pub tool_calls: Option<Vec<ToolCall>>,
+    pub tool_call_id: Option<String>,
+    pub refusal: Option<String>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// A message's content: a string (one text part) or an array of parts.
+pub enum Content {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+/// One part of a content; which fields it may have depends on its `type`.
+#[derive(Deserialize)]
+pub struct ContentPart {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub text: Option<String>,
+    pub refusal: Option<String>,
+    pub image_url: Option<Map<String, Value>>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl ContentPart {
+    /// The first field present that a part of `kind` does not have.
+    pub fn stray(&self, kind: &str) -> Option<&str> {
+        let named = [
+            ("text", self.text.is_some()),
+            ("refusal", self.refusal.is_some()),
+            ("image_url", self.image_url.is_some()),
+        ];
+        named
+            .into_iter()
+            .find(|(name, present)| *present && *name != kind)
+            .map(|(name, _)| name)
+            .or_else(|| present_key(&self.other))
+    }
+}
+
+/// A tool call of an assistant message.
+#[derive(Deserialize)]
+pub struct ToolCall {
+    /// Which call of a stream it was; kept by some clients, read as the calls' order.
+    pub index: Option<Value>,
+    pub id: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub function: Option<FunctionCall>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+pub struct FunctionCall {
+    pub name: Option<String>,
+    /// The arguments as a string of JSON.
+    pub arguments: Option<String>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// A tool the client offers.
+#[derive(Deserialize)]
+pub struct ChatTool {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub function: Option<FunctionTool>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+pub struct FunctionTool {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Its arguments' JSON Schema, given to the model as it is.
+    pub parameters: Option<Value>,
+    pub strict: Option<bool>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// The first key of `other` whose value is not null: a field the type does not carry.
+pub fn present_key(other: &Map<String, Value>) -> Option<&str> {
+    other
+        .iter()
+        .find(|(_, v)| !v.is_null())
+        .map(|(k, _)| k.as_str())
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an array of parts")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Content, E> {
+                Ok(Content::Text(s.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Content, E> {
+                Ok(Content::Text(s))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                while let Some(part) = seq.next_element()? {
+                    parts.push(part);
+                }
+                Ok(Content::Parts(parts))
+            }
+        }
+        d.deserialize_any(Either)
+    }
+}

@@ -10,7 +10,7 @@ pub fn run(json: bool) -> Result<(), Error> {
         config: &config,
         registry: &registry,
     };
-    let c = super::listing::Components::from(selector.components()?);
+    let c = genai_protocol::listings::Components::from(selector.components()?);
     if json {
         super::print_json(&c);
         return Ok(());

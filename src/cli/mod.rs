@@ -19,7 +19,6 @@ mod conversation;
 mod daemon;
 mod files;
 mod keys;
-mod listing;
 mod lsp;
 mod markdown;
 mod models;

@@ -23,7 +23,9 @@ pub struct Args {
 
 /// The format kinds as `ListComponents` reports them, keeping only `format` when given.
 fn formats(only: Option<&str>) -> Result<Vec<Value>, Error> {
-    let kinds = super::listing::Components::from(Listed::from(Registry::new().components()?)).kinds;
+    let kinds =
+        genai_protocol::listings::Components::from(Listed::from(Registry::new().components()?))
+            .kinds;
     let all: Vec<Value> = kinds["modelConfigurations"]
         .as_array()
         .cloned()

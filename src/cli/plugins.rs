@@ -163,7 +163,7 @@ pub async fn run(c: Command) -> Result<(), Error> {
                 if tools {
                     match plugin::from_config(name, c).await {
                         Ok(m) => {
-                            let tools: Vec<super::listing::Tool> =
+                            let tools: Vec<genai_protocol::listings::Tool> =
                                 m.tools().into_iter().map(Into::into).collect();
                             row["tools"] = serde_json::to_value(tools).unwrap_or(Value::Null)
                         }

@@ -1,9 +1,9 @@
 //! `genai sessions list|search|show|export|rename|delete`: the stored conversations.
 
-use super::listing::{Conversation, StoredMessage};
 use clap::Subcommand;
 use genai_core::error::Error;
 use genai_core::pricing::show;
+use genai_protocol::listings::{ConversationRecord as Conversation, StoredMessage};
 
 #[derive(Subcommand)]
 pub enum Command {

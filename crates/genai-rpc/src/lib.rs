@@ -13,7 +13,6 @@ pub mod editor_protocol;
 pub mod errors;
 pub mod handlers;
 pub mod ids;
-pub mod listings;
 pub mod mcp_protocol;
 pub mod methods;
 pub mod port;
@@ -22,6 +21,9 @@ pub mod schema;
 pub mod server;
 pub mod tool_protocol;
 pub mod ws;
+
+/// The listings' wire shapes, shared with the command line's `--json` (`genai-protocol`).
+pub use genai_protocol::listings;
 
 #[cfg(test)]
 mod tests;

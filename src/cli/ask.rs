@@ -222,7 +222,7 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
         markdown: !flags.raw && !structured && renders_markdown(),
         reasoning: !flags.no_reasoning && !args.json && std::io::stderr().is_terminal(),
     };
-    let shown = show_turn(&agent, turn, view).await?;
+    let shown = show_turn(turn, view).await?;
     // What the tools changed is said even when nobody reads the reply any more.
     if !shown.changed.is_empty() && !args.json {
         let undo = format!("genai undo --turn {turn_id}");
@@ -247,7 +247,6 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
         return Ok(super::fail(e));
     }
     if args.json {
-        let reasoning = super::turn::last_turn_reasoning(&agent.history()?);
         let v = json!({
             "conversationId": conv.conversation_id,
             "turnId": turn_id,
@@ -256,9 +255,9 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
                 true => serde_json::from_str(&last.summary).unwrap_or(Value::Null),
                 false => Value::from(last.summary.clone()),
             },
-            "reasoning": reasoning,
+            "reasoning": last.reasoning,
             // The provider that answered: a fallback's when one served the turn.
-            "provider": agent.served_provider(),
+            "provider": last.provider.clone().unwrap_or_else(|| agent.provider.name.clone()),
             "model": last.model.clone().unwrap_or(conv.model.clone()),
             "usage": last.usage,
             "cost": last.cost,

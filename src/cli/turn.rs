@@ -10,14 +10,12 @@
 use std::io::{IsTerminal, Write};
 
 use async_trait::async_trait;
-use genai_core::agent::AIAgent;
 use genai_core::error::Error;
 use genai_core::feature::port::{
     ClientPort, Confirmation, HostedTurn, PermissionAnswer, PermissionAsk, PromptEvent, PromptRef,
     TurnEvent, TurnRef,
 };
 use genai_core::feature::TurnOutcome;
-use genai_core::message::{Message, Role};
 use genai_core::session::TurnStream;
 
 /// The terminal as the core's client: confirmations are asked on the terminal (the turns'
@@ -220,15 +218,6 @@ fn columns() -> usize {
         .unwrap_or(80)
 }
 
-/// The reasoning of the last turn in `history`: every reasoning part after its prompt.
-pub fn last_turn_reasoning(history: &[Message]) -> String {
-    let prompt = history
-        .iter()
-        .rposition(|m| m.role == Role::User)
-        .unwrap_or(0);
-    history[prompt..].iter().map(Message::reasoning).collect()
-}
-
 /// How a turn is shown.
 #[derive(Debug, Clone, Copy)]
 pub struct View {
@@ -260,7 +249,7 @@ pub struct Shown {
 /// the reply was cut short. Ctrl-C (or a failed write on stdout, such as a closed pipe)
 /// cancels the turn, which still ends with one final event; nothing more is written on a
 /// failed stdout.
-pub async fn show_turn(agent: &AIAgent, mut turn: TurnStream, view: View) -> Result<Shown, Error> {
+pub async fn show_turn(mut turn: TurnStream, view: View) -> Result<Shown, Error> {
     let mut out = std::io::stdout();
     let mut markdown = (view.print && view.markdown).then(super::markdown::MarkdownStream::new);
     let mut printed = String::new();
@@ -334,7 +323,7 @@ pub async fn show_turn(agent: &AIAgent, mut turn: TurnStream, view: View) -> Res
     };
     if view.reasoning && !reasoning_shown && outcome.error.is_none() {
         // Not streamed: the reasoning comes whole, before the answer.
-        pane.show(&last_turn_reasoning(&agent.history()?));
+        pane.show(&outcome.reasoning);
     }
     pane.close();
     if view.print && stdout_failed.is_none() {

@@ -184,8 +184,7 @@ impl Chat {
         let turn = self
             .fw
             .run_turn(&self.conv.conversation_id, message, schema)?;
-        let agent = self.fw.agent(&self.conv.agent_id)?;
-        let shown = show_turn(&agent, turn, self.view).await?;
+        let shown = show_turn(turn, self.view).await?;
         if !shown.changed.is_empty() {
             eprintln!("{}", shown.changed.summary("/undo"));
         }

@@ -105,14 +105,6 @@ impl AIAgent {
         self.serving().map(|f| f.name.clone())
     }
 
-    /// The name of the provider that answered the last request: a fallback's, or the agent's.
-    pub fn served_provider(&self) -> String {
-        self.serving()
-            .map_or(&self.provider, |f| &f.provider)
-            .name
-            .clone()
-    }
-
     /// `NAME (KIND)` of the provider that answered the last request: a fallback's, or the
     /// agent's.
     pub fn served_provider_described(&self) -> String {

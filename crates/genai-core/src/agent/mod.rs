@@ -82,9 +82,13 @@ pub struct PromptOutcome {
     pub cost_detail: String,
     /// The provider that answered, as `NAME (KIND)`: a fallback's when one served.
     pub provider: String,
+    /// The name of the provider instance that answered (a fallback's when one served).
+    pub provider_name: String,
     /// The model id that answered as asked for (a fallback's when one served); the reply's
     /// `model` is the one the provider reports, when it does.
     pub model: String,
+    /// The model's reasoning over the whole turn (each round's, then the reply's).
+    pub reasoning: String,
 }
 
 impl PromptOutcome {
@@ -390,6 +394,11 @@ impl AIAgent {
         if system.is_some() {
             history.system = system;
         }
+        let reasoning = steps
+            .iter()
+            .chain([&reply.message])
+            .map(Message::reasoning)
+            .collect();
         history.messages.extend(new_messages);
         history.messages.extend(steps);
         history.messages.push(reply.message.clone());
@@ -402,7 +411,9 @@ impl AIAgent {
             cost,
             cost_detail,
             provider: self.served_provider_described(),
+            provider_name: served_provider,
             model: served_model,
+            reasoning,
         })
     }
 

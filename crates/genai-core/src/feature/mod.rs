@@ -93,6 +93,10 @@ pub struct TurnOutcome {
     /// What the turn cost in US dollars; `None`: unknown.
     pub cost: Option<f64>,
     pub model: Option<String>,
+    /// The name of the provider instance that answered (a fallback's when one served).
+    pub provider: Option<String>,
+    /// The model's reasoning over the turn, empty when it gave none.
+    pub reasoning: String,
     pub finish_reason: Option<String>,
 }
 
@@ -159,6 +163,8 @@ impl TurnOutcome {
             usage: r.usage,
             cost: outcome.cost,
             model,
+            provider: Some(outcome.provider_name),
+            reasoning: outcome.reasoning,
             finish_reason: r.finish_reason,
         }
     }
@@ -259,7 +265,9 @@ mod tests {
             cost: Some(0.5),
             cost_detail: "cost: $0.5".into(),
             provider: "corp (openai)".into(),
+            provider_name: "corp".into(),
             model: "m1".into(),
+            reasoning: String::new(),
         })
     }
 

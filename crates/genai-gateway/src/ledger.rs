@@ -209,14 +209,14 @@ impl Caller {
         self.row.model = Some(model.to_string());
     }
 
-    /// Notes the model chosen for the request, and prices its reply at that model's price.
+    /// Notes the model chosen for the request; who answered, and at what price, is noted
+    /// once the turn knows ([`Caller::served`]).
     pub(super) fn chose(&mut self, model: &RequestModel) {
         self.row.served_by = Some(format!(
             "{}:{}",
             model.provider.name,
             model.configuration().model
         ));
-        self.price = model.price;
     }
 
     /// Notes who answered (a fallback of the agent asked for, maybe), and prices the reply at

@@ -15,6 +15,7 @@ use super::respond::{self, Shape};
 use super::settings::{self, Setting};
 use super::turn::Turn;
 use super::{access, Api, ApiError, Caller};
+use genai_core::agent::AIAgent;
 use genai_core::format::{ResponseSchema, ToolSpec};
 use genai_core::message::Message;
 use genai_core::session::Framework;
@@ -55,12 +56,22 @@ pub async fn run<A: VendorApi>(
     fw: &Arc<Framework>,
     caller: &mut Caller,
 ) -> HttpResponse {
-    let (turn, rest) = match prepare::<A>(body, fw, caller) {
-        Ok(t) => t,
+    let asked = match A::read(body) {
+        Ok(a) => a,
         Err(e) => return e.response_in(A::ERRORS),
     };
-    let mut answer = respond::run(turn, rest.stream, A::ERRORS, rest.shape, caller).await;
-    for (name, value) in rest.headers {
+    let agent = match agent(fw, caller, &asked.model, asked.settings) {
+        Ok(a) => a,
+        Err(e) => return e.response_in(A::ERRORS),
+    };
+    let turn = Turn {
+        agent,
+        messages: asked.messages,
+        tools: asked.tools,
+        schema: asked.schema,
+    };
+    let mut answer = respond::run(turn, asked.stream, A::ERRORS, asked.shape, caller).await;
+    for (name, value) in asked.headers {
         if let Ok(v) = http::HeaderValue::from_str(&value) {
             answer.headers_mut().insert(name, v);
         }
@@ -68,35 +79,16 @@ pub async fn run<A: VendorApi>(
     answer
 }
 
-/// What `run` needs besides the turn.
-struct Rest<S> {
-    stream: bool,
-    shape: S,
-    headers: Vec<(&'static str, String)>,
-}
-
-/// The request read, its model chosen and set, its turn ready.
-fn prepare<A: VendorApi>(
-    body: &[u8],
+/// The agent of a request asking for `model`: chosen by access control, `settings` set on the
+/// model as a value, then made.
+fn agent(
     fw: &Arc<Framework>,
     caller: &mut Caller,
-) -> Result<(Turn, Rest<A::Shape>), ApiError> {
-    let asked = A::read(body)?;
-    let mut model = access::choose(fw, caller, &asked.model)?;
-    settings::apply(&mut model, asked.settings)?;
-    let agent = fw
-        .request_agent(model)
-        .map_err(|e| ApiError::of(&e, Some("model")))?;
-    let turn = Turn {
-        agent,
-        messages: asked.messages,
-        tools: asked.tools,
-        schema: asked.schema,
-    };
-    let rest = Rest {
-        stream: asked.stream,
-        shape: asked.shape,
-        headers: asked.headers,
-    };
-    Ok((turn, rest))
+    model: &str,
+    settings: Vec<Setting>,
+) -> Result<AIAgent, ApiError> {
+    let mut model = access::choose(fw, caller, model)?;
+    settings::apply(&mut model, settings)?;
+    fw.request_agent(model)
+        .map_err(|e| ApiError::of(&e, Some("model")))
 }

@@ -14,7 +14,6 @@ use crate::agent::{AIAgent, Persistence};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ModelConfiguration;
 use crate::message::Message;
-use crate::pricing::Price;
 use crate::registry::ProviderInstance;
 use crate::select::{ModelChoice, Selection};
 
@@ -25,8 +24,6 @@ pub struct RequestModel {
     selection: Selection,
     pub provider: ProviderInstance,
     configuration: ModelConfiguration,
-    /// The price of the model, when one is known.
-    pub price: Option<Price>,
     /// The parameters set, given to the fallbacks too.
     set: Map<String, Value>,
 }
@@ -165,17 +162,10 @@ impl Framework {
     pub fn request_model(&self, choice: &ModelChoice) -> Result<RequestModel> {
         let selection = self.selector().select(choice)?;
         let (provider, configuration) = self.model_of(&selection, None)?;
-        let price = self.prices.lookup_at(
-            &provider.name,
-            provider.kind,
-            &configuration.model,
-            provider.provider.vendor_prices(),
-        );
         Ok(RequestModel {
             selection,
             provider,
             configuration,
-            price: price.map(|p| p.price),
             set: Map::new(),
         })
     }
@@ -190,7 +180,6 @@ impl Framework {
             provider,
             configuration,
             set,
-            ..
         } = model;
         let system = selection.system_prompt.clone().map(Message::system);
         let params = (!set.is_empty()).then_some(&set);

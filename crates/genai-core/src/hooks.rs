@@ -492,4 +492,6 @@ fn short(command: &str) -> String {
 }
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;

@@ -1,95 +1,10 @@
 //! Tests of the hooks: what a hook reads on stdin, how its exit code or JSON decision blocks,
 //! matchers, time-outs, notes, and the order hooks run in.
 
+use super::test_support::*;
 use super::*;
 use serde_json::json;
-use std::path::Path;
 use std::time::Instant;
-
-fn ctx(dir: &Path) -> HookContext {
-    HookContext {
-        session_id: "01KCONV".into(),
-        cwd: dir.to_path_buf(),
-        transcript_path: None,
-    }
-}
-
-fn hook(command: &str) -> HookConfig {
-    HookConfig {
-        command: command.into(),
-        matcher: None,
-        timeout_s: None,
-    }
-}
-
-fn matching(command: &str, matcher: &str) -> HookConfig {
-    HookConfig {
-        matcher: Some(matcher.into()),
-        ..hook(command)
-    }
-}
-
-fn pre(hooks: Vec<HookConfig>) -> HooksConfig {
-    HooksConfig {
-        pre_tool_use: hooks,
-        ..HooksConfig::default()
-    }
-}
-
-fn bash_call() -> Value {
-    json!({"command": "rm -rf build", "timeout_s": 5})
-}
-
-async fn run_pre(
-    hooks: &HooksConfig,
-    dir: &Path,
-    tool: &str,
-    source: &str,
-    input: &Value,
-) -> Outcome {
-    run(
-        hooks,
-        Event::PreToolUse {
-            tool,
-            source,
-            input,
-        },
-        &ctx(dir),
-    )
-    .await
-}
-
-fn block(reason: &str, by: &str) -> Outcome {
-    Outcome::Block {
-        reason: reason.into(),
-        by: by.into(),
-    }
-}
-
-fn go(notes: &[&str]) -> Outcome {
-    Outcome::Continue {
-        notes: notes.iter().map(|n| n.to_string()).collect(),
-    }
-}
-
-/// Runs `event` with one hook that saves its stdin, and answers what it read.
-async fn stdin_of(event: Event<'_>, dir: &Path) -> Value {
-    let saved = dir.join("stdin.json");
-    let command = format!("cat > '{}'", saved.display());
-    let one = vec![hook(&command)];
-    let hooks = HooksConfig {
-        pre_tool_use: one.clone(),
-        post_tool_use: one.clone(),
-        user_prompt_submit: one.clone(),
-        stop: one,
-    };
-    let context = HookContext {
-        transcript_path: Some(dir.join("t.jsonl")),
-        ..ctx(dir)
-    };
-    assert_eq!(run(&hooks, event, &context).await, go(&[]));
-    serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap()
-}
 
 #[tokio::test]
 async fn hooks_read_claude_codes_fields_on_stdin() {

@@ -21,7 +21,8 @@
 //! each gateway adds at p50/p99 over the direct cell, requests/s and errors; per gateway its
 //! peak memory (VmHWM; for LiteLLM the sum over its processes) and its resident memory after
 //! `--memory`/10 and after `--memory` whole requests at 32 clients (`--long`: 10,000 and
-//! 100,000). It only measures and prints; every phase has a deadline.
+//! 100,000). It only measures and prints; every phase has a deadline. `--upstream` serves
+//! only the upstream, printing its address, to profile a gateway against it by hand.
 
 #[path = "support/bench.rs"]
 mod bench;
@@ -360,7 +361,19 @@ async fn run(o: Options) -> Res<()> {
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
-    if args.next().as_deref() == Some("--null-proxy") {
+    let first = args.next();
+    if first.as_deref() == Some("--upstream") {
+        // Only the upstream, for profiling a gateway by hand: its address, then serve forever.
+        match fast_upstream::start(1) {
+            Ok(addr) => println!("upstream listening on {addr}"),
+            Err(e) => {
+                eprintln!("bench-gateway: {e}");
+                std::process::exit(1);
+            }
+        }
+        std::future::pending::<()>().await;
+    }
+    if first.as_deref() == Some("--null-proxy") {
         let served = match args.next().map(|a| a.parse()) {
             Some(Ok(upstream)) => null_proxy::serve(upstream).await,
             _ => Err("--null-proxy takes the upstream's ADDRESS:PORT".into()),

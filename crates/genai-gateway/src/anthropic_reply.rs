@@ -131,8 +131,9 @@ impl Events {
     }
 }
 
-impl Shape for Events {
-    fn whole(&self, reply: &ModelReply) -> Value {
+impl Events {
+    /// The whole answer's JSON.
+    fn body(&self, reply: &ModelReply) -> Value {
         let mut content = Vec::new();
         for p in &reply.message.content {
             match p {
@@ -169,6 +170,12 @@ impl Shape for Events {
             "stop_sequence": reply.stop_sequence,
             "usage": usage(reply.usage.unwrap_or_default()),
         })
+    }
+}
+
+impl Shape for Events {
+    fn whole(&self, reply: &ModelReply) -> Bytes {
+        super::json_bytes(&self.body(reply))
     }
 
     fn start(&mut self) -> Vec<Bytes> {
@@ -382,7 +389,7 @@ mod tests {
             Some("max_tokens".into()),
             None,
         );
-        let v = e.whole(&reply);
+        let v = e.body(&reply);
         assert_eq!(
             v["content"],
             json!([

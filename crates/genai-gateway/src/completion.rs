@@ -15,25 +15,33 @@ use serde_json::{json, Value};
 use super::respond::{reply_text, Finish};
 use super::turn::Piece;
 use super::{sse, ApiError};
-use genai_core::format::openai_chat_reply::{tool_call, Delta, Envelope};
+use genai_core::format::openai_chat_reply::{
+    tool_call, AssistantMessage, Delta, Envelope, WholeCall,
+};
 use genai_core::format::{ModelReply, StreamEvent, ToolCallDelta};
+use genai_core::message::Part;
 
-/// The whole `chat.completion` of `reply` in `envelope`.
-fn completion(envelope: &Envelope, reply: &ModelReply) -> Value {
-    let mut message = json!({"role": "assistant", "content": null});
+/// The whole `chat.completion` of `reply` in `envelope`, its JSON written.
+fn completion(envelope: &Envelope, reply: &ModelReply) -> Bytes {
     let text = reply_text(reply);
-    if !text.is_empty() || !reply.message.has_tool_calls() {
-        message["content"] = json!(text);
-    }
     let reasoning = reply.message.reasoning();
-    if !reasoning.is_empty() {
-        message["reasoning_content"] = json!(reasoning);
-    }
-    let calls = whole_calls(reply);
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
-    }
-    envelope.completion(message, finish_reason(reply), reply.usage.as_ref())
+    let calls: Vec<WholeCall> = (reply.message.content.iter())
+        .filter_map(|p| match p {
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+                ..
+            } => Some(WholeCall::new(id, name, arguments)),
+            _ => None,
+        })
+        .collect();
+    let shown = !text.is_empty() || calls.is_empty();
+    let mut message = AssistantMessage::new(shown.then_some(text.as_str()));
+    message.reasoning_content = (!reasoning.is_empty()).then_some(reasoning.as_str());
+    message.tool_calls = calls;
+    let whole = envelope.completion(message, finish_reason(reply), reply.usage.as_ref());
+    whole.to_vec().into()
 }
 
 /// The reply's tool calls, each whole, in Chat Completions' shape.
@@ -67,7 +75,7 @@ pub struct Chunks {
 }
 
 impl super::respond::Shape for Chunks {
-    fn whole(&self, reply: &ModelReply) -> Value {
+    fn whole(&self, reply: &ModelReply) -> Bytes {
         completion(&self.envelope, reply)
     }
 

@@ -16,7 +16,6 @@ use std::time::Instant;
 
 use crate::HttpResponse;
 use bytes::Bytes;
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::keys::Key;
@@ -229,10 +228,10 @@ impl Caller {
     }
 
     /// Notes a whole reply and its answer's body.
-    pub(super) fn whole(&mut self, reply: &ModelReply, body: &Value) {
+    pub(super) fn whole(&mut self, reply: &ModelReply, body: &[u8]) {
         self.usage_of(reply);
         if self.keeps_bodies() {
-            self.row.reply_body = Some(body.to_string());
+            self.row.reply_body = Some(String::from_utf8_lossy(body).into_owned());
         }
     }
 
@@ -296,14 +295,14 @@ impl Tally {
 
     /// Records the end of the stream: the whole reply (and `body`, the reply as one answer,
     /// when kept), or the error that ended it.
-    pub fn done(&mut self, result: &Result<ModelReply>, body: Option<Value>) {
+    pub fn done(&mut self, result: &Result<ModelReply>, body: Option<Bytes>) {
         if self.caller.handed_over {
             return;
         }
         match result {
             Ok(reply) => {
                 self.caller.usage_of(reply);
-                self.caller.row.reply_body = body.map(|b| b.to_string());
+                self.caller.row.reply_body = body.map(|b| String::from_utf8_lossy(&b).into_owned());
                 self.caller.record("200".into());
             }
             Err(e) => {
@@ -326,6 +325,7 @@ impl Drop for Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     async fn rows(store: &Store, ledger: &Ledger) -> Vec<GatewayRequest> {
         ledger.flush().await;

@@ -221,9 +221,18 @@ pub fn parse_request(path: &str, body: &[u8]) -> Result<(), ApiError> {
 
 /// A JSON answer.
 pub fn json_response(status: http::StatusCode, body: &Value) -> HttpResponse {
-    // `to_vec` writes straight into its buffer; `to_string` goes through `fmt`.
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut r = HttpResponse::new(full(bytes));
+    json_bytes_response(status, json_bytes(body))
+}
+
+/// The JSON text of `body` (`to_vec` writes straight into its buffer; `to_string` goes
+/// through `fmt`).
+pub(crate) fn json_bytes(body: &impl serde::Serialize) -> Bytes {
+    serde_json::to_vec(body).unwrap_or_default().into()
+}
+
+/// An answer whose body is JSON already written.
+pub(crate) fn json_bytes_response(status: http::StatusCode, body: Bytes) -> HttpResponse {
+    let mut r = HttpResponse::new(full(body));
     *r.status_mut() = status;
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,

@@ -12,7 +12,6 @@
 use crate::HttpResponse;
 use bytes::Bytes;
 use futures::StreamExt;
-use serde_json::Value;
 
 use super::turn::{self, Piece, Served, Turn};
 use super::{sse, Api, ApiError, Caller};
@@ -21,8 +20,8 @@ use genai_core::format::{self, ModelReply};
 
 /// How one API writes a turn's answer.
 pub trait Shape: Send + 'static {
-    /// The whole answer's body.
-    fn whole(&self, reply: &ModelReply) -> Value;
+    /// The whole answer's body, its JSON written.
+    fn whole(&self, reply: &ModelReply) -> Bytes;
     /// The first events of a stream.
     fn start(&mut self) -> Vec<Bytes>;
     /// The events of one piece; `Piece::Done` is the last.
@@ -44,7 +43,7 @@ pub async fn run(
                 let body = shape.whole(&r);
                 caller.served(&served);
                 caller.whole(&r, &body);
-                let mut answer = super::json_response(http::StatusCode::OK, &body);
+                let mut answer = super::json_bytes_response(http::StatusCode::OK, body);
                 say_served(&mut answer, &served);
                 answer
             }

@@ -345,8 +345,9 @@ impl Events {
     }
 }
 
-impl Shape for Events {
-    fn whole(&self, reply: &ModelReply) -> Value {
+impl Events {
+    /// The whole answer's JSON.
+    fn body(&self, reply: &ModelReply) -> Value {
         let mut output: Vec<Value> = Vec::new();
         let mut text: Option<String> = None;
         let flush = |text: &mut Option<String>, output: &mut Vec<Value>| {
@@ -394,6 +395,12 @@ impl Shape for Events {
         }
         flush(&mut text, &mut output);
         self.finished(reply, output)
+    }
+}
+
+impl Shape for Events {
+    fn whole(&self, reply: &ModelReply) -> Bytes {
+        super::json_bytes(&self.body(reply))
     }
 
     fn start(&mut self) -> Vec<Bytes> {
@@ -613,7 +620,7 @@ mod tests {
     #[test]
     fn a_whole_response_at_its_token_limit_is_incomplete_with_the_reason() {
         let e = Events::new("resp_1".into(), 1, Map::new());
-        let v = e.whole(&reply(vec![Part::text("Cut sh")], "length"));
+        let v = e.body(&reply(vec![Part::text("Cut sh")], "length"));
         assert_eq!(v["object"], "response");
         assert_eq!(v["status"], "incomplete");
         assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");

@@ -15,6 +15,7 @@ pub mod gemini;
 pub mod http_template;
 pub mod ollama_chat;
 pub mod openai_chat;
+mod openai_chat_answer;
 pub mod openai_chat_reply;
 pub mod parameters;
 pub mod reply;

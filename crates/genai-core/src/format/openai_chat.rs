@@ -140,51 +140,60 @@ impl Format for OpenAiChat {
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
-        let v = body_json(body)?;
-        if let Some(err) = v.get("error") {
-            return Err(Error::provider(error_text(err)));
+        match super::openai_chat_answer::read(body) {
+            Some(read) => read,
+            None => read_tree(body),
         }
-        let choice = v
-            .get("choices")
-            .and_then(|c| c.get(0))
-            .ok_or_else(|| Error::provider("the provider's answer has no choices"))?;
-        let msg = choice.get("message").cloned().unwrap_or(Value::Null);
-        let mut content = Vec::new();
-        if let Some(reasoning) = reasoning_of(&msg) {
-            content.push(Part::reasoning(reasoning, None));
-        }
-        if let Some(text) = msg.get("content").and_then(Value::as_str) {
-            content.push(Part::text(text));
-        } else if let Some(refusal) = msg.get("refusal").and_then(Value::as_str) {
-            content.push(Part::text(refusal));
-        }
-        if let Some(calls) = msg.get("tool_calls").and_then(Value::as_array) {
-            for call in calls {
-                let f = call.get("function").cloned().unwrap_or(Value::Null);
-                content.push(Part::ToolCall {
-                    id: str_field(call, "id"),
-                    name: str_field(&f, "name"),
-                    arguments: parse_arguments(
-                        f.get("arguments").and_then(Value::as_str).unwrap_or(""),
-                    ),
-                    signature: None,
-                });
-            }
-        }
-        Ok(ModelReply::assistant(
-            content,
-            v.get("usage").and_then(usage_of),
-            choice
-                .get("finish_reason")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            v.get("model").and_then(Value::as_str).map(str::to_string),
-        ))
     }
 
     fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
         StreamDecoder::new(Events, ReplyBuilder::new())
     }
+}
+
+/// A whole answer read as a `Value` tree: what [`openai_chat_answer`](super::openai_chat_answer)
+/// does not read into its types.
+pub(super) fn read_tree(body: &[u8]) -> Result<ModelReply> {
+    let v = body_json(body)?;
+    if let Some(err) = v.get("error") {
+        return Err(Error::provider(error_text(err)));
+    }
+    let choice = v
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| Error::provider("the provider's answer has no choices"))?;
+    let msg = choice.get("message").cloned().unwrap_or(Value::Null);
+    let mut content = Vec::new();
+    if let Some(reasoning) = reasoning_of(&msg) {
+        content.push(Part::reasoning(reasoning, None));
+    }
+    if let Some(text) = msg.get("content").and_then(Value::as_str) {
+        content.push(Part::text(text));
+    } else if let Some(refusal) = msg.get("refusal").and_then(Value::as_str) {
+        content.push(Part::text(refusal));
+    }
+    if let Some(calls) = msg.get("tool_calls").and_then(Value::as_array) {
+        for call in calls {
+            let f = call.get("function").cloned().unwrap_or(Value::Null);
+            content.push(Part::ToolCall {
+                id: str_field(call, "id"),
+                name: str_field(&f, "name"),
+                arguments: parse_arguments(
+                    f.get("arguments").and_then(Value::as_str).unwrap_or(""),
+                ),
+                signature: None,
+            });
+        }
+    }
+    Ok(ModelReply::assistant(
+        content,
+        v.get("usage").and_then(usage_of),
+        choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        v.get("model").and_then(Value::as_str).map(str::to_string),
+    ))
 }
 
 /// The text of an OpenAI error object: its message, with its code when there is one.

@@ -39,20 +39,25 @@ impl Envelope {
 
     /// A whole `chat.completion` of one choice: the assistant's `message`, why it ended, and
     /// the usage (`null` when none was counted).
-    pub fn completion(&self, message: Value, finish_reason: &str, usage: Option<&Usage>) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{
-                "index": 0,
-                "message": message,
-                "logprobs": null,
-                "finish_reason": finish_reason,
+    pub fn completion<'a>(
+        &'a self,
+        message: AssistantMessage<'a>,
+        finish_reason: &'a str,
+        usage: Option<&Usage>,
+    ) -> Completion<'a> {
+        Completion {
+            id: &self.id,
+            object: "chat.completion",
+            created: self.created,
+            model: &self.model,
+            choices: [CompletionChoice {
+                index: 0,
+                message,
+                logprobs: (),
+                finish_reason,
             }],
-            "usage": usage.map(self::usage),
-        })
+            usage: usage.map(UsageOut::of),
+        }
     }
 
     /// A `chat.completion.chunk` of one choice's `delta` (and, on the last, why it ended).
@@ -85,6 +90,85 @@ impl Envelope {
             model: &self.model,
             choice: None,
             usage: None,
+        }
+    }
+}
+
+/// A whole `chat.completion`, serialized straight to its JSON (as a chunk is: a tree built
+/// for each answer was a tenth of the gateway's work per request).
+#[derive(Debug, Serialize)]
+pub struct Completion<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: [CompletionChoice<'a>; 1],
+    usage: Option<UsageOut>,
+}
+
+impl Completion<'_> {
+    /// The JSON text (serializing these shapes cannot fail).
+    pub fn to_vec(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct CompletionChoice<'a> {
+    index: u32,
+    message: AssistantMessage<'a>,
+    /// Always `null`: genai gives no log probabilities.
+    logprobs: (),
+    finish_reason: &'a str,
+}
+
+/// The assistant's message of a whole answer: `content` is `null` only when the caller says
+/// so (a reply of tool calls and no text); reasoning and tool calls only when there are some.
+#[derive(Debug, Serialize)]
+pub struct AssistantMessage<'a> {
+    role: &'static str,
+    pub content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<WholeCall<'a>>,
+}
+
+impl<'a> AssistantMessage<'a> {
+    /// A message whose content is `content`, with no reasoning and no tool calls.
+    pub fn new(content: Option<&'a str>) -> AssistantMessage<'a> {
+        AssistantMessage {
+            role: "assistant",
+            content,
+            reasoning_content: None,
+            tool_calls: Vec::new(),
+        }
+    }
+}
+
+/// One whole tool call: its id, the function's name and its arguments as a JSON text.
+#[derive(Debug, Serialize)]
+pub struct WholeCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WholeFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct WholeFunction<'a> {
+    name: &'a str,
+    arguments: String,
+}
+
+impl<'a> WholeCall<'a> {
+    pub fn new(id: &'a str, name: &'a str, arguments: &Value) -> WholeCall<'a> {
+        WholeCall {
+            id,
+            r#type: "function",
+            function: WholeFunction {
+                name,
+                arguments: arguments.to_string(),
+            },
         }
     }
 }
@@ -216,11 +300,6 @@ impl UsageOut {
     }
 }
 
-/// A usage in Chat Completions' words (see [`UsageOut`]), as JSON.
-pub fn usage(u: &Usage) -> Value {
-    serde_json::to_value(UsageOut::of(u)).unwrap_or_default()
-}
-
 /// One whole tool call: its id, the function's name and its arguments as a JSON text.
 pub fn tool_call(id: &str, name: &str, arguments: &Value) -> Value {
     json!({
@@ -247,11 +326,12 @@ mod tests {
             cache_read_tokens: Some(3),
             ..Default::default()
         };
-        let whole = e.completion(
-            json!({"role": "assistant", "content": "hi"}),
+        let whole = serde_json::to_value(e.completion(
+            AssistantMessage::new(Some("hi")),
             "stop",
             Some(&usage),
-        );
+        ))
+        .unwrap();
         assert_eq!(whole["object"], "chat.completion");
         assert_eq!(whole["choices"][0]["finish_reason"], "stop");
         assert_eq!(
@@ -259,7 +339,11 @@ mod tests {
             json!({"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14,
                    "prompt_tokens_details": {"cached_tokens": 3}})
         );
-        assert_eq!(e.completion(json!({}), "stop", None)["usage"], Value::Null);
+        let bare = e.completion(AssistantMessage::new(None), "stop", None);
+        assert_eq!(
+            String::from_utf8(bare.to_vec()).unwrap(),
+            r#"{"id":"chatcmpl-1","object":"chat.completion","created":7,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null},"logprobs":null,"finish_reason":"stop"}],"usage":null}"#
+        );
         let chunk = serde_json::to_value(e.chunk(Delta::text("h"), None)).unwrap();
         assert_eq!(chunk["choices"][0]["delta"], json!({"content": "h"}));
         assert_eq!(chunk.get("usage"), None);
@@ -287,10 +371,10 @@ mod tests {
             last["usage"]["completion_tokens_details"]["reasoning_tokens"],
             2
         );
-        assert_eq!(
-            tool_call("call_1", "read", &json!({"path": "a"})),
-            json!({"id": "call_1", "type": "function",
-                   "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}})
-        );
+        let call = json!({"id": "call_1", "type": "function",
+                          "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}});
+        assert_eq!(tool_call("call_1", "read", &json!({"path": "a"})), call);
+        let whole_call = WholeCall::new("call_1", "read", &json!({"path": "a"}));
+        assert_eq!(serde_json::to_value(whole_call).unwrap(), call);
     }
 }

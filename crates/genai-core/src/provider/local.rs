@@ -372,7 +372,7 @@ mod enabled {
             }
             let (text, f) = collect(rx, &self.name).await?;
             let body = answer.completion(&text, &[], f.finish_reason, f.counts);
-            Ok(ProviderResponse::Complete(body.to_string().into()))
+            Ok(ProviderResponse::Complete(body.into()))
         }
 
         /// The raw FIM prompt when the model's vocabulary has FIM tokens.
@@ -433,7 +433,7 @@ mod enabled {
         };
         if !stream {
             let body = answer.completion(&text, &calls, finish, f.counts);
-            return ProviderResponse::Complete(body.to_string().into());
+            return ProviderResponse::Complete(body.into());
         }
         let mut events = vec![answer.role_chunk()];
         if !text.is_empty() {

@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 use super::grammar::{Call, Choice, Convention, Grammar, Tool, ToolOffer};
 use super::template::ChatMessage;
 use crate::error::{Error, Result};
-use crate::format::openai_chat_reply::{tool_call, Chunk, Delta, Envelope};
+use crate::format::openai_chat_reply::{
+    tool_call, AssistantMessage, Chunk, Delta, Envelope, WholeCall,
+};
 use crate::message::Usage;
 
 /// Sampling and length settings taken from the request body. `None` means the engine's default.
@@ -301,13 +303,17 @@ impl Answer {
         calls: &[Call],
         finish_reason: &str,
         counts: TokenCounts,
-    ) -> Value {
-        let mut message = json!({"role": "assistant", "content": text});
-        if !calls.is_empty() {
-            message["tool_calls"] = calls.iter().map(call_json).collect();
-        }
+    ) -> Vec<u8> {
+        let ids: Vec<String> = calls.iter().map(|_| call_id()).collect();
+        let mut message = AssistantMessage::new(Some(text));
+        message.tool_calls = calls
+            .iter()
+            .zip(&ids)
+            .map(|(c, id)| WholeCall::new(id, &c.name, &c.arguments))
+            .collect();
         self.0
             .completion(message, finish_reason, Some(&counts.usage()))
+            .to_vec()
     }
 }
 
@@ -318,8 +324,12 @@ fn text(chunk: &Chunk<'_>) -> String {
 
 /// One tool call as the Chat Completions API writes it, with a fresh id.
 fn call_json(call: &Call) -> Value {
-    let id = format!("call_{}", ulid::Ulid::new());
-    tool_call(&id, &call.name, &call.arguments)
+    tool_call(&call_id(), &call.name, &call.arguments)
+}
+
+/// A fresh tool call id.
+fn call_id() -> String {
+    format!("call_{}", ulid::Ulid::new())
 }
 
 /// The data of the event that ends a stream.
@@ -407,15 +417,15 @@ mod tests {
         assert_eq!((u.input_tokens, u.output_tokens), (30, 2));
         assert_eq!(u.cache_read_tokens, Some(20));
 
-        let body = a.completion("Hello", &[], "length", counts).to_string();
-        let r = m.extract(body.as_bytes()).unwrap();
+        let body = a.completion("Hello", &[], "length", counts);
+        let r = m.extract(&body).unwrap();
         assert_eq!(r.message.text(), "Hello");
         assert_eq!(r.finish_reason.as_deref(), Some("length"));
         assert_eq!(r.usage.unwrap().cache_read_tokens, Some(20));
 
         // A reply the loop guard stopped: the agent hears why, and tells its clients `length`.
         let body = a.completion("la la", &[], crate::format::REPEATED, counts);
-        let mut r = m.extract(body.to_string().as_bytes()).unwrap();
+        let mut r = m.extract(&body).unwrap();
         assert_eq!(
             r.cut_short().as_deref(),
             Some("the reply was cut: it repeated itself")

@@ -19,8 +19,9 @@ use crate::HttpResponse;
 use serde_json::{json, Map, Value};
 
 use super::anthropic_reply::Events;
+use super::anthropic_request::{Block, Content, MessagesBody, WireMessage};
 use super::anthropic_tools::{referenced_tools, tool_choice, tools};
-use super::fields::{self, array, boolean, object, only, string, text_of, with_role};
+use super::fields::{self, object, only, present_key, string, text_of, with_role};
 use super::pipeline::{Asked, VendorApi};
 use super::settings::Setting;
 use super::{access, count_tokens};
@@ -29,23 +30,9 @@ use genai_core::format::{ResponseSchema, ToolSpec};
 use genai_core::message::{Message, Part, Role};
 use genai_core::session::Framework;
 
-/// Top-level fields carried to the model.
-const CARRIED: &[&str] = &[
-    "model",
-    "messages",
-    "max_tokens",
-    "system",
-    "stop_sequences",
-    "stream",
-    "temperature",
-    "top_p",
-    "top_k",
-    "tools",
-    "tool_choice",
-    "thinking",
-    "output_format",
-    "output_config",
-];
+/// Top-level fields carried to the model as its parameters of that name, beside those the
+/// request's type names (`anthropic_request.rs`).
+const SAMPLING: &[&str] = &["temperature", "top_p", "top_k"];
 
 /// Top-level fields accepted and not carried, because they cannot change what the model
 /// answers: `metadata` (an end-user id for the vendor's abuse checks), `service_tier` (the
@@ -142,69 +129,87 @@ pub(super) struct MessagesRequest {
 impl MessagesRequest {
     /// The request of a body; `count` reads a `count_tokens` body (no `max_tokens`).
     pub(super) fn parse(body: &[u8], count: bool) -> Result<MessagesRequest, ApiError> {
-        let fields = fields::body(body)?;
-        let mut r = MessagesRequest::default();
-        let (mut system, mut messages, mut max_tokens) = (None, None, false);
-        for (key, value) in fields {
-            if value.is_null() {
-                continue;
-            }
+        let body: MessagesBody = fields::typed(body)?;
+        let refused = |key: &str| {
+            ApiError::invalid(
+                key,
+                "genai's gateway cannot carry it (see docs/GATEWAY.md for the fields it takes)",
+            )
+        };
+        if let Some(key) = body.given().find(|k| count && !COUNTED.contains(k)) {
+            return Err(refused(key));
+        }
+        let others = body.other.iter().filter(|(_, v)| !v.is_null());
+        for (key, _) in others {
             let known = match count {
                 true => COUNTED.contains(&key.as_str()),
-                false => CARRIED.contains(&key.as_str()) || IGNORED.contains(&key.as_str()),
+                false => SAMPLING.contains(&key.as_str()) || IGNORED.contains(&key.as_str()),
             };
             if !known {
-                return Err(ApiError::invalid(
-                    key,
-                    "genai's gateway cannot carry it (see docs/GATEWAY.md for the fields it takes)",
-                ));
-            }
-            match key.as_str() {
-                "model" => r.model = string(value, "model")?,
-                "messages" => messages = Some(value),
-                "system" => system = Some(system_text(value, "system")?),
-                "stream" => r.stream = boolean(value, "stream")?,
-                "max_tokens" => {
-                    if value.as_u64().is_none_or(|n| n < 1) {
-                        return Err(ApiError::invalid(key, "must be a positive integer"));
-                    }
-                    max_tokens = true;
-                    r.parameters.push((key, value));
-                }
-                "stop_sequences" => {
-                    if !value
-                        .as_array()
-                        .is_some_and(|a| a.iter().all(Value::is_string))
-                    {
-                        return Err(ApiError::invalid(key, "must be an array of strings"));
-                    }
-                    r.parameters.push((key, value));
-                }
-                "tools" => (r.tools, r.deferred) = tools(value)?,
-                "tool_choice" => {
-                    let (choice, no_parallel) = tool_choice(value)?;
-                    r.parameters.push((key, choice));
-                    r.no_parallel_calls = no_parallel;
-                }
-                "thinking" => r.thinking = Some(thinking(value)?),
-                "output_format" => r.schema = Some(output_format(value, "output_format")?),
-                "output_config" => r.schema = output_config(value)?.or(r.schema),
-                k if IGNORED.contains(&k) => {}
-                // temperature, top_p, top_k: the model's parameters of that name, which its
-                // format checks (and refuses when it has none of that name).
-                _ => r.parameters.push((key, value)),
+                return Err(refused(key));
             }
         }
+        let mut r = MessagesRequest {
+            model: body.model.unwrap_or_default(),
+            stream: body.stream.unwrap_or(false),
+            ..MessagesRequest::default()
+        };
         if r.model.trim().is_empty() {
             return Err(ApiError::invalid(
                 "model",
                 "is required: an agent of genai's config or PROVIDER:MODEL (GET /v1/models)",
             ));
         }
-        if !count && !max_tokens {
-            return Err(ApiError::invalid("max_tokens", "is required"));
+        match body.max_tokens {
+            Some(n) if n.as_u64().is_none_or(|n| n < 1) => {
+                return Err(ApiError::invalid(
+                    "max_tokens",
+                    "must be a positive integer",
+                ))
+            }
+            Some(n) => r.parameters.push(("max_tokens".into(), n)),
+            None if !count => return Err(ApiError::invalid("max_tokens", "is required")),
+            None => {}
         }
-        let messages = messages.ok_or_else(|| ApiError::invalid("messages", "is required"))?;
+        if let Some(stops) = body.stop_sequences {
+            if !stops
+                .as_array()
+                .is_some_and(|a| a.iter().all(Value::is_string))
+            {
+                return Err(ApiError::invalid(
+                    "stop_sequences",
+                    "must be an array of strings",
+                ));
+            }
+            r.parameters.push(("stop_sequences".into(), stops));
+        }
+        if let Some(tools) = body.tools {
+            (r.tools, r.deferred) = self::tools(tools)?;
+        }
+        if let Some(choice) = body.tool_choice {
+            let (choice, no_parallel) = tool_choice(choice)?;
+            r.parameters.push(("tool_choice".into(), choice));
+            r.no_parallel_calls = no_parallel;
+        }
+        r.thinking = body.thinking.map(thinking).transpose()?;
+        r.schema = body
+            .output_format
+            .map(|f| output_format(f, "output_format"))
+            .transpose()?;
+        if let Some(config) = body.output_config {
+            r.schema = output_config(config)?.or(r.schema);
+        }
+        // temperature, top_p, top_k: the model's parameters of that name, which its format
+        // checks (and refuses when it has none of that name).
+        let sampling = body
+            .other
+            .into_iter()
+            .filter(|(k, v)| !v.is_null() && !IGNORED.contains(&k.as_str()));
+        r.parameters.extend(sampling);
+        let system = body.system.map(|s| system_text(s, "system")).transpose()?;
+        let messages = body
+            .messages
+            .ok_or_else(|| ApiError::invalid("messages", "is required"))?;
         let loaded = referenced_tools(&messages);
         let deferred = std::mem::take(&mut r.deferred);
         r.tools
@@ -225,21 +230,14 @@ impl MessagesRequest {
 
 /// `system`, or a system message's content at `at`: a string, or text blocks (joined by blank
 /// lines).
-fn system_text(value: Value, at: &str) -> Result<String, ApiError> {
-    match value {
-        Value::String(s) => Ok(s),
-        Value::Array(_) => {
-            let parts = blocks(value, at, &["text"])?;
-            Ok(parts
-                .iter()
-                .map(|p| text_of(std::slice::from_ref(p)))
-                .collect::<Vec<_>>()
-                .join("\n\n"))
-        }
-        _ => Err(ApiError::invalid(
-            at,
-            "must be a string or an array of text blocks",
-        )),
+fn system_text(content: Content, at: &str) -> Result<String, ApiError> {
+    match content {
+        Content::Text(s) => Ok(s),
+        blocks => Ok(self::blocks(blocks, at, &["text"])?
+            .iter()
+            .map(|p| text_of(std::slice::from_ref(p)))
+            .collect::<Vec<_>>()
+            .join("\n\n")),
     }
 }
 
@@ -253,26 +251,22 @@ fn system_text(value: Value, at: &str) -> Result<String, ApiError> {
 /// prompt), as genai's Claude, Gemini and Bedrock formats send one system prompt. So its text
 /// joins the system prompt, after `system` and the system messages before it: every word
 /// reaches the model as system text, in the order sent, none of it put in the user's mouth.
-fn messages(value: Value) -> Result<(Vec<Message>, Vec<String>), ApiError> {
-    let items = array(value, "messages")?;
+fn messages(items: Vec<WireMessage>) -> Result<(Vec<Message>, Vec<String>), ApiError> {
     if items.is_empty() {
         return Err(ApiError::invalid("messages", "must not be empty"));
     }
     let mut out: Vec<Message> = Vec::new();
     let mut system = Vec::new();
-    for (i, item) in items.into_iter().enumerate() {
+    for (i, m) in items.into_iter().enumerate() {
         let at = format!("messages[{i}]");
-        let mut m = object(item, &at)?;
-        only(&m, &at, &["role", "content"])?;
-        let content = m
-            .remove("content")
-            .filter(|c| !c.is_null())
-            .ok_or_else(|| ApiError::invalid(format!("{at}.content"), "is required"))?;
+        fields::carried(&at, present_key(&m.other))?;
         let content_at = format!("{at}.content");
-        let role = match m.remove("role") {
-            Some(Value::String(r)) => r,
-            _ => return Err(ApiError::invalid(format!("{at}.role"), "is required")),
-        };
+        let content = m
+            .content
+            .ok_or_else(|| ApiError::invalid(&content_at, "is required"))?;
+        let role = m
+            .role
+            .ok_or_else(|| ApiError::invalid(format!("{at}.role"), "is required"))?;
         let (role, kinds): (Role, &[&str]) = match role.as_str() {
             "user" => (Role::User, &["text", "image", "tool_result"][..]),
             "assistant" => (
@@ -312,64 +306,58 @@ fn messages(value: Value) -> Result<(Vec<Message>, Vec<String>), ApiError> {
 }
 
 /// A content: a string, or blocks of the `kinds` this place may hold.
-fn blocks(content: Value, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
-    fields::content(content, at, "content block", kinds, block)
+fn blocks(content: Content, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
+    let blocks = match content {
+        Content::Text(text) => return Ok(vec![Part::text(text)]),
+        Content::Blocks(blocks) => blocks,
+    };
+    let mut parts = Vec::with_capacity(blocks.len());
+    for (j, b) in blocks.into_iter().enumerate() {
+        let at = format!("{at}[{j}]");
+        let kind = fields::kind_of(b.kind.as_deref(), &at, "content block", kinds)?.to_string();
+        parts.push(block(&kind, b, &at)?);
+    }
+    Ok(parts)
 }
 
-/// One content block of type `kind`, its other fields `b`.
-fn block(kind: &str, mut b: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
-    // `cache_control` marks a prompt-cache breakpoint (genai places its own); `citations`
-    // of an earlier answer's text are the vendor's references into documents.
-    b.remove("cache_control");
-    let text = |b: &mut Map<String, Value>, name: &str| {
-        string(b.remove(name).unwrap_or_default(), &format!("{at}.{name}"))
+/// One content block `b` of type `kind`. Its `cache_control` (a prompt-cache breakpoint) is
+/// dropped: genai places its own where the provider caches; so are a text block's
+/// `citations`, the vendor's references into documents of an earlier answer.
+fn block(kind: &str, b: Block, at: &str) -> Result<Part, ApiError> {
+    fields::carried(at, b.stray(kind))?;
+    let given = |v: Option<String>, name: &str| {
+        v.ok_or_else(|| ApiError::invalid(format!("{at}.{name}"), "must be a string"))
     };
     let part = match kind {
-        "text" => {
-            b.remove("citations");
-            let t = text(&mut b, "text")?;
-            only(&b, at, &[])?;
-            Part::text(t)
-        }
+        "text" => Part::text(given(b.text, "text")?),
         "image" => {
-            let source = object(
-                b.remove("source").unwrap_or_default(),
-                &format!("{at}.source"),
-            )?;
-            only(&b, at, &[])?;
-            image(source, &format!("{at}.source"))?
+            let at = format!("{at}.source");
+            let source = b
+                .source
+                .ok_or_else(|| ApiError::invalid(&at, "must be an object"))?;
+            image(source, &at)?
         }
         "thinking" => {
-            let thought = text(&mut b, "thinking")?;
-            let signature = match b.remove("signature") {
+            let signature = match b.signature {
                 Some(Value::String(s)) if !s.is_empty() => Some(s),
                 _ => None,
             };
-            only(&b, at, &[])?;
-            Part::reasoning(thought, signature)
+            Part::reasoning(given(b.thinking, "thinking")?, signature)
         }
-        "redacted_thinking" => {
-            let data = text(&mut b, "data")?;
-            only(&b, at, &[])?;
-            Part::Reasoning {
-                text: String::new(),
-                signature: Some(data),
-                redacted: true,
-            }
-        }
+        "redacted_thinking" => Part::Reasoning {
+            text: String::new(),
+            signature: Some(given(b.data, "data")?),
+            redacted: true,
+        },
         "tool_use" => {
-            let id = text(&mut b, "id")?;
-            let name = text(&mut b, "name")?;
-            let input = match b.remove("input") {
-                Some(v @ Value::Object(_)) => v,
-                _ => {
-                    return Err(ApiError::invalid(
-                        format!("{at}.input"),
-                        "must be an object",
-                    ))
-                }
+            let id = given(b.id, "id")?;
+            let name = given(b.name, "name")?;
+            let Some(input @ Value::Object(_)) = b.input else {
+                return Err(ApiError::invalid(
+                    format!("{at}.input"),
+                    "must be an object",
+                ));
             };
-            only(&b, at, &[])?;
             Part::ToolCall {
                 id,
                 name,
@@ -378,29 +366,23 @@ fn block(kind: &str, mut b: Map<String, Value>, at: &str) -> Result<Part, ApiErr
             }
         }
         "tool_reference" => {
-            let name = text(&mut b, "tool_name")?;
-            only(&b, at, &[])?;
+            let name = given(b.tool_name, "tool_name")?;
             Part::text(format!("The tool {name} is loaded: it can be called now."))
         }
         _ => {
             // tool_result
-            let tool_call_id = text(&mut b, "tool_use_id")?;
-            let is_error = match b.remove("is_error") {
-                None | Some(Value::Null) => false,
-                Some(v) => boolean(v, &format!("{at}.is_error"))?,
-            };
-            let content = match b.remove("content") {
-                None | Some(Value::Null) => Vec::new(),
+            let tool_call_id = given(b.tool_use_id, "tool_use_id")?;
+            let content = match b.content {
+                None => Vec::new(),
                 Some(c) => {
                     let kinds = ["text", "image", "tool_reference"];
                     blocks(c, &format!("{at}.content"), &kinds)?
                 }
             };
-            only(&b, at, &[])?;
             Part::ToolResult {
                 tool_call_id,
                 content,
-                is_error,
+                is_error: b.is_error.unwrap_or(false),
             }
         }
     };
@@ -585,8 +567,9 @@ mod tests {
         ));
         assert_eq!(r.tools[0].name, "Read");
         let params: Vec<&str> = r.parameters.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(params, ["max_tokens", "temperature", "tool_choice"]);
-        assert_eq!(r.parameters[2].1, "required");
+        // The named fields first, then the sampling settings in the body's order.
+        assert_eq!(params, ["max_tokens", "tool_choice", "temperature"]);
+        assert_eq!(r.parameters[1].1, "required");
         assert_eq!(r.thinking.unwrap()["budget_tokens"], 2048);
     }
 
@@ -806,6 +789,37 @@ mod tests {
             json!([{"role": "user", "content": [{"type": "document", "source": {}}]}]),
         );
         assert_eq!(e.param.as_deref(), Some("messages[0].content[0].type"));
+        let e = with(
+            "messages",
+            json!([{"role": "user", "content": [{"type": "text", "text": "hi", "id": "x"}]}]),
+        );
+        assert_eq!(e.param.as_deref(), Some("messages[0].content[0].id"));
+        let e = with(
+            "messages",
+            json!([{"role": "user", "content": "hi", "name": "x"}]),
+        );
+        assert_eq!(e.param.as_deref(), Some("messages[0].name"));
+        let tool = json!({"name": "Read", "input_schema": {"type": "object"}, "strict": true});
+        assert_eq!(
+            with("tools", json!([tool])).param.as_deref(),
+            Some("tools[0].strict")
+        );
+        assert_eq!(with("model", json!(5)).param.as_deref(), Some("model"));
+        let e = with("messages", json!([{"role": "user", "content": 3}]));
+        assert_eq!(e.param.as_deref(), Some("messages[0].content"));
+        // What every block and tool may carry and genai places itself is taken, not refused.
+        let cached = json!({"cache_control": {"type": "ephemeral"}});
+        let mut b = ok.clone();
+        b["messages"][0]["content"] =
+            json!([{"type": "text", "text": "hi", "cache_control": cached["cache_control"]}]);
+        b["tools"] = json!([{"name": "Read", "input_schema": {"type": "object"}, "strict": false,
+                             "cache_control": cached["cache_control"], "defer_loading": false}]);
+        b["system"] = json!([{"type": "text", "text": "Be brief.", "cache_control": cached["cache_control"]}]);
+        let r = parse(b).unwrap();
+        assert_eq!(
+            (r.tools.len(), r.messages[0].text()),
+            (1, "Be brief.".into())
+        );
         let e = with("thinking", json!({"type": "enabled", "budget_tokens": 10}));
         assert_eq!(e.param.as_deref(), Some("thinking.budget_tokens"));
         let mut missing = ok.clone();

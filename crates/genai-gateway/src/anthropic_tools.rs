@@ -6,71 +6,66 @@
 
 use serde_json::{json, Value};
 
-use super::fields::{self, array, boolean, object, only};
+use super::anthropic_request::{Block, Content, WireMessage, WireTool};
+use super::fields::{self, boolean, object, only, present_key};
 use super::ApiError;
 use genai_core::format::ToolSpec;
 
 /// The tools the `tool_reference` blocks of the messages' tool results load (what a client's
 /// tool search found).
-pub fn referenced_tools(messages: &Value) -> Vec<String> {
-    let blocks = |v: &Value| v.as_array().cloned().unwrap_or_default();
-    blocks(messages)
+pub fn referenced_tools(messages: &[WireMessage]) -> Vec<String> {
+    fn blocks(c: &Option<Content>) -> &[Block] {
+        match c {
+            Some(Content::Blocks(b)) => b,
+            _ => &[],
+        }
+    }
+    messages
         .iter()
-        .flat_map(|m| blocks(&m["content"]))
-        .filter(|b| b["type"] == "tool_result")
-        .flat_map(|b| blocks(&b["content"]))
-        .filter(|c| c["type"] == "tool_reference")
-        .filter_map(|c| c["tool_name"].as_str().map(str::to_string))
+        .flat_map(|m| blocks(&m.content))
+        .filter(|b| b.kind.as_deref() == Some("tool_result"))
+        .flat_map(|b| blocks(&b.content))
+        .filter(|c| c.kind.as_deref() == Some("tool_reference"))
+        .filter_map(|c| c.tool_name.clone())
         .collect()
 }
 
 /// The request's tools, those given to the model at once and the deferred ones: custom tools
 /// only; the vendor's server tools (web search, code execution, bash, text editor, computer
-/// use, ...) run on Anthropic's side, which genai is not.
-pub fn tools(value: Value) -> Result<(Vec<ToolSpec>, Vec<ToolSpec>), ApiError> {
+/// use, ...) run on Anthropic's side, which genai is not. A tool's `cache_control` is
+/// dropped (genai places its own breakpoints), and so is `strict: false`; `strict: true`
+/// cannot be carried.
+pub fn tools(given: Vec<WireTool>) -> Result<(Vec<ToolSpec>, Vec<ToolSpec>), ApiError> {
     let (mut specs, mut deferred) = (Vec::new(), Vec::new());
-    for (i, tool) in array(value, "tools")?.into_iter().enumerate() {
+    for (i, tool) in given.into_iter().enumerate() {
         let at = format!("tools[{i}]");
-        let mut tool = object(tool, &at)?;
-        match tool.remove("type") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(t)) if t == "custom" => {}
-            Some(Value::String(t)) => {
-                return Err(ApiError::invalid(
-                    format!("{at}.type"),
-                    format!(
+        if let Some(t) = tool.kind.as_deref().filter(|t| *t != "custom") {
+            return Err(ApiError::invalid(
+                format!("{at}.type"),
+                format!(
                     "`{t}` is one of Anthropic's server tools, which genai's gateway cannot run: \
-                         only custom tools (name, description, input_schema)"
+                     only custom tools (name, description, input_schema)"
                 ),
-                ))
-            }
-            Some(_) => return Err(ApiError::invalid(format!("{at}.type"), "must be a string")),
+            ));
         }
-        tool.remove("cache_control");
-        let later = match tool.remove("defer_loading") {
-            None | Some(Value::Null) => false,
-            Some(v) => boolean(v, &format!("{at}.defer_loading"))?,
-        };
-        if tool.get("strict") == Some(&Value::Bool(false)) {
-            tool.remove("strict");
-        }
-        only(&tool, &at, &["name", "description", "input_schema"])?;
-        let (name, description) = fields::tool_name(&mut tool, &at)?;
-        let input_schema = match tool.remove("input_schema") {
-            Some(s @ Value::Object(_)) => s,
-            _ => {
-                return Err(ApiError::invalid(
-                    format!("{at}.input_schema"),
-                    "is required: a JSON Schema object",
-                ))
-            }
+        let strict = (tool.strict == Some(true)).then_some("strict");
+        fields::carried(&at, strict.or_else(|| present_key(&tool.other)))?;
+        let name = tool
+            .name
+            .ok_or_else(|| ApiError::invalid(format!("{at}.name"), "must be a string"))?;
+        let name = fields::checked_tool_name(name, &at)?;
+        let Some(input_schema @ Value::Object(_)) = tool.input_schema else {
+            return Err(ApiError::invalid(
+                format!("{at}.input_schema"),
+                "is required: a JSON Schema object",
+            ));
         };
         let spec = ToolSpec {
             name,
-            description,
+            description: tool.description.unwrap_or_default(),
             input_schema,
         };
-        match later {
+        match tool.defer_loading.unwrap_or(false) {
             true => deferred.push(spec),
             false => specs.push(spec),
         }

@@ -48,6 +48,11 @@ pub fn body(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
 /// The request body read as the serde type `T` (no JSON tree of it), refused naming the field
 /// that is not what `T` says it is (`messages[0].content: invalid type: ...`).
 pub fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    // Read plainly first; only a body refused is read again to name the field (tracking the
+    // path of every field read is work every good request would pay).
+    if let Ok(value) = serde_json::from_slice(body) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
@@ -68,16 +73,52 @@ pub fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError>
 
 /// Refuses the keys of `m` (at `at`) that are not `known` and not null.
 pub fn only(m: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(), ApiError> {
-    match m
+    let stray = m
         .iter()
-        .find(|(k, v)| !v.is_null() && !known.contains(&k.as_str()))
-    {
-        Some((k, _)) => Err(ApiError::invalid(
+        .find(|(k, v)| !v.is_null() && !known.contains(&k.as_str()));
+    carried(at, stray.map(|(k, _)| k.as_str()))
+}
+
+/// Refuses `{at}.{stray}`, a field of the object at `at` that genai cannot carry, when there
+/// is one.
+pub fn carried(at: &str, stray: Option<&str>) -> Result<(), ApiError> {
+    match stray {
+        Some(k) => Err(ApiError::invalid(
             format!("{at}.{k}"),
             "genai's gateway cannot carry it",
         )),
         None => Ok(()),
     }
+}
+
+/// The first key of `other` whose value is not null: a field a serde type of a request does
+/// not name, which genai cannot carry.
+pub fn present_key(other: &Map<String, Value>) -> Option<&str> {
+    other
+        .iter()
+        .find(|(_, v)| !v.is_null())
+        .map(|(k, _)| k.as_str())
+}
+
+/// The `type` of a `noun` (part, content block) at `at`, when it is one of the `kinds` this
+/// place may hold.
+pub fn kind_of<'a>(
+    kind: Option<&'a str>,
+    at: &str,
+    noun: &str,
+    kinds: &[&str],
+) -> Result<&'a str, ApiError> {
+    let kind = kind.ok_or_else(|| ApiError::invalid(format!("{at}.type"), "is required"))?;
+    if !kinds.contains(&kind) {
+        return Err(ApiError::invalid(
+            format!("{at}.type"),
+            format!(
+                "a `{kind}` {noun} cannot be carried here (only {})",
+                kinds.join(", ")
+            ),
+        ));
+    }
+    Ok(kind)
 }
 
 /// A tool's `name` (what every native tool API accepts: 1 to 64 letters, digits, `_`, `-`)
@@ -133,19 +174,11 @@ pub fn content(
         let at = format!("{at}[{j}]");
         let mut fields = object(item, &at)?;
         let kind = match fields.remove("type") {
-            Some(Value::String(t)) => t,
-            _ => return Err(ApiError::invalid(format!("{at}.type"), "is required")),
+            Some(Value::String(t)) => Some(t),
+            _ => None,
         };
-        if !kinds.contains(&kind.as_str()) {
-            return Err(ApiError::invalid(
-                format!("{at}.type"),
-                format!(
-                    "a `{kind}` {noun} cannot be carried here (only {})",
-                    kinds.join(", ")
-                ),
-            ));
-        }
-        parts.push(read(&kind, fields, &at)?);
+        let kind = kind_of(kind.as_deref(), &at, noun, kinds)?;
+        parts.push(read(kind, fields, &at)?);
     }
     Ok(parts)
 }

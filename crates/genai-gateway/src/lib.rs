@@ -26,6 +26,7 @@ mod access;
 mod aliases;
 mod anthropic;
 mod anthropic_reply;
+mod anthropic_request;
 mod anthropic_tools;
 pub mod body;
 mod completion;

@@ -13,8 +13,8 @@
 use serde_json::{json, Map, Value};
 
 use super::completion::Chunks;
-use super::fields::{object, only, text_of, with_role};
-use super::openai_chat_request::{present_key, ChatBody, ChatMessage, ChatTool, Content, ToolCall};
+use super::fields::{object, only, present_key, text_of, with_role};
+use super::openai_chat_request::{ChatBody, ChatMessage, ChatTool, Content, ToolCall};
 use super::pipeline::{Asked, VendorApi};
 use super::settings::Setting;
 use super::{fields, Api, ApiError};
@@ -70,12 +70,7 @@ impl ChatRequest {
             ..ChatRequest::default()
         };
         if let Some(options) = body.stream_options {
-            if let Some(k) = present_key(&options.other) {
-                return Err(ApiError::invalid(
-                    format!("stream_options.{k}"),
-                    "genai's gateway cannot carry it",
-                ));
-            }
+            fields::carried("stream_options", present_key(&options.other))?;
             r.include_usage = options.include_usage.unwrap_or(false);
         }
         match body.n {
@@ -162,12 +157,7 @@ fn read_messages(items: Vec<ChatMessage>) -> Result<Vec<Message>, ApiError> {
     let mut out: Vec<Message> = Vec::with_capacity(items.len());
     for (i, m) in items.into_iter().enumerate() {
         let at = format!("messages[{i}]");
-        if let Some(k) = present_key(&m.other) {
-            return Err(ApiError::invalid(
-                format!("{at}.{k}"),
-                "genai's gateway cannot carry it",
-            ));
-        }
+        fields::carried(&at, present_key(&m.other))?;
         let Some(role) = m.role else {
             return Err(ApiError::invalid(format!("{at}.role"), "is required"));
         };
@@ -246,24 +236,8 @@ fn content_parts(
     let mut out = Vec::with_capacity(parts.len());
     for (j, p) in parts.into_iter().enumerate() {
         let at = format!("{at}[{j}]");
-        let Some(kind) = p.kind.as_deref() else {
-            return Err(ApiError::invalid(format!("{at}.type"), "is required"));
-        };
-        if !kinds.contains(&kind) {
-            return Err(ApiError::invalid(
-                format!("{at}.type"),
-                format!(
-                    "a `{kind}` part cannot be carried here (only {})",
-                    kinds.join(", ")
-                ),
-            ));
-        }
-        if let Some(k) = p.stray(kind) {
-            return Err(ApiError::invalid(
-                format!("{at}.{k}"),
-                "genai's gateway cannot carry it",
-            ));
-        }
+        let kind = fields::kind_of(p.kind.as_deref(), &at, "part", kinds)?;
+        fields::carried(&at, p.stray(kind))?;
         out.push(match (kind, p.image_url, p.text, p.refusal) {
             ("image_url", Some(image), _, _) => image_part(image, &format!("{at}.image_url"))?,
             ("image_url", None, _, _) => return Err(ApiError::invalid(at, "must be an object")),
@@ -323,12 +297,7 @@ fn tool_calls(calls: Vec<ToolCall>, at: &str) -> Result<Vec<Part>, ApiError> {
         let at = format!("{at}[{j}]");
         // `index`, which a client may keep from the streamed calls, is their order here.
         let _ = call.index;
-        if let Some(k) = present_key(&call.other) {
-            return Err(ApiError::invalid(
-                format!("{at}.{k}"),
-                "genai's gateway cannot carry it",
-            ));
-        }
+        fields::carried(&at, present_key(&call.other))?;
         if call.kind.as_deref().is_some_and(|t| t != "function") {
             return Err(ApiError::invalid(format!("{at}.type"), "must be function"));
         }
@@ -339,12 +308,7 @@ fn tool_calls(calls: Vec<ToolCall>, at: &str) -> Result<Vec<Part>, ApiError> {
         let Some(function) = call.function else {
             return Err(ApiError::invalid(fn_at, "must be an object"));
         };
-        if let Some(k) = present_key(&function.other) {
-            return Err(ApiError::invalid(
-                format!("{fn_at}.{k}"),
-                "genai's gateway cannot carry it",
-            ));
-        }
+        fields::carried(&fn_at, present_key(&function.other))?;
         let Some(name) = function.name else {
             return Err(ApiError::invalid(
                 format!("{fn_at}.name"),
@@ -373,12 +337,7 @@ fn read_tools(tools: Vec<ChatTool>) -> Result<Vec<ToolSpec>, ApiError> {
     let mut specs = Vec::with_capacity(tools.len());
     for (i, tool) in tools.into_iter().enumerate() {
         let at = format!("tools[{i}]");
-        if let Some(k) = present_key(&tool.other) {
-            return Err(ApiError::invalid(
-                format!("{at}.{k}"),
-                "genai's gateway cannot carry it",
-            ));
-        }
+        fields::carried(&at, present_key(&tool.other))?;
         if tool.kind.as_deref().is_some_and(|t| t != "function") {
             return Err(ApiError::invalid(
                 format!("{at}.type"),
@@ -389,12 +348,7 @@ fn read_tools(tools: Vec<ChatTool>) -> Result<Vec<ToolSpec>, ApiError> {
         let Some(function) = tool.function else {
             return Err(ApiError::invalid(fn_at, "must be an object"));
         };
-        if let Some(k) = present_key(&function.other) {
-            return Err(ApiError::invalid(
-                format!("{fn_at}.{k}"),
-                "genai's gateway cannot carry it",
-            ));
-        }
+        fields::carried(&fn_at, present_key(&function.other))?;
         // `strict` is accepted, not enforced: the client checks the arguments it gets back.
         let _ = function.strict;
         let name = fields::checked_tool_name(function.name.unwrap_or_default(), &fn_at)?;

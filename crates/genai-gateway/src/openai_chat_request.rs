@@ -12,6 +12,8 @@ use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::fields::present_key;
+
 /// The request body.
 #[derive(Deserialize)]
 pub struct ChatBody {
@@ -123,14 +125,6 @@ pub struct FunctionTool {
     pub strict: Option<bool>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
-}
-
-/// The first key of `other` whose value is not null: a field the type does not carry.
-pub fn present_key(other: &Map<String, Value>) -> Option<&str> {
-    other
-        .iter()
-        .find(|(_, v)| !v.is_null())
-        .map(|(k, _)| k.as_str())
 }
 
 impl<'de> Deserialize<'de> for Content {

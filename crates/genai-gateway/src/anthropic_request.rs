@@ -1,0 +1,185 @@
+//! A Messages request as it comes on the wire: serde types with each known field typed, read
+//! straight from the body (no JSON tree of the whole request). What a type does not name is
+//! kept in its `other` map, so that a field genai cannot carry is still refused by name
+//! (`messages[0].content[0].citations`), and the top level's other fields are the sampling
+//! settings, the fields accepted and ignored, or refused.
+//!
+//! It owns the shape only. It must never decide what a field means to the core (the API's
+//! file does: `anthropic.rs`).
+
+use std::fmt;
+
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::fields::present_key;
+
+/// The request body. Small objects whose shape `anthropic.rs` checks field by field
+/// (`tool_choice`, `thinking`, `output_format`, `output_config`) and the number it checks
+/// (`max_tokens`) stay JSON values.
+#[derive(Deserialize)]
+pub struct MessagesBody {
+    pub model: Option<String>,
+    pub messages: Option<Vec<WireMessage>>,
+    pub system: Option<Content>,
+    pub max_tokens: Option<Value>,
+    pub stop_sequences: Option<Value>,
+    pub stream: Option<bool>,
+    pub tools: Option<Vec<WireTool>>,
+    pub tool_choice: Option<Value>,
+    pub thinking: Option<Value>,
+    pub output_format: Option<Value>,
+    pub output_config: Option<Value>,
+    /// Sampling settings, the fields accepted and not carried, and every field not named
+    /// above, in the body's order.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl MessagesBody {
+    /// The named fields given (not null), in the order of the API's reference, for a caller
+    /// that takes only some of them.
+    pub fn given(&self) -> impl Iterator<Item = &'static str> + '_ {
+        [
+            ("model", self.model.is_some()),
+            ("messages", self.messages.is_some()),
+            ("system", self.system.is_some()),
+            ("max_tokens", self.max_tokens.is_some()),
+            ("stop_sequences", self.stop_sequences.is_some()),
+            ("stream", self.stream.is_some()),
+            ("tools", self.tools.is_some()),
+            ("tool_choice", self.tool_choice.is_some()),
+            ("thinking", self.thinking.is_some()),
+            ("output_format", self.output_format.is_some()),
+            ("output_config", self.output_config.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, given)| *given)
+        .map(|(name, _)| name)
+    }
+}
+
+/// One message of the history.
+#[derive(Deserialize)]
+pub struct WireMessage {
+    pub role: Option<String>,
+    pub content: Option<Content>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// A content: a string (one text block) or an array of blocks.
+pub enum Content {
+    Text(String),
+    Blocks(Vec<Block>),
+}
+
+/// One content block; which fields it may have depends on its `type`.
+#[derive(Deserialize)]
+pub struct Block {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub text: Option<String>,
+    pub source: Option<Map<String, Value>>,
+    pub thinking: Option<String>,
+    /// A thinking block's signature; one that is not a non-empty string is dropped.
+    pub signature: Option<Value>,
+    pub data: Option<String>,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub input: Option<Value>,
+    pub tool_name: Option<String>,
+    pub tool_use_id: Option<String>,
+    pub is_error: Option<bool>,
+    pub content: Option<Content>,
+    /// A prompt-cache breakpoint, named so that it is not refused, and skipped: genai places
+    /// its own where the provider caches.
+    #[serde(rename = "cache_control")]
+    _cache_control: Option<IgnoredAny>,
+    /// A text block's references into documents, from an earlier answer: not carried.
+    pub citations: Option<Value>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl Block {
+    /// The first field present that a block of `kind` does not have (`type` and
+    /// `cache_control` aside, which every block may have).
+    pub fn stray(&self, kind: &str) -> Option<&str> {
+        let takes: &[&str] = match kind {
+            "text" => &["text", "citations"],
+            "image" => &["source"],
+            "thinking" => &["thinking", "signature"],
+            "redacted_thinking" => &["data"],
+            "tool_use" => &["id", "name", "input"],
+            "tool_reference" => &["tool_name"],
+            "tool_result" => &["tool_use_id", "is_error", "content"],
+            _ => &[],
+        };
+        let named = [
+            ("text", self.text.is_some()),
+            ("source", self.source.is_some()),
+            ("thinking", self.thinking.is_some()),
+            ("signature", self.signature.is_some()),
+            ("data", self.data.is_some()),
+            ("id", self.id.is_some()),
+            ("name", self.name.is_some()),
+            ("input", self.input.is_some()),
+            ("tool_name", self.tool_name.is_some()),
+            ("tool_use_id", self.tool_use_id.is_some()),
+            ("is_error", self.is_error.is_some()),
+            ("content", self.content.is_some()),
+            ("citations", self.citations.is_some()),
+        ];
+        named
+            .into_iter()
+            .find(|(name, present)| *present && !takes.contains(name))
+            .map(|(name, _)| name)
+            .or_else(|| present_key(&self.other))
+    }
+}
+
+/// A tool the client offers: a custom tool, or one of the vendor's server tools (refused).
+#[derive(Deserialize)]
+pub struct WireTool {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub input_schema: Option<Value>,
+    /// Held back until a `tool_reference` loads it (Anthropic's tool search).
+    pub defer_loading: Option<bool>,
+    pub strict: Option<bool>,
+    /// Skipped, as a block's.
+    #[serde(rename = "cache_control")]
+    _cache_control: Option<IgnoredAny>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Content, E> {
+                Ok(Content::Text(s.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Content, E> {
+                Ok(Content::Text(s))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                while let Some(block) = seq.next_element()? {
+                    blocks.push(block);
+                }
+                Ok(Content::Blocks(blocks))
+            }
+        }
+        d.deserialize_any(Either)
+    }
+}

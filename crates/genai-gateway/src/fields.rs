@@ -39,12 +39,6 @@ pub fn array(value: Value, at: &str) -> Result<Vec<Value>, ApiError> {
     }
 }
 
-/// The JSON object of a request body.
-pub fn body(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::not_json(&e))?;
-    object(value, "body").map_err(|_| ApiError::invalid("body", "must be a JSON object"))
-}
-
 /// The request body read as the serde type `T` (no JSON tree of it), refused naming the field
 /// that is not what `T` says it is (`messages[0].content: invalid type: ...`).
 pub fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
@@ -147,40 +141,6 @@ pub fn checked_tool_name(name: String, at: &str) -> Result<String, ApiError> {
         ));
     }
     Ok(name)
-}
-
-/// A content as every API gives it: a string (one text part), or an array of `noun`s (parts,
-/// content blocks) each an object whose `type` is one of the `kinds` this place may hold,
-/// read by `read` from its type, its other fields and where it is.
-pub fn content(
-    content: Value,
-    at: &str,
-    noun: &str,
-    kinds: &[&str],
-    mut read: impl FnMut(&str, Map<String, Value>, &str) -> Result<Part, ApiError>,
-) -> Result<Vec<Part>, ApiError> {
-    let items = match content {
-        Value::String(text) => return Ok(vec![Part::text(text)]),
-        Value::Array(items) => items,
-        _ => {
-            return Err(ApiError::invalid(
-                at,
-                format!("must be a string or an array of {noun}s"),
-            ))
-        }
-    };
-    let mut parts = Vec::with_capacity(items.len());
-    for (j, item) in items.into_iter().enumerate() {
-        let at = format!("{at}[{j}]");
-        let mut fields = object(item, &at)?;
-        let kind = match fields.remove("type") {
-            Some(Value::String(t)) => Some(t),
-            _ => None,
-        };
-        let kind = kind_of(kind.as_deref(), &at, noun, kinds)?;
-        parts.push(read(kind, fields, &at)?);
-    }
-    Ok(parts)
 }
 
 /// A function tool as both OpenAI APIs give it (Chat Completions' `function` object, a

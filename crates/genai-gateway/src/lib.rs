@@ -42,6 +42,7 @@ mod pipeline;
 mod respond;
 mod responses;
 mod responses_reply;
+mod responses_request;
 mod responses_tools;
 mod settings;
 pub mod sse;

@@ -16,10 +16,11 @@
 
 use serde_json::{json, Map, Value};
 
-use super::fields::{array, boolean, object, only, string, text_of, with_role};
+use super::fields::{object, only, string, text_of, with_role};
 use super::openai_chat::image_part;
 use super::pipeline::{Asked, VendorApi};
 use super::responses_reply::{Events, NAMESPACE_SEPARATOR};
+use super::responses_request::{Content, Item, ResponsesBody};
 use super::responses_tools::tools;
 use super::settings::Setting;
 use super::{fields, Api, ApiError};
@@ -109,63 +110,65 @@ pub(super) struct ResponsesRequest {
 
 impl ResponsesRequest {
     pub(super) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
-        let fields = fields::body(body)?;
-        let mut r = ResponsesRequest::default();
-        let mut instructions = None;
-        let mut input = None;
-        for (key, value) in fields {
-            if value.is_null() {
-                continue;
+        let body: ResponsesBody = fields::typed(body)?;
+        let mut r = ResponsesRequest {
+            model: body.model.unwrap_or_default(),
+            stream: body.stream.unwrap_or(false),
+            ..ResponsesRequest::default()
+        };
+        match body.store {
+            Some(Value::Bool(false)) => {
+                r.echo.insert("store".into(), Value::Bool(false));
             }
+            None | Some(Value::Null) => {}
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "store",
+                    "genai keeps no responses on the server: send false or leave it out",
+                ))
+            }
+        }
+        if body
+            .background
+            .is_some_and(|b| !matches!(b, Value::Null | Value::Bool(false)))
+        {
+            return Err(ApiError::invalid(
+                "background",
+                "genai runs no background responses: leave it out",
+            ));
+        }
+        if let Some(tools) = body.tools {
+            (r.tools, r.namespaces, r.not_offered) = self::tools(tools.clone())?;
+            r.echo.insert("tools".into(), tools);
+        }
+        if let Some(choice) = body.tool_choice {
+            r.parameters.push((
+                "tool_choice".into(),
+                fields::tool_choice(&choice, &["name"])?,
+            ));
+            r.echo.insert("tool_choice".into(), choice);
+        }
+        if let Some(parallel) = body.parallel_tool_calls {
+            r.no_parallel_calls = !parallel;
+            r.echo
+                .insert("parallel_tool_calls".into(), Value::Bool(parallel));
+        }
+        if let Some(t) = body.text {
+            r.schema = text(t.clone(), &mut r.json_object)?;
+            r.echo.insert("text".into(), t);
+        }
+        if let Some(reasoning) = body.reasoning {
+            r.effort = self::reasoning(reasoning.clone())?;
+            r.echo.insert("reasoning".into(), reasoning);
+        }
+        // The sampling settings after the tool choice: the named fields' parameters first.
+        for (key, value) in body.other {
             match key.as_str() {
-                "model" => r.model = string(value, "model")?,
-                "instructions" => {
-                    instructions = Some(string(value.clone(), "instructions")?);
-                    r.echo.insert(key, value);
-                }
-                "input" => input = Some(value),
-                "stream" => r.stream = boolean(value, "stream")?,
-                "tools" => {
-                    (r.tools, r.namespaces, r.not_offered) = tools(value.clone())?;
-                    r.echo.insert(key, value);
-                }
-                "tool_choice" => {
-                    let choice = fields::tool_choice(&value, &["name"])?;
-                    r.parameters.push((key.clone(), choice));
-                    r.echo.insert(key, value);
-                }
-                "parallel_tool_calls" => {
-                    r.no_parallel_calls = !boolean(value.clone(), "parallel_tool_calls")?;
-                    r.echo.insert(key, value);
-                }
-                "text" => {
-                    r.schema = text(value.clone(), &mut r.json_object)?;
-                    r.echo.insert(key, value);
-                }
-                "reasoning" => {
-                    r.effort = reasoning(value.clone())?;
-                    r.echo.insert(key, value);
-                }
-                "store" if value == json!(false) => {
-                    r.echo.insert(key, value);
-                }
-                "store" => {
-                    return Err(ApiError::invalid(
-                        "store",
-                        "genai keeps no responses on the server: send false or leave it out",
-                    ))
-                }
+                _ if value.is_null() => {}
                 "previous_response_id" | "conversation" | "prompt" => {
                     return Err(ApiError::invalid(
                         key,
                         "genai keeps no responses nor conversations on the server: send the whole history in `input`",
-                    ))
-                }
-                "background" if value == json!(false) => {}
-                "background" => {
-                    return Err(ApiError::invalid(
-                        key,
-                        "genai runs no background responses: leave it out",
                     ))
                 }
                 "temperature" | "top_p" | "max_output_tokens" => {
@@ -184,10 +187,13 @@ impl ResponsesRequest {
                 "is required: an agent of genai's config or PROVIDER:MODEL (GET /v1/models)",
             ));
         }
-        let Some(input) = input else {
+        if let Some(instructions) = &body.instructions {
+            r.echo.insert("instructions".into(), json!(instructions));
+        }
+        let Some(input) = body.input else {
             return Err(ApiError::invalid("input", "is required"));
         };
-        r.messages = messages(instructions, input)?;
+        r.messages = messages(body.instructions, input)?;
         r.echo.insert("model".into(), json!(r.model));
         Ok(r)
     }
@@ -197,36 +203,44 @@ impl ResponsesRequest {
 /// system message first, then the input's items. Consecutive assistant-side items (reasoning,
 /// an assistant message, function calls) are one assistant message and consecutive call
 /// outputs one tool message, as the core keeps a round of calls.
-fn messages(instructions: Option<String>, input: Value) -> Result<Vec<Message>, ApiError> {
+fn messages(instructions: Option<String>, input: Content) -> Result<Vec<Message>, ApiError> {
     let mut system: Vec<String> = instructions.into_iter().filter(|i| !i.is_empty()).collect();
     let mut out: Vec<Message> = Vec::new();
     let items = match input {
-        Value::String(text) => vec![json!({"role": "user", "content": text})],
-        Value::Array(items) => items,
-        _ => {
-            return Err(ApiError::invalid(
-                "input",
-                "must be a string or an array of items",
-            ))
+        Content::Text(text) => {
+            out.push(with_role(Role::User, vec![Part::text(text)]));
+            Vec::new()
         }
+        Content::List(items) if items.is_empty() => {
+            return Err(ApiError::invalid("input", "must not be empty"))
+        }
+        Content::List(items) => items,
     };
-    if items.is_empty() {
-        return Err(ApiError::invalid("input", "must not be empty"));
-    }
     for (i, item) in items.into_iter().enumerate() {
         let at = format!("input[{i}]");
-        let mut item = object(item, &at)?;
-        let kind = match item.get("type") {
-            None | Some(Value::Null) => "message".to_string(),
-            Some(Value::String(t)) => t.clone(),
-            Some(_) => return Err(ApiError::invalid(format!("{at}.type"), "must be a string")),
+        let kind = item.kind.clone().unwrap_or_else(|| "message".into());
+        if !matches!(
+            kind.as_str(),
+            "message" | "function_call" | "function_call_output" | "reasoning"
+        ) {
+            return Err(ApiError::invalid(
+                format!("{at}.type"),
+                format!(
+                    "a `{kind}` item cannot be carried (only message, function_call, function_call_output and reasoning)"
+                ),
+            ));
+        }
+        fields::carried(&at, item.stray(&kind))?;
+        let given = |v: Option<String>, name: &str| {
+            v.ok_or_else(|| ApiError::invalid(format!("{at}.{name}"), "must be a string"))
         };
         match kind.as_str() {
             "message" => {
-                only(&item, &at, &["type", "id", "status", "role", "content"])?;
-                let role = string(item.remove("role").unwrap_or_default(), &format!("{at}.role"))?;
-                let content = item.remove("content").unwrap_or_default();
+                let role = given(item.role, "role")?;
                 let content_at = format!("{at}.content");
+                let content = item.content.ok_or_else(|| {
+                    ApiError::invalid(&content_at, "must be a string or an array of parts")
+                })?;
                 match role.as_str() {
                     "system" | "developer" => {
                         let parts = content_parts(content, &content_at, &["input_text"])?;
@@ -251,34 +265,28 @@ fn messages(instructions: Option<String>, input: Value) -> Result<Vec<Message>, 
                 }
             }
             "function_call" => {
-                only(
-                    &item,
-                    &at,
-                    &["type", "id", "status", "call_id", "name", "namespace", "arguments"],
-                )?;
+                let id = given(item.call_id, "call_id")?;
+                let name = given(item.name, "name")?;
                 // A call of a namespace's tool is sent as the name it was offered under.
-                if let Some(ns) = item.remove("namespace").filter(|n| !n.is_null()) {
-                    let ns = string(ns, &format!("{at}.namespace"))?;
-                    if let Some(Value::String(name)) = item.get_mut("name") {
-                        *name = format!("{ns}{NAMESPACE_SEPARATOR}{name}");
-                    }
-                }
-                let call = function_call(item, &at)?;
-                assistant(&mut out).content.push(call);
+                let name = match item.namespace {
+                    Some(ns) => format!("{ns}{NAMESPACE_SEPARATOR}{name}"),
+                    None => name,
+                };
+                let arguments = arguments(item.arguments, &format!("{at}.arguments"))?;
+                assistant(&mut out).content.push(Part::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                    signature: None,
+                });
             }
             "function_call_output" => {
-                only(&item, &at, &["type", "id", "status", "call_id", "output"])?;
-                let call_id = string(
-                    item.remove("call_id").unwrap_or_default(),
-                    &format!("{at}.call_id"),
-                )?;
+                let call_id = given(item.call_id, "call_id")?;
                 let output_at = format!("{at}.output");
-                let content = match item.remove("output") {
-                    Some(Value::String(s)) => vec![Part::text(s)],
-                    Some(v @ Value::Array(_)) => {
-                        content_parts(v, &output_at, &["input_text", "input_image"])?
-                    }
-                    _ => {
+                let content = match item.output {
+                    Some(Content::Text(s)) => vec![Part::text(s)],
+                    Some(list) => content_parts(list, &output_at, &["input_text", "input_image"])?,
+                    None => {
                         return Err(ApiError::invalid(
                             output_at,
                             "must be a string or an array of input_text and input_image parts",
@@ -295,17 +303,9 @@ fn messages(instructions: Option<String>, input: Value) -> Result<Vec<Message>, 
                     _ => out.push(with_role(Role::Tool, vec![result])),
                 }
             }
-            "reasoning" => {
+            _ => {
                 let part = reasoning_item(item, &at)?;
                 assistant(&mut out).content.push(part);
-            }
-            other => {
-                return Err(ApiError::invalid(
-                    format!("{at}.type"),
-                    format!(
-                        "a `{other}` item cannot be carried (only message, function_call, function_call_output and reasoning)"
-                    ),
-                ))
             }
         }
     }
@@ -326,103 +326,82 @@ fn assistant(out: &mut Vec<Message>) -> &mut Message {
 }
 
 /// A message's content: a string, or an array of parts of the `kinds` this role may send.
-fn content_parts(content: Value, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
-    fields::content(content, at, "part", kinds, |kind, mut p, at| {
-        let mut text =
-            |name: &str| string(p.remove(name).unwrap_or_default(), &format!("{at}.{name}"));
-        match kind {
+fn content_parts(content: Content, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
+    let parts = match content {
+        Content::Text(text) => return Ok(vec![Part::text(text)]),
+        Content::List(parts) => parts,
+    };
+    let mut out = Vec::with_capacity(parts.len());
+    for (j, p) in parts.into_iter().enumerate() {
+        let at = format!("{at}[{j}]");
+        let kind = fields::kind_of(p.kind.as_deref(), &at, "part", kinds)?;
+        fields::carried(&at, p.stray(kind))?;
+        let given = |v: Option<String>, name: &str| {
+            v.ok_or_else(|| ApiError::invalid(format!("{at}.{name}"), "must be a string"))
+        };
+        out.push(match kind {
             "input_image" => {
-                let url = text("image_url")?;
-                only(&p, at, &["detail"])?;
                 let mut image = Map::new();
-                image.insert("url".into(), json!(url));
-                if let Some(detail) = p.remove("detail") {
+                image.insert("url".into(), json!(given(p.image_url, "image_url")?));
+                if let Some(detail) = p.detail {
                     image.insert("detail".into(), detail);
                 }
-                image_part(image, at)
+                image_part(image, &at)?
             }
-            "refusal" => {
-                let refusal = text("refusal")?;
-                only(&p, at, &[])?;
-                Ok(Part::text(refusal))
-            }
+            "refusal" => Part::text(given(p.refusal, "refusal")?),
             // Text: a model's `output_text` may come back with its annotations and log
             // probabilities, which say nothing the text does not.
-            _ => {
-                let t = text("text")?;
-                only(&p, at, &["annotations", "logprobs"])?;
-                Ok(Part::text(t))
-            }
-        }
-    })
+            _ => Part::text(given(p.text, "text")?),
+        });
+    }
+    Ok(out)
 }
 
-/// A `function_call` item: the call the model made, which the client ran.
-fn function_call(mut item: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
-    let id = string(
-        item.remove("call_id").unwrap_or_default(),
-        &format!("{at}.call_id"),
-    )?;
-    let name = string(
-        item.remove("name").unwrap_or_default(),
-        &format!("{at}.name"),
-    )?;
-    let args_at = format!("{at}.arguments");
-    let arguments = match item.remove("arguments") {
-        None | Some(Value::Null) => json!({}),
-        Some(Value::String(s)) if s.trim().is_empty() => json!({}),
-        Some(Value::String(s)) => serde_json::from_str(&s)
-            .map_err(|e| ApiError::invalid(&args_at, format!("is not JSON: {e}")))?,
-        Some(_) => return Err(ApiError::invalid(args_at, "must be a string of JSON")),
-    };
-    Ok(Part::ToolCall {
-        id,
-        name,
-        arguments,
-        signature: None,
-    })
+/// A `function_call`'s arguments: a string of JSON (none or blank: no arguments).
+fn arguments(given: Option<Value>, at: &str) -> Result<Value, ApiError> {
+    match given {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(json!({})),
+        Some(Value::String(s)) => {
+            serde_json::from_str(&s).map_err(|e| ApiError::invalid(at, format!("is not JSON: {e}")))
+        }
+        Some(_) => Err(ApiError::invalid(at, "must be a string of JSON")),
+    }
 }
 
 /// A `reasoning` item sent back: its summary and content as the reasoning's text, its
 /// `encrypted_content` as the signature genai gave it (a reasoning item without text is the
 /// provider's redacted reasoning).
-fn reasoning_item(item: Map<String, Value>, at: &str) -> Result<Part, ApiError> {
-    only(
-        &item,
-        at,
-        &[
-            "type",
-            "id",
-            "status",
-            "summary",
-            "content",
-            "encrypted_content",
-        ],
-    )?;
+fn reasoning_item(item: Item, at: &str) -> Result<Part, ApiError> {
+    let content = match item.content {
+        None => Vec::new(),
+        Some(Content::List(parts)) => parts,
+        Some(Content::Text(_)) => {
+            return Err(ApiError::invalid(
+                format!("{at}.content"),
+                "must be an array",
+            ))
+        }
+    };
     let mut text = String::new();
-    for key in ["summary", "content"] {
-        let Some(list) = item.get(key).filter(|v| !v.is_null()) else {
-            continue;
-        };
-        let list_at = format!("{at}.{key}");
-        for (j, part) in array(list.clone(), &list_at)?.into_iter().enumerate() {
-            let part_at = format!("{list_at}[{j}]");
-            let part = object(part, &part_at)?;
-            only(&part, &part_at, &["type", "text"])?;
-            let piece = string(
-                part.get("text").cloned().unwrap_or_default(),
-                &format!("{part_at}.text"),
-            )?;
+    let lists = [
+        ("summary", item.summary.unwrap_or_default()),
+        ("content", content),
+    ];
+    for (key, list) in lists {
+        for (j, part) in list.into_iter().enumerate() {
+            let part_at = format!("{at}.{key}[{j}]");
+            fields::carried(&part_at, part.stray("reasoning_part"))?;
+            let piece = part
+                .text
+                .ok_or_else(|| ApiError::invalid(format!("{part_at}.text"), "must be a string"))?;
             if !text.is_empty() && !piece.is_empty() {
                 text.push('\n');
             }
             text.push_str(&piece);
         }
     }
-    let signature = match item.get("encrypted_content") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(string(v.clone(), &format!("{at}.encrypted_content"))?),
-    };
+    let signature = item.encrypted_content;
     let redacted = text.is_empty() && signature.is_some();
     Ok(Part::Reasoning {
         text,
@@ -602,6 +581,48 @@ mod tests {
             ),
             "text.format.schema"
         );
+        let user = |part: Value| json!([{"role": "user", "content": [part]}]);
+        assert_eq!(
+            with(
+                "input",
+                user(json!({"type": "input_text", "text": "a", "id": "x"}))
+            ),
+            "input[0].content[0].id"
+        );
+        assert_eq!(
+            with(
+                "input",
+                json!([{"role": "user", "content": "a", "audio": {}}])
+            ),
+            "input[0].audio"
+        );
+        assert_eq!(
+            with(
+                "input",
+                json!([{"type": "function_call_output", "call_id": "c", "output": "o", "name": "f"}])
+            ),
+            "input[0].name"
+        );
+        assert_eq!(
+            with(
+                "input",
+                json!([{"type": "reasoning", "summary": [{"type": "summary_text", "text": "t", "x": 1}]}])
+            ),
+            "input[0].summary[0].x"
+        );
+        assert_eq!(with("input", json!(7)), "input");
+        // What a client keeps of genai's own items is taken back as it was given.
+        let r = parse(json!({"model": "m", "input": [
+            {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+             "content": [{"type": "output_text", "text": "Hi", "annotations": [], "logprobs": []}]},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "sig"},
+            {"role": "user", "content": "again"}]}))
+        .unwrap();
+        assert_eq!(r.messages[0].text(), "Hi");
+        assert!(matches!(
+            &r.messages[0].content[1],
+            Part::Reasoning { redacted: true, .. }
+        ));
         assert_eq!(
             parse(json!({"model": "m"})).unwrap_err().param.unwrap(),
             "input"

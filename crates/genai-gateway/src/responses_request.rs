@@ -1,0 +1,141 @@
+//! A Responses request as it comes on the wire: serde types with each known field typed, read
+//! straight from the body (no JSON tree of the whole request). What a type does not name is
+//! kept in its `other` map, so that a field genai cannot carry is still refused by name
+//! (`input[0].audio`), and the top level's other fields are refused, or accepted and echoed.
+//!
+//! It owns the shape only. It must never decide what a field means to the core (the API's
+//! file does: `responses.rs`).
+
+use std::fmt;
+
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::fields::present_key;
+
+/// The request body. The fields the `response` object says back as they were sent (`tools`,
+/// `tool_choice`, `text`, `reasoning`, the sampling settings) stay JSON values: they are
+/// echoed whole, and small.
+#[derive(Deserialize)]
+pub struct ResponsesBody {
+    pub model: Option<String>,
+    pub instructions: Option<String>,
+    pub input: Option<Content>,
+    pub stream: Option<bool>,
+    pub tools: Option<Value>,
+    pub tool_choice: Option<Value>,
+    pub parallel_tool_calls: Option<bool>,
+    pub text: Option<Value>,
+    pub reasoning: Option<Value>,
+    pub store: Option<Value>,
+    pub background: Option<Value>,
+    /// The fields refused, the sampling settings and the hints accepted, and every field not
+    /// named above, in the body's order.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// A string, or an array of items (`input`) or of parts (a message's content, an output).
+pub enum Content {
+    Text(String),
+    List(Vec<Item>),
+}
+
+/// One item of the input, or one part of a content: which fields it may have depends on its
+/// `type` (an item without one is a message).
+#[derive(Deserialize)]
+pub struct Item {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// What a client keeps of an item genai gave (its id, its status): read no further.
+    pub id: Option<IgnoredAny>,
+    pub status: Option<IgnoredAny>,
+    pub role: Option<String>,
+    pub content: Option<Content>,
+    pub call_id: Option<String>,
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    pub arguments: Option<Value>,
+    pub output: Option<Content>,
+    pub summary: Option<Vec<Item>>,
+    pub encrypted_content: Option<String>,
+    pub text: Option<String>,
+    pub refusal: Option<String>,
+    pub image_url: Option<String>,
+    pub detail: Option<Value>,
+    /// An `output_text`'s annotations and log probabilities, which say nothing the text
+    /// does not: read no further.
+    pub annotations: Option<IgnoredAny>,
+    pub logprobs: Option<IgnoredAny>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl Item {
+    /// The first field present that an item or part of `kind` does not have.
+    pub fn stray(&self, kind: &str) -> Option<&str> {
+        let takes: &[&str] = match kind {
+            "message" => &["id", "status", "role", "content"],
+            "function_call" => &["id", "status", "call_id", "name", "namespace", "arguments"],
+            "function_call_output" => &["id", "status", "call_id", "output"],
+            "reasoning" => &["id", "status", "summary", "content", "encrypted_content"],
+            "input_image" => &["image_url", "detail"],
+            "refusal" => &["refusal"],
+            // A reasoning item's summary or content.
+            "reasoning_part" => &["text"],
+            // input_text, output_text
+            _ => &["text", "annotations", "logprobs"],
+        };
+        let named = [
+            ("id", self.id.is_some()),
+            ("status", self.status.is_some()),
+            ("role", self.role.is_some()),
+            ("content", self.content.is_some()),
+            ("call_id", self.call_id.is_some()),
+            ("name", self.name.is_some()),
+            ("namespace", self.namespace.is_some()),
+            ("arguments", self.arguments.is_some()),
+            ("output", self.output.is_some()),
+            ("summary", self.summary.is_some()),
+            ("encrypted_content", self.encrypted_content.is_some()),
+            ("text", self.text.is_some()),
+            ("refusal", self.refusal.is_some()),
+            ("image_url", self.image_url.is_some()),
+            ("detail", self.detail.is_some()),
+            ("annotations", self.annotations.is_some()),
+            ("logprobs", self.logprobs.is_some()),
+        ];
+        named
+            .into_iter()
+            .find(|(name, present)| *present && !takes.contains(name))
+            .map(|(name, _)| name)
+            .or_else(|| present_key(&self.other))
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an array")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Content, E> {
+                Ok(Content::Text(s.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Content, E> {
+                Ok(Content::Text(s))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Content::List(items))
+            }
+        }
+        d.deserialize_any(Either)
+    }
+}

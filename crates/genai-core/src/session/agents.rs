@@ -14,6 +14,7 @@ use crate::agent::{AIAgent, Persistence};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ModelConfiguration;
 use crate::message::Message;
+use crate::pricing::Priced;
 use crate::registry::ProviderInstance;
 use crate::select::{ModelChoice, Selection};
 
@@ -105,19 +106,22 @@ impl Framework {
         system: Option<Message>,
         history: Vec<Message>,
     ) -> Result<AIAgent> {
-        let model_id = model.model.clone();
+        let price = self.price_of(&provider, &model.model);
         let mut agent = AIAgent::new(new_id(), provider, model, persistence, system, history);
         agent.timeout = self.prompt_timeout;
         agent.middleware = self.middleware_chain(sel)?;
         agent.response_schema = self.selector().response_schema(sel)?.map(Arc::new);
-        agent.price = self.prices.lookup_at(
-            &agent.provider.name,
-            agent.provider.kind,
-            &model_id,
-            agent.provider.provider.vendor_prices(),
-        );
+        agent.price = price;
         agent.fallbacks = self.fallbacks(sel, params)?;
         Ok(agent)
+    }
+
+    /// The price of `model` on `provider` (the vendor's list only where the provider is the
+    /// vendor's own service), when one is known.
+    fn price_of(&self, provider: &ProviderInstance, model: &str) -> Option<Priced> {
+        let vendor = provider.provider.vendor_prices();
+        self.prices
+            .lookup_at(&provider.name, provider.kind, model, vendor)
     }
 
     /// The fallbacks of `sel` (each a name `-m` takes: an agent, `PROVIDER:MODEL`, a provider
@@ -141,12 +145,7 @@ impl Framework {
                 fsel.model.as_deref(),
                 None,
             )?;
-            let price = self.prices.lookup_at(
-                &provider.name,
-                provider.kind,
-                &model.model,
-                provider.provider.vendor_prices(),
-            );
+            let price = self.price_of(&provider, &model.model);
             let f = crate::agent::Fallback::new(name.clone(), provider, model, price);
             for (k, v) in params.into_iter().flatten() {
                 f.set_parameter(k, v.clone());

@@ -309,7 +309,7 @@ fn messages(items: Vec<WireMessage>) -> Result<(Vec<Message>, Vec<String>), ApiE
 fn blocks(content: Content, at: &str, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
     let blocks = match content {
         Content::Text(text) => return Ok(vec![Part::text(text)]),
-        Content::Blocks(blocks) => blocks,
+        Content::List(blocks) => blocks,
     };
     let mut parts = Vec::with_capacity(blocks.len());
     for (j, b) in blocks.into_iter().enumerate() {

@@ -7,13 +7,11 @@
 //! It owns the shape only. It must never decide what a field means to the core (the API's
 //! file does: `anthropic.rs`).
 
-use std::fmt;
-
-use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::fields::present_key;
+use super::fields::{self, TextOr};
 
 /// The request body. Small objects whose shape `anthropic.rs` checks field by field
 /// (`tool_choice`, `thinking`, `output_format`, `output_config`) and the number it checks
@@ -70,10 +68,7 @@ pub struct WireMessage {
 }
 
 /// A content: a string (one text block) or an array of blocks.
-pub enum Content {
-    Text(String),
-    Blocks(Vec<Block>),
-}
+pub type Content = TextOr<Block>;
 
 /// One content block; which fields it may have depends on its `type`.
 #[derive(Deserialize)]
@@ -132,11 +127,7 @@ impl Block {
             ("content", self.content.is_some()),
             ("citations", self.citations.is_some()),
         ];
-        named
-            .into_iter()
-            .find(|(name, present)| *present && !takes.contains(name))
-            .map(|(name, _)| name)
-            .or_else(|| present_key(&self.other))
+        fields::stray(&named, takes, &self.other)
     }
 }
 
@@ -156,30 +147,4 @@ pub struct WireTool {
     _cache_control: Option<IgnoredAny>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
-}
-
-impl<'de> Deserialize<'de> for Content {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
-        struct Either;
-        impl<'de> Visitor<'de> for Either {
-            type Value = Content;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string or an array of content blocks")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Content, E> {
-                Ok(Content::Text(s.to_string()))
-            }
-            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Content, E> {
-                Ok(Content::Text(s))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
-                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-                while let Some(block) = seq.next_element()? {
-                    blocks.push(block);
-                }
-                Ok(Content::Blocks(blocks))
-            }
-        }
-        d.deserialize_any(Either)
-    }
 }

@@ -16,7 +16,7 @@ use genai_core::format::ToolSpec;
 pub fn referenced_tools(messages: &[WireMessage]) -> Vec<String> {
     fn blocks(c: &Option<Content>) -> &[Block] {
         match c {
-            Some(Content::Blocks(b)) => b,
+            Some(Content::List(b)) => b,
             _ => &[],
         }
     }

@@ -6,6 +6,10 @@
 //! It owns these checks only. It must never know an API's fields (each API's file lists its
 //! own) nor accept a value of the wrong type by converting it.
 
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{Deserialize, Deserializer, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::ApiError;
@@ -92,6 +96,53 @@ pub fn present_key(other: &Map<String, Value>) -> Option<&str> {
         .iter()
         .find(|(_, v)| !v.is_null())
         .map(|(k, _)| k.as_str())
+}
+
+/// A content as every API gives it: a string (one text part), or an array of `T` (parts,
+/// content blocks, items), read without a JSON tree.
+pub enum TextOr<T> {
+    Text(String),
+    List(Vec<T>),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for TextOr<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<TextOr<T>, D::Error> {
+        struct Either<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Either<T> {
+            type Value = TextOr<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an array")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<TextOr<T>, E> {
+                Ok(TextOr::Text(s.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<TextOr<T>, E> {
+                Ok(TextOr::Text(s))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TextOr<T>, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(TextOr::List(items))
+            }
+        }
+        d.deserialize_any(Either(PhantomData))
+    }
+}
+
+/// The first field of a typed object that a thing of its type does not take: of the `named`
+/// fields (name, given), the first given not in `takes`, else the first of `other`'s.
+pub fn stray<'a>(
+    named: &[(&'a str, bool)],
+    takes: &[&str],
+    other: &'a Map<String, Value>,
+) -> Option<&'a str> {
+    named
+        .iter()
+        .find(|(name, given)| *given && !takes.contains(name))
+        .map(|(name, _)| *name)
+        .or_else(|| present_key(other))
 }
 
 /// The `type` of a `noun` (part, content block) at `at`, when it is one of the `kinds` this

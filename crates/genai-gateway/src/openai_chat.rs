@@ -231,7 +231,7 @@ fn content_parts(
     let parts = match content {
         None => return Ok(Vec::new()),
         Some(Content::Text(text)) => return Ok(vec![Part::text(text)]),
-        Some(Content::Parts(parts)) => parts,
+        Some(Content::List(parts)) => parts,
     };
     let mut out = Vec::with_capacity(parts.len());
     for (j, p) in parts.into_iter().enumerate() {

@@ -6,13 +6,10 @@
 //! It owns the shape only. It must never decide what a field means to the core (the API's
 //! file does: `openai_chat.rs`).
 
-use std::fmt;
-
-use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::fields::present_key;
+use super::fields::{self, TextOr};
 
 /// The request body.
 #[derive(Deserialize)]
@@ -51,10 +48,7 @@ pub struct ChatMessage {
 }
 
 /// A message's content: a string (one text part) or an array of parts.
-pub enum Content {
-    Text(String),
-    Parts(Vec<ContentPart>),
-}
+pub type Content = TextOr<ContentPart>;
 
 /// One part of a content; which fields it may have depends on its `type`.
 #[derive(Deserialize)]
@@ -76,11 +70,7 @@ impl ContentPart {
             ("refusal", self.refusal.is_some()),
             ("image_url", self.image_url.is_some()),
         ];
-        named
-            .into_iter()
-            .find(|(name, present)| *present && *name != kind)
-            .map(|(name, _)| name)
-            .or_else(|| present_key(&self.other))
+        fields::stray(&named, &[kind], &self.other)
     }
 }
 
@@ -125,30 +115,4 @@ pub struct FunctionTool {
     pub strict: Option<bool>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
-}
-
-impl<'de> Deserialize<'de> for Content {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
-        struct Either;
-        impl<'de> Visitor<'de> for Either {
-            type Value = Content;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string or an array of parts")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Content, E> {
-                Ok(Content::Text(s.to_string()))
-            }
-            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Content, E> {
-                Ok(Content::Text(s))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
-                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-                while let Some(part) = seq.next_element()? {
-                    parts.push(part);
-                }
-                Ok(Content::Parts(parts))
-            }
-        }
-        d.deserialize_any(Either)
-    }
 }

@@ -6,13 +6,11 @@
 //! It owns the shape only. It must never decide what a field means to the core (the API's
 //! file does: `responses.rs`).
 
-use std::fmt;
-
-use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::fields::present_key;
+use super::fields::{self, TextOr};
 
 /// The request body. The fields the `response` object says back as they were sent (`tools`,
 /// `tool_choice`, `text`, `reasoning`, the sampling settings) stay JSON values: they are
@@ -37,10 +35,7 @@ pub struct ResponsesBody {
 }
 
 /// A string, or an array of items (`input`) or of parts (a message's content, an output).
-pub enum Content {
-    Text(String),
-    List(Vec<Item>),
-}
+pub type Content = TextOr<Item>;
 
 /// One item of the input, or one part of a content: which fields it may have depends on its
 /// `type` (an item without one is a message).
@@ -106,36 +101,6 @@ impl Item {
             ("annotations", self.annotations.is_some()),
             ("logprobs", self.logprobs.is_some()),
         ];
-        named
-            .into_iter()
-            .find(|(name, present)| *present && !takes.contains(name))
-            .map(|(name, _)| name)
-            .or_else(|| present_key(&self.other))
-    }
-}
-
-impl<'de> Deserialize<'de> for Content {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
-        struct Either;
-        impl<'de> Visitor<'de> for Either {
-            type Value = Content;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string or an array")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Content, E> {
-                Ok(Content::Text(s.to_string()))
-            }
-            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Content, E> {
-                Ok(Content::Text(s))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
-                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-                while let Some(item) = seq.next_element()? {
-                    items.push(item);
-                }
-                Ok(Content::List(items))
-            }
-        }
-        d.deserialize_any(Either)
+        fields::stray(&named, takes, &self.other)
     }
 }

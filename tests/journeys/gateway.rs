@@ -164,3 +164,86 @@ fn an_openai_client_reaches_the_local_and_the_cloud_model_through_genai_serve() 
 
     home.run(&["serve", "--stop"]).ok();
 }
+
+/// Claude Code's and Codex's histories as they send them again: what they keep of genai's own
+/// answers (cache markers, a thought's signature, an answer's annotations, a reasoning item's
+/// encrypted content) goes through all three APIs to the cloud, a field genai cannot carry is
+/// refused by its path, and a refused request leaves the serve answering the next one.
+#[test]
+fn what_clients_keep_of_earlier_answers_goes_through_each_api_and_a_stray_field_is_named() {
+    let mut home = Home::new();
+    let fake = home.cloud_default_after_a_failed_turn("From the cloud.");
+    let started = home
+        .run(&["serve", "--background", "--listen", "127.0.0.1:0"])
+        .ok();
+    let _stop = Stop(&home);
+    let addr = started.stdout().trim().replace("listening on ws://", "");
+    let token = home.run(&["serve", "--print-token"]).ok().stdout();
+    let base = format!("http://{addr}/v1");
+    let post = |path: &str, body: &str| {
+        curl(
+            &home,
+            &format!(
+                "-w ' %{{http_code}}' -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' -d '{body}' {base}/{path}",
+                token.trim()
+            ),
+        )
+        .ok()
+        .stdout()
+    };
+
+    let messages = r#"{"model":"openai:gpt-journey","max_tokens":64,"metadata":{"user_id":"u1"},
+        "system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],
+        "tools":[{"name":"Read","input_schema":{"type":"object"},"strict":false,"cache_control":{"type":"ephemeral"}}],
+        "messages":[{"role":"user","content":[{"type":"text","text":"Read a.txt","cache_control":{"type":"ephemeral"}}]},
+          {"role":"assistant","content":[{"type":"thinking","thinking":"Read it.","signature":"sig"},
+            {"type":"tool_use","id":"toolu_1","name":"Read","input":{"path":"a.txt"}}]},
+          {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"alpha"}]}]}"#;
+    let answered = post("messages", messages);
+    assert!(answered.ends_with(" 200"), "{answered}");
+    assert!(answered.contains("From the cloud."), "{answered}");
+    let sent = fake.requests().last().unwrap().body.clone();
+    assert_eq!(sent["tools"][0]["function"]["name"], "Read", "{sent}");
+    assert!(sent.to_string().contains("alpha"), "{sent}");
+    assert!(!sent.to_string().contains("ephemeral"), "{sent}");
+
+    let stray = messages.replace(
+        r#""text":"Read a.txt","#,
+        r#""text":"Read a.txt","id":"x","#,
+    );
+    let refused = post("messages", &stray);
+    assert!(refused.ends_with(" 400"), "{refused}");
+    assert!(
+        refused.contains("messages[0].content[0].id: genai's gateway cannot carry it"),
+        "{refused}"
+    );
+
+    let responses = r#"{"model":"openai:gpt-journey","store":false,"input":[
+        {"role":"user","content":[{"type":"input_text","text":"hi"}]},
+        {"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"enc"},
+        {"type":"message","id":"msg_1","status":"completed","role":"assistant",
+         "content":[{"type":"output_text","text":"Hey.","annotations":[],"logprobs":[]}]},
+        {"role":"user","content":"again"}]}"#;
+    let answered = post("responses", responses);
+    assert!(answered.ends_with(" 200"), "{answered}");
+    assert!(answered.contains("From the cloud."), "{answered}");
+    let refused = post(
+        "responses",
+        &responses.replace(r#""text":"hi""#, r#""text":"hi","audio":{}"#),
+    );
+    assert!(
+        refused.contains(r#""param":"input[0].content[0].audio""#),
+        "{refused}"
+    );
+
+    let chat = r#"{"model":"openai:gpt-journey","messages":[{"role":"user","content":5}]}"#;
+    let refused = post("chat/completions", chat);
+    assert!(refused.ends_with(" 400"), "{refused}");
+    assert!(
+        refused.contains(r#""param":"messages[0].content""#),
+        "{refused}"
+    );
+    let answered = post("chat/completions", &chat.replace("5", "\"hi\""));
+    assert!(answered.ends_with(" 200"), "{answered}");
+    assert!(!answered.contains("sk-journey-cloud"), "{answered}");
+}

@@ -16,9 +16,9 @@ use crate::error::{Error, ErrorKind, Result};
 pub mod lsp;
 pub mod provider;
 
-pub use provider::{
-    AzureSettings, BedrockSettings, ConnectorSettings, CredentialConfig, HttpSettings,
-    LocalSettings, ProviderConfig,
+pub use provider::ProviderConfig;
+pub(crate) use provider::{
+    AzureSettings, BedrockSettings, ConnectorSettings, HttpSettings, LocalSettings,
 };
 
 /// The whole configuration file.
@@ -38,7 +38,7 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentConfig>,
     /// Settings of features by name: `[features.NAME]`.
     #[serde(default)]
-    pub features: BTreeMap<String, FeatureConfig>,
+    pub(crate) features: BTreeMap<String, FeatureConfig>,
     /// Plugin modules by name: `[plugins.NAME]` (tools are named `NAME.function`).
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginConfig>,
@@ -49,14 +49,14 @@ pub struct Config {
     /// Middleware by name, run on the messages of every request of the agents that list it:
     /// `[middleware.NAME]`.
     #[serde(default)]
-    pub middleware: BTreeMap<String, MiddlewareConfig>,
+    pub(crate) middleware: BTreeMap<String, MiddlewareConfig>,
     /// The language server `genai lsp`: `[lsp]`.
     #[serde(default)]
     pub lsp: lsp::LspConfig,
     /// Prices of models in US dollars per million tokens, over the built-in estimates:
     /// `[pricing."PROVIDER:MODEL"]` (PROVIDER an instance name or kind; MODEL an id or `*`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub pricing: BTreeMap<String, crate::pricing::PriceConfig>,
+    pub(crate) pricing: BTreeMap<String, crate::pricing::PriceConfig>,
     /// Where `genai keys set` stores keys: `[keys]`.
     #[serde(default)]
     pub keys: KeysConfig,
@@ -65,10 +65,10 @@ pub struct Config {
     pub permissions: crate::permission::PermissionsConfig,
     /// Commands run before and after tool calls, on a prompt and at a turn's end: `[hooks]`.
     #[serde(default)]
-    pub hooks: crate::hooks::HooksConfig,
+    pub(crate) hooks: crate::hooks::HooksConfig,
     /// How long the files' checkpoints are kept: `[checkpoints]`.
     #[serde(default)]
-    pub checkpoints: crate::checkpoint::CheckpointConfig,
+    pub(crate) checkpoints: crate::checkpoint::CheckpointConfig,
     /// `genai serve` and its use by `ask` and `chat`: `[serve]`.
     #[serde(default)]
     pub serve: ServeConfig,
@@ -120,7 +120,7 @@ pub enum KeyStore {
 /// `[middleware.NAME]`: a kind (`describe-images`, `redact`, `fit-context`) and its settings,
 /// checked by the kind when an agent that lists it is built.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-pub struct MiddlewareConfig {
+pub(crate) struct MiddlewareConfig {
     /// The middleware kind.
     pub kind: String,
     /// The kind's settings (see docs/TOOLS.md, Middleware).
@@ -265,7 +265,7 @@ pub struct AgentConfig {
 /// `[features.NAME]`: settings of a feature.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FeatureConfig {
+pub(crate) struct FeatureConfig {
     /// The system prompt the feature gives the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
@@ -495,7 +495,7 @@ impl Config {
     }
 }
 
-pub const MASK: &str = "********";
+pub(crate) const MASK: &str = "********";
 
 /// Drops the empty tables of `table` (after tidying them) and writes its whole numbers
 /// without a fraction, as [`Config::masked_toml`] shows them.
@@ -580,7 +580,7 @@ fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option
 }
 
 /// Headers whose values are credentials and must never be shown.
-pub fn is_secret_header(name: &str) -> bool {
+pub(crate) fn is_secret_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n == "authorization" || n.contains("key") || n.contains("token") || n.contains("secret")
 }

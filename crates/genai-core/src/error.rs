@@ -160,7 +160,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The root of what went wrong under `e` (a transport error's own text names only the
 /// request). A TLS certificate this machine does not trust is said plainly, with the way out.
-pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;
     while let Some(next) = cur.source() {
         cur = next;

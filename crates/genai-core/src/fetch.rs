@@ -79,7 +79,7 @@ pub async fn download(
 
 /// The text of a downloaded page and its media type (lower case, without parameters): HTML
 /// converted to text (100 columns), plain text and Markdown as they are; anything else is refused.
-pub fn page_text(url: &str, fetched: Fetched) -> Result<(String, String), Error> {
+pub(crate) fn page_text(url: &str, fetched: Fetched) -> Result<(String, String), Error> {
     let refuse = |msg: String| Error::new(ErrorKind::InvalidParams, msg);
     let essence = fetched
         .content_type

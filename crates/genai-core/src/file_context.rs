@@ -84,7 +84,7 @@ pub fn language(path: &str) -> &'static str {
 }
 
 /// The Markdown language tag of a media type (parameters such as `; charset=` ignored).
-pub fn language_of_mime(mime: &str) -> &'static str {
+pub(crate) fn language_of_mime(mime: &str) -> &'static str {
     let essence = mime.split(';').next().unwrap_or("").trim();
     match essence.to_ascii_lowercase().as_str() {
         "text/markdown" | "text/x-markdown" => "markdown",
@@ -107,7 +107,7 @@ pub fn fenced(path: &str, text: &str) -> String {
 
 /// `text` as a fenced block headed by `name` and tagged `lang`; the fence is longer than any
 /// run of backticks in the text, so the block cannot end early.
-pub fn fenced_as(name: &str, lang: &str, text: &str) -> String {
+pub(crate) fn fenced_as(name: &str, lang: &str, text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     let body = text.strip_suffix('\n').unwrap_or(text);

@@ -35,11 +35,12 @@ use crate::error::{Error, ErrorKind, Result};
 
 mod claude;
 
+pub(crate) use claude::claude_tool;
+pub use claude::tool_response;
 use claude::{answer, hook_input};
-pub use claude::{claude_tool, tool_response};
 
 /// The time limit of a hook that names none, in seconds (Claude Code's too).
-pub const DEFAULT_TIMEOUT_S: u64 = 60;
+pub(crate) const DEFAULT_TIMEOUT_S: u64 = 60;
 
 /// The most of a hook's stdout or stderr that is read; the rest is drained and dropped.
 pub const MAX_OUTPUT: usize = 1 << 20;
@@ -51,7 +52,7 @@ const MAX_REASON: usize = 4096;
 /// list of hooks (`[[hooks.pre_tool_use]]` tables, or command lines), or one command line.
 #[derive(Deserialize, Serialize, JsonSchema, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
-pub struct HooksConfig {
+pub(crate) struct HooksConfig {
     /// Before a tool runs; may block it.
     #[serde(default, deserialize_with = "one_or_many")]
     pub pre_tool_use: Vec<HookConfig>,
@@ -98,7 +99,7 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(
 /// One hook command: a table, or its command line alone (`"scripts/check.sh"`).
 #[derive(Serialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
 #[schemars(deny_unknown_fields)]
-pub struct HookConfig {
+pub(crate) struct HookConfig {
     /// The command line, run with `sh -c` in the workspace.
     pub command: String,
     /// Tool hooks: which tools, matched against both genai's name (`workspace.run_command`)
@@ -165,6 +166,7 @@ impl<'de> Deserialize<'de> for HookConfig {
 
 impl HooksConfig {
     /// No hook at all.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.pre_tool_use.is_empty()
             && self.post_tool_use.is_empty()
@@ -239,7 +241,7 @@ impl Event<'_> {
 
 /// Where the hooks run and for which conversation.
 #[derive(Debug, Clone)]
-pub struct HookContext {
+pub(crate) struct HookContext {
     /// The conversation id (`session_id`).
     pub session_id: String,
     /// The workspace root: the hooks' working directory, `cwd`, `CLAUDE_PROJECT_DIR` and
@@ -250,7 +252,7 @@ pub struct HookContext {
 
 /// What the hooks decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Go on. `notes`: what the hooks added (a `UserPromptSubmit` hook's stdout and any
     /// `additionalContext`: context for the model; `systemMessage`s and non-blocking errors
     /// such as "hook `x` timed out after 60 s").
@@ -263,7 +265,7 @@ pub enum Outcome {
 }
 
 /// Runs the hooks of `event` that match, in order; the first that blocks ends the run.
-pub async fn run(hooks: &HooksConfig, event: Event<'_>, ctx: &HookContext) -> Outcome {
+pub(crate) async fn run(hooks: &HooksConfig, event: Event<'_>, ctx: &HookContext) -> Outcome {
     let mut notes = Vec::new();
     let list = event.hooks(hooks);
     if list.is_empty() {

@@ -27,7 +27,7 @@ pub mod download;
 pub mod error;
 pub mod feature;
 pub mod fetch;
-pub mod file_context;
+pub(crate) mod file_context;
 pub mod format;
 pub mod hooks;
 pub mod message;

@@ -99,7 +99,7 @@ impl Part {
     }
 
     /// Whether this part is the model's reasoning.
-    pub fn is_reasoning(&self) -> bool {
+    pub(crate) fn is_reasoning(&self) -> bool {
         matches!(self, Part::Reasoning { .. })
     }
 }
@@ -119,7 +119,7 @@ pub enum PartInput {
 /// What a client may send as a message's content: one string, or a list of parts.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum ContentInput {
+pub(crate) enum ContentInput {
     Text(String),
     Parts(Vec<PartInput>),
 }
@@ -202,7 +202,7 @@ impl Message {
     /// Masks every secret genai knows (`redact::redact_known`: the keys it has read or sent)
     /// in the text, reasoning, tool calls and results, as the history and every front-end
     /// keep and show them.
-    pub fn mask_secrets(&mut self) {
+    pub(crate) fn mask_secrets(&mut self) {
         mask_parts(&mut self.content);
     }
 

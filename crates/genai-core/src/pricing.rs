@@ -15,13 +15,13 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::Usage;
 
 /// When the built-in table's prices were the vendors' list prices.
-pub const TABLE_DATE: &str = "2025-10";
+pub(crate) const TABLE_DATE: &str = "2025-10";
 
 /// `[pricing."PROVIDER:MODEL"]`: US dollars per million tokens. PROVIDER is a provider
 /// instance name or kind; MODEL a model id, or `*` for every model of that provider.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PriceConfig {
+pub(crate) struct PriceConfig {
     /// Input tokens read neither from nor into the prompt cache.
     pub input: f64,
     pub output: f64,
@@ -141,7 +141,7 @@ fn names(model: &str, name: &str) -> bool {
 
 /// The prices of the config over the built-in table.
 #[derive(Debug, Clone, Default)]
-pub struct Prices {
+pub(crate) struct Prices {
     configured: BTreeMap<String, Price>,
 }
 
@@ -168,6 +168,7 @@ impl Prices {
 
     /// The price of `model` on provider instance `provider` of kind `kind`, the kind's own
     /// service ([`Prices::lookup_at`]).
+    #[cfg(test)]
     pub fn lookup(&self, provider: &str, kind: &str, model: &str) -> Option<Priced> {
         self.lookup_at(provider, kind, model, true)
     }
@@ -176,7 +177,7 @@ impl Prices {
     /// `provider:model`, `kind:model`, `provider:*`, `kind:*`, then the built-in table when
     /// `vendor` (the instance is the kind's own service, not another server speaking its API,
     /// whose models are not the vendor's); the `local` kind is free; else none.
-    pub fn lookup_at(
+    pub(crate) fn lookup_at(
         &self,
         provider: &str,
         kind: &str,
@@ -221,7 +222,7 @@ impl Prices {
 
 /// What one turn cost (US dollars, `None`: unknown) and the line of its details that says so
 /// and why: the price's source, or what to set in the config.
-pub fn turn_cost(
+pub(crate) fn turn_cost(
     priced: Option<&Priced>,
     usage: Option<&Usage>,
     provider: &str,

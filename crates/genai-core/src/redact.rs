@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::sync::RwLock;
 
 /// What a secret is replaced with.
-pub const MASK: &str = "********";
+pub(crate) const MASK: &str = "********";
 
 /// Secrets shorter than this are not remembered: replacing two or three characters everywhere
 /// would garble every message, and such a value is no real key.
@@ -89,7 +89,7 @@ pub fn redact_known(text: &str) -> Cow<'_, str> {
 }
 
 /// [`redact_known`] of `text`, in place; whether it changed.
-pub fn mask_known(text: &mut String) -> bool {
+pub(crate) fn mask_known(text: &mut String) -> bool {
     match redact_known(text) {
         Cow::Owned(masked) => {
             *text = masked;
@@ -132,7 +132,7 @@ fn partial_end(known: &[String], text: &str) -> usize {
 /// [`StreamMask::finish`], tells. What it lets out, put together, is [`redact_known`] of the
 /// whole text.
 #[derive(Debug, Default)]
-pub struct StreamMask {
+pub(crate) struct StreamMask {
     held: String,
 }
 

@@ -22,7 +22,7 @@ use crate::pricing::Priced;
 use crate::registry::ProviderInstance;
 
 /// Another agent of the config, tried when the ones before it failed.
-pub struct Fallback {
+pub(crate) struct Fallback {
     /// Its name in `[agents]`.
     pub name: String,
     pub provider: ProviderInstance,
@@ -77,7 +77,7 @@ impl Fallback {
 
 /// Whether the next fallback may try after this failure: rate limited (429), the provider
 /// failed or is overloaded (5xx), no answer in time, or it could not be reached.
-pub fn falls_back(e: &Error) -> bool {
+pub(crate) fn falls_back(e: &Error) -> bool {
     e.kind == ErrorKind::Timeout
         || e.unreachable
         || e.upstream_status.is_some_and(|s| s == 429 || s >= 500)
@@ -107,7 +107,7 @@ impl AIAgent {
 
     /// `NAME (KIND)` of the provider that answered the last request: a fallback's, or the
     /// agent's.
-    pub fn served_provider_described(&self) -> String {
+    pub(crate) fn served_provider_described(&self) -> String {
         let p = self.serving().map_or(&self.provider, |f| &f.provider);
         format!("{} ({})", p.name, p.kind)
     }

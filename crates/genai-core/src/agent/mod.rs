@@ -9,7 +9,7 @@
 //! caller's callbacks.
 
 mod fallback;
-pub mod react;
+pub(crate) mod react;
 mod request;
 mod structured;
 #[cfg(test)]
@@ -33,7 +33,7 @@ use crate::pricing::{self, Priced};
 use crate::registry::ProviderInstance;
 use crate::store::{NewMessage, Store};
 
-pub use fallback::Fallback;
+pub(crate) use fallback::Fallback;
 pub use tool_loop::ToolLoop;
 
 /// A streamed piece of a reply: the answer's text, or the model's reasoning before it, or a
@@ -49,11 +49,11 @@ pub enum Delta<'a> {
 }
 
 /// Receives the streamed pieces of a reply.
-pub type OnDelta<'a> = &'a (dyn Fn(Delta<'_>) + Send + Sync);
+pub(crate) type OnDelta<'a> = &'a (dyn Fn(Delta<'_>) + Send + Sync);
 
 /// Where an agent's turns are persisted.
 #[derive(Clone)]
-pub struct Persistence {
+pub(crate) struct Persistence {
     pub store: Arc<Store>,
     pub conversation_id: String,
 }
@@ -93,7 +93,7 @@ pub struct PromptOutcome {
 
 impl PromptOutcome {
     /// The model that answered: as the provider reports it, else as it was asked for.
-    pub fn answered_model(&self) -> String {
+    pub(crate) fn answered_model(&self) -> String {
         self.reply
             .model
             .clone()
@@ -123,7 +123,7 @@ pub struct AIAgent {
     /// The longest a prompt may take, end to end.
     pub timeout: Option<Duration>,
     /// Run on the messages of every request (and on each reply); never on the history.
-    pub middleware: Chain,
+    pub(crate) middleware: Chain,
     /// The JSON Schema every reply must match unless a prompt gives its own (the
     /// conversation's or its model configuration's `response_schema`).
     pub response_schema: Option<Arc<ResponseSchema>>,
@@ -134,13 +134,13 @@ pub struct AIAgent {
     /// The model's price, when one is known (from `[pricing]` or the built-in table).
     pub price: Option<Priced>,
     /// The agents tried in order when this one's provider fails before answering.
-    pub fallbacks: Vec<Fallback>,
+    pub(crate) fallbacks: Vec<Fallback>,
     /// Which fallback answered the last request (`None`: this agent's own provider).
     served: std::sync::Mutex<Option<usize>>,
 }
 
 impl AIAgent {
-    pub fn new(
+    pub(crate) fn new(
         id: String,
         provider: ProviderInstance,
         model: ModelConfiguration,
@@ -166,14 +166,14 @@ impl AIAgent {
     }
 
     /// Keeps lines for the details of the next turn (its feature takes them).
-    pub fn add_notes(&self, notes: impl IntoIterator<Item = String>) {
+    pub(crate) fn add_notes(&self, notes: impl IntoIterator<Item = String>) {
         if let Ok(mut n) = self.notes.lock() {
             n.extend(notes);
         }
     }
 
     /// The lines kept for this turn's details; the next turn starts with none.
-    pub fn take_notes(&self) -> Vec<String> {
+    pub(crate) fn take_notes(&self) -> Vec<String> {
         self.notes
             .lock()
             .map(|mut n| std::mem::take(&mut *n))
@@ -215,7 +215,7 @@ impl AIAgent {
 
     /// Keeps the permission decisions of a turn's tool calls with the conversation's history
     /// (nothing for an agent without one); `prompt` is the turn's message (a title).
-    pub fn record_decisions(
+    pub(crate) fn record_decisions(
         &self,
         turn_id: &str,
         prompt: &str,
@@ -241,7 +241,7 @@ impl AIAgent {
     /// Sends a prompt: the stored history plus `prompt` go to the model; on success the prompt
     /// and the reply are committed together. `on_delta` receives streamed text when given
     /// (the request is then a streaming one).
-    pub async fn send_prompt(
+    pub(crate) async fn send_prompt(
         &self,
         prompt: Vec<Message>,
         on_delta: Option<OnDelta<'_>>,

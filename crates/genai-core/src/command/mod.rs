@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use file::{parse, parse_text};
-pub use lookup::{fingerprint, folders, valid_name, Commands, Folder};
-pub use render::{split_free, split_words, Invocation};
+pub use lookup::{fingerprint, valid_name, Commands};
+pub(crate) use render::split_free;
+pub use render::{split_words, Invocation};
 
 use crate::config::lsp::ApplyMode;
 use crate::error::{Error, Result};
@@ -219,7 +220,7 @@ pub fn builtin() -> Vec<Command> {
 }
 
 /// `[lsp.actions.NAME]` as commands: the prompt is the instruction, the selection follows.
-pub fn from_lsp_actions(
+pub(crate) fn from_lsp_actions(
     actions: &BTreeMap<String, crate::config::lsp::LspActionConfig>,
 ) -> Vec<Command> {
     actions

@@ -12,7 +12,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{is_secret_header, MASK};
+use super::is_secret_header;
 use crate::error::{Error, ErrorKind, Result};
 
 /// One configured transport: its `kind` and that kind's settings.
@@ -273,7 +273,7 @@ impl ProviderConfig {
     }
 
     /// A table as written in the config file: `kind` and the kind's settings.
-    pub fn from_table(mut table: Map<String, Value>) -> Result<ProviderConfig> {
+    pub(crate) fn from_table(mut table: Map<String, Value>) -> Result<ProviderConfig> {
         let kind = match table.remove("kind") {
             Some(Value::String(kind)) => kind,
             Some(_) => return Err(Error::invalid_params("`kind` is not a string")),
@@ -282,14 +282,9 @@ impl ProviderConfig {
         ProviderConfig::from_settings(&kind, table)
     }
 
-    /// Replaces every secret (the key, a credential's value, a secret header) by [`MASK`].
-    pub fn mask_secrets(&mut self) {
-        self.each_secret(|value| *value = MASK.to_string());
-    }
-
     /// Calls `f` on every secret of these settings: the key, a credential's value, a secret
     /// header.
-    pub fn each_secret(&mut self, mut f: impl FnMut(&mut String)) {
+    pub(crate) fn each_secret(&mut self, mut f: impl FnMut(&mut String)) {
         let http = match self {
             ProviderConfig::OpenAi(s)
             | ProviderConfig::Anthropic(s)

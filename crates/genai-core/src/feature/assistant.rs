@@ -14,7 +14,7 @@ use crate::agent::{Delta, OnDelta};
 pub const NAME: &str = "assistant";
 
 /// The feature table's row.
-pub const FEATURE: BuiltinFeature = BuiltinFeature {
+pub(crate) const FEATURE: BuiltinFeature = BuiltinFeature {
     name: NAME,
     description: "Chat with the model: streams the reply, keeps the history.",
     takes_tools: false,

@@ -14,7 +14,7 @@ use super::{Feature, Turn, TurnOutcome};
 use crate::error::{Error, ErrorKind};
 
 /// A turn waiting for the hosting client's final answer.
-pub struct PendingTurn {
+pub(crate) struct PendingTurn {
     pub turn_id: String,
     /// The client that hosts it (see [`host_key`]).
     pub host: usize,
@@ -25,19 +25,19 @@ pub struct PendingTurn {
 /// (the WebSocket server): each leaving client ends only the turns it hosts.
 #[derive(Default)]
 pub struct Pending {
-    pub turns: HashMap<String, PendingTurn>,
+    pub(crate) turns: HashMap<String, PendingTurn>,
     /// The clients gone (see [`host_key`]): no turn may wait on them any more.
     pub gone: std::collections::HashSet<usize>,
 }
 
 /// Tells client ports apart: the address of the port a client gave the core.
-pub fn host_key(port: &Arc<dyn ClientPort>) -> usize {
+pub(crate) fn host_key(port: &Arc<dyn ClientPort>) -> usize {
     Arc::as_ptr(port) as *const () as usize
 }
 
-pub type PendingTurns = Arc<Mutex<Pending>>;
+pub(crate) type PendingTurns = Arc<Mutex<Pending>>;
 
-pub struct External {
+pub(crate) struct External {
     pub name: String,
     pub pending: PendingTurns,
     /// The client that hosts the feature.

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::hooks::{self, HookContext, HooksConfig, Outcome};
 use crate::permission::project::SavedRules;
 use crate::permission::{Decision, Kind, Policy, Request, Verdict};
-pub use crate::store::DecisionRecord;
+pub(crate) use crate::store::DecisionRecord;
 use crate::tools::plugin::ModuleAnswer;
 use crate::tools::toolbox::Toolbox;
 use crate::tools::Tool;
@@ -33,7 +33,7 @@ use crate::workspace::{self, CallContext, Content, EditorCall, Workspace};
 /// Where genai keeps what outlives a conversation: checkpoints, and the rules "allow always"
 /// answers save.
 #[derive(Debug, Clone)]
-pub struct GuardHome {
+pub(crate) struct GuardHome {
     pub data_dir: PathBuf,
     /// genai's own files that hold secrets (`crate::secrets::own_files`): never read by a tool
     /// nor sent as context.
@@ -69,7 +69,7 @@ pub struct Guard {
 }
 
 /// What a guard is made from.
-pub struct GuardSpec {
+pub(crate) struct GuardSpec {
     pub root: PathBuf,
     pub workspace: Option<Arc<Workspace>>,
     pub policy: Policy,
@@ -91,7 +91,7 @@ fn refused(text: String) -> ModuleAnswer {
 }
 
 impl Guard {
-    pub fn new(spec: GuardSpec) -> Guard {
+    pub(crate) fn new(spec: GuardSpec) -> Guard {
         let mut notes = spec.policy.notes().to_vec();
         notes.extend(spec.notes);
         if spec.workspace.is_some() {
@@ -140,7 +140,7 @@ impl Guard {
         self.context.as_deref()
     }
 
-    pub fn workspace(&self) -> Option<&Arc<Workspace>> {
+    pub(crate) fn workspace(&self) -> Option<&Arc<Workspace>> {
         self.workspace.as_ref()
     }
 
@@ -193,7 +193,7 @@ impl Guard {
 
     /// Runs the `user_prompt_submit` hooks: `Err(reason)` when one blocks the prompt; the
     /// notes (what the hooks printed) join the message as context.
-    pub async fn prompt_submitted(
+    pub(crate) async fn prompt_submitted(
         &self,
         turn: &Turn,
         prompt: &str,
@@ -312,7 +312,7 @@ impl Guard {
 
     /// Runs one call through the policy, the hooks and the checkpoints; the decision goes to
     /// `decisions`.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         turn: &Turn,
         toolbox: &Toolbox,

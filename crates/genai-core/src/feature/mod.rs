@@ -50,7 +50,7 @@ impl Turn {
     }
 
     /// Tells the client something about this turn.
-    pub fn emit(&self, event: TurnEvent) {
+    pub(crate) fn emit(&self, event: TurnEvent) {
         self.port.turn_event(&self.id, event);
     }
 
@@ -74,7 +74,7 @@ impl Turn {
     }
 
     /// The prompt of a plain turn: the conversation's system prompt, then `message`.
-    pub fn prompt_with(&self, message: Message) -> Vec<Message> {
+    pub(crate) fn prompt_with(&self, message: Message) -> Vec<Message> {
         self.system_prompt
             .iter()
             .map(|s| Message::system(s.clone()))
@@ -121,7 +121,7 @@ impl TurnOutcome {
     }
 
     /// A failed turn whose details start with what the feature had noted before it failed.
-    pub fn failed_after(mut detailed: Vec<String>, error: Error) -> TurnOutcome {
+    pub(crate) fn failed_after(mut detailed: Vec<String>, error: Error) -> TurnOutcome {
         let mut failed = TurnOutcome::failed(error);
         detailed.append(&mut failed.detailed);
         TurnOutcome { detailed, ..failed }
@@ -132,7 +132,7 @@ impl TurnOutcome {
     /// makes of it (which may note more details), its details those noted, then the reply's
     /// usage and cost (framed as `lines` says); the outcome carries the reply's usage, cost and
     /// finish reason.
-    pub fn of_prompt(
+    pub(crate) fn of_prompt(
         result: Result<PromptOutcome>,
         mut detailed: Vec<String>,
         lines: ReplyLines,
@@ -180,7 +180,7 @@ pub struct Answer {
 
 /// What a turn's details say of its prompt besides usage and cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyLines {
+pub(crate) enum ReplyLines {
     /// One request: what the middleware did is noted with the rest.
     Request,
     /// The feature noted its rounds itself (tool calls, middleware, tool mode).
@@ -198,7 +198,7 @@ pub trait Feature: Send + Sync {
 }
 
 /// What a built-in feature is made from, for one conversation.
-pub struct FeatureContext<'a> {
+pub(crate) struct FeatureContext<'a> {
     /// `[features.NAME]` of the config.
     pub config: Option<&'a FeatureConfig>,
     /// The plugin modules and MCP servers of the config.
@@ -216,7 +216,7 @@ pub struct BuiltinFeature {
     pub description: &'static str,
     /// Whether a conversation may give it a tool selection.
     pub takes_tools: bool,
-    pub build: fn(&FeatureContext<'_>) -> Result<Arc<dyn Feature>>,
+    pub(crate) build: fn(&FeatureContext<'_>) -> Result<Arc<dyn Feature>>,
 }
 
 /// Every built-in feature.

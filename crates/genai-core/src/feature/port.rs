@@ -18,7 +18,7 @@ use crate::tools::{FileEdit, Tool};
 use crate::workspace::Editor;
 
 /// The tool source of the tools a client hosts (`RegisterTool`): `editor.NAME`.
-pub const EDITOR_SOURCE: &str = "editor";
+pub(crate) const EDITOR_SOURCE: &str = "editor";
 
 /// A call of a tool the client hosts.
 #[derive(Debug, Clone)]

@@ -46,7 +46,7 @@ const GENERATION_CONFIG: &[(&str, &str)] = &[
 ];
 
 /// `generationConfig` fields from https://ai.google.dev/api/generate-content#generationconfig.
-pub const PARAMETERS: &[ParameterSpec] = &[
+pub(crate) const PARAMETERS: &[ParameterSpec] = &[
     sampling::TEMPERATURE.described("Sampling temperature (generationConfig.temperature)."),
     sampling::TOP_P.described(
         "Nucleus sampling: the probability mass to sample from \
@@ -150,7 +150,7 @@ fn generation_config(parameters: &Map<String, Value>) -> Map<String, Value> {
 }
 
 /// What the `gemini` format is.
-pub const SPEC: FormatSpec = FormatSpec {
+pub(crate) const SPEC: FormatSpec = FormatSpec {
     name: FORMAT,
     description: "Google Gemini API generateContent / streamGenerateContent",
     parameters: PARAMETERS,

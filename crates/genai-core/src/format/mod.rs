@@ -8,12 +8,12 @@
 //! [`ReplyBuilder`]; a format's decoder keeps only what reads its own events. This module must
 //! never do I/O nor import the providers: moving bytes is their job, and they import this.
 
-pub mod bedrock_converse;
+pub(crate) mod bedrock_converse;
 pub mod cache;
-pub mod claude_messages;
+pub(crate) mod claude_messages;
 pub mod gemini;
-pub mod http_template;
-pub mod ollama_chat;
+pub(crate) mod http_template;
+pub(crate) mod ollama_chat;
 pub mod openai_chat;
 pub mod openai_chat_reply;
 pub mod parameters;
@@ -120,10 +120,10 @@ impl ModelReply {
 /// The finish reason of a reply that genai's local engine stopped because it kept repeating
 /// itself (`provider/local/repetition.rs`). The agent reports it as `length`, the reason
 /// clients know for a reply cut short, with a note saying why ([`ModelReply::cut_short`]).
-pub const REPEATED: &str = "repetition";
+pub(crate) const REPEATED: &str = "repetition";
 
 /// How the note on a reply cut short starts, in a turn's details.
-pub const CUT: &str = "the reply was cut: ";
+pub(crate) const CUT: &str = "the reply was cut: ";
 
 /// Whether a finish reason says the reply was cut at its token limit, in each API's words.
 pub fn at_token_limit(finish_reason: &str) -> bool {
@@ -136,7 +136,7 @@ pub fn at_token_limit(finish_reason: &str) -> bool {
 impl ModelReply {
     /// Why this reply was cut short, as a note for the user (`None`: it ended on its own);
     /// the local engine's [`REPEATED`] becomes `length`.
-    pub fn cut_short(&mut self) -> Option<String> {
+    pub(crate) fn cut_short(&mut self) -> Option<String> {
         let why = match self.finish_reason.as_deref()? {
             REPEATED => {
                 self.finish_reason = Some("length".to_string());
@@ -171,7 +171,7 @@ pub struct ToolSpec {
 }
 
 /// Parameter values by name.
-pub type Parameters = Map<String, Value>;
+pub(crate) type Parameters = Map<String, Value>;
 
 /// One request to prepare: the model id, the parameter values, the messages (system message
 /// first, if any) and the options.
@@ -180,12 +180,12 @@ pub struct Request<'a> {
     pub model: &'a str,
     pub parameters: &'a Parameters,
     pub messages: &'a [Message],
-    pub options: RequestOptions<'a>,
+    pub(crate) options: RequestOptions<'a>,
 }
 
 impl<'a> Request<'a> {
     /// The model id, parameters, messages and options.
-    pub fn parts(&self) -> (&'a str, &'a Parameters, &'a [Message], RequestOptions<'a>) {
+    pub(crate) fn parts(&self) -> (&'a str, &'a Parameters, &'a [Message], RequestOptions<'a>) {
         (self.model, self.parameters, self.messages, self.options)
     }
 
@@ -231,12 +231,12 @@ pub struct FormatSpec {
     pub native_tools: bool,
     /// The parameters that take more than one JSON type, which `parameters` cannot say: each
     /// is checked by its own function instead.
-    pub special: &'static [SpecialParameter],
+    pub(crate) special: &'static [SpecialParameter],
 }
 
 /// A parameter checked by its format's own function, which turns a value into the one stored.
 #[derive(Debug, Clone, Copy)]
-pub struct SpecialParameter {
+pub(crate) struct SpecialParameter {
     pub name: &'static str,
     pub check: fn(Value) -> Result<Value>,
 }
@@ -284,7 +284,7 @@ pub trait Format: Send + Sync {
 }
 
 /// The refusal of tools by a format without native tool calls.
-pub fn no_native_tools(format: &str) -> Error {
+pub(crate) fn no_native_tools(format: &str) -> Error {
     Error::invalid_params(format!(
         "the {format} format has no native tool calls in genai yet"
     ))
@@ -329,7 +329,7 @@ impl ModelConfiguration {
     }
 
     /// The request for these messages.
-    pub fn prepare(
+    pub(crate) fn prepare(
         &self,
         messages: &[Message],
         options: &RequestOptions<'_>,
@@ -360,7 +360,7 @@ impl ModelConfiguration {
 
     /// `prepare`, not streamed, offering these tools (what the tool tests need).
     #[cfg(test)]
-    pub fn prepare_with_tools(
+    pub(crate) fn prepare_with_tools(
         &self,
         messages: &[Message],
         tools: &[ToolSpec],
@@ -385,11 +385,11 @@ pub struct ImageSupport {
 }
 
 impl ImageSupport {
-    pub const NONE: ImageSupport = ImageSupport {
+    pub(crate) const NONE: ImageSupport = ImageSupport {
         inline: false,
         url: false,
     };
-    pub const INLINE: ImageSupport = ImageSupport {
+    pub(crate) const INLINE: ImageSupport = ImageSupport {
         inline: true,
         url: false,
     };
@@ -401,7 +401,7 @@ impl ImageSupport {
 
 /// Refuses, before any request is sent, image parts that `format` cannot carry or whose inline
 /// bytes exceed the provider's `max_bytes` per image.
-pub fn check_images(
+pub(crate) fn check_images(
     messages: &[Message],
     format: &str,
     support: ImageSupport,

@@ -69,7 +69,7 @@ impl ParameterSpec {
     }
 
     /// A string or a list of strings, always stored as a list.
-    pub const fn string_list(name: &'static str, description: &'static str) -> Self {
+    pub(crate) const fn string_list(name: &'static str, description: &'static str) -> Self {
         Self::new(name, ParameterType::StringList, description)
     }
 
@@ -89,7 +89,7 @@ impl ParameterSpec {
     }
 
     /// One of `values`.
-    pub const fn one_of(
+    pub(crate) const fn one_of(
         name: &'static str,
         values: &'static [&'static str],
         description: &'static str,
@@ -111,7 +111,7 @@ impl ParameterSpec {
     }
 
     /// This number parameter with another range.
-    pub const fn numbers_between(self, min: f64, max: f64) -> Self {
+    pub(crate) const fn numbers_between(self, min: f64, max: f64) -> Self {
         assert!(
             matches!(self.kind, ParameterType::Number { .. }),
             "not a number"
@@ -121,7 +121,7 @@ impl ParameterSpec {
     }
 
     /// This integer parameter with another range.
-    pub const fn integers_between(self, min: i64, max: i64) -> Self {
+    pub(crate) const fn integers_between(self, min: i64, max: i64) -> Self {
         assert!(
             matches!(self.kind, ParameterType::Integer { .. }),
             "not an integer"
@@ -229,7 +229,7 @@ pub fn validate_parameter(
 
 /// Checks `value` for `name` against `specs` and stores it in `parameters` under its canonical
 /// name (`null` removes it): what a format does unless it takes types the table cannot say.
-pub fn set_checked(
+pub(crate) fn set_checked(
     format: &str,
     specs: &'static [ParameterSpec],
     parameters: &mut Map<String, Value>,
@@ -269,7 +269,7 @@ pub fn stop_parameter(specs: &[ParameterSpec]) -> Option<&'static str> {
 /// `parameters` with `extra` stop sequences added to the format's stop parameter (the ones set
 /// kept, up to [`MAX_STOPS`] in all); unchanged when there are none to add or the format has no
 /// stop parameter.
-pub fn with_stops<'p>(
+pub(crate) fn with_stops<'p>(
     specs: &[ParameterSpec],
     parameters: &'p Map<String, Value>,
     extra: &[&str],
@@ -299,7 +299,7 @@ pub fn with_stops<'p>(
 
 /// Whether `name` is a setting genai acts on itself (`tool_choice`, prompt caching) rather
 /// than a field the Claude and Converse formats copy into the body.
-pub fn is_genai_setting(name: &str) -> bool {
+pub(crate) fn is_genai_setting(name: &str) -> bool {
     name == super::schema::TOOL_CHOICE.name || super::cache::is_setting(name)
 }
 

@@ -14,7 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part};
 
 /// The name of a schema that was given none.
-pub const DEFAULT_NAME: &str = "response";
+pub(crate) const DEFAULT_NAME: &str = "response";
 
 /// The JSON Schema a reply must match, with the name the APIs want for it (letters, digits,
 /// `_`, `-`, up to 64).
@@ -72,7 +72,7 @@ impl ResponseSchema {
     }
 
     /// A schema the history kept ([`ResponseSchema::stored`]), checked again.
-    pub fn from_stored(stored: &Value) -> Result<ResponseSchema> {
+    pub(crate) fn from_stored(stored: &Value) -> Result<ResponseSchema> {
         let schema = stored.get("schema").cloned().ok_or_else(|| {
             Error::new(
                 ErrorKind::Store,
@@ -90,12 +90,12 @@ impl ResponseSchema {
 
     /// Whether OpenAI's strict mode accepts the schema: every object lists all its properties
     /// as required and sets `additionalProperties: false`.
-    pub fn strict_ok(&self) -> bool {
+    pub(crate) fn strict_ok(&self) -> bool {
         strict_ok(&self.schema)
     }
 
     /// The tool whose forced call carries the answer (formats without a JSON mode).
-    pub fn answer_tool(&self) -> ToolSpec {
+    pub(crate) fn answer_tool(&self) -> ToolSpec {
         ToolSpec {
             name: self.name.clone(),
             description: "Give your answer: its input is the whole answer, as the schema says."
@@ -106,7 +106,7 @@ impl ResponseSchema {
 
     /// The answer tool, for formats that take a structured answer as a forced tool call: a
     /// tool's input is an object, so the schema must describe one.
-    pub fn forced_tool(&self) -> Result<ToolSpec> {
+    pub(crate) fn forced_tool(&self) -> Result<ToolSpec> {
         if !self.is_object() {
             return Err(Error::invalid_params(
                 "this format gives a structured answer as a forced tool call, whose input is an \
@@ -117,7 +117,7 @@ impl ResponseSchema {
     }
 
     /// Whether `message` answers through the answer tool.
-    pub fn answered_by_tool(&self, message: &Message) -> bool {
+    pub(crate) fn answered_by_tool(&self, message: &Message) -> bool {
         message
             .content
             .iter()
@@ -164,7 +164,7 @@ impl ResponseSchema {
 }
 
 /// The error of a reply that does not match the schema after the retry.
-pub fn invalid_reply(errors: &[String]) -> Error {
+pub(crate) fn invalid_reply(errors: &[String]) -> Error {
     Error::new(
         ErrorKind::ProviderError,
         format!(
@@ -175,7 +175,7 @@ pub fn invalid_reply(errors: &[String]) -> Error {
 }
 
 /// What the model is told when its reply did not match.
-pub fn retry_text(errors: &[String]) -> String {
+pub(crate) fn retry_text(errors: &[String]) -> String {
     format!(
         "Your reply does not match the required JSON Schema: {}. Answer again with only the corrected JSON.",
         errors.join("; ")
@@ -232,7 +232,7 @@ fn strict_ok(schema: &Value) -> bool {
 /// `["string", "null"]` becomes one type with `nullable`, `const` a one-value `enum`, `oneOf`
 /// an `anyOf`; the rest is dropped and named (by its path) in the list returned. Tool
 /// parameters and response schemas alike.
-pub fn gemini_subset(schema: &Value) -> (Value, Vec<String>) {
+pub(crate) fn gemini_subset(schema: &Value) -> (Value, Vec<String>) {
     let mut dropped = Vec::new();
     let value = gemini_schema(schema, "", &mut dropped);
     dropped.sort();
@@ -349,7 +349,7 @@ pub enum ToolChoice {
 }
 
 /// The `tool_choice` parameter of the formats with native tools.
-pub const TOOL_CHOICE: ParameterSpec = ParameterSpec::string(
+pub(crate) const TOOL_CHOICE: ParameterSpec = ParameterSpec::string(
     "tool_choice",
     "Which tool calls the model makes: auto (default), required, \
          none, or the name of one offered tool.",
@@ -435,7 +435,7 @@ impl ToolChoice {
 
     /// The choice of a request that may carry a forced answer tool: alone, it is called; with
     /// other tools offered, some tool must be (the named one, if the parameter names one).
-    pub fn with_answer(
+    pub(crate) fn with_answer(
         answer: Option<&ToolSpec>,
         tools: &[ToolSpec],
         choice: Option<ToolChoice>,

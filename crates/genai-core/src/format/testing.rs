@@ -76,7 +76,7 @@ pub fn event(kind: &str, data: &str) -> StreamEvent {
 
 /// Feeds SSE text (`event:` and `data:` lines, blank-line separated) to a decoder and returns
 /// the text deltas.
-pub fn feed_sse(d: &mut StreamDecoder, sse: &str) -> Result<Vec<String>> {
+pub(crate) fn feed_sse(d: &mut StreamDecoder, sse: &str) -> Result<Vec<String>> {
     let mut deltas = Vec::new();
     for block in sse.split("\n\n").filter(|b| !b.trim().is_empty()) {
         let mut event = None;
@@ -95,6 +95,6 @@ pub fn feed_sse(d: &mut StreamDecoder, sse: &str) -> Result<Vec<String>> {
 
 /// Asserts that error `e` says `words`, showing its message when it does not.
 #[track_caller]
-pub fn assert_mentions(e: &Error, words: &str) {
+pub(crate) fn assert_mentions(e: &Error, words: &str) {
     assert!(e.message.contains(words), "{}", e.message);
 }

@@ -8,8 +8,8 @@
 //! what is sent), never talk to a client except through a port it was given, and never report
 //! a secret it removed (its notes say what it did, never what it saw).
 
-pub mod describe_images;
-pub mod fit_context;
+pub(crate) mod describe_images;
+pub(crate) mod fit_context;
 pub mod hosted;
 pub mod redact;
 
@@ -26,13 +26,11 @@ use crate::message::Message;
 
 /// What a middleware knows of the model a request goes to.
 #[derive(Debug, Clone)]
-pub struct Capabilities {
+pub(crate) struct Capabilities {
     pub format: &'static str,
     pub model: String,
     /// The image parts the format carries with its parameters.
     pub images: ImageSupport,
-    /// The provider's limit on one inline image, if any.
-    pub max_image_bytes: Option<usize>,
     /// The model configuration's parameters (a context size or a reply limit may be there).
     pub parameters: Map<String, Value>,
 }
@@ -40,7 +38,7 @@ pub struct Capabilities {
 /// What other agents a middleware may ask (describe an image, summarise turns): the session
 /// implements it; a middleware only names the agent.
 #[async_trait]
-pub trait Helpers: Send + Sync {
+pub(crate) trait Helpers: Send + Sync {
     /// Sends `prompt` to a fresh agent of the config named `agent` (no history, nothing
     /// stored) and returns its reply's text.
     async fn ask_agent(&self, agent: &str, prompt: Vec<Message>) -> Result<String>;
@@ -51,7 +49,7 @@ pub struct Request<'a> {
     /// The messages about to be sent (a copy: the stored history stays as it is).
     pub messages: Vec<Message>,
     /// The model they go to.
-    pub model: &'a Capabilities,
+    pub(crate) model: &'a Capabilities,
     /// What the middleware did, one line each (counts and actions, never the content it
     /// removed; the chain names the middleware).
     pub notes: &'a mut Vec<String>,
@@ -59,7 +57,7 @@ pub struct Request<'a> {
 
 /// One middleware of a chain.
 #[async_trait]
-pub trait Middleware: Send + Sync {
+pub(crate) trait Middleware: Send + Sync {
     /// The messages to send instead of the request's.
     async fn on_request(&self, request: Request<'_>) -> Result<Vec<Message>>;
     /// Sees the model's reply before it is stored and shown whole (by default, leaves it).
@@ -74,7 +72,7 @@ pub trait Middleware: Send + Sync {
 pub struct Link {
     pub name: String,
     pub kind: String,
-    pub middleware: Arc<dyn Middleware>,
+    pub(crate) middleware: Arc<dyn Middleware>,
 }
 
 impl Link {
@@ -86,7 +84,7 @@ impl Link {
 
 /// The middleware of one agent, in order.
 #[derive(Clone, Default)]
-pub struct Chain {
+pub(crate) struct Chain {
     links: Vec<Link>,
 }
 
@@ -101,7 +99,7 @@ impl Chain {
 
     /// Runs every middleware in order on the messages of one request. Notes and a failure
     /// name the middleware; a failure stops the request.
-    pub async fn on_request(
+    pub(crate) async fn on_request(
         &self,
         mut messages: Vec<Message>,
         model: &Capabilities,
@@ -122,7 +120,11 @@ impl Chain {
     }
 
     /// Runs every middleware in order on a reply.
-    pub async fn on_reply(&self, reply: &mut ModelReply, notes: &mut Vec<String>) -> Result<()> {
+    pub(crate) async fn on_reply(
+        &self,
+        reply: &mut ModelReply,
+        notes: &mut Vec<String>,
+    ) -> Result<()> {
         for link in &self.links {
             let mut own = Vec::new();
             let done = link.middleware.on_reply(reply, &mut own).await;
@@ -135,7 +137,7 @@ impl Chain {
 
 /// What building a built-in middleware gets: its name, settings, and the helpers and caches
 /// the session shares.
-pub struct BuildContext<'a> {
+pub(crate) struct BuildContext<'a> {
     pub name: &'a str,
     pub settings: &'a Map<String, Value>,
     pub helpers: Arc<dyn Helpers>,
@@ -145,7 +147,7 @@ pub struct BuildContext<'a> {
 /// Texts other agents wrote (image descriptions, summaries) by a hash of what they were asked,
 /// shared by every chain of one core, so a replayed history does not ask again.
 #[derive(Default)]
-pub struct TextCache {
+pub(crate) struct TextCache {
     texts: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
@@ -173,7 +175,7 @@ impl TextCache {
 pub struct Kind {
     pub name: &'static str,
     pub description: &'static str,
-    pub build: fn(&BuildContext<'_>) -> Result<Arc<dyn Middleware>>,
+    pub(crate) build: fn(&BuildContext<'_>) -> Result<Arc<dyn Middleware>>,
 }
 
 /// Every built-in kind.
@@ -181,7 +183,7 @@ pub const KINDS: &[Kind] = &[describe_images::KIND, redact::KIND, fit_context::K
 
 /// Builds the named middleware of the config (`[middleware.NAME]`); `hosted` finds the ones
 /// clients registered. An unknown name or kind is an error naming what exists.
-pub fn build_chain(
+pub(crate) fn build_chain(
     names: &[String],
     config: &BTreeMap<String, MiddlewareConfig>,
     hosted: &dyn Fn(&str) -> Option<Link>,
@@ -239,7 +241,7 @@ impl BuildContext<'_> {
     }
 
     /// Refuses settings the kind does not have, naming the ones it has.
-    pub fn check_settings(&self, known: &[&str]) -> Result<()> {
+    pub(crate) fn check_settings(&self, known: &[&str]) -> Result<()> {
         match self.settings.keys().find(|k| !known.contains(&k.as_str())) {
             Some(k) => Err(self.bad(format!(
                 "unknown setting `{k}`; this kind takes: {}",
@@ -280,7 +282,7 @@ impl BuildContext<'_> {
 }
 
 /// The hint added to a refusal of images the model cannot take.
-pub fn image_hint() -> &'static str {
+pub(crate) fn image_hint() -> &'static str {
     "; or let the describe-images middleware turn them into text: [middleware.NAME] kind = \"describe-images\" with agent = \"AN_AGENT_THAT_SEES\", listed in the agent's middleware"
 }
 

@@ -13,7 +13,7 @@ use crate::format::ImageSupport;
 use crate::message::Message;
 
 /// Helper agents that answer every prompt with one text and remember each (agent, prompt).
-pub struct FakeHelpers {
+pub(crate) struct FakeHelpers {
     answer: String,
     asked: Mutex<Vec<(String, Vec<Message>)>>,
 }
@@ -45,13 +45,15 @@ pub fn caps() -> Capabilities {
         format: "openai-chat",
         model: "m".into(),
         images: ImageSupport::ALL,
-        max_image_bytes: None,
         parameters: Default::default(),
     }
 }
 
 /// Builds a middleware of `settings` (with its `kind`) named `name`: the error of bad settings.
-pub fn try_build(name: &str, settings: Value) -> std::result::Result<(), crate::error::Error> {
+pub(crate) fn try_build(
+    name: &str,
+    settings: Value,
+) -> std::result::Result<(), crate::error::Error> {
     try_build_with(name, settings, FakeHelpers::answering("")).map(|_| ())
 }
 
@@ -75,7 +77,11 @@ pub fn build(name: &str, settings: Value) -> Arc<dyn Middleware> {
     build_with(name, settings, FakeHelpers::answering(""))
 }
 
-pub fn build_with(name: &str, settings: Value, helpers: Arc<FakeHelpers>) -> Arc<dyn Middleware> {
+pub(crate) fn build_with(
+    name: &str,
+    settings: Value,
+    helpers: Arc<FakeHelpers>,
+) -> Arc<dyn Middleware> {
     match try_build_with(name, settings, helpers) {
         Ok(m) => m,
         Err(e) => panic!("invalid settings: {e}"),

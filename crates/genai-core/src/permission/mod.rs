@@ -151,7 +151,7 @@ impl Mode {
     }
 
     /// What this mode decides for a call of this kind no rule matched.
-    pub fn decide(self, kind: Kind) -> Decision {
+    pub(crate) fn decide(self, kind: Kind) -> Decision {
         use Decision::{Allow, Ask, Deny};
         match (kind, self) {
             (Kind::Read, _) | (Kind::Other { read_only: true }, _) => Allow,
@@ -191,7 +191,7 @@ impl FromStr for Mode {
 /// The answer to a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Run it.
     Allow,
     /// Ask the user first.
@@ -213,7 +213,7 @@ impl fmt::Display for Decision {
 /// A decision and what made it, for people: ``rule deny `X` (your config)``, `mode ask`,
 /// `secret file: named by no rule`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// The answer.
     pub decision: Decision,
     /// What decided it.
@@ -374,7 +374,7 @@ impl Policy {
     }
 
     /// Makes one more root-relative path secret (genai's own key file when inside the root).
-    pub fn add_secret(&mut self, path_relative: &str) {
+    pub(crate) fn add_secret(&mut self, path_relative: &str) {
         let path = normalize_path(path_relative);
         if !self.secrets.contains(&path) {
             self.secrets.push(path);
@@ -383,7 +383,7 @@ impl Policy {
 
     /// Adds an "always" answer at once, so the running turn honours it; a bad rule is an
     /// error.
-    pub fn add_saved(&mut self, rule: &str) -> Result<()> {
+    pub(crate) fn add_saved(&mut self, rule: &str) -> Result<()> {
         let entry = entries(&[rule.to_string()], FROM_SAVED, "saved answer")?;
         self.allow.extend(entry);
         Ok(())
@@ -391,14 +391,14 @@ impl Policy {
 
     /// Whether a root-relative path is secret: by [`is_secret`] or added by
     /// [`Policy::add_secret`]. Tools that walk folders (`list`, `search`) skip such files.
-    pub fn is_secret(&self, relative: &str) -> bool {
+    pub(crate) fn is_secret(&self, relative: &str) -> bool {
         let path = normalize_path(relative);
         is_secret(&path) || self.secrets.iter().any(|s| s.eq_ignore_ascii_case(&path))
     }
 
     /// Whether an allow or ask rule names this secret file for reading (`read_file(.env)`),
     /// so that the user may send it deliberately (`genai ask -f .env` with such a rule).
-    pub fn names_secret(&self, relative: &str) -> bool {
+    pub(crate) fn names_secret(&self, relative: &str) -> bool {
         let tool = format!("{WORKSPACE}.read_file");
         self.ask
             .iter()
@@ -408,7 +408,7 @@ impl Policy {
 
     /// Decides a call: deny rules, then secret files, then ask rules, then allow rules, then
     /// the mode (see the module's documentation).
-    pub fn decide(&self, r: &Request) -> Verdict {
+    pub(crate) fn decide(&self, r: &Request) -> Verdict {
         let parts: Vec<Option<&str>> = match (r.kind, r.subject) {
             (Kind::Execute, Some(command)) => {
                 command_parts(command).into_iter().map(Some).collect()
@@ -565,7 +565,7 @@ static SECRETS: LazyLock<GlobSet> = LazyLock::new(|| {
 
 /// Whether a root-relative path is a secret file (see the module's documentation), at any
 /// depth, whatever its case.
-pub fn is_secret(relative: &str) -> bool {
+pub(crate) fn is_secret(relative: &str) -> bool {
     let path = normalize_path(relative);
     let mut hits = SECRETS.matches(&path);
     let name = path.rsplit('/').next().unwrap_or(&path);

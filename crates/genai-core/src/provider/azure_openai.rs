@@ -18,10 +18,10 @@ use crate::config::AzureSettings;
 use crate::error::{Error, ErrorKind, Result};
 
 pub const KIND: &str = AZURE_OPENAI.name;
-pub use super::kinds::AZURE_ENDPOINT_ENV as ENDPOINT_ENV;
-pub const VERSION_ENV: &str = "OPENAI_API_VERSION";
+pub(crate) use super::kinds::AZURE_ENDPOINT_ENV as ENDPOINT_ENV;
+pub(crate) const VERSION_ENV: &str = "OPENAI_API_VERSION";
 /// The latest GA dated version of the data-plane inference API.
-pub const DEFAULT_API_VERSION: &str = "2024-10-21";
+pub(crate) const DEFAULT_API_VERSION: &str = "2024-10-21";
 /// The version-less API (GA since August 2025).
 pub const V1: &str = "v1";
 

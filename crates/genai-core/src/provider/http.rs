@@ -25,7 +25,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// How often and how long a request is tried again after a connect error, 429 or 5xx.
 #[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Retries after the first attempt.
     pub max_retries: u32,
     /// The first backoff; each retry doubles it, with full jitter.
@@ -70,7 +70,7 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub fn from_config(c: &HttpSettings) -> Limits {
+    pub(crate) fn from_config(c: &HttpSettings) -> Limits {
         Limits {
             reply_bytes: c.max_reply_bytes.unwrap_or(32 << 20),
             reply_tokens: c.max_reply_tokens.unwrap_or(1 << 18),
@@ -135,7 +135,7 @@ struct Failure {
 }
 
 impl Http {
-    pub fn from_config(provider: &str, c: &HttpSettings) -> Result<Http> {
+    pub(crate) fn from_config(provider: &str, c: &HttpSettings) -> Result<Http> {
         let timeouts = Timeouts::checked(provider, c)?;
         Ok(Http {
             provider: provider.to_string(),
@@ -379,7 +379,7 @@ const REQUEST_ID_HEADERS: &[&str] = &[
 /// (`{"error":"..."}`); other bodies are shown cut short. Headers are never shown (keys live
 /// there); a 404 names the `url` tried (it carries no credentials), which is most often what
 /// is wrong.
-pub fn status_error(
+pub(crate) fn status_error(
     provider: &str,
     url: &str,
     status: StatusCode,

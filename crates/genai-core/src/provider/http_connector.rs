@@ -23,8 +23,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::http_template::CREDENTIAL_MARK;
 use crate::secrets::{KeySource, Secret};
 
-pub const KIND: &str = HTTP.name;
-
 /// How a streamed answer is cut into events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Framing {

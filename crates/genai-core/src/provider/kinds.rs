@@ -12,9 +12,9 @@ use crate::format::{ollama_chat, openai_chat};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 /// Where Ollama's host comes from when the config names none.
-pub const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
+pub(crate) const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
 /// Where an Azure OpenAI resource's endpoint comes from when the config names none.
-pub const AZURE_ENDPOINT_ENV: &str = "AZURE_OPENAI_ENDPOINT";
+pub(crate) const AZURE_ENDPOINT_ENV: &str = "AZURE_OPENAI_ENDPOINT";
 
 /// What sets one HTTP kind apart from the others.
 pub struct HttpKind {
@@ -40,7 +40,7 @@ pub struct HttpKind {
     /// in a version of its own replaces.
     pub versioned_base: bool,
     /// How the model id is written where a path says `{model}`.
-    pub model_in_path: ModelInPath,
+    pub(crate) model_in_path: ModelInPath,
     pub default_model: Option<&'static str>,
     /// The largest inline image, in bytes, the vendor's endpoint takes.
     pub max_image_bytes: Option<usize>,
@@ -80,7 +80,7 @@ pub enum Auth {
 
 /// How a model id is written into a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelInPath {
+pub(crate) enum ModelInPath {
     /// Percent-encoded into one segment, so that an ARN with `/` and `:` stays one.
     Escaped,
     /// As given, without a leading `models/`; an id with `/`, `?`, `#`, `:` or a space is
@@ -113,7 +113,7 @@ const BARE: HttpKind = HttpKind {
 const SSE: &str = "text/event-stream";
 const NDJSON: &str = "application/x-ndjson";
 
-pub const OPENAI: HttpKind = HttpKind {
+pub(crate) const OPENAI: HttpKind = HttpKind {
     name: "openai",
     description:
         "OpenAI and any OpenAI-compatible server (base_url, OPENAI_BASE_URL, OPENAI_API_KEY)",
@@ -134,7 +134,7 @@ pub const OPENAI: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const ANTHROPIC: HttpKind = HttpKind {
+pub(crate) const ANTHROPIC: HttpKind = HttpKind {
     name: "anthropic",
     description: "Anthropic's API (base_url, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY)",
     routes: &[Route {
@@ -156,7 +156,7 @@ pub const ANTHROPIC: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const OLLAMA: HttpKind = HttpKind {
+pub(crate) const OLLAMA: HttpKind = HttpKind {
     name: "ollama",
     description: "An Ollama server (base_url or OLLAMA_HOST, default http://127.0.0.1:11434; no key needed, OLLAMA_API_KEY sent as a bearer token if set)",
     routes: &[
@@ -181,7 +181,7 @@ pub const OLLAMA: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const GEMINI: HttpKind = HttpKind {
+pub(crate) const GEMINI: HttpKind = HttpKind {
     name: "gemini",
     description: "Google's Gemini API (base_url or GEMINI_BASE_URL; GEMINI_API_KEY or GOOGLE_API_KEY, sent as x-goog-api-key)",
     routes: &[Route {
@@ -206,7 +206,7 @@ pub const GEMINI: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const AZURE_OPENAI: HttpKind = HttpKind {
+pub(crate) const AZURE_OPENAI: HttpKind = HttpKind {
     name: "azure-openai",
     description: "Azure OpenAI deployments (base_url or AZURE_OPENAI_ENDPOINT, deployment, api_version or OPENAI_API_VERSION, AZURE_OPENAI_API_KEY)",
     routes: &[Route {
@@ -225,7 +225,7 @@ pub const AZURE_OPENAI: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const HTTP: HttpKind = HttpKind {
+pub(crate) const HTTP: HttpKind = HttpKind {
     name: "http",
     description: "Any HTTP endpoint: base_url, method, headers, credentials; the body comes from an http-template model configuration",
     routes: &[Route {
@@ -239,7 +239,7 @@ pub const HTTP: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const BEDROCK: HttpKind = HttpKind {
+pub(crate) const BEDROCK: HttpKind = HttpKind {
     name: "bedrock",
     description:
         "Amazon Bedrock Runtime (region, profile; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
@@ -313,7 +313,7 @@ impl HttpKind {
     }
 
     /// The model id as written where a path says `{model}`.
-    pub fn model_in_path(&self, model: &str) -> Result<String> {
+    pub(crate) fn model_in_path(&self, model: &str) -> Result<String> {
         match self.model_in_path {
             ModelInPath::Escaped => Ok(utf8_percent_encode(model, SEGMENT).to_string()),
             ModelInPath::Checked(vendor) => {

@@ -8,7 +8,7 @@ use tokio::sync::OnceCell;
 use crate::error::{Error, Result};
 use crate::secrets::{KeySource, Secret};
 
-pub struct LazyKey {
+pub(crate) struct LazyKey {
     source: KeySource,
     cell: OnceCell<Option<Secret>>,
 }

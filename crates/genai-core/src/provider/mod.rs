@@ -8,13 +8,13 @@
 
 pub mod anthropic;
 pub mod aws;
-pub mod azure_openai;
+pub(crate) mod azure_openai;
 pub mod bedrock;
 pub mod build;
 pub mod http;
-pub mod http_connector;
+pub(crate) mod http_connector;
 pub mod kinds;
-pub mod lazy_key;
+pub(crate) mod lazy_key;
 pub mod local;
 pub mod ndjson;
 pub mod ollama;
@@ -51,13 +51,13 @@ pub use crate::format::StreamEvent;
 
 /// The type of a stream event a provider adds itself, not from the model: a note on the
 /// request's progress (its data, plain text), shown to the client and never decoded.
-pub const PROGRESS_EVENT: &str = "genai.progress";
+pub(crate) const PROGRESS_EVENT: &str = "genai.progress";
 
 /// A streamed response body.
 pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>;
 
 /// A streamed answer as events.
-pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent>> + Send>>;
+pub(crate) type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent>> + Send>>;
 
 /// What a provider brings back: a whole body, or the events of a stream. Framing (SSE, NDJSON,
 /// AWS event stream) is the provider's job; reading each event is the format's.
@@ -146,7 +146,7 @@ pub trait ServiceProvider: Send + Sync {
 
 /// The error of a provider instance with no model to run: name one, or set its default
 /// (`why`: what asking the server for one said).
-pub fn no_default_model(name: &str, why: Option<&str>) -> Error {
+pub(crate) fn no_default_model(name: &str, why: Option<&str>) -> Error {
     let mut message = format!(
         "provider `{name}` has no default model: pass -m {name}:MODEL, or set `default_model` under [service_providers.{name}]"
     );
@@ -183,7 +183,7 @@ pub struct Infilled {
 
 /// Timeouts of an HTTP provider.
 #[derive(Debug, Clone, Copy)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     pub connect: Duration,
     pub read: Duration,
     pub total: Duration,
@@ -242,7 +242,7 @@ impl Timeouts {
 
 /// A readable error for a failed HTTP exchange; never includes headers (keys live there).
 /// `url` is the endpoint (without credentials), shown so the user sees where it went.
-pub fn transport_error(provider: &str, url: &str, e: reqwest::Error) -> Error {
+pub(crate) fn transport_error(provider: &str, url: &str, e: reqwest::Error) -> Error {
     let url = format!(" {url}");
     if e.is_timeout() {
         return Error::new(

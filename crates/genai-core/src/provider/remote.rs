@@ -24,7 +24,7 @@ use crate::format::ModelRequest;
 use crate::secrets::{KeySource, Secret};
 
 /// What every instance of an HTTP kind has.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     pub kind: &'static HttpKind,
     pub name: String,
     /// Trimmed, without a trailing `/`. Empty for a Bedrock instance without `base_url`, whose
@@ -56,13 +56,13 @@ const KEY_STATUS_TTL: Duration = Duration::from_secs(5);
 
 /// One request on its way: the instance's endpoint, the route of its format, the request.
 pub struct Call<'a> {
-    pub endpoint: &'a Endpoint,
+    pub(crate) endpoint: &'a Endpoint,
     pub route: &'static Route,
     pub request: &'a ModelRequest,
 }
 
 /// One request, ready to send.
-pub struct Prepared<'a> {
+pub(crate) struct Prepared<'a> {
     /// Without credentials: it is shown in errors.
     pub url: String,
     pub body: Cow<'a, Value>,
@@ -73,7 +73,7 @@ pub struct Prepared<'a> {
 /// Where a kind's exchange differs from the plain one. Each method's default is the plain
 /// behaviour.
 #[async_trait]
-pub trait Hooks: Send + Sync {
+pub(crate) trait Hooks: Send + Sync {
     /// The URL, body and headers of a request.
     fn prepare<'a>(&self, call: &Call<'a>) -> Result<Prepared<'a>> {
         Ok(Prepared {
@@ -102,12 +102,12 @@ pub trait Hooks: Send + Sync {
 }
 
 /// The plain exchange, for a kind its table row says everything about.
-pub struct Plain;
+pub(crate) struct Plain;
 
 impl Hooks for Plain {}
 
 /// A configured HTTP transport: its endpoint and its kind's hooks.
-pub struct HttpProvider {
+pub(crate) struct HttpProvider {
     endpoint: Endpoint,
     hooks: Box<dyn Hooks>,
 }
@@ -142,10 +142,12 @@ impl HttpProvider {
         ))
     }
 
+    #[cfg(test)]
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
+    #[cfg(test)]
     pub fn hooks(&self) -> &dyn Hooks {
         self.hooks.as_ref()
     }
@@ -223,7 +225,7 @@ impl ServiceProvider for HttpProvider {
 
 /// The base URL from `base_url`, else the kind's variable, else its default, checked; `None`
 /// when none of them gives one.
-pub fn base_url(kind: &HttpKind, name: &str, s: &HttpSettings) -> Result<Option<String>> {
+pub(crate) fn base_url(kind: &HttpKind, name: &str, s: &HttpSettings) -> Result<Option<String>> {
     s.base_url
         .clone()
         .or_else(|| kind.base_url_env.and_then(env))
@@ -233,7 +235,7 @@ pub fn base_url(kind: &HttpKind, name: &str, s: &HttpSettings) -> Result<Option<
 }
 
 /// A base URL trimmed, without a trailing `/`, and parsed.
-pub fn checked_url(name: &str, url: &str) -> Result<String> {
+pub(crate) fn checked_url(name: &str, url: &str) -> Result<String> {
     let url = url.trim().trim_end_matches('/').to_string();
     reqwest::Url::parse(&url).map_err(|e| {
         Error::new(
@@ -249,7 +251,7 @@ pub fn checked_url(name: &str, url: &str) -> Result<String> {
 /// not configured (the kind's base URL variable, else its default), or is configured to the
 /// kind's default or to that variable's URL. A key never goes to a server its user did not
 /// pair it with.
-pub fn takes_well_known_key(kind: &HttpKind, s: &HttpSettings) -> bool {
+pub(crate) fn takes_well_known_key(kind: &HttpKind, s: &HttpSettings) -> bool {
     let Some(configured) = &s.base_url else {
         return true;
     };
@@ -359,7 +361,7 @@ impl Endpoint {
     }
 
     /// Whether the base URL is not the kind's own but another server speaking its API.
-    pub fn other_server(&self) -> bool {
+    pub(crate) fn other_server(&self) -> bool {
         other_server(self.kind, &self.base_url)
     }
 
@@ -388,7 +390,7 @@ impl Endpoint {
     }
 
     /// Whether the endpoint always needs the kind's key (the others send one when they have it).
-    pub fn key_required(&self) -> bool {
+    pub(crate) fn key_required(&self) -> bool {
         match self.kind.auth {
             Auth::Bearer { required } => required && !self.other_server(),
             Auth::Header(_) => true,
@@ -415,7 +417,7 @@ impl Endpoint {
     /// Where this instance's key may come from, for the errors that say it has none: its
     /// variable, `genai keys set`, or the config's settings; and why the kind's well-known
     /// variable, when set, is not sent here.
-    pub fn how_to_give_a_key(&self) -> String {
+    pub(crate) fn how_to_give_a_key(&self) -> String {
         let name = &self.name;
         let mut how = match &self.key.source().env_var {
             Some(var) => {
@@ -543,7 +545,7 @@ impl Call<'_> {
     }
 
     /// Sends a prepared request (with retries) and frames the answer.
-    pub async fn send(&self, prepared: Prepared<'_>) -> Result<ProviderResponse> {
+    pub(crate) async fn send(&self, prepared: Prepared<'_>) -> Result<ProviderResponse> {
         let (e, stream) = (self.endpoint, self.request.stream);
         let key = e.key().await?;
         let url = &prepared.url;
@@ -570,7 +572,7 @@ impl Call<'_> {
 
 #[cfg(test)]
 #[path = "remote_testing.rs"]
-pub mod testing;
+pub(crate) mod testing;
 
 #[cfg(test)]
 #[path = "remote_tests.rs"]

@@ -24,7 +24,10 @@ pub struct Target<'a> {
 }
 
 /// The history rewritten for `target`, and the notes saying what changed (none: nothing did).
-pub fn carry_over(history: Vec<Message>, target: &Target<'_>) -> (Vec<Message>, Vec<String>) {
+pub(crate) fn carry_over(
+    history: Vec<Message>,
+    target: &Target<'_>,
+) -> (Vec<Message>, Vec<String>) {
     let mut images = 0;
     let mut tool_parts = 0;
     let mut json_parts = 0;

@@ -45,12 +45,12 @@ pub enum Auth {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Api {
-    pub functions: Vec<Function>,
+    pub(crate) functions: Vec<Function>,
     pub endpoint: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct Function {
+pub(crate) struct Function {
     pub method: String,
     pub name: String,
     pub description: String,

@@ -40,7 +40,7 @@ use crate::config::McpServerConfig;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Seconds allowed for one tool call when the config says nothing.
-pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
+pub(crate) const DEFAULT_TIMEOUT_SECS: u64 = 60;
 /// Seconds allowed to start a server: spawn, `initialize` and `tools/list`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many times a server that died is started again.

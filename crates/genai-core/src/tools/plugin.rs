@@ -17,7 +17,7 @@ use crate::error::{root_cause, Error, ErrorKind, Result};
 use crate::secrets::Secret;
 
 /// The path of a module's manifest.
-pub const MANIFEST_PATH: &str = "/.well-known/ai-plugin.json";
+pub(crate) const MANIFEST_PATH: &str = "/.well-known/ai-plugin.json";
 
 /// A loaded module.
 pub struct PluginModule {
@@ -161,7 +161,7 @@ impl PluginModule {
     }
 
     /// Whether calls can go out: a `service_api_key` module needs its key.
-    pub fn check_key(&self) -> Result<()> {
+    pub(crate) fn check_key(&self) -> Result<()> {
         if self.manifest.auth == Auth::ServiceApiKey && self.key.is_none() {
             return Err(Error::new(
                 ErrorKind::MissingCredentials,
@@ -272,7 +272,7 @@ impl PluginModule {
 
 /// Reads a module's answer: `text`; else `message` taken as text; `error` (or a non-2xx
 /// status) becomes a tool error.
-pub fn answer_of(status: reqwest::StatusCode, body: &[u8]) -> ModuleAnswer {
+pub(crate) fn answer_of(status: reqwest::StatusCode, body: &[u8]) -> ModuleAnswer {
     let value: Option<Value> = serde_json::from_slice(body).ok();
     let field = |name: &str| {
         value

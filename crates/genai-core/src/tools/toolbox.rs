@@ -41,7 +41,7 @@ pub struct Toolbox {
 }
 
 impl Toolbox {
-    pub fn new(
+    pub(crate) fn new(
         plugins: BTreeMap<String, PluginConfig>,
         mcp_servers: BTreeMap<String, McpServerConfig>,
     ) -> Toolbox {
@@ -59,7 +59,7 @@ impl Toolbox {
     }
 
     /// The MCP server `name` of the config.
-    pub fn mcp_server(&self, name: &str) -> Option<&McpServer> {
+    pub(crate) fn mcp_server(&self, name: &str) -> Option<&McpServer> {
         self.mcp_servers.get(name)
     }
 
@@ -97,7 +97,7 @@ impl Toolbox {
 
     /// Checks that every name of a selection (a source, or `SOURCE.tool`) names a configured
     /// source; the error lists the configured ones.
-    pub fn check_selection(&self, names: &[String]) -> Result<()> {
+    pub(crate) fn check_selection(&self, names: &[String]) -> Result<()> {
         for name in names.iter().filter(|n| *n != ENABLED) {
             let source = name.split_once('.').map_or(name.as_str(), |(s, _)| s);
             if !self.plugins.contains_key(source) && !self.mcp_servers.contains_key(source) {

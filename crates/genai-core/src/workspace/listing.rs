@@ -21,7 +21,7 @@ const MAX_LIST_ENTRIES: usize = 1000;
 /// skipping `.git`; folders end with `/`; paths are root-relative and sorted; at most 1000
 /// entries, with a note of how many more. `glob` (gitignore syntax: `*.rs` at any depth,
 /// `src/*.toml` from the root, `**/*.rs`) keeps only the files it matches (and no folders).
-pub fn list(root: &Root, path: Option<&str>, glob: Option<&str>) -> Result<String> {
+pub(crate) fn list(root: &Root, path: Option<&str>, glob: Option<&str>) -> Result<String> {
     let given = path.unwrap_or(".");
     let start = root.resolve(given)?;
     let filter = glob.map(|g| GlobFilter::new(root, g)).transpose()?;
@@ -78,7 +78,7 @@ pub fn walk(start: &Path) -> ignore::Walk {
 
 /// A `glob` argument of `list` and `search`, in gitignore syntax, matched against
 /// root-relative paths (a folder's glob matches every file under it).
-pub struct GlobFilter(Gitignore);
+pub(crate) struct GlobFilter(Gitignore);
 
 impl GlobFilter {
     /// The filter of `glob`; an error naming the problem when it is not a valid glob.

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::permission::Kind;
 use crate::tools::{FileEdit, Tool};
 pub use editor::{Editor, EditorCall};
-pub use paths::Root;
+pub(crate) use paths::Root;
 
 /// The source's name: its tools are `workspace.read_file`, ...
 pub const SOURCE: &str = "workspace";
@@ -38,18 +38,16 @@ const MAX_PAGE_BYTES: u64 = 2 << 20;
 const MAX_PAGE_CHARS: usize = 50_000;
 
 /// The workspace of one conversation.
-pub struct Workspace {
+pub(crate) struct Workspace {
     root: Root,
 }
 
 /// What one call does and on what, for the permission policy and the hooks.
 #[derive(Debug, Clone)]
-pub struct Described {
+pub(crate) struct Described {
     pub kind: Kind,
     /// The root-relative path, the command line or the URL.
     pub subject: Option<String>,
-    /// The absolute file a write changes (for its checkpoint).
-    pub writes: Option<std::path::PathBuf>,
 }
 
 /// A file's content before or after a change, for its checkpoint.
@@ -62,7 +60,7 @@ pub enum Content<'a> {
 }
 
 /// What a call needs beside its arguments.
-pub struct CallContext<'a> {
+pub(crate) struct CallContext<'a> {
     /// Called with a file's absolute path right before it is written (`false`), and after
     /// (`true`), with what it holds.
     pub on_write: &'a (dyn Fn(&Path, bool, Content<'_>) -> Result<()> + Send + Sync),
@@ -76,7 +74,7 @@ pub struct CallContext<'a> {
 
 /// What a call answered: the model's text, and the file it changed.
 #[derive(Debug, Clone, Default)]
-pub struct Called {
+pub(crate) struct Called {
     pub text: String,
     pub edit: Option<FileEdit>,
 }
@@ -269,23 +267,21 @@ impl Workspace {
     /// What calling `function` with `arguments` does and on what; an error when the arguments
     /// are wrong or a path leaves the root (the call is refused before any rule is asked).
     pub fn describe(&self, function: &str, arguments: &Value) -> Result<Described> {
-        let path = |given: &str| -> Result<(String, std::path::PathBuf)> {
+        let path = |given: &str| -> Result<String> {
             let abs = self.root.resolve(given)?;
-            Ok((self.root.relative(&abs), abs))
+            Ok(self.root.relative(&abs))
         };
         let read = |given: Option<&str>| -> Result<Described> {
             Ok(Described {
                 kind: Kind::Read,
-                subject: Some(path(given.unwrap_or("."))?.0),
-                writes: None,
+                subject: Some(path(given.unwrap_or("."))?),
             })
         };
         let write = |given: &str| -> Result<Described> {
-            let (relative, abs) = path(given)?;
+            let relative = path(given)?;
             Ok(Described {
                 kind: Kind::Edit,
                 subject: Some(relative),
-                writes: Some(abs),
             })
         };
         match function {
@@ -302,7 +298,6 @@ impl Workspace {
                         .trim()
                         .to_string(),
                 ),
-                writes: None,
             }),
             "fetch" => {
                 let url = args::<FetchArgs>(function, arguments)?.url;
@@ -314,7 +309,6 @@ impl Workspace {
                 Ok(Described {
                     kind: Kind::Fetch,
                     subject: Some(url),
-                    writes: None,
                 })
             }
             other => Err(Error::invalid_params(format!(

@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// The folder the workspace tools are confined to (canonical, absolute).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Root {
+pub(crate) struct Root {
     path: PathBuf,
 }
 
@@ -51,7 +51,7 @@ impl Root {
     }
 
     /// [`Root::resolve`] for a path already held as a `Path` (`shown` is how messages name it).
-    pub fn resolve_path(&self, shown: &str, given: &Path) -> Result<PathBuf> {
+    pub(crate) fn resolve_path(&self, shown: &str, given: &Path) -> Result<PathBuf> {
         let lexical = self.lexical(shown, given)?;
         let (existing, rest) = split_existing(&lexical);
         // `existing` is the longest prefix present on disk (a dangling symlink counts as

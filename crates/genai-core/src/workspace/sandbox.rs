@@ -30,7 +30,7 @@ pub fn support() -> &'static Support {
 
 /// The confinement of one command.
 #[derive(Debug, Clone)]
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     /// The workspace root: the command may write under it.
     pub root: PathBuf,
     /// The command's own temp folder: the command may write under it.

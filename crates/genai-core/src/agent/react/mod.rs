@@ -12,7 +12,7 @@ mod parse;
 use serde_json::Value;
 
 use parse::{labels, Label};
-pub use parse::{parse, Action, Parsed, Step, StreamFilter};
+pub(crate) use parse::{parse, Step, StreamFilter};
 
 use super::tool_loop::{Rounds, ToolLoop};
 use super::{AIAgent, Delta, OnDelta, TurnSteps};
@@ -24,7 +24,7 @@ use crate::message::{Message, Part, Role};
 /// What the model must not write itself: genai writes the observations. A ReAct request adds
 /// it to the format's stop sequences (when the format has a stop parameter; else the parser
 /// cuts the text at it).
-pub const OBSERVATION: &str = "Observation:";
+pub(crate) const OBSERVATION: &str = "Observation:";
 
 /// The instructions added to the system message: each tool with its name, description and
 /// argument schema, and the exact format of a step.

@@ -33,7 +33,7 @@ pub enum Step {
 
 /// A parsed reply: the text kept (cut before any observation the model wrote) and its meaning.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub text: String,
     pub step: Step,
 }
@@ -144,7 +144,7 @@ fn answer_after(text: &str, found: &[Found], at: usize) -> String {
 
 /// Reads a reply of the model. Text with neither an action nor a final answer is the final
 /// answer; an action before any final answer makes the reply a step with actions.
-pub fn parse(text: &str, tools: &[ToolSpec]) -> Parsed {
+pub(crate) fn parse(text: &str, tools: &[ToolSpec]) -> Parsed {
     let kept = before_observation(text);
     let found = labels(kept);
     let first_action = found.iter().position(|f| f.label == Label::Action);
@@ -319,7 +319,7 @@ fn arguments(input: &str, schema: &Value) -> std::result::Result<Value, (String,
 /// tell whether it is inside `Final Answer:` (then it flows), or part of an action (then none of
 /// the reply does). A reply with neither is released at the end (by `finish`).
 #[derive(Debug, Default)]
-pub struct StreamFilter {
+pub(crate) struct StreamFilter {
     text: String,
     /// The answer text sent so far.
     sent: String,

@@ -33,7 +33,7 @@ pub fn header<'a>(m: &'a Message, name: &str) -> Option<&'a str> {
 }
 
 /// One decoded message as an event, or the error it reports.
-pub fn to_event(provider: &str, m: &Message) -> Result<StreamEvent> {
+pub(crate) fn to_event(provider: &str, m: &Message) -> Result<StreamEvent> {
     let payload = String::from_utf8_lossy(m.payload()).into_owned();
     match header(m, ":message-type").unwrap_or("event") {
         "event" => Ok(StreamEvent {

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 
 /// What to sign: the method, the full URL (path already percent-encoded), the headers that
 /// will be sent (besides `host`, taken from the URL), and the exact body bytes.
-pub struct SignRequest<'a> {
+pub(crate) struct SignRequest<'a> {
     pub method: &'a str,
     pub url: &'a str,
     pub headers: &'a [(&'a str, &'a str)],
@@ -25,7 +25,7 @@ pub struct SignRequest<'a> {
 }
 
 /// The headers that sign `req` at `time` for `service` in `region`, names in lower case.
-pub fn sign(
+pub(crate) fn sign(
     creds: &AwsCredentials,
     region: &str,
     service: &str,

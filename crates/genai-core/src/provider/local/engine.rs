@@ -37,7 +37,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// Settings of an engine (from the provider's config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct EngineSettings {
+pub(crate) struct EngineSettings {
     /// Threads for generation (one token per sequence a step).
     pub threads: u32,
     /// Threads for evaluating prompts (batches of up to 512 tokens).
@@ -55,10 +55,10 @@ pub struct EngineSettings {
 }
 
 /// The context size used when none is configured (capped by what the model was trained for).
-pub const DEFAULT_CONTEXT_SIZE: u32 = 4096;
+pub(crate) const DEFAULT_CONTEXT_SIZE: u32 = 4096;
 /// The slots kept when none is configured, in a process that serves several conversations
 /// (the daemon, `serve`, `acp`, `lsp`).
-pub const DEFAULT_SLOTS: usize = 4;
+pub(crate) const DEFAULT_SLOTS: usize = 4;
 
 /// The slots of an engine: the configured number, else one in a process that runs one
 /// conversation at a time (`genai ask`, `genai chat`), else [`DEFAULT_SLOTS`].
@@ -73,7 +73,7 @@ pub fn slots(configured: Option<u32>, one_conversation: bool) -> usize {
 /// The most threads generation gets by default: one token per sequence a step is bound by
 /// memory, not arithmetic, and more threads only add waiting (llama.cpp's examples used
 /// `min(4, cores)` for the same reason).
-pub const MAX_GENERATION_THREADS: usize = 4;
+pub(crate) const MAX_GENERATION_THREADS: usize = 4;
 
 /// The threads to use when none is configured, for generation and for prompt evaluation.
 ///
@@ -85,7 +85,7 @@ pub const MAX_GENERATION_THREADS: usize = 4;
 /// 3.9–7.3 s): the engine leaves the cores other processes keep busy to them when it starts
 /// ([`super::load`]), instead of leaving one core free on every machine, which halved the
 /// speed of an idle 2-core one.
-pub fn default_threads() -> (u32, u32) {
+pub(crate) fn default_threads() -> (u32, u32) {
     threads_for(cores())
 }
 
@@ -128,7 +128,7 @@ const LLAMA_CANNOT_READ: &str = "llama.cpp cannot read it (a damaged or cut file
 
 /// A prompt ready to run: rendered, tokenized, checked against a sequence's share of the
 /// context.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub(super) tokens: Vec<LlamaToken>,
     pub(super) stops: Vec<String>,
     pub(super) settings: GenerationSettings,
@@ -167,7 +167,7 @@ static ENGINES: OnceLock<Mutex<HashMap<EngineKey, Arc<Engine>>>> = OnceLock::new
 
 /// Stops every engine's scheduler thread (after the step it is decoding), so that the process
 /// can exit: llama.cpp's static state must not be torn down under a running step.
-pub fn stop_all() {
+pub(crate) fn stop_all() {
     let engines: Vec<Arc<Engine>> = match ENGINES.get() {
         Some(m) => m
             .lock()
@@ -282,7 +282,7 @@ impl Engine {
 
     /// The source of the model's own chat template, if it has one (for its tool-call
     /// convention).
-    pub fn template_source(&self) -> Option<String> {
+    pub(crate) fn template_source(&self) -> Option<String> {
         self.model.chat_template(None).ok()?.to_string().ok()
     }
 

@@ -17,14 +17,14 @@ use crate::error::{Error, Result};
 /// A grammar for the sampler: its GBNF text, and the words that switch it on when it is lazy
 /// (`None`: it constrains the whole reply).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Grammar {
+pub(crate) struct Grammar {
     pub text: String,
     pub triggers: Option<Vec<String>>,
 }
 
 impl Grammar {
     /// The grammar of a JSON Schema: the whole reply is one JSON value that matches it.
-    pub fn for_schema(schema: &Value) -> Result<Grammar> {
+    pub(crate) fn for_schema(schema: &Value) -> Result<Grammar> {
         Ok(Grammar {
             text: schema_grammar(schema)?,
             triggers: None,
@@ -51,7 +51,7 @@ fn schema_grammar(schema: &Value) -> Result<String> {
 
 /// How a model writes a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Convention {
+pub(crate) enum Convention {
     /// `<tool_call>{"name": ..., "arguments": ...}</tool_call>`, the Hermes and Qwen templates'.
     Hermes,
     /// `{"tool_call": {"name": ..., "arguments": ...}}`, for templates that have no convention.
@@ -60,7 +60,7 @@ pub enum Convention {
 
 impl Convention {
     /// The convention of a chat template (its Jinja source), plain JSON when it has none.
-    pub fn of_template(template: Option<&str>) -> Convention {
+    pub(crate) fn of_template(template: Option<&str>) -> Convention {
         match template {
             Some(t) if t.contains("<tool_call>") => Convention::Hermes,
             _ => Convention::PlainJson,
@@ -94,7 +94,7 @@ pub enum Choice {
 
 /// The tools of a request and the choice among them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolOffer {
+pub(crate) struct ToolOffer {
     pub tools: Vec<Tool>,
     pub choice: Choice,
 }
@@ -202,7 +202,7 @@ pub struct Call {
 /// Splits generated text into the text before the calls and the calls. Text that makes no
 /// call in the convention, or whose first call does not parse, is left as text; a later call
 /// cut short (the reply reached its length) is dropped.
-pub fn parse_calls(text: &str, convention: Convention) -> (String, Vec<Call>) {
+pub(crate) fn parse_calls(text: &str, convention: Convention) -> (String, Vec<Call>) {
     let start = match convention {
         Convention::Hermes => text.find(convention.opening()),
         // The object may be spread over lines: `{` then `"tool_call"` after any spaces.

@@ -30,7 +30,7 @@ use llama_cpp_2::token::LlamaToken;
 /// reply's 8 refusals (64 found 4; the other two were ranked 9,176th and 47,737th).
 const SHORTLIST: usize = 1024;
 
-pub struct TokenSampler {
+pub(crate) struct TokenSampler {
     chain: LlamaSampler,
     grammar: Option<LlamaSampler>,
     /// Whether the chain ends in the greedy sampler (the highest logit wins).

@@ -39,11 +39,11 @@ use crate::error::{Error, Result};
 
 /// The most prompt tokens one step evaluates, so that a long prompt holds the other
 /// sequences' next tokens back by one chunk at most.
-pub const PROMPT_CHUNK: usize = 512;
+pub(crate) const PROMPT_CHUNK: usize = 512;
 
 /// Where a generation's output goes. Called on the scheduler thread: every method must
 /// return at once.
-pub trait Sink: Send {
+pub(crate) trait Sink: Send {
     /// New text; false when nobody listens any more (generation stops).
     fn text(&mut self, text: &str) -> bool;
     /// True when nobody listens any more; checked before each step.
@@ -65,7 +65,7 @@ pub struct Finished {
 }
 
 /// A request ready to run.
-pub struct Job {
+pub(crate) struct Job {
     /// The whole prompt; shorter than a sequence's share of the context.
     pub tokens: Vec<LlamaToken>,
     pub stops: Vec<String>,
@@ -82,7 +82,7 @@ pub struct Job {
 }
 
 /// What the scheduler thread needs to make its context.
-pub struct Setup {
+pub(crate) struct Setup {
     pub model: &'static LlamaModel,
     pub backend: &'static LlamaBackend,
     /// The model's name, for logs and errors.
@@ -114,7 +114,7 @@ struct Shared {
 }
 
 /// The handle to an engine's scheduler thread.
-pub struct Scheduler {
+pub(crate) struct Scheduler {
     shared: Arc<Shared>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -165,7 +165,7 @@ impl Scheduler {
     }
 
     /// Queues a request; its sink hears the rest.
-    pub fn submit(&self, mut job: Job) {
+    pub(crate) fn submit(&self, mut job: Job) {
         let mut q = lock(&self.shared);
         if let Some(why) = &q.broken {
             let e = Error::internal(format!("the local engine cannot run: {why}"));

@@ -17,7 +17,7 @@ use crate::message::Usage;
 
 /// Sampling and length settings taken from the request body. `None` means the engine's default.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct GenerationSettings {
+pub(crate) struct GenerationSettings {
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
     pub top_p: Option<f32>,
@@ -224,7 +224,7 @@ fn text_of(content: &Value) -> Result<String> {
 
 /// Token counts of one generation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TokenCounts {
+pub(crate) struct TokenCounts {
     /// Tokens of the whole prompt.
     pub prompt: u32,
     /// Prompt tokens found in the KV cache (not evaluated again).
@@ -257,7 +257,7 @@ impl Answer {
     }
 
     /// The first chunk: the assistant role with empty content.
-    pub fn role_chunk(&self) -> String {
+    pub(crate) fn role_chunk(&self) -> String {
         self.chunk(Delta::role(), None)
     }
 
@@ -267,7 +267,7 @@ impl Answer {
     }
 
     /// A chunk carrying whole tool calls.
-    pub fn calls_chunk(&self, calls: &[Call]) -> String {
+    pub(crate) fn calls_chunk(&self, calls: &[Call]) -> String {
         let calls: Vec<Value> = calls
             .iter()
             .enumerate()
@@ -281,7 +281,7 @@ impl Answer {
     }
 
     /// The chunk that ends the choice.
-    pub fn finish_chunk(&self, finish_reason: &str) -> String {
+    pub(crate) fn finish_chunk(&self, finish_reason: &str) -> String {
         self.chunk(Delta::default(), Some(finish_reason))
     }
 

@@ -47,7 +47,7 @@ impl From<&Command> for CommandInfo {
     }
 }
 
-pub async fn list_commands(
+pub(crate) async fn list_commands(
     fw: Arc<Framework>,
     p: ListCommandsParams,
 ) -> Answer<ListCommandsResult> {

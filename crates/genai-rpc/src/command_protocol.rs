@@ -13,7 +13,7 @@ use genai_core::config::lsp::ApplyMode;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListCommandsParams {
+pub(crate) struct ListCommandsParams {
     /// The folder commands are looked up from (default: the daemon's working folder).
     #[serde(default)]
     pub cwd: Option<String>,
@@ -25,7 +25,7 @@ pub struct ListCommandsParams {
 /// One command a client may run.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CommandInfo {
+pub(crate) struct CommandInfo {
     /// What `RunCommand` takes: `review`, `git:commit`, `SERVER.PROMPT`.
     pub name: String,
     /// A short title for menus.
@@ -45,7 +45,7 @@ pub struct CommandInfo {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ListCommandsResult {
+pub(crate) struct ListCommandsResult {
     pub commands: Vec<CommandInfo>,
     /// Command files that cannot be read (path, line and what is wrong), and MCP servers that
     /// could not be reached.
@@ -54,7 +54,7 @@ pub struct ListCommandsResult {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RunCommandParams {
+pub(crate) struct RunCommandParams {
     /// The command's name, as `ListCommands` gives it (a leading `/` is allowed).
     pub name: String,
     /// Its named arguments.
@@ -86,7 +86,7 @@ pub struct RunCommandParams {
 /// Where the command's turn runs; its events come as for `OnNewMessage`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RunCommandResult {
+pub(crate) struct RunCommandResult {
     pub conversation_id: String,
     pub turn_id: String,
     /// The user message's text as sent.

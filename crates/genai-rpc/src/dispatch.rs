@@ -10,14 +10,14 @@ use serde_json::{json, Value};
 
 use super::errors::{RpcError, INVALID_REQUEST, METHOD_NOT_FOUND};
 use super::handlers::Call;
-pub use super::handlers::Flow;
+pub(crate) use super::handlers::Flow;
 use super::methods::{self, Handler};
 use super::port::RpcPort;
 use genai_core::session::Framework;
 use genai_peer::Peer;
 
 /// One client's view of the core.
-pub struct Session {
+pub(crate) struct Session {
     pub fw: Arc<Framework>,
     pub port: Arc<RpcPort>,
     /// The connection: answers to requests of ours, responses answered later (tool calls),

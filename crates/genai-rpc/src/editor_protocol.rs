@@ -16,7 +16,7 @@ use genai_core::message::Part;
 /// `RegisterTool`: the client hosts a tool the model may call, `editor.NAME`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RegisterToolParams {
+pub(crate) struct RegisterToolParams {
     /// 1 to 56 letters, digits, `_` or `-` (the model sees `editor__NAME`, 64 at most);
     /// registering a name again replaces the tool.
     pub name: String,
@@ -34,7 +34,7 @@ pub struct RegisterToolParams {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RegisterToolResult {
+pub(crate) struct RegisterToolResult {
     /// The tool's name as conversations select it: `editor.NAME`.
     pub tool: String,
 }
@@ -42,14 +42,14 @@ pub struct RegisterToolResult {
 /// `UnregisterTool`: the client no longer hosts the tool `name`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UnregisterToolParams {
+pub(crate) struct UnregisterToolParams {
     pub name: String,
 }
 
 /// `OnToolCall` (daemon→client request): the model calls a tool the client registered.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct OnToolCallParams {
+pub(crate) struct OnToolCallParams {
     pub conversation_id: String,
     pub turn_id: String,
     pub call_id: String,
@@ -61,7 +61,7 @@ pub struct OnToolCallParams {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct OnToolCallResult {
+pub(crate) struct OnToolCallResult {
     /// What the model is told: text and image parts (a bare string is a text part).
     #[serde(deserialize_with = "genai_core::message::content_parts")]
     #[schemars(with = "Vec<genai_core::message::PartInput>")]
@@ -87,7 +87,7 @@ pub struct EditorCapabilities {
 /// `ReadTextFile` (daemon→client request): the text the editor holds for a file.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ReadTextFileParams {
+pub(crate) struct ReadTextFileParams {
     pub conversation_id: String,
     /// The file's absolute path.
     pub path: String,
@@ -95,7 +95,7 @@ pub struct ReadTextFileParams {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ReadTextFileResult {
+pub(crate) struct ReadTextFileResult {
     /// `null`: no such file.
     pub text: Option<String>,
 }
@@ -104,7 +104,7 @@ pub struct ReadTextFileResult {
 /// an error answer (the user rejected the edit) leaves it unchanged and tells the model.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct WriteTextFileParams {
+pub(crate) struct WriteTextFileParams {
     pub conversation_id: String,
     pub turn_id: String,
     pub call_id: String,
@@ -116,7 +116,7 @@ pub struct WriteTextFileParams {
 /// An edit a tool makes or would make, for a diff view.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct FileDiff {
+pub(crate) struct FileDiff {
     /// The file's absolute path.
     pub path: String,
     /// Its text before; `null` for a new file.
@@ -136,4 +136,4 @@ impl From<&genai_core::tools::FileEdit> for FileDiff {
 
 /// `WriteTextFile`'s answer: `{}` once the editor applied the text.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-pub struct WriteTextFileResult {}
+pub(crate) struct WriteTextFileResult {}

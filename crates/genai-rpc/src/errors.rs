@@ -6,10 +6,10 @@ use serde_json::{json, Value};
 
 use genai_core::error::{Error, ErrorKind};
 
-pub const PARSE_ERROR: i64 = -32700;
+pub(crate) const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INTERNAL_ERROR: i64 = -32603;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
 
 /// The JSON-RPC error code of a kind (application codes live in -32000..-32099).
 pub fn code(kind: ErrorKind) -> i64 {

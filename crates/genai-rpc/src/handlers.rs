@@ -10,7 +10,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-pub use super::command_handlers::{list_commands, run_command};
+pub(crate) use super::command_handlers::list_commands;
+pub use super::command_handlers::run_command;
 use super::errors::RpcError;
 use super::listings::Components;
 use super::port::RpcPort;
@@ -34,11 +35,11 @@ pub enum Flow {
 /// One request answered on the read loop: the client's connection and the request's id.
 pub struct Call<'a> {
     pub fw: &'a Arc<Framework>,
-    pub port: &'a Arc<RpcPort>,
+    pub(crate) port: &'a Arc<RpcPort>,
     pub peer: &'a Peer,
     pub id: Option<&'a Value>,
     /// Set to `Shutdown` by the method that ends the session.
-    pub flow: Flow,
+    pub(crate) flow: Flow,
 }
 
 /// The result of a method that answers `{}`.
@@ -84,11 +85,14 @@ pub fn initialize(cx: &mut Call, p: InitializeParams) -> Answer<InitializeResult
     })
 }
 
-pub fn list_components(cx: &mut Call, _: Value) -> Answer<Components> {
+pub(crate) fn list_components(cx: &mut Call, _: Value) -> Answer<Components> {
     Ok(Components::from(cx.fw.selector().components()?))
 }
 
-pub fn create_service_provider(cx: &mut Call, p: CreateServiceProviderParams) -> Answer<Done> {
+pub(crate) fn create_service_provider(
+    cx: &mut Call,
+    p: CreateServiceProviderParams,
+) -> Answer<Done> {
     let mut settings = p.settings;
     // The kind is the parameter's, whatever the settings say.
     settings.remove("kind");
@@ -209,7 +213,10 @@ pub fn undo(cx: &mut Call, p: UndoParams) -> Answer<genai_core::checkpoint::Undo
     Ok(cx.fw.undo(target, p.force)?)
 }
 
-pub fn list_checkpoints(cx: &mut Call, p: ListCheckpointsParams) -> Answer<ListCheckpointsResult> {
+pub(crate) fn list_checkpoints(
+    cx: &mut Call,
+    p: ListCheckpointsParams,
+) -> Answer<ListCheckpointsResult> {
     let limit = p.limit.unwrap_or(20).clamp(1, 200);
     Ok(ListCheckpointsResult {
         turns: cx.fw.checkpoints(p.conversation_id.as_deref(), limit)?,
@@ -237,7 +244,7 @@ pub fn search_conversations(
     })
 }
 
-pub fn get_conversation_history(
+pub(crate) fn get_conversation_history(
     cx: &mut Call,
     p: GetConversationHistoryParams,
 ) -> Answer<GetConversationHistoryResult> {
@@ -262,7 +269,7 @@ pub fn on_new_message(cx: &mut Call, p: OnNewMessageParams) -> Answer<TurnIdResu
     Ok(TurnIdResult { turn_id })
 }
 
-pub fn create_ai_agent(cx: &mut Call, p: CreateAIAgentParams) -> Answer<AgentIdResult> {
+pub(crate) fn create_ai_agent(cx: &mut Call, p: CreateAIAgentParams) -> Answer<AgentIdResult> {
     let choice =
         ModelChoice::from_fields(p.agent, p.service_provider, p.model_configuration, p.model)?;
     Ok(AgentIdResult {
@@ -270,7 +277,7 @@ pub fn create_ai_agent(cx: &mut Call, p: CreateAIAgentParams) -> Answer<AgentIdR
     })
 }
 
-pub fn remove_ai_agent(cx: &mut Call, p: AgentIdParams) -> Answer<Done> {
+pub(crate) fn remove_ai_agent(cx: &mut Call, p: AgentIdParams) -> Answer<Done> {
     removed(
         cx.fw.remove_agent(&p.agent_id)?,
         ErrorKind::UnknownAgent,
@@ -288,11 +295,11 @@ pub fn send_prompt(cx: &mut Call, p: SendPromptParams) -> Answer<RequestIdResult
     })
 }
 
-pub fn get_history(cx: &mut Call, p: AgentIdParams) -> Answer<Vec<Message>> {
+pub(crate) fn get_history(cx: &mut Call, p: AgentIdParams) -> Answer<Vec<Message>> {
     Ok(cx.fw.agent(&p.agent_id)?.history()?)
 }
 
-pub fn set_model_parameter(cx: &mut Call, p: SetModelParameterParams) -> Answer<Done> {
+pub(crate) fn set_model_parameter(cx: &mut Call, p: SetModelParameterParams) -> Answer<Done> {
     cx.fw.agent(&p.agent_id)?.set_parameter(&p.name, p.value)?;
     Ok(Done {})
 }
@@ -310,7 +317,7 @@ pub fn register_middleware(cx: &mut Call, p: RegisterMiddlewareParams) -> Answer
     Ok(Done {})
 }
 
-pub fn register_tool(cx: &mut Call, p: RegisterToolParams) -> Answer<RegisterToolResult> {
+pub(crate) fn register_tool(cx: &mut Call, p: RegisterToolParams) -> Answer<RegisterToolResult> {
     let tool = cx.port.tools.register(Registration {
         name: p.name,
         description: p.description,
@@ -321,7 +328,7 @@ pub fn register_tool(cx: &mut Call, p: RegisterToolParams) -> Answer<RegisterToo
     Ok(RegisterToolResult { tool })
 }
 
-pub fn unregister_tool(cx: &mut Call, p: UnregisterToolParams) -> Answer<Done> {
+pub(crate) fn unregister_tool(cx: &mut Call, p: UnregisterToolParams) -> Answer<Done> {
     cx.port.tools.unregister(&p.name)?;
     Ok(Done {})
 }
@@ -349,7 +356,7 @@ pub fn cancel(cx: &mut Call, p: CancelParams) -> Answer<CancelResult> {
 }
 
 /// LSP's `$/cancelRequest {id}`: cancels the turn that request started.
-pub fn cancel_request(cx: &mut Call, p: Value) -> Answer<CancelResult> {
+pub(crate) fn cancel_request(cx: &mut Call, p: Value) -> Answer<CancelResult> {
     let turn = p.get("id").and_then(|id| cx.peer.running().work_of(id));
     let cancelled = match turn {
         Some(turn) => cx.fw.cancel(&CancelTarget {
@@ -387,7 +394,10 @@ pub async fn call_tool(fw: Arc<Framework>, p: CallToolParams) -> Answer<CallTool
     })
 }
 
-pub async fn list_resources(fw: Arc<Framework>, p: ListMcpParams) -> Answer<ListResourcesResult> {
+pub(crate) async fn list_resources(
+    fw: Arc<Framework>,
+    p: ListMcpParams,
+) -> Answer<ListResourcesResult> {
     let (found, errors) = fw.toolbox().resources(p.sources.as_deref()).await;
     Ok(ListResourcesResult {
         resources: found.into_iter().map(Into::into).collect(),
@@ -403,7 +413,10 @@ pub async fn read_resource(
     Ok(ReadResourceResult { contents })
 }
 
-pub async fn list_prompts(fw: Arc<Framework>, p: ListMcpParams) -> Answer<ListPromptsResult> {
+pub(crate) async fn list_prompts(
+    fw: Arc<Framework>,
+    p: ListMcpParams,
+) -> Answer<ListPromptsResult> {
     let (found, errors) = fw.toolbox().prompts(p.sources.as_deref()).await;
     Ok(ListPromptsResult {
         prompts: found.into_iter().map(Into::into).collect(),

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-pub struct RawIds {
+pub(crate) struct RawIds {
     /// The stand-in's marker, as the Rust string and as it is written in JSON.
     marker: String,
     written: String,

@@ -6,20 +6,20 @@
 //! (`server`) and WebSocket for several clients (`ws`, `genai serve`). Only the command line,
 //! which starts it, depends on this crate.
 
-pub mod command_handlers;
-pub mod command_protocol;
+pub(crate) mod command_handlers;
+pub(crate) mod command_protocol;
 pub mod dispatch;
-pub mod editor_protocol;
+pub(crate) mod editor_protocol;
 pub mod errors;
-pub mod handlers;
+pub(crate) mod handlers;
 pub mod ids;
-pub mod mcp_protocol;
+pub(crate) mod mcp_protocol;
 pub mod methods;
 pub mod port;
 pub mod protocol;
 pub mod schema;
 pub mod server;
-pub mod tool_protocol;
+pub(crate) mod tool_protocol;
 pub mod ws;
 
 /// The listings' wire shapes, shared with the command line's `--json` (`genai-protocol`).

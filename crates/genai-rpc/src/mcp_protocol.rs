@@ -12,14 +12,14 @@ use genai_core::message::{Message, Part};
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListMcpParams {
+pub(crate) struct ListMcpParams {
     /// MCP server names; default: the enabled ones.
     #[serde(default)]
     pub sources: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ListResourcesResult {
+pub(crate) struct ListResourcesResult {
     pub resources: Vec<McpResource>,
     /// Servers that could not be reached.
     pub errors: Vec<SourceError>,
@@ -27,7 +27,7 @@ pub struct ListResourcesResult {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ReadResourceParams {
+pub(crate) struct ReadResourceParams {
     /// The MCP server's name.
     pub source: String,
     pub uri: String,
@@ -36,12 +36,12 @@ pub struct ReadResourceParams {
 /// A resource's contents as message parts, ready to go into a message as context: text (headed
 /// by the resource's URI) and images.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ReadResourceResult {
+pub(crate) struct ReadResourceResult {
     pub contents: Vec<Part>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ListPromptsResult {
+pub(crate) struct ListPromptsResult {
     pub prompts: Vec<McpPrompt>,
     /// Servers that could not be reached.
     pub errors: Vec<SourceError>,
@@ -49,7 +49,7 @@ pub struct ListPromptsResult {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GetPromptParams {
+pub(crate) struct GetPromptParams {
     /// The MCP server's name.
     pub source: String,
     pub name: String,
@@ -60,6 +60,6 @@ pub struct GetPromptParams {
 
 /// The prompt's messages, ready to send (`OnNewMessage`, `SendPrompt`).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct GetPromptResult {
+pub(crate) struct GetPromptResult {
     pub messages: Vec<Message>,
 }

@@ -40,9 +40,9 @@ pub enum Kind {
 }
 
 /// A daemon method's answer, as the wire's JSON.
-pub type Answer = Result<Value, RpcError>;
+pub(crate) type Answer = Result<Value, RpcError>;
 /// The answer of a method answered later.
-pub type AnswerFuture = BoxFuture<'static, Answer>;
+pub(crate) type AnswerFuture = BoxFuture<'static, Answer>;
 
 /// What answers a method.
 pub enum Handler {
@@ -69,7 +69,7 @@ pub struct Method {
 
 impl Method {
     /// Whether it is answered off the read loop.
-    pub fn answered_later(&self) -> bool {
+    pub(crate) fn answered_later(&self) -> bool {
         matches!(self.handler, Handler::Later(_))
     }
 }
@@ -79,14 +79,14 @@ fn s<T: JsonSchema>() -> Value {
 }
 
 /// A method's params as its handler takes them (absent params are `{}`).
-pub fn decode<T: DeserializeOwned>(p: Value) -> Result<T, RpcError> {
+pub(crate) fn decode<T: DeserializeOwned>(p: Value) -> Result<T, RpcError> {
     let p = if p.is_null() { json!({}) } else { p };
     serde_json::from_value(p)
         .map_err(|e| Error::invalid_params(format!("invalid params: {e}")).into())
 }
 
 /// A handler's result as the wire's JSON.
-pub fn encode<T: Serialize>(v: T) -> Answer {
+pub(crate) fn encode<T: Serialize>(v: T) -> Answer {
     serde_json::to_value(v)
         .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("cannot encode the result: {e}")))
 }
@@ -173,7 +173,7 @@ use Sender::{Client, Daemon};
 
 /// Every method, in the order `schemas/` lists them.
 #[rustfmt::skip]
-pub const METHODS: &[Method] = &[
+pub(crate) const METHODS: &[Method] = &[
     request!("Initialize", initialize, InitializeParams => InitializeResult),
     request!("ListComponents", list_components, => Components),
     request!("CreateServiceProvider", create_service_provider, CreateServiceProviderParams),
@@ -234,7 +234,7 @@ pub fn served(name: &str) -> Option<&'static Method> {
 }
 
 /// The methods a client may send, answered on the read loop.
-pub fn served_now() -> impl Iterator<Item = &'static str> {
+pub(crate) fn served_now() -> impl Iterator<Item = &'static str> {
     METHODS
         .iter()
         .filter(|m| matches!(m.handler, Handler::Now(_)))
@@ -242,7 +242,7 @@ pub fn served_now() -> impl Iterator<Item = &'static str> {
 }
 
 /// The methods a client may send that wait on a tool source.
-pub fn served_later() -> impl Iterator<Item = &'static str> {
+pub(crate) fn served_later() -> impl Iterator<Item = &'static str> {
     METHODS
         .iter()
         .filter(|m| m.answered_later())

@@ -54,7 +54,7 @@ impl RpcPort {
     }
 
     /// The client's `Initialize.capabilities.editor`.
-    pub fn set_editor(&self, caps: EditorCapabilities) {
+    pub(crate) fn set_editor(&self, caps: EditorCapabilities) {
         if let Ok(mut e) = self.editor.lock() {
             *e = caps;
         }
@@ -65,7 +65,7 @@ impl RpcPort {
     }
 
     /// The client's choice (`Initialize.capabilities.streaming`).
-    pub fn set_streaming(&self, on: bool) {
+    pub(crate) fn set_streaming(&self, on: bool) {
         self.streaming.store(on, Ordering::Relaxed);
     }
 

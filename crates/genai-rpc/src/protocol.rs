@@ -7,20 +7,20 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use super::editor_protocol::*;
+pub(crate) use super::editor_protocol::*;
 use super::listings::{ConversationRecord, StoredMessage};
 pub use super::tool_protocol::*;
 use genai_core::message::{Message, Usage};
 
-pub use super::command_protocol::*;
-pub use super::mcp_protocol::*;
+pub(crate) use super::command_protocol::*;
+pub(crate) use super::mcp_protocol::*;
 
-pub const PROTOCOL_VERSION: &str = "1.0";
+pub(crate) const PROTOCOL_VERSION: &str = "1.0";
 
 /// A message as a client may send it: a plain string (a user message) or a Message object.
 #[derive(Debug, Clone, JsonSchema)]
 #[serde(untagged)]
-pub enum MessageInput {
+pub(crate) enum MessageInput {
     Text(String),
     Message(Message),
 }
@@ -39,7 +39,7 @@ impl<'de> Deserialize<'de> for MessageInput {
 }
 
 impl MessageInput {
-    pub fn into_message(self) -> Message {
+    pub(crate) fn into_message(self) -> Message {
         match self {
             MessageInput::Text(t) => Message::user(t),
             MessageInput::Message(m) => m,
@@ -53,7 +53,7 @@ pub struct InitializeParams {
     #[serde(default)]
     pub client_info: Option<Value>,
     #[serde(default)]
-    pub capabilities: ClientCapabilities,
+    pub(crate) capabilities: ClientCapabilities,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -64,7 +64,7 @@ pub struct ClientCapabilities {
     pub streaming: bool,
     /// The client reads or writes the workspace tools' files itself.
     #[serde(default)]
-    pub editor: EditorCapabilities,
+    pub(crate) editor: EditorCapabilities,
 }
 
 impl Default for ClientCapabilities {
@@ -89,7 +89,7 @@ pub struct InitializeResult {
     /// Over WebSocket (`genai serve`) only: the folders a conversation may work in (`cwd`)
     /// and the one it works in when `cwd` is not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub roots: Option<WorkspaceRoots>,
+    pub(crate) roots: Option<WorkspaceRoots>,
 }
 
 /// The folders `genai serve` lets its WebSocket clients root conversations in (`[serve] roots`).
@@ -111,7 +111,7 @@ pub struct ServerInfo {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateServiceProviderParams {
+pub(crate) struct CreateServiceProviderParams {
     pub name: String,
     pub kind: String,
     /// The same keys as a `[service_providers.NAME]` table of the config file (`base_url`, ...).
@@ -121,7 +121,7 @@ pub struct CreateServiceProviderParams {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateModelConfigurationParams {
+pub(crate) struct CreateModelConfigurationParams {
     pub name: String,
     pub format: String,
     pub model: String,
@@ -131,7 +131,7 @@ pub struct CreateModelConfigurationParams {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RemoveComponentParams {
+pub(crate) struct RemoveComponentParams {
     pub name: String,
 }
 
@@ -140,7 +140,7 @@ pub struct RemoveComponentParams {
 /// With nothing, the config's `[defaults] model` is used.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateConversationParams {
+pub(crate) struct CreateConversationParams {
     #[serde(default)]
     pub feature: Option<String>,
     #[serde(default)]
@@ -192,7 +192,7 @@ pub struct CreateConversationParams {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CreateConversationResult {
+pub(crate) struct CreateConversationResult {
     pub conversation_id: String,
     pub agent_id: String,
     pub feature: String,
@@ -206,7 +206,7 @@ pub struct CreateConversationResult {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateAIAgentParams {
+pub(crate) struct CreateAIAgentParams {
     #[serde(default)]
     pub agent: Option<String>,
     #[serde(default)]
@@ -221,26 +221,26 @@ pub struct CreateAIAgentParams {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentIdResult {
+pub(crate) struct AgentIdResult {
     pub agent_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AgentIdParams {
+pub(crate) struct AgentIdParams {
     pub agent_id: String,
 }
 
 /// A conversation id, or any unique prefix of one.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ConversationIdParams {
+pub(crate) struct ConversationIdParams {
     pub conversation_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListConversationsParams {
+pub(crate) struct ListConversationsParams {
     #[serde(default = "default_page")]
     pub page_size: usize,
     #[serde(default)]
@@ -253,7 +253,7 @@ fn default_page() -> usize {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ListConversationsResult {
+pub(crate) struct ListConversationsResult {
     pub conversations: Vec<ConversationRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
@@ -262,7 +262,7 @@ pub struct ListConversationsResult {
 /// `SearchConversations`: every word of `query`, in every stored message.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SearchConversationsParams {
+pub(crate) struct SearchConversationsParams {
     pub query: String,
     /// How many messages (default 20, 1..=200).
     #[serde(default = "default_search_limit")]
@@ -276,7 +276,7 @@ fn default_search_limit() -> usize {
 /// One message that matches, best first.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SearchHit {
+pub(crate) struct SearchHit {
     pub conversation_id: String,
     pub title: String,
     pub seq: i64,
@@ -287,13 +287,13 @@ pub struct SearchHit {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SearchConversationsResult {
+pub(crate) struct SearchConversationsResult {
     pub hits: Vec<SearchHit>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GetConversationHistoryParams {
+pub(crate) struct GetConversationHistoryParams {
     pub conversation_id: String,
     #[serde(default = "default_page")]
     pub page_size: usize,
@@ -303,7 +303,7 @@ pub struct GetConversationHistoryParams {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct GetConversationHistoryResult {
+pub(crate) struct GetConversationHistoryResult {
     pub messages: Vec<StoredMessage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
@@ -311,7 +311,7 @@ pub struct GetConversationHistoryResult {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct OnNewMessageParams {
+pub(crate) struct OnNewMessageParams {
     pub conversation_id: String,
     pub message: MessageInput,
     /// The JSON Schema this turn's reply must match (structured output): the reply is checked, retried
@@ -325,13 +325,13 @@ pub struct OnNewMessageParams {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnIdResult {
+pub(crate) struct TurnIdResult {
     pub turn_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SendPromptParams {
+pub(crate) struct SendPromptParams {
     pub agent_id: String,
     /// The messages of the prompt; a plain string is one user message.
     pub prompt: PromptInput,
@@ -346,13 +346,13 @@ pub struct SendPromptParams {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum PromptInput {
+pub(crate) enum PromptInput {
     Text(String),
     Messages(Vec<Message>),
 }
 
 impl PromptInput {
-    pub fn into_messages(self) -> Vec<Message> {
+    pub(crate) fn into_messages(self) -> Vec<Message> {
         match self {
             PromptInput::Text(t) => vec![Message::user(t)],
             PromptInput::Messages(m) => m,
@@ -362,13 +362,13 @@ impl PromptInput {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RequestIdResult {
+pub(crate) struct RequestIdResult {
     pub request_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SetModelParameterParams {
+pub(crate) struct SetModelParameterParams {
     pub agent_id: String,
     pub name: String,
     /// The new value (a string is converted to the parameter's type); `null` removes it.
@@ -377,7 +377,7 @@ pub struct SetModelParameterParams {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RegisterFeatureParams {
+pub(crate) struct RegisterFeatureParams {
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -387,7 +387,7 @@ pub struct RegisterFeatureParams {
 /// `timeoutMs` (default 30000).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RegisterMiddlewareParams {
+pub(crate) struct RegisterMiddlewareParams {
     pub name: String,
     #[serde(default)]
     pub timeout_ms: Option<u64>,
@@ -397,7 +397,7 @@ pub struct RegisterMiddlewareParams {
 /// included) through the middleware `name` the client hosts; the answer is the messages to send.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct OnMiddlewareParams {
+pub(crate) struct OnMiddlewareParams {
     pub name: String,
     /// The format and model the messages go to.
     pub format: String,
@@ -407,14 +407,14 @@ pub struct OnMiddlewareParams {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct OnMiddlewareResult {
+pub(crate) struct OnMiddlewareResult {
     pub messages: Vec<Message>,
 }
 
 /// From a client-hosted feature: the answer of a turn (`final` defaults to true).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct OnFeatureResponseParams {
+pub(crate) struct OnFeatureResponseParams {
     pub conversation_id: String,
     #[serde(default)]
     pub turn_id: Option<String>,
@@ -432,7 +432,7 @@ pub struct OnFeatureResponseParams {
 /// Stops a turn (by `conversationId` or `turnId`) or a prompt (by `requestId`).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CancelParams {
+pub(crate) struct CancelParams {
     #[serde(default)]
     pub conversation_id: Option<String>,
     #[serde(default)]
@@ -443,7 +443,7 @@ pub struct CancelParams {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CancelResult {
+pub(crate) struct CancelResult {
     /// False when nothing was running under that id.
     pub cancelled: bool,
 }
@@ -535,7 +535,7 @@ pub struct PromptResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorInfo>,
+    pub(crate) error: Option<ErrorInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

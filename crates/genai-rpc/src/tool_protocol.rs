@@ -16,7 +16,7 @@ use super::listings::{SourceError, Tool};
 /// operation; the answer is `{confirmed}`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RequestConfirmationParams {
+pub(crate) struct RequestConfirmationParams {
     pub conversation_id: String,
     pub turn_id: String,
     /// What the tool says about the operation; for a permission, one line such as
@@ -39,7 +39,7 @@ pub struct RequestConfirmationParams {
 /// What a permission ask adds to `RequestConfirmation`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PermissionRequest {
+pub(crate) struct PermissionRequest {
     /// What the call acts on: the root-relative path, the command line or the URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
@@ -59,7 +59,7 @@ pub struct PermissionRequest {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RequestConfirmationResult {
+pub(crate) struct RequestConfirmationResult {
     /// Yes or no; for a permission, `true` alone is `allow_once`.
     pub confirmed: bool,
     /// For a permission: one of its `options` (it wins over `confirmed`).
@@ -71,7 +71,7 @@ pub struct RequestConfirmationResult {
 /// undone, of `conversationId` when given).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UndoParams {
+pub(crate) struct UndoParams {
     #[serde(default)]
     pub conversation_id: Option<String>,
     /// A turn id or a unique prefix.
@@ -85,7 +85,7 @@ pub struct UndoParams {
 /// `ListCheckpoints`: the turns whose tools changed files, newest first.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListCheckpointsParams {
+pub(crate) struct ListCheckpointsParams {
     #[serde(default)]
     pub conversation_id: Option<String>,
     /// At most this many (default 20, at most 200).
@@ -95,7 +95,7 @@ pub struct ListCheckpointsParams {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ListCheckpointsResult {
+pub(crate) struct ListCheckpointsResult {
     pub turns: Vec<genai_core::checkpoint::TurnChanges>,
 }
 
@@ -116,7 +116,7 @@ pub struct DoActionParams {
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListToolsParams {
+pub(crate) struct ListToolsParams {
     /// Sources (plugin names) or single tools (`SOURCE.function`); default: the enabled ones.
     #[serde(default)]
     pub tools: Option<Vec<String>>,
@@ -124,7 +124,7 @@ pub struct ListToolsParams {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
+pub(crate) struct ListToolsResult {
     pub tools: Vec<Tool>,
     /// Sources that could not be loaded (a module down, a broken manifest).
     pub errors: Vec<SourceError>,
@@ -132,7 +132,7 @@ pub struct ListToolsResult {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CallToolParams {
+pub(crate) struct CallToolParams {
     /// `SOURCE.function`.
     pub name: String,
     /// A JSON object (default `{}`).

@@ -72,7 +72,8 @@ impl Roots {
     }
 
     /// Where a conversation works when its client names no folder.
-    pub fn default_root(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn default_root(&self) -> &Path {
         &self.default
     }
 
@@ -217,7 +218,7 @@ impl Roots {
 }
 
 /// `text` with a leading `~` (alone or before `/`) replaced by the home folder.
-pub fn expand_home(text: &str, home: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn expand_home(text: &str, home: Option<&Path>) -> Result<PathBuf> {
     let rest = match text.strip_prefix('~') {
         None => return Ok(PathBuf::from(text)),
         Some(rest) if rest.is_empty() || rest.starts_with('/') => rest.trim_start_matches('/'),

@@ -12,7 +12,7 @@ use genai_core::format::ToolSpec;
 
 /// The tools the `tool_reference` blocks of the messages' tool results load (what a client's
 /// tool search found).
-pub fn referenced_tools(messages: &Value) -> Vec<String> {
+pub(crate) fn referenced_tools(messages: &Value) -> Vec<String> {
     let blocks = |v: &Value| v.as_array().cloned().unwrap_or_default();
     blocks(messages)
         .iter()

@@ -11,7 +11,7 @@ use genai_core::format::{cache, ToolSpec};
 use genai_core::message::{Message, Part};
 
 /// What each message adds for its role and framing, as OpenAI counts it for its chat models.
-pub const MESSAGE_TOKENS: u64 = 3;
+pub(crate) const MESSAGE_TOKENS: u64 = 3;
 
 /// What an image is counted as: about what Anthropic charges for one of 1.15 megapixels, the
 /// largest it takes without scaling down.

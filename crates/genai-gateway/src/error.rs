@@ -71,7 +71,7 @@ impl ApiError {
     }
 
     /// The 400 of a body that is not JSON.
-    pub fn not_json(e: &serde_json::Error) -> ApiError {
+    pub(crate) fn not_json(e: &serde_json::Error) -> ApiError {
         ApiError {
             message: format!("the request body is not valid JSON: {e}"),
             ..ApiError::invalid("body", "")
@@ -161,7 +161,7 @@ impl ApiError {
     }
 
     /// Anthropic's error type of this error's status.
-    pub fn anthropic_type(&self) -> &'static str {
+    pub(crate) fn anthropic_type(&self) -> &'static str {
         match self.status.as_u16() {
             401 => "authentication_error",
             403 => "permission_error",
@@ -185,7 +185,7 @@ impl ApiError {
     }
 
     /// The error's JSON body in this API's shape.
-    pub fn body_in(&self, api: Api) -> Value {
+    pub(crate) fn body_in(&self, api: Api) -> Value {
         match api {
             Api::OpenAi => self.body(),
             // Anthropic's shape has no `param`: the message names the field.

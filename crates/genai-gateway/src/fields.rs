@@ -97,7 +97,7 @@ pub fn tool_name(tool: &mut Map<String, Value>, at: &str) -> Result<(String, Str
 
 /// A tool's name as every native tool API accepts it (1 to 64 letters, digits, `_`, `-`), or
 /// the refusal naming `{at}.name`.
-pub fn checked_tool_name(name: String, at: &str) -> Result<String, ApiError> {
+pub(crate) fn checked_tool_name(name: String, at: &str) -> Result<String, ApiError> {
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
         return Err(ApiError::invalid(
@@ -155,7 +155,7 @@ pub fn content(
 /// absent). `strict` is checked and accepted, not enforced: the schema goes to the provider as
 /// the tool's parameters, and the client checks the arguments it gets back. The caller checks
 /// which other keys the object may have.
-pub fn function_tool(tool: &mut Map<String, Value>, at: &str) -> Result<ToolSpec, ApiError> {
+pub(crate) fn function_tool(tool: &mut Map<String, Value>, at: &str) -> Result<ToolSpec, ApiError> {
     if let Some(strict) = tool.remove("strict").filter(|s| !s.is_null()) {
         boolean(strict, &format!("{at}.strict"))?;
     }
@@ -207,7 +207,7 @@ pub fn tool_choice(value: &Value, name_at: &[&str]) -> Result<Value, ApiError> {
 }
 
 /// A message of the core with this role and these parts.
-pub fn with_role(role: Role, content: Vec<Part>) -> Message {
+pub(crate) fn with_role(role: Role, content: Vec<Part>) -> Message {
     Message {
         role,
         content,

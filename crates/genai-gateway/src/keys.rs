@@ -19,7 +19,7 @@ use genai_core::error::{Error, Result};
 use genai_core::store::{GatewayKey, Store};
 
 /// How often, at most, the table is loaded again for an unknown key.
-pub const RELOAD_EVERY: Duration = Duration::from_millis(250);
+pub(crate) const RELOAD_EVERY: Duration = Duration::from_millis(250);
 
 /// The span of a key's requests-per-minute limit.
 const MINUTE: Duration = Duration::from_secs(60);
@@ -169,7 +169,7 @@ impl Keys {
     }
 
     /// Loads the keys again (a blocking read of the file).
-    pub fn reload(&self) -> Result<()> {
+    pub(crate) fn reload(&self) -> Result<()> {
         let version = self.store.data_version()?;
         let rows = self.store.gateway_keys()?;
         let mut meters = self
@@ -213,7 +213,7 @@ impl Keys {
     /// The live key whose hash is `hash`, loading the table again first when it is not there
     /// (a key just created): at most one load every [`RELOAD_EVERY`], an unknown key waiting
     /// for the next one, and none when a load began after it asked.
-    pub async fn find_or_reload(self: &Arc<Self>, hash: &[u8; 32]) -> Option<Arc<Key>> {
+    pub(crate) async fn find_or_reload(self: &Arc<Self>, hash: &[u8; 32]) -> Option<Arc<Key>> {
         if let Some(key) = self.find(hash) {
             return Some(key);
         }

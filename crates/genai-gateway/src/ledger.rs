@@ -38,7 +38,7 @@ const QUEUED: usize = 16_384;
 const BATCH: usize = 512;
 
 /// The name under which each recorded route's requests are stored.
-pub fn api_of(route: &str) -> Option<&'static str> {
+pub(crate) fn api_of(route: &str) -> Option<&'static str> {
     match route {
         "/v1/chat/completions" => Some("openai-chat"),
         "/v1/messages" => Some("anthropic-messages"),
@@ -155,7 +155,7 @@ pub struct Caller {
 
 impl Caller {
     /// A request admitted with `key` (`None`: the serve token) from `client` (its User-Agent).
-    pub fn new(key: Option<Arc<Key>>, ledger: Ledger, client: Option<&str>) -> Caller {
+    pub(crate) fn new(key: Option<Arc<Key>>, ledger: Ledger, client: Option<&str>) -> Caller {
         let row = GatewayRequest {
             created_at: now_ms(),
             key_name: key
@@ -284,13 +284,13 @@ impl Caller {
 
 /// The row of a streamed answer, recorded when the stream ends or, `cancelled`, when it is
 /// dropped before.
-pub struct Tally {
+pub(crate) struct Tally {
     caller: Caller,
 }
 
 impl Tally {
     /// Whether the reply is to be kept with the row.
-    pub fn keeps_bodies(&self) -> bool {
+    pub(crate) fn keeps_bodies(&self) -> bool {
         self.caller.keeps_bodies()
     }
 

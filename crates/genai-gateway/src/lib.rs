@@ -220,7 +220,7 @@ pub fn parse_request(path: &str, body: &[u8]) -> Result<(), ApiError> {
 }
 
 /// A JSON answer.
-pub fn json_response(status: http::StatusCode, body: &Value) -> HttpResponse {
+pub(crate) fn json_response(status: http::StatusCode, body: &Value) -> HttpResponse {
     // `to_vec` writes straight into its buffer; `to_string` goes through `fmt`.
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut r = HttpResponse::new(full(bytes));

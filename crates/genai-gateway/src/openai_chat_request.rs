@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 /// The request body.
 #[derive(Deserialize)]
-pub struct ChatBody {
+pub(crate) struct ChatBody {
     pub model: Option<String>,
     pub messages: Option<Vec<ChatMessage>>,
     pub stream: Option<bool>,
@@ -30,7 +30,7 @@ pub struct ChatBody {
 }
 
 #[derive(Deserialize)]
-pub struct StreamOptions {
+pub(crate) struct StreamOptions {
     pub include_usage: Option<bool>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -56,7 +56,7 @@ pub enum Content {
 
 /// One part of a content; which fields it may have depends on its `type`.
 #[derive(Deserialize)]
-pub struct ContentPart {
+pub(crate) struct ContentPart {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub text: Option<String>,
@@ -68,7 +68,7 @@ pub struct ContentPart {
 
 impl ContentPart {
     /// The first field present that a part of `kind` does not have.
-    pub fn stray(&self, kind: &str) -> Option<&str> {
+    pub(crate) fn stray(&self, kind: &str) -> Option<&str> {
         let named = [
             ("text", self.text.is_some()),
             ("refusal", self.refusal.is_some()),
@@ -106,7 +106,7 @@ pub struct FunctionCall {
 
 /// A tool the client offers.
 #[derive(Deserialize)]
-pub struct ChatTool {
+pub(crate) struct ChatTool {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub function: Option<FunctionTool>,
@@ -115,7 +115,7 @@ pub struct ChatTool {
 }
 
 #[derive(Deserialize)]
-pub struct FunctionTool {
+pub(crate) struct FunctionTool {
     pub name: Option<String>,
     pub description: Option<String>,
     /// Its arguments' JSON Schema, given to the model as it is.
@@ -126,7 +126,7 @@ pub struct FunctionTool {
 }
 
 /// The first key of `other` whose value is not null: a field the type does not carry.
-pub fn present_key(other: &Map<String, Value>) -> Option<&str> {
+pub(crate) fn present_key(other: &Map<String, Value>) -> Option<&str> {
     other
         .iter()
         .find(|(_, v)| !v.is_null())

@@ -21,7 +21,7 @@ use genai_core::message::Message;
 use genai_core::session::Framework;
 
 /// One vendor's API on the gateway: the route it answers and how it reads a request.
-pub trait VendorApi {
+pub(crate) trait VendorApi {
     /// The route, `POST` only.
     const PATH: &'static str;
     /// The shape of its errors.

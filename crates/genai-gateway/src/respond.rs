@@ -20,7 +20,7 @@ use genai_core::error::Error;
 use genai_core::format::{self, ModelReply};
 
 /// How one API writes a turn's answer.
-pub trait Shape: Send + 'static {
+pub(crate) trait Shape: Send + 'static {
     /// The whole answer's body.
     fn whole(&self, reply: &ModelReply) -> Value;
     /// The first events of a stream.

@@ -75,7 +75,7 @@ impl Events {
     }
 
     /// The tool namespaces of the request, whose calls go back with their `namespace`.
-    pub fn with_namespaces(mut self, namespaces: Vec<String>) -> Events {
+    pub(crate) fn with_namespaces(mut self, namespaces: Vec<String>) -> Events {
         self.namespaces = namespaces;
         self
     }

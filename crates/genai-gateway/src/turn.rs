@@ -53,7 +53,7 @@ pub struct Served {
 }
 
 /// The agent of a streamed turn, to ask who is answering once its first piece came.
-pub struct Answerer(Arc<AIAgent>);
+pub(crate) struct Answerer(Arc<AIAgent>);
 
 impl Answerer {
     pub fn served(&self) -> Served {

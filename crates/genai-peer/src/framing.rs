@@ -55,7 +55,7 @@ pub enum Frame {
 /// [`FrameCodec::lines_as_read`] for ACP.
 #[derive(Debug, Default, Clone)]
 pub struct FrameCodec {
-    pub framing: DetectedFraming,
+    pub(crate) framing: DetectedFraming,
     /// Lines only, each handed over whole (its line end included) and of any length.
     as_read: bool,
     /// Bytes still to skip of a frame refused for its size.

@@ -16,7 +16,6 @@ pub mod reader;
 pub mod writer;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -57,18 +56,6 @@ impl Peer {
     /// the client leaves, or whoever waits gives up).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, Unanswered> {
         self.pending.request(&self.out, method, params, None).await
-    }
-
-    /// [`Peer::request`], failing after `within`.
-    pub async fn request_within(
-        &self,
-        method: &str,
-        params: Value,
-        within: Duration,
-    ) -> Result<Value, Unanswered> {
-        self.pending
-            .request(&self.out, method, params, Some(within))
-            .await
     }
 
     /// The client answered a request of genai's; false when none waits with that id.
@@ -125,6 +112,8 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;

@@ -54,7 +54,7 @@ struct OpenSession {
     _watch: tokio_util::sync::DropGuard,
 }
 
-pub struct AcpAgent {
+pub(crate) struct AcpAgent {
     pub fw: Arc<Framework>,
     pub conn: Arc<Connection>,
     port: Arc<SessionPort>,

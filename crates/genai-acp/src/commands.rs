@@ -21,10 +21,10 @@ use genai_core::message::{Message, Part};
 use genai_core::session::{mcp_command_name, Framework};
 
 /// genai's own command.
-pub const UNDO: &str = "undo";
+pub(crate) const UNDO: &str = "undo";
 
 /// Whether `message` is `/undo` (`Some(force)`), which genai answers without the model.
-pub fn undo_asked(message: &Message) -> Option<bool> {
+pub(crate) fn undo_asked(message: &Message) -> Option<bool> {
     let [Part::Text { text }] = message.content.as_slice() else {
         return None;
     };
@@ -37,7 +37,7 @@ pub fn undo_asked(message: &Message) -> Option<bool> {
 }
 
 /// What `/undo` tells the user it did.
-pub fn undone_text(u: &genai_core::checkpoint::Undone) -> String {
+pub(crate) fn undone_text(u: &genai_core::checkpoint::Undone) -> String {
     let mut lines = vec![format!("Undid turn {}:", u.turn_id)];
     for f in &u.files {
         let action = match f.action {

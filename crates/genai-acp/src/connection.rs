@@ -16,7 +16,7 @@ use genai_peer::{Peer, Unanswered};
 
 /// A JSON-RPC error as ACP names them.
 #[derive(Debug, Clone)]
-pub struct AcpError {
+pub(crate) struct AcpError {
     pub code: i32,
     pub message: String,
     pub data: Option<Value>,
@@ -40,7 +40,7 @@ impl AcpError {
     }
 
     /// The error object a client answered one of genai's requests with.
-    pub fn from_client(e: &Value) -> AcpError {
+    pub(crate) fn from_client(e: &Value) -> AcpError {
         AcpError {
             code: e.get("code").and_then(Value::as_i64).unwrap_or(-32603) as i32,
             message: e

@@ -26,7 +26,7 @@ use genai_core::tools::toolbox::Toolbox;
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Where the text of a linked file comes from.
-pub struct FileReader<'a> {
+pub(crate) struct FileReader<'a> {
     pub conn: &'a Connection,
     pub session_id: &'a str,
     /// The client offered `fs.readTextFile`: its buffers (unsaved edits included) win.
@@ -153,7 +153,7 @@ fn image_part(image: &ImageContent) -> Result<Part, AcpError> {
 }
 
 /// A prompt's blocks as the user's message.
-pub async fn prompt_message(
+pub(crate) async fn prompt_message(
     blocks: Vec<ContentBlock>,
     files: &FileReader<'_>,
 ) -> Result<Message, AcpError> {

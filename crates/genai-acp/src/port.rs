@@ -32,18 +32,18 @@ use genai_core::tools::FileEdit;
 use genai_core::workspace::Editor;
 
 /// The option ids genai offers in `session/request_permission`.
-pub const ALLOW: &str = "allow";
-pub const REJECT: &str = "reject";
+pub(crate) const ALLOW: &str = "allow";
+pub(crate) const REJECT: &str = "reject";
 
 /// What the client offered in `initialize` of the workspace tools' work (`editor.rs` does it).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ClientOffers {
+pub(crate) struct ClientOffers {
     pub reads: bool,
     pub writes: bool,
     pub terminal: bool,
 }
 
-pub struct SessionPort {
+pub(crate) struct SessionPort {
     pub(super) conn: Arc<Connection>,
     /// Turns that streamed reply text (their summary is not sent again at the end).
     streamed: Mutex<HashSet<String>>,
@@ -59,7 +59,7 @@ pub fn text_chunk(text: impl Into<String>) -> ContentChunk {
 }
 
 /// What kind of tool a name suggests, for the client's icon (`other` when nothing fits).
-pub fn tool_kind(name: &str) -> ToolKind {
+pub(crate) fn tool_kind(name: &str) -> ToolKind {
     let function = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| function.contains(w));
     if has(&["delete", "remove"]) {
@@ -89,7 +89,11 @@ pub fn tool_call(id: &str, name: &str, arguments: Value, status: ToolCallStatus)
 
 /// Where a workspace tool's call acts: its `path` under the session's folder (the folder
 /// itself for a listing or search without one), with the first line read.
-pub fn locations(name: &str, arguments: &Value, root: Option<&Path>) -> Vec<ToolCallLocation> {
+pub(crate) fn locations(
+    name: &str,
+    arguments: &Value,
+    root: Option<&Path>,
+) -> Vec<ToolCallLocation> {
     let (Some(root), Some(function)) = (
         root,
         name.strip_prefix(genai_core::workspace::SOURCE)
@@ -145,7 +149,7 @@ pub fn tool_result(
 /// Token usage as ACP's context update: `used` is what the last request held (prompt and
 /// reply); genai does not know the model's window, so `size` is 0 and the counts are in
 /// `_meta.genai`.
-pub fn usage_update(u: &Usage) -> UsageUpdate {
+pub(crate) fn usage_update(u: &Usage) -> UsageUpdate {
     let mut meta = serde_json::Map::new();
     meta.insert(
         "genai".into(),
@@ -165,7 +169,7 @@ impl SessionPort {
     }
 
     /// What the client offered in `initialize`.
-    pub fn set_offers(&self, offers: ClientOffers) {
+    pub(crate) fn set_offers(&self, offers: ClientOffers) {
         if let Ok(mut o) = self.offers.lock() {
             *o = offers;
         }
@@ -176,7 +180,7 @@ impl SessionPort {
     }
 
     /// The folder of the session `id`.
-    pub fn set_root(&self, id: &str, root: &Path) {
+    pub(crate) fn set_root(&self, id: &str, root: &Path) {
         if let Ok(mut r) = self.roots.lock() {
             r.insert(id.to_string(), root.to_path_buf());
         }

@@ -20,7 +20,7 @@ pub struct Action {
 
 /// The actions of the commands seen from a file: those that need no argument (the
 /// built-in ones, the command files, `[lsp.actions]`), by name.
-pub fn from_commands<'a>(commands: impl Iterator<Item = &'a Command>) -> Vec<Action> {
+pub(crate) fn from_commands<'a>(commands: impl Iterator<Item = &'a Command>) -> Vec<Action> {
     commands
         .filter(|c| c.required().next().is_none())
         .map(|c| Action {
@@ -142,7 +142,7 @@ pub fn clamp(text: &str, range: Range) -> Range {
 }
 
 /// The first fenced code block of a reply (its body), if any.
-pub fn code_block(reply: &str) -> Option<String> {
+pub(crate) fn code_block(reply: &str) -> Option<String> {
     let mut lines = reply.lines();
     lines.by_ref().find(|l| l.trim_start().starts_with("```"))?;
     let mut body = Vec::new();

@@ -22,7 +22,7 @@ use genai_core::session::Framework;
 const BEFORE: usize = 3000;
 const AFTER: usize = 1000;
 
-pub struct Completer {
+pub(crate) struct Completer {
     enabled: bool,
     model: Option<String>,
     debounce: Duration,
@@ -116,7 +116,7 @@ pub struct Completed {
 }
 
 /// The document a completion is for.
-pub struct Completing<'a> {
+pub(crate) struct Completing<'a> {
     pub text: &'a str,
     /// The cursor's byte offset in `text`.
     pub cursor: usize,

@@ -17,7 +17,7 @@ pub struct Document {
 
 /// The open documents by URI.
 #[derive(Debug, Default)]
-pub struct Documents {
+pub(crate) struct Documents {
     open: HashMap<String, Document>,
 }
 
@@ -79,7 +79,7 @@ fn apply_change(text: &str, change: TextDocumentContentChangeEvent) -> Result<St
 }
 
 /// The byte offsets of an LSP range; an error when it is reversed or past the end.
-pub fn byte_range(text: &str, range: Range) -> Result<(usize, usize), String> {
+pub(crate) fn byte_range(text: &str, range: Range) -> Result<(usize, usize), String> {
     let start = offset(text, range.start)?;
     let end = offset(text, range.end)?;
     if end < start {

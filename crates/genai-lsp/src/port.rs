@@ -26,7 +26,7 @@ use genai_core::workspace::Editor;
 /// Routes the core's prompt events to the requests that wait on them, and asks the editor
 /// whether a tool call may run.
 #[derive(Default)]
-pub struct LspPort {
+pub(crate) struct LspPort {
     /// Prompt events by agent id (each completion has its own agent).
     prompts: Mutex<HashMap<String, mpsc::UnboundedSender<PromptEvent>>>,
     /// The editor, for `window/showMessageRequest` and `workspace/applyEdit` (none in tests
@@ -59,7 +59,7 @@ impl LspPort {
     }
 
     /// The client's `workspace.applyEdit` capability.
-    pub fn set_applies_edits(&self, yes: bool) {
+    pub(crate) fn set_applies_edits(&self, yes: bool) {
         self.applies_edits.store(yes, Ordering::Relaxed);
     }
 
@@ -70,7 +70,7 @@ impl LspPort {
 
 /// What a conversation of `genai.ask` may do: its tools, root and permission mode.
 #[derive(Debug, Clone, Default)]
-pub struct Acting {
+pub(crate) struct Acting {
     pub tools: Option<Vec<String>>,
     pub cwd: Option<String>,
     pub mode: Option<genai_core::permission::Mode>,

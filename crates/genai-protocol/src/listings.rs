@@ -112,7 +112,7 @@ pub struct Components {
     /// `agent` or `serviceProvider`, `genai ask` without `-m`); absent when nothing is chosen
     /// by default.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub default: Option<DefaultChoice>,
+    pub(crate) default: Option<DefaultChoice>,
     pub service_providers: Vec<ProviderInfo>,
     pub model_configurations: Vec<ModelInfo>,
     pub features: Vec<Value>,

@@ -20,7 +20,7 @@ use genai_core::session::Framework;
 use genai_gateway::sse;
 
 /// Whether a plain HTTP request is for this route.
-pub fn is_warm<B>(req: &http::Request<B>) -> bool {
+pub(crate) fn is_warm<B>(req: &http::Request<B>) -> bool {
     req.uri().path() == ROUTE
 }
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::error::{Error, ErrorKind, Result};
 
 pub mod lsp;
-pub mod provider;
+pub(crate) mod provider;
 
 pub use provider::ProviderConfig;
 pub(crate) use provider::{
@@ -32,7 +32,7 @@ pub struct Config {
     pub service_providers: BTreeMap<String, ProviderConfig>,
     /// Named model configurations: `[model_configurations.NAME]`.
     #[serde(default)]
-    pub model_configurations: BTreeMap<String, ModelConfigurationConfig>,
+    pub(crate) model_configurations: BTreeMap<String, ModelConfigurationConfig>,
     /// Named agents, a provider and model pair that `-m NAME` selects: `[agents.NAME]`.
     #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,

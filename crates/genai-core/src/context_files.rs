@@ -34,7 +34,7 @@ pub struct Secrets {
 
 impl Secrets {
     /// genai's own secret files `own`, and the rules of `policy`.
-    pub fn new(own: Vec<PathBuf>, policy: Option<Policy>) -> Secrets {
+    pub(crate) fn new(own: Vec<PathBuf>, policy: Option<Policy>) -> Secrets {
         let own = own
             .into_iter()
             .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
@@ -104,7 +104,7 @@ fn allowing_rule(shown: &str) -> String {
 }
 
 /// The largest file genai reads as context.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
 /// The most text all `-f` together may bring.
 pub(crate) const MAX_TOTAL_BYTES: u64 = 4 << 20;
 

@@ -116,7 +116,7 @@ impl Error {
     }
 
     /// This error as a provider's that could not be reached.
-    pub fn unreachable(self) -> Error {
+    pub(crate) fn unreachable(self) -> Error {
         Error {
             unreachable: true,
             ..self
@@ -145,7 +145,7 @@ impl Error {
         Error::new(ErrorKind::Internal, message)
     }
 
-    pub fn cancelled() -> Error {
+    pub(crate) fn cancelled() -> Error {
         Error::new(ErrorKind::Cancelled, "cancelled")
     }
 }
@@ -177,7 +177,7 @@ pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The names an error lists as the known ones: `a, b, c`, or `none`.
-pub fn known<I: IntoIterator<Item = S>, S: std::fmt::Display>(names: I) -> String {
+pub(crate) fn known<I: IntoIterator<Item = S>, S: std::fmt::Display>(names: I) -> String {
     let v: Vec<String> = names.into_iter().map(|s| s.to_string()).collect();
     if v.is_empty() {
         "none".to_string()

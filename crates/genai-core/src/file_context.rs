@@ -39,7 +39,7 @@ pub enum FileTag {
 
 impl FileInput {
     /// The text the model reads for this file.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let lang = match self.language.as_deref().map(str::trim) {
             Some(l) if !l.is_empty() => l.to_string(),
             _ => {
@@ -60,7 +60,7 @@ impl FileInput {
 }
 
 /// The Markdown language tag of a file name, when it has a known extension.
-pub fn language(path: &str) -> &'static str {
+pub(crate) fn language(path: &str) -> &'static str {
     let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
     match ext.as_deref() {
         Some("rs") => "rust",
@@ -101,7 +101,7 @@ pub(crate) fn language_of_mime(mime: &str) -> &'static str {
 }
 
 /// `text` as a fenced block headed by `path`, its language guessed from the name.
-pub fn fenced(path: &str, text: &str) -> String {
+pub(crate) fn fenced(path: &str, text: &str) -> String {
     fenced_as(path, language(path), text)
 }
 

@@ -36,14 +36,14 @@ use crate::error::{Error, ErrorKind, Result};
 mod claude;
 
 pub(crate) use claude::claude_tool;
-pub use claude::tool_response;
+pub(crate) use claude::tool_response;
 use claude::{answer, hook_input};
 
 /// The time limit of a hook that names none, in seconds (Claude Code's too).
 pub(crate) const DEFAULT_TIMEOUT_S: u64 = 60;
 
 /// The most of a hook's stdout or stderr that is read; the rest is drained and dropped.
-pub const MAX_OUTPUT: usize = 1 << 20;
+pub(crate) const MAX_OUTPUT: usize = 1 << 20;
 
 /// The most of a reason or a note passed on (the model reads it).
 const MAX_REASON: usize = 4096;
@@ -126,7 +126,7 @@ struct HookTable {
 
 impl HookConfig {
     /// A hook of every tool with the default time limit.
-    pub fn command(command: String) -> HookConfig {
+    pub(crate) fn command(command: String) -> HookConfig {
         HookConfig {
             command,
             matcher: None,
@@ -167,7 +167,7 @@ impl<'de> Deserialize<'de> for HookConfig {
 impl HooksConfig {
     /// No hook at all.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.pre_tool_use.is_empty()
             && self.post_tool_use.is_empty()
             && self.user_prompt_submit.is_empty()
@@ -176,7 +176,7 @@ impl HooksConfig {
 
     /// An error naming the first matcher that is not a valid regular expression (for the
     /// config's check: at run time such a hook is skipped with a note).
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         for (table, hooks) in [
             ("pre_tool_use", &self.pre_tool_use),
             ("post_tool_use", &self.post_tool_use),
@@ -196,7 +196,7 @@ impl HooksConfig {
 
 /// The moment a hook runs at, with what it is told.
 #[derive(Debug, Clone, Copy)]
-pub enum Event<'a> {
+pub(crate) enum Event<'a> {
     /// Before a tool runs. `tool`: genai's name; `source`: the tool's source (`workspace`,
     /// `mcp:SERVER`, `plugin:NAME`); `input`: its arguments.
     PreToolUse {
@@ -220,7 +220,7 @@ pub enum Event<'a> {
 
 impl Event<'_> {
     /// Claude Code's name of the event (`hook_event_name`).
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Event::PreToolUse { .. } => "PreToolUse",
             Event::PostToolUse { .. } => "PostToolUse",

@@ -148,7 +148,7 @@ pub(crate) struct Prices {
 impl Prices {
     /// The config's `[pricing]`; checked: keys are `PROVIDER:MODEL`, prices finite and not
     /// negative.
-    pub fn new(pricing: &BTreeMap<String, PriceConfig>) -> Result<Prices> {
+    pub(crate) fn new(pricing: &BTreeMap<String, PriceConfig>) -> Result<Prices> {
         let mut configured = BTreeMap::new();
         for (key, c) in pricing {
             let bad =
@@ -169,7 +169,7 @@ impl Prices {
     /// The price of `model` on provider instance `provider` of kind `kind`, the kind's own
     /// service ([`Prices::lookup_at`]).
     #[cfg(test)]
-    pub fn lookup(&self, provider: &str, kind: &str, model: &str) -> Option<Priced> {
+    pub(crate) fn lookup(&self, provider: &str, kind: &str, model: &str) -> Option<Priced> {
         self.lookup_at(provider, kind, model, true)
     }
 

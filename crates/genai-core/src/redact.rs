@@ -71,7 +71,7 @@ pub fn remember(secret: &str) {
 }
 
 /// `text` with every known secret and every key-shaped token replaced by [`MASK`].
-pub fn redact(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     let known = redact_known(text);
     match redact_shapes(&known) {
         Cow::Borrowed(_) => known,
@@ -138,7 +138,7 @@ pub(crate) struct StreamMask {
 
 impl StreamMask {
     /// The text that can go out now that `piece` came (maybe empty).
-    pub fn push(&mut self, piece: &str) -> String {
+    pub(crate) fn push(&mut self, piece: &str) -> String {
         let Ok(known) = KNOWN.read() else {
             return piece.to_string();
         };
@@ -158,7 +158,7 @@ impl StreamMask {
     }
 
     /// What was held back, at the end of the text (it cannot be a whole secret).
-    pub fn finish(&mut self) -> String {
+    pub(crate) fn finish(&mut self) -> String {
         std::mem::take(&mut self.held)
     }
 }

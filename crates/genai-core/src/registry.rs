@@ -28,12 +28,12 @@ pub struct FormatKind {
     pub name: &'static str,
     pub description: &'static str,
     pub parameters: &'static [ParameterSpec],
-    pub format: &'static dyn Format,
+    pub(crate) format: &'static dyn Format,
 }
 
 impl FormatKind {
     /// The kind of a format, as listed.
-    pub fn of(format: &'static dyn Format) -> FormatKind {
+    pub(crate) fn of(format: &'static dyn Format) -> FormatKind {
         let spec = format.spec();
         FormatKind {
             name: spec.name,
@@ -233,7 +233,7 @@ impl Registry {
     }
 
     /// Registers a feature by name (built in, or hosted by a client).
-    pub fn register_feature(&self, name: &str, description: &str, origin: Origin) {
+    pub(crate) fn register_feature(&self, name: &str, description: &str, origin: Origin) {
         if let Ok(mut f) = self.features.write() {
             f.insert(
                 name.to_string(),
@@ -259,7 +259,12 @@ impl Registry {
     }
 
     /// Creates (or replaces) a named provider instance.
-    pub fn create_provider(&self, name: &str, c: &ProviderConfig, origin: Origin) -> Result<()> {
+    pub(crate) fn create_provider(
+        &self,
+        name: &str,
+        c: &ProviderConfig,
+        origin: Origin,
+    ) -> Result<()> {
         check_name(name)?;
         let kind = self.provider_kind(c.kind())?;
         let provider = (kind.factory)(name, c)?;
@@ -312,7 +317,7 @@ impl Registry {
     }
 
     /// Removes a named instance (provider or model configuration); false when none had that name.
-    pub fn remove(&self, name: &str) -> Result<bool> {
+    pub(crate) fn remove(&self, name: &str) -> Result<bool> {
         let a = take(&self.providers, name)?;
         let b = take(&self.models, name)?;
         Ok(a || b)

@@ -207,7 +207,7 @@ impl Selector<'_> {
 
     /// The schema replies of a selection must match: the client's, else its model
     /// configuration's `response_schema` (a JSON Schema table, or JSON text or a file path).
-    pub fn response_schema(
+    pub(crate) fn response_schema(
         &self,
         sel: &Selection,
     ) -> Result<Option<crate::format::ResponseSchema>> {
@@ -237,7 +237,7 @@ impl Selector<'_> {
 
     /// The middleware of a selection, in order: the agent's list, else its model
     /// configuration's, else `[defaults] middleware`, else none.
-    pub fn middleware(&self, sel: &Selection) -> Vec<String> {
+    pub(crate) fn middleware(&self, sel: &Selection) -> Vec<String> {
         sel.middleware
             .clone()
             .or_else(|| {

@@ -33,7 +33,7 @@ pub(crate) struct Fallback {
 }
 
 impl Fallback {
-    pub fn new(
+    pub(crate) fn new(
         name: String,
         provider: ProviderInstance,
         model: ModelConfiguration,
@@ -49,7 +49,7 @@ impl Fallback {
     }
 
     /// Its model configuration as it stands.
-    pub fn model(&self) -> Arc<ModelConfiguration> {
+    pub(crate) fn model(&self) -> Arc<ModelConfiguration> {
         self.model
             .lock()
             .map(|m| m.clone())
@@ -58,7 +58,7 @@ impl Fallback {
 
     /// Sets a parameter the agent was given; a format that refuses it makes this fallback
     /// unfit for the agent's requests, rather than have it run them without.
-    pub fn set_parameter(&self, name: &str, value: Value) {
+    pub(crate) fn set_parameter(&self, name: &str, value: Value) {
         let Ok(mut m) = self.model.lock() else { return };
         if let Err(e) = Arc::make_mut(&mut m).set_parameter(name, value) {
             if let Ok(mut unfit) = self.unfit.lock() {

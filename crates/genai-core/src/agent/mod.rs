@@ -16,7 +16,7 @@ mod structured;
 mod testing;
 #[cfg(test)]
 mod tests;
-pub mod tool_loop;
+pub(crate) mod tool_loop;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -132,7 +132,7 @@ pub struct AIAgent {
     /// run one at a time), and why its reply was cut short.
     notes: std::sync::Mutex<Vec<String>>,
     /// The model's price, when one is known (from `[pricing]` or the built-in table).
-    pub price: Option<Priced>,
+    pub(crate) price: Option<Priced>,
     /// The agents tried in order when this one's provider fails before answering.
     pub(crate) fallbacks: Vec<Fallback>,
     /// Which fallback answered the last request (`None`: this agent's own provider).

@@ -118,7 +118,7 @@ pub struct Command {
     /// The title an editor's menu shows (default: the name).
     pub title: String,
     pub place: Place,
-    pub dialect: Dialect,
+    pub(crate) dialect: Dialect,
     /// The file it was read from (none for the built-in ones and `[lsp.actions]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
@@ -188,7 +188,7 @@ pub struct BadFile {
 }
 
 impl BadFile {
-    pub fn error(&self) -> Error {
+    pub(crate) fn error(&self) -> Error {
         Error::invalid_params(self.message.clone())
     }
 }

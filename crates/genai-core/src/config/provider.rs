@@ -217,7 +217,7 @@ pub struct LocalSettings {
 
 impl ProviderConfig {
     /// Every kind, in the order they are listed to people.
-    pub const KINDS: [&'static str; 8] = [
+    pub(crate) const KINDS: [&'static str; 8] = [
         "openai",
         "anthropic",
         "ollama",

@@ -21,7 +21,7 @@ pub(crate) const FEATURE: BuiltinFeature = BuiltinFeature {
     build: |_| Ok(Arc::new(Assistant)),
 };
 
-pub struct Assistant;
+pub(crate) struct Assistant;
 
 #[async_trait]
 impl Feature for Assistant {

@@ -24,7 +24,7 @@ pub(crate) struct PendingTurn {
 /// Turns waiting on clients, by conversation id. Several clients may host features at once
 /// (the WebSocket server): each leaving client ends only the turns it hosts.
 #[derive(Default)]
-pub struct Pending {
+pub(crate) struct Pending {
     pub(crate) turns: HashMap<String, PendingTurn>,
     /// The clients gone (see [`host_key`]): no turn may wait on them any more.
     pub gone: std::collections::HashSet<usize>,

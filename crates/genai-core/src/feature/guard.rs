@@ -44,7 +44,7 @@ pub(crate) struct GuardHome {
 }
 
 /// The guard of one conversation.
-pub struct Guard {
+pub(crate) struct Guard {
     root: PathBuf,
     workspace: Option<Arc<Workspace>>,
     policy: Mutex<Policy>,
@@ -119,33 +119,29 @@ impl Guard {
     }
 
     /// Changes the permission mode (a client's mode switch); answers the mode in force.
-    pub fn set_mode(&self, mode: crate::permission::Mode) -> crate::permission::Mode {
+    pub(crate) fn set_mode(&self, mode: crate::permission::Mode) -> crate::permission::Mode {
         self.policy.lock().map_or(mode, |mut p| p.set_mode(mode))
     }
 
     /// The permission mode in force.
-    pub fn mode(&self) -> crate::permission::Mode {
+    pub(crate) fn mode(&self) -> crate::permission::Mode {
         self.policy
             .lock()
             .map_or(crate::permission::Mode::ReadOnly, |p| p.mode())
     }
 
     /// The notes the first turn's details carry.
-    pub fn notes(&self) -> &[String] {
+    pub(crate) fn notes(&self) -> &[String] {
         &self.notes
     }
 
     /// The project's instructions (`AGENTS.md`) for the system prompt, when the workspace is on.
-    pub fn context(&self) -> Option<&str> {
+    pub(crate) fn context(&self) -> Option<&str> {
         self.context.as_deref()
     }
 
     pub(crate) fn workspace(&self) -> Option<&Arc<Workspace>> {
         self.workspace.as_ref()
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     /// The checkpoint store, opened on the first change (`None` without a home, or when it
@@ -210,7 +206,7 @@ impl Guard {
 
     /// Runs the `stop` hooks at the end of a turn: `Some(reason)` when one asks the model to
     /// go on.
-    pub async fn stopping(&self, turn: &Turn, again: bool) -> Option<String> {
+    pub(crate) async fn stopping(&self, turn: &Turn, again: bool) -> Option<String> {
         if self.hooks.stop.is_empty() {
             return None;
         }

@@ -9,8 +9,8 @@
 //! the agent) nor build a wire message (the port's owner does).
 
 pub mod assistant;
-pub mod external;
-pub mod guard;
+pub(crate) mod external;
+pub(crate) mod guard;
 pub mod hosted_tools;
 mod plugin_asks;
 pub mod port;
@@ -26,10 +26,10 @@ use crate::config::FeatureConfig;
 use crate::error::{Error, Result};
 use crate::message::{Message, Usage};
 use crate::tools::toolbox::Toolbox;
-pub use port::{ClientPort, TurnEvent, TurnRef};
+pub(crate) use port::{ClientPort, TurnEvent, TurnRef};
 
 /// One turn handed to a feature.
-pub struct Turn {
+pub(crate) struct Turn {
     pub id: TurnRef,
     pub agent: Arc<AIAgent>,
     pub message: Message,
@@ -45,7 +45,7 @@ pub struct Turn {
 
 impl Turn {
     /// Whether the client wants streamed pieces.
-    pub fn streaming(&self) -> bool {
+    pub(crate) fn streaming(&self) -> bool {
         self.port.streaming()
     }
 
@@ -55,12 +55,12 @@ impl Turn {
     }
 
     /// Streams a piece of the reply to the client.
-    pub fn chunk(&self, delta: &str) {
+    pub(crate) fn chunk(&self, delta: &str) {
         self.emit(TurnEvent::Chunk(delta.to_string()));
     }
 
     /// Streams a piece of the reply or of its reasoning to the client.
-    pub fn stream(&self, delta: Delta<'_>) {
+    pub(crate) fn stream(&self, delta: Delta<'_>) {
         match delta {
             Delta::Text(text) => self.chunk(text),
             Delta::Reasoning(text) => self.emit(TurnEvent::Reasoning(text.to_string())),
@@ -102,7 +102,7 @@ pub struct TurnOutcome {
 
 impl TurnOutcome {
     /// A turn that failed: the error is the chat bubble and the last detail.
-    pub fn failed(error: Error) -> TurnOutcome {
+    pub(crate) fn failed(error: Error) -> TurnOutcome {
         TurnOutcome {
             summary: error.message.clone(),
             detailed: vec![format!("error: {error}")],
@@ -171,7 +171,7 @@ impl TurnOutcome {
 }
 
 /// What a feature makes of its answered prompt, for [`TurnOutcome::of_prompt`].
-pub struct Answer {
+pub(crate) struct Answer {
     /// The chat bubble.
     pub summary: String,
     /// The model that answered, as the outcome names it.
@@ -188,7 +188,7 @@ pub(crate) enum ReplyLines {
 }
 
 #[async_trait]
-pub trait Feature: Send + Sync {
+pub(crate) trait Feature: Send + Sync {
     /// Handles one user message and returns what ends the turn.
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome;
     /// The guard of its tool calls, when it takes tools (the session changes its mode).

@@ -164,7 +164,7 @@ impl PermissionAnswer {
         PermissionAnswer::RejectAlways,
     ];
 
-    pub fn allows(self) -> bool {
+    pub(crate) fn allows(self) -> bool {
         matches!(
             self,
             PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways

@@ -89,7 +89,7 @@ pub(crate) const MAX_STEPS: usize = 8;
 const STOP_HOOK_ROUNDS: usize = 3;
 
 /// The `tools` feature of one conversation.
-pub struct Tools {
+pub(crate) struct Tools {
     pub toolbox: Arc<Toolbox>,
     /// The permission policy, hooks and checkpoints every call passes; the workspace.
     pub(crate) guard: Arc<Guard>,

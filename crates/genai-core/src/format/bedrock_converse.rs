@@ -31,7 +31,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
 
-pub const FORMAT: &str = "bedrock-converse";
+pub(crate) const FORMAT: &str = "bedrock-converse";
 
 /// The parameters that go into `inferenceConfig`.
 const INFERENCE: &[&str] = &["maxTokens", "temperature", "topP", "stopSequences"];

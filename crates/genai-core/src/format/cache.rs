@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use super::{ParameterSpec, Parameters};
 
 /// The parameter that turns prompt caching off (`false`); on when unset.
-pub const CACHE: &str = "cache";
+pub(crate) const CACHE: &str = "cache";
 /// The parameter naming how long a cached prefix lives: `5m` or `1h` (sent as `ttl`).
 pub(crate) const CACHE_TTL: &str = "cache_ttl";
 
@@ -67,7 +67,7 @@ pub(crate) struct Caching {
 
 impl Caching {
     /// The request's caching, `None` when `cache = false`.
-    pub fn of(model: &str, parameters: &Parameters) -> Option<Caching> {
+    pub(crate) fn of(model: &str, parameters: &Parameters) -> Option<Caching> {
         if parameters.get(CACHE) == Some(&Value::Bool(false)) {
             return None;
         }
@@ -87,7 +87,7 @@ impl Caching {
 
     /// The marker with its `ttl` when set: Anthropic's `cache_control` (`type: ephemeral`),
     /// Converse's `cachePoint` (`type: default`).
-    pub fn marker(&self, kind: &str) -> Value {
+    pub(crate) fn marker(&self, kind: &str) -> Value {
         let mut m = json!({ "type": kind });
         if let Some(ttl) = &self.ttl {
             m["ttl"] = Value::from(ttl.as_str());

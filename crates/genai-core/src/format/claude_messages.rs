@@ -25,7 +25,7 @@ use super::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
 
-pub const FORMAT: &str = "claude-messages";
+pub(crate) const FORMAT: &str = "claude-messages";
 
 /// `max_tokens` is required by the API; this is sent when the parameter is unset.
 pub(crate) const DEFAULT_MAX_TOKENS: u64 = 4096;
@@ -190,7 +190,7 @@ fn thinking_budget(parameters: &Map<String, Value>) -> Option<u64> {
 /// [`DEFAULT_MAX_TOKENS`]), top-level `system`, `messages` (consecutive same-role messages
 /// merged), every parameter set (`stop_sequences` always a list; `anthropic_version` and
 /// `anthropic_beta` included when set), and `stream: true` when streaming.
-pub fn request_body(
+pub(crate) fn request_body(
     model: &str,
     parameters: &Map<String, Value>,
     messages: &[Message],

@@ -28,7 +28,7 @@ use super::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
 
-pub const FORMAT: &str = "gemini";
+pub(crate) const FORMAT: &str = "gemini";
 
 /// Parameter name → its `generationConfig` field.
 const GENERATION_CONFIG: &[(&str, &str)] = &[
@@ -124,7 +124,7 @@ pub(crate) const PARAMETERS: &[ParameterSpec] = &[
 
 /// The `gemini` format.
 #[derive(Debug, Clone, Copy)]
-pub struct Gemini;
+pub(crate) struct Gemini;
 
 /// The `generationConfig` object of these parameters: the `generation_config` parameter, then
 /// every sampling parameter over it.

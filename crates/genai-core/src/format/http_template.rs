@@ -29,7 +29,7 @@ use super::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
 
-pub const FORMAT: &str = "http-template";
+pub(crate) const FORMAT: &str = "http-template";
 
 pub(crate) const PARAMETERS: &[ParameterSpec] = &[
     ParameterSpec::string("request_body", "The JSON request body as a template (text, or a TOML/JSON table). \

@@ -11,15 +11,15 @@
 pub(crate) mod bedrock_converse;
 pub mod cache;
 pub(crate) mod claude_messages;
-pub mod gemini;
+pub(crate) mod gemini;
 pub(crate) mod http_template;
 pub(crate) mod ollama_chat;
 pub mod openai_chat;
 pub mod openai_chat_reply;
 pub mod parameters;
-pub mod reply;
+pub(crate) mod reply;
 pub mod sampling;
-pub mod schema;
+pub(crate) mod schema;
 pub mod template;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -190,7 +190,7 @@ impl<'a> Request<'a> {
     }
 
     /// The prepared request with this body.
-    pub fn prepared(&self, format: &'static str, body: Map<String, Value>) -> ModelRequest {
+    pub(crate) fn prepared(&self, format: &'static str, body: Map<String, Value>) -> ModelRequest {
         ModelRequest::new(format, self.model, Value::Object(body), self.options.stream)
     }
 }
@@ -310,7 +310,7 @@ impl std::fmt::Debug for ModelConfiguration {
 
 impl ModelConfiguration {
     /// A configuration with no parameter set.
-    pub fn new(format: &'static dyn Format, model: impl Into<String>) -> ModelConfiguration {
+    pub(crate) fn new(format: &'static dyn Format, model: impl Into<String>) -> ModelConfiguration {
         ModelConfiguration {
             format,
             model: model.into(),
@@ -319,12 +319,12 @@ impl ModelConfiguration {
     }
 
     /// Sets a parameter, checked by the format (`null` removes it).
-    pub fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
+    pub(crate) fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
         self.format.set_parameter(&mut self.parameters, name, value)
     }
 
     /// Which image parts this configuration carries.
-    pub fn images(&self) -> ImageSupport {
+    pub(crate) fn images(&self) -> ImageSupport {
         self.format.images(&self.parameters)
     }
 
@@ -343,12 +343,12 @@ impl ModelConfiguration {
     }
 
     /// The reply of a complete response body.
-    pub fn extract(&self, body: &[u8]) -> Result<ModelReply> {
+    pub(crate) fn extract(&self, body: &[u8]) -> Result<ModelReply> {
         self.format.extract(&self.parameters, body)
     }
 
     /// A decoder for one streamed response.
-    pub fn decoder(&self) -> StreamDecoder {
+    pub(crate) fn decoder(&self) -> StreamDecoder {
         self.format.decoder(&self.parameters)
     }
 
@@ -393,7 +393,7 @@ impl ImageSupport {
         inline: true,
         url: false,
     };
-    pub const ALL: ImageSupport = ImageSupport {
+    pub(crate) const ALL: ImageSupport = ImageSupport {
         inline: true,
         url: true,
     };

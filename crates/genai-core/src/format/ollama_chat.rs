@@ -29,7 +29,7 @@ use super::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Usage};
 
-pub const FORMAT: &str = "ollama-chat";
+pub(crate) const FORMAT: &str = "ollama-chat";
 
 /// Parameters sent at the top level of the request; every other one goes into `options`.
 const TOP_LEVEL: &[&str] = &["format", "keep_alive", "think", "options", TOOL_CHOICE.name];

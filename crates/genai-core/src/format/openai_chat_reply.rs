@@ -217,7 +217,7 @@ impl UsageOut {
 }
 
 /// A usage in Chat Completions' words (see [`UsageOut`]), as JSON.
-pub fn usage(u: &Usage) -> Value {
+pub(crate) fn usage(u: &Usage) -> Value {
     serde_json::to_value(UsageOut::of(u)).unwrap_or_default()
 }
 

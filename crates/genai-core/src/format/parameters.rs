@@ -40,7 +40,7 @@ pub enum ParameterType {
 pub struct ParameterSpec {
     pub name: &'static str,
     #[serde(flatten)]
-    pub kind: ParameterType,
+    pub(crate) kind: ParameterType,
     pub description: &'static str,
 }
 
@@ -59,7 +59,7 @@ impl ParameterSpec {
     }
 
     /// An integer from `min` to `max`.
-    pub const fn integer(
+    pub(crate) const fn integer(
         name: &'static str,
         min: i64,
         max: i64,
@@ -74,17 +74,17 @@ impl ParameterSpec {
     }
 
     /// A string.
-    pub const fn string(name: &'static str, description: &'static str) -> Self {
+    pub(crate) const fn string(name: &'static str, description: &'static str) -> Self {
         Self::new(name, ParameterType::String, description)
     }
 
     /// `true` or `false`.
-    pub const fn boolean(name: &'static str, description: &'static str) -> Self {
+    pub(crate) const fn boolean(name: &'static str, description: &'static str) -> Self {
         Self::new(name, ParameterType::Boolean, description)
     }
 
     /// A JSON object.
-    pub const fn object(name: &'static str, description: &'static str) -> Self {
+    pub(crate) const fn object(name: &'static str, description: &'static str) -> Self {
         Self::new(name, ParameterType::Object, description)
     }
 
@@ -98,12 +98,12 @@ impl ParameterSpec {
     }
 
     /// This parameter under another name (the same meaning on another wire).
-    pub const fn named(self, name: &'static str) -> Self {
+    pub(crate) const fn named(self, name: &'static str) -> Self {
         ParameterSpec { name, ..self }
     }
 
     /// This parameter with another description (one that says where a format sends it).
-    pub const fn described(self, description: &'static str) -> Self {
+    pub(crate) const fn described(self, description: &'static str) -> Self {
         ParameterSpec {
             description,
             ..self
@@ -242,7 +242,7 @@ pub(crate) fn set_checked(
 }
 
 /// Stores a checked value (`null` removes the parameter).
-pub fn store(parameters: &mut Map<String, Value>, name: &str, value: Value) {
+pub(crate) fn store(parameters: &mut Map<String, Value>, name: &str, value: Value) {
     if value.is_null() {
         parameters.remove(name);
     } else {

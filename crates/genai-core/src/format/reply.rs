@@ -112,7 +112,7 @@ pub struct ReplyBuilder {
 }
 
 impl ReplyBuilder {
-    pub fn new() -> ReplyBuilder {
+    pub(crate) fn new() -> ReplyBuilder {
         ReplyBuilder::default()
     }
 
@@ -125,7 +125,7 @@ impl ReplyBuilder {
     }
 
     /// Appends a piece of the reply's text.
-    pub fn text(&mut self, piece: &str) {
+    pub(crate) fn text(&mut self, piece: &str) {
         if !piece.is_empty() {
             self.text.push_str(piece);
             self.text_deltas.push(piece.to_string());
@@ -133,7 +133,7 @@ impl ReplyBuilder {
     }
 
     /// Appends a piece of the reasoning that comes before the reply's text.
-    pub fn reasoning(&mut self, piece: &str) {
+    pub(crate) fn reasoning(&mut self, piece: &str) {
         if !piece.is_empty() {
             self.leading().text.push_str(piece);
             self.reasoning_deltas.push(piece.to_string());
@@ -160,7 +160,7 @@ impl ReplyBuilder {
 
     /// Sets the signature of the reasoning that comes before the reply's text (signatures
     /// outside blocks come whole).
-    pub fn reasoning_signature(&mut self, signature: &str) {
+    pub(crate) fn reasoning_signature(&mut self, signature: &str) {
         if !signature.is_empty() {
             self.leading().signature = Some(signature.to_string());
         }
@@ -226,7 +226,7 @@ impl ReplyBuilder {
     }
 
     /// Starts text block `key` with `text`.
-    pub fn start_text(&mut self, key: usize, text: &str) {
+    pub(crate) fn start_text(&mut self, key: usize, text: &str) {
         if !text.is_empty() {
             self.text_deltas.push(text.to_string());
         }
@@ -339,7 +339,7 @@ impl ReplyBuilder {
     }
 
     /// How many tool calls the reply has so far.
-    pub fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         self.blocks
             .values()
             .filter(|b| matches!(b, Block::Call(_)))
@@ -347,7 +347,7 @@ impl ReplyBuilder {
     }
 
     /// Whether the reply has neither text nor tool calls.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.text.is_empty()
             && self.blocks.values().all(|b| match b {
                 Block::Text(t) => t.is_empty(),
@@ -357,7 +357,7 @@ impl ReplyBuilder {
     }
 
     /// The stream's terminal event arrived.
-    pub fn complete(&mut self) {
+    pub(crate) fn complete(&mut self) {
         self.complete = true;
     }
 
@@ -381,12 +381,12 @@ impl ReplyBuilder {
     }
 
     /// The tool-call pieces read since the last call, in order.
-    pub fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
+    pub(crate) fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
         std::mem::take(&mut self.call_deltas)
     }
 
     /// The reply, or an error when the stream stopped before its terminal event.
-    pub fn finish(self) -> Result<ModelReply> {
+    pub(crate) fn finish(self) -> Result<ModelReply> {
         if !self.complete {
             return Err(ended_early(""));
         }

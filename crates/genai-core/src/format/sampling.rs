@@ -35,7 +35,7 @@ pub const MAX_TOKENS: ParameterSpec = ParameterSpec::integer(
     "The most tokens the reply may have.",
 );
 
-pub const STOP: ParameterSpec =
+pub(crate) const STOP: ParameterSpec =
     ParameterSpec::string_list("stop", "Sequences where generation stops.");
 
 pub(crate) const SEED: ParameterSpec = ParameterSpec::integer(

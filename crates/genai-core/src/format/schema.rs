@@ -67,7 +67,7 @@ impl ResponseSchema {
     }
 
     /// The schema as a conversation's history keeps it: `{"name", "schema"}`.
-    pub fn stored(&self) -> Value {
+    pub(crate) fn stored(&self) -> Value {
         json!({"name": self.name, "schema": self.schema})
     }
 
@@ -83,7 +83,7 @@ impl ResponseSchema {
     }
 
     /// Whether the root is an object schema (what a forced tool's input must be).
-    pub fn is_object(&self) -> bool {
+    pub(crate) fn is_object(&self) -> bool {
         self.schema.get("type").and_then(Value::as_str) == Some("object")
             || (self.schema.get("type").is_none() && self.schema.get("properties").is_some())
     }
@@ -126,7 +126,7 @@ impl ResponseSchema {
 
     /// The reply's JSON, checked: from the answer tool's call when there is one, else from the
     /// text (a Markdown code fence around it is tolerated). The errors say what is wrong.
-    pub fn check(&self, message: &Message) -> std::result::Result<Value, Vec<String>> {
+    pub(crate) fn check(&self, message: &Message) -> std::result::Result<Value, Vec<String>> {
         let value = match message.content.iter().find_map(|p| match p {
             Part::ToolCall {
                 name, arguments, ..
@@ -158,7 +158,7 @@ impl ResponseSchema {
     }
 
     /// The schema in Gemini's OpenAPI subset, and what could not be said in it.
-    pub fn gemini(&self) -> (Value, Vec<String>) {
+    pub(crate) fn gemini(&self) -> (Value, Vec<String>) {
         gemini_subset(&self.schema)
     }
 }
@@ -358,7 +358,7 @@ pub(crate) const TOOL_CHOICE: ParameterSpec = ParameterSpec::string(
 impl ToolChoice {
     /// The choice the parameters set for this request's tools: `None` when no tools are
     /// offered or the parameter is unset. A tool name that is not offered is refused.
-    pub fn of(parameters: &Parameters, tools: &[ToolSpec]) -> Result<Option<ToolChoice>> {
+    pub(crate) fn of(parameters: &Parameters, tools: &[ToolSpec]) -> Result<Option<ToolChoice>> {
         let Some(value) = parameters.get(TOOL_CHOICE.name).and_then(Value::as_str) else {
             return Ok(None);
         };
@@ -393,7 +393,7 @@ impl ToolChoice {
 
 impl ToolChoice {
     /// `tool_choice` of the Chat Completions API.
-    pub fn openai(&self) -> Value {
+    pub(crate) fn openai(&self) -> Value {
         match self {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::Required => json!("required"),
@@ -403,7 +403,7 @@ impl ToolChoice {
     }
 
     /// `tool_choice` of Anthropic's Messages API.
-    pub fn claude(&self) -> Value {
+    pub(crate) fn claude(&self) -> Value {
         match self {
             ToolChoice::Auto => json!({"type": "auto"}),
             ToolChoice::Required => json!({"type": "any"}),
@@ -413,7 +413,7 @@ impl ToolChoice {
     }
 
     /// Gemini's `toolConfig`.
-    pub fn gemini(&self) -> Value {
+    pub(crate) fn gemini(&self) -> Value {
         let config = match self {
             ToolChoice::Auto => json!({"mode": "AUTO"}),
             ToolChoice::Required => json!({"mode": "ANY"}),
@@ -424,7 +424,7 @@ impl ToolChoice {
     }
 
     /// Converse's `toolChoice`; `None` for `none`, which Converse says by offering no tools.
-    pub fn bedrock(&self) -> Option<Value> {
+    pub(crate) fn bedrock(&self) -> Option<Value> {
         match self {
             ToolChoice::Auto => Some(json!({"auto": {}})),
             ToolChoice::Required => Some(json!({"any": {}})),

@@ -11,7 +11,7 @@ use super::{capped, Event, HookContext, Verdict};
 /// `tool_response` of a PostToolUse hook: `{"content": the tool's answer text, "is_error":
 /// bool, "success": !is_error}` (Claude Code's responses differ per tool; scripts read
 /// `success` from its Write/Edit responses, and the text is under `content`).
-pub fn tool_response(answer: &str, is_error: bool) -> Value {
+pub(crate) fn tool_response(answer: &str, is_error: bool) -> Value {
     json!({"content": answer, "is_error": is_error, "success": !is_error})
 }
 

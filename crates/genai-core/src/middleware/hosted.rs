@@ -39,7 +39,7 @@ pub(crate) trait Host: Send + Sync {
 }
 
 /// A middleware a client hosts.
-pub struct Hosted {
+pub(crate) struct Hosted {
     name: String,
     port: Arc<dyn Host>,
     timeout: Duration,

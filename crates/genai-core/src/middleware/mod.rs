@@ -10,8 +10,8 @@
 
 pub(crate) mod describe_images;
 pub(crate) mod fit_context;
-pub mod hosted;
-pub mod redact;
+pub(crate) mod hosted;
+pub(crate) mod redact;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -69,7 +69,7 @@ pub(crate) trait Middleware: Send + Sync {
 /// A middleware of a chain with its name (`[middleware.NAME]`, or as a client registered it)
 /// and kind (`redact`, ...; `client` for a client-hosted one).
 #[derive(Clone)]
-pub struct Link {
+pub(crate) struct Link {
     pub name: String,
     pub kind: String,
     pub(crate) middleware: Arc<dyn Middleware>,
@@ -89,11 +89,11 @@ pub(crate) struct Chain {
 }
 
 impl Chain {
-    pub fn new(links: Vec<Link>) -> Chain {
+    pub(crate) fn new(links: Vec<Link>) -> Chain {
         Chain { links }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.links.is_empty()
     }
 
@@ -153,18 +153,18 @@ pub(crate) struct TextCache {
 
 impl TextCache {
     /// The key of some bytes: their SHA-256, in hex, after a label.
-    pub fn key(label: &str, bytes: &[u8]) -> String {
+    pub(crate) fn key(label: &str, bytes: &[u8]) -> String {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(bytes);
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         format!("{label}:{hex}")
     }
 
-    pub fn get(&self, key: &str) -> Option<String> {
+    pub(crate) fn get(&self, key: &str) -> Option<String> {
         self.texts.lock().ok()?.get(key).cloned()
     }
 
-    pub fn put(&self, key: String, text: String) {
+    pub(crate) fn put(&self, key: String, text: String) {
         if let Ok(mut t) = self.texts.lock() {
             t.insert(key, text);
         }
@@ -174,12 +174,11 @@ impl TextCache {
 /// A built-in middleware kind: a row of the kinds table.
 pub struct Kind {
     pub name: &'static str,
-    pub description: &'static str,
     pub(crate) build: fn(&BuildContext<'_>) -> Result<Arc<dyn Middleware>>,
 }
 
 /// Every built-in kind.
-pub const KINDS: &[Kind] = &[describe_images::KIND, redact::KIND, fit_context::KIND];
+pub(crate) const KINDS: &[Kind] = &[describe_images::KIND, redact::KIND, fit_context::KIND];
 
 /// Builds the named middleware of the config (`[middleware.NAME]`); `hosted` finds the ones
 /// clients registered. An unknown name or kind is an error naming what exists.
@@ -233,7 +232,7 @@ pub(crate) fn build_chain(
 
 impl BuildContext<'_> {
     /// A setting's error, naming the middleware.
-    pub fn bad(&self, why: impl std::fmt::Display) -> Error {
+    pub(crate) fn bad(&self, why: impl std::fmt::Display) -> Error {
         Error::new(
             ErrorKind::Config,
             format!("[middleware.{}]: {why}", self.name),
@@ -252,7 +251,7 @@ impl BuildContext<'_> {
     }
 
     /// The string setting `key`, if set.
-    pub fn string(&self, key: &str) -> Result<Option<String>> {
+    pub(crate) fn string(&self, key: &str) -> Result<Option<String>> {
         match self.settings.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -261,7 +260,7 @@ impl BuildContext<'_> {
     }
 
     /// The non-negative integer setting `key`, if set.
-    pub fn integer(&self, key: &str) -> Result<Option<u64>> {
+    pub(crate) fn integer(&self, key: &str) -> Result<Option<u64>> {
         match self.settings.get(key) {
             None => Ok(None),
             Some(v) => v
@@ -272,7 +271,7 @@ impl BuildContext<'_> {
     }
 
     /// The boolean setting `key`, else `default`.
-    pub fn flag(&self, key: &str, default: bool) -> Result<bool> {
+    pub(crate) fn flag(&self, key: &str, default: bool) -> Result<bool> {
         match self.settings.get(key) {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),

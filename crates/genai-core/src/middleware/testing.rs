@@ -19,14 +19,14 @@ pub(crate) struct FakeHelpers {
 }
 
 impl FakeHelpers {
-    pub fn answering(answer: &str) -> Arc<FakeHelpers> {
+    pub(crate) fn answering(answer: &str) -> Arc<FakeHelpers> {
         Arc::new(FakeHelpers {
             answer: answer.to_string(),
             asked: Mutex::new(Vec::new()),
         })
     }
 
-    pub fn asked(&self) -> Vec<(String, Vec<Message>)> {
+    pub(crate) fn asked(&self) -> Vec<(String, Vec<Message>)> {
         self.asked.lock().unwrap().clone()
     }
 }
@@ -40,7 +40,7 @@ impl Helpers for FakeHelpers {
 }
 
 /// A model that takes every image, with no parameter set.
-pub fn caps() -> Capabilities {
+pub(crate) fn caps() -> Capabilities {
     Capabilities {
         format: "openai-chat",
         model: "m".into(),
@@ -73,7 +73,7 @@ fn try_build_with(
     })
 }
 
-pub fn build(name: &str, settings: Value) -> Arc<dyn Middleware> {
+pub(crate) fn build(name: &str, settings: Value) -> Arc<dyn Middleware> {
     build_with(name, settings, FakeHelpers::answering(""))
 }
 
@@ -89,7 +89,7 @@ pub(crate) fn build_with(
 }
 
 /// Runs one middleware on `messages`: what it sends and its notes.
-pub async fn run(
+pub(crate) async fn run(
     m: &Arc<dyn Middleware>,
     messages: Vec<Message>,
     model: &Capabilities,

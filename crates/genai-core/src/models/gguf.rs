@@ -20,7 +20,7 @@ const HEADER: usize = 24;
 
 /// What a GGUF header says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     pub version: u32,
     pub tensors: u64,
     pub metadata: u64,

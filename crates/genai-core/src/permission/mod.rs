@@ -77,8 +77,8 @@
 //! ignored, each with a note ([`Policy::notes`]). Saved "always" answers live in the user's
 //! config folder, never in the repository ([`project::SavedRules`]).
 
-pub mod project;
-pub mod rules;
+pub(crate) mod project;
+pub(crate) mod rules;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -226,7 +226,7 @@ pub struct Request<'a> {
     /// The tool's full name: `workspace.read_file`, `SERVER.tool`, `MODULE.function`.
     pub tool: &'a str,
     /// What the call does.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// The root-relative path (`.` for the root), the command line, the URL, or none.
     pub subject: Option<&'a str>,
 }
@@ -357,19 +357,19 @@ impl Policy {
     }
 
     /// The mode in force (after a stricter project mode).
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         self.mode
     }
 
     /// Changes the mode (a client's mode switch); a project file's stricter mode still wins.
     /// Answers the mode in force.
-    pub fn set_mode(&mut self, mode: Mode) -> Mode {
+    pub(crate) fn set_mode(&mut self, mode: Mode) -> Mode {
         self.mode = self.ceiling.map_or(mode, |c| mode.min(c));
         self.mode
     }
 
     /// What was ignored of the project file, one sentence each, to show the user once.
-    pub fn notes(&self) -> &[String] {
+    pub(crate) fn notes(&self) -> &[String] {
         &self.notes
     }
 
@@ -461,7 +461,7 @@ impl Policy {
     /// the file's folder (`workspace.edit_file(src/**)`; a file at the root: itself,
     /// `workspace.edit_file(/Cargo.toml)`); for `fetch` the URL's host
     /// (`workspace.fetch(domain:docs.rs)`); for anything else the bare tool name.
-    pub fn always_rule(&self, r: &Request) -> String {
+    pub(crate) fn always_rule(&self, r: &Request) -> String {
         let tool = r.tool;
         let Some(subject) = r.subject else {
             return tool.to_string();

@@ -61,13 +61,13 @@ pub(crate) struct SavedRules {
 
 impl SavedRules {
     /// The saved answers kept in `file` (which need not exist yet).
-    pub fn new(file: impl Into<PathBuf>) -> SavedRules {
+    pub(crate) fn new(file: impl Into<PathBuf>) -> SavedRules {
         SavedRules { file: file.into() }
     }
 
     /// The rules saved for the project at `root`; none when the file or the project's entry
     /// does not exist.
-    pub fn rules(&self, root: &Path) -> Result<Vec<String>> {
+    pub(crate) fn rules(&self, root: &Path) -> Result<Vec<String>> {
         let doc = self.read()?;
         let key = root_key(root);
         let Some(projects) = self.projects(&doc)? else {
@@ -93,7 +93,7 @@ impl SavedRules {
     /// Saves `rule` for the project at `root`: creates the folders and the file, keeps the
     /// other projects' entries and the file's comments, adds nothing twice, and writes through
     /// a temporary file renamed over the old one. A bad rule is an error and is not saved.
-    pub fn add(&self, root: &Path, rule: &str) -> Result<()> {
+    pub(crate) fn add(&self, root: &Path, rule: &str) -> Result<()> {
         let rule = Rule::parse(rule)?.text().to_string();
         let mut doc = self.read()?;
         let key = root_key(root);

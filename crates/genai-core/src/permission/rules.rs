@@ -13,7 +13,7 @@ use super::Kind;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The source of the built-in tools.
-pub const WORKSPACE: &str = "workspace";
+pub(crate) const WORKSPACE: &str = "workspace";
 
 /// The built-in tools by short name (`read_file` means `workspace.read_file`).
 pub(crate) const WORKSPACE_TOOLS: [&str; 7] = [
@@ -142,7 +142,7 @@ impl Rule {
     }
 
     /// The rule as written (trimmed).
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 
@@ -159,7 +159,7 @@ impl Rule {
     /// Whether the rule matches a call of `tool` of this `kind` on `subject`, one part of the
     /// call's subject (one command of a chain: see [`command_parts`]). A rule with a pattern
     /// never matches a call with no subject.
-    pub fn matches(&self, tool: &str, kind: Kind, subject: Option<&str>) -> bool {
+    pub(crate) fn matches(&self, tool: &str, kind: Kind, subject: Option<&str>) -> bool {
         if !self.names_tool(tool) {
             return false;
         }

@@ -16,7 +16,7 @@ use crate::config::HttpSettings;
 use crate::error::Result;
 use crate::format::claude_messages::{BETA_PARAMETER, VERSION_PARAMETER};
 
-pub const KIND: &str = ANTHROPIC.name;
+pub(crate) const KIND: &str = ANTHROPIC.name;
 /// The `anthropic-version` header sent when the model configuration sets none.
 pub(crate) const DEFAULT_VERSION: &str = "2023-06-01";
 

@@ -25,7 +25,7 @@ use crate::config::BedrockSettings;
 use crate::error::{Error, ErrorKind, Result};
 use crate::secrets::Secret;
 
-pub const KIND: &str = BEDROCK.name;
+pub(crate) const KIND: &str = BEDROCK.name;
 /// The SigV4 service name of Bedrock Runtime.
 pub(crate) const SIGNING_SERVICE: &str = "bedrock";
 /// The `anthropic_version` Bedrock requires in a Claude InvokeModel body.

@@ -37,7 +37,7 @@ pub(crate) struct RetryPolicy {
 }
 
 impl RetryPolicy {
-    pub fn from_config(c: &HttpSettings) -> RetryPolicy {
+    pub(crate) fn from_config(c: &HttpSettings) -> RetryPolicy {
         RetryPolicy {
             max_retries: c.max_retries.unwrap_or(3),
             base_delay: Duration::from_millis(500),
@@ -62,7 +62,7 @@ impl RetryPolicy {
 /// streamed event is refused, and an error body is read up to `error_bytes` only.
 /// `reply_tokens` is enforced by the agent, which sees the decoded pieces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     pub reply_bytes: u64,
     pub reply_tokens: u64,
     pub event_bytes: u64,
@@ -84,7 +84,7 @@ impl Limits {
 const MAX_ERROR_TEXT: usize = 1000;
 
 /// The HTTP side of one provider instance.
-pub struct Http {
+pub(crate) struct Http {
     provider: String,
     timeouts: Timeouts,
     /// The client for plain HTTP, and the one for HTTPS, made at its first request (it reads
@@ -153,7 +153,7 @@ impl Http {
     }
 
     /// The limits on what an answer may bring.
-    pub fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         self.limits
     }
 
@@ -173,7 +173,7 @@ impl Http {
     /// carry a fresh date) and returns the first 2xx answer, its body unread. Connect errors,
     /// 429 and 5xx are retried within the policy; the last error is returned in one line.
     /// `url` is shown in errors and must carry no credentials.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         url: &str,
         mut build: impl FnMut(&reqwest::Client) -> Result<RequestBuilder> + Send,
@@ -241,7 +241,7 @@ impl Http {
     /// Turns a 2xx answer into the provider response: its events when the request asked for a
     /// stream and the body is framed as one (SSE or NDJSON), else the whole body. Servers that
     /// ignore `stream: true` and answer one JSON body are handled this way.
-    pub async fn response(
+    pub(crate) async fn response(
         &self,
         resp: Response,
         url: &str,
@@ -277,7 +277,7 @@ impl Http {
 
     /// The body's bytes as they arrive, transport errors made readable; past `reply_bytes` the
     /// stream ends with an error (and the connection is dropped).
-    pub fn bytes(&self, mut resp: Response, url: &str) -> super::ByteStream {
+    pub(crate) fn bytes(&self, mut resp: Response, url: &str) -> super::ByteStream {
         let (provider, url) = (self.provider.clone(), url.to_string());
         // The request keeps its place in flight until its body is read or dropped.
         let place = resp.extensions_mut().remove::<InFlight>();
@@ -323,7 +323,7 @@ impl Http {
     }
 
     /// Server-sent events; `message` (the default type) is reported as no type.
-    pub fn sse(&self, resp: Response, url: &str) -> EventStream {
+    pub(crate) fn sse(&self, resp: Response, url: &str) -> EventStream {
         super::sse::events(
             self.bytes(resp, url),
             &self.provider,
@@ -332,7 +332,7 @@ impl Http {
     }
 
     /// Newline-delimited JSON: one event per non-empty line.
-    pub fn ndjson(&self, resp: Response, url: &str) -> EventStream {
+    pub(crate) fn ndjson(&self, resp: Response, url: &str) -> EventStream {
         super::ndjson::events(
             self.bytes(resp, url),
             &self.provider,
@@ -445,7 +445,7 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 /// The error type and message of a JSON error body, in any of the shapes above.
-pub fn error_of(v: &Value) -> (Option<String>, Option<String>) {
+pub(crate) fn error_of(v: &Value) -> (Option<String>, Option<String>) {
     let text = |v: Option<&Value>| match v {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),

@@ -61,7 +61,7 @@ fn placeholders(text: &str) -> Vec<&str> {
 }
 
 /// An instance; its URL, headers and credentials are checked now.
-pub fn create(name: &str, c: &ConnectorSettings) -> Result<HttpProvider> {
+pub(crate) fn create(name: &str, c: &ConnectorSettings) -> Result<HttpProvider> {
     let config_error = |msg: String| Error::new(ErrorKind::Config, msg);
     let url = c
         .http

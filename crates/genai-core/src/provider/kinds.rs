@@ -21,8 +21,8 @@ pub struct HttpKind {
     pub name: &'static str,
     pub description: &'static str,
     /// The formats it sends, each with its path; the first is the default format.
-    pub routes: &'static [Route],
-    pub auth: Auth,
+    pub(crate) routes: &'static [Route],
+    pub(crate) auth: Auth,
     /// The variable that holds the key when `api_key_env` is not set; read only by an
     /// instance that goes where the kind's well-known variables point
     /// (`remote::takes_well_known_key`).
@@ -290,13 +290,13 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
 
 impl HttpKind {
     /// The formats it sends, the default first.
-    pub fn formats(&self) -> Vec<&'static str> {
+    pub(crate) fn formats(&self) -> Vec<&'static str> {
         self.routes.iter().map(|r| r.format).collect()
     }
 
     /// The route of a format. The registry lets only a kind's formats reach its instances, so
     /// this is the one place that refuses another, for every kind.
-    pub fn route(&self, format: &str) -> Result<&'static Route> {
+    pub(crate) fn route(&self, format: &str) -> Result<&'static Route> {
         self.routes
             .iter()
             .find(|r| r.format == format)

@@ -14,7 +14,7 @@ pub(crate) struct LazyKey {
 }
 
 impl LazyKey {
-    pub fn new(source: KeySource) -> LazyKey {
+    pub(crate) fn new(source: KeySource) -> LazyKey {
         LazyKey {
             source,
             cell: OnceCell::new(),
@@ -22,12 +22,12 @@ impl LazyKey {
     }
 
     /// Where the key is looked up (for "set X" hints).
-    pub fn source(&self) -> &KeySource {
+    pub(crate) fn source(&self) -> &KeySource {
         &self.source
     }
 
     /// The key, `None` when no source has one. A failing `api_key_cmd` is an error.
-    pub async fn get(&self) -> Result<Option<&Secret>> {
+    pub(crate) async fn get(&self) -> Result<Option<&Secret>> {
         let source = self.source.clone();
         let key = self
             .cell

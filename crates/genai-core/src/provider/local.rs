@@ -25,7 +25,7 @@
 //! by grammar), `wire` (openai-chat in and out), `served` (the same model kept warm by a
 //! running `genai serve`, for `ask` and `chat`).
 
-pub const KIND: &str = "local";
+pub(crate) const KIND: &str = "local";
 
 #[cfg(feature = "local")]
 mod engine;
@@ -207,7 +207,7 @@ mod enabled {
     }
 
     impl LocalProvider {
-        pub fn from_config(name: &str, c: &LocalSettings) -> Result<LocalProvider> {
+        pub(crate) fn from_config(name: &str, c: &LocalSettings) -> Result<LocalProvider> {
             let positive = |v: Option<u32>, what: &str| -> Result<Option<u32>> {
                 match v {
                     Some(0) => Err(Error::new(

@@ -6,18 +6,18 @@
 //! HTTP kinds are rows of one table (`kinds`) sent by one provider (`remote`) through one
 //! transport (`http`); a kind that differs keeps its hooks in its own file.
 
-pub mod anthropic;
+pub(crate) mod anthropic;
 pub mod aws;
 pub(crate) mod azure_openai;
-pub mod bedrock;
-pub mod build;
+pub(crate) mod bedrock;
+pub(crate) mod build;
 pub mod http;
 pub(crate) mod http_connector;
 pub mod kinds;
 pub(crate) mod lazy_key;
 pub mod local;
 pub mod ndjson;
-pub mod ollama;
+pub(crate) mod ollama;
 pub mod remote;
 #[cfg(any(test, feature = "testing"))]
 pub mod scripted;
@@ -26,16 +26,16 @@ pub mod sse;
 /// The `openai` provider kind: OpenAI and every OpenAI-compatible server (vLLM, llama.cpp's
 /// server, LM Studio, OpenRouter, ...), reached at `{base_url}/chat/completions`. Its row in
 /// the kinds table says everything about it.
-pub mod openai {
-    pub const KIND: &str = super::kinds::OPENAI.name;
+pub(crate) mod openai {
+    pub(crate) const KIND: &str = super::kinds::OPENAI.name;
 }
 
 /// The `gemini` provider kind: Google's Gemini API, reached at
 /// `{base_url}/v1beta/models/{model}:generateContent` (`:streamGenerateContent?alt=sse` for a
 /// stream) with the key in `x-goog-api-key`, never in the URL. Its row in the kinds table says
 /// everything about it.
-pub mod gemini {
-    pub const KIND: &str = super::kinds::GEMINI.name;
+pub(crate) mod gemini {
+    pub(crate) const KIND: &str = super::kinds::GEMINI.name;
 }
 
 use std::pin::Pin;
@@ -192,7 +192,7 @@ pub(crate) struct Timeouts {
 impl Timeouts {
     /// The timeouts of these settings, refusing a negative, zero or non-number one (a typo
     /// must not silently become the default).
-    pub fn checked(provider: &str, c: &crate::config::HttpSettings) -> Result<Timeouts> {
+    pub(crate) fn checked(provider: &str, c: &crate::config::HttpSettings) -> Result<Timeouts> {
         for (name, value) in [
             ("connect_timeout_secs", c.connect_timeout_secs),
             ("timeout_secs", c.timeout_secs),
@@ -211,7 +211,7 @@ impl Timeouts {
         Ok(Timeouts::from_config(c))
     }
 
-    pub fn from_config(c: &crate::config::HttpSettings) -> Timeouts {
+    pub(crate) fn from_config(c: &crate::config::HttpSettings) -> Timeouts {
         let secs =
             |v: Option<f64>, d: f64| Duration::from_secs_f64(v.filter(|s| *s > 0.0).unwrap_or(d));
         Timeouts {
@@ -223,7 +223,7 @@ impl Timeouts {
 
     /// An HTTP client with these timeouts; one for `https` trusts the system's authorities too
     /// (`crate::tls`).
-    pub fn client(&self, https: bool) -> Result<reqwest::Client> {
+    pub(crate) fn client(&self, https: bool) -> Result<reqwest::Client> {
         let builder = reqwest::Client::builder();
         let builder = if https {
             crate::tls::with_system_roots(builder)

@@ -11,7 +11,7 @@ use super::remote::{self, Endpoint, HttpProvider, Plain};
 use crate::config::HttpSettings;
 use crate::error::{Error, ErrorKind, Result};
 
-pub const KIND: &str = OLLAMA.name;
+pub(crate) const KIND: &str = OLLAMA.name;
 pub(crate) use super::kinds::OLLAMA_HOST_ENV as HOST_ENV;
 
 /// The base URL of an Ollama host written as Ollama accepts it in `OLLAMA_HOST`: `host`,

@@ -55,14 +55,14 @@ pub(crate) struct Endpoint {
 const KEY_STATUS_TTL: Duration = Duration::from_secs(5);
 
 /// One request on its way: the instance's endpoint, the route of its format, the request.
-pub struct Call<'a> {
+pub(crate) struct Call<'a> {
     pub(crate) endpoint: &'a Endpoint,
     pub route: &'static Route,
     pub request: &'a ModelRequest,
 }
 
 /// One request, ready to send.
-pub(crate) struct Prepared<'a> {
+pub struct Prepared<'a> {
     /// Without credentials: it is shown in errors.
     pub url: String,
     pub body: Cow<'a, Value>,
@@ -113,7 +113,7 @@ pub(crate) struct HttpProvider {
 }
 
 impl HttpProvider {
-    pub fn new(endpoint: Endpoint, hooks: impl Hooks + 'static) -> HttpProvider {
+    pub(crate) fn new(endpoint: Endpoint, hooks: impl Hooks + 'static) -> HttpProvider {
         HttpProvider {
             endpoint,
             hooks: Box::new(hooks),
@@ -121,7 +121,7 @@ impl HttpProvider {
     }
 
     /// An instance whose base URL is found the usual way ([`base_url`]).
-    pub fn from_settings(
+    pub(crate) fn from_settings(
         kind: &'static HttpKind,
         name: &str,
         s: &HttpSettings,
@@ -143,12 +143,12 @@ impl HttpProvider {
     }
 
     #[cfg(test)]
-    pub fn endpoint(&self) -> &Endpoint {
+    pub(crate) fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
     #[cfg(test)]
-    pub fn hooks(&self) -> &dyn Hooks {
+    pub(crate) fn hooks(&self) -> &dyn Hooks {
         self.hooks.as_ref()
     }
 }
@@ -295,7 +295,7 @@ fn other_server(kind: &HttpKind, base_url: &str) -> bool {
 }
 
 /// An environment variable's value, unless unset or blank.
-pub fn env(var: &str) -> Option<String> {
+pub(crate) fn env(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.trim().is_empty())
 }
 
@@ -307,7 +307,7 @@ fn names_version(url: &str) -> bool {
 
 impl Endpoint {
     /// What every instance of `kind` has, from its settings and the base URL the kind found.
-    pub fn new(
+    pub(crate) fn new(
         kind: &'static HttpKind,
         name: &str,
         s: &HttpSettings,
@@ -365,7 +365,7 @@ impl Endpoint {
         other_server(self.kind, &self.base_url)
     }
 
-    pub fn has_header(&self, name: &str) -> bool {
+    pub(crate) fn has_header(&self, name: &str) -> bool {
         self.headers
             .iter()
             .any(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -374,7 +374,7 @@ impl Endpoint {
     /// The URL of a route: `base` and the route's path (its stream path for a stream), the
     /// model id where the path says `{model}`. A base URL that names an API version keeps it
     /// for a kind whose paths start with theirs.
-    pub fn url(&self, base: &str, route: &Route, request: &ModelRequest) -> Result<String> {
+    pub(crate) fn url(&self, base: &str, route: &Route, request: &ModelRequest) -> Result<String> {
         let mut path = match route.stream_path {
             Some(p) if request.stream => p,
             _ => route.path,
@@ -400,7 +400,7 @@ impl Endpoint {
 
     /// The key the kind sends: an error that says where to put one when the endpoint always
     /// needs one, else `None` when no source has one.
-    pub async fn key(&self) -> Result<Option<&Secret>> {
+    pub(crate) async fn key(&self) -> Result<Option<&Secret>> {
         match self.key.get().await? {
             None if self.key_required() => Err(Error::new(
                 ErrorKind::MissingCredentials,
@@ -500,7 +500,7 @@ impl Endpoint {
     }
 
     /// One attempt of a prepared request.
-    pub fn request(
+    pub(crate) fn request(
         &self,
         client: &reqwest::Client,
         route: &Route,
@@ -540,7 +540,7 @@ impl Endpoint {
 
 impl Call<'_> {
     /// The URL on `base` ([`Endpoint::url`]).
-    pub fn url(&self, base: &str) -> Result<String> {
+    pub(crate) fn url(&self, base: &str) -> Result<String> {
         self.endpoint.url(base, self.route, self.request)
     }
 

@@ -60,7 +60,7 @@ impl ScriptedProvider {
     }
 
     /// The bodies of the requests sent so far.
-    pub fn bodies(&self) -> Vec<Value> {
+    pub(crate) fn bodies(&self) -> Vec<Value> {
         let requests = self.requests.lock().expect("requests lock");
         requests.iter().map(|r| r.body.clone()).collect()
     }

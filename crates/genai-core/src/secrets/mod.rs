@@ -74,7 +74,7 @@ impl KeySource {
     /// Looks the key up: environment, keyring, key file, key command, config. `Ok(None)` when
     /// none has one. The key found is remembered by the redactor at once, so that no front-end prints it
     /// nor the history keeps it, even before it is sent.
-    pub fn resolve(&self) -> Result<Option<Secret>> {
+    pub(crate) fn resolve(&self) -> Result<Option<Secret>> {
         let found = self.find()?;
         if let Some(key) = &found {
             crate::redact::remember(&key.0);

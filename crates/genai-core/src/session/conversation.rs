@@ -153,7 +153,8 @@ impl Framework {
 
     /// Queues a user message; returns the turn id at once, and the turn's events reach the
     /// conversation's port.
-    pub fn on_new_message(&self, conversation_id: &str, message: Message) -> Result<String> {
+    #[cfg(test)]
+    pub(crate) fn on_new_message(&self, conversation_id: &str, message: Message) -> Result<String> {
         self.on_new_message_with(conversation_id, message, None)
     }
 

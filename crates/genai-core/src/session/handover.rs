@@ -14,7 +14,7 @@ use crate::format::{self, ImageSupport};
 use crate::message::{Message, Part, Role};
 
 /// What the new model can take.
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     pub format: &'a str,
     pub images: ImageSupport,
     pub provider: &'a str,

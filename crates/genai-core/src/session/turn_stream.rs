@@ -62,7 +62,8 @@ impl TurnStream {
     }
 
     /// The turn followed.
-    pub fn turn(&self) -> &TurnRef {
+    #[cfg(test)]
+    pub(crate) fn turn(&self) -> &TurnRef {
         &self.turn
     }
 

@@ -44,7 +44,7 @@ impl Store {
     }
 
     /// The most recently updated conversations first; the cursor is opaque to clients.
-    pub fn list_conversations(
+    pub(crate) fn list_conversations(
         &self,
         page_size: usize,
         cursor: Option<&str>,
@@ -53,7 +53,7 @@ impl Store {
     }
 
     /// As `list_conversations`, only those opened in the working directory `cwd` when given.
-    pub fn list_conversations_in(
+    pub(crate) fn list_conversations_in(
         &self,
         cwd: Option<&str>,
         page_size: usize,

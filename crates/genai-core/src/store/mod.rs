@@ -26,7 +26,7 @@ mod turns;
 mod usage;
 
 pub use listing::ListFilter;
-pub use search::Found;
+pub(crate) use search::Found;
 pub use time::UtcTime;
 pub use turns::NewMessage;
 pub use usage::{Grouping, UsageRow};
@@ -262,13 +262,13 @@ impl Store {
     }
 
     /// The schema a client gave a conversation, as [`Store::set_response_schema`] stored it.
-    pub fn response_schema(&self, id: &str) -> Result<Option<Value>> {
+    pub(crate) fn response_schema(&self, id: &str) -> Result<Option<Value>> {
         self.json_column(id, "response_schema")
     }
 
     /// Stores the permission mode and rules a client gave a conversation (JSON `{mode, allow,
     /// deny}`), so that reopening it keeps them.
-    pub fn set_permissions(&self, id: &str, permissions: &Value) -> Result<()> {
+    pub(crate) fn set_permissions(&self, id: &str, permissions: &Value) -> Result<()> {
         let n = self.conn()?.execute(
             "UPDATE conversations SET permissions = ?2 WHERE id = ?1",
             params![id, permissions.to_string()],
@@ -277,7 +277,7 @@ impl Store {
     }
 
     /// What [`Store::set_permissions`] stored (`None`: nothing).
-    pub fn permissions(&self, id: &str) -> Result<Option<Value>> {
+    pub(crate) fn permissions(&self, id: &str) -> Result<Option<Value>> {
         self.json_column(id, "permissions")
     }
 

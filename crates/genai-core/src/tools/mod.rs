@@ -8,7 +8,7 @@
 //! or ReAct: the agent runs them) nor talk JSON-RPC to a client.
 
 pub mod manifest;
-pub mod mcp;
+pub(crate) mod mcp;
 mod mcp_answer;
 pub mod mcp_context;
 pub mod plugin;

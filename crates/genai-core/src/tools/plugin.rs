@@ -232,7 +232,7 @@ impl PluginModule {
     }
 
     /// Confirms a pending operation: POSTs its confirmation link. Returns the module's text.
-    pub async fn confirm(&self, link: &str) -> Result<String> {
+    pub(crate) async fn confirm(&self, link: &str) -> Result<String> {
         let url = self.endpoint.join(link).map_err(|e| {
             module_error(
                 &self.name,
@@ -243,7 +243,7 @@ impl PluginModule {
     }
 
     /// Sends the user's raw message to a collect link.
-    pub async fn collect(&self, link: &str, text: &str) -> Result<String> {
+    pub(crate) async fn collect(&self, link: &str, text: &str) -> Result<String> {
         let url = self.endpoint.join(link).map_err(|e| {
             module_error(
                 &self.name,

@@ -108,7 +108,7 @@ impl Toolbox {
     }
 
     /// The module `name`, loaded once.
-    pub async fn module(&self, name: &str) -> Result<Arc<PluginModule>> {
+    pub(crate) async fn module(&self, name: &str) -> Result<Arc<PluginModule>> {
         if let Some(m) = self.loaded.lock().await.get(name) {
             return Ok(m.clone());
         }
@@ -249,13 +249,13 @@ impl Toolbox {
     }
 
     /// Confirms an operation of the module behind `tool` (POSTs the confirmation link).
-    pub async fn confirm(&self, tool: &str, link: &str) -> Result<String> {
+    pub(crate) async fn confirm(&self, tool: &str, link: &str) -> Result<String> {
         let module = tool.split_once('.').map_or(tool, |(m, _)| m);
         self.module(module).await?.confirm(link).await
     }
 
     /// Sends the user's message to the collect link of the module behind `tool`.
-    pub async fn collect(&self, tool: &str, link: &str, text: &str) -> Result<String> {
+    pub(crate) async fn collect(&self, tool: &str, link: &str, text: &str) -> Result<String> {
         let module = tool.split_once('.').map_or(tool, |(m, _)| m);
         self.module(module).await?.collect(link, text).await
     }

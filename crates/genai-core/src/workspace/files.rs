@@ -121,7 +121,7 @@ pub(crate) struct Change {
 
 impl Change {
     /// The change as a client's diff view shows it.
-    pub fn edit(&self) -> crate::tools::FileEdit {
+    pub(crate) fn edit(&self) -> crate::tools::FileEdit {
         crate::tools::FileEdit {
             path: self.path.clone(),
             old_text: self.old.clone(),
@@ -364,7 +364,7 @@ pub(crate) fn cut_chars(s: &str, max: usize) -> (&str, bool) {
 }
 
 /// `n` with thousands separators: 12,345.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

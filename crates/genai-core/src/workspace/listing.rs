@@ -66,7 +66,7 @@ pub(crate) fn list(root: &Root, path: Option<&str>, glob: Option<&str>) -> Resul
 /// A walk of what `list` and `search` see under `start`: ignore files honoured (.gitignore,
 /// .ignore, git's excludes, with or without a git repository), hidden files included, `.git`
 /// skipped, symlinks not followed.
-pub fn walk(start: &Path) -> ignore::Walk {
+pub(crate) fn walk(start: &Path) -> ignore::Walk {
     let mut builder = WalkBuilder::new(start);
     builder
         .hidden(false)
@@ -82,7 +82,7 @@ pub(crate) struct GlobFilter(Gitignore);
 
 impl GlobFilter {
     /// The filter of `glob`; an error naming the problem when it is not a valid glob.
-    pub fn new(root: &Root, glob: &str) -> Result<GlobFilter> {
+    pub(crate) fn new(root: &Root, glob: &str) -> Result<GlobFilter> {
         let line = glob.trim().trim_start_matches("./");
         let bad = |why: String| Error::invalid_params(format!("bad glob `{glob}`: {why}"));
         if line.is_empty() || line.starts_with('!') || line.starts_with('#') {
@@ -102,7 +102,7 @@ impl GlobFilter {
     }
 
     /// Whether the file at `relative` (root-relative, `/`-separated) matches.
-    pub fn matches(&self, relative: &str) -> bool {
+    pub(crate) fn matches(&self, relative: &str) -> bool {
         self.0
             .matched_path_or_any_parents(relative, false)
             .is_ignore()

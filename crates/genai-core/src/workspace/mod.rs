@@ -7,14 +7,14 @@
 //! and the user first, and hands each call the checkpoint to keep before a file changes.
 
 pub mod command;
-pub mod editor;
+pub(crate) mod editor;
 pub mod files;
-pub mod listing;
-pub mod paths;
+pub(crate) mod listing;
+pub(crate) mod paths;
 pub mod sandbox;
 #[cfg(all(test, target_os = "linux"))]
 mod sandbox_tests;
-pub mod search;
+pub(crate) mod search;
 
 use std::path::Path;
 use std::time::Duration;
@@ -52,7 +52,7 @@ pub(crate) struct Described {
 
 /// A file's content before or after a change, for its checkpoint.
 #[derive(Debug, Clone, Copy)]
-pub enum Content<'a> {
+pub(crate) enum Content<'a> {
     /// What the disk holds.
     OnDisk,
     /// What the editor holds (`None`: no such file).
@@ -181,18 +181,18 @@ fn tool(name: &str, description: &str, read_only: bool, schema: Value) -> Tool {
 
 impl Workspace {
     /// The workspace over `root` (which must be a folder).
-    pub fn new(root: &Path) -> Result<Workspace> {
+    pub(crate) fn new(root: &Path) -> Result<Workspace> {
         Ok(Workspace {
             root: Root::new(root)?,
         })
     }
 
-    pub fn root(&self) -> &Root {
+    pub(crate) fn root(&self) -> &Root {
         &self.root
     }
 
     /// The source's tools.
-    pub fn tools() -> Vec<Tool> {
+    pub(crate) fn tools() -> Vec<Tool> {
         let path =
             json!({"type": "string", "description": "A path relative to the workspace root."});
         vec![
@@ -266,7 +266,7 @@ impl Workspace {
 
     /// What calling `function` with `arguments` does and on what; an error when the arguments
     /// are wrong or a path leaves the root (the call is refused before any rule is asked).
-    pub fn describe(&self, function: &str, arguments: &Value) -> Result<Described> {
+    pub(crate) fn describe(&self, function: &str, arguments: &Value) -> Result<Described> {
         let path = |given: &str| -> Result<String> {
             let abs = self.root.resolve(given)?;
             Ok(self.root.relative(&abs))
@@ -319,7 +319,7 @@ impl Workspace {
     }
 
     /// Runs one call (already allowed) and answers what the model is told.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         function: &str,
         arguments: &Value,
@@ -448,7 +448,7 @@ impl Workspace {
 
     /// The change an edit_file or write_file call would make, for a diff view before it is
     /// allowed (planned again when it runs).
-    pub async fn preview(
+    pub(crate) async fn preview(
         &self,
         function: &str,
         arguments: &Value,

@@ -56,7 +56,7 @@ impl Sandbox {
     ///
     /// Answers notes on what could not be done (meant for the user or the model). Errors when
     /// this platform has no sandbox or a folder of the confinement cannot be opened.
-    pub fn confine(&self, command: &mut tokio::process::Command) -> Result<Vec<String>> {
+    pub(crate) fn confine(&self, command: &mut tokio::process::Command) -> Result<Vec<String>> {
         imp::confine(self, command)
     }
 }

@@ -11,7 +11,7 @@ use crate::format::ToolSpec;
 
 /// One action the model asked for.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Action {
+pub(crate) struct Action {
     /// The tool's name as the specs have it, or as written when no tool has it.
     pub tool: String,
     pub arguments: Value,
@@ -21,7 +21,7 @@ pub struct Action {
 
 /// What a reply of the model means.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     /// One or more actions (several are parallel calls), with the thought before them.
     Act {
         thought: Option<String>,
@@ -144,7 +144,7 @@ fn answer_after(text: &str, found: &[Found], at: usize) -> String {
 
 /// Reads a reply of the model. Text with neither an action nor a final answer is the final
 /// answer; an action before any final answer makes the reply a step with actions.
-pub(crate) fn parse(text: &str, tools: &[ToolSpec]) -> Parsed {
+pub fn parse(text: &str, tools: &[ToolSpec]) -> Parsed {
     let kept = before_observation(text);
     let found = labels(kept);
     let first_action = found.iter().position(|f| f.label == Label::Action);
@@ -327,12 +327,12 @@ pub(crate) struct StreamFilter {
 }
 
 impl StreamFilter {
-    pub fn new() -> StreamFilter {
+    pub(crate) fn new() -> StreamFilter {
         StreamFilter::default()
     }
 
     /// Takes the next delta; returns the text that may be shown now (maybe empty).
-    pub fn push(&mut self, delta: &str) -> String {
+    pub(crate) fn push(&mut self, delta: &str) -> String {
         self.text.push_str(delta);
         if self.hidden {
             return String::new();
@@ -372,7 +372,7 @@ impl StreamFilter {
     }
 
     /// The end of the reply, whose final answer is `answer`: what of it was not shown yet.
-    pub fn finish(&mut self, answer: &str) -> String {
+    pub(crate) fn finish(&mut self, answer: &str) -> String {
         let rest = answer
             .strip_prefix(self.sent.as_str())
             .unwrap_or_default()

@@ -43,7 +43,7 @@ pub(crate) struct AwsEnv {
 
 impl AwsEnv {
     /// The process environment and home folder.
-    pub fn process() -> AwsEnv {
+    pub(crate) fn process() -> AwsEnv {
         AwsEnv {
             vars: std::env::vars()
                 .filter(|(k, _)| k.starts_with("AWS_"))
@@ -54,7 +54,7 @@ impl AwsEnv {
 
     /// Fixed variables and home folder (tests).
     #[cfg(test)]
-    pub fn fixed(vars: &[(&str, &str)], home: Option<&Path>) -> AwsEnv {
+    pub(crate) fn fixed(vars: &[(&str, &str)], home: Option<&Path>) -> AwsEnv {
         AwsEnv {
             vars: vars
                 .iter()
@@ -65,7 +65,7 @@ impl AwsEnv {
     }
 
     /// A variable's value, blank counting as unset.
-    pub fn var(&self, name: &str) -> Option<String> {
+    pub(crate) fn var(&self, name: &str) -> Option<String> {
         self.vars
             .get(name)
             .map(|v| v.trim().to_string())
@@ -84,12 +84,12 @@ impl AwsEnv {
     }
 
     /// `AWS_CONFIG_FILE`, else `~/.aws/config`.
-    pub fn config_file(&self) -> Option<PathBuf> {
+    pub(crate) fn config_file(&self) -> Option<PathBuf> {
         self.file("AWS_CONFIG_FILE", "config")
     }
 
     /// The profile to use: the configured one, else `AWS_PROFILE`, else `default`.
-    pub fn profile(&self, configured: Option<&str>) -> String {
+    pub(crate) fn profile(&self, configured: Option<&str>) -> String {
         configured
             .map(str::trim)
             .filter(|p| !p.is_empty())

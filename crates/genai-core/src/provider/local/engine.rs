@@ -62,7 +62,7 @@ pub(crate) const DEFAULT_SLOTS: usize = 4;
 
 /// The slots of an engine: the configured number, else one in a process that runs one
 /// conversation at a time (`genai ask`, `genai chat`), else [`DEFAULT_SLOTS`].
-pub fn slots(configured: Option<u32>, one_conversation: bool) -> usize {
+pub(crate) fn slots(configured: Option<u32>, one_conversation: bool) -> usize {
     match configured {
         Some(n) => n as usize,
         None if one_conversation => 1,
@@ -90,7 +90,7 @@ pub(crate) fn default_threads() -> (u32, u32) {
 }
 
 /// The physical cores this process may run on.
-pub fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     let available = std::thread::available_parallelism().map_or(4, |n| n.get());
     physical_cores().unwrap_or(available).min(available)
 }
@@ -128,14 +128,14 @@ const LLAMA_CANNOT_READ: &str = "llama.cpp cannot read it (a damaged or cut file
 
 /// A prompt ready to run: rendered, tokenized, checked against a sequence's share of the
 /// context.
-pub(crate) struct Prepared {
+pub struct Prepared {
     pub(super) tokens: Vec<LlamaToken>,
     pub(super) stops: Vec<String>,
     pub(super) settings: GenerationSettings,
 }
 
 /// A loaded model with its scheduler (one context, one sequence per slot).
-pub struct Engine {
+pub(crate) struct Engine {
     pub(super) model: &'static LlamaModel,
     /// The model's file name without `.gguf`, reported as the answering model.
     pub(super) name: String,
@@ -183,7 +183,7 @@ pub(crate) fn stop_all() {
 }
 
 /// The engine for a model file and settings, loading the model on first use.
-pub fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
+pub(crate) fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
     static MODELS: OnceLock<Mutex<HashMap<PathBuf, &'static LlamaModel>>> = OnceLock::new();
 
     let canonical = path.canonicalize().map_err(|e| {
@@ -276,7 +276,7 @@ pub fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
 
 impl Engine {
     /// The answering model's name (its file name without `.gguf`).
-    pub fn model_name(&self) -> &str {
+    pub(crate) fn model_name(&self) -> &str {
         &self.name
     }
 
@@ -287,7 +287,7 @@ impl Engine {
     }
 
     /// Renders and tokenizes the messages; fails when the prompt leaves no room in the context.
-    pub fn prepare(
+    pub(crate) fn prepare(
         &self,
         messages: &[ChatMessage],
         settings: GenerationSettings,
@@ -421,7 +421,7 @@ impl Engine {
 
     /// Starts a generation; `sink` hears its text and its end. Returns at once: the engine's
     /// scheduler runs it alongside the other requests.
-    pub fn generate(&self, prepared: Prepared, sink: Box<dyn Sink>) {
+    pub(crate) fn generate(&self, prepared: Prepared, sink: Box<dyn Sink>) {
         let Prepared {
             tokens,
             stops,

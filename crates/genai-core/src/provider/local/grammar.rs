@@ -32,7 +32,7 @@ impl Grammar {
     }
 
     /// The sampler that enforces it (first in the engine's chain).
-    pub fn sampler(&self, model: &LlamaModel) -> Result<LlamaSampler> {
+    pub(crate) fn sampler(&self, model: &LlamaModel) -> Result<LlamaSampler> {
         let made = match &self.triggers {
             None => LlamaSampler::grammar(model, &self.text, "root"),
             Some(words) => LlamaSampler::grammar_lazy(model, &self.text, "root", words, &[]),
@@ -78,7 +78,7 @@ impl Convention {
 
 /// A tool as the request offers it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tool {
+pub(crate) struct Tool {
     pub name: String,
     pub description: String,
     pub parameters: Value,
@@ -114,7 +114,7 @@ impl ToolOffer {
 
     /// The grammar of a reply: text, or calls of the allowed tools with arguments that match
     /// their schemas (lazy, from the call's opening words); calls only when one is required.
-    pub fn grammar(&self, convention: Convention) -> Result<Grammar> {
+    pub(crate) fn grammar(&self, convention: Convention) -> Result<Grammar> {
         let calls: Vec<Value> = self
             .allowed()
             .iter()
@@ -162,7 +162,7 @@ impl ToolOffer {
     }
 
     /// What the system prompt says of the tools and how to call them.
-    pub fn instructions(&self, convention: Convention) -> String {
+    pub(crate) fn instructions(&self, convention: Convention) -> String {
         let list: Vec<String> = self
             .allowed()
             .iter()
@@ -194,7 +194,7 @@ fn object_schema(parameters: &Value) -> Value {
 
 /// A call read from the generated text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Call {
+pub(crate) struct Call {
     pub name: String,
     pub arguments: Value,
 }

@@ -17,7 +17,7 @@ use crate::provider::Infill;
 
 /// The three tokens of a FIM prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FimTokens {
+pub(crate) struct FimTokens {
     pub prefix: TokenId,
     pub suffix: TokenId,
     pub middle: TokenId,
@@ -26,7 +26,7 @@ pub struct FimTokens {
 /// The prompt's token ids: `bos`, PRE, the last of `prefix`, SUF, the first of `suffix`, MID,
 /// at most `budget` tokens in all. The suffix gets at most a quarter of the room (the text
 /// just before the cursor matters most); the prefix gets the rest.
-pub fn layout(
+pub(crate) fn layout(
     fim: FimTokens,
     bos: Option<TokenId>,
     prefix: &[TokenId],

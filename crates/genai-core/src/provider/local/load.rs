@@ -29,7 +29,7 @@ pub(crate) struct CpuTimes {
 
 impl CpuTimes {
     /// Now's times; `None` where the kernel does not tell (not Linux, no `/proc`).
-    pub fn now() -> Option<CpuTimes> {
+    pub(crate) fn now() -> Option<CpuTimes> {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
         let own = std::fs::read_to_string("/proc/self/stat").ok()?;
         Self::parse(&stat, &own, Instant::now())

@@ -56,7 +56,7 @@ pub(crate) trait Sink: Send {
 
 /// How a generation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finished {
+pub(crate) struct Finished {
     /// `stop` (end-of-generation token or stop string), `length` (`max_tokens` or the end of
     /// the sequence's share of the context), `repetition` (the reply looped:
     /// [`crate::format::REPEATED`]), or `cancelled` (the sink went away).
@@ -125,7 +125,7 @@ fn lock(shared: &Shared) -> MutexGuard<'_, Queue> {
 
 impl Scheduler {
     /// Starts the thread; it makes the context at once, so the first request finds it ready.
-    pub fn start(setup: Setup) -> Result<Scheduler> {
+    pub(crate) fn start(setup: Setup) -> Result<Scheduler> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
@@ -155,7 +155,7 @@ impl Scheduler {
     /// Ends the thread once the step under way is decoded, failing what still runs or waits,
     /// and waits for it. The process must not exit while a step is in llama.cpp: its static
     /// state is torn down at exit under the running step (a crash).
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         lock(&self.shared).stopping = true;
         self.shared.wake.notify_all();
         let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();

@@ -40,7 +40,7 @@ pub(crate) fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
 }
 
 impl SequenceTable {
-    pub fn new(capacity: usize) -> SequenceTable {
+    pub(crate) fn new(capacity: usize) -> SequenceTable {
         SequenceTable {
             entries: Vec::new(),
             capacity: capacity.max(1),
@@ -54,7 +54,7 @@ impl SequenceTable {
     }
 
     /// How many requests could claim a sequence now.
-    pub fn free(&self) -> usize {
+    pub(crate) fn free(&self) -> usize {
         self.capacity - self.entries.len() + self.entries.iter().filter(|e| !e.busy).count()
     }
 
@@ -114,7 +114,7 @@ impl SequenceTable {
     }
 
     /// The tokens a sequence holds.
-    pub fn tokens(&self, index: usize) -> &[TokenId] {
+    pub(crate) fn tokens(&self, index: usize) -> &[TokenId] {
         self.entries.get(index).map_or(&[], |e| &e.tokens)
     }
 
@@ -124,7 +124,7 @@ impl SequenceTable {
     }
 
     /// Gives a sequence back; its tokens stay for the next turn.
-    pub fn release(&mut self, index: usize) {
+    pub(crate) fn release(&mut self, index: usize) {
         if let Some(e) = self.entries.get_mut(index) {
             e.busy = false;
         }

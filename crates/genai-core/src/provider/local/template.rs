@@ -20,13 +20,13 @@
 
 /// One message as the template sees it: a role (`system`, `user`, `assistant`) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChatMessage {
+pub(crate) struct ChatMessage {
     pub role: String,
     pub content: String,
 }
 
 impl ChatMessage {
-    pub fn new(role: &str, content: &str) -> ChatMessage {
+    pub(crate) fn new(role: &str, content: &str) -> ChatMessage {
         ChatMessage {
             role: role.to_string(),
             content: content.to_string(),
@@ -88,7 +88,7 @@ pub(crate) fn builtin_for_architecture(architecture: &str) -> Option<&'static st
 /// Renders `messages` for a model of `architecture`: `apply` applies a template through
 /// llama.cpp (it returns the prompt, or why it cannot). The prompt ends with the opening of an
 /// assistant turn.
-pub fn render(
+pub(crate) fn render(
     messages: &[ChatMessage],
     architecture: Option<&str>,
     mut apply: impl FnMut(Template, &[ChatMessage]) -> std::result::Result<String, String>,
@@ -143,7 +143,7 @@ fn chatml_rendered(messages: &[ChatMessage], why: String) -> Rendered {
 
 /// The plain transcript for base models: system text, then `Question:`/`Answer:` lines,
 /// ending with `Answer:` for the model to complete.
-pub fn transcript(messages: &[ChatMessage]) -> String {
+pub(crate) fn transcript(messages: &[ChatMessage]) -> String {
     let mut out = String::new();
     for m in messages {
         match m.role.as_str() {

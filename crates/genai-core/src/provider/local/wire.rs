@@ -38,7 +38,7 @@ pub(crate) struct GenerationSettings {
 
 /// An openai-chat request as the engine needs it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChatRequest {
+pub(crate) struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     pub settings: GenerationSettings,
     /// The tools offered (none with `tool_choice: none`), in the model's calling convention.
@@ -49,7 +49,7 @@ pub struct ChatRequest {
 /// Tools (`tools`, `tool_choice`) are described in the system prompt in the model's calling
 /// `convention` and constrained by a grammar, which a `response_format` JSON Schema gives
 /// too; earlier calls are written back in that convention and their results go as user text.
-pub fn parse_request(body: &Value, convention: Convention) -> Result<ChatRequest> {
+pub(crate) fn parse_request(body: &Value, convention: Convention) -> Result<ChatRequest> {
     let list = body
         .get("messages")
         .and_then(Value::as_array)
@@ -246,10 +246,10 @@ impl TokenCounts {
 
 /// Identifies one answer in its chunks.
 #[derive(Debug, Clone)]
-pub struct Answer(Envelope);
+pub(crate) struct Answer(Envelope);
 
 impl Answer {
-    pub fn new(model: &str) -> Answer {
+    pub(crate) fn new(model: &str) -> Answer {
         Answer(Envelope::now(
             format!("chatcmpl-local-{}", ulid::Ulid::new()),
             model,
@@ -262,7 +262,7 @@ impl Answer {
     }
 
     /// A chunk carrying text.
-    pub fn text_chunk(&self, text: &str) -> String {
+    pub(crate) fn text_chunk(&self, text: &str) -> String {
         self.chunk(Delta::text(text), None)
     }
 
@@ -290,12 +290,12 @@ impl Answer {
     }
 
     /// The usage chunk sent after the last choice chunk (as with `include_usage`).
-    pub fn usage_chunk(&self, counts: TokenCounts) -> String {
+    pub(crate) fn usage_chunk(&self, counts: TokenCounts) -> String {
         text(&self.0.usage_chunk(&counts.usage()))
     }
 
     /// A whole `chat.completion` body.
-    pub fn completion(
+    pub(crate) fn completion(
         &self,
         text: &str,
         calls: &[Call],
@@ -323,7 +323,7 @@ fn call_json(call: &Call) -> Value {
 }
 
 /// The data of the event that ends a stream.
-pub const DONE: &str = "[DONE]";
+pub(crate) const DONE: &str = "[DONE]";
 
 #[cfg(test)]
 mod tests {

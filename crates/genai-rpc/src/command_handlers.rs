@@ -96,7 +96,7 @@ pub(crate) async fn list_commands(
     })
 }
 
-pub async fn run_command(
+pub(crate) async fn run_command(
     fw: Arc<Framework>,
     port: Arc<RpcPort>,
     p: RunCommandParams,

@@ -37,7 +37,7 @@ fn response(id: Value, result: Result<Value, RpcError>) -> Value {
 impl Session {
     /// Runs one request or notification (or takes a response to a request of ours); `None`
     /// when nothing is to be answered now.
-    pub fn handle(&mut self, msg: Value) -> (Option<Value>, Flow) {
+    pub(crate) fn handle(&mut self, msg: Value) -> (Option<Value>, Flow) {
         let invalid = |why: &str, id: Option<Value>| {
             let e = RpcError::new(INVALID_REQUEST, why);
             (Some(e.to_json(id.unwrap_or(Value::Null))), Flow::Continue)

@@ -75,7 +75,7 @@ pub(crate) struct OnToolCallResult {
 /// work.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct EditorCapabilities {
+pub(crate) struct EditorCapabilities {
     /// The daemon reads the workspace tools' files with `ReadTextFile` (unsaved buffers).
     #[serde(default)]
     pub read_text_file: bool,

@@ -8,15 +8,15 @@
 
 pub(crate) mod command_handlers;
 pub(crate) mod command_protocol;
-pub mod dispatch;
+pub(crate) mod dispatch;
 pub(crate) mod editor_protocol;
-pub mod errors;
+pub(crate) mod errors;
 pub(crate) mod handlers;
-pub mod ids;
+pub(crate) mod ids;
 pub(crate) mod mcp_protocol;
-pub mod methods;
-pub mod port;
-pub mod protocol;
+pub(crate) mod methods;
+pub(crate) mod port;
+pub(crate) mod protocol;
 pub mod schema;
 pub mod server;
 pub(crate) mod tool_protocol;

@@ -24,7 +24,7 @@ use genai_core::session::Framework;
 
 /// Who sends a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sender {
+pub(crate) enum Sender {
     /// The client (editor, script) sends it to the daemon.
     Client,
     /// The daemon sends it to the client.
@@ -33,7 +33,7 @@ pub enum Sender {
 
 /// Whether a method is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Request,
     /// No answer.
     Notification,
@@ -45,7 +45,7 @@ pub(crate) type Answer = Result<Value, RpcError>;
 pub(crate) type AnswerFuture = BoxFuture<'static, Answer>;
 
 /// What answers a method.
-pub enum Handler {
+pub(crate) enum Handler {
     /// A method the client sends, answered on the read loop, in order.
     Now(fn(&mut Call, Value) -> Answer),
     /// A method the client sends that waits on a tool source: answered off the read loop,
@@ -56,7 +56,7 @@ pub enum Handler {
 }
 
 /// One method of the protocol.
-pub struct Method {
+pub(crate) struct Method {
     pub name: &'static str,
     pub sender: Sender,
     pub kind: Kind,
@@ -227,7 +227,7 @@ pub(crate) const METHODS: &[Method] = &[
 ];
 
 /// The method named `name` that a client may send.
-pub fn served(name: &str) -> Option<&'static Method> {
+pub(crate) fn served(name: &str) -> Option<&'static Method> {
     METHODS
         .iter()
         .find(|m| m.sender == Client && m.name == name)
@@ -251,7 +251,7 @@ pub(crate) fn served_later() -> impl Iterator<Item = &'static str> {
 
 /// The schemas the table gives, by file name (without `.json`): `NAME.params` and
 /// `NAME.result` of requests, `notification.NAME` of the daemon's notifications.
-pub fn schemas() -> impl Iterator<Item = (String, Value)> {
+pub(crate) fn schemas() -> impl Iterator<Item = (String, Value)> {
     METHODS.iter().flat_map(|m| {
         let params = m.params.map(|p| {
             let name = if m.sender == Daemon && m.kind == Notification {

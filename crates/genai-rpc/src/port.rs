@@ -30,7 +30,7 @@ use genai_core::tools::Tool;
 use genai_core::workspace::{Editor, EditorCall};
 use genai_peer::Peer;
 
-pub struct RpcPort {
+pub(crate) struct RpcPort {
     peer: Arc<Peer>,
     streaming: AtomicBool,
     /// The tools the client registered.
@@ -43,7 +43,7 @@ pub struct RpcPort {
 
 impl RpcPort {
     /// A port writing its frames (JSON texts) through `peer`.
-    pub fn new(peer: Arc<Peer>) -> RpcPort {
+    pub(crate) fn new(peer: Arc<Peer>) -> RpcPort {
         RpcPort {
             peer,
             streaming: AtomicBool::new(true),

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use super::editor_protocol::*;
 use super::listings::{ConversationRecord, StoredMessage};
-pub use super::tool_protocol::*;
+pub(crate) use super::tool_protocol::*;
 use genai_core::message::{Message, Usage};
 
 pub(crate) use super::command_protocol::*;
@@ -49,16 +49,18 @@ impl MessageInput {
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct InitializeParams {
+pub(crate) struct InitializeParams {
+    /// Part of the wire and its schema; no handler reads it.
     #[serde(default)]
-    pub client_info: Option<Value>,
+    #[allow(dead_code)]
+    pub(crate) client_info: Option<Value>,
     #[serde(default)]
     pub(crate) capabilities: ClientCapabilities,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ClientCapabilities {
+pub(crate) struct ClientCapabilities {
     /// Whether the client wants `OnFeatureResponseChunk`/`OnPromptResponseChunk` (default true).
     #[serde(default = "yes")]
     pub streaming: bool,
@@ -82,7 +84,7 @@ fn yes() -> bool {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct InitializeResult {
+pub(crate) struct InitializeResult {
     pub server_info: ServerInfo,
     pub protocol_version: String,
     pub capabilities: Value,
@@ -104,7 +106,7 @@ pub struct WorkspaceRoots {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ServerInfo {
+pub(crate) struct ServerInfo {
     pub name: String,
     pub version: String,
 }
@@ -451,7 +453,7 @@ pub(crate) struct CancelResult {
 /// The error part of a failed turn or prompt.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ErrorInfo {
+pub(crate) struct ErrorInfo {
     pub kind: String,
     pub message: String,
 }
@@ -467,7 +469,7 @@ impl From<&genai_core::error::Error> for ErrorInfo {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct FeatureResponseChunk {
+pub(crate) struct FeatureResponseChunk {
     pub conversation_id: String,
     pub turn_id: String,
     pub delta: String,
@@ -478,7 +480,7 @@ pub struct FeatureResponseChunk {
 /// are the next characters of its JSON arguments.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolCallChunk {
+pub(crate) struct ToolCallChunk {
     pub conversation_id: String,
     pub turn_id: String,
     pub index: u32,
@@ -493,7 +495,7 @@ pub struct ToolCallChunk {
 /// The end (when `final`) or a step of a turn: the summary is the chat bubble.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct FeatureResponse {
+pub(crate) struct FeatureResponse {
     pub conversation_id: String,
     pub turn_id: String,
     pub summary: String,
@@ -520,7 +522,7 @@ pub struct FeatureResponse {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PromptResponseChunk {
+pub(crate) struct PromptResponseChunk {
     pub agent_id: String,
     pub request_id: String,
     pub delta: String,
@@ -528,7 +530,7 @@ pub struct PromptResponseChunk {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PromptResponse {
+pub(crate) struct PromptResponse {
     pub agent_id: String,
     pub request_id: String,
     pub is_success: bool,
@@ -545,7 +547,7 @@ pub struct PromptResponse {
 /// Sent to the client that hosts the conversation's feature.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NewMessageToFeature {
+pub(crate) struct NewMessageToFeature {
     pub conversation_id: String,
     pub agent_id: String,
     pub turn_id: String,
@@ -556,7 +558,7 @@ pub struct NewMessageToFeature {
 /// A notification from the daemon to the client.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "method", content = "params")]
-pub enum Event {
+pub(crate) enum Event {
     OnFeatureResponseChunk(FeatureResponseChunk),
     /// A piece of the model's reasoning, apart from the answer's chunks (same params).
     OnReasoningChunk(FeatureResponseChunk),

@@ -103,7 +103,7 @@ pub(crate) struct ListCheckpointsResult {
 /// (`[[CODE]]` in the reply; the marker is removed from the summary).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DoActionParams {
+pub(crate) struct DoActionParams {
     pub conversation_id: String,
     pub turn_id: String,
     /// The id of the reply that triggered it.
@@ -147,7 +147,7 @@ fn empty_object() -> Value {
 /// What a tool answered: the text the model would see, and what the module asked for.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CallToolResult {
+pub(crate) struct CallToolResult {
     pub text: String,
     /// The module reported an error; `text` says what.
     pub is_error: bool,

@@ -27,7 +27,7 @@ pub(crate) fn referenced_tools(messages: &Value) -> Vec<String> {
 /// The request's tools, those given to the model at once and the deferred ones: custom tools
 /// only; the vendor's server tools (web search, code execution, bash, text editor, computer
 /// use, ...) run on Anthropic's side, which genai is not.
-pub fn tools(value: Value) -> Result<(Vec<ToolSpec>, Vec<ToolSpec>), ApiError> {
+pub(crate) fn tools(value: Value) -> Result<(Vec<ToolSpec>, Vec<ToolSpec>), ApiError> {
     let (mut specs, mut deferred) = (Vec::new(), Vec::new());
     for (i, tool) in array(value, "tools")?.into_iter().enumerate() {
         let at = format!("tools[{i}]");
@@ -80,7 +80,7 @@ pub fn tools(value: Value) -> Result<(Vec<ToolSpec>, Vec<ToolSpec>), ApiError> {
 
 /// `tool_choice` as the core's parameter (auto, required, none, or a tool's name), and
 /// whether it turns parallel tool calls off.
-pub fn tool_choice(value: Value) -> Result<(Value, bool), ApiError> {
+pub(crate) fn tool_choice(value: Value) -> Result<(Value, bool), ApiError> {
     let at = "tool_choice";
     let mut m = object(value, at)?;
     let no_parallel = match m.remove("disable_parallel_tool_use") {

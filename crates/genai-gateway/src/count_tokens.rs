@@ -15,9 +15,9 @@ pub(crate) const MESSAGE_TOKENS: u64 = 3;
 
 /// What an image is counted as: about what Anthropic charges for one of 1.15 megapixels, the
 /// largest it takes without scaling down.
-pub const IMAGE_TOKENS: u64 = 1600;
+pub(crate) const IMAGE_TOKENS: u64 = 1600;
 
-pub fn estimate(messages: &[Message], tools: &[ToolSpec]) -> u64 {
+pub(crate) fn estimate(messages: &[Message], tools: &[ToolSpec]) -> u64 {
     let mut bytes = 0;
     let mut images = 0;
     let mut add = |p: &Part| match p {

@@ -31,7 +31,7 @@ impl Api {
 }
 
 /// OpenAI's error type of a request the client must change.
-pub const INVALID_REQUEST: &str = "invalid_request_error";
+pub(crate) const INVALID_REQUEST: &str = "invalid_request_error";
 
 /// An error as the gateway answers it, with its HTTP status. `kind` and `code` are OpenAI's
 /// words; Anthropic's type follows from the status ([`ApiError::anthropic_type`]).
@@ -46,7 +46,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(status: http::StatusCode, kind: &'static str, message: String) -> ApiError {
+    pub(crate) fn new(status: http::StatusCode, kind: &'static str, message: String) -> ApiError {
         ApiError {
             status,
             kind,
@@ -57,7 +57,7 @@ impl ApiError {
     }
 
     /// A 400 naming the request's field at fault.
-    pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> ApiError {
+    pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> ApiError {
         let param = param.into();
         ApiError {
             message: format!("{param}: {}", message.into()),
@@ -79,7 +79,7 @@ impl ApiError {
     }
 
     /// The 401 of a request without the serve's token or a live virtual key.
-    pub fn unauthorized() -> ApiError {
+    pub(crate) fn unauthorized() -> ApiError {
         ApiError {
             code: Some("invalid_api_key"),
             ..ApiError::new(
@@ -103,7 +103,7 @@ impl ApiError {
     /// 429 and its overload 529 (as the provider answered), its other failures 502 (504 when
     /// it did not answer in time), genai's own 500. `param` is the request's field the error
     /// is about, when known.
-    pub fn of(e: &Error, param: Option<&str>) -> ApiError {
+    pub(crate) fn of(e: &Error, param: Option<&str>) -> ApiError {
         use http::StatusCode as S;
         let (status, kind, code) = match (e.kind, e.upstream_status) {
             (ErrorKind::ProviderError, Some(429)) => (
@@ -175,7 +175,7 @@ impl ApiError {
     }
 
     /// The error's JSON body in OpenAI's shape.
-    pub fn body(&self) -> Value {
+    pub(crate) fn body(&self) -> Value {
         json!({"error": {
             "message": self.message,
             "type": self.kind,

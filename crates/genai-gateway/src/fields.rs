@@ -12,27 +12,27 @@ use super::ApiError;
 use genai_core::format::ToolSpec;
 use genai_core::message::{Message, Part, Role};
 
-pub fn string(value: Value, at: &str) -> Result<String, ApiError> {
+pub(crate) fn string(value: Value, at: &str) -> Result<String, ApiError> {
     match value {
         Value::String(s) => Ok(s),
         _ => Err(ApiError::invalid(at, "must be a string")),
     }
 }
 
-pub fn boolean(value: Value, at: &str) -> Result<bool, ApiError> {
+pub(crate) fn boolean(value: Value, at: &str) -> Result<bool, ApiError> {
     value
         .as_bool()
         .ok_or_else(|| ApiError::invalid(at, "must be true or false"))
 }
 
-pub fn object(value: Value, at: &str) -> Result<Map<String, Value>, ApiError> {
+pub(crate) fn object(value: Value, at: &str) -> Result<Map<String, Value>, ApiError> {
     match value {
         Value::Object(m) => Ok(m),
         _ => Err(ApiError::invalid(at, "must be an object")),
     }
 }
 
-pub fn array(value: Value, at: &str) -> Result<Vec<Value>, ApiError> {
+pub(crate) fn array(value: Value, at: &str) -> Result<Vec<Value>, ApiError> {
     match value {
         Value::Array(a) => Ok(a),
         _ => Err(ApiError::invalid(at, "must be an array")),
@@ -40,14 +40,14 @@ pub fn array(value: Value, at: &str) -> Result<Vec<Value>, ApiError> {
 }
 
 /// The JSON object of a request body.
-pub fn body(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+pub(crate) fn body(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::not_json(&e))?;
     object(value, "body").map_err(|_| ApiError::invalid("body", "must be a JSON object"))
 }
 
 /// The request body read as the serde type `T` (no JSON tree of it), refused naming the field
 /// that is not what `T` says it is (`messages[0].content: invalid type: ...`).
-pub fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
@@ -67,7 +67,7 @@ pub fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError>
 }
 
 /// Refuses the keys of `m` (at `at`) that are not `known` and not null.
-pub fn only(m: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(), ApiError> {
+pub(crate) fn only(m: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(), ApiError> {
     match m
         .iter()
         .find(|(k, v)| !v.is_null() && !known.contains(&k.as_str()))
@@ -111,7 +111,7 @@ pub(crate) fn checked_tool_name(name: String, at: &str) -> Result<String, ApiErr
 /// A content as every API gives it: a string (one text part), or an array of `noun`s (parts,
 /// content blocks) each an object whose `type` is one of the `kinds` this place may hold,
 /// read by `read` from its type, its other fields and where it is.
-pub fn content(
+pub(crate) fn content(
     content: Value,
     at: &str,
     noun: &str,
@@ -180,7 +180,7 @@ pub(crate) fn function_tool(tool: &mut Map<String, Value>, at: &str) -> Result<T
 /// `tool_choice` as both OpenAI APIs give it, as the core's parameter: `auto`, `none`,
 /// `required`, or the name of the function `{"type": "function", ...}` names at `name_at` (a
 /// path of keys: Chat Completions' `function.name`, Responses' `name`).
-pub fn tool_choice(value: &Value, name_at: &[&str]) -> Result<Value, ApiError> {
+pub(crate) fn tool_choice(value: &Value, name_at: &[&str]) -> Result<Value, ApiError> {
     match value {
         Value::String(s) if matches!(s.as_str(), "auto" | "none" | "required") => Ok(value.clone()),
         Value::Object(_) if value["type"] == "function" => {
@@ -216,7 +216,7 @@ pub(crate) fn with_role(role: Role, content: Vec<Part>) -> Message {
 }
 
 /// The text of these parts.
-pub fn text_of(parts: &[Part]) -> String {
+pub(crate) fn text_of(parts: &[Part]) -> String {
     with_role(Role::System, parts.to_vec()).text()
 }
 

@@ -57,7 +57,7 @@ enum Message {
 
 /// The queue of rows to the background writer.
 #[derive(Clone)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     tx: mpsc::Sender<Message>,
     /// Ends the writer's gathering early: a flush is waiting, or a batch is full.
     hurry: Arc<Notify>,
@@ -65,7 +65,7 @@ pub struct Ledger {
 
 impl Ledger {
     /// Starts the writer of `store`'s rows.
-    pub fn start(store: Arc<Store>) -> Ledger {
+    pub(crate) fn start(store: Arc<Store>) -> Ledger {
         let (tx, rx) = mpsc::channel(QUEUED);
         let hurry = Arc::new(Notify::new());
         tokio::spawn(write(store, rx, hurry.clone()));
@@ -86,7 +86,7 @@ impl Ledger {
     }
 
     /// Waits until every row queued so far is stored.
-    pub async fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         let (done, wait) = oneshot::channel();
         if self.tx.send(Message::Flush(done)).await.is_ok() {
             self.hurry.notify_one();
@@ -265,7 +265,7 @@ impl Caller {
 
     /// Records the request with the answer's status (unless a stream took it) and gives the
     /// answer back.
-    pub fn finish(mut self, response: HttpResponse) -> HttpResponse {
+    pub(crate) fn finish(mut self, response: HttpResponse) -> HttpResponse {
         if !self.handed_over {
             self.row.first_byte_ms = Some(self.started.elapsed().as_millis() as u64);
             self.record(response.status().as_str().to_string());
@@ -296,7 +296,7 @@ impl Tally {
 
     /// Records the end of the stream: the whole reply (and `body`, the reply as one answer,
     /// when kept), or the error that ended it.
-    pub fn done(&mut self, result: &Result<ModelReply>, body: Option<Value>) {
+    pub(crate) fn done(&mut self, result: &Result<ModelReply>, body: Option<Value>) {
         if self.caller.handed_over {
             return;
         }

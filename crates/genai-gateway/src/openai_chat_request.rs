@@ -38,7 +38,7 @@ pub(crate) struct StreamOptions {
 
 /// One message of the history.
 #[derive(Deserialize)]
-pub struct ChatMessage {
+pub(crate) struct ChatMessage {
     pub role: Option<String>,
     pub content: Option<Content>,
     pub tool_calls: Option<Vec<ToolCall>>,
@@ -49,7 +49,7 @@ pub struct ChatMessage {
 }
 
 /// A message's content: a string (one text part) or an array of parts.
-pub enum Content {
+pub(crate) enum Content {
     Text(String),
     Parts(Vec<ContentPart>),
 }
@@ -84,7 +84,7 @@ impl ContentPart {
 
 /// A tool call of an assistant message.
 #[derive(Deserialize)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     /// Which call of a stream it was; kept by some clients, read as the calls' order.
     pub index: Option<Value>,
     pub id: Option<String>,
@@ -96,7 +96,7 @@ pub struct ToolCall {
 }
 
 #[derive(Deserialize)]
-pub struct FunctionCall {
+pub(crate) struct FunctionCall {
     pub name: Option<String>,
     /// The arguments as a string of JSON.
     pub arguments: Option<String>,

@@ -33,7 +33,7 @@ pub(crate) trait VendorApi {
 }
 
 /// What one request asks, read by its API.
-pub struct Asked<S> {
+pub(crate) struct Asked<S> {
     /// The model asked for: an agent, `PROVIDER:MODEL` or an alias of `[serve.models]`.
     pub model: String,
     /// The history, system message first when there is one.
@@ -51,7 +51,7 @@ pub struct Asked<S> {
 }
 
 /// The answer to one request body of `A`.
-pub async fn run<A: VendorApi>(
+pub(crate) async fn run<A: VendorApi>(
     body: &[u8],
     fw: &Arc<Framework>,
     caller: &mut Caller,

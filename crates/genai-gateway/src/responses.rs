@@ -42,7 +42,7 @@ const IGNORED: &[&str] = &[
 ];
 
 /// OpenAI's Responses API.
-pub struct Responses;
+pub(crate) struct Responses;
 
 impl VendorApi for Responses {
     const PATH: &'static str = "/v1/responses";

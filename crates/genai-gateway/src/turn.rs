@@ -20,7 +20,7 @@ use genai_core::format::{ModelReply, ResponseSchema, ToolCallDelta, ToolSpec};
 use genai_core::message::Message;
 
 /// What one request asks of the core.
-pub struct Turn {
+pub(crate) struct Turn {
     pub agent: AIAgent,
     /// The history, system message first when there is one.
     pub messages: Vec<Message>,
@@ -31,7 +31,7 @@ pub struct Turn {
 
 /// A piece of a streamed turn, then how it ended.
 #[derive(Debug)]
-pub enum Piece {
+pub(crate) enum Piece {
     Text(String),
     Reasoning(String),
     /// A piece of the signature of the reasoning streamed so far.
@@ -45,7 +45,7 @@ pub enum Piece {
 /// Who answered a turn: the model as `PROVIDER:MODEL`, and the fallback agent's name when
 /// the agent's own provider failed and one of its fallbacks answered.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Served {
+pub(crate) struct Served {
     pub model: String,
     pub fallback: Option<String>,
     /// The price of the model that answered, when one is known.
@@ -56,7 +56,7 @@ pub struct Served {
 pub(crate) struct Answerer(Arc<AIAgent>);
 
 impl Answerer {
-    pub fn served(&self) -> Served {
+    pub(crate) fn served(&self) -> Served {
         served(&self.0)
     }
 }
@@ -74,7 +74,7 @@ fn served(agent: &AIAgent) -> Served {
 }
 
 /// Runs the turn to its whole reply, and says who answered it.
-pub async fn whole(turn: Turn) -> Result<(ModelReply, Served)> {
+pub(crate) async fn whole(turn: Turn) -> Result<(ModelReply, Served)> {
     let agent = Arc::new(turn.agent);
     let parts = Parts {
         messages: turn.messages,
@@ -87,7 +87,7 @@ pub async fn whole(turn: Turn) -> Result<(ModelReply, Served)> {
 
 /// Runs the turn in the background; its pieces come as the model streams them, `Done` last.
 /// Dropping the stream cancels the turn.
-pub fn streamed(turn: Turn) -> (Answerer, impl Stream<Item = Piece> + Send + 'static) {
+pub(crate) fn streamed(turn: Turn) -> (Answerer, impl Stream<Item = Piece> + Send + 'static) {
     let agent = Arc::new(turn.agent);
     let parts = Parts {
         messages: turn.messages,

@@ -8,12 +8,12 @@
 //! It owns bytes, frames, ids and who waits on what; it must never know a method, build a
 //! response or an error of a protocol, nor depend on a front-end (its crate depends on no other of genai's).
 
-pub mod cancel;
+pub(crate) mod cancel;
 pub mod framing;
 pub mod outbox;
-pub mod pending;
-pub mod reader;
-pub mod writer;
+pub(crate) mod pending;
+pub(crate) mod reader;
+pub(crate) mod writer;
 
 use std::sync::Arc;
 
@@ -21,12 +21,12 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-pub use cancel::Running;
+pub(crate) use cancel::Running;
 pub use framing::{Frame, FrameCodec};
 pub use outbox::{Outbox, Queue};
 pub use pending::{Answer, Unanswered};
 pub use reader::{Read, Reader};
-pub use writer::Writer;
+pub(crate) use writer::Writer;
 
 /// The sending side of one client's connection, shared by the front-end's dispatcher and its
 /// client port.

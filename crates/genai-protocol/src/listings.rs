@@ -123,7 +123,7 @@ pub struct Components {
 /// The default choice of `ListComponents`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DefaultChoice {
+pub(crate) struct DefaultChoice {
     /// The provider instance.
     pub service_provider: String,
     /// A named model configuration, when the default names one.
@@ -164,7 +164,7 @@ pub struct ProviderInfo {
     pub default_model: Option<String>,
     pub origin: String,
     /// Whether it has the key it needs.
-    pub key: KeyStatus,
+    pub(crate) key: KeyStatus,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -313,7 +313,7 @@ pub struct McpPrompt {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    pub arguments: Vec<McpPromptArgument>,
+    pub(crate) arguments: Vec<McpPromptArgument>,
 }
 
 impl From<tools::mcp_context::McpPrompt> for McpPrompt {

@@ -16,9 +16,6 @@ pub(crate) const TOKEN_FILE: &str = genai_core::secrets::SERVE_TOKEN_FILE;
 /// `new WebSocket(url, ["genai", "bearer.TOKEN"])`.
 pub(crate) const PROTOCOL_PREFIX: &str = "bearer.";
 
-/// The subprotocol the server answers with when the client offered it (the WebSocket's).
-pub use genai_rpc::ws::PROTOCOL;
-
 /// The token in `config_dir`, made (64 hex digits from the OS's random source, mode 0600) when
 /// there is none yet.
 pub fn token(config_dir: &Path) -> Result<String> {

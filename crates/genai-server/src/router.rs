@@ -37,7 +37,7 @@ pub(crate) struct Gate {
 
 impl Router {
     /// The answer to one request of a connection.
-    pub async fn answer(&self, req: http::Request<Incoming>) -> HttpResponse {
+    pub(crate) async fn answer(&self, req: http::Request<Incoming>) -> HttpResponse {
         let upgrade = genai_rpc::ws::is_upgrade(&req);
         if !upgrade && warm::is_warm(&req) {
             if let Some(refused) = self.gate.check_client(&req) {

@@ -38,7 +38,7 @@ pub(crate) struct FileReader<'a> {
 }
 
 /// The path of a `file:` URI (or of a plain absolute path), percent-decoded.
-pub fn file_path(uri: &str) -> Option<PathBuf> {
+pub(crate) fn file_path(uri: &str) -> Option<PathBuf> {
     let rest = match uri.strip_prefix("file://") {
         Some(r) => r.strip_prefix("localhost").unwrap_or(r),
         None if uri.starts_with('/') => uri,
@@ -242,7 +242,7 @@ fn result_text(content: &[Part]) -> String {
 }
 
 /// The updates that replay a stored conversation, in order.
-pub fn replay(messages: &[Message]) -> Vec<SessionUpdate> {
+pub(crate) fn replay(messages: &[Message]) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
     for m in messages {
         for part in &m.content {

@@ -54,7 +54,7 @@ pub(crate) struct SessionPort {
 }
 
 /// A text block as a message chunk.
-pub fn text_chunk(text: impl Into<String>) -> ContentChunk {
+pub(crate) fn text_chunk(text: impl Into<String>) -> ContentChunk {
     ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
 }
 
@@ -80,7 +80,12 @@ pub(crate) fn tool_kind(name: &str) -> ToolKind {
 }
 
 /// A tool call as its first `tool_call` update shows it.
-pub fn tool_call(id: &str, name: &str, arguments: Value, status: ToolCallStatus) -> ToolCall {
+pub(crate) fn tool_call(
+    id: &str,
+    name: &str,
+    arguments: Value,
+    status: ToolCallStatus,
+) -> ToolCall {
     ToolCall::new(id.to_string(), name.to_string())
         .kind(tool_kind(name))
         .status(status)
@@ -115,14 +120,14 @@ pub(crate) fn locations(
 }
 
 /// An edit as ACP's diff content.
-pub fn diff(edit: &FileEdit) -> ToolCallContent {
+pub(crate) fn diff(edit: &FileEdit) -> ToolCallContent {
     ToolCallContent::Diff(
         Diff::new(edit.path.clone(), edit.new_text.clone()).old_text(edit.old_text.clone()),
     )
 }
 
 /// The end of a tool call: its status and output, and the diff of what it changed.
-pub fn tool_result(
+pub(crate) fn tool_result(
     id: &str,
     output: &str,
     is_error: bool,
@@ -159,7 +164,7 @@ pub(crate) fn usage_update(u: &Usage) -> UsageUpdate {
 }
 
 impl SessionPort {
-    pub fn new(conn: Arc<Connection>) -> SessionPort {
+    pub(crate) fn new(conn: Arc<Connection>) -> SessionPort {
         SessionPort {
             conn,
             streamed: Mutex::default(),

@@ -11,7 +11,7 @@ use genai_core::config::lsp::ApplyMode;
 
 /// One action as the editor offers it: a command that needs no argument.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Action {
+pub(crate) struct Action {
     /// The command's name, which `genai.action` carries.
     pub name: String,
     pub title: String,
@@ -32,7 +32,7 @@ pub(crate) fn from_commands<'a>(commands: impl Iterator<Item = &'a Command>) -> 
 }
 
 /// What an action (or `genai.ask`) is about: a file and a range of it.
-pub struct Selection<'a> {
+pub(crate) struct Selection<'a> {
     pub text: &'a str,
     pub range: Range,
     pub file_name: &'a str,
@@ -69,7 +69,7 @@ impl Selection<'_> {
 
     /// The prompt for `instruction` on this selection; `edits` asks for one code block; the
     /// selection itself is left out when the instruction holds it already.
-    pub fn prompt(
+    pub(crate) fn prompt(
         &self,
         instruction: &str,
         edits: Option<ApplyMode>,
@@ -126,13 +126,13 @@ fn fence_language(language_id: &str) -> &str {
 }
 
 /// The selected text; an error when the range is not in the document.
-pub fn selected(text: &str, range: Range) -> Result<&str, String> {
+pub(crate) fn selected(text: &str, range: Range) -> Result<&str, String> {
     let (start, end) = byte_range(text, range)?;
     Ok(&text[start..end])
 }
 
 /// The range with its end moved back to the document's end when it is past it.
-pub fn clamp(text: &str, range: Range) -> Range {
+pub(crate) fn clamp(text: &str, range: Range) -> Range {
     let end = if offset(text, range.end).is_err() {
         position(text, text.len())
     } else {
@@ -159,7 +159,12 @@ pub(crate) fn code_block(reply: &str) -> Option<String> {
 
 /// The edit an action makes with a code block: replace the range, or insert below its last
 /// line. A replacement keeps the selection's trailing newline as it was.
-pub fn edit(text: &str, range: Range, mode: ApplyMode, code: &str) -> Result<TextEdit, String> {
+pub(crate) fn edit(
+    text: &str,
+    range: Range,
+    mode: ApplyMode,
+    code: &str,
+) -> Result<TextEdit, String> {
     let (start, end) = byte_range(text, range)?;
     match mode {
         ApplyMode::Replace => {

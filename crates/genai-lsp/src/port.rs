@@ -49,7 +49,7 @@ const ASK_BUTTONS: [(PermissionAnswer, &str); 4] = [
 
 impl LspPort {
     /// A port that asks `editor` about tool calls; `docs` are its open documents.
-    pub fn new(editor: tower_lsp_server::Client, docs: Arc<Mutex<Documents>>) -> LspPort {
+    pub(crate) fn new(editor: tower_lsp_server::Client, docs: Arc<Mutex<Documents>>) -> LspPort {
         LspPort {
             prompts: Mutex::default(),
             editor: Some(editor),
@@ -156,7 +156,7 @@ impl ClientPort for LspPort {
 
 /// The end of one action's turn.
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub conversation_id: String,
     pub reply: String,
 }
@@ -200,7 +200,7 @@ fn cancelled() -> Error {
 /// Runs `prompt` as the one turn of a new conversation (`title` in the history), streaming the
 /// reply's length into `progress`; `stop` cancels it (the progress's cancel button).
 #[allow(clippy::too_many_arguments)]
-pub async fn ask(
+pub(crate) async fn ask(
     fw: &Arc<Framework>,
     port: &Arc<LspPort>,
     model: ModelChoice,
@@ -266,7 +266,7 @@ pub async fn ask(
 
 /// Sends one prompt to a new agent of `model` (kept out of the history), its reply capped at
 /// `max_tokens` where the format has that parameter.
-pub async fn complete(
+pub(crate) async fn complete(
     fw: &Arc<Framework>,
     port: &Arc<LspPort>,
     model: &ModelChoice,

@@ -37,7 +37,7 @@ pub(super) struct ClientFlags {
     root: Option<PathBuf>,
 }
 
-pub struct Backend {
+pub(crate) struct Backend {
     pub(super) client: Client,
     pub(super) fw: Arc<Framework>,
     pub(super) port: Arc<LspPort>,
@@ -97,7 +97,7 @@ pub(super) fn token_key(t: &ProgressToken) -> String {
 }
 
 impl Backend {
-    pub fn new(client: Client, fw: Arc<Framework>, data_dir: PathBuf) -> Backend {
+    pub(crate) fn new(client: Client, fw: Arc<Framework>, data_dir: PathBuf) -> Backend {
         let settings = fw.config().lsp.clone();
         let docs = Arc::new(Mutex::new(Documents::default()));
         Backend {

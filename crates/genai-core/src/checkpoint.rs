@@ -32,10 +32,10 @@ pub use undo::{read_disk, write_disk, Holder};
 pub(crate) struct CheckpointConfig {
     /// Turns older than this many days are forgotten (default 30).
     #[serde(default = "default_max_age_days")]
-    pub max_age_days: u64,
+    pub(crate) max_age_days: u64,
     /// The most the kept files may weigh, in megabytes; the oldest turns go first (default 512).
     #[serde(default = "default_max_megabytes")]
-    pub max_megabytes: u64,
+    pub(crate) max_megabytes: u64,
 }
 
 fn default_max_age_days() -> u64 {
@@ -70,8 +70,8 @@ impl CheckpointConfig {
 /// One turn of one conversation: what a checkpoint belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TurnKey {
-    pub conversation_id: String,
-    pub turn_id: String,
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
 }
 
 /// Which turn to undo: by default the newest not yet undone (of `conversation`; else of
@@ -140,11 +140,11 @@ pub struct Undone {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Pruned {
     /// Turns forgotten.
-    pub turns: u64,
+    pub(crate) turns: u64,
     /// Stored file versions deleted.
-    pub blobs: u64,
+    pub(crate) blobs: u64,
     /// Bytes those weighed.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// The checkpoints under `DATA_DIR/checkpoints/`.

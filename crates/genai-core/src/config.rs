@@ -45,7 +45,7 @@ pub struct Config {
     /// MCP servers by name, started as child processes speaking MCP over stdio:
     /// `[mcp_servers.NAME]` (tools are named `NAME.tool`).
     #[serde(default)]
-    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    pub(crate) mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Middleware by name, run on the messages of every request of the agents that list it:
     /// `[middleware.NAME]`.
     #[serde(default)]
@@ -122,10 +122,10 @@ pub enum KeyStore {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct MiddlewareConfig {
     /// The middleware kind.
-    pub kind: String,
+    pub(crate) kind: String,
     /// The kind's settings (see docs/TOOLS.md, Middleware).
     #[serde(flatten)]
-    pub settings: serde_json::Map<String, Value>,
+    pub(crate) settings: serde_json::Map<String, Value>,
 }
 
 /// `[mcp_servers.NAME]`: one MCP server, a program that speaks MCP on its stdin and stdout
@@ -179,14 +179,14 @@ pub struct PluginConfig {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "seconds"
     )]
-    pub timeout_secs: Option<f64>,
+    pub(crate) timeout_secs: Option<f64>,
     /// A `service_api_key` module's key. Prefer `genai keys set plugin:NAME`,
     /// `GENAI_PLUGIN_<NAME>_KEY` or `api_key_cmd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key: Option<String>,
+    pub(crate) api_key: Option<String>,
     /// A shell command that prints the module's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key_cmd: Option<String>,
+    pub(crate) api_key_cmd: Option<String>,
 }
 
 /// `[defaults]`: what `genai ask` uses when no `-m` is given.
@@ -198,10 +198,10 @@ pub struct Defaults {
     pub model: Option<String>,
     /// The feature of new conversations (default `assistant`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub feature: Option<String>,
+    pub(crate) feature: Option<String>,
     /// Middleware of agents and model configurations that list none, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub middleware: Option<Vec<String>>,
+    pub(crate) middleware: Option<Vec<String>>,
 }
 
 /// `[model_configurations.NAME]`: one wire format with its model and parameters.
@@ -246,20 +246,20 @@ pub struct AgentConfig {
     pub model: Option<String>,
     /// The feature of conversations with this agent (default `assistant`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub feature: Option<String>,
+    pub(crate) feature: Option<String>,
     /// A system prompt for conversations with this agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// Middleware run in order on every request of this agent (`[middleware.NAME]`, or a
     /// client-hosted one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub middleware: Option<Vec<String>>,
+    pub(crate) middleware: Option<Vec<String>>,
     /// Tried in order when this one's provider fails before its answer starts (a 429, a 5xx,
     /// a time-out or a refused connection): other agents, or any name `-m` takes
     /// (`PROVIDER:MODEL`, a provider, `local`). Each runs the same request on its own provider
     /// and model. An agent's own fallbacks are not followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<Vec<String>>,
+    pub(crate) fallback: Option<Vec<String>>,
 }
 
 /// `[features.NAME]`: settings of a feature.
@@ -268,15 +268,15 @@ pub struct AgentConfig {
 pub(crate) struct FeatureConfig {
     /// The system prompt the feature gives the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// Rounds of tool calls in one turn before the model's reply is taken as final (the
     /// `tools` feature; default 8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_steps: Option<usize>,
+    pub(crate) max_steps: Option<usize>,
     /// The `tools` feature: how tools are offered to the model (default `auto`: native tool
     /// calls when the format and the provider have them, a ReAct text loop otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<ToolMode>,
+    pub(crate) mode: Option<ToolMode>,
 }
 
 /// How tools are offered to the model.

@@ -81,7 +81,7 @@ pub struct Error {
     /// limit, a 529 an overload): what a gateway passes on to its own client.
     pub upstream_status: Option<u16>,
     /// The provider could not be reached at all (a refused connection): nothing was sent.
-    pub unreachable: bool,
+    pub(crate) unreachable: bool,
 }
 
 impl fmt::Display for Error {

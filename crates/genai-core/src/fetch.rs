@@ -13,7 +13,7 @@ use futures::StreamExt;
 /// A downloaded body and the server's Content-Type, if it gave one.
 pub struct Fetched {
     pub bytes: Vec<u8>,
-    pub content_type: Option<String>,
+    pub(crate) content_type: Option<String>,
 }
 
 /// Whether `spec` is an http(s) URL.

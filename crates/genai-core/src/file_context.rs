@@ -17,17 +17,17 @@ pub struct FileInput {
     #[serde(rename = "type")]
     pub kind: FileTag,
     /// The file's path or name, shown above its text.
-    pub name: String,
+    pub(crate) name: String,
     /// The Markdown language tag of the text (`rust`, `python`...); guessed from the name's
     /// extension, then from `mimeType`, when absent.
     #[serde(default)]
-    pub language: Option<String>,
+    pub(crate) language: Option<String>,
     /// The media type of the text (`text/markdown`...), used for the language when the name
     /// says nothing.
     #[serde(default)]
-    pub mime_type: Option<String>,
+    pub(crate) mime_type: Option<String>,
     /// The file's text.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// The tag of a [`FileInput`].

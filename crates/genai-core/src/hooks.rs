@@ -55,17 +55,17 @@ const MAX_REASON: usize = 4096;
 pub(crate) struct HooksConfig {
     /// Before a tool runs; may block it.
     #[serde(default, deserialize_with = "one_or_many")]
-    pub pre_tool_use: Vec<HookConfig>,
+    pub(crate) pre_tool_use: Vec<HookConfig>,
     /// After a tool ran; a block tells the model the hook's reason.
     #[serde(default, deserialize_with = "one_or_many")]
-    pub post_tool_use: Vec<HookConfig>,
+    pub(crate) post_tool_use: Vec<HookConfig>,
     /// When the user's prompt arrives, before the model sees it; may block it, and its
     /// stdout is added to the context.
     #[serde(default, deserialize_with = "one_or_many")]
-    pub user_prompt_submit: Vec<HookConfig>,
+    pub(crate) user_prompt_submit: Vec<HookConfig>,
     /// When the model is done; a block makes it go on, with the reason as what to do.
     #[serde(default, deserialize_with = "one_or_many")]
-    pub stop: Vec<HookConfig>,
+    pub(crate) stop: Vec<HookConfig>,
 }
 
 /// A moment's hooks: one command line (`stop = "check.sh"`) or a list of hooks. Written with
@@ -101,16 +101,16 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(
 #[schemars(deny_unknown_fields)]
 pub(crate) struct HookConfig {
     /// The command line, run with `sh -c` in the workspace.
-    pub command: String,
+    pub(crate) command: String,
     /// Tool hooks: which tools, matched against both genai's name (`workspace.run_command`)
     /// and Claude Code's (`Bash`). Absent, `""` or `*`: every tool; only letters, digits, `_`
     /// and `|`: one of these exact names (`Edit|Write`); anything else: a regular expression
     /// found in the name (`mcp__github__.*`, `workspace\.`). Ignored by the other moments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub matcher: Option<String>,
+    pub(crate) matcher: Option<String>,
     /// Seconds before the hook is killed (default 60); a timeout does not block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_s: Option<u64>,
+    pub(crate) timeout_s: Option<u64>,
 }
 
 /// The table form of a hook, as the config spells it.
@@ -243,11 +243,11 @@ impl Event<'_> {
 #[derive(Debug, Clone)]
 pub(crate) struct HookContext {
     /// The conversation id (`session_id`).
-    pub session_id: String,
+    pub(crate) session_id: String,
     /// The workspace root: the hooks' working directory, `cwd`, `CLAUDE_PROJECT_DIR` and
     /// `GENAI_PROJECT_DIR`.
-    pub cwd: PathBuf,
-    pub transcript_path: Option<PathBuf>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) transcript_path: Option<PathBuf>,
 }
 
 /// What the hooks decided.

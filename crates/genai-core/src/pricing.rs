@@ -23,23 +23,23 @@ pub(crate) const TABLE_DATE: &str = "2025-10";
 #[serde(deny_unknown_fields)]
 pub(crate) struct PriceConfig {
     /// Input tokens read neither from nor into the prompt cache.
-    pub input: f64,
-    pub output: f64,
+    pub(crate) input: f64,
+    pub(crate) output: f64,
     /// Input tokens read from the prompt cache (default: the input price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<f64>,
+    pub(crate) cache_read: Option<f64>,
     /// Input tokens written to the prompt cache (default: the input price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<f64>,
+    pub(crate) cache_write: Option<f64>,
 }
 
 /// A model's prices, US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Price {
-    pub input: f64,
-    pub output: f64,
-    pub cache_read: f64,
-    pub cache_write: f64,
+    pub(crate) input: f64,
+    pub(crate) output: f64,
+    pub(crate) cache_read: f64,
+    pub(crate) cache_write: f64,
 }
 
 impl Price {
@@ -79,7 +79,7 @@ impl From<PriceConfig> for Price {
 pub struct Priced {
     pub price: Price,
     /// `[pricing."anthropic:claude-sonnet-4-5"]`, or the built-in table and its date.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 /// Provider kinds whose built-in prices are the vendor's: Claude on Anthropic and Bedrock

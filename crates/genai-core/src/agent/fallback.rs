@@ -24,10 +24,10 @@ use crate::registry::ProviderInstance;
 /// Another agent of the config, tried when the ones before it failed.
 pub(crate) struct Fallback {
     /// Its name in `[agents]`.
-    pub name: String,
-    pub provider: ProviderInstance,
+    pub(crate) name: String,
+    pub(crate) provider: ProviderInstance,
     model: Mutex<Arc<ModelConfiguration>>,
-    pub price: Option<Priced>,
+    pub(crate) price: Option<Priced>,
     /// Why it cannot carry this agent's requests (a parameter its format refuses).
     unfit: Mutex<Option<String>>,
 }

@@ -54,8 +54,8 @@ pub(crate) type OnDelta<'a> = &'a (dyn Fn(Delta<'_>) + Send + Sync);
 /// Where an agent's turns are persisted.
 #[derive(Clone)]
 pub(crate) struct Persistence {
-    pub store: Arc<Store>,
-    pub conversation_id: String,
+    pub(crate) store: Arc<Store>,
+    pub(crate) conversation_id: String,
 }
 
 /// The history an agent keeps in memory (a mirror of what is committed).
@@ -69,26 +69,26 @@ struct History {
 #[derive(Debug, Clone)]
 pub struct PromptOutcome {
     pub reply: ModelReply,
-    pub latency: Duration,
+    pub(crate) latency: Duration,
     /// Why tools went through the ReAct text loop, when they did.
-    pub react: Option<String>,
+    pub(crate) react: Option<String>,
     /// Requests made to the model in this turn (one per round of tool calls, plus the last).
-    pub rounds: usize,
+    pub(crate) rounds: usize,
     /// What the middleware did, one line each (for the turn's details).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// What the turn cost in US dollars (`None`: unknown), as stored with its reply.
-    pub cost: Option<f64>,
+    pub(crate) cost: Option<f64>,
     /// The details' line for the cost: the amount and its price's source, or why it is unknown.
-    pub cost_detail: String,
+    pub(crate) cost_detail: String,
     /// The provider that answered, as `NAME (KIND)`: a fallback's when one served.
-    pub provider: String,
+    pub(crate) provider: String,
     /// The name of the provider instance that answered (a fallback's when one served).
-    pub provider_name: String,
+    pub(crate) provider_name: String,
     /// The model id that answered as asked for (a fallback's when one served); the reply's
     /// `model` is the one the provider reports, when it does.
-    pub model: String,
+    pub(crate) model: String,
     /// The model's reasoning over the whole turn (each round's, then the reply's).
-    pub reasoning: String,
+    pub(crate) reasoning: String,
 }
 
 impl PromptOutcome {
@@ -111,7 +111,7 @@ struct TurnSteps {
 }
 
 pub struct AIAgent {
-    pub id: String,
+    pub(crate) id: String,
     pub provider: ProviderInstance,
     /// Shared with running turns; `set_parameter` replaces it, never changes it under them.
     model: std::sync::Mutex<Arc<ModelConfiguration>>,
@@ -121,12 +121,12 @@ pub struct AIAgent {
     history: std::sync::Mutex<History>,
     persistence: Option<Persistence>,
     /// The longest a prompt may take, end to end.
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
     /// Run on the messages of every request (and on each reply); never on the history.
     pub(crate) middleware: Chain,
     /// The JSON Schema every reply must match unless a prompt gives its own (the
     /// conversation's or its model configuration's `response_schema`).
-    pub response_schema: Option<Arc<ResponseSchema>>,
+    pub(crate) response_schema: Option<Arc<ResponseSchema>>,
     /// Lines for a turn's details: what a handover changed in the history (taken by the
     /// feature before the turn), what the middleware noted in the running prompt (prompts
     /// run one at a time), and why its reply was cut short.

@@ -21,9 +21,9 @@ use crate::error::{Error, Result};
 /// A folder commands are read from.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Folder {
-    pub path: PathBuf,
-    pub place: Place,
-    pub dialect: Dialect,
+    pub(crate) path: PathBuf,
+    pub(crate) place: Place,
+    pub(crate) dialect: Dialect,
 }
 
 /// How deep subfolders are read (`a:b:name`).

@@ -105,7 +105,7 @@ pub struct Settings {
     /// Files, folders or URLs sent after the prompt, as `-f` takes them (relative to the
     /// working folder, inside it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
 }
 
 /// One command, ready to render.
@@ -140,8 +140,8 @@ pub struct Command {
 /// A rendered command: the text of the user message and what the command sets.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Prepared {
-    pub text: String,
-    pub settings: Settings,
+    pub(crate) text: String,
+    pub(crate) settings: Settings,
 }
 
 impl Command {

@@ -39,13 +39,13 @@ pub struct LspConfig {
 #[serde(deny_unknown_fields)]
 pub(crate) struct LspActionConfig {
     /// The title the editor shows in its code-action menu.
-    pub title: String,
+    pub(crate) title: String,
     /// What to ask about the selection; the selection, the file name, its language and the
     /// lines around it are added after it.
-    pub prompt: String,
+    pub(crate) prompt: String,
     /// What to do with the reply (default `show`).
     #[serde(default)]
-    pub apply: ApplyMode,
+    pub(crate) apply: ApplyMode,
 }
 
 /// What a code action does with the model's reply.

@@ -15,10 +15,10 @@ use crate::error::{Error, ErrorKind};
 
 /// A turn waiting for the hosting client's final answer.
 pub(crate) struct PendingTurn {
-    pub turn_id: String,
+    pub(crate) turn_id: String,
     /// The client that hosts it (see [`host_key`]).
-    pub host: usize,
-    pub done: oneshot::Sender<TurnOutcome>,
+    pub(crate) host: usize,
+    pub(crate) done: oneshot::Sender<TurnOutcome>,
 }
 
 /// Turns waiting on clients, by conversation id. Several clients may host features at once
@@ -27,7 +27,7 @@ pub(crate) struct PendingTurn {
 pub(crate) struct Pending {
     pub(crate) turns: HashMap<String, PendingTurn>,
     /// The clients gone (see [`host_key`]): no turn may wait on them any more.
-    pub gone: std::collections::HashSet<usize>,
+    pub(crate) gone: std::collections::HashSet<usize>,
 }
 
 /// Tells client ports apart: the address of the port a client gave the core.
@@ -38,10 +38,10 @@ pub(crate) fn host_key(port: &Arc<dyn ClientPort>) -> usize {
 pub(crate) type PendingTurns = Arc<Mutex<Pending>>;
 
 pub(crate) struct External {
-    pub name: String,
-    pub pending: PendingTurns,
+    pub(crate) name: String,
+    pub(crate) pending: PendingTurns,
     /// The client that hosts the feature.
-    pub host: Arc<dyn ClientPort>,
+    pub(crate) host: Arc<dyn ClientPort>,
 }
 
 #[async_trait]

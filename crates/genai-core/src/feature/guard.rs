@@ -34,13 +34,13 @@ use crate::workspace::{self, CallContext, Content, EditorCall, Workspace};
 /// answers save.
 #[derive(Debug, Clone)]
 pub(crate) struct GuardHome {
-    pub data_dir: PathBuf,
+    pub(crate) data_dir: PathBuf,
     /// genai's own files that hold secrets (`crate::secrets::own_files`): never read by a tool
     /// nor sent as context.
-    pub own_secrets: Vec<PathBuf>,
+    pub(crate) own_secrets: Vec<PathBuf>,
     /// The file of the saved "always" rules (`CONFIG_DIR/projects.toml`).
-    pub saved_rules: PathBuf,
-    pub checkpoints: CheckpointConfig,
+    pub(crate) saved_rules: PathBuf,
+    pub(crate) checkpoints: CheckpointConfig,
 }
 
 /// The guard of one conversation.
@@ -70,15 +70,15 @@ pub(crate) struct Guard {
 
 /// What a guard is made from.
 pub(crate) struct GuardSpec {
-    pub root: PathBuf,
-    pub workspace: Option<Arc<Workspace>>,
-    pub policy: Policy,
-    pub hooks: HooksConfig,
-    pub home: Option<GuardHome>,
-    pub network: bool,
-    pub notes: Vec<String>,
+    pub(crate) root: PathBuf,
+    pub(crate) workspace: Option<Arc<Workspace>>,
+    pub(crate) policy: Policy,
+    pub(crate) hooks: HooksConfig,
+    pub(crate) home: Option<GuardHome>,
+    pub(crate) network: bool,
+    pub(crate) notes: Vec<String>,
     /// The project's `AGENTS.md` text, for the system prompt.
-    pub context: Option<String>,
+    pub(crate) context: Option<String>,
 }
 
 /// What a refused call tells the model.

@@ -30,17 +30,17 @@ pub(crate) use port::{ClientPort, TurnEvent, TurnRef};
 
 /// One turn handed to a feature.
 pub(crate) struct Turn {
-    pub id: TurnRef,
-    pub agent: Arc<AIAgent>,
-    pub message: Message,
-    pub cancel: CancellationToken,
+    pub(crate) id: TurnRef,
+    pub(crate) agent: Arc<AIAgent>,
+    pub(crate) message: Message,
+    pub(crate) cancel: CancellationToken,
     /// The conversation's system prompt, if any.
-    pub system_prompt: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// The client that drives the conversation.
-    pub port: Arc<dyn ClientPort>,
+    pub(crate) port: Arc<dyn ClientPort>,
     /// The schema this turn's reply must match, when its message gives one (else the
     /// agent's, if any).
-    pub response_schema: Option<Arc<crate::format::ResponseSchema>>,
+    pub(crate) response_schema: Option<Arc<crate::format::ResponseSchema>>,
 }
 
 impl Turn {
@@ -173,9 +173,9 @@ impl TurnOutcome {
 /// What a feature makes of its answered prompt, for [`TurnOutcome::of_prompt`].
 pub(crate) struct Answer {
     /// The chat bubble.
-    pub summary: String,
+    pub(crate) summary: String,
     /// The model that answered, as the outcome names it.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
 }
 
 /// What a turn's details say of its prompt besides usage and cost.
@@ -200,14 +200,14 @@ pub(crate) trait Feature: Send + Sync {
 /// What a built-in feature is made from, for one conversation.
 pub(crate) struct FeatureContext<'a> {
     /// `[features.NAME]` of the config.
-    pub config: Option<&'a FeatureConfig>,
+    pub(crate) config: Option<&'a FeatureConfig>,
     /// The plugin modules and MCP servers of the config.
-    pub toolbox: &'a Arc<Toolbox>,
+    pub(crate) toolbox: &'a Arc<Toolbox>,
     /// The conversation's tool selection, when it names one.
-    pub tools: Option<&'a [String]>,
+    pub(crate) tools: Option<&'a [String]>,
     /// What every tool call passes (the permission policy, hooks, checkpoints) and the
     /// workspace; given to the features that take tools.
-    pub guard: Option<&'a Arc<guard::Guard>>,
+    pub(crate) guard: Option<&'a Arc<guard::Guard>>,
 }
 
 /// A built-in feature: a row of the feature table.

@@ -90,17 +90,17 @@ const STOP_HOOK_ROUNDS: usize = 3;
 
 /// The `tools` feature of one conversation.
 pub(crate) struct Tools {
-    pub toolbox: Arc<Toolbox>,
+    pub(crate) toolbox: Arc<Toolbox>,
     /// The permission policy, hooks and checkpoints every call passes; the workspace.
     pub(crate) guard: Arc<Guard>,
     /// The sources or tools this conversation may use; `None`: the enabled sources.
-    pub selection: Option<Vec<String>>,
+    pub(crate) selection: Option<Vec<String>>,
     /// Rounds of tool calls per turn.
-    pub max_steps: usize,
+    pub(crate) max_steps: usize,
     /// Native tool calls, ReAct, or the choice by format and provider (`[features.tools] mode`).
-    pub mode: ToolMode,
+    pub(crate) mode: ToolMode,
     /// A tool asked for the user's next message (collect mode): the tool and its link.
-    pub collect: Mutex<Option<(String, String)>>,
+    pub(crate) collect: Mutex<Option<(String, String)>>,
     /// The guard's notes were given (they go with the first turn's details).
     noted: std::sync::atomic::AtomicBool,
 }

@@ -65,10 +65,10 @@ impl StreamEvent {
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
     /// The format kind, so a provider serving several formats picks the endpoint.
-    pub format: &'static str,
-    pub model: String,
-    pub body: Value,
-    pub stream: bool,
+    pub(crate) format: &'static str,
+    pub(crate) model: String,
+    pub(crate) body: Value,
+    pub(crate) stream: bool,
 }
 
 impl ModelRequest {
@@ -89,7 +89,7 @@ pub struct ModelReply {
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
     /// The model that answered, as the provider reports it.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The request's stop sequence the reply ended at, where the provider says which
     /// (Anthropic's `stop_sequence`).
     pub stop_sequence: Option<String>,
@@ -177,9 +177,9 @@ pub(crate) type Parameters = Map<String, Value>;
 /// first, if any) and the options.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
-    pub model: &'a str,
-    pub parameters: &'a Parameters,
-    pub messages: &'a [Message],
+    pub(crate) model: &'a str,
+    pub(crate) parameters: &'a Parameters,
+    pub(crate) messages: &'a [Message],
     pub(crate) options: RequestOptions<'a>,
 }
 
@@ -200,10 +200,10 @@ impl<'a> Request<'a> {
 /// the JSON Schema the reply must match (structured output).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestOptions<'a> {
-    pub stream: bool,
-    pub tools: &'a [ToolSpec],
-    pub stop: &'a [&'a str],
-    pub schema: Option<&'a ResponseSchema>,
+    pub(crate) stream: bool,
+    pub(crate) tools: &'a [ToolSpec],
+    pub(crate) stop: &'a [&'a str],
+    pub(crate) schema: Option<&'a ResponseSchema>,
 }
 
 impl RequestOptions<'_> {
@@ -221,14 +221,14 @@ impl RequestOptions<'_> {
 #[derive(Debug, Clone, Copy)]
 pub struct FormatSpec {
     /// The format kind name, such as `openai-chat`.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// One line for `genai params` and `ListComponents`.
-    pub description: &'static str,
+    pub(crate) description: &'static str,
     pub parameters: &'static [ParameterSpec],
-    pub images: ImageSupport,
+    pub(crate) images: ImageSupport,
     /// Whether the format sends tools and reads tool calls natively (else the caller uses a
     /// text protocol, and `prepare` refuses tools).
-    pub native_tools: bool,
+    pub(crate) native_tools: bool,
     /// The parameters that take more than one JSON type, which `parameters` cannot say: each
     /// is checked by its own function instead.
     pub(crate) special: &'static [SpecialParameter],
@@ -237,8 +237,8 @@ pub struct FormatSpec {
 /// A parameter checked by its format's own function, which turns a value into the one stored.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SpecialParameter {
-    pub name: &'static str,
-    pub check: fn(Value) -> Result<Value>,
+    pub(crate) name: &'static str,
+    pub(crate) check: fn(Value) -> Result<Value>,
 }
 
 /// One wire format. Implementations are unit structs: everything a request needs comes in as
@@ -295,7 +295,7 @@ pub(crate) fn no_native_tools(format: &str) -> Error {
 pub struct ModelConfiguration {
     pub format: &'static dyn Format,
     pub model: String,
-    pub parameters: Map<String, Value>,
+    pub(crate) parameters: Map<String, Value>,
 }
 
 impl std::fmt::Debug for ModelConfiguration {
@@ -379,9 +379,9 @@ impl ModelConfiguration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ImageSupport {
     /// Inline bytes (`mediaType` + base64 `data`).
-    pub inline: bool,
+    pub(crate) inline: bool,
     /// A URL the provider fetches itself.
-    pub url: bool,
+    pub(crate) url: bool,
 }
 
 impl ImageSupport {

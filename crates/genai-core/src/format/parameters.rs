@@ -41,7 +41,7 @@ pub struct ParameterSpec {
     pub name: &'static str,
     #[serde(flatten)]
     pub(crate) kind: ParameterType,
-    pub description: &'static str,
+    pub(crate) description: &'static str,
 }
 
 impl ParameterSpec {

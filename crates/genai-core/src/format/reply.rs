@@ -100,11 +100,11 @@ pub struct ReplyBuilder {
     /// Pieces of a reasoning block's signature, as they arrive (before the block ends).
     signature_deltas: Vec<String>,
     call_deltas: Vec<ToolCallDelta>,
-    pub usage: Option<Usage>,
-    pub finish_reason: Option<String>,
-    pub model: Option<String>,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) finish_reason: Option<String>,
+    pub(crate) model: Option<String>,
     /// The stop sequence the reply ended at (formats that say which).
-    pub stop_sequence: Option<String>,
+    pub(crate) stop_sequence: Option<String>,
     /// The stream's terminal event arrived.
     complete: bool,
     /// Arguments that are not JSON are an error (else they are kept as a string).

@@ -20,8 +20,8 @@ pub(crate) const DEFAULT_NAME: &str = "response";
 /// `_`, `-`, up to 64).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResponseSchema {
-    pub name: String,
-    pub schema: Value,
+    pub(crate) name: String,
+    pub(crate) schema: Value,
 }
 
 impl ResponseSchema {

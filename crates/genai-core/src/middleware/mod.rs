@@ -27,12 +27,12 @@ use crate::message::Message;
 /// What a middleware knows of the model a request goes to.
 #[derive(Debug, Clone)]
 pub(crate) struct Capabilities {
-    pub format: &'static str,
-    pub model: String,
+    pub(crate) format: &'static str,
+    pub(crate) model: String,
     /// The image parts the format carries with its parameters.
-    pub images: ImageSupport,
+    pub(crate) images: ImageSupport,
     /// The model configuration's parameters (a context size or a reply limit may be there).
-    pub parameters: Map<String, Value>,
+    pub(crate) parameters: Map<String, Value>,
 }
 
 /// What other agents a middleware may ask (describe an image, summarise turns): the session
@@ -47,12 +47,12 @@ pub(crate) trait Helpers: Send + Sync {
 /// One request as a middleware sees it.
 pub struct Request<'a> {
     /// The messages about to be sent (a copy: the stored history stays as it is).
-    pub messages: Vec<Message>,
+    pub(crate) messages: Vec<Message>,
     /// The model they go to.
     pub(crate) model: &'a Capabilities,
     /// What the middleware did, one line each (counts and actions, never the content it
     /// removed; the chain names the middleware).
-    pub notes: &'a mut Vec<String>,
+    pub(crate) notes: &'a mut Vec<String>,
 }
 
 /// One middleware of a chain.
@@ -70,8 +70,8 @@ pub(crate) trait Middleware: Send + Sync {
 /// and kind (`redact`, ...; `client` for a client-hosted one).
 #[derive(Clone)]
 pub(crate) struct Link {
-    pub name: String,
-    pub kind: String,
+    pub(crate) name: String,
+    pub(crate) kind: String,
     pub(crate) middleware: Arc<dyn Middleware>,
 }
 
@@ -138,10 +138,10 @@ impl Chain {
 /// What building a built-in middleware gets: its name, settings, and the helpers and caches
 /// the session shares.
 pub(crate) struct BuildContext<'a> {
-    pub name: &'a str,
-    pub settings: &'a Map<String, Value>,
-    pub helpers: Arc<dyn Helpers>,
-    pub cache: Arc<TextCache>,
+    pub(crate) name: &'a str,
+    pub(crate) settings: &'a Map<String, Value>,
+    pub(crate) helpers: Arc<dyn Helpers>,
+    pub(crate) cache: Arc<TextCache>,
 }
 
 /// Texts other agents wrote (image descriptions, summaries) by a hash of what they were asked,
@@ -173,7 +173,7 @@ impl TextCache {
 
 /// A built-in middleware kind: a row of the kinds table.
 pub struct Kind {
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     pub(crate) build: fn(&BuildContext<'_>) -> Result<Arc<dyn Middleware>>,
 }
 

@@ -21,9 +21,9 @@ const HEADER: usize = 24;
 /// What a GGUF header says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Header {
-    pub version: u32,
-    pub tensors: u64,
-    pub metadata: u64,
+    pub(crate) version: u32,
+    pub(crate) tensors: u64,
+    pub(crate) metadata: u64,
 }
 
 /// The smallest bytes one entry can take in a file of this version: (header, metadata entry,

@@ -215,20 +215,20 @@ impl fmt::Display for Decision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Verdict {
     /// The answer.
-    pub decision: Decision,
+    pub(crate) decision: Decision,
     /// What decided it.
-    pub by: String,
+    pub(crate) by: String,
 }
 
 /// One tool call to decide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request<'a> {
     /// The tool's full name: `workspace.read_file`, `SERVER.tool`, `MODULE.function`.
-    pub tool: &'a str,
+    pub(crate) tool: &'a str,
     /// What the call does.
     pub(crate) kind: Kind,
     /// The root-relative path (`.` for the root), the command line, the URL, or none.
-    pub subject: Option<&'a str>,
+    pub(crate) subject: Option<&'a str>,
 }
 
 /// A set of permission settings: `[permissions]` of the user's config, and the project file
@@ -237,20 +237,20 @@ pub struct Request<'a> {
 #[serde(deny_unknown_fields)]
 pub struct PermissionsConfig {
     /// `read-only`, `ask` (the default), `edit` or `full`.
-    pub mode: Option<Mode>,
+    pub(crate) mode: Option<Mode>,
     /// Rules of calls that run without asking: `TOOL` or `TOOL(PATTERN)`.
     #[serde(default)]
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
     /// Rules of calls that are always asked.
     #[serde(default)]
-    pub ask: Vec<String>,
+    pub(crate) ask: Vec<String>,
     /// Rules of calls that are refused.
     #[serde(default)]
-    pub deny: Vec<String>,
+    pub(crate) deny: Vec<String>,
     /// Whether the workspace's commands may use the network (default: no). Only the user's
     /// config can turn it on; a project file's `true` is ignored.
     #[serde(default)]
-    pub network: bool,
+    pub(crate) network: bool,
 }
 
 /// Everything a policy is made of, loosest source last.

@@ -27,13 +27,13 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RetryPolicy {
     /// Retries after the first attempt.
-    pub max_retries: u32,
+    pub(crate) max_retries: u32,
     /// The first backoff; each retry doubles it, with full jitter.
-    pub base_delay: Duration,
+    pub(crate) base_delay: Duration,
     /// No single wait is longer, whatever `Retry-After` asks.
-    pub max_delay: Duration,
+    pub(crate) max_delay: Duration,
     /// Attempts and waits together stop after this long.
-    pub budget: Duration,
+    pub(crate) budget: Duration,
 }
 
 impl RetryPolicy {
@@ -63,10 +63,10 @@ impl RetryPolicy {
 /// `reply_tokens` is enforced by the agent, which sees the decoded pieces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Limits {
-    pub reply_bytes: u64,
-    pub reply_tokens: u64,
-    pub event_bytes: u64,
-    pub error_bytes: u64,
+    pub(crate) reply_bytes: u64,
+    pub(crate) reply_tokens: u64,
+    pub(crate) event_bytes: u64,
+    pub(crate) error_bytes: u64,
 }
 
 impl Limits {

@@ -19,7 +19,7 @@ pub(crate) const AZURE_ENDPOINT_ENV: &str = "AZURE_OPENAI_ENDPOINT";
 /// What sets one HTTP kind apart from the others.
 pub struct HttpKind {
     pub name: &'static str,
-    pub description: &'static str,
+    pub(crate) description: &'static str,
     /// The formats it sends, each with its path; the first is the default format.
     pub(crate) routes: &'static [Route],
     pub(crate) auth: Auth,
@@ -28,41 +28,41 @@ pub struct HttpKind {
     /// (`remote::takes_well_known_key`).
     pub key_env: Option<&'static str>,
     /// Read instead when `key_env` is empty and this one is not, as the vendor's SDKs do.
-    pub fallback_key_env: Option<&'static str>,
+    pub(crate) fallback_key_env: Option<&'static str>,
     /// The variable that gives the base URL when `base_url` is not set.
-    pub base_url_env: Option<&'static str>,
+    pub(crate) base_url_env: Option<&'static str>,
     /// The base URL when neither gives one (`None`: it must be configured).
-    pub default_base_url: Option<&'static str>,
+    pub(crate) default_base_url: Option<&'static str>,
     /// Host suffixes of the vendor's own service besides the default URL (Azure's resources
     /// each have a host of their own): the kind's key variable may go there too.
-    pub own_hosts: &'static [&'static str],
+    pub(crate) own_hosts: &'static [&'static str],
     /// Whether the paths start with the API version (`/v1`, `/v1beta`) that a base URL ending
     /// in a version of its own replaces.
-    pub versioned_base: bool,
+    pub(crate) versioned_base: bool,
     /// How the model id is written where a path says `{model}`.
     pub(crate) model_in_path: ModelInPath,
-    pub default_model: Option<&'static str>,
+    pub(crate) default_model: Option<&'static str>,
     /// The largest inline image, in bytes, the vendor's endpoint takes.
-    pub max_image_bytes: Option<usize>,
+    pub(crate) max_image_bytes: Option<usize>,
     /// Whether another base URL than the default reaches other servers that merely speak the
     /// API: there the key is optional, no image limit is known, the kind's default model and
     /// the vendor's prices do not apply.
-    pub compatible_servers: bool,
+    pub(crate) compatible_servers: bool,
     /// Where such a server lists its models (appended to the base URL): the first is its
     /// default model when the config names none.
-    pub models_path: Option<&'static str>,
+    pub(crate) models_path: Option<&'static str>,
 }
 
 /// One format a kind sends, and where.
 #[derive(Debug)]
 pub struct Route {
-    pub format: &'static str,
+    pub(crate) format: &'static str,
     /// Appended to the base URL; `{model}` stands for the model id.
-    pub path: &'static str,
+    pub(crate) path: &'static str,
     /// The path of a streamed request, where it differs.
-    pub stream_path: Option<&'static str>,
+    pub(crate) stream_path: Option<&'static str>,
     /// The `Accept` of a streamed request.
-    pub stream_accept: &'static str,
+    pub(crate) stream_accept: &'static str,
 }
 
 /// How a kind sends its key.

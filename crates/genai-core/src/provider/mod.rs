@@ -173,20 +173,20 @@ pub struct Infilled {
     /// The middle, leading whitespace kept.
     pub text: String,
     /// Tokens of the FIM prompt (its FIM tokens included).
-    pub prompt_tokens: u32,
+    pub(crate) prompt_tokens: u32,
     /// Tokens generated.
-    pub completion_tokens: u32,
+    pub(crate) completion_tokens: u32,
     /// `stop` (end of generation or a stop string), `length`, `repetition` (a loop was
     /// stopped), or `cancelled`.
-    pub finish_reason: String,
+    pub(crate) finish_reason: String,
 }
 
 /// Timeouts of an HTTP provider.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Timeouts {
-    pub connect: Duration,
-    pub read: Duration,
-    pub total: Duration,
+    pub(crate) connect: Duration,
+    pub(crate) read: Duration,
+    pub(crate) total: Duration,
 }
 
 impl Timeouts {

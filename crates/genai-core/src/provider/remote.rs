@@ -25,22 +25,22 @@ use crate::secrets::{KeySource, Secret};
 
 /// What every instance of an HTTP kind has.
 pub(crate) struct Endpoint {
-    pub kind: &'static HttpKind,
-    pub name: String,
+    pub(crate) kind: &'static HttpKind,
+    pub(crate) name: String,
     /// Trimmed, without a trailing `/`. Empty for a Bedrock instance without `base_url`, whose
     /// endpoint is found per request.
-    pub base_url: String,
-    pub key: LazyKey,
+    pub(crate) base_url: String,
+    pub(crate) key: LazyKey,
     /// The kind's well-known key variable when this instance does not read it (its base URL
     /// is another server's), named in the error that says how to give it a key.
-    pub withheld_key_env: Option<&'static str>,
+    pub(crate) withheld_key_env: Option<&'static str>,
     /// The first model the server lists, asked once when no default model is known (the
     /// reason as text when it could not be had).
-    pub listed_model: OnceLock<std::result::Result<String, String>>,
+    pub(crate) listed_model: OnceLock<std::result::Result<String, String>>,
     /// The configured headers, sent with every request.
-    pub headers: Vec<(String, String)>,
-    pub default_model: Option<String>,
-    pub http: Http,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) default_model: Option<String>,
+    pub(crate) http: Http,
     /// The last key status a listing found, and when (see [`KEY_STATUS_TTL`]).
     key_status: Mutex<Option<(Instant, KeyStatus)>>,
     /// The last request URL, parsed: most instances send every request to one URL, and
@@ -57,17 +57,17 @@ const KEY_STATUS_TTL: Duration = Duration::from_secs(5);
 /// One request on its way: the instance's endpoint, the route of its format, the request.
 pub(crate) struct Call<'a> {
     pub(crate) endpoint: &'a Endpoint,
-    pub route: &'static Route,
-    pub request: &'a ModelRequest,
+    pub(crate) route: &'static Route,
+    pub(crate) request: &'a ModelRequest,
 }
 
 /// One request, ready to send.
 pub struct Prepared<'a> {
     /// Without credentials: it is shown in errors.
-    pub url: String,
-    pub body: Cow<'a, Value>,
+    pub(crate) url: String,
+    pub(crate) body: Cow<'a, Value>,
     /// The kind's own headers; each replaces a configured header of the same name.
-    pub headers: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 /// Where a kind's exchange differs from the plain one. Each method's default is the plain

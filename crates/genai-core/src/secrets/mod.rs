@@ -61,13 +61,13 @@ impl fmt::Debug for Secret {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KeySource {
     /// The provider instance name: the keyring user.
-    pub instance: String,
+    pub(crate) instance: String,
     /// The environment variable to read first.
-    pub env_var: Option<String>,
+    pub(crate) env_var: Option<String>,
     /// A shell command that prints the key.
-    pub command: Option<String>,
+    pub(crate) command: Option<String>,
     /// A key written in the config file.
-    pub inline: Option<String>,
+    pub(crate) inline: Option<String>,
 }
 
 impl KeySource {

@@ -15,12 +15,12 @@ use crate::message::{Message, Part, Role};
 
 /// What the new model can take.
 pub(crate) struct Target<'a> {
-    pub format: &'a str,
-    pub images: ImageSupport,
-    pub provider: &'a str,
-    pub max_image_bytes: Option<usize>,
+    pub(crate) format: &'a str,
+    pub(crate) images: ImageSupport,
+    pub(crate) provider: &'a str,
+    pub(crate) max_image_bytes: Option<usize>,
     /// The history was written for another format.
-    pub format_changed: bool,
+    pub(crate) format_changed: bool,
 }
 
 /// The history rewritten for `target`, and the notes saying what changed (none: nothing did).

@@ -46,21 +46,21 @@ pub enum Auth {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Api {
     pub(crate) functions: Vec<Function>,
-    pub endpoint: String,
+    pub(crate) endpoint: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct Function {
-    pub method: String,
-    pub name: String,
-    pub description: String,
+    pub(crate) method: String,
+    pub(crate) name: String,
+    pub(crate) description: String,
 }
 
 /// One thing wrong with a manifest, at a JSON pointer such as `/api/functions/1/method`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
-    pub path: String,
-    pub message: String,
+    pub(crate) path: String,
+    pub(crate) message: String,
 }
 
 impl std::fmt::Display for Problem {

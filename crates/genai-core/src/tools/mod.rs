@@ -29,7 +29,7 @@ pub struct Tool {
     pub source: String,
     /// The tool only reads (an MCP server's `readOnlyHint`, the workspace's reading tools):
     /// the `read-only` permission mode lets it run.
-    pub read_only: bool,
+    pub(crate) read_only: bool,
 }
 
 /// A file a tool changed, for a client's diff view.

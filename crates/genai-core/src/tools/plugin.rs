@@ -21,8 +21,8 @@ pub(crate) const MANIFEST_PATH: &str = "/.well-known/ai-plugin.json";
 
 /// A loaded module.
 pub struct PluginModule {
-    pub name: String,
-    pub manifest_url: Url,
+    pub(crate) name: String,
+    pub(crate) manifest_url: Url,
     pub manifest: Manifest,
     endpoint: Url,
     key: Option<Secret>,
@@ -44,9 +44,9 @@ pub struct ModuleAnswer {
     /// `collectResponse` with its `collectResponseLink`.
     pub collect_link: Option<String>,
     /// Images the tool answered (MCP image content), as image parts for the model.
-    pub images: Vec<crate::message::Part>,
+    pub(crate) images: Vec<crate::message::Part>,
     /// The file the call changed (the workspace's edit tools).
-    pub edit: Option<super::FileEdit>,
+    pub(crate) edit: Option<super::FileEdit>,
 }
 
 /// The keyring name of a module's key.

@@ -29,15 +29,15 @@ pub const MAX_OUTPUT: usize = 30_000;
 /// One command to run.
 pub(crate) struct CommandRequest {
     /// The command line, run by `sh -c`.
-    pub command: String,
+    pub(crate) command: String,
     /// Where it runs: the workspace root.
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// How long it may run; clamped to [`MIN_TIMEOUT`]..=[`MAX_TIMEOUT`].
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Its whole environment (nothing else of genai's passes).
-    pub env: Vec<(OsString, OsString)>,
+    pub(crate) env: Vec<(OsString, OsString)>,
     /// How it is confined; `None`: not sandboxed (full trust, or no Landlock here).
-    pub sandbox: Option<Sandbox>,
+    pub(crate) sandbox: Option<Sandbox>,
 }
 
 /// What a command did.

@@ -106,17 +106,17 @@ pub(crate) fn render_text(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Change {
     /// The absolute, resolved path of the file (symlinks followed, inside the root).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The root-relative form of `path`, `/`-separated.
-    pub relative: String,
+    pub(crate) relative: String,
     /// The file's whole new content.
-    pub bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
     /// The unified diff from the old content to the new (`--- a/REL` `+++ b/REL`).
-    pub diff: String,
+    pub(crate) diff: String,
     /// Whether the file does not exist yet.
-    pub created: bool,
+    pub(crate) created: bool,
     /// The file's old text, when it was text (for a client's diff view).
-    pub old: Option<String>,
+    pub(crate) old: Option<String>,
 }
 
 impl Change {

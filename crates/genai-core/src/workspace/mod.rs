@@ -45,9 +45,9 @@ pub(crate) struct Workspace {
 /// What one call does and on what, for the permission policy and the hooks.
 #[derive(Debug, Clone)]
 pub(crate) struct Described {
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// The root-relative path, the command line or the URL.
-    pub subject: Option<String>,
+    pub(crate) subject: Option<String>,
 }
 
 /// A file's content before or after a change, for its checkpoint.
@@ -63,20 +63,20 @@ pub(crate) enum Content<'a> {
 pub(crate) struct CallContext<'a> {
     /// Called with a file's absolute path right before it is written (`false`), and after
     /// (`true`), with what it holds.
-    pub on_write: &'a (dyn Fn(&Path, bool, Content<'_>) -> Result<()> + Send + Sync),
+    pub(crate) on_write: &'a (dyn Fn(&Path, bool, Content<'_>) -> Result<()> + Send + Sync),
     /// Files `search` must not open (the secret files no rule names).
-    pub secret: &'a (dyn Fn(&str) -> bool + Send + Sync),
+    pub(crate) secret: &'a (dyn Fn(&str) -> bool + Send + Sync),
     /// How a command is confined; `None`: not sandboxed.
-    pub sandbox: Option<sandbox::Sandbox>,
+    pub(crate) sandbox: Option<sandbox::Sandbox>,
     /// The client's editor, when it holds the files or runs the commands, and this call.
-    pub editor: Option<(&'a dyn Editor, EditorCall)>,
+    pub(crate) editor: Option<(&'a dyn Editor, EditorCall)>,
 }
 
 /// What a call answered: the model's text, and the file it changed.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Called {
-    pub text: String,
-    pub edit: Option<FileEdit>,
+    pub(crate) text: String,
+    pub(crate) edit: Option<FileEdit>,
 }
 
 impl From<String> for Called {

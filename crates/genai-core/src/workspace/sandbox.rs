@@ -32,13 +32,13 @@ pub fn support() -> &'static Support {
 #[derive(Debug, Clone)]
 pub(crate) struct Sandbox {
     /// The workspace root: the command may write under it.
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// The command's own temp folder: the command may write under it.
-    pub temp: PathBuf,
+    pub(crate) temp: PathBuf,
     /// Whether the command may use the network.
-    pub network: bool,
+    pub(crate) network: bool,
     /// Files (or folders) inside the root that must read as empty to the command: the secrets.
-    pub hidden: Vec<PathBuf>,
+    pub(crate) hidden: Vec<PathBuf>,
 }
 
 impl Sandbox {

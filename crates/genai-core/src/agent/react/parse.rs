@@ -13,10 +13,10 @@ use crate::format::ToolSpec;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Action {
     /// The tool's name as the specs have it, or as written when no tool has it.
-    pub tool: String,
-    pub arguments: Value,
+    pub(crate) tool: String,
+    pub(crate) arguments: Value,
     /// Why the action cannot run (unknown tool, malformed input): the observation to send back.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// What a reply of the model means.
@@ -34,8 +34,8 @@ pub(crate) enum Step {
 /// A parsed reply: the text kept (cut before any observation the model wrote) and its meaning.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Parsed {
-    pub text: String,
-    pub step: Step,
+    pub(crate) text: String,
+    pub(crate) step: Step,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,11 +20,11 @@ use crate::secrets::Secret;
 /// A set of AWS credentials for SigV4. `Debug` never shows the secret parts.
 #[derive(Clone)]
 pub(crate) struct AwsCredentials {
-    pub access_key_id: String,
-    pub secret_access_key: Secret,
-    pub session_token: Option<Secret>,
+    pub(crate) access_key_id: String,
+    pub(crate) secret_access_key: Secret,
+    pub(crate) session_token: Option<Secret>,
     /// Where they came from (`the environment`, `profile work in /home/u/.aws/credentials`).
-    pub source: String,
+    pub(crate) source: String,
 }
 
 impl fmt::Debug for AwsCredentials {

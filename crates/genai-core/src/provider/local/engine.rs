@@ -39,19 +39,19 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct EngineSettings {
     /// Threads for generation (one token per sequence a step).
-    pub threads: u32,
+    pub(crate) threads: u32,
     /// Threads for evaluating prompts (batches of up to 512 tokens).
-    pub threads_batch: u32,
+    pub(crate) threads_batch: u32,
     /// Tokens each slot's sequence may hold; 0 means the default. The context holds
     /// `context_size × slots`.
-    pub context_size: u32,
+    pub(crate) context_size: u32,
     /// How many sequences (conversations with their own cached prefix) run at once.
-    pub slots: usize,
+    pub(crate) slots: usize,
     /// One KV cache for every sequence, instead of one per sequence.
-    pub kv_unified: bool,
+    pub(crate) kv_unified: bool,
     /// The threads are the default ones, fitted to the machine's load when the engine starts
     /// (`load`); configured ones are taken as they are.
-    pub fit_to_load: bool,
+    pub(crate) fit_to_load: bool,
 }
 
 /// The context size used when none is configured (capped by what the model was trained for).

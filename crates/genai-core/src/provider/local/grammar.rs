@@ -18,8 +18,8 @@ use crate::error::{Error, Result};
 /// (`None`: it constrains the whole reply).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Grammar {
-    pub text: String,
-    pub triggers: Option<Vec<String>>,
+    pub(crate) text: String,
+    pub(crate) triggers: Option<Vec<String>>,
 }
 
 impl Grammar {
@@ -81,7 +81,7 @@ impl Convention {
 pub(crate) struct Tool {
     pub name: String,
     pub description: String,
-    pub parameters: Value,
+    pub(crate) parameters: Value,
 }
 
 /// Which calls the model may or must make.
@@ -95,8 +95,8 @@ pub enum Choice {
 /// The tools of a request and the choice among them.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ToolOffer {
-    pub tools: Vec<Tool>,
-    pub choice: Choice,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) choice: Choice,
 }
 
 /// The most calls one reply may make where the convention has parallel calls (Hermes); the
@@ -195,8 +195,8 @@ fn object_schema(parameters: &Value) -> Value {
 /// A call read from the generated text.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Call {
-    pub name: String,
-    pub arguments: Value,
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
 }
 
 /// Splits generated text into the text before the calls and the calls. Text that makes no

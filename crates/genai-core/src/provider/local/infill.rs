@@ -18,9 +18,9 @@ use crate::provider::Infill;
 /// The three tokens of a FIM prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FimTokens {
-    pub prefix: TokenId,
-    pub suffix: TokenId,
-    pub middle: TokenId,
+    pub(crate) prefix: TokenId,
+    pub(crate) suffix: TokenId,
+    pub(crate) middle: TokenId,
 }
 
 /// The prompt's token ids: `bos`, PRE, the last of `prefix`, SUF, the first of `suffix`, MID,

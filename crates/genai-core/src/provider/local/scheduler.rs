@@ -60,42 +60,42 @@ pub(crate) struct Finished {
     /// `stop` (end-of-generation token or stop string), `length` (`max_tokens` or the end of
     /// the sequence's share of the context), `repetition` (the reply looped:
     /// [`crate::format::REPEATED`]), or `cancelled` (the sink went away).
-    pub finish_reason: &'static str,
-    pub counts: TokenCounts,
+    pub(crate) finish_reason: &'static str,
+    pub(crate) counts: TokenCounts,
 }
 
 /// A request ready to run.
 pub(crate) struct Job {
     /// The whole prompt; shorter than a sequence's share of the context.
-    pub tokens: Vec<LlamaToken>,
-    pub stops: Vec<String>,
+    pub(crate) tokens: Vec<LlamaToken>,
+    pub(crate) stops: Vec<String>,
     /// The most tokens to generate (also capped by the room left in the sequence's share).
-    pub max_tokens: Option<u32>,
+    pub(crate) max_tokens: Option<u32>,
     /// A raw completion (fill-in-the-middle): the reply's leading whitespace is kept.
-    pub raw: bool,
+    pub(crate) raw: bool,
     /// Not stopped when it repeats itself: a run to `max_tokens` (`ignore_eos`), or a reply a
     /// grammar constrains whole (`[0, 0, 0]` is well-formed; its grammar ends it).
-    pub keep_repeats: bool,
+    pub(crate) keep_repeats: bool,
     /// This request's own sampler.
-    pub sampler: TokenSampler,
-    pub sink: Box<dyn Sink>,
+    pub(crate) sampler: TokenSampler,
+    pub(crate) sink: Box<dyn Sink>,
 }
 
 /// What the scheduler thread needs to make its context.
 pub(crate) struct Setup {
-    pub model: &'static LlamaModel,
-    pub backend: &'static LlamaBackend,
+    pub(crate) model: &'static LlamaModel,
+    pub(crate) backend: &'static LlamaBackend,
     /// The model's name, for logs and errors.
-    pub name: String,
+    pub(crate) name: String,
     /// Threads for generation, and for prompt evaluation.
-    pub threads: u32,
-    pub threads_batch: u32,
+    pub(crate) threads: u32,
+    pub(crate) threads_batch: u32,
     /// Sequences (slots) in the context.
-    pub sequences: usize,
+    pub(crate) sequences: usize,
     /// Tokens each sequence may hold.
-    pub per_sequence: u32,
+    pub(crate) per_sequence: u32,
     /// One KV cache for all sequences, else one cache of `per_sequence` each.
-    pub unified: bool,
+    pub(crate) unified: bool,
 }
 
 struct Queue {

@@ -22,9 +22,9 @@ struct Entry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Claim {
     /// The sequence id.
-    pub index: usize,
+    pub(crate) index: usize,
     /// How many leading prompt tokens the sequence already holds.
-    pub common: usize,
+    pub(crate) common: usize,
 }
 
 /// Up to `capacity` sequences, made on demand.

@@ -21,8 +21,8 @@
 /// One message as the template sees it: a role (`system`, `user`, `assistant`) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ChatMessage {
-    pub role: String,
-    pub content: String,
+    pub(crate) role: String,
+    pub(crate) content: String,
 }
 
 impl ChatMessage {
@@ -51,13 +51,13 @@ pub(crate) const CHATML_STOPS: [&str; 2] = ["<|im_end|>", "<|im_start|>"];
 /// A rendered prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Rendered {
-    pub prompt: String,
+    pub(crate) prompt: String,
     /// Stop strings the template needs on top of the request's own.
-    pub extra_stops: Vec<String>,
+    pub(crate) extra_stops: Vec<String>,
     /// Why the fallback was used, when it was.
-    pub fallback: Option<String>,
+    pub(crate) fallback: Option<String>,
     /// The reply's length limit when the request sets none.
-    pub max_tokens: Option<u32>,
+    pub(crate) max_tokens: Option<u32>,
 }
 
 /// Which template llama.cpp should apply.

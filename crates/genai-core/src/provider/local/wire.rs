@@ -18,31 +18,31 @@ use crate::message::Usage;
 /// Sampling and length settings taken from the request body. `None` means the engine's default.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct GenerationSettings {
-    pub max_tokens: Option<u32>,
-    pub temperature: Option<f32>,
-    pub top_p: Option<f32>,
-    pub top_k: Option<i32>,
-    pub seed: Option<u32>,
-    pub repeat_penalty: Option<f32>,
-    pub presence_penalty: Option<f32>,
-    pub frequency_penalty: Option<f32>,
-    pub stop: Vec<String>,
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) temperature: Option<f32>,
+    pub(crate) top_p: Option<f32>,
+    pub(crate) top_k: Option<i32>,
+    pub(crate) seed: Option<u32>,
+    pub(crate) repeat_penalty: Option<f32>,
+    pub(crate) presence_penalty: Option<f32>,
+    pub(crate) frequency_penalty: Option<f32>,
+    pub(crate) stop: Vec<String>,
     /// What the reply must match (a response schema, or the tool-call grammar), if anything.
-    pub grammar: Option<Grammar>,
+    pub(crate) grammar: Option<Grammar>,
     /// A raw completion (fill-in-the-middle): the reply's leading whitespace is kept.
-    pub raw: bool,
+    pub(crate) raw: bool,
     /// Run to `max_tokens`: end-of-generation tokens are never sampled and a reply that
     /// repeats itself is not stopped (llama-server's `ignore_eos`, for benchmarks).
-    pub ignore_eos: bool,
+    pub(crate) ignore_eos: bool,
 }
 
 /// An openai-chat request as the engine needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ChatRequest {
-    pub messages: Vec<ChatMessage>,
-    pub settings: GenerationSettings,
+    pub(crate) messages: Vec<ChatMessage>,
+    pub(crate) settings: GenerationSettings,
     /// The tools offered (none with `tool_choice: none`), in the model's calling convention.
-    pub tools: Option<(ToolOffer, Convention)>,
+    pub(crate) tools: Option<(ToolOffer, Convention)>,
 }
 
 /// Reads an openai-chat request body. Images are refused (the local engine is text only).
@@ -226,11 +226,11 @@ fn text_of(content: &Value) -> Result<String> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TokenCounts {
     /// Tokens of the whole prompt.
-    pub prompt: u32,
+    pub(crate) prompt: u32,
     /// Prompt tokens found in the KV cache (not evaluated again).
-    pub cached: u32,
+    pub(crate) cached: u32,
     /// Tokens generated.
-    pub completion: u32,
+    pub(crate) completion: u32,
 }
 
 impl TokenCounts {

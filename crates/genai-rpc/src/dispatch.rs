@@ -18,13 +18,13 @@ use genai_peer::Peer;
 
 /// One client's view of the core.
 pub(crate) struct Session {
-    pub fw: Arc<Framework>,
-    pub port: Arc<RpcPort>,
+    pub(crate) fw: Arc<Framework>,
+    pub(crate) port: Arc<RpcPort>,
     /// The connection: answers to requests of ours, responses answered later (tool calls),
     /// the requests that started turns (for `$/cancelRequest`).
-    pub peer: Arc<Peer>,
+    pub(crate) peer: Arc<Peer>,
     /// Requests answered later, waited for before the daemon exits.
-    pub later: tokio_util::task::TaskTracker,
+    pub(crate) later: tokio_util::task::TaskTracker,
 }
 
 fn response(id: Value, result: Result<Value, RpcError>) -> Value {

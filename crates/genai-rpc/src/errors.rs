@@ -33,9 +33,9 @@ pub(crate) fn code(kind: ErrorKind) -> i64 {
 
 /// A JSON-RPC error object.
 pub(crate) struct RpcError {
-    pub code: i64,
-    pub message: String,
-    pub kind: Option<&'static str>,
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) kind: Option<&'static str>,
 }
 
 impl From<Error> for RpcError {

@@ -34,10 +34,10 @@ pub(crate) enum Flow {
 
 /// One request answered on the read loop: the client's connection and the request's id.
 pub(crate) struct Call<'a> {
-    pub fw: &'a Arc<Framework>,
+    pub(crate) fw: &'a Arc<Framework>,
     pub(crate) port: &'a Arc<RpcPort>,
-    pub peer: &'a Peer,
-    pub id: Option<&'a Value>,
+    pub(crate) peer: &'a Peer,
+    pub(crate) id: Option<&'a Value>,
     /// Set to `Shutdown` by the method that ends the session.
     pub(crate) flow: Flow,
 }

@@ -57,14 +57,14 @@ pub(crate) enum Handler {
 
 /// One method of the protocol.
 pub(crate) struct Method {
-    pub name: &'static str,
-    pub sender: Sender,
-    pub kind: Kind,
+    pub(crate) name: &'static str,
+    pub(crate) sender: Sender,
+    pub(crate) kind: Kind,
     /// The schema of its params, when it takes any.
-    pub params: Option<fn() -> Value>,
+    pub(crate) params: Option<fn() -> Value>,
     /// The schema of its result, when it has one beyond `{}`.
-    pub result: Option<fn() -> Value>,
-    pub handler: Handler,
+    pub(crate) result: Option<fn() -> Value>,
+    pub(crate) handler: Handler,
 }
 
 impl Method {

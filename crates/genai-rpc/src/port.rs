@@ -34,7 +34,7 @@ pub(crate) struct RpcPort {
     peer: Arc<Peer>,
     streaming: AtomicBool,
     /// The tools the client registered.
-    pub tools: HostedTools,
+    pub(crate) tools: HostedTools,
     /// What the client does of the workspace tools' files (`Initialize.capabilities.editor`).
     editor: Mutex<EditorCapabilities>,
     /// The files each running turn changed, for its final `OnFeatureResponse`.

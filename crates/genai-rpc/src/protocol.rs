@@ -63,7 +63,7 @@ pub(crate) struct InitializeParams {
 pub(crate) struct ClientCapabilities {
     /// Whether the client wants `OnFeatureResponseChunk`/`OnPromptResponseChunk` (default true).
     #[serde(default = "yes")]
-    pub streaming: bool,
+    pub(crate) streaming: bool,
     /// The client reads or writes the workspace tools' files itself.
     #[serde(default)]
     pub(crate) editor: EditorCapabilities,
@@ -85,9 +85,9 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct InitializeResult {
-    pub server_info: ServerInfo,
-    pub protocol_version: String,
-    pub capabilities: Value,
+    pub(crate) server_info: ServerInfo,
+    pub(crate) protocol_version: String,
+    pub(crate) capabilities: Value,
     /// Over WebSocket (`genai serve`) only: the folders a conversation may work in (`cwd`)
     /// and the one it works in when `cwd` is not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,34 +107,34 @@ pub struct WorkspaceRoots {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub(crate) struct ServerInfo {
-    pub name: String,
-    pub version: String,
+    pub(crate) name: String,
+    pub(crate) version: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CreateServiceProviderParams {
-    pub name: String,
-    pub kind: String,
+    pub(crate) name: String,
+    pub(crate) kind: String,
     /// The same keys as a `[service_providers.NAME]` table of the config file (`base_url`, ...).
     #[serde(default)]
-    pub settings: Map<String, Value>,
+    pub(crate) settings: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CreateModelConfigurationParams {
-    pub name: String,
-    pub format: String,
-    pub model: String,
+    pub(crate) name: String,
+    pub(crate) format: String,
+    pub(crate) model: String,
     #[serde(default)]
-    pub parameters: Map<String, Value>,
+    pub(crate) parameters: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct RemoveComponentParams {
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// Names what a conversation runs on: an `agent` from the config, or a `serviceProvider` with a
@@ -144,109 +144,109 @@ pub(crate) struct RemoveComponentParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CreateConversationParams {
     #[serde(default)]
-    pub feature: Option<String>,
+    pub(crate) feature: Option<String>,
     #[serde(default)]
-    pub agent: Option<String>,
+    pub(crate) agent: Option<String>,
     #[serde(default)]
-    pub service_provider: Option<String>,
+    pub(crate) service_provider: Option<String>,
     #[serde(default)]
-    pub model_configuration: Option<String>,
+    pub(crate) model_configuration: Option<String>,
     #[serde(default)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(default)]
-    pub title: Option<String>,
+    pub(crate) title: Option<String>,
     /// A system prompt for this conversation (replaces the agent's and the feature's).
     #[serde(default)]
-    pub system_prompt: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// Model parameters, checked like `SetModelParameter`.
     #[serde(default)]
-    pub parameters: Option<Map<String, Value>>,
+    pub(crate) parameters: Option<Map<String, Value>>,
     /// Keep the conversation out of the history store.
     #[serde(default)]
-    pub ephemeral: bool,
+    pub(crate) ephemeral: bool,
     /// The tool sources (plugin or MCP server names) or single tools (`SOURCE.tool`) the
     /// model may call; implies the `tools` feature. Default: the enabled sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<String>>,
+    pub(crate) tools: Option<Vec<String>>,
     /// The JSON Schema every reply must match (structured output): the reply is checked, retried
     /// once with the errors, and fails when it still does not match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema: Option<Value>,
+    pub(crate) response_schema: Option<Value>,
     /// The folder the workspace tools work in, the conversation's root (default: the daemon's
     /// working directory; under `genai serve`, the default of `Initialize`'s `roots`, and a
     /// folder outside its `allowed` ones is refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
+    pub(crate) cwd: Option<String>,
     /// The permission mode of tool calls: `read-only`, `ask`, `edit` or `full` (default: the
     /// config's, else `ask`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<genai_core::permission::Mode>,
+    pub(crate) mode: Option<genai_core::permission::Mode>,
     /// Rules whose calls run without asking, such as `run_command(cargo test*)`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
     /// Rules whose calls are refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub deny: Vec<String>,
+    pub(crate) deny: Vec<String>,
     /// The schema's name as the APIs get it (letters, digits, `_`, `-`; default `response`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema_name: Option<String>,
+    pub(crate) response_schema_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CreateConversationResult {
-    pub conversation_id: String,
-    pub agent_id: String,
-    pub feature: String,
-    pub service_provider: String,
-    pub format: String,
-    pub model: String,
+    pub(crate) conversation_id: String,
+    pub(crate) agent_id: String,
+    pub(crate) feature: String,
+    pub(crate) service_provider: String,
+    pub(crate) format: String,
+    pub(crate) model: String,
     /// The conversation's root, the folder its workspace tools work in, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
+    pub(crate) cwd: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CreateAIAgentParams {
     #[serde(default)]
-    pub agent: Option<String>,
+    pub(crate) agent: Option<String>,
     #[serde(default)]
-    pub service_provider: Option<String>,
+    pub(crate) service_provider: Option<String>,
     #[serde(default)]
-    pub model_configuration: Option<String>,
+    pub(crate) model_configuration: Option<String>,
     #[serde(default)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(default)]
-    pub parameters: Option<Map<String, Value>>,
+    pub(crate) parameters: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AgentIdResult {
-    pub agent_id: String,
+    pub(crate) agent_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct AgentIdParams {
-    pub agent_id: String,
+    pub(crate) agent_id: String,
 }
 
 /// A conversation id, or any unique prefix of one.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ConversationIdParams {
-    pub conversation_id: String,
+    pub(crate) conversation_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ListConversationsParams {
     #[serde(default = "default_page")]
-    pub page_size: usize,
+    pub(crate) page_size: usize,
     #[serde(default)]
-    pub cursor: Option<String>,
+    pub(crate) cursor: Option<String>,
 }
 
 fn default_page() -> usize {
@@ -256,19 +256,19 @@ fn default_page() -> usize {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ListConversationsResult {
-    pub conversations: Vec<ConversationRecord>,
+    pub(crate) conversations: Vec<ConversationRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
+    pub(crate) next_cursor: Option<String>,
 }
 
 /// `SearchConversations`: every word of `query`, in every stored message.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct SearchConversationsParams {
-    pub query: String,
+    pub(crate) query: String,
     /// How many messages (default 20, 1..=200).
     #[serde(default = "default_search_limit")]
-    pub limit: usize,
+    pub(crate) limit: usize,
 }
 
 fn default_search_limit() -> usize {
@@ -279,71 +279,71 @@ fn default_search_limit() -> usize {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SearchHit {
-    pub conversation_id: String,
-    pub title: String,
-    pub seq: i64,
-    pub role: String,
+    pub(crate) conversation_id: String,
+    pub(crate) title: String,
+    pub(crate) seq: i64,
+    pub(crate) role: String,
     /// The text around the matches, each match between `**` and `**`.
-    pub snippet: String,
+    pub(crate) snippet: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SearchConversationsResult {
-    pub hits: Vec<SearchHit>,
+    pub(crate) hits: Vec<SearchHit>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct GetConversationHistoryParams {
-    pub conversation_id: String,
+    pub(crate) conversation_id: String,
     #[serde(default = "default_page")]
-    pub page_size: usize,
+    pub(crate) page_size: usize,
     #[serde(default)]
-    pub cursor: Option<String>,
+    pub(crate) cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct GetConversationHistoryResult {
-    pub messages: Vec<StoredMessage>,
+    pub(crate) messages: Vec<StoredMessage>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
+    pub(crate) next_cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct OnNewMessageParams {
-    pub conversation_id: String,
-    pub message: MessageInput,
+    pub(crate) conversation_id: String,
+    pub(crate) message: MessageInput,
     /// The JSON Schema this turn's reply must match (structured output): the reply is checked, retried
     /// once with the errors, and fails when it still does not match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema: Option<Value>,
+    pub(crate) response_schema: Option<Value>,
     /// The schema's name as the APIs get it (letters, digits, `_`, `-`; default `response`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema_name: Option<String>,
+    pub(crate) response_schema_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TurnIdResult {
-    pub turn_id: String,
+    pub(crate) turn_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct SendPromptParams {
-    pub agent_id: String,
+    pub(crate) agent_id: String,
     /// The messages of the prompt; a plain string is one user message.
-    pub prompt: PromptInput,
+    pub(crate) prompt: PromptInput,
     /// The JSON Schema the reply must match (structured output): the reply is checked, retried
     /// once with the errors, and fails when it still does not match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema: Option<Value>,
+    pub(crate) response_schema: Option<Value>,
     /// The schema's name as the APIs get it (letters, digits, `_`, `-`; default `response`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema_name: Option<String>,
+    pub(crate) response_schema_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -365,24 +365,24 @@ impl PromptInput {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RequestIdResult {
-    pub request_id: String,
+    pub(crate) request_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct SetModelParameterParams {
-    pub agent_id: String,
-    pub name: String,
+    pub(crate) agent_id: String,
+    pub(crate) name: String,
     /// The new value (a string is converted to the parameter's type); `null` removes it.
-    pub value: Value,
+    pub(crate) value: Value,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct RegisterFeatureParams {
-    pub name: String,
+    pub(crate) name: String,
     #[serde(default)]
-    pub description: String,
+    pub(crate) description: String,
 }
 
 /// A client hosts the middleware `name` from now on; it answers each `OnMiddleware` within
@@ -390,9 +390,9 @@ pub(crate) struct RegisterFeatureParams {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct RegisterMiddlewareParams {
-    pub name: String,
+    pub(crate) name: String,
     #[serde(default)]
-    pub timeout_ms: Option<u64>,
+    pub(crate) timeout_ms: Option<u64>,
 }
 
 /// `OnMiddleware` (daemon→client request): the messages a request is about to send (history
@@ -400,35 +400,35 @@ pub(crate) struct RegisterMiddlewareParams {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct OnMiddlewareParams {
-    pub name: String,
+    pub(crate) name: String,
     /// The format and model the messages go to.
-    pub format: String,
-    pub model: String,
-    pub messages: Vec<Message>,
+    pub(crate) format: String,
+    pub(crate) model: String,
+    pub(crate) messages: Vec<Message>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct OnMiddlewareResult {
-    pub messages: Vec<Message>,
+    pub(crate) messages: Vec<Message>,
 }
 
 /// From a client-hosted feature: the answer of a turn (`final` defaults to true).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct OnFeatureResponseParams {
-    pub conversation_id: String,
+    pub(crate) conversation_id: String,
     #[serde(default)]
-    pub turn_id: Option<String>,
-    pub summary: String,
+    pub(crate) turn_id: Option<String>,
+    pub(crate) summary: String,
     #[serde(default)]
-    pub detailed_response: Vec<String>,
+    pub(crate) detailed_response: Vec<String>,
     #[serde(default = "yes", rename = "final")]
-    pub is_final: bool,
+    pub(crate) is_final: bool,
     /// Set when the turn failed: the final `OnFeatureResponse` then has `isSuccess: false`
     /// and an error of kind `featureError` with this text.
     #[serde(default)]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// Stops a turn (by `conversationId` or `turnId`) or a prompt (by `requestId`).
@@ -436,26 +436,26 @@ pub(crate) struct OnFeatureResponseParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CancelParams {
     #[serde(default)]
-    pub conversation_id: Option<String>,
+    pub(crate) conversation_id: Option<String>,
     #[serde(default)]
-    pub turn_id: Option<String>,
+    pub(crate) turn_id: Option<String>,
     #[serde(default)]
-    pub request_id: Option<String>,
+    pub(crate) request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CancelResult {
     /// False when nothing was running under that id.
-    pub cancelled: bool,
+    pub(crate) cancelled: bool,
 }
 
 /// The error part of a failed turn or prompt.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ErrorInfo {
-    pub kind: String,
-    pub message: String,
+    pub(crate) kind: String,
+    pub(crate) message: String,
 }
 
 impl From<&genai_core::error::Error> for ErrorInfo {
@@ -470,9 +470,9 @@ impl From<&genai_core::error::Error> for ErrorInfo {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct FeatureResponseChunk {
-    pub conversation_id: String,
-    pub turn_id: String,
-    pub delta: String,
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) delta: String,
 }
 
 /// A piece of a tool call as the model streams it (the `tools` feature, streaming on): the
@@ -481,78 +481,78 @@ pub(crate) struct FeatureResponseChunk {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ToolCallChunk {
-    pub conversation_id: String,
-    pub turn_id: String,
-    pub index: u32,
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) index: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     /// The tool's name (`SOURCE.function`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    pub arguments: String,
+    pub(crate) name: Option<String>,
+    pub(crate) arguments: String,
 }
 
 /// The end (when `final`) or a step of a turn: the summary is the chat bubble.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct FeatureResponse {
-    pub conversation_id: String,
-    pub turn_id: String,
-    pub summary: String,
-    pub detailed_response: Vec<String>,
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) summary: String,
+    pub(crate) detailed_response: Vec<String>,
     #[serde(rename = "final")]
-    pub is_final: bool,
-    pub is_success: bool,
+    pub(crate) is_final: bool,
+    pub(crate) is_success: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorInfo>,
+    pub(crate) error: Option<ErrorInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub(crate) usage: Option<Usage>,
     /// What the turn cost in US dollars, from the model's price (`[pricing]` or the built-in
     /// estimates); absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost: Option<f64>,
+    pub(crate) cost: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finish_reason: Option<String>,
+    pub(crate) finish_reason: Option<String>,
     /// The files the turn's tools changed (absolute paths), for an Undo; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changed_files: Vec<String>,
+    pub(crate) changed_files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PromptResponseChunk {
-    pub agent_id: String,
-    pub request_id: String,
-    pub delta: String,
+    pub(crate) agent_id: String,
+    pub(crate) request_id: String,
+    pub(crate) delta: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PromptResponse {
-    pub agent_id: String,
-    pub request_id: String,
-    pub is_success: bool,
+    pub(crate) agent_id: String,
+    pub(crate) request_id: String,
+    pub(crate) is_success: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message>,
+    pub(crate) message: Option<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<ErrorInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub(crate) usage: Option<Usage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finish_reason: Option<String>,
+    pub(crate) finish_reason: Option<String>,
 }
 
 /// Sent to the client that hosts the conversation's feature.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct NewMessageToFeature {
-    pub conversation_id: String,
-    pub agent_id: String,
-    pub turn_id: String,
-    pub feature: String,
-    pub message: Message,
+    pub(crate) conversation_id: String,
+    pub(crate) agent_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) feature: String,
+    pub(crate) message: Message,
 }
 
 /// A notification from the daemon to the client.

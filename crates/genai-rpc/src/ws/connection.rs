@@ -28,12 +28,12 @@ use genai_peer::{outbox, Outbox, Peer, Queue};
 
 /// What every connection of one server shares.
 pub(crate) struct Shared {
-    pub fw: Arc<Framework>,
-    pub limits: Limits,
+    pub(crate) fw: Arc<Framework>,
+    pub(crate) limits: Limits,
     /// The folders conversations may work in.
-    pub roots: Roots,
+    pub(crate) roots: Roots,
     /// Every conversation event of every client, for followers.
-    pub hub: broadcast::Sender<Arc<Value>>,
+    pub(crate) hub: broadcast::Sender<Arc<Value>>,
     /// Running turns: turn id → the in-flight count of the client that started it.
     turns: Mutex<HashMap<String, Arc<AtomicUsize>>>,
 }

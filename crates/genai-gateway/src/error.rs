@@ -38,11 +38,11 @@ pub(crate) const INVALID_REQUEST: &str = "invalid_request_error";
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: http::StatusCode,
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     pub message: String,
     /// The request's field at fault, such as `messages[2].content`.
-    pub param: Option<String>,
-    pub code: Option<&'static str>,
+    pub(crate) param: Option<String>,
+    pub(crate) code: Option<&'static str>,
 }
 
 impl ApiError {

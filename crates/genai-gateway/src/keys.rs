@@ -81,7 +81,7 @@ struct Meter {
 /// One live key.
 #[derive(Debug)]
 pub(crate) struct Key {
-    pub row: GatewayKey,
+    pub(crate) row: GatewayKey,
     meter: Arc<Mutex<Meter>>,
 }
 

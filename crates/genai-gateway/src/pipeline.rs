@@ -35,19 +35,19 @@ pub(crate) trait VendorApi {
 /// What one request asks, read by its API.
 pub(crate) struct Asked<S> {
     /// The model asked for: an agent, `PROVIDER:MODEL` or an alias of `[serve.models]`.
-    pub model: String,
+    pub(crate) model: String,
     /// The history, system message first when there is one.
-    pub messages: Vec<Message>,
+    pub(crate) messages: Vec<Message>,
     /// The client's tools, offered as the format's native tools.
-    pub tools: Vec<ToolSpec>,
-    pub schema: Option<ResponseSchema>,
+    pub(crate) tools: Vec<ToolSpec>,
+    pub(crate) schema: Option<ResponseSchema>,
     /// What it asks of the model's configuration.
-    pub settings: Vec<Setting>,
-    pub stream: bool,
+    pub(crate) settings: Vec<Setting>,
+    pub(crate) stream: bool,
     /// How the answer is written.
-    pub shape: S,
+    pub(crate) shape: S,
     /// Headers the answer carries besides the served model's.
-    pub headers: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 /// The answer to one request body of `A`.

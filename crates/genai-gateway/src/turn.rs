@@ -21,12 +21,12 @@ use genai_core::message::Message;
 
 /// What one request asks of the core.
 pub(crate) struct Turn {
-    pub agent: AIAgent,
+    pub(crate) agent: AIAgent,
     /// The history, system message first when there is one.
-    pub messages: Vec<Message>,
+    pub(crate) messages: Vec<Message>,
     /// The client's tools, offered as the format's native tools.
-    pub tools: Vec<ToolSpec>,
-    pub schema: Option<ResponseSchema>,
+    pub(crate) tools: Vec<ToolSpec>,
+    pub(crate) schema: Option<ResponseSchema>,
 }
 
 /// A piece of a streamed turn, then how it ended.
@@ -46,10 +46,10 @@ pub(crate) enum Piece {
 /// the agent's own provider failed and one of its fallbacks answered.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Served {
-    pub model: String,
-    pub fallback: Option<String>,
+    pub(crate) model: String,
+    pub(crate) fallback: Option<String>,
     /// The price of the model that answered, when one is known.
-    pub price: Option<genai_core::pricing::Price>,
+    pub(crate) price: Option<genai_core::pricing::Price>,
 }
 
 /// The agent of a streamed turn, to ask who is answering once its first piece came.

@@ -13,9 +13,9 @@ use genai_core::config::lsp::ApplyMode;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Action {
     /// The command's name, which `genai.action` carries.
-    pub name: String,
-    pub title: String,
-    pub apply: ApplyMode,
+    pub(crate) name: String,
+    pub(crate) title: String,
+    pub(crate) apply: ApplyMode,
 }
 
 /// The actions of the commands seen from a file: those that need no argument (the
@@ -33,12 +33,12 @@ pub(crate) fn from_commands<'a>(commands: impl Iterator<Item = &'a Command>) -> 
 
 /// What an action (or `genai.ask`) is about: a file and a range of it.
 pub(crate) struct Selection<'a> {
-    pub text: &'a str,
-    pub range: Range,
-    pub file_name: &'a str,
-    pub language_id: &'a str,
+    pub(crate) text: &'a str,
+    pub(crate) range: Range,
+    pub(crate) file_name: &'a str,
+    pub(crate) language_id: &'a str,
     /// Lines shown above and below the selection.
-    pub context_lines: u32,
+    pub(crate) context_lines: u32,
 }
 
 impl Selection<'_> {

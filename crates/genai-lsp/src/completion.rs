@@ -111,17 +111,17 @@ impl Prompt {
 /// A completion's text and the prompt it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Completed {
-    pub text: String,
-    pub prompt: Prompt,
+    pub(crate) text: String,
+    pub(crate) prompt: Prompt,
 }
 
 /// The document a completion is for.
 pub(crate) struct Completing<'a> {
-    pub text: &'a str,
+    pub(crate) text: &'a str,
     /// The cursor's byte offset in `text`.
-    pub cursor: usize,
-    pub file_name: &'a str,
-    pub language_id: &'a str,
+    pub(crate) cursor: usize,
+    pub(crate) file_name: &'a str,
+    pub(crate) language_id: &'a str,
 }
 
 /// The last `n` bytes of `s` or fewer, cut at a char boundary.

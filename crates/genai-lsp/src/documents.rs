@@ -10,9 +10,9 @@ use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent
 /// One open document.
 #[derive(Debug, Clone)]
 pub(crate) struct Document {
-    pub text: String,
-    pub language_id: String,
-    pub version: i32,
+    pub(crate) text: String,
+    pub(crate) language_id: String,
+    pub(crate) version: i32,
 }
 
 /// The open documents by URI.

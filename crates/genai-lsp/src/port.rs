@@ -71,13 +71,13 @@ impl LspPort {
 /// What a conversation of `genai.ask` may do: its tools, root and permission mode.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Acting {
-    pub tools: Option<Vec<String>>,
-    pub cwd: Option<String>,
-    pub mode: Option<genai_core::permission::Mode>,
+    pub(crate) tools: Option<Vec<String>>,
+    pub(crate) cwd: Option<String>,
+    pub(crate) mode: Option<genai_core::permission::Mode>,
     /// A command's model, system prompt and parameters (default: `[lsp] model`'s).
-    pub model: Option<String>,
-    pub system: Option<String>,
-    pub parameters: serde_json::Map<String, serde_json::Value>,
+    pub(crate) model: Option<String>,
+    pub(crate) system: Option<String>,
+    pub(crate) parameters: serde_json::Map<String, serde_json::Value>,
 }
 
 #[async_trait]
@@ -157,8 +157,8 @@ impl ClientPort for LspPort {
 /// The end of one action's turn.
 #[derive(Debug, Clone)]
 pub(crate) struct Answer {
-    pub conversation_id: String,
-    pub reply: String,
+    pub(crate) conversation_id: String,
+    pub(crate) reply: String,
 }
 
 /// On drop, stops what a request started unless it finished (the editor cancelled the request,

@@ -55,8 +55,8 @@ struct OpenSession {
 }
 
 pub(crate) struct AcpAgent {
-    pub fw: Arc<Framework>,
-    pub conn: Arc<Connection>,
+    pub(crate) fw: Arc<Framework>,
+    pub(crate) conn: Arc<Connection>,
     port: Arc<SessionPort>,
     /// The client offered `fs.readTextFile` in `initialize`.
     client_reads_files: AtomicBool,

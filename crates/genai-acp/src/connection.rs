@@ -17,9 +17,9 @@ use genai_peer::{Peer, Unanswered};
 /// A JSON-RPC error as ACP names them.
 #[derive(Debug, Clone)]
 pub(crate) struct AcpError {
-    pub code: i32,
-    pub message: String,
-    pub data: Option<Value>,
+    pub(crate) code: i32,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
 }
 
 impl AcpError {

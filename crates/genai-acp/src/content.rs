@@ -27,14 +27,14 @@ const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Where the text of a linked file comes from.
 pub(crate) struct FileReader<'a> {
-    pub conn: &'a Connection,
-    pub session_id: &'a str,
+    pub(crate) conn: &'a Connection,
+    pub(crate) session_id: &'a str,
     /// The client offered `fs.readTextFile`: its buffers (unsaved edits included) win.
-    pub through_client: bool,
+    pub(crate) through_client: bool,
     /// The session's tool sources, whose MCP resources links may name.
-    pub toolbox: Option<Arc<Toolbox>>,
+    pub(crate) toolbox: Option<Arc<Toolbox>>,
     /// The files never sent unless a rule names them (`.env`, keys, genai's own).
-    pub secrets: genai_core::context_files::Secrets,
+    pub(crate) secrets: genai_core::context_files::Secrets,
 }
 
 /// The path of a `file:` URI (or of a plain absolute path), percent-decoded.

@@ -38,9 +38,9 @@ pub(crate) const REJECT: &str = "reject";
 /// What the client offered in `initialize` of the workspace tools' work (`editor.rs` does it).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ClientOffers {
-    pub reads: bool,
-    pub writes: bool,
-    pub terminal: bool,
+    pub(crate) reads: bool,
+    pub(crate) writes: bool,
+    pub(crate) terminal: bool,
 }
 
 pub(crate) struct SessionPort {

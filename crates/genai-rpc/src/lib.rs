@@ -4,7 +4,11 @@
 //! the method table (`methods`) naming the handler of each request (`handlers`), the session
 //! that dispatches by it (`dispatch`), and its two transports: stdio
 //! (`server`) and WebSocket for several clients (`ws`, `genai serve`). Only the command line,
-//! which starts it, depends on this crate.
+//! which starts it, and the serve's front door (`genai-server`, for `ws`) depend on this crate.
+//!
+//! Its surface is what they use: `server`, `ws`, `schema` and `listings`; the rest is
+//! crate-private. It owns the daemon's wire and must never run a conversation itself:
+//! `dispatch` translates, the core acts.
 
 pub(crate) mod command_handlers;
 pub(crate) mod command_protocol;

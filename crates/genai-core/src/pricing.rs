@@ -1,6 +1,6 @@
 //! What a turn cost: prices per model in US dollars per million tokens, from the config's
 //! `[pricing."PROVIDER:MODEL"]` over a small built-in table of list prices (estimates, dated
-//! [`TABLE_DATE`]), and the cost of a turn's usage at a price.
+//! `TABLE_DATE`), and the cost of a turn's usage at a price.
 //!
 //! It owns the price table and the arithmetic. It must never guess: a model with no price has
 //! an unknown cost (`None`), never 0 (only the in-process `local` provider is free), and it

@@ -1,5 +1,5 @@
 //! The one secret redactor: every error message, log line and daemon frame passes through
-//! [`redact`] before it leaves the process.
+//! `redact` before it leaves the process.
 //!
 //! It owns the process-wide list of known secrets (every key genai has used or read from its
 //! config: provider keys, plugin keys, MCP server environment values, key commands' output)
@@ -48,7 +48,7 @@ const CREDENTIAL_LEADS: &[&str] = &["bearer ", "key=", "api_key=", "token=", "x-
 
 static KNOWN: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
-/// Remembers a secret so that [`redact`] masks it from now on. Cheap when already known.
+/// Remembers a secret so that `redact` masks it from now on. Cheap when already known.
 pub fn remember(secret: &str) {
     let secret = secret.trim();
     if secret.len() < MIN_SECRET_LEN {

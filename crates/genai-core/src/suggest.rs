@@ -26,7 +26,7 @@ pub(crate) fn closest<'a>(
         .map(|(_, k)| k)
 }
 
-/// `" (did you mean `NAME`?)"` for the [`closest`] name, or nothing: ready to be put in an
+/// `" (did you mean `NAME`?)"` for the `closest` name, or nothing: ready to be put in an
 /// error message.
 pub fn did_you_mean<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     closest(given, known)

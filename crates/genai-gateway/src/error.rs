@@ -161,7 +161,7 @@ impl ApiError {
     }
 
     /// Anthropic's error type of this error's status.
-    pub(crate) fn anthropic_type(&self) -> &'static str {
+    pub fn anthropic_type(&self) -> &'static str {
         match self.status.as_u16() {
             401 => "authentication_error",
             403 => "permission_error",

@@ -3,7 +3,7 @@
 //! `send_prompt` composes the stored history with the new prompt, calls the model, and commits
 //! the turn atomically: the prompt and the reply together on success, nothing on failure; a
 //! system message replaces the stored one. With tools, the turn runs the native tool loop
-//! ([`tool_loop`]) or the ReAct text loop ([`react`]) and commits every step with the reply;
+//! (`tool_loop`) or the ReAct text loop (`react`) and commits every step with the reply;
 //! each request to the model (middleware, fallbacks, the answer read) is in `request`. The
 //! agent must never talk to a client: it returns outcomes and hands stream deltas to the
 //! caller's callbacks.

@@ -4,7 +4,7 @@
 //! turn (summary and detailed response); on the way it may stream pieces to the client through
 //! the turn's [`ClientPort`]. The conversation task, not the feature, ends the turn, so every
 //! turn ends exactly once; every built-in feature builds its end with
-//! [`TurnOutcome::of_prompt`]. Built-in features are rows of [`BUILTIN`]; client-hosted ones
+//! `TurnOutcome::of_prompt`. Built-in features are rows of [`BUILTIN`]; client-hosted ones
 //! are made by the session. A feature must never touch the store directly (history goes through
 //! the agent) nor build a wire message (the port's owner does).
 

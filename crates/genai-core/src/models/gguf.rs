@@ -130,7 +130,7 @@ pub(crate) fn check_file(path: &Path) -> Result<Header, String> {
     check_bytes(&head, len)
 }
 
-/// The smallest GGUF header that passes [`check_bytes`] (version 3, `tensors` tensors and
+/// The smallest GGUF header that passes `check_bytes` (version 3, `tensors` tensors and
 /// `metadata` entries), padded with zeros to `len` bytes: for tests of what is installed.
 pub fn minimal(tensors: u64, metadata: u64, len: usize) -> Vec<u8> {
     let mut v = MAGIC.to_vec();

@@ -1,10 +1,10 @@
 //! The one permission policy: before every tool call (the built-in workspace tools, MCP tools
-//! and plugin modules alike, in every front-end) the core asks [`Policy::decide`] whether to
+//! and plugin modules alike, in every front-end) the core asks `Policy::decide` whether to
 //! allow it, ask the user, or deny it.
 //!
 //! This module owns the modes, the order in which rules are weighed, and which files are
 //! secret. It must never prompt, run or log anything: it answers from the rules it was given
-//! ([`rules`] parses and matches one rule, [`project`] reads the project's file and the saved
+//! (`rules` parses and matches one rule, `project` reads the project's file and the saved
 //! "always" answers).
 //!
 //! # Tools and calls
@@ -67,15 +67,15 @@
 //! `.env.template`), `*.pem`, `*.key`, `id_rsa*`, `id_ed25519*`, `id_ecdsa*`, `*.p12`,
 //! `*.pfx`, `.npmrc`, `.pypirc`, `.netrc`, `credentials.json`, `.git-credentials`, and the
 //! `.ssh`, `.aws` and `.gnupg` folders with everything in them (case does not matter); plus
-//! the files genai adds ([`Policy::add_secret`], such as its own key file).
+//! the files genai adds (`Policy::add_secret`, such as its own key file).
 //!
 //! # The project file
 //!
 //! `.genai/permissions.toml` under the project root has the same shape as `[permissions]`,
 //! but a repository may only tighten: its deny and ask rules apply, its mode applies only when
 //! stricter (`read-only` < `ask` < `edit` < `full`), and its allow rules and a looser mode are
-//! ignored, each with a note ([`Policy::notes`]). Saved "always" answers live in the user's
-//! config folder, never in the repository ([`project::SavedRules`]).
+//! ignored, each with a note (`Policy::notes`). Saved "always" answers live in the user's
+//! config folder, never in the repository (`project::SavedRules`).
 
 pub(crate) mod project;
 pub(crate) mod rules;
@@ -258,9 +258,9 @@ pub struct PermissionsConfig {
 pub struct Layers {
     /// `[permissions]` of the user's config.
     pub user: PermissionsConfig,
-    /// The project file and its settings, if the project has one ([`project::load_project`]).
+    /// The project file and its settings, if the project has one (`project::load_project`).
     pub project: Option<(PathBuf, PermissionsConfig)>,
-    /// The "always" answers saved for this project ([`project::SavedRules::rules`]).
+    /// The "always" answers saved for this project (`project::SavedRules::rules`).
     pub saved: Vec<String>,
     /// `--mode`.
     pub flag_mode: Option<Mode>,

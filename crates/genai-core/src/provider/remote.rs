@@ -1,7 +1,7 @@
 //! An instance of an HTTP kind: what every one has (its row of the kinds table, its name, base
 //! URL, key, configured headers and transport) and the plain exchange: POST the format's body
 //! to the route's URL with the kind's key, and hand the answer to the transport to frame. A
-//! kind that differs says how in its [`Hooks`], in its own file.
+//! kind that differs says how in its `Hooks`, in its own file.
 //!
 //! It owns building and sending that request. It must never read a body (formats do), retry
 //! or frame an answer itself (`http` does), nor put a key in a URL, a log line or an error.
@@ -275,7 +275,7 @@ fn own_host(kind: &HttpKind, url: &str) -> bool {
 
 /// The variable an instance reads its key from first: `api_key_env`, else the kind's
 /// well-known one (or its fallback, when only that one is set) where
-/// [`takes_well_known_key`] allows it.
+/// `takes_well_known_key` allows it.
 pub fn key_env(kind: &HttpKind, s: &HttpSettings) -> Option<String> {
     if let Some(var) = &s.api_key_env {
         return Some(var.clone());

@@ -66,7 +66,7 @@ impl Store {
         self.list_conversations_where(page_size, cursor, &filter)
     }
 
-    /// [`Store::list_conversations`] of the conversations that `filter` lets through.
+    /// `Store::list_conversations` of the conversations that `filter` lets through.
     pub fn list_conversations_where(
         &self,
         page_size: usize,

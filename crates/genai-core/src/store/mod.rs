@@ -205,7 +205,7 @@ impl Store {
         Ok(())
     }
 
-    /// Gives a conversation a new title (one line, as [`title_of`] makes it).
+    /// Gives a conversation a new title (one line, as `title_of` makes it).
     pub fn rename_conversation(&self, id: &str, title: &str) -> Result<()> {
         let title = title_of(title);
         if title.is_empty() {

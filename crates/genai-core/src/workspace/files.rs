@@ -3,8 +3,8 @@
 //!
 //! It owns what the model is answered with (numbered lines, a binary file's description, a
 //! unified diff) and how a change reaches the disk (atomically, keeping the file's
-//! mode). Every path goes through [`Root::resolve`] first; this module must never touch a path
-//! that did not, never write before [`apply`], and never dump a binary file's bytes.
+//! mode). Every path goes through `Root::resolve` first; this module must never touch a path
+//! that did not, never write before `apply`, and never dump a binary file's bytes.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! lets an unprivileged process have them, user namespaces (an empty network namespace, a
 //! private mount namespace where the secret files read as empty).
 //!
-//! It owns what the kernel offers ([`support`]) and the set-up of one child ([`Sandbox::confine`]).
+//! It owns what the kernel offers ([`support`]) and the set-up of one child (`Sandbox::confine`).
 //! It must never allocate, lock or call anything but raw syscalls in the code that runs between
 //! `fork` and `exec` (genai is a multi-threaded tokio process): everything is prepared before.
 //! It never starts or waits for the command itself (that is [`super::command`]).

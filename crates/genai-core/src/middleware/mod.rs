@@ -172,7 +172,7 @@ impl TextCache {
 }
 
 /// A built-in middleware kind: a row of the kinds table.
-pub struct Kind {
+pub(crate) struct Kind {
     pub(crate) name: &'static str,
     pub(crate) build: fn(&BuildContext<'_>) -> Result<Arc<dyn Middleware>>,
 }

@@ -12,7 +12,7 @@
 //! Tools are named `SOURCE.tool`: the built-in `workspace.read_file`, `workspace.list`,
 //! `workspace.search`, `workspace.edit_file`, `workspace.write_file`, `workspace.run_command`
 //! and `workspace.fetch`; `SERVER.tool` for MCP tools; `MODULE.function` for plugin modules.
-//! A call ([`Request`]) has a [`Kind`] (read, edit, execute, fetch, or another tool, read-only
+//! A call ([`Request`]) has a `Kind` (read, edit, execute, fetch, or another tool, read-only
 //! when its MCP server marks it `readOnlyHint`) and a subject: the root-relative path (`.` for
 //! the root) for reads, listings, searches, edits and writes; the command line for
 //! `run_command`; the URL for `fetch`; none for other tools.
@@ -94,7 +94,7 @@ use rules::{command_parts, normalize_path, url_host, Rule, WORKSPACE};
 
 /// What a tool call does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Reads the workspace: `read_file`, `list`, `search`.
     Read,
     /// Changes a file: `edit_file`, `write_file`.

@@ -55,7 +55,7 @@ pub struct HttpKind {
 
 /// One format a kind sends, and where.
 #[derive(Debug)]
-pub struct Route {
+pub(crate) struct Route {
     pub(crate) format: &'static str,
     /// Appended to the base URL; `{model}` stands for the model id.
     pub(crate) path: &'static str,
@@ -67,7 +67,7 @@ pub struct Route {
 
 /// How a kind sends its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Auth {
+pub(crate) enum Auth {
     /// `Authorization: Bearer KEY`; without a key nothing is sent, unless `required`.
     Bearer { required: bool },
     /// The key in a header of its own; always required.

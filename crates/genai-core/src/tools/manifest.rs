@@ -44,7 +44,7 @@ pub enum Auth {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct Api {
+pub(crate) struct Api {
     pub(crate) functions: Vec<Function>,
     pub(crate) endpoint: String,
 }

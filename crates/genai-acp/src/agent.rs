@@ -54,9 +54,9 @@ struct OpenSession {
     _watch: tokio_util::sync::DropGuard,
 }
 
-pub struct AcpAgent {
-    pub fw: Arc<Framework>,
-    pub conn: Arc<Connection>,
+pub(crate) struct AcpAgent {
+    pub(crate) fw: Arc<Framework>,
+    pub(crate) conn: Arc<Connection>,
     port: Arc<SessionPort>,
     /// The client offered `fs.readTextFile` in `initialize`.
     client_reads_files: AtomicBool,
@@ -79,7 +79,7 @@ fn answer(v: impl Serialize) -> Result<Value, AcpError> {
 }
 
 /// The stop reason of a finished turn.
-pub fn stop_reason(outcome: &TurnOutcome) -> StopReason {
+pub(crate) fn stop_reason(outcome: &TurnOutcome) -> StopReason {
     if outcome
         .error
         .as_ref()
@@ -152,7 +152,7 @@ fn absolute(cwd: &Path) -> Result<String, AcpError> {
 }
 
 impl AcpAgent {
-    pub fn new(fw: Arc<Framework>, conn: Arc<Connection>) -> AcpAgent {
+    pub(crate) fn new(fw: Arc<Framework>, conn: Arc<Connection>) -> AcpAgent {
         AcpAgent {
             port: Arc::new(SessionPort::new(conn.clone())),
             fw,
@@ -163,7 +163,7 @@ impl AcpAgent {
     }
 
     /// Answers one request.
-    pub async fn request(&self, method: &str, p: Value) -> Result<Value, AcpError> {
+    pub(crate) async fn request(&self, method: &str, p: Value) -> Result<Value, AcpError> {
         match method {
             "initialize" => self.initialize(params(method, p)?),
             "authenticate" => self.authenticate(params(method, p)?),
@@ -183,7 +183,7 @@ impl AcpAgent {
     }
 
     /// What follows a request's answer: a session just opened gets its slash commands.
-    pub async fn after(&self, method: &str, session_id: Option<&str>) {
+    pub(crate) async fn after(&self, method: &str, session_id: Option<&str>) {
         if let ("session/new" | "session/load" | "session/resume", Some(id)) = (method, session_id)
         {
             let cwd = self.session_cwd(id);
@@ -192,7 +192,7 @@ impl AcpAgent {
     }
 
     /// Handles one notification; unknown ones are ignored, as JSON-RPC wants.
-    pub fn notification(&self, method: &str, p: Value) {
+    pub(crate) fn notification(&self, method: &str, p: Value) {
         if method == "session/cancel" {
             match serde_json::from_value::<CancelNotification>(p) {
                 Ok(c) => {

@@ -21,8 +21,8 @@ use genai_core::select::ModelChoice;
 use genai_core::session::{Choice, Framework};
 use genai_core::store::ConversationRecord;
 
-pub const MODEL: &str = "model";
-pub const MODE: &str = "mode";
+pub(crate) const MODEL: &str = "model";
+pub(crate) const MODE: &str = "mode";
 
 fn record(fw: &Framework, id: &str) -> Result<ConversationRecord, AcpError> {
     fw.conversation_record(id)?
@@ -42,7 +42,7 @@ fn agent_of<'a>(fw: &'a Framework, rec: &ConversationRecord) -> Option<&'a str> 
 }
 
 /// The session's config options, with their current values.
-pub fn options(fw: &Framework, id: &str) -> Result<Vec<SessionConfigOption>, AcpError> {
+pub(crate) fn options(fw: &Framework, id: &str) -> Result<Vec<SessionConfigOption>, AcpError> {
     let rec = record(fw, id)?;
     let own = format!("{}:{}", rec.provider, rec.model);
     let current = agent_of(fw, &rec).map_or_else(|| own.clone(), str::to_string);
@@ -81,7 +81,7 @@ pub fn options(fw: &Framework, id: &str) -> Result<Vec<SessionConfigOption>, Acp
 }
 
 /// Changes one option of an open session.
-pub fn set(
+pub(crate) fn set(
     fw: &Arc<Framework>,
     id: &str,
     option: &str,

@@ -21,10 +21,10 @@ use genai_core::message::{Message, Part};
 use genai_core::session::{mcp_command_name, Framework};
 
 /// genai's own command.
-pub const UNDO: &str = "undo";
+pub(crate) const UNDO: &str = "undo";
 
 /// Whether `message` is `/undo` (`Some(force)`), which genai answers without the model.
-pub fn undo_asked(message: &Message) -> Option<bool> {
+pub(crate) fn undo_asked(message: &Message) -> Option<bool> {
     let [Part::Text { text }] = message.content.as_slice() else {
         return None;
     };
@@ -37,7 +37,7 @@ pub fn undo_asked(message: &Message) -> Option<bool> {
 }
 
 /// What `/undo` tells the user it did.
-pub fn undone_text(u: &genai_core::checkpoint::Undone) -> String {
+pub(crate) fn undone_text(u: &genai_core::checkpoint::Undone) -> String {
     let mut lines = vec![format!("Undid turn {}:", u.turn_id)];
     for f in &u.files {
         let action = match f.action {
@@ -72,7 +72,7 @@ fn input_hint(c: &Command) -> String {
 
 /// Tells the client the commands of the session `id` working in `cwd`: `/undo`, the command
 /// files and built-in commands, and its MCP servers' prompts.
-pub async fn announce(fw: &Framework, conn: &Connection, id: &str, cwd: &Path) {
+pub(crate) async fn announce(fw: &Framework, conn: &Connection, id: &str, cwd: &Path) {
     let Ok(toolbox) = fw.toolbox_of(id) else {
         return;
     };
@@ -123,7 +123,7 @@ pub async fn announce(fw: &Framework, conn: &Connection, id: &str, cwd: &Path) {
 /// is cancelled or the session is closed. The files are first looked at before this returns,
 /// so a change made once the session is open is never taken for the starting state, however
 /// late the watching task first runs.
-pub fn watch(
+pub(crate) fn watch(
     fw: Arc<Framework>,
     conn: Arc<Connection>,
     id: String,
@@ -154,7 +154,7 @@ pub fn watch(
 /// one, or an MCP server's prompt `SERVER.PROMPT`): the words of its first line are its
 /// `NAME=VALUE` arguments and text, the lines after go with the text, and the rendered
 /// prompt takes the command's place. Other messages are left as they are.
-pub async fn expand(
+pub(crate) async fn expand(
     fw: &Framework,
     id: &str,
     cwd: &Path,

@@ -16,14 +16,14 @@ use genai_peer::{Peer, Unanswered};
 
 /// A JSON-RPC error as ACP names them.
 #[derive(Debug, Clone)]
-pub struct AcpError {
-    pub code: i32,
-    pub message: String,
-    pub data: Option<Value>,
+pub(crate) struct AcpError {
+    pub(crate) code: i32,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
 }
 
 impl AcpError {
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> AcpError {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> AcpError {
         AcpError {
             code: code.into(),
             message: message.into(),
@@ -31,16 +31,16 @@ impl AcpError {
         }
     }
 
-    pub fn invalid_params(message: impl Into<String>) -> AcpError {
+    pub(crate) fn invalid_params(message: impl Into<String>) -> AcpError {
         AcpError::new(ErrorCode::InvalidParams, message)
     }
 
-    pub fn not_found(message: impl Into<String>) -> AcpError {
+    pub(crate) fn not_found(message: impl Into<String>) -> AcpError {
         AcpError::new(ErrorCode::ResourceNotFound, message)
     }
 
     /// The error object a client answered one of genai's requests with.
-    pub fn from_client(e: &Value) -> AcpError {
+    pub(crate) fn from_client(e: &Value) -> AcpError {
         AcpError {
             code: e.get("code").and_then(Value::as_i64).unwrap_or(-32603) as i32,
             message: e
@@ -86,13 +86,13 @@ impl From<Error> for AcpError {
 
 /// The writing half of a connection, shared by the dispatcher and the sessions' ports: ACP's
 /// envelope on the shared peer.
-pub struct Connection {
+pub(crate) struct Connection {
     peer: Arc<Peer>,
 }
 
 impl Connection {
     /// A connection writing its lines (JSON texts, without the newline) through `peer`.
-    pub fn new(peer: Arc<Peer>) -> Connection {
+    pub(crate) fn new(peer: Arc<Peer>) -> Connection {
         Connection { peer }
     }
 
@@ -102,7 +102,7 @@ impl Connection {
     }
 
     /// Answers the request `id`.
-    pub fn respond(&self, id: Value, result: Result<Value, AcpError>) {
+    pub(crate) fn respond(&self, id: Value, result: Result<Value, AcpError>) {
         self.send(match result {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e.to_value()}),
@@ -110,13 +110,13 @@ impl Connection {
     }
 
     /// Sends a notification.
-    pub fn notify(&self, method: &str, params: impl Serialize) {
+    pub(crate) fn notify(&self, method: &str, params: impl Serialize) {
         let params = serde_json::to_value(params).unwrap_or(Value::Null);
         self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
     /// Sends one `session/update` notification.
-    pub fn update(&self, session_id: &str, update: SessionUpdate) {
+    pub(crate) fn update(&self, session_id: &str, update: SessionUpdate) {
         self.notify(
             "session/update",
             SessionNotification::new(session_id.to_string(), update),
@@ -124,7 +124,11 @@ impl Connection {
     }
 
     /// Sends the client a request and waits for its answer (an error when the client is gone).
-    pub async fn request(&self, method: &str, params: impl Serialize) -> Result<Value, AcpError> {
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: impl Serialize,
+    ) -> Result<Value, AcpError> {
         let params = serde_json::to_value(params).unwrap_or(Value::Null);
         self.peer
             .request(method, params)

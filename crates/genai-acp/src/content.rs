@@ -26,19 +26,19 @@ use genai_core::tools::toolbox::Toolbox;
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Where the text of a linked file comes from.
-pub struct FileReader<'a> {
-    pub conn: &'a Connection,
-    pub session_id: &'a str,
+pub(crate) struct FileReader<'a> {
+    pub(crate) conn: &'a Connection,
+    pub(crate) session_id: &'a str,
     /// The client offered `fs.readTextFile`: its buffers (unsaved edits included) win.
-    pub through_client: bool,
+    pub(crate) through_client: bool,
     /// The session's tool sources, whose MCP resources links may name.
-    pub toolbox: Option<Arc<Toolbox>>,
+    pub(crate) toolbox: Option<Arc<Toolbox>>,
     /// The files never sent unless a rule names them (`.env`, keys, genai's own).
-    pub secrets: genai_core::context_files::Secrets,
+    pub(crate) secrets: genai_core::context_files::Secrets,
 }
 
 /// The path of a `file:` URI (or of a plain absolute path), percent-decoded.
-pub fn file_path(uri: &str) -> Option<PathBuf> {
+pub(crate) fn file_path(uri: &str) -> Option<PathBuf> {
     let rest = match uri.strip_prefix("file://") {
         Some(r) => r.strip_prefix("localhost").unwrap_or(r),
         None if uri.starts_with('/') => uri,
@@ -153,7 +153,7 @@ fn image_part(image: &ImageContent) -> Result<Part, AcpError> {
 }
 
 /// A prompt's blocks as the user's message.
-pub async fn prompt_message(
+pub(crate) async fn prompt_message(
     blocks: Vec<ContentBlock>,
     files: &FileReader<'_>,
 ) -> Result<Message, AcpError> {
@@ -242,7 +242,7 @@ fn result_text(content: &[Part]) -> String {
 }
 
 /// The updates that replay a stored conversation, in order.
-pub fn replay(messages: &[Message]) -> Vec<SessionUpdate> {
+pub(crate) fn replay(messages: &[Message]) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
     for m in messages {
         for part in &m.content {

@@ -103,7 +103,7 @@ impl SessionPort {
     }
 
     /// The session's files as `/undo` sees them: the client's when it reads or writes them.
-    pub fn holder<'a>(&'a self, session: &'a str) -> Option<impl Holder + 'a> {
+    pub(crate) fn holder<'a>(&'a self, session: &'a str) -> Option<impl Holder + 'a> {
         let offers = self.offers();
         (offers.reads || offers.writes).then_some(SessionFiles {
             port: self,

@@ -7,6 +7,10 @@
 //! `connection` the envelope, errors and agent→client requests, `agent` the methods, `port`
 //! the core's events as `session/update`s, `content` prompts and replays, `choices` the config
 //! options, `commands` MCP prompts as slash commands. The message types are the official SDK's (`agent-client-protocol-schema`).
+//!
+//! Its surface is the one entry the command line starts (`serve`); the rest is crate-private.
+//! It must never depend on the daemon's crate (`genai-rpc`): it shares only the core and the
+//! peer.
 
 mod agent;
 mod choices;

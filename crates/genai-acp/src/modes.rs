@@ -37,7 +37,7 @@ fn shown(mode: Mode) -> SessionMode {
 }
 
 /// The modes of the session `id` (none when it takes no tools).
-pub fn state(fw: &Framework, id: &str) -> Option<SessionModeState> {
+pub(crate) fn state(fw: &Framework, id: &str) -> Option<SessionModeState> {
     let current = fw.permission_mode(id)?;
     Some(SessionModeState::new(
         current.as_str(),
@@ -46,7 +46,7 @@ pub fn state(fw: &Framework, id: &str) -> Option<SessionModeState> {
 }
 
 /// The mode a `session/set_mode` names.
-pub fn parse(id: &str) -> Result<Mode, AcpError> {
+pub(crate) fn parse(id: &str) -> Result<Mode, AcpError> {
     Mode::ALL
         .into_iter()
         .find(|m| m.as_str() == id)
@@ -58,7 +58,7 @@ pub fn parse(id: &str) -> Result<Mode, AcpError> {
 }
 
 /// Tells the client the session's mode now.
-pub fn announce(conn: &Connection, id: &str, mode: Mode) {
+pub(crate) fn announce(conn: &Connection, id: &str, mode: Mode) {
     conn.update(
         id,
         SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str())),

@@ -32,18 +32,18 @@ use genai_core::tools::FileEdit;
 use genai_core::workspace::Editor;
 
 /// The option ids genai offers in `session/request_permission`.
-pub const ALLOW: &str = "allow";
-pub const REJECT: &str = "reject";
+pub(crate) const ALLOW: &str = "allow";
+pub(crate) const REJECT: &str = "reject";
 
 /// What the client offered in `initialize` of the workspace tools' work (`editor.rs` does it).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ClientOffers {
-    pub reads: bool,
-    pub writes: bool,
-    pub terminal: bool,
+pub(crate) struct ClientOffers {
+    pub(crate) reads: bool,
+    pub(crate) writes: bool,
+    pub(crate) terminal: bool,
 }
 
-pub struct SessionPort {
+pub(crate) struct SessionPort {
     pub(super) conn: Arc<Connection>,
     /// Turns that streamed reply text (their summary is not sent again at the end).
     streamed: Mutex<HashSet<String>>,
@@ -54,12 +54,12 @@ pub struct SessionPort {
 }
 
 /// A text block as a message chunk.
-pub fn text_chunk(text: impl Into<String>) -> ContentChunk {
+pub(crate) fn text_chunk(text: impl Into<String>) -> ContentChunk {
     ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
 }
 
 /// What kind of tool a name suggests, for the client's icon (`other` when nothing fits).
-pub fn tool_kind(name: &str) -> ToolKind {
+pub(crate) fn tool_kind(name: &str) -> ToolKind {
     let function = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| function.contains(w));
     if has(&["delete", "remove"]) {
@@ -80,7 +80,12 @@ pub fn tool_kind(name: &str) -> ToolKind {
 }
 
 /// A tool call as its first `tool_call` update shows it.
-pub fn tool_call(id: &str, name: &str, arguments: Value, status: ToolCallStatus) -> ToolCall {
+pub(crate) fn tool_call(
+    id: &str,
+    name: &str,
+    arguments: Value,
+    status: ToolCallStatus,
+) -> ToolCall {
     ToolCall::new(id.to_string(), name.to_string())
         .kind(tool_kind(name))
         .status(status)
@@ -89,7 +94,11 @@ pub fn tool_call(id: &str, name: &str, arguments: Value, status: ToolCallStatus)
 
 /// Where a workspace tool's call acts: its `path` under the session's folder (the folder
 /// itself for a listing or search without one), with the first line read.
-pub fn locations(name: &str, arguments: &Value, root: Option<&Path>) -> Vec<ToolCallLocation> {
+pub(crate) fn locations(
+    name: &str,
+    arguments: &Value,
+    root: Option<&Path>,
+) -> Vec<ToolCallLocation> {
     let (Some(root), Some(function)) = (
         root,
         name.strip_prefix(genai_core::workspace::SOURCE)
@@ -111,14 +120,14 @@ pub fn locations(name: &str, arguments: &Value, root: Option<&Path>) -> Vec<Tool
 }
 
 /// An edit as ACP's diff content.
-pub fn diff(edit: &FileEdit) -> ToolCallContent {
+pub(crate) fn diff(edit: &FileEdit) -> ToolCallContent {
     ToolCallContent::Diff(
         Diff::new(edit.path.clone(), edit.new_text.clone()).old_text(edit.old_text.clone()),
     )
 }
 
 /// The end of a tool call: its status and output, and the diff of what it changed.
-pub fn tool_result(
+pub(crate) fn tool_result(
     id: &str,
     output: &str,
     is_error: bool,
@@ -145,7 +154,7 @@ pub fn tool_result(
 /// Token usage as ACP's context update: `used` is what the last request held (prompt and
 /// reply); genai does not know the model's window, so `size` is 0 and the counts are in
 /// `_meta.genai`.
-pub fn usage_update(u: &Usage) -> UsageUpdate {
+pub(crate) fn usage_update(u: &Usage) -> UsageUpdate {
     let mut meta = serde_json::Map::new();
     meta.insert(
         "genai".into(),
@@ -155,7 +164,7 @@ pub fn usage_update(u: &Usage) -> UsageUpdate {
 }
 
 impl SessionPort {
-    pub fn new(conn: Arc<Connection>) -> SessionPort {
+    pub(crate) fn new(conn: Arc<Connection>) -> SessionPort {
         SessionPort {
             conn,
             streamed: Mutex::default(),
@@ -165,7 +174,7 @@ impl SessionPort {
     }
 
     /// What the client offered in `initialize`.
-    pub fn set_offers(&self, offers: ClientOffers) {
+    pub(crate) fn set_offers(&self, offers: ClientOffers) {
         if let Ok(mut o) = self.offers.lock() {
             *o = offers;
         }
@@ -176,7 +185,7 @@ impl SessionPort {
     }
 
     /// The folder of the session `id`.
-    pub fn set_root(&self, id: &str, root: &Path) {
+    pub(crate) fn set_root(&self, id: &str, root: &Path) {
         if let Ok(mut r) = self.roots.lock() {
             r.insert(id.to_string(), root.to_path_buf());
         }

@@ -29,13 +29,13 @@ pub use undo::{read_disk, write_disk, Holder};
 /// The `[checkpoints]` table of the config: how long and how much is kept for undo.
 #[derive(Deserialize, Serialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
-pub struct CheckpointConfig {
+pub(crate) struct CheckpointConfig {
     /// Turns older than this many days are forgotten (default 30).
     #[serde(default = "default_max_age_days")]
-    pub max_age_days: u64,
+    pub(crate) max_age_days: u64,
     /// The most the kept files may weigh, in megabytes; the oldest turns go first (default 512).
     #[serde(default = "default_max_megabytes")]
-    pub max_megabytes: u64,
+    pub(crate) max_megabytes: u64,
 }
 
 fn default_max_age_days() -> u64 {
@@ -57,21 +57,21 @@ impl Default for CheckpointConfig {
 
 impl CheckpointConfig {
     /// `max_age_days` as a duration, for [`Checkpoints::prune`].
-    pub fn max_age(&self) -> Duration {
+    pub(crate) fn max_age(&self) -> Duration {
         Duration::from_secs(self.max_age_days.saturating_mul(24 * 3600))
     }
 
     /// `max_megabytes` in bytes, for [`Checkpoints::prune`].
-    pub fn max_bytes(&self) -> u64 {
+    pub(crate) fn max_bytes(&self) -> u64 {
         self.max_megabytes.saturating_mul(1 << 20)
     }
 }
 
 /// One turn of one conversation: what a checkpoint belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnKey {
-    pub conversation_id: String,
-    pub turn_id: String,
+pub(crate) struct TurnKey {
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
 }
 
 /// Which turn to undo: by default the newest not yet undone (of `conversation`; else of
@@ -138,13 +138,13 @@ pub struct Undone {
 /// What a prune freed.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
-pub struct Pruned {
+pub(crate) struct Pruned {
     /// Turns forgotten.
-    pub turns: u64,
+    pub(crate) turns: u64,
     /// Stored file versions deleted.
-    pub blobs: u64,
+    pub(crate) blobs: u64,
     /// Bytes those weighed.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// The checkpoints under `DATA_DIR/checkpoints/`.
@@ -181,13 +181,13 @@ impl Checkpoints {
     /// Called before a tool writes `path` (absolute) in `turn` of the workspace `root`: keeps
     /// the file's bytes and mode, or that it did not exist. Only the turn's first call per
     /// path counts: later ones keep the state from before the turn.
-    pub fn before_change(&self, turn: &TurnKey, root: &Path, path: &Path) -> Result<()> {
+    pub(crate) fn before_change(&self, turn: &TurnKey, root: &Path, path: &Path) -> Result<()> {
         self.record_before(turn, root, path, None)
     }
 
     /// [`Checkpoints::before_change`] with the content an editor holds (`None`: no such file)
     /// instead of the disk's; the mode is the disk's.
-    pub fn before_change_held(
+    pub(crate) fn before_change_held(
         &self,
         turn: &TurnKey,
         root: &Path,
@@ -275,12 +275,12 @@ impl Checkpoints {
 
     /// Called after the tool wrote `path`: records what the turn left there (what undo
     /// expects to find). An error when [`Checkpoints::before_change`] was not called first.
-    pub fn after_change(&self, turn: &TurnKey, path: &Path) -> Result<()> {
+    pub(crate) fn after_change(&self, turn: &TurnKey, path: &Path) -> Result<()> {
         self.record_after(turn, path, files::current_state(path)?)
     }
 
     /// [`Checkpoints::after_change`] with the content the editor was given.
-    pub fn after_change_held(&self, turn: &TurnKey, path: &Path, held: &[u8]) -> Result<()> {
+    pub(crate) fn after_change_held(&self, turn: &TurnKey, path: &Path, held: &[u8]) -> Result<()> {
         let state = State::File {
             hash: sha256_hex(held),
             mode: None,
@@ -355,7 +355,7 @@ impl Checkpoints {
 
     /// Forgets the turns older than `max_age` and, keeping the newest first, those beyond
     /// `max_bytes` of stored file versions; deletes the versions no turn needs any more.
-    pub fn prune(&self, max_age: Duration, max_bytes: u64) -> Result<Pruned> {
+    pub(crate) fn prune(&self, max_age: Duration, max_bytes: u64) -> Result<Pruned> {
         let mut conn = self.conn()?;
         // Immediate: no checkpoint is written while versions are judged unreferenced and
         // deleted; the files go before the commit, under that lock, so a checkpoint written

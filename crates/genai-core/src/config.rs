@@ -14,11 +14,11 @@ use serde_json::Value;
 use crate::error::{Error, ErrorKind, Result};
 
 pub mod lsp;
-pub mod provider;
+pub(crate) mod provider;
 
-pub use provider::{
-    AzureSettings, BedrockSettings, ConnectorSettings, CredentialConfig, HttpSettings,
-    LocalSettings, ProviderConfig,
+pub use provider::ProviderConfig;
+pub(crate) use provider::{
+    AzureSettings, BedrockSettings, ConnectorSettings, HttpSettings, LocalSettings,
 };
 
 /// The whole configuration file.
@@ -32,31 +32,31 @@ pub struct Config {
     pub service_providers: BTreeMap<String, ProviderConfig>,
     /// Named model configurations: `[model_configurations.NAME]`.
     #[serde(default)]
-    pub model_configurations: BTreeMap<String, ModelConfigurationConfig>,
+    pub(crate) model_configurations: BTreeMap<String, ModelConfigurationConfig>,
     /// Named agents, a provider and model pair that `-m NAME` selects: `[agents.NAME]`.
     #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
     /// Settings of features by name: `[features.NAME]`.
     #[serde(default)]
-    pub features: BTreeMap<String, FeatureConfig>,
+    pub(crate) features: BTreeMap<String, FeatureConfig>,
     /// Plugin modules by name: `[plugins.NAME]` (tools are named `NAME.function`).
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginConfig>,
     /// MCP servers by name, started as child processes speaking MCP over stdio:
     /// `[mcp_servers.NAME]` (tools are named `NAME.tool`).
     #[serde(default)]
-    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    pub(crate) mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Middleware by name, run on the messages of every request of the agents that list it:
     /// `[middleware.NAME]`.
     #[serde(default)]
-    pub middleware: BTreeMap<String, MiddlewareConfig>,
+    pub(crate) middleware: BTreeMap<String, MiddlewareConfig>,
     /// The language server `genai lsp`: `[lsp]`.
     #[serde(default)]
     pub lsp: lsp::LspConfig,
     /// Prices of models in US dollars per million tokens, over the built-in estimates:
     /// `[pricing."PROVIDER:MODEL"]` (PROVIDER an instance name or kind; MODEL an id or `*`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub pricing: BTreeMap<String, crate::pricing::PriceConfig>,
+    pub(crate) pricing: BTreeMap<String, crate::pricing::PriceConfig>,
     /// Where `genai keys set` stores keys: `[keys]`.
     #[serde(default)]
     pub keys: KeysConfig,
@@ -65,10 +65,10 @@ pub struct Config {
     pub permissions: crate::permission::PermissionsConfig,
     /// Commands run before and after tool calls, on a prompt and at a turn's end: `[hooks]`.
     #[serde(default)]
-    pub hooks: crate::hooks::HooksConfig,
+    pub(crate) hooks: crate::hooks::HooksConfig,
     /// How long the files' checkpoints are kept: `[checkpoints]`.
     #[serde(default)]
-    pub checkpoints: crate::checkpoint::CheckpointConfig,
+    pub(crate) checkpoints: crate::checkpoint::CheckpointConfig,
     /// `genai serve` and its use by `ask` and `chat`: `[serve]`.
     #[serde(default)]
     pub serve: ServeConfig,
@@ -120,12 +120,12 @@ pub enum KeyStore {
 /// `[middleware.NAME]`: a kind (`describe-images`, `redact`, `fit-context`) and its settings,
 /// checked by the kind when an agent that lists it is built.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-pub struct MiddlewareConfig {
+pub(crate) struct MiddlewareConfig {
     /// The middleware kind.
-    pub kind: String,
+    pub(crate) kind: String,
     /// The kind's settings (see docs/TOOLS.md, Middleware).
     #[serde(flatten)]
-    pub settings: serde_json::Map<String, Value>,
+    pub(crate) settings: serde_json::Map<String, Value>,
 }
 
 /// `[mcp_servers.NAME]`: one MCP server, a program that speaks MCP on its stdin and stdout
@@ -179,14 +179,14 @@ pub struct PluginConfig {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "seconds"
     )]
-    pub timeout_secs: Option<f64>,
+    pub(crate) timeout_secs: Option<f64>,
     /// A `service_api_key` module's key. Prefer `genai keys set plugin:NAME`,
     /// `GENAI_PLUGIN_<NAME>_KEY` or `api_key_cmd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key: Option<String>,
+    pub(crate) api_key: Option<String>,
     /// A shell command that prints the module's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key_cmd: Option<String>,
+    pub(crate) api_key_cmd: Option<String>,
 }
 
 /// `[defaults]`: what `genai ask` uses when no `-m` is given.
@@ -198,10 +198,10 @@ pub struct Defaults {
     pub model: Option<String>,
     /// The feature of new conversations (default `assistant`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub feature: Option<String>,
+    pub(crate) feature: Option<String>,
     /// Middleware of agents and model configurations that list none, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub middleware: Option<Vec<String>>,
+    pub(crate) middleware: Option<Vec<String>>,
 }
 
 /// `[model_configurations.NAME]`: one wire format with its model and parameters.
@@ -246,37 +246,37 @@ pub struct AgentConfig {
     pub model: Option<String>,
     /// The feature of conversations with this agent (default `assistant`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub feature: Option<String>,
+    pub(crate) feature: Option<String>,
     /// A system prompt for conversations with this agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// Middleware run in order on every request of this agent (`[middleware.NAME]`, or a
     /// client-hosted one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub middleware: Option<Vec<String>>,
+    pub(crate) middleware: Option<Vec<String>>,
     /// Tried in order when this one's provider fails before its answer starts (a 429, a 5xx,
     /// a time-out or a refused connection): other agents, or any name `-m` takes
     /// (`PROVIDER:MODEL`, a provider, `local`). Each runs the same request on its own provider
     /// and model. An agent's own fallbacks are not followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<Vec<String>>,
+    pub(crate) fallback: Option<Vec<String>>,
 }
 
 /// `[features.NAME]`: settings of a feature.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FeatureConfig {
+pub(crate) struct FeatureConfig {
     /// The system prompt the feature gives the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// Rounds of tool calls in one turn before the model's reply is taken as final (the
     /// `tools` feature; default 8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_steps: Option<usize>,
+    pub(crate) max_steps: Option<usize>,
     /// The `tools` feature: how tools are offered to the model (default `auto`: native tool
     /// calls when the format and the provider have them, a ReAct text loop otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<ToolMode>,
+    pub(crate) mode: Option<ToolMode>,
 }
 
 /// How tools are offered to the model.
@@ -495,7 +495,7 @@ impl Config {
     }
 }
 
-pub const MASK: &str = "********";
+pub(crate) const MASK: &str = "********";
 
 /// Drops the empty tables of `table` (after tidying them) and writes its whole numbers
 /// without a fraction, as [`Config::masked_toml`] shows them.
@@ -580,7 +580,7 @@ fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option
 }
 
 /// Headers whose values are credentials and must never be shown.
-pub fn is_secret_header(name: &str) -> bool {
+pub(crate) fn is_secret_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n == "authorization" || n.contains("key") || n.contains("token") || n.contains("secret")
 }

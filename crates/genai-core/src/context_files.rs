@@ -34,7 +34,7 @@ pub struct Secrets {
 
 impl Secrets {
     /// genai's own secret files `own`, and the rules of `policy`.
-    pub fn new(own: Vec<PathBuf>, policy: Option<Policy>) -> Secrets {
+    pub(crate) fn new(own: Vec<PathBuf>, policy: Option<Policy>) -> Secrets {
         let own = own
             .into_iter()
             .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
@@ -104,9 +104,9 @@ fn allowing_rule(shown: &str) -> String {
 }
 
 /// The largest file genai reads as context.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
 /// The most text all `-f` together may bring.
-pub const MAX_TOTAL_BYTES: u64 = 4 << 20;
+pub(crate) const MAX_TOTAL_BYTES: u64 = 4 << 20;
 
 fn refuse(msg: String) -> Error {
     Error::new(ErrorKind::InvalidParams, msg)
@@ -129,7 +129,7 @@ pub fn load(specs: &[String], secrets: &Secrets) -> Result<Loaded, Error> {
 }
 
 /// [`load`] with paths relative to `base` (shown as given, or relative to `base`).
-pub fn load_in(base: &Path, specs: &[String], secrets: &Secrets) -> Result<Loaded, Error> {
+pub(crate) fn load_in(base: &Path, specs: &[String], secrets: &Secrets) -> Result<Loaded, Error> {
     if specs.iter().filter(|s| *s == "-").count() > 1 {
         return Err(refuse("-f - (stdin) can be given once".into()));
     }

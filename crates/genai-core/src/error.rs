@@ -81,7 +81,7 @@ pub struct Error {
     /// limit, a 529 an overload): what a gateway passes on to its own client.
     pub upstream_status: Option<u16>,
     /// The provider could not be reached at all (a refused connection): nothing was sent.
-    pub unreachable: bool,
+    pub(crate) unreachable: bool,
 }
 
 impl fmt::Display for Error {
@@ -116,7 +116,7 @@ impl Error {
     }
 
     /// This error as a provider's that could not be reached.
-    pub fn unreachable(self) -> Error {
+    pub(crate) fn unreachable(self) -> Error {
         Error {
             unreachable: true,
             ..self
@@ -145,7 +145,7 @@ impl Error {
         Error::new(ErrorKind::Internal, message)
     }
 
-    pub fn cancelled() -> Error {
+    pub(crate) fn cancelled() -> Error {
         Error::new(ErrorKind::Cancelled, "cancelled")
     }
 }
@@ -160,7 +160,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The root of what went wrong under `e` (a transport error's own text names only the
 /// request). A TLS certificate this machine does not trust is said plainly, with the way out.
-pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;
     while let Some(next) = cur.source() {
         cur = next;
@@ -177,7 +177,7 @@ pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The names an error lists as the known ones: `a, b, c`, or `none`.
-pub fn known<I: IntoIterator<Item = S>, S: std::fmt::Display>(names: I) -> String {
+pub(crate) fn known<I: IntoIterator<Item = S>, S: std::fmt::Display>(names: I) -> String {
     let v: Vec<String> = names.into_iter().map(|s| s.to_string()).collect();
     if v.is_empty() {
         "none".to_string()

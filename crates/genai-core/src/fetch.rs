@@ -13,7 +13,7 @@ use futures::StreamExt;
 /// A downloaded body and the server's Content-Type, if it gave one.
 pub struct Fetched {
     pub bytes: Vec<u8>,
-    pub content_type: Option<String>,
+    pub(crate) content_type: Option<String>,
 }
 
 /// Whether `spec` is an http(s) URL.
@@ -79,7 +79,7 @@ pub async fn download(
 
 /// The text of a downloaded page and its media type (lower case, without parameters): HTML
 /// converted to text (100 columns), plain text and Markdown as they are; anything else is refused.
-pub fn page_text(url: &str, fetched: Fetched) -> Result<(String, String), Error> {
+pub(crate) fn page_text(url: &str, fetched: Fetched) -> Result<(String, String), Error> {
     let refuse = |msg: String| Error::new(ErrorKind::InvalidParams, msg);
     let essence = fetched
         .content_type

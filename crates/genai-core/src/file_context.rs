@@ -17,17 +17,17 @@ pub struct FileInput {
     #[serde(rename = "type")]
     pub kind: FileTag,
     /// The file's path or name, shown above its text.
-    pub name: String,
+    pub(crate) name: String,
     /// The Markdown language tag of the text (`rust`, `python`...); guessed from the name's
     /// extension, then from `mimeType`, when absent.
     #[serde(default)]
-    pub language: Option<String>,
+    pub(crate) language: Option<String>,
     /// The media type of the text (`text/markdown`...), used for the language when the name
     /// says nothing.
     #[serde(default)]
-    pub mime_type: Option<String>,
+    pub(crate) mime_type: Option<String>,
     /// The file's text.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// The tag of a [`FileInput`].
@@ -39,7 +39,7 @@ pub enum FileTag {
 
 impl FileInput {
     /// The text the model reads for this file.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let lang = match self.language.as_deref().map(str::trim) {
             Some(l) if !l.is_empty() => l.to_string(),
             _ => {
@@ -60,7 +60,7 @@ impl FileInput {
 }
 
 /// The Markdown language tag of a file name, when it has a known extension.
-pub fn language(path: &str) -> &'static str {
+pub(crate) fn language(path: &str) -> &'static str {
     let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
     match ext.as_deref() {
         Some("rs") => "rust",
@@ -84,7 +84,7 @@ pub fn language(path: &str) -> &'static str {
 }
 
 /// The Markdown language tag of a media type (parameters such as `; charset=` ignored).
-pub fn language_of_mime(mime: &str) -> &'static str {
+pub(crate) fn language_of_mime(mime: &str) -> &'static str {
     let essence = mime.split(';').next().unwrap_or("").trim();
     match essence.to_ascii_lowercase().as_str() {
         "text/markdown" | "text/x-markdown" => "markdown",
@@ -101,13 +101,13 @@ pub fn language_of_mime(mime: &str) -> &'static str {
 }
 
 /// `text` as a fenced block headed by `path`, its language guessed from the name.
-pub fn fenced(path: &str, text: &str) -> String {
+pub(crate) fn fenced(path: &str, text: &str) -> String {
     fenced_as(path, language(path), text)
 }
 
 /// `text` as a fenced block headed by `name` and tagged `lang`; the fence is longer than any
 /// run of backticks in the text, so the block cannot end early.
-pub fn fenced_as(name: &str, lang: &str, text: &str) -> String {
+pub(crate) fn fenced_as(name: &str, lang: &str, text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     let body = text.strip_suffix('\n').unwrap_or(text);

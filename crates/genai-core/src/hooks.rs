@@ -35,14 +35,15 @@ use crate::error::{Error, ErrorKind, Result};
 
 mod claude;
 
+pub(crate) use claude::claude_tool;
+pub(crate) use claude::tool_response;
 use claude::{answer, hook_input};
-pub use claude::{claude_tool, tool_response};
 
 /// The time limit of a hook that names none, in seconds (Claude Code's too).
-pub const DEFAULT_TIMEOUT_S: u64 = 60;
+pub(crate) const DEFAULT_TIMEOUT_S: u64 = 60;
 
 /// The most of a hook's stdout or stderr that is read; the rest is drained and dropped.
-pub const MAX_OUTPUT: usize = 1 << 20;
+pub(crate) const MAX_OUTPUT: usize = 1 << 20;
 
 /// The most of a reason or a note passed on (the model reads it).
 const MAX_REASON: usize = 4096;
@@ -51,20 +52,20 @@ const MAX_REASON: usize = 4096;
 /// list of hooks (`[[hooks.pre_tool_use]]` tables, or command lines), or one command line.
 #[derive(Deserialize, Serialize, JsonSchema, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
-pub struct HooksConfig {
+pub(crate) struct HooksConfig {
     /// Before a tool runs; may block it.
     #[serde(default, deserialize_with = "one_or_many")]
-    pub pre_tool_use: Vec<HookConfig>,
+    pub(crate) pre_tool_use: Vec<HookConfig>,
     /// After a tool ran; a block tells the model the hook's reason.
     #[serde(default, deserialize_with = "one_or_many")]
-    pub post_tool_use: Vec<HookConfig>,
+    pub(crate) post_tool_use: Vec<HookConfig>,
     /// When the user's prompt arrives, before the model sees it; may block it, and its
     /// stdout is added to the context.
     #[serde(default, deserialize_with = "one_or_many")]
-    pub user_prompt_submit: Vec<HookConfig>,
+    pub(crate) user_prompt_submit: Vec<HookConfig>,
     /// When the model is done; a block makes it go on, with the reason as what to do.
     #[serde(default, deserialize_with = "one_or_many")]
-    pub stop: Vec<HookConfig>,
+    pub(crate) stop: Vec<HookConfig>,
 }
 
 /// A moment's hooks: one command line (`stop = "check.sh"`) or a list of hooks. Written with
@@ -98,18 +99,18 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(
 /// One hook command: a table, or its command line alone (`"scripts/check.sh"`).
 #[derive(Serialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
 #[schemars(deny_unknown_fields)]
-pub struct HookConfig {
+pub(crate) struct HookConfig {
     /// The command line, run with `sh -c` in the workspace.
-    pub command: String,
+    pub(crate) command: String,
     /// Tool hooks: which tools, matched against both genai's name (`workspace.run_command`)
     /// and Claude Code's (`Bash`). Absent, `""` or `*`: every tool; only letters, digits, `_`
     /// and `|`: one of these exact names (`Edit|Write`); anything else: a regular expression
     /// found in the name (`mcp__github__.*`, `workspace\.`). Ignored by the other moments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub matcher: Option<String>,
+    pub(crate) matcher: Option<String>,
     /// Seconds before the hook is killed (default 60); a timeout does not block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_s: Option<u64>,
+    pub(crate) timeout_s: Option<u64>,
 }
 
 /// The table form of a hook, as the config spells it.
@@ -125,7 +126,7 @@ struct HookTable {
 
 impl HookConfig {
     /// A hook of every tool with the default time limit.
-    pub fn command(command: String) -> HookConfig {
+    pub(crate) fn command(command: String) -> HookConfig {
         HookConfig {
             command,
             matcher: None,
@@ -165,7 +166,8 @@ impl<'de> Deserialize<'de> for HookConfig {
 
 impl HooksConfig {
     /// No hook at all.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.pre_tool_use.is_empty()
             && self.post_tool_use.is_empty()
             && self.user_prompt_submit.is_empty()
@@ -174,7 +176,7 @@ impl HooksConfig {
 
     /// An error naming the first matcher that is not a valid regular expression (for the
     /// config's check: at run time such a hook is skipped with a note).
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         for (table, hooks) in [
             ("pre_tool_use", &self.pre_tool_use),
             ("post_tool_use", &self.post_tool_use),
@@ -194,7 +196,7 @@ impl HooksConfig {
 
 /// The moment a hook runs at, with what it is told.
 #[derive(Debug, Clone, Copy)]
-pub enum Event<'a> {
+pub(crate) enum Event<'a> {
     /// Before a tool runs. `tool`: genai's name; `source`: the tool's source (`workspace`,
     /// `mcp:SERVER`, `plugin:NAME`); `input`: its arguments.
     PreToolUse {
@@ -218,7 +220,7 @@ pub enum Event<'a> {
 
 impl Event<'_> {
     /// Claude Code's name of the event (`hook_event_name`).
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Event::PreToolUse { .. } => "PreToolUse",
             Event::PostToolUse { .. } => "PostToolUse",
@@ -239,18 +241,18 @@ impl Event<'_> {
 
 /// Where the hooks run and for which conversation.
 #[derive(Debug, Clone)]
-pub struct HookContext {
+pub(crate) struct HookContext {
     /// The conversation id (`session_id`).
-    pub session_id: String,
+    pub(crate) session_id: String,
     /// The workspace root: the hooks' working directory, `cwd`, `CLAUDE_PROJECT_DIR` and
     /// `GENAI_PROJECT_DIR`.
-    pub cwd: PathBuf,
-    pub transcript_path: Option<PathBuf>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) transcript_path: Option<PathBuf>,
 }
 
 /// What the hooks decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Go on. `notes`: what the hooks added (a `UserPromptSubmit` hook's stdout and any
     /// `additionalContext`: context for the model; `systemMessage`s and non-blocking errors
     /// such as "hook `x` timed out after 60 s").
@@ -263,7 +265,7 @@ pub enum Outcome {
 }
 
 /// Runs the hooks of `event` that match, in order; the first that blocks ends the run.
-pub async fn run(hooks: &HooksConfig, event: Event<'_>, ctx: &HookContext) -> Outcome {
+pub(crate) async fn run(hooks: &HooksConfig, event: Event<'_>, ctx: &HookContext) -> Outcome {
     let mut notes = Vec::new();
     let list = event.hooks(hooks);
     if list.is_empty() {

@@ -99,7 +99,7 @@ impl Part {
     }
 
     /// Whether this part is the model's reasoning.
-    pub fn is_reasoning(&self) -> bool {
+    pub(crate) fn is_reasoning(&self) -> bool {
         matches!(self, Part::Reasoning { .. })
     }
 }
@@ -119,7 +119,7 @@ pub enum PartInput {
 /// What a client may send as a message's content: one string, or a list of parts.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum ContentInput {
+pub(crate) enum ContentInput {
     Text(String),
     Parts(Vec<PartInput>),
 }
@@ -202,7 +202,7 @@ impl Message {
     /// Masks every secret genai knows (`redact::redact_known`: the keys it has read or sent)
     /// in the text, reasoning, tool calls and results, as the history and every front-end
     /// keep and show them.
-    pub fn mask_secrets(&mut self) {
+    pub(crate) fn mask_secrets(&mut self) {
         mask_parts(&mut self.content);
     }
 
@@ -314,7 +314,7 @@ impl Usage {
 
     /// The counts of two requests (or turns) added up; a cache or reasoning count stays
     /// absent when neither reports it.
-    pub fn plus(self, other: Usage) -> Usage {
+    pub(crate) fn plus(self, other: Usage) -> Usage {
         let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
             (None, None) => None,
             (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
@@ -330,7 +330,7 @@ impl Usage {
 
     /// One line for a turn's details: `usage: 1200 input (1000 cached, 200 written to the
     /// cache) + 30 output (20 reasoning) = 1230 tokens`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut cache = Vec::new();
         if let Some(n) = self.cache_read_tokens.filter(|n| *n > 0) {
             cache.push(format!("{n} cached"));

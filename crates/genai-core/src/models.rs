@@ -23,9 +23,9 @@ use crate::config::Paths;
 use crate::error::{known, Error, ErrorKind, Result};
 
 /// The file extension of a model.
-pub const EXTENSION: &str = "gguf";
+pub(crate) const EXTENSION: &str = "gguf";
 /// The file in the folder that names the default model.
-pub const DEFAULT_FILE: &str = "default";
+pub(crate) const DEFAULT_FILE: &str = "default";
 
 /// The models folder.
 #[derive(Debug, Clone)]
@@ -53,7 +53,7 @@ fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
 }
 
 /// Fails unless `name` can be a model file name in the folder (no separators, no leading dot).
-pub fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let bad = name.is_empty()
         || name.starts_with('.')
         || name.contains(['/', '\\'])
@@ -83,7 +83,7 @@ impl ModelLibrary {
     }
 
     /// Creates the folder if needed, the user's alone as the rest of the data folder.
-    pub fn ensure_dir(&self) -> Result<()> {
+    pub(crate) fn ensure_dir(&self) -> Result<()> {
         crate::private::dir(&self.dir).map_err(|e| io_err("create", &self.dir, e))
     }
 
@@ -246,7 +246,7 @@ impl ModelLibrary {
 }
 
 /// The unfinished download beside a model file: `NAME.gguf.part`.
-pub fn part_path(path: &Path) -> PathBuf {
+pub(crate) fn part_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_os_string();
     s.push(".part");
     PathBuf::from(s)

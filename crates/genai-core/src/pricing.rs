@@ -1,6 +1,6 @@
 //! What a turn cost: prices per model in US dollars per million tokens, from the config's
 //! `[pricing."PROVIDER:MODEL"]` over a small built-in table of list prices (estimates, dated
-//! [`TABLE_DATE`]), and the cost of a turn's usage at a price.
+//! `TABLE_DATE`), and the cost of a turn's usage at a price.
 //!
 //! It owns the price table and the arithmetic. It must never guess: a model with no price has
 //! an unknown cost (`None`), never 0 (only the in-process `local` provider is free), and it
@@ -15,31 +15,31 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::Usage;
 
 /// When the built-in table's prices were the vendors' list prices.
-pub const TABLE_DATE: &str = "2025-10";
+pub(crate) const TABLE_DATE: &str = "2025-10";
 
 /// `[pricing."PROVIDER:MODEL"]`: US dollars per million tokens. PROVIDER is a provider
 /// instance name or kind; MODEL a model id, or `*` for every model of that provider.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PriceConfig {
+pub(crate) struct PriceConfig {
     /// Input tokens read neither from nor into the prompt cache.
-    pub input: f64,
-    pub output: f64,
+    pub(crate) input: f64,
+    pub(crate) output: f64,
     /// Input tokens read from the prompt cache (default: the input price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<f64>,
+    pub(crate) cache_read: Option<f64>,
     /// Input tokens written to the prompt cache (default: the input price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<f64>,
+    pub(crate) cache_write: Option<f64>,
 }
 
 /// A model's prices, US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Price {
-    pub input: f64,
-    pub output: f64,
-    pub cache_read: f64,
-    pub cache_write: f64,
+    pub(crate) input: f64,
+    pub(crate) output: f64,
+    pub(crate) cache_read: f64,
+    pub(crate) cache_write: f64,
 }
 
 impl Price {
@@ -79,7 +79,7 @@ impl From<PriceConfig> for Price {
 pub struct Priced {
     pub price: Price,
     /// `[pricing."anthropic:claude-sonnet-4-5"]`, or the built-in table and its date.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 /// Provider kinds whose built-in prices are the vendor's: Claude on Anthropic and Bedrock
@@ -141,14 +141,14 @@ fn names(model: &str, name: &str) -> bool {
 
 /// The prices of the config over the built-in table.
 #[derive(Debug, Clone, Default)]
-pub struct Prices {
+pub(crate) struct Prices {
     configured: BTreeMap<String, Price>,
 }
 
 impl Prices {
     /// The config's `[pricing]`; checked: keys are `PROVIDER:MODEL`, prices finite and not
     /// negative.
-    pub fn new(pricing: &BTreeMap<String, PriceConfig>) -> Result<Prices> {
+    pub(crate) fn new(pricing: &BTreeMap<String, PriceConfig>) -> Result<Prices> {
         let mut configured = BTreeMap::new();
         for (key, c) in pricing {
             let bad =
@@ -168,7 +168,8 @@ impl Prices {
 
     /// The price of `model` on provider instance `provider` of kind `kind`, the kind's own
     /// service ([`Prices::lookup_at`]).
-    pub fn lookup(&self, provider: &str, kind: &str, model: &str) -> Option<Priced> {
+    #[cfg(test)]
+    pub(crate) fn lookup(&self, provider: &str, kind: &str, model: &str) -> Option<Priced> {
         self.lookup_at(provider, kind, model, true)
     }
 
@@ -176,7 +177,7 @@ impl Prices {
     /// `provider:model`, `kind:model`, `provider:*`, `kind:*`, then the built-in table when
     /// `vendor` (the instance is the kind's own service, not another server speaking its API,
     /// whose models are not the vendor's); the `local` kind is free; else none.
-    pub fn lookup_at(
+    pub(crate) fn lookup_at(
         &self,
         provider: &str,
         kind: &str,
@@ -221,7 +222,7 @@ impl Prices {
 
 /// What one turn cost (US dollars, `None`: unknown) and the line of its details that says so
 /// and why: the price's source, or what to set in the config.
-pub fn turn_cost(
+pub(crate) fn turn_cost(
     priced: Option<&Priced>,
     usage: Option<&Usage>,
     provider: &str,

@@ -31,7 +31,7 @@ pub fn file(file: &Path) -> io::Result<()> {
 }
 
 /// Makes an existing `file` owner-only; a missing one is left missing.
-pub fn existing_file(file: &Path) -> io::Result<()> {
+pub(crate) fn existing_file(file: &Path) -> io::Result<()> {
     match tighten(file, 0o600) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         done => done,

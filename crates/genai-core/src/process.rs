@@ -12,7 +12,7 @@ use std::ffi::OsString;
 /// Variables every child gets when genai has them: where programs and the home folder are,
 /// who the user is, the locale, temporary folders, the session's agents (a key command may
 /// ask `gpg-agent` or the keyring over D-Bus), and what Windows needs to start a program.
-pub const PASSED: &[&str] = &[
+pub(crate) const PASSED: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
@@ -49,7 +49,7 @@ pub const PASSED: &[&str] = &[
 
 /// The variables of genai's environment a child gets: [`PASSED`], `LC_*`, and `names`. The
 /// values of `names` are handed to the redactor: a variable passed on purpose is often a token.
-pub fn minimal_env(names: &[String]) -> Vec<(OsString, OsString)> {
+pub(crate) fn minimal_env(names: &[String]) -> Vec<(OsString, OsString)> {
     std::env::vars_os()
         .filter(|(name, value)| {
             let Some(name) = name.to_str() else {

@@ -1,5 +1,5 @@
 //! The one secret redactor: every error message, log line and daemon frame passes through
-//! [`redact`] before it leaves the process.
+//! `redact` before it leaves the process.
 //!
 //! It owns the process-wide list of known secrets (every key genai has used or read from its
 //! config: provider keys, plugin keys, MCP server environment values, key commands' output)
@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::sync::RwLock;
 
 /// What a secret is replaced with.
-pub const MASK: &str = "********";
+pub(crate) const MASK: &str = "********";
 
 /// Secrets shorter than this are not remembered: replacing two or three characters everywhere
 /// would garble every message, and such a value is no real key.
@@ -48,7 +48,7 @@ const CREDENTIAL_LEADS: &[&str] = &["bearer ", "key=", "api_key=", "token=", "x-
 
 static KNOWN: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
-/// Remembers a secret so that [`redact`] masks it from now on. Cheap when already known.
+/// Remembers a secret so that `redact` masks it from now on. Cheap when already known.
 pub fn remember(secret: &str) {
     let secret = secret.trim();
     if secret.len() < MIN_SECRET_LEN {
@@ -71,7 +71,7 @@ pub fn remember(secret: &str) {
 }
 
 /// `text` with every known secret and every key-shaped token replaced by [`MASK`].
-pub fn redact(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     let known = redact_known(text);
     match redact_shapes(&known) {
         Cow::Borrowed(_) => known,
@@ -89,7 +89,7 @@ pub fn redact_known(text: &str) -> Cow<'_, str> {
 }
 
 /// [`redact_known`] of `text`, in place; whether it changed.
-pub fn mask_known(text: &mut String) -> bool {
+pub(crate) fn mask_known(text: &mut String) -> bool {
     match redact_known(text) {
         Cow::Owned(masked) => {
             *text = masked;
@@ -132,13 +132,13 @@ fn partial_end(known: &[String], text: &str) -> usize {
 /// [`StreamMask::finish`], tells. What it lets out, put together, is [`redact_known`] of the
 /// whole text.
 #[derive(Debug, Default)]
-pub struct StreamMask {
+pub(crate) struct StreamMask {
     held: String,
 }
 
 impl StreamMask {
     /// The text that can go out now that `piece` came (maybe empty).
-    pub fn push(&mut self, piece: &str) -> String {
+    pub(crate) fn push(&mut self, piece: &str) -> String {
         let Ok(known) = KNOWN.read() else {
             return piece.to_string();
         };
@@ -158,7 +158,7 @@ impl StreamMask {
     }
 
     /// What was held back, at the end of the text (it cannot be a whole secret).
-    pub fn finish(&mut self) -> String {
+    pub(crate) fn finish(&mut self) -> String {
         std::mem::take(&mut self.held)
     }
 }

@@ -18,9 +18,9 @@ use crate::format::{self, Format, ModelConfiguration, ParameterSpec};
 use crate::provider::{self, ServiceProvider};
 
 /// The provider kind that runs GGUF models from the models folder (cargo feature `local`).
-pub const LOCAL_KIND: &str = "local";
+pub(crate) const LOCAL_KIND: &str = "local";
 
-pub use crate::provider::build::{ProviderFactory, ProviderKind};
+pub(crate) use crate::provider::build::ProviderKind;
 
 /// A registered model format kind.
 #[derive(Clone)]
@@ -28,12 +28,12 @@ pub struct FormatKind {
     pub name: &'static str,
     pub description: &'static str,
     pub parameters: &'static [ParameterSpec],
-    pub format: &'static dyn Format,
+    pub(crate) format: &'static dyn Format,
 }
 
 impl FormatKind {
     /// The kind of a format, as listed.
-    pub fn of(format: &'static dyn Format) -> FormatKind {
+    pub(crate) fn of(format: &'static dyn Format) -> FormatKind {
         let spec = format.spec();
         FormatKind {
             name: spec.name,
@@ -191,7 +191,7 @@ impl Registry {
     /// instance of that name exists (the built-in one is made again when the models folder's
     /// default changed since it was made). Only the selection policy (`select`) decides to
     /// call it.
-    pub fn add_implicit_local(&self, model: &str) -> Result<()> {
+    pub(crate) fn add_implicit_local(&self, model: &str) -> Result<()> {
         if let Ok(p) = self.provider(LOCAL_KIND) {
             if p.origin != Origin::Builtin || p.provider.default_model() == Some(model) {
                 return Ok(());
@@ -224,16 +224,16 @@ impl Registry {
             .insert(name.to_string(), inst);
     }
 
-    pub fn register_provider(&mut self, kind: ProviderKind) {
+    pub(crate) fn register_provider(&mut self, kind: ProviderKind) {
         self.provider_kinds.push(kind);
     }
 
-    pub fn register_format(&mut self, kind: FormatKind) {
+    pub(crate) fn register_format(&mut self, kind: FormatKind) {
         self.format_kinds.push(kind);
     }
 
     /// Registers a feature by name (built in, or hosted by a client).
-    pub fn register_feature(&self, name: &str, description: &str, origin: Origin) {
+    pub(crate) fn register_feature(&self, name: &str, description: &str, origin: Origin) {
         if let Ok(mut f) = self.features.write() {
             f.insert(
                 name.to_string(),
@@ -246,20 +246,25 @@ impl Registry {
         }
     }
 
-    pub fn feature(&self, name: &str) -> Result<FeatureInfo> {
+    pub(crate) fn feature(&self, name: &str) -> Result<FeatureInfo> {
         named(&self.features, name, "feature")
     }
 
-    pub fn provider_kind(&self, name: &str) -> Result<&ProviderKind> {
+    pub(crate) fn provider_kind(&self, name: &str) -> Result<&ProviderKind> {
         kind_named(&self.provider_kinds, |k| k.name, name, "provider kind")
     }
 
-    pub fn format_kind(&self, name: &str) -> Result<&FormatKind> {
+    pub(crate) fn format_kind(&self, name: &str) -> Result<&FormatKind> {
         kind_named(&self.format_kinds, |k| k.name, name, "model format")
     }
 
     /// Creates (or replaces) a named provider instance.
-    pub fn create_provider(&self, name: &str, c: &ProviderConfig, origin: Origin) -> Result<()> {
+    pub(crate) fn create_provider(
+        &self,
+        name: &str,
+        c: &ProviderConfig,
+        origin: Origin,
+    ) -> Result<()> {
         check_name(name)?;
         let kind = self.provider_kind(c.kind())?;
         let provider = (kind.factory)(name, c)?;
@@ -273,7 +278,7 @@ impl Registry {
     }
 
     /// Creates (or replaces) a named model configuration, validating every parameter.
-    pub fn create_model(
+    pub(crate) fn create_model(
         &self,
         name: &str,
         c: &ModelConfigurationConfig,
@@ -312,22 +317,22 @@ impl Registry {
     }
 
     /// Removes a named instance (provider or model configuration); false when none had that name.
-    pub fn remove(&self, name: &str) -> Result<bool> {
+    pub(crate) fn remove(&self, name: &str) -> Result<bool> {
         let a = take(&self.providers, name)?;
         let b = take(&self.models, name)?;
         Ok(a || b)
     }
 
-    pub fn provider(&self, name: &str) -> Result<ProviderInstance> {
+    pub(crate) fn provider(&self, name: &str) -> Result<ProviderInstance> {
         named(&self.providers, name, "service provider")
     }
 
-    pub fn model_instance(&self, name: &str) -> Result<ModelInstance> {
+    pub(crate) fn model_instance(&self, name: &str) -> Result<ModelInstance> {
         named(&self.models, name, "model configuration")
     }
 
     /// Fails with a message naming the valid pairs when `format` cannot run on `provider_kind`.
-    pub fn check_compatible(&self, provider_kind: &str, format: &str) -> Result<()> {
+    pub(crate) fn check_compatible(&self, provider_kind: &str, format: &str) -> Result<()> {
         let kind = self.provider_kind(provider_kind)?;
         if kind.formats.contains(&format) {
             return Ok(());
@@ -350,7 +355,7 @@ impl Registry {
 
     /// Builds a model configuration for a provider: from a named instance, or from a model id with
     /// the provider's default format (or its default model when neither is given). Checks compatibility.
-    pub fn build_model(
+    pub(crate) fn build_model(
         &self,
         provider: &ProviderInstance,
         model_configuration: Option<&str>,

@@ -61,15 +61,15 @@ pub struct Selection {
     pub provider: String,
     pub model_configuration: Option<String>,
     pub model: Option<String>,
-    pub feature: Option<String>,
-    pub system_prompt: Option<String>,
+    pub(crate) feature: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// The agent's middleware list, when an agent of the config was chosen and lists one.
-    pub middleware: Option<Vec<String>>,
+    pub(crate) middleware: Option<Vec<String>>,
     /// The schema every reply must match, when the client gives one (else the model
     /// configuration's `response_schema`, if any).
-    pub response_schema: Option<crate::format::ResponseSchema>,
+    pub(crate) response_schema: Option<crate::format::ResponseSchema>,
     /// The agent's fallback agents, in order, when an agent of the config was chosen.
-    pub fallback: Vec<String>,
+    pub(crate) fallback: Vec<String>,
 }
 
 /// The registry's kinds and instances with the default selection, as `ListComponents` and
@@ -207,7 +207,7 @@ impl Selector<'_> {
 
     /// The schema replies of a selection must match: the client's, else its model
     /// configuration's `response_schema` (a JSON Schema table, or JSON text or a file path).
-    pub fn response_schema(
+    pub(crate) fn response_schema(
         &self,
         sel: &Selection,
     ) -> Result<Option<crate::format::ResponseSchema>> {
@@ -237,7 +237,7 @@ impl Selector<'_> {
 
     /// The middleware of a selection, in order: the agent's list, else its model
     /// configuration's, else `[defaults] middleware`, else none.
-    pub fn middleware(&self, sel: &Selection) -> Vec<String> {
+    pub(crate) fn middleware(&self, sel: &Selection) -> Vec<String> {
         sel.middleware
             .clone()
             .or_else(|| {

@@ -7,7 +7,10 @@
 /// closest within a few edits (Damerau-Levenshtein on lowercase, so a swapped pair of letters
 /// is one edit; at most 1 edit for names up to 5 characters, 2 up to 11, 3 beyond). `None`
 /// when `given` is itself known, or nothing is close.
-pub fn closest<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(
+    given: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let lower = given.to_lowercase();
     let allowed = match given.chars().count() {
         0..=5 => 1,
@@ -23,7 +26,7 @@ pub fn closest<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> Opt
         .map(|(_, k)| k)
 }
 
-/// `" (did you mean `NAME`?)"` for the [`closest`] name, or nothing: ready to be put in an
+/// `" (did you mean `NAME`?)"` for the `closest` name, or nothing: ready to be put in an
 /// error message.
 pub fn did_you_mean<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     closest(given, known)

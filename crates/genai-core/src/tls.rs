@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 static SYSTEM: OnceLock<Vec<reqwest::Certificate>> = OnceLock::new();
 
 /// `builder` trusting the system's authorities too.
-pub fn with_system_roots(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+pub(crate) fn with_system_roots(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
     SYSTEM
         .get_or_init(load)
         .iter()

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// Whether `name` matches `pattern`, where `*` stands for any run of characters (none too)
 /// and every other character for itself.
-pub fn glob(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob(pattern: &str, name: &str) -> bool {
     let (p, n) = (pattern.as_bytes(), name.as_bytes());
     let (mut pi, mut ni) = (0, 0);
     // Where the last `*` was, and where in the name its run ends so far.
@@ -35,7 +35,7 @@ pub fn glob(pattern: &str, name: &str) -> bool {
 
 /// What `model` stands for: the alias of that exact name, else that of the longest pattern
 /// matching it, else `None` (the name is used as it is).
-pub fn resolve<'a>(aliases: &'a BTreeMap<String, String>, model: &str) -> Option<&'a str> {
+pub(crate) fn resolve<'a>(aliases: &'a BTreeMap<String, String>, model: &str) -> Option<&'a str> {
     if let Some(to) = aliases.get(model) {
         return Some(to);
     }

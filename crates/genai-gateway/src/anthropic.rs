@@ -62,7 +62,7 @@ const COUNTED: &[&str] = &[
 ];
 
 /// Anthropic's Messages API.
-pub struct Messages;
+pub(crate) struct Messages;
 
 impl VendorApi for Messages {
     const PATH: &'static str = "/v1/messages";
@@ -98,7 +98,7 @@ impl VendorApi for Messages {
 /// The answer to one `/v1/messages/count_tokens` request body: `{"input_tokens": N}`, an
 /// estimate ([`count_tokens::estimate`]): no provider's tokenizer is at hand. The model is
 /// checked as a turn's is.
-pub fn count_tokens(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
+pub(crate) fn count_tokens(body: &[u8], fw: &Arc<Framework>, caller: &mut Caller) -> HttpResponse {
     let counted = MessagesRequest::parse(body, true).and_then(|r| {
         access::choose(fw, caller, &r.model)?;
         Ok(count_tokens::estimate(&r.messages, &r.tools))

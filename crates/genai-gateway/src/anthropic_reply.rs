@@ -28,7 +28,7 @@ enum Open {
 }
 
 /// The answer of one request, whole or as stream events.
-pub struct Events {
+pub(crate) struct Events {
     id: String,
     /// As the request named it.
     model: String,
@@ -42,7 +42,7 @@ pub struct Events {
 }
 
 impl Events {
-    pub fn new(id: String, model: String) -> Events {
+    pub(crate) fn new(id: String, model: String) -> Events {
         Events {
             id,
             model,

@@ -17,28 +17,28 @@ use super::fields::{self, TextOr};
 /// (`tool_choice`, `thinking`, `output_format`, `output_config`) and the number it checks
 /// (`max_tokens`) stay JSON values.
 #[derive(Deserialize)]
-pub struct MessagesBody {
-    pub model: Option<String>,
-    pub messages: Option<Vec<WireMessage>>,
-    pub system: Option<Content>,
-    pub max_tokens: Option<Value>,
-    pub stop_sequences: Option<Value>,
-    pub stream: Option<bool>,
-    pub tools: Option<Vec<WireTool>>,
-    pub tool_choice: Option<Value>,
-    pub thinking: Option<Value>,
-    pub output_format: Option<Value>,
-    pub output_config: Option<Value>,
+pub(crate) struct MessagesBody {
+    pub(crate) model: Option<String>,
+    pub(crate) messages: Option<Vec<WireMessage>>,
+    pub(crate) system: Option<Content>,
+    pub(crate) max_tokens: Option<Value>,
+    pub(crate) stop_sequences: Option<Value>,
+    pub(crate) stream: Option<bool>,
+    pub(crate) tools: Option<Vec<WireTool>>,
+    pub(crate) tool_choice: Option<Value>,
+    pub(crate) thinking: Option<Value>,
+    pub(crate) output_format: Option<Value>,
+    pub(crate) output_config: Option<Value>,
     /// Sampling settings, the fields accepted and not carried, and every field not named
     /// above, in the body's order.
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 impl MessagesBody {
     /// The named fields given (not null), in the order of the API's reference, for a caller
     /// that takes only some of them.
-    pub fn given(&self) -> impl Iterator<Item = &'static str> + '_ {
+    pub(crate) fn given(&self) -> impl Iterator<Item = &'static str> + '_ {
         [
             ("model", self.model.is_some()),
             ("messages", self.messages.is_some()),
@@ -60,48 +60,48 @@ impl MessagesBody {
 
 /// One message of the history.
 #[derive(Deserialize)]
-pub struct WireMessage {
-    pub role: Option<String>,
-    pub content: Option<Content>,
+pub(crate) struct WireMessage {
+    pub(crate) role: Option<String>,
+    pub(crate) content: Option<Content>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 /// A content: a string (one text block) or an array of blocks.
-pub type Content = TextOr<Block>;
+pub(crate) type Content = TextOr<Block>;
 
 /// One content block; which fields it may have depends on its `type`.
 #[derive(Deserialize)]
-pub struct Block {
+pub(crate) struct Block {
     #[serde(rename = "type")]
-    pub kind: Option<String>,
-    pub text: Option<String>,
-    pub source: Option<Map<String, Value>>,
-    pub thinking: Option<String>,
+    pub(crate) kind: Option<String>,
+    pub(crate) text: Option<String>,
+    pub(crate) source: Option<Map<String, Value>>,
+    pub(crate) thinking: Option<String>,
     /// A thinking block's signature; one that is not a non-empty string is dropped.
-    pub signature: Option<Value>,
-    pub data: Option<String>,
-    pub id: Option<String>,
-    pub name: Option<String>,
-    pub input: Option<Value>,
-    pub tool_name: Option<String>,
-    pub tool_use_id: Option<String>,
-    pub is_error: Option<bool>,
-    pub content: Option<Content>,
+    pub(crate) signature: Option<Value>,
+    pub(crate) data: Option<String>,
+    pub(crate) id: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) input: Option<Value>,
+    pub(crate) tool_name: Option<String>,
+    pub(crate) tool_use_id: Option<String>,
+    pub(crate) is_error: Option<bool>,
+    pub(crate) content: Option<Content>,
     /// A prompt-cache breakpoint, named so that it is not refused, and skipped: genai places
     /// its own where the provider caches.
     #[serde(rename = "cache_control")]
     _cache_control: Option<IgnoredAny>,
     /// A text block's references into documents, from an earlier answer: not carried.
-    pub citations: Option<Value>,
+    pub(crate) citations: Option<Value>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 impl Block {
     /// The first field present that a block of `kind` does not have (`type` and
     /// `cache_control` aside, which every block may have).
-    pub fn stray(&self, kind: &str) -> Option<&str> {
+    pub(crate) fn stray(&self, kind: &str) -> Option<&str> {
         let takes: &[&str] = match kind {
             "text" => &["text", "citations"],
             "image" => &["source"],
@@ -133,18 +133,18 @@ impl Block {
 
 /// A tool the client offers: a custom tool, or one of the vendor's server tools (refused).
 #[derive(Deserialize)]
-pub struct WireTool {
+pub(crate) struct WireTool {
     #[serde(rename = "type")]
-    pub kind: Option<String>,
-    pub name: Option<String>,
-    pub description: Option<String>,
-    pub input_schema: Option<Value>,
+    pub(crate) kind: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) input_schema: Option<Value>,
     /// Held back until a `tool_reference` loads it (Anthropic's tool search).
-    pub defer_loading: Option<bool>,
-    pub strict: Option<bool>,
+    pub(crate) defer_loading: Option<bool>,
+    pub(crate) strict: Option<bool>,
     /// Skipped, as a block's.
     #[serde(rename = "cache_control")]
     _cache_control: Option<IgnoredAny>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }

@@ -13,7 +13,7 @@ use genai_core::format::ToolSpec;
 
 /// The tools the `tool_reference` blocks of the messages' tool results load (what a client's
 /// tool search found).
-pub fn referenced_tools(messages: &[WireMessage]) -> Vec<String> {
+pub(crate) fn referenced_tools(messages: &[WireMessage]) -> Vec<String> {
     fn blocks(c: &Option<Content>) -> &[Block] {
         match c {
             Some(Content::List(b)) => b,
@@ -35,7 +35,7 @@ pub fn referenced_tools(messages: &[WireMessage]) -> Vec<String> {
 /// use, ...) run on Anthropic's side, which genai is not. A tool's `cache_control` is
 /// dropped (genai places its own breakpoints), and so is `strict: false`; `strict: true`
 /// cannot be carried.
-pub fn tools(given: Vec<WireTool>) -> Result<(Vec<ToolSpec>, Vec<ToolSpec>), ApiError> {
+pub(crate) fn tools(given: Vec<WireTool>) -> Result<(Vec<ToolSpec>, Vec<ToolSpec>), ApiError> {
     let (mut specs, mut deferred) = (Vec::new(), Vec::new());
     for (i, tool) in given.into_iter().enumerate() {
         let at = format!("tools[{i}]");
@@ -75,7 +75,7 @@ pub fn tools(given: Vec<WireTool>) -> Result<(Vec<ToolSpec>, Vec<ToolSpec>), Api
 
 /// `tool_choice` as the core's parameter (auto, required, none, or a tool's name), and
 /// whether it turns parallel tool calls off.
-pub fn tool_choice(value: Value) -> Result<(Value, bool), ApiError> {
+pub(crate) fn tool_choice(value: Value) -> Result<(Value, bool), ApiError> {
     let at = "tool_choice";
     let mut m = object(value, at)?;
     let no_parallel = match m.remove("disable_parallel_tool_use") {

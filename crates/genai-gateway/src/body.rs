@@ -8,7 +8,7 @@ use futures::{Stream, StreamExt};
 use http_body_util::{BodyExt, Empty, Full, StreamBody};
 
 /// What a body's stream may fail with (the front door's and hyper's error type).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// An answer's body.
 pub type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, BoxError>;
@@ -29,7 +29,7 @@ pub fn empty() -> Body {
 }
 
 /// A body sending `frames` as they come; dropping it drops the stream.
-pub fn stream(frames: impl Stream<Item = Bytes> + Send + 'static) -> Body {
+pub(crate) fn stream(frames: impl Stream<Item = Bytes> + Send + 'static) -> Body {
     let frames = frames.map(|f| Ok::<_, BoxError>(hyper::body::Frame::data(f)));
     StreamBody::new(frames).boxed_unsync()
 }

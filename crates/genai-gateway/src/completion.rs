@@ -65,7 +65,7 @@ fn finish_reason(reply: &ModelReply) -> &'static str {
 }
 
 /// The events of a streamed reply, from the turn's pieces.
-pub struct Chunks {
+pub(crate) struct Chunks {
     envelope: Envelope,
     include_usage: bool,
     /// The core's key of each tool call streamed so far, in order: its place is the call's
@@ -89,7 +89,7 @@ impl super::respond::Shape for Chunks {
 }
 
 impl Chunks {
-    pub fn new(envelope: Envelope, include_usage: bool) -> Chunks {
+    pub(crate) fn new(envelope: Envelope, include_usage: bool) -> Chunks {
         Chunks {
             envelope,
             include_usage,
@@ -99,7 +99,7 @@ impl Chunks {
     }
 
     /// The first event: the assistant's role.
-    pub fn start(&self) -> Vec<Bytes> {
+    pub(crate) fn start(&self) -> Vec<Bytes> {
         vec![self.chunk(Delta::role(), None)]
     }
 
@@ -113,7 +113,7 @@ impl Chunks {
     }
 
     /// The events of one piece of the turn.
-    pub fn piece(&mut self, piece: Piece) -> Vec<Bytes> {
+    pub(crate) fn piece(&mut self, piece: Piece) -> Vec<Bytes> {
         match piece {
             Piece::Text(t) if t.is_empty() => Vec::new(),
             Piece::Text(t) => {

@@ -11,13 +11,13 @@ use genai_core::format::{cache, ToolSpec};
 use genai_core::message::{Message, Part};
 
 /// What each message adds for its role and framing, as OpenAI counts it for its chat models.
-pub const MESSAGE_TOKENS: u64 = 3;
+pub(crate) const MESSAGE_TOKENS: u64 = 3;
 
 /// What an image is counted as: about what Anthropic charges for one of 1.15 megapixels, the
 /// largest it takes without scaling down.
-pub const IMAGE_TOKENS: u64 = 1600;
+pub(crate) const IMAGE_TOKENS: u64 = 1600;
 
-pub fn estimate(messages: &[Message], tools: &[ToolSpec]) -> u64 {
+pub(crate) fn estimate(messages: &[Message], tools: &[ToolSpec]) -> u64 {
     let mut bytes = 0;
     let mut images = 0;
     let mut add = |p: &Part| match p {

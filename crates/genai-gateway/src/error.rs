@@ -31,22 +31,22 @@ impl Api {
 }
 
 /// OpenAI's error type of a request the client must change.
-pub const INVALID_REQUEST: &str = "invalid_request_error";
+pub(crate) const INVALID_REQUEST: &str = "invalid_request_error";
 
 /// An error as the gateway answers it, with its HTTP status. `kind` and `code` are OpenAI's
 /// words; Anthropic's type follows from the status ([`ApiError::anthropic_type`]).
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: http::StatusCode,
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     pub message: String,
     /// The request's field at fault, such as `messages[2].content`.
-    pub param: Option<String>,
-    pub code: Option<&'static str>,
+    pub(crate) param: Option<String>,
+    pub(crate) code: Option<&'static str>,
 }
 
 impl ApiError {
-    pub fn new(status: http::StatusCode, kind: &'static str, message: String) -> ApiError {
+    pub(crate) fn new(status: http::StatusCode, kind: &'static str, message: String) -> ApiError {
         ApiError {
             status,
             kind,
@@ -57,7 +57,7 @@ impl ApiError {
     }
 
     /// A 400 naming the request's field at fault.
-    pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> ApiError {
+    pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> ApiError {
         let param = param.into();
         ApiError {
             message: format!("{param}: {}", message.into()),
@@ -71,7 +71,7 @@ impl ApiError {
     }
 
     /// The 400 of a body that is not JSON.
-    pub fn not_json(e: &serde_json::Error) -> ApiError {
+    pub(crate) fn not_json(e: &serde_json::Error) -> ApiError {
         ApiError {
             message: format!("the request body is not valid JSON: {e}"),
             ..ApiError::invalid("body", "")
@@ -79,7 +79,7 @@ impl ApiError {
     }
 
     /// The 401 of a request without the serve's token or a live virtual key.
-    pub fn unauthorized() -> ApiError {
+    pub(crate) fn unauthorized() -> ApiError {
         ApiError {
             code: Some("invalid_api_key"),
             ..ApiError::new(
@@ -103,7 +103,7 @@ impl ApiError {
     /// 429 and its overload 529 (as the provider answered), its other failures 502 (504 when
     /// it did not answer in time), genai's own 500. `param` is the request's field the error
     /// is about, when known.
-    pub fn of(e: &Error, param: Option<&str>) -> ApiError {
+    pub(crate) fn of(e: &Error, param: Option<&str>) -> ApiError {
         use http::StatusCode as S;
         let (status, kind, code) = match (e.kind, e.upstream_status) {
             (ErrorKind::ProviderError, Some(429)) => (
@@ -175,7 +175,7 @@ impl ApiError {
     }
 
     /// The error's JSON body in OpenAI's shape.
-    pub fn body(&self) -> Value {
+    pub(crate) fn body(&self) -> Value {
         json!({"error": {
             "message": self.message,
             "type": self.kind,
@@ -185,7 +185,7 @@ impl ApiError {
     }
 
     /// The error's JSON body in this API's shape.
-    pub fn body_in(&self, api: Api) -> Value {
+    pub(crate) fn body_in(&self, api: Api) -> Value {
         match api {
             Api::OpenAi => self.body(),
             // Anthropic's shape has no `param`: the message names the field.

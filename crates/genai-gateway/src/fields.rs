@@ -16,27 +16,27 @@ use super::ApiError;
 use genai_core::format::ToolSpec;
 use genai_core::message::{Message, Part, Role};
 
-pub fn string(value: Value, at: &str) -> Result<String, ApiError> {
+pub(crate) fn string(value: Value, at: &str) -> Result<String, ApiError> {
     match value {
         Value::String(s) => Ok(s),
         _ => Err(ApiError::invalid(at, "must be a string")),
     }
 }
 
-pub fn boolean(value: Value, at: &str) -> Result<bool, ApiError> {
+pub(crate) fn boolean(value: Value, at: &str) -> Result<bool, ApiError> {
     value
         .as_bool()
         .ok_or_else(|| ApiError::invalid(at, "must be true or false"))
 }
 
-pub fn object(value: Value, at: &str) -> Result<Map<String, Value>, ApiError> {
+pub(crate) fn object(value: Value, at: &str) -> Result<Map<String, Value>, ApiError> {
     match value {
         Value::Object(m) => Ok(m),
         _ => Err(ApiError::invalid(at, "must be an object")),
     }
 }
 
-pub fn array(value: Value, at: &str) -> Result<Vec<Value>, ApiError> {
+pub(crate) fn array(value: Value, at: &str) -> Result<Vec<Value>, ApiError> {
     match value {
         Value::Array(a) => Ok(a),
         _ => Err(ApiError::invalid(at, "must be an array")),
@@ -45,7 +45,7 @@ pub fn array(value: Value, at: &str) -> Result<Vec<Value>, ApiError> {
 
 /// The request body read as the serde type `T` (no JSON tree of it), refused naming the field
 /// that is not what `T` says it is (`messages[0].content: invalid type: ...`).
-pub fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     // Read plainly first; only a body refused is read again to name the field (tracking the
     // path of every field read is work every good request would pay).
     if let Ok(value) = serde_json::from_slice(body) {
@@ -70,7 +70,7 @@ pub fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError>
 }
 
 /// Refuses the keys of `m` (at `at`) that are not `known` and not null.
-pub fn only(m: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(), ApiError> {
+pub(crate) fn only(m: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(), ApiError> {
     let stray = m
         .iter()
         .find(|(k, v)| !v.is_null() && !known.contains(&k.as_str()));
@@ -79,7 +79,7 @@ pub fn only(m: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(), ApiE
 
 /// Refuses `{at}.{stray}`, a field of the object at `at` that genai cannot carry, when there
 /// is one.
-pub fn carried(at: &str, stray: Option<&str>) -> Result<(), ApiError> {
+pub(crate) fn carried(at: &str, stray: Option<&str>) -> Result<(), ApiError> {
     match stray {
         Some(k) => Err(ApiError::invalid(
             format!("{at}.{k}"),
@@ -91,7 +91,7 @@ pub fn carried(at: &str, stray: Option<&str>) -> Result<(), ApiError> {
 
 /// The first key of `other` whose value is not null: a field a serde type of a request does
 /// not name, which genai cannot carry.
-pub fn present_key(other: &Map<String, Value>) -> Option<&str> {
+pub(crate) fn present_key(other: &Map<String, Value>) -> Option<&str> {
     other
         .iter()
         .find(|(_, v)| !v.is_null())
@@ -100,7 +100,7 @@ pub fn present_key(other: &Map<String, Value>) -> Option<&str> {
 
 /// A content as every API gives it: a string (one text part), or an array of `T` (parts,
 /// content blocks, items), read without a JSON tree.
-pub enum TextOr<T> {
+pub(crate) enum TextOr<T> {
     Text(String),
     List(Vec<T>),
 }
@@ -133,7 +133,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for TextOr<T> {
 
 /// The first field of a typed object that a thing of its type does not take: of the `named`
 /// fields (name, given), the first given not in `takes`, else the first of `other`'s.
-pub fn stray<'a>(
+pub(crate) fn stray<'a>(
     named: &[(&'a str, bool)],
     takes: &[&str],
     other: &'a Map<String, Value>,
@@ -147,7 +147,7 @@ pub fn stray<'a>(
 
 /// The `type` of a `noun` (part, content block) at `at`, when it is one of the `kinds` this
 /// place may hold.
-pub fn kind_of<'a>(
+pub(crate) fn kind_of<'a>(
     kind: Option<&'a str>,
     at: &str,
     noun: &str,
@@ -168,7 +168,10 @@ pub fn kind_of<'a>(
 
 /// A tool's `name` (what every native tool API accepts: 1 to 64 letters, digits, `_`, `-`)
 /// and `description` (empty when absent), taken from its object at `at`.
-pub fn tool_name(tool: &mut Map<String, Value>, at: &str) -> Result<(String, String), ApiError> {
+pub(crate) fn tool_name(
+    tool: &mut Map<String, Value>,
+    at: &str,
+) -> Result<(String, String), ApiError> {
     let name = string(
         tool.remove("name").unwrap_or_default(),
         &format!("{at}.name"),
@@ -183,7 +186,7 @@ pub fn tool_name(tool: &mut Map<String, Value>, at: &str) -> Result<(String, Str
 
 /// A tool's name as every native tool API accepts it (1 to 64 letters, digits, `_`, `-`), or
 /// the refusal naming `{at}.name`.
-pub fn checked_tool_name(name: String, at: &str) -> Result<String, ApiError> {
+pub(crate) fn checked_tool_name(name: String, at: &str) -> Result<String, ApiError> {
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
         return Err(ApiError::invalid(
@@ -199,7 +202,7 @@ pub fn checked_tool_name(name: String, at: &str) -> Result<String, ApiError> {
 /// absent). `strict` is checked and accepted, not enforced: the schema goes to the provider as
 /// the tool's parameters, and the client checks the arguments it gets back. The caller checks
 /// which other keys the object may have.
-pub fn function_tool(tool: &mut Map<String, Value>, at: &str) -> Result<ToolSpec, ApiError> {
+pub(crate) fn function_tool(tool: &mut Map<String, Value>, at: &str) -> Result<ToolSpec, ApiError> {
     if let Some(strict) = tool.remove("strict").filter(|s| !s.is_null()) {
         boolean(strict, &format!("{at}.strict"))?;
     }
@@ -224,7 +227,7 @@ pub fn function_tool(tool: &mut Map<String, Value>, at: &str) -> Result<ToolSpec
 /// `tool_choice` as both OpenAI APIs give it, as the core's parameter: `auto`, `none`,
 /// `required`, or the name of the function `{"type": "function", ...}` names at `name_at` (a
 /// path of keys: Chat Completions' `function.name`, Responses' `name`).
-pub fn tool_choice(value: &Value, name_at: &[&str]) -> Result<Value, ApiError> {
+pub(crate) fn tool_choice(value: &Value, name_at: &[&str]) -> Result<Value, ApiError> {
     match value {
         Value::String(s) if matches!(s.as_str(), "auto" | "none" | "required") => Ok(value.clone()),
         Value::Object(_) if value["type"] == "function" => {
@@ -251,7 +254,7 @@ pub fn tool_choice(value: &Value, name_at: &[&str]) -> Result<Value, ApiError> {
 }
 
 /// A message of the core with this role and these parts.
-pub fn with_role(role: Role, content: Vec<Part>) -> Message {
+pub(crate) fn with_role(role: Role, content: Vec<Part>) -> Message {
     Message {
         role,
         content,
@@ -260,7 +263,7 @@ pub fn with_role(role: Role, content: Vec<Part>) -> Message {
 }
 
 /// The text of these parts.
-pub fn text_of(parts: &[Part]) -> String {
+pub(crate) fn text_of(parts: &[Part]) -> String {
     with_role(Role::System, parts.to_vec()).text()
 }
 

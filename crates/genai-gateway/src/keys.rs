@@ -19,7 +19,7 @@ use genai_core::error::{Error, Result};
 use genai_core::store::{GatewayKey, Store};
 
 /// How often, at most, the table is loaded again for an unknown key.
-pub const RELOAD_EVERY: Duration = Duration::from_millis(250);
+pub(crate) const RELOAD_EVERY: Duration = Duration::from_millis(250);
 
 /// The span of a key's requests-per-minute limit.
 const MINUTE: Duration = Duration::from_secs(60);
@@ -47,14 +47,14 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
 
 /// The requests of the last minute, oldest first: at most the limit's number of instants.
 #[derive(Debug, Default)]
-pub struct Window {
+pub(crate) struct Window {
     times: VecDeque<Instant>,
 }
 
 impl Window {
     /// Counts a request at `now` when fewer than `rpm` came in the minute before it; else how
     /// long until one more may come.
-    pub fn admit(&mut self, now: Instant, rpm: u32) -> std::result::Result<(), Duration> {
+    pub(crate) fn admit(&mut self, now: Instant, rpm: u32) -> std::result::Result<(), Duration> {
         while self
             .times
             .front()
@@ -80,14 +80,14 @@ struct Meter {
 
 /// One live key.
 #[derive(Debug)]
-pub struct Key {
-    pub row: GatewayKey,
+pub(crate) struct Key {
+    pub(crate) row: GatewayKey,
     meter: Arc<Mutex<Meter>>,
 }
 
 /// Why a key may not make a request now.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Its requests have spent its budget (US dollars).
     OverBudget { spent: f64, budget: f64 },
     /// It made `rpm` requests in the last minute; one more may come after `retry_after`.
@@ -96,7 +96,7 @@ pub enum Refusal {
 
 impl Key {
     /// Counts a request now, unless the key is over its budget or its rate.
-    pub fn admit(&self, now: Instant) -> std::result::Result<(), Refusal> {
+    pub(crate) fn admit(&self, now: Instant) -> std::result::Result<(), Refusal> {
         let mut meter = self.meter.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(budget) = self.row.budget {
             if meter.spent >= budget {
@@ -117,7 +117,7 @@ impl Key {
 
     /// Whether it may ask for `asked`, which resolves to `resolved` (an alias's target): any
     /// of its patterns matching either, or it has none.
-    pub fn allows(&self, asked: &str, resolved: Option<&str>) -> bool {
+    pub(crate) fn allows(&self, asked: &str, resolved: Option<&str>) -> bool {
         let patterns = &self.row.models;
         patterns.is_empty()
             || patterns
@@ -126,13 +126,13 @@ impl Key {
     }
 
     /// Adds a request's cost to what it has spent.
-    pub fn spend(&self, cost: f64) {
+    pub(crate) fn spend(&self, cost: f64) {
         self.meter.lock().unwrap_or_else(|p| p.into_inner()).spent += cost;
     }
 }
 
 /// The live keys by hash.
-pub struct Keys {
+pub(crate) struct Keys {
     store: Arc<Store>,
     by_hash: RwLock<Arc<HashMap<[u8; 32], Arc<Key>>>>,
     /// Every key's meter by name, kept across reloads.
@@ -145,7 +145,7 @@ pub struct Keys {
 
 impl Keys {
     /// The live keys of `store`, each with what its requests have spent so far.
-    pub fn load(store: Arc<Store>) -> Result<Keys> {
+    pub(crate) fn load(store: Arc<Store>) -> Result<Keys> {
         let meters = store
             .gateway_spent()?
             .into_iter()
@@ -169,7 +169,7 @@ impl Keys {
     }
 
     /// Loads the keys again (a blocking read of the file).
-    pub fn reload(&self) -> Result<()> {
+    pub(crate) fn reload(&self) -> Result<()> {
         let version = self.store.data_version()?;
         let rows = self.store.gateway_keys()?;
         let mut meters = self
@@ -199,13 +199,13 @@ impl Keys {
 
     /// Whether another process committed to the file since the last load (a blocking read of
     /// SQLite's `data_version`, no table).
-    pub fn changed(&self) -> Result<bool> {
+    pub(crate) fn changed(&self) -> Result<bool> {
         let now = self.store.data_version()?;
         Ok(self.version.lock().map(|v| *v != now).unwrap_or(true))
     }
 
     /// The live key whose hash is `hash`, from memory.
-    pub fn find(&self, hash: &[u8; 32]) -> Option<Arc<Key>> {
+    pub(crate) fn find(&self, hash: &[u8; 32]) -> Option<Arc<Key>> {
         let table = self.by_hash.read().ok()?.clone();
         table.get(hash).cloned()
     }
@@ -213,7 +213,7 @@ impl Keys {
     /// The live key whose hash is `hash`, loading the table again first when it is not there
     /// (a key just created): at most one load every [`RELOAD_EVERY`], an unknown key waiting
     /// for the next one, and none when a load began after it asked.
-    pub async fn find_or_reload(self: &Arc<Self>, hash: &[u8; 32]) -> Option<Arc<Key>> {
+    pub(crate) async fn find_or_reload(self: &Arc<Self>, hash: &[u8; 32]) -> Option<Arc<Key>> {
         if let Some(key) = self.find(hash) {
             return Some(key);
         }

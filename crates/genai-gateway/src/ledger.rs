@@ -37,7 +37,7 @@ const QUEUED: usize = 16_384;
 const BATCH: usize = 512;
 
 /// The name under which each recorded route's requests are stored.
-pub fn api_of(route: &str) -> Option<&'static str> {
+pub(crate) fn api_of(route: &str) -> Option<&'static str> {
     match route {
         "/v1/chat/completions" => Some("openai-chat"),
         "/v1/messages" => Some("anthropic-messages"),
@@ -56,7 +56,7 @@ enum Message {
 
 /// The queue of rows to the background writer.
 #[derive(Clone)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     tx: mpsc::Sender<Message>,
     /// Ends the writer's gathering early: a flush is waiting, or a batch is full.
     hurry: Arc<Notify>,
@@ -64,7 +64,7 @@ pub struct Ledger {
 
 impl Ledger {
     /// Starts the writer of `store`'s rows.
-    pub fn start(store: Arc<Store>) -> Ledger {
+    pub(crate) fn start(store: Arc<Store>) -> Ledger {
         let (tx, rx) = mpsc::channel(QUEUED);
         let hurry = Arc::new(Notify::new());
         tokio::spawn(write(store, rx, hurry.clone()));
@@ -85,7 +85,7 @@ impl Ledger {
     }
 
     /// Waits until every row queued so far is stored.
-    pub async fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         let (done, wait) = oneshot::channel();
         if self.tx.send(Message::Flush(done)).await.is_ok() {
             self.hurry.notify_one();
@@ -154,7 +154,7 @@ pub struct Caller {
 
 impl Caller {
     /// A request admitted with `key` (`None`: the serve token) from `client` (its User-Agent).
-    pub fn new(key: Option<Arc<Key>>, ledger: Ledger, client: Option<&str>) -> Caller {
+    pub(crate) fn new(key: Option<Arc<Key>>, ledger: Ledger, client: Option<&str>) -> Caller {
         let row = GatewayRequest {
             created_at: now_ms(),
             key_name: key
@@ -264,7 +264,7 @@ impl Caller {
 
     /// Records the request with the answer's status (unless a stream took it) and gives the
     /// answer back.
-    pub fn finish(mut self, response: HttpResponse) -> HttpResponse {
+    pub(crate) fn finish(mut self, response: HttpResponse) -> HttpResponse {
         if !self.handed_over {
             self.row.first_byte_ms = Some(self.started.elapsed().as_millis() as u64);
             self.record(response.status().as_str().to_string());
@@ -283,19 +283,19 @@ impl Caller {
 
 /// The row of a streamed answer, recorded when the stream ends or, `cancelled`, when it is
 /// dropped before.
-pub struct Tally {
+pub(crate) struct Tally {
     caller: Caller,
 }
 
 impl Tally {
     /// Whether the reply is to be kept with the row.
-    pub fn keeps_bodies(&self) -> bool {
+    pub(crate) fn keeps_bodies(&self) -> bool {
         self.caller.keeps_bodies()
     }
 
     /// Records the end of the stream: the whole reply (and `body`, the reply as one answer,
     /// when kept), or the error that ended it.
-    pub fn done(&mut self, result: &Result<ModelReply>, body: Option<Bytes>) {
+    pub(crate) fn done(&mut self, result: &Result<ModelReply>, body: Option<Bytes>) {
         if self.caller.handed_over {
             return;
         }

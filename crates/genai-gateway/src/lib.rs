@@ -222,7 +222,7 @@ pub fn parse_request(path: &str, body: &[u8]) -> Result<(), ApiError> {
 }
 
 /// A JSON answer.
-pub fn json_response(status: http::StatusCode, body: &Value) -> HttpResponse {
+pub(crate) fn json_response(status: http::StatusCode, body: &Value) -> HttpResponse {
     json_bytes_response(status, json_bytes(body))
 }
 

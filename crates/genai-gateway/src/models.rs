@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use genai_core::session::Framework;
 
 /// The model list.
-pub fn list(fw: &Framework) -> Value {
+pub(crate) fn list(fw: &Framework) -> Value {
     let selector = fw.selector();
     let mut data: Vec<Value> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();

@@ -23,7 +23,7 @@ use genai_core::format::{ResponseSchema, ToolSpec};
 use genai_core::message::{Message, Part, Role};
 
 /// OpenAI's Chat Completions API.
-pub struct ChatCompletions;
+pub(crate) struct ChatCompletions;
 
 impl VendorApi for ChatCompletions {
     const PATH: &'static str = "/v1/chat/completions";

@@ -13,58 +13,58 @@ use super::fields::{self, TextOr};
 
 /// The request body.
 #[derive(Deserialize)]
-pub struct ChatBody {
-    pub model: Option<String>,
-    pub messages: Option<Vec<ChatMessage>>,
-    pub stream: Option<bool>,
-    pub stream_options: Option<StreamOptions>,
-    pub n: Option<Value>,
-    pub tools: Option<Vec<ChatTool>>,
-    pub tool_choice: Option<Value>,
-    pub response_format: Option<Value>,
-    pub stop: Option<Value>,
+pub(crate) struct ChatBody {
+    pub(crate) model: Option<String>,
+    pub(crate) messages: Option<Vec<ChatMessage>>,
+    pub(crate) stream: Option<bool>,
+    pub(crate) stream_options: Option<StreamOptions>,
+    pub(crate) n: Option<Value>,
+    pub(crate) tools: Option<Vec<ChatTool>>,
+    pub(crate) tool_choice: Option<Value>,
+    pub(crate) response_format: Option<Value>,
+    pub(crate) stop: Option<Value>,
     /// Sampling settings and every field not named above, in the body's order.
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 #[derive(Deserialize)]
-pub struct StreamOptions {
-    pub include_usage: Option<bool>,
+pub(crate) struct StreamOptions {
+    pub(crate) include_usage: Option<bool>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 /// One message of the history.
 #[derive(Deserialize)]
-pub struct ChatMessage {
-    pub role: Option<String>,
-    pub content: Option<Content>,
-    pub tool_calls: Option<Vec<ToolCall>>,
-    pub tool_call_id: Option<String>,
-    pub refusal: Option<String>,
+pub(crate) struct ChatMessage {
+    pub(crate) role: Option<String>,
+    pub(crate) content: Option<Content>,
+    pub(crate) tool_calls: Option<Vec<ToolCall>>,
+    pub(crate) tool_call_id: Option<String>,
+    pub(crate) refusal: Option<String>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 /// A message's content: a string (one text part) or an array of parts.
-pub type Content = TextOr<ContentPart>;
+pub(crate) type Content = TextOr<ContentPart>;
 
 /// One part of a content; which fields it may have depends on its `type`.
 #[derive(Deserialize)]
-pub struct ContentPart {
+pub(crate) struct ContentPart {
     #[serde(rename = "type")]
-    pub kind: Option<String>,
-    pub text: Option<String>,
-    pub refusal: Option<String>,
-    pub image_url: Option<Map<String, Value>>,
+    pub(crate) kind: Option<String>,
+    pub(crate) text: Option<String>,
+    pub(crate) refusal: Option<String>,
+    pub(crate) image_url: Option<Map<String, Value>>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 impl ContentPart {
     /// The first field present that a part of `kind` does not have.
-    pub fn stray(&self, kind: &str) -> Option<&str> {
+    pub(crate) fn stray(&self, kind: &str) -> Option<&str> {
         let named = [
             ("text", self.text.is_some()),
             ("refusal", self.refusal.is_some()),
@@ -76,43 +76,43 @@ impl ContentPart {
 
 /// A tool call of an assistant message.
 #[derive(Deserialize)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     /// Which call of a stream it was; kept by some clients, read as the calls' order.
-    pub index: Option<Value>,
-    pub id: Option<String>,
+    pub(crate) index: Option<Value>,
+    pub(crate) id: Option<String>,
     #[serde(rename = "type")]
-    pub kind: Option<String>,
-    pub function: Option<FunctionCall>,
+    pub(crate) kind: Option<String>,
+    pub(crate) function: Option<FunctionCall>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 #[derive(Deserialize)]
-pub struct FunctionCall {
-    pub name: Option<String>,
+pub(crate) struct FunctionCall {
+    pub(crate) name: Option<String>,
     /// The arguments as a string of JSON.
-    pub arguments: Option<String>,
+    pub(crate) arguments: Option<String>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 /// A tool the client offers.
 #[derive(Deserialize)]
-pub struct ChatTool {
+pub(crate) struct ChatTool {
     #[serde(rename = "type")]
-    pub kind: Option<String>,
-    pub function: Option<FunctionTool>,
+    pub(crate) kind: Option<String>,
+    pub(crate) function: Option<FunctionTool>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 #[derive(Deserialize)]
-pub struct FunctionTool {
-    pub name: Option<String>,
-    pub description: Option<String>,
+pub(crate) struct FunctionTool {
+    pub(crate) name: Option<String>,
+    pub(crate) description: Option<String>,
     /// Its arguments' JSON Schema, given to the model as it is.
-    pub parameters: Option<Value>,
-    pub strict: Option<bool>,
+    pub(crate) parameters: Option<Value>,
+    pub(crate) strict: Option<bool>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }

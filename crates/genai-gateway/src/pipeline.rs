@@ -21,7 +21,7 @@ use genai_core::message::Message;
 use genai_core::session::Framework;
 
 /// One vendor's API on the gateway: the route it answers and how it reads a request.
-pub trait VendorApi {
+pub(crate) trait VendorApi {
     /// The route, `POST` only.
     const PATH: &'static str;
     /// The shape of its errors.
@@ -33,25 +33,25 @@ pub trait VendorApi {
 }
 
 /// What one request asks, read by its API.
-pub struct Asked<S> {
+pub(crate) struct Asked<S> {
     /// The model asked for: an agent, `PROVIDER:MODEL` or an alias of `[serve.models]`.
-    pub model: String,
+    pub(crate) model: String,
     /// The history, system message first when there is one.
-    pub messages: Vec<Message>,
+    pub(crate) messages: Vec<Message>,
     /// The client's tools, offered as the format's native tools.
-    pub tools: Vec<ToolSpec>,
-    pub schema: Option<ResponseSchema>,
+    pub(crate) tools: Vec<ToolSpec>,
+    pub(crate) schema: Option<ResponseSchema>,
     /// What it asks of the model's configuration.
-    pub settings: Vec<Setting>,
-    pub stream: bool,
+    pub(crate) settings: Vec<Setting>,
+    pub(crate) stream: bool,
     /// How the answer is written.
-    pub shape: S,
+    pub(crate) shape: S,
     /// Headers the answer carries besides the served model's.
-    pub headers: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 /// The answer to one request body of `A`.
-pub async fn run<A: VendorApi>(
+pub(crate) async fn run<A: VendorApi>(
     body: &[u8],
     fw: &Arc<Framework>,
     caller: &mut Caller,

@@ -19,7 +19,7 @@ use genai_core::error::Error;
 use genai_core::format::{self, ModelReply};
 
 /// How one API writes a turn's answer.
-pub trait Shape: Send + 'static {
+pub(crate) trait Shape: Send + 'static {
     /// The whole answer's body, its JSON written.
     fn whole(&self, reply: &ModelReply) -> Bytes;
     /// The first events of a stream.
@@ -30,7 +30,7 @@ pub trait Shape: Send + 'static {
 
 /// Runs the turn and answers it in `shape`, streamed or whole; the reply's usage goes to the
 /// `caller`'s row (a stream records it when it ends or is dropped).
-pub async fn run(
+pub(crate) async fn run(
     turn: Turn,
     stream: bool,
     api: Api,
@@ -99,7 +99,7 @@ fn say_served(answer: &mut HttpResponse, served: &Served) {
 
 /// How a reply ended, whatever the provider's words for it; each API says it in its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finish {
+pub(crate) enum Finish {
     /// It ended on its own.
     Stop,
     /// At one of the request's stop sequences (where the provider tells it apart).
@@ -113,7 +113,7 @@ pub enum Finish {
 }
 
 impl Finish {
-    pub fn of(reply: &ModelReply) -> Finish {
+    pub(crate) fn of(reply: &ModelReply) -> Finish {
         if reply.message.has_tool_calls() {
             return Finish::ToolCalls;
         }
@@ -129,7 +129,7 @@ impl Finish {
 }
 
 /// The reply's answer as text (a `Json` part as its JSON text).
-pub fn reply_text(reply: &ModelReply) -> String {
+pub(crate) fn reply_text(reply: &ModelReply) -> String {
     let mut out = String::new();
     for p in &reply.message.content {
         match p {

@@ -43,7 +43,7 @@ const IGNORED: &[&str] = &[
 ];
 
 /// OpenAI's Responses API.
-pub struct Responses;
+pub(crate) struct Responses;
 
 impl VendorApi for Responses {
     const PATH: &'static str = "/v1/responses";
@@ -84,7 +84,7 @@ impl VendorApi for Responses {
 }
 
 /// The header naming the hosted tools of a request that were not offered to the model.
-pub const NOT_OFFERED: &str = "x-genai-tools-not-offered";
+pub(crate) const NOT_OFFERED: &str = "x-genai-tools-not-offered";
 
 /// What a request asks, in the core's terms.
 #[derive(Debug, Default)]

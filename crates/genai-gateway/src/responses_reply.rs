@@ -43,7 +43,7 @@ enum Open {
 }
 
 /// The answer of one request, whole or as stream events.
-pub struct Events {
+pub(crate) struct Events {
     id: String,
     created_at: u64,
     /// What the response says back of the request (`model`, `tools`, settings).
@@ -60,7 +60,7 @@ pub struct Events {
 }
 
 impl Events {
-    pub fn new(id: String, created_at: u64, echo: Map<String, Value>) -> Events {
+    pub(crate) fn new(id: String, created_at: u64, echo: Map<String, Value>) -> Events {
         Events {
             id,
             created_at,
@@ -75,7 +75,7 @@ impl Events {
     }
 
     /// The tool namespaces of the request, whose calls go back with their `namespace`.
-    pub fn with_namespaces(mut self, namespaces: Vec<String>) -> Events {
+    pub(crate) fn with_namespaces(mut self, namespaces: Vec<String>) -> Events {
         self.namespaces = namespaces;
         self
     }

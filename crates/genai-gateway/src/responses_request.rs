@@ -16,60 +16,60 @@ use super::fields::{self, TextOr};
 /// `tool_choice`, `text`, `reasoning`, the sampling settings) stay JSON values: they are
 /// echoed whole, and small.
 #[derive(Deserialize)]
-pub struct ResponsesBody {
-    pub model: Option<String>,
-    pub instructions: Option<String>,
-    pub input: Option<Content>,
-    pub stream: Option<bool>,
-    pub tools: Option<Value>,
-    pub tool_choice: Option<Value>,
-    pub parallel_tool_calls: Option<bool>,
-    pub text: Option<Value>,
-    pub reasoning: Option<Value>,
-    pub store: Option<Value>,
-    pub background: Option<Value>,
+pub(crate) struct ResponsesBody {
+    pub(crate) model: Option<String>,
+    pub(crate) instructions: Option<String>,
+    pub(crate) input: Option<Content>,
+    pub(crate) stream: Option<bool>,
+    pub(crate) tools: Option<Value>,
+    pub(crate) tool_choice: Option<Value>,
+    pub(crate) parallel_tool_calls: Option<bool>,
+    pub(crate) text: Option<Value>,
+    pub(crate) reasoning: Option<Value>,
+    pub(crate) store: Option<Value>,
+    pub(crate) background: Option<Value>,
     /// The fields refused, the sampling settings and the hints accepted, and every field not
     /// named above, in the body's order.
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 /// A string, or an array of items (`input`) or of parts (a message's content, an output).
-pub type Content = TextOr<Item>;
+pub(crate) type Content = TextOr<Item>;
 
 /// One item of the input, or one part of a content: which fields it may have depends on its
 /// `type` (an item without one is a message).
 #[derive(Deserialize)]
-pub struct Item {
+pub(crate) struct Item {
     #[serde(rename = "type")]
-    pub kind: Option<String>,
+    pub(crate) kind: Option<String>,
     /// What a client keeps of an item genai gave (its id, its status): read no further.
-    pub id: Option<IgnoredAny>,
-    pub status: Option<IgnoredAny>,
-    pub role: Option<String>,
-    pub content: Option<Content>,
-    pub call_id: Option<String>,
-    pub name: Option<String>,
-    pub namespace: Option<String>,
-    pub arguments: Option<Value>,
-    pub output: Option<Content>,
-    pub summary: Option<Vec<Item>>,
-    pub encrypted_content: Option<String>,
-    pub text: Option<String>,
-    pub refusal: Option<String>,
-    pub image_url: Option<String>,
-    pub detail: Option<Value>,
+    pub(crate) id: Option<IgnoredAny>,
+    pub(crate) status: Option<IgnoredAny>,
+    pub(crate) role: Option<String>,
+    pub(crate) content: Option<Content>,
+    pub(crate) call_id: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) arguments: Option<Value>,
+    pub(crate) output: Option<Content>,
+    pub(crate) summary: Option<Vec<Item>>,
+    pub(crate) encrypted_content: Option<String>,
+    pub(crate) text: Option<String>,
+    pub(crate) refusal: Option<String>,
+    pub(crate) image_url: Option<String>,
+    pub(crate) detail: Option<Value>,
     /// An `output_text`'s annotations and log probabilities, which say nothing the text
     /// does not: read no further.
-    pub annotations: Option<IgnoredAny>,
-    pub logprobs: Option<IgnoredAny>,
+    pub(crate) annotations: Option<IgnoredAny>,
+    pub(crate) logprobs: Option<IgnoredAny>,
     #[serde(flatten)]
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 impl Item {
     /// The first field present that an item or part of `kind` does not have.
-    pub fn stray(&self, kind: &str) -> Option<&str> {
+    pub(crate) fn stray(&self, kind: &str) -> Option<&str> {
         let takes: &[&str] = match kind {
             "message" => &["id", "status", "role", "content"],
             "function_call" => &["id", "status", "call_id", "name", "namespace", "arguments"],

@@ -15,7 +15,7 @@ use genai_core::session::RequestModel;
 
 /// One thing a request asks of its model.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Setting {
+pub(crate) enum Setting {
     /// A parameter of the model: the request's field and its value. A token limit
     /// (`max_tokens`, `max_completion_tokens`, `max_output_tokens`) and stop sequences
     /// (`stop`, `stop_sequences`) go to the format's own parameter of that meaning when it has
@@ -34,7 +34,7 @@ pub enum Setting {
 
 impl Setting {
     /// The model's parameters a request gives: (its field, the value).
-    pub fn parameters(parameters: Vec<(String, Value)>) -> Vec<Setting> {
+    pub(crate) fn parameters(parameters: Vec<(String, Value)>) -> Vec<Setting> {
         parameters
             .into_iter()
             .map(|(field, value)| Setting::Parameter(field, value))
@@ -43,7 +43,7 @@ impl Setting {
 }
 
 /// Sets each of `settings` on `model`.
-pub fn apply(model: &mut RequestModel, settings: Vec<Setting>) -> Result<(), ApiError> {
+pub(crate) fn apply(model: &mut RequestModel, settings: Vec<Setting>) -> Result<(), ApiError> {
     for setting in settings {
         match setting {
             Setting::Parameter(field, value) => {

@@ -30,7 +30,7 @@ pub fn frame(e: &StreamEvent) -> Bytes {
 
 /// One server-sent event whose data is `data` as compact JSON, of type `event` when given:
 /// written straight into the frame (compact JSON has no line break, so it is one data line).
-pub fn json_frame(event: Option<&str>, data: &impl serde::Serialize) -> Bytes {
+pub(crate) fn json_frame(event: Option<&str>, data: &impl serde::Serialize) -> Bytes {
     let mut out = Vec::with_capacity(128);
     if let Some(t) = event {
         out.extend_from_slice(b"event: ");

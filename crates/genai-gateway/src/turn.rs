@@ -20,18 +20,18 @@ use genai_core::format::{ModelReply, ResponseSchema, ToolCallDelta, ToolSpec};
 use genai_core::message::Message;
 
 /// What one request asks of the core.
-pub struct Turn {
-    pub agent: AIAgent,
+pub(crate) struct Turn {
+    pub(crate) agent: AIAgent,
     /// The history, system message first when there is one.
-    pub messages: Vec<Message>,
+    pub(crate) messages: Vec<Message>,
     /// The client's tools, offered as the format's native tools.
-    pub tools: Vec<ToolSpec>,
-    pub schema: Option<ResponseSchema>,
+    pub(crate) tools: Vec<ToolSpec>,
+    pub(crate) schema: Option<ResponseSchema>,
 }
 
 /// A piece of a streamed turn, then how it ended.
 #[derive(Debug)]
-pub enum Piece {
+pub(crate) enum Piece {
     Text(String),
     Reasoning(String),
     /// A piece of the signature of the reasoning streamed so far.
@@ -45,18 +45,18 @@ pub enum Piece {
 /// Who answered a turn: the model as `PROVIDER:MODEL`, and the fallback agent's name when
 /// the agent's own provider failed and one of its fallbacks answered.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Served {
-    pub model: String,
-    pub fallback: Option<String>,
+pub(crate) struct Served {
+    pub(crate) model: String,
+    pub(crate) fallback: Option<String>,
     /// The price of the model that answered, when one is known.
-    pub price: Option<genai_core::pricing::Price>,
+    pub(crate) price: Option<genai_core::pricing::Price>,
 }
 
 /// The agent of a streamed turn, to ask who is answering once its first piece came.
-pub struct Answerer(Arc<AIAgent>);
+pub(crate) struct Answerer(Arc<AIAgent>);
 
 impl Answerer {
-    pub fn served(&self) -> Served {
+    pub(crate) fn served(&self) -> Served {
         served(&self.0)
     }
 }
@@ -74,7 +74,7 @@ fn served(agent: &AIAgent) -> Served {
 }
 
 /// Runs the turn to its whole reply, and says who answered it.
-pub async fn whole(turn: Turn) -> Result<(ModelReply, Served)> {
+pub(crate) async fn whole(turn: Turn) -> Result<(ModelReply, Served)> {
     let agent = Arc::new(turn.agent);
     let parts = Parts {
         messages: turn.messages,
@@ -87,7 +87,7 @@ pub async fn whole(turn: Turn) -> Result<(ModelReply, Served)> {
 
 /// Runs the turn in the background; its pieces come as the model streams them, `Done` last.
 /// Dropping the stream cancels the turn.
-pub fn streamed(turn: Turn) -> (Answerer, impl Stream<Item = Piece> + Send + 'static) {
+pub(crate) fn streamed(turn: Turn) -> (Answerer, impl Stream<Item = Piece> + Send + 'static) {
     let agent = Arc::new(turn.agent);
     let parts = Parts {
         messages: turn.messages,

@@ -11,16 +11,16 @@ use genai_core::config::lsp::ApplyMode;
 
 /// One action as the editor offers it: a command that needs no argument.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Action {
+pub(crate) struct Action {
     /// The command's name, which `genai.action` carries.
-    pub name: String,
-    pub title: String,
-    pub apply: ApplyMode,
+    pub(crate) name: String,
+    pub(crate) title: String,
+    pub(crate) apply: ApplyMode,
 }
 
 /// The actions of the commands seen from a file: those that need no argument (the
 /// built-in ones, the command files, `[lsp.actions]`), by name.
-pub fn from_commands<'a>(commands: impl Iterator<Item = &'a Command>) -> Vec<Action> {
+pub(crate) fn from_commands<'a>(commands: impl Iterator<Item = &'a Command>) -> Vec<Action> {
     commands
         .filter(|c| c.required().next().is_none())
         .map(|c| Action {
@@ -32,13 +32,13 @@ pub fn from_commands<'a>(commands: impl Iterator<Item = &'a Command>) -> Vec<Act
 }
 
 /// What an action (or `genai.ask`) is about: a file and a range of it.
-pub struct Selection<'a> {
-    pub text: &'a str,
-    pub range: Range,
-    pub file_name: &'a str,
-    pub language_id: &'a str,
+pub(crate) struct Selection<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) range: Range,
+    pub(crate) file_name: &'a str,
+    pub(crate) language_id: &'a str,
     /// Lines shown above and below the selection.
-    pub context_lines: u32,
+    pub(crate) context_lines: u32,
 }
 
 impl Selection<'_> {
@@ -69,7 +69,7 @@ impl Selection<'_> {
 
     /// The prompt for `instruction` on this selection; `edits` asks for one code block; the
     /// selection itself is left out when the instruction holds it already.
-    pub fn prompt(
+    pub(crate) fn prompt(
         &self,
         instruction: &str,
         edits: Option<ApplyMode>,
@@ -126,13 +126,13 @@ fn fence_language(language_id: &str) -> &str {
 }
 
 /// The selected text; an error when the range is not in the document.
-pub fn selected(text: &str, range: Range) -> Result<&str, String> {
+pub(crate) fn selected(text: &str, range: Range) -> Result<&str, String> {
     let (start, end) = byte_range(text, range)?;
     Ok(&text[start..end])
 }
 
 /// The range with its end moved back to the document's end when it is past it.
-pub fn clamp(text: &str, range: Range) -> Range {
+pub(crate) fn clamp(text: &str, range: Range) -> Range {
     let end = if offset(text, range.end).is_err() {
         position(text, text.len())
     } else {
@@ -142,7 +142,7 @@ pub fn clamp(text: &str, range: Range) -> Range {
 }
 
 /// The first fenced code block of a reply (its body), if any.
-pub fn code_block(reply: &str) -> Option<String> {
+pub(crate) fn code_block(reply: &str) -> Option<String> {
     let mut lines = reply.lines();
     lines.by_ref().find(|l| l.trim_start().starts_with("```"))?;
     let mut body = Vec::new();
@@ -159,7 +159,12 @@ pub fn code_block(reply: &str) -> Option<String> {
 
 /// The edit an action makes with a code block: replace the range, or insert below its last
 /// line. A replacement keeps the selection's trailing newline as it was.
-pub fn edit(text: &str, range: Range, mode: ApplyMode, code: &str) -> Result<TextEdit, String> {
+pub(crate) fn edit(
+    text: &str,
+    range: Range,
+    mode: ApplyMode,
+    code: &str,
+) -> Result<TextEdit, String> {
     let (start, end) = byte_range(text, range)?;
     match mode {
         ApplyMode::Replace => {

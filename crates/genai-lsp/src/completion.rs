@@ -22,7 +22,7 @@ use genai_core::session::Framework;
 const BEFORE: usize = 3000;
 const AFTER: usize = 1000;
 
-pub struct Completer {
+pub(crate) struct Completer {
     enabled: bool,
     model: Option<String>,
     debounce: Duration,
@@ -32,7 +32,7 @@ pub struct Completer {
 }
 
 impl Completer {
-    pub fn new(settings: &LspConfig) -> Completer {
+    pub(crate) fn new(settings: &LspConfig) -> Completer {
         let c = &settings.completion;
         Completer {
             enabled: c.enabled,
@@ -45,7 +45,7 @@ impl Completer {
 
     /// The text to insert at `cursor` (a byte offset of `text`), or `None` when completion
     /// is off, a newer request came within the debounce, or the model has nothing to add.
-    pub async fn complete(
+    pub(crate) async fn complete(
         &self,
         fw: &Arc<Framework>,
         port: &Arc<LspPort>,
@@ -91,7 +91,7 @@ impl Completer {
 
 /// Which prompt a completion came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Prompt {
+pub(crate) enum Prompt {
     /// The model's own FIM tokens around the cursor.
     FillInTheMiddle,
     /// A chat prompt asking for the text at the cursor.
@@ -100,7 +100,7 @@ pub enum Prompt {
 
 impl Prompt {
     /// How the completion item names it (its `detail`).
-    pub fn detail(self) -> &'static str {
+    pub(crate) fn detail(self) -> &'static str {
         match self {
             Prompt::FillInTheMiddle => "genai (fill-in-the-middle)",
             Prompt::Chat => "genai (chat)",
@@ -110,18 +110,18 @@ impl Prompt {
 
 /// A completion's text and the prompt it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Completed {
-    pub text: String,
-    pub prompt: Prompt,
+pub(crate) struct Completed {
+    pub(crate) text: String,
+    pub(crate) prompt: Prompt,
 }
 
 /// The document a completion is for.
-pub struct Completing<'a> {
-    pub text: &'a str,
+pub(crate) struct Completing<'a> {
+    pub(crate) text: &'a str,
     /// The cursor's byte offset in `text`.
-    pub cursor: usize,
-    pub file_name: &'a str,
-    pub language_id: &'a str,
+    pub(crate) cursor: usize,
+    pub(crate) file_name: &'a str,
+    pub(crate) language_id: &'a str,
 }
 
 /// The last `n` bytes of `s` or fewer, cut at a char boundary.

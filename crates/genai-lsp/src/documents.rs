@@ -9,20 +9,20 @@ use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent
 
 /// One open document.
 #[derive(Debug, Clone)]
-pub struct Document {
-    pub text: String,
-    pub language_id: String,
-    pub version: i32,
+pub(crate) struct Document {
+    pub(crate) text: String,
+    pub(crate) language_id: String,
+    pub(crate) version: i32,
 }
 
 /// The open documents by URI.
 #[derive(Debug, Default)]
-pub struct Documents {
+pub(crate) struct Documents {
     open: HashMap<String, Document>,
 }
 
 impl Documents {
-    pub fn open(&mut self, uri: &str, language_id: &str, version: i32, text: String) {
+    pub(crate) fn open(&mut self, uri: &str, language_id: &str, version: i32, text: String) {
         self.open.insert(
             uri.to_string(),
             Document {
@@ -33,11 +33,11 @@ impl Documents {
         );
     }
 
-    pub fn close(&mut self, uri: &str) {
+    pub(crate) fn close(&mut self, uri: &str) {
         self.open.remove(uri);
     }
 
-    pub fn get(&self, uri: &str) -> Option<&Document> {
+    pub(crate) fn get(&self, uri: &str) -> Option<&Document> {
         self.open.get(uri)
     }
 
@@ -45,7 +45,7 @@ impl Documents {
     /// not open, or a range outside the text, is an error and the text stays as it was. The
     /// server calls this synchronously as each notification arrives (no `await` before it), so
     /// changes apply in the order the client sent them.
-    pub fn change(
+    pub(crate) fn change(
         &mut self,
         uri: &str,
         version: i32,
@@ -79,7 +79,7 @@ fn apply_change(text: &str, change: TextDocumentContentChangeEvent) -> Result<St
 }
 
 /// The byte offsets of an LSP range; an error when it is reversed or past the end.
-pub fn byte_range(text: &str, range: Range) -> Result<(usize, usize), String> {
+pub(crate) fn byte_range(text: &str, range: Range) -> Result<(usize, usize), String> {
     let start = offset(text, range.start)?;
     let end = offset(text, range.end)?;
     if end < start {
@@ -93,7 +93,7 @@ pub fn byte_range(text: &str, range: Range) -> Result<(usize, usize), String> {
 
 /// The byte offset of an LSP position: a character past the end of its line means the end of
 /// the line (as the protocol says); a line past the end is an error.
-pub fn offset(text: &str, pos: Position) -> Result<usize, String> {
+pub(crate) fn offset(text: &str, pos: Position) -> Result<usize, String> {
     let mut line_start = 0;
     for _ in 0..pos.line {
         match text[line_start..].find('\n') {
@@ -120,7 +120,7 @@ pub fn offset(text: &str, pos: Position) -> Result<usize, String> {
 }
 
 /// The LSP position of a byte offset (which must be on a char boundary).
-pub fn position(text: &str, at: usize) -> Position {
+pub(crate) fn position(text: &str, at: usize) -> Position {
     let before = &text[..at.min(text.len())];
     let line = before.matches('\n').count() as u32;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);

@@ -19,7 +19,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::{LspService, Server};
 
 use genai_core::session::Framework;
-pub use server::{ACTION_COMMAND, ASK_COMMAND};
 
 /// Serves the language server on `input`/`output` until the client exits; shown replies are
 /// written under `data_dir/lsp/`.

@@ -26,7 +26,7 @@ use genai_core::workspace::Editor;
 /// Routes the core's prompt events to the requests that wait on them, and asks the editor
 /// whether a tool call may run.
 #[derive(Default)]
-pub struct LspPort {
+pub(crate) struct LspPort {
     /// Prompt events by agent id (each completion has its own agent).
     prompts: Mutex<HashMap<String, mpsc::UnboundedSender<PromptEvent>>>,
     /// The editor, for `window/showMessageRequest` and `workspace/applyEdit` (none in tests
@@ -49,7 +49,7 @@ const ASK_BUTTONS: [(PermissionAnswer, &str); 4] = [
 
 impl LspPort {
     /// A port that asks `editor` about tool calls; `docs` are its open documents.
-    pub fn new(editor: tower_lsp_server::Client, docs: Arc<Mutex<Documents>>) -> LspPort {
+    pub(crate) fn new(editor: tower_lsp_server::Client, docs: Arc<Mutex<Documents>>) -> LspPort {
         LspPort {
             prompts: Mutex::default(),
             editor: Some(editor),
@@ -59,7 +59,7 @@ impl LspPort {
     }
 
     /// The client's `workspace.applyEdit` capability.
-    pub fn set_applies_edits(&self, yes: bool) {
+    pub(crate) fn set_applies_edits(&self, yes: bool) {
         self.applies_edits.store(yes, Ordering::Relaxed);
     }
 
@@ -70,14 +70,14 @@ impl LspPort {
 
 /// What a conversation of `genai.ask` may do: its tools, root and permission mode.
 #[derive(Debug, Clone, Default)]
-pub struct Acting {
-    pub tools: Option<Vec<String>>,
-    pub cwd: Option<String>,
-    pub mode: Option<genai_core::permission::Mode>,
+pub(crate) struct Acting {
+    pub(crate) tools: Option<Vec<String>>,
+    pub(crate) cwd: Option<String>,
+    pub(crate) mode: Option<genai_core::permission::Mode>,
     /// A command's model, system prompt and parameters (default: `[lsp] model`'s).
-    pub model: Option<String>,
-    pub system: Option<String>,
-    pub parameters: serde_json::Map<String, serde_json::Value>,
+    pub(crate) model: Option<String>,
+    pub(crate) system: Option<String>,
+    pub(crate) parameters: serde_json::Map<String, serde_json::Value>,
 }
 
 #[async_trait]
@@ -156,9 +156,9 @@ impl ClientPort for LspPort {
 
 /// The end of one action's turn.
 #[derive(Debug, Clone)]
-pub struct Answer {
-    pub conversation_id: String,
-    pub reply: String,
+pub(crate) struct Answer {
+    pub(crate) conversation_id: String,
+    pub(crate) reply: String,
 }
 
 /// On drop, stops what a request started unless it finished (the editor cancelled the request,
@@ -200,7 +200,7 @@ fn cancelled() -> Error {
 /// Runs `prompt` as the one turn of a new conversation (`title` in the history), streaming the
 /// reply's length into `progress`; `stop` cancels it (the progress's cancel button).
 #[allow(clippy::too_many_arguments)]
-pub async fn ask(
+pub(crate) async fn ask(
     fw: &Arc<Framework>,
     port: &Arc<LspPort>,
     model: ModelChoice,
@@ -266,7 +266,7 @@ pub async fn ask(
 
 /// Sends one prompt to a new agent of `model` (kept out of the history), its reply capped at
 /// `max_tokens` where the format has that parameter.
-pub async fn complete(
+pub(crate) async fn complete(
     fw: &Arc<Framework>,
     port: &Arc<LspPort>,
     model: &ModelChoice,

@@ -25,9 +25,9 @@ use genai_core::select::ModelChoice;
 use genai_core::session::Framework;
 
 /// The command a code action runs.
-pub const ACTION_COMMAND: &str = "genai.action";
+pub(crate) const ACTION_COMMAND: &str = "genai.action";
 /// The command that asks a free question, about a range or not.
-pub const ASK_COMMAND: &str = "genai.ask";
+pub(crate) const ASK_COMMAND: &str = "genai.ask";
 
 /// What the client said it can do, from `initialize`.
 #[derive(Debug, Default, Clone)]
@@ -37,7 +37,7 @@ pub(super) struct ClientFlags {
     root: Option<PathBuf>,
 }
 
-pub struct Backend {
+pub(crate) struct Backend {
     pub(super) client: Client,
     pub(super) fw: Arc<Framework>,
     pub(super) port: Arc<LspPort>,
@@ -97,7 +97,7 @@ pub(super) fn token_key(t: &ProgressToken) -> String {
 }
 
 impl Backend {
-    pub fn new(client: Client, fw: Arc<Framework>, data_dir: PathBuf) -> Backend {
+    pub(crate) fn new(client: Client, fw: Arc<Framework>, data_dir: PathBuf) -> Backend {
         let settings = fw.config().lsp.clone();
         let docs = Arc::new(Mutex::new(Documents::default()));
         Backend {
@@ -531,7 +531,7 @@ impl LanguageServer for Backend {
 
 impl Backend {
     /// `textDocument/inlineCompletion` (LSP 3.18, not in the trait yet).
-    pub async fn inline_completion(&self, params: Value) -> jsonrpc::Result<Option<Value>> {
+    pub(crate) async fn inline_completion(&self, params: Value) -> jsonrpc::Result<Option<Value>> {
         let params: InlineCompletionParams = serde_json::from_value(params)
             .map_err(|e| invalid(format!("textDocument/inlineCompletion: {e}")))?;
         let Some((done, pos)) = self.complete_at(&params.text_document_position).await? else {
@@ -552,7 +552,7 @@ impl Backend {
     }
 
     /// `window/workDoneProgress/cancel`: the progress's cancel button.
-    pub async fn cancel_progress(&self, params: Value) {
+    pub(crate) async fn cancel_progress(&self, params: Value) {
         let Ok(params) = serde_json::from_value::<WorkDoneProgressCancelParams>(params) else {
             tracing::warn!("window/workDoneProgress/cancel without a token");
             return;

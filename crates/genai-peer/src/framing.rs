@@ -16,17 +16,17 @@ pub const MAX_FRAME: usize = 64 * 1024 * 1024;
 const MAX_HEADER: usize = 8 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     ContentLength,
     Lines,
 }
 
 /// The framing detected on input, shared with the writer so answers use the same one.
 #[derive(Debug, Clone, Default)]
-pub struct DetectedFraming(Arc<AtomicU8>);
+pub(crate) struct DetectedFraming(Arc<AtomicU8>);
 
 impl DetectedFraming {
-    pub fn get(&self) -> Option<Framing> {
+    pub(crate) fn get(&self) -> Option<Framing> {
         match self.0.load(Ordering::Relaxed) {
             1 => Some(Framing::ContentLength),
             2 => Some(Framing::Lines),
@@ -34,7 +34,7 @@ impl DetectedFraming {
         }
     }
 
-    pub fn set(&self, f: Framing) {
+    pub(crate) fn set(&self, f: Framing) {
         self.0.store(
             if f == Framing::ContentLength { 1 } else { 2 },
             Ordering::Relaxed,
@@ -55,7 +55,7 @@ pub enum Frame {
 /// [`FrameCodec::lines_as_read`] for ACP.
 #[derive(Debug, Default, Clone)]
 pub struct FrameCodec {
-    pub framing: DetectedFraming,
+    pub(crate) framing: DetectedFraming,
     /// Lines only, each handed over whole (its line end included) and of any length.
     as_read: bool,
     /// Bytes still to skip of a frame refused for its size.

@@ -8,26 +8,25 @@
 //! It owns bytes, frames, ids and who waits on what; it must never know a method, build a
 //! response or an error of a protocol, nor depend on a front-end (its crate depends on no other of genai's).
 
-pub mod cancel;
+pub(crate) mod cancel;
 pub mod framing;
 pub mod outbox;
-pub mod pending;
-pub mod reader;
-pub mod writer;
+pub(crate) mod pending;
+pub(crate) mod reader;
+pub(crate) mod writer;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-pub use cancel::Running;
+pub(crate) use cancel::Running;
 pub use framing::{Frame, FrameCodec};
 pub use outbox::{Outbox, Queue};
 pub use pending::{Answer, Unanswered};
 pub use reader::{Read, Reader};
-pub use writer::Writer;
+pub(crate) use writer::Writer;
 
 /// The sending side of one client's connection, shared by the front-end's dispatcher and its
 /// client port.
@@ -57,18 +56,6 @@ impl Peer {
     /// the client leaves, or whoever waits gives up).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, Unanswered> {
         self.pending.request(&self.out, method, params, None).await
-    }
-
-    /// [`Peer::request`], failing after `within`.
-    pub async fn request_within(
-        &self,
-        method: &str,
-        params: Value,
-        within: Duration,
-    ) -> Result<Value, Unanswered> {
-        self.pending
-            .request(&self.out, method, params, Some(within))
-            .await
     }
 
     /// The client answered a request of genai's; false when none waits with that id.
@@ -125,6 +112,8 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;

@@ -53,7 +53,7 @@ impl Outbox {
     }
 
     /// Queues a frame; false when it was dropped (the client is gone or does not read).
-    pub fn send(&self, frame: Bytes) -> bool {
+    pub(crate) fn send(&self, frame: Bytes) -> bool {
         if self.overflowed.is_cancelled() {
             return false;
         }
@@ -76,7 +76,7 @@ impl Outbox {
     }
 
     /// Cancelled once the outbox overflowed.
-    pub fn overflowed(&self) -> CancellationToken {
+    pub(crate) fn overflowed(&self) -> CancellationToken {
         self.overflowed.clone()
     }
 }

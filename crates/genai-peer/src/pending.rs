@@ -50,7 +50,7 @@ pub type Answer = Result<Value, Value>;
 
 /// The requests sent to one client and not answered yet.
 #[derive(Default)]
-pub struct Pending {
+pub(crate) struct Pending {
     /// By the JSON text of genai's id.
     waiting: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
     next: AtomicU64,
@@ -73,7 +73,7 @@ impl Drop for Forget<'_> {
 impl Pending {
     /// Sends `method` to the client through `out` and waits for its answer, for at most
     /// `within` when given.
-    pub async fn request(
+    pub(crate) async fn request(
         &self,
         out: &Outbox,
         method: &str,
@@ -119,7 +119,7 @@ impl Pending {
 
     /// The client answered the request `id`: hands the answer to whoever waits. False when no
     /// request of genai's waits with that id (never sent, answered already, or given up).
-    pub fn answered(&self, id: &Value, answer: Answer) -> bool {
+    pub(crate) fn answered(&self, id: &Value, answer: Answer) -> bool {
         match self.take(&id.to_string()) {
             Some(waiting) => {
                 // Whoever waited may have given up just now: the answer is dropped.
@@ -131,7 +131,7 @@ impl Pending {
     }
 
     /// The client's input ended: every request waiting fails, and no new one is sent.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         if let Ok(mut w) = self.waiting.lock() {
             // Dropping the senders fails their requests as `Gone`.
@@ -140,11 +140,13 @@ impl Pending {
     }
 
     /// How many requests wait for their answer.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.waiting.lock().map(|w| w.len()).unwrap_or(0)
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }

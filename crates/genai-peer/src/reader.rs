@@ -31,7 +31,7 @@ pub struct Reader<R> {
 
 impl<R: AsyncRead + Unpin> Reader<R> {
     /// Reads `input` in `codec`'s framing until `overflowed` is cancelled.
-    pub fn new(input: R, codec: FrameCodec, overflowed: CancellationToken) -> Reader<R> {
+    pub(crate) fn new(input: R, codec: FrameCodec, overflowed: CancellationToken) -> Reader<R> {
         Reader {
             frames: FramedRead::new(input, codec),
             overflowed,

@@ -25,7 +25,7 @@ pub struct Writer {
 impl Writer {
     /// Writes the frames of `queue` to `output` in `codec`'s framing, each passed through
     /// `outgoing` first.
-    pub fn start<W>(
+    pub(crate) fn start<W>(
         output: W,
         codec: FrameCodec,
         mut queue: Queue,

@@ -14,35 +14,35 @@ use genai_core::{provider, select, store, tools};
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConversationRecord {
-    pub id: String,
+    pub(crate) id: String,
     /// The first user message, shortened (or the title the client gave).
-    pub title: String,
-    pub feature: String,
+    pub(crate) title: String,
+    pub(crate) feature: String,
     /// The service provider instance name.
-    pub provider: String,
+    pub(crate) provider: String,
     /// The model configuration instance name, when one was named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model_configuration: Option<String>,
-    pub format: String,
-    pub model: String,
+    pub(crate) model_configuration: Option<String>,
+    pub(crate) format: String,
+    pub(crate) model: String,
     #[serde(default)]
-    pub parameters: Map<String, Value>,
+    pub(crate) parameters: Map<String, Value>,
     /// Milliseconds since the Unix epoch.
-    pub created_at: i64,
-    pub updated_at: i64,
+    pub(crate) created_at: i64,
+    pub(crate) updated_at: i64,
     #[serde(default)]
-    pub message_count: u64,
+    pub(crate) message_count: u64,
     /// The tool sources or tools the conversation may use (`tools` feature); none: the
     /// enabled sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<String>>,
+    pub(crate) tools: Option<Vec<String>>,
     /// `PROVIDER:MODEL` that answered the last turn, a fallback's when one served (absent
     /// before a turn, and for turns stored before genai recorded it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answered_by: Option<String>,
+    pub(crate) answered_by: Option<String>,
     /// The folder it was started in, its root (where its workspace tools work), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
+    pub(crate) cwd: Option<String>,
 }
 
 impl From<store::ConversationRecord> for ConversationRecord {
@@ -70,24 +70,24 @@ impl From<store::ConversationRecord> for ConversationRecord {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredMessage {
-    pub seq: i64,
+    pub(crate) seq: i64,
     #[serde(flatten)]
-    pub message: Message,
+    pub(crate) message: Message,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub(crate) usage: Option<Usage>,
     /// What the request that produced this message cost in US dollars (with `usage`; absent
     /// when unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost: Option<f64>,
-    pub created_at: i64,
+    pub(crate) cost: Option<f64>,
+    pub(crate) created_at: i64,
     /// The model that ran this message's turn (absent for messages stored before genai
     /// recorded it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The provider that answered that turn, a fallback's when one served (absent for
     /// messages stored before genai recorded it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
+    pub(crate) provider: Option<String>,
 }
 
 impl From<store::StoredMessage> for StoredMessage {
@@ -112,7 +112,7 @@ pub struct Components {
     /// `agent` or `serviceProvider`, `genai ask` without `-m`); absent when nothing is chosen
     /// by default.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub default: Option<DefaultChoice>,
+    pub(crate) default: Option<DefaultChoice>,
     pub service_providers: Vec<ProviderInfo>,
     pub model_configurations: Vec<ModelInfo>,
     pub features: Vec<Value>,
@@ -123,15 +123,15 @@ pub struct Components {
 /// The default choice of `ListComponents`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DefaultChoice {
+pub(crate) struct DefaultChoice {
     /// The provider instance.
-    pub service_provider: String,
+    pub(crate) service_provider: String,
     /// A named model configuration, when the default names one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_configuration: Option<String>,
+    pub(crate) model_configuration: Option<String>,
     /// A model id, when the default names one (else the provider's default model).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
 }
 
 /// Whether a provider instance has the credentials it needs.
@@ -164,7 +164,7 @@ pub struct ProviderInfo {
     pub default_model: Option<String>,
     pub origin: String,
     /// Whether it has the key it needs.
-    pub key: KeyStatus,
+    pub(crate) key: KeyStatus,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -173,8 +173,8 @@ pub struct ModelInfo {
     pub name: String,
     pub format: String,
     pub model: String,
-    pub parameters: Map<String, Value>,
-    pub origin: String,
+    pub(crate) parameters: Map<String, Value>,
+    pub(crate) origin: String,
 }
 
 impl From<select::Listed> for Components {
@@ -235,12 +235,12 @@ impl From<select::Listed> for Components {
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     /// `MODULE.function` or `SERVER.tool`.
-    pub name: String,
-    pub description: String,
+    pub(crate) name: String,
+    pub(crate) description: String,
     /// A JSON Schema of the arguments object.
-    pub input_schema: Value,
+    pub(crate) input_schema: Value,
     /// `plugin:NAME` or `mcp:NAME`.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 impl From<tools::Tool> for Tool {
@@ -257,8 +257,8 @@ impl From<tools::Tool> for Tool {
 /// A source that could not be loaded, and why.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SourceError {
-    pub source: String,
-    pub message: String,
+    pub(crate) source: String,
+    pub(crate) message: String,
 }
 
 impl From<tools::toolbox::SourceError> for SourceError {
@@ -275,13 +275,13 @@ impl From<tools::toolbox::SourceError> for SourceError {
 #[serde(rename_all = "camelCase")]
 pub struct McpResource {
     /// The MCP server's name in the config.
-    pub source: String,
-    pub uri: String,
-    pub name: String,
+    pub(crate) source: String,
+    pub(crate) uri: String,
+    pub(crate) name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
+    pub(crate) mime_type: Option<String>,
 }
 
 impl From<tools::mcp_context::McpResource> for McpResource {
@@ -299,21 +299,21 @@ impl From<tools::mcp_context::McpResource> for McpResource {
 /// An argument of an MCP prompt.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct McpPromptArgument {
-    pub name: String,
+    pub(crate) name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    pub required: bool,
+    pub(crate) description: Option<String>,
+    pub(crate) required: bool,
 }
 
 /// A prompt an MCP server lists (`ListPrompts`).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct McpPrompt {
     /// The MCP server's name in the config.
-    pub source: String,
-    pub name: String,
+    pub(crate) source: String,
+    pub(crate) name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    pub arguments: Vec<McpPromptArgument>,
+    pub(crate) description: Option<String>,
+    pub(crate) arguments: Vec<McpPromptArgument>,
 }
 
 impl From<tools::mcp_context::McpPrompt> for McpPrompt {

@@ -47,7 +47,7 @@ impl From<&Command> for CommandInfo {
     }
 }
 
-pub async fn list_commands(
+pub(crate) async fn list_commands(
     fw: Arc<Framework>,
     p: ListCommandsParams,
 ) -> Answer<ListCommandsResult> {
@@ -96,7 +96,7 @@ pub async fn list_commands(
     })
 }
 
-pub async fn run_command(
+pub(crate) async fn run_command(
     fw: Arc<Framework>,
     port: Arc<RpcPort>,
     p: RunCommandParams,

@@ -13,84 +13,84 @@ use genai_core::config::lsp::ApplyMode;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListCommandsParams {
+pub(crate) struct ListCommandsParams {
     /// The folder commands are looked up from (default: the daemon's working folder).
     #[serde(default)]
-    pub cwd: Option<String>,
+    pub(crate) cwd: Option<String>,
     /// List the enabled MCP servers' prompts too, starting them (default true).
     #[serde(default)]
-    pub mcp: Option<bool>,
+    pub(crate) mcp: Option<bool>,
 }
 
 /// One command a client may run.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CommandInfo {
+pub(crate) struct CommandInfo {
     /// What `RunCommand` takes: `review`, `git:commit`, `SERVER.PROMPT`.
-    pub name: String,
+    pub(crate) name: String,
     /// A short title for menus.
-    pub title: String,
-    pub description: String,
+    pub(crate) title: String,
+    pub(crate) description: String,
     /// `project`, `claude-project`, `user`, `claude-user`, `codex`, `config`, `builtin` or `mcp`.
-    pub source: String,
+    pub(crate) source: String,
     /// The file it comes from.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    pub arguments: Vec<Argument>,
+    pub(crate) path: Option<String>,
+    pub(crate) arguments: Vec<Argument>,
     /// Free-form arguments (Claude Code's and Codex's `argument-hint`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub argument_hint: Option<String>,
+    pub(crate) argument_hint: Option<String>,
     /// What an editor does with the reply on a selection.
-    pub apply: ApplyMode,
+    pub(crate) apply: ApplyMode,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ListCommandsResult {
-    pub commands: Vec<CommandInfo>,
+pub(crate) struct ListCommandsResult {
+    pub(crate) commands: Vec<CommandInfo>,
     /// Command files that cannot be read (path, line and what is wrong), and MCP servers that
     /// could not be reached.
-    pub errors: Vec<BadFile>,
+    pub(crate) errors: Vec<BadFile>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RunCommandParams {
+pub(crate) struct RunCommandParams {
     /// The command's name, as `ListCommands` gives it (a leading `/` is allowed).
-    pub name: String,
+    pub(crate) name: String,
     /// Its named arguments.
     #[serde(default)]
-    pub arguments: BTreeMap<String, String>,
+    pub(crate) arguments: BTreeMap<String, String>,
     /// The free text after the command (`{{args}}`, `$ARGUMENTS`).
     #[serde(default)]
-    pub text: Option<String>,
+    pub(crate) text: Option<String>,
     /// The input: the editor's selection, a piped text (`{{input}}`).
     #[serde(default)]
-    pub input: Option<String>,
+    pub(crate) input: Option<String>,
     /// Run in this open conversation (the command's prompt and schema apply to this turn);
     /// without it a new conversation starts with the command's model, system prompt,
     /// parameters, tools and permissions.
     #[serde(default)]
-    pub conversation_id: Option<String>,
+    pub(crate) conversation_id: Option<String>,
     /// The folder the command is looked up from and works in (default: the conversation's,
     /// else the daemon's working folder).
     #[serde(default)]
-    pub cwd: Option<String>,
+    pub(crate) cwd: Option<String>,
     /// A model for the new conversation instead of the command's.
     #[serde(default)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Keep a new conversation out of the history.
     #[serde(default)]
-    pub ephemeral: bool,
+    pub(crate) ephemeral: bool,
 }
 
 /// Where the command's turn runs; its events come as for `OnNewMessage`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RunCommandResult {
-    pub conversation_id: String,
-    pub turn_id: String,
+pub(crate) struct RunCommandResult {
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
     /// The user message's text as sent.
-    pub text: String,
+    pub(crate) text: String,
     /// What the command set (model, system prompt, parameters, schema, tools...).
-    pub settings: Settings,
+    pub(crate) settings: Settings,
 }

@@ -10,21 +10,21 @@ use serde_json::{json, Value};
 
 use super::errors::{RpcError, INVALID_REQUEST, METHOD_NOT_FOUND};
 use super::handlers::Call;
-pub use super::handlers::Flow;
+pub(crate) use super::handlers::Flow;
 use super::methods::{self, Handler};
 use super::port::RpcPort;
 use genai_core::session::Framework;
 use genai_peer::Peer;
 
 /// One client's view of the core.
-pub struct Session {
-    pub fw: Arc<Framework>,
-    pub port: Arc<RpcPort>,
+pub(crate) struct Session {
+    pub(crate) fw: Arc<Framework>,
+    pub(crate) port: Arc<RpcPort>,
     /// The connection: answers to requests of ours, responses answered later (tool calls),
     /// the requests that started turns (for `$/cancelRequest`).
-    pub peer: Arc<Peer>,
+    pub(crate) peer: Arc<Peer>,
     /// Requests answered later, waited for before the daemon exits.
-    pub later: tokio_util::task::TaskTracker,
+    pub(crate) later: tokio_util::task::TaskTracker,
 }
 
 fn response(id: Value, result: Result<Value, RpcError>) -> Value {
@@ -37,7 +37,7 @@ fn response(id: Value, result: Result<Value, RpcError>) -> Value {
 impl Session {
     /// Runs one request or notification (or takes a response to a request of ours); `None`
     /// when nothing is to be answered now.
-    pub fn handle(&mut self, msg: Value) -> (Option<Value>, Flow) {
+    pub(crate) fn handle(&mut self, msg: Value) -> (Option<Value>, Flow) {
         let invalid = |why: &str, id: Option<Value>| {
             let e = RpcError::new(INVALID_REQUEST, why);
             (Some(e.to_json(id.unwrap_or(Value::Null))), Flow::Continue)

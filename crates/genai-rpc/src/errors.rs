@@ -6,13 +6,13 @@ use serde_json::{json, Value};
 
 use genai_core::error::{Error, ErrorKind};
 
-pub const PARSE_ERROR: i64 = -32700;
-pub const INVALID_REQUEST: i64 = -32600;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INTERNAL_ERROR: i64 = -32603;
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
 
 /// The JSON-RPC error code of a kind (application codes live in -32000..-32099).
-pub fn code(kind: ErrorKind) -> i64 {
+pub(crate) fn code(kind: ErrorKind) -> i64 {
     match kind {
         ErrorKind::InvalidParams => -32602,
         ErrorKind::Internal => INTERNAL_ERROR,
@@ -32,10 +32,10 @@ pub fn code(kind: ErrorKind) -> i64 {
 }
 
 /// A JSON-RPC error object.
-pub struct RpcError {
-    pub code: i64,
-    pub message: String,
-    pub kind: Option<&'static str>,
+pub(crate) struct RpcError {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) kind: Option<&'static str>,
 }
 
 impl From<Error> for RpcError {
@@ -49,7 +49,7 @@ impl From<Error> for RpcError {
 }
 
 impl RpcError {
-    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> RpcError {
         RpcError {
             code,
             message: message.into(),
@@ -58,7 +58,7 @@ impl RpcError {
     }
 
     /// The whole error response to the request `id`.
-    pub fn to_json(&self, id: Value) -> Value {
+    pub(crate) fn to_json(&self, id: Value) -> Value {
         let mut error = json!({"code": self.code, "message": self.message});
         if let Some(kind) = self.kind {
             error["data"] = json!({"kind": kind});

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-pub use super::command_handlers::{list_commands, run_command};
+pub(crate) use super::command_handlers::list_commands;
+pub(crate) use super::command_handlers::run_command;
 use super::errors::RpcError;
 use super::listings::Components;
 use super::port::RpcPort;
@@ -26,24 +27,24 @@ use genai_core::session::{
 use genai_peer::Peer;
 
 /// What the read loop does after a message.
-pub enum Flow {
+pub(crate) enum Flow {
     Continue,
     Shutdown,
 }
 
 /// One request answered on the read loop: the client's connection and the request's id.
-pub struct Call<'a> {
-    pub fw: &'a Arc<Framework>,
-    pub port: &'a Arc<RpcPort>,
-    pub peer: &'a Peer,
-    pub id: Option<&'a Value>,
+pub(crate) struct Call<'a> {
+    pub(crate) fw: &'a Arc<Framework>,
+    pub(crate) port: &'a Arc<RpcPort>,
+    pub(crate) peer: &'a Peer,
+    pub(crate) id: Option<&'a Value>,
     /// Set to `Shutdown` by the method that ends the session.
-    pub flow: Flow,
+    pub(crate) flow: Flow,
 }
 
 /// The result of a method that answers `{}`.
 #[derive(Serialize)]
-pub struct Done {}
+pub(crate) struct Done {}
 
 type Answer<T> = Result<T, RpcError>;
 
@@ -70,7 +71,7 @@ impl From<OpenConversation> for CreateConversationResult {
     }
 }
 
-pub fn initialize(cx: &mut Call, p: InitializeParams) -> Answer<InitializeResult> {
+pub(crate) fn initialize(cx: &mut Call, p: InitializeParams) -> Answer<InitializeResult> {
     cx.port.set_streaming(p.capabilities.streaming);
     cx.port.set_editor(p.capabilities.editor);
     Ok(InitializeResult {
@@ -84,11 +85,14 @@ pub fn initialize(cx: &mut Call, p: InitializeParams) -> Answer<InitializeResult
     })
 }
 
-pub fn list_components(cx: &mut Call, _: Value) -> Answer<Components> {
+pub(crate) fn list_components(cx: &mut Call, _: Value) -> Answer<Components> {
     Ok(Components::from(cx.fw.selector().components()?))
 }
 
-pub fn create_service_provider(cx: &mut Call, p: CreateServiceProviderParams) -> Answer<Done> {
+pub(crate) fn create_service_provider(
+    cx: &mut Call,
+    p: CreateServiceProviderParams,
+) -> Answer<Done> {
     let mut settings = p.settings;
     // The kind is the parameter's, whatever the settings say.
     settings.remove("kind");
@@ -105,7 +109,7 @@ pub fn create_service_provider(cx: &mut Call, p: CreateServiceProviderParams) ->
     Ok(Done {})
 }
 
-pub fn create_model_configuration(
+pub(crate) fn create_model_configuration(
     cx: &mut Call,
     p: CreateModelConfigurationParams,
 ) -> Answer<Done> {
@@ -122,7 +126,7 @@ pub fn create_model_configuration(
     Ok(Done {})
 }
 
-pub fn remove_component(cx: &mut Call, p: RemoveComponentParams) -> Answer<Done> {
+pub(crate) fn remove_component(cx: &mut Call, p: RemoveComponentParams) -> Answer<Done> {
     removed(
         cx.fw.remove_component(&p.name)?,
         ErrorKind::UnknownComponent,
@@ -130,7 +134,7 @@ pub fn remove_component(cx: &mut Call, p: RemoveComponentParams) -> Answer<Done>
     )
 }
 
-pub fn create_conversation(
+pub(crate) fn create_conversation(
     cx: &mut Call,
     p: CreateConversationParams,
 ) -> Answer<CreateConversationResult> {
@@ -163,7 +167,7 @@ pub fn create_conversation(
     Ok(cx.fw.create_conversation(spec, cx.port.clone())?.into())
 }
 
-pub fn resume_conversation(
+pub(crate) fn resume_conversation(
     cx: &mut Call,
     p: ConversationIdParams,
 ) -> Answer<CreateConversationResult> {
@@ -173,7 +177,7 @@ pub fn resume_conversation(
     Ok(open.into())
 }
 
-pub fn remove_conversation(cx: &mut Call, p: ConversationIdParams) -> Answer<Done> {
+pub(crate) fn remove_conversation(cx: &mut Call, p: ConversationIdParams) -> Answer<Done> {
     let id = cx.fw.resolve_conversation(&p.conversation_id)?;
     removed(
         cx.fw.close_conversation(&id)?,
@@ -182,12 +186,12 @@ pub fn remove_conversation(cx: &mut Call, p: ConversationIdParams) -> Answer<Don
     )
 }
 
-pub fn delete_conversation(cx: &mut Call, p: ConversationIdParams) -> Answer<Done> {
+pub(crate) fn delete_conversation(cx: &mut Call, p: ConversationIdParams) -> Answer<Done> {
     cx.fw.delete_conversation(&p.conversation_id)?;
     Ok(Done {})
 }
 
-pub fn list_conversations(
+pub(crate) fn list_conversations(
     cx: &mut Call,
     p: ListConversationsParams,
 ) -> Answer<ListConversationsResult> {
@@ -200,7 +204,7 @@ pub fn list_conversations(
     })
 }
 
-pub fn undo(cx: &mut Call, p: UndoParams) -> Answer<genai_core::checkpoint::Undone> {
+pub(crate) fn undo(cx: &mut Call, p: UndoParams) -> Answer<genai_core::checkpoint::Undone> {
     let target = genai_core::checkpoint::UndoTarget {
         conversation: p.conversation_id,
         turn: p.turn_id,
@@ -209,14 +213,17 @@ pub fn undo(cx: &mut Call, p: UndoParams) -> Answer<genai_core::checkpoint::Undo
     Ok(cx.fw.undo(target, p.force)?)
 }
 
-pub fn list_checkpoints(cx: &mut Call, p: ListCheckpointsParams) -> Answer<ListCheckpointsResult> {
+pub(crate) fn list_checkpoints(
+    cx: &mut Call,
+    p: ListCheckpointsParams,
+) -> Answer<ListCheckpointsResult> {
     let limit = p.limit.unwrap_or(20).clamp(1, 200);
     Ok(ListCheckpointsResult {
         turns: cx.fw.checkpoints(p.conversation_id.as_deref(), limit)?,
     })
 }
 
-pub fn search_conversations(
+pub(crate) fn search_conversations(
     cx: &mut Call,
     p: SearchConversationsParams,
 ) -> Answer<SearchConversationsResult> {
@@ -237,7 +244,7 @@ pub fn search_conversations(
     })
 }
 
-pub fn get_conversation_history(
+pub(crate) fn get_conversation_history(
     cx: &mut Call,
     p: GetConversationHistoryParams,
 ) -> Answer<GetConversationHistoryResult> {
@@ -251,7 +258,7 @@ pub fn get_conversation_history(
     })
 }
 
-pub fn on_new_message(cx: &mut Call, p: OnNewMessageParams) -> Answer<TurnIdResult> {
+pub(crate) fn on_new_message(cx: &mut Call, p: OnNewMessageParams) -> Answer<TurnIdResult> {
     let schema = ResponseSchema::given(p.response_schema, p.response_schema_name)?;
     let turn_id =
         cx.fw
@@ -262,7 +269,7 @@ pub fn on_new_message(cx: &mut Call, p: OnNewMessageParams) -> Answer<TurnIdResu
     Ok(TurnIdResult { turn_id })
 }
 
-pub fn create_ai_agent(cx: &mut Call, p: CreateAIAgentParams) -> Answer<AgentIdResult> {
+pub(crate) fn create_ai_agent(cx: &mut Call, p: CreateAIAgentParams) -> Answer<AgentIdResult> {
     let choice =
         ModelChoice::from_fields(p.agent, p.service_provider, p.model_configuration, p.model)?;
     Ok(AgentIdResult {
@@ -270,7 +277,7 @@ pub fn create_ai_agent(cx: &mut Call, p: CreateAIAgentParams) -> Answer<AgentIdR
     })
 }
 
-pub fn remove_ai_agent(cx: &mut Call, p: AgentIdParams) -> Answer<Done> {
+pub(crate) fn remove_ai_agent(cx: &mut Call, p: AgentIdParams) -> Answer<Done> {
     removed(
         cx.fw.remove_agent(&p.agent_id)?,
         ErrorKind::UnknownAgent,
@@ -278,7 +285,7 @@ pub fn remove_ai_agent(cx: &mut Call, p: AgentIdParams) -> Answer<Done> {
     )
 }
 
-pub fn send_prompt(cx: &mut Call, p: SendPromptParams) -> Answer<RequestIdResult> {
+pub(crate) fn send_prompt(cx: &mut Call, p: SendPromptParams) -> Answer<RequestIdResult> {
     let schema = ResponseSchema::given(p.response_schema, p.response_schema_name)?;
     let prompt = p.prompt.into_messages();
     Ok(RequestIdResult {
@@ -288,29 +295,29 @@ pub fn send_prompt(cx: &mut Call, p: SendPromptParams) -> Answer<RequestIdResult
     })
 }
 
-pub fn get_history(cx: &mut Call, p: AgentIdParams) -> Answer<Vec<Message>> {
+pub(crate) fn get_history(cx: &mut Call, p: AgentIdParams) -> Answer<Vec<Message>> {
     Ok(cx.fw.agent(&p.agent_id)?.history()?)
 }
 
-pub fn set_model_parameter(cx: &mut Call, p: SetModelParameterParams) -> Answer<Done> {
+pub(crate) fn set_model_parameter(cx: &mut Call, p: SetModelParameterParams) -> Answer<Done> {
     cx.fw.agent(&p.agent_id)?.set_parameter(&p.name, p.value)?;
     Ok(Done {})
 }
 
-pub fn register_feature(cx: &mut Call, p: RegisterFeatureParams) -> Answer<Done> {
+pub(crate) fn register_feature(cx: &mut Call, p: RegisterFeatureParams) -> Answer<Done> {
     cx.fw
         .register_feature(&p.name, &p.description, cx.port.clone())?;
     Ok(Done {})
 }
 
-pub fn register_middleware(cx: &mut Call, p: RegisterMiddlewareParams) -> Answer<Done> {
+pub(crate) fn register_middleware(cx: &mut Call, p: RegisterMiddlewareParams) -> Answer<Done> {
     let timeout = p.timeout_ms.map(std::time::Duration::from_millis);
     cx.fw
         .register_middleware(&p.name, timeout, cx.port.clone())?;
     Ok(Done {})
 }
 
-pub fn register_tool(cx: &mut Call, p: RegisterToolParams) -> Answer<RegisterToolResult> {
+pub(crate) fn register_tool(cx: &mut Call, p: RegisterToolParams) -> Answer<RegisterToolResult> {
     let tool = cx.port.tools.register(Registration {
         name: p.name,
         description: p.description,
@@ -321,12 +328,12 @@ pub fn register_tool(cx: &mut Call, p: RegisterToolParams) -> Answer<RegisterToo
     Ok(RegisterToolResult { tool })
 }
 
-pub fn unregister_tool(cx: &mut Call, p: UnregisterToolParams) -> Answer<Done> {
+pub(crate) fn unregister_tool(cx: &mut Call, p: UnregisterToolParams) -> Answer<Done> {
     cx.port.tools.unregister(&p.name)?;
     Ok(Done {})
 }
 
-pub fn on_feature_response(cx: &mut Call, p: OnFeatureResponseParams) -> Answer<Done> {
+pub(crate) fn on_feature_response(cx: &mut Call, p: OnFeatureResponseParams) -> Answer<Done> {
     cx.fw.on_feature_response(FeatureReply {
         conversation_id: p.conversation_id,
         turn_id: p.turn_id,
@@ -338,7 +345,7 @@ pub fn on_feature_response(cx: &mut Call, p: OnFeatureResponseParams) -> Answer<
     Ok(Done {})
 }
 
-pub fn cancel(cx: &mut Call, p: CancelParams) -> Answer<CancelResult> {
+pub(crate) fn cancel(cx: &mut Call, p: CancelParams) -> Answer<CancelResult> {
     Ok(CancelResult {
         cancelled: cx.fw.cancel(&CancelTarget {
             conversation_id: p.conversation_id,
@@ -349,7 +356,7 @@ pub fn cancel(cx: &mut Call, p: CancelParams) -> Answer<CancelResult> {
 }
 
 /// LSP's `$/cancelRequest {id}`: cancels the turn that request started.
-pub fn cancel_request(cx: &mut Call, p: Value) -> Answer<CancelResult> {
+pub(crate) fn cancel_request(cx: &mut Call, p: Value) -> Answer<CancelResult> {
     let turn = p.get("id").and_then(|id| cx.peer.running().work_of(id));
     let cancelled = match turn {
         Some(turn) => cx.fw.cancel(&CancelTarget {
@@ -361,14 +368,14 @@ pub fn cancel_request(cx: &mut Call, p: Value) -> Answer<CancelResult> {
     Ok(CancelResult { cancelled })
 }
 
-pub fn shutdown(cx: &mut Call, _: Value) -> Answer<Done> {
+pub(crate) fn shutdown(cx: &mut Call, _: Value) -> Answer<Done> {
     cx.flow = Flow::Shutdown;
     Ok(Done {})
 }
 
 // The methods that wait on a tool source, answered off the read loop.
 
-pub async fn list_tools(fw: Arc<Framework>, p: ListToolsParams) -> Answer<ListToolsResult> {
+pub(crate) async fn list_tools(fw: Arc<Framework>, p: ListToolsParams) -> Answer<ListToolsResult> {
     let (tools, errors) = fw.toolbox().list(p.tools.as_deref()).await;
     Ok(ListToolsResult {
         tools: tools.into_iter().map(Into::into).collect(),
@@ -376,7 +383,7 @@ pub async fn list_tools(fw: Arc<Framework>, p: ListToolsParams) -> Answer<ListTo
     })
 }
 
-pub async fn call_tool(fw: Arc<Framework>, p: CallToolParams) -> Answer<CallToolResult> {
+pub(crate) async fn call_tool(fw: Arc<Framework>, p: CallToolParams) -> Answer<CallToolResult> {
     let a = fw.toolbox().call(&p.name, &p.arguments).await?;
     Ok(CallToolResult {
         text: a.text,
@@ -387,7 +394,10 @@ pub async fn call_tool(fw: Arc<Framework>, p: CallToolParams) -> Answer<CallTool
     })
 }
 
-pub async fn list_resources(fw: Arc<Framework>, p: ListMcpParams) -> Answer<ListResourcesResult> {
+pub(crate) async fn list_resources(
+    fw: Arc<Framework>,
+    p: ListMcpParams,
+) -> Answer<ListResourcesResult> {
     let (found, errors) = fw.toolbox().resources(p.sources.as_deref()).await;
     Ok(ListResourcesResult {
         resources: found.into_iter().map(Into::into).collect(),
@@ -395,7 +405,7 @@ pub async fn list_resources(fw: Arc<Framework>, p: ListMcpParams) -> Answer<List
     })
 }
 
-pub async fn read_resource(
+pub(crate) async fn read_resource(
     fw: Arc<Framework>,
     p: ReadResourceParams,
 ) -> Answer<ReadResourceResult> {
@@ -403,7 +413,10 @@ pub async fn read_resource(
     Ok(ReadResourceResult { contents })
 }
 
-pub async fn list_prompts(fw: Arc<Framework>, p: ListMcpParams) -> Answer<ListPromptsResult> {
+pub(crate) async fn list_prompts(
+    fw: Arc<Framework>,
+    p: ListMcpParams,
+) -> Answer<ListPromptsResult> {
     let (found, errors) = fw.toolbox().prompts(p.sources.as_deref()).await;
     Ok(ListPromptsResult {
         prompts: found.into_iter().map(Into::into).collect(),
@@ -411,7 +424,7 @@ pub async fn list_prompts(fw: Arc<Framework>, p: ListMcpParams) -> Answer<ListPr
     })
 }
 
-pub async fn get_prompt(fw: Arc<Framework>, p: GetPromptParams) -> Answer<GetPromptResult> {
+pub(crate) async fn get_prompt(fw: Arc<Framework>, p: GetPromptParams) -> Answer<GetPromptResult> {
     let messages = fw
         .toolbox()
         .mcp(&p.source)?

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-pub struct RawIds {
+pub(crate) struct RawIds {
     /// The stand-in's marker, as the Rust string and as it is written in JSON.
     marker: String,
     written: String,
@@ -44,7 +44,7 @@ impl Default for RawIds {
 impl RawIds {
     /// Swaps the ids of `msg` (a message or a batch, read from `frame`) that would not be
     /// written back as they came for stand-ins.
-    pub fn protect(&self, frame: &[u8], msg: &mut Value) {
+    pub(crate) fn protect(&self, frame: &[u8], msg: &mut Value) {
         let changed = |v: &Value| matches!(v.get("id"), Some(Value::Number(n)) if !(n.is_i64() || n.is_u64()));
         match msg {
             Value::Object(_) if changed(msg) => {
@@ -76,7 +76,7 @@ impl RawIds {
     }
 
     /// `frame` with every stand-in replaced by the id's own text.
-    pub fn restore(&self, frame: Bytes) -> Bytes {
+    pub(crate) fn restore(&self, frame: Bytes) -> Bytes {
         if !self.used.load(Ordering::Relaxed) {
             return frame;
         }

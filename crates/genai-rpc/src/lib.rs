@@ -4,22 +4,26 @@
 //! the method table (`methods`) naming the handler of each request (`handlers`), the session
 //! that dispatches by it (`dispatch`), and its two transports: stdio
 //! (`server`) and WebSocket for several clients (`ws`, `genai serve`). Only the command line,
-//! which starts it, depends on this crate.
+//! which starts it, and the serve's front door (`genai-server`, for `ws`) depend on this crate.
+//!
+//! Its surface is what they use: `server`, `ws`, `schema` and `listings`; the rest is
+//! crate-private. It owns the daemon's wire and must never run a conversation itself:
+//! `dispatch` translates, the core acts.
 
-pub mod command_handlers;
-pub mod command_protocol;
-pub mod dispatch;
-pub mod editor_protocol;
-pub mod errors;
-pub mod handlers;
-pub mod ids;
-pub mod mcp_protocol;
-pub mod methods;
-pub mod port;
-pub mod protocol;
+pub(crate) mod command_handlers;
+pub(crate) mod command_protocol;
+pub(crate) mod dispatch;
+pub(crate) mod editor_protocol;
+pub(crate) mod errors;
+pub(crate) mod handlers;
+pub(crate) mod ids;
+pub(crate) mod mcp_protocol;
+pub(crate) mod methods;
+pub(crate) mod port;
+pub(crate) mod protocol;
 pub mod schema;
 pub mod server;
-pub mod tool_protocol;
+pub(crate) mod tool_protocol;
 pub mod ws;
 
 /// The listings' wire shapes, shared with the command line's `--json` (`genai-protocol`).

@@ -12,54 +12,54 @@ use genai_core::message::{Message, Part};
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListMcpParams {
+pub(crate) struct ListMcpParams {
     /// MCP server names; default: the enabled ones.
     #[serde(default)]
-    pub sources: Option<Vec<String>>,
+    pub(crate) sources: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ListResourcesResult {
-    pub resources: Vec<McpResource>,
+pub(crate) struct ListResourcesResult {
+    pub(crate) resources: Vec<McpResource>,
     /// Servers that could not be reached.
-    pub errors: Vec<SourceError>,
+    pub(crate) errors: Vec<SourceError>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ReadResourceParams {
+pub(crate) struct ReadResourceParams {
     /// The MCP server's name.
-    pub source: String,
-    pub uri: String,
+    pub(crate) source: String,
+    pub(crate) uri: String,
 }
 
 /// A resource's contents as message parts, ready to go into a message as context: text (headed
 /// by the resource's URI) and images.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ReadResourceResult {
-    pub contents: Vec<Part>,
+pub(crate) struct ReadResourceResult {
+    pub(crate) contents: Vec<Part>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ListPromptsResult {
-    pub prompts: Vec<McpPrompt>,
+pub(crate) struct ListPromptsResult {
+    pub(crate) prompts: Vec<McpPrompt>,
     /// Servers that could not be reached.
-    pub errors: Vec<SourceError>,
+    pub(crate) errors: Vec<SourceError>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GetPromptParams {
+pub(crate) struct GetPromptParams {
     /// The MCP server's name.
-    pub source: String,
-    pub name: String,
+    pub(crate) source: String,
+    pub(crate) name: String,
     /// The prompt's arguments (default none).
     #[serde(default)]
-    pub arguments: Map<String, Value>,
+    pub(crate) arguments: Map<String, Value>,
 }
 
 /// The prompt's messages, ready to send (`OnNewMessage`, `SendPrompt`).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct GetPromptResult {
-    pub messages: Vec<Message>,
+pub(crate) struct GetPromptResult {
+    pub(crate) messages: Vec<Message>,
 }

@@ -24,7 +24,7 @@ use genai_core::session::Framework;
 
 /// Who sends a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sender {
+pub(crate) enum Sender {
     /// The client (editor, script) sends it to the daemon.
     Client,
     /// The daemon sends it to the client.
@@ -33,19 +33,19 @@ pub enum Sender {
 
 /// Whether a method is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Request,
     /// No answer.
     Notification,
 }
 
 /// A daemon method's answer, as the wire's JSON.
-pub type Answer = Result<Value, RpcError>;
+pub(crate) type Answer = Result<Value, RpcError>;
 /// The answer of a method answered later.
-pub type AnswerFuture = BoxFuture<'static, Answer>;
+pub(crate) type AnswerFuture = BoxFuture<'static, Answer>;
 
 /// What answers a method.
-pub enum Handler {
+pub(crate) enum Handler {
     /// A method the client sends, answered on the read loop, in order.
     Now(fn(&mut Call, Value) -> Answer),
     /// A method the client sends that waits on a tool source: answered off the read loop,
@@ -56,20 +56,20 @@ pub enum Handler {
 }
 
 /// One method of the protocol.
-pub struct Method {
-    pub name: &'static str,
-    pub sender: Sender,
-    pub kind: Kind,
+pub(crate) struct Method {
+    pub(crate) name: &'static str,
+    pub(crate) sender: Sender,
+    pub(crate) kind: Kind,
     /// The schema of its params, when it takes any.
-    pub params: Option<fn() -> Value>,
+    pub(crate) params: Option<fn() -> Value>,
     /// The schema of its result, when it has one beyond `{}`.
-    pub result: Option<fn() -> Value>,
-    pub handler: Handler,
+    pub(crate) result: Option<fn() -> Value>,
+    pub(crate) handler: Handler,
 }
 
 impl Method {
     /// Whether it is answered off the read loop.
-    pub fn answered_later(&self) -> bool {
+    pub(crate) fn answered_later(&self) -> bool {
         matches!(self.handler, Handler::Later(_))
     }
 }
@@ -79,14 +79,14 @@ fn s<T: JsonSchema>() -> Value {
 }
 
 /// A method's params as its handler takes them (absent params are `{}`).
-pub fn decode<T: DeserializeOwned>(p: Value) -> Result<T, RpcError> {
+pub(crate) fn decode<T: DeserializeOwned>(p: Value) -> Result<T, RpcError> {
     let p = if p.is_null() { json!({}) } else { p };
     serde_json::from_value(p)
         .map_err(|e| Error::invalid_params(format!("invalid params: {e}")).into())
 }
 
 /// A handler's result as the wire's JSON.
-pub fn encode<T: Serialize>(v: T) -> Answer {
+pub(crate) fn encode<T: Serialize>(v: T) -> Answer {
     serde_json::to_value(v)
         .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("cannot encode the result: {e}")))
 }
@@ -173,7 +173,7 @@ use Sender::{Client, Daemon};
 
 /// Every method, in the order `schemas/` lists them.
 #[rustfmt::skip]
-pub const METHODS: &[Method] = &[
+pub(crate) const METHODS: &[Method] = &[
     request!("Initialize", initialize, InitializeParams => InitializeResult),
     request!("ListComponents", list_components, => Components),
     request!("CreateServiceProvider", create_service_provider, CreateServiceProviderParams),
@@ -227,14 +227,14 @@ pub const METHODS: &[Method] = &[
 ];
 
 /// The method named `name` that a client may send.
-pub fn served(name: &str) -> Option<&'static Method> {
+pub(crate) fn served(name: &str) -> Option<&'static Method> {
     METHODS
         .iter()
         .find(|m| m.sender == Client && m.name == name)
 }
 
 /// The methods a client may send, answered on the read loop.
-pub fn served_now() -> impl Iterator<Item = &'static str> {
+pub(crate) fn served_now() -> impl Iterator<Item = &'static str> {
     METHODS
         .iter()
         .filter(|m| matches!(m.handler, Handler::Now(_)))
@@ -242,7 +242,7 @@ pub fn served_now() -> impl Iterator<Item = &'static str> {
 }
 
 /// The methods a client may send that wait on a tool source.
-pub fn served_later() -> impl Iterator<Item = &'static str> {
+pub(crate) fn served_later() -> impl Iterator<Item = &'static str> {
     METHODS
         .iter()
         .filter(|m| m.answered_later())
@@ -251,7 +251,7 @@ pub fn served_later() -> impl Iterator<Item = &'static str> {
 
 /// The schemas the table gives, by file name (without `.json`): `NAME.params` and
 /// `NAME.result` of requests, `notification.NAME` of the daemon's notifications.
-pub fn schemas() -> impl Iterator<Item = (String, Value)> {
+pub(crate) fn schemas() -> impl Iterator<Item = (String, Value)> {
     METHODS.iter().flat_map(|m| {
         let params = m.params.map(|p| {
             let name = if m.sender == Daemon && m.kind == Notification {

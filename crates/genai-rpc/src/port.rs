@@ -30,11 +30,11 @@ use genai_core::tools::Tool;
 use genai_core::workspace::{Editor, EditorCall};
 use genai_peer::Peer;
 
-pub struct RpcPort {
+pub(crate) struct RpcPort {
     peer: Arc<Peer>,
     streaming: AtomicBool,
     /// The tools the client registered.
-    pub tools: HostedTools,
+    pub(crate) tools: HostedTools,
     /// What the client does of the workspace tools' files (`Initialize.capabilities.editor`).
     editor: Mutex<EditorCapabilities>,
     /// The files each running turn changed, for its final `OnFeatureResponse`.
@@ -43,7 +43,7 @@ pub struct RpcPort {
 
 impl RpcPort {
     /// A port writing its frames (JSON texts) through `peer`.
-    pub fn new(peer: Arc<Peer>) -> RpcPort {
+    pub(crate) fn new(peer: Arc<Peer>) -> RpcPort {
         RpcPort {
             peer,
             streaming: AtomicBool::new(true),
@@ -54,7 +54,7 @@ impl RpcPort {
     }
 
     /// The client's `Initialize.capabilities.editor`.
-    pub fn set_editor(&self, caps: EditorCapabilities) {
+    pub(crate) fn set_editor(&self, caps: EditorCapabilities) {
         if let Ok(mut e) = self.editor.lock() {
             *e = caps;
         }
@@ -65,7 +65,7 @@ impl RpcPort {
     }
 
     /// The client's choice (`Initialize.capabilities.streaming`).
-    pub fn set_streaming(&self, on: bool) {
+    pub(crate) fn set_streaming(&self, on: bool) {
         self.streaming.store(on, Ordering::Relaxed);
     }
 

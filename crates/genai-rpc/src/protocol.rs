@@ -7,20 +7,20 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use super::editor_protocol::*;
+pub(crate) use super::editor_protocol::*;
 use super::listings::{ConversationRecord, StoredMessage};
-pub use super::tool_protocol::*;
+pub(crate) use super::tool_protocol::*;
 use genai_core::message::{Message, Usage};
 
-pub use super::command_protocol::*;
-pub use super::mcp_protocol::*;
+pub(crate) use super::command_protocol::*;
+pub(crate) use super::mcp_protocol::*;
 
-pub const PROTOCOL_VERSION: &str = "1.0";
+pub(crate) const PROTOCOL_VERSION: &str = "1.0";
 
 /// A message as a client may send it: a plain string (a user message) or a Message object.
 #[derive(Debug, Clone, JsonSchema)]
 #[serde(untagged)]
-pub enum MessageInput {
+pub(crate) enum MessageInput {
     Text(String),
     Message(Message),
 }
@@ -39,7 +39,7 @@ impl<'de> Deserialize<'de> for MessageInput {
 }
 
 impl MessageInput {
-    pub fn into_message(self) -> Message {
+    pub(crate) fn into_message(self) -> Message {
         match self {
             MessageInput::Text(t) => Message::user(t),
             MessageInput::Message(m) => m,
@@ -49,22 +49,24 @@ impl MessageInput {
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct InitializeParams {
+pub(crate) struct InitializeParams {
+    /// Part of the wire and its schema; no handler reads it.
     #[serde(default)]
-    pub client_info: Option<Value>,
+    #[allow(dead_code)]
+    pub(crate) client_info: Option<Value>,
     #[serde(default)]
-    pub capabilities: ClientCapabilities,
+    pub(crate) capabilities: ClientCapabilities,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ClientCapabilities {
+pub(crate) struct ClientCapabilities {
     /// Whether the client wants `OnFeatureResponseChunk`/`OnPromptResponseChunk` (default true).
     #[serde(default = "yes")]
-    pub streaming: bool,
+    pub(crate) streaming: bool,
     /// The client reads or writes the workspace tools' files itself.
     #[serde(default)]
-    pub editor: EditorCapabilities,
+    pub(crate) editor: EditorCapabilities,
 }
 
 impl Default for ClientCapabilities {
@@ -82,14 +84,14 @@ fn yes() -> bool {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct InitializeResult {
-    pub server_info: ServerInfo,
-    pub protocol_version: String,
-    pub capabilities: Value,
+pub(crate) struct InitializeResult {
+    pub(crate) server_info: ServerInfo,
+    pub(crate) protocol_version: String,
+    pub(crate) capabilities: Value,
     /// Over WebSocket (`genai serve`) only: the folders a conversation may work in (`cwd`)
     /// and the one it works in when `cwd` is not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub roots: Option<WorkspaceRoots>,
+    pub(crate) roots: Option<WorkspaceRoots>,
 }
 
 /// The folders `genai serve` lets its WebSocket clients root conversations in (`[serve] roots`).
@@ -104,35 +106,35 @@ pub struct WorkspaceRoots {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ServerInfo {
-    pub name: String,
-    pub version: String,
+pub(crate) struct ServerInfo {
+    pub(crate) name: String,
+    pub(crate) version: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateServiceProviderParams {
-    pub name: String,
-    pub kind: String,
+pub(crate) struct CreateServiceProviderParams {
+    pub(crate) name: String,
+    pub(crate) kind: String,
     /// The same keys as a `[service_providers.NAME]` table of the config file (`base_url`, ...).
     #[serde(default)]
-    pub settings: Map<String, Value>,
+    pub(crate) settings: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateModelConfigurationParams {
-    pub name: String,
-    pub format: String,
-    pub model: String,
+pub(crate) struct CreateModelConfigurationParams {
+    pub(crate) name: String,
+    pub(crate) format: String,
+    pub(crate) model: String,
     #[serde(default)]
-    pub parameters: Map<String, Value>,
+    pub(crate) parameters: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RemoveComponentParams {
-    pub name: String,
+pub(crate) struct RemoveComponentParams {
+    pub(crate) name: String,
 }
 
 /// Names what a conversation runs on: an `agent` from the config, or a `serviceProvider` with a
@@ -140,111 +142,111 @@ pub struct RemoveComponentParams {
 /// With nothing, the config's `[defaults] model` is used.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateConversationParams {
+pub(crate) struct CreateConversationParams {
     #[serde(default)]
-    pub feature: Option<String>,
+    pub(crate) feature: Option<String>,
     #[serde(default)]
-    pub agent: Option<String>,
+    pub(crate) agent: Option<String>,
     #[serde(default)]
-    pub service_provider: Option<String>,
+    pub(crate) service_provider: Option<String>,
     #[serde(default)]
-    pub model_configuration: Option<String>,
+    pub(crate) model_configuration: Option<String>,
     #[serde(default)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(default)]
-    pub title: Option<String>,
+    pub(crate) title: Option<String>,
     /// A system prompt for this conversation (replaces the agent's and the feature's).
     #[serde(default)]
-    pub system_prompt: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// Model parameters, checked like `SetModelParameter`.
     #[serde(default)]
-    pub parameters: Option<Map<String, Value>>,
+    pub(crate) parameters: Option<Map<String, Value>>,
     /// Keep the conversation out of the history store.
     #[serde(default)]
-    pub ephemeral: bool,
+    pub(crate) ephemeral: bool,
     /// The tool sources (plugin or MCP server names) or single tools (`SOURCE.tool`) the
     /// model may call; implies the `tools` feature. Default: the enabled sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<String>>,
+    pub(crate) tools: Option<Vec<String>>,
     /// The JSON Schema every reply must match (structured output): the reply is checked, retried
     /// once with the errors, and fails when it still does not match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema: Option<Value>,
+    pub(crate) response_schema: Option<Value>,
     /// The folder the workspace tools work in, the conversation's root (default: the daemon's
     /// working directory; under `genai serve`, the default of `Initialize`'s `roots`, and a
     /// folder outside its `allowed` ones is refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
+    pub(crate) cwd: Option<String>,
     /// The permission mode of tool calls: `read-only`, `ask`, `edit` or `full` (default: the
     /// config's, else `ask`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<genai_core::permission::Mode>,
+    pub(crate) mode: Option<genai_core::permission::Mode>,
     /// Rules whose calls run without asking, such as `run_command(cargo test*)`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
     /// Rules whose calls are refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub deny: Vec<String>,
+    pub(crate) deny: Vec<String>,
     /// The schema's name as the APIs get it (letters, digits, `_`, `-`; default `response`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema_name: Option<String>,
+    pub(crate) response_schema_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CreateConversationResult {
-    pub conversation_id: String,
-    pub agent_id: String,
-    pub feature: String,
-    pub service_provider: String,
-    pub format: String,
-    pub model: String,
+pub(crate) struct CreateConversationResult {
+    pub(crate) conversation_id: String,
+    pub(crate) agent_id: String,
+    pub(crate) feature: String,
+    pub(crate) service_provider: String,
+    pub(crate) format: String,
+    pub(crate) model: String,
     /// The conversation's root, the folder its workspace tools work in, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
+    pub(crate) cwd: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateAIAgentParams {
+pub(crate) struct CreateAIAgentParams {
     #[serde(default)]
-    pub agent: Option<String>,
+    pub(crate) agent: Option<String>,
     #[serde(default)]
-    pub service_provider: Option<String>,
+    pub(crate) service_provider: Option<String>,
     #[serde(default)]
-    pub model_configuration: Option<String>,
+    pub(crate) model_configuration: Option<String>,
     #[serde(default)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(default)]
-    pub parameters: Option<Map<String, Value>>,
+    pub(crate) parameters: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentIdResult {
-    pub agent_id: String,
+pub(crate) struct AgentIdResult {
+    pub(crate) agent_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AgentIdParams {
-    pub agent_id: String,
+pub(crate) struct AgentIdParams {
+    pub(crate) agent_id: String,
 }
 
 /// A conversation id, or any unique prefix of one.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ConversationIdParams {
-    pub conversation_id: String,
+pub(crate) struct ConversationIdParams {
+    pub(crate) conversation_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListConversationsParams {
+pub(crate) struct ListConversationsParams {
     #[serde(default = "default_page")]
-    pub page_size: usize,
+    pub(crate) page_size: usize,
     #[serde(default)]
-    pub cursor: Option<String>,
+    pub(crate) cursor: Option<String>,
 }
 
 fn default_page() -> usize {
@@ -253,20 +255,20 @@ fn default_page() -> usize {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ListConversationsResult {
-    pub conversations: Vec<ConversationRecord>,
+pub(crate) struct ListConversationsResult {
+    pub(crate) conversations: Vec<ConversationRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
+    pub(crate) next_cursor: Option<String>,
 }
 
 /// `SearchConversations`: every word of `query`, in every stored message.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SearchConversationsParams {
-    pub query: String,
+pub(crate) struct SearchConversationsParams {
+    pub(crate) query: String,
     /// How many messages (default 20, 1..=200).
     #[serde(default = "default_search_limit")]
-    pub limit: usize,
+    pub(crate) limit: usize,
 }
 
 fn default_search_limit() -> usize {
@@ -276,83 +278,83 @@ fn default_search_limit() -> usize {
 /// One message that matches, best first.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SearchHit {
-    pub conversation_id: String,
-    pub title: String,
-    pub seq: i64,
-    pub role: String,
+pub(crate) struct SearchHit {
+    pub(crate) conversation_id: String,
+    pub(crate) title: String,
+    pub(crate) seq: i64,
+    pub(crate) role: String,
     /// The text around the matches, each match between `**` and `**`.
-    pub snippet: String,
+    pub(crate) snippet: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SearchConversationsResult {
-    pub hits: Vec<SearchHit>,
+pub(crate) struct SearchConversationsResult {
+    pub(crate) hits: Vec<SearchHit>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GetConversationHistoryParams {
-    pub conversation_id: String,
+pub(crate) struct GetConversationHistoryParams {
+    pub(crate) conversation_id: String,
     #[serde(default = "default_page")]
-    pub page_size: usize,
+    pub(crate) page_size: usize,
     #[serde(default)]
-    pub cursor: Option<String>,
+    pub(crate) cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct GetConversationHistoryResult {
-    pub messages: Vec<StoredMessage>,
+pub(crate) struct GetConversationHistoryResult {
+    pub(crate) messages: Vec<StoredMessage>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
+    pub(crate) next_cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct OnNewMessageParams {
-    pub conversation_id: String,
-    pub message: MessageInput,
+pub(crate) struct OnNewMessageParams {
+    pub(crate) conversation_id: String,
+    pub(crate) message: MessageInput,
     /// The JSON Schema this turn's reply must match (structured output): the reply is checked, retried
     /// once with the errors, and fails when it still does not match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema: Option<Value>,
+    pub(crate) response_schema: Option<Value>,
     /// The schema's name as the APIs get it (letters, digits, `_`, `-`; default `response`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema_name: Option<String>,
+    pub(crate) response_schema_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnIdResult {
-    pub turn_id: String,
+pub(crate) struct TurnIdResult {
+    pub(crate) turn_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SendPromptParams {
-    pub agent_id: String,
+pub(crate) struct SendPromptParams {
+    pub(crate) agent_id: String,
     /// The messages of the prompt; a plain string is one user message.
-    pub prompt: PromptInput,
+    pub(crate) prompt: PromptInput,
     /// The JSON Schema the reply must match (structured output): the reply is checked, retried
     /// once with the errors, and fails when it still does not match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema: Option<Value>,
+    pub(crate) response_schema: Option<Value>,
     /// The schema's name as the APIs get it (letters, digits, `_`, `-`; default `response`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema_name: Option<String>,
+    pub(crate) response_schema_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum PromptInput {
+pub(crate) enum PromptInput {
     Text(String),
     Messages(Vec<Message>),
 }
 
 impl PromptInput {
-    pub fn into_messages(self) -> Vec<Message> {
+    pub(crate) fn into_messages(self) -> Vec<Message> {
         match self {
             PromptInput::Text(t) => vec![Message::user(t)],
             PromptInput::Messages(m) => m,
@@ -362,98 +364,98 @@ impl PromptInput {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RequestIdResult {
-    pub request_id: String,
+pub(crate) struct RequestIdResult {
+    pub(crate) request_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SetModelParameterParams {
-    pub agent_id: String,
-    pub name: String,
+pub(crate) struct SetModelParameterParams {
+    pub(crate) agent_id: String,
+    pub(crate) name: String,
     /// The new value (a string is converted to the parameter's type); `null` removes it.
-    pub value: Value,
+    pub(crate) value: Value,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RegisterFeatureParams {
-    pub name: String,
+pub(crate) struct RegisterFeatureParams {
+    pub(crate) name: String,
     #[serde(default)]
-    pub description: String,
+    pub(crate) description: String,
 }
 
 /// A client hosts the middleware `name` from now on; it answers each `OnMiddleware` within
 /// `timeoutMs` (default 30000).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RegisterMiddlewareParams {
-    pub name: String,
+pub(crate) struct RegisterMiddlewareParams {
+    pub(crate) name: String,
     #[serde(default)]
-    pub timeout_ms: Option<u64>,
+    pub(crate) timeout_ms: Option<u64>,
 }
 
 /// `OnMiddleware` (daemon→client request): the messages a request is about to send (history
 /// included) through the middleware `name` the client hosts; the answer is the messages to send.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct OnMiddlewareParams {
-    pub name: String,
+pub(crate) struct OnMiddlewareParams {
+    pub(crate) name: String,
     /// The format and model the messages go to.
-    pub format: String,
-    pub model: String,
-    pub messages: Vec<Message>,
+    pub(crate) format: String,
+    pub(crate) model: String,
+    pub(crate) messages: Vec<Message>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct OnMiddlewareResult {
-    pub messages: Vec<Message>,
+pub(crate) struct OnMiddlewareResult {
+    pub(crate) messages: Vec<Message>,
 }
 
 /// From a client-hosted feature: the answer of a turn (`final` defaults to true).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct OnFeatureResponseParams {
-    pub conversation_id: String,
+pub(crate) struct OnFeatureResponseParams {
+    pub(crate) conversation_id: String,
     #[serde(default)]
-    pub turn_id: Option<String>,
-    pub summary: String,
+    pub(crate) turn_id: Option<String>,
+    pub(crate) summary: String,
     #[serde(default)]
-    pub detailed_response: Vec<String>,
+    pub(crate) detailed_response: Vec<String>,
     #[serde(default = "yes", rename = "final")]
-    pub is_final: bool,
+    pub(crate) is_final: bool,
     /// Set when the turn failed: the final `OnFeatureResponse` then has `isSuccess: false`
     /// and an error of kind `featureError` with this text.
     #[serde(default)]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// Stops a turn (by `conversationId` or `turnId`) or a prompt (by `requestId`).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CancelParams {
+pub(crate) struct CancelParams {
     #[serde(default)]
-    pub conversation_id: Option<String>,
+    pub(crate) conversation_id: Option<String>,
     #[serde(default)]
-    pub turn_id: Option<String>,
+    pub(crate) turn_id: Option<String>,
     #[serde(default)]
-    pub request_id: Option<String>,
+    pub(crate) request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CancelResult {
+pub(crate) struct CancelResult {
     /// False when nothing was running under that id.
-    pub cancelled: bool,
+    pub(crate) cancelled: bool,
 }
 
 /// The error part of a failed turn or prompt.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ErrorInfo {
-    pub kind: String,
-    pub message: String,
+pub(crate) struct ErrorInfo {
+    pub(crate) kind: String,
+    pub(crate) message: String,
 }
 
 impl From<&genai_core::error::Error> for ErrorInfo {
@@ -467,10 +469,10 @@ impl From<&genai_core::error::Error> for ErrorInfo {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct FeatureResponseChunk {
-    pub conversation_id: String,
-    pub turn_id: String,
-    pub delta: String,
+pub(crate) struct FeatureResponseChunk {
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) delta: String,
 }
 
 /// A piece of a tool call as the model streams it (the `tools` feature, streaming on): the
@@ -478,85 +480,85 @@ pub struct FeatureResponseChunk {
 /// are the next characters of its JSON arguments.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolCallChunk {
-    pub conversation_id: String,
-    pub turn_id: String,
-    pub index: u32,
+pub(crate) struct ToolCallChunk {
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) index: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     /// The tool's name (`SOURCE.function`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    pub arguments: String,
+    pub(crate) name: Option<String>,
+    pub(crate) arguments: String,
 }
 
 /// The end (when `final`) or a step of a turn: the summary is the chat bubble.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct FeatureResponse {
-    pub conversation_id: String,
-    pub turn_id: String,
-    pub summary: String,
-    pub detailed_response: Vec<String>,
+pub(crate) struct FeatureResponse {
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) summary: String,
+    pub(crate) detailed_response: Vec<String>,
     #[serde(rename = "final")]
-    pub is_final: bool,
-    pub is_success: bool,
+    pub(crate) is_final: bool,
+    pub(crate) is_success: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorInfo>,
+    pub(crate) error: Option<ErrorInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub(crate) usage: Option<Usage>,
     /// What the turn cost in US dollars, from the model's price (`[pricing]` or the built-in
     /// estimates); absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost: Option<f64>,
+    pub(crate) cost: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finish_reason: Option<String>,
+    pub(crate) finish_reason: Option<String>,
     /// The files the turn's tools changed (absolute paths), for an Undo; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changed_files: Vec<String>,
+    pub(crate) changed_files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PromptResponseChunk {
-    pub agent_id: String,
-    pub request_id: String,
-    pub delta: String,
+pub(crate) struct PromptResponseChunk {
+    pub(crate) agent_id: String,
+    pub(crate) request_id: String,
+    pub(crate) delta: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PromptResponse {
-    pub agent_id: String,
-    pub request_id: String,
-    pub is_success: bool,
+pub(crate) struct PromptResponse {
+    pub(crate) agent_id: String,
+    pub(crate) request_id: String,
+    pub(crate) is_success: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message>,
+    pub(crate) message: Option<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorInfo>,
+    pub(crate) error: Option<ErrorInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub(crate) usage: Option<Usage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finish_reason: Option<String>,
+    pub(crate) finish_reason: Option<String>,
 }
 
 /// Sent to the client that hosts the conversation's feature.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NewMessageToFeature {
-    pub conversation_id: String,
-    pub agent_id: String,
-    pub turn_id: String,
-    pub feature: String,
-    pub message: Message,
+pub(crate) struct NewMessageToFeature {
+    pub(crate) conversation_id: String,
+    pub(crate) agent_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) feature: String,
+    pub(crate) message: Message,
 }
 
 /// A notification from the daemon to the client.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "method", content = "params")]
-pub enum Event {
+pub(crate) enum Event {
     OnFeatureResponseChunk(FeatureResponseChunk),
     /// A piece of the model's reasoning, apart from the answer's chunks (same params).
     OnReasoningChunk(FeatureResponseChunk),

@@ -17,7 +17,7 @@ fn s<T: JsonSchema>() -> Value {
 pub const HAND_WRITTEN: &[&str] = &["plugin-manifest.json"];
 
 /// Every schema by file name (without `.json`), in a stable order: the message model, the
-/// config file, each method's params and result from [`METHODS`](super::methods::METHODS),
+/// config file, each method's params and result from `METHODS`,
 /// and every notification in one.
 pub fn all() -> Vec<(String, Value)> {
     let mut all = vec![

@@ -41,7 +41,7 @@ where
 }
 
 /// [`serve`] with this many bytes allowed to wait for the client.
-pub async fn serve_with_limit<R, W>(
+pub(crate) async fn serve_with_limit<R, W>(
     fw: Arc<Framework>,
     input: R,
     output: W,

@@ -16,128 +16,128 @@ use super::listings::{SourceError, Tool};
 /// operation; the answer is `{confirmed}`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RequestConfirmationParams {
-    pub conversation_id: String,
-    pub turn_id: String,
+pub(crate) struct RequestConfirmationParams {
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
     /// What the tool says about the operation; for a permission, one line such as
     /// `Run \`cargo test\``.
-    pub text: String,
+    pub(crate) text: String,
     /// The link the daemon POSTs when the user confirms (a plugin module's confirmation);
     /// absent when the permission policy asks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub link: Option<String>,
+    pub(crate) link: Option<String>,
     /// The tool that asks, or that asks to run.
-    pub tool: String,
+    pub(crate) tool: String,
     /// The id of the tool call (as in `OnToolCallChunk`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
+    pub(crate) tool_call_id: Option<String>,
     /// Present when the permission policy asks whether a tool call may run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permission: Option<PermissionRequest>,
+    pub(crate) permission: Option<PermissionRequest>,
 }
 
 /// What a permission ask adds to `RequestConfirmation`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PermissionRequest {
+pub(crate) struct PermissionRequest {
     /// What the call acts on: the root-relative path, the command line or the URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subject: Option<String>,
+    pub(crate) subject: Option<String>,
     /// The call's arguments.
-    pub arguments: Value,
+    pub(crate) arguments: Value,
     /// Why it asks: the rule or the mode.
-    pub reason: String,
+    pub(crate) reason: String,
     /// The rule `allow_always` saves for this project.
-    pub rule: String,
+    pub(crate) rule: String,
     /// The answers the client may give in `option`: `allow_once`, `allow_always`,
     /// `reject_once`, `reject_always`.
-    pub options: Vec<String>,
+    pub(crate) options: Vec<String>,
     /// For an edit: the change it would make.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diff: Option<super::editor_protocol::FileDiff>,
+    pub(crate) diff: Option<super::editor_protocol::FileDiff>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RequestConfirmationResult {
+pub(crate) struct RequestConfirmationResult {
     /// Yes or no; for a permission, `true` alone is `allow_once`.
-    pub confirmed: bool,
+    pub(crate) confirmed: bool,
     /// For a permission: one of its `options` (it wins over `confirmed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub option: Option<String>,
+    pub(crate) option: Option<String>,
 }
 
 /// `Undo`: put back the files one turn's tools changed (default: the newest turn not yet
 /// undone, of `conversationId` when given).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UndoParams {
+pub(crate) struct UndoParams {
     #[serde(default)]
-    pub conversation_id: Option<String>,
+    pub(crate) conversation_id: Option<String>,
     /// A turn id or a unique prefix.
     #[serde(default)]
-    pub turn_id: Option<String>,
+    pub(crate) turn_id: Option<String>,
     /// Restore files changed since the turn too.
     #[serde(default)]
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 /// `ListCheckpoints`: the turns whose tools changed files, newest first.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListCheckpointsParams {
+pub(crate) struct ListCheckpointsParams {
     #[serde(default)]
-    pub conversation_id: Option<String>,
+    pub(crate) conversation_id: Option<String>,
     /// At most this many (default 20, at most 200).
     #[serde(default)]
-    pub limit: Option<usize>,
+    pub(crate) limit: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ListCheckpointsResult {
-    pub turns: Vec<genai_core::checkpoint::TurnChanges>,
+pub(crate) struct ListCheckpointsResult {
+    pub(crate) turns: Vec<genai_core::checkpoint::TurnChanges>,
 }
 
 /// `DoAction` (notification): the model's reply triggered an action a tool offered
 /// (`[[CODE]]` in the reply; the marker is removed from the summary).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DoActionParams {
-    pub conversation_id: String,
-    pub turn_id: String,
+pub(crate) struct DoActionParams {
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
     /// The id of the reply that triggered it.
-    pub message_id: String,
+    pub(crate) message_id: String,
     /// 0, 1, ... in the order the markers appear in the reply.
-    pub sequence: u32,
+    pub(crate) sequence: u32,
     /// The tool's action object (`code`, `type`, and its own fields).
-    pub action: Value,
+    pub(crate) action: Value,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListToolsParams {
+pub(crate) struct ListToolsParams {
     /// Sources (plugin names) or single tools (`SOURCE.function`); default: the enabled ones.
     #[serde(default)]
-    pub tools: Option<Vec<String>>,
+    pub(crate) tools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
-    pub tools: Vec<Tool>,
+pub(crate) struct ListToolsResult {
+    pub(crate) tools: Vec<Tool>,
     /// Sources that could not be loaded (a module down, a broken manifest).
-    pub errors: Vec<SourceError>,
+    pub(crate) errors: Vec<SourceError>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CallToolParams {
+pub(crate) struct CallToolParams {
     /// `SOURCE.function`.
-    pub name: String,
+    pub(crate) name: String,
     /// A JSON object (default `{}`).
     #[serde(default = "empty_object")]
-    pub arguments: Value,
+    pub(crate) arguments: Value,
 }
 
 fn empty_object() -> Value {
@@ -147,16 +147,16 @@ fn empty_object() -> Value {
 /// What a tool answered: the text the model would see, and what the module asked for.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CallToolResult {
-    pub text: String,
+pub(crate) struct CallToolResult {
+    pub(crate) text: String,
     /// The module reported an error; `text` says what.
-    pub is_error: bool,
+    pub(crate) is_error: bool,
     /// The module asks the user to confirm: POSTing this link confirms.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub confirmation_link: Option<String>,
+    pub(crate) confirmation_link: Option<String>,
     /// Actions the reply may trigger with `[[CODE]]`.
-    pub actions: Vec<Value>,
+    pub(crate) actions: Vec<Value>,
     /// The module wants the user's next message POSTed to this link.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub collect_link: Option<String>,
+    pub(crate) collect_link: Option<String>,
 }

@@ -10,14 +10,11 @@ use std::path::{Path, PathBuf};
 use genai_core::error::{Error, ErrorKind, Result};
 
 /// The token file's name in the config dir.
-pub const TOKEN_FILE: &str = genai_core::secrets::SERVE_TOKEN_FILE;
+pub(crate) const TOKEN_FILE: &str = genai_core::secrets::SERVE_TOKEN_FILE;
 
 /// The subprotocol prefix that carries the token from a browser:
 /// `new WebSocket(url, ["genai", "bearer.TOKEN"])`.
-pub const PROTOCOL_PREFIX: &str = "bearer.";
-
-/// The subprotocol the server answers with when the client offered it (the WebSocket's).
-pub use genai_rpc::ws::PROTOCOL;
+pub(crate) const PROTOCOL_PREFIX: &str = "bearer.";
 
 /// The token in `config_dir`, made (64 hex digits from the OS's random source, mode 0600) when
 /// there is none yet.
@@ -69,7 +66,7 @@ fn same(a: &str, b: &str) -> bool {
 
 /// Whether the request carries the token: `Authorization: Bearer TOKEN`, or `bearer.TOKEN`
 /// among the offered subprotocols.
-pub fn has_token(authorization: Option<&str>, protocols: Option<&str>, token: &str) -> bool {
+pub(crate) fn has_token(authorization: Option<&str>, protocols: Option<&str>, token: &str) -> bool {
     let bearer = authorization
         .and_then(|a| {
             a.strip_prefix("Bearer ")
@@ -85,7 +82,7 @@ pub fn has_token(authorization: Option<&str>, protocols: Option<&str>, token: &s
 }
 
 /// Whether a browser's `Origin` may connect: no origin (not a browser) or one on the list.
-pub fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
+pub(crate) fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
     match origin {
         None => true,
         Some(o) => allowed

@@ -57,7 +57,7 @@ impl Default for Limits {
 
 impl Limits {
     /// What a plain HTTP request's body may be: its bytes, and how long it may take to come.
-    pub fn body(&self) -> genai_gateway::BodyLimit {
+    pub(crate) fn body(&self) -> genai_gateway::BodyLimit {
         genai_gateway::BodyLimit {
             bytes: self.ws.message_bytes,
             within: self.read_timeout,

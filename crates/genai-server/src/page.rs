@@ -44,7 +44,7 @@ const NONCE_SLOT: &str = "{{nonce}}";
 /// The answer to a request for `path`: a file of the page (`/` is `index.html`), from
 /// `web_root` when given, else from the binary; 404 for anything else, 405 for other methods
 /// than GET, 304 when the client's `If-None-Match` names the file's ETag.
-pub fn answer(
+pub(crate) fn answer(
     method: &http::Method,
     path: &str,
     headers: &http::HeaderMap,

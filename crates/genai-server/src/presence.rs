@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use genai_core::error::{Error, ErrorKind, Result};
 
 /// The file's name in the config dir.
-pub const FILE: &str = "serve.json";
+pub(crate) const FILE: &str = "serve.json";
 
 /// What the file says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,27 +17,27 @@ use genai_gateway::body::{self, HttpResponse};
 
 /// Everything the routes answer with.
 pub(crate) struct Router {
-    pub gate: Gate,
-    pub web_root: Option<std::path::PathBuf>,
-    pub ws: genai_rpc::ws::WebSocket,
-    pub fw: Arc<Framework>,
+    pub(crate) gate: Gate,
+    pub(crate) web_root: Option<std::path::PathBuf>,
+    pub(crate) ws: genai_rpc::ws::WebSocket,
+    pub(crate) fw: Arc<Framework>,
     /// What a plain request's body may be.
-    pub body: genai_gateway::BodyLimit,
+    pub(crate) body: genai_gateway::BodyLimit,
     /// The server's stop, which also closes every WebSocket.
-    pub stop: CancellationToken,
+    pub(crate) stop: CancellationToken,
 }
 
 /// Who may come in.
 pub(crate) struct Gate {
-    pub token: String,
-    pub origins: Vec<String>,
+    pub(crate) token: String,
+    pub(crate) origins: Vec<String>,
     /// The gateway's token and virtual keys.
-    pub access: Arc<genai_gateway::Access>,
+    pub(crate) access: Arc<genai_gateway::Access>,
 }
 
 impl Router {
     /// The answer to one request of a connection.
-    pub async fn answer(&self, req: http::Request<Incoming>) -> HttpResponse {
+    pub(crate) async fn answer(&self, req: http::Request<Incoming>) -> HttpResponse {
         let upgrade = genai_rpc::ws::is_upgrade(&req);
         if !upgrade && warm::is_warm(&req) {
             if let Some(refused) = self.gate.check_client(&req) {

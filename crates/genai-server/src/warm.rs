@@ -20,12 +20,12 @@ use genai_core::session::Framework;
 use genai_gateway::sse;
 
 /// Whether a plain HTTP request is for this route.
-pub fn is_warm<B>(req: &http::Request<B>) -> bool {
+pub(crate) fn is_warm<B>(req: &http::Request<B>) -> bool {
     req.uri().path() == ROUTE
 }
 
 /// The answer to a request for the route, its token already checked.
-pub async fn answer(
+pub(crate) async fn answer(
     req: http::Request<hyper::body::Incoming>,
     fw: &Framework,
     limit: genai_gateway::BodyLimit,
@@ -132,7 +132,7 @@ fn status_of(kind: ErrorKind) -> http::StatusCode {
 }
 
 /// A refusal as a JSON [`WarmError`]; `run_here` tells the client to run the request itself.
-pub fn refuse(status: http::StatusCode, e: &Error, run_here: bool) -> HttpResponse {
+pub(crate) fn refuse(status: http::StatusCode, e: &Error, run_here: bool) -> HttpResponse {
     let body = WarmError {
         run_here,
         ..WarmError::of(e)

@@ -22,18 +22,18 @@ use crate::pricing::Priced;
 use crate::registry::ProviderInstance;
 
 /// Another agent of the config, tried when the ones before it failed.
-pub struct Fallback {
+pub(crate) struct Fallback {
     /// Its name in `[agents]`.
-    pub name: String,
-    pub provider: ProviderInstance,
+    pub(crate) name: String,
+    pub(crate) provider: ProviderInstance,
     model: Mutex<Arc<ModelConfiguration>>,
-    pub price: Option<Priced>,
+    pub(crate) price: Option<Priced>,
     /// Why it cannot carry this agent's requests (a parameter its format refuses).
     unfit: Mutex<Option<String>>,
 }
 
 impl Fallback {
-    pub fn new(
+    pub(crate) fn new(
         name: String,
         provider: ProviderInstance,
         model: ModelConfiguration,
@@ -49,7 +49,7 @@ impl Fallback {
     }
 
     /// Its model configuration as it stands.
-    pub fn model(&self) -> Arc<ModelConfiguration> {
+    pub(crate) fn model(&self) -> Arc<ModelConfiguration> {
         self.model
             .lock()
             .map(|m| m.clone())
@@ -58,7 +58,7 @@ impl Fallback {
 
     /// Sets a parameter the agent was given; a format that refuses it makes this fallback
     /// unfit for the agent's requests, rather than have it run them without.
-    pub fn set_parameter(&self, name: &str, value: Value) {
+    pub(crate) fn set_parameter(&self, name: &str, value: Value) {
         let Ok(mut m) = self.model.lock() else { return };
         if let Err(e) = Arc::make_mut(&mut m).set_parameter(name, value) {
             if let Ok(mut unfit) = self.unfit.lock() {
@@ -77,7 +77,7 @@ impl Fallback {
 
 /// Whether the next fallback may try after this failure: rate limited (429), the provider
 /// failed or is overloaded (5xx), no answer in time, or it could not be reached.
-pub fn falls_back(e: &Error) -> bool {
+pub(crate) fn falls_back(e: &Error) -> bool {
     e.kind == ErrorKind::Timeout
         || e.unreachable
         || e.upstream_status.is_some_and(|s| s == 429 || s >= 500)
@@ -107,7 +107,7 @@ impl AIAgent {
 
     /// `NAME (KIND)` of the provider that answered the last request: a fallback's, or the
     /// agent's.
-    pub fn served_provider_described(&self) -> String {
+    pub(crate) fn served_provider_described(&self) -> String {
         let p = self.serving().map_or(&self.provider, |f| &f.provider);
         format!("{} ({})", p.name, p.kind)
     }

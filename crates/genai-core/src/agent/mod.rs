@@ -3,20 +3,20 @@
 //! `send_prompt` composes the stored history with the new prompt, calls the model, and commits
 //! the turn atomically: the prompt and the reply together on success, nothing on failure; a
 //! system message replaces the stored one. With tools, the turn runs the native tool loop
-//! ([`tool_loop`]) or the ReAct text loop ([`react`]) and commits every step with the reply;
+//! (`tool_loop`) or the ReAct text loop (`react`) and commits every step with the reply;
 //! each request to the model (middleware, fallbacks, the answer read) is in `request`. The
 //! agent must never talk to a client: it returns outcomes and hands stream deltas to the
 //! caller's callbacks.
 
 mod fallback;
-pub mod react;
+pub(crate) mod react;
 mod request;
 mod structured;
 #[cfg(test)]
 mod testing;
 #[cfg(test)]
 mod tests;
-pub mod tool_loop;
+pub(crate) mod tool_loop;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,7 +33,7 @@ use crate::pricing::{self, Priced};
 use crate::registry::ProviderInstance;
 use crate::store::{NewMessage, Store};
 
-pub use fallback::Fallback;
+pub(crate) use fallback::Fallback;
 pub use tool_loop::ToolLoop;
 
 /// A streamed piece of a reply: the answer's text, or the model's reasoning before it, or a
@@ -49,13 +49,13 @@ pub enum Delta<'a> {
 }
 
 /// Receives the streamed pieces of a reply.
-pub type OnDelta<'a> = &'a (dyn Fn(Delta<'_>) + Send + Sync);
+pub(crate) type OnDelta<'a> = &'a (dyn Fn(Delta<'_>) + Send + Sync);
 
 /// Where an agent's turns are persisted.
 #[derive(Clone)]
-pub struct Persistence {
-    pub store: Arc<Store>,
-    pub conversation_id: String,
+pub(crate) struct Persistence {
+    pub(crate) store: Arc<Store>,
+    pub(crate) conversation_id: String,
 }
 
 /// The history an agent keeps in memory (a mirror of what is committed).
@@ -69,31 +69,31 @@ struct History {
 #[derive(Debug, Clone)]
 pub struct PromptOutcome {
     pub reply: ModelReply,
-    pub latency: Duration,
+    pub(crate) latency: Duration,
     /// Why tools went through the ReAct text loop, when they did.
-    pub react: Option<String>,
+    pub(crate) react: Option<String>,
     /// Requests made to the model in this turn (one per round of tool calls, plus the last).
-    pub rounds: usize,
+    pub(crate) rounds: usize,
     /// What the middleware did, one line each (for the turn's details).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// What the turn cost in US dollars (`None`: unknown), as stored with its reply.
-    pub cost: Option<f64>,
+    pub(crate) cost: Option<f64>,
     /// The details' line for the cost: the amount and its price's source, or why it is unknown.
-    pub cost_detail: String,
+    pub(crate) cost_detail: String,
     /// The provider that answered, as `NAME (KIND)`: a fallback's when one served.
-    pub provider: String,
+    pub(crate) provider: String,
     /// The name of the provider instance that answered (a fallback's when one served).
-    pub provider_name: String,
+    pub(crate) provider_name: String,
     /// The model id that answered as asked for (a fallback's when one served); the reply's
     /// `model` is the one the provider reports, when it does.
-    pub model: String,
+    pub(crate) model: String,
     /// The model's reasoning over the whole turn (each round's, then the reply's).
-    pub reasoning: String,
+    pub(crate) reasoning: String,
 }
 
 impl PromptOutcome {
     /// The model that answered: as the provider reports it, else as it was asked for.
-    pub fn answered_model(&self) -> String {
+    pub(crate) fn answered_model(&self) -> String {
         self.reply
             .model
             .clone()
@@ -111,7 +111,7 @@ struct TurnSteps {
 }
 
 pub struct AIAgent {
-    pub id: String,
+    pub(crate) id: String,
     pub provider: ProviderInstance,
     /// Shared with running turns; `set_parameter` replaces it, never changes it under them.
     model: std::sync::Mutex<Arc<ModelConfiguration>>,
@@ -121,26 +121,26 @@ pub struct AIAgent {
     history: std::sync::Mutex<History>,
     persistence: Option<Persistence>,
     /// The longest a prompt may take, end to end.
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
     /// Run on the messages of every request (and on each reply); never on the history.
-    pub middleware: Chain,
+    pub(crate) middleware: Chain,
     /// The JSON Schema every reply must match unless a prompt gives its own (the
     /// conversation's or its model configuration's `response_schema`).
-    pub response_schema: Option<Arc<ResponseSchema>>,
+    pub(crate) response_schema: Option<Arc<ResponseSchema>>,
     /// Lines for a turn's details: what a handover changed in the history (taken by the
     /// feature before the turn), what the middleware noted in the running prompt (prompts
     /// run one at a time), and why its reply was cut short.
     notes: std::sync::Mutex<Vec<String>>,
     /// The model's price, when one is known (from `[pricing]` or the built-in table).
-    pub price: Option<Priced>,
+    pub(crate) price: Option<Priced>,
     /// The agents tried in order when this one's provider fails before answering.
-    pub fallbacks: Vec<Fallback>,
+    pub(crate) fallbacks: Vec<Fallback>,
     /// Which fallback answered the last request (`None`: this agent's own provider).
     served: std::sync::Mutex<Option<usize>>,
 }
 
 impl AIAgent {
-    pub fn new(
+    pub(crate) fn new(
         id: String,
         provider: ProviderInstance,
         model: ModelConfiguration,
@@ -166,14 +166,14 @@ impl AIAgent {
     }
 
     /// Keeps lines for the details of the next turn (its feature takes them).
-    pub fn add_notes(&self, notes: impl IntoIterator<Item = String>) {
+    pub(crate) fn add_notes(&self, notes: impl IntoIterator<Item = String>) {
         if let Ok(mut n) = self.notes.lock() {
             n.extend(notes);
         }
     }
 
     /// The lines kept for this turn's details; the next turn starts with none.
-    pub fn take_notes(&self) -> Vec<String> {
+    pub(crate) fn take_notes(&self) -> Vec<String> {
         self.notes
             .lock()
             .map(|mut n| std::mem::take(&mut *n))
@@ -215,7 +215,7 @@ impl AIAgent {
 
     /// Keeps the permission decisions of a turn's tool calls with the conversation's history
     /// (nothing for an agent without one); `prompt` is the turn's message (a title).
-    pub fn record_decisions(
+    pub(crate) fn record_decisions(
         &self,
         turn_id: &str,
         prompt: &str,
@@ -241,7 +241,7 @@ impl AIAgent {
     /// Sends a prompt: the stored history plus `prompt` go to the model; on success the prompt
     /// and the reply are committed together. `on_delta` receives streamed text when given
     /// (the request is then a streaming one).
-    pub async fn send_prompt(
+    pub(crate) async fn send_prompt(
         &self,
         prompt: Vec<Message>,
         on_delta: Option<OnDelta<'_>>,

@@ -45,7 +45,6 @@ impl AIAgent {
             format: model.format.name(),
             model: model.model.clone(),
             images: model.images(),
-            max_image_bytes: self.provider.provider.max_image_bytes(),
             parameters: model.parameters.clone(),
         }
     }

@@ -8,16 +8,16 @@ use serde_json::Map;
 use super::{AIAgent, Persistence};
 use crate::format::{openai_chat::OpenAiChat, ModelConfiguration};
 use crate::message::Message;
-pub use crate::provider::scripted::*;
+pub(crate) use crate::provider::scripted::*;
 use crate::registry::{Origin, ProviderInstance};
 use crate::store::{ConversationRecord, Store};
 
 /// The conversation id the test agents persist to.
-pub const CONVERSATION: &str = "c1";
+pub(crate) const CONVERSATION: &str = "c1";
 
 /// An agent on `provider` with the `openai-chat` format, persisted to `store` when given (a
 /// conversation is created there), with this history.
-pub fn agent(
+pub(crate) fn agent(
     provider: Arc<ScriptedProvider>,
     store: Option<Arc<Store>>,
     system: Option<Message>,

@@ -64,11 +64,11 @@ pub(super) fn setup(conn: &Connection) -> Result<()> {
 
 /// One `changes` row, as undo needs it.
 pub(super) struct Change {
-    pub path: String,
-    pub before: Option<(String, Option<u32>)>,
+    pub(crate) path: String,
+    pub(crate) before: Option<(String, Option<u32>)>,
     /// What the turn left: `None` when never recorded.
-    pub after: Option<Option<String>>,
-    pub created_dirs: Vec<String>,
+    pub(crate) after: Option<Option<String>>,
+    pub(crate) created_dirs: Vec<String>,
 }
 
 /// The turn `target` names: (row id, conversation, turn id, root, undone at).

@@ -203,7 +203,7 @@ impl Checkpoints {
     /// they are restored through it (a file the turn created is removed from the disk, which
     /// the editor cannot do). Not one transaction: the turn is marked undone at the end, and a
     /// second undo of it meanwhile fails then.
-    pub async fn undo_through(
+    pub(crate) async fn undo_through(
         &self,
         target: UndoTarget,
         force: bool,

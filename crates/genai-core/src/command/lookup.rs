@@ -20,17 +20,17 @@ use crate::error::{Error, Result};
 
 /// A folder commands are read from.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Folder {
-    pub path: PathBuf,
-    pub place: Place,
-    pub dialect: Dialect,
+pub(crate) struct Folder {
+    pub(crate) path: PathBuf,
+    pub(crate) place: Place,
+    pub(crate) dialect: Dialect,
 }
 
 /// How deep subfolders are read (`a:b:name`).
 const MAX_DEPTH: usize = 3;
 
 /// The folders searched from `cwd`, in order; those that do not exist are left out.
-pub fn folders(cwd: &Path, config_dir: Option<&Path>) -> Vec<Folder> {
+pub(crate) fn folders(cwd: &Path, config_dir: Option<&Path>) -> Vec<Folder> {
     let home = dirs::home_dir();
     let above: Vec<&Path> = cwd
         .ancestors()
@@ -143,7 +143,7 @@ pub struct Commands {
 
 impl Commands {
     /// Reads every folder of [`folders`], then `[lsp.actions]` and the built-in commands.
-    pub fn load(
+    pub(crate) fn load(
         cwd: &Path,
         config_dir: Option<&Path>,
         lsp_actions: &BTreeMap<String, crate::config::lsp::LspActionConfig>,

@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use file::{parse, parse_text};
-pub use lookup::{fingerprint, folders, valid_name, Commands, Folder};
-pub use render::{split_free, split_words, Invocation};
+pub use lookup::{fingerprint, valid_name, Commands};
+pub(crate) use render::split_free;
+pub use render::{split_words, Invocation};
 
 use crate::config::lsp::ApplyMode;
 use crate::error::{Error, Result};
@@ -104,7 +105,7 @@ pub struct Settings {
     /// Files, folders or URLs sent after the prompt, as `-f` takes them (relative to the
     /// working folder, inside it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
 }
 
 /// One command, ready to render.
@@ -117,7 +118,7 @@ pub struct Command {
     /// The title an editor's menu shows (default: the name).
     pub title: String,
     pub place: Place,
-    pub dialect: Dialect,
+    pub(crate) dialect: Dialect,
     /// The file it was read from (none for the built-in ones and `[lsp.actions]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
@@ -139,8 +140,8 @@ pub struct Command {
 /// A rendered command: the text of the user message and what the command sets.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Prepared {
-    pub text: String,
-    pub settings: Settings,
+    pub(crate) text: String,
+    pub(crate) settings: Settings,
 }
 
 impl Command {
@@ -187,7 +188,7 @@ pub struct BadFile {
 }
 
 impl BadFile {
-    pub fn error(&self) -> Error {
+    pub(crate) fn error(&self) -> Error {
         Error::invalid_params(self.message.clone())
     }
 }
@@ -219,7 +220,7 @@ pub fn builtin() -> Vec<Command> {
 }
 
 /// `[lsp.actions.NAME]` as commands: the prompt is the instruction, the selection follows.
-pub fn from_lsp_actions(
+pub(crate) fn from_lsp_actions(
     actions: &BTreeMap<String, crate::config::lsp::LspActionConfig>,
 ) -> Vec<Command> {
     actions

@@ -84,7 +84,7 @@ pub fn split_words(command: &Command, words: &[String]) -> Result<Invocation> {
 
 /// Leading `NAME=VALUE` words as named arguments and the rest as text, for a command whose
 /// arguments are not known here (an MCP server's prompt).
-pub fn split_free(words: &[String]) -> Invocation {
+pub(crate) fn split_free(words: &[String]) -> Invocation {
     let split = words
         .iter()
         .position(|w| {

@@ -19,7 +19,7 @@ pub struct LspConfig {
     pub context_lines: Option<u32>,
     /// Custom code actions by name: `[lsp.actions.NAME]`, offered after the built-in ones.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub actions: BTreeMap<String, LspActionConfig>,
+    pub(crate) actions: BTreeMap<String, LspActionConfig>,
     /// Completion as you type: `[lsp.completion]`.
     #[serde(default)]
     pub completion: CompletionConfig,
@@ -37,15 +37,15 @@ pub struct LspConfig {
 /// `[lsp.actions.NAME]`: a code action on the selection.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct LspActionConfig {
+pub(crate) struct LspActionConfig {
     /// The title the editor shows in its code-action menu.
-    pub title: String,
+    pub(crate) title: String,
     /// What to ask about the selection; the selection, the file name, its language and the
     /// lines around it are added after it.
-    pub prompt: String,
+    pub(crate) prompt: String,
     /// What to do with the reply (default `show`).
     #[serde(default)]
-    pub apply: ApplyMode,
+    pub(crate) apply: ApplyMode,
 }
 
 /// What a code action does with the model's reply.

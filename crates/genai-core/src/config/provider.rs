@@ -12,7 +12,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{is_secret_header, MASK};
+use super::is_secret_header;
 use crate::error::{Error, ErrorKind, Result};
 
 /// One configured transport: its `kind` and that kind's settings.
@@ -51,7 +51,7 @@ pub enum ProviderConfig {
 pub struct HttpSettings {
     /// The endpoint's base URL, such as `https://api.openai.com/v1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
     /// The key itself. Prefer the keyring (`genai keys set NAME`) or `api_key_env`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
@@ -63,60 +63,60 @@ pub struct HttpSettings {
     pub api_key_cmd: Option<String>,
     /// The model id used when a conversation names only this provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_model: Option<String>,
+    pub(crate) default_model: Option<String>,
     /// Seconds allowed to open the connection (default 10).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "super::seconds"
     )]
-    pub connect_timeout_secs: Option<f64>,
+    pub(crate) connect_timeout_secs: Option<f64>,
     /// Seconds allowed for a whole request, streaming included (default 600).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "super::seconds"
     )]
-    pub timeout_secs: Option<f64>,
+    pub(crate) timeout_secs: Option<f64>,
     /// Seconds allowed between two reads of the response (default 120).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "super::seconds"
     )]
-    pub read_timeout_secs: Option<f64>,
+    pub(crate) read_timeout_secs: Option<f64>,
     /// Extra HTTP headers sent with every request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, String>,
+    pub(crate) headers: BTreeMap<String, String>,
     /// Retries after a connect error, 429 or 5xx, before the answer starts (default 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_retries: Option<u32>,
+    pub(crate) max_retries: Option<u32>,
     /// Seconds that attempts and waits between them may take together (default 60).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "super::seconds"
     )]
-    pub retry_budget_secs: Option<f64>,
+    pub(crate) retry_budget_secs: Option<f64>,
     /// The most bytes one answer's body may have; past it the turn ends with an error
     /// (default 32 MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_reply_bytes: Option<u64>,
+    pub(crate) max_reply_bytes: Option<u64>,
     /// The most tokens one answer may have, counted as the streamed pieces (one token each
     /// from the providers genai knows) or the usage a whole answer reports; past it the turn
     /// ends with an error (default 262144).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_reply_tokens: Option<u64>,
+    pub(crate) max_reply_tokens: Option<u64>,
     /// The most requests of this instance in flight at once (default 32); more wait their
     /// turn. A streamed answer holds its place until it ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_concurrent_requests: Option<u32>,
+    pub(crate) max_concurrent_requests: Option<u32>,
     /// The most bytes of an error answer's body that are read (default 64 KiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_error_bytes: Option<u64>,
+    pub(crate) max_error_bytes: Option<u64>,
     /// The most bytes of one streamed event (an SSE event or an NDJSON line) (default 16 MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_event_bytes: Option<u64>,
+    pub(crate) max_event_bytes: Option<u64>,
 }
 
 /// Kind `azure-openai`: the HTTP settings, the API version and the deployment.
@@ -127,11 +127,11 @@ pub struct AzureSettings {
     /// The `api-version` query parameter (default `OPENAI_API_VERSION`, else 2024-10-21); `v1`
     /// uses the version-less `/openai/v1/` API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_version: Option<String>,
+    pub(crate) api_version: Option<String>,
     /// The deployment that serves every model of this instance (default: the model id is the
     /// deployment name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deployment: Option<String>,
+    pub(crate) deployment: Option<String>,
 }
 
 /// Kind `bedrock`: the HTTP settings (`api_key`: a Bedrock API key), the region and the AWS
@@ -143,11 +143,11 @@ pub struct BedrockSettings {
     /// The cloud region, such as `us-east-1` (default: `AWS_REGION`, `AWS_DEFAULT_REGION`, then
     /// the profile's region in `~/.aws/config`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
+    pub(crate) region: Option<String>,
     /// The profile of the shared AWS credentials and config files (default: `AWS_PROFILE`,
     /// then `default`). When set, it wins over `AWS_ACCESS_KEY_ID`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<String>,
+    pub(crate) profile: Option<String>,
 }
 
 /// Kind `http`: the HTTP settings (`base_url`: the whole URL, with placeholders), the method,
@@ -158,14 +158,14 @@ pub struct ConnectorSettings {
     pub http: HttpSettings,
     /// The HTTP method of the request (default `POST`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
     /// Named credentials for `${credential.NAME}` in the URL, headers and body (`api_key`,
     /// `api_key_env` and `api_key_cmd` give the one named `api_key`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub credentials: BTreeMap<String, CredentialConfig>,
     /// How a streamed answer is framed, `sse` or `ndjson` (default: from its Content-Type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stream_framing: Option<String>,
+    pub(crate) stream_framing: Option<String>,
 }
 
 /// `[service_providers.NAME.credentials.CRED]`: where one credential comes from, looked up like
@@ -189,35 +189,35 @@ pub struct CredentialConfig {
 pub struct LocalSettings {
     /// The model used when a conversation names none, read like `model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_model: Option<String>,
+    pub(crate) default_model: Option<String>,
     /// The model, a name in the models folder or a path to a `.gguf` file (default: the
     /// models folder's default model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Threads for prompt evaluation and generation (default: the physical cores, at most 4
     /// for generation, less the cores other processes keep busy when the engine starts: more
     /// threads than free cores makes generation much slower).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threads: Option<u32>,
+    pub(crate) threads: Option<u32>,
     /// The context size in tokens of each slot, `n_ctx` (default 4096, capped by what the model
     /// was trained for). A prompt that does not fit is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_size: Option<u32>,
+    pub(crate) context_size: Option<u32>,
     /// How many contexts (slots) keep their KV cache between requests, so that that many
     /// conversations continue without evaluating their history again (default 4; 1 in
     /// `genai ask` and `genai chat`, which run one conversation at a time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slots: Option<u32>,
+    pub(crate) slots: Option<u32>,
     /// One KV cache shared by every slot (true), or a cache of `context_size` per slot as
     /// llama-server's `-np` (false, the default): a greedy reply is then the same whether or not
     /// other conversations run beside it, where llama.cpp's kernels allow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kv_unified: Option<bool>,
+    pub(crate) kv_unified: Option<bool>,
 }
 
 impl ProviderConfig {
     /// Every kind, in the order they are listed to people.
-    pub const KINDS: [&'static str; 8] = [
+    pub(crate) const KINDS: [&'static str; 8] = [
         "openai",
         "anthropic",
         "ollama",
@@ -273,7 +273,7 @@ impl ProviderConfig {
     }
 
     /// A table as written in the config file: `kind` and the kind's settings.
-    pub fn from_table(mut table: Map<String, Value>) -> Result<ProviderConfig> {
+    pub(crate) fn from_table(mut table: Map<String, Value>) -> Result<ProviderConfig> {
         let kind = match table.remove("kind") {
             Some(Value::String(kind)) => kind,
             Some(_) => return Err(Error::invalid_params("`kind` is not a string")),
@@ -282,14 +282,9 @@ impl ProviderConfig {
         ProviderConfig::from_settings(&kind, table)
     }
 
-    /// Replaces every secret (the key, a credential's value, a secret header) by [`MASK`].
-    pub fn mask_secrets(&mut self) {
-        self.each_secret(|value| *value = MASK.to_string());
-    }
-
     /// Calls `f` on every secret of these settings: the key, a credential's value, a secret
     /// header.
-    pub fn each_secret(&mut self, mut f: impl FnMut(&mut String)) {
+    pub(crate) fn each_secret(&mut self, mut f: impl FnMut(&mut String)) {
         let http = match self {
             ProviderConfig::OpenAi(s)
             | ProviderConfig::Anthropic(s)

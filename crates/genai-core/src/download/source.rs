@@ -8,11 +8,11 @@ use crate::error::{Error, Result};
 use crate::models::{check_name, EXTENSION};
 
 /// The default Hugging Face endpoint.
-pub const HF_DEFAULT_ENDPOINT: &str = "https://huggingface.co";
+pub(crate) const HF_DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
 /// Where the bytes come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Http {
         url: String,
         /// True for `hf:` sources (the published sha256 may be in `ETag`, and `HF_TOKEN` applies).
@@ -22,7 +22,7 @@ pub enum Source {
 }
 
 /// The Hugging Face endpoint: `$GENAI_HF_ENDPOINT`, else `$HF_ENDPOINT`, else huggingface.co.
-pub fn hf_endpoint() -> String {
+pub(crate) fn hf_endpoint() -> String {
     ["GENAI_HF_ENDPOINT", "HF_ENDPOINT"]
         .iter()
         .filter_map(|v| std::env::var(v).ok())
@@ -33,7 +33,7 @@ pub fn hf_endpoint() -> String {
 }
 
 /// `OWNER/REPO/PATH[@REVISION]` as `ENDPOINT/OWNER/REPO/resolve/REVISION/PATH`.
-pub fn hf_url(endpoint: &str, spec: &str) -> Result<String> {
+pub(crate) fn hf_url(endpoint: &str, spec: &str) -> Result<String> {
     let bad = || {
         Error::invalid_params(format!(
             "`hf:{spec}` is not hf:OWNER/REPO/FILE.gguf (optionally @REVISION)"
@@ -58,7 +58,7 @@ pub fn hf_url(endpoint: &str, spec: &str) -> Result<String> {
 }
 
 /// Reads a source string.
-pub fn parse_source(source: &str) -> Result<Source> {
+pub(crate) fn parse_source(source: &str) -> Result<Source> {
     if let Some(spec) = source.strip_prefix("hf:") {
         return Ok(Source::Http {
             url: hf_url(&hf_endpoint(), spec)?,
@@ -80,7 +80,7 @@ pub fn parse_source(source: &str) -> Result<Source> {
 }
 
 /// The model name a source gives by default: its file name without `.gguf`.
-pub fn default_name(source: &Source) -> Option<String> {
+pub(crate) fn default_name(source: &Source) -> Option<String> {
     let last = match source {
         Source::Http { url, .. } => {
             let path = url.split(['?', '#']).next().unwrap_or(url);

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Lower-case hex of a sha256, or an error naming the bad value.
-pub fn parse_sha256(s: &str) -> Result<String> {
+pub(crate) fn parse_sha256(s: &str) -> Result<String> {
     let s = s.trim().to_ascii_lowercase();
     if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
         Ok(s)
@@ -22,7 +22,7 @@ pub fn parse_sha256(s: &str) -> Result<String> {
 }
 
 /// The sha256 of a file, in lower-case hex.
-pub fn sha256_file(path: &Path) -> Result<String> {
+pub(crate) fn sha256_file(path: &Path) -> Result<String> {
     let mut f = File::open(path).map_err(|e| disk("read", path, e))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];

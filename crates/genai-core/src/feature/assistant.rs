@@ -14,14 +14,14 @@ use crate::agent::{Delta, OnDelta};
 pub const NAME: &str = "assistant";
 
 /// The feature table's row.
-pub const FEATURE: BuiltinFeature = BuiltinFeature {
+pub(crate) const FEATURE: BuiltinFeature = BuiltinFeature {
     name: NAME,
     description: "Chat with the model: streams the reply, keeps the history.",
     takes_tools: false,
     build: |_| Ok(Arc::new(Assistant)),
 };
 
-pub struct Assistant;
+pub(crate) struct Assistant;
 
 #[async_trait]
 impl Feature for Assistant {

@@ -14,34 +14,34 @@ use super::{Feature, Turn, TurnOutcome};
 use crate::error::{Error, ErrorKind};
 
 /// A turn waiting for the hosting client's final answer.
-pub struct PendingTurn {
-    pub turn_id: String,
+pub(crate) struct PendingTurn {
+    pub(crate) turn_id: String,
     /// The client that hosts it (see [`host_key`]).
-    pub host: usize,
-    pub done: oneshot::Sender<TurnOutcome>,
+    pub(crate) host: usize,
+    pub(crate) done: oneshot::Sender<TurnOutcome>,
 }
 
 /// Turns waiting on clients, by conversation id. Several clients may host features at once
 /// (the WebSocket server): each leaving client ends only the turns it hosts.
 #[derive(Default)]
-pub struct Pending {
-    pub turns: HashMap<String, PendingTurn>,
+pub(crate) struct Pending {
+    pub(crate) turns: HashMap<String, PendingTurn>,
     /// The clients gone (see [`host_key`]): no turn may wait on them any more.
-    pub gone: std::collections::HashSet<usize>,
+    pub(crate) gone: std::collections::HashSet<usize>,
 }
 
 /// Tells client ports apart: the address of the port a client gave the core.
-pub fn host_key(port: &Arc<dyn ClientPort>) -> usize {
+pub(crate) fn host_key(port: &Arc<dyn ClientPort>) -> usize {
     Arc::as_ptr(port) as *const () as usize
 }
 
-pub type PendingTurns = Arc<Mutex<Pending>>;
+pub(crate) type PendingTurns = Arc<Mutex<Pending>>;
 
-pub struct External {
-    pub name: String,
-    pub pending: PendingTurns,
+pub(crate) struct External {
+    pub(crate) name: String,
+    pub(crate) pending: PendingTurns,
     /// The client that hosts the feature.
-    pub host: Arc<dyn ClientPort>,
+    pub(crate) host: Arc<dyn ClientPort>,
 }
 
 #[async_trait]

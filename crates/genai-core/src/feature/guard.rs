@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::hooks::{self, HookContext, HooksConfig, Outcome};
 use crate::permission::project::SavedRules;
 use crate::permission::{Decision, Kind, Policy, Request, Verdict};
-pub use crate::store::DecisionRecord;
+pub(crate) use crate::store::DecisionRecord;
 use crate::tools::plugin::ModuleAnswer;
 use crate::tools::toolbox::Toolbox;
 use crate::tools::Tool;
@@ -33,18 +33,18 @@ use crate::workspace::{self, CallContext, Content, EditorCall, Workspace};
 /// Where genai keeps what outlives a conversation: checkpoints, and the rules "allow always"
 /// answers save.
 #[derive(Debug, Clone)]
-pub struct GuardHome {
-    pub data_dir: PathBuf,
+pub(crate) struct GuardHome {
+    pub(crate) data_dir: PathBuf,
     /// genai's own files that hold secrets (`crate::secrets::own_files`): never read by a tool
     /// nor sent as context.
-    pub own_secrets: Vec<PathBuf>,
+    pub(crate) own_secrets: Vec<PathBuf>,
     /// The file of the saved "always" rules (`CONFIG_DIR/projects.toml`).
-    pub saved_rules: PathBuf,
-    pub checkpoints: CheckpointConfig,
+    pub(crate) saved_rules: PathBuf,
+    pub(crate) checkpoints: CheckpointConfig,
 }
 
 /// The guard of one conversation.
-pub struct Guard {
+pub(crate) struct Guard {
     root: PathBuf,
     workspace: Option<Arc<Workspace>>,
     policy: Mutex<Policy>,
@@ -69,16 +69,16 @@ pub struct Guard {
 }
 
 /// What a guard is made from.
-pub struct GuardSpec {
-    pub root: PathBuf,
-    pub workspace: Option<Arc<Workspace>>,
-    pub policy: Policy,
-    pub hooks: HooksConfig,
-    pub home: Option<GuardHome>,
-    pub network: bool,
-    pub notes: Vec<String>,
+pub(crate) struct GuardSpec {
+    pub(crate) root: PathBuf,
+    pub(crate) workspace: Option<Arc<Workspace>>,
+    pub(crate) policy: Policy,
+    pub(crate) hooks: HooksConfig,
+    pub(crate) home: Option<GuardHome>,
+    pub(crate) network: bool,
+    pub(crate) notes: Vec<String>,
     /// The project's `AGENTS.md` text, for the system prompt.
-    pub context: Option<String>,
+    pub(crate) context: Option<String>,
 }
 
 /// What a refused call tells the model.
@@ -91,7 +91,7 @@ fn refused(text: String) -> ModuleAnswer {
 }
 
 impl Guard {
-    pub fn new(spec: GuardSpec) -> Guard {
+    pub(crate) fn new(spec: GuardSpec) -> Guard {
         let mut notes = spec.policy.notes().to_vec();
         notes.extend(spec.notes);
         if spec.workspace.is_some() {
@@ -119,33 +119,29 @@ impl Guard {
     }
 
     /// Changes the permission mode (a client's mode switch); answers the mode in force.
-    pub fn set_mode(&self, mode: crate::permission::Mode) -> crate::permission::Mode {
+    pub(crate) fn set_mode(&self, mode: crate::permission::Mode) -> crate::permission::Mode {
         self.policy.lock().map_or(mode, |mut p| p.set_mode(mode))
     }
 
     /// The permission mode in force.
-    pub fn mode(&self) -> crate::permission::Mode {
+    pub(crate) fn mode(&self) -> crate::permission::Mode {
         self.policy
             .lock()
             .map_or(crate::permission::Mode::ReadOnly, |p| p.mode())
     }
 
     /// The notes the first turn's details carry.
-    pub fn notes(&self) -> &[String] {
+    pub(crate) fn notes(&self) -> &[String] {
         &self.notes
     }
 
     /// The project's instructions (`AGENTS.md`) for the system prompt, when the workspace is on.
-    pub fn context(&self) -> Option<&str> {
+    pub(crate) fn context(&self) -> Option<&str> {
         self.context.as_deref()
     }
 
-    pub fn workspace(&self) -> Option<&Arc<Workspace>> {
+    pub(crate) fn workspace(&self) -> Option<&Arc<Workspace>> {
         self.workspace.as_ref()
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     /// The checkpoint store, opened on the first change (`None` without a home, or when it
@@ -193,7 +189,7 @@ impl Guard {
 
     /// Runs the `user_prompt_submit` hooks: `Err(reason)` when one blocks the prompt; the
     /// notes (what the hooks printed) join the message as context.
-    pub async fn prompt_submitted(
+    pub(crate) async fn prompt_submitted(
         &self,
         turn: &Turn,
         prompt: &str,
@@ -210,7 +206,7 @@ impl Guard {
 
     /// Runs the `stop` hooks at the end of a turn: `Some(reason)` when one asks the model to
     /// go on.
-    pub async fn stopping(&self, turn: &Turn, again: bool) -> Option<String> {
+    pub(crate) async fn stopping(&self, turn: &Turn, again: bool) -> Option<String> {
         if self.hooks.stop.is_empty() {
             return None;
         }
@@ -312,7 +308,7 @@ impl Guard {
 
     /// Runs one call through the policy, the hooks and the checkpoints; the decision goes to
     /// `decisions`.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         turn: &Turn,
         toolbox: &Toolbox,

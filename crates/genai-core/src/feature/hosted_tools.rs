@@ -18,13 +18,13 @@ use crate::tools::plugin::ModuleAnswer;
 use crate::tools::Tool;
 
 /// How long a client may take to answer a call, unless it registered another limit.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The longest limit a client may ask for.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The longest name a client may register: the model sees `editor__NAME`, and providers take
 /// 64 characters at most.
-pub const MAX_NAME: usize = 56;
+pub(crate) const MAX_NAME: usize = 56;
 
 /// A tool as a client registers it.
 #[derive(Debug, Clone)]

@@ -4,13 +4,13 @@
 //! turn (summary and detailed response); on the way it may stream pieces to the client through
 //! the turn's [`ClientPort`]. The conversation task, not the feature, ends the turn, so every
 //! turn ends exactly once; every built-in feature builds its end with
-//! [`TurnOutcome::of_prompt`]. Built-in features are rows of [`BUILTIN`]; client-hosted ones
+//! `TurnOutcome::of_prompt`. Built-in features are rows of [`BUILTIN`]; client-hosted ones
 //! are made by the session. A feature must never touch the store directly (history goes through
 //! the agent) nor build a wire message (the port's owner does).
 
 pub mod assistant;
-pub mod external;
-pub mod guard;
+pub(crate) mod external;
+pub(crate) mod guard;
 pub mod hosted_tools;
 mod plugin_asks;
 pub mod port;
@@ -26,41 +26,41 @@ use crate::config::FeatureConfig;
 use crate::error::{Error, Result};
 use crate::message::{Message, Usage};
 use crate::tools::toolbox::Toolbox;
-pub use port::{ClientPort, TurnEvent, TurnRef};
+pub(crate) use port::{ClientPort, TurnEvent, TurnRef};
 
 /// One turn handed to a feature.
-pub struct Turn {
-    pub id: TurnRef,
-    pub agent: Arc<AIAgent>,
-    pub message: Message,
-    pub cancel: CancellationToken,
+pub(crate) struct Turn {
+    pub(crate) id: TurnRef,
+    pub(crate) agent: Arc<AIAgent>,
+    pub(crate) message: Message,
+    pub(crate) cancel: CancellationToken,
     /// The conversation's system prompt, if any.
-    pub system_prompt: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// The client that drives the conversation.
-    pub port: Arc<dyn ClientPort>,
+    pub(crate) port: Arc<dyn ClientPort>,
     /// The schema this turn's reply must match, when its message gives one (else the
     /// agent's, if any).
-    pub response_schema: Option<Arc<crate::format::ResponseSchema>>,
+    pub(crate) response_schema: Option<Arc<crate::format::ResponseSchema>>,
 }
 
 impl Turn {
     /// Whether the client wants streamed pieces.
-    pub fn streaming(&self) -> bool {
+    pub(crate) fn streaming(&self) -> bool {
         self.port.streaming()
     }
 
     /// Tells the client something about this turn.
-    pub fn emit(&self, event: TurnEvent) {
+    pub(crate) fn emit(&self, event: TurnEvent) {
         self.port.turn_event(&self.id, event);
     }
 
     /// Streams a piece of the reply to the client.
-    pub fn chunk(&self, delta: &str) {
+    pub(crate) fn chunk(&self, delta: &str) {
         self.emit(TurnEvent::Chunk(delta.to_string()));
     }
 
     /// Streams a piece of the reply or of its reasoning to the client.
-    pub fn stream(&self, delta: Delta<'_>) {
+    pub(crate) fn stream(&self, delta: Delta<'_>) {
         match delta {
             Delta::Text(text) => self.chunk(text),
             Delta::Reasoning(text) => self.emit(TurnEvent::Reasoning(text.to_string())),
@@ -74,7 +74,7 @@ impl Turn {
     }
 
     /// The prompt of a plain turn: the conversation's system prompt, then `message`.
-    pub fn prompt_with(&self, message: Message) -> Vec<Message> {
+    pub(crate) fn prompt_with(&self, message: Message) -> Vec<Message> {
         self.system_prompt
             .iter()
             .map(|s| Message::system(s.clone()))
@@ -102,7 +102,7 @@ pub struct TurnOutcome {
 
 impl TurnOutcome {
     /// A turn that failed: the error is the chat bubble and the last detail.
-    pub fn failed(error: Error) -> TurnOutcome {
+    pub(crate) fn failed(error: Error) -> TurnOutcome {
         TurnOutcome {
             summary: error.message.clone(),
             detailed: vec![format!("error: {error}")],
@@ -121,7 +121,7 @@ impl TurnOutcome {
     }
 
     /// A failed turn whose details start with what the feature had noted before it failed.
-    pub fn failed_after(mut detailed: Vec<String>, error: Error) -> TurnOutcome {
+    pub(crate) fn failed_after(mut detailed: Vec<String>, error: Error) -> TurnOutcome {
         let mut failed = TurnOutcome::failed(error);
         detailed.append(&mut failed.detailed);
         TurnOutcome { detailed, ..failed }
@@ -132,7 +132,7 @@ impl TurnOutcome {
     /// makes of it (which may note more details), its details those noted, then the reply's
     /// usage and cost (framed as `lines` says); the outcome carries the reply's usage, cost and
     /// finish reason.
-    pub fn of_prompt(
+    pub(crate) fn of_prompt(
         result: Result<PromptOutcome>,
         mut detailed: Vec<String>,
         lines: ReplyLines,
@@ -171,16 +171,16 @@ impl TurnOutcome {
 }
 
 /// What a feature makes of its answered prompt, for [`TurnOutcome::of_prompt`].
-pub struct Answer {
+pub(crate) struct Answer {
     /// The chat bubble.
-    pub summary: String,
+    pub(crate) summary: String,
     /// The model that answered, as the outcome names it.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
 }
 
 /// What a turn's details say of its prompt besides usage and cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyLines {
+pub(crate) enum ReplyLines {
     /// One request: what the middleware did is noted with the rest.
     Request,
     /// The feature noted its rounds itself (tool calls, middleware, tool mode).
@@ -188,7 +188,7 @@ pub enum ReplyLines {
 }
 
 #[async_trait]
-pub trait Feature: Send + Sync {
+pub(crate) trait Feature: Send + Sync {
     /// Handles one user message and returns what ends the turn.
     async fn on_new_message(&self, turn: &Turn) -> TurnOutcome;
     /// The guard of its tool calls, when it takes tools (the session changes its mode).
@@ -198,16 +198,16 @@ pub trait Feature: Send + Sync {
 }
 
 /// What a built-in feature is made from, for one conversation.
-pub struct FeatureContext<'a> {
+pub(crate) struct FeatureContext<'a> {
     /// `[features.NAME]` of the config.
-    pub config: Option<&'a FeatureConfig>,
+    pub(crate) config: Option<&'a FeatureConfig>,
     /// The plugin modules and MCP servers of the config.
-    pub toolbox: &'a Arc<Toolbox>,
+    pub(crate) toolbox: &'a Arc<Toolbox>,
     /// The conversation's tool selection, when it names one.
-    pub tools: Option<&'a [String]>,
+    pub(crate) tools: Option<&'a [String]>,
     /// What every tool call passes (the permission policy, hooks, checkpoints) and the
     /// workspace; given to the features that take tools.
-    pub guard: Option<&'a Arc<guard::Guard>>,
+    pub(crate) guard: Option<&'a Arc<guard::Guard>>,
 }
 
 /// A built-in feature: a row of the feature table.
@@ -216,7 +216,7 @@ pub struct BuiltinFeature {
     pub description: &'static str,
     /// Whether a conversation may give it a tool selection.
     pub takes_tools: bool,
-    pub build: fn(&FeatureContext<'_>) -> Result<Arc<dyn Feature>>,
+    pub(crate) build: fn(&FeatureContext<'_>) -> Result<Arc<dyn Feature>>,
 }
 
 /// Every built-in feature.

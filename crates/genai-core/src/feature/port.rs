@@ -18,7 +18,7 @@ use crate::tools::{FileEdit, Tool};
 use crate::workspace::Editor;
 
 /// The tool source of the tools a client hosts (`RegisterTool`): `editor.NAME`.
-pub const EDITOR_SOURCE: &str = "editor";
+pub(crate) const EDITOR_SOURCE: &str = "editor";
 
 /// A call of a tool the client hosts.
 #[derive(Debug, Clone)]
@@ -164,7 +164,7 @@ impl PermissionAnswer {
         PermissionAnswer::RejectAlways,
     ];
 
-    pub fn allows(self) -> bool {
+    pub(crate) fn allows(self) -> bool {
         matches!(
             self,
             PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways

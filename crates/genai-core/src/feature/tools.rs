@@ -38,7 +38,7 @@ use crate::workspace::{self, Workspace};
 pub const NAME: &str = "tools";
 
 /// The feature table's row.
-pub const FEATURE: BuiltinFeature = BuiltinFeature {
+pub(crate) const FEATURE: BuiltinFeature = BuiltinFeature {
     name: NAME,
     description: "Chat with tools: the model may call the enabled plugin modules' functions.",
     takes_tools: true,
@@ -71,7 +71,7 @@ fn names_source(name: &str, source: &str) -> bool {
 }
 
 /// Whether a selection's entry names the workspace source or one of its tools.
-pub fn is_workspace(name: &str) -> bool {
+pub(crate) fn is_workspace(name: &str) -> bool {
     names_source(name, workspace::SOURCE)
 }
 
@@ -83,30 +83,30 @@ fn is_built_in(name: &str) -> bool {
 
 /// Rounds of tool calls in one turn before the model's reply is taken as final, unless
 /// `[features.tools] max_steps` says otherwise.
-pub const MAX_STEPS: usize = 8;
+pub(crate) const MAX_STEPS: usize = 8;
 
 /// How many times in a turn a stop hook may send the model back to work.
 const STOP_HOOK_ROUNDS: usize = 3;
 
 /// The `tools` feature of one conversation.
-pub struct Tools {
-    pub toolbox: Arc<Toolbox>,
+pub(crate) struct Tools {
+    pub(crate) toolbox: Arc<Toolbox>,
     /// The permission policy, hooks and checkpoints every call passes; the workspace.
-    pub guard: Arc<Guard>,
+    pub(crate) guard: Arc<Guard>,
     /// The sources or tools this conversation may use; `None`: the enabled sources.
-    pub selection: Option<Vec<String>>,
+    pub(crate) selection: Option<Vec<String>>,
     /// Rounds of tool calls per turn.
-    pub max_steps: usize,
+    pub(crate) max_steps: usize,
     /// Native tool calls, ReAct, or the choice by format and provider (`[features.tools] mode`).
-    pub mode: ToolMode,
+    pub(crate) mode: ToolMode,
     /// A tool asked for the user's next message (collect mode): the tool and its link.
-    pub collect: Mutex<Option<(String, String)>>,
+    pub(crate) collect: Mutex<Option<(String, String)>>,
     /// The guard's notes were given (they go with the first turn's details).
     noted: std::sync::atomic::AtomicBool,
 }
 
 impl Tools {
-    pub fn new(
+    pub(crate) fn new(
         toolbox: Arc<Toolbox>,
         guard: Arc<Guard>,
         selection: Option<Vec<String>>,

@@ -31,12 +31,12 @@ use super::{
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role, Usage};
 
-pub const FORMAT: &str = "bedrock-converse";
+pub(crate) const FORMAT: &str = "bedrock-converse";
 
 /// The parameters that go into `inferenceConfig`.
 const INFERENCE: &[&str] = &["maxTokens", "temperature", "topP", "stopSequences"];
 
-pub const PARAMETERS: &[ParameterSpec] = &[
+pub(crate) const PARAMETERS: &[ParameterSpec] = &[
     sampling::MAX_TOKENS.named("maxTokens").described(
         "inferenceConfig.maxTokens: the most tokens the reply may \
          have.",
@@ -70,10 +70,10 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 
 /// The `bedrock-converse` format.
 #[derive(Debug, Clone, Copy)]
-pub struct BedrockConverse;
+pub(crate) struct BedrockConverse;
 
 /// What the `bedrock-converse` format is.
-pub const SPEC: FormatSpec = FormatSpec {
+pub(crate) const SPEC: FormatSpec = FormatSpec {
     name: FORMAT,
     description: "Amazon Bedrock Converse API (one shape for every Bedrock chat model)",
     parameters: PARAMETERS,

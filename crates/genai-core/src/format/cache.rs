@@ -14,24 +14,24 @@ use serde_json::{json, Map, Value};
 use super::{ParameterSpec, Parameters};
 
 /// The parameter that turns prompt caching off (`false`); on when unset.
-pub const CACHE: &str = "cache";
+pub(crate) const CACHE: &str = "cache";
 /// The parameter naming how long a cached prefix lives: `5m` or `1h` (sent as `ttl`).
-pub const CACHE_TTL: &str = "cache_ttl";
+pub(crate) const CACHE_TTL: &str = "cache_ttl";
 
-pub const CACHE_SPEC: ParameterSpec = ParameterSpec::boolean(
+pub(crate) const CACHE_SPEC: ParameterSpec = ParameterSpec::boolean(
     CACHE,
     "Prompt caching: breakpoints on the tools, the system prompt and the \
                   conversation so far when they are long enough (default true); false sends none.",
 );
 
-pub const CACHE_TTL_SPEC: ParameterSpec = ParameterSpec::one_of(
+pub(crate) const CACHE_TTL_SPEC: ParameterSpec = ParameterSpec::one_of(
     CACHE_TTL,
     &["5m", "1h"],
     "How long a cached prompt prefix lives: 5m (the default) or 1h (dearer writes).",
 );
 
 /// Whether `name` is a caching setting (the formats keep these out of the body).
-pub fn is_setting(name: &str) -> bool {
+pub(crate) fn is_setting(name: &str) -> bool {
     name == CACHE || name == CACHE_TTL
 }
 
@@ -47,7 +47,7 @@ pub fn estimated_tokens(json_bytes: usize) -> u64 {
 /// The fewest tokens a cached prefix may have on this model (Anthropic's documented minimums:
 /// 4096 for Claude Opus 4.5 and Haiku 4.5, 2048 for the older Haiku models, 1024 for the
 /// rest; Amazon Nova also 1024).
-pub fn min_tokens(model: &str) -> u64 {
+pub(crate) fn min_tokens(model: &str) -> u64 {
     let m = model.to_ascii_lowercase();
     if m.contains("opus-4-5") || m.contains("haiku-4-5") || m.contains("opus-4-6") {
         4096
@@ -60,14 +60,14 @@ pub fn min_tokens(model: &str) -> u64 {
 
 /// Caching as one request asks it: on, with a TTL when one is set, for this model's minimum.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Caching {
+pub(crate) struct Caching {
     ttl: Option<String>,
     min_tokens: u64,
 }
 
 impl Caching {
     /// The request's caching, `None` when `cache = false`.
-    pub fn of(model: &str, parameters: &Parameters) -> Option<Caching> {
+    pub(crate) fn of(model: &str, parameters: &Parameters) -> Option<Caching> {
         if parameters.get(CACHE) == Some(&Value::Bool(false)) {
             return None;
         }
@@ -81,13 +81,13 @@ impl Caching {
     }
 
     /// Whether a prefix of `json_bytes` is long enough to cache.
-    pub fn worth(&self, json_bytes: usize) -> bool {
+    pub(crate) fn worth(&self, json_bytes: usize) -> bool {
         estimated_tokens(json_bytes) >= self.min_tokens
     }
 
     /// The marker with its `ttl` when set: Anthropic's `cache_control` (`type: ephemeral`),
     /// Converse's `cachePoint` (`type: default`).
-    pub fn marker(&self, kind: &str) -> Value {
+    pub(crate) fn marker(&self, kind: &str) -> Value {
         let mut m = json!({ "type": kind });
         if let Some(ttl) = &self.ttl {
             m["ttl"] = Value::from(ttl.as_str());
@@ -97,13 +97,13 @@ impl Caching {
 }
 
 /// The length of the JSON text of `values` together.
-pub fn json_len<'a>(values: impl IntoIterator<Item = &'a Value>) -> usize {
+pub(crate) fn json_len<'a>(values: impl IntoIterator<Item = &'a Value>) -> usize {
     values.into_iter().map(|v| v.to_string().len()).sum()
 }
 
 /// The index of the conversation's prefix: the last message before the new turn (the last
 /// message), when there is one.
-pub fn prefix_end(messages: &[Value]) -> Option<usize> {
+pub(crate) fn prefix_end(messages: &[Value]) -> Option<usize> {
     messages.len().checked_sub(2)
 }
 
@@ -111,7 +111,7 @@ pub fn prefix_end(messages: &[Value]) -> Option<usize> {
 /// system prompt (then a list of one text block), and on the last block of the conversation's
 /// prefix (not a thinking block, which cannot carry one), each when the prompt up to it is
 /// long enough. The API caches in that order: tools, system, messages.
-pub fn mark_claude(body: &mut Map<String, Value>, model: &str, parameters: &Parameters) {
+pub(crate) fn mark_claude(body: &mut Map<String, Value>, model: &str, parameters: &Parameters) {
     let Some(caching) = Caching::of(model, parameters) else {
         return;
     };
@@ -168,7 +168,7 @@ fn takes_cache_points(model: &str) -> bool {
 /// Adds Converse `cachePoint` blocks after the tools, after the system prompt, and at
 /// the end of the conversation's prefix (the last message before the new turn), each when the
 /// prompt up to it is long enough, for the models that take them.
-pub fn mark_converse(body: &mut Map<String, Value>, model: &str, parameters: &Parameters) {
+pub(crate) fn mark_converse(body: &mut Map<String, Value>, model: &str, parameters: &Parameters) {
     let Some(caching) = Caching::of(model, parameters).filter(|_| takes_cache_points(model)) else {
         return;
     };

@@ -25,20 +25,20 @@ use super::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
 
-pub const FORMAT: &str = "claude-messages";
+pub(crate) const FORMAT: &str = "claude-messages";
 
 /// `max_tokens` is required by the API; this is sent when the parameter is unset.
-pub const DEFAULT_MAX_TOKENS: u64 = 4096;
+pub(crate) const DEFAULT_MAX_TOKENS: u64 = 4096;
 
 /// The parameter naming the API version. It travels in the body built by [`request_body`]; a
 /// provider that sends it as a header (the `anthropic` provider) removes it from the body.
-pub const VERSION_PARAMETER: &str = "anthropic_version";
+pub(crate) const VERSION_PARAMETER: &str = "anthropic_version";
 
 /// The parameter naming beta features, a list. Same handling as [`VERSION_PARAMETER`]: the
 /// `anthropic` provider sends it as the `anthropic-beta` header, Bedrock keeps it in the body.
-pub const BETA_PARAMETER: &str = "anthropic_beta";
+pub(crate) const BETA_PARAMETER: &str = "anthropic_beta";
 
-pub const PARAMETERS: &[ParameterSpec] = &[
+pub(crate) const PARAMETERS: &[ParameterSpec] = &[
     sampling::MAX_TOKENS.described(
         "The most tokens the reply may have (required by the API; \
          4096 when unset).",
@@ -78,10 +78,10 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 
 /// The `claude-messages` format.
 #[derive(Debug, Clone, Copy)]
-pub struct ClaudeMessages;
+pub(crate) struct ClaudeMessages;
 
 /// What the `claude-messages` format is.
-pub const SPEC: FormatSpec = FormatSpec {
+pub(crate) const SPEC: FormatSpec = FormatSpec {
     name: FORMAT,
     description: "Anthropic Messages API (Claude on Anthropic and on Amazon Bedrock)",
     parameters: PARAMETERS,
@@ -129,7 +129,7 @@ impl Format for ClaudeMessages {
 }
 
 /// The fewest thinking tokens the API accepts.
-pub const MIN_THINKING_BUDGET: u64 = 1024;
+pub(crate) const MIN_THINKING_BUDGET: u64 = 1024;
 
 /// `thinking` as the API takes it: a budget (a number, or numeric text) becomes
 /// `{"type":"enabled","budget_tokens":N}`, `false` (or "off", "disabled") `{"type":"disabled"}`;
@@ -190,7 +190,7 @@ fn thinking_budget(parameters: &Map<String, Value>) -> Option<u64> {
 /// [`DEFAULT_MAX_TOKENS`]), top-level `system`, `messages` (consecutive same-role messages
 /// merged), every parameter set (`stop_sequences` always a list; `anthropic_version` and
 /// `anthropic_beta` included when set), and `stream: true` when streaming.
-pub fn request_body(
+pub(crate) fn request_body(
     model: &str,
     parameters: &Map<String, Value>,
     messages: &[Message],
@@ -352,7 +352,7 @@ fn parse_data_url(url: &str) -> Option<(&str, &str)> {
 }
 
 /// The reply of a complete (non-streamed) Messages API response body.
-pub fn extract_result(body: &[u8]) -> Result<ModelReply> {
+pub(crate) fn extract_result(body: &[u8]) -> Result<ModelReply> {
     let v = body_json(body)?;
     if v.get("type").and_then(Value::as_str) == Some("error") || v.get("error").is_some() {
         return Err(Error::provider(format!(
@@ -418,7 +418,7 @@ fn stop_sequence(v: &Value) -> Option<String> {
 }
 
 /// `{"type":"overloaded_error","message":"Overloaded"}` → `overloaded_error: Overloaded`.
-pub fn error_text(err: &Value) -> String {
+pub(crate) fn error_text(err: &Value) -> String {
     let message = err.get("message").and_then(Value::as_str);
     match (err.get("type").and_then(Value::as_str), message) {
         (Some(t), Some(m)) => format!("{t}: {m}"),

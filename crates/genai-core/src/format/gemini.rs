@@ -28,7 +28,7 @@ use super::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
 
-pub const FORMAT: &str = "gemini";
+pub(crate) const FORMAT: &str = "gemini";
 
 /// Parameter name → its `generationConfig` field.
 const GENERATION_CONFIG: &[(&str, &str)] = &[
@@ -46,7 +46,7 @@ const GENERATION_CONFIG: &[(&str, &str)] = &[
 ];
 
 /// `generationConfig` fields from https://ai.google.dev/api/generate-content#generationconfig.
-pub const PARAMETERS: &[ParameterSpec] = &[
+pub(crate) const PARAMETERS: &[ParameterSpec] = &[
     sampling::TEMPERATURE.described("Sampling temperature (generationConfig.temperature)."),
     sampling::TOP_P.described(
         "Nucleus sampling: the probability mass to sample from \
@@ -124,7 +124,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 
 /// The `gemini` format.
 #[derive(Debug, Clone, Copy)]
-pub struct Gemini;
+pub(crate) struct Gemini;
 
 /// The `generationConfig` object of these parameters: the `generation_config` parameter, then
 /// every sampling parameter over it.
@@ -150,7 +150,7 @@ fn generation_config(parameters: &Map<String, Value>) -> Map<String, Value> {
 }
 
 /// What the `gemini` format is.
-pub const SPEC: FormatSpec = FormatSpec {
+pub(crate) const SPEC: FormatSpec = FormatSpec {
     name: FORMAT,
     description: "Google Gemini API generateContent / streamGenerateContent",
     parameters: PARAMETERS,

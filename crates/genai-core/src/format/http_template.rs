@@ -20,7 +20,7 @@ use super::parameters::{self, validate_parameter};
 use super::template::{
     cut, parse_placeholder, parse_rendered, pieces, placeholder_names, render, template_error,
 };
-pub use super::template::{BUILT_IN, CREDENTIAL_MARK};
+pub(crate) use super::template::{BUILT_IN, CREDENTIAL_MARK};
 use super::Parameters;
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
@@ -29,9 +29,9 @@ use super::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role, Usage};
 
-pub const FORMAT: &str = "http-template";
+pub(crate) const FORMAT: &str = "http-template";
 
-pub const PARAMETERS: &[ParameterSpec] = &[
+pub(crate) const PARAMETERS: &[ParameterSpec] = &[
     ParameterSpec::string("request_body", "The JSON request body as a template (text, or a TOML/JSON table). \
             ${parameters.NAME} takes a parameter (JSON-escaped inside a JSON string, raw JSON \
             elsewhere), ${parameters.NAME:-default} gives a default; built in: \
@@ -53,7 +53,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 /// The `http-template` format. Template parameters (any other name) are kept beside the four
 /// above.
 #[derive(Debug, Clone, Copy)]
-pub struct HttpTemplate;
+pub(crate) struct HttpTemplate;
 
 /// The text parameter `name`, if set.
 fn text<'p>(parameters: &'p Map<String, Value>, name: &str) -> Option<&'p str> {
@@ -150,7 +150,7 @@ fn error_in(v: &Value) -> Option<String> {
 }
 
 /// What the `http-template` format is.
-pub const SPEC: FormatSpec = FormatSpec {
+pub(crate) const SPEC: FormatSpec = FormatSpec {
     name: FORMAT,
     description: "A JSON request body template with placeholders and JSONPath filters for the reply (OpenSearch-style connector)",
     parameters: PARAMETERS,

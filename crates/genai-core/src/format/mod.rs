@@ -8,19 +8,19 @@
 //! [`ReplyBuilder`]; a format's decoder keeps only what reads its own events. This module must
 //! never do I/O nor import the providers: moving bytes is their job, and they import this.
 
-pub mod bedrock_converse;
+pub(crate) mod bedrock_converse;
 pub mod cache;
-pub mod claude_messages;
-pub mod gemini;
-pub mod http_template;
-pub mod ollama_chat;
+pub(crate) mod claude_messages;
+pub(crate) mod gemini;
+pub(crate) mod http_template;
+pub(crate) mod ollama_chat;
 pub mod openai_chat;
 mod openai_chat_answer;
 pub mod openai_chat_reply;
 pub mod parameters;
-pub mod reply;
+pub(crate) mod reply;
 pub mod sampling;
-pub mod schema;
+pub(crate) mod schema;
 pub mod template;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -66,10 +66,10 @@ impl StreamEvent {
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
     /// The format kind, so a provider serving several formats picks the endpoint.
-    pub format: &'static str,
-    pub model: String,
-    pub body: Value,
-    pub stream: bool,
+    pub(crate) format: &'static str,
+    pub(crate) model: String,
+    pub(crate) body: Value,
+    pub(crate) stream: bool,
 }
 
 impl ModelRequest {
@@ -90,7 +90,7 @@ pub struct ModelReply {
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
     /// The model that answered, as the provider reports it.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The request's stop sequence the reply ended at, where the provider says which
     /// (Anthropic's `stop_sequence`).
     pub stop_sequence: Option<String>,
@@ -121,10 +121,10 @@ impl ModelReply {
 /// The finish reason of a reply that genai's local engine stopped because it kept repeating
 /// itself (`provider/local/repetition.rs`). The agent reports it as `length`, the reason
 /// clients know for a reply cut short, with a note saying why ([`ModelReply::cut_short`]).
-pub const REPEATED: &str = "repetition";
+pub(crate) const REPEATED: &str = "repetition";
 
 /// How the note on a reply cut short starts, in a turn's details.
-pub const CUT: &str = "the reply was cut: ";
+pub(crate) const CUT: &str = "the reply was cut: ";
 
 /// Whether a finish reason says the reply was cut at its token limit, in each API's words.
 pub fn at_token_limit(finish_reason: &str) -> bool {
@@ -137,7 +137,7 @@ pub fn at_token_limit(finish_reason: &str) -> bool {
 impl ModelReply {
     /// Why this reply was cut short, as a note for the user (`None`: it ended on its own);
     /// the local engine's [`REPEATED`] becomes `length`.
-    pub fn cut_short(&mut self) -> Option<String> {
+    pub(crate) fn cut_short(&mut self) -> Option<String> {
         let why = match self.finish_reason.as_deref()? {
             REPEATED => {
                 self.finish_reason = Some("length".to_string());
@@ -172,26 +172,26 @@ pub struct ToolSpec {
 }
 
 /// Parameter values by name.
-pub type Parameters = Map<String, Value>;
+pub(crate) type Parameters = Map<String, Value>;
 
 /// One request to prepare: the model id, the parameter values, the messages (system message
 /// first, if any) and the options.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
-    pub model: &'a str,
-    pub parameters: &'a Parameters,
-    pub messages: &'a [Message],
-    pub options: RequestOptions<'a>,
+    pub(crate) model: &'a str,
+    pub(crate) parameters: &'a Parameters,
+    pub(crate) messages: &'a [Message],
+    pub(crate) options: RequestOptions<'a>,
 }
 
 impl<'a> Request<'a> {
     /// The model id, parameters, messages and options.
-    pub fn parts(&self) -> (&'a str, &'a Parameters, &'a [Message], RequestOptions<'a>) {
+    pub(crate) fn parts(&self) -> (&'a str, &'a Parameters, &'a [Message], RequestOptions<'a>) {
         (self.model, self.parameters, self.messages, self.options)
     }
 
     /// The prepared request with this body.
-    pub fn prepared(&self, format: &'static str, body: Map<String, Value>) -> ModelRequest {
+    pub(crate) fn prepared(&self, format: &'static str, body: Map<String, Value>) -> ModelRequest {
         ModelRequest::new(format, self.model, Value::Object(body), self.options.stream)
     }
 }
@@ -201,10 +201,10 @@ impl<'a> Request<'a> {
 /// the JSON Schema the reply must match (structured output).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestOptions<'a> {
-    pub stream: bool,
-    pub tools: &'a [ToolSpec],
-    pub stop: &'a [&'a str],
-    pub schema: Option<&'a ResponseSchema>,
+    pub(crate) stream: bool,
+    pub(crate) tools: &'a [ToolSpec],
+    pub(crate) stop: &'a [&'a str],
+    pub(crate) schema: Option<&'a ResponseSchema>,
 }
 
 impl RequestOptions<'_> {
@@ -222,24 +222,24 @@ impl RequestOptions<'_> {
 #[derive(Debug, Clone, Copy)]
 pub struct FormatSpec {
     /// The format kind name, such as `openai-chat`.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// One line for `genai params` and `ListComponents`.
-    pub description: &'static str,
+    pub(crate) description: &'static str,
     pub parameters: &'static [ParameterSpec],
-    pub images: ImageSupport,
+    pub(crate) images: ImageSupport,
     /// Whether the format sends tools and reads tool calls natively (else the caller uses a
     /// text protocol, and `prepare` refuses tools).
-    pub native_tools: bool,
+    pub(crate) native_tools: bool,
     /// The parameters that take more than one JSON type, which `parameters` cannot say: each
     /// is checked by its own function instead.
-    pub special: &'static [SpecialParameter],
+    pub(crate) special: &'static [SpecialParameter],
 }
 
 /// A parameter checked by its format's own function, which turns a value into the one stored.
 #[derive(Debug, Clone, Copy)]
-pub struct SpecialParameter {
-    pub name: &'static str,
-    pub check: fn(Value) -> Result<Value>,
+pub(crate) struct SpecialParameter {
+    pub(crate) name: &'static str,
+    pub(crate) check: fn(Value) -> Result<Value>,
 }
 
 /// One wire format. Implementations are unit structs: everything a request needs comes in as
@@ -285,7 +285,7 @@ pub trait Format: Send + Sync {
 }
 
 /// The refusal of tools by a format without native tool calls.
-pub fn no_native_tools(format: &str) -> Error {
+pub(crate) fn no_native_tools(format: &str) -> Error {
     Error::invalid_params(format!(
         "the {format} format has no native tool calls in genai yet"
     ))
@@ -296,7 +296,7 @@ pub fn no_native_tools(format: &str) -> Error {
 pub struct ModelConfiguration {
     pub format: &'static dyn Format,
     pub model: String,
-    pub parameters: Map<String, Value>,
+    pub(crate) parameters: Map<String, Value>,
 }
 
 impl std::fmt::Debug for ModelConfiguration {
@@ -311,7 +311,7 @@ impl std::fmt::Debug for ModelConfiguration {
 
 impl ModelConfiguration {
     /// A configuration with no parameter set.
-    pub fn new(format: &'static dyn Format, model: impl Into<String>) -> ModelConfiguration {
+    pub(crate) fn new(format: &'static dyn Format, model: impl Into<String>) -> ModelConfiguration {
         ModelConfiguration {
             format,
             model: model.into(),
@@ -320,17 +320,17 @@ impl ModelConfiguration {
     }
 
     /// Sets a parameter, checked by the format (`null` removes it).
-    pub fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
+    pub(crate) fn set_parameter(&mut self, name: &str, value: Value) -> Result<()> {
         self.format.set_parameter(&mut self.parameters, name, value)
     }
 
     /// Which image parts this configuration carries.
-    pub fn images(&self) -> ImageSupport {
+    pub(crate) fn images(&self) -> ImageSupport {
         self.format.images(&self.parameters)
     }
 
     /// The request for these messages.
-    pub fn prepare(
+    pub(crate) fn prepare(
         &self,
         messages: &[Message],
         options: &RequestOptions<'_>,
@@ -344,12 +344,12 @@ impl ModelConfiguration {
     }
 
     /// The reply of a complete response body.
-    pub fn extract(&self, body: &[u8]) -> Result<ModelReply> {
+    pub(crate) fn extract(&self, body: &[u8]) -> Result<ModelReply> {
         self.format.extract(&self.parameters, body)
     }
 
     /// A decoder for one streamed response.
-    pub fn decoder(&self) -> StreamDecoder {
+    pub(crate) fn decoder(&self) -> StreamDecoder {
         self.format.decoder(&self.parameters)
     }
 
@@ -361,7 +361,7 @@ impl ModelConfiguration {
 
     /// `prepare`, not streamed, offering these tools (what the tool tests need).
     #[cfg(test)]
-    pub fn prepare_with_tools(
+    pub(crate) fn prepare_with_tools(
         &self,
         messages: &[Message],
         tools: &[ToolSpec],
@@ -380,21 +380,21 @@ impl ModelConfiguration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ImageSupport {
     /// Inline bytes (`mediaType` + base64 `data`).
-    pub inline: bool,
+    pub(crate) inline: bool,
     /// A URL the provider fetches itself.
-    pub url: bool,
+    pub(crate) url: bool,
 }
 
 impl ImageSupport {
-    pub const NONE: ImageSupport = ImageSupport {
+    pub(crate) const NONE: ImageSupport = ImageSupport {
         inline: false,
         url: false,
     };
-    pub const INLINE: ImageSupport = ImageSupport {
+    pub(crate) const INLINE: ImageSupport = ImageSupport {
         inline: true,
         url: false,
     };
-    pub const ALL: ImageSupport = ImageSupport {
+    pub(crate) const ALL: ImageSupport = ImageSupport {
         inline: true,
         url: true,
     };
@@ -402,7 +402,7 @@ impl ImageSupport {
 
 /// Refuses, before any request is sent, image parts that `format` cannot carry or whose inline
 /// bytes exceed the provider's `max_bytes` per image.
-pub fn check_images(
+pub(crate) fn check_images(
     messages: &[Message],
     format: &str,
     support: ImageSupport,

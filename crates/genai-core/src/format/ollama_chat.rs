@@ -29,14 +29,14 @@ use super::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Usage};
 
-pub const FORMAT: &str = "ollama-chat";
+pub(crate) const FORMAT: &str = "ollama-chat";
 
 /// Parameters sent at the top level of the request; every other one goes into `options`.
 const TOP_LEVEL: &[&str] = &["format", "keep_alive", "think", "options", TOOL_CHOICE.name];
 
 /// Options from Ollama's Modelfile reference ("valid parameters and values") and the API's
 /// "Generate request (With options)" example.
-pub const PARAMETERS: &[ParameterSpec] = &[
+pub(crate) const PARAMETERS: &[ParameterSpec] = &[
     sampling::TEMPERATURE.described(
         "Sampling temperature; higher is more creative \
          (options.temperature, default 0.8).",
@@ -165,7 +165,7 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 
 /// The `ollama-chat` format.
 #[derive(Debug, Clone, Copy)]
-pub struct OllamaChat;
+pub(crate) struct OllamaChat;
 
 /// The `options` object: the `options` parameter, then every sampling parameter over it.
 fn options_of(parameters: &Map<String, Value>) -> Map<String, Value> {
@@ -185,7 +185,7 @@ fn options_of(parameters: &Map<String, Value>) -> Map<String, Value> {
 }
 
 /// What the `ollama-chat` format is.
-pub const SPEC: FormatSpec = FormatSpec {
+pub(crate) const SPEC: FormatSpec = FormatSpec {
     name: FORMAT,
     description: "Ollama's native chat API (/api/chat, NDJSON streaming)",
     parameters: PARAMETERS,

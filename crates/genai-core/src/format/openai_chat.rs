@@ -20,7 +20,7 @@ use crate::message::{Message, Part, Usage};
 
 pub const FORMAT: &str = "openai-chat";
 
-pub const PARAMETERS: &[ParameterSpec] = &[
+pub(crate) const PARAMETERS: &[ParameterSpec] = &[
     sampling::TEMPERATURE,
     sampling::TOP_P,
     sampling::MAX_TOKENS,
@@ -85,10 +85,10 @@ pub const PARAMETERS: &[ParameterSpec] = &[
 
 /// The `openai-chat` format.
 #[derive(Debug, Clone, Copy)]
-pub struct OpenAiChat;
+pub(crate) struct OpenAiChat;
 
 /// What the `openai-chat` format is.
-pub const SPEC: FormatSpec = FormatSpec {
+pub(crate) const SPEC: FormatSpec = FormatSpec {
     name: FORMAT,
     description: "OpenAI Chat Completions API",
     parameters: PARAMETERS,
@@ -197,7 +197,7 @@ pub(super) fn read_tree(body: &[u8]) -> Result<ModelReply> {
 }
 
 /// The text of an OpenAI error object: its message, with its code when there is one.
-pub fn error_text(err: &Value) -> String {
+pub(crate) fn error_text(err: &Value) -> String {
     let message = err
         .get("message")
         .and_then(Value::as_str)

@@ -14,10 +14,10 @@ use crate::message::Usage;
 /// What every answer to one request says the same: its id, time and model.
 #[derive(Debug, Clone)]
 pub struct Envelope {
-    pub id: String,
+    pub(crate) id: String,
     /// Seconds since the Unix epoch.
-    pub created: u64,
-    pub model: String,
+    pub(crate) created: u64,
+    pub(crate) model: String,
 }
 
 /// Seconds since the Unix epoch: the `created` of an answer in OpenAI's APIs.
@@ -214,13 +214,13 @@ struct ChunkChoice<'a> {
 #[derive(Debug, Default, Serialize)]
 pub struct Delta<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub role: Option<&'a str>,
+    pub(crate) role: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub content: Option<&'a str>,
+    pub(crate) content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reasoning_content: Option<&'a str>,
+    pub(crate) reasoning_content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_calls: Option<&'a [Value]>,
+    pub(crate) tool_calls: Option<&'a [Value]>,
 }
 
 impl<'a> Delta<'a> {

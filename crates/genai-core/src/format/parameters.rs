@@ -40,8 +40,8 @@ pub enum ParameterType {
 pub struct ParameterSpec {
     pub name: &'static str,
     #[serde(flatten)]
-    pub kind: ParameterType,
-    pub description: &'static str,
+    pub(crate) kind: ParameterType,
+    pub(crate) description: &'static str,
 }
 
 impl ParameterSpec {
@@ -59,7 +59,7 @@ impl ParameterSpec {
     }
 
     /// An integer from `min` to `max`.
-    pub const fn integer(
+    pub(crate) const fn integer(
         name: &'static str,
         min: i64,
         max: i64,
@@ -69,27 +69,27 @@ impl ParameterSpec {
     }
 
     /// A string or a list of strings, always stored as a list.
-    pub const fn string_list(name: &'static str, description: &'static str) -> Self {
+    pub(crate) const fn string_list(name: &'static str, description: &'static str) -> Self {
         Self::new(name, ParameterType::StringList, description)
     }
 
     /// A string.
-    pub const fn string(name: &'static str, description: &'static str) -> Self {
+    pub(crate) const fn string(name: &'static str, description: &'static str) -> Self {
         Self::new(name, ParameterType::String, description)
     }
 
     /// `true` or `false`.
-    pub const fn boolean(name: &'static str, description: &'static str) -> Self {
+    pub(crate) const fn boolean(name: &'static str, description: &'static str) -> Self {
         Self::new(name, ParameterType::Boolean, description)
     }
 
     /// A JSON object.
-    pub const fn object(name: &'static str, description: &'static str) -> Self {
+    pub(crate) const fn object(name: &'static str, description: &'static str) -> Self {
         Self::new(name, ParameterType::Object, description)
     }
 
     /// One of `values`.
-    pub const fn one_of(
+    pub(crate) const fn one_of(
         name: &'static str,
         values: &'static [&'static str],
         description: &'static str,
@@ -98,12 +98,12 @@ impl ParameterSpec {
     }
 
     /// This parameter under another name (the same meaning on another wire).
-    pub const fn named(self, name: &'static str) -> Self {
+    pub(crate) const fn named(self, name: &'static str) -> Self {
         ParameterSpec { name, ..self }
     }
 
     /// This parameter with another description (one that says where a format sends it).
-    pub const fn described(self, description: &'static str) -> Self {
+    pub(crate) const fn described(self, description: &'static str) -> Self {
         ParameterSpec {
             description,
             ..self
@@ -111,7 +111,7 @@ impl ParameterSpec {
     }
 
     /// This number parameter with another range.
-    pub const fn numbers_between(self, min: f64, max: f64) -> Self {
+    pub(crate) const fn numbers_between(self, min: f64, max: f64) -> Self {
         assert!(
             matches!(self.kind, ParameterType::Number { .. }),
             "not a number"
@@ -121,7 +121,7 @@ impl ParameterSpec {
     }
 
     /// This integer parameter with another range.
-    pub const fn integers_between(self, min: i64, max: i64) -> Self {
+    pub(crate) const fn integers_between(self, min: i64, max: i64) -> Self {
         assert!(
             matches!(self.kind, ParameterType::Integer { .. }),
             "not an integer"
@@ -229,7 +229,7 @@ pub fn validate_parameter(
 
 /// Checks `value` for `name` against `specs` and stores it in `parameters` under its canonical
 /// name (`null` removes it): what a format does unless it takes types the table cannot say.
-pub fn set_checked(
+pub(crate) fn set_checked(
     format: &str,
     specs: &'static [ParameterSpec],
     parameters: &mut Map<String, Value>,
@@ -242,7 +242,7 @@ pub fn set_checked(
 }
 
 /// Stores a checked value (`null` removes the parameter).
-pub fn store(parameters: &mut Map<String, Value>, name: &str, value: Value) {
+pub(crate) fn store(parameters: &mut Map<String, Value>, name: &str, value: Value) {
     if value.is_null() {
         parameters.remove(name);
     } else {
@@ -269,7 +269,7 @@ pub fn stop_parameter(specs: &[ParameterSpec]) -> Option<&'static str> {
 /// `parameters` with `extra` stop sequences added to the format's stop parameter (the ones set
 /// kept, up to [`MAX_STOPS`] in all); unchanged when there are none to add or the format has no
 /// stop parameter.
-pub fn with_stops<'p>(
+pub(crate) fn with_stops<'p>(
     specs: &[ParameterSpec],
     parameters: &'p Map<String, Value>,
     extra: &[&str],
@@ -299,7 +299,7 @@ pub fn with_stops<'p>(
 
 /// Whether `name` is a setting genai acts on itself (`tool_choice`, prompt caching) rather
 /// than a field the Claude and Converse formats copy into the body.
-pub fn is_genai_setting(name: &str) -> bool {
+pub(crate) fn is_genai_setting(name: &str) -> bool {
     name == super::schema::TOOL_CHOICE.name || super::cache::is_setting(name)
 }
 

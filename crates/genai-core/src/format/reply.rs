@@ -17,20 +17,20 @@ use crate::message::{Part, Usage};
 
 /// The error of a stream that stopped before its terminal event; `detail` names what was
 /// missing (may be empty).
-pub fn ended_early(detail: &str) -> Error {
+pub(crate) fn ended_early(detail: &str) -> Error {
     Error::provider(format!(
         "the provider's stream ended before the reply was complete{detail}"
     ))
 }
 
 /// The JSON of a complete answer.
-pub fn body_json(body: &[u8]) -> Result<Value> {
+pub(crate) fn body_json(body: &[u8]) -> Result<Value> {
     serde_json::from_slice(body)
         .map_err(|e| Error::provider(format!("the provider answered with invalid JSON: {e}")))
 }
 
 /// The JSON an event carries, `None` when its data is blank.
-pub fn event_json(event: &StreamEvent) -> Result<Option<Value>> {
+pub(crate) fn event_json(event: &StreamEvent) -> Result<Option<Value>> {
     let data = event.data.trim();
     if data.is_empty() {
         return Ok(None);
@@ -39,7 +39,7 @@ pub fn event_json(event: &StreamEvent) -> Result<Option<Value>> {
 }
 
 /// The error of a stream event whose data is not the JSON expected.
-pub fn invalid_json(e: serde_json::Error) -> Error {
+pub(crate) fn invalid_json(e: serde_json::Error) -> Error {
     Error::provider(format!("the provider's stream carried invalid JSON: {e}"))
 }
 
@@ -100,11 +100,11 @@ pub struct ReplyBuilder {
     /// Pieces of a reasoning block's signature, as they arrive (before the block ends).
     signature_deltas: Vec<String>,
     call_deltas: Vec<ToolCallDelta>,
-    pub usage: Option<Usage>,
-    pub finish_reason: Option<String>,
-    pub model: Option<String>,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) finish_reason: Option<String>,
+    pub(crate) model: Option<String>,
     /// The stop sequence the reply ended at (formats that say which).
-    pub stop_sequence: Option<String>,
+    pub(crate) stop_sequence: Option<String>,
     /// The stream's terminal event arrived.
     complete: bool,
     /// Arguments that are not JSON are an error (else they are kept as a string).
@@ -112,12 +112,12 @@ pub struct ReplyBuilder {
 }
 
 impl ReplyBuilder {
-    pub fn new() -> ReplyBuilder {
+    pub(crate) fn new() -> ReplyBuilder {
         ReplyBuilder::default()
     }
 
     /// A builder for which tool-call arguments that are not JSON make the reply an error.
-    pub fn with_strict_arguments() -> ReplyBuilder {
+    pub(crate) fn with_strict_arguments() -> ReplyBuilder {
         ReplyBuilder {
             strict_arguments: true,
             ..ReplyBuilder::default()
@@ -125,7 +125,7 @@ impl ReplyBuilder {
     }
 
     /// Appends a piece of the reply's text.
-    pub fn text(&mut self, piece: &str) {
+    pub(crate) fn text(&mut self, piece: &str) {
         if !piece.is_empty() {
             self.text.push_str(piece);
             self.text_deltas.push(piece.to_string());
@@ -133,7 +133,7 @@ impl ReplyBuilder {
     }
 
     /// Appends a piece of the reasoning that comes before the reply's text.
-    pub fn reasoning(&mut self, piece: &str) {
+    pub(crate) fn reasoning(&mut self, piece: &str) {
         if !piece.is_empty() {
             self.leading().text.push_str(piece);
             self.reasoning_deltas.push(piece.to_string());
@@ -150,7 +150,7 @@ impl ReplyBuilder {
     }
 
     /// Redacted reasoning outside blocks: no text to show, `data` to send back.
-    pub fn redacted_leading(&mut self, data: &str) {
+    pub(crate) fn redacted_leading(&mut self, data: &str) {
         self.reasoning.push(Reasoning {
             signature: Some(data.to_string()),
             redacted: true,
@@ -160,14 +160,14 @@ impl ReplyBuilder {
 
     /// Sets the signature of the reasoning that comes before the reply's text (signatures
     /// outside blocks come whole).
-    pub fn reasoning_signature(&mut self, signature: &str) {
+    pub(crate) fn reasoning_signature(&mut self, signature: &str) {
         if !signature.is_empty() {
             self.leading().signature = Some(signature.to_string());
         }
     }
 
     /// Starts reasoning block `key` with `text` and its signature so far.
-    pub fn start_reasoning(&mut self, key: usize, text: &str, signature: Option<&str>) {
+    pub(crate) fn start_reasoning(&mut self, key: usize, text: &str, signature: Option<&str>) {
         if !text.is_empty() {
             self.reasoning_deltas.push(text.to_string());
         }
@@ -180,7 +180,7 @@ impl ReplyBuilder {
     }
 
     /// A block of redacted (encrypted) reasoning: no text to show, `data` to send back.
-    pub fn redacted_reasoning(&mut self, key: usize, data: &str) {
+    pub(crate) fn redacted_reasoning(&mut self, key: usize, data: &str) {
         let reasoning = Reasoning {
             signature: Some(data.to_string()),
             redacted: true,
@@ -210,7 +210,7 @@ impl ReplyBuilder {
     }
 
     /// Appends to reasoning block `key` (started if new).
-    pub fn block_reasoning(&mut self, key: usize, piece: &str) {
+    pub(crate) fn block_reasoning(&mut self, key: usize, piece: &str) {
         if !piece.is_empty() {
             self.reasoning_block(key).text.push_str(piece);
             self.reasoning_deltas.push(piece.to_string());
@@ -218,7 +218,7 @@ impl ReplyBuilder {
     }
 
     /// Appends to the signature of reasoning block `key` (started if new).
-    pub fn block_signature(&mut self, key: usize, piece: &str) {
+    pub(crate) fn block_signature(&mut self, key: usize, piece: &str) {
         push_signature(&mut self.reasoning_block(key).signature, piece);
         if !piece.is_empty() {
             self.signature_deltas.push(piece.to_string());
@@ -226,7 +226,7 @@ impl ReplyBuilder {
     }
 
     /// Starts text block `key` with `text`.
-    pub fn start_text(&mut self, key: usize, text: &str) {
+    pub(crate) fn start_text(&mut self, key: usize, text: &str) {
         if !text.is_empty() {
             self.text_deltas.push(text.to_string());
         }
@@ -234,7 +234,7 @@ impl ReplyBuilder {
     }
 
     /// Appends to text block `key` (started if new); ignored when block `key` is no text.
-    pub fn block_text(&mut self, key: usize, piece: &str) {
+    pub(crate) fn block_text(&mut self, key: usize, piece: &str) {
         let block = self
             .blocks
             .entry(key)
@@ -248,7 +248,7 @@ impl ReplyBuilder {
     }
 
     /// Marks block `key` as not part of the reply.
-    pub fn skip_block(&mut self, key: usize) {
+    pub(crate) fn skip_block(&mut self, key: usize) {
         self.blocks.insert(key, Block::Other);
     }
 
@@ -271,12 +271,12 @@ impl ReplyBuilder {
     }
 
     /// Whether block `key` is a tool call.
-    pub fn has_call(&self, key: usize) -> bool {
+    pub(crate) fn has_call(&self, key: usize) -> bool {
         matches!(self.blocks.get(&key), Some(Block::Call(_)))
     }
 
     /// Opens tool call `key` if it is new, with nothing in it yet.
-    pub fn open_call(&mut self, key: usize) {
+    pub(crate) fn open_call(&mut self, key: usize) {
         self.call(key);
     }
 
@@ -314,7 +314,7 @@ impl ReplyBuilder {
     }
 
     /// A tool call that arrived whole, after the calls so far.
-    pub fn whole_call(
+    pub(crate) fn whole_call(
         &mut self,
         id: String,
         name: String,
@@ -339,7 +339,7 @@ impl ReplyBuilder {
     }
 
     /// How many tool calls the reply has so far.
-    pub fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         self.blocks
             .values()
             .filter(|b| matches!(b, Block::Call(_)))
@@ -347,7 +347,7 @@ impl ReplyBuilder {
     }
 
     /// Whether the reply has neither text nor tool calls.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.text.is_empty()
             && self.blocks.values().all(|b| match b {
                 Block::Text(t) => t.is_empty(),
@@ -357,36 +357,36 @@ impl ReplyBuilder {
     }
 
     /// The stream's terminal event arrived.
-    pub fn complete(&mut self) {
+    pub(crate) fn complete(&mut self) {
         self.complete = true;
     }
 
-    pub fn is_complete(&self) -> bool {
+    pub(crate) fn is_complete(&self) -> bool {
         self.complete
     }
 
     /// The text pieces read since the last call.
-    pub fn take_text_deltas(&mut self) -> Vec<String> {
+    pub(crate) fn take_text_deltas(&mut self) -> Vec<String> {
         std::mem::take(&mut self.text_deltas)
     }
 
     /// The reasoning pieces read since the last call.
-    pub fn take_reasoning_deltas(&mut self) -> Vec<String> {
+    pub(crate) fn take_reasoning_deltas(&mut self) -> Vec<String> {
         std::mem::take(&mut self.reasoning_deltas)
     }
 
     /// The pieces of reasoning blocks' signatures read since the last call.
-    pub fn take_signature_deltas(&mut self) -> Vec<String> {
+    pub(crate) fn take_signature_deltas(&mut self) -> Vec<String> {
         std::mem::take(&mut self.signature_deltas)
     }
 
     /// The tool-call pieces read since the last call, in order.
-    pub fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
+    pub(crate) fn take_tool_call_deltas(&mut self) -> Vec<ToolCallDelta> {
         std::mem::take(&mut self.call_deltas)
     }
 
     /// The reply, or an error when the stream stopped before its terminal event.
-    pub fn finish(self) -> Result<ModelReply> {
+    pub(crate) fn finish(self) -> Result<ModelReply> {
         if !self.complete {
             return Err(ended_early(""));
         }
@@ -396,7 +396,7 @@ impl ReplyBuilder {
     /// The reply as it stands: the reasoning outside blocks, the text, then the blocks in key
     /// order (empty text left out); arguments are parsed as JSON (blank: the start value, else
     /// `{}`).
-    pub fn into_reply(self) -> Result<ModelReply> {
+    pub(crate) fn into_reply(self) -> Result<ModelReply> {
         let mut content = Vec::new();
         content.extend(self.reasoning.into_iter().filter_map(Reasoning::into_part));
         if !self.text.is_empty() {
@@ -446,7 +446,7 @@ fn arguments(call: &Call, strict: bool) -> Result<Value> {
 
 /// Arguments as JSON text read leniently: blank is `{}`, text that is not JSON is kept as a
 /// string (the tool then reports it).
-pub fn parse_arguments(text: &str) -> Value {
+pub(crate) fn parse_arguments(text: &str) -> Value {
     if text.trim().is_empty() {
         return json!({});
     }
@@ -471,7 +471,7 @@ pub struct StreamDecoder {
 }
 
 impl StreamDecoder {
-    pub fn new(reader: impl EventReader + 'static, reply: ReplyBuilder) -> StreamDecoder {
+    pub(crate) fn new(reader: impl EventReader + 'static, reply: ReplyBuilder) -> StreamDecoder {
         StreamDecoder {
             reader: Box::new(reader),
             reply,
@@ -485,13 +485,13 @@ impl StreamDecoder {
     }
 
     /// The pieces of reasoning read since the last call, in order.
-    pub fn take_reasoning_deltas(&mut self) -> Vec<String> {
+    pub(crate) fn take_reasoning_deltas(&mut self) -> Vec<String> {
         self.reply.take_reasoning_deltas()
     }
 
     /// The pieces of reasoning blocks' signatures read since the last call (Claude's
     /// `signature_delta`, which ends a thinking block).
-    pub fn take_signature_deltas(&mut self) -> Vec<String> {
+    pub(crate) fn take_signature_deltas(&mut self) -> Vec<String> {
         self.reply.take_signature_deltas()
     }
 

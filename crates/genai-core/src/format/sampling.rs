@@ -7,21 +7,21 @@
 
 use super::ParameterSpec;
 
-pub const TEMPERATURE: ParameterSpec = ParameterSpec::number(
+pub(crate) const TEMPERATURE: ParameterSpec = ParameterSpec::number(
     "temperature",
     0.0,
     2.0,
     "Sampling temperature; higher is more random.",
 );
 
-pub const TOP_P: ParameterSpec = ParameterSpec::number(
+pub(crate) const TOP_P: ParameterSpec = ParameterSpec::number(
     "top_p",
     0.0,
     1.0,
     "Nucleus sampling: the probability mass to sample from.",
 );
 
-pub const TOP_K: ParameterSpec = ParameterSpec::integer(
+pub(crate) const TOP_K: ParameterSpec = ParameterSpec::integer(
     "top_k",
     0,
     1_000_000,
@@ -35,31 +35,31 @@ pub const MAX_TOKENS: ParameterSpec = ParameterSpec::integer(
     "The most tokens the reply may have.",
 );
 
-pub const STOP: ParameterSpec =
+pub(crate) const STOP: ParameterSpec =
     ParameterSpec::string_list("stop", "Sequences where generation stops.");
 
-pub const SEED: ParameterSpec = ParameterSpec::integer(
+pub(crate) const SEED: ParameterSpec = ParameterSpec::integer(
     "seed",
     i64::MIN,
     i64::MAX,
     "Seed for best-effort deterministic sampling.",
 );
 
-pub const PRESENCE_PENALTY: ParameterSpec = ParameterSpec::number(
+pub(crate) const PRESENCE_PENALTY: ParameterSpec = ParameterSpec::number(
     "presence_penalty",
     -2.0,
     2.0,
     "Penalty for tokens already present.",
 );
 
-pub const FREQUENCY_PENALTY: ParameterSpec = ParameterSpec::number(
+pub(crate) const FREQUENCY_PENALTY: ParameterSpec = ParameterSpec::number(
     "frequency_penalty",
     -2.0,
     2.0,
     "Penalty proportional to how often a token appeared.",
 );
 
-pub const REPEAT_PENALTY: ParameterSpec = ParameterSpec::number(
+pub(crate) const REPEAT_PENALTY: ParameterSpec = ParameterSpec::number(
     "repeat_penalty",
     0.0,
     10.0,

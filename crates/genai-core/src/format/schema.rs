@@ -14,14 +14,14 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part};
 
 /// The name of a schema that was given none.
-pub const DEFAULT_NAME: &str = "response";
+pub(crate) const DEFAULT_NAME: &str = "response";
 
 /// The JSON Schema a reply must match, with the name the APIs want for it (letters, digits,
 /// `_`, `-`, up to 64).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResponseSchema {
-    pub name: String,
-    pub schema: Value,
+    pub(crate) name: String,
+    pub(crate) schema: Value,
 }
 
 impl ResponseSchema {
@@ -67,12 +67,12 @@ impl ResponseSchema {
     }
 
     /// The schema as a conversation's history keeps it: `{"name", "schema"}`.
-    pub fn stored(&self) -> Value {
+    pub(crate) fn stored(&self) -> Value {
         json!({"name": self.name, "schema": self.schema})
     }
 
     /// A schema the history kept ([`ResponseSchema::stored`]), checked again.
-    pub fn from_stored(stored: &Value) -> Result<ResponseSchema> {
+    pub(crate) fn from_stored(stored: &Value) -> Result<ResponseSchema> {
         let schema = stored.get("schema").cloned().ok_or_else(|| {
             Error::new(
                 ErrorKind::Store,
@@ -83,19 +83,19 @@ impl ResponseSchema {
     }
 
     /// Whether the root is an object schema (what a forced tool's input must be).
-    pub fn is_object(&self) -> bool {
+    pub(crate) fn is_object(&self) -> bool {
         self.schema.get("type").and_then(Value::as_str) == Some("object")
             || (self.schema.get("type").is_none() && self.schema.get("properties").is_some())
     }
 
     /// Whether OpenAI's strict mode accepts the schema: every object lists all its properties
     /// as required and sets `additionalProperties: false`.
-    pub fn strict_ok(&self) -> bool {
+    pub(crate) fn strict_ok(&self) -> bool {
         strict_ok(&self.schema)
     }
 
     /// The tool whose forced call carries the answer (formats without a JSON mode).
-    pub fn answer_tool(&self) -> ToolSpec {
+    pub(crate) fn answer_tool(&self) -> ToolSpec {
         ToolSpec {
             name: self.name.clone(),
             description: "Give your answer: its input is the whole answer, as the schema says."
@@ -106,7 +106,7 @@ impl ResponseSchema {
 
     /// The answer tool, for formats that take a structured answer as a forced tool call: a
     /// tool's input is an object, so the schema must describe one.
-    pub fn forced_tool(&self) -> Result<ToolSpec> {
+    pub(crate) fn forced_tool(&self) -> Result<ToolSpec> {
         if !self.is_object() {
             return Err(Error::invalid_params(
                 "this format gives a structured answer as a forced tool call, whose input is an \
@@ -117,7 +117,7 @@ impl ResponseSchema {
     }
 
     /// Whether `message` answers through the answer tool.
-    pub fn answered_by_tool(&self, message: &Message) -> bool {
+    pub(crate) fn answered_by_tool(&self, message: &Message) -> bool {
         message
             .content
             .iter()
@@ -126,7 +126,7 @@ impl ResponseSchema {
 
     /// The reply's JSON, checked: from the answer tool's call when there is one, else from the
     /// text (a Markdown code fence around it is tolerated). The errors say what is wrong.
-    pub fn check(&self, message: &Message) -> std::result::Result<Value, Vec<String>> {
+    pub(crate) fn check(&self, message: &Message) -> std::result::Result<Value, Vec<String>> {
         let value = match message.content.iter().find_map(|p| match p {
             Part::ToolCall {
                 name, arguments, ..
@@ -158,13 +158,13 @@ impl ResponseSchema {
     }
 
     /// The schema in Gemini's OpenAPI subset, and what could not be said in it.
-    pub fn gemini(&self) -> (Value, Vec<String>) {
+    pub(crate) fn gemini(&self) -> (Value, Vec<String>) {
         gemini_subset(&self.schema)
     }
 }
 
 /// The error of a reply that does not match the schema after the retry.
-pub fn invalid_reply(errors: &[String]) -> Error {
+pub(crate) fn invalid_reply(errors: &[String]) -> Error {
     Error::new(
         ErrorKind::ProviderError,
         format!(
@@ -175,7 +175,7 @@ pub fn invalid_reply(errors: &[String]) -> Error {
 }
 
 /// What the model is told when its reply did not match.
-pub fn retry_text(errors: &[String]) -> String {
+pub(crate) fn retry_text(errors: &[String]) -> String {
     format!(
         "Your reply does not match the required JSON Schema: {}. Answer again with only the corrected JSON.",
         errors.join("; ")
@@ -232,7 +232,7 @@ fn strict_ok(schema: &Value) -> bool {
 /// `["string", "null"]` becomes one type with `nullable`, `const` a one-value `enum`, `oneOf`
 /// an `anyOf`; the rest is dropped and named (by its path) in the list returned. Tool
 /// parameters and response schemas alike.
-pub fn gemini_subset(schema: &Value) -> (Value, Vec<String>) {
+pub(crate) fn gemini_subset(schema: &Value) -> (Value, Vec<String>) {
     let mut dropped = Vec::new();
     let value = gemini_schema(schema, "", &mut dropped);
     dropped.sort();
@@ -349,7 +349,7 @@ pub enum ToolChoice {
 }
 
 /// The `tool_choice` parameter of the formats with native tools.
-pub const TOOL_CHOICE: ParameterSpec = ParameterSpec::string(
+pub(crate) const TOOL_CHOICE: ParameterSpec = ParameterSpec::string(
     "tool_choice",
     "Which tool calls the model makes: auto (default), required, \
          none, or the name of one offered tool.",
@@ -358,7 +358,7 @@ pub const TOOL_CHOICE: ParameterSpec = ParameterSpec::string(
 impl ToolChoice {
     /// The choice the parameters set for this request's tools: `None` when no tools are
     /// offered or the parameter is unset. A tool name that is not offered is refused.
-    pub fn of(parameters: &Parameters, tools: &[ToolSpec]) -> Result<Option<ToolChoice>> {
+    pub(crate) fn of(parameters: &Parameters, tools: &[ToolSpec]) -> Result<Option<ToolChoice>> {
         let Some(value) = parameters.get(TOOL_CHOICE.name).and_then(Value::as_str) else {
             return Ok(None);
         };
@@ -393,7 +393,7 @@ impl ToolChoice {
 
 impl ToolChoice {
     /// `tool_choice` of the Chat Completions API.
-    pub fn openai(&self) -> Value {
+    pub(crate) fn openai(&self) -> Value {
         match self {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::Required => json!("required"),
@@ -403,7 +403,7 @@ impl ToolChoice {
     }
 
     /// `tool_choice` of Anthropic's Messages API.
-    pub fn claude(&self) -> Value {
+    pub(crate) fn claude(&self) -> Value {
         match self {
             ToolChoice::Auto => json!({"type": "auto"}),
             ToolChoice::Required => json!({"type": "any"}),
@@ -413,7 +413,7 @@ impl ToolChoice {
     }
 
     /// Gemini's `toolConfig`.
-    pub fn gemini(&self) -> Value {
+    pub(crate) fn gemini(&self) -> Value {
         let config = match self {
             ToolChoice::Auto => json!({"mode": "AUTO"}),
             ToolChoice::Required => json!({"mode": "ANY"}),
@@ -424,7 +424,7 @@ impl ToolChoice {
     }
 
     /// Converse's `toolChoice`; `None` for `none`, which Converse says by offering no tools.
-    pub fn bedrock(&self) -> Option<Value> {
+    pub(crate) fn bedrock(&self) -> Option<Value> {
         match self {
             ToolChoice::Auto => Some(json!({"auto": {}})),
             ToolChoice::Required => Some(json!({"any": {}})),
@@ -435,7 +435,7 @@ impl ToolChoice {
 
     /// The choice of a request that may carry a forced answer tool: alone, it is called; with
     /// other tools offered, some tool must be (the named one, if the parameter names one).
-    pub fn with_answer(
+    pub(crate) fn with_answer(
         answer: Option<&ToolSpec>,
         tools: &[ToolSpec],
         choice: Option<ToolChoice>,

@@ -10,10 +10,10 @@ use serde_json::{Map, Value};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Delimits a credential marker in a rendered body (U+0001, scrubbed from every inserted value).
-pub const CREDENTIAL_MARK: char = '\u{1}';
+pub(crate) const CREDENTIAL_MARK: char = '\u{1}';
 
 /// Placeholders genai fills itself; they cannot be set as parameters.
-pub const BUILT_IN: &[&str] = &[
+pub(crate) const BUILT_IN: &[&str] = &[
     "messages",
     "prompt",
     "system",

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role};
 
 /// A message of `role` with these parts.
-pub fn said(role: Role, content: Vec<Part>) -> Message {
+pub(crate) fn said(role: Role, content: Vec<Part>) -> Message {
     Message {
         role,
         content,
@@ -20,7 +20,7 @@ pub fn said(role: Role, content: Vec<Part>) -> Message {
 }
 
 /// A tool call without a signature.
-pub fn call(id: &str, name: &str, arguments: Value) -> Part {
+pub(crate) fn call(id: &str, name: &str, arguments: Value) -> Part {
     Part::ToolCall {
         id: id.into(),
         name: name.into(),
@@ -30,7 +30,7 @@ pub fn call(id: &str, name: &str, arguments: Value) -> Part {
 }
 
 /// The result of tool call `id`.
-pub fn result(id: &str, content: Vec<Part>, is_error: bool) -> Part {
+pub(crate) fn result(id: &str, content: Vec<Part>, is_error: bool) -> Part {
     Part::ToolResult {
         tool_call_id: id.into(),
         content,
@@ -39,17 +39,17 @@ pub fn result(id: &str, content: Vec<Part>, is_error: bool) -> Part {
 }
 
 /// An assistant message making one tool call.
-pub fn calling(id: &str, name: &str, arguments: Value) -> Message {
+pub(crate) fn calling(id: &str, name: &str, arguments: Value) -> Message {
     said(Role::Assistant, vec![call(id, name, arguments)])
 }
 
 /// A tool message answering call `id` with this text.
-pub fn answered(id: &str, text: &str) -> Message {
+pub(crate) fn answered(id: &str, text: &str) -> Message {
     said(Role::Tool, vec![result(id, vec![Part::text(text)], false)])
 }
 
 /// An image part of inline bytes.
-pub fn image(media_type: &str, data: &str) -> Part {
+pub(crate) fn image(media_type: &str, data: &str) -> Part {
     Part::Image {
         url: None,
         media_type: Some(media_type.into()),
@@ -58,7 +58,7 @@ pub fn image(media_type: &str, data: &str) -> Part {
 }
 
 /// An image part by URL.
-pub fn image_url(url: &str) -> Part {
+pub(crate) fn image_url(url: &str) -> Part {
     Part::Image {
         url: Some(url.into()),
         media_type: None,
@@ -67,7 +67,7 @@ pub fn image_url(url: &str) -> Part {
 }
 
 /// A stream event of type `kind`.
-pub fn event(kind: &str, data: &str) -> StreamEvent {
+pub(crate) fn event(kind: &str, data: &str) -> StreamEvent {
     StreamEvent {
         event: Some(kind.to_string()),
         data: data.to_string(),
@@ -76,7 +76,7 @@ pub fn event(kind: &str, data: &str) -> StreamEvent {
 
 /// Feeds SSE text (`event:` and `data:` lines, blank-line separated) to a decoder and returns
 /// the text deltas.
-pub fn feed_sse(d: &mut StreamDecoder, sse: &str) -> Result<Vec<String>> {
+pub(crate) fn feed_sse(d: &mut StreamDecoder, sse: &str) -> Result<Vec<String>> {
     let mut deltas = Vec::new();
     for block in sse.split("\n\n").filter(|b| !b.trim().is_empty()) {
         let mut event = None;
@@ -95,6 +95,6 @@ pub fn feed_sse(d: &mut StreamDecoder, sse: &str) -> Result<Vec<String>> {
 
 /// Asserts that error `e` says `words`, showing its message when it does not.
 #[track_caller]
-pub fn assert_mentions(e: &Error, words: &str) {
+pub(crate) fn assert_mentions(e: &Error, words: &str) {
     assert!(e.message.contains(words), "{}", e.message);
 }

@@ -11,7 +11,7 @@ use super::{capped, Event, HookContext, Verdict};
 /// `tool_response` of a PostToolUse hook: `{"content": the tool's answer text, "is_error":
 /// bool, "success": !is_error}` (Claude Code's responses differ per tool; scripts read
 /// `success` from its Write/Edit responses, and the text is under `content`).
-pub fn tool_response(answer: &str, is_error: bool) -> Value {
+pub(crate) fn tool_response(answer: &str, is_error: bool) -> Value {
     json!({"content": answer, "is_error": is_error, "success": !is_error})
 }
 
@@ -21,7 +21,7 @@ pub fn tool_response(answer: &str, is_error: bool) -> Value {
 /// `Grep` {pattern, path, glob}, `WebFetch` {url}, with paths made absolute under `root`; an
 /// MCP tool `server.tool` (source `mcp:server`) becomes `mcp__server__tool`, its input
 /// unchanged; any other tool keeps genai's name and input.
-pub fn claude_tool(tool: &str, source: &str, input: &Value, root: &Path) -> (String, Value) {
+pub(crate) fn claude_tool(tool: &str, source: &str, input: &Value, root: &Path) -> (String, Value) {
     if let Some(server) = source.strip_prefix("mcp:") {
         let name = tool
             .strip_prefix(server)

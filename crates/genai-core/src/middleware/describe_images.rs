@@ -14,9 +14,10 @@ use super::{BuildContext, Capabilities, Helpers, Kind, Middleware, Request, Text
 use crate::error::Result;
 use crate::message::{Message, Part, Role};
 
-pub const KIND: Kind = Kind {
+/// Turns images the model cannot take into text written by another agent that sees
+/// (agent = NAME).
+pub(crate) const KIND: Kind = Kind {
     name: "describe-images",
-    description: "Turns images the model cannot take into text written by another agent that sees (agent = NAME)",
     build,
 };
 

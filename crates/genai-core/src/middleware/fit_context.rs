@@ -17,10 +17,9 @@ use super::{BuildContext, Capabilities, Helpers, Kind, Middleware, Request, Text
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role};
 
-pub const KIND: Kind = Kind {
+/// Drops or summarises the oldest turns when a request would not fit the model's context.
+pub(crate) const KIND: Kind = Kind {
     name: "fit-context",
-    description:
-        "Drops or summarises the oldest turns when a request would not fit the model's context",
     build,
 };
 
@@ -95,7 +94,7 @@ fn build(ctx: &BuildContext<'_>) -> Result<Arc<dyn Middleware>> {
 }
 
 /// About how many tokens a message takes.
-pub fn estimate(m: &Message) -> usize {
+pub(crate) fn estimate(m: &Message) -> usize {
     fn parts(of: &[Part]) -> usize {
         of.iter()
             .map(|p| match p {

@@ -17,7 +17,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::Message;
 
 /// How long a client may take to answer, unless it said otherwise when it registered.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A request of a request's messages to a middleware a client hosts; the answer is the
 /// messages to send.
@@ -33,20 +33,20 @@ pub struct MiddlewareCall {
 
 /// Whoever runs a client-hosted middleware: the client, through its port.
 #[async_trait]
-pub trait Host: Send + Sync {
+pub(crate) trait Host: Send + Sync {
     /// Runs the middleware `call.name` on the messages and returns the messages to send.
     async fn middleware(&self, call: MiddlewareCall) -> Result<Vec<Message>>;
 }
 
 /// A middleware a client hosts.
-pub struct Hosted {
+pub(crate) struct Hosted {
     name: String,
     port: Arc<dyn Host>,
     timeout: Duration,
 }
 
 impl Hosted {
-    pub fn new(name: &str, port: Arc<dyn Host>, timeout: Duration) -> Hosted {
+    pub(crate) fn new(name: &str, port: Arc<dyn Host>, timeout: Duration) -> Hosted {
         Hosted {
             name: name.to_string(),
             port,

@@ -8,10 +8,10 @@
 //! what is sent), never talk to a client except through a port it was given, and never report
 //! a secret it removed (its notes say what it did, never what it saw).
 
-pub mod describe_images;
-pub mod fit_context;
-pub mod hosted;
-pub mod redact;
+pub(crate) mod describe_images;
+pub(crate) mod fit_context;
+pub(crate) mod hosted;
+pub(crate) mod redact;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,21 +26,19 @@ use crate::message::Message;
 
 /// What a middleware knows of the model a request goes to.
 #[derive(Debug, Clone)]
-pub struct Capabilities {
-    pub format: &'static str,
-    pub model: String,
+pub(crate) struct Capabilities {
+    pub(crate) format: &'static str,
+    pub(crate) model: String,
     /// The image parts the format carries with its parameters.
-    pub images: ImageSupport,
-    /// The provider's limit on one inline image, if any.
-    pub max_image_bytes: Option<usize>,
+    pub(crate) images: ImageSupport,
     /// The model configuration's parameters (a context size or a reply limit may be there).
-    pub parameters: Map<String, Value>,
+    pub(crate) parameters: Map<String, Value>,
 }
 
 /// What other agents a middleware may ask (describe an image, summarise turns): the session
 /// implements it; a middleware only names the agent.
 #[async_trait]
-pub trait Helpers: Send + Sync {
+pub(crate) trait Helpers: Send + Sync {
     /// Sends `prompt` to a fresh agent of the config named `agent` (no history, nothing
     /// stored) and returns its reply's text.
     async fn ask_agent(&self, agent: &str, prompt: Vec<Message>) -> Result<String>;
@@ -49,17 +47,17 @@ pub trait Helpers: Send + Sync {
 /// One request as a middleware sees it.
 pub struct Request<'a> {
     /// The messages about to be sent (a copy: the stored history stays as it is).
-    pub messages: Vec<Message>,
+    pub(crate) messages: Vec<Message>,
     /// The model they go to.
-    pub model: &'a Capabilities,
+    pub(crate) model: &'a Capabilities,
     /// What the middleware did, one line each (counts and actions, never the content it
     /// removed; the chain names the middleware).
-    pub notes: &'a mut Vec<String>,
+    pub(crate) notes: &'a mut Vec<String>,
 }
 
 /// One middleware of a chain.
 #[async_trait]
-pub trait Middleware: Send + Sync {
+pub(crate) trait Middleware: Send + Sync {
     /// The messages to send instead of the request's.
     async fn on_request(&self, request: Request<'_>) -> Result<Vec<Message>>;
     /// Sees the model's reply before it is stored and shown whole (by default, leaves it).
@@ -71,10 +69,10 @@ pub trait Middleware: Send + Sync {
 /// A middleware of a chain with its name (`[middleware.NAME]`, or as a client registered it)
 /// and kind (`redact`, ...; `client` for a client-hosted one).
 #[derive(Clone)]
-pub struct Link {
-    pub name: String,
-    pub kind: String,
-    pub middleware: Arc<dyn Middleware>,
+pub(crate) struct Link {
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    pub(crate) middleware: Arc<dyn Middleware>,
 }
 
 impl Link {
@@ -86,22 +84,22 @@ impl Link {
 
 /// The middleware of one agent, in order.
 #[derive(Clone, Default)]
-pub struct Chain {
+pub(crate) struct Chain {
     links: Vec<Link>,
 }
 
 impl Chain {
-    pub fn new(links: Vec<Link>) -> Chain {
+    pub(crate) fn new(links: Vec<Link>) -> Chain {
         Chain { links }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.links.is_empty()
     }
 
     /// Runs every middleware in order on the messages of one request. Notes and a failure
     /// name the middleware; a failure stops the request.
-    pub async fn on_request(
+    pub(crate) async fn on_request(
         &self,
         mut messages: Vec<Message>,
         model: &Capabilities,
@@ -122,7 +120,11 @@ impl Chain {
     }
 
     /// Runs every middleware in order on a reply.
-    pub async fn on_reply(&self, reply: &mut ModelReply, notes: &mut Vec<String>) -> Result<()> {
+    pub(crate) async fn on_reply(
+        &self,
+        reply: &mut ModelReply,
+        notes: &mut Vec<String>,
+    ) -> Result<()> {
         for link in &self.links {
             let mut own = Vec::new();
             let done = link.middleware.on_reply(reply, &mut own).await;
@@ -135,34 +137,34 @@ impl Chain {
 
 /// What building a built-in middleware gets: its name, settings, and the helpers and caches
 /// the session shares.
-pub struct BuildContext<'a> {
-    pub name: &'a str,
-    pub settings: &'a Map<String, Value>,
-    pub helpers: Arc<dyn Helpers>,
-    pub cache: Arc<TextCache>,
+pub(crate) struct BuildContext<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) settings: &'a Map<String, Value>,
+    pub(crate) helpers: Arc<dyn Helpers>,
+    pub(crate) cache: Arc<TextCache>,
 }
 
 /// Texts other agents wrote (image descriptions, summaries) by a hash of what they were asked,
 /// shared by every chain of one core, so a replayed history does not ask again.
 #[derive(Default)]
-pub struct TextCache {
+pub(crate) struct TextCache {
     texts: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl TextCache {
     /// The key of some bytes: their SHA-256, in hex, after a label.
-    pub fn key(label: &str, bytes: &[u8]) -> String {
+    pub(crate) fn key(label: &str, bytes: &[u8]) -> String {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(bytes);
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         format!("{label}:{hex}")
     }
 
-    pub fn get(&self, key: &str) -> Option<String> {
+    pub(crate) fn get(&self, key: &str) -> Option<String> {
         self.texts.lock().ok()?.get(key).cloned()
     }
 
-    pub fn put(&self, key: String, text: String) {
+    pub(crate) fn put(&self, key: String, text: String) {
         if let Ok(mut t) = self.texts.lock() {
             t.insert(key, text);
         }
@@ -170,18 +172,17 @@ impl TextCache {
 }
 
 /// A built-in middleware kind: a row of the kinds table.
-pub struct Kind {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub build: fn(&BuildContext<'_>) -> Result<Arc<dyn Middleware>>,
+pub(crate) struct Kind {
+    pub(crate) name: &'static str,
+    pub(crate) build: fn(&BuildContext<'_>) -> Result<Arc<dyn Middleware>>,
 }
 
 /// Every built-in kind.
-pub const KINDS: &[Kind] = &[describe_images::KIND, redact::KIND, fit_context::KIND];
+pub(crate) const KINDS: &[Kind] = &[describe_images::KIND, redact::KIND, fit_context::KIND];
 
 /// Builds the named middleware of the config (`[middleware.NAME]`); `hosted` finds the ones
 /// clients registered. An unknown name or kind is an error naming what exists.
-pub fn build_chain(
+pub(crate) fn build_chain(
     names: &[String],
     config: &BTreeMap<String, MiddlewareConfig>,
     hosted: &dyn Fn(&str) -> Option<Link>,
@@ -231,7 +232,7 @@ pub fn build_chain(
 
 impl BuildContext<'_> {
     /// A setting's error, naming the middleware.
-    pub fn bad(&self, why: impl std::fmt::Display) -> Error {
+    pub(crate) fn bad(&self, why: impl std::fmt::Display) -> Error {
         Error::new(
             ErrorKind::Config,
             format!("[middleware.{}]: {why}", self.name),
@@ -239,7 +240,7 @@ impl BuildContext<'_> {
     }
 
     /// Refuses settings the kind does not have, naming the ones it has.
-    pub fn check_settings(&self, known: &[&str]) -> Result<()> {
+    pub(crate) fn check_settings(&self, known: &[&str]) -> Result<()> {
         match self.settings.keys().find(|k| !known.contains(&k.as_str())) {
             Some(k) => Err(self.bad(format!(
                 "unknown setting `{k}`; this kind takes: {}",
@@ -250,7 +251,7 @@ impl BuildContext<'_> {
     }
 
     /// The string setting `key`, if set.
-    pub fn string(&self, key: &str) -> Result<Option<String>> {
+    pub(crate) fn string(&self, key: &str) -> Result<Option<String>> {
         match self.settings.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -259,7 +260,7 @@ impl BuildContext<'_> {
     }
 
     /// The non-negative integer setting `key`, if set.
-    pub fn integer(&self, key: &str) -> Result<Option<u64>> {
+    pub(crate) fn integer(&self, key: &str) -> Result<Option<u64>> {
         match self.settings.get(key) {
             None => Ok(None),
             Some(v) => v
@@ -270,7 +271,7 @@ impl BuildContext<'_> {
     }
 
     /// The boolean setting `key`, else `default`.
-    pub fn flag(&self, key: &str, default: bool) -> Result<bool> {
+    pub(crate) fn flag(&self, key: &str, default: bool) -> Result<bool> {
         match self.settings.get(key) {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
@@ -280,7 +281,7 @@ impl BuildContext<'_> {
 }
 
 /// The hint added to a refusal of images the model cannot take.
-pub fn image_hint() -> &'static str {
+pub(crate) fn image_hint() -> &'static str {
     "; or let the describe-images middleware turn them into text: [middleware.NAME] kind = \"describe-images\" with agent = \"AN_AGENT_THAT_SEES\", listed in the agent's middleware"
 }
 

@@ -17,9 +17,10 @@ use crate::error::Result;
 use crate::format::ModelReply;
 use crate::message::{Message, Part};
 
-pub const KIND: Kind = Kind {
+/// Replaces secrets (API keys, AWS keys, private keys, bearer tokens) and the config's
+/// patterns with placeholders before a request leaves.
+pub(crate) const KIND: Kind = Kind {
     name: "redact",
-    description: "Replaces secrets (API keys, AWS keys, private keys, bearer tokens) and the config's patterns with placeholders before a request leaves",
     build,
 };
 

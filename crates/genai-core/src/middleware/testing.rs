@@ -13,20 +13,20 @@ use crate::format::ImageSupport;
 use crate::message::Message;
 
 /// Helper agents that answer every prompt with one text and remember each (agent, prompt).
-pub struct FakeHelpers {
+pub(crate) struct FakeHelpers {
     answer: String,
     asked: Mutex<Vec<(String, Vec<Message>)>>,
 }
 
 impl FakeHelpers {
-    pub fn answering(answer: &str) -> Arc<FakeHelpers> {
+    pub(crate) fn answering(answer: &str) -> Arc<FakeHelpers> {
         Arc::new(FakeHelpers {
             answer: answer.to_string(),
             asked: Mutex::new(Vec::new()),
         })
     }
 
-    pub fn asked(&self) -> Vec<(String, Vec<Message>)> {
+    pub(crate) fn asked(&self) -> Vec<(String, Vec<Message>)> {
         self.asked.lock().unwrap().clone()
     }
 }
@@ -40,18 +40,20 @@ impl Helpers for FakeHelpers {
 }
 
 /// A model that takes every image, with no parameter set.
-pub fn caps() -> Capabilities {
+pub(crate) fn caps() -> Capabilities {
     Capabilities {
         format: "openai-chat",
         model: "m".into(),
         images: ImageSupport::ALL,
-        max_image_bytes: None,
         parameters: Default::default(),
     }
 }
 
 /// Builds a middleware of `settings` (with its `kind`) named `name`: the error of bad settings.
-pub fn try_build(name: &str, settings: Value) -> std::result::Result<(), crate::error::Error> {
+pub(crate) fn try_build(
+    name: &str,
+    settings: Value,
+) -> std::result::Result<(), crate::error::Error> {
     try_build_with(name, settings, FakeHelpers::answering("")).map(|_| ())
 }
 
@@ -71,11 +73,15 @@ fn try_build_with(
     })
 }
 
-pub fn build(name: &str, settings: Value) -> Arc<dyn Middleware> {
+pub(crate) fn build(name: &str, settings: Value) -> Arc<dyn Middleware> {
     build_with(name, settings, FakeHelpers::answering(""))
 }
 
-pub fn build_with(name: &str, settings: Value, helpers: Arc<FakeHelpers>) -> Arc<dyn Middleware> {
+pub(crate) fn build_with(
+    name: &str,
+    settings: Value,
+    helpers: Arc<FakeHelpers>,
+) -> Arc<dyn Middleware> {
     match try_build_with(name, settings, helpers) {
         Ok(m) => m,
         Err(e) => panic!("invalid settings: {e}"),
@@ -83,7 +89,7 @@ pub fn build_with(name: &str, settings: Value, helpers: Arc<FakeHelpers>) -> Arc
 }
 
 /// Runs one middleware on `messages`: what it sends and its notes.
-pub async fn run(
+pub(crate) async fn run(
     m: &Arc<dyn Middleware>,
     messages: Vec<Message>,
     model: &Capabilities,

@@ -12,18 +12,18 @@ use std::io::Read;
 use std::path::Path;
 
 /// The first four bytes of every GGUF file.
-pub const MAGIC: &[u8; 4] = b"GGUF";
+pub(crate) const MAGIC: &[u8; 4] = b"GGUF";
 /// The GGUF versions there are (llama.cpp writes 3).
-pub const VERSIONS: std::ops::RangeInclusive<u32> = 1..=3;
+pub(crate) const VERSIONS: std::ops::RangeInclusive<u32> = 1..=3;
 /// The most bytes of a header: magic, version and two 64-bit counts.
 const HEADER: usize = 24;
 
 /// What a GGUF header says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
-    pub version: u32,
-    pub tensors: u64,
-    pub metadata: u64,
+pub(crate) struct Header {
+    pub(crate) version: u32,
+    pub(crate) tensors: u64,
+    pub(crate) metadata: u64,
 }
 
 /// The smallest bytes one entry can take in a file of this version: (header, metadata entry,
@@ -59,7 +59,7 @@ fn looks_like(head: &[u8]) -> &'static str {
 
 /// Reads a header from the first bytes of a file of `len` bytes; the error says what is
 /// wrong (the caller names the file).
-pub fn check_bytes(head: &[u8], len: u64) -> Result<Header, String> {
+pub(crate) fn check_bytes(head: &[u8], len: u64) -> Result<Header, String> {
     let not_gguf = |why: String| Err(format!("it is not a GGUF model file: {why}"));
     if !head.starts_with(MAGIC) {
         if len < MAGIC.len() as u64 {
@@ -116,7 +116,7 @@ pub fn check_bytes(head: &[u8], len: u64) -> Result<Header, String> {
 
 /// Checks that the file at `path` is a GGUF model file; the error says what is wrong (the
 /// caller names the file and what happens to it).
-pub fn check_file(path: &Path) -> Result<Header, String> {
+pub(crate) fn check_file(path: &Path) -> Result<Header, String> {
     let mut f = File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
     let len = f
         .metadata()
@@ -130,7 +130,7 @@ pub fn check_file(path: &Path) -> Result<Header, String> {
     check_bytes(&head, len)
 }
 
-/// The smallest GGUF header that passes [`check_bytes`] (version 3, `tensors` tensors and
+/// The smallest GGUF header that passes `check_bytes` (version 3, `tensors` tensors and
 /// `metadata` entries), padded with zeros to `len` bytes: for tests of what is installed.
 pub fn minimal(tensors: u64, metadata: u64, len: usize) -> Vec<u8> {
     let mut v = MAGIC.to_vec();

@@ -1,10 +1,10 @@
 //! The one permission policy: before every tool call (the built-in workspace tools, MCP tools
-//! and plugin modules alike, in every front-end) the core asks [`Policy::decide`] whether to
+//! and plugin modules alike, in every front-end) the core asks `Policy::decide` whether to
 //! allow it, ask the user, or deny it.
 //!
 //! This module owns the modes, the order in which rules are weighed, and which files are
 //! secret. It must never prompt, run or log anything: it answers from the rules it was given
-//! ([`rules`] parses and matches one rule, [`project`] reads the project's file and the saved
+//! (`rules` parses and matches one rule, `project` reads the project's file and the saved
 //! "always" answers).
 //!
 //! # Tools and calls
@@ -12,7 +12,7 @@
 //! Tools are named `SOURCE.tool`: the built-in `workspace.read_file`, `workspace.list`,
 //! `workspace.search`, `workspace.edit_file`, `workspace.write_file`, `workspace.run_command`
 //! and `workspace.fetch`; `SERVER.tool` for MCP tools; `MODULE.function` for plugin modules.
-//! A call ([`Request`]) has a [`Kind`] (read, edit, execute, fetch, or another tool, read-only
+//! A call ([`Request`]) has a `Kind` (read, edit, execute, fetch, or another tool, read-only
 //! when its MCP server marks it `readOnlyHint`) and a subject: the root-relative path (`.` for
 //! the root) for reads, listings, searches, edits and writes; the command line for
 //! `run_command`; the URL for `fetch`; none for other tools.
@@ -67,18 +67,18 @@
 //! `.env.template`), `*.pem`, `*.key`, `id_rsa*`, `id_ed25519*`, `id_ecdsa*`, `*.p12`,
 //! `*.pfx`, `.npmrc`, `.pypirc`, `.netrc`, `credentials.json`, `.git-credentials`, and the
 //! `.ssh`, `.aws` and `.gnupg` folders with everything in them (case does not matter); plus
-//! the files genai adds ([`Policy::add_secret`], such as its own key file).
+//! the files genai adds (`Policy::add_secret`, such as its own key file).
 //!
 //! # The project file
 //!
 //! `.genai/permissions.toml` under the project root has the same shape as `[permissions]`,
 //! but a repository may only tighten: its deny and ask rules apply, its mode applies only when
 //! stricter (`read-only` < `ask` < `edit` < `full`), and its allow rules and a looser mode are
-//! ignored, each with a note ([`Policy::notes`]). Saved "always" answers live in the user's
-//! config folder, never in the repository ([`project::SavedRules`]).
+//! ignored, each with a note (`Policy::notes`). Saved "always" answers live in the user's
+//! config folder, never in the repository (`project::SavedRules`).
 
-pub mod project;
-pub mod rules;
+pub(crate) mod project;
+pub(crate) mod rules;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -94,7 +94,7 @@ use rules::{command_parts, normalize_path, url_host, Rule, WORKSPACE};
 
 /// What a tool call does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Reads the workspace: `read_file`, `list`, `search`.
     Read,
     /// Changes a file: `edit_file`, `write_file`.
@@ -151,7 +151,7 @@ impl Mode {
     }
 
     /// What this mode decides for a call of this kind no rule matched.
-    pub fn decide(self, kind: Kind) -> Decision {
+    pub(crate) fn decide(self, kind: Kind) -> Decision {
         use Decision::{Allow, Ask, Deny};
         match (kind, self) {
             (Kind::Read, _) | (Kind::Other { read_only: true }, _) => Allow,
@@ -191,7 +191,7 @@ impl FromStr for Mode {
 /// The answer to a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Run it.
     Allow,
     /// Ask the user first.
@@ -213,22 +213,22 @@ impl fmt::Display for Decision {
 /// A decision and what made it, for people: ``rule deny `X` (your config)``, `mode ask`,
 /// `secret file: named by no rule`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// The answer.
-    pub decision: Decision,
+    pub(crate) decision: Decision,
     /// What decided it.
-    pub by: String,
+    pub(crate) by: String,
 }
 
 /// One tool call to decide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request<'a> {
     /// The tool's full name: `workspace.read_file`, `SERVER.tool`, `MODULE.function`.
-    pub tool: &'a str,
+    pub(crate) tool: &'a str,
     /// What the call does.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// The root-relative path (`.` for the root), the command line, the URL, or none.
-    pub subject: Option<&'a str>,
+    pub(crate) subject: Option<&'a str>,
 }
 
 /// A set of permission settings: `[permissions]` of the user's config, and the project file
@@ -237,20 +237,20 @@ pub struct Request<'a> {
 #[serde(deny_unknown_fields)]
 pub struct PermissionsConfig {
     /// `read-only`, `ask` (the default), `edit` or `full`.
-    pub mode: Option<Mode>,
+    pub(crate) mode: Option<Mode>,
     /// Rules of calls that run without asking: `TOOL` or `TOOL(PATTERN)`.
     #[serde(default)]
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
     /// Rules of calls that are always asked.
     #[serde(default)]
-    pub ask: Vec<String>,
+    pub(crate) ask: Vec<String>,
     /// Rules of calls that are refused.
     #[serde(default)]
-    pub deny: Vec<String>,
+    pub(crate) deny: Vec<String>,
     /// Whether the workspace's commands may use the network (default: no). Only the user's
     /// config can turn it on; a project file's `true` is ignored.
     #[serde(default)]
-    pub network: bool,
+    pub(crate) network: bool,
 }
 
 /// Everything a policy is made of, loosest source last.
@@ -258,9 +258,9 @@ pub struct PermissionsConfig {
 pub struct Layers {
     /// `[permissions]` of the user's config.
     pub user: PermissionsConfig,
-    /// The project file and its settings, if the project has one ([`project::load_project`]).
+    /// The project file and its settings, if the project has one (`project::load_project`).
     pub project: Option<(PathBuf, PermissionsConfig)>,
-    /// The "always" answers saved for this project ([`project::SavedRules::rules`]).
+    /// The "always" answers saved for this project (`project::SavedRules::rules`).
     pub saved: Vec<String>,
     /// `--mode`.
     pub flag_mode: Option<Mode>,
@@ -357,24 +357,24 @@ impl Policy {
     }
 
     /// The mode in force (after a stricter project mode).
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         self.mode
     }
 
     /// Changes the mode (a client's mode switch); a project file's stricter mode still wins.
     /// Answers the mode in force.
-    pub fn set_mode(&mut self, mode: Mode) -> Mode {
+    pub(crate) fn set_mode(&mut self, mode: Mode) -> Mode {
         self.mode = self.ceiling.map_or(mode, |c| mode.min(c));
         self.mode
     }
 
     /// What was ignored of the project file, one sentence each, to show the user once.
-    pub fn notes(&self) -> &[String] {
+    pub(crate) fn notes(&self) -> &[String] {
         &self.notes
     }
 
     /// Makes one more root-relative path secret (genai's own key file when inside the root).
-    pub fn add_secret(&mut self, path_relative: &str) {
+    pub(crate) fn add_secret(&mut self, path_relative: &str) {
         let path = normalize_path(path_relative);
         if !self.secrets.contains(&path) {
             self.secrets.push(path);
@@ -383,7 +383,7 @@ impl Policy {
 
     /// Adds an "always" answer at once, so the running turn honours it; a bad rule is an
     /// error.
-    pub fn add_saved(&mut self, rule: &str) -> Result<()> {
+    pub(crate) fn add_saved(&mut self, rule: &str) -> Result<()> {
         let entry = entries(&[rule.to_string()], FROM_SAVED, "saved answer")?;
         self.allow.extend(entry);
         Ok(())
@@ -391,14 +391,14 @@ impl Policy {
 
     /// Whether a root-relative path is secret: by [`is_secret`] or added by
     /// [`Policy::add_secret`]. Tools that walk folders (`list`, `search`) skip such files.
-    pub fn is_secret(&self, relative: &str) -> bool {
+    pub(crate) fn is_secret(&self, relative: &str) -> bool {
         let path = normalize_path(relative);
         is_secret(&path) || self.secrets.iter().any(|s| s.eq_ignore_ascii_case(&path))
     }
 
     /// Whether an allow or ask rule names this secret file for reading (`read_file(.env)`),
     /// so that the user may send it deliberately (`genai ask -f .env` with such a rule).
-    pub fn names_secret(&self, relative: &str) -> bool {
+    pub(crate) fn names_secret(&self, relative: &str) -> bool {
         let tool = format!("{WORKSPACE}.read_file");
         self.ask
             .iter()
@@ -408,7 +408,7 @@ impl Policy {
 
     /// Decides a call: deny rules, then secret files, then ask rules, then allow rules, then
     /// the mode (see the module's documentation).
-    pub fn decide(&self, r: &Request) -> Verdict {
+    pub(crate) fn decide(&self, r: &Request) -> Verdict {
         let parts: Vec<Option<&str>> = match (r.kind, r.subject) {
             (Kind::Execute, Some(command)) => {
                 command_parts(command).into_iter().map(Some).collect()
@@ -461,7 +461,7 @@ impl Policy {
     /// the file's folder (`workspace.edit_file(src/**)`; a file at the root: itself,
     /// `workspace.edit_file(/Cargo.toml)`); for `fetch` the URL's host
     /// (`workspace.fetch(domain:docs.rs)`); for anything else the bare tool name.
-    pub fn always_rule(&self, r: &Request) -> String {
+    pub(crate) fn always_rule(&self, r: &Request) -> String {
         let tool = r.tool;
         let Some(subject) = r.subject else {
             return tool.to_string();
@@ -565,7 +565,7 @@ static SECRETS: LazyLock<GlobSet> = LazyLock::new(|| {
 
 /// Whether a root-relative path is a secret file (see the module's documentation), at any
 /// depth, whatever its case.
-pub fn is_secret(relative: &str) -> bool {
+pub(crate) fn is_secret(relative: &str) -> bool {
     let path = normalize_path(relative);
     let mut hits = SECRETS.matches(&path);
     let name = path.rsplit('/').next().unwrap_or(&path);

@@ -14,7 +14,7 @@ use super::PermissionsConfig;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Where a project keeps its permission settings, relative to its root.
-pub const PROJECT_FILE: &str = ".genai/permissions.toml";
+pub(crate) const PROJECT_FILE: &str = ".genai/permissions.toml";
 
 fn config_error(message: String) -> Error {
     Error::new(ErrorKind::Config, message)
@@ -22,7 +22,7 @@ fn config_error(message: String) -> Error {
 
 /// Reads `ROOT/.genai/permissions.toml`: none when the project has no such file; a file that
 /// is not valid is an error naming it and the line.
-pub fn load_project(root: &Path) -> Result<Option<(PathBuf, PermissionsConfig)>> {
+pub(crate) fn load_project(root: &Path) -> Result<Option<(PathBuf, PermissionsConfig)>> {
     let file = root.join(PROJECT_FILE);
     let text = match std::fs::read_to_string(&file) {
         Ok(text) => text,
@@ -55,24 +55,19 @@ pub fn load_project(root: &Path) -> Result<Option<(PathBuf, PermissionsConfig)>>
 /// allow = ["workspace.run_command(cargo test *)"]
 /// ```
 #[derive(Debug, Clone)]
-pub struct SavedRules {
+pub(crate) struct SavedRules {
     file: PathBuf,
 }
 
 impl SavedRules {
     /// The saved answers kept in `file` (which need not exist yet).
-    pub fn new(file: impl Into<PathBuf>) -> SavedRules {
+    pub(crate) fn new(file: impl Into<PathBuf>) -> SavedRules {
         SavedRules { file: file.into() }
-    }
-
-    /// The file they are kept in.
-    pub fn file(&self) -> &Path {
-        &self.file
     }
 
     /// The rules saved for the project at `root`; none when the file or the project's entry
     /// does not exist.
-    pub fn rules(&self, root: &Path) -> Result<Vec<String>> {
+    pub(crate) fn rules(&self, root: &Path) -> Result<Vec<String>> {
         let doc = self.read()?;
         let key = root_key(root);
         let Some(projects) = self.projects(&doc)? else {
@@ -98,7 +93,7 @@ impl SavedRules {
     /// Saves `rule` for the project at `root`: creates the folders and the file, keeps the
     /// other projects' entries and the file's comments, adds nothing twice, and writes through
     /// a temporary file renamed over the old one. A bad rule is an error and is not saved.
-    pub fn add(&self, root: &Path, rule: &str) -> Result<()> {
+    pub(crate) fn add(&self, root: &Path, rule: &str) -> Result<()> {
         let rule = Rule::parse(rule)?.text().to_string();
         let mut doc = self.read()?;
         let key = root_key(root);

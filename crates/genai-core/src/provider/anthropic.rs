@@ -16,13 +16,13 @@ use crate::config::HttpSettings;
 use crate::error::Result;
 use crate::format::claude_messages::{BETA_PARAMETER, VERSION_PARAMETER};
 
-pub const KIND: &str = ANTHROPIC.name;
+pub(crate) const KIND: &str = ANTHROPIC.name;
 /// The `anthropic-version` header sent when the model configuration sets none.
-pub const DEFAULT_VERSION: &str = "2023-06-01";
+pub(crate) const DEFAULT_VERSION: &str = "2023-06-01";
 
 /// An instance: without `base_url`, `ANTHROPIC_BASE_URL` or Anthropic's own. A base URL ending
 /// in `/v1` is taken as the API root itself.
-pub fn create(name: &str, s: &HttpSettings) -> Result<HttpProvider> {
+pub(crate) fn create(name: &str, s: &HttpSettings) -> Result<HttpProvider> {
     HttpProvider::from_settings(&ANTHROPIC, name, s, VersionHeaders)
 }
 
@@ -50,7 +50,7 @@ impl Hooks for VersionHeaders {
 
 /// Splits the header parameters off a `claude-messages` body: the body without them, the
 /// `anthropic-version` value and the `anthropic-beta` value (comma-separated).
-pub fn split_headers(body: &Value) -> (Value, Option<String>, Option<String>) {
+pub(crate) fn split_headers(body: &Value) -> (Value, Option<String>, Option<String>) {
     let mut body = body.clone();
     let mut version = None;
     let mut beta = None;

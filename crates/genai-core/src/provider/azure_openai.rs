@@ -17,13 +17,13 @@ use super::remote::{self, Call, Endpoint, Hooks, HttpProvider, Prepared};
 use crate::config::AzureSettings;
 use crate::error::{Error, ErrorKind, Result};
 
-pub const KIND: &str = AZURE_OPENAI.name;
-pub use super::kinds::AZURE_ENDPOINT_ENV as ENDPOINT_ENV;
-pub const VERSION_ENV: &str = "OPENAI_API_VERSION";
+pub(crate) const KIND: &str = AZURE_OPENAI.name;
+pub(crate) use super::kinds::AZURE_ENDPOINT_ENV as ENDPOINT_ENV;
+pub(crate) const VERSION_ENV: &str = "OPENAI_API_VERSION";
 /// The latest GA dated version of the data-plane inference API.
-pub const DEFAULT_API_VERSION: &str = "2024-10-21";
+pub(crate) const DEFAULT_API_VERSION: &str = "2024-10-21";
 /// The version-less API (GA since August 2025).
-pub const V1: &str = "v1";
+pub(crate) const V1: &str = "v1";
 
 /// The deployment and the API version of an instance.
 struct Deployment {
@@ -31,7 +31,7 @@ struct Deployment {
     api_version: String,
 }
 
-pub fn create(name: &str, s: &AzureSettings) -> Result<HttpProvider> {
+pub(crate) fn create(name: &str, s: &AzureSettings) -> Result<HttpProvider> {
     let config_err = |m: String| Error::new(ErrorKind::Config, m);
     let mut endpoint = remote::base_url(&AZURE_OPENAI, name, &s.http)?.ok_or_else(|| {
         config_err(format!(

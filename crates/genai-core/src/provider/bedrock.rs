@@ -25,13 +25,13 @@ use crate::config::BedrockSettings;
 use crate::error::{Error, ErrorKind, Result};
 use crate::secrets::Secret;
 
-pub const KIND: &str = BEDROCK.name;
+pub(crate) const KIND: &str = BEDROCK.name;
 /// The SigV4 service name of Bedrock Runtime.
-pub const SIGNING_SERVICE: &str = "bedrock";
+pub(crate) const SIGNING_SERVICE: &str = "bedrock";
 /// The `anthropic_version` Bedrock requires in a Claude InvokeModel body.
-pub const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
+pub(crate) const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
 /// The format sent with InvokeModel; the other, `bedrock-converse`, goes to Converse.
-pub const CLAUDE_FORMAT: &str = crate::format::claude_messages::FORMAT;
+pub(crate) const CLAUDE_FORMAT: &str = crate::format::claude_messages::FORMAT;
 
 /// How a request is authenticated.
 enum Auth {
@@ -46,7 +46,7 @@ struct Signing {
 }
 
 /// An instance; nothing is looked up yet (no region or credentials needed to start).
-pub fn create(name: &str, s: &BedrockSettings) -> Result<HttpProvider> {
+pub(crate) fn create(name: &str, s: &BedrockSettings) -> Result<HttpProvider> {
     // Only a configured base URL is known now; the environment is read per request.
     let base_url = remote::base_url(&BEDROCK, name, &s.http)?.unwrap_or_default();
     let hooks = Signing {
@@ -119,7 +119,7 @@ impl Signing {
 /// The InvokeModel body for Claude: the Messages body without `model` and `stream` (the model
 /// is in the path, streaming in the action), with `anthropic_version` (Bedrock's
 /// `bedrock-2023-05-31` unless the parameter was set) and `anthropic_beta` kept in the body.
-pub fn claude_invoke_body(body: &Value) -> Value {
+pub(crate) fn claude_invoke_body(body: &Value) -> Value {
     let mut body = body.clone();
     if let Some(o) = body.as_object_mut() {
         o.remove("model");
@@ -132,7 +132,7 @@ pub fn claude_invoke_body(body: &Value) -> Value {
 
 /// A `chunk` event of InvokeModelWithResponseStream (`{"bytes": base64}`) as the Claude SSE
 /// event it carries: `event` is the JSON's `type`, `data` the JSON.
-pub fn claude_chunk(provider: &str, ev: StreamEvent) -> Result<StreamEvent> {
+pub(crate) fn claude_chunk(provider: &str, ev: StreamEvent) -> Result<StreamEvent> {
     if ev.event.as_deref() != Some("chunk") {
         return Ok(ev);
     }

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::format::openai_chat;
 
 /// Builds a provider instance from its name and settings.
-pub type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServiceProvider>>;
+pub(crate) type ProviderFactory = fn(&str, &ProviderConfig) -> Result<Arc<dyn ServiceProvider>>;
 
 /// A registered provider kind, as `ListComponents` shows it.
 #[derive(Clone, Serialize)]
@@ -29,11 +29,11 @@ pub struct ProviderKind {
     /// The format of an ad-hoc model configuration (`provider:model`).
     pub default_format: &'static str,
     #[serde(skip)]
-    pub factory: ProviderFactory,
+    pub(crate) factory: ProviderFactory,
 }
 
 /// Every kind, as the registry registers them: the HTTP kinds, then `local`.
-pub fn registrations() -> Vec<ProviderKind> {
+pub(crate) fn registrations() -> Vec<ProviderKind> {
     let http = HTTP_KINDS.iter().map(|k| ProviderKind {
         name: k.name,
         description: k.description,
@@ -53,7 +53,7 @@ pub fn registrations() -> Vec<ProviderKind> {
 }
 
 /// Builds an instance of the kind its settings are of.
-pub fn create(name: &str, c: &ProviderConfig) -> Result<Arc<dyn ServiceProvider>> {
+pub(crate) fn create(name: &str, c: &ProviderConfig) -> Result<Arc<dyn ServiceProvider>> {
     Ok(match c {
         ProviderConfig::OpenAi(s) => {
             Arc::new(HttpProvider::from_settings(&OPENAI, name, s, Plain)?)

@@ -25,19 +25,19 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// How often and how long a request is tried again after a connect error, 429 or 5xx.
 #[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Retries after the first attempt.
-    pub max_retries: u32,
+    pub(crate) max_retries: u32,
     /// The first backoff; each retry doubles it, with full jitter.
-    pub base_delay: Duration,
+    pub(crate) base_delay: Duration,
     /// No single wait is longer, whatever `Retry-After` asks.
-    pub max_delay: Duration,
+    pub(crate) max_delay: Duration,
     /// Attempts and waits together stop after this long.
-    pub budget: Duration,
+    pub(crate) budget: Duration,
 }
 
 impl RetryPolicy {
-    pub fn from_config(c: &HttpSettings) -> RetryPolicy {
+    pub(crate) fn from_config(c: &HttpSettings) -> RetryPolicy {
         RetryPolicy {
             max_retries: c.max_retries.unwrap_or(3),
             base_delay: Duration::from_millis(500),
@@ -62,15 +62,15 @@ impl RetryPolicy {
 /// streamed event is refused, and an error body is read up to `error_bytes` only.
 /// `reply_tokens` is enforced by the agent, which sees the decoded pieces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub reply_bytes: u64,
-    pub reply_tokens: u64,
-    pub event_bytes: u64,
-    pub error_bytes: u64,
+pub(crate) struct Limits {
+    pub(crate) reply_bytes: u64,
+    pub(crate) reply_tokens: u64,
+    pub(crate) event_bytes: u64,
+    pub(crate) error_bytes: u64,
 }
 
 impl Limits {
-    pub fn from_config(c: &HttpSettings) -> Limits {
+    pub(crate) fn from_config(c: &HttpSettings) -> Limits {
         Limits {
             reply_bytes: c.max_reply_bytes.unwrap_or(32 << 20),
             reply_tokens: c.max_reply_tokens.unwrap_or(1 << 18),
@@ -84,7 +84,7 @@ impl Limits {
 const MAX_ERROR_TEXT: usize = 1000;
 
 /// The HTTP side of one provider instance.
-pub struct Http {
+pub(crate) struct Http {
     provider: String,
     timeouts: Timeouts,
     /// The client for plain HTTP, and the one for HTTPS, made at its first request (it reads
@@ -135,7 +135,7 @@ struct Failure {
 }
 
 impl Http {
-    pub fn from_config(provider: &str, c: &HttpSettings) -> Result<Http> {
+    pub(crate) fn from_config(provider: &str, c: &HttpSettings) -> Result<Http> {
         let timeouts = Timeouts::checked(provider, c)?;
         Ok(Http {
             provider: provider.to_string(),
@@ -153,7 +153,7 @@ impl Http {
     }
 
     /// The limits on what an answer may bring.
-    pub fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         self.limits
     }
 
@@ -173,7 +173,7 @@ impl Http {
     /// carry a fresh date) and returns the first 2xx answer, its body unread. Connect errors,
     /// 429 and 5xx are retried within the policy; the last error is returned in one line.
     /// `url` is shown in errors and must carry no credentials.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         url: &str,
         mut build: impl FnMut(&reqwest::Client) -> Result<RequestBuilder> + Send,
@@ -241,7 +241,7 @@ impl Http {
     /// Turns a 2xx answer into the provider response: its events when the request asked for a
     /// stream and the body is framed as one (SSE or NDJSON), else the whole body. Servers that
     /// ignore `stream: true` and answer one JSON body are handled this way.
-    pub async fn response(
+    pub(crate) async fn response(
         &self,
         resp: Response,
         url: &str,
@@ -277,7 +277,7 @@ impl Http {
 
     /// The body's bytes as they arrive, transport errors made readable; past `reply_bytes` the
     /// stream ends with an error (and the connection is dropped).
-    pub fn bytes(&self, mut resp: Response, url: &str) -> super::ByteStream {
+    pub(crate) fn bytes(&self, mut resp: Response, url: &str) -> super::ByteStream {
         let (provider, url) = (self.provider.clone(), url.to_string());
         // The request keeps its place in flight until its body is read or dropped.
         let place = resp.extensions_mut().remove::<InFlight>();
@@ -323,7 +323,7 @@ impl Http {
     }
 
     /// Server-sent events; `message` (the default type) is reported as no type.
-    pub fn sse(&self, resp: Response, url: &str) -> EventStream {
+    pub(crate) fn sse(&self, resp: Response, url: &str) -> EventStream {
         super::sse::events(
             self.bytes(resp, url),
             &self.provider,
@@ -332,7 +332,7 @@ impl Http {
     }
 
     /// Newline-delimited JSON: one event per non-empty line.
-    pub fn ndjson(&self, resp: Response, url: &str) -> EventStream {
+    pub(crate) fn ndjson(&self, resp: Response, url: &str) -> EventStream {
         super::ndjson::events(
             self.bytes(resp, url),
             &self.provider,
@@ -379,7 +379,7 @@ const REQUEST_ID_HEADERS: &[&str] = &[
 /// (`{"error":"..."}`); other bodies are shown cut short. Headers are never shown (keys live
 /// there); a 404 names the `url` tried (it carries no credentials), which is most often what
 /// is wrong.
-pub fn status_error(
+pub(crate) fn status_error(
     provider: &str,
     url: &str,
     status: StatusCode,
@@ -445,7 +445,7 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 /// The error type and message of a JSON error body, in any of the shapes above.
-pub fn error_of(v: &Value) -> (Option<String>, Option<String>) {
+pub(crate) fn error_of(v: &Value) -> (Option<String>, Option<String>) {
     let text = |v: Option<&Value>| match v {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),

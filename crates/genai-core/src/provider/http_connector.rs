@@ -23,8 +23,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::http_template::CREDENTIAL_MARK;
 use crate::secrets::{KeySource, Secret};
 
-pub const KIND: &str = HTTP.name;
-
 /// How a streamed answer is cut into events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Framing {
@@ -63,7 +61,7 @@ fn placeholders(text: &str) -> Vec<&str> {
 }
 
 /// An instance; its URL, headers and credentials are checked now.
-pub fn create(name: &str, c: &ConnectorSettings) -> Result<HttpProvider> {
+pub(crate) fn create(name: &str, c: &ConnectorSettings) -> Result<HttpProvider> {
     let config_error = |msg: String| Error::new(ErrorKind::Config, msg);
     let url = c
         .http

@@ -12,62 +12,62 @@ use crate::format::{ollama_chat, openai_chat};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 /// Where Ollama's host comes from when the config names none.
-pub const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
+pub(crate) const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
 /// Where an Azure OpenAI resource's endpoint comes from when the config names none.
-pub const AZURE_ENDPOINT_ENV: &str = "AZURE_OPENAI_ENDPOINT";
+pub(crate) const AZURE_ENDPOINT_ENV: &str = "AZURE_OPENAI_ENDPOINT";
 
 /// What sets one HTTP kind apart from the others.
 pub struct HttpKind {
     pub name: &'static str,
-    pub description: &'static str,
+    pub(crate) description: &'static str,
     /// The formats it sends, each with its path; the first is the default format.
-    pub routes: &'static [Route],
-    pub auth: Auth,
+    pub(crate) routes: &'static [Route],
+    pub(crate) auth: Auth,
     /// The variable that holds the key when `api_key_env` is not set; read only by an
     /// instance that goes where the kind's well-known variables point
     /// (`remote::takes_well_known_key`).
     pub key_env: Option<&'static str>,
     /// Read instead when `key_env` is empty and this one is not, as the vendor's SDKs do.
-    pub fallback_key_env: Option<&'static str>,
+    pub(crate) fallback_key_env: Option<&'static str>,
     /// The variable that gives the base URL when `base_url` is not set.
-    pub base_url_env: Option<&'static str>,
+    pub(crate) base_url_env: Option<&'static str>,
     /// The base URL when neither gives one (`None`: it must be configured).
-    pub default_base_url: Option<&'static str>,
+    pub(crate) default_base_url: Option<&'static str>,
     /// Host suffixes of the vendor's own service besides the default URL (Azure's resources
     /// each have a host of their own): the kind's key variable may go there too.
-    pub own_hosts: &'static [&'static str],
+    pub(crate) own_hosts: &'static [&'static str],
     /// Whether the paths start with the API version (`/v1`, `/v1beta`) that a base URL ending
     /// in a version of its own replaces.
-    pub versioned_base: bool,
+    pub(crate) versioned_base: bool,
     /// How the model id is written where a path says `{model}`.
-    pub model_in_path: ModelInPath,
-    pub default_model: Option<&'static str>,
+    pub(crate) model_in_path: ModelInPath,
+    pub(crate) default_model: Option<&'static str>,
     /// The largest inline image, in bytes, the vendor's endpoint takes.
-    pub max_image_bytes: Option<usize>,
+    pub(crate) max_image_bytes: Option<usize>,
     /// Whether another base URL than the default reaches other servers that merely speak the
     /// API: there the key is optional, no image limit is known, the kind's default model and
     /// the vendor's prices do not apply.
-    pub compatible_servers: bool,
+    pub(crate) compatible_servers: bool,
     /// Where such a server lists its models (appended to the base URL): the first is its
     /// default model when the config names none.
-    pub models_path: Option<&'static str>,
+    pub(crate) models_path: Option<&'static str>,
 }
 
 /// One format a kind sends, and where.
 #[derive(Debug)]
-pub struct Route {
-    pub format: &'static str,
+pub(crate) struct Route {
+    pub(crate) format: &'static str,
     /// Appended to the base URL; `{model}` stands for the model id.
-    pub path: &'static str,
+    pub(crate) path: &'static str,
     /// The path of a streamed request, where it differs.
-    pub stream_path: Option<&'static str>,
+    pub(crate) stream_path: Option<&'static str>,
     /// The `Accept` of a streamed request.
-    pub stream_accept: &'static str,
+    pub(crate) stream_accept: &'static str,
 }
 
 /// How a kind sends its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Auth {
+pub(crate) enum Auth {
     /// `Authorization: Bearer KEY`; without a key nothing is sent, unless `required`.
     Bearer { required: bool },
     /// The key in a header of its own; always required.
@@ -80,7 +80,7 @@ pub enum Auth {
 
 /// How a model id is written into a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelInPath {
+pub(crate) enum ModelInPath {
     /// Percent-encoded into one segment, so that an ARN with `/` and `:` stays one.
     Escaped,
     /// As given, without a leading `models/`; an id with `/`, `?`, `#`, `:` or a space is
@@ -113,7 +113,7 @@ const BARE: HttpKind = HttpKind {
 const SSE: &str = "text/event-stream";
 const NDJSON: &str = "application/x-ndjson";
 
-pub const OPENAI: HttpKind = HttpKind {
+pub(crate) const OPENAI: HttpKind = HttpKind {
     name: "openai",
     description:
         "OpenAI and any OpenAI-compatible server (base_url, OPENAI_BASE_URL, OPENAI_API_KEY)",
@@ -134,7 +134,7 @@ pub const OPENAI: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const ANTHROPIC: HttpKind = HttpKind {
+pub(crate) const ANTHROPIC: HttpKind = HttpKind {
     name: "anthropic",
     description: "Anthropic's API (base_url, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY)",
     routes: &[Route {
@@ -156,7 +156,7 @@ pub const ANTHROPIC: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const OLLAMA: HttpKind = HttpKind {
+pub(crate) const OLLAMA: HttpKind = HttpKind {
     name: "ollama",
     description: "An Ollama server (base_url or OLLAMA_HOST, default http://127.0.0.1:11434; no key needed, OLLAMA_API_KEY sent as a bearer token if set)",
     routes: &[
@@ -181,7 +181,7 @@ pub const OLLAMA: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const GEMINI: HttpKind = HttpKind {
+pub(crate) const GEMINI: HttpKind = HttpKind {
     name: "gemini",
     description: "Google's Gemini API (base_url or GEMINI_BASE_URL; GEMINI_API_KEY or GOOGLE_API_KEY, sent as x-goog-api-key)",
     routes: &[Route {
@@ -206,7 +206,7 @@ pub const GEMINI: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const AZURE_OPENAI: HttpKind = HttpKind {
+pub(crate) const AZURE_OPENAI: HttpKind = HttpKind {
     name: "azure-openai",
     description: "Azure OpenAI deployments (base_url or AZURE_OPENAI_ENDPOINT, deployment, api_version or OPENAI_API_VERSION, AZURE_OPENAI_API_KEY)",
     routes: &[Route {
@@ -225,7 +225,7 @@ pub const AZURE_OPENAI: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const HTTP: HttpKind = HttpKind {
+pub(crate) const HTTP: HttpKind = HttpKind {
     name: "http",
     description: "Any HTTP endpoint: base_url, method, headers, credentials; the body comes from an http-template model configuration",
     routes: &[Route {
@@ -239,7 +239,7 @@ pub const HTTP: HttpKind = HttpKind {
     ..BARE
 };
 
-pub const BEDROCK: HttpKind = HttpKind {
+pub(crate) const BEDROCK: HttpKind = HttpKind {
     name: "bedrock",
     description:
         "Amazon Bedrock Runtime (region, profile; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
@@ -290,13 +290,13 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
 
 impl HttpKind {
     /// The formats it sends, the default first.
-    pub fn formats(&self) -> Vec<&'static str> {
+    pub(crate) fn formats(&self) -> Vec<&'static str> {
         self.routes.iter().map(|r| r.format).collect()
     }
 
     /// The route of a format. The registry lets only a kind's formats reach its instances, so
     /// this is the one place that refuses another, for every kind.
-    pub fn route(&self, format: &str) -> Result<&'static Route> {
+    pub(crate) fn route(&self, format: &str) -> Result<&'static Route> {
         self.routes
             .iter()
             .find(|r| r.format == format)
@@ -313,7 +313,7 @@ impl HttpKind {
     }
 
     /// The model id as written where a path says `{model}`.
-    pub fn model_in_path(&self, model: &str) -> Result<String> {
+    pub(crate) fn model_in_path(&self, model: &str) -> Result<String> {
         match self.model_in_path {
             ModelInPath::Escaped => Ok(utf8_percent_encode(model, SEGMENT).to_string()),
             ModelInPath::Checked(vendor) => {

@@ -8,13 +8,13 @@ use tokio::sync::OnceCell;
 use crate::error::{Error, Result};
 use crate::secrets::{KeySource, Secret};
 
-pub struct LazyKey {
+pub(crate) struct LazyKey {
     source: KeySource,
     cell: OnceCell<Option<Secret>>,
 }
 
 impl LazyKey {
-    pub fn new(source: KeySource) -> LazyKey {
+    pub(crate) fn new(source: KeySource) -> LazyKey {
         LazyKey {
             source,
             cell: OnceCell::new(),
@@ -22,12 +22,12 @@ impl LazyKey {
     }
 
     /// Where the key is looked up (for "set X" hints).
-    pub fn source(&self) -> &KeySource {
+    pub(crate) fn source(&self) -> &KeySource {
         &self.source
     }
 
     /// The key, `None` when no source has one. A failing `api_key_cmd` is an error.
-    pub async fn get(&self) -> Result<Option<&Secret>> {
+    pub(crate) async fn get(&self) -> Result<Option<&Secret>> {
         let source = self.source.clone();
         let key = self
             .cell

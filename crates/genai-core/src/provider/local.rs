@@ -25,7 +25,7 @@
 //! by grammar), `wire` (openai-chat in and out), `served` (the same model kept warm by a
 //! running `genai serve`, for `ask` and `chat`).
 
-pub const KIND: &str = "local";
+pub(crate) const KIND: &str = "local";
 
 #[cfg(feature = "local")]
 mod engine;
@@ -52,7 +52,7 @@ mod template;
 mod wire;
 
 #[cfg(feature = "local")]
-pub use enabled::LocalProvider;
+pub(crate) use enabled::LocalProvider;
 
 use std::sync::Arc;
 
@@ -61,7 +61,7 @@ use crate::config::LocalSettings;
 use crate::error::Result;
 
 /// Builds a `local` provider instance (the registry's factory).
-pub fn create(name: &str, c: &LocalSettings) -> Result<Arc<dyn ServiceProvider>> {
+pub(crate) fn create(name: &str, c: &LocalSettings) -> Result<Arc<dyn ServiceProvider>> {
     #[cfg(feature = "local")]
     {
         Ok(Arc::new(LocalProvider::from_config(name, c)?))
@@ -95,7 +95,7 @@ fn runs_one_conversation() -> bool {
 }
 
 /// The `tracing` target of llama.cpp's own log lines (llama-cpp-2 sends them there).
-pub const LLAMA_LOG_TARGET: &str = "llama-cpp-2";
+pub(crate) const LLAMA_LOG_TARGET: &str = "llama-cpp-2";
 
 /// The directive that keeps llama.cpp's own log below genai's, for a log filter `spec` whose
 /// most verbose level is `max`: its lines show from `info` on (at `warn` and `error` they
@@ -155,7 +155,7 @@ mod enabled {
     }
 
     /// A configured local engine.
-    pub struct LocalProvider {
+    pub(crate) struct LocalProvider {
         name: String,
         /// The configured model (name or path), else the models folder's default at startup.
         default_model: Option<String>,
@@ -207,7 +207,7 @@ mod enabled {
     }
 
     impl LocalProvider {
-        pub fn from_config(name: &str, c: &LocalSettings) -> Result<LocalProvider> {
+        pub(crate) fn from_config(name: &str, c: &LocalSettings) -> Result<LocalProvider> {
             let positive = |v: Option<u32>, what: &str| -> Result<Option<u32>> {
                 match v {
                     Some(0) => Err(Error::new(

@@ -6,18 +6,18 @@
 //! HTTP kinds are rows of one table (`kinds`) sent by one provider (`remote`) through one
 //! transport (`http`); a kind that differs keeps its hooks in its own file.
 
-pub mod anthropic;
+pub(crate) mod anthropic;
 pub mod aws;
-pub mod azure_openai;
-pub mod bedrock;
-pub mod build;
+pub(crate) mod azure_openai;
+pub(crate) mod bedrock;
+pub(crate) mod build;
 pub mod http;
-pub mod http_connector;
+pub(crate) mod http_connector;
 pub mod kinds;
-pub mod lazy_key;
+pub(crate) mod lazy_key;
 pub mod local;
 pub mod ndjson;
-pub mod ollama;
+pub(crate) mod ollama;
 pub mod remote;
 #[cfg(any(test, feature = "testing"))]
 pub mod scripted;
@@ -26,16 +26,16 @@ pub mod sse;
 /// The `openai` provider kind: OpenAI and every OpenAI-compatible server (vLLM, llama.cpp's
 /// server, LM Studio, OpenRouter, ...), reached at `{base_url}/chat/completions`. Its row in
 /// the kinds table says everything about it.
-pub mod openai {
-    pub const KIND: &str = super::kinds::OPENAI.name;
+pub(crate) mod openai {
+    pub(crate) const KIND: &str = super::kinds::OPENAI.name;
 }
 
 /// The `gemini` provider kind: Google's Gemini API, reached at
 /// `{base_url}/v1beta/models/{model}:generateContent` (`:streamGenerateContent?alt=sse` for a
 /// stream) with the key in `x-goog-api-key`, never in the URL. Its row in the kinds table says
 /// everything about it.
-pub mod gemini {
-    pub const KIND: &str = super::kinds::GEMINI.name;
+pub(crate) mod gemini {
+    pub(crate) const KIND: &str = super::kinds::GEMINI.name;
 }
 
 use std::pin::Pin;
@@ -51,13 +51,13 @@ pub use crate::format::StreamEvent;
 
 /// The type of a stream event a provider adds itself, not from the model: a note on the
 /// request's progress (its data, plain text), shown to the client and never decoded.
-pub const PROGRESS_EVENT: &str = "genai.progress";
+pub(crate) const PROGRESS_EVENT: &str = "genai.progress";
 
 /// A streamed response body.
 pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>;
 
 /// A streamed answer as events.
-pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent>> + Send>>;
+pub(crate) type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent>> + Send>>;
 
 /// What a provider brings back: a whole body, or the events of a stream. Framing (SSE, NDJSON,
 /// AWS event stream) is the provider's job; reading each event is the format's.
@@ -146,7 +146,7 @@ pub trait ServiceProvider: Send + Sync {
 
 /// The error of a provider instance with no model to run: name one, or set its default
 /// (`why`: what asking the server for one said).
-pub fn no_default_model(name: &str, why: Option<&str>) -> Error {
+pub(crate) fn no_default_model(name: &str, why: Option<&str>) -> Error {
     let mut message = format!(
         "provider `{name}` has no default model: pass -m {name}:MODEL, or set `default_model` under [service_providers.{name}]"
     );
@@ -173,26 +173,26 @@ pub struct Infilled {
     /// The middle, leading whitespace kept.
     pub text: String,
     /// Tokens of the FIM prompt (its FIM tokens included).
-    pub prompt_tokens: u32,
+    pub(crate) prompt_tokens: u32,
     /// Tokens generated.
-    pub completion_tokens: u32,
+    pub(crate) completion_tokens: u32,
     /// `stop` (end of generation or a stop string), `length`, `repetition` (a loop was
     /// stopped), or `cancelled`.
-    pub finish_reason: String,
+    pub(crate) finish_reason: String,
 }
 
 /// Timeouts of an HTTP provider.
 #[derive(Debug, Clone, Copy)]
-pub struct Timeouts {
-    pub connect: Duration,
-    pub read: Duration,
-    pub total: Duration,
+pub(crate) struct Timeouts {
+    pub(crate) connect: Duration,
+    pub(crate) read: Duration,
+    pub(crate) total: Duration,
 }
 
 impl Timeouts {
     /// The timeouts of these settings, refusing a negative, zero or non-number one (a typo
     /// must not silently become the default).
-    pub fn checked(provider: &str, c: &crate::config::HttpSettings) -> Result<Timeouts> {
+    pub(crate) fn checked(provider: &str, c: &crate::config::HttpSettings) -> Result<Timeouts> {
         for (name, value) in [
             ("connect_timeout_secs", c.connect_timeout_secs),
             ("timeout_secs", c.timeout_secs),
@@ -211,7 +211,7 @@ impl Timeouts {
         Ok(Timeouts::from_config(c))
     }
 
-    pub fn from_config(c: &crate::config::HttpSettings) -> Timeouts {
+    pub(crate) fn from_config(c: &crate::config::HttpSettings) -> Timeouts {
         let secs =
             |v: Option<f64>, d: f64| Duration::from_secs_f64(v.filter(|s| *s > 0.0).unwrap_or(d));
         Timeouts {
@@ -223,7 +223,7 @@ impl Timeouts {
 
     /// An HTTP client with these timeouts; one for `https` trusts the system's authorities too
     /// (`crate::tls`).
-    pub fn client(&self, https: bool) -> Result<reqwest::Client> {
+    pub(crate) fn client(&self, https: bool) -> Result<reqwest::Client> {
         let builder = reqwest::Client::builder();
         let builder = if https {
             crate::tls::with_system_roots(builder)
@@ -242,7 +242,7 @@ impl Timeouts {
 
 /// A readable error for a failed HTTP exchange; never includes headers (keys live there).
 /// `url` is the endpoint (without credentials), shown so the user sees where it went.
-pub fn transport_error(provider: &str, url: &str, e: reqwest::Error) -> Error {
+pub(crate) fn transport_error(provider: &str, url: &str, e: reqwest::Error) -> Error {
     let url = format!(" {url}");
     if e.is_timeout() {
         return Error::new(

@@ -11,14 +11,14 @@ use super::remote::{self, Endpoint, HttpProvider, Plain};
 use crate::config::HttpSettings;
 use crate::error::{Error, ErrorKind, Result};
 
-pub const KIND: &str = OLLAMA.name;
-pub use super::kinds::OLLAMA_HOST_ENV as HOST_ENV;
+pub(crate) const KIND: &str = OLLAMA.name;
+pub(crate) use super::kinds::OLLAMA_HOST_ENV as HOST_ENV;
 
 /// The base URL of an Ollama host written as Ollama accepts it in `OLLAMA_HOST`: `host`,
 /// `host:port`, `:port`, `scheme://host[:port][/path]`, IPv6 in brackets. Without a scheme the
 /// port defaults to 11434; with `http://` to 80 and `https://` to 443, as in Ollama's own
 /// client. A listen-everywhere address (`0.0.0.0`, `::`) means this machine.
-pub fn host_url(text: &str) -> std::result::Result<String, String> {
+pub(crate) fn host_url(text: &str) -> std::result::Result<String, String> {
     let text = text.trim().trim_end_matches('/');
     let (scheme, rest, default_port) = match text.split_once("://") {
         None => ("http", text, "11434"),
@@ -59,7 +59,7 @@ pub fn host_url(text: &str) -> std::result::Result<String, String> {
 
 /// An instance; its host as [`host_url`] reads it, from `base_url`, else `OLLAMA_HOST`, else
 /// the default host.
-pub fn create(name: &str, s: &HttpSettings) -> Result<HttpProvider> {
+pub(crate) fn create(name: &str, s: &HttpSettings) -> Result<HttpProvider> {
     let (text, origin) = match &s.base_url {
         Some(url) => (url.clone(), format!("service_providers.{name}.base_url")),
         None => match remote::env(HOST_ENV) {

@@ -1,7 +1,7 @@
 //! An instance of an HTTP kind: what every one has (its row of the kinds table, its name, base
 //! URL, key, configured headers and transport) and the plain exchange: POST the format's body
 //! to the route's URL with the kind's key, and hand the answer to the transport to frame. A
-//! kind that differs says how in its [`Hooks`], in its own file.
+//! kind that differs says how in its `Hooks`, in its own file.
 //!
 //! It owns building and sending that request. It must never read a body (formats do), retry
 //! or frame an answer itself (`http` does), nor put a key in a URL, a log line or an error.
@@ -24,23 +24,23 @@ use crate::format::ModelRequest;
 use crate::secrets::{KeySource, Secret};
 
 /// What every instance of an HTTP kind has.
-pub struct Endpoint {
-    pub kind: &'static HttpKind,
-    pub name: String,
+pub(crate) struct Endpoint {
+    pub(crate) kind: &'static HttpKind,
+    pub(crate) name: String,
     /// Trimmed, without a trailing `/`. Empty for a Bedrock instance without `base_url`, whose
     /// endpoint is found per request.
-    pub base_url: String,
-    pub key: LazyKey,
+    pub(crate) base_url: String,
+    pub(crate) key: LazyKey,
     /// The kind's well-known key variable when this instance does not read it (its base URL
     /// is another server's), named in the error that says how to give it a key.
-    pub withheld_key_env: Option<&'static str>,
+    pub(crate) withheld_key_env: Option<&'static str>,
     /// The first model the server lists, asked once when no default model is known (the
     /// reason as text when it could not be had).
-    pub listed_model: OnceLock<std::result::Result<String, String>>,
+    pub(crate) listed_model: OnceLock<std::result::Result<String, String>>,
     /// The configured headers, sent with every request.
-    pub headers: Vec<(String, String)>,
-    pub default_model: Option<String>,
-    pub http: Http,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) default_model: Option<String>,
+    pub(crate) http: Http,
     /// The last key status a listing found, and when (see [`KEY_STATUS_TTL`]).
     key_status: Mutex<Option<(Instant, KeyStatus)>>,
     /// The last request URL, parsed: most instances send every request to one URL, and
@@ -55,25 +55,25 @@ pub struct Endpoint {
 const KEY_STATUS_TTL: Duration = Duration::from_secs(5);
 
 /// One request on its way: the instance's endpoint, the route of its format, the request.
-pub struct Call<'a> {
-    pub endpoint: &'a Endpoint,
-    pub route: &'static Route,
-    pub request: &'a ModelRequest,
+pub(crate) struct Call<'a> {
+    pub(crate) endpoint: &'a Endpoint,
+    pub(crate) route: &'static Route,
+    pub(crate) request: &'a ModelRequest,
 }
 
 /// One request, ready to send.
 pub struct Prepared<'a> {
     /// Without credentials: it is shown in errors.
-    pub url: String,
-    pub body: Cow<'a, Value>,
+    pub(crate) url: String,
+    pub(crate) body: Cow<'a, Value>,
     /// The kind's own headers; each replaces a configured header of the same name.
-    pub headers: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 /// Where a kind's exchange differs from the plain one. Each method's default is the plain
 /// behaviour.
 #[async_trait]
-pub trait Hooks: Send + Sync {
+pub(crate) trait Hooks: Send + Sync {
     /// The URL, body and headers of a request.
     fn prepare<'a>(&self, call: &Call<'a>) -> Result<Prepared<'a>> {
         Ok(Prepared {
@@ -102,18 +102,18 @@ pub trait Hooks: Send + Sync {
 }
 
 /// The plain exchange, for a kind its table row says everything about.
-pub struct Plain;
+pub(crate) struct Plain;
 
 impl Hooks for Plain {}
 
 /// A configured HTTP transport: its endpoint and its kind's hooks.
-pub struct HttpProvider {
+pub(crate) struct HttpProvider {
     endpoint: Endpoint,
     hooks: Box<dyn Hooks>,
 }
 
 impl HttpProvider {
-    pub fn new(endpoint: Endpoint, hooks: impl Hooks + 'static) -> HttpProvider {
+    pub(crate) fn new(endpoint: Endpoint, hooks: impl Hooks + 'static) -> HttpProvider {
         HttpProvider {
             endpoint,
             hooks: Box::new(hooks),
@@ -121,7 +121,7 @@ impl HttpProvider {
     }
 
     /// An instance whose base URL is found the usual way ([`base_url`]).
-    pub fn from_settings(
+    pub(crate) fn from_settings(
         kind: &'static HttpKind,
         name: &str,
         s: &HttpSettings,
@@ -142,11 +142,13 @@ impl HttpProvider {
         ))
     }
 
-    pub fn endpoint(&self) -> &Endpoint {
+    #[cfg(test)]
+    pub(crate) fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
-    pub fn hooks(&self) -> &dyn Hooks {
+    #[cfg(test)]
+    pub(crate) fn hooks(&self) -> &dyn Hooks {
         self.hooks.as_ref()
     }
 }
@@ -223,7 +225,7 @@ impl ServiceProvider for HttpProvider {
 
 /// The base URL from `base_url`, else the kind's variable, else its default, checked; `None`
 /// when none of them gives one.
-pub fn base_url(kind: &HttpKind, name: &str, s: &HttpSettings) -> Result<Option<String>> {
+pub(crate) fn base_url(kind: &HttpKind, name: &str, s: &HttpSettings) -> Result<Option<String>> {
     s.base_url
         .clone()
         .or_else(|| kind.base_url_env.and_then(env))
@@ -233,7 +235,7 @@ pub fn base_url(kind: &HttpKind, name: &str, s: &HttpSettings) -> Result<Option<
 }
 
 /// A base URL trimmed, without a trailing `/`, and parsed.
-pub fn checked_url(name: &str, url: &str) -> Result<String> {
+pub(crate) fn checked_url(name: &str, url: &str) -> Result<String> {
     let url = url.trim().trim_end_matches('/').to_string();
     reqwest::Url::parse(&url).map_err(|e| {
         Error::new(
@@ -249,7 +251,7 @@ pub fn checked_url(name: &str, url: &str) -> Result<String> {
 /// not configured (the kind's base URL variable, else its default), or is configured to the
 /// kind's default or to that variable's URL. A key never goes to a server its user did not
 /// pair it with.
-pub fn takes_well_known_key(kind: &HttpKind, s: &HttpSettings) -> bool {
+pub(crate) fn takes_well_known_key(kind: &HttpKind, s: &HttpSettings) -> bool {
     let Some(configured) = &s.base_url else {
         return true;
     };
@@ -273,7 +275,7 @@ fn own_host(kind: &HttpKind, url: &str) -> bool {
 
 /// The variable an instance reads its key from first: `api_key_env`, else the kind's
 /// well-known one (or its fallback, when only that one is set) where
-/// [`takes_well_known_key`] allows it.
+/// `takes_well_known_key` allows it.
 pub fn key_env(kind: &HttpKind, s: &HttpSettings) -> Option<String> {
     if let Some(var) = &s.api_key_env {
         return Some(var.clone());
@@ -293,7 +295,7 @@ fn other_server(kind: &HttpKind, base_url: &str) -> bool {
 }
 
 /// An environment variable's value, unless unset or blank.
-pub fn env(var: &str) -> Option<String> {
+pub(crate) fn env(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.trim().is_empty())
 }
 
@@ -305,7 +307,7 @@ fn names_version(url: &str) -> bool {
 
 impl Endpoint {
     /// What every instance of `kind` has, from its settings and the base URL the kind found.
-    pub fn new(
+    pub(crate) fn new(
         kind: &'static HttpKind,
         name: &str,
         s: &HttpSettings,
@@ -359,11 +361,11 @@ impl Endpoint {
     }
 
     /// Whether the base URL is not the kind's own but another server speaking its API.
-    pub fn other_server(&self) -> bool {
+    pub(crate) fn other_server(&self) -> bool {
         other_server(self.kind, &self.base_url)
     }
 
-    pub fn has_header(&self, name: &str) -> bool {
+    pub(crate) fn has_header(&self, name: &str) -> bool {
         self.headers
             .iter()
             .any(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -372,7 +374,7 @@ impl Endpoint {
     /// The URL of a route: `base` and the route's path (its stream path for a stream), the
     /// model id where the path says `{model}`. A base URL that names an API version keeps it
     /// for a kind whose paths start with theirs.
-    pub fn url(&self, base: &str, route: &Route, request: &ModelRequest) -> Result<String> {
+    pub(crate) fn url(&self, base: &str, route: &Route, request: &ModelRequest) -> Result<String> {
         let mut path = match route.stream_path {
             Some(p) if request.stream => p,
             _ => route.path,
@@ -388,7 +390,7 @@ impl Endpoint {
     }
 
     /// Whether the endpoint always needs the kind's key (the others send one when they have it).
-    pub fn key_required(&self) -> bool {
+    pub(crate) fn key_required(&self) -> bool {
         match self.kind.auth {
             Auth::Bearer { required } => required && !self.other_server(),
             Auth::Header(_) => true,
@@ -398,7 +400,7 @@ impl Endpoint {
 
     /// The key the kind sends: an error that says where to put one when the endpoint always
     /// needs one, else `None` when no source has one.
-    pub async fn key(&self) -> Result<Option<&Secret>> {
+    pub(crate) async fn key(&self) -> Result<Option<&Secret>> {
         match self.key.get().await? {
             None if self.key_required() => Err(Error::new(
                 ErrorKind::MissingCredentials,
@@ -415,7 +417,7 @@ impl Endpoint {
     /// Where this instance's key may come from, for the errors that say it has none: its
     /// variable, `genai keys set`, or the config's settings; and why the kind's well-known
     /// variable, when set, is not sent here.
-    pub fn how_to_give_a_key(&self) -> String {
+    pub(crate) fn how_to_give_a_key(&self) -> String {
         let name = &self.name;
         let mut how = match &self.key.source().env_var {
             Some(var) => {
@@ -498,7 +500,7 @@ impl Endpoint {
     }
 
     /// One attempt of a prepared request.
-    pub fn request(
+    pub(crate) fn request(
         &self,
         client: &reqwest::Client,
         route: &Route,
@@ -538,12 +540,12 @@ impl Endpoint {
 
 impl Call<'_> {
     /// The URL on `base` ([`Endpoint::url`]).
-    pub fn url(&self, base: &str) -> Result<String> {
+    pub(crate) fn url(&self, base: &str) -> Result<String> {
         self.endpoint.url(base, self.route, self.request)
     }
 
     /// Sends a prepared request (with retries) and frames the answer.
-    pub async fn send(&self, prepared: Prepared<'_>) -> Result<ProviderResponse> {
+    pub(crate) async fn send(&self, prepared: Prepared<'_>) -> Result<ProviderResponse> {
         let (e, stream) = (self.endpoint, self.request.stream);
         let key = e.key().await?;
         let url = &prepared.url;
@@ -570,7 +572,7 @@ impl Call<'_> {
 
 #[cfg(test)]
 #[path = "remote_testing.rs"]
-pub mod testing;
+pub(crate) mod testing;
 
 #[cfg(test)]
 #[path = "remote_tests.rs"]

@@ -5,7 +5,7 @@ use super::*;
 
 /// The first attempt of a request as an instance would send it with the key `test-key`,
 /// built but not sent.
-pub fn first_request(
+pub(crate) fn first_request(
     p: &HttpProvider,
     format: &'static str,
     model: &str,

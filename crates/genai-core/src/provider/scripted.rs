@@ -45,7 +45,8 @@ impl ScriptedProvider {
     }
 
     /// A provider that, like the local engine, ignores the format's native tools.
-    pub fn without_native_tools(script: Vec<Answer>) -> Arc<ScriptedProvider> {
+    #[cfg(test)]
+    pub(crate) fn without_native_tools(script: Vec<Answer>) -> Arc<ScriptedProvider> {
         ScriptedProvider::with(script, false)
     }
 
@@ -59,7 +60,7 @@ impl ScriptedProvider {
     }
 
     /// The bodies of the requests sent so far.
-    pub fn bodies(&self) -> Vec<Value> {
+    pub(crate) fn bodies(&self) -> Vec<Value> {
         let requests = self.requests.lock().expect("requests lock");
         requests.iter().map(|r| r.body.clone()).collect()
     }
@@ -125,7 +126,8 @@ impl ServiceProvider for ScriptedProvider {
 }
 
 /// An `openai-chat` completion with this text.
-pub fn text_body(text: &str) -> Answer {
+#[cfg(test)]
+pub(crate) fn text_body(text: &str) -> Answer {
     Answer::Body(json!({
         "model": "m",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
@@ -134,7 +136,8 @@ pub fn text_body(text: &str) -> Answer {
 }
 
 /// An `openai-chat` completion with these tool calls (id, name, arguments).
-pub fn calls_body(calls: &[(&str, &str, Value)]) -> Answer {
+#[cfg(test)]
+pub(crate) fn calls_body(calls: &[(&str, &str, Value)]) -> Answer {
     let calls: Vec<Value> = calls
         .iter()
         .map(|(id, name, args)| {

@@ -142,7 +142,7 @@ impl SseDecoder {
 
 /// The events of an SSE body; an event not ended by a blank line when the body ends is
 /// dropped, as the SSE standard says. `provider` names the errors.
-pub fn events(bytes: ByteStream, provider: &str, max_event: usize) -> EventStream {
+pub(crate) fn events(bytes: ByteStream, provider: &str, max_event: usize) -> EventStream {
     let provider = provider.to_string();
     let state = (
         bytes,

@@ -13,7 +13,7 @@ use super::Secret;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The key file's name in the config folder.
-pub const FILE_NAME: &str = "keys.toml";
+pub(crate) const FILE_NAME: &str = "keys.toml";
 
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -108,7 +108,7 @@ fn write(path: &Path, file: &KeyFile) -> Result<()> {
 }
 
 /// The key of `name` in the file at `path`, if it holds one.
-pub fn get_in(path: &Path, name: &str) -> Result<Option<Secret>> {
+pub(crate) fn get_in(path: &Path, name: &str) -> Result<Option<Secret>> {
     Ok(read(path)?.keys.remove(name).map(Secret::new))
 }
 

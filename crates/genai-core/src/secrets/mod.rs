@@ -11,8 +11,6 @@ use crate::error::{Error, ErrorKind, Result};
 pub mod key_file;
 pub mod os_keyring;
 
-pub use os_keyring::KEYRING_SERVICE;
-
 /// The serve token's file in the config folder (`genai serve` makes it).
 pub const SERVE_TOKEN_FILE: &str = "serve-token";
 
@@ -47,7 +45,7 @@ impl Secret {
 
     /// The key itself. Whatever uses it is remembered by the redactor first, so a provider
     /// that echoes it back never gets it printed.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         crate::redact::remember(&self.0);
         &self.0
     }
@@ -61,22 +59,22 @@ impl fmt::Debug for Secret {
 
 /// Where to look for one provider instance's key.
 #[derive(Debug, Clone, Default)]
-pub struct KeySource {
+pub(crate) struct KeySource {
     /// The provider instance name: the keyring user.
-    pub instance: String,
+    pub(crate) instance: String,
     /// The environment variable to read first.
-    pub env_var: Option<String>,
+    pub(crate) env_var: Option<String>,
     /// A shell command that prints the key.
-    pub command: Option<String>,
+    pub(crate) command: Option<String>,
     /// A key written in the config file.
-    pub inline: Option<String>,
+    pub(crate) inline: Option<String>,
 }
 
 impl KeySource {
     /// Looks the key up: environment, keyring, key file, key command, config. `Ok(None)` when
     /// none has one. The key found is remembered by the redactor at once, so that no front-end prints it
     /// nor the history keeps it, even before it is sent.
-    pub fn resolve(&self) -> Result<Option<Secret>> {
+    pub(crate) fn resolve(&self) -> Result<Option<Secret>> {
         let found = self.find()?;
         if let Some(key) = &found {
             crate::redact::remember(&key.0);
@@ -111,7 +109,7 @@ impl KeySource {
     /// Whether a source has a key, in the order of [`KeySource::resolve`], without running the
     /// key command (a set one counts) and without reading the key out. A keyring that does not
     /// answer has none.
-    pub fn has_key(&self) -> bool {
+    pub(crate) fn has_key(&self) -> bool {
         let set = |v: &Option<String>| v.as_ref().is_some_and(|v| !v.trim().is_empty());
         if self
             .env_var
@@ -159,7 +157,7 @@ fn run_key_command(instance: &str, cmd: &str) -> Result<Secret> {
 }
 
 /// Reads a key from the OS keyring; `Ok(None)` when there is none for this instance.
-pub fn keyring_get(instance: &str) -> Result<Option<Secret>> {
+pub(crate) fn keyring_get(instance: &str) -> Result<Option<Secret>> {
     os_keyring::get(instance)
 }
 

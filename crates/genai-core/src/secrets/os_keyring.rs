@@ -10,7 +10,7 @@ use super::Secret;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The keyring service name under which every key is stored (user = provider instance name).
-pub const KEYRING_SERVICE: &str = "genai";
+pub(crate) const KEYRING_SERVICE: &str = "genai";
 
 /// One keyring backend of this machine, in the order they are tried.
 struct Backend {

@@ -32,7 +32,7 @@ const MAX_PROJECT_CONTEXT: usize = 32 * 1024;
 /// The `AGENTS.md` files from the repository's top (the nearest folder above `root` holding
 /// `.git`, else `root` itself) down to `root`, outermost first, as one text capped at
 /// [`MAX_PROJECT_CONTEXT`]; and a line for the details naming them.
-pub fn project_context(root: &Path) -> Option<(String, String)> {
+pub(crate) fn project_context(root: &Path) -> Option<(String, String)> {
     let top = root
         .ancestors()
         .find(|a| a.join(".git").exists())

@@ -36,24 +36,24 @@ struct Queued {
 
 /// A live conversation.
 pub(super) struct Conversation {
-    pub agent: Arc<AIAgent>,
-    pub feature: String,
+    pub(crate) agent: Arc<AIAgent>,
+    pub(crate) feature: String,
     queue: mpsc::UnboundedSender<Queued>,
     /// The running turn and its cancellation token.
-    pub running: Arc<Mutex<Option<(String, CancellationToken)>>>,
+    pub(crate) running: Arc<Mutex<Option<(String, CancellationToken)>>>,
     /// Cancelled when the conversation is closed: ends its task.
-    pub closed: CancellationToken,
+    pub(crate) closed: CancellationToken,
     /// The client that drives the conversation, as its turns see it (with the streams that
     /// follow them).
-    pub port: Arc<dyn ClientPort>,
+    pub(crate) port: Arc<dyn ClientPort>,
     /// The streams following its turns.
     watchers: Watchers,
     /// Its tool sources (the config's, with the MCP servers its client brought).
-    pub toolbox: Arc<Toolbox>,
+    pub(crate) toolbox: Arc<Toolbox>,
     /// The guard of its tool calls, when its feature takes tools.
-    pub guard: Option<Arc<crate::feature::guard::Guard>>,
+    pub(crate) guard: Option<Arc<crate::feature::guard::Guard>>,
     /// Its root, the `cwd` it was started with.
-    pub cwd: Option<String>,
+    pub(crate) cwd: Option<String>,
 }
 
 impl Framework {
@@ -153,7 +153,8 @@ impl Framework {
 
     /// Queues a user message; returns the turn id at once, and the turn's events reach the
     /// conversation's port.
-    pub fn on_new_message(&self, conversation_id: &str, message: Message) -> Result<String> {
+    #[cfg(test)]
+    pub(crate) fn on_new_message(&self, conversation_id: &str, message: Message) -> Result<String> {
         self.on_new_message_with(conversation_id, message, None)
     }
 

@@ -14,17 +14,20 @@ use crate::format::{self, ImageSupport};
 use crate::message::{Message, Part, Role};
 
 /// What the new model can take.
-pub struct Target<'a> {
-    pub format: &'a str,
-    pub images: ImageSupport,
-    pub provider: &'a str,
-    pub max_image_bytes: Option<usize>,
+pub(crate) struct Target<'a> {
+    pub(crate) format: &'a str,
+    pub(crate) images: ImageSupport,
+    pub(crate) provider: &'a str,
+    pub(crate) max_image_bytes: Option<usize>,
     /// The history was written for another format.
-    pub format_changed: bool,
+    pub(crate) format_changed: bool,
 }
 
 /// The history rewritten for `target`, and the notes saying what changed (none: nothing did).
-pub fn carry_over(history: Vec<Message>, target: &Target<'_>) -> (Vec<Message>, Vec<String>) {
+pub(crate) fn carry_over(
+    history: Vec<Message>,
+    target: &Target<'_>,
+) -> (Vec<Message>, Vec<String>) {
     let mut images = 0;
     let mut tool_parts = 0;
     let mut json_parts = 0;

@@ -52,7 +52,7 @@ impl Helpers for ConfigAgents {
 
 impl Framework {
     /// From now on `host` runs the middleware `name`, answering within `timeout` (default
-    /// [`middleware::hosted::DEFAULT_TIMEOUT`]). A name of the config cannot be taken.
+    /// `middleware::hosted::DEFAULT_TIMEOUT`). A name of the config cannot be taken.
     pub fn register_middleware(
         &self,
         name: &str,

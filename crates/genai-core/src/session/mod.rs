@@ -24,10 +24,9 @@ mod queries;
 mod resume;
 mod turn_stream;
 
-pub use acting::{project_context, PermissionFlags};
+pub use acting::PermissionFlags;
 pub use agents::RequestModel;
-pub use commands::{command_conversation, mcp_command_name, ReadyCommand};
-pub use queries::Page;
+pub use commands::{command_conversation, mcp_command_name};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -433,7 +432,8 @@ impl Framework {
             .ok_or_else(|| unknown_conversation(id))
     }
 
-    pub fn open_conversations(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn open_conversations(&self) -> usize {
         self.conversations.lock().map(|c| c.len()).unwrap_or(0)
     }
 }

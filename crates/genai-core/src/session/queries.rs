@@ -15,7 +15,7 @@ use crate::tools::toolbox::Toolbox;
 use super::Framework;
 
 /// One page of a listing and the cursor of the next, if any.
-pub type Page<T> = (Vec<T>, Option<String>);
+pub(crate) type Page<T> = (Vec<T>, Option<String>);
 
 impl Framework {
     /// The config the core runs with.

@@ -62,7 +62,8 @@ impl TurnStream {
     }
 
     /// The turn followed.
-    pub fn turn(&self) -> &TurnRef {
+    #[cfg(test)]
+    pub(crate) fn turn(&self) -> &TurnRef {
         &self.turn
     }
 
@@ -129,8 +130,8 @@ impl Drop for TurnStream {
 /// A conversation's client port as its turns see it: each event goes to the client's port,
 /// then to the stream following that turn, if one does.
 pub(super) struct WatchedPort {
-    pub port: Arc<dyn ClientPort>,
-    pub watchers: Watchers,
+    pub(crate) port: Arc<dyn ClientPort>,
+    pub(crate) watchers: Watchers,
 }
 
 #[async_trait]

@@ -37,7 +37,7 @@ impl Store {
     /// redactor are masked in their arguments). `prompt` titles a conversation that has no
     /// title yet: a turn that allowed a call but did not end (cancelled, failed) keeps its
     /// conversation in the listings, since the call may have changed files.
-    pub fn record_decisions(
+    pub(crate) fn record_decisions(
         &self,
         id: &str,
         turn_id: &str,

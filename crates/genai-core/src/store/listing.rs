@@ -44,7 +44,7 @@ impl Store {
     }
 
     /// The most recently updated conversations first; the cursor is opaque to clients.
-    pub fn list_conversations(
+    pub(crate) fn list_conversations(
         &self,
         page_size: usize,
         cursor: Option<&str>,
@@ -53,7 +53,7 @@ impl Store {
     }
 
     /// As `list_conversations`, only those opened in the working directory `cwd` when given.
-    pub fn list_conversations_in(
+    pub(crate) fn list_conversations_in(
         &self,
         cwd: Option<&str>,
         page_size: usize,
@@ -66,7 +66,7 @@ impl Store {
         self.list_conversations_where(page_size, cursor, &filter)
     }
 
-    /// [`Store::list_conversations`] of the conversations that `filter` lets through.
+    /// `Store::list_conversations` of the conversations that `filter` lets through.
     pub fn list_conversations_where(
         &self,
         page_size: usize,

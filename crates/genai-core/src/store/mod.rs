@@ -14,10 +14,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Usage};
 
 mod decisions;
-pub use decisions::DecisionRecord;
+pub(crate) use decisions::DecisionRecord;
 mod gateway;
-pub use gateway::{GatewayKey, GatewayRequest, KeyUsage};
-pub use schema::shared_file;
+pub use gateway::{GatewayKey, GatewayRequest};
+pub(crate) use schema::shared_file;
 mod listing;
 mod schema;
 mod search;
@@ -26,10 +26,10 @@ mod turns;
 mod usage;
 
 pub use listing::ListFilter;
-pub use search::Found;
+pub(crate) use search::Found;
 pub use time::UtcTime;
 pub use turns::NewMessage;
-pub use usage::{Grouping, UsageRow, GATEWAY_GROUP};
+pub use usage::{Grouping, UsageRow};
 
 /// One conversation as stored.
 #[derive(Debug, Clone)]
@@ -102,7 +102,7 @@ pub fn now_ms() -> i64 {
 }
 
 /// A title from the first user message: one line, at most 80 characters.
-pub fn title_of(text: &str) -> String {
+pub(crate) fn title_of(text: &str) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() <= 80 {
         return line;
@@ -205,7 +205,7 @@ impl Store {
         Ok(())
     }
 
-    /// Gives a conversation a new title (one line, as [`title_of`] makes it).
+    /// Gives a conversation a new title (one line, as `title_of` makes it).
     pub fn rename_conversation(&self, id: &str, title: &str) -> Result<()> {
         let title = title_of(title);
         if title.is_empty() {
@@ -219,7 +219,7 @@ impl Store {
     }
 
     /// Hands a conversation over to another provider and model: later turns run there.
-    pub fn switch_model(
+    pub(crate) fn switch_model(
         &self,
         id: &str,
         provider: &str,
@@ -234,7 +234,11 @@ impl Store {
         updated(n, id)
     }
 
-    pub fn update_parameters(&self, id: &str, parameters: &Map<String, Value>) -> Result<()> {
+    pub(crate) fn update_parameters(
+        &self,
+        id: &str,
+        parameters: &Map<String, Value>,
+    ) -> Result<()> {
         let json = serde_json::to_string(parameters).map_err(json_err)?;
         self.conn()?.execute(
             "UPDATE conversations SET parameters = ?2 WHERE id = ?1",
@@ -245,7 +249,7 @@ impl Store {
 
     /// Stores the schema a client gave a conversation (`None` removes it), as JSON
     /// `{"name", "schema"}`; the session turns it back into a checked schema.
-    pub fn set_response_schema(&self, id: &str, schema: Option<&Value>) -> Result<()> {
+    pub(crate) fn set_response_schema(&self, id: &str, schema: Option<&Value>) -> Result<()> {
         let json = schema
             .map(serde_json::to_string)
             .transpose()
@@ -258,13 +262,13 @@ impl Store {
     }
 
     /// The schema a client gave a conversation, as [`Store::set_response_schema`] stored it.
-    pub fn response_schema(&self, id: &str) -> Result<Option<Value>> {
+    pub(crate) fn response_schema(&self, id: &str) -> Result<Option<Value>> {
         self.json_column(id, "response_schema")
     }
 
     /// Stores the permission mode and rules a client gave a conversation (JSON `{mode, allow,
     /// deny}`), so that reopening it keeps them.
-    pub fn set_permissions(&self, id: &str, permissions: &Value) -> Result<()> {
+    pub(crate) fn set_permissions(&self, id: &str, permissions: &Value) -> Result<()> {
         let n = self.conn()?.execute(
             "UPDATE conversations SET permissions = ?2 WHERE id = ?1",
             params![id, permissions.to_string()],
@@ -273,7 +277,7 @@ impl Store {
     }
 
     /// What [`Store::set_permissions`] stored (`None`: nothing).
-    pub fn permissions(&self, id: &str) -> Result<Option<Value>> {
+    pub(crate) fn permissions(&self, id: &str) -> Result<Option<Value>> {
         self.json_column(id, "permissions")
     }
 
@@ -407,7 +411,7 @@ impl Store {
     }
 
     /// Records another feature or model for a conversation (the client changed its choice).
-    pub fn update_choice(&self, c: &ConversationRecord) -> Result<()> {
+    pub(crate) fn update_choice(&self, c: &ConversationRecord) -> Result<()> {
         let params_json = serde_json::to_string(&c.parameters).map_err(json_err)?;
         self.conn()?.execute(
             "UPDATE conversations SET feature = ?2, provider = ?3, model_configuration = ?4, format = ?5, model = ?6, parameters = ?7 WHERE id = ?1",
@@ -460,7 +464,7 @@ impl Store {
     }
 
     /// Deletes conversation `id` if no turn was committed to it; true when it did.
-    pub fn delete_if_empty(&self, id: &str) -> Result<bool> {
+    pub(crate) fn delete_if_empty(&self, id: &str) -> Result<bool> {
         Ok(self.conn()?.execute(
             "DELETE FROM conversations WHERE id = ?1
              AND NOT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?1)

@@ -255,7 +255,7 @@ pub(super) const SCRATCH_SCHEMA: &str = tables!();
 
 /// Makes an SQLite file fit for several genai processes at once (the history, the
 /// checkpoints' index): a 5 s busy timeout, WAL, `synchronous = NORMAL`, no checkpoint on close.
-pub fn shared_file(conn: &Connection) -> Result<()> {
+pub(crate) fn shared_file(conn: &Connection) -> Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     // Switching a new file to WAL needs an exclusive lock and SQLite does not wait for it
     // (no busy handler there), so a process starting beside another one retries for a while.

@@ -20,7 +20,7 @@ pub struct Found {
     /// The text around the matches, each match between the markers asked for.
     pub snippet: String,
     /// bm25 rank: lower is better.
-    pub rank: f64,
+    pub(crate) rank: f64,
 }
 
 /// The words of `query` as an FTS5 query: each a quoted string (so no character of the query

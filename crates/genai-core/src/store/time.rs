@@ -9,8 +9,8 @@ pub struct UtcTime {
     pub day: i64,
     pub hour: i64,
     pub minute: i64,
-    pub second: i64,
-    pub millis: i64,
+    pub(crate) second: i64,
+    pub(crate) millis: i64,
 }
 
 impl UtcTime {

@@ -46,7 +46,7 @@ impl Store {
 
     /// [`Store::commit_turn`] of a turn answered by `provider`'s `model` (a fallback's when
     /// one served), each kept with the messages.
-    pub fn commit_turn_by(
+    pub(crate) fn commit_turn_by(
         &self,
         id: &str,
         system: Option<&Message>,

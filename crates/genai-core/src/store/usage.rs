@@ -45,7 +45,7 @@ pub struct UsageRow {
 
 /// The group of the gateway's requests when replies are grouped by conversation: they belong
 /// to none (the client keeps its history).
-pub const GATEWAY_GROUP: &str = "gateway";
+pub(crate) const GATEWAY_GROUP: &str = "gateway";
 
 impl UsageRow {
     /// Every row added up into one named `key`.

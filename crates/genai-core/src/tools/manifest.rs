@@ -13,7 +13,7 @@ use super::signature;
 use super::Tool;
 
 /// The committed schema, the contract for module authors.
-pub const SCHEMA: &str = include_str!("../../../../schemas/plugin-manifest.json");
+pub(crate) const SCHEMA: &str = include_str!("../../../../schemas/plugin-manifest.json");
 
 /// A manifest that passed validation.
 #[derive(Debug, Clone, Deserialize)]
@@ -26,7 +26,7 @@ pub struct Manifest {
     pub description_for_human: Option<String>,
     pub description_for_model: String,
     pub auth: Auth,
-    pub api: Api,
+    pub(crate) api: Api,
     #[serde(default)]
     pub logo_url: Option<String>,
     #[serde(default)]
@@ -44,23 +44,23 @@ pub enum Auth {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct Api {
-    pub functions: Vec<Function>,
-    pub endpoint: String,
+pub(crate) struct Api {
+    pub(crate) functions: Vec<Function>,
+    pub(crate) endpoint: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct Function {
-    pub method: String,
-    pub name: String,
-    pub description: String,
+pub(crate) struct Function {
+    pub(crate) method: String,
+    pub(crate) name: String,
+    pub(crate) description: String,
 }
 
 /// One thing wrong with a manifest, at a JSON pointer such as `/api/functions/1/method`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
-    pub path: String,
-    pub message: String,
+    pub(crate) path: String,
+    pub(crate) message: String,
 }
 
 impl std::fmt::Display for Problem {
@@ -159,7 +159,7 @@ mod tests {
     use serde_json::json;
 
     /// The example manifest of the plugin module documentation, as JSON.
-    pub fn documented() -> Value {
+    pub(crate) fn documented() -> Value {
         json!({
             "schema_version": "v1",
             "name_for_human": "ActInTech Events",

@@ -40,7 +40,7 @@ use crate::config::McpServerConfig;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Seconds allowed for one tool call when the config says nothing.
-pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
+pub(crate) const DEFAULT_TIMEOUT_SECS: u64 = 60;
 /// Seconds allowed to start a server: spawn, `initialize` and `tools/list`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many times a server that died is started again.
@@ -133,7 +133,7 @@ fn server_error(name: &str, message: impl std::fmt::Display) -> Error {
 }
 
 impl McpServer {
-    pub fn new(name: &str, config: McpServerConfig) -> McpServer {
+    pub(crate) fn new(name: &str, config: McpServerConfig) -> McpServer {
         McpServer {
             name: name.to_string(),
             config,
@@ -141,12 +141,12 @@ impl McpServer {
         }
     }
 
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.config.enabled
     }
 
     /// The server's name in the config.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
@@ -156,7 +156,7 @@ impl McpServer {
     }
 
     /// The server's tools, starting it if needed.
-    pub async fn tools(&self) -> Result<Vec<Tool>> {
+    pub(crate) async fn tools(&self) -> Result<Vec<Tool>> {
         let running = self.running().await?;
         Ok(self.listed(&running).await.tools)
     }
@@ -337,7 +337,7 @@ impl McpServer {
     }
 
     /// Calls `tool` (its name on the server) with a JSON object of arguments.
-    pub async fn call(&self, tool: &str, arguments: &Value) -> Result<ModuleAnswer> {
+    pub(crate) async fn call(&self, tool: &str, arguments: &Value) -> Result<ModuleAnswer> {
         let running = self.running().await?;
         let listed = self.listed(&running).await;
         if !listed.tools.iter().any(|t| tool_name(t) == tool) {
@@ -445,7 +445,7 @@ impl McpServer {
 
     /// Ends the session and the child: stdin is closed, then the child is killed if it is
     /// still there after a moment.
-    pub async fn shutdown(&self) {
+    pub(crate) async fn shutdown(&self) {
         let Some(running) = self.state.lock().await.running.take() else {
             return;
         };

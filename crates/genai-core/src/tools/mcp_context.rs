@@ -67,7 +67,7 @@ fn part_of(block: &ContentBlock) -> Part {
 
 impl McpServer {
     /// The resources the server lists (none when it offers no resources).
-    pub async fn resources(&self) -> Result<Vec<McpResource>> {
+    pub(crate) async fn resources(&self) -> Result<Vec<McpResource>> {
         let peer = self.peer().await?;
         let offers = peer
             .peer_info()
@@ -128,7 +128,7 @@ impl McpServer {
     }
 
     /// The prompts the server lists (none when it offers no prompts).
-    pub async fn prompts(&self) -> Result<Vec<McpPrompt>> {
+    pub(crate) async fn prompts(&self) -> Result<Vec<McpPrompt>> {
         let peer = self.peer().await?;
         let offers = peer
             .peer_info()

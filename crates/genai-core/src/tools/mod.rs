@@ -8,7 +8,7 @@
 //! or ReAct: the agent runs them) nor talk JSON-RPC to a client.
 
 pub mod manifest;
-pub mod mcp;
+pub(crate) mod mcp;
 mod mcp_answer;
 pub mod mcp_context;
 pub mod plugin;
@@ -29,7 +29,7 @@ pub struct Tool {
     pub source: String,
     /// The tool only reads (an MCP server's `readOnlyHint`, the workspace's reading tools):
     /// the `read-only` permission mode lets it run.
-    pub read_only: bool,
+    pub(crate) read_only: bool,
 }
 
 /// A file a tool changed, for a client's diff view.

@@ -17,12 +17,12 @@ use crate::error::{root_cause, Error, ErrorKind, Result};
 use crate::secrets::Secret;
 
 /// The path of a module's manifest.
-pub const MANIFEST_PATH: &str = "/.well-known/ai-plugin.json";
+pub(crate) const MANIFEST_PATH: &str = "/.well-known/ai-plugin.json";
 
 /// A loaded module.
 pub struct PluginModule {
-    pub name: String,
-    pub manifest_url: Url,
+    pub(crate) name: String,
+    pub(crate) manifest_url: Url,
     pub manifest: Manifest,
     endpoint: Url,
     key: Option<Secret>,
@@ -44,9 +44,9 @@ pub struct ModuleAnswer {
     /// `collectResponse` with its `collectResponseLink`.
     pub collect_link: Option<String>,
     /// Images the tool answered (MCP image content), as image parts for the model.
-    pub images: Vec<crate::message::Part>,
+    pub(crate) images: Vec<crate::message::Part>,
     /// The file the call changed (the workspace's edit tools).
-    pub edit: Option<super::FileEdit>,
+    pub(crate) edit: Option<super::FileEdit>,
 }
 
 /// The keyring name of a module's key.
@@ -161,7 +161,7 @@ impl PluginModule {
     }
 
     /// Whether calls can go out: a `service_api_key` module needs its key.
-    pub fn check_key(&self) -> Result<()> {
+    pub(crate) fn check_key(&self) -> Result<()> {
         if self.manifest.auth == Auth::ServiceApiKey && self.key.is_none() {
             return Err(Error::new(
                 ErrorKind::MissingCredentials,
@@ -232,7 +232,7 @@ impl PluginModule {
     }
 
     /// Confirms a pending operation: POSTs its confirmation link. Returns the module's text.
-    pub async fn confirm(&self, link: &str) -> Result<String> {
+    pub(crate) async fn confirm(&self, link: &str) -> Result<String> {
         let url = self.endpoint.join(link).map_err(|e| {
             module_error(
                 &self.name,
@@ -243,7 +243,7 @@ impl PluginModule {
     }
 
     /// Sends the user's raw message to a collect link.
-    pub async fn collect(&self, link: &str, text: &str) -> Result<String> {
+    pub(crate) async fn collect(&self, link: &str, text: &str) -> Result<String> {
         let url = self.endpoint.join(link).map_err(|e| {
             module_error(
                 &self.name,
@@ -272,7 +272,7 @@ impl PluginModule {
 
 /// Reads a module's answer: `text`; else `message` taken as text; `error` (or a non-2xx
 /// status) becomes a tool error.
-pub fn answer_of(status: reqwest::StatusCode, body: &[u8]) -> ModuleAnswer {
+pub(crate) fn answer_of(status: reqwest::StatusCode, body: &[u8]) -> ModuleAnswer {
     let value: Option<Value> = serde_json::from_slice(body).ok();
     let field = |name: &str| {
         value

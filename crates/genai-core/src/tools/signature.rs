@@ -23,15 +23,15 @@ use serde_json::{json, Map, Value};
 /// A parsed signature: the method name and its parameters in order, each with its description.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signature {
-    pub name: String,
-    pub params: Vec<(String, String)>,
+    pub(crate) name: String,
+    pub(crate) params: Vec<(String, String)>,
 }
 
 /// Why a signature does not parse, with the 1-based column where it went wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignatureError {
-    pub column: usize,
-    pub message: String,
+    pub(crate) column: usize,
+    pub(crate) message: String,
 }
 
 impl fmt::Display for SignatureError {

@@ -41,7 +41,7 @@ pub struct Toolbox {
 }
 
 impl Toolbox {
-    pub fn new(
+    pub(crate) fn new(
         plugins: BTreeMap<String, PluginConfig>,
         mcp_servers: BTreeMap<String, McpServerConfig>,
     ) -> Toolbox {
@@ -59,7 +59,7 @@ impl Toolbox {
     }
 
     /// The MCP server `name` of the config.
-    pub fn mcp_server(&self, name: &str) -> Option<&McpServer> {
+    pub(crate) fn mcp_server(&self, name: &str) -> Option<&McpServer> {
         self.mcp_servers.get(name)
     }
 
@@ -97,7 +97,7 @@ impl Toolbox {
 
     /// Checks that every name of a selection (a source, or `SOURCE.tool`) names a configured
     /// source; the error lists the configured ones.
-    pub fn check_selection(&self, names: &[String]) -> Result<()> {
+    pub(crate) fn check_selection(&self, names: &[String]) -> Result<()> {
         for name in names.iter().filter(|n| *n != ENABLED) {
             let source = name.split_once('.').map_or(name.as_str(), |(s, _)| s);
             if !self.plugins.contains_key(source) && !self.mcp_servers.contains_key(source) {
@@ -108,7 +108,7 @@ impl Toolbox {
     }
 
     /// The module `name`, loaded once.
-    pub async fn module(&self, name: &str) -> Result<Arc<PluginModule>> {
+    pub(crate) async fn module(&self, name: &str) -> Result<Arc<PluginModule>> {
         if let Some(m) = self.loaded.lock().await.get(name) {
             return Ok(m.clone());
         }
@@ -249,13 +249,13 @@ impl Toolbox {
     }
 
     /// Confirms an operation of the module behind `tool` (POSTs the confirmation link).
-    pub async fn confirm(&self, tool: &str, link: &str) -> Result<String> {
+    pub(crate) async fn confirm(&self, tool: &str, link: &str) -> Result<String> {
         let module = tool.split_once('.').map_or(tool, |(m, _)| m);
         self.module(module).await?.confirm(link).await
     }
 
     /// Sends the user's message to the collect link of the module behind `tool`.
-    pub async fn collect(&self, tool: &str, link: &str, text: &str) -> Result<String> {
+    pub(crate) async fn collect(&self, tool: &str, link: &str, text: &str) -> Result<String> {
         let module = tool.split_once('.').map_or(tool, |(m, _)| m);
         self.module(module).await?.collect(link, text).await
     }

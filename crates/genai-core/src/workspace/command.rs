@@ -15,29 +15,29 @@ use super::sandbox::Sandbox;
 use crate::error::{Error, ErrorKind, Result};
 
 /// How long a command may run when the model names no timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The longest a command may run.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The shortest timeout (a zero one would kill the command before it starts).
-pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const MIN_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The most output the model gets: the first and last halves are kept.
 pub const MAX_OUTPUT: usize = 30_000;
 
 /// One command to run.
-pub struct CommandRequest {
+pub(crate) struct CommandRequest {
     /// The command line, run by `sh -c`.
-    pub command: String,
+    pub(crate) command: String,
     /// Where it runs: the workspace root.
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// How long it may run; clamped to [`MIN_TIMEOUT`]..=[`MAX_TIMEOUT`].
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Its whole environment (nothing else of genai's passes).
-    pub env: Vec<(OsString, OsString)>,
+    pub(crate) env: Vec<(OsString, OsString)>,
     /// How it is confined; `None`: not sandboxed (full trust, or no Landlock here).
-    pub sandbox: Option<Sandbox>,
+    pub(crate) sandbox: Option<Sandbox>,
 }
 
 /// What a command did.
@@ -60,7 +60,7 @@ pub struct CommandOutput {
 impl CommandOutput {
     /// What the model sees: the text, then "exit status 0", "killed by signal 9" or "timed
     /// out after 5 s (killed)".
-    pub fn for_model(&self) -> String {
+    pub(crate) fn for_model(&self) -> String {
         let mut out = self.text.clone();
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');
@@ -92,7 +92,7 @@ fn seconds(d: Duration) -> String {
 /// in one pipe (interleaved as they arrive), in its own session and process group. When the
 /// shell ends, the timeout passes or the returned future is dropped, the whole group is killed
 /// (SIGKILL). Errors when the folder is missing or the command cannot start.
-pub async fn run(request: CommandRequest) -> Result<CommandOutput> {
+pub(crate) async fn run(request: CommandRequest) -> Result<CommandOutput> {
     imp::run(request).await
 }
 

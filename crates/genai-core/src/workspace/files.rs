@@ -3,8 +3,8 @@
 //!
 //! It owns what the model is answered with (numbered lines, a binary file's description, a
 //! unified diff) and how a change reaches the disk (atomically, keeping the file's
-//! mode). Every path goes through [`Root::resolve`] first; this module must never touch a path
-//! that did not, never write before [`apply`], and never dump a binary file's bytes.
+//! mode). Every path goes through `Root::resolve` first; this module must never touch a path
+//! that did not, never write before `apply`, and never dump a binary file's bytes.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -32,7 +32,7 @@ const DIFF_CONTEXT: usize = 3;
 /// first 8 KiB, or not UTF-8) is described, not dumped: "binary file, 12,345 bytes, looks like
 /// PNG image". A folder is an error saying to use `list`. Files over 10 MiB are refused unless
 /// offset or limit is given; then only the lines asked for are kept in memory.
-pub fn read_file(
+pub(crate) fn read_file(
     root: &Root,
     path: &str,
     offset: Option<usize>,
@@ -86,7 +86,7 @@ fn window_of(offset: Option<usize>, limit: Option<usize>) -> Result<(usize, usiz
 
 /// read_file's answer for `text`, a file's content as an editor holds it (unsaved changes
 /// included): the same numbered window as from the disk.
-pub fn render_text(
+pub(crate) fn render_text(
     rel: &str,
     text: &str,
     offset: Option<usize>,
@@ -104,24 +104,24 @@ pub fn render_text(
 /// What an edit or write is about to do: the file, its new bytes, and the unified diff the
 /// model is answered with. Nothing is written until [`apply`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     /// The absolute, resolved path of the file (symlinks followed, inside the root).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The root-relative form of `path`, `/`-separated.
-    pub relative: String,
+    pub(crate) relative: String,
     /// The file's whole new content.
-    pub bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
     /// The unified diff from the old content to the new (`--- a/REL` `+++ b/REL`).
-    pub diff: String,
+    pub(crate) diff: String,
     /// Whether the file does not exist yet.
-    pub created: bool,
+    pub(crate) created: bool,
     /// The file's old text, when it was text (for a client's diff view).
-    pub old: Option<String>,
+    pub(crate) old: Option<String>,
 }
 
 impl Change {
     /// The change as a client's diff view shows it.
-    pub fn edit(&self) -> crate::tools::FileEdit {
+    pub(crate) fn edit(&self) -> crate::tools::FileEdit {
         crate::tools::FileEdit {
             path: self.path.clone(),
             old_text: self.old.clone(),
@@ -135,7 +135,7 @@ impl Change {
 /// context); an empty `old_text` is refused (write_file writes whole files). In a file with
 /// CRLF line ends, `\n` in both texts stands for `\r\n` when the text as given is not found.
 /// The diff has 3 lines of context and headers `--- a/REL` `+++ b/REL`.
-pub fn plan_edit(root: &Root, path: &str, old_text: &str, new_text: &str) -> Result<Change> {
+pub(crate) fn plan_edit(root: &Root, path: &str, old_text: &str, new_text: &str) -> Result<Change> {
     check_edit(old_text, new_text)?;
     let abs = root.resolve(path)?;
     let rel = root.relative(&abs);
@@ -176,7 +176,7 @@ fn check_edit(old_text: &str, new_text: &str) -> Result<()> {
 
 /// The edit of [`plan_edit`] on `text`, the file's current content wherever it is held (the
 /// disk, or an editor's buffer).
-pub fn edit_text(
+pub(crate) fn edit_text(
     abs: PathBuf,
     rel: String,
     text: &str,
@@ -221,7 +221,7 @@ pub fn edit_text(
 
 /// write_file {path, content}: creates or replaces a file (missing parent folders are created
 /// by [`apply`]); the diff is against the old content (`/dev/null` for a new file).
-pub fn plan_write(root: &Root, path: &str, content: &str) -> Result<Change> {
+pub(crate) fn plan_write(root: &Root, path: &str, content: &str) -> Result<Change> {
     let abs = root.resolve(path)?;
     let rel = root.relative(&abs);
     let new_header = format!("b/{rel}");
@@ -270,7 +270,7 @@ pub fn plan_write(root: &Root, path: &str, content: &str) -> Result<Change> {
 
 /// The write of [`plan_write`] over `old`, the file's current text wherever it is held
 /// (`None`: the file does not exist).
-pub fn write_text(abs: PathBuf, rel: String, old: Option<&str>, content: &str) -> Change {
+pub(crate) fn write_text(abs: PathBuf, rel: String, old: Option<&str>, content: &str) -> Change {
     let new_header = format!("b/{rel}");
     let diff = match old {
         Some(text) => unified_diff(text, content, &format!("a/{rel}"), &new_header),
@@ -291,7 +291,7 @@ pub fn write_text(abs: PathBuf, rel: String, old: Option<&str>, content: &str) -
 /// existing file's permissions, and writes through a temporary file in the same folder renamed
 /// over the target (atomic). Answers the text for the model: "edited src/a.rs\n<diff>" or
 /// "created notes.md (12 lines)\n<diff>", the diff cut at 20,000 chars with a note.
-pub fn apply(root: &Root, change: &Change) -> Result<String> {
+pub(crate) fn apply(root: &Root, change: &Change) -> Result<String> {
     let rel = &change.relative;
     let again = root.resolve_path(rel, &change.path)?;
     if again != change.path {
@@ -339,7 +339,7 @@ pub fn apply(root: &Root, change: &Change) -> Result<String> {
 
 /// What the model is told of a change made: "edited src/a.rs\n<diff>" or "created notes.md
 /// (12 lines)\n<diff>", the diff cut at 20,000 chars with a note.
-pub fn answer(change: &Change) -> String {
+pub(crate) fn answer(change: &Change) -> String {
     let rel = &change.relative;
     let (diff, cut) = cut_chars(&change.diff, MAX_DIFF_CHARS);
     let note = if cut {
@@ -356,7 +356,7 @@ pub fn answer(change: &Change) -> String {
 }
 
 /// `s` cut to at most `max` characters, and whether it was cut.
-pub fn cut_chars(s: &str, max: usize) -> (&str, bool) {
+pub(crate) fn cut_chars(s: &str, max: usize) -> (&str, bool) {
     match s.char_indices().nth(max) {
         Some((at, _)) => (&s[..at], true),
         None => (s, false),
@@ -364,7 +364,7 @@ pub fn cut_chars(s: &str, max: usize) -> (&str, bool) {
 }
 
 /// `n` with thousands separators: 12,345.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

@@ -21,7 +21,7 @@ const MAX_LIST_ENTRIES: usize = 1000;
 /// skipping `.git`; folders end with `/`; paths are root-relative and sorted; at most 1000
 /// entries, with a note of how many more. `glob` (gitignore syntax: `*.rs` at any depth,
 /// `src/*.toml` from the root, `**/*.rs`) keeps only the files it matches (and no folders).
-pub fn list(root: &Root, path: Option<&str>, glob: Option<&str>) -> Result<String> {
+pub(crate) fn list(root: &Root, path: Option<&str>, glob: Option<&str>) -> Result<String> {
     let given = path.unwrap_or(".");
     let start = root.resolve(given)?;
     let filter = glob.map(|g| GlobFilter::new(root, g)).transpose()?;
@@ -66,7 +66,7 @@ pub fn list(root: &Root, path: Option<&str>, glob: Option<&str>) -> Result<Strin
 /// A walk of what `list` and `search` see under `start`: ignore files honoured (.gitignore,
 /// .ignore, git's excludes, with or without a git repository), hidden files included, `.git`
 /// skipped, symlinks not followed.
-pub fn walk(start: &Path) -> ignore::Walk {
+pub(crate) fn walk(start: &Path) -> ignore::Walk {
     let mut builder = WalkBuilder::new(start);
     builder
         .hidden(false)
@@ -78,11 +78,11 @@ pub fn walk(start: &Path) -> ignore::Walk {
 
 /// A `glob` argument of `list` and `search`, in gitignore syntax, matched against
 /// root-relative paths (a folder's glob matches every file under it).
-pub struct GlobFilter(Gitignore);
+pub(crate) struct GlobFilter(Gitignore);
 
 impl GlobFilter {
     /// The filter of `glob`; an error naming the problem when it is not a valid glob.
-    pub fn new(root: &Root, glob: &str) -> Result<GlobFilter> {
+    pub(crate) fn new(root: &Root, glob: &str) -> Result<GlobFilter> {
         let line = glob.trim().trim_start_matches("./");
         let bad = |why: String| Error::invalid_params(format!("bad glob `{glob}`: {why}"));
         if line.is_empty() || line.starts_with('!') || line.starts_with('#') {
@@ -102,7 +102,7 @@ impl GlobFilter {
     }
 
     /// Whether the file at `relative` (root-relative, `/`-separated) matches.
-    pub fn matches(&self, relative: &str) -> bool {
+    pub(crate) fn matches(&self, relative: &str) -> bool {
         self.0
             .matched_path_or_any_parents(relative, false)
             .is_ignore()

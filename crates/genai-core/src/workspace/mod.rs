@@ -7,14 +7,14 @@
 //! and the user first, and hands each call the checkpoint to keep before a file changes.
 
 pub mod command;
-pub mod editor;
+pub(crate) mod editor;
 pub mod files;
-pub mod listing;
-pub mod paths;
+pub(crate) mod listing;
+pub(crate) mod paths;
 pub mod sandbox;
 #[cfg(all(test, target_os = "linux"))]
 mod sandbox_tests;
-pub mod search;
+pub(crate) mod search;
 
 use std::path::Path;
 use std::time::Duration;
@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::permission::Kind;
 use crate::tools::{FileEdit, Tool};
 pub use editor::{Editor, EditorCall};
-pub use paths::Root;
+pub(crate) use paths::Root;
 
 /// The source's name: its tools are `workspace.read_file`, ...
 pub const SOURCE: &str = "workspace";
@@ -38,23 +38,21 @@ const MAX_PAGE_BYTES: u64 = 2 << 20;
 const MAX_PAGE_CHARS: usize = 50_000;
 
 /// The workspace of one conversation.
-pub struct Workspace {
+pub(crate) struct Workspace {
     root: Root,
 }
 
 /// What one call does and on what, for the permission policy and the hooks.
 #[derive(Debug, Clone)]
-pub struct Described {
-    pub kind: Kind,
+pub(crate) struct Described {
+    pub(crate) kind: Kind,
     /// The root-relative path, the command line or the URL.
-    pub subject: Option<String>,
-    /// The absolute file a write changes (for its checkpoint).
-    pub writes: Option<std::path::PathBuf>,
+    pub(crate) subject: Option<String>,
 }
 
 /// A file's content before or after a change, for its checkpoint.
 #[derive(Debug, Clone, Copy)]
-pub enum Content<'a> {
+pub(crate) enum Content<'a> {
     /// What the disk holds.
     OnDisk,
     /// What the editor holds (`None`: no such file).
@@ -62,23 +60,23 @@ pub enum Content<'a> {
 }
 
 /// What a call needs beside its arguments.
-pub struct CallContext<'a> {
+pub(crate) struct CallContext<'a> {
     /// Called with a file's absolute path right before it is written (`false`), and after
     /// (`true`), with what it holds.
-    pub on_write: &'a (dyn Fn(&Path, bool, Content<'_>) -> Result<()> + Send + Sync),
+    pub(crate) on_write: &'a (dyn Fn(&Path, bool, Content<'_>) -> Result<()> + Send + Sync),
     /// Files `search` must not open (the secret files no rule names).
-    pub secret: &'a (dyn Fn(&str) -> bool + Send + Sync),
+    pub(crate) secret: &'a (dyn Fn(&str) -> bool + Send + Sync),
     /// How a command is confined; `None`: not sandboxed.
-    pub sandbox: Option<sandbox::Sandbox>,
+    pub(crate) sandbox: Option<sandbox::Sandbox>,
     /// The client's editor, when it holds the files or runs the commands, and this call.
-    pub editor: Option<(&'a dyn Editor, EditorCall)>,
+    pub(crate) editor: Option<(&'a dyn Editor, EditorCall)>,
 }
 
 /// What a call answered: the model's text, and the file it changed.
 #[derive(Debug, Clone, Default)]
-pub struct Called {
-    pub text: String,
-    pub edit: Option<FileEdit>,
+pub(crate) struct Called {
+    pub(crate) text: String,
+    pub(crate) edit: Option<FileEdit>,
 }
 
 impl From<String> for Called {
@@ -183,18 +181,18 @@ fn tool(name: &str, description: &str, read_only: bool, schema: Value) -> Tool {
 
 impl Workspace {
     /// The workspace over `root` (which must be a folder).
-    pub fn new(root: &Path) -> Result<Workspace> {
+    pub(crate) fn new(root: &Path) -> Result<Workspace> {
         Ok(Workspace {
             root: Root::new(root)?,
         })
     }
 
-    pub fn root(&self) -> &Root {
+    pub(crate) fn root(&self) -> &Root {
         &self.root
     }
 
     /// The source's tools.
-    pub fn tools() -> Vec<Tool> {
+    pub(crate) fn tools() -> Vec<Tool> {
         let path =
             json!({"type": "string", "description": "A path relative to the workspace root."});
         vec![
@@ -268,24 +266,22 @@ impl Workspace {
 
     /// What calling `function` with `arguments` does and on what; an error when the arguments
     /// are wrong or a path leaves the root (the call is refused before any rule is asked).
-    pub fn describe(&self, function: &str, arguments: &Value) -> Result<Described> {
-        let path = |given: &str| -> Result<(String, std::path::PathBuf)> {
+    pub(crate) fn describe(&self, function: &str, arguments: &Value) -> Result<Described> {
+        let path = |given: &str| -> Result<String> {
             let abs = self.root.resolve(given)?;
-            Ok((self.root.relative(&abs), abs))
+            Ok(self.root.relative(&abs))
         };
         let read = |given: Option<&str>| -> Result<Described> {
             Ok(Described {
                 kind: Kind::Read,
-                subject: Some(path(given.unwrap_or("."))?.0),
-                writes: None,
+                subject: Some(path(given.unwrap_or("."))?),
             })
         };
         let write = |given: &str| -> Result<Described> {
-            let (relative, abs) = path(given)?;
+            let relative = path(given)?;
             Ok(Described {
                 kind: Kind::Edit,
                 subject: Some(relative),
-                writes: Some(abs),
             })
         };
         match function {
@@ -302,7 +298,6 @@ impl Workspace {
                         .trim()
                         .to_string(),
                 ),
-                writes: None,
             }),
             "fetch" => {
                 let url = args::<FetchArgs>(function, arguments)?.url;
@@ -314,7 +309,6 @@ impl Workspace {
                 Ok(Described {
                     kind: Kind::Fetch,
                     subject: Some(url),
-                    writes: None,
                 })
             }
             other => Err(Error::invalid_params(format!(
@@ -325,7 +319,7 @@ impl Workspace {
     }
 
     /// Runs one call (already allowed) and answers what the model is told.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         function: &str,
         arguments: &Value,
@@ -454,7 +448,7 @@ impl Workspace {
 
     /// The change an edit_file or write_file call would make, for a diff view before it is
     /// allowed (planned again when it runs).
-    pub async fn preview(
+    pub(crate) async fn preview(
         &self,
         function: &str,
         arguments: &Value,

@@ -12,13 +12,13 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// The folder the workspace tools are confined to (canonical, absolute).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Root {
+pub(crate) struct Root {
     path: PathBuf,
 }
 
 impl Root {
     /// Canonicalizes `path`; an error when it does not exist or is not a folder.
-    pub fn new(path: &Path) -> Result<Root> {
+    pub(crate) fn new(path: &Path) -> Result<Root> {
         let canonical = std::fs::canonicalize(path).map_err(|e| {
             Error::invalid_params(format!(
                 "workspace root {}: {e}: give an existing folder",
@@ -35,7 +35,7 @@ impl Root {
     }
 
     /// The canonical, absolute path of the root.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -46,12 +46,12 @@ impl Root {
     /// the root (or nowhere). A path that does not exist yet (for write_file) is checked
     /// through its nearest existing ancestor. `.` and "" are the root. The answer has every
     /// symlink resolved, so it names the file that will really be read or written.
-    pub fn resolve(&self, given: &str) -> Result<PathBuf> {
+    pub(crate) fn resolve(&self, given: &str) -> Result<PathBuf> {
         self.resolve_path(given, Path::new(given))
     }
 
     /// [`Root::resolve`] for a path already held as a `Path` (`shown` is how messages name it).
-    pub fn resolve_path(&self, shown: &str, given: &Path) -> Result<PathBuf> {
+    pub(crate) fn resolve_path(&self, shown: &str, given: &Path) -> Result<PathBuf> {
         let lexical = self.lexical(shown, given)?;
         let (existing, rest) = split_existing(&lexical);
         // `existing` is the longest prefix present on disk (a dangling symlink counts as
@@ -81,7 +81,7 @@ impl Root {
 
     /// The root-relative form with `/` separators ("." for the root), for rules and messages.
     /// A path not under the root (which `resolve` never answers) is shown as it is.
-    pub fn relative(&self, abs: &Path) -> String {
+    pub(crate) fn relative(&self, abs: &Path) -> String {
         match abs.strip_prefix(&self.path) {
             Ok(rel) => {
                 let parts: Vec<String> = rel

@@ -3,7 +3,7 @@
 //! lets an unprivileged process have them, user namespaces (an empty network namespace, a
 //! private mount namespace where the secret files read as empty).
 //!
-//! It owns what the kernel offers ([`support`]) and the set-up of one child ([`Sandbox::confine`]).
+//! It owns what the kernel offers ([`support`]) and the set-up of one child (`Sandbox::confine`).
 //! It must never allocate, lock or call anything but raw syscalls in the code that runs between
 //! `fork` and `exec` (genai is a multi-threaded tokio process): everything is prepared before.
 //! It never starts or waits for the command itself (that is [`super::command`]).
@@ -30,15 +30,15 @@ pub fn support() -> &'static Support {
 
 /// The confinement of one command.
 #[derive(Debug, Clone)]
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     /// The workspace root: the command may write under it.
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// The command's own temp folder: the command may write under it.
-    pub temp: PathBuf,
+    pub(crate) temp: PathBuf,
     /// Whether the command may use the network.
-    pub network: bool,
+    pub(crate) network: bool,
     /// Files (or folders) inside the root that must read as empty to the command: the secrets.
-    pub hidden: Vec<PathBuf>,
+    pub(crate) hidden: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -56,7 +56,7 @@ impl Sandbox {
     ///
     /// Answers notes on what could not be done (meant for the user or the model). Errors when
     /// this platform has no sandbox or a folder of the confinement cannot be opened.
-    pub fn confine(&self, command: &mut tokio::process::Command) -> Result<Vec<String>> {
+    pub(crate) fn confine(&self, command: &mut tokio::process::Command) -> Result<Vec<String>> {
         imp::confine(self, command)
     }
 }

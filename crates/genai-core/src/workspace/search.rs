@@ -28,7 +28,7 @@ const MAX_LINE_CHARS: usize = 500;
 /// files were searched and whether there are more. Binary files are skipped. A bad regex is an
 /// error naming the problem. Files for which `skip` answers true (given the root-relative
 /// path) are not searched, and an explicit `path` naming such a file is refused.
-pub fn search(
+pub(crate) fn search(
     root: &Root,
     pattern: &str,
     path: Option<&str>,

@@ -27,19 +27,19 @@ use genai_core::session::Framework;
 use genai_peer::{outbox, Outbox, Peer, Queue};
 
 /// What every connection of one server shares.
-pub struct Shared {
-    pub fw: Arc<Framework>,
-    pub limits: Limits,
+pub(crate) struct Shared {
+    pub(crate) fw: Arc<Framework>,
+    pub(crate) limits: Limits,
     /// The folders conversations may work in.
-    pub roots: Roots,
+    pub(crate) roots: Roots,
     /// Every conversation event of every client, for followers.
-    pub hub: broadcast::Sender<Arc<Value>>,
+    pub(crate) hub: broadcast::Sender<Arc<Value>>,
     /// Running turns: turn id → the in-flight count of the client that started it.
     turns: Mutex<HashMap<String, Arc<AtomicUsize>>>,
 }
 
 impl Shared {
-    pub fn new(fw: Arc<Framework>, limits: Limits, roots: Roots) -> Shared {
+    pub(crate) fn new(fw: Arc<Framework>, limits: Limits, roots: Roots) -> Shared {
         Shared {
             fw,
             roots,
@@ -51,7 +51,7 @@ impl Shared {
 }
 
 /// One client.
-pub struct Connection {
+pub(crate) struct Connection {
     shared: Arc<Shared>,
     session: Mutex<Session>,
     peer: Arc<Peer>,
@@ -125,7 +125,7 @@ struct AnswerRequestParams {
 
 impl Connection {
     /// A new client with its session and pump.
-    pub fn new(shared: Arc<Shared>, handle: ServerHandle) -> Connection {
+    pub(crate) fn new(shared: Arc<Shared>, handle: ServerHandle) -> Connection {
         // The pump reads at once (a slow client lags its broadcast instead), so the outbox's
         // bound is a backstop only.
         let (out_tx, out_rx) = Outbox::new(outbox::DEFAULT_LIMIT);
@@ -262,7 +262,7 @@ impl Connection {
     }
 
     /// The jsonrpsee methods of this connection.
-    pub fn module(self) -> RpcModule<Connection> {
+    pub(crate) fn module(self) -> RpcModule<Connection> {
         let mut m = RpcModule::new(self);
         for method in methods::served_now() {
             m.register_method(method, move |p, conn: &Connection, _| {

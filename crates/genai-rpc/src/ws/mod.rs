@@ -21,10 +21,10 @@ use genai_core::session::Framework;
 
 /// What an upgrade is answered with: the handshake's response (its body is empty, or the
 /// refusal's text).
-pub type Response = jsonrpsee::server::HttpResponse;
+pub(crate) type Response = jsonrpsee::server::HttpResponse;
 
 /// What the service may fail with.
-pub type BoxError = jsonrpsee::core::BoxError;
+pub(crate) type BoxError = jsonrpsee::core::BoxError;
 
 /// The limits of the WebSocket clients.
 #[derive(Debug, Clone)]

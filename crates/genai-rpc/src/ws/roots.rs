@@ -72,11 +72,13 @@ impl Roots {
     }
 
     /// Where a conversation works when its client names no folder.
-    pub fn default_root(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn default_root(&self) -> &Path {
         &self.default
     }
 
-    pub fn allowed(&self) -> &[PathBuf] {
+    #[cfg(test)]
+    pub(crate) fn allowed(&self) -> &[PathBuf] {
         &self.allowed
     }
 
@@ -93,7 +95,7 @@ impl Roots {
     }
 
     /// The folder a client named (its `cwd`), canonical, when it lies inside an allowed one.
-    pub fn admit(&self, asked: &str) -> Result<PathBuf> {
+    pub(crate) fn admit(&self, asked: &str) -> Result<PathBuf> {
         if asked.trim().is_empty() {
             return Err(Error::invalid_params(format!(
                 "`cwd` is empty: name a folder inside {}",
@@ -126,7 +128,7 @@ impl Roots {
     /// Whether a stored root (canonical when genai serve stored it; a relative one is taken
     /// from the serve's working folder, as the conversation's tools take it) lies inside an
     /// allowed folder once resolved; a folder that is gone does not.
-    pub fn holds(&self, stored: &Path) -> bool {
+    pub(crate) fn holds(&self, stored: &Path) -> bool {
         canonical_folder(stored).is_ok_and(|p| inside(&p, &self.allowed))
     }
 
@@ -144,7 +146,7 @@ impl Roots {
     /// `CreateConversation` and `ListCommands` get their `cwd` admitted, or the default root;
     /// `RunCommand` too, except in a conversation without `cwd` (whose stored root must lie
     /// inside); `ResumeConversation` of a conversation with tools needs its stored root inside.
-    pub fn confine(&self, fw: &Framework, method: &str, params: &mut Value) -> Result<()> {
+    pub(crate) fn confine(&self, fw: &Framework, method: &str, params: &mut Value) -> Result<()> {
         match method {
             "CreateConversation" | "ListCommands" | "RunCommand" => {}
             "ResumeConversation" => return self.resumable(fw, params),
@@ -217,7 +219,7 @@ impl Roots {
 }
 
 /// `text` with a leading `~` (alone or before `/`) replaced by the home folder.
-pub fn expand_home(text: &str, home: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn expand_home(text: &str, home: Option<&Path>) -> Result<PathBuf> {
     let rest = match text.strip_prefix('~') {
         None => return Ok(PathBuf::from(text)),
         Some(rest) if rest.is_empty() || rest.starts_with('/') => rest.trim_start_matches('/'),

@@ -12,7 +12,7 @@ mod parse;
 use serde_json::Value;
 
 use parse::{labels, Label};
-pub use parse::{parse, Action, Parsed, Step, StreamFilter};
+pub(crate) use parse::{parse, Step, StreamFilter};
 
 use super::tool_loop::{Rounds, ToolLoop};
 use super::{AIAgent, Delta, OnDelta, TurnSteps};
@@ -24,11 +24,11 @@ use crate::message::{Message, Part, Role};
 /// What the model must not write itself: genai writes the observations. A ReAct request adds
 /// it to the format's stop sequences (when the format has a stop parameter; else the parser
 /// cuts the text at it).
-pub const OBSERVATION: &str = "Observation:";
+pub(crate) const OBSERVATION: &str = "Observation:";
 
 /// The instructions added to the system message: each tool with its name, description and
 /// argument schema, and the exact format of a step.
-pub fn instructions(tools: &[ToolSpec]) -> String {
+pub(crate) fn instructions(tools: &[ToolSpec]) -> String {
     let mut out = String::from("You can use tools to answer. The tools are:\n\n");
     for t in tools {
         out.push_str(&format!(
@@ -59,7 +59,7 @@ pub fn instructions(tools: &[ToolSpec]) -> String {
 /// made when there is none), and every tool call and result of earlier steps as text (an
 /// assistant message with the model's own text, a user message `Observation: ...`), so a format
 /// without tool calls carries them.
-pub fn prompt(messages: &[Message], tools: &[ToolSpec]) -> Vec<Message> {
+pub(crate) fn prompt(messages: &[Message], tools: &[ToolSpec]) -> Vec<Message> {
     let instructions = instructions(tools);
     let mut out = Vec::with_capacity(messages.len() + 1);
     let mut names: Vec<(String, String)> = Vec::new();
@@ -119,7 +119,7 @@ pub fn prompt(messages: &[Message], tools: &[ToolSpec]) -> Vec<Message> {
 }
 
 /// The observation message for one step's results (tool name, text, whether it failed).
-pub fn observation(results: &[(String, String, bool)]) -> String {
+pub(crate) fn observation(results: &[(String, String, bool)]) -> String {
     let one = |(name, text, is_error): &(String, String, bool)| {
         if *is_error {
             format!("error from {name}: {text}")

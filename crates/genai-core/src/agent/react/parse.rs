@@ -11,17 +11,17 @@ use crate::format::ToolSpec;
 
 /// One action the model asked for.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Action {
+pub(crate) struct Action {
     /// The tool's name as the specs have it, or as written when no tool has it.
-    pub tool: String,
-    pub arguments: Value,
+    pub(crate) tool: String,
+    pub(crate) arguments: Value,
     /// Why the action cannot run (unknown tool, malformed input): the observation to send back.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// What a reply of the model means.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     /// One or more actions (several are parallel calls), with the thought before them.
     Act {
         thought: Option<String>,
@@ -33,9 +33,9 @@ pub enum Step {
 
 /// A parsed reply: the text kept (cut before any observation the model wrote) and its meaning.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Parsed {
-    pub text: String,
-    pub step: Step,
+pub(crate) struct Parsed {
+    pub(crate) text: String,
+    pub(crate) step: Step,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,7 +319,7 @@ fn arguments(input: &str, schema: &Value) -> std::result::Result<Value, (String,
 /// tell whether it is inside `Final Answer:` (then it flows), or part of an action (then none of
 /// the reply does). A reply with neither is released at the end (by `finish`).
 #[derive(Debug, Default)]
-pub struct StreamFilter {
+pub(crate) struct StreamFilter {
     text: String,
     /// The answer text sent so far.
     sent: String,
@@ -327,12 +327,12 @@ pub struct StreamFilter {
 }
 
 impl StreamFilter {
-    pub fn new() -> StreamFilter {
+    pub(crate) fn new() -> StreamFilter {
         StreamFilter::default()
     }
 
     /// Takes the next delta; returns the text that may be shown now (maybe empty).
-    pub fn push(&mut self, delta: &str) -> String {
+    pub(crate) fn push(&mut self, delta: &str) -> String {
         self.text.push_str(delta);
         if self.hidden {
             return String::new();
@@ -372,7 +372,7 @@ impl StreamFilter {
     }
 
     /// The end of the reply, whose final answer is `answer`: what of it was not shown yet.
-    pub fn finish(&mut self, answer: &str) -> String {
+    pub(crate) fn finish(&mut self, answer: &str) -> String {
         let rest = answer
             .strip_prefix(self.sent.as_str())
             .unwrap_or_default()

@@ -19,12 +19,12 @@ use crate::secrets::Secret;
 
 /// A set of AWS credentials for SigV4. `Debug` never shows the secret parts.
 #[derive(Clone)]
-pub struct AwsCredentials {
-    pub access_key_id: String,
-    pub secret_access_key: Secret,
-    pub session_token: Option<Secret>,
+pub(crate) struct AwsCredentials {
+    pub(crate) access_key_id: String,
+    pub(crate) secret_access_key: Secret,
+    pub(crate) session_token: Option<Secret>,
     /// Where they came from (`the environment`, `profile work in /home/u/.aws/credentials`).
-    pub source: String,
+    pub(crate) source: String,
 }
 
 impl fmt::Debug for AwsCredentials {
@@ -36,14 +36,14 @@ impl fmt::Debug for AwsCredentials {
 }
 
 /// Where variables and files are read from: the process, or a fixed map in tests.
-pub struct AwsEnv {
+pub(crate) struct AwsEnv {
     vars: HashMap<String, String>,
     home: Option<PathBuf>,
 }
 
 impl AwsEnv {
     /// The process environment and home folder.
-    pub fn process() -> AwsEnv {
+    pub(crate) fn process() -> AwsEnv {
         AwsEnv {
             vars: std::env::vars()
                 .filter(|(k, _)| k.starts_with("AWS_"))
@@ -53,7 +53,8 @@ impl AwsEnv {
     }
 
     /// Fixed variables and home folder (tests).
-    pub fn fixed(vars: &[(&str, &str)], home: Option<&Path>) -> AwsEnv {
+    #[cfg(test)]
+    pub(crate) fn fixed(vars: &[(&str, &str)], home: Option<&Path>) -> AwsEnv {
         AwsEnv {
             vars: vars
                 .iter()
@@ -64,7 +65,7 @@ impl AwsEnv {
     }
 
     /// A variable's value, blank counting as unset.
-    pub fn var(&self, name: &str) -> Option<String> {
+    pub(crate) fn var(&self, name: &str) -> Option<String> {
         self.vars
             .get(name)
             .map(|v| v.trim().to_string())
@@ -78,17 +79,17 @@ impl AwsEnv {
     }
 
     /// `AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/credentials`.
-    pub fn credentials_file(&self) -> Option<PathBuf> {
+    pub(crate) fn credentials_file(&self) -> Option<PathBuf> {
         self.file("AWS_SHARED_CREDENTIALS_FILE", "credentials")
     }
 
     /// `AWS_CONFIG_FILE`, else `~/.aws/config`.
-    pub fn config_file(&self) -> Option<PathBuf> {
+    pub(crate) fn config_file(&self) -> Option<PathBuf> {
         self.file("AWS_CONFIG_FILE", "config")
     }
 
     /// The profile to use: the configured one, else `AWS_PROFILE`, else `default`.
-    pub fn profile(&self, configured: Option<&str>) -> String {
+    pub(crate) fn profile(&self, configured: Option<&str>) -> String {
         configured
             .map(str::trim)
             .filter(|p| !p.is_empty())
@@ -169,7 +170,7 @@ const UNSUPPORTED: &[&str] = &[
 ];
 
 /// The static credentials of `profile`: the credentials file first, then the config file.
-pub fn from_profile(env: &AwsEnv, profile: &str) -> Result<Option<AwsCredentials>> {
+pub(crate) fn from_profile(env: &AwsEnv, profile: &str) -> Result<Option<AwsCredentials>> {
     let mut unsupported = None;
     for (path, config_style) in [(env.credentials_file(), false), (env.config_file(), true)] {
         let Some(path) = path else { continue };
@@ -196,7 +197,7 @@ pub fn from_profile(env: &AwsEnv, profile: &str) -> Result<Option<AwsCredentials
 }
 
 /// `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`), when both are set.
-pub fn from_env(env: &AwsEnv) -> Option<AwsCredentials> {
+pub(crate) fn from_env(env: &AwsEnv) -> Option<AwsCredentials> {
     Some(AwsCredentials {
         access_key_id: env.var("AWS_ACCESS_KEY_ID")?,
         secret_access_key: Secret::new(env.var("AWS_SECRET_ACCESS_KEY")?),
@@ -207,7 +208,7 @@ pub fn from_env(env: &AwsEnv) -> Option<AwsCredentials> {
 
 /// Credentials for SigV4: a configured profile wins; else the environment; else the profile
 /// named by `AWS_PROFILE` (or `default`) in the shared files.
-pub fn resolve(env: &AwsEnv, configured_profile: Option<&str>) -> Result<AwsCredentials> {
+pub(crate) fn resolve(env: &AwsEnv, configured_profile: Option<&str>) -> Result<AwsCredentials> {
     let explicit = configured_profile.is_some_and(|p| !p.trim().is_empty());
     if !explicit {
         if let Some(c) = from_env(env) {
@@ -242,7 +243,7 @@ pub fn resolve(env: &AwsEnv, configured_profile: Option<&str>) -> Result<AwsCred
 
 /// The region: the configured one, else `AWS_REGION`, else `AWS_DEFAULT_REGION`, else the
 /// profile's `region` in the config file. `Ok(None)` when none says.
-pub fn region(
+pub(crate) fn region(
     env: &AwsEnv,
     configured: Option<&str>,
     configured_profile: Option<&str>,

@@ -19,10 +19,10 @@ use crate::error::{Error, Result};
 use crate::provider::{ByteStream, EventStream, StreamEvent};
 
 /// The content type of an AWS event stream.
-pub const CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
+pub(crate) const CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
 
 /// A string header of a message.
-pub fn header<'a>(m: &'a Message, name: &str) -> Option<&'a str> {
+pub(crate) fn header<'a>(m: &'a Message, name: &str) -> Option<&'a str> {
     m.headers()
         .iter()
         .find(|h| h.name().as_str() == name)
@@ -33,7 +33,7 @@ pub fn header<'a>(m: &'a Message, name: &str) -> Option<&'a str> {
 }
 
 /// One decoded message as an event, or the error it reports.
-pub fn to_event(provider: &str, m: &Message) -> Result<StreamEvent> {
+pub(crate) fn to_event(provider: &str, m: &Message) -> Result<StreamEvent> {
     let payload = String::from_utf8_lossy(m.payload()).into_owned();
     match header(m, ":message-type").unwrap_or("event") {
         "event" => Ok(StreamEvent {

@@ -5,6 +5,6 @@
 //! These modules own AWS conventions only. They must never build a request body, choose an
 //! endpoint path, or print a credential.
 
-pub mod credentials;
+pub(crate) mod credentials;
 pub mod event_stream;
 pub mod sigv4;

@@ -17,15 +17,15 @@ use crate::error::{Error, Result};
 
 /// What to sign: the method, the full URL (path already percent-encoded), the headers that
 /// will be sent (besides `host`, taken from the URL), and the exact body bytes.
-pub struct SignRequest<'a> {
-    pub method: &'a str,
-    pub url: &'a str,
-    pub headers: &'a [(&'a str, &'a str)],
-    pub body: &'a [u8],
+pub(crate) struct SignRequest<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) url: &'a str,
+    pub(crate) headers: &'a [(&'a str, &'a str)],
+    pub(crate) body: &'a [u8],
 }
 
 /// The headers that sign `req` at `time` for `service` in `region`, names in lower case.
-pub fn sign(
+pub(crate) fn sign(
     creds: &AwsCredentials,
     region: &str,
     service: &str,

@@ -37,32 +37,32 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// Settings of an engine (from the provider's config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct EngineSettings {
+pub(crate) struct EngineSettings {
     /// Threads for generation (one token per sequence a step).
-    pub threads: u32,
+    pub(crate) threads: u32,
     /// Threads for evaluating prompts (batches of up to 512 tokens).
-    pub threads_batch: u32,
+    pub(crate) threads_batch: u32,
     /// Tokens each slot's sequence may hold; 0 means the default. The context holds
     /// `context_size × slots`.
-    pub context_size: u32,
+    pub(crate) context_size: u32,
     /// How many sequences (conversations with their own cached prefix) run at once.
-    pub slots: usize,
+    pub(crate) slots: usize,
     /// One KV cache for every sequence, instead of one per sequence.
-    pub kv_unified: bool,
+    pub(crate) kv_unified: bool,
     /// The threads are the default ones, fitted to the machine's load when the engine starts
     /// (`load`); configured ones are taken as they are.
-    pub fit_to_load: bool,
+    pub(crate) fit_to_load: bool,
 }
 
 /// The context size used when none is configured (capped by what the model was trained for).
-pub const DEFAULT_CONTEXT_SIZE: u32 = 4096;
+pub(crate) const DEFAULT_CONTEXT_SIZE: u32 = 4096;
 /// The slots kept when none is configured, in a process that serves several conversations
 /// (the daemon, `serve`, `acp`, `lsp`).
-pub const DEFAULT_SLOTS: usize = 4;
+pub(crate) const DEFAULT_SLOTS: usize = 4;
 
 /// The slots of an engine: the configured number, else one in a process that runs one
 /// conversation at a time (`genai ask`, `genai chat`), else [`DEFAULT_SLOTS`].
-pub fn slots(configured: Option<u32>, one_conversation: bool) -> usize {
+pub(crate) fn slots(configured: Option<u32>, one_conversation: bool) -> usize {
     match configured {
         Some(n) => n as usize,
         None if one_conversation => 1,
@@ -73,7 +73,7 @@ pub fn slots(configured: Option<u32>, one_conversation: bool) -> usize {
 /// The most threads generation gets by default: one token per sequence a step is bound by
 /// memory, not arithmetic, and more threads only add waiting (llama.cpp's examples used
 /// `min(4, cores)` for the same reason).
-pub const MAX_GENERATION_THREADS: usize = 4;
+pub(crate) const MAX_GENERATION_THREADS: usize = 4;
 
 /// The threads to use when none is configured, for generation and for prompt evaluation.
 ///
@@ -85,12 +85,12 @@ pub const MAX_GENERATION_THREADS: usize = 4;
 /// 3.9–7.3 s): the engine leaves the cores other processes keep busy to them when it starts
 /// ([`super::load`]), instead of leaving one core free on every machine, which halved the
 /// speed of an idle 2-core one.
-pub fn default_threads() -> (u32, u32) {
+pub(crate) fn default_threads() -> (u32, u32) {
     threads_for(cores())
 }
 
 /// The physical cores this process may run on.
-pub fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     let available = std::thread::available_parallelism().map_or(4, |n| n.get());
     physical_cores().unwrap_or(available).min(available)
 }
@@ -135,7 +135,7 @@ pub struct Prepared {
 }
 
 /// A loaded model with its scheduler (one context, one sequence per slot).
-pub struct Engine {
+pub(crate) struct Engine {
     pub(super) model: &'static LlamaModel,
     /// The model's file name without `.gguf`, reported as the answering model.
     pub(super) name: String,
@@ -167,7 +167,7 @@ static ENGINES: OnceLock<Mutex<HashMap<EngineKey, Arc<Engine>>>> = OnceLock::new
 
 /// Stops every engine's scheduler thread (after the step it is decoding), so that the process
 /// can exit: llama.cpp's static state must not be torn down under a running step.
-pub fn stop_all() {
+pub(crate) fn stop_all() {
     let engines: Vec<Arc<Engine>> = match ENGINES.get() {
         Some(m) => m
             .lock()
@@ -183,7 +183,7 @@ pub fn stop_all() {
 }
 
 /// The engine for a model file and settings, loading the model on first use.
-pub fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
+pub(crate) fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
     static MODELS: OnceLock<Mutex<HashMap<PathBuf, &'static LlamaModel>>> = OnceLock::new();
 
     let canonical = path.canonicalize().map_err(|e| {
@@ -276,18 +276,18 @@ pub fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
 
 impl Engine {
     /// The answering model's name (its file name without `.gguf`).
-    pub fn model_name(&self) -> &str {
+    pub(crate) fn model_name(&self) -> &str {
         &self.name
     }
 
     /// The source of the model's own chat template, if it has one (for its tool-call
     /// convention).
-    pub fn template_source(&self) -> Option<String> {
+    pub(crate) fn template_source(&self) -> Option<String> {
         self.model.chat_template(None).ok()?.to_string().ok()
     }
 
     /// Renders and tokenizes the messages; fails when the prompt leaves no room in the context.
-    pub fn prepare(
+    pub(crate) fn prepare(
         &self,
         messages: &[ChatMessage],
         settings: GenerationSettings,
@@ -421,7 +421,7 @@ impl Engine {
 
     /// Starts a generation; `sink` hears its text and its end. Returns at once: the engine's
     /// scheduler runs it alongside the other requests.
-    pub fn generate(&self, prepared: Prepared, sink: Box<dyn Sink>) {
+    pub(crate) fn generate(&self, prepared: Prepared, sink: Box<dyn Sink>) {
         let Prepared {
             tokens,
             stops,

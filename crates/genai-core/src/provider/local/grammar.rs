@@ -17,14 +17,14 @@ use crate::error::{Error, Result};
 /// A grammar for the sampler: its GBNF text, and the words that switch it on when it is lazy
 /// (`None`: it constrains the whole reply).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Grammar {
-    pub text: String,
-    pub triggers: Option<Vec<String>>,
+pub(crate) struct Grammar {
+    pub(crate) text: String,
+    pub(crate) triggers: Option<Vec<String>>,
 }
 
 impl Grammar {
     /// The grammar of a JSON Schema: the whole reply is one JSON value that matches it.
-    pub fn for_schema(schema: &Value) -> Result<Grammar> {
+    pub(crate) fn for_schema(schema: &Value) -> Result<Grammar> {
         Ok(Grammar {
             text: schema_grammar(schema)?,
             triggers: None,
@@ -32,7 +32,7 @@ impl Grammar {
     }
 
     /// The sampler that enforces it (first in the engine's chain).
-    pub fn sampler(&self, model: &LlamaModel) -> Result<LlamaSampler> {
+    pub(crate) fn sampler(&self, model: &LlamaModel) -> Result<LlamaSampler> {
         let made = match &self.triggers {
             None => LlamaSampler::grammar(model, &self.text, "root"),
             Some(words) => LlamaSampler::grammar_lazy(model, &self.text, "root", words, &[]),
@@ -51,7 +51,7 @@ fn schema_grammar(schema: &Value) -> Result<String> {
 
 /// How a model writes a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Convention {
+pub(crate) enum Convention {
     /// `<tool_call>{"name": ..., "arguments": ...}</tool_call>`, the Hermes and Qwen templates'.
     Hermes,
     /// `{"tool_call": {"name": ..., "arguments": ...}}`, for templates that have no convention.
@@ -60,7 +60,7 @@ pub enum Convention {
 
 impl Convention {
     /// The convention of a chat template (its Jinja source), plain JSON when it has none.
-    pub fn of_template(template: Option<&str>) -> Convention {
+    pub(crate) fn of_template(template: Option<&str>) -> Convention {
         match template {
             Some(t) if t.contains("<tool_call>") => Convention::Hermes,
             _ => Convention::PlainJson,
@@ -78,10 +78,10 @@ impl Convention {
 
 /// A tool as the request offers it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tool {
+pub(crate) struct Tool {
     pub name: String,
     pub description: String,
-    pub parameters: Value,
+    pub(crate) parameters: Value,
 }
 
 /// Which calls the model may or must make.
@@ -94,9 +94,9 @@ pub enum Choice {
 
 /// The tools of a request and the choice among them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolOffer {
-    pub tools: Vec<Tool>,
-    pub choice: Choice,
+pub(crate) struct ToolOffer {
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) choice: Choice,
 }
 
 /// The most calls one reply may make where the convention has parallel calls (Hermes); the
@@ -114,7 +114,7 @@ impl ToolOffer {
 
     /// The grammar of a reply: text, or calls of the allowed tools with arguments that match
     /// their schemas (lazy, from the call's opening words); calls only when one is required.
-    pub fn grammar(&self, convention: Convention) -> Result<Grammar> {
+    pub(crate) fn grammar(&self, convention: Convention) -> Result<Grammar> {
         let calls: Vec<Value> = self
             .allowed()
             .iter()
@@ -162,7 +162,7 @@ impl ToolOffer {
     }
 
     /// What the system prompt says of the tools and how to call them.
-    pub fn instructions(&self, convention: Convention) -> String {
+    pub(crate) fn instructions(&self, convention: Convention) -> String {
         let list: Vec<String> = self
             .allowed()
             .iter()
@@ -194,15 +194,15 @@ fn object_schema(parameters: &Value) -> Value {
 
 /// A call read from the generated text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Call {
-    pub name: String,
-    pub arguments: Value,
+pub(crate) struct Call {
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
 }
 
 /// Splits generated text into the text before the calls and the calls. Text that makes no
 /// call in the convention, or whose first call does not parse, is left as text; a later call
 /// cut short (the reply reached its length) is dropped.
-pub fn parse_calls(text: &str, convention: Convention) -> (String, Vec<Call>) {
+pub(crate) fn parse_calls(text: &str, convention: Convention) -> (String, Vec<Call>) {
     let start = match convention {
         Convention::Hermes => text.find(convention.opening()),
         // The object may be spread over lines: `{` then `"tool_call"` after any spaces.

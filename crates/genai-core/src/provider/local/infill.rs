@@ -17,16 +17,16 @@ use crate::provider::Infill;
 
 /// The three tokens of a FIM prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FimTokens {
-    pub prefix: TokenId,
-    pub suffix: TokenId,
-    pub middle: TokenId,
+pub(crate) struct FimTokens {
+    pub(crate) prefix: TokenId,
+    pub(crate) suffix: TokenId,
+    pub(crate) middle: TokenId,
 }
 
 /// The prompt's token ids: `bos`, PRE, the last of `prefix`, SUF, the first of `suffix`, MID,
 /// at most `budget` tokens in all. The suffix gets at most a quarter of the room (the text
 /// just before the cursor matters most); the prefix gets the rest.
-pub fn layout(
+pub(crate) fn layout(
     fim: FimTokens,
     bos: Option<TokenId>,
     prefix: &[TokenId],
@@ -49,7 +49,7 @@ pub fn layout(
 
 impl Engine {
     /// The model's FIM tokens, or `None` when its vocabulary has not all three.
-    pub fn fim_tokens(&self) -> Option<FimTokens> {
+    pub(crate) fn fim_tokens(&self) -> Option<FimTokens> {
         let vocab = self.model.vocab();
         let (prefix, suffix, middle) = (vocab.fim_pre().0, vocab.fim_suf().0, vocab.fim_mid().0);
         // llama.cpp answers LLAMA_TOKEN_NULL (-1) for a token the vocabulary lacks.
@@ -62,7 +62,11 @@ impl Engine {
 
     /// The FIM prompt for `request`, ready for [`Engine::generate`]; `None` when the model has
     /// no FIM tokens.
-    pub fn prepare_infill(&self, request: &Infill, provider: &str) -> Result<Option<Prepared>> {
+    pub(crate) fn prepare_infill(
+        &self,
+        request: &Infill,
+        provider: &str,
+    ) -> Result<Option<Prepared>> {
         let Some(fim) = self.fim_tokens() else {
             return Ok(None);
         };

@@ -17,7 +17,7 @@ const MIN_WINDOW: Duration = Duration::from_millis(100);
 
 /// One sample of the CPU times, in clock ticks.
 #[derive(Debug, Clone, Copy)]
-pub struct CpuTimes {
+pub(crate) struct CpuTimes {
     at: Instant,
     /// Busy time of all CPUs (everything but idle and iowait).
     busy: u64,
@@ -29,7 +29,7 @@ pub struct CpuTimes {
 
 impl CpuTimes {
     /// Now's times; `None` where the kernel does not tell (not Linux, no `/proc`).
-    pub fn now() -> Option<CpuTimes> {
+    pub(crate) fn now() -> Option<CpuTimes> {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
         let own = std::fs::read_to_string("/proc/self/stat").ok()?;
         Self::parse(&stat, &own, Instant::now())
@@ -79,7 +79,7 @@ fn fit((threads, batch): (u32, u32), busy: f64, physical: usize) -> (u32, u32) {
 /// The threads to run with, measured since `since`: `wanted` less the cores other processes
 /// kept busy meanwhile (the window made at least [`MIN_WINDOW`] long); `wanted` when the load
 /// cannot be read.
-pub fn fitted(wanted: (u32, u32), since: CpuTimes, physical: usize) -> (u32, u32) {
+pub(crate) fn fitted(wanted: (u32, u32), since: CpuTimes, physical: usize) -> (u32, u32) {
     let waited = since.at.elapsed();
     if waited < MIN_WINDOW {
         std::thread::sleep(MIN_WINDOW - waited);

@@ -18,7 +18,7 @@ const COPIES: usize = 4;
 const SPAN_MIN: usize = 48;
 
 /// The length of the repeated run the reply `tokens` ends with, when it loops.
-pub fn loop_period(tokens: &[i32]) -> Option<usize> {
+pub(crate) fn loop_period(tokens: &[i32]) -> Option<usize> {
     let n = tokens.len();
     (PERIOD_MIN..=PERIOD_MAX).find(|&p| {
         let copies = COPIES.max(SPAN_MIN.div_ceil(p));

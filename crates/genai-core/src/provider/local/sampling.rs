@@ -30,7 +30,7 @@ use llama_cpp_2::token::LlamaToken;
 /// reply's 8 refusals (64 found 4; the other two were ranked 9,176th and 47,737th).
 const SHORTLIST: usize = 1024;
 
-pub struct TokenSampler {
+pub(crate) struct TokenSampler {
     chain: LlamaSampler,
     grammar: Option<LlamaSampler>,
     /// Whether the chain ends in the greedy sampler (the highest logit wins).
@@ -48,7 +48,11 @@ pub struct TokenSampler {
 impl TokenSampler {
     /// `chain` picks tokens (`greedy`: it ends in the greedy sampler); `grammar`, when given,
     /// must allow them.
-    pub fn new(chain: LlamaSampler, grammar: Option<LlamaSampler>, greedy: bool) -> TokenSampler {
+    pub(crate) fn new(
+        chain: LlamaSampler,
+        grammar: Option<LlamaSampler>,
+        greedy: bool,
+    ) -> TokenSampler {
         TokenSampler {
             chain,
             grammar,
@@ -62,12 +66,12 @@ impl TokenSampler {
 
     /// How many of the chain's picks the grammar refused so far, and how many of those cost a
     /// grammar pass over the whole vocabulary (for the engine's log).
-    pub fn refusals(&self) -> (u32, u32) {
+    pub(crate) fn refusals(&self) -> (u32, u32) {
         (self.refusals, self.full_passes)
     }
 
     /// Samples and accepts the next token from the `idx`-th logits of the last decode.
-    pub fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> LlamaToken {
+    pub(crate) fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> LlamaToken {
         let Some(mut grammar) = self.grammar.take() else {
             return self.chain.sample(ctx, idx);
         };

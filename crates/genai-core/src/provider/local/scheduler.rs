@@ -39,11 +39,11 @@ use crate::error::{Error, Result};
 
 /// The most prompt tokens one step evaluates, so that a long prompt holds the other
 /// sequences' next tokens back by one chunk at most.
-pub const PROMPT_CHUNK: usize = 512;
+pub(crate) const PROMPT_CHUNK: usize = 512;
 
 /// Where a generation's output goes. Called on the scheduler thread: every method must
 /// return at once.
-pub trait Sink: Send {
+pub(crate) trait Sink: Send {
     /// New text; false when nobody listens any more (generation stops).
     fn text(&mut self, text: &str) -> bool;
     /// True when nobody listens any more; checked before each step.
@@ -56,46 +56,46 @@ pub trait Sink: Send {
 
 /// How a generation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finished {
+pub(crate) struct Finished {
     /// `stop` (end-of-generation token or stop string), `length` (`max_tokens` or the end of
     /// the sequence's share of the context), `repetition` (the reply looped:
     /// [`crate::format::REPEATED`]), or `cancelled` (the sink went away).
-    pub finish_reason: &'static str,
-    pub counts: TokenCounts,
+    pub(crate) finish_reason: &'static str,
+    pub(crate) counts: TokenCounts,
 }
 
 /// A request ready to run.
-pub struct Job {
+pub(crate) struct Job {
     /// The whole prompt; shorter than a sequence's share of the context.
-    pub tokens: Vec<LlamaToken>,
-    pub stops: Vec<String>,
+    pub(crate) tokens: Vec<LlamaToken>,
+    pub(crate) stops: Vec<String>,
     /// The most tokens to generate (also capped by the room left in the sequence's share).
-    pub max_tokens: Option<u32>,
+    pub(crate) max_tokens: Option<u32>,
     /// A raw completion (fill-in-the-middle): the reply's leading whitespace is kept.
-    pub raw: bool,
+    pub(crate) raw: bool,
     /// Not stopped when it repeats itself: a run to `max_tokens` (`ignore_eos`), or a reply a
     /// grammar constrains whole (`[0, 0, 0]` is well-formed; its grammar ends it).
-    pub keep_repeats: bool,
+    pub(crate) keep_repeats: bool,
     /// This request's own sampler.
-    pub sampler: TokenSampler,
-    pub sink: Box<dyn Sink>,
+    pub(crate) sampler: TokenSampler,
+    pub(crate) sink: Box<dyn Sink>,
 }
 
 /// What the scheduler thread needs to make its context.
-pub struct Setup {
-    pub model: &'static LlamaModel,
-    pub backend: &'static LlamaBackend,
+pub(crate) struct Setup {
+    pub(crate) model: &'static LlamaModel,
+    pub(crate) backend: &'static LlamaBackend,
     /// The model's name, for logs and errors.
-    pub name: String,
+    pub(crate) name: String,
     /// Threads for generation, and for prompt evaluation.
-    pub threads: u32,
-    pub threads_batch: u32,
+    pub(crate) threads: u32,
+    pub(crate) threads_batch: u32,
     /// Sequences (slots) in the context.
-    pub sequences: usize,
+    pub(crate) sequences: usize,
     /// Tokens each sequence may hold.
-    pub per_sequence: u32,
+    pub(crate) per_sequence: u32,
     /// One KV cache for all sequences, else one cache of `per_sequence` each.
-    pub unified: bool,
+    pub(crate) unified: bool,
 }
 
 struct Queue {
@@ -114,7 +114,7 @@ struct Shared {
 }
 
 /// The handle to an engine's scheduler thread.
-pub struct Scheduler {
+pub(crate) struct Scheduler {
     shared: Arc<Shared>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -125,7 +125,7 @@ fn lock(shared: &Shared) -> MutexGuard<'_, Queue> {
 
 impl Scheduler {
     /// Starts the thread; it makes the context at once, so the first request finds it ready.
-    pub fn start(setup: Setup) -> Result<Scheduler> {
+    pub(crate) fn start(setup: Setup) -> Result<Scheduler> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
@@ -155,7 +155,7 @@ impl Scheduler {
     /// Ends the thread once the step under way is decoded, failing what still runs or waits,
     /// and waits for it. The process must not exit while a step is in llama.cpp: its static
     /// state is torn down at exit under the running step (a crash).
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         lock(&self.shared).stopping = true;
         self.shared.wake.notify_all();
         let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -165,7 +165,7 @@ impl Scheduler {
     }
 
     /// Queues a request; its sink hears the rest.
-    pub fn submit(&self, mut job: Job) {
+    pub(crate) fn submit(&self, mut job: Job) {
         let mut q = lock(&self.shared);
         if let Some(why) = &q.broken {
             let e = Error::internal(format!("the local engine cannot run: {why}"));

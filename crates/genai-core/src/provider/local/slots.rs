@@ -9,7 +9,7 @@
 //! tokens each holds. It must never call llama.cpp (so the policy is tested without a model).
 
 /// Token ids as llama.cpp numbers them.
-pub type TokenId = i32;
+pub(crate) type TokenId = i32;
 
 struct Entry {
     busy: bool,
@@ -20,27 +20,27 @@ struct Entry {
 
 /// A sequence claimed for a request; give it back with [`SequenceTable::release`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Claim {
+pub(crate) struct Claim {
     /// The sequence id.
-    pub index: usize,
+    pub(crate) index: usize,
     /// How many leading prompt tokens the sequence already holds.
-    pub common: usize,
+    pub(crate) common: usize,
 }
 
 /// Up to `capacity` sequences, made on demand.
-pub struct SequenceTable {
+pub(crate) struct SequenceTable {
     entries: Vec<Entry>,
     capacity: usize,
     clock: u64,
 }
 
 /// The length of the common prefix of two token sequences.
-pub fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
+pub(crate) fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl SequenceTable {
-    pub fn new(capacity: usize) -> SequenceTable {
+    pub(crate) fn new(capacity: usize) -> SequenceTable {
         SequenceTable {
             entries: Vec::new(),
             capacity: capacity.max(1),
@@ -49,12 +49,12 @@ impl SequenceTable {
     }
 
     /// Whether a request could claim a sequence now.
-    pub fn has_free(&self) -> bool {
+    pub(crate) fn has_free(&self) -> bool {
         self.free() > 0
     }
 
     /// How many requests could claim a sequence now.
-    pub fn free(&self) -> usize {
+    pub(crate) fn free(&self) -> usize {
         self.capacity - self.entries.len() + self.entries.iter().filter(|e| !e.busy).count()
     }
 
@@ -64,7 +64,7 @@ impl SequenceTable {
     /// what it holds (a continuation of its conversation). Otherwise a new sequence is made
     /// while there is room, so that another conversation's cache survives; when there is none,
     /// the longest prefix wins, the least recently used sequence on a tie (eviction).
-    pub fn claim(&mut self, prompt: &[TokenId]) -> Option<Claim> {
+    pub(crate) fn claim(&mut self, prompt: &[TokenId]) -> Option<Claim> {
         let best = self
             .entries
             .iter()
@@ -97,7 +97,12 @@ impl SequenceTable {
 
     /// Another sequence holding a longer prefix of `prompt` than `index` holds: its index and
     /// how many tokens it shares (at most `limit`).
-    pub fn donor(&self, index: usize, prompt: &[TokenId], limit: usize) -> Option<(usize, usize)> {
+    pub(crate) fn donor(
+        &self,
+        index: usize,
+        prompt: &[TokenId],
+        limit: usize,
+    ) -> Option<(usize, usize)> {
         let own = common_prefix(self.tokens(index), prompt).min(limit);
         self.entries
             .iter()
@@ -109,17 +114,17 @@ impl SequenceTable {
     }
 
     /// The tokens a sequence holds.
-    pub fn tokens(&self, index: usize) -> &[TokenId] {
+    pub(crate) fn tokens(&self, index: usize) -> &[TokenId] {
         self.entries.get(index).map_or(&[], |e| &e.tokens)
     }
 
     /// The tokens a sequence holds, to keep in step with its KV cells.
-    pub fn tokens_mut(&mut self, index: usize) -> &mut Vec<TokenId> {
+    pub(crate) fn tokens_mut(&mut self, index: usize) -> &mut Vec<TokenId> {
         &mut self.entries[index].tokens
     }
 
     /// Gives a sequence back; its tokens stay for the next turn.
-    pub fn release(&mut self, index: usize) {
+    pub(crate) fn release(&mut self, index: usize) {
         if let Some(e) = self.entries.get_mut(index) {
             e.busy = false;
         }

@@ -20,13 +20,13 @@
 
 /// One message as the template sees it: a role (`system`, `user`, `assistant`) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChatMessage {
-    pub role: String,
-    pub content: String,
+pub(crate) struct ChatMessage {
+    pub(crate) role: String,
+    pub(crate) content: String,
 }
 
 impl ChatMessage {
-    pub fn new(role: &str, content: &str) -> ChatMessage {
+    pub(crate) fn new(role: &str, content: &str) -> ChatMessage {
         ChatMessage {
             role: role.to_string(),
             content: content.to_string(),
@@ -35,34 +35,34 @@ impl ChatMessage {
 }
 
 /// What `apply` answers for `Template::Model` when the GGUF has no chat template.
-pub const NO_TEMPLATE: &str = "the model has no chat template";
+pub(crate) const NO_TEMPLATE: &str = "the model has no chat template";
 
 /// The stop strings of the plain transcript of base models: a new question, or the model
 /// answering again (a base model loops that way).
-pub const TRANSCRIPT_STOPS: [&str; 2] = ["\nQuestion:", "\nAnswer:"];
+pub(crate) const TRANSCRIPT_STOPS: [&str; 2] = ["\nQuestion:", "\nAnswer:"];
 
 /// The longest reply of the plain transcript when the request sets no `max_tokens`: a base
 /// model may ramble until the context is full, which takes minutes on a small machine.
-pub const TRANSCRIPT_MAX_TOKENS: u32 = 512;
+pub(crate) const TRANSCRIPT_MAX_TOKENS: u32 = 512;
 
 /// The stop strings the ChatML fallback adds.
-pub const CHATML_STOPS: [&str; 2] = ["<|im_end|>", "<|im_start|>"];
+pub(crate) const CHATML_STOPS: [&str; 2] = ["<|im_end|>", "<|im_start|>"];
 
 /// A rendered prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rendered {
-    pub prompt: String,
+pub(crate) struct Rendered {
+    pub(crate) prompt: String,
     /// Stop strings the template needs on top of the request's own.
-    pub extra_stops: Vec<String>,
+    pub(crate) extra_stops: Vec<String>,
     /// Why the fallback was used, when it was.
-    pub fallback: Option<String>,
+    pub(crate) fallback: Option<String>,
     /// The reply's length limit when the request sets none.
-    pub max_tokens: Option<u32>,
+    pub(crate) max_tokens: Option<u32>,
 }
 
 /// Which template llama.cpp should apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Template {
+pub(crate) enum Template {
     /// The one in the model's metadata.
     Model,
     /// One of llama.cpp's built-in templates, by name (`gemma`, `phi3`, ...).
@@ -71,7 +71,7 @@ pub enum Template {
 
 /// llama.cpp's built-in template for a model architecture (`general.architecture`), when the
 /// family has one chat format.
-pub fn builtin_for_architecture(architecture: &str) -> Option<&'static str> {
+pub(crate) fn builtin_for_architecture(architecture: &str) -> Option<&'static str> {
     let a = architecture.to_ascii_lowercase();
     Some(match a.as_str() {
         a if a.starts_with("gemma") => "gemma",
@@ -88,7 +88,7 @@ pub fn builtin_for_architecture(architecture: &str) -> Option<&'static str> {
 /// Renders `messages` for a model of `architecture`: `apply` applies a template through
 /// llama.cpp (it returns the prompt, or why it cannot). The prompt ends with the opening of an
 /// assistant turn.
-pub fn render(
+pub(crate) fn render(
     messages: &[ChatMessage],
     architecture: Option<&str>,
     mut apply: impl FnMut(Template, &[ChatMessage]) -> std::result::Result<String, String>,
@@ -143,7 +143,7 @@ fn chatml_rendered(messages: &[ChatMessage], why: String) -> Rendered {
 
 /// The plain transcript for base models: system text, then `Question:`/`Answer:` lines,
 /// ending with `Answer:` for the model to complete.
-pub fn transcript(messages: &[ChatMessage]) -> String {
+pub(crate) fn transcript(messages: &[ChatMessage]) -> String {
     let mut out = String::new();
     for m in messages {
         match m.role.as_str() {
@@ -169,7 +169,7 @@ pub fn transcript(messages: &[ChatMessage]) -> String {
 
 /// The ChatML rendering: `<|im_start|>ROLE\nTEXT<|im_end|>\n` per message, then
 /// `<|im_start|>assistant\n`.
-pub fn chatml(messages: &[ChatMessage]) -> String {
+pub(crate) fn chatml(messages: &[ChatMessage]) -> String {
     let mut out = String::new();
     for m in messages {
         out.push_str("<|im_start|>");

@@ -19,39 +19,39 @@ use crate::message::Usage;
 
 /// Sampling and length settings taken from the request body. `None` means the engine's default.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct GenerationSettings {
-    pub max_tokens: Option<u32>,
-    pub temperature: Option<f32>,
-    pub top_p: Option<f32>,
-    pub top_k: Option<i32>,
-    pub seed: Option<u32>,
-    pub repeat_penalty: Option<f32>,
-    pub presence_penalty: Option<f32>,
-    pub frequency_penalty: Option<f32>,
-    pub stop: Vec<String>,
+pub(crate) struct GenerationSettings {
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) temperature: Option<f32>,
+    pub(crate) top_p: Option<f32>,
+    pub(crate) top_k: Option<i32>,
+    pub(crate) seed: Option<u32>,
+    pub(crate) repeat_penalty: Option<f32>,
+    pub(crate) presence_penalty: Option<f32>,
+    pub(crate) frequency_penalty: Option<f32>,
+    pub(crate) stop: Vec<String>,
     /// What the reply must match (a response schema, or the tool-call grammar), if anything.
-    pub grammar: Option<Grammar>,
+    pub(crate) grammar: Option<Grammar>,
     /// A raw completion (fill-in-the-middle): the reply's leading whitespace is kept.
-    pub raw: bool,
+    pub(crate) raw: bool,
     /// Run to `max_tokens`: end-of-generation tokens are never sampled and a reply that
     /// repeats itself is not stopped (llama-server's `ignore_eos`, for benchmarks).
-    pub ignore_eos: bool,
+    pub(crate) ignore_eos: bool,
 }
 
 /// An openai-chat request as the engine needs it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChatRequest {
-    pub messages: Vec<ChatMessage>,
-    pub settings: GenerationSettings,
+pub(crate) struct ChatRequest {
+    pub(crate) messages: Vec<ChatMessage>,
+    pub(crate) settings: GenerationSettings,
     /// The tools offered (none with `tool_choice: none`), in the model's calling convention.
-    pub tools: Option<(ToolOffer, Convention)>,
+    pub(crate) tools: Option<(ToolOffer, Convention)>,
 }
 
 /// Reads an openai-chat request body. Images are refused (the local engine is text only).
 /// Tools (`tools`, `tool_choice`) are described in the system prompt in the model's calling
 /// `convention` and constrained by a grammar, which a `response_format` JSON Schema gives
 /// too; earlier calls are written back in that convention and their results go as user text.
-pub fn parse_request(body: &Value, convention: Convention) -> Result<ChatRequest> {
+pub(crate) fn parse_request(body: &Value, convention: Convention) -> Result<ChatRequest> {
     let list = body
         .get("messages")
         .and_then(Value::as_array)
@@ -226,13 +226,13 @@ fn text_of(content: &Value) -> Result<String> {
 
 /// Token counts of one generation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TokenCounts {
+pub(crate) struct TokenCounts {
     /// Tokens of the whole prompt.
-    pub prompt: u32,
+    pub(crate) prompt: u32,
     /// Prompt tokens found in the KV cache (not evaluated again).
-    pub cached: u32,
+    pub(crate) cached: u32,
     /// Tokens generated.
-    pub completion: u32,
+    pub(crate) completion: u32,
 }
 
 impl TokenCounts {
@@ -248,10 +248,10 @@ impl TokenCounts {
 
 /// Identifies one answer in its chunks.
 #[derive(Debug, Clone)]
-pub struct Answer(Envelope);
+pub(crate) struct Answer(Envelope);
 
 impl Answer {
-    pub fn new(model: &str) -> Answer {
+    pub(crate) fn new(model: &str) -> Answer {
         Answer(Envelope::now(
             format!("chatcmpl-local-{}", ulid::Ulid::new()),
             model,
@@ -259,17 +259,17 @@ impl Answer {
     }
 
     /// The first chunk: the assistant role with empty content.
-    pub fn role_chunk(&self) -> String {
+    pub(crate) fn role_chunk(&self) -> String {
         self.chunk(Delta::role(), None)
     }
 
     /// A chunk carrying text.
-    pub fn text_chunk(&self, text: &str) -> String {
+    pub(crate) fn text_chunk(&self, text: &str) -> String {
         self.chunk(Delta::text(text), None)
     }
 
     /// A chunk carrying whole tool calls.
-    pub fn calls_chunk(&self, calls: &[Call]) -> String {
+    pub(crate) fn calls_chunk(&self, calls: &[Call]) -> String {
         let calls: Vec<Value> = calls
             .iter()
             .enumerate()
@@ -283,7 +283,7 @@ impl Answer {
     }
 
     /// The chunk that ends the choice.
-    pub fn finish_chunk(&self, finish_reason: &str) -> String {
+    pub(crate) fn finish_chunk(&self, finish_reason: &str) -> String {
         self.chunk(Delta::default(), Some(finish_reason))
     }
 
@@ -292,12 +292,12 @@ impl Answer {
     }
 
     /// The usage chunk sent after the last choice chunk (as with `include_usage`).
-    pub fn usage_chunk(&self, counts: TokenCounts) -> String {
+    pub(crate) fn usage_chunk(&self, counts: TokenCounts) -> String {
         text(&self.0.usage_chunk(&counts.usage()))
     }
 
     /// A whole `chat.completion` body.
-    pub fn completion(
+    pub(crate) fn completion(
         &self,
         text: &str,
         calls: &[Call],
@@ -333,7 +333,7 @@ fn call_id() -> String {
 }
 
 /// The data of the event that ends a stream.
-pub const DONE: &str = "[DONE]";
+pub(crate) const DONE: &str = "[DONE]";
 
 #[cfg(test)]
 mod tests {

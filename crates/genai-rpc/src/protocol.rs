@@ -50,7 +50,8 @@ impl MessageInput {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct InitializeParams {
-    /// Part of the wire and its schema; no handler reads it.
+    // Part of the wire and its schema; no handler reads it. (A doc comment here would change
+    // the schema's description.)
     #[serde(default)]
     #[allow(dead_code)]
     pub(crate) client_info: Option<Value>,

@@ -197,9 +197,15 @@ where
         genai_core::session::Framework::new(config, registry, store).with_home(&paths),
     );
     tracing::info!("{what} ready; history at {}", paths.history_db().display());
-    let served = serve(fw.clone())
-        .await
-        .map_err(|e| Error::new(ErrorKind::Internal, format!("stdio failed: {e}")));
+    let served = match serve(fw.clone()).await {
+        // A client that closed its end of stdout has left, as `head` does: the turns it saw
+        // end are committed, and there is no one left to tell.
+        Err(e) if out::closed(&e) => {
+            tracing::info!("{what}: the client closed stdout; stopping");
+            Ok(())
+        }
+        served => served.map_err(|e| Error::new(ErrorKind::Internal, format!("stdio failed: {e}"))),
+    };
     fw.toolbox().shutdown().await;
     served
 }

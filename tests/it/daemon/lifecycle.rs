@@ -120,6 +120,50 @@ fn end_of_input_finishes_running_turns_before_exit() {
     assert!(d.wait_exit(EXIT).success());
 }
 
+/// A client that closed its end of stdout has left (as `head` does): `genai daemon` and
+/// `genai acp` stop with 0 at the end of input and say why in the log only.
+#[test]
+fn a_client_that_closed_stdout_ends_the_front_end_cleanly() {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let fake = fake(Behavior::default());
+    let dir = tempfile::tempdir().unwrap();
+    for front in ["daemon", "acp"] {
+        let cfg = config(dir.path(), Framing::Lines, front, &fake);
+        let mut child = crate::support::cli::genai_in(&cfg.data_dir, &cfg.config_dir, &[front])
+            .env("GENAI_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The read end goes before anything is written: the answer meets a closed pipe.
+        drop(child.stdout.take());
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"no/such\"}\n")
+            .unwrap();
+        drop(stdin);
+        let deadline = Instant::now() + EXIT;
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "genai {front}: {log}");
+        assert!(
+            log.contains("the client closed stdout"),
+            "genai {front}: {log}"
+        );
+        assert!(!log.contains("stdio failed"), "genai {front}: {log}");
+    }
+}
+
 #[test]
 fn shutdown_cancels_running_and_queued_turns_and_exits() {
     let (fake, _dir, mut d) = streaming_daemon_on(slow_stream(), Framing::ContentLength);

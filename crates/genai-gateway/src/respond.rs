@@ -50,7 +50,7 @@ pub(crate) async fn run(
             Err(e) => ApiError::of(&e, None).response_in(api),
         };
     }
-    let (answerer, pieces) = turn::streamed(turn);
+    let (answering, pieces) = turn::streamed(turn);
     let mut pieces = Box::pin(pieces);
     // The status is decided by the first piece: a turn that fails before any text is an
     // error answer, not a stream of one error event.
@@ -61,7 +61,7 @@ pub(crate) async fn run(
     };
     let head = shape.start();
     // Who answers is known once the first piece came (a fallback is tried only before).
-    let served = answerer.served();
+    let served = answering.served();
     caller.served(&served);
     let mut tally = caller.stream();
     let rest = futures::stream::once(async { first })

@@ -8,12 +8,12 @@
 //! store anything, and never outlive its client: dropping the stream of pieces cancels the
 //! turn, which drops the request upstream.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures::Stream;
 use tokio_util::sync::CancellationToken;
 
-use genai_core::agent::{AIAgent, Delta, ToolLoop};
+use genai_core::agent::{AIAgent, Answerer, Delta, PromptOutcome, ToolLoop};
 use genai_core::config::ToolMode;
 use genai_core::error::Result;
 use genai_core::format::{ModelReply, ResponseSchema, ToolCallDelta, ToolSpec};
@@ -52,49 +52,48 @@ pub(crate) struct Served {
     pub(crate) price: Option<genai_core::pricing::Price>,
 }
 
-/// The agent of a streamed turn, to ask who is answering once its first piece came.
-pub(crate) struct Answerer(Arc<AIAgent>);
-
-impl Answerer {
-    pub(crate) fn served(&self) -> Served {
-        served(&self.0)
+impl From<&Answerer> for Served {
+    fn from(a: &Answerer) -> Served {
+        Served {
+            model: format!("{}:{}", a.provider, a.model),
+            fallback: a.fallback.clone(),
+            price: a.price.as_ref().map(|p| p.price),
+        }
     }
 }
 
-fn served(agent: &AIAgent) -> Served {
-    let Ok(own) = agent.model() else {
-        return Served::default();
-    };
-    let (provider, model, price) = agent.served_model(&own);
-    Served {
-        model: format!("{provider}:{model}"),
-        fallback: agent.served_by(),
-        price: price.map(|p| p.price),
+/// Who is answering a streamed turn, as the agent said before its first piece.
+pub(crate) struct Answering(Arc<Mutex<Served>>);
+
+impl Answering {
+    pub(crate) fn served(&self) -> Served {
+        self.0.lock().map(|s| s.clone()).unwrap_or_default()
     }
 }
 
 /// Runs the turn to its whole reply, and says who answered it.
 pub(crate) async fn whole(turn: Turn) -> Result<(ModelReply, Served)> {
-    let agent = Arc::new(turn.agent);
     let parts = Parts {
         messages: turn.messages,
         tools: turn.tools,
         schema: turn.schema,
     };
-    let reply = run(&agent, parts, None, None, &CancellationToken::new()).await?;
-    Ok((reply, served(&agent)))
+    let outcome = run(&turn.agent, parts, None, None, &CancellationToken::new()).await?;
+    let served = Served::from(&outcome.answerer);
+    Ok((outcome.reply, served))
 }
 
 /// Runs the turn in the background; its pieces come as the model streams them, `Done` last.
 /// Dropping the stream cancels the turn.
-pub(crate) fn streamed(turn: Turn) -> (Answerer, impl Stream<Item = Piece> + Send + 'static) {
-    let agent = Arc::new(turn.agent);
+pub(crate) fn streamed(turn: Turn) -> (Answering, impl Stream<Item = Piece> + Send + 'static) {
+    let agent = turn.agent;
     let parts = Parts {
         messages: turn.messages,
         tools: turn.tools,
         schema: turn.schema,
     };
-    let answerer = Answerer(agent.clone());
+    let who = Arc::new(Mutex::new(Served::default()));
+    let answering = Answering(who.clone());
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let guard = cancel.clone().drop_guard();
@@ -106,6 +105,12 @@ pub(crate) fn streamed(turn: Turn) -> (Answerer, impl Stream<Item = Piece> + Sen
                 Delta::Reasoning(r) => Piece::Reasoning(r.to_string()),
                 Delta::ReasoningSignature(s) => Piece::Signature(s.to_string()),
                 Delta::Progress(_) => return,
+                Delta::Answering(a) => {
+                    if let Ok(mut who) = who.lock() {
+                        *who = Served::from(a);
+                    }
+                    return;
+                }
             };
             let _ = text.send(piece);
         };
@@ -114,13 +119,13 @@ pub(crate) fn streamed(turn: Turn) -> (Answerer, impl Stream<Item = Piece> + Sen
             let _ = calls.send(Piece::Call(d.clone()));
         };
         let done = run(&agent, parts, Some(&on_delta), Some(&on_call), &cancel).await;
-        let _ = tx.send(Piece::Done(done));
+        let _ = tx.send(Piece::Done(done.map(|o| o.reply)));
     });
     let pieces = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
         let piece = rx.recv().await?;
         Some((piece, (rx, guard)))
     });
-    (answerer, pieces)
+    (answering, pieces)
 }
 
 /// What a turn sends beside its agent.
@@ -139,7 +144,7 @@ async fn run(
     on_delta: Option<&(dyn Fn(Delta<'_>) + Send + Sync)>,
     on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
     cancel: &CancellationToken,
-) -> Result<ModelReply> {
+) -> Result<PromptOutcome> {
     let Parts {
         messages,
         tools,
@@ -156,8 +161,7 @@ async fn run(
         mode: ToolMode::Native,
     };
     let offered = (!tool_loop.specs.is_empty()).then_some(&tool_loop);
-    let outcome = agent
+    agent
         .send_prompt_as(messages, on_delta, cancel, offered, schema.as_ref())
-        .await?;
-    Ok(outcome.reply)
+        .await
 }

@@ -91,45 +91,55 @@ struct Candidate<'a> {
     model: Arc<ModelConfiguration>,
 }
 
+/// Who answers a request: the agent's own provider and model, or one of its fallbacks'.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answerer {
+    /// The provider instance's name.
+    pub provider: String,
+    /// The provider's kind (`openai`, `local`, ...).
+    pub kind: &'static str,
+    /// The model id as it was asked for.
+    pub model: String,
+    /// The fallback agent's name when one answers for the agent.
+    pub fallback: Option<String>,
+    /// The model's price, when one is known.
+    pub price: Option<Priced>,
+}
+
+impl Answerer {
+    /// `NAME (KIND)` of the provider.
+    pub fn described(&self) -> String {
+        format!("{} ({})", self.provider, self.kind)
+    }
+}
+
+impl Candidate<'_> {
+    fn answerer(&self, agent: &AIAgent) -> Answerer {
+        agent.answerer(self.provider, &self.model.model, self.fallback)
+    }
+}
+
 impl AIAgent {
-    /// The fallback that answered this agent's last request (or is answering it), `None` when
-    /// the agent itself did.
-    fn serving(&self) -> Option<&Fallback> {
-        let served = (*self.served.lock().ok()?)?;
-        self.fallbacks.get(served)
-    }
-
-    /// The name of the fallback that answered this agent's last request (or is answering
-    /// it), `None` when the agent itself did.
-    pub fn served_by(&self) -> Option<String> {
-        self.serving().map(|f| f.name.clone())
-    }
-
-    /// `NAME (KIND)` of the provider that answered the last request: a fallback's, or the
-    /// agent's.
-    pub(crate) fn served_provider_described(&self) -> String {
-        let p = self.serving().map_or(&self.provider, |f| &f.provider);
-        format!("{} ({})", p.name, p.kind)
-    }
-
-    /// The provider, model and price of whoever answered the last request.
-    pub fn served_model(&self, own: &ModelConfiguration) -> (String, String, Option<Priced>) {
-        match self.serving() {
-            Some(f) => (
-                f.provider.name.clone(),
-                f.model().model.clone(),
-                f.price.clone(),
-            ),
-            None => (
-                self.provider.name.clone(),
-                own.model.clone(),
-                self.price.clone(),
-            ),
+    /// Who answers when `provider` runs `model` for this agent, as itself or as `fallback`.
+    fn answerer(
+        &self,
+        provider: &ProviderInstance,
+        model: &str,
+        fallback: Option<&Fallback>,
+    ) -> Answerer {
+        Answerer {
+            provider: provider.name.clone(),
+            kind: provider.kind,
+            model: model.to_string(),
+            fallback: fallback.map(|f| f.name.clone()),
+            price: fallback.map_or(&self.price, |f| &f.price).clone(),
         }
     }
 
     /// One request (`messages` already through the middleware) to this agent's model, then to
     /// each fallback in turn while the failure [`falls_back`] and nothing was streamed yet.
+    /// Each one tried is told to `on_delta` ([`Delta::Answering`]) before its request goes;
+    /// the reply comes with the one that answered.
     pub(super) async fn send_with_fallbacks(
         &self,
         model: &ModelConfiguration,
@@ -137,20 +147,22 @@ impl AIAgent {
         options: &RequestOptions<'_>,
         on_delta: Option<OnDelta<'_>>,
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
-    ) -> Result<ModelReply> {
-        if let Ok(mut s) = self.served.lock() {
-            *s = None;
-        }
+    ) -> Result<(ModelReply, Answerer)> {
         if self.fallbacks.is_empty() {
             let request = model.prepare(messages, options)?;
-            return self
+            let answerer = self.answerer(&self.provider, &model.model, None);
+            if let Some(f) = on_delta {
+                f(Delta::Answering(&answerer));
+            }
+            let reply = self
                 .send(&self.provider, model, &request, on_delta, on_call)
-                .await;
+                .await?;
+            return Ok((reply, answerer));
         }
         // Whether a piece of the answer went to the caller: then no one else may answer.
         let started = AtomicBool::new(false);
         let delta = |d: Delta<'_>| {
-            if !matches!(d, Delta::Progress(_)) {
+            if !matches!(d, Delta::Progress(_) | Delta::Answering(_)) {
                 started.store(true, Ordering::Relaxed);
             }
             if let Some(f) = on_delta {
@@ -176,7 +188,7 @@ impl AIAgent {
             model: relaxed_like(model, f.model()),
         });
         let mut failed: Option<Error> = None;
-        for (i, c) in std::iter::once(own).chain(others).enumerate() {
+        for c in std::iter::once(own).chain(others) {
             if let Some(f) = c.fallback {
                 if let Some(why) = self.cannot_carry(f, &c.model, messages, options) {
                     self.note(vec![format!("fallback {} skipped: {why}", f.name)]);
@@ -184,17 +196,17 @@ impl AIAgent {
                 }
             }
             let request = c.model.prepare(messages, options)?;
-            // Set before the answer starts: a caller reading it at the first piece sees who
-            // is answering.
-            if let Ok(mut s) = self.served.lock() {
-                *s = c.fallback.map(|_| i - 1);
+            // Told before the answer starts: the caller knows who answers its first piece.
+            let answerer = c.answerer(self);
+            if let Some(f) = delta {
+                f(Delta::Answering(&answerer));
             }
             match self.send(c.provider, &c.model, &request, delta, call).await {
                 Ok(reply) => {
                     if let Some(f) = c.fallback {
                         self.note(vec![format!("served by fallback {}", f.name)]);
                     }
-                    return Ok(reply);
+                    return Ok((reply, answerer));
                 }
                 Err(e) if falls_back(&e) && !started.load(Ordering::Relaxed) => {
                     let who = c.fallback.map_or(self.provider.name.as_str(), |f| &f.name);

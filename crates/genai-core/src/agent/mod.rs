@@ -33,12 +33,13 @@ use crate::pricing::{self, Priced};
 use crate::registry::ProviderInstance;
 use crate::store::{NewMessage, Store};
 
+pub use fallback::Answerer;
 pub(crate) use fallback::Fallback;
 pub use tool_loop::ToolLoop;
 
 /// A streamed piece of a reply: the answer's text, or the model's reasoning before it, or a
 /// note from the provider about the request's progress (such as waiting for a free slot).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Delta<'a> {
     Text(&'a str),
     Reasoning(&'a str),
@@ -46,6 +47,9 @@ pub enum Delta<'a> {
     /// signature), which a client that sends the reasoning back needs with it.
     ReasoningSignature(&'a str),
     Progress(&'a str),
+    /// Who answers the request about to go: sent before each provider tried (a fallback
+    /// only before any piece of the answer), so the last one before the first piece answers.
+    Answering(&'a Answerer),
 }
 
 /// Receives the streamed pieces of a reply.
@@ -80,13 +84,9 @@ pub struct PromptOutcome {
     pub(crate) cost: Option<f64>,
     /// The details' line for the cost: the amount and its price's source, or why it is unknown.
     pub(crate) cost_detail: String,
-    /// The provider that answered, as `NAME (KIND)`: a fallback's when one served.
-    pub(crate) provider: String,
-    /// The name of the provider instance that answered (a fallback's when one served).
-    pub(crate) provider_name: String,
-    /// The model id that answered as asked for (a fallback's when one served); the reply's
-    /// `model` is the one the provider reports, when it does.
-    pub(crate) model: String,
+    /// Who answered: the agent's provider and model, or a fallback's. The reply's `model`
+    /// is the one the provider reports, when it does.
+    pub answerer: Answerer,
     /// The model's reasoning over the whole turn (each round's, then the reply's).
     pub(crate) reasoning: String,
 }
@@ -97,7 +97,7 @@ impl PromptOutcome {
         self.reply
             .model
             .clone()
-            .unwrap_or_else(|| self.model.clone())
+            .unwrap_or_else(|| self.answerer.model.clone())
     }
 }
 
@@ -105,6 +105,7 @@ impl PromptOutcome {
 /// calls and results), the usage of all requests, and how many requests there were.
 struct TurnSteps {
     reply: ModelReply,
+    answerer: Answerer,
     steps: Vec<Message>,
     usage: Option<Usage>,
     rounds: usize,
@@ -135,8 +136,6 @@ pub struct AIAgent {
     pub(crate) price: Option<Priced>,
     /// The agents tried in order when this one's provider fails before answering.
     pub(crate) fallbacks: Vec<Fallback>,
-    /// Which fallback answered the last request (`None`: this agent's own provider).
-    served: std::sync::Mutex<Option<usize>>,
 }
 
 impl AIAgent {
@@ -161,7 +160,6 @@ impl AIAgent {
             notes: std::sync::Mutex::new(Vec::new()),
             price: None,
             fallbacks: Vec::new(),
-            served: std::sync::Mutex::new(None),
         }
     }
 
@@ -341,6 +339,7 @@ impl AIAgent {
         };
         let TurnSteps {
             mut reply,
+            answerer,
             steps,
             usage,
             rounds,
@@ -358,12 +357,11 @@ impl AIAgent {
             self.note(vec![cut]);
         }
         let latency = started.elapsed();
-        let (served_provider, served_model, price) = self.served_model(&model);
         let (cost, cost_detail) = pricing::turn_cost(
-            price.as_ref(),
+            answerer.price.as_ref(),
             usage.as_ref(),
-            &served_provider,
-            &served_model,
+            &answerer.provider,
+            &answerer.model,
         );
 
         if let Some(p) = &self.persistence {
@@ -380,7 +378,7 @@ impl AIAgent {
             });
             // SQLite may fsync (a WAL checkpoint) here: keep that off the async workers.
             let (store, id, sys) = (p.store.clone(), p.conversation_id.clone(), system.clone());
-            let (provider, model) = (served_provider.clone(), served_model.clone());
+            let (provider, model) = (answerer.provider.clone(), answerer.model.clone());
             tokio::task::spawn_blocking(move || {
                 store.commit_turn_by(&id, sys.as_ref(), &provider, &model, &rows)
             })
@@ -410,9 +408,7 @@ impl AIAgent {
             notes: self.take_notes(),
             cost,
             cost_detail,
-            provider: self.served_provider_described(),
-            provider_name: served_provider,
-            model: served_model,
+            answerer,
             reasoning,
         })
     }

@@ -8,7 +8,7 @@
 
 use futures::StreamExt;
 
-use super::{AIAgent, Delta, OnDelta};
+use super::{AIAgent, Answerer, Delta, OnDelta};
 use crate::error::{Error, Result};
 use crate::format::{
     self, ModelConfiguration, ModelReply, ModelRequest, RequestOptions, ToolCallDelta,
@@ -70,7 +70,8 @@ impl AIAgent {
     }
 
     /// One request to the model, streamed through `on_delta` when given (an event's reasoning
-    /// before its text); pieces of streamed tool calls go to `on_call` when given.
+    /// before its text); pieces of streamed tool calls go to `on_call` when given. The reply
+    /// comes with who answered it.
     pub(super) async fn call_model(
         &self,
         model: &ModelConfiguration,
@@ -78,9 +79,9 @@ impl AIAgent {
         options: &RequestOptions<'_>,
         on_delta: Option<OnDelta<'_>>,
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
-    ) -> Result<ModelReply> {
+    ) -> Result<(ModelReply, Answerer)> {
         let messages = self.through_middleware(model, messages).await?;
-        let mut reply = self
+        let (mut reply, answerer) = self
             .send_with_fallbacks(model, &messages, options, on_delta, on_call)
             .await?;
         if !self.middleware.is_empty() {
@@ -89,7 +90,7 @@ impl AIAgent {
             self.note(notes);
             done?;
         }
-        Ok(reply)
+        Ok((reply, answerer))
     }
 
     /// Sends a prepared request to `provider` and reads its reply as it comes.

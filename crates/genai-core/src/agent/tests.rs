@@ -394,6 +394,7 @@ async fn reasoning_streams_apart_is_stored_once_and_not_sent_back() {
     assert_eq!(
         *seen.lock().unwrap(),
         [
+            "Answering(Answerer { provider: \"scripted\", kind: \"scripted\", model: \"m\", fallback: None, price: None })",
             "Reasoning(\"Two and \")",
             "Reasoning(\"two.\")",
             "Text(\"4\")"
@@ -419,4 +420,59 @@ async fn reasoning_streams_apart_is_stored_once_and_not_sent_back() {
     let sent = provider.bodies()[1].to_string();
     assert!(!sent.contains("Two and two"), "{sent}");
     assert_eq!(provider.messages_of(1)[1], "assistant: 4");
+}
+
+#[tokio::test]
+async fn a_fallback_answers_an_unavailable_provider_and_the_deltas_and_outcome_say_who() {
+    let own = ScriptedProvider::new(vec![Answer::Unavailable, text_body("again")]);
+    let spare = ScriptedProvider::new(vec![text_stream(&["hi"], false)]);
+    let mut a = agent(own, None, None, vec![]);
+    a.fallbacks.push(super::Fallback::new(
+        "spare".into(),
+        crate::registry::ProviderInstance {
+            name: "backup".into(),
+            kind: "scripted",
+            provider: spare,
+            origin: crate::registry::Origin::Runtime,
+        },
+        crate::format::ModelConfiguration::new(&crate::format::openai_chat::OpenAiChat, "m2"),
+        None,
+    ));
+    let seen = Mutex::new(Vec::new());
+    let on_delta = |d: Delta<'_>| {
+        seen.lock().unwrap().push(match d {
+            Delta::Answering(a) => format!("{} {:?}", a.described(), a.fallback),
+            d => format!("{d:?}"),
+        })
+    };
+    let outcome = a
+        .send_prompt(
+            vec![Message::user("hi")],
+            Some(&on_delta),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "scripted (scripted) None",
+            "backup (scripted) Some(\"spare\")",
+            "Text(\"hi\")"
+        ]
+    );
+    assert_eq!(outcome.answerer.provider, "backup");
+    assert_eq!(outcome.answerer.model, "m2");
+    assert_eq!(outcome.answerer.fallback.as_deref(), Some("spare"));
+    // The next turn is the agent's own again: nothing of the last one stays on the agent.
+    let again = a
+        .send_prompt(
+            vec![Message::user("again")],
+            None,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.answerer.described(), "scripted (scripted)");
+    assert_eq!(again.answerer.fallback, None);
 }

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::structured;
-use super::{AIAgent, OnDelta, TurnSteps};
+use super::{AIAgent, Answerer, OnDelta, TurnSteps};
 use crate::config::ToolMode;
 use crate::error::Result;
 use crate::format::{
@@ -51,7 +51,7 @@ impl AIAgent {
                 stop: &[],
                 schema,
             };
-            let mut reply = self
+            let (mut reply, answerer) = self
                 .call_model(model, &messages, &options, streamed, on_call)
                 .await?;
             rounds.count_usage(reply.usage);
@@ -65,14 +65,16 @@ impl AIAgent {
                 }
                 _ => {
                     let Some(schema) = schema else {
-                        return Ok(rounds.end(reply));
+                        return Ok(rounds.end(reply, answerer));
                     };
                     match structured::settle(schema, &mut reply) {
                         Ok(json) => {
+                            // Unstreamed, the caller learns who answered with the reply.
                             if let Some(f) = on_delta {
+                                f(super::Delta::Answering(&answerer));
                                 f(super::Delta::Text(&json));
                             }
-                            return Ok(rounds.end(reply));
+                            return Ok(rounds.end(reply, answerer));
                         }
                         Err(errors) if retry.is_empty() => {
                             retry = structured::retry_messages(schema, &reply.message, &errors);
@@ -133,10 +135,11 @@ impl Rounds {
         });
     }
 
-    /// What the turn produced, ending with `reply`.
-    pub(super) fn end(self, reply: ModelReply) -> TurnSteps {
+    /// What the turn produced, ending with `reply` from `answerer`.
+    pub(super) fn end(self, reply: ModelReply, answerer: Answerer) -> TurnSteps {
         TurnSteps {
             reply,
+            answerer,
             steps: self.steps,
             usage: self.usage,
             rounds: self.count,

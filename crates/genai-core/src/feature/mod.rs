@@ -70,6 +70,8 @@ impl Turn {
                 summary: note.to_string(),
                 detailed: Vec::new(),
             }),
+            // The turn's outcome says who answered.
+            Delta::Answering(_) => {}
         }
     }
 
@@ -145,7 +147,7 @@ impl TurnOutcome {
         let Answer { summary, model } = answer(&outcome, &mut detailed);
         let r = outcome.reply;
         // Every turn says who answered, what it cost and how long it took, tools or not.
-        detailed.insert(0, format!("provider: {}", outcome.provider));
+        detailed.insert(0, format!("provider: {}", outcome.answerer.described()));
         detailed.push(format!("model: {}", model.as_deref().unwrap_or("unknown")));
         detailed.extend(r.usage.map(|u| u.describe()));
         detailed.push(outcome.cost_detail);
@@ -163,7 +165,7 @@ impl TurnOutcome {
             usage: r.usage,
             cost: outcome.cost,
             model,
-            provider: Some(outcome.provider_name),
+            provider: Some(outcome.answerer.provider),
             reasoning: outcome.reasoning,
             finish_reason: r.finish_reason,
         }
@@ -264,9 +266,13 @@ mod tests {
             notes: vec!["middleware: noted".into()],
             cost: Some(0.5),
             cost_detail: "cost: $0.5".into(),
-            provider: "corp (openai)".into(),
-            provider_name: "corp".into(),
-            model: "m1".into(),
+            answerer: crate::agent::Answerer {
+                provider: "corp".into(),
+                kind: "openai",
+                model: "m1".into(),
+                fallback: None,
+                price: None,
+            },
             reasoning: String::new(),
         })
     }

@@ -24,6 +24,8 @@ pub enum Answer {
     Events(Vec<StreamEvent>),
     /// The provider fails with this message.
     Fail(&'static str),
+    /// The provider is unavailable (an HTTP 503): a failure fallbacks are tried after.
+    Unavailable,
     /// The turn's token is cancelled, and the answer never comes.
     CancelAndHang(CancellationToken),
     /// The answer never comes (until the request is dropped).
@@ -115,6 +117,10 @@ impl ServiceProvider for ScriptedProvider {
                 futures::stream::iter(events.into_iter().map(Ok)),
             ))),
             Some(Answer::Fail(why)) => Err(Error::provider(why)),
+            Some(Answer::Unavailable) => {
+                Err(Error::provider("scripted: HTTP 503 Service Unavailable")
+                    .with_upstream_status(503))
+            }
             Some(Answer::CancelAndHang(token)) => {
                 token.cancel();
                 futures::future::pending().await

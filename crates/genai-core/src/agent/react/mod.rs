@@ -179,7 +179,7 @@ impl AIAgent {
                 stop: &[OBSERVATION],
                 schema: None,
             };
-            let mut reply = self
+            let (mut reply, answerer) = self
                 .call_model(model, &messages, &options, stream_to, None)
                 .await?;
             rounds.count_usage(reply.usage);
@@ -245,7 +245,7 @@ impl AIAgent {
             // The answer replaces the text; the reasoning before it is kept.
             reply.message.content.retain(Part::is_reasoning);
             reply.message.content.push(Part::text(answer));
-            return Ok(rounds.end(reply));
+            return Ok(rounds.end(reply, answerer));
         }
     }
 }

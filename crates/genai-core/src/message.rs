@@ -226,19 +226,23 @@ impl Message {
         Message::new(Role::Assistant, text)
     }
 
+    /// The tool calls in this message, borrowed: id, name, arguments.
+    pub fn calls(&self) -> impl Iterator<Item = (&str, &str, &serde_json::Value)> {
+        self.content.iter().filter_map(|p| match p {
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+                ..
+            } => Some((id.as_str(), name.as_str(), arguments)),
+            _ => None,
+        })
+    }
+
     /// The tool calls in this message: id, name, arguments.
     pub fn tool_calls(&self) -> Vec<(String, String, serde_json::Value)> {
-        self.content
-            .iter()
-            .filter_map(|p| match p {
-                Part::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                    ..
-                } => Some((id.clone(), name.clone(), arguments.clone())),
-                _ => None,
-            })
+        self.calls()
+            .map(|(id, name, arguments)| (id.to_string(), name.to_string(), arguments.clone()))
             .collect()
     }
 

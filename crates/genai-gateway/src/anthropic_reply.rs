@@ -108,7 +108,7 @@ impl Events {
             out.push(self.delta(json!({"type": "text_delta", "text": text})));
         }
         if !self.sent_calls {
-            for (key, (id, name, arguments)) in reply.message.tool_calls().into_iter().enumerate() {
+            for (key, (id, name, arguments)) in reply.message.calls().enumerate() {
                 let block = json!({"type": "tool_use", "id": id, "name": name, "input": {}});
                 self.open(Open::Call(key), block, &mut out);
                 out.push(self.delta(

@@ -19,22 +19,13 @@ use genai_core::format::openai_chat_reply::{
     tool_call, AssistantMessage, Delta, Envelope, WholeCall,
 };
 use genai_core::format::{ModelReply, StreamEvent, ToolCallDelta};
-use genai_core::message::Part;
 
 /// The whole `chat.completion` of `reply` in `envelope`, its JSON written.
 fn completion(envelope: &Envelope, reply: &ModelReply) -> Bytes {
     let text = reply_text(reply);
     let reasoning = reply.message.reasoning();
-    let calls: Vec<WholeCall> = (reply.message.content.iter())
-        .filter_map(|p| match p {
-            Part::ToolCall {
-                id,
-                name,
-                arguments,
-                ..
-            } => Some(WholeCall::new(id, name, arguments)),
-            _ => None,
-        })
+    let calls: Vec<WholeCall> = (reply.message.calls())
+        .map(|(id, name, arguments)| WholeCall::new(id, name, arguments))
         .collect();
     let shown = !text.is_empty() || calls.is_empty();
     let mut message = AssistantMessage::new(shown.then_some(text.as_str()));
@@ -46,11 +37,8 @@ fn completion(envelope: &Envelope, reply: &ModelReply) -> Bytes {
 
 /// The reply's tool calls, each whole, in Chat Completions' shape.
 fn whole_calls(reply: &ModelReply) -> Vec<Value> {
-    reply
-        .message
-        .tool_calls()
-        .into_iter()
-        .map(|(id, name, arguments)| tool_call(&id, &name, &arguments))
+    (reply.message.calls())
+        .map(|(id, name, arguments)| tool_call(id, name, arguments))
         .collect()
 }
 

@@ -204,11 +204,6 @@ impl ApiError {
         }
     }
 
-    /// The answer in OpenAI's shape.
-    pub fn response(&self) -> HttpResponse {
-        self.response_in(Api::OpenAi)
-    }
-
     /// The answer in this API's shape.
     pub fn response_in(&self, api: Api) -> HttpResponse {
         if self.status.is_server_error() {

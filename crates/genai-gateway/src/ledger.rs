@@ -174,11 +174,6 @@ impl Caller {
         }
     }
 
-    /// The key's name, or [`SERVE_TOKEN`].
-    pub fn key_name(&self) -> &str {
-        &self.row.key_name
-    }
-
     /// Records the request under `api` when it ends ([`Caller::finish`]).
     pub(super) fn recorded_as(&mut self, api: &'static str) {
         self.row.api = api.to_string();

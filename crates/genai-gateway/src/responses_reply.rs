@@ -317,11 +317,11 @@ impl Events {
             self.text(&text, &mut out);
         }
         if !self.sent_calls {
-            for (key, (id, name, arguments)) in reply.message.tool_calls().into_iter().enumerate() {
+            for (key, (id, name, arguments)) in reply.message.calls().enumerate() {
                 let d = ToolCallDelta {
                     index: key,
-                    id: Some(id),
-                    name: Some(name),
+                    id: Some(id.to_string()),
+                    name: Some(name.to_string()),
                     arguments: arguments.to_string(),
                 };
                 self.call(&d, &mut out);

@@ -124,7 +124,7 @@ fn transcript(messages: &[Message]) -> String {
         .iter()
         .map(|m| {
             let mut text = m.text();
-            for (_, name, args) in m.tool_calls() {
+            for (_, name, args) in m.calls() {
                 text.push_str(&format!(" [calls {name}({args})]"));
             }
             for p in &m.content {

@@ -78,9 +78,13 @@ pub(crate) fn prompt(messages: &[Message], tools: &[ToolSpec]) -> Vec<Message> {
     for m in messages.iter().skip_while(|m| m.role == Role::System) {
         match m.role {
             Role::System => {}
-            Role::Assistant if !m.tool_calls().is_empty() => {
-                let calls = m.tool_calls();
-                names.extend(calls.iter().map(|(id, name, _)| (id.clone(), name.clone())));
+            Role::Assistant if m.has_tool_calls() => {
+                let calls: Vec<_> = m.calls().collect();
+                names.extend(
+                    calls
+                        .iter()
+                        .map(|(id, name, _)| (id.to_string(), name.to_string())),
+                );
                 // The model's own ReAct text; calls made natively are written out as actions.
                 let mut text = m.text();
                 if !labels(&text).iter().any(|f| f.label == Label::Action) {

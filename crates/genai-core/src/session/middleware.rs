@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{new_id, poisoned, Framework};
+use super::{new_id, Framework};
 use crate::agent::AIAgent;
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::ClientPort;
@@ -68,11 +68,7 @@ impl Framework {
             )));
         }
         let timeout = timeout.unwrap_or(middleware::hosted::DEFAULT_TIMEOUT);
-        self.middleware_hosts
-            .lock()
-            .map_err(|_| poisoned())?
-            .insert(name.to_string(), (host, timeout));
-        Ok(())
+        self.hosts.host_middleware(name, (host, timeout))
     }
 
     /// The chain of an agent of this selection.
@@ -81,11 +77,7 @@ impl Framework {
         if names.is_empty() {
             return Ok(Chain::default());
         }
-        let hosts = self
-            .middleware_hosts
-            .lock()
-            .map_err(|_| poisoned())?
-            .clone();
+        let hosts = self.hosts.middleware()?;
         let hosted = |name: &str| -> Option<Link> {
             hosts.get(name).map(|(port, timeout)| Link {
                 name: name.to_string(),

@@ -5,9 +5,9 @@
 //! This module opens, resumes, closes and deletes conversations (a conversation closed for
 //! good with no committed turn leaves the history); their agents are built in `agents`, the
 //! conversation task (queue, order, cancel) is in `conversation`, following one turn to its
-//! end ([`TurnStream`]) in `turn_stream`, changing an open one's
-//! feature or model in `choice`, prompts to agents in
-//! `prompts`, fill-in-the-middle completion in `infill`, client-hosted features in `hosted`, and every rule of which model runs in
+//! end ([`TurnStream`]) in `turn_stream`, changing an open one's feature or model in `choice`,
+//! prompts to agents in `prompts`, fill-in-the-middle completion in `infill`, the clients
+//! hosting features and middleware in `hosted`, and every rule of which model runs in
 //! `crate::select`. It must never speak a wire format: front-ends translate for it.
 
 mod acting;
@@ -38,7 +38,6 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AIAgent, Persistence};
 use crate::config::{Config, McpServerConfig};
 use crate::error::{Error, ErrorKind, Result};
-use crate::feature::external::PendingTurns;
 use crate::feature::port::ClientPort;
 use crate::feature::{self, Feature, FeatureContext};
 use crate::registry::{Origin, Registry};
@@ -106,18 +105,14 @@ pub struct Framework {
     agents: Mutex<HashMap<String, Arc<AIAgent>>>,
     /// Running prompts by request id.
     prompts: Arc<Mutex<HashMap<String, CancellationToken>>>,
-    /// Turns waiting on the clients that host their features.
-    hosted: PendingTurns,
-    /// The clients hosting features, by feature name.
-    hosts: Mutex<HashMap<String, Arc<dyn ClientPort>>>,
+    /// The clients hosting features and middleware.
+    hosts: hosted::Hosts,
     /// The longest one prompt may take (`genai ask --timeout`).
     prompt_timeout: Option<Duration>,
     /// How many turns and prompts are queued or running.
     inflight: Arc<tokio::sync::watch::Sender<usize>>,
     /// The plugin modules and MCP servers of the config.
     toolbox: Arc<Toolbox>,
-    /// The clients hosting middleware, by name, with their time limit.
-    middleware_hosts: Mutex<HashMap<String, middleware::MiddlewareHost>>,
     /// What helper agents wrote for middleware (image descriptions, summaries).
     texts: Arc<crate::middleware::TextCache>,
     /// The prices of models (the config's over the built-in table), for each turn's cost.
@@ -159,11 +154,9 @@ impl Framework {
             conversations: Mutex::new(HashMap::new()),
             agents: Mutex::new(HashMap::new()),
             prompts: Arc::new(Mutex::new(HashMap::new())),
-            hosted: Arc::new(Mutex::new(Default::default())),
-            hosts: Mutex::new(HashMap::new()),
+            hosts: hosted::Hosts::default(),
             prompt_timeout: None,
             inflight: Arc::new(tokio::sync::watch::channel(0).0),
-            middleware_hosts: Mutex::new(HashMap::new()),
             texts: Arc::new(Default::default()),
             prices,
             home: None,

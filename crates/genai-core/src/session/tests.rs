@@ -522,3 +522,38 @@ async fn a_leaving_client_ends_only_the_turns_of_the_features_it_hosts() {
     assert!(open("theirs").is_err());
     assert!(open("mine").is_ok());
 }
+
+#[tokio::test]
+async fn a_leaving_client_takes_its_middleware_with_it() {
+    let registry = crate::registry::Registry::new();
+    let provider = ScriptedProvider::new(vec![]);
+    registry.insert_provider("scripted", "openai", provider);
+    let mut config = crate::config::Config::default();
+    config.defaults.middleware = Some(vec!["redact".into()]);
+    let store = Arc::new(crate::store::Store::in_memory().unwrap());
+    let fw = Arc::new(Framework::new(config, registry, store));
+    let (tx, _events) = mpsc::unbounded_channel();
+    let host: Arc<dyn ClientPort> = Arc::new(Recorder {
+        turns: tx,
+        prompts: Mutex::default(),
+        hosted: Mutex::default(),
+    });
+    let open = || {
+        let spec = ConversationSpec {
+            model: ModelChoice::Named("scripted".into()),
+            ..Default::default()
+        };
+        fw.create_conversation(spec, host.clone())
+    };
+    fw.register_middleware("redact", None, host.clone())
+        .unwrap();
+    open().expect("its middleware is hosted");
+    fw.client_gone(&host);
+    let e = open().unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnknownComponent, "{e:?}");
+    assert!(
+        e.message.contains("no middleware named `redact`"),
+        "{}",
+        e.message
+    );
+}

@@ -3,20 +3,142 @@
 //! `content_block_start`, its `text_delta`s, `thinking_delta`s or `input_json_delta`s and
 //! `content_block_stop`, a thinking block's `signature_delta` as the provider streams it;
 //! `message_delta` with the stop reason and usage, `message_stop` last,
-//! or an `error` event when the turn fails once streaming).
+//! or an `error` event when the turn fails once streaming), each written from serde types
+//! straight to bytes.
 //!
 //! It owns the reply's side of this API. It must never read a request nor run a turn
 //! (`anthropic.rs` does), and never say more than the reply holds: a signature the provider
 //! did not give is an empty string, a usage it did not report zeros.
 
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::respond::{reply_text, Finish, Shape};
 use super::turn::Piece;
 use super::{sse, Api, ApiError};
 use genai_core::format::{ModelReply, ToolCallDelta};
 use genai_core::message::{Part, Usage};
+
+/// A content block as this API writes it.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Input<'a>,
+    },
+}
+
+/// A tool call's input: whole, or `{}` at the start of a streamed one.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Input<'a> {
+    Whole(&'a Value),
+    Streamed(Empty),
+}
+
+/// `{}`.
+#[derive(Serialize)]
+struct Empty {}
+
+/// A piece of the open block.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockDelta<'a> {
+    TextDelta { text: &'a str },
+    ThinkingDelta { thinking: &'a str },
+    SignatureDelta { signature: &'a str },
+    InputJsonDelta { partial_json: &'a str },
+}
+
+/// A `message` object: the whole answer, or the empty one a stream starts with.
+#[derive(Serialize)]
+struct Message<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    role: &'static str,
+    model: &'a str,
+    content: Vec<Block<'a>>,
+    stop_reason: Option<&'static str>,
+    stop_sequence: Option<&'a str>,
+    usage: UsageOut,
+}
+
+/// The usage in this API's words: `input_tokens` without the cache's reads and writes, which
+/// have their own counts (none at a stream's start).
+#[derive(Serialize)]
+struct UsageOut {
+    input_tokens: u64,
+    output_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_read_input_tokens: Option<u64>,
+}
+
+/// `message_delta`'s delta.
+#[derive(Serialize)]
+struct StopDelta<'a> {
+    stop_reason: &'static str,
+    stop_sequence: Option<&'a str>,
+}
+
+/// One stream event; its `type` is the event's name.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Event<'a> {
+    MessageStart {
+        message: Message<'a>,
+    },
+    Ping,
+    ContentBlockStart {
+        index: usize,
+        content_block: Block<'a>,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: BlockDelta<'a>,
+    },
+    ContentBlockStop {
+        index: usize,
+    },
+    MessageDelta {
+        delta: StopDelta<'a>,
+        usage: UsageOut,
+    },
+    MessageStop,
+}
+
+impl Event<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Event::MessageStart { .. } => "message_start",
+            Event::Ping => "ping",
+            Event::ContentBlockStart { .. } => "content_block_start",
+            Event::ContentBlockDelta { .. } => "content_block_delta",
+            Event::ContentBlockStop { .. } => "content_block_stop",
+            Event::MessageDelta { .. } => "message_delta",
+            Event::MessageStop => "message_stop",
+        }
+    }
+
+    fn frame(&self) -> Bytes {
+        sse::json_frame(Some(self.name()), self)
+    }
+}
 
 /// The content block being streamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,41 +177,48 @@ impl Events {
     }
 
     /// Opens a block (closing the one open), its start event first in `out`.
-    fn open(&mut self, open: Open, block: Value, out: &mut Vec<Bytes>) {
+    fn open(&mut self, open: Open, block: Block<'_>, out: &mut Vec<Bytes>) {
         self.close(out);
-        out.push(event(
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": self.next, "content_block": block}),
-        ));
+        out.push(
+            Event::ContentBlockStart {
+                index: self.next,
+                content_block: block,
+            }
+            .frame(),
+        );
         self.open = Some(open);
     }
 
     fn close(&mut self, out: &mut Vec<Bytes>) {
         if self.open.take().is_some() {
-            out.push(event(
-                "content_block_stop",
-                &json!({"type": "content_block_stop", "index": self.next}),
-            ));
+            out.push(Event::ContentBlockStop { index: self.next }.frame());
             self.next += 1;
         }
     }
 
-    fn delta(&self, delta: Value) -> Bytes {
-        event(
-            "content_block_delta",
-            &json!({"type": "content_block_delta", "index": self.next, "delta": delta}),
-        )
+    fn delta(&self, delta: BlockDelta<'_>) -> Bytes {
+        Event::ContentBlockDelta {
+            index: self.next,
+            delta,
+        }
+        .frame()
     }
 
     fn call(&mut self, d: &ToolCallDelta, out: &mut Vec<Bytes>) {
         if self.open != Some(Open::Call(d.index)) {
             let id = d.id.clone().unwrap_or_else(tool_use_id);
-            let block = json!({"type": "tool_use", "id": id, "name": d.name.clone().unwrap_or_default(), "input": {}});
+            let block = Block::ToolUse {
+                id: &id,
+                name: d.name.as_deref().unwrap_or_default(),
+                input: Input::Streamed(Empty {}),
+            };
             self.open(Open::Call(d.index), block, out);
             self.sent_calls = true;
         }
         if !d.arguments.is_empty() {
-            out.push(self.delta(json!({"type": "input_json_delta", "partial_json": d.arguments})));
+            out.push(self.delta(BlockDelta::InputJsonDelta {
+                partial_json: &d.arguments,
+            }));
         }
     }
 
@@ -99,102 +228,128 @@ impl Events {
         let mut out = Vec::new();
         if self.open == Some(Open::Thinking) && !self.sent_signature {
             if let Some(signature) = reply.message.content.iter().find_map(signature) {
-                out.push(self.delta(json!({"type": "signature_delta", "signature": signature})));
+                out.push(self.delta(BlockDelta::SignatureDelta { signature }));
             }
         }
         let text = reply_text(reply);
         if !self.sent_text && !text.is_empty() {
-            self.open(Open::Text, json!({"type": "text", "text": ""}), &mut out);
-            out.push(self.delta(json!({"type": "text_delta", "text": text})));
+            self.open(Open::Text, Block::Text { text: "" }, &mut out);
+            out.push(self.delta(BlockDelta::TextDelta { text: &text }));
         }
         if !self.sent_calls {
             for (key, (id, name, arguments)) in reply.message.calls().enumerate() {
-                let block = json!({"type": "tool_use", "id": id, "name": name, "input": {}});
+                let block = Block::ToolUse {
+                    id,
+                    name,
+                    input: Input::Streamed(Empty {}),
+                };
                 self.open(Open::Call(key), block, &mut out);
-                out.push(self.delta(
-                    json!({"type": "input_json_delta", "partial_json": arguments.to_string()}),
-                ));
+                let partial_json = arguments.to_string();
+                out.push(self.delta(BlockDelta::InputJsonDelta {
+                    partial_json: &partial_json,
+                }));
             }
         }
         self.close(&mut out);
-        let usage = usage(reply.usage.unwrap_or_default());
-        out.push(event(
-            "message_delta",
-            &json!({
-                "type": "message_delta",
-                "delta": {"stop_reason": stop_reason(reply), "stop_sequence": reply.stop_sequence},
-                "usage": usage,
-            }),
-        ));
-        out.push(event("message_stop", &json!({"type": "message_stop"})));
+        out.push(
+            Event::MessageDelta {
+                delta: StopDelta {
+                    stop_reason: stop_reason(reply),
+                    stop_sequence: reply.stop_sequence.as_deref(),
+                },
+                usage: usage(reply.usage.unwrap_or_default()),
+            }
+            .frame(),
+        );
+        out.push(Event::MessageStop.frame());
         out
     }
-}
 
-impl Events {
-    /// The whole answer's JSON.
-    fn body(&self, reply: &ModelReply) -> Value {
-        let mut content = Vec::new();
-        for p in &reply.message.content {
-            match p {
+    /// The whole answer, or the empty one a stream starts with (`reply` None).
+    fn message<'a>(&'a self, reply: Option<&'a ModelReply>, json: &'a [String]) -> Message<'a> {
+        let Some(reply) = reply else {
+            return Message {
+                id: &self.id,
+                kind: "message",
+                role: "assistant",
+                model: &self.model,
+                content: Vec::new(),
+                stop_reason: None,
+                stop_sequence: None,
+                usage: UsageOut {
+                    input_tokens: 0,
+                    output_tokens: 0,
+                    cache_creation_input_tokens: None,
+                    cache_read_input_tokens: None,
+                },
+            };
+        };
+        let mut json = json.iter();
+        let content = (reply.message.content.iter())
+            .filter_map(|p| match p {
                 Part::Reasoning {
                     signature: Some(data),
                     redacted: true,
                     ..
-                } => content.push(json!({"type": "redacted_thinking", "data": data})),
+                } => Some(Block::RedactedThinking { data }),
                 Part::Reasoning {
                     text, signature, ..
-                } => content.push(json!({"type": "thinking", "thinking": text, "signature": signature.clone().unwrap_or_default()})),
-                Part::Text { text } if !text.is_empty() => {
-                    content.push(json!({"type": "text", "text": text}))
-                }
-                Part::Json { value } => {
-                    content.push(json!({"type": "text", "text": value.to_string()}))
-                }
+                } => Some(Block::Thinking {
+                    thinking: text,
+                    signature: signature.as_deref().unwrap_or_default(),
+                }),
+                Part::Text { text } if !text.is_empty() => Some(Block::Text { text }),
+                Part::Json { .. } => json.next().map(|text| Block::Text { text }),
                 Part::ToolCall {
                     id,
                     name,
                     arguments,
                     ..
-                } => content.push(json!({"type": "tool_use", "id": id, "name": name, "input": arguments})),
-                _ => {}
-            }
+                } => Some(Block::ToolUse {
+                    id,
+                    name,
+                    input: Input::Whole(arguments),
+                }),
+                _ => None,
+            })
+            .collect();
+        Message {
+            id: &self.id,
+            kind: "message",
+            role: "assistant",
+            model: &self.model,
+            content,
+            stop_reason: Some(stop_reason(reply)),
+            stop_sequence: reply.stop_sequence.as_deref(),
+            usage: usage(reply.usage.unwrap_or_default()),
         }
-        json!({
-            "id": self.id,
-            "type": "message",
-            "role": "assistant",
-            "model": self.model,
-            "content": content,
-            "stop_reason": stop_reason(reply),
-            "stop_sequence": reply.stop_sequence,
-            "usage": usage(reply.usage.unwrap_or_default()),
-        })
+    }
+
+    /// The whole answer's JSON.
+    fn body(&self, reply: &ModelReply) -> Bytes {
+        // A JSON part is sent as its text, written first so the blocks can borrow it.
+        let json: Vec<String> = (reply.message.content.iter())
+            .filter_map(|p| match p {
+                Part::Json { value } => Some(value.to_string()),
+                _ => None,
+            })
+            .collect();
+        super::json_bytes(&self.message(Some(reply), &json))
     }
 }
 
 impl Shape for Events {
     fn whole(&self, reply: &ModelReply) -> Bytes {
-        super::json_bytes(&self.body(reply))
+        self.body(reply)
     }
 
     fn start(&mut self) -> Vec<Bytes> {
-        let message = json!({
-            "id": self.id,
-            "type": "message",
-            "role": "assistant",
-            "model": self.model,
-            "content": [],
-            "stop_reason": null,
-            "stop_sequence": null,
-            "usage": {"input_tokens": 0, "output_tokens": 0},
-        });
         vec![
-            event(
-                "message_start",
-                &json!({"type": "message_start", "message": message}),
-            ),
-            event("ping", &json!({"type": "ping"})),
+            Event::MessageStart {
+                message: self.message(None, &[]),
+            }
+            .frame(),
+            Event::Ping.frame(),
         ]
     }
 
@@ -204,30 +359,33 @@ impl Shape for Events {
             Piece::Text(t) if t.is_empty() => {}
             Piece::Text(t) => {
                 if self.open != Some(Open::Text) {
-                    self.open(Open::Text, json!({"type": "text", "text": ""}), &mut out);
+                    self.open(Open::Text, Block::Text { text: "" }, &mut out);
                 }
                 self.sent_text = true;
-                out.push(self.delta(json!({"type": "text_delta", "text": t})));
+                out.push(self.delta(BlockDelta::TextDelta { text: &t }));
             }
             Piece::Reasoning(r) => {
                 if self.open != Some(Open::Thinking) {
-                    let block = json!({"type": "thinking", "thinking": "", "signature": ""});
+                    let block = Block::Thinking {
+                        thinking: "",
+                        signature: "",
+                    };
                     self.open(Open::Thinking, block, &mut out);
                     self.sent_signature = false;
                 }
-                out.push(self.delta(json!({"type": "thinking_delta", "thinking": r})));
+                out.push(self.delta(BlockDelta::ThinkingDelta { thinking: &r }));
             }
             // It ends the thinking block it signs, which is still the open one.
             Piece::Signature(s) if self.open == Some(Open::Thinking) => {
                 self.sent_signature = true;
-                out.push(self.delta(json!({"type": "signature_delta", "signature": s})));
+                out.push(self.delta(BlockDelta::SignatureDelta { signature: &s }));
             }
             Piece::Signature(_) => {}
             Piece::Call(d) => self.call(&d, &mut out),
             Piece::Done(Ok(reply)) => out = self.end(&reply),
             // Once streaming, an error can only be an event, the last one.
-            Piece::Done(Err(e)) => out.push(event(
-                "error",
+            Piece::Done(Err(e)) => out.push(sse::json_frame(
+                Some("error"),
                 &ApiError::of(&e, None).body_in(Api::Anthropic),
             )),
         }
@@ -263,24 +421,20 @@ fn stop_reason(reply: &ModelReply) -> &'static str {
     }
 }
 
-/// The usage in this API's words: `input_tokens` without the cache's reads and writes, which
-/// have their own counts.
-fn usage(u: Usage) -> Value {
-    json!({
-        "input_tokens": u.uncached_input_tokens(),
-        "output_tokens": u.output_tokens,
-        "cache_creation_input_tokens": u.cache_write_tokens.unwrap_or(0),
-        "cache_read_input_tokens": u.cache_read_tokens.unwrap_or(0),
-    })
-}
-
-fn event(name: &str, data: &Value) -> Bytes {
-    sse::json_frame(Some(name), data)
+/// The usage in this API's words.
+fn usage(u: Usage) -> UsageOut {
+    UsageOut {
+        input_tokens: u.uncached_input_tokens(),
+        output_tokens: u.output_tokens,
+        cache_creation_input_tokens: Some(u.cache_write_tokens.unwrap_or(0)),
+        cache_read_input_tokens: Some(u.cache_read_tokens.unwrap_or(0)),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn parse(frames: &[Bytes]) -> Vec<(String, Value)> {
         frames
@@ -389,7 +543,7 @@ mod tests {
             Some("max_tokens".into()),
             None,
         );
-        let v = e.body(&reply);
+        let v: Value = serde_json::from_slice(&e.body(&reply)).unwrap();
         assert_eq!(
             v["content"],
             json!([
@@ -400,5 +554,43 @@ mod tests {
         );
         assert_eq!(v["stop_reason"], "max_tokens");
         assert_eq!(v["usage"]["output_tokens"], 0);
+    }
+
+    #[test]
+    fn the_events_are_written_byte_for_byte_as_the_api_writes_them() {
+        let mut e = Events::new("msg_1".into(), "m".into());
+        let mut frames = e.start();
+        frames.extend(e.piece(Piece::Text("Hi".into())));
+        let text: Vec<String> = frames
+            .iter()
+            .map(|f| String::from_utf8(f.to_vec()).unwrap())
+            .collect();
+        assert_eq!(
+            text,
+            [
+                "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":0,\"output_tokens\":0}}}\n\n",
+                "event: ping\ndata: {\"type\":\"ping\"}\n\n",
+                "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+                "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n",
+            ]
+        );
+        let reply = ModelReply::assistant(
+            vec![
+                Part::text("Hi"),
+                Part::ToolCall {
+                    id: "toolu_1".into(),
+                    name: "read".into(),
+                    arguments: json!({"path": "a"}),
+                    signature: None,
+                },
+            ],
+            None,
+            Some("tool_calls".into()),
+            None,
+        );
+        assert_eq!(
+            std::str::from_utf8(&e.whole(&reply)).unwrap(),
+            "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[{\"type\":\"text\",\"text\":\"Hi\"},{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"read\",\"input\":{\"path\":\"a\"}}],\"stop_reason\":\"tool_use\",\"stop_sequence\":null,\"usage\":{\"input_tokens\":0,\"output_tokens\":0,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0}}"
+        );
     }
 }

@@ -55,12 +55,16 @@ struct Empty {}
 
 /// A piece of the open block.
 #[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum BlockDelta<'a> {
-    TextDelta { text: &'a str },
-    ThinkingDelta { thinking: &'a str },
-    SignatureDelta { signature: &'a str },
-    InputJsonDelta { partial_json: &'a str },
+    #[serde(rename = "text_delta")]
+    Text { text: &'a str },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: &'a str },
+    #[serde(rename = "signature_delta")]
+    Signature { signature: &'a str },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: &'a str },
 }
 
 /// A `message` object: the whole answer, or the empty one a stream starts with.
@@ -216,7 +220,7 @@ impl Events {
             self.sent_calls = true;
         }
         if !d.arguments.is_empty() {
-            out.push(self.delta(BlockDelta::InputJsonDelta {
+            out.push(self.delta(BlockDelta::InputJson {
                 partial_json: &d.arguments,
             }));
         }
@@ -228,13 +232,13 @@ impl Events {
         let mut out = Vec::new();
         if self.open == Some(Open::Thinking) && !self.sent_signature {
             if let Some(signature) = reply.message.content.iter().find_map(signature) {
-                out.push(self.delta(BlockDelta::SignatureDelta { signature }));
+                out.push(self.delta(BlockDelta::Signature { signature }));
             }
         }
         let text = reply_text(reply);
         if !self.sent_text && !text.is_empty() {
             self.open(Open::Text, Block::Text { text: "" }, &mut out);
-            out.push(self.delta(BlockDelta::TextDelta { text: &text }));
+            out.push(self.delta(BlockDelta::Text { text: &text }));
         }
         if !self.sent_calls {
             for (key, (id, name, arguments)) in reply.message.calls().enumerate() {
@@ -245,7 +249,7 @@ impl Events {
                 };
                 self.open(Open::Call(key), block, &mut out);
                 let partial_json = arguments.to_string();
-                out.push(self.delta(BlockDelta::InputJsonDelta {
+                out.push(self.delta(BlockDelta::InputJson {
                     partial_json: &partial_json,
                 }));
             }
@@ -362,7 +366,7 @@ impl Shape for Events {
                     self.open(Open::Text, Block::Text { text: "" }, &mut out);
                 }
                 self.sent_text = true;
-                out.push(self.delta(BlockDelta::TextDelta { text: &t }));
+                out.push(self.delta(BlockDelta::Text { text: &t }));
             }
             Piece::Reasoning(r) => {
                 if self.open != Some(Open::Thinking) {
@@ -373,12 +377,12 @@ impl Shape for Events {
                     self.open(Open::Thinking, block, &mut out);
                     self.sent_signature = false;
                 }
-                out.push(self.delta(BlockDelta::ThinkingDelta { thinking: &r }));
+                out.push(self.delta(BlockDelta::Thinking { thinking: &r }));
             }
             // It ends the thinking block it signs, which is still the open one.
             Piece::Signature(s) if self.open == Some(Open::Thinking) => {
                 self.sent_signature = true;
-                out.push(self.delta(BlockDelta::SignatureDelta { signature: &s }));
+                out.push(self.delta(BlockDelta::Signature { signature: &s }));
             }
             Piece::Signature(_) => {}
             Piece::Call(d) => self.call(&d, &mut out),

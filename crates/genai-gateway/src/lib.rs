@@ -44,6 +44,7 @@ mod responses;
 mod responses_reply;
 mod responses_request;
 mod responses_tools;
+mod responses_wire;
 mod settings;
 pub mod sse;
 mod turn;

@@ -19,9 +19,10 @@ use serde_json::{json, Map, Value};
 use super::fields::{object, only, string, text_of, with_role};
 use super::openai_chat::image_part;
 use super::pipeline::{Asked, VendorApi};
-use super::responses_reply::{Events, NAMESPACE_SEPARATOR};
+use super::responses_reply::Events;
 use super::responses_request::{Content, Item, ResponsesBody};
 use super::responses_tools::tools;
+use super::responses_wire::NAMESPACE_SEPARATOR;
 use super::settings::Setting;
 use super::{fields, Api, ApiError};
 use genai_core::format::{ResponseSchema, ToolSpec};
@@ -517,7 +518,7 @@ mod tests {
         assert_eq!(names, ["tool_choice", "max_output_tokens", "temperature"]);
     }
 
-    use super::super::responses_reply::split_namespaced;
+    use super::super::responses_wire::split_namespaced;
 
     #[test]
     fn a_namespaces_functions_are_offered_by_a_joined_name_and_web_search_is_named_not_offered() {

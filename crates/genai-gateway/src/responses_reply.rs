@@ -6,20 +6,24 @@
 //! `response.output_item.added`, its content part, its deltas (`response.output_text.delta`,
 //! `response.reasoning_summary_text.delta`, `response.function_call_arguments.delta`), their
 //! `.done` events and `response.output_item.done`; `response.completed` (or
-//! `response.incomplete`) last, or `response.failed` when the turn fails once streaming.
+//! `response.incomplete`) last, or `response.failed` when the turn fails once streaming. Each
+//! is written from serde types straight to bytes; only what the request sent is echoed as
+//! it came.
 //!
 //! It owns the reply's side of this API. It must never read a request nor run a turn
 //! (`responses.rs` does), and never say more than the reply holds: a usage the provider did
 //! not report is `null`, a reasoning signature it did not give no `encrypted_content`.
 
 use bytes::Bytes;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::respond::{Finish, Shape};
 use super::turn::Piece;
 use super::{sse, ApiError};
 use genai_core::format::{ModelReply, ToolCallDelta};
-use genai_core::message::{Part, Usage};
+use genai_core::message::Part;
+
+use super::responses_wire::*;
 
 /// The output item being streamed.
 enum Open {
@@ -51,7 +55,7 @@ pub(crate) struct Events {
     /// The next event's `sequence_number`.
     sequence: u64,
     /// The output items streamed whole so far, as sent.
-    done: Vec<Value>,
+    done: Vec<Item>,
     open: Option<Open>,
     sent_text: bool,
     sent_calls: bool,
@@ -80,59 +84,76 @@ impl Events {
         self
     }
 
+    /// The request's `key` as it came, else what the API says of it when it is not sent.
+    fn echoed(&self, key: &str) -> &Value {
+        static NULL: Value = Value::Null;
+        (self.echo.get(key))
+            .or_else(|| DEFAULTS.get(key))
+            .unwrap_or(&NULL)
+    }
+
     /// The `response` object with this status, output and usage.
-    fn response(&self, status: &str, output: Vec<Value>, usage: Value) -> Value {
-        let echoed = |key: &str, default: Value| self.echo.get(key).cloned().unwrap_or(default);
-        json!({
-            "id": self.id,
-            "object": "response",
-            "created_at": self.created_at,
-            "status": status,
-            "background": false,
-            "error": null,
-            "incomplete_details": null,
-            "instructions": echoed("instructions", Value::Null),
-            "max_output_tokens": echoed("max_output_tokens", Value::Null),
-            "metadata": echoed("metadata", json!({})),
-            "model": echoed("model", Value::Null),
-            "output": output,
-            "parallel_tool_calls": echoed("parallel_tool_calls", json!(true)),
-            "previous_response_id": null,
-            "reasoning": echoed("reasoning", json!({"effort": null, "summary": null})),
-            "service_tier": echoed("service_tier", json!("default")),
-            // genai keeps no response on the server, whatever the request asked.
-            "store": false,
-            "temperature": echoed("temperature", Value::Null),
-            "text": echoed("text", json!({"format": {"type": "text"}})),
-            "tool_choice": echoed("tool_choice", json!("auto")),
-            "tools": echoed("tools", json!([])),
-            "top_p": echoed("top_p", Value::Null),
-            "truncation": echoed("truncation", json!("disabled")),
-            "usage": usage,
-            "user": echoed("user", Value::Null),
-        })
+    fn response<'a>(
+        &'a self,
+        status: &'static str,
+        output: &'a [Item],
+        usage: Option<UsageOut>,
+    ) -> Response<'a> {
+        Response {
+            id: &self.id,
+            object: "response",
+            created_at: self.created_at,
+            status,
+            background: false,
+            error: None,
+            incomplete_details: None,
+            instructions: self.echoed("instructions"),
+            max_output_tokens: self.echoed("max_output_tokens"),
+            metadata: self.echoed("metadata"),
+            model: self.echoed("model"),
+            output,
+            parallel_tool_calls: self.echoed("parallel_tool_calls"),
+            previous_response_id: None,
+            reasoning: self.echoed("reasoning"),
+            service_tier: self.echoed("service_tier"),
+            store: false,
+            temperature: self.echoed("temperature"),
+            text: self.echoed("text"),
+            tool_choice: self.echoed("tool_choice"),
+            tools: self.echoed("tools"),
+            top_p: self.echoed("top_p"),
+            truncation: self.echoed("truncation"),
+            usage,
+            user: self.echoed("user"),
+        }
     }
 
     /// The whole response of a finished reply with these output items.
-    fn finished(&self, reply: &ModelReply, output: Vec<Value>) -> Value {
+    fn finished<'a>(&'a self, reply: &ModelReply, output: &'a [Item]) -> Response<'a> {
         let (status, reason) = match Finish::of(reply) {
             Finish::Length => ("incomplete", Some("max_output_tokens")),
             Finish::Filtered => ("incomplete", Some("content_filter")),
             _ => ("completed", None),
         };
-        let mut r = self.response(status, output, reply.usage.map_or(Value::Null, usage));
-        if let Some(reason) = reason {
-            r["incomplete_details"] = json!({"reason": reason});
-        }
+        let mut r = self.response(status, output, reply.usage.map(usage));
+        r.incomplete_details = reason.map(|reason| Incomplete { reason });
         r
     }
 
-    /// One event of the stream, numbered.
-    fn event(&mut self, kind: &str, mut data: Value) -> Bytes {
-        data["type"] = json!(kind);
-        data["sequence_number"] = json!(self.sequence);
+    /// The next event's number.
+    fn number(&mut self) -> u64 {
         self.sequence += 1;
-        sse::json_frame(Some(kind), &data)
+        self.sequence - 1
+    }
+
+    /// One event of the stream, numbered.
+    fn event(&mut self, kind: &str, data: Event<'_>) -> Bytes {
+        let sequence_number = self.number();
+        frame(Event {
+            kind,
+            sequence_number,
+            ..data
+        })
     }
 
     /// The output index of the open item.
@@ -145,27 +166,37 @@ impl Events {
         self.close(out);
         let index = self.index();
         let item = match &open {
-            Open::Message { id, .. } => json!({
-                "id": id, "type": "message", "status": "in_progress", "role": "assistant", "content": []
-            }),
-            Open::Reasoning { id, .. } => json!({"id": id, "type": "reasoning", "summary": []}),
+            Open::Message { id, .. } => message_item(id, None, "in_progress"),
+            Open::Reasoning { id, .. } => reasoning_item(id, "", None),
             Open::Call {
                 id, call_id, name, ..
             } => call_item(id, call_id, name, "", "in_progress", &self.namespaces),
         };
-        out.push(self.event(
-            "response.output_item.added",
-            json!({"output_index": index, "item": item}),
-        ));
+        let added = Event {
+            output_index: Some(index),
+            item: Some(&item),
+            ..Event::default()
+        };
+        out.push(self.event("response.output_item.added", added));
         match &open {
             Open::Message { id, .. } => {
-                let data = json!({"item_id": id, "output_index": index, "content_index": 0,
-                    "part": {"type": "output_text", "text": "", "annotations": []}});
+                let data = Event {
+                    item_id: Some(id),
+                    output_index: Some(index),
+                    content_index: Some(0),
+                    part: Some(EventPart::Text(output_text("", false))),
+                    ..Event::default()
+                };
                 out.push(self.event("response.content_part.added", data));
             }
             Open::Reasoning { id, .. } => {
-                let data = json!({"item_id": id, "output_index": index, "summary_index": 0,
-                    "part": {"type": "summary_text", "text": ""}});
+                let data = Event {
+                    item_id: Some(id),
+                    output_index: Some(index),
+                    summary_index: Some(0),
+                    part: Some(EventPart::Summary(summary_text(""))),
+                    ..Event::default()
+                };
                 out.push(self.event("response.reasoning_summary_part.added", data));
             }
             Open::Call { .. } => {}
@@ -181,26 +212,48 @@ impl Events {
         let index = self.index();
         let item = match open {
             Open::Message { id, text } => {
-                let data = json!({"item_id": id, "output_index": index, "content_index": 0,
-                    "text": text, "logprobs": []});
+                let data = Event {
+                    item_id: Some(&id),
+                    output_index: Some(index),
+                    content_index: Some(0),
+                    text: Some(&text),
+                    logprobs: Some([]),
+                    ..Event::default()
+                };
                 out.push(self.event("response.output_text.done", data));
-                let data = json!({"item_id": id, "output_index": index, "content_index": 0,
-                    "part": output_text(&text)});
+                let data = Event {
+                    item_id: Some(&id),
+                    output_index: Some(index),
+                    content_index: Some(0),
+                    part: Some(EventPart::Text(output_text(&text, true))),
+                    ..Event::default()
+                };
                 out.push(self.event("response.content_part.done", data));
-                message_item(&id, &text)
+                message_item(&id, Some(&text), "completed")
             }
             Open::Reasoning {
                 id,
                 text,
                 signature,
             } => {
-                let data =
-                    json!({"item_id": id, "output_index": index, "summary_index": 0, "text": text});
+                let data = Event {
+                    item_id: Some(&id),
+                    output_index: Some(index),
+                    summary_index: Some(0),
+                    text: Some(&text),
+                    ..Event::default()
+                };
                 out.push(self.event("response.reasoning_summary_text.done", data));
-                let data = json!({"item_id": id, "output_index": index, "summary_index": 0,
-                    "part": {"type": "summary_text", "text": text}});
+                let data = Event {
+                    item_id: Some(&id),
+                    output_index: Some(index),
+                    summary_index: Some(0),
+                    part: Some(EventPart::Summary(summary_text(&text))),
+                    ..Event::default()
+                };
                 out.push(self.event("response.reasoning_summary_part.done", data));
-                reasoning_item(&id, &text, Some(signature).filter(|s| !s.is_empty()))
+                let signature = Some(signature).filter(|s| !s.is_empty());
+                reasoning_item(&id, &text, Some(signature))
             }
             Open::Call {
                 id,
@@ -209,7 +262,13 @@ impl Events {
                 arguments,
                 ..
             } => {
-                let data = json!({"item_id": id, "output_index": index, "name": name, "arguments": arguments});
+                let data = Event {
+                    item_id: Some(&id),
+                    output_index: Some(index),
+                    name: Some(&name),
+                    arguments: Some(&arguments),
+                    ..Event::default()
+                };
                 out.push(self.event("response.function_call_arguments.done", data));
                 call_item(
                     &id,
@@ -221,10 +280,12 @@ impl Events {
                 )
             }
         };
-        out.push(self.event(
-            "response.output_item.done",
-            json!({"output_index": index, "item": item}),
-        ));
+        let done = Event {
+            output_index: Some(index),
+            item: Some(&item),
+            ..Event::default()
+        };
+        out.push(self.event("response.output_item.done", done));
         self.done.push(item);
     }
 
@@ -239,14 +300,22 @@ impl Events {
                 out,
             );
         }
-        let index = self.index();
+        let (index, sequence_number) = (self.index(), self.number());
         let Some(Open::Message { id, text }) = &mut self.open else {
             return;
         };
         text.push_str(t);
-        let data = json!({"item_id": id.clone(), "output_index": index, "content_index": 0, "delta": t, "logprobs": []});
         self.sent_text = true;
-        out.push(self.event("response.output_text.delta", data));
+        out.push(frame(Event {
+            item_id: Some(id),
+            output_index: Some(index),
+            content_index: Some(0),
+            delta: Some(t),
+            logprobs: Some([]),
+            kind: "response.output_text.delta",
+            sequence_number,
+            ..Event::default()
+        }));
     }
 
     fn reasoning(&mut self, r: &str, out: &mut Vec<Bytes>) {
@@ -258,14 +327,20 @@ impl Events {
             };
             self.open(open, out);
         }
-        let index = self.index();
+        let (index, sequence_number) = (self.index(), self.number());
         let Some(Open::Reasoning { id, text, .. }) = &mut self.open else {
             return;
         };
         text.push_str(r);
-        let data =
-            json!({"item_id": id.clone(), "output_index": index, "summary_index": 0, "delta": r});
-        out.push(self.event("response.reasoning_summary_text.delta", data));
+        out.push(frame(Event {
+            item_id: Some(id),
+            output_index: Some(index),
+            summary_index: Some(0),
+            delta: Some(r),
+            kind: "response.reasoning_summary_text.delta",
+            sequence_number,
+            ..Event::default()
+        }));
     }
 
     fn call(&mut self, d: &ToolCallDelta, out: &mut Vec<Bytes>) {
@@ -280,7 +355,15 @@ impl Events {
             self.open(open, out);
             self.sent_calls = true;
         }
-        let index = self.index();
+        if d.arguments.is_empty() {
+            if let Some(Open::Call { name, .. }) = &mut self.open {
+                if name.is_empty() {
+                    name.clone_from(&d.name.clone().unwrap_or_default());
+                }
+            }
+            return;
+        }
+        let (index, sequence_number) = (self.index(), self.number());
         let Some(Open::Call {
             id,
             name,
@@ -293,12 +376,15 @@ impl Events {
         if name.is_empty() {
             name.clone_from(&d.name.clone().unwrap_or_default());
         }
-        if d.arguments.is_empty() {
-            return;
-        }
         arguments.push_str(&d.arguments);
-        let data = json!({"item_id": id.clone(), "output_index": index, "delta": d.arguments});
-        out.push(self.event("response.function_call_arguments.delta", data));
+        out.push(frame(Event {
+            item_id: Some(id),
+            output_index: Some(index),
+            delta: Some(&d.arguments),
+            kind: "response.function_call_arguments.delta",
+            sequence_number,
+            ..Event::default()
+        }));
     }
 
     /// The last events: what the model did not stream (a structured reply comes whole; an
@@ -328,31 +414,44 @@ impl Events {
             }
         }
         self.close(&mut out);
-        let response = self.finished(reply, self.done.clone());
-        let kind = match response["status"] == "completed" {
-            true => "response.completed",
-            false => "response.incomplete",
+        let sequence_number = self.number();
+        let response = self.finished(reply, &self.done);
+        let kind = match response.status {
+            "completed" => "response.completed",
+            _ => "response.incomplete",
         };
-        out.push(self.event(kind, json!({"response": response})));
+        out.push(frame(Event {
+            response: Some(response),
+            kind,
+            sequence_number,
+            ..Event::default()
+        }));
         out
     }
 
     /// The `response.failed` event of a turn that failed once streaming.
     fn failed(&mut self, e: &ApiError) -> Bytes {
-        let mut response = self.response("failed", self.done.clone(), Value::Null);
-        response["error"] = json!({"code": e.code.unwrap_or(e.kind), "message": e.message});
-        self.event("response.failed", json!({"response": response}))
+        let sequence_number = self.number();
+        let mut response = self.response("failed", &self.done, None);
+        response.error = Some(ErrorOut {
+            code: e.code.unwrap_or(e.kind),
+            message: &e.message,
+        });
+        frame(Event {
+            response: Some(response),
+            kind: "response.failed",
+            sequence_number,
+            ..Event::default()
+        })
     }
-}
 
-impl Events {
-    /// The whole answer's JSON.
-    fn body(&self, reply: &ModelReply) -> Value {
-        let mut output: Vec<Value> = Vec::new();
+    /// The whole answer's output items.
+    fn output(&self, reply: &ModelReply) -> Vec<Item> {
+        let mut output = Vec::new();
         let mut text: Option<String> = None;
-        let flush = |text: &mut Option<String>, output: &mut Vec<Value>| {
+        let flush = |text: &mut Option<String>, output: &mut Vec<Item>| {
             if let Some(t) = text.take() {
-                output.push(message_item(&item_id("msg"), &t));
+                output.push(message_item(&item_id("msg"), Some(&t), "completed"));
             }
         };
         for p in &reply.message.content {
@@ -370,7 +469,7 @@ impl Events {
                 } => {
                     flush(&mut text, &mut output);
                     let t = if *redacted { "" } else { t.as_str() };
-                    output.push(reasoning_item(&item_id("rs"), t, signature.clone()));
+                    output.push(reasoning_item(&item_id("rs"), t, Some(signature.clone())));
                 }
                 Part::ToolCall {
                     id,
@@ -394,21 +493,36 @@ impl Events {
             }
         }
         flush(&mut text, &mut output);
-        self.finished(reply, output)
+        output
+    }
+
+    /// The whole answer's JSON.
+    fn body(&self, reply: &ModelReply) -> Bytes {
+        let output = self.output(reply);
+        super::json_bytes(&self.finished(reply, &output))
     }
 }
 
 impl Shape for Events {
     fn whole(&self, reply: &ModelReply) -> Bytes {
-        super::json_bytes(&self.body(reply))
+        self.body(reply)
     }
 
     fn start(&mut self) -> Vec<Bytes> {
-        let response = self.response("in_progress", Vec::new(), Value::Null);
-        vec![
-            self.event("response.created", json!({"response": response})),
-            self.event("response.in_progress", json!({"response": response})),
-        ]
+        let (created, in_progress) = (self.number(), self.number());
+        let mut frames = Vec::with_capacity(2);
+        for (kind, sequence_number) in [
+            ("response.created", created),
+            ("response.in_progress", in_progress),
+        ] {
+            frames.push(frame(Event {
+                response: Some(self.response("in_progress", &[], None)),
+                kind,
+                sequence_number,
+                ..Event::default()
+            }));
+        }
+        frames
     }
 
     fn piece(&mut self, piece: Piece) -> Vec<Bytes> {
@@ -432,59 +546,14 @@ impl Shape for Events {
     }
 }
 
+/// An event's frame, named by its type.
+fn frame(event: Event<'_>) -> Bytes {
+    sse::json_frame(Some(event.kind), &event)
+}
+
 /// A new item's id, as OpenAI's: its kind's prefix and a unique suffix.
 fn item_id(prefix: &str) -> String {
     format!("{prefix}_{}", ulid::Ulid::new().to_string().to_lowercase())
-}
-
-fn output_text(text: &str) -> Value {
-    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
-}
-
-fn message_item(id: &str, text: &str) -> Value {
-    json!({"id": id, "type": "message", "status": "completed", "role": "assistant",
-        "content": [output_text(text)]})
-}
-
-fn reasoning_item(id: &str, text: &str, signature: Option<String>) -> Value {
-    let summary = match text.is_empty() {
-        true => json!([]),
-        false => json!([{"type": "summary_text", "text": text}]),
-    };
-    json!({"id": id, "type": "reasoning", "summary": summary, "encrypted_content": signature})
-}
-
-/// What separates a namespace from its tool's name in the name offered to the model (a name
-/// OpenAI's and others' function names allow).
-pub(super) const NAMESPACE_SEPARATOR: &str = "__";
-
-/// `NS__NAME` as (`NS`, `NAME`) when `NS` is one of the request's tool namespaces.
-pub(super) fn split_namespaced<'a>(
-    name: &'a str,
-    namespaces: &'a [String],
-) -> Option<(&'a str, &'a str)> {
-    namespaces.iter().find_map(|ns| {
-        name.strip_prefix(ns.as_str())?
-            .strip_prefix(NAMESPACE_SEPARATOR)
-            .map(|short| (ns.as_str(), short))
-    })
-}
-
-fn call_item(
-    id: &str,
-    call_id: &str,
-    name: &str,
-    arguments: &str,
-    status: &str,
-    namespaces: &[String],
-) -> Value {
-    let mut item = json!({"id": id, "type": "function_call", "status": status,
-        "call_id": call_id, "name": name, "arguments": arguments});
-    if let Some((ns, short)) = split_namespaced(name, namespaces) {
-        item["name"] = json!(short);
-        item["namespace"] = json!(ns);
-    }
-    item
 }
 
 /// The signature of a readable reasoning part.
@@ -499,20 +568,11 @@ fn reasoning_signature(p: &Part) -> Option<&str> {
     }
 }
 
-/// The usage in this API's words.
-fn usage(u: Usage) -> Value {
-    json!({
-        "input_tokens": u.input_tokens,
-        "input_tokens_details": {"cached_tokens": u.cache_read_tokens.unwrap_or(0)},
-        "output_tokens": u.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens.unwrap_or(0)},
-        "total_tokens": u.total(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genai_core::message::Usage;
+    use serde_json::json;
 
     fn parse(frames: &[Bytes]) -> Vec<(String, Value)> {
         frames
@@ -620,12 +680,67 @@ mod tests {
     #[test]
     fn a_whole_response_at_its_token_limit_is_incomplete_with_the_reason() {
         let e = Events::new("resp_1".into(), 1, Map::new());
-        let v = e.body(&reply(vec![Part::text("Cut sh")], "length"));
+        let v: Value =
+            serde_json::from_slice(&e.body(&reply(vec![Part::text("Cut sh")], "length"))).unwrap();
         assert_eq!(v["object"], "response");
         assert_eq!(v["status"], "incomplete");
         assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");
         assert_eq!(v["output"][0]["type"], "message");
         assert_eq!(v["output"][0]["content"][0]["text"], "Cut sh");
         assert!(v["output"][0]["id"].as_str().unwrap().starts_with("msg_"));
+    }
+
+    #[test]
+    fn the_events_are_written_byte_for_byte_as_the_api_writes_them() {
+        let mut echo = Map::new();
+        echo.insert("model".into(), json!("m"));
+        let mut e = Events::new("resp_1".into(), 1, echo);
+        let mut frames = e.start();
+        frames.extend(e.piece(Piece::Text("Hi".into())));
+        let whole = e.whole(&reply(vec![Part::text("Hi")], "stop"));
+        let text: Vec<String> = frames
+            .iter()
+            .map(|f| String::from_utf8(f.to_vec()).unwrap())
+            .collect();
+        let response = r#"{"id":"resp_1","object":"response","created_at":1,"status":"in_progress","background":false,"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"metadata":{},"model":"m","output":[],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"service_tier":"default","store":false,"temperature":null,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":null,"truncation":"disabled","usage":null,"user":null}"#;
+        assert_eq!(
+            text[0],
+            format!("event: response.created\ndata: {{\"response\":{response},\"type\":\"response.created\",\"sequence_number\":0}}\n\n")
+        );
+        assert_eq!(
+            text[1],
+            format!("event: response.in_progress\ndata: {{\"response\":{response},\"type\":\"response.in_progress\",\"sequence_number\":1}}\n\n")
+        );
+        let id = parse(&frames[2..3])[0].1["item"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            text[2..],
+            [
+                format!("event: response.output_item.added\ndata: {{\"output_index\":0,\"item\":{{\"id\":\"{id}\",\"type\":\"message\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}},\"type\":\"response.output_item.added\",\"sequence_number\":2}}\n\n"),
+                format!("event: response.content_part.added\ndata: {{\"item_id\":\"{id}\",\"output_index\":0,\"content_index\":0,\"part\":{{\"type\":\"output_text\",\"text\":\"\",\"annotations\":[]}},\"type\":\"response.content_part.added\",\"sequence_number\":3}}\n\n"),
+                format!("event: response.output_text.delta\ndata: {{\"item_id\":\"{id}\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\",\"logprobs\":[],\"type\":\"response.output_text.delta\",\"sequence_number\":4}}\n\n"),
+            ]
+        );
+        let whole = String::from_utf8(whole.to_vec()).unwrap();
+        let msg = whole
+            .split("\"id\":\"msg_")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let expected = response
+            .replace("\"in_progress\"", "\"completed\"")
+            .replace(
+                "\"output\":[]",
+                &format!("\"output\":[{{\"id\":\"msg_{msg}\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{{\"type\":\"output_text\",\"text\":\"Hi\",\"annotations\":[],\"logprobs\":[]}}]}}]"),
+            )
+            .replace(
+                "\"usage\":null",
+                "\"usage\":{\"input_tokens\":10,\"input_tokens_details\":{\"cached_tokens\":4},\"output_tokens\":5,\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":15}",
+            );
+        assert_eq!(whole, expected);
     }
 }

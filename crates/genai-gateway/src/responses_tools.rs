@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::fields::{self, array, boolean, object, only, string};
-use super::responses_reply::NAMESPACE_SEPARATOR;
+use super::responses_wire::NAMESPACE_SEPARATOR;
 use super::ApiError;
 use genai_core::format::ToolSpec;
 

@@ -14,7 +14,7 @@
 //!
 //! The engine is not here: it is the `genai-local` crate (llama.cpp and its cmake build), which
 //! the `genai` binary installs at start-up ([`install`], its cargo feature `local`). This file
-//! owns the kind's name, the slot of the installed [`LocalEngine`] that [`create`] builds
+//! owns the kind's name, the slot of the installed [`LocalEngine`] that `create` builds
 //! instances with (without one, the kind's instances are refused with a config error), the
 //! process's one-conversation setting and llama.cpp's log directive; `served` is the client of
 //! the same model kept warm by a running `genai serve`, for `ask` and `chat`. It must never call

@@ -137,7 +137,7 @@ impl ModelReply {
 
 /// The finish reason of a reply that genai's local engine stopped because it kept repeating
 /// itself (`genai-local`'s `repetition.rs`). The agent reports it as `length`, the reason
-/// clients know for a reply cut short, with a note saying why ([`ModelReply::cut_short`]).
+/// clients know for a reply cut short, with a note saying why (`ModelReply::cut_short`).
 pub const REPEATED: &str = "repetition";
 
 /// How the note on a reply cut short starts, in a turn's details.

@@ -36,7 +36,7 @@
 //! With `--tools`, llama-server gets genai's own rendered prompt and tool grammar on its
 //! `/completion` endpoint (see `support/same_grammar.rs` for why).
 //!
-//! Engine figures come from the engine's debug log line (`GENAI_LOG=genai_core::provider::local=debug`).
+//! Engine figures come from the engine's debug log line (`GENAI_LOG=genai_local=debug`).
 //! Every wait has a deadline; the bench exits non-zero with a message when one is missed.
 
 #[path = "support/bench.rs"]
@@ -106,7 +106,7 @@ fn run() -> Res<()> {
     let env_in = |cmd: &mut Command, dir: &Path| {
         cmd.env("GENAI_CONFIG_DIR", dir.join("config"))
             .env("GENAI_DATA_DIR", dir.join("data"))
-            .env("GENAI_LOG", "warn,genai_core::provider::local=debug")
+            .env("GENAI_LOG", "warn,genai_local=debug")
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL");
     };

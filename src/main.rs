@@ -1,4 +1,5 @@
-//! The `genai` command: parse the command line, then hand over to `cli/`.
+//! The `genai` command: install the in-process llama.cpp engine (`genai-local`, the `local`
+//! feature), parse the command line, then hand over to `cli/`.
 
 mod cli;
 
@@ -7,5 +8,9 @@ mod cli;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // Before any registry is built: the registry makes the implicit `local` instance only
+    // when an engine is installed.
+    #[cfg(feature = "local")]
+    genai_local::install();
     cli::exit(cli::run())
 }

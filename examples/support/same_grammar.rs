@@ -64,7 +64,7 @@ pub fn genai_constrained(
         opts,
         1,
         file.into(),
-        Some("genai_core::provider::local::engine=trace"),
+        Some("genai_local::engine=trace"),
     )?;
     for prompt in PROMPTS.iter().cycle().take(n) {
         let request = Serve::request(opts, prompt, opts.tokens);

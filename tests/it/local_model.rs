@@ -183,7 +183,10 @@ fn the_chat_template_carries_the_system_prompt_and_history_and_the_reply_ends_at
     let Some(model) = test_model() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon")
-        .env("GENAI_LOG", "info,genai_core::provider::local=trace")
+        .env(
+            "GENAI_LOG",
+            "info,genai_local=trace,genai_core::provider::local=trace",
+        )
         .env("NO_COLOR", "1");
     cfg.write_config(&format!(
         "[service_providers.gemma]\nkind = \"local\"\nmodel = {}\n",
@@ -492,7 +495,7 @@ fn schema_constrained_replies_parse_and_validate_on_the_local_model() {
             &text,
             "Describe Paris as JSON.",
         ]);
-        ask.env("GENAI_LOG", "genai_core::provider::local::scheduler=debug");
+        ask.env("GENAI_LOG", "genai_local::scheduler=debug");
         let o = crate::support::cli::output(ask);
         let out = crate::support::cli::stdout(&o);
         let err = crate::support::cli::stderr(&o);

@@ -16,10 +16,8 @@ use crate::error::{Error, ErrorKind, Result};
 pub mod lsp;
 pub(crate) mod provider;
 
-pub use provider::ProviderConfig;
-pub(crate) use provider::{
-    AzureSettings, BedrockSettings, ConnectorSettings, HttpSettings, LocalSettings,
-};
+pub(crate) use provider::{AzureSettings, BedrockSettings, ConnectorSettings, HttpSettings};
+pub use provider::{LocalSettings, ProviderConfig};
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]

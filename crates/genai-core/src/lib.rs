@@ -15,6 +15,10 @@
 //! command line; `genai-gateway` serves other vendors' HTTP APIs over this core. This crate
 //! depends on none of them: it must never know a wire protocol of a front-end.
 //!
+//! The `local` provider kind's engine is `genai-local` (llama.cpp), also above: the binary
+//! installs it at start-up (`provider::local::install`). This crate must never build llama.cpp
+//! nor depend on a crate that does: the front-ends build without cmake.
+//!
 //! See `docs/ARCHITECTURE.md` for the code map.
 
 // The core.

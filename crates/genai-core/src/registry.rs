@@ -17,7 +17,7 @@ use crate::error::{known, Error, ErrorKind, Result};
 use crate::format::{self, Format, ModelConfiguration, ParameterSpec};
 use crate::provider::{self, ServiceProvider};
 
-/// The provider kind that runs GGUF models from the models folder (cargo feature `local`).
+/// The provider kind that runs GGUF models from the models folder (its engine: `genai-local`).
 pub(crate) const LOCAL_KIND: &str = "local";
 
 pub(crate) use crate::provider::build::ProviderKind;
@@ -174,9 +174,9 @@ impl Registry {
                 r.create_provider(kind, &c, Origin::Builtin)?;
             }
         }
-        // The in-process engine, whatever the config holds (its default model: the models
-        // folder's default), unless the config names another instance `local`.
-        if cfg!(feature = "local") && r.provider(LOCAL_KIND).is_err() {
+        // The in-process engine when one is installed, whatever the config holds (its default
+        // model: the models folder's default), unless the config names another instance `local`.
+        if provider::local::installed() && r.provider(LOCAL_KIND).is_err() {
             let c = ProviderConfig::Local(LocalSettings::default());
             r.create_provider(LOCAL_KIND, &c, Origin::Builtin)?;
         }

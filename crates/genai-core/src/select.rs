@@ -251,11 +251,11 @@ impl Selector<'_> {
     }
 
     /// The provider instance of a selection. The built-in `local` instance exists whatever the
-    /// config holds, in a genai built with the `local` feature; without it, naming `local`
-    /// says so.
+    /// config holds when the local engine is installed (a genai built with the `local` feature,
+    /// `provider::local::install`); without it, naming `local` says so.
     pub fn provider(&self, sel: &Selection) -> Result<ProviderInstance> {
         self.registry.provider(&sel.provider).map_err(|e| {
-            match sel.provider == LOCAL_KIND && !cfg!(feature = "local") {
+            match sel.provider == LOCAL_KIND && !crate::provider::local::installed() {
                 true => Error::new(
                     ErrorKind::Config,
                     "this genai was built without the `local` feature, so it has no `local` provider: rebuild it with `cargo build --features local`",
@@ -290,7 +290,8 @@ impl Selector<'_> {
             false => "",
         };
         let no_model = |msg: String| Err(Error::new(ErrorKind::Config, format!("{prefix}{msg}")));
-        if !cfg!(feature = "local") || self.registry.provider_kind(LOCAL_KIND).is_err() {
+        if !crate::provider::local::installed() || self.registry.provider_kind(LOCAL_KIND).is_err()
+        {
             return Err(Error::new(ErrorKind::Config, NO_LOCAL_FEATURE));
         }
         let Some(name) = lib.default_name()? else {

@@ -2,28 +2,33 @@
 //! select.
 
 use super::*;
-use crate::registry::{Origin, ProviderKind};
+use crate::registry::Origin;
 
-/// A stand-in for the `local` kind (built by the `local` feature), on the openai transport.
-fn with_fake_local_kind() -> Registry {
-    let mut r = Registry::from_config(&Config::default()).unwrap();
-    r.register_provider(ProviderKind {
-        name: LOCAL_KIND,
-        description: "test stand-in",
-        formats: vec![crate::format::openai_chat::FORMAT],
-        default_format: crate::format::openai_chat::FORMAT,
-        factory: |name, c| {
-            let crate::config::ProviderConfig::Local(local) = c else {
-                panic!("the stand-in builds kind local")
-            };
-            let openai = crate::config::HttpSettings {
-                default_model: local.default_model.clone(),
-                ..Default::default()
-            };
-            crate::provider::build::create(name, &crate::config::ProviderConfig::OpenAi(openai))
-        },
-    });
-    r
+/// A stand-in for the llama.cpp engine (`genai-local`, above the core): the `local` kind's
+/// instances on the openai transport.
+struct FakeEngine;
+
+impl crate::provider::local::LocalEngine for FakeEngine {
+    fn create(
+        &self,
+        name: &str,
+        local: &crate::config::LocalSettings,
+    ) -> Result<std::sync::Arc<dyn crate::provider::ServiceProvider>> {
+        let openai = crate::config::HttpSettings {
+            default_model: local.default_model.clone(),
+            ..Default::default()
+        };
+        crate::provider::build::create(name, &crate::config::ProviderConfig::OpenAi(openai))
+    }
+
+    fn stop(&self) {}
+}
+
+/// A registry whose `local` kind runs on the stand-in engine, installed for the rest of the
+/// process (the tests that build registries without it pass either way).
+fn with_fake_local_engine() -> Registry {
+    crate::provider::local::install(&FakeEngine);
+    Registry::from_config(&Config::default()).unwrap()
 }
 
 #[test]
@@ -31,24 +36,24 @@ fn implicit_local_needs_the_kind_and_a_default_model_and_no_configured_provider(
     let d = tempfile::tempdir().unwrap();
     let lib = ModelLibrary::at(d.path());
     let config = Config::default();
-    if !cfg!(feature = "local") {
-        let registry = Registry::new();
-        let e = Selector {
-            config: &config,
-            registry: &registry,
-        }
-        .implicit_local(&lib)
-        .unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Config);
-        assert!(
-            e.message.contains("without the `local` feature"),
-            "{}",
-            e.message
-        );
-        return;
+    // Without an engine (a genai built without the `local` feature): this test alone installs
+    // one, below.
+    assert!(!crate::provider::local::installed());
+    let registry = Registry::new();
+    let e = Selector {
+        config: &config,
+        registry: &registry,
     }
+    .implicit_local(&lib)
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Config);
+    assert!(
+        e.message.contains("without the `local` feature"),
+        "{}",
+        e.message
+    );
 
-    let r = with_fake_local_kind();
+    let r = with_fake_local_engine();
     let s = Selector {
         config: &config,
         registry: &r,
@@ -76,7 +81,7 @@ fn implicit_local_needs_the_kind_and_a_default_model_and_no_configured_provider(
     assert_eq!(inst.provider.default_model(), Some("b"));
 
     let configured = Config::parse("[service_providers.work]\nkind = 'openai'").unwrap();
-    let r = with_fake_local_kind();
+    let r = with_fake_local_engine();
     let e = Selector {
         config: &configured,
         registry: &r,

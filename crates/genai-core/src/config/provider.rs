@@ -189,30 +189,30 @@ pub struct CredentialConfig {
 pub struct LocalSettings {
     /// The model used when a conversation names none, read like `model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) default_model: Option<String>,
+    pub default_model: Option<String>,
     /// The model, a name in the models folder or a path to a `.gguf` file (default: the
     /// models folder's default model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) model: Option<String>,
+    pub model: Option<String>,
     /// Threads for prompt evaluation and generation (default: the physical cores, at most 4
     /// for generation, less the cores other processes keep busy when the engine starts: more
     /// threads than free cores makes generation much slower).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) threads: Option<u32>,
+    pub threads: Option<u32>,
     /// The context size in tokens of each slot, `n_ctx` (default 4096, capped by what the model
     /// was trained for). A prompt that does not fit is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) context_size: Option<u32>,
+    pub context_size: Option<u32>,
     /// How many contexts (slots) keep their KV cache between requests, so that that many
     /// conversations continue without evaluating their history again (default 4; 1 in
     /// `genai ask` and `genai chat`, which run one conversation at a time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) slots: Option<u32>,
+    pub slots: Option<u32>,
     /// One KV cache shared by every slot (true), or a cache of `context_size` per slot as
     /// llama-server's `-np` (false, the default): a greedy reply is then the same whether or not
     /// other conversations run beside it, where llama.cpp's kernels allow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) kv_unified: Option<bool>,
+    pub kv_unified: Option<bool>,
 }
 
 impl ProviderConfig {

@@ -18,6 +18,8 @@ pub mod openai_chat;
 mod openai_chat_answer;
 pub mod openai_chat_reply;
 pub mod parameters;
+#[cfg(any(test, feature = "testing"))]
+pub mod read_back;
 pub(crate) mod reply;
 pub mod sampling;
 pub(crate) mod schema;
@@ -81,6 +83,21 @@ impl ModelRequest {
             stream,
         }
     }
+
+    /// The model id it asks for.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Its body.
+    pub fn body(&self) -> &Value {
+        &self.body
+    }
+
+    /// Whether the answer is asked for as a stream.
+    pub fn stream(&self) -> bool {
+        self.stream
+    }
 }
 
 /// What the model answered.
@@ -119,9 +136,9 @@ impl ModelReply {
 }
 
 /// The finish reason of a reply that genai's local engine stopped because it kept repeating
-/// itself (`provider/local/repetition.rs`). The agent reports it as `length`, the reason
-/// clients know for a reply cut short, with a note saying why ([`ModelReply::cut_short`]).
-pub(crate) const REPEATED: &str = "repetition";
+/// itself (`genai-local`'s `repetition.rs`). The agent reports it as `length`, the reason
+/// clients know for a reply cut short, with a note saying why (`ModelReply::cut_short`).
+pub const REPEATED: &str = "repetition";
 
 /// How the note on a reply cut short starts, in a turn's details.
 pub(crate) const CUT: &str = "the reply was cut: ";

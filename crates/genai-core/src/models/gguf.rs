@@ -20,7 +20,7 @@ const HEADER: usize = 24;
 
 /// What a GGUF header says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Header {
+pub struct Header {
     pub(crate) version: u32,
     pub(crate) tensors: u64,
     pub(crate) metadata: u64,
@@ -116,7 +116,7 @@ pub(crate) fn check_bytes(head: &[u8], len: u64) -> Result<Header, String> {
 
 /// Checks that the file at `path` is a GGUF model file; the error says what is wrong (the
 /// caller names the file and what happens to it).
-pub(crate) fn check_file(path: &Path) -> Result<Header, String> {
+pub fn check_file(path: &Path) -> Result<Header, String> {
     let mut f = File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
     let len = f
         .metadata()

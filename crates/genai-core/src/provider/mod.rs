@@ -51,7 +51,7 @@ pub use crate::format::StreamEvent;
 
 /// The type of a stream event a provider adds itself, not from the model: a note on the
 /// request's progress (its data, plain text), shown to the client and never decoded.
-pub(crate) const PROGRESS_EVENT: &str = "genai.progress";
+pub const PROGRESS_EVENT: &str = "genai.progress";
 
 /// A streamed response body.
 pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>;
@@ -173,12 +173,12 @@ pub struct Infilled {
     /// The middle, leading whitespace kept.
     pub text: String,
     /// Tokens of the FIM prompt (its FIM tokens included).
-    pub(crate) prompt_tokens: u32,
+    pub prompt_tokens: u32,
     /// Tokens generated.
-    pub(crate) completion_tokens: u32,
+    pub completion_tokens: u32,
     /// `stop` (end of generation or a stop string), `length`, `repetition` (a loop was
     /// stopped), or `cancelled`.
-    pub(crate) finish_reason: String,
+    pub finish_reason: String,
 }
 
 /// Timeouts of an HTTP provider.

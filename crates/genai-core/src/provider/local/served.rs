@@ -107,9 +107,8 @@ pub fn use_serve(addr: SocketAddr, token: String) {
 
 /// The answer of the serve this process uses, or `None` when this process must run the request
 /// itself: no serve is used, it is gone, or it cannot run this request as this process would.
-/// Only the in-process engine sends (the `local` feature).
-#[cfg_attr(not(feature = "local"), allow(dead_code))]
-pub(crate) async fn send(
+/// Only the in-process engine sends (`genai-local`'s provider).
+pub async fn send(
     provider: &str,
     model_file: impl FnOnce() -> Result<PathBuf>,
     request: &ModelRequest,

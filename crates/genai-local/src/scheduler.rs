@@ -35,7 +35,7 @@ use super::output::TextOutput;
 use super::repetition;
 use super::slots::{SequenceTable, TokenId};
 use super::wire::TokenCounts;
-use crate::error::{Error, Result};
+use genai_core::error::{Error, Result};
 
 /// The most prompt tokens one step evaluates, so that a long prompt holds the other
 /// sequences' next tokens back by one chunk at most.
@@ -59,7 +59,7 @@ pub(crate) trait Sink: Send {
 pub(crate) struct Finished {
     /// `stop` (end-of-generation token or stop string), `length` (`max_tokens` or the end of
     /// the sequence's share of the context), `repetition` (the reply looped:
-    /// [`crate::format::REPEATED`]), or `cancelled` (the sink went away).
+    /// [`genai_core::format::REPEATED`]), or `cancelled` (the sink went away).
     pub(crate) finish_reason: &'static str,
     pub(crate) counts: TokenCounts,
 }
@@ -527,7 +527,7 @@ impl Batcher {
             r.reply.push(token.0);
             if let Some(period) = repetition::loop_period(&r.reply) {
                 tracing::debug!(model = %name, period, "the reply repeats itself: stopped");
-                return Some(crate::format::REPEATED);
+                return Some(genai_core::format::REPEATED);
             }
         }
         r.next = Some(token);

@@ -12,7 +12,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, Result};
+use genai_core::error::{Error, Result};
 
 /// A grammar for the sampler: its GBNF text, and the words that switch it on when it is lazy
 /// (`None`: it constrains the whole reply).

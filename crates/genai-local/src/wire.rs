@@ -2,7 +2,7 @@
 //! openai-chat request body into messages and generation settings, and writes what the engine
 //! produced back as openai-chat JSON (`chat.completion.chunk` events for a stream, one
 //! `chat.completion` body otherwise, in the shapes of
-//! [`openai_chat_reply`](crate::format::openai_chat_reply), which the gateway writes too), so
+//! [`openai_chat_reply`](genai_core::format::openai_chat_reply), which the gateway writes too), so
 //! the existing openai-chat decoder reads it unchanged.
 //!
 //! It owns that mapping and nothing else: it must never touch llama.cpp or a channel.
@@ -11,11 +11,11 @@ use serde_json::{json, Value};
 
 use super::grammar::{Call, Choice, Convention, Grammar, Tool, ToolOffer};
 use super::template::ChatMessage;
-use crate::error::{Error, Result};
-use crate::format::openai_chat_reply::{
+use genai_core::error::{Error, Result};
+use genai_core::format::openai_chat_reply::{
     tool_call, AssistantMessage, Chunk, Delta, Envelope, WholeCall,
 };
-use crate::message::Usage;
+use genai_core::message::Usage;
 
 /// Sampling and length settings taken from the request body. `None` means the engine's default.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -338,8 +338,7 @@ pub(crate) const DONE: &str = "[DONE]";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::openai_chat::OpenAiChat;
-    use crate::format::{ModelConfiguration, StreamEvent};
+    use genai_core::format::read_back;
 
     #[test]
     fn reads_messages_and_settings() {
@@ -396,21 +395,16 @@ mod tests {
             cached: 20,
             completion: 2,
         };
-        let m = ModelConfiguration::new(&OpenAiChat, "gemma-3-270m");
-        let mut d = m.decoder();
-        let mut deltas = Vec::new();
-        for data in [
+        let events = [
             a.role_chunk(),
             a.text_chunk("Hel"),
             a.text_chunk("lo"),
             a.finish_chunk("stop"),
             a.usage_chunk(counts),
             DONE.to_string(),
-        ] {
-            deltas.extend(d.feed(&StreamEvent::data(data)).unwrap());
-        }
+        ];
+        let (deltas, r) = read_back::openai_chat_stream("gemma-3-270m", &events).unwrap();
         assert_eq!(deltas, vec!["Hel", "lo"]);
-        let r = d.finish().unwrap();
         assert_eq!(r.message.text(), "Hello");
         assert_eq!(r.finish_reason.as_deref(), Some("stop"));
         let u = r.usage.unwrap();
@@ -418,16 +412,16 @@ mod tests {
         assert_eq!(u.cache_read_tokens, Some(20));
 
         let body = a.completion("Hello", &[], "length", counts);
-        let r = m.extract(&body).unwrap();
+        let (r, _) = read_back::openai_chat_body("gemma-3-270m", &body).unwrap();
         assert_eq!(r.message.text(), "Hello");
         assert_eq!(r.finish_reason.as_deref(), Some("length"));
         assert_eq!(r.usage.unwrap().cache_read_tokens, Some(20));
 
         // A reply the loop guard stopped: the agent hears why, and tells its clients `length`.
-        let body = a.completion("la la", &[], crate::format::REPEATED, counts);
-        let mut r = m.extract(&body).unwrap();
+        let body = a.completion("la la", &[], genai_core::format::REPEATED, counts);
+        let (r, note) = read_back::openai_chat_body("gemma-3-270m", &body).unwrap();
         assert_eq!(
-            r.cut_short().as_deref(),
+            note.as_deref(),
             Some("the reply was cut: it repeated itself")
         );
         assert_eq!(r.finish_reason.as_deref(), Some("length"));

@@ -12,8 +12,8 @@ use llama_cpp_2::token::LlamaToken;
 use super::engine::{Engine, Prepared};
 use super::slots::TokenId;
 use super::wire::GenerationSettings;
-use crate::error::{Error, ErrorKind, Result};
-use crate::provider::Infill;
+use genai_core::error::{Error, ErrorKind, Result};
+use genai_core::provider::Infill;
 
 /// The three tokens of a FIM prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

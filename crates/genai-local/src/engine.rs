@@ -33,7 +33,7 @@ use super::sampling::TokenSampler;
 use super::scheduler::{Job, Scheduler, Setup, Sink};
 use super::template::{self, ChatMessage, Template};
 use super::wire::GenerationSettings;
-use crate::error::{Error, ErrorKind, Result};
+use genai_core::error::{Error, ErrorKind, Result};
 
 /// Settings of an engine (from the provider's config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -222,7 +222,7 @@ pub(crate) fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine
                 };
                 // Not a GGUF at all (a file put in the folder by hand): said plainly, and
                 // llama.cpp never sees it.
-                crate::models::gguf::check_file(&canonical).map_err(cannot)?;
+                genai_core::models::gguf::check_file(&canonical).map_err(cannot)?;
                 let backend = backend()?;
                 let started = Instant::now();
                 let params = LlamaModelParams::default().with_n_gpu_layers(0);

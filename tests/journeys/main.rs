@@ -23,6 +23,7 @@ mod failed_turn;
 mod fallback_local;
 mod gateway;
 mod gateway_keys;
+mod gateway_streams;
 mod history_backup;
 mod keys_and_servers;
 mod local_then_provider;

@@ -10,15 +10,6 @@
 use crate::home::{Home, Run};
 use crate::support::fake_openai::{Behavior, Mode};
 
-/// Stops the background serve however the journey ends.
-struct Stop<'a>(&'a Home);
-
-impl Drop for Stop<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["serve", "--stop"]);
-    }
-}
-
 /// `curl` with the given arguments, its output as the user sees it.
 fn curl(home: &Home, args: &str) -> Run {
     home.sh(&format!("curl -sS --max-time 120 {args}"))
@@ -48,16 +39,8 @@ fn an_openai_client_reaches_the_local_and_the_cloud_model_through_genai_serve() 
         ])
         .ok();
 
-    let started = home
-        .run(&["serve", "--background", "--listen", "127.0.0.1:0"])
-        .ok();
-    let _stop = Stop(&home);
-    let addr = started
-        .stdout()
-        .trim()
-        .strip_prefix("listening on ws://")
-        .unwrap_or_else(|| panic!("{}", started.stdout()))
-        .to_string();
+    let serving = home.serve_in_background();
+    let addr = &serving.addr;
     let token = home.run(&["serve", "--print-token"]).ok().stdout();
     let token = token.trim();
     let base = format!("http://{addr}/v1");
@@ -173,11 +156,8 @@ fn an_openai_client_reaches_the_local_and_the_cloud_model_through_genai_serve() 
 fn what_clients_keep_of_earlier_answers_goes_through_each_api_and_a_stray_field_is_named() {
     let mut home = Home::new();
     let fake = home.cloud_default_after_a_failed_turn("From the cloud.");
-    let started = home
-        .run(&["serve", "--background", "--listen", "127.0.0.1:0"])
-        .ok();
-    let _stop = Stop(&home);
-    let addr = started.stdout().trim().replace("listening on ws://", "");
+    let serving = home.serve_in_background();
+    let addr = &serving.addr;
     let token = home.run(&["serve", "--print-token"]).ok().stdout();
     let base = format!("http://{addr}/v1");
     let post = |path: &str, body: &str| {

@@ -13,14 +13,6 @@ use std::time::Duration;
 use crate::home::{Home, Run};
 use crate::support::poll::wait_until;
 
-struct Stop<'a>(&'a Home);
-
-impl Drop for Stop<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["serve", "--stop"]);
-    }
-}
-
 /// A Messages request with `key`, its headers and body as curl prints them (`-i`).
 fn messages(home: &Home, base: &str, key: &str, model: &str) -> Run {
     let body = format!(
@@ -45,19 +37,7 @@ fn status(run: &Run) -> u16 {
 fn a_virtual_key_with_limits_reaches_a_fallback_and_its_usage_is_its_own() {
     let mut home = Home::new();
     let fake = home.cloud_default_after_a_failed_turn("From the cloud.");
-    let down = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    home.write_config(&format!(
-        "[defaults]\nmodel = \"openai:gpt-journey\"\n\n\
-         [service_providers.down]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{down}/v1\"\n\
-         api_key = \"sk-journey-down\"\nmax_retries = 0\n\n\
-         [agents.main]\nprovider = \"down\"\nmodel = \"m\"\nfallback = [\"cloud\"]\n\n\
-         [agents.cloud]\nprovider = \"openai\"\nmodel = \"gpt-journey\"\n\n\
-         [serve.models]\n\"claude-*\" = \"main\"\n"
-    ));
+    home.agent_on_a_down_provider("\n[serve.models]\n\"claude-*\" = \"main\"\n");
 
     let made = home
         .run(&[
@@ -67,18 +47,8 @@ fn a_virtual_key_with_limits_reaches_a_fallback_and_its_usage_is_its_own() {
     let key = made.stdout().trim().to_string();
     assert!(key.len() >= 32 && !key.contains(' '), "{}", made.stdout());
 
-    let started = home
-        .run(&["serve", "--background", "--listen", "127.0.0.1:0"])
-        .ok();
-    let _stop = Stop(&home);
-    let addr = started
-        .stdout()
-        .lines()
-        .next()
-        .and_then(|l| l.trim().strip_prefix("listening on ws://"))
-        .unwrap_or_else(|| panic!("{}", started.stdout()))
-        .to_string();
-    let base = format!("http://{addr}");
+    let serving = home.serve_in_background();
+    let base = format!("http://{}", serving.addr);
 
     // Claude's name, the agent on the provider that is down, and its fallback answers.
     let first = messages(&home, &base, &key, "claude-sonnet-4-5").ok();

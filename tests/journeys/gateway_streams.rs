@@ -8,15 +8,6 @@
 
 use crate::home::{Home, Run};
 
-/// Stops the background serve however the journey ends.
-struct Stop<'a>(&'a Home);
-
-impl Drop for Stop<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["serve", "--stop"]);
-    }
-}
-
 /// A POST of `body` to `path` with the serve token, headers and body as curl prints them
 /// (`-i`), through `pipe` (a shell pipe after curl, or nothing).
 fn post(home: &Home, base: &str, token: &str, path: &str, body: &str, pipe: &str) -> Run {
@@ -31,31 +22,10 @@ fn post(home: &Home, base: &str, token: &str, path: &str, body: &str, pipe: &str
 fn an_agents_streams_come_from_its_fallback_and_say_so_before_the_first_event() {
     let mut home = Home::new();
     let _fake = home.cloud_default_after_a_failed_turn("From the cloud.");
-    let down = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    home.write_config(&format!(
-        "[defaults]\nmodel = \"openai:gpt-journey\"\n\n\
-         [service_providers.down]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{down}/v1\"\n\
-         api_key = \"sk-journey-down\"\nmax_retries = 0\n\n\
-         [agents.main]\nprovider = \"down\"\nmodel = \"m\"\nfallback = [\"cloud\"]\n\n\
-         [agents.cloud]\nprovider = \"openai\"\nmodel = \"gpt-journey\"\n"
-    ));
-    let started = home
-        .run(&["serve", "--background", "--listen", "127.0.0.1:0"])
-        .ok();
-    let _stop = Stop(&home);
-    let addr = started
-        .stdout()
-        .lines()
-        .next()
-        .and_then(|l| l.trim().strip_prefix("listening on ws://"))
-        .unwrap_or_else(|| panic!("{}", started.stdout()))
-        .to_string();
+    home.agent_on_a_down_provider("");
+    let serving = home.serve_in_background();
     let token = home.run(&["serve", "--print-token"]).ok().stdout();
-    let (token, base) = (token.trim().to_string(), format!("http://{addr}"));
+    let (token, base) = (token.trim().to_string(), format!("http://{}", serving.addr));
 
     let codex = r#"{"model":"main","input":"hello","stream":true}"#;
     let claude = r#"{"model":"main","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hello"}]}"#;

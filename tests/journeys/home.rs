@@ -157,6 +157,43 @@ impl Home {
         fake
     }
 
+    /// After [`Home::cloud_default_after_a_failed_turn`]: the agent `main` on a provider that is
+    /// down (`down`, no retries) with the agent `cloud` (the cloud's model) as its fallback,
+    /// then `extra` (more of the config).
+    pub fn agent_on_a_down_provider(&self, extra: &str) {
+        let down = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        self.write_config(&format!(
+            "[defaults]\nmodel = \"openai:gpt-journey\"\n\n\
+             [service_providers.down]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{down}/v1\"\n\
+             api_key = \"sk-journey-down\"\nmax_retries = 0\n\n\
+             [agents.main]\nprovider = \"down\"\nmodel = \"m\"\nfallback = [\"cloud\"]\n\n\
+             [agents.cloud]\nprovider = \"openai\"\nmodel = \"gpt-journey\"\n{extra}"
+        ));
+    }
+
+    /// Starts `genai serve --background` on a free loopback port, as the user would; it is
+    /// stopped (`genai serve --stop`) when the answer is dropped, however the journey ends.
+    pub fn serve_in_background(&self) -> Serving<'_> {
+        let started = self
+            .run(&["serve", "--background", "--listen", "127.0.0.1:0"])
+            .ok();
+        let addr = (started.stdout().lines().next())
+            .and_then(|l| {
+                l.trim()
+                    .strip_prefix("listening on ws://")
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| panic!("{}", started.stdout()));
+        Serving {
+            home: self,
+            started,
+            addr,
+        }
+    }
+
     /// Installs the demo model as a user who has only the binary would, and makes it the
     /// default; `None` when there is no demo model to install here.
     pub fn install_demo_model(&self) -> Option<()> {
@@ -164,6 +201,21 @@ impl Home {
         let url = format!("file://{}", model.display());
         self.run(&["models", "pull", &url, "--default"]).ok();
         Some(())
+    }
+}
+
+/// A `genai serve --background` of a home, stopped when dropped.
+pub struct Serving<'a> {
+    home: &'a Home,
+    /// What `genai serve --background` printed.
+    pub started: Run,
+    /// Its address, `127.0.0.1:PORT`.
+    pub addr: String,
+}
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        let _ = self.home.run(&["serve", "--stop"]);
     }
 }
 

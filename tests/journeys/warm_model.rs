@@ -18,15 +18,6 @@ const ASK: [&str; 8] = [
     "Name three colours.",
 ];
 
-/// Stops the background serve however the journey ends.
-struct Stop<'a>(&'a Home);
-
-impl Drop for Stop<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["serve", "--stop"]);
-    }
-}
-
 fn logged(home: &Home, args: &[&str]) -> Run {
     let out = home
         .genai(args)
@@ -51,10 +42,8 @@ fn a_background_serve_keeps_the_local_model_warm_for_ask_and_chat() {
     assert!(!cold.stderr().contains(SERVED));
     assert!(!cold.stdout().trim().is_empty());
 
-    let started = home
-        .run(&["serve", "--background", "--listen", "127.0.0.1:0"])
-        .ok();
-    let _stop = Stop(&home);
+    let serving = home.serve_in_background();
+    let started = &serving.started;
     assert!(
         started.stdout().starts_with("listening on ws://127.0.0.1:"),
         "{}",

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::{AIAgent, Delta, OnDelta};
+use super::{AIAgent, Delta, Notes, OnDelta};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
 use crate::message::Message;
@@ -147,6 +147,7 @@ impl AIAgent {
         options: &RequestOptions<'_>,
         on_delta: Option<OnDelta<'_>>,
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
+        notes: &Notes,
     ) -> Result<(ModelReply, Answerer)> {
         if self.fallbacks.is_empty() {
             let request = model.prepare(messages, options)?;
@@ -191,7 +192,7 @@ impl AIAgent {
         for c in std::iter::once(own).chain(others) {
             if let Some(f) = c.fallback {
                 if let Some(why) = self.cannot_carry(f, &c.model, messages, options) {
-                    self.note(vec![format!("fallback {} skipped: {why}", f.name)]);
+                    notes.add([format!("fallback {} skipped: {why}", f.name)]);
                     continue;
                 }
             }
@@ -204,14 +205,14 @@ impl AIAgent {
             match self.send(c.provider, &c.model, &request, delta, call).await {
                 Ok(reply) => {
                     if let Some(f) = c.fallback {
-                        self.note(vec![format!("served by fallback {}", f.name)]);
+                        notes.add([format!("served by fallback {}", f.name)]);
                     }
                     return Ok((reply, answerer));
                 }
                 Err(e) if falls_back(&e) && !started.load(Ordering::Relaxed) => {
                     let who = c.fallback.map_or(self.provider.name.as_str(), |f| &f.name);
                     tracing::info!("{who} failed before answering, trying a fallback: {e}");
-                    self.note(vec![format!("{who} failed: {}", e.message)]);
+                    notes.add([format!("{who} failed: {}", e.message)]);
                     failed = Some(e);
                 }
                 Err(e) => return Err(e),

@@ -101,6 +101,28 @@ impl PromptOutcome {
     }
 }
 
+/// Lines for one prompt's details, gathered while it runs (middleware, fallbacks, a schema's
+/// handling, a reply cut short), each line once. They end with the prompt: a failed one's are
+/// never a later turn's.
+#[derive(Default)]
+pub(crate) struct Notes(std::sync::Mutex<Vec<String>>);
+
+impl Notes {
+    pub(crate) fn add(&self, lines: impl IntoIterator<Item = String>) {
+        if let Ok(mut n) = self.0.lock() {
+            for line in lines {
+                if !n.contains(&line) {
+                    n.push(line);
+                }
+            }
+        }
+    }
+
+    fn take(self) -> Vec<String> {
+        self.0.into_inner().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// What the rounds of one turn produced: the final reply, the steps before it (each round's
 /// calls and results), the usage of all requests, and how many requests there were.
 struct TurnSteps {
@@ -128,9 +150,8 @@ pub struct AIAgent {
     /// The JSON Schema every reply must match unless a prompt gives its own (the
     /// conversation's or its model configuration's `response_schema`).
     pub(crate) response_schema: Option<Arc<ResponseSchema>>,
-    /// Lines for a turn's details: what a handover changed in the history (taken by the
-    /// feature before the turn), what the middleware noted in the running prompt (prompts
-    /// run one at a time), and why its reply was cut short.
+    /// What a handover changed in the history, for the next turn's details (its feature takes
+    /// them before the prompt; a prompt's own lines are its [`Notes`]).
     notes: std::sync::Mutex<Vec<String>>,
     /// The model's price, when one is known (from `[pricing]` or the built-in table).
     pub(crate) price: Option<Priced>,
@@ -308,16 +329,21 @@ impl AIAgent {
                 "a response schema needs native tool calls: tools through ReAct cannot give one",
             ));
         }
+        // What a handover noted is the feature's to take before the prompt; what is left
+        // belongs to no turn.
         self.take_notes();
+        let notes = Notes::default();
         if let Some(schema) = schema {
-            self.note(model.format.schema_notes(schema));
+            notes.add(model.format.schema_notes(schema));
         }
         let started = Instant::now();
         let turn = async {
             match tools {
-                Some(t) if react.is_some() => self.react_turn(&model, &full, on_delta, t).await,
+                Some(t) if react.is_some() => {
+                    self.react_turn(&model, &full, on_delta, t, &notes).await
+                }
                 _ => {
-                    self.native_turn(&model, &full, on_delta, tools, schema)
+                    self.native_turn(&model, &full, on_delta, tools, schema, &notes)
                         .await
                 }
             }
@@ -354,7 +380,7 @@ impl AIAgent {
         }
         reply.usage = usage;
         if let Some(cut) = reply.cut_short() {
-            self.note(vec![cut]);
+            notes.add([cut]);
         }
         let latency = started.elapsed();
         let (cost, cost_detail) = pricing::turn_cost(
@@ -405,23 +431,12 @@ impl AIAgent {
             latency,
             react,
             rounds,
-            notes: self.take_notes(),
+            notes: notes.take(),
             cost,
             cost_detail,
             answerer,
             reasoning,
         })
-    }
-
-    /// Keeps middleware notes for the prompt's outcome (each line once).
-    fn note(&self, lines: Vec<String>) {
-        if let Ok(mut n) = self.notes.lock() {
-            for line in lines {
-                if !n.contains(&line) {
-                    n.push(line);
-                }
-            }
-        }
     }
 
     /// Whether this turn's tools go through ReAct, and why (`None`: native tool calls). Auto

@@ -8,7 +8,7 @@
 
 use futures::StreamExt;
 
-use super::{AIAgent, Answerer, Delta, OnDelta};
+use super::{AIAgent, Answerer, Delta, Notes, OnDelta};
 use crate::error::{Error, Result};
 use crate::format::{
     self, ModelConfiguration, ModelReply, ModelRequest, RequestOptions, ToolCallDelta,
@@ -54,6 +54,7 @@ impl AIAgent {
         &self,
         model: &ModelConfiguration,
         messages: &'m [Message],
+        noted: &Notes,
     ) -> Result<std::borrow::Cow<'m, [Message]>> {
         if self.middleware.is_empty() {
             return Ok(std::borrow::Cow::Borrowed(messages));
@@ -63,7 +64,7 @@ impl AIAgent {
             .middleware
             .on_request(messages.to_vec(), &self.capabilities(model), &mut notes)
             .await;
-        self.note(notes);
+        noted.add(notes);
         let sent = sent?;
         self.check_images(model, &sent)?;
         Ok(std::borrow::Cow::Owned(sent))
@@ -79,15 +80,16 @@ impl AIAgent {
         options: &RequestOptions<'_>,
         on_delta: Option<OnDelta<'_>>,
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
+        noted: &Notes,
     ) -> Result<(ModelReply, Answerer)> {
-        let messages = self.through_middleware(model, messages).await?;
+        let messages = self.through_middleware(model, messages, noted).await?;
         let (mut reply, answerer) = self
-            .send_with_fallbacks(model, &messages, options, on_delta, on_call)
+            .send_with_fallbacks(model, &messages, options, on_delta, on_call, noted)
             .await?;
         if !self.middleware.is_empty() {
             let mut notes = Vec::new();
             let done = self.middleware.on_reply(&mut reply, &mut notes).await;
-            self.note(notes);
+            noted.add(notes);
             done?;
         }
         Ok((reply, answerer))

@@ -476,3 +476,44 @@ async fn a_fallback_answers_an_unavailable_provider_and_the_deltas_and_outcome_s
     assert_eq!(again.answerer.described(), "scripted (scripted)");
     assert_eq!(again.answerer.fallback, None);
 }
+
+#[tokio::test]
+async fn a_failed_prompts_notes_end_with_it_and_never_reach_the_next_turns_details() {
+    let own = ScriptedProvider::new(vec![Answer::Unavailable, text_body("fine")]);
+    let spare = ScriptedProvider::new(vec![Answer::Unavailable]);
+    let mut a = agent(own, None, None, vec![]);
+    a.fallbacks.push(super::Fallback::new(
+        "spare".into(),
+        crate::registry::ProviderInstance {
+            name: "backup".into(),
+            kind: "scripted",
+            provider: spare,
+            origin: crate::registry::Origin::Runtime,
+        },
+        crate::format::ModelConfiguration::new(&crate::format::openai_chat::OpenAiChat, "m2"),
+        None,
+    ));
+    let failed = a
+        .send_prompt(vec![Message::user("hi")], None, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        failed.message.contains("every fallback failed"),
+        "{failed:?}"
+    );
+    // What the next turn's feature takes before its prompt: nothing of the failed one.
+    assert_eq!(a.take_notes(), Vec::<String>::new());
+    let next = a
+        .send_prompt(
+            vec![Message::user("again")],
+            None,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        next.notes.iter().all(|n| !n.contains("failed")),
+        "{:?}",
+        next.notes
+    );
+}

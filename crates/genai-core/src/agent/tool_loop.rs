@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::structured;
-use super::{AIAgent, Answerer, OnDelta, TurnSteps};
+use super::{AIAgent, Answerer, Notes, OnDelta, TurnSteps};
 use crate::config::ToolMode;
 use crate::error::Result;
 use crate::format::{
@@ -28,6 +28,7 @@ impl AIAgent {
         on_delta: Option<OnDelta<'_>>,
         tools: Option<&ToolLoop<'_>>,
         schema: Option<&ResponseSchema>,
+        notes: &Notes,
     ) -> Result<TurnSteps> {
         let mut rounds = Rounds::default();
         let streamed = on_delta.filter(|_| schema.is_none());
@@ -52,7 +53,7 @@ impl AIAgent {
                 schema,
             };
             let (mut reply, answerer) = self
-                .call_model(model, &messages, &options, streamed, on_call)
+                .call_model(model, &messages, &options, streamed, on_call, notes)
                 .await?;
             rounds.count_usage(reply.usage);
             let answered = schema.is_some_and(|s| s.answered_by_tool(&reply.message));

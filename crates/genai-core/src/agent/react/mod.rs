@@ -15,7 +15,7 @@ use parse::{labels, Label};
 pub(crate) use parse::{parse, Step, StreamFilter};
 
 use super::tool_loop::{Rounds, ToolLoop};
-use super::{AIAgent, Delta, OnDelta, TurnSteps};
+use super::{AIAgent, Delta, Notes, OnDelta, TurnSteps};
 use crate::error::Result;
 use crate::format::wire::text_of;
 use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
@@ -155,6 +155,7 @@ impl AIAgent {
         full: &[Message],
         on_delta: Option<OnDelta<'_>>,
         tools: &ToolLoop<'_>,
+        notes: &Notes,
     ) -> Result<TurnSteps> {
         let mut rounds = Rounds::default();
         loop {
@@ -184,7 +185,7 @@ impl AIAgent {
                 schema: None,
             };
             let (mut reply, answerer) = self
-                .call_model(model, &messages, &options, stream_to, None)
+                .call_model(model, &messages, &options, stream_to, None, notes)
                 .await?;
             rounds.count_usage(reply.usage);
             let parsed = parse(&reply.message.text(), &tools.specs);

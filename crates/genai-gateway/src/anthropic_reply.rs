@@ -10,6 +10,8 @@
 //! (`anthropic.rs` does), and never say more than the reply holds: a signature the provider
 //! did not give is an empty string, a usage it did not report zeros.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -25,7 +27,8 @@ use genai_core::message::{Part, Usage};
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Block<'a> {
     Text {
-        text: &'a str,
+        /// Borrowed, or a JSON part's text.
+        text: Cow<'a, str>,
     },
     Thinking {
         thinking: &'a str,
@@ -237,7 +240,7 @@ impl Events {
         }
         let text = reply_text(reply);
         if !self.sent_text && !text.is_empty() {
-            self.open(Open::Text, Block::Text { text: "" }, &mut out);
+            self.open(Open::Text, Block::Text { text: "".into() }, &mut out);
             out.push(self.delta(BlockDelta::Text { text: &text }));
         }
         if !self.sent_calls {
@@ -269,26 +272,28 @@ impl Events {
         out
     }
 
-    /// The whole answer, or the empty one a stream starts with (`reply` None).
-    fn message<'a>(&'a self, reply: Option<&'a ModelReply>, json: &'a [String]) -> Message<'a> {
-        let Some(reply) = reply else {
-            return Message {
-                id: &self.id,
-                kind: "message",
-                role: "assistant",
-                model: &self.model,
-                content: Vec::new(),
-                stop_reason: None,
-                stop_sequence: None,
-                usage: UsageOut {
-                    input_tokens: 0,
-                    output_tokens: 0,
-                    cache_creation_input_tokens: None,
-                    cache_read_input_tokens: None,
-                },
-            };
-        };
-        let mut json = json.iter();
+    /// A `message` of this answer with these parts.
+    fn message<'a>(
+        &'a self,
+        content: Vec<Block<'a>>,
+        stop_reason: Option<&'static str>,
+        stop_sequence: Option<&'a str>,
+        usage: UsageOut,
+    ) -> Message<'a> {
+        Message {
+            id: &self.id,
+            kind: "message",
+            role: "assistant",
+            model: &self.model,
+            content,
+            stop_reason,
+            stop_sequence,
+            usage,
+        }
+    }
+
+    /// The whole answer's JSON.
+    fn body(&self, reply: &ModelReply) -> Bytes {
         let content = (reply.message.content.iter())
             .filter_map(|p| match p {
                 Part::Reasoning {
@@ -302,8 +307,10 @@ impl Events {
                     thinking: text,
                     signature: signature.as_deref().unwrap_or_default(),
                 }),
-                Part::Text { text } if !text.is_empty() => Some(Block::Text { text }),
-                Part::Json { .. } => json.next().map(|text| Block::Text { text }),
+                Part::Text { text } if !text.is_empty() => Some(Block::Text { text: text.into() }),
+                Part::Json { value } => Some(Block::Text {
+                    text: value.to_string().into(),
+                }),
                 Part::ToolCall {
                     id,
                     name,
@@ -317,28 +324,13 @@ impl Events {
                 _ => None,
             })
             .collect();
-        Message {
-            id: &self.id,
-            kind: "message",
-            role: "assistant",
-            model: &self.model,
+        let message = self.message(
             content,
-            stop_reason: Some(stop_reason(reply)),
-            stop_sequence: reply.stop_sequence.as_deref(),
-            usage: usage(reply.usage.unwrap_or_default()),
-        }
-    }
-
-    /// The whole answer's JSON.
-    fn body(&self, reply: &ModelReply) -> Bytes {
-        // A JSON part is sent as its text, written first so the blocks can borrow it.
-        let json: Vec<String> = (reply.message.content.iter())
-            .filter_map(|p| match p {
-                Part::Json { value } => Some(value.to_string()),
-                _ => None,
-            })
-            .collect();
-        super::json_bytes(&self.message(Some(reply), &json))
+            Some(stop_reason(reply)),
+            reply.stop_sequence.as_deref(),
+            usage(reply.usage.unwrap_or_default()),
+        );
+        super::json_bytes(&message)
     }
 }
 
@@ -350,7 +342,18 @@ impl Shape for Events {
     fn start(&mut self) -> Vec<Bytes> {
         vec![
             Event::MessageStart {
-                message: self.message(None, &[]),
+                // Empty, and with no cache counts yet.
+                message: self.message(
+                    Vec::new(),
+                    None,
+                    None,
+                    UsageOut {
+                        input_tokens: 0,
+                        output_tokens: 0,
+                        cache_creation_input_tokens: None,
+                        cache_read_input_tokens: None,
+                    },
+                ),
             }
             .frame(),
             Event::Ping.frame(),
@@ -363,7 +366,7 @@ impl Shape for Events {
             Piece::Text(t) if t.is_empty() => {}
             Piece::Text(t) => {
                 if self.open != Some(Open::Text) {
-                    self.open(Open::Text, Block::Text { text: "" }, &mut out);
+                    self.open(Open::Text, Block::Text { text: "".into() }, &mut out);
                 }
                 self.sent_text = true;
                 out.push(self.delta(BlockDelta::Text { text: &t }));

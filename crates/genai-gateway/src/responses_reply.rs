@@ -355,27 +355,19 @@ impl Events {
             self.open(open, out);
             self.sent_calls = true;
         }
-        if d.arguments.is_empty() {
-            if let Some(Open::Call { name, .. }) = &mut self.open {
-                if name.is_empty() {
-                    name.clone_from(&d.name.clone().unwrap_or_default());
-                }
+        // A name the call's first piece lacked may come with a later one.
+        if let (Some(Open::Call { name, .. }), Some(given)) = (&mut self.open, &d.name) {
+            if name.is_empty() {
+                name.clone_from(given);
             }
+        }
+        if d.arguments.is_empty() {
             return;
         }
         let (index, sequence_number) = (self.index(), self.number());
-        let Some(Open::Call {
-            id,
-            name,
-            arguments,
-            ..
-        }) = &mut self.open
-        else {
+        let Some(Open::Call { id, arguments, .. }) = &mut self.open else {
             return;
         };
-        if name.is_empty() {
-            name.clone_from(&d.name.clone().unwrap_or_default());
-        }
         arguments.push_str(&d.arguments);
         out.push(frame(Event {
             item_id: Some(id),

@@ -113,12 +113,6 @@ impl Answerer {
     }
 }
 
-impl Candidate<'_> {
-    fn answerer(&self, agent: &AIAgent) -> Answerer {
-        agent.answerer(self.provider, &self.model.model, self.fallback)
-    }
-}
-
 impl AIAgent {
     /// Who answers when `provider` runs `model` for this agent, as itself or as `fallback`.
     fn answerer(
@@ -198,7 +192,7 @@ impl AIAgent {
             }
             let request = c.model.prepare(messages, options)?;
             // Told before the answer starts: the caller knows who answers its first piece.
-            let answerer = c.answerer(self);
+            let answerer = self.answerer(c.provider, &c.model.model, c.fallback);
             if let Some(f) = delta {
                 f(Delta::Answering(&answerer));
             }

@@ -63,3 +63,25 @@ pub(crate) fn agent(
         messages,
     )
 }
+
+/// Gives `agent` the fallback agent `name`, on `provider` as the instance `instance` with the
+/// model `model` (format `openai-chat`, no price).
+pub(crate) fn with_fallback(
+    agent: &mut AIAgent,
+    name: &str,
+    instance: &str,
+    provider: Arc<ScriptedProvider>,
+    model: &str,
+) {
+    agent.fallbacks.push(super::Fallback::new(
+        name.into(),
+        ProviderInstance {
+            name: instance.into(),
+            kind: "scripted",
+            provider,
+            origin: Origin::Runtime,
+        },
+        ModelConfiguration::new(&OpenAiChat, model),
+        None,
+    ));
+}

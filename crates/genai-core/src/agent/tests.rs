@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::testing::{
-    agent, calls_body, text_body, text_stream, Answer, ScriptedProvider, CONVERSATION,
+    agent, calls_body, text_body, text_stream, with_fallback, Answer, ScriptedProvider,
+    CONVERSATION,
 };
 use super::{AIAgent, Delta, PromptOutcome, ToolLoop};
 use crate::config::ToolMode;
@@ -427,17 +428,7 @@ async fn a_fallback_answers_an_unavailable_provider_and_the_deltas_and_outcome_s
     let own = ScriptedProvider::new(vec![Answer::Unavailable, text_body("again")]);
     let spare = ScriptedProvider::new(vec![text_stream(&["hi"], false)]);
     let mut a = agent(own, None, None, vec![]);
-    a.fallbacks.push(super::Fallback::new(
-        "spare".into(),
-        crate::registry::ProviderInstance {
-            name: "backup".into(),
-            kind: "scripted",
-            provider: spare,
-            origin: crate::registry::Origin::Runtime,
-        },
-        crate::format::ModelConfiguration::new(&crate::format::openai_chat::OpenAiChat, "m2"),
-        None,
-    ));
+    with_fallback(&mut a, "spare", "backup", spare, "m2");
     let seen = Mutex::new(Vec::new());
     let on_delta = |d: Delta<'_>| {
         seen.lock().unwrap().push(match d {
@@ -482,17 +473,7 @@ async fn a_failed_prompts_notes_end_with_it_and_never_reach_the_next_turns_detai
     let own = ScriptedProvider::new(vec![Answer::Unavailable, text_body("fine")]);
     let spare = ScriptedProvider::new(vec![Answer::Unavailable]);
     let mut a = agent(own, None, None, vec![]);
-    a.fallbacks.push(super::Fallback::new(
-        "spare".into(),
-        crate::registry::ProviderInstance {
-            name: "backup".into(),
-            kind: "scripted",
-            provider: spare,
-            origin: crate::registry::Origin::Runtime,
-        },
-        crate::format::ModelConfiguration::new(&crate::format::openai_chat::OpenAiChat, "m2"),
-        None,
-    ));
+    with_fallback(&mut a, "spare", "backup", spare, "m2");
     let failed = a
         .send_prompt(vec![Message::user("hi")], None, &CancellationToken::new())
         .await

@@ -79,7 +79,30 @@ impl From<PriceConfig> for Price {
 pub struct Priced {
     pub price: Price,
     /// `[pricing."anthropic:claude-sonnet-4-5"]`, or the built-in table and its date.
-    pub(crate) source: String,
+    pub(crate) source: PriceSource,
+}
+
+/// Where a price came from, written out only when a turn's details show it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PriceSource {
+    /// The config's `[pricing."KEY"]`.
+    Configured(String),
+    /// The `local` kind.
+    Local,
+    /// The built-in table's row of this name.
+    BuiltIn(&'static str),
+}
+
+impl std::fmt::Display for PriceSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PriceSource::Configured(key) => write!(f, "[pricing.\"{key}\"]"),
+            PriceSource::Local => f.write_str("a local model runs free"),
+            PriceSource::BuiltIn(name) => {
+                write!(f, "built-in estimate for {name} ({TABLE_DATE} list price)")
+            }
+        }
+    }
 }
 
 /// Provider kinds whose built-in prices are the vendor's: Claude on Anthropic and Bedrock
@@ -184,25 +207,33 @@ impl Prices {
         model: &str,
         vendor: bool,
     ) -> Option<Priced> {
-        let keys = [
-            format!("{provider}:{model}"),
-            format!("{kind}:{model}"),
-            format!("{provider}:*"),
-            format!("{kind}:*"),
-        ];
-        if let Some((key, price)) = keys
-            .iter()
-            .find_map(|k| self.configured.get(k).map(|p| (k, *p)))
-        {
-            return Some(Priced {
-                price,
-                source: format!("[pricing.\"{key}\"]"),
-            });
+        // The config's keys, most particular first; none built when the config prices nothing
+        // (every turn looks its price up).
+        if !self.configured.is_empty() {
+            let keys = [
+                (provider, model),
+                (kind, model),
+                (provider, "*"),
+                (kind, "*"),
+            ];
+            let mut key = String::new();
+            for (owner, name) in keys {
+                key.clear();
+                key.push_str(owner);
+                key.push(':');
+                key.push_str(name);
+                if let Some(price) = self.configured.get(&key) {
+                    return Some(Priced {
+                        price: *price,
+                        source: PriceSource::Configured(key),
+                    });
+                }
+            }
         }
         if kind == "local" {
             return Some(Priced {
                 price: Price::new(0.0, 0.0, 0.0, 0.0),
-                source: "a local model runs free".into(),
+                source: PriceSource::Local,
             });
         }
         if !vendor {
@@ -215,7 +246,7 @@ impl Prices {
             .max_by_key(|(_, n, _)| n.len())
             .map(|(_, n, price)| Priced {
                 price: *price,
-                source: format!("built-in estimate for {n} ({TABLE_DATE} list price)"),
+                source: PriceSource::BuiltIn(n),
             })
     }
 }

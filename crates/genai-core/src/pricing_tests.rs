@@ -34,7 +34,11 @@ fn the_config_overrides_the_table_and_unknown_models_have_no_price() {
         .lookup("anthropic", "anthropic", "claude-sonnet-4-5-20250929")
         .unwrap();
     assert_eq!(claude.price, Price::new(3.0, 15.0, 0.3, 3.75));
-    assert!(claude.source.contains(TABLE_DATE), "{}", claude.source);
+    assert!(
+        claude.source.to_string().contains(TABLE_DATE),
+        "{}",
+        claude.source
+    );
     // Bedrock's ids, the longest name that matches, and no match by a mere prefix.
     let bedrock = none
         .lookup(
@@ -95,7 +99,10 @@ fn the_config_overrides_the_table_and_unknown_models_have_no_price() {
         Price::new(1.0, 2.0, 1.0, 9.0),
         "cache_read defaults to input"
     );
-    assert_eq!(p.source, "[pricing.\"anthropic:claude-sonnet-4-5\"]");
+    assert_eq!(
+        p.source.to_string(),
+        "[pricing.\"anthropic:claude-sonnet-4-5\"]"
+    );
     assert_eq!(
         prices
             .lookup("o", "ollama", "llama3.2")

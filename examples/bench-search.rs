@@ -10,7 +10,8 @@
 use std::time::Instant;
 
 use genai_core::message::Message;
-use genai_core::store::{ConversationRecord, Store};
+use genai_core::store::Store;
+use genai_protocol::listings::ConversationRecord;
 
 const WORDS: &[&str] = &[
     "borrow", "checker", "lifetime", "async", "runtime", "socket", "buffer", "vector", "string",
@@ -58,7 +59,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             updated_at: c as i64,
             message_count: 0,
             tools: None,
-            middleware: None,
             cwd: None,
             answered_by: None,
         })?;

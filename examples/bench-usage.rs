@@ -12,7 +12,8 @@
 use std::time::Instant;
 
 use genai_core::message::{Message, Usage};
-use genai_core::store::{ConversationRecord, Grouping, NewMessage, Store, UsageRow};
+use genai_core::store::{Grouping, NewMessage, Store, UsageRow};
+use genai_protocol::listings::ConversationRecord;
 
 const MODELS: &[&str] = &[
     "claude-sonnet-4-5",
@@ -56,7 +57,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             updated_at: 0,
             message_count: 0,
             tools: None,
-            middleware: None,
             cwd: None,
             answered_by: None,
         })?;

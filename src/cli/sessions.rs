@@ -3,7 +3,6 @@
 use clap::Subcommand;
 use genai_core::error::Error;
 use genai_core::pricing::show;
-use genai_protocol::listings::{ConversationRecord as Conversation, StoredMessage};
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -106,7 +105,6 @@ pub fn run(c: Command) -> Result<(), Error> {
             };
             let (list, _) = store.list_conversations_where(limit.max(1), None, &filter)?;
             if json {
-                let list: Vec<Conversation> = list.into_iter().map(Into::into).collect();
                 super::print_json(&list);
                 return Ok(());
             }
@@ -176,9 +174,8 @@ pub fn run(c: Command) -> Result<(), Error> {
             format: ExportFormat::Json,
         } => {
             let id = store.resolve_id(&id)?;
-            let rec = store.conversation(&id)?.map(Conversation::from);
+            let rec = store.conversation(&id)?;
             let (messages, _) = store.history(&id, usize::MAX / 2, None)?;
-            let messages: Vec<StoredMessage> = messages.into_iter().map(Into::into).collect();
             let decisions: Vec<serde_json::Value> = store
                 .decisions(&id)?
                 .into_iter()

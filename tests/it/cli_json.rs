@@ -1,9 +1,8 @@
-//! The `--json` listings of `genai sessions` print the command line's own shapes
-//! (`cli/listing.rs`), byte for byte what they printed when they borrowed the daemon's listing
-//! types: each output is compared with those types' rendering of the same stored rows.
+//! The `--json` listings of `genai sessions` print the store's records, which are the
+//! daemon's listing types (`genai-protocol`), byte for byte: each output is compared with
+//! those types' rendering of the same stored rows.
 
 use genai_core::store::{ListFilter, Store};
-use genai_rpc::listings::{ConversationRecord, StoredMessage};
 
 use crate::support::cli::{stderr, stdout, OpenAiCli as Env};
 use crate::support::fake_openai::Behavior;
@@ -40,17 +39,12 @@ fn sessions_json_prints_what_the_daemons_listing_types_print() {
         .unwrap();
     assert_eq!(list.len(), 2);
     let id = list[1].id.clone();
-    let records: Vec<ConversationRecord> = list.into_iter().map(Into::into).collect();
     let listed = stdout(&env.run(&["sessions", "list", "--json"], None));
-    assert_eq!(listed, pretty(&records));
+    assert_eq!(listed, pretty(&list));
 
-    let rec = store
-        .conversation(&id)
-        .unwrap()
-        .map(ConversationRecord::from);
+    let rec = store.conversation(&id).unwrap();
     let (messages, _) = store.history(&id, usize::MAX / 2, None).unwrap();
     assert_eq!(messages.len(), 4);
-    let messages: Vec<StoredMessage> = messages.into_iter().map(Into::into).collect();
     let whole = pretty(&serde_json::json!({"conversation": rec, "messages": messages}));
     assert!(whole.contains("\"usage\""), "{whole}");
     let shown = stdout(&env.run(&["sessions", "show", &id, "--json"], None));

@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use genai_core::store::{ConversationRecord, Store};
+use genai_core::store::Store;
+use genai_protocol::listings::ConversationRecord;
 use serde_json::{json, Value};
 
 use crate::support::cli::{self, stderr, stdout, OpenAiCli};
@@ -79,7 +80,6 @@ fn a_failed_first_turn_is_not_kept_and_c_goes_on_with_the_last_good_conversation
             updated_at: later,
             message_count: 0,
             tools: None,
-            middleware: None,
             cwd: None,
             answered_by: None,
         })

@@ -19,7 +19,7 @@ use genai_core::feature::port::ClientPort;
 use genai_core::feature::BUILTIN;
 use genai_core::select::ModelChoice;
 use genai_core::session::{Choice, Framework};
-use genai_core::store::ConversationRecord;
+use genai_protocol::listings::ConversationRecord;
 
 pub(crate) const MODEL: &str = "model";
 pub(crate) const MODE: &str = "mode";

@@ -15,6 +15,11 @@
 //! command line; `genai-gateway` serves other vendors' HTTP APIs over this core. This crate
 //! depends on none of them: it must never know a wire protocol of a front-end.
 //!
+//! Below it is `genai-protocol`, the shapes it shares with every front-end: the records of its
+//! listings (the store reads rows straight into them; `provider`, `tools` hand them out) and
+//! the model-choice fields `select` reads. Where a core type holds more than a listing shows
+//! (a tool's permission hint, the registry's live instances), the core maps it there.
+//!
 //! The `local` provider kind's engine is `genai-local` (llama.cpp), also above: the binary
 //! installs it at start-up (`provider::local::install`). This crate must never build llama.cpp
 //! nor depend on a crate that does: the front-ends build without cmake.

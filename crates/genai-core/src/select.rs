@@ -3,7 +3,12 @@
 //! key in the environment, else the default local model).
 //!
 //! This module decides; it must never build an agent or a provider (the registry and the
-//! session do) nor read a wire message.
+//! session do) nor read a wire message. It takes a request's model-choice fields as
+//! `genai-protocol` declares them, and maps its [`Listed`] to that crate's `Components`.
+
+use genai_protocol::choice::ModelChoiceFields;
+use genai_protocol::listings;
+use serde_json::json;
 
 use crate::config::{Config, Paths};
 use crate::error::{Error, ErrorKind, Result};
@@ -30,13 +35,15 @@ pub enum ModelChoice {
 }
 
 impl ModelChoice {
-    /// The choice a request's separate fields make; refuses fields that do not go together.
-    pub fn from_fields(
-        agent: Option<String>,
-        provider: Option<String>,
-        model_configuration: Option<String>,
-        model: Option<String>,
-    ) -> Result<ModelChoice> {
+    /// The choice a request's separate fields make (`genai-protocol`'s model-choice fields);
+    /// refuses fields that do not go together.
+    pub fn from_fields(fields: ModelChoiceFields) -> Result<ModelChoice> {
+        let ModelChoiceFields {
+            agent,
+            service_provider: provider,
+            model_configuration,
+            model,
+        } = fields;
         match (agent, provider) {
             (Some(_), Some(_)) => Err(Error::invalid_params(
                 "give `agent` or `serviceProvider`, not both",
@@ -86,6 +93,62 @@ impl From<Components> for Listed {
         Listed {
             default: None,
             registered,
+        }
+    }
+}
+
+/// The listing as `ListComponents` and `genai components --json` show it: a mapping, not a
+/// mirror, since the registry's instances are live providers (asked for their default model
+/// and key) and a selection holds more than its three names.
+impl From<Listed> for listings::Components {
+    fn from(listed: Listed) -> Self {
+        let c = listed.registered;
+        listings::Components {
+            default: listed.default.map(|d| listings::DefaultChoice {
+                service_provider: d.provider,
+                model_configuration: d.model_configuration,
+                model: d.model,
+            }),
+            service_providers: c
+                .service_providers
+                .iter()
+                .map(|p| listings::ProviderInfo {
+                    name: p.name.clone(),
+                    kind: p.kind.to_string(),
+                    default_model: p.provider.default_model().map(str::to_string),
+                    origin: p.origin.as_str().to_string(),
+                    key: p.provider.key_status(),
+                })
+                .collect(),
+            model_configurations: c
+                .model_configurations
+                .into_iter()
+                .map(|m| listings::ModelInfo {
+                    name: m.name,
+                    format: m.format.to_string(),
+                    model: m.model,
+                    parameters: m.parameters,
+                    origin: m.origin.as_str().to_string(),
+                })
+                .collect(),
+            features: c
+                .features
+                .iter()
+                .map(|f| json!({"name": f.name, "description": f.description, "origin": f.origin.as_str()}))
+                .collect(),
+            kinds: json!({
+                "serviceProviders": c.provider_kinds.iter().map(|k| json!({
+                    "name": k.name,
+                    "description": k.description,
+                    "formats": k.formats,
+                    "defaultFormat": k.default_format,
+                })).collect::<Vec<_>>(),
+                "modelConfigurations": c.format_kinds.iter().map(|k| json!({
+                    "name": k.name,
+                    "description": k.description,
+                    "parameters": k.parameters,
+                })).collect::<Vec<_>>(),
+            }),
         }
     }
 }

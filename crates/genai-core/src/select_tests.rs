@@ -94,12 +94,12 @@ fn implicit_local_needs_the_kind_and_a_default_model_and_no_configured_provider(
 #[test]
 fn fields_that_do_not_go_together_are_refused() {
     let f = |a: Option<&str>, p: Option<&str>, m: Option<&str>| {
-        ModelChoice::from_fields(
-            a.map(Into::into),
-            p.map(Into::into),
-            None,
-            m.map(Into::into),
-        )
+        ModelChoice::from_fields(ModelChoiceFields {
+            agent: a.map(Into::into),
+            service_provider: p.map(Into::into),
+            model_configuration: None,
+            model: m.map(Into::into),
+        })
     };
     assert!(f(Some("a"), Some("p"), None)
         .unwrap_err()

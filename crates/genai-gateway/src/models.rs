@@ -37,7 +37,7 @@ pub(crate) fn list(fw: &Framework) -> Value {
         for p in &components.service_providers {
             // A provider with no key for it would only fail: a client's model picker should
             // not offer it (`-m` still takes it once a key is set).
-            if p.provider.key_status() == genai_core::provider::KeyStatus::Missing {
+            if p.provider.key_status() == genai_protocol::listings::KeyStatus::Missing {
                 continue;
             }
             if let Some(model) = p.provider.default_model() {

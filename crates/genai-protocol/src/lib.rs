@@ -1,9 +1,13 @@
-//! The wire shapes of what genai lists, written once: stored conversations and messages,
-//! registered components, tools, MCP resources and prompts (`listings.rs`), each converted
-//! from the core's own type. The daemon's protocol sends them (its schemas are generated from
-//! them) and the command line's `--json` prints them, so the two cannot drift apart.
+//! The wire shapes genai's front-ends share, written once: the records of what genai lists —
+//! stored conversations and messages, registered components, tools, MCP resources and prompts
+//! (`listings.rs`) — and the model-choice fields of the daemon's requests (`choice.rs`). The
+//! daemon's protocol sends them (its schemas are generated from them), the command line's
+//! `--json` prints them, and the core keeps its records in them: its store reads rows straight
+//! into them, so they cannot drift apart.
 //!
-//! It owns these shapes only. It must never hold behaviour, and never depend on a front-end:
-//! every front-end may depend on it.
+//! It owns these shapes only. It is a leaf: it must never hold behaviour, and never depend on
+//! another crate of genai, the core included (the core depends on it; where a core type holds
+//! more than a listing shows, the core maps it).
 
+pub mod choice;
 pub mod listings;

@@ -136,15 +136,10 @@ pub(crate) fn remove_component(cx: &mut Call, p: RemoveComponentParams) -> Answe
 
 pub(crate) fn create_conversation(
     cx: &mut Call,
-    p: CreateConversationParams,
+    mut p: CreateConversationParams,
 ) -> Answer<CreateConversationResult> {
     let spec = ConversationSpec {
-        model: ModelChoice::from_fields(
-            p.agent,
-            p.service_provider,
-            p.model_configuration,
-            p.model,
-        )?,
+        model: ModelChoice::from_fields(p.take_model_choice())?,
         feature: p.feature,
         title: p.title,
         system_prompt: p.system_prompt,
@@ -199,7 +194,7 @@ pub(crate) fn list_conversations(
         .fw
         .list_conversations(p.page_size.clamp(1, 1000), p.cursor.as_deref())?;
     Ok(ListConversationsResult {
-        conversations: conversations.into_iter().map(Into::into).collect(),
+        conversations,
         next_cursor,
     })
 }
@@ -253,7 +248,7 @@ pub(crate) fn get_conversation_history(
         cx.fw
             .history_page(&id, p.page_size.clamp(1, 1000), p.cursor.as_deref())?;
     Ok(GetConversationHistoryResult {
-        messages: messages.into_iter().map(Into::into).collect(),
+        messages,
         next_cursor,
     })
 }
@@ -269,9 +264,8 @@ pub(crate) fn on_new_message(cx: &mut Call, p: OnNewMessageParams) -> Answer<Tur
     Ok(TurnIdResult { turn_id })
 }
 
-pub(crate) fn create_ai_agent(cx: &mut Call, p: CreateAIAgentParams) -> Answer<AgentIdResult> {
-    let choice =
-        ModelChoice::from_fields(p.agent, p.service_provider, p.model_configuration, p.model)?;
+pub(crate) fn create_ai_agent(cx: &mut Call, mut p: CreateAIAgentParams) -> Answer<AgentIdResult> {
+    let choice = ModelChoice::from_fields(p.take_model_choice())?;
     Ok(AgentIdResult {
         agent_id: cx.fw.create_agent(&choice, p.parameters.as_ref())?,
     })
@@ -379,7 +373,7 @@ pub(crate) async fn list_tools(fw: Arc<Framework>, p: ListToolsParams) -> Answer
     let (tools, errors) = fw.toolbox().list(p.tools.as_deref()).await;
     Ok(ListToolsResult {
         tools: tools.into_iter().map(Into::into).collect(),
-        errors: errors.into_iter().map(Into::into).collect(),
+        errors,
     })
 }
 
@@ -400,8 +394,8 @@ pub(crate) async fn list_resources(
 ) -> Answer<ListResourcesResult> {
     let (found, errors) = fw.toolbox().resources(p.sources.as_deref()).await;
     Ok(ListResourcesResult {
-        resources: found.into_iter().map(Into::into).collect(),
-        errors: errors.into_iter().map(Into::into).collect(),
+        resources: found,
+        errors,
     })
 }
 
@@ -419,8 +413,8 @@ pub(crate) async fn list_prompts(
 ) -> Answer<ListPromptsResult> {
     let (found, errors) = fw.toolbox().prompts(p.sources.as_deref()).await;
     Ok(ListPromptsResult {
-        prompts: found.into_iter().map(Into::into).collect(),
-        errors: errors.into_iter().map(Into::into).collect(),
+        prompts: found,
+        errors,
     })
 }
 

@@ -6,8 +6,9 @@
 //! (`server`) and WebSocket for several clients (`ws`, `genai serve`). Only the command line,
 //! which starts it, and the serve's front door (`genai-server`, for `ws`) depend on this crate.
 //!
-//! Its surface is what they use: `server`, `ws`, `schema` and `listings`; the rest is
-//! crate-private. It owns the daemon's wire and must never run a conversation itself:
+//! Its surface is what they use: `server`, `ws` and `schema`; the rest is crate-private. The
+//! listings it sends and the model-choice fields of its params are `genai-protocol`'s, the
+//! records the core itself keeps. It owns the daemon's wire and must never run a conversation itself:
 //! `dispatch` translates, the core acts.
 
 pub(crate) mod command_handlers;
@@ -26,8 +27,9 @@ pub mod server;
 pub(crate) mod tool_protocol;
 pub mod ws;
 
-/// The listings' wire shapes, shared with the command line's `--json` (`genai-protocol`).
-pub use genai_protocol::listings;
+// The listings' wire shapes, shared with the core and the command line's `--json`
+// (`genai-protocol`).
+use genai_protocol::listings;
 
 #[cfg(test)]
 mod tests;

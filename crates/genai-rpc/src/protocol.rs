@@ -8,9 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub(crate) use super::editor_protocol::*;
-use super::listings::{ConversationRecord, StoredMessage};
+use super::listings::ConversationRecord;
 pub(crate) use super::tool_protocol::*;
 use genai_core::message::{Message, Usage};
+use genai_core::store::StoredMessage;
+use genai_protocol::with_model_choice;
 
 pub(crate) use super::command_protocol::*;
 pub(crate) use super::mcp_protocol::*;
@@ -138,6 +140,7 @@ pub(crate) struct RemoveComponentParams {
     pub(crate) name: String,
 }
 
+with_model_choice! {
 /// Names what a conversation runs on: an `agent` from the config, or a `serviceProvider` with a
 /// `modelConfiguration` instance or a `model` id (or neither: the provider's default model).
 /// With nothing, the config's `[defaults] model` is used.
@@ -146,14 +149,6 @@ pub(crate) struct RemoveComponentParams {
 pub(crate) struct CreateConversationParams {
     #[serde(default)]
     pub(crate) feature: Option<String>,
-    #[serde(default)]
-    pub(crate) agent: Option<String>,
-    #[serde(default)]
-    pub(crate) service_provider: Option<String>,
-    #[serde(default)]
-    pub(crate) model_configuration: Option<String>,
-    #[serde(default)]
-    pub(crate) model: Option<String>,
     #[serde(default)]
     pub(crate) title: Option<String>,
     /// A system prompt for this conversation (replaces the agent's and the feature's).
@@ -192,6 +187,7 @@ pub(crate) struct CreateConversationParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) response_schema_name: Option<String>,
 }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -207,19 +203,13 @@ pub(crate) struct CreateConversationResult {
     pub(crate) cwd: Option<String>,
 }
 
+with_model_choice! {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CreateAIAgentParams {
     #[serde(default)]
-    pub(crate) agent: Option<String>,
-    #[serde(default)]
-    pub(crate) service_provider: Option<String>,
-    #[serde(default)]
-    pub(crate) model_configuration: Option<String>,
-    #[serde(default)]
-    pub(crate) model: Option<String>,
-    #[serde(default)]
     pub(crate) parameters: Option<Map<String, Value>>,
+}
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

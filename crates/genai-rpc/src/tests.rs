@@ -266,3 +266,39 @@ async fn every_method_of_the_table_a_client_sends_is_dispatched_and_no_other() {
     let answer = c.call(1000, "Shutdown", json!({}));
     assert_eq!(answer["result"], json!({}), "{answer}");
 }
+
+#[test]
+fn the_model_choice_fields_are_read_and_an_unknown_field_refused_by_name() {
+    use super::protocol::{CreateAIAgentParams, CreateConversationParams};
+    let mut p: CreateConversationParams = serde_json::from_value(json!({
+        "feature": "assistant", "serviceProvider": "p", "modelConfiguration": "mc", "model": "m"
+    }))
+    .unwrap();
+    let fields = p.take_model_choice();
+    assert_eq!(
+        (fields.agent, fields.service_provider.as_deref()),
+        (None, Some("p"))
+    );
+    assert_eq!(
+        (
+            fields.model_configuration.as_deref(),
+            fields.model.as_deref()
+        ),
+        (Some("mc"), Some("m"))
+    );
+    assert_eq!(p.feature.as_deref(), Some("assistant"));
+    let mut a: CreateAIAgentParams = serde_json::from_value(json!({"agent": "a"})).unwrap();
+    assert_eq!(a.take_model_choice().agent.as_deref(), Some("a"));
+    for (bad, name) in [
+        (json!({"modle": "m"}), "unknown field `modle`"),
+        (
+            json!({"agent": "a", "provider": "p"}),
+            "unknown field `provider`",
+        ),
+    ] {
+        let e = serde_json::from_value::<CreateAIAgentParams>(bad.clone()).unwrap_err();
+        assert!(e.to_string().contains(name), "{e}");
+        let e = serde_json::from_value::<CreateConversationParams>(bad).unwrap_err();
+        assert!(e.to_string().contains(name), "{e}");
+    }
+}

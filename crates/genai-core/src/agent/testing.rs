@@ -10,7 +10,8 @@ use crate::format::{openai_chat::OpenAiChat, ModelConfiguration};
 use crate::message::Message;
 pub(crate) use crate::provider::scripted::*;
 use crate::registry::{Origin, ProviderInstance};
-use crate::store::{ConversationRecord, Store};
+use crate::store::Store;
+use genai_protocol::listings::ConversationRecord;
 
 /// The conversation id the test agents persist to.
 pub(crate) const CONVERSATION: &str = "c1";
@@ -38,7 +39,6 @@ pub(crate) fn agent(
                 updated_at: 0,
                 message_count: 0,
                 tools: None,
-                middleware: None,
                 cwd: None,
                 answered_by: None,
             })

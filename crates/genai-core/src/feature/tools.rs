@@ -151,7 +151,7 @@ impl Tools {
     async fn tools(
         &self,
         port: &dyn ClientPort,
-    ) -> (Vec<Tool>, Vec<crate::tools::toolbox::SourceError>) {
+    ) -> (Vec<Tool>, Vec<genai_protocol::listings::SourceError>) {
         let others: Option<Vec<String>> = self
             .selection
             .as_ref()

@@ -48,6 +48,7 @@ use futures::Stream;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ModelRequest;
 pub use crate::format::StreamEvent;
+use genai_protocol::listings::KeyStatus;
 
 /// The type of a stream event a provider adds itself, not from the model: a note on the
 /// request's progress (its data, plain text), shown to the client and never decoded.
@@ -64,17 +65,6 @@ pub(crate) type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent>> + S
 pub enum ProviderResponse {
     Complete(Bytes),
     Events(EventStream),
-}
-
-/// Whether an instance has the credentials it needs, as a listing shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyStatus {
-    /// It needs none (the local engine, Ollama, another server speaking a vendor's API).
-    NotNeeded,
-    /// It needs a key and a source has one (or an `api_key_cmd` is set, which is not run).
-    Found,
-    /// It needs a key and no source has one: requests fail until one is set.
-    Missing,
 }
 
 /// A configured transport.

@@ -13,8 +13,8 @@ use super::Framework;
 use crate::command::{Commands, Invocation, Settings};
 use crate::error::{Error, Result};
 use crate::message::Part;
-use crate::tools::mcp_context::McpPrompt;
 use crate::tools::toolbox::Toolbox;
+use genai_protocol::listings::McpPrompt;
 
 /// A command ready for a turn: the user message's parts and what the command sets.
 #[derive(Debug, Clone)]

@@ -42,10 +42,11 @@ use crate::feature::port::ClientPort;
 use crate::feature::{self, Feature, FeatureContext};
 use crate::registry::{Origin, Registry};
 use crate::select::{ModelChoice, Selector};
-use crate::store::{now_ms, ConversationRecord, Store};
+use crate::store::{now_ms, Store};
 use crate::tools::toolbox::Toolbox;
 pub use choice::Choice;
 use conversation::Conversation;
+use genai_protocol::listings::ConversationRecord;
 pub use hosted::FeatureReply;
 pub use turn_stream::TurnStream;
 
@@ -322,13 +323,16 @@ impl Framework {
                 updated_at: now,
                 message_count: 0,
                 tools: spec.tools.clone(),
-                middleware: sel.middleware.clone(),
-                cwd: spec.cwd.clone(),
                 answered_by: None,
+                cwd: spec.cwd.clone(),
             };
             let stored = self
                 .store
                 .create_conversation(&rec)
+                .and_then(|()| match &sel.middleware {
+                    Some(m) => self.store.set_middleware(&id, Some(m)),
+                    None => Ok(()),
+                })
                 .and_then(|()| match &spec.response_schema {
                     Some(s) => self.store.set_response_schema(&id, Some(&s.stored())),
                     None => Ok(()),

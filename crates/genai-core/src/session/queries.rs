@@ -9,8 +9,9 @@ use crate::config::{Config, ModelConfigurationConfig, ProviderConfig};
 use crate::error::Result;
 use crate::message::Message;
 use crate::registry::Origin;
-use crate::store::{ConversationRecord, Found, StoredMessage};
+use crate::store::{Found, StoredMessage};
 use crate::tools::toolbox::Toolbox;
+use genai_protocol::listings::ConversationRecord;
 
 use super::Framework;
 

@@ -15,8 +15,8 @@ use crate::config::McpServerConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::ClientPort;
 use crate::select::{ModelChoice, Selection};
-use crate::store::ConversationRecord;
 use crate::tools::toolbox::Toolbox;
+use genai_protocol::listings::ConversationRecord;
 
 impl Framework {
     /// Reopens a stored conversation (by id or unique prefix) with its history, driven by
@@ -63,7 +63,7 @@ impl Framework {
             provider: rec.provider.clone(),
             model_configuration: rec.model_configuration.clone(),
             model: rec.model_configuration.is_none().then(|| rec.model.clone()),
-            middleware: rec.middleware.clone(),
+            middleware: self.store.middleware(&id)?,
             response_schema: self.stored_schema(&id)?,
             ..Default::default()
         };

@@ -1,8 +1,11 @@
 //! The history store: conversations and their messages in SQLite (WAL mode, migrations).
 //!
 //! This module owns the database file and its schema. It must never call a provider or hold a
-//! conversation's live state; it stores what the agent commits, one whole turn at a time. Its
-//! rows are its own types: front-ends render them as they speak.
+//! conversation's live state; it stores what the agent commits, one whole turn at a time. It
+//! reads its rows straight into `genai-protocol`'s records ([`ConversationRecord`], and
+//! [`StoredMessage`] around the core's message and usage), which the daemon, ACP and `--json`
+//! show as they are; what a record does not show (a conversation's middleware, its schema and
+//! permissions) has its own columns and calls.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -12,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Usage};
+use genai_protocol::listings::ConversationRecord;
 
 mod decisions;
 pub(crate) use decisions::DecisionRecord;
@@ -31,39 +35,8 @@ pub use time::UtcTime;
 pub use turns::NewMessage;
 pub use usage::{Grouping, UsageRow};
 
-/// One conversation as stored.
-#[derive(Debug, Clone)]
-pub struct ConversationRecord {
-    pub id: String,
-    /// The first user message, shortened (or the title the client gave).
-    pub title: String,
-    pub feature: String,
-    /// The service provider instance name.
-    pub provider: String,
-    /// The model configuration instance name, when one was named.
-    pub model_configuration: Option<String>,
-    pub format: String,
-    pub model: String,
-    pub parameters: Map<String, Value>,
-    /// Milliseconds since the Unix epoch.
-    pub created_at: i64,
-    pub updated_at: i64,
-    pub message_count: u64,
-    /// The tool sources or tools the conversation may use (`tools` feature); none: the
-    /// enabled sources.
-    pub tools: Option<Vec<String>>,
-    /// The middleware the conversation's agent listed (`[agents.X] middleware`), kept so that
-    /// a resumed conversation runs them too; none: its model configuration's or the defaults.
-    pub middleware: Option<Vec<String>>,
-    /// The working directory the client opened it in (an ACP session's `cwd`), when it gave one.
-    pub cwd: Option<String>,
-    /// `PROVIDER:MODEL` that answered its last turn (a fallback's when one served); read from
-    /// the history, never written with the record.
-    pub answered_by: Option<String>,
-}
-
-/// A conversation row as read: the record, its parameters, tools and middleware as JSON text.
-type RawRecord = (ConversationRecord, String, Option<String>, Option<String>);
+/// A conversation row as read: the record, its parameters and tools as JSON text.
+type RawRecord = (ConversationRecord, String, Option<String>);
 
 /// A JSON list of names as stored, read back.
 fn names_of(json: Option<String>) -> Result<Option<Vec<String>>> {
@@ -72,22 +45,8 @@ fn names_of(json: Option<String>) -> Result<Option<Vec<String>>> {
         .map_err(json_err)
 }
 
-/// One message as stored, with its place in the conversation.
-#[derive(Debug, Clone)]
-pub struct StoredMessage {
-    pub seq: i64,
-    pub message: Message,
-    pub usage: Option<Usage>,
-    /// What the request that produced this message cost, in US dollars (`None`: unknown, or
-    /// no usage).
-    pub cost: Option<f64>,
-    pub created_at: i64,
-    /// The model of the turn this message belongs to (unknown for old rows).
-    pub model: Option<String>,
-    /// The provider that answered that turn: a fallback's when one served (unknown for rows
-    /// older than migration 13).
-    pub provider: Option<String>,
-}
+/// One message as stored: the protocol's record around the core's message and usage.
+pub type StoredMessage = genai_protocol::listings::StoredMessage<Message, Usage>;
 
 /// The SQLite history.
 pub struct Store {
@@ -187,22 +146,42 @@ impl Store {
             .map_err(|_| Error::internal("history store lock poisoned"))
     }
 
+    /// Stores a new conversation. Its `messageCount` and `answeredBy` are read from its
+    /// messages, never written.
     pub fn create_conversation(&self, c: &ConversationRecord) -> Result<()> {
         let params_json = serde_json::to_string(&c.parameters).map_err(json_err)?;
-        let list = |names: &Option<Vec<String>>| {
-            names
-                .as_ref()
-                .map(serde_json::to_string)
-                .transpose()
-                .map_err(json_err)
-        };
-        let (tools_json, middleware_json) = (list(&c.tools)?, list(&c.middleware)?);
+        let tools_json = c
+            .tools
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(json_err)?;
         self.conn()?.execute(
-            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at, tools, middleware, cwd)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at, tools_json, middleware_json, c.cwd],
+            "INSERT INTO conversations (id, title, feature, provider, model_configuration, format, model, parameters, created_at, updated_at, tools, cwd)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, params_json, c.created_at, c.updated_at, tools_json, c.cwd],
         )?;
         Ok(())
+    }
+
+    /// Stores the middleware a conversation's agent listed (`[agents.X] middleware`), so that
+    /// a resumed conversation runs them too (`None`: its model configuration's or the
+    /// defaults). Kept beside the record, which is the protocol's listing and does not show it.
+    pub(crate) fn set_middleware(&self, id: &str, middleware: Option<&[String]>) -> Result<()> {
+        let json = middleware
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(json_err)?;
+        let n = self.conn()?.execute(
+            "UPDATE conversations SET middleware = ?2 WHERE id = ?1",
+            params![id, json],
+        )?;
+        updated(n, id)
+    }
+
+    /// What [`Store::set_middleware`] stored.
+    pub(crate) fn middleware(&self, id: &str) -> Result<Option<Vec<String>>> {
+        self.json_column(id, "middleware")
     }
 
     /// Gives a conversation a new title (one line, as `title_of` makes it).
@@ -319,27 +298,22 @@ impl Store {
                 updated_at: r.get(9)?,
                 message_count: r.get::<_, i64>(10)? as u64,
                 tools: None,
-                middleware: None,
-                cwd: r.get(13)?,
-                answered_by: r.get(14)?,
+                answered_by: r.get(13)?,
+                cwd: r.get(12)?,
             },
             r.get::<_, String>(7)?,
             r.get::<_, Option<String>>(11)?,
-            r.get::<_, Option<String>>(12)?,
         ))
     }
 
     const SELECT: &'static str = "SELECT c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, c.parameters, c.created_at, c.updated_at,
-        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools, c.middleware, c.cwd,
+        (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools, c.cwd,
         (SELECT m.provider || ':' || m.model FROM messages m WHERE m.conversation_id = c.id
          AND m.provider IS NOT NULL ORDER BY m.seq DESC LIMIT 1) FROM conversations c";
 
-    fn finish_record(
-        (mut rec, params, tools, middleware): RawRecord,
-    ) -> Result<ConversationRecord> {
+    fn finish_record((mut rec, params, tools): RawRecord) -> Result<ConversationRecord> {
         rec.parameters = serde_json::from_str(&params).map_err(json_err)?;
         rec.tools = names_of(tools)?;
-        rec.middleware = names_of(middleware)?;
         Ok(rec)
     }
 

@@ -19,9 +19,8 @@ pub(crate) fn record(id: &str, t: i64) -> ConversationRecord {
         updated_at: t,
         message_count: 0,
         tools: None,
-        middleware: None,
-        cwd: None,
         answered_by: None,
+        cwd: None,
     }
 }
 
@@ -171,18 +170,16 @@ fn a_conversation_keeps_its_tool_selection_and_middleware() {
     s.create_conversation(&record("01A", 1)).unwrap();
     let mut with_tools = record("01B", 2);
     with_tools.tools = Some(vec!["calc".into(), "files.read".into()]);
-    with_tools.middleware = Some(vec!["hide".into()]);
     s.create_conversation(&with_tools).unwrap();
+    s.set_middleware("01B", Some(&["hide".to_string()]))
+        .unwrap();
     assert_eq!(s.conversation("01A").unwrap().unwrap().tools, None);
     assert_eq!(
         s.conversation("01B").unwrap().unwrap().tools,
         Some(vec!["calc".to_string(), "files.read".to_string()])
     );
-    assert_eq!(s.conversation("01A").unwrap().unwrap().middleware, None);
-    assert_eq!(
-        s.conversation("01B").unwrap().unwrap().middleware,
-        Some(vec!["hide".to_string()])
-    );
+    assert_eq!(s.middleware("01A").unwrap(), None);
+    assert_eq!(s.middleware("01B").unwrap(), Some(vec!["hide".to_string()]));
 }
 
 #[test]

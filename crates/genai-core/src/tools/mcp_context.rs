@@ -2,8 +2,10 @@
 //! gives the model as context) and **prompts** (message templates with arguments), listed and
 //! fetched through the server's MCP session.
 //!
-//! It owns how their MCP shapes become genai's (a resource's text as a text part with its URI,
-//! an image blob as an image part; a prompt's messages as messages). It must never decide when
+//! It owns how their MCP shapes become genai's (a listed resource or prompt as
+//! `genai-protocol`'s `McpResource` and `McpPrompt`, the listings' own records; a resource's
+//! text as a text part with its URI, an image blob as an image part; a prompt's messages as
+//! messages). It must never decide when
 //! they are used: a client asks for them.
 
 use rmcp::model::{
@@ -14,34 +16,7 @@ use serde_json::{Map, Value};
 use super::mcp::McpServer;
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Part, Role};
-
-/// A resource an MCP server lists.
-#[derive(Debug, Clone, PartialEq)]
-pub struct McpResource {
-    /// The server's name in the config.
-    pub source: String,
-    pub uri: String,
-    pub name: String,
-    pub description: Option<String>,
-    pub mime_type: Option<String>,
-}
-
-/// An argument of a prompt.
-#[derive(Debug, Clone, PartialEq)]
-pub struct McpPromptArgument {
-    pub name: String,
-    pub description: Option<String>,
-    pub required: bool,
-}
-
-/// A prompt an MCP server lists.
-#[derive(Debug, Clone, PartialEq)]
-pub struct McpPrompt {
-    pub source: String,
-    pub name: String,
-    pub description: Option<String>,
-    pub arguments: Vec<McpPromptArgument>,
-}
+use genai_protocol::listings::{McpPrompt, McpPromptArgument, McpResource};
 
 fn failed(server: &McpServer, what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(

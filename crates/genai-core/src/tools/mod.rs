@@ -32,6 +32,19 @@ pub struct Tool {
     pub(crate) read_only: bool,
 }
 
+/// The tool as the listings show it (`genai-protocol`): a mapping, not a mirror, since the
+/// permission hint stays in the core.
+impl From<Tool> for genai_protocol::listings::Tool {
+    fn from(t: Tool) -> Self {
+        genai_protocol::listings::Tool {
+            name: t.name,
+            description: t.description,
+            input_schema: t.input_schema,
+            source: t.source,
+        }
+    }
+}
+
 /// A file a tool changed, for a client's diff view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileEdit {

@@ -16,23 +16,16 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 
 use super::mcp::McpServer;
-use super::mcp_context::{McpPrompt, McpResource};
 use super::plugin::{self, ModuleAnswer, PluginModule};
 use super::Tool;
 use crate::config::{McpServerConfig, PluginConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::Part;
+use genai_protocol::listings::{McpPrompt, McpResource, SourceError};
 
 /// The selection entry that stands for the enabled sources (beside named ones:
 /// `["github", "*"]`, or `["workspace", "*"]` with the built-in source).
 pub const ENABLED: &str = "*";
-
-/// A source that could not be loaded, and why.
-#[derive(Debug, Clone)]
-pub struct SourceError {
-    pub source: String,
-    pub message: String,
-}
 
 pub struct Toolbox {
     plugins: BTreeMap<String, PluginConfig>,

@@ -257,7 +257,7 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
             },
             "reasoning": last.reasoning,
             // The provider that answered: a fallback's when one served the turn.
-            "provider": last.provider.clone().unwrap_or_else(|| agent.provider.name.clone()),
+            "provider": last.provider.clone().unwrap_or_else(|| agent.binding().provider.name.clone()),
             "model": last.model.clone().unwrap_or(conv.model.clone()),
             "usage": last.usage,
             "cost": last.cost,

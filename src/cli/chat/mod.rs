@@ -291,7 +291,7 @@ impl Chat {
             Command::Params(specs) => {
                 let agent = self.fw.agent(&self.conv.agent_id)?;
                 if specs.is_empty() {
-                    let (_, _, params) = agent.model_info()?;
+                    let (_, _, params) = agent.binding().model_info();
                     if params.is_empty() {
                         note("no parameters set");
                     }

@@ -9,27 +9,29 @@
 //! the request a fallback cannot carry (such a fallback is skipped, and said), and never
 //! follow a fallback's own fallbacks.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::{AIAgent, Delta, Notes, OnDelta};
+use super::{AIAgent, Delta, ModelBinding, Notes, OnDelta};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{self, ModelConfiguration, ModelReply, RequestOptions, ToolCallDelta};
 use crate::message::Message;
 use crate::pricing::Priced;
 use crate::registry::ProviderInstance;
 
-/// Another agent of the config, tried when the ones before it failed.
+/// Another agent of the config, tried when the ones before it failed; a value of the
+/// agent's [`ModelBinding`](super::ModelBinding).
+#[derive(Clone)]
 pub(crate) struct Fallback {
     /// Its name in `[agents]`.
     pub(crate) name: String,
     pub(crate) provider: ProviderInstance,
-    model: Mutex<Arc<ModelConfiguration>>,
+    model: ModelConfiguration,
     pub(crate) price: Option<Priced>,
     /// Why it cannot carry this agent's requests (a parameter its format refuses).
-    unfit: Mutex<Option<String>>,
+    unfit: Option<String>,
 }
 
 impl Fallback {
@@ -42,36 +44,21 @@ impl Fallback {
         Fallback {
             name,
             provider,
-            model: Mutex::new(Arc::new(model)),
+            model,
             price,
-            unfit: Mutex::new(None),
+            unfit: None,
         }
-    }
-
-    /// Its model configuration as it stands.
-    pub(crate) fn model(&self) -> Arc<ModelConfiguration> {
-        self.model
-            .lock()
-            .map(|m| m.clone())
-            .unwrap_or_else(|p| p.into_inner().clone())
     }
 
     /// Sets a parameter the agent was given; a format that refuses it makes this fallback
     /// unfit for the agent's requests, rather than have it run them without.
-    pub(crate) fn set_parameter(&self, name: &str, value: Value) {
-        let Ok(mut m) = self.model.lock() else { return };
-        if let Err(e) = Arc::make_mut(&mut m).set_parameter(name, value) {
-            if let Ok(mut unfit) = self.unfit.lock() {
-                *unfit = Some(format!(
-                    "it cannot take the parameter `{name}`: {}",
-                    e.message
-                ));
-            }
+    pub(crate) fn set_parameter(&mut self, name: &str, value: Value) {
+        if let Err(e) = self.model.set_parameter(name, value) {
+            self.unfit = Some(format!(
+                "it cannot take the parameter `{name}`: {}",
+                e.message
+            ));
         }
-    }
-
-    fn unfit(&self) -> Option<String> {
-        self.unfit.lock().ok().and_then(|u| u.clone())
     }
 }
 
@@ -88,7 +75,7 @@ struct Candidate<'a> {
     /// `None`: the agent itself.
     fallback: Option<&'a Fallback>,
     provider: &'a ProviderInstance,
-    model: Arc<ModelConfiguration>,
+    model: Cow<'a, ModelConfiguration>,
 }
 
 /// Who answers a request: the agent's own provider and model, or one of its fallbacks'.
@@ -113,8 +100,8 @@ impl Answerer {
     }
 }
 
-impl AIAgent {
-    /// Who answers when `provider` runs `model` for this agent, as itself or as `fallback`.
+impl ModelBinding {
+    /// Who answers when `provider` runs `model` for this binding, as itself or as `fallback`.
     fn answerer(
         &self,
         provider: &ProviderInstance,
@@ -129,13 +116,18 @@ impl AIAgent {
             price: fallback.map_or(&self.price, |f| &f.price).clone(),
         }
     }
+}
 
-    /// One request (`messages` already through the middleware) to this agent's model, then to
-    /// each fallback in turn while the failure [`falls_back`] and nothing was streamed yet.
+impl AIAgent {
+    /// One request (`messages` already through the middleware) to the turn's `binding` with
+    /// `model` (its model as this round asks it), then to each of its fallbacks in turn while
+    /// the failure [`falls_back`] and nothing was streamed yet.
     /// Each one tried is told to `on_delta` ([`Delta::Answering`]) before its request goes;
     /// the reply comes with the one that answered.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn send_with_fallbacks(
         &self,
+        binding: &ModelBinding,
         model: &ModelConfiguration,
         messages: &[Message],
         options: &RequestOptions<'_>,
@@ -143,14 +135,14 @@ impl AIAgent {
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
         notes: &Notes,
     ) -> Result<(ModelReply, Answerer)> {
-        if self.fallbacks.is_empty() {
+        if binding.fallbacks.is_empty() {
             let request = model.prepare(messages, options)?;
-            let answerer = self.answerer(&self.provider, &model.model, None);
+            let answerer = binding.answerer(&binding.provider, &model.model, None);
             if let Some(f) = on_delta {
                 f(Delta::Answering(&answerer));
             }
             let reply = self
-                .send(&self.provider, model, &request, on_delta, on_call)
+                .send(&binding.provider, model, &request, on_delta, on_call)
                 .await?;
             return Ok((reply, answerer));
         }
@@ -174,25 +166,25 @@ impl AIAgent {
         let call = on_call.map(|_| &call as &(dyn Fn(&ToolCallDelta) + Send + Sync));
         let own = Candidate {
             fallback: None,
-            provider: &self.provider,
-            model: Arc::new(model.clone()),
+            provider: &binding.provider,
+            model: Cow::Borrowed(model),
         };
-        let others = self.fallbacks.iter().map(|f| Candidate {
+        let others = binding.fallbacks.iter().map(|f| Candidate {
             fallback: Some(f),
             provider: &f.provider,
-            model: relaxed_like(model, f.model()),
+            model: relaxed_like(model, &f.model),
         });
         let mut failed: Option<Error> = None;
         for c in std::iter::once(own).chain(others) {
             if let Some(f) = c.fallback {
-                if let Some(why) = self.cannot_carry(f, &c.model, messages, options) {
+                if let Some(why) = cannot_carry(f, &c.model, messages, options) {
                     notes.add([format!("fallback {} skipped: {why}", f.name)]);
                     continue;
                 }
             }
             let request = c.model.prepare(messages, options)?;
             // Told before the answer starts: the caller knows who answers its first piece.
-            let answerer = self.answerer(c.provider, &c.model.model, c.fallback);
+            let answerer = binding.answerer(c.provider, &c.model.model, c.fallback);
             if let Some(f) = delta {
                 f(Delta::Answering(&answerer));
             }
@@ -204,7 +196,9 @@ impl AIAgent {
                     return Ok((reply, answerer));
                 }
                 Err(e) if falls_back(&e) && !started.load(Ordering::Relaxed) => {
-                    let who = c.fallback.map_or(self.provider.name.as_str(), |f| &f.name);
+                    let who = c
+                        .fallback
+                        .map_or(binding.provider.name.as_str(), |f| &f.name);
                     tracing::info!("{who} failed before answering, trying a fallback: {e}");
                     notes.add([format!("{who} failed: {}", e.message)]);
                     failed = Some(e);
@@ -217,51 +211,50 @@ impl AIAgent {
             |e| e.reworded(|m| format!("{m} (every fallback failed too)")),
         ))
     }
+}
 
-    /// Why fallback `f` cannot carry this request without dropping a part of it, if so.
-    fn cannot_carry(
-        &self,
-        f: &Fallback,
-        model: &ModelConfiguration,
-        messages: &[Message],
-        options: &RequestOptions<'_>,
-    ) -> Option<String> {
-        if let Some(why) = f.unfit() {
-            return Some(why);
-        }
-        let native = model.format.spec().native_tools && f.provider.provider.native_tools();
-        if !options.tools.is_empty() && !native {
-            return Some(format!(
-                "provider {} ({}) has no native tool calls",
-                f.provider.name,
-                model.format.name()
-            ));
-        }
-        format::check_images(
-            messages,
-            model.format.name(),
-            model.images(),
-            &f.provider.name,
-            f.provider.provider.max_image_bytes(),
-        )
-        .err()
-        .map(|e| e.message)
+/// Why fallback `f` cannot carry this request without dropping a part of it, if so.
+fn cannot_carry(
+    f: &Fallback,
+    model: &ModelConfiguration,
+    messages: &[Message],
+    options: &RequestOptions<'_>,
+) -> Option<String> {
+    if let Some(why) = &f.unfit {
+        return Some(why.clone());
     }
+    let native = model.format.spec().native_tools && f.provider.provider.native_tools();
+    if !options.tools.is_empty() && !native {
+        return Some(format!(
+            "provider {} ({}) has no native tool calls",
+            f.provider.name,
+            model.format.name()
+        ));
+    }
+    format::check_images(
+        messages,
+        model.format.name(),
+        model.images(),
+        &f.provider.name,
+        f.provider.provider.max_image_bytes(),
+    )
+    .err()
+    .map(|e| e.message)
 }
 
 /// A fallback's model as the request's model stands: without a forced tool choice when the
 /// agent's round has dropped its own (after the first round of tool calls).
-fn relaxed_like(
+fn relaxed_like<'a>(
     asked: &ModelConfiguration,
-    fallback: Arc<ModelConfiguration>,
-) -> Arc<ModelConfiguration> {
+    fallback: &'a ModelConfiguration,
+) -> Cow<'a, ModelConfiguration> {
     let choice = format::schema::TOOL_CHOICE.name;
     if asked.parameters.contains_key(choice) || !fallback.parameters.contains_key(choice) {
-        return fallback;
+        return Cow::Borrowed(fallback);
     }
-    let mut m = (*fallback).clone();
+    let mut m = fallback.clone();
     m.parameters.remove(choice);
-    Arc::new(m)
+    Cow::Owned(m)
 }
 
 #[cfg(test)]

@@ -1,13 +1,16 @@
-//! The AI agent: one model configuration, one service provider and the conversation history.
+//! The AI agent: its model binding (a model configuration plus its provider, as one value,
+//! in `binding`) and the conversation history.
 //!
-//! `send_prompt` composes the stored history with the new prompt, calls the model, and commits
+//! `send_prompt` takes the agent's binding as it stands, composes the stored history with the new prompt, calls the model, and commits
 //! the turn atomically: the prompt and the reply together on success, nothing on failure; a
 //! system message replaces the stored one. With tools, the turn runs the native tool loop
 //! (`tool_loop`) or the ReAct text loop (`react`) and commits every step with the reply;
-//! each request to the model (middleware, fallbacks, the answer read) is in `request`. The
-//! agent must never talk to a client: it returns outcomes and hands stream deltas to the
+//! each request to the model (middleware, fallbacks, the answer read) is in `request`. Every
+//! step of a turn reads the binding taken at its start, never the agent's: a parameter set
+//! meanwhile swaps in a new binding for the next turn. The agent must never talk to a client: it returns outcomes and hands stream deltas to the
 //! caller's callbacks.
 
+mod binding;
 mod fallback;
 pub(crate) mod react;
 mod request;
@@ -21,18 +24,18 @@ pub(crate) mod tool_loop;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ToolMode;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{self, ModelConfiguration, ModelReply, ResponseSchema};
+use crate::format::{self, ModelReply, ResponseSchema};
 use crate::message::{Message, Role, Usage};
 use crate::middleware::Chain;
-use crate::pricing::{self, Priced};
-use crate::registry::ProviderInstance;
+use crate::pricing;
 use crate::store::{NewMessage, Store};
 
+pub use binding::ModelBinding;
 pub use fallback::Answerer;
 pub(crate) use fallback::Fallback;
 pub use tool_loop::ToolLoop;
@@ -67,6 +70,9 @@ pub(crate) struct Persistence {
 struct History {
     system: Option<Message>,
     messages: Vec<Message>,
+    /// What a handover changed in the history, for the next turn's details (its feature takes
+    /// them before the prompt; a prompt's own lines are its [`Notes`]).
+    handed_over: Vec<String>,
 }
 
 /// A successful prompt.
@@ -135,97 +141,79 @@ struct TurnSteps {
 
 pub struct AIAgent {
     pub(crate) id: String,
-    pub provider: ProviderInstance,
-    /// Shared with running turns; `set_parameter` replaces it, never changes it under them.
-    model: std::sync::Mutex<Arc<ModelConfiguration>>,
+    /// What the next turn runs on; a running turn holds its own `Arc`. `set_parameter` swaps
+    /// in a new one; the lock is held only for that swap or a read, never across an await.
+    binding: std::sync::Mutex<Arc<ModelBinding>>,
     /// Held for the whole of a prompt, so prompts to one agent run one at a time.
     turn: tokio::sync::Mutex<()>,
-    /// The committed history; locked only briefly, never across an await.
+    /// The committed history (and a handover's notes); locked only briefly, never across an
+    /// await.
     history: std::sync::Mutex<History>,
     persistence: Option<Persistence>,
     /// The longest a prompt may take, end to end.
     pub(crate) timeout: Option<Duration>,
     /// Run on the messages of every request (and on each reply); never on the history.
     pub(crate) middleware: Chain,
-    /// The JSON Schema every reply must match unless a prompt gives its own (the
-    /// conversation's or its model configuration's `response_schema`).
-    pub(crate) response_schema: Option<Arc<ResponseSchema>>,
-    /// What a handover changed in the history, for the next turn's details (its feature takes
-    /// them before the prompt; a prompt's own lines are its [`Notes`]).
-    notes: std::sync::Mutex<Vec<String>>,
-    /// The model's price, when one is known (from `[pricing]` or the built-in table).
-    pub(crate) price: Option<Priced>,
-    /// The agents tried in order when this one's provider fails before answering.
-    pub(crate) fallbacks: Vec<Fallback>,
 }
 
 impl AIAgent {
     pub(crate) fn new(
         id: String,
-        provider: ProviderInstance,
-        model: ModelConfiguration,
+        binding: ModelBinding,
         persistence: Option<Persistence>,
         system: Option<Message>,
         messages: Vec<Message>,
     ) -> AIAgent {
         AIAgent {
             id,
-            provider,
-            model: std::sync::Mutex::new(Arc::new(model)),
+            binding: std::sync::Mutex::new(Arc::new(binding)),
             turn: tokio::sync::Mutex::new(()),
-            history: std::sync::Mutex::new(History { system, messages }),
+            history: std::sync::Mutex::new(History {
+                system,
+                messages,
+                handed_over: Vec::new(),
+            }),
             persistence,
             timeout: None,
             middleware: Chain::default(),
-            response_schema: None,
-            notes: std::sync::Mutex::new(Vec::new()),
-            price: None,
-            fallbacks: Vec::new(),
         }
     }
 
     /// Keeps lines for the details of the next turn (its feature takes them).
     pub(crate) fn add_notes(&self, notes: impl IntoIterator<Item = String>) {
-        if let Ok(mut n) = self.notes.lock() {
-            n.extend(notes);
+        if let Ok(mut h) = self.history.lock() {
+            h.handed_over.extend(notes);
         }
     }
 
     /// The lines kept for this turn's details; the next turn starts with none.
     pub(crate) fn take_notes(&self) -> Vec<String> {
-        self.notes
+        self.history
             .lock()
-            .map(|mut n| std::mem::take(&mut *n))
+            .map(|mut h| std::mem::take(&mut h.handed_over))
             .unwrap_or_default()
     }
 
-    pub fn model(&self) -> Result<Arc<ModelConfiguration>> {
-        Ok(self
-            .model
+    /// What the next turn runs on: its model configuration, provider, price, response schema
+    /// and fallbacks, as they stand now (a value: a later `set_parameter` does not change it).
+    pub fn binding(&self) -> Arc<ModelBinding> {
+        // Only ever swapped whole: a poisoned lock still holds a whole binding.
+        self.binding
             .lock()
-            .map_err(|_| Error::internal("agent lock poisoned"))?
-            .clone())
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
-    /// The format and model id of this agent.
-    pub fn model_info(&self) -> Result<(&'static str, String, Map<String, Value>)> {
-        let m = self.model()?;
-        Ok((m.format.name(), m.model.clone(), m.parameters.clone()))
-    }
-
-    /// Changes a parameter of this agent's model configuration (and remembers it in the store).
+    /// Changes a parameter of this agent's model configuration (and remembers it in the store):
+    /// the turns after run on a new binding; a running one keeps its own.
     pub fn set_parameter(&self, name: &str, value: Value) -> Result<()> {
         let params = {
-            let mut m = self
-                .model
-                .lock()
-                .map_err(|_| Error::internal("agent lock poisoned"))?;
-            Arc::make_mut(&mut *m).set_parameter(name, value.clone())?;
-            m.parameters.clone()
+            let mut current = self.binding.lock().unwrap_or_else(|p| p.into_inner());
+            let next = current.with_parameter(name, value)?;
+            let params = next.model.parameters.clone();
+            *current = Arc::new(next);
+            params
         };
-        for f in &self.fallbacks {
-            f.set_parameter(name, value.clone());
-        }
         if let Some(p) = &self.persistence {
             p.store.update_parameters(&p.conversation_id, &params)?;
         }
@@ -286,11 +274,13 @@ impl AIAgent {
         tools: Option<&ToolLoop<'_>>,
         schema: Option<&ResponseSchema>,
     ) -> Result<PromptOutcome> {
-        let schema = schema.or(self.response_schema.as_deref());
         let _turn = tokio::select! {
             t = self.turn.lock() => t,
             _ = cancel.cancelled() => return Err(Error::cancelled()),
         };
+        // The turn's one binding: every step below reads it, never the agent's.
+        let binding = self.binding();
+        let schema = schema.or(binding.response_schema.as_deref());
         let mut system = None;
         let mut new_messages = Vec::new();
         for m in prompt {
@@ -315,14 +305,13 @@ impl AIAgent {
             full
         };
 
-        let model = self.model()?;
         let react = match tools {
-            Some(t) if !t.specs.is_empty() => self.choose_react(&model, t)?,
+            Some(t) if !t.specs.is_empty() => choose_react(&binding, t)?,
             _ => None,
         };
         if self.middleware.is_empty() {
             // Refused before anything is sent; with middleware, after it ran (`call_model`).
-            self.check_images(&model, &new_messages)?;
+            Self::check_images(&binding, &new_messages)?;
         }
         if react.is_some() && schema.is_some() {
             return Err(Error::invalid_params(
@@ -334,16 +323,16 @@ impl AIAgent {
         self.take_notes();
         let notes = Notes::default();
         if let Some(schema) = schema {
-            notes.add(model.format.schema_notes(schema));
+            notes.add(binding.model.format.schema_notes(schema));
         }
         let started = Instant::now();
         let turn = async {
             match tools {
                 Some(t) if react.is_some() => {
-                    self.react_turn(&model, &full, on_delta, t, &notes).await
+                    self.react_turn(&binding, &full, on_delta, t, &notes).await
                 }
                 _ => {
-                    self.native_turn(&model, &full, on_delta, tools, schema, &notes)
+                    self.native_turn(&binding, &full, on_delta, tools, schema, &notes)
                         .await
                 }
             }
@@ -356,7 +345,7 @@ impl AIAgent {
                         ErrorKind::Timeout,
                         format!(
                             "{}: no complete answer within {limit:.0?}",
-                            self.provider.name
+                            binding.provider.name
                         ),
                     )
                 })?,
@@ -438,33 +427,30 @@ impl AIAgent {
             reasoning,
         })
     }
+}
 
-    /// Whether this turn's tools go through ReAct, and why (`None`: native tool calls). Auto
-    /// mode uses native calls when the provider honours them and the format has them.
-    fn choose_react(
-        &self,
-        model: &ModelConfiguration,
-        tools: &ToolLoop<'_>,
-    ) -> Result<Option<String>> {
-        let provider = &self.provider.name;
-        let native = model.format.spec().native_tools;
-        match tools.mode {
-            ToolMode::React => Ok(Some("[features.tools] mode = \"react\"".to_string())),
-            ToolMode::Native if !native => Err(format::no_native_tools(model.format.name())),
-            // Tools offered to a provider that ignores them would be dropped silently.
-            ToolMode::Native if !self.provider.provider.native_tools() => {
-                Err(Error::invalid_params(format!(
-                    "provider {provider} ({}) does not run native tool calls",
-                    self.provider.provider.kind()
-                )))
-            }
-            ToolMode::Native => Ok(None),
-            ToolMode::Auto if !self.provider.provider.native_tools() => Ok(Some(format!(
-                "provider {provider} ({}) does not run native tool calls",
-                self.provider.provider.kind()
-            ))),
-            ToolMode::Auto if native => Ok(None),
-            ToolMode::Auto => Ok(Some(format::no_native_tools(model.format.name()).message)),
+/// Whether a turn's tools go through ReAct on `binding`, and why (`None`: native tool calls).
+/// Auto mode uses native calls when the provider honours them and the format has them.
+fn choose_react(binding: &ModelBinding, tools: &ToolLoop<'_>) -> Result<Option<String>> {
+    let (provider, model) = (&binding.provider, &binding.model);
+    let name = &provider.name;
+    let native = model.format.spec().native_tools;
+    match tools.mode {
+        ToolMode::React => Ok(Some("[features.tools] mode = \"react\"".to_string())),
+        ToolMode::Native if !native => Err(format::no_native_tools(model.format.name())),
+        // Tools offered to a provider that ignores them would be dropped silently.
+        ToolMode::Native if !provider.provider.native_tools() => {
+            Err(Error::invalid_params(format!(
+                "provider {name} ({}) does not run native tool calls",
+                provider.provider.kind()
+            )))
         }
+        ToolMode::Native => Ok(None),
+        ToolMode::Auto if !provider.provider.native_tools() => Ok(Some(format!(
+            "provider {name} ({}) does not run native tool calls",
+            provider.provider.kind()
+        ))),
+        ToolMode::Auto if native => Ok(None),
+        ToolMode::Auto => Ok(Some(format::no_native_tools(model.format.name()).message)),
     }
 }

@@ -8,7 +8,7 @@
 
 use futures::StreamExt;
 
-use super::{AIAgent, Answerer, Delta, Notes, OnDelta};
+use super::{AIAgent, Answerer, Delta, ModelBinding, Notes, OnDelta};
 use crate::error::{Error, Result};
 use crate::format::{
     self, ModelConfiguration, ModelReply, ModelRequest, RequestOptions, ToolCallDelta,
@@ -20,18 +20,16 @@ use crate::redact::StreamMask;
 use crate::registry::ProviderInstance;
 
 impl AIAgent {
-    /// Refuses images the model cannot take, saying which middleware would turn them to text.
-    pub(super) fn check_images(
-        &self,
-        model: &ModelConfiguration,
-        messages: &[Message],
-    ) -> Result<()> {
+    /// Refuses images the binding's model cannot take, saying which middleware would turn
+    /// them to text.
+    pub(super) fn check_images(binding: &ModelBinding, messages: &[Message]) -> Result<()> {
+        let model = &binding.model;
         format::check_images(
             messages,
             model.format.name(),
             model.images(),
-            &self.provider.name,
-            self.provider.provider.max_image_bytes(),
+            &binding.provider.name,
+            binding.provider.provider.max_image_bytes(),
         )
         .map_err(|e| match e.message.contains("cannot take images") {
             true => Error::new(e.kind, format!("{}{}", e.message, middleware::image_hint())),
@@ -52,6 +50,7 @@ impl AIAgent {
     /// The messages one request sends: `messages` through the middleware, its notes kept.
     async fn through_middleware<'m>(
         &self,
+        binding: &ModelBinding,
         model: &ModelConfiguration,
         messages: &'m [Message],
         noted: &Notes,
@@ -66,15 +65,18 @@ impl AIAgent {
             .await;
         noted.add(notes);
         let sent = sent?;
-        self.check_images(model, &sent)?;
+        Self::check_images(binding, &sent)?;
         Ok(std::borrow::Cow::Owned(sent))
     }
 
-    /// One request to the model, streamed through `on_delta` when given (an event's reasoning
-    /// before its text); pieces of streamed tool calls go to `on_call` when given. The reply
-    /// comes with who answered it.
+    /// One request of a turn on `binding`, with `model` (the binding's, as this round asks
+    /// it), streamed through `on_delta` when given (an event's reasoning before its text);
+    /// pieces of streamed tool calls go to `on_call` when given. The reply comes with who
+    /// answered it.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn call_model(
         &self,
+        binding: &ModelBinding,
         model: &ModelConfiguration,
         messages: &[Message],
         options: &RequestOptions<'_>,
@@ -82,9 +84,11 @@ impl AIAgent {
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
         noted: &Notes,
     ) -> Result<(ModelReply, Answerer)> {
-        let messages = self.through_middleware(model, messages, noted).await?;
+        let messages = self
+            .through_middleware(binding, model, messages, noted)
+            .await?;
         let (mut reply, answerer) = self
-            .send_with_fallbacks(model, &messages, options, on_delta, on_call, noted)
+            .send_with_fallbacks(binding, model, &messages, options, on_delta, on_call, noted)
             .await?;
         if !self.middleware.is_empty() {
             let mut notes = Vec::new();

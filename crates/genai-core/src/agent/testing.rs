@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Map;
 
-use super::{AIAgent, Persistence};
+use super::{AIAgent, ModelBinding, Persistence};
 use crate::format::{openai_chat::OpenAiChat, ModelConfiguration};
 use crate::message::Message;
 pub(crate) use crate::provider::scripted::*;
@@ -56,8 +56,7 @@ pub(crate) fn agent(
     };
     AIAgent::new(
         "a1".into(),
-        provider,
-        ModelConfiguration::new(&OpenAiChat, "m"),
+        ModelBinding::new(provider, ModelConfiguration::new(&OpenAiChat, "m")),
         persistence,
         system,
         messages,
@@ -73,7 +72,8 @@ pub(crate) fn with_fallback(
     provider: Arc<ScriptedProvider>,
     model: &str,
 ) {
-    agent.fallbacks.push(super::Fallback::new(
+    let binding = agent.binding.get_mut().expect("a binding");
+    Arc::make_mut(binding).fallbacks.push(super::Fallback::new(
         name.into(),
         ProviderInstance {
             name: instance.into(),

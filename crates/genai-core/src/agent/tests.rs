@@ -498,3 +498,38 @@ async fn a_failed_prompts_notes_end_with_it_and_never_reach_the_next_turns_detai
         next.notes
     );
 }
+
+#[tokio::test]
+async fn a_parameter_set_during_a_turn_changes_the_turns_after_it_not_that_one() {
+    let provider = ScriptedProvider::new(vec![
+        calls_body(&[("c1", "add", json!({"a": 1, "b": 2}))]),
+        text_body("3"),
+        text_body("again"),
+    ]);
+    let a = agent(provider.clone(), None, None, vec![]);
+    let before = a.binding();
+    // The tools of the first round set a parameter while the turn runs.
+    let runner = Runner::new(None);
+    let run = |calls: Vec<(String, String, Value)>| {
+        a.set_parameter("temperature", json!(0.5)).unwrap();
+        runner.run(calls)
+    };
+    ask_sum(&a, &tool_loop(&run, 4, ToolMode::Native)).await;
+    a.send_prompt(
+        vec![Message::user("again")],
+        None,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let bodies = provider.bodies();
+    assert_eq!(
+        bodies[1]["temperature"],
+        Value::Null,
+        "the running turn's binding"
+    );
+    assert_eq!(bodies[2]["temperature"], json!(0.5), "the next turn's");
+    // A binding taken is a value: the parameter set made a new one.
+    assert!(!before.model.parameters.contains_key("temperature"));
+    assert_eq!(a.binding().model.parameters["temperature"], json!(0.5));
+}

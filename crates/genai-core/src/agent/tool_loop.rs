@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::structured;
-use super::{AIAgent, Answerer, Notes, OnDelta, TurnSteps};
+use super::{AIAgent, Answerer, ModelBinding, Notes, OnDelta, TurnSteps};
 use crate::config::ToolMode;
 use crate::error::Result;
 use crate::format::{
@@ -23,7 +23,7 @@ impl AIAgent {
     /// `on_delta` gets the checked JSON whole.
     pub(super) async fn native_turn(
         &self,
-        model: &ModelConfiguration,
+        binding: &ModelBinding,
         full: &[Message],
         on_delta: Option<OnDelta<'_>>,
         tools: Option<&ToolLoop<'_>>,
@@ -32,6 +32,7 @@ impl AIAgent {
     ) -> Result<TurnSteps> {
         let mut rounds = Rounds::default();
         let streamed = on_delta.filter(|_| schema.is_none());
+        let model = &binding.model;
         // A forced call (`tool_choice` required or a tool's name) is forced in the first round
         // only: after calls, the model decides, or it could never answer.
         let relaxed = forced_choice(model).then(|| {
@@ -53,7 +54,9 @@ impl AIAgent {
                 schema,
             };
             let (mut reply, answerer) = self
-                .call_model(model, &messages, &options, streamed, on_call, notes)
+                .call_model(
+                    binding, model, &messages, &options, streamed, on_call, notes,
+                )
                 .await?;
             rounds.count_usage(reply.usage);
             let answered = schema.is_some_and(|s| s.answered_by_tool(&reply.message));

@@ -41,7 +41,7 @@ impl Feature for Assistant {
             .await;
         if sent.is_err() {
             // An answer names the provider that answered; a failure the one asked.
-            let provider = &turn.agent.provider;
+            let provider = &turn.agent.binding().provider;
             detailed.insert(
                 0,
                 format!("provider: {} ({})", provider.name, provider.kind),

@@ -90,13 +90,9 @@ impl Framework {
     /// with the conversation; answers the mode in force (a project file may hold it lower).
     pub fn set_permission_mode(&self, id: &str, mode: Mode) -> Result<Mode> {
         let guard = self
-            .conversations
-            .lock()
-            .map_err(|_| super::poisoned())?
-            .get(id)
+            .running
+            .conversation(id, |c| c.guard.clone())?
             .ok_or_else(|| super::unknown_conversation(id))?
-            .guard
-            .clone()
             .ok_or_else(|| {
                 Error::invalid_params(format!(
                     "conversation {id} calls no tools, so it has no permission mode"
@@ -111,8 +107,8 @@ impl Framework {
 
     /// The permission mode of an open conversation that takes tools.
     pub fn permission_mode(&self, id: &str) -> Option<Mode> {
-        let conversations = self.conversations.lock().ok()?;
-        Some(conversations.get(id)?.guard.as_ref()?.mode())
+        let mode = |c: &super::conversation::Conversation| c.guard.as_ref().map(|g| g.mode());
+        self.running.conversation(id, mode).ok()??
     }
 
     /// The permission flags a stored conversation was opened with (none when it has none,

@@ -1,7 +1,7 @@
-//! The agents the core runs: each built from a selection (its provider and model, middleware,
-//! response schema, price and fallbacks), and kept by id while its conversation is open, made
-//! alone outside any conversation, or made for one request of a client that keeps the history
-//! itself (the gateway's) and kept nowhere.
+//! The agents the core runs: each built from a selection (its model binding — provider, model,
+//! price, response schema, fallbacks — and its middleware), kept by id (in `running`) while
+//! its conversation is open, made alone outside any conversation, or made for one request of a
+//! client that keeps the history itself (the gateway's) and kept nowhere.
 //!
 //! It must never choose a provider or a model itself (`crate::select` does) nor run a turn.
 
@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{new_id, poisoned, Framework};
-use crate::agent::{AIAgent, Persistence};
+use super::{new_id, Framework};
+use crate::agent::{AIAgent, ModelBinding, Persistence};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ModelConfiguration;
 use crate::message::Message;
@@ -53,10 +53,7 @@ impl Framework {
         history: Vec<Message>,
     ) -> Result<Arc<AIAgent>> {
         let agent = Arc::new(self.make_agent(sel, params, persistence, system, history)?);
-        self.agents
-            .lock()
-            .map_err(|_| poisoned())?
-            .insert(agent.id.clone(), agent.clone());
+        self.running.add_agent(agent.clone())?;
         Ok(agent)
     }
 
@@ -94,7 +91,8 @@ impl Framework {
         Ok((provider, model))
     }
 
-    /// An agent of `sel` on this provider and model configuration; its fallbacks get `params`.
+    /// An agent of `sel` on this provider and model configuration (its binding, with the
+    /// price, response schema and fallbacks of `sel`); its fallbacks get `params`.
     #[allow(clippy::too_many_arguments)]
     fn agent_on(
         self: &Arc<Self>,
@@ -106,13 +104,15 @@ impl Framework {
         system: Option<Message>,
         history: Vec<Message>,
     ) -> Result<AIAgent> {
-        let price = self.price_of(&provider, &model.model);
-        let mut agent = AIAgent::new(new_id(), provider, model, persistence, system, history);
+        let binding = ModelBinding {
+            price: self.price_of(&provider, &model.model),
+            response_schema: self.selector().response_schema(sel)?.map(Arc::new),
+            fallbacks: self.fallbacks(sel, params)?,
+            ..ModelBinding::new(provider, model)
+        };
+        let mut agent = AIAgent::new(new_id(), binding, persistence, system, history);
         agent.timeout = self.prompt_timeout;
         agent.middleware = self.middleware_chain(sel)?;
-        agent.response_schema = self.selector().response_schema(sel)?.map(Arc::new);
-        agent.price = price;
-        agent.fallbacks = self.fallbacks(sel, params)?;
         Ok(agent)
     }
 
@@ -146,7 +146,7 @@ impl Framework {
                 None,
             )?;
             let price = self.price_of(&provider, &model.model);
-            let f = crate::agent::Fallback::new(name.clone(), provider, model, price);
+            let mut f = crate::agent::Fallback::new(name.clone(), provider, model, price);
             for (k, v) in params.into_iter().flatten() {
                 f.set_parameter(k, v.clone());
             }
@@ -194,23 +194,16 @@ impl Framework {
     }
 
     pub fn agent(&self, id: &str) -> Result<Arc<AIAgent>> {
-        self.agents
-            .lock()
-            .map_err(|_| poisoned())?
-            .get(id)
-            .cloned()
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::UnknownAgent,
-                    format!("no agent {id} (agents live while their conversation is open)"),
-                )
-            })
+        self.running.agent(id)?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::UnknownAgent,
+                format!("no agent {id} (agents live while their conversation is open)"),
+            )
+        })
     }
 
     pub(super) fn forget_agent(&self, id: &str) {
-        if let Ok(mut a) = self.agents.lock() {
-            a.remove(id);
-        }
+        let _ = self.running.remove_agent(id);
     }
 
     /// An agent outside any conversation (its history lives in memory only).
@@ -227,22 +220,11 @@ impl Framework {
     }
 
     pub fn remove_agent(&self, id: &str) -> Result<bool> {
-        let owned = self
-            .conversations
-            .lock()
-            .map_err(|_| poisoned())?
-            .values()
-            .any(|c| c.agent.id == id);
-        if owned {
+        if self.running.conversation_of_agent(id, |_| ())?.is_some() {
             return Err(Error::invalid_params(
                 "this agent belongs to an open conversation: use RemoveConversation",
             ));
         }
-        Ok(self
-            .agents
-            .lock()
-            .map_err(|_| poisoned())?
-            .remove(id)
-            .is_some())
+        self.running.remove_agent(id)
     }
 }

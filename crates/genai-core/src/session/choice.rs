@@ -31,14 +31,15 @@ impl Framework {
         mcp_servers: &BTreeMap<String, McpServerConfig>,
         port: Arc<dyn ClientPort>,
     ) -> Result<OpenConversation> {
-        {
-            let convs = self.conversations.lock().map_err(|_| poisoned())?;
-            let conv = convs.get(id).ok_or_else(|| unknown_conversation(id))?;
-            if conv.running.lock().map_err(|_| poisoned())?.is_some() {
-                return Err(Error::invalid_params(
-                    "a turn is running: change the model or the feature once it is over",
-                ));
-            }
+        let busy = self
+            .running
+            .conversation(id, |c| c.running.lock().map(|r| r.is_some()).ok())?
+            .ok_or_else(|| unknown_conversation(id))?
+            .ok_or_else(poisoned)?;
+        if busy {
+            return Err(Error::invalid_params(
+                "a turn is running: change the model or the feature once it is over",
+            ));
         }
         let mut rec = self.store.conversation(id)?.ok_or_else(|| {
             Error::new(
@@ -60,9 +61,8 @@ impl Framework {
         if let Some(model) = &choice.model {
             let sel = self.selector().select(model)?;
             let agent = self.build_agent(&sel, None, None, None, Vec::new())?;
-            let info = agent.model_info();
+            let (format, model, parameters) = agent.binding().model_info();
             self.forget_agent(&agent.id);
-            let (format, model, parameters) = info?;
             rec.provider = sel.provider;
             rec.model_configuration = sel.model_configuration;
             rec.format = format.to_string();

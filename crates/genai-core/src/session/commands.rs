@@ -235,8 +235,8 @@ impl Framework {
     /// The folder a conversation works in (where it was started): an open one's, else the
     /// stored one's, when it has one.
     pub fn conversation_cwd(&self, id: &str) -> Option<std::path::PathBuf> {
-        if let Some(c) = self.conversations.lock().ok()?.get(id) {
-            return c.cwd.as_ref().map(std::path::PathBuf::from);
+        if let Some(cwd) = self.running.conversation(id, |c| c.cwd.clone()).ok()? {
+            return cwd.map(std::path::PathBuf::from);
         }
         let record = self.store.conversation(id).ok().flatten()?;
         record.cwd.map(std::path::PathBuf::from)

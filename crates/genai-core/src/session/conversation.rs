@@ -70,7 +70,7 @@ impl Framework {
         port: Arc<dyn ClientPort>,
         (service_provider, cwd): (String, Option<String>),
     ) -> Result<OpenConversation> {
-        let (format, model, _) = agent.model_info()?;
+        let (format, model, _) = agent.binding().model_info();
         let opened = OpenConversation {
             conversation_id: id.clone(),
             agent_id: agent.id.clone(),
@@ -100,11 +100,8 @@ impl Framework {
             guard: feature.guard(),
             cwd,
         };
-        self.conversations
-            .lock()
-            .map_err(|_| poisoned())?
-            .insert(id.clone(), conv);
-        let inflight = self.inflight.clone();
+        self.running.add_conversation(id.clone(), conv)?;
+        let running_work = self.running.clone();
         tokio::spawn(async move {
             while let Some(queued) = rx.recv().await {
                 let Queued {
@@ -145,7 +142,7 @@ impl Framework {
                     tracing::warn!(conversation = %id, turn = %turn_id, kind = e.kind.as_str(), "turn failed: {}", e.message);
                 }
                 port.turn_event(&turn_ref, TurnEvent::Done(outcome));
-                inflight.send_modify(|n| *n = n.saturating_sub(1));
+                running_work.end();
             }
         });
         Ok(opened)
@@ -202,34 +199,35 @@ impl Framework {
         if blank {
             return Err(Error::invalid_params("the message is empty"));
         }
-        let convs = self.conversations.lock().map_err(|_| poisoned())?;
-        let conv = convs
-            .get(conversation_id)
-            .ok_or_else(|| unknown_conversation(conversation_id))?;
-        let turn_id = super::new_id();
-        let cancel = conv.closed.child_token();
-        if let Some(tx) = watcher {
-            // Before the turn is queued, so that the stream misses none of its events.
-            conv.watchers
-                .lock()
-                .map_err(|_| poisoned())?
-                .insert(turn_id.clone(), tx);
-        }
-        self.inflight.send_modify(|n| *n += 1);
-        let queued = Queued {
-            turn_id: turn_id.clone(),
-            message,
-            response_schema: schema.map(Arc::new),
-            cancel: cancel.clone(),
-        };
-        if conv.queue.send(queued).is_err() {
-            self.inflight.send_modify(|n| *n = n.saturating_sub(1));
-            if let Ok(mut w) = conv.watchers.lock() {
-                w.remove(&turn_id);
+        let queue = |conv: &Conversation| {
+            let turn_id = super::new_id();
+            let cancel = conv.closed.child_token();
+            if let Some(tx) = watcher {
+                // Before the turn is queued, so that the stream misses none of its events.
+                conv.watchers
+                    .lock()
+                    .map_err(|_| poisoned())?
+                    .insert(turn_id.clone(), tx);
             }
-            return Err(unknown_conversation(conversation_id));
-        }
-        Ok((turn_id, cancel))
+            self.running.begin();
+            let queued = Queued {
+                turn_id: turn_id.clone(),
+                message,
+                response_schema: schema.map(Arc::new),
+                cancel: cancel.clone(),
+            };
+            if conv.queue.send(queued).is_err() {
+                self.running.end();
+                if let Ok(mut w) = conv.watchers.lock() {
+                    w.remove(&turn_id);
+                }
+                return Err(unknown_conversation(conversation_id));
+            }
+            Ok((turn_id, cancel))
+        };
+        self.running
+            .conversation(conversation_id, queue)?
+            .unwrap_or_else(|| Err(unknown_conversation(conversation_id)))
     }
 
     /// Cancels a running turn or prompt; false when nothing ran under that id.
@@ -244,21 +242,17 @@ impl Framework {
         }
         let mut cancelled = false;
         if let Some(req) = &target.request_id {
-            if let Some(t) = self.prompts.lock().map_err(|_| poisoned())?.get(req) {
-                t.cancel();
-                cancelled = true;
+            cancelled = self.running.cancel_prompt(req)?;
+        }
+        if let Some(cid) = &target.conversation_id {
+            if self.running.conversation(cid, |_| ())?.is_none() {
+                return Err(unknown_conversation(cid));
             }
         }
         if target.conversation_id.is_some() || target.turn_id.is_some() {
-            let convs = self.conversations.lock().map_err(|_| poisoned())?;
-            if let Some(cid) = &target.conversation_id {
-                if !convs.contains_key(cid) {
-                    return Err(unknown_conversation(cid));
-                }
-            }
-            for (cid, conv) in convs.iter() {
+            self.running.each_conversation(|cid, conv| {
                 if target.conversation_id.as_ref().is_some_and(|c| c != cid) {
-                    continue;
+                    return Ok(());
                 }
                 if let Some((turn, token)) = conv.running.lock().map_err(|_| poisoned())?.as_ref() {
                     if target.turn_id.as_ref().is_none_or(|t| t == turn) {
@@ -266,7 +260,8 @@ impl Framework {
                         cancelled = true;
                     }
                 }
-            }
+                Ok(())
+            })?;
         }
         Ok(cancelled)
     }

@@ -148,12 +148,7 @@ impl Framework {
                 conversation_id: cid.clone(),
                 turn_id: waiting.turn_id.clone(),
             };
-            let port = self
-                .conversations
-                .lock()
-                .map_err(|_| poisoned())?
-                .get(&cid)
-                .map(|c| c.port.clone());
+            let port = self.running.conversation(&cid, |c| c.port.clone())?;
             if let Some(port) = port {
                 port.turn_event(
                     &turn,

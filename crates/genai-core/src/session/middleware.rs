@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::{new_id, Framework};
-use crate::agent::AIAgent;
+use crate::agent::{AIAgent, ModelBinding};
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::ClientPort;
 use crate::message::Message;
@@ -111,7 +111,8 @@ impl Framework {
             sel.model.as_deref(),
             None,
         )?;
-        let mut agent = AIAgent::new(new_id(), provider, model, None, None, Vec::new());
+        let binding = ModelBinding::new(provider, model);
+        let mut agent = AIAgent::new(new_id(), binding, None, None, Vec::new());
         agent.timeout = self.prompt_timeout;
         Ok(agent)
     }

@@ -6,7 +6,8 @@
 //! good with no committed turn leaves the history); their agents are built in `agents`, the
 //! conversation task (queue, order, cancel) is in `conversation`, following one turn to its
 //! end ([`TurnStream`]) in `turn_stream`, changing an open one's feature or model in `choice`,
-//! prompts to agents in `prompts`, fill-in-the-middle completion in `infill`, the clients
+//! prompts to agents in `prompts`, fill-in-the-middle completion in `infill`, the tables of
+//! what runs (open conversations, agents, prompts, work in flight) in `running`, the clients
 //! hosting features and middleware in `hosted`, and every rule of which model runs in
 //! `crate::select`. It must never speak a wire format: front-ends translate for it.
 
@@ -22,20 +23,20 @@ mod middleware;
 mod prompts;
 mod queries;
 mod resume;
+mod running;
 mod turn_stream;
 
 pub use acting::PermissionFlags;
 pub use agents::RequestModel;
 pub use commands::{command_conversation, mcp_command_name};
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 
-use crate::agent::{AIAgent, Persistence};
+use crate::agent::Persistence;
 use crate::config::{Config, McpServerConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::feature::port::ClientPort;
@@ -45,7 +46,6 @@ use crate::select::{ModelChoice, Selector};
 use crate::store::{now_ms, Store};
 use crate::tools::toolbox::Toolbox;
 pub use choice::Choice;
-use conversation::Conversation;
 use genai_protocol::listings::ConversationRecord;
 pub use hosted::FeatureReply;
 pub use turn_stream::TurnStream;
@@ -102,16 +102,12 @@ pub struct Framework {
     registry: Registry,
     config: Config,
     store: Arc<Store>,
-    conversations: Mutex<HashMap<String, Conversation>>,
-    agents: Mutex<HashMap<String, Arc<AIAgent>>>,
-    /// Running prompts by request id.
-    prompts: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    /// The open conversations, the agents, the running prompts, the work in flight.
+    running: Arc<running::Running>,
     /// The clients hosting features and middleware.
     hosts: hosted::Hosts,
     /// The longest one prompt may take (`genai ask --timeout`).
     prompt_timeout: Option<Duration>,
-    /// How many turns and prompts are queued or running.
-    inflight: Arc<tokio::sync::watch::Sender<usize>>,
     /// The plugin modules and MCP servers of the config.
     toolbox: Arc<Toolbox>,
     /// What helper agents wrote for middleware (image descriptions, summaries).
@@ -152,12 +148,9 @@ impl Framework {
             registry,
             config,
             store,
-            conversations: Mutex::new(HashMap::new()),
-            agents: Mutex::new(HashMap::new()),
-            prompts: Arc::new(Mutex::new(HashMap::new())),
+            running: Arc::default(),
             hosts: hosted::Hosts::default(),
             prompt_timeout: None,
-            inflight: Arc::new(tokio::sync::watch::channel(0).0),
             texts: Arc::new(Default::default()),
             prices,
             home: None,
@@ -180,19 +173,13 @@ impl Framework {
 
     /// Waits until no turn or prompt is queued or running.
     pub async fn idle(&self) {
-        let mut rx = self.inflight.subscribe();
-        let _ = rx.wait_for(|n| *n == 0).await;
+        self.running.idle().await;
     }
 
     /// Cancels every queued and running turn and every prompt (each still ends with its final
     /// event); used at shutdown.
     pub fn cancel_all(&self) {
-        if let Ok(convs) = self.conversations.lock() {
-            convs.values().for_each(|c| c.closed.cancel());
-        }
-        if let Ok(p) = self.prompts.lock() {
-            p.values().for_each(CancellationToken::cancel);
-        }
+        self.running.cancel_all();
     }
 
     /// The tool sources of a conversation: the config's, and beside them (enabled) the MCP
@@ -303,7 +290,7 @@ impl Framework {
             None,
             Vec::new(),
         )?;
-        let (format, model, parameters) = agent.model_info()?;
+        let (format, model, parameters) = agent.binding().model_info();
         if !spec.ephemeral {
             let now = now_ms();
             let rec = ConversationRecord {
@@ -356,12 +343,7 @@ impl Framework {
 
     /// An open conversation's id, or a stored one's from its id or unique prefix.
     pub fn resolve_conversation(&self, id_or_prefix: &str) -> Result<String> {
-        if self
-            .conversations
-            .lock()
-            .map_err(|_| poisoned())?
-            .contains_key(id_or_prefix)
-        {
+        if self.running.conversation(id_or_prefix, |_| ())?.is_some() {
             return Ok(id_or_prefix.to_string());
         }
         self.store.resolve_id(id_or_prefix)
@@ -369,12 +351,7 @@ impl Framework {
 
     /// Closes a conversation: its running turn is cancelled and its task ends.
     pub fn remove_conversation(&self, id: &str) -> Result<bool> {
-        let conv = self
-            .conversations
-            .lock()
-            .map_err(|_| poisoned())?
-            .remove(id);
-        Ok(match conv {
+        Ok(match self.running.remove_conversation(id)? {
             Some(c) => {
                 c.closed.cancel();
                 self.forget_agent(&c.agent.id);
@@ -397,9 +374,8 @@ impl Framework {
     /// turns have ended: the end of a process. A history that fails here is only logged: what
     /// it keeps is an empty conversation, which listings do not show.
     pub fn close_all(&self) {
-        let ids: Vec<String> = match self.conversations.lock() {
-            Ok(c) => c.keys().cloned().collect(),
-            Err(_) => return,
+        let Ok(ids) = self.running.conversation_ids() else {
+            return;
         };
         for id in ids {
             if let Err(e) = self.close_conversation(&id) {
@@ -421,17 +397,14 @@ impl Framework {
     /// The tool sources of an open conversation (the config's, with the MCP servers its
     /// client brought).
     pub fn toolbox_of(&self, id: &str) -> Result<Arc<Toolbox>> {
-        self.conversations
-            .lock()
-            .map_err(|_| poisoned())?
-            .get(id)
-            .map(|c| c.toolbox.clone())
+        self.running
+            .conversation(id, |c| c.toolbox.clone())?
             .ok_or_else(|| unknown_conversation(id))
     }
 
     #[cfg(test)]
     pub(crate) fn open_conversations(&self) -> usize {
-        self.conversations.lock().map(|c| c.len()).unwrap_or(0)
+        self.running.open_conversations()
     }
 }
 

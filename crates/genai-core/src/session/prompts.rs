@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{poisoned, Framework};
+use super::Framework;
 use crate::agent::{Delta, OnDelta};
 use crate::error::{Error, Result};
 use crate::feature::port::{ClientPort, PromptEvent, PromptRef};
@@ -36,30 +36,24 @@ impl Framework {
             return Err(Error::invalid_params("the prompt is empty"));
         }
         let request_id = super::new_id();
-        let turn_token = self
-            .conversations
-            .lock()
-            .map_err(|_| poisoned())?
-            .values()
-            .find(|c| c.agent.id == agent_id)
-            .and_then(|c| {
-                c.running
-                    .lock()
-                    .ok()
-                    .and_then(|r| r.as_ref().map(|(_, t)| t.clone()))
-            });
-        let cancel = turn_token.map(|t| t.child_token()).unwrap_or_default();
-        self.prompts
-            .lock()
-            .map_err(|_| poisoned())?
-            .insert(request_id.clone(), cancel.clone());
-        let prompts = self.prompts.clone();
-        let inflight = self.inflight.clone();
+        let turn_token = self.running.conversation_of_agent(agent_id, |c| {
+            c.running
+                .lock()
+                .ok()
+                .and_then(|r| r.as_ref().map(|(_, t)| t.clone()))
+        })?;
+        let cancel = turn_token
+            .flatten()
+            .map(|t| t.child_token())
+            .unwrap_or_default();
+        self.running
+            .add_prompt(request_id.clone(), cancel.clone())?;
+        let running = self.running.clone();
         let id = PromptRef {
             agent_id: agent.id.clone(),
             request_id: request_id.clone(),
         };
-        inflight.send_modify(|n| *n += 1);
+        running.begin();
         tokio::spawn(async move {
             let (worker_port, worker_id) = (port.clone(), id.clone());
             // The prompt runs in its own task so that a panic still ends it with `Done`.
@@ -82,11 +76,9 @@ impl Framework {
             let result = work
                 .await
                 .unwrap_or_else(|e| Err(Error::internal(format!("the prompt failed: {e}"))));
-            if let Ok(mut p) = prompts.lock() {
-                p.remove(&id.request_id);
-            }
+            running.remove_prompt(&id.request_id);
             port.prompt_event(&id, PromptEvent::Done(result.map(|o| o.reply)));
-            inflight.send_modify(|n| *n = n.saturating_sub(1));
+            running.end();
         });
         Ok(request_id)
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Map;
 
-use super::{handover, poisoned, unknown_conversation, Framework, OpenConversation};
+use super::{handover, unknown_conversation, Framework, OpenConversation};
 use crate::agent::{AIAgent, Persistence};
 use crate::config::McpServerConfig;
 use crate::error::{Error, ErrorKind, Result};
@@ -40,17 +40,21 @@ impl Framework {
         port: Arc<dyn ClientPort>,
     ) -> Result<OpenConversation> {
         let id = self.resolve_conversation(id_or_prefix)?;
-        if let Some(c) = self.conversations.lock().map_err(|_| poisoned())?.get(&id) {
-            let (format, model, _) = c.agent.model_info()?;
-            return Ok(OpenConversation {
-                conversation_id: id,
+        let open = |c: &super::conversation::Conversation| {
+            let binding = c.agent.binding();
+            let (format, model, _) = binding.model_info();
+            OpenConversation {
+                conversation_id: id.clone(),
                 agent_id: c.agent.id.clone(),
                 feature: c.feature.clone(),
-                service_provider: c.agent.provider.name.clone(),
+                service_provider: binding.provider.name.clone(),
                 format: format.to_string(),
                 model,
                 cwd: c.cwd.clone(),
-            });
+            }
+        };
+        if let Some(open) = self.running.conversation(&id, open)? {
+            return Ok(open);
         }
         let rec = self.store.conversation(&id)?.ok_or_else(|| {
             Error::new(
@@ -89,12 +93,7 @@ impl Framework {
         port: Arc<dyn ClientPort>,
     ) -> Result<(OpenConversation, Vec<String>)> {
         let id = self.resolve_conversation(id_or_prefix)?;
-        if self
-            .conversations
-            .lock()
-            .map_err(|_| poisoned())?
-            .contains_key(&id)
-        {
+        if self.running.conversation(&id, |_| ())?.is_some() {
             return Err(Error::invalid_params(format!(
                 "conversation {id} is open: close it before handing it to another model"
             )));
@@ -113,7 +112,8 @@ impl Framework {
         // Built with no history first, to learn what the new model carries.
         let probe = self.build_agent(&sel, None, None, None, Vec::new())?;
         self.forget_agent(&probe.id);
-        let (format, model, _) = probe.model_info()?;
+        let probe = probe.binding();
+        let (format, model, _) = probe.model_info();
         if probe.provider.name == rec.provider && model == rec.model && format == rec.format {
             return Ok((
                 self.resume_conversation(&id, system_prompt, port)?,
@@ -124,7 +124,7 @@ impl Framework {
             history,
             &handover::Target {
                 format,
-                images: probe.model()?.images(),
+                images: probe.model.images(),
                 provider: &probe.provider.name,
                 max_image_bytes: probe.provider.provider.max_image_bytes(),
                 format_changed: format != rec.format,
@@ -134,9 +134,10 @@ impl Framework {
         let params = (format == rec.format).then_some(&rec.parameters);
         let agent = self.build_agent(&sel, params, persistence, system, history)?;
         agent.add_notes(notes.iter().cloned());
+        let provider = agent.binding().provider.name.clone();
         self.store.switch_model(
             &id,
-            &agent.provider.name,
+            &provider,
             sel.model_configuration.as_deref(),
             format,
             &model,
@@ -144,10 +145,7 @@ impl Framework {
         if params.is_none() {
             self.store.update_parameters(&id, &Map::new())?;
         }
-        let rec = ConversationRecord {
-            provider: agent.provider.name.clone(),
-            ..rec
-        };
+        let rec = ConversationRecord { provider, ..rec };
         let toolbox = self.toolbox_for(&BTreeMap::new())?;
         Ok((
             self.reopen(rec, agent, system_prompt, toolbox, port)?,

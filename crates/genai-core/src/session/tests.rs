@@ -1,6 +1,7 @@
 //! Fast tests of the session over the in-process scripted provider: the conversation queue,
 //! cancellation, commit on success and nothing on failure, and one `Done` per turn.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -15,10 +15,10 @@ use parse::{labels, Label};
 pub(crate) use parse::{parse, Step, StreamFilter};
 
 use super::tool_loop::{Rounds, ToolLoop};
-use super::{AIAgent, Delta, Notes, OnDelta, TurnSteps};
+use super::{AIAgent, Delta, ModelBinding, Notes, OnDelta, TurnSteps};
 use crate::error::Result;
 use crate::format::wire::text_of;
-use crate::format::{ModelConfiguration, RequestOptions, ToolSpec};
+use crate::format::{RequestOptions, ToolSpec};
 use crate::message::{Message, Part, Role};
 
 /// What the model must not write itself: genai writes the observations. A ReAct request adds
@@ -151,7 +151,7 @@ impl AIAgent {
     /// answer reaches `on_delta` and the reply.
     pub(super) async fn react_turn(
         &self,
-        model: &ModelConfiguration,
+        binding: &ModelBinding,
         full: &[Message],
         on_delta: Option<OnDelta<'_>>,
         tools: &ToolLoop<'_>,
@@ -185,7 +185,15 @@ impl AIAgent {
                 schema: None,
             };
             let (mut reply, answerer) = self
-                .call_model(model, &messages, &options, stream_to, None, notes)
+                .call_model(
+                    binding,
+                    &binding.model,
+                    &messages,
+                    &options,
+                    stream_to,
+                    None,
+                    notes,
+                )
                 .await?;
             rounds.count_usage(reply.usage);
             let parsed = parse(&reply.message.text(), &tools.specs);

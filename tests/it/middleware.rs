@@ -269,7 +269,7 @@ fn a_client_hosted_middleware_rewrites_the_prompt_and_its_failure_fails_the_turn
 }
 
 #[test]
-fn a_continued_conversation_keeps_its_agents_middleware() {
+fn a_continued_conversation_keeps_its_agents_middleware_on_another_model_too() {
     let fake = FakeOpenAi::start(0, Behavior::text("Noted.")).unwrap();
     let dirs = crate::support::cli::Folders::new();
     dirs.write_config(&format!(
@@ -296,10 +296,21 @@ kind = "redact"
     };
     ask(&["ask", "-m", "careful", &format!("my key is {KEY}")]);
     ask(&["ask", "-c", &format!("and again {KEY}")]);
+    // Handed over to another model (a model id, no agent): the conversation's middleware
+    // still runs on the turn of the switch and after it.
+    ask(&["ask", "-c", "-m", "corp:other-model", "what did I say?"]);
+    ask(&["ask", "-c", "and now?"]);
     let requests = fake.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(requests.len(), 4);
     for r in &requests {
         assert!(!r.body.to_string().contains(KEY), "{}", r.body);
     }
-    assert!(requests[1].body.to_string().contains("[REDACTED API key]"));
+    for r in &requests[1..] {
+        assert!(
+            r.body.to_string().contains("[REDACTED API key]"),
+            "{}",
+            r.body
+        );
+    }
+    assert_eq!(requests[2].body["model"], "other-model");
 }

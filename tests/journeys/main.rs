@@ -29,6 +29,7 @@ mod keys_and_servers;
 mod local_then_provider;
 mod mistakes;
 mod pipes;
+mod redacted_across_models;
 mod secrets;
 mod serve_page;
 mod terminal_asks;

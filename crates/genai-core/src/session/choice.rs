@@ -59,7 +59,8 @@ impl Framework {
             rec.feature = feature;
         }
         if let Some(model) = &choice.model {
-            let sel = self.selector().select(model)?;
+            let mut sel = self.selector().select(model)?;
+            sel.middleware = self.middleware_across(&rec, &sel)?;
             let agent = self.build_agent(&sel, None, None, None, Vec::new())?;
             let (format, model, parameters) = agent.binding().model_info();
             self.forget_agent(&agent.id);

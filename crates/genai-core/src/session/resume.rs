@@ -130,6 +130,7 @@ impl Framework {
                 format_changed: format != rec.format,
             },
         );
+        sel.middleware = self.middleware_across(&rec, &sel)?;
         // The parameters go over only to the same format (another may not know them).
         let params = (format == rec.format).then_some(&rec.parameters);
         let agent = self.build_agent(&sel, params, persistence, system, history)?;
@@ -151,6 +152,34 @@ impl Framework {
             self.reopen(rec, agent, system_prompt, toolbox, port)?,
             notes,
         ))
+    }
+
+    /// The middleware a stored conversation runs once it goes over to the model of `next`:
+    /// those it ran (its agent's list, else its model configuration's, else `[defaults]`),
+    /// then those `next` adds, stored with it. A switch never drops a middleware that kept
+    /// something from the provider (a `redact` list ran again only on the turn after).
+    pub(super) fn middleware_across(
+        &self,
+        rec: &ConversationRecord,
+        next: &Selection,
+    ) -> Result<Option<Vec<String>>> {
+        let selector = self.selector();
+        let ran = Selection {
+            model_configuration: rec.model_configuration.clone(),
+            middleware: self.store.middleware(&rec.id)?,
+            ..Default::default()
+        };
+        let mut list = selector.middleware(&ran);
+        for name in selector.middleware(next) {
+            if !list.contains(&name) {
+                list.push(name);
+            }
+        }
+        if list.is_empty() {
+            return Ok(next.middleware.clone());
+        }
+        self.store.set_middleware(&rec.id, Some(&list))?;
+        Ok(Some(list))
     }
 
     /// The schema the client gave a stored conversation at its creation, if any (its model

@@ -8,20 +8,25 @@
 //! they were). It owns the field names only; the core decides what they choose
 //! (`select::ModelChoice::from_fields`) and must never see this macro.
 
-/// Declares a struct with the model-choice fields first, then its own fields, and a
-/// `take_model_choice` that moves them out as a [`ModelChoiceFields`]. The struct must derive
-/// `serde::Deserialize` (the fields are `#[serde(default)]`); they carry no doc comment, as a
-/// doc comment would become a description in the schemas.
+/// Declares a struct with the model-choice fields among its own, and a `take_model_choice`
+/// that moves them out as a [`ModelChoiceFields`]: `struct S { FIELDS }` puts them first,
+/// `struct S { BEFORE } then { AFTER }` between the two groups (the order serde names the
+/// fields in when it refuses an unknown one). The struct must derive `serde::Deserialize`
+/// (the fields are `#[serde(default)]`); they carry no doc comment, as a doc comment would
+/// become a description in the schemas.
 #[macro_export]
 macro_rules! with_model_choice {
     (
         $(#[$meta:meta])*
         $vis:vis struct $name:ident {
-            $($fields:tt)*
+            $($before:tt)*
+        } then {
+            $($after:tt)*
         }
     ) => {
         $(#[$meta])*
         $vis struct $name {
+            $($before)*
             #[serde(default)]
             $vis agent: ::core::option::Option<::std::string::String>,
             #[serde(default)]
@@ -30,7 +35,7 @@ macro_rules! with_model_choice {
             $vis model_configuration: ::core::option::Option<::std::string::String>,
             #[serde(default)]
             $vis model: ::core::option::Option<::std::string::String>,
-            $($fields)*
+            $($after)*
         }
 
         impl $name {
@@ -43,6 +48,17 @@ macro_rules! with_model_choice {
                     model: self.model.take(),
                 }
             }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $($fields:tt)*
+        }
+    ) => {
+        $crate::with_model_choice! {
+            $(#[$meta])*
+            $vis struct $name {} then { $($fields)* }
         }
     };
 }

@@ -149,6 +149,7 @@ with_model_choice! {
 pub(crate) struct CreateConversationParams {
     #[serde(default)]
     pub(crate) feature: Option<String>,
+} then {
     #[serde(default)]
     pub(crate) title: Option<String>,
     /// A system prompt for this conversation (replaces the agent's and the feature's).

@@ -300,5 +300,12 @@ fn the_model_choice_fields_are_read_and_an_unknown_field_refused_by_name() {
         assert!(e.to_string().contains(name), "{e}");
         let e = serde_json::from_value::<CreateConversationParams>(bad).unwrap_err();
         assert!(e.to_string().contains(name), "{e}");
+        // The fields are named in the order the daemon always gave them.
+        assert!(
+            e.to_string().contains(
+                "expected one of `feature`, `agent`, `serviceProvider`, `modelConfiguration`, `model`, `title`"
+            ),
+            "{e}"
+        );
     }
 }

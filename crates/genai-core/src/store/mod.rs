@@ -168,15 +168,7 @@ impl Store {
     /// a resumed conversation runs them too (`None`: its model configuration's or the
     /// defaults). Kept beside the record, which is the protocol's listing and does not show it.
     pub(crate) fn set_middleware(&self, id: &str, middleware: Option<&[String]>) -> Result<()> {
-        let json = middleware
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(json_err)?;
-        let n = self.conn()?.execute(
-            "UPDATE conversations SET middleware = ?2 WHERE id = ?1",
-            params![id, json],
-        )?;
-        updated(n, id)
+        self.set_json_column(id, "middleware", middleware)
     }
 
     /// What [`Store::set_middleware`] stored.
@@ -229,15 +221,7 @@ impl Store {
     /// Stores the schema a client gave a conversation (`None` removes it), as JSON
     /// `{"name", "schema"}`; the session turns it back into a checked schema.
     pub(crate) fn set_response_schema(&self, id: &str, schema: Option<&Value>) -> Result<()> {
-        let json = schema
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(json_err)?;
-        let n = self.conn()?.execute(
-            "UPDATE conversations SET response_schema = ?2 WHERE id = ?1",
-            params![id, json],
-        )?;
-        updated(n, id)
+        self.set_json_column(id, "response_schema", schema)
     }
 
     /// The schema a client gave a conversation, as [`Store::set_response_schema`] stored it.
@@ -248,16 +232,32 @@ impl Store {
     /// Stores the permission mode and rules a client gave a conversation (JSON `{mode, allow,
     /// deny}`), so that reopening it keeps them.
     pub(crate) fn set_permissions(&self, id: &str, permissions: &Value) -> Result<()> {
-        let n = self.conn()?.execute(
-            "UPDATE conversations SET permissions = ?2 WHERE id = ?1",
-            params![id, permissions.to_string()],
-        )?;
-        updated(n, id)
+        self.set_json_column(id, "permissions", Some(permissions))
     }
 
     /// What [`Store::set_permissions`] stored (`None`: nothing).
     pub(crate) fn permissions(&self, id: &str) -> Result<Option<Value>> {
         self.json_column(id, "permissions")
+    }
+
+    /// Writes a conversation's column that holds JSON (`None`: NULL), what
+    /// [`Store::json_column`] reads back; `column` is one of this module's names, never a
+    /// caller's text.
+    fn set_json_column<T: serde::Serialize + ?Sized>(
+        &self,
+        id: &str,
+        column: &'static str,
+        value: Option<&T>,
+    ) -> Result<()> {
+        let json = value
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(json_err)?;
+        let n = self.conn()?.execute(
+            &format!("UPDATE conversations SET {column} = ?2 WHERE id = ?1"),
+            params![id, json],
+        )?;
+        updated(n, id)
     }
 
     /// A conversation's column that holds JSON, parsed (`None`: NULL); `column` is one of this

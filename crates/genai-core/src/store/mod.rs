@@ -21,7 +21,6 @@ mod decisions;
 pub(crate) use decisions::DecisionRecord;
 mod gateway;
 pub use gateway::{GatewayKey, GatewayRequest};
-pub(crate) use schema::shared_file;
 mod listing;
 mod schema;
 mod search;
@@ -53,12 +52,8 @@ pub struct Store {
     conn: Mutex<Connection>,
 }
 
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub use genai_base::sqlite::now_ms;
+pub(crate) use genai_base::sqlite::shared_file;
 
 /// A title from the first user message: one line, at most 80 characters.
 pub(crate) fn title_of(text: &str) -> String {

@@ -27,7 +27,8 @@
 //!
 //! With `--concurrency`, it runs instead N conversations at once through one `genai daemon` with
 //! N slots of `--context` tokens (default 4096) for each N given, and with `--llama-server` the
-//! same N streams against llama.cpp's `llama-server -np N` (see `support/local_concurrency.rs`).
+//! same N streams against llama.cpp's `llama-server -np N` (see `support/local_concurrency.rs`,
+//! and `support/local_servers.rs` for the two servers it drives over HTTP).
 //! With `--schema FILE` every reply must match that JSON Schema, and with `--tools` every request
 //! offers a tool (`tool_choice` `required`, the forced grammar, or with `--tool-choice auto` the
 //! lazy one): the constrained decoding of both, compared. Then genai is driven through `genai

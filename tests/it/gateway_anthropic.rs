@@ -1,12 +1,10 @@
-//! `genai serve` as a gateway in Anthropic's Messages API, and any API in, any provider out:
-//! `POST /v1/messages` (as Claude Code sends it, `?beta=true`) answered by the fake OpenAI
-//! provider, whole and streamed, with a tool_use/tool_result round trip; OpenAI's Chat
-//! Completions answered by the fake Anthropic provider; the stop sequence Claude stopped at;
-//! Claude's signed thinking carried back; Claude Code's request for a model name it does not
-//! know (a `system` message, adaptive thinking, an effort) on the OpenAI, Anthropic and Gemini
-//! fakes;
-//! `count_tokens`; and the errors in Anthropic's shape (401, malformed JSON, a missing
-//! `max_tokens`, an unknown model, a server tool, an unknown field, an upstream's 429).
+//! `genai serve` as a gateway in Anthropic's Messages API: `POST /v1/messages` (as Claude Code
+//! sends it, `?beta=true`) answered by the fake OpenAI provider, whole and streamed, with a
+//! tool_use/tool_result round trip; Claude Code's request for a model name it does not know (a
+//! `system` message, adaptive thinking, an effort) on the OpenAI, Anthropic and Gemini fakes;
+//! `count_tokens`; and Anthropic's own Python SDK. Claude as the upstream is in
+//! `gateway_anthropic_upstream.rs`, the errors in `gateway_anthropic_errors.rs`; both use the
+//! helpers here.
 
 use std::time::Duration;
 
@@ -15,17 +13,17 @@ use serde_json::{json, Value};
 use crate::serve::Served;
 use crate::support::fake_anthropic::{self, FakeAnthropic};
 use crate::support::fake_gemini;
-use crate::support::fake_openai::{Behavior, FakeOpenAi, Mode};
+use crate::support::fake_openai::{Behavior, FakeOpenAi};
 use crate::support::gateway::typed_events;
 use crate::support::python_sdk;
 
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
 /// Retries off, so an upstream's 429 comes back at once.
 const CONFIG: &str = "[service_providers.openai]\nkind = \"openai\"\nmax_retries = 0\n\n\
      [service_providers.anthropic]\nkind = \"anthropic\"\nmax_retries = 0\n";
 
-fn serve_openai(fake: &FakeOpenAi) -> Served {
+pub(crate) fn serve_openai(fake: &FakeOpenAi) -> Served {
     let url = fake.base_url();
     Served::start_with(
         CONFIG,
@@ -37,7 +35,7 @@ fn serve_openai(fake: &FakeOpenAi) -> Served {
     )
 }
 
-fn serve_anthropic(fake: &FakeAnthropic) -> Served {
+pub(crate) fn serve_anthropic(fake: &FakeAnthropic) -> Served {
     let url = fake.base_url();
     Served::start_with(
         CONFIG,
@@ -50,7 +48,7 @@ fn serve_anthropic(fake: &FakeAnthropic) -> Served {
 }
 
 /// A POST to `path` with the token as `x-api-key`, as Anthropic's clients send it.
-async fn post(served: &Served, path: &str, body: &Value) -> (u16, String) {
+pub(crate) async fn post(served: &Served, path: &str, body: &Value) -> (u16, String) {
     let r = reqwest::Client::builder()
         .timeout(WAIT)
         .build()
@@ -65,14 +63,14 @@ async fn post(served: &Served, path: &str, body: &Value) -> (u16, String) {
     (r.status().as_u16(), r.text().await.unwrap())
 }
 
-async fn messages(served: &Served, body: &Value) -> (u16, Value) {
+pub(crate) async fn messages(served: &Served, body: &Value) -> (u16, Value) {
     let (status, text) = post(served, "/v1/messages?beta=true", body).await;
     let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
     (status, v)
 }
 
 /// The error of an answer, checked to be Anthropic's shape; its type.
-fn error_type(v: &Value) -> &str {
+pub(crate) fn error_type(v: &Value) -> &str {
     assert_eq!(v["type"], "error", "{v}");
     assert!(v["error"]["message"].is_string(), "{v}");
     v["error"]["type"].as_str().unwrap()
@@ -349,215 +347,6 @@ async fn a_tool_use_round_trip_on_an_openai_upstream_whole_and_streamed() {
 }
 
 #[tokio::test]
-async fn an_openai_request_runs_on_the_anthropic_upstream_whole_and_streamed() {
-    let fake =
-        FakeAnthropic::start(fake_anthropic::Behavior::reply("Bonjour from Claude.", 3)).unwrap();
-    let served = serve_anthropic(&fake);
-    for stream in [false, true] {
-        let options = match stream {
-            true => json!({"include_usage": true}),
-            false => Value::Null,
-        };
-        let r = reqwest::Client::new()
-            .post(format!("{}/v1/chat/completions", served.http_base()))
-            .bearer_auth(&served.token)
-            .json(&json!({
-                "model": "anthropic:claude-fake",
-                "max_tokens": 200,
-                "messages": [
-                    {"role": "system", "content": "Be French."},
-                    {"role": "user", "content": "Hi."}
-                ],
-                "stream": stream,
-                "stream_options": options
-            }))
-            .timeout(WAIT)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status().as_u16(), 200);
-        let text = r.text().await.unwrap();
-        let content = if stream {
-            text.split("\n\n")
-                .filter_map(|e| e.strip_prefix("data: "))
-                .filter(|d| *d != "[DONE]")
-                .filter_map(|d| {
-                    let c: Value = serde_json::from_str(d).unwrap();
-                    c["choices"][0]["delta"]["content"]
-                        .as_str()
-                        .map(str::to_string)
-                })
-                .collect::<String>()
-        } else {
-            let v: Value = serde_json::from_str(&text).unwrap();
-            assert_eq!(v["choices"][0]["finish_reason"], "stop");
-            assert!(v["usage"]["prompt_tokens"].as_u64().unwrap() > 0, "{v}");
-            v["choices"][0]["message"]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        };
-        assert_eq!(content, "Bonjour from Claude.", "{text}");
-        let sent = fake.last().body;
-        assert_eq!(sent["model"], "claude-fake");
-        assert_eq!(sent["max_tokens"], 200);
-        assert_eq!(sent["stream"].as_bool().unwrap_or(false), stream);
-        assert!(sent["system"].to_string().contains("Be French."), "{sent}");
-        assert_eq!(sent["messages"][0]["role"], "user");
-    }
-}
-
-#[tokio::test]
-async fn the_stop_sequence_claude_stopped_at_comes_back_whole_and_streamed() {
-    let reply = fake_anthropic::Behavior::reply("One two STOP three.", 3);
-    let fake = FakeAnthropic::start(reply).unwrap();
-    let served = serve_anthropic(&fake);
-    let body = |stream: bool| {
-        json!({"model": "anthropic:claude-fake", "max_tokens": 100, "stream": stream,
-               "stop_sequences": ["NEVER", "STOP"],
-               "messages": [{"role": "user", "content": "Count."}]})
-    };
-    let (status, v) = messages(&served, &body(false)).await;
-    assert_eq!(status, 200, "{v}");
-    assert_eq!(v["content"][0]["text"], "One two ", "{v}");
-    assert_eq!(
-        (&v["stop_reason"], &v["stop_sequence"]),
-        (&json!("stop_sequence"), &json!("STOP")),
-        "{v}"
-    );
-    assert_eq!(fake.last().body["stop_sequences"], json!(["NEVER", "STOP"]));
-
-    let (status, text) = post(&served, "/v1/messages", &body(true)).await;
-    assert_eq!(status, 200, "{text}");
-    let events = typed_events(&text);
-    let delta = events
-        .iter()
-        .find(|(name, _)| name == "message_delta")
-        .map(|(_, d)| &d["delta"])
-        .unwrap_or_else(|| panic!("no message_delta: {text}"));
-    assert_eq!(
-        delta,
-        &json!({"stop_reason": "stop_sequence", "stop_sequence": "STOP"}),
-        "{text}"
-    );
-    // Before the end, no one knows where the reply stops.
-    assert_eq!(events[0].1["message"]["stop_sequence"], Value::Null);
-}
-
-#[tokio::test]
-async fn claudes_signed_thinking_comes_back_and_goes_back_with_a_tool_call() {
-    let fake = FakeAnthropic::start(
-        fake_anthropic::Behavior::calls("", &[("get_weather", "{\"city\":\"Paris\"}")])
-            .thinking("The user wants Paris."),
-    )
-    .unwrap();
-    let served = serve_anthropic(&fake);
-    let tools = json!([{"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]);
-    let question = json!({"role": "user", "content": "Weather in Paris?"});
-    let (status, v) = messages(
-        &served,
-        &json!({
-            "model": "anthropic:claude-fake", "max_tokens": 4000, "tools": tools,
-            "thinking": {"type": "enabled", "budget_tokens": 2048},
-            "messages": [question]
-        }),
-    )
-    .await;
-    assert_eq!(status, 200, "{v}");
-    assert_eq!(
-        fake.last().body["thinking"],
-        json!({"type": "enabled", "budget_tokens": 2048})
-    );
-    let thinking = &v["content"][0];
-    assert_eq!(thinking["type"], "thinking", "{v}");
-    assert_eq!(thinking["thinking"], "The user wants Paris.");
-    assert_eq!(
-        thinking["signature"],
-        fake_anthropic::signature_of("The user wants Paris.")
-    );
-    let call = &v["content"][1];
-    assert_eq!(call["type"], "tool_use");
-    assert_eq!(v["stop_reason"], "tool_use");
-
-    // Streamed, the signature ends the thinking block, before the call's block opens.
-    fake.push(
-        fake_anthropic::Behavior::calls("", &[("get_weather", "{\"city\":\"Paris\"}")])
-            .thinking("The user wants Paris."),
-    );
-    let (status, text) = post(
-        &served,
-        "/v1/messages",
-        &json!({
-            "model": "anthropic:claude-fake", "max_tokens": 4000, "tools": tools, "stream": true,
-            "thinking": {"type": "enabled", "budget_tokens": 2048},
-            "messages": [question]
-        }),
-    )
-    .await;
-    assert_eq!(status, 200, "{text}");
-    let events = typed_events(&text);
-    let in_block_0: Vec<&Value> = events
-        .iter()
-        .filter(|(_, d)| d["index"] == 0)
-        .map(|(_, d)| d)
-        .collect();
-    assert_eq!(in_block_0[0]["content_block"]["type"], "thinking", "{text}");
-    let thought: String = in_block_0
-        .iter()
-        .filter_map(|d| d["delta"]["thinking"].as_str())
-        .collect();
-    assert_eq!(thought, "The user wants Paris.");
-    let n = in_block_0.len();
-    assert_eq!(
-        in_block_0[n - 2]["delta"]["type"],
-        "signature_delta",
-        "{text}"
-    );
-    assert_eq!(
-        in_block_0[n - 2]["delta"]["signature"],
-        fake_anthropic::signature_of("The user wants Paris.")
-    );
-    assert_eq!(in_block_0[n - 1]["type"], "content_block_stop");
-    let signatures = events
-        .iter()
-        .filter(|(_, d)| d["delta"]["type"] == "signature_delta")
-        .count();
-    assert_eq!(signatures, 1, "{text}");
-
-    // The fake refuses the next turn unless the call's turn starts with its signed thinking.
-    fake.push(fake_anthropic::Behavior::text("Sunny."));
-    let content = v["content"].clone();
-    let (status, v) = messages(
-        &served,
-        &json!({
-            "model": "anthropic:claude-fake", "max_tokens": 4000, "tools": tools,
-            "thinking": {"type": "enabled", "budget_tokens": 2048},
-            "messages": [
-                question,
-                {"role": "assistant", "content": content},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"], "content": "sunny", "is_error": false}]}
-            ]
-        }),
-    )
-    .await;
-    assert_eq!(status, 200, "{v}");
-    assert_eq!(
-        v["content"].as_array().unwrap().last().unwrap()["text"],
-        "Sunny.",
-        "{v}"
-    );
-    let sent = fake.last().body;
-    assert_eq!(
-        sent["messages"][1]["content"][0]["type"], "thinking",
-        "{sent}"
-    );
-    assert_eq!(
-        sent["messages"][2]["content"][0]["type"], "tool_result",
-        "{sent}"
-    );
-}
-
-#[tokio::test]
 async fn count_tokens_estimates_without_asking_the_upstream() {
     let fake = FakeOpenAi::start(0, Behavior::text("unused")).unwrap();
     let served = serve_openai(&fake);
@@ -592,134 +381,6 @@ async fn count_tokens_estimates_without_asking_the_upstream() {
         fake.requests().is_empty(),
         "count_tokens asked the upstream"
     );
-}
-
-#[tokio::test]
-async fn bad_requests_get_anthropic_errors_and_nothing_goes_upstream() {
-    let fake = FakeOpenAi::start(0, Behavior::text("hi")).unwrap();
-    let served = serve_openai(&fake);
-    let url = format!("{}/v1/messages?beta=true", served.http_base());
-    let client = reqwest::Client::builder().timeout(WAIT).build().unwrap();
-    let r = client.post(&url).json(&json!({})).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 401);
-    assert_eq!(error_type(&r.json().await.unwrap()), "authentication_error");
-    let r = client
-        .post(&url)
-        .header("x-api-key", &served.token)
-        .header("content-type", "application/json")
-        .body("{\"model\": ")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 400);
-    let v: Value = r.json().await.unwrap();
-    assert_eq!(error_type(&v), "invalid_request_error");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("not valid JSON"),
-        "{v}"
-    );
-
-    let user = json!([{"role": "user", "content": "hi"}]);
-    let cases = [
-        (
-            json!({"model": "openai:x", "messages": user}),
-            400,
-            "invalid_request_error",
-            "max_tokens",
-        ),
-        (
-            json!({"model": "nosuch", "max_tokens": 10, "messages": user}),
-            404,
-            "not_found_error",
-            "nosuch",
-        ),
-        (
-            json!({"model": "openai:x", "max_tokens": 10, "messages": user,
-                   "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 2}]}),
-            400,
-            "invalid_request_error",
-            "server tools",
-        ),
-        (
-            json!({"model": "openai:x", "max_tokens": 10, "messages": user, "mcp_servers": []}),
-            400,
-            "invalid_request_error",
-            "mcp_servers",
-        ),
-        (
-            json!({"model": "openai:x", "max_tokens": 10, "messages": user, "inference_geo": "us"}),
-            400,
-            "invalid_request_error",
-            "inference_geo",
-        ),
-        (
-            json!({"model": "openai:x", "max_tokens": 10, "messages": user, "no_such_setting": 1}),
-            400,
-            "invalid_request_error",
-            "no_such_setting",
-        ),
-        (
-            json!({"model": "openai:x", "max_tokens": 10, "messages": [{"role": "developer", "content": "x"}]}),
-            400,
-            "invalid_request_error",
-            "messages[0].role",
-        ),
-        (
-            json!({"model": "openai:x", "max_tokens": 10, "messages": [{"role": "system", "content": "x"}]}),
-            400,
-            "invalid_request_error",
-            "messages: must hold a user or assistant message",
-        ),
-    ];
-    for (body, status, kind, mentions) in cases {
-        let (got, v) = messages(&served, &body).await;
-        assert_eq!(got, status, "{body} -> {v}");
-        assert_eq!(error_type(&v), kind, "{body} -> {v}");
-        let message = v["error"]["message"].as_str().unwrap();
-        assert!(message.contains(mentions), "{body} -> {v}");
-    }
-    assert!(
-        fake.requests().is_empty(),
-        "a refused request went upstream"
-    );
-}
-
-#[tokio::test]
-async fn an_upstream_rate_limit_is_a_429_in_each_apis_shape() {
-    let limited = || {
-        Behavior::mode(Mode::Error {
-            status: 429,
-            message: "slow down".into(),
-            code: "rate_limit_exceeded".into(),
-        })
-    };
-    let fake = FakeOpenAi::start(0, limited()).unwrap();
-    let served = serve_openai(&fake);
-    let user = json!([{"role": "user", "content": "hi"}]);
-    for stream in [false, true] {
-        let (status, v) = messages(
-            &served,
-            &json!({"model": "openai:x", "max_tokens": 10, "messages": user, "stream": stream}),
-        )
-        .await;
-        assert_eq!(status, 429, "{v}");
-        assert_eq!(error_type(&v), "rate_limit_error");
-    }
-    let r = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", served.http_base()))
-        .bearer_auth(&served.token)
-        .json(&json!({"model": "openai:x", "messages": user}))
-        .timeout(WAIT)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 429);
-    let v: Value = r.json().await.unwrap();
-    assert_eq!(v["error"]["code"], "rate_limit_exceeded", "{v}");
-    assert_eq!(fake.requests().len(), 3, "one request each, no retry");
 }
 
 /// Anthropic's own Python client, as a user's script drives it: a whole reply, a streamed one
@@ -794,25 +455,4 @@ async fn anthropics_python_sdk_gets_whole_and_streamed_replies_a_tool_round_trip
         sent["messages"][2]["content"].to_string().contains("sunny"),
         "{sent}"
     );
-}
-
-#[tokio::test]
-async fn claudes_overload_is_a_529_overloaded_error() {
-    let fake = FakeAnthropic::start(fake_anthropic::Behavior::mode(
-        fake_anthropic::Mode::Error {
-            status: 529,
-            error_type: "overloaded_error".into(),
-            message: "Overloaded".into(),
-        },
-    ))
-    .unwrap();
-    let served = serve_anthropic(&fake);
-    let (status, v) = messages(
-        &served,
-        &json!({"model": "anthropic:claude-fake", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}),
-    )
-    .await;
-    assert_eq!(status, 529, "{v}");
-    assert_eq!(error_type(&v), "overloaded_error");
-    assert_eq!(fake.requests().len(), 1, "no retry");
 }

@@ -1,7 +1,9 @@
 //! MCP servers as tool sources, over the daemon's protocol, against `examples/fake-mcp-server`
 //! (a hand-written MCP server): their tools in `ListTools` as `NAME.tool`, calls, tool errors,
 //! a server that dies (restarted once, then reported), one that cannot start, opt-in listing,
-//! a model's tool call through the `tools` feature, and no child left behind by the daemon.
+//! a model's tool call through the `tools` feature, no child left behind by the daemon, and a
+//! server's minimal environment. Servers over HTTP are in `mcp_http.rs`; structured results,
+//! images, resources and prompts in `mcp_content.rs`.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -12,7 +14,7 @@ use serde_json::{json, Value};
 use crate::support::poll::wait_until;
 use crate::support::{fake_openai, rpc_client};
 
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
 /// The fake server, built by cargo beside the binary under test (`cargo test` and
 /// `cargo build --all-targets` build examples; `cargo test --test it mcp` alone does not).
@@ -37,9 +39,9 @@ pub(crate) fn fake_server() -> PathBuf {
 /// A `[mcp_servers.NAME]` section for the fake server; `extra` is more TOML lines.
 /// A server given the fake's extra tools and resources: the variable must be passed on by name,
 /// since a server does not inherit genai's environment.
-const MORE_TOOLS: &str = "enabled = true\ninherit_env = [\"FAKE_MCP_MORE_TOOLS\"]";
+pub(crate) const MORE_TOOLS: &str = "enabled = true\ninherit_env = [\"FAKE_MCP_MORE_TOOLS\"]";
 
-fn server(name: &str, pid_file: &Path, extra: &str) -> String {
+pub(crate) fn server(name: &str, pid_file: &Path, extra: &str) -> String {
     format!(
         "[mcp_servers.{name}]\ncommand = {:?}\nenv = {{ FAKE_MCP_PID_FILE = {:?} }}\n{extra}\n",
         fake_server().display().to_string(),
@@ -47,7 +49,7 @@ fn server(name: &str, pid_file: &Path, extra: &str) -> String {
     )
 }
 
-fn daemon_with(root: &Path, config: &str, env: &[(&str, &str)]) -> Daemon {
+pub(crate) fn daemon_with(root: &Path, config: &str, env: &[(&str, &str)]) -> Daemon {
     let mut cfg = DaemonConfig::in_dir(root, Framing::Lines, "daemon");
     for (k, v) in env {
         cfg = cfg.env(k, v);
@@ -56,12 +58,12 @@ fn daemon_with(root: &Path, config: &str, env: &[(&str, &str)]) -> Daemon {
     Daemon::spawn(&cfg)
 }
 
-fn daemon(root: &Path, config: &str) -> Daemon {
+pub(crate) fn daemon(root: &Path, config: &str) -> Daemon {
     daemon_with(root, config, &[])
 }
 
 /// The pids the fake server wrote, one per start.
-fn pids(file: &Path) -> Vec<u32> {
+pub(crate) fn pids(file: &Path) -> Vec<u32> {
     std::fs::read_to_string(file)
         .unwrap_or_default()
         .lines()
@@ -80,7 +82,7 @@ fn alive(pid: u32) -> bool {
     }
 }
 
-fn names(r: &Value) -> Vec<String> {
+pub(crate) fn names(r: &Value) -> Vec<String> {
     r["tools"]
         .as_array()
         .unwrap()
@@ -89,7 +91,7 @@ fn names(r: &Value) -> Vec<String> {
         .collect()
 }
 
-fn message(e: &Value) -> String {
+pub(crate) fn message(e: &Value) -> String {
     e["message"].as_str().unwrap_or_default().to_string()
 }
 
@@ -373,223 +375,6 @@ fn a_program_that_does_not_speak_mcp_is_a_clear_error() {
     );
     assert!(!m.contains('\n'), "one line: {m}");
     assert!(d.call("ListTools", json!({}))["tools"].is_array());
-}
-
-#[test]
-fn structured_results_are_checked_and_a_changed_tool_list_is_followed() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("srv.pids");
-    let mut d = daemon_with(
-        dir.path(),
-        &server("srv", &pid_file, MORE_TOOLS),
-        &[("FAKE_MCP_MORE_TOOLS", "1")],
-    );
-    // Structured content that fits the tool's outputSchema reaches the caller.
-    let r = d.call(
-        "CallTool",
-        json!({"name": "srv.shape", "arguments": {"n": 4}}),
-    );
-    assert_eq!(r["isError"], false, "{r}");
-    assert_eq!(
-        serde_json::from_str::<Value>(r["text"].as_str().unwrap()).unwrap(),
-        json!({"double": 8.0})
-    );
-    // Content that does not fit is a tool error naming the mismatch.
-    let r = d.call(
-        "CallTool",
-        json!({"name": "srv.shape", "arguments": {"n": -1}}),
-    );
-    let text = r["text"].as_str().unwrap();
-    assert_eq!(r["isError"], true, "{r}");
-    assert!(
-        text.contains("does not match its outputSchema") && text.contains("/double"),
-        "{text}"
-    );
-
-    // The server adds a tool and says so: the next listing has it, and it can be called.
-    let before = names(&d.call("ListTools", json!({})));
-    assert!(!before.contains(&"srv.grown".to_string()), "{before:?}");
-    let r = d.call("CallTool", json!({"name": "srv.grow"}));
-    assert_eq!(r["text"], "grown", "{r}");
-    wait_until("the changed tool list is followed", WAIT, || {
-        names(&d.call("ListTools", json!({}))).contains(&"srv.grown".to_string())
-    });
-    let r = d.call("CallTool", json!({"name": "srv.grown"}));
-    assert_eq!(r["text"], "I am new", "{r}");
-    assert_eq!(pids(&pid_file).len(), 1, "listed again, not restarted");
-}
-
-/// The fake server serving MCP's streamable-HTTP transport; killed when dropped.
-struct HttpServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(key: &str) -> HttpServer {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(fake_server())
-            .arg("--http")
-            .env("FAKE_MCP_HTTP_KEY", key)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("the fake MCP server starts");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line.trim().trim_start_matches("listening on ").to_string();
-        HttpServer { child, url }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[test]
-fn a_streamable_http_server_is_a_tool_source_with_its_headers() {
-    let web = HttpServer::start("k-123");
-    let dir = tempfile::tempdir().unwrap();
-    let config = format!(
-        "[mcp_servers.web]\nurl = {:?}\nheaders = {{ X-Test-Key = \"k-123\" }}\nenabled = true\n\
-         [mcp_servers.locked]\nurl = {:?}\nheaders = {{ X-Test-Key = \"wrong\" }}\nenabled = true\n",
-        web.url, web.url
-    );
-    let mut d = daemon(dir.path(), &config);
-    let r = d.call("ListTools", json!({}));
-    let listed = names(&r);
-    assert!(listed.contains(&"web.add".to_string()), "{r}");
-    assert!(!listed.iter().any(|n| n.starts_with("locked.")), "{r}");
-    let errors = r["errors"].to_string();
-    assert!(
-        errors.contains("locked") && !errors.contains("wrong"),
-        "{errors}"
-    );
-    let r = d.call(
-        "CallTool",
-        json!({"name": "web.add", "arguments": {"a": 2, "b": 3}}),
-    );
-    assert_eq!(
-        (r["text"].as_str(), r["isError"].as_bool()),
-        (Some("5"), Some(false)),
-        "{r}"
-    );
-}
-
-#[test]
-fn an_mcp_server_has_a_command_or_a_url() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = DaemonConfig::in_dir(dir.path(), Framing::Lines, "daemon");
-    cfg.write_config("[mcp_servers.both]\ncommand = \"x\"\nurl = \"http://127.0.0.1:1/mcp\"\n");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_genai"))
-        .args(["config", "show"])
-        .env("GENAI_CONFIG_DIR", &cfg.config_dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(
-        err.contains("exactly one of `command` (stdio) or `url` (HTTP)"),
-        "{err}"
-    );
-}
-
-#[test]
-fn an_image_an_mcp_tool_answers_reaches_a_model_that_takes_images() {
-    use crate::support::fake_anthropic::{Behavior, FakeAnthropic, KEY};
-    let fake = FakeAnthropic::start(Behavior::default()).unwrap();
-    fake.push(Behavior::calls("", &[("srv__picture", "{}")]));
-    fake.push(Behavior::text("A red dot."));
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("srv.pids");
-    let mut d = daemon_with(
-        dir.path(),
-        &server("srv", &pid_file, MORE_TOOLS),
-        &[
-            ("ANTHROPIC_BASE_URL", &fake.base_url()),
-            ("ANTHROPIC_API_KEY", KEY),
-            ("FAKE_MCP_MORE_TOOLS", "1"),
-        ],
-    );
-    let (cid, _) = d.create_conversation(
-        json!({"feature": "tools", "serviceProvider": "anthropic", "model": "claude-test", "tools": ["srv.picture"]}),
-    );
-    let (_, fin) = d.turn(&cid, "Show me the picture", WAIT);
-    assert_eq!(fin["isSuccess"], true, "{fin}");
-    let requests = fake.requests();
-    assert_eq!(requests.len(), 2);
-    let result = requests[1].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .find(|b| b["type"] == "tool_result")
-        .expect("a tool result");
-    let kinds: Vec<&str> = result["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["type"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["text", "image"], "{result}");
-    assert_eq!(result["content"][1]["source"]["media_type"], "image/png");
-}
-
-#[test]
-fn resources_and_prompts_of_an_mcp_server_are_listed_read_and_fetched() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("srv.pids");
-    let config = format!(
-        "{}{}",
-        server("srv", &pid_file, MORE_TOOLS),
-        server("plain", &dir.path().join("plain.pids"), MORE_TOOLS)
-    );
-    let mut d = daemon_with(dir.path(), &config, &[("FAKE_MCP_MORE_TOOLS", "1")]);
-    let r = d.call("ListResources", json!({"sources": ["srv"]}));
-    assert_eq!(
-        r["resources"],
-        json!([{"source": "srv", "uri": "memo://greeting", "name": "greeting",
-                "description": "A greeting.", "mimeType": "text/plain"}]),
-        "{r}"
-    );
-    let r = d.call(
-        "ReadResource",
-        json!({"source": "srv", "uri": "memo://greeting"}),
-    );
-    assert_eq!(
-        r["contents"],
-        json!([{"type": "text", "text": "Content of memo://greeting:\nHello from a resource"}]),
-        "{r}"
-    );
-    let e = d.call_err(
-        "ReadResource",
-        json!({"source": "srv", "uri": "memo://nothing"}),
-    );
-    assert!(message(&e).contains("memo://nothing"), "{e}");
-    let e = d.call_err(
-        "ReadResource",
-        json!({"source": "nope", "uri": "memo://greeting"}),
-    );
-    assert!(message(&e).contains("no tool source `nope`"), "{e}");
-
-    let r = d.call("ListPrompts", json!({}));
-    let prompts = r["prompts"].as_array().unwrap();
-    assert_eq!(prompts.len(), 2, "both enabled servers list `review`: {r}");
-    assert_eq!(prompts[0]["name"], "review");
-    assert_eq!(prompts[0]["arguments"][0]["required"], true);
-    let r = d.call(
-        "GetPrompt",
-        json!({"source": "srv", "name": "review", "arguments": {"code": "fn f() {}"}}),
-    );
-    assert_eq!(r["messages"][0]["role"], "user", "{r}");
-    assert_eq!(
-        r["messages"][0]["content"][0]["text"],
-        "Review this code: fn f() {}"
-    );
 }
 
 #[test]

@@ -42,7 +42,7 @@ fn body(m: &ModelConfiguration, messages: &[Message], tools: &[ToolSpec]) -> Val
         tools,
         ..RequestOptions::plain(false)
     };
-    m.prepare(messages, &options).unwrap().body
+    m.prepare(messages, &options).unwrap().body().clone()
 }
 
 /// A conversation: a system prompt, a turn whose reply thinks then calls a tool, its

@@ -16,6 +16,7 @@ pub(crate) mod http_template;
 pub(crate) mod ollama_chat;
 pub mod openai_chat;
 mod openai_chat_answer;
+mod openai_chat_body;
 pub mod openai_chat_reply;
 pub mod parameters;
 #[cfg(any(test, feature = "testing"))]
@@ -27,6 +28,8 @@ pub mod template;
 #[cfg(test)]
 pub(crate) mod testing;
 pub(crate) mod wire;
+
+use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
@@ -70,7 +73,7 @@ pub struct ModelRequest {
     /// The format kind, so a provider serving several formats picks the endpoint.
     pub(crate) format: &'static str,
     pub(crate) model: String,
-    pub(crate) body: Value,
+    pub(crate) body: Body,
     pub(crate) stream: bool,
 }
 
@@ -79,7 +82,7 @@ impl ModelRequest {
         ModelRequest {
             format,
             model: model.to_string(),
-            body,
+            body: Body::Tree(body),
             stream,
         }
     }
@@ -91,12 +94,56 @@ impl ModelRequest {
 
     /// Its body.
     pub fn body(&self) -> &Value {
-        &self.body
+        self.body.tree()
     }
 
     /// Whether the answer is asked for as a stream.
     pub fn stream(&self) -> bool {
         self.stream
+    }
+}
+
+/// A request's body: the JSON tree a format built, or the bytes a format wrote straight from
+/// its types (`openai-chat`, on every gateway request), whose tree is parsed from them the
+/// first time a provider reads it (Azure, the HTTP connector, the local engine). Either way
+/// the bytes sent are the same. It derefs to the tree.
+#[derive(Clone)]
+pub(crate) enum Body {
+    Tree(Value),
+    Written {
+        bytes: bytes::Bytes,
+        tree: OnceLock<Value>,
+    },
+}
+
+impl Body {
+    /// The body as a JSON tree.
+    pub(crate) fn tree(&self) -> &Value {
+        match self {
+            Body::Tree(v) => v,
+            Body::Written { bytes, tree } => tree.get_or_init(|| {
+                serde_json::from_slice(bytes).expect("a written body is JSON genai wrote")
+            }),
+        }
+    }
+}
+
+impl std::ops::Deref for Body {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        self.tree()
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.tree().fmt(f)
+    }
+}
+
+impl PartialEq<Value> for Body {
+    fn eq(&self, other: &Value) -> bool {
+        self.tree() == other
     }
 }
 
@@ -210,6 +257,19 @@ impl<'a> Request<'a> {
     /// The prepared request with this body.
     pub(crate) fn prepared(&self, format: &'static str, body: Map<String, Value>) -> ModelRequest {
         ModelRequest::new(format, self.model, Value::Object(body), self.options.stream)
+    }
+
+    /// The prepared request with this body, written as bytes.
+    pub(crate) fn written(&self, format: &'static str, bytes: Vec<u8>) -> ModelRequest {
+        ModelRequest {
+            format,
+            model: self.model.to_string(),
+            body: Body::Written {
+                bytes: bytes.into(),
+                tree: OnceLock::new(),
+            },
+            stream: self.options.stream,
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::openai_chat_body;
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json, invalid_json, parse_arguments};
 use super::sampling;
@@ -104,39 +105,19 @@ impl Format for OpenAiChat {
 
     fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
         let (model, parameters, messages, options) = request.parts();
-        let mut wire = Vec::with_capacity(messages.len());
-        for m in messages {
-            wire.extend(to_wire(m)?);
+        let with_stops = with_stops(PARAMETERS, parameters, options.stop);
+        if !openai_chat_body::writable(&with_stops) {
+            return Ok(request.prepared(FORMAT, tree(request)?));
         }
-        let mut body = Map::new();
-        body.insert("model".into(), Value::from(model));
-        body.insert("messages".into(), Value::Array(wire));
-        for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
-            if k != TOOL_CHOICE.name {
-                body.insert(k.clone(), v.clone());
-            }
-        }
-        if !options.tools.is_empty() {
-            body.insert("tools".into(), function_tools(options.tools));
-        }
-        if let Some(choice) = ToolChoice::of(parameters, options.tools)? {
-            body.insert("tool_choice".into(), choice.openai());
-        }
-        if let Some(schema) = options.schema {
-            let mut spec = json!({"name": schema.name, "schema": schema.schema});
-            if schema.strict_ok() {
-                spec["strict"] = Value::Bool(true);
-            }
-            body.insert(
-                "response_format".into(),
-                json!({"type": "json_schema", "json_schema": spec}),
-            );
-        }
-        if options.stream {
-            body.insert("stream".into(), Value::Bool(true));
-            body.insert("stream_options".into(), json!({"include_usage": true}));
-        }
-        Ok(request.prepared(FORMAT, body))
+        let bytes = openai_chat_body::write(
+            model,
+            &with_stops,
+            messages,
+            options.tools,
+            options.schema,
+            options.stream,
+        )?;
+        Ok(request.written(FORMAT, bytes))
     }
 
     fn extract(&self, _: &Map<String, Value>, body: &[u8]) -> Result<ModelReply> {
@@ -149,6 +130,45 @@ impl Format for OpenAiChat {
     fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
         StreamDecoder::new(Events, ReplyBuilder::new())
     }
+}
+
+/// The body as a `Value` tree: what [`openai_chat_body`] writes as bytes, built where it
+/// cannot (a parameter named like a field genai sets itself takes that field's place).
+pub(super) fn tree(request: &Request<'_>) -> Result<Map<String, Value>> {
+    let (model, parameters, messages, options) = request.parts();
+    let mut wire = Vec::with_capacity(messages.len());
+    for m in messages {
+        wire.extend(to_wire(m)?);
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(model));
+    body.insert("messages".into(), Value::Array(wire));
+    for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
+        if k != TOOL_CHOICE.name {
+            body.insert(k.clone(), v.clone());
+        }
+    }
+    if !options.tools.is_empty() {
+        body.insert("tools".into(), function_tools(options.tools));
+    }
+    if let Some(choice) = ToolChoice::of(parameters, options.tools)? {
+        body.insert("tool_choice".into(), choice.openai());
+    }
+    if let Some(schema) = options.schema {
+        let mut spec = json!({"name": schema.name, "schema": schema.schema});
+        if schema.strict_ok() {
+            spec["strict"] = Value::Bool(true);
+        }
+        body.insert(
+            "response_format".into(),
+            json!({"type": "json_schema", "json_schema": spec}),
+        );
+    }
+    if options.stream {
+        body.insert("stream".into(), Value::Bool(true));
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    Ok(body)
 }
 
 /// A whole answer read as a `Value` tree: what [`openai_chat_answer`](super::openai_chat_answer)

@@ -173,3 +173,140 @@ fn reasoning_content_and_reasoning_deltas_are_reasoning() {
         ("Compare.", "9.8")
     );
 }
+
+#[test]
+fn the_written_body_is_the_trees_bytes() {
+    use crate::format::{Body, RequestOptions, ResponseSchema, ToolSpec};
+    let json_part = |value: Value| Part::Json { value };
+    let tools = [ToolSpec {
+        name: "read".into(),
+        description: "Reads a file".into(),
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    }];
+    let strict = json!({"type": "object", "properties": {"a": {"type": "integer"}},
+        "required": ["a"], "additionalProperties": false});
+    let schemas = [
+        ResponseSchema::new(Some("answer"), strict).unwrap(),
+        ResponseSchema::new(None, json!({"type": "object"})).unwrap(),
+    ];
+    let history = vec![
+        Message::system("be \"brief\"\n\tnow"),
+        said(
+            Role::User,
+            vec![Part::text("what is it?"), image("image/png", "AAAA")],
+        ),
+        said(
+            Role::User,
+            vec![Part::text("a"), json_part(json!({"k": [1, 2.5, -3]}))],
+        ),
+        said(Role::User, vec![image_url("https://x/y.png")]),
+        said(
+            Role::Assistant,
+            vec![
+                Part::reasoning("hmm", None),
+                call("c1", "read", json!({"path": "é/✓"})),
+                call("c2", "read", Value::Null),
+            ],
+        ),
+        said(
+            Role::Tool,
+            vec![
+                result("c1", vec![Part::text("one"), json_part(json!(2))], false),
+                result("c2", vec![], true),
+                Part::text("and then"),
+            ],
+        ),
+        said(Role::Assistant, vec![Part::reasoning("only thought", None)]),
+        answered("c3", "done"),
+        Message::user("next"),
+    ];
+    let settings: &[&[(&str, Value)]] = &[
+        &[],
+        &[
+            ("temperature", json!(0.7)),
+            ("max_tokens", json!(32)),
+            ("seed", json!(-4)),
+        ],
+        &[("stop", json!(["x"])), ("tool_choice", json!("required"))],
+        &[
+            ("response_format", json!({"type": "json_object"})),
+            ("top_p", json!(1)),
+        ],
+        &[
+            ("tool_choice", json!("read")),
+            ("metadata", json!({"a": "b"})),
+        ],
+    ];
+    let (mut compared, mut written) = (0, 0);
+    for params in settings {
+        let mut m = ModelConfiguration::new(&OpenAiChat, "gpt-4o-mini");
+        for (k, v) in *params {
+            m.set_parameter(k, v.clone()).unwrap();
+        }
+        for messages in [&history[..1], &history[1..2], &history[..]] {
+            for stream in [false, true] {
+                for tools in [&[][..], &tools[..]] {
+                    for schema in [None, Some(&schemas[0]), Some(&schemas[1])] {
+                        for stop in [&[][..], &["Observation:"][..]] {
+                            let options = RequestOptions {
+                                stream,
+                                tools,
+                                stop,
+                                schema,
+                            };
+                            let request = Request {
+                                model: &m.model,
+                                parameters: &m.parameters,
+                                messages,
+                                options,
+                            };
+                            let tree = Value::Object(tree(&request).unwrap());
+                            let with_stops = with_stops(PARAMETERS, &m.parameters, stop);
+                            let bytes = super::super::openai_chat_body::write(
+                                &m.model,
+                                &with_stops,
+                                messages,
+                                tools,
+                                schema,
+                                stream,
+                            )
+                            .unwrap();
+                            let read: Value = serde_json::from_slice(&bytes).unwrap();
+                            assert_eq!(read, tree);
+                            let prepared = OpenAiChat.prepare(&request).unwrap();
+                            if let Body::Written { bytes, .. } = &prepared.body {
+                                // Where it is written (the tree keeps its keys' order), it
+                                // is the tree's bytes, and the tree read back is the tree.
+                                assert_eq!(
+                                    String::from_utf8_lossy(bytes),
+                                    serde_json::to_string(&tree).unwrap()
+                                );
+                                assert_eq!(prepared.body(), &tree);
+                                written += 1;
+                            }
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(compared, 5 * 3 * 2 * 2 * 3 * 2);
+    let mut order = serde_json::Map::new();
+    order.insert("b".into(), Value::Null);
+    order.insert("a".into(), Value::Null);
+    let keeps_order = order.keys().next().is_some_and(|k| k == "b");
+    assert_eq!(written, if keeps_order { compared } else { 0 });
+    // A bad image is refused alike.
+    let bad = said(
+        Role::User,
+        vec![Part::Image {
+            url: None,
+            media_type: None,
+            data: Some("AA".into()),
+        }],
+    );
+    let m = ModelConfiguration::new(&OpenAiChat, "m");
+    let e = m.prepare_request(&[bad], false).unwrap_err();
+    assert_mentions(&e, "an image part needs");
+}

@@ -124,7 +124,10 @@ fn each_format_maps_tool_choice_and_the_schema_natively() {
             schema,
             ..RequestOptions::default()
         };
-        m.prepare(&[Message::user("hi")], &options).unwrap().body
+        m.prepare(&[Message::user("hi")], &options)
+            .unwrap()
+            .body()
+            .clone()
     };
     let named = json!({"type": "function", "function": {"name": "calc__add"}});
     assert_eq!(

@@ -15,6 +15,7 @@ use super::remote::{Call, Hooks, HttpProvider, Prepared};
 use crate::config::HttpSettings;
 use crate::error::Result;
 use crate::format::claude_messages::{BETA_PARAMETER, VERSION_PARAMETER};
+use crate::format::Body;
 
 pub(crate) const KIND: &str = ANTHROPIC.name;
 /// The `anthropic-version` header sent when the model configuration sets none.
@@ -42,7 +43,7 @@ impl Hooks for VersionHeaders {
             .collect();
         Ok(Prepared {
             url: call.url(&call.endpoint.base_url)?,
-            body: Cow::Owned(body),
+            body: Cow::Owned(Body::Tree(body)),
             headers,
         })
     }

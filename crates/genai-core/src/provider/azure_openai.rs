@@ -16,6 +16,7 @@ use super::kinds::AZURE_OPENAI;
 use super::remote::{self, Call, Endpoint, Hooks, HttpProvider, Prepared};
 use crate::config::AzureSettings;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::Body;
 
 pub(crate) const KIND: &str = AZURE_OPENAI.name;
 pub(crate) use super::kinds::AZURE_ENDPOINT_ENV as ENDPOINT_ENV;
@@ -95,9 +96,9 @@ impl Hooks for Deployment {
         // The v1 API routes by the body's `model`, which must name the deployment.
         let body = match &self.deployment {
             Some(d) if self.api_version == V1 && request.body["model"] != d.as_str() => {
-                let mut body = request.body.clone();
+                let mut body = request.body().clone();
                 body["model"] = serde_json::Value::from(self.deployment(d)?);
-                Cow::Owned(body)
+                Cow::Owned(Body::Tree(body))
             }
             _ => Cow::Borrowed(&request.body),
         };

@@ -171,9 +171,9 @@ impl Hooks for Signing {
         let (e, route, request) = (call.endpoint, call.route, call.request);
         let claude = route.format == CLAUDE_FORMAT;
         let body = if claude {
-            serde_json::to_vec(&claude_invoke_body(&request.body))
+            serde_json::to_vec(&claude_invoke_body(request.body()))
         } else {
-            serde_json::to_vec(&request.body)
+            serde_json::to_vec(request.body())
         }
         .map_err(|e| Error::internal(format!("cannot encode the request: {e}")))?;
         let (auth, base, region) = self.auth(e).await?;
@@ -259,7 +259,7 @@ mod tests {
         let request = ModelRequest {
             format,
             model: model.into(),
-            body: Value::Null,
+            body: crate::format::Body::Tree(Value::Null),
             stream,
         };
         let route = BEDROCK.route(format).unwrap();
@@ -328,7 +328,7 @@ mod tests {
             .send_request(&ModelRequest {
                 format: "openai-chat",
                 model: "m".into(),
-                body: Value::Null,
+                body: crate::format::Body::Tree(Value::Null),
                 stream: false,
             })
             .await

@@ -278,11 +278,11 @@ impl Hooks for Template {
                 }
             }
         }
-        body_credentials(&request.body, &mut names);
+        body_credentials(request.body(), &mut names);
         let secrets = self.resolve(&e.name, &names).await?;
         let shown_url = e.base_url.replace("${parameters.model}", &request.model);
         let url = fill(&e.base_url, &request.model, &secrets);
-        let mut body = request.body.clone();
+        let mut body = request.body().clone();
         fill_body(&mut body, &secrets);
         let body = serde_json::to_vec(&body)
             .map_err(|e| Error::internal(format!("cannot encode the request body: {e}")))?;

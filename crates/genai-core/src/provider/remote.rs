@@ -20,7 +20,7 @@ use super::lazy_key::LazyKey;
 use super::{KeyStatus, ProviderResponse, ServiceProvider};
 use crate::config::HttpSettings;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::ModelRequest;
+use crate::format::{Body, ModelRequest};
 use crate::secrets::{KeySource, Secret};
 
 /// What every instance of an HTTP kind has.
@@ -65,7 +65,7 @@ pub(crate) struct Call<'a> {
 pub struct Prepared<'a> {
     /// Without credentials: it is shown in errors.
     pub(crate) url: String,
-    pub(crate) body: Cow<'a, Value>,
+    pub(crate) body: Cow<'a, Body>,
     /// The kind's own headers; each replaces a configured header of the same name.
     pub(crate) headers: Vec<(&'static str, String)>,
 }
@@ -508,11 +508,20 @@ impl Endpoint {
         prepared: &Prepared,
         key: Option<&Secret>,
     ) -> RequestBuilder {
-        let mut req = match self.parsed(&prepared.url) {
+        let req = match self.parsed(&prepared.url) {
             Some(url) => client.post(url),
             None => client.post(&prepared.url),
-        }
-        .json(&*prepared.body);
+        };
+        let mut req = match &*prepared.body {
+            Body::Tree(tree) => req.json(tree),
+            // What `json` does with the bytes it writes.
+            Body::Written { bytes, .. } => req
+                .header(
+                    reqwest::header::CONTENT_TYPE,
+                    reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .body(bytes.clone()),
+        };
         match (self.kind.auth, key) {
             (Auth::Bearer { .. }, Some(key)) => req = req.bearer_auth(key.expose()),
             (Auth::Header(name), Some(key)) => req = req.header(name, key.expose()),

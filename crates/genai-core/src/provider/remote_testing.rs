@@ -16,7 +16,7 @@ pub(crate) fn first_request(
     let request = ModelRequest {
         format,
         model: model.into(),
-        body,
+        body: crate::format::Body::Tree(body),
         stream,
     };
     let route = e.kind.route(format)?;

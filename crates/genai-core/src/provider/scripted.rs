@@ -64,7 +64,7 @@ impl ScriptedProvider {
     /// The bodies of the requests sent so far.
     pub(crate) fn bodies(&self) -> Vec<Value> {
         let requests = self.requests.lock().expect("requests lock");
-        requests.iter().map(|r| r.body.clone()).collect()
+        requests.iter().map(|r| r.body().clone()).collect()
     }
 
     /// The messages of the `n`th request, as `role: text` lines.

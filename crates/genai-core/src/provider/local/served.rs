@@ -121,7 +121,7 @@ pub async fn send(
         model_file: model_file()?,
         model: request.model.clone(),
         stream: request.stream,
-        body: request.body.clone(),
+        body: request.body().clone(),
     };
     let sent = link
         .http

@@ -4,20 +4,20 @@
 //! It owns the JSON shape of requests and responses of that API and nothing else: no HTTP,
 //! no keys, no URLs.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::openai_chat_body;
 use super::parameters::with_stops;
 use super::reply::{body_json, event_json, invalid_json, parse_arguments};
 use super::sampling;
-use super::schema::{ToolChoice, TOOL_CHOICE};
-use super::wire::{chat_message, function_tools, items, str_field};
+use super::schema::TOOL_CHOICE;
+use super::wire::{items, str_field};
 use super::{
     EventReader, Format, FormatSpec, ImageSupport, ModelReply, ModelRequest, ParameterSpec,
     ReplyBuilder, Request, StreamDecoder, StreamEvent,
 };
 use crate::error::{Error, Result};
-use crate::message::{Message, Part, Usage};
+use crate::message::{Part, Usage};
 
 pub const FORMAT: &str = "openai-chat";
 
@@ -106,9 +106,6 @@ impl Format for OpenAiChat {
     fn prepare(&self, request: &Request<'_>) -> Result<ModelRequest> {
         let (model, parameters, messages, options) = request.parts();
         let with_stops = with_stops(PARAMETERS, parameters, options.stop);
-        if !openai_chat_body::writable(&with_stops) {
-            return Ok(request.prepared(FORMAT, tree(request)?));
-        }
         let bytes = openai_chat_body::write(
             model,
             &with_stops,
@@ -130,45 +127,6 @@ impl Format for OpenAiChat {
     fn decoder(&self, _: &Map<String, Value>) -> StreamDecoder {
         StreamDecoder::new(Events, ReplyBuilder::new())
     }
-}
-
-/// The body as a `Value` tree: what [`openai_chat_body`] writes as bytes, built where it
-/// cannot (a parameter named like a field genai sets itself takes that field's place).
-pub(super) fn tree(request: &Request<'_>) -> Result<Map<String, Value>> {
-    let (model, parameters, messages, options) = request.parts();
-    let mut wire = Vec::with_capacity(messages.len());
-    for m in messages {
-        wire.extend(to_wire(m)?);
-    }
-    let mut body = Map::new();
-    body.insert("model".into(), Value::from(model));
-    body.insert("messages".into(), Value::Array(wire));
-    for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
-        if k != TOOL_CHOICE.name {
-            body.insert(k.clone(), v.clone());
-        }
-    }
-    if !options.tools.is_empty() {
-        body.insert("tools".into(), function_tools(options.tools));
-    }
-    if let Some(choice) = ToolChoice::of(parameters, options.tools)? {
-        body.insert("tool_choice".into(), choice.openai());
-    }
-    if let Some(schema) = options.schema {
-        let mut spec = json!({"name": schema.name, "schema": schema.schema});
-        if schema.strict_ok() {
-            spec["strict"] = Value::Bool(true);
-        }
-        body.insert(
-            "response_format".into(),
-            json!({"type": "json_schema", "json_schema": spec}),
-        );
-    }
-    if options.stream {
-        body.insert("stream".into(), Value::Bool(true));
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    Ok(body)
 }
 
 /// A whole answer read as a `Value` tree: what [`openai_chat_answer`](super::openai_chat_answer)
@@ -260,80 +218,6 @@ fn reasoning_of(v: &Value) -> Option<&str> {
         .iter()
         .find_map(|k| v.get(*k).and_then(Value::as_str))
         .filter(|r| !r.is_empty())
-}
-
-/// One message in OpenAI's shape (reasoning is never sent back: servers that give it refuse
-/// or ignore it in requests); a message with tool results becomes one `tool` message each.
-fn to_wire(m: &Message) -> Result<Vec<Value>> {
-    let mut parts = Vec::new();
-    let mut tool_calls = Vec::new();
-    let mut results = Vec::new();
-    for part in &m.content {
-        match part {
-            Part::Reasoning { .. } => {}
-            Part::Text { text } => parts.push(json!({"type": "text", "text": text})),
-            Part::Json { value } => parts.push(json!({"type": "text", "text": value.to_string()})),
-            Part::Image {
-                url,
-                media_type,
-                data,
-            } => {
-                let url = match (url, media_type, data) {
-                    (Some(url), _, _) => url.clone(),
-                    (None, Some(mt), Some(data)) => format!("data:{mt};base64,{data}"),
-                    _ => {
-                        return Err(Error::invalid_params(
-                            "an image part needs `url`, or `mediaType` and `data`",
-                        ))
-                    }
-                };
-                parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
-            }
-            Part::ToolCall {
-                id,
-                name,
-                arguments,
-                ..
-            } => tool_calls.push(json!({
-                "id": id, "type": "function",
-                "function": {"name": name, "arguments": arguments.to_string()}
-            })),
-            Part::ToolResult {
-                tool_call_id,
-                content,
-                ..
-            } => {
-                let text: String = content
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::Text { text } => Some(text.clone()),
-                        Part::Json { value } => Some(value.to_string()),
-                        _ => None,
-                    })
-                    .collect();
-                results
-                    .push(json!({"role": "tool", "tool_call_id": tool_call_id, "content": text}));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    if !parts.is_empty() || !tool_calls.is_empty() {
-        // Plain text goes as a string: every OpenAI-compatible server accepts that form.
-        let content = if parts.iter().all(|p| p["type"] == "text") {
-            Value::String(
-                parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            )
-        } else {
-            Value::Array(parts)
-        };
-        out.push(chat_message(m.role, content, tool_calls));
-    }
-    out.extend(results);
-    Ok(out)
 }
 
 /// Reads the `chat.completion.chunk` events of a streamed answer; the stream is complete at

@@ -1,15 +1,13 @@
 //! The body of an `openai-chat` request written straight from serde types into its bytes: what
 //! every gateway request pays, where building it as a `Value` tree first (then serialising the
-//! tree) was a sixteenth of the request's work. The bytes are exactly those of the tree
-//! [`openai_chat`](super::openai_chat) builds for the rare body this cannot write (a parameter
-//! named like a field genai sets itself, or a build whose JSON objects sort their keys); its
-//! tests hold the two alike.
+//! tree) was a sixteenth of the request's work. A parameter named like a field genai sets
+//! (`model`, `stream`, ...) stands where a tree built by inserting keys in order would have it;
+//! the tests hold the bytes to such a tree's.
 //!
 //! It owns that writing only. It must never decide what goes in a body (the format does: the
 //! same messages, parameters and options, in the same order).
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
@@ -18,25 +16,6 @@ use super::schema::{ResponseSchema, ToolChoice, TOOL_CHOICE};
 use super::{Parameters, ToolSpec};
 use crate::error::{Error, Result};
 use crate::message::{Message, Part, Role};
-
-/// The fields genai sets itself: a parameter of one of these names takes its place in the
-/// tree, which only the tree's builder does.
-const OWN_FIELDS: &[&str] = &["model", "messages", "tools", "stream", "stream_options"];
-
-/// Whether [`write`] can write a body with these parameters: the tree keeps its keys in the
-/// order they were put in (serde_json's `preserve_order`, which a dependency of the `genai`
-/// binary turns on; a build of the core alone sorts them) and no parameter takes the place of
-/// a field genai sets.
-pub(super) fn writable(parameters: &Parameters) -> bool {
-    static KEEPS_ORDER: OnceLock<bool> = OnceLock::new();
-    let keeps_order = *KEEPS_ORDER.get_or_init(|| {
-        let mut m = serde_json::Map::new();
-        m.insert("b".into(), Value::Null);
-        m.insert("a".into(), Value::Null);
-        m.keys().next().is_some_and(|k| k == "b")
-    });
-    keeps_order && !parameters.keys().any(|k| OWN_FIELDS.contains(&k.as_str()))
-}
 
 /// The body's bytes: the model, the messages, the parameters (`tool_choice` aside, a
 /// `response_format` replaced by the schema's when there is one), the tools, the tool choice,
@@ -80,22 +59,46 @@ struct Body<'a> {
 }
 
 impl Serialize for Body<'_> {
+    /// The keys in the order a tree gets them by inserting the model, the messages, each
+    /// parameter, then what genai sets: a parameter named like a field genai sets keeps its
+    /// place, with the parameter's value for `model` and `messages` (set before it) and genai's
+    /// for the others (set after it).
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
-        map.serialize_entry("model", self.model)?;
-        map.serialize_entry("messages", self.messages)?;
-        // A schema's `response_format` replaces the parameter's where the parameter stood.
+        match self.parameters.get("model") {
+            Some(model) => map.serialize_entry("model", model)?,
+            None => map.serialize_entry("model", self.model)?,
+        }
+        match self.parameters.get("messages") {
+            Some(messages) => map.serialize_entry("messages", messages)?,
+            None => map.serialize_entry("messages", self.messages)?,
+        }
+        let mut tools = !self.tools.is_empty();
         let mut schema = self.schema;
+        let (mut stream, mut stream_options) = (self.stream, self.stream);
         for (k, v) in self.parameters {
             match k.as_str() {
+                "model" | "messages" => {}
                 k if k == TOOL_CHOICE.name => {}
+                "tools" if tools => {
+                    map.serialize_entry(k, &Tools(self.tools))?;
+                    tools = false;
+                }
                 "response_format" if schema.is_some() => {
                     map.serialize_entry(k, &SchemaFormat(schema.take().expect("is some")))?;
+                }
+                "stream" if stream => {
+                    map.serialize_entry(k, &true)?;
+                    stream = false;
+                }
+                "stream_options" if stream_options => {
+                    map.serialize_entry(k, &IncludeUsage)?;
+                    stream_options = false;
                 }
                 _ => map.serialize_entry(k, v)?,
             }
         }
-        if !self.tools.is_empty() {
+        if tools {
             map.serialize_entry("tools", &Tools(self.tools))?;
         }
         if let Some(choice) = self.choice {
@@ -104,8 +107,10 @@ impl Serialize for Body<'_> {
         if let Some(schema) = schema {
             map.serialize_entry("response_format", &SchemaFormat(schema))?;
         }
-        if self.stream {
+        if stream {
             map.serialize_entry("stream", &true)?;
+        }
+        if stream_options {
             map.serialize_entry("stream_options", &IncludeUsage)?;
         }
         map.end()
@@ -286,8 +291,8 @@ impl Serialize for ToolCall<'_> {
     }
 }
 
-/// One message in OpenAI's shape, as [`openai_chat`](super::openai_chat)'s tree has it
-/// (reasoning is never sent back); a message with tool results becomes one `tool` message each.
+/// One message in OpenAI's shape (reasoning is never sent back: servers that give it refuse or
+/// ignore it in requests); a message with tool results becomes one `tool` message each.
 fn to_wire<'a>(m: &'a Message, out: &mut Vec<WireMessage<'a>>) -> Result<()> {
     let mut parts = Vec::new();
     let mut tool_calls = Vec::new();

@@ -2,9 +2,13 @@
 //! chunks, cuts and errors, reasoning.
 
 use super::*;
+use crate::format::schema::ToolChoice;
 use crate::format::testing::*;
+use crate::format::wire::{chat_message, function_tools};
 use crate::format::ModelConfiguration;
+use crate::message::Message;
 use crate::message::Role;
+use serde_json::json;
 
 #[test]
 fn request_has_text_as_string_and_images_as_parts() {
@@ -236,12 +240,30 @@ fn the_written_body_is_the_trees_bytes() {
             ("tool_choice", json!("read")),
             ("metadata", json!({"a": "b"})),
         ],
+        // Named like the fields genai sets: no parameter spec takes them, so they are put in
+        // the map as they are.
+        &[
+            ("stream", json!(false)),
+            ("model", json!("other")),
+            ("tools", json!([])),
+            ("messages", json!([{"role": "user", "content": "x"}])),
+            ("stream_options", json!({"x": 1})),
+        ],
     ];
-    let (mut compared, mut written) = (0, 0);
+    const OWN: &[&str] = &["model", "messages", "tools", "stream", "stream_options"];
+    let mut order = serde_json::Map::new();
+    order.insert("b".into(), Value::Null);
+    order.insert("a".into(), Value::Null);
+    let keeps_order = order.keys().next().is_some_and(|k| k == "b");
+    let mut compared = 0;
     for params in settings {
         let mut m = ModelConfiguration::new(&OpenAiChat, "gpt-4o-mini");
         for (k, v) in *params {
-            m.set_parameter(k, v.clone()).unwrap();
+            if OWN.contains(k) {
+                m.parameters.insert(k.to_string(), v.clone());
+            } else {
+                m.set_parameter(k, v.clone()).unwrap();
+            }
         }
         for messages in [&history[..1], &history[1..2], &history[..]] {
             for stream in [false, true] {
@@ -260,7 +282,7 @@ fn the_written_body_is_the_trees_bytes() {
                                 messages,
                                 options,
                             };
-                            let tree = Value::Object(tree(&request).unwrap());
+                            let tree = Value::Object(reference_tree(&request).unwrap());
                             let with_stops = with_stops(PARAMETERS, &m.parameters, stop);
                             let bytes = super::super::openai_chat_body::write(
                                 &m.model,
@@ -274,16 +296,18 @@ fn the_written_body_is_the_trees_bytes() {
                             let read: Value = serde_json::from_slice(&bytes).unwrap();
                             assert_eq!(read, tree);
                             let prepared = OpenAiChat.prepare(&request).unwrap();
-                            if let Body::Written { bytes, .. } = &prepared.body {
-                                // Where it is written (the tree keeps its keys' order), it
-                                // is the tree's bytes, and the tree read back is the tree.
+                            let Body::Written { bytes, .. } = &prepared.body else {
+                                panic!("an openai-chat body is written from its types")
+                            };
+                            // Where the tree keeps its keys' order (the workspace's build),
+                            // the bytes are the tree's; either way it reads back as the tree.
+                            if keeps_order {
                                 assert_eq!(
                                     String::from_utf8_lossy(bytes),
                                     serde_json::to_string(&tree).unwrap()
                                 );
-                                assert_eq!(prepared.body(), &tree);
-                                written += 1;
                             }
+                            assert_eq!(prepared.body(), &tree);
                             compared += 1;
                         }
                     }
@@ -291,12 +315,7 @@ fn the_written_body_is_the_trees_bytes() {
             }
         }
     }
-    assert_eq!(compared, 5 * 3 * 2 * 2 * 3 * 2);
-    let mut order = serde_json::Map::new();
-    order.insert("b".into(), Value::Null);
-    order.insert("a".into(), Value::Null);
-    let keeps_order = order.keys().next().is_some_and(|k| k == "b");
-    assert_eq!(written, if keeps_order { compared } else { 0 });
+    assert_eq!(compared, 6 * 3 * 2 * 2 * 3 * 2);
     // A bad image is refused alike.
     let bad = said(
         Role::User,
@@ -309,4 +328,117 @@ fn the_written_body_is_the_trees_bytes() {
     let m = ModelConfiguration::new(&OpenAiChat, "m");
     let e = m.prepare_request(&[bad], false).unwrap_err();
     assert_mentions(&e, "an image part needs");
+}
+
+/// The body as the `Value` tree genai built before it wrote bodies from types: the oracle the
+/// written bytes are held to (keys in the order inserted, a parameter named like a field genai
+/// sets taking that field's place).
+fn reference_tree(request: &Request<'_>) -> Result<Map<String, Value>> {
+    let (model, parameters, messages, options) = request.parts();
+    let mut wire = Vec::with_capacity(messages.len());
+    for m in messages {
+        wire.extend(reference_wire(m)?);
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(model));
+    body.insert("messages".into(), Value::Array(wire));
+    for (k, v) in with_stops(PARAMETERS, parameters, options.stop).iter() {
+        if k != TOOL_CHOICE.name {
+            body.insert(k.clone(), v.clone());
+        }
+    }
+    if !options.tools.is_empty() {
+        body.insert("tools".into(), function_tools(options.tools));
+    }
+    if let Some(choice) = ToolChoice::of(parameters, options.tools)? {
+        body.insert("tool_choice".into(), choice.openai());
+    }
+    if let Some(schema) = options.schema {
+        let mut spec = json!({"name": schema.name, "schema": schema.schema});
+        if schema.strict_ok() {
+            spec["strict"] = Value::Bool(true);
+        }
+        body.insert(
+            "response_format".into(),
+            json!({"type": "json_schema", "json_schema": spec}),
+        );
+    }
+    if options.stream {
+        body.insert("stream".into(), Value::Bool(true));
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    Ok(body)
+}
+
+/// One message as that tree had it.
+fn reference_wire(m: &Message) -> Result<Vec<Value>> {
+    let mut parts = Vec::new();
+    let mut tool_calls = Vec::new();
+    let mut results = Vec::new();
+    for part in &m.content {
+        match part {
+            Part::Reasoning { .. } => {}
+            Part::Text { text } => parts.push(json!({"type": "text", "text": text})),
+            Part::Json { value } => parts.push(json!({"type": "text", "text": value.to_string()})),
+            Part::Image {
+                url,
+                media_type,
+                data,
+            } => {
+                let url = match (url, media_type, data) {
+                    (Some(url), _, _) => url.clone(),
+                    (None, Some(mt), Some(data)) => format!("data:{mt};base64,{data}"),
+                    _ => {
+                        return Err(Error::invalid_params(
+                            "an image part needs `url`, or `mediaType` and `data`",
+                        ))
+                    }
+                };
+                parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+            }
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+                ..
+            } => tool_calls.push(json!({
+                "id": id, "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}
+            })),
+            Part::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                let text: String = content
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::Text { text } => Some(text.clone()),
+                        Part::Json { value } => Some(value.to_string()),
+                        _ => None,
+                    })
+                    .collect();
+                results
+                    .push(json!({"role": "tool", "tool_call_id": tool_call_id, "content": text}));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if !parts.is_empty() || !tool_calls.is_empty() {
+        // Plain text goes as a string: every OpenAI-compatible server accepts that form.
+        let content = if parts.iter().all(|p| p["type"] == "text") {
+            Value::String(
+                parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        } else {
+            Value::Array(parts)
+        };
+        out.push(chat_message(m.role, content, tool_calls));
+    }
+    out.extend(results);
+    Ok(out)
 }

@@ -79,7 +79,7 @@ pub(crate) fn only(m: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(
 
 /// Refuses `{at}.{stray}`, a field of the object at `at` that genai cannot carry, when there
 /// is one.
-pub(crate) fn carried(at: &str, stray: Option<&str>) -> Result<(), ApiError> {
+pub(crate) fn carried(at: impl fmt::Display, stray: Option<&str>) -> Result<(), ApiError> {
     match stray {
         Some(k) => Err(ApiError::invalid(
             format!("{at}.{k}"),
@@ -96,6 +96,25 @@ pub(crate) fn present_key(other: &Map<String, Value>) -> Option<&str> {
         .iter()
         .find(|(_, v)| !v.is_null())
         .map(|(k, _)| k.as_str())
+}
+
+/// A path into the request (`messages[0]`, `messages[0].content`), written only when an
+/// error names it: a request without errors formats none of its paths.
+#[derive(Clone, Copy)]
+pub(crate) enum At<'a> {
+    /// The element `i` of the array at the path.
+    Index(&'a dyn fmt::Display, usize),
+    /// The field of the object at the path.
+    Field(&'a dyn fmt::Display, &'a str),
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            At::Index(at, i) => write!(f, "{at}[{i}]"),
+            At::Field(at, key) => write!(f, "{at}.{key}"),
+        }
+    }
 }
 
 /// A content as every API gives it: a string (one text part), or an array of `T` (parts,
@@ -149,7 +168,7 @@ pub(crate) fn stray<'a>(
 /// place may hold.
 pub(crate) fn kind_of<'a>(
     kind: Option<&'a str>,
-    at: &str,
+    at: impl fmt::Display,
     noun: &str,
     kinds: &[&str],
 ) -> Result<&'a str, ApiError> {

@@ -13,7 +13,7 @@
 use serde_json::{json, Map, Value};
 
 use super::completion::Chunks;
-use super::fields::{object, only, present_key, text_of, with_role};
+use super::fields::{object, only, present_key, text_of, with_role, At};
 use super::openai_chat_request::{ChatBody, ChatMessage, ChatTool, Content, ToolCall};
 use super::pipeline::{Asked, VendorApi};
 use super::settings::Setting;
@@ -156,12 +156,12 @@ fn read_messages(items: Vec<ChatMessage>) -> Result<Vec<Message>, ApiError> {
     let mut system: Vec<String> = Vec::new();
     let mut out: Vec<Message> = Vec::with_capacity(items.len());
     for (i, m) in items.into_iter().enumerate() {
-        let at = format!("messages[{i}]");
-        fields::carried(&at, present_key(&m.other))?;
+        let at = At::Index(&"messages", i);
+        fields::carried(at, present_key(&m.other))?;
         let Some(role) = m.role else {
             return Err(ApiError::invalid(format!("{at}.role"), "is required"));
         };
-        let content_at = format!("{at}.content");
+        let content_at = At::Field(&at, "content");
         match role.as_str() {
             "system" | "developer" => {
                 let parts = content_parts(m.content, &content_at, &["text"])?;
@@ -169,7 +169,7 @@ fn read_messages(items: Vec<ChatMessage>) -> Result<Vec<Message>, ApiError> {
             }
             "user" => {
                 if m.content.is_none() {
-                    return Err(ApiError::invalid(content_at, "is required"));
+                    return Err(ApiError::invalid(content_at.to_string(), "is required"));
                 }
                 let content = content_parts(m.content, &content_at, &["text", "image_url"])?;
                 out.push(with_role(Role::User, content));
@@ -223,11 +223,7 @@ fn read_messages(items: Vec<ChatMessage>) -> Result<Vec<Message>, ApiError> {
 }
 
 /// A message's content: a string, or an array of parts of the `kinds` this role may send.
-fn content_parts(
-    content: Option<Content>,
-    at: &str,
-    kinds: &[&str],
-) -> Result<Vec<Part>, ApiError> {
+fn content_parts(content: Option<Content>, at: &At, kinds: &[&str]) -> Result<Vec<Part>, ApiError> {
     let parts = match content {
         None => return Ok(Vec::new()),
         Some(Content::Text(text)) => return Ok(vec![Part::text(text)]),
@@ -235,12 +231,14 @@ fn content_parts(
     };
     let mut out = Vec::with_capacity(parts.len());
     for (j, p) in parts.into_iter().enumerate() {
-        let at = format!("{at}[{j}]");
-        let kind = fields::kind_of(p.kind.as_deref(), &at, "part", kinds)?;
-        fields::carried(&at, p.stray(kind))?;
+        let at = At::Index(at, j);
+        let kind = fields::kind_of(p.kind.as_deref(), at, "part", kinds)?;
+        fields::carried(at, p.stray(kind))?;
         out.push(match (kind, p.image_url, p.text, p.refusal) {
             ("image_url", Some(image), _, _) => image_part(image, &format!("{at}.image_url"))?,
-            ("image_url", None, _, _) => return Err(ApiError::invalid(at, "must be an object")),
+            ("image_url", None, _, _) => {
+                return Err(ApiError::invalid(at.to_string(), "must be an object"))
+            }
             ("text", _, Some(text), _) | ("refusal", _, _, Some(text)) => Part::text(text),
             // A text or refusal part without its text.
             _ => {

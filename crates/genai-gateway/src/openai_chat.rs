@@ -32,10 +32,7 @@ impl VendorApi for ChatCompletions {
 
     fn read(body: &[u8]) -> Result<Asked<Chunks>, ApiError> {
         let request = ChatRequest::parse(body)?;
-        let envelope = Envelope::now(
-            format!("chatcmpl-{}", ulid::Ulid::new().to_string().to_lowercase()),
-            request.model.clone(),
-        );
+        let envelope = Envelope::now(completion_id(), request.model.clone());
         Ok(Asked {
             model: request.model,
             messages: request.messages,
@@ -149,6 +146,15 @@ fn stop(value: Value) -> Result<Value, ApiError> {
 }
 
 /// The request's messages, its system and developer messages joined into one, first.
+/// A completion's id: `chatcmpl-` and a new ULID in lowercase, written without `format!`
+/// (once per request).
+fn completion_id() -> String {
+    let mut ulid = [0u8; ulid::ULID_LEN];
+    let ulid = ulid::Ulid::new().array_to_str(&mut ulid);
+    ulid.make_ascii_lowercase();
+    ["chatcmpl-", ulid].concat()
+}
+
 fn read_messages(items: Vec<ChatMessage>) -> Result<Vec<Message>, ApiError> {
     if items.is_empty() {
         return Err(ApiError::invalid("messages", "must not be empty"));

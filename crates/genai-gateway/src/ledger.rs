@@ -206,13 +206,9 @@ impl Caller {
     /// Notes the model chosen for the request; who answered, and at what price, is noted
     /// once the turn knows ([`Caller::served`]).
     pub(super) fn chose(&mut self, model: &RequestModel) {
+        // `PROVIDER:MODEL`, joined without `format!` (once per request).
         let (provider, id) = (&model.provider.name, &model.configuration().model);
-        // `PROVIDER:MODEL`, joined by hand: cheaper than `format!` (once per request).
-        let mut served_by = String::with_capacity(provider.len() + 1 + id.len());
-        served_by.push_str(provider);
-        served_by.push(':');
-        served_by.push_str(id);
-        self.row.served_by = Some(served_by);
+        self.row.served_by = Some([provider, ":", id].concat());
     }
 
     /// Notes who answered (a fallback of the agent asked for, maybe), and prices the reply at

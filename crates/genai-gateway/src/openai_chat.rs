@@ -145,7 +145,6 @@ fn stop(value: Value) -> Result<Value, ApiError> {
     }
 }
 
-/// The request's messages, its system and developer messages joined into one, first.
 /// A completion's id: `chatcmpl-` and a new ULID in lowercase, written without `format!`
 /// (once per request).
 fn completion_id() -> String {
@@ -155,6 +154,7 @@ fn completion_id() -> String {
     ["chatcmpl-", ulid].concat()
 }
 
+/// The request's messages, its system and developer messages joined into one, first.
 fn read_messages(items: Vec<ChatMessage>) -> Result<Vec<Message>, ApiError> {
     if items.is_empty() {
         return Err(ApiError::invalid("messages", "must not be empty"));

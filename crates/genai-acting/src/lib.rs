@@ -4,8 +4,9 @@
 //! (`checkpoint`) and the hooks a project runs around a tool call (`hooks`).
 //!
 //! It sits on `genai-base` and under the core, which decides when a tool runs and asks this
-//! crate whether it may and what it does. It must never know a conversation, a model or a
-//! front-end, and a tool here must never reach outside its workspace or sandbox.
+//! crate whether it may and what it does. It must never hold a conversation or a model (a
+//! turn is only its ids here), nor speak a front-end's protocol, and a tool here must never
+//! reach outside its workspace or sandbox.
 
 pub mod checkpoint;
 pub mod hooks;

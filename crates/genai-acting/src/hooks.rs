@@ -40,7 +40,7 @@ pub use claude::tool_response;
 use claude::{answer, hook_input};
 
 /// The time limit of a hook that names none, in seconds (Claude Code's too).
-pub const DEFAULT_TIMEOUT_S: u64 = 60;
+pub(crate) const DEFAULT_TIMEOUT_S: u64 = 60;
 
 /// The most of a hook's stdout or stderr that is read; the rest is drained and dropped.
 pub const MAX_OUTPUT: usize = 1 << 20;

@@ -87,7 +87,7 @@ impl Blobs {
     /// Deletes every file but the versions in `keep` (pruned versions, and temporary files
     /// a crashed writer left: the caller holds the index's write lock, so no writer is
     /// active). Answers the versions deleted and the bytes freed.
-    pub fn sweep(&self, keep: &HashSet<String>) -> Result<(u64, u64)> {
+    pub(crate) fn sweep(&self, keep: &HashSet<String>) -> Result<(u64, u64)> {
         let (mut count, mut bytes) = (0, 0);
         let entries = fs::read_dir(&self.dir).map_err(|e| io_error("cannot read", &self.dir, e))?;
         for entry in entries {
@@ -126,7 +126,7 @@ pub(super) fn remove_created_dirs<'a>(dirs: impl Iterator<Item = &'a String>) ->
 
 /// The folders above `path`, inside `root`, that do not exist yet (the write will create
 /// them), deepest first.
-pub fn missing_dirs(root: &Path, path: &Path) -> Result<Vec<String>> {
+pub(crate) fn missing_dirs(root: &Path, path: &Path) -> Result<Vec<String>> {
     let mut missing = Vec::new();
     for dir in path.ancestors().skip(1) {
         if dir == root || !dir.starts_with(root) || dir.symlink_metadata().is_ok() {

@@ -21,7 +21,7 @@ pub fn tool_response(answer: &str, is_error: bool) -> Value {
 /// `Grep` {pattern, path, glob}, `WebFetch` {url}, with paths made absolute under `root`; an
 /// MCP tool `server.tool` (source `mcp:server`) becomes `mcp__server__tool`, its input
 /// unchanged; any other tool keeps genai's name and input.
-pub fn claude_tool(tool: &str, source: &str, input: &Value, root: &Path) -> (String, Value) {
+pub(crate) fn claude_tool(tool: &str, source: &str, input: &Value, root: &Path) -> (String, Value) {
     if let Some(server) = source.strip_prefix("mcp:") {
         let name = tool
             .strip_prefix(server)
@@ -118,7 +118,7 @@ fn under(root: &Path, path: &str) -> String {
 }
 
 /// The JSON a hook reads on stdin.
-pub fn hook_input(
+pub(crate) fn hook_input(
     event: &Event<'_>,
     claude: Option<&(&str, (String, Value))>,
     ctx: &HookContext,

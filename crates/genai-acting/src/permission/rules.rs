@@ -147,7 +147,7 @@ impl Rule {
     }
 
     /// Whether the rule names the tool `tool` (a full name such as `workspace.fetch`).
-    pub fn names_tool(&self, tool: &str) -> bool {
+    pub(crate) fn names_tool(&self, tool: &str) -> bool {
         match &self.tools {
             Tools::One(name) => name == tool,
             Tools::Source(source) => tool
@@ -189,7 +189,7 @@ impl Rule {
     /// Whether the rule matches this call AND names its file: its pattern's last segment is
     /// more than wildcards (`.env`, `**/.env*`, `*.pem`, not `**`, `*` or `src/**`). Only such
     /// a rule unlocks a secret file.
-    pub fn names_file(&self, tool: &str, kind: Kind, subject: Option<&str>) -> bool {
+    pub(crate) fn names_file(&self, tool: &str, kind: Kind, subject: Option<&str>) -> bool {
         self.pattern.as_ref().is_some_and(|p| p.names_file) && self.matches(tool, kind, subject)
     }
 }
@@ -305,7 +305,7 @@ fn path_matches(glob: &GlobMatcher, path: &str) -> bool {
 
 /// A root-relative path with `/` separators (`\` read as one), without `.` segments and
 /// with `..` resolved where it can be, so `src/../.env` is seen as `.env`; the root is `.`.
-pub fn normalize_path(path: &str) -> String {
+pub(crate) fn normalize_path(path: &str) -> String {
     let path = path.trim().replace('\\', "/");
     let mut segments: Vec<&str> = Vec::new();
     for segment in path.split('/') {
@@ -365,7 +365,7 @@ fn command_regex(text: &str, pattern: &str) -> Result<Regex> {
 /// Quotes are not honoured on purpose: a separator inside quotes only splits more, which can
 /// make an allow rule miss (the call is asked) or a deny rule hit, never the other way; and a
 /// real shell runs `$(...)` and backticks inside double quotes anyway.
-pub fn command_parts(command: &str) -> Vec<&str> {
+pub(crate) fn command_parts(command: &str) -> Vec<&str> {
     let bytes = command.as_bytes();
     let mut parts = Vec::new();
     let mut start = 0;
@@ -443,7 +443,7 @@ impl UrlPattern {
 }
 
 /// The host of a URL as the fetch tool reaches it, lower case, if it has one.
-pub fn url_host(url: &str) -> Option<String> {
+pub(crate) fn url_host(url: &str) -> Option<String> {
     let parsed = url::Url::parse(url.trim()).ok()?;
     let host = parsed
         .host_str()?

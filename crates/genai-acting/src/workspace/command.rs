@@ -21,7 +21,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The shortest timeout (a zero one would kill the command before it starts).
-pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const MIN_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The most output the model gets: the first and last halves are kept.
 pub const MAX_OUTPUT: usize = 30_000;
@@ -60,7 +60,7 @@ pub struct CommandOutput {
 impl CommandOutput {
     /// What the model sees: the text, then "exit status 0", "killed by signal 9" or "timed
     /// out after 5 s (killed)".
-    pub fn for_model(&self) -> String {
+    pub(crate) fn for_model(&self) -> String {
         let mut out = self.text.clone();
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');

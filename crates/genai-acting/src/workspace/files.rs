@@ -86,7 +86,7 @@ fn window_of(offset: Option<usize>, limit: Option<usize>) -> Result<(usize, usiz
 
 /// read_file's answer for `text`, a file's content as an editor holds it (unsaved changes
 /// included): the same numbered window as from the disk.
-pub fn render_text(
+pub(crate) fn render_text(
     rel: &str,
     text: &str,
     offset: Option<usize>,
@@ -135,7 +135,7 @@ impl Change {
 /// context); an empty `old_text` is refused (write_file writes whole files). In a file with
 /// CRLF line ends, `\n` in both texts stands for `\r\n` when the text as given is not found.
 /// The diff has 3 lines of context and headers `--- a/REL` `+++ b/REL`.
-pub fn plan_edit(root: &Root, path: &str, old_text: &str, new_text: &str) -> Result<Change> {
+pub(crate) fn plan_edit(root: &Root, path: &str, old_text: &str, new_text: &str) -> Result<Change> {
     check_edit(old_text, new_text)?;
     let abs = root.resolve(path)?;
     let rel = root.relative(&abs);
@@ -176,7 +176,7 @@ fn check_edit(old_text: &str, new_text: &str) -> Result<()> {
 
 /// The edit of [`plan_edit`] on `text`, the file's current content wherever it is held (the
 /// disk, or an editor's buffer).
-pub fn edit_text(
+pub(crate) fn edit_text(
     abs: PathBuf,
     rel: String,
     text: &str,
@@ -221,7 +221,7 @@ pub fn edit_text(
 
 /// write_file {path, content}: creates or replaces a file (missing parent folders are created
 /// by [`apply`]); the diff is against the old content (`/dev/null` for a new file).
-pub fn plan_write(root: &Root, path: &str, content: &str) -> Result<Change> {
+pub(crate) fn plan_write(root: &Root, path: &str, content: &str) -> Result<Change> {
     let abs = root.resolve(path)?;
     let rel = root.relative(&abs);
     let new_header = format!("b/{rel}");
@@ -356,7 +356,7 @@ pub fn answer(change: &Change) -> String {
 }
 
 /// `s` cut to at most `max` characters, and whether it was cut.
-pub fn cut_chars(s: &str, max: usize) -> (&str, bool) {
+pub(crate) fn cut_chars(s: &str, max: usize) -> (&str, bool) {
     match s.char_indices().nth(max) {
         Some((at, _)) => (&s[..at], true),
         None => (s, false),
@@ -500,7 +500,12 @@ fn describe_binary(head: &[u8], size: u64, not_utf8: bool) -> String {
 
 /// The size of the file at `abs`; an error when it is missing (saying `missing_hint`) or a
 /// folder.
-pub fn existing_file_size(abs: &Path, rel: &str, tool: &str, missing_hint: &str) -> Result<u64> {
+pub(crate) fn existing_file_size(
+    abs: &Path,
+    rel: &str,
+    tool: &str,
+    missing_hint: &str,
+) -> Result<u64> {
     let meta = std::fs::metadata(abs).map_err(|e| not_found_or(rel, e, missing_hint))?;
     if meta.is_dir() {
         return Err(Error::invalid_params(format!(
@@ -511,7 +516,7 @@ pub fn existing_file_size(abs: &Path, rel: &str, tool: &str, missing_hint: &str)
 }
 
 /// "`x` does not exist: <hint>", or the I/O error as it is.
-pub fn not_found_or(rel: &str, e: std::io::Error, hint: &str) -> Error {
+pub(crate) fn not_found_or(rel: &str, e: std::io::Error, hint: &str) -> Error {
     if e.kind() == std::io::ErrorKind::NotFound {
         Error::invalid_params(format!("`{rel}` does not exist: {hint}"))
     } else {

@@ -78,7 +78,7 @@ pub fn walk(start: &Path) -> ignore::Walk {
 
 /// A `glob` argument of `list` and `search`, in gitignore syntax, matched against
 /// root-relative paths (a folder's glob matches every file under it).
-pub struct GlobFilter(Gitignore);
+pub(crate) struct GlobFilter(Gitignore);
 
 impl GlobFilter {
     /// The filter of `glob`; an error naming the problem when it is not a valid glob.

@@ -51,7 +51,7 @@ impl Root {
     }
 
     /// [`Root::resolve`] for a path already held as a `Path` (`shown` is how messages name it).
-    pub fn resolve_path(&self, shown: &str, given: &Path) -> Result<PathBuf> {
+    pub(crate) fn resolve_path(&self, shown: &str, given: &Path) -> Result<PathBuf> {
         let lexical = self.lexical(shown, given)?;
         let (existing, rest) = split_existing(&lexical);
         // `existing` is the longest prefix present on disk (a dangling symlink counts as

@@ -54,18 +54,6 @@ pub(crate) struct Endpoint {
 /// this time.
 const KEY_STATUS_TTL: Duration = Duration::from_secs(5);
 
-/// `bearer_auth`'s header, `Bearer KEY` marked sensitive, without its `format!` (once per
-/// request); a key that is no header value goes through `bearer_auth` for its error.
-fn bearer(req: RequestBuilder, key: &str) -> RequestBuilder {
-    match reqwest::header::HeaderValue::from_str(&["Bearer ", key].concat()) {
-        Ok(mut value) => {
-            value.set_sensitive(true);
-            req.header(reqwest::header::AUTHORIZATION, value)
-        }
-        Err(_) => req.bearer_auth(key),
-    }
-}
-
 /// One request on its way: the instance's endpoint, the route of its format, the request.
 pub(crate) struct Call<'a> {
     pub(crate) endpoint: &'a Endpoint,
@@ -535,7 +523,7 @@ impl Endpoint {
                 .body(bytes.clone()),
         };
         match (self.kind.auth, key) {
-            (Auth::Bearer { .. }, Some(key)) => req = bearer(req, key.expose()),
+            (Auth::Bearer { .. }, Some(key)) => req = req.bearer_auth(key.expose()),
             (Auth::Header(name), Some(key)) => req = req.header(name, key.expose()),
             // No key, or one the kind's hooks place themselves.
             _ => {}

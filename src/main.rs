@@ -1,11 +1,12 @@
 //! The `genai` command: install the in-process llama.cpp engine (`genai-local`, the `local`
 //! feature), parse the command line, then hand over to `cli/`.
 
+mod alloc;
 mod cli;
 
 /// Every allocation of the binary (the library leaves the choice to its user).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: alloc::Mimalloc = alloc::Mimalloc;
 
 fn main() {
     // Before any registry is built: the registry makes the implicit `local` instance only

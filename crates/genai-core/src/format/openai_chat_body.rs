@@ -9,13 +9,14 @@
 
 use std::borrow::Cow;
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 use super::schema::{ResponseSchema, ToolChoice, TOOL_CHOICE};
+use super::wire::{chat_role, FunctionTools};
 use super::{Parameters, ToolSpec};
 use crate::error::{Error, Result};
-use crate::message::{Message, Part, Role};
+use crate::message::{Message, Part};
 
 /// The body's bytes: the model, the messages, the parameters (`tool_choice` aside, a
 /// `response_format` replaced by the schema's when there is one), the tools, the tool choice,
@@ -81,7 +82,7 @@ impl Serialize for Body<'_> {
                 "model" | "messages" => {}
                 k if k == TOOL_CHOICE.name => {}
                 "tools" if tools => {
-                    map.serialize_entry(k, &Tools(self.tools))?;
+                    map.serialize_entry(k, &FunctionTools(self.tools))?;
                     tools = false;
                 }
                 "response_format" if schema.is_some() => {
@@ -99,7 +100,7 @@ impl Serialize for Body<'_> {
             }
         }
         if tools {
-            map.serialize_entry("tools", &Tools(self.tools))?;
+            map.serialize_entry("tools", &FunctionTools(self.tools))?;
         }
         if let Some(choice) = self.choice {
             map.serialize_entry("tool_choice", choice)?;
@@ -149,38 +150,6 @@ impl Serialize for SchemaFormat<'_> {
         map.serialize_entry("type", "json_schema")?;
         map.serialize_entry("json_schema", &Spec(self.0))?;
         map.end()
-    }
-}
-
-/// The `tools` list: `{"type": "function", "function": {name, description, parameters}}`.
-struct Tools<'a>(&'a [ToolSpec]);
-
-impl Serialize for Tools<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        struct Function<'a>(&'a ToolSpec);
-        impl Serialize for Function<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                let mut map = s.serialize_map(Some(3))?;
-                map.serialize_entry("name", &self.0.name)?;
-                map.serialize_entry("description", &self.0.description)?;
-                map.serialize_entry("parameters", &self.0.input_schema)?;
-                map.end()
-            }
-        }
-        struct Tool<'a>(&'a ToolSpec);
-        impl Serialize for Tool<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                let mut map = s.serialize_map(Some(2))?;
-                map.serialize_entry("type", "function")?;
-                map.serialize_entry("function", &Function(self.0))?;
-                map.end()
-            }
-        }
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for t in self.0 {
-            seq.serialize_element(&Tool(t))?;
-        }
-        seq.end()
     }
 }
 
@@ -357,12 +326,8 @@ fn to_wire<'a>(m: &'a Message, out: &mut Vec<WireMessage<'a>>) -> Result<()> {
         } else {
             Content::Parts(parts)
         };
-        let role = match m.role {
-            Role::Tool => "user",
-            other => other.as_str(),
-        };
         out.push(WireMessage::Chat {
-            role,
+            role: chat_role(m.role),
             content,
             tool_calls,
         });

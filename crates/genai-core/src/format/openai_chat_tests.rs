@@ -4,7 +4,7 @@
 use super::*;
 use crate::format::schema::ToolChoice;
 use crate::format::testing::*;
-use crate::format::wire::{chat_message, function_tools};
+use crate::format::wire::chat_message;
 use crate::format::ModelConfiguration;
 use crate::message::Message;
 use crate::message::Role;
@@ -348,7 +348,13 @@ fn reference_tree(request: &Request<'_>) -> Result<Map<String, Value>> {
         }
     }
     if !options.tools.is_empty() {
-        body.insert("tools".into(), function_tools(options.tools));
+        // Written out here, not `wire::function_tools`: that one shares the writer's shape.
+        let tools = options.tools.iter().map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.input_schema
+            }})
+        });
+        body.insert("tools".into(), tools.collect());
     }
     if let Some(choice) = ToolChoice::of(parameters, options.tools)? {
         body.insert("tool_choice".into(), choice.openai());

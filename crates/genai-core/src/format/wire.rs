@@ -1,13 +1,14 @@
 //! Pieces of wire JSON that several formats share: a message's text, fields and arrays read
 //! from an answer, tool-call names by id, arguments as an object, the object parameter the
-//! sampling parameters override, the OpenAI-style tools list and chat message (which
-//! Ollama's chat API takes too), and the walk from a message's parts to content blocks (Claude
-//! Messages and Bedrock Converse, each with its own block shapes). Each is the one place for logic two formats or more had
-//! written alike; a piece only one format needs stays in that format's file. It must never
-//! know a format by name nor do I/O.
+//! sampling parameters override, the OpenAI-style tools list (written or as a tree), chat role
+//! and chat message (which Ollama's chat API takes too), and the walk from a message's parts to
+//! content blocks (Claude Messages and Bedrock Converse, each with its own block shapes). Each
+//! is the one place for logic two formats or more had written alike; a piece only one format
+//! needs stays in that format's file. It must never know a format by name nor do I/O.
 
 use std::collections::HashMap;
 
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{json, Map, Value};
 
 use super::{Parameters, ToolSpec};
@@ -78,26 +79,58 @@ pub(crate) fn object_parameter(parameters: &Parameters, name: &str) -> Map<Strin
 }
 
 /// The `tools` list of the OpenAI Chat Completions API, which Ollama's chat API takes too:
-/// `{"type": "function", "function": {name, description, parameters}}` per tool.
-pub(crate) fn function_tools(tools: &[ToolSpec]) -> Value {
-    tools
-        .iter()
-        .map(|t| {
-            json!({"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": t.input_schema
-            }})
-        })
-        .collect()
+/// `{"type": "function", "function": {name, description, parameters}}` per tool, written
+/// straight into a body (`openai-chat`) or made a tree ([`function_tools`]).
+pub(crate) struct FunctionTools<'a>(pub(crate) &'a [ToolSpec]);
+
+impl Serialize for FunctionTools<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        struct Function<'a>(&'a ToolSpec);
+        impl Serialize for Function<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(3))?;
+                map.serialize_entry("name", &self.0.name)?;
+                map.serialize_entry("description", &self.0.description)?;
+                map.serialize_entry("parameters", &self.0.input_schema)?;
+                map.end()
+            }
+        }
+        struct Tool<'a>(&'a ToolSpec);
+        impl Serialize for Tool<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("type", "function")?;
+                map.serialize_entry("function", &Function(self.0))?;
+                map.end()
+            }
+        }
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for t in self.0 {
+            seq.serialize_element(&Tool(t))?;
+        }
+        seq.end()
+    }
 }
 
-/// A chat message of the OpenAI-style APIs: its role (a tool message's other parts go as a
-/// user turn, its results travel apart), its content, and its `tool_calls` when it has any.
-pub(crate) fn chat_message(role: Role, content: Value, tool_calls: Vec<Value>) -> Value {
-    let role = match role {
+/// [`FunctionTools`] as a JSON tree.
+pub(crate) fn function_tools(tools: &[ToolSpec]) -> Value {
+    // Strings, and schemas that are trees already: nothing here can fail to convert.
+    serde_json::to_value(FunctionTools(tools)).expect("a tools list is JSON")
+}
+
+/// The role of a chat message of the OpenAI-style APIs: a tool message's other parts go as a
+/// user turn (its results travel apart, as `tool` messages).
+pub(crate) fn chat_role(role: Role) -> &'static str {
+    match role {
         Role::Tool => "user",
         other => other.as_str(),
-    };
-    let mut msg = json!({"role": role, "content": content});
+    }
+}
+
+/// A chat message of the OpenAI-style APIs: its role ([`chat_role`]), its content, and its
+/// `tool_calls` when it has any.
+pub(crate) fn chat_message(role: Role, content: Value, tool_calls: Vec<Value>) -> Value {
+    let mut msg = json!({"role": chat_role(role), "content": content});
     if !tool_calls.is_empty() {
         msg["tool_calls"] = Value::Array(tool_calls);
     }

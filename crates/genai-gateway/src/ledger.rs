@@ -206,9 +206,8 @@ impl Caller {
     /// Notes the model chosen for the request; who answered, and at what price, is noted
     /// once the turn knows ([`Caller::served`]).
     pub(super) fn chose(&mut self, model: &RequestModel) {
-        // `PROVIDER:MODEL`, joined without `format!` (once per request).
         let (provider, id) = (&model.provider.name, &model.configuration().model);
-        self.row.served_by = Some([provider, ":", id].concat());
+        self.row.served_by = Some(super::turn::served_name(provider, id));
     }
 
     /// Notes who answered (a fallback of the agent asked for, maybe), and prices the reply at

@@ -52,11 +52,16 @@ pub(crate) struct Served {
     pub(crate) price: Option<genai_core::pricing::Price>,
 }
 
+/// `PROVIDER:MODEL`, as the gateway names the model that serves a request; joined without
+/// `format!` (twice per request: when it is chosen and when it answers).
+pub(crate) fn served_name(provider: &str, model: &str) -> String {
+    [provider, ":", model].concat()
+}
+
 impl From<&Answerer> for Served {
     fn from(a: &Answerer) -> Served {
         Served {
-            // `PROVIDER:MODEL`, joined without `format!` (once per request).
-            model: [&a.provider, ":", &a.model].concat(),
+            model: served_name(&a.provider, &a.model),
             fallback: a.fallback.clone(),
             price: a.price.as_ref().map(|p| p.price),
         }

@@ -8,15 +8,17 @@ use std::io::{IsTerminal, Read};
 use std::sync::Arc;
 use std::time::Duration;
 
+use genai_core::agent::budget::Budget;
 use genai_core::error::Error;
 use genai_core::feature::port::ClientPort;
 use genai_core::format::ResponseSchema;
 use genai_core::message::{Message, Part};
 use genai_core::session::Framework;
 use genai_core::store::Store;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::conversation::{parse_params, usage, CloseAtEnd, ConversationArgs};
+use super::stream::{ended, follow, reply_value, Event, Events};
 use super::turn::{renders_markdown, show_turn, Terminal, View};
 
 #[derive(clap::Args)]
@@ -37,9 +39,26 @@ pub struct Args {
     #[command(flatten)]
     pub conversation: ConversationArgs,
     /// Print one JSON object (conversation id, reply, reasoning, model, usage, cost in US
-    /// dollars or null when unknown, finish reason) at the end.
-    #[arg(long)]
+    /// dollars or null when unknown, finish reason) at the end: `--output-format json`.
+    #[arg(long, conflicts_with = "output_format")]
     pub json: bool,
+    /// `text` (the reply as it streams), `json` (one object at the end, as --json) or
+    /// `stream-json` (one JSON object per line for each event, `result` last: docs/CI.md).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub output_format: Option<OutputFormat>,
+    /// Stop the run after this many rounds of tool calls: its last reply is final, the turn
+    /// is stored, and genai ends with exit code 4.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<usize>,
+    /// Stop the run before another round of tool calls once its requests cost this many US
+    /// dollars (the model's price must be known); exit code 4.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Stop the run before another round of tool calls after this long (`90s`, `5m`, or
+    /// seconds); the round in flight finishes (`--timeout` cuts it and stores nothing); exit
+    /// code 4.
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
     /// Wait for the whole reply instead of streaming it.
     #[arg(long)]
     pub no_stream: bool,
@@ -56,6 +75,51 @@ pub struct Args {
     /// The schema's name as the provider sees it (default `response`).
     #[arg(long, value_name = "NAME", requires = "schema")]
     pub schema_name: Option<String>,
+}
+
+/// How `genai ask` prints a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    StreamJson,
+}
+
+/// The limits `--max-steps`, `--max-cost` and `--max-time` set (`None`: none set).
+fn budget(args: &Args) -> Result<Option<Budget>, Error> {
+    if args.max_steps == Some(0) {
+        return Err(usage("--max-steps takes a number of rounds above 0"));
+    }
+    if let Some(c) = args.max_cost.filter(|c| !(c.is_finite() && *c > 0.0)) {
+        return Err(usage(format!(
+            "--max-cost takes a positive number of US dollars, not {c}"
+        )));
+    }
+    let max_time = args.max_time.as_deref().map(duration).transpose()?;
+    let b = Budget {
+        max_steps: args.max_steps,
+        max_cost: args.max_cost,
+        max_time,
+    };
+    Ok(b.is_limited().then_some(b))
+}
+
+/// A duration as `--max-time` takes it: `90s`, `5m`, `1h30m`, or a number of seconds.
+fn duration(text: &str) -> Result<Duration, Error> {
+    let bad = || {
+        usage(format!(
+            "--max-time takes a duration such as 90s, 5m or 1h30m, not `{text}`"
+        ))
+    };
+    let d = match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 => Duration::from_secs_f64(secs),
+        Ok(_) => return Err(bad()),
+        Err(_) => humantime::parse_duration(text.trim()).map_err(|_| bad())?,
+    };
+    match d.is_zero() {
+        true => Err(bad()),
+        false => Ok(d),
+    }
 }
 
 /// The prompt text: the words, then piped stdin after a blank line; `-` is stdin alone.
@@ -157,6 +221,12 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
         }
         t => t.map(Duration::from_secs_f64),
     };
+    let budget = budget(&args)?;
+    let format = match (args.json, args.output_format) {
+        (true, _) => OutputFormat::Json,
+        (false, f) => f.unwrap_or(OutputFormat::Text),
+    };
+    let json = format == OutputFormat::Json;
     // A command is looked up (and refused) before anything is sent.
     let mut early = None;
     let mut parts = match args.command.clone() {
@@ -205,26 +275,58 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
     };
     let _closing = CloseAtEnd(fw.clone());
     let terminal: Arc<dyn ClientPort> =
-        Arc::new(Terminal::new(!args.no_stream && !args.json, flags.yes));
+        Arc::new(Terminal::new(!args.no_stream && !json, flags.yes));
     let conv = flags.open(&fw, args.no_log, terminal)?;
     let agent = fw.agent(&conv.agent_id)?;
     for (k, v) in params {
         agent.set_parameter(&k, v)?;
     }
+    if budget.is_some_and(|b| b.max_cost.is_some()) && agent.binding().price.is_none() {
+        // A cost is never guessed: without a price the limit could never be reached.
+        return Err(usage(format!(
+            "--max-cost needs the price of {}:{}, which genai does not know: set it under [pricing] (docs/USING.md)",
+            conv.service_provider, conv.model
+        )));
+    }
     let mut message = Message::user(String::new());
     message.content = parts;
     message.content.extend(images);
     let structured = schema.is_some();
-    let turn = fw.run_turn(&conv.conversation_id, message, schema)?;
+    let turn = fw.run_turn_within(&conv.conversation_id, message, schema, budget)?;
     let turn_id = turn.id().to_string();
+    if format == OutputFormat::StreamJson {
+        let start = Event::Start {
+            conversation_id: conv.conversation_id.clone(),
+            turn_id: turn_id.clone(),
+            provider: conv.service_provider.clone(),
+            model: conv.model.clone(),
+        };
+        let mut events = Events::default();
+        let followed = follow(turn, &mut events, start, structured).await?;
+        let last = &followed.outcome;
+        if !followed.changed.is_empty() {
+            let undo = format!("genai undo --turn {turn_id}");
+            eprintln!("{}", followed.changed.summary(&undo));
+        }
+        if let Some(e) = &events.failed {
+            super::out::give_up(e);
+        }
+        say_how_it_ended(
+            &last.stopped,
+            followed.refused,
+            &last.error,
+            followed.interrupted,
+        );
+        return Ok(followed.code);
+    }
     let view = View {
-        print: !args.json,
+        print: !json,
         markdown: !flags.raw && !structured && renders_markdown(),
-        reasoning: !flags.no_reasoning && !args.json && std::io::stderr().is_terminal(),
+        reasoning: !flags.no_reasoning && !json && std::io::stderr().is_terminal(),
     };
     let shown = show_turn(turn, view).await?;
     // What the tools changed is said even when nobody reads the reply any more.
-    if !shown.changed.is_empty() && !args.json {
+    if !shown.changed.is_empty() && !json {
         let undo = format!("genai undo --turn {turn_id}");
         eprintln!("{}", shown.changed.summary(&undo));
     }
@@ -232,8 +334,9 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
         super::out::give_up(e);
     }
     let last = shown.outcome;
+    let (status, code) = ended(&last, shown.refused, shown.interrupted);
     if let Some(e) = &last.error {
-        if args.json {
+        if json {
             let error = json!({"kind": e.kind.as_str(), "message": e.message});
             outln!(
                 "{}",
@@ -246,15 +349,11 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
         }
         return Ok(super::fail(e));
     }
-    if args.json {
+    if json {
         let v = json!({
             "conversationId": conv.conversation_id,
             "turnId": turn_id,
-            "reply": match structured {
-                // The checked JSON, as an object.
-                true => serde_json::from_str(&last.summary).unwrap_or(Value::Null),
-                false => Value::from(last.summary.clone()),
-            },
+            "reply": reply_value(&last.summary, structured),
             "reasoning": last.reasoning,
             // The provider that answered: a fallback's when one served the turn.
             "provider": last.provider.clone().unwrap_or_else(|| agent.binding().provider.name.clone()),
@@ -264,8 +363,34 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
             "finishReason": last.finish_reason,
             // What the feature did: tool calls, permission decisions, notes.
             "details": last.detailed,
+            "status": status,
+            "budget": last.stopped.map(|b| b.name()),
+            "refused": shown.refused,
         });
         outln!("{v}");
     }
-    Ok(0)
+    say_how_it_ended(&last.stopped, shown.refused, &None, false);
+    Ok(code)
+}
+
+/// The line on stderr saying why a run's exit code is not 0, when it is not.
+pub(super) fn say_how_it_ended(
+    stopped: &Option<genai_core::agent::budget::BudgetReached>,
+    refused: usize,
+    error: &Option<Error>,
+    interrupted: bool,
+) {
+    match (error, stopped) {
+        (Some(_), _) if interrupted => eprintln!("genai: cancelled"),
+        (Some(e), _) => eprintln!("genai: {}", e.message),
+        (None, Some(b)) => eprintln!(
+            "genai: {}; the reply so far is final and the turn is stored",
+            b.describe()
+        ),
+        (None, None) if refused > 0 => eprintln!(
+            "genai: {refused} tool call{} refused by the permission policy (the turn's details say which)",
+            if refused == 1 { " was" } else { "s were" }
+        ),
+        _ => {}
+    }
 }

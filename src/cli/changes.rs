@@ -69,6 +69,17 @@ pub fn diff(edit: &FileEdit, colour: bool) -> String {
     out.join("\n")
 }
 
+/// Lines an edit added and removed.
+pub fn line_counts(edit: &FileEdit) -> (usize, usize) {
+    let old = edit.old_text.as_deref().unwrap_or("");
+    counts(&genai_core::workspace::files::unified_diff(
+        old,
+        &edit.new_text,
+        "a",
+        "b",
+    ))
+}
+
 /// Lines added and removed in a unified diff.
 fn counts(diff: &str) -> (usize, usize) {
     let mut added = 0;

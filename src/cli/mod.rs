@@ -29,6 +29,7 @@ mod serve;
 mod serve_keys;
 mod sessions;
 mod stdio;
+mod stream;
 mod transcript;
 mod turn;
 mod undo;

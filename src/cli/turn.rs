@@ -83,10 +83,21 @@ fn permission_on_tty(ask: &PermissionAsk, yes: bool) -> Result<PermissionAnswer,
         ask.title, ask.reason, ask.always_rule
     );
     let Some(line) = ask_tty(&question) else {
-        eprintln!(
-            "genai: {} refused: no terminal to ask on (--yes allows, --allow RULE allows one kind)",
-            ask.title
-        );
+        // In CI: the rule that would allow it, said once however often the model asks.
+        static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let first = SAID.lock().is_ok_and(|mut said| {
+            let first = !said.contains(&ask.always_rule);
+            if first {
+                said.push(ask.always_rule.clone());
+            }
+            first
+        });
+        if first {
+            eprintln!(
+                "genai: {} refused: no terminal to ask on; --allow '{}' allows it (--yes allows every ask)",
+                ask.title, ask.always_rule
+            );
+        }
         return Err(Error::new(
             genai_core::error::ErrorKind::FeatureError,
             "no terminal to ask on",
@@ -241,6 +252,8 @@ pub struct Shown {
     pub stdout_failed: Option<std::io::Error>,
     /// The files the turn's tools changed.
     pub changed: super::changes::Changed,
+    /// Tool calls the permission policy (or a hook) refused.
+    pub refused: usize,
 }
 
 /// Shows the turn of `agent`'s conversation that `turn` follows until its final event: the
@@ -259,6 +272,7 @@ pub async fn show_turn(mut turn: TurnStream, view: View) -> Result<Shown, Error>
     let mut interrupted = false;
     let mut stdout_failed = None;
     let mut changed = super::changes::Changed::default();
+    let mut refused = 0;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let outcome = loop {
@@ -317,6 +331,7 @@ pub async fn show_turn(mut turn: TurnStream, view: View) -> Result<Shown, Error>
                 is_error: false,
                 ..
             } => changed.add(edit),
+            TurnEvent::Decision(d) => refused += usize::from(d.decision != "allow"),
             TurnEvent::Done(outcome) => break outcome,
             _ => {}
         }
@@ -353,6 +368,7 @@ pub async fn show_turn(mut turn: TurnStream, view: View) -> Result<Shown, Error>
         interrupted,
         stdout_failed,
         changed,
+        refused,
     })
 }
 

@@ -75,5 +75,6 @@ mod schemas;
 mod serve;
 mod serve_roots;
 mod serve_web;
+mod stream_json;
 mod structured;
 mod workspace;

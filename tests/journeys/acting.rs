@@ -50,7 +50,9 @@ fn a_script_lets_the_model_edit_then_undoes_it_and_the_secret_stays_home() {
     // The model edits; nobody can be asked, so it is refused, and the user is told how.
     fake.push(Behavior::calls("", &[("workspace__edit_file", &edit())]));
     fake.push(Behavior::text("I was not allowed to edit src/lib.rs."));
-    let refused = in_project("genai ask --tools=workspace 'Bump the answer'").ok();
+    // It ends with exit code 5: the run ended, but a call was refused.
+    let refused = in_project("genai ask --tools=workspace 'Bump the answer'")
+        .fails(5, "no terminal to ask on");
     assert!(
         refused.stderr().contains("no terminal to ask on"),
         "{}",

@@ -17,6 +17,7 @@ mod home;
 mod acting;
 mod cancelled_turn;
 mod chat_across_models;
+mod ci_run;
 mod commands;
 mod editor_acts;
 mod failed_turn;

@@ -307,7 +307,7 @@ impl ClientPort for SessionPort {
                 SessionUpdate::ToolCallUpdate(tool_result(&id, &output, is_error, edit.as_ref())),
             ),
             // ACP has no place for a tool's action object; it stays in the turn's details.
-            TurnEvent::Action { .. } => {}
+            TurnEvent::Action { .. } | TurnEvent::Decision(_) => {}
             TurnEvent::Done(outcome) => self.finish(turn, &outcome),
         }
     }

@@ -165,6 +165,7 @@ async fn run(
         run: &run_none,
         on_call_delta: on_call,
         mode: ToolMode::Native,
+        budget: None,
     };
     let offered = (!tool_loop.specs.is_empty()).then_some(&tool_loop);
     agent

@@ -168,7 +168,9 @@ impl ClientPort for RpcPort {
                 }
                 return;
             }
-            TurnEvent::ToolStarted { .. } | TurnEvent::ToolFinished { .. } => return,
+            TurnEvent::ToolStarted { .. }
+            | TurnEvent::ToolFinished { .. }
+            | TurnEvent::Decision(_) => return,
             TurnEvent::ToolCall(d) => Event::OnToolCallChunk(ToolCallChunk {
                 conversation_id: turn.conversation_id.clone(),
                 turn_id: turn.turn_id.clone(),

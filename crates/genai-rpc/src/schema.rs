@@ -1,5 +1,5 @@
-//! The JSON Schemas of the protocol (from the method table, `methods.rs`), the message model
-//! and the config file, generated from the Rust types. `schemas/` holds them committed; a test fails when they drift.
+//! The JSON Schemas of the protocol (from the method table, `methods.rs`), the message model,
+//! the config file and `genai ask`'s event stream, generated from the Rust types. `schemas/` holds them committed; a test fails when they drift.
 //! This module only lists types; it must never hand-write a schema. The one hand-written
 //! schema, `plugin-manifest.json` (a contract for module authors), lives beside them and is
 //! named in [`HAND_WRITTEN`].
@@ -18,7 +18,7 @@ pub const HAND_WRITTEN: &[&str] = &["plugin-manifest.json"];
 
 /// Every schema by file name (without `.json`), in a stable order: the message model, the
 /// config file, each method's params and result from `METHODS`,
-/// and every notification in one.
+/// every notification in one, and the event stream's lines.
 pub fn all() -> Vec<(String, Value)> {
     let mut all = vec![
         ("message".to_string(), s::<genai_core::message::Message>()),
@@ -26,6 +26,10 @@ pub fn all() -> Vec<(String, Value)> {
     ];
     all.extend(super::methods::schemas());
     all.push(("notifications".to_string(), s::<Event>()));
+    all.push((
+        "stream-event".to_string(),
+        s::<genai_protocol::events::StreamEvent<genai_core::message::Usage>>(),
+    ));
     all
 }
 

@@ -24,6 +24,7 @@ use genai_core::select::ModelChoice;
 use genai_core::session::{Choice, Framework, OpenConversation};
 use genai_core::store::Store;
 
+use super::ask::OutputFormat;
 use super::conversation::{handed_over, parse_params, CloseAtEnd, ConversationArgs};
 use super::turn::{renders_markdown, show_turn, Terminal, View};
 use commands::{Command, Line};
@@ -33,6 +34,10 @@ use input::{Input, Read};
 pub struct Args {
     #[command(flatten)]
     pub conversation: ConversationArgs,
+    /// `text` (the replies), or `stream-json`: each turn's events as JSON lines, `result`
+    /// last (docs/CI.md), for a script that pipes its prompts in.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub output_format: Option<super::ask::OutputFormat>,
 }
 
 pub async fn run(args: Args) -> i32 {
@@ -62,10 +67,21 @@ struct Chat {
     images: Vec<Part>,
     last_reply: String,
     view: View,
+    /// The event stream each turn is written to instead (`--output-format stream-json`).
+    events: Option<super::stream::Events>,
 }
 
 async fn chat(args: Args) -> Result<i32, Error> {
     let flags = args.conversation;
+    let events = match args.output_format {
+        Some(OutputFormat::Json) => {
+            return Err(super::conversation::usage(
+                "genai chat writes text or stream-json (--output-format json is genai ask's)",
+            ))
+        }
+        Some(OutputFormat::StreamJson) => Some(super::stream::Events::default()),
+        _ => None,
+    };
     // Files, images and parameters are read (and refused) before anything else is done.
     if flags.files.iter().any(|f| f == "-") && !std::io::stdin().is_terminal() {
         return Err(Error::new(
@@ -118,6 +134,7 @@ async fn chat(args: Args) -> Result<i32, Error> {
         files,
         images,
         last_reply: String::new(),
+        events,
     };
     if interactive {
         let how = if continued { "continuing" } else { "new" };
@@ -181,9 +198,36 @@ impl Chat {
         let mut message = Message::user(String::new());
         message.content = parts;
         message.content.extend(self.images.iter().cloned());
+        let structured = schema.is_some();
         let turn = self
             .fw
             .run_turn(&self.conv.conversation_id, message, schema)?;
+        if let Some(events) = &mut self.events {
+            let start = super::stream::Event::Start {
+                conversation_id: self.conv.conversation_id.clone(),
+                turn_id: turn.id().to_string(),
+                provider: self.conv.service_provider.clone(),
+                model: self.conv.model.clone(),
+            };
+            let followed = super::stream::follow(turn, events, start, structured).await?;
+            if !followed.changed.is_empty() {
+                eprintln!("{}", followed.changed.summary("/undo"));
+            }
+            if let Some(e) = &events.failed {
+                self.fw.toolbox().shutdown().await;
+                super::out::give_up(e);
+            }
+            if followed.interrupted {
+                return Err(Error::new(ErrorKind::Cancelled, "cancelled"));
+            }
+            if let Some(e) = followed.outcome.error {
+                return Err(e);
+            }
+            self.files.clear();
+            self.images.clear();
+            self.last_reply = followed.outcome.summary;
+            return Ok(());
+        }
         let shown = show_turn(turn, self.view).await?;
         if !shown.changed.is_empty() {
             eprintln!("{}", shown.changed.summary("/undo"));

@@ -11,6 +11,7 @@
 //! caller's callbacks.
 
 mod binding;
+pub mod budget;
 mod fallback;
 pub(crate) mod react;
 mod request;
@@ -95,6 +96,8 @@ pub struct PromptOutcome {
     pub answerer: Answerer,
     /// The model's reasoning over the whole turn (each round's, then the reply's).
     pub(crate) reasoning: String,
+    /// The budget that stopped the turn's tool calls, its last reply taken as final.
+    pub stopped: Option<budget::BudgetReached>,
 }
 
 impl PromptOutcome {
@@ -137,6 +140,8 @@ struct TurnSteps {
     steps: Vec<Message>,
     usage: Option<Usage>,
     rounds: usize,
+    /// The budget that stopped the turn's tool calls, when one did.
+    stopped: Option<budget::BudgetReached>,
 }
 
 pub struct AIAgent {
@@ -358,6 +363,7 @@ impl AIAgent {
             steps,
             usage,
             rounds,
+            stopped,
         } = tokio::select! {
             // Cancel first: a turn whose answer completes as Cancel arrives is still cancelled.
             biased;
@@ -425,6 +431,7 @@ impl AIAgent {
             cost_detail,
             answerer,
             reasoning,
+            stopped,
         })
     }
 }

@@ -44,6 +44,7 @@ fn tool_loop<'a>(run: &'a RunCalls<'a>, max_steps: usize, mode: ToolMode) -> Too
         run,
         on_call_delta: None,
         mode,
+        budget: None,
     }
 }
 

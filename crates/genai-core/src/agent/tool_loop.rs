@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use super::budget::{Budget, BudgetReached};
 use super::structured;
 use super::{AIAgent, Answerer, ModelBinding, Notes, OnDelta, TurnSteps};
 use crate::config::ToolMode;
@@ -58,11 +59,11 @@ impl AIAgent {
                     binding, model, &messages, &options, streamed, on_call, notes,
                 )
                 .await?;
-            rounds.count_usage(reply.usage);
+            rounds.count_usage(reply.usage, &answerer);
             let answered = schema.is_some_and(|s| s.answered_by_tool(&reply.message));
             let calls = reply.message.tool_calls();
             match tools {
-                Some(t) if !answered && !calls.is_empty() && rounds.may_call(t.max_steps) => {
+                Some(t) if !answered && !calls.is_empty() && rounds.may_go_on(t) => {
                     let results = (t.run)(calls).await;
                     rounds.step(reply.message, results);
                     model = relaxed.as_ref().unwrap_or(model);
@@ -99,12 +100,29 @@ fn forced_choice(model: &ModelConfiguration) -> bool {
 }
 
 /// The rounds of one turn so far: the steps (each round's calls, then their results), the
-/// usage of every request, and how many requests there were.
-#[derive(Default)]
+/// usage and cost of every request, how many requests there were, and the budget that
+/// stopped the turn, if one did.
 pub(super) struct Rounds {
     steps: Vec<Message>,
     usage: Option<Usage>,
+    /// What the requests cost so far; `None` once one's price is unknown.
+    cost: Option<f64>,
     count: usize,
+    started: std::time::Instant,
+    stopped: Option<BudgetReached>,
+}
+
+impl Default for Rounds {
+    fn default() -> Rounds {
+        Rounds {
+            steps: Vec::new(),
+            usage: None,
+            cost: Some(0.0),
+            count: 0,
+            started: std::time::Instant::now(),
+            stopped: None,
+        }
+    }
 }
 
 impl Rounds {
@@ -124,9 +142,31 @@ impl Rounds {
         self.steps.len() / 2 < max_steps
     }
 
-    /// Adds a request's token counts.
-    pub(super) fn count_usage(&mut self, usage: Option<Usage>) {
+    /// Whether the model's calls may run and another round follow: within `max_steps` and
+    /// within the turn's budget; when a limit the budget set stops the turn, it is noted.
+    pub(super) fn may_go_on(&mut self, tools: &ToolLoop<'_>) -> bool {
+        let Some(budget) = tools.budget else {
+            return self.may_call(tools.max_steps);
+        };
+        if !self.may_call(tools.max_steps) {
+            self.stopped = budget.max_steps.map(|max| BudgetReached::Steps {
+                max: max.min(tools.max_steps),
+            });
+            return false;
+        }
+        self.stopped = budget.reached(self.cost, self.started);
+        self.stopped.is_none()
+    }
+
+    /// Adds a request's token counts, and its cost at the price of the model that answered it.
+    pub(super) fn count_usage(&mut self, usage: Option<Usage>, answerer: &Answerer) {
         self.usage = add_usage(self.usage, usage);
+        let price = answerer.price.as_ref().map(|p| p.price);
+        self.cost = match (self.cost, price, usage) {
+            (Some(spent), Some(price), Some(u)) => Some(spent + price.cost(&u)),
+            (spent, _, None) => spent,
+            _ => None,
+        };
     }
 
     /// Records one round: the message with its calls, and their results.
@@ -147,6 +187,7 @@ impl Rounds {
             steps: self.steps,
             usage: self.usage,
             rounds: self.count,
+            stopped: self.stopped,
         }
     }
 }
@@ -174,4 +215,7 @@ pub struct ToolLoop<'a> {
     pub on_call_delta: Option<&'a (dyn Fn(&ToolCallDelta) + Send + Sync)>,
     /// Native tool calls, the ReAct text loop, or the choice by format and provider.
     pub mode: ToolMode,
+    /// The run's limits, checked before each further round (`max_steps` is already the
+    /// budget's when it sets one).
+    pub budget: Option<&'a Budget>,
 }

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 mod secrets;
 
-use super::port::{HostedToolCall, PermissionAnswer, PermissionAsk, EDITOR_SOURCE};
+use super::port::{HostedToolCall, PermissionAnswer, PermissionAsk, TurnEvent, EDITOR_SOURCE};
 use super::Turn;
 use crate::checkpoint::{CheckpointConfig, Checkpoints, TurnKey};
 use crate::error::{Error, Result};
@@ -320,14 +320,16 @@ impl Guard {
         let source = offered.map_or("", |t| t.source.as_str());
         let (call_id, tool, arguments) = call;
         let record = |argument: &str, allowed: bool, by: &str| {
+            let decided = DecisionRecord {
+                call_id: call_id.to_string(),
+                tool: tool.to_string(),
+                argument: argument.to_string(),
+                decision: if allowed { "allow" } else { "deny" }.to_string(),
+                by: by.to_string(),
+            };
+            turn.emit(TurnEvent::Decision(decided.clone()));
             if let Ok(mut d) = decisions.lock() {
-                d.push(DecisionRecord {
-                    call_id: call_id.to_string(),
-                    tool: tool.to_string(),
-                    argument: argument.to_string(),
-                    decision: if allowed { "allow" } else { "deny" }.to_string(),
-                    by: by.to_string(),
-                });
+                d.push(decided);
             }
         };
         let in_workspace = tool

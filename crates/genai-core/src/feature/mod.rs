@@ -41,6 +41,8 @@ pub(crate) struct Turn {
     /// The schema this turn's reply must match, when its message gives one (else the
     /// agent's, if any).
     pub(crate) response_schema: Option<Arc<crate::format::ResponseSchema>>,
+    /// The limits of an unattended run's turn.
+    pub(crate) budget: Option<crate::agent::budget::Budget>,
 }
 
 impl Turn {
@@ -100,6 +102,9 @@ pub struct TurnOutcome {
     /// The model's reasoning over the turn, empty when it gave none.
     pub reasoning: String,
     pub finish_reason: Option<String>,
+    /// The budget that stopped the turn's tool calls, its last reply taken as final (the turn
+    /// is stored like any other).
+    pub stopped: Option<crate::agent::budget::BudgetReached>,
 }
 
 impl TurnOutcome {
@@ -158,6 +163,7 @@ impl TurnOutcome {
         if let Some(f) = &r.finish_reason {
             detailed.push(format!("finish reason: {f}"));
         }
+        detailed.extend(outcome.stopped.map(|b| b.describe()));
         TurnOutcome {
             summary,
             detailed,
@@ -168,6 +174,7 @@ impl TurnOutcome {
             provider: Some(outcome.answerer.provider),
             reasoning: outcome.reasoning,
             finish_reason: r.finish_reason,
+            stopped: outcome.stopped,
         }
     }
 }
@@ -266,6 +273,7 @@ mod tests {
             notes: vec!["middleware: noted".into()],
             cost: Some(0.5),
             cost_detail: "cost: $0.5".into(),
+            stopped: None,
             answerer: crate::agent::Answerer {
                 provider: "corp".into(),
                 kind: "openai",

@@ -66,6 +66,9 @@ pub enum TurnEvent {
         /// The file it changed (the workspace's edit tools).
         edit: Option<FileEdit>,
     },
+    /// The permission policy decided a tool call before it ran (or was refused): allowed or
+    /// denied, and by what (the rule, the mode, the user's answer, a hook).
+    Decision(crate::store::DecisionRecord),
     /// The reply triggered an action a tool offered (`[[CODE]]` in the reply).
     Action {
         /// The id of the reply that triggered it.

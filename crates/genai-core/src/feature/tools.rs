@@ -311,9 +311,10 @@ impl Feature for Tools {
                 ..d.clone()
             }))
         };
+        let budget = turn.budget.filter(|b| b.is_limited());
         let tool_loop = ToolLoop {
             specs,
-            max_steps: self.max_steps,
+            max_steps: budget.and_then(|b| b.max_steps).unwrap_or(self.max_steps),
             run: &run,
             on_call_delta: if turn.streaming() {
                 Some(&call_chunk)
@@ -321,6 +322,7 @@ impl Feature for Tools {
                 None
             },
             mode: self.mode,
+            budget: budget.as_ref(),
         };
         let mut message = turn.message.clone();
         let collecting = self.collect.lock().ok().and_then(|mut c| c.take());
@@ -385,7 +387,8 @@ impl Feature for Tools {
             .await;
         // A stop hook may send the model back to work, a few times at most.
         for again in 0..STOP_HOOK_ROUNDS {
-            if result.is_err() {
+            // A budget reached ends the run: no hook sends the model past it.
+            if result.as_ref().is_ok_and(|o| o.stopped.is_some()) || result.is_err() {
                 break;
             }
             let Some(reason) = self.guard.stopping(turn, again > 0).await else {

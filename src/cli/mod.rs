@@ -21,6 +21,7 @@ mod files;
 mod keys;
 mod lsp;
 mod markdown;
+mod mcp;
 mod models;
 mod params;
 mod plugins;
@@ -66,6 +67,9 @@ enum Command {
     Lsp,
     /// Be an Agent Client Protocol (ACP v1) agent over stdio, for Zed, JetBrains, Neovim...
     Acp,
+    /// Be an MCP server over stdio, for Claude Code, Codex and other MCP clients: the
+    /// workspace's tools under genai's permissions, the commands as prompts, `ask`, history search.
+    Mcp(mcp::Args),
     /// List, show, create or edit commands: prompts kept as files, run with `ask -t NAME`,
     /// `/NAME` in chat and ACP, and as editor actions.
     #[command(subcommand)]
@@ -266,7 +270,7 @@ pub fn run() -> i32 {
     init_logging(
         if matches!(
             cli.command,
-            Command::Daemon(_) | Command::Acp | Command::Lsp | Command::Serve(_)
+            Command::Daemon(_) | Command::Acp | Command::Mcp(_) | Command::Lsp | Command::Serve(_)
         ) {
             "warn"
         } else {
@@ -284,13 +288,14 @@ pub fn run() -> i32 {
     // flushed here, where a client that stopped reading would hold the process forever.
     let protocol = matches!(
         cli.command,
-        Command::Daemon(_) | Command::Acp | Command::Lsp
+        Command::Daemon(_) | Command::Acp | Command::Mcp(_) | Command::Lsp
     );
     let result = match cli.command {
         Command::Ask(args) => return runtime().block_on(ask::run(args)),
         Command::Chat(args) => return runtime().block_on(chat::run(args)),
         Command::Daemon(args) => serve_blocking(daemon::run(args)),
         Command::Acp => serve_blocking(acp::run()),
+        Command::Mcp(args) => serve_blocking(mcp::run(args)),
         Command::Lsp => runtime().block_on(lsp::run()),
         Command::Serve(args) => runtime().block_on(serve::run(args)),
         Command::Commands(c) => return runtime().block_on(commands::run(c)),

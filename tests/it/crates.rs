@@ -20,6 +20,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("genai-rpc", &["genai-core", "genai-protocol", "genai-peer"]),
     ("genai-acp", &["genai-core", "genai-protocol", "genai-peer"]),
     ("genai-lsp", &["genai-core"]),
+    ("genai-mcp", &["genai-core"]),
     ("genai-gateway", &["genai-core", "genai-protocol"]),
     (
         "genai-server",

@@ -21,7 +21,7 @@ const MAIN_KEY: &str = "sk-upstream-main-0123456789abcdef";
 const SMALL_KEY: &str = "sk-upstream-small-0123456789abcdef";
 
 /// The client named by `var`, or `None` (with the reason printed) when it is unset outside CI.
-fn client(var: &str, what: &str) -> Option<PathBuf> {
+pub(crate) fn client(var: &str, what: &str) -> Option<PathBuf> {
     match std::env::var_os(var) {
         Some(path) => Some(PathBuf::from(path)),
         None if std::env::var_os("CI").is_some() => {
@@ -38,7 +38,7 @@ fn client(var: &str, what: &str) -> Option<PathBuf> {
 /// are models of the two fakes, as a user maps Claude Code's model names to any model; whose
 /// built-in `openai` provider is `main` too (so `openai:gpt-4o-mini` is a model of it); and
 /// whose alias `coder` is `main:gpt-aliased`.
-fn serve(main: &FakeOpenAi, small: &FakeOpenAi) -> Served {
+pub(crate) fn serve(main: &FakeOpenAi, small: &FakeOpenAi) -> Served {
     let config = format!(
         "[service_providers.main]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"{MAIN_KEY}\"\nmax_retries = 0\n\n\
          [service_providers.small]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"{SMALL_KEY}\"\nmax_retries = 0\n\n\
@@ -59,7 +59,7 @@ fn serve(main: &FakeOpenAi, small: &FakeOpenAi) -> Served {
 /// Claude Code headless on the serve (`claude -p PROMPT --output-format json --model MODEL`,
 /// its Write tool allowed, its small model MODEL too) in `work`, with its own home and
 /// nothing of the caller's environment but PATH.
-fn claude_code(
+pub(crate) fn claude_code(
     claude: &Path,
     served: &Served,
     model: &str,
@@ -117,7 +117,7 @@ fn roles(body: &Value) -> Vec<&str> {
 }
 
 /// Runs `command` to its end on a blocking thread; its output, checked to have succeeded.
-async fn run(mut command: Command) -> Output {
+pub(crate) async fn run(mut command: Command) -> Output {
     let out = tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
         .unwrap();

@@ -16,7 +16,9 @@ use serde_json::Value;
 
 mod secrets;
 
-use super::port::{HostedToolCall, PermissionAnswer, PermissionAsk, TurnEvent, EDITOR_SOURCE};
+use super::port::{
+    ClientPort, HostedToolCall, PermissionAnswer, PermissionAsk, TurnEvent, TurnRef, EDITOR_SOURCE,
+};
 use super::Turn;
 use crate::checkpoint::{CheckpointConfig, Checkpoints, TurnKey};
 use crate::error::{Error, Result};
@@ -79,6 +81,24 @@ pub(crate) struct GuardSpec {
     pub(crate) notes: Vec<String>,
     /// The project's `AGENTS.md` text, for the system prompt.
     pub(crate) context: Option<String>,
+}
+
+/// Whom a call is for: its turn (the checkpoint of what it changes is kept under it, the
+/// hooks see its conversation) and the client asked about it. A model's call comes from a
+/// [`Turn`]; a client calling a tool itself (`genai mcp`) names its own.
+#[derive(Clone, Copy)]
+pub(crate) struct Caller<'a> {
+    pub(crate) id: &'a TurnRef,
+    pub(crate) port: &'a dyn ClientPort,
+}
+
+impl<'a> From<&'a Turn> for Caller<'a> {
+    fn from(turn: &'a Turn) -> Caller<'a> {
+        Caller {
+            id: &turn.id,
+            port: turn.port.as_ref(),
+        }
+    }
 }
 
 /// What a refused call tells the model.
@@ -179,7 +199,7 @@ impl Guard {
     }
 
     /// The hooks' context for a turn.
-    fn hook_context(&self, turn: &Turn) -> HookContext {
+    fn hook_context(&self, turn: Caller<'_>) -> HookContext {
         HookContext {
             session_id: turn.id.conversation_id.clone(),
             cwd: self.root.clone(),
@@ -198,7 +218,7 @@ impl Guard {
             return Ok(Vec::new());
         }
         let event = hooks::Event::UserPromptSubmit { prompt };
-        match hooks::run(&self.hooks, event, &self.hook_context(turn)).await {
+        match hooks::run(&self.hooks, event, &self.hook_context(turn.into())).await {
             Outcome::Continue { notes } => Ok(notes),
             Outcome::Block { reason, .. } => Err(reason),
         }
@@ -213,7 +233,7 @@ impl Guard {
         let event = hooks::Event::Stop {
             stop_hook_active: again,
         };
-        match hooks::run(&self.hooks, event, &self.hook_context(turn)).await {
+        match hooks::run(&self.hooks, event, &self.hook_context(turn.into())).await {
             Outcome::Continue { .. } => None,
             Outcome::Block { reason, .. } => Some(reason),
         }
@@ -268,7 +288,7 @@ impl Guard {
     }
 
     /// Asks the user through the turn's client; `(allowed, by)`.
-    async fn ask(&self, turn: &Turn, ask: PermissionAsk) -> (bool, String) {
+    async fn ask(&self, turn: Caller<'_>, ask: PermissionAsk) -> (bool, String) {
         let always = ask.always_rule.clone();
         match turn.port.ask_permission(ask).await {
             Ok(answer) => {
@@ -310,7 +330,7 @@ impl Guard {
     /// `decisions`.
     pub(crate) async fn call(
         &self,
-        turn: &Turn,
+        turn: Caller<'_>,
         toolbox: &Toolbox,
         call: (&str, &str, &Value),
         offered: Option<&Tool>,
@@ -327,7 +347,8 @@ impl Guard {
                 decision: if allowed { "allow" } else { "deny" }.to_string(),
                 by: by.to_string(),
             };
-            turn.emit(TurnEvent::Decision(decided.clone()));
+            turn.port
+                .turn_event(turn.id, TurnEvent::Decision(decided.clone()));
             if let Ok(mut d) = decisions.lock() {
                 d.push(decided);
             }
@@ -473,7 +494,7 @@ impl Guard {
     /// through the client's editor when it holds the files or runs the commands.
     async fn run_workspace(
         &self,
-        turn: &Turn,
+        turn: Caller<'_>,
         ws: &Workspace,
         (call_id, function, arguments): (&str, &str, &Value),
         described: &workspace::Described,
@@ -538,7 +559,7 @@ impl Guard {
 }
 
 /// Which call an editor request is for.
-fn editor_call(turn: &Turn, call_id: &str) -> EditorCall {
+fn editor_call(turn: Caller<'_>, call_id: &str) -> EditorCall {
     EditorCall {
         conversation_id: turn.id.conversation_id.clone(),
         turn_id: turn.id.turn_id.clone(),

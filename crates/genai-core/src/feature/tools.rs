@@ -244,7 +244,7 @@ impl Feature for Tools {
                         });
                         let answer: crate::error::Result<ModuleAnswer> = Ok(guard
                             .call(
-                                turn,
+                                turn.into(),
                                 &toolbox,
                                 (&id, &name, &args),
                                 offered.get(name.as_str()).copied(),

@@ -8,8 +8,8 @@
 //! end ([`TurnStream`]) in `turn_stream`, changing an open one's feature or model in `choice`,
 //! prompts to agents in `prompts`, fill-in-the-middle completion in `infill`, the tables of
 //! what runs (open conversations, agents, prompts, work in flight) in `running`, the clients
-//! hosting features and middleware in `hosted`, and every rule of which model runs in
-//! `crate::select`. It must never speak a wire format: front-ends translate for it.
+//! hosting features and middleware in `hosted`, the workspace's tools a client calls itself in
+//! `served_tools`, and every rule of which model runs in `crate::select`. It must never speak a wire format: front-ends translate for it.
 
 mod acting;
 mod agents;
@@ -24,6 +24,7 @@ mod prompts;
 mod queries;
 mod resume;
 mod running;
+mod served_tools;
 mod turn_stream;
 
 pub use acting::PermissionFlags;
@@ -48,6 +49,7 @@ use crate::tools::toolbox::Toolbox;
 pub use choice::Choice;
 use genai_protocol::listings::ConversationRecord;
 pub use hosted::FeatureReply;
+pub use served_tools::{ServedTools, ToolAnswer};
 pub use turn_stream::TurnStream;
 
 /// What a client asks for when it opens a conversation.

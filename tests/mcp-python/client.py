@@ -1,0 +1,53 @@
+"""The official MCP Python SDK's client driving `genai mcp` over stdio (tests/it/mcp_server_python.rs).
+
+Arguments: the genai binary, the workspace folder. It declares elicitation and accepts what
+genai asks. It lists the tools, reads a file, reads a secret file (refused), makes an edit
+that genai asks about (accepted through elicitation), and prints one JSON object.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import types
+
+
+def result(r):
+    return {
+        "isError": bool(r.is_error),
+        "text": "\n".join(c.text for c in r.content if getattr(c, "type", "") == "text"),
+    }
+
+
+async def main(genai, root):
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"always": False})
+
+    server = StdioServerParameters(command=genai, args=["mcp", "--root", root], env=dict(os.environ))
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=elicit) as session:
+            init = await session.initialize()
+            tools = await session.list_tools()
+            read_file = await session.call_tool("read_file", {"path": "src/lib.rs"})
+            secret = await session.call_tool("read_file", {"path": ".env"})
+            edit = await session.call_tool(
+                "edit_file", {"path": "src/lib.rs", "old_text": "41", "new_text": "43"}
+            )
+            prompts = await session.list_prompts()
+    print(json.dumps({
+        "server": init.server_info.name,
+        "tools": sorted(t.name for t in tools.tools),
+        "prompts": sorted(p.name for p in prompts.prompts),
+        "read": result(read_file),
+        "secret": result(secret),
+        "edit": result(edit),
+        "asked": asked,
+    }))
+
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))

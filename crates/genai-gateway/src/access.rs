@@ -156,7 +156,9 @@ impl Access {
     }
 }
 
-/// What a request's model name stands for.
+/// What a request's model name stands for. The one model is the common case and moves once:
+/// boxing it would add an allocation to every request.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Chosen {
     /// One model, chosen as `genai ask -m` chooses.
     Model(RequestModel),

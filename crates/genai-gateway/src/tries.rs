@@ -38,7 +38,9 @@ pub(crate) struct Try {
     pub(crate) lease: Option<Lease>,
 }
 
-/// The tries of one request.
+/// The tries of one request. A request naming one model is the common case: its turn is
+/// kept in place (boxing it would add an allocation to every request), the routed one boxed.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Tries {
     /// The one try of a request naming one model, until it is taken.
     One(Option<Turn>),

@@ -120,7 +120,7 @@ impl Wait {
             }
         };
         let secs = number * unit;
-        if secs.is_finite() && secs >= 0.0 && secs < 1e9 {
+        if (0.0..1e9).contains(&secs) {
             Ok(Duration::from_secs_f64(secs))
         } else {
             Err(match self {

@@ -36,6 +36,7 @@ mod gateway_fallback;
 mod gateway_hostile;
 mod gateway_keys;
 mod gateway_responses;
+mod gateway_routing;
 mod hostile;
 mod keys;
 #[cfg(feature = "local")]

@@ -82,6 +82,8 @@ pub struct Error {
     pub upstream_status: Option<u16>,
     /// The provider could not be reached at all (a refused connection): nothing was sent.
     pub unreachable: bool,
+    /// How long the provider asked to be left alone (its `Retry-After`), when it said.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl fmt::Display for Error {
@@ -104,6 +106,7 @@ impl Error {
             message,
             upstream_status: None,
             unreachable: false,
+            retry_after: None,
         }
     }
 
@@ -111,6 +114,14 @@ impl Error {
     pub fn with_upstream_status(self, status: u16) -> Error {
         Error {
             upstream_status: Some(status),
+            ..self
+        }
+    }
+
+    /// This error with the wait its provider asked for (`Retry-After`), if it asked.
+    pub fn with_retry_after(self, wait: Option<std::time::Duration>) -> Error {
+        Error {
+            retry_after: wait,
             ..self
         }
     }
@@ -123,12 +134,13 @@ impl Error {
         }
     }
 
-    /// The same error (its kind, upstream status and reachability) with its message reworded by `f`, such
+    /// The same error (its kind, upstream status, reachability and `Retry-After`) with its message reworded by `f`, such
     /// as a prefix naming the provider; the new message is masked as in [`Error::new`].
     pub fn reworded(self, f: impl FnOnce(&str) -> String) -> Error {
         Error {
             upstream_status: self.upstream_status,
             unreachable: self.unreachable,
+            retry_after: self.retry_after,
             ..Error::new(self.kind, f(&self.message))
         }
     }

@@ -15,6 +15,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 pub mod lsp;
 pub(crate) mod provider;
+pub mod serve_models;
 
 pub(crate) use provider::{AzureSettings, BedrockSettings, ConnectorSettings, HttpSettings};
 pub use provider::{LocalSettings, ProviderConfig};
@@ -82,11 +83,12 @@ pub struct ServeConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect: Option<bool>,
     /// Model names the gateway's clients may send, each resolved to an agent or
-    /// `PROVIDER:MODEL`: `[serve.models] "claude-sonnet-4-5" = "local"`. A name may be a
+    /// `PROVIDER:MODEL`: `[serve.models] "claude-sonnet-4-5" = "local"`, or shared by several
+    /// deployments: `[serve.models.NAME] deployments = [...]`. A name may be a
     /// pattern with `*` wildcards (`"claude-*" = "myagent"`); an exact name wins over a
     /// pattern, a longer pattern over a shorter one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub models: BTreeMap<String, String>,
+    pub models: BTreeMap<String, serve_models::ServeModel>,
     /// The folders within which `genai serve`'s WebSocket clients (the web page, `genai daemon
     /// --connect`) may root a conversation (its `cwd`, where its workspace tools work): absolute
     /// paths, `~/` for the home folder. A `cwd` outside all of them (after `..` and symbolic
@@ -432,17 +434,7 @@ impl Config {
                 format!("mcp_servers.{name}: a server name is not empty and has no `.`"),
             ));
         }
-        if let Some((alias, _)) = config
-            .serve
-            .models
-            .iter()
-            .find(|(a, to)| a.trim().is_empty() || to.trim().is_empty())
-        {
-            return Err(Error::new(
-                ErrorKind::Config,
-                format!("serve.models.\"{alias}\": a model name and the agent or PROVIDER:MODEL it stands for are not empty"),
-            ));
-        }
+        serve_models::check(&config.serve.models)?;
         if let Some(root) = config.serve.roots.iter().find(|r| {
             let r = r.trim();
             !(Path::new(r).is_absolute() || r == "~" || r.starts_with("~/"))

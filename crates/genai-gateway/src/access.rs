@@ -17,7 +17,9 @@ use crate::HttpResponse;
 
 use super::keys::{self, Keys, Refusal};
 use super::ledger::{api_of, Caller, Ledger};
+use super::routing::{Router, Routes};
 use super::{aliases, Api, ApiError};
+use genai_core::config::serve_models::ServeModel;
 use genai_core::error::{Error, Result};
 use genai_core::select::ModelChoice;
 use genai_core::session::{Framework, RequestModel};
@@ -29,11 +31,17 @@ pub struct Access {
     token: [u8; 32],
     keys: Arc<Keys>,
     ledger: Ledger,
+    /// The routers of the `[serve.models]` entries with deployments.
+    routes: Arc<Routes>,
 }
 
 impl Access {
-    /// The keys of `store` loaded, its request writer and the keys' watcher started.
-    pub async fn start(store: Arc<Store>, token: String) -> Result<Arc<Access>> {
+    /// The keys of `fw`'s store loaded, its request writer and the keys' watcher started,
+    /// and a router made for each `[serve.models]` entry with deployments (one naming no
+    /// agent or model `genai ask -m` takes is refused).
+    pub async fn start(fw: &Framework, token: String) -> Result<Arc<Access>> {
+        let routes = Arc::new(Routes::new(fw)?);
+        let store: Arc<Store> = fw.store().clone();
         let loading = store.clone();
         let keys = tokio::task::spawn_blocking(move || Keys::load(loading))
             .await
@@ -46,6 +54,7 @@ impl Access {
             token: keys::hash(&token),
             keys,
             ledger: Ledger::start(store),
+            routes,
         }))
     }
 
@@ -70,7 +79,12 @@ impl Access {
             .collect();
         let presented: Vec<[u8; 32]> = given.iter().map(|k| keys::hash(k)).collect();
         if presented.contains(&self.token) {
-            return Ok(Caller::new(None, self.ledger.clone(), user_agent));
+            return Ok(Caller::new(
+                None,
+                self.ledger.clone(),
+                &self.routes,
+                user_agent,
+            ));
         }
         let Some(presented) = presented.first() else {
             return Err(ApiError::unauthorized().response_in(api));
@@ -81,7 +95,14 @@ impl Access {
         // A live virtual key is masked from now on wherever the serve prints or stores text.
         genai_core::redact::remember(given[0]);
         let refusal = match key.admit(Instant::now()) {
-            Ok(()) => return Ok(Caller::new(Some(key), self.ledger.clone(), user_agent)),
+            Ok(()) => {
+                return Ok(Caller::new(
+                    Some(key),
+                    self.ledger.clone(),
+                    &self.routes,
+                    user_agent,
+                ))
+            }
             Err(r) => r,
         };
         let name = &key.row.name;
@@ -122,7 +143,7 @@ impl Access {
                 .headers_mut()
                 .insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
         }
-        let mut caller = Caller::new(Some(key), self.ledger.clone(), user_agent);
+        let mut caller = Caller::new(Some(key), self.ledger.clone(), &self.routes, user_agent);
         if let Some(recorded) = api_of(path.trim_end_matches('/')) {
             caller.recorded_as(recorded);
         }
@@ -135,17 +156,42 @@ impl Access {
     }
 }
 
+/// What a request's model name stands for. The one model is the common case and moves once:
+/// boxing it would add an allocation to every request.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Chosen {
+    /// One model, chosen as `genai ask -m` chooses.
+    Model(RequestModel),
+    /// The deployments of a `[serve.models]` entry, each try's chosen by its router.
+    Deployments(Arc<Router>),
+}
+
 /// The model of a request asking for `model`: an alias of `[serve.models]` resolved, refused
-/// (403) when the caller's key may not use it, then chosen as `genai ask -m` chooses.
+/// (403) when the caller's key may not use it, then chosen as `genai ask -m` chooses; or the
+/// router of the entry's deployments (a key that may not use the name must be allowed each of
+/// its deployments).
 pub(super) fn choose(
     fw: &Framework,
     caller: &mut Caller,
     model: &str,
-) -> std::result::Result<RequestModel, ApiError> {
+) -> std::result::Result<Chosen, ApiError> {
     caller.asked_for(model);
-    let resolved = aliases::resolve(&fw.config().serve.models, model);
+    let (resolved, router) = match aliases::resolve(&fw.config().serve.models, model) {
+        Some((_, ServeModel::Alias(to))) => (Some(to.as_str()), None),
+        Some((name, ServeModel::Deployments(_))) => (None, caller.routes().get(name).cloned()),
+        None => (None, None),
+    };
     if let Some(key) = caller.key() {
-        if !key.allows(model, resolved) {
+        let allowed = match &router {
+            Some(r) => {
+                key.allows(model, None)
+                    || r.deployments
+                        .iter()
+                        .all(|d| key.allows(model, Some(&d.name)))
+            }
+            None => key.allows(model, resolved),
+        };
+        if !allowed {
             return Err(ApiError {
                 code: Some("model_not_allowed"),
                 ..ApiError::new(
@@ -160,6 +206,9 @@ pub(super) fn choose(
             });
         }
     }
+    if let Some(router) = router {
+        return Ok(Chosen::Deployments(router));
+    }
     let choice = ModelChoice::Named(resolved.unwrap_or(model).to_string());
     let chosen = fw.request_model(&choice).map_err(|e| {
         let mut refused = ApiError::of(&e, Some("model"));
@@ -169,7 +218,7 @@ pub(super) fn choose(
         refused
     })?;
     caller.chose(&chosen);
-    Ok(chosen)
+    Ok(Chosen::Model(chosen))
 }
 
 /// When the config file as it is now names `model` (an agent or an alias) though the serve's

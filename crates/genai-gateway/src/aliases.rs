@@ -1,5 +1,5 @@
 //! Model names as the gateway's clients send them: `[serve.models]` aliases (so Claude Code's
-//! or Codex's own model names map to an agent or `PROVIDER:MODEL`) and the `*` patterns that
+//! or Codex's own model names map to an agent, a `PROVIDER:MODEL` or deployments) and the `*` patterns that
 //! aliases and a virtual key's `--models` are written in.
 //!
 //! It owns matching names only. It must never choose a provider or check that a model exists:
@@ -33,17 +33,20 @@ pub(crate) fn glob(pattern: &str, name: &str) -> bool {
     p[pi..].iter().all(|b| *b == b'*')
 }
 
-/// What `model` stands for: the alias of that exact name, else that of the longest pattern
-/// matching it, else `None` (the name is used as it is).
-pub(crate) fn resolve<'a>(aliases: &'a BTreeMap<String, String>, model: &str) -> Option<&'a str> {
-    if let Some(to) = aliases.get(model) {
-        return Some(to);
+/// The entry `model` matches, with its name: that of this exact name, else that of the longest
+/// pattern matching it, else `None` (the name is used as it is).
+pub(crate) fn resolve<'a, T>(
+    aliases: &'a BTreeMap<String, T>,
+    model: &str,
+) -> Option<(&'a str, &'a T)> {
+    if let Some((from, to)) = aliases.get_key_value(model) {
+        return Some((from, to));
     }
     aliases
         .iter()
         .filter(|(from, _)| from.contains('*') && glob(from, model))
         .max_by_key(|(from, _)| from.len())
-        .map(|(_, to)| to.as_str())
+        .map(|(from, to)| (from.as_str(), to))
 }
 
 #[cfg(test)]
@@ -80,10 +83,15 @@ mod tests {
         .into_iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect();
-        assert_eq!(resolve(&aliases, "claude-sonnet-4-5"), Some("local"));
-        assert_eq!(resolve(&aliases, "claude-sonnet-4-6"), Some("smart"));
-        assert_eq!(resolve(&aliases, "claude-haiku-4-5"), Some("fast"));
-        assert_eq!(resolve(&aliases, "gpt-4o"), Some("ollama:qwen3"));
-        assert_eq!(resolve(&aliases, "gpt-4o-mini"), None);
+        let to = |model| resolve(&aliases, model).map(|(_, to)| to.as_str());
+        assert_eq!(to("claude-sonnet-4-5"), Some("local"));
+        assert_eq!(to("claude-sonnet-4-6"), Some("smart"));
+        assert_eq!(to("claude-haiku-4-5"), Some("fast"));
+        assert_eq!(to("gpt-4o"), Some("ollama:qwen3"));
+        assert_eq!(to("gpt-4o-mini"), None);
+        assert_eq!(
+            resolve(&aliases, "claude-opus-4"),
+            Some(("claude-*", &"fast".to_string()))
+        );
     }
 }

@@ -43,6 +43,8 @@ pub struct ApiError {
     /// The request's field at fault, such as `messages[2].content`.
     pub(crate) param: Option<String>,
     pub(crate) code: Option<&'static str>,
+    /// Seconds the client should wait before it tries again (`Retry-After`), when known.
+    pub(crate) retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -53,6 +55,7 @@ impl ApiError {
             message,
             param: None,
             code: None,
+            retry_after: None,
         }
     }
 
@@ -157,6 +160,11 @@ impl ApiError {
             message: e.message.clone(),
             param: param.map(str::to_string),
             code,
+            // The provider's own wait, passed on with its rate limit or overload.
+            retry_after: e
+                .retry_after
+                .filter(|_| matches!(status.as_u16(), 429 | 503 | 529))
+                .map(|w| (w.as_secs() + u64::from(w.subsec_nanos() > 0)).max(1)),
         }
     }
 
@@ -209,7 +217,13 @@ impl ApiError {
         if self.status.is_server_error() {
             tracing::debug!("gateway: {} {}", self.status, self.message);
         }
-        super::json_response(self.status, &self.body_in(api))
+        let mut response = super::json_response(self.status, &self.body_in(api));
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
+        }
+        response
     }
 }
 

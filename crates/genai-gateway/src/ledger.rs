@@ -19,6 +19,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::keys::Key;
+use super::routing::Routes;
 use super::ApiError;
 use genai_core::error::Result;
 use genai_core::format::ModelReply;
@@ -150,11 +151,19 @@ pub struct Caller {
     price: Option<Price>,
     /// Whether its row went to a stream's [`Tally`] (or is not to be recorded).
     handed_over: bool,
+    /// The serve's routers, which choose among a name's deployments.
+    routes: Arc<Routes>,
 }
 
 impl Caller {
-    /// A request admitted with `key` (`None`: the serve token) from `client` (its User-Agent).
-    pub(crate) fn new(key: Option<Arc<Key>>, ledger: Ledger, client: Option<&str>) -> Caller {
+    /// A request admitted with `key` (`None`: the serve token) from `client` (its User-Agent),
+    /// to be routed by `routes`.
+    pub(crate) fn new(
+        key: Option<Arc<Key>>,
+        ledger: Ledger,
+        routes: &Arc<Routes>,
+        client: Option<&str>,
+    ) -> Caller {
         let row = GatewayRequest {
             created_at: now_ms(),
             key_name: key
@@ -171,7 +180,13 @@ impl Caller {
             row,
             price: None,
             handed_over: true,
+            routes: routes.clone(),
         }
+    }
+
+    /// The serve's routers.
+    pub(super) fn routes(&self) -> &Routes {
+        &self.routes
     }
 
     /// Records the request under `api` when it ends ([`Caller::finish`]).
@@ -250,6 +265,7 @@ impl Caller {
                 row,
                 price: self.price,
                 handed_over: !recorded,
+                routes: self.routes.clone(),
             },
         }
     }
@@ -331,13 +347,13 @@ mod tests {
         let store = Arc::new(Store::in_memory().unwrap());
         let ledger = Ledger::start(store.clone());
 
-        let mut whole = Caller::new(None, ledger.clone(), Some("sdk/1.0"));
+        let mut whole = Caller::new(None, ledger.clone(), &Arc::default(), Some("sdk/1.0"));
         whole.recorded_as("openai-chat");
         whole.row.model = Some("m".into());
         let answer = super::super::json_response(http::StatusCode::OK, &Value::Null);
         assert_eq!(whole.finish(answer).status(), http::StatusCode::OK);
 
-        let mut streamed = Caller::new(None, ledger.clone(), None);
+        let mut streamed = Caller::new(None, ledger.clone(), &Arc::default(), None);
         streamed.recorded_as("anthropic-messages");
         let mut tally = streamed.stream();
         let reply = ModelReply::assistant(
@@ -358,11 +374,11 @@ mod tests {
             &Value::Null,
         ));
 
-        let mut dropped = Caller::new(None, ledger.clone(), None);
+        let mut dropped = Caller::new(None, ledger.clone(), &Arc::default(), None);
         dropped.recorded_as("openai-chat");
         drop(dropped.stream());
 
-        let mut unrecorded = Caller::new(None, ledger.clone(), None);
+        let mut unrecorded = Caller::new(None, ledger.clone(), &Arc::default(), None);
         let _ = unrecorded.stream();
         let _ = unrecorded.finish(super::super::json_response(
             http::StatusCode::OK,

@@ -15,7 +15,8 @@
 //! Beside them: `error.rs` writes errors in each API's shape, `fields.rs` reads a request's
 //! fields, `sse.rs` frames a stream's events, `body.rs` is the one boxed body of an answer,
 //! `keys.rs` holds the virtual keys `access.rs` admits and `aliases.rs` resolves
-//! `[serve.models]` names.
+//! `[serve.models]` names; `routing.rs` chooses among a name's deployments and `tries.rs`
+//! runs a request's tries on them.
 //!
 //! This file owns routing the `/v1/` paths and reading a request's body within the limit. The
 //! serve's front door (`genai-server`) admits the caller ([`Access`]) before a request gets here. It must never forward a client's body upstream (every turn
@@ -45,8 +46,10 @@ mod responses_reply;
 mod responses_request;
 mod responses_tools;
 mod responses_wire;
+mod routing;
 mod settings;
 pub mod sse;
+mod tries;
 mod turn;
 
 pub use access::Access;

@@ -1,6 +1,7 @@
 //! The one way a turn goes through the gateway, whatever API it came in: the API's type reads
 //! the body into the core's terms ([`Asked`]), access control chooses the model the caller
-//! may use, the request's settings are set on that model as a value, one turn runs on it, and
+//! may use (or the deployments of its name: `tries.rs`), the request's settings are set on
+//! that model as a value, one turn runs on it (or a try on each deployment in turn), and
 //! the API's [`Shape`] writes the answer, whole or streamed, while the caller's row is
 //! accounted ([`Caller`]).
 //!
@@ -11,11 +12,12 @@ use std::sync::Arc;
 
 use crate::HttpResponse;
 
+use super::access::{self, Chosen};
 use super::respond::{self, Shape};
 use super::settings::{self, Setting};
+use super::tries::{Request, Tries};
 use super::turn::Turn;
-use super::{access, Api, ApiError, Caller};
-use genai_core::agent::AIAgent;
+use super::{Api, ApiError, Caller};
 use genai_core::format::{ResponseSchema, ToolSpec};
 use genai_core::message::Message;
 use genai_core::session::Framework;
@@ -60,18 +62,28 @@ pub(crate) async fn run<A: VendorApi>(
         Ok(a) => a,
         Err(e) => return e.response_in(A::ERRORS),
     };
-    let agent = match agent(fw, caller, &asked.model, asked.settings) {
-        Ok(a) => a,
+    let Asked {
+        model,
+        messages,
+        tools,
+        schema,
+        settings,
+        stream,
+        shape,
+        headers,
+    } = asked;
+    let request = Request {
+        messages,
+        tools,
+        schema,
+        settings,
+    };
+    let tries = match tries(fw, caller, &model, request) {
+        Ok(t) => t,
         Err(e) => return e.response_in(A::ERRORS),
     };
-    let turn = Turn {
-        agent,
-        messages: asked.messages,
-        tools: asked.tools,
-        schema: asked.schema,
-    };
-    let mut answer = respond::run(turn, asked.stream, A::ERRORS, asked.shape, caller).await;
-    for (name, value) in asked.headers {
+    let mut answer = respond::run(tries, stream, A::ERRORS, shape, caller).await;
+    for (name, value) in headers {
         if let Ok(v) = http::HeaderValue::from_str(&value) {
             answer.headers_mut().insert(name, v);
         }
@@ -79,16 +91,28 @@ pub(crate) async fn run<A: VendorApi>(
     answer
 }
 
-/// The agent of a request asking for `model`: chosen by access control, `settings` set on the
-/// model as a value, then made.
-fn agent(
+/// The tries of a request: its one model, chosen by access control with the request's
+/// settings set on it as a value and its agent made; or the deployments of its name, each
+/// try's model made so when its deployment is chosen.
+fn tries(
     fw: &Arc<Framework>,
     caller: &mut Caller,
     model: &str,
-    settings: Vec<Setting>,
-) -> Result<AIAgent, ApiError> {
-    let mut model = access::choose(fw, caller, model)?;
-    settings::apply(&mut model, settings)?;
-    fw.request_agent(model)
-        .map_err(|e| ApiError::of(&e, Some("model")))
+    request: Request,
+) -> Result<Tries, ApiError> {
+    let mut model = match access::choose(fw, caller, model)? {
+        Chosen::Model(m) => m,
+        Chosen::Deployments(router) => return Ok(Tries::routed(fw.clone(), router, request)),
+    };
+    settings::apply(&mut model, request.settings)?;
+    let agent = fw
+        .request_agent(model)
+        .map_err(|e| ApiError::of(&e, Some("model")))?;
+    Ok(Tries::One(Some(Turn {
+        agent,
+        messages: request.messages,
+        tools: request.tools,
+        schema: request.schema,
+        fails_over: false,
+    })))
 }

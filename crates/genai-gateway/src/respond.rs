@@ -1,7 +1,7 @@
-//! The HTTP answer of a gateway turn, whatever API it came in: the request's parameters set
-//! on its agent's model, then the turn run whole (one JSON body) or streamed (server-sent
-//! events as the model streams), each API's own [`Shape`] writing the bodies. A streamed turn
-//! that fails before its first piece is an error answer with its status, not a stream.
+//! The HTTP answer of a gateway turn, whatever API it came in: the request's tries
+//! (`tries.rs`) run whole (one JSON body) or streamed (server-sent events as the model
+//! streams), each API's own [`Shape`] writing the bodies. A streamed try that fails before its
+//! first piece is another try or an error answer with its status, not a stream.
 //!
 //! It hands each turn's reply to its caller's row ([`Caller`]): a stream's row is recorded
 //! when the stream ends, or as cancelled when the client drops it.
@@ -13,7 +13,10 @@ use crate::HttpResponse;
 use bytes::Bytes;
 use futures::StreamExt;
 
-use super::turn::{self, Piece, Served, Turn};
+use std::time::Instant;
+
+use super::tries::{Tries, Try};
+use super::turn::{self, Piece, Served};
 use super::{sse, Api, ApiError, Caller};
 use genai_core::error::Error;
 use genai_core::format::{self, ModelReply};
@@ -28,72 +31,98 @@ pub(crate) trait Shape: Send + 'static {
     fn piece(&mut self, piece: Piece) -> Vec<Bytes>;
 }
 
-/// Runs the turn and answers it in `shape`, streamed or whole; the reply's usage goes to the
-/// `caller`'s row (a stream records it when it ends or is dropped).
+/// Runs the request's tries and answers the first that succeeds in `shape`, streamed or
+/// whole; the reply's usage goes to the `caller`'s row (a stream records it when it ends or is
+/// dropped). A try that fails before any of its answer went out hands the request to the next
+/// one, when [`Tries::failed`] says so.
 pub(crate) async fn run(
-    turn: Turn,
+    mut tries: Tries,
     stream: bool,
     api: Api,
     mut shape: impl Shape,
     caller: &mut Caller,
 ) -> HttpResponse {
-    if !stream {
-        return match turn::whole(turn).await {
-            Ok((r, served)) => {
-                let body = shape.whole(&r);
-                caller.served(&served);
-                caller.whole(&r, &body);
-                let mut answer = super::json_bytes_response(http::StatusCode::OK, body);
-                say_served(&mut answer, &served);
-                answer
-            }
-            Err(e) => ApiError::of(&e, None).response_in(api),
+    loop {
+        let Try { turn, lease } = match tries.next(caller) {
+            Ok(t) => t,
+            Err(e) => return e.response_in(api),
         };
-    }
-    let (answering, pieces) = turn::streamed(turn);
-    let mut pieces = Box::pin(pieces);
-    // The status is decided by the first piece: a turn that fails before any text is an
-    // error answer, not a stream of one error event.
-    let first = match pieces.next().await {
-        Some(Piece::Done(Err(e))) => return ApiError::of(&e, None).response_in(api),
-        Some(p) => p,
-        None => return ApiError::of(&Error::internal("the turn ended"), None).response_in(api),
-    };
-    let head = shape.start();
-    // Who answers is known once the first piece came (a fallback is tried only before).
-    let served = answering.served();
-    caller.served(&served);
-    let mut tally = caller.stream();
-    let rest = futures::stream::once(async { first })
-        .chain(pieces)
-        .flat_map(move |p| {
-            if let Piece::Done(result) = &p {
-                let kept = match result {
-                    Ok(reply) if tally.keeps_bodies() => Some(shape.whole(reply)),
-                    _ => None,
-                };
-                tally.done(result, kept);
+        let deployment = lease.as_ref().map(|l| l.deployment().to_string());
+        if !stream {
+            match turn::whole(turn).await {
+                Ok((r, served)) => {
+                    if let Some(l) = &lease {
+                        l.answering(Instant::now());
+                    }
+                    let body = shape.whole(&r);
+                    caller.served(&served);
+                    caller.whole(&r, &body);
+                    let mut answer = super::json_bytes_response(http::StatusCode::OK, body);
+                    say_served(&mut answer, &served, deployment.as_deref());
+                    return answer;
+                }
+                Err(e) => match tries.failed(lease, e) {
+                    None => continue,
+                    Some(e) => return ApiError::of(&e, None).response_in(api),
+                },
             }
-            futures::stream::iter(shape.piece(p))
-        });
-    let mut answer = sse::response(futures::stream::iter(head).chain(rest));
-    say_served(&mut answer, &served);
-    answer
+        }
+        let (answering, pieces) = turn::streamed(turn);
+        let mut pieces = Box::pin(pieces);
+        // The status is decided by the first piece: a turn that fails before any text is an
+        // error answer (or a try on another deployment), not a stream of one error event.
+        let first = match pieces.next().await {
+            Some(Piece::Done(Err(e))) => match tries.failed(lease, e) {
+                None => continue,
+                Some(e) => return ApiError::of(&e, None).response_in(api),
+            },
+            Some(p) => p,
+            None => return ApiError::of(&Error::internal("the turn ended"), None).response_in(api),
+        };
+        if let Some(l) = &lease {
+            l.answering(Instant::now());
+        }
+        let head = shape.start();
+        // Who answers is known once the first piece came (a fallback is tried only before).
+        let served = answering.served();
+        caller.served(&served);
+        let mut tally = caller.stream();
+        let rest = futures::stream::once(async { first })
+            .chain(pieces)
+            .flat_map(move |p| {
+                // The deployment counts this request in flight until its stream ends.
+                let _lease = &lease;
+                if let Piece::Done(result) = &p {
+                    let kept = match result {
+                        Ok(reply) if tally.keeps_bodies() => Some(shape.whole(reply)),
+                        _ => None,
+                    };
+                    tally.done(result, kept);
+                }
+                futures::stream::iter(shape.piece(p))
+            });
+        let mut answer = sse::response(futures::stream::iter(head).chain(rest));
+        say_served(&mut answer, &served, deployment.as_deref());
+        return answer;
+    }
 }
 
-/// The header naming the model that answered (`x-genai-served-by: PROVIDER:MODEL`), and the
-/// fallback agent when one answered for the agent asked for (`x-genai-fallback: AGENT`).
-fn say_served(answer: &mut HttpResponse, served: &Served) {
+/// The header naming the model that answered (`x-genai-served-by: PROVIDER:MODEL`), the
+/// fallback agent when one answered for the agent asked for (`x-genai-fallback: AGENT`), and
+/// the deployment of the name asked for that answered (`x-genai-deployment: AGENT` or
+/// `PROVIDER:MODEL`).
+fn say_served(answer: &mut HttpResponse, served: &Served, deployment: Option<&str>) {
     let headers = answer.headers_mut();
     if let Ok(v) = http::HeaderValue::from_str(&served.model) {
         headers.insert("x-genai-served-by", v);
     }
-    if let Some(v) = served
-        .fallback
-        .as_deref()
-        .and_then(|f| http::HeaderValue::from_str(f).ok())
-    {
-        headers.insert("x-genai-fallback", v);
+    for (name, value) in [
+        ("x-genai-fallback", served.fallback.as_deref()),
+        ("x-genai-deployment", deployment),
+    ] {
+        if let Some(v) = value.and_then(|v| http::HeaderValue::from_str(v).ok()) {
+            headers.insert(name, v);
+        }
     }
 }
 

@@ -27,6 +27,9 @@ pub(crate) struct Turn {
     /// The client's tools, offered as the format's native tools.
     pub(crate) tools: Vec<ToolSpec>,
     pub(crate) schema: Option<ResponseSchema>,
+    /// Whether another deployment takes the request if this turn's provider fails: then the
+    /// provider does not retry on its own.
+    pub(crate) fails_over: bool,
 }
 
 /// A piece of a streamed turn, then how it ended.
@@ -83,6 +86,7 @@ pub(crate) async fn whole(turn: Turn) -> Result<(ModelReply, Served)> {
         messages: turn.messages,
         tools: turn.tools,
         schema: turn.schema,
+        fails_over: turn.fails_over,
     };
     let outcome = run(&turn.agent, parts, None, None, &CancellationToken::new()).await?;
     let served = Served::from(&outcome.answerer);
@@ -97,6 +101,7 @@ pub(crate) fn streamed(turn: Turn) -> (Answering, impl Stream<Item = Piece> + Se
         messages: turn.messages,
         tools: turn.tools,
         schema: turn.schema,
+        fails_over: turn.fails_over,
     };
     let who = Arc::new(Mutex::new(Served::default()));
     let answering = Answering(who.clone());
@@ -139,6 +144,7 @@ struct Parts {
     messages: Vec<Message>,
     tools: Vec<ToolSpec>,
     schema: Option<ResponseSchema>,
+    fails_over: bool,
 }
 
 /// The turn on its agent: one request, the model's tool calls returned to the caller (none
@@ -155,6 +161,7 @@ async fn run(
         messages,
         tools,
         schema,
+        fails_over,
     } = turn;
     let run_none = |_calls| -> futures::future::BoxFuture<'_, Vec<genai_core::message::Part>> {
         Box::pin(async { Vec::new() })
@@ -168,7 +175,9 @@ async fn run(
         budget: None,
     };
     let offered = (!tool_loop.specs.is_empty()).then_some(&tool_loop);
-    agent
-        .send_prompt_as(messages, on_delta, cancel, offered, schema.as_ref())
-        .await
+    let sent = agent.send_prompt_as(messages, on_delta, cancel, offered, schema.as_ref());
+    match fails_over {
+        true => genai_core::provider::http::failing_over(sent).await,
+        false => sent.await,
+    }
 }

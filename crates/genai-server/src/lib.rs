@@ -114,7 +114,7 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
     if addr.ip().is_loopback() {
         origins.push(format!("http://localhost:{}", addr.port()));
     }
-    let access = genai_gateway::Access::start(fw.store().clone(), options.token.clone()).await?;
+    let access = genai_gateway::Access::start(&fw, options.token.clone()).await?;
     let stop = CancellationToken::new();
     let limits = options.limits.clone();
     let router = Arc::new(router::Router {

@@ -82,6 +82,8 @@ pub enum Mode {
     /// Read the request, then never answer: the socket stays open until the
     /// server is dropped or the client goes away (which counts as a disconnect).
     Stall,
+    /// 429 with OpenAI's rate-limit error body and this `retry-after` header.
+    RateLimited { retry_after: &'static str },
     /// A complete answer that ends with this `finish_reason` instead of `stop`, such as
     /// `length` (cut at `max_tokens`) or `repetition` (genai's local engine stopped a loop).
     Finish(&'static str),
@@ -273,6 +275,18 @@ async fn chat(mut ex: Exchange<OpenAi>, behavior: Behavior) {
             let extra = [("x-request-id", request_id.as_str())];
             ex.respond_error(status, "application/json", &extra, status == 429, &body)
                 .await
+        }
+        Mode::RateLimited { retry_after } => {
+            let body = error_body(
+                "Rate limit reached",
+                "requests",
+                Some("rate_limit_exceeded"),
+            );
+            let extra = [
+                ("x-request-id", request_id.as_str()),
+                ("retry-after", retry_after),
+            ];
+            ex.respond(429, "application/json", &extra, &body).await
         }
         Mode::Ok | Mode::CutAfter { .. } | Mode::Finish(_) if !streaming => {
             if !ex.pause(behavior.delay).await {

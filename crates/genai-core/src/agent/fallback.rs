@@ -64,7 +64,7 @@ impl Fallback {
 
 /// Whether the next fallback may try after this failure: rate limited (429), the provider
 /// failed or is overloaded (5xx), no answer in time, or it could not be reached.
-pub(crate) fn falls_back(e: &Error) -> bool {
+pub fn falls_back(e: &Error) -> bool {
     e.kind == ErrorKind::Timeout
         || e.unreachable
         || e.upstream_status.is_some_and(|s| s == 429 || s >= 500)

@@ -37,8 +37,8 @@ use crate::pricing;
 use crate::store::{NewMessage, Store};
 
 pub use binding::ModelBinding;
-pub use fallback::Answerer;
 pub(crate) use fallback::Fallback;
+pub use fallback::{falls_back, Answerer};
 pub use tool_loop::ToolLoop;
 
 /// A streamed piece of a reply: the answer's text, or the model's reasoning before it, or a

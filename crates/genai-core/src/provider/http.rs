@@ -127,6 +127,18 @@ fn default_concurrent_requests() -> u32 {
     }
 }
 
+tokio::task_local! {
+    /// Set while a caller that tries another endpoint itself runs a request ([`failing_over`]).
+    static FAILING_OVER: ();
+}
+
+/// Runs `f` with the provider's own retries off: each request made within it is tried once,
+/// its error (with the provider's `Retry-After`) returned at once, because the caller tries
+/// another endpoint itself (the gateway's deployments).
+pub async fn failing_over<F: std::future::Future>(f: F) -> F::Output {
+    FAILING_OVER.scope((), f).await
+}
+
 /// Why an attempt failed, and whether another one may help.
 struct Failure {
     error: Error,
@@ -187,6 +199,10 @@ impl Http {
         let client = self.client_for(url)?;
         let started = Instant::now();
         let mut retry = 0;
+        let max_retries = match FAILING_OVER.try_with(|_| ()) {
+            Ok(()) => 0,
+            Err(_) => self.retry.max_retries,
+        };
         loop {
             let failure = match build(client)?.send().await {
                 Ok(mut resp) if resp.status().is_success() => {
@@ -215,8 +231,8 @@ impl Http {
             // by not retrying at all.
             let too_long =
                 delay > self.retry.max_delay || started.elapsed() + delay > self.retry.budget;
-            if !failure.retryable || retry >= self.retry.max_retries || too_long {
-                let mut error = failure.error;
+            if !failure.retryable || retry >= max_retries || too_long {
+                let mut error = failure.error.with_retry_after(failure.retry_after);
                 if failure.retryable && too_long && failure.retry_after.is_some() {
                     error.message.push_str(&format!(
                         " (the provider asks to wait {:.0}s: more than genai waits)",

@@ -14,8 +14,8 @@
 //! account for it (`ledger.rs`, one row per request with its key, model, usage and cost).
 //! Beside them: `error.rs` writes errors in each API's shape, `fields.rs` reads a request's
 //! fields, `sse.rs` frames a stream's events, `body.rs` is the one boxed body of an answer,
-//! `keys.rs` holds the virtual keys `access.rs` admits and `aliases.rs` resolves
-//! `[serve.models]` names.
+//! `keys.rs` holds the virtual keys `access.rs` admits, `aliases.rs` resolves
+//! `[serve.models]` names, and `metrics.rs` counts what `ledger.rs` records for `/metrics`.
 //!
 //! This file owns routing the `/v1/` paths and reading a request's body within the limit. The
 //! serve's front door (`genai-server`) admits the caller ([`Access`]) before a request gets here. It must never forward a client's body upstream (every turn
@@ -35,6 +35,7 @@ mod error;
 mod fields;
 mod keys;
 mod ledger;
+pub mod metrics;
 mod models;
 mod openai_chat;
 mod openai_chat_request;

@@ -5,7 +5,7 @@
 # release binary, the reference MCP filesystem server, Codex and Claude Code from npm, OpenAI's and
 # Anthropic's Python SDKs, the MCP Python SDK and simonw's llm from PyPI,
 # and from Debian: Neovim's and Emacs eglot's LSP clients, tmux for the terminal chat, GNOME
-# Keyring for the Secret Service),
+# Keyring for the Secret Service, Prometheus for the metrics),
 # the editor integrations (Node, headless Chromium, pytest), smoke runs of the benchmarks, the
 # reliability suite (quick) and every fuzz target for 10 s. Everything is built once, in the
 # release profile. Needs a Rust toolchain; apt-get (as root or through sudo) for what is missing.
@@ -124,6 +124,14 @@ if ! command -v tmux >/dev/null 2>&1; then
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tmux >/dev/null
 fi
+
+step "Prometheus (Debian's prometheus: promtool and the server) for the metrics tests"
+if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
+export GENAI_TEST_PROMTOOL="$(command -v promtool)"
+export GENAI_TEST_PROMETHEUS="$(command -v prometheus)"
 
 step "the web chat page (npm ci, build) and Debian's chromium for the page journey"
 [ -x /usr/bin/chromium ] || { as_root apt-get update -qq; DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; }

@@ -10,6 +10,12 @@
 //! A serve of this user also keeps the default local model warm for `genai ask` and `genai
 //! chat` (`connect_local`): it loads it at start and says where it listens in `serve.json`.
 //! `--background` starts one detached and returns once it listens; `--stop` ends it.
+//!
+//! SIGTERM or Ctrl-C stops it gracefully (`genai_server::Running::stop`): no new connection,
+//! the requests and streams in flight finish within `[serve] shutdown_grace` (a second signal
+//! cuts them at once), the gateway's rows are stored, and it exits 0. `/metrics` takes
+//! `[serve] metrics_token` (or `GENAI_METRICS_TOKEN`) or is served alone at `[serve]
+//! metrics_address` (`ops_settings`).
 //! `genai serve keys ...` manages the gateway's virtual keys (`serve_keys.rs`).
 
 use std::net::SocketAddr;
@@ -95,7 +101,8 @@ pub async fn run(args: Args) -> Result<(), Error> {
         return Ok(());
     }
     if args.stop {
-        return stop(&paths.config_dir).await;
+        let grace = ops_settings(&config.serve)?.grace;
+        return stop(&paths.config_dir, grace).await;
     }
     if args.max_connections == 0
         || args.max_open_connections == 0
@@ -143,6 +150,16 @@ pub async fn run(args: Args) -> Result<(), Error> {
             },
         },
         roots,
+        shutdown_grace: DEFAULT_GRACE,
+        metrics_token: None,
+        metrics_address: None,
+    };
+    let ops = ops_settings(&fw.config().serve)?;
+    let options = Options {
+        shutdown_grace: ops.grace,
+        metrics_token: ops.metrics_token,
+        metrics_address: ops.metrics_address,
+        ..options
     };
     let shown = options.roots.shown();
     let token = options.token.clone();
@@ -163,13 +180,77 @@ pub async fn run(args: Args) -> Result<(), Error> {
         shown.default,
         shown.allowed.join(", ")
     );
+    if let Some(at) = running.metrics_addr {
+        eprintln!("genai: metrics at http://{at}/metrics (no token)");
+    }
     stopped().await;
     drop(announced);
-    running.stop().await;
+    let grace = ops.grace;
+    eprintln!(
+        "genai: stopping: no new connections; requests in flight may finish within {} s (signal again to cut them)",
+        grace.as_secs_f64()
+    );
+    let cut = running.cut_short();
+    tokio::spawn(async move {
+        stopped().await;
+        cut.cancel();
+    });
+    if !running.stop().await {
+        eprintln!("genai: the requests still in flight were cancelled");
+    }
     fw.cancel_all();
     fw.idle().await;
     fw.close_all();
     Ok(())
+}
+
+/// How long a stop lets requests in flight finish, without `[serve] shutdown_grace`.
+const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The operator's settings of `[serve]`, checked.
+struct OpsSettings {
+    grace: std::time::Duration,
+    metrics_token: Option<String>,
+    metrics_address: Option<SocketAddr>,
+}
+
+fn ops_settings(serve: &genai_core::config::ServeConfig) -> Result<OpsSettings, Error> {
+    let grace = match serve.shutdown_grace {
+        None => DEFAULT_GRACE,
+        Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => {
+            std::time::Duration::from_secs_f64(s)
+        }
+        Some(s) => {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("serve.shutdown_grace = {s}: give the seconds as a number from 0 to 86400"),
+            ))
+        }
+    };
+    let metrics_address = match &serve.metrics_address {
+        None => None,
+        Some(a) => Some(a.parse::<SocketAddr>().map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                format!("serve.metrics_address = {a:?}: {e}; write an address and port, as \"127.0.0.1:9464\""),
+            )
+        })?),
+    };
+    let metrics_token = std::env::var("GENAI_METRICS_TOKEN")
+        .ok()
+        .or_else(|| serve.metrics_token.clone())
+        .map(|t| t.trim().to_string());
+    if metrics_token.as_deref().is_some_and(|t| t.len() < 16) {
+        return Err(Error::new(
+            ErrorKind::Config,
+            "the metrics token (serve.metrics_token or GENAI_METRICS_TOKEN) must be at least 16 characters: make one with `openssl rand -hex 32`",
+        ));
+    }
+    Ok(OpsSettings {
+        grace,
+        metrics_token,
+        metrics_address,
+    })
 }
 
 /// Refuses a web root that is not a folder holding the page's `index.html`.
@@ -333,8 +414,9 @@ async fn background(paths: &Paths, token: &str) -> Result<(), Error> {
     }
 }
 
-/// `--stop`: SIGTERM to the serve `serve.json` names, then wait until it has removed the file.
-async fn stop(config_dir: &std::path::Path) -> Result<(), Error> {
+/// `--stop`: SIGTERM to the serve `serve.json` names, then wait until it has removed the file
+/// and ended (its requests in flight may take `grace`).
+async fn stop(config_dir: &std::path::Path, grace: std::time::Duration) -> Result<(), Error> {
     let Some(found) = presence::find(config_dir) else {
         return Err(Error::new(
             ErrorKind::Config,
@@ -357,16 +439,40 @@ async fn stop(config_dir: &std::path::Path) -> Result<(), Error> {
             ));
         }
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while presence::find(config_dir).is_some_and(|p| p == found) {
+    let within = grace + std::time::Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + within;
+    while presence::find(config_dir).is_some_and(|p| p == found) || alive(found.pid) {
         if std::time::Instant::now() > deadline {
             return Err(Error::internal(format!(
-                "genai serve (pid {}) did not stop within 30 s",
-                found.pid
+                "genai serve (pid {}) did not stop within {} s",
+                found.pid,
+                within.as_secs()
             )));
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     eprintln!("genai: serve (pid {}) stopped", found.pid);
     Ok(())
+}
+
+/// Whether process `pid` still runs (a zombie has ended).
+fn alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+        if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
+            return false;
+        }
+        // /proc/PID/stat: "PID (NAME) STATE ..."; the name may hold spaces or parentheses.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.trim_start().chars().next());
+        state != Some('Z')
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        false
+    }
 }

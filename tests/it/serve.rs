@@ -128,6 +128,25 @@ impl Served {
         self.dirs.data.path()
     }
 
+    /// Sends it SIGTERM (what `genai serve --stop`, `kill` and systemd send).
+    pub fn terminate(&self) {
+        // SAFETY: kill(2) with a child's pid and a signal number has no memory effects.
+        assert_eq!(
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) },
+            0
+        );
+    }
+
+    /// Its exit status, once it has exited within `within`.
+    pub fn exit_within(&mut self, within: Duration) -> std::process::ExitStatus {
+        let mut status = None;
+        crate::support::poll::wait_until("genai serve exits", within, || {
+            status = self.child.try_wait().unwrap();
+            status.is_some()
+        });
+        status.unwrap()
+    }
+
     /// Every line of its stderr so far.
     /// Its stderr but the start's line that hands the user the page's address with the token
     /// (the one place the token is meant to be shown): what must never hold a secret.

@@ -96,6 +96,18 @@ pub struct ServeConfig {
     /// unit's `WorkingDirectory=`). Stdio clients of `genai daemon` are not limited.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roots: Vec<String>,
+    /// The bearer token `/metrics` takes instead of the serve token (for a Prometheus that
+    /// should not hold the serve token); the environment's `GENAI_METRICS_TOKEN` wins over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_token: Option<String>,
+    /// An address where `/metrics` is served alone and without a token (`127.0.0.1:9464`, or
+    /// a private network's address); the main address's `/metrics` then still takes a token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_address: Option<String>,
+    /// Seconds `genai serve` lets requests and streams in flight finish after SIGTERM or
+    /// Ctrl-C before it cancels them (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown_grace: Option<f64>,
 }
 
 /// `[keys]`: where `genai keys set` stores a key.
@@ -461,7 +473,8 @@ impl Config {
     }
 
     /// Calls `f` on every secret of the file: provider keys, credentials and secret headers,
-    /// plugin keys, and every MCP server's environment values and HTTP headers (any may be a key).
+    /// plugin keys, every MCP server's environment values and HTTP headers (any may be a key),
+    /// and `[serve] metrics_token`.
     fn each_secret(&mut self, mut f: impl FnMut(&mut String)) {
         for provider in self.service_providers.values_mut() {
             provider.each_secret(&mut f);
@@ -476,6 +489,7 @@ impl Config {
                 .chain(server.headers.values_mut())
                 .for_each(&mut f);
         }
+        self.serve.metrics_token.iter_mut().for_each(&mut f);
     }
 
     /// Hands every secret of the file to the redactor, so no error or log line shows one.

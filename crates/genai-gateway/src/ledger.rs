@@ -1,11 +1,12 @@
 //! Who made a gateway request and what it cost: the [`Caller`] the gate admitted (a virtual
 //! key or the serve token, its client), filled in as the request runs (the model asked, the
 //! model that served it, the reply's usage), and written as one row of the history when the
-//! answer is whole, when a stream ends, or when the client drops it (`cancelled`). Rows go
+//! answer is whole, when a stream ends, or when the request is dropped before (`cancelled`). Rows go
 //! through a channel to a background writer that stores them in batches (those that came
 //! within [`GATHER`] of the first), one transaction each, so a request never waits on
 //! SQLite; what a row cost is added to its key's spending as it is queued, so budgets are
-//! checked against memory.
+//! checked against memory. Each recorded request is counted for `/metrics` as its row is
+//! queued (`metrics.rs`), and counted in flight from its start until then.
 //!
 //! It owns the recording. It must never store a key (only a key's name), never store bodies
 //! but for a key kept with them, and never store half of a reply: a stream the client dropped
@@ -20,6 +21,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::keys::Key;
 use super::routing::Routes;
+use super::metrics::{self, InFlight};
 use super::ApiError;
 use genai_core::error::Result;
 use genai_core::format::ModelReply;
@@ -153,6 +155,14 @@ pub struct Caller {
     handed_over: bool,
     /// The serve's routers, which choose among a name's deployments.
     routes: Arc<Routes>,
+    /// The API it is recorded under (empty: not recorded).
+    api: &'static str,
+    /// Whether the model asked for was resolved (so it may be a metric's label).
+    chosen: bool,
+    /// When a stream's first token went out, after the request came.
+    first_token: Option<std::time::Duration>,
+    /// Counts it in flight until it is recorded or dropped.
+    in_flight: Option<InFlight>,
 }
 
 impl Caller {
@@ -181,6 +191,10 @@ impl Caller {
             price: None,
             handed_over: true,
             routes: routes.clone(),
+            api: "",
+            chosen: false,
+            first_token: None,
+            in_flight: None,
         }
     }
 
@@ -193,6 +207,8 @@ impl Caller {
     pub(super) fn recorded_as(&mut self, api: &'static str) {
         self.row.api = api.to_string();
         self.handed_over = false;
+        self.api = api;
+        self.in_flight = Some(InFlight::start(api));
     }
 
     /// Whether its request and reply bodies are kept (a key created with `--keep-bodies`).
@@ -223,6 +239,7 @@ impl Caller {
     pub(super) fn chose(&mut self, model: &RequestModel) {
         let (provider, id) = (&model.provider.name, &model.configuration().model);
         self.row.served_by = Some(super::turn::served_name(provider, id));
+        self.chosen = true;
     }
 
     /// Notes who answered (a fallback of the agent asked for, maybe), and prices the reply at
@@ -256,7 +273,8 @@ impl Caller {
         let recorded = !self.handed_over;
         self.handed_over = true;
         let mut row = std::mem::take(&mut self.row);
-        row.first_byte_ms = Some(self.started.elapsed().as_millis() as u64);
+        let first_token = self.started.elapsed();
+        row.first_byte_ms = Some(first_token.as_millis() as u64);
         Tally {
             caller: Caller {
                 key: self.key.clone(),
@@ -266,6 +284,10 @@ impl Caller {
                 price: self.price,
                 handed_over: !recorded,
                 routes: self.routes.clone(),
+                api: self.api,
+                chosen: self.chosen,
+                first_token: Some(first_token),
+                in_flight: self.in_flight.take(),
             },
         }
     }
@@ -284,13 +306,17 @@ impl Caller {
         self.handed_over = true;
         let mut row = std::mem::take(&mut self.row);
         row.status = status;
-        row.latency_ms = self.started.elapsed().as_millis() as u64;
+        let took = self.started.elapsed();
+        row.latency_ms = took.as_millis() as u64;
+        let model = row.model.as_deref().filter(|_| self.chosen);
+        metrics::recorded(self.api, model, &row, took, self.first_token);
+        self.in_flight = None;
         self.ledger.record(row, self.key.as_deref());
     }
 }
 
 /// The row of a streamed answer, recorded when the stream ends or, `cancelled`, when it is
-/// dropped before.
+/// dropped before (its [`Caller`]'s drop).
 pub(crate) struct Tally {
     caller: Caller,
 }
@@ -321,11 +347,13 @@ impl Tally {
     }
 }
 
-impl Drop for Tally {
+impl Drop for Caller {
+    /// A request dropped before its end (its client left, or the serve stopped past its
+    /// grace) is recorded `cancelled`, without its reply.
     fn drop(&mut self) {
-        if !self.caller.handed_over {
-            self.caller.row.reply_body = None;
-            self.caller.record("cancelled".into());
+        if !self.handed_over {
+            self.row.reply_body = None;
+            self.record("cancelled".into());
         }
     }
 }
@@ -343,7 +371,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_whole_answer_a_finished_stream_and_a_dropped_one_are_one_row_each() {
+    async fn a_whole_answer_a_finished_stream_and_dropped_ones_are_one_row_each() {
         let store = Arc::new(Store::in_memory().unwrap());
         let ledger = Ledger::start(store.clone());
 
@@ -378,6 +406,10 @@ mod tests {
         dropped.recorded_as("openai-chat");
         drop(dropped.stream());
 
+        let mut left = Caller::new(None, ledger.clone(), &Arc::default(), None);
+        left.recorded_as("openai-responses");
+        drop(left);
+
         let mut unrecorded = Caller::new(None, ledger.clone(), &Arc::default(), None);
         let _ = unrecorded.stream();
         let _ = unrecorded.finish(super::super::json_response(
@@ -396,6 +428,7 @@ mod tests {
                 ("openai-chat", "200", SERVE_TOKEN),
                 ("anthropic-messages", "200", SERVE_TOKEN),
                 ("openai-chat", "cancelled", SERVE_TOKEN),
+                ("openai-responses", "cancelled", SERVE_TOKEN),
             ]
         );
         assert_eq!(rows[0].client.as_deref(), Some("sdk/1.0"));

@@ -16,7 +16,7 @@
 //! fields, `sse.rs` frames a stream's events, `body.rs` is the one boxed body of an answer,
 //! `keys.rs` holds the virtual keys `access.rs` admits and `aliases.rs` resolves
 //! `[serve.models]` names; `routing.rs` chooses among a name's deployments and `tries.rs`
-//! runs a request's tries on them.
+//! runs a request's tries on them; `metrics.rs` counts what `ledger.rs` records for `/metrics`.
 //!
 //! This file owns routing the `/v1/` paths and reading a request's body within the limit. The
 //! serve's front door (`genai-server`) admits the caller ([`Access`]) before a request gets here. It must never forward a client's body upstream (every turn
@@ -36,6 +36,7 @@ mod error;
 mod fields;
 mod keys;
 mod ledger;
+pub mod metrics;
 mod models;
 mod openai_chat;
 mod openai_chat_request;

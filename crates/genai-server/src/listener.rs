@@ -6,7 +6,8 @@
 //! past the cap the oldest is asked to close (at once when idle, after its answer otherwise), so
 //! a new client is always served; the process's open-file limit is raised to its hard limit and
 //! the cap kept under it; and a failed accept (out of file descriptors) backs off instead of
-//! spinning. It must never read a request's body (the routes do, within their own deadline)
+//! spinning. At a stop it closes the listener, asks every connection to close after its
+//! answer, and ends those still open when told to cut them ([`Ending`]). It must never read a request's body (the routes do, within their own deadline)
 //! nor hold one connection's work up behind another's.
 
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::router::Router;
 use super::Limits;
@@ -127,13 +129,26 @@ fn cap(wanted: usize) -> usize {
         .max(1)
 }
 
+/// How the connections end: `stop` closes the listener and asks each to close after its
+/// answer, `cut` ends those still open; `connections` tracks their tasks.
+pub(super) struct Ending {
+    pub(super) stop: CancellationToken,
+    pub(super) cut: CancellationToken,
+    pub(super) connections: TaskTracker,
+}
+
 /// Accepts connections until `stop`, each served on its own task.
 pub(super) async fn accept(
     listener: TcpListener,
     router: Arc<Router>,
     limits: Limits,
-    stop: CancellationToken,
+    ending: Ending,
 ) {
+    let Ending {
+        stop,
+        cut,
+        connections,
+    } = ending;
     let open = Arc::new(Open {
         cap: cap(limits.open_connections),
         next: AtomicU64::new(0),
@@ -173,18 +188,23 @@ pub(super) async fn accept(
         let conn = http
             .serve_connection(TokioIo::new(socket), svc)
             .with_upgrades();
-        let server_stop = stop.clone();
-        tokio::spawn(async move {
+        let (server_stop, cut) = (stop.clone(), cut.clone());
+        connections.spawn(async move {
             tokio::pin!(conn);
-            let ended = tokio::select! {
-                r = &mut conn => r,
-                _ = server_stop.cancelled() => {
+            let asked = tokio::select! {
+                r = &mut conn => Some(r),
+                _ = server_stop.cancelled() => None,
+                _ = place.close.notified() => None,
+            };
+            let ended = match asked {
+                Some(r) => r,
+                None => {
                     conn.as_mut().graceful_shutdown();
-                    conn.await
-                }
-                _ = place.close.notified() => {
-                    conn.as_mut().graceful_shutdown();
-                    conn.await
+                    tokio::select! {
+                        r = &mut conn => r,
+                        // Dropping the connection drops what it was answering.
+                        _ = cut.cancelled() => Ok(()),
+                    }
                 }
             };
             if let Err(e) = ended {

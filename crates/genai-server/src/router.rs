@@ -1,8 +1,9 @@
-//! The routes of `genai serve`, in the order a request is matched: the warm local model's
-//! route and the gateway's `/v1/` APIs (plain HTTP), the daemon's WebSocket (an upgrade), and
-//! the web chat page (any other plain request). Each route is admitted here first by the
-//! [`Gate`]: the serve token from an allowed origin, or for the gateway the token or a virtual
-//! key within its limits. It must never read a body (each route reads its own, within the
+//! The routes of `genai serve`, in the order a request is matched: the operator's routes
+//! (`/healthz` and `/readyz` open to all, `/metrics` with its own token check: `ops.rs`), the
+//! warm local model's route and the gateway's `/v1/` APIs (plain HTTP), the daemon's
+//! WebSocket (an upgrade), and the web chat page (any other plain request). Each other route
+//! is admitted here first by the [`Gate`]: the serve token from an allowed origin, or for the
+//! gateway the token or a virtual key within its limits. It must never read a body (each route reads its own, within the
 //! limit) nor answer for a route: it only chooses one, or refuses.
 
 use std::sync::Arc;
@@ -11,13 +12,14 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio_util::sync::CancellationToken;
 
-use super::{auth, page, warm};
+use super::{auth, ops, page, warm};
 use genai_core::session::Framework;
 use genai_gateway::body::{self, HttpResponse};
 
 /// Everything the routes answer with.
 pub(crate) struct Router {
     pub(crate) gate: Gate,
+    pub(crate) ops: Arc<ops::Ops>,
     pub(crate) web_root: Option<std::path::PathBuf>,
     pub(crate) ws: genai_rpc::ws::WebSocket,
     pub(crate) fw: Arc<Framework>,
@@ -39,6 +41,12 @@ impl Router {
     /// The answer to one request of a connection.
     pub(crate) async fn answer(&self, req: http::Request<Incoming>) -> HttpResponse {
         let upgrade = genai_rpc::ws::is_upgrade(&req);
+        if !upgrade && ops::is_ops(req.uri().path()) {
+            if !auth::origin_allowed(self.gate.origin(&req), &self.gate.origins) {
+                return refuse(http::StatusCode::FORBIDDEN, FOREIGN_ORIGIN);
+            }
+            return self.ops.answer(&req, false).await;
+        }
         if !upgrade && warm::is_warm(&req) {
             if let Some(refused) = self.gate.check_client(&req) {
                 return refused;
@@ -76,16 +84,23 @@ impl Router {
     }
 }
 
+/// Why a foreign origin is refused.
+const FOREIGN_ORIGIN: &str = "this origin may not connect (genai serve --allow-origin ORIGIN)";
+
 impl Gate {
+    /// The request's `Origin` header.
+    fn origin<'r, B>(&self, req: &'r http::Request<B>) -> Option<&'r str> {
+        req.headers()
+            .get(http::header::ORIGIN)
+            .and_then(|v| v.to_str().ok())
+    }
+
     /// `None` when the request comes from an allowed origin with the token; else the refusal.
     fn check_client<B>(&self, req: &http::Request<B>) -> Option<HttpResponse> {
         let header =
             |name: http::header::HeaderName| req.headers().get(name).and_then(|v| v.to_str().ok());
         if !auth::origin_allowed(header(http::header::ORIGIN), &self.origins) {
-            return Some(refuse(
-                http::StatusCode::FORBIDDEN,
-                "this origin may not connect (genai serve --allow-origin ORIGIN)",
-            ));
+            return Some(refuse(http::StatusCode::FORBIDDEN, FOREIGN_ORIGIN));
         }
         if !auth::has_token(
             header(http::header::AUTHORIZATION),
@@ -124,7 +139,8 @@ impl Gate {
     }
 }
 
-fn refuse(status: http::StatusCode, why: &'static str) -> HttpResponse {
+/// A plain-text answer.
+pub(crate) fn refuse(status: http::StatusCode, why: impl Into<bytes::Bytes>) -> HttpResponse {
     let mut r = HttpResponse::new(body::full(why));
     *r.status_mut() = status;
     r

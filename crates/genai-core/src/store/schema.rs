@@ -315,6 +315,26 @@ impl Store {
             conn: Mutex::new(conn),
         })
     }
+
+    /// Whether the history answers and its schema is the one this genai migrates to: a read
+    /// of the file's schema and version (what `genai serve`'s `/readyz` asks), else why not.
+    pub fn ready(&self) -> Result<()> {
+        let conn = self.conn()?;
+        let (version, objects): (i64, i64) = conn.query_row(
+            "SELECT (SELECT user_version FROM pragma_user_version), \
+                    (SELECT count(*) FROM sqlite_master)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let current = MIGRATIONS.len() as i64;
+        if version != current || objects == 0 {
+            return Err(Error::new(
+                ErrorKind::Store,
+                format!("the history's schema is version {version}, this genai's is {current}"),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -394,5 +414,19 @@ mod tests {
             objects(&store.conn().unwrap()),
             objects(&reference.conn().unwrap())
         );
+    }
+
+    #[test]
+    fn a_store_is_ready_until_another_genai_moves_its_schema_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.db");
+        let store = Store::open(&path).unwrap();
+        store.ready().unwrap();
+        let other = Connection::open(&path).unwrap();
+        other
+            .pragma_update(None, "user_version", MIGRATIONS.len() as i64 + 1)
+            .unwrap();
+        let e = store.ready().unwrap_err();
+        assert!(e.message.contains("schema is version"), "{}", e.message);
     }
 }

@@ -252,8 +252,8 @@ async fn a_400_is_tried_nowhere_else_and_every_deployment_down_is_a_502_then_a_5
         + &provider("gone", &closed_url())
         + "[serve.models.picky]\nstrategy = \"least-busy\"\n\
            deployments = [{model = \"refusing:gpt-r\"}, {model = \"fine:gpt-f\"}]\n\n\
-           [serve.models.down]\n\
-           deployments = [{model = \"gone:gpt-gone\"}, {model = \"failing:gpt-failing\"}]\n";
+           [serve.models.down]\nstrategy = \"least-busy\"\n\
+           deployments = [{model = \"failing:gpt-failing\"}, {model = \"gone:gpt-gone\"}]\n";
     let served = Served::start_with(&config, &[], &[]);
 
     // The client's fault: answered as the provider said, no other deployment asked...
@@ -278,6 +278,8 @@ async fn a_400_is_tried_nowhere_else_and_every_deployment_down_is_a_502_then_a_5
         message.contains("gone:gpt-gone") && message.contains("failing:gpt-failing"),
         "{message}"
     );
+    // Tried first (least busy, ties in the order listed) while another could take the
+    // request: its provider did not retry on its own.
     assert_eq!(failing.requests().len(), 1);
     // Then both cool down: refused at once, with when to come back, in each API's shape.
     let r = chat(&served, &ask("down")).await;

@@ -286,7 +286,7 @@ fn refusals_reach_the_model_and_leave_the_disk_and_the_secrets_alone() {
             ("run_command", json!({"command": "touch pwned"})),
         ],
     );
-    assert!(o.status.success(), "{}", cli::stderr(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", cli::stderr(&o));
     let results = f.tool_results();
     assert_eq!(results.len(), 7, "{results:?}");
     for r in &results[..3] {
@@ -324,7 +324,7 @@ fn refusals_reach_the_model_and_leave_the_disk_and_the_secrets_alone() {
             json!({"path": "src/lib.rs", "old_text": "41", "new_text": "0"}),
         )],
     );
-    assert!(o.status.success(), "{}", cli::stderr(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", cli::stderr(&o));
     assert!(
         f.tool_results()[0].contains("mode read-only"),
         "{:?}",
@@ -341,7 +341,7 @@ fn refusals_reach_the_model_and_leave_the_disk_and_the_secrets_alone() {
         ],
         &[("run_command", json!({"command": "touch pwned"}))],
     );
-    assert!(o.status.success(), "{}", cli::stderr(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", cli::stderr(&o));
     assert!(
         f.tool_results()[0].contains("rule deny"),
         "{:?}",
@@ -367,7 +367,7 @@ fn a_project_file_tightens_but_never_loosens_the_users_rules() {
             ("read_file", json!({"path": "README.md"})),
         ],
     );
-    assert!(o.status.success(), "{}", cli::stderr(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", cli::stderr(&o));
     let results = f.tool_results();
     assert!(results[0].contains("no one to ask"), "{results:?}");
     assert!(
@@ -423,7 +423,7 @@ fn a_pre_tool_use_hook_blocks_with_its_reason_in_claude_codes_shape() {
             ("read_file", json!({"path": "README.md"})),
         ],
     );
-    assert!(o.status.success(), "{}", cli::stderr(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", cli::stderr(&o));
     let results = f.tool_results();
     assert!(
         results[0].contains("Blocked by a hook: no commands on Fridays"),
@@ -530,7 +530,7 @@ fn a_continued_conversation_keeps_its_mode_until_new_flags_replace_it() {
     let edit = json!({"path": "src/lib.rs", "old_text": "41", "new_text": "42"});
     // Continued without flags: still read-only, even with --yes.
     let (o, _) = f.ask(&["--cid", &id, "--yes"], &[("edit_file", edit.clone())]);
-    assert!(o.status.success(), "{}", cli::stderr(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", cli::stderr(&o));
     assert!(
         f.tool_results().last().unwrap().contains("mode read-only"),
         "{:?}",

@@ -20,8 +20,8 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::keys::Key;
-use super::routing::Routes;
 use super::metrics::{self, InFlight};
+use super::routing::Routes;
 use super::ApiError;
 use genai_core::error::Result;
 use genai_core::format::ModelReply;

@@ -219,8 +219,8 @@ pub fn encode() -> String {
     out
 }
 
-/// Counts a request sent again to `deployment` of `model` after a failure. Nothing calls it
-/// yet: it waits for the gateway's deployments.
+/// Counts a request sent again to `deployment` of `model` after a failure (the router of
+/// `[serve.models]` deployments calls it).
 pub fn retried(model: &str, deployment: &str) {
     let m = metrics();
     let labels = Deployed {
@@ -230,8 +230,7 @@ pub fn retried(model: &str, deployment: &str) {
     m.retries.get_or_create(&labels).inc();
 }
 
-/// Counts `deployment` set aside after failing. Nothing calls it yet: it waits for the
-/// gateway's deployments.
+/// Counts `deployment` set aside after failing (the router calls it).
 pub fn cooled_down(deployment: &str) {
     let labels = Deployment {
         deployment: deployment.to_string(),

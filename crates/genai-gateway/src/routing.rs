@@ -152,6 +152,7 @@ impl Router {
         s.counters.tries += 1;
         if tried.iter().any(|t| *t) {
             s.counters.retries += 1;
+            super::metrics::retried(&self.name, &self.deployments[chosen].name);
         }
         Ok(Lease {
             router: self.clone(),
@@ -236,6 +237,7 @@ impl Lease {
             let mut guard = self.router.seen();
             let s = &mut guard.1[self.index];
             s.counters.cooldowns += 1;
+            super::metrics::cooled_down(self.deployment());
             let until = now + wait;
             s.cooling_until = Some(s.cooling_until.map_or(until, |t| t.max(until)));
         }

@@ -133,6 +133,13 @@ fi
 export GENAI_TEST_PROMTOOL="$(command -v promtool)"
 export GENAI_TEST_PROMETHEUS="$(command -v prometheus)"
 
+step "Debian's redis-server, for the gateway's rate limits shared by replicas"
+if ! command -v redis-server >/dev/null; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+fi
+export GENAI_TEST_REDIS="$(command -v redis-server)"
+
 step "the web chat page (npm ci, build) and Debian's chromium for the page journey"
 [ -x /usr/bin/chromium ] || { as_root apt-get update -qq; DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; }
 (cd editor-integrations/vscode && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)

@@ -1,6 +1,6 @@
 //! `genai serve keys create|list|revoke`: the gateway's virtual keys. `create` makes a key
 //! from the OS's random source, prints it once on stdout and stores only its SHA-256 in the
-//! history with its limits (budget in US dollars, requests per minute, model patterns, whether
+//! history with its limits (budget in US dollars, requests and tokens per minute, model patterns, whether
 //! its bodies are kept); `list` shows the keys with what they have spent, never a key;
 //! `revoke` ends one. A running `genai serve` notices each change without a restart.
 
@@ -25,6 +25,10 @@ pub enum Command {
         /// Requests per minute it may make; more are refused (429 with retry-after).
         #[arg(long, value_name = "N")]
         rpm: Option<u32>,
+        /// Tokens (input and output) per minute its requests may use; then it is refused (429
+        /// with retry-after) until the minute's tokens fall below it.
+        #[arg(long, value_name = "N")]
+        tpm: Option<u64>,
         /// A model it may ask for, `*` a wildcard, matched against the request's `model` and
         /// its `[serve.models]` alias's target (repeatable; default: any).
         #[arg(long = "models", value_name = "PATTERN")]
@@ -34,7 +38,7 @@ pub enum Command {
         #[arg(long)]
         keep_bodies: bool,
     },
-    /// List the keys: name, created, budget, spent, rpm, models, revoked; never a key.
+    /// List the keys: name, created, budget, spent, rpm, tpm, models, revoked; never a key.
     List {
         /// Print JSON.
         #[arg(long)]
@@ -53,9 +57,10 @@ pub fn run(c: Command) -> Result<(), Error> {
             name,
             budget,
             rpm,
+            tpm,
             models,
             keep_bodies,
-        } => create(name, budget, rpm, models, keep_bodies),
+        } => create(name, budget, Rates { rpm, tpm }, models, keep_bodies),
         Command::List { json } => list(json),
         Command::Revoke { name } => {
             if !super::open_store()?.revoke_gateway_key(&name, now_ms())? {
@@ -70,10 +75,16 @@ pub fn run(c: Command) -> Result<(), Error> {
     }
 }
 
+/// A new key's rate limits.
+struct Rates {
+    rpm: Option<u32>,
+    tpm: Option<u64>,
+}
+
 fn create(
     name: String,
     budget: Option<f64>,
-    rpm: Option<u32>,
+    Rates { rpm, tpm }: Rates,
     models: Vec<String>,
     keep_bodies: bool,
 ) -> Result<(), Error> {
@@ -95,6 +106,9 @@ fn create(
     if rpm == Some(0) {
         return bad("--rpm is at least 1".into());
     }
+    if tpm == Some(0) {
+        return bad("--tpm is at least 1".into());
+    }
     if models.iter().any(|m| m.trim().is_empty()) {
         return bad("--models takes a model name or a pattern with `*`, not an empty one".into());
     }
@@ -108,6 +122,7 @@ fn create(
         created_at: now_ms(),
         budget,
         rpm,
+        tpm,
         models,
         keep_bodies,
         revoked_at: None,
@@ -137,6 +152,7 @@ fn list(json: bool) -> Result<(), Error> {
                     "budget": k.budget,
                     "spent": spent.get(&k.name).copied().unwrap_or(0.0),
                     "rpm": k.rpm,
+                    "tpm": k.tpm,
                     "models": k.models,
                     "keepBodies": k.keep_bodies,
                     "revoked": k.revoked_at.map(date),
@@ -157,12 +173,13 @@ fn list(json: bool) -> Result<(), Error> {
         .max()
         .unwrap_or(4);
     outln!(
-        "{:<width$}  {:<20}  {:>10}  {:>10}  {:>6}  {:<20}  REVOKED",
+        "{:<width$}  {:<20}  {:>10}  {:>10}  {:>6}  {:>8}  {:<20}  REVOKED",
         "NAME",
         "CREATED",
         "BUDGET",
         "SPENT",
         "RPM",
+        "TPM",
         "MODELS"
     );
     for k in &keys {
@@ -172,12 +189,13 @@ fn list(json: bool) -> Result<(), Error> {
         };
         let bodies = if k.keep_bodies { " (bodies kept)" } else { "" };
         outln!(
-            "{:<width$}  {:<20}  {:>10}  {:>10}  {:>6}  {:<20}  {}{bodies}",
+            "{:<width$}  {:<20}  {:>10}  {:>10}  {:>6}  {:>8}  {:<20}  {}{bodies}",
             k.name,
             date(k.created_at),
             k.budget.map_or("none".into(), |b| format!("${b:.2}")),
             genai_core::pricing::show(Some(spent.get(&k.name).copied().unwrap_or(0.0))),
             k.rpm.map_or("none".into(), |r| r.to_string()),
+            k.tpm.map_or("none".into(), |r| r.to_string()),
             models,
             k.revoked_at.map_or("no".into(), date),
         );

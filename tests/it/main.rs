@@ -35,6 +35,7 @@ mod gateway_errors;
 mod gateway_fallback;
 mod gateway_hostile;
 mod gateway_keys;
+mod gateway_redis;
 mod gateway_responses;
 mod gateway_routing;
 mod hostile;

@@ -2,8 +2,7 @@
 //! on one config and one history, on two ports) with the metrics token: both targets are up
 //! and a query of the request counter sums the requests both answered.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -12,45 +11,11 @@ use crate::gateway::UPSTREAM_KEY;
 use crate::serve::Served;
 use crate::serve_ops::chat;
 use crate::support::fake_openai::{Behavior, FakeOpenAi};
+use crate::support::fleet::{replica, Killed, REPLICA};
 use crate::support::prometheus::program;
 
 const WAIT: Duration = Duration::from_secs(90);
 const METRICS_TOKEN: &str = "scraper-0123456789abcdef";
-
-/// A child process killed when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A second `genai serve` on `first`'s folders, its provider at `upstream`: the process and its
-/// HTTP base URL.
-fn replica(first: &Served, upstream: &str) -> (Killed, String) {
-    let mut child = first
-        .genai(&["serve", "--listen", "127.0.0.1:0", "--no-preload"])
-        .envs([
-            ("OPENAI_BASE_URL", upstream),
-            ("OPENAI_API_KEY", UPSTREAM_KEY),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ws://")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"));
-    (Killed(child), format!("http://{url}"))
-}
 
 /// A free loopback port for Prometheus' own listener.
 fn free_port() -> u16 {
@@ -98,7 +63,12 @@ async fn a_real_prometheus_scrapes_two_replicas_and_sums_their_requests() {
         ],
         &["--no-preload"],
     );
-    let (_b, b_base) = replica(&a, &base_url);
+    let mut b = a.genai(REPLICA);
+    b.envs([
+        ("OPENAI_BASE_URL", base_url.as_str()),
+        ("OPENAI_API_KEY", UPSTREAM_KEY),
+    ]);
+    let (_b, b_base) = replica(b);
     let a_base = a.http_base();
     for _ in 0..2 {
         assert_eq!(chat(&a_base, &a.token, "terse", false).await, 200);

@@ -15,10 +15,12 @@ use crate::error::{Error, ErrorKind, Result};
 
 pub mod lsp;
 pub(crate) mod provider;
+mod serve;
 pub mod serve_models;
 
 pub(crate) use provider::{AzureSettings, BedrockSettings, ConnectorSettings, HttpSettings};
 pub use provider::{LocalSettings, ProviderConfig};
+pub use serve::ServeConfig;
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -71,43 +73,6 @@ pub struct Config {
     /// `genai serve` and its use by `ask` and `chat`: `[serve]`.
     #[serde(default)]
     pub serve: ServeConfig,
-}
-
-/// `[serve]`: `genai serve`, as the other commands use it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ServeConfig {
-    /// Whether `genai ask` and `genai chat` send their local-model requests to a running
-    /// `genai serve` of this user that runs the same model file, so it is not loaded again
-    /// (default true; `--no-connect` turns it off for one command).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connect: Option<bool>,
-    /// Model names the gateway's clients may send, each resolved to an agent or
-    /// `PROVIDER:MODEL`: `[serve.models] "claude-sonnet-4-5" = "local"`, or shared by several
-    /// deployments: `[serve.models.NAME] deployments = [...]`. A name may be a
-    /// pattern with `*` wildcards (`"claude-*" = "myagent"`); an exact name wins over a
-    /// pattern, a longer pattern over a shorter one.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub models: BTreeMap<String, serve_models::ServeModel>,
-    /// The folders within which `genai serve`'s WebSocket clients (the web page, `genai daemon
-    /// --connect`) may root a conversation (its `cwd`, where its workspace tools work): absolute
-    /// paths, `~/` for the home folder. A `cwd` outside all of them (after `..` and symbolic
-    /// links are resolved) is refused. Default: the folder the serve was started in (a systemd
-    /// unit's `WorkingDirectory=`). Stdio clients of `genai daemon` are not limited.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub roots: Vec<String>,
-    /// The bearer token `/metrics` takes instead of the serve token (for a Prometheus that
-    /// should not hold the serve token); the environment's `GENAI_METRICS_TOKEN` wins over it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics_token: Option<String>,
-    /// An address where `/metrics` is served alone and without a token (`127.0.0.1:9464`, or
-    /// a private network's address); the main address's `/metrics` then still takes a token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics_address: Option<String>,
-    /// Seconds `genai serve` lets requests and streams in flight finish after SIGTERM or
-    /// Ctrl-C before it cancels them (default 30).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shutdown_grace: Option<f64>,
 }
 
 /// `[keys]`: where `genai keys set` stores a key.
@@ -474,7 +439,7 @@ impl Config {
 
     /// Calls `f` on every secret of the file: provider keys, credentials and secret headers,
     /// plugin keys, every MCP server's environment values and HTTP headers (any may be a key),
-    /// and `[serve] metrics_token`.
+    /// `[serve] metrics_token` and the password in `[serve] redis_url`.
     fn each_secret(&mut self, mut f: impl FnMut(&mut String)) {
         for provider in self.service_providers.values_mut() {
             provider.each_secret(&mut f);
@@ -490,6 +455,9 @@ impl Config {
                 .for_each(&mut f);
         }
         self.serve.metrics_token.iter_mut().for_each(&mut f);
+        if let Some(url) = self.serve.redis_url.as_mut() {
+            serve::url_password(url, &mut f);
+        }
     }
 
     /// Hands every secret of the file to the redactor, so no error or log line shows one.

@@ -11,12 +11,12 @@
 //! an unknown key.
 
 use std::sync::{Arc, Weak};
-use std::time::Instant;
 
 use crate::HttpResponse;
 
 use super::keys::{self, Keys, Refusal};
 use super::ledger::{api_of, Caller, Ledger};
+use super::rate::{Counter, OverRate};
 use super::routing::{Router, Routes};
 use super::{aliases, Api, ApiError};
 use genai_core::config::serve_models::ServeModel;
@@ -37,13 +37,23 @@ pub struct Access {
 
 impl Access {
     /// The keys of `fw`'s store loaded, its request writer and the keys' watcher started,
-    /// and a router made for each `[serve.models]` entry with deployments (one naming no
-    /// agent or model `genai ask -m` takes is refused).
+    /// a router made for each `[serve.models]` entry with deployments (one naming no agent or
+    /// model `genai ask -m` takes is refused), and the keys' rates counted in Redis when
+    /// `redis_url` (the environment's `GENAI_REDIS_URL`, else `[serve] redis_url`) names one.
     pub async fn start(fw: &Framework, token: String) -> Result<Arc<Access>> {
         let routes = Arc::new(Routes::new(fw)?);
+        let serve = &fw.config().serve;
+        let redis_url = std::env::var("GENAI_REDIS_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+            .or_else(|| serve.redis_url.clone());
+        let counter = Arc::new(match redis_url {
+            Some(url) => Counter::redis(&url, serve.rate_limit_fail_open.unwrap_or(false))?,
+            None => Counter::local(),
+        });
         let store: Arc<Store> = fw.store().clone();
         let loading = store.clone();
-        let keys = tokio::task::spawn_blocking(move || Keys::load(loading))
+        let keys = tokio::task::spawn_blocking(move || Keys::load(loading, counter))
             .await
             .map_err(|e| Error::internal(format!("loading the gateway's keys failed: {e}")))??;
         let keys = Arc::new(keys);
@@ -94,7 +104,7 @@ impl Access {
         };
         // A live virtual key is masked from now on wherever the serve prints or stores text.
         genai_core::redact::remember(given[0]);
-        let refusal = match key.admit(Instant::now()) {
+        let refusal = match key.admit().await {
             Ok(()) => {
                 return Ok(Caller::new(
                     Some(key),
@@ -120,22 +130,7 @@ impl Access {
                 },
                 None,
             ),
-            Refusal::OverRate { rpm, retry_after } => {
-                let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-                (
-                    ApiError {
-                        code: Some("rate_limit_exceeded"),
-                        ..ApiError::new(
-                            http::StatusCode::TOO_MANY_REQUESTS,
-                            "rate_limit_exceeded",
-                            format!(
-                                "key {name} made its {rpm} requests per minute (its rpm limit); retry in {secs} s"
-                            ),
-                        )
-                    },
-                    Some(secs.max(1)),
-                )
-            }
+            Refusal::OverRate(over) => over_rate(name, over),
         };
         let mut response = error.response_in(api);
         if let Some(secs) = retry_after {
@@ -153,6 +148,47 @@ impl Access {
     /// Waits until every request's row queued so far is stored.
     pub async fn flush(&self) {
         self.ledger.flush().await;
+    }
+}
+
+/// The refusal of key `name`'s request over one of its rates, with its `retry-after` seconds;
+/// 503 when the rates cannot be counted.
+fn over_rate(name: &str, over: OverRate) -> (ApiError, Option<u64>) {
+    let secs = |d: std::time::Duration| (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1);
+    let limited = |message: String| ApiError {
+        code: Some("rate_limit_exceeded"),
+        ..ApiError::new(
+            http::StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_exceeded",
+            message,
+        )
+    };
+    match over {
+        OverRate::Requests { rpm, retry_after } => {
+            let secs = secs(retry_after);
+            let message = format!(
+                "key {name} made its {rpm} requests per minute (its rpm limit); retry in {secs} s"
+            );
+            (limited(message), Some(secs))
+        }
+        OverRate::Tokens { tpm, retry_after } => {
+            let secs = secs(retry_after);
+            let message = format!(
+                "key {name} used its {tpm} tokens per minute (its tpm limit); retry in {secs} s"
+            );
+            (limited(message), Some(secs))
+        }
+        OverRate::Unavailable(why) => (
+            ApiError {
+                code: Some("rate_limits_unavailable"),
+                ..ApiError::new(
+                    http::StatusCode::SERVICE_UNAVAILABLE,
+                    "api_error",
+                    format!("key {name}: {why}"),
+                )
+            },
+            Some(1),
+        ),
     }
 }
 

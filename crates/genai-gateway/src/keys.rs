@@ -8,21 +8,19 @@
 //! are kept and compared), never query SQLite on a request's path but for such a reload, and
 //! never write rows (the ledger does).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
 use super::aliases::glob;
+use super::rate::{Counter, Limits, OverRate};
 use genai_core::error::{Error, Result};
 use genai_core::store::{GatewayKey, Store};
 
 /// How often, at most, the table is loaded again for an unknown key.
 pub(crate) const RELOAD_EVERY: Duration = Duration::from_millis(250);
-
-/// The span of a key's requests-per-minute limit.
-const MINUTE: Duration = Duration::from_secs(60);
 
 /// The SHA-256 of a key.
 pub fn hash(key: &str) -> [u8; 32] {
@@ -45,44 +43,18 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-/// The requests of the last minute, oldest first: at most the limit's number of instants.
-#[derive(Debug, Default)]
-pub(crate) struct Window {
-    times: VecDeque<Instant>,
-}
-
-impl Window {
-    /// Counts a request at `now` when fewer than `rpm` came in the minute before it; else how
-    /// long until one more may come.
-    pub(crate) fn admit(&mut self, now: Instant, rpm: u32) -> std::result::Result<(), Duration> {
-        while self
-            .times
-            .front()
-            .is_some_and(|t| now.saturating_duration_since(*t) >= MINUTE)
-        {
-            self.times.pop_front();
-        }
-        if self.times.len() < rpm as usize {
-            self.times.push_back(now);
-            return Ok(());
-        }
-        let oldest = self.times.front().copied().unwrap_or(now);
-        Err((oldest + MINUTE).saturating_duration_since(now))
-    }
-}
-
-/// What a key has spent and its requests of the last minute; kept by name across reloads.
+/// What a key has spent; kept by name across reloads.
 #[derive(Debug, Default)]
 struct Meter {
     spent: f64,
-    window: Window,
 }
 
 /// One live key.
-#[derive(Debug)]
 pub(crate) struct Key {
     pub(crate) row: GatewayKey,
     meter: Arc<Mutex<Meter>>,
+    /// Where its requests and tokens of the last minute are counted.
+    counter: Arc<Counter>,
 }
 
 /// Why a key may not make a request now.
@@ -90,29 +62,27 @@ pub(crate) struct Key {
 pub(crate) enum Refusal {
     /// Its requests have spent its budget (US dollars).
     OverBudget { spent: f64, budget: f64 },
-    /// It made `rpm` requests in the last minute; one more may come after `retry_after`.
-    OverRate { rpm: u32, retry_after: Duration },
+    /// It is over one of its rate limits, or they cannot be counted now.
+    OverRate(OverRate),
 }
 
 impl Key {
     /// Counts a request now, unless the key is over its budget or its rate.
-    pub(crate) fn admit(&self, now: Instant) -> std::result::Result<(), Refusal> {
-        let mut meter = self.meter.lock().unwrap_or_else(|p| p.into_inner());
+    pub(crate) async fn admit(&self) -> std::result::Result<(), Refusal> {
         if let Some(budget) = self.row.budget {
-            if meter.spent >= budget {
-                return Err(Refusal::OverBudget {
-                    spent: meter.spent,
-                    budget,
-                });
+            let spent = self.meter.lock().unwrap_or_else(|p| p.into_inner()).spent;
+            if spent >= budget {
+                return Err(Refusal::OverBudget { spent, budget });
             }
         }
-        if let Some(rpm) = self.row.rpm {
-            meter
-                .window
-                .admit(now, rpm)
-                .map_err(|retry_after| Refusal::OverRate { rpm, retry_after })?;
-        }
-        Ok(())
+        let limits = Limits {
+            rpm: self.row.rpm,
+            tpm: self.row.tpm,
+        };
+        self.counter
+            .admit(&self.row.name, limits)
+            .await
+            .map_err(Refusal::OverRate)
     }
 
     /// Whether it may ask for `asked`, which resolves to `resolved` (an alias's target): any
@@ -129,6 +99,11 @@ impl Key {
     pub(crate) fn spend(&self, cost: f64) {
         self.meter.lock().unwrap_or_else(|p| p.into_inner()).spent += cost;
     }
+
+    /// Adds a request's input and output tokens to its last minute (for its `tpm`).
+    pub(crate) fn used(&self, tokens: u64) {
+        self.counter.used(&self.row.name, self.row.tpm, tokens);
+    }
 }
 
 /// The live keys by hash.
@@ -141,21 +116,17 @@ pub(crate) struct Keys {
     version: Mutex<i64>,
     /// When the table was last loaded for an unknown key.
     last_reload: tokio::sync::Mutex<Option<Instant>>,
+    counter: Arc<Counter>,
 }
 
 impl Keys {
-    /// The live keys of `store`, each with what its requests have spent so far.
-    pub(crate) fn load(store: Arc<Store>) -> Result<Keys> {
+    /// The live keys of `store`, each with what its requests have spent so far, their rates
+    /// counted by `counter`.
+    pub(crate) fn load(store: Arc<Store>, counter: Arc<Counter>) -> Result<Keys> {
         let meters = store
             .gateway_spent()?
             .into_iter()
-            .map(|(name, spent)| {
-                let meter = Meter {
-                    spent,
-                    ..Meter::default()
-                };
-                (name, Arc::new(Mutex::new(meter)))
-            })
+            .map(|(name, spent)| (name, Arc::new(Mutex::new(Meter { spent }))))
             .collect();
         let keys = Keys {
             store,
@@ -163,6 +134,7 @@ impl Keys {
             meters: Mutex::new(meters),
             version: Mutex::new(0),
             last_reload: tokio::sync::Mutex::new(None),
+            counter,
         };
         keys.reload()?;
         Ok(keys)
@@ -183,7 +155,15 @@ impl Keys {
                 continue;
             };
             let meter = meters.entry(row.name.clone()).or_default().clone();
-            table.insert(hash, Arc::new(Key { row, meter }));
+            let counter = self.counter.clone();
+            table.insert(
+                hash,
+                Arc::new(Key {
+                    row,
+                    meter,
+                    counter,
+                }),
+            );
         }
         drop(meters);
         *self
@@ -255,27 +235,6 @@ mod tests {
         assert_eq!(unhex("zz"), None);
     }
 
-    #[test]
-    fn the_window_admits_rpm_requests_a_minute_and_says_when_the_next_may_come() {
-        let mut w = Window::default();
-        let t0 = Instant::now();
-        assert!(w.admit(t0, 2).is_ok());
-        assert!(w.admit(t0 + Duration::from_secs(10), 2).is_ok());
-        assert_eq!(
-            w.admit(t0 + Duration::from_secs(20), 2),
-            Err(Duration::from_secs(40)),
-            "the first leaves the window at 60 s"
-        );
-        // A refused request is not counted: at 60 s the first has left.
-        assert!(w.admit(t0 + Duration::from_secs(60), 2).is_ok());
-        assert_eq!(
-            w.admit(t0 + Duration::from_secs(61), 2),
-            Err(Duration::from_secs(9))
-        );
-        assert!(w.admit(t0 + Duration::from_secs(200), 2).is_ok());
-        assert_eq!(w.times.len(), 1, "old requests are forgotten");
-    }
-
     fn store_with(keys: &[GatewayKey]) -> Arc<Store> {
         let store = Arc::new(Store::in_memory().unwrap());
         for k in keys {
@@ -291,14 +250,15 @@ mod tests {
             created_at: 1,
             budget: Some(1.0),
             rpm: None,
+            tpm: None,
             models: vec!["claude-*".into(), "ollama:*".into()],
             keep_bodies: false,
             revoked_at: None,
         }
     }
 
-    #[test]
-    fn keys_are_checked_by_budget_and_models_and_keep_their_spending_across_reloads() {
+    #[tokio::test]
+    async fn keys_are_checked_by_budget_and_models_and_keep_their_spending_across_reloads() {
         let store = store_with(&[row("ci", "gk-1")]);
         store
             .record_gateway_requests(&[genai_core::store::GatewayRequest {
@@ -308,7 +268,7 @@ mod tests {
                 ..Default::default()
             }])
             .unwrap();
-        let keys = Keys::load(store.clone()).unwrap();
+        let keys = Keys::load(store.clone(), Arc::new(Counter::local())).unwrap();
         assert!(keys.find(&hash("gk-2")).is_none());
         let key = keys.find(&hash("gk-1")).unwrap();
         assert!(key.allows("claude-sonnet-4-5", None));
@@ -317,12 +277,12 @@ mod tests {
             "its alias's target"
         );
         assert!(!key.allows("gpt-4o", Some("openai:gpt-4o")));
-        assert!(key.admit(Instant::now()).is_ok(), "0.5 of 1.0 spent");
+        assert!(key.admit().await.is_ok(), "0.5 of 1.0 spent");
         key.spend(0.5);
         keys.reload().unwrap();
         let again = keys.find(&hash("gk-1")).unwrap();
         assert_eq!(
-            again.admit(Instant::now()),
+            again.admit().await,
             Err(Refusal::OverBudget {
                 spent: 1.0,
                 budget: 1.0

@@ -76,8 +76,11 @@ impl Ledger {
 
     /// Queues a row, adding its cost to its key's spending.
     fn record(&self, row: GatewayRequest, key: Option<&Key>) {
-        if let (Some(key), Some(cost)) = (key, row.cost) {
-            key.spend(cost);
+        if let Some(key) = key {
+            if let Some(cost) = row.cost {
+                key.spend(cost);
+            }
+            key.used(row.input_tokens.unwrap_or(0) + row.output_tokens.unwrap_or(0));
         }
         if self.tx.try_send(Message::Row(row)).is_err() {
             tracing::warn!("the gateway's request log is behind: a request's row is dropped");

@@ -41,6 +41,8 @@ mod models;
 mod openai_chat;
 mod openai_chat_request;
 mod pipeline;
+mod rate;
+mod rate_redis;
 mod respond;
 mod responses;
 mod responses_reply;

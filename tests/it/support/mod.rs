@@ -5,7 +5,7 @@
 //! start it). `cli.rs` runs the `genai` binary with folders of its own, `editor.rs`
 //! runs a real editor headless against `genai lsp`, `tmux.rs` runs a command in a real terminal, `tls_front.rs` puts HTTPS in front of a server,
 //! `loopback.rs` keeps every child process out of the caller's proxies and keys, `poll.rs`
-//! waits with a deadline for what no message announces, `gateway.rs` reads the gateway's answers, `prometheus.rs` its metrics (with Debian's Prometheus), `python_sdk.rs` runs a vendor's Python SDK, and `messages.rs` reads message lists.
+//! waits with a deadline for what no message announces, `gateway.rs` reads the gateway's answers, `prometheus.rs` its metrics (with Debian's Prometheus), `fleet.rs` runs more replicas of a serve and a real Redis, `python_sdk.rs` runs a vendor's Python SDK, and `messages.rs` reads message lists.
 //! Test support
 //! only: nothing here is shipped, and nothing here reaches past 127.0.0.1.
 
@@ -23,6 +23,7 @@ pub mod fake_openai;
 pub mod fake_plugin;
 pub mod fake_scripted;
 pub mod file_server;
+pub mod fleet;
 pub mod gateway;
 pub mod hostile;
 pub mod http1;

@@ -16,7 +16,7 @@ pub fn program(var: &str, name: &str) -> Option<PathBuf> {
         })
         .filter(|p| p.is_file());
     if found.is_none() {
-        eprintln!("skipped: no {name} ({var} unset and none on PATH; apt-get install prometheus)");
+        eprintln!("skipped: no {name} ({var} unset and none on PATH; scripts/test.sh installs it)");
     }
     found
 }

@@ -106,6 +106,18 @@ fn mcp_servers_are_parsed_masked_and_kept_apart_from_plugins() {
     assert!(!shown.contains("tok-very-secret"), "{shown}");
     assert!(shown.contains("FILES_TOKEN"), "{shown}");
 
+    let c = Config::parse(
+        "[serve]
+redis_url = 'redis://:redis-secret-pw@10.0.0.5:6379/2'
+",
+    )
+    .unwrap();
+    let shown = c.masked_toml();
+    assert!(
+        shown.contains("redis_url = \"redis://:********@10.0.0.5:6379/2\""),
+        "only the password is masked: {shown}"
+    );
+
     let e =
         Config::parse("[plugins.x]\nurl = 'http://127.0.0.1:9'\n[mcp_servers.x]\ncommand = 'x'")
             .unwrap_err();

@@ -22,6 +22,8 @@ pub struct GatewayKey {
     pub budget: Option<f64>,
     /// Requests per minute.
     pub rpm: Option<u32>,
+    /// Tokens (input and output) per minute.
+    pub tpm: Option<u64>,
     /// The model patterns it may ask for (`*` a wildcard); empty: any.
     pub models: Vec<String>,
     /// Whether its requests' bodies and replies are stored with their rows.
@@ -102,9 +104,9 @@ impl Store {
             ));
         }
         conn.execute(
-            "INSERT INTO gateway_keys (name, hash, created_at, budget, rpm, models, keep_bodies, revoked_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![key.name, key.hash, key.created_at, key.budget, key.rpm, models, key.keep_bodies, key.revoked_at],
+            "INSERT INTO gateway_keys (name, hash, created_at, budget, rpm, models, keep_bodies, revoked_at, tpm)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![key.name, key.hash, key.created_at, key.budget, key.rpm, models, key.keep_bodies, key.revoked_at, key.tpm],
         )?;
         Ok(())
     }
@@ -113,7 +115,7 @@ impl Store {
     pub fn gateway_keys(&self) -> Result<Vec<GatewayKey>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
-            "SELECT name, hash, created_at, budget, rpm, models, keep_bodies, revoked_at
+            "SELECT name, hash, created_at, budget, rpm, models, keep_bodies, revoked_at, tpm
              FROM gateway_keys ORDER BY created_at, name",
         )?;
         let rows = stmt
@@ -126,6 +128,7 @@ impl Store {
                         created_at: r.get(2)?,
                         budget: r.get(3)?,
                         rpm: r.get(4)?,
+                        tpm: r.get(8)?,
                         models: Vec::new(),
                         keep_bodies: r.get(6)?,
                         revoked_at: r.get(7)?,
@@ -310,6 +313,7 @@ mod tests {
             created_at: 5,
             budget: Some(1.5),
             rpm: Some(10),
+            tpm: Some(20_000),
             models: vec!["claude-*".into()],
             keep_bodies: true,
             revoked_at: None,

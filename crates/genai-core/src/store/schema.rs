@@ -77,10 +77,12 @@ macro_rules! decisions_table {
 
 /// The gateway's virtual keys (only each key's SHA-256, hex; `models` a JSON array of patterns,
 /// NULL: any) and one row per gateway request (`status` the HTTP status, or `cancelled` when
-/// the client left a stream; the bodies only for a key kept with them).
+/// the client left a stream; the bodies only for a key kept with them). `$later` are the key
+/// columns added after migration 11.
 macro_rules! gateway_tables {
-    () => {
-        "CREATE TABLE gateway_keys (
+    ($later:literal) => {
+        concat!(
+            "CREATE TABLE gateway_keys (
         name TEXT PRIMARY KEY,
         hash TEXT NOT NULL UNIQUE,
         created_at INTEGER NOT NULL,
@@ -88,7 +90,9 @@ macro_rules! gateway_tables {
         rpm INTEGER,
         models TEXT,
         keep_bodies INTEGER NOT NULL DEFAULT 0,
-        revoked_at INTEGER
+        revoked_at INTEGER",
+            $later,
+            "
     );
     CREATE TABLE gateway_requests (
         created_at INTEGER NOT NULL,
@@ -106,6 +110,7 @@ macro_rules! gateway_tables {
         request_body TEXT,
         reply_body TEXT
     );"
+        )
     };
 }
 
@@ -181,7 +186,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE conversations ADD COLUMN permissions TEXT;",
     // 11: the gateway's virtual keys and the requests made through it.
     concat!(
-        gateway_tables!(),
+        gateway_tables!(""),
         "
     CREATE INDEX gateway_requests_key ON gateway_requests(key_name, created_at);"
     ),
@@ -193,6 +198,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 14: no index of the gateway's requests by key: every query reads migration 12's
     // covering index, and each request's row paid for writing this one too.
     "DROP INDEX gateway_requests_key;",
+    // 15: a key's tokens per minute.
+    "ALTER TABLE gateway_keys ADD COLUMN tpm INTEGER;",
 ];
 
 /// The tables and indexes of [`SCHEMA`], without its full-text index.
@@ -230,7 +237,10 @@ macro_rules! tables {
             decisions_table!(),
             "
 ",
-            gateway_tables!(),
+            gateway_tables!(
+                ",
+        tpm INTEGER"
+            ),
             "
 ",
             gateway_usage_index!(),

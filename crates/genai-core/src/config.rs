@@ -16,6 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 pub mod lsp;
 pub(crate) mod provider;
 pub mod serve_models;
+pub mod store;
 
 pub(crate) use provider::{AzureSettings, BedrockSettings, ConnectorSettings, HttpSettings};
 pub use provider::{LocalSettings, ProviderConfig};
@@ -71,6 +72,9 @@ pub struct Config {
     /// `genai serve` and its use by `ask` and `chat`: `[serve]`.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// Where `genai serve`'s replicas share their state (a Postgres URL): `[store]`.
+    #[serde(default)]
+    pub store: store::StoreConfig,
 }
 
 /// `[serve]`: `genai serve`, as the other commands use it.
@@ -464,6 +468,9 @@ impl Config {
     pub fn masked_toml(&self) -> String {
         let mut shown = self.clone();
         shown.each_secret(|value| *value = MASK.to_string());
+        if let Some(url) = shown.store.url.as_mut() {
+            *url = store::masked_url(url);
+        }
         let text = toml::to_string_pretty(&shown).unwrap_or_default();
         let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
             return text;
@@ -496,6 +503,9 @@ impl Config {
     fn remember_secrets(&self) {
         self.clone()
             .each_secret(|value| crate::redact::remember(value));
+        if let Some(password) = self.store.url.as_deref().and_then(store::url_password) {
+            crate::redact::remember(password);
+        }
     }
 }
 

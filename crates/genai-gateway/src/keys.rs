@@ -73,7 +73,7 @@ impl Window {
 
 /// What a key has spent and its requests of the last minute; kept by name across reloads.
 #[derive(Debug, Default)]
-struct Meter {
+pub(crate) struct Meter {
     spent: f64,
     window: Window,
 }
@@ -94,7 +94,21 @@ pub(crate) enum Refusal {
     OverRate { rpm: u32, retry_after: Duration },
 }
 
+/// The meters of keys read from a shared store, by name: their rate windows are this
+/// replica's, their spending is the store's as last read.
+pub(crate) type Meters = Mutex<HashMap<String, Arc<Mutex<Meter>>>>;
+
 impl Key {
+    /// A key just read from a shared store, which says it has spent `spent`; its requests of
+    /// the last minute are counted in `meters`.
+    pub(crate) fn shared(row: GatewayKey, spent: f64, meters: &Meters) -> Arc<Key> {
+        let mut by_name = meters.lock().unwrap_or_else(|p| p.into_inner());
+        let meter = by_name.entry(row.name.clone()).or_default().clone();
+        drop(by_name);
+        meter.lock().unwrap_or_else(|p| p.into_inner()).spent = spent;
+        Arc::new(Key { row, meter })
+    }
+
     /// Counts a request now, unless the key is over its budget or its rate.
     pub(crate) fn admit(&self, now: Instant) -> std::result::Result<(), Refusal> {
         let mut meter = self.meter.lock().unwrap_or_else(|p| p.into_inner());

@@ -5,7 +5,8 @@
 //! ```text
 //! cargo build --release --example bench-gateway --bin genai
 //! cargo run --release --example bench-gateway [-- --clients 1,32,256 --requests 4000
-//!     --seconds S --memory N --long --litellm /path/to/litellm --nginx /usr/sbin/nginx --quick]
+//!     --seconds S --memory N --long --litellm /path/to/litellm --nginx /usr/sbin/nginx --quick
+//!     --postgres postgres://USER:PASSWORD@HOST/DB]
 //! ```
 //!
 //! The upstream (`support/fast_upstream.rs`) is an in-process hyper server answering at once.
@@ -21,7 +22,9 @@
 //! each gateway adds at p50/p99 over the direct cell, requests/s and errors; per gateway its
 //! peak memory (VmHWM; for LiteLLM the sum over its processes) and its resident memory after
 //! `--memory`/10 and after `--memory` whole requests at 32 clients (`--long`: 10,000 and
-//! 100,000). It only measures and prints; every phase has a deadline. `--upstream` serves
+//! 100,000). Given `--postgres URL`, genai runs twice side by side, each asked with a virtual
+//! key: `genai-sq` keeps its keys and ledger in SQLite, `genai-pg` in that Postgres database
+//! (`[store] url`). It only measures and prints; every phase has a deadline. `--upstream` serves
 //! only the upstream, printing its address, to profile a gateway against it by hand.
 
 #[path = "support/bench.rs"]
@@ -56,6 +59,9 @@ struct Options {
     memory: usize,
     litellm: Option<String>,
     nginx: Option<String>,
+    /// A Postgres URL: genai is then measured twice, each with a virtual key, its keys and
+    /// ledger in SQLite and in this database.
+    postgres: Option<String>,
 }
 
 impl Options {
@@ -67,6 +73,7 @@ impl Options {
             memory: 10_000,
             litellm: std::env::var("GENAI_BENCH_LITELLM").ok(),
             nginx: None,
+            postgres: None,
         };
         let mut args = std::env::args().skip(1);
         let number = |v: Option<String>, flag: &str| -> Res<usize> {
@@ -94,6 +101,7 @@ impl Options {
                 }
                 "--litellm" => o.litellm = Some(args.next().ok_or("--litellm takes a path")?),
                 "--nginx" => o.nginx = Some(args.next().ok_or("--nginx takes a path")?),
+                "--postgres" => o.postgres = Some(args.next().ok_or("--postgres takes a URL")?),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -286,7 +294,18 @@ async fn run(o: Options) -> Res<()> {
         pid: None,
     };
     let (_floor, floor) = gateway_targets::null_proxy_process(upstream)?;
-    let (_genai, genai) = gateway_targets::genai_serve(upstream)?;
+    let (_genai, genai) = match &o.postgres {
+        None => gateway_targets::genai_serve(upstream)?,
+        Some(_) => gateway_targets::genai_serve_keyed("genai-sq", upstream, None)?,
+    };
+    let on_postgres = match &o.postgres {
+        Some(url) => Some(gateway_targets::genai_serve_keyed(
+            "genai-pg",
+            upstream,
+            Some(url),
+        )?),
+        None => None,
+    };
     let nginx = match &o.nginx {
         Some(exe) => Some(gateway_targets::nginx(exe, upstream).await?),
         None => None,
@@ -298,6 +317,7 @@ async fn run(o: Options) -> Res<()> {
     let mut targets = vec![&direct, &floor];
     targets.extend(nginx.as_ref().map(|(_, t)| t));
     targets.push(&genai);
+    targets.extend(on_postgres.as_ref().map(|(_, t)| t));
     targets.extend(lite.as_ref().map(|(_, t)| t));
     let plan = match o.seconds {
         Some(s) => format!("{s} s per cell"),

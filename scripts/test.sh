@@ -140,6 +140,26 @@ if ! command -v redis-server >/dev/null; then
 fi
 export GENAI_TEST_REDIS="$(command -v redis-server)"
 
+step "Debian's haproxy, the load balancer of the fleet journey"
+if ! command -v haproxy >/dev/null; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends haproxy >/dev/null
+fi
+export GENAI_TEST_HAPROXY="$(command -v haproxy)"
+
+step "Postgres 15 (Debian's postgresql: initdb, pg_ctl, psql) for the shared-store tests"
+pg_bin=""
+for d in /usr/lib/postgresql/15/bin /usr/local/bin; do
+  [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/psql" ] && { pg_bin="$d"; break; }
+done
+if [ -z "$pg_bin" ]; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+  pg_bin=/usr/lib/postgresql/15/bin
+fi
+# The tests' clusters run as an unprivileged user (Postgres refuses root): tests/it/support/postgres.rs.
+export GENAI_TEST_POSTGRES_BIN="$pg_bin"
+
 step "the web chat page (npm ci, build) and Debian's chromium for the page journey"
 [ -x /usr/bin/chromium ] || { as_root apt-get update -qq; DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; }
 (cd editor-integrations/vscode && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)

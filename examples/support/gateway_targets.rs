@@ -77,8 +77,26 @@ fn own_group(cmd: &mut Command) {
     }
 }
 
-/// `genai serve` with a provider `upstream` at `upstream`.
+/// `genai serve` with a provider `upstream` at `upstream`, asked with the serve token.
 pub fn genai_serve(upstream: SocketAddr) -> Res<(Server, Target)> {
+    genai_serve_as("genai", upstream, None)
+}
+
+/// `genai serve` named `name`, asked with a virtual key made for it, its keys and ledger in
+/// the SQLite history or, given `database` (a Postgres URL), in that database.
+pub fn genai_serve_keyed(
+    name: &'static str,
+    upstream: SocketAddr,
+    database: Option<&str>,
+) -> Res<(Server, Target)> {
+    genai_serve_as(name, upstream, Some(database))
+}
+
+fn genai_serve_as(
+    name: &'static str,
+    upstream: SocketAddr,
+    keyed: Option<Option<&str>>,
+) -> Res<(Server, Target)> {
     let genai = crate::bench::genai_binary("cargo build --release --bin genai")?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (config, data) = (dir.path().join("config"), dir.path().join("data"));
@@ -90,6 +108,36 @@ pub fn genai_serve(upstream: SocketAddr) -> Res<(Server, Target)> {
          api_key = \"{UPSTREAM_KEY}\"\n"
     );
     std::fs::write(config.join("config.toml"), toml).map_err(|e| e.to_string())?;
+    let database = keyed.flatten();
+    let with_env = |cmd: &mut Command| {
+        cmd.env("GENAI_CONFIG_DIR", &config)
+            .env("GENAI_DATA_DIR", &data)
+            .env_remove("GENAI_LOG")
+            .env_remove("GENAI_DATABASE_URL");
+        if let Some(url) = database {
+            cmd.env("GENAI_DATABASE_URL", url);
+        }
+    };
+    let key = match keyed {
+        None => None,
+        Some(_) => {
+            let mut make = Command::new(&genai);
+            with_env(&mut make);
+            let key_name = format!("bench-{}", std::process::id());
+            let out = make
+                .args(["serve", "keys", "create", &key_name])
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("genai serve keys create: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "genai serve keys create: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        }
+    };
     let mut cmd = Command::new(genai);
     cmd.args([
         "serve",
@@ -99,19 +147,22 @@ pub fn genai_serve(upstream: SocketAddr) -> Res<(Server, Target)> {
         "--max-connections",
         "4096",
     ])
-    .env("GENAI_CONFIG_DIR", &config)
-    .env("GENAI_DATA_DIR", &data)
-    .env_remove("GENAI_LOG")
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::null());
+    with_env(&mut cmd);
     let (server, pid, addr) = start_announcing(cmd, dir, "genai serve", "listening on ws://")?;
-    let token = std::fs::read_to_string(config.join("serve-token"))
-        .map_err(|e| format!("no serve token: {e}"))?;
+    let key = match key {
+        Some(k) => k,
+        None => std::fs::read_to_string(config.join("serve-token"))
+            .map_err(|e| format!("no serve token: {e}"))?
+            .trim()
+            .to_string(),
+    };
     let target = Target {
-        name: "genai",
+        name,
         addr,
-        key: Some(token.trim().to_string()),
+        key: Some(key),
         model: "upstream:gpt-bench".into(),
         pid: Some(pid),
     };

@@ -28,6 +28,7 @@ mod plugins;
 mod schema;
 mod serve;
 mod serve_keys;
+mod serve_store;
 mod sessions;
 mod stdio;
 mod stream;

@@ -16,7 +16,9 @@
 //! cuts them at once), the gateway's rows are stored, and it exits 0. `/metrics` takes
 //! `[serve] metrics_token` (or `GENAI_METRICS_TOKEN`) or is served alone at `[serve]
 //! metrics_address` (`ops_settings`).
-//! `genai serve keys ...` manages the gateway's virtual keys (`serve_keys.rs`).
+//! `genai serve keys ...` manages the gateway's virtual keys (`serve_keys.rs`). With `[store]
+//! url` the gateway keeps its keys and ledger in that shared database (`serve_store.rs`), which
+//! `genai serve migrate` fills from a SQLite serve.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -88,11 +90,25 @@ pub enum ServeCommand {
     /// models, its usage kept by name (`genai usage --by key`).
     #[command(subcommand)]
     Keys(super::serve_keys::Command),
+    /// Copy a SQLite serve's virtual keys (their hashes) and its ledger of gateway requests
+    /// into the shared database; run again, it copies only what was added since.
+    Migrate {
+        /// The SQLite history of the serve to copy (its data folder's `history.db`).
+        #[arg(long, value_name = "SQLITE_FILE")]
+        from: std::path::PathBuf,
+        /// The Postgres URL (default: `[store] url`, or `GENAI_DATABASE_URL`).
+        #[arg(long, value_name = "URL")]
+        to: Option<String>,
+    },
 }
 
 pub async fn run(args: Args) -> Result<(), Error> {
-    if let Some(ServeCommand::Keys(c)) = args.command {
-        return super::serve_keys::run(c);
+    match args.command {
+        Some(ServeCommand::Keys(c)) => return super::serve_keys::run(c).await,
+        Some(ServeCommand::Migrate { from, to }) => {
+            return super::serve_store::migrate(from, to).await
+        }
+        None => {}
     }
     let (paths, config, registry) = super::load()?;
     let token = auth::token(&paths.config_dir)?;
@@ -132,6 +148,13 @@ pub async fn run(args: Args) -> Result<(), Error> {
         &started_in,
         roots::home_folder().as_deref(),
     )?;
+    let shared = super::serve_store::shared(&config).await?;
+    if let Some(db) = &shared {
+        eprintln!(
+            "genai: the gateway's keys and ledger are in the shared database {}",
+            db.shown()
+        );
+    }
     let store = Store::open(&paths.history_db())?;
     let fw = Arc::new(Framework::new(config, registry, Arc::new(store)).with_home(&paths));
     let options = Options {
@@ -153,6 +176,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
         shutdown_grace: DEFAULT_GRACE,
         metrics_token: None,
         metrics_address: None,
+        shared: shared.map(|db| Arc::new(db) as Arc<dyn genai_gateway::SharedState>),
     };
     let ops = ops_settings(&fw.config().serve)?;
     let options = Options {

@@ -1,9 +1,12 @@
 //! `genai serve keys create|list|revoke`: the gateway's virtual keys. `create` makes a key
 //! from the OS's random source, prints it once on stdout and stores only its SHA-256 in the
-//! history with its limits (budget in US dollars, requests and tokens per minute, model patterns, whether
-//! its bodies are kept); `list` shows the keys with what they have spent, never a key;
-//! `revoke` ends one. A running `genai serve` notices each change without a restart.
+//! history with its limits (budget in US dollars, requests and tokens per minute, model
+//! patterns, whether its bodies are kept); `list` shows the keys with what they have spent, never a key;
+//! `revoke` ends one. A running `genai serve` notices each change without a restart. With
+//! `[store] url` the keys are the shared database's, so every replica sees them at once
+//! (`serve_store.rs`).
 
+use super::serve_store::GatewayStore;
 use clap::Subcommand;
 use genai_core::error::{Error, ErrorKind};
 use genai_core::store::{now_ms, GatewayKey, UtcTime};
@@ -51,7 +54,8 @@ pub enum Command {
     },
 }
 
-pub fn run(c: Command) -> Result<(), Error> {
+pub async fn run(c: Command) -> Result<(), Error> {
+    let store = GatewayStore::open().await?;
     match c {
         Command::Create {
             name,
@@ -60,10 +64,20 @@ pub fn run(c: Command) -> Result<(), Error> {
             tpm,
             models,
             keep_bodies,
-        } => create(name, budget, Rates { rpm, tpm }, models, keep_bodies),
-        Command::List { json } => list(json),
+        } => {
+            create(
+                &store,
+                name,
+                budget,
+                Rates { rpm, tpm },
+                models,
+                keep_bodies,
+            )
+            .await
+        }
+        Command::List { json } => list(&store, json).await,
         Command::Revoke { name } => {
-            if !super::open_store()?.revoke_gateway_key(&name, now_ms())? {
+            if !store.revoke_key(&name, now_ms()).await? {
                 return Err(Error::new(
                     ErrorKind::InvalidParams,
                     format!("no live gateway key named `{name}` (genai serve keys list)"),
@@ -81,7 +95,8 @@ struct Rates {
     tpm: Option<u64>,
 }
 
-fn create(
+async fn create(
+    store: &GatewayStore,
     name: String,
     budget: Option<f64>,
     Rates { rpm, tpm }: Rates,
@@ -127,7 +142,7 @@ fn create(
         keep_bodies,
         revoked_at: None,
     };
-    super::open_store()?.create_gateway_key(&row)?;
+    store.create_key(&row).await?;
     outln!("{key}");
     eprintln!(
         "genai: key `{}` made; it is shown only now: give it to the client as its API key",
@@ -136,21 +151,18 @@ fn create(
     Ok(())
 }
 
-fn list(json: bool) -> Result<(), Error> {
-    let store = super::open_store()?;
-    let keys = store.gateway_keys()?;
-    let spent: std::collections::HashMap<String, f64> =
-        store.gateway_spent()?.into_iter().collect();
+async fn list(store: &GatewayStore, json: bool) -> Result<(), Error> {
+    let keys = store.keys().await?;
     let date = |ms: i64| UtcTime::of(ms).rfc3339();
     if json {
         let rows: Vec<_> = keys
             .iter()
-            .map(|k| {
+            .map(|(k, spent)| {
                 json!({
                     "name": k.name,
                     "created": date(k.created_at),
                     "budget": k.budget,
-                    "spent": spent.get(&k.name).copied().unwrap_or(0.0),
+                    "spent": spent,
                     "rpm": k.rpm,
                     "tpm": k.tpm,
                     "models": k.models,
@@ -168,7 +180,7 @@ fn list(json: bool) -> Result<(), Error> {
     }
     let width = keys
         .iter()
-        .map(|k| k.name.chars().count())
+        .map(|(k, _)| k.name.chars().count())
         .chain([4])
         .max()
         .unwrap_or(4);
@@ -182,7 +194,7 @@ fn list(json: bool) -> Result<(), Error> {
         "TPM",
         "MODELS"
     );
-    for k in &keys {
+    for (k, spent) in &keys {
         let models = match k.models.is_empty() {
             true => "any".to_string(),
             false => k.models.join(","),
@@ -193,7 +205,7 @@ fn list(json: bool) -> Result<(), Error> {
             k.name,
             date(k.created_at),
             k.budget.map_or("none".into(), |b| format!("${b:.2}")),
-            genai_core::pricing::show(Some(spent.get(&k.name).copied().unwrap_or(0.0))),
+            genai_core::pricing::show(Some(*spent)),
             k.rpm.map_or("none".into(), |r| r.to_string()),
             k.tpm.map_or("none".into(), |r| r.to_string()),
             models,

@@ -143,7 +143,13 @@ pub fn run(a: Args) -> Result<(), Error> {
 
 /// `--by key`: the gateway's requests added up by virtual key.
 fn by_key(since: Option<i64>, json: bool) -> Result<(), Error> {
-    let rows = super::open_store()?.gateway_usage(since)?;
+    // The shared database's when `[store] url` names one: every replica's requests.
+    let rows = super::runtime().block_on(async {
+        super::serve_store::GatewayStore::open()
+            .await?
+            .usage(since)
+            .await
+    })?;
     if json {
         let since = since.map(|ms| genai_core::store::UtcTime::of(ms).rfc3339());
         let groups: Vec<Value> = rows

@@ -26,6 +26,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "genai-server",
         &["genai-core", "genai-rpc", "genai-gateway"],
     ),
+    ("genai-postgres", &["genai-core", "genai-gateway"]),
 ];
 
 /// The genai crates a manifest's `[dependencies]` (any target's) name.

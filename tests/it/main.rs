@@ -79,6 +79,8 @@ mod reasoning;
 mod schemas;
 mod serve;
 mod serve_ops;
+mod serve_postgres;
+mod serve_postgres_faults;
 mod serve_prometheus;
 mod serve_roots;
 mod serve_shutdown;

@@ -22,6 +22,7 @@ mod commands;
 mod editor_acts;
 mod failed_turn;
 mod fallback_local;
+mod fleet;
 mod gateway;
 mod gateway_keys;
 mod gateway_streams;

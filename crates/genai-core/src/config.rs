@@ -17,6 +17,7 @@ pub mod lsp;
 pub(crate) mod provider;
 mod serve;
 pub mod serve_models;
+pub mod store;
 
 pub(crate) use provider::{AzureSettings, BedrockSettings, ConnectorSettings, HttpSettings};
 pub use provider::{LocalSettings, ProviderConfig};
@@ -73,6 +74,9 @@ pub struct Config {
     /// `genai serve` and its use by `ask` and `chat`: `[serve]`.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// Where `genai serve`'s replicas share their state (a Postgres URL): `[store]`.
+    #[serde(default)]
+    pub store: store::StoreConfig,
 }
 
 /// `[keys]`: where `genai keys set` stores a key.
@@ -429,6 +433,12 @@ impl Config {
     pub fn masked_toml(&self) -> String {
         let mut shown = self.clone();
         shown.each_secret(|value| *value = MASK.to_string());
+        for url in [shown.store.url.as_mut(), shown.serve.redis_url.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            *url = store::masked_url(url);
+        }
         let text = toml::to_string_pretty(&shown).unwrap_or_default();
         let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
             return text;
@@ -439,7 +449,7 @@ impl Config {
 
     /// Calls `f` on every secret of the file: provider keys, credentials and secret headers,
     /// plugin keys, every MCP server's environment values and HTTP headers (any may be a key),
-    /// `[serve] metrics_token` and the password in `[serve] redis_url`.
+    /// and `[serve] metrics_token` (the passwords of URLs are handled apart: see `store.rs`).
     fn each_secret(&mut self, mut f: impl FnMut(&mut String)) {
         for provider in self.service_providers.values_mut() {
             provider.each_secret(&mut f);
@@ -455,15 +465,20 @@ impl Config {
                 .for_each(&mut f);
         }
         self.serve.metrics_token.iter_mut().for_each(&mut f);
-        if let Some(url) = self.serve.redis_url.as_mut() {
-            serve::url_password(url, &mut f);
-        }
     }
 
     /// Hands every secret of the file to the redactor, so no error or log line shows one.
     fn remember_secrets(&self) {
         self.clone()
             .each_secret(|value| crate::redact::remember(value));
+        for url in [&self.store.url, &self.serve.redis_url]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(password) = store::url_password(url) {
+                crate::redact::remember(password);
+            }
+        }
     }
 }
 

@@ -3,12 +3,14 @@
 //! (401 without a valid key, 429 over a budget or a rate, with `retry-after` for a rate). A
 //! watcher loads the keys again when another process changed the history (SQLite's
 //! `data_version`, read every [`keys::RELOAD_EVERY`]), so a key created or revoked by the CLI
-//! counts while `genai serve` runs.
+//! counts while `genai serve` runs. On a shared store (`[store] url`, [`SharedState`]) each
+//! request reads its key there instead, with what it has spent, so every replica agrees at
+//! once; a store that does not answer is a 503 at once.
 //!
 //! It owns the decision on a request's headers, and once the body is read, the choice of its
 //! model ([`choose`]: an alias resolved, the key's models enforced). It must never log, store
 //! or echo a key, and never read SQLite on a request's path but for a rate-limited reload on
-//! an unknown key.
+//! an unknown key, nor accept a key of the SQLite history when the serve is on a shared store.
 
 use std::sync::{Arc, Weak};
 
@@ -18,6 +20,7 @@ use super::keys::{self, Keys, Refusal};
 use super::ledger::{api_of, Caller, Ledger};
 use super::rate::{Counter, OverRate};
 use super::routing::{Router, Routes};
+use super::shared::SharedState;
 use super::{aliases, Api, ApiError};
 use genai_core::config::serve_models::ServeModel;
 use genai_core::error::{Error, Result};
@@ -25,11 +28,22 @@ use genai_core::select::ModelChoice;
 use genai_core::session::{Framework, RequestModel};
 use genai_core::store::Store;
 
+/// Where the virtual keys are found.
+enum KeySource {
+    /// The SQLite history's, in memory (`keys.rs`).
+    Local(Arc<Keys>),
+    /// The shared store's, read per request; their rates counted by `counter`.
+    Shared {
+        state: Arc<dyn SharedState>,
+        counter: Arc<Counter>,
+    },
+}
+
 /// The gate of the gateway's routes.
 pub struct Access {
     /// The serve token's SHA-256: a presented key is hashed once and compared as keys are.
     token: [u8; 32],
-    keys: Arc<Keys>,
+    keys: KeySource,
     ledger: Ledger,
     /// The routers of the `[serve.models]` entries with deployments.
     routes: Arc<Routes>,
@@ -40,7 +54,13 @@ impl Access {
     /// a router made for each `[serve.models]` entry with deployments (one naming no agent or
     /// model `genai ask -m` takes is refused), and the keys' rates counted in Redis when
     /// `redis_url` (the environment's `GENAI_REDIS_URL`, else `[serve] redis_url`) names one.
-    pub async fn start(fw: &Framework, token: String) -> Result<Arc<Access>> {
+    /// With `shared`, the keys and the ledger are the shared store's instead, and `fw`'s
+    /// history keeps no gateway row.
+    pub async fn start(
+        fw: &Framework,
+        token: String,
+        shared: Option<Arc<dyn SharedState>>,
+    ) -> Result<Arc<Access>> {
         let routes = Arc::new(Routes::new(fw)?);
         let serve = &fw.config().serve;
         let redis_url = std::env::var("GENAI_REDIS_URL")
@@ -51,21 +71,49 @@ impl Access {
             Some(url) => Counter::redis(&url, serve.rate_limit_fail_open.unwrap_or(false))?,
             None => Counter::local(),
         });
-        let store: Arc<Store> = fw.store().clone();
-        let loading = store.clone();
-        let keys = tokio::task::spawn_blocking(move || Keys::load(loading, counter))
-            .await
-            .map_err(|e| Error::internal(format!("loading the gateway's keys failed: {e}")))??;
-        let keys = Arc::new(keys);
-        tokio::spawn(watch(Arc::downgrade(&keys)));
+        let (keys, ledger) = match shared {
+            Some(state) => {
+                super::metrics::watch_pool(&state);
+                let ledger = Ledger::start_shared(state.clone());
+                (KeySource::Shared { state, counter }, ledger)
+            }
+            None => {
+                let store: Arc<Store> = fw.store().clone();
+                let loading = store.clone();
+                let keys = tokio::task::spawn_blocking(move || Keys::load(loading, counter))
+                    .await
+                    .map_err(|e| {
+                        Error::internal(format!("loading the gateway's keys failed: {e}"))
+                    })??;
+                let keys = Arc::new(keys);
+                tokio::spawn(watch(Arc::downgrade(&keys)));
+                (KeySource::Local(keys), Ledger::start(store))
+            }
+        };
         // No reply, log or history shows the token, even a model's echo of it.
         genai_core::redact::remember(&token);
         Ok(Arc::new(Access {
             token: keys::hash(&token),
             keys,
-            ledger: Ledger::start(store),
+            ledger,
             routes,
         }))
+    }
+
+    /// The live key whose hash is `hash`: from memory (the SQLite history's), or read now
+    /// from the shared store; a shared store that fails is a 503.
+    async fn find(&self, hash: &[u8; 32]) -> std::result::Result<Option<Arc<keys::Key>>, ApiError> {
+        match &self.keys {
+            KeySource::Local(keys) => Ok(keys.find_or_reload(hash).await),
+            KeySource::Shared { state, counter } => match state.live_key(&keys::hex(hash)).await {
+                Ok(found) => Ok(found.map(|(row, spent)| keys::Key::shared(row, spent, counter))),
+                Err(e) => {
+                    super::metrics::database_failed();
+                    tracing::warn!("cannot read a gateway key: {}", e.message);
+                    Err(unavailable())
+                }
+            },
+        }
     }
 
     /// The caller of a request with these headers on `path`, or the refusal.
@@ -99,8 +147,16 @@ impl Access {
         let Some(presented) = presented.first() else {
             return Err(ApiError::unauthorized().response_in(api));
         };
-        let Some(key) = self.keys.find_or_reload(presented).await else {
-            return Err(ApiError::unauthorized().response_in(api));
+        let key = match self.find(presented).await {
+            Ok(Some(key)) => key,
+            Ok(None) => return Err(ApiError::unauthorized().response_in(api)),
+            Err(e) => {
+                let mut refused = e.response_in(api);
+                refused
+                    .headers_mut()
+                    .insert(http::header::RETRY_AFTER, http::HeaderValue::from(1));
+                return Err(refused);
+            }
         };
         // A live virtual key is masked from now on wherever the serve prints or stores text.
         genai_core::redact::remember(given[0]);
@@ -143,6 +199,15 @@ impl Access {
             caller.recorded_as(recorded);
         }
         Err(caller.finish(response))
+    }
+
+    /// Whether the shared store answers at this binary's schema; `None` when the serve keeps
+    /// its keys in the SQLite history.
+    pub async fn shared_ready(&self) -> Option<Result<()>> {
+        match &self.keys {
+            KeySource::Shared { state, .. } => Some(state.ready().await),
+            KeySource::Local(_) => None,
+        }
     }
 
     /// Waits until every request's row queued so far is stored.
@@ -190,6 +255,16 @@ fn over_rate(name: &str, over: OverRate) -> (ApiError, Option<u64>) {
             Some(1),
         ),
     }
+}
+
+/// The answer when the shared store does not answer: the serve is up, its state is not.
+fn unavailable() -> ApiError {
+    ApiError::new(
+        http::StatusCode::SERVICE_UNAVAILABLE,
+        "service_unavailable",
+        "the gateway's shared store ([store] url) does not answer; retry shortly (this serve's /readyz says why)"
+            .into(),
+    )
 }
 
 /// What a request's model name stands for. The one model is the common case and moves once:

@@ -45,7 +45,7 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
 
 /// What a key has spent; kept by name across reloads.
 #[derive(Debug, Default)]
-struct Meter {
+pub(crate) struct Meter {
     spent: f64,
 }
 
@@ -67,6 +67,16 @@ pub(crate) enum Refusal {
 }
 
 impl Key {
+    /// A key just read from a shared store, which says it has spent `spent`; its requests
+    /// and tokens of the last minute are counted by `counter`.
+    pub(crate) fn shared(row: GatewayKey, spent: f64, counter: &Arc<Counter>) -> Arc<Key> {
+        Arc::new(Key {
+            row,
+            meter: Arc::new(Mutex::new(Meter { spent })),
+            counter: counter.clone(),
+        })
+    }
+
     /// Counts a request now, unless the key is over its budget or its rate.
     pub(crate) async fn admit(&self) -> std::result::Result<(), Refusal> {
         if let Some(budget) = self.row.budget {

@@ -5,7 +5,9 @@
 //! through a channel to a background writer that stores them in batches (those that came
 //! within [`GATHER`] of the first), one transaction each, so a request never waits on
 //! SQLite; what a row cost is added to its key's spending as it is queued, so budgets are
-//! checked against memory. Each recorded request is counted for `/metrics` as its row is
+//! checked against memory. On a shared store ([`SharedState`]) the rows go there, and a row's
+//! cost is charged to its key there at once, apart from the batch, so every replica's next
+//! check sees it. Each recorded request is counted for `/metrics` as its row is
 //! queued (`metrics.rs`), and counted in flight from its start until then.
 //!
 //! It owns the recording. It must never store a key (only a key's name), never store bodies
@@ -22,6 +24,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use super::keys::Key;
 use super::metrics::{self, InFlight};
 use super::routing::Routes;
+use super::shared::SharedState;
 use super::ApiError;
 use genai_core::error::Result;
 use genai_core::format::ModelReply;
@@ -57,10 +60,37 @@ enum Message {
     Flush(oneshot::Sender<()>),
 }
 
+/// Where the rows are stored.
+#[derive(Clone)]
+enum Sink {
+    /// The SQLite history.
+    Local(Arc<Store>),
+    /// The replicas' shared store.
+    Shared(Arc<dyn SharedState>),
+}
+
+impl Sink {
+    async fn store(&self, rows: Vec<GatewayRequest>) -> Result<()> {
+        match self {
+            Sink::Local(store) => {
+                let store = store.clone();
+                tokio::task::spawn_blocking(move || store.record_gateway_requests(&rows))
+                    .await
+                    .map_err(|e| genai_core::error::Error::internal(e.to_string()))?
+            }
+            Sink::Shared(state) => state.record(rows).await.inspect_err(|_| {
+                metrics::database_failed();
+            }),
+        }
+    }
+}
+
 /// The queue of rows to the background writer.
 #[derive(Clone)]
 pub(crate) struct Ledger {
     tx: mpsc::Sender<Message>,
+    /// Where a key's costs are charged at once: the shared store (`None`: in memory only).
+    charges: Option<Arc<dyn SharedState>>,
     /// Ends the writer's gathering early: a flush is waiting, or a batch is full.
     hurry: Arc<Notify>,
 }
@@ -68,19 +98,38 @@ pub(crate) struct Ledger {
 impl Ledger {
     /// Starts the writer of `store`'s rows.
     pub(crate) fn start(store: Arc<Store>) -> Ledger {
-        let (tx, rx) = mpsc::channel(QUEUED);
-        let hurry = Arc::new(Notify::new());
-        tokio::spawn(write(store, rx, hurry.clone()));
-        Ledger { tx, hurry }
+        Ledger::to(Sink::Local(store), None)
     }
 
-    /// Queues a row, adding its cost to its key's spending.
+    /// Starts the writer of rows to the shared store, which charges their costs too.
+    pub(crate) fn start_shared(state: Arc<dyn SharedState>) -> Ledger {
+        Ledger::to(Sink::Shared(state.clone()), Some(state))
+    }
+
+    fn to(sink: Sink, charges: Option<Arc<dyn SharedState>>) -> Ledger {
+        let (tx, rx) = mpsc::channel(QUEUED);
+        let hurry = Arc::new(Notify::new());
+        tokio::spawn(write(sink, rx, hurry.clone()));
+        Ledger { tx, charges, hurry }
+    }
+
+    /// Queues a row, adding its cost to its key's spending (charged to the shared store at
+    /// once when there is one).
     fn record(&self, row: GatewayRequest, key: Option<&Key>) {
         if let Some(key) = key {
-            if let Some(cost) = row.cost {
-                key.spend(cost);
-            }
             key.used(row.input_tokens.unwrap_or(0) + row.output_tokens.unwrap_or(0));
+        }
+        if let (Some(key), Some(cost)) = (key, row.cost) {
+            key.spend(cost);
+            if let (Some(state), Ok(rt)) = (&self.charges, tokio::runtime::Handle::try_current()) {
+                let (state, name) = (state.clone(), key.row.name.clone());
+                rt.spawn(async move {
+                    if let Err(e) = state.charge(&name, cost).await {
+                        metrics::database_failed();
+                        tracing::warn!("cannot charge ${cost} to key {name}: {}", e.message);
+                    }
+                });
+            }
         }
         if self.tx.try_send(Message::Row(row)).is_err() {
             tracing::warn!("the gateway's request log is behind: a request's row is dropped");
@@ -107,7 +156,7 @@ impl Ledger {
 /// request). A flush, or a full batch, ends the gathering at once.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(100);
 
-async fn write(store: Arc<Store>, mut rx: mpsc::Receiver<Message>, hurry: Arc<Notify>) {
+async fn write(sink: Sink, mut rx: mpsc::Receiver<Message>, hurry: Arc<Notify>) {
     let mut inbox = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut inbox, BATCH).await > 0 {
         let flushing = |inbox: &[Message]| inbox.iter().any(|m| matches!(m, Message::Flush(_)));
@@ -132,12 +181,9 @@ async fn write(store: Arc<Store>, mut rx: mpsc::Receiver<Message>, hurry: Arc<No
             }
         }
         if !rows.is_empty() {
-            let store = store.clone();
             let n = rows.len();
-            match tokio::task::spawn_blocking(move || store.record_gateway_requests(&rows)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::warn!("cannot store {n} gateway requests: {}", e.message),
-                Err(e) => tracing::warn!("storing {n} gateway requests failed: {e}"),
+            if let Err(e) = sink.store(rows).await {
+                tracing::warn!("cannot store {n} gateway requests: {}", e.message);
             }
         }
         flushed.into_iter().for_each(|done| {

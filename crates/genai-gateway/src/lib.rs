@@ -16,7 +16,8 @@
 //! fields, `sse.rs` frames a stream's events, `body.rs` is the one boxed body of an answer,
 //! `keys.rs` holds the virtual keys `access.rs` admits and `aliases.rs` resolves
 //! `[serve.models]` names; `routing.rs` chooses among a name's deployments and `tries.rs`
-//! runs a request's tries on them; `metrics.rs` counts what `ledger.rs` records for `/metrics`.
+//! runs a request's tries on them; `metrics.rs` counts what `ledger.rs` records for `/metrics`;
+//! `shared.rs` is the trait of the state replicas share (`[store] url`, `genai-postgres`).
 //!
 //! This file owns routing the `/v1/` paths and reading a request's body within the limit. The
 //! serve's front door (`genai-server`) admits the caller ([`Access`]) before a request gets here. It must never forward a client's body upstream (every turn
@@ -51,6 +52,7 @@ mod responses_tools;
 mod responses_wire;
 mod routing;
 mod settings;
+pub mod shared;
 pub mod sse;
 mod tries;
 mod turn;
@@ -61,6 +63,7 @@ use error::INVALID_REQUEST;
 pub use error::{Api, ApiError};
 pub use keys::{hash as key_hash, hex as key_hex};
 pub use ledger::{Caller, SERVE_TOKEN};
+pub use shared::{PoolState, SharedState};
 
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
 //! What `genai serve`'s `/metrics` shows Prometheus: the gateway's requests, errors, requests
 //! in flight, their durations and times to first token, tokens in and out and spend, each by
-//! API, model and key name; retries and cooldowns by model and deployment; and the build. The
+//! API, model and key name; retries and cooldowns by model and deployment; the shared
+//! database's pool (connections in use, idle, the most) and its failures; and the build. The
 //! families live in one registry for the process ([`encode`] writes them in Prometheus' text
 //! format, version 0.0.4), fed where each request's row is recorded (`ledger.rs`), so counting
 //! is no second pass over a request.
@@ -11,7 +12,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::AtomicU64;
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -22,6 +23,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
+use super::shared::SharedState;
 use genai_core::store::GatewayRequest;
 
 /// The `Content-Type` of [`encode`]'s text.
@@ -90,6 +92,12 @@ struct Deployment {
     deployment: String,
 }
 
+/// A state of the shared database's connections: `in_use`, `idle`, `max`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolConnections {
+    state: &'static str,
+}
+
 type Timings = Family<Timed, Histogram, fn() -> Histogram>;
 
 /// Every family, registered once.
@@ -105,6 +113,10 @@ struct Metrics {
     spend: Family<Of, Counter<f64, AtomicU64>>,
     retries: Family<Deployed, Counter>,
     cooldowns: Family<Deployment, Counter>,
+    pool: Family<PoolConnections, Gauge>,
+    database_errors: Counter,
+    /// The shared database whose pool is shown, while it is in use.
+    shared: RwLock<Option<Weak<dyn SharedState>>>,
     /// The model names the label has taken.
     models: RwLock<HashSet<String>>,
 }
@@ -128,6 +140,9 @@ impl Metrics {
             spend: Family::default(),
             retries: Family::default(),
             cooldowns: Family::default(),
+            pool: Family::default(),
+            database_errors: Counter::default(),
+            shared: RwLock::new(None),
             models: RwLock::default(),
         };
         let info = Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]);
@@ -185,6 +200,17 @@ impl Metrics {
             "Times a deployment was set aside for a while after failing, by deployment",
             m.cooldowns.clone(),
         );
+        let db = registry.sub_registry_with_prefix("database");
+        db.register(
+            "pool_connections",
+            "The shared database's connections ([store] url): in_use, idle, and max (the most the pool opens)",
+            m.pool.clone(),
+        );
+        db.register(
+            "errors",
+            "Gateway calls on the shared database that failed (unreachable, timed out, refused)",
+            m.database_errors.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -208,8 +234,32 @@ fn metrics() -> &'static Metrics {
     METRICS.get_or_init(Metrics::new)
 }
 
+/// Shows `state`'s connection pool from now on (the gateway's start on a shared database).
+pub(crate) fn watch_pool(state: &Arc<dyn SharedState>) {
+    *metrics().shared.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::downgrade(state));
+}
+
+/// Counts a failed call on the shared database.
+pub(crate) fn database_failed() {
+    metrics().database_errors.inc();
+}
+
 /// Every family in Prometheus' text format (version 0.0.4; [`CONTENT_TYPE`]).
 pub fn encode() -> String {
+    let m = metrics();
+    let shared = m.shared.read().unwrap_or_else(|e| e.into_inner()).clone();
+    if let Some(state) = shared.and_then(|w| w.upgrade()) {
+        let pool = state.pool();
+        for (state, n) in [
+            ("in_use", pool.in_use),
+            ("idle", pool.idle),
+            ("max", pool.max),
+        ] {
+            m.pool
+                .get_or_create(&PoolConnections { state })
+                .set(n as i64);
+        }
+    }
     let mut out = String::with_capacity(8192);
     if let Err(e) =
         prometheus_client::encoding::prometheus_text::encode(&mut out, &metrics().registry)

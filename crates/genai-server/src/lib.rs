@@ -89,6 +89,8 @@ pub struct Options {
     pub metrics_token: Option<String>,
     /// Where `/metrics` (with `/healthz` and `/readyz`) is served alone, without a token.
     pub metrics_address: Option<SocketAddr>,
+    /// The store replicas share (`[store] url`): the gateway's keys and ledger live there.
+    pub shared: Option<Arc<dyn genai_gateway::SharedState>>,
 }
 
 /// A running server: its addresses and the handle that stops it.
@@ -159,7 +161,8 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
         })?),
         None => None,
     };
-    let access = genai_gateway::Access::start(&fw, options.token.clone()).await?;
+    let access =
+        genai_gateway::Access::start(&fw, options.token.clone(), options.shared.clone()).await?;
     if let Some(t) = &options.metrics_token {
         genai_core::redact::remember(t);
     }
@@ -167,6 +170,7 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
     let limits = options.limits.clone();
     let ops = Arc::new(ops::Ops {
         store: fw.store().clone(),
+        access: access.clone(),
         metrics_token: options.metrics_token.clone(),
         serve_token: options.token.clone(),
     });

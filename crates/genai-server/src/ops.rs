@@ -1,5 +1,6 @@
 //! The operator's routes of `genai serve`: `/healthz` (the process serves) and `/readyz` (the
-//! history answers a query and its schema is this genai's) without a token, for a load
+//! history answers a query and its schema is this genai's, and so does the shared store of
+//! `[store] url` when there is one) without a token, for a load
 //! balancer or an orchestrator; `/metrics` (`genai_gateway::metrics`, Prometheus' text format)
 //! with the metrics token or the serve token; and the listener of `[serve] metrics_address`,
 //! which serves these routes alone and `/metrics` without a token, for a private network.
@@ -24,6 +25,8 @@ const READY_WITHIN: Duration = Duration::from_secs(5);
 /// What the operator's routes need.
 pub(crate) struct Ops {
     pub(crate) store: Arc<Store>,
+    /// The gateway's gate, which knows whether its shared store is ready.
+    pub(crate) access: Arc<genai_gateway::Access>,
     /// The bearer token `/metrics` takes besides the serve token (`[serve] metrics_token`).
     pub(crate) metrics_token: Option<String>,
     pub(crate) serve_token: String,
@@ -79,7 +82,13 @@ impl Ops {
     /// else 503 with the reason.
     async fn ready(&self) -> HttpResponse {
         let store = self.store.clone();
-        let asked = tokio::task::spawn_blocking(move || store.ready());
+        let asked = async {
+            let local = tokio::task::spawn_blocking(move || store.ready()).await?;
+            Ok::<_, tokio::task::JoinError>(match self.access.shared_ready().await {
+                Some(Err(e)) => Err(e),
+                _ => local,
+            })
+        };
         let why = match tokio::time::timeout(READY_WITHIN, asked).await {
             Ok(Ok(Ok(()))) => return refuse(http::StatusCode::OK, "ready\n"),
             Ok(Ok(Err(e))) => e.message,

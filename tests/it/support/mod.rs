@@ -30,6 +30,7 @@ pub mod http1;
 pub mod loopback;
 pub mod messages;
 pub mod poll;
+pub mod postgres;
 pub mod prometheus;
 pub mod prompt_cache;
 pub mod python_sdk;

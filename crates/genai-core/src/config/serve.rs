@@ -1,8 +1,7 @@
 //! `[serve]`: how `genai serve` runs (its models, roots, metrics, shutdown, and the Redis its
 //! keys' rates are counted in), and how `ask` and `chat` use a running one.
 //!
-//! It owns these settings' shape and the finding of a password inside a URL setting; it must
-//! never act on them (the server and the gateway do).
+//! It owns these settings' shape; it must never act on them (the server and the gateway do).
 
 use std::collections::BTreeMap;
 
@@ -55,49 +54,4 @@ pub struct ServeConfig {
     /// default) refuses a key with a rate limit (503) at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_fail_open: Option<bool>,
-}
-
-/// Calls `f` on the password of `url` (`scheme://USER:PASSWORD@HOST...`), if it has one, and
-/// puts back what `f` left.
-pub(crate) fn url_password(url: &mut String, f: &mut impl FnMut(&mut String)) {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
-        return;
-    };
-    let authority_end = url[start..].find('/').map_or(url.len(), |i| start + i);
-    let Some(at) = url[start..authority_end].rfind('@').map(|i| start + i) else {
-        return;
-    };
-    let Some(colon) = url[start..at].find(':').map(|i| start + i + 1) else {
-        return;
-    };
-    let mut password = url[colon..at].to_string();
-    if password.is_empty() {
-        return;
-    }
-    f(&mut password);
-    url.replace_range(colon..at, &password);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::url_password;
-
-    fn masked(url: &str) -> String {
-        let mut url = url.to_string();
-        url_password(&mut url, &mut |p| *p = "***".into());
-        url
-    }
-
-    #[test]
-    fn only_a_urls_password_is_handed_over() {
-        assert_eq!(
-            masked("redis://:pw@host:6379/0"),
-            "redis://:***@host:6379/0"
-        );
-        assert_eq!(masked("redis://user:p@ss@h/0"), "redis://user:***@h/0");
-        assert_eq!(masked("redis://host:6379/0"), "redis://host:6379/0");
-        assert_eq!(masked("redis://user@host/0"), "redis://user@host/0");
-        assert_eq!(masked("redis://host/a@b"), "redis://host/a@b");
-        assert_eq!(masked("not a url"), "not a url");
-    }
 }

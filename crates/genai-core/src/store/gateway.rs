@@ -237,6 +237,47 @@ impl Store {
         Ok(rows)
     }
 
+    /// At most `limit` requests stored after the row `after` (its rowid; 0: from the first),
+    /// oldest first, each with its rowid: `genai serve migrate` copies the ledger in pages.
+    pub fn gateway_requests_after(
+        &self,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<(i64, GatewayRequest)>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT rowid, created_at, key_name, api, model, served_by, client, status,
+                    input_tokens, output_tokens, cost, latency_ms, first_byte_ms, request_body,
+                    reply_body
+             FROM gateway_requests WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+        )?;
+        let count = |n: Option<i64>| n.map(|n| n.max(0) as u64);
+        let rows = stmt
+            .query_map(params![after, limit], |r| {
+                Ok((
+                    r.get(0)?,
+                    GatewayRequest {
+                        created_at: r.get(1)?,
+                        key_name: r.get(2)?,
+                        api: r.get(3)?,
+                        model: r.get(4)?,
+                        served_by: r.get(5)?,
+                        client: r.get(6)?,
+                        status: r.get(7)?,
+                        input_tokens: count(r.get(8)?),
+                        output_tokens: count(r.get(9)?),
+                        cost: r.get(10)?,
+                        latency_ms: count(r.get(11)?).unwrap_or(0),
+                        first_byte_ms: count(r.get(12)?),
+                        request_body: r.get(13)?,
+                        reply_body: r.get(14)?,
+                    },
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// The requests at or after `since` (all when `None`) added up by key, most requests first.
     pub fn gateway_usage(&self, since: Option<i64>) -> Result<Vec<KeyUsage>> {
         let conn = self.conn()?;
@@ -390,5 +431,11 @@ mod tests {
         let spent = s.gateway_spent().unwrap();
         assert_eq!(spent, vec![("ci".to_string(), 0.75)]);
         assert_eq!(s.gateway_requests(None, 10).unwrap().len(), 4);
+        let first = s.gateway_requests_after(0, 3).unwrap();
+        assert_eq!(first.len(), 3);
+        assert_eq!(first[0].1.latency_ms, 30, "oldest first");
+        let rest = s.gateway_requests_after(first[2].0, 3).unwrap();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].1.key_name, "dev");
     }
 }

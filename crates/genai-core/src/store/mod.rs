@@ -20,7 +20,7 @@ use genai_protocol::listings::ConversationRecord;
 mod decisions;
 pub(crate) use decisions::DecisionRecord;
 mod gateway;
-pub use gateway::{GatewayKey, GatewayRequest};
+pub use gateway::{GatewayKey, GatewayRequest, KeyUsage};
 mod listing;
 mod schema;
 mod search;

@@ -1,0 +1,263 @@
+//! `genai serve`'s shared state in Postgres (`[store] url`, or `GENAI_DATABASE_URL`): the
+//! gateway's virtual keys with what each has spent, and the ledger of gateway requests, so
+//! replicas on one database agree on keys, revocations, budgets and usage. [`Postgres`]
+//! implements the gateway's [`SharedState`] over a pool of connections (deadpool) with
+//! prepared statements; `schema.rs` migrates the database at start under an advisory lock;
+//! `admin.rs` is what `genai serve keys` and `genai usage --by key` ask; `import.rs` copies a
+//! SQLite serve's keys and ledger (`genai serve migrate`).
+//!
+//! It owns the SQL and the pool. It must never log, print or return the URL's password (it is
+//! handed to the redactor before the first connection, and errors name the host only), never
+//! store a key in plain (hashes only), and never wait on the database without a deadline: a
+//! database that does not answer is an error within [`QUERY_TIMEOUT`].
+//!
+//! TLS is not spoken: connections are plain (a loopback or private network, or a TLS proxy
+//! beside the serve); a URL asking `sslmode=require` is refused by the client with that reason.
+
+mod admin;
+mod import;
+mod schema;
+
+pub use import::Imported;
+pub use schema::VERSION as SCHEMA_VERSION;
+
+use std::future::Future;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use genai_core::error::{Error, ErrorKind, Result};
+use genai_core::store::{GatewayKey, GatewayRequest};
+use genai_gateway::{PoolState, SharedState};
+use tokio_postgres::NoTls;
+
+/// The longest a connection may take to open, a query to answer, or a request to wait for a
+/// free connection: past it the gateway answers 503 at once rather than hang.
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Connections the pool opens at most.
+const POOL_SIZE: usize = 16;
+
+/// The shared database of `genai serve`'s replicas.
+pub struct Postgres {
+    pool: Pool,
+    /// The URL as it may be shown: its password masked.
+    shown: String,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres")
+            .field("url", &self.shown)
+            .finish()
+    }
+}
+
+/// A database error as genai says it: what failed, never the URL's password.
+pub(crate) fn db_err(e: tokio_postgres::Error) -> Error {
+    let message = match e.as_db_error() {
+        Some(db) => format!("Postgres refused: {}", db.message()),
+        None => {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            text
+        }
+    };
+    Error::new(ErrorKind::Store, message)
+}
+
+fn pool_err(e: deadpool_postgres::PoolError) -> Error {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => db_err(e),
+        deadpool_postgres::PoolError::Timeout(_) => Error::new(
+            ErrorKind::Timeout,
+            format!(
+                "the shared database did not give a connection within {} s",
+                QUERY_TIMEOUT.as_secs()
+            ),
+        ),
+        other => Error::new(
+            ErrorKind::Store,
+            format!("the shared database's pool: {other}"),
+        ),
+    }
+}
+
+/// `work`, or a time-out error past [`QUERY_TIMEOUT`] (twice that: a connection, then a query).
+pub(crate) async fn within<T>(work: impl Future<Output = Result<T>>) -> Result<T> {
+    match tokio::time::timeout(QUERY_TIMEOUT * 2, work).await {
+        Ok(done) => done,
+        Err(_) => Err(Error::new(
+            ErrorKind::Timeout,
+            format!(
+                "the shared database did not answer within {} s",
+                (QUERY_TIMEOUT * 2).as_secs()
+            ),
+        )),
+    }
+}
+
+impl Postgres {
+    /// A pool on `url` (nothing connects yet); a URL that does not parse is refused, without
+    /// its password.
+    pub fn new(url: &str) -> Result<Postgres> {
+        if let Some(password) = genai_core::config::store::url_password(url) {
+            genai_core::redact::remember(password);
+        }
+        let shown = genai_core::config::store::masked_url(url);
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                format!("[store] url `{shown}` is not a Postgres URL: {e} (postgres://USER:PASSWORD@HOST:PORT/DB)"),
+            )
+        })?;
+        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("[store] url `{shown}` asks for TLS (sslmode=require), which this genai does not speak to Postgres yet: use a private network or a local TLS proxy, and sslmode=disable or prefer"),
+            ));
+        }
+        config.connect_timeout(QUERY_TIMEOUT);
+        config.application_name("genai serve");
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .wait_timeout(Some(QUERY_TIMEOUT))
+            .create_timeout(Some(QUERY_TIMEOUT))
+            .recycle_timeout(Some(QUERY_TIMEOUT))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| Error::internal(format!("cannot make the database's pool: {e}")))?;
+        Ok(Postgres { pool, shown })
+    }
+
+    /// A pool on `url` with the database migrated to this binary's schema (under the advisory
+    /// lock); a newer schema is refused naming both versions.
+    pub async fn open(url: &str) -> Result<Postgres> {
+        let db = Postgres::new(url)?;
+        let shown = db.shown.clone();
+        within(async {
+            let mut client = db.client().await?;
+            schema::migrate(&mut client).await
+        })
+        .await
+        .map_err(|e| {
+            Error::new(
+                e.kind,
+                format!("the shared database {shown}: {}", e.message),
+            )
+        })?;
+        Ok(db)
+    }
+
+    /// The URL, its password masked.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Client> {
+        self.pool.get().await.map_err(pool_err)
+    }
+}
+
+/// The key of a row of `gateway_keys` (name, hash, created_at, budget, rpm, models,
+/// keep_bodies, revoked_at, spent, tpm), with what it spent.
+pub(crate) fn key_of(r: &tokio_postgres::Row) -> Result<(GatewayKey, f64)> {
+    let models: Option<String> = r.get(5);
+    let models = match models {
+        Some(m) => serde_json::from_str(&m)
+            .map_err(|e| Error::new(ErrorKind::Store, format!("a key's models: {e}")))?,
+        None => Vec::new(),
+    };
+    let rpm: Option<i32> = r.get(4);
+    let tpm: Option<i64> = r.get(9);
+    Ok((
+        GatewayKey {
+            name: r.get(0),
+            hash: r.get(1),
+            created_at: r.get(2),
+            budget: r.get(3),
+            rpm: rpm.map(|n| n.max(0) as u32),
+            tpm: tpm.map(|n| n.max(0) as u64),
+            models,
+            keep_bodies: r.get(6),
+            revoked_at: r.get(7),
+        },
+        r.get(8),
+    ))
+}
+
+pub(crate) const KEY_COLUMNS: &str =
+    "name, hash, created_at, budget, rpm, models, keep_bodies, revoked_at, spent, tpm";
+
+#[async_trait::async_trait]
+impl SharedState for Postgres {
+    async fn live_key(&self, hash: &str) -> Result<Option<(GatewayKey, f64)>> {
+        within(async {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&format!(
+                    "SELECT {KEY_COLUMNS} FROM gateway_keys WHERE hash = $1 AND revoked_at IS NULL"
+                ))
+                .await
+                .map_err(db_err)?;
+            let row = client.query_opt(&stmt, &[&hash]).await.map_err(db_err)?;
+            row.as_ref().map(key_of).transpose()
+        })
+        .await
+    }
+
+    async fn charge(&self, name: &str, cost: f64) -> Result<f64> {
+        within(async {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(
+                    "UPDATE gateway_keys SET spent = spent + $2 WHERE name = $1 RETURNING spent",
+                )
+                .await
+                .map_err(db_err)?;
+            let row = client
+                .query_opt(&stmt, &[&name, &cost])
+                .await
+                .map_err(db_err)?;
+            Ok(row.map_or(0.0, |r| r.get(0)))
+        })
+        .await
+    }
+
+    async fn record(&self, rows: Vec<GatewayRequest>) -> Result<()> {
+        within(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(db_err)?;
+            admin::insert_requests(&*tx, &rows).await?;
+            tx.commit().await.map_err(db_err)
+        })
+        .await
+    }
+
+    async fn ready(&self) -> Result<()> {
+        within(async {
+            let client = self.client().await?;
+            schema::check(schema::version(&client).await?)
+        })
+        .await
+    }
+
+    fn pool(&self) -> PoolState {
+        let status = self.pool.status();
+        PoolState {
+            in_use: status.size.saturating_sub(status.available) as u64,
+            idle: status.available as u64,
+            max: status.max_size as u64,
+        }
+    }
+}

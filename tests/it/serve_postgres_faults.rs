@@ -1,0 +1,214 @@
+//! `genai serve` on Postgres when things change under it: `genai serve migrate` copies a SQLite
+//! serve's keys and ledger (a second run copies nothing twice), and those keys then work
+//! against Postgres; Postgres stopped under load gives fast 503s and `/readyz` says so, and
+//! the same replica serves again once Postgres is back, without a restart.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::serve::Served;
+use crate::serve_postgres::{chat, create, genai, replica, UPSTREAM_KEY, WAIT};
+use crate::support::fake_openai::{Behavior, FakeOpenAi};
+use crate::support::poll::wait_until;
+use crate::support::postgres::{Cluster, PASSWORD};
+
+/// `genai serve migrate` from `from`'s history into `db`: its stderr.
+fn migrate(from: &Served, db: &Cluster) -> String {
+    let file = from.data_dir().join("history.db");
+    let o = from
+        .genai(&[
+            "serve",
+            "migrate",
+            "--from",
+            file.to_str().unwrap(),
+            "--to",
+            &db.url(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{stderr}");
+    assert!(!stderr.contains(PASSWORD), "{stderr}");
+    stderr
+}
+
+#[tokio::test]
+async fn serve_migrate_copies_keys_and_ledger_once_and_the_keys_work_on_postgres() {
+    let Some(db) = Cluster::start() else { return };
+    let fake = FakeOpenAi::start(0, Behavior::text("Moved.")).unwrap();
+    let base_url = fake.base_url();
+    let mut sqlite = Served::start_with(
+        "[defaults]\nmodel = \"openai:gpt-pg\"\n",
+        &[
+            ("OPENAI_BASE_URL", base_url.as_str()),
+            ("OPENAI_API_KEY", UPSTREAM_KEY),
+        ],
+        &["--no-preload"],
+    );
+    let o = sqlite
+        .genai(&["serve", "keys", "create", "old"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let key = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let gone = sqlite
+        .genai(&["serve", "keys", "create", "gone"])
+        .output()
+        .unwrap();
+    assert!(gone.status.success());
+    assert!(sqlite
+        .genai(&["serve", "keys", "revoke", "gone"])
+        .status()
+        .unwrap()
+        .success());
+    for _ in 0..2 {
+        assert_eq!(chat(&sqlite, &key).await.0, 200);
+    }
+    // Stopped, its rows are stored.
+    sqlite.terminate();
+    assert!(sqlite.exit_within(WAIT).success());
+
+    let first = migrate(&sqlite, &db);
+    assert!(
+        first.contains("2 keys added, 0 there already, 2 gateway requests copied"),
+        "{first}"
+    );
+    let again = migrate(&sqlite, &db);
+    assert!(
+        again.contains("0 keys added, 2 there already, 0 gateway requests copied"),
+        "{again}"
+    );
+    assert_eq!(db.psql("SELECT COUNT(*) FROM gateway_requests"), "2");
+    assert_eq!(
+        db.psql("SELECT COUNT(*) FROM gateway_keys WHERE hash LIKE 'gk-%' OR hash = ''"),
+        "0",
+        "hashes only"
+    );
+
+    let pg = replica(&db, &fake, false);
+    assert_eq!(
+        chat(&pg, &key).await.0,
+        200,
+        "the copied key works on Postgres"
+    );
+    wait_until(
+        "the third request is summed with the copied two",
+        WAIT,
+        || {
+            let all: Value =
+                serde_json::from_str(&genai(&pg, &db, &["usage", "--by", "key", "--json"]))
+                    .unwrap();
+            all["groups"][0]["key"] == "old" && all["groups"][0]["requests"] == 3
+        },
+    );
+    let list: Vec<Value> =
+        serde_json::from_str(&genai(&pg, &db, &["serve", "keys", "list", "--json"])).unwrap();
+    let gone = list.iter().find(|k| k["name"] == "gone").unwrap();
+    assert!(
+        gone["revoked"].is_string(),
+        "its revocation came along: {gone}"
+    );
+}
+
+async fn readyz(served: &Served) -> u16 {
+    reqwest::Client::builder()
+        .timeout(WAIT)
+        .build()
+        .unwrap()
+        .get(format!("{}/readyz", served.http_base()))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn postgres_stopped_under_load_gives_fast_503s_and_the_replica_serves_again() {
+    let Some(db) = Cluster::start() else { return };
+    let fake = FakeOpenAi::start(0, Behavior::text("Steady.")).unwrap();
+    let served = replica(&db, &fake, false);
+    let key = create(&served, &db, "steady", &[]);
+    assert_eq!(readyz(&served).await, 200);
+
+    // Load: eight clients asking in a loop while Postgres goes away.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut load = Vec::new();
+    for _ in 0..8 {
+        let (base, key, stop) = (served.http_base(), key.clone(), stop.clone());
+        load.push(tokio::spawn(async move {
+            let client = reqwest::Client::builder().timeout(WAIT).build().unwrap();
+            let mut seen = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let r = client
+                    .post(format!("{base}/v1/chat/completions"))
+                    .bearer_auth(&key)
+                    .json(&serde_json::json!({"model": "openai:gpt-pg", "messages": [{"role": "user", "content": "hi"}]}))
+                    .send()
+                    .await
+                    .expect("an answer, never a hang");
+                seen.push(r.status().as_u16());
+            }
+            seen
+        }));
+    }
+    db.halt();
+    // Each refused request answers at once: the client's 20 s timeout would fail the loop.
+    let (status, body) = chat(&served, &key).await;
+    assert_eq!(status, 503, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("shared store ([store] url) does not answer"),
+        "{message}"
+    );
+    assert_eq!(readyz(&served).await, 503);
+
+    db.resume();
+    let back = Instant::now();
+    loop {
+        let (status, _) = chat(&served, &key).await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503);
+        assert!(
+            back.elapsed() < WAIT,
+            "not serving again after Postgres came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(readyz(&served).await, 200);
+    // The pool and its failures are in /metrics.
+    let metrics = reqwest::Client::new()
+        .get(format!("{}/metrics", served.http_base()))
+        .bearer_auth(&served.token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let sample = |series: &str| crate::support::prometheus::sample(&metrics, series);
+    assert_eq!(
+        sample("genai_database_pool_connections{state=\"max\"}"),
+        Some(16.0),
+        "{metrics}"
+    );
+    assert!(sample("genai_database_pool_connections{state=\"idle\"}").is_some());
+    assert!(
+        sample("genai_database_errors_total").unwrap() >= 1.0,
+        "{metrics}"
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut seen = Vec::new();
+    for l in load {
+        seen.extend(l.await.unwrap());
+    }
+    assert!(seen.iter().all(|s| matches!(s, 200 | 503)), "{seen:?}");
+    assert!(seen.contains(&503) && seen.contains(&200), "{seen:?}");
+    assert!(!served.log().contains(PASSWORD));
+}

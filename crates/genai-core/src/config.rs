@@ -71,6 +71,9 @@ pub struct Config {
     /// `genai serve` and its use by `ask` and `chat`: `[serve]`.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// How conversations are compacted when they near their model's context: `[compaction]`.
+    #[serde(default)]
+    pub compaction: crate::compaction::CompactionConfig,
 }
 
 /// `[serve]`: `genai serve`, as the other commands use it.

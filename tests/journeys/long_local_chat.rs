@@ -24,8 +24,11 @@ fn a_long_local_chat_compacts_goes_on_answering_and_keeps_every_turn() {
     home.write_config(&format!(
         "[service_providers.small]\nkind = \"local\"\nmodel = \"{DEMO}\"\ncontext_size = 512\n\n[compaction]\nthreshold = 0.6\n"
     ));
-    let mut input: String = (0..TURNS).map(|i| prompt(i) + "\n").collect();
-    input.push_str("/compact\nWhich files did I name?\n");
+    // `/compact` early, before the context asks for it; then on until it does.
+    let mut input: String = (0..3).map(|i| prompt(i) + "\n").collect();
+    input.push_str("/compact\n");
+    input.extend((3..TURNS).map(|i| prompt(i) + "\n"));
+    input.push_str("Which files did I name?\n");
     let chat = home
         .run_with_stdin(
             &[
@@ -45,8 +48,12 @@ fn a_long_local_chat_compacts_goes_on_answering_and_keeps_every_turn() {
         .lines()
         .filter(|l| l.starts_with("genai: compacted the "))
         .collect();
-    // At least once on its own, then once more for /compact.
+    // Once for /compact (the first turn of three), then on its own as the chat goes on.
     assert!(compactions.len() >= 2, "stderr:\n{err}");
+    assert!(
+        compactions[0].starts_with("genai: compacted the 1 earliest turn(s)"),
+        "{err}"
+    );
     assert!(
         compactions[0].contains("by the conversation's model")
             && compactions[0].contains("(the history keeps every turn)"),

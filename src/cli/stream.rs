@@ -176,6 +176,12 @@ pub async fn follow(
                     changed.add(edit);
                 }
             }
+            TurnEvent::Compacted(c) => events.write(&Event::Compaction {
+                turns: c.turns,
+                tokens_before: c.tokens_before,
+                tokens_after: c.tokens_after,
+                by: c.by,
+            }),
             TurnEvent::Done(outcome) => break outcome,
             _ => {}
         }

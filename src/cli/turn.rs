@@ -332,6 +332,15 @@ pub async fn show_turn(mut turn: TurnStream, view: View) -> Result<Shown, Error>
                 ..
             } => changed.add(edit),
             TurnEvent::Decision(d) => refused += usize::from(d.decision != "allow"),
+            TurnEvent::Compacted(c) => {
+                pane.close();
+                let _ = out.write_all(draft.erase(columns()).as_bytes());
+                let _ = out.flush();
+                eprintln!("genai: {}", c.describe());
+                if let Some(md) = &markdown {
+                    let _ = out.write_all(draft.show(md.pending(), columns()).as_bytes());
+                }
+            }
             TurnEvent::Done(outcome) => break outcome,
             _ => {}
         }

@@ -16,6 +16,7 @@ mod cli_json;
 mod cli_output;
 mod cli_params;
 mod commands;
+mod compaction;
 mod crates;
 mod cut_replies;
 mod daemon;

@@ -29,6 +29,7 @@ mod gateway_streams;
 mod history_backup;
 mod keys_and_servers;
 mod local_then_provider;
+mod long_local_chat;
 mod mistakes;
 mod pipes;
 mod redacted_across_models;

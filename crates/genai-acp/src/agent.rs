@@ -436,6 +436,19 @@ impl AcpAgent {
             self.undo(&id, force).await;
             return answer(PromptResponse::new(StopReason::EndTurn));
         }
+        if commands::compact_asked(&message) {
+            let text = match self.fw.compact_conversation(&id).await {
+                Ok(c) => commands::compacted_text(&c),
+                Err(e) => format!("genai: nothing was compacted: {}", e.message),
+            };
+            self.conn.update(
+                &id,
+                agent_client_protocol_schema::v1::SessionUpdate::AgentMessageChunk(
+                    super::port::text_chunk(text),
+                ),
+            );
+            return answer(PromptResponse::new(StopReason::EndTurn));
+        }
         commands::expand(&self.fw, &id, &self.session_cwd(&id), &mut message).await?;
         // The session's updates go out through the port as the turn runs; its end answers.
         let outcome = self.fw.run_turn(&id, message, None)?.outcome().await;

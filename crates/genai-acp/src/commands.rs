@@ -1,4 +1,4 @@
-//! The ACP slash commands: `/undo [force]` (genai's own), the commands seen from the
+//! The ACP slash commands: `/undo [force]` and `/compact` (genai's own), the commands seen from the
 //! session's folder (command files, built-in ones) and its MCP servers' prompts
 //! (`/SERVER.prompt`), announced as `available_commands_update` when a session opens and again
 //! when the command files change. A prompt that starts with a command is expanded: the
@@ -22,6 +22,26 @@ use genai_core::session::{mcp_command_name, Framework};
 
 /// genai's own command.
 pub(crate) const UNDO: &str = "undo";
+
+/// genai's command that compacts the session now.
+pub(crate) const COMPACT: &str = "compact";
+
+/// Whether `message` is `/compact`, which genai answers without a turn.
+pub(crate) fn compact_asked(message: &Message) -> bool {
+    let [Part::Text { text }] = message.content.as_slice() else {
+        return false;
+    };
+    text.trim().strip_prefix('/') == Some(COMPACT)
+}
+
+/// What `/compact` tells the user it did.
+pub(crate) fn compacted_text(c: &genai_core::compaction::Compacted) -> String {
+    let mut line = c.describe();
+    if let Some(first) = line.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    format!("{line}.")
+}
 
 /// Whether `message` is `/undo` (`Some(force)`), which genai answers without the model.
 pub(crate) fn undo_asked(message: &Message) -> Option<bool> {
@@ -70,7 +90,7 @@ fn input_hint(c: &Command) -> String {
     parts.join(" ")
 }
 
-/// Tells the client the commands of the session `id` working in `cwd`: `/undo`, the command
+/// Tells the client the commands of the session `id` working in `cwd`: `/undo`, `/compact`, the command
 /// files and built-in commands, and its MCP servers' prompts.
 pub(crate) async fn announce(fw: &Framework, conn: &Connection, id: &str, cwd: &Path) {
     let Ok(toolbox) = fw.toolbox_of(id) else {
@@ -85,11 +105,18 @@ pub(crate) async fn announce(fw: &Framework, conn: &Connection, id: &str, cwd: &
     .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(
         "force (optional)",
     )));
-    let from_files = files.list().filter(|c| c.name != UNDO).map(|c| {
-        AvailableCommand::new(c.name.clone(), c.description.clone()).input(
-            AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(input_hint(c))),
-        )
-    });
+    let compact = AvailableCommand::new(
+        COMPACT,
+        "Send the conversation's earlier turns as a summary from now on (the history keeps them all)",
+    );
+    let from_files = files
+        .list()
+        .filter(|c| c.name != UNDO && c.name != COMPACT)
+        .map(|c| {
+            AvailableCommand::new(c.name.clone(), c.description.clone()).input(
+                AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(input_hint(c))),
+            )
+        });
     let from_mcp = prompts
         .iter()
         .filter(|p| !files.contains(&mcp_command_name(p)))
@@ -109,7 +136,8 @@ pub(crate) async fn announce(fw: &Framework, conn: &Connection, id: &str, cwd: &
                 None => command,
             }
         });
-    let commands = std::iter::once(undo)
+    let commands = [undo, compact]
+        .into_iter()
         .chain(from_files)
         .chain(from_mcp)
         .collect();

@@ -273,6 +273,11 @@ impl ClientPort for SessionPort {
             TurnEvent::Step { summary, .. } => {
                 self.update(turn, SessionUpdate::AgentThoughtChunk(text_chunk(summary)))
             }
+            // ACP has no compaction update: the client shows it as a thought.
+            TurnEvent::Compacted(c) => self.update(
+                turn,
+                SessionUpdate::AgentThoughtChunk(text_chunk(format!("({})\n", c.describe()))),
+            ),
             // A call is shown once it runs, with its whole arguments.
             TurnEvent::ToolCall(_) => {}
             TurnEvent::ToolStarted {

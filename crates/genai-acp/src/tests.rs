@@ -469,3 +469,60 @@ async fn a_command_file_added_before_the_watching_task_runs_is_announced() {
     stop.cancel();
     c.close().await;
 }
+
+#[tokio::test]
+async fn slash_compact_summarises_the_session_now_and_says_what_it_did() {
+    let answers = ["one", "two", "three", "SUMMARY-ACP", "four", "SUMMARY-2"]
+        .iter()
+        .map(|t| text_stream(&[t], false))
+        .collect();
+    let (fw, provider) = framework(Arc::new(Store::in_memory().unwrap()), answers);
+    let mut c = Client::start(fw);
+    c.init().await;
+    let id = c.new_session("/work/project").await;
+    for text in ["first", "second", "third"] {
+        let (r, _) = c
+            .call(
+                "session/prompt",
+                json!({"sessionId": id, "prompt": [{"type": "text", "text": text}]}),
+            )
+            .await;
+        assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    }
+    let (r, before) = c
+        .call(
+            "session/prompt",
+            json!({"sessionId": id, "prompt": [{"type": "text", "text": "/compact"}]}),
+        )
+        .await;
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let said = texts(&updates(&before, "agent_message_chunk"));
+    assert!(
+        said.starts_with(
+            "Compacted the 1 earliest turn(s) into a summary by the conversation's model"
+        ),
+        "{said}"
+    );
+    assert!(provider.messages_of(3)[1].contains("user: first"));
+    c.call(
+        "session/prompt",
+        json!({"sessionId": id, "prompt": [{"type": "text", "text": "fourth"}]}),
+    )
+    .await;
+    let sent = provider.messages_of(4);
+    assert!(sent[0].contains("SUMMARY-ACP"), "{sent:?}");
+    assert!(!sent.contains(&"user: first".to_string()), "{sent:?}");
+    assert!(sent.contains(&"user: second".to_string()), "{sent:?}");
+    // Again after one more turn: the turns since are added to the summary.
+    let (_, before) = c
+        .call(
+            "session/prompt",
+            json!({"sessionId": id, "prompt": [{"type": "text", "text": "/compact"}]}),
+        )
+        .await;
+    let said = texts(&updates(&before, "agent_message_chunk"));
+    assert!(said.starts_with("Compacted the 2 earliest"), "{said}");
+    // Grown from the summary kept, not written from scratch.
+    assert!(provider.messages_of(5)[1].starts_with("user: The summary so far: SUMMARY-ACP"));
+    c.close().await;
+}

@@ -77,6 +77,9 @@ pub struct Config {
     /// Where `genai serve`'s replicas share their state (a Postgres URL): `[store]`.
     #[serde(default)]
     pub store: store::StoreConfig,
+    /// How conversations are compacted when they near their model's context: `[compaction]`.
+    #[serde(default)]
+    pub compaction: crate::compaction::CompactionConfig,
 }
 
 /// `[keys]`: where `genai keys set` stores a key.

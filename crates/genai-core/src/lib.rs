@@ -31,6 +31,7 @@
 // The core.
 pub mod agent;
 pub mod command;
+pub mod compaction;
 pub mod config;
 pub mod context_files;
 pub mod download;

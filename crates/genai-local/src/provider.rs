@@ -210,6 +210,20 @@ impl ServiceProvider for LocalProvider {
         Some(self.model_path(model))
     }
 
+    /// The configured `context_size`, else the loaded engine's (loading it as the request
+    /// would).
+    async fn context_tokens(&self, model: &str) -> Option<u64> {
+        if self.settings.context_size > 0 {
+            return Some(u64::from(self.settings.context_size));
+        }
+        let (path, settings) = (self.model_path(model).ok()?, self.settings);
+        tokio::task::spawn_blocking(move || engine::engine(&path, settings).map(|e| e.n_ctx))
+            .await
+            .ok()?
+            .ok()
+            .map(u64::from)
+    }
+
     async fn warm_up(&self, model: &str) -> Result<()> {
         let (path, settings) = (self.model_path(model)?, self.settings);
         tokio::task::spawn_blocking(move || engine::engine(&path, settings).map(|_| ()))

@@ -12,8 +12,8 @@ use serde_json::Value;
 
 /// One line of the event stream. Every run writes `start` first and `result` last; in between,
 /// in the order they happen: `text` and `reasoning` (pieces coalesced to whole lines, or what
-/// came within about 100 ms), `tool_call`, `permission`, `tool_result`, `file_changed`, `usage`
-/// and `error`.
+/// came within about 100 ms), `compaction`, `tool_call`, `permission`, `tool_result`,
+/// `file_changed`, `usage` and `error`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent<U> {
@@ -69,6 +69,18 @@ pub enum StreamEvent<U> {
         removed: usize,
         /// The checkpoint that holds its old bytes: the turn's id, for `genai undo --turn`.
         checkpoint: String,
+    },
+    /// A request neared the model's context, so genai compacted it before sending: the
+    /// oldest `turns` are sent as a summary from now on (the history keeps every turn).
+    #[serde(rename_all = "camelCase")]
+    Compaction {
+        /// The turns sent as their summary, from the conversation's start.
+        turns: usize,
+        /// About how many tokens the request's messages took before and after.
+        tokens_before: usize,
+        tokens_after: usize,
+        /// Who wrote the summary: `the conversation's model` or `agent NAME`.
+        by: String,
     },
     /// What the turn used, every request added up, and its cost in US dollars (`null`:
     /// unknown, never guessed).

@@ -220,6 +220,7 @@ pub(crate) const METHODS: &[Method] = &[
     sent!("OnNewMessage", NewMessageToFeature),
     sent!("DoAction", DoActionParams),
     sent!("OnToolCallChunk", ToolCallChunk),
+    sent!("OnCompaction", Compaction),
     sent!("RequestConfirmation", RequestConfirmationParams => RequestConfirmationResult),
     // Without schemas: `$/cancelRequest` takes `{id}` (LSP's), `Shutdown` nothing.
     request!("$/cancelRequest", cancel_request, Notification, None, None),

@@ -1,5 +1,5 @@
 //! The daemon's client port: turns the core's events into this connection's notifications
-//! (`OnFeatureResponseChunk`, `OnReasoningChunk`, `OnFeatureResponse`, `OnToolCallChunk`, `DoAction`,
+//! (`OnFeatureResponseChunk`, `OnReasoningChunk`, `OnFeatureResponse`, `OnToolCallChunk`, `DoAction`, `OnCompaction`,
 //! `OnPromptResponse*`, `OnNewMessage` to a hosting client) and the core's questions into
 //! daemon→client requests (`RequestConfirmation`, `OnMiddleware`, `OnToolCall`,
 //! `ReadTextFile`, `WriteTextFile`), which the peer sends and matches answers to.
@@ -189,6 +189,14 @@ impl ClientPort for RpcPort {
                 message_id,
                 sequence,
                 action,
+            }),
+            TurnEvent::Compacted(c) => Event::OnCompaction(Compaction {
+                conversation_id: turn.conversation_id.clone(),
+                turn_id: turn.turn_id.clone(),
+                turns: c.turns,
+                tokens_before: c.tokens_before,
+                tokens_after: c.tokens_after,
+                by: c.by,
             }),
             TurnEvent::Step { summary, detailed } => {
                 let step = TurnOutcome {

@@ -467,6 +467,22 @@ pub(crate) struct FeatureResponseChunk {
     pub(crate) delta: String,
 }
 
+/// A turn's request neared its model's context: its oldest turns are sent as a summary from
+/// now on (the history keeps every turn).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Compaction {
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
+    /// The turns sent as their summary, from the conversation's start.
+    pub(crate) turns: usize,
+    /// About how many tokens the request's messages took before and after.
+    pub(crate) tokens_before: usize,
+    pub(crate) tokens_after: usize,
+    /// Who wrote the summary: `the conversation's model` or `agent NAME`.
+    pub(crate) by: String,
+}
+
 /// A piece of a tool call as the model streams it (the `tools` feature, streaming on): the
 /// pieces of one call share `index`; `id` and `name` come with its first piece; `arguments`
 /// are the next characters of its JSON arguments.
@@ -560,4 +576,5 @@ pub(crate) enum Event {
     OnNewMessage(NewMessageToFeature),
     DoAction(DoActionParams),
     OnToolCallChunk(ToolCallChunk),
+    OnCompaction(Compaction),
 }

@@ -17,6 +17,8 @@ pub enum Command {
     /// Show the model's parameters, or set some (`NAME=VALUE`).
     Params(Vec<String>),
     History,
+    /// Send the conversation's earlier turns as a summary from now on.
+    Compact,
     /// Put back the files the last turn of this conversation changed (`/undo force` also
     /// those changed since).
     Undo {
@@ -64,6 +66,10 @@ pub const HELP: &[(&str, &str)] = &[
         "show the model's parameters, or set some",
     ),
     ("/history", "show this conversation's messages"),
+    (
+        "/compact",
+        "send the earlier turns as a summary from now on (the history keeps them)",
+    ),
     (
         "/undo [force]",
         "put back the files this conversation's last turn changed",
@@ -139,6 +145,7 @@ pub fn parse(input: &str) -> Line {
             rest.split_whitespace().map(str::to_string).collect(),
         )),
         "history" => bare(Command::History),
+        "compact" => bare(Command::Compact),
         "undo" => match arg.as_deref() {
             None => Line::Command(Command::Undo { force: false }),
             Some("force") => Line::Command(Command::Undo { force: true }),

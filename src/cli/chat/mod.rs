@@ -356,6 +356,10 @@ impl Chat {
                     outln!("{}: {}", m.role.as_str(), transcript.plain(&m));
                 }
             }
+            Command::Compact => {
+                let compacted = self.fw.compact_conversation(&id).await?;
+                note(&compacted.describe());
+            }
             Command::Undo { force } => {
                 let target = genai_core::checkpoint::UndoTarget {
                     conversation: Some(id.clone()),

@@ -133,7 +133,7 @@ impl AIAgent {
         options: &RequestOptions<'_>,
         on_delta: Option<OnDelta<'_>>,
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
-        notes: &Notes,
+        notes: &Notes<'_>,
     ) -> Result<(ModelReply, Answerer)> {
         if binding.fallbacks.is_empty() {
             let request = model.prepare(messages, options)?;

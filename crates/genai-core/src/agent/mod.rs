@@ -12,6 +12,9 @@
 
 mod binding;
 pub mod budget;
+mod compact;
+#[cfg(test)]
+mod compact_tests;
 mod fallback;
 pub(crate) mod react;
 mod request;
@@ -110,15 +113,28 @@ impl PromptOutcome {
     }
 }
 
-/// Lines for one prompt's details, gathered while it runs (middleware, fallbacks, a schema's
-/// handling, a reply cut short), each line once. They end with the prompt: a failed one's are
-/// never a later turn's.
-#[derive(Default)]
-pub(crate) struct Notes(std::sync::Mutex<Vec<String>>);
+/// Told what a compaction did, as it happens.
+pub(crate) type OnCompacted<'a> = &'a (dyn Fn(&crate::compaction::Compacted) + Send + Sync);
 
-impl Notes {
+/// Lines for one prompt's details, gathered while it runs (middleware, fallbacks, a schema's
+/// handling, a reply cut short, compaction), each line once, and who is told of a compaction.
+/// They end with the prompt: a failed one's are never a later turn's.
+#[derive(Default)]
+pub(crate) struct Notes<'a> {
+    lines: std::sync::Mutex<Vec<String>>,
+    on_compacted: Option<OnCompacted<'a>>,
+}
+
+impl Notes<'_> {
+    /// Tells the prompt's caller what a compaction did.
+    pub(crate) fn compacted(&self, c: &crate::compaction::Compacted) {
+        if let Some(f) = self.on_compacted {
+            f(c);
+        }
+    }
+
     pub(crate) fn add(&self, lines: impl IntoIterator<Item = String>) {
-        if let Ok(mut n) = self.0.lock() {
+        if let Ok(mut n) = self.lines.lock() {
             for line in lines {
                 if !n.contains(&line) {
                     n.push(line);
@@ -128,7 +144,7 @@ impl Notes {
     }
 
     fn take(self) -> Vec<String> {
-        self.0.into_inner().unwrap_or_else(|p| p.into_inner())
+        self.lines.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -159,6 +175,8 @@ pub struct AIAgent {
     pub(crate) timeout: Option<Duration>,
     /// Run on the messages of every request (and on each reply); never on the history.
     pub(crate) middleware: Chain,
+    /// Compacts the messages of a request that nears the model's context (`None`: off).
+    pub(crate) compaction: Option<Arc<crate::compaction::Compaction>>,
 }
 
 impl AIAgent {
@@ -181,6 +199,7 @@ impl AIAgent {
             persistence,
             timeout: None,
             middleware: Chain::default(),
+            compaction: None,
         }
     }
 
@@ -279,6 +298,21 @@ impl AIAgent {
         tools: Option<&ToolLoop<'_>>,
         schema: Option<&ResponseSchema>,
     ) -> Result<PromptOutcome> {
+        self.send_prompt_observed(prompt, on_delta, None, cancel, tools, schema)
+            .await
+    }
+
+    /// [`AIAgent::send_prompt_as`], telling `on_compacted` what each compaction of its
+    /// requests did as it happens.
+    pub(crate) async fn send_prompt_observed(
+        &self,
+        prompt: Vec<Message>,
+        on_delta: Option<OnDelta<'_>>,
+        on_compacted: Option<OnCompacted<'_>>,
+        cancel: &CancellationToken,
+        tools: Option<&ToolLoop<'_>>,
+        schema: Option<&ResponseSchema>,
+    ) -> Result<PromptOutcome> {
         let _turn = tokio::select! {
             t = self.turn.lock() => t,
             _ = cancel.cancelled() => return Err(Error::cancelled()),
@@ -326,7 +360,10 @@ impl AIAgent {
         // What a handover noted is the feature's to take before the prompt; what is left
         // belongs to no turn.
         self.take_notes();
-        let notes = Notes::default();
+        let notes = Notes {
+            on_compacted,
+            ..Notes::default()
+        };
         if let Some(schema) = schema {
             notes.add(binding.model.format.schema_notes(schema));
         }

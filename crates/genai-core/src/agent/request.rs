@@ -1,4 +1,5 @@
-//! One request of a turn to the model: its messages through the agent's middleware (and the
+//! One request of a turn to the model: its messages compacted when they near the model's
+//! context (`compact.rs`), through the agent's middleware (and the
 //! reply back through it), images the model cannot take refused, and a provider's answer (the
 //! agent's own or a fallback's, tried in `fallback.rs`) read whole or as it streams, within
 //! the provider's reply tokens, with genai's keys masked in every piece and in the reply.
@@ -53,7 +54,7 @@ impl AIAgent {
         binding: &ModelBinding,
         model: &ModelConfiguration,
         messages: &'m [Message],
-        noted: &Notes,
+        noted: &Notes<'_>,
     ) -> Result<std::borrow::Cow<'m, [Message]>> {
         if self.middleware.is_empty() {
             return Ok(std::borrow::Cow::Borrowed(messages));
@@ -82,10 +83,11 @@ impl AIAgent {
         options: &RequestOptions<'_>,
         on_delta: Option<OnDelta<'_>>,
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
-        noted: &Notes,
+        noted: &Notes<'_>,
     ) -> Result<(ModelReply, Answerer)> {
+        let messages = self.compacted(binding, model, messages, noted).await?;
         let messages = self
-            .through_middleware(binding, model, messages, noted)
+            .through_middleware(binding, model, &messages, noted)
             .await?;
         let (mut reply, answerer) = self
             .send_with_fallbacks(binding, model, &messages, options, on_delta, on_call, noted)

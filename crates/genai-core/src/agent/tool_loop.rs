@@ -29,7 +29,7 @@ impl AIAgent {
         on_delta: Option<OnDelta<'_>>,
         tools: Option<&ToolLoop<'_>>,
         schema: Option<&ResponseSchema>,
-        notes: &Notes,
+        notes: &Notes<'_>,
     ) -> Result<TurnSteps> {
         let mut rounds = Rounds::default();
         let streamed = on_delta.filter(|_| schema.is_none());

@@ -35,9 +35,10 @@ impl Feature for Assistant {
         };
         let mut detailed = turn.agent.take_notes();
         let schema = turn.response_schema.as_deref();
+        let told = |c: &crate::compaction::Compacted| turn.compacted(c);
         let sent = turn
             .agent
-            .send_prompt_as(prompt, on_delta, &turn.cancel, None, schema)
+            .send_prompt_observed(prompt, on_delta, Some(&told), &turn.cancel, None, schema)
             .await;
         if sent.is_err() {
             // An answer names the provider that answered; a failure the one asked.

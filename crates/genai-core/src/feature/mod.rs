@@ -56,6 +56,11 @@ impl Turn {
         self.port.turn_event(&self.id, event);
     }
 
+    /// Tells the client what a compaction of this turn's requests did.
+    pub(crate) fn compacted(&self, c: &crate::compaction::Compacted) {
+        self.emit(TurnEvent::Compacted(c.clone()));
+    }
+
     /// Streams a piece of the reply to the client.
     pub(crate) fn chunk(&self, delta: &str) {
         self.emit(TurnEvent::Chunk(delta.to_string()));

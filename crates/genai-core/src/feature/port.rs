@@ -78,6 +78,9 @@ pub enum TurnEvent {
         /// The tool's action object.
         action: Value,
     },
+    /// The request about to go neared the model's context: its oldest turns are sent as a
+    /// summary from now on (the history keeps them all).
+    Compacted(crate::compaction::Compacted),
     /// A step a client-hosted feature reported before its final answer.
     Step {
         summary: String,

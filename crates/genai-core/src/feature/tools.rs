@@ -375,11 +375,13 @@ impl Feature for Tools {
         } else {
             None
         };
+        let told = |c: &crate::compaction::Compacted| turn.compacted(c);
         let mut result = turn
             .agent
-            .send_prompt_as(
+            .send_prompt_observed(
                 prompt,
                 on_delta,
+                Some(&told),
                 &turn.cancel,
                 Some(&tool_loop),
                 turn.response_schema.as_deref(),
@@ -398,9 +400,10 @@ impl Feature for Tools {
             let next = self.prompt(turn, Message::user(format!("(A stop hook says:) {reason}")));
             result = turn
                 .agent
-                .send_prompt_as(
+                .send_prompt_observed(
                     next,
                     on_delta,
+                    Some(&told),
                     &turn.cancel,
                     Some(&tool_loop),
                     turn.response_schema.as_deref(),

@@ -5,38 +5,24 @@
 //! else the model's declared one (its `num_ctx` parameter); the reply's share is the model's
 //! `max_tokens` (or its format's name for it), else `reserve_tokens` (default 1024).
 //!
-//! It owns the token estimate (about four characters a token, a flat count per image) and
-//! which turns go; its notes say what it did.
+//! It owns which turns go; the token estimate, the room, the transcript and the summary's
+//! prompt and cache are `crate::compaction::window`'s, which compaction shares. Its notes say
+//! what it did.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
 
 use super::{BuildContext, Capabilities, Helpers, Kind, Middleware, Request, TextCache};
+use crate::compaction::window::{self, estimate, Room};
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{Message, Part, Role};
+use crate::message::Message;
 
 /// Drops or summarises the oldest turns when a request would not fit the model's context.
 pub(crate) const KIND: Kind = Kind {
     name: "fit-context",
     build,
 };
-
-/// The parameters that name a reply's most tokens, by format.
-const REPLY_LIMITS: &[&str] = &[
-    "max_tokens",
-    "max_completion_tokens",
-    "num_predict",
-    "maxTokens",
-    "max_output_tokens",
-];
-/// The parameters that declare the model's context.
-const CONTEXT_SIZES: &[&str] = &["num_ctx"];
-/// Tokens counted for an image.
-const IMAGE_TOKENS: usize = 800;
-
-const SUMMARY_PROMPT: &str = "Summarise this earlier part of a conversation in a few sentences, keeping names, numbers, decisions and open questions. Answer with the summary only.";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Strategy {
@@ -93,87 +79,29 @@ fn build(ctx: &BuildContext<'_>) -> Result<Arc<dyn Middleware>> {
     }))
 }
 
-/// About how many tokens a message takes.
-pub(crate) fn estimate(m: &Message) -> usize {
-    fn parts(of: &[Part]) -> usize {
-        of.iter()
-            .map(|p| match p {
-                Part::Text { text } => text.chars().count().div_ceil(4),
-                Part::Reasoning { text, .. } => text.chars().count().div_ceil(4),
-                Part::Json { value } => value.to_string().len().div_ceil(4),
-                Part::ToolCall {
-                    name, arguments, ..
-                } => (name.len() + arguments.to_string().len()).div_ceil(4),
-                Part::ToolResult { content, .. } => parts(content),
-                Part::Image { .. } => IMAGE_TOKENS,
-            })
-            .sum()
-    }
-    4 + parts(&m.content)
-}
-
-fn first_u64(parameters: &Map<String, Value>, names: &[&str]) -> Option<u64> {
-    names
-        .iter()
-        .find_map(|n| parameters.get(*n).and_then(Value::as_u64))
-}
-
-/// The text of some messages, one `role: text` line each (what the summariser reads).
-fn transcript(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .map(|m| {
-            let mut text = m.text();
-            for (_, name, args) in m.calls() {
-                text.push_str(&format!(" [calls {name}({args})]"));
-            }
-            for p in &m.content {
-                if let Part::ToolResult { content, .. } = p {
-                    text.push_str(&crate::format::wire::text_of(content));
-                }
-            }
-            format!("{}: {}", m.role.as_str(), text.trim())
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 impl FitContext {
     /// The tokens the messages may take, and how that was worked out.
     fn budget(&self, model: &Capabilities) -> Result<(usize, String)> {
         let context = self
             .context_tokens
-            .or_else(|| first_u64(&model.parameters, CONTEXT_SIZES))
+            .or_else(|| window::declared_context(&model.parameters))
             .ok_or_else(|| {
                 Error::new(
                     ErrorKind::Config,
                     format!("the context size of {} is not known: set context_tokens in [middleware.{}]", model.model, self.name),
                 )
             })?;
-        let reserve = first_u64(&model.parameters, REPLY_LIMITS).unwrap_or(self.reserve_tokens);
-        let budget = context.saturating_sub(reserve) as usize;
-        Ok((
-            budget,
-            format!("{context} tokens of context − {reserve} for the reply"),
-        ))
+        let room = Room::of(context, &model.parameters, self.reserve_tokens);
+        Ok((room.budget(), room.describe()))
     }
 
     async fn summary(&self, dropped: &[Message]) -> Result<String> {
         let agent = self.agent.as_deref().unwrap_or_default();
-        let text = transcript(dropped);
-        let key = TextCache::key("summary", text.as_bytes());
-        if let Some(s) = self.cache.get(&key) {
-            return Ok(s);
-        }
-        let prompt = vec![Message::system(SUMMARY_PROMPT), Message::user(text)];
-        let summary = self
-            .helpers
-            .ask_agent(agent, prompt)
-            .await?
-            .trim()
-            .to_string();
-        self.cache.put(key, summary.clone());
-        Ok(summary)
+        let text = window::transcript(dropped);
+        window::cached_summary(&self.cache, text, |prompt| {
+            self.helpers.ask_agent(agent, prompt)
+        })
+        .await
     }
 }
 
@@ -187,14 +115,8 @@ impl Middleware for FitContext {
             return Ok(messages);
         }
         // The system message stays; turns start at each user message.
-        let (system, rest): (Vec<Message>, Vec<Message>) =
-            messages.into_iter().partition(|m| m.role == Role::System);
-        let starts: Vec<usize> = rest
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.role == Role::User)
-            .map(|(i, _)| i)
-            .collect();
+        let (system, rest) = window::split_system(messages);
+        let starts = window::turn_starts(&rest);
         let fixed: usize = system.iter().map(estimate).sum();
         let mut cut = 0; // rest[..cut] goes
         let mut turns_dropped = 0;
@@ -219,11 +141,7 @@ impl Middleware for FitContext {
             Strategy::Drop => "dropped",
             Strategy::Summarize => {
                 let summary = self.summary(&dropped).await?;
-                let note = format!("Earlier in this conversation (summarised): {summary}");
-                match out.first_mut() {
-                    Some(sys) => sys.content.push(Part::text(format!("\n\n{note}"))),
-                    None => out.push(Message::system(note)),
-                }
+                out = window::with_summary(out, &summary);
                 "summarised"
             }
         };
@@ -240,8 +158,9 @@ impl Middleware for FitContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Role;
     use crate::middleware::testing::{build_with, caps, run, FakeHelpers};
-    use serde_json::json;
+    use serde_json::{json, Map};
 
     fn conversation(turns: usize) -> Vec<Message> {
         let mut m = vec![Message::system("Be brief.")];

@@ -97,6 +97,11 @@ impl Chain {
         self.links.is_empty()
     }
 
+    /// Whether a middleware of this kind is in the chain.
+    pub(crate) fn has_kind(&self, kind: &str) -> bool {
+        self.links.iter().any(|l| l.kind == kind)
+    }
+
     /// Runs every middleware in order on the messages of one request. Notes and a failure
     /// name the middleware; a failure stops the request.
     pub(crate) async fn on_request(

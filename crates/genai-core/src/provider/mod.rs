@@ -109,6 +109,12 @@ pub trait ServiceProvider: Send + Sync {
     fn max_reply_tokens(&self) -> Option<u64> {
         None
     }
+    /// The context size in tokens this provider runs `model` with, when it declares one (the
+    /// local engine's); `None`: not known here. Compaction counts with it.
+    async fn context_tokens(&self, model: &str) -> Option<u64> {
+        let _ = model;
+        None
+    }
     /// The model file this provider runs `model` on, when it runs models in-process (the local
     /// engine): what another process of the same user compares before it lets a running
     /// `genai serve` answer for it. `None` for every provider that sends requests away.

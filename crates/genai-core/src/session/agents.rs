@@ -92,7 +92,8 @@ impl Framework {
     }
 
     /// An agent of `sel` on this provider and model configuration (its binding, with the
-    /// price, response schema and fallbacks of `sel`); its fallbacks get `params`.
+    /// price, response schema and fallbacks of `sel`, its middleware and its compaction);
+    /// its fallbacks get `params`.
     #[allow(clippy::too_many_arguments)]
     fn agent_on(
         self: &Arc<Self>,
@@ -113,6 +114,7 @@ impl Framework {
         let mut agent = AIAgent::new(new_id(), binding, persistence, system, history);
         agent.timeout = self.prompt_timeout;
         agent.middleware = self.middleware_chain(sel)?;
+        agent.compaction = self.compaction(&agent.middleware)?;
         Ok(agent)
     }
 
@@ -171,8 +173,8 @@ impl Framework {
 
     /// The agent of one request's model, with the agent's system prompt (a system message of
     /// the request replaces it), middleware, response schema and fallbacks (given the
-    /// parameters set on the model). It is registered nowhere and stores nothing; dropping it
-    /// ends it.
+    /// parameters set on the model), never compacted. It is registered nowhere and stores
+    /// nothing; dropping it ends it.
     pub fn request_agent(self: &Arc<Self>, model: RequestModel) -> Result<AIAgent> {
         let RequestModel {
             selection,
@@ -182,7 +184,7 @@ impl Framework {
         } = model;
         let system = selection.system_prompt.clone().map(Message::system);
         let params = (!set.is_empty()).then_some(&set);
-        self.agent_on(
+        let mut agent = self.agent_on(
             &selection,
             provider,
             configuration,
@@ -190,7 +192,10 @@ impl Framework {
             None,
             system,
             Vec::new(),
-        )
+        )?;
+        // Its client sends the whole history each time and gets what it asked for.
+        agent.compaction = None;
+        Ok(agent)
     }
 
     pub fn agent(&self, id: &str) -> Result<Arc<AIAgent>> {

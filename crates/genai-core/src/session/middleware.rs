@@ -98,6 +98,24 @@ impl Framework {
         )
     }
 
+    /// The compaction of an agent with this chain: `[compaction]`'s, off when the agent lists
+    /// a fit-context middleware (that one does what it did before).
+    pub(super) fn compaction(
+        self: &Arc<Self>,
+        chain: &Chain,
+    ) -> Result<Option<Arc<crate::compaction::Compaction>>> {
+        if chain.has_kind(middleware::fit_context::KIND.name) {
+            return Ok(None);
+        }
+        let helpers = Arc::new(ConfigAgents(Arc::downgrade(self)));
+        let c = crate::compaction::Compaction::of(
+            &self.config.compaction,
+            helpers,
+            self.texts.clone(),
+        )?;
+        Ok(c.map(Arc::new))
+    }
+
     /// A fresh agent of the config named `name`, not listed among the session's agents.
     fn helper_agent(&self, name: &str) -> Result<AIAgent> {
         let sel = self

@@ -404,6 +404,17 @@ impl Framework {
             .ok_or_else(|| unknown_conversation(id))
     }
 
+    /// Compacts an open conversation now, whatever its size (`/compact`): every turn but the
+    /// last `[compaction] keep_turns` is sent as a summary from its next request on; the
+    /// history keeps them all. Waits for a running turn.
+    pub async fn compact_conversation(&self, id: &str) -> Result<crate::compaction::Compacted> {
+        let agent = self
+            .running
+            .conversation(id, |c| c.agent.clone())?
+            .ok_or_else(|| unknown_conversation(id))?;
+        agent.compact_now().await
+    }
+
     #[cfg(test)]
     pub(crate) fn open_conversations(&self) -> usize {
         self.running.open_conversations()

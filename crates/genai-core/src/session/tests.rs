@@ -558,3 +558,30 @@ async fn a_leaving_client_takes_its_middleware_with_it() {
         e.message
     );
 }
+
+#[tokio::test]
+async fn conversations_are_compacted_unless_their_agent_lists_fit_context_or_it_is_off() {
+    let compacted = |toml: &str| {
+        let registry = crate::registry::Registry::new();
+        registry.insert_provider("scripted", "openai", ScriptedProvider::new(vec![]));
+        let config: crate::config::Config = toml::from_str(toml).unwrap();
+        let store = Arc::new(crate::store::Store::in_memory().unwrap());
+        let fw = Arc::new(Framework::new(config, registry, store));
+        let (tx, _events) = mpsc::unbounded_channel();
+        let port: Arc<dyn ClientPort> = Arc::new(Recorder {
+            turns: tx,
+            prompts: Mutex::default(),
+            hosted: Mutex::default(),
+        });
+        let spec = ConversationSpec {
+            model: ModelChoice::Named("scripted".into()),
+            ..Default::default()
+        };
+        let conv = fw.create_conversation(spec, port).unwrap();
+        fw.agent(&conv.agent_id).unwrap().compaction.is_some()
+    };
+    assert!(compacted(""), "on by default");
+    assert!(!compacted("[compaction]\nenabled = false\n"));
+    let fit = "[defaults]\nmiddleware = [\"fit\"]\n[middleware.fit]\nkind = \"fit-context\"\n";
+    assert!(!compacted(fit), "fit-context does what it did before");
+}

@@ -155,7 +155,7 @@ impl AIAgent {
         full: &[Message],
         on_delta: Option<OnDelta<'_>>,
         tools: &ToolLoop<'_>,
-        notes: &Notes,
+        notes: &Notes<'_>,
     ) -> Result<TurnSteps> {
         let mut rounds = Rounds::default();
         loop {

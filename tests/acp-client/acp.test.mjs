@@ -671,9 +671,10 @@ test("an MCP server's resources are context for resource_links, its prompts slas
     // Its prompts are slash commands.
     await ed.until((u) => u.sessionId === sessionId && u.update.sessionUpdate === "available_commands_update");
     const announced = ed.updates.find((u) => u.update.sessionUpdate === "available_commands_update").update;
-    // After /undo and the built-in commands (this cwd has no command files).
+    // After /undo, /compact and the built-in commands (this cwd has no command files).
     assert.deepEqual(announced.availableCommands.map((c) => c.name), [
       "undo",
+      "compact",
       ...BUILTIN_COMMANDS,
       "notes.review",
     ]);
@@ -984,7 +985,7 @@ test("commands: a session is told the command files of its cwd and the built-in 
       const first = await nextUpdate(ed, "the first available_commands_update", isCommandsUpdate(sessionId));
       const names = commandNames(first);
       assert.equal(names[0], "undo", names.join(" "));
-      assert.deepEqual([...names].sort(), ["undo", "translate", "review", ...BUILTIN_COMMANDS].sort());
+      assert.deepEqual([...names].sort(), ["undo", "compact", "translate", "review", ...BUILTIN_COMMANDS].sort());
       const byName = Object.fromEntries(first.update.availableCommands.map((c) => [c.name, c]));
       assert.equal(byName.translate.description, "Translate text");
       const hint = byName.translate.input?.hint ?? "";

@@ -72,12 +72,9 @@ impl Counter {
             return Ok(());
         }
         match self {
-            Counter::Local(windows) => windows
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .entry(name.to_string())
-                .or_default()
-                .admit(Instant::now(), limits),
+            Counter::Local(windows) => {
+                with_windows(windows, name, |w| w.admit(Instant::now(), limits))
+            }
             Counter::Redis(redis) => redis.admit(name, limits).await,
         }
     }
@@ -88,16 +85,26 @@ impl Counter {
             return;
         }
         match self {
-            Counter::Local(windows) => windows
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .entry(name.to_string())
-                .or_default()
-                .tokens
-                .add(Instant::now(), tokens),
+            Counter::Local(windows) => {
+                with_windows(windows, name, |w| w.tokens.add(Instant::now(), tokens))
+            }
             Counter::Redis(redis) => redis.used(name, tokens),
         }
     }
+}
+
+/// Runs `f` on the windows of key `name`, made empty on its first request (its name copied
+/// only then, not on every request).
+fn with_windows<T>(
+    windows: &Mutex<HashMap<String, Windows>>,
+    name: &str,
+    f: impl FnOnce(&mut Windows) -> T,
+) -> T {
+    let mut by_name = windows.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(w) = by_name.get_mut(name) {
+        return f(w);
+    }
+    f(by_name.entry(name.to_string()).or_default())
 }
 
 /// One key's requests and tokens of the last minute.

@@ -24,7 +24,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("genai-gateway", &["genai-core", "genai-protocol"]),
     (
         "genai-server",
-        &["genai-core", "genai-rpc", "genai-gateway"],
+        &["genai-core", "genai-rpc", "genai-mcp", "genai-gateway"],
     ),
     ("genai-postgres", &["genai-core", "genai-gateway"]),
 ];

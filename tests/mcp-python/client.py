@@ -1,6 +1,7 @@
-"""The official MCP Python SDK's client driving `genai mcp` over stdio (tests/it/mcp_server_python.rs).
+"""The official MCP Python SDK's client driving genai's MCP server (tests/it/mcp_server_python.rs).
 
-Arguments: the genai binary, the workspace folder. It declares elicitation and accepts what
+Arguments: `stdio GENAI_BINARY WORKSPACE` for `genai mcp`, or `http URL` for `genai serve`'s
+`/mcp` with the serve token from the environment's GENAI_TOKEN. It declares elicitation and accepts what
 genai asks. It lists the tools, reads a file, reads a secret file (refused), makes an edit
 that genai asks about (accepted through elicitation), and prints one JSON object.
 """
@@ -12,6 +13,8 @@ import sys
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp import types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def result(r):
@@ -21,15 +24,27 @@ def result(r):
     }
 
 
-async def main(genai, root):
+def transport(args):
+    """The client's streams to the server the arguments name."""
+    if args[0] == "stdio":
+        genai, root = args[1], args[2]
+        server = StdioServerParameters(
+            command=genai, args=["mcp", "--root", root], env=dict(os.environ)
+        )
+        return stdio_client(server)
+    headers = {"Authorization": "Bearer " + os.environ["GENAI_TOKEN"]}
+    return streamable_http_client(args[1], http_client=create_mcp_http_client(headers=headers))
+
+
+async def main(args):
     asked = []
 
     async def elicit(context, params):
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"always": False})
 
-    server = StdioServerParameters(command=genai, args=["mcp", "--root", root], env=dict(os.environ))
-    async with stdio_client(server) as (read, write):
+    async with transport(args) as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write, elicitation_callback=elicit) as session:
             init = await session.initialize()
             tools = await session.list_tools()
@@ -50,4 +65,4 @@ async def main(genai, root):
     }))
 
 
-asyncio.run(main(sys.argv[1], sys.argv[2]))
+asyncio.run(main(sys.argv[1:]))

@@ -21,14 +21,30 @@ use rmcp::RoleServer;
 /// The box of the elicitation's form that saves the rule.
 const ALWAYS: &str = "always";
 
+/// Which server a session reaches, for the refusal's advice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Served {
+    /// `genai mcp`, whose flags take rules.
+    Stdio,
+    /// `genai serve`'s `/mcp`, whose rules are the config's.
+    Serve,
+}
+
 /// The port of one MCP session.
-#[derive(Default)]
 pub(crate) struct McpPort {
     /// The client, once it has sent a request (elicitations go to it).
     peer: Mutex<Option<Peer<RoleServer>>>,
+    served: Served,
 }
 
 impl McpPort {
+    pub(crate) fn new(served: Served) -> McpPort {
+        McpPort {
+            peer: Mutex::default(),
+            served,
+        }
+    }
+
     /// Keeps the session's client to ask it later.
     pub(crate) fn attach(&self, peer: &Peer<RoleServer>) {
         if let Ok(mut p) = self.peer.lock() {
@@ -47,14 +63,20 @@ impl McpPort {
     }
 }
 
-/// Why nobody can answer `ask`, naming the rule that would allow it.
-fn no_one_to_ask(ask: &PermissionAsk) -> Error {
+/// Why nobody can answer `ask`, naming the rule that would allow it where `served` takes it.
+fn no_one_to_ask(ask: &PermissionAsk, served: Served) -> Error {
+    let rule = &ask.always_rule;
+    let how = match served {
+        Served::Stdio => format!("start genai mcp with --allow '{rule}'"),
+        Served::Serve => {
+            format!("add '{rule}' to [permissions] allow in genai serve's config and restart it")
+        }
+    };
     Error::new(
         ErrorKind::FeatureError,
         format!(
             "this MCP client cannot answer permission questions (it declared no elicitation); \
-             start genai mcp with --allow '{}' to allow such calls",
-            ask.always_rule
+             {how} to allow such calls"
         ),
     )
 }
@@ -83,7 +105,7 @@ impl ClientPort for McpPort {
 
     async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer> {
         let Some(peer) = self.asker() else {
-            return Err(no_one_to_ask(&ask));
+            return Err(no_one_to_ask(&ask, self.served));
         };
         let schema = ElicitationSchema::builder()
             .bool_property(ALWAYS, |b| {

@@ -20,7 +20,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::port::McpPort;
+use crate::port::{McpPort, Served};
 use crate::{prompts, tools};
 
 /// What `genai mcp` serves on.
@@ -39,7 +39,7 @@ it refuses answers why and the rule that would allow it. `ask` asks any model ge
 `search_history` searches genai's stored conversations. The prompts are genai's commands.";
 
 /// The handler of one session.
-struct GenaiServer {
+pub(crate) struct GenaiServer {
     fw: Arc<Framework>,
     served: ServedTools,
     port: Arc<McpPort>,
@@ -101,6 +101,30 @@ impl ServerHandler for GenaiServer {
     }
 }
 
+impl GenaiServer {
+    /// A session's handler: its own port to the client and its own tools, whose changes
+    /// `genai undo --cid` takes back as one session.
+    pub(crate) fn new(
+        fw: Arc<Framework>,
+        options: &Options,
+        served: Served,
+    ) -> std::io::Result<GenaiServer> {
+        let port = Arc::new(McpPort::new(served));
+        let served = fw
+            .serve_tools(&options.root, &options.permissions, port.clone())
+            .map_err(|e| std::io::Error::other(e.message))?;
+        for note in served.notes() {
+            tracing::warn!("genai mcp: {note}");
+        }
+        tracing::info!(
+            "genai mcp serves {}; its changes are undone with genai undo --cid {}",
+            served.root().display(),
+            served.session_id()
+        );
+        Ok(GenaiServer { fw, served, port })
+    }
+}
+
 /// Serves MCP on `input` and `output` until the client closes its end.
 pub async fn serve<R, W>(
     fw: Arc<Framework>,
@@ -112,19 +136,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let port = Arc::new(McpPort::default());
-    let served = fw
-        .serve_tools(&options.root, &options.permissions, port.clone())
-        .map_err(|e| std::io::Error::other(e.message))?;
-    for note in served.notes() {
-        tracing::warn!("genai mcp: {note}");
-    }
-    tracing::info!(
-        "genai mcp serves {}; its changes are undone with genai undo --cid {}",
-        served.root().display(),
-        served.session_id()
-    );
-    let server = GenaiServer { fw, served, port };
+    let server = GenaiServer::new(fw, &options, Served::Stdio)?;
     let running = server
         .serve((input, output))
         .await

@@ -3,7 +3,8 @@
 //! (the serve token and the origin check: `auth.rs`; the gateway's virtual keys through
 //! `genai_gateway::Access`), and the routes (`router.rs`): the web chat page at `/`
 //! (`page.rs`), the warm local model's route (`warm.rs`), the gateway's OpenAI and Anthropic
-//! APIs under `/v1/` (`genai-gateway`), the daemon's WebSocket (`genai_rpc::ws`, a tower
+//! APIs under `/v1/` (`genai-gateway`), MCP on `/mcp` (`genai_mcp::http`, in the serve's default
+//! root under the config's permissions), the daemon's WebSocket (`genai_rpc::ws`, a tower
 //! service), and the operator's `/healthz`, `/readyz` and `/metrics` (`ops.rs`, also alone on
 //! a metrics address). `presence.rs` is the file that says a serve runs, which `genai ask`
 //! reads to use its warm model. This file owns starting and stopping: a stop refuses new
@@ -194,6 +195,15 @@ pub async fn start(fw: Arc<Framework>, options: Options) -> Result<Running> {
         ops,
         web_root: options.web_root.clone(),
         ws: genai_rpc::ws::WebSocket::new(fw.clone(), limits.ws.clone(), options.roots.clone()),
+        mcp: genai_mcp::http::HttpEndpoint::new(
+            fw.clone(),
+            genai_mcp::Options {
+                root: options.roots.default_root().to_path_buf(),
+                permissions: Default::default(),
+            },
+            limits.body().bytes as usize,
+            stop.clone(),
+        ),
         fw,
         body: limits.body(),
         stop: stop.clone(),

@@ -1,7 +1,7 @@
 //! The routes of `genai serve`, in the order a request is matched: the operator's routes
 //! (`/healthz` and `/readyz` open to all, `/metrics` with its own token check: `ops.rs`), the
-//! warm local model's route and the gateway's `/v1/` APIs (plain HTTP), the daemon's
-//! WebSocket (an upgrade), and the web chat page (any other plain request). Each other route
+//! warm local model's route and the gateway's `/v1/` APIs (plain HTTP), MCP on `/mcp`, the
+//! daemon's WebSocket (an upgrade), and the web chat page (any other plain request). Each other route
 //! is admitted here first by the [`Gate`]: the serve token from an allowed origin, or for the
 //! gateway the token or a virtual key within its limits. It must never read a body (each route reads its own, within the
 //! limit) nor answer for a route: it only chooses one, or refuses.
@@ -22,6 +22,8 @@ pub(crate) struct Router {
     pub(crate) ops: Arc<ops::Ops>,
     pub(crate) web_root: Option<std::path::PathBuf>,
     pub(crate) ws: genai_rpc::ws::WebSocket,
+    /// MCP over streamable HTTP on `/mcp`, for the serve token's holders.
+    pub(crate) mcp: genai_mcp::http::HttpEndpoint,
     pub(crate) fw: Arc<Framework>,
     /// What a plain request's body may be.
     pub(crate) body: genai_gateway::BodyLimit,
@@ -59,6 +61,13 @@ impl Router {
                 Err(refused) => return refused,
             };
             return genai_gateway::answer(req, &self.fw, self.body, caller).await;
+        }
+        if !upgrade && req.uri().path() == genai_mcp::http::PATH {
+            if let Some(refused) = self.gate.check_client(&req) {
+                return refused;
+            }
+            let answer = self.mcp.answer(req).await;
+            return answer.map(|b| b.map_err(|never| match never {}).boxed_unsync());
         }
         if !upgrade {
             return page::answer(

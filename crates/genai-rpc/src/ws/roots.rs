@@ -72,8 +72,7 @@ impl Roots {
     }
 
     /// Where a conversation works when its client names no folder.
-    #[cfg(test)]
-    pub(crate) fn default_root(&self) -> &Path {
+    pub fn default_root(&self) -> &Path {
         &self.default
     }
 

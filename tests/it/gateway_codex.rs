@@ -20,10 +20,10 @@ use crate::support::poll::wait_until;
 const UPSTREAM_KEY: &str = "sk-gateway-upstream-0123456789abcdef";
 
 /// Codex's run: two model requests and a command, on a busy machine.
-const WAIT: Duration = Duration::from_secs(180);
+pub(crate) const WAIT: Duration = Duration::from_secs(180);
 
 /// Codex's program, or `None` (the test is skipped) outside CI.
-fn codex() -> Option<String> {
+pub(crate) fn codex() -> Option<String> {
     match std::env::var("GENAI_TEST_CODEX") {
         Ok(p) if std::path::Path::new(&p).exists() => Some(p),
         _ if std::env::var_os("CI").is_some() => panic!(
@@ -40,7 +40,7 @@ fn codex() -> Option<String> {
 /// the Responses API, with Codex's default tools (its web search, which genai leaves out, and
 /// its sub-agents' namespace of tools, offered by joined names); no retries, no update check,
 /// no analytics.
-fn config(addr: &str) -> String {
+pub(crate) fn config(addr: &str) -> String {
     format!(
         r#"model = "openai:gpt-codex"
 model_provider = "genai"
@@ -63,7 +63,7 @@ stream_max_retries = 0
 }
 
 /// Kills Codex if the test ends before it does.
-struct Running(Child);
+pub(crate) struct Running(pub(crate) Child);
 
 impl Drop for Running {
     fn drop(&mut self) {

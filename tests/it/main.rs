@@ -62,6 +62,7 @@ mod mcp_http;
 mod mcp_interop;
 mod mcp_server;
 mod mcp_server_claude;
+mod mcp_server_codex;
 mod mcp_server_http;
 mod mcp_server_python;
 mod middleware;

@@ -15,6 +15,7 @@ mod support;
 mod home;
 
 mod acting;
+mod agents_use_genai;
 mod cancelled_turn;
 mod chat_across_models;
 mod ci_run;

@@ -137,6 +137,12 @@ impl Served {
         );
     }
 
+    /// Kills it with SIGKILL (`kill -9`: no grace, nothing flushed) and waits for it.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
     /// Its exit status, once it has exited within `within`.
     pub fn exit_within(&mut self, within: Duration) -> std::process::ExitStatus {
         let mut status = None;

@@ -1,7 +1,9 @@
 //! `genai serve` on Postgres when things change under it: `genai serve migrate` copies a SQLite
 //! serve's keys and ledger (a second run copies nothing twice), and those keys then work
 //! against Postgres; Postgres stopped under load gives fast 503s and `/readyz` says so, and
-//! the same replica serves again once Postgres is back, without a restart.
+//! the same replica serves again once Postgres is back, without a restart; a replica killed
+//! with `kill -9` while it streams loses no answered request's row or charge, and the other
+//! replica goes on serving.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -211,4 +213,75 @@ async fn postgres_stopped_under_load_gives_fast_503s_and_the_replica_serves_agai
     assert!(seen.iter().all(|s| matches!(s, 200 | 503)), "{seen:?}");
     assert!(seen.contains(&503) && seen.contains(&200), "{seen:?}");
     assert!(!served.log().contains(PASSWORD));
+}
+
+#[tokio::test]
+async fn a_replica_killed_mid_stream_loses_no_answered_row_and_spend_stays_its_rows_sum() {
+    let Some(db) = Cluster::start() else { return };
+    let fake = FakeOpenAi::start(0, Behavior::text("Served.")).unwrap();
+    let mut a = replica(&db, &fake, false);
+    let b = replica(&db, &fake, false);
+    let key = create(&a, &db, "fleet", &[]);
+
+    // A stream on A that takes its time: its first piece comes, the rest is still on its way.
+    let mut slow = Behavior::reply("one two three four five six seven eight", 8);
+    slow.delay = Duration::from_millis(300);
+    fake.push(slow);
+    let streaming = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", a.http_base()))
+        .bearer_auth(&key)
+        .json(
+            &serde_json::json!({"model": "openai:gpt-pg", "stream": true,
+            "messages": [{"role": "user", "content": "count slowly"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streaming.status(), 200);
+    let mut stream = streaming.bytes_stream();
+    let first = futures::StreamExt::next(&mut stream)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!first.is_empty());
+
+    // Requests answered on both replicas meanwhile; A is killed right after its last answer.
+    let mut answered = 0;
+    for _ in 0..6 {
+        for served in [&b, &a] {
+            let (status, body) = chat(served, &key).await;
+            assert_eq!(status, 200, "{body}");
+            answered += 1;
+        }
+    }
+    a.kill();
+    // The stream is cut, not finished.
+    let mut rest = Vec::new();
+    while let Some(piece) = futures::StreamExt::next(&mut stream).await {
+        match piece {
+            Ok(bytes) => rest.extend_from_slice(&bytes),
+            Err(_) => break,
+        }
+    }
+    assert!(!String::from_utf8_lossy(&rest).contains("[DONE]"));
+
+    // B goes on serving.
+    let (status, body) = chat(&b, &key).await;
+    assert_eq!(status, 200, "{body}");
+    answered += 1;
+
+    // Every answered request has its row, none is there twice, the killed stream has none;
+    // what the key spent is the sum of its rows' costs.
+    let rows = db
+        .psql("SELECT COUNT(*) FROM gateway_requests WHERE key_name = 'fleet' AND status = '200'");
+    assert_eq!(rows.trim(), answered.to_string());
+    let all = db.psql("SELECT COUNT(*) FROM gateway_requests WHERE key_name = 'fleet'");
+    assert_eq!(all.trim(), answered.to_string());
+    let consistent = db.psql(
+        "SELECT k.spent = (SELECT SUM(cost) FROM gateway_requests WHERE key_name = 'fleet') \
+         AND k.spent > 0 FROM gateway_keys k WHERE k.name = 'fleet'",
+    );
+    assert_eq!(consistent.trim(), "t");
+    let usage = genai(&b, &db, &["usage", "--by", "key"]);
+    assert!(usage.contains("fleet"), "{usage}");
 }

@@ -5,9 +5,10 @@
 //! through a channel to a background writer that stores them in batches (those that came
 //! within [`GATHER`] of the first), one transaction each, so a request never waits on
 //! SQLite; what a row cost is added to its key's spending as it is queued, so budgets are
-//! checked against memory. On a shared store ([`SharedState`]) the rows go there, and a row's
-//! cost is charged to its key there at once, apart from the batch, so every replica's next
-//! check sees it. Each recorded request is counted for `/metrics` as its row is
+//! checked against memory. On a shared store ([`SharedState`]) the rows go there with their
+//! costs charged in the same transaction, and a served answer's end waits until its row is
+//! stored (the writer then gathers nothing more): a replica killed at any moment loses no
+//! answered request's row or charge, and every replica's next check sees the charge. Each recorded request is counted for `/metrics` as its row is
 //! queued (`metrics.rs`), and counted in flight from its start until then.
 //!
 //! It owns the recording. It must never store a key (only a key's name), never store bodies
@@ -57,6 +58,8 @@ pub(crate) fn api_of(route: &str) -> Option<&'static str> {
 #[allow(clippy::large_enum_variant)]
 enum Message {
     Row(GatewayRequest),
+    /// A row whose answer ends once it is stored.
+    Stored(GatewayRequest, oneshot::Sender<()>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -89,8 +92,8 @@ impl Sink {
 #[derive(Clone)]
 pub(crate) struct Ledger {
     tx: mpsc::Sender<Message>,
-    /// Where a key's costs are charged at once: the shared store (`None`: in memory only).
-    charges: Option<Arc<dyn SharedState>>,
+    /// Whether a served answer waits for its row (on the shared store).
+    durable: bool,
     /// Ends the writer's gathering early: a flush is waiting, or a batch is full.
     hurry: Arc<Notify>,
 }
@@ -98,45 +101,44 @@ pub(crate) struct Ledger {
 impl Ledger {
     /// Starts the writer of `store`'s rows.
     pub(crate) fn start(store: Arc<Store>) -> Ledger {
-        Ledger::to(Sink::Local(store), None)
+        Ledger::to(Sink::Local(store), false)
     }
 
     /// Starts the writer of rows to the shared store, which charges their costs too.
     pub(crate) fn start_shared(state: Arc<dyn SharedState>) -> Ledger {
-        Ledger::to(Sink::Shared(state.clone()), Some(state))
+        Ledger::to(Sink::Shared(state), true)
     }
 
-    fn to(sink: Sink, charges: Option<Arc<dyn SharedState>>) -> Ledger {
+    fn to(sink: Sink, durable: bool) -> Ledger {
         let (tx, rx) = mpsc::channel(QUEUED);
         let hurry = Arc::new(Notify::new());
         tokio::spawn(write(sink, rx, hurry.clone()));
-        Ledger { tx, charges, hurry }
+        Ledger { tx, durable, hurry }
     }
 
-    /// Queues a row, adding its cost to its key's spending (charged to the shared store at
-    /// once when there is one).
-    fn record(&self, row: GatewayRequest, key: Option<&Key>) {
+    /// Queues a row, adding its cost to its key's spending. On the shared store a served
+    /// request's row is stored at once, and the answer it gives back ends when it is.
+    fn record(&self, row: GatewayRequest, key: Option<&Key>) -> Option<oneshot::Receiver<()>> {
         if let Some(key) = key {
             key.used(row.input_tokens.unwrap_or(0) + row.output_tokens.unwrap_or(0));
         }
         if let (Some(key), Some(cost)) = (key, row.cost) {
             key.spend(cost);
-            if let (Some(state), Ok(rt)) = (&self.charges, tokio::runtime::Handle::try_current()) {
-                let (state, name) = (state.clone(), key.row.name.clone());
-                rt.spawn(async move {
-                    if let Err(e) = state.charge(&name, cost).await {
-                        metrics::database_failed();
-                        tracing::warn!("cannot charge ${cost} to key {name}: {}", e.message);
-                    }
-                });
-            }
         }
-        if self.tx.try_send(Message::Row(row)).is_err() {
+        let (message, stored) = if self.durable && row.status == "200" {
+            let (done, stored) = oneshot::channel();
+            (Message::Stored(row, done), Some(stored))
+        } else {
+            (Message::Row(row), None)
+        };
+        if self.tx.try_send(message).is_err() {
             tracing::warn!("the gateway's request log is behind: a request's row is dropped");
+            return None;
         }
-        if QUEUED - self.tx.capacity() >= BATCH {
+        if stored.is_some() || QUEUED - self.tx.capacity() >= BATCH {
             self.hurry.notify_one();
         }
+        stored
     }
 
     /// Waits until every row queued so far is stored.
@@ -153,13 +155,18 @@ impl Ledger {
 /// transaction (and one wake of a blocking thread) per this much time under load, instead of
 /// one per request, which took a tenth of `genai serve`'s CPU. Meanwhile the rows wait in the
 /// channel without waking the writer (waking it for each took a task wake and a timer per
-/// request). A flush, or a full batch, ends the gathering at once.
+/// request). A flush, a full batch, or a row whose answer waits for it ends the gathering at
+/// once (on the shared store, rows that come while a batch is written form the next one).
 const GATHER: std::time::Duration = std::time::Duration::from_millis(100);
 
 async fn write(sink: Sink, mut rx: mpsc::Receiver<Message>, hurry: Arc<Notify>) {
     let mut inbox = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut inbox, BATCH).await > 0 {
-        let flushing = |inbox: &[Message]| inbox.iter().any(|m| matches!(m, Message::Flush(_)));
+        let flushing = |inbox: &[Message]| {
+            inbox
+                .iter()
+                .any(|m| matches!(m, Message::Flush(_) | Message::Stored(..)))
+        };
         if inbox.len() < BATCH && !flushing(&inbox) {
             tokio::select! {
                 () = tokio::time::sleep(GATHER) => {}
@@ -177,6 +184,10 @@ async fn write(sink: Sink, mut rx: mpsc::Receiver<Message>, hurry: Arc<Notify>) 
         for m in inbox.drain(..) {
             match m {
                 Message::Row(r) => rows.push(r),
+                Message::Stored(r, done) => {
+                    rows.push(r);
+                    flushed.push(done);
+                }
                 Message::Flush(done) => flushed.push(done),
             }
         }
@@ -344,14 +355,18 @@ impl Caller {
     /// Records the request with the answer's status (unless a stream took it) and gives the
     /// answer back.
     pub(crate) fn finish(mut self, response: HttpResponse) -> HttpResponse {
-        if !self.handed_over {
-            self.row.first_byte_ms = Some(self.started.elapsed().as_millis() as u64);
-            self.record(response.status().as_str().to_string());
+        if self.handed_over {
+            return response;
         }
-        response
+        self.row.first_byte_ms = Some(self.started.elapsed().as_millis() as u64);
+        match self.record(response.status().as_str().to_string()) {
+            Some(stored) => response.map(|body| ended_by(stored, body)),
+            None => response,
+        }
     }
 
-    fn record(&mut self, status: String) {
+    /// Records the row; when its answer is to wait for it, what says it is stored.
+    fn record(&mut self, status: String) -> Option<oneshot::Receiver<()>> {
         self.handed_over = true;
         let mut row = std::mem::take(&mut self.row);
         row.status = status;
@@ -360,8 +375,20 @@ impl Caller {
         let model = row.model.as_deref().filter(|_| self.chosen);
         metrics::recorded(self.api, model, &row, took, self.first_token);
         self.in_flight = None;
-        self.ledger.record(row, self.key.as_deref());
+        self.ledger.record(row, self.key.as_deref())
     }
+}
+
+/// `body`, whose frames follow once `stored` says its row is stored (or the writer gave up).
+fn ended_by(stored: oneshot::Receiver<()>, body: crate::body::Body) -> crate::body::Body {
+    use futures::StreamExt;
+    use http_body_util::BodyExt;
+    let wait = futures::stream::once(async move {
+        let _ = stored.await;
+    })
+    .filter_map(|()| async { None });
+    let frames = wait.chain(http_body_util::BodyStream::new(body));
+    http_body_util::StreamBody::new(frames).boxed_unsync()
 }
 
 /// The row of a streamed answer, recorded when the stream ends or, `cancelled`, when it is
@@ -377,20 +404,25 @@ impl Tally {
     }
 
     /// Records the end of the stream: the whole reply (and `body`, the reply as one answer,
-    /// when kept), or the error that ended it.
-    pub(crate) fn done(&mut self, result: &Result<ModelReply>, body: Option<Bytes>) {
+    /// when kept), or the error that ended it. When the stream's last pieces are to wait for
+    /// the row, what says it is stored.
+    pub(crate) fn done(
+        &mut self,
+        result: &Result<ModelReply>,
+        body: Option<Bytes>,
+    ) -> Option<oneshot::Receiver<()>> {
         if self.caller.handed_over {
-            return;
+            return None;
         }
         match result {
             Ok(reply) => {
                 self.caller.usage_of(reply);
                 self.caller.row.reply_body = body.map(|b| String::from_utf8_lossy(&b).into_owned());
-                self.caller.record("200".into());
+                self.caller.record("200".into())
             }
             Err(e) => {
                 let status = ApiError::of(e, None).status;
-                self.caller.record(status.as_str().to_string());
+                self.caller.record(status.as_str().to_string())
             }
         }
     }
@@ -402,7 +434,7 @@ impl Drop for Caller {
     fn drop(&mut self) {
         if !self.handed_over {
             self.row.reply_body = None;
-            self.record("cancelled".into());
+            let _ = self.record("cancelled".into());
         }
     }
 }

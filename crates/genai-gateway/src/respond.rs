@@ -89,18 +89,27 @@ pub(crate) async fn run(
         let mut tally = caller.stream();
         let rest = futures::stream::once(async { first })
             .chain(pieces)
-            .flat_map(move |p| {
+            .then(move |p| {
                 // The deployment counts this request in flight until its stream ends.
                 let _lease = &lease;
+                let mut stored = None;
                 if let Piece::Done(result) = &p {
                     let kept = match result {
                         Ok(reply) if tally.keeps_bodies() => Some(shape.whole(reply)),
                         _ => None,
                     };
-                    tally.done(result, kept);
+                    stored = tally.done(result, kept);
                 }
-                futures::stream::iter(shape.piece(p))
-            });
+                let pieces = shape.piece(p);
+                // The stream's end waits for its row on the shared store.
+                async move {
+                    if let Some(stored) = stored {
+                        let _ = stored.await;
+                    }
+                    futures::stream::iter(pieces)
+                }
+            })
+            .flatten();
         let mut answer = sse::response(futures::stream::iter(head).chain(rest));
         say_served(&mut answer, &served, deployment.as_deref());
         return answer;

@@ -1,6 +1,6 @@
 //! The state `genai serve`'s replicas share, as the gateway asks for it: a live virtual key by
-//! its hash with what it has spent in all, a cost charged to a key, the ledger's rows stored,
-//! and whether the database is ready. `genai-postgres` implements it over Postgres; without it
+//! its hash with what it has spent in all, the ledger's rows stored with their costs charged
+//! to their keys, and whether the database is ready. `genai-postgres` implements it over Postgres; without it
 //! the gateway keeps its keys and ledger in the SQLite history (`keys.rs`, `ledger.rs`).
 //!
 //! It owns the trait and the pool's figures `/metrics` shows. It must never name a database,
@@ -17,11 +17,9 @@ pub trait SharedState: Send + Sync + std::fmt::Debug + 'static {
     /// its requests have spent in all, read now (a revocation counts at once).
     async fn live_key(&self, hash: &str) -> Result<Option<(GatewayKey, f64)>>;
 
-    /// Adds `cost` to what key `name` has spent, in one statement of the database (replicas
-    /// charging at once add up); what it has spent now.
-    async fn charge(&self, name: &str, cost: f64) -> Result<f64>;
-
-    /// Stores the rows of gateway requests in one transaction.
+    /// Stores the rows of gateway requests and adds each row's cost to what its key has spent,
+    /// in one transaction (a row is never stored uncharged, nor a cost charged without its
+    /// row; replicas charging at once add up).
     async fn record(&self, rows: Vec<GatewayRequest>) -> Result<()>;
 
     /// `Ok` when the database answers and its schema is this binary's, else why not.

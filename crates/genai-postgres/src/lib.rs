@@ -216,29 +216,27 @@ impl SharedState for Postgres {
         .await
     }
 
-    async fn charge(&self, name: &str, cost: f64) -> Result<f64> {
-        within(async {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(
-                    "UPDATE gateway_keys SET spent = spent + $2 WHERE name = $1 RETURNING spent",
-                )
-                .await
-                .map_err(db_err)?;
-            let row = client
-                .query_opt(&stmt, &[&name, &cost])
-                .await
-                .map_err(db_err)?;
-            Ok(row.map_or(0.0, |r| r.get(0)))
-        })
-        .await
-    }
-
     async fn record(&self, rows: Vec<GatewayRequest>) -> Result<()> {
         within(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(db_err)?;
             admin::insert_requests(&*tx, &rows).await?;
+            // Keys in name order, so replicas charging the same keys take their locks alike.
+            let mut costs = std::collections::BTreeMap::<&str, f64>::new();
+            for r in &rows {
+                if let Some(cost) = r.cost.filter(|c| *c > 0.0) {
+                    *costs.entry(r.key_name.as_str()).or_default() += cost;
+                }
+            }
+            if !costs.is_empty() {
+                let stmt = tx
+                    .prepare_cached("UPDATE gateway_keys SET spent = spent + $2 WHERE name = $1")
+                    .await
+                    .map_err(db_err)?;
+                for (name, cost) in costs {
+                    tx.execute(&stmt, &[&name, &cost]).await.map_err(db_err)?;
+                }
+            }
             tx.commit().await.map_err(db_err)
         })
         .await

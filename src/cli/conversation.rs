@@ -78,9 +78,10 @@ pub struct ConversationArgs {
     /// terminal, and refuses when there is none).
     #[arg(long)]
     pub yes: bool,
-    /// What tool calls may do without asking: read-only (no edits, no commands), ask (reads
-    /// run; edits and commands ask), edit (edits run; commands ask) or full. Default: the
-    /// config's `[permissions] mode`, else ask.
+    /// What tool calls may do without asking: read-only (no edits, no commands), plan (as
+    /// read-only, and the model answers with a plan: carry it out with -c --mode edit "go"),
+    /// ask (reads run; edits and commands ask), edit (edits run; commands ask) or full.
+    /// Default: the config's `[permissions] mode`, else ask.
     #[arg(long, value_name = "MODE")]
     pub mode: Option<genai_core::permission::Mode>,
     /// A rule whose calls run without asking (repeatable), such as

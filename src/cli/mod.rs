@@ -24,6 +24,7 @@ mod markdown;
 mod mcp;
 mod models;
 mod params;
+mod plan;
 mod plugins;
 mod schema;
 mod serve;

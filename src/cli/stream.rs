@@ -182,6 +182,7 @@ pub async fn follow(
                 tokens_after: c.tokens_after,
                 by: c.by,
             }),
+            TurnEvent::Plan { entries } => events.write(&Event::Plan { entries }),
             TurnEvent::Done(outcome) => break outcome,
             _ => {}
         }

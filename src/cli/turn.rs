@@ -332,11 +332,16 @@ pub async fn show_turn(mut turn: TurnStream, view: View) -> Result<Shown, Error>
                 ..
             } => changed.add(edit),
             TurnEvent::Decision(d) => refused += usize::from(d.decision != "allow"),
-            TurnEvent::Compacted(c) => {
+            event @ (TurnEvent::Compacted(_) | TurnEvent::Plan { .. }) => {
+                let said = match event {
+                    TurnEvent::Compacted(c) => format!("genai: {}\n", c.describe()),
+                    TurnEvent::Plan { entries } => super::plan::checklist(&entries),
+                    _ => String::new(),
+                };
                 pane.close();
                 let _ = out.write_all(draft.erase(columns()).as_bytes());
                 let _ = out.flush();
-                eprintln!("genai: {}", c.describe());
+                eprint!("{said}");
                 if let Some(md) = &markdown {
                     let _ = out.write_all(draft.show(md.pending(), columns()).as_bytes());
                 }

@@ -847,7 +847,7 @@ test("editor: the permission modes are session modes", async () => {
       const s = await cx.request("session/new", { cwd, mcpServers: [] });
       const { sessionId } = s;
       assert.equal(s.modes.currentModeId, "ask");
-      assert.deepEqual(s.modes.availableModes.map((m) => m.id), ["read-only", "ask", "edit", "full"]);
+      assert.deepEqual(s.modes.availableModes.map((m) => m.id), ["read-only", "plan", "ask", "edit", "full"]);
       await cx.request("session/set_mode", { sessionId, modeId: "read-only" });
       await ed.until((u) => u.sessionId === sessionId && u.update.sessionUpdate === "current_mode_update");
       const from = await requestCount();
@@ -868,6 +868,65 @@ test("editor: the permission modes are session modes", async () => {
       // A session loaded again keeps its mode.
       const loaded = await cx.request("session/load", { sessionId, cwd, mcpServers: [] });
       assert.equal(loaded.modes.currentModeId, "edit");
+    },
+    home,
+  );
+});
+
+test("editor: plan mode refuses the edit, its plan arrives as plan entries, edit mode carries it out", async () => {
+  const { home, cwd } = freshHome();
+  writeFileSync(join(cwd, "notes.md"), "a draft note\n");
+  const ed = editor({ permission: "allow_once" });
+  const PLAN = (first, second) => [
+    "workspace__plan",
+    JSON.stringify({
+      entries: [
+        { content: "Read the note", status: first },
+        { content: "Finish the note", status: second, priority: "high" },
+      ],
+    }),
+  ];
+  const plans = (sessionId) =>
+    ed.updates
+      .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === "plan")
+      .map((u) => u.update.entries.map((e) => [e.content, e.status, e.priority]));
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      await cx.request("session/set_mode", { sessionId, modeId: "plan" });
+      await ed.until((u) => u.sessionId === sessionId && u.update.sessionUpdate === "current_mode_update");
+      const from = await requestCount();
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md")] } });
+      await fake.send({ push: { reply: "", toolCalls: [PLAN("pending", "pending")] } });
+      await fake.send({ push: { reply: "Here is the plan." } });
+      await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Plan the note" }] });
+      assert.equal(ed.asked.length, 0, "plan mode refuses without asking");
+      const sent = await requestsSince(from);
+      assert.ok(toolResult(sent, "call_1").includes("plan mode"), toolResult(sent, "call_1"));
+      assert.ok(requestText(sent[0]).includes("You are in plan mode"));
+      assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "a draft note\n");
+      assert.deepEqual(plans(sessionId), [
+        [
+          ["Read the note", "pending", "medium"],
+          ["Finish the note", "pending", "high"],
+        ],
+      ]);
+      // In edit mode the model carries the plan out, updating its entries.
+      await cx.request("session/set_mode", { sessionId, modeId: "edit" });
+      await fake.send({ push: { reply: "", toolCalls: [PLAN("completed", "in_progress")] } });
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md")] } });
+      await fake.send({ push: { reply: "", toolCalls: [PLAN("completed", "completed")] } });
+      await fake.send({ push: { reply: "Done." } });
+      await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "go" }] });
+      assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "a final note\n");
+      assert.deepEqual(
+        plans(sessionId).slice(1).map((p) => p.map(([, status]) => status)),
+        [
+          ["completed", "in_progress"],
+          ["completed", "completed"],
+        ],
+      );
     },
     home,
   );

@@ -10,7 +10,7 @@ use std::path::Path;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("genai-protocol", &[]),
     ("genai-base", &["genai-protocol"]),
-    ("genai-acting", &["genai-base"]),
+    ("genai-acting", &["genai-protocol", "genai-base"]),
     (
         "genai-core",
         &["genai-protocol", "genai-base", "genai-acting"],

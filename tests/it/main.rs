@@ -69,6 +69,7 @@ mod middleware;
 mod model_choice;
 mod models;
 mod models_demo;
+mod plan_mode;
 mod plugins;
 mod provider_anthropic;
 mod provider_anthropic_daemon;

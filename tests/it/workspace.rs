@@ -576,7 +576,9 @@ fn star_beside_workspace_offers_the_enabled_sources_too() {
         !alone.iter().any(|n| n.starts_with("events__")),
         "{alone:?}"
     );
-    assert_eq!(alone.len(), 7, "{alone:?}");
+    // The workspace's seven tools, and its plan tool.
+    assert_eq!(alone.len(), 8, "{alone:?}");
+    assert!(alone.contains(&"workspace__plan".to_string()), "{alone:?}");
 }
 
 #[test]

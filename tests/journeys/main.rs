@@ -33,6 +33,7 @@ mod local_then_provider;
 mod long_local_chat;
 mod mistakes;
 mod pipes;
+mod plan_then_edit;
 mod redacted_across_models;
 mod secrets;
 mod serve_page;

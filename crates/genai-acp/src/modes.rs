@@ -1,4 +1,4 @@
-//! genai's permission modes as ACP session modes: `read-only`, `ask`, `edit` and `full`, in
+//! genai's permission modes as ACP session modes: `read-only`, `plan`, `ask`, `edit` and `full`, in
 //! every session's answer (`modes`), switched with `session/set_mode` and announced with
 //! `current_mode_update`.
 //!
@@ -19,6 +19,10 @@ fn shown(mode: Mode) -> SessionMode {
         Mode::ReadOnly => (
             "Read only",
             "The model reads; edits and commands are refused",
+        ),
+        Mode::Plan => (
+            "Plan",
+            "The model reads and answers with a plan; edits and commands are refused",
         ),
         Mode::Ask => (
             "Ask",
@@ -52,7 +56,8 @@ pub(crate) fn parse(id: &str) -> Result<Mode, AcpError> {
         .find(|m| m.as_str() == id)
         .ok_or_else(|| {
             AcpError::invalid_params(format!(
-                "no mode `{id}`; the modes are read-only, ask, edit and full"
+                "no mode `{id}`; the modes are {}",
+                genai_core::error::known(Mode::ALL)
             ))
         })
 }

@@ -1,6 +1,6 @@
 //! The client port of one ACP connection's sessions: the core's turn events become `session/update`
 //! notifications (`agent_message_chunk`, `agent_thought_chunk`, `tool_call`,
-//! `tool_call_update`, `usage_update`), and a tool's confirmation becomes
+//! `tool_call_update`, `plan`, `usage_update`), and a tool's confirmation becomes
 //! `session/request_permission`. The `session/prompt` that sent a turn follows it to its end
 //! through the core's `TurnStream`.
 //!
@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Diff, PermissionOption, PermissionOptionKind,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate,
-    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind, UsageUpdate,
+    ContentBlock, ContentChunk, Diff, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
+    PlanEntryPriority, PlanEntryStatus, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -278,6 +278,7 @@ impl ClientPort for SessionPort {
                 turn,
                 SessionUpdate::AgentThoughtChunk(text_chunk(format!("({})\n", c.describe()))),
             ),
+            TurnEvent::Plan { entries } => self.update(turn, SessionUpdate::Plan(plan(entries))),
             // A call is shown once it runs, with its whole arguments.
             TurnEvent::ToolCall(_) => {}
             TurnEvent::ToolStarted {
@@ -393,4 +394,27 @@ impl ClientPort for SessionPort {
             .and_then(|id| PermissionAnswer::from_name(&id))
             .unwrap_or(PermissionAnswer::RejectOnce))
     }
+}
+
+/// A plan as ACP's plan entries (a step without a priority is of medium priority there).
+fn plan(entries: Vec<genai_protocol::plan::PlanEntry>) -> Plan {
+    use genai_protocol::plan::{PlanPriority, PlanStatus};
+    Plan::new(
+        entries
+            .into_iter()
+            .map(|e| {
+                let priority = match e.priority {
+                    Some(PlanPriority::High) => PlanEntryPriority::High,
+                    Some(PlanPriority::Low) => PlanEntryPriority::Low,
+                    Some(PlanPriority::Medium) | None => PlanEntryPriority::Medium,
+                };
+                let status = match e.status {
+                    PlanStatus::Pending => PlanEntryStatus::Pending,
+                    PlanStatus::InProgress => PlanEntryStatus::InProgress,
+                    PlanStatus::Completed => PlanEntryStatus::Completed,
+                };
+                PlanEntry::new(e.content, priority, status)
+            })
+            .collect(),
+    )
 }

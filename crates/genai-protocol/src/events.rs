@@ -13,7 +13,7 @@ use serde_json::Value;
 /// One line of the event stream. Every run writes `start` first and `result` last; in between,
 /// in the order they happen: `text` and `reasoning` (pieces coalesced to whole lines, or what
 /// came within about 100 ms), `compaction`, `tool_call`, `permission`, `tool_result`,
-/// `file_changed`, `usage` and `error`.
+/// `plan`, `file_changed`, `usage` and `error`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent<U> {
@@ -81,6 +81,10 @@ pub enum StreamEvent<U> {
         tokens_after: usize,
         /// Who wrote the summary: `the conversation's model` or `agent NAME`.
         by: String,
+    },
+    /// The model set out or updated its plan (its `plan` tool): every step, with its status.
+    Plan {
+        entries: Vec<crate::plan::PlanEntry>,
     },
     /// What the turn used, every request added up, and its cost in US dollars (`null`:
     /// unknown, never guessed).

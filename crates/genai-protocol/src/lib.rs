@@ -1,7 +1,7 @@
 //! The wire shapes genai's front-ends share, written once: the records of what genai lists —
 //! stored conversations and messages, registered components, tools, MCP resources and prompts
-//! (`listings.rs`) — the model-choice fields of the daemon's requests (`choice.rs`), and the
-//! events of `genai ask --output-format stream-json` (`events.rs`). The
+//! (`listings.rs`) — the model-choice fields of the daemon's requests (`choice.rs`), the
+//! events of `genai ask --output-format stream-json` (`events.rs`) and a plan's steps (`plan.rs`). The
 //! daemon's protocol sends them (its schemas are generated from them), the command line's
 //! `--json` prints them, and the core keeps its records in them: its store reads rows straight
 //! into them, so they cannot drift apart.
@@ -13,3 +13,4 @@
 pub mod choice;
 pub mod events;
 pub mod listings;
+pub mod plan;

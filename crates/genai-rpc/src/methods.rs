@@ -221,6 +221,7 @@ pub(crate) const METHODS: &[Method] = &[
     sent!("DoAction", DoActionParams),
     sent!("OnToolCallChunk", ToolCallChunk),
     sent!("OnCompaction", Compaction),
+    sent!("OnPlan", Plan),
     sent!("RequestConfirmation", RequestConfirmationParams => RequestConfirmationResult),
     // Without schemas: `$/cancelRequest` takes `{id}` (LSP's), `Shutdown` nothing.
     request!("$/cancelRequest", cancel_request, Notification, None, None),

@@ -1,5 +1,5 @@
 //! The daemon's client port: turns the core's events into this connection's notifications
-//! (`OnFeatureResponseChunk`, `OnReasoningChunk`, `OnFeatureResponse`, `OnToolCallChunk`, `DoAction`, `OnCompaction`,
+//! (`OnFeatureResponseChunk`, `OnReasoningChunk`, `OnFeatureResponse`, `OnToolCallChunk`, `DoAction`, `OnCompaction`, `OnPlan`,
 //! `OnPromptResponse*`, `OnNewMessage` to a hosting client) and the core's questions into
 //! daemon→client requests (`RequestConfirmation`, `OnMiddleware`, `OnToolCall`,
 //! `ReadTextFile`, `WriteTextFile`), which the peer sends and matches answers to.
@@ -197,6 +197,11 @@ impl ClientPort for RpcPort {
                 tokens_before: c.tokens_before,
                 tokens_after: c.tokens_after,
                 by: c.by,
+            }),
+            TurnEvent::Plan { entries } => Event::OnPlan(Plan {
+                conversation_id: turn.conversation_id.clone(),
+                turn_id: turn.turn_id.clone(),
+                entries,
             }),
             TurnEvent::Step { summary, detailed } => {
                 let step = TurnOutcome {

@@ -483,6 +483,16 @@ pub(crate) struct Compaction {
     pub(crate) by: String,
 }
 
+/// The model set out or updated its plan (the workspace's `plan` tool): every step with its
+/// status, the whole plan each time.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Plan {
+    pub(crate) conversation_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) entries: Vec<genai_protocol::plan::PlanEntry>,
+}
+
 /// A piece of a tool call as the model streams it (the `tools` feature, streaming on): the
 /// pieces of one call share `index`; `id` and `name` come with its first piece; `arguments`
 /// are the next characters of its JSON arguments.
@@ -577,4 +587,5 @@ pub(crate) enum Event {
     DoAction(DoActionParams),
     OnToolCallChunk(ToolCallChunk),
     OnCompaction(Compaction),
+    OnPlan(Plan),
 }

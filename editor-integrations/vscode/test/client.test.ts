@@ -586,6 +586,25 @@ describe('permission asks of the workspace tools (real daemon, scripted model)',
     assert.match(await lastToolResult(), /^Refused: workspace\.write_file\(src\/a\.txt\) was not allowed \(mode read-only\)/);
   });
 
+  test('mode plan refuses an edit saying how to carry the plan out; the plan reaches the page', async () => {
+    const before = asked.length;
+    const { controller, posted } = controllerFor('plan');
+    await controller.newChat({ feature: 'assistant', serviceProvider: 'scripted' });
+    await turn(controller, posted, 'write_file', { path: 'src/a.txt', content: 'overwritten\n' }, 'Could not.');
+    assert.equal(asked.length, before, 'plan mode denies, it does not ask');
+    assert.equal(read('src/a.txt'), 'ALPHA\n');
+    assert.match(await lastToolResult(), /\(plan mode: .*--mode edit\)/);
+    const entries = [
+      { content: 'Rewrite src/a.txt', status: 'pending', priority: 'high' },
+      { content: 'Check it', status: 'pending' },
+    ];
+    const end = await turn(controller, posted, 'plan', { entries }, 'Planned.');
+    assert.deepEqual(
+      posted.filter((m) => m.type === 'plan'),
+      [{ type: 'plan', turnId: end.turnId, entries }],
+    );
+  });
+
   test('the page\'s dialog: an ask whose turn is cancelled while it waits is closed on the page and writes nothing', async () => {
     const { controller, posted } = controllerFor('ask');
     let shown!: (m: Extract<ToView, { type: 'confirm' }>) => void;

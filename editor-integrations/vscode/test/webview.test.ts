@@ -199,6 +199,20 @@ test('a tool call shows as a line in its turn, its name as text, and stays when 
   assert.deepEqual(await bubble.evaluate((el) => Array.from(el.children, (c) => c.className)), ['tool-calls', 'body', 'link details-toggle', 'details']);
 });
 
+test('a plan shows as a checklist in its turn, as text, and the next plan replaces it', async () => {
+  await send({ type: 'turnStarted', turnId: 'tp' });
+  const step = (status: 'pending' | 'in_progress' | 'completed') => ({ content: 'Edit <b>src</b>', status, priority: 'high' as const });
+  await send({ type: 'plan', turnId: 'tp', entries: [{ content: 'Read', status: 'completed' }, step('in_progress')] });
+  const bubble = page.locator('.message.assistant[data-turn-id="tp"]');
+  assert.deepEqual(await bubble.locator('ul.plan li').allTextContents(), ['☑ Read', '◐ Edit <b>src</b> (high)']);
+  assert.equal(await bubble.locator('ul.plan b').count(), 0, 'no element from a step\'s text');
+  await send({ type: 'plan', turnId: 'tp', entries: [{ content: 'Read', status: 'completed' }, step('completed')] });
+  assert.deepEqual(await bubble.locator('ul.plan li').allTextContents(), ['☑ Read', '☑ Edit <b>src</b> (high)']);
+  assert.equal(await bubble.locator('ul.plan').count(), 1);
+  await send({ type: 'turnEnded', turnId: 'tp', summary: 'Done.', detailedResponse: [], isSuccess: true });
+  assert.equal(await bubble.locator('ul.plan li.completed').count(), 2, 'the plan stays after the reply');
+});
+
 test('reasoning streams into a collapsed box above the reply, as text, and history shows it too', async () => {
   await send({ type: 'userMessage', text: '9.11 or 9.8?' });
   await send({ type: 'turnStarted', turnId: 't4' });

@@ -19,7 +19,7 @@
 //!
 //! # Modes
 //!
-//! | kind | read-only | ask | edit | full |
+//! | kind | read-only, plan | ask | edit | full |
 //! |---|---|---|---|---|
 //! | read | allow | allow | allow | allow |
 //! | fetch | ask | ask | ask | allow |
@@ -28,7 +28,8 @@
 //! | other, read-only | allow | allow | allow | allow |
 //! | other | deny | allow | allow | allow |
 //!
-//! The mode is `--mode`'s, else `[permissions] mode` of the user's config, else `ask`.
+//! The mode is `--mode`'s, else `[permissions] mode` of the user's config, else `ask`. `plan`
+//! decides as `read-only` does, and its refusals say how to carry the plan out.
 //!
 //! # Rules
 //!
@@ -73,16 +74,17 @@
 //!
 //! `.genai/permissions.toml` under the project root has the same shape as `[permissions]`,
 //! but a repository may only tighten: its deny and ask rules apply, its mode applies only when
-//! stricter (`read-only` < `ask` < `edit` < `full`), and its allow rules and a looser mode are
+//! stricter (`read-only` < `plan` < `ask` < `edit` < `full`), and its allow rules and a looser mode are
 //! ignored, each with a note (`Policy::notes`). Saved "always" answers live in the user's
 //! config folder, never in the repository (`project::SavedRules`).
 
+mod mode;
 pub mod project;
 pub mod rules;
 
-use std::fmt;
+pub use mode::{Decision, Kind, Mode};
+
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::LazyLock;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
@@ -91,124 +93,6 @@ use serde::{Deserialize, Serialize};
 
 use genai_base::error::{Error, ErrorKind, Result};
 use rules::{command_parts, normalize_path, url_host, Rule, WORKSPACE};
-
-/// What a tool call does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// Reads the workspace: `read_file`, `list`, `search`.
-    Read,
-    /// Changes a file: `edit_file`, `write_file`.
-    Edit,
-    /// Runs a command: `run_command`.
-    Execute,
-    /// Reaches the network: `fetch`.
-    Fetch,
-    /// A tool of an MCP server or plugin module the user configured; `read_only` when the
-    /// MCP server marks it `readOnlyHint`.
-    Other { read_only: bool },
-}
-
-/// How much is allowed without asking, when no rule decides.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Reads only: edits, commands and unmarked tools are denied, fetches asked.
-    ReadOnly,
-    /// Reads and configured tools run; edits, commands and fetches are asked (the default).
-    #[default]
-    Ask,
-    /// Edits run too; commands and fetches are asked.
-    Edit,
-    /// Everything runs, except on secret files.
-    Full,
-}
-
-impl Mode {
-    /// Every mode, strictest first.
-    pub const ALL: [Mode; 4] = [Mode::ReadOnly, Mode::Ask, Mode::Edit, Mode::Full];
-
-    /// The mode's name: `read-only`, `ask`, `edit`, `full`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::ReadOnly => "read-only",
-            Mode::Ask => "ask",
-            Mode::Edit => "edit",
-            Mode::Full => "full",
-        }
-    }
-
-    /// What this mode decides for a call of this kind no rule matched.
-    pub fn decide(self, kind: Kind) -> Decision {
-        use Decision::{Allow, Ask, Deny};
-        match (kind, self) {
-            (Kind::Read, _) | (Kind::Other { read_only: true }, _) => Allow,
-            (_, Mode::Full) => Allow,
-            (Kind::Fetch, _) => Ask,
-            (Kind::Edit | Kind::Execute, Mode::ReadOnly) => Deny,
-            (Kind::Edit, Mode::Edit) => Allow,
-            (Kind::Edit | Kind::Execute, _) => Ask,
-            (Kind::Other { read_only: false }, Mode::ReadOnly) => Deny,
-            (Kind::Other { read_only: false }, _) => Allow,
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Mode {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Mode> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s.trim())
-            .ok_or_else(|| {
-                Error::invalid_params(format!(
-                    "unknown permission mode `{s}`: use one of {}",
-                    genai_base::error::known(Mode::ALL)
-                ))
-            })
-    }
-}
-
-/// The answer to a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    /// Run it.
-    Allow,
-    /// Ask the user first.
-    Ask,
-    /// Refuse it.
-    Deny,
-}
-
-impl fmt::Display for Decision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Decision::Allow => "allow",
-            Decision::Ask => "ask",
-            Decision::Deny => "deny",
-        })
-    }
-}
 
 /// A decision and what made it, for people: ``rule deny `X` (your config)``, `mode ask`,
 /// `secret file: named by no rule`.
@@ -236,7 +120,7 @@ pub struct Request<'a> {
 #[derive(Deserialize, Serialize, JsonSchema, Default, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionsConfig {
-    /// `read-only`, `ask` (the default), `edit` or `full`.
+    /// `read-only`, `plan`, `ask` (the default), `edit` or `full`.
     pub(crate) mode: Option<Mode>,
     /// Rules of calls that run without asking: `TOOL` or `TOOL(PATTERN)`.
     #[serde(default)]
@@ -449,9 +333,10 @@ impl Policy {
         if let Some(entries) = allowed {
             return by_rule(Decision::Allow, &entries);
         }
+        let decision = self.mode.decide(r.kind);
         Verdict {
-            decision: self.mode.decide(r.kind),
-            by: format!("mode {}", self.mode),
+            decision,
+            by: self.mode.verdict_by(decision),
         }
     }
 

@@ -56,14 +56,14 @@ fn decision(p: &Policy, r: Request) -> Decision {
 #[test]
 fn the_mode_table() {
     use Decision::{Allow as A, Ask as Q, Deny as D};
-    // Rows in ALL_KINDS order, columns read-only, ask, edit, full.
+    // Rows in ALL_KINDS order, columns read-only, plan, ask, edit, full.
     let table = [
-        [A, A, A, A],
-        [Q, Q, Q, A],
-        [D, Q, A, A],
-        [D, Q, Q, A],
-        [A, A, A, A],
-        [D, A, A, A],
+        [A, A, A, A, A],
+        [Q, Q, Q, Q, A],
+        [D, D, Q, A, A],
+        [D, D, Q, Q, A],
+        [A, A, A, A, A],
+        [D, D, A, A, A],
     ];
     for (kind, row) in ALL_KINDS.into_iter().zip(table) {
         for (mode, want) in Mode::ALL.into_iter().zip(row) {
@@ -79,7 +79,14 @@ fn the_mode_table() {
             };
             let v = p.decide(&r);
             assert_eq!(v.decision, want, "{kind:?} in {mode}");
-            assert_eq!(v.by, format!("mode {mode}"));
+            match (mode, want) {
+                (Mode::Plan, D) => assert!(
+                    v.by.starts_with("plan mode:") && v.by.contains("--mode edit"),
+                    "{}",
+                    v.by
+                ),
+                _ => assert_eq!(v.by, format!("mode {mode}")),
+            }
         }
     }
 }
@@ -96,7 +103,7 @@ fn modes_by_name() {
     };
     assert!(e.message.contains("`yolo`"), "{}", e.message);
     assert!(
-        e.message.contains("read-only, ask, edit, full"),
+        e.message.contains("read-only, plan, ask, edit, full"),
         "{}",
         e.message
     );

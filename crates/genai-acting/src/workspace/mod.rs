@@ -11,6 +11,7 @@ pub(crate) mod editor;
 pub mod files;
 pub(crate) mod listing;
 pub mod paths;
+pub mod plan;
 pub mod sandbox;
 #[cfg(all(test, target_os = "linux"))]
 mod sandbox_tests;
@@ -191,7 +192,7 @@ impl Workspace {
         &self.root
     }
 
-    /// The source's tools.
+    /// The source's tools, but `plan` (a conversation's, offered beside them: [`plan::tool`]).
     pub fn tools() -> Vec<Tool> {
         let path =
             json!({"type": "string", "description": "A path relative to the workspace root."});
@@ -298,6 +299,11 @@ impl Workspace {
                         .trim()
                         .to_string(),
                 ),
+            }),
+            // Touches nothing: a bad plan is the call's error (`call`), not a refusal.
+            plan::NAME => Ok(Described {
+                kind: Kind::Read,
+                subject: None,
             }),
             "fetch" => {
                 let url = args::<FetchArgs>(function, arguments)?.url;
@@ -423,6 +429,7 @@ impl Workspace {
                 }
                 Ok(text.into())
             }
+            plan::NAME => Ok(plan::answer(&plan::entries(arguments)?).into()),
             "fetch" => {
                 let a: FetchArgs = args(function, arguments)?;
                 let fetched = genai_base::fetch::download(&a.url, "page", MAX_PAGE_BYTES, |_| {

@@ -81,6 +81,10 @@ pub enum TurnEvent {
     /// The request about to go neared the model's context: its oldest turns are sent as a
     /// summary from now on (the history keeps them all).
     Compacted(crate::compaction::Compacted),
+    /// The model set out or updated its plan (the workspace's `plan` tool ran): every step.
+    Plan {
+        entries: Vec<genai_protocol::plan::PlanEntry>,
+    },
     /// A step a client-hosted feature reported before its final answer.
     Step {
         summary: String,

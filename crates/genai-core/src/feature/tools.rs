@@ -9,6 +9,9 @@
 //! native tool calls, the agent runs a ReAct text loop instead (`agent/react`,
 //! `[features.tools] mode`).
 //!
+//! With the workspace on it also offers the workspace's `plan` tool, whose calls become plan
+//! events; a message sent in plan mode carries a note asking the model for a plan.
+//!
 //! It owns the mapping between tool names (`SOURCE.function`) and the wire names formats
 //! accept. It must never decide whether a call may run (the guard does).
 
@@ -30,6 +33,7 @@ use crate::agent::{Delta, OnDelta, ToolLoop};
 use crate::config::ToolMode;
 use crate::format::{ToolCallDelta, ToolSpec};
 use crate::message::{Message, Part};
+use crate::permission::Mode;
 use crate::tools::plugin::ModuleAnswer;
 use crate::tools::toolbox::Toolbox;
 use crate::tools::Tool;
@@ -84,6 +88,16 @@ fn is_built_in(name: &str) -> bool {
 /// Rounds of tool calls in one turn before the model's reply is taken as final, unless
 /// `[features.tools] max_steps` says otherwise.
 pub(crate) const MAX_STEPS: usize = 8;
+
+/// The `plan` tool's full name.
+const PLAN_TOOL: &str = "workspace.plan";
+
+/// What the model is told with a message sent in plan mode.
+const PLAN_MODE_NOTE: &str = "(You are in plan mode: you may read, list and search the \
+    workspace, but nothing you edit or run will happen. Study what this task needs, then answer \
+    with your plan by calling the plan tool once with every step (status pending), and say in a \
+    few words what the plan does. The user will carry the plan out in another mode; then update \
+    the steps' statuses with the same tool as you work.)";
 
 /// How many times in a turn a stop hook may send the model back to work.
 const STOP_HOOK_ROUNDS: usize = 3;
@@ -167,6 +181,10 @@ impl Tools {
                     .is_none_or(|s| s.iter().any(|n| n == workspace::SOURCE || n == &t.name))
             };
             let mut own: Vec<Tool> = Workspace::tools().into_iter().filter(wanted).collect();
+            // Whenever the workspace's tools are on, the model may keep a plan.
+            if !own.is_empty() {
+                own.push(workspace::plan::tool());
+            }
             own.append(&mut tools);
             tools = own;
         }
@@ -287,6 +305,11 @@ impl Feature for Tools {
                             is_error,
                             edit,
                         });
+                        if !is_error && name == PLAN_TOOL {
+                            if let Ok(entries) = workspace::plan::entries(&args) {
+                                turn.emit(TurnEvent::Plan { entries });
+                            }
+                        }
                         let mark = if is_error { "error" } else { "result" };
                         if let Ok(mut l) = log.lock() {
                             l.push(format!("tool {name}({args}) → {mark}: {text}"));
@@ -348,6 +371,11 @@ impl Feature for Tools {
         }
         for note in prompt_notes {
             message.content.push(Part::text(note));
+        }
+        // In plan mode the message says so, where it stays with the message (a system prompt
+        // is kept with the conversation, and would outlive the mode).
+        if self.guard.mode() == Mode::Plan && self.guard.workspace().is_some() {
+            message.content.push(Part::text(PLAN_MODE_NOTE));
         }
         let prompt = self.prompt(turn, message);
         let filter = Mutex::new(MarkerFilter::default());

@@ -349,6 +349,7 @@ export class ChatController {
         shownCalls.add(call);
         post({ type: 'toolCall', turnId: t.id, index: call.index, name: call.name });
       },
+      plan: (entries, t) => post({ type: 'plan', turnId: t.id, entries }),
     });
     post({ type: 'turnStarted', turnId: turn.id });
     this.turnConversations.set(turn.id, conversation.id);

@@ -1,6 +1,7 @@
 // The messages between the chat controller (extension side) and the chat page (webview side),
 // posted with `webview.postMessage` one way and `acquireVsCodeApi().postMessage` the other.
 import type { FileDiff } from './diff';
+import type { PlanEntry } from '../protocol';
 
 export type { DiffLine, FileDiff } from './diff';
 
@@ -70,6 +71,8 @@ export type ToView =
   | { type: 'progress'; turnId: string; summary: string; detailedResponse: string[] }
   /** The model calls a tool (its name came in `OnToolCallChunk`): a line in the turn's bubble. */
   | { type: 'toolCall'; turnId: string; index: number; name: string }
+  /** The model's plan (`OnPlan`), whole each time: a checklist in the turn's bubble, replaced by the next. */
+  | { type: 'plan'; turnId: string; entries: PlanEntry[] }
   | {
       type: 'turnEnded';
       turnId: string;

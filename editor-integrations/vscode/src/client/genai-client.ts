@@ -21,6 +21,7 @@ import type {
   Notifications,
   OnFeatureResponseNotification,
   OnToolCallChunkNotification,
+  PlanEntry,
   Requests,
   RunCommandParams,
   RunCommandResult,
@@ -119,7 +120,8 @@ type TurnNotification =
   | { method: 'OnFeatureResponseChunk'; params: Notifications['OnFeatureResponseChunk'] }
   | { method: 'OnReasoningChunk'; params: Notifications['OnReasoningChunk'] }
   | { method: 'OnFeatureResponse'; params: Notifications['OnFeatureResponse'] }
-  | { method: 'OnToolCallChunk'; params: Notifications['OnToolCallChunk'] };
+  | { method: 'OnToolCallChunk'; params: Notifications['OnToolCallChunk'] }
+  | { method: 'OnPlan'; params: Notifications['OnPlan'] };
 
 /** vscode-jsonrpc's own codes for a broken connection (not errors the daemon sent). */
 const CONNECTION_ERRORS = new Set<number>([
@@ -322,6 +324,7 @@ export class GenaiClient<T extends Transport = Transport> {
     conn.onNotification('OnToolCallChunk', (params: Notifications['OnToolCallChunk']) =>
       this.route({ method: 'OnToolCallChunk', params }),
     );
+    conn.onNotification('OnPlan', (params: Notifications['OnPlan']) => this.route({ method: 'OnPlan', params }));
     conn.onRequest('RequestConfirmation', async (params: ConfirmationRequest['params']): Promise<ConfirmationRequest['result']> => {
       const answer = this.hooks.confirm ? await this.hooks.confirm(params) : false;
       return typeof answer === 'boolean' ? { confirmed: answer } : answer;
@@ -372,6 +375,9 @@ export class GenaiClient<T extends Transport = Transport> {
         break;
       case 'OnToolCallChunk':
         turn.toolCallChunk(n.params);
+        break;
+      case 'OnPlan':
+        turn.planned(n.params.entries);
         break;
       case 'OnFeatureResponse':
         if (n.params.final) turn.finish(n.params);
@@ -481,6 +487,8 @@ export type TurnListener = {
   progress?: (step: OnFeatureResponseNotification, turn: Turn) => void;
   /** A piece of a tool call arrived (`OnToolCallChunk`); `call` holds the call so far. */
   toolCall?: (call: ToolCall, turn: Turn) => void;
+  /** The model set out or updated its plan (`OnPlan`): every step, with its status. */
+  plan?: (entries: PlanEntry[], turn: Turn) => void;
 };
 
 /** A tool call the model is writing, assembled from its `OnToolCallChunk` pieces. */
@@ -504,6 +512,8 @@ export class Turn {
    * the indexes: its first piece (a new id, or a name) replaces the earlier call at its index.
    */
   readonly toolCalls = new Map<number, ToolCall>();
+  /** The model's last plan in this turn (`OnPlan`), if it gave one. */
+  plan: PlanEntry[] | undefined;
   /** Resolves with the final `OnFeatureResponse` (success or failure); never rejects. */
   readonly done: Promise<OnFeatureResponseNotification>;
   private resolve!: (r: OnFeatureResponseNotification) => void;
@@ -560,6 +570,13 @@ export class Turn {
     if (piece.name && !call.name) call.name = piece.name;
     call.arguments += piece.arguments;
     for (const l of this.listeners) l.toolCall?.(call, this);
+  }
+
+  /** @internal */
+  planned(entries: PlanEntry[]): void {
+    if (this.ended) return;
+    this.plan = entries;
+    for (const l of this.listeners) l.plan?.(entries, this);
   }
 
   /** @internal */

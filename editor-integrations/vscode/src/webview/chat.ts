@@ -3,6 +3,7 @@
 // protocol logic. Replies are Markdown rendered with raw HTML disabled, re-rendered per chunk.
 import MarkdownIt from 'markdown-it';
 import type { ComponentChoices, ConversationSummary, FileDiff, FromView, ShownMessage, ToView } from '../chat/view-messages';
+import type { PlanEntry } from '../protocol';
 
 declare function acquireVsCodeApi(): { postMessage(message: FromView): void };
 
@@ -131,6 +132,29 @@ function addToolCall(el: HTMLElement, name: string): void {
   line.className = 'tool-call';
   line.textContent = `calling ${name}…`;
   list.append(line);
+  messages.scrollTop = messages.scrollHeight;
+}
+
+/**
+ * The turn's plan as a checklist (text only, never markup): one line a step, `☐` pending, `◐` in
+ * progress, `☑` completed; a later plan of the turn replaces it.
+ */
+function showPlan(el: HTMLElement, entries: PlanEntry[]): void {
+  let list = el.querySelector<HTMLElement>('ul.plan');
+  if (!list) {
+    list = document.createElement('ul');
+    list.className = 'plan';
+    el.querySelector('.body')!.before(list);
+  }
+  const marks = { pending: '☐', in_progress: '◐', completed: '☑' } as const;
+  list.replaceChildren(
+    ...entries.map((e) => {
+      const item = document.createElement('li');
+      item.className = `plan-entry ${e.status}`;
+      item.textContent = `${marks[e.status]} ${e.content}${e.priority === 'high' ? ' (high)' : ''}`;
+      return item;
+    }),
+  );
   messages.scrollTop = messages.scrollHeight;
 }
 
@@ -423,6 +447,9 @@ function receive(m: ToView): void {
     }
     case 'toolCall':
       addToolCall(turnBubble(m.turnId).bubble, m.name);
+      break;
+    case 'plan':
+      showPlan(turnBubble(m.turnId).bubble, m.entries);
       break;
     case 'turnEnded': {
       const turn = turnBubble(m.turnId);

@@ -32,6 +32,7 @@ mod client;
 #[path = "../tests/it/support"]
 mod support {
     pub mod behavior;
+    pub mod fake_embeddings;
     pub mod fake_openai;
     pub mod http1;
     pub mod loopback;

@@ -17,6 +17,9 @@
 //! With `--reasoning TEXT`, every answer streams `reasoning_content` (as DeepSeek and vLLM
 //! do) before its reply.
 //!
+//! It answers `POST /v1/embeddings` too (`tests/it/support/fake_embeddings.rs`): each text's
+//! vector starts with the text's length in characters.
+//!
 //! It prints exactly one line, `listening on http://127.0.0.1:PORT/v1`, then
 //! serves until it is killed.
 //!
@@ -39,6 +42,7 @@
 #[path = "../tests/it/support"]
 mod support {
     pub mod behavior;
+    pub mod fake_embeddings;
     pub mod fake_openai;
     pub mod fake_plugin;
     pub mod http1;

@@ -20,6 +20,7 @@ mod bench;
 #[path = "../tests/it/support"]
 mod support {
     pub mod behavior;
+    pub mod fake_embeddings;
     pub mod fake_openai;
     pub mod hostile;
     pub mod http1;

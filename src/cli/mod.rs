@@ -17,6 +17,7 @@ mod components;
 mod config;
 mod conversation;
 mod daemon;
+mod embed;
 mod files;
 mod keys;
 mod lsp;
@@ -79,6 +80,8 @@ enum Command {
     /// List, search, show, export, rename or delete stored conversations.
     #[command(subcommand)]
     Sessions(sessions::Command),
+    /// Turn texts into vectors with an embeddings model (one vector a line, or --json).
+    Embed(embed::Args),
     /// Tokens and cost from the history, by model, day, conversation or gateway key.
     Usage(usage::Args),
     /// Put back the files a turn's tools changed, byte for byte (default: the last turn made
@@ -302,6 +305,7 @@ pub fn run() -> i32 {
         Command::Serve(args) => runtime().block_on(serve::run(args)),
         Command::Commands(c) => return runtime().block_on(commands::run(c)),
         Command::Sessions(c) => sessions::run(c),
+        Command::Embed(args) => runtime().block_on(embed::run(args)),
         Command::Usage(args) => usage::run(args),
         Command::Undo(args) => undo::run_undo(args),
         Command::Checkpoints(args) => undo::run_list(args),

@@ -25,6 +25,8 @@ mod daemon_tools;
 mod daemon_tools_client;
 mod daemon_tools_formats;
 mod editor_tools;
+mod embeddings;
+mod embeddings_gateway;
 mod failed_turns;
 mod gateway;
 mod gateway_anthropic;

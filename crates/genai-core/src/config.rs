@@ -180,6 +180,9 @@ pub struct Defaults {
     /// An agent name from `[agents]`, or `provider:model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The model `genai embed` uses when given none (`provider:model`); default `local`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_model: Option<String>,
     /// The feature of new conversations (default `assistant`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) feature: Option<String>,

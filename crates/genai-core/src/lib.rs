@@ -5,7 +5,7 @@
 //! [`session::Framework`]: `session` (the entry), `agent`, `feature`, `middleware`, `tools`
 //! (the tool sources), `provider` and `format` (requests on the wire of each service),
 //! `registry` and `select` (which components answer), `store` (the history), `config`,
-//! `secrets`, `models` and `download` (local models), `command` and `context_files`, and the
+//! `secrets`, `models` and `download` (local models), `embedding` (texts to vectors), `command` and `context_files`, and the
 //! small pieces of its own (`message`, `pricing`, `file_context`, `suggest`).
 //!
 //! Below it are three crates it builds on and re-exports where its callers always found them:
@@ -35,6 +35,7 @@ pub mod compaction;
 pub mod config;
 pub mod context_files;
 pub mod download;
+pub mod embedding;
 pub mod feature;
 pub(crate) mod file_context;
 pub mod format;

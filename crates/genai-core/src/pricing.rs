@@ -135,6 +135,27 @@ const TABLE: &[(&[&str], &str, Price)] = &[
     (OPENAI, "gpt-4o-mini", Price::new(0.15, 0.6, 0.075, 0.15)),
     (GEMINI, "gemini-2.5-pro", Price::new(1.25, 10.0, 0.31, 1.25)),
     (GEMINI, "gemini-2.5-flash", Price::new(0.3, 2.5, 0.075, 0.3)),
+    // Embeddings: input only.
+    (
+        OPENAI,
+        "text-embedding-3-small",
+        Price::new(0.02, 0.0, 0.02, 0.02),
+    ),
+    (
+        OPENAI,
+        "text-embedding-3-large",
+        Price::new(0.13, 0.0, 0.13, 0.13),
+    ),
+    (
+        OPENAI,
+        "text-embedding-ada-002",
+        Price::new(0.1, 0.0, 0.1, 0.1),
+    ),
+    (
+        GEMINI,
+        "gemini-embedding-001",
+        Price::new(0.15, 0.0, 0.15, 0.15),
+    ),
 ];
 
 /// A model id as the built-in table names it: a vendor prefix (`anthropic/...`, Bedrock's

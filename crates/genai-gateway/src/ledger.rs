@@ -49,6 +49,7 @@ pub(crate) fn api_of(route: &str) -> Option<&'static str> {
         "/v1/chat/completions" => Some("openai-chat"),
         "/v1/messages" => Some("anthropic-messages"),
         "/v1/responses" => Some("openai-responses"),
+        "/v1/embeddings" => Some("openai-embeddings"),
         _ => None,
     }
 }
@@ -314,6 +315,17 @@ impl Caller {
     /// Notes a whole reply and its answer's body.
     pub(super) fn whole(&mut self, reply: &ModelReply, body: &[u8]) {
         self.usage_of(reply);
+        if self.keeps_bodies() {
+            self.row.reply_body = Some(String::from_utf8_lossy(body).into_owned());
+        }
+    }
+
+    /// Notes an embeddings answer: who answered, its input tokens and cost, its body when kept.
+    pub(super) fn embedded(&mut self, e: &genai_core::session::Embedded, body: &[u8]) {
+        self.row.served_by = Some(super::turn::served_name(&e.provider, &e.model));
+        self.row.input_tokens = e.embeddings.input_tokens;
+        self.row.output_tokens = e.embeddings.input_tokens.map(|_| 0);
+        self.row.cost = e.cost;
         if self.keeps_bodies() {
             self.row.reply_body = Some(String::from_utf8_lossy(body).into_owned());
         }

@@ -33,6 +33,7 @@ mod anthropic_tools;
 pub mod body;
 mod completion;
 mod count_tokens;
+mod embeddings;
 mod error;
 mod fields;
 mod keys;
@@ -116,6 +117,10 @@ pub async fn answer(
         }
         (Responses::PATH, http::Method::POST) => turn::<Responses>(req, fw, limit, c).await,
         (Messages::PATH, http::Method::POST) => turn::<Messages>(req, fw, limit, c).await,
+        (embeddings::PATH, http::Method::POST) => match read_body(req, limit).await {
+            Ok(body) => embeddings::answer(&c.keep(body), fw, c).await,
+            Err(e) => e.response_in(api),
+        },
         ("/v1/messages/count_tokens", http::Method::POST) => match read_body(req, limit).await {
             Ok(body) => anthropic::count_tokens(&body, fw, c),
             Err(e) => e.response_in(api),
@@ -124,6 +129,7 @@ pub async fn answer(
             "/v1/models"
             | "/v1/chat/completions"
             | "/v1/responses"
+            | "/v1/embeddings"
             | "/v1/messages"
             | "/v1/messages/count_tokens",
             m,
@@ -137,7 +143,7 @@ pub async fn answer(
             http::StatusCode::NOT_FOUND,
             INVALID_REQUEST,
             format!(
-                "genai's gateway has no route {path} (it serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/messages/count_tokens)"
+                "genai's gateway has no route {path} (it serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/embeddings, POST /v1/messages and POST /v1/messages/count_tokens)"
             ),
         )
         .response_in(api),
@@ -223,6 +229,7 @@ pub fn parse_request(path: &str, body: &[u8]) -> Result<(), ApiError> {
         "/v1/responses" => responses::ResponsesRequest::parse(body).map(drop),
         "/v1/messages" => anthropic::MessagesRequest::parse(body, false).map(drop),
         "/v1/messages/count_tokens" => anthropic::MessagesRequest::parse(body, true).map(drop),
+        embeddings::PATH => embeddings::read(body).map(drop),
         _ => Err(ApiError::new(
             http::StatusCode::NOT_FOUND,
             INVALID_REQUEST,

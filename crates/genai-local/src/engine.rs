@@ -144,7 +144,7 @@ pub(crate) struct Engine {
     scheduler: Scheduler,
 }
 
-fn backend() -> Result<&'static LlamaBackend> {
+pub(crate) fn backend() -> Result<&'static LlamaBackend> {
     static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -182,16 +182,54 @@ pub(crate) fn stop_all() {
     }
 }
 
-/// The engine for a model file and settings, loading the model on first use.
-pub(crate) fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
-    static MODELS: OnceLock<Mutex<HashMap<PathBuf, &'static LlamaModel>>> = OnceLock::new();
-
-    let canonical = path.canonicalize().map_err(|e| {
+/// A model file's canonical path, or the error that says it cannot be opened.
+pub(crate) fn canonical(path: &Path) -> Result<PathBuf> {
+    path.canonicalize().map_err(|e| {
         Error::new(
             ErrorKind::Config,
             format!("cannot open the model {}: {e}", path.display()),
         )
+    })
+}
+
+/// The model of a canonical path, loaded on first use and then shared by every engine (and
+/// embedding) of this process.
+pub(crate) fn model(canonical: &Path) -> Result<&'static LlamaModel> {
+    static MODELS: OnceLock<Mutex<HashMap<PathBuf, &'static LlamaModel>>> = OnceLock::new();
+    let mut models = MODELS
+        .get_or_init(Default::default)
+        .lock()
+        .map_err(|_| lock_err())?;
+    if let Some(m) = models.get(canonical) {
+        return Ok(*m);
+    }
+    let cannot = |why: String| {
+        Error::new(
+            ErrorKind::Config,
+            format!("cannot load the model {}: {why}", canonical.display()),
+        )
+    };
+    // Not a GGUF at all (a file put in the folder by hand): said plainly, and llama.cpp never
+    // sees it.
+    genai_core::models::gguf::check_file(canonical).map_err(cannot)?;
+    let backend = backend()?;
+    let started = Instant::now();
+    let params = LlamaModelParams::default().with_n_gpu_layers(0);
+    let model = LlamaModel::load_from_file(backend, canonical, &params).map_err(|e| {
+        cannot(match e {
+            LlamaModelLoadError::NullResult => LLAMA_CANNOT_READ.to_string(),
+            other => other.to_string(),
+        })
     })?;
+    tracing::info!(model = %canonical.display(), elapsed = ?started.elapsed(), "local model loaded");
+    let model: &'static LlamaModel = Box::leak(Box::new(model));
+    models.insert(canonical.to_path_buf(), model);
+    Ok(model)
+}
+
+/// The engine for a model file and settings, loading the model on first use.
+pub(crate) fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine>> {
+    let canonical = canonical(path)?;
     let key = (canonical.clone(), settings);
     // Held until the engine is made, so that racing requests make one scheduler.
     let mut engines = ENGINES
@@ -206,40 +244,7 @@ pub(crate) fn engine(path: &Path, settings: EngineSettings) -> Result<Arc<Engine
         .fit_to_load
         .then(super::load::CpuTimes::now)
         .flatten();
-    let model = {
-        let mut models = MODELS
-            .get_or_init(Default::default)
-            .lock()
-            .map_err(|_| lock_err())?;
-        match models.get(&canonical) {
-            Some(m) => *m,
-            None => {
-                let cannot = |why: String| {
-                    Error::new(
-                        ErrorKind::Config,
-                        format!("cannot load the model {}: {why}", canonical.display()),
-                    )
-                };
-                // Not a GGUF at all (a file put in the folder by hand): said plainly, and
-                // llama.cpp never sees it.
-                genai_core::models::gguf::check_file(&canonical).map_err(cannot)?;
-                let backend = backend()?;
-                let started = Instant::now();
-                let params = LlamaModelParams::default().with_n_gpu_layers(0);
-                let model =
-                    LlamaModel::load_from_file(backend, &canonical, &params).map_err(|e| {
-                        cannot(match e {
-                            LlamaModelLoadError::NullResult => LLAMA_CANNOT_READ.to_string(),
-                            other => other.to_string(),
-                        })
-                    })?;
-                tracing::info!(model = %canonical.display(), elapsed = ?started.elapsed(), "local model loaded");
-                let model: &'static LlamaModel = Box::leak(Box::new(model));
-                models.insert(canonical.clone(), model);
-                model
-            }
-        }
-    };
+    let model = model(&canonical)?;
     let n_ctx_train = model.n_ctx_train().max(1);
     let n_ctx = match settings.context_size {
         0 => DEFAULT_CONTEXT_SIZE.min(n_ctx_train),

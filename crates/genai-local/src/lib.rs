@@ -12,14 +12,15 @@
 //! context: continuous batching), `slots.rs` (which sequence a request takes), `sampling.rs` (a
 //! request's sampler chain, its grammar asked one token at a time), `template.rs` (chat
 //! template and its ChatML fallback), `infill.rs` (the fill-in-the-middle prompt of models with
-//! FIM tokens), `output.rs` (UTF-8 across tokens, stop strings), `repetition.rs` (a reply stuck
-//! in a loop), `grammar.rs` (structured output and tool calls by grammar), `wire.rs`
-//! (openai-chat in and out).
+//! FIM tokens), `embed.rs` (pooled embeddings in a context of their own), `output.rs` (UTF-8
+//! across tokens, stop strings), `repetition.rs` (a reply stuck in a loop), `grammar.rs`
+//! (structured output and tool calls by grammar), `wire.rs` (openai-chat in and out).
 //!
 //! This file owns installing the engine and nothing else. The crate must never hold a
 //! conversation, choose a model for one or speak a front-end's protocol (the core and the
 //! front-ends do), and no front-end crate may depend on it: only the binary does.
 
+mod embed;
 mod engine;
 mod grammar;
 mod infill;

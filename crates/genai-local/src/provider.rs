@@ -15,6 +15,7 @@ use futures::channel::mpsc;
 use futures::StreamExt;
 
 use genai_core::config::{LocalSettings, Paths};
+use genai_core::embedding::{EmbedRequest, Embeddings};
 use genai_core::error::{Error, ErrorKind, Result};
 use genai_core::format::ModelRequest;
 use genai_core::models::ModelLibrary;
@@ -268,6 +269,16 @@ impl ServiceProvider for LocalProvider {
         let (text, f) = collect(rx, &self.name).await?;
         let body = answer.completion(&text, &[], f.finish_reason, f.counts);
         Ok(ProviderResponse::Complete(body.into()))
+    }
+
+    /// Pooled embeddings in a context of their own (`embed.rs`).
+    async fn embed(&self, request: &EmbedRequest) -> Result<Embeddings> {
+        request.check()?;
+        let path = self.model_path(&request.model)?;
+        let (settings, name, request) = (self.settings, self.name.clone(), request.clone());
+        tokio::task::spawn_blocking(move || crate::embed::embed(&path, settings, &request, &name))
+            .await
+            .map_err(|e| Error::internal(format!("the local engine failed: {e}")))?
     }
 
     /// The raw FIM prompt when the model's vocabulary has FIM tokens.

@@ -243,7 +243,7 @@ struct Batcher {
 }
 
 /// Making contexts concurrently is unsound in llama.cpp (it may write the model's fields).
-static CONTEXT_CREATION: Mutex<()> = Mutex::new(());
+pub(crate) static CONTEXT_CREATION: Mutex<()> = Mutex::new(());
 
 impl Batcher {
     fn new(s: &Setup, shared: Arc<Shared>) -> Result<Batcher> {

@@ -215,8 +215,15 @@ async fn answer(mut ex: Exchange<Bedrock>) {
         };
         return send_error(ex, 403, kind, &message).await;
     }
-    let claude = action.starts_with("invoke");
     let body = serde_json::from_slice::<Value>(&ex.request.raw).ok();
+    let embedded = body
+        .as_ref()
+        .and_then(|b| super::fake_embeddings::bedrock(&model, b));
+    if let (Some((status, answer)), "invoke") = (embedded, action.as_str()) {
+        let answer = serde_json::to_vec(&answer).unwrap_or_default();
+        return ex.respond(status, "application/json", &[], &answer).await;
+    }
+    let claude = action.starts_with("invoke");
     let tool_refusal = body.as_ref().and_then(tool_problem);
     if let (Some(why), false) = (&tool_refusal, claude) {
         return send_error(ex, 400, "ValidationException", why).await;

@@ -283,6 +283,17 @@ async fn refuse(ex: Exchange<Gemini>, (code, body): (u16, Value)) {
 }
 
 async fn answer(mut ex: Exchange<Gemini>) {
+    if ex.request.method == "POST" && ex.request.route().ends_with(":batchEmbedContents") {
+        let (status, body) = match ex.expected_key.clone() {
+            Some(key) if ex.request.header("x-goog-api-key") != Some(key.as_str()) => error(
+                400,
+                "API key not valid. Please pass a valid API key.",
+                "INVALID_ARGUMENT",
+            ),
+            _ => super::fake_embeddings::gemini(&ex.request.body),
+        };
+        return refuse(ex, (status, body)).await;
+    }
     let (model, streaming) = match call(&ex.request) {
         Ok(Some(c)) => c,
         Ok(None) => {

@@ -173,6 +173,13 @@ fn error_body(message: &str) -> Vec<u8> {
 }
 
 async fn answer(mut ex: Exchange<Ollama>) {
+    if ex.request.method == "POST" && ex.request.route() == "/api/embed" {
+        let (status, body) = super::fake_embeddings::ollama(&ex.request.body);
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        return ex
+            .respond(status, "application/json; charset=utf-8", &[], &body)
+            .await;
+    }
     if let Some((status, message)) = problem(&ex.request) {
         return ex
             .respond(

@@ -11,6 +11,7 @@
 //!   byte for byte like the real API, with the behaviour chosen per request
 //!   ([`Behavior`], [`Mode`]): normal reply, HTTP error, stream cut short,
 //!   or a stall that never answers;
+//! * `POST /v1/embeddings` (`fake_embeddings`);
 //! * `GET /v1/models`: a one-model list;
 //! * anything else: 404 with an OpenAI error body.
 //!
@@ -136,6 +137,7 @@ impl Wire for OpenAi {
 
 enum Route {
     Chat,
+    Embeddings,
     Models,
     NotFound,
     /// Azure's refusals: status and message.
@@ -146,17 +148,22 @@ fn route(request: &RecordedRequest) -> Route {
     let route_path = request.route();
     // Azure OpenAI serves the same wire at its own paths, and wants its own `api-key` header
     // (401 without it) and, outside `/openai/v1/`, an `api-version` (404 without it).
-    let azure_v1 = route_path == "/openai/v1/chat/completions";
-    let azure_deployment =
-        route_path.starts_with("/openai/deployments/") && route_path.ends_with("/chat/completions");
+    let operation = |p: &str| p.ends_with("/chat/completions") || p.ends_with("/embeddings");
+    let azure_v1 =
+        route_path == "/openai/v1/chat/completions" || route_path == "/openai/v1/embeddings";
+    let azure_deployment = route_path.starts_with("/openai/deployments/") && operation(route_path);
     let has_header = |name: &str| request.headers.iter().any(|(n, _)| n == name);
     match (request.method.as_str(), route_path) {
         ("POST", "/v1/chat/completions") => Route::Chat,
+        ("POST", "/v1/embeddings") => Route::Embeddings,
         ("POST", _) if (azure_v1 || azure_deployment) && !has_header("api-key") => {
             Route::Refused(401, "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.")
         }
         ("POST", _) if azure_deployment && !request.path.contains("api-version=") => {
             Route::Refused(404, "Resource not found")
+        }
+        ("POST", p) if (azure_v1 || azure_deployment) && p.ends_with("/embeddings") => {
+            Route::Embeddings
         }
         ("POST", _) if azure_v1 || azure_deployment => Route::Chat,
         ("GET", "/v1/models") => Route::Models,
@@ -179,6 +186,11 @@ async fn answer(mut ex: Exchange<OpenAi>) {
                 ex.respond(400, "application/json", &[], &body).await
             }
         },
+        Route::Embeddings => {
+            let (status, body) = super::fake_embeddings::openai(&ex.request.body);
+            ex.respond(status, "application/json", &[], &to_json(&body))
+                .await
+        }
         Route::Models => {
             let model = ex.default_behavior().model_or(FALLBACK_MODEL);
             let body = to_json(&ModelList {

@@ -1,5 +1,5 @@
 //! What the integration tests run the product against: one loopback HTTP/1.1 server
-//! (`server.rs`, over the bytes of `http1.rs`) with one wire format per fake, and a JSON-RPC
+//! (`server.rs`, over the bytes of `http1.rs`) with one wire format per fake (their embeddings APIs in `fake_embeddings.rs`), and a JSON-RPC
 //! client for `genai daemon` (`rpc_client.rs`, with the conversation steps of
 //! `conversation.rs`, and `daemon.rs`, a daemon on the fake OpenAI server as the daemon's tests
 //! start it). `cli.rs` runs the `genai` binary with folders of its own, `editor.rs`
@@ -17,6 +17,7 @@ pub mod daemon;
 pub mod editor;
 pub mod fake_anthropic;
 pub mod fake_bedrock;
+pub mod fake_embeddings;
 pub mod fake_gemini;
 pub mod fake_ollama;
 pub mod fake_openai;

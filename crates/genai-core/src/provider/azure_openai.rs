@@ -84,7 +84,11 @@ impl Hooks for Deployment {
     fn prepare<'a>(&self, call: &Call<'a>) -> Result<Prepared<'a>> {
         let (base, request) = (&call.endpoint.base_url, call.request);
         let url = if self.api_version == V1 {
-            format!("{base}/openai/v1/chat/completions")
+            // The operation of the deployment path (`/chat/completions`, `/embeddings`).
+            let path = call.route.path;
+            let operation = path.split("{deployment}").nth(1).unwrap_or(path);
+            let operation = operation.split('?').next().unwrap_or(operation);
+            format!("{base}/openai/v1{operation}")
         } else {
             let path = call
                 .route

@@ -6,6 +6,7 @@
 //! hooks of the few kinds that differ), build an instance (`build` does) nor keep named
 //! instances (the registry does).
 
+use crate::embedding::wire as embed;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{bedrock_converse, claude_messages, gemini, http_template};
 use crate::format::{ollama_chat, openai_chat};
@@ -51,6 +52,9 @@ pub struct HttpKind {
     /// Where such a server lists its models (appended to the base URL): the first is its
     /// default model when the config names none.
     pub(crate) models_path: Option<&'static str>,
+    /// Where it embeds texts (its `format` names the embeddings API, `crate::embedding::wire`);
+    /// `None`: the kind has no embeddings.
+    pub(crate) embeddings: Option<Route>,
 }
 
 /// One format a kind sends, and where.
@@ -108,6 +112,7 @@ const BARE: HttpKind = HttpKind {
     max_image_bytes: None,
     compatible_servers: false,
     models_path: None,
+    embeddings: None,
 };
 
 const SSE: &str = "text/event-stream";
@@ -131,6 +136,12 @@ pub(crate) const OPENAI: HttpKind = HttpKind {
     max_image_bytes: Some(20_000_000),
     compatible_servers: true,
     models_path: Some("/models"),
+    embeddings: Some(Route {
+        format: embed::OPENAI,
+        path: "/embeddings",
+        stream_path: None,
+        stream_accept: SSE,
+    }),
     ..BARE
 };
 
@@ -178,6 +189,12 @@ pub(crate) const OLLAMA: HttpKind = HttpKind {
     base_url_env: Some(OLLAMA_HOST_ENV),
     default_base_url: Some("http://127.0.0.1:11434"),
     default_model: Some("llama3.2"),
+    embeddings: Some(Route {
+        format: embed::OLLAMA,
+        path: "/api/embed",
+        stream_path: None,
+        stream_accept: SSE,
+    }),
     ..BARE
 };
 
@@ -203,6 +220,12 @@ pub(crate) const GEMINI: HttpKind = HttpKind {
     // (https://ai.google.dev/gemini-api/docs/image-understanding); base64 makes 15 MB of
     // image about 20 MB of request.
     max_image_bytes: Some(15_000_000),
+    embeddings: Some(Route {
+        format: embed::GEMINI,
+        path: "/v1beta/models/{model}:batchEmbedContents",
+        stream_path: None,
+        stream_accept: SSE,
+    }),
     ..BARE
 };
 
@@ -222,6 +245,12 @@ pub(crate) const AZURE_OPENAI: HttpKind = HttpKind {
     own_hosts: &[".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"],
     // As OpenAI.
     max_image_bytes: Some(20_000_000),
+    embeddings: Some(Route {
+        format: embed::OPENAI,
+        path: "/openai/deployments/{deployment}/embeddings?api-version={api_version}",
+        stream_path: None,
+        stream_accept: SSE,
+    }),
     ..BARE
 };
 
@@ -267,6 +296,12 @@ pub(crate) const BEDROCK: HttpKind = HttpKind {
     // Converse `Message.content`: "Each image's size, height, and width must be no more than
     // 3.75 MB, 8000 px, and 8000 px".
     max_image_bytes: Some(3_750_000),
+    embeddings: Some(Route {
+        format: embed::BEDROCK,
+        path: "/model/{model}/invoke",
+        stream_path: None,
+        stream_accept: SSE,
+    }),
     ..BARE
 };
 

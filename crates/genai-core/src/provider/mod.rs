@@ -11,6 +11,7 @@ pub mod aws;
 pub(crate) mod azure_openai;
 pub(crate) mod bedrock;
 pub(crate) mod build;
+pub(crate) mod embed;
 pub mod http;
 pub(crate) mod http_connector;
 pub mod kinds;
@@ -45,6 +46,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::Stream;
 
+use crate::embedding::{EmbedRequest, Embeddings};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ModelRequest;
 pub use crate::format::StreamEvent;
@@ -127,6 +129,12 @@ pub trait ServiceProvider: Send + Sync {
     async fn warm_up(&self, model: &str) -> Result<()> {
         let _ = model;
         Ok(())
+    }
+    /// The vectors of `request`'s texts, one per text in order, with the input tokens the
+    /// provider counted. A kind without embeddings answers an error naming those with them.
+    async fn embed(&self, request: &EmbedRequest) -> Result<Embeddings> {
+        let _ = request;
+        Err(crate::embedding::unsupported(self.kind()))
     }
     /// Sends the request. Dropping the returned future (or stream) drops the HTTP request.
     async fn send_request(&self, request: &ModelRequest) -> Result<ProviderResponse>;

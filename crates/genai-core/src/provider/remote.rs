@@ -19,6 +19,7 @@ use super::kinds::{Auth, HttpKind, Route};
 use super::lazy_key::LazyKey;
 use super::{KeyStatus, ProviderResponse, ServiceProvider};
 use crate::config::HttpSettings;
+use crate::embedding::Embeddings;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Body, ModelRequest};
 use crate::secrets::{KeySource, Secret};
@@ -220,6 +221,10 @@ impl ServiceProvider for HttpProvider {
             request,
         };
         self.hooks.send(&call).await
+    }
+
+    async fn embed(&self, request: &crate::embedding::EmbedRequest) -> Result<Embeddings> {
+        super::embed::send(&self.endpoint, self.hooks.as_ref(), request).await
     }
 }
 

@@ -120,7 +120,7 @@ impl Framework {
 
     /// The price of `model` on `provider` (the vendor's list only where the provider is the
     /// vendor's own service), when one is known.
-    fn price_of(&self, provider: &ProviderInstance, model: &str) -> Option<Priced> {
+    pub(super) fn price_of(&self, provider: &ProviderInstance, model: &str) -> Option<Priced> {
         let vendor = provider.provider.vendor_prices();
         self.prices
             .lookup_at(&provider.name, provider.kind, model, vendor)

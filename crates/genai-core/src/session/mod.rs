@@ -6,7 +6,7 @@
 //! good with no committed turn leaves the history); their agents are built in `agents`, the
 //! conversation task (queue, order, cancel) is in `conversation`, following one turn to its
 //! end ([`TurnStream`]) in `turn_stream`, changing an open one's feature or model in `choice`,
-//! prompts to agents in `prompts`, fill-in-the-middle completion in `infill`, the tables of
+//! prompts to agents in `prompts`, fill-in-the-middle completion in `infill`, embeddings in `embed`, the tables of
 //! what runs (open conversations, agents, prompts, work in flight) in `running`, the clients
 //! hosting features and middleware in `hosted`, the workspace's tools a client calls itself in
 //! `served_tools`, and every rule of which model runs in `crate::select`. It must never speak a wire format: front-ends translate for it.
@@ -16,6 +16,7 @@ mod agents;
 mod choice;
 mod commands;
 mod conversation;
+mod embed;
 mod handover;
 mod hosted;
 mod infill;
@@ -30,6 +31,7 @@ mod turn_stream;
 pub use acting::PermissionFlags;
 pub use agents::RequestModel;
 pub use commands::{command_conversation, mcp_command_name};
+pub use embed::{Embedded, DEFAULT_EMBEDDING_MODEL};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -7,7 +7,6 @@
 //! `GENAI_TEST_CODEX` to its program; without it the test fails when `CI` is set and is
 //! skipped, saying why, otherwise.
 
-use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -20,7 +19,7 @@ use crate::support::poll::wait_until;
 const UPSTREAM_KEY: &str = "sk-gateway-upstream-0123456789abcdef";
 
 /// Codex's run: two model requests and a command, on a busy machine.
-pub(crate) const WAIT: Duration = Duration::from_secs(180);
+const WAIT: Duration = Duration::from_secs(180);
 
 /// Codex's program, or `None` (the test is skipped) outside CI.
 pub(crate) fn codex() -> Option<String> {
@@ -63,13 +62,47 @@ stream_max_retries = 0
 }
 
 /// Kills Codex if the test ends before it does.
-pub(crate) struct Running(pub(crate) Child);
+struct Running(Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// `codex exec --skip-git-repo-check ARGS` in `work`, its settings in `home` and the serve
+/// token in GENAI_TOKEN, run to its end within [`WAIT`]: its status, stdout and stderr.
+pub(crate) fn exec(
+    program: &str,
+    home: &std::path::Path,
+    work: &std::path::Path,
+    token: &str,
+    args: &[&str],
+) -> (std::process::ExitStatus, String, String) {
+    let (out, err) = (home.join("stdout"), home.join("stderr"));
+    let child = Command::new(program)
+        .args(["exec", "--skip-git-repo-check"])
+        .args(args)
+        .current_dir(work)
+        .env("CODEX_HOME", home)
+        .env("GENAI_TOKEN", token)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut codex = Running(child);
+    let mut status = None;
+    wait_until("codex exec ends", WAIT, || {
+        status = codex.0.try_wait().unwrap();
+        status.is_some()
+    });
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    (status.unwrap(), read(&out), read(&err))
 }
 
 #[test]
@@ -99,42 +132,14 @@ fn codex_runs_its_shell_tool_through_genai_and_prints_the_final_text() {
         .trim_end_matches('/')
         .to_string();
     std::fs::write(home.path().join("config.toml"), config(&addr)).unwrap();
-    let out = home.path().join("stdout");
-    let err = home.path().join("stderr");
-    let child = Command::new(&program)
-        .args([
-            "exec",
-            "--skip-git-repo-check",
-            "--sandbox",
-            "danger-full-access",
-            "Write the proof file.",
-        ])
-        .current_dir(workspace.path())
-        .env("CODEX_HOME", home.path())
-        .env("GENAI_TOKEN", &served.token)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let mut codex = Running(child);
-    let mut status = None;
-    wait_until("codex exec ends", WAIT, || {
-        status = codex.0.try_wait().unwrap();
-        status.is_some()
-    });
-    let read = |p: &std::path::Path| {
-        let mut s = String::new();
-        std::fs::File::open(p)
-            .unwrap()
-            .read_to_string(&mut s)
-            .unwrap();
-        s
-    };
-    let (stdout, stderr) = (read(&out), read(&err));
+    let args = ["--sandbox", "danger-full-access", "Write the proof file."];
+    let (status, stdout, stderr) = exec(
+        &program,
+        home.path(),
+        workspace.path(),
+        &served.token,
+        &args,
+    );
     let requests = fake.requests();
     eprintln!(
         "codex sent {} upstream requests: {:?}",
@@ -145,7 +150,7 @@ fn codex_runs_its_shell_tool_through_genai_and_prints_the_final_text() {
             .collect::<Vec<_>>()
     );
     assert!(
-        status.unwrap().success(),
+        status.success(),
         "codex failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     assert!(!stdout.contains(UPSTREAM_KEY) && !stderr.contains(UPSTREAM_KEY));

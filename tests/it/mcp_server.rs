@@ -104,7 +104,7 @@ impl Served {
 }
 
 /// The text of a call's result.
-fn text(result: &Value) -> String {
+pub(crate) fn text(result: &Value) -> String {
     result["content"]
         .as_array()
         .unwrap()

@@ -6,15 +6,12 @@
 //! `.env`: the first result reaches the model, the second is refused by genai's policy, and
 //! the secret reaches neither the model nor Codex's output.
 
-use std::process::{Command, Stdio};
-
 use serde_json::json;
 
-use crate::gateway_codex::{codex, config, Running, WAIT};
+use crate::gateway_codex::{codex, config, exec};
 use crate::support::cli;
 use crate::support::fake_openai::Behavior;
 use crate::support::fleet::{replica, REPLICA};
-use crate::support::poll::wait_until;
 
 use super::mcp_server::{Fixture, SECRET};
 
@@ -47,32 +44,8 @@ fn codex_calls_genai_serves_mcp_read_file_and_a_secret_file_is_refused() {
         "\n[mcp_servers.genai]\nurl = \"http://{addr}/mcp\"\nbearer_token_env_var = \"GENAI_TOKEN\"\n"
     );
     std::fs::write(home.path().join("config.toml"), config(&addr) + &mcp).unwrap();
-    let (out, err) = (home.path().join("stdout"), home.path().join("stderr"));
-    let child = Command::new(&program)
-        .args([
-            "exec",
-            "--skip-git-repo-check",
-            "Read src/lib.rs and .env with genai's read_file tool.",
-        ])
-        .current_dir(f.repo())
-        .env("CODEX_HOME", home.path())
-        .env("GENAI_TOKEN", &token)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let mut codex = Running(child);
-    let mut status = None;
-    wait_until("codex exec ends", WAIT, || {
-        status = codex.0.try_wait().unwrap();
-        status.is_some()
-    });
-    let stdout = std::fs::read_to_string(&out).unwrap();
-    let stderr = std::fs::read_to_string(&err).unwrap();
+    let prompt = "Read src/lib.rs and .env with genai's read_file tool.";
+    let (status, stdout, stderr) = exec(&program, home.path(), &f.repo(), &token, &[prompt]);
     let requests = fake.requests();
     let offered: Vec<String> = requests
         .first()
@@ -86,7 +59,7 @@ fn codex_calls_genai_serves_mcp_read_file_and_a_secret_file_is_refused() {
         })
         .unwrap_or_default();
     assert!(
-        status.unwrap().success(),
+        status.success(),
         "codex failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     assert!(offered.iter().any(|t| t == READ), "{offered:?}\n{stderr}");

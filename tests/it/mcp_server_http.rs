@@ -16,7 +16,7 @@ use crate::support::cli;
 use crate::support::fleet::{replica, REPLICA};
 use crate::support::poll::wait_until;
 
-use super::mcp_server::{Fixture, SECRET};
+use super::mcp_server::{text, Fixture, SECRET};
 
 /// An `initialize` request as any client first sends it.
 fn initialize() -> Value {
@@ -39,16 +39,6 @@ async fn post(url: &str, body: &str, headers: &[(&str, &str)]) -> (u16, String) 
     }
     let r = req.send().await.unwrap();
     (r.status().as_u16(), r.text().await.unwrap())
-}
-
-fn text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test]

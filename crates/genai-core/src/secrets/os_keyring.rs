@@ -117,7 +117,7 @@ fn unavailable(failures: &[(&str, String)]) -> Error {
     )
 }
 
-/// The user name of [`probe`]'s entry.
+/// The user name of [`probe`]'s entry, before the process id.
 const PROBE_USER: &str = "genai-keyring-probe";
 
 /// Which backend `set` would store a key in, found as `set` finds it, without a key: the
@@ -125,7 +125,10 @@ const PROBE_USER: &str = "genai-keyring-probe";
 /// entry; the error `set` would give when none does. `keys list` reports this.
 pub fn probe() -> Result<&'static str> {
     let mut failures = Vec::new();
-    for b in backends(PROBE_USER) {
+    // One entry per process: two processes probing at once with one name delete each
+    // other's entry, and the second delete's "no entry" would read as no keyring.
+    let user = format!("{PROBE_USER}-{}", std::process::id());
+    for b in backends(&user) {
         let reads_tell = b.reads_tell;
         let Some((place, entry)) = b.open(&mut failures) else {
             continue;

@@ -15,6 +15,18 @@ use serde_json::{json, Map, Value};
 use crate::support::cli::{self, OpenAiCli};
 
 const LIB: &str = "pub fn answer() -> u32 {\n    41\n}\n";
+/// The tools genai's MCP server offers, over either transport.
+pub(crate) const SERVED_TOOLS: [&str; 9] = [
+    "read_file",
+    "list",
+    "search",
+    "edit_file",
+    "write_file",
+    "run_command",
+    "fetch",
+    "ask",
+    "search_history",
+];
 pub(crate) const SECRET: &str = "sk-mcp-fixture-secret-0123456789";
 const GREET: &str = "---\ndescription: Greet someone\narguments:\n  - name: who\n    description: whom to greet\n---\nSay hello to {{who}}.\n";
 
@@ -124,17 +136,7 @@ async fn the_workspace_tools_are_listed_with_their_schemas_and_a_secret_file_is_
     let served = f.serve(&[]).await;
     let tools = served.client.peer().list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    for name in [
-        "read_file",
-        "list",
-        "search",
-        "edit_file",
-        "write_file",
-        "run_command",
-        "fetch",
-        "ask",
-        "search_history",
-    ] {
+    for name in SERVED_TOOLS {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     let read = tools.iter().find(|t| t.name == "read_file").unwrap();

@@ -16,7 +16,7 @@ use crate::support::cli;
 use crate::support::fleet::{replica, REPLICA};
 use crate::support::poll::wait_until;
 
-use super::mcp_server::{text, Fixture, SECRET};
+use super::mcp_server::{text, Fixture, SECRET, SERVED_TOOLS};
 
 /// An `initialize` request as any client first sends it.
 fn initialize() -> Value {
@@ -74,13 +74,7 @@ async fn serve_answers_mcp_to_its_token_under_the_configs_policy_and_stops_clean
     assert_eq!(info.server_info.as_ref().unwrap().name, "genai");
     let tools = client.peer().list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    for name in [
-        "read_file",
-        "edit_file",
-        "run_command",
-        "ask",
-        "search_history",
-    ] {
+    for name in SERVED_TOOLS {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     let call = |tool: &str, arguments: Value| {

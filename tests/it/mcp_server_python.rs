@@ -12,7 +12,7 @@ use crate::support::cli;
 use crate::support::fleet::{replica, REPLICA};
 use crate::support::python_sdk;
 
-use super::mcp_server::{repo_arg, Fixture};
+use super::mcp_server::{repo_arg, Fixture, SERVED_TOOLS};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp-python/client.py");
 
@@ -80,13 +80,7 @@ fn check(f: &Fixture, got: &Value) {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    for name in [
-        "read_file",
-        "edit_file",
-        "run_command",
-        "ask",
-        "search_history",
-    ] {
+    for name in SERVED_TOOLS {
         assert!(tools.contains(&name), "{name} missing from {tools:?}");
     }
     assert!(

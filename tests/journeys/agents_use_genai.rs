@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::json;
 
-use crate::home::Home;
+use crate::home::{Home, Run};
 use crate::support::fake_openai::{Behavior, FakeOpenAi};
 
 const SECRET: &str = "sk-journey-project-secret-5d1e";
@@ -107,11 +107,9 @@ fn claude_code_and_codex_use_genais_tools_and_a_secret_file_is_refused() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let out = Run(out);
+    let (stdout, stderr) = (out.stdout(), out.stderr());
+    assert!(out.0.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("The .env is kept from me."), "{stdout}");
     assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
     let said = results(&fake);
@@ -155,11 +153,9 @@ fn claude_code_and_codex_use_genais_tools_and_a_secret_file_is_refused() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let out = Run(out);
+    let (stdout, stderr) = (out.stdout(), out.stderr());
+    assert!(out.0.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("ANSWER is 41."), "{stdout}\n{stderr}");
     let said = results(&fake);
     assert!(said.iter().any(|r| r.contains("41")), "{said:?}");

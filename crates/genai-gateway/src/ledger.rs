@@ -8,8 +8,9 @@
 //! checked against memory. On a shared store ([`SharedState`]) the rows go there with their
 //! costs charged in the same transaction, and a served answer's end waits until its row is
 //! stored (the writer then gathers nothing more): a replica killed at any moment loses no
-//! answered request's row or charge, and every replica's next check sees the charge. Each recorded request is counted for `/metrics` as its row is
-//! queued (`metrics.rs`), and counted in flight from its start until then.
+//! answered request's row or charge, and every replica's next check sees the charge. Each
+//! recorded request is counted for `/metrics` as its row is queued (`metrics.rs`), and counted
+//! in flight from its start until then.
 //!
 //! It owns the recording. It must never store a key (only a key's name), never store bodies
 //! but for a key kept with them, and never store half of a reply: a stream the client dropped

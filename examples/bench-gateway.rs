@@ -6,7 +6,7 @@
 //! cargo build --release --example bench-gateway --bin genai
 //! cargo run --release --example bench-gateway [-- --clients 1,32,256 --requests 4000
 //!     --seconds S --memory N --long --litellm /path/to/litellm --nginx /usr/sbin/nginx --quick
-//!     --postgres postgres://USER:PASSWORD@HOST/DB]
+//!     --postgres postgres://USER:PASSWORD@HOST/DB [--haproxy /usr/sbin/haproxy]]
 //! ```
 //!
 //! The upstream (`support/fast_upstream.rs`) is an in-process hyper server answering at once.
@@ -24,7 +24,9 @@
 //! `--memory`/10 and after `--memory` whole requests at 32 clients (`--long`: 10,000 and
 //! 100,000). Given `--postgres URL`, genai runs twice side by side, each asked with a virtual
 //! key: `genai-sq` keeps its keys and ledger in SQLite, `genai-pg` in that Postgres database
-//! (`[store] url`). It only measures and prints; every phase has a deadline. `--upstream` serves
+//! (`[store] url`). Given `--haproxy PATH` too, a second replica on that database starts and
+//! haproxy fronts first the one replica (`ha-1`), then both (`ha-2`, round robin), asked with
+//! the same key. It only measures and prints; every phase has a deadline. `--upstream` serves
 //! only the upstream, printing its address, to profile a gateway against it by hand.
 
 #[path = "support/bench.rs"]
@@ -62,6 +64,8 @@ struct Options {
     /// A Postgres URL: genai is then measured twice, each with a virtual key, its keys and
     /// ledger in SQLite and in this database.
     postgres: Option<String>,
+    /// haproxy's executable: one and two replicas on `postgres` behind it.
+    haproxy: Option<String>,
 }
 
 impl Options {
@@ -74,6 +78,7 @@ impl Options {
             litellm: std::env::var("GENAI_BENCH_LITELLM").ok(),
             nginx: None,
             postgres: None,
+            haproxy: None,
         };
         let mut args = std::env::args().skip(1);
         let number = |v: Option<String>, flag: &str| -> Res<usize> {
@@ -102,8 +107,12 @@ impl Options {
                 "--litellm" => o.litellm = Some(args.next().ok_or("--litellm takes a path")?),
                 "--nginx" => o.nginx = Some(args.next().ok_or("--nginx takes a path")?),
                 "--postgres" => o.postgres = Some(args.next().ok_or("--postgres takes a URL")?),
+                "--haproxy" => o.haproxy = Some(args.next().ok_or("--haproxy takes a path")?),
                 other => return Err(format!("unknown argument {other}")),
             }
+        }
+        if o.haproxy.is_some() && o.postgres.is_none() {
+            return Err("--haproxy fronts replicas sharing a database: give --postgres too".into());
         }
         if o.clients.contains(&0) || o.requests == 0 {
             return Err("--clients and --requests must be at least 1".into());
@@ -306,6 +315,22 @@ async fn run(o: Options) -> Res<()> {
         )?),
         None => None,
     };
+    // Replicas share keys through Postgres only: a second one with the first's key, and
+    // haproxy in front of one, then of both.
+    let balanced = match (&o.haproxy, &o.postgres, &on_postgres) {
+        (Some(exe), Some(url), Some((_, first))) => {
+            let key = first
+                .key
+                .as_deref()
+                .ok_or("the Postgres replica has no key")?;
+            let (second, other) = gateway_targets::genai_replica("genai-pg2", upstream, url, key)?;
+            let (one, ha1) = gateway_targets::haproxy(exe, "ha-1", &[first.addr], first).await?;
+            let both = [first.addr, other.addr];
+            let (two, ha2) = gateway_targets::haproxy(exe, "ha-2", &both, first).await?;
+            Some(((second, one, two), [ha1, ha2]))
+        }
+        _ => None,
+    };
     let nginx = match &o.nginx {
         Some(exe) => Some(gateway_targets::nginx(exe, upstream).await?),
         None => None,
@@ -318,6 +343,7 @@ async fn run(o: Options) -> Res<()> {
     targets.extend(nginx.as_ref().map(|(_, t)| t));
     targets.push(&genai);
     targets.extend(on_postgres.as_ref().map(|(_, t)| t));
+    targets.extend(balanced.iter().flat_map(|(_, ts)| ts));
     targets.extend(lite.as_ref().map(|(_, t)| t));
     let plan = match o.seconds {
         Some(s) => format!("{s} s per cell"),

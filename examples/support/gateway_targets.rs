@@ -1,7 +1,8 @@
 //! The servers `bench-gateway` measures, each in a process of its own that is killed when
 //! dropped: `genai serve` (the release binary beside the bench), the floor (this bench again as
 //! a proxy that only forwards: `null_proxy.rs`), LiteLLM's proxy and nginx, each in front of
-//! the same upstream; and what memory a server's processes hold.
+//! the same upstream, and haproxy in front of genai replicas; and what memory a server's
+//! processes hold.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -79,7 +80,7 @@ fn own_group(cmd: &mut Command) {
 
 /// `genai serve` with a provider `upstream` at `upstream`, asked with the serve token.
 pub fn genai_serve(upstream: SocketAddr) -> Res<(Server, Target)> {
-    genai_serve_as("genai", upstream, None)
+    genai_serve_as("genai", upstream, None, None)
 }
 
 /// `genai serve` named `name`, asked with a virtual key made for it, its keys and ledger in
@@ -89,13 +90,25 @@ pub fn genai_serve_keyed(
     upstream: SocketAddr,
     database: Option<&str>,
 ) -> Res<(Server, Target)> {
-    genai_serve_as(name, upstream, Some(database))
+    genai_serve_as(name, upstream, Some(database), None)
+}
+
+/// Another replica of a keyed `genai serve` on the same Postgres `database`, asked with the
+/// virtual key `key` made by the first.
+pub fn genai_replica(
+    name: &'static str,
+    upstream: SocketAddr,
+    database: &str,
+    key: &str,
+) -> Res<(Server, Target)> {
+    genai_serve_as(name, upstream, Some(Some(database)), Some(key))
 }
 
 fn genai_serve_as(
     name: &'static str,
     upstream: SocketAddr,
     keyed: Option<Option<&str>>,
+    existing_key: Option<&str>,
 ) -> Res<(Server, Target)> {
     let genai = crate::bench::genai_binary("cargo build --release --bin genai")?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -120,6 +133,7 @@ fn genai_serve_as(
     };
     let key = match keyed {
         None => None,
+        Some(_) if existing_key.is_some() => existing_key.map(str::to_string),
         Some(_) => {
             let mut make = Command::new(&genai);
             with_env(&mut make);
@@ -276,6 +290,49 @@ pub async fn nginx(exe: &str, upstream: SocketAddr) -> Res<(Server, Target)> {
         key: Some(UPSTREAM_KEY.into()),
         model: crate::fast_upstream::MODEL.into(),
         pid: Some(pid),
+    };
+    Ok((server, target))
+}
+
+/// haproxy (the executable at `exe`) balancing round robin over `servers`, keep-alive on both
+/// sides and idle server connections reused by any client, as a team would front replicas;
+/// asked as `behind` is (its key and model). Waits until it listens.
+pub async fn haproxy(
+    exe: &str,
+    name: &'static str,
+    servers: &[SocketAddr],
+    behind: &Target,
+) -> Res<(Server, Target)> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let port = free_port()?;
+    let backends: String = (servers.iter().enumerate())
+        .map(|(i, s)| format!("    server r{i} {s}\n"))
+        .collect();
+    let conf = format!(
+        "global\n    maxconn 8192\n\
+         defaults\n    mode http\n    timeout connect 2s\n    timeout client 60s\n    timeout server 60s\n\
+             option http-keep-alive\n    http-reuse always\n\
+         frontend bench\n    bind 127.0.0.1:{port}\n    default_backend genai\n\
+         backend genai\n    balance roundrobin\n{backends}"
+    );
+    let config = dir.path().join("haproxy.cfg");
+    std::fs::write(&config, conf).map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["-db", "-f"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let ready = || async { tokio::net::TcpStream::connect(addr).await.is_ok() };
+    let (server, _) = start_ready(cmd, dir, "haproxy", Duration::from_secs(30), ready).await?;
+    let target = Target {
+        name,
+        addr,
+        key: behind.key.clone(),
+        model: behind.model.clone(),
+        // Its memory is not genai's: the memory table leaves it out.
+        pid: None,
     };
     Ok((server, target))
 }

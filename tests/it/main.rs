@@ -28,6 +28,7 @@ mod editor_tools;
 mod embeddings;
 mod embeddings_gateway;
 mod failed_turns;
+mod fleet_tls;
 mod gateway;
 mod gateway_anthropic;
 mod gateway_anthropic_errors;

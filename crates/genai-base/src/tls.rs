@@ -1,6 +1,7 @@
 //! The certificate authorities genai trusts besides the well-known ones built in: the system's
 //! bundle (`SSL_CERT_FILE`, else the distribution's file that `openssl-probe` finds), so that
-//! HTTPS works behind a proxy that re-signs it, as it does at many workplaces.
+//! HTTPS works behind a proxy that re-signs it, as it does at many workplaces; and the same
+//! roots for the rustls clients of the shared database and Redis ([`rustls_roots`]).
 //!
 //! The bundle is read once per process and only for clients that speak HTTPS: parsing it costs
 //! milliseconds (about 9 ms for Debian's 150 authorities) that a request to a local server
@@ -43,4 +44,40 @@ fn load() -> Vec<reqwest::Certificate> {
         );
         Vec::new()
     })
+}
+
+/// The roots a TLS connection to the shared database or Redis trusts: the well-known
+/// authorities, the system's bundle (as HTTPS), and the PEM certificates in `extra` (a
+/// Postgres URL's `sslrootcert`, a private authority's). An unreadable `extra` is an error
+/// naming it; the bundle unreadable is warned about, as for HTTPS.
+pub fn rustls_roots(extra: Option<&std::path::Path>) -> Result<rustls::RootCertStore, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let pems = |path: &std::path::Path| -> Result<Vec<CertificateDer<'static>>, String> {
+        let read = CertificateDer::pem_file_iter(path).and_then(|certs| certs.collect());
+        read.map_err(|e| format!("cannot read certificates from {}: {e}", path.display()))
+    };
+    if let Some(bundle) = bundle() {
+        match pems(&bundle) {
+            Ok(certs) => _ = roots.add_parsable_certificates(certs),
+            Err(e) => tracing::warn!("{e}; trusting the built-in authorities only"),
+        }
+    }
+    if let Some(extra) = extra {
+        let certs = pems(extra)?;
+        if certs.is_empty() {
+            return Err(format!("{} holds no PEM certificate", extra.display()));
+        }
+        let (_, refused) = roots.add_parsable_certificates(certs);
+        if refused > 0 {
+            return Err(format!(
+                "{} holds a certificate that does not parse",
+                extra.display()
+            ));
+        }
+    }
+    Ok(roots)
 }

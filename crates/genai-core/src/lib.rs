@@ -56,5 +56,5 @@ pub mod tools;
 // the tools do on the user's machine (`genai-acting`).
 pub(crate) use genai_acting::hooks;
 pub use genai_acting::{checkpoint, permission, workspace};
-pub use genai_base::{error, fetch, private, redact};
-pub(crate) use genai_base::{process, tls};
+pub(crate) use genai_base::process;
+pub use genai_base::{error, fetch, private, redact, tls};

@@ -90,23 +90,24 @@ pub(crate) struct Redis {
 impl Redis {
     /// A connection to `url`, made on first use and again after a failure.
     pub(crate) fn new(url: &str, fail_open: bool) -> Result<Redis> {
-        if !url.starts_with("redis://") {
+        if !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Err(Error::new(
                 ErrorKind::InvalidParams,
-                "the Redis URL (GENAI_REDIS_URL, else [serve] redis_url) takes a redis://[:PASSWORD@]HOST:PORT/DB URL (no TLS: rediss:// is not supported, keep Redis on a private network)",
+                "the Redis URL (GENAI_REDIS_URL, else [serve] redis_url) takes redis://[:PASSWORD@]HOST:PORT/DB, or rediss:// for TLS",
             ));
         }
         let client = redis::Client::open(url).map_err(|e| {
             Error::new(
                 ErrorKind::InvalidParams,
-                format!("the Redis URL (GENAI_REDIS_URL, else [serve] redis_url) is not a Redis URL (redis://HOST:PORT/DB): {e}"),
+                format!("the Redis URL (GENAI_REDIS_URL, else [serve] redis_url) is not a Redis URL (redis[s]://HOST:PORT/DB): {e}"),
             )
         })?;
         let info = client.get_connection_info();
         if let Some(password) = info.redis_settings().password() {
             genai_core::redact::remember(password);
         }
-        let shown = format!("redis://{}/{}", info.addr(), info.redis_settings().db());
+        let scheme = url.split_once("://").map_or("redis", |(s, _)| s);
+        let shown = format!("{scheme}://{}/{}", info.addr(), info.redis_settings().db());
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT))

@@ -11,12 +11,13 @@
 //! store a key in plain (hashes only), and never wait on the database without a deadline: a
 //! database that does not answer is an error within [`QUERY_TIMEOUT`].
 //!
-//! TLS is not spoken: connections are plain (a loopback or private network, or a TLS proxy
-//! beside the serve); a URL asking `sslmode=require` is refused by the client with that reason.
+//! TLS (`tls.rs`): `sslmode=require`, `verify-ca` or `verify-full` connect over TLS and verify
+//! the server's certificate and name, always; otherwise connections are plain.
 
 mod admin;
 mod import;
 mod schema;
+mod tls;
 
 pub use import::Imported;
 pub use schema::VERSION as SCHEMA_VERSION;
@@ -24,11 +25,10 @@ pub use schema::VERSION as SCHEMA_VERSION;
 use std::future::Future;
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Pool, Runtime};
 use genai_core::error::{Error, ErrorKind, Result};
 use genai_core::store::{GatewayKey, GatewayRequest};
 use genai_gateway::{PoolState, SharedState};
-use tokio_postgres::NoTls;
 
 /// The longest a connection may take to open, a query to answer, or a request to wait for a
 /// free connection: past it the gateway answers 503 at once rather than hang.
@@ -66,7 +66,8 @@ pub(crate) fn db_err(e: tokio_postgres::Error) -> Error {
             text
         }
     };
-    Error::new(ErrorKind::Store, message)
+    let hint = tls::hint(&message);
+    Error::new(ErrorKind::Store, format!("{message}{hint}"))
 }
 
 fn pool_err(e: deadpool_postgres::PoolError) -> Error {
@@ -108,27 +109,16 @@ impl Postgres {
             genai_core::redact::remember(password);
         }
         let shown = genai_core::config::store::masked_url(url);
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+        let settings = tls::Settings::read(url);
+        let mut config: tokio_postgres::Config = settings.url.parse().map_err(|e| {
             Error::new(
                 ErrorKind::Config,
                 format!("[store] url `{shown}` is not a Postgres URL: {e} (postgres://USER:PASSWORD@HOST:PORT/DB)"),
             )
         })?;
-        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            return Err(Error::new(
-                ErrorKind::Config,
-                format!("[store] url `{shown}` asks for TLS (sslmode=require), which this genai does not speak to Postgres yet: use a private network or a local TLS proxy, and sslmode=disable or prefer"),
-            ));
-        }
         config.connect_timeout(QUERY_TIMEOUT);
         config.application_name("genai serve");
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let manager = settings.manager(config, &shown)?;
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .wait_timeout(Some(QUERY_TIMEOUT))

@@ -1,11 +1,13 @@
 //! More than one `genai serve`: a replica on a first serve's folders (its config and history),
 //! and a real Redis (Debian's `redis-server`) on a loopback port of its own, stopped and
-//! started again on that port as a test needs.
+//! started again on that port as a test needs, in plain or speaking TLS only.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::tls_front::TestCa;
 
 /// A child process killed when dropped.
 pub struct Killed(pub Child);
@@ -46,11 +48,26 @@ pub struct Redis {
     pub port: u16,
     password: Option<String>,
     process: Option<Killed>,
+    /// TLS only (`--tls-port`, no plain port): the certificate and its key.
+    tls: Option<(PathBuf, PathBuf)>,
 }
 
 impl Redis {
     /// Started and accepting connections.
     pub fn start(program: &Path, password: Option<&str>) -> Redis {
+        Redis::start_with(program, password, None)
+    }
+
+    /// Started, speaking TLS only with `ca`'s server certificate (`rediss://`).
+    pub fn start_tls(program: &Path, password: Option<&str>, ca: &TestCa) -> Redis {
+        Redis::start_with(program, password, Some((ca.cert_file(), ca.key_file())))
+    }
+
+    fn start_with(
+        program: &Path,
+        password: Option<&str>,
+        tls: Option<(PathBuf, PathBuf)>,
+    ) -> Redis {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -61,6 +78,7 @@ impl Redis {
             port,
             password: password.map(str::to_string),
             process: None,
+            tls,
         };
         redis.restart();
         redis
@@ -68,9 +86,14 @@ impl Redis {
 
     /// Its URL, with the password.
     pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
         match &self.password {
-            Some(p) => format!("redis://:{p}@127.0.0.1:{}/0", self.port),
-            None => format!("redis://127.0.0.1:{}/0", self.port),
+            Some(p) => format!("{scheme}://:{p}@127.0.0.1:{}/0", self.port),
+            None => format!("{scheme}://127.0.0.1:{}/0", self.port),
         }
     }
 
@@ -83,16 +106,27 @@ impl Redis {
     pub fn restart(&mut self) {
         self.stop();
         let port = self.port.to_string();
-        let mut args = vec![
-            "--port",
-            &port,
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ];
+        let (cert, key);
+        let mut args = match &self.tls {
+            None => vec!["--port", &port],
+            Some((c, k)) => {
+                (cert, key) = (c.display().to_string(), k.display().to_string());
+                let files = ["--tls-cert-file", &cert, "--tls-key-file", &key];
+                [
+                    &[
+                        "--port",
+                        "0",
+                        "--tls-port",
+                        &port,
+                        "--tls-auth-clients",
+                        "no",
+                    ][..],
+                    &files,
+                ]
+                .concat()
+            }
+        };
+        args.extend(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
         if let Some(p) = &self.password {
             args.extend(["--requirepass", p]);
         }

@@ -2,10 +2,12 @@
 //! free loopback port with password authentication (scram), stopped and removed at drop.
 //! Postgres refuses to run as root, so under root the cluster is `nobody`'s (`runuser`), its
 //! folder handed to that user. The programs are `GENAI_TEST_POSTGRES_BIN`'s (scripts/test.sh
-//! sets it); without it the test skips, saying why.
+//! sets it); without it the test skips, saying why. `start_tls` admits TLS connections only.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use super::tls_front::TestCa;
 
 /// The password of the cluster's superuser `genai`: what must never be shown.
 pub const PASSWORD: &str = "pg-secret-5up3r-s3cret";
@@ -15,6 +17,8 @@ pub struct Cluster {
     bin: PathBuf,
     dir: tempfile::TempDir,
     pub port: u16,
+    /// TLS only: its certificate and key in its folder, and no plain connection admitted.
+    tls: bool,
 }
 
 fn as_owner(program: &Path) -> Command {
@@ -41,6 +45,15 @@ fn run(mut c: Command, what: &str) {
 impl Cluster {
     /// A new cluster, started; `None` (said on stderr) without `GENAI_TEST_POSTGRES_BIN`.
     pub fn start() -> Option<Cluster> {
+        Cluster::start_with(None)
+    }
+
+    /// A new cluster admitting TLS connections only, with `ca`'s server certificate.
+    pub fn start_tls(ca: &TestCa) -> Option<Cluster> {
+        Cluster::start_with(Some(ca))
+    }
+
+    fn start_with(ca: Option<&TestCa>) -> Option<Cluster> {
         let Some(bin) = std::env::var_os("GENAI_TEST_POSTGRES_BIN").map(PathBuf::from) else {
             eprintln!("skipped: GENAI_TEST_POSTGRES_BIN is unset (scripts/test.sh sets it: Debian's postgresql)");
             return None;
@@ -75,12 +88,36 @@ impl Cluster {
             );
         }
         run(c, "initdb");
+        if let Some(ca) = ca {
+            let data = dir.path().join("data");
+            std::fs::copy(ca.cert_file(), data.join("server.pem")).unwrap();
+            std::fs::copy(ca.key_file(), data.join("server.key")).unwrap();
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n",
+            )
+            .unwrap();
+            let mut c = Command::new("chmod");
+            c.arg("600").arg(data.join("server.key"));
+            run(c, "chmod");
+            if unsafe { libc::geteuid() } == 0 {
+                let mut c = Command::new("chown");
+                c.args(["-R", "nobody:nogroup"]).arg(&data);
+                run(c, "chown data");
+            }
+        }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let cluster = Cluster { bin, dir, port };
+        let tls = ca.is_some();
+        let cluster = Cluster {
+            bin,
+            dir,
+            port,
+            tls,
+        };
         cluster.resume();
         Some(cluster)
     }
@@ -100,9 +137,13 @@ impl Cluster {
             .arg(self.dir.path().join("data"))
             .arg("-o")
             .arg(format!(
-                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off{}",
                 self.port,
-                self.dir.path().display()
+                self.dir.path().display(),
+                match self.tls {
+                    true => " -c ssl=on -c ssl_cert_file=server.pem -c ssl_key_file=server.key",
+                    false => "",
+                }
             ))
             .arg("-l")
             .arg(self.dir.path().join("log"))

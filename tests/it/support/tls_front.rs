@@ -1,7 +1,8 @@
 //! HTTPS in front of a loopback test server: a TLS listener on 127.0.0.1 with a certificate
 //! for that address, signed by a certificate authority made for the test with the `openssl`
-//! command, relaying each connection's bytes to the plain server behind it. For the tests of
-//! which certificates genai trusts (the system's, or `SSL_CERT_FILE`'s).
+//! command ([`TestCa`], which the tests of TLS to Postgres and Redis use too), relaying each
+//! connection's bytes to the plain server behind it. For the tests of which certificates genai
+//! trusts (the system's, or `SSL_CERT_FILE`'s).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,28 +13,14 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
 
-/// A running TLS front; it stops with the test process.
-pub struct TlsFront {
-    port: u16,
+/// A certificate authority made for one test, and a certificate it signed for 127.0.0.1
+/// (`server.pem`, its key `server.key`), in a folder removed at drop.
+pub struct TestCa {
     dir: tempfile::TempDir,
 }
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let o = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run openssl (Debian's openssl package)");
-    assert!(
-        o.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-impl TlsFront {
-    /// A front for the plain HTTP server on 127.0.0.1:`backend`.
-    pub fn start(backend: u16) -> TlsFront {
+impl TestCa {
+    pub fn make() -> TestCa {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let key = ["-newkey", "rsa:2048", "-nodes", "-days", "2"];
@@ -95,11 +82,53 @@ impl TlsFront {
             ],
         );
 
-        let certs: Vec<CertificateDer> = CertificateDer::pem_file_iter(d.join("server.pem"))
+        TestCa { dir }
+    }
+
+    /// The authority's certificate, to trust (`SSL_CERT_FILE`, a URL's `sslrootcert`).
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// The server's certificate, for 127.0.0.1.
+    pub fn cert_file(&self) -> PathBuf {
+        self.dir.path().join("server.pem")
+    }
+
+    /// The server certificate's private key.
+    pub fn key_file(&self) -> PathBuf {
+        self.dir.path().join("server.key")
+    }
+}
+
+/// A running TLS front; it stops with the test process.
+pub struct TlsFront {
+    port: u16,
+    ca: TestCa,
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let o = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run openssl (Debian's openssl package)");
+    assert!(
+        o.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+impl TlsFront {
+    /// A front for the plain HTTP server on 127.0.0.1:`backend`.
+    pub fn start(backend: u16) -> TlsFront {
+        let ca = TestCa::make();
+        let certs: Vec<CertificateDer> = CertificateDer::pem_file_iter(ca.cert_file())
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        let key = PrivateKeyDer::from_pem_file(d.join("server.key")).unwrap();
+        let key = PrivateKeyDer::from_pem_file(ca.key_file()).unwrap();
         let config = ServerConfig::builder()
             .with_no_client_auth()
             .with_single_cert(certs, key)
@@ -132,7 +161,7 @@ impl TlsFront {
                 }
             });
         });
-        TlsFront { port, dir }
+        TlsFront { port, ca }
     }
 
     /// `https://127.0.0.1:PORT` + `path`.
@@ -142,6 +171,6 @@ impl TlsFront {
 
     /// The test authority's certificate, to trust through `SSL_CERT_FILE`.
     pub fn ca_file(&self) -> PathBuf {
-        self.dir.path().join("ca.pem")
+        self.ca.ca_file()
     }
 }

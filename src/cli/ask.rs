@@ -340,7 +340,8 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
             let error = json!({"kind": e.kind.as_str(), "message": e.message});
             outln!(
                 "{}",
-                json!({"conversationId": conv.conversation_id, "turnId": turn_id, "error": error})
+                json!({"conversationId": conv.conversation_id, "turnId": turn_id, "error": error,
+                       "status": status, "exitCode": code})
             );
         }
         if shown.interrupted {
@@ -364,6 +365,7 @@ async fn ask(mut args: Args) -> Result<i32, Error> {
             // What the feature did: tool calls, permission decisions, notes.
             "details": last.detailed,
             "status": status,
+            "exitCode": code,
             "budget": last.stopped.map(|b| b.name()),
             "refused": shown.refused,
         });

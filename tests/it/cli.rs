@@ -4,7 +4,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use fake_openai::{Behavior, Mode};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::cli::{self, stderr, stdout, OpenAiCli as Env};
 use crate::support::fake_openai;
@@ -69,6 +69,11 @@ fn json_output_has_ids_reply_model_usage_and_finish_reason() {
     assert_eq!(v["reply"], "Hello from the fake provider.");
     assert_eq!(v["model"], "gpt-4o-mini");
     assert_eq!(v["finishReason"], "stop");
+    assert_eq!(
+        (&v["status"], &v["exitCode"]),
+        (&json!("success"), &json!(0)),
+        "{v}"
+    );
     assert_eq!(v["usage"]["inputTokens"], 2);
     assert_eq!(v["conversationId"].as_str().unwrap().len(), 26);
 }

@@ -60,6 +60,10 @@ fn a_failed_first_turn_is_not_kept_and_c_goes_on_with_the_last_good_conversation
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let failed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The one object says how it ended, as the event stream's result does.
+    assert_eq!(failed["status"], "error", "{failed}");
+    assert_eq!(failed["exitCode"], 1, "{failed}");
+    assert_eq!(failed["error"]["kind"], "providerError", "{failed}");
     let failed = failed["conversationId"].as_str().unwrap().to_string();
     let o = env.run(&["ask", "-m", "openai:fast", "-p", "temp=1", "hi"], None);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

@@ -7,6 +7,7 @@
 
 use genai_core::error::{Error, ErrorKind, Result};
 use genai_core::store::{GatewayKey, GatewayRequest, KeyUsage};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::GenericClient;
 
 use super::{db_err, key_of, within, Postgres, KEY_COLUMNS};
@@ -63,8 +64,47 @@ pub(crate) async fn insert_requests<C: GenericClient>(
 }
 
 /// A key's models as stored: a JSON array, or NULL for any.
-pub(crate) fn models_column(key: &GatewayKey) -> Option<String> {
+fn models_column(key: &GatewayKey) -> Option<String> {
     (!key.models.is_empty()).then(|| serde_json::Value::from(key.models.clone()).to_string())
+}
+
+/// Inserts a key's row; what to do when its name is taken follows (`ON CONFLICT ...`).
+pub(crate) const INSERT_KEY: &str = "INSERT INTO gateway_keys (name, hash, created_at, budget,
+    rpm, models, keep_bodies, revoked_at, tpm) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
+/// A key as [`INSERT_KEY`] binds it: its limits in the columns' types.
+pub(crate) struct KeyRow<'a> {
+    key: &'a GatewayKey,
+    rpm: Option<i32>,
+    tpm: Option<i64>,
+    models: Option<String>,
+}
+
+impl KeyRow<'_> {
+    pub(crate) fn of(key: &GatewayKey) -> KeyRow<'_> {
+        KeyRow {
+            key,
+            rpm: key.rpm.map(|n| n.min(i32::MAX as u32) as i32),
+            tpm: key.tpm.map(|n| n.min(i64::MAX as u64) as i64),
+            models: models_column(key),
+        }
+    }
+
+    /// [`INSERT_KEY`]'s parameters.
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 9] {
+        let k = self.key;
+        [
+            &k.name,
+            &k.hash,
+            &k.created_at,
+            &k.budget,
+            &self.rpm,
+            &self.models,
+            &k.keep_bodies,
+            &k.revoked_at,
+            &self.tpm,
+        ]
+    }
 }
 
 impl Postgres {
@@ -72,25 +112,10 @@ impl Postgres {
     pub async fn create_gateway_key(&self, key: &GatewayKey) -> Result<()> {
         within(async {
             let client = self.client().await?;
-            let rpm = key.rpm.map(|n| n.min(i32::MAX as u32) as i32);
-            let tpm = key.tpm.map(|n| n.min(i64::MAX as u64) as i64);
+            let row = KeyRow::of(key);
+            let insert = format!("{INSERT_KEY} ON CONFLICT (name) DO NOTHING");
             let added = client
-                .execute(
-                    "INSERT INTO gateway_keys (name, hash, created_at, budget, rpm, models,
-                        keep_bodies, revoked_at, tpm)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (name) DO NOTHING",
-                    &[
-                        &key.name,
-                        &key.hash,
-                        &key.created_at,
-                        &key.budget,
-                        &rpm,
-                        &models_column(key),
-                        &key.keep_bodies,
-                        &key.revoked_at,
-                        &tpm,
-                    ],
-                )
+                .execute(&insert, &row.params())
                 .await
                 .map_err(db_err)?;
             if added == 0 {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use genai_core::error::{Error, Result};
 use genai_core::store::Store;
 
-use super::admin::{insert_requests, models_column};
+use super::admin::{insert_requests, KeyRow, INSERT_KEY};
 use super::{db_err, within, Postgres};
 
 /// Rows of the ledger copied in one transaction.
@@ -52,31 +52,17 @@ impl Postgres {
         let reading = store.clone();
         let keys = blocking(move || reading.gateway_keys()).await?;
         for key in &keys {
-            let rpm = key.rpm.map(|n| n.min(i32::MAX as u32) as i32);
-            let tpm = key.tpm.map(|n| n.min(i64::MAX as u64) as i64);
+            let row = KeyRow::of(key);
             let added = within(async {
                 let client = self.client().await?;
+                let insert = format!(
+                    "{INSERT_KEY} ON CONFLICT (name) DO UPDATE
+                        SET revoked_at = COALESCE(gateway_keys.revoked_at, EXCLUDED.revoked_at)
+                        WHERE gateway_keys.hash = EXCLUDED.hash
+                     RETURNING (xmax = 0)"
+                );
                 client
-                    .query_opt(
-                        "INSERT INTO gateway_keys (name, hash, created_at, budget, rpm, models,
-                            keep_bodies, revoked_at, tpm)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                         ON CONFLICT (name) DO UPDATE
-                            SET revoked_at = COALESCE(gateway_keys.revoked_at, EXCLUDED.revoked_at)
-                            WHERE gateway_keys.hash = EXCLUDED.hash
-                         RETURNING (xmax = 0)",
-                        &[
-                            &key.name,
-                            &key.hash,
-                            &key.created_at,
-                            &key.budget,
-                            &rpm,
-                            &models_column(key),
-                            &key.keep_bodies,
-                            &key.revoked_at,
-                            &tpm,
-                        ],
-                    )
+                    .query_opt(&insert, &row.params())
                     .await
                     .map_err(db_err)
             })

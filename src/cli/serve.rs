@@ -148,7 +148,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
         &started_in,
         roots::home_folder().as_deref(),
     )?;
-    let shared = super::serve_store::shared(&config).await?;
+    let shared = super::serve_store::shared_for_serve(&config).await?;
     if let Some(db) = &shared {
         eprintln!(
             "genai: the gateway's keys and ledger are in the shared database {}",

@@ -31,6 +31,15 @@ pub async fn shared(config: &Config) -> Result<Option<Postgres>, Error> {
     }
 }
 
+/// The shared database of `config` for `genai serve`, which starts while it cannot be reached
+/// yet (and migrates it once it answers).
+pub async fn shared_for_serve(config: &Config) -> Result<Option<Postgres>, Error> {
+    match database_url(config) {
+        Some(url) => Ok(Some(Postgres::open_for_serve(&url).await?)),
+        None => Ok(None),
+    }
+}
+
 impl GatewayStore {
     /// The store the config names.
     pub async fn open() -> Result<GatewayStore, Error> {

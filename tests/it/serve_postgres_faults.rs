@@ -1,7 +1,9 @@
 //! `genai serve` on Postgres when things change under it: `genai serve migrate` copies a SQLite
 //! serve's keys and ledger (a second run copies nothing twice), and those keys then work
 //! against Postgres; Postgres stopped under load gives fast 503s and `/readyz` says so, and
-//! the same replica serves again once Postgres is back, without a restart; a replica killed
+//! the same replica serves again once Postgres is back, without a restart; a replica started
+//! while Postgres is away comes up not ready and migrates the database once it answers; a
+//! replica killed
 //! with `kill -9` while it streams loses no answered request's row or charge, and the other
 //! replica goes on serving.
 
@@ -127,6 +129,34 @@ async fn readyz(served: &Served) -> u16 {
         .unwrap()
         .status()
         .as_u16()
+}
+
+#[tokio::test]
+async fn a_replica_started_while_postgres_is_away_comes_up_and_migrates_once_it_answers() {
+    let Some(db) = Cluster::start() else { return };
+    db.halt();
+    let fake = FakeOpenAi::start(0, Behavior::text("Late but there.")).unwrap();
+    // An empty database that is away: the serve starts, says so, and is not ready.
+    let served = replica(&db, &fake, false);
+    let said = served.stderr_with("cannot be reached yet");
+    assert!(said.contains("get 503 and /readyz says so"), "{said}");
+    assert!(!said.contains(PASSWORD), "{said}");
+    assert_eq!(readyz(&served).await, 503);
+
+    // Back: the first query migrates it, and the same process serves keys.
+    db.resume();
+    let deadline = Instant::now() + WAIT;
+    while readyz(&served).await != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "not ready {WAIT:?} after Postgres came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let version = db.psql("SELECT version FROM genai_schema");
+    assert_eq!(version, genai_postgres::SCHEMA_VERSION.to_string());
+    let key = create(&served, &db, "late", &[]);
+    assert_eq!(chat(&served, &key).await.0, 200);
 }
 
 #[tokio::test]

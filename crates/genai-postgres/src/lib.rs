@@ -42,6 +42,9 @@ pub struct Postgres {
     pool: Pool,
     /// The URL as it may be shown: its password masked.
     shown: String,
+    /// Set once the database holds this binary's schema: a serve started while Postgres was
+    /// away migrates it with its first query.
+    migrated: tokio::sync::OnceCell<()>,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -87,6 +90,34 @@ fn pool_err(e: deadpool_postgres::PoolError) -> Error {
     }
 }
 
+/// Whether a connection failed for want of the server (it did not answer in time, refused
+/// the connection or cut it), which may pass, rather than for what the server said.
+fn unreachable(e: &deadpool_postgres::PoolError) -> bool {
+    use std::io::ErrorKind::*;
+    let deadpool_postgres::PoolError::Backend(e) = e else {
+        return matches!(e, deadpool_postgres::PoolError::Timeout(_));
+    };
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                ConnectionRefused
+                    | ConnectionReset
+                    | ConnectionAborted
+                    | TimedOut
+                    | NotConnected
+                    | UnexpectedEof
+                    | HostUnreachable
+                    | NetworkUnreachable
+                    | AddrNotAvailable
+            );
+        }
+        source = s.source();
+    }
+    e.to_string().contains("timed out")
+}
+
 /// `work`, or a time-out error past [`QUERY_TIMEOUT`] (twice that: a connection, then a query).
 pub(crate) async fn within<T>(work: impl Future<Output = Result<T>>) -> Result<T> {
     match tokio::time::timeout(QUERY_TIMEOUT * 2, work).await {
@@ -127,26 +158,62 @@ impl Postgres {
             .runtime(Runtime::Tokio1)
             .build()
             .map_err(|e| Error::internal(format!("cannot make the database's pool: {e}")))?;
-        Ok(Postgres { pool, shown })
+        Ok(Postgres {
+            pool,
+            shown,
+            migrated: tokio::sync::OnceCell::new(),
+        })
     }
 
     /// A pool on `url` with the database migrated to this binary's schema (under the advisory
     /// lock); a newer schema is refused naming both versions.
     pub async fn open(url: &str) -> Result<Postgres> {
         let db = Postgres::new(url)?;
-        let shown = db.shown.clone();
-        within(async {
-            let mut client = db.client().await?;
-            schema::migrate(&mut client).await
-        })
-        .await
-        .map_err(|e| {
-            Error::new(
-                e.kind,
-                format!("the shared database {shown}: {}", e.message),
-            )
-        })?;
+        db.migrated().await.map_err(|e| db.named(e))?;
         Ok(db)
+    }
+
+    /// As [`open`](Postgres::open), for `genai serve`: a database that cannot be reached yet
+    /// (a time-out, a connection refused or cut) is not an error but said on stderr, and it
+    /// is migrated with the first query that reaches it; until then each query fails as it
+    /// would with Postgres away, fast. What Postgres itself refuses (a password, a newer
+    /// schema) still fails the start.
+    pub async fn open_for_serve(url: &str) -> Result<Postgres> {
+        let db = Postgres::new(url)?;
+        match db.pool.get().await {
+            Ok(client) => drop(client),
+            Err(e) if unreachable(&e) => {
+                let e = pool_err(e);
+                tracing::warn!("the shared database {}: {}", db.shown, e.message);
+                eprintln!(
+                    "genai: the shared database {} cannot be reached yet ({}): requests with a virtual key get 503 and /readyz says so until it answers",
+                    db.shown, e.message
+                );
+                return Ok(db);
+            }
+            Err(e) => return Err(db.named(pool_err(e))),
+        }
+        db.migrated().await.map_err(|e| db.named(e))?;
+        Ok(db)
+    }
+
+    /// Migrates the database once per process (under the advisory lock).
+    async fn migrated(&self) -> Result<()> {
+        let migrate = || {
+            within(async {
+                let mut client = self.pool.get().await.map_err(pool_err)?;
+                schema::migrate(&mut client).await
+            })
+        };
+        self.migrated.get_or_try_init(migrate).await.copied()
+    }
+
+    /// `e` naming the database, without its password.
+    fn named(&self, e: Error) -> Error {
+        Error::new(
+            e.kind,
+            format!("the shared database {}: {}", self.shown, e.message),
+        )
     }
 
     /// The URL, its password masked.
@@ -154,7 +221,9 @@ impl Postgres {
         &self.shown
     }
 
+    /// A pooled connection to the migrated database.
     pub(crate) async fn client(&self) -> Result<deadpool_postgres::Client> {
+        self.migrated().await?;
         self.pool.get().await.map_err(pool_err)
     }
 }

@@ -6,7 +6,7 @@
 //! cargo build --release --example bench-gateway --bin genai
 //! cargo run --release --example bench-gateway [-- --clients 1,32,256 --requests 4000
 //!     --seconds S --memory N --long --litellm /path/to/litellm --nginx /usr/sbin/nginx --quick
-//!     --postgres postgres://USER:PASSWORD@HOST/DB]
+//!     --postgres postgres://USER:PASSWORD@HOST/DB --otlp]
 //! ```
 //!
 //! The upstream (`support/fast_upstream.rs`) is an in-process hyper server answering at once.
@@ -24,8 +24,10 @@
 //! `--memory`/10 and after `--memory` whole requests at 32 clients (`--long`: 10,000 and
 //! 100,000). Given `--postgres URL`, genai runs twice side by side, each asked with a virtual
 //! key: `genai-sq` keeps its keys and ledger in SQLite, `genai-pg` in that Postgres database
-//! (`[store] url`). It only measures and prints; every phase has a deadline. `--upstream` serves
-//! only the upstream, printing its address, to profile a gateway against it by hand.
+//! (`[store] url`). Given `--otlp`, `genai-ot` is genai again with traces on, exporting every
+//! span over OTLP/HTTP to a sink in this process (`OTEL_EXPORTER_OTLP_ENDPOINT`). It only
+//! measures and prints; every phase has a deadline. `--upstream` serves only the upstream,
+//! printing its address, to profile a gateway against it by hand.
 
 #[path = "support/bench.rs"]
 mod bench;
@@ -62,6 +64,8 @@ struct Options {
     /// A Postgres URL: genai is then measured twice, each with a virtual key, its keys and
     /// ledger in SQLite and in this database.
     postgres: Option<String>,
+    /// Whether genai is also measured sending its traces to a collector (a sink in process).
+    otlp: bool,
 }
 
 impl Options {
@@ -74,6 +78,7 @@ impl Options {
             litellm: std::env::var("GENAI_BENCH_LITELLM").ok(),
             nginx: None,
             postgres: None,
+            otlp: false,
         };
         let mut args = std::env::args().skip(1);
         let number = |v: Option<String>, flag: &str| -> Res<usize> {
@@ -102,6 +107,7 @@ impl Options {
                 "--litellm" => o.litellm = Some(args.next().ok_or("--litellm takes a path")?),
                 "--nginx" => o.nginx = Some(args.next().ok_or("--nginx takes a path")?),
                 "--postgres" => o.postgres = Some(args.next().ok_or("--postgres takes a URL")?),
+                "--otlp" => o.otlp = true,
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -306,6 +312,15 @@ async fn run(o: Options) -> Res<()> {
         )?),
         None => None,
     };
+    // Traces on: another genai, exporting every span to an OTLP/HTTP sink of its own.
+    let traced = match o.otlp {
+        true => Some(gateway_targets::genai_serve_traced(
+            "genai-ot",
+            upstream,
+            fast_upstream::start(1)?,
+        )?),
+        false => None,
+    };
     let nginx = match &o.nginx {
         Some(exe) => Some(gateway_targets::nginx(exe, upstream).await?),
         None => None,
@@ -318,6 +333,7 @@ async fn run(o: Options) -> Res<()> {
     targets.extend(nginx.as_ref().map(|(_, t)| t));
     targets.push(&genai);
     targets.extend(on_postgres.as_ref().map(|(_, t)| t));
+    targets.extend(traced.as_ref().map(|(_, t)| t));
     targets.extend(lite.as_ref().map(|(_, t)| t));
     let plan = match o.seconds {
         Some(s) => format!("{s} s per cell"),

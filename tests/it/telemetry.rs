@@ -50,7 +50,7 @@ async fn chat(served: &Served, stream: bool, trace: &str) -> u16 {
         .post(format!("{}/v1/chat/completions", served.http_base()))
         .bearer_auth(&served.token)
         .header("traceparent", format!("00-{trace}-{CLIENT_SPAN}-01"))
-        .json(&json!({"model": "gpt-gw", "stream": stream,
+        .json(&json!({"model": "openai:gpt-gw", "stream": stream,
             "messages": [{"role": "user", "content": PROMPT}]}))
         .send()
         .await
@@ -73,7 +73,7 @@ fn check_gateway_trace(spans: &[Value], fake: &FakeOpenAi, trace: &str) {
     assert_eq!(request["kind"], 2, "a server span: {request}");
     assert_eq!(attr(request, "http.response.status_code"), 200);
     assert_eq!(attr(request, "genai.key.name"), "serve-token");
-    let turn = named(spans, "invoke_agent gpt-gw");
+    let turn = named(spans, "invoke_agent openai:gpt-gw");
     assert_eq!(turn["parent_id"], request["span_id"]);
     assert_eq!(attr(turn, "gen_ai.operation.name"), "invoke_agent");
     let chat = named(spans, "chat gpt-gw");

@@ -6,7 +6,7 @@
 //! cargo build --release --example bench-gateway --bin genai
 //! cargo run --release --example bench-gateway [-- --clients 1,32,256 --requests 4000
 //!     --seconds S --memory N --long --litellm /path/to/litellm --nginx /usr/sbin/nginx --quick
-//!     --postgres postgres://USER:PASSWORD@HOST/DB [--haproxy /usr/sbin/haproxy]]
+//!     --postgres postgres://USER:PASSWORD@HOST/DB [--haproxy /usr/sbin/haproxy] --otlp]
 //! ```
 //!
 //! The upstream (`support/fast_upstream.rs`) is an in-process hyper server answering at once.
@@ -26,7 +26,8 @@
 //! key: `genai-sq` keeps its keys and ledger in SQLite, `genai-pg` in that Postgres database
 //! (`[store] url`). Given `--haproxy PATH` too, a second replica on that database starts and
 //! haproxy fronts first the one replica (`ha-1`), then both (`ha-2`, round robin), asked with
-//! the same key. It only measures and prints; every phase has a deadline. `--upstream` serves
+//! the same key. Given `--otlp`, `genai-ot` is genai again with traces on, exporting every
+//! span over OTLP/HTTP to a sink in this process (`OTEL_EXPORTER_OTLP_ENDPOINT`). It only measures and prints; every phase has a deadline. `--upstream` serves
 //! only the upstream, printing its address, to profile a gateway against it by hand.
 
 #[path = "support/bench.rs"]
@@ -66,6 +67,8 @@ struct Options {
     postgres: Option<String>,
     /// haproxy's executable: one and two replicas on `postgres` behind it.
     haproxy: Option<String>,
+    /// Whether genai is also measured sending its traces to a collector (a sink in process).
+    otlp: bool,
 }
 
 impl Options {
@@ -79,6 +82,7 @@ impl Options {
             nginx: None,
             postgres: None,
             haproxy: None,
+            otlp: false,
         };
         let mut args = std::env::args().skip(1);
         let number = |v: Option<String>, flag: &str| -> Res<usize> {
@@ -108,6 +112,7 @@ impl Options {
                 "--nginx" => o.nginx = Some(args.next().ok_or("--nginx takes a path")?),
                 "--postgres" => o.postgres = Some(args.next().ok_or("--postgres takes a URL")?),
                 "--haproxy" => o.haproxy = Some(args.next().ok_or("--haproxy takes a path")?),
+                "--otlp" => o.otlp = true,
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -331,6 +336,15 @@ async fn run(o: Options) -> Res<()> {
         }
         _ => None,
     };
+    // Traces on: another genai, exporting every span to an OTLP/HTTP sink of its own.
+    let traced = match o.otlp {
+        true => Some(gateway_targets::genai_serve_traced(
+            "genai-ot",
+            upstream,
+            fast_upstream::start(1)?,
+        )?),
+        false => None,
+    };
     let nginx = match &o.nginx {
         Some(exe) => Some(gateway_targets::nginx(exe, upstream).await?),
         None => None,
@@ -344,6 +358,7 @@ async fn run(o: Options) -> Res<()> {
     targets.push(&genai);
     targets.extend(on_postgres.as_ref().map(|(_, t)| t));
     targets.extend(balanced.iter().flat_map(|(_, ts)| ts));
+    targets.extend(traced.as_ref().map(|(_, t)| t));
     targets.extend(lite.as_ref().map(|(_, t)| t));
     let plan = match o.seconds {
         Some(s) => format!("{s} s per cell"),

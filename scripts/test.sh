@@ -78,6 +78,11 @@ python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade 
   --target "$root/target/mcp-python" mcp==2.3.0
 export GENAI_TEST_MCP_PYTHON="$root/target/mcp-python"
 
+step "OpenTelemetry's protobuf types (opentelemetry-proto, PyPI) for the traces' receiver"
+python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
+  --target "$root/target/otlp-python" opentelemetry-proto==1.45.2
+export GENAI_TEST_OTLP_PYTHON="$root/target/otlp-python"
+
 step "simonw's llm (PyPI) for the gateway's client test"
 python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
   --target "$root/target/llm" llm==0.36

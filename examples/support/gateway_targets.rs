@@ -80,7 +80,16 @@ fn own_group(cmd: &mut Command) {
 
 /// `genai serve` with a provider `upstream` at `upstream`, asked with the serve token.
 pub fn genai_serve(upstream: SocketAddr) -> Res<(Server, Target)> {
-    genai_serve_as("genai", upstream, None, None)
+    genai_serve_as("genai", upstream, None, None, None)
+}
+
+/// `genai serve` named `name` sending its traces to the OTLP/HTTP collector at `collector`.
+pub fn genai_serve_traced(
+    name: &'static str,
+    upstream: SocketAddr,
+    collector: SocketAddr,
+) -> Res<(Server, Target)> {
+    genai_serve_as(name, upstream, None, None, Some(collector))
 }
 
 /// `genai serve` named `name`, asked with a virtual key made for it, its keys and ledger in
@@ -90,7 +99,7 @@ pub fn genai_serve_keyed(
     upstream: SocketAddr,
     database: Option<&str>,
 ) -> Res<(Server, Target)> {
-    genai_serve_as(name, upstream, Some(database), None)
+    genai_serve_as(name, upstream, Some(database), None, None)
 }
 
 /// Another replica of a keyed `genai serve` on the same Postgres `database`, asked with the
@@ -101,7 +110,7 @@ pub fn genai_replica(
     database: &str,
     key: &str,
 ) -> Res<(Server, Target)> {
-    genai_serve_as(name, upstream, Some(Some(database)), Some(key))
+    genai_serve_as(name, upstream, Some(Some(database)), Some(key), None)
 }
 
 fn genai_serve_as(
@@ -109,6 +118,7 @@ fn genai_serve_as(
     upstream: SocketAddr,
     keyed: Option<Option<&str>>,
     existing_key: Option<&str>,
+    collector: Option<SocketAddr>,
 ) -> Res<(Server, Target)> {
     let genai = crate::bench::genai_binary("cargo build --release --bin genai")?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -126,9 +136,13 @@ fn genai_serve_as(
         cmd.env("GENAI_CONFIG_DIR", &config)
             .env("GENAI_DATA_DIR", &data)
             .env_remove("GENAI_LOG")
-            .env_remove("GENAI_DATABASE_URL");
+            .env_remove("GENAI_DATABASE_URL")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
         if let Some(url) = database {
             cmd.env("GENAI_DATABASE_URL", url);
+        }
+        if let Some(at) = collector {
+            cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{at}"));
         }
     };
     let key = match keyed {

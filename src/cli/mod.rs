@@ -234,10 +234,16 @@ fn serve_blocking(
 /// Logs go to stderr through the redactor; `GENAI_LOG` sets the filter. The daemon warns by
 /// default; other commands print their own one-line errors, so they log only errors.
 /// llama.cpp's own lines are kept quieter still (`llama_log_directive`), and colours are used
-/// only on a terminal.
-fn init_logging(default: &str) {
+/// only on a terminal. A command that runs turns (`traced`) also sends its spans to the
+/// collector `[telemetry]` names, when it names one: the [`Telemetry`] returned flushes them
+/// when dropped.
+///
+/// [`Telemetry`]: genai_core::telemetry::Telemetry
+fn init_logging(default: &str, traced: bool) -> Option<genai_core::telemetry::Telemetry> {
     use std::io::IsTerminal;
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
     let spec = std::env::var("GENAI_LOG")
         .ok()
         .filter(|s| EnvFilter::try_new(s).is_ok())
@@ -247,13 +253,33 @@ fn init_logging(default: &str) {
     if let Some(directive) = llama.and_then(|d| d.parse().ok()) {
         filter = filter.add_directive(directive);
     }
+    // Spans are for the collector, never for the log.
+    if let Ok(directive) = format!("{}=off", genai_core::telemetry::TARGET).parse() {
+        filter = filter.add_directive(directive);
+    }
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(|| genai_core::redact::RedactingWriter(std::io::stderr()))
         .with_target(false)
         .with_ansi(ansi)
+        .with_filter(filter);
+    let telemetry = traced
+        .then(telemetry_config)
+        .flatten()
+        .and_then(|c| genai_core::telemetry::start(&c));
+    let traces = telemetry.as_ref().map(|t| t.layer());
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(traces)
         .try_init();
+    telemetry
+}
+
+/// The config's `[telemetry]`, when the file reads (a file that does not is the command's
+/// to report).
+fn telemetry_config() -> Option<genai_core::config::telemetry::TelemetryConfig> {
+    let paths = Paths::from_env().ok()?;
+    Config::load(&paths.config_file()).ok().map(|c| c.telemetry)
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -272,16 +298,13 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    init_logging(
-        if matches!(
-            cli.command,
-            Command::Daemon(_) | Command::Acp | Command::Mcp(_) | Command::Lsp | Command::Serve(_)
-        ) {
-            "warn"
-        } else {
-            "error"
-        },
+    let served = matches!(
+        cli.command,
+        Command::Daemon(_) | Command::Acp | Command::Mcp(_) | Command::Lsp | Command::Serve(_)
     );
+    let traced = served || matches!(cli.command, Command::Ask(_) | Command::Chat(_));
+    // Dropped when the command is over, which flushes its last spans.
+    let _telemetry = init_logging(if served { "warn" } else { "error" }, traced);
     if matches!(cli.command, Command::Ask(_) | Command::Chat(_)) {
         // One conversation at a time: a local model needs one slot, not the daemon's four.
         genai_core::provider::local::one_conversation_at_a_time();

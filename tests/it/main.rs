@@ -94,4 +94,5 @@ mod serve_shutdown;
 mod serve_web;
 mod stream_json;
 mod structured;
+mod telemetry;
 mod workspace;

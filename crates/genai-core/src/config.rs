@@ -18,6 +18,7 @@ pub(crate) mod provider;
 mod serve;
 pub mod serve_models;
 pub mod store;
+pub mod telemetry;
 
 pub(crate) use provider::{AzureSettings, BedrockSettings, ConnectorSettings, HttpSettings};
 pub use provider::{LocalSettings, ProviderConfig};
@@ -80,6 +81,9 @@ pub struct Config {
     /// How conversations are compacted when they near their model's context: `[compaction]`.
     #[serde(default)]
     pub compaction: crate::compaction::CompactionConfig,
+    /// Where OpenTelemetry traces go and what they carry: `[telemetry]`.
+    #[serde(default)]
+    pub telemetry: telemetry::TelemetryConfig,
 }
 
 /// `[keys]`: where `genai keys set` stores a key.
@@ -455,7 +459,8 @@ impl Config {
 
     /// Calls `f` on every secret of the file: provider keys, credentials and secret headers,
     /// plugin keys, every MCP server's environment values and HTTP headers (any may be a key),
-    /// and `[serve] metrics_token` (the passwords of URLs are handled apart: see `store.rs`).
+    /// `[serve] metrics_token` and `[telemetry] headers` (the passwords of URLs are handled
+    /// apart: see `store.rs`).
     fn each_secret(&mut self, mut f: impl FnMut(&mut String)) {
         for provider in self.service_providers.values_mut() {
             provider.each_secret(&mut f);
@@ -471,6 +476,7 @@ impl Config {
                 .for_each(&mut f);
         }
         self.serve.metrics_token.iter_mut().for_each(&mut f);
+        self.telemetry.headers.values_mut().for_each(&mut f);
     }
 
     /// Hands every secret of the file to the redactor, so no error or log line shows one.

@@ -5,7 +5,7 @@
 //! [`session::Framework`]: `session` (the entry), `agent`, `feature`, `middleware`, `tools`
 //! (the tool sources), `provider` and `format` (requests on the wire of each service),
 //! `registry` and `select` (which components answer), `store` (the history), `config`,
-//! `secrets`, `models` and `download` (local models), `embedding` (texts to vectors), `command` and `context_files`, and the
+//! `secrets`, `models` and `download` (local models), `embedding` (texts to vectors), `command` and `context_files`, `telemetry` (OpenTelemetry traces), and the
 //! small pieces of its own (`message`, `pricing`, `file_context`, `suggest`).
 //!
 //! Below it are three crates it builds on and re-exports where its callers always found them:
@@ -50,6 +50,7 @@ pub mod select;
 pub mod session;
 pub mod store;
 pub mod suggest;
+pub mod telemetry;
 pub mod tools;
 
 // Below the core, named here as they always were: the shared pieces (`genai-base`) and what

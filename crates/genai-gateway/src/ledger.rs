@@ -245,6 +245,7 @@ impl Caller {
             client: client.map(|c| c.chars().take(200).collect()),
             ..GatewayRequest::default()
         };
+        genai_core::telemetry::spans::caller(&row.key_name);
         Caller {
             key,
             ledger,

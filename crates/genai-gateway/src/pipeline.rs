@@ -3,12 +3,14 @@
 //! may use (or the deployments of its name: `tries.rs`), the request's settings are set on
 //! that model as a value, one turn runs on it (or a try on each deployment in turn), and
 //! the API's [`Shape`] writes the answer, whole or streamed, while the caller's row is
-//! accounted ([`Caller`]).
+//! accounted ([`Caller`]). The turn runs in its span (`invoke_agent MODEL`).
 //!
 //! It owns that order. It must never know an API's fields (each [`VendorApi`] reads its own)
 //! nor write an answer's JSON.
 
 use std::sync::Arc;
+
+use tracing::Instrument;
 
 use crate::HttpResponse;
 
@@ -82,7 +84,11 @@ pub(crate) async fn run<A: VendorApi>(
         Ok(t) => t,
         Err(e) => return e.response_in(A::ERRORS),
     };
-    let mut answer = respond::run(tries, stream, A::ERRORS, shape, caller).await;
+    // The turn's span: each try's model request (`chat`) is its child.
+    let span = genai_core::telemetry::spans::turn(None, None, &model);
+    let mut answer = respond::run(tries, stream, A::ERRORS, shape, caller)
+        .instrument(span)
+        .await;
     for (name, value) in headers {
         if let Ok(v) = http::HeaderValue::from_str(&value) {
             answer.headers_mut().insert(name, v);

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::Stream;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use genai_core::agent::{AIAgent, Answerer, Delta, PromptOutcome, ToolLoop};
 use genai_core::config::ToolMode;
@@ -108,30 +109,34 @@ pub(crate) fn streamed(turn: Turn) -> (Answering, impl Stream<Item = Piece> + Se
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let guard = cancel.clone().drop_guard();
-    tokio::spawn(async move {
-        let text = tx.clone();
-        let on_delta = move |d: Delta<'_>| {
-            let piece = match d {
-                Delta::Text(t) => Piece::Text(t.to_string()),
-                Delta::Reasoning(r) => Piece::Reasoning(r.to_string()),
-                Delta::ReasoningSignature(s) => Piece::Signature(s.to_string()),
-                Delta::Progress(_) => return,
-                Delta::Answering(a) => {
-                    if let Ok(mut who) = who.lock() {
-                        *who = Served::from(a);
+    tokio::spawn(
+        async move {
+            let text = tx.clone();
+            let on_delta = move |d: Delta<'_>| {
+                let piece = match d {
+                    Delta::Text(t) => Piece::Text(t.to_string()),
+                    Delta::Reasoning(r) => Piece::Reasoning(r.to_string()),
+                    Delta::ReasoningSignature(s) => Piece::Signature(s.to_string()),
+                    Delta::Progress(_) => return,
+                    Delta::Answering(a) => {
+                        if let Ok(mut who) = who.lock() {
+                            *who = Served::from(a);
+                        }
+                        return;
                     }
-                    return;
-                }
+                };
+                let _ = text.send(piece);
             };
-            let _ = text.send(piece);
-        };
-        let calls = tx.clone();
-        let on_call = move |d: &ToolCallDelta| {
-            let _ = calls.send(Piece::Call(d.clone()));
-        };
-        let done = run(&agent, parts, Some(&on_delta), Some(&on_call), &cancel).await;
-        let _ = tx.send(Piece::Done(done.map(|o| o.reply)));
-    });
+            let calls = tx.clone();
+            let on_call = move |d: &ToolCallDelta| {
+                let _ = calls.send(Piece::Call(d.clone()));
+            };
+            let done = run(&agent, parts, Some(&on_delta), Some(&on_call), &cancel).await;
+            let _ = tx.send(Piece::Done(done.map(|o| o.reply)));
+        }
+        // Within the request's turn span, whose child its model request is.
+        .in_current_span(),
+    );
     let pieces = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
         let piece = rx.recv().await?;
         Some((piece, (rx, guard)))

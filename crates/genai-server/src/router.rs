@@ -3,7 +3,8 @@
 //! warm local model's route and the gateway's `/v1/` APIs (plain HTTP), MCP on `/mcp`, the
 //! daemon's WebSocket (an upgrade), and the web chat page (any other plain request). Each other route
 //! is admitted here first by the [`Gate`]: the serve token from an allowed origin, or for the
-//! gateway the token or a virtual key within its limits. It must never read a body (each route reads its own, within the
+//! gateway the token or a virtual key within its limits; a gateway request runs in its span
+//! (`genai_core::telemetry`), continuing the client's `traceparent`. It must never read a body (each route reads its own, within the
 //! limit) nor answer for a route: it only chooses one, or refuses.
 
 use std::sync::Arc;
@@ -11,9 +12,11 @@ use std::sync::Arc;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::{auth, ops, page, warm};
 use genai_core::session::Framework;
+use genai_core::telemetry::spans;
 use genai_gateway::body::{self, HttpResponse};
 
 /// Everything the routes answer with.
@@ -40,6 +43,15 @@ pub(crate) struct Gate {
 }
 
 impl Router {
+    /// The answer to a gateway request: the caller admitted, then the gateway's.
+    async fn gateway(&self, req: http::Request<Incoming>) -> HttpResponse {
+        let caller = match self.gate.check_api_client(&req).await {
+            Ok(caller) => caller,
+            Err(refused) => return refused,
+        };
+        genai_gateway::answer(req, &self.fw, self.body, caller).await
+    }
+
     /// The answer to one request of a connection.
     pub(crate) async fn answer(&self, req: http::Request<Incoming>) -> HttpResponse {
         let upgrade = genai_rpc::ws::is_upgrade(&req);
@@ -56,11 +68,11 @@ impl Router {
             return warm::answer(req, &self.fw, self.body).await;
         }
         if !upgrade && genai_gateway::is_gateway(&req) {
-            let caller = match self.gate.check_api_client(&req).await {
-                Ok(caller) => caller,
-                Err(refused) => return refused,
-            };
-            return genai_gateway::answer(req, &self.fw, self.body, caller).await;
+            // The request's span, the root of its trace or the child of the client's.
+            let span = spans::request(req.method(), req.uri().path(), req.headers());
+            let answer = self.gateway(req).instrument(span.clone()).await;
+            spans::answered(&span, answer.status().as_u16());
+            return answer;
         }
         if !upgrade && req.uri().path() == genai_mcp::http::PATH {
             if let Some(refused) = self.gate.check_client(&req) {

@@ -31,6 +31,9 @@ pub fn loopback_only(cmd: &mut Command) -> &mut Command {
         "AZURE_OPENAI_ENDPOINT",
         "AZURE_OPENAI_API_KEY",
         "OPENAI_API_VERSION",
+        // The caller's collector: a test names its own.
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     ] {
         cmd.env_remove(var);
     }

@@ -30,6 +30,7 @@ pub mod hostile;
 pub mod http1;
 pub mod loopback;
 pub mod messages;
+pub mod otlp;
 pub mod poll;
 pub mod postgres;
 pub mod prometheus;

@@ -2,12 +2,14 @@
 //! context (`compact.rs`), through the agent's middleware (and the
 //! reply back through it), images the model cannot take refused, and a provider's answer (the
 //! agent's own or a fallback's, tried in `fallback.rs`) read whole or as it streams, within
-//! the provider's reply tokens, with genai's keys masked in every piece and in the reply.
+//! the provider's reply tokens, with genai's keys masked in every piece and in the reply; its
+//! span (`chat MODEL`) covers the whole request.
 //!
 //! It must never commit anything (the turn does, in `mod.rs`) nor talk to a client: streamed
 //! pieces go to the caller's callbacks.
 
 use futures::StreamExt;
+use tracing::Instrument;
 
 use super::{AIAgent, Answerer, Delta, ModelBinding, Notes, OnDelta};
 use crate::error::{Error, Result};
@@ -19,6 +21,7 @@ use crate::middleware::{self, Capabilities};
 use crate::provider::{ProviderResponse, PROGRESS_EVENT};
 use crate::redact::StreamMask;
 use crate::registry::ProviderInstance;
+use crate::telemetry::spans;
 
 impl AIAgent {
     /// Refuses images the binding's model cannot take, saying which middleware would turn
@@ -85,20 +88,28 @@ impl AIAgent {
         on_call: Option<&(dyn Fn(&ToolCallDelta) + Send + Sync)>,
         noted: &Notes<'_>,
     ) -> Result<(ModelReply, Answerer)> {
-        let messages = self.compacted(binding, model, messages, noted).await?;
-        let messages = self
-            .through_middleware(binding, model, &messages, noted)
-            .await?;
-        let (mut reply, answerer) = self
-            .send_with_fallbacks(binding, model, &messages, options, on_delta, on_call, noted)
-            .await?;
-        if !self.middleware.is_empty() {
-            let mut notes = Vec::new();
-            let done = self.middleware.on_reply(&mut reply, &mut notes).await;
-            noted.add(notes);
-            done?;
+        let provider = &binding.provider;
+        let span = spans::chat(&provider.name, provider.kind, &model.model, messages);
+        let called = async {
+            let messages = self.compacted(binding, model, messages, noted).await?;
+            let messages = self
+                .through_middleware(binding, model, &messages, noted)
+                .await?;
+            let (mut reply, answerer) = self
+                .send_with_fallbacks(binding, model, &messages, options, on_delta, on_call, noted)
+                .await?;
+            if !self.middleware.is_empty() {
+                let mut notes = Vec::new();
+                let done = self.middleware.on_reply(&mut reply, &mut notes).await;
+                noted.add(notes);
+                done?;
+            }
+            Ok((reply, answerer))
         }
-        Ok((reply, answerer))
+        .instrument(span.clone())
+        .await;
+        spans::chat_ended(&span, called.as_ref().map(|(r, _)| r));
+        called
     }
 
     /// Sends a prepared request to `provider` and reads its reply as it comes.

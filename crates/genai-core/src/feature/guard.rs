@@ -347,6 +347,7 @@ impl Guard {
                 decision: if allowed { "allow" } else { "deny" }.to_string(),
                 by: by.to_string(),
             };
+            crate::telemetry::spans::decided(tool, call_id, allowed, by);
             turn.port
                 .turn_event(turn.id, TurnEvent::Decision(decided.clone()));
             if let Ok(mut d) = decisions.lock() {

@@ -22,6 +22,7 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::guard::{DecisionRecord, Guard};
 use super::plugin_asks::{confirm, marker, take_actions, Asked, Asks, MarkerFilter};
@@ -268,6 +269,7 @@ impl Feature for Tools {
                                 offered.get(name.as_str()).copied(),
                                 decisions_ref,
                             )
+                            .instrument(crate::telemetry::spans::tool(&name, &id, &args))
                             .await);
                         let images = match &answer {
                             Ok(a) if !a.is_error => a.images.clone(),

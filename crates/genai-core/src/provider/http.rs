@@ -4,7 +4,8 @@
 //! errors.
 //!
 //! It owns the client, the retry policy, the limits, the places for requests in flight (a
-//! request waits for one, and its answer holds it until its body is read) and the error shape. It must never build a
+//! request waits for one, and its answer holds it until its body is read), the error shape and
+//! the `traceparent` each attempt carries when traces are on. It must never build a
 //! URL, a key or a body (each provider builds every attempt's request), never retry once the
 //! answer's body has started to reach the caller, and never hold more of an answer than its
 //! limits allow.
@@ -203,8 +204,16 @@ impl Http {
             Ok(()) => 0,
             Err(_) => self.retry.max_retries,
         };
+        // The current span's W3C trace context (the model request's `chat` span), when traces
+        // are on: the provider's own traces join genai's.
+        let mut traced = HeaderMap::new();
+        crate::telemetry::propagate::inject_current(&mut traced);
         loop {
-            let failure = match build(client)?.send().await {
+            let mut request = build(client)?;
+            if !traced.is_empty() {
+                request = request.headers(traced.clone());
+            }
+            let failure = match request.send().await {
                 Ok(mut resp) if resp.status().is_success() => {
                     resp.extensions_mut().insert(InFlight(Arc::new(place)));
                     return Ok(resp);

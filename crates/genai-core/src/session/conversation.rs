@@ -5,13 +5,14 @@
 //! them too).
 //!
 //! Every accepted message ends with exactly one final [`TurnEvent::Done`], sent here and
-//! nowhere else, even when the feature panics. This module must never look inside a turn's
-//! work: the feature does it.
+//! nowhere else, even when the feature panics; each turn runs in its span (`invoke_agent`), the
+//! root of its trace. This module must never look inside a turn's work: the feature does it.
 
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::turn_stream::{TurnStream, WatchedPort, Watchers};
 use super::{poisoned, unknown_conversation, CancelTarget, Framework, OpenConversation};
@@ -22,6 +23,7 @@ use crate::feature::port::{ClientPort, TurnEvent, TurnRef};
 use crate::feature::{Feature, Turn, TurnOutcome};
 use crate::format::ResponseSchema;
 use crate::message::{Message, Part};
+use crate::telemetry::spans;
 use crate::tools::toolbox::Toolbox;
 
 /// A message waiting for its turn.
@@ -91,6 +93,8 @@ impl Framework {
             port,
             watchers: watchers.clone(),
         });
+        // The turns' spans name the feature that runs them.
+        let feature_label = feature_name.clone();
         let conv = Conversation {
             agent: agent.clone(),
             feature: feature_name,
@@ -133,13 +137,16 @@ impl Framework {
                 let turn_ref = turn.id.clone();
                 // The feature runs in its own task so that a panic in it still ends the turn.
                 let feature = feature.clone();
-                let outcome =
-                    match tokio::spawn(async move { feature.on_new_message(&turn).await }).await {
-                        Ok(outcome) => outcome,
-                        Err(e) => {
-                            TurnOutcome::failed(Error::internal(format!("the feature failed: {e}")))
-                        }
-                    };
+                let span = spans::turn(Some(&id), Some(&turn_id), &feature_label);
+                let traced = async move { feature.on_new_message(&turn).await };
+                let outcome = match tokio::spawn(traced.instrument(span.clone())).await {
+                    Ok(outcome) => outcome,
+                    Err(e) => {
+                        TurnOutcome::failed(Error::internal(format!("the feature failed: {e}")))
+                    }
+                };
+                let (usage, model) = (outcome.usage.as_ref(), outcome.model.as_deref());
+                spans::turn_ended(&span, usage, model, outcome.error.as_ref());
                 if let Ok(mut r) = running.lock() {
                     *r = None;
                 }

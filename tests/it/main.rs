@@ -93,4 +93,5 @@ mod serve_shutdown;
 mod serve_web;
 mod stream_json;
 mod structured;
+mod subagents;
 mod workspace;

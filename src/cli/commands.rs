@@ -76,7 +76,7 @@ fn framework() -> Result<(Framework, PathBuf), Error> {
     Ok((fw, cwd))
 }
 
-fn place_name(p: Place) -> &'static str {
+pub(super) fn place_name(p: Place) -> &'static str {
     match p {
         Place::Project => "project",
         Place::ClaudeProject => "claude-project",

@@ -8,6 +8,7 @@
 mod out;
 
 mod acp;
+mod agents;
 mod ask;
 mod attach;
 mod changes;
@@ -77,6 +78,10 @@ enum Command {
     /// `/NAME` in chat and ACP, and as editor actions.
     #[command(subcommand)]
     Commands(commands::Command),
+    /// List or show subagents: agent definitions kept as files (`.genai/agents/`, Claude
+    /// Code's `.claude/agents/`) that the model hands work to with its `task` tool.
+    #[command(subcommand)]
+    Agents(agents::Command),
     /// List, search, show, export, rename or delete stored conversations.
     #[command(subcommand)]
     Sessions(sessions::Command),
@@ -327,6 +332,7 @@ pub fn run() -> i32 {
         Command::Lsp => runtime().block_on(lsp::run()),
         Command::Serve(args) => runtime().block_on(serve::run(args)),
         Command::Commands(c) => return runtime().block_on(commands::run(c)),
+        Command::Agents(c) => return agents::run(c),
         Command::Sessions(c) => sessions::run(c),
         Command::Embed(args) => runtime().block_on(embed::run(args)),
         Command::Usage(args) => usage::run(args),

@@ -23,6 +23,9 @@ use super::changes::{line_counts, Changed};
 /// One line of the stream.
 pub type Event = genai_protocol::events::StreamEvent<Usage>;
 
+/// The task call a subagent's event is nested under, and the subagent's name.
+type Nest = Option<(String, String)>;
+
 /// How long a piece of text waits for more before it goes out on its own.
 const COALESCE: Duration = Duration::from_millis(100);
 
@@ -35,10 +38,21 @@ pub struct Events {
 impl Events {
     /// Writes one event as a line.
     pub fn write(&mut self, event: &Event) {
+        self.write_in(event, &None);
+    }
+
+    /// Writes one event as a line, nested under a subagent's task call when `nest` says so
+    /// (`genai_protocol::events::StreamLine`'s fields).
+    fn write_in(&mut self, event: &Event, nest: &Nest) {
         if self.failed.is_some() {
             return;
         }
-        let mut line = serde_json::to_vec(event).unwrap_or_default();
+        let mut value = serde_json::to_value(event).unwrap_or_default();
+        if let (Some((call_id, agent)), Some(o)) = (nest, value.as_object_mut()) {
+            o.insert("parent_tool_use_id".into(), call_id.clone().into());
+            o.insert("subagent".into(), agent.clone().into());
+        }
+        let mut line = serde_json::to_vec(&value).unwrap_or_default();
         line.push(b'\n');
         let mut out = std::io::stdout().lock();
         if let Err(e) = out.write_all(&line).and_then(|_| out.flush()) {
@@ -118,6 +132,19 @@ pub async fn follow(
         let Some(event) = event else {
             return Err(Error::internal("the turn ended twice"));
         };
+        // A subagent's events go out nested under its task call; its answer is that call's
+        // result, so its text and the pieces of its calls are not written.
+        let (nest, event) = match event {
+            TurnEvent::Subagent {
+                call_id,
+                agent,
+                event,
+            } => match *event {
+                TurnEvent::Chunk(_) | TurnEvent::Reasoning(_) | TurnEvent::ToolCall(_) => continue,
+                event => (Some((call_id, agent)), event),
+            },
+            event => (None, event),
+        };
         let piece = match &event {
             TurnEvent::Chunk(t) => Some((false, t)),
             TurnEvent::Reasoning(t) => Some((true, t)),
@@ -136,20 +163,24 @@ pub async fn follow(
                 id,
                 name,
                 arguments,
-            } => events.write(&Event::ToolCall {
-                id,
-                name,
-                arguments,
-            }),
+            } => events.write_in(
+                &Event::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                },
+                &nest,
+            ),
             TurnEvent::Decision(d) => {
                 refused += usize::from(d.decision != "allow");
-                events.write(&Event::Permission {
+                let decided = Event::Permission {
                     id: d.call_id,
                     name: d.tool,
                     subject: d.argument,
                     decision: d.decision,
                     by: d.by,
-                });
+                };
+                events.write_in(&decided, &nest);
             }
             TurnEvent::ToolFinished {
                 id,
@@ -158,21 +189,23 @@ pub async fn follow(
                 is_error,
                 edit,
             } => {
-                events.write(&Event::ToolResult {
+                let result = Event::ToolResult {
                     id,
                     name,
                     output,
                     is_error,
-                });
+                };
+                events.write_in(&result, &nest);
                 if let Some(edit) = edit.filter(|_| !is_error) {
                     let (added, removed) = line_counts(&edit);
-                    events.write(&Event::FileChanged {
+                    let file = Event::FileChanged {
                         path: edit.path.display().to_string(),
                         created: edit.old_text.is_none(),
                         added,
                         removed,
                         checkpoint: checkpoint.clone(),
-                    });
+                    };
+                    events.write_in(&file, &nest);
                     changed.add(edit);
                 }
             }
@@ -182,7 +215,7 @@ pub async fn follow(
                 tokens_after: c.tokens_after,
                 by: c.by,
             }),
-            TurnEvent::Plan { entries } => events.write(&Event::Plan { entries }),
+            TurnEvent::Plan { entries } => events.write_in(&Event::Plan { entries }, &nest),
             TurnEvent::Done(outcome) => break outcome,
             _ => {}
         }

@@ -332,12 +332,32 @@ pub async fn show_turn(mut turn: TurnStream, view: View) -> Result<Shown, Error>
                 ..
             } => changed.add(edit),
             TurnEvent::Decision(d) => refused += usize::from(d.decision != "allow"),
-            event @ (TurnEvent::Compacted(_) | TurnEvent::Plan { .. }) => {
+            event @ (TurnEvent::Compacted(_)
+            | TurnEvent::Plan { .. }
+            | TurnEvent::Subagent { .. }) => {
                 let said = match event {
                     TurnEvent::Compacted(c) => format!("genai: {}\n", c.describe()),
                     TurnEvent::Plan { entries } => super::plan::checklist(&entries),
+                    TurnEvent::Subagent { agent, event, .. } => {
+                        match &*event {
+                            TurnEvent::ToolFinished {
+                                edit: Some(edit),
+                                is_error: false,
+                                ..
+                            } => changed.add(edit.clone()),
+                            TurnEvent::Decision(d) => refused += usize::from(d.decision != "allow"),
+                            _ => {}
+                        }
+                        match std::io::stderr().is_terminal() {
+                            true => nested(&agent, &event),
+                            false => String::new(),
+                        }
+                    }
                     _ => String::new(),
                 };
+                if said.is_empty() {
+                    continue;
+                }
                 pane.close();
                 let _ = out.write_all(draft.erase(columns()).as_bytes());
                 let _ = out.flush();
@@ -384,6 +404,19 @@ pub async fn show_turn(mut turn: TurnStream, view: View) -> Result<Shown, Error>
         changed,
         refused,
     })
+}
+
+/// A subagent's event as the terminal shows it under its task call: indented, with the
+/// subagent's name (its text is not shown: its answer is the call's result).
+fn nested(agent: &str, event: &TurnEvent) -> String {
+    match (event, event.progress_line()) {
+        (TurnEvent::Plan { entries }, _) => super::plan::checklist(entries)
+            .lines()
+            .map(|l| format!("  [{agent}] {l}\n"))
+            .collect(),
+        (_, Some(line)) => format!("  [{agent}] {line}\n"),
+        (_, None) => String::new(),
+    }
 }
 
 #[cfg(test)]

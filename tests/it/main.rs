@@ -94,5 +94,6 @@ mod serve_shutdown;
 mod serve_web;
 mod stream_json;
 mod structured;
+mod subagents;
 mod telemetry;
 mod workspace;

@@ -67,7 +67,7 @@ impl Repo {
 }
 
 /// Each line of `stdout` as JSON, checked against `schemas/stream-event.json`.
-fn events(o: &Output) -> Vec<Value> {
+pub(crate) fn events(o: &Output) -> Vec<Value> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas/stream-event.json");
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
@@ -82,7 +82,7 @@ fn events(o: &Output) -> Vec<Value> {
         .collect()
 }
 
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub(crate) fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
 

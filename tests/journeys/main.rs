@@ -37,5 +37,6 @@ mod plan_then_edit;
 mod redacted_across_models;
 mod secrets;
 mod serve_page;
+mod subagents_in_parallel;
 mod terminal_asks;
 mod warm_model;

@@ -51,6 +51,8 @@ pub(crate) struct SessionPort {
     offers: Mutex<ClientOffers>,
     /// Each session's folder, for the tool calls' locations.
     roots: Mutex<HashMap<String, PathBuf>>,
+    /// What each running `task` call's subagent did so far, a line each: the call's content.
+    progress: Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// A text block as a message chunk.
@@ -170,6 +172,7 @@ impl SessionPort {
             streamed: Mutex::default(),
             offers: Mutex::default(),
             roots: Mutex::default(),
+            progress: Mutex::default(),
         }
     }
 
@@ -229,6 +232,30 @@ impl SessionPort {
 }
 
 impl SessionPort {
+    /// A subagent's event: one more line of its `task` call's content (ACP has no nested
+    /// calls), the whole progress sent as that call's update.
+    fn subagent(&self, turn: &TurnRef, call_id: String, agent: &str, event: &TurnEvent) {
+        let Some(line) = event.progress_line() else {
+            return;
+        };
+        let text = match self.progress.lock() {
+            Ok(mut p) => {
+                let lines = p.entry(call_id.clone()).or_default();
+                lines.push(format!("[{agent}] {line}"));
+                lines.join("\n")
+            }
+            Err(_) => return,
+        };
+        let content = vec![ToolCallContent::from(ContentBlock::Text(TextContent::new(
+            text,
+        )))];
+        let fields = ToolCallUpdateFields::new().content(content);
+        self.update(
+            turn,
+            SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id, fields)),
+        );
+    }
+
     /// Sends `session/request_permission` and answers the option the user selected (`None`:
     /// cancelled).
     async fn request_permission(
@@ -308,12 +335,28 @@ impl ClientPort for SessionPort {
                 is_error,
                 edit,
                 ..
-            } => self.update(
-                turn,
-                SessionUpdate::ToolCallUpdate(tool_result(&id, &output, is_error, edit.as_ref())),
-            ),
+            } => {
+                // A task call's progress ends with its subagent.
+                if let Ok(mut p) = self.progress.lock() {
+                    p.remove(&id);
+                }
+                self.update(
+                    turn,
+                    SessionUpdate::ToolCallUpdate(tool_result(
+                        &id,
+                        &output,
+                        is_error,
+                        edit.as_ref(),
+                    )),
+                )
+            }
             // ACP has no place for a tool's action object; it stays in the turn's details.
             TurnEvent::Action { .. } | TurnEvent::Decision(_) => {}
+            TurnEvent::Subagent {
+                call_id,
+                agent,
+                event,
+            } => self.subagent(turn, call_id, &agent, &event),
             TurnEvent::Done(outcome) => self.finish(turn, &outcome),
         }
     }

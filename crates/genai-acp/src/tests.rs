@@ -526,3 +526,6 @@ async fn slash_compact_summarises_the_session_now_and_says_what_it_did() {
     assert!(provider.messages_of(5)[1].starts_with("user: The summary so far: SUMMARY-ACP"));
     c.close().await;
 }
+
+#[path = "subagent_tests.rs"]
+mod subagents;

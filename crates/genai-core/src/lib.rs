@@ -49,6 +49,7 @@ pub mod secrets;
 pub mod select;
 pub mod session;
 pub mod store;
+pub mod subagent;
 pub mod suggest;
 pub mod telemetry;
 pub mod tools;

@@ -178,6 +178,7 @@ async fn run(
         on_call_delta: on_call,
         mode: ToolMode::Native,
         budget: None,
+        spent_elsewhere: None,
     };
     let offered = (!tool_loop.specs.is_empty()).then_some(&tool_loop);
     let sent = agent.send_prompt_as(messages, on_delta, cancel, offered, schema.as_ref());

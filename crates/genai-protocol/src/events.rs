@@ -10,10 +10,27 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One line of the event stream. Every run writes `start` first and `result` last; in between,
+/// One line of the event stream: an event, and, for an event of a subagent (a `task` call's),
+/// the call it is nested under, named as Claude Code's stream names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamLine<U> {
+    #[serde(flatten)]
+    pub event: StreamEvent<U>,
+    /// The id of the `task` tool call whose subagent this event comes from; absent for the
+    /// run's own events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_use_id: Option<String>,
+    /// The subagent's name, beside `parent_tool_use_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
+}
+
+/// One event of the event stream. Every run writes `start` first and `result` last; in between,
 /// in the order they happen: `text` and `reasoning` (pieces coalesced to whole lines, or what
 /// came within about 100 ms), `compaction`, `tool_call`, `permission`, `tool_result`,
-/// `plan`, `file_changed`, `usage` and `error`.
+/// `plan`, `file_changed`, `usage` and `error`. A subagent's `tool_call`, `permission`,
+/// `tool_result`, `plan` and `file_changed` carry `parent_tool_use_id` and `subagent`
+/// ([`StreamLine`]); its answer is its `task` call's `tool_result`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent<U> {

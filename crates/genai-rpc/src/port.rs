@@ -142,6 +142,14 @@ impl ClientPort for RpcPort {
 
     fn turn_event(&self, turn: &TurnRef, event: TurnEvent) {
         let event = match event {
+            // A subagent's file changes join its parent turn's; the protocol tells the rest
+            // of a tool run through `detailedResponse`, its answer is the task call's result.
+            TurnEvent::Subagent { event, .. } => {
+                if let edit @ TurnEvent::ToolFinished { .. } = *event {
+                    self.turn_event(turn, edit);
+                }
+                return;
+            }
             TurnEvent::Chunk(delta) => Event::OnFeatureResponseChunk(FeatureResponseChunk {
                 conversation_id: turn.conversation_id.clone(),
                 turn_id: turn.turn_id.clone(),

@@ -28,7 +28,7 @@ pub fn all() -> Vec<(String, Value)> {
     all.push(("notifications".to_string(), s::<Event>()));
     all.push((
         "stream-event".to_string(),
-        s::<genai_protocol::events::StreamEvent<genai_core::message::Usage>>(),
+        s::<genai_protocol::events::StreamLine<genai_core::message::Usage>>(),
     ));
     all
 }

@@ -34,10 +34,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 mod json;
+mod route;
 use json::{
     error_body, to_json, Choice, Chunk, ChunkChoice, Completion, CompletionTokensDetails, Delta,
     Message, ModelEntry, ModelList, PromptTokensDetails, Usage,
 };
+// The tests route requests; the examples that include this file do not.
+#[allow(unused_imports)]
+pub use route::{Gate, Routed, Router};
 
 use super::behavior::Faults;
 use super::http1::{count_words, halves, split_reply};
@@ -111,6 +115,8 @@ impl FakeOpenAi {
 pub struct OpenAi {
     /// Numbers the chat answers (`chatcmpl-fakeN`, `req_fakeN`), from 1.
     answered: AtomicU64,
+    /// Answers chat requests by what they hold, before the queue.
+    router: std::sync::Mutex<Option<Router>>,
 }
 
 impl Wire for OpenAi {
@@ -172,6 +178,19 @@ fn route(request: &RecordedRequest) -> Route {
 }
 
 async fn answer(mut ex: Exchange<OpenAi>) {
+    let routed = match route(&ex.request) {
+        Route::Chat => ex.wire().routed(&ex.request),
+        _ => None,
+    };
+    if let Some((behavior, gate)) = routed {
+        if let Some(gate) = gate {
+            if !gate.pass().await {
+                let body = error_body("the gate's other requests never came", "server_error", None);
+                return ex.respond(500, "application/json", &[], &body).await;
+            }
+        }
+        return chat(ex, behavior).await;
+    }
     match route(&ex.request) {
         Route::Chat => match ex.behavior.take() {
             Some(behavior) => chat(ex, behavior).await,

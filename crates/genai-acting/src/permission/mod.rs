@@ -290,6 +290,20 @@ impl Policy {
             .any(|e| e.rule.names_file(&tool, Kind::Read, Some(relative)))
     }
 
+    /// Decides a call as [`Policy::decide`] does, in `at_most` when that mode is stricter than
+    /// the policy's (a subagent's definition narrows, never widens).
+    pub fn decide_within(&self, r: &Request, at_most: Option<Mode>) -> Verdict {
+        // Modes are ordered strictest first.
+        match at_most.filter(|m| *m < self.mode) {
+            Some(m) => Policy {
+                mode: m,
+                ..self.clone()
+            }
+            .decide(r),
+            None => self.decide(r),
+        }
+    }
+
     /// Decides a call: deny rules, then secret files, then ask rules, then allow rules, then
     /// the mode (see the module's documentation).
     pub fn decide(&self, r: &Request) -> Verdict {

@@ -203,6 +203,16 @@ impl AIAgent {
         }
     }
 
+    /// A subagent's agent: this one's binding, middleware, compaction and time limit, with no
+    /// history and kept nowhere (its answer is the parent's tool result).
+    pub(crate) fn subagent(&self, id: String) -> AIAgent {
+        let mut agent = AIAgent::new(id, (*self.binding()).clone(), None, None, Vec::new());
+        agent.timeout = self.timeout;
+        agent.middleware = self.middleware.clone();
+        agent.compaction = self.compaction.clone();
+        agent
+    }
+
     /// Keeps lines for the details of the next turn (its feature takes them).
     pub(crate) fn add_notes(&self, notes: impl IntoIterator<Item = String>) {
         if let Ok(mut h) = self.history.lock() {

@@ -45,6 +45,7 @@ fn tool_loop<'a>(run: &'a RunCalls<'a>, max_steps: usize, mode: ToolMode) -> Too
         on_call_delta: None,
         mode,
         budget: None,
+        spent_elsewhere: None,
     }
 }
 

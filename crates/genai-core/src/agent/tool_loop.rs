@@ -154,7 +154,10 @@ impl Rounds {
             });
             return false;
         }
-        self.stopped = budget.reached(self.cost, self.started);
+        // What its subagents spent counts too (unknown there: unknown in all).
+        let elsewhere = tools.spent_elsewhere.map_or(Some(0.0), |f| f());
+        let spent = self.cost.zip(elsewhere).map(|(a, b)| a + b);
+        self.stopped = budget.reached(spent, self.started);
         self.stopped.is_none()
     }
 
@@ -218,4 +221,7 @@ pub struct ToolLoop<'a> {
     /// The run's limits, checked before each further round (`max_steps` is already the
     /// budget's when it sets one).
     pub budget: Option<&'a Budget>,
+    /// What the run spent outside this loop so far, in US dollars (its subagents'; `None`:
+    /// unknown), counted against the budget's cost.
+    pub spent_elsewhere: Option<&'a (dyn Fn() -> Option<f64> + Send + Sync)>,
 }

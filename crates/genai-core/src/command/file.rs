@@ -270,7 +270,7 @@ fn check_placeholders(
 
 /// Splits a file into its front matter (None without one), its body and the body's first
 /// line number (1-based); an unclosed front matter is an error at its first line.
-fn split(text: &str) -> Result<(Option<&str>, &str, usize), (usize, String)> {
+pub(crate) fn split(text: &str) -> Result<(Option<&str>, &str, usize), (usize, String)> {
     let Some(rest) = text
         .strip_prefix("---\n")
         .or_else(|| text.strip_prefix("---\r\n"))
@@ -310,7 +310,7 @@ fn unquote(v: &str) -> &str {
 /// The fields of another tool's front matter. Claude Code reads its front matter leniently,
 /// and its own documentation writes values YAML refuses (`argument-hint: [pr] [priority]`),
 /// so when YAML fails each `key: value` line is taken as it is written.
-fn lenient_fields(front: &str) -> Map<String, Value> {
+pub(crate) fn lenient_fields(front: &str) -> Map<String, Value> {
     if let Ok(Value::Object(map)) = serde_yaml_ng::from_str::<Value>(front) {
         return map;
     }
@@ -326,7 +326,7 @@ fn lenient_fields(front: &str) -> Map<String, Value> {
 }
 
 /// A YAML error's line in the front matter (1-based) and its message without the position.
-fn yaml_error(e: &serde_yaml_ng::Error) -> (usize, String) {
+pub(crate) fn yaml_error(e: &serde_yaml_ng::Error) -> (usize, String) {
     let line = e.location().map_or(1, |l| l.line());
     let msg = e.to_string();
     let msg = match msg.find(" at line ") {
@@ -337,7 +337,7 @@ fn yaml_error(e: &serde_yaml_ng::Error) -> (usize, String) {
 }
 
 /// The file line of a top-level field of the front matter (the `---` line is line 1).
-fn field_line(front: &str, field: &str) -> usize {
+pub(crate) fn field_line(front: &str, field: &str) -> usize {
     front
         .lines()
         .position(|l| {
@@ -348,7 +348,7 @@ fn field_line(front: &str, field: &str) -> usize {
 }
 
 /// A YAML scalar as text (`3`, `true`, `text`); other values as JSON.
-fn scalar(v: &Value) -> String {
+pub(crate) fn scalar(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),

@@ -32,10 +32,7 @@ const MAX_DEPTH: usize = 3;
 /// The folders searched from `cwd`, in order; those that do not exist are left out.
 pub(crate) fn folders(cwd: &Path, config_dir: Option<&Path>) -> Vec<Folder> {
     let home = dirs::home_dir();
-    let above: Vec<&Path> = cwd
-        .ancestors()
-        .take_while(|d| home.as_deref() != Some(*d))
-        .collect();
+    let above = above(cwd);
     let mut out = Vec::new();
     let mut add = |path: PathBuf, place, dialect| {
         if path.is_dir() && !out.iter().any(|f: &Folder| f.path == path) {
@@ -75,6 +72,15 @@ pub(crate) fn folders(cwd: &Path, config_dir: Option<&Path>) -> Vec<Folder> {
     out
 }
 
+/// The working folder and each folder above it, nearest first, up to the home folder (not
+/// itself): where a project's `.genai/` and `.claude/` folders are looked for.
+pub(crate) fn above(cwd: &Path) -> Vec<&Path> {
+    let home = dirs::home_dir();
+    cwd.ancestors()
+        .take_while(|d| home.as_deref() != Some(*d))
+        .collect()
+}
+
 /// Whether a file's name can be typed after `/` and `-t`: each `:` part letters, digits,
 /// `-`, `_` and `.`.
 pub fn valid_name(name: &str) -> bool {
@@ -108,7 +114,7 @@ fn files(folder: &Folder) -> Vec<(String, PathBuf)> {
 }
 
 /// The files under `dir` down to `depth` levels, sorted by path (hidden entries skipped).
-fn walkdir_sorted(dir: &Path, depth: usize) -> Vec<PathBuf> {
+pub(crate) fn walkdir_sorted(dir: &Path, depth: usize) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return out;

@@ -9,8 +9,8 @@
 //! This module owns the format, the lookup and the rendering. It must never run a turn, open
 //! a conversation or talk to a model: front-ends do that with what [`Command::prepare`] gives.
 
-mod file;
-mod lookup;
+pub(crate) mod file;
+pub(crate) mod lookup;
 mod render;
 
 use std::collections::BTreeMap;

@@ -90,6 +90,8 @@ pub(crate) struct GuardSpec {
 pub(crate) struct Caller<'a> {
     pub(crate) id: &'a TurnRef,
     pub(crate) port: &'a dyn ClientPort,
+    /// A stricter mode its calls are decided in (a subagent's definition), never a wider one.
+    pub(crate) at_most: Option<crate::permission::Mode>,
 }
 
 impl<'a> From<&'a Turn> for Caller<'a> {
@@ -97,6 +99,7 @@ impl<'a> From<&'a Turn> for Caller<'a> {
         Caller {
             id: &turn.id,
             port: turn.port.as_ref(),
+            at_most: None,
         }
     }
 }
@@ -162,6 +165,13 @@ impl Guard {
 
     pub(crate) fn workspace(&self) -> Option<&Arc<Workspace>> {
         self.workspace.as_ref()
+    }
+
+    /// Where subagents are looked up from: the root, and the config folder (that of the saved
+    /// rules' file).
+    pub(crate) fn lookup_dirs(&self) -> (&Path, Option<&Path>) {
+        let config = self.home.as_ref().and_then(|h| h.saved_rules.parent());
+        (&self.root, config)
     }
 
     /// The checkpoint store, opened on the first change (`None` without a home, or when it
@@ -250,7 +260,12 @@ impl Guard {
     }
 
     /// What the policy says of a call, with the sandbox and the session's rejections.
-    fn verdict(&self, request: &Request<'_>, in_terminal: bool) -> (Verdict, String) {
+    fn verdict(
+        &self,
+        request: &Request<'_>,
+        in_terminal: bool,
+        at_most: Option<crate::permission::Mode>,
+    ) -> (Verdict, String) {
         let Ok(policy) = self.policy.lock() else {
             return (
                 Verdict {
@@ -261,7 +276,7 @@ impl Guard {
             );
         };
         let always = policy.always_rule(request);
-        let mut verdict = policy.decide(request);
+        let mut verdict = policy.decide_within(request, at_most);
         drop(policy);
         if verdict.decision != Decision::Deny
             && self.rejected.lock().is_ok_and(|r| r.contains(&always))
@@ -394,12 +409,12 @@ impl Guard {
         };
         let editor = turn.port.editor();
         let in_terminal = editor.is_some_and(|e| e.runs_commands());
-        let (mut verdict, mut always_rule) = self.verdict(&request, in_terminal);
+        let (mut verdict, mut always_rule) = self.verdict(&request, in_terminal, turn.at_most);
         let _asking = match verdict.decision {
             Decision::Ask => {
                 let held = self.asking.lock().await;
                 // An answer given meanwhile ("always") may have settled this call.
-                (verdict, always_rule) = self.verdict(&request, in_terminal);
+                (verdict, always_rule) = self.verdict(&request, in_terminal, turn.at_most);
                 Some(held)
             }
             _ => None,

@@ -14,6 +14,7 @@ pub(crate) mod guard;
 pub mod hosted_tools;
 mod plugin_asks;
 pub mod port;
+mod task;
 pub mod tools;
 
 use std::sync::Arc;

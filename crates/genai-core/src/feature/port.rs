@@ -85,6 +85,15 @@ pub enum TurnEvent {
     Plan {
         entries: Vec<genai_protocol::plan::PlanEntry>,
     },
+    /// Something that happened in a subagent the `task` call `call_id` runs (its text, tool
+    /// calls, decisions, file changes, plan), nested under that call; its answer is the call's
+    /// result. Never nested twice: a subagent cannot start another.
+    Subagent {
+        call_id: String,
+        /// The subagent's name (its definition's).
+        agent: String,
+        event: Box<TurnEvent>,
+    },
     /// A step a client-hosted feature reported before its final answer.
     Step {
         summary: String,
@@ -92,6 +101,32 @@ pub enum TurnEvent {
     },
     /// The end of the turn.
     Done(TurnOutcome),
+}
+
+impl TurnEvent {
+    /// One line saying what a subagent's event did, for front-ends that show its progress
+    /// under the task call as text (`calling workspace.read_file`, `refused ...: by what`,
+    /// `changed src/lib.rs`); `None` for what they do not show (text, pieces of calls).
+    pub fn progress_line(&self) -> Option<String> {
+        match self {
+            TurnEvent::ToolStarted { name, .. } => Some(format!("calling {name}")),
+            TurnEvent::Decision(d) if d.decision != "allow" => {
+                Some(format!("refused {}({}): {}", d.tool, d.argument, d.by))
+            }
+            TurnEvent::ToolFinished {
+                edit: Some(edit),
+                is_error: false,
+                ..
+            } => Some(format!("changed {}", edit.path.display())),
+            TurnEvent::ToolFinished {
+                name,
+                is_error: true,
+                ..
+            } => Some(format!("{name} failed")),
+            TurnEvent::Plan { entries } => Some(format!("plan of {} steps", entries.len())),
+            _ => None,
+        }
+    }
 }
 
 /// Which prompt (`Framework::send_prompt`) an event belongs to.

@@ -24,9 +24,10 @@ use futures::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::guard::{DecisionRecord, Guard};
+use super::guard::{Caller, DecisionRecord, Guard};
 use super::plugin_asks::{confirm, marker, take_actions, Asked, Asks, MarkerFilter};
 use super::port::{ClientPort, EDITOR_SOURCE};
+use super::task::TASK_TOOL;
 use super::{
     Answer, BuiltinFeature, Feature, FeatureContext, ReplyLines, Turn, TurnEvent, TurnOutcome,
 };
@@ -117,7 +118,11 @@ pub(crate) struct Tools {
     /// A tool asked for the user's next message (collect mode): the tool and its link.
     pub(crate) collect: Mutex<Option<(String, String)>>,
     /// The guard's notes were given (they go with the first turn's details).
-    noted: std::sync::atomic::AtomicBool,
+    pub(super) noted: std::sync::atomic::AtomicBool,
+    /// A stricter mode than the guard's for its calls (a subagent's definition).
+    pub(super) at_most: Option<Mode>,
+    /// Whether the `task` tool is offered (never to a subagent: one level deep).
+    pub(super) subagents: bool,
 }
 
 impl Tools {
@@ -136,6 +141,8 @@ impl Tools {
             mode: mode.unwrap_or_default(),
             collect: Mutex::new(None),
             noted: std::sync::atomic::AtomicBool::new(false),
+            at_most: None,
+            subagents: true,
         }
     }
 }
@@ -185,6 +192,11 @@ impl Tools {
             // Whenever the workspace's tools are on, the model may keep a plan.
             if !own.is_empty() {
                 own.push(workspace::plan::tool());
+                let (root, config) = self.guard.lookup_dirs();
+                let defs = crate::subagent::Definitions::load(root, config);
+                if self.subagents && !defs.is_empty() {
+                    own.push(super::task::tool(&defs));
+                }
             }
             own.append(&mut tools);
             tools = own;
@@ -245,6 +257,8 @@ impl Feature for Tools {
             })
             .collect();
         let log: Arc<Mutex<Vec<String>>> = Arc::default();
+        let spent = Mutex::new(super::task::Spent::default());
+        let (all_tools, spent) = (&tools, &spent);
         let asks: Arc<Mutex<Asks>> = Arc::default();
         let toolbox = self.toolbox.clone();
         let guard = &self.guard;
@@ -261,16 +275,30 @@ impl Feature for Tools {
                             name: name.clone(),
                             arguments: args.clone(),
                         });
-                        let answer: crate::error::Result<ModuleAnswer> = Ok(guard
-                            .call(
-                                turn.into(),
-                                &toolbox,
-                                (&id, &name, &args),
-                                offered.get(name.as_str()).copied(),
-                                decisions_ref,
-                            )
-                            .instrument(crate::telemetry::spans::tool(&name, &id, &args))
-                            .await);
+                        let caller = Caller {
+                            at_most: self.at_most,
+                            ..turn.into()
+                        };
+                        let call = (id.as_str(), name.as_str(), &args);
+                        let span = crate::telemetry::spans::tool(&name, &id, &args);
+                        let answer = async {
+                            match name.as_str() {
+                                TASK_TOOL if self.subagents => {
+                                    let (a, lines) =
+                                        self.run_task(turn, &id, &args, all_tools, spent).await;
+                                    log.lock().map(|mut l| l.extend(lines)).ok();
+                                    a
+                                }
+                                _ => {
+                                    let tool = offered.get(name.as_str()).copied();
+                                    guard
+                                        .call(caller, &toolbox, call, tool, decisions_ref)
+                                        .await
+                                }
+                            }
+                        };
+                        let answer: crate::error::Result<ModuleAnswer> =
+                            Ok(answer.instrument(span).await);
                         let images = match &answer {
                             Ok(a) if !a.is_error => a.images.clone(),
                             _ => Vec::new(),
@@ -336,6 +364,7 @@ impl Feature for Tools {
                 ..d.clone()
             }))
         };
+        let spent_by_subagents = || spent.lock().ok().and_then(|s| s.cost);
         let budget = turn.budget.filter(|b| b.is_limited());
         let tool_loop = ToolLoop {
             specs,
@@ -348,6 +377,7 @@ impl Feature for Tools {
             },
             mode: self.mode,
             budget: budget.as_ref(),
+            spent_elsewhere: Some(&spent_by_subagents),
         };
         let mut message = turn.message.clone();
         let collecting = self.collect.lock().ok().and_then(|mut c| c.take());
@@ -456,35 +486,38 @@ impl Feature for Tools {
             turn.chunk(&rest);
         }
         detailed.extend(log.lock().map(|l| l.clone()).unwrap_or_default());
-        TurnOutcome::of_prompt(result, detailed, ReplyLines::Rounds, |outcome, detailed| {
-            detailed.extend(outcome.notes.iter().cloned());
-            if let Some(why) = &outcome.react {
-                detailed.push(format!(
-                    "tool mode: ReAct ({why}); {} requests to the model",
-                    outcome.rounds
-                ));
-            }
-            let asks = std::mem::take(&mut *asks.lock().unwrap_or_else(|e| e.into_inner()));
-            if let Some(c) = asks.collect {
-                detailed.push(format!("the next message will be collected for {}", c.0));
-                if let Ok(mut slot) = self.collect.lock() {
-                    *slot = Some(c);
+        let mut ended =
+            TurnOutcome::of_prompt(result, detailed, ReplyLines::Rounds, |outcome, detailed| {
+                detailed.extend(outcome.notes.iter().cloned());
+                if let Some(why) = &outcome.react {
+                    detailed.push(format!(
+                        "tool mode: ReAct ({why}); {} requests to the model",
+                        outcome.rounds
+                    ));
                 }
-            }
-            let (actions, summary) = take_actions(&outcome.reply.message.text(), &asks.actions);
-            for (sequence, action) in actions.into_iter().enumerate() {
-                detailed.push(format!("action: {action}"));
-                turn.emit(TurnEvent::Action {
-                    message_id: turn.id.turn_id.clone(),
-                    sequence: sequence as u32,
-                    action,
-                });
-            }
-            Answer {
-                summary,
-                model: Some(outcome.answered_model()),
-            }
-        })
+                let asks = std::mem::take(&mut *asks.lock().unwrap_or_else(|e| e.into_inner()));
+                if let Some(c) = asks.collect {
+                    detailed.push(format!("the next message will be collected for {}", c.0));
+                    if let Ok(mut slot) = self.collect.lock() {
+                        *slot = Some(c);
+                    }
+                }
+                let (actions, summary) = take_actions(&outcome.reply.message.text(), &asks.actions);
+                for (sequence, action) in actions.into_iter().enumerate() {
+                    detailed.push(format!("action: {action}"));
+                    turn.emit(TurnEvent::Action {
+                        message_id: turn.id.turn_id.clone(),
+                        sequence: sequence as u32,
+                        action,
+                    });
+                }
+                Answer {
+                    summary,
+                    model: Some(outcome.answered_model()),
+                }
+            });
+        spent.lock().map(|s| s.onto(&mut ended)).ok();
+        ended
     }
 }
 

@@ -132,8 +132,7 @@ impl ServiceProvider for ScriptedProvider {
 }
 
 /// An `openai-chat` completion with this text.
-#[cfg(test)]
-pub(crate) fn text_body(text: &str) -> Answer {
+pub fn text_body(text: &str) -> Answer {
     Answer::Body(json!({
         "model": "m",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
@@ -142,8 +141,7 @@ pub(crate) fn text_body(text: &str) -> Answer {
 }
 
 /// An `openai-chat` completion with these tool calls (id, name, arguments).
-#[cfg(test)]
-pub(crate) fn calls_body(calls: &[(&str, &str, Value)]) -> Answer {
+pub fn calls_body(calls: &[(&str, &str, Value)]) -> Answer {
     let calls: Vec<Value> = calls
         .iter()
         .map(|(id, name, args)| {

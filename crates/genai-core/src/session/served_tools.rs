@@ -105,6 +105,7 @@ impl ServedTools {
         let caller = Caller {
             id: &turn,
             port: self.port.as_ref(),
+            at_most: None,
         };
         let tool = format!("{}.{function}", workspace::SOURCE);
         let offered = Workspace::tools().into_iter().find(|t| t.name == tool);

@@ -69,6 +69,18 @@ struct FullArgument {
 
 /// Reads the command file `path` of `dialect`, named `name`.
 pub fn parse(name: &str, path: &Path, dialect: Dialect, place: Place) -> Result<Command, BadFile> {
+    read_with(name, path, |text| {
+        parse_text(name, text, dialect, place, Some(path))
+    })
+}
+
+/// Reads the file `path` (named `name`) and `parse`s its text; a file that cannot be read or
+/// parsed is a [`BadFile`] (commands' and subagents' files alike).
+pub(crate) fn read_with<T>(
+    name: &str,
+    path: &Path,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, BadFile> {
     let bad = |message: String| BadFile {
         name: name.to_string(),
         path: path.to_path_buf(),
@@ -76,7 +88,7 @@ pub fn parse(name: &str, path: &Path, dialect: Dialect, place: Place) -> Result<
     };
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad(format!("{}: cannot read: {e}", path.display())))?;
-    parse_text(name, &text, dialect, place, Some(path)).map_err(bad)
+    parse(&text).map_err(bad)
 }
 
 /// Reads a command from its text; the error is `PATH:LINE: what is wrong`.

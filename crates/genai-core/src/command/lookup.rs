@@ -29,9 +29,27 @@ pub(crate) struct Folder {
 /// How deep subfolders are read (`a:b:name`).
 const MAX_DEPTH: usize = 3;
 
-/// The folders searched from `cwd`, in order; those that do not exist are left out.
+/// The folders commands are searched in from `cwd`, in order ([`folders_of`]'s, then Codex's
+/// prompts); those that do not exist are left out.
 pub(crate) fn folders(cwd: &Path, config_dir: Option<&Path>) -> Vec<Folder> {
-    let home = dirs::home_dir();
+    let mut out = folders_of("commands", cwd, config_dir);
+    let codex = from_env("CODEX_HOME").or_else(|| dirs::home_dir().map(|h| h.join(".codex")));
+    if let Some(path) = codex.map(|c| c.join("prompts")) {
+        if path.is_dir() && !out.iter().any(|f| f.path == path) {
+            out.push(Folder {
+                path,
+                place: Place::Codex,
+                dialect: Dialect::Codex,
+            });
+        }
+    }
+    out
+}
+
+/// The folders named `kind` (`commands`, `agents`) from `cwd`, nearest first: `.genai/KIND`
+/// in `cwd` and each folder above it, then `.claude/KIND` the same way, the config folder's
+/// `KIND`, and Claude Code's user folder's; those that do not exist are left out.
+pub(crate) fn folders_of(kind: &str, cwd: &Path, config_dir: Option<&Path>) -> Vec<Folder> {
     let above = above(cwd);
     let mut out = Vec::new();
     let mut add = |path: PathBuf, place, dialect| {
@@ -44,32 +62,28 @@ pub(crate) fn folders(cwd: &Path, config_dir: Option<&Path>) -> Vec<Folder> {
         }
     };
     for d in &above {
-        add(d.join(".genai/commands"), Place::Project, Dialect::Genai);
+        add(d.join(".genai").join(kind), Place::Project, Dialect::Genai);
     }
     for d in &above {
-        add(
-            d.join(".claude/commands"),
-            Place::ClaudeProject,
-            Dialect::ClaudeCode,
-        );
+        let dir = d.join(".claude").join(kind);
+        add(dir, Place::ClaudeProject, Dialect::ClaudeCode);
     }
     if let Some(c) = config_dir {
-        add(c.join("commands"), Place::User, Dialect::Genai);
+        add(c.join(kind), Place::User, Dialect::Genai);
     }
-    let from_env = |var: &str| {
-        std::env::var_os(var)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let claude = from_env("CLAUDE_CONFIG_DIR").or_else(|| home.as_ref().map(|h| h.join(".claude")));
+    let claude =
+        from_env("CLAUDE_CONFIG_DIR").or_else(|| dirs::home_dir().map(|h| h.join(".claude")));
     if let Some(c) = claude {
-        add(c.join("commands"), Place::ClaudeUser, Dialect::ClaudeCode);
-    }
-    let codex = from_env("CODEX_HOME").or_else(|| home.as_ref().map(|h| h.join(".codex")));
-    if let Some(c) = codex {
-        add(c.join("prompts"), Place::Codex, Dialect::Codex);
+        add(c.join(kind), Place::ClaudeUser, Dialect::ClaudeCode);
     }
     out
+}
+
+/// A folder named by the environment variable `var`, when set and not empty.
+fn from_env(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }
 
 /// The working folder and each folder above it, nearest first, up to the home folder (not

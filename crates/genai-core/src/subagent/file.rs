@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Definition, ModelChoice};
-use crate::command::file::{field_line, lenient_fields, scalar, split, yaml_error};
+use crate::command::file::{field_line, lenient_fields, read_with, scalar, split, yaml_error};
 use crate::command::{BadFile, Dialect, Place};
 use crate::permission::Mode;
 
@@ -73,14 +73,9 @@ pub fn parse(
     dialect: Dialect,
     place: Place,
 ) -> Result<Definition, BadFile> {
-    let bad = |message: String| BadFile {
-        name: stem.to_string(),
-        path: path.to_path_buf(),
-        message,
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| bad(format!("{}: cannot read: {e}", path.display())))?;
-    parse_text(stem, &text, dialect, place, Some(path)).map_err(bad)
+    read_with(stem, path, |text| {
+        parse_text(stem, text, dialect, place, Some(path))
+    })
 }
 
 /// Reads a definition from its text; the error is `PATH:LINE: what is wrong`.

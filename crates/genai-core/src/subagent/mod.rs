@@ -24,7 +24,7 @@ use serde::Serialize;
 
 pub use file::{parse_text, workspace_tool};
 
-use crate::command::lookup::{above, walkdir_sorted};
+use crate::command::lookup::{folders_of, walkdir_sorted};
 pub use crate::command::{BadFile, Dialect, Place};
 use crate::error::{Error, Result};
 use crate::permission::Mode;
@@ -94,46 +94,6 @@ impl Definition {
     }
 }
 
-/// A folder definitions are read from.
-struct Folder {
-    path: PathBuf,
-    place: Place,
-    dialect: Dialect,
-}
-
-/// The folders searched from `cwd`, nearest first; those that do not exist are left out.
-fn folders(cwd: &Path, config_dir: Option<&Path>) -> Vec<Folder> {
-    let above = above(cwd);
-    let mut out: Vec<Folder> = Vec::new();
-    let mut add = |path: PathBuf, place, dialect| {
-        if path.is_dir() && !out.iter().any(|f| f.path == path) {
-            out.push(Folder {
-                path,
-                place,
-                dialect,
-            });
-        }
-    };
-    for d in &above {
-        add(d.join(".genai/agents"), Place::Project, Dialect::Genai);
-    }
-    for d in &above {
-        let dir = d.join(".claude/agents");
-        add(dir, Place::ClaudeProject, Dialect::ClaudeCode);
-    }
-    if let Some(c) = config_dir {
-        add(c.join("agents"), Place::User, Dialect::Genai);
-    }
-    let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| dirs::home_dir().map(|h| h.join(".claude")));
-    if let Some(c) = claude {
-        add(c.join("agents"), Place::ClaudeUser, Dialect::ClaudeCode);
-    }
-    out
-}
-
 /// The subagents seen from a working folder, by name.
 #[derive(Debug, Clone, Default)]
 pub struct Definitions {
@@ -144,7 +104,7 @@ impl Definitions {
     /// Reads every folder of the lookup, nearest first.
     pub fn load(cwd: &Path, config_dir: Option<&Path>) -> Definitions {
         let mut defs = Definitions::default();
-        for folder in folders(cwd, config_dir) {
+        for folder in folders_of("agents", cwd, config_dir) {
             for path in walkdir_sorted(&folder.path, 1) {
                 let Some(stem) = path
                     .file_name()

@@ -78,6 +78,15 @@ fn run_inner(command: Command) -> Result<i32, Error> {
     Ok(0)
 }
 
+/// Whether a subagent is defined for the working folder, so that a turn here may run
+/// several at once (and the local engine should keep a slot for each).
+pub(super) fn any_defined() -> bool {
+    let (Ok(paths), Ok(cwd)) = (Paths::from_env(), std::env::current_dir()) else {
+        return false;
+    };
+    !Definitions::load(&cwd, Some(&paths.config_dir)).is_empty()
+}
+
 /// Prints a definition as genai reads it.
 fn show(d: &Definition) {
     outln!("{}: {}", d.name, d.description);
@@ -93,9 +102,7 @@ fn show(d: &Definition) {
     }
     match &d.model {
         ModelChoice::Inherit => outln!("model: the parent's"),
-        ModelChoice::Named(m) => {
-            outln!("model: {m} (not used yet: subagents run on the parent's model)")
-        }
+        ModelChoice::Named(m) => outln!("model: {m}"),
     }
     if let Some(m) = d.mode {
         outln!("mode: {} (when stricter than the parent's)", m.as_str());

@@ -95,5 +95,7 @@ mod serve_web;
 mod stream_json;
 mod structured;
 mod subagents;
+#[cfg(feature = "local")]
+mod subagents_local;
 mod telemetry;
 mod workspace;

@@ -19,13 +19,13 @@ const REVIEWER: &str = "---\nname: reviewer\ndescription: Reviews Rust code\ntoo
 const FINDER: &str = "---\ndescription: Finds configuration\ntools: [read_file, list]\n---\nYou are the finder. Look for the configuration.\n";
 
 /// A fixture repository with two subagents and genai's folders, the model a fake.
-struct Repo {
-    env: OpenAiCli,
-    base: tempfile::TempDir,
+pub(crate) struct Repo {
+    pub(crate) env: OpenAiCli,
+    pub(crate) base: tempfile::TempDir,
 }
 
 impl Repo {
-    fn new() -> Repo {
+    pub(crate) fn new() -> Repo {
         let base = tempfile::tempdir().unwrap();
         let repo = base.path().join("repo");
         for dir in [".git", "src", ".claude/agents", ".genai/agents"] {
@@ -42,7 +42,7 @@ impl Repo {
     }
 
     /// `genai ARGS` in the repository, in its own session (no terminal to ask on).
-    fn genai(&self, args: &[&str]) -> Output {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c: Command = self.env.cmd(args);
         c.current_dir(self.base.path().join("repo"));
         // SAFETY: setsid is async-signal-safe; it only detaches the child from the terminal.
@@ -52,12 +52,22 @@ impl Repo {
                 Ok(())
             });
         }
-        cli::output(c)
+        c
+    }
+
+    /// [`Repo::command`] run to its end.
+    pub(crate) fn genai(&self, args: &[&str]) -> Output {
+        cli::output(self.command(args))
+    }
+
+    /// The repository's own agents folder.
+    pub(crate) fn agents(&self) -> std::path::PathBuf {
+        self.base.path().join("repo/.genai/agents")
     }
 }
 
 /// A reply of tool calls with these ids (wire name, arguments).
-fn calls(calls: &[(&str, &str, Value)]) -> Behavior {
+pub(crate) fn calls(calls: &[(&str, &str, Value)]) -> Behavior {
     Behavior {
         reply: String::new(),
         tool_calls: calls
@@ -284,5 +294,94 @@ fn agents_list_shows_claude_codes_and_genais_definitions() {
         cli::stderr(&o).contains("no subagent `nobody`"),
         "{}",
         cli::stderr(&o)
+    );
+}
+
+#[test]
+fn a_definitions_model_is_the_one_its_subagent_runs_on_and_an_unreachable_one_fails_its_task() {
+    let r = Repo::new();
+    let agents = r.agents();
+    std::fs::write(
+        agents.join("cheap.md"),
+        "---\ndescription: Summarises cheaply\nmodel: openai:gpt-mini\n---\nYou are cheap.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agents.join("lost.md"),
+        "---\ndescription: Runs nowhere\nmodel: nowhere:x\n---\nYou are lost.\n",
+    )
+    .unwrap();
+    r.env.fake.wire().route(move |req| {
+        let text = req.body["messages"].to_string();
+        let behavior = match () {
+            _ if text.contains("You are cheap") => Behavior::text("Short summary."),
+            _ if text.contains("\"role\":\"tool\"") => Behavior::text("Both tasks came back."),
+            _ => calls(&[
+                (
+                    "task_cheap",
+                    "workspace__task",
+                    json!({"agent": "cheap", "prompt": "Summarise src/lib.rs"}),
+                ),
+                (
+                    "task_lost",
+                    "workspace__task",
+                    json!({"agent": "lost", "prompt": "Anything"}),
+                ),
+            ]),
+        };
+        Some((behavior, None))
+    });
+    let o = r.genai(&[
+        "ask",
+        "--tools=workspace",
+        "-m",
+        "openai:gpt-test",
+        "--output-format",
+        "stream-json",
+        "Summarise",
+    ]);
+    let seen = events(&o);
+    let result = of_type(&seen, "result")[0];
+    assert_eq!(result["reply"], "Both tasks came back.", "{seen:?}");
+
+    // The subagent's request went to its definition's model, the parent's to its own; the
+    // unreachable one sent nothing.
+    let requests = r.env.fake.requests();
+    let models: Vec<(bool, &str)> = requests
+        .iter()
+        .map(|q| {
+            let cheap = q.body["messages"].to_string().contains("You are cheap");
+            (cheap, q.body["model"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(models.len(), 3, "{models:?}");
+    assert!(models.contains(&(true, "gpt-mini")), "{models:?}");
+    assert_eq!(
+        models
+            .iter()
+            .filter(|(c, m)| !c && *m == "gpt-test")
+            .count(),
+        2,
+        "{models:?}"
+    );
+    assert!(!requests
+        .iter()
+        .any(|q| q.body["messages"].to_string().contains("You are lost")));
+
+    let results = of_type(&seen, "tool_result");
+    let of_task = |id: &str| {
+        *results
+            .iter()
+            .find(|e| e["id"] == id && e.get("parent_tool_use_id").is_none())
+            .unwrap_or_else(|| panic!("no result of {id}: {seen:?}"))
+    };
+    assert_eq!(of_task("task_cheap")["output"], "Short summary.");
+    assert_eq!(of_task("task_cheap")["isError"], false);
+    let lost = of_task("task_lost");
+    assert_eq!(lost["isError"], true, "{lost}");
+    let why = lost["output"].as_str().unwrap();
+    assert!(
+        why.contains("lost") && why.contains("`nowhere:x`") && why.contains("model: inherit"),
+        "{why}"
     );
 }

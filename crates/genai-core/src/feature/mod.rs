@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::message::{Message, Usage};
 use crate::tools::toolbox::Toolbox;
 pub(crate) use port::{ClientPort, TurnEvent, TurnRef};
+pub(crate) use task::SubagentModels;
 
 /// One turn handed to a feature.
 pub(crate) struct Turn {
@@ -223,6 +224,8 @@ pub(crate) struct FeatureContext<'a> {
     /// What every tool call passes (the permission policy, hooks, checkpoints) and the
     /// workspace; given to the features that take tools.
     pub(crate) guard: Option<&'a Arc<guard::Guard>>,
+    /// The agents of subagents whose definition names a model.
+    pub(crate) subagent_models: Option<&'a Arc<dyn SubagentModels>>,
 }
 
 /// A built-in feature: a row of the feature table.

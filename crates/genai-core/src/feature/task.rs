@@ -12,6 +12,11 @@
 //! files it changes are checkpointed under the parent's turn, so `genai undo` takes them),
 //! and it cannot start another subagent (one level deep). Its failure is the call's error
 //! result, never the parent's.
+//!
+//! A subagent runs on the parent's model unless its definition names one (`-m`'s names: an
+//! agent of the config, `PROVIDER:MODEL`, a provider, `local`); then the session's
+//! [`SubagentModels`] makes it a fresh agent on that model, with that model's price,
+//! middleware, compaction and fallbacks.
 
 use std::sync::{Arc, Mutex};
 
@@ -25,15 +30,24 @@ use super::port::{
 };
 use super::tools::Tools;
 use super::{Feature, Turn, TurnEvent, TurnRef};
+use crate::agent::AIAgent;
 use crate::error::Result;
 use crate::message::{Message, Usage};
-use crate::subagent::Definitions;
+use crate::subagent::{Definitions, ModelChoice};
 use crate::tools::plugin::ModuleAnswer;
 use crate::tools::Tool;
 use crate::workspace::Editor;
 
 /// The tool's full name.
 pub(crate) const TASK_TOOL: &str = "workspace.task";
+
+/// The agents subagents run on when their definition names a model; the session gives
+/// them, as it gives middleware their helper agents.
+pub(crate) trait SubagentModels: Send + Sync {
+    /// A fresh agent `id` on the model `name` names (as `-m` takes it), registered nowhere
+    /// and storing nothing; an error says why that name reaches no model.
+    fn agent_on(&self, name: &str, id: String) -> Result<AIAgent>;
+}
 
 /// The tool's row, its description listing the subagents `defs` holds.
 pub(crate) fn tool(defs: &Definitions) -> Tool {
@@ -167,9 +181,30 @@ impl Tools {
             call_id: call_id.to_string(),
             agent: def.name.clone(),
         });
+        let id = format!("{}/{call_id}", turn.agent.id);
+        let mut details: Vec<String> = Vec::new();
+        let agent = match (&def.model, &self.models) {
+            (ModelChoice::Named(m), Some(models)) => match models.agent_on(m, id) {
+                Ok(a) => a,
+                Err(e) => {
+                    return failed(format!(
+                        "The subagent {} cannot run: its definition's model `{m}`: {} \
+                         (`model: inherit` runs it on this conversation's model)",
+                        def.name, e.message
+                    ))
+                }
+            },
+            (ModelChoice::Named(m), None) => {
+                details.push(format!(
+                    "runs on the parent's model: its definition's model `{m}` is not reached from here"
+                ));
+                turn.agent.subagent(id)
+            }
+            (ModelChoice::Inherit, _) => turn.agent.subagent(id),
+        };
         let sub = Turn {
             id: turn.id.clone(),
-            agent: Arc::new(turn.agent.subagent(format!("{}/{call_id}", turn.agent.id))),
+            agent: Arc::new(agent),
             message: Message::user(args.prompt),
             cancel: turn.cancel.child_token(),
             system_prompt: Some(def.system.clone()),
@@ -180,12 +215,6 @@ impl Tools {
         let outcome = child.on_new_message(&sub).await;
         if let Ok(mut s) = spent.lock() {
             s.add(outcome.usage, outcome.cost);
-        }
-        let mut details: Vec<String> = Vec::new();
-        if let crate::subagent::ModelChoice::Named(m) = &def.model {
-            details.push(format!(
-                "runs on the parent's model: its definition's model `{m}` is not used"
-            ));
         }
         details.extend(outcome.detailed.iter().cloned());
         let details = details

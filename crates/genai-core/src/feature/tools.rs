@@ -59,13 +59,16 @@ fn build(c: &FeatureContext<'_>) -> crate::error::Result<Arc<dyn Feature>> {
     let guard = c.guard.cloned().ok_or_else(|| {
         crate::error::Error::internal("the tools feature was built without its guard")
     })?;
-    Ok(Arc::new(Tools::new(
-        c.toolbox.clone(),
-        guard,
-        c.tools.map(<[String]>::to_vec),
-        c.config.and_then(|f| f.max_steps),
-        c.config.and_then(|f| f.mode),
-    )))
+    Ok(Arc::new(Tools {
+        models: c.subagent_models.cloned(),
+        ..Tools::new(
+            c.toolbox.clone(),
+            guard,
+            c.tools.map(<[String]>::to_vec),
+            c.config.and_then(|f| f.max_steps),
+            c.config.and_then(|f| f.mode),
+        )
+    }))
 }
 
 /// Whether a selection's entry names the source `source` or one of its tools.
@@ -123,6 +126,8 @@ pub(crate) struct Tools {
     pub(super) at_most: Option<Mode>,
     /// Whether the `task` tool is offered (never to a subagent: one level deep).
     pub(super) subagents: bool,
+    /// Where a subagent whose definition names a model gets its agent.
+    pub(super) models: Option<Arc<dyn super::task::SubagentModels>>,
 }
 
 impl Tools {
@@ -143,6 +148,7 @@ impl Tools {
             noted: std::sync::atomic::AtomicBool::new(false),
             at_most: None,
             subagents: true,
+            models: None,
         }
     }
 }

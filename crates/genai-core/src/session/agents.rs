@@ -9,9 +9,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::middleware::ConfigAgents;
 use super::{new_id, Framework};
 use crate::agent::{AIAgent, ModelBinding, Persistence};
 use crate::error::{Error, ErrorKind, Result};
+use crate::feature::SubagentModels;
 use crate::format::ModelConfiguration;
 use crate::message::Message;
 use crate::pricing::Priced;
@@ -42,7 +44,28 @@ impl RequestModel {
     }
 }
 
+impl SubagentModels for ConfigAgents {
+    fn agent_on(&self, name: &str, id: String) -> Result<AIAgent> {
+        let fw = self
+            .0
+            .upgrade()
+            .ok_or_else(|| Error::internal("the core is shutting down"))?;
+        let sel = fw
+            .selector()
+            .select(&ModelChoice::Named(name.to_string()))?;
+        let mut agent = fw.make_agent(&sel, None, None, None, Vec::new())?;
+        agent.id = id;
+        Ok(agent)
+    }
+}
+
 impl Framework {
+    /// Where the subagents of this core's conversations get an agent on the model their
+    /// definition names.
+    pub(super) fn subagent_models(self: &Arc<Self>) -> Arc<dyn SubagentModels> {
+        Arc::new(ConfigAgents(Arc::downgrade(self)))
+    }
+
     /// An agent of `sel`, kept by id until its conversation or its client removes it.
     pub(super) fn build_agent(
         self: &Arc<Self>,

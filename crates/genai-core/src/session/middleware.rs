@@ -31,8 +31,9 @@ impl Host for PortHost {
     }
 }
 
-/// The agents of the config as helpers of middleware.
-struct ConfigAgents(Weak<Framework>);
+/// The agents of the config as helpers of middleware, and as the models of subagents
+/// (`agents.rs`).
+pub(super) struct ConfigAgents(pub(super) Weak<Framework>);
 
 #[async_trait]
 impl Helpers for ConfigAgents {

@@ -216,7 +216,7 @@ impl Framework {
     /// `cwd` is the conversation's root and `flags` the client's permission flags, for the
     /// guard of a feature that takes tools.
     fn feature(
-        &self,
+        self: &Arc<Self>,
         name: &str,
         tools: Option<&[String]>,
         toolbox: &Arc<Toolbox>,
@@ -243,6 +243,7 @@ impl Framework {
                 toolbox,
                 tools,
                 guard: guard.as_ref(),
+                subagent_models: Some(&self.subagent_models()),
             })?,
             None => self.hosted_feature(name)?,
         };

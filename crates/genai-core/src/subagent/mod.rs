@@ -35,8 +35,8 @@ use crate::permission::Mode;
 pub enum ModelChoice {
     /// The parent's model (`inherit`, no `model`, or Claude Code's `sonnet`, `opus`, `haiku`).
     Inherit,
-    /// A model named in the definition. Kept and shown, not yet used: subagents run on the
-    /// parent's model (the task's details say so).
+    /// A model named in the definition, as `-m` takes it (an agent of the config,
+    /// `PROVIDER:MODEL`, a provider, `local`): the subagent runs on it.
     Named(String),
 }
 

@@ -212,7 +212,16 @@ where
         genai_core::session::Framework::new(config, registry, store).with_home(&paths),
     );
     tracing::info!("{what} ready; history at {}", paths.history_db().display());
-    let served = match serve(fw.clone()).await {
+    // SIGTERM (an editor closing, systemd) ends it as the end of stdin does: the MCP servers
+    // are stopped and the last spans flushed, where the signal's default would lose both.
+    let served = tokio::select! {
+        served = serve(fw.clone()) => served,
+        () = stopped() => {
+            tracing::info!("{what}: stopped by a signal");
+            Ok(())
+        }
+    };
+    let served = match served {
         // A client that closed its end of stdout has left, as `head` does: the turns it saw
         // end are committed, and there is no one left to tell.
         Err(e) if out::closed(&e) => {
@@ -223,6 +232,23 @@ where
     };
     fw.toolbox().shutdown().await;
     served
+}
+
+/// Waits for Ctrl-C or SIGTERM (what `genai serve --stop`, `kill`, systemd and editors
+/// closing a server send).
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// Runs a stdio front-end to its end. A stdio read or write blocked on a client that went quiet
@@ -310,8 +336,9 @@ pub fn run() -> i32 {
     let traced = served || matches!(cli.command, Command::Ask(_) | Command::Chat(_));
     // Dropped when the command is over, which flushes its last spans.
     let _telemetry = init_logging(if served { "warn" } else { "error" }, traced);
-    if matches!(cli.command, Command::Ask(_) | Command::Chat(_)) {
+    if matches!(cli.command, Command::Ask(_) | Command::Chat(_)) && !agents::any_defined() {
         // One conversation at a time: a local model needs one slot, not the daemon's four.
+        // Where subagents are defined, several may run at once and share the engine's batch.
         genai_core::provider::local::one_conversation_at_a_time();
     }
     if matches!(cli.command, Command::Serve(_)) {

@@ -207,7 +207,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
     if let Some(at) = running.metrics_addr {
         eprintln!("genai: metrics at http://{at}/metrics (no token)");
     }
-    stopped().await;
+    super::stopped().await;
     drop(announced);
     let grace = ops.grace;
     eprintln!(
@@ -216,7 +216,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
     );
     let cut = running.cut_short();
     tokio::spawn(async move {
-        stopped().await;
+        super::stopped().await;
         cut.cancel();
     });
     if !running.stop().await {
@@ -299,22 +299,6 @@ fn check_web_root(dir: &std::path::Path) -> Result<(), Error> {
         return refuse("the folder holds no index.html");
     }
     Ok(())
-}
-
-/// Waits for Ctrl-C or SIGTERM (what `--stop`, `kill` and systemd send).
-async fn stopped() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// Loads the model `genai ask` runs without `-m`, when it is a local one, so the first

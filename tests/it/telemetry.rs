@@ -4,7 +4,8 @@
 //! model request spans, GenAI attributes, the trace context sent upstream, no prompt text
 //! unless `[telemetry] content = true`, never a key), `genai ask --tools=workspace`'s turn with
 //! its tool call and permission decision flushed before it exits, and a collector that is down
-//! or never answers, which costs the requests nothing.
+//! or never answers, which costs the requests nothing; a daemon stopped by SIGTERM (as an
+//! editor closing it does) flushes its turn's spans before it exits.
 
 use std::net::TcpListener;
 use std::process::Stdio;
@@ -243,6 +244,54 @@ fn an_ask_with_a_tool_call_is_one_trace_flushed_before_ask_exits() {
     assert!(
         attr(decision, "genai.permission.by").is_string(),
         "{decision}"
+    );
+}
+
+#[test]
+fn a_daemon_stopped_by_sigterm_flushes_its_turns_spans_and_exits_0() {
+    use crate::support::daemon;
+    use crate::support::rpc_client::{Daemon, Framing};
+    let Some(receiver) = Receiver::start() else {
+        return;
+    };
+    let fake = daemon::fake(Behavior::text("Hello from the daemon."));
+    let dir = tempfile::tempdir().unwrap();
+    // Batches every minute: only the flush on the way out can send the spans in time.
+    let cfg = daemon::config(dir.path(), Framing::Lines, "daemon", &fake)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "60000");
+    cfg.write_config(&format!(
+        "[telemetry]\notlp_endpoint = \"{}\"\nservice_name = \"genai-daemon-test\"\n",
+        receiver.endpoint()
+    ));
+    let mut d = Daemon::spawn(&cfg);
+    daemon::initialize(&mut d, false);
+    let cid = daemon::conversation_id(&mut d);
+    let id = d.send_request(
+        "OnNewMessage",
+        json!({"conversationId": cid, "message": "hello"}),
+    );
+    let turn = daemon::turn_ids_of(&mut d, &[id]).remove(0);
+    let fin = d.wait_final(&turn, daemon::TURN)["params"].clone();
+    assert_eq!(fin["isSuccess"], true, "{fin}");
+    assert!(receiver.spans().is_empty(), "nothing sent before the stop");
+
+    // SIGTERM with stdin still open, as an editor closing its server sends it.
+    unsafe { libc::kill(d.pid() as i32, libc::SIGTERM) };
+    let status = d.wait_exit(daemon::EXIT);
+    assert_eq!(status.code(), Some(0), "{}", d.stderr_text());
+    let spans = receiver.trace_when(None, WAIT, |s| {
+        s.iter()
+            .any(|s| s["name"].as_str().unwrap().starts_with("invoke_agent"))
+    });
+    assert!(
+        spans
+            .iter()
+            .any(|s| s["name"] == format!("chat {}", daemon::MODEL)),
+        "{spans:#?}"
+    );
+    assert!(
+        spans.iter().all(|s| s["service"] == "genai-daemon-test"),
+        "{spans:#?}"
     );
 }
 

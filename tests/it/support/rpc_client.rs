@@ -347,6 +347,11 @@ impl Daemon {
         String::from_utf8_lossy(&std::fs::read(&self.stderr_path).unwrap_or_default()).into_owned()
     }
 
+    /// The daemon's process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Closes the daemon's stdin (end of input).
     pub fn close_stdin(&mut self) {
         self.stdin.take();

@@ -68,8 +68,11 @@ fn two_conversations(env: &Env) -> String {
 fn every_listing_command_ends_quietly_when_its_reader_is_gone() {
     let env = Env::new();
     let id = two_conversations(&env);
-    env.dirs
-        .write_config("[service_providers.work]\nkind = 'openai'\ntimeout_secs = 600\n");
+    // The key file is the store: `keys list` then says nothing of the OS keyring, whose
+    // answer (the kernel's keyring, under many tests at once) is not what this test is about.
+    env.dirs.write_config(
+        "[keys]\nstore = 'file'\n\n[service_providers.work]\nkind = 'openai'\ntimeout_secs = 600\n",
+    );
     let models = env.dirs.data.path().join("models");
     std::fs::create_dir_all(&models).unwrap();
     std::fs::write(models.join("tiny.gguf"), b"GGUF\x03\0\0\0").unwrap();

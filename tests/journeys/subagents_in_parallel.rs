@@ -127,3 +127,98 @@ fn two_subagents_work_at_once_one_refused_and_the_test_they_wrote_is_undone() {
     in_project("genai undo").ok();
     assert!(!project.join("tests/answer.rs").exists());
 }
+
+/// The summariser's script: the parent hands it a task, it answers, the parent sums up.
+fn summary_script(r: &RecordedRequest) -> Behavior {
+    let text = r.body["messages"].to_string();
+    match (
+        text.contains("You summarise"),
+        text.contains("\"role\":\"tool\""),
+    ) {
+        (true, _) => Behavior::text("Two functions, both tested."),
+        (false, false) => calls(&[(
+            "sum",
+            "workspace__task",
+            json!({"agent": "summariser", "prompt": "Summarise src/lib.rs"}),
+        )]),
+        (false, true) => Behavior::text("Summed up."),
+    }
+}
+
+#[test]
+fn a_subagent_on_a_model_without_a_key_fails_its_task_then_runs_on_the_cheaper_agent_named() {
+    let mut home = Home::new();
+    let fake = FakeOpenAi::start(0, Behavior::text("ok")).unwrap();
+    fake.wire().route(|r| Some((summary_script(r), None)));
+    home.export("OPENAI_BASE_URL", &fake.base_url());
+    home.export("OPENAI_API_KEY", "sk-journey-subagent-model");
+    home.write_config(
+        "[defaults]\nmodel = \"openai:gpt-journey\"\n\n[agents.cheap]\nprovider = \"openai\"\nmodel = \"gpt-cheap\"\n",
+    );
+    let project = home.path().join("project");
+    std::fs::create_dir_all(project.join(".genai/agents")).unwrap();
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(project.join("src/lib.rs"), "pub fn a() {}\npub fn b() {}\n").unwrap();
+    let definition = |model: &str| {
+        let text = format!(
+            "---\ndescription: Summarises code\nmodel: {model}\ntools: [read_file]\n---\nYou summarise code.\n"
+        );
+        std::fs::write(project.join(".genai/agents/summariser.md"), text).unwrap();
+    };
+    let in_project = |line: &str| home.sh(&format!("cd project && setsid -w {line}"));
+
+    // First written for a model the user has no key for: the task fails with the reason, and
+    // the parent's turn goes on and answers.
+    definition("anthropic:claude-journey");
+    let shown = in_project("genai agents show summariser").ok();
+    assert!(
+        shown.stdout().contains("model: anthropic:claude-journey"),
+        "{}",
+        shown.stdout()
+    );
+    let first = in_project(
+        "genai ask --tools=workspace --json 'Summarise the code' > first.json; echo \"exit=$?\"",
+    )
+    .ok();
+    assert!(first.stdout().contains("exit=0"), "{}", first.stderr());
+    let failed = in_project("jq -r .reply first.json").ok();
+    assert_eq!(failed.stdout(), "Summed up.\n");
+    let task = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.body["messages"].to_string().contains("\"role\":\"tool\""))
+        .expect("the parent got the task's result");
+    let result = task.body["messages"].to_string();
+    assert!(
+        result.contains("claude-journey") && result.contains("ANTHROPIC_API_KEY"),
+        "the task's error names the model and the missing key: {result}"
+    );
+    assert!(!fake
+        .requests()
+        .iter()
+        .any(|r| r.body["model"] == "claude-journey"));
+
+    // Pointed at an agent of the config: the subagent's requests go to that model.
+    definition("cheap");
+    let before = fake.requests().len();
+    let second = in_project("genai ask --tools=workspace 'Summarise the code'").ok();
+    assert_eq!(second.stdout(), "Summed up.\n");
+    let models: Vec<String> = fake.requests()[before..]
+        .iter()
+        .map(|r| {
+            let who = match r.body["messages"].to_string().contains("You summarise") {
+                true => "subagent",
+                false => "parent",
+            };
+            format!("{who} {}", r.body["model"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "parent gpt-journey",
+            "subagent gpt-cheap",
+            "parent gpt-journey"
+        ]
+    );
+}

@@ -223,7 +223,13 @@ impl Tools {
             .collect();
         let answer = match &outcome.error {
             Some(e) => ModuleAnswer {
-                text: format!("The subagent {} failed: {}", def.name, e.message),
+                text: match (&def.model, &self.models) {
+                    (ModelChoice::Named(m), Some(_)) => format!(
+                        "The subagent {} failed on its definition's model `{m}`: {}",
+                        def.name, e.message
+                    ),
+                    _ => format!("The subagent {} failed: {}", def.name, e.message),
+                },
                 is_error: true,
                 ..Default::default()
             },

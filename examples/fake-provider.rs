@@ -28,9 +28,10 @@
 //! it from stdin, one JSON object a line, each answered by one line on stdout, and it exits
 //! when stdin ends:
 //!
-//! * `{"push": {"reply", "chunks", "delayMs", "toolCalls": [[NAME, ARGS_JSON], ...],
+//! * `{"push": {"reply", "chunks", "delayMs", "toolCalls": [[NAME, ARGS_JSON, ID?], ...],
 //!   "error": {"status", "message"}}}` queues how the next chat request is answered
-//!   (omitted fields as the command line says) → `{"ok": true}`;
+//!   (omitted fields as the command line says; a call's id is `call_N` unless given) →
+//!   `{"ok": true}`;
 //! * `{"requests": true}` → `{"requests": [BODY, ...]}`, the chat requests' bodies so far;
 //! * `{"plugin": {"method", "answer": BODY}}` queues the plugin's answer to its next call of
 //!   `method` → `{"ok": true}`;
@@ -111,7 +112,10 @@ fn pushed(spec: &Value, default: &Behavior) -> Behavior {
             .enumerate()
             .map(|(i, c)| {
                 let text = |n: usize| c[n].as_str().unwrap_or("").to_string();
-                (format!("call_{}", i + 1), text(0), text(1))
+                let id = c[2]
+                    .as_str()
+                    .map_or_else(|| format!("call_{}", i + 1), str::to_string);
+                (id, text(0), text(1))
             })
             .collect();
     }

@@ -455,6 +455,57 @@ test("workspace: an edit asks with the four options, and allow_once edits the fi
   );
 });
 
+test("subagents: a subagent's edit asks the editor, and its progress is the task call's content", async () => {
+  const { home, cwd } = freshHome();
+  writeFileSync(join(cwd, "notes.md"), "a draft note\n");
+  mkdirSync(join(cwd, ".genai", "agents"), { recursive: true });
+  writeFileSync(
+    join(cwd, ".genai", "agents", "writer.md"),
+    "---\ndescription: Edits notes\ntools: [read_file, edit_file]\n---\nYou are the writer. Edit the note.\n",
+  );
+  const ed = editor({ permission: "allow_once" });
+  await withAgent(
+    ed,
+    async (cx) => {
+      const { sessionId } = await cx.request("session/new", { cwd, mcpServers: [] });
+      const from = await requestCount();
+      const task = ["workspace__task", JSON.stringify({ agent: "writer", prompt: "Finish notes.md" }), "task_1"];
+      await fake.send({ push: { reply: "", toolCalls: [task] } });
+      await fake.send({ push: { reply: "", toolCalls: [EDIT("notes.md")] } });
+      await fake.send({ push: { reply: "Finished the note." } });
+      await fake.send({ push: { reply: "The writer finished the note." } });
+      const r = await cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Have the writer finish it" }] });
+      assert.equal(r.stopReason, "end_turn");
+      // The subagent's edit was asked of the editor, as the parent's own would be.
+      assert.equal(ed.asked.length, 1, JSON.stringify(ed.asked));
+      const [ask] = ed.asked;
+      assert.equal(ask.sessionId, sessionId);
+      assert.equal(ask.toolCall.kind, "edit");
+      // Named under its task call, never taken for the task call itself.
+      assert.equal(ask.toolCall.toolCallId, "task_1/call_1");
+      assert.deepEqual(ask.toolCall.rawInput, { path: "notes.md", old_text: "draft", new_text: "final" });
+      assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "a final note\n");
+      // The subagent worked in its own context: its request has its prompt, not the parent's.
+      const sent = await requestsSince(from);
+      assert.equal(sent.length, 4);
+      assert.ok(requestText(sent[1]).includes("You are the writer"), requestText(sent[1]));
+      assert.ok(!requestText(sent[1]).includes("Have the writer finish it"), requestText(sent[1]));
+      assert.equal(toolResult(sent, "task_1"), "Finished the note.");
+      // Its progress is the task call's content, a line per step, named by the subagent.
+      const taskUpdates = toolUpdates(ed.updates, sessionId).filter((u) => u.toolCallId === "task_1");
+      assert.equal(taskUpdates[0].title, "workspace.task");
+      const progress = taskUpdates
+        .flatMap((u) => u.content ?? [])
+        .map((c) => c.content?.text ?? "")
+        .join("\n");
+      assert.ok(progress.includes("[writer]") && progress.includes("edit_file"), progress);
+      assert.equal(taskUpdates.at(-1).status, "completed", JSON.stringify(taskUpdates));
+      assert.equal(textOf(ed.updates, sessionId, "agent_message_chunk"), "The writer finished the note.");
+    },
+    home,
+  );
+});
+
 test("workspace: reject_once leaves the file alone and the model is told it was refused", async () => {
   const { home, cwd } = freshHome();
   writeFileSync(join(cwd, "notes.md"), "a draft note\n");

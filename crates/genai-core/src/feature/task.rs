@@ -254,6 +254,15 @@ struct SubagentPort {
     agent: String,
 }
 
+impl SubagentPort {
+    /// The id a client is asked about a subagent's call by: under its task call's, since a
+    /// model that gives no ids (Gemini, Ollama: genai numbers their calls from one in each
+    /// reply) gives the subagent's first call the same id as the parent's task call.
+    fn nested_id(&self, id: &str) -> String {
+        format!("{}/{id}", self.call_id)
+    }
+}
+
 #[async_trait]
 impl ClientPort for SubagentPort {
     fn streaming(&self) -> bool {
@@ -277,11 +286,13 @@ impl ClientPort for SubagentPort {
         self.parent.hosted_turn(turn);
     }
 
-    async fn confirm(&self, request: Confirmation) -> Result<bool> {
+    async fn confirm(&self, mut request: Confirmation) -> Result<bool> {
+        request.tool_call_id = request.tool_call_id.map(|id| self.nested_id(&id));
         self.parent.confirm(request).await
     }
 
-    async fn ask_permission(&self, ask: PermissionAsk) -> Result<PermissionAnswer> {
+    async fn ask_permission(&self, mut ask: PermissionAsk) -> Result<PermissionAnswer> {
+        ask.tool_call_id = self.nested_id(&ask.tool_call_id);
         self.parent.ask_permission(ask).await
     }
 

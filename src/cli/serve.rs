@@ -17,8 +17,8 @@
 //! `[serve] metrics_token` (or `GENAI_METRICS_TOKEN`) or is served alone at `[serve]
 //! metrics_address` (`ops_settings`).
 //! `genai serve keys ...` manages the gateway's virtual keys (`serve_keys.rs`). With `[store]
-//! url` the gateway keeps its keys and ledger in that shared database (`serve_store.rs`), which
-//! `genai serve migrate` fills from a SQLite serve.
+//! url` the gateway keeps its keys and ledger, and the serve its conversations, in that shared
+//! database (`serve_store.rs`), which `genai serve migrate` fills from a SQLite serve.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -148,15 +148,21 @@ pub async fn run(args: Args) -> Result<(), Error> {
         &started_in,
         roots::home_folder().as_deref(),
     )?;
-    let shared = super::serve_store::shared_for_serve(&config).await?;
+    let shared = super::serve_store::shared_for_serve(&config)
+        .await?
+        .map(Arc::new);
     if let Some(db) = &shared {
         eprintln!(
-            "genai: the gateway's keys and ledger are in the shared database {}",
+            "genai: the gateway's keys and ledger are in the shared database {}, the conversations too",
             db.shown()
         );
     }
     let store = Store::open(&paths.history_db())?;
-    let fw = Arc::new(Framework::new(config, registry, Arc::new(store)).with_home(&paths));
+    let mut fw = Framework::new(config, registry, Arc::new(store)).with_home(&paths);
+    if let Some(db) = &shared {
+        fw = fw.with_history(db.clone());
+    }
+    let fw = Arc::new(fw);
     let options = Options {
         listen: args.listen,
         token,
@@ -176,7 +182,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
         shutdown_grace: DEFAULT_GRACE,
         metrics_token: None,
         metrics_address: None,
-        shared: shared.map(|db| Arc::new(db) as Arc<dyn genai_gateway::SharedState>),
+        shared: shared.map(|db| db as Arc<dyn genai_gateway::SharedState>),
     };
     let ops = ops_settings(&fw.config().serve)?;
     let options = Options {

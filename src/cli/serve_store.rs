@@ -1,6 +1,7 @@
 //! Which store holds the gateway's keys and ledger for the command line: the shared database
 //! of `[store] url` (or `GENAI_DATABASE_URL`) when one is named, else the SQLite history; and
-//! `genai serve migrate`, which copies a SQLite serve's keys and ledger into a shared database.
+//! `genai serve migrate`, which copies a SQLite serve's keys, ledger and conversations into a
+//! shared database.
 //!
 //! It owns that choice for `genai serve keys`, `genai usage --by key` and `genai serve`. It
 //! must never print a database URL but with its password masked.
@@ -91,8 +92,8 @@ impl GatewayStore {
     }
 }
 
-/// `genai serve migrate --from FILE [--to URL]`: copies the keys and the ledger, and says
-/// what it copied (a second run copies what was added since, nothing twice).
+/// `genai serve migrate --from FILE [--to URL]`: copies the keys, the ledger and the
+/// conversations, and says what it copied (a second run copies what was added since, nothing twice).
 pub async fn migrate(from: PathBuf, to: Option<String>) -> Result<(), Error> {
     if !from.is_file() {
         return Err(Error::new(
@@ -120,6 +121,13 @@ pub async fn migrate(from: PathBuf, to: Option<String>) -> Result<(), Error> {
         done.keys_added,
         done.keys_present,
         done.requests_added
+    );
+    eprintln!(
+        "genai: {} conversations copied ({} messages, {} tool-call decisions), {} there already",
+        done.conversations_added,
+        done.messages_added,
+        done.decisions_added,
+        done.conversations_present
     );
     if !done.keys_conflicting.is_empty() {
         eprintln!(

@@ -26,7 +26,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "genai-server",
         &["genai-core", "genai-rpc", "genai-mcp", "genai-gateway"],
     ),
-    ("genai-postgres", &["genai-core", "genai-gateway"]),
+    (
+        "genai-postgres",
+        &["genai-core", "genai-gateway", "genai-protocol"],
+    ),
 ];
 
 /// The genai crates a manifest's `[dependencies]` (any target's) name.

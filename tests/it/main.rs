@@ -85,6 +85,7 @@ mod provider_ollama;
 mod reasoning;
 mod schemas;
 mod serve;
+mod serve_history;
 mod serve_ops;
 mod serve_postgres;
 mod serve_postgres_faults;

@@ -196,7 +196,11 @@ async fn replicas_started_at_once_on_an_empty_database_both_come_up() {
         let b = s.spawn(|| replica(&db, &fake, false));
         (a.join().unwrap(), b.join().unwrap())
     });
-    assert_eq!(db.psql("SELECT version FROM genai_schema"), "2");
+    let version = genai_postgres::SCHEMA_VERSION;
+    assert_eq!(
+        db.psql("SELECT version FROM genai_schema"),
+        version.to_string()
+    );
     let key = create(&a, &db, "both", &["--tpm", "100000"]);
     assert_eq!(
         db.psql("SELECT tpm FROM gateway_keys WHERE name = 'both'"),
@@ -222,7 +226,10 @@ async fn a_database_with_a_newer_schema_is_refused_naming_both_versions() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(
-        stderr.contains("version 99, newer than this genai knows (version 2)"),
+        stderr.contains(&format!(
+            "version 99, newer than this genai knows (version {})",
+            genai_postgres::SCHEMA_VERSION
+        )),
         "{stderr}"
     );
     assert!(!stderr.contains(PASSWORD), "{stderr}");

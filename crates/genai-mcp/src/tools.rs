@@ -179,7 +179,7 @@ async fn ask(
 /// The best `limit` messages matching `query`, as JSON: conversation id, title, role,
 /// position, and a snippet with the matches between `[` and `]`.
 fn search_history(fw: &Framework, query: &str, limit: usize) -> CallToolResult {
-    let found = match fw.store().search(query, limit, "[", "]") {
+    let found = match fw.history().search(query, limit, "[", "]") {
         Ok(f) => f,
         Err(e) => return failed(e.message),
     };

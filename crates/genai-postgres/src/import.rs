@@ -1,6 +1,6 @@
 //! `genai serve migrate --from SQLITE_FILE --to URL`: a SQLite serve's gateway keys (their
 //! hashes, limits and revocations; never a plain key, which no store holds) and its ledger,
-//! copied into the shared database. The ledger goes in pages, each in one transaction with
+//! copied into the shared database, then its conversations (`import_history.rs`). The ledger goes in pages, each in one transaction with
 //! the place it reached (`sqlite_imports`, by the file's path), so a second run, or a run
 //! after one that stopped halfway, copies only the rows it has not: nothing twice.
 //!
@@ -30,16 +30,25 @@ pub struct Imported {
     pub keys_conflicting: Vec<String>,
     /// Ledger rows copied now (those of an earlier run are not copied again).
     pub requests_added: u64,
+    /// Conversations copied now, with their messages and tool-call decisions.
+    pub conversations_added: u64,
+    pub messages_added: u64,
+    pub decisions_added: u64,
+    /// Conversations the database held already (an earlier run's): left as they are.
+    pub conversations_present: u64,
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| Error::internal(format!("reading the SQLite file failed: {e}")))?
 }
 
 impl Postgres {
-    /// Copies the gateway keys and ledger of the SQLite history at `from` (see the module).
+    /// Copies the gateway keys, the ledger and the conversations of the SQLite history at
+    /// `from` (see the module).
     pub async fn import_sqlite(&self, from: &Path) -> Result<Imported> {
         let source = from
             .canonicalize()
@@ -131,6 +140,7 @@ impl Postgres {
             })
             .await?;
         }
+        self.import_conversations(store, &mut done).await?;
         Ok(done)
     }
 }

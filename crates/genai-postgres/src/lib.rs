@@ -1,10 +1,11 @@
 //! `genai serve`'s shared state in Postgres (`[store] url`, or `GENAI_DATABASE_URL`): the
-//! gateway's virtual keys with what each has spent, and the ledger of gateway requests, so
-//! replicas on one database agree on keys, revocations, budgets and usage. [`Postgres`]
-//! implements the gateway's [`SharedState`] over a pool of connections (deadpool) with
-//! prepared statements; `schema.rs` migrates the database at start under an advisory lock;
+//! gateway's virtual keys with what each has spent, the ledger of gateway requests, and the
+//! serve's conversations, so replicas on one database agree on keys, revocations, budgets,
+//! usage and history. [`Postgres`] implements the gateway's [`SharedState`] and the core's
+//! `History` (`history.rs`, over `conversations.rs` and `turns.rs`) over a pool of
+//! connections (deadpool) with prepared statements; `schema.rs` migrates the database at start under an advisory lock;
 //! `admin.rs` is what `genai serve keys` and `genai usage --by key` ask; `import.rs` copies a
-//! SQLite serve's keys and ledger (`genai serve migrate`).
+//! SQLite serve's keys, ledger and conversations (`genai serve migrate`).
 //!
 //! It owns the SQL and the pool. It must never log, print or return the URL's password (it is
 //! handed to the redactor before the first connection, and errors name the host only), never
@@ -15,9 +16,13 @@
 //! the server's certificate and name, always; otherwise connections are plain.
 
 mod admin;
+mod conversations;
+mod history;
 mod import;
+mod import_history;
 mod schema;
 mod tls;
+mod turns;
 
 pub use import::Imported;
 pub use schema::VERSION as SCHEMA_VERSION;
@@ -45,6 +50,8 @@ pub struct Postgres {
     /// Set once the database holds this binary's schema: a serve started while Postgres was
     /// away migrates it with its first query.
     migrated: tokio::sync::OnceCell<()>,
+    /// The runtime the pool was made on, for the history's calls from outside it.
+    handle: Option<tokio::runtime::Handle>,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -162,6 +169,7 @@ impl Postgres {
             pool,
             shown,
             migrated: tokio::sync::OnceCell::new(),
+            handle: tokio::runtime::Handle::try_current().ok(),
         })
     }
 

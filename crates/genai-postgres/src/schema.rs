@@ -51,6 +51,59 @@ const MIGRATIONS: &[&str] = &[
      );",
     // 2: a key's tokens per minute.
     "ALTER TABLE gateway_keys ADD COLUMN tpm BIGINT;",
+    // 3: the serve's conversations, their messages (with the text of their text parts, and
+    // its full-text vector under a GIN index, for search) and the tool calls' decisions. Ids compare byte by byte (`C`), as SQLite's do.
+    "CREATE TABLE conversations (
+        id TEXT COLLATE \"C\" PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        feature TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model_configuration TEXT,
+        format TEXT NOT NULL,
+        model TEXT NOT NULL,
+        parameters TEXT NOT NULL DEFAULT '{}',
+        system TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        tools TEXT,
+        middleware TEXT,
+        cwd TEXT,
+        response_schema TEXT,
+        permissions TEXT
+     );
+     CREATE INDEX conversations_updated ON conversations (updated_at DESC, id DESC);
+     CREATE INDEX conversations_cwd ON conversations (cwd, updated_at DESC, id DESC);
+     CREATE TABLE messages (
+        conversation_id TEXT COLLATE \"C\" NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        seq BIGINT NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        usage TEXT,
+        created_at BIGINT NOT NULL,
+        model TEXT,
+        provider TEXT,
+        input_tokens BIGINT,
+        output_tokens BIGINT,
+        cache_read_tokens BIGINT,
+        cache_write_tokens BIGINT,
+        cost DOUBLE PRECISION,
+        text TEXT NOT NULL DEFAULT '',
+        text_search tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
+        PRIMARY KEY (conversation_id, seq)
+     );
+     CREATE INDEX messages_text_search ON messages USING GIN (text_search);
+     CREATE TABLE tool_decisions (
+        id BIGSERIAL PRIMARY KEY,
+        conversation_id TEXT COLLATE \"C\" NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        turn_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        argument TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        decided_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+     );
+     CREATE INDEX tool_decisions_conversation ON tool_decisions (conversation_id, created_at);",
 ];
 
 /// The schema version this binary writes and reads.

@@ -12,7 +12,7 @@ use super::AIAgent;
 use crate::compaction::{Compacted, Compaction, CompactionConfig};
 use crate::message::Message;
 use crate::middleware::testing::FakeHelpers;
-use crate::store::{NewMessage, Store};
+use crate::store::{History, NewMessage, Store};
 
 const SYSTEM: &str = "Be brief.\n\nThe project's instructions (AGENTS.md files): use tabs.";
 

@@ -37,7 +37,7 @@ use crate::format::{self, ModelReply, ResponseSchema};
 use crate::message::{Message, Role, Usage};
 use crate::middleware::Chain;
 use crate::pricing;
-use crate::store::{NewMessage, Store};
+use crate::store::NewMessage;
 
 pub use binding::ModelBinding;
 pub(crate) use fallback::Fallback;
@@ -65,7 +65,7 @@ pub(crate) type OnDelta<'a> = &'a (dyn Fn(Delta<'_>) + Send + Sync);
 /// Where an agent's turns are persisted.
 #[derive(Clone)]
 pub(crate) struct Persistence {
-    pub(crate) store: Arc<Store>,
+    pub(crate) store: Arc<dyn crate::store::History>,
     pub(crate) conversation_id: String,
 }
 

@@ -44,7 +44,7 @@ pub(crate) fn agent(
             })
             .expect("a conversation");
         Persistence {
-            store,
+            store: store as Arc<dyn crate::store::History>,
             conversation_id: CONVERSATION.into(),
         }
     });

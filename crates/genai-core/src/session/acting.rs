@@ -83,7 +83,7 @@ impl Framework {
         }
         let json = serde_json::to_value(flags)
             .map_err(|e| Error::internal(format!("cannot keep the permission flags: {e}")))?;
-        self.store.set_permissions(id, &json)
+        self.history.set_permissions(id, &json)
     }
 
     /// Changes the permission mode of an open conversation that takes tools, and keeps it
@@ -114,7 +114,7 @@ impl Framework {
     /// The permission flags a stored conversation was opened with (none when it has none,
     /// or when they cannot be read: the config's then apply, and the log says why).
     pub(super) fn stored_permissions(&self, id: &str) -> PermissionFlags {
-        match self.store.permissions(id) {
+        match self.history.permissions(id) {
             Ok(Some(v)) => serde_json::from_value(v).unwrap_or_else(|e| {
                 tracing::warn!("the stored permission flags of {id} are unreadable: {e}");
                 PermissionFlags::default()

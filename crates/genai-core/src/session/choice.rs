@@ -41,7 +41,7 @@ impl Framework {
                 "a turn is running: change the model or the feature once it is over",
             ));
         }
-        let mut rec = self.store.conversation(id)?.ok_or_else(|| {
+        let mut rec = self.history.conversation(id)?.ok_or_else(|| {
             Error::new(
                 ErrorKind::UnknownConversation,
                 format!("conversation {id} is not in the history"),
@@ -70,7 +70,7 @@ impl Framework {
             rec.model = model;
             rec.parameters = parameters;
         }
-        self.store.update_choice(&rec)?;
+        self.history.update_choice(&rec)?;
         self.remove_conversation(id)?;
         self.resume_conversation_with(id, None, mcp_servers, port)
     }

@@ -238,7 +238,7 @@ impl Framework {
         if let Some(cwd) = self.running.conversation(id, |c| c.cwd.clone()).ok()? {
             return cwd.map(std::path::PathBuf::from);
         }
-        let record = self.store.conversation(id).ok().flatten()?;
+        let record = self.history.conversation(id).ok().flatten()?;
         record.cwd.map(std::path::PathBuf::from)
     }
 }

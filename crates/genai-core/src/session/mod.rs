@@ -46,7 +46,7 @@ use crate::feature::port::ClientPort;
 use crate::feature::{self, Feature, FeatureContext};
 use crate::registry::{Origin, Registry};
 use crate::select::{ModelChoice, Selector};
-use crate::store::{now_ms, Store};
+use crate::store::{now_ms, History, Store};
 use crate::tools::toolbox::Toolbox;
 pub use choice::Choice;
 use genai_protocol::listings::ConversationRecord;
@@ -105,7 +105,10 @@ pub struct CancelTarget {
 pub struct Framework {
     registry: Registry,
     config: Config,
+    /// The SQLite file the gateway keeps its keys and ledger in when no shared database does.
     store: Arc<Store>,
+    /// The conversations and their turns: `store` unless `with_history` gave another.
+    history: Arc<dyn History>,
     /// The open conversations, the agents, the running prompts, the work in flight.
     running: Arc<running::Running>,
     /// The clients hosting features and middleware.
@@ -151,6 +154,7 @@ impl Framework {
             )),
             registry,
             config,
+            history: store.clone(),
             store,
             running: Arc::default(),
             hosts: hosted::Hosts::default(),
@@ -159,6 +163,12 @@ impl Framework {
             prices,
             home: None,
         }
+    }
+
+    /// Keeps the conversations in `history` (a shared database's) rather than the store.
+    pub fn with_history(mut self, history: Arc<dyn History>) -> Framework {
+        self.history = history;
+        self
     }
 
     /// Sets the longest one prompt may take, end to end.
@@ -285,7 +295,7 @@ impl Framework {
             .or(feature_system);
         let id = new_id();
         let persistence = (!spec.ephemeral).then(|| Persistence {
-            store: self.store.clone(),
+            store: self.history.clone(),
             conversation_id: id.clone(),
         });
         let agent = self.build_agent(
@@ -319,14 +329,14 @@ impl Framework {
                 cwd: spec.cwd.clone(),
             };
             let stored = self
-                .store
+                .history
                 .create_conversation(&rec)
                 .and_then(|()| match &sel.middleware {
-                    Some(m) => self.store.set_middleware(&id, Some(m)),
+                    Some(m) => self.history.set_middleware(&id, Some(m)),
                     None => Ok(()),
                 })
                 .and_then(|()| match &spec.response_schema {
-                    Some(s) => self.store.set_response_schema(&id, Some(&s.stored())),
+                    Some(s) => self.history.set_response_schema(&id, Some(&s.stored())),
                     None => Ok(()),
                 })
                 .and_then(|()| self.store_permissions(&id, &spec.permissions));
@@ -351,7 +361,7 @@ impl Framework {
         if self.running.conversation(id_or_prefix, |_| ())?.is_some() {
             return Ok(id_or_prefix.to_string());
         }
-        self.store.resolve_id(id_or_prefix)
+        self.history.resolve_id(id_or_prefix)
     }
 
     /// Closes a conversation: its running turn is cancelled and its task ends.
@@ -371,7 +381,7 @@ impl Framework {
     /// first failed, or none was sent) leaves the history, so that none lingers empty.
     pub fn close_conversation(&self, id: &str) -> Result<bool> {
         let open = self.remove_conversation(id)?;
-        self.store.delete_if_empty(id)?;
+        self.history.delete_if_empty(id)?;
         Ok(open)
     }
 
@@ -393,7 +403,7 @@ impl Framework {
     pub fn delete_conversation(&self, id_or_prefix: &str) -> Result<()> {
         let id = self.resolve_conversation(id_or_prefix)?;
         self.remove_conversation(&id)?;
-        if !self.store.delete_conversation(&id)? {
+        if !self.history.delete_conversation(&id)? {
             return Err(unknown_conversation(&id));
         }
         Ok(())

@@ -24,9 +24,15 @@ impl Framework {
         &self.config
     }
 
-    /// The history store the core writes to (the gateway records its requests there).
+    /// The SQLite store: the gateway's keys and ledger when no shared database holds them,
+    /// and the history unless `with_history` gave another.
     pub fn store(&self) -> &std::sync::Arc<crate::store::Store> {
         &self.store
+    }
+
+    /// The history of conversations the core keeps (the store's, or a shared database's).
+    pub fn history(&self) -> &std::sync::Arc<dyn crate::store::History> {
+        &self.history
     }
 
     /// The plugin modules and MCP servers of the config.
@@ -64,7 +70,7 @@ impl Framework {
         page_size: usize,
         cursor: Option<&str>,
     ) -> Result<Page<ConversationRecord>> {
-        self.store.list_conversations(page_size, cursor)
+        self.history.list_conversations(page_size, cursor)
     }
 
     /// Conversations started in `cwd` (every one when `None`), newest first.
@@ -74,17 +80,17 @@ impl Framework {
         page_size: usize,
         cursor: Option<&str>,
     ) -> Result<Page<ConversationRecord>> {
-        self.store.list_conversations_in(cwd, page_size, cursor)
+        self.history.list_conversations_in(cwd, page_size, cursor)
     }
 
     /// A conversation's record, if the history has it.
     pub fn conversation_record(&self, id: &str) -> Result<Option<ConversationRecord>> {
-        self.store.conversation(id)
+        self.history.conversation(id)
     }
 
     /// The id of the conversation with the latest turn, if any.
     pub fn last_conversation(&self) -> Result<Option<String>> {
-        self.store.last_conversation()
+        self.history.last_conversation()
     }
 
     /// Messages matching `query`, best first, with the matches marked by `open` and `close`.
@@ -95,7 +101,7 @@ impl Framework {
         open: &str,
         close: &str,
     ) -> Result<Vec<Found>> {
-        self.store.search(query, limit, open, close)
+        self.history.search(query, limit, open, close)
     }
 
     /// A page of a conversation's messages, oldest first.
@@ -105,11 +111,11 @@ impl Framework {
         page_size: usize,
         cursor: Option<&str>,
     ) -> Result<Page<StoredMessage>> {
-        self.store.history(id, page_size, cursor)
+        self.history.history(id, page_size, cursor)
     }
 
     /// A conversation's system prompt and every message.
     pub fn full_history(&self, id: &str) -> Result<(Option<Message>, Vec<Message>)> {
-        self.store.full_history(id)
+        self.history.full_history(id)
     }
 }

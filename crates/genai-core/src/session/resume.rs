@@ -56,7 +56,7 @@ impl Framework {
         if let Some(open) = self.running.conversation(&id, open)? {
             return Ok(open);
         }
-        let rec = self.store.conversation(&id)?.ok_or_else(|| {
+        let rec = self.history.conversation(&id)?.ok_or_else(|| {
             Error::new(
                 ErrorKind::UnknownConversation,
                 format!("no conversation {id}"),
@@ -67,13 +67,13 @@ impl Framework {
             provider: rec.provider.clone(),
             model_configuration: rec.model_configuration.clone(),
             model: rec.model_configuration.is_none().then(|| rec.model.clone()),
-            middleware: self.store.middleware(&id)?,
+            middleware: self.history.middleware(&id)?,
             response_schema: self.stored_schema(&id)?,
             ..Default::default()
         };
-        let (system, history) = self.store.full_history(&id)?;
+        let (system, history) = self.history.full_history(&id)?;
         let persistence = Some(Persistence {
-            store: self.store.clone(),
+            store: self.history.clone(),
             conversation_id: id.clone(),
         });
         let agent = self.build_agent(&sel, Some(&rec.parameters), persistence, system, history)?;
@@ -99,14 +99,14 @@ impl Framework {
             )));
         }
         let rec = self
-            .store
+            .history
             .conversation(&id)?
             .ok_or_else(|| unknown_conversation(&id))?;
         let mut sel = self.selector().select(choice)?;
         sel.response_schema = self.stored_schema(&id)?;
-        let (system, history) = self.store.full_history(&id)?;
+        let (system, history) = self.history.full_history(&id)?;
         let persistence = Some(Persistence {
-            store: self.store.clone(),
+            store: self.history.clone(),
             conversation_id: id.clone(),
         });
         // Built with no history first, to learn what the new model carries.
@@ -136,7 +136,7 @@ impl Framework {
         let agent = self.build_agent(&sel, params, persistence, system, history)?;
         agent.add_notes(notes.iter().cloned());
         let provider = agent.binding().provider.name.clone();
-        self.store.switch_model(
+        self.history.switch_model(
             &id,
             &provider,
             sel.model_configuration.as_deref(),
@@ -144,7 +144,7 @@ impl Framework {
             &model,
         )?;
         if params.is_none() {
-            self.store.update_parameters(&id, &Map::new())?;
+            self.history.update_parameters(&id, &Map::new())?;
         }
         let rec = ConversationRecord { provider, ..rec };
         let toolbox = self.toolbox_for(&BTreeMap::new())?;
@@ -166,7 +166,7 @@ impl Framework {
         let selector = self.selector();
         let ran = Selection {
             model_configuration: rec.model_configuration.clone(),
-            middleware: self.store.middleware(&rec.id)?,
+            middleware: self.history.middleware(&rec.id)?,
             ..Default::default()
         };
         let mut list = selector.middleware(&ran);
@@ -178,14 +178,14 @@ impl Framework {
         if list.is_empty() {
             return Ok(next.middleware.clone());
         }
-        self.store.set_middleware(&rec.id, Some(&list))?;
+        self.history.set_middleware(&rec.id, Some(&list))?;
         Ok(Some(list))
     }
 
     /// The schema the client gave a stored conversation at its creation, if any (its model
     /// configuration's, if it has one, comes from the selection).
     fn stored_schema(&self, id: &str) -> Result<Option<crate::format::ResponseSchema>> {
-        self.store
+        self.history
             .response_schema(id)?
             .map(|s| crate::format::ResponseSchema::from_stored(&s))
             .transpose()

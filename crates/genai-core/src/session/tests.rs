@@ -102,7 +102,7 @@ impl Fixture {
     fn history(&self, c: &OpenConversation) -> Vec<String> {
         let (messages, _) = self
             .fw
-            .store
+            .history
             .history(&c.conversation_id, 100, None)
             .unwrap();
         messages

@@ -24,8 +24,28 @@ pub struct ListFilter {
 
 /// The condition on a conversation `c` that a turn was committed to it, or that a tool call
 /// of a turn that did not end was allowed (it may have changed files: the history keeps it).
-const HAS_TURNS: &str = "(EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id)
+pub const HAS_TURNS: &str = "(EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id)
      OR EXISTS (SELECT 1 FROM tool_decisions d WHERE d.conversation_id = c.id AND d.decision = 'allow'))";
+
+/// Where a listing's page starts: before this update time and id (`(i64::MAX, "")`: the
+/// first page), from its cursor.
+pub fn listing_cursor(cursor: Option<&str>) -> Result<(i64, String)> {
+    let Some(c) = cursor else {
+        return Ok((i64::MAX, String::new()));
+    };
+    let (t, id) = c
+        .split_once('.')
+        .ok_or_else(|| Error::invalid_params("invalid cursor"))?;
+    let t = t
+        .parse()
+        .map_err(|_| Error::invalid_params("invalid cursor"))?;
+    Ok((t, id.to_string()))
+}
+
+/// The cursor of the page after the one that ends with `last`.
+pub fn listing_next(last: &ConversationRecord) -> String {
+    format!("{}.{}", last.updated_at, last.id)
+}
 
 impl Store {
     /// The most recently updated conversation that a turn was committed to (what `-c` means).
@@ -43,29 +63,6 @@ impl Store {
             .optional()?)
     }
 
-    /// The most recently updated conversations first; the cursor is opaque to clients.
-    pub(crate) fn list_conversations(
-        &self,
-        page_size: usize,
-        cursor: Option<&str>,
-    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
-        self.list_conversations_where(page_size, cursor, &ListFilter::default())
-    }
-
-    /// As `list_conversations`, only those opened in the working directory `cwd` when given.
-    pub(crate) fn list_conversations_in(
-        &self,
-        cwd: Option<&str>,
-        page_size: usize,
-        cursor: Option<&str>,
-    ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
-        let filter = ListFilter {
-            cwd: cwd.map(str::to_string),
-            ..Default::default()
-        };
-        self.list_conversations_where(page_size, cursor, &filter)
-    }
-
     /// `Store::list_conversations` of the conversations that `filter` lets through.
     pub fn list_conversations_where(
         &self,
@@ -73,19 +70,7 @@ impl Store {
         cursor: Option<&str>,
         filter: &ListFilter,
     ) -> Result<(Vec<ConversationRecord>, Option<String>)> {
-        let (before_time, before_id) = match cursor {
-            None => (i64::MAX, String::new()),
-            Some(c) => {
-                let (t, id) = c
-                    .split_once('.')
-                    .ok_or_else(|| Error::invalid_params("invalid cursor"))?;
-                (
-                    t.parse()
-                        .map_err(|_| Error::invalid_params("invalid cursor"))?,
-                    id.to_string(),
-                )
-            }
-        };
+        let (before_time, before_id) = listing_cursor(cursor)?;
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(&format!(
             "{} WHERE (?2 = '' OR c.updated_at < ?1 OR (c.updated_at = ?1 AND c.id < ?2))
@@ -112,16 +97,10 @@ impl Store {
                 Self::row_to_record,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut records = rows
+        let records = rows
             .into_iter()
             .map(Self::finish_record)
             .collect::<Result<Vec<_>>>()?;
-        let next = if records.len() > page_size {
-            records.truncate(page_size);
-            records.last().map(|r| format!("{}.{}", r.updated_at, r.id))
-        } else {
-            None
-        };
-        Ok((records, next))
+        Ok(super::page_of(records, page_size, listing_next))
     }
 }

@@ -18,9 +18,11 @@ use crate::message::{Message, Usage};
 use genai_protocol::listings::ConversationRecord;
 
 mod decisions;
-pub(crate) use decisions::DecisionRecord;
+pub use decisions::DecisionRecord;
 mod gateway;
+mod history;
 pub use gateway::{GatewayKey, GatewayRequest, KeyUsage};
+pub use history::{History, Page};
 mod listing;
 mod schema;
 mod search;
@@ -28,10 +30,10 @@ mod time;
 mod turns;
 mod usage;
 
-pub use listing::ListFilter;
-pub(crate) use search::Found;
+pub use listing::{listing_cursor, listing_next, ListFilter, HAS_TURNS};
+pub use search::{something_to_search, Found};
 pub use time::UtcTime;
-pub use turns::NewMessage;
+pub use turns::{masked_json, turn_title, NewMessage};
 pub use usage::{Grouping, UsageRow};
 
 /// A conversation row as read: the record, its parameters and tools as JSON text.
@@ -42,6 +44,44 @@ fn names_of(json: Option<String>) -> Result<Option<Vec<String>>> {
     json.map(|t| serde_json::from_str(&t))
         .transpose()
         .map_err(json_err)
+}
+
+/// A conversation's record with its parameters and tools read from their stored JSON.
+pub fn with_json(
+    mut rec: ConversationRecord,
+    parameters: &str,
+    tools: Option<String>,
+) -> Result<ConversationRecord> {
+    rec.parameters = serde_json::from_str(parameters).map_err(json_err)?;
+    rec.tools = names_of(tools)?;
+    Ok(rec)
+}
+
+/// One message as stored, from its stored columns (`content` and `usage` JSON).
+pub fn stored_message(
+    seq: i64,
+    content: &str,
+    usage: Option<&str>,
+    created_at: i64,
+    (model, cost, provider): (Option<String>, Option<f64>, Option<String>),
+) -> Result<StoredMessage> {
+    Ok(StoredMessage {
+        seq,
+        message: serde_json::from_str(content).map_err(json_err)?,
+        usage: usage
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(json_err)?,
+        cost,
+        created_at,
+        model,
+        provider,
+    })
+}
+
+/// Parses JSON the history stored (`None`: NULL).
+pub fn stored_json<T: serde::de::DeserializeOwned>(json: Option<&str>) -> Result<Option<T>> {
+    json.map(serde_json::from_str).transpose().map_err(json_err)
 }
 
 /// One message as stored: the protocol's record around the core's message and usage.
@@ -56,7 +96,7 @@ pub use genai_base::sqlite::now_ms;
 pub(crate) use genai_base::sqlite::shared_file;
 
 /// A title from the first user message: one line, at most 80 characters.
-pub(crate) fn title_of(text: &str) -> String {
+pub fn title_of(text: &str) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() <= 80 {
         return line;
@@ -66,7 +106,8 @@ pub(crate) fn title_of(text: &str) -> String {
     t
 }
 
-fn not_in_history(id: &str) -> Error {
+/// The error for a conversation the history does not hold.
+pub fn not_in_history(id: &str) -> Error {
     Error::new(
         ErrorKind::UnknownConversation,
         format!("no conversation {id} in the history"),
@@ -86,6 +127,64 @@ fn json_err(e: serde_json::Error) -> Error {
         ErrorKind::Store,
         format!("history store holds invalid JSON: {e}"),
     )
+}
+
+/// A conversation id's prefix as ids are stored (upper case), or the error for one no id
+/// can start with.
+pub fn id_prefix(prefix: &str) -> Result<String> {
+    let p = prefix.trim().to_ascii_uppercase();
+    if p.is_empty() || !p.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(Error::new(
+            ErrorKind::UnknownConversation,
+            format!("`{prefix}` is not a conversation id"),
+        ));
+    }
+    Ok(p)
+}
+
+/// The one id of `ids` (at most two, in order, that start with `prefix`), or why not.
+pub fn the_one_id(prefix: &str, ids: &[String]) -> Result<String> {
+    match ids {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::new(
+            ErrorKind::UnknownConversation,
+            format!("no conversation id starts with `{prefix}` (see `genai sessions list`)"),
+        )),
+        _ => Err(Error::new(
+            ErrorKind::UnknownConversation,
+            format!("`{prefix}` matches several conversations; give more of the id"),
+        )),
+    }
+}
+
+/// The position a page of messages starts after (0: the first page), from its cursor.
+pub fn message_cursor(cursor: Option<&str>) -> Result<i64> {
+    match cursor {
+        None => Ok(0),
+        Some(c) => c
+            .parse()
+            .map_err(|_| Error::invalid_params("invalid cursor")),
+    }
+}
+
+/// `rows` cut to `page_size` (one more was read to know), and the cursor of the next page.
+pub fn page_of<T>(mut rows: Vec<T>, page_size: usize, cursor: impl Fn(&T) -> String) -> Page<T> {
+    if rows.len() > page_size {
+        rows.truncate(page_size);
+        let next = rows.last().map(cursor);
+        (rows, next)
+    } else {
+        (rows, None)
+    }
+}
+
+/// A title as `rename_conversation` gives it: one line, never empty.
+pub fn new_title(title: &str) -> Result<String> {
+    let title = title_of(title);
+    if title.is_empty() {
+        return Err(Error::invalid_params("a title cannot be empty"));
+    }
+    Ok(title)
 }
 
 impl Store {
@@ -173,10 +272,7 @@ impl Store {
 
     /// Gives a conversation a new title (one line, as `title_of` makes it).
     pub fn rename_conversation(&self, id: &str, title: &str) -> Result<()> {
-        let title = title_of(title);
-        if title.is_empty() {
-            return Err(Error::invalid_params("a title cannot be empty"));
-        }
+        let title = new_title(title)?;
         let n = self.conn()?.execute(
             "UPDATE conversations SET title = ?2 WHERE id = ?1",
             params![id, title],
@@ -273,9 +369,7 @@ impl Store {
         let Some(json) = json else {
             return Err(not_in_history(id));
         };
-        json.map(|s| serde_json::from_str(&s))
-            .transpose()
-            .map_err(json_err)
+        stored_json(json.as_deref())
     }
 
     fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRecord> {
@@ -301,15 +395,15 @@ impl Store {
         ))
     }
 
-    const SELECT: &'static str = "SELECT c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, c.parameters, c.created_at, c.updated_at,
+    /// The columns of a conversation's record (`row_to_record`'s order), as SQLite and Postgres
+    /// both read them.
+    pub const SELECT: &'static str = "SELECT c.id, c.title, c.feature, c.provider, c.model_configuration, c.format, c.model, c.parameters, c.created_at, c.updated_at,
         (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), c.tools, c.cwd,
         (SELECT m.provider || ':' || m.model FROM messages m WHERE m.conversation_id = c.id
          AND m.provider IS NOT NULL ORDER BY m.seq DESC LIMIT 1) FROM conversations c";
 
-    fn finish_record((mut rec, params, tools): RawRecord) -> Result<ConversationRecord> {
-        rec.parameters = serde_json::from_str(&params).map_err(json_err)?;
-        rec.tools = names_of(tools)?;
-        Ok(rec)
+    fn finish_record((rec, params, tools): RawRecord) -> Result<ConversationRecord> {
+        with_json(rec, &params, tools)
     }
 
     pub fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>> {
@@ -331,12 +425,7 @@ impl Store {
         page_size: usize,
         cursor: Option<&str>,
     ) -> Result<(Vec<StoredMessage>, Option<String>)> {
-        let after: i64 = match cursor {
-            None => 0,
-            Some(c) => c
-                .parse()
-                .map_err(|_| Error::invalid_params("invalid cursor"))?,
-        };
+        let after = message_cursor(cursor)?;
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT seq, content, usage, created_at, model, cost, provider FROM messages
@@ -357,26 +446,15 @@ impl Store {
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let mut out = Vec::with_capacity(rows.len());
         for (seq, content, usage, created_at, model, cost, provider) in rows {
-            out.push(StoredMessage {
+            out.push(stored_message(
                 seq,
-                message: serde_json::from_str(&content).map_err(json_err)?,
-                usage: usage
-                    .map(|u| serde_json::from_str(&u))
-                    .transpose()
-                    .map_err(json_err)?,
-                cost,
+                &content,
+                usage.as_deref(),
                 created_at,
-                model,
-                provider,
-            });
+                (model, cost, provider),
+            )?);
         }
-        let next = if out.len() > page_size {
-            out.truncate(page_size);
-            out.last().map(|m| m.seq.to_string())
-        } else {
-            None
-        };
-        Ok((out, next))
+        Ok(page_of(out, page_size, |m| m.seq.to_string()))
     }
 
     /// Records another feature or model for a conversation (the client changed its choice).
@@ -398,13 +476,7 @@ impl Store {
 
     /// The full id of the one conversation whose id starts with `prefix` (case-insensitive).
     pub fn resolve_id(&self, prefix: &str) -> Result<String> {
-        let p = prefix.trim().to_ascii_uppercase();
-        if p.is_empty() || !p.chars().all(|c| c.is_ascii_alphanumeric()) {
-            return Err(Error::new(
-                ErrorKind::UnknownConversation,
-                format!("`{prefix}` is not a conversation id"),
-            ));
-        }
+        let p = id_prefix(prefix)?;
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT id FROM conversations WHERE id LIKE ?1 || '%' ORDER BY id LIMIT 2",
@@ -412,17 +484,7 @@ impl Store {
         let ids = stmt
             .query_map([&p], |r| r.get::<_, String>(0))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        match ids.as_slice() {
-            [one] => Ok(one.clone()),
-            [] => Err(Error::new(
-                ErrorKind::UnknownConversation,
-                format!("no conversation id starts with `{prefix}` (see `genai sessions list`)"),
-            )),
-            _ => Err(Error::new(
-                ErrorKind::UnknownConversation,
-                format!("`{prefix}` matches several conversations; give more of the id"),
-            )),
-        }
+        the_one_id(prefix, &ids)
     }
 
     pub fn delete_conversation(&self, id: &str) -> Result<bool> {

@@ -20,7 +20,7 @@ pub struct Found {
     /// The text around the matches, each match between the markers asked for.
     pub snippet: String,
     /// bm25 rank: lower is better.
-    pub(crate) rank: f64,
+    pub rank: f64,
 }
 
 /// The words of `query` as an FTS5 query: each a quoted string (so no character of the query
@@ -33,14 +33,20 @@ fn fts_query(query: &str) -> String {
         .join(" ")
 }
 
+/// Refuses a query without a word.
+pub fn something_to_search(query: &str) -> Result<()> {
+    if query.split_whitespace().next().is_none() {
+        return Err(crate::error::Error::invalid_params("nothing to search for"));
+    }
+    Ok(())
+}
+
 impl Store {
     /// The best `limit` messages containing every word of `query`, best first; matches are
     /// put between `open` and `close` in the snippets.
     pub fn search(&self, query: &str, limit: usize, open: &str, close: &str) -> Result<Vec<Found>> {
+        something_to_search(query)?;
         let q = fts_query(query);
-        if q.is_empty() {
-            return Err(crate::error::Error::invalid_params("nothing to search for"));
-        }
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT m.conversation_id, c.title, m.seq, m.role,

@@ -44,19 +44,6 @@ impl Store {
         self.commit_turn_at(id, system, None, model, messages, now_ms())
     }
 
-    /// [`Store::commit_turn`] of a turn answered by `provider`'s `model` (a fallback's when
-    /// one served), each kept with the messages.
-    pub(crate) fn commit_turn_by(
-        &self,
-        id: &str,
-        system: Option<&Message>,
-        provider: &str,
-        model: &str,
-        messages: &[NewMessage],
-    ) -> Result<()> {
-        self.commit_turn_at(id, system, Some(provider), Some(model), messages, now_ms())
-    }
-
     /// [`Store::commit_turn`] at time `now` (milliseconds since the Unix epoch), for imports.
     pub fn commit_turn_at(
         &self,
@@ -85,11 +72,7 @@ impl Store {
         // transaction, each further statement makes FTS5 flush its pending terms into a
         // segment of their own (a savepoint), so the messages go last, in one statement, and
         // the index is written once, at commit.
-        let title = title
-            .is_empty()
-            .then(|| messages.iter().find(|m| m.message.role == Role::User))
-            .flatten()
-            .map(|first| title_of(&crate::redact::redact_known(&first.message.text())));
+        let title = turn_title(&title, messages);
         let system = system.map(masked_json).transpose()?;
         tx.prepare_cached(
             "UPDATE conversations SET updated_at = ?2, title = COALESCE(?3, title),
@@ -102,9 +85,19 @@ impl Store {
     }
 }
 
+/// The title a turn gives a conversation titled `title`: none when it has one, else its
+/// first user message's (secrets masked).
+pub fn turn_title(title: &str, messages: &[NewMessage]) -> Option<String> {
+    title
+        .is_empty()
+        .then(|| messages.iter().find(|m| m.message.role == Role::User))
+        .flatten()
+        .map(|first| title_of(&crate::redact::redact_known(&first.message.text())))
+}
+
 /// A message as stored: JSON, with the secrets genai knows masked (a prompt or a tool's
 /// output may hold a key; the history never keeps one).
-fn masked_json(m: &Message) -> Result<String> {
+pub fn masked_json(m: &Message) -> Result<String> {
     let json = serde_json::to_string(m).map_err(json_err)?;
     if matches!(
         crate::redact::redact_known(&json),

@@ -183,7 +183,7 @@ impl Roots {
         let Ok(id) = fw.resolve_conversation(id) else {
             return Ok(());
         };
-        let Some(rec) = fw.store().conversation(&id)? else {
+        let Some(rec) = fw.history().conversation(&id)? else {
             return Ok(());
         };
         let takes_tools = genai_core::feature::builtin(&rec.feature).is_some_and(|b| b.takes_tools);

@@ -95,5 +95,6 @@ mod serve_web;
 mod stream_json;
 mod structured;
 mod subagents;
+mod subagents_daemon;
 mod telemetry;
 mod workspace;

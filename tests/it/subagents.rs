@@ -19,13 +19,13 @@ const REVIEWER: &str = "---\nname: reviewer\ndescription: Reviews Rust code\ntoo
 const FINDER: &str = "---\ndescription: Finds configuration\ntools: [read_file, list]\n---\nYou are the finder. Look for the configuration.\n";
 
 /// A fixture repository with two subagents and genai's folders, the model a fake.
-struct Repo {
-    env: OpenAiCli,
-    base: tempfile::TempDir,
+pub(crate) struct Repo {
+    pub(crate) env: OpenAiCli,
+    pub(crate) base: tempfile::TempDir,
 }
 
 impl Repo {
-    fn new() -> Repo {
+    pub(crate) fn new() -> Repo {
         let base = tempfile::tempdir().unwrap();
         let repo = base.path().join("repo");
         for dir in [".git", "src", ".claude/agents", ".genai/agents"] {
@@ -91,9 +91,10 @@ fn offered(body: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[test]
-fn two_subagents_run_at_once_and_a_refused_call_is_nested_under_its_task() {
-    let r = Repo::new();
+/// Scripts the model: the parent hands `reviewer` (`task_rev`, reads src/lib.rs) and `finder`
+/// (`task_find`, reads .env, refused) their tasks at once; both subagents' first requests are
+/// held until both came.
+pub(crate) fn two_tasks(r: &Repo) {
     let gate = Gate::new(2);
     r.env.fake.wire().route(move |req| {
         let behavior = match whose(req) {
@@ -127,6 +128,12 @@ fn two_subagents_run_at_once_and_a_refused_call_is_nested_under_its_task() {
         };
         Some((behavior, None))
     });
+}
+
+#[test]
+fn two_subagents_run_at_once_and_a_refused_call_is_nested_under_its_task() {
+    let r = Repo::new();
+    two_tasks(&r);
     let o = r.genai(&[
         "ask",
         "--tools=workspace",

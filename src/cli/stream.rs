@@ -133,14 +133,19 @@ pub async fn follow(
             return Err(Error::internal("the turn ended twice"));
         };
         // A subagent's events go out nested under its task call; its answer is that call's
-        // result, so its text and the pieces of its calls are not written.
+        // result, so its text, the pieces of its calls, its start and its end (the parent's
+        // `usage` and `result` count it) are not written.
         let (nest, event) = match event {
             TurnEvent::Subagent {
                 call_id,
                 agent,
                 event,
             } => match *event {
-                TurnEvent::Chunk(_) | TurnEvent::Reasoning(_) | TurnEvent::ToolCall(_) => continue,
+                TurnEvent::Chunk(_)
+                | TurnEvent::Reasoning(_)
+                | TurnEvent::ToolCall(_)
+                | TurnEvent::Started { .. }
+                | TurnEvent::Done(_) => continue,
                 event => (Some((call_id, agent)), event),
             },
             event => (None, event),

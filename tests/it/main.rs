@@ -96,6 +96,7 @@ mod serve_web;
 mod stream_json;
 mod structured;
 mod subagents;
+mod subagents_daemon;
 #[cfg(feature = "local")]
 mod subagents_local;
 mod telemetry;

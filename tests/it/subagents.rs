@@ -101,9 +101,10 @@ fn offered(body: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[test]
-fn two_subagents_run_at_once_and_a_refused_call_is_nested_under_its_task() {
-    let r = Repo::new();
+/// Scripts the model: the parent hands `reviewer` (`task_rev`, reads src/lib.rs) and `finder`
+/// (`task_find`, reads .env, refused) their tasks at once; both subagents' first requests are
+/// held until both came.
+pub(crate) fn two_tasks(r: &Repo) {
     let gate = Gate::new(2);
     r.env.fake.wire().route(move |req| {
         let behavior = match whose(req) {
@@ -137,6 +138,12 @@ fn two_subagents_run_at_once_and_a_refused_call_is_nested_under_its_task() {
         };
         Some((behavior, None))
     });
+}
+
+#[test]
+fn two_subagents_run_at_once_and_a_refused_call_is_nested_under_its_task() {
+    let r = Repo::new();
+    two_tasks(&r);
     let o = r.genai(&[
         "ask",
         "--tools=workspace",

@@ -351,7 +351,7 @@ impl ClientPort for SessionPort {
                 )
             }
             // ACP has no place for a tool's action object; it stays in the turn's details.
-            TurnEvent::Action { .. } | TurnEvent::Decision(_) => {}
+            TurnEvent::Action { .. } | TurnEvent::Decision(_) | TurnEvent::Started { .. } => {}
             TurnEvent::Subagent {
                 call_id,
                 agent,

@@ -1,7 +1,8 @@
 //! The JSON-RPC 2.0 daemon, a front-end on the core and a method table on the shared JSON-RPC
 //! peer (`genai_peer`: framing, the bounded writer, requests to the client): typed protocol
 //! and its schemas, error codes, the client port that turns core events into notifications,
-//! the method table (`methods`) naming the handler of each request (`handlers`), the session
+//! (a subagent's through `subagents`), the method table (`methods`) naming the handler of each
+//! request (`handlers`), the session
 //! that dispatches by it (`dispatch`), and its two transports: stdio
 //! (`server`) and WebSocket for several clients (`ws`, `genai serve`). Only the command line,
 //! which starts it, and the serve's front door (`genai-server`, for `ws`) depend on this crate.
@@ -24,6 +25,7 @@ pub(crate) mod port;
 pub(crate) mod protocol;
 pub mod schema;
 pub mod server;
+pub(crate) mod subagents;
 pub(crate) mod tool_protocol;
 pub mod ws;
 

@@ -222,6 +222,7 @@ pub(crate) const METHODS: &[Method] = &[
     sent!("OnToolCallChunk", ToolCallChunk),
     sent!("OnCompaction", Compaction),
     sent!("OnPlan", Plan),
+    sent!("OnSubagentEvent", SubagentNotice),
     sent!("RequestConfirmation", RequestConfirmationParams => RequestConfirmationResult),
     // Without schemas: `$/cancelRequest` takes `{id}` (LSP's), `Shutdown` nothing.
     request!("$/cancelRequest", cancel_request, Notification, None, None),

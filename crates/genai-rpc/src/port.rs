@@ -1,6 +1,6 @@
 //! The daemon's client port: turns the core's events into this connection's notifications
 //! (`OnFeatureResponseChunk`, `OnReasoningChunk`, `OnFeatureResponse`, `OnToolCallChunk`, `DoAction`, `OnCompaction`, `OnPlan`,
-//! `OnPromptResponse*`, `OnNewMessage` to a hosting client) and the core's questions into
+//! `OnSubagentEvent` (`subagents.rs`), `OnPromptResponse*`, `OnNewMessage` to a hosting client) and the core's questions into
 //! daemon→client requests (`RequestConfirmation`, `OnMiddleware`, `OnToolCall`,
 //! `ReadTextFile`, `WriteTextFile`), which the peer sends and matches answers to.
 //!
@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::protocol::*;
+use super::subagents::Subagents;
 use genai_core::error::{Error, ErrorKind, Result};
 use genai_core::feature::hosted_tools::{self, HostedTools};
 use genai_core::feature::port::{
@@ -26,7 +27,7 @@ use genai_core::feature::port::{
 use genai_core::feature::TurnOutcome;
 use genai_core::message::Message;
 use genai_core::tools::plugin::ModuleAnswer;
-use genai_core::tools::Tool;
+use genai_core::tools::{FileEdit, Tool};
 use genai_core::workspace::{Editor, EditorCall};
 use genai_peer::Peer;
 
@@ -39,6 +40,8 @@ pub(crate) struct RpcPort {
     editor: Mutex<EditorCapabilities>,
     /// The files each running turn changed, for its final `OnFeatureResponse`.
     changed: Mutex<HashMap<String, Vec<String>>>,
+    /// The running subagents' text waiting for its line's end.
+    subagents: Subagents,
 }
 
 impl RpcPort {
@@ -50,6 +53,7 @@ impl RpcPort {
             tools: HostedTools::default(),
             editor: Mutex::default(),
             changed: Mutex::default(),
+            subagents: Subagents::default(),
         }
     }
 
@@ -89,6 +93,17 @@ impl RpcPort {
         });
         // A closed channel means the client is gone; there is no one left to tell.
         let _ = self.peer.send(frame);
+    }
+
+    /// Notes a file the turn changed, for its final `OnFeatureResponse`.
+    fn changed_file(&self, turn: &TurnRef, edit: &FileEdit) {
+        if let Ok(mut c) = self.changed.lock() {
+            let files = c.entry(turn.turn_id.clone()).or_default();
+            let path = edit.path.to_string_lossy().into_owned();
+            if !files.contains(&path) {
+                files.push(path);
+            }
+        }
     }
 
     /// Sends the client a request and waits for its answer.
@@ -142,11 +157,23 @@ impl ClientPort for RpcPort {
 
     fn turn_event(&self, turn: &TurnRef, event: TurnEvent) {
         let event = match event {
-            // A subagent's file changes join its parent turn's; the protocol tells the rest
-            // of a tool run through `detailedResponse`, its answer is the task call's result.
-            TurnEvent::Subagent { event, .. } => {
-                if let edit @ TurnEvent::ToolFinished { .. } = *event {
-                    self.turn_event(turn, edit);
+            // A subagent's events go out nested under its task call; the files it changed
+            // also join its parent turn's. Its answer is the task call's result.
+            TurnEvent::Subagent {
+                call_id,
+                agent,
+                event,
+            } => {
+                if let TurnEvent::ToolFinished {
+                    edit: Some(edit),
+                    is_error: false,
+                    ..
+                } = &*event
+                {
+                    self.changed_file(turn, edit);
+                }
+                for notice in self.subagents.notices(turn, &call_id, &agent, *event) {
+                    self.notify(Event::OnSubagent(notice));
                 }
                 return;
             }
@@ -167,18 +194,13 @@ impl ClientPort for RpcPort {
                 is_error: false,
                 ..
             } => {
-                if let Ok(mut c) = self.changed.lock() {
-                    let files = c.entry(turn.turn_id.clone()).or_default();
-                    let path = edit.path.to_string_lossy().into_owned();
-                    if !files.contains(&path) {
-                        files.push(path);
-                    }
-                }
+                self.changed_file(turn, &edit);
                 return;
             }
             TurnEvent::ToolStarted { .. }
             | TurnEvent::ToolFinished { .. }
-            | TurnEvent::Decision(_) => return,
+            | TurnEvent::Decision(_)
+            | TurnEvent::Started { .. } => return,
             TurnEvent::ToolCall(d) => Event::OnToolCallChunk(ToolCallChunk {
                 conversation_id: turn.conversation_id.clone(),
                 turn_id: turn.turn_id.clone(),
@@ -221,6 +243,7 @@ impl ClientPort for RpcPort {
             }
             TurnEvent::Done(outcome) => {
                 self.peer.running().ended(&turn.turn_id);
+                self.subagents.ended(&turn.turn_id);
                 let changed = self
                     .changed
                     .lock()

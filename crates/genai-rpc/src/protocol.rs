@@ -493,6 +493,9 @@ pub(crate) struct Plan {
     pub(crate) entries: Vec<genai_protocol::plan::PlanEntry>,
 }
 
+/// What a subagent did, nested under its parent's `task` call (`OnSubagentEvent`).
+pub(crate) type SubagentNotice = genai_protocol::subagent::SubagentNotice<Usage>;
+
 /// A piece of a tool call as the model streams it (the `tools` feature, streaming on): the
 /// pieces of one call share `index`; `id` and `name` come with its first piece; `arguments`
 /// are the next characters of its JSON arguments.
@@ -588,4 +591,6 @@ pub(crate) enum Event {
     OnToolCallChunk(ToolCallChunk),
     OnCompaction(Compaction),
     OnPlan(Plan),
+    #[serde(rename = "OnSubagentEvent")]
+    OnSubagent(SubagentNotice),
 }

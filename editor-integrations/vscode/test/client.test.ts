@@ -355,7 +355,7 @@ describe('notifications before their turn is announced (stand-in daemon)', () =>
         posted.filter((m) => m.type !== 'conversation' && m.type !== 'title'),
         [
           { type: 'userMessage', text: 'Who comes first?' },
-          { type: 'toolCall', turnId: 'turn-early', index: 0, name: 'events.getEvents' },
+          { type: 'toolCall', turnId: 'turn-early', index: 0, name: 'events.getEvents', id: 'call_1' },
           { type: 'chunk', turnId: 'turn-early', delta: 'Early ' },
           { type: 'chunk', turnId: 'turn-early', delta: 'bird.' },
           { type: 'turnStarted', turnId: 'turn-early' },

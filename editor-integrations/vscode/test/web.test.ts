@@ -5,8 +5,9 @@
 // reply, the stop button, and the history; a message sent before choosing a chat, the header's
 // title, and the page without a token or with a wrong one; a `tools` chat whose scripted model
 // edits the files of the folder genai serve runs in, each permission ask a dialog on the page
-// with the edit's diff, and Undo on a turn that changed files; screenshots go to
-// test-artifacts/web-chat.png, web-confirm.png and web-undo.png.
+// with the edit's diff, and Undo on a turn that changed files; a task call whose subagent's
+// read is refused, shown as a block under the call; screenshots go to
+// test-artifacts/web-chat.png, web-confirm.png, web-undo.png and web-subagent.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -283,6 +284,40 @@ test('a tools chat edits the folder genai serve runs in; each permission ask is 
     assert.equal(read('src/b.txt'), 'beta\n');
     assert.equal(await second.locator('button.undo').count(), 0);
     await fresh.screenshot({ path: join(artifacts, 'web-undo.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+  } finally {
+    await close();
+  }
+});
+
+test('a task call\'s subagent shows on the page as a block under the call, its refused read marked', async () => {
+  const { page: fresh, problems, close } = await freshPage();
+  mkdirSync(join(project, '.genai', 'agents'), { recursive: true });
+  writeFileSync(join(project, '.genai', 'agents', 'finder.md'), '---\ndescription: Finds configuration\ntools: [read_file]\n---\nYou are the finder.\n');
+  writeFileSync(join(project, '.env'), 'TOKEN=do-not-read\n');
+  try {
+    await fresh.goto(pageAddress);
+    await fresh.waitForFunction(() => location.hash === '');
+    await fresh.click('#new-chat');
+    await fresh.waitForSelector('#provider option[value="scripted"]', { state: 'attached' });
+    await fresh.selectOption('#feature', 'tools');
+    await fresh.selectOption('#provider', 'scripted');
+    await fresh.click('#start-chat');
+    await fresh.waitForFunction(() => (document.querySelector('#conversation-description')?.textContent ?? '').startsWith('tools · scripted'));
+    await scripted.push({ reply: '', toolCalls: [['workspace__task', JSON.stringify({ agent: 'finder', prompt: 'Read .env' })]] });
+    await scripted.push({ reply: '', toolCalls: [['workspace__read_file', JSON.stringify({ path: '.env' })]] });
+    await scripted.push({ reply: 'It is a secret file.' });
+    await scripted.push({ reply: 'The finder could not read it.' });
+    await fresh.fill('#prompt', 'Find the token');
+    await fresh.press('#prompt', 'Enter');
+    const bubble = fresh.locator('.message.assistant:not(.streaming)', { hasText: 'The finder could not read it.' });
+    await bubble.waitFor({ timeout: 20_000 });
+    const block = bubble.locator('details.subagent[data-call-id="call_1"]');
+    assert.match((await block.locator('summary').textContent()) ?? '', /^finder: done/);
+    assert.deepEqual(await block.locator('.subagent-call.refused').allTextContents(), ['workspace.read_file .env — refused (secret file: named by no rule)']);
+    assert.equal(await block.locator('.subagent-text').textContent(), 'It is a secret file.');
+    assert.equal(await fresh.locator('body').evaluate((b) => b.textContent?.includes('do-not-read')), false);
+    await fresh.screenshot({ path: join(artifacts, 'web-subagent.png') });
     assert.deepEqual(problems, []);
   } finally {
     await close();

@@ -1,7 +1,8 @@
 // The chat page (media/chat.html + dist/webview.js) in headless Chromium, with a stand-in for
 // acquireVsCodeApi that records what the page posts. Checks the new-chat form, Markdown chunks,
 // escaped HTML, tool-call lines, collapsed reasoning, the details toggle, errors, the stop button,
-// the confirmation dialog (the web page's) with an edit's diff, and a turn's edits with Undo;
+// the confirmation dialog (the web page's) with an edit's diff, a turn's edits with Undo, and a
+// subagent's block under its task call;
 // saves screenshots under test-artifacts/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -211,6 +212,43 @@ test('a plan shows as a checklist in its turn, as text, and the next plan replac
   assert.equal(await bubble.locator('ul.plan').count(), 1);
   await send({ type: 'turnEnded', turnId: 'tp', summary: 'Done.', detailedResponse: [], isSuccess: true });
   assert.equal(await bubble.locator('ul.plan li.completed').count(), 2, 'the plan stays after the reply');
+});
+
+test('a subagent shows as a collapsible block under its task call: calls, decisions, a failed call, text and cost, as text', async () => {
+  await send({ type: 'turnStarted', turnId: 'ts' });
+  await send({ type: 'toolCall', turnId: 'ts', index: 0, name: 'workspace.task', id: 'task_1' });
+  await send({ type: 'toolCall', turnId: 'ts', index: 1, name: 'workspace.list', id: 'other' });
+  const sub = (event: Extract<ToView, { type: 'subagent' }>['event']) => send({ type: 'subagent', turnId: 'ts', callId: 'task_1', agent: 'tester', event });
+  await sub({ type: 'started', prompt: 'Write the tests' });
+  await sub({ type: 'toolCall', id: 's1', name: 'workspace.run_command', arguments: { command: 'cargo test' } });
+  await sub({ type: 'permission', id: 's1', name: 'workspace.run_command', subject: 'cargo test', decision: 'allow', by: 'rule run_command(cargo test*)' });
+  await sub({ type: 'toolResult', id: 's1', name: 'workspace.run_command', output: 'exit 101', isError: true });
+  await sub({ type: 'fileChanged', path: '/p/src/a_tests.rs' });
+  await sub({ type: 'text', text: 'Wrote <b>one</b> test\n' });
+  const bubble = page.locator('.message.assistant[data-turn-id="ts"]');
+  const block = bubble.locator('details.subagent');
+  assert.equal(await block.locator('summary').textContent(), 'tester: working…');
+  assert.equal(await block.getAttribute('open'), '', 'open while it works');
+  assert.deepEqual(
+    await bubble.locator('.tool-calls').evaluate((el) => Array.from(el.children, (c) => (c as HTMLElement).dataset.callId)),
+    ['task_1', 'task_1', 'other'],
+    'the block sits right under its call',
+  );
+  assert.deepEqual(await block.locator('.subagent-lines > div').allTextContents(), [
+    'workspace.run_command cargo test — allowed (rule run_command(cargo test*))',
+    'changed /p/src/a_tests.rs',
+    'Wrote <b>one</b> test\n',
+  ]);
+  assert.equal(await block.locator('.subagent-call.failed').count(), 1, 'the failed call is marked');
+  assert.equal(await block.locator('b').count(), 0, 'no element from the model\'s text');
+  await sub({ type: 'usage', usage: { inputTokens: 10, outputTokens: 5 }, cost: 0.0012 });
+  await sub({ type: 'finished', status: 'error', error: 'the model is down' });
+  assert.equal(await block.locator('summary').textContent(), 'tester: error, $0.0012 — the model is down');
+  assert.equal(await block.evaluate((el) => el.classList.contains('error')), true);
+  await block.locator('summary').click();
+  assert.equal(await block.locator('.subagent-lines').isVisible(), false, 'a click collapses it');
+  await send({ type: 'turnEnded', turnId: 'ts', summary: 'Tests written.', detailedResponse: [], isSuccess: true });
+  assert.equal(await bubble.locator('details.subagent').count(), 1, 'the block stays after the reply');
 });
 
 test('reasoning streams into a collapsed box above the reply, as text, and history shows it too', async () => {

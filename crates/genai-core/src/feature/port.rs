@@ -85,15 +85,19 @@ pub enum TurnEvent {
     Plan {
         entries: Vec<genai_protocol::plan::PlanEntry>,
     },
-    /// Something that happened in a subagent the `task` call `call_id` runs (its text, tool
-    /// calls, decisions, file changes, plan), nested under that call; its answer is the call's
-    /// result. Never nested twice: a subagent cannot start another.
+    /// Something that happened in a subagent the `task` call `call_id` runs, nested under that
+    /// call: first its `Started`, then its text, tool calls, decisions, file changes and plan,
+    /// last its `Done` (its outcome: error, budget, usage and cost; never the parent's end).
+    /// Its answer is the call's result. Never nested twice: a subagent cannot start another.
     Subagent {
         call_id: String,
         /// The subagent's name (its definition's).
         agent: String,
         event: Box<TurnEvent>,
     },
+    /// A subagent began working on the task's prompt; sent only nested under `Subagent` (a
+    /// front-end knows when its own turns start).
+    Started { prompt: String },
     /// A step a client-hosted feature reported before its final answer.
     Step {
         summary: String,

@@ -202,17 +202,24 @@ impl Tools {
             }
             (ModelChoice::Inherit, _) => turn.agent.subagent(id),
         };
+        port.turn_event(
+            &turn.id,
+            TurnEvent::Started {
+                prompt: args.prompt.clone(),
+            },
+        );
         let sub = Turn {
             id: turn.id.clone(),
             agent: Arc::new(agent),
             message: Message::user(args.prompt),
             cancel: turn.cancel.child_token(),
             system_prompt: Some(def.system.clone()),
-            port,
+            port: port.clone(),
             response_schema: None,
             budget: turn.budget,
         };
         let outcome = child.on_new_message(&sub).await;
+        port.turn_event(&turn.id, TurnEvent::Done(outcome.clone()));
         if let Ok(mut s) = spent.lock() {
             s.add(outcome.usage, outcome.cost);
         }

@@ -95,6 +95,20 @@ async fn a_subagent_only_narrows_the_mode_and_its_failure_is_the_calls_error_res
         _ => None,
     });
     assert_eq!(denied, Some(("call_1", "helper", "deny")));
+    // Its start comes first with the task's prompt, its end last with its failure.
+    match nested.first().map(|(_, _, e)| e) {
+        Some(TurnEvent::Started { prompt }) => assert!(prompt.contains("Change a.txt"), "{prompt}"),
+        other => panic!("the subagent's first event is {other:?}"),
+    }
+    match nested.last().map(|(_, _, e)| e) {
+        Some(TurnEvent::Done(o)) => assert!(
+            o.error
+                .as_ref()
+                .is_some_and(|e| e.message.contains("model is down")),
+            "{o:?}"
+        ),
+        other => panic!("the subagent's last event is {other:?}"),
+    }
     // The subagent's own context: its definition as system prompt, then the task's prompt.
     let sent = provider.messages_of(1).join("\n");
     assert!(

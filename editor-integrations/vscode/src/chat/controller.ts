@@ -347,9 +347,10 @@ export class ChatController {
         if (!calls.includes(call)) calls.push(call);
         if (!call.name || shownCalls.has(call)) return;
         shownCalls.add(call);
-        post({ type: 'toolCall', turnId: t.id, index: call.index, name: call.name });
+        post({ type: 'toolCall', turnId: t.id, index: call.index, name: call.name, ...(call.id ? { id: call.id } : {}) });
       },
       plan: (entries, t) => post({ type: 'plan', turnId: t.id, entries }),
+      subagent: (n, t) => post({ type: 'subagent', turnId: t.id, callId: n.callId, agent: n.agent, event: n.event }),
     });
     post({ type: 'turnStarted', turnId: turn.id });
     this.turnConversations.set(turn.id, conversation.id);

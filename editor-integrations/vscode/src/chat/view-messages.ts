@@ -1,7 +1,7 @@
 // The messages between the chat controller (extension side) and the chat page (webview side),
 // posted with `webview.postMessage` one way and `acquireVsCodeApi().postMessage` the other.
 import type { FileDiff } from './diff';
-import type { PlanEntry } from '../protocol';
+import type { OnSubagentEventNotification, PlanEntry } from '../protocol';
 
 export type { DiffLine, FileDiff } from './diff';
 
@@ -70,7 +70,9 @@ export type ToView =
   | { type: 'reasoning'; turnId: string; delta: string }
   | { type: 'progress'; turnId: string; summary: string; detailedResponse: string[] }
   /** The model calls a tool (its name came in `OnToolCallChunk`): a line in the turn's bubble. */
-  | { type: 'toolCall'; turnId: string; index: number; name: string }
+  | { type: 'toolCall'; turnId: string; index: number; name: string; id?: string }
+  /** What a subagent did (`OnSubagentEvent`): a collapsible block under its task call `callId`. */
+  | { type: 'subagent'; turnId: string; callId: string; agent: string; event: OnSubagentEventNotification['event'] }
   /** The model's plan (`OnPlan`), whole each time: a checklist in the turn's bubble, replaced by the next. */
   | { type: 'plan'; turnId: string; entries: PlanEntry[] }
   | {

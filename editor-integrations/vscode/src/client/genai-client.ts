@@ -20,6 +20,7 @@ import type {
   MessageInput,
   Notifications,
   OnFeatureResponseNotification,
+  OnSubagentEventNotification,
   OnToolCallChunkNotification,
   PlanEntry,
   Requests,
@@ -121,7 +122,8 @@ type TurnNotification =
   | { method: 'OnReasoningChunk'; params: Notifications['OnReasoningChunk'] }
   | { method: 'OnFeatureResponse'; params: Notifications['OnFeatureResponse'] }
   | { method: 'OnToolCallChunk'; params: Notifications['OnToolCallChunk'] }
-  | { method: 'OnPlan'; params: Notifications['OnPlan'] };
+  | { method: 'OnPlan'; params: Notifications['OnPlan'] }
+  | { method: 'OnSubagentEvent'; params: Notifications['OnSubagentEvent'] };
 
 /** vscode-jsonrpc's own codes for a broken connection (not errors the daemon sent). */
 const CONNECTION_ERRORS = new Set<number>([
@@ -325,6 +327,9 @@ export class GenaiClient<T extends Transport = Transport> {
       this.route({ method: 'OnToolCallChunk', params }),
     );
     conn.onNotification('OnPlan', (params: Notifications['OnPlan']) => this.route({ method: 'OnPlan', params }));
+    conn.onNotification('OnSubagentEvent', (params: Notifications['OnSubagentEvent']) =>
+      this.route({ method: 'OnSubagentEvent', params }),
+    );
     conn.onRequest('RequestConfirmation', async (params: ConfirmationRequest['params']): Promise<ConfirmationRequest['result']> => {
       const answer = this.hooks.confirm ? await this.hooks.confirm(params) : false;
       return typeof answer === 'boolean' ? { confirmed: answer } : answer;
@@ -378,6 +383,9 @@ export class GenaiClient<T extends Transport = Transport> {
         break;
       case 'OnPlan':
         turn.planned(n.params.entries);
+        break;
+      case 'OnSubagentEvent':
+        turn.subagentEvent(n.params);
         break;
       case 'OnFeatureResponse':
         if (n.params.final) turn.finish(n.params);
@@ -489,6 +497,8 @@ export type TurnListener = {
   toolCall?: (call: ToolCall, turn: Turn) => void;
   /** The model set out or updated its plan (`OnPlan`): every step, with its status. */
   plan?: (entries: PlanEntry[], turn: Turn) => void;
+  /** A subagent of one of the turn's task calls did something (`OnSubagentEvent`). */
+  subagent?: (notice: OnSubagentEventNotification, turn: Turn) => void;
 };
 
 /** A tool call the model is writing, assembled from its `OnToolCallChunk` pieces. */
@@ -577,6 +587,11 @@ export class Turn {
     if (this.ended) return;
     this.plan = entries;
     for (const l of this.listeners) l.plan?.(entries, this);
+  }
+
+  /** @internal */
+  subagentEvent(notice: OnSubagentEventNotification): void {
+    if (!this.ended) for (const l of this.listeners) l.subagent?.(notice, this);
   }
 
   /** @internal */

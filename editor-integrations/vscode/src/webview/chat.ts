@@ -4,6 +4,7 @@
 import MarkdownIt from 'markdown-it';
 import type { ComponentChoices, ConversationSummary, FileDiff, FromView, ShownMessage, ToView } from '../chat/view-messages';
 import type { PlanEntry } from '../protocol';
+import { showSubagent } from './subagent';
 
 declare function acquireVsCodeApi(): { postMessage(message: FromView): void };
 
@@ -121,7 +122,7 @@ function reasoningBox(el: HTMLElement): HTMLElement {
 }
 
 /** A line above the reply text saying which tool the model calls (text only, never markup). */
-function addToolCall(el: HTMLElement, name: string): void {
+function addToolCall(el: HTMLElement, name: string, id?: string): void {
   let list = el.querySelector<HTMLElement>('.tool-calls');
   if (!list) {
     list = document.createElement('div');
@@ -131,6 +132,7 @@ function addToolCall(el: HTMLElement, name: string): void {
   const line = document.createElement('div');
   line.className = 'tool-call';
   line.textContent = `calling ${name}…`;
+  if (id) line.dataset.callId = id;
   list.append(line);
   messages.scrollTop = messages.scrollHeight;
 }
@@ -446,7 +448,11 @@ function receive(m: ToView): void {
       break;
     }
     case 'toolCall':
-      addToolCall(turnBubble(m.turnId).bubble, m.name);
+      addToolCall(turnBubble(m.turnId).bubble, m.name, m.id);
+      break;
+    case 'subagent':
+      showSubagent(turnBubble(m.turnId).bubble, m);
+      messages.scrollTop = messages.scrollHeight;
       break;
     case 'plan':
       showPlan(turnBubble(m.turnId).bubble, m.entries);

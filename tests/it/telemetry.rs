@@ -2,7 +2,8 @@
 //! with OpenTelemetry's own protobuf types (`support/otlp.rs`): a gateway request continuing
 //! the client's `traceparent` through `genai serve` to the fake provider (request, turn and
 //! model request spans, GenAI attributes, the trace context sent upstream, no prompt text
-//! unless `[telemetry] content = true`, never a key), `genai ask --tools=workspace`'s turn with
+//! unless `[telemetry] content = true`, never a key), an embeddings request's upstream call
+//! with its input tokens and no input text, `genai ask --tools=workspace`'s turn with
 //! its tool call and permission decision flushed before it exits, and a collector that is down
 //! or never answers, which costs the requests nothing; a daemon stopped by SIGTERM (as an
 //! editor closing it does) flushes its turn's spans before it exits.
@@ -146,6 +147,50 @@ async fn a_gateway_request_continues_the_clients_trace_upstream_without_its_text
     assert!(
         shown.contains("[telemetry]") && !shown.contains("otlp-secret-5f2a9c7e1d"),
         "{shown}"
+    );
+}
+
+#[tokio::test]
+async fn an_embeddings_request_is_a_trace_with_its_upstream_call_and_input_tokens() {
+    let Some(receiver) = Receiver::start() else {
+        return;
+    };
+    let fake = FakeOpenAi::start(0, Behavior::text(REPLY)).unwrap();
+    let served = serve(&fake, &receiver.endpoint(), true);
+    let trace = "6bf92f3577b34da6a3ce929d0e0e4738";
+    let r = client()
+        .post(format!("{}/v1/embeddings", served.http_base()))
+        .bearer_auth(&served.token)
+        .header("traceparent", format!("00-{trace}-{CLIENT_SPAN}-01"))
+        .json(&json!({"model": "openai:text-embedding-3-small", "input": ["marker prompt-7d1f here"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+    let spans = receiver.trace_when(Some(trace), WAIT, |s| {
+        has(s, "embeddings text-embedding-3-small") && has(s, "POST /v1/embeddings")
+    });
+    let request = named(&spans, "POST /v1/embeddings");
+    assert_eq!(request["parent_id"], CLIENT_SPAN, "{request}");
+    let call = named(&spans, "embeddings text-embedding-3-small");
+    assert_eq!(call["parent_id"], request["span_id"], "{spans:#?}");
+    assert_eq!(attr(call, "gen_ai.operation.name"), "embeddings");
+    assert_eq!(attr(call, "gen_ai.provider.name"), "openai");
+    assert!(
+        attr(call, "gen_ai.usage.input_tokens").as_i64().unwrap() > 0,
+        "{call}"
+    );
+    // No input text even with content on, and the upstream request continued the trace.
+    let all = serde_json::to_string(&spans).unwrap();
+    assert!(!all.contains("prompt-7d1f"), "{all}");
+    assert_no_secret(&spans, &served);
+    let sent = format!("00-{trace}-{}-01", call["span_id"].as_str().unwrap());
+    let upstream = fake.requests();
+    assert!(
+        upstream
+            .iter()
+            .any(|r| r.header("traceparent") == Some(&sent)),
+        "no request upstream carried {sent}"
     );
 }
 

@@ -3,10 +3,13 @@
 //! asked for the vectors, and what its input cost at the model's price. It must never store
 //! anything (an embedding is no turn) nor guess a cost: unknown tokens or price leave it unknown.
 
+use tracing::Instrument;
+
 use super::{Framework, RequestModel};
 use crate::embedding::{EmbedRequest, Embeddings};
 use crate::error::Result;
 use crate::message::Usage;
+use crate::telemetry::spans;
 
 /// The model `genai embed` uses when none is named and `[defaults] embedding_model` is unset:
 /// the built-in `local` engine's model.
@@ -50,7 +53,14 @@ impl Framework {
             dimensions,
         };
         request.check()?;
-        let embeddings = provider.provider.embed(&request).await?;
+        let span = spans::embeddings(&provider.name, provider.kind, &request.model);
+        let answer = provider
+            .provider
+            .embed(&request)
+            .instrument(span.clone())
+            .await;
+        spans::embeddings_ended(&span, answer.as_ref().map(|e| e.input_tokens));
+        let embeddings = answer?;
         let price = self.price_of(provider, &request.model);
         let cost = embeddings.input_tokens.zip(price).map(|(tokens, p)| {
             p.price.cost(&Usage {

@@ -1,6 +1,7 @@
 //! The spans genai opens, named and attributed as OpenTelemetry's GenAI semantic conventions
 //! say: the gateway's HTTP request (server), a turn (`invoke_agent`), each model request
-//! (`chat {model}`, client), each tool call (`execute_tool {tool}`) and each permission
+//! (`chat {model}`, client), each embeddings request (`embeddings {model}`, client), each
+//! tool call (`execute_tool {tool}`) and each permission
 //! decision (`permission {tool}`, genai's own `genai.permission.*` attributes).
 //!
 //! It owns those names and attributes. It must never put a prompt, a reply or a tool's
@@ -101,6 +102,36 @@ pub fn chat(provider: &str, kind: &str, model: &str, messages: &[Message]) -> Sp
         span.set_attribute("gen_ai.input.messages", masked(&sent));
     }
     span
+}
+
+/// The span of one embeddings request to `provider`'s `model` (no input text: the
+/// conventions' embeddings spans carry none).
+pub fn embeddings(provider: &str, kind: &str, model: &str) -> Span {
+    let span = tracing::info_span!(target: TARGET, "embeddings", otel.name = Empty, otel.kind = "client", otel.status_code = Empty);
+    if span.is_disabled() {
+        return span;
+    }
+    span.record("otel.name", format!("embeddings {model}"));
+    span.set_attribute("gen_ai.operation.name", "embeddings");
+    span.set_attribute("gen_ai.provider.name", provider_name(kind).to_string());
+    span.set_attribute("gen_ai.request.model", model.to_string());
+    span.set_attribute("genai.provider", provider.to_string());
+    span
+}
+
+/// How an embeddings request ended: its input tokens when counted, or its error.
+pub fn embeddings_ended(span: &Span, answer: Result<Option<u64>, &Error>) {
+    if span.is_disabled() {
+        return;
+    }
+    match answer {
+        Ok(Some(tokens)) => span.set_attribute(
+            "gen_ai.usage.input_tokens",
+            i64::try_from(tokens).unwrap_or(i64::MAX),
+        ),
+        Ok(None) => {}
+        Err(e) => failed(span, e),
+    }
 }
 
 /// How a model request ended: the reply's model, finish, token counts (and text, with

@@ -225,7 +225,7 @@ pub(crate) struct FeatureContext<'a> {
     /// workspace; given to the features that take tools.
     pub(crate) guard: Option<&'a Arc<guard::Guard>>,
     /// The agents of subagents whose definition names a model.
-    pub(crate) subagent_models: Option<&'a Arc<dyn SubagentModels>>,
+    pub(crate) subagent_models: &'a Arc<dyn SubagentModels>,
 }
 
 /// A built-in feature: a row of the feature table.

@@ -183,8 +183,19 @@ impl Tools {
         });
         let id = format!("{}/{call_id}", turn.agent.id);
         let mut details: Vec<String> = Vec::new();
-        let agent = match (&def.model, &self.models) {
-            (ModelChoice::Named(m), Some(models)) => match models.agent_on(m, id) {
+        // The definition's model, when this core can reach models by name.
+        let named = match (&def.model, &self.models) {
+            (ModelChoice::Named(m), Some(models)) => Some((m.as_str(), models)),
+            (ModelChoice::Named(m), None) => {
+                details.push(format!(
+                    "runs on the parent's model: its definition's model `{m}` is not reached from here"
+                ));
+                None
+            }
+            (ModelChoice::Inherit, _) => None,
+        };
+        let agent = match named {
+            Some((m, models)) => match models.agent_on(m, id) {
                 Ok(a) => a,
                 Err(e) => {
                     return failed(format!(
@@ -194,13 +205,7 @@ impl Tools {
                     ))
                 }
             },
-            (ModelChoice::Named(m), None) => {
-                details.push(format!(
-                    "runs on the parent's model: its definition's model `{m}` is not reached from here"
-                ));
-                turn.agent.subagent(id)
-            }
-            (ModelChoice::Inherit, _) => turn.agent.subagent(id),
+            None => turn.agent.subagent(id),
         };
         port.turn_event(
             &turn.id,
@@ -230,12 +235,12 @@ impl Tools {
             .collect();
         let answer = match &outcome.error {
             Some(e) => ModuleAnswer {
-                text: match (&def.model, &self.models) {
-                    (ModelChoice::Named(m), Some(_)) => format!(
+                text: match named {
+                    Some((m, _)) => format!(
                         "The subagent {} failed on its definition's model `{m}`: {}",
                         def.name, e.message
                     ),
-                    _ => format!("The subagent {} failed: {}", def.name, e.message),
+                    None => format!("The subagent {} failed: {}", def.name, e.message),
                 },
                 is_error: true,
                 ..Default::default()

@@ -60,7 +60,7 @@ fn build(c: &FeatureContext<'_>) -> crate::error::Result<Arc<dyn Feature>> {
         crate::error::Error::internal("the tools feature was built without its guard")
     })?;
     Ok(Arc::new(Tools {
-        models: c.subagent_models.cloned(),
+        models: Some(c.subagent_models.clone()),
         ..Tools::new(
             c.toolbox.clone(),
             guard,

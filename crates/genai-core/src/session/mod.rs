@@ -253,7 +253,7 @@ impl Framework {
                 toolbox,
                 tools,
                 guard: guard.as_ref(),
-                subagent_models: Some(&self.subagent_models()),
+                subagent_models: &self.subagent_models(),
             })?,
             None => self.hosted_feature(name)?,
         };

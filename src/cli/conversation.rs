@@ -154,6 +154,12 @@ impl ConversationArgs {
         self.r#continue || self.cid.is_some()
     }
 
+    /// Whether the run may give the model tools: `--tools`, or a continued conversation
+    /// (it keeps the tools it was opened with).
+    pub fn may_use_tools(&self) -> bool {
+        self.tools.is_some() || self.continues()
+    }
+
     /// The tool selection of `--tools` (None without it, an empty list for all).
     fn tool_selection(&self) -> Option<Vec<String>> {
         self.tools.as_ref().map(|names| {

@@ -336,9 +336,18 @@ pub fn run() -> i32 {
     let traced = served || matches!(cli.command, Command::Ask(_) | Command::Chat(_));
     // Dropped when the command is over, which flushes its last spans.
     let _telemetry = init_logging(if served { "warn" } else { "error" }, traced);
-    if matches!(cli.command, Command::Ask(_) | Command::Chat(_)) && !agents::any_defined() {
-        // One conversation at a time: a local model needs one slot, not the daemon's four.
-        // Where subagents are defined, several may run at once and share the engine's batch.
+    // One conversation at a time: a local model needs one slot, not the daemon's four. A run
+    // that may give the model tools where subagents are defined may run several at once,
+    // which share the engine's batch; a plain question keeps the one slot (half the load
+    // time and memory), whatever `~/.claude/agents` holds.
+    let may_use_tools = match &cli.command {
+        Command::Ask(a) => a.conversation.may_use_tools() || a.command.is_some(),
+        Command::Chat(_) => true,
+        _ => false,
+    };
+    if matches!(cli.command, Command::Ask(_) | Command::Chat(_))
+        && !(may_use_tools && agents::any_defined())
+    {
         genai_core::provider::local::one_conversation_at_a_time();
     }
     if matches!(cli.command, Command::Serve(_)) {

@@ -3,7 +3,8 @@
 //! `kind = "local"` provider on the test model). Where a subagent is defined, `genai ask`
 //! keeps the engine's slots (not the one of a lone conversation), so the two run in its one
 //! continuous batch: the context is made with a sequence for each, and neither waits for a
-//! slot. Each one's answer is its task call's result; nothing of theirs reaches the fake.
+//! slot. Each one's answer is its task call's result; nothing of theirs reaches the fake. A
+//! plain question there (no tools, so no task) keeps the one slot of a lone conversation.
 //!
 //! Built only with the `local` cargo feature (the default); the model as in `local_model`.
 
@@ -95,4 +96,27 @@ fn two_subagents_on_the_local_model_run_in_its_one_batch() {
         );
     }
     assert_eq!(r.env.fake.requests().len(), 2);
+}
+
+#[test]
+fn a_plain_question_where_subagents_are_defined_keeps_one_slot() {
+    let Some(model) = test_model() else {
+        return;
+    };
+    let r = Repo::new();
+    r.env.dirs.write_config(&format!(
+        "[service_providers.gemma]\nkind = \"local\"\nmodel = {}\n",
+        toml_string(&model.display().to_string())
+    ));
+    let mut c = r.command(&["ask", "-m", "gemma", "-p", "max_tokens=4", "Hi"]);
+    c.env("GENAI_LOG", "genai_local=debug");
+    let o = cli::output(c);
+    let stderr = cli::stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let made: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("local context made"))
+        .collect();
+    assert_eq!(made.len(), 1, "{stderr}");
+    assert!(made[0].contains("sequences=1"), "{}", made[0]);
 }
